@@ -25,7 +25,8 @@ Methods (paper Appendix "Baselines"; all MADs at T rounds):
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -43,10 +44,37 @@ def _sequential() -> bool:
     return os.environ.get("ACEMAD_SEQUENTIAL", "") not in ("", "0")
 
 
+_POOL: Optional[ThreadPoolExecutor] = None
+_POOL_LOCK = threading.Lock()
+
+
+def _agent_pool() -> ThreadPoolExecutor:
+    """One process-wide pool for agent calls. Why not a pool per round: creating and joining N threads every
+    round costs client CPU that, at 64 calls in flight, the GIL-bound client does not have (bench/throughput.py).
+    Its size only caps threads (the LLM client's semaphore bounds the calls in flight), and agent tasks never
+    submit to this pool themselves, so question threads sharing it cannot deadlock."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="agent")
+        return _POOL
+
+
+def _forget_pool() -> None:
+    # A forked child inherits the pool object but not its threads: work submitted there would never run.
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
     if concurrent and len(items) > 1 and not _sequential():
-        with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="agent") as ex:
-            return list(ex.map(fn, items))
+        futures = [_agent_pool().submit(fn, x) for x in items]
+        wait(futures)  # every agent finishes (and caches its reply) before the first error, if any, is raised
+        return [f.result() for f in futures]
     return [fn(x) for x in items]
 
 

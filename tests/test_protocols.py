@@ -240,3 +240,52 @@ def test_rescoring_reproduces_the_engine_and_changes_with_eta():
     np.testing.assert_array_equal(A.rescore(arr, eta=2.0, rounds=2),
                                   [r["labels"].index(r["final"]["answer"]) for r in short])
     assert (A.rescore(arr, eta=16.0) != stored).any()
+
+
+# ----------------------------------------------------------------------------- agent thread pool
+def test_agent_error_is_raised_only_after_every_agent_finished():
+    """An agent that fails must not leave its peers running unobserved: their replies are cached before the
+    question is reported failed (with a bare Executor.map the error escapes while peers still run)."""
+    import threading
+    import time
+
+    from acemad_utils.protocols import _map_agents
+
+    done = threading.Event()
+
+    def act(i):
+        if i == 0:
+            raise RuntimeError("agent 0 failed")
+        time.sleep(0.3)
+        done.set()
+        return i
+
+    with pytest.raises(RuntimeError, match="agent 0 failed"):
+        _map_agents(act, [0, 1], concurrent=True)
+    assert done.is_set()
+    assert _map_agents(lambda i: i * 2, list(range(7)), concurrent=True) == [0, 2, 4, 6, 8, 10, 12]  # order kept
+
+
+def test_agent_pool_works_in_a_forked_child():
+    """The shared pool's threads do not survive fork(); a child (multiprocessing's default start method on
+    Linux) must get a new pool instead of queueing agent calls that no thread will ever run."""
+    import os
+    import signal
+    import time
+
+    from acemad_utils.protocols import _map_agents
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    assert _map_agents(lambda i: i, [1, 2, 3], concurrent=True) == [1, 2, 3]  # the parent's pool exists...
+    time.sleep(0.2)  # ...and its threads are idle
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 1
+        try:
+            signal.alarm(20)  # a hang is killed by SIGALRM (and fails below)
+            code = 0 if _map_agents(lambda i: i * 2, [1, 2, 3], concurrent=True) == [2, 4, 6] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
