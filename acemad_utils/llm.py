@@ -45,6 +45,7 @@ from typing import Any, Optional, Sequence
 from urllib.parse import urlparse
 
 import openai
+from openai.types.chat import ChatCompletion
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from .cache import ResponseCache
@@ -386,7 +387,10 @@ class LLMClient:
         with self._sem:
             counter[0] += 1
             self._add(network_calls=1)
-            resp = self._sdk.chat.completions.create(**kw)
+            # client.post is the SDK's documented call for a raw request: same auth, errors, timeouts and parsing
+            # into ChatCompletion as chat.completions.create, minus its re-walk of the whole body against the
+            # request TypedDicts (~0.6 ms of CPU per call with a JSON schema; bench/throughput.py).
+            resp = self._sdk.post("/chat/completions", body=kw, cast_to=ChatCompletion)
         # The SDK hands back whatever a 2xx body held (a str for an HTML page, a list, a completion without
         # choices): anything but a usable completion is a garbled body, retried, never returned.
         choices = getattr(resp, "choices", None)

@@ -237,6 +237,11 @@ def cpu_breakdown(n_questions: int = 10) -> None:
         sdk = openai.OpenAI(api_key="sk-fake", base_url=srv.url, max_retries=0)
         rows.append(("openai SDK chat.completions.create alone", *timed(
             lambda: sdk.chat.completions.create(model="gpt-4o-mini", messages=msgs, temperature=0.1), n)))
+        # what LLMClient sends: client.post skips create()'s re-walk of the body against the request types
+        from openai.types.chat import ChatCompletion
+        body = dict(model="gpt-4o-mini", messages=msgs, temperature=0.1)
+        rows.append(("openai SDK client.post alone (LLMClient's path)", *timed(
+            lambda: sdk.post("/chat/completions", body=body, cast_to=ChatCompletion), n)))
         cl = LLMClient("gpt-4o-mini", srv.url, "sk-fake", max_concurrency=1)
         rows.append(("LLMClient.generate (retries, semaphore, stats)", *timed(
             lambda: cl.generate(msgs, GenerateConfig(temperature=0.1, seed=1)), n)))
