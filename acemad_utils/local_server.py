@@ -73,9 +73,14 @@ def _tail(path: str, n: int = 30) -> str:
 
 
 @contextlib.contextmanager
-def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 2048, ready_timeout: float = 120,
+def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8192, ready_timeout: float = 120,
           extra_args: tuple[str, ...] = ()) -> Iterator[str]:
-    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL (http://127.0.0.1:PORT/v1)."""
+    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL (http://127.0.0.1:PORT/v1).
+
+    n_ctx 8192 (SmolLM2's training context): with the full history a prompt carries every earlier argument,
+    ~5k tokens at N=5, T=3 when arguments use their whole 400-token budget, which overflowed the former 2048
+    (the server answers 400 and the question is recorded as failed). T=5 at that length needs ~9k: pass a
+    larger n_ctx, within what the model was trained on. The KV cache costs ~190 MB for SmolLM2 at 8192."""
     check_server_installed()
     gguf = gguf or default_gguf()
     port = port or free_port()

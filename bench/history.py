@@ -112,7 +112,7 @@ def calibrate(a) -> None:
         return
     prompts = _calibration_prompts(a.arg_chars)
     rows = []
-    with serve(gguf, n_ctx=8192) as url:  # the longest prompt (20 arguments) exceeds the default 2048
+    with serve(gguf, n_ctx=8192) as url:  # the longest prompt (20 arguments) needs ~3.3k tokens
         sdk = openai.OpenAI(base_url=url, api_key="sk-no-key-required", max_retries=0, timeout=300)
         for msgs in prompts:
             r = sdk.chat.completions.create(model="local", messages=msgs, max_tokens=1, temperature=0)
