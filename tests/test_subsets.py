@@ -22,7 +22,9 @@ ITEMS = make_items(40, k=4, seed=3)
 
 @pytest.fixture
 def tmp_repo(tmp_path, monkeypatch):
-    """Every path (data/, outputs/, runner's run dirs) under tmp_path: tests never touch the repo."""
+    """Every path (data/, outputs/, runner's run dirs) under tmp_path: tests never touch the repo. Smoke mode
+    is set here, not inherited, so the expected paths hold with or without ACEMAD_SMOKE in the environment."""
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
     monkeypatch.setattr(P, "ROOT", tmp_path)
     monkeypatch.setattr(P, "DATA", tmp_path / "data")
     monkeypatch.setattr(runner, "outputs", P.outputs)  # reads P.ROOT at call time
