@@ -44,6 +44,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python bench/x.py` from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
+def local_gguf(skipped: str) -> Optional[str]:
+    """The local model's GGUF path if the llama.cpp server can run here, else None after printing
+    "<skipped>: <why>" (a bench part that needs the real model is skipped, never faked)."""
+    from acemad_utils.local_server import LocalServerError, check_server_installed, default_gguf
+
+    try:
+        check_server_installed()
+        return default_gguf()
+    except LocalServerError as e:
+        print(f"{skipped}: {e}")
+        return None
+
+
 # ----------------------------------------------------------------------------- token model
 #: characters per token, calibrated once by bench/history.py against llama.cpp's reported prompt_tokens for
 #: SmolLM2-135M on 8 real debate prompts (600-14,000 chars): least-squares 4.43 chars/token with the overheads

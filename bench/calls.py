@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import FakeServer, busy_processes, machine_line, temp_outputs, token_model  # noqa: E402
+from _common import FakeServer, busy_processes, local_gguf, machine_line, temp_outputs, token_model  # noqa: E402
 
 from acemad_utils import runner  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
@@ -110,13 +110,10 @@ def part_b(a) -> None:
 # ----------------------------------------------------------------------------- C: local model
 def part_c(a) -> None:
     from acemad_utils.data import load_demo
-    from acemad_utils.local_server import LocalServerError, check_server_installed, default_gguf, serve
+    from acemad_utils.local_server import serve
 
-    try:
-        check_server_installed()
-        gguf = default_gguf()
-    except LocalServerError as e:
-        print(f"\nC. skipped: {e}")
+    gguf = local_gguf("\nC. skipped")
+    if gguf is None:
         return
     qs = load_demo()[: a.local_questions]
     cfg = DebateConfig(method="acemad", n_agents=a.agents, rounds=a.rounds)

@@ -41,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CHARS_PER_TOKEN, ROOT, FakeServer, machine_line, temp_outputs, token_model  # noqa: E402
 
 from acemad_utils import data as D  # noqa: E402
-from acemad_utils import runner  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
 from acemad_utils.config import DebateConfig  # noqa: E402
 from acemad_utils.llm import PRICES  # noqa: E402
@@ -155,8 +154,8 @@ def part1(a) -> None:
             rows.append((cfg.label, c, alone / L, p, o, alone, c * L / F, usd))
             print(f"{cfg.label:<24} {c:>7.1f} {alone / L:>13.1f} {p:>12.0f} {o:>12.0f} {alone:>9.2f} {c * L / F:>10.2f} "
                   f"{usd:>16.2f}")
-    print(f"(critical path = calls in sequence = s/q alone / L; s/q @F = calls x L / F, the bound a run reaches "
-          f"at F calls in flight; $ = modelled tokens x gpt-4o-mini price)")
+    print("(critical path = calls in sequence = s/q alone / L; s/q @F = calls x L / F, the bound a run reaches "
+          "at F calls in flight; $ = modelled tokens x gpt-4o-mini price)")
     return rows
 
 

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, FakeServer, busy_processes, machine_line, prompt_tokens  # noqa: E402
+from _common import (CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, FakeServer, busy_processes, local_gguf, machine_line,  # noqa: E402
+                     prompt_tokens)
 
 from acemad_utils.agents import LLMPopulation, PERSONAS, argue_prompt, commit_prompt  # noqa: E402
 from acemad_utils.config import HISTORIES, DebateConfig  # noqa: E402
@@ -102,17 +103,14 @@ def _calibration_prompts(arg_chars: int) -> list[list[dict]]:
 def calibrate(a) -> None:
     import openai
 
-    from acemad_utils.local_server import LocalServerError, check_server_installed, default_gguf, serve
+    from acemad_utils.local_server import serve
 
-    try:
-        check_server_installed()
-        gguf = default_gguf()
-    except LocalServerError as e:
-        print(f"calibration skipped: {e}")
+    gguf = local_gguf("calibration skipped")
+    if gguf is None:
         return
     prompts = _calibration_prompts(a.arg_chars)
     rows = []
-    with serve(gguf, n_ctx=8192) as url:  # the longest prompt (20 arguments) needs ~3.3k tokens
+    with serve(gguf) as url:  # the longest prompt (20 arguments, ~3.3k tokens) fits serve()'s n_ctx of 8192
         sdk = openai.OpenAI(base_url=url, api_key="sk-no-key-required", max_retries=0, timeout=300)
         for msgs in prompts:
             r = sdk.chat.completions.create(model="local", messages=msgs, max_tokens=1, temperature=0)
@@ -140,13 +138,10 @@ def calibrate(a) -> None:
 def real_subset(a) -> None:
     import tempfile
 
-    from acemad_utils.local_server import LocalServerError, check_server_installed, default_gguf, serve
+    from acemad_utils.local_server import serve
 
-    try:
-        check_server_installed()
-        gguf = default_gguf()
-    except LocalServerError as e:
-        print(f"real-model subset skipped: {e}")
+    gguf = local_gguf("real-model subset skipped")
+    if gguf is None:
         return
     qs = load_demo()[:2]
     print(f"real local model {Path(gguf).name}: AceMAD N=3 T=3, calls=two, {len(qs)} demo questions, max_tokens 160/120, "
