@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from acemad_utils import beliefs as B
 
@@ -772,9 +773,7 @@ class TestMWUProperties:
     )
     def test_rows_are_distributions(self, shape, data, eta):
         T, N = shape
-        S = np.asarray(
-            data.draw(st.lists(st.floats(-1e6, 1e6), min_size=T * N, max_size=T * N)), dtype=float
-        ).reshape(T, N)
+        S = data.draw(hnp.arrays(np.float64, (T, N), elements=st.floats(-1e6, 1e6)))
         W = B.mwu_weights(S, eta)
         assert W.shape == (T, N)
         assert np.all(np.isfinite(W))
@@ -797,9 +796,7 @@ class TestMWUProperties:
         # Scores in [-1, 1] and T <= 6: the weight ratio stays below e^(2 * 50 * 6) = e^600, so no weight
         # underflows below the smallest normal float (mwu_step works on linear weights, floored at `tiny`).
         T, N = shape
-        S = np.asarray(
-            data.draw(st.lists(st.floats(-1, 1), min_size=T * N, max_size=T * N)), dtype=float
-        ).reshape(T, N)
+        S = data.draw(hnp.arrays(np.float64, (T, N), elements=st.floats(-1, 1)))
         W = B.mwu_weights(S, eta)
         w = np.full(N, 1.0 / N)
         for t in range(T):
@@ -815,9 +812,7 @@ class TestMWUProperties:
     def test_matches_direct_formula(self, shape, data, eta):
         # Small eta * |S|: compute w_i^(t) = exp(eta * sum_{s<=t} S_i^(s)) / Z directly in float.
         T, N = shape
-        S = np.asarray(
-            data.draw(st.lists(st.floats(-1, 1), min_size=T * N, max_size=T * N)), dtype=float
-        ).reshape(T, N)
+        S = data.draw(hnp.arrays(np.float64, (T, N), elements=st.floats(-1, 1)))
         W = B.mwu_weights(S, eta)
         for t in range(T):
             raw = [math.exp(eta * sum(S[s, i] for s in range(t + 1))) for i in range(N)]
@@ -883,9 +878,7 @@ class TestPeerMeanLoop:
     )
     def test_naive_loop(self, dims, data):
         N, K = dims
-        P = np.asarray(
-            data.draw(st.lists(st.floats(-10, 10), min_size=N * K, max_size=N * K)), dtype=float
-        ).reshape(N, K)
+        P = data.draw(hnp.arrays(np.float64, (N, K), elements=st.floats(-10, 10)))
         valid = np.asarray(data.draw(st.lists(st.booleans(), min_size=N, max_size=N)))
         got = B.peer_mean(P)
         got_v = B.peer_mean(P, valid)
