@@ -2,6 +2,7 @@
 
     from acemad_utils.paths import outputs
     outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
+    paper_dir()             # $ACEMAD_PAPER_DIR: the paper's printed tables (not shipped here), or None
 
 Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -18,6 +20,18 @@ DATA = ROOT / "data"
 def smoke() -> bool:
     """True when ACEMAD_SMOKE is set to anything but '' or '0': notebooks shrink to seconds."""
     return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
+
+
+def paper_dir() -> Optional[Path]:
+    """The folder of the paper's printed tables (table1_voting_vs_mad.csv, ...) named by ACEMAD_PAPER_DIR, or
+    None when it is unset. They are the paper's data, not this project's, so the repository does not copy them.
+    A relative path is tried from the working directory, then from the repository root (CI sets
+    ../shared/paper/tables)."""
+    raw = os.environ.get("ACEMAD_PAPER_DIR") or None
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() or path.is_dir() else ROOT / path
 
 
 def outputs(*parts: str) -> Path:

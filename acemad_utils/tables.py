@@ -13,12 +13,13 @@ questions: exact McNemar when both are right/wrong per question, a sign-flip per
 """
 from __future__ import annotations
 
+import os
 from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .paths import DATA
+from .paths import paper_dir
 from .stats import bootstrap_ci, mcnemar_exact
 
 BENCH_LABELS = {
@@ -127,9 +128,21 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int =
     return out.rename_axis("method").reset_index()
 
 
+NO_PAPER = ("The paper's printed numbers are not part of this repository: set ACEMAD_PAPER_DIR to the folder "
+            "holding the paper's tables (table1_voting_vs_mad.csv, table2_main_results.csv, ...) to show them here.")
+
+
 def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
-    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells)."""
-    df = pd.read_csv(DATA / "paper" / f"{name}.csv")
+    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells),
+    read from $ACEMAD_PAPER_DIR/<name>.csv. Without ACEMAD_PAPER_DIR: a one-cell table saying how to get them
+    (shown and saved where the numbers would be); a set ACEMAD_PAPER_DIR without the file is an error."""
+    d = paper_dir()
+    if d is None:
+        return pd.DataFrame({"paper": [NO_PAPER]})
+    path = d / f"{name}.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"ACEMAD_PAPER_DIR={os.environ['ACEMAD_PAPER_DIR']!r}: no {name}.csv in {d}")
+    df = pd.read_csv(path)
     if model is not None:
         df = df[df["model"] == model].drop(columns="model")
     cells = [c for c in df.columns if c not in ("model", "method", AVERAGE)]
