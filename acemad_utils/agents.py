@@ -433,7 +433,6 @@ class LLMPopulation(Population):
         self.client_kwargs = client_kwargs
         self.preflight = preflight
         self._clients: dict[Optional[str], LLMClient] = {}
-        self._models: set[str] = set()
         self._lock = threading.Lock()
         self.client(None)  # fail early (a missing API key, an unreachable endpoint) before any question runs
 
@@ -449,10 +448,7 @@ class LLMPopulation(Population):
             return self._clients[key]
 
     def _agent(self, spec: AgentSpec) -> LLMAgent:
-        client = self.client(spec.base_url)
-        with self._lock:
-            self._models.add(spec.model or client.model)
-        return LLMAgent(spec, client, seed=self.seed, max_tokens=self.max_tokens, calls=self.calls)
+        return LLMAgent(spec, self.client(spec.base_url), seed=self.seed, max_tokens=self.max_tokens, calls=self.calls)
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         return [self._agent(s) for s in specs]
@@ -474,9 +470,11 @@ class LLMPopulation(Population):
         return total
 
     def describe(self) -> dict:
+        # Only what the population was built with: a per-agent model (AgentSpec.model) belongs to the method's
+        # config, which meta.json records per method; adding the models agents have used so far would change
+        # this description, and with it the run identity, as soon as one run used a second model.
         clients = list(self._clients.values())
-        models = sorted(self._models or {c.model for c in clients})
-        return {"name": self.name, "synthetic": False, "models": models,
+        return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
                 "endpoints": [c.describe() for c in clients], "seed": self.seed,
                 "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]}, "calls": self.calls,
                 "moderator": self.moderator_spec.to_dict()}

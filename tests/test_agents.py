@@ -9,6 +9,7 @@ import pytest
 from acemad_utils.agents import (LLMAgent, LLMPopulation, PERSONAS, argue_prompt, commit_prompt, commit_schema,
                                  json_shape, parse_commit)
 from acemad_utils.llm import LLMClient
+from acemad_utils.runner import _identity
 from acemad_utils.schema import AgentSpec, Message, Question, Turn
 
 try:
@@ -174,6 +175,7 @@ def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
         pop = LLMPopulation(model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite"),
                             backoff=(0.001, 0.01))
         specs = [AgentSpec(), AgentSpec("Skeptic", 0.6, "slow"), AgentSpec(model="other-model", base_url=b.url)]
+        identity = _identity(pop.describe())
         agents = pop.agents(specs, Q)
         assert len(agents) == 3 and all(ag.concurrent for ag in agents)
         assert agents[0].client is agents[1].client and agents[2].client is not agents[0].client
@@ -185,7 +187,11 @@ def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
         assert mod.spec.persona == "Generalist"
         d = json.dumps(pop.describe())
         assert KEY not in d and a.url not in d and b.url not in d and "http" not in d
-        assert pop.describe()["models"] == ["base-model", "other-model"] and pop.synthetic is False
+        # The population describes what it was built with; "other-model" is the method's (its roster, in
+        # meta.json per method). Recording models as agents use them changed the run identity mid-process, so
+        # re-running the same experiment in that process was refused as "a different population".
+        assert pop.describe()["models"] == ["base-model"] and pop.synthetic is False
+        assert _identity(pop.describe()) == identity
         u = pop.usage()
         assert (u["calls"], u["network_calls"], u["cache_hits"]) == (6, 6, 0)
         # warm rerun: zero requests, same steps
