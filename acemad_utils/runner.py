@@ -36,7 +36,7 @@ from .config import DebateConfig
 from .data import data_hash
 from .llm import redact
 from .paths import ROOT, atomic_write, outputs
-from .protocols import run_question
+from .protocols import _base_record, run_question
 from .schema import Population, Question
 
 
@@ -133,14 +133,10 @@ USAGE_KEYS = ("calls", "network_calls", "cache_hits", "retries", "prompt_tokens"
 
 
 def _failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
-    return {
-        "schema": 1, "question_id": q.id, "benchmark": q.benchmark, "method": cfg.label, "method_kind": cfg.method,
-        "config_hash": cfg.hash, "repeat": repeat, "synthetic": bool(population.synthetic),
-        "labels": list(q.labels), "answer": q.answer, "status": "failed",
-        "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
-        "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
-        "usage": dict.fromkeys(USAGE_KEYS, 0),
-    }
+    return {**_base_record(q, cfg, population, repeat), "status": "failed",
+            "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
+            "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
+            "usage": dict.fromkeys(USAGE_KEYS, 0)}
 
 
 def _with_usage_keys(rec: dict) -> dict:
@@ -285,8 +281,7 @@ def run_experiment(
     final = sorted((rec for k, rec in done.items() if k in order), key=lambda rec: order[_key(rec)])
     # Records of configs that are not part of this run stay in the file (nothing is lost); load_run skips them.
     ours = len(final)
-    final += [rec for rec in read_jsonl(tr_path)
-              if _valid(rec) and _key(rec) not in order and rec.get("status") == "ok"]
+    final += [rec for k, rec in done.items() if k not in order]  # `done` holds every ok record of the file
     atomic_write(tr_path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in final))
 
     # The summary: counts over this run's records (all sessions), plus what this session spent (the client's
