@@ -117,15 +117,6 @@ def agent_scores(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def accuracy_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per record: question, benchmark, method, repeat, correct (float), oracle, status."""
-    return pd.DataFrame([{
-        "question_id": r["question_id"], "benchmark": r["benchmark"], "method": r["method"], "repeat": r["repeat"],
-        "correct": float(r["final"]["correct"]), "oracle": bool(r["final"]["oracle_any_agent_correct"]),
-        "status": r["status"], "synthetic": r["synthetic"],
-    } for r in records])
-
-
 AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final answers",
                "surprisingly popular", "Bayesian Truth Serum")
 

@@ -53,6 +53,7 @@ class Setup:
         self.n_items = n_items
         self.calls = calls
         self._stack = contextlib.ExitStack()
+        self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
         self.population, self.model = self._population(model, base_url)
         self.synthetic = self.population.synthetic
 
@@ -89,18 +90,21 @@ class Setup:
 
     def questions(self, b: str) -> list[Question]:
         """The input items of benchmark b (before the challenging-subset filter)."""
-        if self.source == "synthetic":
-            return make_items(self.n_items or 600, k=SYNTHETIC_K[b], seed=self.seed, benchmark=self.bench_name(b))
-        if self.source == "demo":
-            return D.load_demo()[: self.n_items]
-        return D.load(b, limit=self.n_items)
+        if b not in self._items:
+            if self.source == "synthetic":
+                items = make_items(self.n_items or 600, k=SYNTHETIC_K[b], seed=self.seed, benchmark=self.bench_name(b))
+            elif self.source == "demo":
+                items = D.load_demo()[: self.n_items]
+            else:
+                items = D.load(b, limit=self.n_items)
+            self._items[b] = items
+        return list(self._items[b])
 
     def build_subsets(self, progress: bool = True):
         """Run the subset construction for every benchmark (resumable); returns the per-benchmark table."""
         for b in self.benchmarks:
             subsets.build_subset(self.bench_name(b), self.questions(b), self.population, self.model,
-                                 seed=self.seed, progress=progress, endpoint_kind=self.backend,
-                                 workers=self.workers)
+                                 seed=self.seed, progress=progress, workers=self.workers)
         return subsets.subset_table(self.slug)
 
     @property

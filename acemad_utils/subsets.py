@@ -133,7 +133,7 @@ class SubsetResult:
 
 def build_subset(benchmark: str, questions: Sequence[Question], population: Population, model_name: str,
                  seed: int = 0, temperature: float = 0.7, runs: int = 5, threshold: float = 0.4,
-                 limit: Optional[int] = None, endpoint_kind: Optional[str] = None, progress: bool = True,
+                 limit: Optional[int] = None, progress: bool = True,
                  workers: Optional[int] = None) -> SubsetResult:
     """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them."""
     qs = list(questions)[:limit] if limit is not None else list(questions)
@@ -146,22 +146,21 @@ def build_subset(benchmark: str, questions: Sequence[Question], population: Popu
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
     runner.run_experiment(name, qs, [cfg], population, workers=workers, progress=progress,
                           extra_meta={"purpose": "challenging subset", "threshold": threshold})
-    _, records = runner.load_run(name)
+    meta, records = runner.load_run(name)
     by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
     ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
     stats = [item_stats(r) for r in ok]
     hashes = {q.id: content_hash(q) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
     share, ref, n_wrong = misconception_share(kept)
-    if endpoint_kind is None:
-        desc = population.describe()
-        endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
+    desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
+    endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
     summary = {
         "model": SYNTHETIC_SLUG if synthetic else model_name, "model_slug": slug, "synthetic": synthetic,
         "endpoint_kind": endpoint_kind,
         "seed": seed, "temperature": temperature, "runs": runs, "threshold": threshold, "limit": limit,
-        "experiment": name, "config_hash": cfg.hash, "git_commit": runner.git_commit(),
-        "data_hash": D.data_hash(qs), "n_items_in": len(qs), "n_failed": len(qs) - len(ok), "n_kept": len(kept),
+        "experiment": name, "config_hash": cfg.hash, "git_commit": meta["git_commit"],
+        "data_hash": meta["data_hash"], "n_items_in": len(qs), "n_failed": len(qs) - len(ok), "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
         "n_wrong_kept": n_wrong, "parse_failures_kept": sum(s["parse_failures"] for s in kept),
         "misconception_share": share, "uniform_reference": ref,
