@@ -145,25 +145,19 @@ def busy_processes(interval: float = 1.0, min_share: float = 0.15) -> str:
 # ----------------------------------------------------------------------------- temp outputs
 @contextlib.contextmanager
 def temp_outputs(prefix: str = "acemad_bench_") -> Iterator[Path]:
-    """Point runner.run_dir (and paths.outputs) at a temp dir: nothing is written under the repo's outputs/."""
+    """Point the repository root (and data/) at a temp dir: every module finds outputs/, runs and subsets
+    through paths.ROOT / paths.DATA at call time, so nothing is written under the repo."""
+    import shutil
+
     import acemad_utils.paths as P
-    import acemad_utils.runner as R
 
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
-
-    def outputs(*parts: str) -> Path:
-        p = tmp.joinpath("outputs", *parts)
-        p.mkdir(parents=True, exist_ok=True)
-        return p
-
-    saved = (P.outputs, R.outputs, R.run_dir)
-    P.outputs, R.outputs, R.run_dir = outputs, outputs, lambda name: outputs("runs", name)
+    saved = (P.ROOT, P.DATA)
+    P.ROOT, P.DATA = tmp, tmp / "data"
     try:
         yield tmp
     finally:
-        P.outputs, R.outputs, R.run_dir = saved
-        import shutil
-
+        P.ROOT, P.DATA = saved
         shutil.rmtree(tmp, ignore_errors=True)
 
 

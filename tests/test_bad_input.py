@@ -20,6 +20,7 @@ from acemad_utils.agents import LLMPopulation
 from acemad_utils.config import DebateConfig
 from acemad_utils.experiments import Setup
 from acemad_utils.llm import APIKeyRejected, EndpointUnreachable, MissingAPIKey
+from acemad_utils.local_server import free_port
 
 try:
     from tests.fake_openai import FakeOpenAI
@@ -44,11 +45,7 @@ def no_env(monkeypatch):
 
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_port()
 
 
 # ----------------------------------------------------------------------------- benchmark names
