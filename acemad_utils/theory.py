@@ -158,7 +158,7 @@ def phase_table(etas: Sequence[float] = PHASE_ETA) -> pd.DataFrame:
 
 def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
     """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")  # keeps each y label off its neighbour
     views = (
         (table[(table.N == 5) & (table["T"] == rounds)], "crowd_calibration", "eta", f"N=5, T={rounds}"),
         (table[(table.N == 5) & (table.eta == eta)], "crowd_calibration", "T", f"N=5, eta={eta:g}"),
