@@ -1,8 +1,12 @@
 """Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory).
 
     from acemad_utils import theory
-    theory.run_all(n_items=400, seed=0)          # writes transcripts under outputs/runs/theory_*
+    theory.run_all(n_items=400, seed=0)          # writes transcripts under outputs/runs/<profile>/theory_*
     fig, table = theory.martingale()              # (a) mean belief in the truth per round, with CIs
+
+Runs live under the profile's folder (`profile="default"` unless given), like every other notebook's runs:
+two profiles with different item counts never share a run folder, so any sequence of profiles works in one
+checkout.
 
 Every function reads saved transcripts (runner.load_run), never agents directly, so figures can be
 redrawn or re-scored without re-running a debate.
@@ -32,25 +36,29 @@ PHASE_ETA = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 PHASE_T_MAX = 5
 
 
-def _cal_name(c: float) -> str:
-    return f"theory_phase_cal{c:.2f}"
+def _name(profile: str, what: str) -> str:
+    return f"{profile}/theory_{what}"
 
 
-def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True) -> None:
+def _cal_name(c: float, profile: str = "default") -> str:
+    return _name(profile, f"phase_cal{c:.2f}")
+
+
+def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, profile: str = "default") -> None:
     """Run every simulation the theory notebook needs (resumable; seconds to a few minutes)."""
     items = make_items(n_items, k=4, seed=seed)
     # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
     sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed)
-    run_experiment("theory_martingale_symmetric", items, [mad], SimPopulation(sym, seed), progress=progress)
-    run_experiment("theory_martingale_default", items, [mad], SimPopulation(SimParams(), seed), progress=progress)
+    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
+    run_experiment(_name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress)
     # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
-    run_experiment("theory_acemad", items, [ace], SimPopulation(SimParams(), seed), progress=progress)
+    run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
     # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
     for cal in PHASE_CAL:
         cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
-        run_experiment(_cal_name(cal), items, cfgs, SimPopulation(SimParams(crowd_calibration=cal), seed), progress=progress)
+        run_experiment(_cal_name(cal, profile), items, cfgs, SimPopulation(SimParams(crowd_calibration=cal), seed), progress=progress)
 
 
 def _ci_frame(x: np.ndarray, index: Sequence, name: str, seed: int = 0) -> pd.DataFrame:
@@ -63,16 +71,16 @@ def _band(ax, df: pd.DataFrame, **kw) -> None:
     ax.fill_between(df["x"], df["lo"], df["hi"], alpha=0.2, color=line.get_color())
 
 
-def martingale():
+def martingale(profile: str = "default"):
     """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat.
 
     Plotted as the paired change from round 1, p(t) - p(1), per question: its CI is what tells
     "flat" from "drifting" (the level itself varies a lot between items).
     """
     frames = []
-    for name, label in (("theory_martingale_symmetric", "symmetric updating (Prop. 1)"),
-                        ("theory_martingale_default", "stubborn truth-holders (default)")):
-        _, recs = load_run(name)
+    for name, label in (("martingale_symmetric", "symmetric updating (Prop. 1)"),
+                        ("martingale_default", "stubborn truth-holders (default)")):
+        _, recs = load_run(_name(profile, name))
         bt = A.belief_in_truth(A.stack(recs))
         f = _ci_frame(bt - bt[:, :1], range(1, bt.shape[1] + 1), label)
         f["level"] = bt.mean(axis=0)
@@ -87,9 +95,9 @@ def martingale():
     return fig, pd.concat(frames, ignore_index=True)
 
 
-def score_separation():
+def score_separation(profile: str = "default"):
     """(b) Theorem (score separation): truth-holders earn higher expected Brier scores than the crowd."""
-    _, recs = load_run("theory_acemad")
+    _, recs = load_run(_name(profile, "acemad"))
     df = A.agent_scores(recs)
     role = np.where(df["persona"] == "Skeptic", "truth-holder", "crowd")
     df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
@@ -109,9 +117,9 @@ def score_separation():
     return fig, table
 
 
-def submartingale(etas: Sequence[float] = PHASE_ETA):
+def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default"):
     """(c) Theorem (submartingale): under MWU the weighted belief in the truth drifts upward; drift vs eta."""
-    _, recs = load_run("theory_acemad")
+    _, recs = load_run(_name(profile, "acemad"))
     arr = A.stack(recs)
     # Items where a truth-holder holds the truth in round 1: the theorem's setting (E right, crowd wrong).
     th = np.array([p == "Skeptic" for p in arr.personas])
@@ -140,11 +148,11 @@ def submartingale(etas: Sequence[float] = PHASE_ETA):
     return fig, drift
 
 
-def phase_table(etas: Sequence[float] = PHASE_ETA) -> pd.DataFrame:
+def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> pd.DataFrame:
     """(d) P(AceMAD's answer is right | the initial plurality is wrong) over (crowd calibration, N, T, eta)."""
     rows = []
     for cal in PHASE_CAL:
-        _, recs = load_run(_cal_name(cal))
+        _, recs = load_run(_cal_name(cal, profile))
         for n in PHASE_N:
             arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
             wrong = A.initial_plurality(arr) != arr.truth
