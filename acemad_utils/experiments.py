@@ -16,6 +16,9 @@ source   "synthetic"   generated items (no download), one set per benchmark with
          "demo"        the 24 demo questions shipped in data/demo
 Runs go to outputs/runs/<profile>/<name>/ and LLM responses to outputs/cache/llm.sqlite, so a rerun
 continues where it stopped and a warm rerun makes no network call.
+
+Smoke mode (ACEMAD_SMOKE=1: nbval, CI) caps the item counts per backend (SMOKE), because what takes seconds
+with the synthetic population takes minutes with a real model on 2 CPU cores.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Optional, Sequence
 from . import data as D
 from . import subsets
 from .config import DebateConfig
-from .paths import outputs
+from .paths import outputs, smoke
 from .runner import load_run, run_experiment
 from .schema import Population, Question
 from .sim import SimPopulation, make_items
@@ -35,6 +38,13 @@ BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
 # Typical option count per benchmark, used only to shape synthetic item sets.
 SYNTHETIC_K = {"truthfulqa": 5, "arc_challenge": 4, "bbh": 3, "logiqa": 4, "medqa": 4, "mmlu_pro": 10}
+# Smoke-mode caps per backend: (items read per benchmark, questions per run). The real local model answers a
+# call in seconds, so its smoke run keeps one question per notebook; the fake endpoint answers at once.
+SMOKE = {"sim": (60, 12), "local": (4, 1), "openai": (20, 3)}
+
+
+def _cap(n: Optional[int], cap: int) -> int:
+    return cap if n is None else min(n, cap)
 
 
 class Setup:
@@ -50,7 +60,7 @@ class Setup:
             raise ValueError(f"BENCHMARKS has unknown name(s) {unknown}; allowed: {sorted(SYNTHETIC_K)}")
         self.profile, self.backend, self.source, self.seed, self.workers = profile, backend, source, seed, workers
         self.benchmarks = ["demo"] if source == "demo" else list(benchmarks)
-        self.n_items = n_items
+        self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
         self.calls = calls
         self._stack = contextlib.ExitStack()
         self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
@@ -114,6 +124,8 @@ class Setup:
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
         """The challenging subset of benchmark b (the first n_max kept items); built on first use."""
         name = self.bench_name(b)
+        if smoke():
+            n_max = _cap(n_max, SMOKE[self.backend][1])
         try:
             qs = subsets.load_subset(name, self.slug, self.questions(b))
         except FileNotFoundError:
@@ -128,7 +140,10 @@ class Setup:
 
         Returns (meta, records); meta["methods"][label] holds each config's parameters (e.g. n_agents).
         """
-        qs = list(questions) if questions is not None else [q for b in self.benchmarks for q in self.subset(b, n_max)]
+        if questions is not None:
+            qs = list(questions)[:_cap(n_max, SMOKE[self.backend][1])] if smoke() else list(questions)
+        else:
+            qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
         exp = f"{self.profile}/{name}"
         run_experiment(exp, qs, configs, self.population, workers=self.workers, profile=self.profile,
                        extra_meta={"source": self.source, "model": self.model, "backend": self.backend})
