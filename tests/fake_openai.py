@@ -422,3 +422,34 @@ class FaultInjector:
             bad = {k: ({ren[x]: p for x, p in d.items()} if isinstance(d, dict) else d) for k, d in good.items()}
             return json.dumps(bad)
         raise ValueError(kind)
+
+
+def main(argv=None) -> int:
+    """Serve a clean deterministic fake model until killed, for runs outside pytest (CI's `paper` profile):
+
+        python tests/fake_openai.py --url-file /tmp/fake.url &     # writes http://127.0.0.1:<port>/v1
+
+    Every reply comes from FaultInjector with `rate` (default 0: no faults), so a whole profile can run against it.
+    """
+    import argparse
+    import signal
+
+    ap = argparse.ArgumentParser(description="a fake OpenAI-compatible endpoint on 127.0.0.1")
+    ap.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
+    ap.add_argument("--rate", type=float, default=0.0, help="fault rate (0: a clean deterministic model)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with FakeOpenAI(FaultInjector(rate=args.rate, seed=args.seed)) as srv:
+        with open(args.url_file, "w") as f:
+            f.write(srv.url + "\n")
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
