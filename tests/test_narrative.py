@@ -28,7 +28,7 @@ def test_versus_counts_significant_wins_and_losses():
     text = N.versus(long, tests, "T", "SYNTHETIC")
     assert "significantly better in 1 of 2 columns and significantly worse in 1" in text
     assert "(M) the paired gain is +2.5 points [-1.0, +6.0], p = 0.3 (not significant)" in text
-    assert "T has no result here" in N.versus(long, tests, "U", "SYNTHETIC")
+    assert "U has no result here" in N.versus(long, tests, "U", "SYNTHETIC")
 
 
 def test_shares_points_at_the_largest_truth_holder_share():
