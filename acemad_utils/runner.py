@@ -193,6 +193,17 @@ def _identity(desc) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def _who(meta: dict, field: str, ident: str) -> str:
+    """A readable identity for the refusal message: who answered (models, seed) or which questions."""
+    if field == "data_hash":
+        return f"{meta.get('n_questions')} questions of {meta.get('benchmarks')} (data hash {ident})"
+    pop = meta.get("population")
+    if not isinstance(pop, dict):
+        return f"{pop} ({ident})"
+    models = pop.get("models") or [pop.get("model", pop.get("name"))]
+    return f"{', '.join(map(str, models))} with seed {pop.get('seed')} (identity {ident})"
+
+
 def run_experiment(
     name: str,
     questions: Sequence[Question],
@@ -233,8 +244,8 @@ def run_experiment(
                             ("population", _identity(old.get("population")), _identity(meta["population"]))):
             if a != b:
                 raise ValueError(
-                    f"outputs/runs/{name} holds a run with a different {field} ({a} vs {b}); resuming would mix "
-                    f"results. Delete {d} or choose another experiment name."
+                    f"{d} holds a run with a different {field}: saved {_who(old, field, a)}, this run "
+                    f"{_who(meta, field, b)}; resuming would mix results. Delete {d} or choose another experiment name."
                 )
     atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
 

@@ -104,6 +104,9 @@ def test_theory_runs_of_two_profiles_do_not_mix(tmp_path, monkeypatch):
     theory.run_all(n_items=9, seed=0, rounds=2, progress=False, profile="pb")
     assert load_run("pa/theory_acemad")[0]["n_questions"] == 6
     assert load_run("pb/theory_acemad")[0]["n_questions"] == 9
-    with pytest.raises(ValueError, match=r"holds a run with a different data_hash"):  # a real mix still refuses
+    with pytest.raises(ValueError) as e:  # a real mix still refuses, naming the folder and both identities
         theory.run_all(n_items=7, seed=0, rounds=2, progress=False, profile="pa")
+    msg = str(e.value)
+    assert "pa/theory_martingale_symmetric holds a run with a different data_hash: saved 6 questions of" in msg
+    assert "this run 7 questions of ['synthetic']" in msg and "Delete " in msg
     assert json.loads(json.dumps(theory.phase_table(etas=(2.0,), profile="pb").to_dict()))  # reads its own runs
