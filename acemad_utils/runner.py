@@ -212,6 +212,12 @@ def run_experiment(
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"two configs share a label in experiment {name!r}: {labels}; give one a name=")
+    seen: dict[str, int] = {}
+    for i, q in enumerate(questions):  # records are keyed by question id: a repeat would overwrite, not add
+        if q.id in seen:
+            raise ValueError(f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
+                             "question list; each question may appear once (use repeats= to run one several times)")
+        seen[q.id] = i
     d = run_dir(name)
     meta = {
         "experiment": name,
