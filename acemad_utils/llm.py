@@ -86,7 +86,7 @@ class GarbledResponse(RuntimeError):
 
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
 
 
 def redact(text: str) -> str:

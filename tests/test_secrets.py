@@ -93,6 +93,7 @@ def script_with_an_auth_failure(victim: str, key: str = CANARY, status: int = 40
 def test_redact_removes_keys():
     assert CANARY not in redact(f"bad key {CANARY}!") and "sk-***" in redact("token sk-abcdefgh1234 here")
     assert redact("Authorization: Bearer abc.def-123") == "Authorization: Bearer ***"
+    assert redact("(Authorization: Bearer abc/d+e=); next") == "(Authorization: Bearer ***); next"
     assert redact("no secrets here, just sk-1 and a task-list") == "no secrets here, just sk-1 and a task-list"
 
 
