@@ -11,6 +11,12 @@ The key is a sha256 over canonical JSON of everything that determines a sample, 
 scope*: five agents sending the same first-round prompt at temperature 0.6 must get five independent
 samples, not one sample cached five times. Rows hold the model name and the endpoint kind
 ("openai", "local-llama.cpp", ...) only; never an API key or a base URL. Values are JSON (no pickle).
+
+A cache that cannot be used stops the run when it is opened, before any call, with a CacheError naming the
+file and what to do: garbage bytes or a damaged file ("delete it ... to start a fresh cache"), a read-only
+file or directory ("make it writable"; checked by a write that is rolled back, so a reply is never paid for
+and then not stored), a path that cannot be opened. The file is never deleted or replaced for you: its
+replies may have cost money. The same errors met later (a disk that fills up mid-run) are CacheErrors too.
 """
 from __future__ import annotations
 
@@ -27,6 +33,33 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"""
 
 
+class CacheError(RuntimeError):
+    """The response cache file cannot be read or written (the message names the file and the fix)."""
+
+
+def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
+    """A sqlite3 error turned into what the user should do about it."""
+    msg = str(err)
+    folder = os.path.dirname(os.path.abspath(path))
+    when = " No model call was made." if opening else ""
+    if "readonly" in msg or "read-only" in msg:
+        return CacheError(f"the response cache {path} is read-only ({msg}): make the file and its directory {folder} "
+                          "writable (sqlite also writes a -wal and a -shm file beside it), or move the cache "
+                          "elsewhere; replies must be stored or a rerun pays for them again." + when)
+    if "unable to open" in msg or "disk I/O" in msg:
+        what = f"{path} is a directory" if os.path.isdir(path) else f"its directory {folder} must exist and be writable"
+        return CacheError(f"cannot open the response cache {path} ({msg}): {what}." + when)
+    if "database or disk is full" in msg:
+        return CacheError(f"the response cache {path} cannot grow ({msg}): free disk space, then rerun (answered "
+                          "questions are kept in the transcripts)." + when)
+    if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError) or \
+            "malformed" in msg or "not a database" in msg:
+        return CacheError(f"the response cache {path} is damaged or not a cache ({msg}): delete it (and {path}-wal, "
+                          f"{path}-shm if present) to start a fresh cache; its stored replies are lost and will be "
+                          f"asked again (`sqlite3 {path} .recover` may salvage part of them first)." + when)
+    return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
+
+
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -39,13 +72,26 @@ class ResponseCache:
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
         if self.path != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            except OSError as e:
+                raise CacheError(f"cannot create the directory of the response cache {self.path} ({e.strerror}): make "
+                                 "its parent writable, or move the cache elsewhere. No model call was made.") from None
         self._conns: list[sqlite3.Connection] = []  # every connection opened (closed by close())
         self._idle: list[sqlite3.Connection] = []  # the pool: connections not in use right now
         self._lock = threading.Lock()
         self._flights: dict[str, list] = {}  # key -> [lock, waiters]: see single_flight
-        with self._conn():  # create the table now so errors (bad path, read-only disk) show up early
-            pass
+        try:  # open it now, and prove it is writable, so a bad cache stops the run before any paid call
+            with self._conn() as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
+                                 "VALUES ('', '', '', '{}', 0)")
+                finally:
+                    conn.rollback()
+        except sqlite3.Error as e:
+            self.close()
+            raise _cache_error(self.path, e, opening=True) from None
 
     @contextlib.contextmanager
     def single_flight(self, key: str):
@@ -100,14 +146,20 @@ class ResponseCache:
                     self._idle.append(conn)
 
     def get(self, key: str) -> Optional[dict]:
-        with self._conn() as conn:
-            row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        try:
+            with self._conn() as conn:
+                row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
         return None if row is None else json.loads(row[0])
 
     def put(self, key: str, value: dict, *, model: str, kind: str) -> None:
-        with self._conn() as conn, conn:  # one transaction: committed whole or not at all
-            conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
-                         (key, model, kind, canonical_json(value), time.time()))
+        try:
+            with self._conn() as conn, conn:  # one transaction: committed whole or not at all
+                conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
+                             "VALUES (?, ?, ?, ?, ?)", (key, model, kind, canonical_json(value), time.time()))
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
 
     def __len__(self) -> int:
         with self._conn() as conn:

@@ -27,7 +27,12 @@ Where the data comes from, first match wins:
 
 Every loader checks its item count against the published size and raises `DataError` naming the file,
 the line (or item, for JSON-array files) and the problem for a malformed record. `limit` keeps the first N
-after the whole file has been loaded and checked.
+after the whole file has been loaded and checked. Also caught, with file and line: a file cut short (a JSONL
+whose last line stops mid-record, a JSON file that ends before its closing bracket: "the file ends in the
+middle of ..."; a record cut at a line boundary fails the item count), bytes that are not UTF-8, a line
+that is JSON but not an object, an answer that is not one of the item's options, and a question id that
+repeats an earlier one (named with both places). LogiQA's plain-text format cannot tell a last option
+line cut mid-word from a short option; everything else about a cut LogiQA file fails its structure or count.
 
 Choices made here (all deterministic, no RNG state, no Python `hash()`):
 - TruthfulQA: upstream lists the correct MC1 answer first, so the choices are ordered by
@@ -207,6 +212,8 @@ def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
 def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
     """{"question", "options": {"A": ...}, "answer_idx", "answer", "meta_info"} (upstream file = hub dataset)."""
     options, ans = dict(rec["options"]), str(rec["answer_idx"]).strip()
+    if ans not in options:
+        raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
     if "answer" in rec and options.get(ans) != rec["answer"]:
         raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
     return _question(f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, ans, {"meta_info": rec.get("meta_info")})
@@ -219,8 +226,12 @@ def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"category is {rec['category']!r}, expected 'law'")
     if not 2 <= len(opts) <= 10:
         raise ValueError(f"expected 2-10 options, got {len(opts)}")
-    if "answer_index" in rec and LETTERS[int(rec["answer_index"])] != ans:
-        raise ValueError(f"answer {ans!r} disagrees with answer_index {rec['answer_index']!r}")
+    if "answer_index" in rec:
+        i = rec["answer_index"]
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(opts):
+            raise ValueError(f"answer_index {i!r} is not an option index 0-{len(opts) - 1}")
+        if LETTERS[i] != ans:
+            raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
     meta = {"question_id": rec["question_id"], "src": rec.get("src")}
     return _question(f"mmlu_pro/{rec['question_id']}", "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), ans, meta)
 
@@ -230,34 +241,73 @@ def _build(source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, 
            expected: int | None) -> list[Question]:
     """Map (where, record) rows to Questions, turning any problem into a DataError that says where it is."""
     out = []
+    first: dict[str, str] = {}  # question id -> where it was first seen
     for i, (where, rec) in enumerate(rows):
+        if not isinstance(rec, Mapping):
+            raise DataError(f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
+                            f"{json.dumps(rec, default=str)[:60]}")
         try:
-            out.append(mapper(rec, i))
+            q = mapper(rec, i)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             why = f"missing field {e.args[0]!r}" if isinstance(e, KeyError) else str(e)
             raise DataError(f"{source}, {where}: {why}") from e
+        if q.id in first:
+            raise DataError(f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
+                            "be unique (transcripts are keyed by them)")
+        first[q.id] = where
+        out.append(q)
     if expected is not None and len(out) != expected:
         raise DataError(f"{source}: expected {expected} items (the published size), found {len(out)}")
     return out
 
 
+def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
+    """Decode, or say where the first byte that is not UTF-8 is."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = line_no or raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
+                        "the file is damaged or in another encoding") from None
+
+
+_CUT = "; the file ends in the middle of this record (cut short? download it again)"
+
+
+_LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+
+
+def _at_end(e: json.JSONDecodeError, text: str) -> bool:
+    """Did the parser run out of text (rather than meet a wrong character)? True when nothing but the start
+    of a number or of true/false/null follows the error, or a string never found its closing quote."""
+    return bool(_LITERAL_START.fullmatch(text[e.pos:].strip())) or e.msg.startswith("Unterminated string")
+
+
 def _jsonl(path: Path) -> list[tuple[str, Any]]:
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append((f"line {n}", json.loads(line)))
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno})") from None
+    lines = path.read_bytes().split(b"\n")
+    last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
+    for n, raw in enumerate(lines, 1):
+        line = _utf8(path, raw, n)
+        if line.strip():
+            try:
+                rows.append((f"line {n}", json.loads(line)))
+            except json.JSONDecodeError as e:
+                # the last line of a file without its final newline that stops before its record does: cut short
+                cut = n == last == len(lines) and _at_end(e, line)
+                raise DataError(f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno}){_CUT if cut else ''}"
+                                ) from None
     return rows
 
 
 def _json(path: Path) -> Any:
+    text = _utf8(path, path.read_bytes())
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg})") from None
+        cut = _CUT.replace("this record", "the JSON") if _at_end(e, text) else ""
+        raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg}){cut}") from None
 
 
 def _items(path: Path, obj: Any, key: str | None = None) -> list[tuple[str, Any]]:
@@ -269,7 +319,7 @@ def _items(path: Path, obj: Any, key: str | None = None) -> list[tuple[str, Any]
 
 
 def _logiqa_rows(path: Path) -> list[tuple[str, Any]]:
-    lines = [x.rstrip("\r") for x in path.read_text(encoding="utf-8").split("\n")]
+    lines = [x.rstrip("\r") for x in _utf8(path, path.read_bytes()).split("\n")]
     if len(lines) % 8 == 1 and lines[-1] == "":
         lines.pop()  # a final newline
     if len(lines) % 8:

@@ -21,15 +21,21 @@ bounded number of times. A BoundedSemaphore shared by all threads bounds the cal
 during the HTTP call, not while backing off), so callers may use thread pools freely.
 
 A 200 whose body is not a usable completion (garbage, truncated JSON, an HTML page from a proxy, no
-choices) is a garbled body: retried like a 5xx, never returned as text.
+choices) is a garbled body: retried like a 5xx (a proxy's error page during a restart is transient), never
+returned as text. When the attempts run out, GarbledResponse says what the endpoint sent instead (its first
+200 characters, redacted) and how many attempts were made, e.g. "the endpoint http://127.0.0.1:8080/v1
+answered a chat completion with a 2xx reply whose body is not JSON: '<html>...' (6 attempts; ...)".
 
 `preflight()` (called by agents.LLMPopulation unless preflight=False) does one free GET /models with a short
 timeout, so an unreachable base URL or a rejected key stops the run with a clear message before any paid call.
 
 Keys are read from arguments or the environment and never written anywhere (not to the cache, not to
 describe(), not to error messages we build); `redact(text)` removes key-like strings from text that is about
-to be stored (the runner redacts failed questions' error messages). Token counters count tokens actually sent
-over the network; cache hits cost nothing.
+to be stored (the runner redacts failed questions' error messages). An error raised by `generate` is
+scrubbed before it leaves this module (`scrub`): a server that echoes the key in its error body (some
+proxies answer a 401 with "Incorrect API key provided: <the key>", unmasked) cannot put it in the
+exception's str, repr, args, body, response or request (whose Authorization header is dropped).
+Token counters count tokens actually sent over the network; cache hits cost nothing.
 """
 from __future__ import annotations
 
@@ -80,7 +86,7 @@ class GarbledResponse(RuntimeError):
 
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
 
 
 def redact(text: str) -> str:
@@ -93,6 +99,64 @@ def redact(text: str) -> str:
             text = text.replace(secret, "***")
     text = _KEYLIKE.sub(lambda m: m.group(1) + "-***", text)
     return _BEARER.sub(lambda m: m.group(1) + "***", text)
+
+
+def _redact_obj(obj: Any, depth: int = 0) -> Any:
+    """A JSON-like value (an error body) with every string redacted."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if depth > 20:
+        return obj
+    if isinstance(obj, dict):
+        return {redact(k) if isinstance(k, str) else k: _redact_obj(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_redact_obj(v, depth + 1) for v in obj)
+    return obj
+
+
+def scrub(exc: BaseException) -> BaseException:
+    """`exc` (changed in place, type kept) with no key left in what it shows or carries: args, message and
+    body redacted, an SDK error's request replaced by a bare one (no Authorization header, no credentials in
+    the URL) and its response by a copy with a redacted body; the same for its cause/context chain. Callers
+    still see the same class and status_code (a RateLimitError stays one)."""
+    seen: set[int] = set()
+    e: Optional[BaseException] = exc
+    while e is not None and id(e) not in seen and len(seen) < 10:
+        seen.add(id(e))
+        try:
+            e.args = tuple(_redact_obj(a) for a in e.args)
+            if isinstance(e, openai.APIError):
+                e.message = redact(e.message)
+                for field in ("body", "code", "param", "type"):  # the SDK copies these out of the error body
+                    if hasattr(e, field):
+                        setattr(e, field, _redact_obj(getattr(e, field)))
+                req = getattr(e, "request", None)
+                if req is not None:
+                    e.request = type(req)(req.method, safe_url(str(req.url)))
+                resp = getattr(e, "response", None)
+                if resp is not None:
+                    try:
+                        text = resp.text
+                    except Exception:  # a body that was never read: nothing to show
+                        text = ""
+                    e.response = type(resp)(resp.status_code, headers=[(k, redact(v)) for k, v in resp.headers.items()
+                                                                       if k.lower() != "set-cookie"],
+                                            content=redact(text).encode(), request=e.request)
+        except Exception:  # an exotic exception type with read-only fields: its args were the best we could do
+            pass
+        e = e.__cause__ or e.__context__
+    return exc
+
+
+def _preview(text: Any, n: int = 200) -> str:
+    """The first n characters of what an endpoint sent, quoted and redacted, for an error message."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    text = str(text)
+    if not text.strip():
+        return "an empty body" if not text else f"a body of {len(text)} blank characters"
+    more = f"... ({len(text)} characters)" if len(text) > n else ""
+    return redact(repr(text[:n])) + more
 
 
 def safe_url(url: Optional[str]) -> str:
@@ -273,9 +337,13 @@ class LLMClient:
                     if not (self._auto and _format_rejected(e, mode)):
                         raise
                     self._downgrade(mode)  # endpoint rejected this response_format: try the next mode
-        except Exception:
+        except Exception as e:
             self._add(failures=1)
-            raise
+            if isinstance(e, GarbledResponse) and counter[0] > 1:
+                e.args = (f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
+                          "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",)
+            # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
+            raise scrub(e)
         choice = resp.choices[0]
         u = resp.usage
         pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u is not None else (0, 0)
@@ -384,16 +452,31 @@ class LLMClient:
                                      "json_schema": {"name": "response", "schema": schema, "strict": True}}
         elif mode == "json_object":
             kw["response_format"] = {"type": "json_object", "schema": schema}  # llama.cpp turns it into a grammar
-        with self._sem:
-            counter[0] += 1
-            self._add(network_calls=1)
-            # client.post is the SDK's documented call for a raw request: same auth, errors, timeouts and parsing
-            # into ChatCompletion as chat.completions.create, minus its re-walk of the whole body against the
-            # request TypedDicts (~0.6 ms of CPU per call with a JSON schema; bench/throughput.py).
-            resp = self._sdk.post("/chat/completions", body=kw, cast_to=ChatCompletion)
+        try:
+            with self._sem:
+                counter[0] += 1
+                self._add(network_calls=1)
+                # client.post is the SDK's documented call for a raw request: same auth, errors, timeouts and
+                # parsing into ChatCompletion as chat.completions.create, minus its re-walk of the whole body
+                # against the request TypedDicts (~0.6 ms of CPU per call with a JSON schema; bench/throughput.py).
+                resp = self._sdk.post("/chat/completions", body=kw, cast_to=ChatCompletion)
+        except json.JSONDecodeError as e:  # a JSON content type over a body that is not JSON (or is cut short)
+            raise GarbledResponse(self._garbled("whose body is not JSON", _preview(e.doc))) from None
         # The SDK hands back whatever a 2xx body held (a str for an HTML page, a list, a completion without
         # choices): anything but a usable completion is a garbled body, retried, never returned.
         choices = getattr(resp, "choices", None)
-        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-            raise GarbledResponse(f"2xx response is not a chat completion ({type(resp).__name__}: {str(resp)[:80]!r})")
+        if isinstance(resp, (str, bytes)):
+            raise GarbledResponse(self._garbled("whose body is not JSON", _preview(resp)))
+        if not isinstance(resp, ChatCompletion) or not isinstance(choices, list):
+            shown = (resp.model_dump_json(exclude_unset=True) if isinstance(resp, ChatCompletion)
+                     else json.dumps(resp, default=str))
+            raise GarbledResponse(self._garbled("whose JSON body is not a chat completion", _preview(shown)))
+        if not choices:
+            raise GarbledResponse(self._garbled("with no choices", _preview(resp.model_dump_json(exclude_unset=True))))
+        if getattr(choices[0], "message", None) is None:
+            raise GarbledResponse(self._garbled("whose first choice has no message",
+                                                _preview(resp.model_dump_json(exclude_unset=True))))
         return resp
+
+    def _garbled(self, what: str, shown: str) -> str:
+        return f"the endpoint {safe_url(self._base_url)} answered a chat completion with a 2xx reply {what}: {shown}"

@@ -17,16 +17,27 @@ recomputed, so an interrupted run continues where it stopped. Every line is writ
 (and cut off before new lines are appended, so a new record is never glued to it). When the run is complete
 the file is rewritten in canonical order (atomic rename), so a rerun gives the same bytes whatever the
 thread timing was.
+
+Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
+lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
+waiting for them (their calls still finish in the background and land in the response cache, so the resume
+gets them free; the process exits once they have). Records are only ever written between presses, whole:
+no torn line. meta.json then gets a `summary` with "interrupted": true, and run_experiment raises
+`RunInterrupted` (a KeyboardInterrupt) whose message is the one line "interrupted: N of M records saved;
+rerun to resume". No thread prints a traceback. Command-line entry points print that message and exit 130.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
+import sys
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -38,6 +49,41 @@ from .llm import redact
 from .paths import ROOT, atomic_write, outputs
 from .protocols import _base_record, run_question
 from .schema import Population, Question
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a run; str() is the one line to show ("interrupted: N of M records saved; rerun to resume")."""
+
+
+class _Interrupts:
+    """SIGINT presses during a run. The handler never raises while a record is being written (`saving`), so a
+    line is always written whole; the first press only sets a flag (the run stops starting questions), a
+    second one outside a write raises KeyboardInterrupt to stop waiting."""
+
+    def __init__(self):
+        self.presses = 0
+        self.saving = False
+
+    def _handler(self, signum, frame):
+        self.presses += 1
+        if self.presses >= 2 and not self.saving:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self):
+        try:
+            old = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not the main thread: signals cannot reach us here anyway
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+
+def _notice(line: str) -> None:
+    print(redact(line), file=sys.stderr, flush=True)
 
 
 def git_commit() -> Optional[str]:
@@ -223,6 +269,12 @@ def run_experiment(
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"two configs share a label in experiment {name!r}: {labels}; give one a name=")
+    seen: dict[str, int] = {}
+    for i, q in enumerate(questions):  # records are keyed by question id: a repeat would overwrite, not add
+        if q.id in seen:
+            raise ValueError(f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
+                             "question list; each question may appear once (use repeats= to run one several times)")
+        seen[q.id] = i
     d = run_dir(name)
     meta = {
         "experiment": name,
@@ -256,19 +308,31 @@ def run_experiment(
     lock = threading.Lock()
     totals = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "failed": 0}
 
+    stop = _Interrupts()
+
     def one(job):
+        if stop.presses:  # Ctrl-C: questions not started yet are left for the resume
+            return None
         q, c, r = job
         try:
             return _with_usage_keys(run_question(q, population, c, r))
         except Exception as err:  # a failed question is recorded with its reason and retried on resume
+            if stop.presses:
+                return None  # cut short by the interrupt, not a failure of its own
             return _failed_record(q, c, population, r, err)
 
     bar = tqdm(total=len(todo), desc=name, disable=not progress or not todo, unit="q", smoothing=0.05)
-    with open(tr_path, "a", encoding="utf-8") as f:
+    with stop.installed(), open(tr_path, "a", encoding="utf-8") as f:
         def save(rec):
+            if rec is None:
+                return
             with lock:
-                _write_line(f, rec)
-                done[_key(rec)] = rec
+                stop.saving = True  # a second Ctrl-C waits until the line is on disk
+                try:
+                    _write_line(f, rec)
+                    done[_key(rec)] = rec
+                finally:
+                    stop.saving = False
                 for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"):
                     totals[k] += rec.get("usage", {}).get(k, 0)
                 totals["failed"] += rec["status"] != "ok"
@@ -278,17 +342,48 @@ def run_experiment(
 
         # Populations that do I/O (LLMs) run questions in threads; the client bounds the calls in flight.
         concurrent = getattr(population, "concurrent", not population.synthetic) and (workers or 1) > 1
-        if concurrent:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question") as ex:
-                for fut in as_completed([ex.submit(one, j) for j in todo]):
-                    save(fut.result())
-        else:
-            for job in todo:
-                save(one(job))
+        try:
+            if concurrent:
+                ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+                try:
+                    pending = {ex.submit(one, j) for j in todo}
+                    announced = False
+                    while pending:
+                        # a short timeout so a Ctrl-C is noticed while every worker is busy
+                        finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            save(fut.result())
+                        if stop.presses >= 2:
+                            raise KeyboardInterrupt
+                        if stop.presses and not announced:
+                            announced = True
+                            running = sum(fu.running() for fu in pending)
+                            _notice(f"interrupt: finishing {running} question(s) in flight, then stopping "
+                                    "(Ctrl-C again to stop now)")
+                finally:
+                    ex.shutdown(wait=not stop.presses, cancel_futures=True)
+            else:
+                for job in todo:
+                    if stop.presses:
+                        break
+                    save(one(job))
+        except KeyboardInterrupt:
+            stop.presses = max(stop.presses, 2)
     bar.close()
 
+    if stop.presses:  # the file holds whole records only; say what is there and stop the caller
+        keys = set(_order_keys(questions, configs, repeats))
+        summary = summarize([rec for k, rec in done.items() if k in keys], expected=len(keys))
+        summary["interrupted"] = True
+        if usage_before is not None:
+            summary["session"] = _usage_delta(population.usage(), usage_before)
+        meta["summary"] = summary
+        atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        raise RunInterrupted(f"interrupted: {summary['records']} of {summary['expected']} records saved; "
+                             "rerun to resume") from None
+
     # Canonical order: configs as given, questions as given, repeats ascending (the latest record per key).
-    order = {k: i for i, k in enumerate((q.id, c.hash, r) for c in configs for q in questions for r in range(repeats))}
+    order = {k: i for i, k in enumerate(_order_keys(questions, configs, repeats))}
     final = sorted((rec for k, rec in done.items() if k in order), key=lambda rec: order[_key(rec)])
     # Records of configs that are not part of this run stay in the file (nothing is lost); load_run skips them.
     ours = len(final)
@@ -303,6 +398,10 @@ def run_experiment(
     meta["summary"] = summary
     atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
     return d
+
+
+def _order_keys(questions, configs, repeats) -> list[tuple]:
+    return [(q.id, c.hash, r) for c in configs for q in questions for r in range(repeats)]
 
 
 def load_run(name: str) -> tuple[dict, list[dict]]:

@@ -4,6 +4,8 @@
 
 Writes ROOT/outputs[/smoke]/runs/NAME/{transcripts.jsonl,meta.json} (paths.ROOT is pointed at ROOT, so the
 repository's outputs/ is never touched) with the LLM cache at CACHE, then prints meta["summary"] as JSON.
+Like a command-line entry point, it answers Ctrl-C (runner.RunInterrupted) with the run's one-line message on
+stderr and exit status 130, no traceback.
 The questions, the method and every client setting are fixed here, so two invocations differ only in what
 the fake server at BASE_URL does and in what is already on disk.
 """
@@ -36,10 +38,14 @@ def main(argv: list[str]) -> int:
 
     paths.ROOT = Path(root)  # outputs() reads it at call time
     from acemad_utils.agents import LLMPopulation
-    from acemad_utils.runner import run_experiment
+    from acemad_utils.runner import RunInterrupted, run_experiment
 
     pop = LLMPopulation(model=MODEL, base_url=url, cache=cache, seed=RUN_SEED, **CLIENT)
-    d = run_experiment(name, questions(int(n)), [config()], pop, workers=int(workers), progress=False)
+    try:
+        d = run_experiment(name, questions(int(n)), [config()], pop, workers=int(workers), progress=False)
+    except RunInterrupted as e:
+        print(e, file=sys.stderr)
+        return 130
     print(json.dumps(json.loads((d / "meta.json").read_text())["summary"]))
     return 0
 

@@ -18,7 +18,7 @@ from acemad_utils import paths as P
 from acemad_utils import runner
 from acemad_utils.agents import LLMPopulation
 from acemad_utils.config import DebateConfig
-from acemad_utils.llm import LLMClient
+from acemad_utils.llm import GarbledResponse, LLMClient
 from acemad_utils.sim import make_items
 
 try:
@@ -126,29 +126,51 @@ def test_each_transport_fault_is_retried_then_answered(kind):
         assert plan.injected == {kind: 2}
 
 
-GARBLED = {
-    "not_json": Reply(raw=b"\x00\xff garbage"),
-    "truncated": Reply(raw=b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'),
-    "html_page": Reply(raw=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
-    "no_choices": Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'),
-    "a_list": Reply(raw=b"[1, 2]"),
-    "no_message": Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
-                            b'"choices": [{"index": 0, "finish_reason": "stop"}]}'),
+GARBLED = {  # name: (reply, what the final error must say the endpoint sent)
+    # (the SDK decodes a body in the charset it guesses: binary garbage is quoted as whatever that gives)
+    "not_json": (Reply(raw=b"\x00\xff garbage"), "whose body is not JSON: '"),
+    "truncated": (Reply(raw=b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'),
+                  """whose body is not JSON: '{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'"""),
+    "html_page": (Reply(raw=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
+                  "whose body is not JSON: '<html>502 Bad Gateway</html>'"),
+    "html_as_json": (Reply(raw=b"<html>" + b"x" * 300 + b"</html>"),
+                     "whose body is not JSON: '<html>" + "x" * 194 + "'... (313 characters)"),
+    "empty": (Reply(raw=b""), "whose body is not JSON: an empty body"),
+    "no_choices": (Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'),
+                   """with no choices: '{"id":"x","choices":[],"created":0,"model":"m","object":"chat.completion"}'"""),
+    "a_list": (Reply(raw=b"[1, 2]"), "whose JSON body is not a chat completion: '[1, 2]'"),
+    "no_message": (Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
+                            b'"choices": [{"index": 0, "finish_reason": "stop"}]}'), "whose first choice has no message"),
 }
 
 
 @pytest.mark.parametrize("name", GARBLED)
 def test_garbled_2xx_bodies_are_retried_never_returned(name):
-    with FakeOpenAI([GARBLED[name]], default="fine") as srv:
+    """Retried (a proxy's error page is often transient); when the attempts run out, a GarbledResponse that
+    quotes what the endpoint sent (first 200 characters, redacted), never a raw JSONDecodeError."""
+    reply, said = GARBLED[name]
+    with FakeOpenAI([reply], default="fine") as srv:
         c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=3)
         assert c.generate([{"role": "user", "content": "hi"}]).text == "fine"
         assert (c.stats()["retries"], srv.count) == (1, 2)
-    with FakeOpenAI(default=GARBLED[name]) as srv:  # never a usable body: a clear error, no text
+    with FakeOpenAI(default=reply) as srv:  # never a usable body: a clear error, no text
         c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=2)
-        with pytest.raises(Exception) as exc:
+        with pytest.raises(GarbledResponse) as exc:
             c.generate([{"role": "user", "content": "hi"}])
-        assert not isinstance(exc.value, (AttributeError, IndexError, TypeError))
+        msg = str(exc.value)
+        assert msg.startswith(f"the endpoint {srv.url} answered a chat completion with a 2xx reply {said}"), msg
+        assert msg.endswith("(2 attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
+                            "like this: check BASE_URL / OPENAI_BASE_URL)")
+        assert exc.value.__cause__ is None and "\n" not in msg
         assert c.stats()["failures"] == 1 and srv.count == 2
+
+
+def test_a_garbled_body_echoing_the_key_is_quoted_redacted():
+    with FakeOpenAI(default=Reply(raw=f"<html>proxy error for Bearer {KEY}</html>".encode())) as srv:
+        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=1)
+        with pytest.raises(GarbledResponse) as exc:
+            c.generate([{"role": "user", "content": "hi"}])
+    assert "proxy error for Bearer ***" in str(exc.value) and KEY not in str(exc.value)
 
 
 # ----------------------------------------------------------------------------- a long run under 30% faults

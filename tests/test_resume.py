@@ -249,3 +249,83 @@ def test_cache_put_is_committed_at_once(tmp_path):
     finally:
         other.close()
     cache.close()
+
+
+# ----------------------------------------------------------------------------- Ctrl-C
+def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, str]:
+    """SIGINT the worker `presses` times once KILL_AFTER records are on disk; its (stdout, stderr)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= KILL_AFTER:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the worker ended before it could be interrupted: " + proc.stderr.read()[-2000:]
+    for _ in range(presses):
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+    return proc.communicate(timeout=120)
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, capsys):
+    """One Ctrl-C lets the questions in flight finish and be saved; two stop at once. Either way: exit 130
+    with one line "interrupted: N of M records saved; rerun to resume" and no traceback (from any thread),
+    whole records only, a meta.json whose summary counts exactly the records on disk, and a resume that ends
+    where an uninterrupted run does."""
+    root, cache = tmp_path / "interrupted", tmp_path / "cache.sqlite"
+    path = transcript(root)
+    with FakeOpenAI(FaultInjector(**PLAN)) as srv:
+        out, err = interrupt(worker(root, srv.url, cache), path, presses)
+        raw = path.read_bytes()
+        lines = err.strip().splitlines()
+        saved = raw.count(b"\n")
+        assert lines[-1] == f"interrupted: {saved} of {N} records saved; rerun to resume", err[-3000:]
+        assert "Traceback" not in err and "Exception in thread" not in err and out == ""
+        assert all(x.startswith("interrupt: finishing ") for x in lines[:-1]) and len(lines) <= 2, err
+        assert raw.endswith(b"\n") and KILL_AFTER <= saved < N
+        recs = [json.loads(x) for x in raw.splitlines()]  # every line whole: json.loads raises otherwise
+        meta = json.loads((path.parent / "meta.json").read_text())
+        s = meta["summary"]
+        assert s["interrupted"] is True and s["records"] == s["ok"] == saved == len(recs) and s["expected"] == N
+        assert s["missing"] == N - saved and s["questions"] == len({r["question_id"] for r in recs})
+        resumed = finish(worker(root, srv.url, cache))
+    assert resumed["ok"] == N and "interrupted" not in resumed
+    assert "interrupted" not in json.loads((path.parent / "meta.json").read_text())["summary"]
+    with FakeOpenAI(FaultInjector(**PLAN)) as srv_b:
+        finish(worker(tmp_path / "reference", srv_b.url, tmp_path / "cache_reference.sqlite"))
+    final, ref = runner.read_jsonl(path), runner.read_jsonl(transcript(tmp_path / "reference"))
+    assert [r["question_id"] for r in final] == [q.id for q in W.questions(N)]
+    assert [strip_usage(r) for r in final] == [strip_usage(r) for r in ref]
+    with capsys.disabled():
+        print(f"\n[ctrl-c x{presses}] {saved} of {N} records saved at the interrupt; stderr: {lines}")
+
+
+def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
+    """The synthetic population runs questions one after the other in this thread: a Ctrl-C during the third
+    question lets it finish, saves it, and stops; the resume completes to the bytes of an uninterrupted run."""
+    from acemad_utils.sim import SimPopulation
+
+    items = make_items(8, k=4, seed=2)
+    cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
+    real, calls = runner.run_question, []
+
+    def run_question(*a, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered to this (the main) thread, mid-question
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner, "run_question", run_question)
+    with pytest.raises(runner.RunInterrupted) as e:
+        runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
+    assert str(e.value) == "interrupted: 3 of 8 records saved; rerun to resume" and len(calls) == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the runner's handler is gone again
+    d = runner.run_dir("seq")
+    assert json.loads((d / "meta.json").read_text())["summary"]["interrupted"] is True
+    assert (d / "transcripts.jsonl").read_bytes().count(b"\n") == 3
+    runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
+    assert len(calls) == 8  # the three saved questions were not run again
+    resumed = (d / "transcripts.jsonl").read_bytes()
+    monkeypatch.setattr(runner, "run_question", real)
+    runner.run_experiment("seq_ref", items, [cfg], SimPopulation(seed=0), progress=False)
+    assert resumed == (runner.run_dir("seq_ref") / "transcripts.jsonl").read_bytes()

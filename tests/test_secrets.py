@@ -5,14 +5,18 @@ backend against a fault-injecting fake endpoint, the key a recognizable canary i
 this process and in a papermill-executed notebook; then every file it produced (the sqlite cache with its
 WAL, transcripts, meta files, the executed notebook, a DEBUG log of the openai/httpx loggers) and everything
 printed is searched for the key: zero hits. The fake endpoint confirms the key was really sent, and one
-question is answered 401 with the key echoed in the error text (as real endpoints do): the failed record's
-error is redacted. Committed notebooks carry no outputs at all (tests/test_notebooks_clean.py).
-About 10 s (one kernel start).
+question is answered 401 (or 500) with the key echoed in the error text (as some proxies do, unmasked): the
+failed record's error is redacted. The same runs with a canary that does not look like a key at all (40
+random letters and digits), so what is tested is redaction by value, not the `sk-...` pattern; and the
+exception `LLMClient.generate` raises for such a reply holds the key nowhere (str, repr, args, body,
+response, request headers, traceback). Committed notebooks carry no outputs at all
+(tests/test_notebooks_clean.py). About 15 s (one kernel start).
 """
 from __future__ import annotations
 
 import json
 import logging
+import traceback
 
 import nbformat
 import pytest
@@ -21,7 +25,7 @@ from acemad_utils import paths as P
 from acemad_utils.config import DebateConfig
 from acemad_utils.data import load_demo
 from acemad_utils.experiments import Setup
-from acemad_utils.llm import redact
+from acemad_utils.llm import LLMClient, redact
 
 try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
@@ -29,16 +33,26 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from fake_openai import FakeOpenAI, FaultInjector, Reply
 
 CANARY = "sk-acemad-SECRET-canary-123"
-NEEDLES = (CANARY.encode(), b"SECRET-canary", CANARY.encode("utf-16-le"))
+# Does not look like a key (no sk- prefix, no "secret"): only redaction by value can catch it.
+PLAIN = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"
+assert len(PLAIN) == 40 and redact.__module__  # (PLAIN must not match the key-like pattern)
 
 
-def leaks(root) -> list[str]:
+def needles(key: str) -> tuple[bytes, ...]:
+    return (key.encode(), key[4:-4].encode(), key.encode("utf-16-le"))
+
+
+NEEDLES = needles(CANARY) + (b"SECRET-canary",)
+
+
+def leaks(root, key: str = CANARY) -> list[str]:
     """Files under root holding the key (raw bytes, so sqlite pages and WAL frames are searched too)."""
+    found = NEEDLES if key == CANARY else needles(key)
     hits = []
     for f in sorted(root.rglob("*")):
         if f.is_file():
             data = f.read_bytes()
-            if any(n in data for n in NEEDLES):
+            if any(n in data for n in found):
                 hits.append(str(f.relative_to(root)))
     return hits
 
@@ -46,23 +60,32 @@ def leaks(root) -> list[str]:
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     monkeypatch.setattr(P, "ROOT", tmp_path / "repo")
-    monkeypatch.setattr(P, "DATA", tmp_path / "repo" / "data")
+    monkeypatch.setattr(P, "DATA", tmp_path / "data")
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     return tmp_path
 
 
-def script_with_an_auth_failure(victim: str):
-    """30% faults, plus a 401 echoing the key for every request about one question (it fails)."""
+def echo(key: str, status: int) -> Reply:
+    """An error reply echoing the key unmasked: a 401 as some proxies send it, or a 500 from a gateway."""
+    if status == 401:
+        msg = {"error": {"message": f"Incorrect API key provided: {key}. You can find your API key at "
+                                    "https://platform.openai.com/account/api-keys.", "type": "invalid_request_error",
+                         "code": "invalid_api_key"}}
+    else:
+        msg = {"error": {"message": f"upstream failure (request with Authorization: Bearer {key}; key={key})",
+                         "type": "server_error", "code": None, "param": key}}
+    return Reply(status=status, raw=json.dumps(msg).encode(), kind="auth")
+
+
+def script_with_an_auth_failure(victim: str, key: str = CANARY, status: int = 401):
+    """30% faults, plus a 401 (or 500) echoing the key for every request about one question (it fails)."""
     plan = FaultInjector(0.3, seed=5, slow_delay=1.5)
 
     def script(body, n):
         if any(victim in m.get("content", "") for m in body.get("messages", [])):
-            msg = {"error": {"message": f"Incorrect API key provided: {CANARY}. You can find your API key at "
-                                        "https://platform.openai.com/account/api-keys.", "type": "invalid_request_error",
-                             "code": "invalid_api_key"}}
-            return Reply(status=401, raw=json.dumps(msg).encode(), kind="auth")
+            return echo(key, status)
         return plan(body, n)
     return script, plan
 
@@ -70,10 +93,48 @@ def script_with_an_auth_failure(victim: str):
 def test_redact_removes_keys():
     assert CANARY not in redact(f"bad key {CANARY}!") and "sk-***" in redact("token sk-abcdefgh1234 here")
     assert redact("Authorization: Bearer abc.def-123") == "Authorization: Bearer ***"
+    assert redact("(Authorization: Bearer abc/d+e=); next") == "(Authorization: Bearer ***); next"
     assert redact("no secrets here, just sk-1 and a task-list") == "no secrets here, just sk-1 and a task-list"
 
 
-def test_full_experiment_writes_no_secret(env, capfd):
+def exception_text(e: BaseException) -> str:
+    """Everything an exception shows or carries that a user might print or log."""
+    parts = [str(e), repr(e), repr(e.args), "".join(traceback.format_exception(type(e), e, e.__traceback__))]
+    for attr in ("message", "body", "code", "param", "type"):
+        parts.append(repr(getattr(e, attr, None)))
+    resp, req = getattr(e, "response", None), getattr(e, "request", None)
+    if resp is not None:
+        parts += [resp.text, repr(dict(resp.headers))]
+    if req is not None:
+        parts += [str(req.url), repr(dict(req.headers))]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("key", [CANARY, PLAIN], ids=["sk-like", "plain-40"])
+@pytest.mark.parametrize("status", [401, 500])
+def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, status):
+    """The exception generate() raises for a reply echoing the key: no key in str/repr/args/body/response/
+    request/traceback, yet the same type and status code (callers still tell a 401 from a 500)."""
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with FakeOpenAI(default=echo(key, status)) as srv:
+        c = LLMClient("m", srv.url, cache=str(tmp_path / "llm.sqlite"), backoff=(0.0, 0.01), max_attempts=2)
+        with pytest.raises(Exception) as exc:
+            c.generate([{"role": "user", "content": "hi"}])
+        assert f"Bearer {key}" in srv.auth and srv.count == (1 if status == 401 else 2)
+    e = exc.value
+    assert e.status_code == status and type(e).__name__ == ("AuthenticationError" if status == 401
+                                                             else "InternalServerError")
+    text = exception_text(e)
+    assert key not in text and key[4:-4] not in text
+    assert ("Incorrect API key provided: ***" if status == 401 else "Bearer ***; key=***") in str(e)
+    c.close()
+    assert leaks(tmp_path, key) == []
+
+
+@pytest.mark.parametrize("key,status", [(CANARY, 401), (PLAIN, 401), (PLAIN, 500)],
+                         ids=["sk-like-401", "plain-40-401", "plain-40-500"])
+def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
     log_path = env / "repo" / "outputs" / "debug.log"
     log_path.parent.mkdir(parents=True)
     handler = logging.FileHandler(log_path)
@@ -84,7 +145,7 @@ def test_full_experiment_writes_no_secret(env, capfd):
         lg.addHandler(handler)
         lg.setLevel(logging.DEBUG)
     qs = load_demo()[:5]
-    script, plan = script_with_an_auth_failure(qs[2].question)
+    script, plan = script_with_an_auth_failure(qs[2].question, key, status)
     try:
         with FakeOpenAI(script) as srv:
             S = Setup("secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url,
@@ -95,7 +156,7 @@ def test_full_experiment_writes_no_secret(env, capfd):
                                            DebateConfig(method="majority", n_agents=3)], questions=qs)
             print(meta["summary"])
             S.close()
-            assert f"Bearer {CANARY}" in srv.auth  # the key did go over the wire (and only there)
+            assert f"Bearer {key}" in srv.auth  # the key did go over the wire (and only there)
     finally:
         for lg, (level, prop) in zip(loggers, old):
             lg.removeHandler(handler)
@@ -103,12 +164,15 @@ def test_full_experiment_writes_no_secret(env, capfd):
         handler.close()
     failed = [r for r in recs if r["status"] == "failed"]
     assert {r["question_id"] for r in failed} == {qs[2].id}
-    assert all("401" in r["error"] and "Incorrect API key provided: ***" in r["error"] for r in failed)
+    said = "Incorrect API key provided: ***" if status == 401 else "Bearer ***; key=***"
+    assert all(str(status) in r["error"] and said in r["error"] for r in failed), failed[0]["error"]
+    assert all(said in e["error"] for e in meta["summary"]["errors"]) and meta["summary"]["failed"] == len(failed)
     assert plan.total_injected > 0 and meta["summary"]["ok"] == len(recs) - len(failed)
     out = capfd.readouterr()
-    assert CANARY not in out.out and CANARY not in out.err
+    assert key not in out.out and key not in out.err
     assert (env / "repo" / "outputs" / "smoke" / "cache" / "llm.sqlite").exists() and log_path.stat().st_size > 0
-    assert leaks(env) == []
+    assert len(list((env / "repo" / "outputs").rglob("meta.json"))) >= 1  # searched below, like every file
+    assert leaks(env, key) == []
 
 
 NOTEBOOK = [
