@@ -15,7 +15,7 @@ Rosters (which agents a method gets; paper line numbers refer to ../shared/paper
   by default NAIVE_AGENT = the plain assistant at T=0.7. The paper calls its baselines "homogeneous
   Decentralized MAD" (l.468) and gives one temperature for a non-AceMAD agent, the "naive single-agent
   baseline (Temperature = 0.7)" of the subset construction (l.604, also l.206); it never gives the baselines
-  a persona (the persona prompts of l.1149-1153 belong to AceMAD's crowd and truth-holders).
+  a persona (the persona prompts of l.1150-1152 belong to AceMAD's crowd and truth-holders).
 - roster="acemad" gives a baseline AceMAD's roster (the control "same agents, only the protocol differs"),
   roster="homogeneous" gives AceMAD the baselines' roster, and a tuple of AgentSpecs sets every agent.
 
@@ -37,7 +37,7 @@ METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acem
 HISTORIES = ("full", "last_round", "peers_last")
 # How a baseline MAD decides. "mean_belief" is the paper's Evaluation Metrics rule (l.617: every MAD decides by
 # weighted voting, Eq. 4, with uniform weights for the baselines); "plurality" is Du et al.'s vote; "moderator"
-# (Centralized MAD only) scores the moderator's final answer, the reading of Appendix Baselines (l.641).
+# (Centralized MAD only) scores the moderator's final answer, the reading of Appendix Baselines (l.643).
 MAD_AGGREGATORS = ("mean_belief", "plurality", "moderator")
 ROSTERS = ("homogeneous", "acemad")
 METHOD_NAMES = {

@@ -20,7 +20,7 @@ Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acema
 - sparse:        ring: agent i sees itself and agents i-1, i+1 (with N <= 3 that is everyone: a full mesh).
 - centralized:   star: agents see their own arguments and the moderator's summaries; the moderator reads
                  all arguments each round and broadcasts a summary. Decided like every MAD, by the mean final
-                 belief of the debaters (l.617); the moderator's final answer (l.641) is the
+                 belief of the debaters (l.617); the moderator's final answer (l.643) is the
                  mad_aggregator="moderator" option. Both are stored in the record's `decisions`.
 - acemad:        full mesh + private commitments (p, q), per-round scores and multiplicative weights;
                  answer argmax_y sum_i w_i^k p_i(y) (Algorithm 1).
