@@ -31,6 +31,7 @@ from .llm import GenerateConfig, LLMClient
 from .schema import Agent, AgentSpec, Population, Question, Step, Turn
 
 PERSONAS = {
+    "Assistant": "You are a helpful assistant.",  # the naive agent of every baseline (no persona; config.NAIVE_AGENT)
     "Generalist": "You are a helpful assistant. You trust common knowledge and consensus.",
     "Skeptic": "You are a strict skeptic. You actively look for common misconceptions and logical traps. "
                "You suspect the majority might be wrong.",

@@ -6,6 +6,8 @@
     arr = A.stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
     A.rescore(arr, eta=4.0, rounds=3)             # final answers as if eta=4 and T=3
     A.weighted_truth(arr, eta=2.0)                # p_w^(t)(y*) per question and round
+    A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
+    A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
 
 Truncating to `rounds` is exact for every population whose agents do not know T in advance (both the
 synthetic population and the paper's prompts): the first t rounds of a T-round debate are a t-round debate.
@@ -13,6 +15,7 @@ synthetic population and the paper's prompts): the first t rounds of a T-round d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -141,3 +144,44 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
     return [{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": name, "status": "ok",
              "final": {"correct": bool(ok and a == t)}}
             for name, ans in answers.items() for r, a, t, ok in zip(recs, ans, arr.truth, answered)]
+
+
+# Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05).
+ABLATIONS = {"Full protocol": "peer_prediction", "Self-belief only": "self_belief",
+             "Uniform weights (= standard MAD)": "uniform"}
+
+
+def reweighted_records(records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0,
+                       seed: int = 0) -> list[dict]:
+    """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
+    minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
+
+    Figure 4's ablation is this: weighting="uniform" makes every weight equal, so the answer is the argmax of
+    the mean final belief, the standard MAD rule (Eq. 4 with uniform weights, paper l.617), applied to
+    AceMAD's debate (its heterogeneous agents and its commit prompt, which asked for q and is then ignored);
+    "self_belief" scores each agent by max_y p_i(y) instead of its peer prediction."""
+    recs = [r for r in records if r.get("status") == "ok"]
+    arr = stack(recs, seed)
+    answered = arr.valid[:, -1].any(-1)
+    out = []
+    for name, weighting in weightings.items():
+        ans = rescore(arr, eta=eta, exponent=exponent, weighting=weighting)
+        out += [{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": name, "status": "ok",
+                 "final": {"answer": r["labels"][a] if ok else None, "correct": bool(ok and a == t)}}
+                for r, a, t, ok in zip(recs, ans, arr.truth, answered)]
+    return out
+
+
+def redecided(records: list[dict], rule: str, name: Optional[str] = None) -> list[dict]:
+    """Baseline MAD records decided by another stored rule ("mean_belief", "plurality" or, for Centralized
+    MAD, "moderator"): copies whose `final` is `decisions[rule]` (and whose method is `name` if given)."""
+    out = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        if rule not in r.get("decisions", {}):
+            raise ValueError(f"record {r['question_id']!r} ({r['method']}) stores no decision {rule!r}; "
+                             f"it has {sorted(r.get('decisions', {}))}")
+        final = dict(r["final"], **r["decisions"][rule])
+        out.append(dict(r, final=final, method=name or r["method"]))
+    return out

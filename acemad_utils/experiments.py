@@ -5,10 +5,15 @@
     qs = S.subset("arc_challenge", n_max=300)        # built (and cached) on first use
     recs = S.run("table2", [DebateConfig(method="majority")], n_max=300)
     S.close()                                         # stops a local server if one was started
+    # another model on the subsets of the first one (the paper reuses one set of subsets across models)
+    Q = Setup(backend="openai", model="DeepSeek-V3.1", subset_model="gpt-4o-mini", source="benchmarks")
 
-backend  "sim"    the synthetic population (no LLM)
+backend  "sim"    the synthetic population (no LLM); with MODEL set, a labelled synthetic stand-in for that
+                  model (SIM_STANDINS: its own misconceptions and parameters, notebook 07)
          "local"  llama.cpp's server on 127.0.0.1 with a GGUF (SmolLM2-135M by default, ACEMAD_GGUF overrides)
          "openai" any OpenAI-compatible endpoint: MODEL, BASE_URL (or OPENAI_BASE_URL), OPENAI_API_KEY
+subset_model  whose challenging subsets the runs use: "" = this Setup's own model (built on first use);
+              another name = that model's subsets, which must exist already (notebook 01 builds them)
 calls    "two" (the paper: argue, then commit) or "single" (both in one structured reply; LLM backends)
 source   "synthetic"   generated items (no download), one set per benchmark with that benchmark's typical
                        option count; benchmark names get a "synthetic-" prefix
@@ -32,7 +37,7 @@ from .config import DebateConfig
 from .paths import outputs, smoke
 from .runner import load_run, run_experiment
 from .schema import Population, Question
-from .sim import SimPopulation, make_items
+from .sim import SimParams, SimPopulation, make_items
 
 BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
@@ -47,10 +52,49 @@ def _cap(n: Optional[int], cap: int) -> int:
     return cap if n is None else min(n, cap)
 
 
+# Synthetic stand-ins for the paper's other models (BACKEND sim with MODEL set; notebook 07). Each gets its own
+# misconceptions (traps drawn for its name) and SimParams chosen from the paper's words, never fitted to its
+# numbers; every artefact made with them says SYNTHETIC. Unknown names get the default SimParams.
+SIM_STANDINS = {
+    "Qwen3-235B-A22B-Instruct": {},
+    # l.1022: DeepSeek-V3.1 "may have less severe correlated noise in its default generation patterns"
+    "DeepSeek-V3.1": {"trap_mean": 0.5},
+    # l.1071: the 8B model's "ability to maintain a stable and accurate peer-prediction is naturally more
+    # constrained"; "higher baseline hallucination rates"
+    "Llama-3.1-8B-Instruct": {"trap_mean": 0.8, "skeptic_calibration": 0.5},
+}
+
+
+# What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
+# baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
+# the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
+ALL_BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
+PAPER_TABLES = {
+    "table2_main_results": {"baselines": ["single", "majority", "decentralized", "centralized", "sparse"],
+                            "rounds": [2, 3, 5], "benchmarks": ALL_BENCHMARKS, "full": False},
+    "table4_deepseek": {"baselines": ["majority", "decentralized", "centralized", "sparse"],
+                        "rounds": [3], "benchmarks": ALL_BENCHMARKS, "full": False},
+    "table5_llama8b": {"baselines": ["single", "majority", "decentralized", "centralized", "sparse"],
+                       "rounds": [3], "benchmarks": ["truthfulqa", "medqa", "bbh"], "full": False},
+    "table6_full_datasets": {"baselines": ["decentralized"], "rounds": [3], "benchmarks": ["arc_challenge", "logiqa"],
+                             "full": True},
+}
+MAD_METHODS = ("decentralized", "centralized", "sparse")
+
+
+def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[DebateConfig], list[DebateConfig]]:
+    """(baseline configs, AceMAD configs) of one of the paper's tables (PAPER_TABLES), N = 5."""
+    if table not in PAPER_TABLES:
+        raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
+    spec = PAPER_TABLES[table]
+    return ([DebateConfig(method=m, seed=seed) for m in spec["baselines"]],
+            [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in spec["rounds"]])
+
+
 class Setup:
     def __init__(self, profile: str = "default", backend: str = "sim", source: str = "synthetic",
                  benchmarks: Sequence[str] = tuple(SYNTHETIC_K), n_items: Optional[int] = 600, seed: int = 0,
-                 model: str = "", base_url: str = "", workers: int = 8, calls: str = "two"):
+                 model: str = "", base_url: str = "", workers: int = 8, calls: str = "two", subset_model: str = ""):
         if backend not in BACKENDS:
             raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
         if source not in SOURCES:
@@ -62,6 +106,7 @@ class Setup:
         self.benchmarks = ["demo"] if source == "demo" else list(benchmarks)
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
         self.calls = calls
+        self.subset_model = subset_model
         self._stack = contextlib.ExitStack()
         self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
         self.population, self.model = self._population(model, base_url)
@@ -70,7 +115,10 @@ class Setup:
     # ------------------------------------------------------------------ agents
     def _population(self, model: str, base_url: str) -> tuple[Population, str]:
         if self.backend == "sim":
-            return SimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
+            if not model:  # the default profile's population: the subset model of every synthetic run
+                return SimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
+            params = SimParams(**SIM_STANDINS.get(model, {}))
+            return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
         from .agents import LLMPopulation  # LLM stack only when asked for
 
         cache = outputs("cache") / "llm.sqlite"
@@ -92,7 +140,10 @@ class Setup:
 
     def describe(self) -> str:
         who = "SYNTHETIC population (no LLM)" if self.synthetic else f"model {self.model} ({self.backend})"
-        return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}"
+        if self.synthetic and self.model != subsets.SYNTHETIC_SLUG:
+            who += f", stand-in {self.model}"
+        where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""
+        return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}{where}"
 
     # ------------------------------------------------------------------ questions
     def bench_name(self, b: str) -> str:
@@ -110,6 +161,12 @@ class Setup:
             self._items[b] = items
         return list(self._items[b])
 
+    def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
+        """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
+        demo source every benchmark is the demo set, so it is taken once."""
+        benches = self.benchmarks if self.source == "demo" else list(benchmarks)
+        return [q for b in benches for q in self.questions(b)[:n_max]]
+
     def build_subsets(self, progress: bool = True):
         """Run the subset construction for every benchmark (resumable); returns the per-benchmark table."""
         for b in self.benchmarks:
@@ -121,14 +178,28 @@ class Setup:
     def slug(self) -> str:
         return subsets.model_slug(self.model, synthetic=self.synthetic)
 
+    @property
+    def subset_slug(self) -> str:
+        """Whose subsets this Setup runs on: its own, or the subset model's."""
+        if not self.subset_model:
+            return self.slug
+        return subsets.model_slug(self.subset_model, synthetic=self.synthetic)
+
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
-        """The challenging subset of benchmark b (the first n_max kept items); built on first use."""
+        """The challenging subset of benchmark b (the first n_max kept items). The Setup's own subsets are built
+        on first use; another subset model's must exist (a clear error says how to build them)."""
         name = self.bench_name(b)
         if smoke():
             n_max = _cap(n_max, SMOKE[self.backend][1])
         try:
-            qs = subsets.load_subset(name, self.slug, self.questions(b))
+            qs = subsets.load_subset(name, self.subset_slug, self.questions(b))
         except FileNotFoundError:
+            if self.subset_slug != self.slug:
+                raise FileNotFoundError(
+                    f"no challenging subset of {name!r} for the subset model {self.subset_model!r} under "
+                    f"{subsets.subsets_root() / self.subset_slug}: build them first with that model (notebook 01 "
+                    f"with MODEL={self.subset_model!r}, or `python -m acemad_utils.subsets build --model ...`), "
+                    f"or set SUBSET_MODEL='' to build this model's own") from None
             self.build_subsets(progress=False)
             qs = subsets.load_subset(name, self.slug, self.questions(b))
         return qs[:n_max] if n_max else qs

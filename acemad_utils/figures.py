@@ -19,6 +19,11 @@ from .tables import AVERAGE, bench_label
 
 
 def source_label(synthetic: bool, model: str) -> str:
+    """'SYNTHETIC population (no LLM)', with the stand-in's name for a named synthetic model (notebook 07),
+    or 'model: <name>' for an LLM."""
+    stand_in = "synthetic-population-"
+    if synthetic and model.startswith(stand_in):
+        return f"SYNTHETIC stand-in for {model[len(stand_in):]} (no LLM)"
     return "SYNTHETIC population (no LLM)" if synthetic else f"model: {model}"
 
 
@@ -31,8 +36,10 @@ def _panels(n: int, width: float = 3.2, height: float = 2.8):
     return fig, axes.flat
 
 
-def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel: str | None = None) -> plt.Figure:
-    """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average)."""
+def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel: str | None = None,
+                       note: str | None = None) -> plt.Figure:
+    """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average).
+    `note` is printed under the panels (e.g. where two curves coincide by construction)."""
     benches = list(dict.fromkeys(long["benchmark"]))
     fig, axes = _panels(len(benches))
     for ax, b in zip(axes, benches):
@@ -48,6 +55,9 @@ def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel:
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
+    if note:
+        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.06)
+        fig.text(0.5, 0.01, note, ha="center", va="bottom", fontsize=8, style="italic", wrap=True)
     return fig
 
 

@@ -12,15 +12,20 @@ calls `agent.act(turn)` for every agent of a round (in threads when the agents d
 they said. Scoring, weights and the final decision are the pure functions of `beliefs`, applied to the
 stored p and q, so any record can be re-scored later with another rule without calling a model.
 
-Methods (paper Appendix "Baselines"; all MADs at T rounds):
-- single:        one agent, `single_runs` independent runs; the record's `correct` is their mean accuracy.
-- majority:      N independent agents answer once; plurality of their initial answers.
+Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acemad_paper.tex):
+- single:        one agent, `single_runs` independent runs (l.210), each with its own repeat index and so its
+                 own cache scope and sample; the record's `correct` is their mean accuracy.
+- majority:      N independent agents answer once; plurality of their initial answers (l.617, l.645).
 - decentralized: full mesh (Du et al.): every agent sees every agent's earlier arguments.
-- sparse:        ring: agent i sees itself and agents i-1, i+1.
+- sparse:        ring: agent i sees itself and agents i-1, i+1 (with N <= 3 that is everyone: a full mesh).
 - centralized:   star: agents see their own arguments and the moderator's summaries; the moderator reads
-                 all arguments each round and broadcasts a summary; the moderator's final answer is scored.
+                 all arguments each round and broadcasts a summary. Decided like every MAD, by the mean final
+                 belief of the debaters (l.617); the moderator's final answer (l.643) is the
+                 mad_aggregator="moderator" option. Both are stored in the record's `decisions`.
 - acemad:        full mesh + private commitments (p, q), per-round scores and multiplicative weights;
                  answer argmax_y sum_i w_i^k p_i(y) (Algorithm 1).
+Baseline MAD records carry `decisions`: {rule: {answer, correct, tie}} for every rule of
+config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a model call.
 """
 from __future__ import annotations
 
@@ -156,8 +161,10 @@ def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: i
     spec = cfg.specs()[0]
     runs_steps = []
     for r in range(cfg.single_runs):
-        agent = population.agents([spec], q, repeat=repeat * cfg.single_runs + r)[0]
-        turn = Turn(q, 0, 1, (), role="solo", want_peer_prediction=False, repeat=repeat * cfg.single_runs + r, n_agents=1)
+        # Each run has its own repeat index, hence its own cache scope and sampling seed: 5 independent samples.
+        draw = cfg.repeat_offset + repeat * cfg.single_runs + r
+        agent = population.agents([spec], q, repeat=draw)[0]
+        turn = Turn(q, 0, 1, (), role="solo", want_peer_prediction=False, repeat=draw, n_agents=1)
         runs_steps.append(agent.act(turn))
     runs = []
     for s in runs_steps:
@@ -181,8 +188,9 @@ def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: i
 
 def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
     specs = cfg.specs()
-    agents = population.agents(specs, q, repeat)
-    turns = [Turn(q, i, 1, (), want_peer_prediction=False, repeat=repeat, n_agents=len(agents)) for i in range(len(agents))]
+    draw = repeat + cfg.repeat_offset
+    agents = population.agents(specs, q, draw)
+    turns = [Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))]
     steps = _act_all(agents, turns)
     P = np.stack([s.p for s in steps])
     valid = np.array([not s.parse_failure for s in steps])
@@ -206,7 +214,8 @@ def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: i
     """Decentralized, Sparse and AceMAD: T synchronous rounds over a fixed topology."""
     specs = cfg.specs()
     n = len(specs)
-    agents = population.agents(specs, q, repeat)
+    draw = repeat + cfg.repeat_offset
+    agents = population.agents(specs, q, draw)
     acemad = cfg.method == "acemad"
     history: list[list[Message]] = []
     steps_by_round: list[list[Step]] = []
@@ -218,7 +227,7 @@ def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: i
                 t,
                 visible(history, i, ring(i, n) if cfg.method == "sparse" else None, cfg.history),
                 want_peer_prediction=acemad,
-                repeat=repeat,
+                repeat=draw,
                 n_agents=n,
             )
             for i in range(n)
@@ -232,34 +241,33 @@ def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: i
 def run_centralized(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
     specs = cfg.specs()
     n = len(specs)
-    agents = population.agents(specs, q, repeat)
-    moderator = population.moderator(q, repeat)
+    draw = repeat + cfg.repeat_offset
+    agents = population.agents(specs, q, draw)
+    moderator = population.moderator(q, draw)
     history: list[list[Message]] = []
     steps_by_round, mod_steps = [], []
     for t in range(1, cfg.rounds + 1):
         turns = [
-            Turn(q, i, t, visible(history, i, {i, -1}, cfg.history), want_peer_prediction=False, repeat=repeat, n_agents=n)
+            Turn(q, i, t, visible(history, i, {i, -1}, cfg.history), want_peer_prediction=False, repeat=draw, n_agents=n)
             for i in range(n)
         ]
         steps = _act_all(agents, turns)
         msgs = [Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)]
         # The moderator reads this round's arguments (and its own earlier summaries) and broadcasts a summary.
         mod_view = visible(history, -1, {-1}, "full" if cfg.history == "full" else "last_round") + tuple(msgs)
-        mstep = moderator.act(Turn(q, -1, t, mod_view, role="moderator", want_peer_prediction=False, repeat=repeat, n_agents=n))
+        mstep = moderator.act(Turn(q, -1, t, mod_view, role="moderator", want_peer_prediction=False, repeat=draw, n_agents=n))
         history.append(msgs + [Message(-1, t, mstep.message, mstep.info.get("stance"))])
         steps_by_round.append(steps)
         mod_steps.append(mstep)
     rec = _finish_debate(q, population, cfg, repeat, specs, steps_by_round)
     last = mod_steps[-1]
-    ans = -1 if last.parse_failure else int(B.argmax_tiebreak(last.p, _keys(q, cfg))[0])
+    ans, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
+    ans = -1 if last.parse_failure else int(ans)
     mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
     rec["moderator"] = [dict(_entry(s, -1, moderator.spec), round=t + 1) for t, s in enumerate(mod_steps)]
-    rec["final"] = {
-        "answer": _label(q, ans),
-        "correct": ans == q.answer_index,
-        "oracle_any_agent_correct": rec["final"]["oracle_any_agent_correct"] or mod_right,
-        "tie": bool(B.argmax_tiebreak(last.p)[1]),
-    }
+    rec["decisions"]["moderator"] = _decision(q, ans, tied)
+    rec["final"] = dict(rec["decisions"][cfg.mad_aggregator],
+                        oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or mod_right)
     rec["usage"] = _usage_sum([s for r in steps_by_round for s in r] + mod_steps)
     return rec
 
@@ -280,22 +288,27 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
         for t, r in enumerate(rounds):
             for i, e in enumerate(r):
                 e["score"], e["weight"] = float(S[t, i]), float(W[t, i])
-    elif cfg.mad_aggregator == "plurality":
-        agg = B.vote_shares(B.votes(P[-1], valid[-1]), len(q.options))
-    else:  # uniform weights: argmax of the mean final belief of agents whose commitment parsed
-        agg = B.weighted_scores(P[-1], valid[-1].astype(float), 1.0)
+    else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
+        rec["decisions"] = {}
+        aggs = {  # uniform weights: argmax of the mean final belief of agents whose commitment parsed
+            "mean_belief": B.weighted_scores(P[-1], valid[-1].astype(float), 1.0),
+            "plurality": B.vote_shares(B.votes(P[-1], valid[-1]), len(q.options)),
+        }
+        for rule, a in aggs.items():
+            i, t = B.argmax_tiebreak(a, keys)
+            rec["decisions"][rule] = _decision(q, int(i) if valid[-1].any() else -1, t)
+        agg = aggs.get(cfg.mad_aggregator, aggs["mean_belief"])
     ans, tied = B.argmax_tiebreak(agg, keys)
     ans = int(ans) if valid[-1].any() else -1
     held = (B.votes(P, valid) == q.answer_index).any()
     rec["rounds"] = rounds
-    rec["final"] = {
-        "answer": _label(q, ans),
-        "correct": ans == q.answer_index,
-        "oracle_any_agent_correct": bool(held),
-        "tie": bool(tied),
-    }
+    rec["final"] = dict(_decision(q, ans, tied), oracle_any_agent_correct=bool(held))
     rec["usage"] = _usage_sum([s for r in steps_by_round for s in r])
     return rec
+
+
+def _decision(q: Question, ans: int, tied) -> dict:
+    return {"answer": _label(q, ans), "correct": ans == q.answer_index, "tie": bool(tied)}
 
 
 RUNNERS = {

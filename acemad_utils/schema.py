@@ -15,7 +15,7 @@ from typing import Any, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 
-Persona = Literal["Generalist", "Skeptic"]
+Persona = Literal["Generalist", "Skeptic", "Assistant"]
 Thinking = Literal["fast", "slow"]
 Role = Literal["debater", "moderator", "solo"]
 

@@ -13,11 +13,16 @@ No LLM is involved; everything made with it is labelled synthetic. Each item get
 Agents (persona -> role; temperature -> confidence and noise):
 - Generalist = crowd. Initial answer: with prob explore(tau) a uniform random option, else the trap with
   prob pi, else the truth. Belief: confidence(tau) on that answer, the rest spread evenly.
+- Assistant (the plain "You are a helpful assistant." of the naive agent, every baseline's agent) behaves
+  exactly like the crowd: same trap, same susceptibility, same false-consensus peer prediction; only its
+  temperature differs (0.7: more exploration, less confidence). So a homogeneous baseline roster has no
+  truth-holder in the synthetic world, as with a real model that was given no critical persona.
 - Skeptic = truth-holder. Sees through the trap with prob `insight` (answers the truth); otherwise draws
   like the crowd.
 - thinking="slow" escapes the trap with extra prob `slow_escape` (any persona).
 - An agent whose AgentSpec names a model gets that model's own trap and propensity (different LLMs hold
-  different misconceptions); agents with model None share the run's default model.
+  different misconceptions); agents with model None share the population's default model
+  (`SimPopulation(model=...)`; None = the subset model of the default profile).
 - Debate (Eq. 1 of the paper): each round an agent's belief moves linearly toward the mean stance of the
   peers it can see, p <- (1 - alpha) p + alpha * mean(peer stances); alpha is `crowd_susceptibility`
   for Generalists and the smaller `skeptic_susceptibility` for Skeptics (truth-holders are stubborn).
@@ -136,6 +141,7 @@ def expected_belief(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarra
 
 _TEMPLATES = {
     "Generalist": "Most people would agree: the answer is {label} ({text}); I am {pct}% sure.",
+    "Assistant": "I think the answer is {label} ({text}); I am {pct}% sure.",
     "Skeptic": "The popular answer may be a trap. Checking the reasoning, I argue for {label} ({text}); {pct}% sure.",
     "moderator": "Summary of the arguments: the group leans to {label} ({text}) with {pct}% support.",
 }
@@ -187,27 +193,35 @@ class SimAgent(Agent):
 
 
 class SimPopulation(Population):
-    """Agent source for synthetic debates. `seed` fixes every draw; results do not depend on call order."""
+    """Agent source for synthetic debates. `seed` fixes every draw; results do not depend on call order.
+
+    `model` names the population's default synthetic model: agents without their own AgentSpec.model get that
+    model's traps and propensities (None: the default profile's subset model). Notebook 07 uses named models
+    with their own SimParams as labelled synthetic stand-ins for the paper's other LLMs."""
 
     synthetic = True
     name = "sim"
 
-    def __init__(self, params: Optional[SimParams] = None, seed: int = 0):
+    def __init__(self, params: Optional[SimParams] = None, seed: int = 0, model: Optional[str] = None):
         self.params = params or SimParams()
         self.seed = seed
+        self.model = model
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
-        items = [item_latent(question, self.params, self.seed, s.model) for s in specs]
+        items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
         return [SimAgent(question, s, i, items[i], specs, self.params, self.seed, repeat, peer_items=items)
                 for i, s in enumerate(specs)]
 
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
-        item = item_latent(question, self.params, self.seed)
+        item = item_latent(question, self.params, self.seed, self.model)
         return SimAgent(question, AgentSpec("Generalist", 0.1), -1, item, [], self.params, self.seed, repeat, role="moderator")
 
     def describe(self) -> dict:
-        return {"name": self.name, "synthetic": True, "backend": "sim", "model": "synthetic-population",
-                "endpoint_kind": "none", "seed": self.seed, "params": asdict(self.params)}
+        d = {"name": self.name, "synthetic": True, "backend": "sim", "model": "synthetic-population",
+             "endpoint_kind": "none", "seed": self.seed, "params": asdict(self.params)}
+        if self.model is not None:  # only then: a default population keeps its description (and run identity)
+            d["model"] = f"synthetic-population:{self.model}"
+        return d
 
 
 def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") -> list[Question]:

@@ -11,10 +11,16 @@
     python -m acemad_utils.subsets build --backend llm --model gpt-4o-mini [--base-url URL] --benchmarks ...
     python -m acemad_utils.subsets show --model synthetic-population
 
-Recipe: the Single Agent (Generalist, T=0.7) answers every item `runs`=5 times through runner.run_experiment
-(experiment `subset_<model_slug>_<benchmark>`, plus `_limit<N>` when limited, since the runner refuses to
-mix question sets under one name); items with accuracy < `threshold`=0.4 are kept. A parse failure counts
-as wrong and is listed separately, never as a distractor.
+Recipe (paper l.604-611): the naive single agent (config.NAIVE_AGENT: the plain assistant, no persona,
+T=0.7) answers every item `runs`=5 times through runner.run_experiment (experiment
+`subset_<model_slug>_<benchmark>`, plus `_limit<N>` when limited, since the runner refuses to mix question
+sets under one name); items with accuracy < `threshold`=0.4 are kept. A parse failure counts as wrong and
+is listed separately, never as a distractor. Its draws use `repeat_offset=SUBSET_REPEAT_OFFSET`, so the
+Single Agent baseline (the same agent) samples afresh instead of replaying the runs that selected the items.
+
+One set of subsets serves every model (the paper reuses its subsets across models: Qwen's Single Agent
+scores 74.9% on a TruthfulQA subset built to be < 40%): they are built once with the *subset model* and
+read by every other model (experiments.Setup(subset_model=...)); building per model stays an option.
 
 The paper's manual check ("failures are systematic misconceptions, not random errors") is replaced by a
 number: the pooled share of wrong answers that land on each item's most common distractor,
@@ -45,16 +51,20 @@ from typing import Optional, Sequence
 from . import data as D
 from . import paths as P
 from . import runner
-from .config import DebateConfig
+from .config import NAIVE_AGENT, DebateConfig
 from .schema import AgentSpec, Population, Question
 
 SYNTHETIC_SLUG = "synthetic-population"
+# Added to the repeat index of the construction's agent calls: its draws (cache scopes, synthetic samples) are
+# never those of the Single Agent baseline, whose runs use repeat indexes 0..4 (x repeats).
+SUBSET_REPEAT_OFFSET = 1_000_000
 
 
 # ----------------------------------------------------------------------------- pure functions
 def model_slug(model_name: str, synthetic: bool = False) -> str:
-    """Filesystem-safe model name ('meta-llama/Llama-3-8B' -> 'meta-llama-Llama-3-8B')."""
-    if synthetic:
+    """Filesystem-safe model name ('meta-llama/Llama-3-8B' -> 'meta-llama-Llama-3-8B'). Every synthetic population
+    is 'synthetic-population', except a named synthetic stand-in ('synthetic-population-<name>', notebook 07)."""
+    if synthetic and not model_name.startswith(SYNTHETIC_SLUG + "-"):
         return SYNTHETIC_SLUG
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.")
     if not slug:
@@ -131,6 +141,13 @@ class SubsetResult:
     stats: list[dict] = field(default_factory=list)  # every scored item, kept or not
 
 
+def subset_config(temperature: float = 0.7, runs: int = 5, seed: int = 0) -> DebateConfig:
+    """The construction's Single Agent: the naive agent (plain assistant) at `temperature`, `runs` runs."""
+    spec = AgentSpec(NAIVE_AGENT.persona, temperature)
+    return DebateConfig(method="single", n_agents=1, single_runs=runs, baseline_agent=spec,
+                        repeat_offset=SUBSET_REPEAT_OFFSET, seed=seed)
+
+
 def build_subset(benchmark: str, questions: Sequence[Question], population: Population, model_name: str,
                  seed: int = 0, temperature: float = 0.7, runs: int = 5, threshold: float = 0.4,
                  limit: Optional[int] = None, progress: bool = True,
@@ -142,7 +159,7 @@ def build_subset(benchmark: str, questions: Sequence[Question], population: Popu
         raise ValueError(f"build_subset({benchmark!r}): questions from another benchmark, e.g. {strays[:3]}")
     synthetic = bool(population.synthetic)
     slug = model_slug(model_name, synthetic)
-    cfg = DebateConfig(method="single", n_agents=1, single_runs=runs, crowd=AgentSpec("Generalist", temperature), seed=seed)
+    cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
     runner.run_experiment(name, qs, [cfg], population, workers=workers, progress=progress,
                           extra_meta={"purpose": "challenging subset", "threshold": threshold})
@@ -156,7 +173,7 @@ def build_subset(benchmark: str, questions: Sequence[Question], population: Popu
     desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
     endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
     summary = {
-        "model": SYNTHETIC_SLUG if synthetic else model_name, "model_slug": slug, "synthetic": synthetic,
+        "model": slug if synthetic else model_name, "model_slug": slug, "synthetic": synthetic,
         "endpoint_kind": endpoint_kind,
         "seed": seed, "temperature": temperature, "runs": runs, "threshold": threshold, "limit": limit,
         "experiment": name, "config_hash": cfg.hash, "git_commit": meta["git_commit"],

@@ -49,7 +49,8 @@ def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool =
     items = make_items(n_items, k=4, seed=seed)
     # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
     sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
-    mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed)
+    # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
+    mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
     run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
     run_experiment(_name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress)
     # (b, c) AceMAD transcripts with the default population, re-scored for every eta.

@@ -94,9 +94,9 @@ class ScriptedPopulation(Population):
 Q4 = Question("t/1", "test", "?", {"A": "a", "B": "b", "C": "c", "D": "d"}, "B")
 
 
-def test_centralized_is_a_star_and_scores_the_moderator():
+def test_centralized_is_a_star_and_scores_the_moderator_on_request():
     pop = ScriptedPopulation([0, 0, 0, 1, 1, 1])  # last entry is the moderator's answer (B, the truth)
-    rec = run_question(Q4, pop, DebateConfig(method="centralized", rounds=2))
+    rec = run_question(Q4, pop, DebateConfig(method="centralized", rounds=2, mad_aggregator="moderator"))
     debaters_r2 = [(a, {x for x, _ in h}) for role, a, t, h, _ in pop.log if role == "debater" and t == 2]
     assert len(debaters_r2) == 5
     for a, seen in debaters_r2:  # a debater sees only itself and the moderator
@@ -105,6 +105,10 @@ def test_centralized_is_a_star_and_scores_the_moderator():
     assert sorted(a for a, _ in mod_r1) == [0, 1, 2, 3, 4]  # the moderator reads every argument
     assert rec["final"]["answer"] == "B" and rec["final"]["correct"] is True
     assert len(rec["moderator"]) == 2
+    # By default (Evaluation Metrics, l.617) the debaters' mean final belief decides: 3 of 5 say A.
+    default = run_question(Q4, ScriptedPopulation([0, 0, 0, 1, 1, 1]), DebateConfig(method="centralized", rounds=2))
+    assert default["final"]["answer"] == "A" and default["final"]["correct"] is False
+    assert default["decisions"]["moderator"]["answer"] == "B" and default["decisions"]["mean_belief"]["answer"] == "A"
 
 
 def test_sparse_is_a_ring_and_acemad_asks_for_peer_predictions():
@@ -162,7 +166,7 @@ def test_results_do_not_depend_on_call_order():
 # ----------------------------------------------------------------------------- the synthetic Challenging Interval
 def test_crowd_errors_are_positively_correlated():
     # P(agent j wrong | agent i wrong) > P(agent j wrong): the shared trap propensity couples them.
-    recs = [run_question(q, SimPopulation(seed=2), DebateConfig(method="majority")) for q in ITEMS]
+    recs = [run_question(q, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad")) for q in ITEMS]
     wrong = np.array([[int(np.argmax(e["p"])) != r["labels"].index(r["answer"]) for e in r["rounds"][0][:4]] for r in recs])
     p_j = wrong[:, 1].mean()
     p_j_given_i = wrong[wrong[:, 0], 1].mean()
@@ -187,7 +191,7 @@ def test_acemad_beats_majority_where_the_theory_says_it_should():
 @pytest.mark.parametrize("params", [SimParams(crowd_calibration=1.0), SimParams(insight=0.0, skeptic_calibration=0.0)],
                          ids=["calibrated-crowd", "no-truth-holders"])
 def test_acemad_does_not_beat_majority_where_it_should_not(params):
-    ace, maj = accuracy("acemad", params), accuracy("majority", params)
+    ace, maj = accuracy("acemad", params), accuracy("majority", params, roster="acemad")  # the same agents
     diff = ace - maj
     se = diff.std(ddof=1) / np.sqrt(len(diff))
     assert diff.mean() < 2 * se + 0.02, (ace.mean(), maj.mean())
@@ -196,7 +200,7 @@ def test_acemad_does_not_beat_majority_where_it_should_not(params):
 def test_uniform_weighting_is_standard_mad():
     # The paper's "uniform weight" ablation reduces AceMAD to Decentralized MAD (same agents, same seed).
     a = accuracy("acemad", weighting="uniform", weight_exponent=1.0)
-    b = accuracy("decentralized")
+    b = accuracy("decentralized", roster="acemad")
     np.testing.assert_array_equal(a, b)
 
 

@@ -1,0 +1,252 @@
+"""The paper's experiment as the default (issue 12): rosters, Table 2's gain, Centralized MAD's decision, the
+Single Agent's sampling, shared subsets, heterogeneity rows, the uniform ablation, Sparse at small N, the
+registry of the paper's tables, and method labels that never have to be typed by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from acemad_utils import analysis as A
+from acemad_utils import beliefs as B
+from acemad_utils import paths as P
+from acemad_utils import runner
+from acemad_utils import subsets as SS
+from acemad_utils import tables as TB
+from acemad_utils.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
+from acemad_utils.experiments import MAD_METHODS, PAPER_TABLES, SIM_STANDINS, Setup, table_configs
+from acemad_utils.figures import source_label
+from acemad_utils.protocols import run_question
+from acemad_utils.schema import Agent, AgentSpec, Population, Question, Step, Turn
+from acemad_utils.sim import SimAgent, SimParams, SimPopulation, expected_belief, item_latent, make_items
+
+ITEMS = make_items(120, k=4, seed=21)
+BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")
+
+
+# ----------------------------------------------------------------------------- 1. homogeneous baselines
+@pytest.mark.parametrize("method", BASELINES)
+def test_baselines_get_one_homogeneous_roster_of_the_naive_agent(method):
+    specs = DebateConfig(method=method).specs()
+    assert specs == [NAIVE_AGENT] * 5
+    assert NAIVE_AGENT.persona == "Assistant" and NAIVE_AGENT.temperature == 0.7  # paper l.604
+    # The old behaviour is a named option, with a label that says so.
+    cfg = DebateConfig(method=method, roster="acemad")
+    assert cfg.specs() == [GENERALIST] * 4 + [SKEPTIC]
+    assert cfg.label == f"{DebateConfig(method=method).label} (AceMAD roster)"
+
+
+def test_acemad_keeps_its_crowd_and_truth_holder_roster():
+    assert DebateConfig(method="acemad").specs() == [GENERALIST] * 4 + [SKEPTIC]
+    assert DebateConfig(method="acemad", weighting="uniform").specs() == [GENERALIST] * 4 + [SKEPTIC]
+    homo = DebateConfig(method="acemad", roster="homogeneous")
+    assert homo.specs() == [NAIVE_AGENT] * 5 and homo.label == "AceMAD (homogeneous, T=3)"
+    with pytest.raises(ValueError, match="roster='crowd'"):
+        DebateConfig(method="majority", roster="crowd")
+
+
+def test_the_synthetic_assistant_is_a_crowd_agent_so_a_homogeneous_roster_has_no_truth_holder():
+    params, q = SimParams(), ITEMS[0]
+    item = item_latent(q, params, 0)
+    for tau in (0.1, 0.7):
+        np.testing.assert_allclose(expected_belief(item, AgentSpec("Assistant", tau), params),
+                                   expected_belief(item, AgentSpec("Generalist", tau), params))
+    agents = SimPopulation().agents(DebateConfig(method="decentralized").specs(), q)
+    assert all(isinstance(a, SimAgent) and a.alpha == params.crowd_susceptibility
+               and a.calibration == params.crowd_calibration for a in agents)
+
+
+# ----------------------------------------------------------------------------- 4. the Single Agent's sampling
+class ScopeRecorder(Population):
+    """Records the cache scope and the spec of every call; answers A."""
+
+    def __init__(self):
+        self.calls = []
+
+    def agents(self, specs, question, repeat=0):
+        log = self.calls
+
+        class Rec(Agent):
+            def __init__(self, spec):
+                self.spec = spec
+
+            def act(self, turn: Turn) -> Step:
+                log.append((turn.scope, self.spec))
+                return Step(message="", p=np.eye(len(question.options))[0])
+
+        return [Rec(s) for s in specs]
+
+
+def test_single_agent_runs_five_independent_samples_of_the_naive_agent():
+    pop = ScopeRecorder()
+    rec = run_question(ITEMS[0], pop, DebateConfig(method="single"))
+    scopes = [s for s, _ in pop.calls]
+    assert len(rec["runs"]) == 5 and len(set(scopes)) == 5  # five cache scopes: five samples, not one replayed
+    assert {spec for _, spec in pop.calls} == {NAIVE_AGENT}
+    assert {r["temperature"] for r in rec["runs"]} == {0.7}
+    # The subset construction uses the same agent but its own draws: the baseline never replays them.
+    pop2 = ScopeRecorder()
+    run_question(ITEMS[0], pop2, SS.subset_config())
+    assert {spec for _, spec in pop2.calls} == {NAIVE_AGENT}
+    assert not set(scopes) & {s for s, _ in pop2.calls}
+
+
+# ----------------------------------------------------------------------------- 2. Table 2's gain
+def _recs(acc: dict) -> list[dict]:
+    """Hand-built records: acc[benchmark][method] = list of 0/1 per question."""
+    return [{"question_id": f"{b}/{i}", "benchmark": b, "method": m, "status": "ok", "final": {"correct": bool(x)}}
+            for b, by_m in acc.items() for m, xs in by_m.items() for i, x in enumerate(xs)]
+
+
+def test_gain_is_over_the_best_mad_baseline_and_the_average_over_the_best_mad_average():
+    n = 10
+    ones = lambda k: [1] * k + [0] * (n - k)
+    acc = {  # Single Agent and Majority Voting beat every MAD, as for Qwen in the paper's Table 2
+        "b1": {"Single Agent": ones(9), "Majority Voting": ones(8), "Decentralized MAD": ones(5),
+               "Centralized MAD": ones(1), "Sparse MAD": ones(1), "AceMAD (T=3)": ones(8)},
+        "b2": {"Single Agent": ones(9), "Majority Voting": ones(9), "Decentralized MAD": ones(2),
+               "Centralized MAD": ones(6), "Sparse MAD": ones(4), "AceMAD (T=3)": ones(4)},
+    }
+    recs = _recs(acc)
+    mads = [DebateConfig(method=m).label for m in MAD_METHODS]
+    t = TB.versus_best(recs, ["AceMAD (T=3)"], mads).set_index("benchmark")
+    assert t.loc["b1", "best_baseline"] == "Decentralized MAD" and t.loc["b1", "gain"] == pytest.approx(30.0)
+    assert t.loc["b2", "best_baseline"] == "Centralized MAD" and t.loc["b2", "gain"] == pytest.approx(-20.0)
+    # Average: against the MAD with the best Average (Decentralized 35 vs Centralized 35 vs Sparse 25 ->
+    # a tie goes to the first listed), as the mean over benchmarks of the paired differences.
+    assert t.loc[TB.AVERAGE, "best_baseline"] == "Decentralized MAD"
+    assert t.loc[TB.AVERAGE, "gain"] == pytest.approx(((8 - 5) + (4 - 2)) / 2 / n * 100)
+    assert 0 < t.loc[TB.AVERAGE, "p_value"] <= 1 and t.loc[TB.AVERAGE, "n_paired"] == 2 * n
+    # Against every baseline the same AceMAD loses: that is the second, labelled column of notebook 03.
+    every = TB.versus_best(recs, ["AceMAD (T=3)"], [DebateConfig(method=m).label for m in BASELINES]).set_index("benchmark")
+    assert every.loc["b1", "best_baseline"] == "Single Agent" and every.loc["b1", "gain"] == pytest.approx(-10.0)
+
+
+def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
+    # The local profile's N_TABLE=3: the labels carry N=3, so a hand-typed "Majority Voting" matches nothing.
+    labels = [DebateConfig(method=m, n_agents=3).label for m in ("majority", "decentralized")]
+    recs = _recs({"b1": {labels[0]: [1, 0, 0], labels[1]: [1, 1, 0]}})
+    tests = TB.versus_best(recs, labels[1:], ["Majority Voting"])
+    assert tests.empty and list(tests.columns) == TB.TEST_COLUMNS
+    long = TB.accuracy_long(recs)
+    merged = long.merge(tests, how="left", on=["method", "benchmark"])  # the old KeyError 'method'
+    assert len(merged) == len(long)
+    shown = TB.wide(long, tests)
+    assert shown["method"].str.contains("no paired comparison").any()
+    assert shown["method"].str.contains("'Majority Voting'").any()
+    # The registry way: labels from configs always match.
+    ok = TB.versus_best(recs, labels[1:], labels[:1])
+    assert not ok.empty and set(ok["best_baseline"]) == {labels[0]}
+
+
+def test_labels_and_families_come_from_the_config():
+    assert DebateConfig(method="majority", n_agents=3).label == "Majority Voting (N=3)"
+    assert DebateConfig(method="majority", n_agents=3).family == "Majority Voting"
+    assert DebateConfig(method="acemad", n_agents=7).family == "AceMAD (T=3)"
+    assert DebateConfig(method="centralized", mad_aggregator="moderator").label == "Centralized MAD (moderator)"
+
+
+# ----------------------------------------------------------------------------- 3. Centralized MAD's decision
+def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderator():
+    pop = SimPopulation(seed=4)
+    cfg = DebateConfig(method="centralized", rounds=2)
+    recs = [run_question(q, pop, cfg) for q in ITEMS[:60]]
+    for r in recs:
+        P_last = np.array([e["p"] for e in r["rounds"][-1]])
+        keys = B.tiebreak_keys(cfg.seed, [r["question_id"]], len(r["labels"]))[0]
+        mean_ans = r["labels"][int(B.argmax_tiebreak(P_last.mean(0), keys)[0])]
+        assert r["final"]["answer"] == mean_ans == r["decisions"]["mean_belief"]["answer"]
+        assert r["decisions"]["moderator"]["answer"] == r["labels"][int(np.argmax(r["moderator"][-1]["p"]))]
+    mod = A.redecided(recs, "moderator")
+    assert [m["final"]["answer"] for m in mod] == [r["decisions"]["moderator"]["answer"] for r in recs]
+    with_mod = [run_question(q, pop, cfg.replace(mad_aggregator="moderator")) for q in ITEMS[:60]]
+    assert [r["final"]["correct"] for r in with_mod] == [m["final"]["correct"] for m in mod]
+    with pytest.raises(ValueError, match="only Centralized MAD has a moderator"):
+        DebateConfig(method="decentralized", mad_aggregator="moderator")
+
+
+# ----------------------------------------------------------------------------- 7. the uniform ablation
+def test_uniform_ablation_re_decides_the_acemad_run_by_the_standard_mad_rule():
+    pop = SimPopulation(seed=6)
+    ace = [run_question(q, pop, DebateConfig(method="acemad")) for q in ITEMS]
+    out = A.reweighted_records(ace, A.ABLATIONS)  # records only: there is no population to call
+    by = {name: [r["final"]["correct"] for r in out if r["method"] == name] for name in A.ABLATIONS}
+    assert by["Full protocol"] == [r["final"]["correct"] for r in ace]
+    uniform = [r["final"]["answer"] for r in out if r["method"] == "Uniform weights (= standard MAD)"]
+    for r, a in zip(ace, uniform):  # argmax of the mean final belief, with the run's tie-break keys
+        P_last = np.array([e["p"] for e in r["rounds"][-1]])
+        keys = B.tiebreak_keys(0, [r["question_id"]], len(r["labels"]))[0]
+        assert a == r["labels"][int(B.argmax_tiebreak(P_last.mean(0), keys)[0])]
+    # ... which is what Decentralized MAD with the same agents decides (the debate ignores the weights).
+    mad = [run_question(q, pop, DebateConfig(method="decentralized", roster="acemad")) for q in ITEMS]
+    assert uniform == [r["final"]["answer"] for r in mad]
+    assert by["Full protocol"] != by["Uniform weights (= standard MAD)"]
+
+
+# ----------------------------------------------------------------------------- 8. Sparse MAD at N <= 3
+def test_sparse_is_a_full_mesh_up_to_three_agents():
+    pop = SimPopulation(seed=8)
+    strip = lambda r: [[e["p"] for e in rnd] for rnd in r["rounds"]]
+    for n in (2, 3):
+        for q in ITEMS[:20]:
+            a = run_question(q, pop, DebateConfig(method="sparse", n_agents=n))
+            b = run_question(q, pop, DebateConfig(method="decentralized", n_agents=n))
+            assert strip(a) == strip(b)
+    assert any(strip(run_question(q, pop, DebateConfig(method="sparse"))) !=
+               strip(run_question(q, pop, DebateConfig(method="decentralized"))) for q in ITEMS[:20])
+
+
+# ----------------------------------------------------------------------------- 6. heterogeneity rows
+def test_different_persona_is_the_main_acemad_configuration():
+    persona = DebateConfig(method="acemad", truth_holder=AgentSpec("Skeptic", 0.6), name="AceMAD (Different Persona)")
+    assert persona.hash == DebateConfig(method="acemad", rounds=3).hash
+
+
+def test_paper_profile_names_a_second_model_and_every_other_model():
+    prof = yaml.safe_load((P.ROOT / "profiles" / "paper.yaml").read_text())
+    het = prof["notebooks"]["04_heterogeneity"]
+    assert "llama" in het["SECOND_MODEL"].lower() and het["SECOND_BASE_URL"].startswith("http")
+    other = prof["notebooks"]["07_other_models"]["OTHER_MODELS"]
+    assert {e["table"] for e in other} == {"table2_main_results", "table4_deepseek", "table5_llama8b"}
+    assert all(set(e) == {"table", "paper_model", "model", "base_url"} for e in other)
+
+
+# ----------------------------------------------------------------------------- 9. the paper's tables
+def test_every_paper_table_has_a_run_definition():
+    assert set(PAPER_TABLES) == {"table2_main_results", "table4_deepseek", "table5_llama8b", "table6_full_datasets"}
+    base, ace = table_configs("table5_llama8b")
+    assert [c.label for c in base + ace] == ["Single Agent", "Majority Voting", "Decentralized MAD", "Centralized MAD",
+                                              "Sparse MAD", "AceMAD (T=3)"]
+    assert PAPER_TABLES["table5_llama8b"]["benchmarks"] == ["truthfulqa", "medqa", "bbh"]
+    assert PAPER_TABLES["table6_full_datasets"]["full"] and not PAPER_TABLES["table4_deepseek"]["full"]
+    assert [c.label for c in table_configs("table2_main_results")[1]] == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
+    with pytest.raises(ValueError, match="table7"):
+        table_configs("table7")
+
+
+# ----------------------------------------------------------------------------- 5. subsets across models
+@pytest.fixture
+def tmp_repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setattr(P, "DATA", tmp_path / "data")
+    monkeypatch.setattr(runner, "outputs", P.outputs)
+    return tmp_path
+
+
+def test_other_models_reuse_the_subset_models_subsets(tmp_repo):
+    main = Setup(benchmarks=["bbh"], n_items=60)
+    kept = main.subset("bbh")
+    assert kept and main.subset_slug == SS.SYNTHETIC_SLUG
+    other = Setup(benchmarks=["bbh"], n_items=60, model="DeepSeek-V3.1", subset_model=main.model)
+    assert other.population.params == SimParams(**SIM_STANDINS["DeepSeek-V3.1"])
+    assert source_label(other.synthetic, other.model) == "SYNTHETIC stand-in for DeepSeek-V3.1 (no LLM)"
+    assert [q.id for q in other.subset("bbh")] == [q.id for q in kept]  # no subset of its own was built
+    assert not (SS.subsets_root() / other.slug).exists()
+    own = Setup(benchmarks=["bbh"], n_items=60, model="DeepSeek-V3.1")  # per model: still an option
+    assert own.subset_slug == own.slug != main.slug and own.subset("bbh") is not None
+    assert (SS.subsets_root() / own.slug / f"{own.bench_name('bbh')}.jsonl").exists()
+    lonely = Setup(benchmarks=["arc_challenge"], n_items=60, model="DeepSeek-V3.1", subset_model=main.model)
+    with pytest.raises(FileNotFoundError, match="subset model"):
+        lonely.subset("arc_challenge")  # the subset model's arc_challenge subset was never built
