@@ -37,7 +37,7 @@ test: $(VENV)/.local
 LAB_PORT ?= 8888
 lab: $(VENV)/.base
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
-		--ServerApp.root_dir=notebooks
+		--ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean-outputs:
 	rm -rf outputs/runs outputs/tables outputs/figures outputs/notebooks outputs/smoke

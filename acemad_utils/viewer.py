@@ -134,7 +134,9 @@ CSS = """
 .acemad-debate .ad-src{display:inline-block;padding:1px 6px;border-radius:3px;background:#eef1f4;font-size:11px;font-weight:600}
 .acemad-debate .ad-src.ad-syn{background:#fff3cd;color:#7a5b00;border:1px solid #e0c36a}
 .acemad-debate table{border-collapse:collapse;table-layout:fixed}
-.acemad-debate th,.acemad-debate td{border:1px solid #d0d7de;padding:4px 6px;vertical-align:top;text-align:left}
+.acemad-debate th,.acemad-debate td{border:1px solid #d0d7de!important;padding:4px 6px!important;vertical-align:top!important;
+  text-align:left!important;line-height:1.3!important}
+.acemad-debate tr,.acemad-debate tr:hover{background:#fff!important}
 .acemad-debate th{background:#f6f8fa;font-weight:600;font-size:12px}
 .acemad-debate td.acemad-cell,.acemad-debate td.ad-mod{width:150px}
 .acemad-debate td.ad-mod{background:#f5f3ff}
@@ -190,9 +192,9 @@ def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
     head = f'<div class="ad-who">{_esc(c["who"])}</div>'
     stance = '<span class="ad-badge">parse failure</span>' if c["pf"] else \
         f'<span class="ad-stance">{_mark(c["stance"], answer)}</span>'
-    bars = f'<figure>{_bars(c["p"], labels, answer, "p")}<figcaption>p (belief)</figcaption></figure>'
+    bars = f'<figure>{_bars(c["p"], labels, answer, "p")}<figcaption>p: belief</figcaption></figure>'
     if c["q"] is not None:
-        bars += f'<figure>{_bars(c["q"], labels, answer, "q")}<figcaption>q (peer prediction)</figcaption></figure>'
+        bars += f'<figure>{_bars(c["q"], labels, answer, "q")}<figcaption>q: peers</figcaption></figure>'
     sw = ""
     if c["score"] is not None:
         sw = (f'<div class="ad-sw">score {c["score"]:.3f} · weight {c["weight"]:.3f}'
@@ -239,9 +241,7 @@ def debate_html(record: dict, meta: Optional[dict] = None) -> str:
         if unit != "run":
             cells += f'<td class="ad-weighted">{_mark(r["weighted"], v["answer"])}</td>'
         rows.append(f'<tr><th>{"runs" if unit == "run" else "round " + str(r["t"])}</th>{cells}</tr>')
-    legend = ('<div class="ad-legend">Bars: an agent\'s belief p and its prediction q of the others\' beliefs over '
-              'the options; green = the correct option. ✓/✗ = the answer is / is not the correct one. '
-              'Click an argument to unfold it.</div>')
+    legend = f'<div class="ad-legend">{_esc(_LEGEND)}</div>'
     return root + f'<table><tr><th></th>{head}</tr>{"".join(rows)}</table>{legend}</div>'
 
 
@@ -306,8 +306,8 @@ function bars(d, labels, a, title){
   return s + '</svg>';
 }
 function cell(c, v, cls, t){
-  let b = '<figure>' + bars(c.p, v.labels, v.answer, 'p') + '<figcaption>p (belief)</figcaption></figure>';
-  if (c.q) b += '<figure>' + bars(c.q, v.labels, v.answer, 'q') + '<figcaption>q (peer prediction)</figcaption></figure>';
+  let b = '<figure>' + bars(c.p, v.labels, v.answer, 'p') + '<figcaption>p: belief</figcaption></figure>';
+  if (c.q) b += '<figure>' + bars(c.q, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
   const sw = c.score == null ? '' : '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
     '<span class="ad-w" style="width:' + Math.max(1, Math.round(c.weight * 60)) + 'px"></span></div>';
   const short = c.msg.length <= 60 ? c.msg : c.msg.slice(0, 57) + '…';
@@ -339,7 +339,7 @@ function debate(v){
     if (!run) cells += '<td class="ad-weighted">' + mark(r.weighted, v.answer) + '</td>';
     s += '<tr><th>' + (run ? 'runs' : 'round ' + r.t) + '</th>' + cells + '</tr>';
   });
-  return s + '</table><div class="ad-legend">' + D.legend + '</div></div>';
+  return s + '</table><div class="ad-legend">' + esc(D.legend) + '</div></div>';
 }
 const methodSel = document.getElementById('f-method'), outSel = document.getElementById('f-outcome'),
       benchSel = document.getElementById('f-bench'), q = document.getElementById('f-q'),
@@ -401,7 +401,7 @@ background:{banner_bg};border:1px solid {banner_border}}}
 </body></html>
 """
 
-_LEGEND = ("Bars: an agent's belief p and its prediction q of the others' beliefs over the options; green = the "
+_LEGEND = ("Bars: an agent's belief p and its prediction q of its peers' beliefs over the options; green = the "
            "correct option. ✓/✗ = the answer is / is not the correct one. Click an argument to unfold it.")
 
 
