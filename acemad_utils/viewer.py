@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Optional
 
@@ -116,7 +117,15 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
             "weighted": None if v["unit"] == "run" else weighted,
             "moderator": _cell(mods[t], labels) if t in mods else None,
         })
-    v["weighted_name"] = "weighted (AceMAD weights)" if kind == "acemad" else "mean belief"
+    # Name the weighted column by what decides: AceMAD's weights, or a mean belief that may not be the decision.
+    if kind == "acemad":
+        v["weighted_name"] = "weighted (AceMAD weights)"
+    elif kind == "centralized":
+        v["weighted_name"] = "mean belief (the moderator decides)"
+    elif kind == "majority" or params.get("mad_aggregator") == "plurality":
+        v["weighted_name"] = "mean belief (plurality decides)"
+    else:
+        v["weighted_name"] = "mean belief"
     return v
 
 
@@ -153,6 +162,7 @@ CSS = """
 .acemad-debate .ad-w{display:inline-block;height:6px;background:#6f42c1;vertical-align:middle;margin-left:4px}
 .acemad-debate details{font-size:12px;margin-top:3px}
 .acemad-debate summary{cursor:pointer;color:#0550ae}
+.acemad-debate .ad-short{font-size:12px;margin-top:3px;white-space:pre-wrap}
 .acemad-debate .ad-msg{white-space:pre-wrap;max-height:16em;overflow:auto;background:#f6f8fa;padding:3px}
 .acemad-debate .ad-err{background:#fff0f0;border:1px solid #cf222e;padding:6px;white-space:pre-wrap}
 .acemad-debate .ad-legend{font-size:11px;color:#57606a;margin-top:4px}
@@ -161,6 +171,12 @@ CSS = """
 
 def _esc(x) -> str:
     return html.escape("" if x is None else str(x), quote=True)
+
+
+def _fixed(x: float, digits: int) -> str:
+    """x with `digits` decimals, rounded like JavaScript's toFixed (exact binary value, ties away from zero),
+    so the page's JS renderer prints the same digits as this one."""
+    return str(Decimal(float(x) + 0.0).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))  # -0.0 -> 0.0
 
 
 def _mark(label, answer) -> str:
@@ -180,7 +196,7 @@ def _bars(dist, labels, answer, title) -> str:
         bh = max(1.0, float(x) * h)
         fill = "#2da44e" if lab == answer else "#8c959f"
         out.append(f'<rect x="{k * (bw + gap)}" y="{h - bh:.1f}" width="{bw}" height="{bh:.1f}" fill="{fill}">'
-                   f'<title>{_esc(title)} {_esc(lab)}: {float(x):.2f}</title></rect>'
+                   f'<title>{_esc(title)} {_esc(lab)}: {_fixed(x, 2)}</title></rect>'
                    f'<text x="{k * (bw + gap) + bw / 2}" y="{h + 10}" font-size="9" text-anchor="middle"'
                    f'{bold if lab == answer else ""}>{_esc(lab)}</text>')
     out.append("</svg>")
@@ -197,11 +213,13 @@ def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
         bars += f'<figure>{_bars(c["q"], labels, answer, "q")}<figcaption>q: peers</figcaption></figure>'
     sw = ""
     if c["score"] is not None:
-        sw = (f'<div class="ad-sw">score {c["score"]:.3f} · weight {c["weight"]:.3f}'
+        sw = (f'<div class="ad-sw">score {_fixed(c["score"], 3)} · weight {_fixed(c["weight"], 3)}'
               f'<span class="ad-w" style="width:{max(1, round(c["weight"] * 60))}px"></span></div>')
     msg = c["msg"]
-    short = msg if len(msg) <= 60 else msg[:57] + "…"
-    text = f'<details><summary>{_esc(short) or "(no argument)"}</summary><div class="ad-msg">{_esc(msg)}</div></details>'
+    if len(msg) <= 60:  # short enough to show whole; longer arguments fold behind their first words
+        text = f'<div class="ad-short">{_esc(msg) or "(no argument)"}</div>'
+    else:
+        text = f'<details><summary>{_esc(msg[:57])}…</summary><div class="ad-msg">{_esc(msg)}</div></details>'
     return (f'<td class="{cls}{" ad-pf" if c["pf"] else ""}" data-round="{t}" data-agent="{_esc(c["agent"])}">'
             f'{head}{stance}<div class="ad-bars">{bars}</div>{sw}{text}</td>')
 
@@ -310,12 +328,13 @@ function cell(c, v, cls, t){
   if (c.q) b += '<figure>' + bars(c.q, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
   const sw = c.score == null ? '' : '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
     '<span class="ad-w" style="width:' + Math.max(1, Math.round(c.weight * 60)) + 'px"></span></div>';
-  const short = c.msg.length <= 60 ? c.msg : c.msg.slice(0, 57) + '…';
+  const text = c.msg.length <= 60 ? '<div class="ad-short">' + (esc(c.msg) || '(no argument)') + '</div>' :
+    '<details><summary>' + esc(c.msg.slice(0, 57)) + '…</summary><div class="ad-msg">' + esc(c.msg) + '</div></details>';
   return '<td class="' + cls + (c.pf ? ' ad-pf' : '') + '" data-round="' + t + '" data-agent="' + esc(c.agent) + '">' +
     '<div class="ad-who">' + esc(c.who) + '</div>' +
     (c.pf ? '<span class="ad-badge">parse failure</span>' : '<span class="ad-stance">' + mark(c.stance, v.answer) + '</span>') +
     '<div class="ad-bars">' + b + '</div>' + sw +
-    '<details><summary>' + (esc(short) || '(no argument)') + '</summary><div class="ad-msg">' + esc(c.msg) + '</div></details></td>';
+    text + '</td>';
 }
 function debate(v){
   const n = v.rounds.length ? v.rounds[0].cells.length : 0;

@@ -194,7 +194,7 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
 
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     try:
-        meta, _ = load_run("default/main")
+        meta, records = load_run("default/main")
     except FileNotFoundError:
         pytest.fail("no smoke run default/main: test_notebook_03_runs_in_jupyterlab (run first) makes it")
     path = V.write_run_page("default/main")
@@ -217,6 +217,17 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
     assert (int(d.get_attribute("data-agents")), int(d.get_attribute("data-rounds"))) == (n, t)
     assert d.locator("td.acemad-cell").count() == n * t
     assert d.locator("td.ad-weighted").last.inner_text().endswith("✓")  # a "correct" record: last round right
+    # The page's JS renderer and debate_html (the notebook's) show the same text, bars and cells.
+    rec = next(r for r in records if r["method"] == label and r["question_id"] == d.get_attribute("data-question"))
+    same = page.evaluate("""html => {
+        const box = document.createElement('div'); box.innerHTML = html;
+        const a = box.querySelector('.acemad-debate'), b = document.querySelector('#debate .acemad-debate');
+        a.querySelector('style').remove();
+        const count = (el, sel) => el.querySelectorAll(sel).length;
+        return [a.textContent === b.textContent, count(a, 'rect') === count(b, 'rect'),
+                count(a, 'td') === count(b, 'td'), count(a, 'details') === count(b, 'details')];
+    }""", V.debate_html(rec, meta))
+    assert same == [True, True, True, True], same
     d.locator("td.acemad-cell details summary").first.click()  # unfold one argument for the screenshot
     shot = P.ROOT / "outputs" / "smoke" / "browser_viewer_page.png"
     page.screenshot(path=str(shot))

@@ -44,7 +44,7 @@ def test_acemad_record_has_n_by_t_agent_cells_and_marks_the_correct_answer(n, t)
 
 @pytest.mark.parametrize("method, agents, rounds, extra", [
     ("single", 5, 1, "runs correct"), ("majority", 5, 1, "plurality"), ("decentralized", 5, 3, "mean belief"),
-    ("centralized", 5, 3, "moderator"), ("sparse", 5, 3, "mean belief"),
+    ("centralized", 5, 3, "the moderator decides"), ("sparse", 5, 3, "mean belief"),
 ])
 def test_every_method_renders(method, agents, rounds, extra):
     html = V.debate_html(record(method))
@@ -71,6 +71,20 @@ def test_parse_failure_is_flagged_and_never_votes():
     assert "parse failure" in html
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html  # arguments are escaped
     assert V.view(rec)["rounds"][0]["cells"][1]["stance"] is None
+
+
+def test_short_arguments_show_whole_long_ones_fold():
+    rec = record(n_agents=2, rounds=1)
+    rec["rounds"][0][0]["message"] = "The answer is: C."
+    rec["rounds"][0][1]["message"] = "Because " + "x" * 200
+    html = V.debate_html(rec)
+    assert '<div class="ad-short">The answer is: C.</div>' in html
+    assert html.count("<details>") == 1 and "x" * 200 in html
+
+
+def test_numbers_round_like_javascript_tofixed():
+    # the page's JS prints the same digits: ties go away from zero, -0 prints as 0
+    assert [V._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == ["0.13", "-0.018", "0.00", "0.200"]
 
 
 def test_all_agents_failing_to_parse_gives_no_round_answer():
