@@ -97,7 +97,8 @@ def lab(tmp_path_factory):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()[-3000:]}")
             time.sleep(0.3)
-        yield {"url": f"{base}/lab/tree/{NOTEBOOK}?token={token}", "base": base, "root": root, "log": tmp / "lab.log"}
+        yield {"url": f"{base}/lab/tree/{NOTEBOOK}?token={token}", "base": base, "root": root, "log": tmp / "lab.log",
+               "token": token}
     finally:
         proc.terminate()
         try:
@@ -106,6 +107,11 @@ def lab(tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
+
+
+def _kernels(lab) -> list[dict]:
+    with urllib.request.urlopen(f"{lab['base']}/api/kernels?token={lab['token']}", timeout=5) as r:
+        return json.loads(r.read())
 
 
 def _external(requests: list[str], allowed: tuple[str, ...]) -> list[str]:
@@ -119,6 +125,12 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
     page.on("request", lambda r: seen.append(r.url))
     page.goto(lab["url"])
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    # The status bar can say idle before the browser's kernel connection is up, and cells run then are lost
+    # (they stay [ ]): wait until the server sees the notebook's kernel connected and idle, then the UI idle.
+    deadline = time.monotonic() + 60
+    while not any(k.get("connections", 0) >= 1 and k.get("execution_state") == "idle" for k in _kernels(lab)):
+        assert time.monotonic() < deadline, f"the notebook's kernel never connected: {_kernels(lab)}"
+        time.sleep(0.25)
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
     # Run > Run All Cells, through the menu a reader would use.
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
@@ -134,11 +146,13 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
         }"""
     try:
         page.wait_for_function(state, timeout=90_000, polling=250)
-    except Exception as err:  # say where it stuck: the prompts and the kernel status
+    except Exception as err:  # say where it stuck: the prompts and the kernel status, and keep a screenshot
+        page.screenshot(path=str(P.ROOT / "outputs" / "smoke" / "browser_03_main_results_stuck.png"))
         raise AssertionError("Run All did not finish: " + page.evaluate(
             "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
             ".map(p => p.textContent.trim()).join(' ') + ' kernel=' + "
-            "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status")) from err
+            "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status")
+            + "\nJupyterLab log:\n" + lab["log"].read_text()[-3000:]) from err
     # Errors and stderr look alike in the DOM; the notebook JupyterLab saves (the throw-away copy) says which
     # output is an error and which cells ran.
     saved = lab["root"] / NOTEBOOK
