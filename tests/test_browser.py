@@ -1,0 +1,250 @@
+"""In a real browser: JupyterLab runs notebook 03 (smoke mode) and the run viewer page opens a debate.
+
+Drives the system's headless Chromium (/usr/bin/chromium, Debian's `chromium` package; `.ci/run` installs
+it when missing) with playwright-python; playwright's own browser download is not used. Skipped, with the
+reason, only where no Chromium or no playwright is available. Screenshots go to outputs/smoke/:
+browser_03_main_results.png (the notebook at its debate view) and browser_viewer_page.png (the run page).
+
+    ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from acemad_utils import paths as P
+from acemad_utils.local_server import free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = os.environ.get("ACEMAD_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+NOTEBOOK = "03_main_results.ipynb"
+JUPYTER = Path(sys.executable).parent / "jupyter"
+# JupyterLab settings for this throw-away server: every cell in the DOM (no windowing, so outputs far down
+# the notebook can be counted), no autosave (the copy is never written back), no news or update checks.
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def _playwright():
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install -y chromium; .ci/run does it as root)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright-python is not installed (pip install -e '.[test]')")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_playwright = _playwright()
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab on a free loopback port with a random token, serving a copy of notebook 03; stopped at the end."""
+    if not JUPYTER.exists():
+        pytest.skip(f"no {JUPYTER} (jupyterlab is a dependency: make venv)")
+    tmp = tmp_path_factory.mktemp("lab")
+    root, settings = tmp / "notebooks", tmp / "settings"
+    root.mkdir()
+    shutil.copy(P.ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    for rel, value in SETTINGS.items():
+        (settings / rel).parent.mkdir(parents=True, exist_ok=True)
+        (settings / rel).write_text(json.dumps(value))
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, "ACEMAD_SMOKE": "1", "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+    log = open(tmp / "lab.log", "w")
+    proc = subprocess.Popen(
+        [str(JUPYTER), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}"]
+        + (["--allow-root"] if os.geteuid() == 0 else []),  # CI containers run as root
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=P.ROOT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield {"url": f"{base}/lab/tree/{NOTEBOOK}?token={token}", "base": base, "root": root, "log": tmp / "lab.log",
+               "token": token}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _kernels(lab) -> list[dict]:
+    with urllib.request.urlopen(f"{lab['base']}/api/kernels?token={lab['token']}", timeout=5) as r:
+        return json.loads(r.read())
+
+
+def _external(requests: list[str], allowed: tuple[str, ...]) -> list[str]:
+    return [u for u in requests if not u.startswith(allowed)]
+
+
+def test_notebook_03_runs_in_jupyterlab(browser, lab):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    page.goto(lab["url"])
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    # The status bar can say idle before the browser's kernel connection is up, and cells run then are lost
+    # (they stay [ ]): wait until the server sees the notebook's kernel connected and idle, then the UI idle.
+    deadline = time.monotonic() + 60
+    while not any(k.get("connections", 0) >= 1 and k.get("execution_state") == "idle" for k in _kernels(lab)):
+        assert time.monotonic() < deadline, f"the notebook's kernel never connected: {_kernels(lab)}"
+        time.sleep(0.25)
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+    # Run > Run All Cells, through the menu a reader would use.
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    # Run All marks every code cell [*] at once; it is over when the kernel is idle and no cell is queued or
+    # running (after an error the remaining cells stay [ ], so this ends on failures too).
+    state = """() => {
+            const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
+                .map(p => p.textContent.trim());
+            const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+            return ind && ind.dataset.status === 'idle' && !prompts.some(p => p.startsWith('[*]'))
+                && prompts.some(p => /^\\[\\d+\\]/.test(p));
+        }"""
+    try:
+        page.wait_for_function(state, timeout=90_000, polling=250)
+    except Exception as err:  # say where it stuck: the prompts and the kernel status, and keep a screenshot
+        page.screenshot(path=str(P.ROOT / "outputs" / "smoke" / "browser_03_main_results_stuck.png"))
+        raise AssertionError("Run All did not finish: " + page.evaluate(
+            "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
+            ".map(p => p.textContent.trim()).join(' ') + ' kernel=' + "
+            "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status")
+            + "\nJupyterLab log:\n" + lab["log"].read_text()[-3000:]) from err
+    # Errors and stderr look alike in the DOM; the notebook JupyterLab saves (the throw-away copy) says which
+    # output is an error and which cells ran.
+    saved = lab["root"] / NOTEBOOK
+    before = saved.stat().st_mtime_ns
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save( Notebook)?$")).click()
+    deadline = time.monotonic() + 20
+    while saved.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert saved.stat().st_mtime_ns != before, "JupyterLab did not save the notebook (File > Save)"
+    nb = json.loads(saved.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    errors = [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors, "error output in the notebook: " + "; ".join(f"{o['ename']}: {o['evalue']}" for o in errors)
+    assert all(c.get("execution_count") for c in code), "some code cells did not run"
+
+    outputs = page.locator(".jp-Notebook .jp-OutputArea-output")
+    text = "\n".join(outputs.all_inner_texts())
+    assert re.search(r"SUMMARY: \[SYNTHETIC population \(no LLM\)\] average accuracy", text), text[-2000:]
+
+    debates = page.locator(".jp-Notebook .acemad-debate")
+    assert debates.count() >= 1, "no debate view rendered"
+    for i in range(debates.count()):
+        d = debates.nth(i)
+        n, t = int(d.get_attribute("data-agents")), int(d.get_attribute("data-rounds"))
+        assert (n, t) == (5, 3)  # notebook 03's AceMAD (T=3): N = 5 agents, T = 3 rounds
+        assert d.locator("td.acemad-cell").count() == n * t
+        assert d.locator("svg rect").first.is_visible()
+    # Figures: every figure of the project is saved with report.save_figure (and shown inline by the same
+    # cell), so a notebook with a save_figure(...) call must show at least one rendered image.
+    plots = any(re.search(r"\bsave_figure\(|\bplt\.show\(", "".join(c["source"])) for c in code)
+    images = page.locator(".jp-Notebook .jp-OutputArea-output img")
+    if plots:
+        assert images.count() >= 1, "a cell plots but no figure image rendered"
+        assert images.first.evaluate("img => img.complete && img.naturalWidth > 0")
+    else:
+        print(f"\n{NOTEBOOK} has no plotting cell: figure-image check not applicable "
+              f"({images.count()} image(s) rendered); the debate view's SVG bars were checked instead")
+
+    # The screenshot: the viewer's code cell at the top, then its first debate.
+    page.evaluate("() => document.querySelector('.jp-Notebook .jp-CodeCell:has(.acemad-debate)').scrollIntoView({block: 'start'})")
+    shot = P.ROOT / "outputs" / "smoke" / "browser_03_main_results.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+    assert not _external(seen, (lab["base"] + "/", "data:", "blob:")), _external(seen, (lab["base"] + "/", "data:", "blob:"))
+    ctx.close()
+
+
+def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
+    from acemad_utils import viewer as V
+    from acemad_utils.runner import load_run
+
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    try:
+        meta, records = load_run("default/main")
+    except FileNotFoundError:
+        pytest.fail("no smoke run default/main: test_notebook_03_runs_in_jupyterlab (run first) makes it")
+    path = V.write_run_page("default/main")
+    label = next(m for m, c in meta["methods"].items() if c["method"] == "acemad" and c["rounds"] == 3)
+    n, t = meta["methods"][label]["n_agents"], meta["methods"][label]["rounds"]
+
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    page.goto(path.as_uri())
+    page.select_option("#f-method", label)
+    rows = page.locator("#list tr.q-row")
+    assert rows.count() == meta["n_questions"]
+    page.select_option("#f-outcome", "correct")
+    assert 0 < rows.count() < meta["n_questions"]
+    rows.first.click()
+    d = page.locator("#debate .acemad-debate")
+    assert d.get_attribute("data-method") == label
+    assert (int(d.get_attribute("data-agents")), int(d.get_attribute("data-rounds"))) == (n, t)
+    assert d.locator("td.acemad-cell").count() == n * t
+    assert d.locator("td.ad-weighted").last.inner_text().endswith("✓")  # a "correct" record: last round right
+    # The page's JS renderer and debate_html (the notebook's) show the same text, bars and cells.
+    rec = next(r for r in records if r["method"] == label and r["question_id"] == d.get_attribute("data-question"))
+    same = page.evaluate("""html => {
+        const box = document.createElement('div'); box.innerHTML = html;
+        const a = box.querySelector('.acemad-debate'), b = document.querySelector('#debate .acemad-debate');
+        a.querySelector('style').remove();
+        const count = (el, sel) => el.querySelectorAll(sel).length;
+        return [a.textContent === b.textContent, count(a, 'rect') === count(b, 'rect'),
+                count(a, 'td') === count(b, 'td'), count(a, 'details') === count(b, 'details')];
+    }""", V.debate_html(rec, meta))
+    assert same == [True, True, True, True], same
+    d.locator("td.acemad-cell details summary").first.click()  # unfold one argument for the screenshot
+    shot = P.ROOT / "outputs" / "smoke" / "browser_viewer_page.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+    assert all(u.startswith("file://") for u in seen), seen
+    ctx.close()

@@ -1,0 +1,192 @@
+"""The debate viewer: one record as HTML, examples picked by rule, the static page of a run."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from acemad_utils import paths as P
+from acemad_utils import runner
+from acemad_utils import viewer as V
+from acemad_utils.config import DebateConfig
+from acemad_utils.protocols import run_question
+from acemad_utils.sim import SimPopulation, make_items
+
+ITEMS = make_items(12, k=4, seed=3)
+CELL = re.compile(r'<td class="acemad-cell[ "]')
+GREEN = 'fill="#2da44e"'
+
+
+def record(method="acemad", q=ITEMS[0], **kw):
+    return run_question(q, SimPopulation(seed=1), DebateConfig(method=method, **kw))
+
+
+def attrs(html):
+    m = re.search(r'<div class="acemad-debate" data-agents="(\d+)" data-rounds="(\d+)"', html)
+    assert m, "no acemad-debate root"
+    return int(m[1]), int(m[2])
+
+
+# ----------------------------------------------------------------------------- one record
+@pytest.mark.parametrize("n, t", [(5, 3), (4, 2), (3, 5)])
+def test_acemad_record_has_n_by_t_agent_cells_and_marks_the_correct_answer(n, t):
+    rec = record(n_agents=n, rounds=t)
+    html = V.debate_html(rec)
+    assert attrs(html) == (n, t)
+    assert len(CELL.findall(html)) == n * t
+    assert f'class="ad-ok acemad-answer">{rec["answer"]}<' in html
+    # p and q of every agent and round: exactly one green (correct-option) bar each
+    assert html.count(GREEN) == 2 * n * t
+    assert html.count("score ") == n * t and html.count("weight ") >= n * t
+    assert len(re.findall(r'<tr><th>round \d+</th>', html)) == t
+
+
+@pytest.mark.parametrize("method, agents, rounds, extra", [
+    ("single", 5, 1, "runs correct"), ("majority", 5, 1, "plurality"), ("decentralized", 5, 3, "mean belief"),
+    ("centralized", 5, 3, "the moderator decides"), ("sparse", 5, 3, "mean belief"),
+])
+def test_every_method_renders(method, agents, rounds, extra):
+    html = V.debate_html(record(method))
+    assert attrs(html) == (agents, rounds)
+    assert len(CELL.findall(html)) == agents * rounds
+    assert extra in html
+    assert html.count('<td class="ad-mod') == (rounds if method == "centralized" else 0)
+    assert "score " not in html  # only AceMAD has scores and weights
+
+
+def test_final_round_weighted_answer_is_the_methods_decision():
+    for q in ITEMS:
+        rec = record(q=q)
+        v = V.view(rec, {"methods": {rec["method"]: {"seed": 0, "weight_exponent": 2.0}}})
+        assert v["rounds"][-1]["weighted"] == rec["final"]["answer"]
+
+
+def test_parse_failure_is_flagged_and_never_votes():
+    rec = record(n_agents=3, rounds=2)
+    bad = rec["rounds"][0][1]
+    bad.update(parse_failure=True, p=[0.25] * 4, message="<script>alert(1)</script> I cannot decide")
+    html = V.debate_html(rec)
+    assert html.count("ad-pf") == 1 + 1  # the one cell + its CSS rule
+    assert "parse failure" in html
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html  # arguments are escaped
+    assert V.view(rec)["rounds"][0]["cells"][1]["stance"] is None
+
+
+def test_short_arguments_show_whole_long_ones_fold():
+    rec = record(n_agents=2, rounds=1)
+    rec["rounds"][0][0]["message"] = "The answer is: C."
+    rec["rounds"][0][1]["message"] = "Because " + "x" * 200
+    html = V.debate_html(rec)
+    assert '<div class="ad-short">The answer is: C.</div>' in html
+    assert html.count("<details>") == 1 and "x" * 200 in html
+
+
+def test_numbers_round_like_javascript_tofixed():
+    # the page's JS prints the same digits: ties go away from zero, -0 prints as 0
+    assert [V._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == ["0.13", "-0.018", "0.00", "0.200"]
+
+
+def test_all_agents_failing_to_parse_gives_no_round_answer():
+    rec = record(method="decentralized", n_agents=3, rounds=1)
+    for e in rec["rounds"][0]:
+        e["parse_failure"] = True
+    r = V.view(rec)["rounds"][0]
+    assert r["plurality"] is None and r["weighted"] is None
+    assert '<td class="ad-plur"><span class="ad-bad">none</span>' in V.debate_html(rec)
+
+
+def test_failed_record_shows_its_error():
+    pop, cfg = SimPopulation(seed=1), DebateConfig(method="acemad")
+    rec = runner._failed_record(ITEMS[0], cfg, pop, 0, RuntimeError("HTTP 503 from <server>"))
+    html = V.debate_html(rec)
+    assert attrs(html) == (0, 0)
+    assert "status failed" in html and "HTTP 503 from &lt;server&gt;" in html
+
+
+def test_not_a_record_is_a_clear_error():
+    with pytest.raises(ValueError, match="missing 'question_id'"):
+        V.debate_html({"rounds": []})
+
+
+def test_source_label_synthetic_or_model_name():
+    rec = record()
+    assert V.source_of(rec) == V.SYNTHETIC
+    assert V.source_of(rec, {"population": {"synthetic": False, "model": "gpt-4o-mini"}, "model": "gpt-4o-mini",
+                             "synthetic": False}) == "model: gpt-4o-mini"
+
+
+def test_show_returns_ipython_html():
+    from IPython.display import HTML
+
+    out = V.show(record())
+    assert isinstance(out, HTML) and "acemad-debate" in out.data
+
+
+# ----------------------------------------------------------------------------- examples by rule
+def hand(qid, r1, final_correct, method="M", status="ok"):
+    """A record by hand: round-1 answers `r1` (labels) over options A-C, truth A."""
+    onehot = {"A": [0.8, 0.1, 0.1], "B": [0.1, 0.8, 0.1], "C": [0.1, 0.1, 0.8]}
+    rounds = [[{"agent": i, "p": onehot[a], "q": None, "parse_failure": False, "message": a} for i, a in enumerate(r1)]]
+    return {"question_id": qid, "method": method, "labels": ["A", "B", "C"], "answer": "A", "status": status,
+            "final": {"answer": "A" if final_correct else "B", "correct": final_correct}, "rounds": rounds}
+
+
+def test_pick_examples_follows_its_rule():
+    recs = [
+        hand("q3", "BBA", True),    # overturned
+        hand("q1", "BCC", True),    # overturned (first by id)
+        hand("q2", "BBA", False),   # not overturned
+        hand("q4", "AAB", True),    # round-1 plurality already right: neither
+        hand("q5", "AAB", False),   # right then wrong: neither
+        hand("q0", "BBB", True, status="failed"),  # failed: never an example
+        hand("q0", "BBB", True, method="other"),   # another method
+    ]
+    got = V.pick_examples(recs, "M", n=2)
+    assert [r["question_id"] for r in got["overturned"]] == ["q1", "q3"]
+    assert [r["question_id"] for r in got["not_overturned"]] == ["q2"]
+    assert [r["question_id"] for r in V.pick_examples(recs, "M")["overturned"]] == ["q1"]
+    assert V.pick_examples(recs, "other") == {"overturned": [recs[-1]], "not_overturned": []}
+    assert V.pick_examples([hand("q9", "AAA", True)], "M") == {"overturned": [], "not_overturned": []}
+
+
+def test_pick_examples_bad_input():
+    with pytest.raises(ValueError, match="no record of method 'X'"):
+        V.pick_examples([hand("q1", "BBA", True)], "X")
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        V.pick_examples([hand("q1", "BBA", True)], "M", n=0)
+
+
+# ----------------------------------------------------------------------------- the run page
+@pytest.fixture
+def tmp_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setattr(runner, "outputs", P.outputs)  # reads P.ROOT at call time
+    return tmp_path
+
+
+def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_root):
+    cfgs = [DebateConfig(method=m) for m in ("single", "majority", "centralized", "acemad")]
+    runner.run_experiment("t/main", ITEMS[:6], cfgs, SimPopulation(seed=2), workers=1)
+    meta, records = runner.load_run("t/main")
+    path = V.write_run_page("t/main")
+    assert path == tmp_root / "outputs" / "smoke" / "viewer" / "t" / "main.html"
+    page = path.read_text(encoding="utf-8")
+    blob = re.search(r'<script type="application/json" id="acemad-data">(.*?)</script>', page, re.S)[1]
+    data = json.loads(blob)
+    assert sorted((v["qid"], v["method"], v["repeat"]) for v in data["views"]) == \
+        sorted((r["question_id"], r["method"], r["repeat"]) for r in records)
+    assert len(records) == 6 * 4
+    assert not re.search(r'''(src|href)\s*=\s*["']?\s*(https?:)?//''', page, re.I)
+    assert "http://" not in page and "https://" not in page
+    assert V.SYNTHETIC in page
+    assert [is_ok for is_ok in data["ok"]] == [V.is_correct(v) for v in data["views"]]
+
+
+def test_run_page_rejects_names_outside_outputs(tmp_root):
+    for bad in ("../x", "/abs/run", ""):
+        with pytest.raises(ValueError, match="relative run name"):
+            V.page_path(bad)
+    with pytest.raises(FileNotFoundError, match="no run named"):
+        V.write_run_page("absent")
