@@ -41,7 +41,7 @@ from .paths import ROOT, outputs
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks"}
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
-NULLABLE = {"N_ITEMS", "N_MAX"}
+NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
 
 
 def _choices(names) -> Callable[[Any], Optional[str]]:
@@ -62,6 +62,19 @@ def _at_least(lo: float) -> Callable[[Any], Optional[str]]:
     return check
 
 
+def _other_models(v) -> Optional[str]:
+    """OTHER_MODELS (notebook 07): a list of {table, paper_model, model, base_url} with a table the paper printed."""
+    from .experiments import PAPER_TABLES
+
+    keys = {"table", "paper_model", "model", "base_url"}
+    for e in v:
+        if not isinstance(e, dict) or set(e) != keys:
+            return f"each entry needs exactly the keys {sorted(keys)}, got {e!r}"
+        if e["table"] not in PAPER_TABLES:
+            return f"unknown table {e['table']!r}{_hint(str(e['table']), PAPER_TABLES)}; tables: {sorted(PAPER_TABLES)}"
+    return None
+
+
 def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
     """Range checks of the parameters whose meaning is known here (types come from the notebooks' defaults)."""
     from .config import METHODS
@@ -70,7 +83,8 @@ def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
     return {"BACKEND": _choices(BACKENDS), "SOURCE": _choices(SOURCES), "BENCHMARKS": _choices(SYNTHETIC_K),
             "METHODS": _choices(METHODS), "CALLS": _choices(("two", "single")), "ETA": _at_least(0),
             "N_ITEMS": _at_least(1), "N_MAX": _at_least(1), "WORKERS": _at_least(1), "SEED": _at_least(0),
-            "ROUNDS": _at_least(1), "N_VALUES": _at_least(1), "N_TABLE": _at_least(1), "T_PHASE": _at_least(1)}
+            "ROUNDS": _at_least(1), "N_VALUES": _at_least(1), "N_TABLE": _at_least(1), "T_PHASE": _at_least(1),
+            "FULL_N_MAX": _at_least(1), "OTHER_MODELS": _other_models}
 
 
 def _type_error(key: str, value: Any, default: str) -> Optional[str]:
@@ -127,8 +141,11 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     if not isinstance(prof, dict) or not prof:
         raise SystemExit(f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
                          f"(see profiles/default.yaml)")
-    if overrides:
+    if overrides:  # --set wins over the profile everywhere: common and any notebook's own value of that key
         prof["common"] = {**(prof.get("common") or {}), **overrides}
+        for params in (prof.get("notebooks") or {}).values():
+            for key in overrides:
+                (params or {}).pop(key, None)
     bad = sorted(set(prof) - PROFILE_KEYS)
     if bad:
         named = ", ".join(f"{b!r}{_hint(b, PROFILE_KEYS)}" for b in bad)

@@ -29,6 +29,9 @@ def _profile(tmp_path, body) -> str:
     ({"WORKERS": 0}, "WORKERS = 0 is not allowed: need values >= 1"),
     ({"SEED": None}, "SEED = None is not allowed: null is not allowed here"),
     ({"CALLS": True}, "CALLS = True is not allowed"),
+    ({"OTHER_MODELS": [{"table": "table9", "paper_model": "x", "model": "y", "base_url": ""}]},
+     "unknown table 'table9'"),
+    ({"OTHER_MODELS": [{"model": "y"}]}, "each entry needs exactly the keys"),
 ])
 def test_bad_values_stop_before_anything_runs(tmp_path, common, expected):
     with pytest.raises(SystemExit) as e:
@@ -56,6 +59,13 @@ def test_set_overrides_a_common_parameter_and_is_checked(tmp_path):
         reproduce.load_profile("default", {"N_MAX": "x"})
     with pytest.raises(SystemExit, match="common parameter 'BASE_URLL'"):
         reproduce.load_profile("default", {"BASE_URLL": "x"})
+
+
+def test_set_wins_over_a_notebooks_own_value():
+    # paper.yaml gives 04_heterogeneity its own SECOND_BASE_URL: a --set must reach that notebook, not only common.
+    assert reproduce.load_profile("paper")["notebooks"]["04_heterogeneity"]["SECOND_BASE_URL"] != "http://h:2/v1"
+    prof = reproduce.load_profile("paper", {"SECOND_BASE_URL": "http://h:2/v1"})
+    assert reproduce._params(prof, "04_heterogeneity", {"SECOND_BASE_URL": {}})["SECOND_BASE_URL"] == "http://h:2/v1"
 
 
 def test_set_parses_yaml_values(monkeypatch):
