@@ -55,7 +55,8 @@ def refresh(path: Path) -> None:
     os.environ["ACEMAD_SMOKE"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / path.name
-        pm.execute_notebook(str(path), str(out), cwd=str(path.parent), kernel_name="python3", progress_bar=False)
+        pm.execute_notebook(str(path), str(out), cwd=str(path.parent), kernel_name="python3", progress_bar=False,
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no TCP warning per notebook
         ran = nbformat.read(out, as_version=4)
     nb = nbformat.read(path, as_version=4)
     by_source = {c.source: c.outputs for c in ran.cells if is_checked(c)}
