@@ -206,7 +206,15 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                                      # The kernel's own log (e.g. ipykernel's warning that its loopback TCP
                                      # sockets are unencrypted) would print under every notebook; errors still show.
                                      extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
+            print(f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
+                  f"run; rerun the same command to resume (saved records and cached calls are kept)", flush=True)
+            return 130
         except pm.PapermillExecutionError as e:
+            if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
+                print(f"[{name_of_profile}] {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run",
+                      flush=True)
+                return 130
             failed += 1
             print(f"[{name_of_profile}] {name} FAILED after {time.time() - t0:.1f}s: {_one_line(e.ename, e.evalue)}\n"
                   f"    full traceback: {_rel(out)} (cell {e.exec_count})", flush=True)

@@ -247,7 +247,9 @@ def _population(args) -> tuple[Population, str]:
     try:
         pop = LLMPopulation(model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed)
     except Exception as e:  # e.g. MissingAPIKey: say why and stop before any question runs
-        sys.exit(f"cannot reach the LLM endpoint: {e}")
+        from .llm import redact
+
+        sys.exit(redact(f"cannot reach the LLM endpoint: {e}"))
     return pop, pop.describe()["models"][0]
 
 
@@ -274,11 +276,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bad = [n for n in names if n not in D.BENCHMARKS + ("demo",)]
         if bad or not names:
             ap.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(D.BENCHMARKS + ('demo',))}")
+        from .runner import RunInterrupted
+
         pop, model = _population(args)
-        for name in names:
-            qs = D.load(name, data_dir=args.data_dir)
-            build_subset(name, qs, pop, model, seed=args.seed, temperature=args.temperature, runs=args.runs,
-                         threshold=args.threshold, limit=args.limit, workers=args.workers)
+        try:
+            for name in names:
+                qs = D.load(name, data_dir=args.data_dir)
+                build_subset(name, qs, pop, model, seed=args.seed, temperature=args.temperature, runs=args.runs,
+                             threshold=args.threshold, limit=args.limit, workers=args.workers)
+        except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
+            print(f"{name}: {e}", file=sys.stderr)
+            return 130
         slug = model_slug(model, pop.synthetic)
     else:
         slug = args.model

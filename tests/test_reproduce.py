@@ -106,6 +106,21 @@ def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_pat
     assert len(lines) == 4 and canary not in out and "Traceback" not in out
 
 
+@pytest.mark.slow
+def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_path, monkeypatch, capsys):
+    """The kernel sees Ctrl-C first (its run raises RunInterrupted): the later notebooks must not start."""
+    nbs = {"01_stops": tmp_path / "01_stops.ipynb", "02_never": tmp_path / "02_never.ipynb"}
+    _notebook(nbs["01_stops"], 'from acemad_utils.runner import RunInterrupted\n'
+                               'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")')
+    _notebook(nbs["02_never"], 'print("SUMMARY: ran")')
+    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
+    assert reproduce.run("mine") == 130
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == ["[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
+                   "the later notebooks did not run"], out
+
+
 def test_theory_runs_of_two_profiles_do_not_mix(tmp_path, monkeypatch):
     """default then local (different item counts) in one checkout: each profile has its own run folders."""
     monkeypatch.setattr(theory, "PHASE_CAL", (0.0,))

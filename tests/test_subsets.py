@@ -182,3 +182,15 @@ def test_cli_llm_backend_against_a_fake_endpoint(tmp_repo, capsys, monkeypatch):
     assert [k["id"] for k in kept] == [i for i, a in truth.items() if a != "B"]
     assert all(k["wrong"] == {"B": 5} and k["synthetic"] is False for k in kept)
     assert res["synthetic"] is False and res["endpoint_kind"] == "local-llama.cpp" and res["misconception_share"] == 1.0
+
+
+def test_cli_ctrl_c_exits_130_with_the_resume_line(monkeypatch, capsys):
+    from acemad_utils import subsets
+    from acemad_utils.runner import RunInterrupted
+
+    def stop(*a, **k):
+        raise RunInterrupted("interrupted: 2 of 9 records saved; rerun to resume")
+
+    monkeypatch.setattr(subsets, "build_subset", stop)
+    assert subsets.main(["build", "--benchmarks", "demo"]) == 130
+    assert "demo: interrupted: 2 of 9 records saved; rerun to resume" in capsys.readouterr().err
