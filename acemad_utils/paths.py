@@ -2,7 +2,8 @@
 
     from acemad_utils.paths import outputs
     outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
-    paper_dir()             # $ACEMAD_PAPER_DIR: the paper's printed tables (not shipped here), or None
+    PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
+    shared_paper_dir()      # the shared copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
 
 Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
+PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (see data/paper/README.md)
 
 
 def smoke() -> bool:
@@ -22,14 +23,15 @@ def smoke() -> bool:
     return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
 
 
-def paper_dir() -> Optional[Path]:
-    """The folder of the paper's printed tables (table1_voting_vs_mad.csv, ...) named by ACEMAD_PAPER_DIR, or
-    None when it is unset. They are the paper's data, not this project's, so the repository does not copy them.
-    A relative path is tried from the working directory, then from the repository root (CI sets
-    ../shared/paper/tables)."""
+def shared_paper_dir() -> Path:
+    """The shared transcription of the paper's printed tables (table1_voting_vs_mad.csv, ...) that the project's
+    own data/paper/ is compared with, cell by cell, in tests/test_paper_transcription.py: $ACEMAD_PAPER_DIR, else
+    ../shared/paper/tables beside the repository (where CI keeps it). Nothing reads the paper's numbers from here;
+    the folder may not exist (the test then skips). A relative ACEMAD_PAPER_DIR is tried from the working
+    directory, then from the repository root."""
     raw = os.environ.get("ACEMAD_PAPER_DIR") or None
     if raw is None:
-        return None
+        return ROOT.parent / "shared" / "paper" / "tables"
     path = Path(raw).expanduser()
     return path if path.is_absolute() or path.is_dir() else ROOT / path
 

@@ -4,7 +4,7 @@
     long = TB.accuracy_long(records)                              # method x benchmark (+ Average) cells
     tests = TB.versus_best(records, ["AceMAD (T=3)"], mads)       # paired test against the best MAD (+ Average)
     TB.wide(long)                                                 # "41.7 [33.1, 50.2]" cells, n per column
-    TB.paper_table("table2_main_results", model="GPT-4o-mini")    # printed vs recomputed averages
+    TB.paper_table("table2_main_results", model="GPT-4o-mini")    # data/paper/: printed vs recomputed averages
 
 Accuracies are percentages. A CI resamples questions (within each benchmark for the Average, which is the
 mean of the benchmark columns, recomputed from the rows). A paired test compares two methods on the same
@@ -13,13 +13,14 @@ questions: exact McNemar when both are right/wrong per question, a sign-flip per
 """
 from __future__ import annotations
 
-import os
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .paths import paper_dir
+from . import paths as P
 from .stats import bootstrap_ci, mcnemar_exact
 
 BENCH_LABELS = {
@@ -190,27 +191,54 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int =
     return out.rename_axis("method").reset_index()
 
 
-NO_PAPER = ("The paper's printed numbers are not part of this repository: set ACEMAD_PAPER_DIR to the folder "
-            "holding the paper's tables (table1_voting_vs_mad.csv, table2_main_results.csv, ...) to show them here.")
+PRINTED_TABLES = ("table1_voting_vs_mad", "table2_main_results", "table3_heterogeneity", "table4_deepseek",
+                        "table5_llama8b", "table6_full_datasets")
+KEY_COLUMNS = ("model", "method")
 
 
 def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
-    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells),
-    read from $ACEMAD_PAPER_DIR/<name>.csv. Without ACEMAD_PAPER_DIR: a one-cell table saying how to get them
-    (shown and saved where the numbers would be); a set ACEMAD_PAPER_DIR without the file is an error."""
-    d = paper_dir()
-    if d is None:
-        return pd.DataFrame({"paper": [NO_PAPER]})
-    path = d / f"{name}.csv"
+    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells), read
+    from the project's own transcription data/paper/<name>.csv (paths.PAPER; citation and sources in
+    data/paper/README.md). No environment variable is involved; an unknown name is an error."""
+    path = P.PAPER / f"{name}.csv"
     if not path.is_file():
-        raise FileNotFoundError(f"ACEMAD_PAPER_DIR={os.environ['ACEMAD_PAPER_DIR']!r}: no {name}.csv in {d}")
+        raise FileNotFoundError(f"no {name}.csv in {P.PAPER} (the paper's tables: {', '.join(PRINTED_TABLES)})")
     df = pd.read_csv(path)
     if model is not None:
         df = df[df["model"] == model].drop(columns="model")
-    cells = [c for c in df.columns if c not in ("model", "method", AVERAGE)]
+    cells = [c for c in df.columns if c not in (*KEY_COLUMNS, AVERAGE)]
     df = df.rename(columns={AVERAGE: "Average (printed)"})
     df["Average (recomputed)"] = df[cells].mean(axis=1).round(2)
     return df.reset_index(drop=True)
+
+
+def _number(text: str):
+    """A printed cell as an exact decimal ('5.50' == '5.5'), or the stripped text when it is not a number."""
+    try:
+        return Decimal(text.strip())
+    except InvalidOperation:
+        return text.strip()
+
+
+def paper_differences(ours: Path, theirs: Path) -> list[str]:
+    """Every difference between two transcriptions of one printed table (CSV files): columns, rows (keyed by
+    model/method, in order) and cells (numbers compared as exact decimals, i.e. to the printed precision).
+    An empty list means they agree cell by cell."""
+    a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
+    name = Path(ours).name
+    if list(a.columns) != list(b.columns):
+        return [f"{name}: columns differ: ours {list(a.columns)}, shared {list(b.columns)}"]
+    keys = [c for c in KEY_COLUMNS if c in a.columns]
+    ka, kb = (list(map(tuple, d[keys].to_numpy())) for d in (a, b))
+    if ka != kb:
+        return [f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
+                f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")]
+    out = []
+    for key, (_, ra), (_, rb) in zip(ka, a.iterrows(), b.iterrows()):
+        for c in a.columns:
+            if c not in keys and _number(ra[c]) != _number(rb[c]):
+                out.append(f"{name}: row {' / '.join(key)}, column {c}: ours {ra[c]!r}, shared {rb[c]!r}")
+    return out
 
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:

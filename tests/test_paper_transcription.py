@@ -1,0 +1,65 @@
+"""data/paper/ is the project's own transcription of the paper's printed Tables 1-6 (from the LaTeX source; see
+data/paper/README.md). When the shared transcription is at hand ($ACEMAD_PAPER_DIR, or ../shared/paper/tables
+beside the repository, as in CI), the two must agree cell by cell, so a transcription error fails CI."""
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from acemad_utils import paths as P
+from acemad_utils import tables as TB
+
+
+def _shared():
+    d = P.shared_paper_dir()
+    if not d.is_dir():
+        pytest.skip(f"no shared transcription of the paper's tables at {d} (set ACEMAD_PAPER_DIR to compare)")
+    return d
+
+
+def test_the_six_printed_tables_are_in_the_repository():
+    assert sorted(p.stem for p in P.PAPER.glob("*.csv")) == sorted(TB.PRINTED_TABLES)
+    assert "Liu" in (P.PAPER / "README.md").read_text()  # the citation travels with the numbers
+
+
+@pytest.mark.parametrize("name", TB.PRINTED_TABLES)
+def test_transcription_matches_the_shared_copy_cell_by_cell(name):
+    shared = _shared()
+    assert (shared / f"{name}.csv").is_file(), f"the shared folder {shared} has no {name}.csv"
+    diffs = TB.paper_differences(P.PAPER / f"{name}.csv", shared / f"{name}.csv")
+    assert not diffs, "\n".join(diffs)
+
+
+def test_paper_table_needs_no_environment_variable(monkeypatch):
+    monkeypatch.delenv("ACEMAD_PAPER_DIR", raising=False)
+    df = TB.paper_table("table2_main_results", model="GPT-4o-mini")
+    assert len(df) == 8 and "model" not in df
+    row = df[df["method"] == "AceMAD (T=3)"].iloc[0]
+    assert row["Average (printed)"] == 49.92 and row["Average (recomputed)"] == 43.25  # the paper's own slip, shown
+    for name in TB.PRINTED_TABLES:
+        t = TB.paper_table(name)
+        cells = [c for c in t.columns if c not in ("model", "method", "Average (printed)", "Average (recomputed)")]
+        assert len(t) and (t["Average (recomputed)"] == t[cells].mean(axis=1).round(2)).all()
+    assert list(TB.paper_table("table6_full_datasets")["Average (recomputed)"]) == [65.1, 69.24]  # 65.105 exactly; printed 65.11
+
+
+def test_an_altered_copy_is_detected(tmp_path):
+    src = P.PAPER / "table2_main_results.csv"
+    assert TB.paper_differences(src, src) == []
+    df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    same = tmp_path / "same_precision.csv"
+    df.assign(**{"MMLU-Pro": df["MMLU-Pro"].str.replace("5.50", "5.5")}).to_csv(same, index=False)
+    assert TB.paper_differences(src, same) == []  # 5.50 and 5.5 are the same printed number
+    df.loc[(df.model == "Qwen3-235B-A22B-Instruct") & (df.method == "Sparse MAD"), "BBH"] = "63.01"
+    bad = tmp_path / "table2_main_results.csv"
+    df.to_csv(bad, index=False)
+    assert TB.paper_differences(src, bad) == [
+        "table2_main_results.csv: row Qwen3-235B-A22B-Instruct / Sparse MAD, column BBH: ours '63.10', shared '63.01'"]
+    shutil.copy(P.PAPER / "table1_voting_vs_mad.csv", tmp_path / "t1.csv")
+    t1 = pd.read_csv(tmp_path / "t1.csv", dtype=str)
+    t1.iloc[::-1].to_csv(tmp_path / "t1_reordered.csv", index=False)
+    assert "rows differ" in TB.paper_differences(tmp_path / "t1.csv", tmp_path / "t1_reordered.csv")[0]
+    t1.drop(columns="BBH").to_csv(tmp_path / "t1_narrow.csv", index=False)
+    assert "columns differ" in TB.paper_differences(tmp_path / "t1.csv", tmp_path / "t1_narrow.csv")[0]
