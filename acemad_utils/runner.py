@@ -43,6 +43,7 @@ from typing import Optional, Sequence
 
 from tqdm.auto import tqdm
 
+from .budget import BudgetExceeded
 from .config import DebateConfig
 from .data import data_hash
 from .llm import redact
@@ -53,6 +54,11 @@ from .schema import Population, Question
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C ended a run; str() is the one line to show ("interrupted: N of M records saved; rerun to resume")."""
+
+
+class BudgetStop(BudgetExceeded):
+    """MAX_USD ended a run: no new paid call was sent, calls in flight finished (and are cached), questions
+    not finished are left for a resume. str() is the one message to show: what was spent and how to continue."""
 
 
 class _Interrupts:
@@ -309,13 +315,17 @@ def run_experiment(
     totals = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "failed": 0}
 
     stop = _Interrupts()
+    over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
 
     def one(job):
-        if stop.presses:  # Ctrl-C: questions not started yet are left for the resume
+        if stop.presses or over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
             return None
         q, c, r = job
         try:
             return _with_usage_keys(run_question(q, population, c, r))
+        except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
+            over_budget.append(err)
+            return None
         except Exception as err:  # a failed question is recorded with its reason and retried on resume
             if stop.presses:
                 return None  # cut short by the interrupt, not a failure of its own
@@ -364,21 +374,28 @@ def run_experiment(
                     ex.shutdown(wait=not stop.presses, cancel_futures=True)
             else:
                 for job in todo:
-                    if stop.presses:
+                    if stop.presses or over_budget:
                         break
                     save(one(job))
         except KeyboardInterrupt:
             stop.presses = max(stop.presses, 2)
     bar.close()
 
-    if stop.presses:  # the file holds whole records only; say what is there and stop the caller
+    if stop.presses or over_budget:  # the file holds whole records only; say what is there and stop the caller
         keys = set(_order_keys(questions, configs, repeats))
         summary = summarize([rec for k, rec in done.items() if k in keys], expected=len(keys))
         summary["interrupted"] = True
         if usage_before is not None:
             summary["session"] = _usage_delta(population.usage(), usage_before)
+        if over_budget and not stop.presses:
+            summary["stopped_by"] = "MAX_USD"
         meta["summary"] = summary
         atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        if over_budget and not stop.presses:
+            raise BudgetStop(f"{over_budget[0]}. Run {name!r} stopped: {summary['records']} of {summary['expected']} "
+                             "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
+                             "key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid reply is cached, so "
+                             "the part already paid for costs nothing again.") from None
         raise RunInterrupted(f"interrupted: {summary['records']} of {summary['expected']} records saved; "
                              "rerun to resume") from None
 

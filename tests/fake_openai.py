@@ -52,10 +52,23 @@ class Reply:
     raw: Optional[bytes] = None  # send these bytes as the body instead of a well-formed completion
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    cached_tokens: Optional[int] = None  # reported as usage.prompt_tokens_details.cached_tokens when set
     kind: str = "ok"  # recorded in FakeOpenAI.outcomes: "ok" or the injected fault's name
 
 
 Script = Union[Callable[[dict, int], Union[Reply, str]], Iterable[Union[Reply, str]], None]
+
+
+def completion_body(r: Reply, body: dict, n: int) -> dict:
+    """The chat.completion JSON for a Reply (also the `body` of a Batch API output line)."""
+    usage = {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+             "total_tokens": r.prompt_tokens + r.completion_tokens}
+    if r.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
+    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content}, "finish_reason": "stop"}],
+            "usage": usage}
 
 
 def error(status: int, message: str = "error", **headers) -> Reply:
@@ -146,14 +159,7 @@ class FakeOpenAI:
                     if r.raw is not None:
                         payload = r.raw
                     else:
-                        payload = json.dumps({
-                            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                            "model": body.get("model", "fake"),
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content},
-                                         "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                                      "total_tokens": r.prompt_tokens + r.completion_tokens},
-                        }).encode()
+                        payload = json.dumps(completion_body(r, body, n)).encode()
                     self._send(r.status, payload, r.headers)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
                     pass
