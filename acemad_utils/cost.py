@@ -168,7 +168,7 @@ def replay_population(model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHAR
                     self._clients[key] = ModelClient(self.model, endpoint_kind(key), store, arg_chars, log)
                 return self._clients[key]
 
-    return ReplayPopulation(model=model, base_url=base_url, seed=seed, calls=calls, preflight=False)
+    return ReplayPopulation(model=model, base_url=base_url, seed=seed, calls=calls, preflight=False, calls_via="sync")
 
 
 # ----------------------------------------------------------------------------- what each notebook runs

@@ -306,6 +306,7 @@ class LLMClient:
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
         self.budget = budget if budget is not None else B.current(self.cache)
+        self.batch_queue = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()
         self._stats = dict.fromkeys(("calls", "network_calls", "cache_hits", "prompt_tokens", "completion_tokens",
                                      "cached_tokens", "retries", "failures"), 0)
@@ -335,6 +336,9 @@ class LLMClient:
                 self._count_mode(hit.get("mode"))
                 return Completion(text=hit["text"], mode=hit.get("mode"), cached=True,
                                   finish_reason=hit.get("finish_reason"))
+            if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
+                mode = self.mode if schema is not None else None
+                self.batch_queue.defer(self, key, model, self.request_body(model, messages, params, mode, schema), mode)
             out = self._paid_fetch(model, messages, params, schema)
             self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
@@ -505,13 +509,19 @@ class LLMClient:
                             reraise=True, before_sleep=retried)
         return retrying(self._call_once, counter, model, messages, params, mode, schema)
 
-    def _call_once(self, counter: list, model, messages, params, mode, schema):
+    @staticmethod
+    def request_body(model: str, messages: list, params: dict, mode: Optional[str], schema: Optional[dict]) -> dict:
+        """The /chat/completions body of a call (also the `body` of a Batch API request line)."""
         kw: dict[str, Any] = dict(model=model, messages=messages, **params)
         if mode == "json_schema":
             kw["response_format"] = {"type": "json_schema",
                                      "json_schema": {"name": "response", "schema": schema, "strict": True}}
         elif mode == "json_object":
             kw["response_format"] = {"type": "json_object", "schema": schema}  # llama.cpp turns it into a grammar
+        return kw
+
+    def _call_once(self, counter: list, model, messages, params, mode, schema):
+        kw = self.request_body(model, messages, params, mode, schema)
         try:
             with self._sem:
                 counter[0] += 1

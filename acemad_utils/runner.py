@@ -43,6 +43,7 @@ from typing import Optional, Sequence
 
 from tqdm.auto import tqdm
 
+from .batch import Deferred
 from .budget import BudgetExceeded
 from .config import DebateConfig
 from .data import data_hash
@@ -316,6 +317,8 @@ def run_experiment(
 
     stop = _Interrupts()
     over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
+    waiting: list = []  # CALLS_VIA batch: questions waiting for a queued call (Deferred), run again after the batch
+    batcher = getattr(population, "batcher", None)
 
     def one(job):
         if stop.presses or over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
@@ -325,6 +328,10 @@ def run_experiment(
             return _with_usage_keys(run_question(q, population, c, r))
         except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
             over_budget.append(err)
+            return None
+        except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
+            with lock:
+                waiting.append(job)
             return None
         except Exception as err:  # a failed question is recorded with its reason and retried on resume
             if stop.presses:
@@ -352,33 +359,51 @@ def run_experiment(
 
         # Populations that do I/O (LLMs) run questions in threads; the client bounds the calls in flight.
         concurrent = getattr(population, "concurrent", not population.synthetic) and (workers or 1) > 1
-        try:
-            if concurrent:
-                ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
-                try:
-                    pending = {ex.submit(one, j) for j in todo}
-                    announced = False
-                    while pending:
-                        # a short timeout so a Ctrl-C is noticed while every worker is busy
-                        finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            save(fut.result())
-                        if stop.presses >= 2:
-                            raise KeyboardInterrupt
-                        if stop.presses and not announced:
-                            announced = True
-                            running = sum(fu.running() for fu in pending)
-                            _notice(f"interrupt: finishing {running} question(s) in flight, then stopping "
-                                    "(Ctrl-C again to stop now)")
-                finally:
-                    ex.shutdown(wait=not stop.presses, cancel_futures=True)
-            else:
-                for job in todo:
-                    if stop.presses or over_budget:
-                        break
-                    save(one(job))
-        except KeyboardInterrupt:
-            stop.presses = max(stop.presses, 2)
+        # CALLS_VIA batch: a pass runs every question until its first call that is not cached yet (queued,
+        # the question waits); the queue goes out as one batch, its replies land in the cache, and the waiting
+        # questions run again, until none waits (batch.py). Synchronous populations make exactly one pass.
+        while True:
+            waiting.clear()
+            try:
+                if concurrent:
+                    ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+                    try:
+                        pending = {ex.submit(one, j) for j in todo}
+                        announced = False
+                        while pending:
+                            # a short timeout so a Ctrl-C is noticed while every worker is busy
+                            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                            for fut in finished:
+                                save(fut.result())
+                            if stop.presses >= 2:
+                                raise KeyboardInterrupt
+                            if stop.presses and not announced:
+                                announced = True
+                                running = sum(fu.running() for fu in pending)
+                                _notice(f"interrupt: finishing {running} question(s) in flight, then stopping "
+                                        "(Ctrl-C again to stop now)")
+                    finally:
+                        ex.shutdown(wait=not stop.presses, cancel_futures=True)
+                else:
+                    for job in todo:
+                        if stop.presses or over_budget:
+                            break
+                        save(one(job))
+            except KeyboardInterrupt:
+                stop.presses = max(stop.presses, 2)
+            if not waiting or stop.presses or over_budget or batcher is None:
+                break
+            try:
+                batcher.flush(should_stop=lambda: bool(stop.presses), progress=progress)
+            except BudgetExceeded as err:
+                over_budget.append(err)
+                break
+            except KeyboardInterrupt:
+                stop.presses = max(stop.presses, 2)
+                break
+            if stop.presses:
+                break
+            todo = list(waiting)
     bar.close()
 
     if stop.presses or over_budget:  # the file holds whole records only; say what is there and stop the caller
