@@ -128,6 +128,14 @@ def part2(a) -> None:
             print(f"{r.notebook:<24} {r.model[:14]:<14} {r.calls:>11,.0f} {r.prompt_tokens / 1e6:>10.1f} "
                   f"{100 * r.cached_tokens / max(r.prompt_tokens, 1):>8.0f}% {r.completion_tokens / 1e6:>11.2f} "
                   f"{r.usd:>9.2f} {r.usd_cached:>9.2f} {r.usd_batch:>9.2f}")
+        t = est.total(paid_only=True)
+        print(f"agent calls asked {t.agent_calls:,.0f}, sent {t.calls:,.0f} (the rest are identical calls the shared "
+              f"response cache answers)")
+        single = C.estimate_profile("paper", {**overrides, "CALLS": "single"}, per_benchmark=a.per_benchmark,
+                                    arg_chars=arg, data_dir=data_dir).total(paid_only=True)
+        print(f"single-call mode (--set CALLS=single): {single.calls:,.0f} calls sent, {single.prompt_tokens / 1e6:.1f} M "
+              f"input, {single.completion_tokens / 1e6:.2f} M output tokens, sync ${single.usd:.2f}, batch "
+              f"${single.usd_batch:.2f}")
         unpriced = [r for r in est.rows if r.free]
         if unpriced:
             print("not priced (local endpoints in profiles/paper.yaml: notebook 04's second model, notebook 07's "
