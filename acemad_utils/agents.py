@@ -414,7 +414,8 @@ class LLMPopulation(Population):
                              created: an unreachable base URL or a rejected key stops here, before any paid call
     calls_via                "sync" (default; ACEMAD_CALLS_VIA overrides None) or "batch": cache misses are queued
                              and sent through the Batch API by runner.run_experiment (batch.py); the transcripts
-                             are the same, the run identity too
+                             are the same, the run identity too. "files": the queue is written to
+                             outputs/batch/ as a Batch-API request JSONL and the run stops (batch.py)
     batch_options            passed to batch.Batcher (max_attempts, poll, poll_max, completion_window)
     client_kwargs            passed to every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
     """
@@ -440,17 +441,22 @@ class LLMPopulation(Population):
         self._clients: dict[Optional[str], LLMClient] = {}
         self._lock = threading.Lock()
         self.calls_via = calls_via or os.environ.get("ACEMAD_CALLS_VIA") or "sync"
-        if self.calls_via not in ("sync", "batch"):
-            raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync' or 'batch'")
+        if self.calls_via not in ("sync", "batch", "files"):
+            raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
         self.batcher = None  # runner.run_experiment flushes it between passes
         self._queue = None
-        if self.calls_via == "batch":
+        if self.calls_via in ("batch", "files"):
             from .batch import Batcher, BatchQueue
 
             if self.cache is None:
-                raise ValueError("calls_via='batch' needs a response cache: batch replies are read back from it")
+                raise ValueError(f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it")
             self._queue = BatchQueue()
-            self.batcher = Batcher(self._queue, self.cache, **(batch_options or {}))
+            opts = dict(batch_options or {})
+            if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
+                from .paths import outputs
+
+                opts.setdefault("export_dir", str(outputs("batch")))
+            self.batcher = Batcher(self._queue, self.cache, **opts)
         self.client(None)  # fail early (a missing API key, an unreachable endpoint) before any question runs
 
     def client(self, base_url: Optional[str]) -> LLMClient:

@@ -57,6 +57,11 @@ class Deferred(Exception):
     """A call was queued for the next batch instead of being sent: its question waits (runner: not a failure)."""
 
 
+class BatchExported(RuntimeError):
+    """CALLS_VIA files: the queue was written as a Batch-API request JSONL for another runner; the run stops
+    (like an interrupt) until its output is imported. str() says which file and what to do next."""
+
+
 class BatchRequestFailed(RuntimeError):
     """A request failed in every batch it was sent in (error line, missing line, expired batch)."""
 
@@ -187,8 +192,10 @@ class Batcher:
     """Submits a BatchQueue through each client's SDK and waits for it (see the module doc)."""
 
     def __init__(self, queue: BatchQueue, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0,
-                 poll_max: float = 300.0, completion_window: str = "24h", progress: bool = True):
-        self.queue, self.cache = queue, cache
+                 poll_max: float = 300.0, completion_window: str = "24h", progress: bool = True,
+                 export_dir: Optional[str] = None):
+        """export_dir: write each batch there as a request JSONL and stop (CALLS_VIA files) instead of submitting."""
+        self.queue, self.cache, self.export_dir = queue, cache, export_dir
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
         self.completion_window = completion_window
         self.attempts: dict[str, int] = {}
@@ -201,6 +208,8 @@ class Batcher:
         """Resolve every queued request: stored in the cache, or given up after max_attempts batches."""
         entries = {e["key"]: e for e in self.queue.take()}
         self.last_requests = list(entries.values())
+        if self.export_dir is not None:
+            self._export(list(entries.values()))
         while entries and not should_stop():
             clients = {id(e["client"]): e["client"] for e in entries.values()}
             for client in clients.values():
@@ -213,6 +222,23 @@ class Batcher:
                     self.queue.failed[k] = (f"{self.reasons.get(k, 'no reply')} (in {self.attempts[k]} batch(es); "
                                             "rerun to try again)")
                     entries.pop(k)
+
+    def _export(self, entries: list) -> None:
+        import os
+
+        os.makedirs(self.export_dir, exist_ok=True)
+        path = os.path.join(self.export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for e in entries:
+                f.write(request_line(e["key"], e["body"]) + "\n")
+        for kind in {e["client"].kind for e in entries}:  # so `import` knows each key's model, kind and mode
+            record_batch(self.cache, f"file:{path}:{kind}", kind, [e for e in entries if e["client"].kind == kind],
+                         status="exported")
+        out = path.replace("requests-", "output-")
+        raise BatchExported(
+            f"wrote {len(entries)} request(s) to {path}. Run them with a Batch-API runner, e.g. `python -m "
+            f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `python -m "
+            f"acemad_utils.batch import {out}` and rerun: the next pass reads those replies from the cache")
 
     def _one_round(self, client, entries: dict, should_stop, progress: bool) -> None:
         """Adopt batches a stopped process left open; submit what they do not cover; wait; import."""

@@ -13,7 +13,8 @@ A profile is one small YAML file in profiles/ holding papermill parameters per n
     notebooks:
       00_theory: {N_ITEMS: 400}
     max_usd: 50          # optional: stop sending paid calls before the run's spend passes $50 (budget.py)
-    calls_via: sync      # optional: sync (default) or batch (the OpenAI Batch API, see batch.py)
+    calls_via: sync      # optional: sync (default), batch (the OpenAI Batch API) or files (request JSONL for
+                         # another Batch-API runner, e.g. vLLM run-batch), see batch.py
 
 `max_usd` and `calls_via` are run settings, not notebook parameters: they reach every notebook's kernel as
 the environment variables ACEMAD_MAX_USD and ACEMAD_CALLS_VIA (which, when already set, win over the
@@ -50,7 +51,7 @@ from .paths import ROOT, outputs
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA"}
-CALLS_VIA = ("sync", "batch")
+CALLS_VIA = ("sync", "batch", "files")
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
 NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
 
@@ -292,9 +293,10 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                                      extra_arguments=["--IPKernelApp.log_level=ERROR"])
         except pm.PapermillExecutionError as e:
             failed += 1
-            if e.ename in ("BudgetStop", "BudgetExceeded"):  # MAX_USD: every later notebook would stop at once too
+            if e.ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):  # every later notebook would stop too
                 rest = selected[i + 1:]
-                print(f"[{name_of_profile}] {name} stopped by MAX_USD after {time.time() - t0:.1f}s: "
+                why = "the batch export" if e.ename == "BatchExported" else "MAX_USD"
+                print(f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
                       f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
                       flush=True)
                 return 1
@@ -310,7 +312,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
 def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
     from .llm import redact  # an endpoint's error text can echo a key
 
-    if ename in ("BudgetStop", "BudgetExceeded"):
+    if ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):
         limit = 1200  # the message says how to continue: keep it whole
     text = " ".join(str(evalue).split())
     return redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")

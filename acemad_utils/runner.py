@@ -43,7 +43,7 @@ from typing import Optional, Sequence
 
 from tqdm.auto import tqdm
 
-from .batch import Deferred
+from .batch import BatchExported, Deferred
 from .budget import BudgetExceeded
 from .config import DebateConfig
 from .data import data_hash
@@ -319,6 +319,7 @@ def run_experiment(
     over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
     waiting: list = []  # CALLS_VIA batch: questions waiting for a queued call (Deferred), run again after the batch
     batcher = getattr(population, "batcher", None)
+    exported: list = []  # CALLS_VIA files: the BatchExported that ended the pass loop
 
     def one(job):
         if stop.presses or over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
@@ -398,6 +399,9 @@ def run_experiment(
             except BudgetExceeded as err:
                 over_budget.append(err)
                 break
+            except BatchExported as err:  # CALLS_VIA files: the queue is on disk for another runner
+                exported.append(err)
+                break
             except KeyboardInterrupt:
                 stop.presses = max(stop.presses, 2)
                 break
@@ -406,7 +410,7 @@ def run_experiment(
             todo = list(waiting)
     bar.close()
 
-    if stop.presses or over_budget:  # the file holds whole records only; say what is there and stop the caller
+    if stop.presses or over_budget or exported:  # the file holds whole records only; say what is there, stop the caller
         keys = set(_order_keys(questions, configs, repeats))
         summary = summarize([rec for k, rec in done.items() if k in keys], expected=len(keys))
         summary["interrupted"] = True
@@ -414,6 +418,8 @@ def run_experiment(
             summary["session"] = _usage_delta(population.usage(), usage_before)
         if over_budget and not stop.presses:
             summary["stopped_by"] = "MAX_USD"
+        elif exported and not stop.presses:
+            summary["stopped_by"] = "batch export"
         meta["summary"] = summary
         atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
         if over_budget and not stop.presses:
@@ -421,6 +427,9 @@ def run_experiment(
                              "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
                              "key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid reply is cached, so "
                              "the part already paid for costs nothing again.") from None
+        if exported and not stop.presses:
+            raise BatchExported(f"run {name!r}: {summary['records']} of {summary['expected']} records saved; "
+                                f"{exported[0]}") from None
         raise RunInterrupted(f"interrupted: {summary['records']} of {summary['expected']} records saved; "
                              "rerun to resume") from None
 

@@ -158,3 +158,36 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
     v = cache.get("k1")
     assert v["text"] == "hello" and v["batch"] is True and v["prompt_tokens"] == 5
     assert cache.get("k2") is None and cache.get("not-ours") is None
+
+
+def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(root):
+    """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
+    the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
+    from acemad_utils.batch import BatchExported
+
+    try:
+        from tests.fake_openai import completion_body
+    except ImportError:
+        from fake_openai import completion_body
+    ref, n_sync, _ = sync_run(root, n=6)
+    model = FaultInjector(rate=0.0)
+    cache = root / "files.sqlite"
+    exports = 0
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:  # only GET /models is asked of it
+        for _ in range(20):
+            pop = W.population(srv.url, str(cache), "files")
+            try:
+                d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
+                break
+            except BatchExported as e:
+                exports += 1
+                path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
+                out = path.with_name(path.name.replace("requests-", "output-"))
+                lines = [json.loads(x) for x in path.read_text().splitlines()]
+                out.write_text("".join(json.dumps({"custom_id": x["custom_id"], "response": {
+                    "status_code": 200, "body": completion_body(model(x["body"], i), x["body"], i)}}) + "\n"
+                    for i, x in enumerate(lines)))
+                assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
+        assert srv.count == 0  # no completion was ever sent to an endpoint
+    assert exports == 2 * W.ROUNDS
+    assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
