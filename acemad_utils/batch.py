@@ -192,8 +192,7 @@ class Batcher:
     """Submits a BatchQueue through each client's SDK and waits for it (see the module doc)."""
 
     def __init__(self, queue: BatchQueue, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0,
-                 poll_max: float = 300.0, completion_window: str = "24h", progress: bool = True,
-                 export_dir: Optional[str] = None):
+                 poll_max: float = 300.0, completion_window: str = "24h", export_dir: Optional[str] = None):
         """export_dir: write each batch there as a request JSONL and stop (CALLS_VIA files) instead of submitting."""
         self.queue, self.cache, self.export_dir = queue, cache, export_dir
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
@@ -288,9 +287,11 @@ class Batcher:
                 print(line, file=sys.stderr, flush=True)
             if b.status in TERMINAL:
                 break
-            if should_stop():
-                return  # recorded as open: the next start polls it again
-            time.sleep(delay)
+            wake = time.monotonic() + delay
+            while time.monotonic() < wake:  # short naps: a Ctrl-C is noticed within a second, not after poll_max
+                if should_stop():
+                    return  # recorded as open: the next start polls it again
+                time.sleep(min(1.0, max(0.0, wake - time.monotonic())))
             delay = min(delay * 1.5, self.poll_max)
         spent = [0.0]
 

@@ -197,3 +197,48 @@ def test_cached_tokens_are_recorded_and_priced_at_the_cached_rate(tmp_path):
         assert s["cached_tokens"] == 1536
         assert s["cost_usd"] == pytest.approx((464 * 0.15 + 1536 * 0.075 + 100 * 0.60) / 1e6)
         assert c.cache.spent_since(0) == pytest.approx(s["cost_usd"])
+
+
+class _Ran(Exception):
+    pass
+
+
+@pytest.mark.parametrize("nb", ["02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling"])
+def test_the_estimate_runs_the_configs_the_notebook_runs(nb, monkeypatch):
+    """plan() mirrors each notebook's code: execute the notebook's cells (with the paper profile's parameters)
+    up to its S.run, which is stubbed to capture the configs, and compare the config hashes."""
+    import nbformat
+
+    from acemad_utils import experiments
+
+    captured = []
+
+    class FakeSetup:
+        synthetic, model = False, "gpt-4o-mini"
+
+        def __init__(self, *a, **k):
+            pass
+
+        def describe(self):
+            return "stub"
+
+        def run(self, name, configs, n_max=None, questions=None):
+            captured.extend(configs)
+            raise _Ran
+
+    monkeypatch.setattr(experiments, "Setup", FakeSetup)
+    _, params = C.notebook_params("paper", only=[nb])
+    P_ = params[nb]
+    book = nbformat.read(str(P.ROOT / "notebooks" / f"{nb}.ipynb"), as_version=4)
+    ns: dict = {}
+    exec("\n".join(f"{k} = {v!r}" for k, v in P_.items()), ns)
+    for cell in book.cells:
+        if cell.cell_type != "code" or "parameters" in cell.metadata.get("tags", []):
+            continue
+        try:
+            exec(cell.source, ns)
+        except _Ran:
+            break
+    assert captured, f"{nb} never called S.run"
+    planned = [c for st in C.plan(nb, P_) for c in st.configs]
+    assert sorted(c.hash for c in planned) == sorted(c.hash for c in captured)
