@@ -378,7 +378,8 @@ def replay(stages: Sequence[Stage], items: dict, P: dict, arg_chars: int = DEFAU
         key = (m, st.base_url)
         if key not in pops:
             pops[key] = replay_population(m, store, arg_chars, P.get("CALLS", "two"), P.get("SEED", 0),
-                                          base_url=st.base_url or (P.get("BASE_URL") or None), log=log)
+                                          base_url=st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+                                          or None, log=log)
         pop = pops[key]
         for b in st.benchmarks:
             qs = items.get(b) or []
@@ -440,6 +441,8 @@ def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_
     """The estimate of notebooks with these parameters ({notebook: params}); see the module doc.
     prefix=True also prices the repeated-prefix share of each notebook's prompt tokens at the cached-input rate
     (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound)."""
+    from .llm import endpoint_kind
+
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars)
     stages, P0 = [], None
@@ -490,7 +493,9 @@ def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_
                 r.completion_tokens += ct * n
             m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
             main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
-            main.free = main.free and (local or (st.base_url or "").startswith(("http://127.0.0.1", "http://localhost")))
+            # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)
+            url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+            main.free = main.free and (local or endpoint_kind(url) == "local-llama.cpp")
             main.questions += n * len(st.configs)
             main.agent_calls += per["agent_calls"] * n
     if log is not None:

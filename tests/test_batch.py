@@ -191,3 +191,16 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(r
         assert srv.count == 0  # no completion was ever sent to an endpoint
     assert exports == 2 * W.ROUNDS
     assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
+
+
+def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(root, monkeypatch):
+    """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
+    could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
+    from acemad_utils.runner import BudgetStop
+
+    monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+        with pytest.raises(BudgetStop, match="raise MAX_USD"):
+            run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
+        assert srv.batches == {} and srv.batch_lines == []

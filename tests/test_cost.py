@@ -242,3 +242,10 @@ def test_the_estimate_runs_the_configs_the_notebook_runs(nb, monkeypatch):
     assert captured, f"{nb} never called S.run"
     planned = [c for st in C.plan(nb, P_) for c in st.configs]
     assert sorted(c.hash for c in planned) == sorted(c.hash for c in captured)
+
+
+def test_a_local_endpoint_is_estimated_as_free_like_the_client_prices_it(no_network):
+    est = C.estimate_profile("paper", {"BASE_URL": "http://127.0.0.1:8080/v1"}, ["03_main_results"], per_benchmark=1)
+    [row] = est.rows
+    assert row.calls > 0 and row.free and row.usd == 0.0
+    assert "local" in C.format_estimate(est)
