@@ -35,7 +35,11 @@ to be stored (the runner redacts failed questions' error messages). An error rai
 scrubbed before it leaves this module (`scrub`): a server that echoes the key in its error body (some
 proxies answer a 401 with "Incorrect API key provided: <the key>", unmasked) cannot put it in the
 exception's str, repr, args, body, response or request (whose Authorization header is dropped).
-Token counters count tokens actually sent over the network; cache hits cost nothing.
+Token counters count tokens actually sent over the network; cache hits cost nothing. Prompt tokens the
+endpoint served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`) are counted as
+`cached_tokens` and priced at the cached-input rate (prices.py). With a budget (MAX_USD, budget.py) every
+cache miss reserves its estimated cost before it is sent and may be refused (BudgetExceeded). With a
+batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
 """
 from __future__ import annotations
 
@@ -56,7 +60,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_rand
 
 from . import budget as B
 from .cache import ResponseCache
-from .prices import PRICES, price_of
+from .prices import PRICES, price_of  # noqa: F401 (PRICES re-exported: llm.PRICES predates prices.py)
 from .tokenmodel import prompt_tokens as _model_prompt_tokens
 from .tokenmodel import tokens as _model_tokens
 

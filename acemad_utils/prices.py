@@ -39,13 +39,16 @@ class Price:
 
 
 _OPENAI = "https://openai.com/api/pricing"
+_CARRIED = "carried over from the project's earlier llm.PRICES (no source recorded)"
 PRICES: dict[str, Price] = {
     # The paper's model: input $0.15/M, cached input $0.075/M, output $0.60/M, Batch API 50% off.
     "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.5, _OPENAI, "2026-11"),
-    # Older entries of this project (input/output only; their cached rate was not recorded).
-    "gpt-4o": Price(2.50, 10.00, None, 0.5, _OPENAI, "2026-11 (input/output only)"),
-    "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _OPENAI, "2026-11 (input/output only)"),
-    "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _OPENAI, "2026-11 (input/output only)"),
+    # Older entries of this project, carried over from llm.PRICES: input/output only, no source or date was
+    # recorded for them, their cached rate is unknown (billed here at the input rate) and the Batch API's 50%
+    # is assumed as for gpt-4o-mini. Check all three before relying on them.
+    "gpt-4o": Price(2.50, 10.00, None, 0.5, _CARRIED, "unknown"),
+    "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _CARRIED, "unknown"),
+    "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _CARRIED, "unknown"),
 }
 
 
