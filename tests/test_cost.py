@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import openai
 import pytest
@@ -249,3 +250,20 @@ def test_a_local_endpoint_is_estimated_as_free_like_the_client_prices_it(no_netw
     [row] = est.rows
     assert row.calls > 0 and row.free and row.usd == 0.0
     assert "local" in C.format_estimate(est)
+
+
+def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys):
+    import papermill as pm
+
+    ran = []
+
+    def execute(src, out, **kw):
+        ran.append(Path(src).stem)
+        raise pm.PapermillExecutionError(0, 3, "S.run(...)", "BudgetStop", "MAX_USD $1.00 reached: ... raise MAX_USD and rerun", [])
+
+    monkeypatch.setattr(pm, "execute_notebook", execute)
+    monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **k: None)
+    assert reproduce.run("default", ["02_baselines", "03_main_results"]) == 1
+    out = capsys.readouterr().out
+    assert ran == ["02_baselines"]  # the next notebook would stop at its first paid call: not started
+    assert "stopped by MAX_USD" in out and "not started: 03_main_results" in out and "raise MAX_USD" in out
