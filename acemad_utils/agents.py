@@ -412,6 +412,11 @@ class LLMPopulation(Population):
                              "single": argument and commitment in one structured reply (half the calls)
     preflight                check every endpoint with one free GET /models (short timeout) when its client is
                              created: an unreachable base URL or a rejected key stops here, before any paid call
+    calls_via                "sync" (default; ACEMAD_CALLS_VIA overrides None) or "batch": cache misses are queued
+                             and sent through the Batch API by runner.run_experiment (batch.py); the transcripts
+                             are the same, the run identity too. "files": the queue is written to
+                             outputs/batch/ as a Batch-API request JSONL and the run stops (batch.py)
+    batch_options            passed to batch.Batcher (max_attempts, poll, poll_max, completion_window)
     client_kwargs            passed to every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
     """
 
@@ -422,7 +427,7 @@ class LLMPopulation(Population):
                  *, cache=None, seed: Optional[int] = 0, max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
                  calls: str = "two",
                  moderator_spec: AgentSpec = AgentSpec(persona="Generalist", temperature=0.1), preflight: bool = True,
-                 **client_kwargs):
+                 calls_via: Optional[str] = None, batch_options: Optional[dict] = None, **client_kwargs):
         self.model, self.base_url, self._api_key = model, base_url, api_key
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.seed = seed
@@ -435,6 +440,23 @@ class LLMPopulation(Population):
         self.preflight = preflight
         self._clients: dict[Optional[str], LLMClient] = {}
         self._lock = threading.Lock()
+        self.calls_via = calls_via or os.environ.get("ACEMAD_CALLS_VIA") or "sync"
+        if self.calls_via not in ("sync", "batch", "files"):
+            raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
+        self.batcher = None  # runner.run_experiment flushes it between passes
+        self._queue = None
+        if self.calls_via in ("batch", "files"):
+            from .batch import Batcher, BatchQueue
+
+            if self.cache is None:
+                raise ValueError(f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it")
+            self._queue = BatchQueue()
+            opts = dict(batch_options or {})
+            if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
+                from .paths import outputs
+
+                opts.setdefault("export_dir", str(outputs("batch")))
+            self.batcher = Batcher(self._queue, self.cache, **opts)
         self.client(None)  # fail early (a missing API key, an unreachable endpoint) before any question runs
 
     def client(self, base_url: Optional[str]) -> LLMClient:
@@ -445,6 +467,8 @@ class LLMPopulation(Population):
                                    cache=self.cache, **self.client_kwargs)
                 if self.preflight:
                     client.preflight()
+                if self._queue is not None and client.kind != "local-llama.cpp":  # a local server answers at once
+                    client.batch_queue = self._queue
                 self._clients[key] = client
             return self._clients[key]
 

@@ -161,6 +161,28 @@ class ResponseCache:
         except sqlite3.Error as e:
             raise _cache_error(self.path, e, opening=False) from None
 
+    def spent_since(self, since: float) -> float:
+        """USD of the replies stored since `since` (epoch seconds): the paid part of a run so far, for MAX_USD
+        across notebook kernels (budget.Budget.from_env). Local endpoints and unpriced models count 0."""
+        from .prices import price_of
+
+        try:
+            with self._conn() as conn:
+                rows = conn.execute(
+                    "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
+                    "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
+                    "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
+                    "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
+                    "WHERE created >= ? AND kind != 'local-llama.cpp' AND key != '' GROUP BY 1, 2", (since,)).fetchall()
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
+        total = 0.0
+        for model, batch, pt, ct, cached in rows:
+            p = price_of(model)
+            if p is not None:
+                total += p.usd(pt or 0, ct or 0, cached or 0, bool(batch))
+        return total
+
     def __len__(self) -> int:
         with self._conn() as conn:
             return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -35,7 +35,11 @@ to be stored (the runner redacts failed questions' error messages). An error rai
 scrubbed before it leaves this module (`scrub`): a server that echoes the key in its error body (some
 proxies answer a 401 with "Incorrect API key provided: <the key>", unmasked) cannot put it in the
 exception's str, repr, args, body, response or request (whose Authorization header is dropped).
-Token counters count tokens actually sent over the network; cache hits cost nothing.
+Token counters count tokens actually sent over the network; cache hits cost nothing. Prompt tokens the
+endpoint served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`) are counted as
+`cached_tokens` and priced at the cached-input rate (prices.py). With a budget (MAX_USD, budget.py) every
+cache miss reserves its estimated cost before it is sent and may be refused (BudgetExceeded). With a
+batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
 """
 from __future__ import annotations
 
@@ -54,18 +58,17 @@ import openai
 from openai.types.chat import ChatCompletion
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from . import budget as B
 from .cache import ResponseCache
+from .prices import PRICES, price_of  # noqa: F401 (PRICES re-exported: llm.PRICES predates prices.py)
+from .tokenmodel import prompt_tokens as _model_prompt_tokens
+from .tokenmodel import tokens as _model_tokens
 
 DEFAULT_MODEL = "gpt-4o-mini"
 MODES = ("json_schema", "json_object", "text")  # best first
 LOCAL_DUMMY_KEY = "sk-no-key-required"
-#: USD per 1M tokens (input, output). Extend with LLMClient(prices={...}).
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-}
+# PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per
+# client with LLMClient(prices={model: Price(...) or (input, output)}).
 
 
 class MissingAPIKey(RuntimeError):
@@ -190,6 +193,7 @@ class Completion:
     cached: bool = False
     prompt_tokens: int = 0  # billed in this call (0 on a cache hit)
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the endpoint's prompt cache (billed at the cached rate)
     network_calls: int = 0
     finish_reason: Optional[str] = None
     retries: int = 0  # failed attempts that were retried (429, 5xx, timeout, dropped connection, garbled body)
@@ -197,9 +201,22 @@ class Completion:
     def usage(self) -> dict:
         u = {"calls": 1, "network_calls": self.network_calls, "cache_hits": int(self.cached),
              "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cached_tokens:
+            u["cached_tokens"] = self.cached_tokens
         if self.retries:
             u["retries"] = self.retries
         return u
+
+
+def usage_tokens(u: Any) -> tuple[int, int, int]:
+    """(prompt, completion, cached prompt) tokens of a completion's `usage` (an SDK object or a dict; 0 for
+    what the endpoint did not report). cached = usage.prompt_tokens_details.cached_tokens (OpenAI's prompt cache)."""
+    if u is None:
+        return 0, 0, 0
+    get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
+    details = get(u, "prompt_tokens_details")
+    cached = get(details, "cached_tokens") if details is not None else None
+    return int(get(u, "prompt_tokens") or 0), int(get(u, "completion_tokens") or 0), int(cached or 0)
 
 
 def endpoint_kind(base_url: Optional[str]) -> str:
@@ -259,13 +276,15 @@ class LLMClient:
                      retry_after_max
     structured       "auto" (detect) or one of MODES
     cache            a ResponseCache, a path to one, or None
+    prices           {model: prices.Price or (input, output)} added to prices.PRICES
+    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
     """
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None,
                  *, kind: Optional[str] = None, max_concurrency: int = 8, timeout: float = 120.0,
                  max_attempts: int = 6, backoff: tuple[float, float] = (1.0, 60.0), retry_after_max: float = 120.0,
                  structured: str = "auto", cache: ResponseCache | str | os.PathLike | None = None,
-                 prices: Optional[dict] = None):
+                 prices: Optional[dict] = None, budget: Optional[B.Budget] = None):
         self.model = model or os.environ.get("ACEMAD_MODEL") or DEFAULT_MODEL
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
@@ -289,11 +308,14 @@ class LLMClient:
         self.backoff = backoff
         self.retry_after_max = retry_after_max
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
-        self.prices = {**PRICES, **(prices or {})}
+        self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
+        self.budget = budget if budget is not None else B.current(self.cache)
+        self.batch_queue = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()
         self._stats = dict.fromkeys(("calls", "network_calls", "cache_hits", "prompt_tokens", "completion_tokens",
-                                     "retries", "failures"), 0)
-        self._by_model: dict[str, list[int]] = {}  # model -> [prompt, completion] billed tokens
+                                     "cached_tokens", "retries", "failures"), 0)
+        # model -> [prompt, completion, cached] billed tokens, synchronous calls and Batch API calls apart
+        self._by_model: dict[tuple[str, bool], list[int]] = {}
         self._modes: dict[str, int] = {}  # completions served per structured mode (incl. cache hits)
 
     # ------------------------------------------------------------------ public
@@ -306,7 +328,7 @@ class LLMClient:
         params = config.params()
         self._add(calls=1)
         if self.cache is None:
-            return self._fetch(model, messages, params, schema)
+            return self._paid_fetch(model, messages, params, schema)
         # The *requested* format is keyed, not the transport mode, so a warm rerun hits the cache before
         # the mode has been re-detected.
         key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages,
@@ -318,11 +340,45 @@ class LLMClient:
                 self._count_mode(hit.get("mode"))
                 return Completion(text=hit["text"], mode=hit.get("mode"), cached=True,
                                   finish_reason=hit.get("finish_reason"))
-            out = self._fetch(model, messages, params, schema)
+            if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
+                mode = self.mode if schema is not None else None
+                self.batch_queue.defer(self, key, model, self.request_body(model, messages, params, mode, schema), mode)
+            out = self._paid_fetch(model, messages, params, schema)
             self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
-                                 "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens},
-                           model=model, kind=self.kind)
+                                 "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                                 "cached_tokens": out.cached_tokens}, model=model, kind=self.kind)
             return out
+
+    def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
+                  batch: bool = False) -> Optional[float]:
+        """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
+        if self.kind == "local-llama.cpp":
+            return 0.0
+        p = price_of(model, self.prices)
+        return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
+
+    def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
+        """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens
+        (the most it can be billed; 1000 when unset)."""
+        return self.call_cost(model, _model_prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch)
+
+    def _paid_fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
+        """_fetch under MAX_USD: reserve the estimate (BudgetExceeded stops here, before anything is sent),
+        then count the call's actual cost."""
+        if self.budget is None:
+            return self._fetch(model, messages, params, schema)
+        held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
+        try:
+            out = self._fetch(model, messages, params, schema)
+        except BaseException:
+            self.budget.release(held)
+            raise
+        if out.prompt_tokens or out.completion_tokens:
+            actual = self.call_cost(model, out.prompt_tokens, out.completion_tokens, out.cached_tokens)
+        else:  # no usage reported: the modelled tokens of what was sent and received
+            actual = self.call_cost(model, _model_prompt_tokens(messages), _model_tokens(out.text))
+        self.budget.settle(held, actual)
+        return out
 
     def _fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
         """The network part of `generate`: retries, structured-output fallback, token accounting."""
@@ -345,17 +401,23 @@ class LLMClient:
             # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
             raise scrub(e)
         choice = resp.choices[0]
-        u = resp.usage
-        pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u is not None else (0, 0)
+        pt, ct, cached = usage_tokens(resp.usage)
+        self.count_tokens(model, pt, ct, cached)
+        self._count_mode(mode)
+        return Completion(text=choice.message.content or "", mode=mode, prompt_tokens=pt, completion_tokens=ct,
+                          cached_tokens=cached, network_calls=counter[0], finish_reason=choice.finish_reason,
+                          retries=counter[1])
+
+    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, batch: bool = False) -> None:
+        """Add one billed call's tokens to the counters (batch: sent through the Batch API, priced at its rate)."""
         with self._lock:
             self._stats["prompt_tokens"] += pt
             self._stats["completion_tokens"] += ct
-            tok = self._by_model.setdefault(model, [0, 0])
+            self._stats["cached_tokens"] += cached
+            tok = self._by_model.setdefault((model, batch), [0, 0, 0])
             tok[0] += pt
             tok[1] += ct
-        self._count_mode(mode)
-        return Completion(text=choice.message.content or "", mode=mode, prompt_tokens=pt, completion_tokens=ct,
-                          network_calls=counter[0], finish_reason=choice.finish_reason, retries=counter[1])
+            tok[2] += cached
 
     def stats(self) -> dict:
         """Counters summed over this client's life, plus a cost estimate (None if a model has no price)."""
@@ -364,15 +426,21 @@ class LLMClient:
             by_model = {m: list(t) for m, t in self._by_model.items()}
             out["modes"] = dict(self._modes)
         cost: Optional[float] = 0.0  # local compute is free; an unpriced remote model makes the estimate None
-        if self.kind != "local-llama.cpp":
-            for m, (pt, ct) in by_model.items():
-                price = self.prices.get(m)
-                if price is None:
-                    cost = None
-                    break
-                cost += (pt * price[0] + ct * price[1]) / 1e6
+        for (m, batch), (pt, ct, cached) in by_model.items():
+            c = self.call_cost(m, pt, ct, cached, batch)
+            if c is None:
+                cost = None
+                break
+            cost += c
         out["cost_usd"] = cost
-        out["tokens_by_model"] = {m: {"prompt_tokens": t[0], "completion_tokens": t[1]} for m, t in by_model.items()}
+        tbm: dict = {}
+        for (m, batch), t in by_model.items():
+            e = tbm.setdefault(m, {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0})
+            for k, v in zip(("prompt_tokens", "completion_tokens", "cached_tokens"), t):
+                e[k] += v
+            if batch:
+                e["batch_prompt_tokens"] = e.get("batch_prompt_tokens", 0) + t[0]
+        out["tokens_by_model"] = tbm
         return out
 
     def describe(self) -> dict:
@@ -445,13 +513,19 @@ class LLMClient:
                             reraise=True, before_sleep=retried)
         return retrying(self._call_once, counter, model, messages, params, mode, schema)
 
-    def _call_once(self, counter: list, model, messages, params, mode, schema):
+    @staticmethod
+    def request_body(model: str, messages: list, params: dict, mode: Optional[str], schema: Optional[dict]) -> dict:
+        """The /chat/completions body of a call (also the `body` of a Batch API request line)."""
         kw: dict[str, Any] = dict(model=model, messages=messages, **params)
         if mode == "json_schema":
             kw["response_format"] = {"type": "json_schema",
                                      "json_schema": {"name": "response", "schema": schema, "strict": True}}
         elif mode == "json_object":
             kw["response_format"] = {"type": "json_object", "schema": schema}  # llama.cpp turns it into a grammar
+        return kw
+
+    def _call_once(self, counter: list, model, messages, params, mode, schema):
+        kw = self.request_body(model, messages, params, mode, schema)
         try:
             with self._sem:
                 counter[0] += 1

@@ -12,6 +12,15 @@ A profile is one small YAML file in profiles/ holding papermill parameters per n
     common: {BACKEND: sim, SEED: 0}            # given to every notebook that declares the parameter
     notebooks:
       00_theory: {N_ITEMS: 400}
+    max_usd: 50          # optional: stop sending paid calls before the run's spend passes $50 (budget.py)
+    calls_via: sync      # optional: sync (default), batch (the OpenAI Batch API) or files (request JSONL for
+                         # another Batch-API runner, e.g. vLLM run-batch), see batch.py
+
+`max_usd` and `calls_via` are run settings, not notebook parameters: they reach every notebook's kernel as
+the environment variables ACEMAD_MAX_USD and ACEMAD_CALLS_VIA (which, when already set, win over the
+profile), and `--set MAX_USD=20` / `--set CALLS_VIA=batch` set them for one run. Before the first notebook
+of a profile whose backend is `openai` (paid), the cost estimate of acemad_utils.cost is printed (no call
+is made for it), with the MAX_USD in force.
 
 Keys and values are checked before anything runs: an unknown top-level key, an unknown notebook, a
 parameter that the notebook's `parameters` cell does not define, a value of the wrong type (the type of
@@ -39,7 +48,10 @@ import yaml
 
 from .paths import ROOT, outputs
 
-PROFILE_KEYS = {"profile", "description", "common", "notebooks"}
+PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via"}
+#: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
+RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA"}
+CALLS_VIA = ("sync", "batch", "files")
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
 NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
 
@@ -141,6 +153,11 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     if not isinstance(prof, dict) or not prof:
         raise SystemExit(f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
                          f"(see profiles/default.yaml)")
+    overrides = dict(overrides or {})
+    for key in RUN_SETTINGS:  # --set MAX_USD=... / CALLS_VIA=...: a run setting, not a notebook parameter
+        for spelled in (key, key.upper()):
+            if spelled in overrides:
+                prof[key] = overrides.pop(spelled)
     if overrides:  # --set wins over the profile everywhere: common and any notebook's own value of that key
         prof["common"] = {**(prof.get("common") or {}), **overrides}
         for params in (prof.get("notebooks") or {}).values():
@@ -150,6 +167,7 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     if bad:
         named = ", ".join(f"{b!r}{_hint(b, PROFILE_KEYS)}" for b in bad)
         raise SystemExit(f"{path.name}: unknown key(s) {named}; allowed: {sorted(PROFILE_KEYS)}")
+    _check_run_settings(path.name, prof)
     nbs = notebooks()
     import papermill as pm
 
@@ -173,6 +191,36 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     return prof
 
 
+def _check_run_settings(where: str, prof: dict) -> None:
+    from .budget import parse_max_usd
+
+    if "max_usd" in prof:
+        v = prof["max_usd"]
+        try:
+            if isinstance(v, bool):
+                raise ValueError
+            parse_max_usd(v)
+        except (TypeError, ValueError):
+            raise SystemExit(f"{where}: max_usd = {v!r} is not allowed: need a number of dollars >= 0, or null for no cap")
+    if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
+        v = prof["calls_via"]
+        raise SystemExit(f"{where}: calls_via = {v!r} is not allowed{_hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}")
+
+
+def run_env(prof: dict) -> dict:
+    """The environment variables the kernels get for the profile's run settings (the caller's own environment
+    wins: ACEMAD_MAX_USD=5 make reproduce ... caps at $5 whatever the profile says)."""
+    import os
+
+    env = {}
+    for key, var in RUN_SETTINGS.items():
+        if os.environ.get(var) not in (None, ""):
+            env[var] = os.environ[var]
+        elif prof.get(key) is not None:
+            env[var] = str(prof[key])
+    return env
+
+
 def _params(prof: dict, name: str, declared) -> dict:
     """The papermill parameters notebook `name` gets from a profile: common ones it declares, then its own."""
     params = {k: v for k, v in (prof.get("common") or {}).items() if k in declared}
@@ -181,8 +229,6 @@ def _params(prof: dict, name: str, declared) -> dict:
 
 
 def run(profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None) -> int:
-    import papermill as pm
-
     prof = load_profile(profile, overrides)
     name_of_profile = prof.get("profile", profile)
     nbs = notebooks()
@@ -192,8 +238,47 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
             raise SystemExit(f"unknown notebook {name!r}{_hint(name, nbs)}; notebooks: {sorted(nbs)}")
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
+    import os
+
+    env = run_env(prof)
+    # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
+    env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
+    _print_estimate(prof, profile, overrides, selected, env)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # papermill's kernels inherit this process's environment
+    try:
+        return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, env: dict) -> None:
+    """The cost estimate, before any money is spent, when a selected notebook runs on a paid (openai) backend."""
+    common, own = prof.get("common") or {}, prof.get("notebooks") or {}
+    if not any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND"))) == "openai" for nb in selected):
+        return
+    from .budget import parse_max_usd
+    from .cost import estimate_profile, format_estimate
+
+    try:
+        est = estimate_profile(profile, overrides, selected)
+        text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
+    except Exception as e:  # the estimate must never stop a run; say why it is missing
+        text = f"cost estimate unavailable ({type(e).__name__}: {e})"
+    if env.get("ACEMAD_MAX_USD") in (None, ""):
+        text += "\n  no MAX_USD set: nothing caps this run's spend (profile key max_usd:, or ACEMAD_MAX_USD)"
+    print(text, flush=True)
+
+
+def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, out_dir: Path) -> int:
+    import papermill as pm
+
     failed = 0
-    for name in selected:
+    for i, name in enumerate(selected):
         declared = pm.inspect_notebook(str(nbs[name]))
         params = _params(prof, name, declared)
         if "PROFILE" in declared:
@@ -216,6 +301,13 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                       flush=True)
                 return 130
             failed += 1
+            if e.ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):  # every later notebook would stop too
+                rest = selected[i + 1:]
+                why = "the batch export" if e.ename == "BatchExported" else "MAX_USD"
+                print(f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
+                      f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
+                      flush=True)
+                return 1
             print(f"[{name_of_profile}] {name} FAILED after {time.time() - t0:.1f}s: {_one_line(e.ename, e.evalue)}\n"
                   f"    full traceback: {_rel(out)} (cell {e.exec_count})", flush=True)
             continue
@@ -225,11 +317,13 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     return 1 if failed else 0
 
 
-def _one_line(ename: str, evalue: str) -> str:
+def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
     from .llm import redact  # an endpoint's error text can echo a key
 
+    if ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):
+        limit = 1200  # the message says how to continue: keep it whole
     text = " ".join(str(evalue).split())
-    return redact(f"{ename}: {text[:600]}{' ...' if len(text) > 600 else ''}")
+    return redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")
 
 
 def _rel(path: Path) -> str:

@@ -43,6 +43,8 @@ from typing import Optional, Sequence
 
 from tqdm.auto import tqdm
 
+from .batch import BatchExported, Deferred
+from .budget import BudgetExceeded
 from .config import DebateConfig
 from .data import data_hash
 from .llm import redact
@@ -53,6 +55,11 @@ from .schema import Population, Question
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C ended a run; str() is the one line to show ("interrupted: N of M records saved; rerun to resume")."""
+
+
+class BudgetStop(BudgetExceeded):
+    """MAX_USD ended a run: no new paid call was sent, calls in flight finished (and are cached), questions
+    not finished are left for a resume. str() is the one message to show: what was spent and how to continue."""
 
 
 class _Interrupts:
@@ -309,13 +316,24 @@ def run_experiment(
     totals = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "failed": 0}
 
     stop = _Interrupts()
+    over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
+    waiting: list = []  # CALLS_VIA batch: questions waiting for a queued call (Deferred), run again after the batch
+    batcher = getattr(population, "batcher", None)
+    exported: list = []  # CALLS_VIA files: the BatchExported that ended the pass loop
 
     def one(job):
-        if stop.presses:  # Ctrl-C: questions not started yet are left for the resume
+        if stop.presses or over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
             return None
         q, c, r = job
         try:
             return _with_usage_keys(run_question(q, population, c, r))
+        except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
+            over_budget.append(err)
+            return None
+        except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
+            with lock:
+                waiting.append(job)
+            return None
         except Exception as err:  # a failed question is recorded with its reason and retried on resume
             if stop.presses:
                 return None  # cut short by the interrupt, not a failure of its own
@@ -342,43 +360,76 @@ def run_experiment(
 
         # Populations that do I/O (LLMs) run questions in threads; the client bounds the calls in flight.
         concurrent = getattr(population, "concurrent", not population.synthetic) and (workers or 1) > 1
-        try:
-            if concurrent:
-                ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
-                try:
-                    pending = {ex.submit(one, j) for j in todo}
-                    announced = False
-                    while pending:
-                        # a short timeout so a Ctrl-C is noticed while every worker is busy
-                        finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            save(fut.result())
-                        if stop.presses >= 2:
-                            raise KeyboardInterrupt
-                        if stop.presses and not announced:
-                            announced = True
-                            running = sum(fu.running() for fu in pending)
-                            _notice(f"interrupt: finishing {running} question(s) in flight, then stopping "
-                                    "(Ctrl-C again to stop now)")
-                finally:
-                    ex.shutdown(wait=not stop.presses, cancel_futures=True)
-            else:
-                for job in todo:
-                    if stop.presses:
-                        break
-                    save(one(job))
-        except KeyboardInterrupt:
-            stop.presses = max(stop.presses, 2)
+        # CALLS_VIA batch: a pass runs every question until its first call that is not cached yet (queued,
+        # the question waits); the queue goes out as one batch, its replies land in the cache, and the waiting
+        # questions run again, until none waits (batch.py). Synchronous populations make exactly one pass.
+        while True:
+            waiting.clear()
+            try:
+                if concurrent:
+                    ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+                    try:
+                        pending = {ex.submit(one, j) for j in todo}
+                        announced = False
+                        while pending:
+                            # a short timeout so a Ctrl-C is noticed while every worker is busy
+                            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                            for fut in finished:
+                                save(fut.result())
+                            if stop.presses >= 2:
+                                raise KeyboardInterrupt
+                            if stop.presses and not announced:
+                                announced = True
+                                running = sum(fu.running() for fu in pending)
+                                _notice(f"interrupt: finishing {running} question(s) in flight, then stopping "
+                                        "(Ctrl-C again to stop now)")
+                    finally:
+                        ex.shutdown(wait=not stop.presses, cancel_futures=True)
+                else:
+                    for job in todo:
+                        if stop.presses or over_budget:
+                            break
+                        save(one(job))
+            except KeyboardInterrupt:
+                stop.presses = max(stop.presses, 2)
+            if not waiting or stop.presses or over_budget or batcher is None:
+                break
+            try:
+                batcher.flush(should_stop=lambda: bool(stop.presses), progress=progress)
+            except BudgetExceeded as err:
+                over_budget.append(err)
+                break
+            except BatchExported as err:  # CALLS_VIA files: the queue is on disk for another runner
+                exported.append(err)
+                break
+            except KeyboardInterrupt:
+                stop.presses = max(stop.presses, 2)
+                break
+            if stop.presses:
+                break
+            todo = list(waiting)
     bar.close()
 
-    if stop.presses:  # the file holds whole records only; say what is there and stop the caller
+    if stop.presses or over_budget or exported:  # the file holds whole records only; say what is there, stop the caller
         keys = set(_order_keys(questions, configs, repeats))
         summary = summarize([rec for k, rec in done.items() if k in keys], expected=len(keys))
         summary["interrupted"] = True
         if usage_before is not None:
             summary["session"] = _usage_delta(population.usage(), usage_before)
+        if over_budget and not stop.presses:
+            summary["stopped_by"] = "MAX_USD"
+        elif exported and not stop.presses:
+            summary["stopped_by"] = "batch export"
         meta["summary"] = summary
         atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        if over_budget and not stop.presses:
+            raise BudgetStop(f"{over_budget[0]}. Run {name!r} stopped: {summary['records']} of {summary['expected']} "
+                             "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
+                             "key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid reply is cached, so "
+                             "the part already paid for costs nothing again.") from None
+        if exported and not stop.presses:
+            raise BatchExported(f"run {name!r}: {summary['records']} of {summary['expected']} records saved; "
+                                f"{exported[0]}") from None
         raise RunInterrupted(f"interrupted: {summary['records']} of {summary['expected']} records saved; "
                              "rerun to resume") from None
 

@@ -21,16 +21,15 @@ sampled at temperature > 0):
 Every reply reports usage from the token model below (the fake's own usage is fixed at 10/5), so the
 library's own counters and transcripts carry modelled token counts.
 
-Token model (documented, calibrated once against the real local model, see bench/history.py --calibrate):
+Token model (acemad_utils/tokenmodel.py, calibrated once against the real local model, see bench/history.py):
     tokens(text)            = ceil(len(text) / CHARS_PER_TOKEN)
     prompt_tokens(messages) = sum over messages of tokens(content) + MSG_OVERHEAD, + PRIME
+Replies: acemad_utils.cost.debate_reply, the same model `make estimate` replays in process.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import math
 import os
 import platform
 import subprocess
@@ -58,28 +57,11 @@ def local_gguf(skipped: str) -> Optional[str]:
 
 
 # ----------------------------------------------------------------------------- token model
-#: characters per token, calibrated once by bench/history.py against llama.cpp's reported prompt_tokens for
-#: SmolLM2-135M on 8 real debate prompts (600-14,000 chars): least-squares 4.43 chars/token with the overheads
-#: below (4.0 overestimated those prompts by 6% on average, up to 12%). GPT-4o-mini's o200k vocabulary is
-#: at least as efficient on English prose, so the model is, if anything, slightly high for the paper's endpoint.
-CHARS_PER_TOKEN = 4.4
-#: tokens of chat-template framing per message (role markers) and per request (assistant prime);
-#: OpenAI documents ~3 per message + 3 per reply for its chat format.
-MSG_OVERHEAD = 3
-PRIME = 3
-
-
-def tokens(text: str, cpt: float = CHARS_PER_TOKEN) -> int:
-    return int(math.ceil(len(text or "") / cpt))
-
-
-def prompt_tokens(messages, cpt: float = CHARS_PER_TOKEN) -> int:
-    return sum(tokens(str(m.get("content") or ""), cpt) + MSG_OVERHEAD for m in messages) + PRIME
-
-
-def token_model() -> str:
-    return (f"token model: ceil(chars/{CHARS_PER_TOKEN:g}) per text, +{MSG_OVERHEAD}/message +{PRIME}/request "
-            f"(prompt); ceil(chars/{CHARS_PER_TOKEN:g}) (completion)")
+# One token model and one fake debate model for the package's estimates and these scripts (they cannot drift):
+# acemad_utils/tokenmodel.py (calibration notes there) and acemad_utils/cost.py.
+from acemad_utils.cost import FILLER, argument_text, debate_reply  # noqa: E402,F401
+from acemad_utils.tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: E402,F401
+from acemad_utils.tokenmodel import describe as token_model  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- machine
@@ -159,48 +141,6 @@ def temp_outputs(prefix: str = "acemad_bench_") -> Iterator[Path]:
     finally:
         P.ROOT, P.DATA = saved
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-# ----------------------------------------------------------------------------- fake replies
-FILLER = ("Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
-          "misconception, and checking each option against what is actually known rules out the popular one. ")
-
-
-def argument_text(n_chars: int, seed: str) -> str:
-    """A fixed-length argument naming a stance; the text is unique per request (a reference from the seed), so
-    two different requests never produce the same text (which would make later prompts collide by chance)."""
-    head = f"I argue for option {'ABCD'[int(seed[:2], 16) % 4]} (ref {seed[2:14]}). "
-    body = (head + FILLER * (n_chars // len(FILLER) + 2))[:n_chars]
-    return body
-
-
-def _dist(labels, h: bytes, off: int) -> dict:
-    w = [1 + h[(off + i) % len(h)] for i in range(len(labels))]
-    s = sum(w)
-    return {lab: round(x / s, 4) for lab, x in zip(labels, w)}
-
-
-def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, int]:
-    """(content, prompt_tokens, completion_tokens) for one chat request; `salt` varies the sample."""
-    msgs = body.get("messages") or []
-    # The per-call seed (derived by the library from the call's scope) is part of the sample, as for a real
-    # model: two agents sending the same prompt get different replies.
-    h = hashlib.sha256((json.dumps(msgs, sort_keys=True) + f"|seed={body.get('seed')}" + salt).encode()).digest()
-    rf = body.get("response_format") or {}
-    schema = (rf.get("json_schema") or {}).get("schema") or rf.get("schema")
-    if not schema:
-        content = argument_text(arg_chars, h.hex())
-    else:
-        props = schema.get("properties", {})
-        labels = list((props.get("self_prob") or {}).get("properties", {})) or ["A", "B"]
-        out = {}
-        if "argument" in props:
-            out["argument"] = argument_text(arg_chars, h.hex())
-        out["self_prob"] = _dist(labels, h, 0)
-        if "peer_prediction" in props:
-            out["peer_prediction"] = _dist(labels, h, 7)
-        content = json.dumps(out)
-    return content, prompt_tokens(msgs), tokens(content)
 
 
 # ----------------------------------------------------------------------------- the server process

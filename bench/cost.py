@@ -7,19 +7,18 @@ measured with an injected latency L per call (default 0.2 s): "alone" is one que
 protocol's critical path: agents of a round run concurrently), "in a run" is the throughput-bound cost
 when F calls are in flight (calls x L / F; bench/throughput.py shows the library reaches >= 80% of it).
 
-Part 2 (price): the `paper` profile end to end (notebooks 01-06 with profiles/paper.yaml: full benchmark
-files for the subset construction, the full challenging subsets for every experiment, the paper's two-call
-mode) is replayed on the fake endpoint with one shared response cache, exactly as `make reproduce
-PROFILE=paper` shares outputs/cache/llm.sqlite: identical calls (the same prompt in the same scope, e.g.
-the round-1 arguments every debate method asks for, AceMAD T=2 as a prefix of T=5, the ablation's
-weightings that only re-decide, N=5 configs repeated across notebooks) are paid once. Network tokens per
-question are measured on a few real items per benchmark (chosen at length quantiles; the demo set when no
-benchmark files are found) and scaled by the item counts:
-  - subset construction (notebook 01) runs on the full test sets (data.PUBLISHED_SIZES);
-  - experiments run on the challenging subsets; their sizes are inferred from the paper's Table 2: every
-    printed accuracy is k/n for the same n per benchmark (ARC-C 108, LogiQA 320, MMLU-Pro 654,
-    TruthfulQA 223, MedQA 310, BBH 290 = 1,905 items); `--subset-sizes` overrides.
-Price: gpt-4o-mini, $0.15 per 1M input and $0.60 per 1M output tokens (acemad_utils.llm.PRICES).
+Part 2 (price): the `paper` profile end to end, priced three ways from ONE replay (acemad_utils.cost, the
+same code as `make estimate PROFILE=paper`, so the two cannot drift): every notebook's configs as
+profiles/paper.yaml runs them, with one shared response cache as `make reproduce` shares
+outputs/cache/llm.sqlite, on a few real items per benchmark (ACEMAD_DATA_DIR, or ../shared/benchmarks;
+the demo set when neither exists), scaled by the item counts (subset construction on the full test sets,
+experiments on the challenging subsets inferred from the paper's Table 2):
+  sync            every call at the synchronous price (input $0.15/M, output $0.60/M for gpt-4o-mini);
+  sync + cache    the share of prompt tokens that repeats an earlier call's prefix on the same question and
+                  that OpenAI's prompt cache could serve (>= 1024 tokens, 128-token steps) billed at the
+                  cached-input rate ($0.075/M): an upper bound, the cache is best effort;
+  batch           every call through the Batch API (50% off), no prompt-cache discount assumed.
+Prices: acemad_utils/prices.py (source and date per entry).
 
     python bench/cost.py                  # both parts, arguments of 300 / 600 / 1760 chars (about 3 min)
     python bench/cost.py --quick          # 1 item per benchmark, one argument length
@@ -40,46 +39,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CHARS_PER_TOKEN, ROOT, FakeServer, machine_line, temp_outputs, token_model  # noqa: E402
 
+from acemad_utils import cost as C  # noqa: E402
 from acemad_utils import data as D  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
 from acemad_utils.config import DebateConfig  # noqa: E402
-from acemad_utils.llm import PRICES  # noqa: E402
+from acemad_utils.prices import PRICES  # noqa: E402
 from acemad_utils.protocols import run_question  # noqa: E402
-from acemad_utils.schema import AgentSpec  # noqa: E402
 
-BENCHMARKS = ("truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro")
-#: Challenging-subset sizes inferred from the paper's Table 2 (every printed accuracy is k/n with this n).
-PAPER_SUBSETS = {"truthfulqa": 223, "arc_challenge": 108, "bbh": 290, "logiqa": 320, "medqa": 310, "mmlu_pro": 654}
-#: Full test sets (subset construction runs on all of them): data.PUBLISHED_SIZES.
-FULL_SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101,
-              "bbh": sum(v for k, v in D.PUBLISHED_SIZES.items() if k.startswith("bbh/"))}
-PRICE_IN, PRICE_OUT = PRICES["gpt-4o-mini"]
+PRICE = PRICES["gpt-4o-mini"]
+PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
 
 
 def nb03() -> list[DebateConfig]:
     return [DebateConfig(method=m) for m in ("single", "majority", "decentralized", "centralized", "sparse")] + \
            [DebateConfig(method="acemad", rounds=t) for t in (2, 3, 5)]
-
-
-def paper_profile() -> list[tuple[str, list[DebateConfig]]]:
-    """The configs each notebook runs under profiles/paper.yaml (SEED 0, N_MAX null, CALLS two), in order."""
-    n02 = sorted({1, 2, 3, 5} | {5})
-    nb02 = [DebateConfig(method=m, n_agents=n, rounds=3) for m in ("majority", "decentralized", "centralized", "sparse")
-            for n in n02 if not (m == "centralized" and n < 2)]
-    nb04 = [DebateConfig(method="decentralized")] + [  # SECOND_MODEL is "" in the paper profile: no 'Different LLMs'
-        DebateConfig(method="acemad", truth_holder=s, name=n) for n, s in
-        (("AceMAD (Different Persona)", AgentSpec("Skeptic", 0.6)),
-         ("AceMAD (Different Thinking System)", AgentSpec("Generalist", 0.6, thinking="slow")))]
-    nb05 = [DebateConfig(method="acemad", rounds=3, weighting=w, name=n) for w, n in
-            (("peer_prediction", "Full protocol"), ("self_belief", "Self-belief only"), ("uniform", "Uniform weights"))]
-    nb06 = [DebateConfig(method=m, n_agents=n, rounds=3) for m in ("acemad", "majority") for n in (1, 2, 3, 5, 7, 10, 12, 15)]
-    return [("02_baselines", nb02), ("03_main_results", nb03()), ("04_heterogeneity", nb04), ("05_ablation", nb05),
-            ("06_scaling", nb06)]
-
-
-def subset_config() -> DebateConfig:
-    """Notebook 01: the Single Agent (Generalist, T=0.7) answers every item 5 times (subsets.build_subset)."""
-    return DebateConfig(method="single", n_agents=1, single_runs=5, crowd=AgentSpec("Generalist", 0.7))
 
 
 def parse_args(argv=None):
@@ -99,34 +72,6 @@ def parse_args(argv=None):
     if a.quick:
         a.per_benchmark, a.table_questions, a.arg_chars = 1, 1, [600]
     return a
-
-
-# ----------------------------------------------------------------------------- items
-def sample_items(a) -> tuple[dict, str]:
-    """A few real items per benchmark, at length quantiles (so their mean length is close to the benchmark's)."""
-    d = a.data_dir or os.environ.get("ACEMAD_DATA_DIR") or str(ROOT.parent / "shared" / "benchmarks")
-    out, notes = {}, []
-    for b in BENCHMARKS:
-        try:
-            qs = D.load(b, data_dir=d) if Path(d).is_dir() else []
-        except Exception as e:  # no files: fall back to the demo set, and say so
-            qs, err = [], e
-            notes.append(f"{b}: {type(err).__name__}")
-        if not qs:
-            demo = D.load_demo()
-            out[b] = (demo[:a.per_benchmark], None)
-            continue
-        length = np.array([len(q.question) + len(q.options_str()) for q in qs])
-        order = np.argsort(length, kind="stable")
-        qtl = [(i + 0.5) / a.per_benchmark for i in range(a.per_benchmark)]
-        picked = [qs[order[int(x * (len(qs) - 1))]] for x in qtl]
-        out[b] = (picked, float(length.mean()))
-    src = f"real items from {d}" if any(v[1] for v in out.values()) else "the demo set (no benchmark files found)"
-    return out, src + (f" (fallback to demo for {notes})" if notes else "")
-
-
-def header_chars(q) -> int:
-    return len(q.question) + len(q.options_str())
 
 
 # ----------------------------------------------------------------------------- part 1
@@ -160,86 +105,42 @@ def part1(a) -> None:
 
 
 # ----------------------------------------------------------------------------- part 2
-def replay(items: dict, arg_chars: int, calls: str, shared: bool) -> dict:
-    """Run the paper profile on the sampled items; network tokens per item, per stage and benchmark."""
-    stages = [("01_subsets", [subset_config()])] + paper_profile()
-    out = {}
-    with FakeServer(latency=0.0, arg_chars=arg_chars) as srv, temp_outputs() as tmp:
-        def population(tag):
-            return LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", calls=calls,
-                                 cache=str(tmp / f"{tag}.sqlite"), max_concurrency=16)
-        pop = population("shared")
-        for stage, cfgs in stages:
-            for cfg in cfgs:
-                p = pop if shared else population(f"{stage}_{cfg.hash}")
-                for b, (qs, _) in items.items():
-                    before = p.usage()
-                    for q in qs:  # sequential: no two identical calls race, so dedup is exact
-                        run_question(q, p, cfg)
-                    after = p.usage()
-                    acc = out.setdefault((stage, b), {"calls": 0.0, "network_calls": 0.0, "prompt_tokens": 0.0,
-                                                      "completion_tokens": 0.0, "agent_calls": 0.0})
-                    for k in ("network_calls", "prompt_tokens", "completion_tokens"):
-                        acc[k] += (after.get(k, 0) - before.get(k, 0)) / len(qs)
-                    acc["agent_calls"] += (after["calls"] - before["calls"]) / len(qs)
-                if not shared:
-                    p.cache.close()
-        pop.cache.close()
-    return out
-
-
-def price(per_item: dict, sizes: dict, full: dict) -> tuple[dict, float, float, float]:
-    by_stage, tin, tout, calls = {}, 0.0, 0.0, 0.0
-    for (stage, b), u in per_item.items():
-        n = full[b] if stage == "01_subsets" else sizes[b]
-        s = by_stage.setdefault(stage, [0.0, 0.0, 0.0, 0.0])
-        s[0] += u["network_calls"] * n
-        s[1] += u["prompt_tokens"] * n
-        s[2] += u["completion_tokens"] * n
-        s[3] += u["agent_calls"] * n
-        tin += u["prompt_tokens"] * n
-        tout += u["completion_tokens"] * n
-        calls += u["network_calls"] * n
-    return by_stage, tin, tout, calls
-
-
-def usd(tin: float, tout: float) -> float:
-    return (tin * PRICE_IN + tout * PRICE_OUT) / 1e6
-
-
 def part2(a) -> None:
-    items, src = sample_items(a)
-    sizes = dict(PAPER_SUBSETS)
-    if a.subset_sizes:
-        sizes.update({k: int(v) for k, v in (kv.split("=") for kv in a.subset_sizes.split(","))})
-    print(f"\nPart 2: the paper profile's full run, priced for gpt-4o-mini (${PRICE_IN}/1M in, ${PRICE_OUT}/1M out)")
-    print(f"items replayed: {a.per_benchmark} per benchmark, {src}")
-    print(f"{'benchmark':<14} {'full set':>8} {'subset':>7} {'replayed mean chars':>19} {'benchmark mean chars':>20}")
-    for b, (qs, mean_len) in items.items():
-        print(f"{b:<14} {FULL_SIZES[b]:>8} {sizes[b]:>7} {np.mean([header_chars(q) for q in qs]):>19.0f} "
-              f"{'-' if mean_len is None else f'{mean_len:.0f}':>20}")
-    print(f"subset sizes: {'inferred from the paper (Table 2)' if not a.subset_sizes else 'given'}: "
-          f"{sum(sizes.values())} items; subset construction on {sum(FULL_SIZES.values())} items")
+    data_dir = a.data_dir or os.environ.get("ACEMAD_DATA_DIR") or str(ROOT.parent / "shared" / "benchmarks")
+    overrides = {}
+    if a.subset_sizes:  # the estimate reads subset sizes from acemad_utils.cost.PAPER_SUBSETS
+        C.PAPER_SUBSETS.update({k: int(v) for k, v in (kv.split("=") for kv in a.subset_sizes.split(","))})
+    print(f"\nPart 2: the paper profile's full run (make reproduce PROFILE=paper), priced for gpt-4o-mini "
+          f"(${PRICE.input:g}/M in, ${PRICE.cached_input:g}/M cached in, ${PRICE.output:g}/M out, batch "
+          f"x{PRICE.batch_factor:g}; {PRICE.source}, recorded {PRICE.recorded})")
     for arg in a.arg_chars:
         cap = " = every argument at max_tokens 400, an upper bound" if arg >= 1760 else ""
         print(f"\n-- arguments of {arg} chars (~{arg / CHARS_PER_TOKEN:.0f} tokens{cap}) --")
-        res = {}
-        for label, calls, shared in (("two calls, shared cache (as make reproduce)", "two", True),
-                                     ("two calls, no cross-config reuse", "two", False),
-                                     ("single call, shared cache", "single", True)):
-            t0 = time.perf_counter()
-            per_item = replay(items, arg, calls, shared)
-            res[label] = price(per_item, sizes, FULL_SIZES) + (time.perf_counter() - t0,)
-        by_stage, tin, tout, calls, _ = res["two calls, shared cache (as make reproduce)"]
-        print(f"{'stage (two calls, shared cache)':<32} {'agent calls':>12} {'network calls':>13} {'input Mtok':>10} "
-              f"{'output Mtok':>11} {'USD':>8}")
-        for stage, (nc, pi, po, ac) in by_stage.items():
-            print(f"{stage:<32} {ac:>12,.0f} {nc:>13,.0f} {pi / 1e6:>10.1f} {po / 1e6:>11.2f} {usd(pi, po):>8.2f}")
-        print(f"{'total':<32} {sum(v[3] for v in by_stage.values()):>12,.0f} {calls:>13,.0f} {tin / 1e6:>10.1f} "
-              f"{tout / 1e6:>11.2f} {usd(tin, tout):>8.2f}")
-        print(f"{'variant':<46} {'network calls':>13} {'input Mtok':>10} {'output Mtok':>11} {'USD':>8} {'replay s':>8}")
-        for label, (_, ti, to, nc, secs) in res.items():
-            print(f"{label:<46} {nc:>13,.0f} {ti / 1e6:>10.1f} {to / 1e6:>11.2f} {usd(ti, to):>8.2f} {secs:>8.1f}")
+        t0 = time.perf_counter()
+        est = C.estimate_profile("paper", overrides, per_benchmark=a.per_benchmark, arg_chars=arg,
+                                 data_dir=data_dir, prefix=True)
+        print("\n".join(est.notes))
+        print(f"{'notebook':<24} {'model':<14} {'calls sent':>11} {'input Mtok':>10} {'cacheable':>9} "
+              f"{'output Mtok':>11} {'sync $':>9} {'+cache $':>9} {'batch $':>9}")
+        for r in est.rows + [est.total(paid_only=True)]:
+            if r.free or r.usd is None:
+                continue
+            print(f"{r.notebook:<24} {r.model[:14]:<14} {r.calls:>11,.0f} {r.prompt_tokens / 1e6:>10.1f} "
+                  f"{100 * r.cached_tokens / max(r.prompt_tokens, 1):>8.0f}% {r.completion_tokens / 1e6:>11.2f} "
+                  f"{r.usd:>9.2f} {r.usd_cached:>9.2f} {r.usd_batch:>9.2f}")
+        t = est.total(paid_only=True)
+        print(f"agent calls asked {t.agent_calls:,.0f}, sent {t.calls:,.0f} (the rest are identical calls the shared "
+              f"response cache answers)")
+        single = C.estimate_profile("paper", {**overrides, "CALLS": "single"}, per_benchmark=a.per_benchmark,
+                                    arg_chars=arg, data_dir=data_dir).total(paid_only=True)
+        print(f"single-call mode (--set CALLS=single): {single.calls:,.0f} calls sent, {single.prompt_tokens / 1e6:.1f} M "
+              f"input, {single.completion_tokens / 1e6:.2f} M output tokens, sync ${single.usd:.2f}, batch "
+              f"${single.usd_batch:.2f}")
+        unpriced = [r for r in est.rows if r.free]
+        if unpriced:
+            print("not priced (local endpoints in profiles/paper.yaml: notebook 04's second model, notebook 07's "
+                  "models): " + ", ".join(f"{r.notebook} {r.model} {r.calls:,.0f} calls" for r in unpriced))
+        print(f"(replay {time.perf_counter() - t0:.1f} s)")
 
 
 def main(argv=None) -> int:

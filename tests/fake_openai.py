@@ -13,6 +13,13 @@ with that content. A Reply can also set a status code, headers, a delay, a dropp
 `srv.requests` holds every POST body, `srv.outcomes` the matching Reply.kind ("ok" or a fault name),
 `srv.auth` every Authorization header value seen (tests check the key went over the wire, and only there).
 
+Batch API (/v1/files, /v1/batches, /v1/files/{id}/content): a batch's lines are answered by the same script
+as chat completions once `batch_delay` seconds have passed since batches.create (before that it is
+"in_progress"). `batch_error(custom_id, body, attempt) -> message | None` puts a line on the error file,
+`batch_missing(custom_id, body, attempt) -> bool` leaves it out of both files, `expire` holds the 0-based
+numbers of batches that end "expired" with no output. `srv.batch_lines` lists every custom_id submitted, in
+order (tests check none is submitted twice); `srv.batches` the batch objects.
+
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
 arguments, JSON commitments) and injects seeded faults at a configurable rate:
 
@@ -52,10 +59,23 @@ class Reply:
     raw: Optional[bytes] = None  # send these bytes as the body instead of a well-formed completion
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    cached_tokens: Optional[int] = None  # reported as usage.prompt_tokens_details.cached_tokens when set
     kind: str = "ok"  # recorded in FakeOpenAI.outcomes: "ok" or the injected fault's name
 
 
 Script = Union[Callable[[dict, int], Union[Reply, str]], Iterable[Union[Reply, str]], None]
+
+
+def completion_body(r: Reply, body: dict, n: int) -> dict:
+    """The chat.completion JSON for a Reply (also the `body` of a Batch API output line)."""
+    usage = {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+             "total_tokens": r.prompt_tokens + r.completion_tokens}
+    if r.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
+    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content}, "finish_reason": "stop"}],
+            "usage": usage}
 
 
 def error(status: int, message: str = "error", **headers) -> Reply:
@@ -64,7 +84,9 @@ def error(status: int, message: str = "error", **headers) -> Reply:
 
 
 class FakeOpenAI:
-    def __init__(self, script: Script = None, default: Union[Reply, str, Callable] = "ok", models_status: int = 200):
+    def __init__(self, script: Script = None, default: Union[Reply, str, Callable] = "ok", models_status: int = 200,
+                 batch_delay: float = 0.0, batch_error: Optional[Callable] = None,
+                 batch_missing: Optional[Callable] = None, expire: Iterable[int] = ()):
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
         self.default = default
@@ -77,6 +99,90 @@ class FakeOpenAI:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._server: Optional[ThreadingHTTPServer] = None
+        self.batch_delay, self.batch_error, self.batch_missing = batch_delay, batch_error, batch_missing
+        self.expire = set(expire)
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.batch_lines: list[str] = []
+        self._seen_ids: Counter = Counter()  # custom_id -> batches it was in (the attempt number)
+
+    # ------------------------------------------------------------------ Batch API
+    def _file_object(self, fid: str, data: bytes, purpose: str) -> dict:
+        return {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                "filename": f"{fid}.jsonl", "purpose": purpose, "status": "processed"}
+
+    def _batch_view(self, bid: str) -> dict:
+        """The batch object; answers its lines (once) when its delay has passed."""
+        with self._lock:
+            b = self.batches[bid]
+            if b["status"] == "in_progress" and time.monotonic() - b["_t0"] >= self.batch_delay:
+                self._finish(b)
+            return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    def _finish(self, b: dict) -> None:  # under self._lock
+        lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
+        total = len(lines)
+        if b["_n"] in self.expire:
+            b.update(status="expired", expired_at=int(time.time()),
+                     request_counts={"total": total, "completed": 0, "failed": 0})
+            return
+        out, err = [], []
+        for line in lines:
+            cid, body = line["custom_id"], line["body"]
+            attempt = self._seen_ids[cid] - 1
+            n = self.count
+            self.count += 1
+            if self.batch_missing and self.batch_missing(cid, body, attempt):
+                continue
+            msg = self.batch_error(cid, body, attempt) if self.batch_error else None
+            if msg:
+                err.append({"id": f"req-{n}", "custom_id": cid, "response": None,
+                            "error": {"code": "server_error", "message": msg}})
+                continue
+            self._lock.release()  # the script may take its own locks
+            try:
+                r = self._decide(body, n)
+            finally:
+                self._lock.acquire()
+            out.append({"id": f"req-{n}", "custom_id": cid,
+                        "response": {"status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)},
+                        "error": None})
+        for name, rows in (("output_file_id", out), ("error_file_id", err)):
+            if rows:
+                fid = f"file-{len(self.files)}"
+                self.files[fid] = "".join(json.dumps(x) + "\n" for x in rows).encode()
+                b[name] = fid
+        b.update(status="completed", completed_at=int(time.time()),
+                 request_counts={"total": total, "completed": len(out), "failed": len(err)})
+
+    def _batch_post(self, path: str, headers, raw: bytes) -> tuple[int, dict]:
+        if path.endswith("/files"):
+            boundary = headers.get("Content-Type", "").split("boundary=")[-1].strip('"').encode()
+            data, purpose = b"", "batch"
+            for part in raw.split(b"--" + boundary):
+                head, _, content = part.partition(b"\r\n\r\n")
+                if b'name="file"' in head:
+                    data = content[:-2] if content.endswith(b"\r\n") else content
+                elif b'name="purpose"' in head:
+                    purpose = content.strip().decode()
+            with self._lock:
+                fid = f"file-{len(self.files)}"
+                self.files[fid] = data
+            return 200, self._file_object(fid, data, purpose)
+        body = json.loads(raw or b"{}")
+        with self._lock:
+            n = len(self.batches)
+            bid = f"batch_{n}"
+            ids = [json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+            self.batch_lines += ids
+            for cid in ids:
+                self._seen_ids[cid] += 1
+            self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"],
+                                 "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
+                                 "status": "in_progress", "created_at": int(time.time()),
+                                 "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
+                                 "_t0": time.monotonic(), "_n": n}
+        return 200, self._batch_view(bid)
 
     @property
     def url(self) -> str:
@@ -112,6 +218,18 @@ class FakeOpenAI:
             def do_GET(self):
                 with fake._lock:
                     fake.auth.add(self.headers.get("Authorization", ""))
+                path = self.path.split("?")[0].rstrip("/")
+                if "/batches/" in path:
+                    bid = path.rsplit("/", 1)[1]
+                    if bid in fake.batches:
+                        self._send(200, json.dumps(fake._batch_view(bid)).encode(), {})
+                    else:
+                        self._send(404, b'{"error": {"message": "no such batch"}}', {})
+                    return
+                if path.endswith("/content") and "/files/" in path:
+                    fid = path.split("/files/")[1].split("/")[0]
+                    self._send(200, fake.files.get(fid, b""), {"Content-Type": "application/octet-stream"})
+                    return
                 if self.path.rstrip("/").endswith("/models") and fake.models_status != 200:
                     self._send(fake.models_status, json.dumps({"error": {"message": "no"}}).encode(), {})
                 elif self.path.rstrip("/").endswith("/models"):
@@ -122,6 +240,11 @@ class FakeOpenAI:
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/files") or path.endswith("/batches"):
+                    status, obj = fake._batch_post(path, self.headers, raw)
+                    self._send(status, json.dumps(obj).encode(), {})
+                    return
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
@@ -146,14 +269,7 @@ class FakeOpenAI:
                     if r.raw is not None:
                         payload = r.raw
                     else:
-                        payload = json.dumps({
-                            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                            "model": body.get("model", "fake"),
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content},
-                                         "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                                      "total_tokens": r.prompt_tokens + r.completion_tokens},
-                        }).encode()
+                        payload = json.dumps(completion_body(r, body, n)).encode()
                     self._send(r.status, payload, r.headers)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
                     pass

@@ -189,7 +189,8 @@ def _profile(tmp_path, body: dict) -> str:
 
 @pytest.mark.parametrize("body,expected", [
     ({"profile": "mine", "comon": {"BACKEND": "sim"}},
-     "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['common', 'description', 'notebooks', 'profile']"),
+     "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', 'description', 'max_usd', "
+         "'notebooks', 'profile']"),
     ({"common": {"BACKEDN": "sim"}},
      "mine.yaml: common parameter 'BACKEDN' (did you mean 'BACKEND'?) is not a parameter of any notebook; "
      "notebook parameters are ["),

@@ -1,0 +1,50 @@
+"""A batch-mode run in its own process, for tests/test_batch.py (which kills it while it polls, then restarts it).
+
+    python tests/batch_worker.py ROOT NAME BASE_URL CACHE N_QUESTIONS
+
+Runs AceMAD (N=3, T=2) on N synthetic questions with calls_via="batch" against the fake endpoint at BASE_URL
+(paths.ROOT pointed at ROOT), then prints the run's summary as JSON. Every setting is fixed here.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+N_AGENTS, ROUNDS, ITEM_SEED = 3, 2, 21
+BATCH = dict(poll=0.05, poll_max=0.2, max_attempts=3)
+
+
+def questions(n: int):
+    from acemad_utils.sim import make_items
+
+    return make_items(n, k=4, seed=ITEM_SEED)
+
+
+def config():
+    from acemad_utils.config import DebateConfig
+
+    return DebateConfig(method="acemad", n_agents=N_AGENTS, rounds=ROUNDS)
+
+
+def population(url: str, cache: str, calls_via: str):
+    from acemad_utils.agents import LLMPopulation
+
+    return LLMPopulation(model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", kind="openai", cache=cache,
+                         calls_via=calls_via, batch_options=BATCH, max_concurrency=8, backoff=(0.0, 0.01))
+
+
+def main(argv: list[str]) -> int:
+    root, name, url, cache, n = argv
+    from acemad_utils import paths
+
+    paths.ROOT = Path(root)
+    from acemad_utils.runner import run_experiment
+
+    d = run_experiment(name, questions(int(n)), [config()], population(url, cache, "batch"), workers=4, progress=False)
+    print(json.dumps(json.loads((d / "meta.json").read_text())["summary"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,206 @@
+"""CALLS_VIA batch against the fake Batch API of tests/fake_openai.py: a batch run writes the transcripts of
+the synchronous run (usage aside) despite error lines, missing lines and an expired batch; a request that
+fails in every batch fails its question like a synchronous call; a process killed while it polls and then
+restarted submits no request twice; the export/import files round-trip through the cache.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from acemad_utils import batch as BA
+from acemad_utils import budget as B
+from acemad_utils import paths as P
+from acemad_utils.cache import ResponseCache
+from acemad_utils.runner import read_jsonl, run_experiment
+
+try:
+    from tests import batch_worker as W
+    from tests.fake_openai import FakeOpenAI, FaultInjector
+except ImportError:
+    import batch_worker as W
+    from fake_openai import FakeOpenAI, FaultInjector
+
+WORKER = Path(__file__).resolve().parent / "batch_worker.py"
+N = 30
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    for var in ("ACEMAD_SMOKE", B.ENV_MAX, B.ENV_SINCE, "ACEMAD_CALLS_VIA"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
+
+
+def strip_usage(path: Path) -> list:
+    out = []
+    for r in read_jsonl(path):
+        r.pop("usage", None)
+        for rnd in r.get("rounds", []):
+            for e in rnd:
+                e.pop("usage", None)
+        out.append(r)
+    return out
+
+
+def sync_run(root: Path, n: int = N):
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        pop = W.population(srv.url, str(root / "sync.sqlite"), "sync")
+        d = run_experiment("sync", W.questions(n), [W.config()], pop, workers=4, progress=False)
+        return d, srv.count, pop.usage()
+
+
+def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
+    ref, n_sync, sync_usage = sync_run(root)
+    flaky = lambda cid, body, attempt: attempt == 0 and cid[0] in "01"  # noqa: E731  (~1/8 of the lines, once)
+    gone = lambda cid, body, attempt: attempt == 0 and cid[0] in "23"  # noqa: E731
+    with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=0.05, expire={1},
+                    batch_error=lambda c, b, a: "injected server error" if flaky(c, b, a) else None,
+                    batch_missing=gone) as srv:
+        pop = W.population(srv.url, str(root / "batch.sqlite"), "batch")
+        d = run_experiment("batch", W.questions(N), [W.config()], pop, workers=4, progress=False)
+        lines = list(srv.batch_lines)
+        statuses = Counter(b["status"] for b in srv.batches.values())
+        expired = {json.loads(x)["custom_id"] for b in srv.batches.values() if b["status"] == "expired"
+                   for x in srv.files[b["input_file_id"]].decode().splitlines()}
+    assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
+    assert statuses["expired"] == 1 and statuses["completed"] >= 2 * W.ROUNDS
+    seen = Counter(lines)
+    assert len(seen) == n_sync  # the distinct requests are the synchronous run's calls
+    resent = {k for k, c in seen.items() if c > 1}
+    # sent again only after an error line, a missing line or the expired batch, and then once more only
+    assert resent == {k for k in seen if k[0] in "0123"} | expired
+    assert max(seen.values()) <= 3
+    u = pop.usage()
+    assert u["failures"] == 0 and u["network_calls"] == n_sync
+    # the same tokens, at the Batch API price
+    assert u["prompt_tokens"] == sync_usage["prompt_tokens"]
+    assert u["cost_usd"] == pytest.approx(sync_usage["cost_usd"] * 0.5)
+
+
+def test_a_request_failing_in_every_batch_fails_its_question_with_the_reason(root):
+    doomed = W.questions(4)[0].id
+
+    def error(cid, body, attempt):
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return "model overloaded" if W.questions(4)[0].question in user else None
+
+    with FakeOpenAI(FaultInjector(rate=0.0), batch_error=error) as srv:
+        pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+        d = run_experiment("fail", W.questions(4), [W.config()], pop, workers=2, progress=False)
+        per_line = Counter(srv.batch_lines)
+    recs = {r["question_id"]: r for r in read_jsonl(d / "transcripts.jsonl")}
+    assert recs[doomed]["status"] == "failed" and "model overloaded" in recs[doomed]["error"]
+    assert all(r["status"] == "ok" for q, r in recs.items() if q != doomed)
+    assert max(per_line.values()) == W.BATCH["max_attempts"]  # retried in the next batches, then given up
+
+
+def _worker(root: Path, url: str, cache: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("ACEMAD_MAX_USD", None)
+    return subprocess.Popen([sys.executable, str(WORKER), str(root), "killed", url, str(cache), str(N)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_twice(root):
+    ref, n_sync, _ = sync_run(root)
+    cache = root / "killed.sqlite"
+    with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=1.5) as srv:
+        proc = _worker(root, srv.url, cache)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not srv.batches and proc.poll() is None:
+            time.sleep(0.01)
+        assert srv.batches, "the worker never submitted a batch: " + (proc.stderr.read() if proc.poll() is not None else "")
+        time.sleep(0.3)  # recorded in the cache, polling
+        assert [b["status"] for b in srv.batches.values()] == ["in_progress"]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        first = list(srv.batch_lines)
+        assert len(first) == N * W.N_AGENTS  # round 1's arguments, one batch
+        proc = _worker(root, srv.url, cache)
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+        lines = list(srv.batch_lines)
+    assert len(lines) == len(set(lines)) == n_sync  # every call submitted exactly once over both processes
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["ok"] == N and summary["failed"] == 0
+    assert strip_usage(root / "outputs" / "runs" / "killed" / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
+
+
+def test_export_and_import_round_trip_through_the_cache(root, capsys):
+    cache_path = root / "c.sqlite"
+    cache = ResponseCache(cache_path)
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    BA.record_batch(cache, "batch_x", "openai", [{"key": "k1", "model": "gpt-4o-mini", "mode": None, "body": body},
+                                                 {"key": "k2", "model": "gpt-4o-mini", "mode": None, "body": body}])
+    out = root / "requests.jsonl"
+    assert BA.main(["--cache", str(cache_path), "export", str(out)]) == 0
+    reqs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["custom_id"] for r in reqs] == ["k1", "k2"] and reqs[0]["url"] == "/v1/chat/completions"
+    assert reqs[0]["body"] == body
+    ok = {"custom_id": "k1", "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": "hello"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}}}}}
+    bad = {"custom_id": "k2", "response": None, "error": {"code": "server_error", "message": "no"}}
+    stranger = dict(ok, custom_id="not-ours")
+    (root / "output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (ok, bad, stranger)) + '{"torn')
+    assert BA.main(["--cache", str(cache_path), "import", str(root / "output.jsonl")]) == 0
+    assert "stored 1 replies" in capsys.readouterr().out
+    v = cache.get("k1")
+    assert v["text"] == "hello" and v["batch"] is True and v["prompt_tokens"] == 5
+    assert cache.get("k2") is None and cache.get("not-ours") is None
+
+
+def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(root):
+    """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
+    the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
+    from acemad_utils.batch import BatchExported
+
+    try:
+        from tests.fake_openai import completion_body
+    except ImportError:
+        from fake_openai import completion_body
+    ref, n_sync, _ = sync_run(root, n=6)
+    model = FaultInjector(rate=0.0)
+    cache = root / "files.sqlite"
+    exports = 0
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:  # only GET /models is asked of it
+        for _ in range(20):
+            pop = W.population(srv.url, str(cache), "files")
+            try:
+                d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
+                break
+            except BatchExported as e:
+                exports += 1
+                path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
+                out = path.with_name(path.name.replace("requests-", "output-"))
+                lines = [json.loads(x) for x in path.read_text().splitlines()]
+                out.write_text("".join(json.dumps({"custom_id": x["custom_id"], "response": {
+                    "status_code": 200, "body": completion_body(model(x["body"], i), x["body"], i)}}) + "\n"
+                    for i, x in enumerate(lines)))
+                assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
+        assert srv.count == 0  # no completion was ever sent to an endpoint
+    assert exports == 2 * W.ROUNDS
+    assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
+
+
+def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(root, monkeypatch):
+    """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
+    could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
+    from acemad_utils.runner import BudgetStop
+
+    monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+        with pytest.raises(BudgetStop, match="raise MAX_USD"):
+            run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
+        assert srv.batches == {} and srv.batch_lines == []

@@ -1,0 +1,269 @@
+"""Estimate before spending, and MAX_USD: the estimate makes no network call and counts the calls a real run
+sends; a run capped by MAX_USD stops cleanly, pays nothing twice when resumed, and ends like an uncapped run.
+"""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import openai
+import pytest
+
+from acemad_utils import budget as B
+from acemad_utils import cost as C
+from acemad_utils import paths as P
+from acemad_utils import reproduce
+from acemad_utils.agents import LLMPopulation
+from acemad_utils.cache import ResponseCache
+from acemad_utils.config import DebateConfig
+from acemad_utils.data import load_demo
+from acemad_utils.llm import GenerateConfig, LLMClient
+from acemad_utils.prices import PRICES, usd
+from acemad_utils.runner import BudgetStop, read_jsonl, run_experiment
+from acemad_utils.sim import make_items
+
+try:
+    from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
+except ImportError:
+    from fake_openai import FakeOpenAI, FaultInjector, Reply
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any socket connection or OpenAI SDK client fails the test."""
+    def refuse(*a, **k):
+        raise AssertionError("the estimate tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(openai.OpenAI, "__init__", lambda *a, **k: refuse())
+
+
+@pytest.fixture
+def tmp_root(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    monkeypatch.delenv(B.ENV_MAX, raising=False)
+    monkeypatch.delenv(B.ENV_SINCE, raising=False)
+    return tmp_path
+
+
+def test_prices_have_a_source_and_the_cached_and_batch_rates():
+    p = PRICES["gpt-4o-mini"]
+    assert (p.input, p.cached_input, p.output, p.batch_factor) == (0.15, 0.075, 0.60, 0.5)
+    assert p.source.startswith("https://openai.com") and p.recorded
+    assert usd("gpt-4o-mini", 1e6, 1e6) == pytest.approx(0.75)
+    assert usd("gpt-4o-mini", 1e6, 0, cached_tokens=4e5) == pytest.approx(0.6 * 0.15 + 0.4 * 0.075)
+    assert usd("gpt-4o-mini", 1e6, 1e6, batch=True) == pytest.approx(0.375)
+    assert usd("no-such-model", 1, 1) is None
+
+
+def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_network, capsys, monkeypatch):
+    monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
+    assert C.main(["estimate", "--profile", "paper", "--per-benchmark", "1"]) == 0
+    out = capsys.readouterr().out
+    for nb in ("01_subset_construction", "02_baselines", "03_main_results", "06_scaling", "total"):
+        assert nb in out
+    total = next(line for line in out.splitlines() if line.strip().startswith("total"))
+    dollars = float(total.split("$")[1].split()[0].replace(",", ""))
+    assert 50 < dollars < 2000, total  # the README's ~$270; a broken replay gives 0 or absurd sums
+    assert "check current prices" in out and "openai.com/api/pricing" in out
+
+
+def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(tmp_root):
+    """Notebook 03's configs on 3 demo questions: the replay's paid calls == the requests a real run sends
+    to an endpoint through the real cache (same dedup of identical scoped calls)."""
+    qs = load_demo()[:3]
+    P_ = {"SEED": 0, "ETA": 2.0, "ROUNDS": [2, 3], "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
+    stages = C.plan("03_main_results", P_)
+    stages[0].benchmarks = ["demo"]
+    [(_, _, per)] = C.replay(stages, {"demo": qs}, P_)
+    [(nc, pt, ct)] = per["by"].values()
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=str(tmp_root / "c.sqlite"),
+                            kind="openai", max_concurrency=8)
+        run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
+        assert srv.count == round(nc * len(qs))
+        assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
+
+
+def test_profile_run_settings_are_checked_and_reach_the_kernels(monkeypatch):
+    with pytest.raises(SystemExit, match="max_usd"):
+        reproduce.load_profile("paper", {"MAX_USD": "ten"})
+    with pytest.raises(SystemExit, match="did you mean 'batch'"):
+        reproduce.load_profile("paper", {"CALLS_VIA": "bach"})
+    prof = reproduce.load_profile("paper", {"MAX_USD": 12.5, "CALLS_VIA": "batch"})
+    monkeypatch.delenv(B.ENV_MAX, raising=False)
+    monkeypatch.delenv("ACEMAD_CALLS_VIA", raising=False)
+    assert reproduce.run_env(prof) == {"ACEMAD_MAX_USD": "12.5", "ACEMAD_CALLS_VIA": "batch"}
+    monkeypatch.setenv(B.ENV_MAX, "3")  # the caller's environment wins
+    assert reproduce.run_env(prof)["ACEMAD_MAX_USD"] == "3"
+
+
+def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profile(monkeypatch, capsys, no_network):
+    import papermill as pm
+
+    order = []
+    monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(
+        RuntimeError("stop here")))
+    monkeypatch.setattr(C, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
+    with pytest.raises(RuntimeError, match="stop here"):
+        reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7})
+    assert order == ["estimate", "nb"]
+    out = capsys.readouterr().out
+    assert "cost estimate for profile 'paper'" in out
+    order.clear()
+    with pytest.raises(RuntimeError):
+        reproduce.run("default", ["03_main_results"])
+    assert order == ["nb"]  # the synthetic profile costs nothing: no estimate
+
+
+# ----------------------------------------------------------------------------- MAX_USD
+def _priced_plan():
+    """A deterministic debate model whose replies report the token model's counts (what a calibrated
+    endpoint reports): the pre-send estimate then bounds every call's actual cost."""
+    from acemad_utils.tokenmodel import prompt_tokens, tokens
+
+    inner = FaultInjector(rate=0.0, seed=3)
+
+    def script(body, n):
+        r = inner(body, n)
+        r.prompt_tokens, r.completion_tokens = prompt_tokens(body["messages"]), tokens(r.content)
+        return r
+    return script
+
+
+def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(tmp_root, monkeypatch):
+    qs = make_items(12, k=4, seed=5)
+    cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)  # 12 calls per question
+    kw = dict(model="gpt-4o-mini", api_key="sk-fake", kind="openai", max_concurrency=4)
+    # reference: the whole run, uncapped, on its own cache
+    with FakeOpenAI(_priced_plan()) as srv:
+        pop = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "ref.sqlite"), **kw)
+        ref_dir = run_experiment("ref", qs, [cfg], pop, workers=3, progress=False)
+        full_calls, full_cost = srv.count, pop.usage()["cost_usd"]
+    assert full_calls == 12 * 12 and full_cost > 0
+    cap = full_cost / 2  # reservations assume max_tokens replies: the cap is met before half the calls
+    monkeypatch.setenv(B.ENV_MAX, str(cap))
+    with FakeOpenAI(_priced_plan()) as srv:
+        pop = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "c.sqlite"), **kw)
+        with pytest.raises(BudgetStop) as e:
+            run_experiment("capped", qs, [cfg], pop, workers=2, progress=False)
+        msg = str(e.value)
+        assert "MAX_USD" in msg and "raise MAX_USD" in msg and "rerun" in msg and "records saved" in msg
+        first = srv.count
+        spent = pop.usage()["cost_usd"]
+        assert spent <= cap + 1e-9  # never past the cap: calls are refused before they are sent
+        recs = read_jsonl(tmp_root / "outputs" / "runs" / "capped" / "transcripts.jsonl")
+        assert 0 < len(recs) < len(qs) and all(r["status"] == "ok" for r in recs)  # stopped, not failed
+        meta = json.loads((tmp_root / "outputs" / "runs" / "capped" / "meta.json").read_text())
+        assert meta["summary"]["stopped_by"] == "MAX_USD"
+        # raise the cap and rerun: the paid part comes from the cache
+        monkeypatch.setenv(B.ENV_MAX, str(full_cost * 2))
+        pop2 = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "c.sqlite"), **kw)
+        d = run_experiment("capped", qs, [cfg], pop2, workers=3, progress=False)
+        assert srv.count == full_calls  # every call sent exactly once over both sessions
+        assert first < full_calls
+    strip = lambda p: [{k: v for k, v in r.items() if k not in ("usage", "rounds")} for r in read_jsonl(p)]  # noqa: E731
+    assert strip(d / "transcripts.jsonl") == strip(ref_dir / "transcripts.jsonl")
+
+
+def test_budget_counts_what_earlier_kernels_paid_from_the_cache(tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("a", {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0}, model="gpt-4o-mini", kind="openai")
+    cache.put("b", {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0, "cached_tokens": 1_000_000},
+              model="gpt-4o-mini", kind="openai")
+    cache.put("c", {"text": "x", "prompt_tokens": 9_000_000, "completion_tokens": 0}, model="m", kind="local-llama.cpp")
+    assert cache.spent_since(0) == pytest.approx(0.15 + 0.075)
+    assert cache.spent_since(4e9) == 0
+    monkeypatch.setenv(B.ENV_MAX, "0.3")
+    monkeypatch.setenv(B.ENV_SINCE, "0")
+    b = B.current(cache)
+    assert b.total == pytest.approx(0.225)
+    with pytest.raises(B.BudgetExceeded):
+        b.reserve(0.1)
+    with pytest.raises(B.BudgetExceeded):  # once refused, every later paid call is refused too
+        b.reserve(0.0001)
+    assert b.reserve(0.0) == 0.0  # a free (local) call is never refused
+
+
+def test_cached_tokens_are_recorded_and_priced_at_the_cached_rate(tmp_path):
+    with FakeOpenAI([Reply("hi", prompt_tokens=2000, completion_tokens=100, cached_tokens=1536)]) as srv:
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", kind="openai", cache=str(tmp_path / "c.sqlite"))
+        r = c.generate([{"role": "user", "content": "x"}], GenerateConfig(), scope="s")
+        assert r.cached_tokens == 1536 and r.usage()["cached_tokens"] == 1536
+        s = c.stats()
+        assert s["cached_tokens"] == 1536
+        assert s["cost_usd"] == pytest.approx((464 * 0.15 + 1536 * 0.075 + 100 * 0.60) / 1e6)
+        assert c.cache.spent_since(0) == pytest.approx(s["cost_usd"])
+
+
+class _Ran(Exception):
+    pass
+
+
+@pytest.mark.parametrize("nb", ["02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling"])
+def test_the_estimate_runs_the_configs_the_notebook_runs(nb, monkeypatch):
+    """plan() mirrors each notebook's code: execute the notebook's cells (with the paper profile's parameters)
+    up to its S.run, which is stubbed to capture the configs, and compare the config hashes."""
+    import nbformat
+
+    from acemad_utils import experiments
+
+    captured = []
+
+    class FakeSetup:
+        synthetic, model = False, "gpt-4o-mini"
+
+        def __init__(self, *a, **k):
+            pass
+
+        def describe(self):
+            return "stub"
+
+        def run(self, name, configs, n_max=None, questions=None):
+            captured.extend(configs)
+            raise _Ran
+
+    monkeypatch.setattr(experiments, "Setup", FakeSetup)
+    _, params = C.notebook_params("paper", only=[nb])
+    P_ = params[nb]
+    book = nbformat.read(str(P.ROOT / "notebooks" / f"{nb}.ipynb"), as_version=4)
+    ns: dict = {}
+    exec("\n".join(f"{k} = {v!r}" for k, v in P_.items()), ns)
+    for cell in book.cells:
+        if cell.cell_type != "code" or "parameters" in cell.metadata.get("tags", []):
+            continue
+        try:
+            exec(cell.source, ns)
+        except _Ran:
+            break
+    assert captured, f"{nb} never called S.run"
+    planned = [c for st in C.plan(nb, P_) for c in st.configs]
+    assert sorted(c.hash for c in planned) == sorted(c.hash for c in captured)
+
+
+def test_a_local_endpoint_is_estimated_as_free_like_the_client_prices_it(no_network):
+    est = C.estimate_profile("paper", {"BASE_URL": "http://127.0.0.1:8080/v1"}, ["03_main_results"], per_benchmark=1)
+    [row] = est.rows
+    assert row.calls > 0 and row.free and row.usd == 0.0
+    assert "local" in C.format_estimate(est)
+
+
+def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys):
+    import papermill as pm
+
+    ran = []
+
+    def execute(src, out, **kw):
+        ran.append(Path(src).stem)
+        raise pm.PapermillExecutionError(0, 3, "S.run(...)", "BudgetStop", "MAX_USD $1.00 reached: ... raise MAX_USD and rerun", [])
+
+    monkeypatch.setattr(pm, "execute_notebook", execute)
+    monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **k: None)
+    assert reproduce.run("default", ["02_baselines", "03_main_results"]) == 1
+    out = capsys.readouterr().out
+    assert ran == ["02_baselines"]  # the next notebook would stop at its first paid call: not started
+    assert "stopped by MAX_USD" in out and "not started: 03_main_results" in out and "raise MAX_USD" in out
