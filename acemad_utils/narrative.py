@@ -130,14 +130,17 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
     acc = (k["mean_acc_kept"] * k["kept"]).sum() / k["kept"].sum()
     share = (k["misconception_share"] * k["kept"]).sum() / k["kept"].sum()
     ref = (k["uniform_reference"] * k["kept"]).sum() / k["kept"].sum()
-    verdict = ("concentrated on one distractor per item: systematic misconceptions, as the paper's manual check "
-               "reports" if share > ref + 0.05 else
-               "no more concentrated than chance would make them: this check does not show systematic misconceptions")
-    text = (f"The naive agent (plain assistant, T = 0.7) answered each of {total} items {runs} times; {kept} items "
+    verdict = ("so the failures are concentrated on one distractor per item (systematic misconceptions, as the "
+               "paper's manual check reports)" if share > ref + 0.05 else
+               "so they are no more concentrated than chance makes them: this check does not show systematic "
+               "misconceptions")
+    from .config import NAIVE_AGENT
+
+    text = (f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of {total} items {runs} times; {kept} items "
             f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets "
             f"({pct.min():.0f}% to {pct.max():.0f}% of a benchmark's items). On the kept items it is right in "
             f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
-            f"time, against {_pct(ref)} if they fell at random: they are {verdict}.")
+            f"time, against {_pct(ref)} if they fell at random, {verdict}.")
     return text + " " + caveat(source)
 
 
