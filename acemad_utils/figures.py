@@ -78,7 +78,13 @@ def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel:
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel("accuracy (%)")
         ax.set_xticks(sorted(sub[x].unique()))
-    axes[0].legend(fontsize=7)
+    spare = [ax for ax in fig.axes if not ax.get_visible()]
+    if spare:  # an empty panel slot holds the legend, so it covers no curve
+        spare[0].set_visible(True)
+        spare[0].axis("off")
+        spare[0].legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=8)
+    else:
+        axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     if any(any(c.values()) for c in th.values()):

@@ -181,16 +181,17 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
     for fam, g in avg.groupby(hue, sort=False):
         best, shape, g = _peak(g, x)
         lo, hi = g.iloc[0], g.iloc[-1]
-        sentences.append(f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%) and {shape}: "
-                         f"{lo.accuracy:.1f}% at N = {lo[x]:g}, {hi.accuracy:.1f}% at N = {hi[x]:g}")
+        ends = f"{lo.accuracy:.1f}% at N = {lo[x]:g} to {hi.accuracy:.1f}% at N = {hi[x]:g}"
+        sentences.append(f"{fam} {shape}, from {ends}" if shape != "is not monotone" else
+                         f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%; {ends})")
     text = "On the average over the benchmarks, " + "; ".join(sentences) + "."
     if truth_holders is not None:
         none = [f for f in dict.fromkeys(avg[hue]) if not any((truth_holders.get(f) or {}).values())]
         some = [f for f in dict.fromkeys(avg[hue]) if f not in none]
         if none:
             text += (f" {', '.join(none)} {'has' if len(none) == 1 else 'have'} no truth-holder at any N (the "
-                     f"homogeneous roster), so {'its' if len(none) == 1 else 'their'} shape is not a truth-holder "
-                     f"effect: extra agents that share the same misconception add the same error.")
+                     f"homogeneous roster: N copies of one agent), so {'its' if len(none) == 1 else 'their'} shape is "
+                     f"not a truth-holder effect.")
         for f in some:
             ns = sorted(truth_holders[f])
             best, _, _ = _peak(avg[avg[hue] == f], x)
@@ -266,3 +267,9 @@ def control(long: pd.DataFrame, target: str, same_agents: str, homogeneous: str)
     return (f"Of {target}'s {a - h:+.1f} points over {homogeneous}, {c - h:+.1f} come with the agents alone "
             f"({same_agents}: {c:.1f}%) and {a - c:+.1f} with the protocol on those same agents (commitments, "
             f"peer-prediction weights).")
+
+
+def join(source: str, *texts: str) -> str:
+    """Several of the sentences above as one paragraph, with the caveat said once, at the end."""
+    c = caveat(source)
+    return " ".join(t.replace(c, "").strip() for t in texts if t) + " " + c

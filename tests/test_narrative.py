@@ -70,8 +70,8 @@ def test_curve_finds_the_peak_and_whether_the_share_explains_it():
     long = pd.DataFrame(_curve("AceMAD", [(2, 10), (3, 30), (5, 20)]) + _curve("Voting", [(2, 15), (3, 12), (5, 9)]))
     th = {"AceMAD": {2: 0, 3: 1, 5: 1}, "Voting": {2: 0, 3: 0, 5: 0}}
     text = N.curve(long, "n_agents", "family", "SYNTHETIC", truth_holders=th)
-    assert "AceMAD peaks at N = 3 (30.0%) and is not monotone" in text
-    assert "Voting peaks at N = 2 (15.0%) and falls with every step" in text
+    assert "AceMAD peaks at N = 3 (30.0%; 10.0% at N = 2 to 20.0% at N = 5)" in text
+    assert "Voting falls with every step, from 15.0% at N = 2 to 9.0% at N = 5" in text
     assert "Voting has no truth-holder at any N" in text
     assert "1 of 3 (33%)" in text and "peaks at N = 3, where the share peaks." in text
     moved = pd.DataFrame(_curve("AceMAD", [(2, 10), (3, 20), (5, 30)]))
@@ -102,3 +102,9 @@ def test_rounds_and_control():
     text = N.rounds(long, ["T2", "T3", "T5"], paper_best="T3")
     assert "the highest is T3, but its interval overlaps T5's" in text and "T2's" not in text
     assert "Of T3's +20.0 points over D, +5.0 come with the agents alone" in N.control(long, "T3", "Dc", "D")
+
+
+def test_join_says_the_caveat_once():
+    long = _long([("A", "Average", 40, 5)])
+    text = N.join("SYNTHETIC", N.ranking(long, "SYNTHETIC"), N.ranking(long, "SYNTHETIC"))
+    assert text.count(N.caveat("SYNTHETIC")) == 1 and text.endswith(N.caveat("SYNTHETIC"))
