@@ -252,7 +252,8 @@ def rounds(long: pd.DataFrame, labels: Sequence[str], paper_best: str = "") -> s
     top = avg.loc[best]
     tied = [m for m in got if m != best and avg.loc[m].ci_hi >= top.ci_lo]
     if tied:
-        text += f", but its interval overlaps {', '.join(tied)}'s, so no best T is established"
+        text += (f", but its interval overlaps {'that' if len(tied) == 1 else 'those'} of {' and '.join(tied)}, "
+                 f"so the intervals alone do not establish a best T")
     if paper_best:
         text += f" (the paper reports {paper_best} as the best)"
     return text + "."

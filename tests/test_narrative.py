@@ -100,7 +100,7 @@ def test_rounds_and_control():
     long = _long([("T2", "Average", 20, 2), ("T3", "Average", 30, 2), ("T5", "Average", 29, 2), ("D", "Average", 10, 1),
                   ("Dc", "Average", 15, 1)])
     text = N.rounds(long, ["T2", "T3", "T5"], paper_best="T3")
-    assert "the highest is T3, but its interval overlaps T5's" in text and "T2's" not in text
+    assert "the highest is T3, but its interval overlaps that of T5, so" in text and "T2," not in text
     assert "Of T3's +20.0 points over D, +5.0 come with the agents alone" in N.control(long, "T3", "Dc", "D")
 
 
