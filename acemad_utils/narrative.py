@@ -155,7 +155,7 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
     better = int(((av["gain"] > 0) & (av["p_value"] < 0.05)).sum())
     worse = int(((av["gain"] < 0) & (av["p_value"] < 0.05)).sum())
     text = (f"Paired gains on the average: {'; '.join(parts)}. {better} of {len(av)} "
-            f"{'is' if len(av) == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse")
+            f"{'is' if better == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse")
     text += f"; {claim}." if claim else "."
     return text + " " + caveat(source)
 
@@ -274,3 +274,17 @@ def join(source: str, *texts: str) -> str:
     """Several of the sentences above as one paragraph, with the caveat said once, at the end."""
     c = caveat(source)
     return " ".join(t.replace(c, "").strip() for t in texts if t) + " " + c
+
+
+def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
+    """Which of `methods` is highest in each benchmark column (04: the paper's task-specific sensitivity)."""
+    sub = long[long["method"].isin(methods) & (long["benchmark"] != AVERAGE)]
+    if sub.empty:
+        return "No benchmark column has a result here."
+    top = sub.loc[sub.groupby("benchmark", sort=False)["accuracy"].idxmax()]
+    from .tables import bench_label
+
+    if top["method"].nunique() == 1 and len(top) > 1:
+        return f"{top['method'].iloc[0]} is the highest of them in every benchmark column."
+    return ("Highest per benchmark: " + "; ".join(f"{bench_label(r.benchmark.removeprefix('synthetic-'))}: {r.method} {r.accuracy:.1f}%"
+                                                  for r in top.itertuples()) + ".")

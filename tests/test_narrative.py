@@ -57,7 +57,7 @@ def test_gains_counts_significant_targets_and_sets_the_claim_beside_them():
                     ("A", "x", "V", 9.0, 0.001)])
     text = N.gains(tests, "SYNTHETIC", claim="the paper reports all three ahead")
     assert "A +5.0 points [+2.0, +8.0] over V (p = 0.01)" in text
-    assert "1 of 3 are significantly better (p < 0.05) and 1 significantly worse; the paper reports all three ahead." in text
+    assert "1 of 3 is significantly better (p < 0.05) and 1 significantly worse; the paper reports all three ahead." in text
     assert "No paired comparison" in N.gains(tests.iloc[0:0], "x")
 
 
@@ -108,3 +108,11 @@ def test_join_says_the_caveat_once():
     long = _long([("A", "Average", 40, 5)])
     text = N.join("SYNTHETIC", N.ranking(long, "SYNTHETIC"), N.ranking(long, "SYNTHETIC"))
     assert text.count(N.caveat("SYNTHETIC")) == 1 and text.endswith(N.caveat("SYNTHETIC"))
+
+
+def test_leaders_names_the_top_method_per_column():
+    long = _long([("A", "medqa", 30, 2), ("B", "medqa", 40, 2), ("A", "bbh", 50, 2), ("B", "bbh", 20, 2),
+                  ("A", "Average", 40, 1), ("B", "Average", 30, 1)])
+    text = N.leaders(long, ["A", "B"])
+    assert "MedQA: B 40.0%" in text and "BBH: A 50.0%" in text and "Average" not in text
+    assert N.leaders(long[long.method == "A"], ["A", "B"]) == "A is the highest of them in every benchmark column."
