@@ -48,11 +48,13 @@ def truth_holders(configs) -> dict:
 
 
 def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, color) -> None:
-    for xv, acc in zip(g[x], g["accuracy"]):
+    """'k/N' beside each point, alternately above and below it so that labels of close N (1, 2, 3) do not touch."""
+    for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"])):
         k = counts.get(int(xv))
         if k is not None:
-            ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", xytext=(0, 5), ha="center",
-                        fontsize=6.5, color=color, fontweight="bold")
+            ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", xytext=(0, 6 if i % 2 == 0 else -12),
+                        ha="center", fontsize=6.5, color=color, fontweight="bold",
+                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))
 
 
 def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel: str | None = None,

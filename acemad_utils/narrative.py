@@ -199,6 +199,18 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
             top = max(ns, key=lambda n: truth_holders[f][n] / n)
             text += (f" Its accuracy peaks at N = {best[x]:g}, "
                      + ("where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."))
+            acc = avg[avg[hue] == f].set_index(x)["accuracy"]
+            by_share: dict = {}
+            for n in ns:
+                if truth_holders[f][n] and n in acc.index:
+                    by_share.setdefault(round(truth_holders[f][n] / n, 6), []).append(n)
+            same = max(by_share.values(), key=len, default=[])
+            if len(same) >= 2:
+                k = truth_holders[f][same[0]] / same[0]
+                trend = ("falls" if all(acc[a] > acc[b] for a, b in zip(same, same[1:])) else
+                         "rises" if all(acc[a] < acc[b] for a, b in zip(same, same[1:])) else "moves")
+                text += (f" At the same share ({k:.0%}: N = {', '.join(map(str, same))}) its accuracy {trend} with N "
+                         f"({', '.join(f'{acc[n]:.1f}%' for n in same)}), so the share alone does not set the level.")
     return text + " " + caveat(source)
 
 

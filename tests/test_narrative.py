@@ -74,6 +74,11 @@ def test_curve_finds_the_peak_and_whether_the_share_explains_it():
     assert "Voting falls with every step, from 15.0% at N = 2 to 9.0% at N = 5" in text
     assert "Voting has no truth-holder at any N" in text
     assert "1 of 3 (33%)" in text and "peaks at N = 3, where the share peaks." in text
+    assert "At the same share" not in text  # no two N share a share here
+    ten = pd.DataFrame(_curve("AceMAD", [(3, 30), (5, 25), (10, 15), (15, 12)]))
+    th10 = {"AceMAD": {3: 1, 5: 1, 10: 2, 15: 3}}
+    assert ("At the same share (20%: N = 5, 10, 15) its accuracy falls with N (25.0%, 15.0%, 12.0%)"
+            in N.curve(ten, "n_agents", "family", "x", truth_holders=th10))
     moved = pd.DataFrame(_curve("AceMAD", [(2, 10), (3, 20), (5, 30)]))
     assert "not where the share peaks (N = 3)" in N.curve(moved, "n_agents", "family", "x", truth_holders=th)
 
