@@ -300,3 +300,23 @@ def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
         return f"{top['method'].iloc[0]} is the highest of them in every benchmark column."
     return ("Highest per benchmark: " + "; ".join(f"{bench_label(r.benchmark.removeprefix('synthetic-'))}: {r.method} {r.accuracy:.1f}%"
                                                   for r in top.itertuples()) + ".")
+
+
+def models(results: Sequence[tuple], target: str) -> str:
+    """07: `target`'s paired gain on the Average over the best MAD baseline, one clause per (name, tests, source)."""
+    parts = []
+    for name, tests, src in results:
+        t = tests[(tests["method"] == target) & (tests["benchmark"] == AVERAGE)] if len(tests) else tests
+        if t is None or t.empty:
+            parts.append(f"{name} [{src}]: no paired comparison")
+            continue
+        r = t.iloc[0]
+        parts.append(f"{name} [{src}]: {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
+                     f"(p = {r.p_value:.2g}, {_sig(r.p_value)})")
+    if not parts:
+        return "No other model was run."
+    text = f"{target} against the best MAD baseline, on the average: " + "; ".join(parts) + "."
+    if any("SYNTHETIC" in src.upper() for _, _, src in results):
+        text += (" A synthetic stand-in carries a model's name but not its behaviour (its parameters come from the "
+                 "paper's words, never its numbers): these rows test the code path, not the model.")
+    return text

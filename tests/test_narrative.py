@@ -121,3 +121,11 @@ def test_leaders_names_the_top_method_per_column():
     text = N.leaders(long, ["A", "B"])
     assert "MedQA: B 40.0%" in text and "BBH: A 50.0%" in text and "Average" not in text
     assert N.leaders(long[long.method == "A"], ["A", "B"]) == "A is the highest of them in every benchmark column."
+
+
+def test_models_one_clause_per_model_and_a_stand_in_warning():
+    t = _tests([("T", "Average", "M", 4.0, 0.01), ("T", "x", "M", 9.0, 0.01)])
+    text = N.models([("table4", t, "SYNTHETIC stand-in for D (no LLM)"), ("table5", t.iloc[0:0], "model: L")], "T")
+    assert "table4 [SYNTHETIC stand-in for D (no LLM)]: +4.0 points [+1.0, +7.0] over M (p = 0.01, significant)" in text
+    assert "table5 [model: L]: no paired comparison" in text and "test the code path" in text
+    assert "stand-in" not in N.models([("t", t, "model: L")], "T")
