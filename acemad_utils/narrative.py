@@ -155,7 +155,7 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
     better = int(((av["gain"] > 0) & (av["p_value"] < 0.05)).sum())
     worse = int(((av["gain"] < 0) & (av["p_value"] < 0.05)).sum())
     text = (f"Paired gains on the average: {'; '.join(parts)}. {better} of {len(av)} "
-            f"{'is' if better == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse")
+            f"{'is' if better == 1 or len(av) == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse")
     text += f"; {claim}." if claim else "."
     return text + " " + caveat(source)
 

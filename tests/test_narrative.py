@@ -129,3 +129,10 @@ def test_models_one_clause_per_model_and_a_stand_in_warning():
     assert "table4 [SYNTHETIC stand-in for D (no LLM)]: +4.0 points [+1.0, +7.0] over M (p = 0.01, significant)" in text
     assert "table5 [model: L]: no paired comparison" in text and "test the code path" in text
     assert "stand-in" not in N.models([("t", t, "model: L")], "T")
+
+
+def test_gains_agrees_in_number():
+    one = _tests([("A", "Average", "V", 1.0, 0.5)])
+    assert "0 of 1 is significantly better" in N.gains(one, "x")
+    three = _tests([(m, "Average", "V", 1.0, 0.5) for m in "ABC"])
+    assert "0 of 3 are significantly better" in N.gains(three, "x")
