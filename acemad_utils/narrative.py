@@ -136,9 +136,12 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
                "misconceptions")
     from .config import NAIVE_AGENT
 
+    spread = ("" if len(t) < 2 else f" ({pct.min():.0f}% of every benchmark's items)" if round(pct.min()) == round(pct.max())
+              else f" ({pct.min():.0f}% to {pct.max():.0f}% of a benchmark's items)")
+
     text = (f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of {total} items {runs} times; {kept} items "
-            f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets "
-            f"({pct.min():.0f}% to {pct.max():.0f}% of a benchmark's items). On the kept items it is right in "
+            f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets"
+            f"{spread}. On the kept items it is right in "
             f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
             f"time, against {_pct(ref)} if they fell at random, {verdict}.")
     return text + " " + caveat(source)

@@ -50,6 +50,7 @@ def test_subsets_says_systematic_only_when_the_share_beats_chance():
     flat = t.assign(misconception_share=[0.52, 0.5])
     assert "does not show systematic" in N.subsets(flat, "model: m")
     assert "no challenging subset" in N.subsets(t.assign(kept=[0, 0]), "model: m")
+    assert "subsets. On the kept" in N.subsets(t.iloc[:1], "model: m")  # one benchmark: no range
 
 
 def test_gains_counts_significant_targets_and_sets_the_claim_beside_them():
