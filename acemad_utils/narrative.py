@@ -167,7 +167,8 @@ def _peak(g: pd.DataFrame, x: str):
     g = g.sort_values(x)
     best = g.loc[g["accuracy"].idxmax()]
     diffs = g["accuracy"].diff().dropna()
-    shape = ("rises with every step" if (diffs > 0).all() else "falls with every step" if (diffs < 0).all()
+    shape = ("has a single point" if diffs.empty else "is flat" if (diffs == 0).all() else
+             "rises with every step" if (diffs > 0).all() else "falls with every step" if (diffs < 0).all()
              else "is not monotone")
     return best, shape, g
 
@@ -185,8 +186,10 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
         best, shape, g = _peak(g, x)
         lo, hi = g.iloc[0], g.iloc[-1]
         ends = f"{lo.accuracy:.1f}% at N = {lo[x]:g} to {hi.accuracy:.1f}% at N = {hi[x]:g}"
-        sentences.append(f"{fam} {shape}, from {ends}" if shape != "is not monotone" else
-                         f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%; {ends})")
+        sentences.append(f"{fam} has a single point, {lo.accuracy:.1f}% at N = {lo[x]:g}" if shape == "has a single point"
+                         else f"{fam} is flat at {lo.accuracy:.1f}% from N = {lo[x]:g} to N = {hi[x]:g}" if shape == "is flat"
+                         else f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%; {ends})" if shape == "is not monotone"
+                         else f"{fam} {shape}, from {ends}")
     text = "On the average over the benchmarks, " + "; ".join(sentences) + "."
     if truth_holders is not None:
         none = [f for f in dict.fromkeys(avg[hue]) if not any((truth_holders.get(f) or {}).values())]

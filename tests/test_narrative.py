@@ -76,6 +76,9 @@ def test_curve_finds_the_peak_and_whether_the_share_explains_it():
     assert "Voting has no truth-holder at any N" in text
     assert "1 of 3 (33%)" in text and "peaks at N = 3, where the share peaks." in text
     assert "At the same share" not in text  # no two N share a share here
+    flat = pd.DataFrame(_curve("V", [(1, 0), (3, 0)]) + _curve("C", [(3, 0)]))
+    text = N.curve(flat, "n_agents", "family", "x")
+    assert "V is flat at 0.0% from N = 1 to N = 3" in text and "C has a single point, 0.0% at N = 3" in text
     ten = pd.DataFrame(_curve("AceMAD", [(3, 30), (5, 25), (10, 15), (15, 12)]))
     th10 = {"AceMAD": {3: 1, 5: 1, 10: 2, 15: 3}}
     assert ("At the same share (20%: N = 5, 10, 15) its accuracy falls with N (25.0%, 15.0%, 12.0%)"
