@@ -200,11 +200,14 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
                      f"not a truth-holder effect.")
         for f in some:
             ns = sorted(truth_holders[f])
-            best, _, _ = _peak(avg[avg[hue] == f], x)
+            best, shape, _ = _peak(avg[avg[hue] == f], x)
             text += f" {f}: " + shares(ns, [truth_holders[f][n] for n in ns])
             top = max(ns, key=lambda n: truth_holders[f][n] / n)
-            text += (f" Its accuracy peaks at N = {best[x]:g}, "
-                     + ("where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."))
+            if shape in ("is flat", "has a single point"):
+                text += f" Its accuracy {shape}, so it cannot show a share effect here."
+            else:
+                text += (f" Its accuracy peaks at N = {best[x]:g}, "
+                         + ("where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."))
             acc = avg[avg[hue] == f].set_index(x)["accuracy"]
             by_share: dict = {}
             for n in ns:
@@ -266,10 +269,12 @@ def rounds(long: pd.DataFrame, labels: Sequence[str], paper_best: str = "") -> s
     if not got:
         return "No AceMAD run has a result here."
     best = max(got, key=lambda m: avg.loc[m].accuracy)
-    text = ("Over the rounds: " + ", ".join(f"{m} {_cell(avg.loc[m])}" for m in got) + f"; the highest is {best}")
     top = avg.loc[best]
+    level = [m for m in got if avg.loc[m].accuracy == top.accuracy]
+    text = "Over the rounds: " + ", ".join(f"{m} {_cell(avg.loc[m])}" for m in got)
+    text += f"; {' and '.join(level)} tie for the highest" if len(level) > 1 else f"; the highest is {best}"
     tied = [m for m in got if m != best and avg.loc[m].ci_hi >= top.ci_lo]
-    if tied:
+    if tied and len(level) == 1:
         text += (f", but its interval overlaps {'that' if len(tied) == 1 else 'those'} of {' and '.join(tied)}, "
                  f"so the intervals alone do not establish a best T")
     if paper_best:

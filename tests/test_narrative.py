@@ -79,6 +79,8 @@ def test_curve_finds_the_peak_and_whether_the_share_explains_it():
     flat = pd.DataFrame(_curve("V", [(1, 0), (3, 0)]) + _curve("C", [(3, 0)]))
     text = N.curve(flat, "n_agents", "family", "x")
     assert "V is flat at 0.0% from N = 1 to N = 3" in text and "C has a single point, 0.0% at N = 3" in text
+    flat_th = N.curve(flat, "n_agents", "family", "x", truth_holders={"V": {1: 0, 3: 1}})
+    assert "Its accuracy is flat, so it cannot show a share effect here." in flat_th and "peaks at N" not in flat_th
     ten = pd.DataFrame(_curve("AceMAD", [(3, 30), (5, 25), (10, 15), (15, 12)]))
     th10 = {"AceMAD": {3: 1, 5: 1, 10: 2, 15: 3}}
     assert ("At the same share (20%: N = 5, 10, 15) its accuracy falls with N (25.0%, 15.0%, 12.0%)"
@@ -111,6 +113,8 @@ def test_rounds_and_control():
     text = N.rounds(long, ["T2", "T3", "T5"], paper_best="T3")
     assert "the highest is T3, but its interval overlaps that of T5, so" in text and "T2," not in text
     assert "Of T3's +20.0 points over D, +5.0 come with the agents alone" in N.control(long, "T3", "Dc", "D")
+    zero = _long([("T2", "Average", 0, 0), ("T3", "Average", 0, 0)])
+    assert "T2 and T3 tie for the highest." in N.rounds(zero, ["T2", "T3"])
 
 
 def test_join_says_the_caveat_once():
