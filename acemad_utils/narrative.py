@@ -110,3 +110,224 @@ def theory(tab_a: pd.DataFrame, tab_b: pd.DataFrame, tab_c: pd.DataFrame, tab_d:
          f"false-consensus crowd and {at.iloc[-1]:.0%} against a calibrated one: the mechanism needs the crowd to "
          f"mispredict its peers.")
     return " ".join([a, b, c, d]) + " " + caveat("SYNTHETIC")
+
+
+# ----------------------------------------------------------------------------- notebooks 01-07
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 0.4) -> str:
+    """01: how many items the recipe keeps, how hard they are, and whether the failures are systematic
+    (wrong answers concentrated on one distractor per item, against the share expected by chance)."""
+    t = table.reset_index() if "benchmark" not in table.columns else table
+    total, kept = int(t["items_in"].sum()), int(t["kept"].sum())
+    if total == 0 or kept == 0:
+        return (f"The naive agent answered {total} items {runs} times each and no item fell below "
+                f"{threshold:.0%} accuracy, so there is no challenging subset to read. {caveat(source)}")
+    k = t[t["kept"] > 0]
+    pct = 100.0 * t["kept"] / t["items_in"].where(t["items_in"] > 0)
+    acc = (k["mean_acc_kept"] * k["kept"]).sum() / k["kept"].sum()
+    share = (k["misconception_share"] * k["kept"]).sum() / k["kept"].sum()
+    ref = (k["uniform_reference"] * k["kept"]).sum() / k["kept"].sum()
+    verdict = ("so the failures are concentrated on one distractor per item (systematic misconceptions, as the "
+               "paper's manual check reports)" if share > ref + 0.05 else
+               "so they are no more concentrated than chance makes them: this check does not show systematic "
+               "misconceptions")
+    from .config import NAIVE_AGENT
+
+    spread = ("" if len(t) < 2 else f" ({pct.min():.0f}% of every benchmark's items)" if round(pct.min()) == round(pct.max())
+              else f" ({pct.min():.0f}% to {pct.max():.0f}% of a benchmark's items)")
+
+    text = (f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of {total} items {runs} times; {kept} items "
+            f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets"
+            f"{spread}. On the kept items it is right in "
+            f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
+            f"time, against {_pct(ref)} if they fell at random, {verdict}.")
+    return text + " " + caveat(source)
+
+
+def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
+    """Each target's paired gain on the Average column over the baseline it was tested against, and how many
+    are significantly better; `claim` (what the paper reports) is set beside the count."""
+    av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
+    if av is None or av.empty:
+        return f"No paired comparison was possible here. {caveat(source)}"
+    parts = [f"{r.method} {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
+             f"(p = {r.p_value:.2g})" for r in av.itertuples()]
+    better = int(((av["gain"] > 0) & (av["p_value"] < 0.05)).sum())
+    worse = int(((av["gain"] < 0) & (av["p_value"] < 0.05)).sum())
+    text = (f"Paired gains on the average: {'; '.join(parts)}. {better} of {len(av)} "
+            f"{'is' if better == 1 or len(av) == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse")
+    text += f"; {claim}." if claim else "."
+    return text + " " + caveat(source)
+
+
+def _peak(g: pd.DataFrame, x: str):
+    g = g.sort_values(x)
+    best = g.loc[g["accuracy"].idxmax()]
+    diffs = g["accuracy"].diff().dropna()
+    shape = ("has a single point" if diffs.empty else "is flat" if (diffs == 0).all() else
+             "rises with every step" if (diffs > 0).all() else "falls with every step" if (diffs < 0).all()
+             else "is not monotone")
+    return best, shape, g
+
+
+def curve(long: pd.DataFrame, x: str, hue: str, source: str,
+          truth_holders: Optional[dict] = None) -> str:
+    """A curve over N (Figures 2 and 5): where each family peaks on the Average and whether it is monotone; with
+    `truth_holders` ({family: {N: k}}, figures.truth_holders) it says whether the truth-holder share can explain
+    the peak (it cannot when a family has no truth-holder at any N)."""
+    avg = long[long["benchmark"] == AVERAGE]
+    if avg.empty:
+        return f"No curve could be computed. {caveat(source)}"
+    sentences = []
+    for fam, g in avg.groupby(hue, sort=False):
+        best, shape, g = _peak(g, x)
+        lo, hi = g.iloc[0], g.iloc[-1]
+        ends = f"{lo.accuracy:.1f}% at N = {lo[x]:g} to {hi.accuracy:.1f}% at N = {hi[x]:g}"
+        sentences.append(f"{fam} has a single point, {lo.accuracy:.1f}% at N = {lo[x]:g}" if shape == "has a single point"
+                         else f"{fam} is flat at {lo.accuracy:.1f}% from N = {lo[x]:g} to N = {hi[x]:g}" if shape == "is flat"
+                         else f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%; {ends})" if shape == "is not monotone"
+                         else f"{fam} {shape}, from {ends}")
+    text = "On the average over the benchmarks, " + "; ".join(sentences) + "."
+    if truth_holders is not None:
+        none = [f for f in dict.fromkeys(avg[hue]) if not any((truth_holders.get(f) or {}).values())]
+        some = [f for f in dict.fromkeys(avg[hue]) if f not in none]
+        if none:
+            text += (f" {', '.join(none)} {'has' if len(none) == 1 else 'have'} no truth-holder at any N (the "
+                     f"homogeneous roster: N copies of one agent), so {'its' if len(none) == 1 else 'their'} shape is "
+                     f"not a truth-holder effect.")
+        for f in some:
+            ns = sorted(truth_holders[f])
+            best, shape, _ = _peak(avg[avg[hue] == f], x)
+            text += f" {f}: " + shares(ns, [truth_holders[f][n] for n in ns])
+            top = max(ns, key=lambda n: truth_holders[f][n] / n)
+            if shape in ("is flat", "has a single point"):
+                text += f" Its accuracy {shape}, so it cannot show a share effect here."
+            else:
+                text += (f" Its accuracy peaks at N = {best[x]:g}, "
+                         + ("where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."))
+            acc = avg[avg[hue] == f].set_index(x)["accuracy"]
+            by_share: dict = {}
+            for n in ns:
+                if truth_holders[f][n] and n in acc.index:
+                    by_share.setdefault(round(truth_holders[f][n] / n, 6), []).append(n)
+            same = max(by_share.values(), key=len, default=[])
+            if len(same) >= 2:
+                k = truth_holders[f][same[0]] / same[0]
+                trend = ("falls" if all(acc[a] > acc[b] for a, b in zip(same, same[1:])) else
+                         "rises" if all(acc[a] < acc[b] for a, b in zip(same, same[1:])) else "moves")
+                text += (f" At the same share ({k:.0%}: N = {', '.join(map(str, same))}) its accuracy {trend} with N "
+                         f"({', '.join(f'{acc[n]:.1f}%' for n in same)}), so the share alone does not set the level.")
+    return text + " " + caveat(source)
+
+
+def same_curve(long: pd.DataFrame, a: str, b: str, x: str, upto: int, hue: str = "family") -> str:
+    """Two families that must coincide for x <= upto (Sparse = Decentralized MAD for N <= 3): checked, not assumed."""
+    avg = long[(long["benchmark"] == AVERAGE) & (long[x] <= upto)]
+    pa, pb = (avg[avg[hue] == f].set_index(x)["accuracy"] for f in (a, b))
+    common = pa.index.intersection(pb.index)
+    if not len(common):
+        return f"{a} and {b} share no N <= {upto} here."
+    gap = float((pa[common] - pb[common]).abs().max())
+    return (f"For N <= {upto} a ring is a full mesh, so {a} is {b}: their averages differ by at most {gap:.1f} points "
+            f"there ({'identical, as they must be' if gap < 1e-9 else 'NOT identical: a bug to look at'}).")
+
+
+def aggregators(long: pd.DataFrame, tests: pd.DataFrame, reference: str, source: str) -> str:
+    """03 (table2b): other aggregators re-deciding the same commitments, against the paper's rule `reference`,
+    with the paired tests of tables.versus_best(records, others, [reference])."""
+    avg = _avg(long)
+    if reference not in avg.index:
+        return f"The reference rule {reference} has no result here. {caveat(source)}"
+    text = f"On the same commitments the paper's rule ({reference}) decides {_cell(avg.loc[reference])} correctly."
+    av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
+    if av is None or av.empty:
+        return text + " No paired comparison was possible. " + caveat(source)
+    av = av.sort_values("gain", ascending=False)
+    text += " Paired against it: " + "; ".join(
+        f"{r.method} {avg.loc[r.method].accuracy:.1f}% ({r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], "
+        f"p = {r.p_value:.2g})" for r in av.itertuples()) + "."
+    beat = list(av[(av["gain"] > 0) & (av["p_value"] < 0.05)]["method"])
+    if not beat:
+        text += f" No aggregator beats {reference} significantly."
+    elif "SYNTHETIC" in source.upper():
+        text += (f" {' and '.join(beat)} beat{'s' if len(beat) == 1 else ''} the paper's rule here, but this is a "
+                 f"property of the synthetic population, which is built to meet the assumption these rules read "
+                 f"(a crowd that mispredicts its peers while truth-holders predict it); the paper does not test "
+                 f"them, and only a real model can say whether the ordering holds.")
+    else:
+        text += f" {' and '.join(beat)} beat{'s' if len(beat) == 1 else ''} the paper's rule with {source}."
+    return text + " " + caveat(source)
+
+
+def rounds(long: pd.DataFrame, labels: Sequence[str], paper_best: str = "") -> str:
+    """03: AceMAD over its number of rounds T, on the Average (the paper reports T = 3 as the best)."""
+    avg = _avg(long)
+    got = [m for m in labels if m in avg.index]
+    if not got:
+        return "No AceMAD run has a result here."
+    best = max(got, key=lambda m: avg.loc[m].accuracy)
+    top = avg.loc[best]
+    level = [m for m in got if avg.loc[m].accuracy == top.accuracy]
+    text = "Over the rounds: " + ", ".join(f"{m} {_cell(avg.loc[m])}" for m in got)
+    text += f"; {' and '.join(level)} tie for the highest" if len(level) > 1 else f"; the highest is {best}"
+    tied = [m for m in got if m != best and avg.loc[m].ci_hi >= top.ci_lo]
+    if tied and len(level) == 1:
+        text += (f", but its interval overlaps {'that' if len(tied) == 1 else 'those'} of {' and '.join(tied)}, "
+                 f"so the intervals alone do not establish a best T")
+    if paper_best:
+        text += f" (the paper reports {paper_best} as the best)"
+    return text + "."
+
+
+def control(long: pd.DataFrame, target: str, same_agents: str, homogeneous: str) -> str:
+    """03: split AceMAD's lead into the agents (same protocol, AceMAD roster) and the protocol (same agents)."""
+    avg = _avg(long)
+    if not all(m in avg.index for m in (target, same_agents, homogeneous)):
+        return "The control rows are missing here."
+    a, c, h = (avg.loc[m].accuracy for m in (target, same_agents, homogeneous))
+    return (f"Of {target}'s {a - h:+.1f} points over {homogeneous}, {c - h:+.1f} come with the agents alone "
+            f"({same_agents}: {c:.1f}%) and {a - c:+.1f} with the protocol on those same agents (commitments, "
+            f"peer-prediction weights).")
+
+
+def join(source: str, *texts: str) -> str:
+    """Several of the sentences above as one paragraph, with the caveat said once, at the end."""
+    c = caveat(source)
+    return " ".join(t.replace(c, "").strip() for t in texts if t) + " " + c
+
+
+def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
+    """Which of `methods` is highest in each benchmark column (04: the paper's task-specific sensitivity)."""
+    sub = long[long["method"].isin(methods) & (long["benchmark"] != AVERAGE)]
+    if sub.empty:
+        return "No benchmark column has a result here."
+    top = sub.loc[sub.groupby("benchmark", sort=False)["accuracy"].idxmax()]
+    from .tables import bench_label
+
+    if top["method"].nunique() == 1 and len(top) > 1:
+        return f"{top['method'].iloc[0]} is the highest of them in every benchmark column."
+    return ("Highest per benchmark: " + "; ".join(f"{bench_label(r.benchmark.removeprefix('synthetic-'))}: {r.method} {r.accuracy:.1f}%"
+                                                  for r in top.itertuples()) + ".")
+
+
+def models(results: Sequence[tuple], target: str) -> str:
+    """07: `target`'s paired gain on the Average over the best MAD baseline, one clause per (name, tests, source)."""
+    parts = []
+    for name, tests, src in results:
+        t = tests[(tests["method"] == target) & (tests["benchmark"] == AVERAGE)] if len(tests) else tests
+        if t is None or t.empty:
+            parts.append(f"{name} [{src}]: no paired comparison")
+            continue
+        r = t.iloc[0]
+        parts.append(f"{name} [{src}]: {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
+                     f"(p = {r.p_value:.2g}, {_sig(r.p_value)})")
+    if not parts:
+        return "No other model was run."
+    text = f"{target} against the best MAD baseline, on the average: " + "; ".join(parts) + "."
+    if any("SYNTHETIC" in src.upper() for _, _, src in results):
+        text += (" A synthetic stand-in carries a model's name but not its behaviour (its parameters come from the "
+                 "paper's words, never its numbers): these rows test the code path, not the model.")
+    return text

@@ -34,3 +34,113 @@ def test_versus_counts_significant_wins_and_losses():
 def test_shares_points_at_the_largest_truth_holder_share():
     assert "largest at N = 3" in N.shares([2, 3, 5], [0, 1, 1])
     assert "largest at N = 10" in N.shares([3, 10], [1, 4])
+
+
+def _tests(rows):
+    return pd.DataFrame([{"method": m, "benchmark": b, "best_baseline": base, "gain": g, "gain_lo": g - 3,
+                          "gain_hi": g + 3, "p_value": p} for m, b, base, g, p in rows])
+
+
+def test_subsets_says_systematic_only_when_the_share_beats_chance():
+    t = pd.DataFrame({"benchmark": ["a", "b"], "items_in": [100, 100], "kept": [40, 60], "mean_acc_kept": [0.1, 0.2],
+                      "misconception_share": [0.9, 0.8], "uniform_reference": [0.5, 0.5]}).set_index("benchmark")
+    text = N.subsets(t, "SYNTHETIC population")
+    assert "100 items (50%)" in text and "40% to 60%" in text and "16% of its runs" in text
+    assert "84% of the time, against 50%" in text and "systematic misconceptions, as" in text and "synthetic" in text
+    flat = t.assign(misconception_share=[0.52, 0.5])
+    assert "does not show systematic" in N.subsets(flat, "model: m")
+    assert "no challenging subset" in N.subsets(t.assign(kept=[0, 0]), "model: m")
+    assert "subsets. On the kept" in N.subsets(t.iloc[:1], "model: m")  # one benchmark: no range
+
+
+def test_gains_counts_significant_targets_and_sets_the_claim_beside_them():
+    tests = _tests([("A", "Average", "V", 5.0, 0.01), ("B", "Average", "V", 1.0, 0.3), ("C", "Average", "V", -4, 0.02),
+                    ("A", "x", "V", 9.0, 0.001)])
+    text = N.gains(tests, "SYNTHETIC", claim="the paper reports all three ahead")
+    assert "A +5.0 points [+2.0, +8.0] over V (p = 0.01)" in text
+    assert "1 of 3 is significantly better (p < 0.05) and 1 significantly worse; the paper reports all three ahead." in text
+    assert "No paired comparison" in N.gains(tests.iloc[0:0], "x")
+
+
+def _curve(fam, pts, bench="Average"):
+    return [{"family": fam, "benchmark": bench, "n_agents": n, "accuracy": a, "ci_lo": a - 1, "ci_hi": a + 1}
+            for n, a in pts]
+
+
+def test_curve_finds_the_peak_and_whether_the_share_explains_it():
+    long = pd.DataFrame(_curve("AceMAD", [(2, 10), (3, 30), (5, 20)]) + _curve("Voting", [(2, 15), (3, 12), (5, 9)]))
+    th = {"AceMAD": {2: 0, 3: 1, 5: 1}, "Voting": {2: 0, 3: 0, 5: 0}}
+    text = N.curve(long, "n_agents", "family", "SYNTHETIC", truth_holders=th)
+    assert "AceMAD peaks at N = 3 (30.0%; 10.0% at N = 2 to 20.0% at N = 5)" in text
+    assert "Voting falls with every step, from 15.0% at N = 2 to 9.0% at N = 5" in text
+    assert "Voting has no truth-holder at any N" in text
+    assert "1 of 3 (33%)" in text and "peaks at N = 3, where the share peaks." in text
+    assert "At the same share" not in text  # no two N share a share here
+    flat = pd.DataFrame(_curve("V", [(1, 0), (3, 0)]) + _curve("C", [(3, 0)]))
+    text = N.curve(flat, "n_agents", "family", "x")
+    assert "V is flat at 0.0% from N = 1 to N = 3" in text and "C has a single point, 0.0% at N = 3" in text
+    flat_th = N.curve(flat, "n_agents", "family", "x", truth_holders={"V": {1: 0, 3: 1}})
+    assert "Its accuracy is flat, so it cannot show a share effect here." in flat_th and "peaks at N" not in flat_th
+    ten = pd.DataFrame(_curve("AceMAD", [(3, 30), (5, 25), (10, 15), (15, 12)]))
+    th10 = {"AceMAD": {3: 1, 5: 1, 10: 2, 15: 3}}
+    assert ("At the same share (20%: N = 5, 10, 15) its accuracy falls with N (25.0%, 15.0%, 12.0%)"
+            in N.curve(ten, "n_agents", "family", "x", truth_holders=th10))
+    moved = pd.DataFrame(_curve("AceMAD", [(2, 10), (3, 20), (5, 30)]))
+    assert "not where the share peaks (N = 3)" in N.curve(moved, "n_agents", "family", "x", truth_holders=th)
+
+
+def test_same_curve_reports_a_gap_as_a_bug():
+    long = pd.DataFrame(_curve("S", [(2, 10), (3, 12), (5, 9)]) + _curve("D", [(2, 10), (3, 12), (5, 14)]))
+    assert "identical, as they must be" in N.same_curve(long, "S", "D", "n_agents", 3)
+    long.loc[1, "accuracy"] = 13
+    assert "differ by at most 1.0 points there (NOT identical" in N.same_curve(long, "S", "D", "n_agents", 3)
+
+
+def test_aggregators_call_a_synthetic_win_a_property_of_the_population():
+    long = _long([("ref", "Average", 26, 2), ("SP", "Average", 49, 2), ("BTS", "Average", 53, 2), ("k1", "Average", 19, 2)])
+    tests = _tests([("SP", "Average", "ref", 23, 0.001), ("BTS", "Average", "ref", 27, 0.001), ("k1", "Average", "ref", -7, 0.01)])
+    text = N.aggregators(long, tests, "ref", "SYNTHETIC population")
+    assert text.index("BTS 53.0%") < text.index("SP 49.0%") < text.index("k1 19.0%")
+    assert "BTS and SP beat the paper's rule here, but this is a property of the synthetic population" in text
+    real = N.aggregators(long, tests, "ref", "model: m")
+    assert "property of the synthetic" not in real and "with model: m" in real
+    assert "No aggregator beats ref" in N.aggregators(long, tests.assign(p_value=0.5), "ref", "model: m")
+
+
+def test_rounds_and_control():
+    long = _long([("T2", "Average", 20, 2), ("T3", "Average", 30, 2), ("T5", "Average", 29, 2), ("D", "Average", 10, 1),
+                  ("Dc", "Average", 15, 1)])
+    text = N.rounds(long, ["T2", "T3", "T5"], paper_best="T3")
+    assert "the highest is T3, but its interval overlaps that of T5, so" in text and "T2," not in text
+    assert "Of T3's +20.0 points over D, +5.0 come with the agents alone" in N.control(long, "T3", "Dc", "D")
+    zero = _long([("T2", "Average", 0, 0), ("T3", "Average", 0, 0)])
+    assert "T2 and T3 tie for the highest." in N.rounds(zero, ["T2", "T3"])
+
+
+def test_join_says_the_caveat_once():
+    long = _long([("A", "Average", 40, 5)])
+    text = N.join("SYNTHETIC", N.ranking(long, "SYNTHETIC"), N.ranking(long, "SYNTHETIC"))
+    assert text.count(N.caveat("SYNTHETIC")) == 1 and text.endswith(N.caveat("SYNTHETIC"))
+
+
+def test_leaders_names_the_top_method_per_column():
+    long = _long([("A", "medqa", 30, 2), ("B", "medqa", 40, 2), ("A", "bbh", 50, 2), ("B", "bbh", 20, 2),
+                  ("A", "Average", 40, 1), ("B", "Average", 30, 1)])
+    text = N.leaders(long, ["A", "B"])
+    assert "MedQA: B 40.0%" in text and "BBH: A 50.0%" in text and "Average" not in text
+    assert N.leaders(long[long.method == "A"], ["A", "B"]) == "A is the highest of them in every benchmark column."
+
+
+def test_models_one_clause_per_model_and_a_stand_in_warning():
+    t = _tests([("T", "Average", "M", 4.0, 0.01), ("T", "x", "M", 9.0, 0.01)])
+    text = N.models([("table4", t, "SYNTHETIC stand-in for D (no LLM)"), ("table5", t.iloc[0:0], "model: L")], "T")
+    assert "table4 [SYNTHETIC stand-in for D (no LLM)]: +4.0 points [+1.0, +7.0] over M (p = 0.01, significant)" in text
+    assert "table5 [model: L]: no paired comparison" in text and "test the code path" in text
+    assert "stand-in" not in N.models([("t", t, "model: L")], "T")
+
+
+def test_gains_agrees_in_number():
+    one = _tests([("A", "Average", "V", 1.0, 0.5)])
+    assert "0 of 1 is significantly better" in N.gains(one, "x")
+    three = _tests([(m, "Average", "V", 1.0, 0.5) for m in "ABC"])
+    assert "0 of 3 are significantly better" in N.gains(three, "x")
