@@ -77,11 +77,10 @@ def _round_answers(entries: list, labels: list, keys: np.ndarray, acemad: bool, 
     if not valid.any():
         return None, None
     if acemad:  # the weights after this round, as the final decision uses them after the last round
-        w = np.array([e.get("weight", 0.0) for e in entries], dtype=float) * valid
-        agg = B.weighted_scores(P, w, exponent)
+        w = np.array([e.get("weight", 0.0) for e in entries], dtype=float)
     else:  # uniform weights over the agents whose commitment parsed (the engine's mean_belief aggregator)
-        agg = B.weighted_scores(P, valid.astype(float), 1.0)
-    weighted = int(B.argmax_tiebreak(agg, keys)[0])
+        w, exponent = np.ones(len(entries)), 1.0
+    weighted = int(B.weighted_decision(P, w, valid, exponent, keys)[0])
     return (labels[plur] if plur >= 0 else None), labels[weighted]
 
 
