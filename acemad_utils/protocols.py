@@ -38,7 +38,7 @@ import numpy as np
 
 from . import beliefs as B
 from .config import DebateConfig
-from .schema import Agent, Message, Population, Question, Step, Turn
+from .schema import Agent, Message, Population, Question, Step, Turn, add_usage, zero_usage
 
 SCHEMA_VERSION = 1
 
@@ -110,10 +110,9 @@ def ring(i: int, n: int) -> set:
 
 
 def _usage_sum(steps) -> dict:
-    tot = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0}
+    tot = zero_usage()
     for s in steps:
-        for k, v in s.usage.items():
-            tot[k] = tot.get(k, 0) + v
+        add_usage(tot, s.usage)
     return tot
 
 
