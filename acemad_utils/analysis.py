@@ -5,12 +5,15 @@
     meta, recs = load_run("theory_phase")
     arr = A.stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
     A.rescore(arr, eta=4.0, rounds=3)             # final answers as if eta=4 and T=3
+    A.decisions(arr, eta=4.0)                     # (B, T): the final answer of every T <= the run's, at once
     A.weighted_truth(arr, eta=2.0)                # p_w^(t)(y*) per question and round
     A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
     A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
 
 Truncating to `rounds` is exact for every population whose agents do not know T in advance (both the
 synthetic population and the paper's prompts): the first t rounds of a T-round debate are a t-round debate.
+Every AceMAD answer here is the engine's own decision function (`beliefs.weighted_decision`) on the stored
+commitments, with the weights after round t sliced from the run's full weight history.
 """
 from __future__ import annotations
 
@@ -67,19 +70,31 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
 
 def weights(arr: Stacked, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
     """Weights after each round, (B, T, N)."""
-    S = B.round_scores(arr.P, arr.Q, weighting, rule, arr.valid)
-    return B.mwu_weights(S, eta)
+    return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule, weighting)[1]
+
+
+def decisions(arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier",
+              weighting: str = "peer_prediction") -> np.ndarray:
+    """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
+    settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
+    applied to the full weight history, sliced per round: W after round t depends on rounds 1..t only.
+    `eta` may be a sequence: then (len(eta), B, T), with the scores (which do not depend on eta) computed once."""
+    S = B.round_scores(arr.P, arr.Q, weighting, rule, arr.valid)  # what beliefs.acemad_weights does, once
+    out = [_decide(arr, B.mwu_weights(S, e), exponent, slice(None)) for e in np.atleast_1d(eta)]
+    return out[0] if np.ndim(eta) == 0 else np.stack(out)
+
+
+def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
+    """beliefs.weighted_decision at round(s) `t` (an index or a slice of the T axis) of weights W (B, T, N)."""
+    keys, mask = (arr.keys, arr.option_mask) if isinstance(t, int) else (arr.keys[:, None], arr.option_mask[:, None])
+    return B.weighted_decision(arr.P[:, t], W[:, t], arr.valid[:, t], exponent, keys, mask)[0]
 
 
 def rescore(arr: Stacked, eta: float = 2.0, rounds: int | None = None, exponent: float = 2.0,
             rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
-    """AceMAD's final answers (B,) for another eta / T / exponent / rule / weighting."""
-    t = rounds or arr.P.shape[1]
-    W = weights(Stacked(arr.P[:, :t], arr.Q[:, :t], arr.valid[:, :t], arr.option_mask, arr.truth, arr.keys,
-                        arr.personas, arr.question_ids), eta, rule, weighting)
-    w = W[:, -1] * arr.valid[:, t - 1]
-    agg = np.where(arr.option_mask, B.weighted_scores(arr.P[:, t - 1], w, exponent), -np.inf)
-    return B.argmax_tiebreak(agg, arr.keys)[0]
+    """AceMAD's final answers (B,) for another eta / T / exponent / rule / weighting (-1: nobody parsed)."""
+    t = (rounds or arr.P.shape[1]) - 1
+    return _decide(arr, weights(arr, eta, rule, weighting), exponent, t)
 
 
 def initial_plurality(arr: Stacked) -> np.ndarray:
@@ -131,11 +146,10 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
     arr = stack(recs, seed)
     P, Qp, valid = arr.P[:, -1], arr.Q[:, -1], arr.valid[:, -1]
     v = B.votes(P, valid)
-    W = weights(arr, eta)[:, -1] * valid
-    masked = lambda s: np.where(arr.option_mask, s, -np.inf)
+    W = weights(arr, eta)
     answers = {
-        AGGREGATORS[0]: B.argmax_tiebreak(masked(B.weighted_scores(P, W, 2.0)), arr.keys)[0],
-        AGGREGATORS[1]: B.argmax_tiebreak(masked(B.weighted_scores(P, W, 1.0)), arr.keys)[0],
+        AGGREGATORS[0]: _decide(arr, W, 2.0, -1),
+        AGGREGATORS[1]: _decide(arr, W, 1.0, -1),
         AGGREGATORS[2]: B.plurality(v, P.shape[-1], arr.keys),
         AGGREGATORS[3]: B.surprisingly_popular(v, Qp, arr.keys, arr.option_mask),
         AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),

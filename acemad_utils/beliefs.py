@@ -233,6 +233,34 @@ def weighted_answer(P, w, exponent: float = 2.0, keys=None) -> np.ndarray:
     return argmax_tiebreak(weighted_scores(P, w, exponent), keys)[0]
 
 
+# ----------------------------------------------------------------------------- AceMAD's decision
+def acemad_weights(P, Q=None, valid=None, eta: float = 2.0, rule: str = "brier",
+                   weighting: str = "peer_prediction") -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1's per-round scores S and weights W, both (..., T, N), for commitments P, Q of (..., T, N, K).
+
+    W[..., t-1, :] are the weights after round t and depend on rounds 1..t only: the weights of a t-round debate
+    are a slice of a longer debate's, so re-scoring at T = t slices W instead of recomputing it."""
+    S = round_scores(P, Q, weighting, rule, valid)
+    return S, mwu_weights(S, eta)
+
+
+def weighted_decision(P, w, valid, exponent: float = 2.0, keys=None, option_mask=None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The decision of a round: argmax_y sum_i (w_i [valid_i])^exponent p_i(y), shape P.shape[:-2].
+
+    P (..., N, K), w and valid (..., N): an agent whose commitment did not parse carries no belief, and a round
+    where no commitment parsed has no answer (-1). Ties go to the largest key; `option_mask` (..., K) marks real
+    options (padded ones never win). Returns (answer, tied). With w the MWU weights after the last round this is
+    AceMAD's final answer (the engine and every re-scoring call it); with w = 1 and exponent 1 it is the mean
+    belief of the agents that parsed."""
+    valid = np.asarray(valid, dtype=bool)
+    agg = weighted_scores(P, np.asarray(w, dtype=float) * valid, exponent)
+    if option_mask is not None:
+        agg = np.where(option_mask, agg, -np.inf)
+    ans, tied = argmax_tiebreak(agg, keys)
+    return np.where(valid.any(axis=-1), ans, -1), tied
+
+
 def votes(P, valid=None) -> np.ndarray:
     """Each agent's answer (argmax of its belief); -1 where `valid` is False (e.g. a parse failure)."""
     P = np.asarray(P, dtype=float)

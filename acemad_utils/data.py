@@ -25,28 +25,8 @@ Where the data comes from, first match wins:
    lucasmccabe/logiqa test, GBaker/MedQA-USMLE-4-options test, TIGER-Lab/MMLU-Pro test (law rows).
 3. otherwise a DataError saying how to get the data.
 
-Every loader checks its item count against the published size and raises `DataError` naming the file,
-the line (or item, for JSON-array files) and the problem for a malformed record. `limit` keeps the first N
-after the whole file has been loaded and checked. Also caught, with file and line: a file cut short (a JSONL
-whose last line stops mid-record, a JSON file that ends before its closing bracket: "the file ends in the
-middle of ..."; a record cut at a line boundary fails the item count), bytes that are not UTF-8, a line
-that is JSON but not an object, an answer that is not one of the item's options, and a question id that
-repeats an earlier one (named with both places). LogiQA's plain-text format cannot tell a last option
-line cut mid-word from a short option; everything else about a cut LogiQA file fails its structure or count.
-
-Choices made here (all deterministic, no RNG state, no Python `hash()`):
-- TruthfulQA: upstream lists the correct MC1 answer first, so the choices are ordered by
-  sha256(TRUTHFULQA_SALT | question | choice text) and then labelled A, B, C, ...; the order depends only
-  on the text, so it is the same on every run and machine and does not give the answer away.
-- ARC: 22 test items use labels "1".."4"; they are mapped to letters by value (1->A, 2->B, ...) through the
-  label field (never by position) so every benchmark uses letter labels; the originals are kept in
-  metadata["original_labels"].
-- BBH: MC tasks' options are parsed from the "Options:\\n(A) ..." block and removed from the question text;
-  binary tasks get two options, A/B = Yes/No (web_of_lies, causal_judgement) or valid/invalid
-  (formal_fallacies).
-- LogiQA: options are read by line position (the answer letter refers to it); a leading "A." / "C." / "A?"
-  prefix (any letter A-D, since some items swap letters) or "A " (own letter only) is stripped, never more.
-  Items whose letter is embedded mid-line (e.g. item 524, "City A.B") are kept verbatim.
+Records become Questions in `data_records` (one mapper per benchmark, and the choices made there, e.g.
+TruthfulQA's option order); files are read and checked in `data_files` (every error names the file and line).
 """
 from __future__ import annotations
 
@@ -55,28 +35,18 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from .data_files import DataError, build, json_file, json_items, jsonl_rows, logiqa_rows, need
+from .data_records import BBH_TASKS, map_arc, map_bbh, map_logiqa, map_medqa, map_mmlu_pro, map_truthfulqa
 from .schema import Question
 
 ENV_VAR = "ACEMAD_DATA_DIR"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_PATH = REPO_ROOT / "data" / "demo" / "demo.jsonl"
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-TRUTHFULQA_SALT = "acemad/truthfulqa-mc1/v1"  # changing it reshuffles every TruthfulQA item: don't.
-
-#: The logic-related multiple-choice BBH tasks (the paper's "logic" subset); 7 lettered MC, 3 binary.
-BBH_TASKS = (
-    "logical_deduction_three_objects", "logical_deduction_five_objects", "logical_deduction_seven_objects",
-    "tracking_shuffled_objects_three_objects", "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects", "date_understanding",
-    "web_of_lies", "formal_fallacies", "causal_judgement",
-)
-BBH_BINARY = {"web_of_lies": ("Yes", "No"), "causal_judgement": ("Yes", "No"), "formal_fallacies": ("valid", "invalid")}
 
 #: Published sizes; a mismatch means a wrong or damaged file, never something to ignore.
 PUBLISHED_SIZES = {
@@ -89,260 +59,6 @@ NO_DATA_HELP = (
     "`acemad_utils.data` (e.g. <dir>/truthfulqa/data/v0/mc_task.json), or `pip install datasets` and be online "
     "to read the Hugging Face hub; `load_demo()` works without either"
 )
-
-
-class DataError(ValueError):
-    """A benchmark file is missing, malformed or has the wrong number of items."""
-
-
-# ---------------------------------------------------------------- record -> Question (shared by local and hub)
-def _text(rec: Mapping[str, Any], key: str) -> str:
-    v = rec[key]
-    if not isinstance(v, str) or not v.strip():
-        raise ValueError(f"field {key!r} must be a non-empty string, got {v!r:.60}")
-    return v
-
-
-def _question(qid: str, bench: str, text: str, options: Mapping[str, Any], answer: str, meta: dict) -> Question:
-    for label, opt in options.items():
-        if not isinstance(opt, str) or not opt.strip():
-            raise ValueError(f"option {label!r} must be a non-empty string, got {opt!r:.60}")
-    return Question(qid, bench, text.strip(), {k: v.strip() for k, v in options.items()}, answer, meta)
-
-
-def _sha(s: str) -> str:
-    return hashlib.sha256(s.encode("utf-8")).hexdigest()
-
-
-def map_truthfulqa(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape mc1_targets={"choices": [...], "labels": [0/1...]} or upstream shape {choice text: 0/1}."""
-    q, t = _text(rec, "question"), rec["mc1_targets"]
-    choices, labels = (list(t["choices"]), list(t["labels"])) if "choices" in t else (list(t), list(t.values()))
-    if len(choices) != len(labels) or labels.count(1) != 1 or set(labels) - {0, 1}:
-        raise ValueError(f"mc1_targets must hold exactly one choice labelled 1 (labels {labels})")
-    if len(choices) > len(LETTERS):
-        raise ValueError(f"{len(choices)} choices is more than {len(LETTERS)} letters")
-    order = sorted(range(len(choices)), key=lambda j: (_sha(f"{TRUTHFULQA_SALT}\x1f{q}\x1f{choices[j]}"), j))
-    options = {LETTERS[k]: choices[j] for k, j in enumerate(order)}
-    answer = LETTERS[order.index(labels.index(1))]
-    return _question(f"truthfulqa/{index:04d}", "truthfulqa", q, options, answer, {"upstream_index": index})
-
-
-def _arc_letter(label: Any) -> str:
-    s = str(label).strip()
-    if len(s) == 1 and s in LETTERS:
-        return s
-    if s.isdigit() and 1 <= int(s) <= len(LETTERS):
-        return LETTERS[int(s) - 1]
-    raise ValueError(f"choice label {label!r} is neither a letter nor a number 1-{len(LETTERS)}")
-
-
-def map_arc(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape question=str, choices={"text": [...], "label": [...]}; upstream question={"stem", "choices": [{text, label}]}."""
-    if isinstance(rec["question"], Mapping):
-        stem, ch = _text(rec["question"], "stem"), rec["question"]["choices"]
-        texts, labels = [c["text"] for c in ch], [c["label"] for c in ch]
-    else:
-        stem, texts, labels = _text(rec, "question"), list(rec["choices"]["text"]), list(rec["choices"]["label"])
-    letters = [_arc_letter(x) for x in labels]
-    if len(set(letters)) != len(letters) or len(texts) != len(letters):
-        raise ValueError(f"duplicate or unmatched choice labels {labels}")
-    meta = {} if letters == labels else {"original_labels": [str(x) for x in labels]}
-    return _question(_text(rec, "id"), "arc_challenge", stem, dict(zip(letters, texts)), _arc_letter(rec["answerKey"]), meta)
-
-
-_BBH_OPTION = re.compile(r"\(([A-Z])\)\s*(.*)")
-
-
-def map_bbh(rec: Mapping[str, Any], index: int, task: str) -> Question:
-    """BBH example {"input", "target"} (same fields upstream and on lukaemon/bbh)."""
-    text, target = _text(rec, "input"), _text(rec, "target").strip()
-    stem, sep, block = text.rpartition("\nOptions:\n")
-    lines = [x.strip() for x in block.split("\n") if x.strip()] if sep else []
-    if task in BBH_BINARY:
-        choices = BBH_BINARY[task]
-        listed = tuple(x.lstrip("- ").strip() for x in lines)
-        if sep and listed != choices:  # formal_fallacies/causal_judgement inline "- valid\n- invalid"
-            raise ValueError(f"options block {listed} differs from the expected {choices}")
-        if target not in choices:
-            raise ValueError(f"target {target!r} is not one of {choices}")
-        options, answer = dict(zip("AB", choices)), "AB"[choices.index(target)]
-        stem = stem if sep else text
-    else:
-        if not sep:
-            raise ValueError("no '\\nOptions:\\n' block in input")
-        options = {}
-        for line in lines:
-            m = _BBH_OPTION.fullmatch(line)
-            if not m or m.group(1) != LETTERS[len(options)]:
-                raise ValueError(f"unexpected option line {line!r} (want '({LETTERS[len(options)]}) ...')")
-            options[m.group(1)] = m.group(2)
-        m = re.fullmatch(r"\(([A-Z])\)", target)
-        if not m:
-            raise ValueError(f"target {target!r} is not of the form '(X)'")
-        answer = m.group(1)
-    return _question(f"bbh/{task}/{index:03d}", "bbh", stem, options, answer, {"task": task})
-
-
-def strip_logiqa_prefix(text: str, slot: int) -> str:
-    """Drop one option prefix: "A." "C." "A?" (any of A-D: some items swap letters) or "A " (own letter only)."""
-    m = re.match(r"[A-D][.?]\s*", text) or re.match(rf"{LETTERS[slot]}\s+", text)
-    return text[m.end():] if m and text[m.end():].strip() else text
-
-
-def _choice_index(v: Any, n: int) -> int:
-    """0-based int, digit string, or letter a-d/A-D -> index (hub stores an int, the raw file a letter)."""
-    s = str(v).strip()
-    i = int(s) if s.isdigit() and not isinstance(v, bool) else LETTERS.find(s.upper()) if len(s) == 1 else -1
-    if not 0 <= i < n:
-        raise ValueError(f"answer {v!r} is not an option index 0-{n - 1} or letter a-{LETTERS[n - 1].lower()}")
-    return i
-
-
-def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape {"context", "query", "options": [4 str], "correct_option"}; the local reader builds the same."""
-    opts = list(rec["options"])
-    if len(opts) != 4:
-        raise ValueError(f"expected 4 options, got {len(opts)}")
-    options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
-    text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
-    return _question(f"logiqa/{index:03d}", "logiqa", text, options, LETTERS[_choice_index(rec["correct_option"], 4)], {})
-
-
-def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
-    """{"question", "options": {"A": ...}, "answer_idx", "answer", "meta_info"} (upstream file = hub dataset)."""
-    options, ans = dict(rec["options"]), str(rec["answer_idx"]).strip()
-    if ans not in options:
-        raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
-    if "answer" in rec and options.get(ans) != rec["answer"]:
-        raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
-    return _question(f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, ans, {"meta_info": rec.get("meta_info")})
-
-
-def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
-    """{"question_id", "question", "options": [3-10 str], "answer": letter, "answer_index", "category", "src"}."""
-    opts, ans = list(rec["options"]), str(rec["answer"]).strip()
-    if rec.get("category", "law") != "law":
-        raise ValueError(f"category is {rec['category']!r}, expected 'law'")
-    if not 2 <= len(opts) <= 10:
-        raise ValueError(f"expected 2-10 options, got {len(opts)}")
-    if "answer_index" in rec:
-        i = rec["answer_index"]
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(opts):
-            raise ValueError(f"answer_index {i!r} is not an option index 0-{len(opts) - 1}")
-        if LETTERS[i] != ans:
-            raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
-    meta = {"question_id": rec["question_id"], "src": rec.get("src")}
-    return _question(f"mmlu_pro/{rec['question_id']}", "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), ans, meta)
-
-
-# ---------------------------------------------------------------- reading files
-def _build(source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, int], Question],
-           expected: int | None) -> list[Question]:
-    """Map (where, record) rows to Questions, turning any problem into a DataError that says where it is."""
-    out = []
-    first: dict[str, str] = {}  # question id -> where it was first seen
-    for i, (where, rec) in enumerate(rows):
-        if not isinstance(rec, Mapping):
-            raise DataError(f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
-                            f"{json.dumps(rec, default=str)[:60]}")
-        try:
-            q = mapper(rec, i)
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
-            why = f"missing field {e.args[0]!r}" if isinstance(e, KeyError) else str(e)
-            raise DataError(f"{source}, {where}: {why}") from e
-        if q.id in first:
-            raise DataError(f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
-                            "be unique (transcripts are keyed by them)")
-        first[q.id] = where
-        out.append(q)
-    if expected is not None and len(out) != expected:
-        raise DataError(f"{source}: expected {expected} items (the published size), found {len(out)}")
-    return out
-
-
-def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
-    """Decode, or say where the first byte that is not UTF-8 is."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = line_no or raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise DataError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
-                        "the file is damaged or in another encoding") from None
-
-
-_CUT = "; the file ends in the middle of this record (cut short? download it again)"
-
-
-_LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
-
-
-def _at_end(e: json.JSONDecodeError, text: str) -> bool:
-    """Did the parser run out of text (rather than meet a wrong character)? True when nothing but the start
-    of a number or of true/false/null follows the error, or a string never found its closing quote."""
-    return bool(_LITERAL_START.fullmatch(text[e.pos:].strip())) or e.msg.startswith("Unterminated string")
-
-
-def _jsonl(path: Path) -> list[tuple[str, Any]]:
-    rows = []
-    lines = path.read_bytes().split(b"\n")
-    last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
-    for n, raw in enumerate(lines, 1):
-        line = _utf8(path, raw, n)
-        if line.strip():
-            try:
-                rows.append((f"line {n}", json.loads(line)))
-            except json.JSONDecodeError as e:
-                # the last line of a file without its final newline that stops before its record does: cut short
-                cut = n == last == len(lines) and _at_end(e, line)
-                raise DataError(f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno}){_CUT if cut else ''}"
-                                ) from None
-    return rows
-
-
-def _json(path: Path) -> Any:
-    text = _utf8(path, path.read_bytes())
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        cut = _CUT.replace("this record", "the JSON") if _at_end(e, text) else ""
-        raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg}){cut}") from None
-
-
-def _items(path: Path, obj: Any, key: str | None = None) -> list[tuple[str, Any]]:
-    """Rows of a JSON-array file; positions are item numbers (0-based) because the file has no record lines."""
-    items = obj.get(key) if key and isinstance(obj, dict) else obj
-    if not isinstance(items, list):
-        raise DataError(f"{path}: expected a JSON list{f' under {key!r}' if key else ''}")
-    return [(f"item {i}", r) for i, r in enumerate(items)]
-
-
-def _logiqa_rows(path: Path) -> list[tuple[str, Any]]:
-    lines = [x.rstrip("\r") for x in _utf8(path, path.read_bytes()).split("\n")]
-    if len(lines) % 8 == 1 and lines[-1] == "":
-        lines.pop()  # a final newline
-    if len(lines) % 8:
-        raise DataError(f"{path}: {len(lines)} lines is not a multiple of 8 (blank, answer, context, question, "
-                        f"4 options); the last item, from line {len(lines) // 8 * 8 + 1}, is incomplete")
-    rows = []
-    for i in range(0, len(lines), 8):
-        blank, ans, context, query, *opts = lines[i:i + 8]
-        if blank.strip():
-            raise DataError(f"{path}, line {i + 1}: expected the blank line that starts an item, got {blank:.60!r}")
-        if ans.strip() not in ("a", "b", "c", "d"):
-            raise DataError(f"{path}, line {i + 2}: answer {ans!r} is not one of a, b, c, d")
-        rows.append((f"item {i // 8} (lines {i + 1}-{i + 8})",
-                     {"context": context, "query": query, "options": opts, "correct_option": ans.strip()}))
-    return rows
-
-
-def _need(root: Path, rel: str) -> Path:
-    path = root / rel
-    if not path.is_file():
-        raise DataError(f"{path} not found: the data directory must follow the layout in `acemad_utils.data` "
-                        f"(expected <dir>/{rel})")
-    return path
 
 
 def _hub_available() -> bool:
@@ -361,49 +77,49 @@ def _rows(root: Path | None, rel: str, read: Callable[[Path], list], hub: tuple)
     """(source name for messages, rows) from <root>/<rel>, or from the hub dataset `hub` when root is None."""
     if root is None:
         return "hf:" + "/".join(x for x in hub[:2] if x), _hub_rows(*hub)
-    path = _need(root, rel)
+    path = need(root, rel)
     return path, read(path)
 
 
 def _load_truthfulqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "truthfulqa/data/v0/mc_task.json", lambda p: _items(p, _json(p)),
+    src, rows = _rows(root, "truthfulqa/data/v0/mc_task.json", lambda p: json_items(p, json_file(p)),
                       ("truthful_qa", "multiple_choice", "validation"))
-    return _build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
+    return build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
 
 
 def _load_arc(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", _jsonl,
+    src, rows = _rows(root, "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", jsonl_rows,
                       ("allenai/ai2_arc", "ARC-Challenge", "test"))
-    return _build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
+    return build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
 
 
 def _load_bbh(root: Path | None) -> list[Question]:
     out = []
     for task in BBH_TASKS:  # one file / hub config per task, each with its own count check
-        src, rows = _rows(root, f"bbh/bbh/{task}.json", lambda p: _items(p, _json(p), "examples"),
+        src, rows = _rows(root, f"bbh/bbh/{task}.json", lambda p: json_items(p, json_file(p), "examples"),
                           ("lukaemon/bbh", task, "test"))
-        out += _build(src, rows, lambda rec, i, task=task: map_bbh(rec, i, task), PUBLISHED_SIZES[f"bbh/{task}"])
+        out += build(src, rows, lambda rec, i, task=task: map_bbh(rec, i, task), PUBLISHED_SIZES[f"bbh/{task}"])
     return out
 
 
 def _load_logiqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "logiqa/Test.txt", _logiqa_rows, ("lucasmccabe/logiqa", None, "test"))
-    return _build(src, rows, map_logiqa, PUBLISHED_SIZES["logiqa"])
+    src, rows = _rows(root, "logiqa/Test.txt", logiqa_rows, ("lucasmccabe/logiqa", None, "test"))
+    return build(src, rows, map_logiqa, PUBLISHED_SIZES["logiqa"])
 
 
 def _load_medqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "medqa/phrases_no_exclude_test.jsonl", _jsonl,
+    src, rows = _rows(root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows,
                       ("GBaker/MedQA-USMLE-4-options", None, "test"))
-    return _build(src, rows, map_medqa, PUBLISHED_SIZES["medqa"])
+    return build(src, rows, map_medqa, PUBLISHED_SIZES["medqa"])
 
 
 def _load_mmlu_pro(root: Path | None) -> list[Question]:
     law_only = root is not None and (root / "mmlu_pro/law_test.jsonl").is_file()
     rel = "mmlu_pro/law_test.jsonl" if law_only else "mmlu_pro/test.jsonl"
-    src, rows = _rows(root, rel, _jsonl, ("TIGER-Lab/MMLU-Pro", None, "test"))
+    src, rows = _rows(root, rel, jsonl_rows, ("TIGER-Lab/MMLU-Pro", None, "test"))
     if not law_only:  # the full test split holds all 14 categories; non-dict rows go on to fail in the mapper
         rows = [(w, r) for w, r in rows if not isinstance(r, dict) or r.get("category") == "law"]
-    return _build(src, rows, map_mmlu_pro, PUBLISHED_SIZES["mmlu_pro"])
+    return build(src, rows, map_mmlu_pro, PUBLISHED_SIZES["mmlu_pro"])
 
 
 LOADERS: dict[str, Callable[[Path | None], list[Question]]] = {
@@ -459,7 +175,7 @@ def _map_demo(rec: Mapping[str, Any], index: int) -> Question:
 def load_demo(path: str | os.PathLike | None = None) -> list[Question]:
     """The project's own misconception questions (data/demo/demo.jsonl); no benchmark data needed."""
     path = Path(path) if path is not None else DEMO_PATH
-    return _build(path, _jsonl(path), _map_demo, None)
+    return build(path, jsonl_rows(path), _map_demo, None)
 
 
 def _canonical(q: Question) -> dict:

@@ -38,7 +38,7 @@ import numpy as np
 
 from . import beliefs as B
 from .config import DebateConfig
-from .schema import Agent, Message, Population, Question, Step, Turn
+from .schema import Agent, Message, Population, Question, Step, Turn, add_usage, zero_usage
 
 SCHEMA_VERSION = 1
 
@@ -110,10 +110,9 @@ def ring(i: int, n: int) -> set:
 
 
 def _usage_sum(steps) -> dict:
-    tot = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0}
+    tot = zero_usage()
     for s in steps:
-        for k, v in s.usage.items():
-            tot[k] = tot.get(k, 0) + v
+        add_usage(tot, s.usage)
     return tot
 
 
@@ -281,10 +280,10 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
     rounds = [[_entry(s, i, specs[i]) for i, s in enumerate(r)] for r in steps_by_round]
     if cfg.method == "acemad":
         Qp = np.stack([[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round])
-        S = B.round_scores(P, Qp, cfg.weighting, cfg.scoring_rule, valid)
-        W = B.mwu_weights(S, cfg.eta)
-        w_final = W[-1] * valid[-1]  # a failed final commitment carries no belief into the decision
-        agg = B.weighted_scores(P[-1], w_final, cfg.weight_exponent)
+        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, cfg.scoring_rule, cfg.weighting)
+        # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
+        ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys)
+        decision = _decision(q, int(ans), tied)
         for t, r in enumerate(rounds):
             for i, e in enumerate(r):
                 e["score"], e["weight"] = float(S[t, i]), float(W[t, i])
@@ -297,12 +296,10 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
         for rule, a in aggs.items():
             i, t = B.argmax_tiebreak(a, keys)
             rec["decisions"][rule] = _decision(q, int(i) if valid[-1].any() else -1, t)
-        agg = aggs.get(cfg.mad_aggregator, aggs["mean_belief"])
-    ans, tied = B.argmax_tiebreak(agg, keys)
-    ans = int(ans) if valid[-1].any() else -1
+        decision = rec["decisions"].get(cfg.mad_aggregator, rec["decisions"]["mean_belief"])
     held = (B.votes(P, valid) == q.answer_index).any()
     rec["rounds"] = rounds
-    rec["final"] = dict(_decision(q, ans, tied), oracle_any_agent_correct=bool(held))
+    rec["final"] = dict(decision, oracle_any_agent_correct=bool(held))
     rec["usage"] = _usage_sum([s for r in steps_by_round for s in r])
     return rec
 

@@ -19,6 +19,21 @@ Persona = Literal["Generalist", "Skeptic", "Assistant"]
 Thinking = Literal["fast", "slow"]
 Role = Literal["debater", "moderator", "solo"]
 
+#: The usage counters every Step carries (an LLM agent adds more, e.g. network_calls, repairs, parse_failures).
+USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
+
+
+def zero_usage() -> dict:
+    """A fresh usage dict: every key of USAGE_KEYS at 0, in that order (transcripts keep it)."""
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
+def add_usage(total: dict, usage: Mapping[str, int]) -> dict:
+    """Add the counters of `usage` into `total` (keys missing from total start at 0); returns total."""
+    for k, v in usage.items():
+        total[k] = total.get(k, 0) + v
+    return total
+
 
 @dataclass(frozen=True)
 class Question:
@@ -136,7 +151,7 @@ class Step:
     p: np.ndarray
     q: Optional[np.ndarray] = None
     parse_failure: bool = False
-    usage: dict = field(default_factory=lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0})
+    usage: dict = field(default_factory=zero_usage)
     info: dict = field(default_factory=dict)
 
 

@@ -43,7 +43,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .schema import Agent, AgentSpec, Population, Question, Step, Turn
+from .schema import Agent, AgentSpec, Population, Question, Step, Turn, zero_usage
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,7 @@ class SimAgent(Agent):
         top = int(np.argmax(p))
         key = "moderator" if self.role == "moderator" else self.spec.persona
         text = _TEMPLATES[key].format(label=self.q.labels[top], text=self.q.options[self.q.labels[top]], pct=round(100 * p[top]))
-        usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0}
-        return Step(message=text, p=p, q=q, usage=usage, info={"stance": p})
+        return Step(message=text, p=p, q=q, usage=zero_usage(), info={"stance": p})
 
 
 class SimPopulation(Population):

@@ -157,11 +157,13 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
         for n in PHASE_N:
             arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
             wrong = A.initial_plurality(arr) != arr.truth
-            for t, eta in itertools.product(range(1, PHASE_T_MAX + 1), etas):
-                flips = (A.rescore(arr, eta=eta, rounds=t) == arr.truth)[wrong]
-                m, lo, hi = bootstrap_ci(flips.astype(float))
-                rows.append({"crowd_calibration": cal, "N": n, "T": t, "eta": eta, "p_flip": m, "lo": lo, "hi": hi,
-                             "n_wrong_majority": int(wrong.sum())})
+            right = A.decisions(arr, eta=list(etas)) == arr.truth[:, None]  # (eta, B, T): every eta and T at once
+            grid = list(itertools.product(range(1, PHASE_T_MAX + 1), range(len(etas))))
+            # One bootstrap for every (T, eta) column: the same resampled questions as one call per column.
+            m, lo, hi = bootstrap_ci(np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float))
+            for j, (t, e) in enumerate(grid):
+                rows.append({"crowd_calibration": cal, "N": n, "T": t, "eta": etas[e], "p_flip": m[j], "lo": lo[j],
+                             "hi": hi[j], "n_wrong_majority": int(wrong.sum())})
     return pd.DataFrame(rows)
 
 

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, FakeServer, busy_processes, local_gguf, machine_line,  # noqa: E402
                      prompt_tokens)
 
-from acemad_utils.agents import LLMPopulation, PERSONAS, argue_prompt, commit_prompt  # noqa: E402
+from acemad_utils.agents import LLMPopulation  # noqa: E402
+from acemad_utils.prompts import PERSONAS, argue_prompt, commit_prompt  # noqa: E402
 from acemad_utils.config import HISTORIES, DebateConfig  # noqa: E402
 from acemad_utils.data import load_demo  # noqa: E402
 from acemad_utils.protocols import run_question  # noqa: E402

@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from acemad_utils.agents import (LLMAgent, LLMPopulation, PERSONAS, argue_prompt, commit_prompt, commit_schema,
-                                 json_shape, parse_commit)
+from acemad_utils.agents import LLMAgent, LLMPopulation
+from acemad_utils.commit import commit_schema, parse_commit
+from acemad_utils.prompts import PERSONAS, argue_prompt, commit_prompt, json_shape
 from acemad_utils.llm import LLMClient
 from acemad_utils.runner import _identity
 from acemad_utils.schema import AgentSpec, Message, Question, Turn
@@ -222,7 +223,24 @@ def test_single_call_mode_makes_one_call_per_agent_round():
 
 
 def test_single_call_placeholder_argument_counts_as_missing():
-    from acemad_utils.agents import ARGUMENT_PLACEHOLDER, argument_of
+    from acemad_utils.commit import argument_of
+    from acemad_utils.prompts import ARGUMENT_PLACEHOLDER
 
     assert argument_of('{"argument": "%s", "self_prob": {"A": 1}}' % ARGUMENT_PLACEHOLDER) == ""
     assert argument_of('{"argument": "Because B.", "self_prob": {"A": 1}}') == "Because B."
+
+
+def test_single_call_reply_is_parsed_once(monkeypatch):
+    # The argument comes from the same parse as the commitment: one scan of the reply for JSON objects.
+    from acemad_utils import commit
+
+    calls = []
+    real = commit._objects
+    monkeypatch.setattr(commit, "_objects", lambda text: calls.append(text) or real(text))
+    reply = json.dumps({"argument": "Blue, by Rayleigh scattering.", "self_prob": {"A": 0.1, "B": 0.8, "C": 0.1},
+                        "peer_prediction": {"A": 0.5, "B": 0.4, "C": 0.1}})
+    with FakeOpenAI(default=reply) as srv:
+        agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY, backoff=(0.0, 0.0)), calls="single")
+        step = agent.act(turn())
+    assert step.message == "Blue, by Rayleigh scattering." and not step.parse_failure
+    assert len(calls) == 1

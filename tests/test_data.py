@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acemad_utils import data
+from acemad_utils import data, data_records
 from acemad_utils.data import DataError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def test_published_counts_and_valid_records(shared, name):
     for q in qs:
         assert q.benchmark == name and q.answer in q.options and len(q.options) >= 2
         assert q.question.strip() and all(v.strip() for v in q.options.values())
-        assert list(q.options) == list(data.LETTERS[: len(q.options)])  # always A, B, C, ... in order
+        assert list(q.options) == list(data_records.LETTERS[: len(q.options)])  # always A, B, C, ... in order
 
 
 def test_truthfulqa_spot_and_shuffle(shared):
@@ -186,8 +186,8 @@ def fake(tmp_path) -> Path:
                               for i in range(817)], indent=1))
     for task in data.BBH_TASKS:
         n = 187 if task == "causal_judgement" else 250
-        if task in data.BBH_BINARY:
-            ex = [{"input": f"Is {i} fine?", "target": data.BBH_BINARY[task][i % 2]} for i in range(n)]
+        if task in data_records.BBH_BINARY:
+            ex = [{"input": f"Is {i} fine?", "target": data_records.BBH_BINARY[task][i % 2]} for i in range(n)]
         else:
             ex = [{"input": f"Pick {i}.\nOptions:\n(A) x\n(B) y\n(C) z", "target": "(C)"} for i in range(n)]
         p = tmp_path / f"bbh/bbh/{task}.json"
@@ -392,7 +392,7 @@ def test_hub_logiqa_medqa_mmlu_records():
     ("A.", 0, "A."), ("A.A.", 0, "A."), ("A.A is a doctor", 0, "A is a doctor"), ("Storehouse B.3", 1, "Storehouse B.3"),
 ])
 def test_strip_logiqa_prefix(text, slot, want):
-    assert data.strip_logiqa_prefix(text, slot) == want
+    assert data_records.strip_logiqa_prefix(text, slot) == want
 
 
 def test_hub_path_plumbing(monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils import data
+from acemad_utils import data, data_files
 from acemad_utils import paths as P
 from acemad_utils.config import DebateConfig
 from acemad_utils.data import DataError
@@ -195,14 +195,14 @@ def test_every_cut_position_is_called_a_cut_and_a_wrong_character_is_not(tmp_pat
     for cut in range(1, len(line)):
         path.write_text(json.dumps(arc(0)) + "\n" + line[:cut])
         with pytest.raises(DataError, match="the file ends in the middle of this record"):
-            data._jsonl(path)
+            data_files.jsonl_rows(path)
     path = tmp_path / "x.json"
     for cut in range(1, len(doc)):
         path.write_text(doc[:cut])
         with pytest.raises(DataError, match="the file ends in the middle of the JSON"):
-            data._json(path)
+            data_files.json_file(path)
     for bad in ('{"a": tru e}', '{"a": x}', '{"a": 1} extra'):
         path.write_text(bad)
         with pytest.raises(DataError) as e:
-            data._json(path)
+            data_files.json_file(path)
         assert "invalid JSON" in str(e.value) and "ends in the middle" not in str(e.value)

@@ -1,4 +1,4 @@
-"""Property tests for agents.parse_commit: any string in gives a valid distribution or a flagged failure out,
+"""Property tests for commit.parse_commit: any string in gives a valid distribution or a flagged failure out,
 never an exception that would stop a run. Arbitrary unicode, JSON-ish garbage (truncated, fenced, single
 quotes, trailing commas, percentages), huge numbers, NaN / Infinity literals, deep nesting. Plus the agent
 around it: whatever a model replies, a commitment is a valid belief, and a failed one is uniform + flagged.
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from acemad_utils.agents import LLMAgent, parse_commit
+from acemad_utils.agents import LLMAgent
+from acemad_utils.commit import parse_commit
 from acemad_utils.llm import Completion
 from acemad_utils.schema import AgentSpec, Question, Turn
 

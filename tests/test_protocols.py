@@ -244,6 +244,19 @@ def test_rescoring_reproduces_the_engine_and_changes_with_eta():
     np.testing.assert_array_equal(A.rescore(arr, eta=2.0, rounds=2),
                                   [r["labels"].index(r["final"]["answer"]) for r in short])
     assert (A.rescore(arr, eta=16.0) != stored).any()
+    every_t = A.decisions(arr, eta=[2.0, 16.0])  # (eta, B, T): the same decisions, sliced per round
+    for t in (1, 2, 5):
+        np.testing.assert_array_equal(every_t[0, :, t - 1], A.rescore(arr, eta=2.0, rounds=t))
+        np.testing.assert_array_equal(every_t[1, :, t - 1], A.rescore(arr, eta=16.0, rounds=t))
+
+
+def test_rescoring_gives_no_answer_where_the_engine_gives_none():
+    recs = [run_question(q, SimPopulation(seed=3), DebateConfig(method="acemad", rounds=2)) for q in ITEMS[:4]]
+    for e in recs[0]["rounds"][-1]:  # nobody's final commitment parsed
+        e["parse_failure"] = True
+    arr = A.stack(recs)
+    assert A.rescore(arr)[0] == -1 and A.decisions(arr)[0, 0] >= 0
+    assert A.reweighted_records(recs, {"full": "peer_prediction"})[0]["final"] == {"answer": None, "correct": False}
 
 
 # ----------------------------------------------------------------------------- agent thread pool

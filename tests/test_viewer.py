@@ -9,6 +9,7 @@ import pytest
 from acemad_utils import paths as P
 from acemad_utils import runner
 from acemad_utils import viewer as V
+from acemad_utils import viewer_html
 from acemad_utils.config import DebateConfig
 from acemad_utils.protocols import run_question
 from acemad_utils.sim import SimPopulation, make_items
@@ -84,7 +85,7 @@ def test_short_arguments_show_whole_long_ones_fold():
 
 def test_numbers_round_like_javascript_tofixed():
     # the page's JS prints the same digits: ties go away from zero, -0 prints as 0
-    assert [V._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == ["0.13", "-0.018", "0.00", "0.200"]
+    assert [viewer_html._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == ["0.13", "-0.018", "0.00", "0.200"]
 
 
 def test_all_agents_failing_to_parse_gives_no_round_answer():
