@@ -62,6 +62,7 @@ def test_prices_have_a_source_and_the_cached_and_batch_rates():
 
 def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_network, capsys, monkeypatch):
     monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)  # the full run's estimate (make test sets smoke mode)
     assert C.main(["estimate", "--profile", "paper", "--per-benchmark", "1"]) == 0
     out = capsys.readouterr().out
     for nb in ("01_subset_construction", "02_baselines", "03_main_results", "06_scaling", "total"):
