@@ -2,12 +2,14 @@
 
     python -m acemad_utils.nbtools strip      # remove every output except those of NBVAL_CHECK_OUTPUT cells
     python -m acemad_utils.nbtools refresh    # re-run every notebook in smoke mode and store only the
-                                              # outputs of its NBVAL_CHECK_OUTPUT cells (then nbval compares them)
+                                              # SUMMARY: lines of its NBVAL_CHECK_OUTPUT cells (nbval compares them)
 
 Why: the notebooks are the paper's artefacts and are committed without outputs, but nbval should still
 check the cells that print stable numbers. A cell whose first line is `# NBVAL_CHECK_OUTPUT` prints a
-deterministic smoke-mode summary (seeded synthetic population); its stored output is that summary, and
-`pytest --nbval-lax` fails when a change moves it. tests/test_notebooks_clean.py enforces the rule.
+deterministic smoke-mode summary (seeded synthetic population). The rule: the stored output of a checked
+cell is exactly its stdout lines that start with `SUMMARY:` (one stream; any other line, stderr, or a
+displayed value is dropped), and every other cell stores nothing. `pytest --nbval-lax` fails when a change
+moves a summary; tests/test_notebooks_clean.py enforces the rule.
 """
 from __future__ import annotations
 
@@ -22,18 +24,28 @@ import nbformat
 from .paths import ROOT
 
 CHECK = "# NBVAL_CHECK_OUTPUT"
+SUMMARY = "SUMMARY:"
 
 
 def is_checked(cell) -> bool:
     return cell.cell_type == "code" and cell.source.lstrip().startswith(CHECK)
 
 
+def summary_lines(outputs) -> list[str]:
+    """The stdout lines of `outputs` that start with SUMMARY: (each with its newline, if it had one)."""
+    return [line for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"
+            for line in "".join(o.get("text", "")).splitlines(keepends=True) if line.startswith(SUMMARY)]
+
+
+def stored_outputs(cell, outputs=None) -> list:
+    """What a committed cell keeps of `outputs` (default: its own): a checked cell its SUMMARY: lines as one
+    stdout stream, any other cell nothing."""
+    lines = summary_lines(cell.outputs if outputs is None else outputs) if is_checked(cell) else []
+    return [nbformat.v4.new_output("stream", name="stdout", text="".join(lines))] if lines else []
+
+
 def _clean(cell, outputs=()) -> None:
-    cell.outputs = [o for o in outputs if o.get("output_type") in ("stream", "execute_result")
-                    and o.get("name", "stdout") == "stdout"]
-    for o in cell.outputs:  # no execution counts or timing metadata: diffs show only real changes
-        if o.get("output_type") == "execute_result":
-            o["metadata"], o["execution_count"] = {}, None
+    cell.outputs = list(outputs)
     cell.execution_count = 1 if cell.outputs else None  # nbval ignores reference outputs of "unrun" cells
     cell.metadata.pop("execution", None)
     cell.metadata.pop("papermill", None)
@@ -43,13 +55,13 @@ def strip(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            _clean(cell, cell.outputs if is_checked(cell) else ())
+            _clean(cell, stored_outputs(cell))
     nb.metadata.pop("papermill", None)
     nbformat.write(nb, path)
 
 
 def refresh(path: Path) -> None:
-    """Execute in smoke mode (papermill, temp copy) and keep only the checked cells' outputs."""
+    """Execute in smoke mode (papermill, temp copy) and keep only the checked cells' SUMMARY: lines."""
     import papermill as pm
 
     os.environ["ACEMAD_SMOKE"] = "1"
@@ -62,7 +74,7 @@ def refresh(path: Path) -> None:
     by_source = {c.source: c.outputs for c in ran.cells if is_checked(c)}
     for cell in nb.cells:
         if cell.cell_type == "code":
-            _clean(cell, by_source.get(cell.source, ()) if is_checked(cell) else ())
+            _clean(cell, stored_outputs(cell, by_source.get(cell.source, [])))
     nbformat.write(nb, path)
 
 

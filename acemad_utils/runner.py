@@ -12,11 +12,9 @@ Every question ends as a record: status "ok", or status "failed" with its "error
 `final.correct = False`; failed records are retried when the run is resumed.
 
 Resumable: a record already on disk (same question, method config hash and repeat, status "ok") is never
-recomputed, so an interrupted run continues where it stopped. Every line is written whole and flushed
-(fsync) before the next; a torn last line left by a crash is detected and dropped, never parsed as data
-(and cut off before new lines are appended, so a new record is never glued to it). When the run is complete
-the file is rewritten in canonical order (atomic rename), so a rerun gives the same bytes whatever the
-thread timing was.
+recomputed, so an interrupted run continues where it stopped. How the files are written so that this
+holds (whole lines, torn tails dropped, a canonical rewrite at the end) is runner_files.py; this module is
+the run loop: which questions run, in how many threads, and how a run stops.
 
 Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
 lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
@@ -29,14 +27,10 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 import signal
-import subprocess
 import sys
 import threading
-import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Optional, Sequence
@@ -47,10 +41,19 @@ from .batch import BatchExported, Deferred
 from .budget import BudgetExceeded
 from .config import DebateConfig
 from .data import data_hash
-from .llm import redact
-from .paths import ROOT, atomic_write, outputs
-from .protocols import _base_record, run_question
-from .schema import Population, Question
+from .llm_redact import redact
+from .paths import outputs
+from .protocols import run_question
+from .runner_files import (check_resumable, cut_torn_tail, failed_record, git_commit, is_record, order_keys,
+                           read_jsonl, record_key, summarize, usage_delta, with_usage_keys, write_canonical,
+                           write_line, write_meta)
+from .schema import RECORD_USAGE_KEYS, Population, Question, zero_usage
+from .schema import USAGE_KEYS as STEP_USAGE_KEYS
+
+# Older names, still imported by tests.
+USAGE_KEYS = RECORD_USAGE_KEYS  # per-record usage counters (always present in a record's "usage")
+from .runner_files import cut_torn_tail as _cut_torn_tail, failed_record as _failed_record  # noqa: E402,F401
+from .runner_files import identity as _identity  # noqa: E402,F401
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -93,168 +96,8 @@ def _notice(line: str) -> None:
     print(redact(line), file=sys.stderr, flush=True)
 
 
-def git_commit() -> Optional[str]:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def run_dir(name: str) -> Path:
     return outputs("runs", name)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Read records; a torn or corrupt line (a crash mid-write) is dropped with a warning, never parsed.
-    Only JSON objects are records: any other line (a number, a list, bad UTF-8) counts as corrupt."""
-    out = []
-    if not path.exists():
-        return out
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            rec = None
-        if isinstance(rec, dict):
-            out.append(rec)
-        else:
-            warnings.warn(f"{path}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)")
-    return out
-
-
-def _cut_torn_tail(path: Path) -> None:
-    """A file that does not end with a newline was cut by a crash mid-write. A tail that is a whole record
-    (only the newline was lost) gets its newline; anything else is a torn line and is cut off, so appended
-    records start on a line of their own and the torn bytes are never read as a record."""
-    if not path.exists():
-        return
-    with open(path, "rb+") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        keep = 0
-        pos = size
-        while pos > 0:  # find the last newline, reading backwards in blocks
-            step = min(65536, pos)
-            pos -= step
-            f.seek(pos)
-            i = f.read(step).rfind(b"\n")
-            if i >= 0:
-                keep = pos + i + 1
-                break
-        f.seek(keep)
-        tail = f.read()
-        try:
-            rec = json.loads(tail)
-        except (ValueError, RecursionError):
-            rec = None
-        if isinstance(rec, dict) and _valid(rec):
-            f.seek(size)
-            f.write(b"\n")
-        else:
-            warnings.warn(f"{path}: dropped a torn last line ({size - keep} bytes) left by an interrupted run")
-            f.truncate(keep)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _valid(rec: dict) -> bool:
-    return all(k in rec for k in ("question_id", "config_hash", "repeat", "status"))
-
-
-def _key(rec: dict) -> tuple:
-    return (rec["question_id"], rec["config_hash"], rec["repeat"])
-
-
-def _write_line(f, rec: dict) -> None:
-    f.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
-
-
-#: Per-record usage counters (always present in a record's "usage"; agent entries list the non-zero ones).
-USAGE_KEYS = ("calls", "network_calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens",
-              "repairs", "parse_failures", "q_parse_failures")
-
-
-def _failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
-    return {**_base_record(q, cfg, population, repeat), "status": "failed",
-            "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
-            "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
-            "usage": dict.fromkeys(USAGE_KEYS, 0)}
-
-
-def _with_usage_keys(rec: dict) -> dict:
-    usage = rec.setdefault("usage", {})
-    for k in USAGE_KEYS:
-        usage.setdefault(k, 0)
-    return rec
-
-
-def _usage_delta(after: dict, before: dict) -> dict:
-    out = {}
-    for k, v in after.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            continue
-        b = before.get(k, 0)
-        out[k] = v - (b if isinstance(b, (int, float)) else 0)
-    if "cost_usd" in after:
-        a, b = after["cost_usd"], before.get("cost_usd")
-        out["cost_usd"] = None if a is None or b is None else round(a - b, 6)
-    return out
-
-
-def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
-    """Run-level counts from transcript records: questions (distinct), records (expected = questions x
-    methods x repeats, present, missing), ok, failed (with their errors), calls, network calls, retries,
-    cache hits, repairs, parse failures, tokens; `correct` sums final.correct over ok records (a failed
-    record is never correct). Usage of questions that failed is not in any record (see the run's
-    `session` counters)."""
-    out: dict = {"questions": len({r["question_id"] for r in records}),
-                 "expected": len(records) if expected is None else expected,
-                 "records": len(records),
-                 "ok": sum(r.get("status") == "ok" for r in records),
-                 "failed": sum(r.get("status") == "failed" for r in records)}
-    out["missing"] = out["expected"] - out["records"]
-    for k in USAGE_KEYS:
-        out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
-    out["correct"] = float(sum(float(r["final"]["correct"]) for r in records
-                               if r.get("status") == "ok" and r.get("final")))
-    out["errors"] = [{"question_id": r["question_id"], "method": r.get("method"), "repeat": r.get("repeat"),
-                      "error": r.get("error", "")} for r in records if r.get("status") == "failed"][:50]
-    return out
-
-
-# Description fields that do not change what agents answer: how an endpoint is reached, not who answers.
-_OPERATIONAL = {"endpoints", "structured_output", "structured_output_detection", "max_concurrency", "max_attempts"}
-
-
-def _identity(desc) -> str:
-    """The part of a population's description that defines its answers (models, seed, sampling, prompts)."""
-    if not isinstance(desc, dict):
-        return str(desc)
-    keep = {k: v for k, v in desc.items() if k not in _OPERATIONAL}
-    keep.setdefault("calls", "two")  # runs saved before the single-call mode existed used two calls
-    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
-def _who(meta: dict, field: str, ident: str) -> str:
-    """A readable identity for the refusal message: who answered (models, seed) or which questions."""
-    if field == "data_hash":
-        return f"{meta.get('n_questions')} questions of {meta.get('benchmarks')} (data hash {ident})"
-    pop = meta.get("population")
-    if not isinstance(pop, dict):
-        return f"{pop} ({ident})"
-    models = pop.get("models") or [pop.get("model", pop.get("name"))]
-    return f"{', '.join(map(str, models))} with seed {pop.get('seed')} (identity {ident})"
 
 
 def run_experiment(
@@ -297,23 +140,15 @@ def run_experiment(
         **(extra_meta or {}),
     }
     meta_path, tr_path = d / "meta.json", d / "transcripts.jsonl"
-    if meta_path.exists():
-        old = json.loads(meta_path.read_text())
-        for field, a, b in (("data_hash", old.get("data_hash"), meta["data_hash"]),
-                            ("population", _identity(old.get("population")), _identity(meta["population"]))):
-            if a != b:
-                raise ValueError(
-                    f"{d} holds a run with a different {field}: saved {_who(old, field, a)}, this run "
-                    f"{_who(meta, field, b)}; resuming would mix results. Delete {d} or choose another experiment name."
-                )
-    atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    check_resumable(d, meta)
+    write_meta(meta_path, meta)
 
     usage_before = population.usage() if callable(getattr(population, "usage", None)) else None
-    _cut_torn_tail(tr_path)
-    done = {_key(r): r for r in read_jsonl(tr_path) if _valid(r) and r.get("status") == "ok"}
+    cut_torn_tail(tr_path)
+    done = {record_key(r): r for r in read_jsonl(tr_path) if is_record(r) and r.get("status") == "ok"}
     todo = [(q, c, r) for c in configs for q in questions for r in range(repeats) if (q.id, c.hash, r) not in done]
     lock = threading.Lock()
-    totals = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0, "failed": 0}
+    totals = {**zero_usage(), "failed": 0}  # for the progress bar
 
     stop = _Interrupts()
     over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
@@ -326,7 +161,7 @@ def run_experiment(
             return None
         q, c, r = job
         try:
-            return _with_usage_keys(run_question(q, population, c, r))
+            return with_usage_keys(run_question(q, population, c, r))
         except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
             over_budget.append(err)
             return None
@@ -337,7 +172,7 @@ def run_experiment(
         except Exception as err:  # a failed question is recorded with its reason and retried on resume
             if stop.presses:
                 return None  # cut short by the interrupt, not a failure of its own
-            return _failed_record(q, c, population, r, err)
+            return failed_record(q, c, population, r, err)
 
     bar = tqdm(total=len(todo), desc=name, disable=not progress or not todo, unit="q", smoothing=0.05)
     with stop.installed(), open(tr_path, "a", encoding="utf-8") as f:
@@ -347,11 +182,11 @@ def run_experiment(
             with lock:
                 stop.saving = True  # a second Ctrl-C waits until the line is on disk
                 try:
-                    _write_line(f, rec)
-                    done[_key(rec)] = rec
+                    write_line(f, rec)
+                    done[record_key(rec)] = rec
                 finally:
                     stop.saving = False
-                for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"):
+                for k in STEP_USAGE_KEYS:
                     totals[k] += rec.get("usage", {}).get(k, 0)
                 totals["failed"] += rec["status"] != "ok"
                 bar.update(1)
@@ -411,17 +246,17 @@ def run_experiment(
     bar.close()
 
     if stop.presses or over_budget or exported:  # the file holds whole records only; say what is there, stop the caller
-        keys = set(_order_keys(questions, configs, repeats))
+        keys = set(order_keys(questions, configs, repeats))
         summary = summarize([rec for k, rec in done.items() if k in keys], expected=len(keys))
         summary["interrupted"] = True
         if usage_before is not None:
-            summary["session"] = _usage_delta(population.usage(), usage_before)
+            summary["session"] = usage_delta(population.usage(), usage_before)
         if over_budget and not stop.presses:
             summary["stopped_by"] = "MAX_USD"
         elif exported and not stop.presses:
             summary["stopped_by"] = "batch export"
         meta["summary"] = summary
-        atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        write_meta(meta_path, meta)
         if over_budget and not stop.presses:
             raise BudgetStop(f"{over_budget[0]}. Run {name!r} stopped: {summary['records']} of {summary['expected']} "
                              "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
@@ -434,25 +269,17 @@ def run_experiment(
                              "rerun to resume") from None
 
     # Canonical order: configs as given, questions as given, repeats ascending (the latest record per key).
-    order = {k: i for i, k in enumerate(_order_keys(questions, configs, repeats))}
-    final = sorted((rec for k, rec in done.items() if k in order), key=lambda rec: order[_key(rec)])
-    # Records of configs that are not part of this run stay in the file (nothing is lost); load_run skips them.
-    ours = len(final)
-    final += [rec for k, rec in done.items() if k not in order]  # `done` holds every ok record of the file
-    atomic_write(tr_path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in final))
+    keys = order_keys(questions, configs, repeats)
+    ours = write_canonical(tr_path, done, keys)
 
     # The summary: counts over this run's records (all sessions), plus what this session spent (the client's
     # own counters, which also include the calls of questions that failed).
-    summary = summarize(final[:ours], expected=len(order))
+    summary = summarize(ours, expected=len(set(keys)))
     if usage_before is not None:
-        summary["session"] = _usage_delta(population.usage(), usage_before)
+        summary["session"] = usage_delta(population.usage(), usage_before)
     meta["summary"] = summary
-    atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    write_meta(meta_path, meta)
     return d
-
-
-def _order_keys(questions, configs, repeats) -> list[tuple]:
-    return [(q.id, c.hash, r) for c in configs for q in questions for r in range(repeats)]
 
 
 def load_run(name: str) -> tuple[dict, list[dict]]:

@@ -234,13 +234,17 @@ def test_single_call_reply_is_parsed_once(monkeypatch):
     # The argument comes from the same parse as the commitment: one scan of the reply for JSON objects.
     from acemad_utils import commit
 
-    calls = []
-    real = commit._objects
+    from acemad_utils import agents
+
+    calls, parses = [], []
+    real, real_parse = commit._objects, agents.parse_commit
     monkeypatch.setattr(commit, "_objects", lambda text: calls.append(text) or real(text))
+    # and one call of the parser itself (a second reading of the reply, by any route, would be a second call)
+    monkeypatch.setattr(agents, "parse_commit", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
     reply = json.dumps({"argument": "Blue, by Rayleigh scattering.", "self_prob": {"A": 0.1, "B": 0.8, "C": 0.1},
                         "peer_prediction": {"A": 0.5, "B": 0.4, "C": 0.1}})
     with FakeOpenAI(default=reply) as srv:
         agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY, backoff=(0.0, 0.0)), calls="single")
         step = agent.act(turn())
     assert step.message == "Blue, by Rayleigh scattering." and not step.parse_failure
-    assert len(calls) == 1
+    assert len(calls) == 1 and parses == [reply]
