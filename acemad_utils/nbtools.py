@@ -24,6 +24,12 @@ import nbformat
 from .paths import ROOT
 
 CHECK = "# NBVAL_CHECK_OUTPUT"
+
+# The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
+# sockets are unencrypted, and jupyter_client interrupts (SIGINT) a kernel before shutting it down, which a
+# kernel still busy logs as "ERROR | KeyboardInterrupt caught in kernel." (seen on a loaded machine). A cell's
+# error is not a log line: papermill raises it, so failures still show.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
 SUMMARY = "SUMMARY:"
 
 
@@ -68,7 +74,7 @@ def refresh(path: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / path.name
         pm.execute_notebook(str(path), str(out), cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-                            extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no TCP warning per notebook
+                            extra_arguments=KERNEL_ARGS)
         ran = nbformat.read(out, as_version=4)
     nb = nbformat.read(path, as_version=4)
     by_source = {c.source: c.outputs for c in ran.cells if is_checked(c)}

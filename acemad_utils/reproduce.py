@@ -26,6 +26,7 @@ from typing import Optional
 
 import yaml
 
+from .nbtools import KERNEL_ARGS
 from .paths import outputs
 from .reproduce_profile import (CALLS_VIA, NULLABLE, PROFILE_KEYS, RUN_SETTINGS, _hint, _params,  # noqa: F401
                                 load_profile, notebooks, run_env)
@@ -91,9 +92,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
         try:
             nb = pm.execute_notebook(str(nbs[name]), str(out), parameters=params, cwd=str(nbs[name].parent),
                                      kernel_name="python3", progress_bar=False, log_output=False,
-                                     # The kernel's own log (e.g. ipykernel's warning that its loopback TCP
-                                     # sockets are unencrypted) would print under every notebook; errors still show.
-                                     extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                                     extra_arguments=KERNEL_ARGS)  # no kernel log lines (nbtools)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
             print(f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
                   f"run; rerun the same command to resume (saved records and cached calls are kept)", flush=True)
