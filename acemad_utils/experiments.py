@@ -65,30 +65,8 @@ SIM_STANDINS = {
 }
 
 
-# What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
-# baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
-# the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
-ALL_BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
-PAPER_TABLES = {
-    "table2_main_results": {"baselines": ["single", "majority", "decentralized", "centralized", "sparse"],
-                            "rounds": [2, 3, 5], "benchmarks": ALL_BENCHMARKS, "full": False},
-    "table4_deepseek": {"baselines": ["majority", "decentralized", "centralized", "sparse"],
-                        "rounds": [3], "benchmarks": ALL_BENCHMARKS, "full": False},
-    "table5_llama8b": {"baselines": ["single", "majority", "decentralized", "centralized", "sparse"],
-                       "rounds": [3], "benchmarks": ["truthfulqa", "medqa", "bbh"], "full": False},
-    "table6_full_datasets": {"baselines": ["decentralized"], "rounds": [3], "benchmarks": ["arc_challenge", "logiqa"],
-                             "full": True},
-}
-MAD_METHODS = ("decentralized", "centralized", "sparse")
-
-
-def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[DebateConfig], list[DebateConfig]]:
-    """(baseline configs, AceMAD configs) of one of the paper's tables (PAPER_TABLES), N = 5."""
-    if table not in PAPER_TABLES:
-        raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
-    spec = PAPER_TABLES[table]
-    return ([DebateConfig(method=m, seed=seed) for m in spec["baselines"]],
-            [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in spec["rounds"]])
+# The paper's tables and their configs live in the registry (re-exported here for older imports).
+from .registry import MAD_METHODS, PAPER_TABLES, table_configs  # noqa: E402,F401
 
 
 class Setup:
