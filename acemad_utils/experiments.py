@@ -23,7 +23,10 @@ Runs go to outputs/runs/<profile>/<name>/ and LLM responses to outputs/cache/llm
 continues where it stopped and a warm rerun makes no network call.
 
 Smoke mode (ACEMAD_SMOKE=1: nbval, CI) caps the item counts per backend (SMOKE), because what takes seconds
-with the synthetic population takes minutes with a real model on 2 CPU cores.
+with the synthetic population takes minutes with a real model on 2 CPU cores. The cap is applied here (items
+read, questions per run, full-test-set questions), so a notebook runs the same code in both modes.
+
+A notebook's setup cell is one call (acemad_utils.notebook.start), which builds Setup.from_params(globals()).
 """
 from __future__ import annotations
 
@@ -90,6 +93,17 @@ class Setup:
         self.population, self.model = self._population(model, base_url)
         self.synthetic = self.population.synthetic
 
+    #: notebook parameter -> Setup argument (from_params)
+    PARAMS = {"PROFILE": "profile", "BACKEND": "backend", "SOURCE": "source", "BENCHMARKS": "benchmarks",
+              "N_ITEMS": "n_items", "SEED": "seed", "MODEL": "model", "BASE_URL": "base_url", "WORKERS": "workers",
+              "CALLS": "calls", "SUBSET_MODEL": "subset_model"}
+
+    @classmethod
+    def from_params(cls, P: dict, **kw) -> "Setup":
+        """A Setup from a notebook's parameters (upper-case names in P, e.g. globals(); absent ones keep their
+        defaults); keyword arguments override them."""
+        return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
+
     # ------------------------------------------------------------------ agents
     def _population(self, model: str, base_url: str) -> tuple[Population, str]:
         if self.backend == "sim":
@@ -141,7 +155,9 @@ class Setup:
 
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
-        demo source every benchmark is the demo set, so it is taken once."""
+        demo source every benchmark is the demo set, so it is taken once. Smoke mode caps n_max as run() does."""
+        if smoke():
+            n_max = _cap(n_max, SMOKE[self.backend][1])
         benches = self.benchmarks if self.source == "demo" else list(benchmarks)
         return [q for b in benches for q in self.questions(b)[:n_max]]
 
