@@ -20,9 +20,11 @@ counted once, as the real cache pays them once. Per-item figures are scaled by t
     (data.PUBLISHED_SIZES) capped by N_ITEMS;
   - experiments run on the challenging subsets: their real size when they are already built, else the sizes
     inferred from the paper's Table 2 (PAPER_SUBSETS: every printed accuracy is k/n with one n per
-    benchmark), or the paper's kept share of the input items when N_ITEMS caps them; then capped by N_MAX.
-Sample items (acemad_utils.cost_items): real benchmark items at length quantiles when ACEMAD_DATA_DIR names the files (read locally,
-never from the hub), else distinct demo questions per benchmark (the output says which).
+    benchmark), or the paper's kept share of the input items when N_ITEMS caps them; then capped by N_MAX;
+  - an experiment on the full test sets (notebook 07's Table 6, FULL_N_MAX) repeats configs whose subset
+    items were paid already: it is replayed on a cold cache and pays only its items outside the subsets.
+Sample items (acemad_utils.cost_items): real benchmark items at length quantiles when ACEMAD_DATA_DIR names
+the files (read locally, never from the hub), else distinct demo questions per benchmark (the output says which).
 
 Uncertainty: arguments are the largest unknown (real models write 70 to 400 tokens); `--arg-chars` prices
 another length (1760 = the 400-token argue cap, an upper bound). Prices: acemad_utils/prices.py (source and
@@ -181,7 +183,11 @@ def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_
         local = P.get("BACKEND") == "local"
         for b in st.benchmarks:
             start = len(log) if log is not None else 0
-            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store=store, log=log)
+            # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
+            # items: replay it on a cold cache and pay only its items outside the challenging subsets.
+            outside = st.on == "input" and st.name != "subsets"
+            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars,
+                         store={} if outside else store, log=log)
             if not got:
                 continue
             _, _, per = got[0]
@@ -191,14 +197,15 @@ def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_
                 subset_src.add(why)
             if st.cap is not None:
                 n = min(n, st.cap)
+            paid = n * (1 - sub / full) if outside and full else n
             if log is not None:
-                spans.append((start, len(log), n / len(items[b]), nb_name))
+                spans.append((start, len(log), paid / len(items[b]), nb_name))
             for (m, kind), (nc, pt, ct) in per["by"].items():
                 r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
                 r.free = r.free and (kind == "local-llama.cpp" or local)
-                r.calls += nc * n
-                r.prompt_tokens += pt * n
-                r.completion_tokens += ct * n
+                r.calls += nc * paid
+                r.prompt_tokens += pt * paid
+                r.completion_tokens += ct * paid
             m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
             main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
             # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)

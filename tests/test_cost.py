@@ -280,6 +280,18 @@ def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
         assert [c[3:] for c in captured] == [(r.model or "gpt-4o-mini", list(r.benchmarks)) for r in planned]
 
 
+def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_network, monkeypatch):
+    """Notebook 07's Table 6 repeats notebook 03's configs on the full test sets: the items in the challenging
+    subsets come from the cache, the others are paid (not zero, as a replay on the shared cache would say)."""
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    est = C.estimate_profile("paper", per_benchmark=1)
+    [t6] = [r for r in est.rows if r.notebook == "07_other_models" and r.model == "gpt-4o-mini"]
+    outside = sum(C.FULL_SIZES[b] - C.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
+    assert t6.questions == 2 * (C.FULL_SIZES["arc_challenge"] + C.FULL_SIZES["logiqa"])
+    # Decentralized MAD and AceMAD (T=3, N=5, two calls per agent and round; different rosters share nothing)
+    assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
+
+
 def test_a_local_endpoint_is_estimated_as_free_like_the_client_prices_it(no_network):
     est = C.estimate_profile("paper", {"BASE_URL": "http://127.0.0.1:8080/v1"}, ["03_main_results"], per_benchmark=1)
     [row] = est.rows
