@@ -214,10 +214,11 @@ def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
     lines = [f"runs of profile {name!r} (acemad_utils.registry; 00_theory: synthetic simulations only)"]
     for nb, P in params.items():
         for r in runs(nb, P):
-            where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(r.benchmarks)
+            benches = ["demo"] if P.get("SOURCE") == "demo" else r.benchmarks  # Setup: the demo set stands in
+            where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(benches)
             where += f", first {r.cap}" if r.cap else ""
             lines.append(f"  {nb:<24} {r.name:<40} {len(r.configs):>2} configs on {where}; "
-                         f"model {r.model or P.get('MODEL') or '(profile)'}")
+                         f"model {r.model or P.get('MODEL') or '(the profile backend default)'}")
             lines += [f"      {g}: " + ", ".join(c.label for c in cs) for g, cs in r.groups.items()]
     return "\n".join(lines)
 
