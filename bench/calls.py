@@ -95,8 +95,9 @@ def part_b(a) -> None:
           f"{token_model()}")
     print(f"   {'method':<24} {'mode':<6} {'calls/q':>8} {'prompt tok/q':>12} {'compl. tok/q':>12} {'total tok/q':>11} "
           f"{'calls x':>8} {'tokens x':>8}")
+    configs = nb03()  # before temp_outputs: the registry reads the repository's profiles
     with FakeServer(latency=0.0, arg_chars=a.arg_chars) as srv, temp_outputs() as tmp:
-        for cfg in nb03():
+        for cfg in configs:
             row = {}
             for mode in ("two", "single"):
                 pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", calls=mode,

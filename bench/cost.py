@@ -85,8 +85,9 @@ def part1(a) -> None:
     print(f"{'method':<24} {'calls/q':>7} {'critical path':>13} {'prompt tok/q':>12} {'compl. tok/q':>12} "
           f"{'s/q alone':>9} {f's/q @F={F}':>10} {'$/1k q (4o-mini)':>16}")
     rows = []
+    configs = nb03()  # before temp_outputs: the registry reads the repository's profiles
     with FakeServer(latency=L, arg_chars=a.table_arg_chars) as srv, temp_outputs() as tmp:
-        for cfg in nb03():
+        for cfg in configs:
             pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake",
                                 cache=str(tmp / f"{cfg.hash}.sqlite"), max_concurrency=64)
             recs, walls = [], []
