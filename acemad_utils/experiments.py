@@ -1,4 +1,4 @@
-"""What notebooks 01-06 share: the profile's agents, its questions and challenging subsets, and runs.
+"""What notebooks 01-07 share: the profile's agents, its questions and challenging subsets, and runs.
 
     from acemad_utils.experiments import Setup
     S = Setup(profile="default", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=600)
