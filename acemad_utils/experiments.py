@@ -1,4 +1,4 @@
-"""What notebooks 01-06 share: the profile's agents, its questions and challenging subsets, and runs.
+"""What notebooks 01-07 share: the profile's agents, its questions and challenging subsets, and runs.
 
     from acemad_utils.experiments import Setup
     S = Setup(profile="default", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=600)
@@ -23,7 +23,10 @@ Runs go to outputs/runs/<profile>/<name>/ and LLM responses to outputs/cache/llm
 continues where it stopped and a warm rerun makes no network call.
 
 Smoke mode (ACEMAD_SMOKE=1: nbval, CI) caps the item counts per backend (SMOKE), because what takes seconds
-with the synthetic population takes minutes with a real model on 2 CPU cores.
+with the synthetic population takes minutes with a real model on 2 CPU cores. The cap is applied here (items
+read, questions per run, full-test-set questions), so a notebook runs the same code in both modes.
+
+A notebook's setup cell is one call (acemad_utils.notebook.start), which builds Setup.from_params(globals()).
 """
 from __future__ import annotations
 
@@ -65,30 +68,8 @@ SIM_STANDINS = {
 }
 
 
-# What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
-# baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
-# the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
-ALL_BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
-PAPER_TABLES = {
-    "table2_main_results": {"baselines": ["single", "majority", "decentralized", "centralized", "sparse"],
-                            "rounds": [2, 3, 5], "benchmarks": ALL_BENCHMARKS, "full": False},
-    "table4_deepseek": {"baselines": ["majority", "decentralized", "centralized", "sparse"],
-                        "rounds": [3], "benchmarks": ALL_BENCHMARKS, "full": False},
-    "table5_llama8b": {"baselines": ["single", "majority", "decentralized", "centralized", "sparse"],
-                       "rounds": [3], "benchmarks": ["truthfulqa", "medqa", "bbh"], "full": False},
-    "table6_full_datasets": {"baselines": ["decentralized"], "rounds": [3], "benchmarks": ["arc_challenge", "logiqa"],
-                             "full": True},
-}
-MAD_METHODS = ("decentralized", "centralized", "sparse")
-
-
-def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[DebateConfig], list[DebateConfig]]:
-    """(baseline configs, AceMAD configs) of one of the paper's tables (PAPER_TABLES), N = 5."""
-    if table not in PAPER_TABLES:
-        raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
-    spec = PAPER_TABLES[table]
-    return ([DebateConfig(method=m, seed=seed) for m in spec["baselines"]],
-            [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in spec["rounds"]])
+# The paper's tables and their configs live in the registry (re-exported here for older imports).
+from .registry import MAD_METHODS, PAPER_TABLES, table_configs  # noqa: E402,F401
 
 
 class Setup:
@@ -111,6 +92,17 @@ class Setup:
         self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
         self.population, self.model = self._population(model, base_url)
         self.synthetic = self.population.synthetic
+
+    #: notebook parameter -> Setup argument (from_params)
+    PARAMS = {"PROFILE": "profile", "BACKEND": "backend", "SOURCE": "source", "BENCHMARKS": "benchmarks",
+              "N_ITEMS": "n_items", "SEED": "seed", "MODEL": "model", "BASE_URL": "base_url", "WORKERS": "workers",
+              "CALLS": "calls", "SUBSET_MODEL": "subset_model"}
+
+    @classmethod
+    def from_params(cls, P: dict, **kw) -> "Setup":
+        """A Setup from a notebook's parameters (upper-case names in P, e.g. globals(); absent ones keep their
+        defaults); keyword arguments override them."""
+        return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
     # ------------------------------------------------------------------ agents
     def _population(self, model: str, base_url: str) -> tuple[Population, str]:
@@ -163,7 +155,9 @@ class Setup:
 
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
-        demo source every benchmark is the demo set, so it is taken once."""
+        demo source every benchmark is the demo set, so it is taken once. Smoke mode caps n_max as run() does."""
+        if smoke():
+            n_max = _cap(n_max, SMOKE[self.backend][1])
         benches = self.benchmarks if self.source == "demo" else list(benchmarks)
         return [q for b in benches for q in self.questions(b)[:n_max]]
 

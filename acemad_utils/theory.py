@@ -25,6 +25,7 @@ import pandas as pd
 
 from . import analysis as A
 from .config import DebateConfig
+from .paths import smoke
 from .runner import load_run, run_experiment
 from .sim import SimParams, SimPopulation, make_items
 from .stats import bootstrap_ci
@@ -34,6 +35,7 @@ PHASE_N = (3, 5, 7, 9)
 PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
 PHASE_ETA = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 PHASE_T_MAX = 5
+SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
 
 def _name(profile: str, what: str) -> str:
@@ -45,8 +47,9 @@ def _cal_name(c: float, profile: str = "default") -> str:
 
 
 def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, profile: str = "default") -> None:
-    """Run every simulation the theory notebook needs (resumable; seconds to a few minutes)."""
-    items = make_items(n_items, k=4, seed=seed)
+    """Run every simulation the theory notebook needs (resumable; seconds to a few minutes). Smoke mode
+    (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
+    items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
     sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.

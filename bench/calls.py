@@ -32,14 +32,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, local_gguf, machine_line, temp_outputs, token_model  # noqa: E402
 
-from acemad_utils import runner  # noqa: E402
+from acemad_utils import registry, runner  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
 from acemad_utils.config import DebateConfig  # noqa: E402
 from acemad_utils.stats import bootstrap_ci, paired_bootstrap_diff  # noqa: E402
 from acemad_utils.tables import paired_test  # noqa: E402
 
-NB03 = [DebateConfig(method=m) for m in ("single", "majority", "decentralized", "centralized", "sparse")] + \
-       [DebateConfig(method="acemad", rounds=t) for t in (2, 3, 5)]
+
+
+def nb03() -> list[DebateConfig]:
+    """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
+    [run] = registry.notebook_runs("03_main_results", "paper")
+    return run["baselines"] + run["acemad"]
+
+
 PLACEHOLDER = "<your argument>"
 
 
@@ -89,8 +95,9 @@ def part_b(a) -> None:
           f"{token_model()}")
     print(f"   {'method':<24} {'mode':<6} {'calls/q':>8} {'prompt tok/q':>12} {'compl. tok/q':>12} {'total tok/q':>11} "
           f"{'calls x':>8} {'tokens x':>8}")
+    configs = nb03()  # before temp_outputs: the registry reads the repository's profiles
     with FakeServer(latency=0.0, arg_chars=a.arg_chars) as srv, temp_outputs() as tmp:
-        for cfg in NB03:
+        for cfg in configs:
             row = {}
             for mode in ("two", "single"):
                 pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", calls=mode,

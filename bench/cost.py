@@ -41,6 +41,7 @@ from _common import CHARS_PER_TOKEN, ROOT, FakeServer, machine_line, temp_output
 
 from acemad_utils import cost as C  # noqa: E402
 from acemad_utils import data as D  # noqa: E402
+from acemad_utils import registry as R  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
 from acemad_utils.config import DebateConfig  # noqa: E402
 from acemad_utils.prices import PRICES  # noqa: E402
@@ -51,8 +52,9 @@ PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
 
 
 def nb03() -> list[DebateConfig]:
-    return [DebateConfig(method=m) for m in ("single", "majority", "decentralized", "centralized", "sparse")] + \
-           [DebateConfig(method="acemad", rounds=t) for t in (2, 3, 5)]
+    """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
+    [run] = R.notebook_runs("03_main_results", "paper")
+    return run["baselines"] + run["acemad"]
 
 
 def parse_args(argv=None):
@@ -83,8 +85,9 @@ def part1(a) -> None:
     print(f"{'method':<24} {'calls/q':>7} {'critical path':>13} {'prompt tok/q':>12} {'compl. tok/q':>12} "
           f"{'s/q alone':>9} {f's/q @F={F}':>10} {'$/1k q (4o-mini)':>16}")
     rows = []
+    configs = nb03()  # before temp_outputs: the registry reads the repository's profiles
     with FakeServer(latency=L, arg_chars=a.table_arg_chars) as srv, temp_outputs() as tmp:
-        for cfg in nb03():
+        for cfg in configs:
             pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake",
                                 cache=str(tmp / f"{cfg.hash}.sqlite"), max_concurrency=64)
             recs, walls = [], []

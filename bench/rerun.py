@@ -28,26 +28,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, machine_line, temp_outputs  # noqa: E402
 
-from acemad_utils import runner  # noqa: E402
+from acemad_utils import registry, runner  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
 from acemad_utils.config import DebateConfig  # noqa: E402
 from acemad_utils.data import load_demo  # noqa: E402
 from acemad_utils.sim import make_items  # noqa: E402
 
-METHODS = {  # notebook 03's configs (N=5, T=3 for the MADs)
-    "single": DebateConfig(method="single"),
-    "majority": DebateConfig(method="majority"),
-    "decentralized": DebateConfig(method="decentralized"),
-    "centralized": DebateConfig(method="centralized"),
-    "sparse": DebateConfig(method="sparse"),
-    "acemad": DebateConfig(method="acemad", rounds=3),
-}
+
+
+def methods() -> dict[str, DebateConfig]:
+    """Notebook 03's baselines and AceMAD (T=3) by method, as the paper profile runs them (the registry)."""
+    [run] = registry.notebook_runs("03_main_results", "paper")
+    return {c.method: c for c in run["baselines"] + [c for c in run["acemad"] if c.rounds == 3]}
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", "--questions", type=int, default=30, help="questions (default 30: the 24 demo + synthetic)")
-    ap.add_argument("--methods", nargs="+", choices=sorted(METHODS), default=["majority", "decentralized", "centralized", "acemad"])
+    ap.add_argument("--methods", nargs="+", choices=sorted(methods()), default=["majority", "decentralized", "centralized", "acemad"])
     ap.add_argument("--latency", type=float, default=0.1, help="injected seconds per request (default 0.1)")
     ap.add_argument("--workers", type=int, default=8, help="runner workers (notebook default WORKERS=8)")
     ap.add_argument("--max-concurrency", type=int, default=16, help="LLMClient calls in flight (default 16)")
@@ -125,7 +123,8 @@ def experiment(a, qs, cfgs, sampled: bool, workers: int) -> dict:
 def main(argv=None) -> int:
     a = parse_args(argv)
     qs = questions(a.questions)
-    cfgs = [METHODS[m] for m in a.methods]
+    by_method = methods()
+    cfgs = [by_method[m] for m in a.methods]
     print("== acemad free reruns: cold run, delete transcripts, warm run on the kept response cache ==")
     print(machine_line())
     print(f"other busy processes at start: {busy_processes()}")

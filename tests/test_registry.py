@@ -1,0 +1,65 @@
+"""The registry of the paper's experiments: what each notebook runs, as data (tests/test_cost.py checks it
+against the notebooks' own code)."""
+from __future__ import annotations
+
+import pytest
+
+from acemad_utils import registry as R
+from acemad_utils.config import DebateConfig
+from acemad_utils.experiments import Setup
+
+
+def test_groups_keep_the_run_order_and_the_labels():
+    X = R.main_results([2, 3, 5], 2.0, seed=0)
+    assert X.name == "main" and list(X.groups) == ["baselines", "control", "acemad"]
+    assert X.labels("acemad") == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
+    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 9
+    assert X["control"][0].roster == "acemad" and X["control"][0].method == "decentralized"
+
+
+def test_baselines_grid_skips_a_star_without_debaters_and_table1_is_at_n_table():
+    X = R.baselines([1, 2, 3], 5, seed=0)
+    assert [c.n_agents for c in X["centralized"]] == [2, 3, 5]
+    assert [c.n_agents for c in X["majority"]] == [1, 2, 3, 5]
+    assert {c.hash for c in R.voting_vs_mad(5)} <= {c.hash for c in X.configs}
+
+
+def test_heterogeneity_variants_and_the_persona_variant_is_the_main_acemad():
+    X = R.heterogeneity("", seed=0)
+    assert len(X["variants"]) == 2
+    assert X["variants"][0].hash == DebateConfig(method="acemad", rounds=3).hash
+    Y = R.heterogeneity("m2", "http://127.0.0.1:9/v1")
+    assert Y["variants"][-1].truth_holder.model == "m2" and Y["variants"][-1].truth_holder.base_url
+
+
+def test_runs_fill_in_benchmarks_caps_and_models():
+    P = {"SEED": 0, "ETA": 2.0, "N_MAX": 7, "BENCHMARKS": ["bbh", "medqa"], "FULL_N_MAX": 11,
+         "FULL_BENCHMARKS": ["logiqa"], "OTHER_MODELS": [
+             {"table": "table5_llama8b", "paper_model": "L", "model": "org/L", "base_url": ""}]}
+    other, full = R.runs("07_other_models", P)
+    assert other.benchmarks == ["medqa", "bbh"] and other.cap == 7 and other.model == "org/L"
+    assert other.name == "other_org-L_table5_llama8b" and other.base_url is None
+    assert (full.on, full.benchmarks, full.cap, full.model) == ("input", ["logiqa"], 11, None)
+    [sub] = R.runs("01_subset_construction", P)
+    assert (sub.on, sub.cap, sub.benchmarks) == ("input", None, ["bbh", "medqa"])
+    assert R.runs("00_theory", P) == []
+    with pytest.raises(ValueError, match="table7"):
+        R.table_configs("table7")
+
+
+@pytest.mark.parametrize("profile", ["default", "local", "paper"])
+def test_every_profile_lists_its_runs(profile):
+    text = R.describe(profile)
+    for nb in ("01_subset_construction", "02_baselines", "06_scaling", "07_other_models"):
+        assert nb in text
+    assert "full_datasets" in text
+
+
+def test_setup_from_params_reads_the_notebook_parameters_and_smoke_caps_inside(monkeypatch):
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    S = Setup.from_params({"PROFILE": "t", "BENCHMARKS": ["bbh"], "N_ITEMS": 600, "SEED": 3, "OTHER": 1},
+                          benchmarks=["logiqa"])
+    assert (S.profile, S.benchmarks, S.seed, S.n_items) == ("t", ["logiqa"], 3, 60)
+    assert len(S.full_questions(["logiqa", "bbh"], 300)) == 2 * 12
+    monkeypatch.setenv("ACEMAD_SMOKE", "0")
+    assert Setup.from_params({"N_ITEMS": None}).n_items is None
