@@ -68,10 +68,6 @@ SIM_STANDINS = {
 }
 
 
-# The paper's tables and their configs live in the registry (re-exported here for older imports).
-from .registry import MAD_METHODS, PAPER_TABLES, table_configs  # noqa: E402,F401
-
-
 class Setup:
     def __init__(self, profile: str = "default", backend: str = "sim", source: str = "synthetic",
                  benchmarks: Sequence[str] = tuple(SYNTHETIC_K), n_items: Optional[int] = 600, seed: int = 0,

@@ -66,7 +66,7 @@ def _at_least(lo: float) -> Callable[[Any], Optional[str]]:
 
 def _other_models(v) -> Optional[str]:
     """OTHER_MODELS (notebook 07): a list of {table, paper_model, model, base_url} with a table the paper printed."""
-    from .experiments import PAPER_TABLES
+    from .registry import PAPER_TABLES
 
     keys = {"table", "paper_model", "model", "base_url"}
     for e in v:

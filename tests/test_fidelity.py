@@ -15,7 +15,8 @@ from acemad_utils import runner
 from acemad_utils import subsets as SS
 from acemad_utils import tables as TB
 from acemad_utils.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
-from acemad_utils.experiments import MAD_METHODS, PAPER_TABLES, SIM_STANDINS, Setup, table_configs
+from acemad_utils.experiments import SIM_STANDINS, Setup
+from acemad_utils.registry import MAD_METHODS, PAPER_TABLES, table_configs
 from acemad_utils.figures import source_label
 from acemad_utils.protocols import run_question
 from acemad_utils.schema import Agent, AgentSpec, Population, Question, Step, Turn
