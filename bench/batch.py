@@ -16,7 +16,7 @@ identical once the usage counters are removed. The batch delay here is short (a 
 to 24 hours), so the wall times measure the library, not the Batch API: a real batch run takes about
 batches x the API's completion time.
 
-    python bench/batch.py              # 30 questions, 200 ms per call, 1 s per batch (about 2.5 min)
+    python bench/batch.py              # 30 questions, 200 ms per call, 1 s per batch (about 2 min)
     python bench/batch.py --quick      # 6 questions, AceMAD T = 2 and notebook 03
 
 Prints figures only; asserts nothing.
