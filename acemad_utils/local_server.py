@@ -78,6 +78,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited after `timeout` seconds; always reaped."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _tail(path: str, n: int = 30) -> str:
     try:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
@@ -150,12 +160,7 @@ def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8
         failed = False
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=10)
         log.close()
         if not failed and not log_path:  # keep the log only when it explains a failure to start
             os.unlink(log.name)

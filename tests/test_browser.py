@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from acemad_utils import paths as P
-from acemad_utils.local_server import free_port
+from acemad_utils.local_server import free_port, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -100,12 +100,7 @@ def lab(tmp_path_factory):
         yield {"url": f"{base}/lab/tree/{NOTEBOOK}?token={token}", "base": base, "root": root, "log": tmp / "lab.log",
                "token": token}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=20)
         log.close()
 
 
