@@ -124,6 +124,16 @@ def busy_processes(interval: float = 1.0, min_share: float = 0.15) -> str:
     return ", ".join(x for _, x in sorted(busy, reverse=True)) or "none"
 
 
+def strip_usage(obj):
+    """obj without any "usage" entry at any depth (records, rounds, the Single Agent's runs): usage says how a
+    reply was obtained (network, cache or batch), not what it was, so runs are compared without it."""
+    if isinstance(obj, dict):
+        return {k: strip_usage(v) for k, v in obj.items() if k != "usage"}
+    if isinstance(obj, list):
+        return [strip_usage(v) for v in obj]
+    return obj
+
+
 # ----------------------------------------------------------------------------- temp outputs
 @contextlib.contextmanager
 def temp_outputs(prefix: str = "acemad_bench_") -> Iterator[Path]:

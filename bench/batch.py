@@ -30,19 +30,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import FakeServer, machine_line, temp_outputs  # noqa: E402
+from _common import FakeServer, machine_line, strip_usage, temp_outputs  # noqa: E402
 
-from acemad_utils import runner  # noqa: E402
+from acemad_utils import registry, runner  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
 from acemad_utils.runner import read_jsonl  # noqa: E402
 
 
-def nb03(seed: int = 0, rounds=(2, 3, 5)) -> list[DebateConfig]:
-    """notebook 03's configs, in its order (its parameters cell with the default ETA and SEED)."""
-    base = [DebateConfig(method=m, seed=seed) for m in ("single", "majority", "decentralized", "centralized", "sparse")]
-    control = [DebateConfig(method="decentralized", roster="acemad", seed=seed)]
-    return base + control + [DebateConfig(method="acemad", rounds=t, eta=2.0, seed=seed) for t in rounds]
+def nb03():
+    """notebook 03's run under the paper profile, from the registry (its configs in its order)."""
+    [run] = registry.notebook_runs("03_main_results", "paper")
+    return run
 
 
 def parse_args(argv=None):
@@ -60,18 +58,9 @@ def parse_args(argv=None):
     return a
 
 
-def _strip(x):
-    """x without any "usage" entry, at any depth (records, round entries, the Single Agent's runs)."""
-    if isinstance(x, dict):
-        return {k: _strip(v) for k, v in x.items() if k != "usage"}
-    if isinstance(x, list):
-        return [_strip(v) for v in x]
-    return x
-
-
-def strip_usage(path: Path) -> list:
+def canonical(path: Path) -> list:
     """The run's records in canonical order (question, method, repeat), usage counters removed."""
-    recs = [_strip(r) for r in read_jsonl(path)]
+    recs = [strip_usage(r) for r in read_jsonl(path)]
     return sorted(recs, key=lambda r: (r["question_id"], r["method"], r.get("repeat", 0)))
 
 
@@ -106,8 +95,10 @@ def main(argv=None) -> int:
     for var in ("ACEMAD_CALLS_VIA", "ACEMAD_MAX_USD"):
         os.environ.pop(var, None)
     qs = make_items(a.questions, k=4, seed=0, benchmark="fake")
-    exps = [(f"AceMAD T={t}", [DebateConfig(method="acemad", rounds=t, eta=2.0)]) for t in ((2,) if a.quick else (2, 3, 5))]
-    exps.append(("notebook 03 (9 methods, one run)", nb03()))
+    run = nb03()
+    ace = run["acemad"][:1] if a.quick else run["acemad"]
+    exps = [(f"AceMAD T={c.rounds}", [c]) for c in ace]
+    exps.append((f"notebook 03 ({len(run.configs)} methods, one run)", run.configs))
     print("== acemad: CALLS_VIA batch vs sync ==")
     print(machine_line())
     print(f"fake endpoint (tests/fake_openai.FakeOpenAI in its own process): {a.latency * 1000:.0f} ms per synchronous "
@@ -122,7 +113,7 @@ def main(argv=None) -> int:
         for i, (label, configs) in enumerate(exps):
             sync = run_once(tmp, f"e{i}", qs, configs, "sync", a)
             bat = run_once(tmp, f"e{i}", qs, configs, "batch", a)
-            same = strip_usage(sync["dir"] / "transcripts.jsonl") == strip_usage(bat["dir"] / "transcripts.jsonl")
+            same = canonical(sync["dir"] / "transcripts.jsonl") == canonical(bat["dir"] / "transcripts.jsonl")
             nb = len(bat["batches"])
             rounds = [c.rounds for c in configs if c.method == "acemad"]
             overhead = bat["wall"] - nb * a.batch_delay

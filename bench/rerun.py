@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import FakeServer, busy_processes, machine_line, temp_outputs  # noqa: E402
+from _common import FakeServer, busy_processes, machine_line, strip_usage, temp_outputs  # noqa: E402
 
 from acemad_utils import registry, runner  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
@@ -60,15 +60,6 @@ def parse_args(argv=None):
 def questions(n: int):
     demo = load_demo()
     return demo[:n] + make_items(max(0, n - len(demo)), k=4, seed=0, benchmark="synthetic-demo")
-
-
-def strip_usage(obj):
-    """Drop every 'usage' dict: it says how a reply was obtained (network vs cache), not what it was."""
-    if isinstance(obj, dict):
-        return {k: strip_usage(v) for k, v in obj.items() if k != "usage"}
-    if isinstance(obj, list):
-        return [strip_usage(v) for v in obj]
-    return obj
 
 
 def run(srv: FakeServer, cache: Path, qs, cfgs, a, workers: int) -> dict:
