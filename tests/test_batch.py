@@ -41,15 +41,17 @@ def root(tmp_path, monkeypatch):
     return tmp_path
 
 
+def _no_usage(x):
+    if isinstance(x, dict):
+        return {k: _no_usage(v) for k, v in x.items() if k != "usage"}
+    return [_no_usage(v) for v in x] if isinstance(x, list) else x
+
+
 def strip_usage(path: Path) -> list:
-    out = []
-    for r in read_jsonl(path):
-        r.pop("usage", None)
-        for rnd in r.get("rounds", []):
-            for e in rnd:
-                e.pop("usage", None)
-        out.append(r)
-    return out
+    """A run's records without usage counters (at any depth: rounds, the Single Agent's runs), in a fixed order:
+    usage says how a reply was obtained, and questions finish in a different order in the two modes."""
+    recs = [_no_usage(r) for r in read_jsonl(path)]
+    return sorted(recs, key=lambda r: (r["question_id"], r["method"], r.get("repeat", 0)))
 
 
 def sync_run(root: Path, n: int = N):
@@ -85,6 +87,26 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
     # the same tokens, at the Batch API price
     assert u["prompt_tokens"] == sync_usage["prompt_tokens"]
     assert u["cost_usd"] == pytest.approx(sync_usage["cost_usd"] * 0.5)
+
+
+def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(root):
+    """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
+    from acemad_utils import registry
+
+    with pytest.MonkeyPatch.context() as m:  # the repository's profiles (the fixture points ROOT at a temp dir)
+        m.setattr(P, "ROOT", WORKER.parents[1])
+        [run] = registry.notebook_runs("03_main_results", "paper")
+    dirs = {}
+    for via in ("sync", "batch"):
+        with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=0.01) as srv:
+            pop = W.population(srv.url, str(root / f"{via}.sqlite"), via)
+            dirs[via] = run_experiment(f"nb03-{via}", W.questions(N), run.configs, pop, workers=8, progress=False)
+            batches = len(srv.batches)
+    assert strip_usage(dirs["batch"] / "transcripts.jsonl") == strip_usage(dirs["sync"] / "transcripts.jsonl")
+    assert len(read_jsonl(dirs["batch"] / "transcripts.jsonl")) >= N * len(run.configs)
+    # a batch is one step of every waiting question: at least AceMAD T=5's 2T steps, far fewer than questions
+    longest = max(c.rounds for c in run.configs if c.method == "acemad")
+    assert 2 * longest <= batches < N
 
 
 def test_a_request_failing_in_every_batch_fails_its_question_with_the_reason(root):
