@@ -12,6 +12,7 @@ import json
 import threading
 from typing import Optional
 
+from .schema import zero_usage
 from .tokenmodel import prompt_tokens, tokens
 
 DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length
@@ -66,7 +67,7 @@ class ModelClient:
     def __init__(self, model: str, kind: str, store: dict, arg_chars: int, log: Optional[list] = None):
         self.model, self.kind, self.store, self.arg_chars, self.log = model, kind, store, arg_chars, log
         self._lock = threading.Lock()
-        self._stats = dict.fromkeys(("calls", "network_calls", "cache_hits", "prompt_tokens", "completion_tokens"), 0)
+        self._stats = {**zero_usage(), "network_calls": 0}  # the counter keys of schema.py, as LLMClient.stats()
         self.by_model: dict[str, list[int]] = {}  # model -> [network calls, prompt, completion]
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None):
