@@ -42,14 +42,14 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from . import registry
-from .cost_endpoint import DEFAULT_ARG_CHARS, FILLER, ModelClient, argument_text, debate_reply  # noqa: F401
+from .cost_endpoint import DEFAULT_ARG_CHARS
 from .cost_endpoint import replay_population
-from .cost_items import BENCHMARKS, FULL_SIZES, KEPT_SHARE, PAPER_SUBSETS, item_counts, sample_items  # noqa: F401
-from .cost_prefix import _lcp, cacheable, prefix_shares  # noqa: F401 (re-exported)
+from .cost_items import BENCHMARKS, item_counts, sample_items
+from .cost_prefix import prefix_shares
 from .prices import PRICES, price_of
 from .prices import table as price_table
-from .registry import notebook_params  # noqa: F401 (re-exported)
-from .tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: F401 (re-exported)
+from .registry import notebook_params
+from .tokenmodel import CHARS_PER_TOKEN
 from .tokenmodel import describe as token_model
 
 

@@ -46,7 +46,6 @@ from .llm_redact import redact, remember_secret, safe_url, scrub  # noqa: F401 (
 from .llm_request import MODES, GarbledResponse, GenerateConfig, request_body, send  # noqa: F401
 from .llm_retry import backoff_wait, next_mode, retrying, with_mode_fallback
 from .llm_usage import Accounting, Completion, usage_tokens  # noqa: F401 (usage_tokens re-exported)
-from .prices import PRICES, price_of  # noqa: F401 (PRICES re-exported: llm.PRICES predates prices.py)
 
 DEFAULT_MODEL = "gpt-4o-mini"
 LOCAL_DUMMY_KEY = "sk-no-key-required"

@@ -24,7 +24,7 @@ library's own counters and transcripts carry modelled token counts.
 Token model (acemad_utils/tokenmodel.py, calibrated once against the real local model, see bench/history.py):
     tokens(text)            = ceil(len(text) / CHARS_PER_TOKEN)
     prompt_tokens(messages) = sum over messages of tokens(content) + MSG_OVERHEAD, + PRIME
-Replies: acemad_utils.cost.debate_reply, the same model `make estimate` replays in process.
+Replies: acemad_utils.cost_endpoint.debate_reply, the same model `make estimate` replays in process.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def local_gguf(skipped: str) -> Optional[str]:
 # ----------------------------------------------------------------------------- token model
 # One token model and one fake debate model for the package's estimates and these scripts (they cannot drift):
 # acemad_utils/tokenmodel.py (calibration notes there) and acemad_utils/cost.py.
-from acemad_utils.cost import FILLER, argument_text, debate_reply  # noqa: E402,F401
+from acemad_utils.cost_endpoint import FILLER, argument_text, debate_reply  # noqa: E402,F401
 from acemad_utils.tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: E402,F401
 from acemad_utils.tokenmodel import describe as token_model  # noqa: E402,F401
 

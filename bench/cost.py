@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CHARS_PER_TOKEN, ROOT, FakeServer, machine_line, temp_outputs, token_model  # noqa: E402
 
 from acemad_utils import cost as C  # noqa: E402
+from acemad_utils import cost_items as CI  # noqa: E402
 from acemad_utils import data as D  # noqa: E402
 from acemad_utils import registry as R  # noqa: E402
 from acemad_utils.agents import LLMPopulation  # noqa: E402
@@ -111,8 +112,8 @@ def part1(a) -> None:
 def part2(a) -> None:
     data_dir = a.data_dir or os.environ.get("ACEMAD_DATA_DIR") or str(ROOT.parent / "shared" / "benchmarks")
     overrides = {}
-    if a.subset_sizes:  # the estimate reads subset sizes from acemad_utils.cost.PAPER_SUBSETS
-        C.PAPER_SUBSETS.update({k: int(v) for k, v in (kv.split("=") for kv in a.subset_sizes.split(","))})
+    if a.subset_sizes:  # the estimate reads subset sizes from acemad_utils.cost_items.PAPER_SUBSETS
+        CI.PAPER_SUBSETS.update({k: int(v) for k, v in (kv.split("=") for kv in a.subset_sizes.split(","))})
     print(f"\nPart 2: the paper profile's full run (make reproduce PROFILE=paper), priced for gpt-4o-mini "
           f"(${PRICE.input:g}/M in, ${PRICE.cached_input:g}/M cached in, ${PRICE.output:g}/M out, batch "
           f"x{PRICE.batch_factor:g}; {PRICE.source}, recorded {PRICE.recorded})")

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine_line, token_model  # noqa: E402
 
 from acemad_utils import cost as C  # noqa: E402
+from acemad_utils import cost_prefix as CP  # noqa: E402
 from acemad_utils.config import DebateConfig  # noqa: E402
 from acemad_utils.data import load_demo  # noqa: E402
 from acemad_utils.protocols import run_question  # noqa: E402
@@ -45,7 +46,7 @@ def main(argv=None) -> int:
     pop = C.replay_population("gpt-4o-mini", {}, a.arg_chars, log=log)
     for q in qs:
         run_question(q, pop, cfg)
-    s = C.prefix_shares(log)
+    s = CP.prefix_shares(log)
     print(f"{cfg.label}, {len(qs)} demo questions, {len(log)} calls, {s['prompt_tokens']:,.0f} prompt tokens, "
           f"arguments of {a.arg_chars} chars")
     print(f"  share of prompt tokens that repeat a prefix of an earlier call of the same agent: {100 * s['same_agent']:.1f}%")
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
     (agent, calls), = list(by_agent.items())[:1]
     print(f"  one agent ({agent}): where each prompt first differs from the previous one of that agent")
     for (rnd, kind, text), (_, _, prev) in zip(calls[1:], calls[:-1]):
-        i = C._lcp(text, prev)
+        i = CP._lcp(text, prev)
         print(f"    {rnd} {kind:<7} {len(text):>6} chars, first difference at char {i:>6}: {text[i:i + 50]!r}")
     return 0
 

@@ -12,6 +12,7 @@ import pytest
 
 from acemad_utils import budget as B
 from acemad_utils import cost as C
+from acemad_utils import cost_items as CI
 from acemad_utils import paths as P
 from acemad_utils import registry as R
 from acemad_utils import reproduce
@@ -286,8 +287,8 @@ def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     est = C.estimate_profile("paper", per_benchmark=1)
     [t6] = [r for r in est.rows if r.notebook == "07_other_models" and r.model == "gpt-4o-mini"]
-    outside = sum(C.FULL_SIZES[b] - C.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
-    assert t6.questions == 2 * (C.FULL_SIZES["arc_challenge"] + C.FULL_SIZES["logiqa"])
+    outside = sum(CI.FULL_SIZES[b] - CI.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
+    assert t6.questions == 2 * (CI.FULL_SIZES["arc_challenge"] + CI.FULL_SIZES["logiqa"])
     # Decentralized MAD and AceMAD (T=3, N=5, two calls per agent and round; different rosters share nothing)
     assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
 
