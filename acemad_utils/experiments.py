@@ -149,11 +149,14 @@ class Setup:
             self._items[b] = items
         return list(self._items[b])
 
+    def _n_max(self, n_max: Optional[int]) -> Optional[int]:
+        """Questions per run: n_max, capped in smoke mode (SMOKE) by the one rule every run path uses."""
+        return _cap(n_max, SMOKE[self.backend][1]) if smoke() else n_max
+
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
         demo source every benchmark is the demo set, so it is taken once. Smoke mode caps n_max as run() does."""
-        if smoke():
-            n_max = _cap(n_max, SMOKE[self.backend][1])
+        n_max = self._n_max(n_max)
         benches = self.benchmarks if self.source == "demo" else list(benchmarks)
         return [q for b in benches for q in self.questions(b)[:n_max]]
 
@@ -179,8 +182,7 @@ class Setup:
         """The challenging subset of benchmark b (the first n_max kept items). The Setup's own subsets are built
         on first use; another subset model's must exist (a clear error says how to build them)."""
         name = self.bench_name(b)
-        if smoke():
-            n_max = _cap(n_max, SMOKE[self.backend][1])
+        n_max = self._n_max(n_max)
         try:
             qs = subsets.load_subset(name, self.subset_slug, self.questions(b))
         except FileNotFoundError:
@@ -202,7 +204,7 @@ class Setup:
         Returns (meta, records); meta["methods"][label] holds each config's parameters (e.g. n_agents).
         """
         if questions is not None:
-            qs = list(questions)[:_cap(n_max, SMOKE[self.backend][1])] if smoke() else list(questions)
+            qs = list(questions)[:self._n_max(n_max)]
         else:
             qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
         exp = f"{self.profile}/{name}"
