@@ -111,7 +111,7 @@ def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
         ax.bar(xs, g["accuracy"], width, yerr=err, capsize=2, label=h)
     ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches], rotation=20)
     ax.set_ylabel("accuracy (%)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the bars, never on a whisker
     ax.set_title(title)
     fig.tight_layout()
     return fig
