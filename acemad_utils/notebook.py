@@ -8,12 +8,12 @@ label every table and figure carries ("SYNTHETIC ..." or the model's name).
 """
 from __future__ import annotations
 
-from . import figures as F  # noqa: F401 (re-exported for the notebooks)
-from . import registry as R  # noqa: F401
-from . import tables as TB  # noqa: F401
-from .config import DebateConfig  # noqa: F401
-from .experiments import Setup
-from .report import save_figure, save_table  # noqa: F401
+from acemad_utils.report import figures as F  # noqa: F401 (re-exported for the notebooks)
+from acemad_utils.experiments import registry as R  # noqa: F401
+from acemad_utils.report import tables as TB  # noqa: F401
+from acemad_utils.protocol.config import DebateConfig  # noqa: F401
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.report.save import save_figure, save_table  # noqa: F401
 
 
 def start(params: dict, **kw) -> tuple[Setup, str]:

@@ -21,10 +21,10 @@ sampled at temperature > 0):
 Every reply reports usage from the token model below (the fake's own usage is fixed at 10/5), so the
 library's own counters and transcripts carry modelled token counts.
 
-Token model (acemad_utils/tokenmodel.py, calibrated once against the real local model, see bench/history.py):
+Token model (acemad_utils/agents/tokenmodel.py, calibrated once against the real local model, see bench/history.py):
     tokens(text)            = ceil(len(text) / CHARS_PER_TOKEN)
     prompt_tokens(messages) = sum over messages of tokens(content) + MSG_OVERHEAD, + PRIME
-Replies: acemad_utils.cost_endpoint.debate_reply, the same model `make estimate` replays in process.
+Replies: acemad_utils.cost.endpoint.debate_reply, the same model `make estimate` replays in process.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:  # `python bench/x.py` from a checkout without ins
 def local_gguf(skipped: str) -> Optional[str]:
     """The local model's GGUF path if the llama.cpp server can run here, else None after printing
     "<skipped>: <why>" (a bench part that needs the real model is skipped, never faked)."""
-    from acemad_utils.local_server import LocalServerError, check_server_installed, default_gguf
+    from acemad_utils.agents.local_server import LocalServerError, check_server_installed, default_gguf
 
     try:
         check_server_installed()
@@ -58,10 +58,10 @@ def local_gguf(skipped: str) -> Optional[str]:
 
 # ----------------------------------------------------------------------------- token model
 # One token model and one fake debate model for the package's estimates and these scripts (they cannot drift):
-# acemad_utils/tokenmodel.py (calibration notes there) and acemad_utils/cost.py.
-from acemad_utils.cost_endpoint import FILLER, argument_text, debate_reply  # noqa: E402,F401
-from acemad_utils.tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: E402,F401
-from acemad_utils.tokenmodel import describe as token_model  # noqa: E402,F401
+# acemad_utils/agents/tokenmodel.py (calibration notes there) and acemad_utils/cost/estimate.py.
+from acemad_utils.cost.endpoint import FILLER, argument_text, debate_reply  # noqa: E402,F401
+from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: E402,F401
+from acemad_utils.agents.tokenmodel import describe as token_model  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- machine
@@ -141,7 +141,7 @@ def temp_outputs(prefix: str = "acemad_bench_") -> Iterator[Path]:
     through paths.ROOT / paths.DATA at call time, so nothing is written under the repo."""
     import shutil
 
-    import acemad_utils.paths as P
+    import acemad_utils.data.paths as P
 
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     saved = (P.ROOT, P.DATA)

@@ -2,7 +2,7 @@
 
 Each experiment runs twice on the fake endpoint (bench/_common.py: deterministic debate replies, a fixed
 latency per synchronous call, a fixed completion delay per batch), each time on its own cold response cache
-in a temp dir: once with CALLS_VIA sync, once with CALLS_VIA batch (acemad_utils/batch.py; the fake's
+in a temp dir: once with CALLS_VIA sync, once with CALLS_VIA batch (acemad_utils/agents/batch.py; the fake's
 /v1/files and /v1/batches). Experiments: AceMAD T = 2, 3, 5 alone (the paper's roster, N = 5), then
 notebook 03's whole run in one experiment as the notebook runs it (Single Agent, Majority Voting,
 Decentralized, Centralized and Sparse MAD, Decentralized MAD with AceMAD's roster, AceMAD T = 2, 3, 5).
@@ -32,9 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, machine_line, strip_usage, temp_outputs  # noqa: E402
 
-from acemad_utils import registry, runner  # noqa: E402
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.runner import read_jsonl  # noqa: E402
+from acemad_utils.experiments import registry  # noqa: E402
+from acemad_utils.experiments import runner
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.experiments.runner import read_jsonl  # noqa: E402
 
 
 def nb03():
@@ -89,7 +90,7 @@ def _run(srv: FakeServer, tmp: Path, name: str, qs, configs, via: str, a) -> dic
 
 
 def main(argv=None) -> int:
-    from acemad_utils.sim import make_items
+    from acemad_utils.agents.sim import make_items
 
     a = parse_args(argv)
     for var in ("ACEMAD_CALLS_VIA", "ACEMAD_MAX_USD"):

@@ -8,7 +8,7 @@ A. Synthetic population: it makes no LLM call, and the call mode is a property o
    single and two are the same process there (same seeds, same transcripts); one accuracy is printed.
 B. Fake endpoint (bench/_common.py, fixed-length replies, modelled tokens): calls and prompt/completion
    tokens per question for every method of notebook 03 (N=5, T=3), each method in its own cold cache.
-C. The real local model (SmolLM2-135M-Instruct via acemad_utils.local_server.serve(), the demo set),
+C. The real local model (SmolLM2-135M-Instruct via acemad_utils.agents.local_server.serve(), the demo set),
    AceMAD N=3, T=2, both modes, each on its own cold cache in a temp dir (every call is a real call):
    calls, tokens, seconds, accuracy with a 95% bootstrap CI (stats.bootstrap_ci), the paired difference
    with its CI (stats.paired_bootstrap_diff) and a paired test (tables.paired_test: exact McNemar).
@@ -32,11 +32,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, local_gguf, machine_line, temp_outputs, token_model  # noqa: E402
 
-from acemad_utils import registry, runner  # noqa: E402
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
-from acemad_utils.stats import bootstrap_ci, paired_bootstrap_diff  # noqa: E402
-from acemad_utils.tables import paired_test  # noqa: E402
+from acemad_utils.experiments import registry  # noqa: E402
+from acemad_utils.experiments import runner
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
+from acemad_utils.report.stats import bootstrap_ci, paired_bootstrap_diff  # noqa: E402
+from acemad_utils.report.tables import paired_test  # noqa: E402
 
 
 
@@ -72,8 +73,8 @@ def per_question(recs: list[dict], key: str) -> float:
 
 # ----------------------------------------------------------------------------- A: synthetic
 def part_a() -> None:
-    from acemad_utils.protocols import run_question
-    from acemad_utils.sim import SimPopulation, make_items
+    from acemad_utils.protocol.debate import run_question
+    from acemad_utils.agents.sim import SimPopulation, make_items
 
     items = make_items(300, k=4, seed=0)
     cfg = DebateConfig(method="acemad", n_agents=5, rounds=3)
@@ -88,7 +89,7 @@ def part_a() -> None:
 
 # ----------------------------------------------------------------------------- B: fake endpoint
 def part_b(a) -> None:
-    from acemad_utils.sim import make_items
+    from acemad_utils.agents.sim import make_items
 
     qs = make_items(a.fake_questions, k=4, seed=0, benchmark="fake")
     print(f"\nB. fake endpoint, {a.fake_questions} questions (4 options) per method, arguments of {a.arg_chars} chars; "
@@ -116,8 +117,8 @@ def part_b(a) -> None:
 
 # ----------------------------------------------------------------------------- C: local model
 def part_c(a) -> None:
-    from acemad_utils.data import load_demo
-    from acemad_utils.local_server import serve
+    from acemad_utils.data.benchmarks import load_demo
+    from acemad_utils.agents.local_server import serve
 
     gguf = local_gguf("\nC. skipped")
     if gguf is None:

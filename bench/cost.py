@@ -7,7 +7,7 @@ measured with an injected latency L per call (default 0.2 s): "alone" is one que
 protocol's critical path: agents of a round run concurrently), "in a run" is the throughput-bound cost
 when F calls are in flight (calls x L / F; bench/throughput.py shows the library reaches >= 80% of it).
 
-Part 2 (price): the `paper` profile end to end, priced three ways from ONE replay (acemad_utils.cost, the
+Part 2 (price): the `paper` profile end to end, priced three ways from ONE replay (acemad_utils.cost.estimate, the
 same code as `make estimate PROFILE=paper`, so the two cannot drift): every notebook's configs as
 profiles/paper.yaml runs them, with one shared response cache as `make reproduce` shares
 outputs/cache/llm.sqlite, on a few real items per benchmark (ACEMAD_DATA_DIR, or ../shared/benchmarks;
@@ -18,7 +18,7 @@ experiments on the challenging subsets inferred from the paper's Table 2):
                   that OpenAI's prompt cache could serve (>= 1024 tokens, 128-token steps) billed at the
                   cached-input rate ($0.075/M): an upper bound, the cache is best effort;
   batch           every call through the Batch API (50% off), no prompt-cache discount assumed.
-Prices: acemad_utils/prices.py (source and date per entry).
+Prices: acemad_utils/agents/prices.py (source and date per entry).
 
     python bench/cost.py                  # both parts, arguments of 300 / 600 / 1760 chars (about 3 min)
     python bench/cost.py --quick          # 1 item per benchmark, one argument length
@@ -39,14 +39,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CHARS_PER_TOKEN, ROOT, FakeServer, machine_line, temp_outputs, token_model  # noqa: E402
 
-from acemad_utils import cost as C  # noqa: E402
-from acemad_utils import cost_items as CI  # noqa: E402
-from acemad_utils import data as D  # noqa: E402
-from acemad_utils import registry as R  # noqa: E402
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
-from acemad_utils.prices import PRICES  # noqa: E402
-from acemad_utils.protocols import run_question  # noqa: E402
+from acemad_utils.cost import estimate as C  # noqa: E402
+from acemad_utils.cost import items as CI  # noqa: E402
+from acemad_utils.data import benchmarks as D  # noqa: E402
+from acemad_utils.experiments import registry as R  # noqa: E402
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
+from acemad_utils.agents.prices import PRICES  # noqa: E402
+from acemad_utils.protocol.debate import run_question  # noqa: E402
 
 PRICE = PRICES["gpt-4o-mini"]
 PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
@@ -112,7 +112,7 @@ def part1(a) -> None:
 def part2(a) -> None:
     data_dir = a.data_dir or os.environ.get("ACEMAD_DATA_DIR") or str(ROOT.parent / "shared" / "benchmarks")
     overrides = {}
-    if a.subset_sizes:  # the estimate reads subset sizes from acemad_utils.cost_items.PAPER_SUBSETS
+    if a.subset_sizes:  # the estimate reads subset sizes from acemad_utils.cost.items.PAPER_SUBSETS
         CI.PAPER_SUBSETS.update({k: int(v) for k, v in (kv.split("=") for kv in a.subset_sizes.split(","))})
     print(f"\nPart 2: the paper profile's full run (make reproduce PROFILE=paper), priced for gpt-4o-mini "
           f"(${PRICE.input:g}/M in, ${PRICE.cached_input:g}/M cached in, ${PRICE.output:g}/M out, batch "

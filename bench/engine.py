@@ -1,4 +1,4 @@
-"""Throughput of the vectorized protocol math (acemad_utils.beliefs).
+"""Throughput of the vectorized protocol math (acemad_utils.protocol.beliefs).
 
 Measures agent-round updates per second for B questions x T rounds x N agents x K options through the
 full AceMAD pipeline
@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from acemad_utils import beliefs as B
+    from acemad_utils.protocol import beliefs as B
 except ImportError:  # run as `python bench/engine.py` from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from acemad_utils import beliefs as B
+    from acemad_utils.protocol import beliefs as B
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     b, t, n, k = a.questions, a.rounds, a.agents, a.options
     updates = b * t * n
 
-    print("== acemad_utils.beliefs engine benchmark ==")
+    print("== acemad_utils.protocol.beliefs engine benchmark ==")
     print(
         f"machine: python {platform.python_version()} | numpy {np.__version__} | cores {cores()} | "
         f"{platform.machine()} {platform.system()} {platform.release()} | BLAS threads env: {blas_threads()}"

@@ -35,12 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, FakeServer, busy_processes, local_gguf, machine_line,  # noqa: E402
                      prompt_tokens)
 
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.prompts import PERSONAS, argue_prompt, commit_prompt  # noqa: E402
-from acemad_utils.config import HISTORIES, DebateConfig  # noqa: E402
-from acemad_utils.data import load_demo  # noqa: E402
-from acemad_utils.protocols import run_question  # noqa: E402
-from acemad_utils.schema import Message, Turn  # noqa: E402
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt  # noqa: E402
+from acemad_utils.protocol.config import HISTORIES, DebateConfig  # noqa: E402
+from acemad_utils.data.benchmarks import load_demo  # noqa: E402
+from acemad_utils.protocol.debate import run_question  # noqa: E402
+from acemad_utils.protocol.schema import Message, Turn  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -104,7 +104,7 @@ def _calibration_prompts(arg_chars: int) -> list[list[dict]]:
 def calibrate(a) -> None:
     import openai
 
-    from acemad_utils.local_server import serve
+    from acemad_utils.agents.local_server import serve
 
     gguf = local_gguf("calibration skipped")
     if gguf is None:
@@ -139,7 +139,7 @@ def calibrate(a) -> None:
 def real_subset(a) -> None:
     import tempfile
 
-    from acemad_utils.local_server import serve
+    from acemad_utils.agents.local_server import serve
 
     gguf = local_gguf("real-model subset skipped")
     if gguf is None:

@@ -1,7 +1,7 @@
 """How much of a debate's prompt is a repeated prefix (what an endpoint's prompt cache could serve).
 
 AceMAD N=5, T=3 (the paper's two-call mode) on a few demo questions, prompts built by the real prompt
-builders (acemad_utils.agents) through acemad_utils.cost's in-process model of the endpoint: no network.
+builders (acemad_utils.agents.llm_agent) through acemad_utils.cost.estimate's in-process model of the endpoint: no network.
 For every paid call, in the order sent, the longest prefix it shares with an earlier call
   - of the same agent (same question, agent, repeat; any round, argue or commit),
   - of any agent on the same question,
@@ -23,11 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine_line, token_model  # noqa: E402
 
-from acemad_utils import cost as C  # noqa: E402
-from acemad_utils import cost_prefix as CP  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
-from acemad_utils.data import load_demo  # noqa: E402
-from acemad_utils.protocols import run_question  # noqa: E402
+from acemad_utils.cost import estimate as C  # noqa: E402
+from acemad_utils.cost import prefix as CP  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
+from acemad_utils.data.benchmarks import load_demo  # noqa: E402
+from acemad_utils.protocol.debate import run_question  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
 """llama.cpp's prompt cache on the real local model: seconds per question with and without it.
 
-`acemad_utils.local_server.serve(prompt_cache=True)` starts llama-cpp-python's server with `--cache true
+`acemad_utils.agents.local_server.serve(prompt_cache=True)` starts llama-cpp-python's server with `--cache true
 --cache_type ram --cache_size N`: after each reply the model state is saved under its tokens, and a new
 prompt reloads the saved state with the longest common prefix instead of evaluating that prefix again.
 Without it the server still reuses the KV cache of the previous prompt for their common prefix (one slot).
@@ -30,9 +30,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import busy_processes, local_gguf, machine_line, temp_outputs  # noqa: E402
 
-from acemad_utils import runner  # noqa: E402
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
+from acemad_utils.experiments import runner  # noqa: E402
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -75,8 +75,8 @@ def messages(recs: list) -> list:
 
 
 def main(argv=None) -> int:
-    from acemad_utils.data import load_demo
-    from acemad_utils.local_server import PROMPT_CACHE_BYTES, serve
+    from acemad_utils.data.benchmarks import load_demo
+    from acemad_utils.agents.local_server import PROMPT_CACHE_BYTES, serve
 
     a = parse_args(argv)
 

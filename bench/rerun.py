@@ -28,11 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, machine_line, strip_usage, temp_outputs  # noqa: E402
 
-from acemad_utils import registry, runner  # noqa: E402
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
-from acemad_utils.data import load_demo  # noqa: E402
-from acemad_utils.sim import make_items  # noqa: E402
+from acemad_utils.experiments import registry  # noqa: E402
+from acemad_utils.experiments import runner
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
+from acemad_utils.data.benchmarks import load_demo  # noqa: E402
+from acemad_utils.agents.sim import make_items  # noqa: E402
 
 
 

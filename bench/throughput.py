@@ -37,10 +37,10 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, load, machine_line, temp_outputs  # noqa: E402
 
-from acemad_utils import runner  # noqa: E402
-from acemad_utils.agents import LLMPopulation  # noqa: E402
-from acemad_utils.config import DebateConfig  # noqa: E402
-from acemad_utils.sim import make_items  # noqa: E402
+from acemad_utils.experiments import runner  # noqa: E402
+from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
+from acemad_utils.agents.sim import make_items  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -215,7 +215,7 @@ def cpu_breakdown(n_questions: int = 10) -> None:
     """Client CPU per LLM call, layer by layer, sequential at zero latency (ACEMAD_SEQUENTIAL=1)."""
     import openai
 
-    from acemad_utils.llm import GenerateConfig, LLMClient
+    from acemad_utils.agents.client import GenerateConfig, LLMClient
 
     os.environ["ACEMAD_SEQUENTIAL"] = "1"
     cfg = DebateConfig(method="acemad", n_agents=5, rounds=3)

@@ -16,19 +16,19 @@ BATCH = dict(poll=0.05, poll_max=0.2, max_attempts=3)
 
 
 def questions(n: int):
-    from acemad_utils.sim import make_items
+    from acemad_utils.agents.sim import make_items
 
     return make_items(n, k=4, seed=ITEM_SEED)
 
 
 def config():
-    from acemad_utils.config import DebateConfig
+    from acemad_utils.protocol.config import DebateConfig
 
     return DebateConfig(method="acemad", n_agents=N_AGENTS, rounds=ROUNDS)
 
 
 def population(url: str, cache: str, calls_via: str):
-    from acemad_utils.agents import LLMPopulation
+    from acemad_utils.agents.llm_agent import LLMPopulation
 
     return LLMPopulation(model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", kind="openai", cache=cache,
                          calls_via=calls_via, batch_options=BATCH, max_concurrency=8, backoff=(0.0, 0.01))
@@ -36,10 +36,10 @@ def population(url: str, cache: str, calls_via: str):
 
 def main(argv: list[str]) -> int:
     root, name, url, cache, n = argv
-    from acemad_utils import paths
+    from acemad_utils.data import paths
 
     paths.ROOT = Path(root)
-    from acemad_utils.runner import run_experiment
+    from acemad_utils.experiments.runner import run_experiment
 
     d = run_experiment(name, questions(int(n)), [config()], population(url, cache, "batch"), workers=4, progress=False)
     print(json.dumps(json.loads((d / "meta.json").read_text())["summary"]))

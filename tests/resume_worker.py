@@ -21,24 +21,24 @@ CLIENT = dict(backoff=(0.0, 0.01), timeout=1.0, max_attempts=5, max_concurrency=
 
 
 def questions(n: int):
-    from acemad_utils.sim import make_items
+    from acemad_utils.agents.sim import make_items
 
     return make_items(n, k=4, seed=ITEM_SEED)
 
 
 def config():
-    from acemad_utils.config import DebateConfig
+    from acemad_utils.protocol.config import DebateConfig
 
     return DebateConfig(method="acemad", n_agents=N_AGENTS, rounds=ROUNDS)
 
 
 def main(argv: list[str]) -> int:
     root, name, url, cache, n, workers = argv
-    from acemad_utils import paths
+    from acemad_utils.data import paths
 
     paths.ROOT = Path(root)  # outputs() reads it at call time
-    from acemad_utils.agents import LLMPopulation
-    from acemad_utils.runner import RunInterrupted, run_experiment
+    from acemad_utils.agents.llm_agent import LLMPopulation
+    from acemad_utils.experiments.runner import RunInterrupted, run_experiment
 
     pop = LLMPopulation(model=MODEL, base_url=url, cache=cache, seed=RUN_SEED, **CLIENT)
     try:

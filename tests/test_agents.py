@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pytest
 
-from acemad_utils.agents import LLMAgent, LLMPopulation
-from acemad_utils.commit import commit_schema, parse_commit
-from acemad_utils.prompts import PERSONAS, argue_prompt, commit_prompt, json_shape
-from acemad_utils.llm import LLMClient
-from acemad_utils.runner import _identity
-from acemad_utils.schema import AgentSpec, Message, Question, Turn
+from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+from acemad_utils.protocol.commit import commit_schema, parse_commit
+from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, json_shape
+from acemad_utils.agents.client import LLMClient
+from acemad_utils.experiments.runner import _identity
+from acemad_utils.protocol.schema import AgentSpec, Message, Question, Turn
 
 try:
     from tests.fake_openai import FakeOpenAI, Reply
@@ -205,10 +205,10 @@ def test_single_call_mode_makes_one_call_per_agent_round():
     # One structured reply carries the argument and the commitment: N*T calls instead of 2*N*T.
     import json as _json
 
-    from acemad_utils.agents import LLMPopulation
-    from acemad_utils.config import DebateConfig
-    from acemad_utils.protocols import run_question
-    from acemad_utils.schema import Question
+    from acemad_utils.agents.llm_agent import LLMPopulation
+    from acemad_utils.protocol.config import DebateConfig
+    from acemad_utils.protocol.debate import run_question
+    from acemad_utils.protocol.schema import Question
 
     reply = _json.dumps({"argument": "B is right because of physics.", "self_prob": {"A": 0.2, "B": 0.8},
                          "peer_prediction": {"A": 0.6, "B": 0.4}})
@@ -223,8 +223,8 @@ def test_single_call_mode_makes_one_call_per_agent_round():
 
 
 def test_single_call_placeholder_argument_counts_as_missing():
-    from acemad_utils.commit import argument_of
-    from acemad_utils.prompts import ARGUMENT_PLACEHOLDER
+    from acemad_utils.protocol.commit import argument_of
+    from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
 
     assert argument_of('{"argument": "%s", "self_prob": {"A": 1}}' % ARGUMENT_PLACEHOLDER) == ""
     assert argument_of('{"argument": "Because B.", "self_prob": {"A": 1}}') == "Because B."
@@ -232,9 +232,9 @@ def test_single_call_placeholder_argument_counts_as_missing():
 
 def test_single_call_reply_is_parsed_once(monkeypatch):
     # The argument comes from the same parse as the commitment: one scan of the reply for JSON objects.
-    from acemad_utils import commit
+    from acemad_utils.protocol import commit
 
-    from acemad_utils import agents
+    from acemad_utils.agents import llm_agent as agents
 
     calls, parses = [], []
     real, real_parse = commit._objects, agents.parse_commit

@@ -13,14 +13,14 @@ import socket
 import pytest
 import yaml
 
-from acemad_utils import data as D
-from acemad_utils import paths as P
-from acemad_utils import reproduce
-from acemad_utils.agents import LLMPopulation
-from acemad_utils.config import DebateConfig
-from acemad_utils.experiments import Setup
-from acemad_utils.llm import APIKeyRejected, EndpointUnreachable, MissingAPIKey
-from acemad_utils.local_server import free_port
+from acemad_utils.data import benchmarks as D
+from acemad_utils.data import paths as P
+from acemad_utils.reproduce import cli as reproduce
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, MissingAPIKey
+from acemad_utils.agents.local_server import free_port
 
 try:
     from tests.fake_openai import FakeOpenAI
@@ -217,7 +217,7 @@ def test_every_shipped_profile_loads():
 
 def test_a_busy_endpoint_only_warns():
     """Accepts the connection, never answers: reachable (maybe busy), so a warning, not a stop."""
-    from acemad_utils.llm import LLMClient
+    from acemad_utils.agents.client import LLMClient
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils import batch as BA
-from acemad_utils import budget as B
-from acemad_utils import paths as P
-from acemad_utils.cache import ResponseCache
-from acemad_utils.runner import read_jsonl, run_experiment
+from acemad_utils.agents import batch as BA
+from acemad_utils.agents import budget as B
+from acemad_utils.data import paths as P
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.experiments.runner import read_jsonl, run_experiment
 
 try:
     from tests import batch_worker as W
@@ -91,7 +91,7 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
 
 def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(root):
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
-    from acemad_utils import registry
+    from acemad_utils.experiments import registry
 
     with pytest.MonkeyPatch.context() as m:  # the repository's profiles (the fixture points ROOT at a temp dir)
         m.setattr(P, "ROOT", WORKER.parents[1])
@@ -185,7 +185,7 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
 def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(root):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
-    from acemad_utils.batch import BatchExported
+    from acemad_utils.agents.batch import BatchExported
 
     try:
         from tests.fake_openai import completion_body
@@ -218,7 +218,7 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(r
 def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(root, monkeypatch):
     """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
     could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
-    from acemad_utils.runner import BudgetStop
+    from acemad_utils.experiments.runner import BudgetStop
 
     monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:

@@ -1,4 +1,4 @@
-"""Tests for acemad_utils.beliefs: the protocol math of AceMAD (Algorithm 1 and the baselines).
+"""Tests for acemad_utils.protocol.beliefs: the protocol math of AceMAD (Algorithm 1 and the baselines).
 
 Every expected number below is computed by hand in the comments (arithmetic shown) from the paper's
 formulas, never by calling the function under test a second time:
@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from acemad_utils import beliefs as B
+from acemad_utils.protocol import beliefs as B
 
 approx = pytest.approx
 PROPERTY = settings(deadline=None, max_examples=200)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils.local_server import free_port, stop
+from acemad_utils.data import paths as P
+from acemad_utils.agents.local_server import free_port, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -202,8 +202,8 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
 
 
 def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
-    from acemad_utils import viewer as V
-    from acemad_utils.runner import load_run
+    from acemad_utils.report import viewer as V
+    from acemad_utils.experiments.runner import load_run
 
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     try:

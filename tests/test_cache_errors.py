@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils.agents import LLMPopulation
-from acemad_utils.cache import CacheError, ResponseCache
-from acemad_utils.llm import LLMClient
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.cache import CacheError, ResponseCache
+from acemad_utils.agents.client import LLMClient
 
 try:
     from tests.fake_openai import FakeOpenAI
@@ -79,7 +79,7 @@ def test_a_directory_where_the_file_should_be(tmp_path):
 CHILD = r"""
 import sys
 sys.path.insert(0, {repo!r})
-from acemad_utils.cache import CacheError, ResponseCache
+from acemad_utils.agents.cache import CacheError, ResponseCache
 try:
     ResponseCache({path!r})
 except CacheError as e:

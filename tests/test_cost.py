@@ -10,20 +10,20 @@ from pathlib import Path
 import openai
 import pytest
 
-from acemad_utils import budget as B
-from acemad_utils import cost as C
-from acemad_utils import cost_items as CI
-from acemad_utils import paths as P
-from acemad_utils import registry as R
-from acemad_utils import reproduce
-from acemad_utils.agents import LLMPopulation
-from acemad_utils.cache import ResponseCache
-from acemad_utils.config import DebateConfig
-from acemad_utils.data import load_demo
-from acemad_utils.llm import GenerateConfig, LLMClient
-from acemad_utils.prices import PRICES, usd
-from acemad_utils.runner import BudgetStop, read_jsonl, run_experiment
-from acemad_utils.sim import make_items
+from acemad_utils.agents import budget as B
+from acemad_utils.cost import estimate as C
+from acemad_utils.cost import items as CI
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import registry as R
+from acemad_utils.reproduce import cli as reproduce
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.agents.prices import PRICES, usd
+from acemad_utils.experiments.runner import BudgetStop, read_jsonl, run_experiment
+from acemad_utils.agents.sim import make_items
 
 try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
@@ -127,7 +127,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
 def _priced_plan():
     """A deterministic debate model whose replies report the token model's counts (what a calibrated
     endpoint reports): the pre-send estimate then bounds every call's actual cost."""
-    from acemad_utils.tokenmodel import prompt_tokens, tokens
+    from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 
     inner = FaultInjector(rate=0.0, seed=3)
 
@@ -214,7 +214,7 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
     import nbformat
 
     from acemad_utils import notebook
-    from acemad_utils.experiments import Setup
+    from acemad_utils.experiments.setup import Setup
 
     captured = []
 
@@ -266,7 +266,7 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
                                 "07_other_models"])
 @pytest.mark.parametrize("profile", ["paper", "default"])
 def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
-    """registry.runs() (what acemad_utils.cost and bench/cost.py replay) == what the notebook asks Setup to run,
+    """registry.runs() (what acemad_utils.cost.estimate and bench/cost.py replay) == what the notebook asks Setup to run,
     with the profile's parameters; notebook 07 once per OTHER_MODELS entry (a run stops its cell) and once
     with none (then Table 6 is its only run)."""
     _, params = C.notebook_params(profile, only=[nb])

@@ -1,4 +1,4 @@
-"""Benchmark loaders (acemad_utils.data): real files, malformed files, hub mappings, demo set, CLI.
+"""Benchmark loaders (acemad_utils.data.benchmarks): real files, malformed files, hub mappings, demo set, CLI.
 
 Tests marked by the `shared` fixture read the real benchmark files from $ACEMAD_DATA_DIR (CI sets it) and skip
 when it is unset; everything else builds tiny fake data under tmp_path.
@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acemad_utils import data, data_records
-from acemad_utils.data import DataError
+from acemad_utils.data import benchmarks as data
+from acemad_utils.data import records as data_records
+from acemad_utils.data.benchmarks import DataError
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "bbh": 2437, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101}
@@ -144,7 +145,7 @@ def test_env_var_is_used_when_no_data_dir(shared, monkeypatch):
 
 
 def test_summary_cli_subprocess(shared):
-    out = subprocess.run([sys.executable, "-m", "acemad_utils.data", "summary", "--benchmarks", "arc_challenge,logiqa"],
+    out = subprocess.run([sys.executable, "-m", "acemad_utils.data.benchmarks", "summary", "--benchmarks", "arc_challenge,logiqa"],
                          cwd=REPO, capture_output=True, text=True, env={**os.environ, data.ENV_VAR: str(shared)})
     assert out.returncode == 0, out.stderr
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:]}

@@ -14,12 +14,12 @@ import random
 import numpy as np
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils import runner
-from acemad_utils.agents import LLMPopulation
-from acemad_utils.config import DebateConfig
-from acemad_utils.llm import GarbledResponse, LLMClient
-from acemad_utils.sim import make_items
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import runner
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.agents.client import GarbledResponse, LLMClient
+from acemad_utils.agents.sim import make_items
 
 try:
     from tests.fake_openai import (CONTENT_FAULTS, FAULTS, HTTP_FAULTS, FakeOpenAI, FaultInjector, Reply,

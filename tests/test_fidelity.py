@@ -8,19 +8,19 @@ import pandas as pd
 import pytest
 import yaml
 
-from acemad_utils import analysis as A
-from acemad_utils import beliefs as B
-from acemad_utils import paths as P
-from acemad_utils import runner
-from acemad_utils import subsets as SS
-from acemad_utils import tables as TB
-from acemad_utils.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
-from acemad_utils.experiments import SIM_STANDINS, Setup
-from acemad_utils.registry import MAD_METHODS, PAPER_TABLES, table_configs
-from acemad_utils.figures import source_label
-from acemad_utils.protocols import run_question
-from acemad_utils.schema import Agent, AgentSpec, Population, Question, Step, Turn
-from acemad_utils.sim import SimAgent, SimParams, SimPopulation, expected_belief, item_latent, make_items
+from acemad_utils.report import rescoring as A
+from acemad_utils.protocol import beliefs as B
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import runner
+from acemad_utils.experiments import subsets as SS
+from acemad_utils.report import tables as TB
+from acemad_utils.protocol.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
+from acemad_utils.experiments.setup import SIM_STANDINS, Setup
+from acemad_utils.experiments.registry import MAD_METHODS, PAPER_TABLES, table_configs
+from acemad_utils.report.figures import source_label
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn
+from acemad_utils.agents.sim import SimAgent, SimParams, SimPopulation, expected_belief, item_latent, make_items
 
 ITEMS = make_items(120, k=4, seed=21)
 BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")
@@ -232,7 +232,6 @@ def tmp_repo(tmp_path, monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     monkeypatch.setattr(P, "ROOT", tmp_path)
     monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    monkeypatch.setattr(runner, "outputs", P.outputs)
     return tmp_path
 
 

@@ -1,8 +1,8 @@
 """Figure options that carry information: the truth-holder labels of curves over N come from the rosters."""
 import pandas as pd
 
-from acemad_utils import figures as F
-from acemad_utils.config import DebateConfig
+from acemad_utils.report import figures as F
+from acemad_utils.protocol.config import DebateConfig
 
 
 def test_truth_holders_follow_the_roster():

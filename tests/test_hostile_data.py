@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils import data, data_files
-from acemad_utils import paths as P
-from acemad_utils.config import DebateConfig
-from acemad_utils.data import DataError
-from acemad_utils.runner import run_experiment
-from acemad_utils.sim import SimPopulation, make_items
+from acemad_utils.data import benchmarks as data
+from acemad_utils.data import files as data_files
+from acemad_utils.data import paths as P
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.data.benchmarks import DataError
+from acemad_utils.experiments.runner import run_experiment
+from acemad_utils.agents.sim import SimPopulation, make_items
 
 ARC = "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl"
 MEDQA = "medqa/phrases_no_exclude_test.jsonl"

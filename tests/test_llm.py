@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from acemad_utils.cache import ResponseCache
-from acemad_utils.llm import GenerateConfig, LLMClient, MissingAPIKey
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.client import GenerateConfig, LLMClient, MissingAPIKey
 
 try:
     from tests.fake_openai import FakeOpenAI, Reply, error
@@ -218,7 +218,7 @@ def test_concurrent_identical_calls_are_sent_once_and_cached_once(tmp_path):
     import itertools
     import threading
 
-    from acemad_utils.cache import ResponseCache
+    from acemad_utils.agents.cache import ResponseCache
 
     counter = itertools.count()
     with FakeOpenAI(lambda body, n: Reply(content=f"sample {next(counter)}", delay=0.2)) as srv:
@@ -244,7 +244,7 @@ def test_cache_does_not_keep_a_connection_per_short_lived_thread(tmp_path):
     # leaked two file descriptors per thread until sqlite could not open the file any more.
     import threading
 
-    from acemad_utils.cache import ResponseCache
+    from acemad_utils.agents.cache import ResponseCache
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     for i in range(200):

@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from acemad_utils import beliefs as B
-from acemad_utils.agents import LLMPopulation
-from acemad_utils.local_server import LocalServerError, check_server_installed, default_gguf, serve
-from acemad_utils.schema import Question
+from acemad_utils.protocol import beliefs as B
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.local_server import LocalServerError, check_server_installed, default_gguf, serve
+from acemad_utils.protocol.schema import Question
 
 pytestmark = pytest.mark.local_llm
 
@@ -40,7 +40,7 @@ def local_url():
 
 def _question() -> Question:
     try:
-        from acemad_utils.data import load_demo
+        from acemad_utils.data.benchmarks import load_demo
         return load_demo()[0]
     except Exception:  # the demo set is optional here
         return Question(id="e2e/1", benchmark="e2e", question="How many legs does a spider have?",
@@ -48,8 +48,8 @@ def _question() -> Question:
 
 
 def test_acemad_debate_on_local_model(local_url, tmp_path):
-    from acemad_utils.config import DebateConfig
-    from acemad_utils.protocols import run_question
+    from acemad_utils.protocol.config import DebateConfig
+    from acemad_utils.protocol.debate import run_question
 
     q = _question()
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)

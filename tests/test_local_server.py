@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from acemad_utils import local_server as LS
+from acemad_utils.agents import local_server as LS
 
 
 class FakeProc:

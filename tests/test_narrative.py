@@ -1,7 +1,7 @@
 """The "What we see" sentences follow the numbers they are given (they are never written by hand)."""
 import pandas as pd
 
-from acemad_utils import narrative as N
+from acemad_utils.report import narrative as N
 
 
 def _long(rows):

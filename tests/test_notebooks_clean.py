@@ -1,7 +1,7 @@
 """Notebooks are committed without outputs and each has a papermill `parameters` cell of plain values.
 
 The one exception: a cell whose first line is `# NBVAL_CHECK_OUTPUT` stores exactly its `SUMMARY:` lines (one
-stdout stream, nothing else), the numbers nbval compares; `python -m acemad_utils.nbtools refresh` stores that.
+stdout stream, nothing else), the numbers nbval compares; `python -m acemad_utils.reproduce.nbtools refresh` stores that.
 """
 import ast
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from acemad_utils import nbtools
+from acemad_utils.reproduce import nbtools
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -35,16 +35,16 @@ def test_notebook_is_stripped_and_parameterized(path):
     nb = json.loads(path.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     # Only cells marked NBVAL_CHECK_OUTPUT may keep an output: their deterministic smoke-mode summary,
-    # which nbval compares (refresh with `python -m acemad_utils.nbtools refresh`).
+    # which nbval compares (refresh with `python -m acemad_utils.reproduce.nbtools refresh`).
     checked = ["".join(c["source"]).lstrip().startswith("# NBVAL_CHECK_OUTPUT") for c in code]
     dirty = [i for i, c in enumerate(code) if not checked[i] and (c.get("outputs") or c.get("execution_count"))]
-    assert not dirty, f"{path.name}: code cells {dirty} hold outputs; run `python -m acemad_utils.nbtools strip`"
+    assert not dirty, f"{path.name}: code cells {dirty} hold outputs; run `python -m acemad_utils.reproduce.nbtools strip`"
     assert any(checked), f"{path.name}: no NBVAL_CHECK_OUTPUT cell, so nbval checks no number"
     for i, c in enumerate(code):
         if checked[i]:
             assert c.get("outputs"), f"{path.name}: checked cell {i} has no stored output; run nbtools refresh"
             assert not not_summary(c), (f"{path.name}: checked cell {i} stores more than its SUMMARY: lines: "
-                                        f"{not_summary(c)}; run `python -m acemad_utils.nbtools refresh`")
+                                        f"{not_summary(c)}; run `python -m acemad_utils.reproduce.nbtools refresh`")
     params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, f"{path.name}: needs exactly one cell tagged 'parameters'"
     tree = ast.parse("".join(params[0]["source"]))

@@ -8,8 +8,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils import tables as TB
+from acemad_utils.data import paths as P
+from acemad_utils.report import tables as TB
 
 
 def _shared():

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from acemad_utils.agents import LLMAgent
-from acemad_utils.commit import parse_commit
-from acemad_utils.llm import Completion
-from acemad_utils.schema import AgentSpec, Question, Turn
+from acemad_utils.agents.llm_agent import LLMAgent
+from acemad_utils.protocol.commit import parse_commit
+from acemad_utils.agents.client import Completion
+from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 
 LABELS = ("A", "B", "C", "D")
 OPTIONS = {"A": "Paris", "B": "London", "C": "Rome", "D": "Madrid"}

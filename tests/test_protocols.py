@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from acemad_utils import analysis as A
-from acemad_utils import beliefs as B
-from acemad_utils.config import DebateConfig
-from acemad_utils.protocols import ring, run_question, visible
-from acemad_utils.runner import read_jsonl, run_experiment
-from acemad_utils.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
-from acemad_utils.sim import SimParams, SimPopulation, item_latent, make_items
+from acemad_utils.report import rescoring as A
+from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.debate import ring, run_question, visible
+from acemad_utils.experiments.runner import read_jsonl, run_experiment
+from acemad_utils.protocol.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
+from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
 
 ITEMS = make_items(400, k=4, seed=11)
 
@@ -215,7 +215,7 @@ def test_symmetric_updating_is_a_martingale():
 
 # ----------------------------------------------------------------------------- runner + re-scoring
 def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
-    monkeypatch.setattr("acemad_utils.runner.outputs", lambda *p: tmp_path.joinpath(*p))
+    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p: tmp_path.joinpath(*p))
     (tmp_path / "runs" / "exp").mkdir(parents=True)
     cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority")]
     d = run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
@@ -266,7 +266,7 @@ def test_agent_error_is_raised_only_after_every_agent_finished():
     import threading
     import time
 
-    from acemad_utils.protocols import _map_agents
+    from acemad_utils.protocol.debate import _map_agents
 
     done = threading.Event()
 
@@ -290,7 +290,7 @@ def test_agent_pool_works_in_a_forked_child():
     import signal
     import time
 
-    from acemad_utils.protocols import _map_agents
+    from acemad_utils.protocol.debate import _map_agents
 
     if not hasattr(os, "fork"):
         pytest.skip("no fork on this platform")

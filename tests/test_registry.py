@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from acemad_utils import registry as R
-from acemad_utils.config import DebateConfig
-from acemad_utils.experiments import Setup
+from acemad_utils.experiments import registry as R
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.experiments.setup import Setup
 
 
 def test_groups_keep_the_run_order_and_the_labels():

@@ -8,8 +8,9 @@ import nbformat
 import pytest
 import yaml
 
-from acemad_utils import reproduce, theory
-from acemad_utils.runner import load_run
+from acemad_utils.reproduce import cli as reproduce
+from acemad_utils.experiments import theory
+from acemad_utils.experiments.runner import load_run
 
 
 def _profile(tmp_path, body) -> str:
@@ -110,7 +111,7 @@ def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_pat
 def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_path, monkeypatch, capsys):
     """The kernel sees Ctrl-C first (its run raises RunInterrupted): the later notebooks must not start."""
     nbs = {"01_stops": tmp_path / "01_stops.ipynb", "02_never": tmp_path / "02_never.ipynb"}
-    _notebook(nbs["01_stops"], 'from acemad_utils.runner import RunInterrupted\n'
+    _notebook(nbs["01_stops"], 'from acemad_utils.experiments.runner import RunInterrupted\n'
                                'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")')
     _notebook(nbs["02_never"], 'print("SUMMARY: ran")')
     monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)

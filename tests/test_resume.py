@@ -25,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils import runner
-from acemad_utils.agents import LLMAgent, LLMPopulation
-from acemad_utils.cache import ResponseCache
-from acemad_utils.config import DebateConfig
-from acemad_utils.schema import AgentSpec
-from acemad_utils.sim import make_items
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import runner
+from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import AgentSpec
+from acemad_utils.agents.sim import make_items
 
 try:
     from tests import resume_worker as W
@@ -303,7 +303,7 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, capsy
 def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     """The synthetic population runs questions one after the other in this thread: a Ctrl-C during the third
     question lets it finish, saves it, and stops; the resume completes to the bytes of an uninterrupted run."""
-    from acemad_utils.sim import SimPopulation
+    from acemad_utils.agents.sim import SimPopulation
 
     items = make_items(8, k=4, seed=2)
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)

@@ -21,11 +21,11 @@ import traceback
 import nbformat
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils.config import DebateConfig
-from acemad_utils.data import load_demo
-from acemad_utils.experiments import Setup
-from acemad_utils.llm import LLMClient, redact
+from acemad_utils.data import paths as P
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.agents.client import LLMClient, redact
 
 try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
@@ -177,8 +177,8 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
 
 NOTEBOOK = [
     ("parameters", 'BASE_URL = ""\nROOT = ""\n'),
-    ("", "from pathlib import Path\nimport acemad_utils.paths as P\nP.ROOT = Path(ROOT)  # outputs under the test's tmp dir\n"
-         "from acemad_utils.config import DebateConfig\nfrom acemad_utils.experiments import Setup\n"
+    ("", "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the test's tmp dir\n"
+         "from acemad_utils.protocol.config import DebateConfig\nfrom acemad_utils.experiments.setup import Setup\n"
          "S = Setup('nb', 'openai', 'demo', ['truthfulqa'], 3, 0, 'fake-canary-model', BASE_URL, 2, 'two')  # builds the demo subset too\n"
          "print(S.describe())\nS.population.describe()"),
     ("", "meta, records = S.run('secrets_nb', [DebateConfig(method='acemad', n_agents=2, rounds=1)])\n"

@@ -10,12 +10,12 @@ from fractions import Fraction
 import pandas as pd
 import pytest
 
-from acemad_utils import data as D
-from acemad_utils import paths as P
-from acemad_utils import runner
-from acemad_utils import subsets as S
-from acemad_utils.schema import Question
-from acemad_utils.sim import SimPopulation, make_items
+from acemad_utils.data import benchmarks as D
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import runner
+from acemad_utils.experiments import subsets as S
+from acemad_utils.protocol.schema import Question
+from acemad_utils.agents.sim import SimPopulation, make_items
 
 ITEMS = make_items(40, k=4, seed=3)
 
@@ -27,7 +27,6 @@ def tmp_repo(tmp_path, monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     monkeypatch.setattr(P, "ROOT", tmp_path)
     monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    monkeypatch.setattr(runner, "outputs", P.outputs)  # reads P.ROOT at call time
     return tmp_path
 
 
@@ -185,8 +184,8 @@ def test_cli_llm_backend_against_a_fake_endpoint(tmp_repo, capsys, monkeypatch):
 
 
 def test_cli_ctrl_c_exits_130_with_the_resume_line(monkeypatch, capsys):
-    from acemad_utils import subsets
-    from acemad_utils.runner import RunInterrupted
+    from acemad_utils.experiments import subsets
+    from acemad_utils.experiments.runner import RunInterrupted
 
     def stop(*a, **k):
         raise RunInterrupted("interrupted: 2 of 9 records saved; rerun to resume")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils import tables as TB
+from acemad_utils.data import paths as P
+from acemad_utils.report import tables as TB
 
 CSV = """model,method,ARC-C,LogiQA,Average
 M1,Single Agent,20.0,10.0,15.0

@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from acemad_utils import paths as P
-from acemad_utils import runner
-from acemad_utils import viewer as V
-from acemad_utils import viewer_html
-from acemad_utils.config import DebateConfig
-from acemad_utils.protocols import run_question
-from acemad_utils.sim import SimPopulation, make_items
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import runner
+from acemad_utils.report import viewer as V
+from acemad_utils.report import viewer_html
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.agents.sim import SimPopulation, make_items
 
 ITEMS = make_items(12, k=4, seed=3)
 CELL = re.compile(r'<td class="acemad-cell[ "]')
@@ -163,7 +163,6 @@ def test_pick_examples_bad_input():
 def tmp_root(monkeypatch, tmp_path):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(runner, "outputs", P.outputs)  # reads P.ROOT at call time
     return tmp_path
 
 

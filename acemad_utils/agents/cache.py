@@ -1,0 +1,204 @@
+"""Response cache for LLM calls: sqlite (WAL), JSON values, safe to share between threads.
+
+    from acemad_utils.agents.cache import ResponseCache
+    cache = ResponseCache("outputs/cache/llm.sqlite")
+    key = ResponseCache.key(model="gpt-4o-mini", kind="openai", params={"temperature": 0.6},
+                            messages=[...], fmt=None, scope="q1|agent=4|round=1|repeat=0|role=debater|argue")
+    cache.get(key)                      # None on a miss, else the stored dict
+    cache.put(key, {"text": "..."}, model="gpt-4o-mini", kind="openai")
+
+The key is a sha256 over canonical JSON of everything that determines a sample, *including the caller's
+scope*: five agents sending the same first-round prompt at temperature 0.6 must get five independent
+samples, not one sample cached five times. Rows hold the model name and the endpoint kind
+("openai", "local-llama.cpp", ...) only; never an API key or a base URL. Values are JSON (no pickle).
+
+A cache that cannot be used stops the run when it is opened, before any call, with a CacheError naming the
+file and what to do: garbage bytes or a damaged file ("delete it ... to start a fresh cache"), a read-only
+file or directory ("make it writable"; checked by a write that is rolled back, so a reply is never paid for
+and then not stored), a path that cannot be opened. The file is never deleted or replaced for you: its
+replies may have cost money. The same errors met later (a disk that fills up mid-run) are CacheErrors too.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from typing import Any, Iterator, Optional
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"""
+
+
+class CacheError(RuntimeError):
+    """The response cache file cannot be read or written (the message names the file and the fix)."""
+
+
+def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
+    """A sqlite3 error turned into what the user should do about it."""
+    msg = str(err)
+    folder = os.path.dirname(os.path.abspath(path))
+    when = " No model call was made." if opening else ""
+    if "readonly" in msg or "read-only" in msg:
+        return CacheError(f"the response cache {path} is read-only ({msg}): make the file and its directory {folder} "
+                          "writable (sqlite also writes a -wal and a -shm file beside it), or move the cache "
+                          "elsewhere; replies must be stored or a rerun pays for them again." + when)
+    if "unable to open" in msg or "disk I/O" in msg:
+        what = f"{path} is a directory" if os.path.isdir(path) else f"its directory {folder} must exist and be writable"
+        return CacheError(f"cannot open the response cache {path} ({msg}): {what}." + when)
+    if "database or disk is full" in msg:
+        return CacheError(f"the response cache {path} cannot grow ({msg}): free disk space, then rerun (answered "
+                          "questions are kept in the transcripts)." + when)
+    if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError) or \
+            "malformed" in msg or "not a database" in msg:
+        return CacheError(f"the response cache {path} is damaged or not a cache ({msg}): delete it (and {path}-wal, "
+                          f"{path}-shm if present) to start a fresh cache; its stored replies are lost and will be "
+                          f"asked again (`sqlite3 {path} .recover` may salvage part of them first)." + when)
+    return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class ResponseCache:
+    """A key -> JSON dict store. Connections come from a small pool: a thread borrows one for one statement and
+    gives it back (a connection is never used by two threads at once; the pool holds at most as many as
+    threads ever used the cache at the same moment); writes are single INSERT OR REPLACE transactions, so a crash never leaves a half-written row."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        if self.path != ":memory:":
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            except OSError as e:
+                raise CacheError(f"cannot create the directory of the response cache {self.path} ({e.strerror}): make "
+                                 "its parent writable, or move the cache elsewhere. No model call was made.") from None
+        self._conns: list[sqlite3.Connection] = []  # every connection opened (closed by close())
+        self._idle: list[sqlite3.Connection] = []  # the pool: connections not in use right now
+        self._lock = threading.Lock()
+        self._flights: dict[str, list] = {}  # key -> [lock, waiters]: see single_flight
+        try:  # open it now, and prove it is writable, so a bad cache stops the run before any paid call
+            with self._conn() as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
+                                 "VALUES ('', '', '', '{}', 0)")
+                finally:
+                    conn.rollback()
+        except sqlite3.Error as e:
+            self.close()
+            raise _cache_error(self.path, e, opening=True) from None
+
+    @contextlib.contextmanager
+    def single_flight(self, key: str):
+        """Run callers of the same key one at a time. The first misses, calls the model and stores the reply;
+        the others then find it cached. Without this, two methods sending the same scoped call at the same
+        moment would both be sampled, each keep its own sample, and the cache keep only one of them: a warm
+        rerun would then diverge from the cold run and call the model again."""
+        with self._lock:
+            flight = self._flights.setdefault(key, [threading.Lock(), 0])
+            flight[1] += 1
+        flight[0].acquire()
+        try:
+            yield
+        finally:
+            flight[0].release()
+            with self._lock:
+                flight[1] -= 1
+                if flight[1] == 0:
+                    del self._flights[key]
+
+    @staticmethod
+    def key(*, model: str, kind: str, params: dict, messages: list, fmt: Any, scope: str) -> str:
+        blob = canonical_json({"model": model, "kind": kind, "params": params, "messages": messages,
+                               "format": fmt, "scope": scope})
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        """Borrow a pooled connection for one statement or transaction (opened on first need). A thread-local
+        connection would be opened, and kept open, by every short-lived thread: the protocols start new agent
+        threads every round, so a long run would hold thousands of connections (2 file descriptors each)
+        until `open` fails with "unable to open database file"."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                with conn:
+                    conn.execute(_SCHEMA)
+            except BaseException:
+                conn.close()
+                raise
+            with self._lock:
+                self._conns.append(conn)
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                if conn in self._conns:  # not closed meanwhile
+                    self._idle.append(conn)
+
+    def get(self, key: str) -> Optional[dict]:
+        try:
+            with self._conn() as conn:
+                row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
+        return None if row is None else json.loads(row[0])
+
+    def put(self, key: str, value: dict, *, model: str, kind: str) -> None:
+        try:
+            with self._conn() as conn, conn:  # one transaction: committed whole or not at all
+                conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
+                             "VALUES (?, ?, ?, ?, ?)", (key, model, kind, canonical_json(value), time.time()))
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
+
+    def spent_since(self, since: float) -> float:
+        """USD of the replies stored since `since` (epoch seconds): the paid part of a run so far, for MAX_USD
+        across notebook kernels (budget.Budget.from_env). Local endpoints and unpriced models count 0."""
+        from acemad_utils.agents.prices import price_of
+
+        try:
+            with self._conn() as conn:
+                rows = conn.execute(
+                    "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
+                    "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
+                    "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
+                    "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
+                    "WHERE created >= ? AND kind != 'local-llama.cpp' AND key != '' GROUP BY 1, 2", (since,)).fetchall()
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
+        total = 0.0
+        for model, batch, pt, ct, cached in rows:
+            p = price_of(model)
+            if p is not None:
+                total += p.usd(pt or 0, ct or 0, cached or 0, bool(batch))
+        return total
+
+    def __len__(self) -> int:
+        with self._conn() as conn:
+            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        """Close every pooled connection (checkpoints the WAL into the main file); a later call reopens one."""
+        with self._lock:
+            conns, self._conns, self._idle = self._conns, [], []
+        for c in conns:
+            try:
+                c.close()
+            except sqlite3.Error:
+                pass
+
+    def __enter__(self) -> "ResponseCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

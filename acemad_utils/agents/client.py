@@ -1,0 +1,271 @@
+"""The one place that talks to an LLM: an OpenAI-compatible chat client with structured output,
+retries, a concurrency bound, a response cache and token/cost accounting.
+
+    from acemad_utils.agents.client import LLMClient, GenerateConfig
+    client = LLMClient()                         # OPENAI_API_KEY, OPENAI_BASE_URL, ACEMAD_MODEL (default gpt-4o-mini)
+    client = LLMClient(base_url="http://127.0.0.1:8080/v1", cache="outputs/cache/llm.sqlite")  # local: no key needed
+    r = client.generate([{"role": "user", "content": "Say hi"}], GenerateConfig(temperature=0.1, seed=0),
+                        schema=None, scope="q1|agent=0|round=1|repeat=0|role=debater|argue")
+    r.text, r.prompt_tokens, r.cached
+    client.stats()     # {"calls", "network_calls", "cache_hits", "prompt_tokens", "completion_tokens", "retries",
+                       #  "failures", "cost_usd", ...}
+
+This module wires the parts together; each concern lives in a module of its own, and everything a caller
+imports from here still is here:
+    llm_request.py  one request: its body per structured-output mode, the check of the reply (GarbledResponse)
+    llm_retry.py    the retry policy (tenacity, Retry-After) and the json_schema -> json_object -> text fallback
+    llm_usage.py    Completion, usage and cost accounting, the MAX_USD hold on a paid call
+    llm_redact.py   keys kept out of text, exceptions and URLs (redact, scrub, safe_url)
+
+Structured output (`schema=` a JSON schema) is asked for in the best way the endpoint supports. The mode is
+detected once per client and remembered; `structured=` fixes it instead. A BoundedSemaphore shared by all
+threads bounds the calls in flight (held only during the HTTP call, not while backing off), so callers may
+use thread pools freely. When a garbled body's attempts run out, GarbledResponse says what the endpoint
+sent and how many attempts were made, e.g. "the endpoint http://127.0.0.1:8080/v1 answered a chat
+completion with a 2xx reply whose body is not JSON: '<html>...' (6 attempts; ...)".
+
+`preflight()` (called by agents.LLMPopulation unless preflight=False) does one free GET /models with a short
+timeout, so an unreachable base URL or a rejected key stops the run with a clear message before any paid call.
+An error raised by `generate` is scrubbed of keys before it leaves this module (llm_redact.scrub).
+With a batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+from typing import Optional, Sequence
+from urllib.parse import urlparse
+
+import openai
+
+from acemad_utils.agents import budget as B
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub  # noqa: F401 (redact, safe_url re-exported)
+from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send  # noqa: F401
+from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
+from acemad_utils.agents.usage import Accounting, Completion, usage_tokens  # noqa: F401 (usage_tokens re-exported)
+
+DEFAULT_MODEL = "gpt-4o-mini"
+LOCAL_DUMMY_KEY = "sk-no-key-required"
+# PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per
+# client with LLMClient(prices={model: Price(...) or (input, output)}).
+
+
+class MissingAPIKey(RuntimeError):
+    pass
+
+
+class EndpointUnreachable(RuntimeError):
+    """The pre-flight GET /models could not connect (wrong base URL, server not running, no network)."""
+
+
+class APIKeyRejected(RuntimeError):
+    """The pre-flight GET /models was answered 401/403: the endpoint refuses this key."""
+
+
+def endpoint_kind(base_url: Optional[str]) -> str:
+    """'openai' for the default endpoint, 'local-llama.cpp' for a loopback server (what local_server starts),
+    else 'openai-compatible'. Pass kind= to LLMClient to override."""
+    host = urlparse(base_url).hostname if base_url else "api.openai.com"
+    if host == "api.openai.com":
+        return "openai"
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return "local-llama.cpp"
+    return "openai-compatible"
+
+
+class LLMClient:
+    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
+
+    max_concurrency  calls in flight at once, shared by every thread using this client
+    max_attempts     total attempts per call (1 = no retry)
+    backoff          (base, max) seconds of the jittered exponential backoff; Retry-After is honoured up to
+                     retry_after_max
+    structured       "auto" (detect) or one of MODES
+    cache            a ResponseCache, a path to one, or None
+    prices           {model: prices.Price or (input, output)} added to prices.PRICES
+    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
+    """
+
+    def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 *, kind: Optional[str] = None, max_concurrency: int = 8, timeout: float = 120.0,
+                 max_attempts: int = 6, backoff: tuple[float, float] = (1.0, 60.0), retry_after_max: float = 120.0,
+                 structured: str = "auto", cache: ResponseCache | str | os.PathLike | None = None,
+                 prices: Optional[dict] = None, budget: Optional[B.Budget] = None):
+        self.model = model or os.environ.get("ACEMAD_MODEL") or DEFAULT_MODEL
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
+        self.kind = kind or endpoint_kind(base_url)
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.kind == "openai":
+                raise MissingAPIKey("no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via "
+                                    "OPENAI_BASE_URL / the 'local' profile, which needs no key)")
+            key = LOCAL_DUMMY_KEY  # local servers ignore the key but the SDK wants one
+        else:
+            remember_secret(key)
+        if structured != "auto" and structured not in MODES:
+            raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
+        self._auto = structured == "auto"
+        self.mode = MODES[0] if self._auto else structured
+        self._sdk = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+        self._sem = threading.BoundedSemaphore(max_concurrency)
+        self.max_concurrency = max_concurrency
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.retry_after_max = retry_after_max
+        self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
+        self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
+        self.budget = budget if budget is not None else B.current(self.cache)
+        self.batch_queue = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
+        self._lock = threading.Lock()  # guards self.mode
+        self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
+
+    # ------------------------------------------------------------------ public
+    def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,
+                 schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None) -> Completion:
+        """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of
+        otherwise identical calls (agent, round, repeat, call kind)."""
+        model = model or self.model
+        messages = [dict(m) for m in messages]
+        params = config.params()
+        self._add(calls=1)
+        if self.cache is None:
+            return self._paid_fetch(model, messages, params, schema)
+        # The *requested* format is keyed, not the transport mode, so a warm rerun hits the cache before
+        # the mode has been re-detected.
+        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages,
+                                fmt=None if schema is None else {"schema": schema}, scope=scope)
+        with self.cache.single_flight(key):  # identical concurrent calls: one request, one stored reply
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._add(cache_hits=1)
+                self.accounting.count_mode(hit.get("mode"))
+                return Completion(text=hit["text"], mode=hit.get("mode"), cached=True,
+                                  finish_reason=hit.get("finish_reason"))
+            if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
+                mode = self.mode if schema is not None else None
+                self.batch_queue.defer(self, key, model, self.request_body(model, messages, params, mode, schema), mode)
+            out = self._paid_fetch(model, messages, params, schema)
+            self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
+                                 "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                                 "cached_tokens": out.cached_tokens}, model=model, kind=self.kind)
+            return out
+
+    # Accounting (llm_usage.Accounting): kept as client methods, batch.py and callers use them.
+    def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
+                  batch: bool = False) -> Optional[float]:
+        """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
+        return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch)
+
+    def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
+        """The most a call can cost before it is sent (llm_usage.Accounting.estimate_cost)."""
+        return self.accounting.estimate_cost(model, messages, params, batch)
+
+    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, batch: bool = False) -> None:
+        """Add one billed call's tokens to the counters (batch: sent through the Batch API, priced at its rate)."""
+        self.accounting.count_tokens(model, pt, ct, cached, batch)
+
+    def stats(self) -> dict:
+        """Counters summed over this client's life, plus a cost estimate (None if a model has no price)."""
+        return self.accounting.stats()
+
+    request_body = staticmethod(request_body)  # the /chat/completions body of a call (llm_request.py)
+
+    def describe(self) -> dict:
+        """JSON-able, secret-free: model, endpoint kind, structured-output mode. Never the key or the URL."""
+        return {"model": self.model, "endpoint": self.kind, "structured_output": self.mode,
+                "structured_output_detection": "auto" if self._auto else "fixed",
+                "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}
+
+    def preflight(self, timeout: float = 10.0) -> None:
+        """One free GET /models (never a completion): raise EndpointUnreachable when no connection can be made
+        to the base URL, APIKeyRejected on 401/403. Any other answer (even 404 from a server without /models)
+        proves the endpoint is there; a server that accepts the connection but is too busy to answer in time
+        gets a warning, not an error."""
+        where = safe_url(self._base_url)
+        try:
+            self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list()
+        except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
+            cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
+            if isinstance(e, openai.APITimeoutError) and cause in ("ReadTimeout", "WriteTimeout"):
+                warnings.warn(f"the model endpoint {where} accepted the connection but did not answer GET /models "
+                              f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)
+                return
+            fix = ("check the network connection, or set BASE_URL / OPENAI_BASE_URL to an OpenAI-compatible server"
+                   if self._base_url is None else
+                   "set BASE_URL / OPENAI_BASE_URL to a running OpenAI-compatible server such as "
+                   "http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com")
+            raise EndpointUnreachable(f"cannot reach the model endpoint {where} (GET /models: "
+                                      f"{cause or type(e).__name__}); {fix}. No paid call was made.") from None
+        except openai.APIStatusError as e:
+            if e.status_code in (401, 403):
+                raise APIKeyRejected(
+                    f"the endpoint {where} rejected the API key (HTTP {e.status_code} on GET /models): check "
+                    "OPENAI_API_KEY (the key is read from the environment only and never printed). "
+                    "No paid call was made.") from None
+        except Exception:  # an answer we cannot parse still proves the server is there
+            pass
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    # ------------------------------------------------------------------ internals
+    def _add(self, **kw: int) -> None:
+        self.accounting.add(**kw)
+
+    def _paid_fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
+        return self.accounting.paid_call(self.budget, model, messages, params,
+                                         lambda: self._fetch(model, messages, params, schema))
+
+    def _fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
+        """The network part of `generate`: retries, structured-output fallback, token accounting."""
+        counter = [0, 0]  # network calls, retries of this call
+        try:
+            resp, mode = with_mode_fallback(
+                lambda mode: self._with_retries(counter, model, messages, params, mode, schema),
+                current=lambda: self.mode if schema is not None else None, auto=self._auto, downgrade=self._downgrade)
+        except Exception as e:
+            self._add(failures=1)
+            if isinstance(e, GarbledResponse) and counter[0] > 1:
+                e.args = (f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
+                          "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",)
+            # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
+            raise scrub(e)
+        choice = resp.choices[0]
+        pt, ct, cached = usage_tokens(resp.usage)
+        self.count_tokens(model, pt, ct, cached)
+        self.accounting.count_mode(mode)
+        return Completion(text=choice.message.content or "", mode=mode, prompt_tokens=pt, completion_tokens=ct,
+                          cached_tokens=cached, network_calls=counter[0], finish_reason=choice.finish_reason,
+                          retries=counter[1])
+
+    def _downgrade(self, failed: str) -> None:
+        with self._lock:
+            if self.mode == failed:  # several threads may fail at once; move down one step only
+                self.mode = next_mode(failed)
+
+    def _wait(self, state) -> float:
+        return backoff_wait(state, self.backoff, self.retry_after_max)
+
+    def _with_retries(self, counter: list, model, messages, params, mode, schema):
+        def retried(_state) -> None:
+            self._add(retries=1)
+            counter[1] += 1
+
+        return retrying(lambda: self._call_once(counter, model, messages, params, mode, schema),
+                        max_attempts=self.max_attempts, wait=self._wait, mode=mode, on_retry=retried)
+
+    def _call_once(self, counter: list, model, messages, params, mode, schema):
+        return send(self._sdk, request_body(model, messages, params, mode, schema), self._base_url,
+                    slot=self._slot(counter))
+
+    @contextlib.contextmanager
+    def _slot(self, counter: list):
+        """The concurrency bound, held for the HTTP call only; each entry is one network call."""
+        with self._sem:
+            counter[0] += 1
+            self._add(network_calls=1)
+            yield

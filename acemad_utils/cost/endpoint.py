@@ -1,0 +1,124 @@
+"""The modelled endpoint of the cost estimate (acemad_utils.cost.estimate): deterministic replies and modelled tokens.
+
+`ModelClient` stands in for llm.LLMClient in a replay: the same generate() signature and cache-key semantics,
+replies from `debate_reply` (arguments of `arg_chars` characters, JSON commitments), token counts from the
+token model (acemad_utils.agents.tokenmodel), a dict as the shared response cache; no socket, no SDK client, no key.
+bench/_common.py's fake HTTP endpoint serves the same replies.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from typing import Optional
+
+from acemad_utils.protocol.schema import zero_usage
+from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
+
+DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length
+
+FILLER = ("Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
+          "misconception, and checking each option against what is actually known rules out the popular one. ")
+
+
+def argument_text(n_chars: int, seed: str) -> str:
+    """A fixed-length argument naming a stance; the text is unique per request (a reference from the seed), so
+    two different requests never produce the same text (which would make later prompts collide by chance)."""
+    head = f"I argue for option {'ABCD'[int(seed[:2], 16) % 4]} (ref {seed[2:14]}). "
+    return (head + FILLER * (n_chars // len(FILLER) + 2))[:n_chars]
+
+
+def _dist(labels, h: bytes, off: int) -> dict:
+    w = [1 + h[(off + i) % len(h)] for i in range(len(labels))]
+    s = sum(w)
+    return {lab: round(x / s, 4) for lab, x in zip(labels, w)}
+
+
+def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, int]:
+    """(content, prompt_tokens, completion_tokens) for one chat request body; `salt` varies the sample.
+    Free text (argue, moderator) gets an `arg_chars` argument; a structured call gets JSON with self_prob /
+    peer_prediction over the schema's labels (+ an argument when the schema asks for one)."""
+    msgs = body.get("messages") or []
+    # The per-call seed (derived by the library from the call's scope) is part of the sample, as for a real
+    # model: two agents sending the same prompt get different replies.
+    h = hashlib.sha256((json.dumps(msgs, sort_keys=True) + f"|seed={body.get('seed')}" + salt).encode()).digest()
+    rf = body.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema") or rf.get("schema")
+    if not schema:
+        content = argument_text(arg_chars, h.hex())
+    else:
+        props = schema.get("properties", {})
+        labels = list((props.get("self_prob") or {}).get("properties", {})) or ["A", "B"]
+        out = {}
+        if "argument" in props:
+            out["argument"] = argument_text(arg_chars, h.hex())
+        out["self_prob"] = _dist(labels, h, 0)
+        if "peer_prediction" in props:
+            out["peer_prediction"] = _dist(labels, h, 7)
+        content = json.dumps(out)
+    return content, prompt_tokens(msgs), tokens(content)
+
+
+class ModelClient:
+    """Stands in for llm.LLMClient in a replay: same generate() signature and cache-key semantics, replies from
+    debate_reply, a dict as the shared response cache. It never opens a socket or builds an SDK client.
+    `log` (a list) receives (scope, model, messages, prompt_tokens) of every paid (non-cached) call."""
+
+    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, log: Optional[list] = None):
+        self.model, self.kind, self.store, self.arg_chars, self.log = model, kind, store, arg_chars, log
+        self._lock = threading.Lock()
+        self._stats = {**zero_usage(), "network_calls": 0}  # the counter keys of schema.py, as LLMClient.stats()
+        self.by_model: dict[str, list[int]] = {}  # model -> [network calls, prompt, completion]
+
+    def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None):
+        from acemad_utils.agents.cache import ResponseCache
+        from acemad_utils.agents.client import Completion, GenerateConfig
+
+        model = model or self.model
+        params = (config or GenerateConfig()).params()
+        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=list(messages),
+                                fmt=None if schema is None else {"schema": schema}, scope=scope)
+        with self._lock:
+            self._stats["calls"] += 1
+            hit = self.store.get(key)
+            if hit is not None:
+                self._stats["cache_hits"] += 1
+                return Completion(text=hit, mode="json_schema" if schema else None, cached=True)
+        body = {"messages": list(messages), "seed": params.get("seed")}
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
+        text, pt, ct = debate_reply(body, self.arg_chars)
+        with self._lock:
+            self.store[key] = text
+            for k, v in (("network_calls", 1), ("prompt_tokens", pt), ("completion_tokens", ct)):
+                self._stats[k] += v
+            m = self.by_model.setdefault(model, [0, 0, 0])
+            m[0], m[1], m[2] = m[0] + 1, m[1] + pt, m[2] + ct
+            if self.log is not None:
+                self.log.append((scope, model, list(messages), pt))
+        return Completion(text=text, mode="json_schema" if schema else None, prompt_tokens=pt, completion_tokens=ct,
+                          network_calls=1)
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {**self._stats, "cost_usd": None}
+
+    def describe(self) -> dict:
+        return {"model": self.model, "endpoint": self.kind, "structured_output": "json_schema"}
+
+
+def replay_population(model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two",
+                      seed: int = 0, base_url: Optional[str] = None, log: Optional[list] = None):
+    """An agents.LLMPopulation whose clients are ModelClients (kind from base_url as for the real client)."""
+    from acemad_utils.agents.llm_agent import LLMPopulation
+    from acemad_utils.agents.client import endpoint_kind
+
+    class ReplayPopulation(LLMPopulation):
+        def client(self, url):  # never an LLMClient: no SDK, no key, no socket
+            key = url or self.base_url
+            with self._lock:
+                if key not in self._clients:
+                    self._clients[key] = ModelClient(self.model, endpoint_kind(key), store, arg_chars, log)
+                return self._clients[key]
+
+    return ReplayPopulation(model=model, base_url=base_url, seed=seed, calls=calls, preflight=False, calls_via="sync")

@@ -1,0 +1,312 @@
+"""What a profile will cost, before any money is spent: calls, tokens and dollars per notebook, no network.
+
+    python -m acemad_utils.cost estimate --profile paper          # = make estimate PROFILE=paper
+    python -m acemad_utils.cost estimate --profile paper --arg-chars 1760 --per-benchmark 3
+    python -m acemad_utils.cost prices                            # the price table with its sources
+
+    from acemad_utils.cost.estimate import estimate_profile, format_estimate
+    est = estimate_profile("paper")            # Estimate: rows per notebook + total
+    print(format_estimate(est))
+
+How. The profile's notebooks are replayed exactly as `make reproduce` runs them (the runs each notebook
+makes with its parameters, acemad_utils.experiments.registry.runs(), in notebook order, with ONE shared response cache as
+outputs/cache/llm.sqlite is shared) on a few sample items per benchmark, against an in-process model of
+the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are deterministic
+functions of the request (arguments of `arg_chars` characters, JSON commitments), and its token counts come
+from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical calls (the same prompt in the same scope: round-1
+arguments every debate method asks, AceMAD T=2 as a prefix of T=5, configs repeated across notebooks) are
+counted once, as the real cache pays them once. Per-item figures are scaled by the item counts:
+  - the subset construction (notebook 01) runs on every input item: the published test-set sizes
+    (data.PUBLISHED_SIZES) capped by N_ITEMS;
+  - experiments run on the challenging subsets: their real size when they are already built, else the sizes
+    inferred from the paper's Table 2 (PAPER_SUBSETS: every printed accuracy is k/n with one n per
+    benchmark), or the paper's kept share of the input items when N_ITEMS caps them; then capped by N_MAX;
+  - an experiment on the full test sets (notebook 07's Table 6, FULL_N_MAX) repeats configs whose subset
+    items were paid already: it is replayed on a cold cache and pays only its items outside the subsets.
+Sample items (acemad_utils.cost.items): real benchmark items at length quantiles when ACEMAD_DATA_DIR names
+the files (read locally, never from the hub), else distinct demo questions per benchmark (the output says which).
+
+Uncertainty: arguments are the largest unknown (real models write 70 to 400 tokens); `--arg-chars` prices
+another length (1760 = the 400-token argue cap, an upper bound). Prices: acemad_utils/agents/prices.py (source and
+date per entry; check them). Repeated prefixes (prompt caching, estimate(prefix=True)): cost_prefix. The estimate is printed by `reproduce` before the first notebook of a paid
+(`BACKEND: openai`) profile, and bench/cost.py uses the same functions, so the two cannot drift.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from acemad_utils.experiments import registry
+from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS
+from acemad_utils.cost.endpoint import replay_population
+from acemad_utils.cost.items import BENCHMARKS, item_counts, sample_items
+from acemad_utils.cost.prefix import prefix_shares
+from acemad_utils.agents.prices import PRICES, price_of
+from acemad_utils.agents.prices import table as price_table
+from acemad_utils.experiments.registry import notebook_params
+from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
+from acemad_utils.agents.tokenmodel import describe as token_model
+
+
+# ----------------------------------------------------------------------------- the replay
+@dataclass
+class Row:
+    notebook: str
+    model: str
+    questions: int = 0  # questions x configs run (records)
+    agent_calls: float = 0.0  # calls the agents ask for (cache hits included)
+    calls: float = 0.0  # calls sent (paid)
+    prompt_tokens: float = 0.0
+    completion_tokens: float = 0.0
+    usd: Optional[float] = 0.0
+    usd_batch: Optional[float] = 0.0
+    free: bool = False  # a local endpoint
+    cached_tokens: float = 0.0  # prompt tokens OpenAI's prompt cache could serve (estimate(prefix=True) only)
+    usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
+
+
+@dataclass
+class Estimate:
+    profile: str
+    rows: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    arg_chars: int = DEFAULT_ARG_CHARS
+    seconds: float = 0.0
+
+    def total(self, paid_only: bool = False) -> Row:
+        """Sum of the rows (paid_only: the rows of priced, non-local endpoints)."""
+        t = Row("total", "")
+        for r in self.rows:
+            if paid_only and (r.free or r.usd is None):
+                continue
+            t.questions += r.questions
+            for k in ("agent_calls", "calls", "prompt_tokens", "completion_tokens", "cached_tokens"):
+                setattr(t, k, getattr(t, k) + getattr(r, k))
+            for k in ("usd", "usd_batch", "usd_cached"):
+                a, b = getattr(t, k), getattr(r, k)
+                setattr(t, k, None if a is None or b is None else a + b)
+        return t
+
+
+def _price(model: str, kind: str, pt: float, ct: float, batch: bool) -> Optional[float]:
+    if kind == "local-llama.cpp":
+        return 0.0
+    p = price_of(model)
+    return None if p is None else p.usd(pt, ct, 0, batch)
+
+
+def replay(stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS,
+           log: Optional[list] = None, store: Optional[dict] = None, pops: Optional[dict] = None
+           ) -> list[tuple[registry.Run, str, dict]]:
+    """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per stage and
+    benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
+    from acemad_utils.protocol.debate import run_question
+
+    store = {} if store is None else store
+    pops = {} if pops is None else pops  # one population per endpoint; the store is what calls share
+    model0 = P.get("MODEL") or "gpt-4o-mini"
+    out = []
+    for st in stages:
+        m = st.model or model0
+        key = (m, st.base_url)
+        if key not in pops:
+            pops[key] = replay_population(m, store, arg_chars, P.get("CALLS", "two"), P.get("SEED", 0),
+                                          base_url=st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+                                          or None, log=log)
+        pop = pops[key]
+        for b in st.benchmarks:
+            qs = items.get(b) or []
+            if not qs:
+                continue
+            before = _snapshot(pop)
+            for cfg in st.configs:
+                for q in qs:
+                    run_question(q, pop, cfg)
+            after = _snapshot(pop)
+            per = {"agent_calls": (after["calls"] - before["calls"]) / len(qs), "by": {}}
+            for (mm, kind), v in after["by"].items():
+                w = before["by"].get((mm, kind), [0, 0, 0])
+                per["by"][(mm, kind)] = [(v[i] - w[i]) / len(qs) for i in range(3)]
+            out.append((st, b, per))
+    return out
+
+
+def _snapshot(pop) -> dict:
+    by, calls = {}, 0
+    for c in list(pop._clients.values()):
+        calls += c.stats()["calls"]
+        for m, v in c.by_model.items():
+            e = by.setdefault((m, c.kind), [0, 0, 0])
+            for i in range(3):
+                e[i] += v[i]
+    return {"calls": calls, "by": by}
+
+
+def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
+             data_dir: Optional[str] = None, prefix: bool = False) -> Estimate:
+    """The estimate of notebooks with these parameters ({notebook: params}); see the module doc.
+    prefix=True also prices the repeated-prefix share of each notebook's prompt tokens at the cached-input rate
+    (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound)."""
+    from acemad_utils.agents.client import endpoint_kind
+
+    t0 = time.perf_counter()
+    est = Estimate(profile, arg_chars=arg_chars)
+    stages, P0 = [], None
+    for nb, P in params_by_nb.items():
+        if P.get("BACKEND", "sim") == "sim":
+            continue  # the synthetic population makes no LLM call
+        P0 = P0 or P
+        for st in registry.runs(nb, P):
+            stages.append((st, P))
+    if not stages:
+        est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
+        return est
+    benches = sorted({b for st, _ in stages for b in st.benchmarks}, key=lambda b: (b not in BENCHMARKS, b))
+    source = P0.get("SOURCE", "benchmarks")
+    if source == "demo":
+        benches = ["demo"]
+        stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
+    items, src = sample_items(benches, per_benchmark, source, data_dir)
+    est.notes.append(f"items replayed: {per_benchmark} per benchmark, {src}")
+    store: dict = {}  # one cache for the whole profile, as outputs/cache/llm.sqlite
+    rows: dict = {}  # (notebook, model) -> Row, in notebook order
+    subset_src = set()
+    log: Optional[list] = [] if prefix else None
+    spans = []  # (row key, first log index, last log index, items scale) to attribute cacheable tokens
+    for st, P in stages:
+        nb_name = st.notebook
+        local = P.get("BACKEND") == "local"
+        for b in st.benchmarks:
+            start = len(log) if log is not None else 0
+            # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
+            # items: replay it on a cold cache and pay only its items outside the challenging subsets.
+            outside = st.on == "input" and st.name != "subsets"
+            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars,
+                         store={} if outside else store, log=log)
+            if not got:
+                continue
+            _, _, per = got[0]
+            full, sub, why = item_counts(b, P)
+            n = full if st.on == "input" else sub
+            if st.on == "subset":
+                subset_src.add(why)
+            if st.cap is not None:
+                n = min(n, st.cap)
+            paid = n * (1 - sub / full) if outside and full else n
+            if log is not None:
+                spans.append((start, len(log), paid / len(items[b]), nb_name))
+            for (m, kind), (nc, pt, ct) in per["by"].items():
+                r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
+                r.free = r.free and (kind == "local-llama.cpp" or local)
+                r.calls += nc * paid
+                r.prompt_tokens += pt * paid
+                r.completion_tokens += ct * paid
+            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
+            main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
+            # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)
+            url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+            main.free = main.free and (local or endpoint_kind(url) == "local-llama.cpp")
+            main.questions += n * len(st.configs)
+            main.agent_calls += per["agent_calls"] * n
+    if log is not None:
+        per_call = prefix_shares(log)["per_call"]
+        for start, end, scale, nb_name in spans:
+            for j in range(start, end):
+                r = rows.get((nb_name, log[j][1]))
+                if r is not None:
+                    r.cached_tokens += per_call[j] * scale
+    for r in rows.values():
+        if r.free:
+            r.usd = r.usd_batch = r.usd_cached = 0.0
+        else:
+            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, False)
+            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, True)
+            p = price_of(r.model)
+            r.usd_cached = None if p is None else p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+    merged = rows
+    est.rows = [r for r in merged.values() if r.questions or r.calls]
+    est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
+    est.seconds = time.perf_counter() - t0
+    return est
+
+
+def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None,
+                     **kw) -> Estimate:
+    name, params = notebook_params(profile, overrides, only)
+    return estimate(params, name, **kw)
+
+
+def _m(x: float) -> str:
+    return f"{x / 1e6:,.1f} M" if x >= 1e5 else f"{x:,.0f}"
+
+
+def _usd(x: Optional[float], free: bool = False) -> str:
+    # "local": an endpoint on this machine, priced 0 like llm.LLMClient prices it (a gateway on localhost to a
+    # paid provider is not counted: check that provider's prices yourself)
+    return "local" if free else ("no price" if x is None else f"${x:,.2f}")
+
+
+def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
+    lines = [f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
+             f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"]
+    if not est.rows:
+        return "\n".join(lines + [f"  {n}" for n in est.notes])
+    lines.append(f"  {'notebook':<24} {'model':<22} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
+                 f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}")
+    for r in est.rows + [est.total()]:
+        lines.append(f"  {r.notebook:<24} {r.model[:22]:<22} {r.questions:>10,.0f} {r.calls:>11,.0f} "
+                     f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
+                     f"{_usd(r.usd_batch, r.free):>10}")
+    lines += [f"  {n}" for n in est.notes]
+    models = sorted({r.model for r in est.rows if not r.free and price_of(r.model)})
+    for m in models:
+        p = PRICES[m] if m in PRICES else price_of(m)
+        lines.append(f"  price {m}: ${p.input:g}/M input, ${p.output:g}/M output, batch x{p.batch_factor:g} "
+                     f"({p.source}, recorded {p.recorded}; check current prices)")
+    lines.append(f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
+                 "gives an upper bound")
+    if max_usd is not None:
+        lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("estimate", help="calls, tokens and dollars of a profile (no network)")
+    e.add_argument("--profile", default="paper")
+    e.add_argument("--only", nargs="*", help="notebook names")
+    e.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as reproduce --set")
+    e.add_argument("--arg-chars", type=int, default=DEFAULT_ARG_CHARS, help="modelled argument length (chars)")
+    e.add_argument("--per-benchmark", type=int, default=2, help="sample items per benchmark (default 2)")
+    e.add_argument("--data-dir", default=None, help="benchmark files for the sample items (default $ACEMAD_DATA_DIR)")
+    sub.add_parser("prices", help="the price table with sources")
+    a = ap.parse_args(argv)
+    if a.cmd == "prices":
+        print(price_table())
+        return 0
+    import yaml
+
+    from acemad_utils.agents.budget import parse_max_usd
+
+    overrides = {}
+    for item in a.set:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
+        overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+    est = estimate_profile(a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars,
+                           data_dir=a.data_dir)
+    print(format_estimate(est, parse_max_usd(os.environ.get("ACEMAD_MAX_USD"))))
+    print(f"  (estimated in {est.seconds:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

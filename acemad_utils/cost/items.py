@@ -1,0 +1,99 @@
+"""Item counts and sample items of the cost estimate (acemad_utils.cost.estimate): how many questions each run
+asks, and the few items per benchmark the replay runs them on."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from acemad_utils.data import benchmarks as D
+
+BENCHMARKS = ("truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro")
+#: Challenging-subset sizes inferred from the paper's Table 2 (every printed accuracy is k/n with this n).
+PAPER_SUBSETS = {"truthfulqa": 223, "arc_challenge": 108, "bbh": 290, "logiqa": 320, "medqa": 310, "mmlu_pro": 654}
+#: Full test sets (the subset construction runs on all of them): data.PUBLISHED_SIZES.
+FULL_SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101,
+              "bbh": sum(v for k, v in D.PUBLISHED_SIZES.items() if k.startswith("bbh/"))}
+#: Share of input items the paper's subsets kept, for item counts capped by N_ITEMS (and for other sources).
+KEPT_SHARE = {b: PAPER_SUBSETS[b] / FULL_SIZES[b] for b in BENCHMARKS}
+OVERALL_SHARE = sum(PAPER_SUBSETS.values()) / sum(FULL_SIZES.values())
+
+
+def _subset_on_disk(b: str, P: dict) -> Optional[int]:
+    """Size of an already-built challenging subset of b for the profile's subset model, if any."""
+    try:
+        from acemad_utils.experiments import subsets
+
+        model = P.get("SUBSET_MODEL") or P.get("MODEL") or ""
+        if not model:
+            return None
+        path = subsets.subsets_root() / subsets.model_slug(model, synthetic=False) / f"{b}.jsonl"
+        if path.exists():
+            return sum(1 for line in path.read_text().splitlines() if line.strip())
+    except Exception:  # no subset machinery or an unreadable file: fall back to the inferred sizes
+        return None
+    return None
+
+
+def item_counts(b: str, P: dict) -> tuple[int, int, str]:
+    """(input items, challenging-subset items, where the subset size comes from) of benchmark b."""
+    from acemad_utils.experiments.setup import SMOKE
+    from acemad_utils.data.paths import smoke
+
+    n_items = P.get("N_ITEMS")
+    source = P.get("SOURCE", "benchmarks")
+    backend = P.get("BACKEND", "openai")
+    if source == "demo":
+        full = 24 if n_items is None else min(24, n_items)
+    elif source == "synthetic":
+        full = n_items or 600
+    else:
+        full = FULL_SIZES.get(b, 0) if n_items is None else min(FULL_SIZES.get(b, n_items), n_items)
+    if smoke():
+        full = min(full, SMOKE[backend][0])
+    disk = _subset_on_disk(b, P) if source == "benchmarks" else None
+    if disk is not None:
+        sub, why = min(disk, full), "built subset"
+    elif source == "benchmarks" and full == FULL_SIZES.get(b):
+        sub, why = PAPER_SUBSETS[b], "paper Table 2"
+    else:
+        sub, why = int(round(full * KEPT_SHARE.get(b, OVERALL_SHARE))), "paper's kept share"
+    return full, sub, why
+
+
+def sample_items(benchmarks: Sequence[str], per_benchmark: int, source: str = "benchmarks",
+                 data_dir: Optional[str] = None) -> tuple[dict, str]:
+    """A few items per benchmark: real ones at length quantiles when the files are local (never the hub),
+    else distinct demo questions per benchmark. Returns ({benchmark: [Question]}, where they came from)."""
+    d = data_dir or os.environ.get(D.ENV_VAR) or ""
+    out, used_real = {}, False
+    demo = D.load_demo()
+    for i, b in enumerate(benchmarks):
+        qs = []
+        if source == "benchmarks" and d and Path(d).is_dir():
+            try:
+                qs = D.load(b, data_dir=d)
+            except Exception:  # a missing file: the demo set stands in, and the output says so
+                qs = []
+        if source == "synthetic":
+            from acemad_utils.experiments.setup import SYNTHETIC_K
+            from acemad_utils.agents.sim import make_items
+            out[b] = make_items(per_benchmark, k=SYNTHETIC_K.get(b, 4), seed=i, benchmark=f"synthetic-{b}")
+            continue
+        if not qs:
+            k = max(1, min(per_benchmark, len(demo) // max(1, len(benchmarks))))
+            out[b] = [demo[(i * k + j) % len(demo)] for j in range(k)]  # distinct per benchmark: no false cache hits
+            continue
+        used_real = True
+        length = np.array([len(q.question) + len(q.options_str()) for q in qs])
+        order = np.argsort(length, kind="stable")
+        out[b] = [qs[order[int((j + 0.5) / per_benchmark * (len(qs) - 1))]] for j in range(per_benchmark)]
+    src = ("synthetic items" if source == "synthetic" else
+           f"real items from {d}" if used_real else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)")
+    return out, src
+
+
+def header_chars(q) -> int:
+    return len(q.question) + len(q.options_str())

@@ -1,0 +1,228 @@
+"""Benchmark loaders: every benchmark becomes a list of `schema.Question`.
+
+    from acemad_utils.data import benchmarks as data
+    qs = data.load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub, see below)
+    qs = data.load("logiqa", data_dir="/path/to/benchmarks")
+    demo = data.load_demo()                          # ~24 built-in questions, no download needed
+    data.data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
+
+    python -m acemad_utils.data.benchmarks summary [--benchmarks arc_challenge,logiqa] [--data-dir DIR]
+
+Benchmarks (`BENCHMARKS`): truthfulqa (MC1), arc_challenge (test), bbh (the tasks in `BBH_TASKS`),
+logiqa (English test), medqa (USMLE 4-option test), mmlu_pro (law). `load("demo")` = `load_demo()`.
+
+Where the data comes from, first match wins:
+1. `data_dir`, else the env var ACEMAD_DATA_DIR: a directory in the upstream layout (exactly the layout of
+   the project's shared benchmark folder; a relative path is tried against the cwd, then the repo root):
+       <dir>/truthfulqa/data/v0/mc_task.json
+       <dir>/arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl
+       <dir>/bbh/bbh/<task>.json                   one file per task in BBH_TASKS
+       <dir>/logiqa/Test.txt
+       <dir>/medqa/phrases_no_exclude_test.jsonl
+       <dir>/mmlu_pro/law_test.jsonl               else <dir>/mmlu_pro/test.jsonl filtered to category == "law"
+2. otherwise the Hugging Face hub through `datasets` (`pip install datasets`, online): truthful_qa
+   multiple_choice/validation, allenai/ai2_arc ARC-Challenge/test, lukaemon/bbh <task>/test,
+   lucasmccabe/logiqa test, GBaker/MedQA-USMLE-4-options test, TIGER-Lab/MMLU-Pro test (law rows).
+3. otherwise a DataError saying how to get the data.
+
+Records become Questions in `data_records` (one mapper per benchmark, and the choices made there, e.g.
+TruthfulQA's option order); files are read and checked in `data_files` (every error names the file and line).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from acemad_utils.data.files import DataError, build, json_file, json_items, jsonl_rows, logiqa_rows, need
+from acemad_utils.data.paths import ROOT
+from acemad_utils.data.records import BBH_TASKS, map_arc, map_bbh, map_logiqa, map_medqa, map_mmlu_pro, map_truthfulqa
+from acemad_utils.protocol.schema import Question
+
+ENV_VAR = "ACEMAD_DATA_DIR"
+DEMO_PATH = ROOT / "data" / "demo" / "demo.jsonl"
+
+#: Published sizes; a mismatch means a wrong or damaged file, never something to ignore.
+PUBLISHED_SIZES = {
+    "truthfulqa": 817, "arc_challenge": 1172, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101,
+    **{f"bbh/{t}": 187 if t == "causal_judgement" else 250 for t in BBH_TASKS},
+}
+
+NO_DATA_HELP = (
+    f"no benchmark data available: set {ENV_VAR} (or pass data_dir) to a directory in the layout described in "
+    "`acemad_utils.data.benchmarks` (e.g. <dir>/truthfulqa/data/v0/mc_task.json), or `pip install datasets` and be online "
+    "to read the Hugging Face hub; `load_demo()` works without either"
+)
+
+
+def _hub_available() -> bool:
+    return importlib.util.find_spec("datasets") is not None
+
+
+def _hub_rows(path: str, name: str | None, split: str) -> list[tuple[str, Any]]:
+    """Only online users get here; `datasets` is imported lazily so it stays an optional dependency."""
+    import datasets  # noqa: PLC0415
+
+    return [(f"row {i}", dict(r)) for i, r in enumerate(datasets.load_dataset(path, name, split=split))]
+
+
+# ---------------------------------------------------------------- loaders: root=None means "use the hub"
+def _rows(root: Path | None, rel: str, read: Callable[[Path], list], hub: tuple) -> tuple[Any, list]:
+    """(source name for messages, rows) from <root>/<rel>, or from the hub dataset `hub` when root is None."""
+    if root is None:
+        return "hf:" + "/".join(x for x in hub[:2] if x), _hub_rows(*hub)
+    path = need(root, rel)
+    return path, read(path)
+
+
+def _load_truthfulqa(root: Path | None) -> list[Question]:
+    src, rows = _rows(root, "truthfulqa/data/v0/mc_task.json", lambda p: json_items(p, json_file(p)),
+                      ("truthful_qa", "multiple_choice", "validation"))
+    return build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
+
+
+def _load_arc(root: Path | None) -> list[Question]:
+    src, rows = _rows(root, "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", jsonl_rows,
+                      ("allenai/ai2_arc", "ARC-Challenge", "test"))
+    return build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
+
+
+def _load_bbh(root: Path | None) -> list[Question]:
+    out = []
+    for task in BBH_TASKS:  # one file / hub config per task, each with its own count check
+        src, rows = _rows(root, f"bbh/bbh/{task}.json", lambda p: json_items(p, json_file(p), "examples"),
+                          ("lukaemon/bbh", task, "test"))
+        out += build(src, rows, lambda rec, i, task=task: map_bbh(rec, i, task), PUBLISHED_SIZES[f"bbh/{task}"])
+    return out
+
+
+def _load_logiqa(root: Path | None) -> list[Question]:
+    src, rows = _rows(root, "logiqa/Test.txt", logiqa_rows, ("lucasmccabe/logiqa", None, "test"))
+    return build(src, rows, map_logiqa, PUBLISHED_SIZES["logiqa"])
+
+
+def _load_medqa(root: Path | None) -> list[Question]:
+    src, rows = _rows(root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows,
+                      ("GBaker/MedQA-USMLE-4-options", None, "test"))
+    return build(src, rows, map_medqa, PUBLISHED_SIZES["medqa"])
+
+
+def _load_mmlu_pro(root: Path | None) -> list[Question]:
+    law_only = root is not None and (root / "mmlu_pro/law_test.jsonl").is_file()
+    rel = "mmlu_pro/law_test.jsonl" if law_only else "mmlu_pro/test.jsonl"
+    src, rows = _rows(root, rel, jsonl_rows, ("TIGER-Lab/MMLU-Pro", None, "test"))
+    if not law_only:  # the full test split holds all 14 categories; non-dict rows go on to fail in the mapper
+        rows = [(w, r) for w, r in rows if not isinstance(r, dict) or r.get("category") == "law"]
+    return build(src, rows, map_mmlu_pro, PUBLISHED_SIZES["mmlu_pro"])
+
+
+LOADERS: dict[str, Callable[[Path | None], list[Question]]] = {
+    "truthfulqa": _load_truthfulqa, "arc_challenge": _load_arc, "bbh": _load_bbh,
+    "logiqa": _load_logiqa, "medqa": _load_medqa, "mmlu_pro": _load_mmlu_pro,
+}
+BENCHMARKS: tuple[str, ...] = tuple(LOADERS)
+
+
+# ---------------------------------------------------------------- public API
+def data_root(data_dir: str | os.PathLike | None = None) -> Path | None:
+    """The local data directory to read, or None when the hub should be used."""
+    raw = data_dir if data_dir is not None else os.environ.get(ENV_VAR) or None
+    if raw is None:
+        if not _hub_available():
+            raise DataError(NO_DATA_HELP)
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute() and not path.exists() and (ROOT / path).is_dir():
+        path = (ROOT / path).resolve()  # CI's ACEMAD_DATA_DIR=../shared/benchmarks works from any cwd
+    if not path.is_dir():
+        where = "data_dir" if data_dir is not None else ENV_VAR
+        raise DataError(f"{where}={os.fspath(raw)!r} is not a directory; {NO_DATA_HELP}")
+    return path
+
+
+def load(benchmark: str, limit: int | None = None, data_dir: str | os.PathLike | None = None) -> list[Question]:
+    """All questions of one benchmark (count-checked), then the first `limit` of them."""
+    if benchmark == "demo":
+        qs = load_demo()
+    elif benchmark in LOADERS:
+        qs = LOADERS[benchmark](data_root(data_dir))
+    else:
+        raise ValueError(f"unknown benchmark {benchmark!r}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
+    dupes = [k for k, n in Counter(q.id for q in qs).items() if n > 1]
+    if dupes:
+        raise DataError(f"{benchmark}: duplicate question ids {dupes[:5]}")
+    if limit is not None:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        qs = qs[:limit]
+    return qs
+
+
+def _map_demo(rec: Mapping[str, Any], index: int) -> Question:
+    q = Question.from_dict(rec)
+    d = q.metadata.get("distractor")
+    if q.benchmark != "demo" or d not in q.options or d == q.answer or not q.metadata.get("explanation"):
+        raise ValueError("demo items need benchmark 'demo', an explanation and a distractor label != answer")
+    return q
+
+
+def load_demo(path: str | os.PathLike | None = None) -> list[Question]:
+    """The project's own misconception questions (data/demo/demo.jsonl); no benchmark data needed."""
+    path = Path(path) if path is not None else DEMO_PATH
+    return build(path, jsonl_rows(path), _map_demo, None)
+
+
+def _canonical(q: Question) -> dict:
+    d = q.to_dict()
+    d["options"] = [[k, v] for k, v in q.options.items()]  # a list keeps the option order under sort_keys
+    return d
+
+
+def data_hash(questions: Sequence[Question]) -> str:
+    """sha256 (hex) of the canonical JSON of the questions: same questions, same order -> same hash, anywhere."""
+    blob = json.dumps([_canonical(q) for q in questions], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def summarize(questions: Sequence[Question]) -> dict:
+    """Items, option-count range and answer-label counts (in label order)."""
+    sizes = [len(q.options) for q in questions]
+    counts = Counter(q.answer for q in questions)
+    return {"items": len(questions), "options": (min(sizes, default=0), max(sizes, default=0)),
+            "answers": dict(sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0]))), "sha256": data_hash(questions)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m acemad_utils.data.benchmarks", description="Benchmark data tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("summary", help="items, option counts and answer distribution per benchmark")
+    cmd.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated names (default: all; 'demo' allowed)")
+    cmd.add_argument("--data-dir", default=None, help=f"data directory (default: ${ENV_VAR})")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
+    bad = [n for n in names if n not in BENCHMARKS + ("demo",)]
+    if bad or not names:
+        parser.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
+    status = 0
+    print(f"{'benchmark':<14} {'items':>6}  {'options':<7}  {'sha256':<12}  answer distribution")
+    for name in names:
+        try:
+            s = summarize(load(name, data_dir=args.data_dir))
+        except DataError as e:
+            print(f"{name:<14} ERROR: {e}")
+            status = 1
+            continue
+        lo, hi = s["options"]
+        dist = " ".join(f"{k}:{v}" for k, v in s["answers"].items())
+        print(f"{name:<14} {s['items']:>6}  {f'{lo}-{hi}':<7}  {s['sha256'][:12]}  {dist}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Where things live. Everything is relative to the repository root, whatever the working directory.
+
+    from acemad_utils.data.paths import outputs
+    outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
+    PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
+    shared_paper_dir()      # the shared copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
+
+Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
+DATA = ROOT / "data"
+PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (see data/paper/README.md)
+
+
+def smoke() -> bool:
+    """True when ACEMAD_SMOKE is set to anything but '' or '0': notebooks shrink to seconds."""
+    return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
+
+
+def shared_paper_dir() -> Path:
+    """The shared transcription of the paper's printed tables (table1_voting_vs_mad.csv, ...) that the project's
+    own data/paper/ is compared with, cell by cell, in tests/test_paper_transcription.py: $ACEMAD_PAPER_DIR, else
+    ../shared/paper/tables beside the repository (where CI keeps it). Nothing reads the paper's numbers from here;
+    the folder may not exist (the test then skips). A relative ACEMAD_PAPER_DIR is tried from the working
+    directory, then from the repository root."""
+    raw = os.environ.get("ACEMAD_PAPER_DIR") or None
+    if raw is None:
+        return ROOT.parent / "shared" / "paper" / "tables"
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() or path.is_dir() else ROOT / path
+
+
+def outputs(*parts: str) -> Path:
+    base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
+    path = base.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a whole file or nothing: a unique temp file in the same folder, fsync, then rename over."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be shared
+    os.replace(tmp, path)

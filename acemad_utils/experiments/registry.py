@@ -1,0 +1,231 @@
+"""The paper's experiments as named data: what every notebook runs, built from the notebook's parameters.
+
+    from acemad_utils.experiments import registry as R
+    X = R.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
+    X.name, X.configs, X["baselines"], X["control"], X["acemad"], X.labels("acemad")
+    R.runs("03_main_results", P)       # every run notebook 03 makes with parameters P, in order
+    R.notebook_runs("03_main_results", "paper")   # ... with the parameters the paper profile gives it
+
+Notebooks build their configs with these functions (and nothing else), so acemad_utils.cost.estimate (the estimate),
+the benchmarks (bench/cost.py, calls.py, rerun.py) and the tests read the same lists the notebooks run;
+tests/test_cost.py executes the notebooks with the run stubbed and compares what they ask for with runs().
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import AgentSpec
+from acemad_utils.experiments.subsets import model_slug, subset_config
+
+ALL_BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
+BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")  # Table 2's baselines
+VOTING_VS_MAD = ("majority", "decentralized", "centralized", "sparse")  # Table 1 and Figure 2
+MAD_METHODS = ("decentralized", "centralized", "sparse")
+
+# What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
+# baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
+# the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
+PAPER_TABLES = {
+    "table2_main_results": {"baselines": list(BASELINES), "rounds": [2, 3, 5], "benchmarks": ALL_BENCHMARKS,
+                            "full": False},
+    "table4_deepseek": {"baselines": list(VOTING_VS_MAD), "rounds": [3], "benchmarks": ALL_BENCHMARKS, "full": False},
+    "table5_llama8b": {"baselines": list(BASELINES), "rounds": [3], "benchmarks": ["truthfulqa", "medqa", "bbh"],
+                       "full": False},
+    "table6_full_datasets": {"baselines": ["decentralized"], "rounds": [3], "benchmarks": ["arc_challenge", "logiqa"],
+                             "full": True},
+}
+
+
+@dataclass
+class Run:
+    """One run of a notebook (one Setup.run): named groups of configs, run in group order over `on` items
+    ("subset": the challenging subsets; "input": the input items, no subset filter) of `benchmarks` (None: the
+    notebook's BENCHMARKS), with `model` at `base_url` (None: the profile's), `cap` questions per benchmark."""
+    name: str
+    groups: dict
+    on: str = "subset"
+    benchmarks: Optional[Sequence[str]] = None
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    cap: Optional[int] = None
+    notebook: str = ""
+
+    @property
+    def configs(self) -> list[DebateConfig]:
+        return [c for g in self.groups.values() for c in g]
+
+    def __getitem__(self, group: str) -> list[DebateConfig]:
+        return self.groups[group]
+
+    def labels(self, *groups: str) -> list[str]:
+        return [c.label for g in (groups or self.groups) for c in self.groups[g]]
+
+
+# ----------------------------------------------------------------------------- one function per experiment
+def subset_construction(seed: int = 0) -> Run:
+    """Notebook 01: the naive Single Agent, 5 runs per input item (subsets.subset_config)."""
+    return Run("subsets", {"single": [subset_config(seed=seed)]}, on="input")
+
+
+def voting_vs_mad(n: int, seed: int = 0) -> list[DebateConfig]:
+    """Table 1's rows: Majority Voting and the three MADs with N = n, T = 3."""
+    return [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for m in VOTING_VS_MAD]
+
+
+def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
+    """Notebook 02 (Table 1, Figure 2): the four methods at every N of n_values and n_table, T = 3; Centralized
+    MAD from N = 2 (a star needs 2 debaters)."""
+    ns = sorted(set(n_values) | {n_table})
+    return Run("baselines", {m: [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for n in ns
+                                 if not (m == "centralized" and n < 2)] for m in VOTING_VS_MAD})
+
+
+def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
+    """Notebook 03 (Table 2): the five baselines, the control (Decentralized MAD with AceMAD's agents) and
+    AceMAD at every T of `rounds`; N = 5."""
+    return Run("main", {
+        "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
+        "control": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
+        "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in rounds]})
+
+
+def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -> Run:
+    """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
+    truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
+    variants = {"AceMAD (Different Persona)": AgentSpec("Skeptic", 0.6),
+                "AceMAD (Different Thinking System)": AgentSpec("Generalist", 0.6, thinking="slow")}
+    if second_model:
+        variants["AceMAD (Different LLMs)"] = AgentSpec("Generalist", 0.6, model=second_model,
+                                                        base_url=second_base_url or None)
+    return Run("heterogeneity", {
+        "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
+        "variants": [DebateConfig(method="acemad", truth_holder=s, seed=seed, name=n) for n, s in variants.items()]})
+
+
+def ablation(seed: int = 0) -> Run:
+    """Notebook 05 (Figure 4): AceMAD (T = 3) once; the ablations re-decide its commitments (no new run)."""
+    return Run("ablation", {"full": [DebateConfig(method="acemad", rounds=3, seed=seed)]})
+
+
+def scaling(n_values: Sequence[int], seed: int = 0) -> Run:
+    """Notebook 06 (Figure 5): AceMAD (T = 3) and Majority Voting at every N of n_values."""
+    return Run("scaling", {m: [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for n in n_values]
+                           for m in ("acemad", "majority")})
+
+
+def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[DebateConfig], list[DebateConfig]]:
+    """(baseline configs, AceMAD configs) of one of the paper's tables (PAPER_TABLES), N = 5."""
+    if table not in PAPER_TABLES:
+        raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
+    spec = PAPER_TABLES[table]
+    return ([DebateConfig(method=m, seed=seed) for m in spec["baselines"]],
+            [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in spec["rounds"]])
+
+
+def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: float = 2.0) -> Run:
+    """Notebook 07: one printed table (entry["table"]) with one model (an OTHER_MODELS entry), on the
+    challenging subsets of the table's benchmarks that are in `benchmarks`."""
+    table = entry["table"]
+    base, ace = table_configs(table, seed, eta)
+    return Run(f"other_{model_slug(entry['model'])}_{table}", {"baselines": base, "acemad": ace},
+               benchmarks=[b for b in PAPER_TABLES[table]["benchmarks"] if b in benchmarks],
+               model=entry["model"], base_url=entry.get("base_url") or None)
+
+
+def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0, eta: float = 2.0) -> Run:
+    """Notebook 07 (Table 6): Decentralized MAD vs AceMAD (T = 3) on the first n_max items of the full test sets."""
+    base, ace = table_configs("table6_full_datasets", seed, eta)
+    return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
+
+
+# ----------------------------------------------------------------------------- every run of a notebook
+def runs(nb: str, P: dict) -> list[Run]:
+    """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
+    the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) has none here."""
+    seed, eta, n_max = P.get("SEED", 0), P.get("ETA", 2.0), P.get("N_MAX")
+    benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
+    num = nb[:2]
+    if num == "01":
+        out = [subset_construction(seed)]
+    elif num == "02":
+        out = [baselines(P["N_VALUES"], P["N_TABLE"], seed)]
+    elif num == "03":
+        out = [main_results(P["ROUNDS"], eta, seed)]
+    elif num == "04":
+        out = [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed)]
+    elif num == "05":
+        out = [ablation(seed)]
+    elif num == "06":
+        out = [scaling(P["N_VALUES"], seed)]
+    elif num == "07":
+        out = [other_model(e, benches, seed, eta) for e in P.get("OTHER_MODELS") or []]
+        out.append(full_datasets(P.get("FULL_BENCHMARKS") or PAPER_TABLES["table6_full_datasets"]["benchmarks"],
+                                 P.get("FULL_N_MAX"), seed, eta))
+    else:
+        return []
+    for r in out:
+        r.notebook = nb
+        r.benchmarks = benches if r.benchmarks is None else r.benchmarks
+        if r.on == "subset":
+            r.cap = n_max
+    return out
+
+
+def declared(nb_path) -> dict:
+    """The parameters a notebook declares (its `parameters` cell), as values."""
+    import papermill as pm
+
+    out = {}
+    for k, v in pm.inspect_notebook(str(nb_path)).items():
+        try:
+            out[k] = ast.literal_eval(v["default"])
+        except (ValueError, SyntaxError):
+            pass
+    return out
+
+
+def notebook_params(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
+                    ) -> tuple[str, dict]:
+    """(profile name, {notebook: every parameter it will get}) as reproduce passes them (checked the same way)."""
+    from acemad_utils.experiments import profiles as R
+
+    prof = R.load_profile(profile, overrides)
+    out = {}
+    for nb, path in R.notebooks().items():
+        if only and nb not in only:
+            continue
+        defaults = declared(path)
+        out[nb] = {**defaults, **R._params(prof, nb, {k: None for k in defaults})}
+    return prof.get("profile", profile), out
+
+
+def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = None) -> list[Run]:
+    """The runs notebook `nb` makes under a profile (its parameters as reproduce passes them)."""
+    _, params = notebook_params(profile, overrides, only=[nb])
+    return runs(nb, params[nb])
+
+
+def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
+    """Every run of every notebook under a profile: name, items, model, cap and config labels."""
+    name, params = notebook_params(profile, overrides)
+    lines = [f"runs of profile {name!r} (acemad_utils.experiments.registry; 00_theory: synthetic simulations only)"]
+    for nb, P in params.items():
+        for r in runs(nb, P):
+            benches = ["demo"] if P.get("SOURCE") == "demo" else r.benchmarks  # Setup: the demo set stands in
+            where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(benches)
+            where += f", first {r.cap}" if r.cap else ""
+            lines.append(f"  {nb:<24} {r.name:<40} {len(r.configs):>2} configs on {where}; "
+                         f"model {r.model or P.get('MODEL') or '(the profile backend default)'}")
+            lines += [f"      {g}: " + ", ".join(c.label for c in cs) for g, cs in r.groups.items()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="What every notebook runs under a profile (no run is made).")
+    ap.add_argument("--profile", default="paper")
+    print(describe(ap.parse_args().profile))

@@ -1,0 +1,197 @@
+"""The files of a run: transcripts.jsonl and meta.json, written so that a run can always be resumed.
+
+    from acemad_utils.experiments.run_files import read_jsonl, summarize
+    records = read_jsonl(Path("outputs/runs/theory_martingale/transcripts.jsonl"))
+    summarize(records)     # {"questions", "expected", "records", "ok", "failed", "calls", ..., "errors"}
+
+Every line is written whole and flushed (fsync) before the next (`write_line`); a torn last line left by a
+crash is detected and dropped, never parsed as data (`read_jsonl`), and cut off before new lines are appended
+(`cut_torn_tail`), so a new record is never glued to it. A run is resumed only into a directory whose saved
+run asked the same questions of the same agents (`check_resumable`). When a run is complete its file is
+rewritten in canonical order (`write_canonical`), so a rerun gives the same bytes whatever the thread timing
+was. The run loop itself is runner.py.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import warnings
+from pathlib import Path
+from typing import Optional, Sequence
+
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.agents.redact import redact
+from acemad_utils.data.paths import ROOT, atomic_write
+from acemad_utils.data.transcripts import read_jsonl  # noqa: F401 (used by write_canonical's readers)
+from acemad_utils.protocol.debate import _base_record
+from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
+
+
+def git_commit() -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def cut_torn_tail(path: Path) -> None:
+    """A file that does not end with a newline was cut by a crash mid-write. A tail that is a whole record
+    (only the newline was lost) gets its newline; anything else is a torn line and is cut off, so appended
+    records start on a line of their own and the torn bytes are never read as a record."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        keep = 0
+        pos = size
+        while pos > 0:  # find the last newline, reading backwards in blocks
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            i = f.read(step).rfind(b"\n")
+            if i >= 0:
+                keep = pos + i + 1
+                break
+        f.seek(keep)
+        tail = f.read()
+        try:
+            rec = json.loads(tail)
+        except (ValueError, RecursionError):
+            rec = None
+        if isinstance(rec, dict) and is_record(rec):
+            f.seek(size)
+            f.write(b"\n")
+        else:
+            warnings.warn(f"{path}: dropped a torn last line ({size - keep} bytes) left by an interrupted run")
+            f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def is_record(rec: dict) -> bool:
+    return all(k in rec for k in ("question_id", "config_hash", "repeat", "status"))
+
+
+def record_key(rec: dict) -> tuple:
+    return (rec["question_id"], rec["config_hash"], rec["repeat"])
+
+
+def write_line(f, rec: dict) -> None:
+    f.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
+    return {**_base_record(q, cfg, population, repeat), "status": "failed",
+            "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
+            "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
+            "usage": dict.fromkeys(RECORD_USAGE_KEYS, 0)}
+
+
+def with_usage_keys(rec: dict) -> dict:
+    usage = rec.setdefault("usage", {})
+    for k in RECORD_USAGE_KEYS:
+        usage.setdefault(k, 0)
+    return rec
+
+
+def usage_delta(after: dict, before: dict) -> dict:
+    out = {}
+    for k, v in after.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        b = before.get(k, 0)
+        out[k] = v - (b if isinstance(b, (int, float)) else 0)
+    if "cost_usd" in after:
+        a, b = after["cost_usd"], before.get("cost_usd")
+        out["cost_usd"] = None if a is None or b is None else round(a - b, 6)
+    return out
+
+
+def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
+    """Run-level counts from transcript records: questions (distinct), records (expected = questions x
+    methods x repeats, present, missing), ok, failed (with their errors), calls, network calls, retries,
+    cache hits, repairs, parse failures, tokens; `correct` sums final.correct over ok records (a failed
+    record is never correct). Usage of questions that failed is not in any record (see the run's
+    `session` counters)."""
+    out: dict = {"questions": len({r["question_id"] for r in records}),
+                 "expected": len(records) if expected is None else expected,
+                 "records": len(records),
+                 "ok": sum(r.get("status") == "ok" for r in records),
+                 "failed": sum(r.get("status") == "failed" for r in records)}
+    out["missing"] = out["expected"] - out["records"]
+    for k in RECORD_USAGE_KEYS:
+        out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
+    out["correct"] = float(sum(float(r["final"]["correct"]) for r in records
+                               if r.get("status") == "ok" and r.get("final")))
+    out["errors"] = [{"question_id": r["question_id"], "method": r.get("method"), "repeat": r.get("repeat"),
+                      "error": r.get("error", "")} for r in records if r.get("status") == "failed"][:50]
+    return out
+
+
+# Description fields that do not change what agents answer: how an endpoint is reached, not who answers.
+_OPERATIONAL = {"endpoints", "structured_output", "structured_output_detection", "max_concurrency", "max_attempts"}
+
+
+def identity(desc) -> str:
+    """The part of a population's description that defines its answers (models, seed, sampling, prompts)."""
+    if not isinstance(desc, dict):
+        return str(desc)
+    keep = {k: v for k, v in desc.items() if k not in _OPERATIONAL}
+    keep.setdefault("calls", "two")  # runs saved before the single-call mode existed used two calls
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def who(meta: dict, field: str, ident: str) -> str:
+    """A readable identity for the refusal message: who answered (models, seed) or which questions."""
+    if field == "data_hash":
+        return f"{meta.get('n_questions')} questions of {meta.get('benchmarks')} (data hash {ident})"
+    pop = meta.get("population")
+    if not isinstance(pop, dict):
+        return f"{pop} ({ident})"
+    models = pop.get("models") or [pop.get("model", pop.get("name"))]
+    return f"{', '.join(map(str, models))} with seed {pop.get('seed')} (identity {ident})"
+
+
+def order_keys(questions, configs, repeats) -> list[tuple]:
+    return [(q.id, c.hash, r) for c in configs for q in questions for r in range(repeats)]
+
+
+def write_meta(path: Path, meta: dict) -> None:
+    atomic_write(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def check_resumable(d: Path, meta: dict) -> None:
+    """Refuse to resume into `d` when its saved run asked other questions or other agents (ValueError)."""
+    meta_path = d / "meta.json"
+    if not meta_path.exists():
+        return
+    old = json.loads(meta_path.read_text())
+    for field, a, b in (("data_hash", old.get("data_hash"), meta["data_hash"]),
+                        ("population", identity(old.get("population")), identity(meta["population"]))):
+        if a != b:
+            raise ValueError(
+                f"{d} holds a run with a different {field}: saved {who(old, field, a)}, this run "
+                f"{who(meta, field, b)}; resuming would mix results. Delete {d} or choose another experiment name."
+            )
+
+
+def write_canonical(path: Path, done: dict, keys: list[tuple]) -> list[dict]:
+    """Rewrite the transcript file in canonical order (atomic rename): the records of `keys` (configs as given,
+    questions as given, repeats ascending) first, then every other ok record of the file (configs that are not
+    part of this run: nothing is lost; load_run skips them). Returns this run's records, in order."""
+    order = {k: i for i, k in enumerate(keys)}
+    final = sorted((rec for k, rec in done.items() if k in order), key=lambda rec: order[record_key(rec)])
+    ours = len(final)
+    final += [rec for k, rec in done.items() if k not in order]  # `done` holds every ok record of the file
+    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in final))
+    return final[:ours]

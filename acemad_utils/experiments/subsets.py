@@ -1,0 +1,302 @@
+"""Challenging subsets (paper Appendix "Challenging Subset Construction"), built from transcripts.
+
+    from acemad_utils.data import benchmarks as data
+    from acemad_utils.experiments import subsets
+    from acemad_utils.agents.sim import SimPopulation
+    res = subsets.build_subset("arc_challenge", data.load("arc_challenge"), SimPopulation(), "synthetic-population")
+    res.kept, res.summary["misconception_share"]         # kept item stats, the automatic check
+    qs = subsets.load_subset("arc_challenge", "synthetic-population")   # hash-verified Questions
+    subsets.subset_table("synthetic-population")          # one row per benchmark (notebook 01)
+
+    python -m acemad_utils.experiments.subsets build --backend sim --benchmarks arc_challenge,logiqa [--limit 200]
+    python -m acemad_utils.experiments.subsets build --backend llm --model gpt-4o-mini [--base-url URL] --benchmarks ...
+    python -m acemad_utils.experiments.subsets show --model synthetic-population
+
+Recipe (paper l.604-611): the naive single agent (config.NAIVE_AGENT: the plain assistant, no persona,
+T=0.7) answers every item `runs`=5 times through runner.run_experiment (experiment
+`subset_<model_slug>_<benchmark>`, plus `_limit<N>` when limited, since the runner refuses to mix question
+sets under one name); items with accuracy < `threshold`=0.4 are kept. A parse failure counts as wrong and
+is listed separately, never as a distractor. Its draws use `repeat_offset=SUBSET_REPEAT_OFFSET`, so the
+Single Agent baseline (the same agent) samples afresh instead of replaying the runs that selected the items.
+
+One set of subsets serves every model (the paper reuses its subsets across models: Qwen's Single Agent
+scores 74.9% on a TruthfulQA subset built to be < 40%): they are built once with the *subset model* and
+read by every other model (experiments.Setup(subset_model=...)); building per model stays an option.
+
+The paper's manual check ("failures are systematic misconceptions, not random errors") is replaced by a
+number: the pooled share of wrong answers that land on each item's most common distractor,
+sum_i max_label wrong_i(label) / sum_i n_wrong_i, next to the same statistic expected if every item's
+wrong answers fell uniformly at random on its K-1 wrong options (exact multinomial E[max count], not
+1/(K-1): with 3 wrong answers on 3 wrong options the top one holds 63% of them by chance, not 33%).
+
+Files: data/subsets/<model_slug>/<benchmark>.jsonl (one line per kept item) and meta.json (merged per
+benchmark); under outputs/smoke/subsets/ when ACEMAD_SMOKE=1. Byte-identical on rebuild except meta's date.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import fcntl
+import json
+import math
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence
+
+from acemad_utils.data import benchmarks as D
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import runner
+from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
+from acemad_utils.protocol.schema import AgentSpec, Population, Question
+
+SYNTHETIC_SLUG = "synthetic-population"
+# Added to the repeat index of the construction's agent calls: its draws (cache scopes, synthetic samples) are
+# never those of the Single Agent baseline, whose runs use repeat indexes 0..4 (x repeats).
+SUBSET_REPEAT_OFFSET = 1_000_000
+
+
+# ----------------------------------------------------------------------------- pure functions
+def model_slug(model_name: str, synthetic: bool = False) -> str:
+    """Filesystem-safe model name ('meta-llama/Llama-3-8B' -> 'meta-llama-Llama-3-8B'). Every synthetic population
+    is 'synthetic-population', except a named synthetic stand-in ('synthetic-population-<name>', notebook 07)."""
+    if synthetic and not model_name.startswith(SYNTHETIC_SLUG + "-"):
+        return SYNTHETIC_SLUG
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.")
+    if not slug:
+        raise ValueError(f"model name {model_name!r} gives an empty slug")
+    return slug
+
+
+def content_hash(q: Question) -> str:
+    """sha256 of the item's canonical JSON (the same canonical form as data.data_hash)."""
+    return D.data_hash([q])
+
+
+def item_stats(rec: dict) -> dict:
+    """Accuracy, wrong-answer distribution (label order) and parse failures of one Single Agent record."""
+    runs = rec["runs"]
+    n_correct = sum(bool(r["correct"]) for r in runs)
+    failures = sum(r["answer"] is None for r in runs)
+    counts = Counter(r["answer"] for r in runs if not r["correct"] and r["answer"] is not None)
+    wrong = {lab: counts[lab] for lab in rec["labels"] if counts[lab]}
+    # Ties go to the earlier label, so the top distractor never depends on dict or thread order.
+    top = max(wrong, key=lambda lab: (wrong[lab], -rec["labels"].index(lab))) if wrong else None
+    return {"id": rec["question_id"], "benchmark": rec["benchmark"], "accuracy": n_correct / len(runs),
+            "n_runs": len(runs), "n_options": len(rec["labels"]), "wrong": wrong, "top_distractor": top,
+            "parse_failures": failures}
+
+
+@lru_cache(maxsize=None)
+def expected_top_count(n: int, m: int) -> Fraction:
+    """E[largest count] when n answers fall uniformly at random on m options (exact).
+
+    P(max <= t) = n!/m^n [x^n] (sum_{j<=t} x^j/j!)^m, and E[max] = sum_{t<n} (1 - P(max <= t)).
+    """
+    if n == 0 or m <= 1:
+        return Fraction(n)
+    total = Fraction(0)
+    for t in range(n):
+        base = [Fraction(1, math.factorial(j)) for j in range(t + 1)]
+        poly = [Fraction(1)]
+        for _ in range(m):
+            poly = [sum(poly[i] * base[d - i] for i in range(len(poly)) if 0 <= d - i <= t) for d in range(n + 1)]
+        total += 1 - poly[n] * math.factorial(n) / Fraction(m) ** n
+    return total
+
+
+def misconception_share(stats: Sequence[dict]) -> tuple[Optional[float], Optional[float], int]:
+    """(pooled top-distractor share, its uniform-random reference, n wrong answers) over items' stats.
+
+    Parse failures are not on any option, so they are left out of both; None when nothing is wrong."""
+    n_wrong = sum(sum(s["wrong"].values()) for s in stats)
+    if not n_wrong:
+        return None, None, 0
+    top = sum(max(s["wrong"].values(), default=0) for s in stats)
+    ref = sum(expected_top_count(sum(s["wrong"].values()), s["n_options"] - 1) for s in stats)
+    return top / n_wrong, float(ref / n_wrong), n_wrong
+
+
+# ----------------------------------------------------------------------------- files
+def subsets_root() -> Path:
+    """data/subsets, or outputs/smoke/subsets in smoke mode (CI must never touch data/)."""
+    return P.outputs("subsets") if P.smoke() else P.DATA / "subsets"
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass
+class SubsetResult:
+    benchmark: str
+    model_slug: str
+    kept: list[dict]  # one dict per kept item, exactly the saved jsonl lines
+    summary: dict  # this benchmark's entry of meta.json
+    path: Path
+    stats: list[dict] = field(default_factory=list)  # every scored item, kept or not
+
+
+def subset_config(temperature: float = 0.7, runs: int = 5, seed: int = 0) -> DebateConfig:
+    """The construction's Single Agent: the naive agent (plain assistant) at `temperature`, `runs` runs."""
+    spec = AgentSpec(NAIVE_AGENT.persona, temperature)
+    return DebateConfig(method="single", n_agents=1, single_runs=runs, baseline_agent=spec,
+                        repeat_offset=SUBSET_REPEAT_OFFSET, seed=seed)
+
+
+def build_subset(benchmark: str, questions: Sequence[Question], population: Population, model_name: str,
+                 seed: int = 0, temperature: float = 0.7, runs: int = 5, threshold: float = 0.4,
+                 limit: Optional[int] = None, progress: bool = True,
+                 workers: Optional[int] = None) -> SubsetResult:
+    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them."""
+    qs = list(questions)[:limit] if limit is not None else list(questions)
+    strays = [q.id for q in qs if q.benchmark != benchmark]
+    if strays:
+        raise ValueError(f"build_subset({benchmark!r}): questions from another benchmark, e.g. {strays[:3]}")
+    synthetic = bool(population.synthetic)
+    slug = model_slug(model_name, synthetic)
+    cfg = subset_config(temperature, runs, seed)
+    name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
+    runner.run_experiment(name, qs, [cfg], population, workers=workers, progress=progress,
+                          extra_meta={"purpose": "challenging subset", "threshold": threshold})
+    meta, records = runner.load_run(name)
+    by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
+    ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
+    stats = [item_stats(r) for r in ok]
+    hashes = {q.id: content_hash(q) for q in qs}
+    kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
+    share, ref, n_wrong = misconception_share(kept)
+    desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
+    endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
+    summary = {
+        "model": slug if synthetic else model_name, "model_slug": slug, "synthetic": synthetic,
+        "endpoint_kind": endpoint_kind,
+        "seed": seed, "temperature": temperature, "runs": runs, "threshold": threshold, "limit": limit,
+        "experiment": name, "config_hash": cfg.hash, "git_commit": meta["git_commit"],
+        "data_hash": meta["data_hash"], "n_items_in": len(qs), "n_failed": len(qs) - len(ok), "n_kept": len(kept),
+        "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
+        "n_wrong_kept": n_wrong, "parse_failures_kept": sum(s["parse_failures"] for s in kept),
+        "misconception_share": share, "uniform_reference": ref,
+        "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
+    }
+    d = subsets_root() / slug
+    path = d / f"{benchmark}.jsonl"
+    P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
+    lock = os.open(d, os.O_RDONLY)  # two builds of one model may merge meta.json at once; lock the directory
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
+        meta.update(model_slug=slug, synthetic=synthetic)
+        meta.setdefault("benchmarks", {})[benchmark] = summary
+        P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    finally:
+        os.close(lock)  # releases the lock
+    return SubsetResult(benchmark, slug, kept, summary, path, stats)
+
+
+def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
+    """The saved subset's Questions (file order), each verified against its content hash."""
+    path = subsets_root() / model_slug / f"{benchmark}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    pool = {q.id: q for q in (questions if questions is not None else D.load(benchmark))}
+    out = []
+    for item in lines:
+        q = pool.get(item["id"])
+        if q is None:
+            raise D.DataError(f"{path}: item {item['id']!r} is not in the {benchmark} questions")
+        if content_hash(q) != item["content_hash"]:
+            raise D.DataError(f"{path}: item {item['id']!r} changed upstream (content hash differs); rebuild the subset")
+        out.append(q)
+    return out
+
+
+def subset_table(model_slug: str):
+    """One row per benchmark of a model's subsets (read from meta.json)."""
+    import pandas as pd
+
+    path = subsets_root() / model_slug / "meta.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")
+    rows = [{"benchmark": b, "items_in": m["n_items_in"], "kept": m["n_kept"],
+             "kept_pct": 100.0 * m["n_kept"] / m["n_items_in"] if m["n_items_in"] else float("nan"),
+             "mean_acc_kept": m["mean_accuracy_kept"], "misconception_share": m["misconception_share"],
+             "uniform_reference": m["uniform_reference"], "synthetic": m["synthetic"]}
+            for b, m in sorted(json.loads(path.read_text())["benchmarks"].items())]
+    return pd.DataFrame(rows).set_index("benchmark")
+
+
+# ----------------------------------------------------------------------------- CLI
+def _population(args) -> tuple[Population, str]:
+    if args.backend == "sim":
+        from acemad_utils.agents.sim import SimPopulation
+
+        return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
+    if not (args.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
+        sys.exit("LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
+                 "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets")
+    try:
+        from acemad_utils.agents.llm_agent import LLMPopulation
+    except ImportError as e:
+        sys.exit(f"--backend llm needs acemad_utils.agents.llm_agent (LLMPopulation), which is not available: {e}")
+    try:
+        pop = LLMPopulation(model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed)
+    except Exception as e:  # e.g. MissingAPIKey: say why and stop before any question runs
+        from acemad_utils.agents.client import redact
+
+        sys.exit(redact(f"cannot reach the LLM endpoint: {e}"))
+    return pop, pop.describe()["models"][0]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m acemad_utils.experiments.subsets", description="Challenging subsets.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="run the Single Agent and save the subsets, then print the table")
+    b.add_argument("--backend", choices=("sim", "llm"), default="sim")
+    b.add_argument("--benchmarks", default=",".join(D.BENCHMARKS))
+    b.add_argument("--limit", type=int, default=None)
+    b.add_argument("--model", default=None, help="LLM model name (llm backend)")
+    b.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (llm backend)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--temperature", type=float, default=0.7)
+    b.add_argument("--runs", type=int, default=5)
+    b.add_argument("--threshold", type=float, default=0.4)
+    b.add_argument("--workers", type=int, default=8, help="questions in flight (llm backend)")
+    b.add_argument("--data-dir", default=None, help=f"benchmark directory (default: ${D.ENV_VAR})")
+    s = sub.add_parser("show", help="print a model's subset table")
+    s.add_argument("--model", default=SYNTHETIC_SLUG, help="model slug (directory under data/subsets)")
+    args = ap.parse_args(argv)
+    if args.command == "build":
+        names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
+        bad = [n for n in names if n not in D.BENCHMARKS + ("demo",)]
+        if bad or not names:
+            ap.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(D.BENCHMARKS + ('demo',))}")
+        from acemad_utils.experiments.runner import RunInterrupted
+
+        pop, model = _population(args)
+        try:
+            for name in names:
+                qs = D.load(name, data_dir=args.data_dir)
+                build_subset(name, qs, pop, model, seed=args.seed, temperature=args.temperature, runs=args.runs,
+                             threshold=args.threshold, limit=args.limit, workers=args.workers)
+        except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
+            print(f"{name}: {e}", file=sys.stderr)
+            return 130
+        slug = model_slug(model, pop.synthetic)
+    else:
+        slug = args.model
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
+        print(f"{subsets_root() / slug}:\n{subset_table(slug)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

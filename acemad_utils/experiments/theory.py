@@ -1,0 +1,191 @@
+"""Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory).
+
+    from acemad_utils.experiments import theory
+    theory.run_all(n_items=400, seed=0)          # writes transcripts under outputs/runs/<profile>/theory_*
+    fig, table = theory.martingale()              # (a) mean belief in the truth per round, with CIs
+
+Runs live under the profile's folder (`profile="default"` unless given), like every other notebook's runs:
+two profiles with different item counts never share a run folder, so any sequence of profiles works in one
+checkout.
+
+Every function reads saved transcripts (runner.load_run), never agents directly, so figures can be
+redrawn or re-scored without re-running a debate.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: papermill / CI have no display
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from acemad_utils.report import rescoring as A
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.data.paths import smoke
+from acemad_utils.experiments.runner import load_run, run_experiment
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.report.stats import bootstrap_ci
+
+SYNTH = "synthetic population"
+PHASE_N = (3, 5, 7, 9)
+PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
+PHASE_ETA = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+PHASE_T_MAX = 5
+SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
+
+
+def _name(profile: str, what: str) -> str:
+    return f"{profile}/theory_{what}"
+
+
+def _cal_name(c: float, profile: str = "default") -> str:
+    return _name(profile, f"phase_cal{c:.2f}")
+
+
+def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, profile: str = "default") -> None:
+    """Run every simulation the theory notebook needs (resumable; seconds to a few minutes). Smoke mode
+    (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
+    items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
+    # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
+    sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
+    # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
+    mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
+    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
+    run_experiment(_name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress)
+    # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
+    ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
+    run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
+    # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
+    for cal in PHASE_CAL:
+        cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
+        run_experiment(_cal_name(cal, profile), items, cfgs, SimPopulation(SimParams(crowd_calibration=cal), seed), progress=progress)
+
+
+def _ci_frame(x: np.ndarray, index: Sequence, name: str, seed: int = 0) -> pd.DataFrame:
+    m, lo, hi = bootstrap_ci(x, seed=seed)
+    return pd.DataFrame({"x": list(index), "mean": m, "lo": lo, "hi": hi, "series": name})
+
+
+def _band(ax, df: pd.DataFrame, **kw) -> None:
+    line = ax.plot(df["x"], df["mean"], marker="o", label=df["series"].iloc[0], **kw)[0]
+    ax.fill_between(df["x"], df["lo"], df["hi"], alpha=0.2, color=line.get_color())
+
+
+def martingale(profile: str = "default"):
+    """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat.
+
+    Plotted as the paired change from round 1, p(t) - p(1), per question: its CI is what tells
+    "flat" from "drifting" (the level itself varies a lot between items).
+    """
+    frames = []
+    for name, label in (("martingale_symmetric", "symmetric updating (Prop. 1)"),
+                        ("martingale_default", "stubborn truth-holders (default)")):
+        _, recs = load_run(_name(profile, name))
+        bt = A.belief_in_truth(A.stack(recs))
+        f = _ci_frame(bt - bt[:, :1], range(1, bt.shape[1] + 1), label)
+        f["level"] = bt.mean(axis=0)
+        frames.append(f)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for f in frames:
+        _band(ax, f)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(xlabel="round t", ylabel=r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$",
+           title=f"(a) Decentralized MAD is a martingale [{SYNTH}]")
+    ax.legend()
+    return fig, pd.concat(frames, ignore_index=True)
+
+
+def score_separation(profile: str = "default"):
+    """(b) Theorem (score separation): truth-holders earn higher expected Brier scores than the crowd."""
+    _, recs = load_run(_name(profile, "acemad"))
+    df = A.agent_scores(recs)
+    role = np.where(df["persona"] == "Skeptic", "truth-holder", "crowd")
+    df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
+    rows = []
+    for (g, t), sub in df.groupby(["group", "round"]):
+        # Average per question first: agents of one debate are not independent samples.
+        per_q = sub.groupby("question_id")["score"].mean().to_numpy()
+        m, lo, hi = bootstrap_ci(per_q)
+        rows.append({"group": g, "round": t, "mean": m, "lo": lo, "hi": hi, "n_questions": len(per_q)})
+    table = pd.DataFrame(rows)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for g, sub in table.groupby("group"):
+        _band(ax, sub.rename(columns={"round": "x"}).assign(series=g))
+    ax.set(xlabel="round t", ylabel="Brier peer-prediction score $S_i$",
+           title=f"(b) Score separation [{SYNTH}]")
+    ax.legend(fontsize=8)
+    return fig, table
+
+
+def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default"):
+    """(c) Theorem (submartingale): under MWU the weighted belief in the truth drifts upward; drift vs eta."""
+    _, recs = load_run(_name(profile, "acemad"))
+    arr = A.stack(recs)
+    # Items where a truth-holder holds the truth in round 1: the theorem's setting (E right, crowd wrong).
+    th = np.array([p == "Skeptic" for p in arr.personas])
+    cond = (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
+    lines, drift = [], []
+    for eta in etas:
+        pw = A.weighted_truth(arr, eta=eta)
+        lines.append(_ci_frame(pw[cond], range(pw.shape[1]), f"eta={eta:g}"))
+        for subset, mask in (("all items", np.ones_like(cond)), ("truth-holder right in round 1", cond)):
+            m, lo, hi = bootstrap_ci(pw[mask, -1] - pw[mask, 0])
+            drift.append({"eta": eta, "subset": subset, "mean": m, "lo": lo, "hi": hi, "n_questions": int(mask.sum())})
+    drift = pd.DataFrame(drift)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for f in lines:
+        _band(axes[0], f)
+    axes[0].set(xlabel="round t (0 = uniform weights)", ylabel=r"$p_w^{(t)}(y^*)$",
+                title="weighted belief in the truth\n(items where a truth-holder is right in round 1)")
+    axes[0].legend(fontsize=7, ncol=2)
+    for s, sub in drift.groupby("subset"):
+        _band(axes[1], sub.rename(columns={"eta": "x"}).assign(series=s))
+    axes[1].axhline(0, color="grey", lw=0.8)
+    axes[1].set(xscale="symlog", xlabel=r"$\eta$", ylabel=r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$", title="drift vs eta")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"(c) Multiplicative weights turn the martingale into a submartingale [{SYNTH}]")
+    fig.tight_layout()
+    return fig, drift
+
+
+def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> pd.DataFrame:
+    """(d) P(AceMAD's answer is right | the initial plurality is wrong) over (crowd calibration, N, T, eta)."""
+    rows = []
+    for cal in PHASE_CAL:
+        _, recs = load_run(_cal_name(cal, profile))
+        for n in PHASE_N:
+            arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
+            wrong = A.initial_plurality(arr) != arr.truth
+            right = A.decisions(arr, eta=list(etas)) == arr.truth[:, None]  # (eta, B, T): every eta and T at once
+            grid = list(itertools.product(range(1, PHASE_T_MAX + 1), range(len(etas))))
+            # One bootstrap for every (T, eta) column: the same resampled questions as one call per column.
+            m, lo, hi = bootstrap_ci(np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float))
+            for j, (t, e) in enumerate(grid):
+                rows.append({"crowd_calibration": cal, "N": n, "T": t, "eta": etas[e], "p_flip": m[j], "lo": lo[j],
+                             "hi": hi[j], "n_wrong_majority": int(wrong.sum())})
+    return pd.DataFrame(rows)
+
+
+def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
+    """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")  # keeps each y label off its neighbour
+    views = (
+        (table[(table.N == 5) & (table["T"] == rounds)], "crowd_calibration", "eta", f"N=5, T={rounds}"),
+        (table[(table.N == 5) & (table.eta == eta)], "crowd_calibration", "T", f"N=5, eta={eta:g}"),
+        (table[(table.crowd_calibration == 0.0) & (table.eta == eta)], "N", "T", f"false-consensus crowd, eta={eta:g}"),
+    )
+    for ax, (sub, rows, cols, title) in zip(axes, views):
+        grid = sub.pivot_table(index=rows, columns=cols, values="p_flip")
+        im = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=max(0.5, float(table.p_flip.max())), cmap="viridis")
+        ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
+        ax.set_yticks(range(grid.shape[0]), [f"{r:g}" for r in grid.index])
+        ax.set(xlabel=cols, ylabel=rows.replace("_", " "), title=title)
+        for (i, j), v in np.ndenumerate(grid.to_numpy()):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.3 else "black")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="P(AceMAD flips a wrong majority)")
+    fig.suptitle(f"(d) Where peer prediction can and cannot flip a wrong majority [{SYNTH}]")
+    return fig

@@ -1,0 +1,223 @@
+"""Reading a commitment: the JSON schema asked for, and the tolerant parser of model replies.
+
+    from acemad_utils.protocol.commit import parse_commit, commit_schema
+    p, q, report = parse_commit('```json\n{"self_prob": {"A": "60%", "B": 40}}\n```', ("A", "B"), want_q=False)
+    p, q, report = parse_commit(reply, labels, want_q=True, argument=True)   # CALLS="single": report["argument"]
+    commit_schema(("A", "B"), want_q=True)      # the structured-output schema sent with a commit call
+
+`parse_commit` never raises: a reply with no usable self belief gives p=None (the agent repairs once, then falls
+back to uniform + parse_failure). The tolerated mistakes are listed in its docstring.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from acemad_utils.protocol.beliefs import from_mapping
+from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
+
+
+def commit_schema(labels: Sequence[str], want_q: bool, argument: bool = False) -> dict:
+    dist = {"type": "object", "properties": {k: {"type": "number"} for k in labels},
+            "required": list(labels), "additionalProperties": False}
+    props = {**({"argument": {"type": "string"}} if argument else {}), "self_prob": dist,
+             **({"peer_prediction": dist} if want_q else {})}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_LABEL = re.compile(r"^\(?\s*(?:option|answer|choice)?\s*\(?([A-Za-z0-9]{1,2})\s*[).:]?\s*$", re.I)
+_P_KEYS = ("selfprob", "selfprobability", "selfprobabilities", "selfbelief", "self", "probabilities", "probs",
+           "belief", "beliefs", "p")
+_Q_KEYS = ("peerprediction", "peerpredictions", "peerprob", "peerprobs", "peer", "peers", "peerbelief",
+           "othersprediction", "q")
+
+
+def _objects(text: str) -> list[str]:
+    """Balanced {...} substrings (outermost first), found after stripping code fences."""
+    fenced = _FENCE.findall(text)
+    sources = fenced + [text] if fenced else [text]
+    out = []
+    for src in sources:
+        depth, start = 0, None
+        for i, ch in enumerate(src):
+            if ch == "{":
+                if depth == 0:
+                    start = i
+                depth += 1
+            elif ch == "}" and depth:
+                depth -= 1
+                if depth == 0:
+                    out.append(src[start:i + 1])
+        if depth and start is not None:  # cut off by max_tokens: close the braces and read what is there
+            out.append(src[start:].rstrip().rstrip(",:") + "}" * depth)
+    return out
+
+
+def _loads(s: str) -> tuple[Any, list[str]]:
+    """json.loads, then cheap repairs: trailing commas, percentages, single quotes / Python literals.
+    Never raises: deep nesting (RecursionError), huge literals and other garbage give (None, [])."""
+    try:
+        return json.loads(s), []
+    except (ValueError, RecursionError):
+        pass
+    fixed = re.sub(r",\s*([}\]])", r"\1", s)
+    fixed = re.sub(r"(-?\d+(?:\.\d+)?)\s*%", r"\1", fixed)
+    fixed = re.sub(r"([{,]\s*)([A-Za-z_][A-Za-z_0-9]*)\s*:", r'\1"\2":', fixed)  # bare keys
+    try:
+        return json.loads(fixed), ["json_repair"]
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(fixed.replace("true", "True").replace("false", "False").replace("null", "None")), \
+            ["python_literal"]
+    except Exception:  # literal_eval raises many types on garbage (TypeError, SyntaxError, ...)
+        return None, []
+
+
+def _norm_key(k: Any) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(k).lower())
+
+
+def _num(v: Any) -> float:
+    """A number from a JSON value; NaN when there is none. Never raises: an integer too large for a float
+    is +-inf (non-finite values count as zero mass), nested {"probability": {...}} is followed 8 levels."""
+    for _ in range(8):
+        if isinstance(v, Mapping) and v:  # {"probability": 0.6}
+            v = next(iter(v.values()))
+        else:
+            break
+    if isinstance(v, bool):
+        return float("nan")
+    if isinstance(v, (int, float)):
+        try:
+            return float(v)
+        except OverflowError:  # json gives Python ints of any size
+            return float("inf") if v > 0 else float("-inf")
+    if isinstance(v, str):
+        m = re.search(r"-?\d+(?:\.\d+)?", v[:200])  # "60%" -> 60: renormalizing puts percentages on scale
+        if m:
+            return float(m.group())  # a long digit string is inf, never an error
+    return float("nan")
+
+
+def _label_of(k: Any, labels: Sequence[str], options: Optional[Mapping[str, str]]) -> Optional[str]:
+    s = str(k).strip()
+    if s in labels:
+        return s
+    m = _LABEL.match(s) if len(s) <= 40 else None  # a label is short; long keys only match option texts
+    if m:
+        cand = m.group(1)
+        for lab in labels:
+            if lab.lower() == cand.lower():
+                return lab
+    if options:  # the option text instead of its label
+        low = s.lower().rstrip(".")
+        for lab, txt in options.items():
+            t = str(txt).strip().lower().rstrip(".")
+            if low and (low == t or (len(low) > 3 and t.startswith(low))):
+                return lab
+    return None
+
+
+def _dist(obj: Any, labels: Sequence[str], options) -> tuple[Optional[np.ndarray], dict]:
+    if isinstance(obj, (list, tuple)) and len(obj) == len(labels):  # positional list of numbers
+        obj = dict(zip(labels, obj))
+    if not isinstance(obj, Mapping) or not obj:
+        return None, {}
+    mapped: dict[str, float] = {}
+    unknown = []
+    for k, v in obj.items():
+        lab = _label_of(k, labels, options)
+        if lab is None:
+            unknown.append(str(k))
+        else:
+            x = _num(v)
+            if np.isfinite(x):
+                mapped[lab] = mapped.get(lab, 0.0) + max(x, 0.0)
+    if not mapped:
+        return None, {"unknown": unknown}
+    p, rep = from_mapping(mapped, labels)
+    rep["unknown"] = unknown
+    if rep["degenerate"]:
+        return None, rep
+    if rep["raw_sum"] > 1.5:
+        rep["percent"] = True  # values like 60/40: renormalizing already reads them as percentages
+    return p, rep
+
+
+def _find(d: Mapping, keys: Sequence[str]) -> Any:
+    by_norm = {_norm_key(k): v for k, v in d.items()}
+    for k in keys:
+        if k in by_norm:
+            return by_norm[k]
+    return None
+
+
+def parse_commit(text: str, labels: Sequence[str], want_q: bool, options: Optional[Mapping[str, str]] = None,
+                 argument: bool = False) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:
+    """Read {"self_prob": {...}, "peer_prediction": {...}} from a model reply.
+
+    Returns (p, q, report). p is None when no usable self belief was found (the caller repairs or falls
+    back to uniform + parse_failure). q is None when not wanted or not found (report["q_ok"] tells which).
+    Tolerated: code fences, prose around the JSON, single quotes, trailing commas, percentages, missing or
+    extra labels, lower-case labels, "Option A", the option text instead of its label, a bare {"A": ..} map.
+    With argument=True (a single-call reply) report["argument"] is also read from the same parse: what
+    `argument_of` would return for the text.
+    """
+    labels = tuple(labels)
+    try:
+        with np.errstate(all="ignore"):  # 1e308 + 1e308 is inf (zero mass), not a warning per reply
+            return _parse_commit(text, labels, want_q, options, argument)
+    except Exception as e:  # a parser bug must cost one commitment (flagged), never the run
+        report = {"ok": False, "fixes": [], "error": f"parser error {type(e).__name__}: {e}"[:200]}
+        return None, None, dict(report, argument="") if argument else report
+
+
+def _parse_commit(text: str, labels: tuple, want_q: bool, options, argument: bool = False) -> tuple:
+    report: dict = {"ok": False, "fixes": []}
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    objs = [o for o in (_loads(s) for s in _objects(text)) if isinstance(o[0], Mapping)]
+    if argument:
+        report["argument"] = _argument(obj for obj, _ in objs)
+    for obj, fixes in objs:
+        praw = _find(obj, _P_KEYS)
+        if praw is None and any(_label_of(k, labels, options) for k in obj):
+            praw = obj  # the model answered with the bare distribution
+        p, prep = _dist(praw, labels, options)
+        if p is None:
+            continue
+        q, qrep = None, {}
+        for other, _ in ([(obj, 0)] + objs) if want_q else ():  # p and q may come as two separate objects
+            q, qrep = _dist(_find(other, _Q_KEYS), labels, options)
+            if q is not None:
+                break
+        report.update(ok=True, fixes=fixes, q_ok=q is not None or not want_q,
+                      missing=prep.get("missing", []), unknown=prep.get("unknown", []))
+        if prep.get("percent") or qrep.get("percent"):
+            report["fixes"] = fixes + ["percent"]
+        return p, q, report
+    report["error"] = "no JSON object with a usable self_prob"
+    return None, None, report
+
+
+
+
+def _argument(objs) -> str:
+    for obj in objs:
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if _norm_key(k) in ("argument", "arguments", "reasoning") and isinstance(v, str):
+                    # Small models copy the shape's placeholder: that is no argument at all.
+                    return "" if v.strip().strip("<>").lower() == ARGUMENT_PLACEHOLDER.strip("<>") else v.strip()
+    return ""
+
+
+def argument_of(text: str) -> str:
+    """The "argument" string of a single-call reply ('' when there is none)."""
+    return _argument(_loads(s)[0] for s in _objects(text))

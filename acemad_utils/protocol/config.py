@@ -1,0 +1,234 @@
+"""One config dataclass for every method of the paper (AceMAD, its ablations and the baselines).
+
+    from acemad_utils.protocol.config import DebateConfig
+    cfg = DebateConfig(method="acemad", n_agents=5, rounds=3)          # the paper's defaults
+    cfg.specs()      # 4 Generalists at T=0.1, 1 Skeptic at T=0.6 (crowd 80%, truth-holders 20%)
+    cfg.label        # 'AceMAD (T=3)'
+    DebateConfig(method="acemad", weighting="uniform").label   # 'AceMAD (T=3, uniform)'
+    DebateConfig(method="majority").specs()       # 5 x the naive agent: plain assistant at T=0.7 (homogeneous)
+    DebateConfig(method="majority", roster="acemad").label      # 'Majority Voting (AceMAD roster)'
+
+Rosters (which agents a method gets; paper line numbers refer to ../shared/paper/acemad_paper.tex):
+- AceMAD and its ablations: the crowd/truth-holder roster, 80% Generalists at T=0.1 + 20% Skeptics at T=0.6
+  (l.597-600 "in main experiment"; heterogeneity is "the key difference" of AceMAD's setup, l.455).
+- Every baseline (Single Agent, Majority Voting, the three MADs): one homogeneous roster of `baseline_agent`,
+  by default NAIVE_AGENT = the plain assistant at T=0.7. The paper calls its baselines "homogeneous
+  Decentralized MAD" (l.468) and gives one temperature for a non-AceMAD agent, the "naive single-agent
+  baseline (Temperature = 0.7)" of the subset construction (l.604, also l.206); it never gives the baselines
+  a persona (the persona prompts of l.1150-1152 belong to AceMAD's crowd and truth-holders).
+- roster="acemad" gives a baseline AceMAD's roster (the control "same agents, only the protocol differs"),
+  roster="homogeneous" gives AceMAD the baselines' roster, and a tuple of AgentSpecs sets every agent.
+
+Bad values stop here, before any agent is built, with a message naming the value and what is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from acemad_utils.protocol.beliefs import SCORING_RULES, WEIGHTINGS
+from acemad_utils.protocol.schema import AgentSpec
+
+METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad")
+HISTORIES = ("full", "last_round", "peers_last")
+# How a baseline MAD decides. "mean_belief" is the paper's Evaluation Metrics rule (l.617: every MAD decides by
+# weighted voting, Eq. 4, with uniform weights for the baselines); "plurality" is Du et al.'s vote; "moderator"
+# (Centralized MAD only) scores the moderator's final answer, the reading of Appendix Baselines (l.643).
+MAD_AGGREGATORS = ("mean_belief", "plurality", "moderator")
+ROSTERS = ("homogeneous", "acemad")
+METHOD_NAMES = {
+    "single": "Single Agent",
+    "majority": "Majority Voting",
+    "decentralized": "Decentralized MAD",
+    "centralized": "Centralized MAD",
+    "sparse": "Sparse MAD",
+    "acemad": "AceMAD",
+}
+
+GENERALIST = AgentSpec(persona="Generalist", temperature=0.1)
+SKEPTIC = AgentSpec(persona="Skeptic", temperature=0.6)
+# The naive agent: no persona beyond "You are a helpful assistant." at the subset construction's temperature
+# (l.604). It builds the challenging subsets and is every baseline's agent (see the module docstring).
+NAIVE_AGENT = AgentSpec(persona="Assistant", temperature=0.7)
+
+
+@dataclass(frozen=True)
+class DebateConfig:
+    """Everything that defines a method run on one question (sampling settings live in AgentSpec).
+
+    method          one of METHODS
+    n_agents, rounds  N and T (Single Agent and Majority Voting ignore `rounds`)
+    eta, scoring_rule, weight_exponent, weighting   AceMAD's update and final rule (Algorithm 1);
+                    weighting='self_belief' / 'uniform' are the paper's ablations
+    crowd_share     share of `crowd` agents; the rest are `truth_holder` agents, placed last
+    roster          None: the paper's roster for the method (AceMAD: crowd + truth-holders; baselines:
+                    homogeneous); "homogeneous" / "acemad" to choose one; or explicit per-agent specs
+                    (a tuple of N AgentSpecs), e.g. one model per agent
+    baseline_agent  the agent of the homogeneous roster (the naive agent: plain assistant, T=0.7)
+    single_runs     independent runs averaged by the Single Agent baseline
+    history         what an agent sees: all earlier rounds ('full', the paper), only the latest round
+                    ('last_round'), or only its peers' latest arguments ('peers_last')
+    mad_aggregator  how the baseline MADs decide: argmax of the mean final belief (the paper's
+                    uniform-weight rule), a plurality vote of final answers (Du et al.) or, for Centralized
+                    MAD only, the moderator's final answer; every record stores all of them (`decisions`)
+    repeat_offset   added to the repeat index every agent is built and called with: runs with different
+                    offsets draw independent samples (the subset construction uses one, so the Single Agent
+                    baseline never replays the very draws that selected its items)
+    seed            drives synthetic agents and tie-breaks
+    name            optional display label overriding the derived one
+    """
+
+    method: str = "acemad"
+    n_agents: int = 5
+    rounds: int = 3
+    eta: float = 2.0
+    scoring_rule: str = "brier"
+    weight_exponent: float = 2.0
+    weighting: str = "peer_prediction"
+    crowd_share: float = 0.8
+    crowd: AgentSpec = GENERALIST
+    truth_holder: AgentSpec = SKEPTIC
+    roster: Union[None, str, tuple[AgentSpec, ...]] = None
+    baseline_agent: AgentSpec = NAIVE_AGENT
+    single_runs: int = 5
+    history: str = "full"
+    mad_aggregator: str = "mean_belief"
+    repeat_offset: int = 0
+    seed: int = 0
+    name: Optional[str] = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        def bad(what: str, value, allowed: str) -> ValueError:
+            return ValueError(f"DebateConfig: {what}={value!r} is not allowed; {allowed}")
+
+        if self.method not in METHODS:
+            raise bad("method", self.method, f"choose one of {METHODS}")
+        if not isinstance(self.n_agents, int) or self.n_agents < 1:
+            raise bad("n_agents", self.n_agents, "need an integer N >= 1")
+        if not isinstance(self.rounds, int) or self.rounds < 1:
+            raise bad("rounds", self.rounds, "need an integer T >= 1")
+        if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and self.eta >= 0):
+            raise bad("eta", self.eta, "need a finite eta >= 0")
+        if not (isinstance(self.weight_exponent, (int, float)) and math.isfinite(self.weight_exponent) and self.weight_exponent >= 0):
+            raise bad("weight_exponent", self.weight_exponent, "need a finite exponent >= 0")
+        if self.scoring_rule not in SCORING_RULES:
+            raise bad("scoring_rule", self.scoring_rule, f"choose one of {SCORING_RULES}")
+        if self.weighting not in WEIGHTINGS:
+            raise bad("weighting", self.weighting, f"choose one of {WEIGHTINGS}")
+        if not 0.0 <= self.crowd_share <= 1.0:
+            raise bad("crowd_share", self.crowd_share, "need 0 <= crowd_share <= 1")
+        if self.history not in HISTORIES:
+            raise bad("history", self.history, f"choose one of {HISTORIES}")
+        if self.mad_aggregator not in MAD_AGGREGATORS:
+            raise bad("mad_aggregator", self.mad_aggregator, f"choose one of {MAD_AGGREGATORS}")
+        if self.mad_aggregator == "moderator" and self.method != "centralized":
+            raise bad("mad_aggregator", self.mad_aggregator, "only Centralized MAD has a moderator")
+        if not isinstance(self.repeat_offset, int) or self.repeat_offset < 0:
+            raise bad("repeat_offset", self.repeat_offset, "need an integer >= 0")
+        if not isinstance(self.single_runs, int) or self.single_runs < 1:
+            raise bad("single_runs", self.single_runs, "need an integer >= 1")
+        if isinstance(self.roster, str):
+            if self.roster not in ROSTERS:
+                raise bad("roster", self.roster, f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
+        elif self.roster is not None:
+            if not isinstance(self.roster, tuple) or not all(isinstance(s, AgentSpec) for s in self.roster):
+                raise bad("roster", self.roster, f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
+            if len(self.roster) != self.n_agents:
+                raise bad("roster", f"{len(self.roster)} specs", f"need exactly n_agents={self.n_agents} specs")
+        if self.method == "centralized" and self.n_agents < 2:
+            raise bad("n_agents", self.n_agents, "Centralized MAD needs N >= 2 debaters")
+
+    # -------------------------------------------------------------- derived
+    @property
+    def n_truth_holders(self) -> int:
+        """round-half-up of (1 - crowd_share) * N: 1 of 5, 2 of 10, 0 of 2 (a 2-agent crowd has no minority)."""
+        return int(math.floor((1.0 - self.crowd_share) * self.n_agents + 0.5 + 1e-9))
+
+    @property
+    def roster_kind(self) -> str:
+        """'acemad' (crowd + truth-holders), 'homogeneous' (N x baseline_agent) or 'explicit' (a tuple)."""
+        if isinstance(self.roster, tuple):
+            return "explicit"
+        if self.roster is not None:
+            return self.roster
+        return "acemad" if self.method == "acemad" else "homogeneous"
+
+    def specs(self) -> list[AgentSpec]:
+        """The agent roster. AceMAD's: crowd first, truth-holders last (so a ring places them apart from each
+        other); the baselines': N copies of `baseline_agent`; an explicit tuple as given."""
+        kind = self.roster_kind
+        if kind == "explicit":
+            return list(self.roster)
+        if kind == "homogeneous":
+            return [self.baseline_agent] * self.n_agents
+        n_th = self.n_truth_holders
+        return [self.crowd] * (self.n_agents - n_th) + [self.truth_holder] * n_th
+
+    @property
+    def label(self) -> str:
+        """The display label, e.g. 'Majority Voting (N=3)' or 'AceMAD (T=3, uniform)'. Notebooks and tables
+        refer to methods only through it, so every N, T and profile yields consistent names."""
+        return self.name or self._label(with_n=True)
+
+    @property
+    def family(self) -> str:
+        """The label without the group size, for curves over N: 'Majority Voting', 'AceMAD (T=3)'."""
+        return self.name or self._label(with_n=False)
+
+    def _label(self, with_n: bool) -> str:
+        base = METHOD_NAMES[self.method]
+        extras = [f"N={self.n_agents}"] if with_n and self.n_agents != 5 and self.method != "single" else []
+        default_roster = "acemad" if self.method == "acemad" else "homogeneous"
+        if self.roster_kind != default_roster and self.roster_kind != "explicit":
+            extras.append("AceMAD roster" if self.roster_kind == "acemad" else "homogeneous")
+        if self.method != "acemad":
+            if self.method in ("decentralized", "centralized", "sparse") and self.mad_aggregator != "mean_belief":
+                extras.append(self.mad_aggregator)
+            return f"{base} ({', '.join(extras)})" if extras else base
+        extras.append(f"T={self.rounds}")
+        if self.weighting != "peer_prediction":
+            extras.append(self.weighting)
+        if self.scoring_rule != "brier":
+            extras.append(self.scoring_rule)
+        if self.eta != 2.0:
+            extras.append(f"eta={self.eta:g}")
+        if self.weight_exponent != 2.0:
+            extras.append(f"k={self.weight_exponent:g}")
+        return f"{base} ({', '.join(extras)})"
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("name")
+        return d
+
+    @property
+    def hash(self) -> str:
+        """Stable 12-hex id of every field that changes results (the display name does not)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    def replace(self, **kw) -> "DebateConfig":
+        return dataclasses.replace(self, **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DebateConfig":
+        """Build from plain values (a profile file); unknown keys are an error that names them."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            import difflib
+
+            hints = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
+            msg = ", ".join(f"{k!r}" + (f" (did you mean {h[0]!r}?)" if h else "") for k, h in hints.items())
+            raise ValueError(f"DebateConfig: unknown key(s) {msg}; allowed keys are {sorted(known)}")
+        d = dict(d)
+        for key in ("crowd", "truth_holder", "baseline_agent"):
+            if isinstance(d.get(key), dict):
+                d[key] = AgentSpec(**d[key])
+        if d.get("roster") is not None and not isinstance(d["roster"], str):
+            d["roster"] = tuple(AgentSpec(**s) if isinstance(s, dict) else s for s in d["roster"])
+        return cls(**d)

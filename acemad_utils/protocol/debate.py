@@ -1,0 +1,323 @@
+"""Every method of the paper, written once against the `Agent` interface.
+
+    from acemad_utils.protocol.config import DebateConfig
+    from acemad_utils.protocol.debate import run_question
+    from acemad_utils.agents.sim import SimPopulation, make_items
+    q = make_items(1, seed=0)[0]
+    rec = run_question(q, SimPopulation(), DebateConfig(method="acemad"))
+    rec["final"]      # {'answer': 'C', 'correct': True, 'oracle_any_agent_correct': True, 'tie': False}
+
+A protocol only moves agent states: it decides who sees which messages (topology + history policy),
+calls `agent.act(turn)` for every agent of a round (in threads when the agents do I/O), and stores what
+they said. Scoring, weights and the final decision are the pure functions of `beliefs`, applied to the
+stored p and q, so any record can be re-scored later with another rule without calling a model.
+
+Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acemad_paper.tex):
+- single:        one agent, `single_runs` independent runs (l.210), each with its own repeat index and so its
+                 own cache scope and sample; the record's `correct` is their mean accuracy.
+- majority:      N independent agents answer once; plurality of their initial answers (l.617, l.645).
+- decentralized: full mesh (Du et al.): every agent sees every agent's earlier arguments.
+- sparse:        ring: agent i sees itself and agents i-1, i+1 (with N <= 3 that is everyone: a full mesh).
+- centralized:   star: agents see their own arguments and the moderator's summaries; the moderator reads
+                 all arguments each round and broadcasts a summary. Decided like every MAD, by the mean final
+                 belief of the debaters (l.617); the moderator's final answer (l.643) is the
+                 mad_aggregator="moderator" option. Both are stored in the record's `decisions`.
+- acemad:        full mesh + private commitments (p, q), per-round scores and multiplicative weights;
+                 answer argmax_y sum_i w_i^k p_i(y) (Algorithm 1).
+Baseline MAD records carry `decisions`: {rule: {answer, correct, tie}} for every rule of
+config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a model call.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import Agent, Message, Population, Question, Step, Turn, add_usage, zero_usage
+
+SCHEMA_VERSION = 1
+
+
+# ----------------------------------------------------------------------------- helpers
+def _sequential() -> bool:
+    """ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread (for debugging with pdb)."""
+    return os.environ.get("ACEMAD_SEQUENTIAL", "") not in ("", "0")
+
+
+_POOL: Optional[ThreadPoolExecutor] = None
+_POOL_LOCK = threading.Lock()
+
+
+def _agent_pool() -> ThreadPoolExecutor:
+    """One process-wide pool for agent calls. Why not a pool per round: creating and joining N threads every
+    round costs client CPU that, at 64 calls in flight, the GIL-bound client does not have (bench/throughput.py).
+    Its size only caps threads (the LLM client's semaphore bounds the calls in flight), and agent tasks never
+    submit to this pool themselves, so question threads sharing it cannot deadlock."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="agent")
+        return _POOL
+
+
+def _forget_pool() -> None:
+    # A forked child inherits the pool object but not its threads: work submitted there would never run.
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
+    if concurrent and len(items) > 1 and not _sequential():
+        futures = [_agent_pool().submit(fn, x) for x in items]
+        wait(futures)  # every agent finishes (and caches its reply) before the first error, if any, is raised
+        return [f.result() for f in futures]
+    return [fn(x) for x in items]
+
+
+def _act_all(agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
+    concurrent = any(getattr(a, "concurrent", False) for a in agents)
+    return _map_agents(lambda pair: pair[0].act(pair[1]), list(zip(agents, turns)), concurrent)
+
+
+def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str) -> tuple[Message, ...]:
+    """Messages `agent` may see: from agents in `neighbours` (None = everyone), filtered by history policy."""
+    if not history:
+        return ()
+    rounds = history if policy == "full" else history[-1:]
+    out = []
+    for msgs in rounds:
+        for m in msgs:
+            if neighbours is not None and m.agent not in neighbours:
+                continue
+            if policy == "peers_last" and m.agent == agent:
+                continue
+            out.append(m)
+    return tuple(out)
+
+
+def ring(i: int, n: int) -> set:
+    """Sparse MAD's neighbourhood: the agent itself and its two ring neighbours."""
+    return {i, (i - 1) % n, (i + 1) % n}
+
+
+def _usage_sum(steps) -> dict:
+    tot = zero_usage()
+    for s in steps:
+        add_usage(tot, s.usage)
+    return tot
+
+
+def _entry(step: Step, agent: int, spec) -> dict:
+    return {
+        "agent": agent,
+        "persona": spec.persona,
+        "temperature": spec.temperature,
+        "thinking": spec.thinking,
+        "model": spec.model,
+        "message": step.message,
+        "p": step.p.tolist(),
+        "q": None if step.q is None else step.q.tolist(),
+        "parse_failure": bool(step.parse_failure),
+        "usage": dict(step.usage),
+    }
+
+
+def _label(q: Question, idx: int) -> Optional[str]:
+    return None if idx < 0 else q.labels[idx]
+
+
+def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
+    return B.tiebreak_keys(cfg.seed, [q.id], len(q.options))[0]
+
+
+def _base_record(q: Question, cfg: DebateConfig, population: Population, repeat: int) -> dict:
+    return {
+        "schema": SCHEMA_VERSION,
+        "question_id": q.id,
+        "benchmark": q.benchmark,
+        "method": cfg.label,
+        "method_kind": cfg.method,
+        "config_hash": cfg.hash,
+        "repeat": repeat,
+        "synthetic": bool(population.synthetic),
+        "labels": list(q.labels),
+        "answer": q.answer,
+        "status": "ok",
+    }
+
+
+# ----------------------------------------------------------------------------- methods
+def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
+    spec = cfg.specs()[0]
+    runs_steps = []
+    for r in range(cfg.single_runs):
+        # Each run has its own repeat index, hence its own cache scope and sampling seed: 5 independent samples.
+        draw = cfg.repeat_offset + repeat * cfg.single_runs + r
+        agent = population.agents([spec], q, repeat=draw)[0]
+        turn = Turn(q, 0, 1, (), role="solo", want_peer_prediction=False, repeat=draw, n_agents=1)
+        runs_steps.append(agent.act(turn))
+    runs = []
+    for s in runs_steps:
+        e = _entry(s, 0, spec)
+        ans = -1 if s.parse_failure else int(np.argmax(s.p))
+        e["answer"] = _label(q, ans)
+        e["correct"] = ans == q.answer_index
+        runs.append(e)
+    rec = _base_record(q, cfg, population, repeat)
+    rec["runs"] = runs
+    correct = [r["correct"] for r in runs]
+    rec["final"] = {
+        "answer": None,  # the single agent's score is a mean over runs, not one answer
+        "correct": float(np.mean(correct)),
+        "oracle_any_agent_correct": bool(any(correct)),
+        "tie": False,
+    }
+    rec["usage"] = _usage_sum(runs_steps)
+    return rec
+
+
+def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
+    specs = cfg.specs()
+    draw = repeat + cfg.repeat_offset
+    agents = population.agents(specs, q, draw)
+    turns = [Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))]
+    steps = _act_all(agents, turns)
+    P = np.stack([s.p for s in steps])
+    valid = np.array([not s.parse_failure for s in steps])
+    v = B.votes(P, valid)
+    keys = _keys(q, cfg)
+    ans = int(B.plurality(v, len(q.options), keys))
+    tied = bool(B.argmax_tiebreak(B.vote_shares(v, len(q.options)), keys)[1])
+    rec = _base_record(q, cfg, population, repeat)
+    rec["rounds"] = [[_entry(s, i, specs[i]) for i, s in enumerate(steps)]]
+    rec["final"] = {
+        "answer": _label(q, ans),
+        "correct": ans == q.answer_index,
+        "oracle_any_agent_correct": bool((v == q.answer_index).any()),
+        "tie": tied,
+    }
+    rec["usage"] = _usage_sum(steps)
+    return rec
+
+
+def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
+    """Decentralized, Sparse and AceMAD: T synchronous rounds over a fixed topology."""
+    specs = cfg.specs()
+    n = len(specs)
+    draw = repeat + cfg.repeat_offset
+    agents = population.agents(specs, q, draw)
+    acemad = cfg.method == "acemad"
+    history: list[list[Message]] = []
+    steps_by_round: list[list[Step]] = []
+    for t in range(1, cfg.rounds + 1):
+        turns = [
+            Turn(
+                q,
+                i,
+                t,
+                visible(history, i, ring(i, n) if cfg.method == "sparse" else None, cfg.history),
+                want_peer_prediction=acemad,
+                repeat=draw,
+                n_agents=n,
+            )
+            for i in range(n)
+        ]
+        steps = _act_all(agents, turns)
+        history.append([Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)])
+        steps_by_round.append(steps)
+    return _finish_debate(q, population, cfg, repeat, specs, steps_by_round)
+
+
+def run_centralized(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
+    specs = cfg.specs()
+    n = len(specs)
+    draw = repeat + cfg.repeat_offset
+    agents = population.agents(specs, q, draw)
+    moderator = population.moderator(q, draw)
+    history: list[list[Message]] = []
+    steps_by_round, mod_steps = [], []
+    for t in range(1, cfg.rounds + 1):
+        turns = [
+            Turn(q, i, t, visible(history, i, {i, -1}, cfg.history), want_peer_prediction=False, repeat=draw, n_agents=n)
+            for i in range(n)
+        ]
+        steps = _act_all(agents, turns)
+        msgs = [Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)]
+        # The moderator reads this round's arguments (and its own earlier summaries) and broadcasts a summary.
+        mod_view = visible(history, -1, {-1}, "full" if cfg.history == "full" else "last_round") + tuple(msgs)
+        mstep = moderator.act(Turn(q, -1, t, mod_view, role="moderator", want_peer_prediction=False, repeat=draw, n_agents=n))
+        history.append(msgs + [Message(-1, t, mstep.message, mstep.info.get("stance"))])
+        steps_by_round.append(steps)
+        mod_steps.append(mstep)
+    rec = _finish_debate(q, population, cfg, repeat, specs, steps_by_round)
+    last = mod_steps[-1]
+    ans, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
+    ans = -1 if last.parse_failure else int(ans)
+    mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
+    rec["moderator"] = [dict(_entry(s, -1, moderator.spec), round=t + 1) for t, s in enumerate(mod_steps)]
+    rec["decisions"]["moderator"] = _decision(q, ans, tied)
+    rec["final"] = dict(rec["decisions"][cfg.mad_aggregator],
+                        oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or mod_right)
+    rec["usage"] = _usage_sum([s for r in steps_by_round for s in r] + mod_steps)
+    return rec
+
+
+def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
+    """Score, weight and decide from the stored commitments (pure math; shared with re-scoring)."""
+    P = np.stack([[s.p for s in r] for r in steps_by_round])  # (T, N, K)
+    valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
+    keys = _keys(q, cfg)
+    rec = _base_record(q, cfg, population, repeat)
+    rounds = [[_entry(s, i, specs[i]) for i, s in enumerate(r)] for r in steps_by_round]
+    if cfg.method == "acemad":
+        Qp = np.stack([[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round])
+        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, cfg.scoring_rule, cfg.weighting)
+        # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
+        ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys)
+        decision = _decision(q, int(ans), tied)
+        for t, r in enumerate(rounds):
+            for i, e in enumerate(r):
+                e["score"], e["weight"] = float(S[t, i]), float(W[t, i])
+    else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
+        rec["decisions"] = {}
+        aggs = {  # uniform weights: argmax of the mean final belief of agents whose commitment parsed
+            "mean_belief": B.weighted_scores(P[-1], valid[-1].astype(float), 1.0),
+            "plurality": B.vote_shares(B.votes(P[-1], valid[-1]), len(q.options)),
+        }
+        for rule, a in aggs.items():
+            i, t = B.argmax_tiebreak(a, keys)
+            rec["decisions"][rule] = _decision(q, int(i) if valid[-1].any() else -1, t)
+        decision = rec["decisions"].get(cfg.mad_aggregator, rec["decisions"]["mean_belief"])
+    held = (B.votes(P, valid) == q.answer_index).any()
+    rec["rounds"] = rounds
+    rec["final"] = dict(decision, oracle_any_agent_correct=bool(held))
+    rec["usage"] = _usage_sum([s for r in steps_by_round for s in r])
+    return rec
+
+
+def _decision(q: Question, ans: int, tied) -> dict:
+    return {"answer": _label(q, ans), "correct": ans == q.answer_index, "tie": bool(tied)}
+
+
+RUNNERS = {
+    "single": run_single,
+    "majority": run_majority,
+    "decentralized": run_debate,
+    "sparse": run_debate,
+    "acemad": run_debate,
+    "centralized": run_centralized,
+}
+
+
+def run_question(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
+    """Run one method on one question; returns the transcript record (JSON-able dict)."""
+    return RUNNERS[cfg.method](q, population, cfg, repeat)

@@ -1,0 +1,207 @@
+"""Tiny shared types: a question, an agent's spec, what an agent sees and what it says.
+
+    from acemad_utils.protocol.schema import Question, AgentSpec
+    q = Question(id="demo-1", benchmark="demo", question="2+2?", options={"A": "3", "B": "4"}, answer="B")
+    q.labels        # ('A', 'B')
+    q.answer_index  # 1
+
+Everything here is plain data (frozen dataclasses) so transcripts can be written as JSON and
+compared byte for byte. Beliefs are numpy vectors ordered like `Question.labels`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Optional, Sequence
+
+import numpy as np
+
+Persona = Literal["Generalist", "Skeptic", "Assistant"]
+Thinking = Literal["fast", "slow"]
+Role = Literal["debater", "moderator", "solo"]
+
+# The usage counters, each named here once (the LLM client, agents and the runner import these lists).
+#: The usage counters every Step carries (an LLM agent adds more, e.g. network_calls, repairs, parse_failures).
+USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
+#: What a call to an endpoint adds (llm_usage.Completion.usage; cached_tokens and retries only when not 0).
+CALL_KEYS = ("network_calls", "cached_tokens", "retries")
+#: What an LLM agent's parsing adds (agents.py).
+PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")
+#: Present in every transcript record's usage, 0 if need be (runner.py); cached_tokens only where there were some.
+RECORD_USAGE_KEYS = tuple(k for k in USAGE_KEYS + CALL_KEYS + PARSE_KEYS if k != "cached_tokens")
+
+
+def zero_usage() -> dict:
+    """A fresh usage dict: every key of USAGE_KEYS at 0, in that order (transcripts keep it)."""
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
+def add_usage(total: dict, usage: Mapping[str, int]) -> dict:
+    """Add the counters of `usage` into `total` (keys missing from total start at 0); returns total."""
+    for k, v in usage.items():
+        total[k] = total.get(k, 0) + v
+    return total
+
+
+@dataclass(frozen=True)
+class Question:
+    """One multiple-choice item. `options` is ordered label -> text; `answer` is a label."""
+
+    id: str
+    benchmark: str
+    question: str
+    options: Mapping[str, str]
+    answer: str
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.options) < 2:
+            raise ValueError(f"question {self.id!r}: needs at least 2 options, got {len(self.options)}")
+        if self.answer not in self.options:
+            raise ValueError(
+                f"question {self.id!r}: answer {self.answer!r} is not among the option labels {list(self.options)}"
+            )
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(self.options)
+
+    @property
+    def answer_index(self) -> int:
+        return self.labels.index(self.answer)
+
+    def options_str(self) -> str:
+        return "\n".join(f"{k}. {v}" for k, v in self.options.items())
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "benchmark": self.benchmark,
+            "question": self.question,
+            "options": dict(self.options),
+            "answer": self.answer,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Question":
+        return cls(
+            id=str(d["id"]),
+            benchmark=str(d["benchmark"]),
+            question=str(d["question"]),
+            options=dict(d["options"]),
+            answer=str(d["answer"]),
+            metadata=dict(d.get("metadata", {})),
+        )
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Who an agent is. The paper's heterogeneity (Section 4.2) is only ever configuration of these fields.
+
+    `model`/`base_url` of None mean "the run's default endpoint"; they let each agent use its own LLM.
+    """
+
+    persona: Persona = "Generalist"
+    temperature: float = 0.1
+    thinking: Thinking = "fast"
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One public utterance in the debate. `stance` is the belief the argument argues for;
+    synthetic agents read it instead of parsing text (LLM agents leave it None and read `text`)."""
+
+    agent: int  # -1 for the moderator
+    round: int
+    text: str
+    stance: Optional[np.ndarray] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Everything an agent may see when it acts: the question, who/when it is, and the visible history.
+
+    `history` holds only the messages this agent is allowed to see (the topology has already filtered them),
+    oldest round first. `scope` identifies the call for the response cache (question, agent, round, repeat)
+    so that identical prompts from different agents are still sampled independently.
+    """
+
+    question: Question
+    agent: int
+    round: int  # 1-based
+    history: tuple[Message, ...]
+    role: Role = "debater"
+    want_peer_prediction: bool = True
+    repeat: int = 0
+    n_agents: int = 1
+
+    @property
+    def scope(self) -> str:
+        return f"{self.question.id}|agent={self.agent}|round={self.round}|repeat={self.repeat}|role={self.role}"
+
+
+@dataclass
+class Step:
+    """What an agent returns for one turn: its argument, its private commitment and bookkeeping.
+
+    `p` and `q` are already valid distributions over `Turn.question.labels` (see beliefs.normalize);
+    `q` is None when the protocol did not ask for a peer prediction. A commitment that could not be
+    parsed is uniform with `parse_failure=True`, and such an agent never counts as holding an answer.
+    """
+
+    message: str
+    p: np.ndarray
+    q: Optional[np.ndarray] = None
+    parse_failure: bool = False
+    usage: dict = field(default_factory=zero_usage)
+    info: dict = field(default_factory=dict)
+
+
+class Agent:
+    """The interface every agent source implements (synthetic or LLM).
+
+    A protocol only ever calls `act(turn)`. By default that is "argue from history, then commit p and q"
+    (the paper's two phases); an agent may override `act` to do both in one call.
+    """
+
+    spec: AgentSpec = AgentSpec()
+    #: True when `act` does I/O and the engine may run the agents of one round in threads.
+    concurrent: bool = False
+
+    def argue(self, turn: Turn) -> tuple[str, dict]:
+        """Return (argument text, usage dict)."""
+        raise NotImplementedError
+
+    def commit(self, turn: Turn, argument: str) -> Step:
+        """Return the private commitment made after writing `argument` (before seeing peers' new arguments)."""
+        raise NotImplementedError
+
+    def act(self, turn: Turn) -> Step:
+        text, usage = self.argue(turn)
+        step = self.commit(turn, text)
+        step.message = text
+        for k, v in usage.items():
+            step.usage[k] = step.usage.get(k, 0) + v
+        return step
+
+
+class Population:
+    """An agent source: builds the agents for one question. Implemented by sim.SimPopulation and the LLM source."""
+
+    synthetic: bool = False
+    name: str = "population"
+
+    def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
+        raise NotImplementedError
+
+    def moderator(self, question: Question, repeat: int = 0) -> Agent:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """JSON-able description for meta.json (model, endpoint kind, parameters; never a secret)."""
+        return {"name": self.name, "synthetic": self.synthetic}

@@ -1,0 +1,117 @@
+"""Paper-style figures from the long accuracy tables of `tables.accuracy_long` (95% CI bands/bars).
+
+    from acemad_utils.report import figures as F
+    fig = F.lines_by_benchmark(long, x="N", hue="family", title="Figure 5 ...")   # one panel per benchmark
+    fig = F.bars_by_benchmark(long, hue="method", title="Figure 4 ...")
+
+Every figure's title says where its numbers come from (the synthetic population or the model's name).
+"""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless (papermill, CI)
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from acemad_utils.report.tables import AVERAGE, bench_label
+
+
+def source_label(synthetic: bool, model: str) -> str:
+    """'SYNTHETIC population (no LLM)', with the stand-in's name for a named synthetic model (notebook 07),
+    or 'model: <name>' for an LLM."""
+    stand_in = "synthetic-population-"
+    if synthetic and model.startswith(stand_in):
+        return f"SYNTHETIC stand-in for {model[len(stand_in):]} (no LLM)"
+    return "SYNTHETIC population (no LLM)" if synthetic else f"model: {model}"
+
+
+def _panels(n: int, width: float = 3.2, height: float = 2.8):
+    cols = min(n, 4)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes.flat
+
+
+def truth_holders(configs) -> dict:
+    """{family: {N: number of truth-holders in its roster}} for curves over N, from each config's roster
+    (config.DebateConfig.specs): AceMAD's crowd/truth-holder split rounds 20% of N (0 of 2, 1 of 3, 1 of 5,
+    2 of 10); a homogeneous baseline roster has none at any N."""
+    out: dict = {}
+    for c in configs:
+        n = c.n_truth_holders if c.roster_kind == "acemad" else sum(s == c.truth_holder for s in c.specs())
+        out.setdefault(c.family, {})[c.n_agents] = int(n)
+    return out
+
+
+def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, color) -> None:
+    """'k/N' beside each point, alternately above and below it so that labels of close N (1, 2, 3) do not touch."""
+    for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"])):
+        k = counts.get(int(xv))
+        if k is not None:
+            ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", xytext=(0, 6 if i % 2 == 0 else -12),
+                        ha="center", fontsize=6.5, color=color, fontweight="bold",
+                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))
+
+
+def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel: str | None = None,
+                       note: str | None = None, truth_holders: dict | None = None) -> plt.Figure:
+    """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average).
+    `note` is printed under the panels (e.g. where two curves coincide by construction).
+    `truth_holders` ({hue: {N: k}}, see `truth_holders(configs)`) labels each point "k/N" (its truth-holders
+    among N agents) for a hue that has any; a hue with none at every N gets "(no truth-holder)" in the legend."""
+    benches = list(dict.fromkeys(long["benchmark"]))
+    fig, axes = _panels(len(benches))
+    th = truth_holders or {}
+    for ax, b in zip(axes, benches):
+        sub = long[long.benchmark == b]
+        for h, g in sub.groupby(hue, sort=False):
+            g = g.sort_values(x)
+            counts = th.get(h)
+            label = f"{h} (no truth-holder)" if counts is not None and not any(counts.values()) else h
+            line = ax.plot(g[x], g["accuracy"], marker="o", label=label)[0]
+            ax.fill_between(g[x], g["ci_lo"], g["ci_hi"], alpha=0.15, color=line.get_color())
+            if counts and any(counts.values()):
+                _mark_truth_holders(ax, g, x, counts, line.get_color())
+        ax.set_title(bench_label(b) if b != AVERAGE else "Average over benchmarks", fontsize=10)
+        ax.set_xlabel(xlabel or x)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_xticks(sorted(sub[x].unique()))
+    spare = [ax for ax in fig.axes if not ax.get_visible()]
+    if spare:  # an empty panel slot holds the legend, so it covers no curve
+        spare[0].set_visible(True)
+        spare[0].axis("off")
+        spare[0].legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=8)
+    else:
+        axes[0].legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    if any(any(c.values()) for c in th.values()):
+        key = "k/N at a point: k truth-holders among its N agents."
+        note = f"{note} {key}" if note else key
+    if note:
+        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.06)
+        fig.text(0.5, 0.01, note, ha="center", va="bottom", fontsize=8, style="italic", wrap=True)
+    return fig
+
+
+def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
+    """Grouped bars: benchmarks on the x axis, one bar per `hue`, 95% CI whiskers."""
+    benches = list(dict.fromkeys(long["benchmark"]))
+    hues = list(dict.fromkeys(long[hue]))
+    width = 0.8 / len(hues)
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(benches) * len(hues) / 2), 4))
+    for i, h in enumerate(hues):
+        g = long[long[hue] == h].set_index("benchmark").reindex(benches)
+        xs = np.arange(len(benches)) + (i - (len(hues) - 1) / 2) * width
+        err = np.vstack([g["accuracy"] - g["ci_lo"], g["ci_hi"] - g["accuracy"]])
+        ax.bar(xs, g["accuracy"], width, yerr=err, capsize=2, label=h)
+    ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches], rotation=20)
+    ax.set_ylabel("accuracy (%)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the bars, never on a whisker
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,201 @@
+"""Transcripts -> arrays, and re-scoring with any rule, eta, exponent or aggregator (never a model call).
+
+    from acemad_utils.data.transcripts import load_run
+    from acemad_utils.report import rescoring as A
+    meta, recs = load_run("theory_phase")
+    arr = A.stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
+    A.rescore(arr, eta=4.0, rounds=3)             # final answers as if eta=4 and T=3
+    A.decisions(arr, eta=4.0)                     # (B, T): the final answer of every T <= the run's, at once
+    A.weighted_truth(arr, eta=2.0)                # p_w^(t)(y*) per question and round
+    A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
+    A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
+
+Truncating to `rounds` is exact for every population whose agents do not know T in advance (both the
+synthetic population and the paper's prompts): the first t rounds of a T-round debate are a t-round debate.
+Every AceMAD answer here is the engine's own decision function (`beliefs.weighted_decision`) on the stored
+commitments, with the weights after round t sliced from the run's full weight history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from acemad_utils.protocol import beliefs as B
+
+
+@dataclass
+class Stacked:
+    """Commitments of B debates with the same N and T, padded to K options."""
+
+    P: np.ndarray  # (B, T, N, K)
+    Q: np.ndarray  # (B, T, N, K); uniform where absent
+    valid: np.ndarray  # (B, T, N) commitment parsed
+    option_mask: np.ndarray  # (B, K) real options
+    truth: np.ndarray  # (B,)
+    keys: np.ndarray  # (B, K) tie-break keys of the run
+    personas: list  # per agent (from the first record)
+    question_ids: list
+
+
+def stack(records: list[dict], seed: int = 0) -> Stacked:
+    recs = [r for r in records if r.get("status") == "ok" and "rounds" in r]
+    if not recs:
+        raise ValueError("no completed debate records to stack")
+    shapes = {(len(r["rounds"]), len(r["rounds"][0])) for r in recs}
+    if len(shapes) > 1:
+        raise ValueError(f"records mix debate shapes (T, N) {sorted(shapes)}; stack one method at a time")
+    k = max(len(r["labels"]) for r in recs)
+    b, (t, n) = len(recs), shapes.pop()
+    P = np.zeros((b, t, n, k))
+    Q = np.zeros((b, t, n, k))
+    valid = np.zeros((b, t, n), dtype=bool)
+    mask = np.zeros((b, k), dtype=bool)
+    for i, r in enumerate(recs):
+        kk = len(r["labels"])
+        mask[i, :kk] = True
+        for ti, rnd in enumerate(r["rounds"]):
+            for ai, e in enumerate(rnd):
+                P[i, ti, ai, :kk] = e["p"]
+                Q[i, ti, ai, :kk] = e["q"] if e.get("q") is not None else 1.0 / kk
+                valid[i, ti, ai] = not e["parse_failure"]
+    truth = np.array([r["labels"].index(r["answer"]) for r in recs])
+    ids = [r["question_id"] for r in recs]
+    keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
+    personas = [e["persona"] for e in recs[0]["rounds"][0]]
+    return Stacked(P, Q, valid, mask, truth, keys, personas, ids)
+
+
+def weights(arr: Stacked, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
+    """Weights after each round, (B, T, N)."""
+    return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule, weighting)[1]
+
+
+def decisions(arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier",
+              weighting: str = "peer_prediction") -> np.ndarray:
+    """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
+    settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
+    applied to the full weight history, sliced per round: W after round t depends on rounds 1..t only.
+    `eta` may be a sequence: then (len(eta), B, T), with the scores (which do not depend on eta) computed once."""
+    S = B.round_scores(arr.P, arr.Q, weighting, rule, arr.valid)  # what beliefs.acemad_weights does, once
+    out = [_decide(arr, B.mwu_weights(S, e), exponent, slice(None)) for e in np.atleast_1d(eta)]
+    return out[0] if np.ndim(eta) == 0 else np.stack(out)
+
+
+def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
+    """beliefs.weighted_decision at round(s) `t` (an index or a slice of the T axis) of weights W (B, T, N)."""
+    keys, mask = (arr.keys, arr.option_mask) if isinstance(t, int) else (arr.keys[:, None], arr.option_mask[:, None])
+    return B.weighted_decision(arr.P[:, t], W[:, t], arr.valid[:, t], exponent, keys, mask)[0]
+
+
+def rescore(arr: Stacked, eta: float = 2.0, rounds: int | None = None, exponent: float = 2.0,
+            rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
+    """AceMAD's final answers (B,) for another eta / T / exponent / rule / weighting (-1: nobody parsed)."""
+    t = (rounds or arr.P.shape[1]) - 1
+    return _decide(arr, weights(arr, eta, rule, weighting), exponent, t)
+
+
+def initial_plurality(arr: Stacked) -> np.ndarray:
+    """Plurality of the round-1 answers: what Majority Voting would say with the same agents."""
+    return B.plurality(B.votes(arr.P[:, 0], arr.valid[:, 0]), arr.P.shape[-1], arr.keys)
+
+
+def belief_in_truth(arr: Stacked) -> np.ndarray:
+    """Mean over agents of p_i^(t)(y*), (B, T): the quantity of the martingale proposition."""
+    pt = np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]
+    return pt.mean(axis=-1)
+
+
+def weighted_truth(arr: Stacked, eta: float = 2.0, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
+    """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
+    column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
+    W = weights(arr, eta, rule)
+    pt = np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
+    w = W**exponent
+    series = (w * pt).sum(-1) / w.sum(-1)
+    return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
+
+
+def agent_scores(records: list[dict]) -> pd.DataFrame:
+    """One row per question x round x agent: persona, whether it held the truth, its score and weight."""
+    rows = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        truth = r["labels"].index(r["answer"])
+        for t, rnd in enumerate(r.get("rounds", []), 1):
+            for e in rnd:
+                if e.get("score") is None:
+                    continue
+                rows.append({"question_id": r["question_id"], "method": r["method"], "round": t, "agent": e["agent"],
+                             "persona": e["persona"], "holds_truth": int(np.argmax(e["p"])) == truth,
+                             "score": e["score"], "weight": e["weight"]})
+    return pd.DataFrame(rows)
+
+
+AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final answers",
+               "surprisingly popular", "Bayesian Truth Serum")
+
+
+def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> list[dict]:
+    """Re-decide AceMAD transcripts with every aggregator of AGGREGATORS (final-round p and q), as
+    minimal records that `tables.accuracy_long` understands. No model call: only stored commitments."""
+    recs = [r for r in records if r.get("status") == "ok"]
+    arr = stack(recs, seed)
+    P, Qp, valid = arr.P[:, -1], arr.Q[:, -1], arr.valid[:, -1]
+    v = B.votes(P, valid)
+    W = weights(arr, eta)
+    answers = {
+        AGGREGATORS[0]: _decide(arr, W, 2.0, -1),
+        AGGREGATORS[1]: _decide(arr, W, 1.0, -1),
+        AGGREGATORS[2]: B.plurality(v, P.shape[-1], arr.keys),
+        AGGREGATORS[3]: B.surprisingly_popular(v, Qp, arr.keys, arr.option_mask),
+        AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),
+    }
+    answered = valid.any(-1)  # nobody parsed: no answer, whatever the aggregator says
+    return [{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": name, "status": "ok",
+             "final": {"correct": bool(ok and a == t)}}
+            for name, ans in answers.items() for r, a, t, ok in zip(recs, ans, arr.truth, answered)]
+
+
+# Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05).
+ABLATIONS = {"Full protocol": "peer_prediction", "Self-belief only": "self_belief",
+             "Uniform weights (= standard MAD)": "uniform"}
+
+
+def reweighted_records(records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0,
+                       seed: int = 0) -> list[dict]:
+    """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
+    minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
+
+    Figure 4's ablation is this: weighting="uniform" makes every weight equal, so the answer is the argmax of
+    the mean final belief, the standard MAD rule (Eq. 4 with uniform weights, paper l.617), applied to
+    AceMAD's debate (its heterogeneous agents and its commit prompt, which asked for q and is then ignored);
+    "self_belief" scores each agent by max_y p_i(y) instead of its peer prediction."""
+    recs = [r for r in records if r.get("status") == "ok"]
+    arr = stack(recs, seed)
+    answered = arr.valid[:, -1].any(-1)
+    out = []
+    for name, weighting in weightings.items():
+        ans = rescore(arr, eta=eta, exponent=exponent, weighting=weighting)
+        out += [{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": name, "status": "ok",
+                 "final": {"answer": r["labels"][a] if ok else None, "correct": bool(ok and a == t)}}
+                for r, a, t, ok in zip(recs, ans, arr.truth, answered)]
+    return out
+
+
+def redecided(records: list[dict], rule: str, name: Optional[str] = None) -> list[dict]:
+    """Baseline MAD records decided by another stored rule ("mean_belief", "plurality" or, for Centralized
+    MAD, "moderator"): copies whose `final` is `decisions[rule]` (and whose method is `name` if given)."""
+    out = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        if rule not in r.get("decisions", {}):
+            raise ValueError(f"record {r['question_id']!r} ({r['method']}) stores no decision {rule!r}; "
+                             f"it has {sorted(r.get('decisions', {}))}")
+        final = dict(r["final"], **r["decisions"][rule])
+        out.append(dict(r, final=final, method=name or r["method"]))
+    return out

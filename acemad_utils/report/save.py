@@ -1,0 +1,41 @@
+"""Saving artefacts: every table as CSV + Markdown, every figure as PNG + PDF, labelled with its source.
+
+    from acemad_utils.report.save import save_table, save_figure
+    save_table(df, "theory_phase", synthetic=True)      # outputs/tables/theory_phase.{csv,md}
+    save_figure(fig, "theory_a_martingale")             # outputs/figures/theory_a_martingale.{png,pdf}
+
+Outputs are byte-stable for identical inputs: floats are written with fixed precision and the PDF/PNG
+metadata carry no timestamp.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from acemad_utils.data.paths import outputs
+
+
+def save_table(df: pd.DataFrame, name: str, synthetic: bool, source: str = "", floatfmt: str = ".4f",
+               display: pd.DataFrame | None = None, companions: dict | None = None) -> Path:
+    """Write outputs/tables/<name>.csv (the long, machine-readable table) and <name>.md.
+
+    The Markdown says where the numbers come from, shows `display` (a reader-friendly view, default `df`)
+    and then each companion table under its title (e.g. the paper's printed numbers).
+    """
+    d = outputs("tables")
+    df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
+    label = "SYNTHETIC population (no LLM)" if synthetic else (source or "real model")
+    parts = [f"<!-- source: {label} -->\n**Source: {label}.**\n",
+             (df if display is None else display).to_markdown(index=False, floatfmt=floatfmt)]
+    for title, table in (companions or {}).items():
+        parts += [f"\n**{title}**\n", table.to_markdown(index=False, floatfmt=".2f")]
+    (d / f"{name}.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return d / f"{name}.csv"
+
+
+def save_figure(fig, name: str) -> Path:
+    d = outputs("figures")
+    fig.savefig(d / f"{name}.png", dpi=130, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None})
+    return d / f"{name}.png"

@@ -1,0 +1,255 @@
+"""Paper-style tables from transcripts: accuracy with n and 95% CIs, paired tests, the paper beside ours.
+
+    from acemad_utils.report import tables as TB
+    long = TB.accuracy_long(records)                              # method x benchmark (+ Average) cells
+    tests = TB.versus_best(records, ["AceMAD (T=3)"], mads)       # paired test against the best MAD (+ Average)
+    TB.wide(long)                                                 # "41.7 [33.1, 50.2]" cells, n per column
+    TB.paper_table("table2_main_results", model="GPT-4o-mini")    # data/paper/: printed vs recomputed averages
+
+Accuracies are percentages. A CI resamples questions (within each benchmark for the Average, which is the
+mean of the benchmark columns, recomputed from the rows). A paired test compares two methods on the same
+questions: exact McNemar when both are right/wrong per question, a sign-flip permutation test otherwise
+(the Single Agent's per-question accuracy is a mean over 5 runs).
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from acemad_utils.data import paths as P
+from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
+
+BENCH_LABELS = {
+    "truthfulqa": "TruthfulQA", "arc_challenge": "ARC-C", "bbh": "BBH", "logiqa": "LogiQA",
+    "medqa": "MedQA", "mmlu_pro": "MMLU-Pro", "demo": "Demo",
+}
+AVERAGE = "Average"
+
+
+def bench_label(b: str) -> str:
+    """'arc_challenge' -> 'ARC-C'; synthetic item sets keep a visible marker: 'ARC-C (synthetic items)'."""
+    if b.startswith("synthetic-"):
+        return f"{bench_label(b[len('synthetic-'):])} (synthetic items)"
+    return BENCH_LABELS.get(b, b)
+
+
+def _frame(records: Sequence[dict]) -> pd.DataFrame:
+    """Per question x method accuracy (repeats averaged); failed records count as wrong."""
+    df = pd.DataFrame([{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": r["method"],
+                        "correct": float(r["final"]["correct"]), "failed": r.get("status") != "ok"} for r in records])
+    return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
+        correct=("correct", "mean"), failed=("failed", "max"))
+
+
+def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
+    """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
+    rng = np.random.default_rng(seed)
+    point = float(np.mean([g.mean() for g in groups]))
+    boots = np.mean([g[rng.integers(0, len(g), (n_boot, len(g)))].mean(1) for g in groups], axis=0)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return point, float(lo), float(hi)
+
+
+def accuracy_long(records: Sequence[dict], methods: Optional[Sequence[str]] = None,
+                  benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per method x benchmark, plus an Average row per method: n, accuracy, ci_lo, ci_hi (in %)."""
+    df = _frame(records)
+    methods = list(methods or dict.fromkeys(df["method"]))
+    benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
+    rows = []
+    for m in methods:
+        groups = []
+        for b in benchmarks:
+            x = df[(df.method == m) & (df.benchmark == b)]["correct"].to_numpy()
+            if len(x) == 0:
+                continue
+            groups.append(x)
+            mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
+            rows.append({"method": m, "benchmark": b, "n": len(x), "n_failed": int(df[(df.method == m) & (df.benchmark == b)]["failed"].sum()),
+                         "accuracy": 100 * mean, "ci_lo": 100 * lo, "ci_hi": 100 * hi})
+        if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
+            mean, lo, hi = _stratified_average(groups, n_boot, seed)
+            rows.append({"method": m, "benchmark": AVERAGE, "n": sum(map(len, groups)), "n_failed": 0,
+                         "accuracy": 100 * mean, "ci_lo": 100 * lo, "ci_hi": 100 * hi})
+    return pd.DataFrame(rows)
+
+
+def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
+    """Two-sided p-value for "a and b have the same mean accuracy" on paired questions."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all():
+        return mcnemar_exact(a.astype(bool), b.astype(bool))
+    d = a - b
+    if not d.any():
+        return 1.0
+    rng = np.random.default_rng(seed)
+    flips = rng.choice((-1.0, 1.0), size=(n_perm, len(d)))
+    null = np.abs((flips * d).mean(1))
+    return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (n_perm + 1))
+
+
+TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value"]
+
+
+def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
+    """Two-sided sign-flip permutation p-value for sum_i w_i d_i = 0 (paired differences d, weights w)."""
+    if not d.any():
+        return 1.0
+    rng = np.random.default_rng(seed)
+    flips = rng.choice((-1.0, 1.0), size=(n_perm, len(d)))
+    null = np.abs(flips @ (w * d))
+    return float((1 + np.sum(null >= abs(np.dot(w, d)) - 1e-12)) / (n_perm + 1))
+
+
+def versus_best(records: Sequence[dict], targets: Sequence[str], baselines: Sequence[str],
+                benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, seed: int = 0,
+                average: bool = True) -> pd.DataFrame:
+    """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value.
+
+    With `average`, also one row per target for the Average column: the baseline with the best Average (the
+    mean of its benchmark columns), and the gain as the mean over benchmarks of the paired per-benchmark
+    differences (the same questions on both sides), with a CI resampling questions within each benchmark and
+    a sign-flip permutation p-value of that stratified mean. Table 2 of the paper compares AceMAD with the
+    best MAD baseline this way (its Qwen gains +33.36 on ARC-C and -14.53 on MMLU-Pro are only recoverable so).
+
+    Always returns TEST_COLUMNS; when no pair could be formed (e.g. a baseline label that is not in the
+    records) the frame is empty and df.attrs["note"] says why, which `wide` shows instead of the gains.
+    """
+    df = _frame(records)
+    benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
+    piv = {b: df[df.benchmark == b].pivot(index="question_id", columns="method", values="correct") for b in benchmarks}
+    rows = []
+    for t in targets:
+        for b in benchmarks:
+            p = piv[b]
+            present = [m for m in baselines if m in p]
+            if t not in p or not present:
+                continue
+            best = max(present, key=lambda m: p[m].mean())
+            both = p[[t, best]].dropna()
+            if both.empty:
+                continue
+            diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
+            rows.append({"method": t, "benchmark": b, "best_baseline": best, "n_paired": len(both),
+                         "gain": 100 * diff, "gain_lo": 100 * lo, "gain_hi": 100 * hi,
+                         "p_value": paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed)})
+        if not average:
+            continue
+        used = [b for b in benchmarks if t in piv[b]]
+        full = [m for m in baselines if used and all(m in piv[b] for b in used)]
+        if not full:
+            continue
+        best = max(full, key=lambda m: np.mean([piv[b][m].mean() for b in used]))
+        diffs = [piv[b][[t, best]].dropna() for b in used]
+        diffs = [(x[t] - x[best]).to_numpy() for x in diffs]
+        if not all(len(x) for x in diffs):
+            continue
+        gain, lo, hi = _stratified_average(diffs, n_boot, seed)
+        w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
+        rows.append({"method": t, "benchmark": AVERAGE, "best_baseline": best, "n_paired": int(sum(map(len, diffs))),
+                     "gain": 100 * gain, "gain_lo": 100 * lo, "gain_hi": 100 * hi,
+                     "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed)})
+    out = pd.DataFrame(rows, columns=TEST_COLUMNS)
+    if out.empty:
+        missing = [m for m in baselines if not any(m in p for p in piv.values())]
+        absent = [m for m in targets if not any(m in p for p in piv.values())]
+        why = []
+        if missing:
+            why.append(f"baseline(s) {missing} not in these records")
+        if absent:
+            why.append(f"method(s) {absent} not in these records")
+        out.attrs["note"] = "no paired comparison: " + ("; ".join(why) or "no shared questions")
+    return out
+
+
+def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int = 1,
+         note: Optional[str] = None) -> pd.DataFrame:
+    """Methods as rows, benchmarks (+ Average) as columns; cells 'acc [lo, hi]', gains and p below.
+
+    An empty `tests` (no comparison possible) adds a row saying so instead of failing; `note` adds a last
+    row explaining the numbers in parentheses (e.g. which baseline they compare with)."""
+    fmt = lambda r: f"{r.accuracy:.{digits}f} [{r.ci_lo:.{digits}f}, {r.ci_hi:.{digits}f}]"
+    cells = long.assign(cell=long.apply(fmt, axis=1))
+    cols = list(dict.fromkeys(long["benchmark"]))
+    out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(index=list(dict.fromkeys(long["method"])), columns=cols)
+    extra = []
+    if tests is not None and len(tests):
+        for _, t in tests.iterrows():
+            if t.method in out.index and t.benchmark in out.columns:
+                out.loc[t.method, t.benchmark] += f" ({t.gain:+.{digits}f}, p={t.p_value:.2g})"
+    elif tests is not None:
+        extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
+    if note:
+        extra.append(f"(in parentheses: {note})")
+    n_row = pd.DataFrame([{c: f"n={int(long[long.benchmark == c]['n'].max())}" for c in cols}], index=["(questions per method)"])
+    out = pd.concat([out, n_row] + [pd.DataFrame([dict.fromkeys(cols, "")], index=[text]) for text in extra])
+    out.columns = [bench_label(c) for c in out.columns]
+    return out.rename_axis("method").reset_index()
+
+
+PRINTED_TABLES = ("table1_voting_vs_mad", "table2_main_results", "table3_heterogeneity", "table4_deepseek",
+                        "table5_llama8b", "table6_full_datasets")
+KEY_COLUMNS = ("model", "method")
+
+
+def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
+    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells), read
+    from the project's own transcription data/paper/<name>.csv (paths.PAPER; citation and sources in
+    data/paper/README.md). No environment variable is involved; an unknown name is an error."""
+    path = P.PAPER / f"{name}.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"no {name}.csv in {P.PAPER} (the paper's tables: {', '.join(PRINTED_TABLES)})")
+    df = pd.read_csv(path)
+    if model is not None:
+        df = df[df["model"] == model].drop(columns="model")
+    cells = [c for c in df.columns if c not in (*KEY_COLUMNS, AVERAGE)]
+    df = df.rename(columns={AVERAGE: "Average (printed)"})
+    df["Average (recomputed)"] = df[cells].mean(axis=1).round(2)
+    return df.reset_index(drop=True)
+
+
+def _number(text: str):
+    """A printed cell as an exact decimal ('5.50' == '5.5'), or the stripped text when it is not a number."""
+    try:
+        return Decimal(text.strip())
+    except InvalidOperation:
+        return text.strip()
+
+
+def paper_differences(ours: Path, theirs: Path) -> list[str]:
+    """Every difference between two transcriptions of one printed table (CSV files): columns, rows (keyed by
+    model/method, in order) and cells (numbers compared as exact decimals, i.e. to the printed precision).
+    An empty list means they agree cell by cell."""
+    a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
+    name = Path(ours).name
+    if list(a.columns) != list(b.columns):
+        return [f"{name}: columns differ: ours {list(a.columns)}, shared {list(b.columns)}"]
+    keys = [c for c in KEY_COLUMNS if c in a.columns]
+    ka, kb = (list(map(tuple, d[keys].to_numpy())) for d in (a, b))
+    if ka != kb:
+        return [f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
+                f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")]
+    out = []
+    for key, (_, ra), (_, rb) in zip(ka, a.iterrows(), b.iterrows()):
+        for c in a.columns:
+            if c not in keys and _number(ra[c]) != _number(rb[c]):
+                out.append(f"{name}: row {' / '.join(key)}, column {c}: ours {ra[c]!r}, shared {rb[c]!r}")
+    return out
+
+
+def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
+    """Add config fields (e.g. n_agents) from a run's meta.json to a long table, by method label.
+    The config's `method` (its kind, e.g. "acemad") goes to column `method_kind`; `method` stays the label."""
+    out = long.copy()
+    for f in fields:
+        out["method_kind" if f == "method" else f] = out["method"].map({label: m[f] for label, m in meta["methods"].items()})
+    return out
+
+
+def artefact(name: str, profile: str) -> str:
+    """Output name: the paper artefact's name, suffixed by the profile unless it is the default one."""
+    return name if profile == "default" else f"{name}__{profile}"

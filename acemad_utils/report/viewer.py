@@ -1,0 +1,36 @@
+"""Read a debate: one transcript record as rounds x agents, and one static HTML page per run.
+
+    from acemad_utils.report import viewer as V
+    V.show(record)                                   # inline in Jupyter (an IPython HTML object)
+    html = V.debate_html(record, meta)               # the same view as a self-contained HTML fragment
+    ex = V.pick_examples(records, "AceMAD (T=3)")    # {"overturned": [...], "not_overturned": [...]}
+    V.write_run_page("default/main")                 # -> outputs/viewer/default/main.html
+    python -m acemad_utils.report.viewer default/main       # the same from a shell
+
+Each agent cell shows its argument (folded), its belief p and peer prediction q as small bars (the correct
+option's bar is green), and for AceMAD its round score and its weight after that round. Each round row ends
+with the plurality answer (one vote per agent whose commitment parsed) and the weighted answer: AceMAD's
+sum_i w_i^k p_i with the weights after that round (k = the method's weight_exponent, so the last round's is the
+method's decision), or the mean belief of the parsing agents for the other debates. Single Agent records
+show their independent runs as the "agents" of one round; Centralized MAD adds the moderator's summary.
+
+Everything is inline HTML/CSS/SVG: no JavaScript library, no font, no network. The run page embeds one
+compact view per record as JSON and renders the clicked one with a few lines of vanilla JS, which mirror
+`debate_html` (same markup, same classes) so a notebook and the page show the same thing.
+
+This module is the one import for all of it; the parts live by concern: `viewer_model` (the view of a record,
+examples by rule), `viewer_html` (the HTML fragment), `viewer_page` (the run page and its JS).
+"""
+from __future__ import annotations
+
+from acemad_utils.report.viewer_html import CSS, debate_html, show  # noqa: F401  (the public API, one import for notebooks)
+from acemad_utils.report.viewer_model import (  # noqa: F401
+    SYNTHETIC, is_correct, pick_examples, round1_plurality, source_of, view)
+from acemad_utils.report.viewer_page import page_path, write_run_page  # noqa: F401
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m acemad_utils.report.viewer <experiment>   (e.g. default/main)")
+    print(write_run_page(sys.argv[1]))

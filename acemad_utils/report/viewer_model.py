@@ -1,0 +1,156 @@
+"""The view of one debate record: rounds x agents as plain JSON-able data, and examples picked by rule.
+
+    from acemad_utils.report.viewer_model import view, pick_examples
+    v = view(record, meta)          # {"qid", "method", "labels", "rounds": [{"cells": [...], ...}], ...}
+    ex = pick_examples(records, "AceMAD (T=3)")    # {"overturned": [...], "not_overturned": [...]}
+
+Both renderers draw this view: `viewer_html.debate_html` (Python, notebooks) and the run page's JS
+(`viewer_page`). Each round row carries the plurality answer and the weighted answer (AceMAD's
+sum_i w_i^k p_i with the weights after that round, through `beliefs.weighted_decision`; the mean belief of
+the parsing agents for the other debates).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from acemad_utils.protocol import beliefs as B
+
+SYNTHETIC = "SYNTHETIC population (no LLM)"
+
+
+# ----------------------------------------------------------------------------- the view model
+def source_of(record: dict, meta: Optional[dict] = None) -> str:
+    """Where the record comes from: SYNTHETIC for the simulated population, else the model's name."""
+    if meta is not None:
+        pop = meta.get("population") or {}
+        if pop.get("synthetic", meta.get("synthetic")):
+            return SYNTHETIC
+        return f"model: {meta.get('model') or pop.get('model') or 'unknown'}"
+    if record.get("synthetic"):
+        return SYNTHETIC
+    models = {e.get("model") for r in record.get("rounds") or [record.get("runs") or []] for e in r} - {None}
+    return f"model: {', '.join(sorted(models))}" if models else "model: (not recorded; pass the run's meta)"
+
+
+def _method_params(record: dict, meta: Optional[dict]) -> dict:
+    return ((meta or {}).get("methods") or {}).get(record.get("method"), {})
+
+
+def _cell(e: dict, labels: list) -> dict:
+    p = np.asarray(e["p"], dtype=float)
+    pf = bool(e.get("parse_failure"))
+    return {
+        "agent": e.get("agent"),
+        "who": " · ".join(str(x) for x in (e.get("persona"), e.get("model"), f"T={e.get('temperature')}")
+                          if x not in (None, "")),
+        "stance": None if pf else labels[int(p.argmax())],
+        "p": [round(float(x), 4) for x in p],
+        "q": None if e.get("q") is None else [round(float(x), 4) for x in e["q"]],
+        "score": None if e.get("score") is None else round(float(e["score"]), 4),
+        "weight": None if e.get("weight") is None else round(float(e["weight"]), 4),
+        "pf": pf,
+        "msg": str(e.get("message") or ""),
+    }
+
+
+def _round_answers(entries: list, labels: list, keys: np.ndarray, acemad: bool, exponent: float):
+    """(plurality label, weighted label) of one round; None where no agent's commitment parsed."""
+    P = np.stack([np.asarray(e["p"], dtype=float) for e in entries])
+    valid = np.array([not e.get("parse_failure") for e in entries])
+    plur = int(B.plurality(B.votes(P, valid), len(labels), keys))
+    if not valid.any():
+        return None, None
+    if acemad:  # the weights after this round, as the final decision uses them after the last round
+        w = np.array([e.get("weight", 0.0) for e in entries], dtype=float)
+    else:  # uniform weights over the agents whose commitment parsed (the engine's mean_belief aggregator)
+        w, exponent = np.ones(len(entries)), 1.0
+    weighted = int(B.weighted_decision(P, w, valid, exponent, keys)[0])
+    return (labels[plur] if plur >= 0 else None), labels[weighted]
+
+
+def view(record: dict, meta: Optional[dict] = None) -> dict:
+    """The compact, JSON-able view of one record that both renderers (Python and the page's JS) draw."""
+    for key in ("question_id", "method", "labels", "answer", "final"):
+        if key not in record:
+            raise ValueError(f"not a transcript record: missing {key!r} (keys: {sorted(record)})")
+    labels = list(record["labels"])
+    params = _method_params(record, meta)
+    kind = record.get("method_kind") or params.get("method")
+    keys = B.tiebreak_keys(int(params.get("seed", 0)), [record["question_id"]], len(labels))[0]
+    final = record["final"]
+    v = {
+        "qid": record["question_id"], "benchmark": record.get("benchmark", ""), "method": record["method"],
+        "kind": kind, "repeat": record.get("repeat", 0), "labels": labels, "answer": record["answer"],
+        "status": record.get("status", "ok"), "error": record.get("error", ""),
+        "final": final.get("answer"), "correct": final.get("correct"), "source": source_of(record, meta),
+        "unit": "agent", "rounds": [],
+    }
+    if v["status"] != "ok":
+        return v
+    if kind == "single" or "runs" in record:
+        v["unit"] = "run"
+        raw = [record.get("runs") or []]
+    else:
+        raw = record.get("rounds") or []
+    mods = {m.get("round"): m for m in record.get("moderator") or []}
+    for t, entries in enumerate(raw, start=1):
+        plur, weighted = _round_answers(entries, labels, keys, kind == "acemad", float(params.get("weight_exponent", 2.0)))
+        v["rounds"].append({
+            "t": t, "cells": [_cell(e, labels) for e in entries], "plurality": plur,
+            "weighted": None if v["unit"] == "run" else weighted,
+            "moderator": _cell(mods[t], labels) if t in mods else None,
+        })
+    # Name the weighted column by what decides: AceMAD's weights, or a mean belief that may not be the decision.
+    if kind == "acemad":
+        v["weighted_name"] = "weighted (AceMAD weights)"
+    elif kind == "centralized":
+        v["weighted_name"] = "mean belief (the moderator decides)"
+    elif kind == "majority" or params.get("mad_aggregator") == "plurality":
+        v["weighted_name"] = "mean belief (plurality decides)"
+    else:
+        v["weighted_name"] = "mean belief"
+    return v
+
+
+def is_correct(v: dict) -> bool:
+    """A record's outcome for the page's filter; a Single Agent record (a mean over runs) counts as
+    correct when more than half of its runs are."""
+    c = v.get("correct")
+    return bool(c > 0.5) if isinstance(c, float) and not isinstance(c, bool) else bool(c)
+
+
+# ----------------------------------------------------------------------------- examples by rule
+def round1_plurality(record: dict, seed: int = 0) -> Optional[str]:
+    """The plurality of the round-1 answers (Majority Voting with the same agents), ties broken as the engine
+    does; None when no round-1 commitment parsed."""
+    labels = list(record["labels"])
+    keys = B.tiebreak_keys(seed, [record["question_id"]], len(labels))[0]
+    return _round_answers(record["rounds"][0], labels, keys, False, 1.0)[0]
+
+
+def pick_examples(records: list[dict], target_label: str, n: int = 1, seed: int = 0) -> dict[str, list[dict]]:
+    """Debates of method `target_label` picked by rule, never by hand.
+
+    Among its records with status "ok", sorted by (question_id, repeat):
+      "overturned":     the round-1 plurality answer was wrong (or none parsed) and the final answer is right;
+      "not_overturned": the round-1 plurality answer was wrong (or none parsed) and the final answer is wrong.
+    The first n of each (an empty list when none qualifies). `seed` is the run's seed (it breaks vote ties).
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    mine = [r for r in records if r.get("method") == target_label]
+    if not mine:
+        methods = sorted({r.get("method") for r in records})
+        raise ValueError(f"no record of method {target_label!r}; methods present: {methods}")
+    out: dict[str, list[dict]] = {"overturned": [], "not_overturned": []}
+    for r in sorted(mine, key=lambda r: (r["question_id"], r.get("repeat", 0))):
+        if r.get("status", "ok") != "ok" or not r.get("rounds"):
+            continue
+        if round1_plurality(r, seed) == r["answer"]:
+            continue
+        kind = "overturned" if r["final"]["correct"] is True else "not_overturned"
+        if len(out[kind]) < n:
+            out[kind].append(r)
+    return out
