@@ -6,13 +6,14 @@
 F figures, TB tables, R the registry of the paper's experiments (what each notebook runs), SRC the source
 label every table and figure carries ("SYNTHETIC ..." or the model's name).
 """
+
 from __future__ import annotations
 
-from acemad_utils.report import figures as F  # noqa: F401 (re-exported for the notebooks)
 from acemad_utils.experiments import registry as R  # noqa: F401
-from acemad_utils.report import tables as TB  # noqa: F401
-from acemad_utils.protocol.config import DebateConfig  # noqa: F401
 from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig  # noqa: F401
+from acemad_utils.report import figures as F  # noqa: F401 (re-exported for the notebooks)
+from acemad_utils.report import tables as TB  # noqa: F401
 from acemad_utils.report.save import save_figure, save_table  # noqa: F401
 
 

@@ -26,6 +26,7 @@ Token model (acemad_utils/agents/tokenmodel.py, calibrated once against the real
     prompt_tokens(messages) = sum over messages of tokens(content) + MSG_OVERHEAD, + PRIME
 Replies: acemad_utils.cost.endpoint.debate_reply, the same model `make estimate` replays in process.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,12 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python bench/x.py` from a checkout without installing
     sys.path.insert(0, str(ROOT))
+
 
 def local_gguf(skipped: str) -> Optional[str]:
     """The local model's GGUF path if the llama.cpp server can run here, else None after printing
@@ -59,9 +62,9 @@ def local_gguf(skipped: str) -> Optional[str]:
 # ----------------------------------------------------------------------------- token model
 # One token model and one fake debate model for the package's estimates and these scripts (they cannot drift):
 # acemad_utils/agents/tokenmodel.py (calibration notes there) and acemad_utils/cost/estimate.py.
-from acemad_utils.cost.endpoint import FILLER, argument_text, debate_reply  # noqa: E402,F401
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: E402,F401
 from acemad_utils.agents.tokenmodel import describe as token_model  # noqa: E402,F401
+from acemad_utils.cost.endpoint import FILLER, argument_text, debate_reply  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- machine
@@ -78,8 +81,10 @@ def machine_line() -> str:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    return (f"machine: python {platform.python_version()} | {usable} usable cores | {platform.machine()} "
-            f"{platform.system()} {platform.release()} | {load()} (1/5/15 min)")
+    return (
+        f"machine: python {platform.python_version()} | {usable} usable cores | {platform.machine()} "
+        f"{platform.system()} {platform.release()} | {load()} (1/5/15 min)"
+    )
 
 
 def _proc_ticks() -> dict:
@@ -89,8 +94,8 @@ def _proc_ticks() -> dict:
             try:
                 with open(f"/proc/{d}/stat") as f:
                     raw = f.read()
-                name = raw[raw.index("(") + 1:raw.rindex(")")]
-                fields = raw[raw.rindex(")") + 2:].split()
+                name = raw[raw.index("(") + 1 : raw.rindex(")")]
+                fields = raw[raw.rindex(")") + 2 :].split()
                 out[int(d)] = (name, int(fields[11]) + int(fields[12]))  # utime + stime
             except (OSError, ValueError, IndexError):
                 pass
@@ -165,9 +170,14 @@ class FakeServer:
         self.proc: Optional[subprocess.Popen] = None
         self.url = ""
 
-    def __enter__(self) -> "FakeServer":
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", json.dumps(self.cfg)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    def __enter__(self) -> FakeServer:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--serve", json.dumps(self.cfg)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         self.url = self.proc.stdout.readline().strip()
         if not self.url.startswith("http"):
             raise RuntimeError(f"fake server did not start: {self.url!r}")
@@ -226,10 +236,14 @@ def _serve(cfg: dict) -> None:
             if c == "quit":
                 break
             with srv._lock:
-                st = {"count": srv.count, "max_in_flight": srv.max_in_flight, "in_flight": srv.in_flight,
-                      "cpu_s": time.process_time() - cpu0,
-                      "batches": [b["request_counts"]["total"] for b in srv.batches.values()],
-                      "batch_statuses": [b["status"] for b in srv.batches.values()]}
+                st = {
+                    "count": srv.count,
+                    "max_in_flight": srv.max_in_flight,
+                    "in_flight": srv.in_flight,
+                    "cpu_s": time.process_time() - cpu0,
+                    "batches": [b["request_counts"]["total"] for b in srv.batches.values()],
+                    "batch_statuses": [b["status"] for b in srv.batches.values()],
+                }
                 if c == "reset":
                     srv.count, srv.max_in_flight = 0, srv.in_flight
                     srv.requests.clear()

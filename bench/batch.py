@@ -21,6 +21,7 @@ batches x the API's completion time.
 
 Prints figures only; asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, machine_line, strip_usage, temp_outputs  # noqa: E402
 
-from acemad_utils.experiments import registry  # noqa: E402
-from acemad_utils.experiments import runner
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.experiments import (
+    registry,  # noqa: E402
+    runner,
+)
 from acemad_utils.experiments.runner import read_jsonl  # noqa: E402
 
 
@@ -73,18 +76,31 @@ def run_once(tmp: Path, name: str, qs, configs, via: str, a) -> dict:
 
 def _run(srv: FakeServer, tmp: Path, name: str, qs, configs, via: str, a) -> dict:
     workers = max(1, 2 * a.concurrency // 5)  # about 2F/N questions at once (bench/throughput.py)
-    pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", kind="openai",
-                        cache=str(tmp / f"{name}_{via}.sqlite"), calls_via=via, max_concurrency=a.concurrency,
-                        batch_options={"poll": a.poll, "poll_max": a.poll, "max_attempts": 3})
+    pop = LLMPopulation(
+        model="gpt-4o-mini",
+        base_url=srv.url,
+        api_key="sk-fake",
+        kind="openai",
+        cache=str(tmp / f"{name}_{via}.sqlite"),
+        calls_via=via,
+        max_concurrency=a.concurrency,
+        batch_options={"poll": a.poll, "poll_max": a.poll, "max_attempts": 3},
+    )
     t0 = time.perf_counter()
     d = runner.run_experiment(f"{name}_{via}", qs, configs, pop, workers=workers, progress=False)
     wall = time.perf_counter() - t0
     after = srv.stats()
     u = pop.usage()
-    out = {"wall": wall, "usage": u, "dir": d, "batches": after["batches"], "statuses": after["batch_statuses"],
-           "server_requests": after["count"],
-           "submitted": pop.batcher.submitted if pop.batcher else 0,
-           "summary": runner.summarize(list(read_jsonl(d / "transcripts.jsonl")))}
+    out = {
+        "wall": wall,
+        "usage": u,
+        "dir": d,
+        "batches": after["batches"],
+        "statuses": after["batch_statuses"],
+        "server_requests": after["count"],
+        "submitted": pop.batcher.submitted if pop.batcher else 0,
+        "summary": runner.summarize(list(read_jsonl(d / "transcripts.jsonl"))),
+    }
     pop.cache.close()
     return out
 
@@ -102,12 +118,14 @@ def main(argv=None) -> int:
     exps.append((f"notebook 03 ({len(run.configs)} methods, one run)", run.configs))
     print("== acemad: CALLS_VIA batch vs sync ==")
     print(machine_line())
-    print(f"fake endpoint (tests/fake_openai.FakeOpenAI in its own process): {a.latency * 1000:.0f} ms per synchronous "
-          f"call, batch completion delay {a.batch_delay:g} s after batches.create (batch lines get no per-call "
-          f"latency), deterministic debate replies with {a.arg_chars}-char arguments; client: max_concurrency "
-          f"{a.concurrency}, workers {max(1, 2 * a.concurrency // 5)}, batch poll every {a.poll:g} s (poll_max "
-          f"{a.poll:g} s; the library's default is 10 s growing to 300 s), max_attempts 3; {len(qs)} generated "
-          "4-option questions; two-call mode; each run on its own cold response cache")
+    print(
+        f"fake endpoint (tests/fake_openai.FakeOpenAI in its own process): {a.latency * 1000:.0f} ms per synchronous "
+        f"call, batch completion delay {a.batch_delay:g} s after batches.create (batch lines get no per-call "
+        f"latency), deterministic debate replies with {a.arg_chars}-char arguments; client: max_concurrency "
+        f"{a.concurrency}, workers {max(1, 2 * a.concurrency // 5)}, batch poll every {a.poll:g} s (poll_max "
+        f"{a.poll:g} s; the library's default is 10 s growing to 300 s), max_attempts 3; {len(qs)} generated "
+        "4-option questions; two-call mode; each run on its own cold response cache"
+    )
     rows = []
     t_all = time.perf_counter()
     with temp_outputs("acemad_bench_batch_") as tmp:
@@ -124,22 +142,31 @@ def main(argv=None) -> int:
                 print(f"  batches submitted: {nb} (2T = {2 * rounds[0]}; repairs: {nb - 2 * rounds[0]})")
             else:
                 print(f"  batches submitted: {nb} (the longest chain of calls of one question decides it)")
-            print(f"  requests per batch: {bat['batches']}  (statuses: "
-                  f"{', '.join(sorted(set(bat['statuses'])))})")
-            print(f"  requests in all: {sum(bat['batches'])}; network calls of the sync run: "
-                  f"{sync['usage']['network_calls']}; agent calls asked for: {sync['summary']['calls']}")
-            print(f"  wall time: sync {sync['wall']:.1f} s, batch {bat['wall']:.1f} s ({bat['wall'] / sync['wall']:.2f}x); "
-                  f"batch run beyond {nb} x {a.batch_delay:g} s of batch delay: {overhead:.1f} s "
-                  f"({overhead / max(1, nb):.2f} s per batch)")
-            print(f"  records ok: sync {sync['summary']['ok']}/{sync['summary']['records']}, batch "
-                  f"{bat['summary']['ok']}/{bat['summary']['records']}; failures: sync {sync['usage']['failures']}, "
-                  f"batch {bat['usage']['failures']}")
+            print(f"  requests per batch: {bat['batches']}  (statuses: {', '.join(sorted(set(bat['statuses'])))})")
+            print(
+                f"  requests in all: {sum(bat['batches'])}; network calls of the sync run: "
+                f"{sync['usage']['network_calls']}; agent calls asked for: {sync['summary']['calls']}"
+            )
+            print(
+                f"  wall time: sync {sync['wall']:.1f} s, batch {bat['wall']:.1f} s ({bat['wall'] / sync['wall']:.2f}x); "
+                f"batch run beyond {nb} x {a.batch_delay:g} s of batch delay: {overhead:.1f} s "
+                f"({overhead / max(1, nb):.2f} s per batch)"
+            )
+            print(
+                f"  records ok: sync {sync['summary']['ok']}/{sync['summary']['records']}, batch "
+                f"{bat['summary']['ok']}/{bat['summary']['records']}; failures: sync {sync['usage']['failures']}, "
+                f"batch {bat['usage']['failures']}"
+            )
             print(f"  transcripts identical (usage counters removed): {'yes' if same else 'NO'}")
     print("\nsummary")
-    print(f"  {'experiment':<34} {'batches':>7} {'requests':>8} {'max/batch':>9} {'sync s':>7} {'batch s':>7} {'identical':>9}")
+    print(
+        f"  {'experiment':<34} {'batches':>7} {'requests':>8} {'max/batch':>9} {'sync s':>7} {'batch s':>7} {'identical':>9}"
+    )
     for label, nb, sync, bat, same in rows:
-        print(f"  {label:<34} {nb:>7} {sum(bat['batches']):>8} {max(bat['batches'] or [0]):>9} {sync['wall']:>7.1f} "
-              f"{bat['wall']:>7.1f} {'yes' if same else 'NO':>9}")
+        print(
+            f"  {label:<34} {nb:>7} {sum(bat['batches']):>8} {max(bat['batches'] or [0]):>9} {sync['wall']:>7.1f} "
+            f"{bat['wall']:>7.1f} {'yes' if same else 'NO':>9}"
+        )
     print(f"total {time.perf_counter() - t_all:.0f} s")
     return 0
 

@@ -15,6 +15,7 @@ round of one question, so a pipeline pass performs B * T * N of them.
 
 Prints figures only; it asserts nothing about timings.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -141,14 +142,18 @@ def main(argv=None) -> int:
         ts = timeit(fn, a.repeats, a.warmup)
         best, med = min(ts), statistics.median(ts)
         results[name] = (best, med)
-        print(f"{name:<22} {best * 1e3:>10.3f} {med * 1e3:>10.3f} {fmt_rate(updates / best):>18} {fmt_rate(updates / med):>19}")
+        print(
+            f"{name:<22} {best * 1e3:>10.3f} {med * 1e3:>10.3f} {fmt_rate(updates / best):>18} {fmt_rate(updates / med):>19}"
+        )
 
     # Tie-break keys are hashed once per question (sha256 + a seeded generator): a per-question Python loop,
     # reported separately because the engine computes them once, outside the per-round math.
     ids = [f"q{i}" for i in range(min(b, 2000))]
     ts = timeit(lambda: B.tiebreak_keys(0, ids, k), max(1, min(a.repeats, 3)), 0)
     per_q = min(ts) / len(ids)
-    print(f"{'tiebreak_keys':<22} {per_q * 1e6:>9.2f} us/question (best of {len(ts)}, {len(ids)} ids; not in the pipeline)")
+    print(
+        f"{'tiebreak_keys':<22} {per_q * 1e6:>9.2f} us/question (best of {len(ts)}, {len(ids)} ids; not in the pipeline)"
+    )
 
     best, med = results["pipeline (all three)"]
     print(

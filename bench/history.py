@@ -22,6 +22,7 @@ the fitted characters per token and the model's error are printed.
 
 Prints figures only; asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,14 +33,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, FakeServer, busy_processes, local_gguf, machine_line,  # noqa: E402
-                     prompt_tokens)
+from _common import (
+    CHARS_PER_TOKEN,
+    MSG_OVERHEAD,
+    PRIME,
+    FakeServer,
+    busy_processes,
+    local_gguf,
+    machine_line,  # noqa: E402
+    prompt_tokens,
+)
 
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
-from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt  # noqa: E402
-from acemad_utils.protocol.config import HISTORIES, DebateConfig  # noqa: E402
 from acemad_utils.data.benchmarks import load_demo  # noqa: E402
+from acemad_utils.protocol.config import HISTORIES, DebateConfig  # noqa: E402
 from acemad_utils.protocol.debate import run_question  # noqa: E402
+from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt  # noqa: E402
 from acemad_utils.protocol.schema import Message, Turn  # noqa: E402
 
 
@@ -61,10 +70,14 @@ def parse_args(argv=None):
 # ----------------------------------------------------------------------------- token table (fake endpoint)
 def table(a) -> None:
     qs = load_demo()[: a.questions]
-    print(f"AceMAD, calls=two, arguments of {a.arg_chars} chars, {len(qs)} demo question(s) per cell; "
-          f"prompt tokens per question (thousands) by history policy")
-    print(f"{'N':>3} {'T':>3} {'calls/q':>7} {'full':>9} {'last_round':>11} {'peers_last':>11} "
-          f"{'last/full':>9} {'peers/full':>10} {'completion':>10} {'total full':>10} {'total last':>10}")
+    print(
+        f"AceMAD, calls=two, arguments of {a.arg_chars} chars, {len(qs)} demo question(s) per cell; "
+        f"prompt tokens per question (thousands) by history policy"
+    )
+    print(
+        f"{'N':>3} {'T':>3} {'calls/q':>7} {'full':>9} {'last_round':>11} {'peers_last':>11} "
+        f"{'last/full':>9} {'peers/full':>10} {'completion':>10} {'total full':>10} {'total last':>10}"
+    )
     with FakeServer(latency=0.0, arg_chars=a.arg_chars) as srv:
         pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=None, max_concurrency=32)
         for n in a.agents:
@@ -73,14 +86,20 @@ def table(a) -> None:
                 for h in HISTORIES:
                     cfg = DebateConfig(method="acemad", n_agents=n, rounds=t, history=h)
                     recs = [run_question(q, pop, cfg) for q in qs]
-                    cell[h] = {k: float(np.mean([r["usage"][k] for r in recs]))
-                               for k in ("calls", "prompt_tokens", "completion_tokens")}
+                    cell[h] = {
+                        k: float(np.mean([r["usage"][k] for r in recs]))
+                        for k in ("calls", "prompt_tokens", "completion_tokens")
+                    }
                 f, l, p = (cell[h]["prompt_tokens"] for h in HISTORIES)
                 c = cell["full"]["completion_tokens"]
-                print(f"{n:>3} {t:>3} {cell['full']['calls']:>7.0f} {f / 1e3:>8.1f}k {l / 1e3:>10.1f}k {p / 1e3:>10.1f}k "
-                      f"{l / f:>9.2f} {p / f:>10.2f} {c / 1e3:>9.1f}k {(f + c) / 1e3:>9.1f}k {(l + c) / 1e3:>9.1f}k")
-    print("(completion tokens are the same for the three policies; a commit prompt repeats the visible history, so "
-          "with 'full' every round's prompt grows by N arguments)")
+                print(
+                    f"{n:>3} {t:>3} {cell['full']['calls']:>7.0f} {f / 1e3:>8.1f}k {l / 1e3:>10.1f}k {p / 1e3:>10.1f}k "
+                    f"{l / f:>9.2f} {p / f:>10.2f} {c / 1e3:>9.1f}k {(f + c) / 1e3:>9.1f}k {(l + c) / 1e3:>9.1f}k"
+                )
+    print(
+        "(completion tokens are the same for the three policies; a commit prompt repeats the visible history, so "
+        "with 'full' every round's prompt grows by N arguments)"
+    )
 
 
 # ----------------------------------------------------------------------------- calibration (local model)
@@ -90,14 +109,28 @@ def _calibration_prompts(arg_chars: int) -> list[list[dict]]:
     texts = [(d.metadata.get("explanation") or d.question) for d in demo]
     args = [((t + " ") * (arg_chars // max(1, len(t)) + 1))[:arg_chars] for t in texts]
     out = []
-    for i, (n_hist, kind) in enumerate([(0, "argue"), (0, "commit"), (3, "argue"), (3, "commit"), (6, "argue"),
-                                        (10, "commit"), (15, "argue"), (20, "commit")]):
+    for i, (n_hist, kind) in enumerate(
+        [
+            (0, "argue"),
+            (0, "commit"),
+            (3, "argue"),
+            (3, "commit"),
+            (6, "argue"),
+            (10, "commit"),
+            (15, "argue"),
+            (20, "commit"),
+        ]
+    ):
         q = demo[i]
         hist = tuple(Message(j % 5, 1 + j // 5, args[(i + j) % len(args)]) for j in range(n_hist))
         turn = Turn(q, 0, 1 + n_hist // 5, hist, want_peer_prediction=True, n_agents=5)
         user = argue_prompt(turn) if kind == "argue" else commit_prompt(turn, args[i])
-        out.append([{"role": "system", "content": PERSONAS["Skeptic" if i % 2 else "Generalist"]},
-                    {"role": "user", "content": user}])
+        out.append(
+            [
+                {"role": "system", "content": PERSONAS["Skeptic" if i % 2 else "Generalist"]},
+                {"role": "user", "content": user},
+            ]
+        )
     return out
 
 
@@ -122,18 +155,24 @@ def calibrate(a) -> None:
     fixed = len(prompts[0]) * MSG_OVERHEAD + PRIME
     cpt_fit = float(np.sum(chars * chars) / np.sum(chars * (real - fixed)))  # least squares of real-fixed = chars/cpt
     slope, icpt = np.polyfit(chars, real, 1)
-    print(f"calibration against {Path(gguf).name} (llama.cpp's reported prompt_tokens, max_tokens=1), "
-          f"{len(rows)} real debate prompts:")
+    print(
+        f"calibration against {Path(gguf).name} (llama.cpp's reported prompt_tokens, max_tokens=1), "
+        f"{len(rows)} real debate prompts:"
+    )
     print(f"{'chars':>7} {'real tokens':>11} {'model tokens':>12} {'model/real':>10}")
     for c, r, m in rows:
         print(f"{int(c):>7} {int(r):>11} {int(m):>12} {m / r:>10.3f}")
     err = model / real - 1
-    print(f"chars/token: model {CHARS_PER_TOKEN:g}; fitted with the model's fixed overhead {cpt_fit:.2f}; free linear fit "
-          f"real = {icpt:.1f} + chars / {1 / slope:.2f}. Model error vs SmolLM2: mean {100 * err.mean():+.1f}%, "
-          f"range [{100 * err.min():+.1f}%, {100 * err.max():+.1f}%].")
-    print("(SmolLM2's tokenizer is a 49k-entry BPE. GPT-4o-mini's o200k tokenizer cannot be run offline here; its larger "
-          "vocabulary needs no more tokens than a 49k BPE on English prose, so for the paper's endpoint the model is "
-          "unlikely to be low by more than the range above.)")
+    print(
+        f"chars/token: model {CHARS_PER_TOKEN:g}; fitted with the model's fixed overhead {cpt_fit:.2f}; free linear fit "
+        f"real = {icpt:.1f} + chars / {1 / slope:.2f}. Model error vs SmolLM2: mean {100 * err.mean():+.1f}%, "
+        f"range [{100 * err.min():+.1f}%, {100 * err.max():+.1f}%]."
+    )
+    print(
+        "(SmolLM2's tokenizer is a 49k-entry BPE. GPT-4o-mini's o200k tokenizer cannot be run offline here; its larger "
+        "vocabulary needs no more tokens than a 49k BPE on English prose, so for the paper's endpoint the model is "
+        "unlikely to be low by more than the range above.)"
+    )
 
 
 def real_subset(a) -> None:
@@ -145,18 +184,31 @@ def real_subset(a) -> None:
     if gguf is None:
         return
     qs = load_demo()[:2]
-    print(f"real local model {Path(gguf).name}: AceMAD N=3 T=3, calls=two, {len(qs)} demo questions, max_tokens 160/120, "
-          f"tokens as reported by llama.cpp (busy: {busy_processes(0.5)})")
+    print(
+        f"real local model {Path(gguf).name}: AceMAD N=3 T=3, calls=two, {len(qs)} demo questions, max_tokens 160/120, "
+        f"tokens as reported by llama.cpp (busy: {busy_processes(0.5)})"
+    )
     print(f"{'policy':<11} {'calls/q':>7} {'prompt tok/q':>12} {'compl. tok/q':>12} {'s/q':>6}")
     with serve(gguf) as url, tempfile.TemporaryDirectory() as tmp:
         for h in HISTORIES:
-            pop = LLMPopulation(model=Path(gguf).stem, base_url=url, cache=f"{tmp}/{h}.sqlite", max_tokens=(160, 120),
-                                max_attempts=3, max_concurrency=2)
+            pop = LLMPopulation(
+                model=Path(gguf).stem,
+                base_url=url,
+                cache=f"{tmp}/{h}.sqlite",
+                max_tokens=(160, 120),
+                max_attempts=3,
+                max_concurrency=2,
+            )
             t0 = time.perf_counter()
             recs = [run_question(q, pop, DebateConfig(method="acemad", n_agents=3, rounds=3, history=h)) for q in qs]
             dt = time.perf_counter() - t0
-            u = {k: float(np.mean([r["usage"][k] for r in recs])) for k in ("calls", "prompt_tokens", "completion_tokens")}
-            print(f"{h:<11} {u['calls']:>7.1f} {u['prompt_tokens']:>12.0f} {u['completion_tokens']:>12.0f} {dt / len(qs):>6.1f}")
+            u = {
+                k: float(np.mean([r["usage"][k] for r in recs]))
+                for k in ("calls", "prompt_tokens", "completion_tokens")
+            }
+            print(
+                f"{h:<11} {u['calls']:>7.1f} {u['prompt_tokens']:>12.0f} {u['completion_tokens']:>12.0f} {dt / len(qs):>6.1f}"
+            )
             pop.cache.close()
 
 

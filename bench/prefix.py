@@ -14,6 +14,7 @@ which shows whether the prompts are prefix-stable (shared parts first, in identi
 
 Prints figures only; asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ from _common import machine_line, token_model  # noqa: E402
 
 from acemad_utils.cost import estimate as C  # noqa: E402
 from acemad_utils.cost import prefix as CP  # noqa: E402
-from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 from acemad_utils.data.benchmarks import load_demo  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 from acemad_utils.protocol.debate import run_question  # noqa: E402
 
 
@@ -47,22 +48,30 @@ def main(argv=None) -> int:
     for q in qs:
         run_question(q, pop, cfg)
     s = CP.prefix_shares(log)
-    print(f"{cfg.label}, {len(qs)} demo questions, {len(log)} calls, {s['prompt_tokens']:,.0f} prompt tokens, "
-          f"arguments of {a.arg_chars} chars")
-    print(f"  share of prompt tokens that repeat a prefix of an earlier call of the same agent: {100 * s['same_agent']:.1f}%")
-    print(f"  ... of an earlier call of any agent on the same question:                    {100 * s['same_question']:.1f}%")
-    print(f"  ... that OpenAI's prompt cache could serve (>= 1024 tokens, 128-token steps):  "
-          f"{100 * s['openai_cacheable']:.1f}%")
+    print(
+        f"{cfg.label}, {len(qs)} demo questions, {len(log)} calls, {s['prompt_tokens']:,.0f} prompt tokens, "
+        f"arguments of {a.arg_chars} chars"
+    )
+    print(
+        f"  share of prompt tokens that repeat a prefix of an earlier call of the same agent: {100 * s['same_agent']:.1f}%"
+    )
+    print(
+        f"  ... of an earlier call of any agent on the same question:                    {100 * s['same_question']:.1f}%"
+    )
+    print(
+        f"  ... that OpenAI's prompt cache could serve (>= 1024 tokens, 128-token steps):  "
+        f"{100 * s['openai_cacheable']:.1f}%"
+    )
     # Where consecutive prompts of one agent first differ: prefix-stable prompts differ only after the shared part.
     by_agent: dict = {}
     for scope, _, messages, _ in log:
         parts = scope.split("|")
         by_agent.setdefault("|".join(parts[:2]), []).append((parts[2], parts[-1], messages[-1]["content"]))
-    (agent, calls), = list(by_agent.items())[:1]
+    ((agent, calls),) = list(by_agent.items())[:1]
     print(f"  one agent ({agent}): where each prompt first differs from the previous one of that agent")
     for (rnd, kind, text), (_, _, prev) in zip(calls[1:], calls[:-1]):
         i = CP._lcp(text, prev)
-        print(f"    {rnd} {kind:<7} {len(text):>6} chars, first difference at char {i:>6}: {text[i:i + 50]!r}")
+        print(f"    {rnd} {kind:<7} {len(text):>6} chars, first difference at char {i:>6}: {text[i : i + 50]!r}")
     return 0
 
 

@@ -17,6 +17,7 @@ seconds per question, tokens, the share of identical replies between the modes, 
 
 Prints figures only; asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import busy_processes, local_gguf, machine_line, temp_outputs  # noqa: E402
 
-from acemad_utils.experiments import runner  # noqa: E402
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.experiments import runner  # noqa: E402
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 
 
@@ -41,8 +42,12 @@ def parse_args(argv=None):
     ap.add_argument("--agents", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2, help="off/on pairs, the second in reverse order (default 2)")
-    ap.add_argument("--start-with", choices=("off", "on"), default="off",
-                    help="the mode of the first run (a second invocation with 'on' balances the order)")
+    ap.add_argument(
+        "--start-with",
+        choices=("off", "on"),
+        default="off",
+        help="the mode of the first run (a second invocation with 'on' balances the order)",
+    )
     ap.add_argument("--max-tokens", type=int, nargs=2, default=(160, 120), metavar=("ARGUE", "COMMIT"))
     ap.add_argument("--quick", action="store_true", help="2 questions, one off/on pair")
     a = ap.parse_args(argv)
@@ -65,18 +70,24 @@ def server_log(path: Path) -> dict:
     pm = [(int(h), int(m)) for h, m in PREFIX.findall(text)]
     total = sum(float(x) for x in TOTAL.findall(text)) / 1000
     gen = sum(float(x) for x in GEN.findall(text)) / 1000
-    return {"reused": sum(h for h, _ in pm), "evaluated": sum(m for _, m in pm), "calls": len(pm),
-            "gen_s": gen, "other_s": total - gen, "hits": text.count("cache hit"), "misses": text.count("cache miss")}
+    return {
+        "reused": sum(h for h, _ in pm),
+        "evaluated": sum(m for _, m in pm),
+        "calls": len(pm),
+        "gen_s": gen,
+        "other_s": total - gen,
+        "hits": text.count("cache hit"),
+        "misses": text.count("cache miss"),
+    }
 
 
 def messages(recs: list) -> list:
-    return [(r["question_id"], e.get("message"), e.get("p")) for r in recs
-            for rnd in r.get("rounds", []) for e in rnd]
+    return [(r["question_id"], e.get("message"), e.get("p")) for r in recs for rnd in r.get("rounds", []) for e in rnd]
 
 
 def main(argv=None) -> int:
-    from acemad_utils.data.benchmarks import load_demo
     from acemad_utils.agents.local_server import PROMPT_CACHE_BYTES, serve
+    from acemad_utils.data.benchmarks import load_demo
 
     a = parse_args(argv)
 
@@ -95,10 +106,12 @@ def main(argv=None) -> int:
     first = a.start_with == "on"
     for i in range(a.repeats):
         order += [first, not first] if i % 2 == 0 else [not first, first]
-    print(f"{Path(gguf).name}, {len(qs)} demo questions, {cfg.label}, two-call mode, max_tokens argue/commit "
-          f"{a.max_tokens[0]}/{a.max_tokens[1]}, workers 1, max_concurrency 2; prompt cache = --cache true "
-          f"--cache_type ram --cache_size {PROMPT_CACHE_BYTES}; cold response cache per run; order "
-          f"{' '.join('on' if x else 'off' for x in order)}")
+    print(
+        f"{Path(gguf).name}, {len(qs)} demo questions, {cfg.label}, two-call mode, max_tokens argue/commit "
+        f"{a.max_tokens[0]}/{a.max_tokens[1]}, workers 1, max_concurrency 2; prompt cache = --cache true "
+        f"--cache_type ram --cache_size {PROMPT_CACHE_BYTES}; cold response cache per run; order "
+        f"{' '.join('on' if x else 'off' for x in order)}"
+    )
     t_start = time.perf_counter()
     runs = []
     with temp_outputs() as tmp:
@@ -106,8 +119,14 @@ def main(argv=None) -> int:
             before = busy_processes()
             log = tmp / f"server{i}.log"
             with serve(gguf, prompt_cache=on, log_path=str(log)) as url:
-                pop = LLMPopulation(model=Path(gguf).stem, base_url=url, cache=str(tmp / f"run{i}.sqlite"),
-                                    max_tokens=tuple(a.max_tokens), max_concurrency=2, max_attempts=3)
+                pop = LLMPopulation(
+                    model=Path(gguf).stem,
+                    base_url=url,
+                    cache=str(tmp / f"run{i}.sqlite"),
+                    max_tokens=tuple(a.max_tokens),
+                    max_concurrency=2,
+                    max_attempts=3,
+                )
                 t0 = time.perf_counter()
                 runner.run_experiment(f"pc{i}", qs, [cfg], pop, workers=1, progress=False)
                 wall = time.perf_counter() - t0
@@ -115,23 +134,40 @@ def main(argv=None) -> int:
                 pop.cache.close()
             _, recs = runner.load_run(f"pc{i}")
             sl = server_log(log)
-            runs.append({"on": on, "wall": wall, "usage": u, "recs": recs, "before": before, "log": sl,
-                         "failed": sum(r["status"] != "ok" for r in recs)})
+            runs.append(
+                {
+                    "on": on,
+                    "wall": wall,
+                    "usage": u,
+                    "recs": recs,
+                    "before": before,
+                    "log": sl,
+                    "failed": sum(r["status"] != "ok" for r in recs),
+                }
+            )
             n = len(qs)
-            print(f"  run {i + 1} prompt cache {'on ' if on else 'off'}: {wall / n:6.2f} s/question  "
-                  f"({u['network_calls']} calls, {u['prompt_tokens'] / n:.0f} prompt + {u['completion_tokens'] / n:.0f} "
-                  f"completion tokens/question, {runs[-1]['failed']} failed; busy before: {before})", flush=True)
-            print(f"    server: prompt tokens reused {sl['reused'] / n:.0f}/question, evaluated {sl['evaluated'] / n:.0f}"
-                  f"/question ({sl['calls']} calls); {sl['gen_s'] / n:.1f} s/question generating, {sl['other_s'] / n:.1f}"
-                  f" s/question on the rest (prompt evaluation, cache saves and loads); prompt-cache hits {sl['hits']}, "
-                  f"misses {sl['misses']}", flush=True)
+            print(
+                f"  run {i + 1} prompt cache {'on ' if on else 'off'}: {wall / n:6.2f} s/question  "
+                f"({u['network_calls']} calls, {u['prompt_tokens'] / n:.0f} prompt + {u['completion_tokens'] / n:.0f} "
+                f"completion tokens/question, {runs[-1]['failed']} failed; busy before: {before})",
+                flush=True,
+            )
+            print(
+                f"    server: prompt tokens reused {sl['reused'] / n:.0f}/question, evaluated {sl['evaluated'] / n:.0f}"
+                f"/question ({sl['calls']} calls); {sl['gen_s'] / n:.1f} s/question generating, {sl['other_s'] / n:.1f}"
+                f" s/question on the rest (prompt evaluation, cache saves and loads); prompt-cache hits {sl['hits']}, "
+                f"misses {sl['misses']}",
+                flush=True,
+            )
     n = len(qs)
     print("\nseconds per question (each run on a cold response cache):")
     for on in (False, True):
         w = [r["wall"] / n for r in runs if r["on"] == on]
         toks = [(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]) for r in runs if r["on"] == on]
-        print(f"  prompt cache {'on ' if on else 'off'}: mean {statistics.mean(w):.2f} s/q  runs "
-              f"[{', '.join(f'{x:.2f}' for x in w)}]  ms per token {1000 * sum(r['wall'] for r in runs if r['on'] == on) / sum(toks):.2f}")
+        print(
+            f"  prompt cache {'on ' if on else 'off'}: mean {statistics.mean(w):.2f} s/q  runs "
+            f"[{', '.join(f'{x:.2f}' for x in w)}]  ms per token {1000 * sum(r['wall'] for r in runs if r['on'] == on) / sum(toks):.2f}"
+        )
     off = statistics.mean(r["wall"] for r in runs if not r["on"])
     on_ = statistics.mean(r["wall"] for r in runs if r["on"])
     print(f"  on / off = {on_ / off:.3f}")
@@ -139,8 +175,10 @@ def main(argv=None) -> int:
     for r in runs[1:]:
         m = messages(r["recs"])
         same = sum(x == y for x, y in zip(ref, m))
-        print(f"  replies identical to run 1 ({'on' if runs[0]['on'] else 'off'}) in a run with the cache "
-              f"{'on' if r['on'] else 'off'}: {same}/{max(len(ref), len(m))}")
+        print(
+            f"  replies identical to run 1 ({'on' if runs[0]['on'] else 'off'}) in a run with the cache "
+            f"{'on' if r['on'] else 'off'}: {same}/{max(len(ref), len(m))}"
+        )
     print(f"busy processes after: {busy_processes()}")
     print(f"total {time.perf_counter() - t_start:.0f} s")
     return 0

@@ -24,6 +24,7 @@ Also printed (skipped with --quick): the client CPU spent per call, split by lay
 LLMClient, + response cache, + protocol/runner), measured sequentially at zero latency: the CPU ceiling on
 questions/s is (cores free) / (CPU per question). Prints figures only; asserts nothing about time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,10 +38,10 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, load, machine_line, temp_outputs  # noqa: E402
 
-from acemad_utils.experiments import runner  # noqa: E402
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
-from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 from acemad_utils.agents.sim import make_items  # noqa: E402
+from acemad_utils.experiments import runner  # noqa: E402
+from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -51,14 +52,21 @@ def parse_args(argv=None):
     ap.add_argument("-N", "--agents", type=int, default=5)
     ap.add_argument("-T", "--rounds", type=int, default=3)
     ap.add_argument("--calls", choices=("two", "single"), default="two", help="LLM calls per agent-round")
-    ap.add_argument("--workers-factor", type=float, default=2.0,
-                    help="runner workers = ceil(factor * F / N) (default 2: surplus questions fill the slots that agents "
-                         "leave idle while they wait for their round's slowest peer; 1 = exactly F agents)")
+    ap.add_argument(
+        "--workers-factor",
+        type=float,
+        default=2.0,
+        help="runner workers = ceil(factor * F / N) (default 2: surplus questions fill the slots that agents "
+        "leave idle while they wait for their round's slowest peer; 1 = exactly F agents)",
+    )
     ap.add_argument("--no-cache", action="store_true", help="run without the response cache")
     ap.add_argument("--profile", action="store_true", help="per-thread CPU profile of the largest F")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the CPU-per-call breakdown")
-    ap.add_argument("--no-diagnose", action="store_true",
-                    help="skip the two diagnostic runs at the largest F (workers factor 1; latency 1 s)")
+    ap.add_argument(
+        "--no-diagnose",
+        action="store_true",
+        help="skip the two diagnostic runs at the largest F (workers factor 1; latency 1 s)",
+    )
     ap.add_argument("--quick", action="store_true", help="F in {1, 64}, 2 F questions, no breakdown/diagnostics")
     a = ap.parse_args(argv)
     if a.quick:
@@ -95,14 +103,24 @@ def steady_rate(ts: list[float]) -> float:
     return (j - i) / (ts[j] - ts[i]) if ts[j] > ts[i] else float("nan")
 
 
-def run_one(srv: FakeServer, tmp: Path, f: int, a, latency: float, tag: str, profile: bool = False,
-            workers_factor: Optional[float] = None, per_inflight: Optional[float] = None) -> dict:
+def run_one(
+    srv: FakeServer,
+    tmp: Path,
+    f: int,
+    a,
+    latency: float,
+    tag: str,
+    profile: bool = False,
+    workers_factor: Optional[float] = None,
+    per_inflight: Optional[float] = None,
+) -> dict:
     cpq = (2 if a.calls == "two" else 1) * a.agents * a.rounds
     nq = max(2, int(round((per_inflight or a.per_inflight) * f)))
     workers = max(1, math.ceil((workers_factor or a.workers_factor) * f / a.agents))
     cache = None if a.no_cache else str(tmp / f"cache_{tag}_{f}.sqlite")
-    pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=cache, calls=a.calls,
-                        max_concurrency=f)
+    pop = LLMPopulation(
+        model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=cache, calls=a.calls, max_concurrency=f
+    )
     qs = make_items(nq, k=4, seed=f, benchmark=f"bench-{tag}")
     cfg = DebateConfig(method="acemad", n_agents=a.agents, rounds=a.rounds)
     srv.reset()
@@ -124,24 +142,45 @@ def run_one(srv: FakeServer, tmp: Path, f: int, a, latency: float, tag: str, pro
     for c in pop._clients.values():
         c.close()
     limit = f / latency / cpq
-    return {"label": tag, "latency": latency, "F": f, "workers": workers, "questions": nq, "wall": wall, "qps": nq / wall, "steady": steady_rate(stamps.t),
-            "limit": limit, "calls": st["count"], "expected_calls": nq * cpq, "max_in_flight": st["max_in_flight"],
-            "client_cpu": cpu, "server_cpu": st["cpu_s"], "failures": u.get("failures", 0), "prof": prof,
-            "load": load()}
+    return {
+        "label": tag,
+        "latency": latency,
+        "F": f,
+        "workers": workers,
+        "questions": nq,
+        "wall": wall,
+        "qps": nq / wall,
+        "steady": steady_rate(stamps.t),
+        "limit": limit,
+        "calls": st["count"],
+        "expected_calls": nq * cpq,
+        "max_in_flight": st["max_in_flight"],
+        "client_cpu": cpu,
+        "server_cpu": st["cpu_s"],
+        "failures": u.get("failures", 0),
+        "prof": prof,
+        "load": load(),
+    }
 
 
 def print_rows(rows: list[dict], latency: float, cpq: int) -> None:
-    print(f"{'run':<10} {'L s':>4} {'F':>4} {'workers':>7} {'questions':>9} {'wall s':>7} {'q/s':>7} {'steady q/s':>10} {'limit q/s':>9} "
-          f"{'% limit':>8} {'% steady':>8} {'calls':>7} {'srv max in flight':>17} {'client CPU ms/call':>18} "
-          f"{'srv CPU ms/call':>15}")
+    print(
+        f"{'run':<10} {'L s':>4} {'F':>4} {'workers':>7} {'questions':>9} {'wall s':>7} {'q/s':>7} {'steady q/s':>10} {'limit q/s':>9} "
+        f"{'% limit':>8} {'% steady':>8} {'calls':>7} {'srv max in flight':>17} {'client CPU ms/call':>18} "
+        f"{'srv CPU ms/call':>15}"
+    )
     for r in rows:
         ok = "" if r["calls"] == r["expected_calls"] else f" (expected {r['expected_calls']})"
-        print(f"{r['label']:<10} {r['latency']:>4.1f} {r['F']:>4} {r['workers']:>7} {r['questions']:>9} {r['wall']:>7.1f} {r['qps']:>7.3f} {r['steady']:>10.3f} "
-              f"{r['limit']:>9.3f} {100 * r['qps'] / r['limit']:>7.1f}% {100 * r['steady'] / r['limit']:>7.1f}% "
-              f"{r['calls']:>7}{ok} {r['max_in_flight']:>17} {1e3 * r['client_cpu'] / max(1, r['calls']):>18.2f} "
-              f"{1e3 * r['server_cpu'] / max(1, r['calls']):>15.2f}")
-    print(f"(limit = F / L / {cpq} calls per question; '% steady' uses the rate between the 20th and "
-          f"80th percentile completions; loads after each run: {'; '.join(r['load'] for r in rows)})")
+        print(
+            f"{r['label']:<10} {r['latency']:>4.1f} {r['F']:>4} {r['workers']:>7} {r['questions']:>9} {r['wall']:>7.1f} {r['qps']:>7.3f} {r['steady']:>10.3f} "
+            f"{r['limit']:>9.3f} {100 * r['qps'] / r['limit']:>7.1f}% {100 * r['steady'] / r['limit']:>7.1f}% "
+            f"{r['calls']:>7}{ok} {r['max_in_flight']:>17} {1e3 * r['client_cpu'] / max(1, r['calls']):>18.2f} "
+            f"{1e3 * r['server_cpu'] / max(1, r['calls']):>15.2f}"
+        )
+    print(
+        f"(limit = F / L / {cpq} calls per question; '% steady' uses the rate between the 20th and "
+        f"80th percentile completions; loads after each run: {'; '.join(r['load'] for r in rows)})"
+    )
 
 
 # ----------------------------------------------------------------------------- profiling
@@ -184,14 +223,21 @@ class ThreadProfiles:
         for p in ps[1:]:
             st.add(p)
         total = sum(v[2] for v in st.stats.values())  # tottime summed = profiled CPU
-        print(f"per-thread CPU profile: {len(ps)} threads, {total:.1f} CPU s profiled (cProfile inflates the total; "
-              "compare shares)")
-        groups = {"openai SDK (request build, transform, response parse)": "/openai/",
-                  "httpx/httpcore/h11 (HTTP)": ("httpx", "httpcore", "/h11/"),
-                  "socket send/recv (loopback kernel work)": "_socket.socket",
-                  "sqlite3 (response cache)": "sqlite3", "tenacity (retry wrapper)": "/tenacity/",
-                  "json": "/json/", "acemad_utils": "/acemad_utils/", "threading/concurrent.futures": ("threading.py", "concurrent/futures"),
-                  "typing/copy/pydantic": ("typing.py", "copy.py", "pydantic")}
+        print(
+            f"per-thread CPU profile: {len(ps)} threads, {total:.1f} CPU s profiled (cProfile inflates the total; "
+            "compare shares)"
+        )
+        groups = {
+            "openai SDK (request build, transform, response parse)": "/openai/",
+            "httpx/httpcore/h11 (HTTP)": ("httpx", "httpcore", "/h11/"),
+            "socket send/recv (loopback kernel work)": "_socket.socket",
+            "sqlite3 (response cache)": "sqlite3",
+            "tenacity (retry wrapper)": "/tenacity/",
+            "json": "/json/",
+            "acemad_utils": "/acemad_utils/",
+            "threading/concurrent.futures": ("threading.py", "concurrent/futures"),
+            "typing/copy/pydantic": ("typing.py", "copy.py", "pydantic"),
+        }
         share = {g: 0.0 for g in groups}
         for (fn, _line, name), v in st.stats.items():
             key = f"{fn}:{name}"
@@ -221,8 +267,10 @@ def cpu_breakdown(n_questions: int = 10) -> None:
     cfg = DebateConfig(method="acemad", n_agents=5, rounds=3)
     rows = []
     with FakeServer(latency=0.0) as srv, temp_outputs() as tmp:
-        msgs = [{"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": "Question: ...\n" + "x" * 1500}]
+        msgs = [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Question: ...\n" + "x" * 1500},
+        ]
         n = 300
 
         def timed(fn, n):
@@ -234,30 +282,56 @@ def cpu_breakdown(n_questions: int = 10) -> None:
             return (time.process_time() - c0) / n, (srv.stats()["cpu_s"] - s0) / n
 
         sdk = openai.OpenAI(api_key="sk-fake", base_url=srv.url, max_retries=0)
-        rows.append(("openai SDK chat.completions.create alone", *timed(
-            lambda: sdk.chat.completions.create(model="gpt-4o-mini", messages=msgs, temperature=0.1), n)))
+        rows.append(
+            (
+                "openai SDK chat.completions.create alone",
+                *timed(lambda: sdk.chat.completions.create(model="gpt-4o-mini", messages=msgs, temperature=0.1), n),
+            )
+        )
         # what LLMClient sends: client.post skips create()'s re-walk of the body against the request types
         from openai.types.chat import ChatCompletion
+
         body = dict(model="gpt-4o-mini", messages=msgs, temperature=0.1)
-        rows.append(("openai SDK client.post alone (LLMClient's path)", *timed(
-            lambda: sdk.post("/chat/completions", body=body, cast_to=ChatCompletion), n)))
+        rows.append(
+            (
+                "openai SDK client.post alone (LLMClient's path)",
+                *timed(lambda: sdk.post("/chat/completions", body=body, cast_to=ChatCompletion), n),
+            )
+        )
         cl = LLMClient("gpt-4o-mini", srv.url, "sk-fake", max_concurrency=1)
-        rows.append(("LLMClient.generate (retries, semaphore, stats)", *timed(
-            lambda: cl.generate(msgs, GenerateConfig(temperature=0.1, seed=1)), n)))
+        rows.append(
+            (
+                "LLMClient.generate (retries, semaphore, stats)",
+                *timed(lambda: cl.generate(msgs, GenerateConfig(temperature=0.1, seed=1)), n),
+            )
+        )
         clc = LLMClient("gpt-4o-mini", srv.url, "sk-fake", max_concurrency=1, cache=str(tmp / "bd.sqlite"))
         k = [0]
 
         def cached():
             k[0] += 1
             clc.generate(msgs, GenerateConfig(temperature=0.1, seed=1), scope=str(k[0]))
+
         rows.append(("LLMClient.generate + cold cache (get miss + put)", *timed(cached, n)))
-        for label, cache in (("full debate via run_experiment, no cache", None),
-                             ("full debate via run_experiment, cold cache", str(tmp / "bd2.sqlite"))):
-            pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=cache, max_concurrency=1)
-            runner.run_experiment("bd_warm", make_items(1, seed=99, benchmark="bd"), [cfg], pop, workers=1, progress=False)
+        for label, cache in (
+            ("full debate via run_experiment, no cache", None),
+            ("full debate via run_experiment, cold cache", str(tmp / "bd2.sqlite")),
+        ):
+            pop = LLMPopulation(
+                model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=cache, max_concurrency=1
+            )
+            runner.run_experiment(
+                "bd_warm", make_items(1, seed=99, benchmark="bd"), [cfg], pop, workers=1, progress=False
+            )
             s0, c0 = srv.stats()["cpu_s"], time.process_time()
-            runner.run_experiment(f"bd_{cache is None}", make_items(n_questions, seed=7, benchmark="bd"), [cfg], pop,
-                                  workers=1, progress=False)
+            runner.run_experiment(
+                f"bd_{cache is None}",
+                make_items(n_questions, seed=7, benchmark="bd"),
+                [cfg],
+                pop,
+                workers=1,
+                progress=False,
+            )
             calls = n_questions * 30
             rows.append((label, (time.process_time() - c0) / calls, (srv.stats()["cpu_s"] - s0) / calls))
     os.environ.pop("ACEMAD_SEQUENTIAL", None)
@@ -265,9 +339,11 @@ def cpu_breakdown(n_questions: int = 10) -> None:
     for label, c, s in rows:
         print(f"{label:<52} {1e3 * c:>18.2f} {1e3 * s:>18.2f}")
     full = rows[-1][1]
-    print(f"sequential CPU ceiling at 30 calls/question: ~{1 / (full * 30):.1f} questions/s per free core (client only; "
-          f"the fake server adds {1e3 * rows[-1][2]:.2f} ms/call in its own process). Compare the client CPU ms/call "
-          "measured under concurrency in the table above: the difference is the cost of concurrency itself.")
+    print(
+        f"sequential CPU ceiling at 30 calls/question: ~{1 / (full * 30):.1f} questions/s per free core (client only; "
+        f"the fake server adds {1e3 * rows[-1][2]:.2f} ms/call in its own process). Compare the client CPU ms/call "
+        "measured under concurrency in the table above: the difference is the cost of concurrency itself."
+    )
 
 
 def main(argv=None) -> int:
@@ -276,8 +352,10 @@ def main(argv=None) -> int:
     print("== acemad throughput against a fixed-latency endpoint ==")
     print(machine_line())
     print(f"other busy processes at start: {busy_processes()}")
-    print(f"AceMAD N={a.agents} T={a.rounds}, calls={a.calls} ({cpq} calls/question), latency {1e3 * a.latency:g} ms, "
-          f"{'no cache' if a.no_cache else 'cold sqlite cache in a temp dir'}, workers = ceil({a.workers_factor:g} F / N)")
+    print(
+        f"AceMAD N={a.agents} T={a.rounds}, calls={a.calls} ({cpq} calls/question), latency {1e3 * a.latency:g} ms, "
+        f"{'no cache' if a.no_cache else 'cold sqlite cache in a temp dir'}, workers = ceil({a.workers_factor:g} F / N)"
+    )
     rows = []
     with FakeServer(latency=a.latency) as srv, temp_outputs() as tmp:
         for f in a.inflight:
@@ -290,13 +368,17 @@ def main(argv=None) -> int:
             rows.append(run_one(srv, tmp, big["F"], a, 1.0, "diag-L1s", per_inflight=2.0))
     print_rows(rows, a.latency, cpq)
     if not a.no_diagnose:
-        print("diagnostics: 'diag-w1' = workers exactly F/N (agents that finish early idle at the round barrier, their "
-              "slots stay empty); 'diag-L1s' = latency 1 s, i.e. 5x less client CPU per second at the same F: if it "
-              "reaches the limit, the shortfall at L = 0.2 s is CPU (GIL) cost per call, not the protocol's structure")
+        print(
+            "diagnostics: 'diag-w1' = workers exactly F/N (agents that finish early idle at the round barrier, their "
+            "slots stay empty); 'diag-L1s' = latency 1 s, i.e. 5x less client CPU per second at the same F: if it "
+            "reaches the limit, the shortfall at L = 0.2 s is CPU (GIL) cost per call, not the protocol's structure"
+        )
     verdict = "meets" if big["qps"] >= 0.8 * big["limit"] else "misses"
-    print(f"F={big['F']}: {100 * big['qps'] / big['limit']:.1f}% of the limit -> {verdict} the 80% target; "
-          f"server reached {big['max_in_flight']}/{big['F']} requests in flight; "
-          f"client used {big['client_cpu'] / big['wall']:.2f} cores, the fake server {big['server_cpu'] / big['wall']:.2f}")
+    print(
+        f"F={big['F']}: {100 * big['qps'] / big['limit']:.1f}% of the limit -> {verdict} the 80% target; "
+        f"server reached {big['max_in_flight']}/{big['F']} requests in flight; "
+        f"client used {big['client_cpu'] / big['wall']:.2f} cores, the fake server {big['server_cpu'] / big['wall']:.2f}"
+    )
     if big["prof"] is not None:
         print()
         big["prof"].report()

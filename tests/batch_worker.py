@@ -5,6 +5,7 @@
 Runs AceMAD (N=3, T=2) on N synthetic questions with calls_via="batch" against the fake endpoint at BASE_URL
 (paths.ROOT pointed at ROOT), then prints the run's summary as JSON. Every setting is fixed here.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,17 @@ def config():
 def population(url: str, cache: str, calls_via: str):
     from acemad_utils.agents.llm_agent import LLMPopulation
 
-    return LLMPopulation(model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", kind="openai", cache=cache,
-                         calls_via=calls_via, batch_options=BATCH, max_concurrency=8, backoff=(0.0, 0.01))
+    return LLMPopulation(
+        model="gpt-4o-mini",
+        base_url=url,
+        api_key="sk-fake-batch",
+        kind="openai",
+        cache=cache,
+        calls_via=calls_via,
+        batch_options=BATCH,
+        max_concurrency=8,
+        backoff=(0.0, 0.01),
+    )
 
 
 def main(argv: list[str]) -> int:

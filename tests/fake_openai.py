@@ -36,6 +36,7 @@ of a request gets a transport fault is a hash of (seed, request body, k), where 
 seen so far; the 200 content (clean or content fault) is a hash of (seed, body) only. So the text a request
 finally gets depends on the request alone, never on arrival order, thread timing or a crash in between.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,9 +45,10 @@ import re
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterable, Optional, Union
+from typing import Optional, Union
 
 
 @dataclass
@@ -68,14 +70,21 @@ Script = Union[Callable[[dict, int], Union[Reply, str]], Iterable[Union[Reply, s
 
 def completion_body(r: Reply, body: dict, n: int) -> dict:
     """The chat.completion JSON for a Reply (also the `body` of a Batch API output line)."""
-    usage = {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-             "total_tokens": r.prompt_tokens + r.completion_tokens}
+    usage = {
+        "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens,
+        "total_tokens": r.prompt_tokens + r.completion_tokens,
+    }
     if r.cached_tokens is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
-    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content}, "finish_reason": "stop"}],
-            "usage": usage}
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content}, "finish_reason": "stop"}],
+        "usage": usage,
+    }
 
 
 def error(status: int, message: str = "error", **headers) -> Reply:
@@ -84,9 +93,16 @@ def error(status: int, message: str = "error", **headers) -> Reply:
 
 
 class FakeOpenAI:
-    def __init__(self, script: Script = None, default: Union[Reply, str, Callable] = "ok", models_status: int = 200,
-                 batch_delay: float = 0.0, batch_error: Optional[Callable] = None,
-                 batch_missing: Optional[Callable] = None, expire: Iterable[int] = ()):
+    def __init__(
+        self,
+        script: Script = None,
+        default: Union[Reply, str, Callable] = "ok",
+        models_status: int = 200,
+        batch_delay: float = 0.0,
+        batch_error: Optional[Callable] = None,
+        batch_missing: Optional[Callable] = None,
+        expire: Iterable[int] = (),
+    ):
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
         self.default = default
@@ -108,8 +124,15 @@ class FakeOpenAI:
 
     # ------------------------------------------------------------------ Batch API
     def _file_object(self, fid: str, data: bytes, purpose: str) -> dict:
-        return {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                "filename": f"{fid}.jsonl", "purpose": purpose, "status": "processed"}
+        return {
+            "id": fid,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": f"{fid}.jsonl",
+            "purpose": purpose,
+            "status": "processed",
+        }
 
     def _batch_view(self, bid: str) -> dict:
         """The batch object; answers its lines (once) when its delay has passed."""
@@ -123,8 +146,11 @@ class FakeOpenAI:
         lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
         total = len(lines)
         if b["_n"] in self.expire:
-            b.update(status="expired", expired_at=int(time.time()),
-                     request_counts={"total": total, "completed": 0, "failed": 0})
+            b.update(
+                status="expired",
+                expired_at=int(time.time()),
+                request_counts={"total": total, "completed": 0, "failed": 0},
+            )
             return
         out, err = [], []
         for line in lines:
@@ -136,24 +162,38 @@ class FakeOpenAI:
                 continue
             msg = self.batch_error(cid, body, attempt) if self.batch_error else None
             if msg:
-                err.append({"id": f"req-{n}", "custom_id": cid, "response": None,
-                            "error": {"code": "server_error", "message": msg}})
+                err.append(
+                    {
+                        "id": f"req-{n}",
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": "server_error", "message": msg},
+                    }
+                )
                 continue
             self._lock.release()  # the script may take its own locks
             try:
                 r = self._decide(body, n)
             finally:
                 self._lock.acquire()
-            out.append({"id": f"req-{n}", "custom_id": cid,
-                        "response": {"status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)},
-                        "error": None})
+            out.append(
+                {
+                    "id": f"req-{n}",
+                    "custom_id": cid,
+                    "response": {"status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)},
+                    "error": None,
+                }
+            )
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:
                 fid = f"file-{len(self.files)}"
                 self.files[fid] = "".join(json.dumps(x) + "\n" for x in rows).encode()
                 b[name] = fid
-        b.update(status="completed", completed_at=int(time.time()),
-                 request_counts={"total": total, "completed": len(out), "failed": len(err)})
+        b.update(
+            status="completed",
+            completed_at=int(time.time()),
+            request_counts={"total": total, "completed": len(out), "failed": len(err)},
+        )
 
     def _batch_post(self, path: str, headers, raw: bytes) -> tuple[int, dict]:
         if path.endswith("/files"):
@@ -173,15 +213,24 @@ class FakeOpenAI:
         with self._lock:
             n = len(self.batches)
             bid = f"batch_{n}"
-            ids = [json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+            ids = [
+                json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()
+            ]
             self.batch_lines += ids
             for cid in ids:
                 self._seen_ids[cid] += 1
-            self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"],
-                                 "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
-                                 "status": "in_progress", "created_at": int(time.time()),
-                                 "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
-                                 "_t0": time.monotonic(), "_n": n}
+            self.batches[bid] = {
+                "id": bid,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "input_file_id": body["input_file_id"],
+                "completion_window": body["completion_window"],
+                "status": "in_progress",
+                "created_at": int(time.time()),
+                "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
+                "_t0": time.monotonic(),
+                "_n": n,
+            }
         return 200, self._batch_view(bid)
 
     @property
@@ -198,7 +247,7 @@ class FakeOpenAI:
                 r = self.default(body, n) if callable(self.default) else self.default
         return Reply(content=r) if isinstance(r, str) else r
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -295,8 +344,18 @@ HTTP_FAULTS = ("rate_limit", "server_error", "slow", "drop", "malformed_body", "
 CONTENT_FAULTS = ("prose", "wrong_schema", "bad_sum", "unknown_label")
 FAULTS = HTTP_FAULTS + CONTENT_FAULTS
 #: Relative weights of the kinds (slow replies cost wall time, so they are rarer).
-DEFAULT_MIX = {"rate_limit": 1.0, "server_error": 1.0, "slow": 0.5, "drop": 1.0, "malformed_body": 0.75,
-               "truncated_body": 0.75, "prose": 1.0, "wrong_schema": 1.0, "bad_sum": 1.0, "unknown_label": 1.0}
+DEFAULT_MIX = {
+    "rate_limit": 1.0,
+    "server_error": 1.0,
+    "slow": 0.5,
+    "drop": 1.0,
+    "malformed_body": 0.75,
+    "truncated_body": 0.75,
+    "prose": 1.0,
+    "wrong_schema": 1.0,
+    "bad_sum": 1.0,
+    "unknown_label": 1.0,
+}
 _OPTION_LINE = re.compile(r"^([A-Z0-9]{1,2})\. ", re.M)
 
 
@@ -307,7 +366,7 @@ def canonical(obj) -> str:
 def _u(*parts) -> float:
     """A uniform number in [0, 1) from a hash of the parts (the only randomness here)."""
     h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(h[:8], "little") / 2.0 ** 64
+    return int.from_bytes(h[:8], "little") / 2.0**64
 
 
 def _pick(u: float, kinds: list, mix: dict) -> str:
@@ -328,7 +387,7 @@ def request_info(body: dict) -> dict:
     rf = body.get("response_format") or {}
     schema = (rf.get("json_schema") or {}).get("schema") or rf.get("schema")
     head = user.split("\n\nOptions:\n", 1)
-    question = head[0][len("Question: "):] if head[0].startswith("Question: ") else head[0]
+    question = head[0][len("Question: ") :] if head[0].startswith("Question: ") else head[0]
     options_block = head[1].split("\n\n", 1)[0] if len(head) > 1 else ""
     labels = _OPTION_LINE.findall(options_block)
     props = (schema or {}).get("properties", {})
@@ -336,9 +395,14 @@ def request_info(body: dict) -> dict:
         labels = list(props["self_prob"]["properties"])
     last = msgs[-1].get("content", "") if msgs else ""
     structured = bool(schema) or "Output JSON only" in user or "JSON object only" in str(last)
-    return {"structured": structured, "labels": labels or ["A", "B"], "question": question.strip(),
-            "want_q": "peer_prediction" in props or ('"peer_prediction"' in user and not schema),
-            "argument": "argument" in props, "repair": len(msgs) > 2}
+    return {
+        "structured": structured,
+        "labels": labels or ["A", "B"],
+        "question": question.strip(),
+        "want_q": "peer_prediction" in props or ('"peer_prediction"' in user and not schema),
+        "argument": "argument" in props,
+        "repair": len(msgs) > 2,
+    }
 
 
 def _dist(u: float, labels: list, favour: str, mass: float = 0.7, avoid: Optional[str] = None) -> dict:
@@ -377,12 +441,21 @@ class FaultInjector:
     error_message f(kind) -> the message of a 429/500 body (default: a plain message)
     """
 
-    def __init__(self, rate: float = 0.3, *, seed: int = 0, mix: Optional[dict] = None,
-                 max_faults_per_request: Optional[int] = None, slow_delay: float = 1.0, retry_after: str = "0.01",
-                 truth: Optional[Callable[[dict], Optional[str]]] = None, truth_rate: float = 0.5,
-                 bait: Optional[Callable[[dict, list], str]] = None,
-                 force: Optional[Callable[[dict, dict], Optional[str]]] = None,
-                 error_message: Optional[Callable[[str], str]] = None):
+    def __init__(
+        self,
+        rate: float = 0.3,
+        *,
+        seed: int = 0,
+        mix: Optional[dict] = None,
+        max_faults_per_request: Optional[int] = None,
+        slow_delay: float = 1.0,
+        retry_after: str = "0.01",
+        truth: Optional[Callable[[dict], Optional[str]]] = None,
+        truth_rate: float = 0.5,
+        bait: Optional[Callable[[dict, list], str]] = None,
+        force: Optional[Callable[[dict, dict], Optional[str]]] = None,
+        error_message: Optional[Callable[[str], str]] = None,
+    ):
         self.rate, self.seed = rate, seed
         self.mix = dict(DEFAULT_MIX if mix is None else mix)
         unknown = set(self.mix) - set(FAULTS)
@@ -418,10 +491,15 @@ class FaultInjector:
         return sum(self.injected.values())
 
     def summary(self) -> dict:
-        return {"requests": self.requests, "clean": self.clean, "injected": dict(sorted(self.injected.items())),
-                "injected_total": self.total_injected, "forced": dict(sorted(self.forced.items())),
-                "transport": sum(self.injected[k] for k in HTTP_FAULTS),
-                "content": sum(self.injected[k] for k in CONTENT_FAULTS)}
+        return {
+            "requests": self.requests,
+            "clean": self.clean,
+            "injected": dict(sorted(self.injected.items())),
+            "injected_total": self.total_injected,
+            "forced": dict(sorted(self.forced.items())),
+            "transport": sum(self.injected[k] for k in HTTP_FAULTS),
+            "content": sum(self.injected[k] for k in CONTENT_FAULTS),
+        }
 
     # ------------------------------------------------------------------ the script
     def __call__(self, body: dict, n: int) -> Reply:
@@ -459,8 +537,12 @@ class FaultInjector:
 
     def _transport(self, kind: str, text: str, h: str) -> Reply:
         if kind == "rate_limit":
-            return Reply(status=429, raw=self._error(kind, "rate_limit_exceeded"),
-                         headers={"Retry-After": self.retry_after}, kind=kind)
+            return Reply(
+                status=429,
+                raw=self._error(kind, "rate_limit_exceeded"),
+                headers={"Retry-After": self.retry_after},
+                kind=kind,
+            )
         if kind == "server_error":
             return Reply(status=500, raw=self._error(kind, "server_error"), kind=kind)
         if kind == "drop":
@@ -468,18 +550,30 @@ class FaultInjector:
         if kind == "slow":  # the right answer, too late
             return Reply(text, delay=self.slow_delay, kind=kind)
         if kind == "malformed_body":
-            variants = [b"\x00\xff garbage, not JSON", b'{"choices": [{"index": 0, "message": ',
-                        b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-                        json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                    "choices": []}).encode()]
+            variants = [
+                b"\x00\xff garbage, not JSON",
+                b'{"choices": [{"index": 0, "message": ',
+                b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+                json.dumps(
+                    {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
+                ).encode(),
+            ]
             i = int(_u(self.seed, h, "malformed") * len(variants))
             headers = {"Content-Type": "text/html"} if i == 2 else {}
             return Reply(raw=variants[i], headers=headers, kind=kind)
         if kind == "truncated_body":
-            full = json.dumps({"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "m",
-                               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                            "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+            full = json.dumps(
+                {
+                    "id": "chatcmpl-x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                }
+            ).encode()
             cut = 1 + int(_u(self.seed, h, "cut") * (len(full) - 2))  # never the whole body
             return Reply(raw=full[:cut], kind=kind)
         raise ValueError(kind)
@@ -516,16 +610,22 @@ class FaultInjector:
         if kind == "prose":
             return f"After careful thought I am confident the answer is {bait}. It is clearly {bait}."
         if kind == "wrong_schema":
-            variants = [{"answer": bait, "confidence": 0.97}, {"self_prob": bait, "peer_prediction": bait},
-                        {"result": {"choice": bait, "probability": 1.0}}, {"probabilities": [1.0]}]
+            variants = [
+                {"answer": bait, "confidence": 0.97},
+                {"self_prob": bait, "peer_prediction": bait},
+                {"result": {"choice": bait, "probability": 1.0}},
+                {"probabilities": [1.0]},
+            ]
             return json.dumps(variants[int(v * len(variants))])
         if kind == "bad_sum":
             if v < 0.2:  # everything zero: no usable belief at all
                 bad = {k: ({x: 0 for x in labels} if isinstance(d, dict) else d) for k, d in good.items()}
             else:
                 f = 0.05 + 0.4 * v if v < 0.6 else 2 + 60 * v  # sums far below or far above one
-                bad = {k: ({x: round(p * f, 4) for x, p in d.items()} if isinstance(d, dict) else d)
-                       for k, d in good.items()}
+                bad = {
+                    k: ({x: round(p * f, 4) for x, p in d.items()} if isinstance(d, dict) else d)
+                    for k, d in good.items()
+                }
             return json.dumps(bad)
         if kind == "unknown_label":
             fake = [f"Z{i}" for i in range(len(labels))]  # never a real label
@@ -533,8 +633,10 @@ class FaultInjector:
                 ren = {x: fake[i] for i, x in enumerate(labels)}
             else:  # the bait's slot renamed (its mass must not reach the bait)
                 ren = {x: (fake[0] if x == bait else x) for x in labels}
-                good = {k: ({x: (max(p, 0.3) if x == bait else p) for x, p in d.items()} if isinstance(d, dict) else d)
-                        for k, d in good.items()}
+                good = {
+                    k: ({x: (max(p, 0.3) if x == bait else p) for x, p in d.items()} if isinstance(d, dict) else d)
+                    for k, d in good.items()
+                }
             bad = {k: ({ren[x]: p for x, p in d.items()} if isinstance(d, dict) else d) for k, d in good.items()}
             return json.dumps(bad)
         raise ValueError(kind)

@@ -9,6 +9,7 @@ stderr and exit status 130, no traceback.
 The questions, the method and every client setting are fixed here, so two invocations differ only in what
 the fake server at BASE_URL does and in what is already on disk.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """LLM agents: prompts, commit parsing, repair/fallback, population wiring (fake server, no network)."""
+
 from __future__ import annotations
 
 import json
@@ -6,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
+from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+from acemad_utils.experiments.run_files import identity as _identity
 from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, json_shape
-from acemad_utils.agents.client import LLMClient
-from acemad_utils.experiments.runner import _identity
 from acemad_utils.protocol.schema import AgentSpec, Message, Question, Turn
 
 try:
@@ -18,8 +19,13 @@ try:
 except ImportError:
     from fake_openai import FakeOpenAI, Reply
 
-Q = Question(id="q1", benchmark="demo", question="What color is the sky on a clear day?",
-             options={"A": "Green", "B": "Blue", "C": "Red"}, answer="B")
+Q = Question(
+    id="q1",
+    benchmark="demo",
+    question="What color is the sky on a clear day?",
+    options={"A": "Green", "B": "Blue", "C": "Red"},
+    answer="B",
+)
 AB = ("A", "B", "C")
 KEY = "sk-test-agents-SECRET"
 
@@ -37,8 +43,10 @@ def test_argue_prompt_follows_the_paper():
     hist = (Message(2, 1, "It is B."), Message(0, 1, "I said A."), Message(-1, 1, "Summary: B."))
     text = argue_prompt(turn(round=2, history=hist))
     assert text.startswith("Question: What color is the sky on a clear day?\n\nOptions:\nA. Green\nB. Blue\nC. Red")
-    assert "Conversation History:\nAgent 3 (round 1): It is B.\n\nAgent 1 (round 1, you): I said A.\n\n" \
-           "Moderator (round 1): Summary: B." in text
+    assert (
+        "Conversation History:\nAgent 3 (round 1): It is B.\n\nAgent 1 (round 1, you): I said A.\n\n"
+        "Moderator (round 1): Summary: B." in text
+    )
     assert "Please provide a concise argument for what you believe is the correct answer." in text
     assert "Do NOT output JSON here. Just natural language debate." in text
     assert "(none yet)" in argue_prompt(turn())
@@ -62,21 +70,48 @@ def test_commit_prompt_shape_has_labels_but_no_numbers():
 
 
 # ----------------------------------------------------------------------------- parsing
-@pytest.mark.parametrize("text,p,q", [
-    ('{"self_prob": {"A": 0.1, "B": 0.8, "C": 0.1}, "peer_prediction": {"A": 0.6, "B": 0.3, "C": 0.1}}',
-     [.1, .8, .1], [.6, .3, .1]),
-    ('Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, "peer_prediction": {"A": 1, "B": 0, "C": 0}}\n```\nHope it helps',
-     [.2, .8, 0], [1, 0, 0]),
-    ("My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, 'peer_prediction': {'A': 0.5, 'B': 0.5, 'C': 0,},} ok",
-     [.5, .5, 0], [.5, .5, 0]),
-    ('{"self_prob": {"A": "20%", "B": "70%", "C": "10%"}, "peer_prediction": {"A": 50, "B": 30, "C": 20}}',
-     [.2, .7, .1], [.5, .3, .2]),
-    ('{"self_prob": {"B": 0.9, "D": 0.5}, "peer_prediction": {"A": 0.5, "B": 0.5}}', [0, 1, 0], [.5, .5, 0]),
-    ('{"Self Prob": {"Option A": 0.25, "(B)": 0.75}, "peer": {"Blue": 0.4, "Green": 0.6}}', [.25, .75, 0], [.6, .4, 0]),
-    ('{"A": 0.3, "B": 0.7}', [.3, .7, 0], None),
-    ('{"self_prob": {"A": 0, "B": 1, "C": 0}}\nand\n{"peer_prediction": {"A": 1, "B": 0, "C": 0}}', [0, 1, 0], [1, 0, 0]),
-    ('{"self_prob": {"A": 0.5, "B": 0.5, "C": 0}, "peer_prediction": {"A": 0.9', [.5, .5, 0], [1, 0, 0]),  # cut off
-])
+@pytest.mark.parametrize(
+    "text,p,q",
+    [
+        (
+            '{"self_prob": {"A": 0.1, "B": 0.8, "C": 0.1}, "peer_prediction": {"A": 0.6, "B": 0.3, "C": 0.1}}',
+            [0.1, 0.8, 0.1],
+            [0.6, 0.3, 0.1],
+        ),
+        (
+            'Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, "peer_prediction": {"A": 1, "B": 0, "C": 0}}\n```\nHope it helps',
+            [0.2, 0.8, 0],
+            [1, 0, 0],
+        ),
+        (
+            "My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, 'peer_prediction': {'A': 0.5, 'B': 0.5, 'C': 0,},} ok",
+            [0.5, 0.5, 0],
+            [0.5, 0.5, 0],
+        ),
+        (
+            '{"self_prob": {"A": "20%", "B": "70%", "C": "10%"}, "peer_prediction": {"A": 50, "B": 30, "C": 20}}',
+            [0.2, 0.7, 0.1],
+            [0.5, 0.3, 0.2],
+        ),
+        ('{"self_prob": {"B": 0.9, "D": 0.5}, "peer_prediction": {"A": 0.5, "B": 0.5}}', [0, 1, 0], [0.5, 0.5, 0]),
+        (
+            '{"Self Prob": {"Option A": 0.25, "(B)": 0.75}, "peer": {"Blue": 0.4, "Green": 0.6}}',
+            [0.25, 0.75, 0],
+            [0.6, 0.4, 0],
+        ),
+        ('{"A": 0.3, "B": 0.7}', [0.3, 0.7, 0], None),
+        (
+            '{"self_prob": {"A": 0, "B": 1, "C": 0}}\nand\n{"peer_prediction": {"A": 1, "B": 0, "C": 0}}',
+            [0, 1, 0],
+            [1, 0, 0],
+        ),
+        (
+            '{"self_prob": {"A": 0.5, "B": 0.5, "C": 0}, "peer_prediction": {"A": 0.9',
+            [0.5, 0.5, 0],
+            [1, 0, 0],
+        ),  # cut off
+    ],
+)
 def test_parse_commit_tolerates_common_mistakes(text, p, q):
     gp, gq, rep = parse_commit(text, AB, want_q=True, options=Q.options)
     assert rep["ok"]
@@ -87,7 +122,9 @@ def test_parse_commit_tolerates_common_mistakes(text, p, q):
         np.testing.assert_allclose(gq, q, atol=1e-9)
 
 
-@pytest.mark.parametrize("text", ["", "I think B.", '{"self_prob": {"X": 1}}', '{"self_prob": {"A": 0, "B": 0}}', "{{{"])
+@pytest.mark.parametrize(
+    "text", ["", "I think B.", '{"self_prob": {"X": 1}}', '{"self_prob": {"A": 0, "B": 0}}', "{{{"]
+)
 def test_parse_commit_garbage(text):
     p, q, rep = parse_commit(text, AB, want_q=True)
     assert p is None and not rep["ok"]
@@ -108,6 +145,7 @@ def by_kind(commit_replies):
 
     def script(body, n):
         return Reply("The sky is blue: B.") if "response_format" not in body else Reply(next(it))
+
     return script
 
 
@@ -119,10 +157,15 @@ def test_agent_act_two_calls_usage_and_seeds():
         step = a0.act(turn())
         a1.act(turn(agent=1))
         assert step.message == "The sky is blue: B." and not step.parse_failure
-        np.testing.assert_allclose(step.p, [.1, .8, .1])
-        np.testing.assert_allclose(step.q, [.5, .4, .1])
-        assert step.usage == {"calls": 2, "network_calls": 2, "cache_hits": 0, "prompt_tokens": 20,
-                              "completion_tokens": 10}
+        np.testing.assert_allclose(step.p, [0.1, 0.8, 0.1])
+        np.testing.assert_allclose(step.q, [0.5, 0.4, 0.1])
+        assert step.usage == {
+            "calls": 2,
+            "network_calls": 2,
+            "cache_hits": 0,
+            "prompt_tokens": 20,
+            "completion_tokens": 10,
+        }
         argue, commit = srv.requests[0], srv.requests[1]
         assert argue["messages"][0] == {"role": "system", "content": PERSONAS["Skeptic"]}
         assert argue["temperature"] == 0.6 and "response_format" in commit
@@ -136,9 +179,12 @@ def test_repair_then_success():
         client = LLMClient("fake", srv.url, KEY, backoff=(0.001, 0.01))
         step = LLMAgent(AgentSpec(), client).act(turn())
         assert not step.parse_failure and step.info["repaired"] and step.usage["calls"] == 3
-        np.testing.assert_allclose(step.p, [.1, .8, .1])
+        np.testing.assert_allclose(step.p, [0.1, 0.8, 0.1])
         repair = srv.requests[-1]["messages"]
-        assert repair[-2] == {"role": "assistant", "content": "no idea, sorry"} and "JSON object only" in repair[-1]["content"]
+        assert (
+            repair[-2] == {"role": "assistant", "content": "no idea, sorry"}
+            and "JSON object only" in repair[-1]["content"]
+        )
 
 
 def test_unreadable_commit_is_uniform_and_flagged():
@@ -173,8 +219,9 @@ def test_moderator_and_solo_commit_only_self_prob():
 # ----------------------------------------------------------------------------- population
 def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
     with FakeOpenAI(by_kind([GOOD] * 10)) as a, FakeOpenAI(by_kind([GOOD] * 10)) as b:
-        pop = LLMPopulation(model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite"),
-                            backoff=(0.001, 0.01))
+        pop = LLMPopulation(
+            model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite"), backoff=(0.001, 0.01)
+        )
         specs = [AgentSpec(), AgentSpec("Skeptic", 0.6, "slow"), AgentSpec(model="other-model", base_url=b.url)]
         identity = _identity(pop.describe())
         agents = pop.agents(specs, Q)
@@ -210,8 +257,13 @@ def test_single_call_mode_makes_one_call_per_agent_round():
     from acemad_utils.protocol.debate import run_question
     from acemad_utils.protocol.schema import Question
 
-    reply = _json.dumps({"argument": "B is right because of physics.", "self_prob": {"A": 0.2, "B": 0.8},
-                         "peer_prediction": {"A": 0.6, "B": 0.4}})
+    reply = _json.dumps(
+        {
+            "argument": "B is right because of physics.",
+            "self_prob": {"A": 0.2, "B": 0.8},
+            "peer_prediction": {"A": 0.6, "B": 0.4},
+        }
+    )
     q = Question("t/single", "test", "Which?", {"A": "a", "B": "b"}, "B")
     with FakeOpenAI(default=reply) as srv:
         pop = LLMPopulation(model="m", base_url=srv.url, api_key="sk-fake", calls="single", backoff=(0.0, 0.0))
@@ -232,17 +284,21 @@ def test_single_call_placeholder_argument_counts_as_missing():
 
 def test_single_call_reply_is_parsed_once(monkeypatch):
     # The argument comes from the same parse as the commitment: one scan of the reply for JSON objects.
-    from acemad_utils.protocol import commit
-
     from acemad_utils.agents import llm_agent as agents
+    from acemad_utils.protocol import commit
 
     calls, parses = [], []
     real, real_parse = commit._objects, agents.parse_commit
     monkeypatch.setattr(commit, "_objects", lambda text: calls.append(text) or real(text))
     # and one call of the parser itself (a second reading of the reply, by any route, would be a second call)
     monkeypatch.setattr(agents, "parse_commit", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
-    reply = json.dumps({"argument": "Blue, by Rayleigh scattering.", "self_prob": {"A": 0.1, "B": 0.8, "C": 0.1},
-                        "peer_prediction": {"A": 0.5, "B": 0.4, "C": 0.1}})
+    reply = json.dumps(
+        {
+            "argument": "Blue, by Rayleigh scattering.",
+            "self_prob": {"A": 0.1, "B": 0.8, "C": 0.1},
+            "peer_prediction": {"A": 0.5, "B": 0.4, "C": 0.1},
+        }
+    )
     with FakeOpenAI(default=reply) as srv:
         agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY, backoff=(0.0, 0.0)), calls="single")
         step = agent.act(turn())

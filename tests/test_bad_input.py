@@ -5,6 +5,7 @@ from_dict for profile values), data.load, agents.LLMPopulation (missing key, unr
 key) and reproduce.load_profile (typos in a profile file). A fake endpoint counts chat calls: zero
 everywhere. Loopback only; a few seconds.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,14 +14,14 @@ import socket
 import pytest
 import yaml
 
+from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, MissingAPIKey
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.local_server import free_port
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
-from acemad_utils.reproduce import cli as reproduce
-from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, MissingAPIKey
-from acemad_utils.agents.local_server import free_port
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.reproduce import cli as reproduce
 
 try:
     from tests.fake_openai import FakeOpenAI
@@ -68,10 +69,13 @@ def test_unknown_benchmark_stops_before_the_endpoint_is_touched(no_env):
         assert srv.count == 0 and srv.auth == set()  # not even the free pre-flight
 
 
-@pytest.mark.parametrize("field,value,allowed", [
-    ("backend", "opnai", "BACKEND='opnai' is not allowed; choose one of ('sim', 'local', 'openai')"),
-    ("source", "benchmark", "SOURCE='benchmark' is not allowed; choose one of ('synthetic', 'benchmarks', 'demo')"),
-])
+@pytest.mark.parametrize(
+    "field,value,allowed",
+    [
+        ("backend", "opnai", "BACKEND='opnai' is not allowed; choose one of ('sim', 'local', 'openai')"),
+        ("source", "benchmark", "SOURCE='benchmark' is not allowed; choose one of ('synthetic', 'benchmarks', 'demo')"),
+    ],
+)
 def test_bad_backend_or_source(field, value, allowed):
     with pytest.raises(ValueError) as e:
         Setup(**{field: value})
@@ -79,18 +83,21 @@ def test_bad_backend_or_source(field, value, allowed):
 
 
 # ----------------------------------------------------------------------------- N, T, eta, k
-@pytest.mark.parametrize("kw,named,allowed", [
-    ({"n_agents": 0}, "n_agents=0", "N >= 1"),
-    ({"n_agents": -3}, "n_agents=-3", "N >= 1"),
-    ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"),
-    ({"rounds": 0}, "rounds=0", "T >= 1"),
-    ({"rounds": -1}, "rounds=-1", "T >= 1"),
-    ({"eta": -0.5}, "eta=-0.5", "eta >= 0"),
-    ({"eta": math.inf}, "eta=inf", "finite eta >= 0"),
-    ({"eta": math.nan}, "eta=nan", "finite eta >= 0"),
-    ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0"),
-    ({"method": "acemd"}, "method='acemd'", "choose one of"),
-])
+@pytest.mark.parametrize(
+    "kw,named,allowed",
+    [
+        ({"n_agents": 0}, "n_agents=0", "N >= 1"),
+        ({"n_agents": -3}, "n_agents=-3", "N >= 1"),
+        ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"),
+        ({"rounds": 0}, "rounds=0", "T >= 1"),
+        ({"rounds": -1}, "rounds=-1", "T >= 1"),
+        ({"eta": -0.5}, "eta=-0.5", "eta >= 0"),
+        ({"eta": math.inf}, "eta=inf", "finite eta >= 0"),
+        ({"eta": math.nan}, "eta=nan", "finite eta >= 0"),
+        ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0"),
+        ({"method": "acemd"}, "method='acemd'", "choose one of"),
+    ],
+)
 def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowed):
     for build in (lambda: DebateConfig(**kw), lambda: DebateConfig.from_dict(dict(kw))):
         with pytest.raises(ValueError) as e:
@@ -144,8 +151,10 @@ def test_missing_api_key_for_the_default_endpoint(no_env):
 def test_unreachable_base_url_is_caught_by_the_preflight(no_env, monkeypatch):
     url = f"http://127.0.0.1:{closed_port()}/v1"
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    for build in (lambda: LLMPopulation(model="m", base_url=url),
-                  lambda: Setup(backend="openai", model="m", base_url=url, source="demo")):
+    for build in (
+        lambda: LLMPopulation(model="m", base_url=url),
+        lambda: Setup(backend="openai", model="m", base_url=url, source="demo"),
+    ):
         with pytest.raises(EndpointUnreachable) as e:
             build()
         msg = str(e.value)
@@ -187,18 +196,29 @@ def _profile(tmp_path, body: dict) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("body,expected", [
-    ({"profile": "mine", "comon": {"BACKEND": "sim"}},
-     "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', 'description', 'max_usd', "
-         "'notebooks', 'profile']"),
-    ({"common": {"BACKEDN": "sim"}},
-     "mine.yaml: common parameter 'BACKEDN' (did you mean 'BACKEND'?) is not a parameter of any notebook; "
-     "notebook parameters are ["),
-    ({"notebooks": {"03_main_results": {"N_MAXX": 3}}},
-     "mine.yaml: notebook 03_main_results has no parameter 'N_MAXX' (did you mean 'N_MAX'?); its parameters are ["),
-    ({"notebooks": {"03_main_result": {"N_MAX": 3}}},
-     "mine.yaml: unknown notebook '03_main_result' (did you mean '03_main_results'?); notebooks: ["),
-])
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        (
+            {"profile": "mine", "comon": {"BACKEND": "sim"}},
+            "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', 'description', 'max_usd', "
+            "'notebooks', 'profile']",
+        ),
+        (
+            {"common": {"BACKEDN": "sim"}},
+            "mine.yaml: common parameter 'BACKEDN' (did you mean 'BACKEND'?) is not a parameter of any notebook; "
+            "notebook parameters are [",
+        ),
+        (
+            {"notebooks": {"03_main_results": {"N_MAXX": 3}}},
+            "mine.yaml: notebook 03_main_results has no parameter 'N_MAXX' (did you mean 'N_MAX'?); its parameters are [",
+        ),
+        (
+            {"notebooks": {"03_main_result": {"N_MAX": 3}}},
+            "mine.yaml: unknown notebook '03_main_result' (did you mean '03_main_results'?); notebooks: [",
+        ),
+    ],
+)
 def test_profile_typos_stop_before_anything_runs(tmp_path, body, expected):
     with pytest.raises(SystemExit) as e:
         reproduce.load_profile(_profile(tmp_path, body))
@@ -206,7 +226,9 @@ def test_profile_typos_stop_before_anything_runs(tmp_path, body, expected):
 
 
 def test_unknown_profile_name():
-    with pytest.raises(SystemExit, match=r"profile 'defualt' \(did you mean 'default'\?\) not found; available profiles"):
+    with pytest.raises(
+        SystemExit, match=r"profile 'defualt' \(did you mean 'default'\?\) not found; available profiles"
+    ):
         reproduce.load_profile("defualt")
 
 

@@ -10,6 +10,7 @@ formulas, never by calling the function under test a second time:
 
 Run from the repository root:  python -m pytest tests/test_beliefs.py -q
 """
+
 from __future__ import annotations
 
 import math
@@ -381,9 +382,7 @@ class TestPaperWorkedExample:
 
     def test_final_answer_after_3_rounds(self):
         W = B.mwu_weights(np.tile(B.peer_scores(self.Q, self.P), (3, 1)), eta=2.0)[-1]
-        assert B.weighted_scores(self.P, W, exponent=2) == approx(
-            [0.13553669987005285, 0.06978726165861365], rel=1e-10
-        )
+        assert B.weighted_scores(self.P, W, exponent=2) == approx([0.13553669987005285, 0.06978726165861365], rel=1e-10)
         assert int(B.weighted_answer(self.P, W, exponent=2)) == 0
         # exponent 1 at T = 3: y0 = 4 * .1836844 * .9 + .2652623 * .2 = .7143164, y1 = .2856836
         assert B.weighted_scores(self.P, W, exponent=1) == approx([0.7143163823757656, 0.28568361762423444], rel=1e-10)
@@ -854,7 +853,9 @@ class TestUniformIsMajority:
         K, votes = v
         counts = Counter(x for x in votes if x >= 0)
         arr = np.asarray(votes)
-        keys = np.asarray(data.draw(st.lists(st.floats(0, 0.999, allow_subnormal=False), min_size=K, max_size=K, unique=True)))
+        keys = np.asarray(
+            data.draw(st.lists(st.floats(0, 0.999, allow_subnormal=False), min_size=K, max_size=K, unique=True))
+        )
         if not counts:
             assert int(B.plurality(arr, K)) == -1
             assert int(B.plurality(arr, K, keys)) == -1

@@ -7,6 +7,7 @@ browser_03_main_results.png (the notebook at its debate view) and browser_viewer
 
     ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s
 """
+
 from __future__ import annotations
 
 import json
@@ -22,14 +23,22 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils.data import paths as P
 from acemad_utils.agents.local_server import free_port, stop
+from acemad_utils.data import paths as P
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = os.environ.get("ACEMAD_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOK = "03_main_results.ipynb"
 JUPYTER = Path(sys.executable).parent / "jupyter"
 # JupyterLab settings for this throw-away server: every cell in the DOM (no windowing, so outputs far down
@@ -75,15 +84,32 @@ def lab(tmp_path_factory):
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(json.dumps(value))
     port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "ACEMAD_SMOKE": "1", "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+    env = {
+        **os.environ,
+        "ACEMAD_SMOKE": "1",
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+    }
     log = open(tmp / "lab.log", "w")
     proc = subprocess.Popen(
-        [str(JUPYTER), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}"]
+        [
+            str(JUPYTER),
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            f"--LabApp.user_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+        ]
         + (["--allow-root"] if os.geteuid() == 0 else []),  # CI containers run as root
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=P.ROOT)
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=P.ROOT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -97,8 +123,13 @@ def lab(tmp_path_factory):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()[-3000:]}")
             time.sleep(0.3)
-        yield {"url": f"{base}/lab/tree/{NOTEBOOK}?token={token}", "base": base, "root": root, "log": tmp / "lab.log",
-               "token": token}
+        yield {
+            "url": f"{base}/lab/tree/{NOTEBOOK}?token={token}",
+            "base": base,
+            "root": root,
+            "log": tmp / "lab.log",
+            "token": token,
+        }
     finally:
         stop(proc, timeout=20)
         log.close()
@@ -143,11 +174,16 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
         page.wait_for_function(state, timeout=90_000, polling=250)
     except Exception as err:  # say where it stuck: the prompts and the kernel status, and keep a screenshot
         page.screenshot(path=str(P.ROOT / "outputs" / "smoke" / "browser_03_main_results_stuck.png"))
-        raise AssertionError("Run All did not finish: " + page.evaluate(
-            "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
-            ".map(p => p.textContent.trim()).join(' ') + ' kernel=' + "
-            "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status")
-            + "\nJupyterLab log:\n" + lab["log"].read_text()[-3000:]) from err
+        raise AssertionError(
+            "Run All did not finish: "
+            + page.evaluate(
+                "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]"
+                ".map(p => p.textContent.trim()).join(' ') + ' kernel=' + "
+                "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status"
+            )
+            + "\nJupyterLab log:\n"
+            + lab["log"].read_text()[-3000:]
+        ) from err
     # Errors and stderr look alike in the DOM; the notebook JupyterLab saves (the throw-away copy) says which
     # output is an error and which cells ran.
     saved = lab["root"] / NOTEBOOK
@@ -156,7 +192,7 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save( Notebook)?$")).click()
     nb, deadline = None, time.monotonic() + 20
     while nb is None and time.monotonic() < deadline:  # a changed mtime can mean a write still in progress:
-        time.sleep(0.2)                                 # wait for a complete JSON document
+        time.sleep(0.2)  # wait for a complete JSON document
         if saved.stat().st_mtime_ns != before:
             try:
                 nb = json.loads(saved.read_text())
@@ -188,22 +224,28 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
         assert images.count() >= 1, "a cell plots but no figure image rendered"
         assert images.first.evaluate("img => img.complete && img.naturalWidth > 0")
     else:
-        print(f"\n{NOTEBOOK} has no plotting cell: figure-image check not applicable "
-              f"({images.count()} image(s) rendered); the debate view's SVG bars were checked instead")
+        print(
+            f"\n{NOTEBOOK} has no plotting cell: figure-image check not applicable "
+            f"({images.count()} image(s) rendered); the debate view's SVG bars were checked instead"
+        )
 
     # The screenshot: the viewer's code cell at the top, then its first debate.
-    page.evaluate("() => document.querySelector('.jp-Notebook .jp-CodeCell:has(.acemad-debate)').scrollIntoView({block: 'start'})")
+    page.evaluate(
+        "() => document.querySelector('.jp-Notebook .jp-CodeCell:has(.acemad-debate)').scrollIntoView({block: 'start'})"
+    )
     shot = P.ROOT / "outputs" / "smoke" / "browser_03_main_results.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
-    assert not _external(seen, (lab["base"] + "/", "data:", "blob:")), _external(seen, (lab["base"] + "/", "data:", "blob:"))
+    assert not _external(seen, (lab["base"] + "/", "data:", "blob:")), _external(
+        seen, (lab["base"] + "/", "data:", "blob:")
+    )
     ctx.close()
 
 
 def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
-    from acemad_utils.report import viewer as V
     from acemad_utils.experiments.runner import load_run
+    from acemad_utils.report import viewer as V
 
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     try:
@@ -232,14 +274,17 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
     assert d.locator("td.ad-weighted").last.inner_text().endswith("✓")  # a "correct" record: last round right
     # The page's JS renderer and debate_html (the notebook's) show the same text, bars and cells.
     rec = next(r for r in records if r["method"] == label and r["question_id"] == d.get_attribute("data-question"))
-    same = page.evaluate("""html => {
+    same = page.evaluate(
+        """html => {
         const box = document.createElement('div'); box.innerHTML = html;
         const a = box.querySelector('.acemad-debate'), b = document.querySelector('#debate .acemad-debate');
         a.querySelector('style').remove();
         const count = (el, sel) => el.querySelectorAll(sel).length;
         return [a.textContent === b.textContent, count(a, 'rect') === count(b, 'rect'),
                 count(a, 'td') === count(b, 'td'), count(a, 'details') === count(b, 'details')];
-    }""", V.debate_html(rec, meta))
+    }""",
+        V.debate_html(rec, meta),
+    )
     assert same == [True, True, True, True], same
     d.locator("td.acemad-cell details summary").first.click()  # unfold one argument for the screenshot
     shot = P.ROOT / "outputs" / "smoke" / "browser_viewer_page.png"

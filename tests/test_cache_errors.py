@@ -5,6 +5,7 @@ Cases: garbage bytes, a text file, a real cache cut in the middle, a read-only f
 directory (with and without a cache in it), a directory where the file should be. Read-only cases run in a
 child process as an unprivileged user when the tests run as root (root writes through 0444). Loopback only.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.cache import CacheError, ResponseCache
 from acemad_utils.agents.client import LLMClient
+from acemad_utils.agents.llm_agent import LLMPopulation
 
 try:
     from tests.fake_openai import FakeOpenAI
@@ -27,8 +28,10 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-test-cache-errors-0000"
-DAMAGED = r"the response cache .*llm\.sqlite is damaged or not a cache \({why}\): delete it \(and .*llm\.sqlite-wal, " \
-          r".*llm\.sqlite-shm if present\) to start a fresh cache; .*No model call was made\.$"
+DAMAGED = (
+    r"the response cache .*llm\.sqlite is damaged or not a cache \({why}\): delete it \(and .*llm\.sqlite-wal, "
+    r".*llm\.sqlite-shm if present\) to start a fresh cache; .*No model call was made\.$"
+)
 
 
 def filled_cache(path: Path, n: int = 300) -> Path:
@@ -41,17 +44,22 @@ def filled_cache(path: Path, n: int = 300) -> Path:
 def no_call_is_made(path: Path, pattern: str) -> None:
     """Neither a client nor a population opens the endpoint: not even the free GET /models."""
     with FakeOpenAI() as srv:
-        for build in (lambda: LLMClient("m", srv.url, KEY, cache=str(path)),
-                      lambda: LLMPopulation(model="m", base_url=srv.url, api_key=KEY, cache=str(path))):
+        for build in (
+            lambda: LLMClient("m", srv.url, KEY, cache=str(path)),
+            lambda: LLMPopulation(model="m", base_url=srv.url, api_key=KEY, cache=str(path)),
+        ):
             with pytest.raises(CacheError, match=pattern):
                 build()
         assert srv.count == 0 and srv.auth == set()
 
 
-@pytest.mark.parametrize("content,why", [
-    (bytes(range(256)) * 20, "file is not a database"),
-    (b"hello, this is a text file, not a database\n", "file is not a database"),
-])
+@pytest.mark.parametrize(
+    "content,why",
+    [
+        (bytes(range(256)) * 20, "file is not a database"),
+        (b"hello, this is a text file, not a database\n", "file is not a database"),
+    ],
+)
 def test_garbage_file(tmp_path, content, why):
     path = tmp_path / "llm.sqlite"
     path.write_bytes(content)
@@ -64,15 +72,19 @@ def test_cache_cut_in_the_middle(tmp_path):
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size // 3)
     before = path.read_bytes()
-    no_call_is_made(path, DAMAGED.format(why="database disk image is malformed") + "|" +
-                    r"sqlite3 .*llm\.sqlite \.recover")
+    no_call_is_made(
+        path, DAMAGED.format(why="database disk image is malformed") + "|" + r"sqlite3 .*llm\.sqlite \.recover"
+    )
     assert path.read_bytes() == before
 
 
 def test_a_directory_where_the_file_should_be(tmp_path):
     (tmp_path / "llm.sqlite").mkdir()
-    no_call_is_made(tmp_path / "llm.sqlite", r"cannot open the response cache .*llm\.sqlite \(unable to open database "
-                                             r"file\): .*llm\.sqlite is a directory\. No model call was made\.")
+    no_call_is_made(
+        tmp_path / "llm.sqlite",
+        r"cannot open the response cache .*llm\.sqlite \(unable to open database "
+        r"file\): .*llm\.sqlite is a directory\. No model call was made\.",
+    )
 
 
 # ----------------------------------------------------------------------------- read-only
@@ -131,10 +143,12 @@ def test_read_only_file(world_dir):
     path.chmod(0o444)
     before = path.read_bytes()
     msg = open_unprivileged(path)
-    assert msg == (f"CacheError: the response cache {path} is read-only (attempt to write a readonly database): make "
-                   f"the file and its directory {world_dir} writable (sqlite also writes a -wal and a -shm file beside "
-                   "it), or move the cache elsewhere; replies must be stored or a rerun pays for them again. No model "
-                   "call was made."), msg
+    assert msg == (
+        f"CacheError: the response cache {path} is read-only (attempt to write a readonly database): make "
+        f"the file and its directory {world_dir} writable (sqlite also writes a -wal and a -shm file beside "
+        "it), or move the cache elsewhere; replies must be stored or a rerun pays for them again. No model "
+        "call was made."
+    ), msg
     assert path.read_bytes() == before
     assert open_unprivileged(world_dir / "fresh" / "llm.sqlite") == "opened"  # the child can open a writable one
 
@@ -151,10 +165,12 @@ def test_read_only_directory(world_dir):
     empty.chmod(0o555)
     assert open_unprivileged(empty / "llm.sqlite") == (
         f"CacheError: cannot open the response cache {empty / 'llm.sqlite'} (unable to open database file): its "
-        f"directory {empty} must exist and be writable. No model call was made.")
+        f"directory {empty} must exist and be writable. No model call was made."
+    )
     assert open_unprivileged(empty / "sub" / "llm.sqlite").startswith(
         f"CacheError: cannot create the directory of the response cache {empty / 'sub' / 'llm.sqlite'} "
-        "(Permission denied): make its parent writable")
+        "(Permission denied): make its parent writable"
+    )
 
 
 def test_a_usable_cache_is_unchanged_by_the_write_check(tmp_path):

@@ -1,6 +1,7 @@
 """Estimate before spending, and MAX_USD: the estimate makes no network call and counts the calls a real run
 sends; a run capped by MAX_USD stops cleanly, pays nothing twice when resumed, and ends like an uncapped run.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,19 +12,19 @@ import openai
 import pytest
 
 from acemad_utils.agents import budget as B
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.prices import PRICES, usd
+from acemad_utils.agents.sim import make_items
 from acemad_utils.cost import estimate as C
 from acemad_utils.cost import items as CI
 from acemad_utils.data import paths as P
-from acemad_utils.experiments import registry as R
-from acemad_utils.reproduce import cli as reproduce
-from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.data.benchmarks import load_demo
-from acemad_utils.agents.client import GenerateConfig, LLMClient
-from acemad_utils.agents.prices import PRICES, usd
+from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import BudgetStop, read_jsonl, run_experiment
-from acemad_utils.agents.sim import make_items
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.reproduce import cli as reproduce
 
 try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
@@ -34,6 +35,7 @@ except ImportError:
 @pytest.fixture
 def no_network(monkeypatch):
     """Any socket connection or OpenAI SDK client fails the test."""
+
     def refuse(*a, **k):
         raise AssertionError("the estimate tried to open a network connection")
 
@@ -85,8 +87,14 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(tmp_root):
     [(_, _, per)] = C.replay(stages, {"demo": qs}, P_)
     [(nc, pt, ct)] = per["by"].values()
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, api_key="sk-fake", cache=str(tmp_root / "c.sqlite"),
-                            kind="openai", max_concurrency=8)
+        pop = LLMPopulation(
+            model="gpt-4o-mini",
+            base_url=srv.url,
+            api_key="sk-fake",
+            cache=str(tmp_root / "c.sqlite"),
+            kind="openai",
+            max_concurrency=8,
+        )
         run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
         assert srv.count == round(nc * len(qs))
         assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
@@ -109,8 +117,9 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     import papermill as pm
 
     order = []
-    monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(
-        RuntimeError("stop here")))
+    monkeypatch.setattr(
+        pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
+    )
     monkeypatch.setattr(C, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
     with pytest.raises(RuntimeError, match="stop here"):
         reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7})
@@ -135,6 +144,7 @@ def _priced_plan():
         r = inner(body, n)
         r.prompt_tokens, r.completion_tokens = prompt_tokens(body["messages"]), tokens(r.content)
         return r
+
     return script
 
 
@@ -175,9 +185,15 @@ def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(tmp_root,
 
 def test_budget_counts_what_earlier_kernels_paid_from_the_cache(tmp_path, monkeypatch):
     cache = ResponseCache(tmp_path / "c.sqlite")
-    cache.put("a", {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0}, model="gpt-4o-mini", kind="openai")
-    cache.put("b", {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0, "cached_tokens": 1_000_000},
-              model="gpt-4o-mini", kind="openai")
+    cache.put(
+        "a", {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0}, model="gpt-4o-mini", kind="openai"
+    )
+    cache.put(
+        "b",
+        {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0, "cached_tokens": 1_000_000},
+        model="gpt-4o-mini",
+        kind="openai",
+    )
     cache.put("c", {"text": "x", "prompt_tokens": 9_000_000, "completion_tokens": 0}, model="m", kind="local-llama.cpp")
     assert cache.spent_since(0) == pytest.approx(0.15 + 0.075)
     assert cache.spent_since(4e9) == 0
@@ -240,8 +256,15 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
             return []
 
         def run(self, name, configs, n_max=None, questions=None):
-            captured.append((name, [c.hash for c in configs], self.cap if questions is not None else n_max,
-                             self.model, self.benchmarks))
+            captured.append(
+                (
+                    name,
+                    [c.hash for c in configs],
+                    self.cap if questions is not None else n_max,
+                    self.model,
+                    self.benchmarks,
+                )
+            )
             raise _Ran
 
     book = nbformat.read(str(P.ROOT / "notebooks" / f"{nb}.ipynb"), as_version=4)
@@ -262,8 +285,9 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
     return captured
 
 
-@pytest.mark.parametrize("nb", ["02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling",
-                                "07_other_models"])
+@pytest.mark.parametrize(
+    "nb", ["02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling", "07_other_models"]
+)
 @pytest.mark.parametrize("profile", ["paper", "default"])
 def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
     """registry.runs() (what acemad_utils.cost.estimate and bench/cost.py replay) == what the notebook asks Setup to run,
@@ -271,8 +295,11 @@ def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
     with none (then Table 6 is its only run)."""
     _, params = C.notebook_params(profile, only=[nb])
     P_ = params[nb]
-    variants = [P_] if nb != "07_other_models" else [{**P_, "OTHER_MODELS": [e]} for e in P_["OTHER_MODELS"]] + [
-        {**P_, "OTHER_MODELS": []}]
+    variants = (
+        [P_]
+        if nb != "07_other_models"
+        else [{**P_, "OTHER_MODELS": [e]} for e in P_["OTHER_MODELS"]] + [{**P_, "OTHER_MODELS": []}]
+    )
     for V in variants:
         captured = _what_the_notebook_runs(nb, V)
         planned = R.runs(nb, V)
@@ -307,7 +334,9 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
 
     def execute(src, out, **kw):
         ran.append(Path(src).stem)
-        raise pm.PapermillExecutionError(0, 3, "S.run(...)", "BudgetStop", "MAX_USD $1.00 reached: ... raise MAX_USD and rerun", [])
+        raise pm.PapermillExecutionError(
+            0, 3, "S.run(...)", "BudgetStop", "MAX_USD $1.00 reached: ... raise MAX_USD and rerun", []
+        )
 
     monkeypatch.setattr(pm, "execute_notebook", execute)
     monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **k: None)

@@ -3,6 +3,7 @@
 Tests marked by the `shared` fixture read the real benchmark files from $ACEMAD_DATA_DIR (CI sets it) and skip
 when it is unset; everything else builds tiny fake data under tmp_path.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def shared() -> Path:
     return data.data_root(raw)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str, root: Path) -> tuple:
     return tuple(data.load(name, data_dir=root))
 
@@ -68,8 +69,14 @@ def test_truthfulqa_spot_and_shuffle(shared):
 
 def test_truthfulqa_order_is_the_same_in_a_fresh_process(shared):
     code = f"from acemad_utils import data; print(data.data_hash(data.load('truthfulqa', data_dir={str(shared)!r})))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "12345"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
     assert out.stdout.strip() == data.data_hash(_load("truthfulqa", shared))
 
 
@@ -91,9 +98,11 @@ def test_bbh_spot_and_per_task_counts(shared):
     assert not any("Options:" in q.question for q in qs)
     bbh = _by_id("bbh", shared)
     q = bbh["bbh/logical_deduction_three_objects/000"]
-    assert q.answer == "A" and q.options == {"A": "The blue jay is the second from the left",
-                                             "B": "The quail is the second from the left",
-                                             "C": "The falcon is the second from the left"}
+    assert q.answer == "A" and q.options == {
+        "A": "The blue jay is the second from the left",
+        "B": "The quail is the second from the left",
+        "C": "The falcon is the second from the left",
+    }
     assert q.question.endswith("The blue jay is to the right of the quail.")
     q = bbh["bbh/date_understanding/000"]
     assert q.options[q.answer] == "12/25/1937" and len(q.options) == 6
@@ -145,8 +154,13 @@ def test_env_var_is_used_when_no_data_dir(shared, monkeypatch):
 
 
 def test_summary_cli_subprocess(shared):
-    out = subprocess.run([sys.executable, "-m", "acemad_utils.data.benchmarks", "summary", "--benchmarks", "arc_challenge,logiqa"],
-                         cwd=REPO, capture_output=True, text=True, env={**os.environ, data.ENV_VAR: str(shared)})
+    out = subprocess.run(
+        [sys.executable, "-m", "acemad_utils.data.benchmarks", "summary", "--benchmarks", "arc_challenge,logiqa"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, data.ENV_VAR: str(shared)},
+    )
     assert out.returncode == 0, out.stderr
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:]}
     assert set(rows) == {"arc_challenge", "logiqa"}
@@ -163,8 +177,11 @@ def test_summary_all_benchmarks(shared, capsys):
 
 # ---------------------------------------------------------------- fake data dir (no shared data needed)
 def _arc_rec(i, answer="B", labels="ABCD"):
-    return {"id": f"Fake_{i}", "question": {"stem": f"Stem {i}?", "choices": [{"text": f"t{i}{l}", "label": l} for l in labels]},
-            "answerKey": answer}
+    return {
+        "id": f"Fake_{i}",
+        "question": {"stem": f"Stem {i}?", "choices": [{"text": f"t{i}{l}", "label": l} for l in labels]},
+        "answerKey": answer,
+    }
 
 
 def _write_jsonl(path: Path, recs) -> Path:
@@ -183,8 +200,15 @@ def fake(tmp_path) -> Path:
     _write_jsonl(tmp_path / "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", [_arc_rec(i) for i in range(1172)])
     tq = tmp_path / "truthfulqa/data/v0/mc_task.json"
     tq.parent.mkdir(parents=True)
-    tq.write_text(json.dumps([{"question": f"Q{i}?", "mc1_targets": {f"right {i}": 1, f"wrong {i}": 0, f"bad {i}": 0}}
-                              for i in range(817)], indent=1))
+    tq.write_text(
+        json.dumps(
+            [
+                {"question": f"Q{i}?", "mc1_targets": {f"right {i}": 1, f"wrong {i}": 0, f"bad {i}": 0}}
+                for i in range(817)
+            ],
+            indent=1,
+        )
+    )
     for task in data.BBH_TASKS:
         n = 187 if task == "causal_judgement" else 250
         if task in data_records.BBH_BINARY:
@@ -196,16 +220,34 @@ def fake(tmp_path) -> Path:
         p.write_text(json.dumps({"canary": "fake", "examples": ex}))
     (tmp_path / "logiqa").mkdir()
     (tmp_path / "logiqa/Test.txt").write_text(_logiqa_text(651), encoding="utf-8")
-    _write_jsonl(tmp_path / "medqa/phrases_no_exclude_test.jsonl",
-                 [{"question": f"M{i}?", "options": {"A": "a", "B": "b", "C": "c", "D": "d"}, "answer_idx": "D",
-                   "answer": "d", "meta_info": "step1"} for i in range(1273)])
+    _write_jsonl(
+        tmp_path / "medqa/phrases_no_exclude_test.jsonl",
+        [
+            {
+                "question": f"M{i}?",
+                "options": {"A": "a", "B": "b", "C": "c", "D": "d"},
+                "answer_idx": "D",
+                "answer": "d",
+                "meta_info": "step1",
+            }
+            for i in range(1273)
+        ],
+    )
     _write_jsonl(tmp_path / "mmlu_pro/law_test.jsonl", [_mmlu_rec(i) for i in range(1101)])
     return tmp_path
 
 
 def _mmlu_rec(i, category="law"):
-    return {"question_id": i, "question": f"L{i}?", "options": ["o1", "o2", "o3", "o4"], "answer": "C", "answer_index": 2,
-            "cot_content": "", "category": category, "src": "ori_mmlu-professional_law"}
+    return {
+        "question_id": i,
+        "question": f"L{i}?",
+        "options": ["o1", "o2", "o3", "o4"],
+        "answer": "C",
+        "answer_index": 2,
+        "cot_content": "",
+        "category": category,
+        "src": "ori_mmlu-professional_law",
+    }
 
 
 @pytest.mark.parametrize("name", data.BENCHMARKS)
@@ -222,13 +264,20 @@ def test_wrong_count_is_reported_even_with_limit(fake):
         data.load("arc_challenge", limit=1, data_dir=fake)
 
 
-@pytest.mark.parametrize("line, bad, pattern", [
-    (3, "{not json", r"line 3: invalid JSON"),
-    (5, {k: v for k, v in _arc_rec(4).items() if k != "answerKey"}, r"line 5: missing field 'answerKey'"),
-    (7, _arc_rec(6, answer="E"), r"line 7: .*answer 'E' is not among the option labels"),
-    (9, _arc_rec(8, labels="ABB"), r"line 9: duplicate or unmatched choice labels"),
-    (2, {**_arc_rec(1), "question": {"stem": "", "choices": []}}, r"line 2: field 'stem' must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "line, bad, pattern",
+    [
+        (3, "{not json", r"line 3: invalid JSON"),
+        (5, {k: v for k, v in _arc_rec(4).items() if k != "answerKey"}, r"line 5: missing field 'answerKey'"),
+        (7, _arc_rec(6, answer="E"), r"line 7: .*answer 'E' is not among the option labels"),
+        (9, _arc_rec(8, labels="ABB"), r"line 9: duplicate or unmatched choice labels"),
+        (
+            2,
+            {**_arc_rec(1), "question": {"stem": "", "choices": []}},
+            r"line 2: field 'stem' must be a non-empty string",
+        ),
+    ],
+)
 def test_malformed_arc_line_names_file_and_line(fake, line, bad, pattern):
     recs = [_arc_rec(i) for i in range(1172)]
     recs[line - 1] = bad
@@ -319,14 +368,19 @@ def test_data_hash_is_order_and_content_sensitive():
     assert len(h) == 64 and h == data.data_hash(data.load_demo())
     assert data.data_hash(qs[::-1]) != h
     q = qs[0]
-    swapped = data.Question(q.id, q.benchmark, q.question, dict(reversed(list(q.options.items()))), q.answer, q.metadata)
+    swapped = data.Question(
+        q.id, q.benchmark, q.question, dict(reversed(list(q.options.items()))), q.answer, q.metadata
+    )
     assert data.data_hash([swapped] + qs[1:]) != h  # option order is part of the data
 
 
 # ---------------------------------------------------------------- hub-shaped records (field names as on the HF cards)
 def test_hub_truthfulqa_matches_upstream_shape():
-    hub = {"question": "Is the sky green?", "mc1_targets": {"choices": ["No.", "Yes.", "Sometimes."], "labels": [1, 0, 0]},
-           "mc2_targets": {"choices": ["No."], "labels": [1]}}
+    hub = {
+        "question": "Is the sky green?",
+        "mc1_targets": {"choices": ["No.", "Yes.", "Sometimes."], "labels": [1, 0, 0]},
+        "mc2_targets": {"choices": ["No."], "labels": [1]},
+    }
     local = {"question": "Is the sky green?", "mc1_targets": {"No.": 1, "Yes.": 0, "Sometimes.": 0}}
     a, b = data.map_truthfulqa(hub, 7), data.map_truthfulqa(local, 7)
     assert a == b and a.id == "truthfulqa/0007" and a.options[a.answer] == "No."
@@ -337,8 +391,10 @@ def test_hub_truthfulqa_matches_upstream_shape():
 def test_truthfulqa_order_depends_only_on_text(choices, draw):
     perm = draw.draw(st.permutations(range(len(choices))))
     rec = {"question": "Q?", "mc1_targets": {"choices": choices, "labels": [1] + [0] * (len(choices) - 1)}}
-    shuffled = {"question": "Q?", "mc1_targets": {"choices": [choices[j] for j in perm],
-                                                   "labels": [int(j == 0) for j in perm]}}
+    shuffled = {
+        "question": "Q?",
+        "mc1_targets": {"choices": [choices[j] for j in perm], "labels": [int(j == 0) for j in perm]},
+    }
     a, b = data.map_truthfulqa(rec, 0), data.map_truthfulqa(shuffled, 0)
     assert a.options == b.options and a.answer == b.answer
     assert a.options[a.answer] == choices[0].strip()
@@ -346,12 +402,22 @@ def test_truthfulqa_order_depends_only_on_text(choices, draw):
 
 
 def test_hub_arc_numeric_labels_map_by_label_value():
-    hub = {"id": "X_1", "question": "Which?", "choices": {"text": ["one", "two", "three", "four"], "label": ["1", "2", "3", "4"]},
-           "answerKey": "3"}
+    hub = {
+        "id": "X_1",
+        "question": "Which?",
+        "choices": {"text": ["one", "two", "three", "four"], "label": ["1", "2", "3", "4"]},
+        "answerKey": "3",
+    }
     q = data.map_arc(hub, 0)
     assert q.answer == "C" and q.options["C"] == "three" and q.metadata == {"original_labels": ["1", "2", "3", "4"]}
-    local = {"id": "X_1", "question": {"stem": "Which?", "choices": [{"text": t, "label": l} for t, l in
-                                                                    zip(["one", "two", "three", "four"], "1234")]}, "answerKey": "3"}
+    local = {
+        "id": "X_1",
+        "question": {
+            "stem": "Which?",
+            "choices": [{"text": t, "label": l} for t, l in zip(["one", "two", "three", "four"], "1234")],
+        },
+        "answerKey": "3",
+    }
     assert data.map_arc(local, 0) == q
     shuffled = {**hub, "choices": {"text": ["three", "one"], "label": ["C", "A"]}, "answerKey": "C"}
     q = data.map_arc(shuffled, 0)  # labels, not positions, carry the answer
@@ -360,7 +426,12 @@ def test_hub_arc_numeric_labels_map_by_label_value():
 
 def test_hub_bbh_records():
     q = data.map_bbh({"input": "Today is X.\nOptions:\n(A) 1\n(B) 2", "target": "(B)"}, 3, "date_understanding")
-    assert (q.id, q.question, q.options, q.answer) == ("bbh/date_understanding/003", "Today is X.", {"A": "1", "B": "2"}, "B")
+    assert (q.id, q.question, q.options, q.answer) == (
+        "bbh/date_understanding/003",
+        "Today is X.",
+        {"A": "1", "B": "2"},
+        "B",
+    )
     q = data.map_bbh({"input": "Arg?\nOptions:\n- valid \n- invalid", "target": "valid"}, 0, "formal_fallacies")
     assert (q.question, q.options, q.answer) == ("Arg?", {"A": "valid", "B": "invalid"}, "A")
     with pytest.raises(ValueError, match="target 'Maybe'"):
@@ -368,30 +439,58 @@ def test_hub_bbh_records():
 
 
 def test_hub_logiqa_medqa_mmlu_records():
-    hub = {"context": "All cats purr. Tom is a cat.", "query": "Which follows?",
-           "options": ["Tom purrs.", "Tom barks.", "Tom flies.", "None."], "correct_option": 0}
+    hub = {
+        "context": "All cats purr. Tom is a cat.",
+        "query": "Which follows?",
+        "options": ["Tom purrs.", "Tom barks.", "Tom flies.", "None."],
+        "correct_option": 0,
+    }
     q = data.map_logiqa(hub, 5)
     assert q.id == "logiqa/005" and q.answer == "A" and q.question == "All cats purr. Tom is a cat.\nWhich follows?"
     assert data.map_logiqa({**hub, "correct_option": "c"}, 5).answer == "C"
     with pytest.raises(ValueError, match="answer 4"):
         data.map_logiqa({**hub, "correct_option": 4}, 5)
-    med = {"question": "Q?", "answer": "Aspirin", "options": {"A": "Aspirin", "B": "B", "C": "C", "D": "D"},
-           "meta_info": "step2&3", "answer_idx": "A", "metamap_phrases": ["x"]}
+    med = {
+        "question": "Q?",
+        "answer": "Aspirin",
+        "options": {"A": "Aspirin", "B": "B", "C": "C", "D": "D"},
+        "meta_info": "step2&3",
+        "answer_idx": "A",
+        "metamap_phrases": ["x"],
+    }
     q = data.map_medqa(med, 12)
     assert (q.id, q.answer, q.metadata["meta_info"]) == ("medqa/0012", "A", "step2&3")
-    law = {"question_id": 70, "question": "Is it a tort?", "options": ["No", "Yes", "Maybe"], "answer": "B",
-           "answer_index": 1, "cot_content": "", "category": "law", "src": "ori_mmlu-professional_law"}
+    law = {
+        "question_id": 70,
+        "question": "Is it a tort?",
+        "options": ["No", "Yes", "Maybe"],
+        "answer": "B",
+        "answer_index": 1,
+        "cot_content": "",
+        "category": "law",
+        "src": "ori_mmlu-professional_law",
+    }
     q = data.map_mmlu_pro(law, 0)
     assert (q.id, q.options, q.answer) == ("mmlu_pro/70", {"A": "No", "B": "Yes", "C": "Maybe"}, "B")
     with pytest.raises(ValueError, match="category"):
         data.map_mmlu_pro({**law, "category": "math"}, 0)
 
 
-@pytest.mark.parametrize("text, slot, want", [
-    ("A.text", 0, "text"), ("C.text", 1, "text"), ("A? text", 0, "text"), ("A first", 0, "first"),
-    ("A cat sat", 1, "A cat sat"), ("When the land in City A.B was", 0, "When the land in City A.B was"),
-    ("A.", 0, "A."), ("A.A.", 0, "A."), ("A.A is a doctor", 0, "A is a doctor"), ("Storehouse B.3", 1, "Storehouse B.3"),
-])
+@pytest.mark.parametrize(
+    "text, slot, want",
+    [
+        ("A.text", 0, "text"),
+        ("C.text", 1, "text"),
+        ("A? text", 0, "text"),
+        ("A first", 0, "first"),
+        ("A cat sat", 1, "A cat sat"),
+        ("When the land in City A.B was", 0, "When the land in City A.B was"),
+        ("A.", 0, "A."),
+        ("A.A.", 0, "A."),
+        ("A.A is a doctor", 0, "A is a doctor"),
+        ("Storehouse B.3", 1, "Storehouse B.3"),
+    ],
+)
 def test_strip_logiqa_prefix(text, slot, want):
     assert data_records.strip_logiqa_prefix(text, slot) == want
 
@@ -402,8 +501,10 @@ def test_hub_path_plumbing(monkeypatch):
 
     def fake_rows(path, name, split):
         calls.append((path, name, split))
-        rows = [{"id": f"H_{i}", "question": "Q?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "B"}
-                for i in range(1172)]
+        rows = [
+            {"id": f"H_{i}", "question": "Q?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "B"}
+            for i in range(1172)
+        ]
         if path == "TIGER-Lab/MMLU-Pro":
             rows = [_mmlu_rec(i, "law" if i < 1101 else "math") for i in range(1200)]
         return [(f"row {i}", r) for i, r in enumerate(rows)]

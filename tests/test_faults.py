@@ -6,6 +6,7 @@ unknown labels) at a 30% rate: a 50-question run completes, every question ends 
 failed with its reason, the counts reach the transcript and the run summary, and no fault is ever scored as
 a correct answer. Loopback only; about 15-30 s on 2 cores.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,16 +15,16 @@ import random
 import numpy as np
 import pytest
 
+from acemad_utils.agents.client import GarbledResponse, LLMClient
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import runner
-from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.agents.client import GarbledResponse, LLMClient
-from acemad_utils.agents.sim import make_items
+from acemad_utils.protocol.schema import RECORD_USAGE_KEYS
 
 try:
-    from tests.fake_openai import (CONTENT_FAULTS, FAULTS, HTTP_FAULTS, FakeOpenAI, FaultInjector, Reply,
-                                   request_info)
+    from tests.fake_openai import CONTENT_FAULTS, FAULTS, HTTP_FAULTS, FakeOpenAI, FaultInjector, Reply, request_info
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from fake_openai import CONTENT_FAULTS, FAULTS, HTTP_FAULTS, FakeOpenAI, FaultInjector, Reply, request_info
 
@@ -43,8 +44,9 @@ def tmp_outputs(tmp_path, monkeypatch):
 
 def population(srv, tmp_path, **kw) -> LLMPopulation:
     kw = {**CLIENT, **kw}
-    return LLMPopulation(model="fake-debater", base_url=srv.url, api_key=KEY, cache=str(tmp_path / "llm.sqlite"),
-                         seed=0, **kw)
+    return LLMPopulation(
+        model="fake-debater", base_url=srv.url, api_key=KEY, cache=str(tmp_path / "llm.sqlite"), seed=0, **kw
+    )
 
 
 def truth_of(items):
@@ -69,9 +71,18 @@ def _bodies(n):
         user = f"Question: {q.question}\n\nOptions:\n{q.options_str()}\n\nOutput JSON only, in this shape: ..."
         body = {"model": "m", "seed": i, "messages": [{"role": "user", "content": user}]}
         if i % 2:
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "r", "schema": {
-                "type": "object", "properties": {"self_prob": {"type": "object", "properties": {
-                    k: {"type": "number"} for k in q.labels}}}}}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "r",
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "self_prob": {"type": "object", "properties": {k: {"type": "number"} for k in q.labels}}
+                        },
+                    },
+                },
+            }
         else:
             body["messages"][0]["content"] = user.replace("Output JSON only", "Argue")
         out.append(body)
@@ -81,12 +92,16 @@ def _bodies(n):
 def test_injector_is_seeded_by_content_not_by_arrival_order():
     bodies = _bodies(3000)
     a, b = FaultInjector(0.3, seed=7), FaultInjector(0.3, seed=7)
-    first = {json.dumps(x, sort_keys=True): (r.kind, r.content, r.status) for x, r in
-             ((x, a(x, n)) for n, x in enumerate(bodies))}
+    first = {
+        json.dumps(x, sort_keys=True): (r.kind, r.content, r.status)
+        for x, r in ((x, a(x, n)) for n, x in enumerate(bodies))
+    }
     shuffled = bodies[:]
     random.Random(0).shuffle(shuffled)
-    second = {json.dumps(x, sort_keys=True): (r.kind, r.content, r.status) for x, r in
-              ((x, b(x, n)) for n, x in enumerate(shuffled))}
+    second = {
+        json.dumps(x, sort_keys=True): (r.kind, r.content, r.status)
+        for x, r in ((x, b(x, n)) for n, x in enumerate(shuffled))
+    }
     assert first == second and a.injected == b.injected
     # the configured rate, every kind injected, content faults only on structured requests
     assert a.requests == 3000 and abs(a.total_injected / a.requests - 0.3) < 0.03
@@ -94,8 +109,9 @@ def test_injector_is_seeded_by_content_not_by_arrival_order():
     assert all(r[0] not in CONTENT_FAULTS for x, r in first.items() if "response_format" not in x)
     # another seed, other faults
     c = FaultInjector(0.3, seed=8)
-    assert [c(x, n).kind for n, x in enumerate(bodies[:200])] != [first[json.dumps(x, sort_keys=True)][0]
-                                                                  for x in bodies[:200]]
+    assert [c(x, n).kind for n, x in enumerate(bodies[:200])] != [
+        first[json.dumps(x, sort_keys=True)][0] for x in bodies[:200]
+    ]
 
 
 def test_injector_caps_faults_per_request_and_keeps_content_across_retries():
@@ -129,18 +145,31 @@ def test_each_transport_fault_is_retried_then_answered(kind):
 GARBLED = {  # name: (reply, what the final error must say the endpoint sent)
     # (the SDK decodes a body in the charset it guesses: binary garbage is quoted as whatever that gives)
     "not_json": (Reply(raw=b"\x00\xff garbage"), "whose body is not JSON: '"),
-    "truncated": (Reply(raw=b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'),
-                  """whose body is not JSON: '{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'"""),
-    "html_page": (Reply(raw=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
-                  "whose body is not JSON: '<html>502 Bad Gateway</html>'"),
-    "html_as_json": (Reply(raw=b"<html>" + b"x" * 300 + b"</html>"),
-                     "whose body is not JSON: '<html>" + "x" * 194 + "'... (313 characters)"),
+    "truncated": (
+        Reply(raw=b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'),
+        """whose body is not JSON: '{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'""",
+    ),
+    "html_page": (
+        Reply(raw=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
+        "whose body is not JSON: '<html>502 Bad Gateway</html>'",
+    ),
+    "html_as_json": (
+        Reply(raw=b"<html>" + b"x" * 300 + b"</html>"),
+        "whose body is not JSON: '<html>" + "x" * 194 + "'... (313 characters)",
+    ),
     "empty": (Reply(raw=b""), "whose body is not JSON: an empty body"),
-    "no_choices": (Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'),
-                   """with no choices: '{"id":"x","choices":[],"created":0,"model":"m","object":"chat.completion"}'"""),
+    "no_choices": (
+        Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'),
+        """with no choices: '{"id":"x","choices":[],"created":0,"model":"m","object":"chat.completion"}'""",
+    ),
     "a_list": (Reply(raw=b"[1, 2]"), "whose JSON body is not a chat completion: '[1, 2]'"),
-    "no_message": (Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
-                            b'"choices": [{"index": 0, "finish_reason": "stop"}]}'), "whose first choice has no message"),
+    "no_message": (
+        Reply(
+            raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
+            b'"choices": [{"index": 0, "finish_reason": "stop"}]}'
+        ),
+        "whose first choice has no message",
+    ),
 }
 
 
@@ -159,8 +188,10 @@ def test_garbled_2xx_bodies_are_retried_never_returned(name):
             c.generate([{"role": "user", "content": "hi"}])
         msg = str(exc.value)
         assert msg.startswith(f"the endpoint {srv.url} answered a chat completion with a 2xx reply {said}"), msg
-        assert msg.endswith("(2 attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
-                            "like this: check BASE_URL / OPENAI_BASE_URL)")
+        assert msg.endswith(
+            "(2 attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
+            "like this: check BASE_URL / OPENAI_BASE_URL)"
+        )
         assert exc.value.__cause__ is None and "\n" not in msg
         assert c.stats()["failures"] == 1 and srv.count == 2
 
@@ -204,8 +235,12 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         assert {r["status"] for r in recs} <= {"ok", "failed"}
         failed = [r for r in recs if r["status"] == "failed"]
         for r in failed:
-            assert r["error"] and r["final"] == {"answer": None, "correct": False,
-                                                 "oracle_any_agent_correct": False, "tie": False}
+            assert r["error"] and r["final"] == {
+                "answer": None,
+                "correct": False,
+                "oracle_any_agent_correct": False,
+                "tie": False,
+            }
             assert "rounds" not in r  # nothing half-done is stored as if it were a result
         by_q = {q.question: r for q, r in zip(items, recs)}
         for text in doomed:
@@ -214,8 +249,11 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
 
         # --- ok records: valid beliefs everywhere; parse failures flagged and never an answer
         ok = [r for r in recs if r["status"] == "ok"]
-        assert ok and all(valid_distribution(e["p"]) and (e["q"] is None or valid_distribution(e["q"]))
-                          for r in ok for e in entries(r))
+        assert ok and all(
+            valid_distribution(e["p"]) and (e["q"] is None or valid_distribution(e["q"]))
+            for r in ok
+            for e in entries(r)
+        )
         for text in garbled:
             r = by_q[text]
             assert r["status"] == "ok" and all(e["parse_failure"] for e in entries(r))
@@ -239,7 +277,7 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         assert (s["questions"], s["expected"], s["records"], s["missing"]) == (N_QUESTIONS,) * 3 + (0,)
         assert s["ok"] == len(ok) and s["failed"] == len(failed) >= 2 and s["ok"] + s["failed"] == N_QUESTIONS
         assert [e["question_id"] for e in s["errors"]] == [r["question_id"] for r in failed]
-        for k in runner.USAGE_KEYS:
+        for k in RECORD_USAGE_KEYS:
             assert s[k] == sum(r["usage"][k] for r in recs)
             assert all(r["usage"][k] == sum(e["usage"].get(k, 0) for e in entries(r)) for r in ok)
         assert s["parse_failures"] == sum(e["parse_failure"] for r in ok for e in entries(r)) >= 2 * 3 * 2
@@ -259,12 +297,14 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         assert 0.25 < rate < 0.45
 
         with capsys.disabled():
-            print(f"\n[faults] {N_QUESTIONS} questions: ok {s['ok']}, failed {s['failed']}; requests {plan.requests}, "
-                  f"injected {plan.total_injected} ({rate:.0%}): {dict(sorted(plan.injected.items()))} "
-                  f"(of which forced {dict(plan.forced)}); "
-                  f"retries {sess['retries']}, failed calls {sess['failures']}, parse failures {s['parse_failures']}, "
-                  f"repairs {s['repairs']}, cache hits {s['cache_hits']}, tokens "
-                  f"{s['prompt_tokens'] + s['completion_tokens']}, correct {s['correct']:.0f}")
+            print(
+                f"\n[faults] {N_QUESTIONS} questions: ok {s['ok']}, failed {s['failed']}; requests {plan.requests}, "
+                f"injected {plan.total_injected} ({rate:.0%}): {dict(sorted(plan.injected.items()))} "
+                f"(of which forced {dict(plan.forced)}); "
+                f"retries {sess['retries']}, failed calls {sess['failures']}, parse failures {s['parse_failures']}, "
+                f"repairs {s['repairs']}, cache hits {s['cache_hits']}, tokens "
+                f"{s['prompt_tokens'] + s['completion_tokens']}, correct {s['correct']:.0f}"
+            )
 
         # --- resume: failed questions are retried; nothing answered and cached is asked again
         plan.rate, plan.force = 0.0, None
@@ -272,8 +312,9 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         runner.run_experiment("faults", items, [cfg], pop, workers=8, progress=False)
         meta2, recs2 = runner.load_run("faults")
         assert all(r["status"] == "ok" for r in recs2) and meta2["summary"]["failed"] == 0
-        assert [r for r in recs2 if r["question_id"] not in {f["question_id"] for f in failed}] == \
-            [r for r in recs if r["status"] == "ok"]  # ok records untouched, byte for byte
+        assert [r for r in recs2 if r["question_id"] not in {f["question_id"] for f in failed}] == [
+            r for r in recs if r["status"] == "ok"
+        ]  # ok records untouched, byte for byte
         again = [request_info(b)["question"] for b in srv.requests[before:]]
         failed_texts = {q.question for q in items if q.id in {f["question_id"] for f in failed}}
         assert again and set(again) <= failed_texts  # only the failed questions went back to the server
@@ -292,12 +333,14 @@ def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
         return "prose" if info["question"] in all_prose and info["structured"] else None
 
     plan = FaultInjector(0.3, seed=99, truth=truth, truth_rate=0.0, force=force, slow_delay=SLOW)
-    configs = [DebateConfig(method="acemad", n_agents=3, rounds=2),
-               DebateConfig(method="majority", n_agents=3),
-               DebateConfig(method="decentralized", n_agents=3, rounds=2),
-               DebateConfig(method="decentralized", n_agents=3, rounds=1, mad_aggregator="plurality", name="Du vote"),
-               DebateConfig(method="centralized", n_agents=3, rounds=1),
-               DebateConfig(method="single", single_runs=2)]
+    configs = [
+        DebateConfig(method="acemad", n_agents=3, rounds=2),
+        DebateConfig(method="majority", n_agents=3),
+        DebateConfig(method="decentralized", n_agents=3, rounds=2),
+        DebateConfig(method="decentralized", n_agents=3, rounds=1, mad_aggregator="plurality", name="Du vote"),
+        DebateConfig(method="centralized", n_agents=3, rounds=1),
+        DebateConfig(method="single", single_runs=2),
+    ]
     with FakeOpenAI(plan) as srv:
         pop = population(srv, tmp_outputs)
         runner.run_experiment("never_correct", items, configs, pop, workers=8, progress=False)
@@ -314,7 +357,6 @@ def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
                 fallbacks += 1
                 assert e["p"][r["labels"].index(r["answer"])] == 0.25
     assert fallbacks >= 2 * 3  # at least the all-prose questions' agents
-    all_failed = [r for r in recs if r["status"] == "ok" and
-                  all(e["parse_failure"] for e in entries(r))]
+    all_failed = [r for r in recs if r["status"] == "ok" and all(e["parse_failure"] for e in entries(r))]
     assert all_failed and all(r["final"]["answer"] is None for r in all_failed)
     assert meta["summary"]["correct"] == 0

@@ -1,26 +1,25 @@
 """The paper's experiment as the default (issue 12): rosters, Table 2's gain, Centralized MAD's decision, the
 Single Agent's sampling, shared subsets, heterogeneity rows, the uniform ablation, Sparse at small N, the
 registry of the paper's tables, and method labels that never have to be typed by hand."""
+
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
-from acemad_utils.report import rescoring as A
-from acemad_utils.protocol import beliefs as B
-from acemad_utils.data import paths as P
-from acemad_utils.experiments import runner
-from acemad_utils.experiments import subsets as SS
-from acemad_utils.report import tables as TB
-from acemad_utils.protocol.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
-from acemad_utils.experiments.setup import SIM_STANDINS, Setup
-from acemad_utils.experiments.registry import MAD_METHODS, PAPER_TABLES, table_configs
-from acemad_utils.report.figures import source_label
-from acemad_utils.protocol.debate import run_question
-from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn
 from acemad_utils.agents.sim import SimAgent, SimParams, SimPopulation, expected_belief, item_latent, make_items
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import subsets as SS
+from acemad_utils.experiments.registry import MAD_METHODS, PAPER_TABLES, table_configs
+from acemad_utils.experiments.setup import SIM_STANDINS, Setup
+from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Step, Turn
+from acemad_utils.report import rescoring as A
+from acemad_utils.report import tables as TB
+from acemad_utils.report.figures import source_label
 
 ITEMS = make_items(120, k=4, seed=21)
 BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")
@@ -51,11 +50,15 @@ def test_the_synthetic_assistant_is_a_crowd_agent_so_a_homogeneous_roster_has_no
     params, q = SimParams(), ITEMS[0]
     item = item_latent(q, params, 0)
     for tau in (0.1, 0.7):
-        np.testing.assert_allclose(expected_belief(item, AgentSpec("Assistant", tau), params),
-                                   expected_belief(item, AgentSpec("Generalist", tau), params))
+        np.testing.assert_allclose(
+            expected_belief(item, AgentSpec("Assistant", tau), params),
+            expected_belief(item, AgentSpec("Generalist", tau), params),
+        )
     agents = SimPopulation().agents(DebateConfig(method="decentralized").specs(), q)
-    assert all(isinstance(a, SimAgent) and a.alpha == params.crowd_susceptibility
-               and a.calibration == params.crowd_calibration for a in agents)
+    assert all(
+        isinstance(a, SimAgent) and a.alpha == params.crowd_susceptibility and a.calibration == params.crowd_calibration
+        for a in agents
+    )
 
 
 # ----------------------------------------------------------------------------- 4. the Single Agent's sampling
@@ -96,18 +99,34 @@ def test_single_agent_runs_five_independent_samples_of_the_naive_agent():
 # ----------------------------------------------------------------------------- 2. Table 2's gain
 def _recs(acc: dict) -> list[dict]:
     """Hand-built records: acc[benchmark][method] = list of 0/1 per question."""
-    return [{"question_id": f"{b}/{i}", "benchmark": b, "method": m, "status": "ok", "final": {"correct": bool(x)}}
-            for b, by_m in acc.items() for m, xs in by_m.items() for i, x in enumerate(xs)]
+    return [
+        {"question_id": f"{b}/{i}", "benchmark": b, "method": m, "status": "ok", "final": {"correct": bool(x)}}
+        for b, by_m in acc.items()
+        for m, xs in by_m.items()
+        for i, x in enumerate(xs)
+    ]
 
 
 def test_gain_is_over_the_best_mad_baseline_and_the_average_over_the_best_mad_average():
     n = 10
     ones = lambda k: [1] * k + [0] * (n - k)
     acc = {  # Single Agent and Majority Voting beat every MAD, as for Qwen in the paper's Table 2
-        "b1": {"Single Agent": ones(9), "Majority Voting": ones(8), "Decentralized MAD": ones(5),
-               "Centralized MAD": ones(1), "Sparse MAD": ones(1), "AceMAD (T=3)": ones(8)},
-        "b2": {"Single Agent": ones(9), "Majority Voting": ones(9), "Decentralized MAD": ones(2),
-               "Centralized MAD": ones(6), "Sparse MAD": ones(4), "AceMAD (T=3)": ones(4)},
+        "b1": {
+            "Single Agent": ones(9),
+            "Majority Voting": ones(8),
+            "Decentralized MAD": ones(5),
+            "Centralized MAD": ones(1),
+            "Sparse MAD": ones(1),
+            "AceMAD (T=3)": ones(8),
+        },
+        "b2": {
+            "Single Agent": ones(9),
+            "Majority Voting": ones(9),
+            "Decentralized MAD": ones(2),
+            "Centralized MAD": ones(6),
+            "Sparse MAD": ones(4),
+            "AceMAD (T=3)": ones(4),
+        },
     }
     recs = _recs(acc)
     mads = [DebateConfig(method=m).label for m in MAD_METHODS]
@@ -120,7 +139,9 @@ def test_gain_is_over_the_best_mad_baseline_and_the_average_over_the_best_mad_av
     assert t.loc[TB.AVERAGE, "gain"] == pytest.approx(((8 - 5) + (4 - 2)) / 2 / n * 100)
     assert 0 < t.loc[TB.AVERAGE, "p_value"] <= 1 and t.loc[TB.AVERAGE, "n_paired"] == 2 * n
     # Against every baseline the same AceMAD loses: that is the second, labelled column of notebook 03.
-    every = TB.versus_best(recs, ["AceMAD (T=3)"], [DebateConfig(method=m).label for m in BASELINES]).set_index("benchmark")
+    every = TB.versus_best(recs, ["AceMAD (T=3)"], [DebateConfig(method=m).label for m in BASELINES]).set_index(
+        "benchmark"
+    )
     assert every.loc["b1", "best_baseline"] == "Single Agent" and every.loc["b1", "gain"] == pytest.approx(-10.0)
 
 
@@ -194,8 +215,11 @@ def test_sparse_is_a_full_mesh_up_to_three_agents():
             a = run_question(q, pop, DebateConfig(method="sparse", n_agents=n))
             b = run_question(q, pop, DebateConfig(method="decentralized", n_agents=n))
             assert strip(a) == strip(b)
-    assert any(strip(run_question(q, pop, DebateConfig(method="sparse"))) !=
-               strip(run_question(q, pop, DebateConfig(method="decentralized"))) for q in ITEMS[:20])
+    assert any(
+        strip(run_question(q, pop, DebateConfig(method="sparse")))
+        != strip(run_question(q, pop, DebateConfig(method="decentralized")))
+        for q in ITEMS[:20]
+    )
 
 
 # ----------------------------------------------------------------------------- 6. heterogeneity rows
@@ -217,11 +241,21 @@ def test_paper_profile_names_a_second_model_and_every_other_model():
 def test_every_paper_table_has_a_run_definition():
     assert set(PAPER_TABLES) == {"table2_main_results", "table4_deepseek", "table5_llama8b", "table6_full_datasets"}
     base, ace = table_configs("table5_llama8b")
-    assert [c.label for c in base + ace] == ["Single Agent", "Majority Voting", "Decentralized MAD", "Centralized MAD",
-                                              "Sparse MAD", "AceMAD (T=3)"]
+    assert [c.label for c in base + ace] == [
+        "Single Agent",
+        "Majority Voting",
+        "Decentralized MAD",
+        "Centralized MAD",
+        "Sparse MAD",
+        "AceMAD (T=3)",
+    ]
     assert PAPER_TABLES["table5_llama8b"]["benchmarks"] == ["truthfulqa", "medqa", "bbh"]
     assert PAPER_TABLES["table6_full_datasets"]["full"] and not PAPER_TABLES["table4_deepseek"]["full"]
-    assert [c.label for c in table_configs("table2_main_results")[1]] == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
+    assert [c.label for c in table_configs("table2_main_results")[1]] == [
+        "AceMAD (T=2)",
+        "AceMAD (T=3)",
+        "AceMAD (T=5)",
+    ]
     with pytest.raises(ValueError, match="table7"):
         table_configs("table7")
 

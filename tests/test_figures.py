@@ -1,8 +1,9 @@
 """Figure options that carry information: the truth-holder labels of curves over N come from the rosters."""
+
 import pandas as pd
 
-from acemad_utils.report import figures as F
 from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.report import figures as F
 
 
 def test_truth_holders_follow_the_roster():
@@ -14,10 +15,18 @@ def test_truth_holders_follow_the_roster():
 
 
 def test_lines_label_points_with_truth_holders_and_mark_hues_without():
-    rows = [{"benchmark": "Average", "family": f, "n": n, "accuracy": a, "ci_lo": a - 1, "ci_hi": a + 1}
-            for f, pts in (("AceMAD", [(3, 30), (5, 20)]), ("Voting", [(3, 10), (5, 9)])) for n, a in pts]
-    fig = F.lines_by_benchmark(pd.DataFrame(rows), x="n", hue="family", title="t",
-                               truth_holders={"AceMAD": {3: 1, 5: 1}, "Voting": {3: 0, 5: 0}})
+    rows = [
+        {"benchmark": "Average", "family": f, "n": n, "accuracy": a, "ci_lo": a - 1, "ci_hi": a + 1}
+        for f, pts in (("AceMAD", [(3, 30), (5, 20)]), ("Voting", [(3, 10), (5, 9)]))
+        for n, a in pts
+    ]
+    fig = F.lines_by_benchmark(
+        pd.DataFrame(rows),
+        x="n",
+        hue="family",
+        title="t",
+        truth_holders={"AceMAD": {3: 1, 5: 1}, "Voting": {3: 0, 5: 0}},
+    )
     ax = fig.axes[0]
     assert sorted(t.get_text() for t in ax.texts) == ["1/3", "1/5"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["AceMAD", "Voting (no truth-holder)"]

@@ -1,4 +1,5 @@
 """LLM client and response cache against the fake OpenAI server (no network, a few seconds)."""
+
 from __future__ import annotations
 
 import glob
@@ -32,8 +33,13 @@ def test_happy_path_and_token_counts():
         assert (r.text, r.prompt_tokens, r.completion_tokens, r.cached) == ("hello", 7, 3, False)
         c.generate(MSG)
         body = srv.requests[0]
-        assert (body["model"], body["temperature"], body["seed"], body["max_tokens"], body["top_p"]) == \
-            ("fake-model", 0.3, 1, 20, 0.9)
+        assert (body["model"], body["temperature"], body["seed"], body["max_tokens"], body["top_p"]) == (
+            "fake-model",
+            0.3,
+            1,
+            20,
+            0.9,
+        )
         assert "response_format" not in body and "seed" not in srv.requests[1]
         s = c.stats()
         assert (s["calls"], s["network_calls"], s["prompt_tokens"], s["completion_tokens"]) == (2, 2, 12, 8)
@@ -106,7 +112,9 @@ def test_llama_cpp_python_500_naming_response_format_downgrades_without_retries(
     def script(body, n):
         rf = body.get("response_format") or {}
         if rf.get("type") == "json_schema":
-            return error(500, "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'")
+            return error(
+                500, "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
+            )
         return '{"x": 3}'
 
     with FakeOpenAI(script) as srv:
@@ -125,8 +133,13 @@ def test_bad_request_in_text_mode_is_raised():
 
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "drop", "malformed"])
 def test_retries_then_success(fault):
-    bad = {"429": error(429, "slow down"), "500": error(500, "boom"), "timeout": Reply("late", delay=1.0),
-           "drop": Reply(drop=True), "malformed": Reply(raw=b'{"choices": [')}[fault]
+    bad = {
+        "429": error(429, "slow down"),
+        "500": error(500, "boom"),
+        "timeout": Reply("late", delay=1.0),
+        "drop": Reply(drop=True),
+        "malformed": Reply(raw=b'{"choices": ['),
+    }[fault]
     with FakeOpenAI([bad, bad, "fine"]) as srv:
         c = client(srv, timeout=0.3)
         assert c.generate(MSG).text == "fine"
@@ -205,8 +218,14 @@ def test_cache_is_thread_safe(tmp_path):
 def test_cache_key_depends_on_every_part():
     base = dict(model="m", kind="openai", params={"temperature": 0.1}, messages=MSG, fmt=None, scope="s")
     k0 = ResponseCache.key(**base)
-    for part, val in [("model", "m2"), ("kind", "local-llama.cpp"), ("params", {"temperature": 0.2}),
-                      ("messages", [{"role": "user", "content": "ho"}]), ("fmt", {"schema": SCHEMA}), ("scope", "t")]:
+    for part, val in [
+        ("model", "m2"),
+        ("kind", "local-llama.cpp"),
+        ("params", {"temperature": 0.2}),
+        ("messages", [{"role": "user", "content": "ho"}]),
+        ("fmt", {"schema": SCHEMA}),
+        ("scope", "t"),
+    ]:
         assert ResponseCache.key(**{**base, part: val}) != k0, part
     assert ResponseCache.key(**{**base, "params": {"temperature": 0.1}}) == k0
 

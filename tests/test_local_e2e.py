@@ -4,6 +4,7 @@ Needs `pip install 'llama-cpp-python[server]==0.3.36'` and `pip install --no-dep
 (or ACEMAD_GGUF=/path/model.gguf); skipped, with the reason printed, when either is missing.
 Run alone with `pytest -m local_llm -s` (about a minute on 2 CPU cores).
 """
+
 from __future__ import annotations
 
 import time
@@ -11,9 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from acemad_utils.protocol import beliefs as B
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import LocalServerError, check_server_installed, default_gguf, serve
+from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.schema import Question
 
 pytestmark = pytest.mark.local_llm
@@ -41,10 +42,16 @@ def local_url():
 def _question() -> Question:
     try:
         from acemad_utils.data.benchmarks import load_demo
+
         return load_demo()[0]
     except Exception:  # the demo set is optional here
-        return Question(id="e2e/1", benchmark="e2e", question="How many legs does a spider have?",
-                        options={"A": "Six", "B": "Eight", "C": "Ten"}, answer="B")
+        return Question(
+            id="e2e/1",
+            benchmark="e2e",
+            question="How many legs does a spider have?",
+            options={"A": "Six", "B": "Eight", "C": "Ten"},
+            answer="B",
+        )
 
 
 def test_acemad_debate_on_local_model(local_url, tmp_path):
@@ -53,8 +60,13 @@ def test_acemad_debate_on_local_model(local_url, tmp_path):
 
     q = _question()
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
-    pop = LLMPopulation(model="smollm2-135m", base_url=local_url, cache=str(tmp_path / "cache.sqlite"),
-                        max_tokens=(128, 96), max_attempts=3)
+    pop = LLMPopulation(
+        model="smollm2-135m",
+        base_url=local_url,
+        cache=str(tmp_path / "cache.sqlite"),
+        max_tokens=(128, 96),
+        max_attempts=3,
+    )
     t0 = time.monotonic()
     rec = run_question(q, pop, cfg)
     seconds = time.monotonic() - t0
@@ -82,9 +94,11 @@ def test_acemad_debate_on_local_model(local_url, tmp_path):
     assert usage["calls"] == sum(e["usage"]["calls"] for e in entries) >= 12
     assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
     failures = sum(e["parse_failure"] for e in entries)
-    print(f"\nlocal AceMAD debate on {q.id}: {usage['calls']} calls, {usage['prompt_tokens']} prompt + "
-          f"{usage['completion_tokens']} completion tokens, {seconds:.1f} s, parse failures {failures}/{len(entries)}, "
-          f"final {rec['final']}, endpoint {pop.describe()['endpoints']}")
+    print(
+        f"\nlocal AceMAD debate on {q.id}: {usage['calls']} calls, {usage['prompt_tokens']} prompt + "
+        f"{usage['completion_tokens']} completion tokens, {seconds:.1f} s, parse failures {failures}/{len(entries)}, "
+        f"final {rec['final']}, endpoint {pop.describe()['endpoints']}"
+    )
     assert pop.describe()["endpoints"][0]["structured_output"] == "json_object"  # detected on llama.cpp
 
     # A warm rerun is served entirely from the cache: same transcript, zero network calls.

@@ -1,6 +1,7 @@
 """local_server.serve()'s prompt-cache option reaches llama-cpp-python's server as the settings it defines
 (--cache true --cache_type ram --cache_size N), only when asked for; ACEMAD_PROMPT_CACHE overrides the default.
 No server is started here (the real one: tests/test_local_e2e.py)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -84,7 +85,7 @@ def test_the_installed_server_parses_the_command_into_its_cache_settings():
     cmd = LS.server_command("/m.gguf", 8123, prompt_cache=True, prompt_cache_bytes=123456)
     parser = argparse.ArgumentParser()
     add_args_from_model(parser, Settings)
-    args = parser.parse_args(cmd[cmd.index("--model"):])
+    args = parser.parse_args(cmd[cmd.index("--model") :])
     s = parse_model_from_args(ModelSettings, args)
     assert (s.cache, s.cache_type, s.cache_size, s.n_ctx) == (True, "ram", 123456, 8192)
     off = parse_model_from_args(ModelSettings, parser.parse_args(LS.server_command("/m.gguf", 1)[3:]))

@@ -1,17 +1,21 @@
 """The "What we see" sentences follow the numbers they are given (they are never written by hand)."""
+
 import pandas as pd
 
 from acemad_utils.report import narrative as N
 
 
 def _long(rows):
-    return pd.DataFrame([{"method": m, "benchmark": b, "n": 10, "accuracy": a, "ci_lo": a - w, "ci_hi": a + w}
-                         for m, b, a, w in rows])
+    return pd.DataFrame(
+        [{"method": m, "benchmark": b, "n": 10, "accuracy": a, "ci_lo": a - w, "ci_hi": a + w} for m, b, a, w in rows]
+    )
 
 
 def test_ranking_names_the_leader_and_flags_overlapping_intervals():
     long = _long([("A", "Average", 40, 5), ("B", "Average", 20, 5)])
-    assert N.ranking(long, "SYNTHETIC population").startswith("On average over the benchmarks (n = 10 questions per method), A leads")
+    assert N.ranking(long, "SYNTHETIC population").startswith(
+        "On average over the benchmarks (n = 10 questions per method), A leads"
+    )
     assert "overlap" not in N.ranking(long, "x")
     swapped = _long([("A", "Average", 20, 5), ("B", "Average", 22, 5)])
     text = N.ranking(swapped, "model m")
@@ -20,11 +24,37 @@ def test_ranking_names_the_leader_and_flags_overlapping_intervals():
 
 def test_versus_counts_significant_wins_and_losses():
     long = _long([("T", "Average", 40, 5), ("T", "x", 40, 5), ("T", "y", 40, 5)])
-    tests = pd.DataFrame([
-        {"method": "T", "benchmark": "x", "best_baseline": "M", "gain": 10, "gain_lo": 2, "gain_hi": 18, "p_value": 0.01},
-        {"method": "T", "benchmark": "y", "best_baseline": "M", "gain": -5, "gain_lo": -9, "gain_hi": -1, "p_value": 0.04},
-        {"method": "T", "benchmark": "Average", "best_baseline": "M", "gain": 2.5, "gain_lo": -1, "gain_hi": 6, "p_value": 0.3},
-    ])
+    tests = pd.DataFrame(
+        [
+            {
+                "method": "T",
+                "benchmark": "x",
+                "best_baseline": "M",
+                "gain": 10,
+                "gain_lo": 2,
+                "gain_hi": 18,
+                "p_value": 0.01,
+            },
+            {
+                "method": "T",
+                "benchmark": "y",
+                "best_baseline": "M",
+                "gain": -5,
+                "gain_lo": -9,
+                "gain_hi": -1,
+                "p_value": 0.04,
+            },
+            {
+                "method": "T",
+                "benchmark": "Average",
+                "best_baseline": "M",
+                "gain": 2.5,
+                "gain_lo": -1,
+                "gain_hi": 6,
+                "p_value": 0.3,
+            },
+        ]
+    )
     text = N.versus(long, tests, "T", "SYNTHETIC")
     assert "significantly better in 1 of 2 columns and significantly worse in 1" in text
     assert "(M) the paired gain is +2.5 points [-1.0, +6.0], p = 0.3 (not significant)" in text
@@ -37,13 +67,33 @@ def test_shares_points_at_the_largest_truth_holder_share():
 
 
 def _tests(rows):
-    return pd.DataFrame([{"method": m, "benchmark": b, "best_baseline": base, "gain": g, "gain_lo": g - 3,
-                          "gain_hi": g + 3, "p_value": p} for m, b, base, g, p in rows])
+    return pd.DataFrame(
+        [
+            {
+                "method": m,
+                "benchmark": b,
+                "best_baseline": base,
+                "gain": g,
+                "gain_lo": g - 3,
+                "gain_hi": g + 3,
+                "p_value": p,
+            }
+            for m, b, base, g, p in rows
+        ]
+    )
 
 
 def test_subsets_says_systematic_only_when_the_share_beats_chance():
-    t = pd.DataFrame({"benchmark": ["a", "b"], "items_in": [100, 100], "kept": [40, 60], "mean_acc_kept": [0.1, 0.2],
-                      "misconception_share": [0.9, 0.8], "uniform_reference": [0.5, 0.5]}).set_index("benchmark")
+    t = pd.DataFrame(
+        {
+            "benchmark": ["a", "b"],
+            "items_in": [100, 100],
+            "kept": [40, 60],
+            "mean_acc_kept": [0.1, 0.2],
+            "misconception_share": [0.9, 0.8],
+            "uniform_reference": [0.5, 0.5],
+        }
+    ).set_index("benchmark")
     text = N.subsets(t, "SYNTHETIC population")
     assert "100 items (50%)" in text and "40% to 60%" in text and "16% of its runs" in text
     assert "84% of the time, against 50%" in text and "systematic misconceptions, as" in text and "synthetic" in text
@@ -54,17 +104,28 @@ def test_subsets_says_systematic_only_when_the_share_beats_chance():
 
 
 def test_gains_counts_significant_targets_and_sets_the_claim_beside_them():
-    tests = _tests([("A", "Average", "V", 5.0, 0.01), ("B", "Average", "V", 1.0, 0.3), ("C", "Average", "V", -4, 0.02),
-                    ("A", "x", "V", 9.0, 0.001)])
+    tests = _tests(
+        [
+            ("A", "Average", "V", 5.0, 0.01),
+            ("B", "Average", "V", 1.0, 0.3),
+            ("C", "Average", "V", -4, 0.02),
+            ("A", "x", "V", 9.0, 0.001),
+        ]
+    )
     text = N.gains(tests, "SYNTHETIC", claim="the paper reports all three ahead")
     assert "A +5.0 points [+2.0, +8.0] over V (p = 0.01)" in text
-    assert "1 of 3 is significantly better (p < 0.05) and 1 significantly worse; the paper reports all three ahead." in text
+    assert (
+        "1 of 3 is significantly better (p < 0.05) and 1 significantly worse; the paper reports all three ahead."
+        in text
+    )
     assert "No paired comparison" in N.gains(tests.iloc[0:0], "x")
 
 
 def _curve(fam, pts, bench="Average"):
-    return [{"family": fam, "benchmark": bench, "n_agents": n, "accuracy": a, "ci_lo": a - 1, "ci_hi": a + 1}
-            for n, a in pts]
+    return [
+        {"family": fam, "benchmark": bench, "n_agents": n, "accuracy": a, "ci_lo": a - 1, "ci_hi": a + 1}
+        for n, a in pts
+    ]
 
 
 def test_curve_finds_the_peak_and_whether_the_share_explains_it():
@@ -83,8 +144,9 @@ def test_curve_finds_the_peak_and_whether_the_share_explains_it():
     assert "Its accuracy is flat, so it cannot show a share effect here." in flat_th and "peaks at N" not in flat_th
     ten = pd.DataFrame(_curve("AceMAD", [(3, 30), (5, 25), (10, 15), (15, 12)]))
     th10 = {"AceMAD": {3: 1, 5: 1, 10: 2, 15: 3}}
-    assert ("At the same share (20%: N = 5, 10, 15) its accuracy falls with N (25.0%, 15.0%, 12.0%)"
-            in N.curve(ten, "n_agents", "family", "x", truth_holders=th10))
+    assert "At the same share (20%: N = 5, 10, 15) its accuracy falls with N (25.0%, 15.0%, 12.0%)" in N.curve(
+        ten, "n_agents", "family", "x", truth_holders=th10
+    )
     moved = pd.DataFrame(_curve("AceMAD", [(2, 10), (3, 20), (5, 30)]))
     assert "not where the share peaks (N = 3)" in N.curve(moved, "n_agents", "family", "x", truth_holders=th)
 
@@ -97,8 +159,12 @@ def test_same_curve_reports_a_gap_as_a_bug():
 
 
 def test_aggregators_call_a_synthetic_win_a_property_of_the_population():
-    long = _long([("ref", "Average", 26, 2), ("SP", "Average", 49, 2), ("BTS", "Average", 53, 2), ("k1", "Average", 19, 2)])
-    tests = _tests([("SP", "Average", "ref", 23, 0.001), ("BTS", "Average", "ref", 27, 0.001), ("k1", "Average", "ref", -7, 0.01)])
+    long = _long(
+        [("ref", "Average", 26, 2), ("SP", "Average", 49, 2), ("BTS", "Average", 53, 2), ("k1", "Average", 19, 2)]
+    )
+    tests = _tests(
+        [("SP", "Average", "ref", 23, 0.001), ("BTS", "Average", "ref", 27, 0.001), ("k1", "Average", "ref", -7, 0.01)]
+    )
     text = N.aggregators(long, tests, "ref", "SYNTHETIC population")
     assert text.index("BTS 53.0%") < text.index("SP 49.0%") < text.index("k1 19.0%")
     assert "BTS and SP beat the paper's rule here, but this is a property of the synthetic population" in text
@@ -108,8 +174,15 @@ def test_aggregators_call_a_synthetic_win_a_property_of_the_population():
 
 
 def test_rounds_and_control():
-    long = _long([("T2", "Average", 20, 2), ("T3", "Average", 30, 2), ("T5", "Average", 29, 2), ("D", "Average", 10, 1),
-                  ("Dc", "Average", 15, 1)])
+    long = _long(
+        [
+            ("T2", "Average", 20, 2),
+            ("T3", "Average", 30, 2),
+            ("T5", "Average", 29, 2),
+            ("D", "Average", 10, 1),
+            ("Dc", "Average", 15, 1),
+        ]
+    )
     text = N.rounds(long, ["T2", "T3", "T5"], paper_best="T3")
     assert "the highest is T3, but its interval overlaps that of T5, so" in text and "T2," not in text
     assert "Of T3's +20.0 points over D, +5.0 come with the agents alone" in N.control(long, "T3", "Dc", "D")
@@ -124,8 +197,16 @@ def test_join_says_the_caveat_once():
 
 
 def test_leaders_names_the_top_method_per_column():
-    long = _long([("A", "medqa", 30, 2), ("B", "medqa", 40, 2), ("A", "bbh", 50, 2), ("B", "bbh", 20, 2),
-                  ("A", "Average", 40, 1), ("B", "Average", 30, 1)])
+    long = _long(
+        [
+            ("A", "medqa", 30, 2),
+            ("B", "medqa", 40, 2),
+            ("A", "bbh", 50, 2),
+            ("B", "bbh", 20, 2),
+            ("A", "Average", 40, 1),
+            ("B", "Average", 30, 1),
+        ]
+    )
     text = N.leaders(long, ["A", "B"])
     assert "MedQA: B 40.0%" in text and "BBH: A 50.0%" in text and "Average" not in text
     assert N.leaders(long[long.method == "A"], ["A", "B"]) == "A is the highest of them in every benchmark column."

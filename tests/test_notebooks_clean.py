@@ -3,6 +3,7 @@
 The one exception: a cell whose first line is `# NBVAL_CHECK_OUTPUT` stores exactly its `SUMMARY:` lines (one
 stdout stream, nothing else), the numbers nbval compares; `python -m acemad_utils.reproduce.nbtools refresh` stores that.
 """
+
 import ast
 import json
 from pathlib import Path
@@ -38,19 +39,24 @@ def test_notebook_is_stripped_and_parameterized(path):
     # which nbval compares (refresh with `python -m acemad_utils.reproduce.nbtools refresh`).
     checked = ["".join(c["source"]).lstrip().startswith("# NBVAL_CHECK_OUTPUT") for c in code]
     dirty = [i for i, c in enumerate(code) if not checked[i] and (c.get("outputs") or c.get("execution_count"))]
-    assert not dirty, f"{path.name}: code cells {dirty} hold outputs; run `python -m acemad_utils.reproduce.nbtools strip`"
+    assert not dirty, (
+        f"{path.name}: code cells {dirty} hold outputs; run `python -m acemad_utils.reproduce.nbtools strip`"
+    )
     assert any(checked), f"{path.name}: no NBVAL_CHECK_OUTPUT cell, so nbval checks no number"
     for i, c in enumerate(code):
         if checked[i]:
             assert c.get("outputs"), f"{path.name}: checked cell {i} has no stored output; run nbtools refresh"
-            assert not not_summary(c), (f"{path.name}: checked cell {i} stores more than its SUMMARY: lines: "
-                                        f"{not_summary(c)}; run `python -m acemad_utils.reproduce.nbtools refresh`")
+            assert not not_summary(c), (
+                f"{path.name}: checked cell {i} stores more than its SUMMARY: lines: "
+                f"{not_summary(c)}; run `python -m acemad_utils.reproduce.nbtools refresh`"
+            )
     params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, f"{path.name}: needs exactly one cell tagged 'parameters'"
     tree = ast.parse("".join(params[0]["source"]))
     for node in tree.body:  # plain UPPER_CASE = literal assignments only
-        assert isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets), \
+        assert isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets), (
             f"{path.name}: parameters cell may only assign UPPER_CASE names"
+        )
         ast.literal_eval(node.value)
 
 
@@ -69,10 +75,12 @@ def test_a_checked_cell_keeping_any_other_line_is_caught():
 
 
 def test_nbtools_stores_only_the_summary_lines_of_a_checked_cell():
-    ran = [nbformat.v4.new_output("stream", name="stdout", text="loading...\nSUMMARY: a 1%\n"),
-           nbformat.v4.new_output("stream", name="stderr", text="SUMMARY: not stdout\n"),
-           nbformat.v4.new_output("stream", name="stdout", text="100%|#####|\nSUMMARY: b 2%"),
-           nbformat.v4.new_output("execute_result", data={"text/plain": "'SUMMARY: displayed'"}, execution_count=3)]
+    ran = [
+        nbformat.v4.new_output("stream", name="stdout", text="loading...\nSUMMARY: a 1%\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="SUMMARY: not stdout\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="100%|#####|\nSUMMARY: b 2%"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "'SUMMARY: displayed'"}, execution_count=3),
+    ]
     cell = _checked_cell()
     nbtools._clean(cell, nbtools.stored_outputs(cell, ran))
     stored = [{"output_type": "stream", "name": "stdout", "text": "SUMMARY: a 1%\nSUMMARY: b 2%"}]

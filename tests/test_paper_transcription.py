@@ -1,6 +1,7 @@
 """data/paper/ is the project's own transcription of the paper's printed Tables 1-6 (from the LaTeX source; see
 data/paper/README.md). When the shared transcription is at hand ($ACEMAD_PAPER_DIR, or ../shared/paper/tables
 beside the repository, as in CI), the two must agree cell by cell, so a transcription error fails CI."""
+
 from __future__ import annotations
 
 import shutil
@@ -42,7 +43,10 @@ def test_paper_table_needs_no_environment_variable(monkeypatch):
         t = TB.paper_table(name)
         cells = [c for c in t.columns if c not in ("model", "method", "Average (printed)", "Average (recomputed)")]
         assert len(t) and (t["Average (recomputed)"] == t[cells].mean(axis=1).round(2)).all()
-    assert list(TB.paper_table("table6_full_datasets")["Average (recomputed)"]) == [65.1, 69.24]  # 65.105 exactly; printed 65.11
+    assert list(TB.paper_table("table6_full_datasets")["Average (recomputed)"]) == [
+        65.1,
+        69.24,
+    ]  # 65.105 exactly; printed 65.11
 
 
 def test_an_altered_copy_is_detected(tmp_path):
@@ -56,7 +60,8 @@ def test_an_altered_copy_is_detected(tmp_path):
     bad = tmp_path / "table2_main_results.csv"
     df.to_csv(bad, index=False)
     assert TB.paper_differences(src, bad) == [
-        "table2_main_results.csv: row Qwen3-235B-A22B-Instruct / Sparse MAD, column BBH: ours '63.10', shared '63.01'"]
+        "table2_main_results.csv: row Qwen3-235B-A22B-Instruct / Sparse MAD, column BBH: ours '63.10', shared '63.01'"
+    ]
     shutil.copy(P.PAPER / "table1_voting_vs_mad.csv", tmp_path / "t1.csv")
     t1 = pd.read_csv(tmp_path / "t1.csv", dtype=str)
     t1.iloc[::-1].to_csv(tmp_path / "t1_reordered.csv", index=False)

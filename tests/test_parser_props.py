@@ -4,6 +4,7 @@ quotes, trailing commas, percentages), huge numbers, NaN / Infinity literals, de
 around it: whatever a model replies, a commitment is a valid belief, and a failed one is uniform + flagged.
 A few seconds (bounded example counts, no deadline).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from acemad_utils.agents.client import Completion
 from acemad_utils.agents.llm_agent import LLMAgent
 from acemad_utils.protocol.commit import parse_commit
-from acemad_utils.agents.client import Completion
 from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 
 LABELS = ("A", "B", "C", "D")
@@ -42,18 +43,26 @@ def check(result, want_q: bool, k: int = len(LABELS)) -> None:
 # ----------------------------------------------------------------------------- strategies
 numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
-    st.integers(min_value=-(10 ** 400), max_value=10 ** 400),
-    st.sampled_from([0, 1, -1, 1e308, -1e308, 5e-324, 10 ** 20, 2 ** 1024]),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.sampled_from([0, 1, -1, 1e308, -1e308, 5e-324, 10**20, 2**1024]),
 )
 keys = st.one_of(
     st.sampled_from(LABELS + ("a", "Option B", "(C)", "D.", "Z", "E", "AA", "Paris", "london", "", " ", "1")),
     st.sampled_from(("self_prob", "peer_prediction", "Self Prob", "probabilities", "p", "q", "peer", "answer")),
     st.text(max_size=12),
 )
-leaves = st.one_of(numbers, st.text(max_size=10), st.booleans(), st.none(),
-                   st.sampled_from(["60%", "0.5", "1e999", "-inf", "NaN", "½", "٣"]))
-json_values = st.recursive(leaves, lambda children: st.one_of(
-    st.lists(children, max_size=5), st.dictionaries(keys, children, max_size=6)), max_leaves=25)
+leaves = st.one_of(
+    numbers,
+    st.text(max_size=10),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["60%", "0.5", "1e999", "-inf", "NaN", "½", "٣"]),
+)
+json_values = st.recursive(
+    leaves,
+    lambda children: st.one_of(st.lists(children, max_size=5), st.dictionaries(keys, children, max_size=6)),
+    max_leaves=25,
+)
 
 
 @st.composite
@@ -84,8 +93,11 @@ def jsonish(draw) -> str:
 @st.composite
 def good_commit(draw):
     """A well-formed commitment with non-negative finite numbers, not all zero."""
-    vals = draw(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=4, max_size=4)
-                .filter(lambda v: sum(v) > 1e-6 and all(math.isfinite(x) for x in v) and math.isfinite(sum(v))))
+    vals = draw(
+        st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=4, max_size=4).filter(
+            lambda v: sum(v) > 1e-6 and all(math.isfinite(x) for x in v) and math.isfinite(sum(v))
+        )
+    )
     return dict(zip(LABELS, vals))
 
 
@@ -178,8 +190,11 @@ Q = Question("q", "props", "Capital of France?", OPTIONS, "A")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(first=st.one_of(st.text(max_size=200), jsonish()), second=st.one_of(st.text(max_size=200), jsonish()),
-       role=st.sampled_from(["debater", "solo", "moderator"]))
+@given(
+    first=st.one_of(st.text(max_size=200), jsonish()),
+    second=st.one_of(st.text(max_size=200), jsonish()),
+    role=st.sampled_from(["debater", "solo", "moderator"]),
+)
 def test_agent_commitment_is_always_a_valid_belief(first, second, role):
     agent = LLMAgent(AgentSpec(), ScriptedClient([first, second]), seed=0)
     turn = Turn(Q, 0 if role != "moderator" else -1, 1, (), role=role, want_peer_prediction=True)

@@ -1,4 +1,5 @@
 """Protocol engine, config validation, synthetic population, runner and re-scoring."""
+
 from __future__ import annotations
 
 import json
@@ -6,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from acemad_utils.report import rescoring as A
+from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
+from acemad_utils.experiments.runner import read_jsonl, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import ring, run_question, visible
-from acemad_utils.experiments.runner import read_jsonl, run_experiment
 from acemad_utils.protocol.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
-from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
+from acemad_utils.report import rescoring as A
 
 ITEMS = make_items(400, k=4, seed=11)
 
@@ -24,12 +25,20 @@ def accuracy(method: str, params: SimParams = SimParams(), items=ITEMS, **kw) ->
 
 
 # ----------------------------------------------------------------------------- config
-@pytest.mark.parametrize("kw, needle", [
-    (dict(n_agents=0), "n_agents=0"), (dict(rounds=0), "rounds=0"), (dict(eta=-1.0), "eta=-1.0"),
-    (dict(weight_exponent=-0.5), "weight_exponent=-0.5"), (dict(method="vote"), "method='vote'"),
-    (dict(scoring_rule="hinge"), "scoring_rule='hinge'"), (dict(weighting="max"), "weighting='max'"),
-    (dict(history="all"), "history='all'"), (dict(method="centralized", n_agents=1), "n_agents=1"),
-])
+@pytest.mark.parametrize(
+    "kw, needle",
+    [
+        (dict(n_agents=0), "n_agents=0"),
+        (dict(rounds=0), "rounds=0"),
+        (dict(eta=-1.0), "eta=-1.0"),
+        (dict(weight_exponent=-0.5), "weight_exponent=-0.5"),
+        (dict(method="vote"), "method='vote'"),
+        (dict(scoring_rule="hinge"), "scoring_rule='hinge'"),
+        (dict(weighting="max"), "weighting='max'"),
+        (dict(history="all"), "history='all'"),
+        (dict(method="centralized", n_agents=1), "n_agents=1"),
+    ],
+)
 def test_config_rejects_bad_values_with_a_clear_message(kw, needle):
     with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         DebateConfig(**kw)
@@ -75,7 +84,15 @@ class Recorder(Agent):
         self.spec = AgentSpec()
 
     def act(self, turn: Turn) -> Step:
-        self.log.append((turn.role, turn.agent, turn.round, tuple((m.agent, m.round) for m in turn.history), turn.want_peer_prediction))
+        self.log.append(
+            (
+                turn.role,
+                turn.agent,
+                turn.round,
+                tuple((m.agent, m.round) for m in turn.history),
+                turn.want_peer_prediction,
+            )
+        )
         p = np.full(self.k, 1.0 / self.k) if self.fail else np.eye(self.k)[self.answer] * 0.7 + 0.3 / self.k
         return Step(message=f"agent {turn.agent} says {self.answer}", p=p, q=p.copy(), parse_failure=self.fail)
 
@@ -85,7 +102,9 @@ class ScriptedPopulation(Population):
         self.answers, self.fails, self.log = answers, set(fails), []
 
     def agents(self, specs, question, repeat=0):
-        return [Recorder(i, self.log, self.answers[i], len(question.options), i in self.fails) for i in range(len(specs))]
+        return [
+            Recorder(i, self.log, self.answers[i], len(question.options), i in self.fails) for i in range(len(specs))
+        ]
 
     def moderator(self, question, repeat=0):
         return Recorder(-1, self.log, self.answers[-1], len(question.options))
@@ -167,7 +186,9 @@ def test_results_do_not_depend_on_call_order():
 def test_crowd_errors_are_positively_correlated():
     # P(agent j wrong | agent i wrong) > P(agent j wrong): the shared trap propensity couples them.
     recs = [run_question(q, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad")) for q in ITEMS]
-    wrong = np.array([[int(np.argmax(e["p"])) != r["labels"].index(r["answer"]) for e in r["rounds"][0][:4]] for r in recs])
+    wrong = np.array(
+        [[int(np.argmax(e["p"])) != r["labels"].index(r["answer"]) for e in r["rounds"][0][:4]] for r in recs]
+    )
     p_j = wrong[:, 1].mean()
     p_j_given_i = wrong[wrong[:, 0], 1].mean()
     assert p_j_given_i > p_j + 0.05
@@ -188,8 +209,11 @@ def test_acemad_beats_majority_where_the_theory_says_it_should():
     assert diff.mean() > 3 * se, (ace.mean(), maj.mean())
 
 
-@pytest.mark.parametrize("params", [SimParams(crowd_calibration=1.0), SimParams(insight=0.0, skeptic_calibration=0.0)],
-                         ids=["calibrated-crowd", "no-truth-holders"])
+@pytest.mark.parametrize(
+    "params",
+    [SimParams(crowd_calibration=1.0), SimParams(insight=0.0, skeptic_calibration=0.0)],
+    ids=["calibrated-crowd", "no-truth-holders"],
+)
 def test_acemad_does_not_beat_majority_where_it_should_not(params):
     ace, maj = accuracy("acemad", params), accuracy("majority", params, roster="acemad")  # the same agents
     diff = ace - maj
@@ -229,7 +253,11 @@ def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
         run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
     assert (d / "transcripts.jsonl").read_bytes() == full
     meta = json.loads((d / "meta.json").read_text())
-    assert meta["synthetic"] is True and meta["n_questions"] == 30 and set(meta["methods"]) == {"AceMAD (T=3)", "Majority Voting"}
+    assert (
+        meta["synthetic"] is True
+        and meta["n_questions"] == 30
+        and set(meta["methods"]) == {"AceMAD (T=3)", "Majority Voting"}
+    )
     with pytest.raises(ValueError, match="different data_hash"):
         run_experiment("exp", ITEMS[:10], cfgs, SimPopulation(), progress=False)
 
@@ -241,8 +269,9 @@ def test_rescoring_reproduces_the_engine_and_changes_with_eta():
     stored = np.array([r["labels"].index(r["final"]["answer"]) for r in recs])
     np.testing.assert_array_equal(A.rescore(arr, eta=2.0), stored)
     short = [run_question(q, pop, DebateConfig(method="acemad", rounds=2)) for q in ITEMS[:200]]
-    np.testing.assert_array_equal(A.rescore(arr, eta=2.0, rounds=2),
-                                  [r["labels"].index(r["final"]["answer"]) for r in short])
+    np.testing.assert_array_equal(
+        A.rescore(arr, eta=2.0, rounds=2), [r["labels"].index(r["final"]["answer"]) for r in short]
+    )
     assert (A.rescore(arr, eta=16.0) != stored).any()
     every_t = A.decisions(arr, eta=[2.0, 16.0])  # (eta, B, T): the same decisions, sliced per round
     for t in (1, 2, 5):

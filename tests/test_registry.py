@@ -1,12 +1,13 @@
 """The registry of the paper's experiments: what each notebook runs, as data (tests/test_cost.py checks it
 against the notebooks' own code)."""
+
 from __future__ import annotations
 
 import pytest
 
 from acemad_utils.experiments import registry as R
-from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig
 
 
 def test_groups_keep_the_run_order_and_the_labels():
@@ -33,9 +34,15 @@ def test_heterogeneity_variants_and_the_persona_variant_is_the_main_acemad():
 
 
 def test_runs_fill_in_benchmarks_caps_and_models():
-    P = {"SEED": 0, "ETA": 2.0, "N_MAX": 7, "BENCHMARKS": ["bbh", "medqa"], "FULL_N_MAX": 11,
-         "FULL_BENCHMARKS": ["logiqa"], "OTHER_MODELS": [
-             {"table": "table5_llama8b", "paper_model": "L", "model": "org/L", "base_url": ""}]}
+    P = {
+        "SEED": 0,
+        "ETA": 2.0,
+        "N_MAX": 7,
+        "BENCHMARKS": ["bbh", "medqa"],
+        "FULL_N_MAX": 11,
+        "FULL_BENCHMARKS": ["logiqa"],
+        "OTHER_MODELS": [{"table": "table5_llama8b", "paper_model": "L", "model": "org/L", "base_url": ""}],
+    }
     other, full = R.runs("07_other_models", P)
     assert other.benchmarks == ["medqa", "bbh"] and other.cap == 7 and other.model == "org/L"
     assert other.name == "other_org-L_table5_llama8b" and other.base_url is None
@@ -57,8 +64,9 @@ def test_every_profile_lists_its_runs(profile):
 
 def test_setup_from_params_reads_the_notebook_parameters_and_smoke_caps_inside(monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    S = Setup.from_params({"PROFILE": "t", "BENCHMARKS": ["bbh"], "N_ITEMS": 600, "SEED": 3, "OTHER": 1},
-                          benchmarks=["logiqa"])
+    S = Setup.from_params(
+        {"PROFILE": "t", "BENCHMARKS": ["bbh"], "N_ITEMS": 600, "SEED": 3, "OTHER": 1}, benchmarks=["logiqa"]
+    )
     assert (S.profile, S.benchmarks, S.seed, S.n_items) == ("t", ["logiqa"], 3, 60)
     assert len(S.full_questions(["logiqa", "bbh"], 300)) == 2 * 12
     monkeypatch.setenv("ACEMAD_SMOKE", "0")

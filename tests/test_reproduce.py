@@ -1,5 +1,6 @@
 """The papermill driver as a user meets it: profile values checked before anything runs, `--set` overrides, one
 clear line per failed notebook (keys redacted), runs of different profiles kept apart."""
+
 from __future__ import annotations
 
 import json
@@ -8,9 +9,9 @@ import nbformat
 import pytest
 import yaml
 
-from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.experiments import theory
 from acemad_utils.experiments.runner import load_run
+from acemad_utils.reproduce import cli as reproduce
 
 
 def _profile(tmp_path, body) -> str:
@@ -19,21 +20,26 @@ def _profile(tmp_path, body) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("common,expected", [
-    ({"N_MAX": "ten"}, "N_MAX = 'ten' is not allowed: need a value like the notebook's default 300 (int)"),
-    ({"ETA": -1}, "ETA = -1 is not allowed: need values >= 0, got [-1]"),
-    ({"ETA": float("nan")}, "ETA = nan is not allowed: need values >= 0"),
-    ({"BENCHMARKS": ["arc", "bbh"]}, "BENCHMARKS = ['arc', 'bbh'] is not allowed: unknown name(s) ['arc']"),
-    ({"BENCHMARKS": "bbh"}, "BENCHMARKS = 'bbh' is not allowed: need a value like the notebook's default"),
-    ({"BACKEND": "gpt"}, "BACKEND = 'gpt' is not allowed: unknown name(s) ['gpt']"),
-    ({"N_VALUES": [1, "two"]}, "N_VALUES = [1, 'two'] is not allowed"),
-    ({"WORKERS": 0}, "WORKERS = 0 is not allowed: need values >= 1"),
-    ({"SEED": None}, "SEED = None is not allowed: null is not allowed here"),
-    ({"CALLS": True}, "CALLS = True is not allowed"),
-    ({"OTHER_MODELS": [{"table": "table9", "paper_model": "x", "model": "y", "base_url": ""}]},
-     "unknown table 'table9'"),
-    ({"OTHER_MODELS": [{"model": "y"}]}, "each entry needs exactly the keys"),
-])
+@pytest.mark.parametrize(
+    "common,expected",
+    [
+        ({"N_MAX": "ten"}, "N_MAX = 'ten' is not allowed: need a value like the notebook's default 300 (int)"),
+        ({"ETA": -1}, "ETA = -1 is not allowed: need values >= 0, got [-1]"),
+        ({"ETA": float("nan")}, "ETA = nan is not allowed: need values >= 0"),
+        ({"BENCHMARKS": ["arc", "bbh"]}, "BENCHMARKS = ['arc', 'bbh'] is not allowed: unknown name(s) ['arc']"),
+        ({"BENCHMARKS": "bbh"}, "BENCHMARKS = 'bbh' is not allowed: need a value like the notebook's default"),
+        ({"BACKEND": "gpt"}, "BACKEND = 'gpt' is not allowed: unknown name(s) ['gpt']"),
+        ({"N_VALUES": [1, "two"]}, "N_VALUES = [1, 'two'] is not allowed"),
+        ({"WORKERS": 0}, "WORKERS = 0 is not allowed: need values >= 1"),
+        ({"SEED": None}, "SEED = None is not allowed: null is not allowed here"),
+        ({"CALLS": True}, "CALLS = True is not allowed"),
+        (
+            {"OTHER_MODELS": [{"table": "table9", "paper_model": "x", "model": "y", "base_url": ""}]},
+            "unknown table 'table9'",
+        ),
+        ({"OTHER_MODELS": [{"model": "y"}]}, "each entry needs exactly the keys"),
+    ],
+)
 def test_bad_values_stop_before_anything_runs(tmp_path, common, expected):
     with pytest.raises(SystemExit) as e:
         reproduce.load_profile(_profile(tmp_path, {"profile": "mine", "common": common}))
@@ -101,7 +107,9 @@ def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_pat
     lines = out.strip().splitlines()
     assert lines[0].startswith("[mine] 01_fails FAILED after ")
     assert "RuntimeError: endpoint said: Incorrect API key provided: ***" in lines[0]
-    assert lines[1].strip().startswith("full traceback: ") and lines[1].strip().endswith("01_fails.ipynb (cell 3)")  # papermill adds the injected-parameters cell
+    assert lines[1].strip().startswith("full traceback: ") and lines[1].strip().endswith(
+        "01_fails.ipynb (cell 3)"
+    )  # papermill adds the injected-parameters cell
     assert lines[2].startswith("[mine] 02_works") and lines[2].endswith("fine")
     assert lines[3] == "[mine] 1 of 2 notebook(s) failed"
     assert len(lines) == 4 and canary not in out and "Traceback" not in out
@@ -111,15 +119,20 @@ def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_pat
 def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_path, monkeypatch, capsys):
     """The kernel sees Ctrl-C first (its run raises RunInterrupted): the later notebooks must not start."""
     nbs = {"01_stops": tmp_path / "01_stops.ipynb", "02_never": tmp_path / "02_never.ipynb"}
-    _notebook(nbs["01_stops"], 'from acemad_utils.experiments.runner import RunInterrupted\n'
-                               'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")')
+    _notebook(
+        nbs["01_stops"],
+        "from acemad_utils.experiments.runner import RunInterrupted\n"
+        'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")',
+    )
     _notebook(nbs["02_never"], 'print("SUMMARY: ran")')
     monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
     monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
     assert reproduce.run("mine") == 130
     out = capsys.readouterr().out.strip().splitlines()
-    assert out == ["[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
-                   "the later notebooks did not run"], out
+    assert out == [
+        "[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
+        "the later notebooks did not run"
+    ], out
 
 
 def test_theory_runs_of_two_profiles_do_not_mix(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from the cache (cache_hits instead of network_calls) and the retries of a reques
 kill are split across two processes, so usage cannot be byte-identical by design; every other byte is.
 About 10-20 s (three Python processes).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,14 @@ from pathlib import Path
 
 import pytest
 
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import runner
-from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
-from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.experiments.run_files import cut_torn_tail
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
-from acemad_utils.agents.sim import make_items
 
 try:
     from tests import resume_worker as W
@@ -48,8 +50,13 @@ PLAN = dict(rate=0.3, seed=31, max_faults_per_request=2, slow_delay=1.6)  # 2 < 
 
 def worker(root: Path, url: str, cache: Path, name: str = "resume") -> subprocess.Popen:
     env = {**os.environ, "ACEMAD_SMOKE": "1", "OPENAI_API_KEY": "sk-test-resume-0000"}
-    return subprocess.Popen([sys.executable, str(WORKER), str(root), name, url, str(cache), str(N), "4"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(root), name, url, str(cache), str(N), "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def finish(proc: subprocess.Popen) -> dict:
@@ -97,8 +104,14 @@ def cache_key(body: dict, scopes: dict) -> str:
     rf = body.get("response_format")
     fmt = None if rf is None else {"schema": rf["json_schema"]["schema"]}
     params = {k: body[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in body}
-    return ResponseCache.key(model=body["model"], kind="local-llama.cpp", params=params, messages=body["messages"],
-                             fmt=fmt, scope=scopes[body["seed"]])
+    return ResponseCache.key(
+        model=body["model"],
+        kind="local-llama.cpp",
+        params=params,
+        messages=body["messages"],
+        fmt=fmt,
+        scope=scopes[body["seed"]],
+    )
 
 
 def complete(bodies: list) -> list:
@@ -172,12 +185,14 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
     assert summary2["correct"] == summary_b["correct"]
 
     with capsys.disabled():
-        print(f"\n[resume] {N} questions; killed with {before} records on disk (torn tail: {torn}); "
-              f"phase 1 sent {phase1} requests, phase 2 {len(bodies2)} (of which re-sent after being answered "
-              f"but not yet cached at the kill: {resent_uncached}); requests repeated from the cache: "
-              f"{len(repeated)}; after resume {len(final)} records == reference ({reference_requests} requests, "
-              f"injected {plan.total_injected} faults in the killed+resumed run); "
-              f"phase 2 cache hits {summary2['session']['cache_hits']}")
+        print(
+            f"\n[resume] {N} questions; killed with {before} records on disk (torn tail: {torn}); "
+            f"phase 1 sent {phase1} requests, phase 2 {len(bodies2)} (of which re-sent after being answered "
+            f"but not yet cached at the kill: {resent_uncached}); requests repeated from the cache: "
+            f"{len(repeated)}; after resume {len(final)} records == reference ({reference_requests} requests, "
+            f"injected {plan.total_injected} faults in the killed+resumed run); "
+            f"phase 2 cache hits {summary2['session']['cache_hits']}"
+        )
 
 
 # ----------------------------------------------------------------------------- torn lines, in process
@@ -192,8 +207,9 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
     with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = LLMPopulation(model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"),
-                            backoff=(0.0, 0.0))
+        pop = LLMPopulation(
+            model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"), backoff=(0.0, 0.0)
+        )
         d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
         path = d / "transcripts.jsonl"
         clean = path.read_bytes()
@@ -215,8 +231,15 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
 def test_corrupt_lines_are_dropped_never_parsed_as_data(tmp_path):
     good = {"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}
     path = tmp_path / "t.jsonl"
-    path.write_bytes(json.dumps(good).encode() + b"\n" + b'{"question_id": "q2", "conf\n' + b"42\n" + b"[1]\n"
-                     + b"\xff\xfe\n" + json.dumps(good).encode()[:-1])
+    path.write_bytes(
+        json.dumps(good).encode()
+        + b"\n"
+        + b'{"question_id": "q2", "conf\n'
+        + b"42\n"
+        + b"[1]\n"
+        + b"\xff\xfe\n"
+        + json.dumps(good).encode()[:-1]
+    )
     with pytest.warns(UserWarning) as w:
         recs = runner.read_jsonl(path)
     assert recs == [good] and len(w) == 5
@@ -226,17 +249,17 @@ def test_appending_after_a_torn_line_starts_a_new_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_bytes(b'{"a": 1}\n{"b": ')
     with pytest.warns(UserWarning, match="torn"):
-        runner._cut_torn_tail(path)
+        cut_torn_tail(path)
     assert path.read_bytes() == b'{"a": 1}\n'
     whole = json.dumps({"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}).encode()
     path.write_bytes(b'{"a": 1}\n' + whole)  # only the newline was lost: the record is kept
-    runner._cut_torn_tail(path)
+    cut_torn_tail(path)
     assert path.read_bytes() == b'{"a": 1}\n' + whole + b"\n"
     path.write_bytes(b'{"b": 2')  # no newline at all: the whole file is one torn line
     with pytest.warns(UserWarning):
-        runner._cut_torn_tail(path)
+        cut_torn_tail(path)
     assert path.read_bytes() == b""
-    runner._cut_torn_tail(tmp_path / "missing.jsonl")  # nothing to do
+    cut_torn_tail(tmp_path / "missing.jsonl")  # nothing to do
 
 
 def test_cache_put_is_committed_at_once(tmp_path):

@@ -12,6 +12,7 @@ exception `LLMClient.generate` raises for such a reply holds the key nowhere (st
 response, request headers, traceback). Committed notebooks carry no outputs at all
 (tests/test_notebooks_clean.py). About 15 s (one kernel start).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,11 +22,11 @@ import traceback
 import nbformat
 import pytest
 
+from acemad_utils.agents.client import LLMClient, redact
 from acemad_utils.data import paths as P
-from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.agents.client import LLMClient, redact
+from acemad_utils.protocol.config import DebateConfig
 
 try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
@@ -70,12 +71,23 @@ def env(tmp_path, monkeypatch):
 def echo(key: str, status: int) -> Reply:
     """An error reply echoing the key unmasked: a 401 as some proxies send it, or a 500 from a gateway."""
     if status == 401:
-        msg = {"error": {"message": f"Incorrect API key provided: {key}. You can find your API key at "
-                                    "https://platform.openai.com/account/api-keys.", "type": "invalid_request_error",
-                         "code": "invalid_api_key"}}
+        msg = {
+            "error": {
+                "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        }
     else:
-        msg = {"error": {"message": f"upstream failure (request with Authorization: Bearer {key}; key={key})",
-                         "type": "server_error", "code": None, "param": key}}
+        msg = {
+            "error": {
+                "message": f"upstream failure (request with Authorization: Bearer {key}; key={key})",
+                "type": "server_error",
+                "code": None,
+                "param": key,
+            }
+        }
     return Reply(status=status, raw=json.dumps(msg).encode(), kind="auth")
 
 
@@ -87,6 +99,7 @@ def script_with_an_auth_failure(victim: str, key: str = CANARY, status: int = 40
         if any(victim in m.get("content", "") for m in body.get("messages", [])):
             return echo(key, status)
         return plan(body, n)
+
     return script, plan
 
 
@@ -122,8 +135,9 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
             c.generate([{"role": "user", "content": "hi"}])
         assert f"Bearer {key}" in srv.auth and srv.count == (1 if status == 401 else 2)
     e = exc.value
-    assert e.status_code == status and type(e).__name__ == ("AuthenticationError" if status == 401
-                                                             else "InternalServerError")
+    assert e.status_code == status and type(e).__name__ == (
+        "AuthenticationError" if status == 401 else "InternalServerError"
+    )
     text = exception_text(e)
     assert key not in text and key[4:-4] not in text
     assert ("Incorrect API key provided: ***" if status == 401 else "Bearer ***; key=***") in str(e)
@@ -131,8 +145,9 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
     assert leaks(tmp_path, key) == []
 
 
-@pytest.mark.parametrize("key,status", [(CANARY, 401), (PLAIN, 401), (PLAIN, 500)],
-                         ids=["sk-like-401", "plain-40-401", "plain-40-500"])
+@pytest.mark.parametrize(
+    "key,status", [(CANARY, 401), (PLAIN, 401), (PLAIN, 500)], ids=["sk-like-401", "plain-40-401", "plain-40-500"]
+)
 def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     monkeypatch.setenv("OPENAI_API_KEY", key)
     log_path = env / "repo" / "outputs" / "debug.log"
@@ -148,12 +163,16 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     script, plan = script_with_an_auth_failure(qs[2].question, key, status)
     try:
         with FakeOpenAI(script) as srv:
-            S = Setup("secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url,
-                      workers=4)
+            S = Setup(
+                "secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url, workers=4
+            )
             S.population.client(None).backoff = (0.0, 0.01)  # retry at once (Setup keeps the defaults)
             print(S.describe(), S.population.describe(), S.population.usage())
-            meta, recs = S.run("secrets", [DebateConfig(method="acemad", n_agents=3, rounds=2),
-                                           DebateConfig(method="majority", n_agents=3)], questions=qs)
+            meta, recs = S.run(
+                "secrets",
+                [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)],
+                questions=qs,
+            )
             print(meta["summary"])
             S.close()
             assert f"Bearer {key}" in srv.auth  # the key did go over the wire (and only there)
@@ -177,12 +196,18 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
 
 NOTEBOOK = [
     ("parameters", 'BASE_URL = ""\nROOT = ""\n'),
-    ("", "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the test's tmp dir\n"
-         "from acemad_utils.protocol.config import DebateConfig\nfrom acemad_utils.experiments.setup import Setup\n"
-         "S = Setup('nb', 'openai', 'demo', ['truthfulqa'], 3, 0, 'fake-canary-model', BASE_URL, 2, 'two')  # builds the demo subset too\n"
-         "print(S.describe())\nS.population.describe()"),
-    ("", "meta, records = S.run('secrets_nb', [DebateConfig(method='acemad', n_agents=2, rounds=1)])\n"
-         "print(meta['summary'])\nrecords[0]"),
+    (
+        "",
+        "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the test's tmp dir\n"
+        "from acemad_utils.protocol.config import DebateConfig\nfrom acemad_utils.experiments.setup import Setup\n"
+        "S = Setup('nb', 'openai', 'demo', ['truthfulqa'], 3, 0, 'fake-canary-model', BASE_URL, 2, 'two')  # builds the demo subset too\n"
+        "print(S.describe())\nS.population.describe()",
+    ),
+    (
+        "",
+        "meta, records = S.run('secrets_nb', [DebateConfig(method='acemad', n_agents=2, rounds=1)])\n"
+        "print(meta['summary'])\nrecords[0]",
+    ),
     ("", "import os\nprint('key set:', bool(os.environ.get('OPENAI_API_KEY')))\nS.population.usage()"),
     ("", "S.close()\nprint('SUMMARY: done')"),
 ]
@@ -201,8 +226,14 @@ def test_executed_notebook_holds_no_secret(env, tmp_path):
     src, out = tmp_path / "secrets.ipynb", tmp_path / "secrets.out.ipynb"
     nbformat.write(nb, src)
     with FakeOpenAI(FaultInjector(0.0)) as srv:  # the kernel inherits OPENAI_API_KEY from this process
-        papermill.execute_notebook(str(src), str(out), parameters={"BASE_URL": srv.url, "ROOT": str(env / "repo")},
-                                   kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+        papermill.execute_notebook(
+            str(src),
+            str(out),
+            parameters={"BASE_URL": srv.url, "ROOT": str(env / "repo")},
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(tmp_path),
+        )
         assert f"Bearer {CANARY}" in srv.auth and srv.count > 0
     text = out.read_text()
     assert "SUMMARY: done" in text and "key set: True" in text and "'failed': 0" in text

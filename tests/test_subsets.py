@@ -1,4 +1,5 @@
 """Challenging subsets: pure statistics on hand-built records, builds on the synthetic population, files."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,12 +11,12 @@ from fractions import Fraction
 import pandas as pd
 import pytest
 
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import runner
 from acemad_utils.experiments import subsets as S
 from acemad_utils.protocol.schema import Question
-from acemad_utils.agents.sim import SimPopulation, make_items
 
 ITEMS = make_items(40, k=4, seed=3)
 
@@ -32,8 +33,13 @@ def tmp_repo(tmp_path, monkeypatch):
 
 def rec(answers, truth="A", labels=("A", "B", "C", "D"), qid="q1"):
     """A Single Agent record by hand: `answers` holds one label (or None = parse failure) per run."""
-    return {"question_id": qid, "benchmark": "hand", "labels": list(labels), "answer": truth,
-            "runs": [{"answer": a, "correct": a == truth, "parse_failure": a is None} for a in answers]}
+    return {
+        "question_id": qid,
+        "benchmark": "hand",
+        "labels": list(labels),
+        "answer": truth,
+        "runs": [{"answer": a, "correct": a == truth, "parse_failure": a is None} for a in answers],
+    }
 
 
 # ----------------------------------------------------------------------------- pure functions
@@ -49,17 +55,20 @@ def test_item_stats_counts_wrong_answers_and_parse_failures():
 
 def test_expected_top_count_matches_brute_force():
     for n, m in [(1, 3), (3, 3), (4, 2), (5, 4), (5, 9), (3, 1), (0, 3)]:
-        brute = Fraction(sum(max(Counter(s).values(), default=0) for s in itertools.product(range(m), repeat=n)), m ** n)
+        brute = Fraction(sum(max(Counter(s).values(), default=0) for s in itertools.product(range(m), repeat=n)), m**n)
         assert S.expected_top_count(n, m) == brute
     assert S.expected_top_count(3, 3) == Fraction(17, 9)  # 6 all-distinct (1), 18 pairs (2), 3 triples (3) of 27
 
 
 def test_misconception_share_on_a_hand_built_example():
-    stats = [S.item_stats(r) for r in (
-        rec(["C", "C", "C", "A", "B"], qid="a"),        # 4 wrong, top C holds 3
-        rec(["B", "D", None, "A", "A"], qid="b"),       # 2 wrong (+1 failure, not counted), top holds 1
-        rec(["Y", "Y", "Y", "X", "Y"], truth="X", labels=("X", "Y"), qid="c"),  # binary: 4 wrong, all on Y
-    )]
+    stats = [
+        S.item_stats(r)
+        for r in (
+            rec(["C", "C", "C", "A", "B"], qid="a"),  # 4 wrong, top C holds 3
+            rec(["B", "D", None, "A", "A"], qid="b"),  # 2 wrong (+1 failure, not counted), top holds 1
+            rec(["Y", "Y", "Y", "X", "Y"], truth="X", labels=("X", "Y"), qid="c"),  # binary: 4 wrong, all on Y
+        )
+    ]
     share, ref, n_wrong = S.misconception_share(stats)
     assert n_wrong == 10 and share == pytest.approx((3 + 1 + 4) / 10)
     # uniform reference: E[top count] of 4 answers on 3 options, 2 answers on 3 options, 4 answers on 1 option
@@ -112,8 +121,10 @@ def test_build_on_synthetic_items_is_deterministic_and_round_trips(tmp_repo):
 def test_changed_item_is_named(tmp_repo):
     res = S.build_subset("synthetic", ITEMS, SimPopulation(seed=1), "x", progress=False)
     victim = res.kept[0]["id"]
-    changed = [Question.from_dict({**q.to_dict(), "question": q.question + " (edited)"}) if q.id == victim else q
-               for q in ITEMS]
+    changed = [
+        Question.from_dict({**q.to_dict(), "question": q.question + " (edited)"}) if q.id == victim else q
+        for q in ITEMS
+    ]
     with pytest.raises(D.DataError, match=f"'{victim}' changed upstream"):
         S.load_subset("synthetic", "synthetic-population", changed)
     with pytest.raises(D.DataError, match=f"'{victim}' is not in"):
@@ -173,8 +184,22 @@ def test_cli_llm_backend_against_a_fake_endpoint(tmp_repo, capsys, monkeypatch):
         from fake_openai import FakeOpenAI
     monkeypatch.setattr(D, "load", lambda name, **kw: make_items(12, k=4, seed=5, benchmark=name))
     with FakeOpenAI(lambda body, n: '{"self_prob": {"B": 100}}') as srv:  # always answers B
-        assert S.main(["build", "--backend", "llm", "--model", "fake/model-1", "--base-url", srv.url,
-                       "--benchmarks", "logiqa"]) == 0
+        assert (
+            S.main(
+                [
+                    "build",
+                    "--backend",
+                    "llm",
+                    "--model",
+                    "fake/model-1",
+                    "--base-url",
+                    srv.url,
+                    "--benchmarks",
+                    "logiqa",
+                ]
+            )
+            == 0
+        )
     res = json.loads((S.subsets_root() / "fake-model-1" / "meta.json").read_text())["benchmarks"]["logiqa"]
     kept = [json.loads(x) for x in (S.subsets_root() / "fake-model-1" / "logiqa.jsonl").read_text().splitlines()]
     truth = {q.id: q.answer for q in make_items(12, k=4, seed=5, benchmark="logiqa")}

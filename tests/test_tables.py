@@ -1,4 +1,5 @@
 """The paper's printed numbers: read from the project's data/paper/ (no variable), Average recomputed from the row."""
+
 from __future__ import annotations
 
 import pytest

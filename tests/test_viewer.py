@@ -1,4 +1,5 @@
 """The debate viewer: one record as HTML, examples picked by rule, the static page of a run."""
+
 from __future__ import annotations
 
 import json
@@ -6,13 +7,14 @@ import re
 
 import pytest
 
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import runner
-from acemad_utils.report import viewer as V
-from acemad_utils.report import viewer_html
+from acemad_utils.experiments.run_files import failed_record
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
-from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.report import viewer as V
+from acemad_utils.report import viewer_html
 
 ITEMS = make_items(12, k=4, seed=3)
 CELL = re.compile(r'<td class="acemad-cell[ "]')
@@ -40,13 +42,19 @@ def test_acemad_record_has_n_by_t_agent_cells_and_marks_the_correct_answer(n, t)
     # p and q of every agent and round: exactly one green (correct-option) bar each
     assert html.count(GREEN) == 2 * n * t
     assert html.count("score ") == n * t and html.count("weight ") >= n * t
-    assert len(re.findall(r'<tr><th>round \d+</th>', html)) == t
+    assert len(re.findall(r"<tr><th>round \d+</th>", html)) == t
 
 
-@pytest.mark.parametrize("method, agents, rounds, extra", [
-    ("single", 5, 1, "runs correct"), ("majority", 5, 1, "plurality"), ("decentralized", 5, 3, "mean belief"),
-    ("centralized", 5, 3, "the moderator decides"), ("sparse", 5, 3, "mean belief"),
-])
+@pytest.mark.parametrize(
+    "method, agents, rounds, extra",
+    [
+        ("single", 5, 1, "runs correct"),
+        ("majority", 5, 1, "plurality"),
+        ("decentralized", 5, 3, "mean belief"),
+        ("centralized", 5, 3, "the moderator decides"),
+        ("sparse", 5, 3, "mean belief"),
+    ],
+)
 def test_every_method_renders(method, agents, rounds, extra):
     html = V.debate_html(record(method))
     assert attrs(html) == (agents, rounds)
@@ -85,7 +93,12 @@ def test_short_arguments_show_whole_long_ones_fold():
 
 def test_numbers_round_like_javascript_tofixed():
     # the page's JS prints the same digits: ties go away from zero, -0 prints as 0
-    assert [viewer_html._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == ["0.13", "-0.018", "0.00", "0.200"]
+    assert [viewer_html._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == [
+        "0.13",
+        "-0.018",
+        "0.00",
+        "0.200",
+    ]
 
 
 def test_all_agents_failing_to_parse_gives_no_round_answer():
@@ -99,7 +112,7 @@ def test_all_agents_failing_to_parse_gives_no_round_answer():
 
 def test_failed_record_shows_its_error():
     pop, cfg = SimPopulation(seed=1), DebateConfig(method="acemad")
-    rec = runner._failed_record(ITEMS[0], cfg, pop, 0, RuntimeError("HTTP 503 from <server>"))
+    rec = failed_record(ITEMS[0], cfg, pop, 0, RuntimeError("HTTP 503 from <server>"))
     html = V.debate_html(rec)
     assert attrs(html) == (0, 0)
     assert "status failed" in html and "HTTP 503 from &lt;server&gt;" in html
@@ -113,8 +126,13 @@ def test_not_a_record_is_a_clear_error():
 def test_source_label_synthetic_or_model_name():
     rec = record()
     assert V.source_of(rec) == V.SYNTHETIC
-    assert V.source_of(rec, {"population": {"synthetic": False, "model": "gpt-4o-mini"}, "model": "gpt-4o-mini",
-                             "synthetic": False}) == "model: gpt-4o-mini"
+    assert (
+        V.source_of(
+            rec,
+            {"population": {"synthetic": False, "model": "gpt-4o-mini"}, "model": "gpt-4o-mini", "synthetic": False},
+        )
+        == "model: gpt-4o-mini"
+    )
 
 
 def test_show_returns_ipython_html():
@@ -129,19 +147,26 @@ def hand(qid, r1, final_correct, method="M", status="ok"):
     """A record by hand: round-1 answers `r1` (labels) over options A-C, truth A."""
     onehot = {"A": [0.8, 0.1, 0.1], "B": [0.1, 0.8, 0.1], "C": [0.1, 0.1, 0.8]}
     rounds = [[{"agent": i, "p": onehot[a], "q": None, "parse_failure": False, "message": a} for i, a in enumerate(r1)]]
-    return {"question_id": qid, "method": method, "labels": ["A", "B", "C"], "answer": "A", "status": status,
-            "final": {"answer": "A" if final_correct else "B", "correct": final_correct}, "rounds": rounds}
+    return {
+        "question_id": qid,
+        "method": method,
+        "labels": ["A", "B", "C"],
+        "answer": "A",
+        "status": status,
+        "final": {"answer": "A" if final_correct else "B", "correct": final_correct},
+        "rounds": rounds,
+    }
 
 
 def test_pick_examples_follows_its_rule():
     recs = [
-        hand("q3", "BBA", True),    # overturned
-        hand("q1", "BCC", True),    # overturned (first by id)
-        hand("q2", "BBA", False),   # not overturned
-        hand("q4", "AAB", True),    # round-1 plurality already right: neither
-        hand("q5", "AAB", False),   # right then wrong: neither
+        hand("q3", "BBA", True),  # overturned
+        hand("q1", "BCC", True),  # overturned (first by id)
+        hand("q2", "BBA", False),  # not overturned
+        hand("q4", "AAB", True),  # round-1 plurality already right: neither
+        hand("q5", "AAB", False),  # right then wrong: neither
         hand("q0", "BBB", True, status="failed"),  # failed: never an example
-        hand("q0", "BBB", True, method="other"),   # another method
+        hand("q0", "BBB", True, method="other"),  # another method
     ]
     got = V.pick_examples(recs, "M", n=2)
     assert [r["question_id"] for r in got["overturned"]] == ["q1", "q3"]
@@ -175,10 +200,11 @@ def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_roo
     page = path.read_text(encoding="utf-8")
     blob = re.search(r'<script type="application/json" id="acemad-data">(.*?)</script>', page, re.S)[1]
     data = json.loads(blob)
-    assert sorted((v["qid"], v["method"], v["repeat"]) for v in data["views"]) == \
-        sorted((r["question_id"], r["method"], r["repeat"]) for r in records)
+    assert sorted((v["qid"], v["method"], v["repeat"]) for v in data["views"]) == sorted(
+        (r["question_id"], r["method"], r["repeat"]) for r in records
+    )
     assert len(records) == 6 * 4
-    assert not re.search(r'''(src|href)\s*=\s*["']?\s*(https?:)?//''', page, re.I)
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "http://" not in page and "https://" not in page
     assert V.SYNTHETIC in page
     assert [is_ok for is_ok in data["ok"]] == [V.is_correct(v) for v in data["views"]]

@@ -10,6 +10,7 @@
     prices        the price table; budget: the MAX_USD cap; tokenmodel: characters -> tokens
 Prices and the cap live here, not in cost/, because the client enforces them on every call.
 """
+
 from acemad_utils.agents.client import GenerateConfig, LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items

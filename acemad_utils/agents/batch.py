@@ -35,6 +35,7 @@ Other servers. `export_requests` writes the queue as a Batch-API request JSONL (
 Cost: batch calls are counted at the Batch API price (prices.Price.batch_factor); MAX_USD reserves every
 request of a batch before submitting it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,10 +43,18 @@ import json
 import sys
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
-from acemad_utils.agents.batch_store import ensure_tables, import_output, mark_batch, open_batches, record_batch, request_line
-from acemad_utils.agents.batch_store import parse_output_line  # noqa: F401 (re-exported)
+from acemad_utils.agents.batch_store import (
+    ensure_tables,
+    import_output,
+    mark_batch,
+    open_batches,
+    parse_output_line,  # noqa: F401 (re-exported)
+    record_batch,
+    request_line,
+)
 from acemad_utils.agents.cache import ResponseCache
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -91,8 +100,17 @@ class BatchQueue:
 class Batcher:
     """Submits a BatchQueue through each client's SDK and waits for it (see the module doc)."""
 
-    def __init__(self, queue: BatchQueue, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0,
-                 poll_max: float = 300.0, completion_window: str = "24h", export_dir: Optional[str] = None):
+    def __init__(
+        self,
+        queue: BatchQueue,
+        cache: ResponseCache,
+        *,
+        max_attempts: int = 3,
+        poll: float = 10.0,
+        poll_max: float = 300.0,
+        completion_window: str = "24h",
+        export_dir: Optional[str] = None,
+    ):
         """export_dir: write each batch there as a request JSONL and stop (CALLS_VIA files) instead of submitting."""
         self.queue, self.cache, self.export_dir = queue, cache, export_dir
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
@@ -118,8 +136,9 @@ class Batcher:
                 if self.cache.get(k) is not None:
                     entries.pop(k)
                 elif self.attempts.get(k, 0) >= self.max_attempts:
-                    self.queue.failed[k] = (f"{self.reasons.get(k, 'no reply')} (in {self.attempts[k]} batch(es); "
-                                            "rerun to try again)")
+                    self.queue.failed[k] = (
+                        f"{self.reasons.get(k, 'no reply')} (in {self.attempts[k]} batch(es); rerun to try again)"
+                    )
                     entries.pop(k)
 
     def _export(self, entries: list) -> None:
@@ -131,13 +150,19 @@ class Batcher:
             for e in entries:
                 f.write(request_line(e["key"], e["body"]) + "\n")
         for kind in {e["client"].kind for e in entries}:  # so `import` knows each key's model, kind and mode
-            record_batch(self.cache, f"file:{path}:{kind}", kind, [e for e in entries if e["client"].kind == kind],
-                         status="exported")
+            record_batch(
+                self.cache,
+                f"file:{path}:{kind}",
+                kind,
+                [e for e in entries if e["client"].kind == kind],
+                status="exported",
+            )
         out = path.replace("requests-", "output-")
         raise BatchExported(
             f"wrote {len(entries)} request(s) to {path}. Run them with a Batch-API runner, e.g. `python -m "
             f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `python -m "
-            f"acemad_utils.agents.batch import {out}` and rerun: the next pass reads those replies from the cache")
+            f"acemad_utils.agents.batch import {out}` and rerun: the next pass reads those replies from the cache"
+        )
 
     def _one_round(self, client, entries: dict, should_stop, progress: bool) -> None:
         """Adopt batches a stopped process left open; submit what they do not cover; wait; import."""
@@ -153,8 +178,9 @@ class Batcher:
         held = self._reserve(client, todo)
         lines = "".join(request_line(e["key"], e["body"]) + "\n" for e in todo).encode()
         f = client._sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
-        b = client._sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                       completion_window=self.completion_window)
+        b = client._sdk.batches.create(
+            input_file_id=f.id, endpoint="/v1/chat/completions", completion_window=self.completion_window
+        )
         record_batch(self.cache, b.id, client.kind, todo)  # before any polling: a restart adopts it
         self.submitted += len(todo)
         self.batches += 1
@@ -173,15 +199,18 @@ class Batcher:
             est += c
         return client.budget.reserve(est, todo[0]["model"])
 
-    def _wait_and_import(self, client, batch_id: str, requests: dict, should_stop, progress: bool,
-                         held: float = 0.0) -> None:
+    def _wait_and_import(
+        self, client, batch_id: str, requests: dict, should_stop, progress: bool, held: float = 0.0
+    ) -> None:
         t0, delay, shown = time.monotonic(), self.poll, None
         while True:
             b = client._sdk.batches.retrieve(batch_id)
             counts = getattr(b, "request_counts", None)
-            line = (f"batch {batch_id}: {b.status}"
-                    + (f", {counts.completed + counts.failed}/{counts.total} done" if counts else "")
-                    + f" ({time.monotonic() - t0:.0f} s)")
+            line = (
+                f"batch {batch_id}: {b.status}"
+                + (f", {counts.completed + counts.failed}/{counts.total} done" if counts else "")
+                + f" ({time.monotonic() - t0:.0f} s)"
+            )
             if progress and line.split(" (")[0] != shown:
                 shown = line.split(" (")[0]
                 print(line, file=sys.stderr, flush=True)
@@ -196,11 +225,13 @@ class Batcher:
         spent = [0.0]
 
         def on_reply(key, req, value):
-            client.count_tokens(req["model"], value["prompt_tokens"], value["completion_tokens"],
-                                value["cached_tokens"], batch=True)
+            client.count_tokens(
+                req["model"], value["prompt_tokens"], value["completion_tokens"], value["cached_tokens"], batch=True
+            )
             client._add(network_calls=1)
-            c = client.call_cost(req["model"], value["prompt_tokens"], value["completion_tokens"],
-                                 value["cached_tokens"], batch=True)
+            c = client.call_cost(
+                req["model"], value["prompt_tokens"], value["completion_tokens"], value["cached_tokens"], batch=True
+            )
             spent[0] += c or 0.0
 
         stored: set = set()
@@ -213,7 +244,7 @@ class Batcher:
                 errors.update(e)
         if client.budget is not None:
             client.budget.settle(held, spent[0])
-        why_missing = (f"batch {b.status}" if b.status != "completed" else "missing from the batch output")
+        why_missing = f"batch {b.status}" if b.status != "completed" else "missing from the batch output"
         for key in requests:
             if key in stored:
                 continue
@@ -240,8 +271,10 @@ def main(argv=None) -> int:
     if a.cmd == "status":
         with cache._conn() as conn:
             for row in conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created"):
-                print(f"{row[0]}  {row[1]:<10} {row[2]:<18} {row[3]:>6} requests  "
-                      f"{'imported' if row[4] else 'open'}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(row[5]))}")
+                print(
+                    f"{row[0]}  {row[1]:<10} {row[2]:<18} {row[3]:>6} requests  "
+                    f"{'imported' if row[4] else 'open'}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(row[5]))}"
+                )
         return 0
     if a.cmd == "import":
         with open(a.output, encoding="utf-8") as f:
@@ -249,8 +282,9 @@ def main(argv=None) -> int:
         print(f"stored {len(stored)} replies in {cache.path}; {len(errors)} error line(s)")
         return 0
     with cache._conn() as conn:
-        rows = conn.execute("SELECT key, body FROM batch_requests WHERE batch_id IN "
-                            "(SELECT id FROM batches WHERE imported = 0)").fetchall()
+        rows = conn.execute(
+            "SELECT key, body FROM batch_requests WHERE batch_id IN (SELECT id FROM batches WHERE imported = 0)"
+        ).fetchall()
     missing = [(k, b) for k, b in rows if cache.get(k) is None]
     with open(a.out, "w", encoding="utf-8") as f:
         for k, body in missing:

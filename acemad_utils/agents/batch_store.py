@@ -10,19 +10,23 @@ Every submitted batch id and the keys of its requests are written to the respons
 started again. A Batch-API output line is stored under its custom_id only when that key was recorded as
 asked: a key is never guessed. The submitting and polling loop is batch.py.
 """
+
 from __future__ import annotations
 
 import json
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 from acemad_utils.agents.cache import ResponseCache, canonical_json
 from acemad_utils.agents.usage import usage_tokens
 
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, created REAL NOT NULL, status TEXT NOT NULL, "
-           "kind TEXT NOT NULL, n INTEGER NOT NULL, imported INTEGER NOT NULL DEFAULT 0)",
-           "CREATE TABLE IF NOT EXISTS batch_requests (batch_id TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, "
-           "kind TEXT NOT NULL, mode TEXT, body TEXT NOT NULL, PRIMARY KEY (batch_id, key))")
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, created REAL NOT NULL, status TEXT NOT NULL, "
+    "kind TEXT NOT NULL, n INTEGER NOT NULL, imported INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS batch_requests (batch_id TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, "
+    "kind TEXT NOT NULL, mode TEXT, body TEXT NOT NULL, PRIMARY KEY (batch_id, key))",
+)
 
 
 # ----------------------------------------------------------------------------- the cache's batch tables
@@ -36,24 +40,40 @@ def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, 
     """Store a submitted batch and its requests (key, model, mode, body) in one transaction."""
     ensure_tables(cache)
     with cache._conn() as conn, conn:
-        conn.execute("INSERT OR REPLACE INTO batches (id, created, status, kind, n, imported) VALUES (?, ?, ?, ?, ?, 0)",
-                     (batch_id, time.time(), status, kind, len(entries)))
-        conn.executemany("INSERT OR REPLACE INTO batch_requests (batch_id, key, model, kind, mode, body) "
-                         "VALUES (?, ?, ?, ?, ?, ?)",
-                         [(batch_id, e["key"], e["model"], kind, e["mode"], canonical_json(e["body"])) for e in entries])
+        conn.execute(
+            "INSERT OR REPLACE INTO batches (id, created, status, kind, n, imported) VALUES (?, ?, ?, ?, ?, 0)",
+            (batch_id, time.time(), status, kind, len(entries)),
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO batch_requests (batch_id, key, model, kind, mode, body) VALUES (?, ?, ?, ?, ?, ?)",
+            [(batch_id, e["key"], e["model"], kind, e["mode"], canonical_json(e["body"])) for e in entries],
+        )
 
 
 def open_batches(cache: ResponseCache, kind: Optional[str] = None) -> list[dict]:
     """Recorded batches not imported yet (submitted by this process or by one that was stopped)."""
     ensure_tables(cache)
     with cache._conn() as conn:
-        rows = conn.execute("SELECT id, kind, status, n FROM batches WHERE imported = 0 AND id NOT LIKE 'file:%' "
-                            + ("AND kind = ? " if kind else "") + "ORDER BY created", (kind,) if kind else ()).fetchall()
+        rows = conn.execute(
+            "SELECT id, kind, status, n FROM batches WHERE imported = 0 AND id NOT LIKE 'file:%' "
+            + ("AND kind = ? " if kind else "")
+            + "ORDER BY created",
+            (kind,) if kind else (),
+        ).fetchall()
         out = []
         for bid, k, status, n in rows:
-            reqs = conn.execute("SELECT key, model, kind, mode FROM batch_requests WHERE batch_id = ?", (bid,)).fetchall()
-            out.append({"id": bid, "kind": k, "status": status, "n": n,
-                        "requests": {key: {"model": m, "kind": kd, "mode": mode} for key, m, kd, mode in reqs}})
+            reqs = conn.execute(
+                "SELECT key, model, kind, mode FROM batch_requests WHERE batch_id = ?", (bid,)
+            ).fetchall()
+            out.append(
+                {
+                    "id": bid,
+                    "kind": k,
+                    "status": status,
+                    "n": n,
+                    "requests": {key: {"model": m, "kind": kd, "mode": mode} for key, m, kd, mode in reqs},
+                }
+            )
     return out
 
 
@@ -78,12 +98,22 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
     if not choices or not isinstance(choices, list) or not isinstance(choices[0].get("message"), dict):
         return None, "a batch reply that is not a chat completion"
     pt, ct, cached = usage_tokens(body.get("usage"))
-    return {"text": choices[0]["message"].get("content") or "", "finish_reason": choices[0].get("finish_reason"),
-            "prompt_tokens": pt, "completion_tokens": ct, "cached_tokens": cached, "batch": True}, None
+    return {
+        "text": choices[0]["message"].get("content") or "",
+        "finish_reason": choices[0].get("finish_reason"),
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "cached_tokens": cached,
+        "batch": True,
+    }, None
 
 
-def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None,
-                  on_reply: Optional[Callable[[str, dict, dict], None]] = None) -> tuple[set, dict]:
+def import_output(
+    text: str,
+    cache: ResponseCache,
+    requests: Optional[dict] = None,
+    on_reply: Optional[Callable[[str, dict, dict], None]] = None,
+) -> tuple[set, dict]:
     """Store every usable reply of a Batch-API output JSONL in the cache (custom_id = cache key). `requests`
     ({key: {"model", "kind", "mode"}}) says what was asked; by default it is read from the cache's batch
     tables. Returns (keys stored, {key: reason} of error lines)."""
@@ -117,5 +147,8 @@ def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = No
 
 
 def request_line(key: str, body: dict) -> str:
-    return json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
-                      ensure_ascii=False, sort_keys=True)
+    return json.dumps(
+        {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
+        ensure_ascii=False,
+        sort_keys=True,
+    )

@@ -21,6 +21,7 @@ whole profile run, not per notebook. Without ACEMAD_BUDGET_SINCE the cap counts 
 Free calls (a local endpoint) are never refused. A remote model without a price cannot be counted: a
 warning says so once and its calls are let through.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,7 +63,7 @@ class Budget:
         self._unpriced_warned: set = set()
 
     @classmethod
-    def from_env(cls, cache=None) -> Optional["Budget"]:
+    def from_env(cls, cache=None) -> Optional[Budget]:
         cap = parse_max_usd(os.environ.get(ENV_MAX))
         if cap is None:
             return None
@@ -82,8 +83,11 @@ class Budget:
         if estimate is None:  # a remote model without a price: cannot be counted
             if model not in self._unpriced_warned:
                 self._unpriced_warned.add(model)
-                warnings.warn(f"MAX_USD cannot count calls to {model!r}: no price is recorded for it "
-                              "(acemad_utils/agents/prices.py); they are sent uncounted", stacklevel=3)
+                warnings.warn(
+                    f"MAX_USD cannot count calls to {model!r}: no price is recorded for it "
+                    "(acemad_utils/agents/prices.py); they are sent uncounted",
+                    stacklevel=3,
+                )
             return 0.0
         if estimate <= 0 or self.max_usd is None:
             return 0.0
@@ -108,13 +112,21 @@ class Budget:
             self.reserved -= reserved
 
     def message(self) -> str:
-        return (f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${self.total:.2f} "
-                f"(${self.spent:.2f} in this process), and the next call could pass the cap")
+        return (
+            f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${self.total:.2f} "
+            f"(${self.spent:.2f} in this process), and the next call could pass the cap"
+        )
 
     def describe(self) -> dict:
         with self._lock:
-            return {"max_usd": self.max_usd, "spent_usd": round(self.total, 6), "spent_here_usd": round(self.spent, 6),
-                    "paid_calls_here": self.calls, "refused_calls": self.refused, "exhausted": self.exhausted}
+            return {
+                "max_usd": self.max_usd,
+                "spent_usd": round(self.total, 6),
+                "spent_here_usd": round(self.spent, 6),
+                "paid_calls_here": self.calls,
+                "refused_calls": self.refused,
+                "exhausted": self.exhausted,
+            }
 
 
 _CURRENT: Optional[Budget] = None

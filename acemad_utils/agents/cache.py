@@ -18,6 +18,7 @@ file or directory ("make it writable"; checked by a write that is rolled back, s
 and then not stored), a path that cannot be opened. The file is never deleted or replaced for you: its
 replies may have cost money. The same errors met later (a disk that fills up mid-run) are CacheErrors too.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +28,8 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Optional
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"""
@@ -43,20 +45,30 @@ def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
     folder = os.path.dirname(os.path.abspath(path))
     when = " No model call was made." if opening else ""
     if "readonly" in msg or "read-only" in msg:
-        return CacheError(f"the response cache {path} is read-only ({msg}): make the file and its directory {folder} "
-                          "writable (sqlite also writes a -wal and a -shm file beside it), or move the cache "
-                          "elsewhere; replies must be stored or a rerun pays for them again." + when)
+        return CacheError(
+            f"the response cache {path} is read-only ({msg}): make the file and its directory {folder} "
+            "writable (sqlite also writes a -wal and a -shm file beside it), or move the cache "
+            "elsewhere; replies must be stored or a rerun pays for them again." + when
+        )
     if "unable to open" in msg or "disk I/O" in msg:
         what = f"{path} is a directory" if os.path.isdir(path) else f"its directory {folder} must exist and be writable"
         return CacheError(f"cannot open the response cache {path} ({msg}): {what}." + when)
     if "database or disk is full" in msg:
-        return CacheError(f"the response cache {path} cannot grow ({msg}): free disk space, then rerun (answered "
-                          "questions are kept in the transcripts)." + when)
-    if isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError) or \
-            "malformed" in msg or "not a database" in msg:
-        return CacheError(f"the response cache {path} is damaged or not a cache ({msg}): delete it (and {path}-wal, "
-                          f"{path}-shm if present) to start a fresh cache; its stored replies are lost and will be "
-                          f"asked again (`sqlite3 {path} .recover` may salvage part of them first)." + when)
+        return CacheError(
+            f"the response cache {path} cannot grow ({msg}): free disk space, then rerun (answered "
+            "questions are kept in the transcripts)." + when
+        )
+    if (
+        isinstance(err, sqlite3.DatabaseError)
+        and not isinstance(err, sqlite3.OperationalError)
+        or "malformed" in msg
+        or "not a database" in msg
+    ):
+        return CacheError(
+            f"the response cache {path} is damaged or not a cache ({msg}): delete it (and {path}-wal, "
+            f"{path}-shm if present) to start a fresh cache; its stored replies are lost and will be "
+            f"asked again (`sqlite3 {path} .recover` may salvage part of them first)." + when
+        )
     return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
 
 
@@ -75,8 +87,10 @@ class ResponseCache:
             try:
                 os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             except OSError as e:
-                raise CacheError(f"cannot create the directory of the response cache {self.path} ({e.strerror}): make "
-                                 "its parent writable, or move the cache elsewhere. No model call was made.") from None
+                raise CacheError(
+                    f"cannot create the directory of the response cache {self.path} ({e.strerror}): make "
+                    "its parent writable, or move the cache elsewhere. No model call was made."
+                ) from None
         self._conns: list[sqlite3.Connection] = []  # every connection opened (closed by close())
         self._idle: list[sqlite3.Connection] = []  # the pool: connections not in use right now
         self._lock = threading.Lock()
@@ -85,8 +99,10 @@ class ResponseCache:
             with self._conn() as conn:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
-                                 "VALUES ('', '', '', '{}', 0)")
+                    conn.execute(
+                        "INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
+                        "VALUES ('', '', '', '{}', 0)"
+                    )
                 finally:
                     conn.rollback()
         except sqlite3.Error as e:
@@ -114,8 +130,9 @@ class ResponseCache:
 
     @staticmethod
     def key(*, model: str, kind: str, params: dict, messages: list, fmt: Any, scope: str) -> str:
-        blob = canonical_json({"model": model, "kind": kind, "params": params, "messages": messages,
-                               "format": fmt, "scope": scope})
+        blob = canonical_json(
+            {"model": model, "kind": kind, "params": params, "messages": messages, "format": fmt, "scope": scope}
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     @contextlib.contextmanager
@@ -156,8 +173,10 @@ class ResponseCache:
     def put(self, key: str, value: dict, *, model: str, kind: str) -> None:
         try:
             with self._conn() as conn, conn:  # one transaction: committed whole or not at all
-                conn.execute("INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
-                             "VALUES (?, ?, ?, ?, ?)", (key, model, kind, canonical_json(value), time.time()))
+                conn.execute(
+                    "INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
+                    (key, model, kind, canonical_json(value), time.time()),
+                )
         except sqlite3.Error as e:
             raise _cache_error(self.path, e, opening=False) from None
 
@@ -173,7 +192,9 @@ class ResponseCache:
                     "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
                     "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
                     "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
-                    "WHERE created >= ? AND kind != 'local-llama.cpp' AND key != '' GROUP BY 1, 2", (since,)).fetchall()
+                    "WHERE created >= ? AND kind != 'local-llama.cpp' AND key != '' GROUP BY 1, 2",
+                    (since,),
+                ).fetchall()
         except sqlite3.Error as e:
             raise _cache_error(self.path, e, opening=False) from None
         total = 0.0
@@ -197,7 +218,7 @@ class ResponseCache:
             except sqlite3.Error:
                 pass
 
-    def __enter__(self) -> "ResponseCache":
+    def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc) -> None:

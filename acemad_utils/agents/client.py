@@ -29,13 +29,15 @@ timeout, so an unreachable base URL or a rejected key stops the run with a clear
 An error raised by `generate` is scrubbed of keys before it leaves this module (llm_redact.scrub).
 With a batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
 import warnings
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 from urllib.parse import urlparse
 
 import openai
@@ -89,11 +91,23 @@ class LLMClient:
     budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
     """
 
-    def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 *, kind: Optional[str] = None, max_concurrency: int = 8, timeout: float = 120.0,
-                 max_attempts: int = 6, backoff: tuple[float, float] = (1.0, 60.0), retry_after_max: float = 120.0,
-                 structured: str = "auto", cache: ResponseCache | str | os.PathLike | None = None,
-                 prices: Optional[dict] = None, budget: Optional[B.Budget] = None):
+    def __init__(
+        self,
+        model: Optional[str] = None,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        kind: Optional[str] = None,
+        max_concurrency: int = 8,
+        timeout: float = 120.0,
+        max_attempts: int = 6,
+        backoff: tuple[float, float] = (1.0, 60.0),
+        retry_after_max: float = 120.0,
+        structured: str = "auto",
+        cache: ResponseCache | str | os.PathLike | None = None,
+        prices: Optional[dict] = None,
+        budget: Optional[B.Budget] = None,
+    ):
         self.model = model or os.environ.get("ACEMAD_MODEL") or DEFAULT_MODEL
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
@@ -101,8 +115,10 @@ class LLMClient:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.kind == "openai":
-                raise MissingAPIKey("no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via "
-                                    "OPENAI_BASE_URL / the 'local' profile, which needs no key)")
+                raise MissingAPIKey(
+                    "no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via "
+                    "OPENAI_BASE_URL / the 'local' profile, which needs no key)"
+                )
             key = LOCAL_DUMMY_KEY  # local servers ignore the key but the SDK wants one
         else:
             remember_secret(key)
@@ -124,8 +140,15 @@ class LLMClient:
         self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
 
     # ------------------------------------------------------------------ public
-    def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,
-                 schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None) -> Completion:
+    def generate(
+        self,
+        messages: Sequence[dict],
+        config: GenerateConfig = GenerateConfig(),
+        *,
+        schema: Optional[dict] = None,
+        scope: str = "",
+        model: Optional[str] = None,
+    ) -> Completion:
         """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of
         otherwise identical calls (agent, round, repeat, call kind)."""
         model = model or self.model
@@ -136,27 +159,50 @@ class LLMClient:
             return self._paid_fetch(model, messages, params, schema)
         # The *requested* format is keyed, not the transport mode, so a warm rerun hits the cache before
         # the mode has been re-detected.
-        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages,
-                                fmt=None if schema is None else {"schema": schema}, scope=scope)
+        key = ResponseCache.key(
+            model=model,
+            kind=self.kind,
+            params=params,
+            messages=messages,
+            fmt=None if schema is None else {"schema": schema},
+            scope=scope,
+        )
         with self.cache.single_flight(key):  # identical concurrent calls: one request, one stored reply
             hit = self.cache.get(key)
             if hit is not None:
                 self._add(cache_hits=1)
                 self.accounting.count_mode(hit.get("mode"))
-                return Completion(text=hit["text"], mode=hit.get("mode"), cached=True,
-                                  finish_reason=hit.get("finish_reason"))
+                return Completion(
+                    text=hit["text"], mode=hit.get("mode"), cached=True, finish_reason=hit.get("finish_reason")
+                )
             if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
                 mode = self.mode if schema is not None else None
                 self.batch_queue.defer(self, key, model, self.request_body(model, messages, params, mode, schema), mode)
             out = self._paid_fetch(model, messages, params, schema)
-            self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
-                                 "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-                                 "cached_tokens": out.cached_tokens}, model=model, kind=self.kind)
+            self.cache.put(
+                key,
+                {
+                    "text": out.text,
+                    "mode": out.mode,
+                    "finish_reason": out.finish_reason,
+                    "prompt_tokens": out.prompt_tokens,
+                    "completion_tokens": out.completion_tokens,
+                    "cached_tokens": out.cached_tokens,
+                },
+                model=model,
+                kind=self.kind,
+            )
             return out
 
     # Accounting (llm_usage.Accounting): kept as client methods, batch.py and callers use them.
-    def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
-                  batch: bool = False) -> Optional[float]:
+    def call_cost(
+        self,
+        model: str,
+        prompt_tokens: float,
+        completion_tokens: float,
+        cached_tokens: float = 0.0,
+        batch: bool = False,
+    ) -> Optional[float]:
         """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
         return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch)
 
@@ -176,9 +222,14 @@ class LLMClient:
 
     def describe(self) -> dict:
         """JSON-able, secret-free: model, endpoint kind, structured-output mode. Never the key or the URL."""
-        return {"model": self.model, "endpoint": self.kind, "structured_output": self.mode,
-                "structured_output_detection": "auto" if self._auto else "fixed",
-                "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}
+        return {
+            "model": self.model,
+            "endpoint": self.kind,
+            "structured_output": self.mode,
+            "structured_output_detection": "auto" if self._auto else "fixed",
+            "max_concurrency": self.max_concurrency,
+            "max_attempts": self.max_attempts,
+        }
 
     def preflight(self, timeout: float = 10.0) -> None:
         """One free GET /models (never a completion): raise EndpointUnreachable when no connection can be made
@@ -191,21 +242,29 @@ class LLMClient:
         except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
             if isinstance(e, openai.APITimeoutError) and cause in ("ReadTimeout", "WriteTimeout"):
-                warnings.warn(f"the model endpoint {where} accepted the connection but did not answer GET /models "
-                              f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)
+                warnings.warn(
+                    f"the model endpoint {where} accepted the connection but did not answer GET /models "
+                    f"within {timeout:g} s; continuing (it may be busy)",
+                    stacklevel=2,
+                )
                 return
-            fix = ("check the network connection, or set BASE_URL / OPENAI_BASE_URL to an OpenAI-compatible server"
-                   if self._base_url is None else
-                   "set BASE_URL / OPENAI_BASE_URL to a running OpenAI-compatible server such as "
-                   "http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com")
-            raise EndpointUnreachable(f"cannot reach the model endpoint {where} (GET /models: "
-                                      f"{cause or type(e).__name__}); {fix}. No paid call was made.") from None
+            fix = (
+                "check the network connection, or set BASE_URL / OPENAI_BASE_URL to an OpenAI-compatible server"
+                if self._base_url is None
+                else "set BASE_URL / OPENAI_BASE_URL to a running OpenAI-compatible server such as "
+                "http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com"
+            )
+            raise EndpointUnreachable(
+                f"cannot reach the model endpoint {where} (GET /models: "
+                f"{cause or type(e).__name__}); {fix}. No paid call was made."
+            ) from None
         except openai.APIStatusError as e:
             if e.status_code in (401, 403):
                 raise APIKeyRejected(
                     f"the endpoint {where} rejected the API key (HTTP {e.status_code} on GET /models): check "
                     "OPENAI_API_KEY (the key is read from the environment only and never printed). "
-                    "No paid call was made.") from None
+                    "No paid call was made."
+                ) from None
         except Exception:  # an answer we cannot parse still proves the server is there
             pass
 
@@ -217,8 +276,9 @@ class LLMClient:
         self.accounting.add(**kw)
 
     def _paid_fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
-        return self.accounting.paid_call(self.budget, model, messages, params,
-                                         lambda: self._fetch(model, messages, params, schema))
+        return self.accounting.paid_call(
+            self.budget, model, messages, params, lambda: self._fetch(model, messages, params, schema)
+        )
 
     def _fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
         """The network part of `generate`: retries, structured-output fallback, token accounting."""
@@ -226,21 +286,33 @@ class LLMClient:
         try:
             resp, mode = with_mode_fallback(
                 lambda mode: self._with_retries(counter, model, messages, params, mode, schema),
-                current=lambda: self.mode if schema is not None else None, auto=self._auto, downgrade=self._downgrade)
+                current=lambda: self.mode if schema is not None else None,
+                auto=self._auto,
+                downgrade=self._downgrade,
+            )
         except Exception as e:
             self._add(failures=1)
             if isinstance(e, GarbledResponse) and counter[0] > 1:
-                e.args = (f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
-                          "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",)
+                e.args = (
+                    f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
+                    "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",
+                )
             # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
             raise scrub(e)
         choice = resp.choices[0]
         pt, ct, cached = usage_tokens(resp.usage)
         self.count_tokens(model, pt, ct, cached)
         self.accounting.count_mode(mode)
-        return Completion(text=choice.message.content or "", mode=mode, prompt_tokens=pt, completion_tokens=ct,
-                          cached_tokens=cached, network_calls=counter[0], finish_reason=choice.finish_reason,
-                          retries=counter[1])
+        return Completion(
+            text=choice.message.content or "",
+            mode=mode,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            cached_tokens=cached,
+            network_calls=counter[0],
+            finish_reason=choice.finish_reason,
+            retries=counter[1],
+        )
 
     def _downgrade(self, failed: str) -> None:
         with self._lock:
@@ -255,12 +327,18 @@ class LLMClient:
             self._add(retries=1)
             counter[1] += 1
 
-        return retrying(lambda: self._call_once(counter, model, messages, params, mode, schema),
-                        max_attempts=self.max_attempts, wait=self._wait, mode=mode, on_retry=retried)
+        return retrying(
+            lambda: self._call_once(counter, model, messages, params, mode, schema),
+            max_attempts=self.max_attempts,
+            wait=self._wait,
+            mode=mode,
+            on_retry=retried,
+        )
 
     def _call_once(self, counter: list, model, messages, params, mode, schema):
-        return send(self._sdk, request_body(model, messages, params, mode, schema), self._base_url,
-                    slot=self._slot(counter))
+        return send(
+            self._sdk, request_body(model, messages, params, mode, schema), self._base_url, slot=self._slot(counter)
+        )
 
     @contextlib.contextmanager
     def _slot(self, counter: list):

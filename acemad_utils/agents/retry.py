@@ -14,12 +14,14 @@ Mode fallback (llm_request.MODES, best first): an endpoint that refuses our resp
 any error naming response_format: llama-cpp-python answers with a 500) is asked again one mode lower. Such a
 refusal is never retried in the same mode. The client detects the mode once and remembers it.
 """
+
 from __future__ import annotations
 
 import email.utils
 import json
 import time
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import Optional, TypeVar
 
 import openai
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
@@ -30,8 +32,9 @@ T = TypeVar("T")
 
 
 def retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (openai.APIConnectionError, json.JSONDecodeError, openai.APIResponseValidationError,
-                        GarbledResponse)):
+    if isinstance(
+        exc, (openai.APIConnectionError, json.JSONDecodeError, openai.APIResponseValidationError, GarbledResponse)
+    ):
         return True  # timeouts, refused/dropped connections, a garbled body from a proxy
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in (408, 409, 429) or exc.status_code >= 500
@@ -74,12 +77,15 @@ def backoff_wait(state, backoff: tuple[float, float], retry_after_max: float) ->
     return wait_random_exponential(multiplier=backoff[0], max=backoff[1])(state)
 
 
-def retrying(call: Callable[[], T], *, max_attempts: int, wait: Callable, mode: Optional[str],
-             on_retry: Callable) -> T:
+def retrying(call: Callable[[], T], *, max_attempts: int, wait: Callable, mode: Optional[str], on_retry: Callable) -> T:
     """call() until it succeeds, fails for good or max_attempts are used (the last error is raised)."""
-    policy = Retrying(stop=stop_after_attempt(max_attempts), wait=wait,
-                      retry=retry_if_exception(lambda e: retryable(e) and not format_rejected(e, mode)),
-                      reraise=True, before_sleep=on_retry)
+    policy = Retrying(
+        stop=stop_after_attempt(max_attempts),
+        wait=wait,
+        retry=retry_if_exception(lambda e: retryable(e) and not format_rejected(e, mode)),
+        reraise=True,
+        before_sleep=on_retry,
+    )
     return policy(call)
 
 
@@ -88,8 +94,12 @@ def next_mode(failed: str) -> str:
     return MODES[MODES.index(failed) + 1]
 
 
-def with_mode_fallback(attempt: Callable[[Optional[str]], T], current: Callable[[], Optional[str]], auto: bool,
-                       downgrade: Callable[[str], None]) -> tuple[T, Optional[str]]:
+def with_mode_fallback(
+    attempt: Callable[[Optional[str]], T],
+    current: Callable[[], Optional[str]],
+    auto: bool,
+    downgrade: Callable[[str], None],
+) -> tuple[T, Optional[str]]:
     """(attempt(mode), mode): on a refused response_format (auto detection only) downgrade and ask again."""
     while True:
         mode = current()

@@ -35,11 +35,13 @@ Agents (persona -> role; temperature -> confidence and noise):
 - The moderator (Centralized MAD) believes the mean of the stances it reads.
 Arguments are short template sentences that state the stance.
 """
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -64,8 +66,16 @@ class SimParams:
     moderator_susceptibility: float = 1.0  # the moderator adopts the mean stance it reads
 
     def __post_init__(self) -> None:
-        for name in ("trap_mean", "insight", "slow_escape", "crowd_calibration", "skeptic_calibration",
-                     "crowd_susceptibility", "skeptic_susceptibility", "moderator_susceptibility"):
+        for name in (
+            "trap_mean",
+            "insight",
+            "slow_escape",
+            "crowd_calibration",
+            "skeptic_calibration",
+            "crowd_susceptibility",
+            "skeptic_susceptibility",
+            "moderator_susceptibility",
+        ):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise ValueError(f"SimParams: {name}={v!r} must lie in [0, 1]")
@@ -150,9 +160,19 @@ _TEMPLATES = {
 class SimAgent(Agent):
     concurrent = False  # pure numpy, no I/O: threads would only add overhead
 
-    def __init__(self, q: Question, spec: AgentSpec, index: int, item: Item, peer_specs: Sequence[AgentSpec],
-                 params: SimParams, seed: int, repeat: int, role: str = "debater",
-                 peer_items: Optional[Sequence[Item]] = None):
+    def __init__(
+        self,
+        q: Question,
+        spec: AgentSpec,
+        index: int,
+        item: Item,
+        peer_specs: Sequence[AgentSpec],
+        params: SimParams,
+        seed: int,
+        repeat: int,
+        role: str = "debater",
+        peer_items: Optional[Sequence[Item]] = None,
+    ):
         self.spec, self.q, self.index, self.item, self.params, self.role = spec, q, index, item, params, role
         self.rng = _rng("agent", seed, q.id, index, repeat, role)
         k = len(q.options)
@@ -172,7 +192,11 @@ class SimAgent(Agent):
 
     def act(self, turn: Turn) -> Step:
         # Eq. 1: move toward the stances of the peers seen in the previous round (once per round).
-        prev = [m.stance for m in turn.history if m.round == turn.round - 1 and m.agent != self.index and m.stance is not None]
+        prev = [
+            m.stance
+            for m in turn.history
+            if m.round == turn.round - 1 and m.agent != self.index and m.stance is not None
+        ]
         if self.role == "moderator":  # the moderator reads the arguments of the current round
             prev = [m.stance for m in turn.history if m.round == turn.round and m.agent != -1 and m.stance is not None]
         if prev and turn.round > self._last_round:
@@ -187,7 +211,9 @@ class SimAgent(Agent):
             q = (1 - self.calibration) * p + self.calibration * model
         top = int(np.argmax(p))
         key = "moderator" if self.role == "moderator" else self.spec.persona
-        text = _TEMPLATES[key].format(label=self.q.labels[top], text=self.q.options[self.q.labels[top]], pct=round(100 * p[top]))
+        text = _TEMPLATES[key].format(
+            label=self.q.labels[top], text=self.q.options[self.q.labels[top]], pct=round(100 * p[top])
+        )
         return Step(message=text, p=p, q=q, usage=zero_usage(), info={"stance": p})
 
 
@@ -208,16 +234,27 @@ class SimPopulation(Population):
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
-        return [SimAgent(question, s, i, items[i], specs, self.params, self.seed, repeat, peer_items=items)
-                for i, s in enumerate(specs)]
+        return [
+            SimAgent(question, s, i, items[i], specs, self.params, self.seed, repeat, peer_items=items)
+            for i, s in enumerate(specs)
+        ]
 
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
         item = item_latent(question, self.params, self.seed, self.model)
-        return SimAgent(question, AgentSpec("Generalist", 0.1), -1, item, [], self.params, self.seed, repeat, role="moderator")
+        return SimAgent(
+            question, AgentSpec("Generalist", 0.1), -1, item, [], self.params, self.seed, repeat, role="moderator"
+        )
 
     def describe(self) -> dict:
-        d = {"name": self.name, "synthetic": True, "backend": "sim", "model": "synthetic-population",
-             "endpoint_kind": "none", "seed": self.seed, "params": asdict(self.params)}
+        d = {
+            "name": self.name,
+            "synthetic": True,
+            "backend": "sim",
+            "model": "synthetic-population",
+            "endpoint_kind": "none",
+            "seed": self.seed,
+            "params": asdict(self.params),
+        }
         if self.model is not None:  # only then: a default population keeps its description (and run identity)
             d["model"] = f"synthetic-population:{self.model}"
         return d
@@ -230,12 +267,14 @@ def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") 
     out = []
     for i in range(n):
         ans = labels[int(rng.integers(k))]
-        out.append(Question(
-            id=f"{benchmark}/{seed}/{i:05d}",
-            benchmark=benchmark,
-            question=f"Synthetic item {i} (a misconception with one tempting distractor).",
-            options={l: f"option {l}" for l in labels},
-            answer=ans,
-            metadata={"synthetic": True},
-        ))
+        out.append(
+            Question(
+                id=f"{benchmark}/{seed}/{i:05d}",
+                benchmark=benchmark,
+                question=f"Synthetic item {i} (a misconception with one tempting distractor).",
+                options={l: f"option {l}" for l in labels},
+                answer=ans,
+                metadata={"synthetic": True},
+            )
+        )
     return out

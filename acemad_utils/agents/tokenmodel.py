@@ -12,6 +12,7 @@ below (4.0 overestimated those prompts by 6% on average, up to 12%). GPT-4o-mini
 least as efficient on English prose, so the model is, if anything, slightly high for the paper's endpoint.
 Used by acemad_utils.cost.estimate (estimates), acemad_utils.agents.budget (MAX_USD reservations) and bench/.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,5 +33,7 @@ def prompt_tokens(messages, cpt: float = CHARS_PER_TOKEN) -> int:
 
 
 def describe() -> str:
-    return (f"token model: ceil(chars/{CHARS_PER_TOKEN:g}) per text, +{MSG_OVERHEAD}/message +{PRIME}/request "
-            f"(prompt); ceil(chars/{CHARS_PER_TOKEN:g}) (completion)")
+    return (
+        f"token model: ceil(chars/{CHARS_PER_TOKEN:g}) per text, +{MSG_OVERHEAD}/message +{PRIME}/request "
+        f"(prompt); ceil(chars/{CHARS_PER_TOKEN:g}) (completion)"
+    )

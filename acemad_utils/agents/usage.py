@@ -12,16 +12,18 @@ endpoint served from its prompt cache (`usage.prompt_tokens_details.cached_token
 cache miss reserves its estimated cost before it is sent and may be refused (BudgetExceeded): `paid_call`.
 The counter names are schema.py's (USAGE_KEYS, CALL_KEYS).
 """
+
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 from acemad_utils.agents.prices import price_of
-from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 from acemad_utils.agents.tokenmodel import prompt_tokens as _model_prompt_tokens
 from acemad_utils.agents.tokenmodel import tokens as _model_tokens
+from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
 #: A client's counters: every call's usage, plus the calls that failed for good.
 STATS_KEYS = (*USAGE_KEYS, *CALL_KEYS, "failures")
@@ -41,8 +43,13 @@ class Completion:
     retries: int = 0  # failed attempts that were retried (429, 5xx, timeout, dropped connection, garbled body)
 
     def usage(self) -> dict:
-        u = {"calls": 1, "network_calls": self.network_calls, "cache_hits": int(self.cached),
-             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        u = {
+            "calls": 1,
+            "network_calls": self.network_calls,
+            "cache_hits": int(self.cached),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
         if self.cached_tokens:
             u["cached_tokens"] = self.cached_tokens
         if self.retries:
@@ -55,7 +62,7 @@ def usage_tokens(u: Any) -> tuple[int, int, int]:
     what the endpoint did not report). cached = usage.prompt_tokens_details.cached_tokens (OpenAI's prompt cache)."""
     if u is None:
         return 0, 0, 0
-    get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
+    get = lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None)
     details = get(u, "prompt_tokens_details")
     cached = get(details, "cached_tokens") if details is not None else None
     return int(get(u, "prompt_tokens") or 0), int(get(u, "completion_tokens") or 0), int(cached or 0)
@@ -92,8 +99,14 @@ class Accounting:
             tok[1] += ct
             tok[2] += cached
 
-    def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0,
-                  batch: bool = False) -> Optional[float]:
+    def call_cost(
+        self,
+        model: str,
+        prompt_tokens: float,
+        completion_tokens: float,
+        cached_tokens: float = 0.0,
+        batch: bool = False,
+    ) -> Optional[float]:
         """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
         if self.kind == "local-llama.cpp":
             return 0.0
@@ -129,8 +142,9 @@ class Accounting:
         out["tokens_by_model"] = tbm
         return out
 
-    def paid_call(self, budget, model: str, messages: list, params: dict,
-                  fetch: Callable[[], Completion]) -> Completion:
+    def paid_call(
+        self, budget, model: str, messages: list, params: dict, fetch: Callable[[], Completion]
+    ) -> Completion:
         """fetch() under MAX_USD: reserve the estimate (BudgetExceeded stops here, before anything is sent),
         then count the call's actual cost."""
         if budget is None:

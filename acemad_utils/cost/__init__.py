@@ -8,6 +8,7 @@ The price table and the MAX_USD cap are in agents/ (prices, budget): the client 
 
     python -m acemad_utils.cost estimate --profile paper      # = make estimate PROFILE=paper
 """
+
 from acemad_utils.cost.estimate import estimate_profile, format_estimate
 
 __all__ = ["estimate_profile", "format_estimate"]

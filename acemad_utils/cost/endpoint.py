@@ -5,6 +5,7 @@ replies from `debate_reply` (arguments of `arg_chars` characters, JSON commitmen
 token model (acemad_utils.agents.tokenmodel), a dict as the shared response cache; no socket, no SDK client, no key.
 bench/_common.py's fake HTTP endpoint serves the same replies.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,13 +13,15 @@ import json
 import threading
 from typing import Optional
 
-from acemad_utils.protocol.schema import zero_usage
 from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
+from acemad_utils.protocol.schema import zero_usage
 
 DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length
 
-FILLER = ("Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
-          "misconception, and checking each option against what is actually known rules out the popular one. ")
+FILLER = (
+    "Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
+    "misconception, and checking each option against what is actually known rules out the popular one. "
+)
 
 
 def argument_text(n_chars: int, seed: str) -> str:
@@ -76,8 +79,14 @@ class ModelClient:
 
         model = model or self.model
         params = (config or GenerateConfig()).params()
-        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=list(messages),
-                                fmt=None if schema is None else {"schema": schema}, scope=scope)
+        key = ResponseCache.key(
+            model=model,
+            kind=self.kind,
+            params=params,
+            messages=list(messages),
+            fmt=None if schema is None else {"schema": schema},
+            scope=scope,
+        )
         with self._lock:
             self._stats["calls"] += 1
             hit = self.store.get(key)
@@ -96,8 +105,9 @@ class ModelClient:
             m[0], m[1], m[2] = m[0] + 1, m[1] + pt, m[2] + ct
             if self.log is not None:
                 self.log.append((scope, model, list(messages), pt))
-        return Completion(text=text, mode="json_schema" if schema else None, prompt_tokens=pt, completion_tokens=ct,
-                          network_calls=1)
+        return Completion(
+            text=text, mode="json_schema" if schema else None, prompt_tokens=pt, completion_tokens=ct, network_calls=1
+        )
 
     def stats(self) -> dict:
         with self._lock:
@@ -107,11 +117,18 @@ class ModelClient:
         return {"model": self.model, "endpoint": self.kind, "structured_output": "json_schema"}
 
 
-def replay_population(model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two",
-                      seed: int = 0, base_url: Optional[str] = None, log: Optional[list] = None):
+def replay_population(
+    model: str,
+    store: dict,
+    arg_chars: int = DEFAULT_ARG_CHARS,
+    calls: str = "two",
+    seed: int = 0,
+    base_url: Optional[str] = None,
+    log: Optional[list] = None,
+):
     """An agents.LLMPopulation whose clients are ModelClients (kind from base_url as for the real client)."""
-    from acemad_utils.agents.llm_agent import LLMPopulation
     from acemad_utils.agents.client import endpoint_kind
+    from acemad_utils.agents.llm_agent import LLMPopulation
 
     class ReplayPopulation(LLMPopulation):
         def client(self, url):  # never an LLMClient: no SDK, no key, no socket

@@ -31,6 +31,7 @@ another length (1760 = the 400-token argue cap, an upper bound). Prices: acemad_
 date per entry; check them). Repeated prefixes (prompt caching, estimate(prefix=True)): cost_prefix. The estimate is printed by `reproduce` before the first notebook of a paid
 (`BACKEND: openai`) profile, and bench/cost.py uses the same functions, so the two cannot drift.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,19 +39,19 @@ import dataclasses
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
-from acemad_utils.experiments import registry
-from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS
-from acemad_utils.cost.endpoint import replay_population
-from acemad_utils.cost.items import BENCHMARKS, item_counts, sample_items
-from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.agents.prices import PRICES, price_of
 from acemad_utils.agents.prices import table as price_table
-from acemad_utils.experiments.registry import notebook_params
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
+from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
+from acemad_utils.cost.items import BENCHMARKS, item_counts, sample_items
+from acemad_utils.cost.prefix import prefix_shares
+from acemad_utils.experiments import registry
+from acemad_utils.experiments.registry import notebook_params
 
 
 # ----------------------------------------------------------------------------- the replay
@@ -100,9 +101,15 @@ def _price(model: str, kind: str, pt: float, ct: float, batch: bool) -> Optional
     return None if p is None else p.usd(pt, ct, 0, batch)
 
 
-def replay(stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS,
-           log: Optional[list] = None, store: Optional[dict] = None, pops: Optional[dict] = None
-           ) -> list[tuple[registry.Run, str, dict]]:
+def replay(
+    stages: Sequence[registry.Run],
+    items: dict,
+    P: dict,
+    arg_chars: int = DEFAULT_ARG_CHARS,
+    log: Optional[list] = None,
+    store: Optional[dict] = None,
+    pops: Optional[dict] = None,
+) -> list[tuple[registry.Run, str, dict]]:
     """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per stage and
     benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
     from acemad_utils.protocol.debate import run_question
@@ -115,9 +122,15 @@ def replay(stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int 
         m = st.model or model0
         key = (m, st.base_url)
         if key not in pops:
-            pops[key] = replay_population(m, store, arg_chars, P.get("CALLS", "two"), P.get("SEED", 0),
-                                          base_url=st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-                                          or None, log=log)
+            pops[key] = replay_population(
+                m,
+                store,
+                arg_chars,
+                P.get("CALLS", "two"),
+                P.get("SEED", 0),
+                base_url=st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None,
+                log=log,
+            )
         pop = pops[key]
         for b in st.benchmarks:
             qs = items.get(b) or []
@@ -147,8 +160,14 @@ def _snapshot(pop) -> dict:
     return {"calls": calls, "by": by}
 
 
-def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
-             data_dir: Optional[str] = None, prefix: bool = False) -> Estimate:
+def estimate(
+    params_by_nb: dict,
+    profile: str = "",
+    per_benchmark: int = 2,
+    arg_chars: int = DEFAULT_ARG_CHARS,
+    data_dir: Optional[str] = None,
+    prefix: bool = False,
+) -> Estimate:
     """The estimate of notebooks with these parameters ({notebook: params}); see the module doc.
     prefix=True also prices the repeated-prefix share of each notebook's prompt tokens at the cached-input rate
     (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound)."""
@@ -186,8 +205,9 @@ def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_
             # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
             # items: replay it on a cold cache and pay only its items outside the challenging subsets.
             outside = st.on == "input" and st.name != "subsets"
-            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars,
-                         store={} if outside else store, log=log)
+            got = replay(
+                [dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store, log=log
+            )
             if not got:
                 continue
             _, _, per = got[0]
@@ -235,8 +255,9 @@ def estimate(params_by_nb: dict, profile: str = "", per_benchmark: int = 2, arg_
     return est
 
 
-def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None,
-                     **kw) -> Estimate:
+def estimate_profile(
+    profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None, **kw
+) -> Estimate:
     name, params = notebook_params(profile, overrides, only)
     return estimate(params, name, **kw)
 
@@ -252,24 +273,34 @@ def _usd(x: Optional[float], free: bool = False) -> str:
 
 
 def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
-    lines = [f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
-             f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"]
+    lines = [
+        f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
+        f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"
+    ]
     if not est.rows:
         return "\n".join(lines + [f"  {n}" for n in est.notes])
-    lines.append(f"  {'notebook':<24} {'model':<22} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
-                 f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}")
+    lines.append(
+        f"  {'notebook':<24} {'model':<22} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
+        f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}"
+    )
     for r in est.rows + [est.total()]:
-        lines.append(f"  {r.notebook:<24} {r.model[:22]:<22} {r.questions:>10,.0f} {r.calls:>11,.0f} "
-                     f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
-                     f"{_usd(r.usd_batch, r.free):>10}")
+        lines.append(
+            f"  {r.notebook:<24} {r.model[:22]:<22} {r.questions:>10,.0f} {r.calls:>11,.0f} "
+            f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
+            f"{_usd(r.usd_batch, r.free):>10}"
+        )
     lines += [f"  {n}" for n in est.notes]
     models = sorted({r.model for r in est.rows if not r.free and price_of(r.model)})
     for m in models:
         p = PRICES[m] if m in PRICES else price_of(m)
-        lines.append(f"  price {m}: ${p.input:g}/M input, ${p.output:g}/M output, batch x{p.batch_factor:g} "
-                     f"({p.source}, recorded {p.recorded}; check current prices)")
-    lines.append(f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
-                 "gives an upper bound")
+        lines.append(
+            f"  price {m}: ${p.input:g}/M input, ${p.output:g}/M output, batch x{p.batch_factor:g} "
+            f"({p.source}, recorded {p.recorded}; check current prices)"
+        )
+    lines.append(
+        f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
+        "gives an upper bound"
+    )
     if max_usd is not None:
         lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
     return "\n".join(lines)
@@ -300,8 +331,9 @@ def main(argv=None) -> int:
         if not sep:
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
         overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
-    est = estimate_profile(a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars,
-                           data_dir=a.data_dir)
+    est = estimate_profile(
+        a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars, data_dir=a.data_dir
+    )
     print(format_estimate(est, parse_max_usd(os.environ.get("ACEMAD_MAX_USD"))))
     print(f"  (estimated in {est.seconds:.1f} s)")
     return 0
@@ -309,4 +341,3 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -1,10 +1,12 @@
 """Item counts and sample items of the cost estimate (acemad_utils.cost.estimate): how many questions each run
 asks, and the few items per benchmark the replay runs them on."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -14,8 +16,14 @@ BENCHMARKS = ("truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro
 #: Challenging-subset sizes inferred from the paper's Table 2 (every printed accuracy is k/n with this n).
 PAPER_SUBSETS = {"truthfulqa": 223, "arc_challenge": 108, "bbh": 290, "logiqa": 320, "medqa": 310, "mmlu_pro": 654}
 #: Full test sets (the subset construction runs on all of them): data.PUBLISHED_SIZES.
-FULL_SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101,
-              "bbh": sum(v for k, v in D.PUBLISHED_SIZES.items() if k.startswith("bbh/"))}
+FULL_SIZES = {
+    "truthfulqa": 817,
+    "arc_challenge": 1172,
+    "logiqa": 651,
+    "medqa": 1273,
+    "mmlu_pro": 1101,
+    "bbh": sum(v for k, v in D.PUBLISHED_SIZES.items() if k.startswith("bbh/")),
+}
 #: Share of input items the paper's subsets kept, for item counts capped by N_ITEMS (and for other sources).
 KEPT_SHARE = {b: PAPER_SUBSETS[b] / FULL_SIZES[b] for b in BENCHMARKS}
 OVERALL_SHARE = sum(PAPER_SUBSETS.values()) / sum(FULL_SIZES.values())
@@ -39,8 +47,8 @@ def _subset_on_disk(b: str, P: dict) -> Optional[int]:
 
 def item_counts(b: str, P: dict) -> tuple[int, int, str]:
     """(input items, challenging-subset items, where the subset size comes from) of benchmark b."""
-    from acemad_utils.experiments.setup import SMOKE
     from acemad_utils.data.paths import smoke
+    from acemad_utils.experiments.setup import SMOKE
 
     n_items = P.get("N_ITEMS")
     source = P.get("SOURCE", "benchmarks")
@@ -63,8 +71,9 @@ def item_counts(b: str, P: dict) -> tuple[int, int, str]:
     return full, sub, why
 
 
-def sample_items(benchmarks: Sequence[str], per_benchmark: int, source: str = "benchmarks",
-                 data_dir: Optional[str] = None) -> tuple[dict, str]:
+def sample_items(
+    benchmarks: Sequence[str], per_benchmark: int, source: str = "benchmarks", data_dir: Optional[str] = None
+) -> tuple[dict, str]:
     """A few items per benchmark: real ones at length quantiles when the files are local (never the hub),
     else distinct demo questions per benchmark. Returns ({benchmark: [Question]}, where they came from)."""
     d = data_dir or os.environ.get(D.ENV_VAR) or ""
@@ -78,8 +87,9 @@ def sample_items(benchmarks: Sequence[str], per_benchmark: int, source: str = "b
             except Exception:  # a missing file: the demo set stands in, and the output says so
                 qs = []
         if source == "synthetic":
-            from acemad_utils.experiments.setup import SYNTHETIC_K
             from acemad_utils.agents.sim import make_items
+            from acemad_utils.experiments.setup import SYNTHETIC_K
+
             out[b] = make_items(per_benchmark, k=SYNTHETIC_K.get(b, 4), seed=i, benchmark=f"synthetic-{b}")
             continue
         if not qs:
@@ -90,8 +100,13 @@ def sample_items(benchmarks: Sequence[str], per_benchmark: int, source: str = "b
         length = np.array([len(q.question) + len(q.options_str()) for q in qs])
         order = np.argsort(length, kind="stable")
         out[b] = [qs[order[int((j + 0.5) / per_benchmark * (len(qs) - 1))]] for j in range(per_benchmark)]
-    src = ("synthetic items" if source == "synthetic" else
-           f"real items from {d}" if used_real else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)")
+    src = (
+        "synthetic items"
+        if source == "synthetic"
+        else f"real items from {d}"
+        if used_real
+        else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)"
+    )
     return out, src
 
 

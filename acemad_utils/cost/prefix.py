@@ -1,7 +1,8 @@
 """Repeated prompt prefixes (prompt caching) in a cost replay's paid calls: what OpenAI's prompt cache could serve."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 #: OpenAI's prompt caching: prompts of at least 1024 tokens, cached in 128-token steps beyond that
 #: (https://platform.openai.com/docs/guides/prompt-caching, as recorded in this project 2026-11; best effort,
@@ -41,8 +42,11 @@ def prefix_shares(log: Sequence[tuple]) -> dict:
     import bisect
 
     def agent_of(scope: str) -> str:
-        return "|".join(p for p in scope.split("|") if not p.startswith("round=") and p not in
-                        ("argue", "commit", "repair", "act", "act-repair"))
+        return "|".join(
+            p
+            for p in scope.split("|")
+            if not p.startswith("round=") and p not in ("argue", "commit", "repair", "act", "act-repair")
+        )
 
     seen_agent: dict = {}  # (model, agent) -> sorted earlier prompts
     seen_question: dict = {}  # (model, question) -> sorted earlier prompts
@@ -68,6 +72,11 @@ def prefix_shares(log: Sequence[tuple]) -> dict:
         per_call.append(c)
         bisect.insort(la, s)
         bisect.insort(lq, s)
-    share = (lambda x: x / total if total else 0.0)
-    return {"prompt_tokens": total, "same_agent": share(same), "same_question": share(anyq),
-            "openai_cacheable": share(eligible), "per_call": per_call}
+    share = lambda x: x / total if total else 0.0
+    return {
+        "prompt_tokens": total,
+        "same_agent": share(same),
+        "same_question": share(anyq),
+        "openai_cacheable": share(eligible),
+        "per_call": per_call,
+    }

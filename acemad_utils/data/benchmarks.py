@@ -28,6 +28,7 @@ Where the data comes from, first match wins:
 Records become Questions in `data_records` (one mapper per benchmark, and the choices made there, e.g.
 TruthfulQA's option order); files are read and checked in `data_files` (every error names the file and line).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,9 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from acemad_utils.data.files import DataError, build, json_file, json_items, jsonl_rows, logiqa_rows, need
 from acemad_utils.data.paths import ROOT
@@ -50,7 +52,11 @@ DEMO_PATH = ROOT / "data" / "demo" / "demo.jsonl"
 
 #: Published sizes; a mismatch means a wrong or damaged file, never something to ignore.
 PUBLISHED_SIZES = {
-    "truthfulqa": 817, "arc_challenge": 1172, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101,
+    "truthfulqa": 817,
+    "arc_challenge": 1172,
+    "logiqa": 651,
+    "medqa": 1273,
+    "mmlu_pro": 1101,
     **{f"bbh/{t}": 187 if t == "causal_judgement" else 250 for t in BBH_TASKS},
 }
 
@@ -82,22 +88,34 @@ def _rows(root: Path | None, rel: str, read: Callable[[Path], list], hub: tuple)
 
 
 def _load_truthfulqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "truthfulqa/data/v0/mc_task.json", lambda p: json_items(p, json_file(p)),
-                      ("truthful_qa", "multiple_choice", "validation"))
+    src, rows = _rows(
+        root,
+        "truthfulqa/data/v0/mc_task.json",
+        lambda p: json_items(p, json_file(p)),
+        ("truthful_qa", "multiple_choice", "validation"),
+    )
     return build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
 
 
 def _load_arc(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", jsonl_rows,
-                      ("allenai/ai2_arc", "ARC-Challenge", "test"))
+    src, rows = _rows(
+        root,
+        "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl",
+        jsonl_rows,
+        ("allenai/ai2_arc", "ARC-Challenge", "test"),
+    )
     return build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
 
 
 def _load_bbh(root: Path | None) -> list[Question]:
     out = []
     for task in BBH_TASKS:  # one file / hub config per task, each with its own count check
-        src, rows = _rows(root, f"bbh/bbh/{task}.json", lambda p: json_items(p, json_file(p), "examples"),
-                          ("lukaemon/bbh", task, "test"))
+        src, rows = _rows(
+            root,
+            f"bbh/bbh/{task}.json",
+            lambda p: json_items(p, json_file(p), "examples"),
+            ("lukaemon/bbh", task, "test"),
+        )
         out += build(src, rows, lambda rec, i, task=task: map_bbh(rec, i, task), PUBLISHED_SIZES[f"bbh/{task}"])
     return out
 
@@ -108,8 +126,9 @@ def _load_logiqa(root: Path | None) -> list[Question]:
 
 
 def _load_medqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows,
-                      ("GBaker/MedQA-USMLE-4-options", None, "test"))
+    src, rows = _rows(
+        root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows, ("GBaker/MedQA-USMLE-4-options", None, "test")
+    )
     return build(src, rows, map_medqa, PUBLISHED_SIZES["medqa"])
 
 
@@ -123,8 +142,12 @@ def _load_mmlu_pro(root: Path | None) -> list[Question]:
 
 
 LOADERS: dict[str, Callable[[Path | None], list[Question]]] = {
-    "truthfulqa": _load_truthfulqa, "arc_challenge": _load_arc, "bbh": _load_bbh,
-    "logiqa": _load_logiqa, "medqa": _load_medqa, "mmlu_pro": _load_mmlu_pro,
+    "truthfulqa": _load_truthfulqa,
+    "arc_challenge": _load_arc,
+    "bbh": _load_bbh,
+    "logiqa": _load_logiqa,
+    "medqa": _load_medqa,
+    "mmlu_pro": _load_mmlu_pro,
 }
 BENCHMARKS: tuple[str, ...] = tuple(LOADERS)
 
@@ -194,15 +217,21 @@ def summarize(questions: Sequence[Question]) -> dict:
     """Items, option-count range and answer-label counts (in label order)."""
     sizes = [len(q.options) for q in questions]
     counts = Counter(q.answer for q in questions)
-    return {"items": len(questions), "options": (min(sizes, default=0), max(sizes, default=0)),
-            "answers": dict(sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0]))), "sha256": data_hash(questions)}
+    return {
+        "items": len(questions),
+        "options": (min(sizes, default=0), max(sizes, default=0)),
+        "answers": dict(sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0]))),
+        "sha256": data_hash(questions),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m acemad_utils.data.benchmarks", description="Benchmark data tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("summary", help="items, option counts and answer distribution per benchmark")
-    cmd.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated names (default: all; 'demo' allowed)")
+    cmd.add_argument(
+        "--benchmarks", default=",".join(BENCHMARKS), help="comma-separated names (default: all; 'demo' allowed)"
+    )
     cmd.add_argument("--data-dir", default=None, help=f"data directory (default: ${ENV_VAR})")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]

@@ -12,12 +12,14 @@ that is JSON but not an object, an answer that is not one of the item's options,
 repeats an earlier one (named with both places). LogiQA's plain-text format cannot tell a last option
 line cut mid-word from a short option; everything else about a cut LogiQA file fails its structure or count.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from acemad_utils.protocol.schema import Question
 
@@ -26,23 +28,28 @@ class DataError(ValueError):
     """A benchmark file is missing, malformed or has the wrong number of items."""
 
 
-def build(source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, int], Question],
-          expected: int | None) -> list[Question]:
+def build(
+    source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, int], Question], expected: int | None
+) -> list[Question]:
     """Map (where, record) rows to Questions, turning any problem into a DataError that says where it is."""
     out = []
     first: dict[str, str] = {}  # question id -> where it was first seen
     for i, (where, rec) in enumerate(rows):
         if not isinstance(rec, Mapping):
-            raise DataError(f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
-                            f"{json.dumps(rec, default=str)[:60]}")
+            raise DataError(
+                f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
+                f"{json.dumps(rec, default=str)[:60]}"
+            )
         try:
             q = mapper(rec, i)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             why = f"missing field {e.args[0]!r}" if isinstance(e, KeyError) else str(e)
             raise DataError(f"{source}, {where}: {why}") from e
         if q.id in first:
-            raise DataError(f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
-                            "be unique (transcripts are keyed by them)")
+            raise DataError(
+                f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
+                "be unique (transcripts are keyed by them)"
+            )
         first[q.id] = where
         out.append(q)
     if expected is not None and len(out) != expected:
@@ -57,8 +64,10 @@ def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
     except UnicodeDecodeError as e:
         line = line_no or raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise DataError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
-                        "the file is damaged or in another encoding") from None
+        raise DataError(
+            f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
+            "the file is damaged or in another encoding"
+        ) from None
 
 
 _CUT = "; the file ends in the middle of this record (cut short? download it again)"
@@ -70,7 +79,7 @@ _LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?
 def _at_end(e: json.JSONDecodeError, text: str) -> bool:
     """Did the parser run out of text (rather than meet a wrong character)? True when nothing but the start
     of a number or of true/false/null follows the error, or a string never found its closing quote."""
-    return bool(_LITERAL_START.fullmatch(text[e.pos:].strip())) or e.msg.startswith("Unterminated string")
+    return bool(_LITERAL_START.fullmatch(text[e.pos :].strip())) or e.msg.startswith("Unterminated string")
 
 
 def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
@@ -85,8 +94,9 @@ def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
             except json.JSONDecodeError as e:
                 # the last line of a file without its final newline that stops before its record does: cut short
                 cut = n == last == len(lines) and _at_end(e, line)
-                raise DataError(f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno}){_CUT if cut else ''}"
-                                ) from None
+                raise DataError(
+                    f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno}){_CUT if cut else ''}"
+                ) from None
     return rows
 
 
@@ -112,23 +122,31 @@ def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
     if len(lines) % 8 == 1 and lines[-1] == "":
         lines.pop()  # a final newline
     if len(lines) % 8:
-        raise DataError(f"{path}: {len(lines)} lines is not a multiple of 8 (blank, answer, context, question, "
-                        f"4 options); the last item, from line {len(lines) // 8 * 8 + 1}, is incomplete")
+        raise DataError(
+            f"{path}: {len(lines)} lines is not a multiple of 8 (blank, answer, context, question, "
+            f"4 options); the last item, from line {len(lines) // 8 * 8 + 1}, is incomplete"
+        )
     rows = []
     for i in range(0, len(lines), 8):
-        blank, ans, context, query, *opts = lines[i:i + 8]
+        blank, ans, context, query, *opts = lines[i : i + 8]
         if blank.strip():
             raise DataError(f"{path}, line {i + 1}: expected the blank line that starts an item, got {blank:.60!r}")
         if ans.strip() not in ("a", "b", "c", "d"):
             raise DataError(f"{path}, line {i + 2}: answer {ans!r} is not one of a, b, c, d")
-        rows.append((f"item {i // 8} (lines {i + 1}-{i + 8})",
-                     {"context": context, "query": query, "options": opts, "correct_option": ans.strip()}))
+        rows.append(
+            (
+                f"item {i // 8} (lines {i + 1}-{i + 8})",
+                {"context": context, "query": query, "options": opts, "correct_option": ans.strip()},
+            )
+        )
     return rows
 
 
 def need(root: Path, rel: str) -> Path:
     path = root / rel
     if not path.is_file():
-        raise DataError(f"{path} not found: the data directory must follow the layout in `acemad_utils.data.benchmarks` "
-                        f"(expected <dir>/{rel})")
+        raise DataError(
+            f"{path} not found: the data directory must follow the layout in `acemad_utils.data.benchmarks` "
+            f"(expected <dir>/{rel})"
+        )
     return path

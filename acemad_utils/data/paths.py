@@ -7,6 +7,7 @@
 
 Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
+
 from __future__ import annotations
 
 import os

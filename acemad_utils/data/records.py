@@ -21,11 +21,13 @@ Choices made here (all deterministic, no RNG state, no Python `hash()`):
   prefix (any letter A-D, since some items swap letters) or "A " (own letter only) is stripped, never more.
   Items whose letter is embedded mid-line (e.g. item 524, "City A.B") are kept verbatim.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from acemad_utils.protocol.schema import Question
 
@@ -34,10 +36,16 @@ TRUTHFULQA_SALT = "acemad/truthfulqa-mc1/v1"  # changing it reshuffles every Tru
 
 #: The logic-related multiple-choice BBH tasks (the paper's "logic" subset); 7 lettered MC, 3 binary.
 BBH_TASKS = (
-    "logical_deduction_three_objects", "logical_deduction_five_objects", "logical_deduction_seven_objects",
-    "tracking_shuffled_objects_three_objects", "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects", "date_understanding",
-    "web_of_lies", "formal_fallacies", "causal_judgement",
+    "logical_deduction_three_objects",
+    "logical_deduction_five_objects",
+    "logical_deduction_seven_objects",
+    "tracking_shuffled_objects_three_objects",
+    "tracking_shuffled_objects_five_objects",
+    "tracking_shuffled_objects_seven_objects",
+    "date_understanding",
+    "web_of_lies",
+    "formal_fallacies",
+    "causal_judgement",
 )
 BBH_BINARY = {"web_of_lies": ("Yes", "No"), "causal_judgement": ("Yes", "No"), "formal_fallacies": ("valid", "invalid")}
 
@@ -94,7 +102,9 @@ def map_arc(rec: Mapping[str, Any], index: int) -> Question:
     if len(set(letters)) != len(letters) or len(texts) != len(letters):
         raise ValueError(f"duplicate or unmatched choice labels {labels}")
     meta = {} if letters == labels else {"original_labels": [str(x) for x in labels]}
-    return _question(_text(rec, "id"), "arc_challenge", stem, dict(zip(letters, texts)), _arc_letter(rec["answerKey"]), meta)
+    return _question(
+        _text(rec, "id"), "arc_challenge", stem, dict(zip(letters, texts)), _arc_letter(rec["answerKey"]), meta
+    )
 
 
 _BBH_OPTION = re.compile(r"\(([A-Z])\)\s*(.*)")
@@ -133,7 +143,7 @@ def map_bbh(rec: Mapping[str, Any], index: int, task: str) -> Question:
 def strip_logiqa_prefix(text: str, slot: int) -> str:
     """Drop one option prefix: "A." "C." "A?" (any of A-D: some items swap letters) or "A " (own letter only)."""
     m = re.match(r"[A-D][.?]\s*", text) or re.match(rf"{LETTERS[slot]}\s+", text)
-    return text[m.end():] if m and text[m.end():].strip() else text
+    return text[m.end() :] if m and text[m.end() :].strip() else text
 
 
 def _choice_index(v: Any, n: int) -> int:
@@ -152,7 +162,9 @@ def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"expected 4 options, got {len(opts)}")
     options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
     text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
-    return _question(f"logiqa/{index:03d}", "logiqa", text, options, LETTERS[_choice_index(rec["correct_option"], 4)], {})
+    return _question(
+        f"logiqa/{index:03d}", "logiqa", text, options, LETTERS[_choice_index(rec["correct_option"], 4)], {}
+    )
 
 
 def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
@@ -162,7 +174,9 @@ def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
     if "answer" in rec and options.get(ans) != rec["answer"]:
         raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
-    return _question(f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, ans, {"meta_info": rec.get("meta_info")})
+    return _question(
+        f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, ans, {"meta_info": rec.get("meta_info")}
+    )
 
 
 def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
@@ -179,4 +193,6 @@ def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
         if LETTERS[i] != ans:
             raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
     meta = {"question_id": rec["question_id"], "src": rec.get("src")}
-    return _question(f"mmlu_pro/{rec['question_id']}", "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), ans, meta)
+    return _question(
+        f"mmlu_pro/{rec['question_id']}", "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), ans, meta
+    )

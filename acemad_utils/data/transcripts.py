@@ -6,6 +6,7 @@
 Writing them (resumable, whole lines, canonical order) is experiments.runner's job; reading lives here, below
 the report, so that tables, figures and the viewer read runs without importing the code that makes them.
 """
+
 from __future__ import annotations
 
 import json

@@ -25,14 +25,16 @@ the notebook's default) or out of range (PARAM_RULES) stops with a message namin
 (YAML value) overrides a common parameter for this run only, e.g. an endpoint's URL that only this machine
 knows.
 """
+
 from __future__ import annotations
 
 import ast
 import difflib
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import yaml
 
@@ -53,6 +55,7 @@ def _choices(names) -> Callable[[Any], Optional[str]]:
         vals = v if isinstance(v, list) else [v]
         bad = [x for x in vals if x not in allowed]
         return f"unknown name(s) {bad}{_hint(str(bad[0]), allowed)}; allowed: {allowed}" if bad else None
+
     return check
 
 
@@ -61,6 +64,7 @@ def _at_least(lo: float) -> Callable[[Any], Optional[str]]:
         vals = v if isinstance(v, list) else [v]
         bad = [x for x in vals if x is not None and not (math.isfinite(x) and x >= lo)]
         return f"need values >= {lo:g}, got {bad}" if bad else None
+
     return check
 
 
@@ -79,14 +83,27 @@ def _other_models(v) -> Optional[str]:
 
 def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
     """Range checks of the parameters whose meaning is known here (types come from the notebooks' defaults)."""
-    from acemad_utils.protocol.config import METHODS
     from acemad_utils.experiments.setup import BACKENDS, SOURCES, SYNTHETIC_K
+    from acemad_utils.protocol.config import METHODS
 
-    return {"BACKEND": _choices(BACKENDS), "SOURCE": _choices(SOURCES), "BENCHMARKS": _choices(SYNTHETIC_K),
-            "METHODS": _choices(METHODS), "CALLS": _choices(("two", "single")), "ETA": _at_least(0),
-            "N_ITEMS": _at_least(1), "N_MAX": _at_least(1), "WORKERS": _at_least(1), "SEED": _at_least(0),
-            "ROUNDS": _at_least(1), "N_VALUES": _at_least(1), "N_TABLE": _at_least(1), "T_PHASE": _at_least(1),
-            "FULL_N_MAX": _at_least(1), "OTHER_MODELS": _other_models}
+    return {
+        "BACKEND": _choices(BACKENDS),
+        "SOURCE": _choices(SOURCES),
+        "BENCHMARKS": _choices(SYNTHETIC_K),
+        "METHODS": _choices(METHODS),
+        "CALLS": _choices(("two", "single")),
+        "ETA": _at_least(0),
+        "N_ITEMS": _at_least(1),
+        "N_MAX": _at_least(1),
+        "WORKERS": _at_least(1),
+        "SEED": _at_least(0),
+        "ROUNDS": _at_least(1),
+        "N_VALUES": _at_least(1),
+        "N_TABLE": _at_least(1),
+        "T_PHASE": _at_least(1),
+        "FULL_N_MAX": _at_least(1),
+        "OTHER_MODELS": _other_models,
+    }
 
 
 def _type_error(key: str, value: Any, default: str) -> Optional[str]:
@@ -135,14 +152,18 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
         path = ROOT / "profiles" / f"{name_or_path}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
-        raise SystemExit(f"profile {name_or_path!r}{_hint(str(name_or_path), known)} not found; available profiles: {known}")
+        raise SystemExit(
+            f"profile {name_or_path!r}{_hint(str(name_or_path), known)} not found; available profiles: {known}"
+        )
     try:
         prof = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise SystemExit(f"{path.name} is not valid YAML: {e}")
     if not isinstance(prof, dict) or not prof:
-        raise SystemExit(f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
-                         f"(see profiles/default.yaml)")
+        raise SystemExit(
+            f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
+            f"(see profiles/default.yaml)"
+        )
     overrides = dict(overrides or {})
     for key in RUN_SETTINGS:  # --set MAX_USD=... / CALLS_VIA=...: a run setting, not a notebook parameter
         for spelled in (key, key.upper()):
@@ -165,15 +186,19 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     for key in prof.get("common") or {}:
         if not any(key in d for d in declared.values()):
             every = set().union(*declared.values())
-            raise SystemExit(f"{path.name}: common parameter {key!r}{_hint(key, every)} is not a parameter of any "
-                             f"notebook; notebook parameters are {sorted(every)}")
+            raise SystemExit(
+                f"{path.name}: common parameter {key!r}{_hint(key, every)} is not a parameter of any "
+                f"notebook; notebook parameters are {sorted(every)}"
+            )
     for nb, params in (prof.get("notebooks") or {}).items():
         if nb not in nbs:
             raise SystemExit(f"{path.name}: unknown notebook {nb!r}{_hint(nb, nbs)}; notebooks: {sorted(nbs)}")
         for key in params or {}:
             if key not in declared[nb]:
-                raise SystemExit(f"{path.name}: notebook {nb} has no parameter {key!r}{_hint(key, declared[nb])}; "
-                                 f"its parameters are {sorted(declared[nb])}")
+                raise SystemExit(
+                    f"{path.name}: notebook {nb} has no parameter {key!r}{_hint(key, declared[nb])}; "
+                    f"its parameters are {sorted(declared[nb])}"
+                )
     for nb in nbs:  # every value a notebook will receive, against that notebook's default
         for key, value in _params(prof, nb, declared[nb]).items():
             if key in declared[nb]:
@@ -191,10 +216,14 @@ def _check_run_settings(where: str, prof: dict) -> None:
                 raise ValueError
             parse_max_usd(v)
         except (TypeError, ValueError):
-            raise SystemExit(f"{where}: max_usd = {v!r} is not allowed: need a number of dollars >= 0, or null for no cap")
+            raise SystemExit(
+                f"{where}: max_usd = {v!r} is not allowed: need a number of dollars >= 0, or null for no cap"
+            )
     if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
         v = prof["calls_via"]
-        raise SystemExit(f"{where}: calls_via = {v!r} is not allowed{_hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}")
+        raise SystemExit(
+            f"{where}: calls_via = {v!r} is not allowed{_hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}"
+        )
 
 
 def run_env(prof: dict) -> dict:

@@ -10,15 +10,17 @@ Notebooks build their configs with these functions (and nothing else), so acemad
 the benchmarks (bench/cost.py, calls.py, rerun.py) and the tests read the same lists the notebooks run;
 tests/test_cost.py executes the notebooks with the run stubbed and compares what they ask for with runs().
 """
+
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
+from acemad_utils.experiments.subsets import model_slug, subset_config
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
-from acemad_utils.experiments.subsets import model_slug, subset_config
 
 ALL_BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
 BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")  # Table 2's baselines
@@ -29,13 +31,25 @@ MAD_METHODS = ("decentralized", "centralized", "sparse")
 # baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
 # the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
 PAPER_TABLES = {
-    "table2_main_results": {"baselines": list(BASELINES), "rounds": [2, 3, 5], "benchmarks": ALL_BENCHMARKS,
-                            "full": False},
+    "table2_main_results": {
+        "baselines": list(BASELINES),
+        "rounds": [2, 3, 5],
+        "benchmarks": ALL_BENCHMARKS,
+        "full": False,
+    },
     "table4_deepseek": {"baselines": list(VOTING_VS_MAD), "rounds": [3], "benchmarks": ALL_BENCHMARKS, "full": False},
-    "table5_llama8b": {"baselines": list(BASELINES), "rounds": [3], "benchmarks": ["truthfulqa", "medqa", "bbh"],
-                       "full": False},
-    "table6_full_datasets": {"baselines": ["decentralized"], "rounds": [3], "benchmarks": ["arc_challenge", "logiqa"],
-                             "full": True},
+    "table5_llama8b": {
+        "baselines": list(BASELINES),
+        "rounds": [3],
+        "benchmarks": ["truthfulqa", "medqa", "bbh"],
+        "full": False,
+    },
+    "table6_full_datasets": {
+        "baselines": ["decentralized"],
+        "rounds": [3],
+        "benchmarks": ["arc_challenge", "logiqa"],
+        "full": True,
+    },
 }
 
 
@@ -44,6 +58,7 @@ class Run:
     """One run of a notebook (one Setup.run): named groups of configs, run in group order over `on` items
     ("subset": the challenging subsets; "input": the input items, no subset filter) of `benchmarks` (None: the
     notebook's BENCHMARKS), with `model` at `base_url` (None: the profile's), `cap` questions per benchmark."""
+
     name: str
     groups: dict
     on: str = "subset"
@@ -79,30 +94,50 @@ def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
     """Notebook 02 (Table 1, Figure 2): the four methods at every N of n_values and n_table, T = 3; Centralized
     MAD from N = 2 (a star needs 2 debaters)."""
     ns = sorted(set(n_values) | {n_table})
-    return Run("baselines", {m: [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for n in ns
-                                 if not (m == "centralized" and n < 2)] for m in VOTING_VS_MAD})
+    return Run(
+        "baselines",
+        {
+            m: [
+                DebateConfig(method=m, n_agents=n, rounds=3, seed=seed)
+                for n in ns
+                if not (m == "centralized" and n < 2)
+            ]
+            for m in VOTING_VS_MAD
+        },
+    )
 
 
 def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
     """Notebook 03 (Table 2): the five baselines, the control (Decentralized MAD with AceMAD's agents) and
     AceMAD at every T of `rounds`; N = 5."""
-    return Run("main", {
-        "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
-        "control": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
-        "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in rounds]})
+    return Run(
+        "main",
+        {
+            "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
+            "control": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
+            "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in rounds],
+        },
+    )
 
 
 def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -> Run:
     """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
     truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
-    variants = {"AceMAD (Different Persona)": AgentSpec("Skeptic", 0.6),
-                "AceMAD (Different Thinking System)": AgentSpec("Generalist", 0.6, thinking="slow")}
+    variants = {
+        "AceMAD (Different Persona)": AgentSpec("Skeptic", 0.6),
+        "AceMAD (Different Thinking System)": AgentSpec("Generalist", 0.6, thinking="slow"),
+    }
     if second_model:
-        variants["AceMAD (Different LLMs)"] = AgentSpec("Generalist", 0.6, model=second_model,
-                                                        base_url=second_base_url or None)
-    return Run("heterogeneity", {
-        "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
-        "variants": [DebateConfig(method="acemad", truth_holder=s, seed=seed, name=n) for n, s in variants.items()]})
+        variants["AceMAD (Different LLMs)"] = AgentSpec(
+            "Generalist", 0.6, model=second_model, base_url=second_base_url or None
+        )
+    return Run(
+        "heterogeneity",
+        {
+            "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
+            "variants": [DebateConfig(method="acemad", truth_holder=s, seed=seed, name=n) for n, s in variants.items()],
+        },
+    )
 
 
 def ablation(seed: int = 0) -> Run:
@@ -112,8 +147,13 @@ def ablation(seed: int = 0) -> Run:
 
 def scaling(n_values: Sequence[int], seed: int = 0) -> Run:
     """Notebook 06 (Figure 5): AceMAD (T = 3) and Majority Voting at every N of n_values."""
-    return Run("scaling", {m: [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for n in n_values]
-                           for m in ("acemad", "majority")})
+    return Run(
+        "scaling",
+        {
+            m: [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for n in n_values]
+            for m in ("acemad", "majority")
+        },
+    )
 
 
 def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[DebateConfig], list[DebateConfig]]:
@@ -121,8 +161,10 @@ def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[Deb
     if table not in PAPER_TABLES:
         raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
     spec = PAPER_TABLES[table]
-    return ([DebateConfig(method=m, seed=seed) for m in spec["baselines"]],
-            [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in spec["rounds"]])
+    return (
+        [DebateConfig(method=m, seed=seed) for m in spec["baselines"]],
+        [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in spec["rounds"]],
+    )
 
 
 def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: float = 2.0) -> Run:
@@ -130,9 +172,13 @@ def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: floa
     challenging subsets of the table's benchmarks that are in `benchmarks`."""
     table = entry["table"]
     base, ace = table_configs(table, seed, eta)
-    return Run(f"other_{model_slug(entry['model'])}_{table}", {"baselines": base, "acemad": ace},
-               benchmarks=[b for b in PAPER_TABLES[table]["benchmarks"] if b in benchmarks],
-               model=entry["model"], base_url=entry.get("base_url") or None)
+    return Run(
+        f"other_{model_slug(entry['model'])}_{table}",
+        {"baselines": base, "acemad": ace},
+        benchmarks=[b for b in PAPER_TABLES[table]["benchmarks"] if b in benchmarks],
+        model=entry["model"],
+        base_url=entry.get("base_url") or None,
+    )
 
 
 def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0, eta: float = 2.0) -> Run:
@@ -162,8 +208,14 @@ def runs(nb: str, P: dict) -> list[Run]:
         out = [scaling(P["N_VALUES"], seed)]
     elif num == "07":
         out = [other_model(e, benches, seed, eta) for e in P.get("OTHER_MODELS") or []]
-        out.append(full_datasets(P.get("FULL_BENCHMARKS") or PAPER_TABLES["table6_full_datasets"]["benchmarks"],
-                                 P.get("FULL_N_MAX"), seed, eta))
+        out.append(
+            full_datasets(
+                P.get("FULL_BENCHMARKS") or PAPER_TABLES["table6_full_datasets"]["benchmarks"],
+                P.get("FULL_N_MAX"),
+                seed,
+                eta,
+            )
+        )
     else:
         return []
     for r in out:
@@ -187,8 +239,9 @@ def declared(nb_path) -> dict:
     return out
 
 
-def notebook_params(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
-                    ) -> tuple[str, dict]:
+def notebook_params(
+    profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
+) -> tuple[str, dict]:
     """(profile name, {notebook: every parameter it will get}) as reproduce passes them (checked the same way)."""
     from acemad_utils.experiments import profiles as R
 
@@ -217,8 +270,10 @@ def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
             benches = ["demo"] if P.get("SOURCE") == "demo" else r.benchmarks  # Setup: the demo set stands in
             where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(benches)
             where += f", first {r.cap}" if r.cap else ""
-            lines.append(f"  {nb:<24} {r.name:<40} {len(r.configs):>2} configs on {where}; "
-                         f"model {r.model or P.get('MODEL') or '(the profile backend default)'}")
+            lines.append(
+                f"  {nb:<24} {r.name:<40} {len(r.configs):>2} configs on {where}; "
+                f"model {r.model or P.get('MODEL') or '(the profile backend default)'}"
+            )
             lines += [f"      {g}: " + ", ".join(c.label for c in cs) for g, cs in r.groups.items()]
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ run asked the same questions of the same agents (`check_resumable`). When a run 
 rewritten in canonical order (`write_canonical`), so a rerun gives the same bytes whatever the thread timing
 was. The run loop itself is runner.py.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,13 +19,14 @@ import json
 import os
 import subprocess
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
-from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import ROOT, atomic_write
 from acemad_utils.data.transcripts import read_jsonl  # noqa: F401 (used by write_canonical's readers)
+from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import _base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
 
@@ -91,10 +93,13 @@ def write_line(f, rec: dict) -> None:
 
 
 def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
-    return {**_base_record(q, cfg, population, repeat), "status": "failed",
-            "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
-            "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
-            "usage": dict.fromkeys(RECORD_USAGE_KEYS, 0)}
+    return {
+        **_base_record(q, cfg, population, repeat),
+        "status": "failed",
+        "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
+        "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
+        "usage": dict.fromkeys(RECORD_USAGE_KEYS, 0),
+    }
 
 
 def with_usage_keys(rec: dict) -> dict:
@@ -123,18 +128,29 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
     cache hits, repairs, parse failures, tokens; `correct` sums final.correct over ok records (a failed
     record is never correct). Usage of questions that failed is not in any record (see the run's
     `session` counters)."""
-    out: dict = {"questions": len({r["question_id"] for r in records}),
-                 "expected": len(records) if expected is None else expected,
-                 "records": len(records),
-                 "ok": sum(r.get("status") == "ok" for r in records),
-                 "failed": sum(r.get("status") == "failed" for r in records)}
+    out: dict = {
+        "questions": len({r["question_id"] for r in records}),
+        "expected": len(records) if expected is None else expected,
+        "records": len(records),
+        "ok": sum(r.get("status") == "ok" for r in records),
+        "failed": sum(r.get("status") == "failed" for r in records),
+    }
     out["missing"] = out["expected"] - out["records"]
     for k in RECORD_USAGE_KEYS:
         out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
-    out["correct"] = float(sum(float(r["final"]["correct"]) for r in records
-                               if r.get("status") == "ok" and r.get("final")))
-    out["errors"] = [{"question_id": r["question_id"], "method": r.get("method"), "repeat": r.get("repeat"),
-                      "error": r.get("error", "")} for r in records if r.get("status") == "failed"][:50]
+    out["correct"] = float(
+        sum(float(r["final"]["correct"]) for r in records if r.get("status") == "ok" and r.get("final"))
+    )
+    out["errors"] = [
+        {
+            "question_id": r["question_id"],
+            "method": r.get("method"),
+            "repeat": r.get("repeat"),
+            "error": r.get("error", ""),
+        }
+        for r in records
+        if r.get("status") == "failed"
+    ][:50]
     return out
 
 
@@ -176,8 +192,10 @@ def check_resumable(d: Path, meta: dict) -> None:
     if not meta_path.exists():
         return
     old = json.loads(meta_path.read_text())
-    for field, a, b in (("data_hash", old.get("data_hash"), meta["data_hash"]),
-                        ("population", identity(old.get("population")), identity(meta["population"]))):
+    for field, a, b in (
+        ("data_hash", old.get("data_hash"), meta["data_hash"]),
+        ("population", identity(old.get("population")), identity(meta["population"])),
+    ):
         if a != b:
             raise ValueError(
                 f"{d} holds a run with a different {field}: saved {who(old, field, a)}, this run "

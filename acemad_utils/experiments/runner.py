@@ -24,33 +24,47 @@ no torn line. meta.json then gets a `summary` with "interrupted": true, and run_
 `RunInterrupted` (a KeyboardInterrupt) whose message is the one line "interrupted: N of M records saved;
 rerun to resume". No thread prints a traceback. Command-line entry points print that message and exit 130.
 """
+
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from tqdm.auto import tqdm
 
 from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
-from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.agents.redact import redact
+from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.transcripts import load_run, read_jsonl, run_dir  # noqa: F401 (load_run, read_jsonl: this module's public face)
+from acemad_utils.experiments.run_files import (
+    check_resumable,
+    cut_torn_tail,
+    failed_record,
+    git_commit,
+    is_record,
+    order_keys,
+    read_jsonl,
+    record_key,
+    summarize,
+    usage_delta,
+    with_usage_keys,
+    write_canonical,
+    write_line,
+    write_meta,
+)
+from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
-from acemad_utils.experiments.run_files import (check_resumable, cut_torn_tail, failed_record, git_commit, is_record, order_keys, read_jsonl, record_key, summarize, usage_delta, with_usage_keys, write_canonical, write_line, write_meta)
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question, zero_usage
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 
-# Older names, still imported by tests.
-USAGE_KEYS = RECORD_USAGE_KEYS  # per-record usage counters (always present in a record's "usage")
-from acemad_utils.experiments.run_files import cut_torn_tail as _cut_torn_tail, failed_record as _failed_record  # noqa: E402,F401
+from acemad_utils.experiments.run_files import cut_torn_tail as _cut_torn_tail  # noqa: E402,F401
 from acemad_utils.experiments.run_files import identity as _identity  # noqa: E402,F401
 
 
@@ -116,8 +130,10 @@ def run_experiment(
     seen: dict[str, int] = {}
     for i, q in enumerate(questions):  # records are keyed by question id: a repeat would overwrite, not add
         if q.id in seen:
-            raise ValueError(f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
-                             "question list; each question may appear once (use repeats= to run one several times)")
+            raise ValueError(
+                f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
+                "question list; each question may appear once (use repeats= to run one several times)"
+            )
         seen[q.id] = i
     d = run_dir(name)
     meta = {
@@ -170,6 +186,7 @@ def run_experiment(
 
     bar = tqdm(total=len(todo), desc=name, disable=not progress or not todo, unit="q", smoothing=0.05)
     with stop.installed(), open(tr_path, "a", encoding="utf-8") as f:
+
         def save(rec):
             if rec is None:
                 return
@@ -184,8 +201,13 @@ def run_experiment(
                     totals[k] += rec.get("usage", {}).get(k, 0)
                 totals["failed"] += rec["status"] != "ok"
                 bar.update(1)
-                bar.set_postfix(calls=totals["calls"], hits=totals["cache_hits"],
-                                tok=totals["prompt_tokens"] + totals["completion_tokens"], failed=totals["failed"], refresh=False)
+                bar.set_postfix(
+                    calls=totals["calls"],
+                    hits=totals["cache_hits"],
+                    tok=totals["prompt_tokens"] + totals["completion_tokens"],
+                    failed=totals["failed"],
+                    refresh=False,
+                )
 
         # Populations that do I/O (LLMs) run questions in threads; the client bounds the calls in flight.
         concurrent = getattr(population, "concurrent", not population.synthetic) and (workers or 1) > 1
@@ -210,8 +232,10 @@ def run_experiment(
                             if stop.presses and not announced:
                                 announced = True
                                 running = sum(fu.running() for fu in pending)
-                                _notice(f"interrupt: finishing {running} question(s) in flight, then stopping "
-                                        "(Ctrl-C again to stop now)")
+                                _notice(
+                                    f"interrupt: finishing {running} question(s) in flight, then stopping "
+                                    "(Ctrl-C again to stop now)"
+                                )
                     finally:
                         ex.shutdown(wait=not stop.presses, cancel_futures=True)
                 else:
@@ -252,15 +276,19 @@ def run_experiment(
         meta["summary"] = summary
         write_meta(meta_path, meta)
         if over_budget and not stop.presses:
-            raise BudgetStop(f"{over_budget[0]}. Run {name!r} stopped: {summary['records']} of {summary['expected']} "
-                             "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
-                             "key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid reply is cached, so "
-                             "the part already paid for costs nothing again.") from None
+            raise BudgetStop(
+                f"{over_budget[0]}. Run {name!r} stopped: {summary['records']} of {summary['expected']} "
+                "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
+                "key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid reply is cached, so "
+                "the part already paid for costs nothing again."
+            ) from None
         if exported and not stop.presses:
-            raise BatchExported(f"run {name!r}: {summary['records']} of {summary['expected']} records saved; "
-                                f"{exported[0]}") from None
-        raise RunInterrupted(f"interrupted: {summary['records']} of {summary['expected']} records saved; "
-                             "rerun to resume") from None
+            raise BatchExported(
+                f"run {name!r}: {summary['records']} of {summary['expected']} records saved; {exported[0]}"
+            ) from None
+        raise RunInterrupted(
+            f"interrupted: {summary['records']} of {summary['expected']} records saved; rerun to resume"
+        ) from None
 
     # Canonical order: configs as given, questions as given, repeats ascending (the latest record per key).
     keys = order_keys(questions, configs, repeats)

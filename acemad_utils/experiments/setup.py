@@ -28,19 +28,21 @@ read, questions per run, full-test-set questions), so a notebook runs the same c
 
 A notebook's setup cell is one call (acemad_utils.notebook.start), which builds Setup.from_params(globals()).
 """
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
-from acemad_utils.data import benchmarks as D
-from acemad_utils.experiments import subsets
-from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.data.paths import outputs, smoke
-from acemad_utils.experiments.runner import load_run, run_experiment
-from acemad_utils.protocol.schema import Population, Question
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.data import benchmarks as D
+from acemad_utils.data.paths import outputs, smoke
+from acemad_utils.experiments import subsets
+from acemad_utils.experiments.runner import load_run, run_experiment
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import Population, Question
 
 BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
@@ -69,9 +71,20 @@ SIM_STANDINS = {
 
 
 class Setup:
-    def __init__(self, profile: str = "default", backend: str = "sim", source: str = "synthetic",
-                 benchmarks: Sequence[str] = tuple(SYNTHETIC_K), n_items: Optional[int] = 600, seed: int = 0,
-                 model: str = "", base_url: str = "", workers: int = 8, calls: str = "two", subset_model: str = ""):
+    def __init__(
+        self,
+        profile: str = "default",
+        backend: str = "sim",
+        source: str = "synthetic",
+        benchmarks: Sequence[str] = tuple(SYNTHETIC_K),
+        n_items: Optional[int] = 600,
+        seed: int = 0,
+        model: str = "",
+        base_url: str = "",
+        workers: int = 8,
+        calls: str = "two",
+        subset_model: str = "",
+    ):
         if backend not in BACKENDS:
             raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
         if source not in SOURCES:
@@ -90,12 +103,22 @@ class Setup:
         self.synthetic = self.population.synthetic
 
     #: notebook parameter -> Setup argument (from_params)
-    PARAMS = {"PROFILE": "profile", "BACKEND": "backend", "SOURCE": "source", "BENCHMARKS": "benchmarks",
-              "N_ITEMS": "n_items", "SEED": "seed", "MODEL": "model", "BASE_URL": "base_url", "WORKERS": "workers",
-              "CALLS": "calls", "SUBSET_MODEL": "subset_model"}
+    PARAMS = {
+        "PROFILE": "profile",
+        "BACKEND": "backend",
+        "SOURCE": "source",
+        "BENCHMARKS": "benchmarks",
+        "N_ITEMS": "n_items",
+        "SEED": "seed",
+        "MODEL": "model",
+        "BASE_URL": "base_url",
+        "WORKERS": "workers",
+        "CALLS": "calls",
+        "SUBSET_MODEL": "subset_model",
+    }
 
     @classmethod
-    def from_params(cls, P: dict, **kw) -> "Setup":
+    def from_params(cls, P: dict, **kw) -> Setup:
         """A Setup from a notebook's parameters (upper-case names in P, e.g. globals(); absent ones keep their
         defaults); keyword arguments override them."""
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
@@ -116,11 +139,18 @@ class Setup:
             gguf = default_gguf()
             url = self._stack.enter_context(serve(gguf))
             name = model or Path(gguf).stem
-            return LLMPopulation(model=name, base_url=url, cache=cache, seed=self.seed, calls=self.calls,
-                                 max_concurrency=self.workers), name
+            return LLMPopulation(
+                model=name, base_url=url, cache=cache, seed=self.seed, calls=self.calls, max_concurrency=self.workers
+            ), name
         # WORKERS questions run at once and the client lets as many calls be in flight (one bound for the run).
-        pop = LLMPopulation(model=model or None, base_url=base_url or None, cache=cache, seed=self.seed, calls=self.calls,
-                            max_concurrency=self.workers)
+        pop = LLMPopulation(
+            model=model or None,
+            base_url=base_url or None,
+            cache=cache,
+            seed=self.seed,
+            calls=self.calls,
+            max_concurrency=self.workers,
+        )
         return pop, pop.client(None).model
 
     def close(self) -> None:
@@ -163,8 +193,15 @@ class Setup:
     def build_subsets(self, progress: bool = True):
         """Run the subset construction for every benchmark (resumable); returns the per-benchmark table."""
         for b in self.benchmarks:
-            subsets.build_subset(self.bench_name(b), self.questions(b), self.population, self.model,
-                                 seed=self.seed, progress=progress, workers=self.workers)
+            subsets.build_subset(
+                self.bench_name(b),
+                self.questions(b),
+                self.population,
+                self.model,
+                seed=self.seed,
+                progress=progress,
+                workers=self.workers,
+            )
         return subsets.subset_table(self.slug)
 
     @property
@@ -191,23 +228,36 @@ class Setup:
                     f"no challenging subset of {name!r} for the subset model {self.subset_model!r} under "
                     f"{subsets.subsets_root() / self.subset_slug}: build them first with that model (notebook 01 "
                     f"with MODEL={self.subset_model!r}, or `python -m acemad_utils.experiments.subsets build --model ...`), "
-                    f"or set SUBSET_MODEL='' to build this model's own") from None
+                    f"or set SUBSET_MODEL='' to build this model's own"
+                ) from None
             self.build_subsets(progress=False)
             qs = subsets.load_subset(name, self.slug, self.questions(b))
         return qs[:n_max] if n_max else qs
 
     # ------------------------------------------------------------------ runs
-    def run(self, name: str, configs: Sequence[DebateConfig], n_max: Optional[int] = None,
-            questions: Optional[Sequence[Question]] = None) -> tuple[dict, list[dict]]:
+    def run(
+        self,
+        name: str,
+        configs: Sequence[DebateConfig],
+        n_max: Optional[int] = None,
+        questions: Optional[Sequence[Question]] = None,
+    ) -> tuple[dict, list[dict]]:
         """Run configs over every benchmark's challenging subset (or the given questions).
 
         Returns (meta, records); meta["methods"][label] holds each config's parameters (e.g. n_agents).
         """
         if questions is not None:
-            qs = list(questions)[:self._n_max(n_max)]
+            qs = list(questions)[: self._n_max(n_max)]
         else:
             qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
         exp = f"{self.profile}/{name}"
-        run_experiment(exp, qs, configs, self.population, workers=self.workers, profile=self.profile,
-                       extra_meta={"source": self.source, "model": self.model, "backend": self.backend})
+        run_experiment(
+            exp,
+            qs,
+            configs,
+            self.population,
+            workers=self.workers,
+            profile=self.profile,
+            extra_meta={"source": self.source, "model": self.model, "backend": self.backend},
+        )
         return load_run(exp)

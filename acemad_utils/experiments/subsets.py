@@ -32,6 +32,7 @@ wrong answers fell uniformly at random on its K-1 wrong options (exact multinomi
 Files: data/subsets/<model_slug>/<benchmark>.jsonl (one line per kept item) and meta.json (merged per
 benchmark); under outputs/smoke/subsets/ when ACEMAD_SMOKE=1. Byte-identical on rebuild except meta's date.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,11 +44,12 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
@@ -87,12 +89,19 @@ def item_stats(rec: dict) -> dict:
     wrong = {lab: counts[lab] for lab in rec["labels"] if counts[lab]}
     # Ties go to the earlier label, so the top distractor never depends on dict or thread order.
     top = max(wrong, key=lambda lab: (wrong[lab], -rec["labels"].index(lab))) if wrong else None
-    return {"id": rec["question_id"], "benchmark": rec["benchmark"], "accuracy": n_correct / len(runs),
-            "n_runs": len(runs), "n_options": len(rec["labels"]), "wrong": wrong, "top_distractor": top,
-            "parse_failures": failures}
+    return {
+        "id": rec["question_id"],
+        "benchmark": rec["benchmark"],
+        "accuracy": n_correct / len(runs),
+        "n_runs": len(runs),
+        "n_options": len(rec["labels"]),
+        "wrong": wrong,
+        "top_distractor": top,
+        "parse_failures": failures,
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def expected_top_count(n: int, m: int) -> Fraction:
     """E[largest count] when n answers fall uniformly at random on m options (exact).
 
@@ -145,14 +154,29 @@ class SubsetResult:
 def subset_config(temperature: float = 0.7, runs: int = 5, seed: int = 0) -> DebateConfig:
     """The construction's Single Agent: the naive agent (plain assistant) at `temperature`, `runs` runs."""
     spec = AgentSpec(NAIVE_AGENT.persona, temperature)
-    return DebateConfig(method="single", n_agents=1, single_runs=runs, baseline_agent=spec,
-                        repeat_offset=SUBSET_REPEAT_OFFSET, seed=seed)
+    return DebateConfig(
+        method="single",
+        n_agents=1,
+        single_runs=runs,
+        baseline_agent=spec,
+        repeat_offset=SUBSET_REPEAT_OFFSET,
+        seed=seed,
+    )
 
 
-def build_subset(benchmark: str, questions: Sequence[Question], population: Population, model_name: str,
-                 seed: int = 0, temperature: float = 0.7, runs: int = 5, threshold: float = 0.4,
-                 limit: Optional[int] = None, progress: bool = True,
-                 workers: Optional[int] = None) -> SubsetResult:
+def build_subset(
+    benchmark: str,
+    questions: Sequence[Question],
+    population: Population,
+    model_name: str,
+    seed: int = 0,
+    temperature: float = 0.7,
+    runs: int = 5,
+    threshold: float = 0.4,
+    limit: Optional[int] = None,
+    progress: bool = True,
+    workers: Optional[int] = None,
+) -> SubsetResult:
     """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them."""
     qs = list(questions)[:limit] if limit is not None else list(questions)
     strays = [q.id for q in qs if q.benchmark != benchmark]
@@ -162,8 +186,15 @@ def build_subset(benchmark: str, questions: Sequence[Question], population: Popu
     slug = model_slug(model_name, synthetic)
     cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
-    runner.run_experiment(name, qs, [cfg], population, workers=workers, progress=progress,
-                          extra_meta={"purpose": "challenging subset", "threshold": threshold})
+    runner.run_experiment(
+        name,
+        qs,
+        [cfg],
+        population,
+        workers=workers,
+        progress=progress,
+        extra_meta={"purpose": "challenging subset", "threshold": threshold},
+    )
     meta, records = runner.load_run(name)
     by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
     ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
@@ -174,14 +205,27 @@ def build_subset(benchmark: str, questions: Sequence[Question], population: Popu
     desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
     endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
     summary = {
-        "model": slug if synthetic else model_name, "model_slug": slug, "synthetic": synthetic,
+        "model": slug if synthetic else model_name,
+        "model_slug": slug,
+        "synthetic": synthetic,
         "endpoint_kind": endpoint_kind,
-        "seed": seed, "temperature": temperature, "runs": runs, "threshold": threshold, "limit": limit,
-        "experiment": name, "config_hash": cfg.hash, "git_commit": meta["git_commit"],
-        "data_hash": meta["data_hash"], "n_items_in": len(qs), "n_failed": len(qs) - len(ok), "n_kept": len(kept),
+        "seed": seed,
+        "temperature": temperature,
+        "runs": runs,
+        "threshold": threshold,
+        "limit": limit,
+        "experiment": name,
+        "config_hash": cfg.hash,
+        "git_commit": meta["git_commit"],
+        "data_hash": meta["data_hash"],
+        "n_items_in": len(qs),
+        "n_failed": len(qs) - len(ok),
+        "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
-        "n_wrong_kept": n_wrong, "parse_failures_kept": sum(s["parse_failures"] for s in kept),
-        "misconception_share": share, "uniform_reference": ref,
+        "n_wrong_kept": n_wrong,
+        "parse_failures_kept": sum(s["parse_failures"] for s in kept),
+        "misconception_share": share,
+        "uniform_reference": ref,
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
     }
     d = subsets_root() / slug
@@ -212,7 +256,9 @@ def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Qu
         if q is None:
             raise D.DataError(f"{path}: item {item['id']!r} is not in the {benchmark} questions")
         if content_hash(q) != item["content_hash"]:
-            raise D.DataError(f"{path}: item {item['id']!r} changed upstream (content hash differs); rebuild the subset")
+            raise D.DataError(
+                f"{path}: item {item['id']!r} changed upstream (content hash differs); rebuild the subset"
+            )
         out.append(q)
     return out
 
@@ -224,11 +270,19 @@ def subset_table(model_slug: str):
     path = subsets_root() / model_slug / "meta.json"
     if not path.exists():
         raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")
-    rows = [{"benchmark": b, "items_in": m["n_items_in"], "kept": m["n_kept"],
-             "kept_pct": 100.0 * m["n_kept"] / m["n_items_in"] if m["n_items_in"] else float("nan"),
-             "mean_acc_kept": m["mean_accuracy_kept"], "misconception_share": m["misconception_share"],
-             "uniform_reference": m["uniform_reference"], "synthetic": m["synthetic"]}
-            for b, m in sorted(json.loads(path.read_text())["benchmarks"].items())]
+    rows = [
+        {
+            "benchmark": b,
+            "items_in": m["n_items_in"],
+            "kept": m["n_kept"],
+            "kept_pct": 100.0 * m["n_kept"] / m["n_items_in"] if m["n_items_in"] else float("nan"),
+            "mean_acc_kept": m["mean_accuracy_kept"],
+            "misconception_share": m["misconception_share"],
+            "uniform_reference": m["uniform_reference"],
+            "synthetic": m["synthetic"],
+        }
+        for b, m in sorted(json.loads(path.read_text())["benchmarks"].items())
+    ]
     return pd.DataFrame(rows).set_index("benchmark")
 
 
@@ -239,14 +293,18 @@ def _population(args) -> tuple[Population, str]:
 
         return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
     if not (args.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
-        sys.exit("LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
-                 "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets")
+        sys.exit(
+            "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
+            "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
+        )
     try:
         from acemad_utils.agents.llm_agent import LLMPopulation
     except ImportError as e:
         sys.exit(f"--backend llm needs acemad_utils.agents.llm_agent (LLMPopulation), which is not available: {e}")
     try:
-        pop = LLMPopulation(model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed)
+        pop = LLMPopulation(
+            model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed
+        )
     except Exception as e:  # e.g. MissingAPIKey: say why and stop before any question runs
         from acemad_utils.agents.client import redact
 
@@ -283,8 +341,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             for name in names:
                 qs = D.load(name, data_dir=args.data_dir)
-                build_subset(name, qs, pop, model, seed=args.seed, temperature=args.temperature, runs=args.runs,
-                             threshold=args.threshold, limit=args.limit, workers=args.workers)
+                build_subset(
+                    name,
+                    qs,
+                    pop,
+                    model,
+                    seed=args.seed,
+                    temperature=args.temperature,
+                    runs=args.runs,
+                    threshold=args.threshold,
+                    limit=args.limit,
+                    workers=args.workers,
+                )
         except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
             print(f"{name}: {e}", file=sys.stderr)
             return 130

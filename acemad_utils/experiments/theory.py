@@ -11,10 +11,11 @@ checkout.
 Every function reads saved transcripts (runner.load_run), never agents directly, so figures can be
 redrawn or re-scored without re-running a debate.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import matplotlib
 
@@ -23,11 +24,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from acemad_utils.report import rescoring as A
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.paths import smoke
 from acemad_utils.experiments.runner import load_run, run_experiment
-from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 
 SYNTH = "synthetic population"
@@ -46,7 +47,9 @@ def _cal_name(c: float, profile: str = "default") -> str:
     return _name(profile, f"phase_cal{c:.2f}")
 
 
-def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, profile: str = "default") -> None:
+def run_all(
+    n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, profile: str = "default"
+) -> None:
     """Run every simulation the theory notebook needs (resumable; seconds to a few minutes). Smoke mode
     (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
@@ -55,14 +58,22 @@ def run_all(n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool =
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
     run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
-    run_experiment(_name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress)
+    run_experiment(
+        _name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress
+    )
     # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
     run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
     # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
     for cal in PHASE_CAL:
         cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
-        run_experiment(_cal_name(cal, profile), items, cfgs, SimPopulation(SimParams(crowd_calibration=cal), seed), progress=progress)
+        run_experiment(
+            _cal_name(cal, profile),
+            items,
+            cfgs,
+            SimPopulation(SimParams(crowd_calibration=cal), seed),
+            progress=progress,
+        )
 
 
 def _ci_frame(x: np.ndarray, index: Sequence, name: str, seed: int = 0) -> pd.DataFrame:
@@ -82,8 +93,10 @@ def martingale(profile: str = "default"):
     "flat" from "drifting" (the level itself varies a lot between items).
     """
     frames = []
-    for name, label in (("martingale_symmetric", "symmetric updating (Prop. 1)"),
-                        ("martingale_default", "stubborn truth-holders (default)")):
+    for name, label in (
+        ("martingale_symmetric", "symmetric updating (Prop. 1)"),
+        ("martingale_default", "stubborn truth-holders (default)"),
+    ):
         _, recs = load_run(_name(profile, name))
         bt = A.belief_in_truth(A.stack(recs))
         f = _ci_frame(bt - bt[:, :1], range(1, bt.shape[1] + 1), label)
@@ -93,8 +106,11 @@ def martingale(profile: str = "default"):
     for f in frames:
         _band(ax, f)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(xlabel="round t", ylabel=r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$",
-           title=f"(a) Decentralized MAD is a martingale [{SYNTH}]")
+    ax.set(
+        xlabel="round t",
+        ylabel=r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$",
+        title=f"(a) Decentralized MAD is a martingale [{SYNTH}]",
+    )
     ax.legend()
     return fig, pd.concat(frames, ignore_index=True)
 
@@ -115,8 +131,7 @@ def score_separation(profile: str = "default"):
     fig, ax = plt.subplots(figsize=(7, 4))
     for g, sub in table.groupby("group"):
         _band(ax, sub.rename(columns={"round": "x"}).assign(series=g))
-    ax.set(xlabel="round t", ylabel="Brier peer-prediction score $S_i$",
-           title=f"(b) Score separation [{SYNTH}]")
+    ax.set(xlabel="round t", ylabel="Brier peer-prediction score $S_i$", title=f"(b) Score separation [{SYNTH}]")
     ax.legend(fontsize=8)
     return fig, table
 
@@ -139,13 +154,18 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default"):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for f in lines:
         _band(axes[0], f)
-    axes[0].set(xlabel="round t (0 = uniform weights)", ylabel=r"$p_w^{(t)}(y^*)$",
-                title="weighted belief in the truth\n(items where a truth-holder is right in round 1)")
+    axes[0].set(
+        xlabel="round t (0 = uniform weights)",
+        ylabel=r"$p_w^{(t)}(y^*)$",
+        title="weighted belief in the truth\n(items where a truth-holder is right in round 1)",
+    )
     axes[0].legend(fontsize=7, ncol=2)
     for s, sub in drift.groupby("subset"):
         _band(axes[1], sub.rename(columns={"eta": "x"}).assign(series=s))
     axes[1].axhline(0, color="grey", lw=0.8)
-    axes[1].set(xscale="symlog", xlabel=r"$\eta$", ylabel=r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$", title="drift vs eta")
+    axes[1].set(
+        xscale="symlog", xlabel=r"$\eta$", ylabel=r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$", title="drift vs eta"
+    )
     axes[1].legend(fontsize=8)
     fig.suptitle(f"(c) Multiplicative weights turn the martingale into a submartingale [{SYNTH}]")
     fig.tight_layout()
@@ -165,8 +185,18 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
             # One bootstrap for every (T, eta) column: the same resampled questions as one call per column.
             m, lo, hi = bootstrap_ci(np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float))
             for j, (t, e) in enumerate(grid):
-                rows.append({"crowd_calibration": cal, "N": n, "T": t, "eta": etas[e], "p_flip": m[j], "lo": lo[j],
-                             "hi": hi[j], "n_wrong_majority": int(wrong.sum())})
+                rows.append(
+                    {
+                        "crowd_calibration": cal,
+                        "N": n,
+                        "T": t,
+                        "eta": etas[e],
+                        "p_flip": m[j],
+                        "lo": lo[j],
+                        "hi": hi[j],
+                        "n_wrong_majority": int(wrong.sum()),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -180,7 +210,14 @@ def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
     )
     for ax, (sub, rows, cols, title) in zip(axes, views):
         grid = sub.pivot_table(index=rows, columns=cols, values="p_flip")
-        im = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=max(0.5, float(table.p_flip.max())), cmap="viridis")
+        im = ax.imshow(
+            grid.to_numpy(),
+            origin="lower",
+            aspect="auto",
+            vmin=0,
+            vmax=max(0.5, float(table.p_flip.max())),
+            cmap="viridis",
+        )
         ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [f"{r:g}" for r in grid.index])
         ax.set(xlabel=cols, ylabel=rows.replace("_", " "), title=title)

@@ -20,10 +20,12 @@ Conventions (defined here once, documented in the README):
 - ties in an argmax are broken by explicit keys (see `tiebreak_keys`) so that a rerun and a re-scoring
   give the same answer.
 """
+
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -234,8 +236,9 @@ def weighted_answer(P, w, exponent: float = 2.0, keys=None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- AceMAD's decision
-def acemad_weights(P, Q=None, valid=None, eta: float = 2.0, rule: str = "brier",
-                   weighting: str = "peer_prediction") -> tuple[np.ndarray, np.ndarray]:
+def acemad_weights(
+    P, Q=None, valid=None, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction"
+) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1's per-round scores S and weights W, both (..., T, N), for commitments P, Q of (..., T, N, K).
 
     W[..., t-1, :] are the weights after round t and depend on rounds 1..t only: the weights of a t-round debate
@@ -244,8 +247,7 @@ def acemad_weights(P, Q=None, valid=None, eta: float = 2.0, rule: str = "brier",
     return S, mwu_weights(S, eta)
 
 
-def weighted_decision(P, w, valid, exponent: float = 2.0, keys=None, option_mask=None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def weighted_decision(P, w, valid, exponent: float = 2.0, keys=None, option_mask=None) -> tuple[np.ndarray, np.ndarray]:
     """The decision of a round: argmax_y sum_i (w_i [valid_i])^exponent p_i(y), shape P.shape[:-2].
 
     P (..., N, K), w and valid (..., N): an agent whose commitment did not parse carries no belief, and a round

@@ -8,12 +8,14 @@
 `parse_commit` never raises: a reply with no usable self belief gives p=None (the agent repairs once, then falls
 back to uniform + parse_failure). The tolerated mistakes are listed in its docstring.
 """
+
 from __future__ import annotations
 
 import ast
 import json
 import re
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -22,19 +24,45 @@ from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
 
 
 def commit_schema(labels: Sequence[str], want_q: bool, argument: bool = False) -> dict:
-    dist = {"type": "object", "properties": {k: {"type": "number"} for k in labels},
-            "required": list(labels), "additionalProperties": False}
-    props = {**({"argument": {"type": "string"}} if argument else {}), "self_prob": dist,
-             **({"peer_prediction": dist} if want_q else {})}
+    dist = {
+        "type": "object",
+        "properties": {k: {"type": "number"} for k in labels},
+        "required": list(labels),
+        "additionalProperties": False,
+    }
+    props = {
+        **({"argument": {"type": "string"}} if argument else {}),
+        "self_prob": dist,
+        **({"peer_prediction": dist} if want_q else {}),
+    }
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _LABEL = re.compile(r"^\(?\s*(?:option|answer|choice)?\s*\(?([A-Za-z0-9]{1,2})\s*[).:]?\s*$", re.I)
-_P_KEYS = ("selfprob", "selfprobability", "selfprobabilities", "selfbelief", "self", "probabilities", "probs",
-           "belief", "beliefs", "p")
-_Q_KEYS = ("peerprediction", "peerpredictions", "peerprob", "peerprobs", "peer", "peers", "peerbelief",
-           "othersprediction", "q")
+_P_KEYS = (
+    "selfprob",
+    "selfprobability",
+    "selfprobabilities",
+    "selfbelief",
+    "self",
+    "probabilities",
+    "probs",
+    "belief",
+    "beliefs",
+    "p",
+)
+_Q_KEYS = (
+    "peerprediction",
+    "peerpredictions",
+    "peerprob",
+    "peerprobs",
+    "peer",
+    "peers",
+    "peerbelief",
+    "othersprediction",
+    "q",
+)
 
 
 def _objects(text: str) -> list[str]:
@@ -52,7 +80,7 @@ def _objects(text: str) -> list[str]:
             elif ch == "}" and depth:
                 depth -= 1
                 if depth == 0:
-                    out.append(src[start:i + 1])
+                    out.append(src[start : i + 1])
         if depth and start is not None:  # cut off by max_tokens: close the braces and read what is there
             out.append(src[start:].rstrip().rstrip(",:") + "}" * depth)
     return out
@@ -73,8 +101,9 @@ def _loads(s: str) -> tuple[Any, list[str]]:
     except (ValueError, RecursionError):
         pass
     try:
-        return ast.literal_eval(fixed.replace("true", "True").replace("false", "False").replace("null", "None")), \
-            ["python_literal"]
+        return ast.literal_eval(fixed.replace("true", "True").replace("false", "False").replace("null", "None")), [
+            "python_literal"
+        ]
     except Exception:  # literal_eval raises many types on garbage (TypeError, SyntaxError, ...)
         return None, []
 
@@ -158,8 +187,9 @@ def _find(d: Mapping, keys: Sequence[str]) -> Any:
     return None
 
 
-def parse_commit(text: str, labels: Sequence[str], want_q: bool, options: Optional[Mapping[str, str]] = None,
-                 argument: bool = False) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:
+def parse_commit(
+    text: str, labels: Sequence[str], want_q: bool, options: Optional[Mapping[str, str]] = None, argument: bool = False
+) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:
     """Read {"self_prob": {...}, "peer_prediction": {...}} from a model reply.
 
     Returns (p, q, report). p is None when no usable self belief was found (the caller repairs or falls
@@ -197,15 +227,18 @@ def _parse_commit(text: str, labels: tuple, want_q: bool, options, argument: boo
             q, qrep = _dist(_find(other, _Q_KEYS), labels, options)
             if q is not None:
                 break
-        report.update(ok=True, fixes=fixes, q_ok=q is not None or not want_q,
-                      missing=prep.get("missing", []), unknown=prep.get("unknown", []))
+        report.update(
+            ok=True,
+            fixes=fixes,
+            q_ok=q is not None or not want_q,
+            missing=prep.get("missing", []),
+            unknown=prep.get("unknown", []),
+        )
         if prep.get("percent") or qrep.get("percent"):
             report["fixes"] = fixes + ["percent"]
         return p, q, report
     report["error"] = "no JSON object with a usable self_prob"
     return None, None, report
-
-
 
 
 def _argument(objs) -> str:

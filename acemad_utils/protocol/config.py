@@ -21,6 +21,7 @@ Rosters (which agents a method gets; paper line numbers refer to ../shared/paper
 
 Bad values stop here, before any agent is built, with a message naming the value and what is allowed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -113,7 +114,11 @@ class DebateConfig:
             raise bad("rounds", self.rounds, "need an integer T >= 1")
         if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and self.eta >= 0):
             raise bad("eta", self.eta, "need a finite eta >= 0")
-        if not (isinstance(self.weight_exponent, (int, float)) and math.isfinite(self.weight_exponent) and self.weight_exponent >= 0):
+        if not (
+            isinstance(self.weight_exponent, (int, float))
+            and math.isfinite(self.weight_exponent)
+            and self.weight_exponent >= 0
+        ):
             raise bad("weight_exponent", self.weight_exponent, "need a finite exponent >= 0")
         if self.scoring_rule not in SCORING_RULES:
             raise bad("scoring_rule", self.scoring_rule, f"choose one of {SCORING_RULES}")
@@ -211,11 +216,11 @@ class DebateConfig:
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
-    def replace(self, **kw) -> "DebateConfig":
+    def replace(self, **kw) -> DebateConfig:
         return dataclasses.replace(self, **kw)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "DebateConfig":
+    def from_dict(cls, d: dict) -> DebateConfig:
         """Build from plain values (a profile file); unknown keys are an error that names them."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)

@@ -27,12 +27,14 @@ Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acema
 Baseline MAD records carry `decisions`: {rule: {answer, correct, tie}} for every rule of
 config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a model call.
 """
+
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -88,7 +90,9 @@ def _act_all(agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
     return _map_agents(lambda pair: pair[0].act(pair[1]), list(zip(agents, turns)), concurrent)
 
 
-def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str) -> tuple[Message, ...]:
+def visible(
+    history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str
+) -> tuple[Message, ...]:
     """Messages `agent` may see: from agents in `neighbours` (None = everyone), filtered by history policy."""
     if not history:
         return ()
@@ -189,7 +193,9 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
     specs = cfg.specs()
     draw = repeat + cfg.repeat_offset
     agents = population.agents(specs, q, draw)
-    turns = [Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))]
+    turns = [
+        Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))
+    ]
     steps = _act_all(agents, turns)
     P = np.stack([s.p for s in steps])
     valid = np.array([not s.parse_failure for s in steps])
@@ -247,14 +253,18 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
     steps_by_round, mod_steps = [], []
     for t in range(1, cfg.rounds + 1):
         turns = [
-            Turn(q, i, t, visible(history, i, {i, -1}, cfg.history), want_peer_prediction=False, repeat=draw, n_agents=n)
+            Turn(
+                q, i, t, visible(history, i, {i, -1}, cfg.history), want_peer_prediction=False, repeat=draw, n_agents=n
+            )
             for i in range(n)
         ]
         steps = _act_all(agents, turns)
         msgs = [Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)]
         # The moderator reads this round's arguments (and its own earlier summaries) and broadcasts a summary.
         mod_view = visible(history, -1, {-1}, "full" if cfg.history == "full" else "last_round") + tuple(msgs)
-        mstep = moderator.act(Turn(q, -1, t, mod_view, role="moderator", want_peer_prediction=False, repeat=draw, n_agents=n))
+        mstep = moderator.act(
+            Turn(q, -1, t, mod_view, role="moderator", want_peer_prediction=False, repeat=draw, n_agents=n)
+        )
         history.append(msgs + [Message(-1, t, mstep.message, mstep.info.get("stance"))])
         steps_by_round.append(steps)
         mod_steps.append(mstep)
@@ -265,8 +275,10 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
     mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
     rec["moderator"] = [dict(_entry(s, -1, moderator.spec), round=t + 1) for t, s in enumerate(mod_steps)]
     rec["decisions"]["moderator"] = _decision(q, ans, tied)
-    rec["final"] = dict(rec["decisions"][cfg.mad_aggregator],
-                        oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or mod_right)
+    rec["final"] = dict(
+        rec["decisions"][cfg.mad_aggregator],
+        oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or mod_right,
+    )
     rec["usage"] = _usage_sum([s for r in steps_by_round for s in r] + mod_steps)
     return rec
 
@@ -279,7 +291,9 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
     rec = _base_record(q, cfg, population, repeat)
     rounds = [[_entry(s, i, specs[i]) for i, s in enumerate(r)] for r in steps_by_round]
     if cfg.method == "acemad":
-        Qp = np.stack([[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round])
+        Qp = np.stack(
+            [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
+        )
         S, W = B.acemad_weights(P, Qp, valid, cfg.eta, cfg.scoring_rule, cfg.weighting)
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
         ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys)

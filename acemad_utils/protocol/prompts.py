@@ -10,9 +10,10 @@ them in, so they can be read side by side with the appendix.
 System prompts are PERSONAS[spec.persona]; the user prompt is one of the builders above. `json_shape` gives the
 commitment's JSON with placeholders, never numbers: small models copy example values verbatim.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from acemad_utils.protocol.schema import Turn
 
@@ -20,19 +21,23 @@ PERSONAS = {
     "Assistant": "You are a helpful assistant.",  # the naive agent of every baseline (no persona; config.NAIVE_AGENT)
     "Generalist": "You are a helpful assistant. You trust common knowledge and consensus.",
     "Skeptic": "You are a strict skeptic. You actively look for common misconceptions and logical traps. "
-               "You suspect the majority might be wrong.",
+    "You suspect the majority might be wrong.",
 }
 ARGUE_ASK = {  # the paper's Argumentation Prompt is the "fast" one
     "fast": "Please provide a concise argument for what you believe is the correct answer.",
     "slow": "Please reason step by step before giving your argument for what you believe is the correct answer.",
 }
-MODERATOR_ASK = ("You are the moderator of this debate. Summarise the debaters' arguments neutrally, "
-                 "then state which answer the group should adopt and why.")
+MODERATOR_ASK = (
+    "You are the moderator of this debate. Summarise the debaters' arguments neutrally, "
+    "then state which answer the group should adopt and why."
+)
 ARGUMENT_PLACEHOLDER = "<your argument>"
 SELF_TASK = "Self_Prob: Assign probability (0.0-1.0) to options based on your belief."
-PEER_TASK = ("Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this "
-             "conversation.\n(Critically: If others are 'Generalists', they might fall for common misconceptions. "
-             "Predict their likely errors.)")
+PEER_TASK = (
+    "Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this "
+    "conversation.\n(Critically: If others are 'Generalists', they might fall for common misconceptions. "
+    "Predict their likely errors.)"
+)
 NO_JSON = "Do NOT output JSON here. Just natural language debate."
 REPAIR_ASK = "Your reply could not be read. Reply with the JSON object only, in exactly this shape:\n"
 

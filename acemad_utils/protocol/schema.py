@@ -8,10 +8,12 @@
 Everything here is plain data (frozen dataclasses) so transcripts can be written as JSON and
 compared byte for byte. Beliefs are numpy vectors ordered like `Question.labels`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Sequence
+from typing import Any, Literal, Optional
 
 import numpy as np
 
@@ -83,7 +85,7 @@ class Question:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Question":
+    def from_dict(cls, d: Mapping[str, Any]) -> Question:
         return cls(
             id=str(d["id"]),
             benchmark=str(d["benchmark"]),

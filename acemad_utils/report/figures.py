@@ -6,6 +6,7 @@
 
 Every figure's title says where its numbers come from (the synthetic population or the model's name).
 """
+
 from __future__ import annotations
 
 import matplotlib
@@ -23,7 +24,7 @@ def source_label(synthetic: bool, model: str) -> str:
     or 'model: <name>' for an LLM."""
     stand_in = "synthetic-population-"
     if synthetic and model.startswith(stand_in):
-        return f"SYNTHETIC stand-in for {model[len(stand_in):]} (no LLM)"
+        return f"SYNTHETIC stand-in for {model[len(stand_in) :]} (no LLM)"
     return "SYNTHETIC population (no LLM)" if synthetic else f"model: {model}"
 
 
@@ -52,13 +53,28 @@ def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, color) -> Non
     for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"])):
         k = counts.get(int(xv))
         if k is not None:
-            ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", xytext=(0, 6 if i % 2 == 0 else -12),
-                        ha="center", fontsize=6.5, color=color, fontweight="bold",
-                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))
+            ax.annotate(
+                f"{k}/{int(xv)}",
+                (xv, acc),
+                textcoords="offset points",
+                xytext=(0, 6 if i % 2 == 0 else -12),
+                ha="center",
+                fontsize=6.5,
+                color=color,
+                fontweight="bold",
+                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7),
+            )
 
 
-def lines_by_benchmark(long: pd.DataFrame, x: str, hue: str, title: str, xlabel: str | None = None,
-                       note: str | None = None, truth_holders: dict | None = None) -> plt.Figure:
+def lines_by_benchmark(
+    long: pd.DataFrame,
+    x: str,
+    hue: str,
+    title: str,
+    xlabel: str | None = None,
+    note: str | None = None,
+    truth_holders: dict | None = None,
+) -> plt.Figure:
     """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average).
     `note` is printed under the panels (e.g. where two curves coincide by construction).
     `truth_holders` ({hue: {N: k}}, see `truth_holders(configs)`) labels each point "k/N" (its truth-holders
@@ -111,7 +127,9 @@ def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
         ax.bar(xs, g["accuracy"], width, yerr=err, capsize=2, label=h)
     ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches], rotation=20)
     ax.set_ylabel("accuracy (%)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the bars, never on a whisker
+    ax.legend(
+        fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0
+    )  # beside the bars, never on a whisker
     ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -8,9 +8,11 @@ frames, or the theory tables) and returns plain sentences. Why here and not in t
 must follow the numbers under every profile (synthetic, a 135M local model, the paper's endpoint), so the
 comparisons (above/below, inside/outside the interval) are computed, and a cell stays a single call.
 """
+
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import pandas as pd
 
@@ -36,8 +38,10 @@ def _n(long: pd.DataFrame) -> int:
 def caveat(source: str) -> str:
     """What kind of evidence the numbers are: the synthetic population, or a named model on n questions."""
     if "SYNTHETIC" in source.upper():
-        return ("These are numbers of the synthetic population: they show what the mechanism does when the "
-                "paper's assumptions hold, not what any LLM does.")
+        return (
+            "These are numbers of the synthetic population: they show what the mechanism does when the "
+            "paper's assumptions hold, not what any LLM does."
+        )
     return f"These numbers come from {source}; with intervals this wide, read them as evidence about this model only."
 
 
@@ -74,10 +78,14 @@ def versus(long: pd.DataFrame, tests: pd.DataFrame, target: str, source: str) ->
     av = t[t["benchmark"] == AVERAGE]
     if len(av):
         a = av.iloc[0]
-        text += (f" Against the best baseline on the average ({a.best_baseline}) the paired gain is {a.gain:+.1f} points "
-                 f"[{a.gain_lo:+.1f}, {a.gain_hi:+.1f}], p = {a.p_value:.2g} ({_sig(a.p_value)}).")
-    text += (f" Per benchmark it is significantly better in {len(wins)} of {len(per)} columns and significantly worse "
-             f"in {len(losses)}.")
+        text += (
+            f" Against the best baseline on the average ({a.best_baseline}) the paired gain is {a.gain:+.1f} points "
+            f"[{a.gain_lo:+.1f}, {a.gain_hi:+.1f}], p = {a.p_value:.2g} ({_sig(a.p_value)})."
+        )
+    text += (
+        f" Per benchmark it is significantly better in {len(wins)} of {len(per)} columns and significantly worse "
+        f"in {len(losses)}."
+    )
     return text + " " + caveat(source)
 
 
@@ -85,30 +93,41 @@ def shares(n_values: Sequence[int], truth_holders: Sequence[int]) -> str:
     """Why a curve over N is not a pure group-size effect: the truth-holder share moves with rounding."""
     parts = [f"{k} of {n} ({k / n:.0%})" for n, k in zip(n_values, truth_holders)]
     best = max(range(len(n_values)), key=lambda i: truth_holders[i] / n_values[i])
-    return (f"Truth-holders per N: {', '.join(parts)}. The share is largest at N = {n_values[best]}, so where the "
-            f"truth-holders drive accuracy (as in the synthetic population) a curve over N peaks there.")
+    return (
+        f"Truth-holders per N: {', '.join(parts)}. The share is largest at N = {n_values[best]}, so where the "
+        f"truth-holders drive accuracy (as in the synthetic population) a curve over N peaks there."
+    )
 
 
-def theory(tab_a: pd.DataFrame, tab_b: pd.DataFrame, tab_c: pd.DataFrame, tab_d: pd.DataFrame,
-           eta: float, rounds: int) -> str:
+def theory(
+    tab_a: pd.DataFrame, tab_b: pd.DataFrame, tab_c: pd.DataFrame, tab_d: pd.DataFrame, eta: float, rounds: int
+) -> str:
     """00_theory's four checks in four sentences, from their tables."""
     last = tab_a[tab_a["x"] == tab_a["x"].max()]
     sym = last[last["series"].str.startswith("symmetric")].iloc[0]
     flat = sym.lo <= 0 <= sym.hi
-    a = (f"(a) With symmetric updating the mean belief in the truth changes by {sym['mean']:+.3f} "
-         f"[{sym.lo:+.3f}, {sym.hi:+.3f}] over the debate: {'flat within its interval, as Proposition 1 says' if flat else 'not flat: the martingale check fails here'}.")
+    a = (
+        f"(a) With symmetric updating the mean belief in the truth changes by {sym['mean']:+.3f} "
+        f"[{sym.lo:+.3f}, {sym.hi:+.3f}] over the debate: {'flat within its interval, as Proposition 1 says' if flat else 'not flat: the martingale check fails here'}."
+    )
     r1 = tab_b[tab_b["round"] == tab_b["round"].min()].set_index("group")["mean"]
     th = r1[[g for g in r1.index if g.startswith("truth-holder")]].mean()
     cr = r1[[g for g in r1.index if g.startswith("crowd")]].mean()
     b = f"(b) In round 1 truth-holders score {th:.2f} on average against the crowd's {cr:.2f} ({'separated' if th > cr else 'not separated'})."
     cond = tab_c[tab_c["subset"] == "truth-holder right in round 1"].set_index("eta")
     lo_eta, hi_eta = cond.index.min(), cond.index.max()
-    c = (f"(c) Where a truth-holder starts right, the weighted belief in the truth drifts by {cond.loc[lo_eta, 'mean']:+.3f} "
-         f"at eta = {lo_eta:g} and {cond.loc[hi_eta, 'mean']:+.3f} at eta = {hi_eta:g}.")
-    at = tab_d[(tab_d["N"] == 5) & (tab_d["T"] == rounds) & (tab_d["eta"] == eta)].set_index("crowd_calibration")["p_flip"]
-    d = (f"(d) At N = 5, T = {rounds}, eta = {eta:g}, AceMAD flips {at.iloc[0]:.0%} of wrong majorities against a "
-         f"false-consensus crowd and {at.iloc[-1]:.0%} against a calibrated one: the mechanism needs the crowd to "
-         f"mispredict its peers.")
+    c = (
+        f"(c) Where a truth-holder starts right, the weighted belief in the truth drifts by {cond.loc[lo_eta, 'mean']:+.3f} "
+        f"at eta = {lo_eta:g} and {cond.loc[hi_eta, 'mean']:+.3f} at eta = {hi_eta:g}."
+    )
+    at = tab_d[(tab_d["N"] == 5) & (tab_d["T"] == rounds) & (tab_d["eta"] == eta)].set_index("crowd_calibration")[
+        "p_flip"
+    ]
+    d = (
+        f"(d) At N = 5, T = {rounds}, eta = {eta:g}, AceMAD flips {at.iloc[0]:.0%} of wrong majorities against a "
+        f"false-consensus crowd and {at.iloc[-1]:.0%} against a calibrated one: the mechanism needs the crowd to "
+        f"mispredict its peers."
+    )
     return " ".join([a, b, c, d]) + " " + caveat("SYNTHETIC")
 
 
@@ -123,27 +142,39 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
     t = table.reset_index() if "benchmark" not in table.columns else table
     total, kept = int(t["items_in"].sum()), int(t["kept"].sum())
     if total == 0 or kept == 0:
-        return (f"The naive agent answered {total} items {runs} times each and no item fell below "
-                f"{threshold:.0%} accuracy, so there is no challenging subset to read. {caveat(source)}")
+        return (
+            f"The naive agent answered {total} items {runs} times each and no item fell below "
+            f"{threshold:.0%} accuracy, so there is no challenging subset to read. {caveat(source)}"
+        )
     k = t[t["kept"] > 0]
     pct = 100.0 * t["kept"] / t["items_in"].where(t["items_in"] > 0)
     acc = (k["mean_acc_kept"] * k["kept"]).sum() / k["kept"].sum()
     share = (k["misconception_share"] * k["kept"]).sum() / k["kept"].sum()
     ref = (k["uniform_reference"] * k["kept"]).sum() / k["kept"].sum()
-    verdict = ("so the failures are concentrated on one distractor per item (systematic misconceptions, as the "
-               "paper's manual check reports)" if share > ref + 0.05 else
-               "so they are no more concentrated than chance makes them: this check does not show systematic "
-               "misconceptions")
+    verdict = (
+        "so the failures are concentrated on one distractor per item (systematic misconceptions, as the "
+        "paper's manual check reports)"
+        if share > ref + 0.05
+        else "so they are no more concentrated than chance makes them: this check does not show systematic "
+        "misconceptions"
+    )
     from acemad_utils.protocol.config import NAIVE_AGENT
 
-    spread = ("" if len(t) < 2 else f" ({pct.min():.0f}% of every benchmark's items)" if round(pct.min()) == round(pct.max())
-              else f" ({pct.min():.0f}% to {pct.max():.0f}% of a benchmark's items)")
+    spread = (
+        ""
+        if len(t) < 2
+        else f" ({pct.min():.0f}% of every benchmark's items)"
+        if round(pct.min()) == round(pct.max())
+        else f" ({pct.min():.0f}% to {pct.max():.0f}% of a benchmark's items)"
+    )
 
-    text = (f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of {total} items {runs} times; {kept} items "
-            f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets"
-            f"{spread}. On the kept items it is right in "
-            f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
-            f"time, against {_pct(ref)} if they fell at random, {verdict}.")
+    text = (
+        f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of {total} items {runs} times; {kept} items "
+        f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets"
+        f"{spread}. On the kept items it is right in "
+        f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
+        f"time, against {_pct(ref)} if they fell at random, {verdict}."
+    )
     return text + " " + caveat(source)
 
 
@@ -153,12 +184,17 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
     av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
     if av is None or av.empty:
         return f"No paired comparison was possible here. {caveat(source)}"
-    parts = [f"{r.method} {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
-             f"(p = {r.p_value:.2g})" for r in av.itertuples()]
+    parts = [
+        f"{r.method} {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
+        f"(p = {r.p_value:.2g})"
+        for r in av.itertuples()
+    ]
     better = int(((av["gain"] > 0) & (av["p_value"] < 0.05)).sum())
     worse = int(((av["gain"] < 0) & (av["p_value"] < 0.05)).sum())
-    text = (f"Paired gains on the average: {'; '.join(parts)}. {better} of {len(av)} "
-            f"{'is' if better == 1 or len(av) == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse")
+    text = (
+        f"Paired gains on the average: {'; '.join(parts)}. {better} of {len(av)} "
+        f"{'is' if better == 1 or len(av) == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse"
+    )
     text += f"; {claim}." if claim else "."
     return text + " " + caveat(source)
 
@@ -167,14 +203,21 @@ def _peak(g: pd.DataFrame, x: str):
     g = g.sort_values(x)
     best = g.loc[g["accuracy"].idxmax()]
     diffs = g["accuracy"].diff().dropna()
-    shape = ("has a single point" if diffs.empty else "is flat" if (diffs == 0).all() else
-             "rises with every step" if (diffs > 0).all() else "falls with every step" if (diffs < 0).all()
-             else "is not monotone")
+    shape = (
+        "has a single point"
+        if diffs.empty
+        else "is flat"
+        if (diffs == 0).all()
+        else "rises with every step"
+        if (diffs > 0).all()
+        else "falls with every step"
+        if (diffs < 0).all()
+        else "is not monotone"
+    )
     return best, shape, g
 
 
-def curve(long: pd.DataFrame, x: str, hue: str, source: str,
-          truth_holders: Optional[dict] = None) -> str:
+def curve(long: pd.DataFrame, x: str, hue: str, source: str, truth_holders: Optional[dict] = None) -> str:
     """A curve over N (Figures 2 and 5): where each family peaks on the Average and whether it is monotone; with
     `truth_holders` ({family: {N: k}}, figures.truth_holders) it says whether the truth-holder share can explain
     the peak (it cannot when a family has no truth-holder at any N)."""
@@ -186,18 +229,25 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
         best, shape, g = _peak(g, x)
         lo, hi = g.iloc[0], g.iloc[-1]
         ends = f"{lo.accuracy:.1f}% at N = {lo[x]:g} to {hi.accuracy:.1f}% at N = {hi[x]:g}"
-        sentences.append(f"{fam} has a single point, {lo.accuracy:.1f}% at N = {lo[x]:g}" if shape == "has a single point"
-                         else f"{fam} is flat at {lo.accuracy:.1f}% from N = {lo[x]:g} to N = {hi[x]:g}" if shape == "is flat"
-                         else f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%; {ends})" if shape == "is not monotone"
-                         else f"{fam} {shape}, from {ends}")
+        sentences.append(
+            f"{fam} has a single point, {lo.accuracy:.1f}% at N = {lo[x]:g}"
+            if shape == "has a single point"
+            else f"{fam} is flat at {lo.accuracy:.1f}% from N = {lo[x]:g} to N = {hi[x]:g}"
+            if shape == "is flat"
+            else f"{fam} peaks at N = {best[x]:g} ({best.accuracy:.1f}%; {ends})"
+            if shape == "is not monotone"
+            else f"{fam} {shape}, from {ends}"
+        )
     text = "On the average over the benchmarks, " + "; ".join(sentences) + "."
     if truth_holders is not None:
         none = [f for f in dict.fromkeys(avg[hue]) if not any((truth_holders.get(f) or {}).values())]
         some = [f for f in dict.fromkeys(avg[hue]) if f not in none]
         if none:
-            text += (f" {', '.join(none)} {'has' if len(none) == 1 else 'have'} no truth-holder at any N (the "
-                     f"homogeneous roster: N copies of one agent), so {'its' if len(none) == 1 else 'their'} shape is "
-                     f"not a truth-holder effect.")
+            text += (
+                f" {', '.join(none)} {'has' if len(none) == 1 else 'have'} no truth-holder at any N (the "
+                f"homogeneous roster: N copies of one agent), so {'its' if len(none) == 1 else 'their'} shape is "
+                f"not a truth-holder effect."
+            )
         for f in some:
             ns = sorted(truth_holders[f])
             best, shape, _ = _peak(avg[avg[hue] == f], x)
@@ -206,8 +256,9 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
             if shape in ("is flat", "has a single point"):
                 text += f" Its accuracy {shape}, so it cannot show a share effect here."
             else:
-                text += (f" Its accuracy peaks at N = {best[x]:g}, "
-                         + ("where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."))
+                text += f" Its accuracy peaks at N = {best[x]:g}, " + (
+                    "where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."
+                )
             acc = avg[avg[hue] == f].set_index(x)["accuracy"]
             by_share: dict = {}
             for n in ns:
@@ -216,10 +267,17 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str,
             same = max(by_share.values(), key=len, default=[])
             if len(same) >= 2:
                 k = truth_holders[f][same[0]] / same[0]
-                trend = ("falls" if all(acc[a] > acc[b] for a, b in zip(same, same[1:])) else
-                         "rises" if all(acc[a] < acc[b] for a, b in zip(same, same[1:])) else "moves")
-                text += (f" At the same share ({k:.0%}: N = {', '.join(map(str, same))}) its accuracy {trend} with N "
-                         f"({', '.join(f'{acc[n]:.1f}%' for n in same)}), so the share alone does not set the level.")
+                trend = (
+                    "falls"
+                    if all(acc[a] > acc[b] for a, b in zip(same, same[1:]))
+                    else "rises"
+                    if all(acc[a] < acc[b] for a, b in zip(same, same[1:]))
+                    else "moves"
+                )
+                text += (
+                    f" At the same share ({k:.0%}: N = {', '.join(map(str, same))}) its accuracy {trend} with N "
+                    f"({', '.join(f'{acc[n]:.1f}%' for n in same)}), so the share alone does not set the level."
+                )
     return text + " " + caveat(source)
 
 
@@ -231,8 +289,10 @@ def same_curve(long: pd.DataFrame, a: str, b: str, x: str, upto: int, hue: str =
     if not len(common):
         return f"{a} and {b} share no N <= {upto} here."
     gap = float((pa[common] - pb[common]).abs().max())
-    return (f"For N <= {upto} a ring is a full mesh, so {a} is {b}: their averages differ by at most {gap:.1f} points "
-            f"there ({'identical, as they must be' if gap < 1e-9 else 'NOT identical: a bug to look at'}).")
+    return (
+        f"For N <= {upto} a ring is a full mesh, so {a} is {b}: their averages differ by at most {gap:.1f} points "
+        f"there ({'identical, as they must be' if gap < 1e-9 else 'NOT identical: a bug to look at'})."
+    )
 
 
 def aggregators(long: pd.DataFrame, tests: pd.DataFrame, reference: str, source: str) -> str:
@@ -246,17 +306,25 @@ def aggregators(long: pd.DataFrame, tests: pd.DataFrame, reference: str, source:
     if av is None or av.empty:
         return text + " No paired comparison was possible. " + caveat(source)
     av = av.sort_values("gain", ascending=False)
-    text += " Paired against it: " + "; ".join(
-        f"{r.method} {avg.loc[r.method].accuracy:.1f}% ({r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], "
-        f"p = {r.p_value:.2g})" for r in av.itertuples()) + "."
+    text += (
+        " Paired against it: "
+        + "; ".join(
+            f"{r.method} {avg.loc[r.method].accuracy:.1f}% ({r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], "
+            f"p = {r.p_value:.2g})"
+            for r in av.itertuples()
+        )
+        + "."
+    )
     beat = list(av[(av["gain"] > 0) & (av["p_value"] < 0.05)]["method"])
     if not beat:
         text += f" No aggregator beats {reference} significantly."
     elif "SYNTHETIC" in source.upper():
-        text += (f" {' and '.join(beat)} beat{'s' if len(beat) == 1 else ''} the paper's rule here, but this is a "
-                 f"property of the synthetic population, which is built to meet the assumption these rules read "
-                 f"(a crowd that mispredicts its peers while truth-holders predict it); the paper does not test "
-                 f"them, and only a real model can say whether the ordering holds.")
+        text += (
+            f" {' and '.join(beat)} beat{'s' if len(beat) == 1 else ''} the paper's rule here, but this is a "
+            f"property of the synthetic population, which is built to meet the assumption these rules read "
+            f"(a crowd that mispredicts its peers while truth-holders predict it); the paper does not test "
+            f"them, and only a real model can say whether the ordering holds."
+        )
     else:
         text += f" {' and '.join(beat)} beat{'s' if len(beat) == 1 else ''} the paper's rule with {source}."
     return text + " " + caveat(source)
@@ -275,8 +343,10 @@ def rounds(long: pd.DataFrame, labels: Sequence[str], paper_best: str = "") -> s
     text += f"; {' and '.join(level)} tie for the highest" if len(level) > 1 else f"; the highest is {best}"
     tied = [m for m in got if m != best and avg.loc[m].ci_hi >= top.ci_lo]
     if tied and len(level) == 1:
-        text += (f", but its interval overlaps {'that' if len(tied) == 1 else 'those'} of {' and '.join(tied)}, "
-                 f"so the intervals alone do not establish a best T")
+        text += (
+            f", but its interval overlaps {'that' if len(tied) == 1 else 'those'} of {' and '.join(tied)}, "
+            f"so the intervals alone do not establish a best T"
+        )
     if paper_best:
         text += f" (the paper reports {paper_best} as the best)"
     return text + "."
@@ -288,9 +358,11 @@ def control(long: pd.DataFrame, target: str, same_agents: str, homogeneous: str)
     if not all(m in avg.index for m in (target, same_agents, homogeneous)):
         return "The control rows are missing here."
     a, c, h = (avg.loc[m].accuracy for m in (target, same_agents, homogeneous))
-    return (f"Of {target}'s {a - h:+.1f} points over {homogeneous}, {c - h:+.1f} come with the agents alone "
-            f"({same_agents}: {c:.1f}%) and {a - c:+.1f} with the protocol on those same agents (commitments, "
-            f"peer-prediction weights).")
+    return (
+        f"Of {target}'s {a - h:+.1f} points over {homogeneous}, {c - h:+.1f} come with the agents alone "
+        f"({same_agents}: {c:.1f}%) and {a - c:+.1f} with the protocol on those same agents (commitments, "
+        f"peer-prediction weights)."
+    )
 
 
 def join(source: str, *texts: str) -> str:
@@ -309,8 +381,14 @@ def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
 
     if top["method"].nunique() == 1 and len(top) > 1:
         return f"{top['method'].iloc[0]} is the highest of them in every benchmark column."
-    return ("Highest per benchmark: " + "; ".join(f"{bench_label(r.benchmark.removeprefix('synthetic-'))}: {r.method} {r.accuracy:.1f}%"
-                                                  for r in top.itertuples()) + ".")
+    return (
+        "Highest per benchmark: "
+        + "; ".join(
+            f"{bench_label(r.benchmark.removeprefix('synthetic-'))}: {r.method} {r.accuracy:.1f}%"
+            for r in top.itertuples()
+        )
+        + "."
+    )
 
 
 def models(results: Sequence[tuple], target: str) -> str:
@@ -322,12 +400,16 @@ def models(results: Sequence[tuple], target: str) -> str:
             parts.append(f"{name} [{src}]: no paired comparison")
             continue
         r = t.iloc[0]
-        parts.append(f"{name} [{src}]: {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
-                     f"(p = {r.p_value:.2g}, {_sig(r.p_value)})")
+        parts.append(
+            f"{name} [{src}]: {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
+            f"(p = {r.p_value:.2g}, {_sig(r.p_value)})"
+        )
     if not parts:
         return "No other model was run."
     text = f"{target} against the best MAD baseline, on the average: " + "; ".join(parts) + "."
     if any("SYNTHETIC" in src.upper() for _, _, src in results):
-        text += (" A synthetic stand-in carries a model's name but not its behaviour (its parameters come from the "
-                 "paper's words, never its numbers): these rows test the code path, not the model.")
+        text += (
+            " A synthetic stand-in carries a model's name but not its behaviour (its parameters come from the "
+            "paper's words, never its numbers): these rows test the code path, not the model."
+        )
     return text

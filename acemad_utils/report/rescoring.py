@@ -15,6 +15,7 @@ synthetic population and the paper's prompts): the first t rounds of a T-round d
 Every AceMAD answer here is the engine's own decision function (`beliefs.weighted_decision`) on the stored
 commitments, with the weights after round t sliced from the run's full weight history.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,8 +74,9 @@ def weights(arr: Stacked, eta: float = 2.0, rule: str = "brier", weighting: str 
     return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule, weighting)[1]
 
 
-def decisions(arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier",
-              weighting: str = "peer_prediction") -> np.ndarray:
+def decisions(
+    arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction"
+) -> np.ndarray:
     """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
     settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
     applied to the full weight history, sliced per round: W after round t depends on rounds 1..t only.
@@ -90,8 +92,14 @@ def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
     return B.weighted_decision(arr.P[:, t], W[:, t], arr.valid[:, t], exponent, keys, mask)[0]
 
 
-def rescore(arr: Stacked, eta: float = 2.0, rounds: int | None = None, exponent: float = 2.0,
-            rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
+def rescore(
+    arr: Stacked,
+    eta: float = 2.0,
+    rounds: int | None = None,
+    exponent: float = 2.0,
+    rule: str = "brier",
+    weighting: str = "peer_prediction",
+) -> np.ndarray:
     """AceMAD's final answers (B,) for another eta / T / exponent / rule / weighting (-1: nobody parsed)."""
     t = (rounds or arr.P.shape[1]) - 1
     return _decide(arr, weights(arr, eta, rule, weighting), exponent, t)
@@ -129,14 +137,28 @@ def agent_scores(records: list[dict]) -> pd.DataFrame:
             for e in rnd:
                 if e.get("score") is None:
                     continue
-                rows.append({"question_id": r["question_id"], "method": r["method"], "round": t, "agent": e["agent"],
-                             "persona": e["persona"], "holds_truth": int(np.argmax(e["p"])) == truth,
-                             "score": e["score"], "weight": e["weight"]})
+                rows.append(
+                    {
+                        "question_id": r["question_id"],
+                        "method": r["method"],
+                        "round": t,
+                        "agent": e["agent"],
+                        "persona": e["persona"],
+                        "holds_truth": int(np.argmax(e["p"])) == truth,
+                        "score": e["score"],
+                        "weight": e["weight"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final answers",
-               "surprisingly popular", "Bayesian Truth Serum")
+AGGREGATORS = (
+    "weighted (k=2, paper)",
+    "weighted (k=1)",
+    "plurality of final answers",
+    "surprisingly popular",
+    "Bayesian Truth Serum",
+)
 
 
 def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> list[dict]:
@@ -155,18 +177,30 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
         AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),
     }
     answered = valid.any(-1)  # nobody parsed: no answer, whatever the aggregator says
-    return [{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": name, "status": "ok",
-             "final": {"correct": bool(ok and a == t)}}
-            for name, ans in answers.items() for r, a, t, ok in zip(recs, ans, arr.truth, answered)]
+    return [
+        {
+            "question_id": r["question_id"],
+            "benchmark": r["benchmark"],
+            "method": name,
+            "status": "ok",
+            "final": {"correct": bool(ok and a == t)},
+        }
+        for name, ans in answers.items()
+        for r, a, t, ok in zip(recs, ans, arr.truth, answered)
+    ]
 
 
 # Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05).
-ABLATIONS = {"Full protocol": "peer_prediction", "Self-belief only": "self_belief",
-             "Uniform weights (= standard MAD)": "uniform"}
+ABLATIONS = {
+    "Full protocol": "peer_prediction",
+    "Self-belief only": "self_belief",
+    "Uniform weights (= standard MAD)": "uniform",
+}
 
 
-def reweighted_records(records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0,
-                       seed: int = 0) -> list[dict]:
+def reweighted_records(
+    records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0, seed: int = 0
+) -> list[dict]:
     """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
     minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
 
@@ -180,9 +214,16 @@ def reweighted_records(records: list[dict], weightings: dict, eta: float = 2.0, 
     out = []
     for name, weighting in weightings.items():
         ans = rescore(arr, eta=eta, exponent=exponent, weighting=weighting)
-        out += [{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": name, "status": "ok",
-                 "final": {"answer": r["labels"][a] if ok else None, "correct": bool(ok and a == t)}}
-                for r, a, t, ok in zip(recs, ans, arr.truth, answered)]
+        out += [
+            {
+                "question_id": r["question_id"],
+                "benchmark": r["benchmark"],
+                "method": name,
+                "status": "ok",
+                "final": {"answer": r["labels"][a] if ok else None, "correct": bool(ok and a == t)},
+            }
+            for r, a, t, ok in zip(recs, ans, arr.truth, answered)
+        ]
     return out
 
 
@@ -194,8 +235,10 @@ def redecided(records: list[dict], rule: str, name: Optional[str] = None) -> lis
         if r.get("status") != "ok":
             continue
         if rule not in r.get("decisions", {}):
-            raise ValueError(f"record {r['question_id']!r} ({r['method']}) stores no decision {rule!r}; "
-                             f"it has {sorted(r.get('decisions', {}))}")
+            raise ValueError(
+                f"record {r['question_id']!r} ({r['method']}) stores no decision {rule!r}; "
+                f"it has {sorted(r.get('decisions', {}))}"
+            )
         final = dict(r["final"], **r["decisions"][rule])
         out.append(dict(r, final=final, method=name or r["method"]))
     return out

@@ -7,6 +7,7 @@
 Outputs are byte-stable for identical inputs: floats are written with fixed precision and the PDF/PNG
 metadata carry no timestamp.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,15 @@ import pandas as pd
 from acemad_utils.data.paths import outputs
 
 
-def save_table(df: pd.DataFrame, name: str, synthetic: bool, source: str = "", floatfmt: str = ".4f",
-               display: pd.DataFrame | None = None, companions: dict | None = None) -> Path:
+def save_table(
+    df: pd.DataFrame,
+    name: str,
+    synthetic: bool,
+    source: str = "",
+    floatfmt: str = ".4f",
+    display: pd.DataFrame | None = None,
+    companions: dict | None = None,
+) -> Path:
     """Write outputs/tables/<name>.csv (the long, machine-readable table) and <name>.md.
 
     The Markdown says where the numbers come from, shows `display` (a reader-friendly view, default `df`)
@@ -26,8 +34,10 @@ def save_table(df: pd.DataFrame, name: str, synthetic: bool, source: str = "", f
     d = outputs("tables")
     df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
     label = "SYNTHETIC population (no LLM)" if synthetic else (source or "real model")
-    parts = [f"<!-- source: {label} -->\n**Source: {label}.**\n",
-             (df if display is None else display).to_markdown(index=False, floatfmt=floatfmt)]
+    parts = [
+        f"<!-- source: {label} -->\n**Source: {label}.**\n",
+        (df if display is None else display).to_markdown(index=False, floatfmt=floatfmt),
+    ]
     for title, table in (companions or {}).items():
         parts += [f"\n**{title}**\n", table.to_markdown(index=False, floatfmt=".2f")]
     (d / f"{name}.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
@@ -37,5 +47,9 @@ def save_table(df: pd.DataFrame, name: str, synthetic: bool, source: str = "", f
 def save_figure(fig, name: str) -> Path:
     d = outputs("figures")
     fig.savefig(d / f"{name}.png", dpi=130, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None})
+    fig.savefig(
+        d / f"{name}.pdf",
+        bbox_inches="tight",
+        metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+    )
     return d / f"{name}.png"

@@ -1,9 +1,10 @@
 """Uncertainty for every number we print: bootstrap CIs over questions and paired tests.
 
-    from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
-    mean, lo, hi = bootstrap_ci([1, 0, 1, 1], seed=0)     # 95% percentile interval of the mean
-    p = mcnemar_exact(a_correct, b_correct)                # paired: same questions, two methods
+from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
+mean, lo, hi = bootstrap_ci([1, 0, 1, 1], seed=0)     # 95% percentile interval of the mean
+p = mcnemar_exact(a_correct, b_correct)                # paired: same questions, two methods
 """
+
 from __future__ import annotations
 
 import math

@@ -11,11 +11,13 @@ mean of the benchmark columns, recomputed from the rows). A paired test compares
 questions: exact McNemar when both are right/wrong per question, a sign-flip permutation test otherwise
 (the Single Agent's per-question accuracy is a mean over 5 runs).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -24,8 +26,13 @@ from acemad_utils.data import paths as P
 from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
 
 BENCH_LABELS = {
-    "truthfulqa": "TruthfulQA", "arc_challenge": "ARC-C", "bbh": "BBH", "logiqa": "LogiQA",
-    "medqa": "MedQA", "mmlu_pro": "MMLU-Pro", "demo": "Demo",
+    "truthfulqa": "TruthfulQA",
+    "arc_challenge": "ARC-C",
+    "bbh": "BBH",
+    "logiqa": "LogiQA",
+    "medqa": "MedQA",
+    "mmlu_pro": "MMLU-Pro",
+    "demo": "Demo",
 }
 AVERAGE = "Average"
 
@@ -33,16 +40,27 @@ AVERAGE = "Average"
 def bench_label(b: str) -> str:
     """'arc_challenge' -> 'ARC-C'; synthetic item sets keep a visible marker: 'ARC-C (synthetic items)'."""
     if b.startswith("synthetic-"):
-        return f"{bench_label(b[len('synthetic-'):])} (synthetic items)"
+        return f"{bench_label(b[len('synthetic-') :])} (synthetic items)"
     return BENCH_LABELS.get(b, b)
 
 
 def _frame(records: Sequence[dict]) -> pd.DataFrame:
     """Per question x method accuracy (repeats averaged); failed records count as wrong."""
-    df = pd.DataFrame([{"question_id": r["question_id"], "benchmark": r["benchmark"], "method": r["method"],
-                        "correct": float(r["final"]["correct"]), "failed": r.get("status") != "ok"} for r in records])
+    df = pd.DataFrame(
+        [
+            {
+                "question_id": r["question_id"],
+                "benchmark": r["benchmark"],
+                "method": r["method"],
+                "correct": float(r["final"]["correct"]),
+                "failed": r.get("status") != "ok",
+            }
+            for r in records
+        ]
+    )
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
-        correct=("correct", "mean"), failed=("failed", "max"))
+        correct=("correct", "mean"), failed=("failed", "max")
+    )
 
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
@@ -54,8 +72,13 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
     return point, float(lo), float(hi)
 
 
-def accuracy_long(records: Sequence[dict], methods: Optional[Sequence[str]] = None,
-                  benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def accuracy_long(
+    records: Sequence[dict],
+    methods: Optional[Sequence[str]] = None,
+    benchmarks: Optional[Sequence[str]] = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per method x benchmark, plus an Average row per method: n, accuracy, ci_lo, ci_hi (in %)."""
     df = _frame(records)
     methods = list(methods or dict.fromkeys(df["method"]))
@@ -69,12 +92,30 @@ def accuracy_long(records: Sequence[dict], methods: Optional[Sequence[str]] = No
                 continue
             groups.append(x)
             mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
-            rows.append({"method": m, "benchmark": b, "n": len(x), "n_failed": int(df[(df.method == m) & (df.benchmark == b)]["failed"].sum()),
-                         "accuracy": 100 * mean, "ci_lo": 100 * lo, "ci_hi": 100 * hi})
+            rows.append(
+                {
+                    "method": m,
+                    "benchmark": b,
+                    "n": len(x),
+                    "n_failed": int(df[(df.method == m) & (df.benchmark == b)]["failed"].sum()),
+                    "accuracy": 100 * mean,
+                    "ci_lo": 100 * lo,
+                    "ci_hi": 100 * hi,
+                }
+            )
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
             mean, lo, hi = _stratified_average(groups, n_boot, seed)
-            rows.append({"method": m, "benchmark": AVERAGE, "n": sum(map(len, groups)), "n_failed": 0,
-                         "accuracy": 100 * mean, "ci_lo": 100 * lo, "ci_hi": 100 * hi})
+            rows.append(
+                {
+                    "method": m,
+                    "benchmark": AVERAGE,
+                    "n": sum(map(len, groups)),
+                    "n_failed": 0,
+                    "accuracy": 100 * mean,
+                    "ci_lo": 100 * lo,
+                    "ci_hi": 100 * hi,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -105,9 +146,15 @@ def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: 
     return float((1 + np.sum(null >= abs(np.dot(w, d)) - 1e-12)) / (n_perm + 1))
 
 
-def versus_best(records: Sequence[dict], targets: Sequence[str], baselines: Sequence[str],
-                benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, seed: int = 0,
-                average: bool = True) -> pd.DataFrame:
+def versus_best(
+    records: Sequence[dict],
+    targets: Sequence[str],
+    baselines: Sequence[str],
+    benchmarks: Optional[Sequence[str]] = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    average: bool = True,
+) -> pd.DataFrame:
     """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value.
 
     With `average`, also one row per target for the Average column: the baseline with the best Average (the
@@ -134,9 +181,18 @@ def versus_best(records: Sequence[dict], targets: Sequence[str], baselines: Sequ
             if both.empty:
                 continue
             diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
-            rows.append({"method": t, "benchmark": b, "best_baseline": best, "n_paired": len(both),
-                         "gain": 100 * diff, "gain_lo": 100 * lo, "gain_hi": 100 * hi,
-                         "p_value": paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed)})
+            rows.append(
+                {
+                    "method": t,
+                    "benchmark": b,
+                    "best_baseline": best,
+                    "n_paired": len(both),
+                    "gain": 100 * diff,
+                    "gain_lo": 100 * lo,
+                    "gain_hi": 100 * hi,
+                    "p_value": paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed),
+                }
+            )
         if not average:
             continue
         used = [b for b in benchmarks if t in piv[b]]
@@ -150,9 +206,18 @@ def versus_best(records: Sequence[dict], targets: Sequence[str], baselines: Sequ
             continue
         gain, lo, hi = _stratified_average(diffs, n_boot, seed)
         w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
-        rows.append({"method": t, "benchmark": AVERAGE, "best_baseline": best, "n_paired": int(sum(map(len, diffs))),
-                     "gain": 100 * gain, "gain_lo": 100 * lo, "gain_hi": 100 * hi,
-                     "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed)})
+        rows.append(
+            {
+                "method": t,
+                "benchmark": AVERAGE,
+                "best_baseline": best,
+                "n_paired": int(sum(map(len, diffs))),
+                "gain": 100 * gain,
+                "gain_lo": 100 * lo,
+                "gain_hi": 100 * hi,
+                "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed),
+            }
+        )
     out = pd.DataFrame(rows, columns=TEST_COLUMNS)
     if out.empty:
         missing = [m for m in baselines if not any(m in p for p in piv.values())]
@@ -166,8 +231,9 @@ def versus_best(records: Sequence[dict], targets: Sequence[str], baselines: Sequ
     return out
 
 
-def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int = 1,
-         note: Optional[str] = None) -> pd.DataFrame:
+def wide(
+    long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int = 1, note: Optional[str] = None
+) -> pd.DataFrame:
     """Methods as rows, benchmarks (+ Average) as columns; cells 'acc [lo, hi]', gains and p below.
 
     An empty `tests` (no comparison possible) adds a row saying so instead of failing; `note` adds a last
@@ -175,7 +241,9 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int =
     fmt = lambda r: f"{r.accuracy:.{digits}f} [{r.ci_lo:.{digits}f}, {r.ci_hi:.{digits}f}]"
     cells = long.assign(cell=long.apply(fmt, axis=1))
     cols = list(dict.fromkeys(long["benchmark"]))
-    out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(index=list(dict.fromkeys(long["method"])), columns=cols)
+    out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(
+        index=list(dict.fromkeys(long["method"])), columns=cols
+    )
     extra = []
     if tests is not None and len(tests):
         for _, t in tests.iterrows():
@@ -185,14 +253,22 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int =
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
     if note:
         extra.append(f"(in parentheses: {note})")
-    n_row = pd.DataFrame([{c: f"n={int(long[long.benchmark == c]['n'].max())}" for c in cols}], index=["(questions per method)"])
+    n_row = pd.DataFrame(
+        [{c: f"n={int(long[long.benchmark == c]['n'].max())}" for c in cols}], index=["(questions per method)"]
+    )
     out = pd.concat([out, n_row] + [pd.DataFrame([dict.fromkeys(cols, "")], index=[text]) for text in extra])
     out.columns = [bench_label(c) for c in out.columns]
     return out.rename_axis("method").reset_index()
 
 
-PRINTED_TABLES = ("table1_voting_vs_mad", "table2_main_results", "table3_heterogeneity", "table4_deepseek",
-                        "table5_llama8b", "table6_full_datasets")
+PRINTED_TABLES = (
+    "table1_voting_vs_mad",
+    "table2_main_results",
+    "table3_heterogeneity",
+    "table4_deepseek",
+    "table5_llama8b",
+    "table6_full_datasets",
+)
 KEY_COLUMNS = ("model", "method")
 
 
@@ -231,8 +307,10 @@ def paper_differences(ours: Path, theirs: Path) -> list[str]:
     keys = [c for c in KEY_COLUMNS if c in a.columns]
     ka, kb = (list(map(tuple, d[keys].to_numpy())) for d in (a, b))
     if ka != kb:
-        return [f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
-                f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")]
+        return [
+            f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
+            f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")
+        ]
     out = []
     for key, (_, ra), (_, rb) in zip(ka, a.iterrows(), b.iterrows()):
         for c in a.columns:
@@ -246,7 +324,9 @@ def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
     The config's `method` (its kind, e.g. "acemad") goes to column `method_kind`; `method` stays the label."""
     out = long.copy()
     for f in fields:
-        out["method_kind" if f == "method" else f] = out["method"].map({label: m[f] for label, m in meta["methods"].items()})
+        out["method_kind" if f == "method" else f] = out["method"].map(
+            {label: m[f] for label, m in meta["methods"].items()}
+        )
     return out
 
 

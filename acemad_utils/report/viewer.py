@@ -21,11 +21,18 @@ compact view per record as JSON and renders the clicked one with a few lines of 
 This module is the one import for all of it; the parts live by concern: `viewer_model` (the view of a record,
 examples by rule), `viewer_html` (the HTML fragment), `viewer_page` (the run page and its JS).
 """
+
 from __future__ import annotations
 
 from acemad_utils.report.viewer_html import CSS, debate_html, show  # noqa: F401  (the public API, one import for notebooks)
 from acemad_utils.report.viewer_model import (  # noqa: F401
-    SYNTHETIC, is_correct, pick_examples, round1_plurality, source_of, view)
+    SYNTHETIC,
+    is_correct,
+    pick_examples,
+    round1_plurality,
+    source_of,
+    view,
+)
 from acemad_utils.report.viewer_page import page_path, write_run_page  # noqa: F401
 
 if __name__ == "__main__":

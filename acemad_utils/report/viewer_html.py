@@ -7,6 +7,7 @@
 The run page's JS (`viewer_page._JS`) mirrors this markup and these classes, so a notebook and the page
 show the same thing; `_fixed` rounds like JavaScript's toFixed for that reason.
 """
+
 from __future__ import annotations
 
 import html
@@ -15,8 +16,10 @@ from typing import Optional
 
 from acemad_utils.report.viewer_model import SYNTHETIC, view
 
-_LEGEND = ("Bars: an agent's belief p and its prediction q of its peers' beliefs over the options; green = the "
-           "correct option. ✓/✗ = the answer is / is not the correct one. Click an argument to unfold it.")
+_LEGEND = (
+    "Bars: an agent's belief p and its prediction q of its peers' beliefs over the options; green = the "
+    "correct option. ✓/✗ = the answer is / is not the correct one. Click an argument to unfold it."
+)
 
 CSS = """
 .acemad-debate{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2328;margin:6px 0 14px}
@@ -76,10 +79,12 @@ def _bars(dist, labels, answer, title) -> str:
     for k, (lab, x) in enumerate(zip(labels, dist)):
         bh = max(1.0, float(x) * h)
         fill = "#2da44e" if lab == answer else "#8c959f"
-        out.append(f'<rect x="{k * (bw + gap)}" y="{h - bh:.1f}" width="{bw}" height="{bh:.1f}" fill="{fill}">'
-                   f'<title>{_esc(title)} {_esc(lab)}: {_fixed(x, 2)}</title></rect>'
-                   f'<text x="{k * (bw + gap) + bw / 2}" y="{h + 10}" font-size="9" text-anchor="middle"'
-                   f'{bold if lab == answer else ""}>{_esc(lab)}</text>')
+        out.append(
+            f'<rect x="{k * (bw + gap)}" y="{h - bh:.1f}" width="{bw}" height="{bh:.1f}" fill="{fill}">'
+            f"<title>{_esc(title)} {_esc(lab)}: {_fixed(x, 2)}</title></rect>"
+            f'<text x="{k * (bw + gap) + bw / 2}" y="{h + 10}" font-size="9" text-anchor="middle"'
+            f"{bold if lab == answer else ''}>{_esc(lab)}</text>"
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -87,34 +92,43 @@ def _bars(dist, labels, answer, title) -> str:
 def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
     labels, answer = v["labels"], v["answer"]
     head = f'<div class="ad-who">{_esc(c["who"])}</div>'
-    stance = '<span class="ad-badge">parse failure</span>' if c["pf"] else \
-        f'<span class="ad-stance">{_mark(c["stance"], answer)}</span>'
-    bars = f'<figure>{_bars(c["p"], labels, answer, "p")}<figcaption>p: belief</figcaption></figure>'
+    stance = (
+        '<span class="ad-badge">parse failure</span>'
+        if c["pf"]
+        else f'<span class="ad-stance">{_mark(c["stance"], answer)}</span>'
+    )
+    bars = f"<figure>{_bars(c['p'], labels, answer, 'p')}<figcaption>p: belief</figcaption></figure>"
     if c["q"] is not None:
-        bars += f'<figure>{_bars(c["q"], labels, answer, "q")}<figcaption>q: peers</figcaption></figure>'
+        bars += f"<figure>{_bars(c['q'], labels, answer, 'q')}<figcaption>q: peers</figcaption></figure>"
     sw = ""
     if c["score"] is not None:
-        sw = (f'<div class="ad-sw">score {_fixed(c["score"], 3)} · weight {_fixed(c["weight"], 3)}'
-              f'<span class="ad-w" style="width:{max(1, round(c["weight"] * 60))}px"></span></div>')
+        sw = (
+            f'<div class="ad-sw">score {_fixed(c["score"], 3)} · weight {_fixed(c["weight"], 3)}'
+            f'<span class="ad-w" style="width:{max(1, round(c["weight"] * 60))}px"></span></div>'
+        )
     msg = c["msg"]
     if len(msg) <= 60:  # short enough to show whole; longer arguments fold behind their first words
         text = f'<div class="ad-short">{_esc(msg) or "(no argument)"}</div>'
     else:
         text = f'<details><summary>{_esc(msg[:57])}…</summary><div class="ad-msg">{_esc(msg)}</div></details>'
-    return (f'<td class="{cls}{" ad-pf" if c["pf"] else ""}" data-round="{t}" data-agent="{_esc(c["agent"])}">'
-            f'{head}{stance}<div class="ad-bars">{bars}</div>{sw}{text}</td>')
+    return (
+        f'<td class="{cls}{" ad-pf" if c["pf"] else ""}" data-round="{t}" data-agent="{_esc(c["agent"])}">'
+        f'{head}{stance}<div class="ad-bars">{bars}</div>{sw}{text}</td>'
+    )
 
 
 def _head_html(v: dict) -> str:
     syn = " ad-syn" if v["source"] == SYNTHETIC else ""
     c = v["correct"]
     if isinstance(c, float) and not isinstance(c, bool):
-        outcome = f'runs correct: <b>{c:.0%}</b>'
+        outcome = f"runs correct: <b>{c:.0%}</b>"
     else:
-        outcome = f'final answer {_mark(v["final"], v["answer"])}'
-    return (f'<div class="ad-head"><span class="ad-src{syn}">{_esc(v["source"])}</span> '
-            f'<b>{_esc(v["method"])}</b> · {_esc(v["qid"])} ({_esc(v["benchmark"])}, repeat {_esc(v["repeat"])}) · '
-            f'correct answer <span class="ad-ok acemad-answer">{_esc(v["answer"])}</span> · {outcome}</div>')
+        outcome = f"final answer {_mark(v['final'], v['answer'])}"
+    return (
+        f'<div class="ad-head"><span class="ad-src{syn}">{_esc(v["source"])}</span> '
+        f"<b>{_esc(v['method'])}</b> · {_esc(v['qid'])} ({_esc(v['benchmark'])}, repeat {_esc(v['repeat'])}) · "
+        f'correct answer <span class="ad-ok acemad-answer">{_esc(v["answer"])}</span> · {outcome}</div>'
+    )
 
 
 def debate_html(record: dict, meta: Optional[dict] = None) -> str:
@@ -122,15 +136,17 @@ def debate_html(record: dict, meta: Optional[dict] = None) -> str:
     one `td.acemad-cell` per agent and round."""
     v = view(record, meta)
     n = len(v["rounds"][0]["cells"]) if v["rounds"] else 0
-    root = (f'<div class="acemad-debate" data-agents="{n}" data-rounds="{len(v["rounds"])}" '
-            f'data-method="{_esc(v["method"])}" data-question="{_esc(v["qid"])}"><style>{CSS}</style>{_head_html(v)}')
+    root = (
+        f'<div class="acemad-debate" data-agents="{n}" data-rounds="{len(v["rounds"])}" '
+        f'data-method="{_esc(v["method"])}" data-question="{_esc(v["qid"])}"><style>{CSS}</style>{_head_html(v)}'
+    )
     if v["status"] != "ok":
         return root + f'<div class="ad-err">status {_esc(v["status"])}: {_esc(v["error"])}</div></div>'
     unit = v["unit"]
     has_mod = any(r["moderator"] for r in v["rounds"])
-    head = "".join(f'<th>{unit} {i + 1}</th>' for i in range(n))
+    head = "".join(f"<th>{unit} {i + 1}</th>" for i in range(n))
     head += "<th>moderator</th>" if has_mod else ""
-    head += "<th>plurality</th>" + ("" if unit == "run" else f'<th>{_esc(v["weighted_name"])}</th>')
+    head += "<th>plurality</th>" + ("" if unit == "run" else f"<th>{_esc(v['weighted_name'])}</th>")
     rows = []
     for r in v["rounds"]:
         cells = "".join(_cell_html(c, v, "acemad-cell", r["t"]) for c in r["cells"])
@@ -139,9 +155,9 @@ def debate_html(record: dict, meta: Optional[dict] = None) -> str:
         cells += f'<td class="ad-plur">{_mark(r["plurality"], v["answer"])}</td>'
         if unit != "run":
             cells += f'<td class="ad-weighted">{_mark(r["weighted"], v["answer"])}</td>'
-        rows.append(f'<tr><th>{"runs" if unit == "run" else "round " + str(r["t"])}</th>{cells}</tr>')
+        rows.append(f"<tr><th>{'runs' if unit == 'run' else 'round ' + str(r['t'])}</th>{cells}</tr>")
     legend = f'<div class="ad-legend">{_esc(_LEGEND)}</div>'
-    return root + f'<table><tr><th></th>{head}</tr>{"".join(rows)}</table>{legend}</div>'
+    return root + f"<table><tr><th></th>{head}</tr>{''.join(rows)}</table>{legend}</div>"
 
 
 def show(record: dict, meta: Optional[dict] = None):

@@ -9,6 +9,7 @@ Both renderers draw this view: `viewer_html.debate_html` (Python, notebooks) and
 sum_i w_i^k p_i with the weights after that round, through `beliefs.weighted_decision`; the mean belief of
 the parsing agents for the other debates).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -43,8 +44,9 @@ def _cell(e: dict, labels: list) -> dict:
     pf = bool(e.get("parse_failure"))
     return {
         "agent": e.get("agent"),
-        "who": " · ".join(str(x) for x in (e.get("persona"), e.get("model"), f"T={e.get('temperature')}")
-                          if x not in (None, "")),
+        "who": " · ".join(
+            str(x) for x in (e.get("persona"), e.get("model"), f"T={e.get('temperature')}") if x not in (None, "")
+        ),
         "stance": None if pf else labels[int(p.argmax())],
         "p": [round(float(x), 4) for x in p],
         "q": None if e.get("q") is None else [round(float(x), 4) for x in e["q"]],
@@ -81,11 +83,20 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
     keys = B.tiebreak_keys(int(params.get("seed", 0)), [record["question_id"]], len(labels))[0]
     final = record["final"]
     v = {
-        "qid": record["question_id"], "benchmark": record.get("benchmark", ""), "method": record["method"],
-        "kind": kind, "repeat": record.get("repeat", 0), "labels": labels, "answer": record["answer"],
-        "status": record.get("status", "ok"), "error": record.get("error", ""),
-        "final": final.get("answer"), "correct": final.get("correct"), "source": source_of(record, meta),
-        "unit": "agent", "rounds": [],
+        "qid": record["question_id"],
+        "benchmark": record.get("benchmark", ""),
+        "method": record["method"],
+        "kind": kind,
+        "repeat": record.get("repeat", 0),
+        "labels": labels,
+        "answer": record["answer"],
+        "status": record.get("status", "ok"),
+        "error": record.get("error", ""),
+        "final": final.get("answer"),
+        "correct": final.get("correct"),
+        "source": source_of(record, meta),
+        "unit": "agent",
+        "rounds": [],
     }
     if v["status"] != "ok":
         return v
@@ -96,12 +107,18 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
         raw = record.get("rounds") or []
     mods = {m.get("round"): m for m in record.get("moderator") or []}
     for t, entries in enumerate(raw, start=1):
-        plur, weighted = _round_answers(entries, labels, keys, kind == "acemad", float(params.get("weight_exponent", 2.0)))
-        v["rounds"].append({
-            "t": t, "cells": [_cell(e, labels) for e in entries], "plurality": plur,
-            "weighted": None if v["unit"] == "run" else weighted,
-            "moderator": _cell(mods[t], labels) if t in mods else None,
-        })
+        plur, weighted = _round_answers(
+            entries, labels, keys, kind == "acemad", float(params.get("weight_exponent", 2.0))
+        )
+        v["rounds"].append(
+            {
+                "t": t,
+                "cells": [_cell(e, labels) for e in entries],
+                "plurality": plur,
+                "weighted": None if v["unit"] == "run" else weighted,
+                "moderator": _cell(mods[t], labels) if t in mods else None,
+            }
+        )
     # Name the weighted column by what decides: AceMAD's weights, or a mean belief that may not be the decision.
     if kind == "acemad":
         v["weighted_name"] = "weighted (AceMAD weights)"

@@ -7,6 +7,7 @@ No server, no JavaScript library, no font, no network. `_JS` mirrors `viewer_htm
 markup, same classes) on the compact view of `viewer_model.view`; the list on the left filters by method,
 benchmark, outcome and question id.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,6 @@ from pathlib import Path
 from acemad_utils.data.paths import atomic_write, outputs
 from acemad_utils.report.viewer_html import _LEGEND, CSS, _esc
 from acemad_utils.report.viewer_model import SYNTHETIC, is_correct, view
-
 
 _JS = r"""
 (function(){
@@ -131,6 +131,7 @@ background:{banner_bg};border:1px solid {banner_border}}}
 </body></html>
 """
 
+
 def page_path(experiment: str) -> Path:
     """outputs/viewer/<experiment>.html; a "/" in the name makes subfolders, like outputs/runs/<experiment>/."""
     parts = Path(experiment).parts
@@ -153,14 +154,29 @@ def write_run_page(experiment: str) -> Path:
     views = [view(r, meta) for r in records]
     source = views[0]["source"]
     synthetic = source == SYNTHETIC
-    data = {"views": views, "ok": [is_correct(v) for v in views], "methods": list(dict.fromkeys(v["method"] for v in views)),
-            "benchmarks": sorted({v["benchmark"] for v in views}), "synthetic_label": SYNTHETIC, "legend": _LEGEND}
+    data = {
+        "views": views,
+        "ok": [is_correct(v) for v in views],
+        "methods": list(dict.fromkeys(v["method"] for v in views)),
+        "benchmarks": sorted({v["benchmark"] for v in views}),
+        "synthetic_label": SYNTHETIC,
+        "legend": _LEGEND,
+    }
     # "</" inside a JSON string would end the <script> element early (an argument may quote HTML).
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     page = _PAGE.format(
-        title=_esc(f"acemad debates: {experiment}"), css=CSS, experiment=_esc(experiment), source=_esc(source),
-        banner_bg="#fff3cd" if synthetic else "#ddf4ff", banner_border="#e0c36a" if synthetic else "#54aeff",
-        n=len(views), nq=len({v["qid"] for v in views}), methods=_esc(", ".join(data["methods"])), data=blob, js=_JS)
+        title=_esc(f"acemad debates: {experiment}"),
+        css=CSS,
+        experiment=_esc(experiment),
+        source=_esc(source),
+        banner_bg="#fff3cd" if synthetic else "#ddf4ff",
+        banner_border="#e0c36a" if synthetic else "#54aeff",
+        n=len(views),
+        nq=len({v["qid"] for v in views}),
+        methods=_esc(", ".join(data["methods"])),
+        data=blob,
+        js=_JS,
+    )
     path = page_path(experiment)
     atomic_write(path, page)
     return path

@@ -16,6 +16,7 @@ time and the summary it prints last. A notebook that fails prints one line with 
 message (keys redacted) and the path of the executed notebook holding the full traceback; the other
 notebooks still run, and the exit status is 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,19 @@ from typing import Optional
 
 import yaml
 
-from acemad_utils.reproduce.nbtools import KERNEL_ARGS
 from acemad_utils.data.paths import outputs
 from acemad_utils.experiments.profiles import (  # noqa: F401
-    CALLS_VIA, NULLABLE, PROFILE_KEYS, RUN_SETTINGS, _hint, _params, load_profile, notebooks, run_env)
+    CALLS_VIA,
+    NULLABLE,
+    PROFILE_KEYS,
+    RUN_SETTINGS,
+    _hint,
+    _params,
+    load_profile,
+    notebooks,
+    run_env,
+)
+from acemad_utils.reproduce.nbtools import KERNEL_ARGS
 
 
 def run(profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None) -> int:
@@ -90,28 +100,45 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
         t0 = time.time()
         out = out_dir / f"{name}.ipynb"
         try:
-            nb = pm.execute_notebook(str(nbs[name]), str(out), parameters=params, cwd=str(nbs[name].parent),
-                                     kernel_name="python3", progress_bar=False, log_output=False,
-                                     extra_arguments=KERNEL_ARGS)  # no kernel log lines (nbtools)
+            nb = pm.execute_notebook(
+                str(nbs[name]),
+                str(out),
+                parameters=params,
+                cwd=str(nbs[name].parent),
+                kernel_name="python3",
+                progress_bar=False,
+                log_output=False,
+                extra_arguments=KERNEL_ARGS,
+            )  # no kernel log lines (nbtools)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
-            print(f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
-                  f"run; rerun the same command to resume (saved records and cached calls are kept)", flush=True)
+            print(
+                f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
+                f"run; rerun the same command to resume (saved records and cached calls are kept)",
+                flush=True,
+            )
             return 130
         except pm.PapermillExecutionError as e:
             if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-                print(f"[{name_of_profile}] {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run",
-                      flush=True)
+                print(
+                    f"[{name_of_profile}] {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run",
+                    flush=True,
+                )
                 return 130
             failed += 1
             if e.ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):  # every later notebook would stop too
-                rest = selected[i + 1:]
+                rest = selected[i + 1 :]
                 why = "the batch export" if e.ename == "BatchExported" else "MAX_USD"
-                print(f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
-                      f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
-                      flush=True)
+                print(
+                    f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
+                    f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
+                    flush=True,
+                )
                 return 1
-            print(f"[{name_of_profile}] {name} FAILED after {time.time() - t0:.1f}s: {_one_line(e.ename, e.evalue)}\n"
-                  f"    full traceback: {_rel(out)} (cell {e.exec_count})", flush=True)
+            print(
+                f"[{name_of_profile}] {name} FAILED after {time.time() - t0:.1f}s: {_one_line(e.ename, e.evalue)}\n"
+                f"    full traceback: {_rel(out)} (cell {e.exec_count})",
+                flush=True,
+            )
             continue
         print(f"[{name_of_profile}] {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}", flush=True)
     if failed:
@@ -141,7 +168,7 @@ def _last_summary(nb) -> str:
         for o in cell.get("outputs", []):
             for line in str(o.get("text", "")).splitlines():
                 if line.startswith("SUMMARY:"):
-                    return line[len("SUMMARY:"):].strip()
+                    return line[len("SUMMARY:") :].strip()
     return "(no summary line)"
 
 
@@ -149,8 +176,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="default", help="profile name in profiles/ or a path to a YAML file")
     ap.add_argument("--only", nargs="*", help="notebook names (e.g. 00_theory)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a common parameter for this run (VALUE is YAML), e.g. BASE_URL=http://127.0.0.1:8000/v1")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a common parameter for this run (VALUE is YAML), e.g. BASE_URL=http://127.0.0.1:8000/v1",
+    )
     args = ap.parse_args(argv)
     overrides = {}
     for item in args.set:

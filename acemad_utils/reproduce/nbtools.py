@@ -11,6 +11,7 @@ cell is exactly its stdout lines that start with `SUMMARY:` (one stream; any oth
 displayed value is dropped), and every other cell stores nothing. `pytest --nbval-lax` fails when a change
 moves a summary; tests/test_notebooks_clean.py enforces the rule.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ def is_checked(cell) -> bool:
 
 def summary_lines(outputs) -> list[str]:
     """The stdout lines of `outputs` that start with SUMMARY: (each with its newline, if it had one)."""
-    return [line for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"
-            for line in "".join(o.get("text", "")).splitlines(keepends=True) if line.startswith(SUMMARY)]
+    return [
+        line
+        for o in outputs
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        for line in "".join(o.get("text", "")).splitlines(keepends=True)
+        if line.startswith(SUMMARY)
+    ]
 
 
 def stored_outputs(cell, outputs=None) -> list:
@@ -73,8 +79,14 @@ def refresh(path: Path) -> None:
     os.environ["ACEMAD_SMOKE"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / path.name
-        pm.execute_notebook(str(path), str(out), cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-                            extra_arguments=KERNEL_ARGS)
+        pm.execute_notebook(
+            str(path),
+            str(out),
+            cwd=str(path.parent),
+            kernel_name="python3",
+            progress_bar=False,
+            extra_arguments=KERNEL_ARGS,
+        )
         ran = nbformat.read(out, as_version=4)
     nb = nbformat.read(path, as_version=4)
     by_source = {c.source: c.outputs for c in ran.cells if is_checked(c)}
