@@ -34,16 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, machine_line, strip_usage, temp_outputs  # noqa: E402
 
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.data.transcripts import read_jsonl  # noqa: E402
 from acemad_utils.experiments import (
-    registry,  # noqa: E402
+    profiles,  # noqa: E402
     runner,
 )
-from acemad_utils.experiments.runner import read_jsonl  # noqa: E402
 
 
 def nb03():
     """notebook 03's run under the paper profile, from the registry (its configs in its order)."""
-    [run] = registry.notebook_runs("03_main_results", "paper")
+    [run] = profiles.notebook_runs("03_main_results", "paper")
     return run
 
 

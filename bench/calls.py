@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import FakeServer, busy_processes, local_gguf, machine_line, temp_outputs, token_model  # noqa: E402
 
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.data.transcripts import load_run  # noqa: E402
 from acemad_utils.experiments import (
-    registry,  # noqa: E402
+    profiles,  # noqa: E402
     runner,
 )
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
@@ -45,7 +46,7 @@ from acemad_utils.report.tables import paired_test  # noqa: E402
 
 def nb03() -> list[DebateConfig]:
     """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
-    [run] = registry.notebook_runs("03_main_results", "paper")
+    [run] = profiles.notebook_runs("03_main_results", "paper")
     return run["baselines"] + run["acemad"]
 
 
@@ -129,7 +130,7 @@ def part_b(a) -> None:
                 )
                 name = f"calls_{cfg.hash}_{mode}"
                 runner.run_experiment(name, qs, [cfg], pop, workers=4, progress=False)
-                _, recs = runner.load_run(name)
+                _, recs = load_run(name)
                 pop.cache.close()
                 c, p, o = (per_question(recs, k) for k in ("calls", "prompt_tokens", "completion_tokens"))
                 row[mode] = (c, p + o)
@@ -172,7 +173,7 @@ def part_c(a) -> None:
             t0 = time.perf_counter()
             runner.run_experiment(f"local_{mode}", qs, [cfg], pop, workers=1, progress=False)
             wall = time.perf_counter() - t0
-            _, recs = runner.load_run(f"local_{mode}")
+            _, recs = load_run(f"local_{mode}")
             u = pop.usage()
             pop.cache.close()
             entries = [e for r in recs for rnd in r.get("rounds", []) for e in rnd]

@@ -45,7 +45,7 @@ from acemad_utils.agents.prices import PRICES  # noqa: E402
 from acemad_utils.cost import estimate as C  # noqa: E402
 from acemad_utils.cost import items as CI  # noqa: E402
 from acemad_utils.data import benchmarks as D  # noqa: E402
-from acemad_utils.experiments import registry as R  # noqa: E402
+from acemad_utils.experiments import profiles  # noqa: E402
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 from acemad_utils.protocol.debate import run_question  # noqa: E402
 
@@ -55,7 +55,7 @@ PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
 
 def nb03() -> list[DebateConfig]:
     """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
-    [run] = R.notebook_runs("03_main_results", "paper")
+    [run] = profiles.notebook_runs("03_main_results", "paper")
     return run["baselines"] + run["acemad"]
 
 

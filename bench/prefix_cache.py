@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import busy_processes, local_gguf, machine_line, temp_outputs  # noqa: E402
 
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
+from acemad_utils.data.transcripts import load_run  # noqa: E402
 from acemad_utils.experiments import runner  # noqa: E402
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
                 wall = time.perf_counter() - t0
                 u = pop.usage()
                 pop.cache.close()
-            _, recs = runner.load_run(f"pc{i}")
+            _, recs = load_run(f"pc{i}")
             sl = server_log(log)
             runs.append(
                 {

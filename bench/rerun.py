@@ -8,7 +8,7 @@ run (counted at the server), wall times and their ratio, and whether run 2's tra
 Done twice: A with a deterministic endpoint (reply = function of the request), B with a "sampled" one
 (reply also depends on arrival order, like a real LLM at temperature > 0) and enough runner workers that
 several methods debate the same question at once (as with a short subset and many configs).
-Everything is written under a temp dir (runner.run_dir is pointed there), never under outputs/.
+Everything is written under a temp dir (paths.ROOT is pointed there), never under outputs/.
 
     python bench/rerun.py             # 30 questions, Majority / Decentralized / Centralized / AceMAD (T=3)
     python bench/rerun.py --quick     # 8 questions, Majority + AceMAD (T=3)
@@ -32,8 +32,9 @@ from _common import FakeServer, busy_processes, machine_line, strip_usage, temp_
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
 from acemad_utils.agents.sim import make_items  # noqa: E402
 from acemad_utils.data.benchmarks import load_demo  # noqa: E402
+from acemad_utils.data.transcripts import load_run  # noqa: E402
 from acemad_utils.experiments import (
-    registry,  # noqa: E402
+    profiles,  # noqa: E402
     runner,
 )
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
@@ -41,7 +42,7 @@ from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 
 def methods() -> dict[str, DebateConfig]:
     """Notebook 03's baselines and AceMAD (T=3) by method, as the paper profile runs them (the registry)."""
-    [run] = registry.notebook_runs("03_main_results", "paper")
+    [run] = profiles.notebook_runs("03_main_results", "paper")
     return {c.method: c for c in run["baselines"] + [c for c in run["acemad"] if c.rounds == 3]}
 
 
@@ -80,7 +81,7 @@ def run(srv: FakeServer, cache: Path, qs, cfgs, a, workers: int) -> dict:
     wall = time.perf_counter() - t0
     st = srv.stats()
     raw = (d / "transcripts.jsonl").read_bytes()
-    _meta, recs = runner.load_run("rerun")
+    _meta, recs = load_run("rerun")
     u = pop.usage()
     pop.cache.close()
     return {"wall": wall, "requests": st["count"], "bytes": raw, "records": recs, "usage": u, "dir": d}

@@ -288,8 +288,8 @@ def test_single_call_reply_is_parsed_once(monkeypatch):
     from acemad_utils.protocol import commit
 
     calls, parses = [], []
-    real, real_parse = commit._objects, agents.parse_commit
-    monkeypatch.setattr(commit, "_objects", lambda text: calls.append(text) or real(text))
+    real, real_parse = commit.objects, agents.parse_commit
+    monkeypatch.setattr(commit, "objects", lambda text: calls.append(text) or real(text))
     # and one call of the parser itself (a second reading of the reply, by any route, would be a second call)
     monkeypatch.setattr(agents, "parse_commit", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
     reply = json.dumps(

@@ -2,7 +2,7 @@
 
 Checked at the user-facing entry points: experiments.Setup (what the notebooks call), DebateConfig (and its
 from_dict for profile values), data.load, agents.LLMPopulation (missing key, unreachable endpoint, rejected
-key) and reproduce.load_profile (typos in a profile file). A fake endpoint counts chat calls: zero
+key) and profiles.load_profile (typos in a profile file). A fake endpoint counts chat calls: zero
 everywhere. Loopback only; a few seconds.
 """
 
@@ -19,9 +19,9 @@ from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import free_port
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
+from acemad_utils.experiments import profiles
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.reproduce import cli as reproduce
 
 try:
     from tests.fake_openai import FakeOpenAI
@@ -221,7 +221,7 @@ def _profile(tmp_path, body: dict) -> str:
 )
 def test_profile_typos_stop_before_anything_runs(tmp_path, body, expected):
     with pytest.raises(SystemExit) as e:
-        reproduce.load_profile(_profile(tmp_path, body))
+        profiles.load_profile(_profile(tmp_path, body))
     assert str(e.value).startswith(expected), str(e.value)
 
 
@@ -229,12 +229,12 @@ def test_unknown_profile_name():
     with pytest.raises(
         SystemExit, match=r"profile 'defualt' \(did you mean 'default'\?\) not found; available profiles"
     ):
-        reproduce.load_profile("defualt")
+        profiles.load_profile("defualt")
 
 
 def test_every_shipped_profile_loads():
     for name in ("default", "local", "paper"):
-        assert reproduce.load_profile(name)["profile"] == name
+        assert profiles.load_profile(name)["profile"] == name
 
 
 def test_a_busy_endpoint_only_warns():

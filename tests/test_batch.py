@@ -21,7 +21,8 @@ from acemad_utils.agents import batch as BA
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.data import paths as P
-from acemad_utils.experiments.runner import read_jsonl, run_experiment
+from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.experiments.runner import run_experiment
 
 try:
     from tests import batch_worker as W
@@ -100,11 +101,11 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
 
 def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(root):
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
-    from acemad_utils.experiments import registry
+    from acemad_utils.experiments import profiles
 
     with pytest.MonkeyPatch.context() as m:  # the repository's profiles (the fixture points ROOT at a temp dir)
         m.setattr(P, "ROOT", WORKER.parents[1])
-        [run] = registry.notebook_runs("03_main_results", "paper")
+        [run] = profiles.notebook_runs("03_main_results", "paper")
     dirs = {}
     for via in ("sync", "batch"):
         with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=0.01) as srv:

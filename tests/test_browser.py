@@ -244,7 +244,7 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
 
 
 def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
-    from acemad_utils.experiments.runner import load_run
+    from acemad_utils.data.transcripts import load_run
     from acemad_utils.report import viewer as V
 
     monkeypatch.setenv("ACEMAD_SMOKE", "1")

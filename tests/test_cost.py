@@ -21,8 +21,10 @@ from acemad_utils.cost import estimate as C
 from acemad_utils.cost import items as CI
 from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.experiments import profiles
 from acemad_utils.experiments import registry as R
-from acemad_utils.experiments.runner import BudgetStop, read_jsonl, run_experiment
+from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.reproduce import cli as reproduce
 
@@ -102,15 +104,15 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(tmp_root):
 
 def test_profile_run_settings_are_checked_and_reach_the_kernels(monkeypatch):
     with pytest.raises(SystemExit, match="max_usd"):
-        reproduce.load_profile("paper", {"MAX_USD": "ten"})
+        profiles.load_profile("paper", {"MAX_USD": "ten"})
     with pytest.raises(SystemExit, match="did you mean 'batch'"):
-        reproduce.load_profile("paper", {"CALLS_VIA": "bach"})
-    prof = reproduce.load_profile("paper", {"MAX_USD": 12.5, "CALLS_VIA": "batch"})
+        profiles.load_profile("paper", {"CALLS_VIA": "bach"})
+    prof = profiles.load_profile("paper", {"MAX_USD": 12.5, "CALLS_VIA": "batch"})
     monkeypatch.delenv(B.ENV_MAX, raising=False)
     monkeypatch.delenv("ACEMAD_CALLS_VIA", raising=False)
-    assert reproduce.run_env(prof) == {"ACEMAD_MAX_USD": "12.5", "ACEMAD_CALLS_VIA": "batch"}
+    assert profiles.run_env(prof) == {"ACEMAD_MAX_USD": "12.5", "ACEMAD_CALLS_VIA": "batch"}
     monkeypatch.setenv(B.ENV_MAX, "3")  # the caller's environment wins
-    assert reproduce.run_env(prof)["ACEMAD_MAX_USD"] == "3"
+    assert profiles.run_env(prof)["ACEMAD_MAX_USD"] == "3"
 
 
 def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profile(monkeypatch, capsys, no_network):

@@ -19,6 +19,7 @@ from acemad_utils.agents.client import GarbledResponse, LLMClient
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
+from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS
@@ -226,7 +227,7 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
     with FakeOpenAI(plan) as srv:
         pop = population(srv, tmp_outputs)
         runner.run_experiment("faults", items, [cfg], pop, workers=8, progress=False)
-        meta, recs = runner.load_run("faults")
+        meta, recs = transcripts.load_run("faults")
         session = pop.usage()
         n_requests = srv.count
 
@@ -310,7 +311,7 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         plan.rate, plan.force = 0.0, None
         before = srv.count
         runner.run_experiment("faults", items, [cfg], pop, workers=8, progress=False)
-        meta2, recs2 = runner.load_run("faults")
+        meta2, recs2 = transcripts.load_run("faults")
         assert all(r["status"] == "ok" for r in recs2) and meta2["summary"]["failed"] == 0
         assert [r for r in recs2 if r["question_id"] not in {f["question_id"] for f in failed}] == [
             r for r in recs if r["status"] == "ok"
@@ -344,7 +345,7 @@ def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
     with FakeOpenAI(plan) as srv:
         pop = population(srv, tmp_outputs)
         runner.run_experiment("never_correct", items, configs, pop, workers=8, progress=False)
-        meta, recs = runner.load_run("never_correct")
+        meta, recs = transcripts.load_run("never_correct")
     assert len(recs) == len(items) * len(configs)
     assert plan.total_injected > 0 and {"prose", "wrong_schema", "unknown_label"} <= set(plan.injected)
     fallbacks = 0

@@ -82,10 +82,10 @@ def test_nbtools_stores_only_the_summary_lines_of_a_checked_cell():
         nbformat.v4.new_output("execute_result", data={"text/plain": "'SUMMARY: displayed'"}, execution_count=3),
     ]
     cell = _checked_cell()
-    nbtools._clean(cell, nbtools.stored_outputs(cell, ran))
+    nbtools.clean_cell(cell, nbtools.stored_outputs(cell, ran))
     stored = [{"output_type": "stream", "name": "stdout", "text": "SUMMARY: a 1%\nSUMMARY: b 2%"}]
     assert [dict(o) for o in cell.outputs] == stored
     assert cell.execution_count == 1 and not not_summary(cell)
     other = nbformat.v4.new_code_cell("print('SUMMARY: not checked')", outputs=ran)
-    nbtools._clean(other, nbtools.stored_outputs(other))
+    nbtools.clean_cell(other, nbtools.stored_outputs(other))
     assert other.outputs == [] and other.execution_count is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from acemad_utils.experiments import profiles
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -56,7 +57,7 @@ def test_runs_fill_in_benchmarks_caps_and_models():
 
 @pytest.mark.parametrize("profile", ["default", "local", "paper"])
 def test_every_profile_lists_its_runs(profile):
-    text = R.describe(profile)
+    text = profiles.describe(profile)
     for nb in ("01_subset_construction", "02_baselines", "06_scaling", "07_other_models"):
         assert nb in text
     assert "full_datasets" in text

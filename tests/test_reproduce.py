@@ -9,8 +9,8 @@ import nbformat
 import pytest
 import yaml
 
-from acemad_utils.experiments import theory
-from acemad_utils.experiments.runner import load_run
+from acemad_utils.data.transcripts import load_run
+from acemad_utils.experiments import profiles, theory
 from acemad_utils.reproduce import cli as reproduce
 
 
@@ -42,37 +42,37 @@ def _profile(tmp_path, body) -> str:
 )
 def test_bad_values_stop_before_anything_runs(tmp_path, common, expected):
     with pytest.raises(SystemExit) as e:
-        reproduce.load_profile(_profile(tmp_path, {"profile": "mine", "common": common}))
+        profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": common}))
     assert expected in str(e.value), str(e.value)
     assert str(e.value).startswith("mine.yaml (0"), str(e.value)  # names the file and the notebook
 
 
 def test_null_item_counts_mean_every_item(tmp_path):
-    prof = reproduce.load_profile(_profile(tmp_path, {"profile": "mine", "common": {"N_ITEMS": None, "N_MAX": None}}))
+    prof = profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": {"N_ITEMS": None, "N_MAX": None}}))
     assert prof["common"] == {"N_ITEMS": None, "N_MAX": None}
 
 
 @pytest.mark.parametrize("body", ["", "# only a comment\n", "- a\n- list\n", "profile: [unclosed\n"])
 def test_an_empty_or_malformed_profile_is_an_error(tmp_path, body):
     with pytest.raises(SystemExit, match=r"mine.yaml (is empty or not a mapping|is not valid YAML)"):
-        reproduce.load_profile(_profile(tmp_path, body))
+        profiles.load_profile(_profile(tmp_path, body))
 
 
 def test_set_overrides_a_common_parameter_and_is_checked(tmp_path):
-    prof = reproduce.load_profile("paper", {"BASE_URL": "http://127.0.0.1:1/v1"})
+    prof = profiles.load_profile("paper", {"BASE_URL": "http://127.0.0.1:1/v1"})
     assert prof["common"]["BASE_URL"] == "http://127.0.0.1:1/v1"
     assert prof["common"]["MODEL"] == "gpt-4o-mini"  # the rest of the profile stays
     with pytest.raises(SystemExit, match="N_MAX = 'x' is not allowed"):
-        reproduce.load_profile("default", {"N_MAX": "x"})
+        profiles.load_profile("default", {"N_MAX": "x"})
     with pytest.raises(SystemExit, match="common parameter 'BASE_URLL'"):
-        reproduce.load_profile("default", {"BASE_URLL": "x"})
+        profiles.load_profile("default", {"BASE_URLL": "x"})
 
 
 def test_set_wins_over_a_notebooks_own_value():
     # paper.yaml gives 04_heterogeneity its own SECOND_BASE_URL: a --set must reach that notebook, not only common.
-    assert reproduce.load_profile("paper")["notebooks"]["04_heterogeneity"]["SECOND_BASE_URL"] != "http://h:2/v1"
-    prof = reproduce.load_profile("paper", {"SECOND_BASE_URL": "http://h:2/v1"})
-    assert reproduce._params(prof, "04_heterogeneity", {"SECOND_BASE_URL": {}})["SECOND_BASE_URL"] == "http://h:2/v1"
+    assert profiles.load_profile("paper")["notebooks"]["04_heterogeneity"]["SECOND_BASE_URL"] != "http://h:2/v1"
+    prof = profiles.load_profile("paper", {"SECOND_BASE_URL": "http://h:2/v1"})
+    assert profiles.params_for(prof, "04_heterogeneity", {"SECOND_BASE_URL": {}})["SECOND_BASE_URL"] == "http://h:2/v1"
 
 
 def test_set_parses_yaml_values(monkeypatch):

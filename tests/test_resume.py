@@ -30,6 +30,7 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
+from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.run_files import cut_torn_tail
 from acemad_utils.protocol.config import DebateConfig
@@ -171,8 +172,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
         summary_b = finish(worker(root_b, srv_b.url, cache_b))
         reference_requests = srv_b.count
 
-    final = runner.read_jsonl(path)
-    ref = runner.read_jsonl(transcript(root_b))
+    final = transcripts.read_jsonl(path)
+    ref = transcripts.read_jsonl(transcript(root_b))
     ids = [r["question_id"] for r in final]
     assert ids == [q.id for q in W.questions(N)]  # none lost, none duplicated, canonical order
     assert all(r["status"] == "ok" for r in final + ref)
@@ -221,7 +222,7 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
             runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
         assert srv.count == n  # records 5 and 6 were rebuilt from the cache, no new request
     after = path.read_bytes()
-    recs = runner.read_jsonl(path)
+    recs = transcripts.read_jsonl(path)
     assert [r["question_id"] for r in recs] == [q.id for q in items]
     assert [strip_usage(r) for r in recs] == [strip_usage(json.loads(x)) for x in lines]
     assert after.count(b"\n") == 6 and all(json.loads(x) for x in after.splitlines())
@@ -241,7 +242,7 @@ def test_corrupt_lines_are_dropped_never_parsed_as_data(tmp_path):
         + json.dumps(good).encode()[:-1]
     )
     with pytest.warns(UserWarning) as w:
-        recs = runner.read_jsonl(path)
+        recs = transcripts.read_jsonl(path)
     assert recs == [good] and len(w) == 5
 
 
@@ -316,7 +317,7 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, capsy
     assert "interrupted" not in json.loads((path.parent / "meta.json").read_text())["summary"]
     with FakeOpenAI(FaultInjector(**PLAN)) as srv_b:
         finish(worker(tmp_path / "reference", srv_b.url, tmp_path / "cache_reference.sqlite"))
-    final, ref = runner.read_jsonl(path), runner.read_jsonl(transcript(tmp_path / "reference"))
+    final, ref = transcripts.read_jsonl(path), transcripts.read_jsonl(transcript(tmp_path / "reference"))
     assert [r["question_id"] for r in final] == [q.id for q in W.questions(N)]
     assert [strip_usage(r) for r in final] == [strip_usage(r) for r in ref]
     with capsys.disabled():
@@ -343,7 +344,7 @@ def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
         runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
     assert str(e.value) == "interrupted: 3 of 8 records saved; rerun to resume" and len(calls) == 3
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the runner's handler is gone again
-    d = runner.run_dir("seq")
+    d = transcripts.run_dir("seq")
     assert json.loads((d / "meta.json").read_text())["summary"]["interrupted"] is True
     assert (d / "transcripts.jsonl").read_bytes().count(b"\n") == 3
     runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
@@ -351,4 +352,4 @@ def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     resumed = (d / "transcripts.jsonl").read_bytes()
     monkeypatch.setattr(runner, "run_question", real)
     runner.run_experiment("seq_ref", items, [cfg], SimPopulation(seed=0), progress=False)
-    assert resumed == (runner.run_dir("seq_ref") / "transcripts.jsonl").read_bytes()
+    assert resumed == (transcripts.run_dir("seq_ref") / "transcripts.jsonl").read_bytes()

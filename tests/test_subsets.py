@@ -14,7 +14,7 @@ import pytest
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
-from acemad_utils.experiments import runner
+from acemad_utils.data import transcripts
 from acemad_utils.experiments import subsets as S
 from acemad_utils.protocol.schema import Question
 
@@ -103,7 +103,7 @@ def test_build_on_synthetic_items_is_deterministic_and_round_trips(tmp_repo):
     assert res.summary["misconception_share"] > res.summary["uniform_reference"]
     first = res.path.read_bytes()
     meta1 = json.loads((res.path.parent / "meta.json").read_text())
-    runner_dir = runner.run_dir("subset_synthetic-population_synthetic")
+    runner_dir = transcripts.run_dir("subset_synthetic-population_synthetic")
     assert (runner_dir / "transcripts.jsonl").exists()
     import shutil
 

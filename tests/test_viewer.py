@@ -9,6 +9,7 @@ import pytest
 
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import paths as P
+from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.run_files import failed_record
 from acemad_utils.protocol.config import DebateConfig
@@ -93,7 +94,7 @@ def test_short_arguments_show_whole_long_ones_fold():
 
 def test_numbers_round_like_javascript_tofixed():
     # the page's JS prints the same digits: ties go away from zero, -0 prints as 0
-    assert [viewer_html._fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == [
+    assert [viewer_html.fixed(x, d) for x, d in [(0.125, 2), (-0.0185, 3), (-0.0, 2), (0.2, 3)]] == [
         "0.13",
         "-0.018",
         "0.00",
@@ -194,7 +195,7 @@ def tmp_root(monkeypatch, tmp_path):
 def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_root):
     cfgs = [DebateConfig(method=m) for m in ("single", "majority", "centralized", "acemad")]
     runner.run_experiment("t/main", ITEMS[:6], cfgs, SimPopulation(seed=2), workers=1)
-    meta, records = runner.load_run("t/main")
+    meta, records = transcripts.load_run("t/main")
     path = V.write_run_page("t/main")
     assert path == tmp_root / "outputs" / "smoke" / "viewer" / "t" / "main.html"
     page = path.read_text(encoding="utf-8")

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -56,6 +57,7 @@ from acemad_utils.agents.batch_store import (
     request_line,
 )
 from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.data.paths import outputs
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 
@@ -142,7 +144,6 @@ class Batcher:
                     entries.pop(k)
 
     def _export(self, entries: list) -> None:
-        import os
 
         os.makedirs(self.export_dir, exist_ok=True)
         path = os.path.join(self.export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")
@@ -228,7 +229,7 @@ class Batcher:
             client.count_tokens(
                 req["model"], value["prompt_tokens"], value["completion_tokens"], value["cached_tokens"], batch=True
             )
-            client._add(network_calls=1)
+            client.add_usage(network_calls=1)
             c = client.call_cost(
                 req["model"], value["prompt_tokens"], value["completion_tokens"], value["cached_tokens"], batch=True
             )
@@ -255,7 +256,6 @@ class Batcher:
 
 # ----------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
-    from acemad_utils.data.paths import outputs
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", default=None, help="the response cache (default outputs/cache/llm.sqlite)")
@@ -269,7 +269,7 @@ def main(argv=None) -> int:
     cache = ResponseCache(a.cache or outputs("cache") / "llm.sqlite")
     ensure_tables(cache)
     if a.cmd == "status":
-        with cache._conn() as conn:
+        with cache.connect() as conn:
             for row in conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created"):
                 print(
                     f"{row[0]}  {row[1]:<10} {row[2]:<18} {row[3]:>6} requests  "
@@ -281,7 +281,7 @@ def main(argv=None) -> int:
             stored, errors = import_output(f.read(), cache)
         print(f"stored {len(stored)} replies in {cache.path}; {len(errors)} error line(s)")
         return 0
-    with cache._conn() as conn:
+    with cache.connect() as conn:
         rows = conn.execute(
             "SELECT key, body FROM batch_requests WHERE batch_id IN (SELECT id FROM batches WHERE imported = 0)"
         ).fetchall()

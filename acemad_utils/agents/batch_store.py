@@ -31,7 +31,7 @@ _SCHEMA = (
 
 # ----------------------------------------------------------------------------- the cache's batch tables
 def ensure_tables(cache: ResponseCache) -> None:
-    with cache._conn() as conn, conn:
+    with cache.connect() as conn, conn:
         for stmt in _SCHEMA:
             conn.execute(stmt)
 
@@ -39,7 +39,7 @@ def ensure_tables(cache: ResponseCache) -> None:
 def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, status: str = "submitted") -> None:
     """Store a submitted batch and its requests (key, model, mode, body) in one transaction."""
     ensure_tables(cache)
-    with cache._conn() as conn, conn:
+    with cache.connect() as conn, conn:
         conn.execute(
             "INSERT OR REPLACE INTO batches (id, created, status, kind, n, imported) VALUES (?, ?, ?, ?, ?, 0)",
             (batch_id, time.time(), status, kind, len(entries)),
@@ -53,7 +53,7 @@ def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, 
 def open_batches(cache: ResponseCache, kind: Optional[str] = None) -> list[dict]:
     """Recorded batches not imported yet (submitted by this process or by one that was stopped)."""
     ensure_tables(cache)
-    with cache._conn() as conn:
+    with cache.connect() as conn:
         rows = conn.execute(
             "SELECT id, kind, status, n FROM batches WHERE imported = 0 AND id NOT LIKE 'file:%' "
             + ("AND kind = ? " if kind else "")
@@ -78,7 +78,7 @@ def open_batches(cache: ResponseCache, kind: Optional[str] = None) -> list[dict]
 
 
 def mark_batch(cache: ResponseCache, batch_id: str, status: str, imported: bool = False) -> None:
-    with cache._conn() as conn, conn:
+    with cache.connect() as conn, conn:
         conn.execute("UPDATE batches SET status = ?, imported = ? WHERE id = ?", (status, int(imported), batch_id))
 
 
@@ -120,7 +120,7 @@ def import_output(
     stored, errors = set(), {}
     if requests is None:
         ensure_tables(cache)
-        with cache._conn() as conn:
+        with cache.connect() as conn:
             rows = conn.execute("SELECT key, model, kind, mode FROM batch_requests").fetchall()
         requests = {k: {"model": m, "kind": kd, "mode": mode} for k, m, kd, mode in rows}
     for raw in text.splitlines():

@@ -31,6 +31,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from acemad_utils.agents.prices import price_of
+
 _SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"""
 
@@ -96,7 +98,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._flights: dict[str, list] = {}  # key -> [lock, waiters]: see single_flight
         try:  # open it now, and prove it is writable, so a bad cache stops the run before any paid call
-            with self._conn() as conn:
+            with self.connect() as conn:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     conn.execute(
@@ -136,7 +138,7 @@ class ResponseCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
+    def connect(self) -> Iterator[sqlite3.Connection]:
         """Borrow a pooled connection for one statement or transaction (opened on first need). A thread-local
         connection would be opened, and kept open, by every short-lived thread: the protocols start new agent
         threads every round, so a long run would hold thousands of connections (2 file descriptors each)
@@ -164,7 +166,7 @@ class ResponseCache:
 
     def get(self, key: str) -> Optional[dict]:
         try:
-            with self._conn() as conn:
+            with self.connect() as conn:
                 row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as e:
             raise _cache_error(self.path, e, opening=False) from None
@@ -172,7 +174,7 @@ class ResponseCache:
 
     def put(self, key: str, value: dict, *, model: str, kind: str) -> None:
         try:
-            with self._conn() as conn, conn:  # one transaction: committed whole or not at all
+            with self.connect() as conn, conn:  # one transaction: committed whole or not at all
                 conn.execute(
                     "INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
                     (key, model, kind, canonical_json(value), time.time()),
@@ -183,10 +185,9 @@ class ResponseCache:
     def spent_since(self, since: float) -> float:
         """USD of the replies stored since `since` (epoch seconds): the paid part of a run so far, for MAX_USD
         across notebook kernels (budget.Budget.from_env). Local endpoints and unpriced models count 0."""
-        from acemad_utils.agents.prices import price_of
 
         try:
-            with self._conn() as conn:
+            with self.connect() as conn:
                 rows = conn.execute(
                     "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
                     "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
@@ -205,7 +206,7 @@ class ResponseCache:
         return total
 
     def __len__(self) -> int:
-        with self._conn() as conn:
+        with self.connect() as conn:
             return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:

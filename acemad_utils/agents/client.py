@@ -154,7 +154,7 @@ class LLMClient:
         model = model or self.model
         messages = [dict(m) for m in messages]
         params = config.params()
-        self._add(calls=1)
+        self.add_usage(calls=1)
         if self.cache is None:
             return self._paid_fetch(model, messages, params, schema)
         # The *requested* format is keyed, not the transport mode, so a warm rerun hits the cache before
@@ -170,7 +170,7 @@ class LLMClient:
         with self.cache.single_flight(key):  # identical concurrent calls: one request, one stored reply
             hit = self.cache.get(key)
             if hit is not None:
-                self._add(cache_hits=1)
+                self.add_usage(cache_hits=1)
                 self.accounting.count_mode(hit.get("mode"))
                 return Completion(
                     text=hit["text"], mode=hit.get("mode"), cached=True, finish_reason=hit.get("finish_reason")
@@ -272,7 +272,7 @@ class LLMClient:
         self._sdk.close()
 
     # ------------------------------------------------------------------ internals
-    def _add(self, **kw: int) -> None:
+    def add_usage(self, **kw: int) -> None:
         self.accounting.add(**kw)
 
     def _paid_fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
@@ -291,7 +291,7 @@ class LLMClient:
                 downgrade=self._downgrade,
             )
         except Exception as e:
-            self._add(failures=1)
+            self.add_usage(failures=1)
             if isinstance(e, GarbledResponse) and counter[0] > 1:
                 e.args = (
                     f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
@@ -324,7 +324,7 @@ class LLMClient:
 
     def _with_retries(self, counter: list, model, messages, params, mode, schema):
         def retried(_state) -> None:
-            self._add(retries=1)
+            self.add_usage(retries=1)
             counter[1] += 1
 
         return retrying(
@@ -345,5 +345,5 @@ class LLMClient:
         """The concurrency bound, held for the HTTP call only; each entry is one network call."""
         with self._sem:
             counter[0] += 1
-            self._add(network_calls=1)
+            self.add_usage(network_calls=1)
             yield

@@ -23,8 +23,10 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.agents.batch import Batcher, BatchQueue
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, add_usage
@@ -196,8 +198,6 @@ class LLMPopulation(Population):
         self.batcher = None  # runner.run_experiment flushes it between passes
         self._queue = None
         if self.calls_via in ("batch", "files"):
-            from acemad_utils.agents.batch import Batcher, BatchQueue
-
             if self.cache is None:
                 raise ValueError(
                     f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it"
@@ -205,8 +205,6 @@ class LLMPopulation(Population):
             self._queue = BatchQueue()
             opts = dict(batch_options or {})
             if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
-                from acemad_utils.data.paths import outputs
-
                 opts.setdefault("export_dir", str(outputs("batch")))
             self.batcher = Batcher(self._queue, self.cache, **opts)
         self.client(None)  # fail early (a missing API key, an unreachable endpoint) before any question runs

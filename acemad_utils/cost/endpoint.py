@@ -13,6 +13,9 @@ import json
 import threading
 from typing import Optional
 
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.client import Completion, GenerateConfig, endpoint_kind
+from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 from acemad_utils.protocol.schema import zero_usage
 
@@ -74,8 +77,6 @@ class ModelClient:
         self.by_model: dict[str, list[int]] = {}  # model -> [network calls, prompt, completion]
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None):
-        from acemad_utils.agents.cache import ResponseCache
-        from acemad_utils.agents.client import Completion, GenerateConfig
 
         model = model or self.model
         params = (config or GenerateConfig()).params()
@@ -127,8 +128,6 @@ def replay_population(
     log: Optional[list] = None,
 ):
     """An agents.LLMPopulation whose clients are ModelClients (kind from base_url as for the real client)."""
-    from acemad_utils.agents.client import endpoint_kind
-    from acemad_utils.agents.llm_agent import LLMPopulation
 
     class ReplayPopulation(LLMPopulation):
         def client(self, url):  # never an LLMClient: no SDK, no key, no socket

@@ -43,6 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+import yaml
+
+from acemad_utils.agents.budget import parse_max_usd
+from acemad_utils.agents.client import endpoint_kind
 from acemad_utils.agents.prices import PRICES, price_of
 from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
@@ -51,7 +55,8 @@ from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import BENCHMARKS, item_counts, sample_items
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.experiments import registry
-from acemad_utils.experiments.registry import notebook_params
+from acemad_utils.experiments.profiles import notebook_params
+from acemad_utils.protocol.debate import run_question
 
 
 # ----------------------------------------------------------------------------- the replay
@@ -112,7 +117,6 @@ def replay(
 ) -> list[tuple[registry.Run, str, dict]]:
     """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per stage and
     benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
-    from acemad_utils.protocol.debate import run_question
 
     store = {} if store is None else store
     pops = {} if pops is None else pops  # one population per endpoint; the store is what calls share
@@ -171,7 +175,6 @@ def estimate(
     """The estimate of notebooks with these parameters ({notebook: params}); see the module doc.
     prefix=True also prices the repeated-prefix share of each notebook's prompt tokens at the cached-input rate
     (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound)."""
-    from acemad_utils.agents.client import endpoint_kind
 
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars)
@@ -321,9 +324,6 @@ def main(argv=None) -> int:
     if a.cmd == "prices":
         print(price_table())
         return 0
-    import yaml
-
-    from acemad_utils.agents.budget import parse_max_usd
 
     overrides = {}
     for item in a.set:

@@ -10,7 +10,11 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.agents.sim import make_items
 from acemad_utils.data import benchmarks as D
+from acemad_utils.data.paths import smoke
+from acemad_utils.experiments import subsets
+from acemad_utils.experiments.setup import SMOKE, SYNTHETIC_K
 
 BENCHMARKS = ("truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro")
 #: Challenging-subset sizes inferred from the paper's Table 2 (every printed accuracy is k/n with this n).
@@ -32,8 +36,6 @@ OVERALL_SHARE = sum(PAPER_SUBSETS.values()) / sum(FULL_SIZES.values())
 def _subset_on_disk(b: str, P: dict) -> Optional[int]:
     """Size of an already-built challenging subset of b for the profile's subset model, if any."""
     try:
-        from acemad_utils.experiments import subsets
-
         model = P.get("SUBSET_MODEL") or P.get("MODEL") or ""
         if not model:
             return None
@@ -47,8 +49,6 @@ def _subset_on_disk(b: str, P: dict) -> Optional[int]:
 
 def item_counts(b: str, P: dict) -> tuple[int, int, str]:
     """(input items, challenging-subset items, where the subset size comes from) of benchmark b."""
-    from acemad_utils.data.paths import smoke
-    from acemad_utils.experiments.setup import SMOKE
 
     n_items = P.get("N_ITEMS")
     source = P.get("SOURCE", "benchmarks")
@@ -87,9 +87,6 @@ def sample_items(
             except Exception:  # a missing file: the demo set stands in, and the output says so
                 qs = []
         if source == "synthetic":
-            from acemad_utils.agents.sim import make_items
-            from acemad_utils.experiments.setup import SYNTHETIC_K
-
             out[b] = make_items(per_benchmark, k=SYNTHETIC_K.get(b, 4), seed=i, benchmark=f"synthetic-{b}")
             continue
         if not qs:

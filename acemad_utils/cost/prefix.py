@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 #: OpenAI's prompt caching: prompts of at least 1024 tokens, cached in 128-token steps beyond that
@@ -39,7 +40,6 @@ def prefix_shares(log: Sequence[tuple]) -> dict:
     in the order sent): the share that repeats a prefix of an earlier call of the same agent (same question,
     agent, repeat and role: any round, any call kind), of an earlier call of any agent on the same question,
     and what OpenAI's cache rule (>= 1024 tokens, 128-token steps) would serve of the latter."""
-    import bisect
 
     def agent_of(scope: str) -> str:
         return "|".join(

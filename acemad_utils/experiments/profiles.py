@@ -3,6 +3,9 @@
     from acemad_utils.experiments.profiles import load_profile, run_env
     prof = load_profile("default", overrides={"SEED": 1})   # SystemExit naming the bad key or value
     run_env(prof)                                            # {"ACEMAD_MAX_USD": "50", ...} for the kernels
+    notebook_runs("03_main_results", "paper")               # the registry's runs, with the profile's parameters
+
+    python -m acemad_utils.experiments.profiles --profile paper   # every run of every notebook (none is made)
 
 A profile is one small YAML file in profiles/ holding papermill parameters per notebook:
 
@@ -28,17 +31,24 @@ knows.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import difflib
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+import papermill as pm
 import yaml
 
+from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.data.paths import ROOT
+from acemad_utils.experiments import registry
+from acemad_utils.experiments.registry import PAPER_TABLES
+from acemad_utils.experiments.setup import BACKENDS, SOURCES, SYNTHETIC_K
+from acemad_utils.protocol.config import METHODS
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
@@ -54,7 +64,7 @@ def _choices(names) -> Callable[[Any], Optional[str]]:
     def check(v) -> Optional[str]:
         vals = v if isinstance(v, list) else [v]
         bad = [x for x in vals if x not in allowed]
-        return f"unknown name(s) {bad}{_hint(str(bad[0]), allowed)}; allowed: {allowed}" if bad else None
+        return f"unknown name(s) {bad}{hint(str(bad[0]), allowed)}; allowed: {allowed}" if bad else None
 
     return check
 
@@ -70,21 +80,18 @@ def _at_least(lo: float) -> Callable[[Any], Optional[str]]:
 
 def _other_models(v) -> Optional[str]:
     """OTHER_MODELS (notebook 07): a list of {table, paper_model, model, base_url} with a table the paper printed."""
-    from acemad_utils.experiments.registry import PAPER_TABLES
 
     keys = {"table", "paper_model", "model", "base_url"}
     for e in v:
         if not isinstance(e, dict) or set(e) != keys:
             return f"each entry needs exactly the keys {sorted(keys)}, got {e!r}"
         if e["table"] not in PAPER_TABLES:
-            return f"unknown table {e['table']!r}{_hint(str(e['table']), PAPER_TABLES)}; tables: {sorted(PAPER_TABLES)}"
+            return f"unknown table {e['table']!r}{hint(str(e['table']), PAPER_TABLES)}; tables: {sorted(PAPER_TABLES)}"
     return None
 
 
 def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
     """Range checks of the parameters whose meaning is known here (types come from the notebooks' defaults)."""
-    from acemad_utils.experiments.setup import BACKENDS, SOURCES, SYNTHETIC_K
-    from acemad_utils.protocol.config import METHODS
 
     return {
         "BACKEND": _choices(BACKENDS),
@@ -141,7 +148,7 @@ def notebooks() -> dict[str, Path]:
     return {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
 
 
-def _hint(word: str, choices) -> str:
+def hint(word: str, choices) -> str:
     m = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {m[0]!r}?)" if m else ""
 
@@ -153,7 +160,7 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     if not path.exists():
         known = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
         raise SystemExit(
-            f"profile {name_or_path!r}{_hint(str(name_or_path), known)} not found; available profiles: {known}"
+            f"profile {name_or_path!r}{hint(str(name_or_path), known)} not found; available profiles: {known}"
         )
     try:
         prof = yaml.safe_load(path.read_text())
@@ -176,38 +183,36 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
                 (params or {}).pop(key, None)
     bad = sorted(set(prof) - PROFILE_KEYS)
     if bad:
-        named = ", ".join(f"{b!r}{_hint(b, PROFILE_KEYS)}" for b in bad)
+        named = ", ".join(f"{b!r}{hint(b, PROFILE_KEYS)}" for b in bad)
         raise SystemExit(f"{path.name}: unknown key(s) {named}; allowed: {sorted(PROFILE_KEYS)}")
     _check_run_settings(path.name, prof)
     nbs = notebooks()
-    import papermill as pm
 
     declared = {nb: pm.inspect_notebook(str(p)) for nb, p in nbs.items()}
     for key in prof.get("common") or {}:
         if not any(key in d for d in declared.values()):
             every = set().union(*declared.values())
             raise SystemExit(
-                f"{path.name}: common parameter {key!r}{_hint(key, every)} is not a parameter of any "
+                f"{path.name}: common parameter {key!r}{hint(key, every)} is not a parameter of any "
                 f"notebook; notebook parameters are {sorted(every)}"
             )
     for nb, params in (prof.get("notebooks") or {}).items():
         if nb not in nbs:
-            raise SystemExit(f"{path.name}: unknown notebook {nb!r}{_hint(nb, nbs)}; notebooks: {sorted(nbs)}")
+            raise SystemExit(f"{path.name}: unknown notebook {nb!r}{hint(nb, nbs)}; notebooks: {sorted(nbs)}")
         for key in params or {}:
             if key not in declared[nb]:
                 raise SystemExit(
-                    f"{path.name}: notebook {nb} has no parameter {key!r}{_hint(key, declared[nb])}; "
+                    f"{path.name}: notebook {nb} has no parameter {key!r}{hint(key, declared[nb])}; "
                     f"its parameters are {sorted(declared[nb])}"
                 )
     for nb in nbs:  # every value a notebook will receive, against that notebook's default
-        for key, value in _params(prof, nb, declared[nb]).items():
+        for key, value in params_for(prof, nb, declared[nb]).items():
             if key in declared[nb]:
                 _check_value(f"{path.name} ({nb})", key, value, declared[nb][key]["default"])
     return prof
 
 
 def _check_run_settings(where: str, prof: dict) -> None:
-    from acemad_utils.agents.budget import parse_max_usd
 
     if "max_usd" in prof:
         v = prof["max_usd"]
@@ -222,7 +227,7 @@ def _check_run_settings(where: str, prof: dict) -> None:
     if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
         v = prof["calls_via"]
         raise SystemExit(
-            f"{where}: calls_via = {v!r} is not allowed{_hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}"
+            f"{where}: calls_via = {v!r} is not allowed{hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}"
         )
 
 
@@ -238,8 +243,62 @@ def run_env(prof: dict) -> dict:
     return env
 
 
-def _params(prof: dict, name: str, declared) -> dict:
+def params_for(prof: dict, name: str, declared) -> dict:
     """The papermill parameters notebook `name` gets from a profile: common ones it declares, then its own."""
     params = {k: v for k, v in (prof.get("common") or {}).items() if k in declared}
     params.update((prof.get("notebooks") or {}).get(name) or {})
     return params
+
+
+def declared(nb_path) -> dict:
+    """The parameters a notebook declares (its `parameters` cell), as values."""
+    out = {}
+    for k, v in pm.inspect_notebook(str(nb_path)).items():
+        try:
+            out[k] = ast.literal_eval(v["default"])
+        except (ValueError, SyntaxError):
+            pass
+    return out
+
+
+def notebook_params(
+    profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
+) -> tuple[str, dict]:
+    """(profile name, {notebook: every parameter it will get}) as reproduce passes them (checked the same way)."""
+    prof = load_profile(profile, overrides)
+    out = {}
+    for nb, path in notebooks().items():
+        if only and nb not in only:
+            continue
+        defaults = declared(path)
+        out[nb] = {**defaults, **params_for(prof, nb, {k: None for k in defaults})}
+    return prof.get("profile", profile), out
+
+
+def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = None) -> list[registry.Run]:
+    """The runs notebook `nb` makes under a profile (its parameters as reproduce passes them)."""
+    _, params = notebook_params(profile, overrides, only=[nb])
+    return registry.runs(nb, params[nb])
+
+
+def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
+    """Every run of every notebook under a profile: name, items, model, cap and config labels."""
+    name, params = notebook_params(profile, overrides)
+    lines = [f"runs of profile {name!r} (acemad_utils.experiments.profiles; 00_theory: synthetic simulations only)"]
+    for nb, P in params.items():
+        for r in registry.runs(nb, P):
+            benches = ["demo"] if P.get("SOURCE") == "demo" else r.benchmarks  # Setup: the demo set stands in
+            where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(benches)
+            where += f", first {r.cap}" if r.cap else ""
+            lines.append(
+                f"  {nb:<24} {r.name:<40} {len(r.configs):>2} configs on {where}; "
+                f"model {r.model or P.get('MODEL') or '(the profile backend default)'}"
+            )
+            lines += [f"      {g}: " + ", ".join(c.label for c in cs) for g, cs in r.groups.items()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="What every notebook runs under a profile (no run is made).")
+    ap.add_argument("--profile", default="paper")
+    print(describe(ap.parse_args().profile))

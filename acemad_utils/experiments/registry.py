@@ -4,8 +4,8 @@
     X = R.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
     X.name, X.configs, X["baselines"], X["control"], X["acemad"], X.labels("acemad")
     R.runs("03_main_results", P)       # every run notebook 03 makes with parameters P, in order
-    R.notebook_runs("03_main_results", "paper")   # ... with the parameters the paper profile gives it
 
+profiles.notebook_runs(nb, profile) gives the runs with the parameters a profile passes.
 Notebooks build their configs with these functions (and nothing else), so acemad_utils.cost.estimate (the estimate),
 the benchmarks (bench/cost.py, calls.py, rerun.py) and the tests read the same lists the notebooks run;
 tests/test_cost.py executes the notebooks with the run stubbed and compares what they ask for with runs().
@@ -13,7 +13,6 @@ tests/test_cost.py executes the notebooks with the run stubbed and compares what
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -224,63 +223,3 @@ def runs(nb: str, P: dict) -> list[Run]:
         if r.on == "subset":
             r.cap = n_max
     return out
-
-
-def declared(nb_path) -> dict:
-    """The parameters a notebook declares (its `parameters` cell), as values."""
-    import papermill as pm
-
-    out = {}
-    for k, v in pm.inspect_notebook(str(nb_path)).items():
-        try:
-            out[k] = ast.literal_eval(v["default"])
-        except (ValueError, SyntaxError):
-            pass
-    return out
-
-
-def notebook_params(
-    profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
-) -> tuple[str, dict]:
-    """(profile name, {notebook: every parameter it will get}) as reproduce passes them (checked the same way)."""
-    from acemad_utils.experiments import profiles as R
-
-    prof = R.load_profile(profile, overrides)
-    out = {}
-    for nb, path in R.notebooks().items():
-        if only and nb not in only:
-            continue
-        defaults = declared(path)
-        out[nb] = {**defaults, **R._params(prof, nb, {k: None for k in defaults})}
-    return prof.get("profile", profile), out
-
-
-def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = None) -> list[Run]:
-    """The runs notebook `nb` makes under a profile (its parameters as reproduce passes them)."""
-    _, params = notebook_params(profile, overrides, only=[nb])
-    return runs(nb, params[nb])
-
-
-def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
-    """Every run of every notebook under a profile: name, items, model, cap and config labels."""
-    name, params = notebook_params(profile, overrides)
-    lines = [f"runs of profile {name!r} (acemad_utils.experiments.registry; 00_theory: synthetic simulations only)"]
-    for nb, P in params.items():
-        for r in runs(nb, P):
-            benches = ["demo"] if P.get("SOURCE") == "demo" else r.benchmarks  # Setup: the demo set stands in
-            where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(benches)
-            where += f", first {r.cap}" if r.cap else ""
-            lines.append(
-                f"  {nb:<24} {r.name:<40} {len(r.configs):>2} configs on {where}; "
-                f"model {r.model or P.get('MODEL') or '(the profile backend default)'}"
-            )
-            lines += [f"      {g}: " + ", ".join(c.label for c in cs) for g, cs in r.groups.items()]
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description="What every notebook runs under a profile (no run is made).")
-    ap.add_argument("--profile", default="paper")
-    print(describe(ap.parse_args().profile))

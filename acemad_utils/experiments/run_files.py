@@ -1,6 +1,7 @@
 """The files of a run: transcripts.jsonl and meta.json, written so that a run can always be resumed.
 
-    from acemad_utils.experiments.run_files import read_jsonl, summarize
+    from acemad_utils.data.transcripts import read_jsonl
+    from acemad_utils.experiments.run_files import summarize
     records = read_jsonl(Path("outputs/runs/theory_martingale/transcripts.jsonl"))
     summarize(records)     # {"questions", "expected", "records", "ok", "failed", "calls", ..., "errors"}
 
@@ -25,9 +26,8 @@ from typing import Optional
 
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import ROOT, atomic_write
-from acemad_utils.data.transcripts import read_jsonl  # noqa: F401 (used by write_canonical's readers)
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import _base_record
+from acemad_utils.protocol.debate import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
 
 
@@ -94,7 +94,7 @@ def write_line(f, rec: dict) -> None:
 
 def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
     return {
-        **_base_record(q, cfg, population, repeat),
+        **base_record(q, cfg, population, repeat),
         "status": "failed",
         "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
         "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},

@@ -1,6 +1,7 @@
 """Run experiments into transcripts: the single source of truth for every table and figure.
 
-    from acemad_utils.experiments.runner import run_experiment, load_run
+    from acemad_utils.data.transcripts import load_run
+    from acemad_utils.experiments.runner import run_experiment
     path = run_experiment("theory_martingale", items, [cfg_a, cfg_b], population)
     meta, records = load_run("theory_martingale")
 
@@ -42,7 +43,7 @@ from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.transcripts import load_run, read_jsonl, run_dir  # noqa: F401 (load_run, read_jsonl: this module's public face)
+from acemad_utils.data.transcripts import read_jsonl, run_dir
 from acemad_utils.experiments.run_files import (
     check_resumable,
     cut_torn_tail,
@@ -50,7 +51,6 @@ from acemad_utils.experiments.run_files import (
     git_commit,
     is_record,
     order_keys,
-    read_jsonl,
     record_key,
     summarize,
     usage_delta,
@@ -61,11 +61,8 @@ from acemad_utils.experiments.run_files import (
 )
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
-from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question, zero_usage
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
-
-from acemad_utils.experiments.run_files import cut_torn_tail as _cut_torn_tail  # noqa: E402,F401
-from acemad_utils.experiments.run_files import identity as _identity  # noqa: E402,F401
+from acemad_utils.protocol.schema import Population, Question, zero_usage
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -36,11 +36,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from acemad_utils.agents.llm_agent import LLMPopulation  # LLM stack only when asked for
+from acemad_utils.agents.local_server import default_gguf, serve
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, smoke
+from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.runner import load_run, run_experiment
+from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import Population, Question
 
@@ -130,12 +133,9 @@ class Setup:
                 return SimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
             params = SimParams(**SIM_STANDINS.get(model, {}))
             return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
-        from acemad_utils.agents.llm_agent import LLMPopulation  # LLM stack only when asked for
 
         cache = outputs("cache") / "llm.sqlite"
         if self.backend == "local":
-            from acemad_utils.agents.local_server import default_gguf, serve
-
             gguf = default_gguf()
             url = self._stack.enter_context(serve(gguf))
             name = model or Path(gguf).stem

@@ -51,9 +51,16 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
+import pandas as pd
+
+from acemad_utils.agents.client import redact
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
+from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import runner
+from acemad_utils.experiments.runner import RunInterrupted
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
@@ -195,7 +202,7 @@ def build_subset(
         progress=progress,
         extra_meta={"purpose": "challenging subset", "threshold": threshold},
     )
-    meta, records = runner.load_run(name)
+    meta, records = load_run(name)
     by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
     ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
     stats = [item_stats(r) for r in ok]
@@ -265,7 +272,6 @@ def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Qu
 
 def subset_table(model_slug: str):
     """One row per benchmark of a model's subsets (read from meta.json)."""
-    import pandas as pd
 
     path = subsets_root() / model_slug / "meta.json"
     if not path.exists():
@@ -289,8 +295,6 @@ def subset_table(model_slug: str):
 # ----------------------------------------------------------------------------- CLI
 def _population(args) -> tuple[Population, str]:
     if args.backend == "sim":
-        from acemad_utils.agents.sim import SimPopulation
-
         return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
     if not (args.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
         sys.exit(
@@ -298,16 +302,10 @@ def _population(args) -> tuple[Population, str]:
             "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
         )
     try:
-        from acemad_utils.agents.llm_agent import LLMPopulation
-    except ImportError as e:
-        sys.exit(f"--backend llm needs acemad_utils.agents.llm_agent (LLMPopulation), which is not available: {e}")
-    try:
         pop = LLMPopulation(
             model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed
         )
     except Exception as e:  # e.g. MissingAPIKey: say why and stop before any question runs
-        from acemad_utils.agents.client import redact
-
         sys.exit(redact(f"cannot reach the LLM endpoint: {e}"))
     return pop, pop.describe()["models"][0]
 
@@ -335,7 +333,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bad = [n for n in names if n not in D.BENCHMARKS + ("demo",)]
         if bad or not names:
             ap.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(D.BENCHMARKS + ('demo',))}")
-        from acemad_utils.experiments.runner import RunInterrupted
 
         pop, model = _population(args)
         try:
@@ -359,7 +356,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         slug = model_slug(model, pop.synthetic)
     else:
         slug = args.model
-    import pandas as pd
 
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
         print(f"{subsets_root() / slug}:\n{subset_table(slug)}")

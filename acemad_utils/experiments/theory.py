@@ -8,7 +8,7 @@ Runs live under the profile's folder (`profile="default"` unless given), like ev
 two profiles with different item counts never share a run folder, so any sequence of profiles works in one
 checkout.
 
-Every function reads saved transcripts (runner.load_run), never agents directly, so figures can be
+Every function reads saved transcripts (data.transcripts.load_run), never agents directly, so figures can be
 redrawn or re-scored without re-running a debate.
 """
 
@@ -26,7 +26,8 @@ import pandas as pd
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.paths import smoke
-from acemad_utils.experiments.runner import load_run, run_experiment
+from acemad_utils.data.transcripts import load_run
+from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci

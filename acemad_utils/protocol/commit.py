@@ -65,7 +65,7 @@ _Q_KEYS = (
 )
 
 
-def _objects(text: str) -> list[str]:
+def objects(text: str) -> list[str]:
     """Balanced {...} substrings (outermost first), found after stripping code fences."""
     fenced = _FENCE.findall(text)
     sources = fenced + [text] if fenced else [text]
@@ -212,7 +212,7 @@ def _parse_commit(text: str, labels: tuple, want_q: bool, options, argument: boo
     report: dict = {"ok": False, "fixes": []}
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    objs = [o for o in (_loads(s) for s in _objects(text)) if isinstance(o[0], Mapping)]
+    objs = [o for o in (_loads(s) for s in objects(text)) if isinstance(o[0], Mapping)]
     if argument:
         report["argument"] = _argument(obj for obj, _ in objs)
     for obj, fixes in objs:
@@ -253,4 +253,4 @@ def _argument(objs) -> str:
 
 def argument_of(text: str) -> str:
     """The "argument" string of a single-call reply ('' when there is none)."""
-    return _argument(_loads(s)[0] for s in _objects(text))
+    return _argument(_loads(s)[0] for s in objects(text))

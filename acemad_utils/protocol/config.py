@@ -25,6 +25,7 @@ Bad values stop here, before any agent is built, with a message naming the value
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
@@ -225,8 +226,6 @@ class DebateConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
-            import difflib
-
             hints = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
             msg = ", ".join(f"{k!r}" + (f" (did you mean {h[0]!r}?)" if h else "") for k, h in hints.items())
             raise ValueError(f"DebateConfig: unknown key(s) {msg}; allowed keys are {sorted(known)}")

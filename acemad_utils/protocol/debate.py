@@ -77,7 +77,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
+def map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
     if concurrent and len(items) > 1 and not _sequential():
         futures = [_agent_pool().submit(fn, x) for x in items]
         wait(futures)  # every agent finishes (and caches its reply) before the first error, if any, is raised
@@ -87,7 +87,7 @@ def _map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
 
 def _act_all(agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
     concurrent = any(getattr(a, "concurrent", False) for a in agents)
-    return _map_agents(lambda pair: pair[0].act(pair[1]), list(zip(agents, turns)), concurrent)
+    return map_agents(lambda pair: pair[0].act(pair[1]), list(zip(agents, turns)), concurrent)
 
 
 def visible(
@@ -143,7 +143,7 @@ def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
     return B.tiebreak_keys(cfg.seed, [q.id], len(q.options))[0]
 
 
-def _base_record(q: Question, cfg: DebateConfig, population: Population, repeat: int) -> dict:
+def base_record(q: Question, cfg: DebateConfig, population: Population, repeat: int) -> dict:
     return {
         "schema": SCHEMA_VERSION,
         "question_id": q.id,
@@ -176,7 +176,7 @@ def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: i
         e["answer"] = _label(q, ans)
         e["correct"] = ans == q.answer_index
         runs.append(e)
-    rec = _base_record(q, cfg, population, repeat)
+    rec = base_record(q, cfg, population, repeat)
     rec["runs"] = runs
     correct = [r["correct"] for r in runs]
     rec["final"] = {
@@ -203,7 +203,7 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
     keys = _keys(q, cfg)
     ans = int(B.plurality(v, len(q.options), keys))
     tied = bool(B.argmax_tiebreak(B.vote_shares(v, len(q.options)), keys)[1])
-    rec = _base_record(q, cfg, population, repeat)
+    rec = base_record(q, cfg, population, repeat)
     rec["rounds"] = [[_entry(s, i, specs[i]) for i, s in enumerate(steps)]]
     rec["final"] = {
         "answer": _label(q, ans),
@@ -288,7 +288,7 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
     P = np.stack([[s.p for s in r] for r in steps_by_round])  # (T, N, K)
     valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
     keys = _keys(q, cfg)
-    rec = _base_record(q, cfg, population, repeat)
+    rec = base_record(q, cfg, population, repeat)
     rounds = [[_entry(s, i, specs[i]) for i, s in enumerate(r)] for r in steps_by_round]
     if cfg.method == "acemad":
         Qp = np.stack(

@@ -16,6 +16,9 @@ from typing import Optional
 
 import pandas as pd
 
+from acemad_utils.protocol.config import NAIVE_AGENT
+from acemad_utils.report.tables import bench_label
+
 AVERAGE = "Average"
 
 
@@ -158,7 +161,6 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
         else "so they are no more concentrated than chance makes them: this check does not show systematic "
         "misconceptions"
     )
-    from acemad_utils.protocol.config import NAIVE_AGENT
 
     spread = (
         ""
@@ -377,7 +379,6 @@ def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
     if sub.empty:
         return "No benchmark column has a result here."
     top = sub.loc[sub.groupby("benchmark", sort=False)["accuracy"].idxmax()]
-    from acemad_utils.report.tables import bench_label
 
     if top["method"].nunique() == 1 and len(top) > 1:
         return f"{top['method'].iloc[0]} is the highest of them in every benchmark column."

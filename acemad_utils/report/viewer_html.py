@@ -5,7 +5,7 @@
     show(record, meta)                    # the same as an IPython HTML object (inline in Jupyter)
 
 The run page's JS (`viewer_page._JS`) mirrors this markup and these classes, so a notebook and the page
-show the same thing; `_fixed` rounds like JavaScript's toFixed for that reason.
+show the same thing; `fixed` rounds like JavaScript's toFixed for that reason.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Optional
 
 from acemad_utils.report.viewer_model import SYNTHETIC, view
 
-_LEGEND = (
+LEGEND = (
     "Bars: an agent's belief p and its prediction q of its peers' beliefs over the options; green = the "
     "correct option. ✓/✗ = the answer is / is not the correct one. Click an argument to unfold it."
 )
@@ -53,11 +53,11 @@ CSS = """
 """
 
 
-def _esc(x) -> str:
+def esc(x) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
-def _fixed(x: float, digits: int) -> str:
+def fixed(x: float, digits: int) -> str:
     """x with `digits` decimals, rounded like JavaScript's toFixed (exact binary value, ties away from zero),
     so the page's JS renderer prints the same digits as this one."""
     return str(Decimal(float(x) + 0.0).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))  # -0.0 -> 0.0
@@ -67,7 +67,7 @@ def _mark(label, answer) -> str:
     if label is None:
         return '<span class="ad-bad">none</span>'
     cls, sym = ("ad-ok", "✓") if label == answer else ("ad-bad", "✗")
-    return f'<span class="{cls}">{_esc(label)} {sym}</span>'
+    return f'<span class="{cls}">{esc(label)} {sym}</span>'
 
 
 def _bars(dist, labels, answer, title) -> str:
@@ -75,15 +75,15 @@ def _bars(dist, labels, answer, title) -> str:
     bw, gap, h = 11, 3, 28
     bold = ' font-weight="bold"'
     width = len(labels) * (bw + gap)
-    out = [f'<svg width="{width}" height="{h + 11}" role="img" aria-label="{_esc(title)}">']
+    out = [f'<svg width="{width}" height="{h + 11}" role="img" aria-label="{esc(title)}">']
     for k, (lab, x) in enumerate(zip(labels, dist)):
         bh = max(1.0, float(x) * h)
         fill = "#2da44e" if lab == answer else "#8c959f"
         out.append(
             f'<rect x="{k * (bw + gap)}" y="{h - bh:.1f}" width="{bw}" height="{bh:.1f}" fill="{fill}">'
-            f"<title>{_esc(title)} {_esc(lab)}: {_fixed(x, 2)}</title></rect>"
+            f"<title>{esc(title)} {esc(lab)}: {fixed(x, 2)}</title></rect>"
             f'<text x="{k * (bw + gap) + bw / 2}" y="{h + 10}" font-size="9" text-anchor="middle"'
-            f"{bold if lab == answer else ''}>{_esc(lab)}</text>"
+            f"{bold if lab == answer else ''}>{esc(lab)}</text>"
         )
     out.append("</svg>")
     return "".join(out)
@@ -91,7 +91,7 @@ def _bars(dist, labels, answer, title) -> str:
 
 def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
     labels, answer = v["labels"], v["answer"]
-    head = f'<div class="ad-who">{_esc(c["who"])}</div>'
+    head = f'<div class="ad-who">{esc(c["who"])}</div>'
     stance = (
         '<span class="ad-badge">parse failure</span>'
         if c["pf"]
@@ -103,16 +103,16 @@ def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
     sw = ""
     if c["score"] is not None:
         sw = (
-            f'<div class="ad-sw">score {_fixed(c["score"], 3)} · weight {_fixed(c["weight"], 3)}'
+            f'<div class="ad-sw">score {fixed(c["score"], 3)} · weight {fixed(c["weight"], 3)}'
             f'<span class="ad-w" style="width:{max(1, round(c["weight"] * 60))}px"></span></div>'
         )
     msg = c["msg"]
     if len(msg) <= 60:  # short enough to show whole; longer arguments fold behind their first words
-        text = f'<div class="ad-short">{_esc(msg) or "(no argument)"}</div>'
+        text = f'<div class="ad-short">{esc(msg) or "(no argument)"}</div>'
     else:
-        text = f'<details><summary>{_esc(msg[:57])}…</summary><div class="ad-msg">{_esc(msg)}</div></details>'
+        text = f'<details><summary>{esc(msg[:57])}…</summary><div class="ad-msg">{esc(msg)}</div></details>'
     return (
-        f'<td class="{cls}{" ad-pf" if c["pf"] else ""}" data-round="{t}" data-agent="{_esc(c["agent"])}">'
+        f'<td class="{cls}{" ad-pf" if c["pf"] else ""}" data-round="{t}" data-agent="{esc(c["agent"])}">'
         f'{head}{stance}<div class="ad-bars">{bars}</div>{sw}{text}</td>'
     )
 
@@ -125,9 +125,9 @@ def _head_html(v: dict) -> str:
     else:
         outcome = f"final answer {_mark(v['final'], v['answer'])}"
     return (
-        f'<div class="ad-head"><span class="ad-src{syn}">{_esc(v["source"])}</span> '
-        f"<b>{_esc(v['method'])}</b> · {_esc(v['qid'])} ({_esc(v['benchmark'])}, repeat {_esc(v['repeat'])}) · "
-        f'correct answer <span class="ad-ok acemad-answer">{_esc(v["answer"])}</span> · {outcome}</div>'
+        f'<div class="ad-head"><span class="ad-src{syn}">{esc(v["source"])}</span> '
+        f"<b>{esc(v['method'])}</b> · {esc(v['qid'])} ({esc(v['benchmark'])}, repeat {esc(v['repeat'])}) · "
+        f'correct answer <span class="ad-ok acemad-answer">{esc(v["answer"])}</span> · {outcome}</div>'
     )
 
 
@@ -138,15 +138,15 @@ def debate_html(record: dict, meta: Optional[dict] = None) -> str:
     n = len(v["rounds"][0]["cells"]) if v["rounds"] else 0
     root = (
         f'<div class="acemad-debate" data-agents="{n}" data-rounds="{len(v["rounds"])}" '
-        f'data-method="{_esc(v["method"])}" data-question="{_esc(v["qid"])}"><style>{CSS}</style>{_head_html(v)}'
+        f'data-method="{esc(v["method"])}" data-question="{esc(v["qid"])}"><style>{CSS}</style>{_head_html(v)}'
     )
     if v["status"] != "ok":
-        return root + f'<div class="ad-err">status {_esc(v["status"])}: {_esc(v["error"])}</div></div>'
+        return root + f'<div class="ad-err">status {esc(v["status"])}: {esc(v["error"])}</div></div>'
     unit = v["unit"]
     has_mod = any(r["moderator"] for r in v["rounds"])
     head = "".join(f"<th>{unit} {i + 1}</th>" for i in range(n))
     head += "<th>moderator</th>" if has_mod else ""
-    head += "<th>plurality</th>" + ("" if unit == "run" else f"<th>{_esc(v['weighted_name'])}</th>")
+    head += "<th>plurality</th>" + ("" if unit == "run" else f"<th>{esc(v['weighted_name'])}</th>")
     rows = []
     for r in v["rounds"]:
         cells = "".join(_cell_html(c, v, "acemad-cell", r["t"]) for c in r["cells"])
@@ -156,7 +156,7 @@ def debate_html(record: dict, meta: Optional[dict] = None) -> str:
         if unit != "run":
             cells += f'<td class="ad-weighted">{_mark(r["weighted"], v["answer"])}</td>'
         rows.append(f"<tr><th>{'runs' if unit == 'run' else 'round ' + str(r['t'])}</th>{cells}</tr>")
-    legend = f'<div class="ad-legend">{_esc(_LEGEND)}</div>'
+    legend = f'<div class="ad-legend">{esc(LEGEND)}</div>'
     return root + f"<table><tr><th></th>{head}</tr>{''.join(rows)}</table>{legend}</div>"
 
 

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from acemad_utils.data.paths import atomic_write, outputs
-from acemad_utils.report.viewer_html import _LEGEND, CSS, _esc
+from acemad_utils.data.transcripts import load_run
+from acemad_utils.report.viewer_html import CSS, LEGEND, esc
 from acemad_utils.report.viewer_model import SYNTHETIC, is_correct, view
 
 _JS = r"""
@@ -144,7 +145,6 @@ def write_run_page(experiment: str) -> Path:
     """One static, self-contained HTML page listing every question x method of outputs/runs/<experiment>/,
     with filters (method, benchmark, correct/wrong, question id); a click opens that record's debate.
     No server and no network: the views are embedded as JSON and drawn by inline vanilla JS."""
-    from acemad_utils.data.transcripts import load_run
 
     meta, records = load_run(experiment)
     if not records:
@@ -160,20 +160,20 @@ def write_run_page(experiment: str) -> Path:
         "methods": list(dict.fromkeys(v["method"] for v in views)),
         "benchmarks": sorted({v["benchmark"] for v in views}),
         "synthetic_label": SYNTHETIC,
-        "legend": _LEGEND,
+        "legend": LEGEND,
     }
     # "</" inside a JSON string would end the <script> element early (an argument may quote HTML).
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     page = _PAGE.format(
-        title=_esc(f"acemad debates: {experiment}"),
+        title=esc(f"acemad debates: {experiment}"),
         css=CSS,
-        experiment=_esc(experiment),
-        source=_esc(source),
+        experiment=esc(experiment),
+        source=esc(source),
         banner_bg="#fff3cd" if synthetic else "#ddf4ff",
         banner_border="#e0c36a" if synthetic else "#54aeff",
         n=len(views),
         nq=len({v["qid"] for v in views}),
-        methods=_esc(", ".join(data["methods"])),
+        methods=esc(", ".join(data["methods"])),
         data=blob,
         js=_JS,
     )

@@ -20,25 +20,20 @@ notebooks still run, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
+import papermill as pm
 import yaml
 
+from acemad_utils.agents.budget import parse_max_usd
+from acemad_utils.agents.client import redact  # an endpoint's error text can echo a key
+from acemad_utils.cost.estimate import estimate_profile, format_estimate
 from acemad_utils.data.paths import outputs
-from acemad_utils.experiments.profiles import (  # noqa: F401
-    CALLS_VIA,
-    NULLABLE,
-    PROFILE_KEYS,
-    RUN_SETTINGS,
-    _hint,
-    _params,
-    load_profile,
-    notebooks,
-    run_env,
-)
+from acemad_utils.experiments.profiles import hint, load_profile, notebooks, params_for, run_env
 from acemad_utils.reproduce.nbtools import KERNEL_ARGS
 
 
@@ -49,10 +44,9 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     selected = only or list(nbs)
     for name in selected:
         if name not in nbs:
-            raise SystemExit(f"unknown notebook {name!r}{_hint(name, nbs)}; notebooks: {sorted(nbs)}")
+            raise SystemExit(f"unknown notebook {name!r}{hint(name, nbs)}; notebooks: {sorted(nbs)}")
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
-    import os
 
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
@@ -75,8 +69,6 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
     common, own = prof.get("common") or {}, prof.get("notebooks") or {}
     if not any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND"))) == "openai" for nb in selected):
         return
-    from acemad_utils.agents.budget import parse_max_usd
-    from acemad_utils.cost.estimate import estimate_profile, format_estimate
 
     try:
         est = estimate_profile(profile, overrides, selected)
@@ -89,12 +81,11 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
 
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, out_dir: Path) -> int:
-    import papermill as pm
 
     failed = 0
     for i, name in enumerate(selected):
         declared = pm.inspect_notebook(str(nbs[name]))
-        params = _params(prof, name, declared)
+        params = params_for(prof, name, declared)
         if "PROFILE" in declared:
             params.setdefault("PROFILE", name_of_profile)
         t0 = time.time()
@@ -147,7 +138,6 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
 
 
 def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
-    from acemad_utils.agents.client import redact  # an endpoint's error text can echo a key
 
     if ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):
         limit = 1200  # the message says how to continue: keep it whole

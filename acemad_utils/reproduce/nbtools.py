@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+import papermill as pm
 
 from acemad_utils.data.paths import ROOT
 
@@ -56,7 +57,7 @@ def stored_outputs(cell, outputs=None) -> list:
     return [nbformat.v4.new_output("stream", name="stdout", text="".join(lines))] if lines else []
 
 
-def _clean(cell, outputs=()) -> None:
+def clean_cell(cell, outputs=()) -> None:
     cell.outputs = list(outputs)
     cell.execution_count = 1 if cell.outputs else None  # nbval ignores reference outputs of "unrun" cells
     cell.metadata.pop("execution", None)
@@ -67,14 +68,13 @@ def strip(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            _clean(cell, stored_outputs(cell))
+            clean_cell(cell, stored_outputs(cell))
     nb.metadata.pop("papermill", None)
     nbformat.write(nb, path)
 
 
 def refresh(path: Path) -> None:
     """Execute in smoke mode (papermill, temp copy) and keep only the checked cells' SUMMARY: lines."""
-    import papermill as pm
 
     os.environ["ACEMAD_SMOKE"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,7 +92,7 @@ def refresh(path: Path) -> None:
     by_source = {c.source: c.outputs for c in ran.cells if is_checked(c)}
     for cell in nb.cells:
         if cell.cell_type == "code":
-            _clean(cell, stored_outputs(cell, by_source.get(cell.source, [])))
+            clean_cell(cell, stored_outputs(cell, by_source.get(cell.source, [])))
     nbformat.write(nb, path)
 
 
