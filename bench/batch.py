@@ -148,7 +148,8 @@ def main(argv=None) -> int:
                 f"{sync['usage']['network_calls']}; agent calls asked for: {sync['summary']['calls']}"
             )
             print(
-                f"  wall time: sync {sync['wall']:.1f} s, batch {bat['wall']:.1f} s ({bat['wall'] / sync['wall']:.2f}x); "
+                f"  wall time: sync {sync['wall']:.1f} s, batch {bat['wall']:.1f} s "
+                f"({bat['wall'] / sync['wall']:.2f}x); "
                 f"batch run beyond {nb} x {a.batch_delay:g} s of batch delay: {overhead:.1f} s "
                 f"({overhead / max(1, nb):.2f} s per batch)"
             )
@@ -160,7 +161,8 @@ def main(argv=None) -> int:
             print(f"  transcripts identical (usage counters removed): {'yes' if same else 'NO'}")
     print("\nsummary")
     print(
-        f"  {'experiment':<34} {'batches':>7} {'requests':>8} {'max/batch':>9} {'sync s':>7} {'batch s':>7} {'identical':>9}"
+        f"  {'experiment':<34} {'batches':>7} {'requests':>8} {'max/batch':>9} {'sync s':>7} {'batch s':>7} "
+        f"{'identical':>9}"
     )
     for label, nb, sync, bat, same in rows:
         print(

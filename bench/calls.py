@@ -227,7 +227,8 @@ def part_c(a) -> None:
     )
     u2, u1 = two["usage"], one["usage"]
     print(
-        f"   single/two ratios: calls {u1['calls'] / u2['calls']:.2f}, network calls {u1['network_calls'] / u2['network_calls']:.2f}, "
+        f"   single/two ratios: calls {u1['calls'] / u2['calls']:.2f}, network calls "
+        f"{u1['network_calls'] / u2['network_calls']:.2f}, "
         f"prompt tokens {u1['prompt_tokens'] / max(1, u2['prompt_tokens']):.2f}, completion tokens "
         f"{u1['completion_tokens'] / max(1, u2['completion_tokens']):.2f}, wall {one['wall'] / two['wall']:.2f}"
     )

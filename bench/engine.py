@@ -143,7 +143,8 @@ def main(argv=None) -> int:
         best, med = min(ts), statistics.median(ts)
         results[name] = (best, med)
         print(
-            f"{name:<22} {best * 1e3:>10.3f} {med * 1e3:>10.3f} {fmt_rate(updates / best):>18} {fmt_rate(updates / med):>19}"
+            f"{name:<22} {best * 1e3:>10.3f} {med * 1e3:>10.3f} {fmt_rate(updates / best):>18} "
+            f"{fmt_rate(updates / med):>19}"
         )
 
     # Tie-break keys are hashed once per question (sha256 + a seeded generator): a per-question Python loop,
@@ -152,7 +153,8 @@ def main(argv=None) -> int:
     ts = timeit(lambda: B.tiebreak_keys(0, ids, k), max(1, min(a.repeats, 3)), 0)
     per_q = min(ts) / len(ids)
     print(
-        f"{'tiebreak_keys':<22} {per_q * 1e6:>9.2f} us/question (best of {len(ts)}, {len(ids)} ids; not in the pipeline)"
+        f"{'tiebreak_keys':<22} {per_q * 1e6:>9.2f} us/question (best of {len(ts)}, {len(ids)} ids; not in the "
+        "pipeline)"
     )
 
     best, med = results["pipeline (all three)"]

@@ -90,11 +90,12 @@ def table(a) -> None:
                         k: float(np.mean([r["usage"][k] for r in recs]))
                         for k in ("calls", "prompt_tokens", "completion_tokens")
                     }
-                f, l, p = (cell[h]["prompt_tokens"] for h in HISTORIES)
+                f, lin, p = (cell[h]["prompt_tokens"] for h in HISTORIES)
                 c = cell["full"]["completion_tokens"]
                 print(
-                    f"{n:>3} {t:>3} {cell['full']['calls']:>7.0f} {f / 1e3:>8.1f}k {l / 1e3:>10.1f}k {p / 1e3:>10.1f}k "
-                    f"{l / f:>9.2f} {p / f:>10.2f} {c / 1e3:>9.1f}k {(f + c) / 1e3:>9.1f}k {(l + c) / 1e3:>9.1f}k"
+                    f"{n:>3} {t:>3} {cell['full']['calls']:>7.0f} {f / 1e3:>8.1f}k {lin / 1e3:>10.1f}k "
+                    f"{p / 1e3:>10.1f}k "
+                    f"{lin / f:>9.2f} {p / f:>10.2f} {c / 1e3:>9.1f}k {(f + c) / 1e3:>9.1f}k {(lin + c) / 1e3:>9.1f}k"
                 )
     print(
         "(completion tokens are the same for the three policies; a commit prompt repeats the visible history, so "
@@ -164,7 +165,8 @@ def calibrate(a) -> None:
         print(f"{int(c):>7} {int(r):>11} {int(m):>12} {m / r:>10.3f}")
     err = model / real - 1
     print(
-        f"chars/token: model {CHARS_PER_TOKEN:g}; fitted with the model's fixed overhead {cpt_fit:.2f}; free linear fit "
+        f"chars/token: model {CHARS_PER_TOKEN:g}; fitted with the model's fixed overhead {cpt_fit:.2f}; free linear "
+        "fit "
         f"real = {icpt:.1f} + chars / {1 / slope:.2f}. Model error vs SmolLM2: mean {100 * err.mean():+.1f}%, "
         f"range [{100 * err.min():+.1f}%, {100 * err.max():+.1f}%]."
     )
@@ -207,7 +209,8 @@ def real_subset(a) -> None:
                 for k in ("calls", "prompt_tokens", "completion_tokens")
             }
             print(
-                f"{h:<11} {u['calls']:>7.1f} {u['prompt_tokens']:>12.0f} {u['completion_tokens']:>12.0f} {dt / len(qs):>6.1f}"
+                f"{h:<11} {u['calls']:>7.1f} {u['prompt_tokens']:>12.0f} {u['completion_tokens']:>12.0f} "
+                f"{dt / len(qs):>6.1f}"
             )
             pop.cache.close()
 

@@ -1,7 +1,8 @@
 """How much of a debate's prompt is a repeated prefix (what an endpoint's prompt cache could serve).
 
 AceMAD N=5, T=3 (the paper's two-call mode) on a few demo questions, prompts built by the real prompt
-builders (acemad_utils.agents.llm_agent) through acemad_utils.cost.estimate's in-process model of the endpoint: no network.
+builders (acemad_utils.agents.llm_agent) through acemad_utils.cost.estimate's in-process model of the endpoint:
+no network.
 For every paid call, in the order sent, the longest prefix it shares with an earlier call
   - of the same agent (same question, agent, repeat; any round, argue or commit),
   - of any agent on the same question,
@@ -53,10 +54,12 @@ def main(argv=None) -> int:
         f"arguments of {a.arg_chars} chars"
     )
     print(
-        f"  share of prompt tokens that repeat a prefix of an earlier call of the same agent: {100 * s['same_agent']:.1f}%"
+        "  share of prompt tokens that repeat a prefix of an earlier call of the same agent: "
+        f"{100 * s['same_agent']:.1f}%"
     )
     print(
-        f"  ... of an earlier call of any agent on the same question:                    {100 * s['same_question']:.1f}%"
+        "  ... of an earlier call of any agent on the same question:                    "
+        f"{100 * s['same_question']:.1f}%"
     )
     print(
         f"  ... that OpenAI's prompt cache could serve (>= 1024 tokens, 128-token steps):  "

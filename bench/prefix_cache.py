@@ -167,7 +167,8 @@ def main(argv=None) -> int:
         toks = [(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"]) for r in runs if r["on"] == on]
         print(
             f"  prompt cache {'on ' if on else 'off'}: mean {statistics.mean(w):.2f} s/q  runs "
-            f"[{', '.join(f'{x:.2f}' for x in w)}]  ms per token {1000 * sum(r['wall'] for r in runs if r['on'] == on) / sum(toks):.2f}"
+            f"[{', '.join(f'{x:.2f}' for x in w)}]  ms per token "
+            f"{1000 * sum(r['wall'] for r in runs if r['on'] == on) / sum(toks):.2f}"
         )
     off = statistics.mean(r["wall"] for r in runs if not r["on"])
     on_ = statistics.mean(r["wall"] for r in runs if r["on"])

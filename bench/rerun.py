@@ -98,7 +98,8 @@ def experiment(a, qs, cfgs, sampled: bool, workers: int) -> dict:
     c1, c2 = strip_usage(r1["records"]), strip_usage(r2["records"])
     differing = [(x["method"], x["question_id"]) for x, y in zip(c1, c2) if x != y]
     print(
-        f"{'run':<28} {'wall s':>8} {'requests at server':>18} {'client calls':>12} {'cache hits':>10} {'records ok':>10}"
+        f"{'run':<28} {'wall s':>8} {'requests at server':>18} {'client calls':>12} {'cache hits':>10} "
+        f"{'records ok':>10}"
     )
     for name, r in (("1: cold cache", r1), ("2: transcripts deleted, warm", r2)):
         u = r["usage"]
@@ -108,7 +109,8 @@ def experiment(a, qs, cfgs, sampled: bool, workers: int) -> dict:
         )
     print(f"response cache kept between runs: {cache_mb:.1f} MB (sqlite + WAL)")
     print(
-        f"run 2 network calls: {r2['requests']} (must be 0) | wall time ratio run2/run1 = {r2['wall'] / r1['wall']:.4f} "
+        f"run 2 network calls: {r2['requests']} (must be 0) | wall time ratio run2/run1 = "
+        f"{r2['wall'] / r1['wall']:.4f} "
         f"({r1['wall'] / max(r2['wall'], 1e-9):.0f}x faster)"
     )
     print(

@@ -165,14 +165,16 @@ def run_one(
 
 def print_rows(rows: list[dict], latency: float, cpq: int) -> None:
     print(
-        f"{'run':<10} {'L s':>4} {'F':>4} {'workers':>7} {'questions':>9} {'wall s':>7} {'q/s':>7} {'steady q/s':>10} {'limit q/s':>9} "
+        f"{'run':<10} {'L s':>4} {'F':>4} {'workers':>7} {'questions':>9} {'wall s':>7} {'q/s':>7} "
+        f"{'steady q/s':>10} {'limit q/s':>9} "
         f"{'% limit':>8} {'% steady':>8} {'calls':>7} {'srv max in flight':>17} {'client CPU ms/call':>18} "
         f"{'srv CPU ms/call':>15}"
     )
     for r in rows:
         ok = "" if r["calls"] == r["expected_calls"] else f" (expected {r['expected_calls']})"
         print(
-            f"{r['label']:<10} {r['latency']:>4.1f} {r['F']:>4} {r['workers']:>7} {r['questions']:>9} {r['wall']:>7.1f} {r['qps']:>7.3f} {r['steady']:>10.3f} "
+            f"{r['label']:<10} {r['latency']:>4.1f} {r['F']:>4} {r['workers']:>7} {r['questions']:>9} "
+            f"{r['wall']:>7.1f} {r['qps']:>7.3f} {r['steady']:>10.3f} "
             f"{r['limit']:>9.3f} {100 * r['qps'] / r['limit']:>7.1f}% {100 * r['steady'] / r['limit']:>7.1f}% "
             f"{r['calls']:>7}{ok} {r['max_in_flight']:>17} {1e3 * r['client_cpu'] / max(1, r['calls']):>18.2f} "
             f"{1e3 * r['server_cpu'] / max(1, r['calls']):>15.2f}"
@@ -252,8 +254,8 @@ class ThreadProfiles:
         st.stream = buf
         st.sort_stats("tottime").print_stats(top)
         lines = buf.getvalue().splitlines()
-        start = next(i for i, l in enumerate(lines) if "ncalls" in l)
-        print("\n".join(l.replace(str(Path(sys.prefix)), "<venv>") for l in lines[start:] if l.strip()))
+        start = next(i for i, line in enumerate(lines) if "ncalls" in line)
+        print("\n".join(x.replace(str(Path(sys.prefix)), "<venv>") for x in lines[start:] if x.strip()))
 
 
 # ----------------------------------------------------------------------------- CPU per call
@@ -377,7 +379,8 @@ def main(argv=None) -> int:
     print(
         f"F={big['F']}: {100 * big['qps'] / big['limit']:.1f}% of the limit -> {verdict} the 80% target; "
         f"server reached {big['max_in_flight']}/{big['F']} requests in flight; "
-        f"client used {big['client_cpu'] / big['wall']:.2f} cores, the fake server {big['server_cpu'] / big['wall']:.2f}"
+        f"client used {big['client_cpu'] / big['wall']:.2f} cores, the fake server "
+        f"{big['server_cpu'] / big['wall']:.2f}"
     )
     if big["prof"] is not None:
         print()

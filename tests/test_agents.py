@@ -79,12 +79,14 @@ def test_commit_prompt_shape_has_labels_but_no_numbers():
             [0.6, 0.3, 0.1],
         ),
         (
-            'Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, "peer_prediction": {"A": 1, "B": 0, "C": 0}}\n```\nHope it helps',
+            'Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, "peer_prediction": {"A": 1, "B": 0, '
+            '"C": 0}}\n```\nHope it helps',
             [0.2, 0.8, 0],
             [1, 0, 0],
         ),
         (
-            "My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, 'peer_prediction': {'A': 0.5, 'B': 0.5, 'C': 0,},} ok",
+            "My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, 'peer_prediction': {'A': 0.5, 'B': 0.5, "
+            "'C': 0,},} ok",
             [0.5, 0.5, 0],
             [0.5, 0.5, 0],
         ),
@@ -278,7 +280,7 @@ def test_single_call_placeholder_argument_counts_as_missing():
     from acemad_utils.protocol.commit import argument_of
     from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
 
-    assert argument_of('{"argument": "%s", "self_prob": {"A": 1}}' % ARGUMENT_PLACEHOLDER) == ""
+    assert argument_of(f'{{"argument": "{ARGUMENT_PLACEHOLDER}", "self_prob": {{"A": 1}}}}') == ""
     assert argument_of('{"argument": "Because B.", "self_prob": {"A": 1}}') == "Because B."
 
 

@@ -292,8 +292,8 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
 )
 @pytest.mark.parametrize("profile", ["paper", "default"])
 def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
-    """registry.runs() (what acemad_utils.cost.estimate and bench/cost.py replay) == what the notebook asks Setup to run,
-    with the profile's parameters; notebook 07 once per OTHER_MODELS entry (a run stops its cell) and once
+    """registry.runs() (what acemad_utils.cost.estimate and bench/cost.py replay) == what the notebook asks Setup to
+    run, with the profile's parameters; notebook 07 once per OTHER_MODELS entry (a run stops its cell) and once
     with none (then Table 6 is its only run)."""
     _, params = C.notebook_params(profile, only=[nb])
     P_ = params[nb]

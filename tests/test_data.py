@@ -179,7 +179,7 @@ def test_summary_all_benchmarks(shared, capsys):
 def _arc_rec(i, answer="B", labels="ABCD"):
     return {
         "id": f"Fake_{i}",
-        "question": {"stem": f"Stem {i}?", "choices": [{"text": f"t{i}{l}", "label": l} for l in labels]},
+        "question": {"stem": f"Stem {i}?", "choices": [{"text": f"t{i}{lab}", "label": lab} for lab in labels]},
         "answerKey": answer,
     }
 
@@ -414,7 +414,7 @@ def test_hub_arc_numeric_labels_map_by_label_value():
         "id": "X_1",
         "question": {
             "stem": "Which?",
-            "choices": [{"text": t, "label": l} for t, l in zip(["one", "two", "three", "four"], "1234")],
+            "choices": [{"text": t, "label": lab} for t, lab in zip(["one", "two", "three", "four"], "1234")],
         },
         "answerKey": "3",
     }

@@ -73,7 +73,7 @@ def test_acemad_debate_on_local_model(local_url, tmp_path):
 
     k = len(q.labels)
     assert len(rec["rounds"]) == 2 and all(len(r) == 3 for r in rec["rounds"])
-    for t, r in enumerate(rec["rounds"]):
+    for r in rec["rounds"]:
         for i, e in enumerate(r):
             assert e["agent"] == i and isinstance(e["message"], str) and e["message"].strip()
             for v in (e["p"], e["q"]):

@@ -1,7 +1,8 @@
 """Notebooks are committed without outputs and each has a papermill `parameters` cell of plain values.
 
 The one exception: a cell whose first line is `# NBVAL_CHECK_OUTPUT` stores exactly its `SUMMARY:` lines (one
-stdout stream, nothing else), the numbers nbval compares; `python -m acemad_utils.reproduce.nbtools refresh` stores that.
+stdout stream, nothing else), the numbers nbval compares; `python -m acemad_utils.reproduce.nbtools refresh`
+stores that.
 """
 
 import ast

@@ -177,7 +177,7 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
             S.close()
             assert f"Bearer {key}" in srv.auth  # the key did go over the wire (and only there)
     finally:
-        for lg, (level, prop) in zip(loggers, old):
+        for lg, (level, _prop) in zip(loggers, old):
             lg.removeHandler(handler)
             lg.setLevel(level)
         handler.close()
@@ -198,9 +198,11 @@ NOTEBOOK = [
     ("parameters", 'BASE_URL = ""\nROOT = ""\n'),
     (
         "",
-        "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the test's tmp dir\n"
+        "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the "
+        "test's tmp dir\n"
         "from acemad_utils.protocol.config import DebateConfig\nfrom acemad_utils.experiments.setup import Setup\n"
-        "S = Setup('nb', 'openai', 'demo', ['truthfulqa'], 3, 0, 'fake-canary-model', BASE_URL, 2, 'two')  # builds the demo subset too\n"
+        "S = Setup('nb', 'openai', 'demo', ['truthfulqa'], 3, 0, 'fake-canary-model', BASE_URL, 2, 'two')  # builds "
+        "the demo subset too\n"
         "print(S.describe())\nS.population.describe()",
     ),
     (

@@ -189,7 +189,8 @@ class Batcher:
         self._wait_and_import(client, b.id, requests, should_stop, progress, held)
 
     def _reserve(self, client, todo: list) -> float:
-        """MAX_USD: reserve every request of the batch at the Batch API price, or raise BudgetExceeded (nothing sent)."""
+        """MAX_USD: reserve every request of the batch at the Batch API price, or raise BudgetExceeded
+        (nothing sent)."""
         if client.budget is None:
             return 0.0
         est = 0.0

@@ -298,7 +298,8 @@ class LLMClient:
                     "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",
                 )
             # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
-            raise scrub(e)
+            scrub(e)
+            raise
         choice = resp.choices[0]
         pt, ct, cached = usage_tokens(resp.usage)
         self.count_tokens(model, pt, ct, cached)

@@ -18,9 +18,9 @@ endpoint sent instead (its first 200 characters, redacted).
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
-from typing import Any, ContextManager, Optional
+from typing import Any, Optional
 
 from openai.types.chat import ChatCompletion
 
@@ -59,7 +59,7 @@ def request_body(model: str, messages: list, params: dict, mode: Optional[str], 
     return kw
 
 
-def send(sdk, body: dict, where: Optional[str], slot: ContextManager = nullcontext()) -> ChatCompletion:
+def send(sdk, body: dict, where: Optional[str], slot: AbstractContextManager = nullcontext()) -> ChatCompletion:
     """POST one body while holding `slot` (the client's concurrency bound); the reply if it is a usable
     completion, else GarbledResponse naming `where` (a base URL). The reply is checked after `slot` is let go."""
     try:

@@ -272,7 +272,7 @@ def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") 
                 id=f"{benchmark}/{seed}/{i:05d}",
                 benchmark=benchmark,
                 question=f"Synthetic item {i} (a misconception with one tempting distractor).",
-                options={l: f"option {l}" for l in labels},
+                options={lab: f"option {lab}" for lab in labels},
                 answer=ans,
                 metadata={"synthetic": True},
             )

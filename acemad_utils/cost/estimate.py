@@ -9,13 +9,14 @@
     print(format_estimate(est))
 
 How. The profile's notebooks are replayed exactly as `make reproduce` runs them (the runs each notebook
-makes with its parameters, acemad_utils.experiments.registry.runs(), in notebook order, with ONE shared response cache as
-outputs/cache/llm.sqlite is shared) on a few sample items per benchmark, against an in-process model of
-the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are deterministic
+makes with its parameters, acemad_utils.experiments.registry.runs(), in notebook order, with ONE shared
+response cache as outputs/cache/llm.sqlite is shared) on a few sample items per benchmark, against an
+in-process model of the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are deterministic
 functions of the request (arguments of `arg_chars` characters, JSON commitments), and its token counts come
-from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical calls (the same prompt in the same scope: round-1
-arguments every debate method asks, AceMAD T=2 as a prefix of T=5, configs repeated across notebooks) are
-counted once, as the real cache pays them once. Per-item figures are scaled by the item counts:
+from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical calls (the same
+prompt in the same scope: round-1 arguments every debate method asks, AceMAD T=2 as a prefix of T=5, configs
+repeated across notebooks) are counted once, as the real cache pays them once. Per-item figures are scaled by
+the item counts:
   - the subset construction (notebook 01) runs on every input item: the published test-set sizes
     (data.PUBLISHED_SIZES) capped by N_ITEMS;
   - experiments run on the challenging subsets: their real size when they are already built, else the sizes
@@ -28,8 +29,9 @@ the files (read locally, never from the hub), else distinct demo questions per b
 
 Uncertainty: arguments are the largest unknown (real models write 70 to 400 tokens); `--arg-chars` prices
 another length (1760 = the 400-token argue cap, an upper bound). Prices: acemad_utils/agents/prices.py (source and
-date per entry; check them). Repeated prefixes (prompt caching, estimate(prefix=True)): cost_prefix. The estimate is printed by `reproduce` before the first notebook of a paid
-(`BACKEND: openai`) profile, and bench/cost.py uses the same functions, so the two cannot drift.
+date per entry; check them). Repeated prefixes (prompt caching, estimate(prefix=True)): cost.prefix. The
+estimate is printed by `reproduce` before the first notebook of a paid (`BACKEND: openai`) profile, and
+bench/cost.py uses the same functions, so the two cannot drift.
 """
 
 from __future__ import annotations
@@ -115,8 +117,8 @@ def replay(
     store: Optional[dict] = None,
     pops: Optional[dict] = None,
 ) -> list[tuple[registry.Run, str, dict]]:
-    """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per stage and
-    benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
+    """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per
+    stage and benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
 
     store = {} if store is None else store
     pops = {} if pops is None else pops  # one population per endpoint; the store is what calls share

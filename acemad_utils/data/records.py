@@ -92,7 +92,8 @@ def _arc_letter(label: Any) -> str:
 
 
 def map_arc(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape question=str, choices={"text": [...], "label": [...]}; upstream question={"stem", "choices": [{text, label}]}."""
+    """Hub shape question=str, choices={"text": [...], "label": [...]};
+    upstream question={"stem", "choices": [{text, label}]}."""
     if isinstance(rec["question"], Mapping):
         stem, ch = _text(rec["question"], "stem"), rec["question"]["choices"]
         texts, labels = [c["text"] for c in ch], [c["label"] for c in ch]

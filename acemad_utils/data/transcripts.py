@@ -38,7 +38,7 @@ def read_jsonl(path: Path) -> list[dict]:
         if isinstance(rec, dict):
             out.append(rec)
         else:
-            warnings.warn(f"{path}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)")
+            warnings.warn(f"{path}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)", stacklevel=2)
     return out
 
 

@@ -72,7 +72,9 @@ def cut_torn_tail(path: Path) -> None:
             f.seek(size)
             f.write(b"\n")
         else:
-            warnings.warn(f"{path}: dropped a torn last line ({size - keep} bytes) left by an interrupted run")
+            warnings.warn(
+                f"{path}: dropped a torn last line ({size - keep} bytes) left by an interrupted run", stacklevel=2
+            )
             f.truncate(keep)
         f.flush()
         os.fsync(f.fileno())

@@ -109,18 +109,21 @@ def theory(
     last = tab_a[tab_a["x"] == tab_a["x"].max()]
     sym = last[last["series"].str.startswith("symmetric")].iloc[0]
     flat = sym.lo <= 0 <= sym.hi
+    verdict = "flat within its interval, as Proposition 1 says" if flat else "not flat: the martingale check fails here"
     a = (
         f"(a) With symmetric updating the mean belief in the truth changes by {sym['mean']:+.3f} "
-        f"[{sym.lo:+.3f}, {sym.hi:+.3f}] over the debate: {'flat within its interval, as Proposition 1 says' if flat else 'not flat: the martingale check fails here'}."
+        f"[{sym.lo:+.3f}, {sym.hi:+.3f}] over the debate: {verdict}."
     )
     r1 = tab_b[tab_b["round"] == tab_b["round"].min()].set_index("group")["mean"]
     th = r1[[g for g in r1.index if g.startswith("truth-holder")]].mean()
     cr = r1[[g for g in r1.index if g.startswith("crowd")]].mean()
-    b = f"(b) In round 1 truth-holders score {th:.2f} on average against the crowd's {cr:.2f} ({'separated' if th > cr else 'not separated'})."
+    separated = "separated" if th > cr else "not separated"
+    b = f"(b) In round 1 truth-holders score {th:.2f} on average against the crowd's {cr:.2f} ({separated})."
     cond = tab_c[tab_c["subset"] == "truth-holder right in round 1"].set_index("eta")
     lo_eta, hi_eta = cond.index.min(), cond.index.max()
     c = (
-        f"(c) Where a truth-holder starts right, the weighted belief in the truth drifts by {cond.loc[lo_eta, 'mean']:+.3f} "
+        f"(c) Where a truth-holder starts right, the weighted belief in the truth drifts by "
+        f"{cond.loc[lo_eta, 'mean']:+.3f} "
         f"at eta = {lo_eta:g} and {cond.loc[hi_eta, 'mean']:+.3f} at eta = {hi_eta:g}."
     )
     at = tab_d[(tab_d["N"] == 5) & (tab_d["T"] == rounds) & (tab_d["eta"] == eta)].set_index("crowd_calibration")[
@@ -171,7 +174,8 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
     )
 
     text = (
-        f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of {total} items {runs} times; {kept} items "
+        f"The naive agent (the plain assistant, no persona, T = {NAIVE_AGENT.temperature:g}) answered each of "
+        f"{total} items {runs} times; {kept} items "
         f"({kept / total:.0%}) were right in fewer than {threshold:.0%} of the runs and form the challenging subsets"
         f"{spread}. On the kept items it is right in "
         f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
@@ -195,7 +199,8 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
     worse = int(((av["gain"] < 0) & (av["p_value"] < 0.05)).sum())
     text = (
         f"Paired gains on the average: {'; '.join(parts)}. {better} of {len(av)} "
-        f"{'is' if better == 1 or len(av) == 1 else 'are'} significantly better (p < 0.05) and {worse} significantly worse"
+        f"{'is' if better == 1 or len(av) == 1 else 'are'} significantly better (p < 0.05) "
+        f"and {worse} significantly worse"
     )
     text += f"; {claim}." if claim else "."
     return text + " " + caveat(source)

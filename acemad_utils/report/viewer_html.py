@@ -24,11 +24,12 @@ LEGEND = (
 CSS = """
 .acemad-debate{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2328;margin:6px 0 14px}
 .acemad-debate .ad-head{margin:0 0 6px}
-.acemad-debate .ad-src{display:inline-block;padding:1px 6px;border-radius:3px;background:#eef1f4;font-size:11px;font-weight:600}
+.acemad-debate .ad-src{display:inline-block;padding:1px 6px;border-radius:3px;background:#eef1f4;font-size:11px;
+  font-weight:600}
 .acemad-debate .ad-src.ad-syn{background:#fff3cd;color:#7a5b00;border:1px solid #e0c36a}
 .acemad-debate table{border-collapse:collapse;table-layout:fixed}
-.acemad-debate th,.acemad-debate td{border:1px solid #d0d7de!important;padding:4px 6px!important;vertical-align:top!important;
-  text-align:left!important;line-height:1.3!important}
+.acemad-debate th,.acemad-debate td{border:1px solid #d0d7de!important;padding:4px 6px!important;
+  vertical-align:top!important;text-align:left!important;line-height:1.3!important}
 .acemad-debate tr,.acemad-debate tr:hover{background:#fff!important}
 .acemad-debate th{background:#f6f8fa;font-weight:600;font-size:12px}
 .acemad-debate td.acemad-cell,.acemad-debate td.ad-mod{width:150px}
@@ -38,7 +39,8 @@ CSS = """
 .acemad-debate .ad-stance{font-weight:700}
 .acemad-debate .ad-ok{color:#1a7f37;font-weight:700}
 .acemad-debate .ad-bad{color:#cf222e;font-weight:700}
-.acemad-debate .ad-badge{display:inline-block;background:#cf222e;color:#fff;border-radius:3px;padding:0 4px;font-size:11px}
+.acemad-debate .ad-badge{display:inline-block;background:#cf222e;color:#fff;border-radius:3px;padding:0 4px;
+  font-size:11px}
 .acemad-debate .ad-bars{display:flex;gap:10px;margin:3px 0}
 .acemad-debate .ad-bars figure{margin:0}
 .acemad-debate .ad-bars figcaption{font-size:10px;color:#57606a}
