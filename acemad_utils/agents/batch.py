@@ -144,6 +144,7 @@ class Batcher:
                     entries.pop(k)
 
     def _export(self, entries: list) -> None:
+        assert self.export_dir is not None  # only CALLS_VIA files exports
 
         os.makedirs(self.export_dir, exist_ok=True)
         path = os.path.join(self.export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")

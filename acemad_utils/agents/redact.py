@@ -82,7 +82,7 @@ def scrub(exc: BaseException) -> BaseException:
                         text = resp.text
                     except Exception:  # a body that was never read: nothing to show
                         text = ""
-                    e.response = type(resp)(
+                    e.response = type(resp)(  # type: ignore[attr-defined]  # APIStatusError's, found by getattr
                         resp.status_code,
                         headers=[(k, redact(v)) for k, v in resp.headers.items() if k.lower() != "set-cookie"],
                         content=redact(text).encode(),

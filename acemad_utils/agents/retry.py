@@ -98,7 +98,7 @@ def with_mode_fallback(
     attempt: Callable[[Optional[str]], T],
     current: Callable[[], Optional[str]],
     auto: bool,
-    downgrade: Callable[[str], None],
+    downgrade: Callable[[Optional[str]], None],
 ) -> tuple[T, Optional[str]]:
     """(attempt(mode), mode): on a refused response_format (auto detection only) downgrade and ask again."""
     while True:

@@ -121,13 +121,13 @@ class Accounting:
     def stats(self) -> dict:
         """Counters summed over the client's life, plus a cost estimate (None if a model has no price)."""
         with self._lock:
-            out = dict(self._stats)
+            out: dict = dict(self._stats)
             by_model = {m: list(t) for m, t in self._by_model.items()}
             out["modes"] = dict(self._modes)
         cost: Optional[float] = 0.0  # local compute is free; an unpriced remote model makes the estimate None
         for (m, batch), (pt, ct, cached) in by_model.items():
             c = self.call_cost(m, pt, ct, cached, batch)
-            if c is None:
+            if c is None or cost is None:
                 cost = None
                 break
             cost += c

@@ -55,7 +55,7 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
     else:
         props = schema.get("properties", {})
         labels = list((props.get("self_prob") or {}).get("properties", {})) or ["A", "B"]
-        out = {}
+        out: dict[str, object] = {}
         if "argument" in props:
             out["argument"] = argument_text(arg_chars, h.hex())
         out["self_prob"] = _dist(labels, h, 0)
@@ -134,7 +134,10 @@ def replay_population(
             key = url or self.base_url
             with self._lock:
                 if key not in self._clients:
-                    self._clients[key] = ModelClient(self.model, endpoint_kind(key), store, arg_chars, log)
+                    # ModelClient stands in for LLMClient (the same calls; no SDK, no key, no socket)
+                    self._clients[key] = ModelClient(  # type: ignore[assignment]
+                        str(self.model), endpoint_kind(key), store, arg_chars, log
+                    )
                 return self._clients[key]
 
     return ReplayPopulation(model=model, base_url=base_url, seed=seed, calls=calls, preflight=False, calls_via="sync")

@@ -138,7 +138,7 @@ def replay(
                 log=log,
             )
         pop = pops[key]
-        for b in st.benchmarks:
+        for b in st.benchmarks or ():
             qs = items.get(b) or []
             if not qs:
                 continue
@@ -156,7 +156,8 @@ def replay(
 
 
 def _snapshot(pop) -> dict:
-    by, calls = {}, 0
+    by: dict = {}
+    calls = 0
     for c in list(pop._clients.values()):
         calls += c.stats()["calls"]
         for m, v in c.by_model.items():
@@ -190,7 +191,8 @@ def estimate(
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
-    benches = sorted({b for st, _ in stages for b in st.benchmarks}, key=lambda b: (b not in BENCHMARKS, b))
+    assert P0 is not None  # set with the first stage
+    benches = sorted({b for st, _ in stages for b in st.benchmarks or ()}, key=lambda b: (b not in BENCHMARKS, b))
     source = P0.get("SOURCE", "benchmarks")
     if source == "demo":
         benches = ["demo"]
@@ -205,7 +207,7 @@ def estimate(
     for st, P in stages:
         nb_name = st.notebook
         local = P.get("BACKEND") == "local"
-        for b in st.benchmarks:
+        for b in st.benchmarks or ():
             start = len(log) if log is not None else 0
             # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
             # items: replay it on a cold cache and pay only its items outside the challenging subsets.
@@ -298,6 +300,7 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
     models = sorted({r.model for r in est.rows if not r.free and price_of(r.model)})
     for m in models:
         p = PRICES[m] if m in PRICES else price_of(m)
+        assert p is not None  # models holds only priced models
         lines.append(
             f"  price {m}: ${p.input:g}/M input, ${p.output:g}/M output, batch x{p.batch_factor:g} "
             f"({p.source}, recorded {p.recorded}; check current prices)"

@@ -32,6 +32,7 @@ TruthfulQA's option order); files are read and checked in `data_files` (every er
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import json
@@ -116,7 +117,7 @@ def _load_bbh(root: Path | None) -> list[Question]:
             lambda p: json_items(p, json_file(p), "examples"),
             ("lukaemon/bbh", task, "test"),
         )
-        out += build(src, rows, lambda rec, i, task=task: map_bbh(rec, i, task), PUBLISHED_SIZES[f"bbh/{task}"])
+        out += build(src, rows, functools.partial(map_bbh, task=task), PUBLISHED_SIZES[f"bbh/{task}"])
     return out
 
 

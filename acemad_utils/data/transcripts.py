@@ -23,7 +23,7 @@ def run_dir(name: str) -> Path:
 def read_jsonl(path: Path) -> list[dict]:
     """Read records; a torn or corrupt line (a crash mid-write) is dropped with a warning, never parsed.
     Only JSON objects are records: any other line (a number, a list, bad UTF-8) counts as corrupt."""
-    out = []
+    out: list[dict] = []
     if not path.exists():
         return out
     with open(path, "rb") as f:

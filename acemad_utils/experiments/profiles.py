@@ -287,7 +287,9 @@ def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
     lines = [f"runs of profile {name!r} (acemad_utils.experiments.profiles; 00_theory: synthetic simulations only)"]
     for nb, P in params.items():
         for r in registry.runs(nb, P):
-            benches = ["demo"] if P.get("SOURCE") == "demo" else r.benchmarks  # Setup: the demo set stands in
+            benches = (
+                ["demo"] if P.get("SOURCE") == "demo" else list(r.benchmarks or ())
+            )  # Setup: the demo set stands in
             where = ("challenging subsets" if r.on == "subset" else "input items") + " of " + ", ".join(benches)
             where += f", first {r.cap}" if r.cap else ""
             lines.append(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from acemad_utils.experiments.subsets import model_slug, subset_config
 from acemad_utils.protocol.config import DebateConfig
@@ -29,7 +29,7 @@ MAD_METHODS = ("decentralized", "centralized", "sparse")
 # What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
 # baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
 # the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
-PAPER_TABLES = {
+PAPER_TABLES: dict[str, dict[str, Any]] = {
     "table2_main_results": {
         "baselines": list(BASELINES),
         "rounds": [2, 3, 5],

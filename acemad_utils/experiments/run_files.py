@@ -112,7 +112,7 @@ def with_usage_keys(rec: dict) -> dict:
 
 
 def usage_delta(after: dict, before: dict) -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for k, v in after.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             continue

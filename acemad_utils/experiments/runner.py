@@ -150,7 +150,8 @@ def run_experiment(
     check_resumable(d, meta)
     write_meta(meta_path, meta)
 
-    usage_before = population.usage() if callable(getattr(population, "usage", None)) else None
+    usage_of = getattr(population, "usage", None)  # LLM populations count their calls; the synthetic one has none
+    usage_before = usage_of() if callable(usage_of) else None
     cut_torn_tail(tr_path)
     done = {record_key(r): r for r in read_jsonl(tr_path) if is_record(r) and r.get("status") == "ok"}
     todo = [(q, c, r) for c in configs for q in questions for r in range(repeats) if (q.id, c.hash, r) not in done]
@@ -261,11 +262,11 @@ def run_experiment(
     bar.close()
 
     if stop.presses or over_budget or exported:  # the file holds whole records only; say what is there, stop the caller
-        keys = set(order_keys(questions, configs, repeats))
-        summary = summarize([rec for k, rec in done.items() if k in keys], expected=len(keys))
+        wanted = set(order_keys(questions, configs, repeats))
+        summary = summarize([rec for k, rec in done.items() if k in wanted], expected=len(wanted))
         summary["interrupted"] = True
-        if usage_before is not None:
-            summary["session"] = usage_delta(population.usage(), usage_before)
+        if callable(usage_of) and usage_before is not None:
+            summary["session"] = usage_delta(usage_of(), usage_before)
         if over_budget and not stop.presses:
             summary["stopped_by"] = "MAX_USD"
         elif exported and not stop.presses:
@@ -294,8 +295,8 @@ def run_experiment(
     # The summary: counts over this run's records (all sessions), plus what this session spent (the client's
     # own counters, which also include the calls of questions that failed).
     summary = summarize(ours, expected=len(set(keys)))
-    if usage_before is not None:
-        summary["session"] = usage_delta(population.usage(), usage_before)
+    if callable(usage_of) and usage_before is not None:
+        summary["session"] = usage_delta(usage_of(), usage_before)
     meta["summary"] = summary
     write_meta(meta_path, meta)
     return d

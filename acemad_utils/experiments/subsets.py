@@ -119,9 +119,12 @@ def expected_top_count(n: int, m: int) -> Fraction:
     total = Fraction(0)
     for t in range(n):
         base = [Fraction(1, math.factorial(j)) for j in range(t + 1)]
-        poly = [Fraction(1)]
+        poly: list[Fraction] = [Fraction(1)]
         for _ in range(m):
-            poly = [sum(poly[i] * base[d - i] for i in range(len(poly)) if 0 <= d - i <= t) for d in range(n + 1)]
+            poly = [
+                sum((poly[i] * base[d - i] for i in range(len(poly)) if 0 <= d - i <= t), Fraction(0))
+                for d in range(n + 1)
+            ]
         total += 1 - poly[n] * math.factorial(n) / Fraction(m) ** n
     return total
 

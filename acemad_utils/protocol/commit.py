@@ -222,7 +222,7 @@ def _parse_commit(text: str, labels: tuple, want_q: bool, options, argument: boo
         p, prep = _dist(praw, labels, options)
         if p is None:
             continue
-        q, qrep = None, {}
+        q, qrep = None, dict[str, object]()
         for other, _ in ([(obj, 0)] + objs) if want_q else ():  # p and q may come as two separate objects
             q, qrep = _dist(_find(other, _Q_KEYS), labels, options)
             if q is not None:

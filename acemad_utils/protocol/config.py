@@ -167,7 +167,7 @@ class DebateConfig:
         """The agent roster. AceMAD's: crowd first, truth-holders last (so a ring places them apart from each
         other); the baselines': N copies of `baseline_agent`; an explicit tuple as given."""
         kind = self.roster_kind
-        if kind == "explicit":
+        if kind == "explicit" and isinstance(self.roster, tuple):
             return list(self.roster)
         if kind == "homogeneous":
             return [self.baseline_agent] * self.n_agents

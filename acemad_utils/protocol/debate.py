@@ -270,8 +270,8 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
         mod_steps.append(mstep)
     rec = _finish_debate(q, population, cfg, repeat, specs, steps_by_round)
     last = mod_steps[-1]
-    ans, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
-    ans = -1 if last.parse_failure else int(ans)
+    top, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
+    ans = -1 if last.parse_failure else int(top)
     mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
     rec["moderator"] = [dict(_entry(s, -1, moderator.spec), round=t + 1) for t, s in enumerate(mod_steps)]
     rec["decisions"]["moderator"] = _decision(q, ans, tied)
@@ -308,8 +308,8 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
             "plurality": B.vote_shares(B.votes(P[-1], valid[-1]), len(q.options)),
         }
         for rule, a in aggs.items():
-            i, t = B.argmax_tiebreak(a, keys)
-            rec["decisions"][rule] = _decision(q, int(i) if valid[-1].any() else -1, t)
+            top, tie = B.argmax_tiebreak(a, keys)
+            rec["decisions"][rule] = _decision(q, int(top) if valid[-1].any() else -1, tie)
         decision = rec["decisions"].get(cfg.mad_aggregator, rec["decisions"]["mean_belief"])
     held = (B.votes(P, valid) == q.answer_index).any()
     rec["rounds"] = rounds

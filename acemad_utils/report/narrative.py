@@ -191,9 +191,9 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
     if av is None or av.empty:
         return f"No paired comparison was possible here. {caveat(source)}"
     parts = [
-        f"{r.method} {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
-        f"(p = {r.p_value:.2g})"
-        for r in av.itertuples()
+        f"{r['method']} {r['gain']:+.1f} points [{r['gain_lo']:+.1f}, {r['gain_hi']:+.1f}] over {r['best_baseline']} "
+        f"(p = {r['p_value']:.2g})"
+        for r in av.to_dict("records")
     ]
     better = int(((av["gain"] > 0) & (av["p_value"] < 0.05)).sum())
     worse = int(((av["gain"] < 0) & (av["p_value"] < 0.05)).sum())
@@ -208,7 +208,7 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
 
 def _peak(g: pd.DataFrame, x: str):
     g = g.sort_values(x)
-    best = g.loc[g["accuracy"].idxmax()]
+    best = g.iloc[int(g["accuracy"].to_numpy().argmax())]  # the first maximum, as idxmax
     diffs = g["accuracy"].diff().dropna()
     shape = (
         "has a single point"
@@ -271,7 +271,7 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str, truth_holders: Opti
             for n in ns:
                 if truth_holders[f][n] and n in acc.index:
                     by_share.setdefault(round(truth_holders[f][n] / n, 6), []).append(n)
-            same = max(by_share.values(), key=len, default=[])
+            same: list = max(by_share.values(), key=len, default=[])
             if len(same) >= 2:
                 k = truth_holders[f][same[0]] / same[0]
                 trend = (

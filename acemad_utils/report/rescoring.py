@@ -176,7 +176,7 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
         AGGREGATORS[3]: B.surprisingly_popular(v, Qp, arr.keys, arr.option_mask),
         AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),
     }
-    answered = valid.any(-1)  # nobody parsed: no answer, whatever the aggregator says
+    answered = np.asarray(valid.any(-1))  # nobody parsed: no answer, whatever the aggregator says
     return [
         {
             "question_id": r["question_id"],
@@ -210,7 +210,7 @@ def reweighted_records(
     "self_belief" scores each agent by max_y p_i(y) instead of its peer prediction."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = stack(recs, seed)
-    answered = arr.valid[:, -1].any(-1)
+    answered = np.asarray(arr.valid[:, -1].any(-1))
     out = []
     for name, weighting in weightings.items():
         ans = rescore(arr, eta=eta, exponent=exponent, weighting=weighting)

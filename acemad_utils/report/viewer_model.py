@@ -159,7 +159,7 @@ def pick_examples(records: list[dict], target_label: str, n: int = 1, seed: int 
         raise ValueError(f"n must be >= 1, got {n}")
     mine = [r for r in records if r.get("method") == target_label]
     if not mine:
-        methods = sorted({r.get("method") for r in records})
+        methods = sorted({str(r.get("method")) for r in records})
         raise ValueError(f"no record of method {target_label!r}; methods present: {methods}")
     out: dict[str, list[dict]] = {"overturned": [], "not_overturned": []}
     for r in sorted(mine, key=lambda r: (r["question_id"], r.get("repeat", 0))):

@@ -173,7 +173,7 @@ def write_run_page(experiment: str) -> Path:
         banner_border="#e0c36a" if synthetic else "#54aeff",
         n=len(views),
         nq=len({v["qid"] for v in views}),
-        methods=esc(", ".join(data["methods"])),
+        methods=esc(", ".join(dict.fromkeys(v["method"] for v in views))),
         data=blob,
         js=_JS,
     )
