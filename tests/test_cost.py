@@ -122,7 +122,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     monkeypatch.setattr(
         pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     )
-    monkeypatch.setattr(C, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
+    monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
     with pytest.raises(RuntimeError, match="stop here"):
         reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7})
     assert order == ["estimate", "nb"]

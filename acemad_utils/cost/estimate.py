@@ -167,6 +167,76 @@ def _snapshot(pop) -> dict:
     return {"calls": calls, "by": by}
 
 
+def _stages(params_by_nb: dict) -> tuple[list, Optional[dict]]:
+    """[(registry.Run, its notebook's params)] of every notebook that calls an LLM, and the first such params."""
+    stages, P0 = [], None
+    for nb, P in params_by_nb.items():
+        if P.get("BACKEND", "sim") == "sim":
+            continue  # the synthetic population makes no LLM call
+        P0 = P0 or P
+        for st in registry.runs(nb, P):
+            stages.append((st, P))
+    return stages, P0
+
+
+def _replay_benchmark(
+    st, b: str, P: dict, *, items: dict, arg_chars: int, store: dict, log, rows: dict
+) -> Optional[tuple]:
+    """Replay one run on one benchmark's sample items and add its scaled counts to `rows`.
+    Returns (items paid, subset-size source or None, per-item scale for the prefix log) or None if nothing ran."""
+    nb_name = st.notebook
+    local = P.get("BACKEND") == "local"
+    # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
+    # items: replay it on a cold cache and pay only its items outside the challenging subsets.
+    outside = st.on == "input" and st.name != "subsets"
+    got = replay(
+        [dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store, log=log
+    )
+    if not got:
+        return None
+    _, _, per = got[0]
+    full, sub, why = item_counts(b, P)
+    n = full if st.on == "input" else sub
+    if st.cap is not None:
+        n = min(n, st.cap)
+    paid = n * (1 - sub / full) if outside and full else n
+    for (m, kind), (nc, pt, ct) in per["by"].items():
+        r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
+        r.free = r.free and (kind == "local-llama.cpp" or local)
+        r.calls += nc * paid
+        r.prompt_tokens += pt * paid
+        r.completion_tokens += ct * paid
+    m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
+    main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
+    # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)
+    url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+    main.free = main.free and (local or endpoint_kind(url) == "local-llama.cpp")
+    main.questions += n * len(st.configs)
+    main.agent_calls += per["agent_calls"] * n
+    return paid, (why if st.on == "subset" else None), paid / len(items[b])
+
+
+def _add_cacheable_tokens(rows: dict, log: list, spans: list) -> None:
+    """Row.cached_tokens: each call's repeated-prefix tokens (prefix_shares), scaled like the row's counts."""
+    per_call = prefix_shares(log)["per_call"]
+    for start, end, scale, nb_name in spans:
+        for j in range(start, end):
+            r = rows.get((nb_name, log[j][1]))
+            if r is not None:
+                r.cached_tokens += per_call[j] * scale
+
+
+def _price_rows(rows: dict) -> None:
+    for r in rows.values():
+        if r.free:
+            r.usd = r.usd_batch = r.usd_cached = 0.0
+        else:
+            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, False)
+            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, True)
+            p = price_of(r.model)
+            r.usd_cached = None if p is None else p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+
+
 def estimate(
     params_by_nb: dict,
     profile: str = "",
@@ -181,13 +251,7 @@ def estimate(
 
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars)
-    stages, P0 = [], None
-    for nb, P in params_by_nb.items():
-        if P.get("BACKEND", "sim") == "sim":
-            continue  # the synthetic population makes no LLM call
-        P0 = P0 or P
-        for st in registry.runs(nb, P):
-            stages.append((st, P))
+    stages, P0 = _stages(params_by_nb)
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
@@ -203,60 +267,22 @@ def estimate(
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
     subset_src = set()
     log: Optional[list] = [] if prefix else None
-    spans = []  # (row key, first log index, last log index, items scale) to attribute cacheable tokens
+    spans = []  # (first log index, last log index, items scale, notebook) to attribute cacheable tokens
     for st, P in stages:
-        nb_name = st.notebook
-        local = P.get("BACKEND") == "local"
         for b in st.benchmarks or ():
             start = len(log) if log is not None else 0
-            # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
-            # items: replay it on a cold cache and pay only its items outside the challenging subsets.
-            outside = st.on == "input" and st.name != "subsets"
-            got = replay(
-                [dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store, log=log
-            )
-            if not got:
+            got = _replay_benchmark(st, b, P, items=items, arg_chars=arg_chars, store=store, log=log, rows=rows)
+            if got is None:
                 continue
-            _, _, per = got[0]
-            full, sub, why = item_counts(b, P)
-            n = full if st.on == "input" else sub
-            if st.on == "subset":
+            _, why, scale = got
+            if why is not None:
                 subset_src.add(why)
-            if st.cap is not None:
-                n = min(n, st.cap)
-            paid = n * (1 - sub / full) if outside and full else n
             if log is not None:
-                spans.append((start, len(log), paid / len(items[b]), nb_name))
-            for (m, kind), (nc, pt, ct) in per["by"].items():
-                r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
-                r.free = r.free and (kind == "local-llama.cpp" or local)
-                r.calls += nc * paid
-                r.prompt_tokens += pt * paid
-                r.completion_tokens += ct * paid
-            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
-            main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
-            # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)
-            url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-            main.free = main.free and (local or endpoint_kind(url) == "local-llama.cpp")
-            main.questions += n * len(st.configs)
-            main.agent_calls += per["agent_calls"] * n
+                spans.append((start, len(log), scale, st.notebook))
     if log is not None:
-        per_call = prefix_shares(log)["per_call"]
-        for start, end, scale, nb_name in spans:
-            for j in range(start, end):
-                r = rows.get((nb_name, log[j][1]))
-                if r is not None:
-                    r.cached_tokens += per_call[j] * scale
-    for r in rows.values():
-        if r.free:
-            r.usd = r.usd_batch = r.usd_cached = 0.0
-        else:
-            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, False)
-            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, True)
-            p = price_of(r.model)
-            r.usd_cached = None if p is None else p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
-    merged = rows
-    est.rows = [r for r in merged.values() if r.questions or r.calls]
+        _add_cacheable_tokens(rows, log, spans)
+    _price_rows(rows)
+    est.rows = [r for r in rows.values() if r.questions or r.calls]
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
     return est

@@ -179,6 +179,7 @@ def build_subset(
     questions: Sequence[Question],
     population: Population,
     model_name: str,
+    *,
     seed: int = 0,
     temperature: float = 0.7,
     runs: int = 5,
@@ -211,6 +212,15 @@ def build_subset(
     stats = [item_stats(r) for r in ok]
     hashes = {q.id: content_hash(q) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
+    summary = _summary(population, slug, model_name, cfg=cfg, name=name, meta=meta, qs=qs, ok=ok, kept=kept)
+    summary.update(seed=seed, temperature=temperature, runs=runs, threshold=threshold, limit=limit)
+    path = _save_subset(benchmark, slug, kept, summary)
+    return SubsetResult(benchmark, slug, kept, summary, path, stats)
+
+
+def _summary(population: Population, slug: str, model_name: str, *, cfg, name, meta, qs, ok, kept) -> dict:
+    """meta.json's entry for one benchmark's subset (build_subset adds its parameters)."""
+    synthetic = bool(population.synthetic)
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
     endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
@@ -219,11 +229,6 @@ def build_subset(
         "model_slug": slug,
         "synthetic": synthetic,
         "endpoint_kind": endpoint_kind,
-        "seed": seed,
-        "temperature": temperature,
-        "runs": runs,
-        "threshold": threshold,
-        "limit": limit,
         "experiment": name,
         "config_hash": cfg.hash,
         "git_commit": meta["git_commit"],
@@ -238,6 +243,11 @@ def build_subset(
         "uniform_reference": ref,
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
     }
+    return summary
+
+
+def _save_subset(benchmark: str, slug: str, kept: list[dict], summary: dict) -> Path:
+    """<subsets>/<slug>/<benchmark>.jsonl (the kept items) and the benchmark's entry in the model's meta.json."""
     d = subsets_root() / slug
     path = d / f"{benchmark}.jsonl"
     P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
@@ -245,12 +255,12 @@ def build_subset(
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
-        meta.update(model_slug=slug, synthetic=synthetic)
+        meta.update(model_slug=slug, synthetic=summary["synthetic"])
         meta.setdefault("benchmarks", {})[benchmark] = summary
         P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     finally:
         os.close(lock)  # releases the lock
-    return SubsetResult(benchmark, slug, kept, summary, path, stats)
+    return path
 
 
 def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:

@@ -256,36 +256,43 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str, truth_holders: Opti
                 f"not a truth-holder effect."
             )
         for f in some:
-            ns = sorted(truth_holders[f])
-            best, shape, _ = _peak(avg[avg[hue] == f], x)
-            text += f" {f}: " + shares(ns, [truth_holders[f][n] for n in ns])
-            top = max(ns, key=lambda n: truth_holders[f][n] / n)
-            if shape in ("is flat", "has a single point"):
-                text += f" Its accuracy {shape}, so it cannot show a share effect here."
-            else:
-                text += f" Its accuracy peaks at N = {best[x]:g}, " + (
-                    "where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."
-                )
-            acc = avg[avg[hue] == f].set_index(x)["accuracy"]
-            by_share: dict = {}
-            for n in ns:
-                if truth_holders[f][n] and n in acc.index:
-                    by_share.setdefault(round(truth_holders[f][n] / n, 6), []).append(n)
-            same: list = max(by_share.values(), key=len, default=[])
-            if len(same) >= 2:
-                k = truth_holders[f][same[0]] / same[0]
-                trend = (
-                    "falls"
-                    if all(acc[a] > acc[b] for a, b in zip(same, same[1:]))
-                    else "rises"
-                    if all(acc[a] < acc[b] for a, b in zip(same, same[1:]))
-                    else "moves"
-                )
-                text += (
-                    f" At the same share ({k:.0%}: N = {', '.join(map(str, same))}) its accuracy {trend} with N "
-                    f"({', '.join(f'{acc[n]:.1f}%' for n in same)}), so the share alone does not set the level."
-                )
+            text += _share_effect(avg[avg[hue] == f], x, f, truth_holders[f])
     return text + " " + caveat(source)
+
+
+def _share_effect(fam: pd.DataFrame, x: str, f: str, holders: dict) -> str:
+    """Family f's truth-holder share by N ({N: k}) against where its Average accuracy peaks, and how accuracy moves
+    among the N that have the same share."""
+    ns = sorted(holders)
+    best, shape, _ = _peak(fam, x)
+    text = f" {f}: " + shares(ns, [holders[n] for n in ns])
+    top = max(ns, key=lambda n: holders[n] / n)
+    if shape in ("is flat", "has a single point"):
+        text += f" Its accuracy {shape}, so it cannot show a share effect here."
+    else:
+        text += f" Its accuracy peaks at N = {best[x]:g}, " + (
+            "where the share peaks." if best[x] == top else f"not where the share peaks (N = {top})."
+        )
+    acc = fam.set_index(x)["accuracy"]
+    by_share: dict = {}
+    for n in ns:
+        if holders[n] and n in acc.index:
+            by_share.setdefault(round(holders[n] / n, 6), []).append(n)
+    same: list = max(by_share.values(), key=len, default=[])
+    if len(same) < 2:
+        return text
+    k = holders[same[0]] / same[0]
+    trend = (
+        "falls"
+        if all(acc[a] > acc[b] for a, b in zip(same, same[1:]))
+        else "rises"
+        if all(acc[a] < acc[b] for a, b in zip(same, same[1:]))
+        else "moves"
+    )
+    return text + (
+        f" At the same share ({k:.0%}: N = {', '.join(map(str, same))}) its accuracy {trend} with N "
+        f"({', '.join(f'{acc[n]:.1f}%' for n in same)}), so the share alone does not set the level."
+    )
 
 
 def same_curve(long: pd.DataFrame, a: str, b: str, x: str, upto: int, hue: str = "family") -> str:

@@ -146,11 +146,59 @@ def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: 
     return float((1 + np.sum(null >= abs(np.dot(w, d)) - 1e-12)) / (n_perm + 1))
 
 
+def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], n_boot: int, seed: int):
+    """Target t against the best baseline on benchmark b (p: question x method correctness), or None."""
+    present = [m for m in baselines if m in p]
+    if t not in p or not present:
+        return None
+    best = max(present, key=lambda m: p[m].mean())
+    both = p[[t, best]].dropna()
+    if both.empty:
+        return None
+    diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
+    return {
+        "method": t,
+        "benchmark": b,
+        "best_baseline": best,
+        "n_paired": len(both),
+        "gain": 100 * diff,
+        "gain_lo": 100 * lo,
+        "gain_hi": 100 * hi,
+        "p_value": paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed),
+    }
+
+
+def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], n_boot: int, seed: int):
+    """Target t against the baseline with the best Average: stratified mean of the paired differences, or None."""
+    used = [b for b in benchmarks if t in piv[b]]
+    full = [m for m in baselines if used and all(m in piv[b] for b in used)]
+    if not full:
+        return None
+    best = max(full, key=lambda m: np.mean([piv[b][m].mean() for b in used]))
+    pairs = [piv[b][[t, best]].dropna() for b in used]
+    diffs = [(x[t] - x[best]).to_numpy() for x in pairs]
+    if not all(len(x) for x in diffs):
+        return None
+    gain, lo, hi = _stratified_average(diffs, n_boot, seed)
+    w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
+    return {
+        "method": t,
+        "benchmark": AVERAGE,
+        "best_baseline": best,
+        "n_paired": int(sum(map(len, diffs))),
+        "gain": 100 * gain,
+        "gain_lo": 100 * lo,
+        "gain_hi": 100 * hi,
+        "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed),
+    }
+
+
 def versus_best(
     records: Sequence[dict],
     targets: Sequence[str],
     baselines: Sequence[str],
     benchmarks: Optional[Sequence[str]] = None,
+    *,
     n_boot: int = 2000,
     seed: int = 0,
     average: bool = True,
@@ -171,54 +219,10 @@ def versus_best(
     piv = {b: df[df.benchmark == b].pivot(index="question_id", columns="method", values="correct") for b in benchmarks}
     rows = []
     for t in targets:
-        for b in benchmarks:
-            p = piv[b]
-            present = [m for m in baselines if m in p]
-            if t not in p or not present:
-                continue
-            best = max(present, key=lambda m: p[m].mean())
-            both = p[[t, best]].dropna()
-            if both.empty:
-                continue
-            diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
-            rows.append(
-                {
-                    "method": t,
-                    "benchmark": b,
-                    "best_baseline": best,
-                    "n_paired": len(both),
-                    "gain": 100 * diff,
-                    "gain_lo": 100 * lo,
-                    "gain_hi": 100 * hi,
-                    "p_value": paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed),
-                }
-            )
-        if not average:
-            continue
-        used = [b for b in benchmarks if t in piv[b]]
-        full = [m for m in baselines if used and all(m in piv[b] for b in used)]
-        if not full:
-            continue
-        best = max(full, key=lambda m: np.mean([piv[b][m].mean() for b in used]))
-        diffs = [piv[b][[t, best]].dropna() for b in used]
-        diffs = [(x[t] - x[best]).to_numpy() for x in diffs]
-        if not all(len(x) for x in diffs):
-            continue
-        gain, lo, hi = _stratified_average(diffs, n_boot, seed)
-        w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
-        rows.append(
-            {
-                "method": t,
-                "benchmark": AVERAGE,
-                "best_baseline": best,
-                "n_paired": int(sum(map(len, diffs))),
-                "gain": 100 * gain,
-                "gain_lo": 100 * lo,
-                "gain_hi": 100 * hi,
-                "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed),
-            }
-        )
-    out = pd.DataFrame(rows, columns=TEST_COLUMNS)
+        rows += [_benchmark_gain(piv[b], t, b, baselines, n_boot, seed) for b in benchmarks]
+        if average:
+            rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot, seed))
+    out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
     if out.empty:
         missing = [m for m in baselines if not any(m in p for p in piv.values())]
         absent = [m for m in targets if not any(m in p for p in piv.values())]
