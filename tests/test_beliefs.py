@@ -982,10 +982,10 @@ class TestVectorization:
 
     def test_round_scores_all_weightings(self):
         for weighting in B.WEIGHTINGS:
-            S = B.round_scores(self.P, self.Q, weighting, "brier", self.valid)
+            S = B.round_scores(self.P, self.Q, weighting, "brier", valid=self.valid)
             for b in range(self.Bq):
                 for t in range(self.T):
-                    exp = B.round_scores(self.P[b, t], self.Q[b, t], weighting, "brier", self.valid[b, t])
+                    exp = B.round_scores(self.P[b, t], self.Q[b, t], weighting, "brier", valid=self.valid[b, t])
                     np.testing.assert_allclose(S[b, t], exp, rtol=1e-13, atol=1e-15)
 
     def test_vote_aggregators(self):

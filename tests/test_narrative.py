@@ -153,9 +153,9 @@ def test_curve_finds_the_peak_and_whether_the_share_explains_it():
 
 def test_same_curve_reports_a_gap_as_a_bug():
     long = pd.DataFrame(_curve("S", [(2, 10), (3, 12), (5, 9)]) + _curve("D", [(2, 10), (3, 12), (5, 14)]))
-    assert "identical, as they must be" in N.same_curve(long, "S", "D", "n_agents", 3)
+    assert "identical, as they must be" in N.same_curve(long, "S", "D", "n_agents", upto=3)
     long.loc[1, "accuracy"] = 13
-    assert "differ by at most 1.0 points there (NOT identical" in N.same_curve(long, "S", "D", "n_agents", 3)
+    assert "differ by at most 1.0 points there (NOT identical" in N.same_curve(long, "S", "D", "n_agents", upto=3)
 
 
 def test_aggregators_call_a_synthetic_win_a_property_of_the_population():

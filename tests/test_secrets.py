@@ -164,7 +164,12 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     try:
         with FakeOpenAI(script) as srv:
             S = Setup(
-                "secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url, workers=4
+                profile="secrets",
+                backend="openai",
+                source="demo",
+                model="fake-canary-model",
+                base_url=srv.url,
+                workers=4,
             )
             S.population.client(None).backoff = (0.0, 0.01)  # retry at once (Setup keeps the defaults)
             print(S.describe(), S.population.describe(), S.population.usage())
@@ -201,8 +206,8 @@ NOTEBOOK = [
         "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the "
         "test's tmp dir\n"
         "from acemad_utils.protocol.config import DebateConfig\nfrom acemad_utils.experiments.setup import Setup\n"
-        "S = Setup('nb', 'openai', 'demo', ['truthfulqa'], 3, 0, 'fake-canary-model', BASE_URL, 2, 'two')  # builds "
-        "the demo subset too\n"
+        "S = Setup(profile='nb', backend='openai', source='demo', benchmarks=['truthfulqa'], n_items=3, seed=0,\n"
+        "          model='fake-canary-model', base_url=BASE_URL, workers=2, calls='two')  # and the demo subset\n"
         "print(S.describe())\nS.population.describe()",
     ),
     (

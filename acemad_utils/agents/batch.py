@@ -84,7 +84,7 @@ class BatchQueue:
         self.entries: dict[str, dict] = {}
         self.failed: dict[str, str] = {}  # key -> reason, after max_attempts batches
 
-    def defer(self, client, key: str, model: str, body: dict, mode: Optional[str]) -> None:
+    def defer(self, client, key: str, model: str, body: dict, *, mode: Optional[str]) -> None:
         with self._lock:
             reason = self.failed.get(key)
             if reason is None:
@@ -171,7 +171,7 @@ class Batcher:
         covered: set = set()
         for b in open_batches(self.cache, client.kind):
             covered |= set(b["requests"])
-            self._wait_and_import(client, b["id"], b["requests"], should_stop, progress)
+            self._wait_and_import(client, b["id"], b["requests"], should_stop, progress=progress)
             if should_stop():
                 return
         todo = [e for k, e in entries.items() if k not in covered and self.cache.get(k) is None]
@@ -187,7 +187,7 @@ class Batcher:
         self.submitted += len(todo)
         self.batches += 1
         requests = {e["key"]: {"model": e["model"], "kind": client.kind, "mode": e["mode"]} for e in todo}
-        self._wait_and_import(client, b.id, requests, should_stop, progress, held)
+        self._wait_and_import(client, b.id, requests, should_stop, progress=progress, held=held)
 
     def _reserve(self, client, todo: list) -> float:
         """MAX_USD: reserve every request of the batch at the Batch API price, or raise BudgetExceeded
@@ -203,7 +203,7 @@ class Batcher:
         return client.budget.reserve(est, todo[0]["model"])
 
     def _wait_and_import(
-        self, client, batch_id: str, requests: dict, should_stop, progress: bool, held: float = 0.0
+        self, client, batch_id: str, requests: dict, should_stop, *, progress: bool, held: float = 0.0
     ) -> None:
         t0, delay, shown = time.monotonic(), self.poll, None
         while True:

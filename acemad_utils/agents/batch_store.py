@@ -36,7 +36,7 @@ def ensure_tables(cache: ResponseCache) -> None:
             conn.execute(stmt)
 
 
-def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, status: str = "submitted") -> None:
+def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, *, status: str = "submitted") -> None:
     """Store a submitted batch and its requests (key, model, mode, body) in one transaction."""
     ensure_tables(cache)
     with cache.connect() as conn, conn:

@@ -177,7 +177,9 @@ class LLMClient:
                 )
             if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
                 mode = self.mode if schema is not None else None
-                self.batch_queue.defer(self, key, model, self.request_body(model, messages, params, mode, schema), mode)
+                self.batch_queue.defer(
+                    self, key, model, self.request_body(model, messages, params, mode, schema=schema), mode=mode
+                )
             out = self._paid_fetch(model, messages, params, schema)
             self.cache.put(
                 key,
@@ -201,18 +203,19 @@ class LLMClient:
         prompt_tokens: float,
         completion_tokens: float,
         cached_tokens: float = 0.0,
+        *,
         batch: bool = False,
     ) -> Optional[float]:
         """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
-        return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch)
+        return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch=batch)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
         """The most a call can cost before it is sent (llm_usage.Accounting.estimate_cost)."""
         return self.accounting.estimate_cost(model, messages, params, batch)
 
-    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, batch: bool = False) -> None:
+    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> None:
         """Add one billed call's tokens to the counters (batch: sent through the Batch API, priced at its rate)."""
-        self.accounting.count_tokens(model, pt, ct, cached, batch)
+        self.accounting.count_tokens(model, pt, ct, cached, batch=batch)
 
     def stats(self) -> dict:
         """Counters summed over this client's life, plus a cost estimate (None if a model has no price)."""
@@ -277,7 +280,7 @@ class LLMClient:
 
     def _paid_fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
         return self.accounting.paid_call(
-            self.budget, model, messages, params, lambda: self._fetch(model, messages, params, schema)
+            self.budget, model, messages, params, fetch=lambda: self._fetch(model, messages, params, schema)
         )
 
     def _fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
@@ -285,7 +288,7 @@ class LLMClient:
         counter = [0, 0]  # network calls, retries of this call
         try:
             resp, mode = with_mode_fallback(
-                lambda mode: self._with_retries(counter, model, messages, params, mode, schema),
+                lambda mode: self._with_retries(counter, model, messages, params, mode=mode, schema=schema),
                 current=lambda: self.mode if schema is not None else None,
                 auto=self._auto,
                 downgrade=self._downgrade,
@@ -323,22 +326,25 @@ class LLMClient:
     def _wait(self, state) -> float:
         return backoff_wait(state, self.backoff, self.retry_after_max)
 
-    def _with_retries(self, counter: list, model, messages, params, mode, schema):
+    def _with_retries(self, counter: list, model, messages, params, *, mode, schema):
         def retried(_state) -> None:
             self.add_usage(retries=1)
             counter[1] += 1
 
         return retrying(
-            lambda: self._call_once(counter, model, messages, params, mode, schema),
+            lambda: self._call_once(counter, model, messages, params, mode=mode, schema=schema),
             max_attempts=self.max_attempts,
             wait=self._wait,
             mode=mode,
             on_retry=retried,
         )
 
-    def _call_once(self, counter: list, model, messages, params, mode, schema):
+    def _call_once(self, counter: list, model, messages, params, *, mode, schema):
         return send(
-            self._sdk, request_body(model, messages, params, mode, schema), self._base_url, slot=self._slot(counter)
+            self._sdk,
+            request_body(model, messages, params, mode, schema=schema),
+            self._base_url,
+            slot=self._slot(counter),
         )
 
     @contextlib.contextmanager

@@ -67,7 +67,7 @@ class LLMAgent(Agent):
             seed = int.from_bytes(hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1
         return GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
 
-    def _gen(self, messages, kind: str, turn: Turn, max_tokens, schema=None):
+    def _gen(self, messages, kind: str, turn: Turn, max_tokens, *, schema=None):
         scope = f"{turn.scope}|{kind}"
         return self.client.generate(
             messages, self._config(scope, max_tokens), schema=schema, scope=scope, model=self.spec.model
@@ -91,7 +91,14 @@ class LLMAgent(Agent):
         return self._committed(turn, messages, "act", argument=True, max_tokens=max_tokens)
 
     def _committed(
-        self, turn: Turn, messages: list, kind: str, argument: bool, message: str = "", max_tokens: Optional[int] = None
+        self,
+        turn: Turn,
+        messages: list,
+        kind: str,
+        argument: bool,
+        *,
+        message: str = "",
+        max_tokens: Optional[int] = None,
     ) -> Step:
         """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer).
         With argument=True (single-call mode) the argument is read from the same parse as the commitment."""
@@ -100,7 +107,7 @@ class LLMAgent(Agent):
         want_q = wants_q(turn)
         schema = commit_schema(labels, want_q, argument)
         max_tokens = max_tokens or self.max_tokens[1]
-        r = self._gen(messages, kind, turn, max_tokens, schema)
+        r = self._gen(messages, kind, turn, max_tokens, schema=schema)
         usage = r.usage()
         p, q, rep = parse_commit(r.text, labels, want_q, q_.options, argument=argument)
         first_argument = rep.get("argument", "")
@@ -112,7 +119,7 @@ class LLMAgent(Agent):
                 {"role": "assistant", "content": r.text},
                 {"role": "user", "content": repair_prompt(labels, want_q, argument)},
             ]
-            r2 = self._gen(fix, "repair" if kind == "commit" else f"{kind}-repair", turn, max_tokens, schema)
+            r2 = self._gen(fix, "repair" if kind == "commit" else f"{kind}-repair", turn, max_tokens, schema=schema)
             add_usage(usage, r2.usage())
             p2, q2, rep2 = parse_commit(r2.text, labels, want_q, q_.options, argument=argument)
             info["repaired"] = p2 is not None and (q2 is not None or not want_q)

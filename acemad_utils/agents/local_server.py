@@ -118,6 +118,7 @@ def server_command(
     port: int,
     n_ctx: int = 8192,
     prompt_cache: bool = False,
+    *,
     prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
     extra_args: tuple[str, ...] = (),
 ) -> list[str]:
@@ -146,6 +147,7 @@ def serve(
     port: Optional[int] = None,
     n_ctx: int = 8192,
     ready_timeout: float = 120,
+    *,
     extra_args: tuple[str, ...] = (),
     prompt_cache: Optional[bool] = None,
     prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
@@ -170,7 +172,9 @@ def serve(
         if log_path
         else tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False)
     )
-    cmd = server_command(gguf, port, n_ctx, prompt_cache, prompt_cache_bytes, tuple(extra_args))
+    cmd = server_command(
+        gguf, port, n_ctx, prompt_cache, prompt_cache_bytes=prompt_cache_bytes, extra_args=tuple(extra_args)
+    )
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
     failed = True

@@ -67,6 +67,7 @@ def usd(
     prompt_tokens: float,
     completion_tokens: float,
     cached_tokens: float = 0.0,
+    *,
     batch: bool = False,
     extra: Optional[dict] = None,
 ) -> Optional[float]:

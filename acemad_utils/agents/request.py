@@ -46,7 +46,7 @@ class GenerateConfig:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def request_body(model: str, messages: list, params: dict, mode: Optional[str], schema: Optional[dict]) -> dict:
+def request_body(model: str, messages: list, params: dict, mode: Optional[str], *, schema: Optional[dict]) -> dict:
     """The /chat/completions body of a call (also the `body` of a Batch API request line)."""
     kw: dict[str, Any] = dict(model=model, messages=messages, **params)
     if mode == "json_schema":

@@ -166,6 +166,7 @@ class SimAgent(Agent):
         spec: AgentSpec,
         index: int,
         item: Item,
+        *,
         peer_specs: Sequence[AgentSpec],
         params: SimParams,
         seed: int,
@@ -235,14 +236,32 @@ class SimPopulation(Population):
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
         return [
-            SimAgent(question, s, i, items[i], specs, self.params, self.seed, repeat, peer_items=items)
+            SimAgent(
+                question,
+                s,
+                i,
+                items[i],
+                peer_specs=specs,
+                params=self.params,
+                seed=self.seed,
+                repeat=repeat,
+                peer_items=items,
+            )
             for i, s in enumerate(specs)
         ]
 
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
         item = item_latent(question, self.params, self.seed, self.model)
         return SimAgent(
-            question, AgentSpec("Generalist", 0.1), -1, item, [], self.params, self.seed, repeat, role="moderator"
+            question,
+            AgentSpec("Generalist", 0.1),
+            -1,
+            item,
+            peer_specs=[],
+            params=self.params,
+            seed=self.seed,
+            repeat=repeat,
+            role="moderator",
         )
 
     def describe(self) -> dict:

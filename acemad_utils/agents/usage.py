@@ -89,7 +89,7 @@ class Accounting:
             with self._lock:
                 self._modes[mode] = self._modes.get(mode, 0) + 1
 
-    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, batch: bool = False) -> None:
+    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> None:
         """Add one billed call's tokens to the counters (batch: sent through the Batch API, priced at its rate)."""
         with self._lock:
             for k, v in zip(_TOKENS, (pt, ct, cached)):
@@ -105,6 +105,7 @@ class Accounting:
         prompt_tokens: float,
         completion_tokens: float,
         cached_tokens: float = 0.0,
+        *,
         batch: bool = False,
     ) -> Optional[float]:
         """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
@@ -116,7 +117,7 @@ class Accounting:
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
         """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens
         (the most it can be billed; 1000 when unset)."""
-        return self.call_cost(model, _model_prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch)
+        return self.call_cost(model, _model_prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch=batch)
 
     def stats(self) -> dict:
         """Counters summed over the client's life, plus a cost estimate (None if a model has no price)."""
@@ -126,7 +127,7 @@ class Accounting:
             out["modes"] = dict(self._modes)
         cost: Optional[float] = 0.0  # local compute is free; an unpriced remote model makes the estimate None
         for (m, batch), (pt, ct, cached) in by_model.items():
-            c = self.call_cost(m, pt, ct, cached, batch)
+            c = self.call_cost(m, pt, ct, cached, batch=batch)
             if c is None or cost is None:
                 cost = None
                 break
@@ -143,7 +144,7 @@ class Accounting:
         return out
 
     def paid_call(
-        self, budget, model: str, messages: list, params: dict, fetch: Callable[[], Completion]
+        self, budget, model: str, messages: list, params: dict, *, fetch: Callable[[], Completion]
     ) -> Completion:
         """fetch() under MAX_USD: reserve the estimate (BudgetExceeded stops here, before anything is sent),
         then count the call's actual cost."""

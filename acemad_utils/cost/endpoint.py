@@ -70,7 +70,7 @@ class ModelClient:
     debate_reply, a dict as the shared response cache. It never opens a socket or builds an SDK client.
     `log` (a list) receives (scope, model, messages, prompt_tokens) of every paid (non-cached) call."""
 
-    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, log: Optional[list] = None):
+    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, *, log: Optional[list] = None):
         self.model, self.kind, self.store, self.arg_chars, self.log = model, kind, store, arg_chars, log
         self._lock = threading.Lock()
         self._stats = {**zero_usage(), "network_calls": 0}  # the counter keys of schema.py, as LLMClient.stats()
@@ -123,6 +123,7 @@ def replay_population(
     store: dict,
     arg_chars: int = DEFAULT_ARG_CHARS,
     calls: str = "two",
+    *,
     seed: int = 0,
     base_url: Optional[str] = None,
     log: Optional[list] = None,
@@ -136,7 +137,7 @@ def replay_population(
                 if key not in self._clients:
                     # ModelClient stands in for LLMClient (the same calls; no SDK, no key, no socket)
                     self._clients[key] = ModelClient(  # type: ignore[assignment]
-                        str(self.model), endpoint_kind(key), store, arg_chars, log
+                        str(self.model), endpoint_kind(key), store, arg_chars, log=log
                     )
                 return self._clients[key]
 

@@ -101,7 +101,7 @@ class Estimate:
         return t
 
 
-def _price(model: str, kind: str, pt: float, ct: float, batch: bool) -> Optional[float]:
+def _price(model: str, kind: str, pt: float, ct: float, *, batch: bool) -> Optional[float]:
     if kind == "local-llama.cpp":
         return 0.0
     p = price_of(model)
@@ -113,6 +113,7 @@ def replay(
     items: dict,
     P: dict,
     arg_chars: int = DEFAULT_ARG_CHARS,
+    *,
     log: Optional[list] = None,
     store: Optional[dict] = None,
     pops: Optional[dict] = None,
@@ -133,7 +134,7 @@ def replay(
                 store,
                 arg_chars,
                 P.get("CALLS", "two"),
-                P.get("SEED", 0),
+                seed=P.get("SEED", 0),
                 base_url=st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None,
                 log=log,
             )
@@ -231,8 +232,8 @@ def _price_rows(rows: dict) -> None:
         if r.free:
             r.usd = r.usd_batch = r.usd_cached = 0.0
         else:
-            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, False)
-            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, True)
+            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, batch=False)
+            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, batch=True)
             p = price_of(r.model)
             r.usd_cached = None if p is None else p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
 
@@ -242,6 +243,7 @@ def estimate(
     profile: str = "",
     per_benchmark: int = 2,
     arg_chars: int = DEFAULT_ARG_CHARS,
+    *,
     data_dir: Optional[str] = None,
     prefix: bool = False,
 ) -> Estimate:

@@ -57,7 +57,7 @@ def _text(rec: Mapping[str, Any], key: str) -> str:
     return v
 
 
-def _question(qid: str, bench: str, text: str, options: Mapping[str, Any], answer: str, meta: dict) -> Question:
+def _question(qid: str, bench: str, text: str, options: Mapping[str, Any], *, answer: str, meta: dict) -> Question:
     for label, opt in options.items():
         if not isinstance(opt, str) or not opt.strip():
             raise ValueError(f"option {label!r} must be a non-empty string, got {opt!r:.60}")
@@ -79,7 +79,7 @@ def map_truthfulqa(rec: Mapping[str, Any], index: int) -> Question:
     order = sorted(range(len(choices)), key=lambda j: (_sha(f"{TRUTHFULQA_SALT}\x1f{q}\x1f{choices[j]}"), j))
     options = {LETTERS[k]: choices[j] for k, j in enumerate(order)}
     answer = LETTERS[order.index(labels.index(1))]
-    return _question(f"truthfulqa/{index:04d}", "truthfulqa", q, options, answer, {"upstream_index": index})
+    return _question(f"truthfulqa/{index:04d}", "truthfulqa", q, options, answer=answer, meta={"upstream_index": index})
 
 
 def _arc_letter(label: Any) -> str:
@@ -104,7 +104,12 @@ def map_arc(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"duplicate or unmatched choice labels {labels}")
     meta = {} if letters == labels else {"original_labels": [str(x) for x in labels]}
     return _question(
-        _text(rec, "id"), "arc_challenge", stem, dict(zip(letters, texts)), _arc_letter(rec["answerKey"]), meta
+        _text(rec, "id"),
+        "arc_challenge",
+        stem,
+        dict(zip(letters, texts)),
+        answer=_arc_letter(rec["answerKey"]),
+        meta=meta,
     )
 
 
@@ -138,7 +143,7 @@ def map_bbh(rec: Mapping[str, Any], index: int, task: str) -> Question:
         if not m:
             raise ValueError(f"target {target!r} is not of the form '(X)'")
         answer = m.group(1)
-    return _question(f"bbh/{task}/{index:03d}", "bbh", stem, options, answer, {"task": task})
+    return _question(f"bbh/{task}/{index:03d}", "bbh", stem, options, answer=answer, meta={"task": task})
 
 
 def strip_logiqa_prefix(text: str, slot: int) -> str:
@@ -164,7 +169,7 @@ def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
     options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
     text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
     return _question(
-        f"logiqa/{index:03d}", "logiqa", text, options, LETTERS[_choice_index(rec["correct_option"], 4)], {}
+        f"logiqa/{index:03d}", "logiqa", text, options, answer=LETTERS[_choice_index(rec["correct_option"], 4)], meta={}
     )
 
 
@@ -176,7 +181,12 @@ def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
     if "answer" in rec and options.get(ans) != rec["answer"]:
         raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
     return _question(
-        f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, ans, {"meta_info": rec.get("meta_info")}
+        f"medqa/{index:04d}",
+        "medqa",
+        _text(rec, "question"),
+        options,
+        answer=ans,
+        meta={"meta_info": rec.get("meta_info")},
     )
 
 
@@ -195,5 +205,10 @@ def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
             raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
     meta = {"question_id": rec["question_id"], "src": rec.get("src")}
     return _question(
-        f"mmlu_pro/{rec['question_id']}", "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), ans, meta
+        f"mmlu_pro/{rec['question_id']}",
+        "mmlu_pro",
+        _text(rec, "question"),
+        dict(zip(LETTERS, opts)),
+        answer=ans,
+        meta=meta,
     )

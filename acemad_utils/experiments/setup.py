@@ -76,6 +76,7 @@ SIM_STANDINS = {
 class Setup:
     def __init__(
         self,
+        *,
         profile: str = "default",
         backend: str = "sim",
         source: str = "synthetic",

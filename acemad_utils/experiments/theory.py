@@ -49,7 +49,7 @@ def _cal_name(c: float, profile: str = "default") -> str:
 
 
 def run_all(
-    n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, profile: str = "default"
+    n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, *, profile: str = "default"
 ) -> None:
     """Run every simulation the theory notebook needs (resumable; seconds to a few minutes). Smoke mode
     (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""

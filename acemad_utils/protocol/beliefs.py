@@ -148,7 +148,7 @@ def self_belief_scores(P) -> np.ndarray:
     return np.asarray(P, dtype=float).max(axis=-1)
 
 
-def round_scores(P, Q=None, weighting: str = "peer_prediction", rule: str = "brier", valid=None) -> np.ndarray:
+def round_scores(P, Q=None, weighting: str = "peer_prediction", rule: str = "brier", *, valid=None) -> np.ndarray:
     """Per-agent scores for the chosen weighting (the paper's full protocol and its two ablations)."""
     P = np.asarray(P, dtype=float)
     if weighting == "peer_prediction":
@@ -237,17 +237,19 @@ def weighted_answer(P, w, exponent: float = 2.0, keys=None) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- AceMAD's decision
 def acemad_weights(
-    P, Q=None, valid=None, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction"
+    P, Q=None, valid=None, eta: float = 2.0, *, rule: str = "brier", weighting: str = "peer_prediction"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1's per-round scores S and weights W, both (..., T, N), for commitments P, Q of (..., T, N, K).
 
     W[..., t-1, :] are the weights after round t and depend on rounds 1..t only: the weights of a t-round debate
     are a slice of a longer debate's, so re-scoring at T = t slices W instead of recomputing it."""
-    S = round_scores(P, Q, weighting, rule, valid)
+    S = round_scores(P, Q, weighting, rule, valid=valid)
     return S, mwu_weights(S, eta)
 
 
-def weighted_decision(P, w, valid, exponent: float = 2.0, keys=None, option_mask=None) -> tuple[np.ndarray, np.ndarray]:
+def weighted_decision(
+    P, w, valid, exponent: float = 2.0, *, keys=None, option_mask=None
+) -> tuple[np.ndarray, np.ndarray]:
     """The decision of a round: argmax_y sum_i (w_i [valid_i])^exponent p_i(y), shape P.shape[:-2].
 
     P (..., N, K), w and valid (..., N): an agent whose commitment did not parse carries no belief, and a round

@@ -188,7 +188,12 @@ def _find(d: Mapping, keys: Sequence[str]) -> Any:
 
 
 def parse_commit(
-    text: str, labels: Sequence[str], want_q: bool, options: Optional[Mapping[str, str]] = None, argument: bool = False
+    text: str,
+    labels: Sequence[str],
+    want_q: bool,
+    options: Optional[Mapping[str, str]] = None,
+    *,
+    argument: bool = False,
 ) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:
     """Read {"self_prob": {...}, "peer_prediction": {...}} from a model reply.
 
@@ -202,13 +207,13 @@ def parse_commit(
     labels = tuple(labels)
     try:
         with np.errstate(all="ignore"):  # 1e308 + 1e308 is inf (zero mass), not a warning per reply
-            return _parse_commit(text, labels, want_q, options, argument)
+            return _parse_commit(text, labels, want_q, options, argument=argument)
     except Exception as e:  # a parser bug must cost one commitment (flagged), never the run
         report = {"ok": False, "fixes": [], "error": f"parser error {type(e).__name__}: {e}"[:200]}
         return None, None, dict(report, argument="") if argument else report
 
 
-def _parse_commit(text: str, labels: tuple, want_q: bool, options, argument: bool = False) -> tuple:
+def _parse_commit(text: str, labels: tuple, want_q: bool, options, *, argument: bool = False) -> tuple:
     report: dict = {"ok": False, "fixes": []}
     if not isinstance(text, str):
         text = "" if text is None else str(text)

@@ -240,7 +240,7 @@ def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: i
         steps = _act_all(agents, turns)
         history.append([Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)])
         steps_by_round.append(steps)
-    return _finish_debate(q, population, cfg, repeat, specs, steps_by_round)
+    return _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
 
 
 def run_centralized(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
@@ -268,7 +268,7 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
         history.append(msgs + [Message(-1, t, mstep.message, mstep.info.get("stance"))])
         steps_by_round.append(steps)
         mod_steps.append(mstep)
-    rec = _finish_debate(q, population, cfg, repeat, specs, steps_by_round)
+    rec = _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
     last = mod_steps[-1]
     top, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
     ans = -1 if last.parse_failure else int(top)
@@ -283,7 +283,7 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
     return rec
 
 
-def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
+def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict:
     """Score, weight and decide from the stored commitments (pure math; shared with re-scoring)."""
     P = np.stack([[s.p for s in r] for r in steps_by_round])  # (T, N, K)
     valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
@@ -294,9 +294,9 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
         )
-        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, cfg.scoring_rule, cfg.weighting)
+        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting)
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
-        ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys)
+        ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys=keys)
         decision = _decision(q, int(ans), tied)
         for t, r in enumerate(rounds):
             for i, e in enumerate(r):

@@ -48,7 +48,7 @@ def truth_holders(configs) -> dict:
     return out
 
 
-def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, color) -> None:
+def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, *, color) -> None:
     """'k/N' beside each point, alternately above and below it so that labels of close N (1, 2, 3) do not touch."""
     for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"])):
         k = counts.get(int(xv))
@@ -71,6 +71,7 @@ def lines_by_benchmark(
     x: str,
     hue: str,
     title: str,
+    *,
     xlabel: str | None = None,
     note: str | None = None,
     truth_holders: dict | None = None,
@@ -91,7 +92,7 @@ def lines_by_benchmark(
             line = ax.plot(g[x], g["accuracy"], marker="o", label=label)[0]
             ax.fill_between(g[x], g["ci_lo"], g["ci_hi"], alpha=0.15, color=line.get_color())
             if counts and any(counts.values()):
-                _mark_truth_holders(ax, g, x, counts, line.get_color())
+                _mark_truth_holders(ax, g, x, counts, color=line.get_color())
         ax.set_title(bench_label(b) if b != AVERAGE else "Average over benchmarks", fontsize=10)
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel("accuracy (%)")

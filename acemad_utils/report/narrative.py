@@ -103,7 +103,7 @@ def shares(n_values: Sequence[int], truth_holders: Sequence[int]) -> str:
 
 
 def theory(
-    tab_a: pd.DataFrame, tab_b: pd.DataFrame, tab_c: pd.DataFrame, tab_d: pd.DataFrame, eta: float, rounds: int
+    tab_a: pd.DataFrame, tab_b: pd.DataFrame, tab_c: pd.DataFrame, tab_d: pd.DataFrame, *, eta: float, rounds: int
 ) -> str:
     """00_theory's four checks in four sentences, from their tables."""
     last = tab_a[tab_a["x"] == tab_a["x"].max()]
@@ -224,7 +224,7 @@ def _peak(g: pd.DataFrame, x: str):
     return best, shape, g
 
 
-def curve(long: pd.DataFrame, x: str, hue: str, source: str, truth_holders: Optional[dict] = None) -> str:
+def curve(long: pd.DataFrame, x: str, hue: str, source: str, *, truth_holders: Optional[dict] = None) -> str:
     """A curve over N (Figures 2 and 5): where each family peaks on the Average and whether it is monotone; with
     `truth_holders` ({family: {N: k}}, figures.truth_holders) it says whether the truth-holder share can explain
     the peak (it cannot when a family has no truth-holder at any N)."""
@@ -295,7 +295,7 @@ def _share_effect(fam: pd.DataFrame, x: str, f: str, holders: dict) -> str:
     )
 
 
-def same_curve(long: pd.DataFrame, a: str, b: str, x: str, upto: int, hue: str = "family") -> str:
+def same_curve(long: pd.DataFrame, a: str, b: str, x: str, *, upto: int, hue: str = "family") -> str:
     """Two families that must coincide for x <= upto (Sparse = Decentralized MAD for N <= 3): checked, not assumed."""
     avg = long[(long["benchmark"] == AVERAGE) & (long[x] <= upto)]
     pa, pb = (avg[avg[hue] == f].set_index(x)["accuracy"] for f in (a, b))

@@ -71,17 +71,17 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
 
 def weights(arr: Stacked, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
     """Weights after each round, (B, T, N)."""
-    return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule, weighting)[1]
+    return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting)[1]
 
 
 def decisions(
-    arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction"
+    arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier", *, weighting: str = "peer_prediction"
 ) -> np.ndarray:
     """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
     settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
     applied to the full weight history, sliced per round: W after round t depends on rounds 1..t only.
     `eta` may be a sequence: then (len(eta), B, T), with the scores (which do not depend on eta) computed once."""
-    S = B.round_scores(arr.P, arr.Q, weighting, rule, arr.valid)  # what beliefs.acemad_weights does, once
+    S = B.round_scores(arr.P, arr.Q, weighting, rule, valid=arr.valid)  # what beliefs.acemad_weights does, once
     out = [_decide(arr, B.mwu_weights(S, e), exponent, slice(None)) for e in np.atleast_1d(eta)]
     return out[0] if np.ndim(eta) == 0 else np.stack(out)
 
@@ -89,7 +89,7 @@ def decisions(
 def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
     """beliefs.weighted_decision at round(s) `t` (an index or a slice of the T axis) of weights W (B, T, N)."""
     keys, mask = (arr.keys, arr.option_mask) if isinstance(t, int) else (arr.keys[:, None], arr.option_mask[:, None])
-    return B.weighted_decision(arr.P[:, t], W[:, t], arr.valid[:, t], exponent, keys, mask)[0]
+    return B.weighted_decision(arr.P[:, t], W[:, t], arr.valid[:, t], exponent, keys=keys, option_mask=mask)[0]
 
 
 def rescore(
@@ -97,6 +97,7 @@ def rescore(
     eta: float = 2.0,
     rounds: int | None = None,
     exponent: float = 2.0,
+    *,
     rule: str = "brier",
     weighting: str = "peer_prediction",
 ) -> np.ndarray:
@@ -199,7 +200,7 @@ ABLATIONS = {
 
 
 def reweighted_records(
-    records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0, seed: int = 0
+    records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0
 ) -> list[dict]:
     """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
     minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.

@@ -22,6 +22,7 @@ def save_table(
     name: str,
     synthetic: bool,
     source: str = "",
+    *,
     floatfmt: str = ".4f",
     display: pd.DataFrame | None = None,
     companions: dict | None = None,

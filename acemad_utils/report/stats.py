@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 
-def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, axis: int = 0):
+def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, axis: int = 0):
     """Mean of x along `axis` with a percentile bootstrap CI (resampling rows = questions).
 
     Returns (mean, lo, hi), arrays when x has more than one column. NaN rows are dropped per column
@@ -51,7 +51,7 @@ def mcnemar_exact(a, b) -> float:
     return float(min(1.0, 2 * tail))
 
 
-def paired_bootstrap_diff(a, b, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
+def paired_bootstrap_diff(a, b, n_boot: int = 2000, seed: int = 0, *, level: float = 0.95):
     """Mean of a - b over paired questions with a bootstrap CI: (diff, lo, hi)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     return bootstrap_ci(d, n_boot=n_boot, seed=seed, level=level)

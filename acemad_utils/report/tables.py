@@ -77,6 +77,7 @@ def accuracy_long(
     methods: Optional[Sequence[str]] = None,
     benchmarks: Optional[Sequence[str]] = None,
     n_boot: int = 2000,
+    *,
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per method x benchmark, plus an Average row per method: n, accuracy, ci_lo, ci_hi (in %)."""
@@ -146,7 +147,7 @@ def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: 
     return float((1 + np.sum(null >= abs(np.dot(w, d)) - 1e-12)) / (n_perm + 1))
 
 
-def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], n_boot: int, seed: int):
+def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *, n_boot: int, seed: int):
     """Target t against the best baseline on benchmark b (p: question x method correctness), or None."""
     present = [m for m in baselines if m in p]
     if t not in p or not present:
@@ -168,7 +169,7 @@ def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], n
     }
 
 
-def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], n_boot: int, seed: int):
+def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], *, n_boot: int, seed: int):
     """Target t against the baseline with the best Average: stratified mean of the paired differences, or None."""
     used = [b for b in benchmarks if t in piv[b]]
     full = [m for m in baselines if used and all(m in piv[b] for b in used)]
@@ -219,9 +220,9 @@ def versus_best(
     piv = {b: df[df.benchmark == b].pivot(index="question_id", columns="method", values="correct") for b in benchmarks}
     rows = []
     for t in targets:
-        rows += [_benchmark_gain(piv[b], t, b, baselines, n_boot, seed) for b in benchmarks]
+        rows += [_benchmark_gain(piv[b], t, b, baselines, n_boot=n_boot, seed=seed) for b in benchmarks]
         if average:
-            rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot, seed))
+            rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot=n_boot, seed=seed))
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
     if out.empty:
         missing = [m for m in baselines if not any(m in p for p in piv.values())]

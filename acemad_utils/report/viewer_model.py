@@ -57,7 +57,7 @@ def _cell(e: dict, labels: list) -> dict:
     }
 
 
-def _round_answers(entries: list, labels: list, keys: np.ndarray, acemad: bool, exponent: float):
+def _round_answers(entries: list, labels: list, keys: np.ndarray, acemad: bool, *, exponent: float):
     """(plurality label, weighted label) of one round; None where no agent's commitment parsed."""
     P = np.stack([np.asarray(e["p"], dtype=float) for e in entries])
     valid = np.array([not e.get("parse_failure") for e in entries])
@@ -68,7 +68,7 @@ def _round_answers(entries: list, labels: list, keys: np.ndarray, acemad: bool, 
         w = np.array([e.get("weight", 0.0) for e in entries], dtype=float)
     else:  # uniform weights over the agents whose commitment parsed (the engine's mean_belief aggregator)
         w, exponent = np.ones(len(entries)), 1.0
-    weighted = int(B.weighted_decision(P, w, valid, exponent, keys)[0])
+    weighted = int(B.weighted_decision(P, w, valid, exponent, keys=keys)[0])
     return (labels[plur] if plur >= 0 else None), labels[weighted]
 
 
@@ -108,7 +108,7 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
     mods = {m.get("round"): m for m in record.get("moderator") or []}
     for t, entries in enumerate(raw, start=1):
         plur, weighted = _round_answers(
-            entries, labels, keys, kind == "acemad", float(params.get("weight_exponent", 2.0))
+            entries, labels, keys, kind == "acemad", exponent=float(params.get("weight_exponent", 2.0))
         )
         v["rounds"].append(
             {
@@ -144,7 +144,7 @@ def round1_plurality(record: dict, seed: int = 0) -> Optional[str]:
     does; None when no round-1 commitment parsed."""
     labels = list(record["labels"])
     keys = B.tiebreak_keys(seed, [record["question_id"]], len(labels))[0]
-    return _round_answers(record["rounds"][0], labels, keys, False, 1.0)[0]
+    return _round_answers(record["rounds"][0], labels, keys, False, exponent=1.0)[0]
 
 
 def pick_examples(records: list[dict], target_label: str, n: int = 1, seed: int = 0) -> dict[str, list[dict]]:

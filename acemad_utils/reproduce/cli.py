@@ -51,11 +51,11 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
-    _print_estimate(prof, profile, overrides, selected, env)
+    _print_estimate(prof, profile, overrides, selected, env=env)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # papermill's kernels inherit this process's environment
     try:
-        return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir)
+        return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir=out_dir)
     finally:
         for k, v in saved.items():
             if v is None:
@@ -64,7 +64,7 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 os.environ[k] = v
 
 
-def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, env: dict) -> None:
+def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> None:
     """The cost estimate, before any money is spent, when a selected notebook runs on a paid (openai) backend."""
     common, own = prof.get("common") or {}, prof.get("notebooks") or {}
     if not any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND"))) == "openai" for nb in selected):
@@ -80,7 +80,7 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
     print(text, flush=True)
 
 
-def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, out_dir: Path) -> int:
+def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:
 
     failed = 0
     for i, name in enumerate(selected):
