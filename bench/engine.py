@@ -3,7 +3,7 @@
 Measures agent-round updates per second for B questions x T rounds x N agents x K options through the
 full AceMAD pipeline
 
-    peer_scores (Brier)  ->  mwu_weights (eta)  ->  weighted_answer (squared weights, tie-break keys)
+    peer_scores (Brier)  ->  mwu_weights (eta)  ->  weighted_scores + argmax_tiebreak (squared weights, tie-break keys)
 
 and each stage on its own. Every measurement is repeated; the best and the median wall time
 (time.perf_counter) are reported. One agent-round update = one agent's score + weight update in one
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     def pipeline():
         s = B.peer_scores(Q, P, a.rule)
         w = B.mwu_weights(s, a.eta)
-        return B.weighted_answer(P[:, -1], w[:, -1], a.exponent, keys)
+        return B.argmax_tiebreak(B.weighted_scores(P[:, -1], w[:, -1], a.exponent), keys)[0]
 
     # Sanity (not timing): the pipeline answers every question with a valid option.
     ans = pipeline()
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     stages = [
         ("peer_scores", lambda: B.peer_scores(Q, P, a.rule)),
         ("mwu_weights", lambda: B.mwu_weights(S, a.eta)),
-        ("weighted_answer", lambda: B.weighted_answer(P_last, W_last, a.exponent, keys)),
+        ("weighted_answer", lambda: B.argmax_tiebreak(B.weighted_scores(P_last, W_last, a.exponent), keys)[0]),
         ("pipeline (all three)", pipeline),
     ]
     print(f"{'stage':<22} {'best ms':>10} {'median ms':>10} {'updates/s (best)':>18} {'updates/s (median)':>19}")

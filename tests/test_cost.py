@@ -19,6 +19,7 @@ from acemad_utils.agents.prices import PRICES, usd
 from acemad_utils.agents.sim import make_items
 from acemad_utils.cost import estimate as C
 from acemad_utils.cost import items as CI
+from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.data.transcripts import read_jsonl
@@ -316,8 +317,8 @@ def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     est = C.estimate_profile("paper", per_benchmark=1)
     [t6] = [r for r in est.rows if r.notebook == "07_other_models" and r.model == "gpt-4o-mini"]
-    outside = sum(CI.FULL_SIZES[b] - CI.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
-    assert t6.questions == 2 * (CI.FULL_SIZES["arc_challenge"] + CI.FULL_SIZES["logiqa"])
+    outside = sum(D.FULL_SIZES[b] - CI.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
+    assert t6.questions == 2 * (D.FULL_SIZES["arc_challenge"] + D.FULL_SIZES["logiqa"])
     # Decentralized MAD and AceMAD (T=3, N=5, two calls per agent and round; different rosters share nothing)
     assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
 

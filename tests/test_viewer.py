@@ -126,7 +126,7 @@ def test_not_a_record_is_a_clear_error():
 
 def test_source_label_synthetic_or_model_name():
     rec = record()
-    assert V.source_of(rec) == V.SYNTHETIC
+    assert V.source_of(rec) == V.SYNTHETIC_LABEL
     assert (
         V.source_of(
             rec,
@@ -207,7 +207,7 @@ def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_roo
     assert len(records) == 6 * 4
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "http://" not in page and "https://" not in page
-    assert V.SYNTHETIC in page
+    assert V.SYNTHETIC_LABEL in page
     assert [is_ok for is_ok in data["ok"]] == [V.is_correct(v) for v in data["views"]]
 
 

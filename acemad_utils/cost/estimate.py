@@ -54,8 +54,9 @@ from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
-from acemad_utils.cost.items import BENCHMARKS, item_counts, sample_items
+from acemad_utils.cost.items import item_counts, sample_items
 from acemad_utils.cost.prefix import prefix_shares
+from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import notebook_params
 from acemad_utils.protocol.debate import run_question

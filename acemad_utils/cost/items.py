@@ -16,21 +16,11 @@ from acemad_utils.data.paths import smoke
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.setup import SMOKE, SYNTHETIC_K
 
-BENCHMARKS = ("truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro")
 #: Challenging-subset sizes inferred from the paper's Table 2 (every printed accuracy is k/n with this n).
 PAPER_SUBSETS = {"truthfulqa": 223, "arc_challenge": 108, "bbh": 290, "logiqa": 320, "medqa": 310, "mmlu_pro": 654}
-#: Full test sets (the subset construction runs on all of them): data.PUBLISHED_SIZES.
-FULL_SIZES = {
-    "truthfulqa": 817,
-    "arc_challenge": 1172,
-    "logiqa": 651,
-    "medqa": 1273,
-    "mmlu_pro": 1101,
-    "bbh": sum(v for k, v in D.PUBLISHED_SIZES.items() if k.startswith("bbh/")),
-}
 #: Share of input items the paper's subsets kept, for item counts capped by N_ITEMS (and for other sources).
-KEPT_SHARE = {b: PAPER_SUBSETS[b] / FULL_SIZES[b] for b in BENCHMARKS}
-OVERALL_SHARE = sum(PAPER_SUBSETS.values()) / sum(FULL_SIZES.values())
+KEPT_SHARE = {b: PAPER_SUBSETS[b] / D.FULL_SIZES[b] for b in D.BENCHMARKS}
+OVERALL_SHARE = sum(PAPER_SUBSETS.values()) / sum(D.FULL_SIZES.values())
 
 
 def _subset_on_disk(b: str, P: dict) -> Optional[int]:
@@ -58,13 +48,13 @@ def item_counts(b: str, P: dict) -> tuple[int, int, str]:
     elif source == "synthetic":
         full = n_items or 600
     else:
-        full = FULL_SIZES.get(b, 0) if n_items is None else min(FULL_SIZES.get(b, n_items), n_items)
+        full = D.FULL_SIZES.get(b, 0) if n_items is None else min(D.FULL_SIZES.get(b, n_items), n_items)
     if smoke():
         full = min(full, SMOKE[backend][0])
     disk = _subset_on_disk(b, P) if source == "benchmarks" else None
     if disk is not None:
         sub, why = min(disk, full), "built subset"
-    elif source == "benchmarks" and full == FULL_SIZES.get(b):
+    elif source == "benchmarks" and full == D.FULL_SIZES.get(b):
         sub, why = PAPER_SUBSETS[b], "paper Table 2"
     else:
         sub, why = int(round(full * KEPT_SHARE.get(b, OVERALL_SHARE))), "paper's kept share"
@@ -105,7 +95,3 @@ def sample_items(
         else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)"
     )
     return out, src
-
-
-def header_chars(q) -> int:
-    return len(q.question) + len(q.options_str())

@@ -60,6 +60,11 @@ PUBLISHED_SIZES = {
     "mmlu_pro": 1101,
     **{f"bbh/{t}": 187 if t == "causal_judgement" else 250 for t in BBH_TASKS},
 }
+#: Full test sets per benchmark (BBH: its tasks together); the subset construction runs on all of them.
+FULL_SIZES = {
+    **{b: n for b, n in PUBLISHED_SIZES.items() if not b.startswith("bbh/")},
+    "bbh": sum(n for b, n in PUBLISHED_SIZES.items() if b.startswith("bbh/")),
+}
 
 NO_DATA_HELP = (
     f"no benchmark data available: set {ENV_VAR} (or pass data_dir) to a directory in the layout described in "

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.experiments.subsets import model_slug, subset_config
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 
-ALL_BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
+ALL_BENCHMARKS = list(BENCHMARKS)  # data.benchmarks' order, the paper's
 BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")  # Table 2's baselines
 VOTING_VS_MAD = ("majority", "decentralized", "centralized", "sparse")  # Table 1 and Figure 2
 MAD_METHODS = ("decentralized", "centralized", "sparse")

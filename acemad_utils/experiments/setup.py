@@ -38,7 +38,7 @@ from typing import Optional
 
 from acemad_utils.agents.llm_agent import LLMPopulation  # LLM stack only when asked for
 from acemad_utils.agents.local_server import default_gguf, serve
-from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, smoke
 from acemad_utils.data.transcripts import load_run
@@ -158,7 +158,7 @@ class Setup:
         self._stack.close()
 
     def describe(self) -> str:
-        who = "SYNTHETIC population (no LLM)" if self.synthetic else f"model {self.model} ({self.backend})"
+        who = SYNTHETIC_LABEL if self.synthetic else f"model {self.model} ({self.backend})"
         if self.synthetic and self.model != subsets.SYNTHETIC_SLUG:
             who += f", stand-in {self.model}"
         where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""

@@ -24,7 +24,7 @@ Conventions (defined here once, documented in the README):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import numpy as np
@@ -77,16 +77,6 @@ def _as_float(v) -> float:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
-
-
-def pad(rows: Iterable[np.ndarray], width: Optional[int] = None) -> np.ndarray:
-    """Stack ragged belief vectors (…, K_i) into one array padded with zeros to `width` options."""
-    rows = [np.asarray(r, dtype=float) for r in rows]
-    width = width or max(r.shape[-1] for r in rows)
-    out = np.zeros((len(rows),) + rows[0].shape[:-1] + (width,))
-    for i, r in enumerate(rows):
-        out[i, ..., : r.shape[-1]] = r
-    return out
 
 
 # ----------------------------------------------------------------------------- scores
@@ -180,17 +170,6 @@ def mwu_weights(S, eta: float = 2.0) -> np.ndarray:
     return w / w.sum(axis=-1, keepdims=True)
 
 
-def mwu_step(w, s, eta: float = 2.0) -> np.ndarray:
-    """One update of Algorithm 1: w * exp(eta * s), normalized over agents (last axis)."""
-    if eta < 0:
-        raise ValueError(f"eta must be >= 0, got {eta}")
-    w = np.asarray(w, dtype=float)
-    logw = np.log(np.maximum(w, np.finfo(float).tiny)) + eta * np.asarray(s, dtype=float)
-    logw = logw - logw.max(axis=-1, keepdims=True)
-    out = np.exp(logw)
-    return out / out.sum(axis=-1, keepdims=True)
-
-
 # ----------------------------------------------------------------------------- aggregators
 def tiebreak_keys(seed: int, ids: Sequence[str], k: int) -> np.ndarray:
     """Deterministic tie-break keys in [0, 1), shape (len(ids), k), from (seed, question id).
@@ -228,11 +207,6 @@ def weighted_scores(P, w, exponent: float = 2.0) -> np.ndarray:
         raise ValueError(f"weight_exponent must be >= 0, got {exponent}")
     w = np.asarray(w, dtype=float) ** exponent
     return np.einsum("...n,...nk->...k", w, np.asarray(P, dtype=float))
-
-
-def weighted_answer(P, w, exponent: float = 2.0, keys=None) -> np.ndarray:
-    """argmax_y sum_i w_i^exponent p_i(y)."""
-    return argmax_tiebreak(weighted_scores(P, w, exponent), keys)[0]
 
 
 # ----------------------------------------------------------------------------- AceMAD's decision

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
 
 
@@ -25,7 +26,7 @@ def source_label(synthetic: bool, model: str) -> str:
     stand_in = "synthetic-population-"
     if synthetic and model.startswith(stand_in):
         return f"SYNTHETIC stand-in for {model[len(stand_in) :]} (no LLM)"
-    return "SYNTHETIC population (no LLM)" if synthetic else f"model: {model}"
+    return SYNTHETIC_LABEL if synthetic else f"model: {model}"
 
 
 def _panels(n: int, width: float = 3.2, height: float = 2.8):

@@ -17,9 +17,7 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.protocol.config import NAIVE_AGENT
-from acemad_utils.report.tables import bench_label
-
-AVERAGE = "Average"
+from acemad_utils.report.tables import AVERAGE, bench_label
 
 
 def _avg(long: pd.DataFrame) -> pd.DataFrame:
@@ -46,24 +44,6 @@ def caveat(source: str) -> str:
             "paper's assumptions hold, not what any LLM does."
         )
     return f"These numbers come from {source}; with intervals this wide, read them as evidence about this model only."
-
-
-def ranking(long: pd.DataFrame, source: str, methods: Optional[Sequence[str]] = None) -> str:
-    """'X leads with a% [lo, hi]; then Y b%, ...' over the Average column, with a note where intervals overlap."""
-    avg = _avg(long)
-    if methods is not None:
-        avg = avg.loc[[m for m in methods if m in avg.index]]
-    if avg.empty:
-        return f"No method produced a result here. {caveat(source)}"
-    order = avg.sort_values("accuracy", ascending=False)
-    top, rest = order.iloc[0], order.iloc[1:]
-    text = f"On average over the benchmarks (n = {_n(long)} questions per method), {top.name} leads with {_cell(top)}"
-    if len(rest):
-        text += "; then " + ", ".join(f"{m} {r.accuracy:.1f}%" for m, r in rest.iterrows())
-        second = rest.iloc[0]
-        if second.ci_hi >= top.ci_lo:
-            text += f". The intervals of {top.name} and {second.name} overlap, so their order is not established here"
-    return text + ". " + caveat(source)
 
 
 def versus(long: pd.DataFrame, tests: pd.DataFrame, target: str, source: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.paths import outputs
 
 
@@ -34,7 +35,7 @@ def save_table(
     """
     d = outputs("tables")
     df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
-    label = "SYNTHETIC population (no LLM)" if synthetic else (source or "real model")
+    label = SYNTHETIC_LABEL if synthetic else (source or "real model")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
         (df if display is None else display).to_markdown(index=False, floatfmt=floatfmt),

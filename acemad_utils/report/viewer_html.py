@@ -14,7 +14,8 @@ import html
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Optional
 
-from acemad_utils.report.viewer_model import SYNTHETIC, view
+from acemad_utils.agents.sim import SYNTHETIC_LABEL
+from acemad_utils.report.viewer_model import view
 
 LEGEND = (
     "Bars: an agent's belief p and its prediction q of its peers' beliefs over the options; green = the "
@@ -120,7 +121,7 @@ def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
 
 
 def _head_html(v: dict) -> str:
-    syn = " ad-syn" if v["source"] == SYNTHETIC else ""
+    syn = " ad-syn" if v["source"] == SYNTHETIC_LABEL else ""
     c = v["correct"]
     if isinstance(c, float) and not isinstance(c, bool):
         outcome = f"runs correct: <b>{c:.0%}</b>"

@@ -16,21 +16,20 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.protocol import beliefs as B
-
-SYNTHETIC = "SYNTHETIC population (no LLM)"
 
 
 # ----------------------------------------------------------------------------- the view model
 def source_of(record: dict, meta: Optional[dict] = None) -> str:
-    """Where the record comes from: SYNTHETIC for the simulated population, else the model's name."""
+    """Where the record comes from: SYNTHETIC_LABEL for the simulated population, else the model's name."""
     if meta is not None:
         pop = meta.get("population") or {}
         if pop.get("synthetic", meta.get("synthetic")):
-            return SYNTHETIC
+            return SYNTHETIC_LABEL
         return f"model: {meta.get('model') or pop.get('model') or 'unknown'}"
     if record.get("synthetic"):
-        return SYNTHETIC
+        return SYNTHETIC_LABEL
     models = {e.get("model") for r in record.get("rounds") or [record.get("runs") or []] for e in r} - {None}
     return f"model: {', '.join(sorted(models))}" if models else "model: (not recorded; pass the run's meta)"
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.paths import atomic_write, outputs
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.report.viewer_html import CSS, LEGEND, esc
-from acemad_utils.report.viewer_model import SYNTHETIC, is_correct, view
+from acemad_utils.report.viewer_model import is_correct, view
 
 _JS = r"""
 (function(){
@@ -153,13 +154,13 @@ def write_run_page(experiment: str) -> Path:
     records = sorted(records, key=lambda r: (order.get(r["method"], len(order)), r["question_id"], r.get("repeat", 0)))
     views = [view(r, meta) for r in records]
     source = views[0]["source"]
-    synthetic = source == SYNTHETIC
+    synthetic = source == SYNTHETIC_LABEL
     data = {
         "views": views,
         "ok": [is_correct(v) for v in views],
         "methods": list(dict.fromkeys(v["method"] for v in views)),
         "benchmarks": sorted({v["benchmark"] for v in views}),
-        "synthetic_label": SYNTHETIC,
+        "synthetic_label": SYNTHETIC_LABEL,
         "legend": LEGEND,
     }
     # "</" inside a JSON string would end the <script> element early (an argument may quote HTML).
