@@ -15,8 +15,9 @@ import random
 import numpy as np
 import pytest
 
-from acemad_utils.agents.client import GarbledResponse, LLMClient
+from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.request import GarbledResponse
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts

@@ -22,7 +22,8 @@ import traceback
 import nbformat
 import pytest
 
-from acemad_utils.agents.client import LLMClient, redact
+from acemad_utils.agents.client import LLMClient
+from acemad_utils.agents.redact import redact
 from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup

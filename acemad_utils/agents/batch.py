@@ -52,7 +52,6 @@ from acemad_utils.agents.batch_store import (
     import_output,
     mark_batch,
     open_batches,
-    parse_output_line,  # noqa: F401 (re-exported)
     record_batch,
     request_line,
 )

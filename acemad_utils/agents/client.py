@@ -15,7 +15,7 @@ imports from here still is here:
     llm_request.py  one request: its body per structured-output mode, the check of the reply (GarbledResponse)
     llm_retry.py    the retry policy (tenacity, Retry-After) and the json_schema -> json_object -> text fallback
     llm_usage.py    Completion, usage and cost accounting, the MAX_USD hold on a paid call
-    llm_redact.py   keys kept out of text, exceptions and URLs (redact, scrub, safe_url)
+    redact.py       keys kept out of text, exceptions and URLs (redact, scrub, safe_url)
 
 Structured output (`schema=` a JSON schema) is asked for in the best way the endpoint supports. The mode is
 detected once per client and remembered; `structured=` fixes it instead. A BoundedSemaphore shared by all
@@ -44,10 +44,10 @@ import openai
 
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub  # noqa: F401 (redact, safe_url re-exported)
-from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send  # noqa: F401
+from acemad_utils.agents.redact import remember_secret, safe_url, scrub
+from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send
 from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
-from acemad_utils.agents.usage import Accounting, Completion, usage_tokens  # noqa: F401 (usage_tokens re-exported)
+from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 
 DEFAULT_MODEL = "gpt-4o-mini"
 LOCAL_DUMMY_KEY = "sk-no-key-required"

@@ -53,8 +53,8 @@ from typing import Optional
 
 import pandas as pd
 
-from acemad_utils.agents.client import redact
 from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P

@@ -30,7 +30,7 @@ import papermill as pm
 import yaml
 
 from acemad_utils.agents.budget import parse_max_usd
-from acemad_utils.agents.client import redact  # an endpoint's error text can echo a key
+from acemad_utils.agents.redact import redact  # an endpoint's error text can echo a key
 from acemad_utils.cost.estimate import estimate_profile, format_estimate
 from acemad_utils.data.paths import outputs
 from acemad_utils.experiments.profiles import hint, load_profile, notebooks, params_for, run_env
