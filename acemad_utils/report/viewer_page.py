@@ -22,42 +22,53 @@ from acemad_utils.report.viewer_model import is_correct, view
 _JS = r"""
 (function(){
 const D = JSON.parse(document.getElementById('acemad-data').textContent);
-const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#x27;'}[c]));
+const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g,
+  c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#x27;'}[c]));
 const mark = (l, a) => l == null ? '<span class="ad-bad">none</span>' :
   '<span class="' + (l === a ? 'ad-ok' : 'ad-bad') + '">' + esc(l) + (l === a ? ' ✓' : ' ✗') + '</span>';
 function bars(d, labels, a, title){
   const bw = 11, gap = 3, h = 28;
-  let s = '<svg width="' + labels.length * (bw + gap) + '" height="' + (h + 11) + '" role="img" aria-label="' + esc(title) + '">';
+  let s = '<svg width="' + labels.length * (bw + gap) + '" height="' + (h + 11) + '" role="img" aria-label="' +
+    esc(title) + '">';
   labels.forEach((lab, k) => {
     const bh = Math.max(1, d[k] * h), x = k * (bw + gap);
-    s += '<rect x="' + x + '" y="' + (h - bh).toFixed(1) + '" width="' + bw + '" height="' + bh.toFixed(1) + '" fill="' +
-      (lab === a ? '#2da44e' : '#8c959f') + '"><title>' + esc(title) + ' ' + esc(lab) + ': ' + d[k].toFixed(2) + '</title></rect>' +
-      '<text x="' + (x + bw / 2) + '" y="' + (h + 10) + '" font-size="9" text-anchor="middle"' + (lab === a ? ' font-weight="bold"' : '') + '>' + esc(lab) + '</text>';
+    s += '<rect x="' + x + '" y="' + (h - bh).toFixed(1) + '" width="' + bw + '" height="' + bh.toFixed(1) +
+      '" fill="' + (lab === a ? '#2da44e' : '#8c959f') + '"><title>' + esc(title) + ' ' + esc(lab) + ': ' +
+      d[k].toFixed(2) + '</title></rect>' +
+      '<text x="' + (x + bw / 2) + '" y="' + (h + 10) + '" font-size="9" text-anchor="middle"' +
+      (lab === a ? ' font-weight="bold"' : '') + '>' + esc(lab) + '</text>';
   });
   return s + '</svg>';
 }
 function cell(c, v, cls, t){
   let b = '<figure>' + bars(c.p, v.labels, v.answer, 'p') + '<figcaption>p: belief</figcaption></figure>';
   if (c.q) b += '<figure>' + bars(c.q, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
-  const sw = c.score == null ? '' : '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
+  const sw = c.score == null ? '' :
+    '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
     '<span class="ad-w" style="width:' + Math.max(1, Math.round(c.weight * 60)) + 'px"></span></div>';
   const text = c.msg.length <= 60 ? '<div class="ad-short">' + (esc(c.msg) || '(no argument)') + '</div>' :
-    '<details><summary>' + esc(c.msg.slice(0, 57)) + '…</summary><div class="ad-msg">' + esc(c.msg) + '</div></details>';
+    '<details><summary>' + esc(c.msg.slice(0, 57)) + '…</summary><div class="ad-msg">' + esc(c.msg) +
+    '</div></details>';
   return '<td class="' + cls + (c.pf ? ' ad-pf' : '') + '" data-round="' + t + '" data-agent="' + esc(c.agent) + '">' +
     '<div class="ad-who">' + esc(c.who) + '</div>' +
-    (c.pf ? '<span class="ad-badge">parse failure</span>' : '<span class="ad-stance">' + mark(c.stance, v.answer) + '</span>') +
+    (c.pf ? '<span class="ad-badge">parse failure</span>'
+          : '<span class="ad-stance">' + mark(c.stance, v.answer) + '</span>') +
     '<div class="ad-bars">' + b + '</div>' + sw +
     text + '</td>';
 }
 function debate(v){
   const n = v.rounds.length ? v.rounds[0].cells.length : 0;
   const c = v.correct;
-  const outcome = (typeof c === 'number') ? 'runs correct: <b>' + Math.round(c * 100) + '%</b>' : 'final answer ' + mark(v.final, v.answer);
-  let s = '<div class="acemad-debate" data-agents="' + n + '" data-rounds="' + v.rounds.length + '" data-method="' + esc(v.method) +
-    '" data-question="' + esc(v.qid) + '"><div class="ad-head"><span class="ad-src' + (v.source === D.synthetic_label ? ' ad-syn' : '') + '">' +
-    esc(v.source) + '</span> <b>' + esc(v.method) + '</b> · ' + esc(v.qid) + ' (' + esc(v.benchmark) + ', repeat ' + esc(v.repeat) +
+  const outcome = (typeof c === 'number') ? 'runs correct: <b>' + Math.round(c * 100) + '%</b>'
+                                            : 'final answer ' + mark(v.final, v.answer);
+  let s = '<div class="acemad-debate" data-agents="' + n + '" data-rounds="' + v.rounds.length +
+    '" data-method="' + esc(v.method) + '" data-question="' + esc(v.qid) + '">' +
+    '<div class="ad-head"><span class="ad-src' + (v.source === D.synthetic_label ? ' ad-syn' : '') + '">' +
+    esc(v.source) + '</span> <b>' + esc(v.method) + '</b> · ' + esc(v.qid) + ' (' + esc(v.benchmark) +
+    ', repeat ' + esc(v.repeat) +
     ') · correct answer <span class="ad-ok acemad-answer">' + esc(v.answer) + '</span> · ' + outcome + '</div>';
-  if (v.status !== 'ok') return s + '<div class="ad-err">status ' + esc(v.status) + ': ' + esc(v.error) + '</div></div>';
+  if (v.status !== 'ok')
+    return s + '<div class="ad-err">status ' + esc(v.status) + ': ' + esc(v.error) + '</div></div>';
   const run = v.unit === 'run', mod = v.rounds.some(r => r.moderator);
   let head = '';
   for (let i = 0; i < n; i++) head += '<th>' + v.unit + ' ' + (i + 1) + '</th>';
@@ -75,7 +86,8 @@ function debate(v){
 }
 const methodSel = document.getElementById('f-method'), outSel = document.getElementById('f-outcome'),
       benchSel = document.getElementById('f-bench'), q = document.getElementById('f-q'),
-      list = document.getElementById('list'), count = document.getElementById('count'), pane = document.getElementById('debate');
+      list = document.getElementById('list'), count = document.getElementById('count'),
+      pane = document.getElementById('debate');
 D.methods.forEach(m => methodSel.add(new Option(m, m)));
 D.benchmarks.forEach(b => benchSel.add(new Option(b, b)));
 function open(i){
@@ -93,7 +105,9 @@ function render(){
     if (s && v.qid.toLowerCase().indexOf(s) < 0) return;
     k++;
     rows.push('<tr class="q-row" data-i="' + i + '"><td>' + esc(v.qid) + '</td><td>' + esc(v.method) + '</td><td>' +
-      (v.status !== 'ok' ? '<span class="ad-bad">' + esc(v.status) + '</span>' : (D.ok[i] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) + '</td></tr>');
+      (v.status !== 'ok' ? '<span class="ad-bad">' + esc(v.status) + '</span>'
+                         : (D.ok[i] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) +
+      '</td></tr>');
   });
   list.innerHTML = '<table><tr><th>question</th><th>method</th><th>right?</th></tr>' + rows.join('') + '</table>';
   count.textContent = k + ' of ' + D.views.length + ' records';
@@ -114,7 +128,8 @@ background:{banner_bg};border:1px solid {banner_border}}}
 .filters{{margin:8px 0}} .filters label{{margin-right:10px}}
 .wrap{{display:flex;gap:12px;align-items:flex-start}}
 #list{{flex:0 0 430px;max-height:85vh;overflow:auto;border:1px solid #d0d7de}}
-#list table{{border-collapse:collapse;width:100%}} #list td,#list th{{padding:2px 6px;border-bottom:1px solid #eaeef2;text-align:left;font-size:12px}}
+#list table{{border-collapse:collapse;width:100%}}
+#list td,#list th{{padding:2px 6px;border-bottom:1px solid #eaeef2;text-align:left;font-size:12px}}
 #list tr.q-row{{cursor:pointer}} #list tr.q-row:hover{{background:#f3f6fa}} #list tr.sel{{background:#ddf4ff}}
 #debate{{flex:1;overflow:auto}}
 </style></head><body>
@@ -127,7 +142,8 @@ background:{banner_bg};border:1px solid {banner_border}}}
 <option value="wrong">wrong</option></select></label>
 <label>question <input id="f-q" placeholder="id contains…" size="18"></label>
 <span id="count"></span></div>
-<div class="wrap"><div id="list"></div><div id="debate"><p>Click a question on the left to open its debate.</p></div></div>
+<div class="wrap"><div id="list"></div>
+<div id="debate"><p>Click a question on the left to open its debate.</p></div></div>
 <script type="application/json" id="acemad-data">{data}</script>
 <script>{js}</script>
 </body></html>
