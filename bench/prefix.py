@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     ((agent, calls),) = list(by_agent.items())[:1]
     print(f"  one agent ({agent}): where each prompt first differs from the previous one of that agent")
     for (rnd, kind, text), (_, _, prev) in zip(calls[1:], calls[:-1]):
-        i = CP._lcp(text, prev)
+        i = CP.common_prefix_len(text, prev)
         print(f"    {rnd} {kind:<7} {len(text):>6} chars, first difference at char {i:>6}: {text[i : i + 50]!r}")
     return 0
 

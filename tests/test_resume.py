@@ -94,7 +94,7 @@ def scope_of_seed() -> dict:
             for t in range(1, W.ROUNDS + 1):
                 for kind in ("argue", "commit", "repair"):
                     scope = f"{q.id}|agent={i}|round={t}|repeat=0|role=debater|{kind}"
-                    seed = agent._config(scope, None).seed
+                    seed = agent.call_config(scope, None).seed
                     assert seed not in out
                     out[seed] = scope
     return out

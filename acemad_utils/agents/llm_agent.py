@@ -59,7 +59,7 @@ class LLMAgent(Agent):
     def _system(self) -> dict:
         return {"role": "system", "content": PERSONAS[self.spec.persona]}
 
-    def _config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
+    def call_config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
         # A per-call seed derived from the run seed and the scope: reproducible, yet agents with identical
         # prompts still draw different samples.
         seed = None
@@ -70,7 +70,7 @@ class LLMAgent(Agent):
     def _gen(self, messages, kind: str, turn: Turn, max_tokens, *, schema=None):
         scope = f"{turn.scope}|{kind}"
         return self.client.generate(
-            messages, self._config(scope, max_tokens), schema=schema, scope=scope, model=self.spec.model
+            messages, self.call_config(scope, max_tokens), schema=schema, scope=scope, model=self.spec.model
         )
 
     def argue(self, turn: Turn) -> tuple[str, dict]:

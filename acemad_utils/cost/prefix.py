@@ -16,7 +16,7 @@ def _serialized(messages) -> str:
     return "".join(f"\x1e{m.get('role')}\x1f{m.get('content') or ''}" for m in messages)
 
 
-def _lcp(a: str, b: str) -> int:
+def common_prefix_len(a: str, b: str) -> int:
     """Length of the longest common prefix (binary search on slice equality: C-speed comparisons)."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
@@ -55,7 +55,7 @@ def prefix_shares(log: Sequence[tuple]) -> dict:
 
     def best(sorted_list: list, s: str) -> int:
         i = bisect.bisect_left(sorted_list, s)
-        return max([_lcp(s, sorted_list[j]) for j in (i - 1, i) if 0 <= j < len(sorted_list)] or [0])
+        return max([common_prefix_len(s, sorted_list[j]) for j in (i - 1, i) if 0 <= j < len(sorted_list)] or [0])
 
     for scope, model, messages, pt in log:
         s = _serialized(messages)
