@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils.agents.llm_agent import LLMPopulation  # LLM stack only when asked for
+from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import default_gguf, serve
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
