@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
+from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments.runner import read_jsonl, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
@@ -243,15 +244,17 @@ def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
     (tmp_path / "runs" / "exp").mkdir(parents=True)
     cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority")]
     d = run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
-    full = (d / "transcripts.jsonl").read_bytes()
-    # Simulate a crash: keep 17 records and a torn half line, then resume.
+    assert not (d / "transcripts.jsonl").exists()  # a completed run: one compressed file, canonical order
+    full = transcript_bytes(d / "transcripts.jsonl.gz")
+    # Simulate a crash before the run completed: 17 records appended and a torn half line, nothing compressed.
     lines = full.split(b"\n")
+    (d / "transcripts.jsonl.gz").unlink()
     (d / "transcripts.jsonl").write_bytes(b"\n".join(lines[:17]) + b"\n" + lines[17][:40])
     with pytest.warns(UserWarning, match="torn"):
         read_jsonl(d / "transcripts.jsonl")
     with pytest.warns(UserWarning, match="torn"):
         run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
-    assert (d / "transcripts.jsonl").read_bytes() == full
+    assert transcript_bytes(d / "transcripts.jsonl") == full and not (d / "transcripts.jsonl").exists()
     meta = json.loads((d / "meta.json").read_text())
     assert (
         meta["synthetic"] is True

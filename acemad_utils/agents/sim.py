@@ -83,11 +83,12 @@ class SimParams:
             if getattr(self, name) <= 0:
                 raise ValueError(f"SimParams: {name} must be > 0")
 
+    # min/max, not np.clip: the same value, without numpy's per-call overhead on a scalar (called per agent)
     def confidence(self, tau: float) -> float:
-        return float(np.clip(self.confidence_base - self.confidence_per_temp * tau, 0.3, 0.99))
+        return float(min(max(self.confidence_base - self.confidence_per_temp * tau, 0.3), 0.99))
 
     def explore(self, tau: float) -> float:
-        return float(np.clip(self.explore_base + self.explore_per_temp * tau, 0.0, 1.0))
+        return float(min(max(self.explore_base + self.explore_per_temp * tau, 0.0), 1.0))
 
     def concentration(self, tau: float) -> float:
         return self.commit_concentration / max(tau, 0.05)
@@ -172,15 +173,18 @@ class SimAgent(Agent):
         repeat: int,
         role: str = "debater",
         peer_items: Optional[Sequence[Item]] = None,
+        peer_beliefs: Optional[Sequence[np.ndarray]] = None,
     ):
         self.spec, self.q, self.index, self.item, self.params, self.role = spec, q, index, item, params, role
         self.rng = _rng("agent", seed, q.id, index, repeat, role)
         k = len(q.options)
         top = int(self.rng.choice(k, p=_top_probs(item, spec, params)))
         self.belief = _belief_on(top, k, params.confidence(spec.temperature))
-        peer_items = peer_items or [item] * len(peer_specs)
-        others = [(it, s) for j, (it, s) in enumerate(zip(peer_items, peer_specs)) if j != index] or [(item, spec)]
-        self.expected_peers = np.mean([expected_belief(it, s, params) for it, s in others], axis=0)
+        if peer_beliefs is None:  # expected_belief of every agent of the debate (the population computes it once)
+            peer_items = peer_items or [item] * len(peer_specs)
+            peer_beliefs = [expected_belief(it, s, params) for it, s in zip(peer_items, peer_specs)]
+        others = [b for j, b in enumerate(peer_beliefs) if j != index] or [expected_belief(item, spec, params)]
+        self.expected_peers = np.mean(others, axis=0)
         if role == "moderator":
             self.alpha = params.moderator_susceptibility
         elif spec.persona == "Skeptic":
@@ -234,8 +238,9 @@ class SimPopulation(Population):
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
+        beliefs = [expected_belief(it, s, self.params) for it, s in zip(items, specs)]
         return [
-            SimAgent(question, s, i, items[i], specs, self.params, self.seed, repeat, peer_items=items)
+            SimAgent(question, s, i, items[i], specs, self.params, self.seed, repeat, peer_beliefs=beliefs)
             for i, s in enumerate(specs)
         ]
 
@@ -272,7 +277,7 @@ def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") 
                 id=f"{benchmark}/{seed}/{i:05d}",
                 benchmark=benchmark,
                 question=f"Synthetic item {i} (a misconception with one tempting distractor).",
-                options={l: f"option {l}" for l in labels},
+                options={lab: f"option {lab}" for lab in labels},
                 answer=ans,
                 metadata={"synthetic": True},
             )

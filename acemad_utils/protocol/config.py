@@ -25,6 +25,7 @@ Bad values stop here, before any agent is built, with a message naming the value
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -210,7 +211,7 @@ class DebateConfig:
         d.pop("name")
         return d
 
-    @property
+    @functools.cached_property  # asked for every record: computed once per config (frozen: it never changes)
     def hash(self) -> str:
         """Stable 12-hex id of every field that changes results (the display name does not)."""
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
