@@ -1,7 +1,8 @@
 """Where the default profile's time goes: cProfile over what notebooks 06_scaling and 00_theory do.
 
     python bench/profile_notebooks.py             # 06 (N_MAX 200) and 00 (400 items), default parameters
-    python bench/profile_notebooks.py --quick     # 60 items / 20 questions per benchmark
+    python bench/profile_notebooks.py --quick     # 60 items / 20 questions per benchmark (no subsets saved yet)
+    python bench/profile_notebooks.py --part 06   # one of them
     python bench/profile_notebooks.py --top 40    # more rows
 
 Runs the notebooks' package calls in process (no kernel, no papermill), the same calls with the default
@@ -50,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--part", choices=("06", "00", "both"), default="both", help="which notebook to profile")
     args = ap.parse_args()
     n_items, n_max, theory_items = (60, 20, 60) if args.quick else (600, 200, 400)
     tmp = Path(tempfile.mkdtemp(prefix="acemad-prof-"))
@@ -61,7 +63,8 @@ def main() -> None:
     for b in S.benchmarks:  # notebook 01's work, not profiled
         S.subset(b, n_max)
     X = R.scaling([1, 2, 3, 5, 7, 10, 12, 15], 0)
-    _profiled("06_scaling: S.run(scaling)", lambda: S.run(X.name, X.configs, n_max), args.top)
+    if args.part != "00":
+        _profiled("06_scaling: S.run(scaling)", lambda: S.run(X.name, X.configs, n_max), args.top)
 
     def theory_nb():
         theory.run_all(n_items=theory_items, seed=0, rounds=6, progress=False)
@@ -70,7 +73,8 @@ def main() -> None:
         theory.submartingale()
         theory.phase_table()
 
-    _profiled("00_theory: run_all + tables", theory_nb, args.top)
+    if args.part != "06":
+        _profiled("00_theory: run_all + tables", theory_nb, args.top)
 
 
 if __name__ == "__main__":

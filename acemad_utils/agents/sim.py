@@ -38,6 +38,7 @@ Arguments are short template sentences that state the stance.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -113,9 +114,14 @@ def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] 
     """The item's trap and trap propensity. Agents of the same model share them (correlated errors);
     an agent whose AgentSpec names another model gets its own draw: different LLMs hold different
     misconceptions (Table 3, "different LLMs")."""
-    rng = _rng("item", seed, q.id) if model is None else _rng("item", seed, q.id, "model", model)
-    k = len(q.options)
-    truth = q.answer_index
+    return _item_latent(q.id, len(q.options), q.answer_index, params, seed, model)
+
+
+# Every agent of every method on a question asks for the same few items (one per model): a pure function of
+# its arguments, so kept instead of redrawn (a seeded generator costs more than the rest of an agent's turn).
+@functools.lru_cache(maxsize=65536)
+def _item_latent(qid: str, k: int, truth: int, params: SimParams, seed: int, model: Optional[str]) -> Item:
+    rng = _rng("item", seed, qid) if model is None else _rng("item", seed, qid, "model", model)
     wrong = [i for i in range(k) if i != truth]
     trap = int(wrong[rng.integers(len(wrong))])
     a = params.trap_mean * params.trap_concentration
@@ -135,6 +141,14 @@ def _top_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
     probs[item.truth] = 1.0 - p_trap
     e = params.explore(spec.temperature)
     return (1 - e) * probs + e / item.k
+
+
+def _draw(rng: np.random.Generator, p: np.ndarray) -> int:
+    """rng.choice(len(p), p=p), the same draw from the same one uniform, without choice()'s checks (p is ours:
+    finite, non-negative, sums to 1): the inverse of the normalised cumulative distribution."""
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    return int(np.searchsorted(cdf, rng.random(), side="right"))
 
 
 def _belief_on(top: int, k: int, conf: float) -> np.ndarray:
@@ -178,7 +192,7 @@ class SimAgent(Agent):
         self.spec, self.q, self.index, self.item, self.params, self.role = spec, q, index, item, params, role
         self.rng = _rng("agent", seed, q.id, index, repeat, role)
         k = len(q.options)
-        top = int(self.rng.choice(k, p=_top_probs(item, spec, params)))
+        top = _draw(self.rng, _top_probs(item, spec, params))
         self.belief = _belief_on(top, k, params.confidence(spec.temperature))
         if peer_beliefs is None:  # expected_belief of every agent of the debate (the population computes it once)
             peer_items = peer_items or [item] * len(peer_specs)

@@ -131,14 +131,12 @@ def stored(x) -> list:
     """Values rounded to STORED_DIGITS significant digits (vectorized), as a JSON-able list of floats.
     An exact tie stays an exact tie; 0 stays 0."""
     a = np.asarray(x, dtype=float)
-    with np.errstate(all="ignore"):  # nan / inf are kept as they are (json writes NaN, Infinity)
-        mag = np.floor(np.log10(np.abs(np.where(a == 0, 1.0, a))))
-        ok = (mag > -280) & (mag < 15)  # beyond: kept whole (the scale would not be an exact power of ten)
-        scale = 10.0 ** np.where(ok, STORED_DIGITS - 1 - mag, 0)
-        # an integer-valued double divided by an exact power of ten is the double nearest the short decimal,
-        # so json writes the short form
-        out = np.where(ok, np.round(a * scale) / scale, a)
-    return out.tolist()
+    mag = np.floor(np.log10(np.abs(np.where(a == 0, 1.0, a))))  # nan, inf: no warning, not ok below
+    ok = (mag > -280) & (mag < 15)  # beyond: kept whole (the scale would not be an exact power of ten)
+    scale = 10.0 ** np.where(ok, STORED_DIGITS - 1 - mag, 0)
+    # an integer-valued double divided by an exact power of ten is the double nearest the short decimal, so
+    # json writes the short form; nan and inf are kept as they are (json writes NaN, Infinity)
+    return np.where(ok, np.round(a * scale) / scale, a).tolist()
 
 
 def _entry(step: Step, agent: int, spec, p: list, q: Optional[list]) -> dict:
