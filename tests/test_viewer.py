@@ -208,6 +208,9 @@ def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_roo
     assert V.SYNTHETIC in page
     assert [row[4] for row in data["rows"]] == [V.is_correct(v) for v in views]
     assert [row[0] for row in data["rows"]] == [v["qid"] for v in views]
+    # what the page unpacks is exactly the views the notebook draws (a q equal to p travels as "p")
+    expected = sorted(json.dumps(V.view(r, meta), sort_keys=True) for r in records)
+    assert sorted(json.dumps(v, sort_keys=True) for v in views) == expected
 
 
 def read_page(page: str) -> tuple[dict, list]:

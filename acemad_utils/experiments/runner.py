@@ -4,7 +4,8 @@
     path = run_experiment("theory_martingale", items, [cfg_a, cfg_b], population)
     meta, records = load_run("theory_martingale")
 
-Layout: outputs/runs/<name>/transcripts.jsonl (one JSON record per question x method x repeat) and
+Layout: outputs/runs/<name>/transcripts.jsonl.gz (one JSON record per question x method x repeat; lines of a
+session that has not completed are appended to transcripts.jsonl beside it, see run_files.py) and
 meta.json (population/model, methods and their parameters, seed, data hash, git commit, and at the end of
 every run_experiment a `summary`, see `summarize`).
 
@@ -13,8 +14,11 @@ Every question ends as a record: status "ok", or status "failed" with its "error
 
 Resumable: a record already on disk (same question, method config hash and repeat, status "ok") is never
 recomputed, so an interrupted run continues where it stopped. How the files are written so that this
-holds (whole lines, torn tails dropped, a canonical rewrite at the end) is runner_files.py; this module is
-the run loop: which questions run, in how many threads, and how a run stops.
+holds (whole lines, torn tails dropped, a canonical compressed file at the end) is run_files.py; this module is
+the run loop: which questions run, in how many threads, and how a run stops. Its steps: `_open_run` (check the
+inputs, write meta.json, read what is saved, list what is left) -> `_run_passes` (`_run_in_order` or
+`_run_in_threads`, each question `_answer`ed and `_save`d; batch passes) -> `_end_complete` or `_end_stopped`;
+the state they share is one `_Run`.
 
 Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
 lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops

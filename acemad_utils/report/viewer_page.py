@@ -59,7 +59,8 @@ function bars(d, labels, a, title){
 }
 function cell(c, v, cls, t){
   let b = '<figure>' + bars(c.p, v.labels, v.answer, 'p') + '<figcaption>p: belief</figcaption></figure>';
-  if (c.q) b += '<figure>' + bars(c.q, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
+  const cq = c.q === 'p' ? c.p : c.q;  // pack_views: a q equal to p is stored as 'p'
+  if (cq) b += '<figure>' + bars(cq, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
   const sw = c.score == null ? '' : '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
     '<span class="ad-w" style="width:' + Math.max(1, Math.round(c.weight * 60)) + 'px"></span></div>';
   const text = c.msg.length <= 60 ? '<div class="ad-short">' + (esc(c.msg) || '(no argument)') + '</div>' :
@@ -172,16 +173,34 @@ def embed_json(data) -> str:
     return text.translate(str.maketrans(_UNSAFE))
 
 
+def _q_as_p(views: list) -> list:
+    """Views whose cells write a q equal to their p as "p" (a false-consensus agent predicts its own belief:
+    half of an AceMAD page's numbers); the page's JS reads it back as p."""
+    out = []
+    for v in views:
+        rounds = []
+        for r in v["rounds"]:
+            cells = [dict(c, q="p") if c["q"] is not None and c["q"] == c["p"] else c for c in r["cells"]]
+            rounds.append(dict(r, cells=cells))
+        out.append(dict(v, rounds=rounds))
+    return out
+
+
 def pack_views(views: list) -> str:
     """A method's views as base64 of zlib-compressed JSON (what the page's DecompressionStream('deflate')
     reads): only [A-Za-z0-9+/=], so nothing in a reply can end its <script> block."""
-    raw = json.dumps(views, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    raw = json.dumps(_q_as_p(views), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
 
 
 def unpack_views(blob: str) -> list:
     """pack_views inverted (what the page does in the browser): for tests and for reading a page back."""
-    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+    views = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+    for v in views:
+        for r in v["rounds"]:
+            for c in r["cells"]:
+                c["q"] = c["p"] if c["q"] == "p" else c["q"]
+    return views
 
 
 def page_path(experiment: str) -> Path:
