@@ -217,15 +217,17 @@ class SimAgent(Agent):
         ]
         if self.role == "moderator":  # the moderator reads the arguments of the current round
             prev = [m.stance for m in turn.history if m.round == turn.round and m.agent != -1 and m.stance is not None]
-        if prev and turn.round > self._last_round:
-            self.belief = (1 - self.alpha) * self.belief + self.alpha * np.mean(prev, axis=0)
+        # np.mean(prev, axis=0), computed once per turn: the same sum and division without np.mean's wrappers
+        seen = np.add.reduce(np.asarray(prev), axis=0) / len(prev) if prev else None
+        if seen is not None and turn.round > self._last_round:
+            self.belief = (1 - self.alpha) * self.belief + self.alpha * seen
         self._last_round = turn.round
         p = self.rng.dirichlet(np.maximum(self.belief * self.params.concentration(self.spec.temperature), 1e-3))
         p = np.maximum(p, 1e-9)
         p = p / p.sum()
         q = None
         if turn.want_peer_prediction:
-            model = np.mean(prev, axis=0) if prev else self.expected_peers
+            model = seen if seen is not None else self.expected_peers
             q = (1 - self.calibration) * p + self.calibration * model
         top = int(np.argmax(p))
         key = "moderator" if self.role == "moderator" else self.spec.persona
