@@ -82,6 +82,31 @@ def _viewer_pages(repo: Path, env: dict, runs: Path) -> list[tuple[str, float, f
     return pages
 
 
+def chromium_load(page: Path) -> str:
+    """Seconds until the page's list is drawn, and until a click on the last row shows its debate, in headless
+    Chromium (/usr/bin/chromium via playwright, as tests/test_browser.py); a note when it is not available."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "(playwright not installed: no load time)"
+    chromium = os.environ.get("ACEMAD_CHROMIUM", "/usr/bin/chromium")
+    if not os.access(chromium, os.X_OK):
+        return f"(no Chromium at {chromium}: no load time)"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--headless"])
+        tab = browser.new_page()
+        t0 = time.perf_counter()
+        tab.goto(page.as_uri(), wait_until="load")
+        tab.wait_for_function("document.getElementById('count').textContent.length > 0", timeout=120_000)
+        loaded = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        tab.locator("#list tr.q-row").last.click()
+        tab.locator("#debate .acemad-debate").wait_for(timeout=120_000)
+        opened = time.perf_counter() - t1
+        browser.close()
+    return f"loads in {loaded:.2f} s in Chromium, opens its last debate in {opened:.2f} s"
+
+
 def measure(repo: Path, env: dict, only: list[str]) -> None:
     runs = repo / "outputs" / ("smoke/runs" if env.get("ACEMAD_SMOKE") else "runs") / "default"
     shutil.rmtree(runs, ignore_errors=True)
@@ -101,6 +126,10 @@ def measure(repo: Path, env: dict, only: list[str]) -> None:
         run, secs, mb = max(pages, key=lambda p: p[2])
         total = sum(p[2] for p in pages)
         print(f"largest viewer page: {run}.html {mb:.1f} MB (built in {secs:.1f} s); all pages {total:.1f} MB")
+        largest = repo / "outputs" / "viewer" / runs.name / f"{run}.html"
+        if env.get("ACEMAD_SMOKE"):
+            largest = repo / "outputs" / "smoke" / "viewer" / runs.name / f"{run}.html"
+        print(f"  {largest.name} {chromium_load(largest)}")
     secs, _ = _reproduce(repo, env, only)
     print(f"rerun with everything on disk ({len(only)} notebook(s), one driver): {secs:.1f} s")
 
