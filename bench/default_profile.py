@@ -11,7 +11,8 @@ the run folders it wrote (outputs/runs/default/...). Then the viewer page of eve
 largest one is reported, and the whole profile is run again with everything on disk (the rerun). Another
 commit (`--ref`) runs in a temporary worktree with this checkout's virtual environment (PYTHONPATH points
 the kernels at the worktree's package); it is removed at the end. Prints figures; asserts nothing about
-time. The machine's load (`uptime`) is printed first and last, because the timings depend on it.
+time. The machine's load (`uptime`) is printed first and last, because wall times depend on it; the CPU
+seconds (of the driver and its kernels) depend on it much less.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -47,6 +49,12 @@ def _mb(path: Path) -> float:
 
 def _sizes(runs: Path) -> dict[str, float]:
     return {d.name: _mb(d) for d in sorted(runs.iterdir()) if d.is_dir()} if runs.exists() else {}
+
+
+def _cpu() -> float:
+    """CPU seconds of the finished children (the driver and, reaped by it, its kernels)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _reproduce(repo: Path, env: dict, only: list[str]) -> tuple[float, str]:
@@ -110,17 +118,22 @@ def chromium_load(page: Path) -> str:
 def measure(repo: Path, env: dict, only: list[str]) -> None:
     runs = repo / "outputs" / ("smoke/runs" if env.get("ACEMAD_SMOKE") else "runs") / "default"
     shutil.rmtree(runs, ignore_errors=True)
-    print(f"{'notebook':<24} {'seconds':>8} {'MB written':>11}  reported by the driver")
-    total_s = 0.0
+    print(f"{'notebook':<24} {'seconds':>8} {'CPU s':>7} {'MB written':>11}  reported by the driver")
+    total_s = total_cpu = 0.0
     for name in only:
         before = _sizes(runs)
+        cpu0 = _cpu()
         secs, stdout = _reproduce(repo, env, [name])
+        cpu = _cpu() - cpu0
+        total_cpu += cpu
         after = _sizes(runs)
         wrote = sum(mb - before.get(run, 0.0) for run, mb in after.items())
         m = re.search(rf"\] {name}\s+([\d.]+)s", stdout)
         total_s += secs
-        print(f"{name:<24} {secs:8.1f} {wrote:11.1f}  {m.group(1) + ' s' if m else stdout.strip()[-80:]}")
-    print(f"{'total':<24} {total_s:8.1f} {_mb(runs):11.1f}  (outputs/runs/default: {_mb(runs):.1f} MB)")
+        print(f"{name:<24} {secs:8.1f} {cpu:7.1f} {wrote:11.1f}  {m.group(1) + ' s' if m else stdout.strip()[-80:]}")
+    print(
+        f"{'total':<24} {total_s:8.1f} {total_cpu:7.1f} {_mb(runs):11.1f}  (outputs/runs/default: {_mb(runs):.1f} MB)"
+    )
     pages = _viewer_pages(repo, env, runs)
     if pages:
         run, secs, mb = max(pages, key=lambda p: p[2])
@@ -130,7 +143,9 @@ def measure(repo: Path, env: dict, only: list[str]) -> None:
         if env.get("ACEMAD_SMOKE"):
             largest = repo / "outputs" / "smoke" / "viewer" / runs.name / f"{run}.html"
         print(f"  {largest.name} {chromium_load(largest)}")
+    cpu0 = _cpu()
     secs, _ = _reproduce(repo, env, only)
+    print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
     print(f"rerun with everything on disk ({len(only)} notebook(s), one driver): {secs:.1f} s")
 
 
