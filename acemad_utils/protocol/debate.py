@@ -321,7 +321,9 @@ def _finish_debate(q, population, cfg, repeat, specs, steps_by_round) -> dict:
     valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
     keys = _keys(q, cfg)
     rec = base_record(q, cfg, population, repeat)
-    rounds = [_entries(r, specs, range(len(r))) for r in steps_by_round]
+    n, flat = len(specs), [s for r in steps_by_round for s in r]
+    kept = _entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
+    rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
     if cfg.method == "acemad":
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
