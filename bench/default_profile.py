@@ -115,7 +115,7 @@ def chromium_load(page: Path) -> str:
     return f"loads in {loaded:.2f} s in Chromium, opens its last debate in {opened:.2f} s"
 
 
-def measure(repo: Path, env: dict, only: list[str]) -> None:
+def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None:
     runs = repo / "outputs" / ("smoke/runs" if env.get("ACEMAD_SMOKE") else "runs") / "default"
     shutil.rmtree(runs, ignore_errors=True)
     print(f"{'notebook':<24} {'seconds':>8} {'CPU s':>7} {'MB written':>11}  reported by the driver")
@@ -134,6 +134,8 @@ def measure(repo: Path, env: dict, only: list[str]) -> None:
     print(
         f"{'total':<24} {total_s:8.1f} {total_cpu:7.1f} {_mb(runs):11.1f}  (outputs/runs/default: {_mb(runs):.1f} MB)"
     )
+    if not extras:
+        return
     pages = _viewer_pages(repo, env, runs)
     if pages:
         run, secs, mb = max(pages, key=lambda p: p[2])
@@ -158,6 +160,7 @@ def main() -> None:
     ap.add_argument("--ref", help="measure this git commit/branch in a temporary worktree (default: this checkout)")
     ap.add_argument("--only", nargs="+", default=NOTEBOOKS, help="notebooks to run (default: all eight)")
     ap.add_argument("--quick", action="store_true", help="smoke mode (ACEMAD_SMOKE=1)")
+    ap.add_argument("--notebooks-only", action="store_true", help="no viewer pages, no rerun")
     args = ap.parse_args()
     env = dict(os.environ)
     env.setdefault("ACEMAD_DATA_DIR", str(HERE.parent / "shared" / "benchmarks"))
@@ -165,7 +168,7 @@ def main() -> None:
         env["ACEMAD_SMOKE"] = "1"
     print(f"load before: {_uptime()}  ({os.cpu_count()} cores)")
     if not args.ref:
-        measure(HERE, env, args.only)
+        measure(HERE, env, args.only, extras=not args.notebooks_only)
     else:
         tmp = Path(tempfile.mkdtemp(prefix="acemad-bench-")) / "repo"
         subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp), args.ref], check=True)
@@ -175,7 +178,7 @@ def main() -> None:
                 ["git", "-C", str(tmp), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
             )
             print(f"measuring {args.ref} ({head.stdout.strip()}) in {tmp}")
-            measure(tmp, env, args.only)
+            measure(tmp, env, args.only, extras=not args.notebooks_only)
         finally:
             subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp)], check=False)
     print(f"load after: {_uptime()}")
