@@ -9,7 +9,7 @@ import pytest
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
 from acemad_utils.data.transcripts import transcript_bytes
-from acemad_utils.experiments.runner import load_run, read_jsonl, run_experiment
+from acemad_utils.experiments.runner import load_run, read_jsonl, run_and_load, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import ring, run_question, visible
@@ -288,6 +288,11 @@ def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_path, 
     run_experiment("grow", ITEMS[:8], [a, b], SimPopulation(), progress=False)
     assert len(calls) == 8 and (d / "transcripts.jsonl.gz").stat().st_ino == stat.st_ino  # not rewritten
     assert transcript_bytes(d / "transcripts.jsonl") == both
+    # run_and_load (what Setup.run uses) returns exactly what load_run reads back, fresh or from the file
+    c = DebateConfig(method="sparse", rounds=2)
+    for cfgs in ([a, b, c], [a, b, c], [b]):
+        got = run_and_load("grow", ITEMS[:8], cfgs, SimPopulation(), progress=False)
+        assert json.dumps(got) == json.dumps(load_run("grow"))
 
 
 def test_rescoring_reproduces_the_engine_and_changes_with_eta():

@@ -32,6 +32,7 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 import threading
@@ -167,6 +168,7 @@ class _Run:
     totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
     bar: Any = None
     out: Optional[Appender] = None
+    fresh: set = field(default_factory=set)  # keys of the records saved by this session (not read from the file)
 
     @property
     def stopped(self) -> bool:
@@ -218,6 +220,7 @@ def _save(run: _Run, rec: Optional[dict]) -> None:
         try:
             run.out.write(line)
             run.done[record_key(rec)] = (rec, line)
+            run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
         usage = rec.get("usage", {})
@@ -335,6 +338,24 @@ def _end_complete(run: _Run) -> None:
     write_meta(run.dir / "meta.json", run.meta)
 
 
+def _run(name, questions, configs, population, **kw) -> _Run:
+    """Everything run_experiment does; returns the finished run's state (kw: run_experiment's keywords)."""
+    run = _open_run(name, questions, configs, population, **kw)
+    run.bar = tqdm(total=len(run.todo), desc=name, disable=not run.progress or not run.todo, unit="q", smoothing=0.05)
+    with run.stop.installed():
+        run.out = Appender(run.dir / TRANSCRIPTS) if run.todo else None
+        try:
+            _run_passes(run)
+        finally:
+            if run.out is not None:
+                run.out.close()
+    run.bar.close()
+    if run.stopped:
+        _end_stopped(run)
+    _end_complete(run)
+    return run
+
+
 def run_experiment(
     name: str,
     questions: Sequence[Question],
@@ -351,27 +372,28 @@ def run_experiment(
     workers: questions run concurrently (threads) when the population does I/O; synthetic runs are
     sequential (pure numpy, the GIL would make threads slower).
     """
-    run = _open_run(
-        name,
-        questions,
-        configs,
-        population,
-        repeats=repeats,
-        workers=workers,
-        profile=profile,
-        progress=progress,
-        extra_meta=extra_meta,
-    )
-    run.bar = tqdm(total=len(run.todo), desc=name, disable=not progress or not run.todo, unit="q", smoothing=0.05)
-    with run.stop.installed():
-        run.out = Appender(run.dir / TRANSCRIPTS) if run.todo else None
-        try:
-            _run_passes(run)
-        finally:
-            if run.out is not None:
-                run.out.close()
-    run.bar.close()
-    if run.stopped:
-        _end_stopped(run)
-    _end_complete(run)
-    return run.dir
+    kw = dict(repeats=repeats, workers=workers, profile=profile, progress=progress, extra_meta=extra_meta)
+    return _run(name, questions, configs, population, **kw).dir
+
+
+_RUN_DEFAULTS = dict(repeats=1, workers=None, profile="default", progress=True, extra_meta=None)
+
+
+def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
+    """run_experiment(name, questions, configs, population, **kw), then what load_run(name) returns:
+    (meta, records). The records are parsed from the lines written to the file, so they are load_run's own;
+    lines that were read from the file when the run started (a rerun with everything on disk) are not
+    parsed a second time."""
+    run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
+    keys = order_keys(questions, configs, run.repeats)
+    order = {k: i for i, k in enumerate(keys)}
+    final = sorted((k for k in run.done if k in order), key=order.__getitem__)
+    final += [k for k in run.done if k not in order]  # write_canonical's order: the file's
+    meta = json.loads((run.dir / "meta.json").read_text())
+    hashes = {m["config_hash"] for m in meta["methods"].values()}
+    records = []
+    for k in final:
+        if k[1] in hashes:
+            rec, line = run.done[k]
+            records.append(json.loads(line) if k in run.fresh else rec)
+    return meta, records
