@@ -31,8 +31,9 @@ from _common import FakeServer, busy_processes, machine_line, strip_usage, temp_
 
 from acemad_utils.agents.llm_agent import LLMPopulation  # noqa: E402
 from acemad_utils.agents.sim import make_items  # noqa: E402
+from acemad_utils.data import transcripts  # noqa: E402
 from acemad_utils.data.benchmarks import load_demo  # noqa: E402
-from acemad_utils.data.transcripts import load_run  # noqa: E402
+from acemad_utils.data.transcripts import transcript_bytes  # noqa: E402
 from acemad_utils.experiments import (
     profiles,  # noqa: E402
     runner,
@@ -80,8 +81,8 @@ def run(srv: FakeServer, cache: Path, qs, cfgs, a, workers: int) -> dict:
     d = runner.run_experiment("rerun", qs, cfgs, pop, workers=workers, progress=False)
     wall = time.perf_counter() - t0
     st = srv.stats()
-    raw = (d / "transcripts.jsonl").read_bytes()
-    _meta, recs = load_run("rerun")
+    raw = transcript_bytes(d / "transcripts.jsonl")
+    _meta, recs = transcripts.load_run("rerun")
     u = pop.usage()
     pop.cache.close()
     return {"wall": wall, "requests": st["count"], "bytes": raw, "records": recs, "usage": u, "dir": d}

@@ -292,3 +292,34 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
     assert shot.stat().st_size > 10_000
     assert all(u.startswith("file://") for u in seen), seen
     ctx.close()
+
+
+def test_run_viewer_page_survives_hostile_replies(browser, monkeypatch, tmp_path):
+    """Replies holding <!--, <script, </script>, ]]> and U+2028 (issue 23 item 6): every row renders and each
+    debate opens with its reply text shown as text."""
+    from acemad_utils.report import viewer as V
+    from tests.test_viewer import HOSTILE, hostile_run
+
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    recs = hostile_run("t/hostile")
+    path = V.write_run_page("t/hostile")
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    rows = page.locator("#list tr.q-row")
+    assert rows.count() == len(recs) and page.title() == "acemad debates: t/hostile", errors
+    assert page.locator("#count").inner_text() == f"{len(recs)} of {len(recs)} records"
+    for i, text in enumerate(HOSTILE):
+        rows.nth(i).click()
+        d = page.locator(f'#debate .acemad-debate[data-question="{recs[i]["question_id"]}"]')
+        assert d.count() == 1 or d.wait_for() is None
+        cell = d.locator(
+            f'td.acemad-cell[data-round="1"][data-agent="{i % 3}"] .ad-short, '
+            f'td.acemad-cell[data-round="1"][data-agent="{i % 3}"] .ad-msg'
+        )
+        assert cell.first.text_content() == text
+    assert errors == [] and page.evaluate("document.scripts.length") == 2 + 1  # data, one method, the JS
+    ctx.close()

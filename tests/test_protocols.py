@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
-from acemad_utils.data.transcripts import read_jsonl
-from acemad_utils.experiments.runner import run_experiment
+from acemad_utils.data.transcripts import load_run, read_jsonl, transcript_bytes
+from acemad_utils.experiments.runner import run_and_load, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import ring, run_question, visible
@@ -244,15 +244,17 @@ def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
     (tmp_path / "runs" / "exp").mkdir(parents=True)
     cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority")]
     d = run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
-    full = (d / "transcripts.jsonl").read_bytes()
-    # Simulate a crash: keep 17 records and a torn half line, then resume.
+    assert not (d / "transcripts.jsonl").exists()  # a completed run: one compressed file, canonical order
+    full = transcript_bytes(d / "transcripts.jsonl.gz")
+    # Simulate a crash before the run completed: 17 records appended and a torn half line, nothing compressed.
     lines = full.split(b"\n")
+    (d / "transcripts.jsonl.gz").unlink()
     (d / "transcripts.jsonl").write_bytes(b"\n".join(lines[:17]) + b"\n" + lines[17][:40])
     with pytest.warns(UserWarning, match="torn"):
         read_jsonl(d / "transcripts.jsonl")
     with pytest.warns(UserWarning, match="torn"):
         run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
-    assert (d / "transcripts.jsonl").read_bytes() == full
+    assert transcript_bytes(d / "transcripts.jsonl") == full and not (d / "transcripts.jsonl").exists()
     meta = json.loads((d / "meta.json").read_text())
     assert (
         meta["synthetic"] is True
@@ -261,6 +263,36 @@ def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
     )
     with pytest.raises(ValueError, match="different data_hash"):
         run_experiment("exp", ITEMS[:10], cfgs, SimPopulation(), progress=False)
+
+
+def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_path, monkeypatch):
+    """A completed run is one compressed file; adding a method runs only that method, appends its records and
+    compresses the whole again (the plain file goes); a rerun with everything on disk rewrites nothing."""
+    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p: tmp_path.joinpath(*p))
+    (tmp_path / "runs" / "grow").mkdir(parents=True)
+    a, b = DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)
+    d = run_experiment("grow", ITEMS[:8], [a], SimPopulation(), progress=False)
+    first = transcript_bytes(d / "transcripts.jsonl")
+    calls = []
+    monkeypatch.setattr(
+        "acemad_utils.experiments.runner.run_question", lambda *x: calls.append(x[2]) or run_question(*x)
+    )
+    run_experiment("grow", ITEMS[:8], [a, b], SimPopulation(), progress=False)
+    assert {c.label for c in calls} == {b.label} and len(calls) == 8  # Majority Voting was not run again
+    assert not (d / "transcripts.jsonl").exists()
+    both = transcript_bytes(d / "transcripts.jsonl.gz")
+    assert both.startswith(first) and both.count(b"\n") == 16
+    _, recs = load_run("grow")
+    assert [r["method"] for r in recs] == [a.label] * 8 + [b.label] * 8
+    stat = (d / "transcripts.jsonl.gz").stat()
+    run_experiment("grow", ITEMS[:8], [a, b], SimPopulation(), progress=False)
+    assert len(calls) == 8 and (d / "transcripts.jsonl.gz").stat().st_ino == stat.st_ino  # not rewritten
+    assert transcript_bytes(d / "transcripts.jsonl") == both
+    # run_and_load (what Setup.run uses) returns exactly what load_run reads back, fresh or from the file
+    c = DebateConfig(method="sparse", rounds=2)
+    for cfgs in ([a, b, c], [a, b, c], [b]):
+        got = run_and_load("grow", ITEMS[:8], cfgs, SimPopulation(), progress=False)
+        assert json.dumps(got) == json.dumps(load_run("grow"))
 
 
 def test_rescoring_reproduces_the_engine_and_changes_with_eta():

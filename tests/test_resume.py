@@ -31,6 +31,7 @@ from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
+from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.run_files import cut_torn_tail
 from acemad_utils.protocol.config import DebateConfig
@@ -178,7 +179,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
     assert ids == [q.id for q in W.questions(N)]  # none lost, none duplicated, canonical order
     assert all(r["status"] == "ok" for r in final + ref)
     assert [strip_usage(r) for r in final] == [strip_usage(r) for r in ref]
-    assert path.read_bytes().endswith(b"\n") and b"\n\n" not in path.read_bytes()
+    assert transcript_bytes(path).endswith(b"\n") and b"\n\n" not in transcript_bytes(path)
     # the resumed run paid only for what the killed one had not done
     assert summary2["session"]["network_calls"] < reference_requests
     assert summary2["session"]["cache_hits"] > 0 and summary2["ok"] == N == summary_b["ok"]
@@ -213,15 +214,16 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
         )
         d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
         path = d / "transcripts.jsonl"
-        clean = path.read_bytes()
+        clean = transcript_bytes(path)
         lines = clean.splitlines(keepends=True)
-        # a crash while writing record 5: records 1-4 whole, then half a line, no newline
+        # a crash while writing record 5 of a run that never completed: records 1-4 whole, then half a line
+        (d / "transcripts.jsonl.gz").unlink()
         path.write_bytes(b"".join(lines[:4]) + lines[4][: len(lines[4]) // 2])
         n = srv.count
         with pytest.warns(UserWarning, match="torn"):
             runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
         assert srv.count == n  # records 5 and 6 were rebuilt from the cache, no new request
-    after = path.read_bytes()
+    after = transcript_bytes(path)
     recs = transcripts.read_jsonl(path)
     assert [r["question_id"] for r in recs] == [q.id for q in items]
     assert [strip_usage(r) for r in recs] == [strip_usage(json.loads(x)) for x in lines]
@@ -349,7 +351,7 @@ def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     assert (d / "transcripts.jsonl").read_bytes().count(b"\n") == 3
     runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
     assert len(calls) == 8  # the three saved questions were not run again
-    resumed = (d / "transcripts.jsonl").read_bytes()
+    resumed = transcript_bytes(d / "transcripts.jsonl")
     monkeypatch.setattr(runner, "run_question", real)
     runner.run_experiment("seq_ref", items, [cfg], SimPopulation(seed=0), progress=False)
-    assert resumed == (transcripts.run_dir("seq_ref") / "transcripts.jsonl").read_bytes()
+    assert resumed == transcript_bytes(runner.run_dir("seq_ref") / "transcripts.jsonl")

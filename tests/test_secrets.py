@@ -15,6 +15,7 @@ response, request headers, traceback). Committed notebooks carry no outputs at a
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import traceback
@@ -48,12 +49,15 @@ NEEDLES = needles(CANARY) + (b"SECRET-canary",)
 
 
 def leaks(root, key: str = CANARY) -> list[str]:
-    """Files under root holding the key (raw bytes, so sqlite pages and WAL frames are searched too)."""
+    """Files under root holding the key (raw bytes, so sqlite pages and WAL frames are searched too; a
+    compressed transcript, transcripts.jsonl.gz, is searched decompressed)."""
     found = NEEDLES if key == CANARY else needles(key)
     hits = []
     for f in sorted(root.rglob("*")):
         if f.is_file():
             data = f.read_bytes()
+            if f.name.endswith(".gz"):
+                data += gzip.decompress(data)
             if any(n in data for n in found):
                 hits.append(str(f.relative_to(root)))
     return hits

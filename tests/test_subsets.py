@@ -104,7 +104,7 @@ def test_build_on_synthetic_items_is_deterministic_and_round_trips(tmp_repo):
     first = res.path.read_bytes()
     meta1 = json.loads((res.path.parent / "meta.json").read_text())
     runner_dir = transcripts.run_dir("subset_synthetic-population_synthetic")
-    assert (runner_dir / "transcripts.jsonl").exists()
+    assert (runner_dir / "transcripts.jsonl.gz").exists()
     import shutil
 
     shutil.rmtree(runner_dir)  # rebuild from scratch (not just resumed): same bytes

@@ -15,7 +15,7 @@ from acemad_utils.experiments.run_files import failed_record
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import viewer as V
-from acemad_utils.report import viewer_html
+from acemad_utils.report import viewer_html, viewer_page
 
 ITEMS = make_items(12, k=4, seed=3)
 CELL = re.compile(r'<td class="acemad-cell[ "]')
@@ -199,16 +199,74 @@ def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_roo
     path = V.write_run_page("t/main")
     assert path == tmp_root / "outputs" / "smoke" / "viewer" / "t" / "main.html"
     page = path.read_text(encoding="utf-8")
-    blob = re.search(r'<script type="application/json" id="acemad-data">(.*?)</script>', page, re.S)[1]
-    data = json.loads(blob)
-    assert sorted((v["qid"], v["method"], v["repeat"]) for v in data["views"]) == sorted(
+    data, views = read_page(page)
+    assert sorted((v["qid"], v["method"], v["repeat"]) for v in views) == sorted(
         (r["question_id"], r["method"], r["repeat"]) for r in records
     )
     assert len(records) == 6 * 4
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "http://" not in page and "https://" not in page
-    assert V.SYNTHETIC_LABEL in page
-    assert [is_ok for is_ok in data["ok"]] == [V.is_correct(v) for v in data["views"]]
+    assert V.SYNTHETIC in page
+    assert [row[4] for row in data["rows"]] == [V.is_correct(v) for v in views]
+    assert [row[0] for row in data["rows"]] == [v["qid"] for v in views]
+    # what the page unpacks is exactly the views the notebook draws (a q equal to p travels as "p")
+    expected = sorted(json.dumps(V.view(r, meta), sort_keys=True) for r in records)
+    assert sorted(json.dumps(v, sort_keys=True) for v in views) == expected
+
+
+def read_page(page: str) -> tuple[dict, list]:
+    """What the page's JS reads: the list (JSON block, up to the first </script>, as an HTML parser ends it)
+    and, per method, the views of its records (base64 block), in list order."""
+    blob = re.search(r'<script type="application/json" id="acemad-data">(.*?)</script>', page, re.S)[1]
+    data = json.loads(blob)
+    parts = {
+        int(m): viewer_page.unpack_views(b)
+        for m, b in re.findall(r'<script type="application/octet-stream" id="acemad-part-(\d+)">(.*?)</script>', page)
+    }
+    assert sorted(parts) == list(range(len(data["methods"])))
+    return data, [parts[row[1]][row[5]] for row in data["rows"]]
+
+
+# Reply texts that end or reopen a <script> element, or a JS line, if embedded as they are (issue 23 item 6).
+HOSTILE = [
+    "<!--<script>",
+    "a <script>alert(1)</script> b",
+    "</script><script>document.title='owned'</script>",
+    "]]> <![CDATA[ x",
+    "line\u2028separator\u2029paragraph",
+    "<!-- unclosed comment <script type=text/javascript>",
+]
+
+
+def hostile_run(name: str) -> list[dict]:
+    """A saved run whose replies (and a question id) hold every HOSTILE text; returns its records."""
+    items = make_items(len(HOSTILE), k=4, seed=5)
+    recs = []
+    for i, (q, text) in enumerate(zip(items, HOSTILE)):
+        rec = run_question(q, SimPopulation(seed=2), DebateConfig(method="acemad", n_agents=3, rounds=2))
+        rec["rounds"][0][i % 3]["message"] = text
+        rec["rounds"][1][0]["message"] = text * 40  # a long one: folded in <details>
+        recs.append(rec)
+    recs[0]["question_id"] = "q<!--<script>"  # ids are shown in the list too
+    d = runner.run_dir(name)
+    (d / "meta.json").write_text(json.dumps({"methods": {"AceMAD (T=2)": {"config_hash": recs[0]["config_hash"]}}}))
+    (d / "transcripts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    return recs
+
+
+def test_run_page_survives_any_reply_text(tmp_root):
+    recs = hostile_run("t/hostile")
+    page = V.write_run_page("t/hostile").read_text(encoding="utf-8")
+    data, views = read_page(page)  # the JSON block ends where an HTML parser ends it, and still parses
+    assert len(data["rows"]) == len(views) == len(recs)
+    assert [v["qid"] for v in views] == [r["question_id"] for r in recs]
+    for v, r in zip(views, recs):  # every reply comes back exactly
+        assert [c["msg"] for rd in v["rounds"] for c in rd["cells"]] == [e["message"] for rd in r["rounds"] for e in rd]
+    # none of the hostile texts appears raw anywhere in the page: only as escapes or inside base64
+    body = page.split("<script>", 1)[0]
+    for text in HOSTILE:
+        assert text not in body
+    assert "<!--" not in page and page.count("</script>") == 2 + len(data["methods"])
 
 
 def test_run_page_rejects_names_outside_outputs(tmp_root):

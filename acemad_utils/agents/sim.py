@@ -38,6 +38,7 @@ Arguments are short template sentences that state the stance.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -86,11 +87,12 @@ class SimParams:
             if getattr(self, name) <= 0:
                 raise ValueError(f"SimParams: {name} must be > 0")
 
+    # min/max, not np.clip: the same value, without numpy's per-call overhead on a scalar (called per agent)
     def confidence(self, tau: float) -> float:
-        return float(np.clip(self.confidence_base - self.confidence_per_temp * tau, 0.3, 0.99))
+        return float(min(max(self.confidence_base - self.confidence_per_temp * tau, 0.3), 0.99))
 
     def explore(self, tau: float) -> float:
-        return float(np.clip(self.explore_base + self.explore_per_temp * tau, 0.0, 1.0))
+        return float(min(max(self.explore_base + self.explore_per_temp * tau, 0.0), 1.0))
 
     def concentration(self, tau: float) -> float:
         return self.commit_concentration / max(tau, 0.05)
@@ -115,9 +117,14 @@ def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] 
     """The item's trap and trap propensity. Agents of the same model share them (correlated errors);
     an agent whose AgentSpec names another model gets its own draw: different LLMs hold different
     misconceptions (Table 3, "different LLMs")."""
-    rng = _rng("item", seed, q.id) if model is None else _rng("item", seed, q.id, "model", model)
-    k = len(q.options)
-    truth = q.answer_index
+    return _item_latent(q.id, len(q.options), q.answer_index, params, seed, model)
+
+
+# Every agent of every method on a question asks for the same few items (one per model): a pure function of
+# its arguments, so kept instead of redrawn (a seeded generator costs more than the rest of an agent's turn).
+@functools.lru_cache(maxsize=65536)
+def _item_latent(qid: str, k: int, truth: int, params: SimParams, seed: int, model: Optional[str]) -> Item:
+    rng = _rng("item", seed, qid) if model is None else _rng("item", seed, qid, "model", model)
     wrong = [i for i in range(k) if i != truth]
     trap = int(wrong[rng.integers(len(wrong))])
     a = params.trap_mean * params.trap_concentration
@@ -137,6 +144,14 @@ def _top_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
     probs[item.truth] = 1.0 - p_trap
     e = params.explore(spec.temperature)
     return (1 - e) * probs + e / item.k
+
+
+def _draw(rng: np.random.Generator, p: np.ndarray) -> int:
+    """rng.choice(len(p), p=p), the same draw from the same one uniform, without choice()'s checks (p is ours:
+    finite, non-negative, sums to 1): the inverse of the normalised cumulative distribution."""
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    return int(np.searchsorted(cdf, rng.random(), side="right"))
 
 
 def _belief_on(top: int, k: int, conf: float) -> np.ndarray:
@@ -176,15 +191,18 @@ class SimAgent(Agent):
         repeat: int,
         role: str = "debater",
         peer_items: Optional[Sequence[Item]] = None,
+        peer_beliefs: Optional[Sequence[np.ndarray]] = None,
     ):
         self.spec, self.q, self.index, self.item, self.params, self.role = spec, q, index, item, params, role
         self.rng = _rng("agent", seed, q.id, index, repeat, role)
         k = len(q.options)
-        top = int(self.rng.choice(k, p=_top_probs(item, spec, params)))
+        top = _draw(self.rng, _top_probs(item, spec, params))
         self.belief = _belief_on(top, k, params.confidence(spec.temperature))
-        peer_items = peer_items or [item] * len(peer_specs)
-        others = [(it, s) for j, (it, s) in enumerate(zip(peer_items, peer_specs)) if j != index] or [(item, spec)]
-        self.expected_peers = np.mean([expected_belief(it, s, params) for it, s in others], axis=0)
+        if peer_beliefs is None:  # expected_belief of every agent of the debate (the population computes it once)
+            peer_items = peer_items or [item] * len(peer_specs)
+            peer_beliefs = [expected_belief(it, s, params) for it, s in zip(peer_items, peer_specs)]
+        others = [b for j, b in enumerate(peer_beliefs) if j != index] or [expected_belief(item, spec, params)]
+        self.expected_peers = np.mean(others, axis=0)
         if role == "moderator":
             self.alpha = params.moderator_susceptibility
         elif spec.persona == "Skeptic":
@@ -203,15 +221,17 @@ class SimAgent(Agent):
         ]
         if self.role == "moderator":  # the moderator reads the arguments of the current round
             prev = [m.stance for m in turn.history if m.round == turn.round and m.agent != -1 and m.stance is not None]
-        if prev and turn.round > self._last_round:
-            self.belief = (1 - self.alpha) * self.belief + self.alpha * np.mean(prev, axis=0)
+        # np.mean(prev, axis=0), computed once per turn: the same sum and division without np.mean's wrappers
+        seen = np.add.reduce(np.asarray(prev), axis=0) / len(prev) if prev else None
+        if seen is not None and turn.round > self._last_round:
+            self.belief = (1 - self.alpha) * self.belief + self.alpha * seen
         self._last_round = turn.round
         p = self.rng.dirichlet(np.maximum(self.belief * self.params.concentration(self.spec.temperature), 1e-3))
         p = np.maximum(p, 1e-9)
         p = p / p.sum()
         q = None
         if turn.want_peer_prediction:
-            model = np.mean(prev, axis=0) if prev else self.expected_peers
+            model = seen if seen is not None else self.expected_peers
             q = (1 - self.calibration) * p + self.calibration * model
         top = int(np.argmax(p))
         key = "moderator" if self.role == "moderator" else self.spec.persona
@@ -238,6 +258,7 @@ class SimPopulation(Population):
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
+        beliefs = [expected_belief(it, s, self.params) for it, s in zip(items, specs)]
         return [
             SimAgent(
                 question,
@@ -248,7 +269,7 @@ class SimPopulation(Population):
                 params=self.params,
                 seed=self.seed,
                 repeat=repeat,
-                peer_items=items,
+                peer_beliefs=beliefs,
             )
             for i, s in enumerate(specs)
         ]

@@ -4,7 +4,7 @@ benchmarks   the six benchmarks (and the demo set) as lists of protocol.Question
 files        reading benchmark files, with errors that name the file and line (DataError)
 records      one mapper per benchmark: raw record -> Question
 paths        where the repository, data and outputs live; atomic file writes
-transcripts  reading a run's transcripts.jsonl + meta.json (load_run), for every table and figure
+transcripts  reading a run's transcripts.jsonl[.gz] + meta.json (load_run), for every table and figure
 """
 
 from acemad_utils.data.benchmarks import data_hash, load, load_demo

@@ -47,11 +47,16 @@ def outputs(*parts: str) -> Path:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write a whole file or nothing: a unique temp file in the same folder, fsync, then rename over."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """atomic_write for bytes (a compressed transcript)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be shared

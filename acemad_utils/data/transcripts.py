@@ -1,7 +1,14 @@
-"""Reading a run's transcripts: outputs/runs/<name>/transcripts.jsonl and meta.json (what every table reads).
+"""Reading a run's transcripts: outputs/runs/<name>/transcripts.jsonl[.gz] and meta.json (what every table reads).
 
-    from acemad_utils.data.transcripts import load_run
+    from acemad_utils.data.transcripts import load_run, read_jsonl
     meta, records = load_run("default/main")
+    read_jsonl(run_dir("default/main") / "transcripts.jsonl")   # the .gz of a completed run, then appended lines
+
+A run's records are JSON Lines. A completed run keeps them gzip-compressed in canonical order
+(`transcripts.jsonl.gz`, written whole by the runner at the end of a run); records of a session that has not
+completed yet are appended, one whole line each, to the plain `transcripts.jsonl` beside it. Readers take both,
+the compressed file first, so a later line of the same (question, config, repeat) wins: `read_jsonl` on either
+name reads the pair, and `zcat transcripts.jsonl.gz` shows the records in any shell.
 
 Writing them (resumable, whole lines, canonical order) is experiments.runner's job; reading lives here, below
 the report, so that tables, figures and the viewer read runs without importing the code that makes them.
@@ -9,8 +16,10 @@ the report, so that tables, figures and the viewer read runs without importing t
 
 from __future__ import annotations
 
+import gzip
 import json
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from acemad_utils.data.paths import outputs
@@ -20,26 +29,49 @@ def run_dir(name: str) -> Path:
     return outputs("runs", name)
 
 
+TRANSCRIPTS = "transcripts.jsonl"  # the lines appended by a session that has not completed
+COMPRESSED = TRANSCRIPTS + ".gz"  # a completed run's records, canonical order
+
+
+def transcript_files(path: Path) -> list[Path]:
+    """The files holding the records of `path` (either name of the pair), in read order: the compressed
+    canonical file, then the plain one appended to since. Only those that exist."""
+    path = Path(path)
+    plain = path.with_name(path.name[: -len(".gz")]) if path.name.endswith(".gz") else path
+    return [p for p in (plain.with_name(plain.name + ".gz"), plain) if p.exists()]
+
+
+def transcript_bytes(path: Path) -> bytes:
+    """The raw lines of the pair (see transcript_files), decompressed: what `cat`/`zcat` of both would show."""
+    return b"".join(
+        gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes() for p in transcript_files(path)
+    )
+
+
+def record_lines(path: Path) -> Iterator[tuple[dict, bytes]]:
+    """(record, its line) for every record of the pair (see transcript_files); a torn or corrupt line (a crash
+    mid-write) is dropped with a warning, never parsed. Only JSON objects are records: any other line (a
+    number, a list, bad UTF-8) counts as corrupt."""
+    for part in transcript_files(path):
+        raw = part.read_bytes()
+        if part.name.endswith(".gz"):
+            raw = gzip.decompress(raw)
+        for n, line in enumerate(raw.split(b"\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                rec = None
+            if isinstance(rec, dict):
+                yield rec, line
+            else:
+                warnings.warn(f"{part}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)", stacklevel=2)
+
+
 def read_jsonl(path: Path) -> list[dict]:
-    """Read records; a torn or corrupt line (a crash mid-write) is dropped with a warning, never parsed.
-    Only JSON objects are records: any other line (a number, a list, bad UTF-8) counts as corrupt."""
-    out: list[dict] = []
-    if not path.exists():
-        return out
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            rec = None
-        if isinstance(rec, dict):
-            out.append(rec)
-        else:
-            warnings.warn(f"{path}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)", stacklevel=2)
-    return out
+    """Every record of the pair transcripts.jsonl(.gz), compressed file first (see record_lines)."""
+    return [rec for rec, _ in record_lines(path)]
 
 
 def load_run(name: str) -> tuple[dict, list[dict]]:
@@ -49,4 +81,8 @@ def load_run(name: str) -> tuple[dict, list[dict]]:
         raise FileNotFoundError(f"no run named {name!r} under {d.parent}; run its notebook first")
     meta = json.loads(meta_path.read_text())
     hashes = {m["config_hash"] for m in meta["methods"].values()}
-    return meta, [r for r in read_jsonl(d / "transcripts.jsonl") if r["config_hash"] in hashes]
+    latest = {}  # a record appended after the run completed (a retried failure) replaces the earlier one
+    for r in read_jsonl(d / TRANSCRIPTS):
+        if r.get("config_hash") in hashes:
+            latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = r
+    return meta, list(latest.values())

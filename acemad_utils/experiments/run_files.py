@@ -5,27 +5,34 @@
     records = read_jsonl(Path("outputs/runs/theory_martingale/transcripts.jsonl"))
     summarize(records)     # {"questions", "expected", "records", "ok", "failed", "calls", ..., "errors"}
 
-Every line is written whole and flushed (fsync) before the next (`write_line`); a torn last line left by a
-crash is detected and dropped, never parsed as data (`read_jsonl`), and cut off before new lines are appended
-(`cut_torn_tail`), so a new record is never glued to it. A run is resumed only into a directory whose saved
-run asked the same questions of the same agents (`check_resumable`). When a run is complete its file is
-rewritten in canonical order (`write_canonical`), so a rerun gives the same bytes whatever the thread timing
-was. The run loop itself is runner.py.
+Every line is written whole and flushed to the OS before the next (`Appender`), so a killed process loses
+nothing it saved; the file is fsynced at most once a second and when it is closed, so a synthetic run, which
+saves thousands of records a second, does not wait on the disk for each one (a power cut can lose the last
+second, which the resume recomputes or, for a model, reads back from the response cache). A torn last line
+left by a crash is detected and dropped, never parsed as data (`read_jsonl`), and cut off before new lines are
+appended (`cut_torn_tail`), so a new record is never glued to it. A run is resumed only into a directory whose
+saved run asked the same questions of the same agents (`check_resumable`). When a run is complete its records
+are written once more, whole and gzip-compressed, in canonical order (`write_canonical`:
+transcripts.jsonl.gz; the appended plain file goes), so a rerun gives the same bytes whatever the thread
+timing was; readers take both files (data/transcripts.py). The run loop itself is runner.py.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 import subprocess
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
 from acemad_utils.agents.redact import redact
-from acemad_utils.data.paths import ROOT, atomic_write
+from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
+from acemad_utils.data.transcripts import COMPRESSED, record_lines
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
@@ -88,10 +95,44 @@ def record_key(rec: dict) -> tuple:
     return (rec["question_id"], rec["config_hash"], rec["repeat"])
 
 
-def write_line(f, rec: dict) -> None:
-    f.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
+def to_line(rec: dict) -> str:
+    """A record's one line (no newline): the only serialisation of a record, reused by write_canonical."""
+    return json.dumps(rec, ensure_ascii=False, sort_keys=True)
+
+
+FSYNC_EVERY_S = 1.0
+
+
+class Appender:
+    """Appends whole lines to a run's plain transcript file: each one flushed to the OS at once (a killed
+    process loses nothing written), fsynced at most every FSYNC_EVERY_S seconds and on close (why: module
+    docstring)."""
+
+    def __init__(self, path: Path):
+        self.f = open(path, "a", encoding="utf-8")
+        self.synced = time.monotonic()
+
+    def write(self, line: str) -> None:
+        self.f.write(line + "\n")
+        self.f.flush()
+        if time.monotonic() - self.synced >= FSYNC_EVERY_S:
+            os.fsync(self.f.fileno())
+            self.synced = time.monotonic()
+
+    def close(self) -> None:
+        if self.f.tell():
+            os.fsync(self.f.fileno())
+        self.f.close()
+
+
+def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
+    """The ok records already saved for a run (compressed file, then appended lines; the latest line of a key
+    wins): {record_key: (record, its line)}."""
+    return {
+        record_key(rec): (rec, line.decode("utf-8"))
+        for rec, line in record_lines(path)
+        if is_record(rec) and rec.get("status") == "ok"
+    }
 
 
 def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
@@ -206,12 +247,20 @@ def check_resumable(d: Path, meta: dict) -> None:
 
 
 def write_canonical(path: Path, done: dict, keys: list[tuple]) -> list[dict]:
-    """Rewrite the transcript file in canonical order (atomic rename): the records of `keys` (configs as given,
-    questions as given, repeats ascending) first, then every other ok record of the file (configs that are not
-    part of this run: nothing is lost; load_run skips them). Returns this run's records, in order."""
+    """Write the run's records, whole, to transcripts.jsonl.gz in canonical order and remove the plain file
+    `path` that sessions appended to: the records of `keys` (configs as given, questions as given, repeats
+    ascending) first, then every other ok record of the file (configs that are not part of this run: nothing is
+    lost; load_run skips them). `done` maps record keys to (record, line). Nothing is written when the
+    compressed file already holds exactly these lines (a rerun with everything on disk). Returns this run's
+    records, in order."""
     order = {k: i for i, k in enumerate(keys)}
-    final = sorted((rec for k, rec in done.items() if k in order), key=lambda rec: order[record_key(rec)])
-    ours = len(final)
-    final += [rec for k, rec in done.items() if k not in order]  # `done` holds every ok record of the file
-    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in final))
-    return final[:ours]
+    ours = sorted((k for k in done if k in order), key=order.__getitem__)
+    final = ours + [k for k in done if k not in order]  # `done` holds every ok record of the file
+    gz = path.with_name(COMPRESSED)
+    if path.exists() or not gz.exists() or list(done) != final:
+        body = "".join(done[k][1] + "\n" for k in final).encode("utf-8")
+        # mtime=0 and level 1: the same records give the same bytes; level 1 is ~5x smaller at a fraction of
+        # level 6's time (bench/README.md)
+        atomic_write_bytes(gz, gzip.compress(body, compresslevel=1, mtime=0))
+        path.unlink(missing_ok=True)
+    return [done[k][0] for k in ours]

@@ -5,7 +5,8 @@
     path = run_experiment("theory_martingale", items, [cfg_a, cfg_b], population)
     meta, records = load_run("theory_martingale")
 
-Layout: outputs/runs/<name>/transcripts.jsonl (one JSON record per question x method x repeat) and
+Layout: outputs/runs/<name>/transcripts.jsonl.gz (one JSON record per question x method x repeat; lines of a
+session that has not completed are appended to transcripts.jsonl beside it, see run_files.py) and
 meta.json (population/model, methods and their parameters, seed, data hash, git commit, and at the end of
 every run_experiment a `summary`, see `summarize`).
 
@@ -14,8 +15,11 @@ Every question ends as a record: status "ok", or status "failed" with its "error
 
 Resumable: a record already on disk (same question, method config hash and repeat, status "ok") is never
 recomputed, so an interrupted run continues where it stopped. How the files are written so that this
-holds (whole lines, torn tails dropped, a canonical rewrite at the end) is runner_files.py; this module is
-the run loop: which questions run, in how many threads, and how a run stops.
+holds (whole lines, torn tails dropped, a canonical compressed file at the end) is run_files.py; this module is
+the run loop: which questions run, in how many threads, and how a run stops. Its steps: `_open_run` (check the
+inputs, write meta.json, read what is saved, list what is left) -> `_run_passes` (`_run_in_order` or
+`_run_in_threads`, each question `_answer`ed and `_save`d; batch passes) -> `_end_complete` or `_end_stopped`;
+the state they share is one `_Run`.
 
 Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
 lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
@@ -29,13 +33,15 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from tqdm.auto import tqdm
 
@@ -43,20 +49,21 @@ from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.transcripts import read_jsonl, run_dir
+from acemad_utils.data.transcripts import TRANSCRIPTS, run_dir
 from acemad_utils.experiments.run_files import (
+    Appender,
     check_resumable,
     cut_torn_tail,
     failed_record,
     git_commit,
-    is_record,
     order_keys,
+    read_done,
     record_key,
     summarize,
+    to_line,
     usage_delta,
     with_usage_keys,
     write_canonical,
-    write_line,
     write_meta,
 )
 from acemad_utils.protocol.config import DebateConfig
@@ -105,6 +112,252 @@ def _notice(line: str) -> None:
     print(redact(line), file=sys.stderr, flush=True)
 
 
+def _check_inputs(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig]) -> None:
+    labels = [c.label for c in configs]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"two configs share a label in experiment {name!r}: {labels}; give one a name=")
+    seen: dict[str, int] = {}
+    for i, q in enumerate(questions):  # records are keyed by question id: a repeat would overwrite, not add
+        if q.id in seen:
+            raise ValueError(
+                f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
+                "question list; each question may appear once (use repeats= to run one several times)"
+            )
+        seen[q.id] = i
+
+
+def _run_meta(
+    name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population: Population, **kw
+) -> dict:
+    """meta.json of a run: who answers which questions with which methods (kw: repeats, profile, extra)."""
+    return {
+        "experiment": name,
+        "profile": kw["profile"],
+        "synthetic": bool(population.synthetic),
+        "population": population.describe(),
+        "methods": {c.label: dict(c.to_dict(), config_hash=c.hash) for c in configs},
+        "repeats": kw["repeats"],
+        "n_questions": len(questions),
+        "benchmarks": sorted({q.benchmark for q in questions}),
+        "data_hash": data_hash(questions),
+        "git_commit": git_commit(),
+        **(kw["extra"] or {}),
+    }
+
+
+@dataclass
+class _Run:
+    """The state of one run_experiment call: what to run, what is saved, and why it stopped (if it did)."""
+
+    name: str
+    questions: Sequence[Question]
+    configs: Sequence[DebateConfig]
+    population: Population
+    repeats: int
+    workers: Optional[int]
+    progress: bool
+    meta: dict
+    dir: Path
+    done: dict  # record key -> (record, line): every record of the file (ok ones read back, all saved now)
+    todo: list  # (question, config, repeat) still to run in this pass
+    usage_before: Optional[dict]
+    stop: _Interrupts = field(default_factory=_Interrupts)
+    over_budget: list = field(default_factory=list)  # the first BudgetExceeded: MAX_USD reached
+    waiting: list = field(default_factory=list)  # CALLS_VIA batch: questions waiting for a queued call (Deferred)
+    exported: list = field(default_factory=list)  # CALLS_VIA files: the BatchExported that ended the pass loop
+    lock: Any = field(default_factory=threading.Lock)
+    totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
+    bar: Any = None
+    out: Optional[Appender] = None
+    fresh: set = field(default_factory=set)  # keys of the records saved by this session (not read from the file)
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.stop.presses or self.over_budget or self.exported)
+
+
+def _open_run(name, questions, configs, population, *, repeats, workers, profile, progress, extra_meta) -> _Run:
+    """Check the inputs, write meta.json, read what is saved already (resume) and list what is left to run."""
+    _check_inputs(name, questions, configs)
+    d = run_dir(name)
+    meta = _run_meta(name, questions, configs, population, repeats=repeats, profile=profile, extra=extra_meta)
+    check_resumable(d, meta)
+    write_meta(d / "meta.json", meta)
+    usage_before = population.usage() if callable(getattr(population, "usage", None)) else None
+    cut_torn_tail(d / TRANSCRIPTS)
+    done = read_done(d / TRANSCRIPTS)
+    todo = [(q, c, r) for c in configs for q in questions for r in range(repeats) if (q.id, c.hash, r) not in done]
+    return _Run(name, questions, configs, population, repeats, workers, progress, meta, d, done, todo, usage_before)
+
+
+def _answer(run: _Run, job) -> Optional[dict]:
+    """One question of one method: its record, a failed record, or None when it did not run to an end
+    (Ctrl-C, MAX_USD, or waiting for a batch)."""
+    if run.stop.presses or run.over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
+        return None
+    q, c, r = job
+    try:
+        return with_usage_keys(run_question(q, run.population, c, r))
+    except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
+        run.over_budget.append(err)
+        return None
+    except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
+        with run.lock:
+            run.waiting.append(job)
+        return None
+    except Exception as err:  # a failed question is recorded with its reason and retried on resume
+        if run.stop.presses:
+            return None  # cut short by the interrupt, not a failure of its own
+        return failed_record(q, c, run.population, r, err)
+
+
+def _save(run: _Run, rec: Optional[dict]) -> None:
+    """Append a record, whole (a second Ctrl-C waits for it), and count it on the progress bar."""
+    if rec is None:
+        return
+    line = to_line(rec)
+    with run.lock:
+        run.stop.saving = True
+        try:
+            assert run.out is not None  # opened by the pass that runs this question
+            run.out.write(line)
+            run.done[record_key(rec)] = (rec, line)
+            run.fresh.add(record_key(rec))
+        finally:
+            run.stop.saving = False
+        usage = rec.get("usage", {})
+        for k in STEP_USAGE_KEYS:
+            run.totals[k] += usage.get(k, 0)
+        run.totals["failed"] += rec["status"] != "ok"
+        run.bar.update(1)
+        t = run.totals
+        tokens = t["prompt_tokens"] + t["completion_tokens"]
+        run.bar.set_postfix(calls=t["calls"], hits=t["cache_hits"], tok=tokens, failed=t["failed"], refresh=False)
+
+
+def _run_in_threads(run: _Run) -> None:
+    """Questions in a thread pool (populations that do I/O; the client bounds the calls in flight)."""
+    ex = ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="question")
+    try:
+        pending = {ex.submit(_answer, run, j) for j in run.todo}
+        announced = False
+        while pending:
+            # a short timeout so a Ctrl-C is noticed while every worker is busy
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                _save(run, fut.result())
+            if run.stop.presses >= 2:
+                raise KeyboardInterrupt
+            if run.stop.presses and not announced:
+                announced = True
+                running = sum(fu.running() for fu in pending)
+                _notice(
+                    f"interrupt: finishing {running} question(s) in flight, then stopping (Ctrl-C again to stop now)"
+                )
+    finally:
+        ex.shutdown(wait=not run.stop.presses, cancel_futures=True)
+
+
+def _run_in_order(run: _Run) -> None:
+    """Questions one after the other in this thread (a synthetic population: pure numpy, threads only slow it)."""
+    for job in run.todo:
+        if run.stop.presses or run.over_budget:
+            break
+        _save(run, _answer(run, job))
+
+
+def _run_passes(run: _Run) -> None:
+    """Run every question left. CALLS_VIA batch: a pass runs every question until its first call that is not
+    cached yet (queued, the question waits); the queue goes out as one batch, its replies land in the cache,
+    and the waiting questions run again, until none waits (batch.py). Synchronous populations make one pass."""
+    pop = run.population
+    concurrent = getattr(pop, "concurrent", not pop.synthetic) and (run.workers or 1) > 1
+    batcher = getattr(pop, "batcher", None)
+    while True:
+        run.waiting.clear()
+        try:
+            _run_in_threads(run) if concurrent else _run_in_order(run)
+        except KeyboardInterrupt:
+            run.stop.presses = max(run.stop.presses, 2)
+        if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
+            return
+        try:
+            batcher.flush(should_stop=lambda: bool(run.stop.presses), progress=run.progress)
+        except BudgetExceeded as err:
+            run.over_budget.append(err)
+            return
+        except BatchExported as err:  # CALLS_VIA files: the queue is on disk for another runner
+            run.exported.append(err)
+            return
+        except KeyboardInterrupt:
+            run.stop.presses = max(run.stop.presses, 2)
+            return
+        if run.stop.presses:
+            return
+        run.todo = list(run.waiting)
+
+
+def _summary(run: _Run, records: Sequence[dict], expected: int) -> dict:
+    """Counts over this run's records (all sessions), plus what this session spent (the client's own counters,
+    which also include the calls of questions that failed)."""
+    summary = summarize(records, expected=expected)
+    if run.usage_before is not None:
+        summary["session"] = usage_delta(run.population.usage(), run.usage_before)  # type: ignore[attr-defined]  # LLM populations only (usage_before is None otherwise)
+    return summary
+
+
+def _end_stopped(run: _Run) -> None:
+    """The run stopped early (Ctrl-C, MAX_USD, a batch export): the file holds whole records only; say in
+    meta.json what is there and raise the one-line exception that stops the caller."""
+    keys = set(order_keys(run.questions, run.configs, run.repeats))
+    summary = _summary(run, [rec for k, (rec, _) in run.done.items() if k in keys], len(keys))
+    summary["interrupted"] = True
+    pressed = bool(run.stop.presses)
+    if run.over_budget and not pressed:
+        summary["stopped_by"] = "MAX_USD"
+    elif run.exported and not pressed:
+        summary["stopped_by"] = "batch export"
+    run.meta["summary"] = summary
+    write_meta(run.dir / "meta.json", run.meta)
+    saved = f"{summary['records']} of {summary['expected']} records saved"
+    if run.over_budget and not pressed:
+        raise BudgetStop(
+            f"{run.over_budget[0]}. Run {run.name!r} stopped: {saved}, calls in flight finished and cached. To "
+            "continue, raise MAX_USD (profile key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid "
+            "reply is cached, so the part already paid for costs nothing again."
+        ) from None
+    if run.exported and not pressed:
+        raise BatchExported(f"run {run.name!r}: {saved}; {run.exported[0]}") from None
+    raise RunInterrupted(f"interrupted: {saved}; rerun to resume") from None
+
+
+def _end_complete(run: _Run) -> None:
+    """Canonical order (configs as given, questions as given, repeats ascending; the latest record per key),
+    compressed, and the summary in meta.json."""
+    keys = order_keys(run.questions, run.configs, run.repeats)
+    ours = write_canonical(run.dir / TRANSCRIPTS, run.done, keys)
+    run.meta["summary"] = _summary(run, ours, len(set(keys)))
+    write_meta(run.dir / "meta.json", run.meta)
+
+
+def _run(name, questions, configs, population, **kw) -> _Run:
+    """Everything run_experiment does; returns the finished run's state (kw: run_experiment's keywords)."""
+    run = _open_run(name, questions, configs, population, **kw)
+    run.bar = tqdm(total=len(run.todo), desc=name, disable=not run.progress or not run.todo, unit="q", smoothing=0.05)
+    with run.stop.installed():
+        run.out = Appender(run.dir / TRANSCRIPTS) if run.todo else None
+        try:
+            _run_passes(run)
+        finally:
+            if run.out is not None:
+                run.out.close()
+    run.bar.close()
+    if run.stopped:
+        _end_stopped(run)
+    _end_complete(run)
+    return run
+
+
 def run_experiment(
     name: str,
     questions: Sequence[Question],
@@ -121,182 +374,28 @@ def run_experiment(
     workers: questions run concurrently (threads) when the population does I/O; synthetic runs are
     sequential (pure numpy, the GIL would make threads slower).
     """
-    labels = [c.label for c in configs]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"two configs share a label in experiment {name!r}: {labels}; give one a name=")
-    seen: dict[str, int] = {}
-    for i, q in enumerate(questions):  # records are keyed by question id: a repeat would overwrite, not add
-        if q.id in seen:
-            raise ValueError(
-                f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
-                "question list; each question may appear once (use repeats= to run one several times)"
-            )
-        seen[q.id] = i
-    d = run_dir(name)
-    meta = {
-        "experiment": name,
-        "profile": profile,
-        "synthetic": bool(population.synthetic),
-        "population": population.describe(),
-        "methods": {c.label: dict(c.to_dict(), config_hash=c.hash) for c in configs},
-        "repeats": repeats,
-        "n_questions": len(questions),
-        "benchmarks": sorted({q.benchmark for q in questions}),
-        "data_hash": data_hash(questions),
-        "git_commit": git_commit(),
-        **(extra_meta or {}),
-    }
-    meta_path, tr_path = d / "meta.json", d / "transcripts.jsonl"
-    check_resumable(d, meta)
-    write_meta(meta_path, meta)
+    kw = dict(repeats=repeats, workers=workers, profile=profile, progress=progress, extra_meta=extra_meta)
+    return _run(name, questions, configs, population, **kw).dir
 
-    usage_of = getattr(population, "usage", None)  # LLM populations count their calls; the synthetic one has none
-    usage_before = usage_of() if callable(usage_of) else None
-    cut_torn_tail(tr_path)
-    done = {record_key(r): r for r in read_jsonl(tr_path) if is_record(r) and r.get("status") == "ok"}
-    todo = [(q, c, r) for c in configs for q in questions for r in range(repeats) if (q.id, c.hash, r) not in done]
-    lock = threading.Lock()
-    totals = {**zero_usage(), "failed": 0}  # for the progress bar
 
-    stop = _Interrupts()
-    over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
-    waiting: list = []  # CALLS_VIA batch: questions waiting for a queued call (Deferred), run again after the batch
-    batcher = getattr(population, "batcher", None)
-    exported: list = []  # CALLS_VIA files: the BatchExported that ended the pass loop
+_RUN_DEFAULTS = dict(repeats=1, workers=None, profile="default", progress=True, extra_meta=None)
 
-    def one(job):
-        if stop.presses or over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
-            return None
-        q, c, r = job
-        try:
-            return with_usage_keys(run_question(q, population, c, r))
-        except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
-            over_budget.append(err)
-            return None
-        except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
-            with lock:
-                waiting.append(job)
-            return None
-        except Exception as err:  # a failed question is recorded with its reason and retried on resume
-            if stop.presses:
-                return None  # cut short by the interrupt, not a failure of its own
-            return failed_record(q, c, population, r, err)
 
-    bar = tqdm(total=len(todo), desc=name, disable=not progress or not todo, unit="q", smoothing=0.05)
-    with stop.installed(), open(tr_path, "a", encoding="utf-8") as f:
-
-        def save(rec):
-            if rec is None:
-                return
-            with lock:
-                stop.saving = True  # a second Ctrl-C waits until the line is on disk
-                try:
-                    write_line(f, rec)
-                    done[record_key(rec)] = rec
-                finally:
-                    stop.saving = False
-                for k in STEP_USAGE_KEYS:
-                    totals[k] += rec.get("usage", {}).get(k, 0)
-                totals["failed"] += rec["status"] != "ok"
-                bar.update(1)
-                bar.set_postfix(
-                    calls=totals["calls"],
-                    hits=totals["cache_hits"],
-                    tok=totals["prompt_tokens"] + totals["completion_tokens"],
-                    failed=totals["failed"],
-                    refresh=False,
-                )
-
-        # Populations that do I/O (LLMs) run questions in threads; the client bounds the calls in flight.
-        concurrent = getattr(population, "concurrent", not population.synthetic) and (workers or 1) > 1
-        # CALLS_VIA batch: a pass runs every question until its first call that is not cached yet (queued,
-        # the question waits); the queue goes out as one batch, its replies land in the cache, and the waiting
-        # questions run again, until none waits (batch.py). Synchronous populations make exactly one pass.
-        while True:
-            waiting.clear()
-            try:
-                if concurrent:
-                    ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
-                    try:
-                        pending = {ex.submit(one, j) for j in todo}
-                        announced = False
-                        while pending:
-                            # a short timeout so a Ctrl-C is noticed while every worker is busy
-                            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                            for fut in finished:
-                                save(fut.result())
-                            if stop.presses >= 2:
-                                raise KeyboardInterrupt
-                            if stop.presses and not announced:
-                                announced = True
-                                running = sum(fu.running() for fu in pending)
-                                _notice(
-                                    f"interrupt: finishing {running} question(s) in flight, then stopping "
-                                    "(Ctrl-C again to stop now)"
-                                )
-                    finally:
-                        ex.shutdown(wait=not stop.presses, cancel_futures=True)
-                else:
-                    for job in todo:
-                        if stop.presses or over_budget:
-                            break
-                        save(one(job))
-            except KeyboardInterrupt:
-                stop.presses = max(stop.presses, 2)
-            if not waiting or stop.presses or over_budget or batcher is None:
-                break
-            try:
-                batcher.flush(should_stop=lambda: bool(stop.presses), progress=progress)
-            except BudgetExceeded as err:
-                over_budget.append(err)
-                break
-            except BatchExported as err:  # CALLS_VIA files: the queue is on disk for another runner
-                exported.append(err)
-                break
-            except KeyboardInterrupt:
-                stop.presses = max(stop.presses, 2)
-                break
-            if stop.presses:
-                break
-            todo = list(waiting)
-    bar.close()
-
-    if stop.presses or over_budget or exported:  # the file holds whole records only; say what is there, stop the caller
-        wanted = set(order_keys(questions, configs, repeats))
-        summary = summarize([rec for k, rec in done.items() if k in wanted], expected=len(wanted))
-        summary["interrupted"] = True
-        if callable(usage_of) and usage_before is not None:
-            summary["session"] = usage_delta(usage_of(), usage_before)
-        if over_budget and not stop.presses:
-            summary["stopped_by"] = "MAX_USD"
-        elif exported and not stop.presses:
-            summary["stopped_by"] = "batch export"
-        meta["summary"] = summary
-        write_meta(meta_path, meta)
-        if over_budget and not stop.presses:
-            raise BudgetStop(
-                f"{over_budget[0]}. Run {name!r} stopped: {summary['records']} of {summary['expected']} "
-                "records saved, calls in flight finished and cached. To continue, raise MAX_USD (profile "
-                "key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid reply is cached, so "
-                "the part already paid for costs nothing again."
-            ) from None
-        if exported and not stop.presses:
-            raise BatchExported(
-                f"run {name!r}: {summary['records']} of {summary['expected']} records saved; {exported[0]}"
-            ) from None
-        raise RunInterrupted(
-            f"interrupted: {summary['records']} of {summary['expected']} records saved; rerun to resume"
-        ) from None
-
-    # Canonical order: configs as given, questions as given, repeats ascending (the latest record per key).
-    keys = order_keys(questions, configs, repeats)
-    ours = write_canonical(tr_path, done, keys)
-
-    # The summary: counts over this run's records (all sessions), plus what this session spent (the client's
-    # own counters, which also include the calls of questions that failed).
-    summary = summarize(ours, expected=len(set(keys)))
-    if callable(usage_of) and usage_before is not None:
-        summary["session"] = usage_delta(usage_of(), usage_before)
-    meta["summary"] = summary
-    write_meta(meta_path, meta)
-    return d
+def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
+    """run_experiment(name, questions, configs, population, **kw), then what load_run(name) returns:
+    (meta, records). The records are parsed from the lines written to the file, so they are load_run's own;
+    lines that were read from the file when the run started (a rerun with everything on disk) are not
+    parsed a second time."""
+    run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
+    keys = order_keys(questions, configs, run.repeats)
+    order = {k: i for i, k in enumerate(keys)}
+    final = sorted((k for k in run.done if k in order), key=order.__getitem__)
+    final += [k for k in run.done if k not in order]  # write_canonical's order: the file's
+    meta = json.loads((run.dir / "meta.json").read_text())
+    hashes = {m["config_hash"] for m in meta["methods"].values()}
+    records = []
+    for k in final:
+        if k[1] in hashes:
+            rec, line = run.done[k]
+            records.append(json.loads(line) if k in run.fresh else rec)
+    return meta, records

@@ -41,9 +41,8 @@ from acemad_utils.agents.local_server import default_gguf, serve
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, smoke
-from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.runner import run_experiment
+from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import Population, Question
 
@@ -252,9 +251,8 @@ class Setup:
             qs = list(questions)[: self._n_max(n_max)]
         else:
             qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
-        exp = f"{self.profile}/{name}"
-        run_experiment(
-            exp,
+        return run_and_load(  # = run_experiment, then load_run, without parsing a rerun's records twice
+            f"{self.profile}/{name}",
             qs,
             configs,
             self.population,
@@ -262,4 +260,3 @@ class Setup:
             profile=self.profile,
             extra_meta={"source": self.source, "model": self.model, "backend": self.backend},
         )
-        return load_run(exp)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -211,7 +212,7 @@ class DebateConfig:
         d.pop("name")
         return d
 
-    @property
+    @functools.cached_property  # asked for every record: computed once per config (frozen: it never changes)
     def hash(self) -> str:
         """Stable 12-hex id of every field that changes results (the display name does not)."""
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()

@@ -120,19 +120,51 @@ def _usage_sum(steps) -> dict:
     return tot
 
 
-def _entry(step: Step, agent: int, spec) -> dict:
-    return {
+# Significant digits of the beliefs, scores and weights a record stores. Why not all 17: they are most of a
+# record's bytes and no table needs them. Tables print 4 decimals; a stored value differs from the computed one
+# by < 5e-11 relative (a stored distribution still sums to 1 within 1e-9), and the default profile's tables
+# are byte-identical either way (bench/README.md).
+STORED_DIGITS = 10
+
+
+def stored(x) -> list:
+    """Values rounded to STORED_DIGITS significant digits (vectorized), as a JSON-able list of floats.
+    An exact tie stays an exact tie; 0 stays 0."""
+    a = np.asarray(x, dtype=float)
+    mag = np.floor(np.log10(np.abs(np.where(a == 0, 1.0, a))))  # nan, inf: no warning, not ok below
+    ok = (mag > -280) & (mag < 15)  # beyond: kept whole (the scale would not be an exact power of ten)
+    scale = 10.0 ** np.where(ok, STORED_DIGITS - 1 - mag, 0)
+    # an integer-valued double divided by an exact power of ten is the double nearest the short decimal, so
+    # json writes the short form; nan and inf are kept as they are (json writes NaN, Infinity)
+    return np.where(ok, np.round(a * scale) / scale, a).tolist()
+
+
+def _entry(step: Step, agent: int, spec, p: list, q: Optional[list]) -> dict:
+    e = {
         "agent": agent,
         "persona": spec.persona,
         "temperature": spec.temperature,
         "thinking": spec.thinking,
         "model": spec.model,
         "message": step.message,
-        "p": step.p.tolist(),
-        "q": None if step.q is None else step.q.tolist(),
+        "p": p,
+        "q": q,
         "parse_failure": bool(step.parse_failure),
-        "usage": dict(step.usage),
     }
+    if any(step.usage.values()):  # a turn that made no call (synthetic agents) stores no usage block
+        e["usage"] = dict(step.usage)
+    return e
+
+
+def _entries(steps: Sequence[Step], specs: Sequence, agents: Sequence[int]) -> list[dict]:
+    """The stored entries of steps that share a question (so a length of p): beliefs rounded in one call."""
+    ps = stored(np.stack([s.p for s in steps]))
+    qs_given = [s.q for s in steps]
+    if all(q is not None for q in qs_given):
+        qs = stored(np.stack([q for q in qs_given if q is not None]))
+    else:
+        qs = [None if q is None else stored(q) for q in qs_given]
+    return [_entry(s, a, spec, p, q) for s, a, spec, p, q in zip(steps, agents, specs, ps, qs)]
 
 
 def _label(q: Question, idx: int) -> Optional[str]:
@@ -170,8 +202,7 @@ def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: i
         turn = Turn(q, 0, 1, (), role="solo", want_peer_prediction=False, repeat=draw, n_agents=1)
         runs_steps.append(agent.act(turn))
     runs = []
-    for s in runs_steps:
-        e = _entry(s, 0, spec)
+    for s, e in zip(runs_steps, _entries(runs_steps, [spec] * len(runs_steps), [0] * len(runs_steps))):
         ans = -1 if s.parse_failure else int(np.argmax(s.p))
         e["answer"] = _label(q, ans)
         e["correct"] = ans == q.answer_index
@@ -204,7 +235,7 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
     ans = int(B.plurality(v, len(q.options), keys))
     tied = bool(B.argmax_tiebreak(B.vote_shares(v, len(q.options)), keys)[1])
     rec = base_record(q, cfg, population, repeat)
-    rec["rounds"] = [[_entry(s, i, specs[i]) for i, s in enumerate(steps)]]
+    rec["rounds"] = [_entries(steps, specs, range(len(steps)))]
     rec["final"] = {
         "answer": _label(q, ans),
         "correct": ans == q.answer_index,
@@ -273,7 +304,8 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
     top, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
     ans = -1 if last.parse_failure else int(top)
     mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
-    rec["moderator"] = [dict(_entry(s, -1, moderator.spec), round=t + 1) for t, s in enumerate(mod_steps)]
+    mods = _entries(mod_steps, [moderator.spec] * len(mod_steps), [-1] * len(mod_steps))
+    rec["moderator"] = [dict(e, round=t + 1) for t, e in enumerate(mods)]
     rec["decisions"]["moderator"] = _decision(q, ans, tied)
     rec["final"] = dict(
         rec["decisions"][cfg.mad_aggregator],
@@ -289,7 +321,9 @@ def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict
     valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
     keys = _keys(q, cfg)
     rec = base_record(q, cfg, population, repeat)
-    rounds = [[_entry(s, i, specs[i]) for i, s in enumerate(r)] for r in steps_by_round]
+    n, flat = len(specs), [s for r in steps_by_round for s in r]
+    kept = _entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
+    rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
     if cfg.method == "acemad":
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
@@ -298,9 +332,10 @@ def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
         ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys=keys)
         decision = _decision(q, int(ans), tied)
+        S_kept, W_kept = stored(S), stored(W)
         for t, r in enumerate(rounds):
             for i, e in enumerate(r):
-                e["score"], e["weight"] = float(S[t, i]), float(W[t, i])
+                e["score"], e["weight"] = S_kept[t][i], W_kept[t][i]
     else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
         rec["decisions"] = {}
         aggs = {  # uniform weights: argmax of the mean final belief of agents whose commitment parsed

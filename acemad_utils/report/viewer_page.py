@@ -1,4 +1,4 @@
-"""One static, self-contained HTML page per run: every record's view embedded as JSON, drawn by inline JS.
+"""One static, self-contained HTML page per run: every record's view embedded, drawn by inline JS.
 
     from acemad_utils.report.viewer_page import write_run_page
     write_run_page("default/main")      # -> outputs/viewer/default/main.html
@@ -6,11 +6,23 @@
 No server, no JavaScript library, no font, no network. `_JS` mirrors `viewer_html.debate_html` (same
 markup, same classes) on the compact view of `viewer_model.view`; the list on the left filters by method,
 benchmark, outcome and question id.
+
+How the data is embedded, so that no text of a reply can break out of it and a large run stays small:
+- the list (question id, method, benchmark, status, right/wrong per record) is one `<script
+  type="application/json">` block read by JSON.parse, with every `<`, `>`, `&`, U+2028 and U+2029 written
+  as a JSON \\u escape (`embed_json`): no `</script>`, `<!--` or `<script` can appear inside it, whatever a
+  question id or method name holds;
+- the debates themselves (arguments, beliefs) are one block per method: the views' JSON, zlib-compressed
+  and base64-encoded (`[A-Za-z0-9+/=]` only), inflated by the browser's DecompressionStream when a record of
+  that method is first opened. A run of 16,200 debates is then a 7 MB page instead of 56 MB, and the page
+  draws its list without parsing any debate.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from pathlib import Path
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
@@ -22,8 +34,18 @@ from acemad_utils.report.viewer_model import is_correct, view
 _JS = r"""
 (function(){
 const D = JSON.parse(document.getElementById('acemad-data').textContent);
-const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g,
-  c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#x27;'}[c]));
+const parts = {};  // method index -> Promise of its views (inflated on first use)
+function part(m){
+  if (!parts[m]) {
+    const b64 = document.getElementById('acemad-part-' + m).textContent.trim();
+    const bytes = Uint8Array.from(atob(b64), ch => ch.charCodeAt(0));
+    const text = new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text();
+    parts[m] = text.then(t => JSON.parse(t));
+  }
+  return parts[m];
+}
+const ESC = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;'};
+const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g, c => ESC[c]);
 const mark = (l, a) => l == null ? '<span class="ad-bad">none</span>' :
   '<span class="' + (l === a ? 'ad-ok' : 'ad-bad') + '">' + esc(l) + (l === a ? ' ✓' : ' ✗') + '</span>';
 function bars(d, labels, a, title){
@@ -42,7 +64,8 @@ function bars(d, labels, a, title){
 }
 function cell(c, v, cls, t){
   let b = '<figure>' + bars(c.p, v.labels, v.answer, 'p') + '<figcaption>p: belief</figcaption></figure>';
-  if (c.q) b += '<figure>' + bars(c.q, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
+  const cq = c.q === 'p' ? c.p : c.q;  // pack_views: a q equal to p is stored as 'p'
+  if (cq) b += '<figure>' + bars(cq, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
   const sw = c.score == null ? '' :
     '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
     '<span class="ad-w" style="width:' + Math.max(1, Math.round(c.weight * 60)) + 'px"></span></div>';
@@ -90,27 +113,32 @@ const methodSel = document.getElementById('f-method'), outSel = document.getElem
       pane = document.getElementById('debate');
 D.methods.forEach(m => methodSel.add(new Option(m, m)));
 D.benchmarks.forEach(b => benchSel.add(new Option(b, b)));
+let opened = 0;
 function open(i){
-  pane.innerHTML = debate(D.views[i]);
-  list.querySelectorAll('tr.sel').forEach(tr => tr.classList.remove('sel'));
-  const tr = list.querySelector('tr[data-i="' + i + '"]'); if (tr) tr.classList.add('sel');
+  const r = D.rows[i], ticket = ++opened;  // [qid, method index, benchmark index, status, ok, index in its part]
+  part(r[1]).then(views => {
+    if (ticket !== opened) return;  // another row was clicked meanwhile
+    pane.innerHTML = debate(views[r[5]]);
+    list.querySelectorAll('tr.sel').forEach(tr => tr.classList.remove('sel'));
+    const tr = list.querySelector('tr[data-i="' + i + '"]'); if (tr) tr.classList.add('sel');
+  }, err => { pane.textContent = 'cannot read this method\'s debates: ' + err; });
 }
 function render(){
   const m = methodSel.value, o = outSel.value, b = benchSel.value, s = q.value.trim().toLowerCase();
   let rows = [], k = 0;
-  D.views.forEach((v, i) => {
-    if (m && v.method !== m) return;
-    if (b && v.benchmark !== b) return;
-    if (o && (o === 'correct') !== D.ok[i]) return;
-    if (s && v.qid.toLowerCase().indexOf(s) < 0) return;
+  D.rows.forEach((r, i) => {
+    if (m && D.methods[r[1]] !== m) return;
+    if (b && D.benchmarks[r[2]] !== b) return;
+    if (o && (o === 'correct') !== r[4]) return;
+    if (s && r[0].toLowerCase().indexOf(s) < 0) return;
     k++;
-    rows.push('<tr class="q-row" data-i="' + i + '"><td>' + esc(v.qid) + '</td><td>' + esc(v.method) + '</td><td>' +
-      (v.status !== 'ok' ? '<span class="ad-bad">' + esc(v.status) + '</span>'
-                         : (D.ok[i] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) +
-      '</td></tr>');
+    rows.push('<tr class="q-row" data-i="' + i + '"><td>' + esc(r[0]) + '</td><td>' + esc(D.methods[r[1]]) +
+      '</td><td>' +
+      (r[3] !== 'ok' ? '<span class="ad-bad">' + esc(r[3]) + '</span>' :
+        (r[4] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) + '</td></tr>');
   });
   list.innerHTML = '<table><tr><th>question</th><th>method</th><th>right?</th></tr>' + rows.join('') + '</table>';
-  count.textContent = k + ' of ' + D.views.length + ' records';
+  count.textContent = k + ' of ' + D.rows.length + ' records';
 }
 list.addEventListener('click', e => { const tr = e.target.closest('tr.q-row'); if (tr) open(+tr.dataset.i); });
 [methodSel, outSel, benchSel].forEach(el => el.addEventListener('change', render));
@@ -145,9 +173,57 @@ background:{banner_bg};border:1px solid {banner_border}}}
 <div class="wrap"><div id="list"></div>
 <div id="debate"><p>Click a question on the left to open its debate.</p></div></div>
 <script type="application/json" id="acemad-data">{data}</script>
+{parts}
 <script>{js}</script>
 </body></html>
 """
+
+
+# Characters that could end or alter the <script> element holding JSON, or end a JS line in old engines.
+_UNSAFE: dict[str, str | int | None] = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def embed_json(data) -> str:
+    """JSON for a <script type="application/json"> block: JSON.parse gives `data` back, and no text inside
+    (`</script>`, `<!--`, `<script`, `]]>`, U+2028) can end the block or change how the HTML around it parses."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.translate(str.maketrans(_UNSAFE))
+
+
+def _q_as_p(views: list) -> list:
+    """Views whose cells write a q equal to their p as "p" (a false-consensus agent predicts its own belief:
+    half of an AceMAD page's numbers); the page's JS reads it back as p."""
+    out = []
+    for v in views:
+        rounds = []
+        for r in v["rounds"]:
+            cells = [dict(c, q="p") if c["q"] is not None and c["q"] == c["p"] else c for c in r["cells"]]
+            rounds.append(dict(r, cells=cells))
+        out.append(dict(v, rounds=rounds))
+    return out
+
+
+def pack_views(views: list) -> str:
+    """A method's views as base64 of zlib-compressed JSON (what the page's DecompressionStream('deflate')
+    reads): only [A-Za-z0-9+/=], so nothing in a reply can end its <script> block."""
+    raw = json.dumps(_q_as_p(views), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
+
+
+def unpack_views(blob: str) -> list:
+    """pack_views inverted (what the page does in the browser): for tests and for reading a page back."""
+    views = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+    for v in views:
+        for r in v["rounds"]:
+            for c in r["cells"]:
+                c["q"] = c["p"] if c["q"] == "p" else c["q"]
+    return views
 
 
 def page_path(experiment: str) -> Path:
@@ -162,7 +238,6 @@ def write_run_page(experiment: str) -> Path:
     """One static, self-contained HTML page listing every question x method of outputs/runs/<experiment>/,
     with filters (method, benchmark, correct/wrong, question id); a click opens that record's debate.
     No server and no network: the views are embedded as JSON and drawn by inline vanilla JS."""
-
     meta, records = load_run(experiment)
     if not records:
         raise ValueError(f"run {experiment!r} has no transcript records for the methods in its meta.json")
@@ -171,16 +246,25 @@ def write_run_page(experiment: str) -> Path:
     views = [view(r, meta) for r in records]
     source = views[0]["source"]
     synthetic = source == SYNTHETIC_LABEL
+    methods = list(dict.fromkeys(v["method"] for v in views))
+    benchmarks = sorted({v["benchmark"] for v in views})
+    by_method: list[list] = [[] for _ in methods]
+    rows = []
+    for v in views:
+        m = methods.index(v["method"])
+        rows.append([v["qid"], m, benchmarks.index(v["benchmark"]), v["status"], is_correct(v), len(by_method[m])])
+        by_method[m].append(v)
     data = {
-        "views": views,
-        "ok": [is_correct(v) for v in views],
-        "methods": list(dict.fromkeys(v["method"] for v in views)),
-        "benchmarks": sorted({v["benchmark"] for v in views}),
+        "rows": rows,
+        "methods": methods,
+        "benchmarks": benchmarks,
         "synthetic_label": SYNTHETIC_LABEL,
         "legend": LEGEND,
     }
-    # "</" inside a JSON string would end the <script> element early (an argument may quote HTML).
-    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    parts = "\n".join(
+        f'<script type="application/octet-stream" id="acemad-part-{m}">{pack_views(vs)}</script>'
+        for m, vs in enumerate(by_method)
+    )
     page = _PAGE.format(
         title=esc(f"acemad debates: {experiment}"),
         css=CSS,
@@ -190,8 +274,9 @@ def write_run_page(experiment: str) -> Path:
         banner_border="#e0c36a" if synthetic else "#54aeff",
         n=len(views),
         nq=len({v["qid"] for v in views}),
-        methods=esc(", ".join(dict.fromkeys(v["method"] for v in views))),
-        data=blob,
+        methods=esc(", ".join(methods)),
+        data=embed_json(data),
+        parts=parts,
         js=_JS,
     )
     path = page_path(experiment)

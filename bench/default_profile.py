@@ -1,0 +1,188 @@
+"""The default profile end to end: seconds and MB per notebook, the largest viewer page, and a rerun.
+
+    python bench/default_profile.py                    # this checkout (writes its outputs/, like make reproduce)
+    python bench/default_profile.py --ref main         # another commit, in a temporary git worktree (before/after)
+    python bench/default_profile.py --only 01_subset_construction 06_scaling   # the issue-21 check
+    python bench/default_profile.py --quick            # smoke mode (ACEMAD_SMOKE=1): seconds, for a dry run
+
+Each notebook runs alone (`python -m acemad_utils.reproduce --profile default --only NAME`, the driver of
+`make reproduce`) from empty run folders, so its seconds include one kernel start (about 2 s) and its MB are
+the run folders it wrote (outputs/runs/default/...). Then the viewer page of every run is built and the
+largest one is reported, and the whole profile is run again with everything on disk (the rerun). Another
+commit (`--ref`) runs in a temporary worktree with this checkout's virtual environment (PYTHONPATH points
+the kernels at the worktree's package); it is removed at the end. Prints figures; asserts nothing about
+time. The machine's load (`uptime`) is printed first and last, because wall times depend on it; the CPU
+seconds (of the driver and its kernels) depend on it much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+NOTEBOOKS = [
+    "00_theory",
+    "01_subset_construction",
+    "02_baselines",
+    "03_main_results",
+    "04_heterogeneity",
+    "05_ablation",
+    "06_scaling",
+    "07_other_models",
+]
+
+
+def _mb(path: Path) -> float:
+    if not path.exists():
+        return 0.0
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
+def _sizes(runs: Path) -> dict[str, float]:
+    return {d.name: _mb(d) for d in sorted(runs.iterdir()) if d.is_dir()} if runs.exists() else {}
+
+
+def _cpu() -> float:
+    """CPU seconds of the finished children (the driver and, reaped by it, its kernels)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _reproduce(repo: Path, env: dict, only: list[str]) -> tuple[float, str]:
+    t0 = time.time()
+    out = subprocess.run(
+        [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only", *only],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode:
+        sys.exit(f"reproduce failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return time.time() - t0, out.stdout
+
+
+def _viewer_pages(repo: Path, env: dict, runs: Path) -> list[tuple[str, float, float]]:
+    """(run, seconds to build, MB) of every run's viewer page."""
+    pages = []
+    for d in sorted(p for p in runs.iterdir() if (p / "meta.json").exists()):
+        t0 = time.time()
+        out = subprocess.run(
+            [sys.executable, "-m", "acemad_utils.report.viewer", f"{runs.name}/{d.name}"],
+            cwd=repo,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        secs = time.time() - t0
+        page = Path(out.stdout.strip().splitlines()[-1])  # the viewer prints the page's path
+        pages.append((d.name, secs, page.stat().st_size / 1e6 if page.exists() else 0.0))
+    return pages
+
+
+def chromium_load(page: Path) -> str:
+    """Seconds until the page's list is drawn, and until a click on the last row shows its debate, in headless
+    Chromium (/usr/bin/chromium via playwright, as tests/test_browser.py); a note when it is not available."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "(playwright not installed: no load time)"
+    chromium = os.environ.get("ACEMAD_CHROMIUM", "/usr/bin/chromium")
+    if not os.access(chromium, os.X_OK):
+        return f"(no Chromium at {chromium}: no load time)"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--headless"])
+        tab = browser.new_page()
+        t0 = time.perf_counter()
+        tab.goto(page.as_uri(), wait_until="load")
+        tab.wait_for_function("document.getElementById('count').textContent.length > 0", timeout=120_000)
+        loaded = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        tab.locator("#list tr.q-row").last.click()
+        tab.locator("#debate .acemad-debate").wait_for(timeout=120_000)
+        opened = time.perf_counter() - t1
+        browser.close()
+    return f"loads in {loaded:.2f} s in Chromium, opens its last debate in {opened:.2f} s"
+
+
+def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None:
+    runs = repo / "outputs" / ("smoke/runs" if env.get("ACEMAD_SMOKE") else "runs") / "default"
+    shutil.rmtree(runs, ignore_errors=True)
+    print(f"{'notebook':<24} {'seconds':>8} {'CPU s':>7} {'MB written':>11}  reported by the driver")
+    total_s = total_cpu = 0.0
+    for name in only:
+        before = _sizes(runs)
+        cpu0 = _cpu()
+        secs, stdout = _reproduce(repo, env, [name])
+        cpu = _cpu() - cpu0
+        total_cpu += cpu
+        after = _sizes(runs)
+        wrote = sum(mb - before.get(run, 0.0) for run, mb in after.items())
+        m = re.search(rf"\] {name}\s+([\d.]+)s", stdout)
+        total_s += secs
+        print(f"{name:<24} {secs:8.1f} {cpu:7.1f} {wrote:11.1f}  {m.group(1) + ' s' if m else stdout.strip()[-80:]}")
+    print(
+        f"{'total':<24} {total_s:8.1f} {total_cpu:7.1f} {_mb(runs):11.1f}  (outputs/runs/default: {_mb(runs):.1f} MB)"
+    )
+    if not extras:
+        return
+    pages = _viewer_pages(repo, env, runs)
+    if pages:
+        run, secs, mb = max(pages, key=lambda p: p[2])
+        total = sum(p[2] for p in pages)
+        print(f"largest viewer page: {run}.html {mb:.1f} MB (built in {secs:.1f} s); all pages {total:.1f} MB")
+        largest = repo / "outputs" / "viewer" / runs.name / f"{run}.html"
+        if env.get("ACEMAD_SMOKE"):
+            largest = repo / "outputs" / "smoke" / "viewer" / runs.name / f"{run}.html"
+        print(f"  {largest.name} {chromium_load(largest)}")
+    cpu0 = _cpu()
+    secs, _ = _reproduce(repo, env, only)
+    print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
+    print(f"rerun with everything on disk ({len(only)} notebook(s), one driver): {secs:.1f} s")
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ref", help="measure this git commit/branch in a temporary worktree (default: this checkout)")
+    ap.add_argument("--only", nargs="+", default=NOTEBOOKS, help="notebooks to run (default: all eight)")
+    ap.add_argument("--quick", action="store_true", help="smoke mode (ACEMAD_SMOKE=1)")
+    ap.add_argument("--notebooks-only", action="store_true", help="no viewer pages, no rerun")
+    args = ap.parse_args()
+    env = dict(os.environ)
+    env.setdefault("ACEMAD_DATA_DIR", str(HERE.parent / "shared" / "benchmarks"))
+    if args.quick:
+        env["ACEMAD_SMOKE"] = "1"
+    print(f"load before: {_uptime()}  ({os.cpu_count()} cores)")
+    if not args.ref:
+        measure(HERE, env, args.only, extras=not args.notebooks_only)
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="acemad-bench-")) / "repo"
+        subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp), args.ref], check=True)
+        try:
+            env["PYTHONPATH"] = str(tmp)  # ahead of this checkout's editable install, in the driver and kernels
+            head = subprocess.run(
+                ["git", "-C", str(tmp), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            )
+            print(f"measuring {args.ref} ({head.stdout.strip()}) in {tmp}")
+            measure(tmp, env, args.only, extras=not args.notebooks_only)
+        finally:
+            subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp)], check=False)
+    print(f"load after: {_uptime()}")
+
+
+if __name__ == "__main__":
+    main()
