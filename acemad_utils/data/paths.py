@@ -11,6 +11,7 @@ Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a re
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -37,7 +38,32 @@ def shared_paper_dir() -> Path:
     return path if path.is_absolute() or path.is_dir() else ROOT / path
 
 
+class UnsafeName(ValueError):
+    """A user-given name (profile, model, run) that is not one safe path segment; str() is the one line to show."""
+
+
+# One path segment: letters, digits, '.', '_', '-'; not starting with '.' or '-' (no '..', no hidden file, no option).
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+
+
+def safe_segment(value: str, what: str) -> str:
+    """`value` if it is one safe path segment (a profile, model slug or run name becomes a folder or file name
+    under outputs/), else UnsafeName naming `what` and the rule. A profile name '../../tmp/x' once made a run
+    write its notebook and transcripts outside outputs/."""
+    if not isinstance(value, str) or not _SEGMENT.fullmatch(value):
+        raise UnsafeName(
+            f"{what} {value!r} is not allowed: it becomes a folder name under outputs/, so it must be one path "
+            "segment of letters, digits, '.', '_' or '-' (at most 128, not starting with '.' or '-')"
+        )
+    return value
+
+
 def outputs(*parts: str) -> Path:
+    """<repo>/outputs/<parts...> (created). Every part is one or more '/'-joined safe segments: nothing a user
+    names can reach outside outputs/."""
+    for part in parts:
+        for seg in str(part).split("/"):
+            safe_segment(seg, "path part")
     base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
+from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.transcripts import load_run, read_jsonl, run_dir  # noqa: F401 (load_run, read_jsonl: this module's public face)
@@ -175,6 +176,9 @@ def run_experiment(
         except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
             over_budget.append(err)
             return None
+        except EndpointDown as err:  # the circuit breaker tripped: not this question's failure, stop the run
+            over_budget.append(err)
+            return None
         except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
             with lock:
                 waiting.append(job)
@@ -269,6 +273,14 @@ def run_experiment(
         summary["interrupted"] = True
         if usage_before is not None:
             summary["session"] = usage_delta(population.usage(), usage_before)
+        down = [e for e in over_budget if isinstance(e, EndpointDown)]
+        if down and not stop.presses:
+            summary["stopped_by"] = "circuit breaker"
+            meta["summary"] = summary
+            write_meta(meta_path, meta)
+            raise EndpointDown(
+                f"{down[0]} (run {name!r}: {summary['records']} of {summary['expected']} records saved)"
+            ) from None
         if over_budget and not stop.presses:
             summary["stopped_by"] = "MAX_USD"
         elif exported and not stop.presses:

@@ -36,6 +36,7 @@ benchmark); under outputs/smoke/subsets/ when ACEMAD_SMOKE=1. Byte-identical on 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -72,7 +73,7 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.")
     if not slug:
         raise ValueError(f"model name {model_name!r} gives an empty slug")
-    return slug
+    return P.safe_segment(slug, f"model name {model_name!r} as a folder name")  # e.g. too long
 
 
 def content_hash(q: Question) -> str:
@@ -141,6 +142,12 @@ def _dumps(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True)
 
 
+class SubsetIncomplete(RuntimeError):
+    """Some items of a subset's construction failed (their calls did): nothing is saved for that benchmark, so a
+    failure is never read as a kept or dropped item. The same command retries only the failed items (the
+    construction's run keeps its ok records, and their calls come from the response cache)."""
+
+
 @dataclass
 class SubsetResult:
     benchmark: str
@@ -201,6 +208,16 @@ def build_subset(
     stats = [item_stats(r) for r in ok]
     hashes = {q.id: content_hash(q) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
+    d = subsets_root() / slug
+    path = d / f"{benchmark}.jsonl"
+    if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
+        _forget(d, benchmark)
+        failed = [r for r in records if r["config_hash"] == cfg.hash and r.get("status") != "ok"]
+        why = failed[0].get("error", "no record") if failed else "no record"
+        raise SubsetIncomplete(
+            f"challenging subset of {benchmark} not saved: {len(qs) - len(ok)} of {len(qs)} items failed "
+            f"(first: {why}); fix the endpoint and rerun the same command: only the failed items are sent again"
+        )
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
     endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
@@ -219,7 +236,7 @@ def build_subset(
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
         "n_items_in": len(qs),
-        "n_failed": len(qs) - len(ok),
+        "n_failed": 0,  # always: a subset with a failed item is not saved (SubsetIncomplete)
         "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
         "n_wrong_kept": n_wrong,
@@ -228,19 +245,46 @@ def build_subset(
         "uniform_reference": ref,
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
     }
-    d = subsets_root() / slug
-    path = d / f"{benchmark}.jsonl"
     P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
-    lock = os.open(d, os.O_RDONLY)  # two builds of one model may merge meta.json at once; lock the directory
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _meta_lock(d):
         meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
         meta.update(model_slug=slug, synthetic=synthetic)
         meta.setdefault("benchmarks", {})[benchmark] = summary
         P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    finally:
-        os.close(lock)  # releases the lock
     return SubsetResult(benchmark, slug, kept, summary, path, stats)
+
+
+@contextlib.contextmanager
+def _meta_lock(d: Path):
+    """Two builds of one model may merge meta.json at once: lock the directory while one does."""
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _forget(d: Path, benchmark: str) -> None:
+    """Remove a benchmark's subset file and meta entry (a failed rebuild leaves no stale or partial subset)."""
+    if not d.exists():
+        return
+    with _meta_lock(d):
+        (d / f"{benchmark}.jsonl").unlink(missing_ok=True)
+        if (d / "meta.json").exists():
+            meta = json.loads((d / "meta.json").read_text())
+            if meta.get("benchmarks", {}).pop(benchmark, None) is not None:
+                P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def incomplete(benchmark: str, model_slug: str) -> bool:
+    """Was the saved subset built with failed items (a checkout from before SubsetIncomplete)? Then it is not one."""
+    path = subsets_root() / model_slug / "meta.json"
+    if not path.exists():
+        return False
+    entry = json.loads(path.read_text()).get("benchmarks", {}).get(benchmark) or {}
+    return bool(entry.get("n_failed"))
 
 
 def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
@@ -248,6 +292,8 @@ def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Qu
     path = subsets_root() / model_slug / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
+    if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
+        raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     pool = {q.id: q for q in (questions if questions is not None else D.load(benchmark))}
     out = []

@@ -20,6 +20,7 @@ notebooks still run, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,7 +28,9 @@ from typing import Optional
 
 import yaml
 
-from acemad_utils.data.paths import outputs
+from acemad_utils.agents.health import PROGRESS_ENV
+from acemad_utils.agents.redact import redact
+from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.experiments.profiles import (  # noqa: F401
     CALLS_VIA,
     NULLABLE,
@@ -39,12 +42,23 @@ from acemad_utils.experiments.profiles import (  # noqa: F401
     notebooks,
     run_env,
 )
+from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
 from acemad_utils.reproduce.nbtools import KERNEL_ARGS
 
+#: Exceptions after which every later notebook would stop the same way: the run ends with one line.
+STOPPERS = {"BudgetStop": "MAX_USD", "BudgetExceeded": "MAX_USD", "BatchExported": "the batch export"}
+STOPPERS["EndpointDown"] = "the circuit breaker (the endpoint kept failing)"
 
-def run(profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None) -> int:
+
+def run(
+    profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None, wait: bool = False
+) -> int:
     prof = load_profile(profile, overrides)
-    name_of_profile = prof.get("profile", profile)
+    name_of_profile = prof.get("profile") or Path(profile).stem
+    try:  # before anything is written: the name becomes folders under outputs/
+        safe_segment(name_of_profile, "profile name")
+    except UnsafeName as e:
+        raise SystemExit(str(e)) from None
     nbs = notebooks()
     selected = only or list(nbs)
     for name in selected:
@@ -52,22 +66,34 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
             raise SystemExit(f"unknown notebook {name!r}{_hint(name, nbs)}; notebooks: {sorted(nbs)}")
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
-    import os
-
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
     _print_estimate(prof, profile, overrides, selected, env)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # papermill's kernels inherit this process's environment
-    try:
-        return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    llm = _uses_llm(prof, selected)
+    with ProfileLock(name_of_profile, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
+        progress = outputs("runs", name_of_profile) / ".progress.log"
+        env[PROGRESS_ENV] = str(progress)  # the kernels' progress lines (agents/health.py), shown here
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # papermill's kernels inherit this process's environment
+        try:
+            with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
+                return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir)
+        finally:
+            _restore(saved)
+
+
+def _restore(saved: dict) -> None:
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _uses_llm(prof: dict, selected: list) -> bool:
+    common, own = prof.get("common") or {}, prof.get("notebooks") or {}
+    return any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND", "sim"))) != "sim" for nb in selected)
 
 
 def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, env: dict) -> None:
@@ -91,7 +117,7 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, out_dir: Path) -> int:
     import papermill as pm
 
-    failed = 0
+    failed, t_start = 0, time.time()
     for i, name in enumerate(selected):
         declared = pm.inspect_notebook(str(nbs[name]))
         params = _params(prof, name, declared)
@@ -125,9 +151,9 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                 )
                 return 130
             failed += 1
-            if e.ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):  # every later notebook would stop too
+            if e.ename in STOPPERS:  # every later notebook would stop too
                 rest = selected[i + 1 :]
-                why = "the batch export" if e.ename == "BatchExported" else "MAX_USD"
+                why = STOPPERS[e.ename]
                 print(
                     f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
                     f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
@@ -143,13 +169,18 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
         print(f"[{name_of_profile}] {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}", flush=True)
     if failed:
         print(f"[{name_of_profile}] {failed} of {len(selected)} notebook(s) failed", flush=True)
-    return 1 if failed else 0
+    # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
+    # so that no script takes this run's tables for a clean run's (README, "Failed calls").
+    lines = failure_lines(name_of_profile, failed_records(since=t_start))
+    for line in lines:
+        print(redact(line), flush=True)
+    return 1 if failed or lines else 0
 
 
 def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
     from acemad_utils.agents.client import redact  # an endpoint's error text can echo a key
 
-    if ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):
+    if ename in STOPPERS:
         limit = 1200  # the message says how to continue: keep it whole
     text = " ".join(str(evalue).split())
     return redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")
@@ -183,6 +214,9 @@ def main(argv=None) -> int:
         metavar="KEY=VALUE",
         help="override a common parameter for this run (VALUE is YAML), e.g. BASE_URL=http://127.0.0.1:8000/v1",
     )
+    ap.add_argument(
+        "--wait", action="store_true", help="if another run of this profile is going, wait for it instead of exiting"
+    )
     args = ap.parse_args(argv)
     overrides = {}
     for item in args.set:
@@ -190,7 +224,7 @@ def main(argv=None) -> int:
         if not sep or not key.strip():
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
         overrides[key.strip()] = yaml.safe_load(value) if value.strip() else ""
-    return run(args.profile, args.only, overrides)
+    return run(args.profile, args.only, overrides, wait=args.wait)
 
 
 if __name__ == "__main__":
