@@ -106,6 +106,9 @@ class LLMClient:
     budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
     """
 
+    _flight: dict[int, float]
+    _t0: Optional[float]
+
     def __init__(
         self,
         model: Optional[str] = None,
@@ -145,8 +148,7 @@ class LLMClient:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
         self._auto = structured == "auto"
         self.mode = MODES[0] if self._auto else structured
-        if timeout is None:
-            timeout = float(os.environ.get("ACEMAD_CALL_TIMEOUT") or TIMEOUT)
+        timeout = float(os.environ.get("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
         self.timeout, self.retry_time = timeout, retry_time
         self.max_tokens, self.max_reply_bytes = max_tokens, max_reply_bytes
         self.breaker = Breaker(safe_url(base_url), threshold=breaker)
@@ -162,9 +164,8 @@ class LLMClient:
         self.batch_queue = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()  # guards self.mode and the progress counters
         self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
-        self._flight: dict[int, float] = {}  # attempt id -> start time, for the progress line
-        self._answered = self._failed = 0
-        self._t0: Optional[float] = None
+        # attempts in flight (id -> start time), answered, failed, first start: the progress line
+        self._flight, self._answered, self._failed, self._t0 = {}, 0, 0, None
         self._heartbeat = Heartbeat(self._progress_line, lambda: bool(self._flight), interval_from_env())
 
     # ------------------------------------------------------------------ public

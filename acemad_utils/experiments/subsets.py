@@ -212,20 +212,30 @@ def build_subset(
     path = d / f"{benchmark}.jsonl"
     if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
         _forget(d, benchmark)
-        failed = [r for r in records if r["config_hash"] == cfg.hash and r.get("status") != "ok"]
-        why = failed[0].get("error", "no record") if failed else "no record"
-        raise SubsetIncomplete(
-            f"challenging subset of {benchmark} not saved: {len(qs) - len(ok)} of {len(qs)} items failed "
-            f"(first: {why}); fix the endpoint and rerun the same command: only the failed items are sent again"
-        )
+        raise _incomplete(benchmark, len(qs) - len(ok), len(qs), [r for r in records if r["config_hash"] == cfg.hash])
+    summary = _summary(
+        population, kept, model_name=model_name, slug=slug, synthetic=synthetic, seed=seed, temperature=temperature,
+        runs=runs, threshold=threshold, limit=limit, name=name, cfg=cfg, meta=meta, n_in=len(qs),
+    )  # fmt: skip
+    P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
+    _merge_meta(d, benchmark, summary)
+    return SubsetResult(benchmark, slug, kept, summary, path, stats)
+
+
+def _summary(
+    population: Population, kept: list[dict], *, model_name: str, slug: str, synthetic: bool, seed: int,
+    temperature: float, runs: int, threshold: float, limit: Optional[int], name: str, cfg: DebateConfig,
+    meta: dict, n_in: int,
+) -> dict:  # fmt: skip
+    """A benchmark's entry of meta.json: how the subset was built and the automatic misconception check."""
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
-    endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
-    summary = {
+    return {
         "model": slug if synthetic else model_name,
         "model_slug": slug,
         "synthetic": synthetic,
-        "endpoint_kind": endpoint_kind,
+        "endpoint_kind": desc.get("endpoint_kind")
+        or next((e.get("endpoint") for e in desc.get("endpoints", [])), None),
         "seed": seed,
         "temperature": temperature,
         "runs": runs,
@@ -235,7 +245,7 @@ def build_subset(
         "config_hash": cfg.hash,
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
-        "n_items_in": len(qs),
+        "n_items_in": n_in,
         "n_failed": 0,  # always: a subset with a failed item is not saved (SubsetIncomplete)
         "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
@@ -245,13 +255,23 @@ def build_subset(
         "uniform_reference": ref,
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
     }
-    P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
+
+
+def _incomplete(benchmark: str, n_failed: int, n: int, records: list[dict]) -> SubsetIncomplete:
+    failed = [r for r in records if r.get("status") != "ok"]
+    why = failed[0].get("error", "no record") if failed else "no record"
+    return SubsetIncomplete(
+        f"challenging subset of {benchmark} not saved: {n_failed} of {n} items failed (first: {why}); fix the "
+        "endpoint and rerun the same command: only the failed items are sent again"
+    )
+
+
+def _merge_meta(d: Path, benchmark: str, summary: dict) -> None:
     with _meta_lock(d):
         meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
-        meta.update(model_slug=slug, synthetic=synthetic)
+        meta.update(model_slug=summary["model_slug"], synthetic=summary["synthetic"])
         meta.setdefault("benchmarks", {})[benchmark] = summary
         P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    return SubsetResult(benchmark, slug, kept, summary, path, stats)
 
 
 @contextlib.contextmanager

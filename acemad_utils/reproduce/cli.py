@@ -117,7 +117,7 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, out_dir: Path) -> int:
     import papermill as pm
 
-    failed, t_start = 0, time.time()
+    failed, t_start, tag = 0, time.time(), f"[{name_of_profile}]"
     for i, name in enumerate(selected):
         declared = pm.inspect_notebook(str(nbs[name]))
         params = _params(prof, name, declared)
@@ -138,43 +138,55 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
             )  # no kernel log lines (nbtools)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
             print(
-                f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
+                f"{tag} {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
                 f"run; rerun the same command to resume (saved records and cached calls are kept)",
                 flush=True,
             )
             return 130
         except pm.PapermillExecutionError as e:
-            if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-                print(
-                    f"[{name_of_profile}] {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run",
-                    flush=True,
-                )
+            outcome = _failed_notebook(tag, name, e, time.time() - t0, out, selected[i + 1 :])
+            if outcome == "interrupted":
                 return 130
             failed += 1
-            if e.ename in STOPPERS:  # every later notebook would stop too
-                rest = selected[i + 1 :]
-                why = STOPPERS[e.ename]
-                print(
-                    f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
-                    f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
-                    flush=True,
-                )
-                return 1
-            print(
-                f"[{name_of_profile}] {name} FAILED after {time.time() - t0:.1f}s: {_one_line(e.ename, e.evalue)}\n"
-                f"    full traceback: {_rel(out)} (cell {e.exec_count})",
-                flush=True,
-            )
+            if outcome == "stopped":
+                break
             continue
-        print(f"[{name_of_profile}] {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}", flush=True)
+        print(f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}", flush=True)
     if failed:
-        print(f"[{name_of_profile}] {failed} of {len(selected)} notebook(s) failed", flush=True)
+        print(f"{tag} {failed} of {len(selected)} notebook(s) failed", flush=True)
     # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
-    # so that no script takes this run's tables for a clean run's (README, "Failed calls").
+    # so that no script takes this run's tables for a clean run's (README, "When the endpoint fails").
     lines = failure_lines(name_of_profile, failed_records(since=t_start))
     for line in lines:
         print(redact(line), flush=True)
     return 1 if failed or lines else 0
+
+
+def _failed_note(since: float) -> str:
+    """The headline's warning when the notebook's runs hold failed records (left out of its tables)."""
+    n = sum(k for k, _, _ in failed_records(since=since).values())
+    return f"  [WARNING: {n} failed record(s), not counted in the tables; rerun to retry them]" if n else ""
+
+
+def _failed_notebook(tag: str, name: str, e, seconds: float, out: Path, rest: list) -> str:
+    """Print the one line of a notebook that raised; 'interrupted' (Ctrl-C), 'stopped' (every later notebook
+    would stop the same way: MAX_USD, a batch export, the circuit breaker) or 'failed'."""
+    if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
+        print(f"{tag} {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run", flush=True)
+        return "interrupted"
+    if e.ename in STOPPERS:
+        print(
+            f"{tag} {name} stopped by {STOPPERS[e.ename]} after {seconds:.1f}s: {_one_line(e.ename, e.evalue)}"
+            + (f"\n    not started: {', '.join(rest)}" if rest else ""),
+            flush=True,
+        )
+        return "stopped"
+    print(
+        f"{tag} {name} FAILED after {seconds:.1f}s: {_one_line(e.ename, e.evalue)}\n"
+        f"    full traceback: {_rel(out)} (cell {e.exec_count})",
+        flush=True,
+    )
+    return "failed"
 
 
 def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
