@@ -335,3 +335,12 @@ def test_good_endpoint_values_and_an_explicit_no_cap_pass(tmp_path):
     path.write_text(json.dumps({"profile": "mine", "common": {}}))
     prof = reproduce.load_profile(str(path), overrides={"BASE_URL": "https://example.org/v1", "MAX_USD": "none"})
     assert prof["common"]["BASE_URL"] == "https://example.org/v1" and prof["max_usd"] == "none"
+
+
+def test_the_reproduce_command_refuses_a_second_run_of_the_profile(repo, tmp_path):
+    path = tmp_path / "probe.yaml"
+    path.write_text("profile: probe\ncommon: {BACKEND: sim}\n")
+    with ProfileLock("probe", llm=False):
+        with pytest.raises(SystemExit, match=r"another run holds probe/.lock: pid \d+ .*--wait"):
+            reproduce.run(str(path), only=["00_theory"])
+    assert not (repo / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()

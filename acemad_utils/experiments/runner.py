@@ -162,7 +162,7 @@ def run_experiment(
     totals = {**zero_usage(), "failed": 0}  # for the progress bar
 
     stop = _Interrupts()
-    over_budget: list = []  # the first BudgetExceeded: MAX_USD reached, stop starting questions
+    over_budget: list = []  # a BudgetExceeded (MAX_USD) or EndpointDown (circuit breaker): stop starting questions
     waiting: list = []  # CALLS_VIA batch: questions waiting for a queued call (Deferred), run again after the batch
     batcher = getattr(population, "batcher", None)
     exported: list = []  # CALLS_VIA files: the BatchExported that ended the pass loop
