@@ -58,7 +58,7 @@ DEFAULT_MODEL = "gpt-4o-mini"
 TIMEOUT = 60.0
 RETRY_TIME = 180.0
 MAX_TOKENS = 1024
-MAX_REPLY_BYTES = 65536
+MAX_REPLY_BYTES = 16384  # 3x the longest reply max_tokens=1024 allows (~5 KB of text)
 BREAKER_THRESHOLD = 8
 LOCAL_DUMMY_KEY = "sk-no-key-required"
 # PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per

@@ -3,7 +3,8 @@
     from acemad_utils.data.paths import outputs
     outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
     PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
-    shared_paper_dir()      # the shared copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
+    shared_paper_dir()      # the copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
+    safe_segment(name, "profile name")   # name, or UnsafeName: one path segment, nothing outside outputs/
 
 Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
