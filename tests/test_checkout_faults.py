@@ -307,6 +307,10 @@ def test_model_names_become_one_safe_folder():
         subsets.model_slug("..")
     with pytest.raises(P.UnsafeName):
         subsets.model_slug("m" * 300)
+    with pytest.raises(P.UnsafeName):  # `subsets show --model ../..` reads no file outside the subsets folder
+        subsets.subset_table("../../etc")
+    with pytest.raises(P.UnsafeName):
+        subsets.load_subset("arc_challenge", "../x")
 
 
 # ----------------------------------------------------------------------------- items 7/8: bounded inputs

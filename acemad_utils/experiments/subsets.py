@@ -52,6 +52,7 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
+from acemad_utils.agents.health import EndpointDown
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import runner
@@ -309,7 +310,7 @@ def incomplete(benchmark: str, model_slug: str) -> bool:
 
 def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
     """The saved subset's Questions (file order), each verified against its content hash."""
-    path = subsets_root() / model_slug / f"{benchmark}.jsonl"
+    path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
     if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
@@ -333,7 +334,7 @@ def subset_table(model_slug: str):
     """One row per benchmark of a model's subsets (read from meta.json)."""
     import pandas as pd
 
-    path = subsets_root() / model_slug / "meta.json"
+    path = subsets_root() / P.safe_segment(model_slug, "model slug") / "meta.json"
     if not path.exists():
         raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")
     rows = [
@@ -422,6 +423,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
             print(f"{name}: {e}", file=sys.stderr)
             return 130
+        except (SubsetIncomplete, EndpointDown) as e:  # one line; the same command retries what failed
+            print(f"{name}: {e}", file=sys.stderr)
+            return 1
         slug = model_slug(model, pop.synthetic)
     else:
         slug = args.model
