@@ -20,6 +20,20 @@ as chat completions once `batch_delay` seconds have passed since batches.create 
 numbers of batches that end "expired" with no output. `srv.batch_lines` lists every custom_id submitted, in
 order (tests check none is submitted twice); `srv.batches` the batch objects.
 
+Switchable fault modes (issue 23's probes), for the whole server, at construction (`mode=`), from a test
+(`srv.set_mode("down", after=20)`: the next 20 chat requests are answered, then the mode applies) or from
+another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
+
+    ok        the script answers (default)
+    down      every request (chat and GET /models) gets its connection closed without an answer
+    hang      chat requests get no answer until the mode changes (or `hang_max` s pass, then the script's)
+    429       429 with `Retry-After: <retry_after>` on every chat request
+    401       401 whose error message echoes the Authorization header (the key) back
+    huge      the script's reply padded to `huge_bytes` (2 MB by default) of text
+    hostile   the script's reply with HOSTILE (<!--, <script>, </script>, ]]>, U+2028) in every free text
+              and every JSON "argument"
+`srv.modes` counts the chat requests answered in each mode.
+
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
 arguments, JSON commitments) and injects seeded faults at a configurable rate:
 
@@ -92,6 +106,10 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
+MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile")
+HOSTILE = "<!--<script>alert(1)</script>--> ]]> \u2028 </script><script>document.body.innerHTML=''</script>"
+
+
 class FakeOpenAI:
     def __init__(
         self,
@@ -102,7 +120,15 @@ class FakeOpenAI:
         batch_error: Optional[Callable] = None,
         batch_missing: Optional[Callable] = None,
         expire: Iterable[int] = (),
+        mode: str = "ok",
+        retry_after: str = "1",
+        huge_bytes: int = 2_000_000,
+        hang_max: float = 120.0,
     ):
+        self.mode = "ok"
+        self.set_mode(mode)
+        self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
+        self.modes: Counter = Counter()
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
         self.default = default
@@ -233,6 +259,43 @@ class FakeOpenAI:
             }
         return 200, self._batch_view(bid)
 
+    # ------------------------------------------------------------------ fault modes
+    def set_mode(self, mode: str, after: int = 0) -> None:
+        """Switch every later chat request to `mode` (MODES) once `after` more requests have been answered."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; modes are {MODES}")
+        self._pending, self._after = mode, int(after)
+        if self._after <= 0:
+            self.mode = mode
+
+    def _mode_now(self) -> str:
+        """The mode of the chat request arriving now (under self._lock)."""
+        current = self.mode
+        if self._after > 0:
+            self._after -= 1
+            if self._after == 0:
+                self.mode = self._pending  # from the next request on
+        return current
+
+    def _faulty(self, mode: str, body: dict, r: Reply, auth: str) -> Optional[Reply]:
+        """The reply `mode` gives instead of (or made from) the script's `r`; None: no answer at all."""
+        if mode == "429":
+            return error(429, "rate limited (fake)", **{"Retry-After": self.retry_after})
+        if mode == "401":
+            return error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}")
+        if mode == "huge":
+            return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
+        if mode == "hostile":
+            return Reply(_hostile(r.content), kind="hostile")
+        return r
+
+    def _hang(self) -> bool:
+        """Wait while the mode is 'hang' (bounded by hang_max); True if it ended by a change of mode."""
+        t0 = time.monotonic()
+        while self.mode == "hang" and time.monotonic() - t0 < self.hang_max:
+            time.sleep(0.05)
+        return self.mode != "hang"
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -267,6 +330,9 @@ class FakeOpenAI:
             def do_GET(self):
                 with fake._lock:
                     fake.auth.add(self.headers.get("Authorization", ""))
+                if fake.mode == "down":
+                    self.close_connection = True
+                    return
                 path = self.path.split("?")[0].rstrip("/")
                 if "/batches/" in path:
                     bid = path.rsplit("/", 1)[1]
@@ -290,6 +356,12 @@ class FakeOpenAI:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/admin/mode"):  # tests switch the mode from another process
+                    req = json.loads(raw or b"{}")
+                    with fake._lock:
+                        fake.set_mode(req.get("mode", "ok"), int(req.get("after", 0)))
+                    self._send(200, json.dumps({"mode": req.get("mode", "ok")}).encode(), {})
+                    return
                 if path.endswith("/files") or path.endswith("/batches"):
                     status, obj = fake._batch_post(path, self.headers, raw)
                     self._send(status, json.dumps(obj).encode(), {})
@@ -299,6 +371,12 @@ class FakeOpenAI:
                 except ValueError:
                     body = {"_unparsed": raw.decode("utf-8", "replace")}
                 with fake._lock:
+                    mode = fake._mode_now()
+                    fake.modes[mode] += 1
+                if mode == "down" or (mode == "hang" and not fake._hang()):
+                    self.close_connection = True  # no answer: a killed server, or a hang the client gave up on
+                    return
+                with fake._lock:
                     n = fake.count
                     fake.count += 1
                     fake.requests.append(body)
@@ -307,7 +385,7 @@ class FakeOpenAI:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
-                    r = fake._decide(body, n)
+                    r = fake._faulty(mode, body, fake._decide(body, n), self.headers.get("Authorization", ""))
                     with fake._lock:
                         fake.outcomes[n] = r.kind
                     if r.delay:
@@ -337,6 +415,18 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _hostile(text: str) -> str:
+    """HOSTILE in a free-text reply, or in the "argument" of a JSON one (which then still parses)."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return f"{text} {HOSTILE}"
+    if isinstance(obj, dict) and isinstance(obj.get("argument"), str):
+        obj["argument"] += " " + HOSTILE
+        return json.dumps(obj)
+    return text
 
 
 # ----------------------------------------------------------------------------- fault injection
@@ -656,10 +746,12 @@ def main(argv=None) -> int:
     ap.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
     ap.add_argument("--rate", type=float, default=0.0, help="fault rate (0: a clean deterministic model)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mode", choices=MODES, default="ok", help="fault mode (switch later: POST /v1/admin/mode)")
+    ap.add_argument("--retry-after", default="1", help="Retry-After of the 429 mode (seconds)")
     args = ap.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with FakeOpenAI(FaultInjector(rate=args.rate, seed=args.seed)) as srv:
+    with FakeOpenAI(FaultInjector(rate=args.rate, seed=args.seed), mode=args.mode, retry_after=args.retry_after) as srv:
         with open(args.url_file, "w") as f:
             f.write(srv.url + "\n")
         try:

@@ -30,7 +30,7 @@ def _profile(tmp_path, body) -> str:
         ({"BENCHMARKS": "bbh"}, "BENCHMARKS = 'bbh' is not allowed: need a value like the notebook's default"),
         ({"BACKEND": "gpt"}, "BACKEND = 'gpt' is not allowed: unknown name(s) ['gpt']"),
         ({"N_VALUES": [1, "two"]}, "N_VALUES = [1, 'two'] is not allowed"),
-        ({"WORKERS": 0}, "WORKERS = 0 is not allowed: need values >= 1"),
+        ({"WORKERS": 0}, "WORKERS = 0 is not allowed: need values from 1 to 256"),
         ({"SEED": None}, "SEED = None is not allowed: null is not allowed here"),
         ({"CALLS": True}, "CALLS = True is not allowed"),
         (
@@ -77,7 +77,7 @@ def test_set_wins_over_a_notebooks_own_value():
 
 def test_set_parses_yaml_values(monkeypatch):
     seen = {}
-    monkeypatch.setattr(reproduce, "run", lambda profile, only, overrides: seen.update(overrides) or 0)
+    monkeypatch.setattr(reproduce, "run", lambda profile, only, overrides, **kw: seen.update(overrides) or 0)
     reproduce.main(["--set", "N_MAX=3", "--set", "BASE_URL=http://h:1/v1", "--set", "MODEL="])
     assert seen == {"N_MAX": 3, "BASE_URL": "http://h:1/v1", "MODEL": ""}
     with pytest.raises(SystemExit, match="expected KEY=VALUE"):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -44,12 +45,21 @@ import openai
 
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_from_env
 from acemad_utils.agents.redact import remember_secret, safe_url, scrub
 from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send
 from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 
 DEFAULT_MODEL = "gpt-4o-mini"
+# Bounds on one call (issue 23): a debate turn answers in seconds, so a call that has not answered in a minute is
+# a hung endpoint; retries of one call stop after RETRY_TIME s whatever the attempt count; a call without its
+# own max_tokens gets MAX_TOKENS; no reply stores more than MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB).
+TIMEOUT = 60.0
+RETRY_TIME = 180.0
+MAX_TOKENS = 1024
+MAX_REPLY_BYTES = 16384  # 3x the longest reply max_tokens=1024 allows (~5 KB of text)
+BREAKER_THRESHOLD = 8
 LOCAL_DUMMY_KEY = "sk-no-key-required"
 # PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per
 # client with LLMClient(prices={model: Price(...) or (input, output)}).
@@ -82,7 +92,12 @@ class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
 
     max_concurrency  calls in flight at once, shared by every thread using this client
+    timeout          seconds one attempt may take (default TIMEOUT, or $ACEMAD_CALL_TIMEOUT)
     max_attempts     total attempts per call (1 = no retry)
+    retry_time       seconds after which a call's retries stop, whatever max_attempts says
+    breaker          consecutive failures of one kind that stop every further call (health.Breaker)
+    max_tokens       completion cap of a call that does not set its own
+    max_reply_bytes  the most a stored reply keeps (cut with a visible mark, health.cap_reply)
     backoff          (base, max) seconds of the jittered exponential backoff; Retry-After is honoured up to
                      retry_after_max
     structured       "auto" (detect) or one of MODES
@@ -90,6 +105,9 @@ class LLMClient:
     prices           {model: prices.Price or (input, output)} added to prices.PRICES
     budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
     """
+
+    _flight: dict[int, float]
+    _t0: Optional[float]
 
     def __init__(
         self,
@@ -99,8 +117,12 @@ class LLMClient:
         *,
         kind: Optional[str] = None,
         max_concurrency: int = 8,
-        timeout: float = 120.0,
+        timeout: Optional[float] = None,
         max_attempts: int = 6,
+        retry_time: float = RETRY_TIME,
+        breaker: int = BREAKER_THRESHOLD,
+        max_tokens: int = MAX_TOKENS,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
         backoff: tuple[float, float] = (1.0, 60.0),
         retry_after_max: float = 120.0,
         structured: str = "auto",
@@ -126,6 +148,10 @@ class LLMClient:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
         self._auto = structured == "auto"
         self.mode = MODES[0] if self._auto else structured
+        timeout = float(os.environ.get("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
+        self.timeout, self.retry_time = timeout, retry_time
+        self.max_tokens, self.max_reply_bytes = max_tokens, max_reply_bytes
+        self.breaker = Breaker(safe_url(base_url), threshold=breaker)
         self._sdk = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
         self._sem = threading.BoundedSemaphore(max_concurrency)
         self.max_concurrency = max_concurrency
@@ -136,8 +162,11 @@ class LLMClient:
         self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
         self.budget = budget if budget is not None else B.current(self.cache)
         self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
-        self._lock = threading.Lock()  # guards self.mode
+        self._lock = threading.Lock()  # guards self.mode and the progress counters
         self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
+        # attempts in flight (id -> start time), answered, failed, first start: the progress line
+        self._flight, self._answered, self._failed, self._t0 = {}, 0, 0, None
+        self._heartbeat = Heartbeat(self._progress_line, lambda: bool(self._flight), interval_from_env())
 
     # ------------------------------------------------------------------ public
     def generate(
@@ -154,6 +183,7 @@ class LLMClient:
         model = model or self.model
         messages = [dict(m) for m in messages]
         params = config.params()
+        params.setdefault("max_tokens", self.max_tokens)  # every call has a completion cap
         self.add_usage(calls=1)
         if self.cache is None:
             return self._paid_fetch(model, messages, params, schema)
@@ -173,7 +203,10 @@ class LLMClient:
                 self.add_usage(cache_hits=1)
                 self.accounting.count_mode(hit.get("mode"))
                 return Completion(
-                    text=hit["text"], mode=hit.get("mode"), cached=True, finish_reason=hit.get("finish_reason")
+                    text=cap_reply(hit["text"], self.max_reply_bytes)[0],
+                    mode=hit.get("mode"),
+                    cached=True,
+                    finish_reason=hit.get("finish_reason"),
                 )
             if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
                 mode = self.mode if schema is not None else None
@@ -295,6 +328,7 @@ class LLMClient:
             )
         except Exception as e:
             self.add_usage(failures=1)
+            self.breaker.call_failed(e)
             if isinstance(e, GarbledResponse) and counter[0] > 1:
                 e.args = (
                     f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
@@ -307,14 +341,15 @@ class LLMClient:
         pt, ct, cached = usage_tokens(resp.usage)
         self.count_tokens(model, pt, ct, cached)
         self.accounting.count_mode(mode)
+        text, cut = cap_reply(choice.message.content or "", self.max_reply_bytes)
         return Completion(
-            text=choice.message.content or "",
+            text=text,
             mode=mode,
             prompt_tokens=pt,
             completion_tokens=ct,
             cached_tokens=cached,
             network_calls=counter[0],
-            finish_reason=choice.finish_reason,
+            finish_reason="length" if cut else choice.finish_reason,
             retries=counter[1],
         )
 
@@ -324,6 +359,8 @@ class LLMClient:
                 self.mode = next_mode(failed)
 
     def _wait(self, state) -> float:
+        if self.breaker.message is not None:  # tripped: the next attempt raises EndpointDown, do not sleep first
+            return 0.0
         return backoff_wait(state, self.backoff, self.retry_after_max)
 
     def _with_retries(self, counter: list, model, messages, params, *, mode, schema):
@@ -334,23 +371,57 @@ class LLMClient:
         return retrying(
             lambda: self._call_once(counter, model, messages, params, mode=mode, schema=schema),
             max_attempts=self.max_attempts,
+            max_time=self.retry_time,
             wait=self._wait,
             mode=mode,
             on_retry=retried,
         )
 
     def _call_once(self, counter: list, model, messages, params, *, mode, schema):
-        return send(
-            self._sdk,
-            request_body(model, messages, params, mode, schema=schema),
-            self._base_url,
-            slot=self._slot(counter),
-        )
+        self.breaker.check()  # tripped: no further call is sent (EndpointDown is not retried)
+        try:
+            resp = send(
+                self._sdk,
+                request_body(model, messages, params, mode, schema=schema),
+                self._base_url,
+                slot=self._slot(counter),
+            )
+        except Exception as e:
+            self.breaker.attempt_failed(e)
+            raise
+        self.breaker.succeeded()
+        return resp
 
     @contextlib.contextmanager
     def _slot(self, counter: list):
-        """The concurrency bound, held for the HTTP call only; each entry is one network call."""
+        """The concurrency bound, held for the HTTP call only; each entry is one network call (and is in flight
+        for the progress line until it ends)."""
         with self._sem:
             counter[0] += 1
             self.add_usage(network_calls=1)
-            yield
+            token = id(counter) ^ counter[0]
+            with self._lock:
+                self._t0 = self._t0 or time.monotonic()
+                self._flight[token] = time.monotonic()
+            self._heartbeat.start()
+            ok = False
+            try:
+                yield
+                ok = True
+            finally:
+                with self._lock:
+                    self._flight.pop(token, None)
+                    self._answered += ok
+                    self._failed += not ok
+
+    def _progress_line(self) -> str:
+        """done / failed / in flight / elapsed, for the heartbeat (health.Heartbeat)."""
+        now = time.monotonic()
+        with self._lock:
+            flight = sorted(self._flight.values())
+            done, failed, t0 = self._answered, self._failed, self._t0 or now
+        oldest = f" (oldest {now - flight[0]:.0f} s)" if flight else ""
+        return (
+            f"[calls] {self.model} at {safe_url(self._base_url)}: {done} answered, {failed} failed, "
+            f"{len(flight)} in flight{oldest}, {now - t0:.0f} s elapsed"
+        )

@@ -21,10 +21,10 @@ import email.utils
 import json
 import time
 from collections.abc import Callable
-from typing import Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 import openai
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
 from acemad_utils.agents.request import MODES, GarbledResponse
 
@@ -77,10 +77,22 @@ def backoff_wait(state, backoff: tuple[float, float], retry_after_max: float) ->
     return wait_random_exponential(multiplier=backoff[0], max=backoff[1])(state)
 
 
-def retrying(call: Callable[[], T], *, max_attempts: int, wait: Callable, mode: Optional[str], on_retry: Callable) -> T:
-    """call() until it succeeds, fails for good or max_attempts are used (the last error is raised)."""
+def retrying(
+    call: Callable[[], T],
+    *,
+    max_attempts: int,
+    wait: Callable,
+    mode: Optional[str],
+    on_retry: Callable,
+    max_time: Optional[float] = None,
+) -> T:
+    """call() until it succeeds, fails for good, max_attempts are used or max_time seconds have passed since
+    the first attempt (the last error is raised): a call's retries are bounded in time as well as in number."""
+    stop: Any = stop_after_attempt(max_attempts)
+    if max_time is not None:
+        stop = stop | stop_after_delay(max_time)
     policy = Retrying(
-        stop=stop_after_attempt(max_attempts),
+        stop=stop,
         wait=wait,
         retry=retry_if_exception(lambda e: retryable(e) and not format_rejected(e, mode)),
         reraise=True,

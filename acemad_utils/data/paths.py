@@ -3,8 +3,8 @@
     from acemad_utils.data.paths import outputs
     outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
     PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
-    shared_paper_dir()      # the shared copy data/paper/ is checked against
-                            # ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
+    shared_paper_dir()      # the copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
+    safe_segment(name, "profile name")   # name, or UnsafeName: one path segment, nothing outside outputs/
 
 Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
@@ -12,6 +12,7 @@ Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a re
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -38,7 +39,32 @@ def shared_paper_dir() -> Path:
     return path if path.is_absolute() or path.is_dir() else ROOT / path
 
 
+class UnsafeName(ValueError):
+    """A user-given name (profile, model, run) that is not one safe path segment; str() is the one line to show."""
+
+
+# One path segment: letters, digits, '.', '_', '-'; not starting with '.' or '-' (no '..', no hidden file, no option).
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+
+
+def safe_segment(value: str, what: str) -> str:
+    """`value` if it is one safe path segment (a profile, model slug or run name becomes a folder or file name
+    under outputs/), else UnsafeName naming `what` and the rule. A profile name '../../tmp/x' once made a run
+    write its notebook and transcripts outside outputs/."""
+    if not isinstance(value, str) or not _SEGMENT.fullmatch(value):
+        raise UnsafeName(
+            f"{what} {value!r} is not allowed: it becomes a folder name under outputs/, so it must be one path "
+            "segment of letters, digits, '.', '_' or '-' (at most 128, not starting with '.' or '-')"
+        )
+    return value
+
+
 def outputs(*parts: str) -> Path:
+    """<repo>/outputs/<parts...> (created). Every part is one or more '/'-joined safe segments: nothing a user
+    names can reach outside outputs/."""
+    for part in parts:
+        for seg in str(part).split("/"):
+            safe_segment(seg, "path part")
     base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlparse
 
 import papermill as pm
 import yaml
@@ -56,6 +57,9 @@ RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA"}
 CALLS_VIA = ("sync", "batch", "files")
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
 NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
+# Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more
+# agents and rounds than a debate prompt fits.
+MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS = 1_000_000, 256, 100, 50
 
 
 def _choices(names) -> Callable[[Any], Optional[str]]:
@@ -78,6 +82,38 @@ def _at_least(lo: float) -> Callable[[Any], Optional[str]]:
     return check
 
 
+def _between(lo: float, hi: float) -> Callable[[Any], Optional[str]]:
+    """lo <= value <= hi for a number or every number of a list (null passes: NULLABLE decides)."""
+
+    def check(v) -> Optional[str]:
+        vals = v if isinstance(v, list) else [v]
+        bad = [x for x in vals if x is not None and not (math.isfinite(x) and lo <= x <= hi)]
+        return f"need values from {lo:g} to {hi:g}, got {bad}" if bad else None
+
+    return check
+
+
+def _non_empty(check: Callable[[Any], Optional[str]]) -> Callable[[Any], Optional[str]]:
+    """A list parameter that must name at least one thing (BENCHMARKS=[] once ran nothing, silently)."""
+
+    def both(v) -> Optional[str]:
+        if isinstance(v, list) and not v:
+            return "the list is empty: name at least one"
+        return check(v)
+
+    return both
+
+
+def _url(v) -> Optional[str]:
+    """An endpoint: empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
+    if v in ("", None):
+        return None
+    u = urlparse(str(v))
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return "need an http:// or https:// URL with a host (or empty for the default endpoint)"
+    return None
+
+
 def _other_models(v) -> Optional[str]:
     """OTHER_MODELS (notebook 07): a list of {table, paper_model, model, base_url} with a table the paper printed."""
 
@@ -87,6 +123,8 @@ def _other_models(v) -> Optional[str]:
             return f"each entry needs exactly the keys {sorted(keys)}, got {e!r}"
         if e["table"] not in PAPER_TABLES:
             return f"unknown table {e['table']!r}{hint(str(e['table']), PAPER_TABLES)}; tables: {sorted(PAPER_TABLES)}"
+        if _url(e["base_url"]):
+            return f"base_url {e['base_url']!r}: {_url(e['base_url'])}"
     return None
 
 
@@ -96,19 +134,22 @@ def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
     return {
         "BACKEND": _choices(BACKENDS),
         "SOURCE": _choices(SOURCES),
-        "BENCHMARKS": _choices(SYNTHETIC_K),
-        "METHODS": _choices(METHODS),
+        "BENCHMARKS": _non_empty(_choices(SYNTHETIC_K)),
+        "METHODS": _non_empty(_choices(METHODS)),
         "CALLS": _choices(("two", "single")),
         "ETA": _at_least(0),
-        "N_ITEMS": _at_least(1),
-        "N_MAX": _at_least(1),
-        "WORKERS": _at_least(1),
+        # Upper bounds (issue 23: N_MAX=1e12 and WORKERS=1e6 were accepted): far above any benchmark or machine.
+        "N_ITEMS": _between(1, MAX_ITEMS),
+        "N_MAX": _between(1, MAX_ITEMS),
+        "WORKERS": _between(1, MAX_WORKERS),
         "SEED": _at_least(0),
-        "ROUNDS": _at_least(1),
-        "N_VALUES": _at_least(1),
-        "N_TABLE": _at_least(1),
-        "T_PHASE": _at_least(1),
-        "FULL_N_MAX": _at_least(1),
+        "ROUNDS": _non_empty(_between(1, MAX_ROUNDS)),
+        "N_VALUES": _non_empty(_between(1, MAX_AGENTS)),
+        "N_TABLE": _between(1, MAX_AGENTS),
+        "T_PHASE": _between(1, MAX_ROUNDS),
+        "FULL_N_MAX": _between(1, MAX_ITEMS),
+        "BASE_URL": _url,
+        "SECOND_BASE_URL": _url,
         "OTHER_MODELS": _other_models,
     }
 
@@ -219,10 +260,13 @@ def _check_run_settings(where: str, prof: dict) -> None:
         try:
             if isinstance(v, bool):
                 raise ValueError
-            parse_max_usd(v)
+            x = parse_max_usd(v)
+            if x is not None and not math.isfinite(x):  # .inf is "no cap" in disguise: say none explicitly
+                raise ValueError
         except (TypeError, ValueError):
             raise SystemExit(
-                f"{where}: max_usd = {v!r} is not allowed: need a number of dollars >= 0, or null for no cap"
+                f"{where}: max_usd = {v!r} is not allowed: need a finite number of dollars >= 0, or none (null) "
+                "for no cap"
             ) from None
     if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
         v = prof["calls_via"]

@@ -47,6 +47,7 @@ from tqdm.auto import tqdm
 
 from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
+from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.transcripts import TRANSCRIPTS, run_dir
@@ -162,7 +163,7 @@ class _Run:
     todo: list  # (question, config, repeat) still to run in this pass
     usage_before: Optional[dict]
     stop: _Interrupts = field(default_factory=_Interrupts)
-    over_budget: list = field(default_factory=list)  # the first BudgetExceeded: MAX_USD reached
+    over_budget: list = field(default_factory=list)  # a BudgetExceeded (MAX_USD) or EndpointDown (circuit breaker)
     waiting: list = field(default_factory=list)  # CALLS_VIA batch: questions waiting for a queued call (Deferred)
     exported: list = field(default_factory=list)  # CALLS_VIA files: the BatchExported that ended the pass loop
     lock: Any = field(default_factory=threading.Lock)
@@ -198,8 +199,8 @@ def _answer(run: _Run, job) -> Optional[dict]:
     q, c, r = job
     try:
         return with_usage_keys(run_question(q, run.population, c, r))
-    except BudgetExceeded as err:  # not a failure of the question: its paid calls are cached, resume it later
-        run.over_budget.append(err)
+    except (BudgetExceeded, EndpointDown) as err:  # not this question's failure: stop starting questions
+        run.over_budget.append(err)  # (MAX_USD: its paid calls are cached; a tripped breaker: the endpoint is down)
         return None
     except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
         with run.lock:
@@ -313,13 +314,18 @@ def _end_stopped(run: _Run) -> None:
     summary = _summary(run, [rec for k, (rec, _) in run.done.items() if k in keys], len(keys))
     summary["interrupted"] = True
     pressed = bool(run.stop.presses)
-    if run.over_budget and not pressed:
+    down = [e for e in run.over_budget if isinstance(e, EndpointDown)]
+    if down and not pressed:
+        summary["stopped_by"] = "circuit breaker"
+    elif run.over_budget and not pressed:
         summary["stopped_by"] = "MAX_USD"
     elif run.exported and not pressed:
         summary["stopped_by"] = "batch export"
     run.meta["summary"] = summary
     write_meta(run.dir / "meta.json", run.meta)
     saved = f"{summary['records']} of {summary['expected']} records saved"
+    if down and not pressed:
+        raise EndpointDown(f"{down[0]} (run {run.name!r}: {saved})") from None
     if run.over_budget and not pressed:
         raise BudgetStop(
             f"{run.over_budget[0]}. Run {run.name!r} stopped: {saved}, calls in flight finished and cached. To "

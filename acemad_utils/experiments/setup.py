@@ -40,7 +40,7 @@ from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import default_gguf, serve
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
-from acemad_utils.data.paths import outputs, smoke
+from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import DebateConfig
@@ -95,6 +95,7 @@ class Setup:
         unknown = [b for b in benchmarks if b not in SYNTHETIC_K]
         if unknown:
             raise ValueError(f"BENCHMARKS has unknown name(s) {unknown}; allowed: {sorted(SYNTHETIC_K)}")
+        safe_segment(profile, "PROFILE")  # it names folders under outputs/: checked before anything is written
         self.profile, self.backend, self.source, self.seed, self.workers = profile, backend, source, seed, workers
         self.benchmarks = ["demo"] if source == "demo" else list(benchmarks)
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items

@@ -36,6 +36,7 @@ benchmark); under outputs/smoke/subsets/ when ACEMAD_SMOKE=1. Byte-identical on 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -53,6 +54,7 @@ from typing import Optional
 
 import pandas as pd
 
+from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SimPopulation
@@ -79,7 +81,7 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.")
     if not slug:
         raise ValueError(f"model name {model_name!r} gives an empty slug")
-    return slug
+    return P.safe_segment(slug, f"model name {model_name!r} as a folder name")  # e.g. too long
 
 
 def content_hash(q: Question) -> str:
@@ -151,6 +153,12 @@ def _dumps(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True)
 
 
+class SubsetIncomplete(RuntimeError):
+    """Some items of a subset's construction failed (their calls did): nothing is saved for that benchmark, so a
+    failure is never read as a kept or dropped item. The same command retries only the failed items (the
+    construction's run keeps its ok records, and their calls come from the response cache)."""
+
+
 @dataclass
 class SubsetResult:
     benchmark: str
@@ -212,29 +220,45 @@ def build_subset(
     stats = [item_stats(r) for r in ok]
     hashes = {q.id: content_hash(q) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
-    summary = _summary(population, slug, model_name, cfg=cfg, name=name, meta=meta, qs=qs, ok=ok, kept=kept)
-    summary.update(seed=seed, temperature=temperature, runs=runs, threshold=threshold, limit=limit)
-    path = _save_subset(benchmark, slug, kept, summary)
+    d = subsets_root() / slug
+    path = d / f"{benchmark}.jsonl"
+    if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
+        _forget(d, benchmark)
+        raise _incomplete(benchmark, len(qs) - len(ok), len(qs), [r for r in records if r["config_hash"] == cfg.hash])
+    summary = _summary(
+        population, kept, model_name=model_name, slug=slug, synthetic=synthetic, seed=seed, temperature=temperature,
+        runs=runs, threshold=threshold, limit=limit, name=name, cfg=cfg, meta=meta, n_in=len(qs),
+    )  # fmt: skip
+    P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
+    _merge_meta(d, benchmark, summary)
     return SubsetResult(benchmark, slug, kept, summary, path, stats)
 
 
-def _summary(population: Population, slug: str, model_name: str, *, cfg, name, meta, qs, ok, kept) -> dict:
-    """meta.json's entry for one benchmark's subset (build_subset adds its parameters)."""
-    synthetic = bool(population.synthetic)
+def _summary(
+    population: Population, kept: list[dict], *, model_name: str, slug: str, synthetic: bool, seed: int,
+    temperature: float, runs: int, threshold: float, limit: Optional[int], name: str, cfg: DebateConfig,
+    meta: dict, n_in: int,
+) -> dict:  # fmt: skip
+    """A benchmark's entry of meta.json: how the subset was built and the automatic misconception check."""
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
-    endpoint_kind = desc.get("endpoint_kind") or next((e.get("endpoint") for e in desc.get("endpoints", [])), None)
-    summary = {
+    return {
         "model": slug if synthetic else model_name,
         "model_slug": slug,
         "synthetic": synthetic,
-        "endpoint_kind": endpoint_kind,
+        "endpoint_kind": desc.get("endpoint_kind")
+        or next((e.get("endpoint") for e in desc.get("endpoints", [])), None),
+        "seed": seed,
+        "temperature": temperature,
+        "runs": runs,
+        "threshold": threshold,
+        "limit": limit,
         "experiment": name,
         "config_hash": cfg.hash,
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
-        "n_items_in": len(qs),
-        "n_failed": len(qs) - len(ok),
+        "n_items_in": n_in,
+        "n_failed": 0,  # always: a subset with a failed item is not saved (SubsetIncomplete)
         "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
         "n_wrong_kept": n_wrong,
@@ -243,31 +267,65 @@ def _summary(population: Population, slug: str, model_name: str, *, cfg, name, m
         "uniform_reference": ref,
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
     }
-    return summary
 
 
-def _save_subset(benchmark: str, slug: str, kept: list[dict], summary: dict) -> Path:
-    """<subsets>/<slug>/<benchmark>.jsonl (the kept items) and the benchmark's entry in the model's meta.json."""
-    d = subsets_root() / slug
-    path = d / f"{benchmark}.jsonl"
-    P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
-    lock = os.open(d, os.O_RDONLY)  # two builds of one model may merge meta.json at once; lock the directory
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+def _incomplete(benchmark: str, n_failed: int, n: int, records: list[dict]) -> SubsetIncomplete:
+    failed = [r for r in records if r.get("status") != "ok"]
+    why = failed[0].get("error", "no record") if failed else "no record"
+    return SubsetIncomplete(
+        f"challenging subset of {benchmark} not saved: {n_failed} of {n} items failed (first: {why}); fix the "
+        "endpoint and rerun the same command: only the failed items are sent again"
+    )
+
+
+def _merge_meta(d: Path, benchmark: str, summary: dict) -> None:
+    with _meta_lock(d):
         meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
-        meta.update(model_slug=slug, synthetic=summary["synthetic"])
+        meta.update(model_slug=summary["model_slug"], synthetic=summary["synthetic"])
         meta.setdefault("benchmarks", {})[benchmark] = summary
         P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def _meta_lock(d: Path):
+    """Two builds of one model may merge meta.json at once: lock the directory while one does."""
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        os.close(lock)  # releases the lock
-    return path
+        os.close(fd)  # releases the lock
+
+
+def _forget(d: Path, benchmark: str) -> None:
+    """Remove a benchmark's subset file and meta entry (a failed rebuild leaves no stale or partial subset)."""
+    if not d.exists():
+        return
+    with _meta_lock(d):
+        (d / f"{benchmark}.jsonl").unlink(missing_ok=True)
+        if (d / "meta.json").exists():
+            meta = json.loads((d / "meta.json").read_text())
+            if meta.get("benchmarks", {}).pop(benchmark, None) is not None:
+                P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def incomplete(benchmark: str, model_slug: str) -> bool:
+    """Was the saved subset built with failed items (a checkout from before SubsetIncomplete)? Then it is not one."""
+    path = subsets_root() / model_slug / "meta.json"
+    if not path.exists():
+        return False
+    entry = json.loads(path.read_text()).get("benchmarks", {}).get(benchmark) or {}
+    return bool(entry.get("n_failed"))
 
 
 def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
     """The saved subset's Questions (file order), each verified against its content hash."""
-    path = subsets_root() / model_slug / f"{benchmark}.jsonl"
+    path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
+    if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
+        raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     pool = {q.id: q for q in (questions if questions is not None else D.load(benchmark))}
     out = []
@@ -286,7 +344,7 @@ def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Qu
 def subset_table(model_slug: str):
     """One row per benchmark of a model's subsets (read from meta.json)."""
 
-    path = subsets_root() / model_slug / "meta.json"
+    path = subsets_root() / P.safe_segment(model_slug, "model slug") / "meta.json"
     if not path.exists():
         raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")
     rows = [
@@ -366,6 +424,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
             print(f"{name}: {e}", file=sys.stderr)
             return 130
+        except (SubsetIncomplete, EndpointDown) as e:  # one line; the same command retries what failed
+            print(f"{name}: {e}", file=sys.stderr)
+            return 1
         slug = model_slug(model, pop.synthetic)
     else:
         slug = args.model

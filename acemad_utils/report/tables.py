@@ -45,22 +45,27 @@ def bench_label(b: str) -> str:
 
 
 def _frame(records: Sequence[dict]) -> pd.DataFrame:
-    """Per question x method accuracy (repeats averaged); failed records count as wrong."""
+    """Per question x method accuracy (repeats averaged over ok records). A failed record (its calls failed) is
+    not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23)."""
     df = pd.DataFrame(
         [
             {
                 "question_id": r["question_id"],
                 "benchmark": r["benchmark"],
                 "method": r["method"],
-                "correct": float(r["final"]["correct"]),
-                "failed": r.get("status") != "ok",
+                "correct": np.nan if r.get("status", "ok") != "ok" else float(r["final"]["correct"]),
+                "failed": r.get("status", "ok") != "ok",
             }
             for r in records
-        ]
+        ],
+        columns=["question_id", "benchmark", "method", "correct", "failed"],
     )
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
         correct=("correct", "mean"), failed=("failed", "max")
     )
+
+
+NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
 
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
@@ -80,16 +85,22 @@ def accuracy_long(
     *,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per method x benchmark, plus an Average row per method: n, accuracy, ci_lo, ci_hi (in %)."""
+    """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed
+    (questions whose every record failed: not in n, not counted wrong), accuracy, ci_lo, ci_hi (in %)."""
     df = _frame(records)
     methods = list(methods or dict.fromkeys(df["method"]))
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
     rows = []
     for m in methods:
-        groups = []
+        groups, failed_total = [], 0
         for b in benchmarks:
-            x = df[(df.method == m) & (df.benchmark == b)]["correct"].to_numpy()
+            cell = df[(df.method == m) & (df.benchmark == b)]
+            x = cell["correct"].dropna().to_numpy()
+            n_failed = int(cell["correct"].isna().sum())
+            failed_total += n_failed
             if len(x) == 0:
+                if n_failed:  # every question failed: a cell that says so, not a missing one
+                    rows.append({"method": m, "benchmark": b, "n": 0, "n_failed": n_failed, **NO_ACCURACY})
                 continue
             groups.append(x)
             mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
@@ -98,7 +109,7 @@ def accuracy_long(
                     "method": m,
                     "benchmark": b,
                     "n": len(x),
-                    "n_failed": int(df[(df.method == m) & (df.benchmark == b)]["failed"].sum()),
+                    "n_failed": n_failed,
                     "accuracy": 100 * mean,
                     "ci_lo": 100 * lo,
                     "ci_hi": 100 * hi,
@@ -111,7 +122,7 @@ def accuracy_long(
                     "method": m,
                     "benchmark": AVERAGE,
                     "n": sum(map(len, groups)),
-                    "n_failed": 0,
+                    "n_failed": failed_total,
                     "accuracy": 100 * mean,
                     "ci_lo": 100 * lo,
                     "ci_hi": 100 * hi,
@@ -243,8 +254,7 @@ def wide(
 
     An empty `tests` (no comparison possible) adds a row saying so instead of failing; `note` adds a last
     row explaining the numbers in parentheses (e.g. which baseline they compare with)."""
-    fmt = lambda r: f"{r.accuracy:.{digits}f} [{r.ci_lo:.{digits}f}, {r.ci_hi:.{digits}f}]"
-    cells = long.assign(cell=long.apply(fmt, axis=1))
+    cells = long.assign(cell=long.apply(lambda r: _cell(r, long, digits), axis=1))
     cols = list(dict.fromkeys(long["benchmark"]))
     out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(
         index=list(dict.fromkeys(long["method"])), columns=cols
@@ -258,12 +268,29 @@ def wide(
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
     if note:
         extra.append(f"(in parentheses: {note})")
-    n_row = pd.DataFrame(
-        [{c: f"n={int(long[long.benchmark == c]['n'].max())}" for c in cols}], index=["(questions per method)"]
-    )
+    n_row = pd.DataFrame([{c: _n_note(long[long.benchmark == c]) for c in cols}], index=["(questions per method)"])
     out = pd.concat([out, n_row] + [pd.DataFrame([dict.fromkeys(cols, "")], index=[text]) for text in extra])
     out.columns = [bench_label(c) for c in out.columns]
     return out.rename_axis("method").reset_index()
+
+
+def _failed(r) -> int:
+    return int(r.get("n_failed", 0) or 0)
+
+
+def _cell(r, long: pd.DataFrame, digits: int) -> str:
+    """'acc [lo, hi]'; a cell whose n differs from its column's (failed questions) gets its own n and failures."""
+    text = "no answer" if r.n == 0 else f"{r.accuracy:.{digits}f} [{r.ci_lo:.{digits}f}, {r.ci_hi:.{digits}f}]"
+    column = long[long.benchmark == r.benchmark]
+    if _failed(r) or column["n"].nunique() > 1:
+        text += f" (n={int(r.n)}" + (f", {_failed(r)} failed)" if _failed(r) else ")")
+    return text
+
+
+def _n_note(column: pd.DataFrame) -> str:
+    """The column's n (questions per method); with failures, how many failed in all (each cell has its own n)."""
+    failed = int(column["n_failed"].sum()) if "n_failed" in column else 0
+    return f"n={int(column['n'].max())}" + (f", {failed} failed (not counted)" if failed else "")
 
 
 PRINTED_TABLES = (
@@ -337,4 +364,4 @@ def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
 
 def artefact(name: str, profile: str) -> str:
     """Output name: the paper artefact's name, suffixed by the profile unless it is the default one."""
-    return name if profile == "default" else f"{name}__{profile}"
+    return name if profile == "default" else f"{name}__{P.safe_segment(profile, 'profile')}"

@@ -30,16 +30,28 @@ import papermill as pm
 import yaml
 
 from acemad_utils.agents.budget import parse_max_usd
-from acemad_utils.agents.redact import redact  # an endpoint's error text can echo a key
+from acemad_utils.agents.health import PROGRESS_ENV
+from acemad_utils.agents.redact import redact
 from acemad_utils.cost.estimate import estimate_profile, format_estimate
-from acemad_utils.data.paths import outputs
+from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.experiments.profiles import hint, load_profile, notebooks, params_for, run_env
+from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
 from acemad_utils.reproduce.nbtools import KERNEL_ARGS
 
+#: Exceptions after which every later notebook would stop the same way: the run ends with one line.
+STOPPERS = {"BudgetStop": "MAX_USD", "BudgetExceeded": "MAX_USD", "BatchExported": "the batch export"}
+STOPPERS["EndpointDown"] = "the circuit breaker (the endpoint kept failing)"
 
-def run(profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None) -> int:
+
+def run(
+    profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None, wait: bool = False
+) -> int:
     prof = load_profile(profile, overrides)
-    name_of_profile = prof.get("profile", profile)
+    name_of_profile = prof.get("profile") or Path(profile).stem
+    try:  # before anything is written: the name becomes folders under outputs/
+        safe_segment(name_of_profile, "profile name")
+    except UnsafeName as e:
+        raise SystemExit(str(e)) from None
     nbs = notebooks()
     selected = only or list(nbs)
     for name in selected:
@@ -47,21 +59,34 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
             raise SystemExit(f"unknown notebook {name!r}{hint(name, nbs)}; notebooks: {sorted(nbs)}")
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
-
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
     _print_estimate(prof, profile, overrides, selected, env=env)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # papermill's kernels inherit this process's environment
-    try:
-        return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir=out_dir)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    llm = _uses_llm(prof, selected)
+    with ProfileLock(name_of_profile, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
+        progress = outputs("runs", name_of_profile) / ".progress.log"
+        env[PROGRESS_ENV] = str(progress)  # the kernels' progress lines (agents/health.py), shown here
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # papermill's kernels inherit this process's environment
+        try:
+            with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
+                return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir=out_dir)
+        finally:
+            _restore(saved)
+
+
+def _restore(saved: dict) -> None:
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _uses_llm(prof: dict, selected: list) -> bool:
+    common, own = prof.get("common") or {}, prof.get("notebooks") or {}
+    return any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND", "sim"))) != "sim" for nb in selected)
 
 
 def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> None:
@@ -82,7 +107,7 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:
 
-    failed = 0
+    failed, t_start, tag = 0, time.time(), f"[{name_of_profile}]"
     for i, name in enumerate(selected):
         declared = pm.inspect_notebook(str(nbs[name]))
         params = params_for(prof, name, declared)
@@ -103,43 +128,60 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
             )  # no kernel log lines (nbtools)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
             print(
-                f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
+                f"{tag} {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
                 f"run; rerun the same command to resume (saved records and cached calls are kept)",
                 flush=True,
             )
             return 130
         except pm.PapermillExecutionError as e:
-            if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-                print(
-                    f"[{name_of_profile}] {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run",
-                    flush=True,
-                )
+            outcome = _failed_notebook(tag, name, e, time.time() - t0, out, selected[i + 1 :])
+            if outcome == "interrupted":
                 return 130
             failed += 1
-            if e.ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):  # every later notebook would stop too
-                rest = selected[i + 1 :]
-                why = "the batch export" if e.ename == "BatchExported" else "MAX_USD"
-                print(
-                    f"[{name_of_profile}] {name} stopped by {why} after {time.time() - t0:.1f}s: "
-                    f"{_one_line(e.ename, e.evalue)}" + (f"\n    not started: {', '.join(rest)}" if rest else ""),
-                    flush=True,
-                )
-                return 1
-            print(
-                f"[{name_of_profile}] {name} FAILED after {time.time() - t0:.1f}s: {_one_line(e.ename, e.evalue)}\n"
-                f"    full traceback: {_rel(out)} (cell {e.exec_count})",
-                flush=True,
-            )
+            if outcome == "stopped":
+                break
             continue
-        print(f"[{name_of_profile}] {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}", flush=True)
+        print(f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}", flush=True)
     if failed:
-        print(f"[{name_of_profile}] {failed} of {len(selected)} notebook(s) failed", flush=True)
-    return 1 if failed else 0
+        print(f"{tag} {failed} of {len(selected)} notebook(s) failed", flush=True)
+    # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
+    # so that no script takes this run's tables for a clean run's (README, "When the endpoint fails").
+    lines = failure_lines(name_of_profile, failed_records(since=t_start))
+    for line in lines:
+        print(redact(line), flush=True)
+    return 1 if failed or lines else 0
+
+
+def _failed_note(since: float) -> str:
+    """The headline's warning when the notebook's runs hold failed records (left out of its tables)."""
+    n = sum(k for k, _, _ in failed_records(since=since).values())
+    return f"  [WARNING: {n} failed record(s), not counted in the tables; rerun to retry them]" if n else ""
+
+
+def _failed_notebook(tag: str, name: str, e, seconds: float, out: Path, rest: list) -> str:
+    """Print the one line of a notebook that raised; 'interrupted' (Ctrl-C), 'stopped' (every later notebook
+    would stop the same way: MAX_USD, a batch export, the circuit breaker) or 'failed'."""
+    if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
+        print(f"{tag} {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run", flush=True)
+        return "interrupted"
+    if e.ename in STOPPERS:
+        print(
+            f"{tag} {name} stopped by {STOPPERS[e.ename]} after {seconds:.1f}s: {_one_line(e.ename, e.evalue)}"
+            + (f"\n    not started: {', '.join(rest)}" if rest else ""),
+            flush=True,
+        )
+        return "stopped"
+    print(
+        f"{tag} {name} FAILED after {seconds:.1f}s: {_one_line(e.ename, e.evalue)}\n"
+        f"    full traceback: {_rel(out)} (cell {e.exec_count})",
+        flush=True,
+    )
+    return "failed"
 
 
 def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
 
-    if ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):
+    if ename in STOPPERS:
         limit = 1200  # the message says how to continue: keep it whole
     text = " ".join(str(evalue).split())
     return redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")
@@ -173,6 +215,9 @@ def main(argv=None) -> int:
         metavar="KEY=VALUE",
         help="override a common parameter for this run (VALUE is YAML), e.g. BASE_URL=http://127.0.0.1:8000/v1",
     )
+    ap.add_argument(
+        "--wait", action="store_true", help="if another run of this profile is going, wait for it instead of exiting"
+    )
     args = ap.parse_args(argv)
     overrides = {}
     for item in args.set:
@@ -180,7 +225,7 @@ def main(argv=None) -> int:
         if not sep or not key.strip():
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
         overrides[key.strip()] = yaml.safe_load(value) if value.strip() else ""
-    return run(args.profile, args.only, overrides)
+    return run(args.profile, args.only, overrides, wait=args.wait)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,166 @@
+"""What the reproduce command watches around its notebooks: one run per profile, progress, failed records.
+
+    from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records
+    with ProfileLock(profile, llm=True, wait=False):       # SystemExit naming the holder if another run has it
+        with ProgressTail(path, prefix="[paper] "):        # prints the kernels' progress lines on this terminal
+            ...
+    failed_records(since=t0)   # {run name: (n failed, {method: n}, first error)} of runs written since t0
+
+One run per profile (issue 23: two runs of one profile sent 5,948 requests for 3,918 distinct ones): an
+advisory lock (fcntl.flock, released by the kernel when the process dies, so a crash never leaves a stale
+lock) on outputs/runs/<profile>/.lock, and, when the profile calls an LLM, on the response cache's
+outputs/cache/.lock too (every LLM profile shares the cache, so two of them could pay for one call). The lock
+file holds who took it (pid, host, start time, command), which the refusal names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+from acemad_utils.data.paths import outputs
+from acemad_utils.data.transcripts import read_jsonl
+
+
+class ProfileLock:
+    """Hold the profile's (and, for LLM profiles, the cache's) advisory lock for a `with` block."""
+
+    def __init__(self, profile: str, *, llm: bool, wait: bool = False):
+        self.paths = [outputs("runs", profile) / ".lock"] + ([outputs("cache") / ".lock"] if llm else [])
+        self.profile, self.wait = profile, wait
+        self._fds: list[int] = []
+
+    def __enter__(self) -> ProfileLock:
+        try:
+            for path in self.paths:
+                self._fds.append(self._take(path))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for fd in self._fds:
+            os.close(fd)  # releases the lock
+        self._fds.clear()
+
+    def _take(self, path: Path) -> int:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(path)
+            if not self.wait:
+                os.close(fd)
+                raise SystemExit(
+                    f"[{self.profile}] another run holds {path.parent.name}/{path.name}: {holder}; it would pay for "
+                    "the same calls twice. Wait for it to finish, or rerun with --wait to queue behind it"
+                ) from None
+            print(f"[{self.profile}] waiting for the run holding {path}: {holder}", flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(_me()) + "\n").encode(), 0)
+        return fd
+
+
+def _me() -> dict:
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv)[:300],
+    }
+
+
+def _holder(path: Path) -> str:
+    try:
+        h = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        h = {}
+    if not h:
+        return "a process that has not written its name yet"
+    return f"pid {h.get('pid')} on {h.get('host')} since {h.get('since')} ({h.get('command')})"
+
+
+class ProgressTail:
+    """Print the lines the kernels append to `path` (health.emit) on this terminal while the block runs."""
+
+    def __init__(self, path: Path, prefix: str = "", poll: float = 1.0):
+        self.path, self.prefix, self.poll = Path(path), prefix, poll
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._pos = 0
+
+    def __enter__(self) -> ProgressTail:
+        self.path.write_text("")
+        self._thread = threading.Thread(target=self._loop, name="acemad-progress-tail", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll):
+            self._flush()
+
+    def _flush(self) -> None:
+        with contextlib.suppress(OSError), open(self.path, encoding="utf-8", errors="replace") as f:
+            f.seek(self._pos)
+            chunk = f.read()
+            end = chunk.rfind("\n") + 1  # whole lines only
+            self._pos += len(chunk[:end].encode("utf-8"))
+            for line in chunk[:end].splitlines():
+                print(f"{self.prefix}{line}", flush=True)
+
+
+def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
+    """Runs whose meta.json was written at or after `since` and that hold failed records: run name ->
+    (n failed, {method: n}, the first error). Failed records are retried by a rerun of the same command."""
+    root = outputs("runs")
+    out = {}
+    for meta_path in sorted(root.rglob("meta.json")):
+        if meta_path.stat().st_mtime < since - 1:
+            continue
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not (meta.get("summary") or {}).get("failed"):
+            continue
+        hashes = {m.get("config_hash") for m in (meta.get("methods") or {}).values()}
+        bad = [
+            r
+            for r in read_jsonl(meta_path.parent / "transcripts.jsonl")
+            if r.get("status") == "failed" and r.get("config_hash") in hashes
+        ]
+        if bad:
+            by = Counter(str(r.get("method")) for r in bad)
+            out[str(meta_path.parent.relative_to(root))] = (len(bad), dict(by), str(bad[0].get("error", "")))
+    return out
+
+
+def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:
+    """One line per run with failed records (counts per method, the first error) and the retry command."""
+    lines = []
+    for name, (n, by, err) in runs.items():
+        per = ", ".join(f"{m} {k}" for m, k in by.items())
+        lines.append(f"[{profile}] {name}: {n} failed record(s) ({per}); first error: {' '.join(err.split())[:200]}")
+    if lines:
+        lines.append(
+            f"[{profile}] failed records are left out of every table (their n says so) and retried by the same "
+            "command: rerun it once the endpoint is healthy (answered calls come from the cache)"
+        )
+    return lines

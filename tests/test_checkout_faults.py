@@ -1,0 +1,350 @@
+"""Issue 23's probes, each against tests/fake_openai.py's fault modes (loopback only, bounded loops): a fault
+during subset building never poisons the checkout (a healthy rerun gives the clean run's tables), failures are
+counted and shown, a dead or hung endpoint stops the run with one line, one run per profile, no path outside
+outputs/, bounded replies and parameter values."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import openai
+import pandas as pd
+import pytest
+
+from acemad_utils.agents.client import EndpointUnreachable, LLMClient
+from acemad_utils.agents.health import EndpointDown, cap_reply
+from acemad_utils.data import paths as P
+from acemad_utils.data.transcripts import run_dir
+from acemad_utils.experiments import subsets
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.report import tables as TB
+from acemad_utils.reproduce import cli as reproduce
+from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
+
+try:
+    from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector
+except ImportError:  # tests/ is not a package: pytest put it on sys.path
+    from fake_openai import HOSTILE, FakeOpenAI, FaultInjector
+
+KEY = "sk-canary-issue23-0000"
+MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
+FAST = dict(backoff=(0.0, 0.01), max_attempts=4, timeout=0.5)
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setattr(P, "DATA", tmp_path / "data")
+    return tmp_path
+
+
+# ----------------------------------------------------------------------------- the fake server's modes
+def test_fake_modes_switch_mid_run_and_from_another_process():
+    with FakeOpenAI(FaultInjector(0.0), retry_after="0.01") as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=1000, **FAST)
+        assert c.generate(MSG).text.startswith("I have weighed")
+        srv.set_mode("down", after=1)
+        assert c.generate(MSG + [{"role": "user", "content": "2"}]).text  # the one request still answered
+        with pytest.raises(openai.APIConnectionError):
+            c.generate(MSG + [{"role": "user", "content": "3"}])
+        # another process switches it back through the admin endpoint
+        import urllib.request
+
+        req = urllib.request.Request(srv.url + "/admin/mode", data=json.dumps({"mode": "ok"}).encode(), method="POST")
+        urllib.request.urlopen(req, timeout=5).read()
+        assert c.generate(MSG + [{"role": "user", "content": "4"}]).text
+        assert srv.modes["down"] == 4 and srv.modes["ok"] >= 3  # 4 attempts of the failed call
+
+
+def test_429_with_retry_after_is_honoured_and_bounded_in_time():
+    with FakeOpenAI(FaultInjector(0.0), mode="429", retry_after="0.2") as srv:
+        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=100, retry_time=0.5, breaker=1000)
+        with pytest.raises(openai.RateLimitError):
+            c.generate(MSG)
+        # Retry-After 0.2 s and a 0.5 s retry budget: a handful of attempts, not 100
+        assert 2 <= srv.modes["429"] <= 5
+
+
+def test_a_401_echoing_the_key_trips_the_breaker_with_one_redacted_line():
+    with FakeOpenAI(FaultInjector(0.0), mode="401") as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=3, **FAST)
+        errors = []
+        for i in range(6):
+            try:
+                c.generate(MSG + [{"role": "user", "content": str(i)}])
+            except Exception as e:  # noqa: BLE001 (the test looks at whichever error it is)
+                errors.append(e)
+        assert len(errors) == 6 and isinstance(errors[-1], EndpointDown)
+        line = str(errors[-1])
+        assert "\n" not in line and srv.url in line and "key" in line and "same command" in line
+        assert KEY not in line and all(KEY not in str(e) for e in errors)
+        assert srv.modes["401"] == 3  # nothing sent once tripped
+
+
+def test_a_dead_endpoint_stops_after_k_failures_not_after_every_question():
+    with FakeOpenAI(FaultInjector(0.0), mode="down") as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=5, backoff=(0.0, 0.01), max_attempts=6, timeout=0.5)
+        with pytest.raises(EndpointDown, match="could not connect"):
+            for i in range(50):
+                with pytest.raises(openai.APIConnectionError):
+                    c.generate(MSG + [{"role": "user", "content": str(i)}])
+        assert srv.modes["down"] == 5
+
+
+def test_a_hung_endpoint_prints_progress_and_trips_on_timeouts(tmp_path, monkeypatch):
+    progress = tmp_path / "progress.log"
+    monkeypatch.setenv("ACEMAD_PROGRESS_FILE", str(progress))
+    monkeypatch.setenv("ACEMAD_PROGRESS_SECONDS", "0.2")
+    with FakeOpenAI(FaultInjector(0.0), mode="hang", hang_max=5) as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=2, backoff=(0.0, 0.01), max_attempts=6, timeout=0.6)
+        with pytest.raises(EndpointDown, match="timed out"):
+            c.generate(MSG)
+        srv.set_mode("ok")
+    lines = progress.read_text().splitlines()
+    assert lines and all("1 in flight (oldest" in x and srv.url in x for x in lines), lines
+    assert "0 answered, " in lines[0]
+
+
+def test_every_call_has_max_tokens_and_huge_replies_are_cut_with_a_mark(tmp_path):
+    with FakeOpenAI(FaultInjector(0.0), mode="huge", huge_bytes=300_000) as srv:
+        c = LLMClient("m", srv.url, KEY, cache=str(tmp_path / "c.sqlite"), max_reply_bytes=10_000, **FAST)
+        r = c.generate(MSG)
+        again = c.generate(MSG)
+    assert all(b.get("max_tokens") == c.max_tokens for b in srv.requests)
+    for x in (r, again):
+        assert len(x.text.encode()) <= 10_000 and "reply truncated by acemad" in x.text and "300000 bytes" in x.text
+    assert r.finish_reason == "length" and again.cached
+    cut, was_cut = cap_reply("é" * 100, 101)  # 200 bytes; the mark leaves room for an odd number of bytes
+    assert was_cut and cut.startswith("é") and "\ufffd" not in cut and len(cut.encode()) <= 101
+
+
+def test_hostile_text_mode_reaches_the_reply_intact():
+    with FakeOpenAI(FaultInjector(0.0), mode="hostile") as srv:
+        assert HOSTILE in LLMClient("m", srv.url, KEY, **FAST).generate(MSG).text
+
+
+# ----------------------------------------------------------------------------- item 1: a failure is never data
+CONFIGS = [DebateConfig(method="single"), DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)]
+BENCHES = ["arc_challenge", "logiqa"]
+
+
+def _setup(url: str) -> Setup:
+    return Setup(profile="probe", backend="openai", source="synthetic", benchmarks=BENCHES, model="fake-model",
+                 base_url=url, workers=4, n_items=20)  # fmt: skip
+
+
+def _tables(url: str):
+    """Notebook 03's work in smoke mode: subsets on first use, then the run, then Table 2's long table."""
+    S = _setup(url)
+    try:
+        meta, records = S.run("main", CONFIGS, n_max=3)
+    finally:
+        S.close()
+    files = {
+        p.name: p.read_text() for p in sorted((subsets.subsets_root() / S.slug).glob("*.jsonl"))
+    }  # the subset files themselves (meta.json differs by date only)
+    return TB.accuracy_long(records, n_boot=200), files
+
+
+@pytest.mark.parametrize("fault", ["down", "429", "401"])
+def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tables(repo, tmp_path, fault):
+    plan = FaultInjector(0.0, seed=3)
+    with FakeOpenAI(plan, retry_after="0.01") as srv:
+        clean_root = tmp_path / "clean"
+        P.ROOT = clean_root  # the monkeypatch restores it
+        clean, clean_files = _tables(srv.url)
+        assert clean.n_failed.sum() == 0 and len(clean_files) == len(BENCHES)
+
+        P.ROOT = tmp_path / "faulty"
+        srv.set_mode(fault, after=150)  # inside the first benchmark's subset construction (200 calls)
+        with pytest.raises((EndpointDown, subsets.SubsetIncomplete)) as e:
+            _tables(srv.url)
+        assert "\n" not in str(e.value) and "same command" in str(e.value)
+        # it stopped while building subsets (the debate run never started), and saved no subset: complete or absent
+        assert not (P.ROOT / "outputs" / "smoke" / "runs" / "probe").exists()
+        assert not list((subsets.subsets_root()).rglob("*.jsonl"))
+        # the same command again (still failing) changes nothing, then the endpoint heals
+        with pytest.raises((EndpointDown, EndpointUnreachable, subsets.SubsetIncomplete)):
+            _tables(srv.url)  # a dead endpoint is already refused by the pre-flight GET /models
+        srv.set_mode("ok")
+        healed, healed_files = _tables(srv.url)
+    pd.testing.assert_frame_equal(healed, clean)
+    assert healed_files == clean_files
+
+
+def test_an_old_subset_saved_with_failed_items_is_rebuilt(repo):
+    with FakeOpenAI(FaultInjector(0.0, seed=3)) as srv:
+        S = _setup(srv.url)
+        good = [q.id for q in S.subset("arc_challenge")]
+        d = subsets.subsets_root() / S.slug
+        meta = json.loads((d / "meta.json").read_text())
+        meta["benchmarks"][S.bench_name("arc_challenge")]["n_failed"] = 3  # as an old checkout saved it
+        (d / "meta.json").write_text(json.dumps(meta))
+        (d / f"{S.bench_name('arc_challenge')}.jsonl").write_text("")  # its "kept" items: none
+        assert [q.id for q in _setup(srv.url).subset("arc_challenge")] == good
+        S.close()
+
+
+# ----------------------------------------------------------------------------- item 2: failures are visible
+def _rec(qid, method, correct, status="ok", bench="arc_challenge"):
+    return {
+        "question_id": qid,
+        "benchmark": bench,
+        "method": method,
+        "status": status,
+        "final": {"correct": correct},
+    }
+
+
+def test_failed_records_are_not_wrong_answers_and_every_table_says_how_many():
+    recs = [_rec(f"q{i}", "a", True) for i in range(4)] + [_rec("q4", "a", False, "failed")]
+    recs += [_rec(f"q{i}", "b", i < 2) for i in range(5)]
+    long = TB.accuracy_long(recs, n_boot=50)
+    a = long[(long.method == "a") & (long.benchmark == "arc_challenge")].iloc[0]
+    assert (a.n, a.n_failed, a.accuracy) == (4, 1, 100.0)  # the failure is left out, not scored wrong
+    avg = long[(long.method == "a") & (long.benchmark == TB.AVERAGE)].iloc[0]
+    assert avg.n_failed == 1
+    shown = TB.wide(long).to_string()
+    assert "(n=4, 1 failed)" in shown and "(n=5)" in shown and "1 failed (not counted)" in shown
+    clean = TB.wide(TB.accuracy_long([r for r in recs if r["method"] == "b"], n_boot=50)).to_string()
+    assert "failed" not in clean and "(n=" not in clean  # a clean table looks as before
+
+
+def test_every_question_failed_is_a_cell_that_says_so():
+    long = TB.accuracy_long([_rec("q1", "a", False, "failed"), _rec("q1", "b", True)], n_boot=50)
+    assert "no answer (n=0, 1 failed)" in TB.wide(long).to_string()
+
+
+def test_the_reproduce_command_names_failed_records_per_method(repo):
+    d = run_dir("probe/main")
+    recs = [
+        {"question_id": "q1", "config_hash": "h1", "repeat": 0, "status": "failed", "method": "single", "error": "X"},
+        {"question_id": "q2", "config_hash": "h1", "repeat": 0, "status": "failed", "method": "single", "error": "Y"},
+        {"question_id": "q1", "config_hash": "h2", "repeat": 0, "status": "ok", "method": "majority"},
+    ]
+    (d / "transcripts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    meta = {"methods": {"single": {"config_hash": "h1"}, "majority": {"config_hash": "h2"}}, "summary": {"failed": 2}}
+    (d / "meta.json").write_text(json.dumps(meta))
+    found = failed_records(since=time.time() - 60)
+    assert found == {"probe/main": (2, {"single": 2}, "X")}
+    lines = failure_lines("probe", found)
+    assert "probe/main: 2 failed record(s) (single 2)" in lines[0] and "same command" in lines[-1]
+    assert failed_records(since=time.time() + 60) == {}  # runs of an earlier session are not this run's
+
+
+# ----------------------------------------------------------------------------- item 4: one run per profile
+def test_a_second_run_of_a_profile_names_the_holder_or_waits(repo, capsys):
+    with ProfileLock("probe", llm=True):
+        with pytest.raises(SystemExit, match=rf"pid {os.getpid()} .*--wait"):
+            with ProfileLock("probe", llm=False):
+                pass
+        with pytest.raises(SystemExit, match="cache/.lock"):  # another LLM profile shares the cache
+            with ProfileLock("other", llm=True):
+                pass
+        with ProfileLock("other", llm=False):  # a synthetic profile pays for nothing: it may run beside
+            pass
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(ProfileLock("probe", llm=True, wait=True).__enter__()))
+        waiter.start()
+        time.sleep(0.3)
+        assert not got  # still waiting
+    waiter.join(timeout=10)
+    assert got and "waiting for the run holding" in capsys.readouterr().out
+    got[0].__exit__()
+
+
+def test_progress_lines_reach_the_terminal(tmp_path, capsys):
+    path = tmp_path / "p.log"
+    with ProgressTail(path, prefix="[probe] ", poll=0.05):
+        with open(path, "a") as f:
+            f.write("[calls] m: 1 answered, 0 failed, 2 in flight\npartial")
+        time.sleep(0.3)
+    out = capsys.readouterr().out
+    assert out == "[probe] [calls] m: 1 answered, 0 failed, 2 in flight\n"
+
+
+# ----------------------------------------------------------------------------- item 5: paths stay inside outputs/
+BAD_NAMES = ["../../../../tmp/x", "..", "a/b", "/tmp/x", ".hidden", "-rf", "", "x" * 200, "a\nb"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_unsafe_names_are_refused_everywhere_they_become_paths(repo, name):
+    with pytest.raises(P.UnsafeName):
+        P.safe_segment(name, "profile")
+    with pytest.raises(ValueError, match="PROFILE"):  # a notebook's PROFILE (Setup), before anything is written
+        Setup(profile=name)
+    with pytest.raises(P.UnsafeName):
+        TB.artefact("table2_main_results", name)  # table and figure file names
+    if name not in ("", "a/b"):  # 'a/b' is two safe segments: a nested run name
+        with pytest.raises(P.UnsafeName):
+            run_dir(f"{name}/main")  # a run's folder (a profile or run name)
+        with pytest.raises(P.UnsafeName):
+            run_dir(f"probe/{name}")
+    assert not (repo / "outputs").exists() or not any((repo / "outputs").rglob("*.json*"))
+
+
+def test_a_traversal_profile_name_stops_the_run_before_anything_is_written(repo, tmp_path):
+    path = tmp_path / "evil.yaml"
+    path.write_text("profile: ../../../../tmp/x\ncommon: {BACKEND: sim}\n")
+    with pytest.raises(SystemExit) as e:
+        reproduce.run(str(path), only=["00_theory"])
+    assert "profile name '../../../../tmp/x' is not allowed" in str(e.value) and "\n" not in str(e.value)
+    assert not (repo / "outputs").exists()
+
+
+def test_model_names_become_one_safe_folder():
+    assert subsets.model_slug("../../etc/passwd") == "etc-passwd"
+    assert subsets.model_slug("meta-llama/Llama-3.1-8B-Instruct") == "meta-llama-Llama-3.1-8B-Instruct"
+    with pytest.raises(ValueError):
+        subsets.model_slug("..")
+    with pytest.raises(P.UnsafeName):
+        subsets.model_slug("m" * 300)
+    with pytest.raises(P.UnsafeName):  # `subsets show --model ../..` reads no file outside the subsets folder
+        subsets.subset_table("../../etc")
+    with pytest.raises(P.UnsafeName):
+        subsets.load_subset("arc_challenge", "../x")
+
+
+# ----------------------------------------------------------------------------- items 7/8: bounded inputs
+@pytest.mark.parametrize(
+    "common,expected",
+    [
+        ({"N_MAX": 10**12}, "N_MAX = 1000000000000 is not allowed: need values from 1 to 1e+06"),
+        ({"WORKERS": 10**6}, "WORKERS = 1000000 is not allowed: need values from 1 to 256"),
+        ({"BENCHMARKS": []}, "BENCHMARKS = [] is not allowed: the list is empty"),
+        ({"N_VALUES": []}, "N_VALUES = [] is not allowed: the list is empty"),
+        ({"BASE_URL": "file:///etc/passwd"}, "need an http:// or https:// URL"),
+        ({"BASE_URL": "127.0.0.1:8000/v1"}, "need an http:// or https:// URL"),
+        ({"MAX_USD": float("inf")}, "max_usd = inf is not allowed: need a finite number"),
+    ],
+)
+def test_out_of_range_values_stop_before_anything_runs(tmp_path, common, expected):
+    path = tmp_path / "mine.yaml"
+    path.write_text(json.dumps({"profile": "mine", "common": {}}))
+    with pytest.raises(SystemExit) as e:
+        reproduce.load_profile(str(path), overrides=common)
+    assert expected in str(e.value), str(e.value)
+
+
+def test_good_endpoint_values_and_an_explicit_no_cap_pass(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(json.dumps({"profile": "mine", "common": {}}))
+    prof = reproduce.load_profile(str(path), overrides={"BASE_URL": "https://example.org/v1", "MAX_USD": "none"})
+    assert prof["common"]["BASE_URL"] == "https://example.org/v1" and prof["max_usd"] == "none"
+
+
+def test_the_reproduce_command_refuses_a_second_run_of_the_profile(repo, tmp_path):
+    path = tmp_path / "probe.yaml"
+    path.write_text("profile: probe\ncommon: {BACKEND: sim}\n")
+    with ProfileLock("probe", llm=False):
+        with pytest.raises(SystemExit, match=r"another run holds probe/.lock: pid \d+ .*--wait"):
+            reproduce.run(str(path), only=["00_theory"])
+    assert not (repo / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()
