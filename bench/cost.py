@@ -178,11 +178,11 @@ def part2(a) -> None:
             f"input, {single.completion_tokens / 1e6:.2f} M output tokens, sync ${single.usd:.2f}, batch "
             f"${single.usd_batch:.2f}"
         )
-        unpriced = [r for r in est.rows if r.free]
+        unpriced = est.unpriced()
         if unpriced:
             print(
-                "not priced (local endpoints in profiles/paper.yaml: notebook 04's second model, notebook 07's "
-                "models): " + ", ".join(f"{r.notebook} {r.model} {r.calls:,.0f} calls" for r in unpriced)
+                "unpriced (no price in agents/prices.py or the profile's models:, not known to be free): "
+                + ", ".join(f"{r.notebook} {r.model} {r.calls:,.0f} calls" for r in unpriced)
             )
         print(f"(replay {time.perf_counter() - t0:.1f} s)")
 

@@ -31,6 +31,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from acemad_utils.agents.prices import price_of
+
 _SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"""
 
@@ -182,9 +184,9 @@ class ResponseCache:
 
     def spent_since(self, since: float) -> float:
         """USD of the replies stored since `since` (epoch seconds): the paid part of a run so far, for MAX_USD
-        across notebook kernels (budget.Budget.from_env). Local endpoints and unpriced models count 0."""
-        from acemad_utils.agents.prices import price_of
-
+        across notebook kernels (budget.Budget.from_env). Replies of a free endpoint (stored with "free": true,
+        the project's own llama.cpp server) and of free or unpriced models (prices.price_of, with the profile's
+        terms) count 0; every other endpoint counts at its model's price, loopback included."""
         try:
             with self._conn() as conn:
                 rows = conn.execute(
@@ -192,7 +194,7 @@ class ResponseCache:
                     "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
                     "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
                     "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
-                    "WHERE created >= ? AND kind != 'local-llama.cpp' AND key != '' GROUP BY 1, 2",
+                    "WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' GROUP BY 1, 2",
                     (since,),
                 ).fetchall()
         except sqlite3.Error as e:

@@ -44,6 +44,8 @@ import openai
 
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.local_server import is_own_server
+from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub  # noqa: F401 (redact, safe_url re-exported)
 from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send  # noqa: F401
 from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
@@ -69,7 +71,9 @@ class APIKeyRejected(RuntimeError):
 
 def endpoint_kind(base_url: Optional[str]) -> str:
     """'openai' for the default endpoint, 'local-llama.cpp' for a loopback server (what local_server starts),
-    else 'openai-compatible'. Pass kind= to LLMClient to override."""
+    else 'openai-compatible'. Pass kind= to LLMClient to override. The kind is part of every cache key, so it
+    stays as it was; it says nothing about cost: a loopback server may be a gateway to a paid provider. Whether
+    a call is free is LLMClient.free (the project's own llama.cpp server) or the profile's terms (prices.py)."""
     host = urlparse(base_url).hostname if base_url else "api.openai.com"
     if host == "api.openai.com":
         return "openai"
@@ -88,7 +92,10 @@ class LLMClient:
     structured       "auto" (detect) or one of MODES
     cache            a ResponseCache, a path to one, or None
     prices           {model: prices.Price or (input, output)} added to prices.PRICES
-    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
+    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set. With a
+                     cap, a client whose model is unpriced is refused when built (budget.UnpricedModel)
+    free             the endpoint bills nothing; default: it is a llama.cpp server local_server.serve() started
+                     in this process (local_server.is_own_server). Any other endpoint is priced per model
     """
 
     def __init__(
@@ -107,11 +114,13 @@ class LLMClient:
         cache: ResponseCache | str | os.PathLike | None = None,
         prices: Optional[dict] = None,
         budget: Optional[B.Budget] = None,
+        free: Optional[bool] = None,
     ):
         self.model = model or os.environ.get("ACEMAD_MODEL") or DEFAULT_MODEL
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
         self.kind = kind or endpoint_kind(base_url)
+        self.free = is_own_server(base_url) if free is None else free
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.kind == "openai":
@@ -135,9 +144,12 @@ class LLMClient:
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
         self.budget = budget if budget is not None else B.current(self.cache)
+        if self.budget is not None and self.budget.max_usd is not None and not self.free:
+            if price_of(self.model, self.prices) is None:  # refused before any call, even the preflight's GET
+                raise B.UnpricedModel(self.model)
         self.batch_queue = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()  # guards self.mode
-        self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
+        self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (llm_usage.py)
 
     # ------------------------------------------------------------------ public
     def generate(
@@ -188,6 +200,7 @@ class LLMClient:
                     "prompt_tokens": out.prompt_tokens,
                     "completion_tokens": out.completion_tokens,
                     "cached_tokens": out.cached_tokens,
+                    **({"free": True} if self.free else {}),  # cache.spent_since: not part of a capped run's spend
                 },
                 model=model,
                 kind=self.kind,
@@ -203,7 +216,7 @@ class LLMClient:
         cached_tokens: float = 0.0,
         batch: bool = False,
     ) -> Optional[float]:
-        """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
+        """USD of one call on this endpoint (0 when free; None for an unpriced model, loopback or not)."""
         return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:

@@ -9,12 +9,13 @@
     print(format_estimate(est))
 
 How. The profile's notebooks are replayed exactly as `make reproduce` runs them (the runs each notebook
-makes with its parameters, acemad_utils.experiments.registry.runs(), in notebook order, with ONE shared response cache as
-outputs/cache/llm.sqlite is shared) on a few sample items per benchmark, against an in-process model of
-the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are deterministic
-functions of the request (arguments of `arg_chars` characters, JSON commitments), and its token counts come
-from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical calls (the same prompt in the same scope: round-1
-arguments every debate method asks, AceMAD T=2 as a prefix of T=5, configs repeated across notebooks) are
+makes with its parameters, acemad_utils.experiments.registry.runs(), in notebook order, with ONE shared
+response cache as outputs/cache/llm.sqlite is shared) on a few sample items per benchmark, against an
+in-process model of the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are
+deterministic functions of the request (arguments of `arg_chars` characters, JSON commitments), and its token
+counts come from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical
+calls (the same prompt in the same scope: round-1 arguments every debate method asks, AceMAD T=2 as a
+prefix of T=5, configs repeated across notebooks) are
 counted once, as the real cache pays them once. Per-item figures are scaled by the item counts:
   - the subset construction (notebook 01) runs on every input item: the published test-set sizes
     (data.PUBLISHED_SIZES) capped by N_ITEMS;
@@ -27,9 +28,14 @@ Sample items (acemad_utils.cost.items): real benchmark items at length quantiles
 the files (read locally, never from the hub), else distinct demo questions per benchmark (the output says which).
 
 Uncertainty: arguments are the largest unknown (real models write 70 to 400 tokens); `--arg-chars` prices
-another length (1760 = the 400-token argue cap, an upper bound). Prices: acemad_utils/agents/prices.py (source and
-date per entry; check them). Repeated prefixes (prompt caching, estimate(prefix=True)): cost_prefix. The estimate is printed by `reproduce` before the first notebook of a paid
-(`BACKEND: openai`) profile, and bench/cost.py uses the same functions, so the two cannot drift.
+another length (1760 = the 400-token argue cap, an upper bound). Repeated prefixes (prompt caching,
+estimate(prefix=True)): cost_prefix. The estimate is printed by `reproduce` before the first notebook of a
+paid (`BACKEND: openai`) profile, and bench/cost.py uses the same functions, so the two cannot drift.
+
+Prices: acemad_utils/agents/prices.py (provider, source and date per entry; check them), under the profile's
+`models:` terms. Every row shows dollars, `$0 (free)` (the project's own llama.cpp server, BACKEND local, or a
+model marked `free: true`) or `unpriced` (no price: an endpoint on localhost may be a paid gateway, so it is
+never assumed free); the total reads "$X + N unpriced rows (T tokens)" and says how to price them.
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from acemad_utils.agents.prices import PRICES, price_of
+from acemad_utils.agents.budget import unpriced_message
+from acemad_utils.agents.prices import FREE, HOW_TO_PRICE, parse_terms, price_of
+from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
@@ -51,6 +59,7 @@ from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import BENCHMARKS, item_counts, sample_items
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.experiments import registry
+from acemad_utils.experiments.profiles import load_profile
 from acemad_utils.experiments.registry import notebook_params
 
 
@@ -64,9 +73,9 @@ class Row:
     calls: float = 0.0  # calls sent (paid)
     prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
-    usd: Optional[float] = 0.0
+    usd: Optional[float] = 0.0  # None: unpriced (no price and not known to be free)
     usd_batch: Optional[float] = 0.0
-    free: bool = False  # a local endpoint
+    free: bool = False  # known to be free: the project's own llama.cpp server, or `free: true` in the profile
     cached_tokens: float = 0.0  # prompt tokens OpenAI's prompt cache could serve (estimate(prefix=True) only)
     usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
 
@@ -78,9 +87,11 @@ class Estimate:
     notes: list = field(default_factory=list)
     arg_chars: int = DEFAULT_ARG_CHARS
     seconds: float = 0.0
+    terms: dict = field(default_factory=dict)  # the profile's models: terms the rows were priced with
 
     def total(self, paid_only: bool = False) -> Row:
-        """Sum of the rows (paid_only: the rows of priced, non-local endpoints)."""
+        """Sum of the rows; its dollars are those of the priced rows (unpriced() says what they leave out).
+        paid_only: the rows of priced endpoints that are not free."""
         t = Row("total", "")
         for r in self.rows:
             if paid_only and (r.free or r.usd is None):
@@ -89,16 +100,12 @@ class Estimate:
             for k in ("agent_calls", "calls", "prompt_tokens", "completion_tokens", "cached_tokens"):
                 setattr(t, k, getattr(t, k) + getattr(r, k))
             for k in ("usd", "usd_batch", "usd_cached"):
-                a, b = getattr(t, k), getattr(r, k)
-                setattr(t, k, None if a is None or b is None else a + b)
+                setattr(t, k, getattr(t, k) + (getattr(r, k) or 0.0))
         return t
 
-
-def _price(model: str, kind: str, pt: float, ct: float, batch: bool) -> Optional[float]:
-    if kind == "local-llama.cpp":
-        return 0.0
-    p = price_of(model)
-    return None if p is None else p.usd(pt, ct, 0, batch)
+    def unpriced(self) -> list[Row]:
+        """The rows whose model has no price and is not known to be free: their dollars are unknown."""
+        return [r for r in self.rows if r.usd is None]
 
 
 def replay(
@@ -110,8 +117,8 @@ def replay(
     store: Optional[dict] = None,
     pops: Optional[dict] = None,
 ) -> list[tuple[registry.Run, str, dict]]:
-    """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per stage and
-    benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
+    """Run every stage's (registry.Run's) configs on the sample items with one shared modelled cache. Returns, per
+    stage and benchmark, the mean per item of: agent calls, and network calls / prompt / completion tokens per model."""
     from acemad_utils.protocol.debate import run_question
 
     store = {} if store is None else store
@@ -167,14 +174,16 @@ def estimate(
     arg_chars: int = DEFAULT_ARG_CHARS,
     data_dir: Optional[str] = None,
     prefix: bool = False,
+    terms: Optional[dict] = None,
 ) -> Estimate:
     """The estimate of notebooks with these parameters ({notebook: params}); see the module doc.
     prefix=True also prices the repeated-prefix share of each notebook's prompt tokens at the cached-input rate
-    (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound)."""
-    from acemad_utils.agents.client import endpoint_kind
-
+    (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound).
+    terms: the profile's `models:` ({model: Price}, prices.parse_terms) over the price table. A row is free only
+    on the project's own llama.cpp server (BACKEND local) or for a model the terms mark free; a model with no
+    price is unpriced (Row.usd None), whatever its endpoint."""
     t0 = time.perf_counter()
-    est = Estimate(profile, arg_chars=arg_chars)
+    est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
     stages, P0 = [], None
     for nb, P in params_by_nb.items():
         if P.get("BACKEND", "sim") == "sim":
@@ -220,17 +229,15 @@ def estimate(
             paid = n * (1 - sub / full) if outside and full else n
             if log is not None:
                 spans.append((start, len(log), paid / len(items[b]), nb_name))
-            for (m, kind), (nc, pt, ct) in per["by"].items():
+            for (m, _kind), (nc, pt, ct) in per["by"].items():
                 r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
-                r.free = r.free and (kind == "local-llama.cpp" or local)
+                r.free = r.free and local  # the endpoint's kind says nothing about its bill (a gateway on localhost)
                 r.calls += nc * paid
                 r.prompt_tokens += pt * paid
                 r.completion_tokens += ct * paid
             m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
             main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
-            # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)
-            url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-            main.free = main.free and (local or endpoint_kind(url) == "local-llama.cpp")
+            main.free = main.free and local  # the project's own llama.cpp server (BACKEND local), as the client
             main.questions += n * len(st.configs)
             main.agent_calls += per["agent_calls"] * n
     if log is not None:
@@ -241,24 +248,31 @@ def estimate(
                 if r is not None:
                     r.cached_tokens += per_call[j] * scale
     for r in rows.values():
-        if r.free:
-            r.usd = r.usd_batch = r.usd_cached = 0.0
-        else:
-            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, False)
-            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, True)
-            p = price_of(r.model)
-            r.usd_cached = None if p is None else p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
-    merged = rows
-    est.rows = [r for r in merged.values() if r.questions or r.calls]
+        _price_row(r, terms)
+    est.rows = [r for r in rows.values() if r.questions or r.calls]
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
     return est
 
 
+def _price_row(r: Row, terms: Optional[dict]) -> None:
+    """Dollars of a row: 0 when free, None when unpriced, else at the model's price (profile terms first)."""
+    p = FREE if r.free else price_of(r.model, terms)
+    r.free = p is not None and p.free
+    if p is None:
+        r.usd = r.usd_batch = r.usd_cached = None
+        return
+    r.usd = p.usd(r.prompt_tokens, r.completion_tokens, 0, False)
+    r.usd_batch = p.usd(r.prompt_tokens, r.completion_tokens, 0, True)
+    r.usd_cached = p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+
+
 def estimate_profile(
     profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None, **kw
 ) -> Estimate:
+    """The estimate of a profile as reproduce runs it, priced with its `models:` terms over the price table."""
     name, params = notebook_params(profile, overrides, only)
+    kw.setdefault("terms", parse_terms(load_profile(profile, overrides).get("models")))
     return estimate(params, name, **kw)
 
 
@@ -267,9 +281,20 @@ def _m(x: float) -> str:
 
 
 def _usd(x: Optional[float], free: bool = False) -> str:
-    # "local": an endpoint on this machine, priced 0 like llm.LLMClient prices it (a gateway on localhost to a
-    # paid provider is not counted: check that provider's prices yourself)
-    return "local" if free else ("no price" if x is None else f"${x:,.2f}")
+    # Every row shows dollars: "$0 (free)" only when known to be free, "unpriced" when there is no price (a
+    # server on localhost may be a gateway to a paid provider: never assumed free).
+    return "$0 (free)" if free else ("unpriced" if x is None else f"${x:,.2f}")
+
+
+def _total_line(est: Estimate) -> str:
+    """ "total: $X sync, $Y batch" and, when rows are unpriced, "+ N unpriced rows (T tokens)"."""
+    t = est.total()
+    line = f"  total: ${t.usd:,.2f} sync, ${t.usd_batch:,.2f} batch"
+    unpriced = est.unpriced()
+    if unpriced:
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in unpriced)
+        line += f" + {len(unpriced)} unpriced row{'s' if len(unpriced) != 1 else ''} ({_m(tokens)} tokens)"
+    return line
 
 
 def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
@@ -280,29 +305,33 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
     if not est.rows:
         return "\n".join(lines + [f"  {n}" for n in est.notes])
     lines.append(
-        f"  {'notebook':<24} {'model':<22} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
+        f"  {'notebook':<24} {'model':<34} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
         f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}"
     )
     for r in est.rows + [est.total()]:
         lines.append(
-            f"  {r.notebook:<24} {r.model[:22]:<22} {r.questions:>10,.0f} {r.calls:>11,.0f} "
+            f"  {r.notebook:<24} {r.model[:34]:<34} {r.questions:>10,.0f} {r.calls:>11,.0f} "
             f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
             f"{_usd(r.usd_batch, r.free):>10}"
         )
-    lines += [f"  {n}" for n in est.notes]
-    models = sorted({r.model for r in est.rows if not r.free and price_of(r.model)})
-    for m in models:
-        p = PRICES[m] if m in PRICES else price_of(m)
+    unpriced = sorted({r.model for r in est.unpriced()})
+    if unpriced:
+        lines.append(_total_line(est))
         lines.append(
-            f"  price {m}: ${p.input:g}/M input, ${p.output:g}/M output, batch x{p.batch_factor:g} "
-            f"({p.source}, recorded {p.recorded}; check current prices)"
+            f"  unpriced (no price, not known to be free): {', '.join(unpriced)}; to price one, "
+            + HOW_TO_PRICE.format(model="MODEL")
         )
+    lines += [f"  {n}" for n in est.notes]
+    for m in sorted({r.model for r in est.rows if r.usd is not None and not r.free}):
+        lines.append(f"  price {describe_price(m, price_of(m, est.terms))}")
     lines.append(
         f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
         "gives an upper bound"
     )
     if max_usd is not None:
         lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
+        if unpriced:
+            lines.append("  " + unpriced_message(unpriced))
     return "\n".join(lines)
 
 

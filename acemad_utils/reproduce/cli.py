@@ -27,6 +27,7 @@ from typing import Optional
 
 import yaml
 
+from acemad_utils.agents.budget import unpriced_message
 from acemad_utils.data.paths import outputs
 from acemad_utils.experiments.profiles import (  # noqa: F401
     CALLS_VIA,
@@ -57,7 +58,10 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
-    _print_estimate(prof, profile, overrides, selected, env)
+    est = _print_estimate(prof, profile, overrides, selected, env)
+    unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
+    if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them: start nothing
+        raise SystemExit(f"[{name_of_profile}] not started: {unpriced_message(unpriced)}")
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # papermill's kernels inherit this process's environment
     try:
@@ -70,14 +74,17 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 os.environ[k] = v
 
 
-def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, env: dict) -> None:
-    """The cost estimate, before any money is spent, when a selected notebook runs on a paid (openai) backend."""
+def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, env: dict):
+    """The cost estimate, before any money is spent, when a selected notebook runs on a paid (openai) backend.
+    Returns it (None when none was made: no paid backend, or the estimate failed; with MAX_USD the client then
+    refuses an unpriced model when it is built, before any call)."""
     common, own = prof.get("common") or {}, prof.get("notebooks") or {}
     if not any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND"))) == "openai" for nb in selected):
-        return
+        return None
     from acemad_utils.agents.budget import parse_max_usd
     from acemad_utils.cost.estimate import estimate_profile, format_estimate
 
+    est = None
     try:
         est = estimate_profile(profile, overrides, selected)
         text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
@@ -86,6 +93,7 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
     if env.get("ACEMAD_MAX_USD") in (None, ""):
         text += "\n  no MAX_USD set: nothing caps this run's spend (profile key max_usd:, or ACEMAD_MAX_USD)"
     print(text, flush=True)
+    return est
 
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, out_dir: Path) -> int:
@@ -125,7 +133,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                 )
                 return 130
             failed += 1
-            if e.ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):  # every later notebook would stop too
+            if e.ename in ("BudgetStop", "BudgetExceeded", "UnpricedModel", "BatchExported"):  # so would the later ones
                 rest = selected[i + 1 :]
                 why = "the batch export" if e.ename == "BatchExported" else "MAX_USD"
                 print(
@@ -149,7 +157,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
 def _one_line(ename: str, evalue: str, limit: int = 600) -> str:
     from acemad_utils.agents.client import redact  # an endpoint's error text can echo a key
 
-    if ename in ("BudgetStop", "BudgetExceeded", "BatchExported"):
+    if ename in ("BudgetStop", "BudgetExceeded", "UnpricedModel", "BatchExported"):
         limit = 1200  # the message says how to continue: keep it whole
     text = " ".join(str(evalue).split())
     return redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")
