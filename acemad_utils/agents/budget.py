@@ -56,8 +56,8 @@ def unpriced_message(models) -> str:
     names = ", ".join(repr(m) for m in models)
     return (
         f"MAX_USD is set but {names} {'has' if len(models) == 1 else 'have'} no price: the cap could not count "
-        f"{'its' if len(models) == 1 else 'their'} calls, so nothing is sent. For each, "
-        + how_to_price(models[0] if len(models) == 1 else "MODEL")
+        f"{'its' if len(models) == 1 else 'their'} calls, so nothing is sent. "
+        + ("To fix it, " + how_to_price(models[0]) if len(models) == 1 else "For each MODEL, " + how_to_price("MODEL"))
         + ". An endpoint on localhost is not assumed free: it may be a gateway to a paid provider."
     )
 

@@ -49,7 +49,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from acemad_utils.agents.budget import unpriced_message
 from acemad_utils.agents.prices import FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
@@ -331,7 +330,7 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
     if max_usd is not None:
         lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
         if unpriced:
-            lines.append("  " + unpriced_message(unpriced))
+            lines.append("  MAX_USD is set: a run will not start while a model above is unpriced")
     return "\n".join(lines)
 
 
