@@ -174,8 +174,9 @@ def part2(a) -> None:
             "paper", {**overrides, "CALLS": "single"}, per_benchmark=a.per_benchmark, arg_chars=arg, data_dir=data_dir
         ).total(paid_only=True)
         print(
-            f"single-call mode (--set CALLS=single): {single.calls:,.0f} calls sent, {single.prompt_tokens / 1e6:.1f} M "
-            f"input, {single.completion_tokens / 1e6:.2f} M output tokens, sync ${single.usd:.2f}, batch "
+            f"single-call mode (--set CALLS=single): {single.calls:,.0f} calls sent, "
+            f"{single.prompt_tokens / 1e6:.1f} M input, {single.completion_tokens / 1e6:.2f} M output tokens, "
+            f"sync ${single.usd:.2f}, batch "
             f"${single.usd_batch:.2f}"
         )
         unpriced = est.unpriced()
