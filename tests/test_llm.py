@@ -6,6 +6,7 @@ import glob
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import openai
 import pytest
 
 from acemad_utils.agents.cache import ResponseCache
@@ -160,7 +161,7 @@ def test_retry_after_is_honoured():
 def test_attempts_are_bounded():
     with FakeOpenAI(default=error(503, "down")) as srv:
         c = client(srv, max_attempts=3)
-        with pytest.raises(Exception):
+        with pytest.raises(openai.APIStatusError):
             c.generate(MSG)
         assert srv.count == 3 and c.stats()["failures"] == 1
 
@@ -267,7 +268,7 @@ def test_cache_does_not_keep_a_connection_per_short_lived_thread(tmp_path):
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     for i in range(200):
-        t = threading.Thread(target=lambda: cache.put(f"k{i}", {"text": "x"}, model="m", kind="k"))
+        t = threading.Thread(target=lambda i=i: cache.put(f"k{i}", {"text": "x"}, model="m", kind="k"))
         t.start()
         t.join()
     assert len(cache) == 200

@@ -81,7 +81,8 @@ def canonical_json(obj: Any) -> str:
 class ResponseCache:
     """A key -> JSON dict store. Connections come from a small pool: a thread borrows one for one statement and
     gives it back (a connection is never used by two threads at once; the pool holds at most as many as
-    threads ever used the cache at the same moment); writes are single INSERT OR REPLACE transactions, so a crash never leaves a half-written row."""
+    threads ever used the cache at the same moment); writes are single INSERT OR REPLACE transactions, so a crash
+    never leaves a half-written row."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)

@@ -53,6 +53,7 @@ from acemad_utils.agents.usage import Accounting, Completion, usage_tokens  # no
 
 DEFAULT_MODEL = "gpt-4o-mini"
 LOCAL_DUMMY_KEY = "sk-no-key-required"
+DEFAULT_CONFIG = GenerateConfig()  # generate()'s default sampling settings (frozen: safe to share)
 # PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per
 # client with LLMClient(prices={model: Price(...) or (input, output)}).
 
@@ -155,7 +156,7 @@ class LLMClient:
     def generate(
         self,
         messages: Sequence[dict],
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig = DEFAULT_CONFIG,
         *,
         schema: Optional[dict] = None,
         scope: str = "",
@@ -311,7 +312,7 @@ class LLMClient:
                     "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",
                 )
             # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
-            raise scrub(e)
+            raise scrub(e) from None
         choice = resp.choices[0]
         pt, ct, cached = usage_tokens(resp.usage)
         self.count_tokens(model, pt, ct, cached)

@@ -165,7 +165,7 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     try:
         prof = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
-        raise SystemExit(f"{path.name} is not valid YAML: {e}")
+        raise SystemExit(f"{path.name} is not valid YAML: {e}") from None
     if not isinstance(prof, dict) or not prof:
         raise SystemExit(
             f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
@@ -225,7 +225,7 @@ def _check_run_settings(where: str, prof: dict) -> None:
         except (TypeError, ValueError):
             raise SystemExit(
                 f"{where}: max_usd = {v!r} is not allowed: need a number of dollars >= 0, or null for no cap"
-            )
+            ) from None
     try:
         parse_terms(prof.get("models"))
     except ValueError as e:
