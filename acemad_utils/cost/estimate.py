@@ -166,9 +166,53 @@ def _snapshot(pop) -> dict:
     return {"calls": calls, "by": by}
 
 
+def _stages(params_by_nb: dict) -> tuple[list, Optional[dict]]:
+    """[(registry.Run, its notebook's params)] of every notebook that calls an LLM, and the first one's params."""
+    stages, P0 = [], None
+    for nb, P in params_by_nb.items():
+        if P.get("BACKEND", "sim") == "sim":
+            continue  # the synthetic population makes no LLM call
+        P0 = P0 or P
+        for st in registry.runs(nb, P):
+            stages.append((st, P))
+    if stages and P0.get("SOURCE", "benchmarks") == "demo":
+        stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
+    return stages, P0
+
+
+def _add_cached(rows: dict, log: list, spans: list) -> None:
+    """Attribute the repeated-prefix tokens of each logged call (prefix_shares) to its row, scaled per item."""
+    per_call = prefix_shares(log)["per_call"]
+    for start, end, scale, nb_name in spans:
+        for j in range(start, end):
+            r = rows.get((nb_name, log[j][1]))
+            if r is not None:
+                r.cached_tokens += per_call[j] * scale
+
+
+def _count(rows: dict, st: registry.Run, P: dict, per: dict, *, n: float, paid: float) -> None:
+    """Add one stage-benchmark's replay (`per` item) to the rows of its notebook: `paid` items' calls and tokens
+    per model, `n` items' questions and agent calls to the stage's own model. A row stays free only on the
+    project's own llama.cpp server (BACKEND local), as the client prices it: an endpoint's kind or address says
+    nothing about its bill (a gateway on localhost)."""
+    local = P.get("BACKEND") == "local"
+    for (m, _kind), (nc, pt, ct) in per["by"].items():
+        r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
+        r.free = r.free and local
+        r.calls += nc * paid
+        r.prompt_tokens += pt * paid
+        r.completion_tokens += ct * paid
+    m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
+    main = rows.setdefault((st.notebook, m0), Row(st.notebook, m0, free=True))
+    main.free = main.free and local
+    main.questions += n * len(st.configs)
+    main.agent_calls += per["agent_calls"] * n
+
+
 def estimate(
     params_by_nb: dict,
     profile: str = "",
+    *,
     per_benchmark: int = 2,
     arg_chars: int = DEFAULT_ARG_CHARS,
     data_dir: Optional[str] = None,
@@ -183,22 +227,12 @@ def estimate(
     price is unpriced (Row.usd None), whatever its endpoint."""
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
-    stages, P0 = [], None
-    for nb, P in params_by_nb.items():
-        if P.get("BACKEND", "sim") == "sim":
-            continue  # the synthetic population makes no LLM call
-        P0 = P0 or P
-        for st in registry.runs(nb, P):
-            stages.append((st, P))
+    stages, P0 = _stages(params_by_nb)
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
     benches = sorted({b for st, _ in stages for b in st.benchmarks}, key=lambda b: (b not in BENCHMARKS, b))
-    source = P0.get("SOURCE", "benchmarks")
-    if source == "demo":
-        benches = ["demo"]
-        stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
-    items, src = sample_items(benches, per_benchmark, source, data_dir)
+    items, src = sample_items(benches, per_benchmark, P0.get("SOURCE", "benchmarks"), data_dir)
     est.notes.append(f"items replayed: {per_benchmark} per benchmark, {src}")
     store: dict = {}  # one cache for the whole profile, as outputs/cache/llm.sqlite
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
@@ -206,8 +240,6 @@ def estimate(
     log: Optional[list] = [] if prefix else None
     spans = []  # (row key, first log index, last log index, items scale) to attribute cacheable tokens
     for st, P in stages:
-        nb_name = st.notebook
-        local = P.get("BACKEND") == "local"
         for b in st.benchmarks:
             start = len(log) if log is not None else 0
             # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
@@ -227,25 +259,10 @@ def estimate(
                 n = min(n, st.cap)
             paid = n * (1 - sub / full) if outside and full else n
             if log is not None:
-                spans.append((start, len(log), paid / len(items[b]), nb_name))
-            for (m, _kind), (nc, pt, ct) in per["by"].items():
-                r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
-                r.free = r.free and local  # the endpoint's kind says nothing about its bill (a gateway on localhost)
-                r.calls += nc * paid
-                r.prompt_tokens += pt * paid
-                r.completion_tokens += ct * paid
-            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
-            main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
-            main.free = main.free and local  # the project's own llama.cpp server (BACKEND local), as the client
-            main.questions += n * len(st.configs)
-            main.agent_calls += per["agent_calls"] * n
+                spans.append((start, len(log), paid / len(items[b]), st.notebook))
+            _count(rows, st, P, per, n=n, paid=paid)
     if log is not None:
-        per_call = prefix_shares(log)["per_call"]
-        for start, end, scale, nb_name in spans:
-            for j in range(start, end):
-                r = rows.get((nb_name, log[j][1]))
-                if r is not None:
-                    r.cached_tokens += per_call[j] * scale
+        _add_cached(rows, log, spans)
     for r in rows.values():
         _price_row(r, terms)
     est.rows = [r for r in rows.values() if r.questions or r.calls]
