@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from acemad_utils.agents.prices import FREE, HOW_TO_PRICE, parse_terms, price_of
+from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
@@ -288,7 +288,9 @@ def estimate_profile(
 ) -> Estimate:
     """The estimate of a profile as reproduce runs it, priced with its `models:` terms over the price table."""
     name, params = notebook_params(profile, overrides, only)
-    kw.setdefault("terms", parse_terms(load_profile(profile, overrides).get("models")))
+    terms = parse_terms(load_profile(profile, overrides).get("models"))
+    # as for the kernels (profiles.run_env): an ACEMAD_MODELS already in the environment wins over the profile's
+    kw.setdefault("terms", {} if os.environ.get(ENV_MODELS) else terms)
     return estimate(params, name, **kw)
 
 
