@@ -45,7 +45,7 @@ from acemad_utils.agents.prices import PRICES  # noqa: E402
 from acemad_utils.cost import estimate as C  # noqa: E402
 from acemad_utils.cost import items as CI  # noqa: E402
 from acemad_utils.data import benchmarks as D  # noqa: E402
-from acemad_utils.experiments import profiles  # noqa: E402
+from acemad_utils.experiments import registry as R  # noqa: E402
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
 from acemad_utils.protocol.debate import run_question  # noqa: E402
 
@@ -55,7 +55,7 @@ PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
 
 def nb03() -> list[DebateConfig]:
     """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
-    [run] = profiles.notebook_runs("03_main_results", "paper")
+    [run] = R.notebook_runs("03_main_results", "paper")
     return run["baselines"] + run["acemad"]
 
 
@@ -175,15 +175,15 @@ def part2(a) -> None:
         ).total(paid_only=True)
         print(
             f"single-call mode (--set CALLS=single): {single.calls:,.0f} calls sent, "
-            f"{single.prompt_tokens / 1e6:.1f} M "
-            f"input, {single.completion_tokens / 1e6:.2f} M output tokens, sync ${single.usd:.2f}, batch "
+            f"{single.prompt_tokens / 1e6:.1f} M input, {single.completion_tokens / 1e6:.2f} M output tokens, "
+            f"sync ${single.usd:.2f}, batch "
             f"${single.usd_batch:.2f}"
         )
-        unpriced = [r for r in est.rows if r.free]
+        unpriced = est.unpriced()
         if unpriced:
             print(
-                "not priced (local endpoints in profiles/paper.yaml: notebook 04's second model, notebook 07's "
-                "models): " + ", ".join(f"{r.notebook} {r.model} {r.calls:,.0f} calls" for r in unpriced)
+                "unpriced (no price in agents/prices.py or the profile's models:, not known to be free): "
+                + ", ".join(f"{r.notebook} {r.model} {r.calls:,.0f} calls" for r in unpriced)
             )
         print(f"(replay {time.perf_counter() - t0:.1f} s)")
 

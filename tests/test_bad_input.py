@@ -202,8 +202,7 @@ def _profile(tmp_path, body: dict) -> str:
         (
             {"profile": "mine", "comon": {"BACKEND": "sim"}},
             "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', "
-            "'description', 'max_usd', "
-            "'notebooks', 'profile']",
+            "'description', 'max_usd', 'models', 'notebooks', 'profile']",
         ),
         (
             {"common": {"BACKEDN": "sim"}},
@@ -212,8 +211,8 @@ def _profile(tmp_path, body: dict) -> str:
         ),
         (
             {"notebooks": {"03_main_results": {"N_MAXX": 3}}},
-            "mine.yaml: notebook 03_main_results has no parameter 'N_MAXX' (did you mean 'N_MAX'?); its parameters "
-            "are [",
+            "mine.yaml: notebook 03_main_results has no parameter 'N_MAXX' (did you mean 'N_MAX'?); "
+            "its parameters are [",
         ),
         (
             {"notebooks": {"03_main_result": {"N_MAX": 3}}},

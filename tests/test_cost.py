@@ -323,13 +323,6 @@ def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_
     assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
 
 
-def test_a_local_endpoint_is_estimated_as_free_like_the_client_prices_it(no_network):
-    est = C.estimate_profile("paper", {"BASE_URL": "http://127.0.0.1:8080/v1"}, ["03_main_results"], per_benchmark=1)
-    [row] = est.rows
-    assert row.calls > 0 and row.free and row.usd == 0.0
-    assert "local" in C.format_estimate(est)
-
-
 def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys):
     import papermill as pm
 

@@ -18,16 +18,20 @@ ACEMAD_MAX_USD and ACEMAD_BUDGET_SINCE (the run's start, epoch seconds), and eac
 what the response cache recorded as paid since then (`ResponseCache.usage_since`), so the cap holds for the
 whole profile run, not per notebook. Without ACEMAD_BUDGET_SINCE the cap counts this process only.
 
-Free calls (a local endpoint) are never refused. A remote model without a price cannot be counted: a
-warning says so once and its calls are let through.
+Free calls (the project's own llama.cpp server, or a model the profile marks `free: true`; prices.py) are
+never refused. Every other call is counted at its price, loopback endpoints included. A model without a price
+cannot be counted, so a capped run refuses to call it: UnpricedModel (a BudgetExceeded) names the model and
+how to price it or mark it free. reproduce checks every model of the profile before the first notebook, and
+the client checks its model when it is built, so the refusal comes before any call.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import warnings
 from typing import Optional
+
+from acemad_utils.agents.prices import how_to_price
 
 ENV_MAX = "ACEMAD_MAX_USD"
 ENV_SINCE = "ACEMAD_BUDGET_SINCE"
@@ -36,6 +40,26 @@ ENV_SINCE = "ACEMAD_BUDGET_SINCE"
 class BudgetExceeded(RuntimeError):
     """A paid call was not sent because it could take the run past MAX_USD. The runner treats it as "stop
     starting questions" (not as a failed question) and ends the run with one message (see runner)."""
+
+
+class UnpricedModel(BudgetExceeded):
+    """MAX_USD is set and a model the run would call has no price and is not known to be free: the cap could
+    not count its calls, so none is sent."""
+
+    def __init__(self, model: str):
+        self.model = model
+        super().__init__(unpriced_message([model]))
+
+
+def unpriced_message(models) -> str:
+    """Why a capped run will not start, and how to fix it, for the unpriced `models`."""
+    names = ", ".join(repr(m) for m in models)
+    return (
+        f"MAX_USD is set but {names} {'has' if len(models) == 1 else 'have'} no price: the cap could not count "
+        f"{'its' if len(models) == 1 else 'their'} calls, so nothing is sent. "
+        + ("To fix it, " + how_to_price(models[0]) if len(models) == 1 else "For each MODEL, " + how_to_price("MODEL"))
+        + ". An endpoint on localhost is not assumed free: it may be a gateway to a paid provider."
+    )
 
 
 def parse_max_usd(value) -> Optional[float]:
@@ -60,7 +84,6 @@ class Budget:
         self.refused = 0
         self.exhausted = False
         self._lock = threading.Lock()
-        self._unpriced_warned: set = set()
 
     @classmethod
     def from_env(cls, cache=None) -> Optional[Budget]:
@@ -80,15 +103,12 @@ class Budget:
     def reserve(self, estimate: Optional[float], model: str = "") -> float:
         """Reserve `estimate` USD for a call about to be sent, or raise BudgetExceeded. Returns the amount
         reserved (pass it to settle)."""
-        if estimate is None:  # a remote model without a price: cannot be counted
-            if model not in self._unpriced_warned:
-                self._unpriced_warned.add(model)
-                warnings.warn(
-                    f"MAX_USD cannot count calls to {model!r}: no price is recorded for it "
-                    "(acemad_utils/agents/prices.py); they are sent uncounted",
-                    stacklevel=3,
-                )
-            return 0.0
+        if estimate is None:  # an unpriced model: the cap could not count it, so the call is not sent
+            if self.max_usd is None:
+                return 0.0
+            with self._lock:
+                self.refused += 1
+            raise UnpricedModel(model)
         if estimate <= 0 or self.max_usd is None:
             return 0.0
         with self._lock:

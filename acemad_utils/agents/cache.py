@@ -185,8 +185,9 @@ class ResponseCache:
 
     def spent_since(self, since: float) -> float:
         """USD of the replies stored since `since` (epoch seconds): the paid part of a run so far, for MAX_USD
-        across notebook kernels (budget.Budget.from_env). Local endpoints and unpriced models count 0."""
-
+        across notebook kernels (budget.Budget.from_env). Replies of a free endpoint (stored with "free": true,
+        the project's own llama.cpp server) and of free or unpriced models (prices.price_of, with the profile's
+        terms) count 0; every other endpoint counts at its model's price, loopback included."""
         try:
             with self.connect() as conn:
                 rows = conn.execute(
@@ -194,7 +195,7 @@ class ResponseCache:
                     "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
                     "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
                     "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
-                    "WHERE created >= ? AND kind != 'local-llama.cpp' AND key != '' GROUP BY 1, 2",
+                    "WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' GROUP BY 1, 2",
                     (since,),
                 ).fetchall()
         except sqlite3.Error as e:

@@ -46,6 +46,8 @@ import openai
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_from_env
+from acemad_utils.agents.local_server import is_own_server
+from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.redact import remember_secret, safe_url, scrub
 from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send
 from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
@@ -61,6 +63,7 @@ MAX_TOKENS = 1024
 MAX_REPLY_BYTES = 16384  # 3x the longest reply max_tokens=1024 allows (~5 KB of text)
 BREAKER_THRESHOLD = 8
 LOCAL_DUMMY_KEY = "sk-no-key-required"
+DEFAULT_CONFIG = GenerateConfig()  # generate()'s default sampling settings (frozen: safe to share)
 # PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per
 # client with LLMClient(prices={model: Price(...) or (input, output)}).
 
@@ -79,7 +82,9 @@ class APIKeyRejected(RuntimeError):
 
 def endpoint_kind(base_url: Optional[str]) -> str:
     """'openai' for the default endpoint, 'local-llama.cpp' for a loopback server (what local_server starts),
-    else 'openai-compatible'. Pass kind= to LLMClient to override."""
+    else 'openai-compatible'. Pass kind= to LLMClient to override. The kind is part of every cache key, so it
+    stays as it was; it says nothing about cost: a loopback server may be a gateway to a paid provider. Whether
+    a call is free is LLMClient.free (the project's own llama.cpp server) or the profile's terms (prices.py)."""
     host = urlparse(base_url).hostname if base_url else "api.openai.com"
     if host == "api.openai.com":
         return "openai"
@@ -103,7 +108,10 @@ class LLMClient:
     structured       "auto" (detect) or one of MODES
     cache            a ResponseCache, a path to one, or None
     prices           {model: prices.Price or (input, output)} added to prices.PRICES
-    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set
+    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set. With a
+                     cap, a client whose model is unpriced is refused when built (budget.UnpricedModel)
+    free             the endpoint bills nothing; default: it is a llama.cpp server local_server.serve() started
+                     in this process (local_server.is_own_server). Any other endpoint is priced per model
     """
 
     _flight: dict[int, float]
@@ -129,11 +137,13 @@ class LLMClient:
         cache: ResponseCache | str | os.PathLike | None = None,
         prices: Optional[dict] = None,
         budget: Optional[B.Budget] = None,
+        free: Optional[bool] = None,
     ):
         self.model = model or os.environ.get("ACEMAD_MODEL") or DEFAULT_MODEL
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
         self.kind = kind or endpoint_kind(base_url)
+        self.free = is_own_server(base_url) if free is None else free
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.kind == "openai":
@@ -161,9 +171,12 @@ class LLMClient:
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
         self.budget = budget if budget is not None else B.current(self.cache)
+        if self.budget is not None and self.budget.max_usd is not None and not self.free:
+            if price_of(self.model, self.prices) is None:  # refused before any call, even the preflight's GET
+                raise B.UnpricedModel(self.model)
         self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()  # guards self.mode and the progress counters
-        self.accounting = Accounting(self.kind, self.prices)  # counters and cost (llm_usage.py)
+        self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (llm_usage.py)
         # attempts in flight (id -> start time), answered, failed, first start: the progress line
         self._flight, self._answered, self._failed, self._t0 = {}, 0, 0, None
         self._heartbeat = Heartbeat(self._progress_line, lambda: bool(self._flight), interval_from_env())
@@ -172,7 +185,7 @@ class LLMClient:
     def generate(
         self,
         messages: Sequence[dict],
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig = DEFAULT_CONFIG,
         *,
         schema: Optional[dict] = None,
         scope: str = "",
@@ -223,6 +236,7 @@ class LLMClient:
                     "prompt_tokens": out.prompt_tokens,
                     "completion_tokens": out.completion_tokens,
                     "cached_tokens": out.cached_tokens,
+                    **({"free": True} if self.free else {}),  # cache.spent_since: not part of a capped run's spend
                 },
                 model=model,
                 kind=self.kind,
@@ -239,7 +253,7 @@ class LLMClient:
         *,
         batch: bool = False,
     ) -> Optional[float]:
-        """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
+        """USD of one call on this endpoint (0 when free; None for an unpriced model, loopback or not)."""
         return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch=batch)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:

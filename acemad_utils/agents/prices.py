@@ -1,14 +1,33 @@
-"""The one price table of the package: USD per 1M tokens, each entry with its source and the date it was read.
+"""The one price table of the package: USD per 1M tokens, each entry with its provider, source and date.
 
     from acemad_utils.agents.prices import PRICES, price_of, usd
     usd("gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=0)                  # 0.15
     usd("gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=0, cached_tokens=1_000_000)  # 0.075
     usd("gpt-4o-mini", 1_000_000, 0, batch=True)                                       # 0.075 (Batch API: 50% off)
-    usd("my-local-model", 10, 10)                                                      # None: no price known
+    usd("my-local-model", 10, 10)                                                      # None: unpriced
+    price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")    # the "Qwen3-235B-A22B-Instruct-2507" entry (see lookup)
+
+Free, priced or unpriced. A call costs $0 only when it is known to be free: on the llama.cpp server the
+project itself started (agents.local_server; the client asks `is_own_server`), or for a model the profile
+marks `free: true`. Any other model without a price is *unpriced* (price_of -> None), loopback or not: a
+server on localhost may be a gateway (a LiteLLM-style proxy on port 4000) that forwards to a paid provider.
+The estimate shows unpriced rows as `unpriced`, and MAX_USD refuses to start while a model it will call is
+unpriced (budget.UnpricedModel).
+
+Profile terms. A profile may price or free any model under its `models:` key (experiments.profiles), e.g.
+
+    models:
+      Qwen/Qwen3-235B-A22B-Instruct-2507: {price: {input: 0.2, output: 0.6, cached_input: 0.1, batch: 0.5}}
+      meta-llama/Llama-3.1-8B-Instruct: {free: true}      # served by your own vLLM: no bill
+
+(USD per 1M tokens; `batch` is the Batch API's multiplier, 1 when there is none; `cached_input` defaults to
+the input rate). reproduce hands them to every notebook's kernel as the JSON variable ACEMAD_MODELS, which
+price_of reads; they win over this table.
 
 Prices change and differ by account, region and tier: CHECK THEM against the provider's page before relying
-on any estimate here (`python -m acemad_utils.cost prices` prints this table with its sources). The dates
-below are when the figures were recorded in this project, not a guarantee that they still hold.
+on any estimate here (`python -m acemad_utils.cost prices` prints this table with its sources). This machine
+cannot reach the web: the entries below were read from the project's search tool's stored copies of the pages
+named, on the date given (the pages' own crawl dates are not shown), and each says what it is.
 
 `cached_tokens` are the prompt tokens the endpoint reported as served from its prompt cache
 (`usage.prompt_tokens_details.cached_tokens`); they are part of `prompt_tokens` and billed at
@@ -18,8 +37,13 @@ below are when the figures were recorded in this project, not a guarantee that t
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from typing import Optional
+
+ENV_MODELS = "ACEMAD_MODELS"  # the profile's `models:` terms, as JSON, for every notebook's kernel
+PRICE_KEYS = ("input", "output", "cached_input", "batch")  # a profile's `price:` mapping
 
 
 @dataclass(frozen=True)
@@ -27,9 +51,11 @@ class Price:
     input: float  # USD per 1M prompt tokens
     output: float  # USD per 1M completion tokens
     cached_input: Optional[float]  # USD per 1M cached prompt tokens (None: not recorded -> the input rate)
-    batch_factor: float  # multiplier for calls sent through the Batch API (0.5 = 50% off)
+    batch_factor: float  # multiplier for calls sent through the Batch API (0.5 = 50% off; 1 = no batch discount)
     source: str
     recorded: str  # when the figure was read, as recorded in this project
+    provider: str = ""  # whose price it is (a model has one price per provider)
+    note: str = ""  # what the figure is, when it is not simply the provider's list price for this model
 
     def usd(
         self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, batch: bool = False
@@ -39,24 +65,142 @@ class Price:
         cost = ((prompt_tokens - cached) * self.input + cached * rate_cached + completion_tokens * self.output) / 1e6
         return cost * (self.batch_factor if batch else 1.0)
 
+    @property
+    def free(self) -> bool:
+        return self.input == 0 and self.output == 0 and not self.cached_input
+
+
+#: What a free call costs: the project's own llama.cpp server, or a model the profile marks `free: true`.
+FREE = Price(0.0, 0.0, 0.0, 1.0, "no bill: known to be free", "", provider="free")
 
 _OPENAI = "https://openai.com/api/pricing"
 _CARRIED = "carried over from the project's earlier llm.PRICES (no source recorded)"
+_READ = "2026-11-24"  # the day the stored pages below were read (the search tool's copies; see the module doc)
 PRICES: dict[str, Price] = {
-    # The paper's model: input $0.15/M, cached input $0.075/M, output $0.60/M, Batch API 50% off.
-    "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.5, _OPENAI, "2026-11"),
+    # The paper's model: input $0.15/M, cached input $0.075/M, output $0.60/M, Batch API 50% off. Matches the
+    # stored copy of https://pecollective.com/tools/gpt-4o-mini-pricing ("April 2026") read on _READ.
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.5, _OPENAI, "2026-11", provider="OpenAI"),
+    # DeepSeek's own API (model deepseek-chat = DeepSeek-V3.1 non-thinking) from 2025-09-05 16:00 UTC: input
+    # $0.56/M (cache miss), $0.07/M (cache hit), output $1.68/M. No Batch API: batch_factor 1.
+    "DeepSeek-V3.1": Price(
+        0.56,
+        1.68,
+        0.07,
+        1.0,
+        "https://api-docs.deepseek.com/quick_start/pricing",
+        _READ,
+        provider="DeepSeek API",
+        note="the price list in force from 2025-09-05; DeepSeek has no batch discount",
+    ),
+    # Amazon Bedrock's on-demand and batch rates for meta.llama3-1-8b-instruct-v1:0 ($0.22/M in and out, batch
+    # $0.11/M) as listed by an aggregator; DeepInfra lists $0.03/$0.05 on the same page. The dearer figure is
+    # kept so that MAX_USD errs on the safe side; no cached rate was listed.
+    "Llama-3.1-8B-Instruct": Price(
+        0.22,
+        0.22,
+        None,
+        0.5,
+        "https://cloudprice.net/models/friendliai/meta-llama-3.1-8b-instruct",
+        _READ,
+        provider="Amazon Bedrock (via cloudprice.net)",
+        note="hosted price; a self-hosted vLLM costs no bill: mark it `free: true` in the profile",
+    ),
+    # No stored page gave a price for the 2507 Instruct release. This is a gateway's price for the April 2025
+    # Qwen3-235B-A22B (qwen/qwen3-235b-a22b: $0.18/M input, $0.54/M output, no cached or batch rate): a
+    # stand-in of the right order, not this model's list price. Override it with your provider's price.
+    "Qwen3-235B-A22B-Instruct-2507": Price(
+        0.18,
+        0.54,
+        None,
+        1.0,
+        "https://sg.langmart.ai/model-docs/models/qwen_qwen3-235b-a22b.html",
+        _READ,
+        provider="LangMart gateway, for qwen/qwen3-235b-a22b (April 2025 release)",
+        note="STAND-IN: the price of the April 2025 Qwen3-235B-A22B, not of the 2507 Instruct",
+    ),
     # Older entries of this project, carried over from llm.PRICES: input/output only, no source or date was
     # recorded for them, their cached rate is unknown (billed here at the input rate) and the Batch API's 50%
     # is assumed as for gpt-4o-mini. Check all three before relying on them.
-    "gpt-4o": Price(2.50, 10.00, None, 0.5, _CARRIED, "unknown"),
-    "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _CARRIED, "unknown"),
-    "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _CARRIED, "unknown"),
+    "gpt-4o": Price(2.50, 10.00, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
+    "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
+    "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
 }
 
 
+def lookup(model: str, table: Optional[dict] = None) -> Optional[Price]:
+    """The entry of `model` in `table` (default PRICES): its exact name, else the name without the
+    organisation prefix a server adds ("Qwen/Qwen3-235B-A22B-Instruct-2507" -> "Qwen3-235B-A22B-Instruct-2507"),
+    compared case-insensitively. None when there is none."""
+    table = PRICES if table is None else table
+    if model in table:
+        return table[model]
+    base = model.rsplit("/", 1)[-1].lower()
+    for name, p in table.items():
+        if name.rsplit("/", 1)[-1].lower() == base:
+            return p
+    return None
+
+
+def parse_terms(spec) -> dict[str, Price]:
+    """A profile's `models:` mapping -> {model: Price} (FREE for `free: true`). ValueError naming the model and
+    the key when an entry is not {free: true} or {price: {input: USD, output: USD[, cached_input:, batch:]}}."""
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise ValueError(f"models: need a mapping {{model name: {{free: true}} or {{price: {{...}}}}}}, got {spec!r}")
+    out = {}
+    for model, terms in spec.items():
+        where = f"models: {model}"
+        if not isinstance(terms, dict) or not terms or set(terms) - {"free", "price"} or len(terms) != 1:
+            raise ValueError(f"{where}: need exactly one of {{free: true}} or {{price: {{...}}}}, got {terms!r}")
+        if "free" in terms:
+            if terms["free"] is not True:
+                raise ValueError(f"{where}: free must be true (leave the model out to use the price table)")
+            out[str(model)] = FREE
+        else:
+            out[str(model)] = _price_from(where, terms["price"])
+    return out
+
+
+def _price_from(where: str, price) -> Price:
+    if not isinstance(price, dict) or set(price) - set(PRICE_KEYS) or not {"input", "output"} <= set(price):
+        raise ValueError(f"{where}: price needs input and output (USD per 1M tokens), optional cached_input and batch")
+    vals = {}
+    for k, v in price.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+            raise ValueError(f"{where}: price {k} = {v!r} is not a number >= 0")
+        vals[k] = float(v)
+    if vals.get("batch", 1.0) > 1:
+        raise ValueError(f"{where}: price batch = {vals['batch']:g} is a multiplier (0.5 = 50% off), not above 1")
+    return Price(
+        vals["input"],
+        vals["output"],
+        vals.get("cached_input"),
+        vals.get("batch", 1.0),
+        "the profile's models: key",
+        "given by the profile",
+        provider="the profile",
+    )
+
+
+_ENV_SEEN: tuple = (None, {})
+
+
+def profile_terms() -> dict[str, Price]:
+    """The profile's terms for this process (ACEMAD_MODELS, set by reproduce from the profile's `models:`)."""
+    global _ENV_SEEN
+    raw = os.environ.get(ENV_MODELS) or ""
+    if raw != _ENV_SEEN[0]:
+        _ENV_SEEN = (raw, parse_terms(json.loads(raw)) if raw else {})
+    return _ENV_SEEN[1]
+
+
 def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
-    """The Price of `model` (extra: {model: Price or (input, output)} overrides), None when unknown."""
-    p = (extra or {}).get(model, PRICES.get(model))
+    """The Price `model` is billed at: `extra` ({model: Price or (input, output)}, a client's own), then the
+    profile's terms (FREE for `free: true`), then PRICES; None when unpriced."""
+    p = lookup(model, extra) if extra else None
+    if p is None:
+        p = lookup(model, profile_terms()) or lookup(model)
     if isinstance(p, tuple):  # the old (input, output) form of LLMClient(prices=...)
         p = Price(float(p[0]), float(p[1]), None, 0.5, "given by the caller", "")
     return p
@@ -75,15 +219,42 @@ def usd(
     return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
 
 
+#: How to price an unpriced model or mark it free, for messages ({model} is filled in).
+HOW_TO_PRICE = (
+    "price it in the profile (models: {{{model}: {{price: {{input: USD_PER_1M, output: USD_PER_1M}}}}}}), "
+    "or mark it free there if its endpoint sends you no bill (models: {{{model}: {{free: true}}}}; "
+    "a server you run yourself), or add it to acemad_utils/agents/prices.py"
+)
+
+
+def how_to_price(model: str) -> str:
+    return HOW_TO_PRICE.format(model=model)
+
+
+def describe(model: str, p: Price) -> str:
+    """One line on where a model's price comes from, for the estimate's footer."""
+    if p.free:
+        return f"{model}: free ({p.source})"
+    cached = "" if p.cached_input is None else f", ${p.cached_input:g}/M cached input"
+    batch = f", batch x{p.batch_factor:g}" if p.batch_factor != 1 else ", no batch discount"
+    note = f"; {p.note}" if p.note else ""
+    return (
+        f"{model}: ${p.input:g}/M input{cached}, ${p.output:g}/M output{batch} "
+        f"({p.provider or 'provider not recorded'}, {p.source}, recorded {p.recorded}{note}; check current prices)"
+    )
+
+
 def table() -> str:
-    """The price table as text, with sources, for the user to check."""
-    lines = [f"{'model':<14} {'input':>7} {'cached':>7} {'output':>7} {'batch':>6}  source (recorded)"]
+    """The price table as text, with providers and sources, for the user to check."""
+    lines = [f"{'model':<30} {'input':>7} {'cached':>7} {'output':>7} {'batch':>6}  provider; source (recorded)"]
     for m, p in PRICES.items():
         cached = "-" if p.cached_input is None else f"{p.cached_input:g}"
         lines.append(
-            f"{m:<14} {p.input:>7g} {cached:>7} {p.output:>7g} {p.batch_factor:>6g}x  {p.source} ({p.recorded})"
+            f"{m:<30} {p.input:>7g} {cached:>7} {p.output:>7g} {p.batch_factor:>6g}x  "
+            f"{p.provider or '?'}; {p.source} ({p.recorded})" + (f"\n{'':<30} note: {p.note}" if p.note else "")
         )
     lines.append(
-        "USD per 1M tokens, as recorded in this project: check the provider's current prices before you spend."
+        "USD per 1M tokens, as recorded in this project: check the provider's current prices before you spend. "
+        "A profile overrides any of them, or marks a model free, under its models: key."
     )
     return "\n".join(lines)

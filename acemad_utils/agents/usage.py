@@ -1,10 +1,10 @@
 """What the LLM client's calls used and cost: one completion's usage, a client's counters, the MAX_USD hold.
 
     from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
-    acc = Accounting(kind="openai", prices={})
+    acc = Accounting(kind="openai", prices={})          # free=True: the project's own llama.cpp server
     acc.add(calls=1); acc.count_tokens("gpt-4o-mini", 1200, 80, cached=1024)
     acc.stats()        # {"calls", "network_calls", "cache_hits", "prompt_tokens", ..., "cost_usd", "tokens_by_model"}
-    acc.call_cost("gpt-4o-mini", 1200, 80)   # USD; 0 on a local server, None for a model without a price
+    acc.call_cost("gpt-4o-mini", 1200, 80)   # USD; 0 when free, None for an unpriced model (prices.py)
 
 Token counters count tokens actually sent over the network; cache hits cost nothing. Prompt tokens the
 endpoint served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`) are counted as
@@ -69,10 +69,11 @@ def usage_tokens(u: Any) -> tuple[int, int, int]:
 
 
 class Accounting:
-    """Thread-safe counters and cost of one client (one endpoint `kind`; `prices` extend prices.PRICES)."""
+    """Thread-safe counters and cost of one client (one endpoint `kind`; `prices` extend prices.PRICES; `free`:
+    the endpoint is known to bill nothing, the project's own llama.cpp server)."""
 
-    def __init__(self, kind: str, prices: dict):
-        self.kind, self.prices = kind, prices
+    def __init__(self, kind: str, prices: dict, free: bool = False):
+        self.kind, self.prices, self.free = kind, prices, free
         self._lock = threading.Lock()
         self._stats = dict.fromkeys(STATS_KEYS, 0)
         # model -> [prompt, completion, cached] billed tokens, synchronous calls and Batch API calls apart
@@ -108,8 +109,8 @@ class Accounting:
         *,
         batch: bool = False,
     ) -> Optional[float]:
-        """USD of one call on this endpoint (0 on a local server; None for a remote model without a price)."""
-        if self.kind == "local-llama.cpp":
+        """USD of one call on this endpoint (0 when free; None for an unpriced model, loopback or not)."""
+        if self.free:
             return 0.0
         p = price_of(model, self.prices)
         return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
@@ -125,7 +126,7 @@ class Accounting:
             out: dict = dict(self._stats)
             by_model = {m: list(t) for m, t in self._by_model.items()}
             out["modes"] = dict(self._modes)
-        cost: Optional[float] = 0.0  # local compute is free; an unpriced remote model makes the estimate None
+        cost: Optional[float] = 0.0  # free calls cost 0; an unpriced model makes the estimate None
         for (m, batch), (pt, ct, cached) in by_model.items():
             c = self.call_cost(m, pt, ct, cached, batch=batch)
             if c is None or cost is None:

@@ -11,12 +11,12 @@
 How. The profile's notebooks are replayed exactly as `make reproduce` runs them (the runs each notebook
 makes with its parameters, acemad_utils.experiments.registry.runs(), in notebook order, with ONE shared
 response cache as outputs/cache/llm.sqlite is shared) on a few sample items per benchmark, against an
-in-process model of the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are deterministic
-functions of the request (arguments of `arg_chars` characters, JSON commitments), and its token counts come
-from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical calls (the same
-prompt in the same scope: round-1 arguments every debate method asks, AceMAD T=2 as a prefix of T=5, configs
-repeated across notebooks) are counted once, as the real cache pays them once. Per-item figures are scaled by
-the item counts:
+in-process model of the endpoint (`ModelClient`): no socket, no SDK client, no key needed. Its replies are
+deterministic functions of the request (arguments of `arg_chars` characters, JSON commitments), and its token
+counts come from the token model (acemad_utils.agents.tokenmodel); see acemad_utils.cost.endpoint. Identical
+calls (the same prompt in the same scope: round-1 arguments every debate method asks, AceMAD T=2 as a
+prefix of T=5, configs repeated across notebooks) are
+counted once, as the real cache pays them once. Per-item figures are scaled by the item counts:
   - the subset construction (notebook 01) runs on every input item: the published test-set sizes
     (data.PUBLISHED_SIZES) capped by N_ITEMS;
   - experiments run on the challenging subsets: their real size when they are already built, else the sizes
@@ -28,10 +28,14 @@ Sample items (acemad_utils.cost.items): real benchmark items at length quantiles
 the files (read locally, never from the hub), else distinct demo questions per benchmark (the output says which).
 
 Uncertainty: arguments are the largest unknown (real models write 70 to 400 tokens); `--arg-chars` prices
-another length (1760 = the 400-token argue cap, an upper bound). Prices: acemad_utils/agents/prices.py (source and
-date per entry; check them). Repeated prefixes (prompt caching, estimate(prefix=True)): cost.prefix. The
-estimate is printed by `reproduce` before the first notebook of a paid (`BACKEND: openai`) profile, and
-bench/cost.py uses the same functions, so the two cannot drift.
+another length (1760 = the 400-token argue cap, an upper bound). Repeated prefixes (prompt caching,
+estimate(prefix=True)): cost_prefix. The estimate is printed by `reproduce` before the first notebook of a
+paid (`BACKEND: openai`) profile, and bench/cost.py uses the same functions, so the two cannot drift.
+
+Prices: acemad_utils/agents/prices.py (provider, source and date per entry; check them), under the profile's
+`models:` terms. Every row shows dollars, `$0 (free)` (the project's own llama.cpp server, BACKEND local, or a
+model marked `free: true`) or `unpriced` (no price: an endpoint on localhost may be a paid gateway, so it is
+never assumed free); the total reads "$X + N unpriced rows (T tokens)" and says how to price them.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from typing import Optional
 import yaml
 
 from acemad_utils.agents.budget import parse_max_usd
-from acemad_utils.agents.client import endpoint_kind
-from acemad_utils.agents.prices import PRICES, price_of
+from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
+from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
@@ -58,7 +62,7 @@ from acemad_utils.cost.items import item_counts, sample_items
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.experiments import registry
-from acemad_utils.experiments.profiles import notebook_params
+from acemad_utils.experiments.profiles import load_profile, notebook_params
 from acemad_utils.protocol.debate import run_question
 
 
@@ -72,9 +76,9 @@ class Row:
     calls: float = 0.0  # calls sent (paid)
     prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
-    usd: Optional[float] = 0.0
+    usd: Optional[float] = 0.0  # None: unpriced (no price and not known to be free)
     usd_batch: Optional[float] = 0.0
-    free: bool = False  # a local endpoint
+    free: bool = False  # known to be free: the project's own llama.cpp server, or `free: true` in the profile
     cached_tokens: float = 0.0  # prompt tokens OpenAI's prompt cache could serve (estimate(prefix=True) only)
     usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
 
@@ -86,9 +90,11 @@ class Estimate:
     notes: list = field(default_factory=list)
     arg_chars: int = DEFAULT_ARG_CHARS
     seconds: float = 0.0
+    terms: dict = field(default_factory=dict)  # the profile's models: terms the rows were priced with
 
     def total(self, paid_only: bool = False) -> Row:
-        """Sum of the rows (paid_only: the rows of priced, non-local endpoints)."""
+        """Sum of the rows; its dollars are those of the priced rows (unpriced() says what they leave out).
+        paid_only: the rows of priced endpoints that are not free."""
         t = Row("total", "")
         for r in self.rows:
             if paid_only and (r.free or r.usd is None):
@@ -97,16 +103,12 @@ class Estimate:
             for k in ("agent_calls", "calls", "prompt_tokens", "completion_tokens", "cached_tokens"):
                 setattr(t, k, getattr(t, k) + getattr(r, k))
             for k in ("usd", "usd_batch", "usd_cached"):
-                a, b = getattr(t, k), getattr(r, k)
-                setattr(t, k, None if a is None or b is None else a + b)
+                setattr(t, k, getattr(t, k) + (getattr(r, k) or 0.0))
         return t
 
-
-def _price(model: str, kind: str, pt: float, ct: float, *, batch: bool) -> Optional[float]:
-    if kind == "local-llama.cpp":
-        return 0.0
-    p = price_of(model)
-    return None if p is None else p.usd(pt, ct, 0, batch)
+    def unpriced(self) -> list[Row]:
+        """The rows whose model has no price and is not known to be free: their dollars are unknown."""
+        return [r for r in self.rows if r.usd is None]
 
 
 def replay(
@@ -114,7 +116,6 @@ def replay(
     items: dict,
     P: dict,
     arg_chars: int = DEFAULT_ARG_CHARS,
-    *,
     log: Optional[list] = None,
     store: Optional[dict] = None,
     pops: Optional[dict] = None,
@@ -170,7 +171,7 @@ def _snapshot(pop) -> dict:
 
 
 def _stages(params_by_nb: dict) -> tuple[list, Optional[dict]]:
-    """[(registry.Run, its notebook's params)] of every notebook that calls an LLM, and the first such params."""
+    """[(registry.Run, its notebook's params)] of every notebook that calls an LLM, and the first one's params."""
     stages, P0 = [], None
     for nb, P in params_by_nb.items():
         if P.get("BACKEND", "sim") == "sim":
@@ -178,48 +179,13 @@ def _stages(params_by_nb: dict) -> tuple[list, Optional[dict]]:
         P0 = P0 or P
         for st in registry.runs(nb, P):
             stages.append((st, P))
+    if stages and P0 is not None and P0.get("SOURCE", "benchmarks") == "demo":
+        stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
     return stages, P0
 
 
-def _replay_benchmark(
-    st, b: str, P: dict, *, items: dict, arg_chars: int, store: dict, log, rows: dict
-) -> Optional[tuple]:
-    """Replay one run on one benchmark's sample items and add its scaled counts to `rows`.
-    Returns (items paid, subset-size source or None, per-item scale for the prefix log) or None if nothing ran."""
-    nb_name = st.notebook
-    local = P.get("BACKEND") == "local"
-    # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
-    # items: replay it on a cold cache and pay only its items outside the challenging subsets.
-    outside = st.on == "input" and st.name != "subsets"
-    got = replay(
-        [dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store, log=log
-    )
-    if not got:
-        return None
-    _, _, per = got[0]
-    full, sub, why = item_counts(b, P)
-    n = full if st.on == "input" else sub
-    if st.cap is not None:
-        n = min(n, st.cap)
-    paid = n * (1 - sub / full) if outside and full else n
-    for (m, kind), (nc, pt, ct) in per["by"].items():
-        r = rows.setdefault((nb_name, m), Row(nb_name, m, free=True))
-        r.free = r.free and (kind == "local-llama.cpp" or local)
-        r.calls += nc * paid
-        r.prompt_tokens += pt * paid
-        r.completion_tokens += ct * paid
-    m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
-    main = rows.setdefault((nb_name, m0), Row(nb_name, m0, free=True))
-    # free exactly when llm.LLMClient would price the endpoint at 0 (a local server)
-    url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-    main.free = main.free and (local or endpoint_kind(url) == "local-llama.cpp")
-    main.questions += n * len(st.configs)
-    main.agent_calls += per["agent_calls"] * n
-    return paid, (why if st.on == "subset" else None), paid / len(items[b])
-
-
-def _add_cacheable_tokens(rows: dict, log: list, spans: list) -> None:
-    """Row.cached_tokens: each call's repeated-prefix tokens (prefix_shares), scaled like the row's counts."""
+def _add_cached(rows: dict, log: list, spans: list) -> None:
+    """Attribute the repeated-prefix tokens of each logged call (prefix_shares) to its row, scaled per item."""
     per_call = prefix_shares(log)["per_call"]
     for start, end, scale, nb_name in spans:
         for j in range(start, end):
@@ -228,73 +194,108 @@ def _add_cacheable_tokens(rows: dict, log: list, spans: list) -> None:
                 r.cached_tokens += per_call[j] * scale
 
 
-def _price_rows(rows: dict) -> None:
-    for r in rows.values():
-        if r.free:
-            r.usd = r.usd_batch = r.usd_cached = 0.0
-        else:
-            r.usd = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, batch=False)
-            r.usd_batch = _price(r.model, "remote", r.prompt_tokens, r.completion_tokens, batch=True)
-            p = price_of(r.model)
-            r.usd_cached = None if p is None else p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+def _count(rows: dict, st: registry.Run, P: dict, per: dict, *, n: float, paid: float) -> None:
+    """Add one stage-benchmark's replay (`per` item) to the rows of its notebook: `paid` items' calls and tokens
+    per model, `n` items' questions and agent calls to the stage's own model. A row stays free only on the
+    project's own llama.cpp server (BACKEND local), as the client prices it: an endpoint's kind or address says
+    nothing about its bill (a gateway on localhost)."""
+    local = P.get("BACKEND") == "local"
+    for (m, _kind), (nc, pt, ct) in per["by"].items():
+        r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
+        r.free = r.free and local
+        r.calls += nc * paid
+        r.prompt_tokens += pt * paid
+        r.completion_tokens += ct * paid
+    m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
+    main = rows.setdefault((st.notebook, m0), Row(st.notebook, m0, free=True))
+    main.free = main.free and local
+    main.questions += n * len(st.configs)
+    main.agent_calls += per["agent_calls"] * n
 
 
 def estimate(
     params_by_nb: dict,
     profile: str = "",
+    *,
     per_benchmark: int = 2,
     arg_chars: int = DEFAULT_ARG_CHARS,
-    *,
     data_dir: Optional[str] = None,
     prefix: bool = False,
+    terms: Optional[dict] = None,
 ) -> Estimate:
     """The estimate of notebooks with these parameters ({notebook: params}); see the module doc.
     prefix=True also prices the repeated-prefix share of each notebook's prompt tokens at the cached-input rate
-    (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound)."""
-
+    (Row.cached_tokens, Row.usd_cached; OpenAI's rule, see prefix_shares: an upper bound).
+    terms: the profile's `models:` ({model: Price}, prices.parse_terms) over the price table. A row is free only
+    on the project's own llama.cpp server (BACKEND local) or for a model the terms mark free; a model with no
+    price is unpriced (Row.usd None), whatever its endpoint."""
     t0 = time.perf_counter()
-    est = Estimate(profile, arg_chars=arg_chars)
+    est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
     stages, P0 = _stages(params_by_nb)
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
     assert P0 is not None  # set with the first stage
     benches = sorted({b for st, _ in stages for b in st.benchmarks or ()}, key=lambda b: (b not in BENCHMARKS, b))
-    source = P0.get("SOURCE", "benchmarks")
-    if source == "demo":
-        benches = ["demo"]
-        stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
-    items, src = sample_items(benches, per_benchmark, source, data_dir)
+    items, src = sample_items(benches, per_benchmark, P0.get("SOURCE", "benchmarks"), data_dir)
     est.notes.append(f"items replayed: {per_benchmark} per benchmark, {src}")
     store: dict = {}  # one cache for the whole profile, as outputs/cache/llm.sqlite
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
     subset_src = set()
     log: Optional[list] = [] if prefix else None
-    spans = []  # (first log index, last log index, items scale, notebook) to attribute cacheable tokens
+    spans = []  # (row key, first log index, last log index, items scale) to attribute cacheable tokens
     for st, P in stages:
         for b in st.benchmarks or ():
             start = len(log) if log is not None else 0
-            got = _replay_benchmark(st, b, P, items=items, arg_chars=arg_chars, store=store, log=log, rows=rows)
-            if got is None:
+            # An experiment on the full test sets (Table 6) repeats configs the subset runs paid on the sample
+            # items: replay it on a cold cache and pay only its items outside the challenging subsets.
+            outside = st.on == "input" and st.name != "subsets"
+            got = replay(
+                [dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store, log=log
+            )
+            if not got:
                 continue
-            _, why, scale = got
-            if why is not None:
+            _, _, per = got[0]
+            full, sub, why = item_counts(b, P)
+            n = full if st.on == "input" else sub
+            if st.on == "subset":
                 subset_src.add(why)
+            if st.cap is not None:
+                n = min(n, st.cap)
+            paid = n * (1 - sub / full) if outside and full else n
             if log is not None:
-                spans.append((start, len(log), scale, st.notebook))
+                spans.append((start, len(log), paid / len(items[b]), st.notebook))
+            _count(rows, st, P, per, n=n, paid=paid)
     if log is not None:
-        _add_cacheable_tokens(rows, log, spans)
-    _price_rows(rows)
+        _add_cached(rows, log, spans)
+    for r in rows.values():
+        _price_row(r, terms)
     est.rows = [r for r in rows.values() if r.questions or r.calls]
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
     return est
 
 
+def _price_row(r: Row, terms: Optional[dict]) -> None:
+    """Dollars of a row: 0 when free, None when unpriced, else at the model's price (profile terms first)."""
+    p = FREE if r.free else price_of(r.model, terms)
+    r.free = p is not None and p.free
+    if p is None:
+        r.usd = r.usd_batch = r.usd_cached = None
+        return
+    r.usd = p.usd(r.prompt_tokens, r.completion_tokens, 0, False)
+    r.usd_batch = p.usd(r.prompt_tokens, r.completion_tokens, 0, True)
+    r.usd_cached = p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+
+
 def estimate_profile(
     profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None, **kw
 ) -> Estimate:
+    """The estimate of a profile as reproduce runs it, priced with its `models:` terms over the price table."""
     name, params = notebook_params(profile, overrides, only)
+    terms = parse_terms(load_profile(profile, overrides).get("models"))
+    # as for the kernels (profiles.run_env): an ACEMAD_MODELS already in the environment wins over the profile's
+    kw.setdefault("terms", {} if os.environ.get(ENV_MODELS) else terms)
     return estimate(params, name, **kw)
 
 
@@ -303,9 +304,20 @@ def _m(x: float) -> str:
 
 
 def _usd(x: Optional[float], free: bool = False) -> str:
-    # "local": an endpoint on this machine, priced 0 like llm.LLMClient prices it (a gateway on localhost to a
-    # paid provider is not counted: check that provider's prices yourself)
-    return "local" if free else ("no price" if x is None else f"${x:,.2f}")
+    # Every row shows dollars: "$0 (free)" only when known to be free, "unpriced" when there is no price (a
+    # server on localhost may be a gateway to a paid provider: never assumed free).
+    return "$0 (free)" if free else ("unpriced" if x is None else f"${x:,.2f}")
+
+
+def _total_line(est: Estimate) -> str:
+    """ "total: $X sync, $Y batch" and, when rows are unpriced, "+ N unpriced rows (T tokens)"."""
+    t = est.total()
+    line = f"  total: ${t.usd:,.2f} sync, ${t.usd_batch:,.2f} batch"
+    unpriced = est.unpriced()
+    if unpriced:
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in unpriced)
+        line += f" + {len(unpriced)} unpriced row{'s' if len(unpriced) != 1 else ''} ({_m(tokens)} tokens)"
+    return line
 
 
 def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
@@ -316,30 +328,35 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
     if not est.rows:
         return "\n".join(lines + [f"  {n}" for n in est.notes])
     lines.append(
-        f"  {'notebook':<24} {'model':<22} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
+        f"  {'notebook':<24} {'model':<34} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
         f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}"
     )
     for r in est.rows + [est.total()]:
         lines.append(
-            f"  {r.notebook:<24} {r.model[:22]:<22} {r.questions:>10,.0f} {r.calls:>11,.0f} "
+            f"  {r.notebook:<24} {r.model[:34]:<34} {r.questions:>10,.0f} {r.calls:>11,.0f} "
             f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
             f"{_usd(r.usd_batch, r.free):>10}"
         )
-    lines += [f"  {n}" for n in est.notes]
-    models = sorted({r.model for r in est.rows if not r.free and price_of(r.model)})
-    for m in models:
-        p = PRICES[m] if m in PRICES else price_of(m)
-        assert p is not None  # models holds only priced models
+    unpriced = sorted({r.model for r in est.unpriced()})
+    if unpriced:
+        lines.append(_total_line(est))
         lines.append(
-            f"  price {m}: ${p.input:g}/M input, ${p.output:g}/M output, batch x{p.batch_factor:g} "
-            f"({p.source}, recorded {p.recorded}; check current prices)"
+            f"  unpriced (no price, not known to be free): {', '.join(unpriced)}; to price one, "
+            + HOW_TO_PRICE.format(model="MODEL")
         )
+    lines += [f"  {n}" for n in est.notes]
+    for m in sorted({r.model for r in est.rows if r.usd is not None and not r.free}):
+        p = price_of(m, est.terms)
+        if p is not None:  # a row with dollars has a price
+            lines.append(f"  price {describe_price(m, p)}")
     lines.append(
         f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
         "gives an upper bound"
     )
     if max_usd is not None:
         lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
+        if unpriced:
+            lines.append("  MAX_USD is set: a run will not start while a model above is unpriced")
     return "\n".join(lines)
 
 
@@ -358,7 +375,6 @@ def main(argv=None) -> int:
     if a.cmd == "prices":
         print(price_table())
         return 0
-
     overrides = {}
     for item in a.set:
         k, sep, v = item.partition("=")

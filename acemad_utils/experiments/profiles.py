@@ -17,10 +17,15 @@ A profile is one small YAML file in profiles/ holding papermill parameters per n
     max_usd: 50          # optional: stop sending paid calls before the run's spend passes $50 (budget.py)
     calls_via: sync      # optional: sync (default), batch (the OpenAI Batch API) or files (request JSONL for
                          # another Batch-API runner, e.g. vLLM run-batch), see batch.py
+    models:              # optional: price a model (USD per 1M tokens) or mark it free, over agents/prices.py
+      Qwen/Qwen3-235B-A22B-Instruct-2507: {price: {input: 0.2, output: 0.6, cached_input: 0.1, batch: 0.5}}
+      meta-llama/Llama-3.1-8B-Instruct: {free: true}    # your own vLLM: no bill
 
-`max_usd` and `calls_via` are run settings, not notebook parameters: they reach every notebook's kernel as
-the environment variables ACEMAD_MAX_USD and ACEMAD_CALLS_VIA (which, when already set, win over the
-profile), and `--set MAX_USD=20` / `--set CALLS_VIA=batch` set them for one run.
+`max_usd`, `calls_via` and `models` are run settings, not notebook parameters: they reach every notebook's
+kernel as the environment variables ACEMAD_MAX_USD, ACEMAD_CALLS_VIA and ACEMAD_MODELS (JSON; any of them,
+when already set, wins over the profile), and `--set MAX_USD=20` / `--set CALLS_VIA=batch` set them for one
+run. An endpoint is free only when it is the project's own llama.cpp server or its model is marked `free: true`
+here: any other model without a price is unpriced, and a run with MAX_USD refuses to call it (prices.py).
 
 Keys and values are checked before anything runs: an unknown top-level key, an unknown notebook, a
 parameter that the notebook's `parameters` cell does not define, a value of the wrong type (the type of
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -45,15 +51,16 @@ import papermill as pm
 import yaml
 
 from acemad_utils.agents.budget import parse_max_usd
+from acemad_utils.agents.prices import ENV_MODELS, parse_terms
 from acemad_utils.data.paths import ROOT
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.registry import PAPER_TABLES
 from acemad_utils.experiments.setup import BACKENDS, SOURCES, SYNTHETIC_K
 from acemad_utils.protocol.config import METHODS
 
-PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via"}
+PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
-RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA"}
+RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA", "models": ENV_MODELS}
 CALLS_VIA = ("sync", "batch", "files")
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
 NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
@@ -268,6 +275,10 @@ def _check_run_settings(where: str, prof: dict) -> None:
                 f"{where}: max_usd = {v!r} is not allowed: need a finite number of dollars >= 0, or none (null) "
                 "for no cap"
             ) from None
+    try:
+        parse_terms(prof.get("models"))
+    except ValueError as e:
+        raise SystemExit(f"{where}: {e}") from None
     if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
         v = prof["calls_via"]
         raise SystemExit(
@@ -283,7 +294,7 @@ def run_env(prof: dict) -> dict:
         if os.environ.get(var) not in (None, ""):
             env[var] = os.environ[var]
         elif prof.get(key) is not None:
-            env[var] = str(prof[key])
+            env[var] = json.dumps(prof[key], sort_keys=True) if key == "models" else str(prof[key])
     return env
 
 

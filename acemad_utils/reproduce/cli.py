@@ -29,18 +29,23 @@ from typing import Optional
 import papermill as pm
 import yaml
 
-from acemad_utils.agents.budget import parse_max_usd
+from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.redact import redact
-from acemad_utils.cost.estimate import estimate_profile, format_estimate
+from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.experiments.profiles import hint, load_profile, notebooks, params_for, run_env
 from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
 from acemad_utils.reproduce.nbtools import KERNEL_ARGS
 
 #: Exceptions after which every later notebook would stop the same way: the run ends with one line.
-STOPPERS = {"BudgetStop": "MAX_USD", "BudgetExceeded": "MAX_USD", "BatchExported": "the batch export"}
-STOPPERS["EndpointDown"] = "the circuit breaker (the endpoint kept failing)"
+STOPPERS = {
+    "BudgetStop": "MAX_USD",
+    "BudgetExceeded": "MAX_USD",
+    "UnpricedModel": "MAX_USD",
+    "BatchExported": "the batch export",
+    "EndpointDown": "the circuit breaker (the endpoint kept failing)",
+}
 
 
 def run(
@@ -62,7 +67,10 @@ def run(
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
-    _print_estimate(prof, profile, overrides, selected, env=env)
+    est = _print_estimate(prof, profile, overrides, selected, env=env)
+    unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
+    if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them: start nothing
+        raise SystemExit(f"[{name_of_profile}] not started: {unpriced_message(unpriced)}")
     llm = _uses_llm(prof, selected)
     with ProfileLock(name_of_profile, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
         progress = outputs("runs", name_of_profile) / ".progress.log"
@@ -89,12 +97,17 @@ def _uses_llm(prof: dict, selected: list) -> bool:
     return any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND", "sim"))) != "sim" for nb in selected)
 
 
-def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> None:
-    """The cost estimate, before any money is spent, when a selected notebook runs on a paid (openai) backend."""
+def _print_estimate(
+    prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict
+) -> Optional[Estimate]:
+    """The cost estimate, before any money is spent, when a selected notebook runs on a paid (openai) backend.
+    Returns it (None when none was made: no paid backend, or the estimate failed; with MAX_USD the client then
+    refuses an unpriced model when it is built, before any call)."""
     common, own = prof.get("common") or {}, prof.get("notebooks") or {}
     if not any(((own.get(nb) or {}).get("BACKEND", common.get("BACKEND"))) == "openai" for nb in selected):
-        return
+        return None
 
+    est = None
     try:
         est = estimate_profile(profile, overrides, selected)
         text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
@@ -103,6 +116,7 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
     if env.get("ACEMAD_MAX_USD") in (None, ""):
         text += "\n  no MAX_USD set: nothing caps this run's spend (profile key max_usd:, or ACEMAD_MAX_USD)"
     print(text, flush=True)
+    return est
 
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:

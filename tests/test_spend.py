@@ -1,0 +1,235 @@
+"""Spend safety (issue 24): a call is free only when known to be free (the project's own llama.cpp server, or
+`free: true` in the profile); any other model without a price is unpriced, loopback or not. The estimate shows
+it as unpriced, MAX_USD refuses to start while a model it will call is unpriced, and the cap counts every
+priced endpoint, loopback included. A profile's price overrides the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from acemad_utils.agents import budget as B
+from acemad_utils.agents import local_server as LS
+from acemad_utils.agents import prices as PR
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.client import GenerateConfig, LLMClient, endpoint_kind
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.cost import estimate as C
+from acemad_utils.data.paths import ROOT
+from acemad_utils.experiments import profiles as R
+from acemad_utils.reproduce import cli as reproduce
+
+try:
+    from tests.fake_openai import FakeOpenAI, Reply
+except ImportError:
+    from fake_openai import FakeOpenAI, Reply
+
+MSG = [{"role": "user", "content": "hi"}]
+GATEWAY = "http://127.0.0.1:4000/v1"  # where a LiteLLM-style gateway to paid providers usually listens
+PAPER_MODELS = (
+    "gpt-4o-mini",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "deepseek-ai/DeepSeek-V3.1",
+    "meta-llama/Llama-3.1-8B-Instruct",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for var in (B.ENV_MAX, B.ENV_SINCE, PR.ENV_MODELS, "OPENAI_BASE_URL", "ACEMAD_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _profile(tmp_path: Path, models: dict, **common) -> str:
+    """A copy of the paper profile with a `models:` key (and common overrides), as a file path."""
+    prof = yaml.safe_load((ROOT / "profiles" / "paper.yaml").read_text())
+    prof["models"] = models
+    prof["common"] = {**prof["common"], **common}
+    path = tmp_path / "priced.yaml"
+    path.write_text(yaml.safe_dump(prof))
+    return str(path)
+
+
+def _row(est, model: str):
+    [row] = [r for r in est.rows if r.model == model]
+    return row
+
+
+# ----------------------------------------------------------------------------- prices
+def test_the_price_table_prices_every_model_of_the_paper_profile_with_provider_source_and_date():
+    for model in PAPER_MODELS:
+        p = PR.price_of(model)
+        assert p is not None, model
+        assert p.input > 0 and p.output > 0 and 0 < p.batch_factor <= 1
+        assert p.provider and p.source.startswith("https://") and p.recorded
+    # the profile's served names ("org/Name") find the table's entries; an unknown model stays unpriced
+    assert PR.price_of("Qwen/Qwen3-235B-A22B-Instruct-2507") is PR.PRICES["Qwen3-235B-A22B-Instruct-2507"]
+    assert PR.price_of("my-gateway-model") is None and PR.usd("my-gateway-model", 10, 10) is None
+    # DeepSeek's own API has a cache-hit rate and no batch discount: both as recorded
+    ds = PR.price_of("deepseek-ai/DeepSeek-V3.1")
+    assert ds.cached_input < ds.input and ds.batch_factor == 1.0
+
+
+def test_profile_terms_are_checked_and_name_the_model():
+    terms = PR.parse_terms({"a": {"free": True}, "b": {"price": {"input": 1, "output": 2, "batch": 0.5}}})
+    assert terms["a"].free and terms["b"].usd(1e6, 1e6) == pytest.approx(3.0)
+    assert terms["b"].usd(1e6, 1e6, batch=True) == pytest.approx(1.5)
+    for bad in (
+        {"m": {"free": "yes"}},
+        {"m": {"price": {"input": 1}}},
+        {"m": {"price": {"input": -1, "output": 1}}},
+        {"m": {"price": {"input": 1, "output": 1, "batch": 2}}},
+        {"m": {"price": {"input": 1, "output": 1}, "free": True}},
+        {"m": {"cost": 1}},
+    ):
+        with pytest.raises(ValueError, match="models: m"):
+            PR.parse_terms(bad)
+
+
+def test_a_profile_with_a_bad_models_entry_stops_before_anything_runs(tmp_path):
+    with pytest.raises(SystemExit, match="models: fake-gw: price"):
+        R.load_profile(_profile(tmp_path, {"fake-gw": {"price": {"input": "cheap", "output": 1}}}))
+
+
+def test_the_profile_terms_reach_the_kernels_as_json(tmp_path):
+    models = {"fake-gw": {"price": {"input": 1.0, "output": 2.0}}}
+    prof = R.load_profile(_profile(tmp_path, models))
+    env = R.run_env(prof)
+    assert json.loads(env[PR.ENV_MODELS]) == models
+
+
+# ----------------------------------------------------------------------------- the estimate
+def test_a_gateway_on_loopback_without_a_price_is_unpriced_in_the_estimate():
+    est = C.estimate_profile(
+        "paper", {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY}, ["03_main_results"], per_benchmark=1
+    )
+    [row] = est.rows
+    assert endpoint_kind(GATEWAY) == "local-llama.cpp"  # the cache-key label is unchanged, and says nothing of cost
+    assert row.calls > 0 and row.usd is None and row.usd_batch is None and not row.free
+    text = C.format_estimate(est)
+    lines = text.splitlines()
+    [line] = [x for x in lines if x.strip().startswith("03_main_results")]
+    assert line.split()[-2:] == ["unpriced", "unpriced"] and "local" not in line
+    tokens = C._m(row.prompt_tokens + row.completion_tokens)
+    assert f"+ 1 unpriced row ({tokens} tokens)" in text
+    [how] = [x for x in lines if "unpriced (no price" in x]
+    assert "my-gateway-model" in how and "models:" in how and "free: true" in how
+
+
+def test_every_row_of_the_paper_profile_has_a_dollar_figure():
+    est = C.estimate_profile("paper", per_benchmark=1)
+    assert {r.model for r in est.rows} == set(PAPER_MODELS)
+    assert all(r.usd is not None and not r.free for r in est.rows) and not est.unpriced()
+    rows = [x for x in C.format_estimate(est).splitlines() if x.strip().startswith(("0", "total"))]
+    assert rows and all(x.split()[-1].startswith("$") and " local " not in x for x in rows)
+
+
+def test_a_profile_price_override_changes_the_estimate(tmp_path):
+    only, kw = ["03_main_results"], dict(per_benchmark=1)
+    base = _row(C.estimate_profile("paper", None, only, **kw), "gpt-4o-mini")
+    ten_x = {"gpt-4o-mini": {"price": {"input": 1.5, "output": 6.0, "batch": 0.5}}}
+    over = _row(C.estimate_profile(_profile(tmp_path, ten_x), None, only, **kw), "gpt-4o-mini")
+    assert over.calls == base.calls and over.usd == pytest.approx(10 * base.usd)
+    assert over.usd_batch == pytest.approx(over.usd / 2)
+    # a gateway model: unpriced, then priced by the profile, then marked free
+    gw = {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY}
+    priced = {"my-gateway-model": {"price": {"input": 1.0, "output": 1.0}}}
+    row = _row(C.estimate_profile(_profile(tmp_path, priced, **gw), None, only, **kw), "my-gateway-model")
+    assert row.usd == pytest.approx((row.prompt_tokens + row.completion_tokens) / 1e6)
+    assert row.usd_batch == row.usd  # no batch discount given: none assumed
+    free = C.estimate_profile(_profile(tmp_path, {"my-gateway-model": {"free": True}}, **gw), None, only, **kw)
+    assert _row(free, "my-gateway-model").free and _row(free, "my-gateway-model").usd == 0.0
+    assert "$0 (free)" in C.format_estimate(free) and not free.unpriced()
+
+
+def test_the_local_profile_runs_on_the_projects_own_server_and_stays_free():
+    est = C.estimate_profile("local", None, ["03_main_results"], per_benchmark=1)
+    assert est.rows and all(r.free and r.usd == 0.0 for r in est.rows)
+    assert "$0 (free)" in C.format_estimate(est)
+
+
+# ----------------------------------------------------------------------------- MAX_USD
+def test_max_usd_refuses_an_unpriced_loopback_endpoint_before_any_call(tmp_path, monkeypatch):
+    monkeypatch.setenv(B.ENV_MAX, "5")
+    with FakeOpenAI(["never sent"]) as srv:
+        with pytest.raises(B.UnpricedModel) as e:
+            LLMPopulation(model="my-gateway-model", base_url=srv.url, api_key="sk-fake", cache=None)
+        msg = str(e.value)
+        assert "'my-gateway-model'" in msg and "models:" in msg and "free: true" in msg and "MAX_USD" in msg
+        # a priced client whose call names an unpriced model: refused before that call is sent
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake")
+        with pytest.raises(B.UnpricedModel, match="other-model"):
+            c.generate(MSG, GenerateConfig(max_tokens=5), model="other-model")
+        assert srv.count == 0 and not srv.requests  # no completion was sent
+    monkeypatch.delenv(B.ENV_MAX)  # without a cap nothing is refused (the estimate says it is unpriced)
+    with FakeOpenAI(["ok"]) as srv:
+        c = LLMClient("my-gateway-model", srv.url, "sk-fake")
+        assert c.generate(MSG).text == "ok" and c.stats()["cost_usd"] is None
+
+
+def test_reproduce_with_max_usd_refuses_an_unpriced_model_before_the_first_notebook(monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(reproduce, "_run_notebooks", lambda *a, **k: started.append(a) or 0)
+    gw = {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY, "MAX_USD": 20}
+    with pytest.raises(SystemExit) as e:
+        reproduce.run("paper", ["03_main_results"], gw)
+    assert "not started" in str(e.value) and "'my-gateway-model'" in str(e.value) and "models:" in str(e.value)
+    assert not started
+    # the same profile without a cap runs (as CI's paper smoke run against fake servers on 127.0.0.1 does)
+    reproduce.run("paper", ["03_main_results"], {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY})
+    assert started
+    assert "unpriced" in capsys.readouterr().out
+
+
+def test_max_usd_counts_a_priced_loopback_endpoint(tmp_path, monkeypatch):
+    monkeypatch.setenv(B.ENV_MAX, "1")
+    reply = Reply("x", prompt_tokens=1_000_000, completion_tokens=0)
+    with FakeOpenAI([reply, reply]) as srv:
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", cache=str(tmp_path / "c.sqlite"))
+        assert c.kind == "local-llama.cpp" and not c.free  # loopback, and priced like any endpoint
+        c.generate(MSG, GenerateConfig(max_tokens=5), scope="a")
+        assert c.stats()["cost_usd"] == pytest.approx(0.15) and c.budget.spent == pytest.approx(0.15)
+    # what a later kernel sees of this run: the loopback reply counts at its price
+    assert ResponseCache(tmp_path / "c.sqlite").spent_since(0) == pytest.approx(0.15)
+    with FakeOpenAI([reply]) as srv:
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", budget=B.Budget(0.2, spent_before=0.15))
+        with pytest.raises(B.BudgetExceeded):  # ~450k modelled prompt tokens ($0.07) would pass $0.20: not sent
+            c.generate([{"role": "user", "content": "y" * 2_000_000}], GenerateConfig(max_tokens=5))
+        assert srv.count == 0
+
+
+def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkeypatch):
+    """serve() registers the server it started; the client on it bills nothing and is never refused, whatever
+    the model is called. (The server process is faked by a FakeOpenAI on the port serve() is given.)"""
+
+    class NoProc:  # serve() starts no process here: the FakeOpenAI below answers on that port
+        returncode = None
+
+        def __init__(self, cmd, **kw):
+            pass
+
+        def poll(self):
+            return None
+
+        def terminate(self):
+            pass
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(LS, "check_server_installed", lambda: None)
+    monkeypatch.setattr(LS.subprocess, "Popen", NoProc)
+    monkeypatch.setenv(B.ENV_MAX, "0.000001")
+    reply = Reply("x", prompt_tokens=1_000_000, completion_tokens=1_000_000)
+    with FakeOpenAI([reply]) as srv:
+        port = int(srv.url.rsplit(":", 1)[1].split("/")[0])
+        with LS.serve(gguf="/m.gguf", port=port) as url:
+            assert url == srv.url and LS.is_own_server(url)
+            c = LLMClient("gpt-4o-mini", url, cache=str(tmp_path / "c.sqlite"))
+            assert c.free and c.generate(MSG, scope="s").text == "x"
+            assert c.stats()["cost_usd"] == 0.0 and c.budget.spent == 0.0
+        assert not LS.is_own_server(url)  # stopped: the same URL is no longer known to be free
+    assert ResponseCache(tmp_path / "c.sqlite").spent_since(0) == 0.0
