@@ -38,7 +38,7 @@ def read_jsonl(path: Path) -> list[dict]:
         if isinstance(rec, dict):
             out.append(rec)
         else:
-            warnings.warn(f"{path}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)")
+            warnings.warn(f"{path}:{n}: dropped a torn/corrupt transcript line ({len(line)} bytes)", stacklevel=2)
     return out
 
 
@@ -50,3 +50,9 @@ def load_run(name: str) -> tuple[dict, list[dict]]:
     meta = json.loads(meta_path.read_text())
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     return meta, [r for r in read_jsonl(d / "transcripts.jsonl") if r["config_hash"] in hashes]
+
+
+def profile_runs(profile: str) -> dict[str, tuple[dict, list[dict]]]:
+    """Every run of a profile that has a meta.json, {experiment name: (meta, records)} (the claims ledger's input)."""
+    base = outputs("runs", profile)
+    return {d.name: load_run(f"{profile}/{d.name}") for d in sorted(base.iterdir()) if (d / "meta.json").is_file()}
