@@ -9,9 +9,11 @@ import pytest
 
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+from acemad_utils.experiments import profiles
 from acemad_utils.experiments.run_files import identity as _identity
+from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.commit import argument_of, commit_schema, parse_commit
-from acemad_utils.protocol.config import NAIVE_AGENT
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER, PERSONAS, argue_prompt, commit_prompt, json_shape
 from acemad_utils.protocol.schema import AgentSpec, Message, Question, Turn
 
@@ -304,3 +306,14 @@ def test_single_call_reply_is_parsed_once(monkeypatch):
         step = agent.act(turn())
     assert step.message == "Blue, by Rayleigh scattering." and not step.parse_failure
     assert len(calls) == 1 and parses == [reply]
+
+
+def test_the_argue_cap_is_a_parameter_that_reaches_the_request(tmp_path):
+    assert Setup.from_params({"ARGUE_MAX_TOKENS": 123}).max_tokens == (123, COMMIT_MAX_TOKENS)
+    assert Setup.from_params({}).max_tokens == (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS)
+    with pytest.raises(SystemExit, match="ARGUE_MAX_TOKENS"):
+        profiles.load_profile("default", {"ARGUE_MAX_TOKENS": 0})
+    with FakeOpenAI(by_kind([GOOD] * 2)) as srv:
+        pop = LLMPopulation(model="m", base_url=srv.url, api_key=KEY, max_tokens=(123, COMMIT_MAX_TOKENS))
+        pop.agents([AgentSpec()], Q)[0].act(turn())
+        assert [r.get("max_tokens") for r in srv.requests if "messages" in r] == [123, COMMIT_MAX_TOKENS]

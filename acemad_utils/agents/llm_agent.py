@@ -26,7 +26,7 @@ import numpy as np
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
 from acemad_utils.protocol.commit import commit_schema, parse_commit
-from acemad_utils.protocol.config import NAIVE_AGENT
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, add_usage
 
@@ -44,7 +44,7 @@ class LLMAgent(Agent):
         client: LLMClient,
         *,
         seed: Optional[int] = 0,
-        max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+        max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
         calls: str = "two",
     ):
         if calls not in CALL_MODES:
@@ -173,7 +173,7 @@ class LLMPopulation(Population):
         *,
         cache=None,
         seed: Optional[int] = 0,
-        max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+        max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
         calls: str = "two",
         moderator_spec: AgentSpec = NAIVE_AGENT,
         preflight: bool = True,

@@ -45,7 +45,7 @@ PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "cal
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA"}
 CALLS_VIA = ("sync", "batch", "files")
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
-NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
+NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX", "ARGUE_MAX_TOKENS"}
 
 
 def _choices(names) -> Callable[[Any], Optional[str]]:
@@ -102,6 +102,7 @@ def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
         "N_TABLE": _at_least(1),
         "T_PHASE": _at_least(1),
         "FULL_N_MAX": _at_least(1),
+        "ARGUE_MAX_TOKENS": _at_least(1),
         "OTHER_MODELS": _other_models,
     }
 
@@ -158,7 +159,7 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     try:
         prof = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
-        raise SystemExit(f"{path.name} is not valid YAML: {e}")
+        raise SystemExit(f"{path.name} is not valid YAML: {e}") from None
     if not isinstance(prof, dict) or not prof:
         raise SystemExit(
             f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
@@ -218,7 +219,7 @@ def _check_run_settings(where: str, prof: dict) -> None:
         except (TypeError, ValueError):
             raise SystemExit(
                 f"{where}: max_usd = {v!r} is not allowed: need a number of dollars >= 0, or null for no cap"
-            )
+            ) from None
     if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
         v = prof["calls_via"]
         raise SystemExit(
