@@ -198,7 +198,8 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
     """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
-    the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) has none here."""
+    the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) and 08_claims (it
+    reads the runs of 02-07, acemad_utils.report.claims) have none here."""
     seed, eta, n_max = P.get("SEED", 0), P.get("ETA", 2.0), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
     num = nb[:2]
