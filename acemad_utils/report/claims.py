@@ -17,7 +17,7 @@ printed cells (data/paper/), its gains the printed cells' differences.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ from acemad_utils.report import tables as TB
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive at this n", "not run"
 COLUMNS = ["claim", "paper line", "paper", "ours [95% CI]", "n", "verdict", "note"]
 RunData = tuple[dict, list]
+Target = Union[str, tuple]  # a label, or (our label, the paper's label, the paper's baselines)
 
 
 def gain_verdict(lo: float, hi: float) -> str:
@@ -84,25 +85,25 @@ def gain_rows(
     if not per_benchmark:
         tests = tests[tests.benchmark == TB.AVERAGE]
     out = []
-    for t in tests.itertuples():
-        col = bench_key(t.benchmark)
+    for t in tests.to_dict("records"):
+        col = bench_key(t["benchmark"])
         theirs = None if paper is None else paper_gain(paper, paper_target or target, paper_baselines or baselines, col)
-        name = claim if t.benchmark == TB.AVERAGE else f"{claim}: {TB.bench_label(t.benchmark)}"
+        name = claim if t["benchmark"] == TB.AVERAGE else f"{claim}: {TB.bench_label(t['benchmark'])}"
         out.append(
             row(
                 name,
                 line,
                 theirs,
-                _ci(t.gain, t.gain_lo, t.gain_hi),
-                t.n_paired,
-                gain_verdict(t.gain_lo, t.gain_hi),
-                f"vs {t.best_baseline}, p={t.p_value:.2g}",
+                _ci(t["gain"], t["gain_lo"], t["gain_hi"]),
+                t["n_paired"],
+                gain_verdict(t["gain_lo"], t["gain_hi"]),
+                f"vs {t['best_baseline']}, p={t['p_value']:.2g}",
             )
         )
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
 
 
-def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> tuple:
+def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(relative improvement of target's Average over base's, in %, CI lo, hi, n paired): the ratio of the
     means of benchmark means minus 1, bootstrapped by resampling questions within each benchmark (paired)."""
     df = pd.DataFrame([(r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"])) for r in records])
@@ -115,7 +116,10 @@ def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, see
     for _, g in piv.groupby(level=0):
         a, b = g[target].to_numpy(), g[base].to_numpy()
         idx = rng.integers(0, len(a), (n_boot, len(a)))
-        a_b.append(a[idx].mean(1)), b_b.append(b[idx].mean(1)), a_p.append(a.mean()), b_p.append(b.mean())
+        a_b.append(a[idx].mean(1))
+        b_b.append(b[idx].mean(1))
+        a_p.append(a.mean())
+        b_p.append(b.mean())
     with np.errstate(divide="ignore", invalid="ignore"):
         boots = 100 * (np.mean(a_b, 0) / np.mean(b_b, 0) - 1)
         point = 100 * (np.mean(a_p) / np.mean(b_p) - 1)
@@ -170,7 +174,7 @@ def main_claims(main: Optional[RunData], paper: pd.DataFrame) -> list[dict]:
     )
     avg = TB.accuracy_long(recs, methods=[t3])
     a = avg[avg.benchmark == TB.AVERAGE].iloc[0]
-    printed = float(paper.set_index("method").loc[t3, "Average (printed)"])
+    printed = float(paper.set_index("method")["Average (printed)"][t3])
     out.append(
         row(
             "AceMAD (T=3) average accuracy 49.92% (GPT-4o-mini)",
@@ -223,7 +227,9 @@ def ablation_claims(ablation: Optional[RunData], main: Optional[RunData], seed: 
     else:
         out.append(row("Full protocol beats both ablations (notebook 05)", line, None))
     for run in (ablation, main):
-        methods = run[0]["methods"] if run else {}
+        if run is None:
+            continue
+        methods = run[0]["methods"]
         ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad"]
         ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
         if ctrl and ace3:
@@ -236,12 +242,12 @@ def ablation_claims(ablation: Optional[RunData], main: Optional[RunData], seed: 
 
 
 def table_claims(
-    run: Optional[RunData], paper: pd.DataFrame, *, claim: str, line: str, targets: Sequence[str], baselines
+    run: Optional[RunData], paper: pd.DataFrame, *, claim: str, line: str, targets: Sequence[Target], baselines
 ) -> list[dict]:
     """Each target's Average gain over the best of `baselines` (Tables 1, 3, 4, 5, 6 and Table 2's Qwen block)."""
     out = []
     for t in targets:  # a label, or (our label, the paper's label, the paper's baselines)
-        theirs = dict(paper_target=t[1], paper_baselines=t[2]) if isinstance(t, tuple) else {}
+        theirs: dict = dict(paper_target=t[1], paper_baselines=t[2]) if isinstance(t, tuple) else {}
         label = t[0] if isinstance(t, tuple) else t
         if run is None:
             out.append(row(f"{claim}: {label}", line, None, note="run not made in this profile"))
@@ -253,7 +259,7 @@ def table_claims(
 def _pair_gain(records: list, a: str, b: str):
     t = TB.versus_best(records, [a], [b])
     t = t[t.benchmark == TB.AVERAGE]
-    return None if t.empty else t.iloc[0]
+    return None if t.empty else t.iloc[0].to_dict()
 
 
 def trend_claims(baselines: Optional[RunData], scaling: Optional[RunData]) -> list[dict]:
@@ -279,10 +285,10 @@ def trend_claims(baselines: Optional[RunData], scaling: Optional[RunData]) -> li
         avg = _average(run[1], upto)
         monotone = bool(np.all(np.diff(avg.reindex(upto).to_numpy()) >= 0))
         if method == "majority":  # flat: no change either way beyond the margin
-            verdict = NOT_SUPPORTED if g.gain_lo > 0 or g.gain_hi < 0 else INCONCLUSIVE
-            verdict = SUPPORTED if -FLAT_MARGIN < g.gain_lo and g.gain_hi < FLAT_MARGIN else verdict
+            verdict = NOT_SUPPORTED if g["gain_lo"] > 0 or g["gain_hi"] < 0 else INCONCLUSIVE
+            verdict = SUPPORTED if -FLAT_MARGIN < g["gain_lo"] and g["gain_hi"] < FLAT_MARGIN else verdict
         else:  # "monotonically" (Figure 2) also needs the points in order; Figure 5 claims only the rise
-            verdict = gain_verdict(g.gain_lo, g.gain_hi)
+            verdict = gain_verdict(g["gain_lo"], g["gain_hi"])
             verdict = INCONCLUSIVE if verdict == SUPPORTED and not monotone and method != "acemad" else verdict
         by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
         out.append(
@@ -290,8 +296,8 @@ def trend_claims(baselines: Optional[RunData], scaling: Optional[RunData]) -> li
                 f"{claim} (N={ns[0]} to N={ns[len(upto) - 1]})",
                 line,
                 "(figure)",
-                _ci(g.gain, g.gain_lo, g.gain_hi),
-                int(g.n_paired),
+                _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
+                int(g["n_paired"]),
                 verdict,
                 f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}",
             )
@@ -310,16 +316,16 @@ def _plateau(scaling: Optional[RunData]) -> dict:
     beyond = [lab for lab in labels if ns[lab] > 10]
     if not at10 or not beyond:
         return row(claim, line, "(figure)", note="N=10 and N>10 not both run in this profile")
-    t = TB.versus_best(scaling[1], beyond, at10)
-    t = t[t.benchmark == TB.AVERAGE].sort_values("gain").iloc[-1]  # the best N beyond 10
+    tests = TB.versus_best(scaling[1], beyond, at10)
+    t = tests[tests.benchmark == TB.AVERAGE].sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
     return row(
         claim,
         line,
         "(figure)",
-        _ci(t.gain, t.gain_lo, t.gain_hi),
-        int(t.n_paired),
-        flat_verdict(t.gain_lo, t.gain_hi),
-        f"best N>10 ({t.method}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points",
+        _ci(t["gain"], t["gain_lo"], t["gain_hi"]),
+        int(t["n_paired"]),
+        flat_verdict(t["gain_lo"], t["gain_hi"]),
+        f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points",
     )
 
 
