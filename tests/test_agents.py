@@ -9,9 +9,12 @@ import pytest
 
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+from acemad_utils.experiments import profiles
 from acemad_utils.experiments.run_files import identity as _identity
-from acemad_utils.protocol.commit import commit_schema, parse_commit
-from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, json_shape
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.commit import argument_of, commit_schema, parse_commit
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
+from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER, PERSONAS, argue_prompt, commit_prompt, json_shape
 from acemad_utils.protocol.schema import AgentSpec, Message, Question, Turn
 
 try:
@@ -79,14 +82,14 @@ def test_commit_prompt_shape_has_labels_but_no_numbers():
             [0.6, 0.3, 0.1],
         ),
         (
-            'Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, "peer_prediction": {"A": 1, "B": 0, '
-            '"C": 0}}\n```\nHope it helps',
+            'Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, '
+            '"peer_prediction": {"A": 1, "B": 0, "C": 0}}\n```\nHope it helps',
             [0.2, 0.8, 0],
             [1, 0, 0],
         ),
         (
-            "My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, 'peer_prediction': {'A': 0.5, 'B': 0.5, "
-            "'C': 0,},} ok",
+            "My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, "
+            "'peer_prediction': {'A': 0.5, 'B': 0.5, 'C': 0,},} ok",
             [0.5, 0.5, 0],
             [0.5, 0.5, 0],
         ),
@@ -234,7 +237,7 @@ def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
         assert a.count == 4 and b.count == 2 and b.requests[0]["model"] == "other-model"
         assert "step by step" in a.requests[2]["messages"][1]["content"]
         mod = pop.moderator(Q)
-        assert mod.spec.persona == "Generalist"
+        assert mod.spec == NAIVE_AGENT  # the baselines' plain assistant, like every other baseline agent (issue 22 b)
         d = json.dumps(pop.describe())
         assert KEY not in d and a.url not in d and b.url not in d and "http" not in d
         # The population describes what it was built with; "other-model" is the method's (its roster, in
@@ -277,9 +280,6 @@ def test_single_call_mode_makes_one_call_per_agent_round():
 
 
 def test_single_call_placeholder_argument_counts_as_missing():
-    from acemad_utils.protocol.commit import argument_of
-    from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
-
     assert argument_of(f'{{"argument": "{ARGUMENT_PLACEHOLDER}", "self_prob": {{"A": 1}}}}') == ""
     assert argument_of('{"argument": "Because B.", "self_prob": {"A": 1}}') == "Because B."
 
@@ -306,3 +306,14 @@ def test_single_call_reply_is_parsed_once(monkeypatch):
         step = agent.act(turn())
     assert step.message == "Blue, by Rayleigh scattering." and not step.parse_failure
     assert len(calls) == 1 and parses == [reply]
+
+
+def test_the_argue_cap_is_a_parameter_that_reaches_the_request(tmp_path):
+    assert Setup.from_params({"ARGUE_MAX_TOKENS": 123}).max_tokens == (123, COMMIT_MAX_TOKENS)
+    assert Setup.from_params({}).max_tokens == (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS)
+    with pytest.raises(SystemExit, match="ARGUE_MAX_TOKENS"):
+        profiles.load_profile("default", {"ARGUE_MAX_TOKENS": 0})
+    with FakeOpenAI(by_kind([GOOD] * 2)) as srv:
+        pop = LLMPopulation(model="m", base_url=srv.url, api_key=KEY, max_tokens=(123, COMMIT_MAX_TOKENS))
+        pop.agents([AgentSpec()], Q)[0].act(turn())
+        assert [r.get("max_tokens") for r in srv.requests if "messages" in r] == [123, COMMIT_MAX_TOKENS]

@@ -195,7 +195,7 @@ def test_uniform_ablation_re_decides_the_acemad_run_by_the_standard_mad_rule():
     out = A.reweighted_records(ace, A.ABLATIONS)  # records only: there is no population to call
     by = {name: [r["final"]["correct"] for r in out if r["method"] == name] for name in A.ABLATIONS}
     assert by["Full protocol"] == [r["final"]["correct"] for r in ace]
-    uniform = [r["final"]["answer"] for r in out if r["method"] == "Uniform weights (= standard MAD)"]
+    uniform = [r["final"]["answer"] for r in out if r["method"] == "Uniform weights (AceMAD's debate)"]
     for r, a in zip(ace, uniform):  # argmax of the mean final belief, with the run's tie-break keys
         P_last = np.array([e["p"] for e in r["rounds"][-1]])
         keys = B.tiebreak_keys(0, [r["question_id"]], len(r["labels"]))[0]
@@ -203,7 +203,7 @@ def test_uniform_ablation_re_decides_the_acemad_run_by_the_standard_mad_rule():
     # ... which is what Decentralized MAD with the same agents decides (the debate ignores the weights).
     mad = [run_question(q, pop, DebateConfig(method="decentralized", roster="acemad")) for q in ITEMS]
     assert uniform == [r["final"]["answer"] for r in mad]
-    assert by["Full protocol"] != by["Uniform weights (= standard MAD)"]
+    assert by["Full protocol"] != by["Uniform weights (AceMAD's debate)"]
 
 
 # ----------------------------------------------------------------------------- 8. Sparse MAD at N <= 3

@@ -68,3 +68,22 @@ def test_an_altered_copy_is_detected(tmp_path):
     assert "rows differ" in TB.paper_differences(tmp_path / "t1.csv", tmp_path / "t1_reordered.csv")[0]
     t1.drop(columns="BBH").to_csv(tmp_path / "t1_narrow.csv", index=False)
     assert "columns differ" in TB.paper_differences(tmp_path / "t1.csv", tmp_path / "t1_narrow.csv")[0]
+
+
+def test_paper_order_follows_each_printed_tables_own_columns():
+    bench = ["synthetic-truthfulqa", "synthetic-arc_challenge", "synthetic-bbh", "synthetic-medqa", "demo"]
+    long = pd.DataFrame(
+        [{"method": m, "benchmark": b, "accuracy": 0.0} for m in ("X", "Y") for b in [*bench, TB.AVERAGE]]
+    )
+    t2 = TB.paper_order(long, "table2_main_results")
+    assert list(t2[t2.method == "X"].benchmark) == [
+        "synthetic-arc_challenge",
+        "synthetic-truthfulqa",
+        "synthetic-medqa",
+        "synthetic-bbh",
+        "demo",  # not printed: after the printed ones, in its own order
+        TB.AVERAGE,
+    ]
+    t5 = TB.paper_order(long, "table5_llama8b")
+    assert list(t5[t5.method == "Y"].benchmark)[:3] == ["synthetic-truthfulqa", "synthetic-medqa", "synthetic-bbh"]
+    assert list(dict.fromkeys(t5.method)) == ["X", "Y"] and len(t5) == len(long)

@@ -28,6 +28,7 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
 from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.commit import commit_schema, parse_commit
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, add_usage
 
@@ -45,7 +46,7 @@ class LLMAgent(Agent):
         client: LLMClient,
         *,
         seed: Optional[int] = 0,
-        max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+        max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
         calls: str = "two",
     ):
         if calls not in CALL_MODES:
@@ -157,6 +158,8 @@ class LLMPopulation(Population):
     cache                    ResponseCache or path shared by every endpoint
     seed                     run seed for per-call seeds (None: let the endpoint choose)
     max_tokens               (argue, commit) completion budgets
+    moderator_spec           Centralized MAD's moderator: by default the baselines' naive agent (the plain assistant
+                             at T=0.7), like every other baseline agent; the paper gives it no persona
     calls                    "two": argue then commit (the paper, 2 calls per agent-round);
                              "single": argument and commitment in one structured reply (half the calls)
     preflight                check every endpoint with one free GET /models (short timeout) when its client is
@@ -180,9 +183,9 @@ class LLMPopulation(Population):
         *,
         cache=None,
         seed: Optional[int] = 0,
-        max_tokens: tuple[Optional[int], Optional[int]] = (400, 200),
+        max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
         calls: str = "two",
-        moderator_spec: AgentSpec = AgentSpec(persona="Generalist", temperature=0.1),
+        moderator_spec: AgentSpec = NAIVE_AGENT,
         preflight: bool = True,
         calls_via: Optional[str] = None,
         batch_options: Optional[dict] = None,

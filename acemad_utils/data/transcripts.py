@@ -86,3 +86,9 @@ def load_run(name: str) -> tuple[dict, list[dict]]:
         if r.get("config_hash") in hashes:
             latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = r
     return meta, list(latest.values())
+
+
+def profile_runs(profile: str) -> dict[str, tuple[dict, list[dict]]]:
+    """Every run of a profile that has a meta.json, {experiment name: (meta, records)} (the claims ledger's input)."""
+    base = outputs("runs", profile)
+    return {d.name: load_run(f"{profile}/{d.name}") for d in sorted(base.iterdir()) if (d / "meta.json").is_file()}

@@ -63,7 +63,7 @@ PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "cal
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA", "models": ENV_MODELS}
 CALLS_VIA = ("sync", "batch", "files")
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
-NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX"}
+NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX", "ARGUE_MAX_TOKENS"}
 # Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more
 # agents and rounds than a debate prompt fits.
 MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS = 1_000_000, 256, 100, 50
@@ -157,6 +157,7 @@ def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
         "FULL_N_MAX": _between(1, MAX_ITEMS),
         "BASE_URL": _url,
         "SECOND_BASE_URL": _url,
+        "ARGUE_MAX_TOKENS": _at_least(1),
         "OTHER_MODELS": _other_models,
     }
 

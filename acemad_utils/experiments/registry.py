@@ -141,8 +141,16 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
 
 
 def ablation(seed: int = 0) -> Run:
-    """Notebook 05 (Figure 4): AceMAD (T = 3) once; the ablations re-decide its commitments (no new run)."""
-    return Run("ablation", {"full": [DebateConfig(method="acemad", rounds=3, seed=seed)]})
+    """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
+    Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
+    (notebook 03's control, the same config: with an LLM its calls are cached replays)."""
+    return Run(
+        "ablation",
+        {
+            "full": [DebateConfig(method="acemad", rounds=3, seed=seed)],
+            "standard": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
+        },
+    )
 
 
 def scaling(n_values: Sequence[int], seed: int = 0) -> Run:
@@ -190,7 +198,8 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
     """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
-    the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) has none here."""
+    the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) and 08_claims (it
+    reads the runs of 02-07, acemad_utils.report.claims) have none here."""
     seed, eta, n_max = P.get("SEED", 0), P.get("ETA", 2.0), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
     num = nb[:2]

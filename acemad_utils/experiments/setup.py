@@ -43,7 +43,7 @@ from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.runner import run_and_load
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, DebateConfig
 from acemad_utils.protocol.schema import Population, Question
 
 BACKENDS = ("sim", "local", "openai")
@@ -87,6 +87,7 @@ class Setup:
         workers: int = 8,
         calls: str = "two",
         subset_model: str = "",
+        argue_max_tokens: Optional[int] = ARGUE_MAX_TOKENS,
     ):
         if backend not in BACKENDS:
             raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
@@ -101,6 +102,9 @@ class Setup:
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
         self.calls = calls
         self.subset_model = subset_model
+        # The argument's completion cap (tokens; None: none). The paper gives no cap; a step-by-step truth-holder
+        # may need more than the default (bench/argue_cap.py measures how often the local model reaches it).
+        self.max_tokens = (argue_max_tokens, COMMIT_MAX_TOKENS)
         self._stack = contextlib.ExitStack()
         self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
         self.population, self.model = self._population(model, base_url)
@@ -119,6 +123,7 @@ class Setup:
         "WORKERS": "workers",
         "CALLS": "calls",
         "SUBSET_MODEL": "subset_model",
+        "ARGUE_MAX_TOKENS": "argue_max_tokens",
     }
 
     @classmethod
@@ -141,7 +146,13 @@ class Setup:
             url = self._stack.enter_context(serve(gguf))
             name = model or Path(gguf).stem
             return LLMPopulation(
-                model=name, base_url=url, cache=cache, seed=self.seed, calls=self.calls, max_concurrency=self.workers
+                model=name,
+                base_url=url,
+                cache=cache,
+                seed=self.seed,
+                calls=self.calls,
+                max_concurrency=self.workers,
+                max_tokens=self.max_tokens,
             ), name
         # WORKERS questions run at once and the client lets as many calls be in flight (one bound for the run).
         pop = LLMPopulation(
@@ -151,6 +162,7 @@ class Setup:
             seed=self.seed,
             calls=self.calls,
             max_concurrency=self.workers,
+            max_tokens=self.max_tokens,
         )
         return pop, pop.client(None).model
 

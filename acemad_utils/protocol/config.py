@@ -57,6 +57,10 @@ SKEPTIC = AgentSpec(persona="Skeptic", temperature=0.6)
 # The naive agent: no persona beyond "You are a helpful assistant." at the subset construction's temperature
 # (l.604). It builds the challenging subsets and is every baseline's agent (see the module docstring).
 NAIVE_AGENT = AgentSpec(persona="Assistant", temperature=0.7)
+# Completion caps of an LLM agent's two calls (tokens). The paper gives none; the argument's cap is the notebooks'
+# ARGUE_MAX_TOKENS parameter (None: no cap), the commitment is a short JSON object.
+ARGUE_MAX_TOKENS = 400
+COMMIT_MAX_TOKENS = 200
 
 
 @dataclass(frozen=True)

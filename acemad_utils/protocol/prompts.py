@@ -1,14 +1,19 @@
-"""The paper's prompts (Appendix "Prompt", acemad_paper.tex), and nothing else: texts and the functions that fill
-them in, so they can be read side by side with the appendix.
+"""The paper's prompts (Appendix "Prompt", acemad_paper.tex l.1145-1191) as whole templates, verbatim, and the
+variants our agents send as whole templates beside them, so that each can be read next to the appendix.
 
-    from acemad_utils.protocol.prompts import argue_prompt, commit_prompt, single_prompt, repair_prompt, PERSONAS
-    argue_prompt(turn, thinking="fast")     # the Argumentation Prompt (natural language, no JSON)
-    commit_prompt(turn, argument)           # the Commitment Prompt: self_prob (and peer_prediction) as JSON
-    single_prompt(turn)                     # CALLS="single": the argument and the commitment in one reply
-    repair_prompt(labels, want_q)           # the one retry after an unreadable commitment
+    from acemad_utils.protocol import prompts as PR
+    PR.PAPER_COMMIT_PROMPT                  # the appendix's Commit Prompt, character for character
+    PR.COMMIT_PROMPT                        # what a debater asked for p and q is sent (ours)
+    PR.argue_prompt(turn, thinking="fast")  # ARGUMENTATION_PROMPT filled in (natural language, no JSON)
+    PR.commit_prompt(turn, argument)        # COMMIT_PROMPT or COMMIT_SELF_PROMPT filled in
+    PR.single_prompt(turn)                  # CALLS="single": SINGLE_PROMPT / SINGLE_SELF_PROMPT
+    PR.repair_prompt(labels, want_q)        # REPAIR_PROMPT: the one retry after an unreadable commitment
 
-System prompts are PERSONAS[spec.persona]; the user prompt is one of the builders above. `json_shape` gives the
-commitment's JSON with placeholders, never numbers: small models copy example values verbatim.
+Templates are `str.format` strings (the paper's are too: its Commit Prompt escapes the JSON braces as `{{`).
+Two sections of ours are dropped when they do not apply, never reworded: HISTORY_SECTION for an agent with no
+conversation (the Single Agent, role "solo") and ARGUMENT_SECTION when the agent wrote no argument.
+DEVIATIONS lists every difference between the paper's prompts and ours, each with its reason;
+tests/test_prompts.py renders both for a fixed question and checks that these, and only these, separate them.
 """
 
 from __future__ import annotations
@@ -17,29 +22,233 @@ from collections.abc import Sequence
 
 from acemad_utils.protocol.schema import Turn
 
-PERSONAS = {
+# ----------------------------------------------------------------------------- the paper, verbatim
+# The appendix's three boxes with LaTeX escapes removed (\{ -> {, \_ -> _); the placeholder typo
+# "history_contex" of the Commit Prompt is the paper's.
+PAPER_PERSONA_PROMPT = """\
+"Generalist": "You are a helpful assistant. You trust common knowledge and consensus."
+
+"Skeptic": "You are a strict skeptic. You actively look for common misconceptions and logical traps. \
+You suspect the majority might be wrong.\""""
+
+PAPER_ARGUMENTATION_PROMPT = """\
+Question: {question}
+
+Options:
+{options_str}
+
+Conversation History:
+{history_context}
+
+Please provide a concise argument for what you believe is the correct answer.
+Do NOT output JSON here. Just natural language debate."""
+
+PAPER_COMMIT_PROMPT = """\
+Question: {question}
+Options:
+{options_str}
+
+Conversation History:
+{history_contex}
+
+Task:
+
+1. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
+
+2. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
+(Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)
+
+Output JSON:
+{{
+    "self_prob": {{"A": 0.1, ...}},
+    "peer_prediction": {{"A": 0.3, ...}}
+}}"""
+
+# ----------------------------------------------------------------------------- ours
+PERSONAS = {  # the system prompt of each persona; Generalist and Skeptic are the paper's Persona Prompt
     "Assistant": "You are a helpful assistant.",  # the naive agent of every baseline (no persona; config.NAIVE_AGENT)
     "Generalist": "You are a helpful assistant. You trust common knowledge and consensus.",
     "Skeptic": "You are a strict skeptic. You actively look for common misconceptions and logical traps. "
     "You suspect the majority might be wrong.",
 }
-ARGUE_ASK = {  # the paper's Argumentation Prompt is the "fast" one
+ARGUE_ASK = {  # the {ask} of ARGUMENTATION_PROMPT; "fast" is the paper's sentence
     "fast": "Please provide a concise argument for what you believe is the correct answer.",
     "slow": "Please reason step by step before giving your argument for what you believe is the correct answer.",
 }
-MODERATOR_ASK = (
+MODERATOR_ASK = (  # Centralized MAD's moderator (Appendix "Baselines", l.643: "a unified updated answer")
     "You are the moderator of this debate. Summarise the debaters' arguments neutrally, "
     "then state which answer the group should adopt and why."
 )
-ARGUMENT_PLACEHOLDER = "<your argument>"
-SELF_TASK = "Self_Prob: Assign probability (0.0-1.0) to options based on your belief."
-PEER_TASK = (
-    "Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this "
-    "conversation.\n(Critically: If others are 'Generalists', they might fall for common misconceptions. "
-    "Predict their likely errors.)"
-)
-NO_JSON = "Do NOT output JSON here. Just natural language debate."
-REPAIR_ASK = "Your reply could not be read. Reply with the JSON object only, in exactly this shape:\n"
+ARGUMENT_PLACEHOLDER = "<your argument>"  # the single-call shape's argument field (commit.py reads it back)
+
+ARGUMENTATION_PROMPT = """\
+Question: {question}
+
+Options:
+{options_str}
+
+Conversation History:
+{history_context}
+
+{ask}
+Do NOT output JSON here. Just natural language debate."""
+
+COMMIT_PROMPT = """\
+Question: {question}
+
+Options:
+{options_str}
+
+Conversation History:
+{history_context}
+
+Your argument this round:
+{argument}
+
+Task:
+
+1. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
+
+2. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
+(Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)
+
+Each distribution must sum to 1.
+Output JSON only, in this shape:
+{json_shape}"""
+
+COMMIT_SELF_PROMPT = """\
+Question: {question}
+
+Options:
+{options_str}
+
+Conversation History:
+{history_context}
+
+Your argument this round:
+{argument}
+
+Task:
+
+1. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
+
+Each distribution must sum to 1.
+Output JSON only, in this shape:
+{json_shape}"""
+
+SINGLE_PROMPT = """\
+Question: {question}
+
+Options:
+{options_str}
+
+Conversation History:
+{history_context}
+
+Task:
+
+1. Argument: {ask}
+
+2. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
+
+3. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
+(Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)
+
+Each distribution must sum to 1.
+Output JSON only, in this shape:
+{json_shape}"""
+
+SINGLE_SELF_PROMPT = """\
+Question: {question}
+
+Options:
+{options_str}
+
+Conversation History:
+{history_context}
+
+Task:
+
+1. Argument: {ask}
+
+2. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
+
+Each distribution must sum to 1.
+Output JSON only, in this shape:
+{json_shape}"""
+
+REPAIR_PROMPT = """\
+Your reply could not be read. Reply with the JSON object only, in exactly this shape:
+{json_shape}"""
+
+HISTORY_SECTION = "\n\nConversation History:\n{history_context}"  # dropped for a solo agent
+ARGUMENT_SECTION = "\n\nYour argument this round:\n{argument}"  # dropped when the argument is empty
+
+# Every difference between the paper's prompts and ours: {name: (the paper's prompt, what the paper has, what we
+# send, why)}. tests/test_prompts.py applies the ones each variant lists to the paper's rendered prompt and must
+# obtain ours exactly; {question}, {history}, {argument}, {ask} and {json_shape} stand for the rendered values.
+DEVIATIONS = {
+    "header": (
+        "Commit",
+        "Question: {question}\nOptions:",
+        "Question: {question}\n\nOptions:",
+        "one header for both calls: the paper's Argumentation Prompt has this blank line, its Commit Prompt not",
+    ),
+    "own argument": (
+        "Commit",
+        "Conversation History:\n{history}\n\nTask:",
+        "Conversation History:\n{history}\n\nYour argument this round:\n{argument}\n\nTask:",
+        "the commitment follows the agent's own argument of this round (Algorithm 1), which is not yet in the "
+        "visible history; the paper does not say how the model sees it, so we show it (dropped when empty)",
+    ),
+    "json shape": (
+        "Commit",
+        'Output JSON:\n{\n    "self_prob": {"A": 0.1, ...},\n    "peer_prediction": {"A": 0.3, ...}\n}',
+        "Each distribution must sum to 1.\nOutput JSON only, in this shape:\n{json_shape}",
+        "placeholders instead of example numbers (small models copy 0.1 / 0.3 verbatim), every option label "
+        "listed, the sum stated; json_shape() writes the shape",
+    ),
+    "no peer prediction": (
+        "Commit",
+        "\n\n2. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this "
+        "conversation.\n(Critically: If others are 'Generalists', they might fall for common misconceptions. "
+        "Predict their likely errors.)",
+        "",
+        "COMMIT_SELF_PROMPT: agents not asked for q (every baseline, the moderator, AceMAD's no-q control) are "
+        "not shown the Peer_Prediction task",
+    ),
+    "single call": (
+        "Commit",
+        "1. Self_Prob:",
+        "1. Argument: {ask}\n\n2. Self_Prob:",
+        "SINGLE_PROMPT (CALLS='single', not the paper's protocol): the argument and the commitment in one reply, "
+        "half the calls; the shape gains an argument field",
+    ),
+    "single call numbering": (
+        "Commit",
+        "\n\n2. Peer_Prediction:",
+        "\n\n3. Peer_Prediction:",
+        "SINGLE_PROMPT: the Peer_Prediction item comes third, after the argument",
+    ),
+    "slow thinking": (
+        "Argumentation",
+        ARGUE_ASK["fast"],
+        ARGUE_ASK["slow"],
+        "thinking='slow': Table 3's 'Different Thinking System' truth-holder; the paper does not print its prompt",
+    ),
+    "moderator": (
+        "Argumentation",
+        ARGUE_ASK["fast"],
+        MODERATOR_ASK,
+        "Centralized MAD's moderator: the paper gives no moderator prompt (l.643)",
+    ),
+    "solo": (
+        "Argumentation",
+        "\n\nConversation History:\n{history}",
+        "",
+        "role 'solo' (the Single Agent, subset construction): there is no conversation (both prompts)",
+    ),
+}
 
 
 def history_context(turn: Turn) -> str:
@@ -52,25 +261,30 @@ def history_context(turn: Turn) -> str:
     return "\n\n".join(lines) if lines else "(none yet)"
 
 
-def _header(turn: Turn) -> str:
-    q = turn.question
-    head = f"Question: {q.question}\n\nOptions:\n{q.options_str()}"
-    if turn.role != "solo":
-        head += f"\n\nConversation History:\n{history_context(turn)}"
-    return head
+def wants_q(turn: Turn) -> bool:
+    """Only a debater asked for it gives a peer prediction (never the moderator or a solo agent)."""
+    return turn.want_peer_prediction and turn.role == "debater"
 
 
 def _ask(turn: Turn, thinking: str) -> str:
     return MODERATOR_ASK if turn.role == "moderator" else ARGUE_ASK[thinking]
 
 
-def wants_q(turn: Turn) -> bool:
-    """Only a debater asked for it gives a peer prediction (never the moderator or a solo agent)."""
-    return turn.want_peer_prediction and turn.role == "debater"
-
-
-def argue_prompt(turn: Turn, thinking: str = "fast") -> str:
-    return f"{_header(turn)}\n\n{_ask(turn, thinking)}\n{NO_JSON}"
+def _render(template: str, turn: Turn, argument: str = "", **fields: str) -> str:
+    """Fill a template for a turn; a solo agent's template loses HISTORY_SECTION, an empty argument
+    ARGUMENT_SECTION (the sections are removed before formatting, so question texts are never parsed)."""
+    if turn.role == "solo":
+        template = template.replace(HISTORY_SECTION, "")
+    if not argument:
+        template = template.replace(ARGUMENT_SECTION, "")
+    q = turn.question
+    return template.format(
+        question=q.question,
+        options_str=q.options_str(),
+        history_context=history_context(turn) if turn.role != "solo" else "",
+        argument=argument,
+        **fields,
+    )
 
 
 def json_shape(labels: Sequence[str], want_q: bool, argument: bool = False) -> str:
@@ -82,24 +296,25 @@ def json_shape(labels: Sequence[str], want_q: bool, argument: bool = False) -> s
     return "{" + body + "}"
 
 
-def _output(task: str, shape: str) -> str:
-    return f"Task:\n\n{task}\n\nEach distribution must sum to 1.\nOutput JSON only, in this shape:\n{shape}"
+def argue_prompt(turn: Turn, thinking: str = "fast") -> str:
+    """ARGUMENTATION_PROMPT (the paper's, with thinking='fast' and a debater's turn)."""
+    return _render(ARGUMENTATION_PROMPT, turn, ask=_ask(turn, thinking))
 
 
 def commit_prompt(turn: Turn, argument: str) -> str:
+    """COMMIT_PROMPT for a debater asked for q, COMMIT_SELF_PROMPT otherwise."""
     want_q = wants_q(turn)
-    mine = f"\n\nYour argument this round:\n{argument.strip()}" if argument.strip() else ""
-    task = f"1. {SELF_TASK}" + (f"\n\n2. {PEER_TASK}" if want_q else "")
-    return f"{_header(turn)}{mine}\n\n{_output(task, json_shape(turn.question.labels, want_q))}"
+    template = COMMIT_PROMPT if want_q else COMMIT_SELF_PROMPT
+    return _render(template, turn, argument.strip(), json_shape=json_shape(turn.question.labels, want_q))
 
 
 def single_prompt(turn: Turn, thinking: str = "fast") -> str:
     """Single-call mode: the argument and the private commitment in one structured reply."""
     want_q = wants_q(turn)
-    task = f"1. Argument: {_ask(turn, thinking)}\n\n2. {SELF_TASK}" + (f"\n\n3. {PEER_TASK}" if want_q else "")
-    return f"{_header(turn)}\n\n{_output(task, json_shape(turn.question.labels, want_q, argument=True))}"
+    shape = json_shape(turn.question.labels, want_q, argument=True)
+    return _render(SINGLE_PROMPT if want_q else SINGLE_SELF_PROMPT, turn, ask=_ask(turn, thinking), json_shape=shape)
 
 
 def repair_prompt(labels: Sequence[str], want_q: bool, argument: bool = False) -> str:
     """The one retry after a reply whose commitment could not be read (sent after that reply)."""
-    return REPAIR_ASK + json_shape(labels, want_q, argument)
+    return REPAIR_PROMPT.format(json_shape=json_shape(labels, want_q, argument))

@@ -191,12 +191,24 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
     ]
 
 
-# Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05).
+# Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05). "Uniform weights"
+# is the standard MAD rule on AceMAD's debate (q asked, then ignored); the paper's bar is Standard MAD (l.511),
+# which is STANDARD_MAD: Decentralized MAD with AceMAD's agents, never asked for q (a run of its own).
 ABLATIONS = {
     "Full protocol": "peer_prediction",
     "Self-belief only": "self_belief",
-    "Uniform weights (= standard MAD)": "uniform",
+    "Uniform weights (AceMAD's debate)": "uniform",
 }
+STANDARD_MAD = "Standard MAD (AceMAD's agents, no q)"
+
+
+def figure4_records(
+    ace: list[dict], standard: list[dict], *, eta: float = 2.0, exponent: float = 2.0, seed: int = 0
+) -> list[dict]:
+    """Figure 4's bars as records: AceMAD's run re-decided by each of ABLATIONS, then the Standard MAD run
+    (Decentralized MAD, AceMAD's roster, no q) under the name STANDARD_MAD."""
+    out = reweighted_records(ace, ABLATIONS, eta=eta, exponent=exponent, seed=seed)
+    return out + [dict(r, method=STANDARD_MAD) for r in standard if r.get("status") == "ok"]
 
 
 def reweighted_records(

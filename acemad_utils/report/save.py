@@ -27,11 +27,12 @@ def save_table(
     floatfmt: str = ".4f",
     display: pd.DataFrame | None = None,
     companions: dict | None = None,
+    title: str | None = None,
 ) -> Path:
     """Write outputs/tables/<name>.csv (the long, machine-readable table) and <name>.md.
 
     The Markdown says where the numbers come from, shows `display` (a reader-friendly view, default `df`)
-    and then each companion table under its title (e.g. the paper's printed numbers).
+    and then each companion table under its title (e.g. the paper's printed numbers); `title` heads the Markdown.
     """
     d = outputs("tables")
     df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
@@ -40,8 +41,10 @@ def save_table(
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
         (df if display is None else display).to_markdown(index=False, floatfmt=floatfmt),
     ]
-    for title, table in (companions or {}).items():
-        parts += [f"\n**{title}**\n", table.to_markdown(index=False, floatfmt=".2f")]
+    if title:
+        parts.insert(0, f"# {title}\n")
+    for heading, table in (companions or {}).items():
+        parts += [f"\n**{heading}**\n", table.to_markdown(index=False, floatfmt=".2f")]
     (d / f"{name}.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
     return d / f"{name}.csv"
 

@@ -320,6 +320,21 @@ def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
+    """A long table's rows with the benchmarks in the printed table's own column order (data/paper/<table>.csv:
+    Table 1 prints TruthfulQA, ARC-C, BBH, ...; Tables 2-4 ARC-C, LogiQA, MMLU-Pro, ...). Benchmarks the table
+    does not print follow in their own order, the Average comes last; methods keep their order."""
+    printed = [c for c in pd.read_csv(P.PAPER / f"{table}.csv", nrows=0).columns if c not in (*KEY_COLUMNS, AVERAGE)]
+    seen = list(dict.fromkeys(long["benchmark"]))
+    rank = {b: (printed.index(k) if (k := BENCH_LABELS.get(b.removeprefix("synthetic-"))) in printed else len(printed))
+            for b in seen}  # fmt: skip
+    order = sorted(seen, key=lambda b: (b == AVERAGE, rank[b], seen.index(b)))
+    key = long["benchmark"].map({b: i for i, b in enumerate(order)})
+    methods = long["method"].map({m: i for i, m in enumerate(dict.fromkeys(long["method"]))})
+    out = long.assign(_m=methods, _b=key).sort_values(["_m", "_b"], kind="stable")
+    return out.drop(columns=["_m", "_b"]).reset_index(drop=True)
+
+
 def _number(text: str):
     """A printed cell as an exact decimal ('5.50' == '5.5'), or the stripped text when it is not a number."""
     try:

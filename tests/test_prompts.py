@@ -1,0 +1,160 @@
+"""Our prompts beside the paper's (Appendix "Prompt"): the paper's three boxes are held verbatim, and every prompt
+an agent sends equals the paper's, rendered for the same question, once the differences listed in
+prompts.DEVIATIONS (each with its reason) are applied, and no other difference.
+
+The appendix text is read from acemad_paper.tex at test time: the parent of $ACEMAD_PAPER_DIR (or of
+../shared/paper/tables beside the repository, as in CI); the tests that need it skip when it is absent."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from acemad_utils.data import paths as P
+from acemad_utils.protocol import prompts as PR
+from acemad_utils.protocol.schema import Message, Question, Turn
+
+Q = Question(
+    id="q1",
+    benchmark="demo",
+    question="Which planet is closest to the Sun? {not a placeholder}",
+    options={"A": "Venus", "B": "Mercury", "C": "Mars", "D": "Earth"},
+    answer="B",
+)
+HISTORY = (Message(agent=0, round=1, text="Venus is the hottest, so A."), Message(agent=1, round=1, text="B."))
+ARGUMENT = "Mercury orbits at 0.39 AU, closer than any other planet."
+
+
+def _tex_boxes() -> dict[str, str]:
+    tex = P.shared_paper_dir().parent / "acemad_paper.tex"
+    if not tex.is_file():
+        pytest.skip(f"no paper source at {tex} (set ACEMAD_PAPER_DIR to its tables/ folder to compare)")
+    text = tex.read_text(encoding="utf-8")
+    appendix = text[text.index("\\section{Prompt}") :]
+    boxes = re.findall(r", title=([^\]]+)\]\n(.*?)\\end\{tcolorbox\}", appendix, flags=re.S)
+    unescape = lambda s: s.strip().replace("\\{", "{").replace("\\}", "}").replace("\\_", "_")
+    return {title: unescape(body) for title, body in boxes}
+
+
+def turn(**kw) -> Turn:
+    return Turn(**{"question": Q, "agent": 2, "round": 2, "history": HISTORY, **kw})
+
+
+def values(t: Turn, ask: str = PR.ARGUE_ASK["fast"], argument: str = ARGUMENT, shape_argument: bool = False):
+    return {
+        "{question}": Q.question,
+        "{history}": PR.history_context(t),
+        "{argument}": argument,
+        "{ask}": ask,
+        "{json_shape}": PR.json_shape(Q.labels, PR.wants_q(t), argument=shape_argument),
+    }
+
+
+def paper_argumentation(t: Turn) -> str:
+    return PR.PAPER_ARGUMENTATION_PROMPT.format(
+        question=Q.question, options_str=Q.options_str(), history_context=PR.history_context(t)
+    )
+
+
+def paper_commit(t: Turn) -> str:
+    return PR.PAPER_COMMIT_PROMPT.format(
+        question=Q.question, options_str=Q.options_str(), history_contex=PR.history_context(t)
+    )
+
+
+def deviate(text: str, names: list[str], vals: dict) -> str:
+    """Apply the named DEVIATIONS to the paper's rendered prompt; each must match exactly once."""
+    for name in names:
+        _, theirs, ours, _ = PR.DEVIATIONS[name]
+        for k, v in vals.items():
+            theirs, ours = theirs.replace(k, v), ours.replace(k, v)
+        assert text.count(theirs) == 1, f"deviation {name!r}: the paper's text {theirs!r} is not there exactly once"
+        text = text.replace(theirs, ours)
+    return text
+
+
+# (variant, the turn, the paper's prompt it derives from, our rendering, the deviations it may have)
+VARIANTS = {
+    "argue, debater (the paper's)": (turn(), paper_argumentation, lambda t: PR.argue_prompt(t), [], {}),
+    "argue, slow thinking": (turn(), paper_argumentation, lambda t: PR.argue_prompt(t, "slow"), ["slow thinking"], {}),
+    "argue, moderator": (turn(agent=-1, role="moderator"), paper_argumentation, PR.argue_prompt, ["moderator"], {}),
+    "argue, solo": (turn(role="solo", history=()), paper_argumentation, PR.argue_prompt, ["solo"], {}),
+    "commit, p and q": (
+        turn(),
+        paper_commit,
+        lambda t: PR.commit_prompt(t, ARGUMENT),
+        ["header", "own argument", "json shape"],
+        {},
+    ),
+    "commit, p only": (
+        turn(want_peer_prediction=False),
+        paper_commit,
+        lambda t: PR.commit_prompt(t, ARGUMENT),
+        ["header", "own argument", "json shape", "no peer prediction"],
+        {},
+    ),
+    "commit, solo": (
+        turn(role="solo", history=()),
+        paper_commit,
+        lambda t: PR.commit_prompt(t, ARGUMENT),
+        ["header", "own argument", "json shape", "no peer prediction", "solo"],
+        {},
+    ),
+    "single call, p and q": (
+        turn(),
+        paper_commit,
+        PR.single_prompt,
+        ["header", "json shape", "single call", "single call numbering"],
+        {"shape_argument": True},
+    ),
+    "single call, p only": (
+        turn(want_peer_prediction=False),
+        paper_commit,
+        PR.single_prompt,
+        ["header", "json shape", "no peer prediction", "single call"],
+        {"shape_argument": True},
+    ),
+}
+
+
+def test_the_papers_three_prompts_are_held_verbatim():
+    boxes = _tex_boxes()
+    assert set(boxes) == {"Persona Prompt", "Argumentation Prompt", "Commit Prompt"}
+    assert PR.PAPER_PERSONA_PROMPT == boxes["Persona Prompt"]
+    assert PR.PAPER_ARGUMENTATION_PROMPT == boxes["Argumentation Prompt"]
+    assert PR.PAPER_COMMIT_PROMPT == boxes["Commit Prompt"]
+
+
+def test_the_personas_are_the_papers():
+    for name in ("Generalist", "Skeptic"):
+        assert f'"{name}": "{PR.PERSONAS[name]}"' in PR.PAPER_PERSONA_PROMPT
+
+
+def test_the_commit_template_holds_the_whole_commit_prompt():
+    for part in ("Question:", "Conversation History:", "Self_Prob", "Peer_Prediction"):
+        assert part in PR.PAPER_COMMIT_PROMPT and part in PR.COMMIT_PROMPT
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_prompt_is_the_papers_but_for_its_listed_deviations(name):
+    t, paper, ours, deviations, kw = VARIANTS[name]
+    ask = PR.MODERATOR_ASK if t.role == "moderator" else PR.ARGUE_ASK["fast"]
+    expected = deviate(paper(t), deviations, values(t, ask=ask, **kw))
+    assert ours(t) == expected
+
+
+def test_every_listed_deviation_is_needed_and_has_a_reason():
+    used = {d for v in VARIANTS.values() for d in v[3]}
+    assert used == set(PR.DEVIATIONS)
+    assert all(len(reason) > 20 for *_, reason in PR.DEVIATIONS.values())
+
+
+def test_an_empty_argument_drops_its_section_and_braces_in_a_question_are_kept():
+    text = PR.commit_prompt(turn(), "  ")
+    assert "Your argument this round" not in text and "{not a placeholder}" in text
+
+
+def test_the_repair_prompt_asks_for_the_shape_only():
+    text = PR.repair_prompt(Q.labels, want_q=True)
+    assert text.endswith(PR.json_shape(Q.labels, True)) and "0.1" not in text
