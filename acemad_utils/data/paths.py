@@ -24,6 +24,13 @@ def smoke() -> bool:
     return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
 
 
+def progress_bars() -> bool:
+    """False when ACEMAD_PROGRESS is '0': papermill runs (make reproduce, make notebooks) and nbval set it, so an
+    executed notebook stores no progress output (a widget there is dead, tqdm's text fallback is stderr noise);
+    in JupyterLab the bars render as widgets (tqdm.auto with ipywidgets)."""
+    return os.environ.get("ACEMAD_PROGRESS", "") != "0"
+
+
 def shared_paper_dir() -> Path:
     """The shared transcription of the paper's printed tables (table1_voting_vs_mad.csv, ...) that the project's
     own data/paper/ is compared with, cell by cell, in tests/test_paper_transcription.py: $ACEMAD_PAPER_DIR, else

@@ -42,6 +42,7 @@ from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
+from acemad_utils.data.paths import progress_bars
 from acemad_utils.data.transcripts import load_run, read_jsonl, run_dir  # noqa: F401 (load_run, read_jsonl: this module's public face)
 from acemad_utils.experiments.run_files import (
     check_resumable,
@@ -184,7 +185,8 @@ def run_experiment(
                 return None  # cut short by the interrupt, not a failure of its own
             return failed_record(q, c, population, r, err)
 
-    bar = tqdm(total=len(todo), desc=name, disable=not progress or not todo, unit="q", smoothing=0.05)
+    show = progress and bool(todo) and progress_bars()
+    bar = tqdm(total=len(todo), desc=name, disable=not show, unit="q", smoothing=0.05)
     with stop.installed(), open(tr_path, "a", encoding="utf-8") as f:
 
         def save(rec):

@@ -57,6 +57,9 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
+    # No progress bars in the kernels (data.paths.progress_bars): the executed notebook would store them as stderr
+    # text or dead widgets; the terminal has this driver's one line per notebook.
+    env["ACEMAD_PROGRESS"] = "0"
     _print_estimate(prof, profile, overrides, selected, env)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # papermill's kernels inherit this process's environment
