@@ -5,7 +5,7 @@
     PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
     shared_paper_dir()      # the shared copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
 
-Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
+Smoke runs (CI, the browser test) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
 
 from __future__ import annotations
