@@ -134,7 +134,8 @@ def lab(tmp_path_factory):
                 raise RuntimeError(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()[-3000:]}")
             time.sleep(0.3)
         yield {
-            "url": lambda name: f"{base}/lab/tree/{name}?token={token}",
+            # One JupyterLab workspace per notebook: the default one would reopen the notebooks opened before.
+            "url": lambda name: f"{base}/lab/workspaces/{Path(name).stem}/tree/{name}?token={token}",
             "base": base,
             "root": root,
             "log": tmp / "lab.log",
@@ -156,12 +157,16 @@ def _external(requests: list[str], allowed: tuple[str, ...]) -> list[str]:
 
 def _open(page, lab, name: str) -> None:
     """Open notebook `name` (a path under the lab's root) and wait until its kernel is connected and idle."""
+    earlier = {k["id"] for k in _kernels(lab)}  # an earlier test's kernel must not pass for this notebook's
     page.goto(lab["url"](name))
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     # The status bar can say idle before the browser's kernel connection is up, and cells run then are lost
     # (they stay [ ]): wait until the server sees the notebook's kernel connected and idle, then the UI idle.
     deadline = time.monotonic() + 60
-    while not any(k.get("connections", 0) >= 1 and k.get("execution_state") == "idle" for k in _kernels(lab)):
+    while not any(
+        k["id"] not in earlier and k.get("connections", 0) >= 1 and k.get("execution_state") == "idle"
+        for k in _kernels(lab)
+    ):
         assert time.monotonic() < deadline, f"the notebook's kernel never connected: {_kernels(lab)}"
         time.sleep(0.25)
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
