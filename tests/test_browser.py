@@ -266,6 +266,8 @@ def test_notebook_runs_in_jupyterlab(browser, lab, name):
     _figures_rendered(page, code)
     if name == "03_main_results.ipynb":
         _check_debates(page)
+    else:  # the screenshot shows the first figure
+        page.locator(".jp-Notebook .jp-OutputArea-output img").first.scroll_into_view_if_needed()
     shot = SHOTS / f"browser_{Path(name).stem}.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000

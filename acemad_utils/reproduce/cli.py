@@ -39,7 +39,12 @@ from acemad_utils.experiments.profiles import (  # noqa: F401
     notebooks,
     run_env,
 )
-from acemad_utils.reproduce.nbtools import KERNEL_ARGS
+
+# The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
+# sockets are unencrypted, and jupyter_client interrupts (SIGINT) a kernel before shutting it down, which a
+# kernel still busy logs as "ERROR | KeyboardInterrupt caught in kernel." (seen on a loaded machine). A cell's
+# error is not a log line: papermill raises it, so failures still show.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
 
 
 def run(profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None) -> int:
@@ -112,7 +117,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                 progress_bar=False,
                 log_output=False,
                 extra_arguments=KERNEL_ARGS,
-            )  # no kernel log lines (nbtools)
+            )  # no kernel log lines (KERNEL_ARGS)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
             print(
                 f"[{name_of_profile}] {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "

@@ -23,11 +23,6 @@ import nbformat
 
 from acemad_utils.data.paths import ROOT
 
-# The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
-# sockets are unencrypted, and jupyter_client interrupts (SIGINT) a kernel before shutting it down, which a
-# kernel still busy logs as "ERROR | KeyboardInterrupt caught in kernel." (seen on a loaded machine). A cell's
-# error is not a log line: papermill raises it, so failures still show.
-KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
 NOTEBOOKS = ROOT / "notebooks"
 EXECUTED = ROOT / "outputs" / "notebooks" / "default"  # never outputs/smoke: the committed outputs are a full run
 INJECTED = "injected-parameters"  # papermill's tag (and, here, the cell's fixed id)
