@@ -291,6 +291,7 @@ def test_committed_notebook_shows_its_figures_unrun(browser, lab):
     assert page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 0
     prompts = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
     assert all(re.match(r"\[\d+\]", p.strip()) for p in prompts), f"unexecuted cells in the committed copy: {prompts}"
+    page.locator(".jp-Notebook .jp-OutputArea-output img").first.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / f"browser_committed_{Path(COMMITTED).stem}.png"))
     ctx.close()
 
