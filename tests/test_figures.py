@@ -1,9 +1,13 @@
 """Figure options that carry information: the truth-holder labels of curves over N come from the rosters."""
 
+from pathlib import Path
+
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import figures as F
+from acemad_utils.report import save
 
 
 def test_truth_holders_follow_the_roster():
@@ -33,3 +37,20 @@ def test_lines_label_points_with_truth_holders_and_mark_hues_without():
     assert any("k truth-holders among its N agents" in t.get_text() for t in fig.texts)
     plain = F.lines_by_benchmark(pd.DataFrame(rows), x="n", hue="family", title="t")
     assert not plain.axes[0].texts
+
+
+def test_the_package_forces_no_matplotlib_backend():
+    """Figures show inline in Jupyter only if nothing forces a backend (scripts get Agg by themselves)."""
+    root = Path(F.__file__).resolve().parents[1]
+    forcing = [p.relative_to(root) for p in root.rglob("*.py") if "matplotlib.use(" in p.read_text(encoding="utf-8")]
+    assert not forcing, f"matplotlib.use( in {forcing}"
+
+
+def test_save_figure_returns_the_figure_closed_in_pyplot(tmp_path, monkeypatch):
+    """A cell ending with save_figure(...) shows the figure once (its value), never a path."""
+    monkeypatch.setattr(save, "outputs", lambda *parts: tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    assert save.save_figure(fig, "f") is fig
+    assert not plt.fignum_exists(fig.number)  # the inline backend would otherwise show it a second time
+    assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0

@@ -1,12 +1,13 @@
-"""Notebooks are committed without outputs and each has a papermill `parameters` cell of plain values.
+"""The committed notebooks: a papermill `parameters` cell of plain values, a caption after every figure, and
+either no outputs at all or the full default profile's executed outputs, clean (acemad_utils.reproduce.nbtools).
 
-The one exception: a cell whose first line is `# NBVAL_CHECK_OUTPUT` stores exactly its `SUMMARY:` lines (one
-stdout stream, nothing else), the numbers nbval compares; `python -m acemad_utils.reproduce.nbtools refresh`
-stores that.
+The outputs are written by `make notebooks` and compared by `make nbval` (strict). While a branch carries the
+notebooks stripped (`nbtools strip`), the output checks skip, saying so.
 """
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -15,17 +16,7 @@ import pytest
 from acemad_utils.reproduce import nbtools
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-
-
-def not_summary(cell: dict) -> list:
-    """What a checked cell stores besides SUMMARY: lines on stdout (empty when it follows the rule)."""
-    bad = []
-    for o in cell.get("outputs", []):
-        if o.get("output_type") != "stream" or o.get("name") != "stdout":
-            bad.append(f"a {o.get('output_type')} output" + (f" on {o['name']}" if o.get("name") else ""))
-            continue
-        bad += [repr(line) for line in "".join(o.get("text", "")).splitlines() if not line.startswith("SUMMARY:")]
-    return bad
+FIGURE = re.compile(r"\bsave_figure\(")
 
 
 def test_there_are_notebooks():
@@ -33,24 +24,9 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_is_stripped_and_parameterized(path):
+def test_notebook_is_parameterized(path):
     nb = json.loads(path.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    # Only cells marked NBVAL_CHECK_OUTPUT may keep an output: their deterministic smoke-mode summary,
-    # which nbval compares (refresh with `python -m acemad_utils.reproduce.nbtools refresh`).
-    checked = ["".join(c["source"]).lstrip().startswith("# NBVAL_CHECK_OUTPUT") for c in code]
-    dirty = [i for i, c in enumerate(code) if not checked[i] and (c.get("outputs") or c.get("execution_count"))]
-    assert not dirty, (
-        f"{path.name}: code cells {dirty} hold outputs; run `python -m acemad_utils.reproduce.nbtools strip`"
-    )
-    assert any(checked), f"{path.name}: no NBVAL_CHECK_OUTPUT cell, so nbval checks no number"
-    for i, c in enumerate(code):
-        if checked[i]:
-            assert c.get("outputs"), f"{path.name}: checked cell {i} has no stored output; run nbtools refresh"
-            assert not not_summary(c), (
-                f"{path.name}: checked cell {i} stores more than its SUMMARY: lines: "
-                f"{not_summary(c)}; run `python -m acemad_utils.reproduce.nbtools refresh`"
-            )
     params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, f"{path.name}: needs exactly one cell tagged 'parameters'"
     tree = ast.parse("".join(params[0]["source"]))
@@ -61,32 +37,78 @@ def test_notebook_is_stripped_and_parameterized(path):
         ast.literal_eval(node.value)
 
 
-def _checked_cell(*outputs) -> dict:
-    return nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint('SUMMARY: ok')", outputs=list(outputs))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_figure_is_the_cells_value_and_has_a_caption(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "code" or not FIGURE.search(c.source):
+            continue
+        last = c.source.rstrip().splitlines()[-1]
+        assert last.startswith("save_figure("), f"{path.name} cell {i}: end the cell with save_figure(...) to show it"
+        nxt = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
+        assert nxt is not None and nxt.cell_type == "markdown" and nxt.source.startswith("**Figure"), (
+            f"{path.name} cell {i}: a caption cell (**Figure ...**: what it shows, what to look for) must follow"
+        )
 
 
-def test_a_checked_cell_keeping_any_other_line_is_caught():
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_outputs_are_complete_and_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    if not nbtools.has_outputs(nb):
+        pytest.skip(f"{path.name} is committed without outputs: `make notebooks` writes them (full default run)")
+    assert not nbtools.problems(nb), f"{path.name}: {nbtools.problems(nb)[:5]}; rerun `make notebooks`"
+    assert not [k for k in nbtools.VOLATILE_NB_META if k in nb.metadata], f"{path.name}: volatile metadata kept"
+    for c in nb.cells:
+        assert not [k for k in nbtools.VOLATILE_CELL_META if k in c.metadata], f"{path.name}: cell timings kept"
+    figures = [c for c in nbtools.code_cells(nb) if FIGURE.search(c.source)]
+    shown = [c for c in figures if any("image/png" in (o.get("data") or {}) for o in c.outputs)]
+    assert len(shown) == len(figures), f"{path.name}: {len(figures) - len(shown)} figure cell(s) show no image"
+    for c in nbtools.code_cells(nb):
+        for o in c.outputs:
+            data = o.get("data") or {}
+            if "text/html" in data and "<table" in "".join(data["text/html"]):  # a table: its HTML, plus one line
+                assert len("".join(data.get("text/plain", "")).splitlines()) <= 1, f"{path.name}: a table twice"
+
+
+def _executed(*outputs, source="x = 1", tags=()) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(source, outputs=list(outputs), execution_count=1)
+    cell.metadata.update({"tags": list(tags), "papermill": {"duration": 1.5}, "execution": {"x": "2026"}})
+    nb.cells = [cell]
+    nb.metadata["papermill"] = {"input_path": "/somewhere/nb.ipynb", "duration": 3.0}
+    return nb
+
+
+def test_problems_names_what_must_not_be_committed():
     out = nbformat.v4.new_output
-    summary = out("stream", name="stdout", text="SUMMARY: 33.3%\n")
-    assert not_summary(_checked_cell(summary)) == []
-    chatty = out("stream", name="stdout", text="SUMMARY: 33.3%\nloaded 360 items\n")
-    assert not_summary(_checked_cell(chatty)) == ["'loaded 360 items'"]
-    assert not_summary(_checked_cell(summary, out("stream", name="stderr", text="SUMMARY: warn\n")))
-    assert not_summary(_checked_cell(summary, out("execute_result", data={"text/plain": "SUMMARY: 1"})))
+    assert nbtools.problems(_executed(out("stream", name="stdout", text="SUMMARY: 1\n"))) == []
+    assert nbtools.problems(_executed(out("stream", name="stderr", text="50%|##  |\n")))
+    assert nbtools.problems(_executed(out("error", ename="ValueError", evalue="x", traceback=[])))
+    shown = out("execute_result", data={"text/plain": "PosixPath('outputs/figures/f.png')"}, execution_count=1)
+    assert nbtools.problems(_executed(shown))
+    here = out("stream", name="stdout", text=f"wrote {nbtools.ROOT}/outputs/x.html\n")
+    assert nbtools.problems(_executed(here))
+    unrun = _executed()
+    unrun.cells[0].execution_count = None
+    assert nbtools.problems(unrun) == ["code cell 0 was not executed"]
 
 
-def test_nbtools_stores_only_the_summary_lines_of_a_checked_cell():
-    ran = [
-        nbformat.v4.new_output("stream", name="stdout", text="loading...\nSUMMARY: a 1%\n"),
-        nbformat.v4.new_output("stream", name="stderr", text="SUMMARY: not stdout\n"),
-        nbformat.v4.new_output("stream", name="stdout", text="100%|#####|\nSUMMARY: b 2%"),
-        nbformat.v4.new_output("execute_result", data={"text/plain": "'SUMMARY: displayed'"}, execution_count=3),
-    ]
-    cell = _checked_cell()
-    nbtools.clean_cell(cell, nbtools.stored_outputs(cell, ran))
-    stored = [{"output_type": "stream", "name": "stdout", "text": "SUMMARY: a 1%\nSUMMARY: b 2%"}]
-    assert [dict(o) for o in cell.outputs] == stored
-    assert cell.execution_count == 1 and not not_summary(cell)
-    other = nbformat.v4.new_code_cell("print('SUMMARY: not checked')", outputs=ran)
-    nbtools.clean_cell(other, nbtools.stored_outputs(other))
-    assert other.outputs == [] and other.execution_count is None
+def test_store_keeps_outputs_and_drops_what_changes_between_runs(tmp_path):
+    src, ran_dir = tmp_path / "01_x.ipynb", tmp_path / "ran"
+    ran_dir.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), src)
+    ran = _executed(nbformat.v4.new_output("stream", name="stdout", text="SUMMARY: 1\n"))
+    injected = nbformat.v4.new_code_cell('PROFILE = "default"\n', execution_count=1)
+    injected.metadata["tags"] = [nbtools.INJECTED]
+    ran.cells.insert(0, injected)
+    nbformat.write(ran, ran_dir / src.name)
+    assert nbtools.store(src, ran_dir) == []
+    kept = nbformat.read(src, as_version=4)
+    assert "papermill" not in kept.metadata
+    assert kept.cells[0].id == nbtools.INJECTED  # a fixed id: papermill draws a new one every run
+    assert [o["text"] for o in kept.cells[1].outputs] == ["SUMMARY: 1\n"]
+    assert not {"papermill", "execution"} & set(kept.cells[1].metadata)
+    # A run of an older source, or one that printed to stderr, is refused and nothing is written.
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 2")]), src)
+    assert "older version" in nbtools.store(src, ran_dir)[0]
+    assert nbformat.read(src, as_version=4).cells[0].source == "x = 2"

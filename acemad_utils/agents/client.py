@@ -93,6 +93,21 @@ def endpoint_kind(base_url: Optional[str]) -> str:
     return "openai-compatible"
 
 
+def _api_key(api_key: Optional[str], kind: str) -> str:
+    """The key to send: the argument or OPENAI_API_KEY (remembered for redaction); a placeholder for a local
+    server, which ignores it (the SDK wants one); MissingAPIKey for OpenAI itself."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if key:
+        remember_secret(key)
+        return key
+    if kind == "openai":
+        raise MissingAPIKey(
+            "no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via "
+            "OPENAI_BASE_URL / the 'local' profile, which needs no key)"
+        )
+    return LOCAL_DUMMY_KEY
+
+
 class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
 
@@ -144,16 +159,7 @@ class LLMClient:
         self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
         self.kind = kind or endpoint_kind(base_url)
         self.free = is_own_server(base_url) if free is None else free
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if self.kind == "openai":
-                raise MissingAPIKey(
-                    "no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via "
-                    "OPENAI_BASE_URL / the 'local' profile, which needs no key)"
-                )
-            key = LOCAL_DUMMY_KEY  # local servers ignore the key but the SDK wants one
-        else:
-            remember_secret(key)
+        key = _api_key(api_key, self.kind)
         if structured != "auto" and structured not in MODES:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
         self._auto = structured == "auto"
@@ -171,9 +177,9 @@ class LLMClient:
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
         self.budget = budget if budget is not None else B.current(self.cache)
-        if self.budget is not None and self.budget.max_usd is not None and not self.free:
-            if price_of(self.model, self.prices) is None:  # refused before any call, even the preflight's GET
-                raise B.UnpricedModel(self.model)
+        capped = self.budget is not None and self.budget.max_usd is not None
+        if capped and not self.free and price_of(self.model, self.prices) is None:
+            raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's GET
         self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()  # guards self.mode and the progress counters
         self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (llm_usage.py)

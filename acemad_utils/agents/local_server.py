@@ -151,6 +151,28 @@ def server_command(
     return cmd + list(extra_args)
 
 
+def _wait_ready(proc: subprocess.Popen, base: str, log_name: str, ready_timeout: float) -> None:
+    """Poll GET /models until the server answers 200; LocalServerError (with the log's tail) if it exits first
+    or is not ready in time."""
+    deadline = time.monotonic() + ready_timeout
+    while True:
+        if proc.poll() is not None:
+            raise LocalServerError(
+                f"llama.cpp server exited with code {proc.returncode}; log {log_name}:\n{_tail(log_name)}"
+            )
+        try:
+            with urllib.request.urlopen(base + "/models", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise LocalServerError(
+                f"llama.cpp server not ready after {ready_timeout}s; log {log_name}:\n{_tail(log_name)}"
+            )
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def serve(
     gguf: Optional[str] = None,
@@ -189,23 +211,7 @@ def serve(
     base = f"http://127.0.0.1:{port}/v1"
     failed = True
     try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                raise LocalServerError(
-                    f"llama.cpp server exited with code {proc.returncode}; log {log.name}:\n{_tail(log.name)}"
-                )
-            try:
-                with urllib.request.urlopen(base + "/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise LocalServerError(
-                    f"llama.cpp server not ready after {ready_timeout}s; log {log.name}:\n{_tail(log.name)}"
-                )
-            time.sleep(0.2)
+        _wait_ready(proc, base, log.name, ready_timeout)
         failed = False
         _OWN_SERVERS.add(base)
         yield base

@@ -256,13 +256,9 @@ def estimate(
             if not got:
                 continue
             _, _, per = got[0]
-            full, sub, why = item_counts(b, P)
-            n = full if st.on == "input" else sub
+            n, paid, why = _item_counts(st, b, P, outside=outside)
             if st.on == "subset":
                 subset_src.add(why)
-            if st.cap is not None:
-                n = min(n, st.cap)
-            paid = n * (1 - sub / full) if outside and full else n
             if log is not None:
                 spans.append((start, len(log), paid / len(items[b]), st.notebook))
             _count(rows, st, P, per, n=n, paid=paid)
@@ -274,6 +270,16 @@ def estimate(
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
     return est
+
+
+def _item_counts(st: registry.Run, b: str, P: dict, *, outside: bool) -> tuple[float, float, str]:
+    """(items the run asks, items it pays for, where the subset size came from) for one benchmark: the subset or
+    input size under the run's cap; a full-set run outside the subsets pays only for the items it adds."""
+    full, sub, why = item_counts(b, P)
+    n = full if st.on == "input" else sub
+    if st.cap is not None:
+        n = min(n, st.cap)
+    return n, (n * (1 - sub / full) if outside and full else n), why
 
 
 def _price_row(r: Row, terms: Optional[dict]) -> None:

@@ -6,7 +6,7 @@
     shared_paper_dir()      # the copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
     safe_segment(name, "profile name")   # name, or UnsafeName: one path segment, nothing outside outputs/
 
-Smoke runs (nbval in CI) write under outputs/smoke/ so they never overwrite a real reproduction.
+Smoke runs (CI, the browser test) write under outputs/smoke/ so they never overwrite a real reproduction.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (se
 def smoke() -> bool:
     """True when ACEMAD_SMOKE is set to anything but '' or '0': notebooks shrink to seconds."""
     return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
+
+
+def progress_bars() -> bool:
+    """False when ACEMAD_PROGRESS is '0': papermill runs (make reproduce, make notebooks) and nbval set it, so an
+    executed notebook stores no progress output (a widget there is dead, tqdm's text fallback is stderr noise);
+    in JupyterLab the bars render as widgets (tqdm.auto with ipywidgets)."""
+    return os.environ.get("ACEMAD_PROGRESS", "") != "0"
 
 
 def shared_paper_dir() -> Path:

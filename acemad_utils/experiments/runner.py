@@ -50,6 +50,7 @@ from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
+from acemad_utils.data.paths import progress_bars
 from acemad_utils.data.transcripts import TRANSCRIPTS, run_dir
 from acemad_utils.experiments.run_files import (
     Appender,
@@ -349,7 +350,13 @@ def _end_complete(run: _Run) -> None:
 def _run(name, questions, configs, population, **kw) -> _Run:
     """Everything run_experiment does; returns the finished run's state (kw: run_experiment's keywords)."""
     run = _open_run(name, questions, configs, population, **kw)
-    run.bar = tqdm(total=len(run.todo), desc=name, disable=not run.progress or not run.todo, unit="q", smoothing=0.05)
+    run.bar = tqdm(
+        total=len(run.todo),
+        desc=name,
+        disable=not (run.progress and run.todo and progress_bars()),
+        unit="q",
+        smoothing=0.05,
+    )
     with run.stop.installed():
         run.out = Appender(run.dir / TRANSCRIPTS) if run.todo else None
         try:

@@ -17,9 +17,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: papermill / CI have no display
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -9,9 +9,6 @@ Every figure's title says where its numbers come from (the synthetic population 
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless (papermill, CI)
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -2,16 +2,18 @@
 
     from acemad_utils.report.save import save_table, save_figure
     save_table(df, "theory_phase", synthetic=True)      # outputs/tables/theory_phase.{csv,md}
-    save_figure(fig, "theory_a_martingale")             # outputs/figures/theory_a_martingale.{png,pdf}
+    save_figure(fig, "theory_a_martingale")             # outputs/figures/theory_a_martingale.{png,pdf}; returns fig
 
 Outputs are byte-stable for identical inputs: floats are written with fixed precision and the PDF/PNG
-metadata carry no timestamp.
+metadata carry no timestamp. A notebook cell that ends with `save_figure(...)` shows its figure once (the
+returned Figure is the cell's value), whatever the matplotlib backend.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
@@ -49,7 +51,10 @@ def save_table(
     return d / f"{name}.csv"
 
 
-def save_figure(fig, name: str) -> Path:
+def save_figure(fig: plt.Figure, name: str) -> plt.Figure:
+    """Write outputs/figures/<name>.png and .pdf, then return the figure, so that a cell ending with this call
+    shows it inline as its value. It is closed in pyplot first: the inline backend would otherwise show it a
+    second time at the end of the cell, and a script drawing many figures would keep them all in memory."""
     d = outputs("figures")
     fig.savefig(d / f"{name}.png", dpi=130, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(
@@ -57,4 +62,5 @@ def save_figure(fig, name: str) -> Path:
         bbox_inches="tight",
         metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
     )
-    return d / f"{name}.png"
+    plt.close(fig)
+    return fig

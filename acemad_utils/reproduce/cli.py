@@ -36,7 +36,12 @@ from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estima
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.experiments.profiles import hint, load_profile, notebooks, params_for, run_env
 from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
-from acemad_utils.reproduce.nbtools import KERNEL_ARGS
+
+# The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
+# sockets are unencrypted, and jupyter_client interrupts (SIGINT) a kernel before shutting it down, which a
+# kernel still busy logs as "ERROR | KeyboardInterrupt caught in kernel." (seen on a loaded machine). A cell's
+# error is not a log line: papermill raises it, so failures still show.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
 
 #: Exceptions after which every later notebook would stop the same way: the run ends with one line.
 STOPPERS = {
@@ -67,6 +72,9 @@ def run(
     env = run_env(prof)
     # MAX_USD counts what the whole run paid since now, across the notebooks' kernels (budget.Budget.from_env).
     env["ACEMAD_BUDGET_SINCE"] = repr(time.time())
+    # No progress bars in the kernels (data.paths.progress_bars): the executed notebook would store them as stderr
+    # text or dead widgets; the terminal has this driver's one line per notebook.
+    env["ACEMAD_PROGRESS"] = "0"
     est = _print_estimate(prof, profile, overrides, selected, env=env)
     unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
     if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them: start nothing
@@ -139,7 +147,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                 progress_bar=False,
                 log_output=False,
                 extra_arguments=KERNEL_ARGS,
-            )  # no kernel log lines (nbtools)
+            )  # no kernel log lines (KERNEL_ARGS)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
             print(
                 f"{tag} {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "

@@ -1,111 +1,128 @@
-"""Keep committed notebooks clean: no outputs, except the smoke-mode output of checked cells.
+"""The committed notebooks carry the default profile's executed outputs; this module writes and checks them.
 
-    python -m acemad_utils.reproduce.nbtools strip      # remove every output except those of NBVAL_CHECK_OUTPUT cells
-    python -m acemad_utils.reproduce.nbtools refresh    # re-run every notebook in smoke mode and store only the
-                                              # SUMMARY: lines of its NBVAL_CHECK_OUTPUT cells (nbval compares them)
+    python -m acemad_utils.reproduce.nbtools store   # outputs/notebooks/default/*.ipynb (a full default run, what
+                                                     # `make notebooks` just executed) -> notebooks/*.ipynb
+    python -m acemad_utils.reproduce.nbtools strip   # drop every output (e.g. before reviewing a source diff)
 
-Why: the notebooks are the paper's artefacts and are committed without outputs, but nbval should still
-check the cells that print stable numbers. A cell whose first line is `# NBVAL_CHECK_OUTPUT` prints a
-deterministic smoke-mode summary (seeded synthetic population). The rule: the stored output of a checked
-cell is exactly its stdout lines that start with `SUMMARY:` (one stream; any other line, stderr, or a
-displayed value is dropped), and every other cell stores nothing. `pytest --nbval-lax` fails when a change
-moves a summary; tests/test_notebooks_clean.py enforces the rule.
+Why: a reader browsing the repository should see every table, figure, debate view and "What we see" paragraph
+without running anything, and nbval (strict, `make nbval`) re-executes the committed notebooks and compares
+every output with the stored one. `store` keeps what a reader needs and nothing that changes from run to run:
+cell timings, papermill's run metadata (paths, durations, the environment), execution timestamps and widget
+state go; papermill's injected-parameters cell stays (the values the outputs were computed with) under a fixed
+id. It refuses a notebook whose run failed, printed to stderr, left a cell unexecuted, shows a PosixPath or
+this machine's repository path, or whose cells no longer match the source notebook (rerun `make notebooks`).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
-import papermill as pm
 
 from acemad_utils.data.paths import ROOT
 
-CHECK = "# NBVAL_CHECK_OUTPUT"
-
-# The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
-# sockets are unencrypted, and jupyter_client interrupts (SIGINT) a kernel before shutting it down, which a
-# kernel still busy logs as "ERROR | KeyboardInterrupt caught in kernel." (seen on a loaded machine). A cell's
-# error is not a log line: papermill raises it, so failures still show.
-KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
-SUMMARY = "SUMMARY:"
+NOTEBOOKS = ROOT / "notebooks"
+EXECUTED = ROOT / "outputs" / "notebooks" / "default"  # never outputs/smoke: the committed outputs are a full run
+INJECTED = "injected-parameters"  # papermill's tag (and, here, the cell's fixed id)
+VOLATILE_CELL_META = ("papermill", "execution", "collapsed", "scrolled")
+VOLATILE_NB_META = ("papermill", "widgets")
 
 
-def is_checked(cell) -> bool:
-    return cell.cell_type == "code" and cell.source.lstrip().startswith(CHECK)
+def code_cells(nb) -> list:
+    return [c for c in nb.cells if c.cell_type == "code"]
 
 
-def summary_lines(outputs) -> list[str]:
-    """The stdout lines of `outputs` that start with SUMMARY: (each with its newline, if it had one)."""
-    return [
-        line
-        for o in outputs
-        if o.get("output_type") == "stream" and o.get("name") == "stdout"
-        for line in "".join(o.get("text", "")).splitlines(keepends=True)
-        if line.startswith(SUMMARY)
-    ]
+def problems(nb) -> list[str]:
+    """Why these outputs must not be committed (empty when they may): errors, stderr, unexecuted code cells,
+    a PosixPath or an absolute path of this checkout shown, widgets (dead without their kernel)."""
+    bad = []
+    for i, c in enumerate(code_cells(nb)):
+        if not c.get("execution_count"):
+            bad.append(f"code cell {i} was not executed")
+        for o in c.get("outputs", []):
+            kind = o.get("output_type")
+            if kind == "error":
+                bad.append(f"code cell {i}: error {o.get('ename')}: {o.get('evalue')}")
+            elif kind == "stream" and o.get("name") == "stderr":
+                bad.append(f"code cell {i}: stderr {''.join(o.get('text', ''))[:120]!r}")
+            text = "".join(o.get("text", "")) + "".join(
+                v if isinstance(v, str) else "".join(v)
+                for k, v in (o.get("data") or {}).items()
+                if k.startswith("text/")
+            )
+            if "PosixPath(" in text:
+                bad.append(f"code cell {i} shows a PosixPath")
+            if str(ROOT) in text:
+                bad.append(f"code cell {i} shows this machine's path {ROOT}")
+            if "application/vnd.jupyter.widget-view+json" in (o.get("data") or {}):
+                bad.append(f"code cell {i} stores a widget (progress bars must be off: ACEMAD_PROGRESS=0)")
+    return bad
 
 
-def stored_outputs(cell, outputs=None) -> list:
-    """What a committed cell keeps of `outputs` (default: its own): a checked cell its SUMMARY: lines as one
-    stdout stream, any other cell nothing."""
-    lines = summary_lines(cell.outputs if outputs is None else outputs) if is_checked(cell) else []
-    return [nbformat.v4.new_output("stream", name="stdout", text="".join(lines))] if lines else []
+def lean(nb) -> None:
+    """Drop what changes from run to run (timings, papermill's record of paths and environment, widget state)."""
+    for key in VOLATILE_NB_META:
+        nb.metadata.pop(key, None)
+    for c in nb.cells:
+        for key in VOLATILE_CELL_META:
+            c.metadata.pop(key, None)
+        if INJECTED in c.metadata.get("tags", []):
+            c["id"] = INJECTED  # papermill draws a random id on every run
 
 
-def clean_cell(cell, outputs=()) -> None:
-    cell.outputs = list(outputs)
-    cell.execution_count = 1 if cell.outputs else None  # nbval ignores reference outputs of "unrun" cells
-    cell.metadata.pop("execution", None)
-    cell.metadata.pop("papermill", None)
+def sources(nb) -> list[tuple[str, str]]:
+    """The notebook's cells as (type, source), papermill's injected cell left out."""
+    return [(c.cell_type, c.source) for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
+
+
+def store(path: Path, executed_dir: Path = EXECUTED) -> list[str]:
+    """Write the executed copy of `path` (from `executed_dir`) over it, lean; returns the problems that stopped it."""
+    ran_path = executed_dir / path.name
+    if not ran_path.exists():
+        return [f"no executed copy {ran_path}: run `make notebooks` (the full default profile)"]
+    ran = nbformat.read(ran_path, as_version=4)
+    if sources(ran) != sources(nbformat.read(path, as_version=4)):
+        return [f"{ran_path} was run from an older version of {path.name}: run `make notebooks` again"]
+    bad = problems(ran)
+    if bad:
+        return bad
+    lean(ran)
+    nbformat.write(ran, path)
+    return []
 
 
 def strip(path: Path) -> None:
+    """Every output and execution count removed (papermill's injected cell, if any, removed too)."""
     nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            clean_cell(cell, stored_outputs(cell))
-    nb.metadata.pop("papermill", None)
+    nb.cells = [c for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
+    for c in code_cells(nb):
+        c.outputs, c.execution_count = [], None
+    lean(nb)
     nbformat.write(nb, path)
 
 
-def refresh(path: Path) -> None:
-    """Execute in smoke mode (papermill, temp copy) and keep only the checked cells' SUMMARY: lines."""
-
-    os.environ["ACEMAD_SMOKE"] = "1"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / path.name
-        pm.execute_notebook(
-            str(path),
-            str(out),
-            cwd=str(path.parent),
-            kernel_name="python3",
-            progress_bar=False,
-            extra_arguments=KERNEL_ARGS,
-        )
-        ran = nbformat.read(out, as_version=4)
-    nb = nbformat.read(path, as_version=4)
-    by_source = {c.source: c.outputs for c in ran.cells if is_checked(c)}
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            clean_cell(cell, stored_outputs(cell, by_source.get(cell.source, [])))
-    nbformat.write(nb, path)
+def has_outputs(nb) -> bool:
+    return any(c.get("outputs") or c.get("execution_count") for c in code_cells(nb))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("action", choices=("strip", "refresh"))
+    ap.add_argument("action", choices=("store", "strip"))
     ap.add_argument("notebooks", nargs="*", type=Path)
     args = ap.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    failed = 0
     for p in paths:
-        (strip if args.action == "strip" else refresh)(p)
-        print(f"{args.action}: {p.name}")
-    return 0
+        if args.action == "strip":
+            strip(p)
+            print(f"strip: {p.name}")
+            continue
+        bad = store(p)
+        failed += bool(bad)
+        print(f"store: {p.name}" + ("" if not bad else " NOT STORED:\n    " + "\n    ".join(bad[:10])))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
