@@ -206,7 +206,7 @@ def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_roo
     assert len(records) == 6 * 4
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "http://" not in page and "https://" not in page
-    assert V.SYNTHETIC in page
+    assert V.SYNTHETIC_LABEL in page
     assert [row[4] for row in data["rows"]] == [V.is_correct(v) for v in views]
     assert [row[0] for row in data["rows"]] == [v["qid"] for v in views]
     # what the page unpacks is exactly the views the notebook draws (a q equal to p travels as "p")
