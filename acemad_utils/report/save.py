@@ -30,13 +30,14 @@ def save_table(
     display: pd.DataFrame | None = None,
     companions: dict | None = None,
     title: str | None = None,
+    folder: str = "tables",
 ) -> Path:
-    """Write outputs/tables/<name>.csv (the long, machine-readable table) and <name>.md.
+    """Write outputs/<folder>/<name>.csv (the long, machine-readable table) and <name>.md (folder "" = outputs/).
 
     The Markdown says where the numbers come from, shows `display` (a reader-friendly view, default `df`)
     and then each companion table under its title (e.g. the paper's printed numbers); `title` heads the Markdown.
     """
-    d = outputs("tables")
+    d = outputs(folder) if folder else outputs()  # the claims ledger: outputs/claims.md, beside tables/
     df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
     parts = [
