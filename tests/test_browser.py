@@ -135,7 +135,10 @@ def lab(tmp_path_factory):
             time.sleep(0.3)
         yield {
             # One JupyterLab workspace per notebook: the default one would reopen the notebooks opened before.
-            "url": lambda name: f"{base}/lab/workspaces/{Path(name).stem}/tree/{name}?token={token}",
+            # one workspace per path: the committed 05 must not reopen beside the 05 an earlier test ran
+            "url": lambda name: (
+                f"{base}/lab/workspaces/{re.sub(r'[^A-Za-z0-9_]', '-', name)}/tree/{name}?token={token}"
+            ),
             "base": base,
             "root": root,
             "log": tmp / "lab.log",
@@ -169,7 +172,7 @@ def _open(page, lab, name: str) -> None:
     ):
         assert time.monotonic() < deadline, f"the notebook's kernel never connected: {_kernels(lab)}"
         time.sleep(0.25)
-    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"] >> visible=true', timeout=60_000)
 
 
 def _run_all(page, lab, name: str) -> None:
