@@ -88,7 +88,9 @@ def load_run(name: str) -> tuple[dict, list[dict]]:
     return meta, list(latest.values())
 
 
-def profile_runs(profile: str) -> dict[str, tuple[dict, list[dict]]]:
-    """Every run of a profile that has a meta.json, {experiment name: (meta, records)} (the claims ledger's input)."""
+def profile_runs(profile: str, *, exclude: tuple[str, ...] = ()) -> dict[str, tuple[dict, list[dict]]]:
+    """Every run of a profile that has a meta.json, {experiment name: (meta, records)} (the claims ledger's input);
+    runs whose name starts with one of `exclude` are not read at all."""
     base = outputs("runs", profile)
-    return {d.name: load_run(f"{profile}/{d.name}") for d in sorted(base.iterdir()) if (d / "meta.json").is_file()}
+    names = [d.name for d in sorted(base.iterdir()) if (d / "meta.json").is_file() and not d.name.startswith(exclude)]
+    return {name: load_run(f"{profile}/{name}") for name in names}
