@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -275,3 +277,24 @@ def test_run_page_rejects_names_outside_outputs(tmp_root):
             V.page_path(bad)
     with pytest.raises(FileNotFoundError, match="no run named"):
         V.write_run_page("absent")
+
+
+def test_run_page_is_rebuilt_only_when_its_run_or_the_viewer_changed(tmp_root, monkeypatch):
+    cfgs = [DebateConfig(method="acemad")]
+    runner.run_experiment("t/stamp", ITEMS[:4], cfgs, SimPopulation(seed=2), workers=1)
+    path = V.write_run_page("t/stamp")
+    first = path.read_bytes()
+    builds = []
+    real = viewer_page.view
+    monkeypatch.setattr(viewer_page, "view", lambda r, m=None: builds.append(1) or real(r, m))
+    assert V.write_run_page("t/stamp", loaded=transcripts.load_run("t/stamp")) == path
+    assert builds == [] and path.read_bytes() == first  # same run, same code: the page is not redrawn
+    shutil.rmtree(transcripts.run_dir("t/stamp"))  # the run redone with two more questions
+    runner.run_experiment("t/stamp", ITEMS[:6], cfgs, SimPopulation(seed=2), workers=1)
+    V.write_run_page("t/stamp")
+    assert len(builds) == 6 and path.read_bytes() != first
+    assert f'content="{viewer_page.page_stamp("t/stamp")}"' in path.read_text(encoding="utf-8")
+    builds.clear()
+    monkeypatch.setattr(viewer_page, "_CODE", [*viewer_page._CODE, Path(runner.__file__)])  # "the code changed"
+    V.write_run_page("t/stamp")
+    assert len(builds) == 6

@@ -32,7 +32,7 @@ from typing import Optional
 
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
-from acemad_utils.data.transcripts import COMPRESSED, record_lines
+from acemad_utils.data.transcripts import COMPRESSED, gc_paused, record_lines
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
@@ -88,7 +88,7 @@ def cut_torn_tail(path: Path) -> None:
 
 
 def is_record(rec: dict) -> bool:
-    return all(k in rec for k in ("question_id", "config_hash", "repeat", "status"))
+    return "question_id" in rec and "config_hash" in rec and "repeat" in rec and "status" in rec
 
 
 def record_key(rec: dict) -> tuple:
@@ -128,11 +128,12 @@ class Appender:
 def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
     """The ok records already saved for a run (compressed file, then appended lines; the latest line of a key
     wins): {record_key: (record, its line)}."""
-    return {
-        record_key(rec): (rec, line.decode("utf-8"))
-        for rec, line in record_lines(path)
-        if is_record(rec) and rec.get("status") == "ok"
-    }
+    with gc_paused():
+        return {
+            record_key(rec): (rec, line.decode("utf-8"))
+            for rec, line in record_lines(path)
+            if is_record(rec) and rec.get("status") == "ok"
+        }
 
 
 def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -51,7 +53,7 @@ from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import progress_bars
-from acemad_utils.data.transcripts import TRANSCRIPTS, run_dir
+from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir
 from acemad_utils.experiments.run_files import (
     Appender,
     check_resumable,
@@ -171,7 +173,7 @@ class _Run:
     totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
     bar: Any = None
     out: Optional[Appender] = None
-    fresh: set = field(default_factory=set)  # keys of the records saved by this session (not read from the file)
+    fresh: set = field(default_factory=set)  # keys of records saved by this process as objects (not read back)
 
     @property
     def stopped(self) -> bool:
@@ -214,17 +216,22 @@ def _answer(run: _Run, job) -> Optional[dict]:
 
 
 def _save(run: _Run, rec: Optional[dict]) -> None:
-    """Append a record, whole (a second Ctrl-C waits for it), and count it on the progress bar."""
-    if rec is None:
-        return
-    line = to_line(rec)
+    """Append a record made in this process, whole (a second Ctrl-C waits for it); see _save_line."""
+    if rec is not None:
+        _save_line(run, rec, to_line(rec), parsed=False)
+
+
+def _save_line(run: _Run, rec: dict, line: str, *, parsed: bool) -> None:
+    """Append a record's line and count it on the progress bar. `parsed`: `rec` was read back from `line`
+    (a worker process's record), so it already is what load_run will return."""
     with run.lock:
         run.stop.saving = True
         try:
             assert run.out is not None  # opened by the pass that runs this question
             run.out.write(line)
             run.done[record_key(rec)] = (rec, line)
-            run.fresh.add(record_key(rec))
+            if not parsed:
+                run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
         usage = rec.get("usage", {})
@@ -268,6 +275,68 @@ def _run_in_order(run: _Run) -> None:
         _save(run, _answer(run, job))
 
 
+# ----------------------------------------------------------------------------- pure populations: worker processes
+#: Questions per task sent to a worker process: large enough that a task's overhead (a pickled list of lines)
+#: is small beside its work, small enough that a Ctrl-C waits only for a few milliseconds of work.
+CHUNK = 64
+PROCESSES_ENV = "ACEMAD_PROCESSES"  # worker processes of a pure run; 0 or 1: answer in this process
+_FORKED: Optional[_Run] = None  # the run a forked worker answers for (set in the parent just before it forks)
+
+
+def processes_for(run: _Run) -> int:
+    """How many worker processes answer the questions of this run: 1 (this process) unless the population is
+    pure (synthetic: CPU-bound, no I/O) and there is more than a few tasks' work; then ACEMAD_PROCESSES, else
+    the CPUs this process may use. Forking needs the "fork" start method (Linux; macOS's default is spawn)."""
+    if not getattr(run.population, "pure", False) or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    env = os.environ.get(PROCESSES_ENV, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"{PROCESSES_ENV}={env!r}: need a whole number of processes (0 or 1: none)") from None
+    else:
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(n, len(run.todo) // (2 * CHUNK)))
+
+
+def _ignore_sigint() -> None:
+    # A terminal's Ctrl-C reaches the whole process group: the parent alone decides how the run stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _answer_span(span: tuple[int, int]) -> list[Optional[str]]:
+    """In a worker: the lines of run.todo[start:stop] (None where a question did not run to an end)."""
+    run = _FORKED
+    assert run is not None  # inherited from the parent at fork time
+    return [None if rec is None else to_line(rec) for rec in (_answer(run, job) for job in run.todo[slice(*span)])]
+
+
+def _run_in_processes(run: _Run, n: int) -> None:
+    """Questions answered in n forked worker processes, the records saved here in question order (the same
+    file, line for line, as _run_in_order). Why processes: a synthetic run is pure Python and numpy, so threads
+    would share one core; the work of a question depends only on (question, config, repeat), so any process
+    may do it. Each line is parsed once here (it is what load_run returns). Ctrl-C: the parent stops after the
+    task it is saving, the workers are terminated, their unfinished questions are left for the resume."""
+    global _FORKED
+    spans = [(i, min(i + CHUNK, len(run.todo))) for i in range(0, len(run.todo), CHUNK)]
+    _FORKED = run
+    try:
+        pool = multiprocessing.get_context("fork").Pool(n, initializer=_ignore_sigint)
+    finally:
+        _FORKED = None  # the workers have their copy; the parent keeps no reference for later forks
+    try:
+        for lines in pool.imap(_answer_span, spans):
+            for line in lines:
+                if line is not None:
+                    _save_line(run, parse_line(line), line, parsed=True)
+            if run.stop.presses:
+                break
+    finally:
+        pool.terminate()
+        pool.join()
+
+
 def _run_passes(run: _Run) -> None:
     """Run every question left. CALLS_VIA batch: a pass runs every question until its first call that is not
     cached yet (queued, the question waits); the queue goes out as one batch, its replies land in the cache,
@@ -278,7 +347,12 @@ def _run_passes(run: _Run) -> None:
     while True:
         run.waiting.clear()
         try:
-            _run_in_threads(run) if concurrent else _run_in_order(run)
+            if concurrent:
+                _run_in_threads(run)
+            else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
+                with gc_paused():
+                    n = processes_for(run)
+                    _run_in_processes(run, n) if n > 1 else _run_in_order(run)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
         if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
@@ -407,8 +481,9 @@ def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[Deb
     meta = json.loads((run.dir / "meta.json").read_text())
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     records = []
-    for k in final:
-        if k[1] in hashes:
-            rec, line = run.done[k]
-            records.append(json.loads(line) if k in run.fresh else rec)
+    with gc_paused():
+        for k in final:
+            if k[1] in hashes:
+                rec, line = run.done[k]
+                records.append(parse_line(line) if k in run.fresh else rec)
     return meta, records

@@ -12,6 +12,7 @@ the parsing agents for the other debates).
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import numpy as np
@@ -38,17 +39,26 @@ def _method_params(record: dict, meta: Optional[dict]) -> dict:
     return ((meta or {}).get("methods") or {}).get(record.get("method"), {})
 
 
+@functools.lru_cache(maxsize=1024)
+def _who(persona, model, temperature) -> str:
+    return " · ".join(str(x) for x in (persona, model, f"T={temperature}") if x not in (None, ""))
+
+
+def _r4(xs) -> list:
+    return [round(float(x), 4) for x in xs]
+
+
 def _cell(e: dict, labels: list) -> dict:
-    p = np.asarray(e["p"], dtype=float)
+    # plain Python, not numpy: a run's page draws ~10^5 cells of 2-10 numbers each, where numpy's per-call
+    # overhead is most of the work
+    p = e["p"]
     pf = bool(e.get("parse_failure"))
     return {
         "agent": e.get("agent"),
-        "who": " · ".join(
-            str(x) for x in (e.get("persona"), e.get("model"), f"T={e.get('temperature')}") if x not in (None, "")
-        ),
-        "stance": None if pf else labels[int(p.argmax())],
-        "p": [round(float(x), 4) for x in p],
-        "q": None if e.get("q") is None else [round(float(x), 4) for x in e["q"]],
+        "who": _who(e.get("persona"), e.get("model"), e.get("temperature")),
+        "stance": None if pf else labels[max(range(len(p)), key=p.__getitem__)],  # the first maximum (argmax)
+        "p": _r4(p),
+        "q": None if e.get("q") is None else _r4(e["q"]),
         "score": None if e.get("score") is None else round(float(e["score"]), 4),
         "weight": None if e.get("weight") is None else round(float(e["weight"]), 4),
         "pf": pf,
@@ -56,19 +66,26 @@ def _cell(e: dict, labels: list) -> dict:
     }
 
 
-def _round_answers(entries: list, labels: list, keys: np.ndarray, acemad: bool, *, exponent: float):
-    """(plurality label, weighted label) of one round; None where no agent's commitment parsed."""
-    P = np.stack([np.asarray(e["p"], dtype=float) for e in entries])
-    valid = np.array([not e.get("parse_failure") for e in entries])
-    plur = int(B.plurality(B.votes(P, valid), len(labels), keys))
-    if not valid.any():
-        return None, None
-    if acemad:  # the weights after this round, as the final decision uses them after the last round
-        w = np.array([e.get("weight", 0.0) for e in entries], dtype=float)
+def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *, exponent: float) -> list:
+    """(plurality label, weighted label) of every round; None where no agent's commitment parsed. All rounds in
+    one call of the engine's functions (rounds x agents x options) when they have the same agents."""
+    if not rounds:
+        return []
+    if len({len(r) for r in rounds}) > 1:  # agents differ between rounds: one round at a time
+        return [a for r in rounds for a in _round_answers([r], labels, keys, acemad, exponent=exponent)]
+    P = np.array([[e["p"] for e in r] for r in rounds], dtype=float)
+    valid = np.array([[not e.get("parse_failure") for e in r] for r in rounds], dtype=bool)
+    plur = B.plurality(B.votes(P, valid), len(labels), keys)
+    if acemad:  # the weights after each round, as the final decision uses them after the last round
+        w = np.array([[e.get("weight", 0.0) for e in r] for r in rounds], dtype=float)
     else:  # uniform weights over the agents whose commitment parsed (the engine's mean_belief aggregator)
-        w, exponent = np.ones(len(entries)), 1.0
-    weighted = int(B.weighted_decision(P, w, valid, exponent, keys=keys)[0])
-    return (labels[plur] if plur >= 0 else None), labels[weighted]
+        w, exponent = np.ones(valid.shape), 1.0
+    weighted = B.weighted_decision(P, w, valid, exponent, keys=keys)[0]
+    any_valid = np.asarray(valid.any(axis=-1)).tolist()
+    return [
+        (labels[int(pl)] if pl >= 0 else None, labels[int(wd)] if ok else None)
+        for pl, wd, ok in zip(plur, weighted, any_valid)
+    ]
 
 
 def view(record: dict, meta: Optional[dict] = None) -> dict:
@@ -105,10 +122,9 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
     else:
         raw = record.get("rounds") or []
     mods = {m.get("round"): m for m in record.get("moderator") or []}
-    for t, entries in enumerate(raw, start=1):
-        plur, weighted = _round_answers(
-            entries, labels, keys, kind == "acemad", exponent=float(params.get("weight_exponent", 2.0))
-        )
+    exponent = float(params.get("weight_exponent", 2.0))
+    answers = _round_answers(raw, labels, keys, kind == "acemad", exponent=exponent)
+    for t, (entries, (plur, weighted)) in enumerate(zip(raw, answers), start=1):
         v["rounds"].append(
             {
                 "t": t,
@@ -143,7 +159,7 @@ def round1_plurality(record: dict, seed: int = 0) -> Optional[str]:
     does; None when no round-1 commitment parsed."""
     labels = list(record["labels"])
     keys = B.tiebreak_keys(seed, [record["question_id"]], len(labels))[0]
-    return _round_answers(record["rounds"][0], labels, keys, False, exponent=1.0)[0]
+    return _round_answers(record["rounds"][:1], labels, keys, False, exponent=1.0)[0][0]
 
 
 def pick_examples(records: list[dict], target_label: str, n: int = 1, seed: int = 0) -> dict[str, list[dict]]:

@@ -21,13 +21,17 @@ How the data is embedded, so that no text of a reply can break out of it and a l
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import zlib
 from pathlib import Path
+from typing import Optional
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.paths import atomic_write, outputs
-from acemad_utils.data.transcripts import load_run
+from acemad_utils.data.transcripts import TRANSCRIPTS, load_run, run_dir, transcript_files
+from acemad_utils.protocol import beliefs
+from acemad_utils.report import viewer_html, viewer_model
 from acemad_utils.report.viewer_html import CSS, LEGEND, esc
 from acemad_utils.report.viewer_model import is_correct, view
 
@@ -149,6 +153,7 @@ render();
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<meta name="acemad-stamp" content="{stamp}">
 <style>{css}
 body{{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:12px;color:#1f2328}}
 h1{{font-size:18px;margin:0 0 4px}} .banner{{display:inline-block;padding:2px 8px;border-radius:4px;font-weight:700;
@@ -234,11 +239,45 @@ def page_path(experiment: str) -> Path:
     return outputs("viewer", *parts[:-1]) / f"{parts[-1]}.html"
 
 
-def write_run_page(experiment: str) -> Path:
+# What a page is drawn by: a change to any of these files rebuilds every page (see page_stamp).
+_CODE = [Path(m.__file__) for m in (viewer_html, viewer_model, beliefs) if m.__file__] + [Path(__file__)]
+
+
+def page_stamp(experiment: str) -> str:
+    """The sha256 of everything a run's page is made from: the run's meta.json and transcript files, and the
+    viewer's code. Written into the page; a page whose stamp matches is up to date and is not rebuilt."""
+    d = run_dir(experiment)
+    h = hashlib.sha256()
+    for f in [d / "meta.json", *transcript_files(d / TRANSCRIPTS), *_CODE]:
+        if f.exists():
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _stamp_of(path: Path) -> Optional[str]:
+    """The stamp written in an existing page's head, if any."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    start = head.find('<meta name="acemad-stamp" content="')
+    return head[start:].split('"')[3] if start >= 0 else None
+
+
+def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]] = None) -> Path:
     """One static, self-contained HTML page listing every question x method of outputs/runs/<experiment>/,
     with filters (method, benchmark, correct/wrong, question id); a click opens that record's debate.
-    No server and no network: the views are embedded as JSON and drawn by inline vanilla JS."""
-    meta, records = load_run(experiment)
+    No server and no network: the views are embedded as JSON and drawn by inline vanilla JS.
+
+    Why the stamp: drawing a large run's page takes seconds (a view per record, compression), and a rerun with
+    everything on disk would redraw the same bytes; a page is rebuilt only when its run or the viewer's code
+    changed. `loaded`: the run's (meta, records) when the caller has read them already (load_run's result)."""
+    path = page_path(experiment)
+    stamp = page_stamp(experiment)
+    if path.exists() and _stamp_of(path) == stamp:
+        return path
+    meta, records = loaded if loaded is not None else load_run(experiment)
     if not records:
         raise ValueError(f"run {experiment!r} has no transcript records for the methods in its meta.json")
     order = {m: i for i, m in enumerate(meta.get("methods", {}))}
@@ -267,6 +306,7 @@ def write_run_page(experiment: str) -> Path:
     )
     page = _PAGE.format(
         title=esc(f"acemad debates: {experiment}"),
+        stamp=stamp,
         css=CSS,
         experiment=esc(experiment),
         source=esc(source),
@@ -279,6 +319,5 @@ def write_run_page(experiment: str) -> Path:
         parts=parts,
         js=_JS,
     )
-    path = page_path(experiment)
     atomic_write(path, page)
     return path
