@@ -4,6 +4,11 @@ clear line per failed notebook (keys redacted), runs of different profiles kept 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import nbformat
 import pytest
@@ -149,3 +154,155 @@ def test_theory_runs_of_two_profiles_do_not_mix(tmp_path, monkeypatch):
     assert "pa/theory_martingale_symmetric holds a run with a different data_hash: saved 6 questions of" in msg
     assert "this run 7 questions of ['synthetic']" in msg and "Delete " in msg
     assert json.loads(json.dumps(theory.phase_table(etas=(2.0,), profile="pb").to_dict()))  # reads its own runs
+
+
+# ----------------------------------------------------------------------------- notebooks side by side (jobs)
+STAMP = (
+    "import json, time, pathlib\n"
+    "log = pathlib.Path({log!r})\n"
+    "t0 = time.time(); time.sleep({sleep})\n"
+    "with log.open('a') as f: f.write(json.dumps([{name!r}, t0, time.time()]) + '\\n')\n"
+    "{extra}print('SUMMARY: {name} done')"
+)
+
+
+def _stamped(tmp_path, specs: dict) -> tuple[dict, object]:
+    """Notebooks that log (name, start, end) to one file; specs: name -> (seconds asleep, extra code)."""
+    log = tmp_path / "log.jsonl"
+    nbs = {}
+    for name, (sleep, extra) in specs.items():
+        nbs[name] = tmp_path / f"{name}.ipynb"
+        _notebook(nbs[name], STAMP.format(log=str(log), sleep=sleep, name=name, extra=extra))
+    return nbs, log
+
+
+def _intervals(log) -> dict:
+    return {name: (t0, t1) for name, t0, t1 in map(json.loads, log.read_text().splitlines())}
+
+
+@pytest.mark.slow
+def test_jobs_runs_notebooks_side_by_side_after_what_they_read(tmp_path, monkeypatch, capsys):
+    """jobs: 2 runs two notebooks at once; a notebook that READS another starts after it ended, "*" after all;
+    a failed notebook does not stop the others and the run exits 1 with its one line."""
+    nbs, log = _stamped(
+        tmp_path,
+        {
+            "01_first": (2, ""),
+            "02_beside": (2, ""),
+            "03_after_first": (0, ""),
+            "04_fails": (0, "raise RuntimeError('broken on purpose')\n"),
+            "05_last": (0, ""),
+        },
+    )
+    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
+    monkeypatch.setattr(reproduce, "READS", {"03_after_first": ("01_first",), "05_last": ("*",)})
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": 2})
+    assert reproduce.run("mine") == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    at = _intervals(log)
+    assert at["01_first"][0] < at["02_beside"][1] and at["02_beside"][0] < at["01_first"][1]  # they overlapped
+    assert at["03_after_first"][0] >= at["01_first"][1]
+    assert at["05_last"][0] >= max(t1 for name, (_, t1) in at.items() if name != "05_last")
+    assert any(line.startswith("[mine] 04_fails FAILED after ") for line in out), out
+    assert out[-1] == "[mine] 1 of 5 notebook(s) failed" and sum("SUMMARY" in x or " done" in x for x in out) == 4
+
+
+@pytest.mark.slow
+def test_jobs_stops_starting_notebooks_once_one_is_interrupted(tmp_path, monkeypatch, capsys):
+    nbs, log = _stamped(
+        tmp_path,
+        {
+            "01_stops": (
+                0,
+                "from acemad_utils.experiments.runner import RunInterrupted\n"
+                "raise RunInterrupted('interrupted: 1 of 3 records saved; rerun to resume')\n",
+            ),
+            "02_after": (0, ""),
+        },
+    )
+    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
+    monkeypatch.setattr(reproduce, "READS", {"02_after": ("01_stops",)})
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": 2})
+    assert reproduce.run("mine") == 130
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [
+        "[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
+        "the later notebooks did not run"
+    ], out
+    assert set(_intervals(log)) == {"01_stops"}  # 02 never started
+
+
+def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path, monkeypatch):
+    for bad in (0, "two", True, 99):
+        with pytest.raises(SystemExit, match="jobs = .* is not allowed: need a whole number of notebooks at once"):
+            profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": {"SEED": 0}, "jobs": bad}))
+    assert profiles.load_profile("default", {"jobs": 1})["jobs"] == 1  # --jobs 1 / --set JOBS=1
+    llm = _profile(tmp_path, {"profile": "mine", "common": {"BACKEND": "openai", "MODEL": "m"}, "jobs": 2})
+    with pytest.raises(SystemExit, match="jobs = 2: notebooks run side by side only when none calls an LLM"):
+        reproduce.run(llm, only=["03_main_results"])
+
+
+def test_every_notebook_a_notebook_reads_exists():
+    nbs = profiles.notebooks()
+    for name, needs in profiles.READS.items():
+        assert name in nbs and all(n == "*" or n in nbs for n in needs), (name, needs)
+
+
+DRIVER = """
+import sys, nbformat
+from pathlib import Path
+from acemad_utils.reproduce import cli
+tmp = Path(sys.argv[1])
+code = (
+    "from acemad_utils.data import paths\\n"
+    "paths.ROOT = __import__('pathlib').Path({root!r})\\n"
+    "from acemad_utils.agents.sim import SimPopulation, make_items\\n"
+    "from acemad_utils.experiments.runner import run_experiment\\n"
+    "from acemad_utils.protocol.config import DebateConfig\\n"
+    "cfg = [DebateConfig(method='acemad', n_agents=15, rounds=5)]\\n"
+    "run_experiment({name!r}, make_items(20000, seed=1), cfg, SimPopulation(), progress=False)\\n"
+)
+nbs = {}
+for name in ("01_long", "02_long"):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('PROFILE = "mine"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(code.format(root=str(tmp), name=name))]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbs[name] = tmp / f"{name}.ipynb"
+    nbformat.write(nb, str(nbs[name]))
+cli.notebooks = lambda: nbs
+cli.load_profile = lambda name, overrides=None: {"profile": "mine", "jobs": 2}
+sys.exit(cli.run("mine"))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
+    """jupyter_client starts kernels in sessions of their own, so the driver passes its Ctrl-C on: both
+    kernels' runs stop between records (RunInterrupted, whole records), the driver exits 130 and no kernel
+    is left running."""
+
+    def kernels() -> int:
+        return len(subprocess.run(["pgrep", "-f", "ipykernel_launcher"], capture_output=True).stdout.split())
+
+    before = kernels()
+    env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
+    cmd = [sys.executable, "-c", DRIVER, str(tmp_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not all(f.exists() and f.stat().st_size > 0 for f in files):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)  # the driver only, as a terminal's Ctrl-C reaches it (kernels: own sessions)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("[mine] interrupted: waiting for 01_long, 02_long to stop"), out
+    for name in ("01_long", "02_long"):
+        assert any(x.startswith(f"[mine] {name} RunInterrupted: interrupted: ") for x in lines), out
+    assert lines[-1].startswith("[mine] interrupted; rerun the same command to resume")
+    for f in files:
+        raw = f.read_bytes()
+        assert raw.endswith(b"\n") and all(json.loads(x)["status"] == "ok" for x in raw.splitlines())
+    assert kernels() == before  # papermill shut both kernels down

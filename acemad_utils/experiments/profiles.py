@@ -20,6 +20,7 @@ A profile is one small YAML file in profiles/ holding papermill parameters per n
     models:              # optional: price a model (USD per 1M tokens) or mark it free, over agents/prices.py
       Qwen/Qwen3-235B-A22B-Instruct-2507: {price: {input: 0.2, output: 0.6, cached_input: 0.1, batch: 0.5}}
       meta-llama/Llama-3.1-8B-Instruct: {free: true}    # your own vLLM: no bill
+    jobs: 2              # optional: notebooks run side by side (synthetic notebooks only; default 1), see READS
 
 `max_usd`, `calls_via` and `models` are run settings, not notebook parameters: they reach every notebook's
 kernel as the environment variables ACEMAD_MAX_USD, ACEMAD_CALLS_VIA and ACEMAD_MODELS (JSON; any of them,
@@ -58,10 +59,28 @@ from acemad_utils.experiments.registry import PAPER_TABLES
 from acemad_utils.experiments.setup import BACKENDS, SOURCES, SYNTHETIC_K
 from acemad_utils.protocol.config import METHODS
 
-PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models"}
+PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models", "jobs"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA", "models": ENV_MODELS}
 CALLS_VIA = ("sync", "batch", "files")
+MAX_JOBS = 8
+#: What a notebook reads that other notebooks of the same `make reproduce` write: with `jobs` > 1 it starts only
+#: after they ended (ok or not). "*" = every other notebook of the run. 02-07 read 01's challenging subsets;
+#: 08 reads every run. 00 reads nothing of the others. Each notebook writes only its own runs, tables and figures.
+READS = {
+    **{
+        nb: ("01_subset_construction",)
+        for nb in (
+            "02_baselines",
+            "03_main_results",
+            "04_heterogeneity",
+            "05_ablation",
+            "06_scaling",
+            "07_other_models",
+        )
+    },
+    "08_claims": ("*",),
+}
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
 NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX", "ARGUE_MAX_TOKENS"}
 # Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more
@@ -221,7 +240,7 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
             f"(see profiles/default.yaml)"
         )
     overrides = dict(overrides or {})
-    for key in RUN_SETTINGS:  # --set MAX_USD=... / CALLS_VIA=...: a run setting, not a notebook parameter
+    for key in [*RUN_SETTINGS, "jobs"]:  # --set MAX_USD=... / CALLS_VIA=...: a run setting, not a notebook parameter
         for spelled in (key, key.upper()):
             if spelled in overrides:
                 prof[key] = overrides.pop(spelled)
@@ -284,6 +303,11 @@ def _check_run_settings(where: str, prof: dict) -> None:
         v = prof["calls_via"]
         raise SystemExit(
             f"{where}: calls_via = {v!r} is not allowed{hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}"
+        )
+    v = prof.get("jobs", 1)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_JOBS:
+        raise SystemExit(
+            f"{where}: jobs = {v!r} is not allowed: need a whole number of notebooks at once, 1 to {MAX_JOBS}"
         )
 
 

@@ -23,6 +23,8 @@ import argparse
 import os
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from pathlib import Path
 from typing import Optional
 
@@ -34,8 +36,15 @@ from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.redact import redact
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
-from acemad_utils.experiments.profiles import hint, load_profile, notebooks, params_for, run_env
-from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
+from acemad_utils.experiments.profiles import READS, hint, load_profile, notebooks, params_for, run_env
+from acemad_utils.reproduce.guard import (
+    InterruptibleKernelManager,
+    ProfileLock,
+    ProgressTail,
+    failed_records,
+    failure_lines,
+    interrupt_kernels,
+)
 
 # The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
 # sockets are unencrypted, and jupyter_client interrupts (SIGINT) a kernel before shutting it down, which a
@@ -67,6 +76,12 @@ def run(
     for name in selected:
         if name not in nbs:
             raise SystemExit(f"unknown notebook {name!r}{hint(name, nbs)}; notebooks: {sorted(nbs)}")
+    jobs = prof.get("jobs", 1)
+    if jobs > 1 and _uses_llm(prof, selected):  # one endpoint, one response cache, one MAX_USD: one at a time
+        raise SystemExit(
+            f"[{name_of_profile}] jobs = {jobs}: notebooks run side by side only when none calls an LLM (backend "
+            "sim); this run has LLM notebooks: use jobs: 1 (the default)"
+        )
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
     env = run_env(prof)
@@ -87,7 +102,7 @@ def run(
         os.environ.update(env)  # papermill's kernels inherit this process's environment
         try:
             with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
-                return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir=out_dir)
+                return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir=out_dir, jobs=jobs)
         finally:
             _restore(saved)
 
@@ -127,27 +142,54 @@ def _print_estimate(
     return est
 
 
-def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:
+def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path, **engine):
+    """Run one notebook with the profile's parameters into `out` (papermill); returns the executed notebook.
+    `engine`: more keywords for nbclient (side by side: the kernel manager that lets Ctrl-C through)."""
+    declared = pm.inspect_notebook(str(path))
+    params = params_for(prof, name, declared)
+    if "PROFILE" in declared:
+        params.setdefault("PROFILE", name_of_profile)
+    return pm.execute_notebook(
+        str(path),
+        str(out),
+        parameters=params,
+        cwd=str(path.parent),
+        kernel_name="python3",
+        progress_bar=False,
+        log_output=False,
+        extra_arguments=KERNEL_ARGS,
+        **engine,
+    )  # no kernel log lines (KERNEL_ARGS)
 
-    failed, t_start, tag = 0, time.time(), f"[{name_of_profile}]"
+
+def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1) -> int:
+    t_start = time.time()
+    if jobs > 1:
+        code = _side_by_side(prof, name_of_profile, nbs, selected, out_dir=out_dir, jobs=jobs)
+    else:
+        code = _one_by_one(prof, name_of_profile, nbs, selected, out_dir=out_dir)
+    if code == 130:
+        return code
+    # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
+    # so that no script takes this run's tables for a clean run's (README, "When the endpoint fails").
+    lines = failure_lines(name_of_profile, failed_records(since=t_start))
+    for line in lines:
+        print(redact(line), flush=True)
+    return 1 if code or lines else 0
+
+
+def _ok_line(tag: str, name: str, t0: float, nb) -> str:
+    return f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}"
+
+
+def _one_by_one(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:
+    """The notebooks in order, in this thread; 130 on Ctrl-C, 1 if one failed, else 0."""
+    failed, tag = 0, f"[{name_of_profile}]"
     for i, name in enumerate(selected):
-        declared = pm.inspect_notebook(str(nbs[name]))
-        params = params_for(prof, name, declared)
-        if "PROFILE" in declared:
-            params.setdefault("PROFILE", name_of_profile)
         t0 = time.time()
         out = out_dir / f"{name}.ipynb"
         try:
-            nb = pm.execute_notebook(
-                str(nbs[name]),
-                str(out),
-                parameters=params,
-                cwd=str(nbs[name].parent),
-                kernel_name="python3",
-                progress_bar=False,
-                log_output=False,
-                extra_arguments=KERNEL_ARGS,
-            )  # no kernel log lines (KERNEL_ARGS)
+            nb = _execute(prof, name_of_profile, name, nbs[name], out)
         except KeyboardInterrupt:  # Ctrl-C here also reaches the kernel, whose run stops between records
             print(
                 f"{tag} {name} interrupted after {time.time() - t0:.1f}s; the later notebooks did not "
@@ -163,15 +205,82 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
             if outcome == "stopped":
                 break
             continue
-        print(f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}", flush=True)
+        print(_ok_line(tag, name, t0, nb), flush=True)
     if failed:
         print(f"{tag} {failed} of {len(selected)} notebook(s) failed", flush=True)
-    # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
-    # so that no script takes this run's tables for a clean run's (README, "When the endpoint fails").
-    lines = failure_lines(name_of_profile, failed_records(since=t_start))
-    for line in lines:
-        print(redact(line), flush=True)
-    return 1 if failed or lines else 0
+    return 1 if failed else 0
+
+
+def _ready(name: str, selected: list, ended: set) -> bool:
+    """May `name` start: every notebook it reads (READS) that is part of this run has ended."""
+    needs = READS.get(name, ())
+    others = [n for n in selected if n != name] if "*" in needs else [n for n in needs if n in selected]
+    return all(n in ended for n in others)
+
+
+_INTERRUPTIBLE = {"kernel_manager_class": InterruptibleKernelManager}
+
+
+def _side_by_side(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int) -> int:
+    """Up to `jobs` notebooks at once (a kernel each), each started once the notebooks it reads have ended
+    (READS), in the order given otherwise; a line per notebook as it ends. Why: a synthetic notebook is one
+    busy core plus a kernel's start-up, so on 2 cores two at a time nearly halve a run (README, "Cost and
+    speed"). Same outcomes as one by one: a failed notebook does not stop the others; MAX_USD-like stops and
+    Ctrl-C start no further notebook. A terminal's Ctrl-C reaches the kernels too: their runs stop between
+    records and their lines are printed; a second Ctrl-C stops waiting for them."""
+    tag, state = f"[{name_of_profile}]", {"failed": 0, "code": 0, "driver_interrupted": 0}
+    waiting, ended = list(selected), set[str]()
+    running: dict[Future, tuple[str, float]] = {}  # a notebook in flight -> (its name, when it started)
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook")
+    try:
+        while waiting or running:
+            if not state["code"]:
+                for name in [n for n in waiting if _ready(n, selected, ended)][: jobs - len(running)]:
+                    waiting.remove(name)
+                    out = out_dir / f"{name}.ipynb"
+                    job = pool.submit(_execute, prof, name_of_profile, name, nbs[name], out, **_INTERRUPTIBLE)
+                    running[job] = (name, time.time())
+            if not running:
+                break
+            try:
+                finished, _ = wait_for(running, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                interrupt_kernels()  # as papermill does for the one notebook it runs in the main thread
+                if state["driver_interrupted"]:  # the second Ctrl-C: the kernels' runs stop now; stop waiting
+                    raise
+                state["code"] = state["driver_interrupted"] = 130
+                print(f"{tag} interrupted: waiting for {', '.join(n for n, _ in running.values())} to stop; the "
+                      "later notebooks will not start (Ctrl-C again to stop waiting)", flush=True)  # fmt: skip
+                continue
+            for fut in finished:
+                name, t0 = running.pop(fut)
+                ended.add(name)
+                _report(tag, name, fut, t0, out_dir=out_dir, waiting=waiting, state=state)
+    except KeyboardInterrupt:
+        state["code"] = 130
+    finally:
+        pool.shutdown(wait=state["code"] != 130, cancel_futures=True)
+    if state["code"] == 130:
+        if state["driver_interrupted"]:  # (a kernel that saw the Ctrl-C first has said so in its line)
+            print(f"{tag} interrupted; rerun the same command to resume (saved records and cached calls are kept)")
+        return 130
+    if state["failed"]:
+        print(f"{tag} {state['failed']} of {len(selected)} notebook(s) failed", flush=True)
+    return state["code"] or (1 if state["failed"] else 0)
+
+
+def _report(tag: str, name: str, fut: Future, t0: float, *, out_dir: Path, waiting: list, state: dict) -> None:
+    """The line of a notebook that ended side by side; updates the run's failed count and exit code."""
+    try:
+        print(_ok_line(tag, name, t0, fut.result()), flush=True)
+    except pm.PapermillExecutionError as e:
+        outcome = _failed_notebook(tag, name, e, time.time() - t0, out_dir / f"{name}.ipynb", waiting)
+        if outcome == "interrupted":
+            state["code"] = 130
+            return
+        state["failed"] += 1
+        if outcome == "stopped" and not state["code"]:
+            state["code"] = 1
 
 
 def _failed_note(since: float) -> str:
@@ -240,8 +349,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--wait", action="store_true", help="if another run of this profile is going, wait for it instead of exiting"
     )
+    ap.add_argument(
+        "--jobs", type=int, help="notebooks at once (synthetic notebooks only; default: the profile's jobs, else 1)"
+    )
     args = ap.parse_args(argv)
-    overrides = {}
+    overrides = {} if args.jobs is None else {"jobs": args.jobs}
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

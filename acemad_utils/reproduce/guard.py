@@ -20,12 +20,15 @@ import datetime as dt
 import fcntl
 import json
 import os
+import signal
 import socket
 import sys
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Optional
+
+from jupyter_client.manager import AsyncKernelManager
 
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.transcripts import read_jsonl
@@ -164,3 +167,40 @@ def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[
             "command: rerun it once the endpoint is healthy (answered calls come from the cache)"
         )
     return lines
+
+
+# ----------------------------------------------------------------------------- Ctrl-C for notebooks side by side
+class InterruptibleKernelManager(AsyncKernelManager):
+    """nbclient's kernel manager (papermill's default) that remembers the process group of every kernel it
+    starts until it is cleaned up, so that `interrupt_kernels` can pass a Ctrl-C on. Why: jupyter_client starts
+    each kernel in a session of its own, so a terminal's Ctrl-C reaches only the driver; one notebook at a time,
+    papermill (in the driver's main thread) interrupts its kernel, but notebooks side by side run in worker
+    threads, which never see the KeyboardInterrupt."""
+
+    groups: set[int] = set()
+    _lock = threading.Lock()
+
+    async def _async_post_start_kernel(self, **kw) -> None:
+        await super()._async_post_start_kernel(**kw)
+        pgid = getattr(self.provisioner, "pgid", None)
+        if pgid:
+            with self._lock:
+                InterruptibleKernelManager.groups.add(pgid)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        pgid = getattr(self.provisioner, "pgid", None)
+        with self._lock:
+            InterruptibleKernelManager.groups.discard(pgid)
+        await super()._async_cleanup_resources(restart)
+
+
+def interrupt_kernels() -> int:
+    """SIGINT to every running kernel's process group (what the Interrupt button does); how many got it."""
+    with InterruptibleKernelManager._lock:
+        groups = sorted(InterruptibleKernelManager.groups)
+    sent = 0
+    for pgid in groups:
+        with contextlib.suppress(OSError):  # a kernel that has just ended
+            os.killpg(pgid, signal.SIGINT)
+            sent += 1
+    return sent
