@@ -202,7 +202,7 @@ def _profile(tmp_path, body: dict) -> str:
         (
             {"profile": "mine", "comon": {"BACKEND": "sim"}},
             "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', "
-            "'description', 'max_usd', 'models', 'notebooks', 'profile']",
+            "'description', 'jobs', 'max_usd', 'models', 'notebooks', 'profile']",
         ),
         (
             {"common": {"BACKEDN": "sim"}},

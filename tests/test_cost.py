@@ -337,7 +337,8 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
 
     monkeypatch.setattr(pm, "execute_notebook", execute)
     monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **k: None)
-    assert reproduce.run("default", ["02_baselines", "03_main_results"]) == 1
+    # jobs 1: MAX_USD stops LLM runs, whose notebooks always run one at a time (jobs > 1 is refused for them)
+    assert reproduce.run("default", ["02_baselines", "03_main_results"], {"jobs": 1}) == 1
     out = capsys.readouterr().out
     assert ran == ["02_baselines"]  # the next notebook would stop at its first paid call: not started
     assert "stopped by MAX_USD" in out and "not started: 03_main_results" in out and "raise MAX_USD" in out

@@ -175,3 +175,36 @@ def test_parse_line_gives_what_json_loads_gives(rec):
                 parse_line(raw)
             continue
         assert repr(parse_line(raw)) == repr(expected)
+
+
+class _Stuck(SimPopulation):
+    """A pure population whose worker hangs on one question (as if a lock held at fork time never came free)."""
+
+    def agents(self, specs, question, repeat=0):
+        if question.id.endswith("00150"):
+            time.sleep(60)
+        return super().agents(specs, question, repeat)
+
+
+def test_a_stuck_worker_process_is_an_error_not_a_hang(tmp_outputs, monkeypatch):
+    monkeypatch.setenv(runner.PROCESSES_ENV, "2")
+    monkeypatch.setattr(runner, "WORKER_TIMEOUT_S", 2)
+    items = make_items(300, k=4, seed=5)
+    with pytest.raises(RuntimeError, match="a worker process answered no task of 64 questions in 2 s"):
+        runner.run_experiment("stuck", items, CONFIGS[:1], _Stuck(seed=3), progress=False)
+    saved = (runner.run_dir("stuck") / "transcripts.jsonl").read_bytes()
+    assert saved.count(b"\n") == 128  # the two tasks before the stuck one, whole
+    monkeypatch.setenv(runner.PROCESSES_ENV, "1")
+    runner.run_experiment("stuck", items, CONFIGS[:1], SimPopulation(seed=3), progress=False)  # the resume
+    assert len(transcripts.load_run("stuck")[1]) == 300
+
+
+def test_no_worker_processes_outside_linux(tmp_outputs, monkeypatch):
+    monkeypatch.setenv(runner.PROCESSES_ENV, "2")
+    run = runner._open_run(
+        "mac", make_items(300, seed=1), CONFIGS, SimPopulation(), repeats=1, workers=None, profile="t",
+        progress=False, extra_meta=None,
+    )  # fmt: skip
+    assert runner.processes_for(run) == 2
+    monkeypatch.setattr(runner.sys, "platform", "darwin")
+    assert runner.processes_for(run) == 1

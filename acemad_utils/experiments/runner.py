@@ -280,14 +280,18 @@ def _run_in_order(run: _Run) -> None:
 #: is small beside its work, small enough that a Ctrl-C waits only for a few milliseconds of work.
 CHUNK = 64
 PROCESSES_ENV = "ACEMAD_PROCESSES"  # worker processes of a pure run; 0 or 1: answer in this process
+#: A task takes milliseconds (0.5 s for 64 debates of 15 agents over 5 rounds): a worker silent for this long is
+#: stuck (e.g. a lock some thread of the kernel held when it forked), not slow.
+WORKER_TIMEOUT_S = 300
 _FORKED: Optional[_Run] = None  # the run a forked worker answers for (set in the parent just before it forks)
 
 
 def processes_for(run: _Run) -> int:
     """How many worker processes answer the questions of this run: 1 (this process) unless the population is
     pure (synthetic: CPU-bound, no I/O) and there is more than a few tasks' work; then ACEMAD_PROCESSES, else
-    the CPUs this process may use. Forking needs the "fork" start method (Linux; macOS's default is spawn)."""
-    if not getattr(run.population, "pure", False) or "fork" not in multiprocessing.get_all_start_methods():
+    the CPUs this process may use. Linux only: forking a process that has threads (a Jupyter kernel has
+    several) is what Linux's fork supports and macOS's system libraries do not (there runs stay in one process)."""
+    if not getattr(run.population, "pure", False) or not sys.platform.startswith("linux"):
         return 1
     env = os.environ.get(PROCESSES_ENV, "").strip()
     if env:
@@ -326,7 +330,16 @@ def _run_in_processes(run: _Run, n: int) -> None:
     finally:
         _FORKED = None  # the workers have their copy; the parent keeps no reference for later forks
     try:
-        for lines in pool.imap(_answer_span, spans):
+        tasks = pool.imap(_answer_span, spans)
+        for _ in spans:
+            try:
+                lines = tasks.next(timeout=WORKER_TIMEOUT_S)
+            except multiprocessing.TimeoutError:  # a worker that hangs must not hang the run: say so and stop
+                raise RuntimeError(
+                    f"run {run.name!r}: a worker process answered no task of {CHUNK} questions in "
+                    f"{WORKER_TIMEOUT_S} s; the records saved so far are kept; rerun with {PROCESSES_ENV}=1 to answer "
+                    "in this process"
+                ) from None
             for line in lines:
                 if line is not None:
                     _save_line(run, parse_line(line), line, parsed=True)
