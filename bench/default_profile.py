@@ -29,17 +29,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
-NOTEBOOKS = [
-    "00_theory",
-    "01_subset_construction",
-    "02_baselines",
-    "03_main_results",
-    "04_heterogeneity",
-    "05_ablation",
-    "06_scaling",
-    "07_other_models",
-    "08_claims",
-]
+
+
+def notebooks(repo: Path) -> list[str]:
+    """The numbered notebooks of the checkout being measured (another commit may have fewer)."""
+    return sorted(p.stem for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def _mb(path: Path) -> float:
@@ -164,7 +158,7 @@ def _uptime() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ref", help="measure this git commit/branch in a temporary worktree (default: this checkout)")
-    ap.add_argument("--only", nargs="+", default=NOTEBOOKS, help="notebooks to run (default: all nine)")
+    ap.add_argument("--only", nargs="+", help="notebooks to run (default: every numbered notebook of the checkout)")
     ap.add_argument("--quick", action="store_true", help="smoke mode (ACEMAD_SMOKE=1)")
     ap.add_argument("--notebooks-only", action="store_true", help="no viewer pages, no rerun")
     args = ap.parse_args()
@@ -174,7 +168,7 @@ def main() -> None:
         env["ACEMAD_SMOKE"] = "1"
     print(f"load before: {_uptime()}  ({os.cpu_count()} cores)")
     if not args.ref:
-        measure(HERE, env, args.only, extras=not args.notebooks_only)
+        measure(HERE, env, args.only or notebooks(HERE), extras=not args.notebooks_only)
     else:
         tmp = Path(tempfile.mkdtemp(prefix="acemad-bench-")) / "repo"
         subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp), args.ref], check=True)
@@ -184,7 +178,7 @@ def main() -> None:
                 ["git", "-C", str(tmp), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
             )
             print(f"measuring {args.ref} ({head.stdout.strip()}) in {tmp}")
-            measure(tmp, env, args.only, extras=not args.notebooks_only)
+            measure(tmp, env, args.only or notebooks(tmp), extras=not args.notebooks_only)
         finally:
             subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp)], check=False)
     print(f"load after: {_uptime()}")

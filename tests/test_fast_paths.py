@@ -53,12 +53,15 @@ def test_worker_processes_write_the_bytes_of_one_process(tmp_outputs, monkeypatc
     assert meta["summary"]["ok"] == 600
 
 
+def _opened(name: str, items) -> runner._Run:
+    """A run's state as the runner opens it (meta.json written, nothing answered yet)."""
+    kw = dict(repeats=1, workers=None, profile="t", progress=False, extra_meta=None)
+    return runner._open_run(name, items, CONFIGS, SimPopulation(), **kw)
+
+
 def test_few_questions_or_impure_populations_stay_in_this_process(tmp_outputs, monkeypatch):
     monkeypatch.setenv(runner.PROCESSES_ENV, "2")
-    run = runner._open_run(
-        "few", make_items(20, seed=1), CONFIGS, SimPopulation(), repeats=1, workers=None, profile="t",
-        progress=False, extra_meta=None,
-    )  # fmt: skip
+    run = _opened("few", make_items(20, seed=1))
     assert runner.processes_for(run) == 1  # 40 questions: not worth a fork
     run.todo = run.todo * 10
     assert runner.processes_for(run) == 2
@@ -201,10 +204,7 @@ def test_a_stuck_worker_process_is_an_error_not_a_hang(tmp_outputs, monkeypatch)
 
 def test_no_worker_processes_outside_linux(tmp_outputs, monkeypatch):
     monkeypatch.setenv(runner.PROCESSES_ENV, "2")
-    run = runner._open_run(
-        "mac", make_items(300, seed=1), CONFIGS, SimPopulation(), repeats=1, workers=None, profile="t",
-        progress=False, extra_meta=None,
-    )  # fmt: skip
+    run = _opened("mac", make_items(300, seed=1))
     assert runner.processes_for(run) == 2
     monkeypatch.setattr(runner.sys, "platform", "darwin")
     assert runner.processes_for(run) == 1

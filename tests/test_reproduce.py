@@ -121,23 +121,28 @@ def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_pat
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_path, monkeypatch, capsys):
-    """The kernel sees Ctrl-C first (its run raises RunInterrupted): the later notebooks must not start."""
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_path, monkeypatch, capsys, jobs):
+    """The kernel sees Ctrl-C first (its run raises RunInterrupted): the later notebooks must not start, one at
+    a time or side by side (where 02 waits for 01 because it READS it)."""
+    log = tmp_path / "ran.txt"
     nbs = {"01_stops": tmp_path / "01_stops.ipynb", "02_never": tmp_path / "02_never.ipynb"}
     _notebook(
         nbs["01_stops"],
         "from acemad_utils.experiments.runner import RunInterrupted\n"
         'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")',
     )
-    _notebook(nbs["02_never"], 'print("SUMMARY: ran")')
+    _notebook(nbs["02_never"], f'open({str(log)!r}, "w").write("ran"); print("SUMMARY: ran")')
     monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
+    monkeypatch.setattr(reproduce, "READS", {"02_never": ("01_stops",)})
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": jobs})
     assert reproduce.run("mine") == 130
     out = capsys.readouterr().out.strip().splitlines()
     assert out == [
         "[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
         "the later notebooks did not run"
     ], out
+    assert not log.exists()
 
 
 def test_theory_runs_of_two_profiles_do_not_mix(tmp_path, monkeypatch):
@@ -205,31 +210,6 @@ def test_jobs_runs_notebooks_side_by_side_after_what_they_read(tmp_path, monkeyp
     assert at["05_last"][0] >= max(t1 for name, (_, t1) in at.items() if name != "05_last")
     assert any(line.startswith("[mine] 04_fails FAILED after ") for line in out), out
     assert out[-1] == "[mine] 1 of 5 notebook(s) failed" and sum("SUMMARY" in x or " done" in x for x in out) == 4
-
-
-@pytest.mark.slow
-def test_jobs_stops_starting_notebooks_once_one_is_interrupted(tmp_path, monkeypatch, capsys):
-    nbs, log = _stamped(
-        tmp_path,
-        {
-            "01_stops": (
-                0,
-                "from acemad_utils.experiments.runner import RunInterrupted\n"
-                "raise RunInterrupted('interrupted: 1 of 3 records saved; rerun to resume')\n",
-            ),
-            "02_after": (0, ""),
-        },
-    )
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "READS", {"02_after": ("01_stops",)})
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": 2})
-    assert reproduce.run("mine") == 130
-    out = capsys.readouterr().out.strip().splitlines()
-    assert out == [
-        "[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
-        "the later notebooks did not run"
-    ], out
-    assert set(_intervals(log)) == {"01_stops"}  # 02 never started
 
 
 def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path, monkeypatch):
