@@ -3,6 +3,8 @@
 import pandas as pd
 
 from acemad_utils.report import narrative as N
+from acemad_utils.report import readable as RD
+from acemad_utils.report import tables as TB
 
 
 def _long(rows):
@@ -46,7 +48,12 @@ def test_versus_counts_significant_wins_and_losses():
     )
     text = N.versus(long, tests, "T", "SYNTHETIC")
     assert "significantly better in 1 of 2 columns and significantly worse in 1" in text
-    assert "(M) the paired gain is +2.5 points [-1.0, +6.0], p = 0.3 (not significant)" in text
+    assert (
+        "Against the best MAD baseline on the average (M) the paired gain is +2.5 points [-1.0, +6.0], p = 0.3 (not"
+        in text
+    )
+    floor = N.versus(long, tests.assign(p_value=RD.PERMUTATION_FLOOR), "T", "SYNTHETIC")
+    assert "p < 1e-4 (significant)" in floor and "0.0001" not in floor
     assert "U has no result here" in N.versus(long, tests, "U", "SYNTHETIC")
 
 
@@ -173,7 +180,7 @@ def test_rounds_and_control():
         ]
     )
     text = N.rounds(long, ["T2", "T3", "T5"], paper_best="T3")
-    assert "the highest is T3, but its interval overlaps that of T5, so" in text and "T2," not in text
+    assert "the highest is T3 (no paired test between the T's was run" in text and "overlap" not in text
     assert "Of T3's +20.0 points over D, +5.0 come with the agents alone" in N.control(long, "T3", "Dc", "D")
     zero = _long([("T2", "Average", 0, 0), ("T3", "Average", 0, 0)])
     assert "T2 and T3 tie for the highest." in N.rounds(zero, ["T2", "T3"])
@@ -214,3 +221,92 @@ def test_gains_agrees_in_number():
     assert "0 of 1 is significantly better" in N.gains(one, "x")
     three = _tests([(m, "Average", "V", 1.0, 0.5) for m in "ABC"])
     assert "0 of 3 are significantly better" in N.gains(three, "x")
+
+
+def _records(correct_by_method: dict, n: int = 200) -> list:
+    """Records of one benchmark: method m is right on the question ids in correct_by_method[m]."""
+    return [
+        {"question_id": f"q{i:03d}", "benchmark": "b", "method": m, "final": {"correct": i in right}}
+        for m, right in correct_by_method.items()
+        for i in range(n)
+    ]
+
+
+def test_best_t_is_decided_by_the_paired_test_not_by_interval_overlap():
+    # T3 60% and T5 55% (n = 200): the intervals overlap widely, but T5 is right only where T3 is (10 discordant
+    # pairs, all one way), so the paired test separates them; T2 (20%) is far below
+    recs = _records({"T2": range(40), "T3": range(120), "T5": range(110)})
+    long = TB.accuracy_long(recs)
+    avg = long[long.benchmark == TB.AVERAGE].set_index("method")
+    assert avg.loc["T5", "ci_hi"] > avg.loc["T3", "ci_lo"]  # the intervals overlap: the old rule said "no best T"
+    text = N.rounds(long, ["T2", "T3", "T5"], records=recs)
+    assert "the highest is T3; paired on the same questions against it:" in text
+    assert "so T3 is the best T here" in text, text
+    # T5 right on 116 of T3's 120 and on 2 others: 6 discordant pairs, split 4/2: not separated
+    recs2 = _records({"T2": range(40), "T3": range(120), "T5": [*range(116), 150, 151]})
+    text2 = N.rounds(TB.accuracy_long(recs2), ["T2", "T3", "T5"], records=recs2)
+    assert "do not separate T3 from T5: no single best T is established" in text2, text2
+
+
+def test_pvalues_read_plainly_and_the_permutation_floor_is_a_bound():
+    assert RD.pvalue(0.0312) == "p = 0.031" and RD.pvalue(0.5) == "p = 0.5"
+    assert RD.pvalue(2.098677e-07) == "p = 2.1e-07" and RD.pvalue(0.0004) == "p = 4.0e-04"
+    assert RD.pvalue(0.0012) == "p = 0.0012"  # scientific only below 1e-3
+    assert RD.pvalue(RD.PERMUTATION_FLOOR) == "p < 1e-4"
+
+
+def test_the_floor_is_the_permutation_tests_own():
+    import inspect
+
+    for f in (TB.paired_test, TB._signflip_weighted):
+        assert inspect.signature(f).parameters["n_perm"].default == RD.PERMUTATIONS, f.__name__
+    # the smallest p the sign-flip test can return is the floor RD names
+    d = [1.0] * 40  # every difference the same sign: no flip reaches it
+    assert TB.paired_test(d, [0.5] * 40) == RD.PERMUTATION_FLOOR
+
+
+def test_tests_table_is_readable():
+    t = _tests([("T", "Average", "M", 12.0, RD.PERMUTATION_FLOOR), ("T", "x", "M", -1.25, 2.098677e-07)])
+    shown = RD.tests_table(t.assign(n_paired=[12.0, 3.0]))
+    assert list(shown["gain (points)"]) == ["+12.0", "-1.2"] and list(shown["p_value"]) == ["< 1e-4", "2.1e-07"]
+    assert str(shown["n_paired"].dtype).startswith("int")
+
+
+POP = {"synthetic": True, "params": {"knowledge_link": 1.0, "calibration_by": "knowledge"}}
+
+
+def test_assumption_names_the_link_and_never_crashes():
+    assert "knowledge_link = 1" in N.assumption(POP) and "only agents that see through" in N.assumption(POP)
+    off = {"synthetic": True, "params": {"knowledge_link": 0.0, "calibration_by": "knowledge"}}
+    assert "unrelated to knowing the truth" in N.assumption(off)
+    half = {"synthetic": True, "params": {"knowledge_link": 0.5, "calibration_by": "knowledge"}}
+    assert "with strength 0.5" in N.assumption(half)
+    persona = {"synthetic": True, "params": {"knowledge_link": 1.0, "calibration_by": "persona"}}
+    assert 'calibration_by = "persona"' in N.assumption(persona)
+    old = {"synthetic": True, "params": {"skeptic_calibration": 0.9}}  # before the population helper's branch
+    assert "names no knowledge_link" in N.assumption(old)
+    assert N.assumption({"synthetic": False, "model": "m"}) == ""
+    assert N.assumption(POP, short=True) == "[rests on knowledge_link=1.0, calibration_by=knowledge]"
+    assert "rests on" in N.assumption(None)
+
+
+def test_every_synthetic_paragraph_says_its_assumption_and_a_real_one_does_not():
+    t = _tests([("T", "Average", "M", 4.0, 0.01)])
+    long = _long([("T", "Average", 40, 5)])
+    syn = [
+        N.versus(long, t, "T", "SYNTHETIC", population=POP),
+        N.gains(t, "SYNTHETIC", population=POP),
+        N.full_sets(t, "SYNTHETIC", population=POP),
+        N.join("SYNTHETIC", N.gains(t, "SYNTHETIC"), population=POP),
+    ]
+    for text in syn:
+        assert text.count("knowledge_link = 1") == 1, text
+    real = N.gains(t, "model: m", population={"synthetic": False})
+    assert "knowledge_link" not in real and "rests on" not in real
+
+
+def test_full_sets_wording_follows_the_population():
+    t = _tests([("T", "Average", "M", 4.0, 0.01)])
+    syn = N.full_sets(t, "SYNTHETIC population (no LLM)", population=POP)
+    assert "every full-set item carries a trap" in syn and "no correlated misconception" not in syn
+    assert "mix easy items" in N.full_sets(t, "model: m")

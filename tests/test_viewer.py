@@ -21,7 +21,7 @@ from acemad_utils.report import viewer_html, viewer_page
 
 ITEMS = make_items(12, k=4, seed=3)
 CELL = re.compile(r'<td class="acemad-cell[ "]')
-GREEN = 'fill="#2da44e"'
+CORRECT_LINE = "<b>✓"  # the correct option's line of a cell's text bars
 
 
 def record(method="acemad", q=ITEMS[0], **kw):
@@ -42,10 +42,10 @@ def test_acemad_record_has_n_by_t_agent_cells_and_marks_the_correct_answer(n, t)
     assert attrs(html) == (n, t)
     assert len(CELL.findall(html)) == n * t
     assert f'class="ad-ok acemad-answer">{rec["answer"]}<' in html
-    # p and q of every agent and round: exactly one green (correct-option) bar each
-    assert html.count(GREEN) == 2 * n * t
+    # p and q of every agent and round: exactly one bold, checked line (the correct option) per cell
+    assert html.count(CORRECT_LINE) == n * t
     assert html.count("score ") == n * t and html.count("weight ") >= n * t
-    assert len(re.findall(r"<tr><th>round \d+</th>", html)) == t
+    assert len(re.findall(r"<tr><td><b>round \d+</b></td>", html)) == t
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_parse_failure_is_flagged_and_never_votes():
     bad = rec["rounds"][0][1]
     bad.update(parse_failure=True, p=[0.25] * 4, message="<script>alert(1)</script> I cannot decide")
     html = V.debate_html(rec)
-    assert html.count("ad-pf") == 1 + 1  # the one cell + its CSS rule
+    assert html.count("ad-pf") == 1  # the one cell
     assert "parse failure" in html
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html  # arguments are escaped
     assert V.view(rec)["rounds"][0]["cells"][1]["stance"] is None
@@ -89,9 +89,49 @@ def test_short_arguments_show_whole_long_ones_fold():
     rec = record(n_agents=2, rounds=1)
     rec["rounds"][0][0]["message"] = "The answer is: C."
     rec["rounds"][0][1]["message"] = "Because " + "x" * 200
-    html = V.debate_html(rec)
+    html = V.debate_html(rec, fold=True)  # the run page's markup
     assert '<div class="ad-short">The answer is: C.</div>' in html
     assert html.count("<details>") == 1 and "x" * 200 in html
+    plain = V.debate_html(rec)  # the notebook's: no <details> (sanitizers drop it), the first CLIP characters
+    assert "<details>" not in plain and "x" * (viewer_html.CLIP - 10) in plain and "x" * 200 not in plain
+
+
+# What nbconvert's sanitizer (clean_html), JupyterLab's untrusted sanitizer and a code host's renderer all keep.
+SAFE_TAGS = {"div", "span", "b", "i", "pre", "table", "tr", "td", "ul", "li"}
+
+
+@pytest.mark.parametrize("method", ["acemad", "single", "centralized"])
+def test_notebook_view_needs_no_script_svg_or_style(method):
+    rec = record(method)
+    rec["question"] = {"text": "Which <b>one</b>?", "options": [["A", "<script>x</script>"], ["B", "b"]]}
+    html = V.debate_html(rec)
+    tags = set(re.findall(r"<([a-z]+)", html))
+    assert tags <= SAFE_TAGS, tags - SAFE_TAGS
+    assert " style=" not in html and "<style" not in html and "<svg" not in html
+    # nbconvert's sanitized HTML keeps every tag (it escapes the ones it does not allow) and every number
+    from nbconvert.filters.strings import clean_html
+
+    clean = clean_html(html)
+    # the only tag it escapes is the <tbody> that HTML parsing inserts into every table (pandas' tables too)
+    escaped = re.findall(r"&lt;(/?[a-z]+)", re.sub(r"&lt;/?tbody&gt;", "", clean))
+    assert len(escaped) == len(re.findall(r"&lt;(/?[a-z]+)", html)), escaped  # the question's own text only
+    assert clean.count("<pre") == html.count("<pre") > 0 and re.search(r"[█▏▎▍▌▋▊▉]+ +0\.\d\d", clean)
+    # the question is escaped
+    assert "Which &lt;b&gt;one&lt;/b&gt;?" in html and "&lt;script&gt;x&lt;/script&gt;" in html
+
+
+def test_bars_are_text_in_eighths():
+    assert [viewer_html.bar(x) for x in (0, 1, 0.5, 0.03, 0.07)] == ["    ", "████", "██  ", "▏   ", "▎   "]
+
+
+def test_the_question_is_shown_from_the_runs_side_file(tmp_root):
+    runner.run_experiment("t/q", ITEMS[:2], [DebateConfig(method="acemad")], SimPopulation(seed=2), workers=1)
+    meta, records = transcripts.load_run("t/q")
+    html = V.debate_html(records[0], meta)
+    q = next(q for q in ITEMS if q.id == records[0]["question_id"])
+    assert q.question in html and "Synthetic item (generated text" in html
+    assert all(f"<b>{k}.</b> {v}" in html for k, v in q.options.items())
+    assert "not recorded in this run" in V.debate_html(records[0])  # no meta: no run to read it from
 
 
 def test_numbers_round_like_javascript_tofixed():

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import msgspec
 
-from acemad_utils.data.paths import outputs
+from acemad_utils.data.paths import atomic_write, outputs
 
 
 def run_dir(name: str) -> Path:
@@ -131,3 +131,35 @@ def profile_runs(profile: str, *, exclude: tuple[str, ...] = ()) -> dict[str, tu
     base = outputs("runs", profile)
     names = [d.name for d in sorted(base.iterdir()) if (d / "meta.json").is_file() and not d.name.startswith(exclude)]
     return {name: load_run(f"{profile}/{name}") for name in names}
+
+
+# ----------------------------------------------------------------------------- the questions of a run
+QUESTIONS = "questions.json"  # {question id: {"benchmark", "text", "options": [[label, text], ...], "synthetic"}}
+
+
+def question_entry(q) -> dict:
+    """What the viewer shows of a question (a protocol Question): its text and options; `synthetic` for the
+    generated items of the synthetic population (their benchmark is "synthetic-...")."""
+    return {
+        "benchmark": q.benchmark,
+        "text": q.question,
+        "options": [[str(k), str(v)] for k, v in q.options.items()],
+        "synthetic": str(q.benchmark).startswith("synthetic"),
+    }
+
+
+def write_questions(d: Path, questions) -> None:
+    """questions.json beside a run's transcripts: every question's text and options keyed by id, merged with
+    what is there (a resumed or extended run keeps the earlier ones). Why a side file and not the records: one
+    copy per question instead of one per method and repeat, and runs recorded before it still load."""
+    path = Path(d) / QUESTIONS
+    old = read_questions(Path(d))
+    new = {**old, **{q.id: question_entry(q) for q in questions}}
+    if new != old:
+        atomic_write(path, json.dumps(new, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+
+
+def read_questions(d: Path) -> dict:
+    """A run's questions.json ({} when the run predates it)."""
+    path = Path(d) / QUESTIONS
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

@@ -53,7 +53,7 @@ from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import progress_bars
-from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir
+from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir, write_questions
 from acemad_utils.experiments.run_files import (
     Appender,
     check_resumable,
@@ -187,6 +187,7 @@ def _open_run(name, questions, configs, population, *, repeats, workers, profile
     meta = _run_meta(name, questions, configs, population, repeats=repeats, profile=profile, extra=extra_meta)
     check_resumable(d, meta)
     write_meta(d / "meta.json", meta)
+    write_questions(d, questions)  # the viewer shows each question's text and options above its debate
     usage_before = population.usage() if callable(getattr(population, "usage", None)) else None
     cut_torn_tail(d / TRANSCRIPTS)
     done = read_done(d / TRANSCRIPTS)

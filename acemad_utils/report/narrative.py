@@ -1,23 +1,30 @@
 """The "What we see" paragraph each notebook ends with, written from the computed numbers (never by hand).
 
     from acemad_utils.report import narrative as N
-    print(N.versus(long, tests, target="AceMAD (T=3)", source=SRC))   # one paragraph, true for every profile
+    display(N.md(N.versus(long, tests, target="AceMAD (T=3)", source=SRC)))   # one paragraph, as Markdown
+    N.assumption(meta["population"])     # the one sentence naming what a synthetic result rests on
 
 Each function takes the tables the notebook just computed (`tables.accuracy_long` and `tables.versus_best`
 frames, or the theory tables) and returns plain sentences. Why here and not in the notebooks: the wording
 must follow the numbers under every profile (synthetic, a 135M local model, the paper's endpoint), so the
 comparisons (above/below, inside/outside the interval) are computed, and a cell stays a single call.
+`md` wraps a paragraph as IPython Markdown, so Lab and a code host reflow it instead of showing printed text.
+
+On a synthetic profile every paragraph ends with `caveat(source, population=...)`: what kind of evidence it is,
+and (`assumption`) the one assumption of the population the result rests on, read from the run's population
+description (`meta["population"]`, `Setup.population.describe()`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import pandas as pd
 
 from acemad_utils.protocol.config import NAIVE_AGENT
-from acemad_utils.report.tables import AVERAGE, bench_label
+from acemad_utils.report import readable as RD
+from acemad_utils.report.tables import AVERAGE, bench_label, versus_best
 
 
 def _avg(long: pd.DataFrame) -> pd.DataFrame:
@@ -36,24 +43,96 @@ def _n(long: pd.DataFrame) -> int:
     return int(long[long["benchmark"] == AVERAGE]["n"].max()) if len(long) else 0
 
 
-def caveat(source: str) -> str:
-    """What kind of evidence the numbers are: the synthetic population, or a named model on n questions."""
-    if "SYNTHETIC" in source.upper():
+def md(text: str):
+    """A paragraph as IPython Markdown (rendered and reflowed by Lab, nbconvert and a code host's renderer)."""
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def _synthetic(source: str) -> bool:
+    return "SYNTHETIC" in source.upper()
+
+
+def assumption(population: Optional[Mapping] = None, *, short: bool = False) -> str:
+    """The one sentence saying which assumption a synthetic result rests on, from the population's description
+    (`describe()`: its `params` hold `knowledge_link` and `calibration_by`, see docs/population.md). `short`:
+    a bracketed clause for a one-line SUMMARY. An empty string for a real model (no assumed population)."""
+    if population is None:
+        return (
+            "[rests on the population's assumptions; see its description]"
+            if short
+            else "This synthetic result rests on the population's assumption about which agents predict the "
+            "crowd's beliefs well (the run's population description names it)."
+        )
+    pop = dict(population)
+    if not pop.get("synthetic", False):
+        return ""
+    params = pop.get("params") or {}
+    link, by = params.get("knowledge_link"), params.get("calibration_by")
+    if short:
+        if link is None and by is None:
+            return "[rests on the population's assumed peer-prediction skill; its description names no link]"
+        return f"[rests on knowledge_link={link}, calibration_by={by}]"
+    if by == "persona":
+        return (
+            'This synthetic result rests on persona-assigned skill (calibration_by = "persona"): every Skeptic '
+            "predicts the crowd well whatever it believes on the item, so the weights reward a label, not knowledge."
+        )
+    if link is None:
+        return (
+            "This synthetic result rests on the population's assumption about who predicts the crowd's beliefs "
+            "well; this run's population description names no knowledge_link (a run older than that parameter), "
+            "so which agents hold that skill is not recorded here."
+        )
+    link = float(link)
+    if link == 0:
+        return (
+            "This synthetic result rests on knowledge_link = 0: peer-prediction skill is unrelated to knowing the "
+            "truth, so nothing here comes from the paper's Asymmetric Cognitive Potential."
+        )
+    strength = (
+        "only agents that see through an item's trap"
+        if link == 1
+        else f"with strength {link:g}, agents that see through an item's trap"
+    )
+    return (
+        f"This synthetic result rests on the paper's assumption, built into the population (knowledge_link = "
+        f"{link:g}): {strength} predict the crowd's beliefs well, while the rest assume everyone thinks as they do; "
+        f"a real model has to show that link before the result says anything about it."
+    )
+
+
+def caveat(source: str, *, population: Optional[Mapping] = None) -> str:
+    """What kind of evidence the numbers are: the synthetic population (and the assumption it rests on, from
+    `population`, the run's population description), or a named model on n questions."""
+    if _synthetic(source):
         return (
             "These are numbers of the synthetic population: they show what the mechanism does when the "
-            "paper's assumptions hold, not what any LLM does."
+            "paper's assumptions hold, not what any LLM does. " + assumption(population)
         )
     return f"These numbers come from {source}; with intervals this wide, read them as evidence about this model only."
 
 
-def versus(long: pd.DataFrame, tests: pd.DataFrame, target: str, source: str) -> str:
-    """How `target` does against the baseline it was tested against (tables.versus_best), per column."""
+def versus(
+    long: pd.DataFrame,
+    tests: pd.DataFrame,
+    target: str,
+    source: str,
+    *,
+    against: str = "best MAD baseline",
+    population: Optional[Mapping] = None,
+) -> str:
+    """How `target` does against the baseline it was tested against (tables.versus_best), per column; `against`
+    names what `tests` compared with (the notebooks test against the best MAD baseline, as the paper does: Single
+    Agent can be higher)."""
     avg = _avg(long)
+    cav = caveat(source, population=population)
     if target not in avg.index:
-        return f"{target} has no result here. {caveat(source)}"
+        return f"{target} has no result here. {cav}"
     t = tests[tests["method"] == target] if len(tests) else tests
     if t is None or t.empty:
-        return f"{target}: {_cell(avg.loc[target])} on average; no paired comparison was possible. {caveat(source)}"
+        return f"{target}: {_cell(avg.loc[target])} on average; no paired comparison was possible. {cav}"
     per = t[t["benchmark"] != AVERAGE]
     wins = per[(per["gain"] > 0) & (per["p_value"] < 0.05)]
     losses = per[(per["gain"] < 0) & (per["p_value"] < 0.05)]
@@ -62,14 +141,14 @@ def versus(long: pd.DataFrame, tests: pd.DataFrame, target: str, source: str) ->
     if len(av):
         a = av.iloc[0]
         text += (
-            f" Against the best baseline on the average ({a.best_baseline}) the paired gain is {a.gain:+.1f} points "
-            f"[{a.gain_lo:+.1f}, {a.gain_hi:+.1f}], p = {a.p_value:.2g} ({_sig(a.p_value)})."
+            f" Against the {against} on the average ({a.best_baseline}) the paired gain is {a.gain:+.1f} points "
+            f"[{a.gain_lo:+.1f}, {a.gain_hi:+.1f}], {RD.pvalue(a.p_value)} ({_sig(a.p_value)})."
         )
     text += (
         f" Per benchmark it is significantly better in {len(wins)} of {len(per)} columns and significantly worse "
         f"in {len(losses)}."
     )
-    return text + " " + caveat(source)
+    return text + " " + cav
 
 
 def shares(n_values: Sequence[int], truth_holders: Sequence[int]) -> str:
@@ -122,7 +201,14 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 0.4) -> str:
+def subsets(
+    table: pd.DataFrame,
+    source: str,
+    runs: int = 5,
+    threshold: float = 0.4,
+    *,
+    population: Optional[Mapping] = None,
+) -> str:
     """01: how many items the recipe keeps, how hard they are, and whether the failures are systematic
     (wrong answers concentrated on one distractor per item, against the share expected by chance)."""
     t = table.reset_index() if "benchmark" not in table.columns else table
@@ -130,7 +216,8 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
     if total == 0 or kept == 0:
         return (
             f"The naive agent answered {total} items {runs} times each and no item fell below "
-            f"{threshold:.0%} accuracy, so there is no challenging subset to read. {caveat(source)}"
+            f"{threshold:.0%} accuracy, so there is no challenging subset to read. "
+            + caveat(source, population=population)
         )
     k = t[t["kept"] > 0]
     pct = 100.0 * t["kept"] / t["items_in"].where(t["items_in"] > 0)
@@ -161,18 +248,18 @@ def subsets(table: pd.DataFrame, source: str, runs: int = 5, threshold: float = 
         f"{_pct(acc)} of its runs. Its wrong answers land on the item's most common distractor {_pct(share)} of the "
         f"time, against {_pct(ref)} if they fell at random, {verdict}."
     )
-    return text + " " + caveat(source)
+    return text + " " + caveat(source, population=population)
 
 
-def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
+def gains(tests: pd.DataFrame, source: str, claim: str = "", *, population: Optional[Mapping] = None) -> str:
     """Each target's paired gain on the Average column over the baseline it was tested against, and how many
     are significantly better; `claim` (what the paper reports) is set beside the count."""
     av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
     if av is None or av.empty:
-        return f"No paired comparison was possible here. {caveat(source)}"
+        return f"No paired comparison was possible here. {caveat(source, population=population)}"
     parts = [
         f"{r['method']} {r['gain']:+.1f} points [{r['gain_lo']:+.1f}, {r['gain_hi']:+.1f}] over {r['best_baseline']} "
-        f"(p = {r['p_value']:.2g})"
+        f"({RD.pvalue(r['p_value'])})"
         for r in av.to_dict("records")
     ]
     better = int(((av["gain"] > 0) & (av["p_value"] < 0.05)).sum())
@@ -183,7 +270,7 @@ def gains(tests: pd.DataFrame, source: str, claim: str = "") -> str:
         f"and {worse} significantly worse"
     )
     text += f"; {claim}." if claim else "."
-    return text + " " + caveat(source)
+    return text + " " + caveat(source, population=population)
 
 
 def _peak(g: pd.DataFrame, x: str):
@@ -204,13 +291,21 @@ def _peak(g: pd.DataFrame, x: str):
     return best, shape, g
 
 
-def curve(long: pd.DataFrame, x: str, hue: str, source: str, *, truth_holders: Optional[dict] = None) -> str:
+def curve(
+    long: pd.DataFrame,
+    x: str,
+    hue: str,
+    source: str,
+    *,
+    truth_holders: Optional[dict] = None,
+    population: Optional[Mapping] = None,
+) -> str:
     """A curve over N (Figures 2 and 5): where each family peaks on the Average and whether it is monotone; with
     `truth_holders` ({family: {N: k}}, figures.truth_holders) it says whether the truth-holder share can explain
     the peak (it cannot when a family has no truth-holder at any N)."""
     avg = long[long["benchmark"] == AVERAGE]
     if avg.empty:
-        return f"No curve could be computed. {caveat(source)}"
+        return f"No curve could be computed. {caveat(source, population=population)}"
     sentences = []
     for fam, g in avg.groupby(hue, sort=False):
         best, shape, g = _peak(g, x)
@@ -237,7 +332,7 @@ def curve(long: pd.DataFrame, x: str, hue: str, source: str, *, truth_holders: O
             )
         for f in some:
             text += _share_effect(avg[avg[hue] == f], x, f, truth_holders[f])
-    return text + " " + caveat(source)
+    return text + " " + caveat(source, population=population)
 
 
 def _share_effect(fam: pd.DataFrame, x: str, f: str, holders: dict) -> str:
@@ -289,22 +384,24 @@ def same_curve(long: pd.DataFrame, a: str, b: str, x: str, *, upto: int, hue: st
     )
 
 
-def aggregators(long: pd.DataFrame, tests: pd.DataFrame, reference: str, source: str) -> str:
+def aggregators(
+    long: pd.DataFrame, tests: pd.DataFrame, reference: str, source: str, *, population: Optional[Mapping] = None
+) -> str:
     """03 (table2b): other aggregators re-deciding the same commitments, against the paper's rule `reference`,
     with the paired tests of tables.versus_best(records, others, [reference])."""
     avg = _avg(long)
     if reference not in avg.index:
-        return f"The reference rule {reference} has no result here. {caveat(source)}"
+        return f"The reference rule {reference} has no result here. {caveat(source, population=population)}"
     text = f"On the same commitments the paper's rule ({reference}) decides {_cell(avg.loc[reference])} correctly."
     av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
     if av is None or av.empty:
-        return text + " No paired comparison was possible. " + caveat(source)
+        return text + " No paired comparison was possible. " + caveat(source, population=population)
     av = av.sort_values("gain", ascending=False)
     text += (
         " Paired against it: "
         + "; ".join(
             f"{r.method} {avg.loc[r.method].accuracy:.1f}% ({r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], "
-            f"p = {r.p_value:.2g})"
+            f"{RD.pvalue(r.p_value)})"
             for r in av.itertuples()
         )
         + "."
@@ -321,29 +418,51 @@ def aggregators(long: pd.DataFrame, tests: pd.DataFrame, reference: str, source:
         )
     else:
         text += f" {' and '.join(beat)} beat{'s' if len(beat) == 1 else ''} the paper's rule with {source}."
-    return text + " " + caveat(source)
+    return text + " " + caveat(source, population=population)
 
 
-def rounds(long: pd.DataFrame, labels: Sequence[str], paper_best: str = "") -> str:
-    """03: AceMAD over its number of rounds T, on the Average (the paper reports T = 3 as the best)."""
+def rounds(long: pd.DataFrame, labels: Sequence[str], paper_best: str = "", *, records=None, seed: int = 0) -> str:
+    """03: AceMAD over its number of rounds T, on the Average (the paper reports T = 3 as the best). Whether the
+    highest T is the best is decided by paired tests on the same questions (tables.versus_best of every other T
+    against it, with `records`), not by whether confidence intervals overlap."""
     avg = _avg(long)
     got = [m for m in labels if m in avg.index]
     if not got:
         return "No AceMAD run has a result here."
     best = max(got, key=lambda m: avg.loc[m].accuracy)
-    top = avg.loc[best]
-    level = [m for m in got if avg.loc[m].accuracy == top.accuracy]
+    level = [m for m in got if avg.loc[m].accuracy == avg.loc[best].accuracy]
     text = "Over the rounds: " + ", ".join(f"{m} {_cell(avg.loc[m])}" for m in got)
     text += f"; {' and '.join(level)} tie for the highest" if len(level) > 1 else f"; the highest is {best}"
-    tied = [m for m in got if m != best and avg.loc[m].ci_hi >= top.ci_lo]
-    if tied and len(level) == 1:
-        text += (
-            f", but its interval overlaps {'that' if len(tied) == 1 else 'those'} of {' and '.join(tied)}, "
-            f"so the intervals alone do not establish a best T"
-        )
+    others = [m for m in got if m != best]
+    if others and len(level) == 1:
+        if records is None:
+            text += " (no paired test between the T's was run, so this does not establish a best T)"
+        else:
+            text += _best_t(versus_best(records, others, [best], seed=seed), best, others)
     if paper_best:
         text += f" (the paper reports {paper_best} as the best)"
     return text + "."
+
+
+def _best_t(tests: pd.DataFrame, best: str, others: Sequence[str]) -> str:
+    """The best-T clause from the paired tests of every other T against `best` (Average rows)."""
+    rows = {r["method"]: r for r in tests[tests["benchmark"] == AVERAGE].to_dict("records")} if len(tests) else {}
+    if not rows:
+        return "; no paired test was possible, so this does not establish a best T"
+    got = [m for m in others if m in rows]
+    beaten = [m for m in got if float(rows[m]["gain"]) < 0 and float(rows[m]["p_value"]) < 0.05]
+    level = [m for m in got if m not in beaten]
+    paired = "; ".join(
+        f"{m} {float(rows[m]['gain']):+.1f} points [{float(rows[m]['gain_lo']):+.1f}, "
+        f"{float(rows[m]['gain_hi']):+.1f}], {RD.pvalue(float(rows[m]['p_value']))}"
+        for m in got
+    )
+    verdict = (
+        f"so {best} is the best T here"
+        if not level
+        else f"so the paired tests do not separate {best} from {' and '.join(level)}: no single best T is established"
+    )
+    return f"; paired on the same questions against it: {paired}, {verdict}"
 
 
 def control(long: pd.DataFrame, target: str, same_agents: str, homogeneous: str) -> str:
@@ -359,10 +478,12 @@ def control(long: pd.DataFrame, target: str, same_agents: str, homogeneous: str)
     )
 
 
-def join(source: str, *texts: str) -> str:
-    """Several of the sentences above as one paragraph, with the caveat said once, at the end."""
-    c = caveat(source)
-    return " ".join(t.replace(c, "").strip() for t in texts if t) + " " + c
+def join(source: str, *texts: str, population: Optional[Mapping] = None) -> str:
+    """Several of the sentences above as one paragraph, with the caveat (and, on a synthetic profile, the
+    assumption the result rests on, from `population`) said once, at the end."""
+    plain, full = caveat(source), caveat(source, population=population)
+    body = " ".join(t.replace(full, "").replace(plain, "").strip() for t in texts if t)
+    return body + " " + full
 
 
 def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
@@ -384,6 +505,19 @@ def leaders(long: pd.DataFrame, methods: Sequence[str]) -> str:
     )
 
 
+def full_sets(tests: pd.DataFrame, source: str, claim: str = "", *, population: Optional[Mapping] = None) -> str:
+    """07 (Table 6): the gains on the full test sets, with what those sets are: mixed-difficulty items for a real
+    model; for the synthetic population every item, full set or subset, is built with a shared trap distractor,
+    so the full sets differ from the subsets only by skipping the naive agent's filter."""
+    what = (
+        "In the synthetic population every full-set item carries a trap distractor too (the full sets only skip "
+        "the naive agent's filter), so this is not the paper's mixed-difficulty regime."
+        if _synthetic(source)
+        else "The full test sets mix easy items with items that carry a shared misconception."
+    )
+    return f"Table 6 ({what}) " + gains(tests, source, claim, population=population)
+
+
 def models(results: Sequence[tuple], target: str) -> str:
     """07: `target`'s paired gain on the Average over the best MAD baseline, one clause per (name, tests, source)."""
     parts = []
@@ -395,7 +529,7 @@ def models(results: Sequence[tuple], target: str) -> str:
         r = t.iloc[0]
         parts.append(
             f"{name} [{src}]: {r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}] over {r.best_baseline} "
-            f"(p = {r.p_value:.2g}, {_sig(r.p_value)})"
+            f"({RD.pvalue(r.p_value)}, {_sig(r.p_value)})"
         )
     if not parts:
         return "No other model was run."

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from acemad_utils.data import paths as P
+from acemad_utils.report import readable as RD
 from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
 
 BENCH_LABELS = {
@@ -263,7 +264,7 @@ def wide(
     if tests is not None and len(tests):
         for _, t in tests.iterrows():
             if t.method in out.index and t.benchmark in out.columns:
-                out.loc[t.method, t.benchmark] += f" ({t.gain:+.{digits}f}, p={t.p_value:.2g})"
+                out.loc[t.method, t.benchmark] += f" ({t.gain:+.{digits}f}, {RD.pvalue(t.p_value)})"
     elif tests is not None:
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
     if note:

@@ -5,18 +5,23 @@
     html = V.debate_html(record, meta)               # the same view as a self-contained HTML fragment
     ex = V.pick_examples(records, "AceMAD (T=3)")    # {"overturned": [...], "not_overturned": [...]}
     V.write_run_page("default/main")                 # -> outputs/viewer/default/main.html
+    V.page_link(V.write_run_page("default/main"))    # that path as a clickable link (IPython Markdown)
     python -m acemad_utils.report.viewer default/main       # the same from a shell
 
-Each agent cell shows its argument (folded), its belief p and peer prediction q as small bars (the correct
-option's bar is green), and for AceMAD its round score and its weight after that round. Each round row ends
-with the plurality answer (one vote per agent whose commitment parsed) and the weighted answer: AceMAD's
-sum_i w_i^k p_i with the weights after that round (k = the method's weight_exponent, so the last round's is the
-method's decision), or the mean belief of the parsing agents for the other debates. Single Agent records
-show their independent runs as the "agents" of one round; Centralized MAD adds the moderator's summary.
+Above the debate: the question and its options (escaped; a synthetic item says its text is generated), from the
+run's questions.json. Each agent cell shows its belief p and peer prediction q as text bars, one line per option
+(the correct option's line bold and marked ✓), its answer, for AceMAD its round score and its weight after that
+round, and its argument. Each round row ends with the plurality answer (one vote per agent whose commitment
+parsed) and the weighted answer: AceMAD's sum_i w_i^k p_i with the weights after that round (k = the method's
+weight_exponent, so the last round's is the method's decision), or the mean belief of the parsing agents for the
+other debates. Single Agent records show their independent runs as the "agents" of one round; Centralized MAD
+adds the moderator's summary.
 
-Everything is inline HTML/CSS/SVG: no JavaScript library, no font, no network. The run page embeds one
-compact view per record as JSON and renders the clicked one with a few lines of vanilla JS, which mirror
-`debate_html` (same markup, same classes) so a notebook and the page show the same thing.
+In a notebook the view is plain HTML that needs no script, no SVG and no style element (JupyterLab before
+`jupyter trust`, a code host's renderer and nbconvert's sanitizer all strip those), so it reads the same trusted
+or not. The run page embeds one compact view per record as JSON and renders the clicked one with a few lines of
+vanilla JS, which mirror `debate_html(..., fold=True)` (same markup, same classes) plus the page's own CSS.
+`page_link(path)` is the page's path as a clickable Markdown link for a notebook.
 
 This module is the one import for all of it; the parts live by concern: `viewer_model` (the view of a record,
 examples by rule), `viewer_html` (the HTML fragment), `viewer_page` (the run page and its JS).
@@ -33,7 +38,7 @@ from acemad_utils.report.viewer_model import (  # noqa: F401
     source_of,
     view,
 )
-from acemad_utils.report.viewer_page import page_path, write_run_page  # noqa: F401
+from acemad_utils.report.viewer_page import page_link, page_path, write_run_page  # noqa: F401
 
 if __name__ == "__main__":
     import sys

@@ -1,16 +1,26 @@
-"""A debate as a self-contained HTML fragment (inline CSS and SVG, no JavaScript, no network).
+"""A debate as a self-contained HTML fragment that needs no script, no SVG and no style element.
 
     from acemad_utils.report.viewer_html import debate_html, show
     html = debate_html(record, meta)      # root div.acemad-debate, one td.acemad-cell per agent and round
     show(record, meta)                    # the same as an IPython HTML object (inline in Jupyter)
 
-The run page's JS (`viewer_page._JS`) mirrors this markup and these classes, so a notebook and the page
-show the same thing; `fixed` rounds like JavaScript's toFixed for that reason.
+Why plain HTML: a notebook is read untrusted (JupyterLab straight after a clone), through a code host's
+renderer and through nbconvert's sanitizer, and each strips <style>, <svg> and scripts (JupyterLab showed "p A:
+0.07Ap B: 0.80B..." under a legend about green bars). So the fragment uses only tags all three keep (div,
+span, b, i, pre, table, tr, td, ul, li; attributes class and id, the data-* ones are for tests and the page)
+and draws the bars as text: one line per option in a <pre>, a bar of block characters (1/8 steps) and the
+number, the correct option's line bold and marked with a check. It then reads the same everywhere, the numbers
+stay selectable text, and the same markup with the page's CSS (viewer_page) is the run page's view.
+
+The run page's JS (`viewer_page._JS`) mirrors this markup and these classes (with `fold=True`: long arguments
+folded in <details>, which the page may use), so a notebook and the page show the same thing; `fixed` rounds
+like JavaScript's toFixed for that reason.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Optional
 
@@ -18,10 +28,16 @@ from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.report.viewer_model import view
 
 LEGEND = (
-    "Bars: an agent's belief p and its prediction q of its peers' beliefs over the options; green = the "
-    "correct option. ✓/✗ = the answer is / is not the correct one. Click an argument to unfold it."
+    "Bars: an agent's belief p and its prediction q of its peers' beliefs, one line per option (a full bar is "
+    "probability 1); the correct option's line is bold and marked ✓. ✓/✗ after an answer: it is / is not the "
+    "correct one."
 )
+BAR_WIDTH = 4  # characters of a full bar (probability 1); eighth blocks give 32 steps
+SHORT = 60  # an argument this long or shorter is shown whole; a longer one is cut (notebook) or folded (page)
+CLIP = 200  # how much of a long argument the notebook shows (the run page has it whole)
+_EIGHTHS = " ▏▎▍▌▋▊▉"
 
+# The run page's style (viewer_page puts it in the page's head); the notebook fragment has none and needs none.
 CSS = """
 .acemad-debate{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2328;margin:6px 0 14px}
 .acemad-debate .ad-head{margin:0 0 6px}
@@ -42,11 +58,11 @@ CSS = """
 .acemad-debate .ad-bad{color:#cf222e;font-weight:700}
 .acemad-debate .ad-badge{display:inline-block;background:#cf222e;color:#fff;border-radius:3px;padding:0 4px;
   font-size:11px}
-.acemad-debate .ad-bars{display:flex;gap:10px;margin:3px 0}
-.acemad-debate .ad-bars figure{margin:0}
-.acemad-debate .ad-bars figcaption{font-size:10px;color:#57606a}
+.acemad-debate pre.ad-bars{font:11px/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;margin:3px 0;
+  background:none;padding:0}
+.acemad-debate .ad-question{margin:0 0 6px;max-width:70em}
+.acemad-debate .ad-question ul{margin:2px 0;padding-left:1.4em}
 .acemad-debate .ad-sw{font-size:11px;color:#333}
-.acemad-debate .ad-w{display:inline-block;height:6px;background:#6f42c1;vertical-align:middle;margin-left:4px}
 .acemad-debate details{font-size:12px;margin-top:3px}
 .acemad-debate summary{cursor:pointer;color:#0550ae}
 .acemad-debate .ad-short{font-size:12px;margin-top:3px;white-space:pre-wrap}
@@ -73,50 +89,48 @@ def _mark(label, answer) -> str:
     return f'<span class="{cls}">{esc(label)} {sym}</span>'
 
 
-def _bars(dist, labels, answer, title) -> str:
-    """A tiny SVG bar chart of one distribution over the options; the correct option's bar is green."""
-    bw, gap, h = 11, 3, 28
-    bold = ' font-weight="bold"'
-    width = len(labels) * (bw + gap)
-    out = [f'<svg width="{width}" height="{h + 11}" role="img" aria-label="{esc(title)}">']
-    for k, (lab, x) in enumerate(zip(labels, dist)):
-        bh = max(1.0, float(x) * h)
-        fill = "#2da44e" if lab == answer else "#8c959f"
-        out.append(
-            f'<rect x="{k * (bw + gap)}" y="{h - bh:.1f}" width="{bw}" height="{bh:.1f}" fill="{fill}">'
-            f"<title>{esc(title)} {esc(lab)}: {fixed(x, 2)}</title></rect>"
-            f'<text x="{k * (bw + gap) + bw / 2}" y="{h + 10}" font-size="9" text-anchor="middle"'
-            f"{bold if lab == answer else ''}>{esc(lab)}</text>"
-        )
-    out.append("</svg>")
-    return "".join(out)
+def bar(x: float, width: int = BAR_WIDTH) -> str:
+    """x in [0, 1] as `width` characters of block glyphs in eighth steps, padded with spaces."""
+    n = max(0, min(width * 8, math.floor(float(x) * width * 8 + 0.5)))  # JavaScript's Math.round (the page's)
+    return ("█" * (n // 8) + _EIGHTHS[n % 8].strip()).ljust(width)
 
 
-def _cell_html(c: dict, v: dict, cls: str, t: int) -> str:
+def _bars(p, q, labels, answer) -> str:
+    """One line per option: the label, p's bar and number, and q's (when the agent predicted its peers)."""
+    head = " " * 3 + "p".ljust(BAR_WIDTH + 6) + ("q" if q is not None else "")
+    lines = [head.rstrip()]
+    for k, lab in enumerate(labels):
+        line = f"{'✓' if lab == answer else ' '}{esc(lab)} {bar(p[k])} {fixed(p[k], 2)}"
+        if q is not None:
+            line += f"  {bar(q[k])} {fixed(q[k], 2)}"
+        lines.append(f"<b>{line}</b>" if lab == answer else line)
+    return '<pre class="ad-bars">' + "\n".join(lines) + "</pre>"
+
+
+def _argument(msg: str, fold: bool) -> str:
+    if len(msg) <= SHORT:
+        return f'<div class="ad-short">{esc(msg) or "(no argument)"}</div>'
+    if fold:
+        return f'<details><summary>{esc(msg[: SHORT - 3])}…</summary><div class="ad-msg">{esc(msg)}</div></details>'
+    cut = msg if len(msg) <= CLIP else msg[: CLIP - 1] + "…"
+    return f'<div class="ad-msg">{esc(cut)}</div>'
+
+
+def _cell_html(c: dict, v: dict, cls: str, t: int, fold: bool) -> str:
     labels, answer = v["labels"], v["answer"]
-    head = f'<div class="ad-who">{esc(c["who"])}</div>'
     stance = (
         '<span class="ad-badge">parse failure</span>'
         if c["pf"]
         else f'<span class="ad-stance">{_mark(c["stance"], answer)}</span>'
     )
-    bars = f"<figure>{_bars(c['p'], labels, answer, 'p')}<figcaption>p: belief</figcaption></figure>"
-    if c["q"] is not None:
-        bars += f"<figure>{_bars(c['q'], labels, answer, 'q')}<figcaption>q: peers</figcaption></figure>"
     sw = ""
     if c["score"] is not None:
-        sw = (
-            f'<div class="ad-sw">score {fixed(c["score"], 3)} · weight {fixed(c["weight"], 3)}'
-            f'<span class="ad-w" style="width:{max(1, round(c["weight"] * 60))}px"></span></div>'
-        )
-    msg = c["msg"]
-    if len(msg) <= 60:  # short enough to show whole; longer arguments fold behind their first words
-        text = f'<div class="ad-short">{esc(msg) or "(no argument)"}</div>'
-    else:
-        text = f'<details><summary>{esc(msg[:57])}…</summary><div class="ad-msg">{esc(msg)}</div></details>'
+        w = fixed(c["weight"], 3)
+        sw = f'<div class="ad-sw">score {fixed(c["score"], 3)} · weight {w} {bar(c["weight"]).rstrip()}</div>'
     return (
         f'<td class="{cls}{" ad-pf" if c["pf"] else ""}" data-round="{t}" data-agent="{esc(c["agent"])}">'
-        f'{head}{stance}<div class="ad-bars">{bars}</div>{sw}{text}</td>'
+        f'<div class="ad-who">{esc(c["who"])}</div>{stance}{_bars(c["p"], c["q"], labels, answer)}{sw}'
+        f"{_argument(c['msg'], fold)}</td>"
     )
 
 
@@ -128,43 +142,56 @@ def _head_html(v: dict) -> str:
     else:
         outcome = f"final answer {_mark(v['final'], v['answer'])}"
     return (
-        f'<div class="ad-head"><span class="ad-src{syn}">{esc(v["source"])}</span> '
+        f'<div class="ad-head"><b class="ad-src{syn}">[{esc(v["source"])}]</b> '
         f"<b>{esc(v['method'])}</b> · {esc(v['qid'])} ({esc(v['benchmark'])}, repeat {esc(v['repeat'])}) · "
-        f'correct answer <span class="ad-ok acemad-answer">{esc(v["answer"])}</span> · {outcome}</div>'
+        f'correct answer <b class="ad-ok acemad-answer">{esc(v["answer"])}</b> · {outcome}</div>'
     )
 
 
-def debate_html(record: dict, meta: Optional[dict] = None) -> str:
+def _question_html(v: dict) -> str:
+    """The question and its options above the debate, escaped; a synthetic item says its text is generated."""
+    q = v.get("question")
+    if not q:
+        return '<div class="ad-question"><i>(the question text is not recorded in this run)</i></div>'
+    kind = "<i>Synthetic item (generated text, not a benchmark question):</i> " if q.get("synthetic") else ""
+    opts = "".join(
+        f"<li><b>{esc(lab)}.</b> {esc(text)}{' ✓' if lab == v['answer'] else ''}</li>" for lab, text in q["options"]
+    )
+    return f'<div class="ad-question">{kind}<b>Q:</b> {esc(q["text"])}<ul>{opts}</ul></div>'
+
+
+def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False) -> str:
     """One record as a self-contained HTML fragment: root `div.acemad-debate` with data-agents / data-rounds;
-    one `td.acemad-cell` per agent and round."""
+    one `td.acemad-cell` per agent and round. `fold`: long arguments in <details> (the run page's markup; a
+    notebook shows the first CLIP characters instead, as sanitizers drop <details>)."""
     v = view(record, meta)
     n = len(v["rounds"][0]["cells"]) if v["rounds"] else 0
     root = (
         f'<div class="acemad-debate" data-agents="{n}" data-rounds="{len(v["rounds"])}" '
-        f'data-method="{esc(v["method"])}" data-question="{esc(v["qid"])}"><style>{CSS}</style>{_head_html(v)}'
+        f'data-method="{esc(v["method"])}" data-question="{esc(v["qid"])}">{_head_html(v)}{_question_html(v)}'
     )
     if v["status"] != "ok":
         return root + f'<div class="ad-err">status {esc(v["status"])}: {esc(v["error"])}</div></div>'
     unit = v["unit"]
     has_mod = any(r["moderator"] for r in v["rounds"])
-    head = "".join(f"<th>{unit} {i + 1}</th>" for i in range(n))
-    head += "<th>moderator</th>" if has_mod else ""
-    head += "<th>plurality</th>" + ("" if unit == "run" else f"<th>{esc(v['weighted_name'])}</th>")
+    head = "".join(f"<td><b>{unit} {i + 1}</b></td>" for i in range(n))
+    head += "<td><b>moderator</b></td>" if has_mod else ""
+    head += "<td><b>plurality</b></td>" + ("" if unit == "run" else f"<td><b>{esc(v['weighted_name'])}</b></td>")
     rows = []
     for r in v["rounds"]:
-        cells = "".join(_cell_html(c, v, "acemad-cell", r["t"]) for c in r["cells"])
+        cells = "".join(_cell_html(c, v, "acemad-cell", r["t"], fold) for c in r["cells"])
         if has_mod:
-            cells += _cell_html(r["moderator"], v, "ad-mod", r["t"]) if r["moderator"] else "<td></td>"
+            cells += _cell_html(r["moderator"], v, "ad-mod", r["t"], fold) if r["moderator"] else "<td></td>"
         cells += f'<td class="ad-plur">{_mark(r["plurality"], v["answer"])}</td>'
         if unit != "run":
             cells += f'<td class="ad-weighted">{_mark(r["weighted"], v["answer"])}</td>'
-        rows.append(f"<tr><th>{'runs' if unit == 'run' else 'round ' + str(r['t'])}</th>{cells}</tr>")
+        rows.append(f"<tr><td><b>{'runs' if unit == 'run' else 'round ' + str(r['t'])}</b></td>{cells}</tr>")
     legend = f'<div class="ad-legend">{esc(LEGEND)}</div>'
-    return root + f"<table><tr><th></th>{head}</tr>{''.join(rows)}</table>{legend}</div>"
+    return root + f"<table><tr><td></td>{head}</tr>{''.join(rows)}</table>{legend}</div>"
 
 
 def show(record: dict, meta: Optional[dict] = None):
     """The debate view for Jupyter: an IPython.display.HTML (rendered inline when it is a cell's value)."""
     from IPython.display import HTML
 
-    return HTML(debate_html(record, meta))
+    return HTML(debate_html(record, meta))  # the notebook's markup (no <details>: sanitizers drop it)

@@ -18,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
+from acemad_utils.data.transcripts import QUESTIONS, read_questions, run_dir
 from acemad_utils.protocol import beliefs as B
 
 
@@ -88,6 +89,27 @@ def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *
     ]
 
 
+@functools.lru_cache(maxsize=8)
+def _questions(experiment: str, mtime_ns: int) -> dict:
+    return read_questions(run_dir(experiment))
+
+
+def question_of(record: dict, meta: Optional[dict] = None) -> Optional[dict]:
+    """The record's question text and options: from the record when it carries them (a record built from a
+    Question by hand), else from its run's questions.json (meta["experiment"]); None when neither has them."""
+    if isinstance(record.get("question"), dict):
+        return record["question"]
+    experiment = (meta or {}).get("experiment")
+    if not experiment:
+        return None
+    try:
+        path = run_dir(experiment) / QUESTIONS
+        found = _questions(experiment, path.stat().st_mtime_ns) if path.exists() else {}
+    except ValueError:  # not a run name (a hand-made meta): no side file to read
+        return None
+    return found.get(record["question_id"])
+
+
 def view(record: dict, meta: Optional[dict] = None) -> dict:
     """The compact, JSON-able view of one record that both renderers (Python and the page's JS) draw."""
     for key in ("question_id", "method", "labels", "answer", "final"):
@@ -111,6 +133,7 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
         "final": final.get("answer"),
         "correct": final.get("correct"),
         "source": source_of(record, meta),
+        "question": question_of(record, meta),
         "unit": "agent",
         "rounds": [],
     }

@@ -3,7 +3,7 @@
     from acemad_utils.report.viewer_page import write_run_page
     write_run_page("default/main")      # -> outputs/viewer/default/main.html
 
-No server, no JavaScript library, no font, no network. `_JS` mirrors `viewer_html.debate_html` (same
+No server, no JavaScript library, no font, no network. `_JS` mirrors `viewer_html.debate_html(..., fold=True)` (same
 markup, same classes) on the compact view of `viewer_model.view`; the list on the left filters by method,
 benchmark, outcome and question id.
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Optional
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
-from acemad_utils.data.paths import atomic_write, outputs
-from acemad_utils.data.transcripts import TRANSCRIPTS, load_run, run_dir, transcript_files
+from acemad_utils.data.paths import ROOT, atomic_write, outputs
+from acemad_utils.data.transcripts import QUESTIONS, TRANSCRIPTS, load_run, run_dir, transcript_files
 from acemad_utils.protocol import beliefs
 from acemad_utils.report import viewer_html, viewer_model
 from acemad_utils.report.viewer_html import CSS, LEGEND, esc
@@ -52,36 +52,44 @@ const ESC = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;
 const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g, c => ESC[c]);
 const mark = (l, a) => l == null ? '<span class="ad-bad">none</span>' :
   '<span class="' + (l === a ? 'ad-ok' : 'ad-bad') + '">' + esc(l) + (l === a ? ' ✓' : ' ✗') + '</span>';
-function bars(d, labels, a, title){
-  const bw = 11, gap = 3, h = 28;
-  let s = '<svg width="' + labels.length * (bw + gap) + '" height="' + (h + 11) + '" role="img" aria-label="' +
-    esc(title) + '">';
+const W = D.bar_width, EIGHTHS = ' ▏▎▍▌▋▊▉';
+function bar(x){  // viewer_html.bar: eighth blocks, padded to W characters
+  const n = Math.max(0, Math.min(W * 8, Math.round(x * W * 8)));
+  return ('█'.repeat(Math.floor(n / 8)) + EIGHTHS[n % 8].trim()).padEnd(W);
+}
+function fixed(x, d){ return x.toFixed(d); }
+function bars(p, q, labels, a){
+  const lines = [(' '.repeat(3) + 'p'.padEnd(W + 6) + (q ? 'q' : '')).trimEnd()];
   labels.forEach((lab, k) => {
-    const bh = Math.max(1, d[k] * h), x = k * (bw + gap);
-    s += '<rect x="' + x + '" y="' + (h - bh).toFixed(1) + '" width="' + bw + '" height="' + bh.toFixed(1) +
-      '" fill="' + (lab === a ? '#2da44e' : '#8c959f') + '"><title>' + esc(title) + ' ' + esc(lab) + ': ' +
-      d[k].toFixed(2) + '</title></rect>' +
-      '<text x="' + (x + bw / 2) + '" y="' + (h + 10) + '" font-size="9" text-anchor="middle"' +
-      (lab === a ? ' font-weight="bold"' : '') + '>' + esc(lab) + '</text>';
+    let line = (lab === a ? '✓' : ' ') + esc(lab) + ' ' + bar(p[k]) + ' ' + fixed(p[k], 2);
+    if (q) line += '  ' + bar(q[k]) + ' ' + fixed(q[k], 2);
+    lines.push(lab === a ? '<b>' + line + '</b>' : line);
   });
-  return s + '</svg>';
+  return '<pre class="ad-bars">' + lines.join('\n') + '</pre>';
+}
+function argument(msg){
+  if (msg.length <= D.short) return '<div class="ad-short">' + (esc(msg) || '(no argument)') + '</div>';
+  return '<details><summary>' + esc(msg.slice(0, D.short - 3)) + '…</summary><div class="ad-msg">' + esc(msg) +
+    '</div></details>';
 }
 function cell(c, v, cls, t){
-  let b = '<figure>' + bars(c.p, v.labels, v.answer, 'p') + '<figcaption>p: belief</figcaption></figure>';
   const cq = c.q === 'p' ? c.p : c.q;  // pack_views: a q equal to p is stored as 'p'
-  if (cq) b += '<figure>' + bars(cq, v.labels, v.answer, 'q') + '<figcaption>q: peers</figcaption></figure>';
   const sw = c.score == null ? '' :
-    '<div class="ad-sw">score ' + c.score.toFixed(3) + ' · weight ' + c.weight.toFixed(3) +
-    '<span class="ad-w" style="width:' + Math.max(1, Math.round(c.weight * 60)) + 'px"></span></div>';
-  const text = c.msg.length <= 60 ? '<div class="ad-short">' + (esc(c.msg) || '(no argument)') + '</div>' :
-    '<details><summary>' + esc(c.msg.slice(0, 57)) + '…</summary><div class="ad-msg">' + esc(c.msg) +
-    '</div></details>';
+    '<div class="ad-sw">score ' + fixed(c.score, 3) + ' · weight ' + fixed(c.weight, 3) + ' ' +
+    bar(c.weight).trimEnd() + '</div>';
   return '<td class="' + cls + (c.pf ? ' ad-pf' : '') + '" data-round="' + t + '" data-agent="' + esc(c.agent) + '">' +
     '<div class="ad-who">' + esc(c.who) + '</div>' +
     (c.pf ? '<span class="ad-badge">parse failure</span>'
           : '<span class="ad-stance">' + mark(c.stance, v.answer) + '</span>') +
-    '<div class="ad-bars">' + b + '</div>' + sw +
-    text + '</td>';
+    bars(c.p, cq, v.labels, v.answer) + sw + argument(c.msg) + '</td>';
+}
+function question(v){
+  const q = v.question;
+  if (!q) return '<div class="ad-question"><i>(the question text is not recorded in this run)</i></div>';
+  const kind = q.synthetic ? '<i>Synthetic item (generated text, not a benchmark question):</i> ' : '';
+  const opts = q.options.map(o => '<li><b>' + esc(o[0]) + '.</b> ' + esc(o[1]) + (o[0] === v.answer ? ' ✓' : '') +
+    '</li>').join('');
+  return '<div class="ad-question">' + kind + '<b>Q:</b> ' + esc(q.text) + '<ul>' + opts + '</ul></div>';
 }
 function debate(v){
   const n = v.rounds.length ? v.rounds[0].cells.length : 0;
@@ -90,24 +98,25 @@ function debate(v){
                                             : 'final answer ' + mark(v.final, v.answer);
   let s = '<div class="acemad-debate" data-agents="' + n + '" data-rounds="' + v.rounds.length +
     '" data-method="' + esc(v.method) + '" data-question="' + esc(v.qid) + '">' +
-    '<div class="ad-head"><span class="ad-src' + (v.source === D.synthetic_label ? ' ad-syn' : '') + '">' +
-    esc(v.source) + '</span> <b>' + esc(v.method) + '</b> · ' + esc(v.qid) + ' (' + esc(v.benchmark) +
+    '<div class="ad-head"><b class="ad-src' + (v.source === D.synthetic_label ? ' ad-syn' : '') + '">[' +
+    esc(v.source) + ']</b> <b>' + esc(v.method) + '</b> · ' + esc(v.qid) + ' (' + esc(v.benchmark) +
     ', repeat ' + esc(v.repeat) +
-    ') · correct answer <span class="ad-ok acemad-answer">' + esc(v.answer) + '</span> · ' + outcome + '</div>';
+    ') · correct answer <b class="ad-ok acemad-answer">' + esc(v.answer) + '</b> · ' + outcome + '</div>' +
+    question(v);
   if (v.status !== 'ok')
     return s + '<div class="ad-err">status ' + esc(v.status) + ': ' + esc(v.error) + '</div></div>';
   const run = v.unit === 'run', mod = v.rounds.some(r => r.moderator);
   let head = '';
-  for (let i = 0; i < n; i++) head += '<th>' + v.unit + ' ' + (i + 1) + '</th>';
-  if (mod) head += '<th>moderator</th>';
-  head += '<th>plurality</th>' + (run ? '' : '<th>' + esc(v.weighted_name) + '</th>');
-  s += '<table><tr><th></th>' + head + '</tr>';
+  for (let i = 0; i < n; i++) head += '<td><b>' + v.unit + ' ' + (i + 1) + '</b></td>';
+  if (mod) head += '<td><b>moderator</b></td>';
+  head += '<td><b>plurality</b></td>' + (run ? '' : '<td><b>' + esc(v.weighted_name) + '</b></td>');
+  s += '<table><tr><td></td>' + head + '</tr>';
   v.rounds.forEach(r => {
     let cells = r.cells.map(c => cell(c, v, 'acemad-cell', r.t)).join('');
     if (mod) cells += r.moderator ? cell(r.moderator, v, 'ad-mod', r.t) : '<td></td>';
     cells += '<td class="ad-plur">' + mark(r.plurality, v.answer) + '</td>';
     if (!run) cells += '<td class="ad-weighted">' + mark(r.weighted, v.answer) + '</td>';
-    s += '<tr><th>' + (run ? 'runs' : 'round ' + r.t) + '</th>' + cells + '</tr>';
+    s += '<tr><td><b>' + (run ? 'runs' : 'round ' + r.t) + '</b></td>' + cells + '</tr>';
   });
   return s + '</table><div class="ad-legend">' + esc(D.legend) + '</div></div>';
 }
@@ -239,6 +248,19 @@ def page_path(experiment: str) -> Path:
     return outputs("viewer", *parts[:-1]) / f"{parts[-1]}.html"
 
 
+def page_link(path: Path):
+    """A run page's path as a Markdown link relative to notebooks/ (where the committed notebooks live, and
+    JupyterLab's `make lab` opens the repository root), so a reader clicks it instead of copying a path; the text
+    shows the path from the repository root, never this machine's."""
+    from IPython.display import Markdown
+
+    rel = Path(path).resolve().relative_to(ROOT.resolve()).as_posix()
+    return Markdown(
+        f"Every debate of this run: [{rel}](../{rel}) (a self-contained page: open it in a browser; JupyterLab "
+        f"shows it without its script until you click *Trust HTML* in its toolbar)."
+    )
+
+
 # What a page is drawn by: a change to any of these files rebuilds every page (see page_stamp).
 _CODE = [Path(m.__file__) for m in (viewer_html, viewer_model, beliefs) if m.__file__] + [Path(__file__)]
 
@@ -248,7 +270,7 @@ def page_stamp(experiment: str) -> str:
     viewer's code. Written into the page; a page whose stamp matches is up to date and is not rebuilt."""
     d = run_dir(experiment)
     h = hashlib.sha256()
-    for f in [d / "meta.json", *transcript_files(d / TRANSCRIPTS), *_CODE]:
+    for f in [d / "meta.json", d / QUESTIONS, *transcript_files(d / TRANSCRIPTS), *_CODE]:
         if f.exists():
             h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
@@ -299,6 +321,8 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
         "benchmarks": benchmarks,
         "synthetic_label": SYNTHETIC_LABEL,
         "legend": LEGEND,
+        "bar_width": viewer_html.BAR_WIDTH,
+        "short": viewer_html.SHORT,
     }
     parts = "\n".join(
         f'<script type="application/octet-stream" id="acemad-part-{m}">{pack_views(vs)}</script>'

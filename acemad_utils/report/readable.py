@@ -1,0 +1,59 @@
+"""Numbers as a reader reads them: percents with one decimal, p-values in plain form unless tiny.
+
+    from acemad_utils.report import readable as RD
+    RD.pvalue(0.0312)          # 'p = 0.031'
+    RD.pvalue(2.1e-07)         # 'p = 2.1e-07'   (scientific only below 1e-3)
+    RD.pvalue(1 / 10001)       # 'p < 1e-4'      (a sign-flip permutation test's floor: no smaller p is possible)
+    RD.tests_table(tests)      # tables.versus_best's frame with its numbers as text, for display
+
+Why one module: the tables, the "What we see" paragraphs and the SUMMARY lines print the same p-values, and
+must print them the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+#: The permutation count of tables.paired_test and the stratified Average test (their `n_perm` default; a test
+#: checks the two agree). Their smallest p-value is 1 / (PERMUTATIONS + 1): "p < 1e-4", never "p = 0.0001".
+PERMUTATIONS = 10_000
+PERMUTATION_FLOOR = 1.0 / (PERMUTATIONS + 1)
+
+
+def pvalue_text(p: float) -> str:
+    """The number alone: '0.031', '2.1e-07', '< 1e-4' at the permutation floor, 'n/a' for a missing p."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "n/a"
+    p = float(p)
+    if math.isclose(p, PERMUTATION_FLOOR, rel_tol=1e-9):
+        return f"< {1 / PERMUTATIONS:.0e}".replace("e-0", "e-")
+    if p < 1e-3:
+        return f"{p:.1e}"
+    return f"{p:.2g}"
+
+
+def pvalue(p: float) -> str:
+    """'p = 0.031', 'p = 2.1e-07', or 'p < 1e-4' at the permutation test's floor."""
+    text = pvalue_text(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def pct(x: float) -> str:
+    """A percentage that is already in points (0-100), with one decimal: '27.7%'."""
+    return f"{float(x):.1f}%"
+
+
+def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
+    """tables.versus_best's frame for display: gains in points with one decimal and a sign, p as `pvalue_text`,
+    n as an integer. The frame itself (and the saved CSV) keeps the full-precision numbers."""
+    out = tests.copy()
+    for col in ("gain", "gain_lo", "gain_hi"):
+        if col in out:
+            out[col] = [f"{float(x):+.1f}" for x in out[col]]
+    for col in [c for c in out.columns if c.startswith("p_")]:
+        out[col] = [pvalue_text(x) for x in out[col]]
+    if "n_paired" in out:
+        out["n_paired"] = out["n_paired"].astype(int)
+    return out.rename(columns={"gain": "gain (points)", "gain_lo": "CI low", "gain_hi": "CI high"})
