@@ -112,3 +112,30 @@ def test_store_keeps_outputs_and_drops_what_changes_between_runs(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 2")]), src)
     assert "older version" in nbtools.store(src, ran_dir)[0]
     assert nbformat.read(src, as_version=4).cells[0].source == "x = 2"
+
+
+def _with_parameters(defaults: str, injected: str) -> nbformat.NotebookNode:
+    nb = _executed()
+    params = nbformat.v4.new_code_cell(defaults, execution_count=1)
+    params.metadata["tags"] = ["parameters"]
+    inj = nbformat.v4.new_code_cell(injected, execution_count=2)
+    inj.metadata["tags"] = [nbtools.INJECTED]
+    nb.cells = [params, inj, *nb.cells]
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return nb
+
+
+def test_lean_drops_an_injected_cell_that_repeats_the_defaults_and_writes_labs_kernelspec():
+    same = _with_parameters('# Parameters\nPROFILE = "default"\nN = 3  # items\nL = [1, 2]\n', "# Parameters\nN = 3\n")
+    nbtools.lean(same)
+    assert [c.metadata.get("tags") for c in same.cells].count([nbtools.INJECTED]) == 0 and len(same.cells) == 2
+    # what JupyterLab writes on save (it marks a notebook saying "Python 3" modified at once and autosaves it)
+    assert same.metadata["kernelspec"]["display_name"] == nbtools.lab_kernelspec()["display_name"]
+    assert nbtools.lab_kernelspec()["display_name"] != "Python 3"
+    differs = _with_parameters("N = 3\n", "# Parameters\nN = 400\n")
+    nbtools.lean(differs)
+    inj = [c for c in differs.cells if nbtools.INJECTED in c.metadata.get("tags", [])]
+    assert len(inj) == 1 and inj[0].source == nbtools.INJECTED_HEADER + "\nN = 400\n"
+    new = _with_parameters("N = 3\n", "# Parameters\nM = 3\n")  # a name the defaults lack: kept
+    nbtools.lean(new)
+    assert len(new.cells) == 3

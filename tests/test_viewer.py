@@ -121,7 +121,11 @@ def test_notebook_view_needs_no_script_svg_or_style(method):
 
 
 def test_bars_are_text_in_eighths():
-    assert [viewer_html.bar(x) for x in (0, 1, 0.5, 0.03, 0.07)] == ["    ", "████", "██  ", "▏   ", "▎   "]
+    assert [viewer_html.bar(x, 4) for x in (0, 1, 0.5, 0.03, 0.07)] == ["    ", "████", "██  ", "▏   ", "▎   "]
+    rec = record(n_agents=2, rounds=1)
+    for pre in re.findall(r'<pre class="ad-bars">(.*?)</pre>', V.debate_html(rec), re.S):
+        lines = re.sub(r"</?b>", "", pre).split("\n")
+        assert len({len(x) for x in lines}) == 1, lines  # one width: right-aligned cells keep the columns
 
 
 def test_the_question_is_shown_from_the_runs_side_file(tmp_root):

@@ -32,7 +32,8 @@ LEGEND = (
     "probability 1); the correct option's line is bold and marked ✓. ✓/✗ after an answer: it is / is not the "
     "correct one."
 )
-BAR_WIDTH = 4  # characters of a full bar (probability 1); eighth blocks give 32 steps
+BAR_WIDTH = 3  # characters of a full bar (probability 1); eighth blocks give 24 steps. Narrow, so five agents fit
+# side by side at notebook width without the <pre> wrapping
 SHORT = 60  # an argument this long or shorter is shown whole; a longer one is cut (notebook) or folded (page)
 CLIP = 200  # how much of a long argument the notebook shows (the run page has it whole)
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -97,8 +98,11 @@ def bar(x: float, width: int = BAR_WIDTH) -> str:
 
 def _bars(p, q, labels, answer) -> str:
     """One line per option: the label, p's bar and number, and q's (when the agent predicted its peers)."""
-    head = " " * 3 + "p".ljust(BAR_WIDTH + 6) + ("q" if q is not None else "")
-    lines = [head.rstrip()]
+    # every line as wide as the others: renderers that right-align table cells (JupyterLab) keep the columns
+    head = " " * 3 + (
+        "p".ljust(BAR_WIDTH + 7) + "q".ljust(BAR_WIDTH + 5) if q is not None else "p".ljust(BAR_WIDTH + 5)
+    )
+    lines = [head]
     for k, lab in enumerate(labels):
         line = f"{'✓' if lab == answer else ' '}{esc(lab)} {bar(p[k])} {fixed(p[k], 2)}"
         if q is not None:

@@ -59,7 +59,7 @@ function bar(x){  // viewer_html.bar: eighth blocks, padded to W characters
 }
 function fixed(x, d){ return x.toFixed(d); }
 function bars(p, q, labels, a){
-  const lines = [(' '.repeat(3) + 'p'.padEnd(W + 6) + (q ? 'q' : '')).trimEnd()];
+  const lines = [' '.repeat(3) + (q ? 'p'.padEnd(W + 7) + 'q'.padEnd(W + 5) : 'p'.padEnd(W + 5))];
   labels.forEach((lab, k) => {
     let line = (lab === a ? '✓' : ' ') + esc(lab) + ' ' + bar(p[k]) + ' ' + fixed(p[k], 2);
     if (q) line += '  ' + bar(q[k]) + ' ' + fixed(q[k], 2);

@@ -8,14 +8,20 @@ Why: a reader browsing the repository should see every table, figure, debate vie
 without running anything, and nbval (strict, `make nbval`) re-executes the committed notebooks and compares
 every output with the stored one. `store` keeps what a reader needs and nothing that changes from run to run:
 cell timings, papermill's run metadata (paths, durations, the environment), execution timestamps and widget
-state go; papermill's injected-parameters cell stays (the values the outputs were computed with) under a fixed
-id. It refuses a notebook whose run failed, printed to stderr, left a cell unexecuted, shows a PosixPath or
-this machine's repository path, or whose cells no longer match the source notebook (rerun `make notebooks`).
+state go. Papermill's injected-parameters cell goes too when it only repeats the notebook's own parameters cell
+(the default profile: two look-alike "# Parameters" cells otherwise); when it changes a value it stays, under a
+fixed id and a first line saying so. The kernelspec is written as JupyterLab writes it (the installed python3
+kernel's display name, "Python 3 (ipykernel)"), so opening a committed notebook in `make lab` and autosaving
+changes nothing. It refuses a notebook whose run failed, printed to stderr, left a cell unexecuted, shows a
+PosixPath or this machine's repository path, or whose cells no longer match the source notebook (rerun `make
+notebooks`).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -28,6 +34,7 @@ EXECUTED = ROOT / "outputs" / "notebooks" / "default"  # never outputs/smoke: th
 INJECTED = "injected-parameters"  # papermill's tag (and, here, the cell's fixed id)
 VOLATILE_CELL_META = ("papermill", "execution", "collapsed", "scrolled")
 VOLATILE_NB_META = ("papermill", "widgets")
+INJECTED_HEADER = "# Parameters of the profile (injected by papermill; they differ from the defaults above)"
 
 
 def code_cells(nb) -> list:
@@ -61,15 +68,57 @@ def problems(nb) -> list[str]:
     return bad
 
 
+def _assigned(source: str) -> dict:
+    """name -> literal value of the top-level `NAME = literal` lines of a parameters cell (others are skipped)."""
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return out
+
+
+def _tagged(nb, tag: str) -> list:
+    return [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+
+
+def injection_repeats_defaults(nb) -> bool:
+    """True when papermill's injected cell sets nothing the notebook's parameters cell does not already set to
+    the same value (then the outputs were computed with the notebook's own defaults)."""
+    injected, params = _tagged(nb, INJECTED), _tagged(nb, "parameters")
+    if not injected or not params:
+        return False
+    defaults = _assigned(params[0].source)
+    return all(k in defaults and defaults[k] == v for k, v in _assigned(injected[0].source).items())
+
+
+@functools.lru_cache(maxsize=1)
+def lab_kernelspec() -> dict:
+    """The kernelspec metadata JupyterLab writes on save: the installed python3 kernel's display name."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    return {"display_name": spec.display_name, "language": spec.language, "name": "python3"}
+
+
 def lean(nb) -> None:
-    """Drop what changes from run to run (timings, papermill's record of paths and environment, widget state)."""
+    """Drop what changes from run to run (timings, papermill's record of paths and environment, widget state),
+    papermill's injected cell when it repeats the defaults, and write the kernelspec as JupyterLab does."""
+    if injection_repeats_defaults(nb):
+        nb.cells = [c for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
     for key in VOLATILE_NB_META:
         nb.metadata.pop(key, None)
+    nb.metadata["kernelspec"] = lab_kernelspec()
     for c in nb.cells:
         for key in VOLATILE_CELL_META:
             c.metadata.pop(key, None)
         if INJECTED in c.metadata.get("tags", []):
             c["id"] = INJECTED  # papermill draws a random id on every run
+            lines = c.source.split("\n")
+            if lines and lines[0].strip() == "# Parameters":
+                c.source = "\n".join([INJECTED_HEADER, *lines[1:]])
 
 
 def sources(nb) -> list[tuple[str, str]]:
