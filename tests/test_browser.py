@@ -379,3 +379,173 @@ def test_run_viewer_page_survives_hostile_replies(browser, monkeypatch, tmp_path
         assert cell.first.text_content() == text
     assert errors == [] and page.evaluate("document.scripts.length") == 2 + 1  # data, one method, the JS
     ctx.close()
+
+
+# ----------------------------------------------------------------------------- what a reader sees (issue 32)
+# The committed notebooks, read as a newcomer reads them: untrusted in JupyterLab straight after a clone, through
+# nbconvert's sanitized HTML, and opened then autosaved by `make lab`. The branches carry their notebooks without
+# outputs, so by default the fixture makes the committed state itself: a fresh clone, the READER notebooks run in
+# smoke mode there and stored over its notebooks by `nbtools store` (what `make notebooks` does), committed in the
+# clone. ACEMAD_READER_COMMITTED=1 reads the clone's committed notebooks as they are instead (after `make notebooks`
+# and a commit: every notebook with outputs; skipped, saying so, when none has any).
+READER = ["03_main_results.ipynb", "05_ablation.ipynb", "07_other_models.ipynb"]  # debates, Figure 4, paper tables
+BARS = re.compile(r"[█▏▎▍▌▋▊▉]+ +\d\.\d\d")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """(a fresh clone whose notebooks carry stored outputs, the names of those notebooks)."""
+    from acemad_utils.reproduce import nbtools
+
+    repo = tmp_path_factory.mktemp("clone") / "acemad"
+    subprocess.run(["git", "clone", "-q", str(P.ROOT), str(repo)], check=True)
+    if os.environ.get("ACEMAD_READER_COMMITTED") == "1":
+        names = [
+            p.name
+            for p in sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+            if nbtools.has_outputs(json.loads(p.read_text()))
+        ]
+        if not names:
+            pytest.skip("the committed notebooks have no outputs: run `make notebooks`, commit them, then rerun")
+        return repo, names
+    env = {**os.environ, "PYTHONPATH": str(repo), "ACEMAD_SMOKE": "1", "ACEMAD_PROGRESS": "0"}
+    run = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only"]
+    subprocess.run(run + [Path(n).stem for n in READER], cwd=repo, env=env, check=True, capture_output=True)
+    executed = repo / "outputs" / "smoke" / "notebooks" / "default"
+    store = [sys.executable, "-m", "acemad_utils.reproduce.nbtools", "store", "--executed", str(executed)]
+    out = subprocess.run(store + [f"notebooks/{n}" for n in READER], cwd=repo, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qam", "stored outputs (test)")
+    return repo, READER
+
+
+def _lab_server(repo: Path, tmp: Path, command: list[str], settings: dict):
+    """Start JupyterLab with `command` (+ a token and throw-away settings, runtime and data dirs: nothing trusted)
+    in `repo`; returns (process, base URL, token)."""
+    for rel, value in settings.items():
+        (tmp / "settings" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / "settings" / rel).write_text(json.dumps(value))
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, **{f"JUPYTER_{k}_DIR": str(tmp / k.lower()) for k in ("CONFIG", "RUNTIME", "DATA")}}
+    args = [f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
+    args += [f"--LabApp.user_settings_dir={tmp / 'settings'}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}"]
+    log = open(tmp / "lab.log", "w")
+    proc = subprocess.Popen(command + args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=repo)
+    base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                return proc, base, token
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc, timeout=5)
+                raise RuntimeError(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()[-3000:]}") from None
+            time.sleep(0.3)
+
+
+def _lab_command(repo: Path) -> list[str]:
+    """What `make lab` runs (its recipe, with the venv step taken as done), with this interpreter's venv."""
+    venv = Path(sys.executable).parent.parent
+    recipe = ["make", "-s", "-n", "-o", f"{venv}/.base", "lab", f"VENV={venv}"]
+    out = subprocess.run(recipe, cwd=repo, check=True, capture_output=True, text=True)
+    return out.stdout.replace("\\\n", " ").split()
+
+
+def _check_reader_view(page, nb: dict, name: str) -> None:
+    """What every committed notebook must show, whatever renders it: each debate view with its question, text bars
+    and numbers (no SVG or style needed), each figure an image with its caption below, the narrative as Markdown."""
+    debates = page.locator(".acemad-debate")
+    if name.startswith("03_"):
+        assert debates.count() >= 1, f"{name}: no debate view"
+    for i in range(debates.count()):
+        d = debates.nth(i)
+        cells, bars = d.locator("td.acemad-cell"), d.locator("pre.ad-bars")
+        assert cells.count() >= 5 and bars.count() == cells.count(), (name, cells.count(), bars.count())
+        for k in range(bars.count()):
+            assert BARS.search(bars.nth(k).inner_text()), f"{name}: debate {i} cell {k}: no bar and number"
+        assert "Q:" in d.inner_text() and d.locator("svg, style").count() == 0
+    cells = nb["cells"]
+    for k, c in enumerate(cells):
+        if c["cell_type"] == "code" and re.search(r"\bsave_figure\(", "".join(c["source"])):
+            caption = "".join(cells[k + 1]["source"]) if k + 1 < len(cells) else ""
+            assert caption.startswith("**Figure"), f"{name}: figure cell {k} has no caption after it"
+            first = re.sub(r"[*_`$\\]", "", caption.split(".", 1)[0]).strip()  # "Figure 4, above [the source ...]"
+            assert page.get_by_text(first, exact=False).count() >= 1, f"{name}: caption {first!r} not shown"
+    images = page.locator("img")
+    figures = sum(bool(re.search(r"\bsave_figure\(", "".join(c["source"]))) for c in cells if c["cell_type"] == "code")
+    assert images.count() >= figures, f"{name}: {figures} figure(s), {images.count()} image(s)"
+    for i in range(images.count()):
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0"), f"{name}: image {i} broken"
+    if name.startswith(("03_", "07_")):  # the "What we see" paragraph: Markdown, with its assumption sentence
+        assert page.get_by_text(re.compile(r"This synthetic result rests on")).count() >= 1, name
+
+
+def test_committed_notebooks_read_the_same_untrusted_in_jupyterlab(browser, clone, tmp_path):
+    """Every committed notebook opened untrusted (a fresh clone, a fresh Jupyter data dir) in JupyterLab, as `make
+    lab` serves it: debate views, figures with captions and Markdown narrative all there without `jupyter trust`."""
+    repo, names = clone
+    settings = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
+    settings["@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"] = {"autosave": False}
+    proc, base, token = _lab_server(repo, tmp_path, _lab_command(repo), settings)
+    try:
+        ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+        page = ctx.new_page()
+        for name in names:
+            page.goto(f"{base}/lab/workspaces/r-{Path(name).stem}/tree/notebooks/{name}?token={token}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            page.wait_for_timeout(1500)
+            nb = json.loads((repo / "notebooks" / name).read_text())
+            notebook = page.locator(".jp-Notebook").first
+            _check_reader_view(notebook, nb, name)
+            target = notebook.locator(".acemad-debate, .jp-RenderedMarkdown:has-text('rests on'), img").first
+            target.scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / f"reader_lab_{Path(name).stem}.png"))
+        ctx.close()
+    finally:
+        stop(proc, timeout=20)
+
+
+def test_committed_notebooks_read_the_same_through_nbconvert_sanitized_html(browser, clone, tmp_path):
+    """The same checks on nbconvert's sanitized HTML (HTMLExporter(sanitize_html=True), what nbviewer-like tools
+    serve): its tag list is tiny (it escapes headings, paragraphs and <tbody> everywhere), yet the debate views keep
+    their bars and numbers and every figure its image and caption text."""
+    from nbconvert import HTMLExporter
+
+    repo, names = clone
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    for name in names:
+        html, _ = HTMLExporter(sanitize_html=True).from_filename(str(repo / "notebooks" / name))
+        out = tmp_path / f"{Path(name).stem}.html"
+        out.write_text(html, encoding="utf-8")
+        page.goto(out.as_uri())
+        _check_reader_view(page, json.loads((repo / "notebooks" / name).read_text()), name)
+        page.locator(".acemad-debate, img").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"reader_sanitized_{Path(name).stem}.png"))
+    ctx.close()
+
+
+def test_make_lab_then_autosave_leaves_the_checkout_clean(browser, clone, tmp_path):
+    """`make lab`, every notebook opened (its kernel started: Lab rewrites the kernelspec then) and left past an
+    autosave: `git status` stays clean, because `make notebooks` (nbtools store) stored what Lab writes."""
+    repo, _ = clone
+    every = sorted(p.name for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    stored = [n for n in every if n in clone[1]]  # notebooks with outputs; the others as the branch has them
+    autosave = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 5}}
+    proc, base, token = _lab_server(repo, tmp_path, _lab_command(repo), autosave)
+    lab = {"url": lambda n: f"{base}/lab/workspaces/a-{Path(n).stem}/tree/{n}?token={token}", "base": base}
+    lab["token"] = token
+    try:
+        ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+        page = ctx.new_page()
+        for name in stored if os.environ.get("ACEMAD_READER_COMMITTED") != "1" else every:
+            _open(page, lab, f"notebooks/{name}")
+            page.wait_for_timeout(12_000)  # past two autosaves
+        ctx.close()
+    finally:
+        stop(proc, timeout=20)
+    assert _git(repo, "status", "--porcelain") == "", _git(repo, "diff")[:3000]

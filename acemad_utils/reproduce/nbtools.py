@@ -160,6 +160,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("action", choices=("store", "strip"))
     ap.add_argument("notebooks", nargs="*", type=Path)
+    ap.add_argument(
+        "--executed",
+        type=Path,
+        default=EXECUTED,
+        help="where the executed copies are (default outputs/notebooks/default, a full run; tests store a smoke run)",
+    )
     args = ap.parse_args(argv)
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     failed = 0
@@ -168,7 +174,7 @@ def main(argv=None) -> int:
             strip(p)
             print(f"strip: {p.name}")
             continue
-        bad = store(p)
+        bad = store(p, args.executed)
         failed += bool(bad)
         print(f"store: {p.name}" + ("" if not bad else " NOT STORED:\n    " + "\n    ".join(bad[:10])))
     return 1 if failed else 0
