@@ -166,7 +166,7 @@ def main(argv=None) -> int:
         default=EXECUTED,
         help="where the executed copies are (default outputs/notebooks/default, a full run; tests store a smoke run)",
     )
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # options before or after the notebooks
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     failed = 0
     for p in paths:
