@@ -423,15 +423,16 @@ def clone(tmp_path_factory):
     return repo, READER
 
 
-def _lab_server(repo: Path, tmp: Path, command: list[str], settings: dict):
-    """Start JupyterLab with `command` (+ a token and throw-away settings, runtime and data dirs: nothing trusted)
+def _lab_server(repo: Path, tmp: Path, settings: dict):
+    """Start JupyterLab as `make lab` does (+ a token and throw-away settings, runtime and data dirs: nothing trusted)
     in `repo`; returns (process, base URL, token)."""
     for rel, value in settings.items():
         (tmp / "settings" / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp / "settings" / rel).write_text(json.dumps(value))
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, **{f"JUPYTER_{k}_DIR": str(tmp / k.lower()) for k in ("CONFIG", "RUNTIME", "DATA")}}
-    args = [f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
+    command = _lab_command(repo, port)
+    args = ["--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
     args += [f"--LabApp.user_settings_dir={tmp / 'settings'}", f"--LabApp.workspaces_dir={tmp / 'workspaces'}"]
     log = open(tmp / "lab.log", "w")
     proc = subprocess.Popen(command + args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=repo)
@@ -447,12 +448,20 @@ def _lab_server(repo: Path, tmp: Path, command: list[str], settings: dict):
             time.sleep(0.3)
 
 
-def _lab_command(repo: Path) -> list[str]:
+def _lab_command(repo: Path, port: int) -> list[str]:
     """What `make lab` runs (its recipe, with the venv step taken as done), with this interpreter's venv."""
     venv = Path(sys.executable).parent.parent
-    recipe = ["make", "-s", "-n", "-o", f"{venv}/.base", "lab", f"VENV={venv}"]
+    recipe = ["make", "-s", "-n", "-o", f"{venv}/.base", "lab", f"VENV={venv}", f"LAB_PORT={port}"]
     out = subprocess.run(recipe, cwd=repo, check=True, capture_output=True, text=True)
     return out.stdout.replace("\\\n", " ").split()
+
+
+def _scroll_to_what_matters(page) -> None:
+    """For the screenshot: the first debate view, else the first figure, else the assumption sentence."""
+    for sel in (".acemad-debate", "img", "text=This synthetic result rests on"):
+        if page.locator(sel).count():
+            page.locator(sel).first.scroll_into_view_if_needed()
+            return
 
 
 def _check_reader_view(page, nb: dict, name: str) -> None:
@@ -490,7 +499,7 @@ def test_committed_notebooks_read_the_same_untrusted_in_jupyterlab(browser, clon
     repo, names = clone
     settings = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
     settings["@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"] = {"autosave": False}
-    proc, base, token = _lab_server(repo, tmp_path, _lab_command(repo), settings)
+    proc, base, token = _lab_server(repo, tmp_path, settings)
     try:
         ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
         page = ctx.new_page()
@@ -501,8 +510,7 @@ def test_committed_notebooks_read_the_same_untrusted_in_jupyterlab(browser, clon
             nb = json.loads((repo / "notebooks" / name).read_text())
             notebook = page.locator(".jp-Notebook").first
             _check_reader_view(notebook, nb, name)
-            target = notebook.locator(".acemad-debate, .jp-RenderedMarkdown:has-text('rests on'), img").first
-            target.scroll_into_view_if_needed()
+            _scroll_to_what_matters(notebook)
             page.screenshot(path=str(SHOTS / f"reader_lab_{Path(name).stem}.png"))
         ctx.close()
     finally:
@@ -524,7 +532,7 @@ def test_committed_notebooks_read_the_same_through_nbconvert_sanitized_html(brow
         out.write_text(html, encoding="utf-8")
         page.goto(out.as_uri())
         _check_reader_view(page, json.loads((repo / "notebooks" / name).read_text()), name)
-        page.locator(".acemad-debate, img").first.scroll_into_view_if_needed()
+        _scroll_to_what_matters(page)
         page.screenshot(path=str(SHOTS / f"reader_sanitized_{Path(name).stem}.png"))
     ctx.close()
 
@@ -536,7 +544,7 @@ def test_make_lab_then_autosave_leaves_the_checkout_clean(browser, clone, tmp_pa
     every = sorted(p.name for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     stored = [n for n in every if n in clone[1]]  # notebooks with outputs; the others as the branch has them
     autosave = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 5}}
-    proc, base, token = _lab_server(repo, tmp_path, _lab_command(repo), autosave)
+    proc, base, token = _lab_server(repo, tmp_path, autosave)
     lab = {"url": lambda n: f"{base}/lab/workspaces/a-{Path(n).stem}/tree/{n}?token={token}", "base": base}
     lab["token"] = token
     try:
