@@ -334,12 +334,11 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
         """html => {
         const box = document.createElement('div'); box.innerHTML = html;
         const a = box.querySelector('.acemad-debate'), b = document.querySelector('#debate .acemad-debate');
-        a.querySelector('style').remove();
         const count = (el, sel) => el.querySelectorAll(sel).length;
-        return [a.textContent === b.textContent, count(a, 'rect') === count(b, 'rect'),
+        return [a.textContent === b.textContent, count(a, 'pre') === count(b, 'pre'),
                 count(a, 'td') === count(b, 'td'), count(a, 'details') === count(b, 'details')];
     }""",
-        V.debate_html(rec, meta),
+        V.debate_html(rec, meta, fold=True),  # the page's markup: long arguments folded
     )
     assert same == [True, True, True, True], same
     d.locator("td.acemad-cell details summary").first.click()  # unfold one argument for the screenshot
@@ -389,7 +388,7 @@ def test_run_viewer_page_survives_hostile_replies(browser, monkeypatch, tmp_path
 # clone. ACEMAD_READER_COMMITTED=1 reads the clone's committed notebooks as they are instead (after `make notebooks`
 # and a commit: every notebook with outputs; skipped, saying so, when none has any).
 READER = ["03_main_results.ipynb", "05_ablation.ipynb", "07_other_models.ipynb"]  # debates, Figure 4, paper tables
-BARS = re.compile(r"[█▏▎▍▌▋▊▉]+ +\d\.\d\d")
+BARS = re.compile(r"[█▏▎▍▌▋▊▉]+ +(\.\d\d|1\.0)")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -497,8 +496,7 @@ def test_committed_notebooks_read_the_same_untrusted_in_jupyterlab(browser, clon
     """Every committed notebook opened untrusted (a fresh clone, a fresh Jupyter data dir) in JupyterLab, as `make
     lab` serves it: debate views, figures with captions and Markdown narrative all there without `jupyter trust`."""
     repo, names = clone
-    settings = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
-    settings["@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"] = {"autosave": False}
+    settings = {**SETTINGS}  # every cell in the DOM, no autosave, no news pop-up over the screenshot
     proc, base, token = _lab_server(repo, tmp_path, settings)
     try:
         ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
@@ -543,7 +541,7 @@ def test_make_lab_then_autosave_leaves_the_checkout_clean(browser, clone, tmp_pa
     repo, _ = clone
     every = sorted(p.name for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     stored = [n for n in every if n in clone[1]]  # notebooks with outputs; the others as the branch has them
-    autosave = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 5}}
+    autosave = {**SETTINGS, "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 5}}
     proc, base, token = _lab_server(repo, tmp_path, autosave)
     lab = {"url": lambda n: f"{base}/lab/workspaces/a-{Path(n).stem}/tree/{n}?token={token}", "base": base}
     lab["token"] = token

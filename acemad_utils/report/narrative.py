@@ -82,8 +82,8 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False) -> 
     if link is None:
         return (
             "This synthetic result rests on the population's assumption about who predicts the crowd's beliefs "
-            "well; this run's population description names no knowledge_link (a run older than that parameter), "
-            "so which agents hold that skill is not recorded here."
+            "well; this run's population description names no knowledge_link (the population predates that "
+            "parameter), so which agents hold that skill is not recorded here."
         )
     link = float(link)
     if link == 0:
@@ -515,7 +515,7 @@ def full_sets(tests: pd.DataFrame, source: str, claim: str = "", *, population: 
         if _synthetic(source)
         else "The full test sets mix easy items with items that carry a shared misconception."
     )
-    return f"Table 6 ({what}) " + gains(tests, source, claim, population=population)
+    return f"Table 6, full test sets: {what} " + gains(tests, source, claim, population=population)
 
 
 def models(results: Sequence[tuple], target: str) -> str:

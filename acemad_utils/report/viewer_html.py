@@ -96,17 +96,23 @@ def bar(x: float, width: int = BAR_WIDTH) -> str:
     return ("█" * (n // 8) + _EIGHTHS[n % 8].strip()).ljust(width)
 
 
+def num(x: float) -> str:
+    """A probability in three characters: '.07', '.80', '1.0' (so five agents' bars fit side by side)."""
+    text = fixed(x, 2)
+    return "1.0" if text == "1.00" else text[1:]
+
+
 def _bars(p, q, labels, answer) -> str:
     """One line per option: the label, p's bar and number, and q's (when the agent predicted its peers)."""
     # every line as wide as the others: renderers that right-align table cells (JupyterLab) keep the columns
     head = " " * 3 + (
-        "p".ljust(BAR_WIDTH + 7) + "q".ljust(BAR_WIDTH + 5) if q is not None else "p".ljust(BAR_WIDTH + 5)
+        "p".ljust(BAR_WIDTH + 5) + "q".ljust(BAR_WIDTH + 4) if q is not None else "p".ljust(BAR_WIDTH + 4)
     )
     lines = [head]
     for k, lab in enumerate(labels):
-        line = f"{'✓' if lab == answer else ' '}{esc(lab)} {bar(p[k])} {fixed(p[k], 2)}"
+        line = f"{'✓' if lab == answer else ' '}{esc(lab)} {bar(p[k])} {num(p[k])}"
         if q is not None:
-            line += f"  {bar(q[k])} {fixed(q[k], 2)}"
+            line += f" {bar(q[k])} {num(q[k])}"
         lines.append(f"<b>{line}</b>" if lab == answer else line)
     return '<pre class="ad-bars">' + "\n".join(lines) + "</pre>"
 

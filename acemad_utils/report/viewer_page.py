@@ -58,11 +58,12 @@ function bar(x){  // viewer_html.bar: eighth blocks, padded to W characters
   return ('█'.repeat(Math.floor(n / 8)) + EIGHTHS[n % 8].trim()).padEnd(W);
 }
 function fixed(x, d){ return x.toFixed(d); }
+function num(x){ const s = x.toFixed(2); return s === '1.00' ? '1.0' : s.slice(1); }  // viewer_html.num
 function bars(p, q, labels, a){
-  const lines = [' '.repeat(3) + (q ? 'p'.padEnd(W + 7) + 'q'.padEnd(W + 5) : 'p'.padEnd(W + 5))];
+  const lines = [' '.repeat(3) + (q ? 'p'.padEnd(W + 5) + 'q'.padEnd(W + 4) : 'p'.padEnd(W + 4))];
   labels.forEach((lab, k) => {
-    let line = (lab === a ? '✓' : ' ') + esc(lab) + ' ' + bar(p[k]) + ' ' + fixed(p[k], 2);
-    if (q) line += '  ' + bar(q[k]) + ' ' + fixed(q[k], 2);
+    let line = (lab === a ? '✓' : ' ') + esc(lab) + ' ' + bar(p[k]) + ' ' + num(p[k]);
+    if (q) line += ' ' + bar(q[k]) + ' ' + num(q[k]);
     lines.push(lab === a ? '<b>' + line + '</b>' : line);
   });
   return '<pre class="ad-bars">' + lines.join('\n') + '</pre>';
