@@ -54,3 +54,48 @@ def test_save_figure_returns_the_figure_closed_in_pyplot(tmp_path, monkeypatch):
     assert save.save_figure(fig, "f") is fig
     assert not plt.fignum_exists(fig.number)  # the inline backend would otherwise show it a second time
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
+
+
+BENCHES = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro", "Average"]
+
+
+def _long(hue: str, hues, x=None, xs=(1,)):
+    return pd.DataFrame(
+        [
+            {"benchmark": b, hue: h, **({x: v} if x else {}), "accuracy": 30.0, "ci_lo": 25.0, "ci_hi": 35.0}
+            for b in BENCHES
+            for h in hues
+            for v in xs
+        ]
+    )
+
+
+def test_figures_are_legible_at_notebook_width():
+    """Every text of the notebooks' figures is at least MIN_PT points once the figure is shrunk to notebook width
+    (Figure 4's labels and the phase diagram's numbers were about 4.5 pt)."""
+    from acemad_utils.experiments import theory
+
+    methods = ["Full protocol", "Self-belief only", "Uniform weights (AceMAD's debate)", "Standard MAD (no q)"]
+    fig4 = F.bars_by_benchmark(_long("method", methods), hue="method", title="Figure 4 [SYNTHETIC population]")
+    curves = _long("family", ["AceMAD (T=3)", "Majority Voting"], x="N", xs=(1, 2, 3, 5, 10))
+    fig5 = F.lines_by_benchmark(
+        curves, x="N", hue="family", title="Figure 5", note="a note", truth_holders={"AceMAD (T=3)": {3: 1, 5: 1}}
+    )
+    phase = pd.DataFrame(
+        [
+            {"N": n, "T": t, "eta": e, "crowd_calibration": c, "p_flip": 0.25}
+            for n in (3, 5, 7)
+            for t in (1, 2, 3, 5)
+            for e in (0.0, 1.0, 2.0, 4.0)
+            for c in (0.0, 0.25, 0.5, 0.75, 1.0)
+        ]
+    )
+    fig_d = theory.phase_diagram(phase)
+    for name, fig in (("Figure 4", fig4), ("Figure 5", fig5), ("phase diagram", fig_d)):
+        assert not F.too_small(fig), f"{name}: {F.too_small(fig)[:5]}"
+        plt.close(fig)
+    # the check can fail: a 20-inch figure's 10-pt labels are about 6 pt at notebook width
+    wide, ax = plt.subplots(figsize=(20, 3))
+    ax.set_title("wide")
+    assert "'wide'" in " ".join(F.too_small(wide))
+    plt.close(wide)

@@ -200,7 +200,8 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
 
 def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
     """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")  # keeps each y label off its neighbour
+    # 11 in wide with 8.5-pt cell numbers: legible once shrunk to notebook width (figures.too_small)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), layout="constrained")  # keeps each y label off its neighbour
     views = (
         (table[(table.N == 5) & (table["T"] == rounds)], "crowd_calibration", "eta", f"N=5, T={rounds}"),
         (table[(table.N == 5) & (table.eta == eta)], "crowd_calibration", "T", f"N=5, eta={eta:g}"),
@@ -220,7 +221,7 @@ def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
         ax.set_yticks(range(grid.shape[0]), [f"{r:g}" for r in grid.index])
         ax.set(xlabel=cols, ylabel=rows.replace("_", " "), title=title)
         for (i, j), v in np.ndenumerate(grid.to_numpy()):
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.3 else "black")
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8.5, color="white" if v < 0.3 else "black")
     fig.colorbar(im, ax=axes, shrink=0.8, label="P(AceMAD flips a wrong majority)")
     fig.suptitle(f"(d) Where peer prediction can and cannot flip a wrong majority [{SYNTH}]")
     return fig

@@ -5,6 +5,11 @@
     fig = F.bars_by_benchmark(long, hue="method", title="Figure 4 ...")
 
 Every figure's title says where its numbers come from (the synthetic population or the model's name).
+
+Legible at notebook width: JupyterLab's output area is about 1,000 CSS px wide in a 1,280-px window and the inline
+backend draws 100 px per inch, so a figure wider than NOTEBOOK_WIDTH_IN inches is shrunk to fit; `too_small(fig)`
+lists every text whose size, after that shrinking, is under MIN_PT points (tests/test_figures.py checks each
+figure of the notebooks with it).
 """
 
 from __future__ import annotations
@@ -16,6 +21,22 @@ import pandas as pd
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
 
+NOTEBOOK_WIDTH_IN = 10.0  # inches of figure shown at 1:1 in the notebook's output area (see the module docstring)
+MIN_PT = 7.0  # the smallest text, in points at the size it is shown, a reader can read without zooming
+
+
+def too_small(fig: plt.Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float = MIN_PT) -> list[str]:
+    """Every visible text of `fig` smaller than `min_pt` points once the figure (its tight bounding box, as
+    save_figure and the inline backend draw it) is shrunk to `width_in` inches: 'size pt: text' per offender."""
+    fig.canvas.draw()
+    shown = fig.get_tightbbox(fig.canvas.get_renderer()).width  # inches
+    scale = min(1.0, width_in / shown)
+    out = []
+    for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")):
+        if t.get_visible() and t.get_text().strip() and t.get_fontsize() * scale < min_pt:
+            out.append(f"{t.get_fontsize() * scale:.1f} pt: {t.get_text()[:40]!r}")
+    return out
+
 
 def source_label(synthetic: bool, model: str) -> str:
     """'SYNTHETIC population (no LLM)', with the stand-in's name for a named synthetic model (notebook 07),
@@ -26,7 +47,7 @@ def source_label(synthetic: bool, model: str) -> str:
     return SYNTHETIC_LABEL if synthetic else f"model: {model}"
 
 
-def _panels(n: int, width: float = 3.2, height: float = 2.8):
+def _panels(n: int, width: float = 2.5, height: float = 2.4):
     cols = min(n, 4)
     rows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=False)
@@ -57,7 +78,7 @@ def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, *, color) -> 
                 textcoords="offset points",
                 xytext=(0, 6 if i % 2 == 0 else -12),
                 ha="center",
-                fontsize=6.5,
+                fontsize=7.5,
                 color=color,
                 fontweight="bold",
                 bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7),
@@ -101,7 +122,7 @@ def lines_by_benchmark(
         spare[0].axis("off")
         spare[0].legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=8)
     else:
-        axes[0].legend(fontsize=7)
+        axes[0].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     if any(any(c.values()) for c in th.values()):
@@ -118,7 +139,8 @@ def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
     benches = list(dict.fromkeys(long["benchmark"]))
     hues = list(dict.fromkeys(long[hue]))
     width = 0.8 / len(hues)
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(benches) * len(hues) / 2), 4))
+    # at most 8 in of bars (+ the legend beside them): wider would be shrunk below legible at notebook width
+    fig, ax = plt.subplots(figsize=(min(8.0, max(6.0, 0.3 * len(benches) * len(hues))), 4))
     for i, h in enumerate(hues):
         g = long[long[hue] == h].set_index("benchmark").reindex(benches)
         xs = np.arange(len(benches)) + (i - (len(hues) - 1) / 2) * width
