@@ -17,6 +17,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.text import Text
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
@@ -29,11 +30,11 @@ def too_small(fig: plt.Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: f
     """Every visible text of `fig` smaller than `min_pt` points once the figure (its tight bounding box, as
     save_figure and the inline backend draw it) is shrunk to `width_in` inches: 'size pt: text' per offender."""
     fig.canvas.draw()
-    shown = fig.get_tightbbox(fig.canvas.get_renderer()).width  # inches
+    shown = fig.get_tightbbox().width  # inches
     scale = min(1.0, width_in / shown)
     out = []
-    for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")):
-        if t.get_visible() and t.get_text().strip() and t.get_fontsize() * scale < min_pt:
+    for t in fig.findobj(Text):
+        if isinstance(t, Text) and t.get_visible() and t.get_text().strip() and t.get_fontsize() * scale < min_pt:
             out.append(f"{t.get_fontsize() * scale:.1f} pt: {t.get_text()[:40]!r}")
     return out
 
