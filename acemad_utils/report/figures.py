@@ -34,8 +34,9 @@ def too_small(fig: plt.Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: f
     scale = min(1.0, width_in / shown)
     out = []
     for t in fig.findobj(Text):
-        if isinstance(t, Text) and t.get_visible() and t.get_text().strip() and t.get_fontsize() * scale < min_pt:
-            out.append(f"{t.get_fontsize() * scale:.1f} pt: {t.get_text()[:40]!r}")
+        size = float(t.get_fontsize()) * scale if isinstance(t, Text) else min_pt
+        if isinstance(t, Text) and t.get_visible() and t.get_text().strip() and size < min_pt:
+            out.append(f"{size:.1f} pt: {t.get_text()[:40]!r}")
     return out
 
 
