@@ -1,0 +1,58 @@
+"""No warning a user did not cause (issue 32 item 6): the default reproduce in a fresh clone, the benchmark summary,
+and the set-up's pip steps print no line matching "Warning".
+
+    ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_no_warnings.py -s     # the fresh-clone run takes minutes
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from acemad_utils.data import paths as P
+
+WARNING = re.compile(r"Warning")
+
+
+def _warnings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if WARNING.search(line)]
+
+
+@pytest.mark.parametrize("module", ["acemad_utils.data.benchmarks", "acemad_utils.data"])
+def test_benchmark_summary_prints_no_runpy_warning(module, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(P.ROOT), "ACEMAD_DATA_DIR": str(tmp_path)}  # no data: errors, no warning
+    out = subprocess.run([sys.executable, "-m", module, "summary"], env=env, capture_output=True, text=True)
+    assert "benchmark" in out.stdout and not _warnings(out.stdout + out.stderr), out.stderr[-2000:]
+
+
+def test_the_set_up_keeps_pip_and_setuptools_notices_in_a_log():
+    """setuptools' multi-line "Editable installation" notice (and any pip message) goes to .venv/pip.log, shown only
+    when a step fails: every pip step of the Makefile's set-up ends with $(QUIET)."""
+    text = (P.ROOT / "Makefile").read_text()
+    pip_steps = [line.strip() for line in text.splitlines() if line.strip().startswith("@$(PIP)")]
+    assert pip_steps and all(step.endswith("$(QUIET)") for step in pip_steps), pip_steps
+    assert re.search(r"^QUIET\s*=.*pip\.log 2>&1 \|\| \{ cat .*pip\.log; exit 1; \}", text, re.M)
+
+
+@pytest.mark.slow
+def test_default_reproduce_in_a_fresh_clone_prints_no_warning(tmp_path):
+    """The README's first command on a fresh clone (smoke mode; the driver with this venv, as `make reproduce`
+    runs it once the set-up is done): not one output line matching "Warning"."""
+    repo = tmp_path / "acemad"
+    subprocess.run(["git", "clone", "-q", str(P.ROOT), str(repo)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(repo), "ACEMAD_SMOKE": "1"}
+    env.pop("ACEMAD_PROGRESS", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    assert not _warnings(text), _warnings(text)[:10]
