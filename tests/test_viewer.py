@@ -21,7 +21,7 @@ from acemad_utils.report import viewer_html, viewer_page
 
 ITEMS = make_items(12, k=4, seed=3)
 CELL = re.compile(r'<td class="acemad-cell[ "]')
-CORRECT_LINE = "<b>✓"  # the correct option's line of a cell's text bars
+CORRECT_LINE = "<b>*"  # the correct option's line of a cell's text bars
 
 
 def record(method="acemad", q=ITEMS[0], **kw):

@@ -148,7 +148,7 @@ def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
         xs = np.arange(len(benches)) + (i - (len(hues) - 1) / 2) * width
         err = np.vstack([g["accuracy"] - g["ci_lo"], g["ci_hi"] - g["accuracy"]])
         ax.bar(xs, g["accuracy"], width, yerr=err, capsize=2, label=h)
-    ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches], rotation=20)
+    ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches], rotation=30, ha="right")
     ax.set_ylabel("accuracy (%)")
     ax.legend(
         fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0

@@ -10,7 +10,7 @@
 
 Above the debate: the question and its options (escaped; a synthetic item says its text is generated), from the
 run's questions.json. Each agent cell shows its belief p and peer prediction q as text bars, one line per option
-(the correct option's line bold and marked ✓), its answer, for AceMAD its round score and its weight after that
+(the correct option's line bold and starred), its answer, for AceMAD its round score and its weight after that
 round, and its argument. Each round row ends with the plurality answer (one vote per agent whose commitment
 parsed) and the weighted answer: AceMAD's sum_i w_i^k p_i with the weights after that round (k = the method's
 weight_exponent, so the last round's is the method's decision), or the mean belief of the parsing agents for the

@@ -9,7 +9,7 @@ renderer and through nbconvert's sanitizer, and each strips <style>, <svg> and s
 0.07Ap B: 0.80B..." under a legend about green bars). So the fragment uses only tags all three keep (div,
 span, b, i, pre, table, tr, td, ul, li; attributes class and id, the data-* ones are for tests and the page)
 and draws the bars as text: one line per option in a <pre>, a bar of block characters (1/8 steps) and the
-number, the correct option's line bold and marked with a check. It then reads the same everywhere, the numbers
+number, the correct option's line bold and starred. It then reads the same everywhere, the numbers
 stay selectable text, and the same markup with the page's CSS (viewer_page) is the run page's view.
 
 The run page's JS (`viewer_page._JS`) mirrors this markup and these classes (with `fold=True`: long arguments
@@ -29,7 +29,7 @@ from acemad_utils.report.viewer_model import view
 
 LEGEND = (
     "Bars: an agent's belief p and its prediction q of its peers' beliefs, one line per option (a full bar is "
-    "probability 1); the correct option's line is bold and marked ✓. ✓/✗ after an answer: it is / is not the "
+    "probability 1); the correct option's line is bold and starred (*). ✓/✗ after an answer: it is / is not the "
     "correct one."
 )
 BAR_WIDTH = 3  # characters of a full bar (probability 1); eighth blocks give 24 steps. Narrow, so five agents fit
@@ -105,12 +105,13 @@ def num(x: float) -> str:
 def _bars(p, q, labels, answer) -> str:
     """One line per option: the label, p's bar and number, and q's (when the agent predicted its peers)."""
     # every line as wide as the others: renderers that right-align table cells (JupyterLab) keep the columns
-    head = " " * 3 + (
-        "p".ljust(BAR_WIDTH + 5) + "q".ljust(BAR_WIDTH + 4) if q is not None else "p".ljust(BAR_WIDTH + 4)
-    )
-    lines = [head]
+    # Every line as wide as the others and none ending in a space: renderers that right-align table cells
+    # (JupyterLab, nbconvert) then keep the columns; "p" and "q" stand over the last digit of their numbers. The
+    # mark is ASCII: a check mark from a fallback font is wider than a monospace cell and shifts its line.
+    width = max(len(str(lab)) for lab in labels)
+    lines = [" " * (width + BAR_WIDTH + 5) + "p" + (" " * (BAR_WIDTH + 4) + "q" if q is not None else "")]
     for k, lab in enumerate(labels):
-        line = f"{'✓' if lab == answer else ' '}{esc(lab)} {bar(p[k])} {num(p[k])}"
+        line = f"{'*' if lab == answer else ' '}{esc(str(lab).ljust(width))} {bar(p[k])} {num(p[k])}"
         if q is not None:
             line += f" {bar(q[k])} {num(q[k])}"
         lines.append(f"<b>{line}</b>" if lab == answer else line)

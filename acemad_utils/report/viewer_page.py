@@ -60,9 +60,10 @@ function bar(x){  // viewer_html.bar: eighth blocks, padded to W characters
 function fixed(x, d){ return x.toFixed(d); }
 function num(x){ const s = x.toFixed(2); return s === '1.00' ? '1.0' : s.slice(1); }  // viewer_html.num
 function bars(p, q, labels, a){
-  const lines = [' '.repeat(3) + (q ? 'p'.padEnd(W + 5) + 'q'.padEnd(W + 4) : 'p'.padEnd(W + 4))];
+  const L = Math.max(...labels.map(l => String(l).length));  // viewer_html._bars: same widths, no trailing space
+  const lines = [' '.repeat(L + W + 5) + 'p' + (q ? ' '.repeat(W + 4) + 'q' : '')];
   labels.forEach((lab, k) => {
-    let line = (lab === a ? '✓' : ' ') + esc(lab) + ' ' + bar(p[k]) + ' ' + num(p[k]);
+    let line = (lab === a ? '*' : ' ') + esc(String(lab).padEnd(L)) + ' ' + bar(p[k]) + ' ' + num(p[k]);
     if (q) line += ' ' + bar(q[k]) + ' ' + num(q[k]);
     lines.push(lab === a ? '<b>' + line + '</b>' : line);
   });
