@@ -61,6 +61,7 @@ CSS = """
   font-size:11px}
 .acemad-debate pre.ad-bars{font:11px/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;margin:3px 0;
   background:none;padding:0}
+.acemad-debate pre.ad-bars b{color:#1a7f37}
 .acemad-debate .ad-question{margin:0 0 6px;max-width:70em}
 .acemad-debate .ad-question ul{margin:2px 0;padding-left:1.4em}
 .acemad-debate .ad-sw{font-size:11px;color:#333}
