@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -160,8 +161,16 @@ def lab(tmp_path_factory):
 
 
 def _kernels(lab) -> list[dict]:
-    with urllib.request.urlopen(f"{lab['base']}/api/kernels?token={lab['token']}", timeout=5) as r:
-        return json.loads(r.read())
+    # jupyter_server answers 500 while a kernel is still starting (its last_activity is None): ask again
+    for attempt in range(20):
+        try:
+            with urllib.request.urlopen(f"{lab['base']}/api/kernels?token={lab['token']}", timeout=5) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            if err.code != 500 or attempt == 19:
+                raise
+            time.sleep(0.5)
+    return []
 
 
 def _external(requests: list[str], allowed: tuple[str, ...]) -> list[str]:
