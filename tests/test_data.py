@@ -155,7 +155,7 @@ def test_env_var_is_used_when_no_data_dir(shared, monkeypatch):
 
 def test_summary_cli_subprocess(shared):
     out = subprocess.run(
-        [sys.executable, "-m", "acemad_utils.data.benchmarks", "summary", "--benchmarks", "arc_challenge,logiqa"],
+        [sys.executable, "-m", "acemad_utils.data", "summary", "--benchmarks", "arc_challenge,logiqa"],
         cwd=REPO,
         capture_output=True,
         text=True,

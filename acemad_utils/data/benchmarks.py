@@ -6,7 +6,7 @@
     demo = data.load_demo()                          # ~24 built-in questions, no download needed
     data.data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
 
-    python -m acemad_utils.data.benchmarks summary [--benchmarks arc_challenge,logiqa] [--data-dir DIR]
+    python -m acemad_utils.data summary [--benchmarks arc_challenge,logiqa] [--data-dir DIR]
 
 Benchmarks (`BENCHMARKS`): truthfulqa (MC1), arc_challenge (test), bbh (the tasks in `BBH_TASKS`),
 logiqa (English test), medqa (USMLE 4-option test), mmlu_pro (law). `load("demo")` = `load_demo()`.
@@ -232,7 +232,7 @@ def summarize(questions: Sequence[Question]) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m acemad_utils.data.benchmarks", description="Benchmark data tools.")
+    parser = argparse.ArgumentParser(prog="python -m acemad_utils.data", description="Benchmark data tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("summary", help="items, option counts and answer distribution per benchmark")
     cmd.add_argument(
