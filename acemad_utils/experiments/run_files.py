@@ -34,7 +34,7 @@ from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
 from acemad_utils.data.transcripts import COMPRESSED, gc_paused, record_lines
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import base_record
+from acemad_utils.protocol.records import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
 
 
@@ -93,11 +93,6 @@ def is_record(rec: dict) -> bool:
 
 def record_key(rec: dict) -> tuple:
     return (rec["question_id"], rec["config_hash"], rec["repeat"])
-
-
-def to_line(rec: dict) -> str:
-    """A record's one line (no newline): the only serialisation of a record, reused by write_canonical."""
-    return json.dumps(rec, ensure_ascii=False, sort_keys=True)
 
 
 FSYNC_EVERY_S = 1.0

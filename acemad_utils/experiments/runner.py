@@ -64,7 +64,6 @@ from acemad_utils.experiments.run_files import (
     read_done,
     record_key,
     summarize,
-    to_line,
     usage_delta,
     with_usage_keys,
     write_canonical,
@@ -72,6 +71,7 @@ from acemad_utils.experiments.run_files import (
 )
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 from acemad_utils.protocol.schema import Population, Question, zero_usage
 
