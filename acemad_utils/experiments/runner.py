@@ -74,6 +74,7 @@ from acemad_utils.protocol.debate import run_question
 from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 from acemad_utils.protocol.schema import Population, Question, zero_usage
+from acemad_utils.protocol.vectorized import run_batch
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -275,6 +276,38 @@ def _run_in_order(run: _Run) -> None:
         _save(run, _answer(run, job))
 
 
+# ----------------------------------------------------------------------------- batched populations: arrays
+#: Debates per batch of a batched population (protocol.vectorized): large enough that numpy's per-call overhead
+#: is small beside the arrays' work, small enough that a Ctrl-C waits for a fraction of a second. The records do
+#: not depend on it (every draw is keyed by its debate: agents.streams).
+BATCH = 1024
+
+
+def _answer_batch(run: _Run, jobs: Sequence[tuple]) -> list[dict]:
+    """The records of jobs (question, config, repeat) of one config, answered as one batch of arrays. A batch
+    that raises is recorded as failed, question by question, with its reason (retried on resume)."""
+    cfg = jobs[0][1]
+    try:
+        recs = run_batch([q for q, _, _ in jobs], run.population, cfg, [r for _, _, r in jobs])
+    except Exception as err:
+        return [failed_record(q, c, run.population, r, err) for q, c, r in jobs]
+    return [with_usage_keys(rec) for rec in recs]
+
+
+def _run_in_batches(run: _Run) -> None:
+    """Each config's questions in batches of BATCH debates, in this process (protocol.vectorized: a round of a
+    whole batch is a few numpy calls, so one process keeps up; no worker to fork, stop or keep in step)."""
+    by_config: dict[str, list[tuple]] = {}
+    for job in run.todo:
+        by_config.setdefault(job[1].hash, []).append(job)
+    for jobs in by_config.values():
+        for start in range(0, len(jobs), BATCH):
+            if run.stop.presses:
+                return
+            for rec in _answer_batch(run, jobs[start : start + BATCH]):
+                _save(run, rec)
+
+
 # ----------------------------------------------------------------------------- pure populations: worker processes
 #: Questions per task sent to a worker process: large enough that a task's overhead (a pickled list of lines)
 #: is small beside its work, small enough that a Ctrl-C waits only for a few milliseconds of work.
@@ -364,8 +397,11 @@ def _run_passes(run: _Run) -> None:
                 _run_in_threads(run)
             else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
                 with gc_paused():
-                    n = processes_for(run)
-                    _run_in_processes(run, n) if n > 1 else _run_in_order(run)
+                    if getattr(pop, "batched", False):
+                        _run_in_batches(run)
+                    else:
+                        n = processes_for(run)
+                        _run_in_processes(run, n) if n > 1 else _run_in_order(run)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
         if not run.waiting or run.stop.presses or run.over_budget or batcher is None:

@@ -52,7 +52,7 @@ def stored(x) -> list:
 
 def entry(spec: AgentSpec, agent: int, message: str, p: list, q: Optional[list], **extra) -> dict:
     """One agent's turn as stored (`extra`: parse_failure=True, usage=..., only when they apply)."""
-    e = {
+    e: dict = {
         "agent": agent,
         "persona": spec.persona,
         "temperature": spec.temperature,
