@@ -102,14 +102,27 @@ def _summaries(recs: list[dict]) -> dict[str, list]:
     return out
 
 
+# Every method with the default population, and AceMAD under the population's named variants.
+DISTRIBUTION_CASES = [(DebateConfig(method=m), SimParams()) for m in METHODS] + [
+    (DebateConfig(method="acemad"), SimParams(knowledge_link=0.0)),
+    (DebateConfig(method="acemad"), SimParams(calibration_by="persona")),
+    (DebateConfig(method="acemad", truth_holder=AgentSpec("Generalist", 0.6, thinking="slow")), SimParams()),
+    (DebateConfig(method="decentralized", roster="acemad"), SimParams(crowd_insight=0.2)),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("cfg", [DebateConfig(method=m) for m in METHODS], ids=METHODS)
-def test_the_vectorized_population_has_the_reference_distribution(cfg):
+@pytest.mark.parametrize(
+    "cfg, params",
+    DISTRIBUTION_CASES,
+    ids=[f"{c.label}-{p.knowledge_link}-{p.calibration_by}-{p.crowd_insight}" for c, p in DISTRIBUTION_CASES],
+)
+def test_the_vectorized_population_has_the_reference_distribution(cfg, params):
     """2,000 items per method, the same seed: every compared quantity passes a two-sample test at p > 0.001
     (KS for beliefs, predictions, scores, weights; chi-square for answers)."""
     items = make_items(2000, k=4, seed=11)
-    ref = [run_question(q, SimPopulation(seed=5), cfg) for q in items]
-    vec = run_batch(items, VectorSimPopulation(seed=5), cfg, [0] * len(items))
+    ref = [run_question(q, SimPopulation(params, seed=5), cfg) for q in items]
+    vec = run_batch(items, VectorSimPopulation(params, seed=5), cfg, [0] * len(items))
     a, b = _summaries(ref), _summaries(vec)
     assert a.keys() == b.keys()
     failed = {}

@@ -16,17 +16,19 @@ SimPopulation stays the reference implementation; the runner uses this one for s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import asdict
 
 import numpy as np
 
 from acemad_utils.agents import streams
-from acemad_utils.agents.sim import SimPopulation, item_latent, message_text
+from acemad_utils.agents.sim import STATES, TRUTH_HOLDER_PERSONAS, SimPopulation, item_latent, message_text
 from acemad_utils.protocol.schema import AgentSpec, Question
 
 #: Purpose counters of a debate's draws (agents.streams): the initial answer, then one commitment per round.
 _INIT, _COMMIT = 0, 1
+_GUESS, _INSIGHT, _TRAPPED = STATES.index("guess"), STATES.index("insight"), STATES.index("trapped")
 #: The moderator's spec (SimPopulation.moderator's).
 MODERATOR = AgentSpec("Generalist", 0.1)
 
@@ -41,47 +43,56 @@ class SimBatch:
         self.specs, self.questions, self.role = list(specs), list(questions), role
         self.keys = streams.debate_keys(pop.seed, [q.id for q in questions], repeats, role)[:, None]  # (D, 1)
         self.agent = np.arange(n)[None, :]
-        probs = self._top_probs(pop, k)  # (D, N, K)
+        truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4): sim.state_probs of each agent
+        # sim.SimAgent's 4 uniforms: state, a guess's answer, the link, the skill
+        u = streams.uniforms(self.keys[..., None], self.agent[..., None], _INIT, np.arange(4))  # (D, N, 4)
+        cdf = np.cumsum(states, axis=-1)
+        state = np.minimum((cdf / cdf[..., -1:] <= u[..., :1]).sum(axis=-1), len(STATES) - 1)
+        guess = np.minimum((u[..., 1] * k).astype(int), k - 1)
+        top = np.where(state == _GUESS, guess, np.where(state == _TRAPPED, trap, truth))
         conf = np.array([prm.confidence(s.temperature) for s in specs])[None, :, None]
-        u = streams.uniforms(self.keys, self.agent, _INIT)  # (D, N)
-        cdf = np.cumsum(probs, axis=-1)
-        top = np.minimum((cdf / cdf[..., -1:] <= u[..., None]).sum(axis=-1), k - 1)
         self.belief = np.where(np.arange(k) == top[..., None], conf, (1.0 - conf) / (k - 1))
+        opt = np.arange(k)
+        probs = states[..., :1] / k + np.where(opt == trap[..., None], states[..., 2:3], 0.0)
+        probs = probs + np.where(opt == truth[..., None], states[..., 1:2] + states[..., 3:4], 0.0)  # sim._top_probs
         expected = conf * probs + (1.0 - conf) / (k - 1) * (1.0 - probs)  # sim.expected_belief of every agent
-        others = ~np.eye(n, dtype=bool)
         if n > 1:
+            others = ~np.eye(n, dtype=bool)
             self.expected_peers = (others[None, :, :, None] * expected[:, None, :, :]).sum(axis=2) / (n - 1)
         else:  # no peers: an agent alone predicts its own expected belief (as sim.SimAgent)
             self.expected_peers = expected
-        if role == "moderator":
-            alpha = [prm.moderator_susceptibility] * n
-        else:
-            alpha = [prm.skeptic_susceptibility if s.persona == "Skeptic" else prm.crowd_susceptibility for s in specs]
-        cal = [prm.skeptic_calibration if s.persona == "Skeptic" else prm.crowd_calibration for s in specs]
-        self.alpha = np.array(alpha)[None, :, None]
-        self.cal = np.array(cal)[None, :, None]
+        # r of sim.insight_rate: the roster's mean P(insight); the moderator has no roster (SimPopulation.moderator)
+        self._roles(prm, state, u, rate=float(states[0, :, 1].mean()) if role != "moderator" else 0.0)
         self.conc = np.array([prm.concentration(s.temperature) for s in specs])[None, :, None]
 
-    def _top_probs(self, pop: SimPopulation, k: int) -> np.ndarray:
-        """P(initial answer = each option) (D, N, K): sim._top_probs for every agent of every debate."""
+    def _state_probs(self, pop: SimPopulation):
+        """Each debate's truth (D, 1), each agent's trap (D, N) (its model's item: sim.item_latent) and
+        sim.state_probs of every agent (D, N, 4): guess, insight, trapped, naive."""
         prm = pop.params
         models = [s.model or pop.model for s in self.specs]
         items = {m: [item_latent(q, prm, pop.seed, m) for q in self.questions] for m in dict.fromkeys(models)}
-        trap = np.array([[it.trap for it in items[m]] for m in models]).T  # (D, N)
+        trap = np.array([[it.trap for it in items[m]] for m in models]).T
         pi = np.array([[it.pi for it in items[m]] for m in models]).T
-        truth = np.array([q.answer_index for q in self.questions])[:, None]
-        keep = np.array(
-            [
-                (1.0 - prm.insight if s.persona == "Skeptic" else 1.0)
-                * (1.0 - prm.slow_escape if s.thinking == "slow" else 1.0)
-                for s in self.specs
-            ]
-        )
-        p_trap = (pi * keep[None, :])[..., None]
-        opt = np.arange(k)
-        probs = np.where(opt == trap[..., None], p_trap, 0.0) + np.where(opt == truth[..., None], 1.0 - p_trap, 0.0)
-        e = np.array([prm.explore(s.temperature) for s in self.specs])[None, :, None]
-        return (1 - e) * probs + e / k
+        e = np.array([prm.explore(s.temperature) for s in self.specs])[None, :]
+        ins = (1.0 - e) * np.array([prm.p_insight(s) for s in self.specs])[None, :]
+        trapped = (1.0 - e - ins) * pi
+        states = np.stack(np.broadcast_arrays(e, ins, trapped, 1.0 - e - ins - trapped), axis=-1)
+        return np.array([q.answer_index for q in self.questions])[:, None], trap, states
+
+    def _roles(self, prm, state: np.ndarray, u: np.ndarray, rate: float) -> None:
+        """Susceptibility alpha and calibration of every agent from its state (sim.is_skilled, sim.SimAgent)."""
+        insight = state == _INSIGHT
+        persona = np.array([s.persona in TRUTH_HOLDER_PERSONAS for s in self.specs])[None, :]
+        if prm.calibration_by == "persona":
+            skilled = stubborn = np.broadcast_to(persona, state.shape)
+        else:
+            skilled, stubborn = np.where(u[..., 2] < prm.knowledge_link, insight, u[..., 3] < rate), insight
+        if self.role == "moderator":
+            alpha = np.full(state.shape, prm.moderator_susceptibility)
+        else:
+            alpha = np.where(stubborn, prm.insight_susceptibility, prm.crowd_susceptibility)
+        self.alpha = alpha[..., None]
+        self.cal = np.where(skilled, prm.insight_calibration, prm.crowd_calibration)[..., None]
 
     def act(self, t: int, seen: np.ndarray, want_q: bool):
         """Round t: Eq. 1 toward the mean stance seen (where an agent saw one), then a Dirichlet commitment
@@ -98,14 +109,30 @@ class SimBatch:
         return p, q
 
     def messages(self, P: np.ndarray) -> list[list[str]]:
-        """The argument texts of a round (sim's templates), [D][N]."""
+        """The argument texts of a round (sim.message_text), [D][N]."""
         top = P.argmax(axis=-1)
         pct = np.rint(100 * np.take_along_axis(P, top[..., None], axis=-1)[..., 0]).astype(int)
         kinds = ["moderator" if self.role == "moderator" else s.persona for s in self.specs]
+        parts = [[_parts(kind, tuple(q.options.items())) for kind in kinds] for q in self.questions]
         return [
-            [message_text(kind, q, int(t), int(c)) for kind, t, c in zip(kinds, top_d, pct_d)]
-            for q, top_d, pct_d in zip(self.questions, top.tolist(), pct.tolist())
+            [f"{pp[t][0]}{c}{pp[t][1]}" for pp, t, c in zip(parts_d, top_d, pct_d)]
+            for parts_d, top_d, pct_d in zip(parts, top.tolist(), pct.tolist())
         ]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _parts(kind: str, options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Per option (label, text), the text of sim.message_text before and after its percentage (a round formats
+    ~10^4 texts: two concatenations each instead of a template's format)."""
+    q = Question(id="", benchmark="", question="", options=dict(options), answer=options[0][0])
+    out = []
+    for top in range(len(options)):
+        before, after = message_text(kind, q, top, _PCT).split(_PCT)  # type: ignore[arg-type]  # a str stands in
+        out.append((before, after))
+    return tuple(out)
+
+
+_PCT = "\x00pct\x00"
 
 
 class VectorSimPopulation(SimPopulation):

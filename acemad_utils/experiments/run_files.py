@@ -109,7 +109,11 @@ class Appender:
         self.synced = time.monotonic()
 
     def write(self, line: str) -> None:
-        self.f.write(line + "\n")
+        self.write_many([line])
+
+    def write_many(self, lines) -> None:
+        """Whole lines, flushed together (a batch of records: one system call, not one per line)."""
+        self.f.write("".join(line + "\n" for line in lines))
         self.f.flush()
         if time.monotonic() - self.synced >= FSYNC_EVERY_S:
             os.fsync(self.f.fileno())

@@ -225,21 +225,28 @@ def _save(run: _Run, rec: Optional[dict]) -> None:
 def _save_line(run: _Run, rec: dict, line: str, *, parsed: bool) -> None:
     """Append a record's line and count it on the progress bar. `parsed`: `rec` was read back from `line`
     (a worker process's record), so it already is what load_run will return."""
+    _save_lines(run, [rec], [line], parsed=parsed)
+
+
+def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str], *, parsed: bool) -> None:
+    """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
     with run.lock:
         run.stop.saving = True
         try:
             assert run.out is not None  # opened by the pass that runs this question
-            run.out.write(line)
-            run.done[record_key(rec)] = (rec, line)
-            if not parsed:
-                run.fresh.add(record_key(rec))
+            run.out.write_many(lines)
+            for rec, line in zip(recs, lines):
+                run.done[record_key(rec)] = (rec, line)
+                if not parsed:
+                    run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
-        usage = rec.get("usage", {})
-        for k in STEP_USAGE_KEYS:
-            run.totals[k] += usage.get(k, 0)
-        run.totals["failed"] += rec["status"] != "ok"
-        run.bar.update(1)
+        for rec in recs:
+            usage = rec.get("usage", {})
+            for k in STEP_USAGE_KEYS:
+                run.totals[k] += usage.get(k, 0)
+            run.totals["failed"] += rec["status"] != "ok"
+        run.bar.update(len(recs))
         t = run.totals
         tokens = t["prompt_tokens"] + t["completion_tokens"]
         run.bar.set_postfix(calls=t["calls"], hits=t["cache_hits"], tok=tokens, failed=t["failed"], refresh=False)
@@ -304,8 +311,8 @@ def _run_in_batches(run: _Run) -> None:
         for start in range(0, len(jobs), BATCH):
             if run.stop.presses:
                 return
-            for rec in _answer_batch(run, jobs[start : start + BATCH]):
-                _save(run, rec)
+            recs = _answer_batch(run, jobs[start : start + BATCH])
+            _save_lines(run, recs, [to_line(rec) for rec in recs], parsed=False)
 
 
 # ----------------------------------------------------------------------------- pure populations: worker processes

@@ -30,6 +30,7 @@ config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a mo
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -114,7 +115,16 @@ def ring(i: int, n: int) -> set:
 
 # ----------------------------------------------------------------------------- methods
 def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
-    return B.tiebreak_keys(cfg.seed, [q.id], len(q.options))
+    return _tiebreak_keys(cfg.seed, q.id, len(q.options))
+
+
+# Every method of a run breaks ties on a question with the same keys (a seeded generator each: most of a batch's
+# decision time); kept for the ~10^4 questions of a profile.
+@functools.lru_cache(maxsize=1 << 16)
+def _tiebreak_keys(seed: int, qid: str, k: int) -> np.ndarray:
+    keys = B.tiebreak_keys(seed, [qid], k)
+    keys.flags.writeable = False
+    return keys
 
 
 def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:

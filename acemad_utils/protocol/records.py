@@ -50,19 +50,21 @@ def stored(x) -> list:
     return np.where(ok, np.round(a * scale) / scale, a).tolist()
 
 
-def entry(spec: AgentSpec, agent: int, message: str, p: list, q: Optional[list], **extra) -> dict:
-    """One agent's turn as stored (`extra`: parse_failure=True, usage=..., only when they apply)."""
-    e: dict = {
+def entry_head(spec: AgentSpec, agent: int) -> dict:
+    """The fields of an entry that name its agent (the same for each of the agent's turns)."""
+    return {
         "agent": agent,
         "persona": spec.persona,
         "temperature": spec.temperature,
         "thinking": spec.thinking,
         "model": spec.model,
-        "message": message,
-        "p": p,
-        "q": q,
-        "parse_failure": bool(extra.get("parse_failure", False)),
     }
+
+
+def entry(spec: AgentSpec, agent: int, message: str, p: list, q: Optional[list], **extra) -> dict:
+    """One agent's turn as stored (`extra`: parse_failure=True, usage=..., only when they apply)."""
+    e: dict = {**entry_head(spec, agent), "message": message, "p": p, "q": q}
+    e["parse_failure"] = bool(extra.get("parse_failure", False))
     if extra.get("usage"):
         e["usage"] = dict(extra["usage"])
     return e

@@ -56,19 +56,17 @@ def run_batch(
 
 
 def _entries(specs: Sequence[AgentSpec], agents: Sequence[int], texts, P, Q) -> list[list[list[dict]]]:
-    """Stored entries per debate, per round, per agent, from texts [D][T][N] and P, Q (D, T, N, K) (Q may be
-    None): beliefs rounded in one call (records.stored)."""
+    """Stored entries (records.entry) per debate, per round, per agent, from texts [D][T][N] and P, Q (D, T, N, K)
+    (Q may be None): beliefs rounded in one call (records.stored)."""
+    heads = [{**R.entry_head(spec, a), "parse_failure": False} for spec, a in zip(specs, agents)]
     ps = R.stored(P)
-    qs = R.stored(Q) if Q is not None else None
+    qs = R.stored(Q) if Q is not None else [[[None] * len(heads)] * len(ps[0])] * len(ps)
     return [
         [
-            [
-                R.entry(spec, a, texts[d][t][i], ps[d][t][i], None if qs is None else qs[d][t][i])
-                for i, (spec, a) in enumerate(zip(specs, agents))
-            ]
-            for t in range(len(ps[d]))
+            [{**h, "message": m, "p": p, "q": q} for h, m, p, q in zip(heads, texts_t, ps_t, qs_t)]
+            for texts_t, ps_t, qs_t in zip(texts_d, ps_d, qs_d)
         ]
-        for d in range(len(ps))
+        for texts_d, ps_d, qs_d in zip(texts, ps, qs)
     ]
 
 
