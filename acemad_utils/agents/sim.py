@@ -236,6 +236,12 @@ _TEMPLATES = {
 }
 
 
+def message_text(kind: str, q: Question, top: int, pct: int) -> str:
+    """The argument of an agent of `kind` (a persona, or "moderator") that argues for option `top` at pct %."""
+    label = q.labels[top]
+    return _TEMPLATES[kind].format(label=label, text=q.options[label], pct=pct)
+
+
 class SimAgent(Agent):
     concurrent = False  # pure numpy, no I/O: threads would only add overhead
 

@@ -64,7 +64,6 @@ from acemad_utils.experiments.run_files import (
     read_done,
     record_key,
     summarize,
-    to_line,
     usage_delta,
     with_usage_keys,
     write_canonical,
@@ -72,8 +71,10 @@ from acemad_utils.experiments.run_files import (
 )
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 from acemad_utils.protocol.schema import Population, Question, zero_usage
+from acemad_utils.protocol.vectorized import run_batch
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -224,21 +225,28 @@ def _save(run: _Run, rec: Optional[dict]) -> None:
 def _save_line(run: _Run, rec: dict, line: str, *, parsed: bool) -> None:
     """Append a record's line and count it on the progress bar. `parsed`: `rec` was read back from `line`
     (a worker process's record), so it already is what load_run will return."""
+    _save_lines(run, [rec], [line], parsed=parsed)
+
+
+def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str], *, parsed: bool) -> None:
+    """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
     with run.lock:
         run.stop.saving = True
         try:
             assert run.out is not None  # opened by the pass that runs this question
-            run.out.write(line)
-            run.done[record_key(rec)] = (rec, line)
-            if not parsed:
-                run.fresh.add(record_key(rec))
+            run.out.write_many(lines)
+            for rec, line in zip(recs, lines):
+                run.done[record_key(rec)] = (rec, line)
+                if not parsed:
+                    run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
-        usage = rec.get("usage", {})
-        for k in STEP_USAGE_KEYS:
-            run.totals[k] += usage.get(k, 0)
-        run.totals["failed"] += rec["status"] != "ok"
-        run.bar.update(1)
+        for rec in recs:
+            usage = rec.get("usage", {})
+            for k in STEP_USAGE_KEYS:
+                run.totals[k] += usage.get(k, 0)
+            run.totals["failed"] += rec["status"] != "ok"
+        run.bar.update(len(recs))
         t = run.totals
         tokens = t["prompt_tokens"] + t["completion_tokens"]
         run.bar.set_postfix(calls=t["calls"], hits=t["cache_hits"], tok=tokens, failed=t["failed"], refresh=False)
@@ -273,6 +281,38 @@ def _run_in_order(run: _Run) -> None:
         if run.stop.presses or run.over_budget:
             break
         _save(run, _answer(run, job))
+
+
+# ----------------------------------------------------------------------------- batched populations: arrays
+#: Debates per batch of a batched population (protocol.vectorized): large enough that numpy's per-call overhead
+#: is small beside the arrays' work, small enough that a Ctrl-C waits for a fraction of a second. The records do
+#: not depend on it (every draw is keyed by its debate: agents.streams).
+BATCH = 1024
+
+
+def _answer_batch(run: _Run, jobs: Sequence[tuple]) -> list[dict]:
+    """The records of jobs (question, config, repeat) of one config, answered as one batch of arrays. A batch
+    that raises is recorded as failed, question by question, with its reason (retried on resume)."""
+    cfg = jobs[0][1]
+    try:
+        recs = run_batch([q for q, _, _ in jobs], run.population, cfg, [r for _, _, r in jobs])
+    except Exception as err:
+        return [failed_record(q, c, run.population, r, err) for q, c, r in jobs]
+    return [with_usage_keys(rec) for rec in recs]
+
+
+def _run_in_batches(run: _Run) -> None:
+    """Each config's questions in batches of BATCH debates, in this process (protocol.vectorized: a round of a
+    whole batch is a few numpy calls, so one process keeps up; no worker to fork, stop or keep in step)."""
+    by_config: dict[str, list[tuple]] = {}
+    for job in run.todo:
+        by_config.setdefault(job[1].hash, []).append(job)
+    for jobs in by_config.values():
+        for start in range(0, len(jobs), BATCH):
+            if run.stop.presses:
+                return
+            recs = _answer_batch(run, jobs[start : start + BATCH])
+            _save_lines(run, recs, [to_line(rec) for rec in recs], parsed=False)
 
 
 # ----------------------------------------------------------------------------- pure populations: worker processes
@@ -364,8 +404,11 @@ def _run_passes(run: _Run) -> None:
                 _run_in_threads(run)
             else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
                 with gc_paused():
-                    n = processes_for(run)
-                    _run_in_processes(run, n) if n > 1 else _run_in_order(run)
+                    if getattr(pop, "batched", False):
+                        _run_in_batches(run)
+                    else:
+                        n = processes_for(run)
+                        _run_in_processes(run, n) if n > 1 else _run_in_order(run)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
         if not run.waiting or run.stop.presses or run.over_budget or batcher is None:

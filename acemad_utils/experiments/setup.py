@@ -38,7 +38,8 @@ from typing import Any, Optional
 
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import default_gguf, serve
-from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
+from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, make_items
+from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.experiments import subsets
@@ -136,9 +137,9 @@ class Setup:
     def _population(self, model: str, base_url: str) -> tuple[Population, str]:
         if self.backend == "sim":
             if not model:  # the default profile's population: the subset model of every synthetic run
-                return SimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
+                return VectorSimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
             params = SimParams(**SIM_STANDINS.get(model, {}))
-            return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
+            return VectorSimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
 
         cache = outputs("cache") / "llm.sqlite"
         if self.backend == "local":
