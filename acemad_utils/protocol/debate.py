@@ -5,7 +5,7 @@
     from acemad_utils.agents.sim import SimPopulation, make_items
     q = make_items(1, seed=0)[0]
     rec = run_question(q, SimPopulation(), DebateConfig(method="acemad"))
-    rec["final"]      # {'answer': 'C', 'correct': True, 'oracle_any_agent_correct': True, 'tie': False}
+    rec["final"]      # {'answer': 'B', 'correct': False, 'tie': False, 'oracle_any_agent_correct': True}
 
 A protocol only moves agent states: it decides who sees which messages (topology + history policy),
 calls `agent.act(turn)` for every agent of a round (in threads when the agents do I/O), and stores what
@@ -205,15 +205,16 @@ def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: i
     for s, e in zip(runs_steps, _entries(runs_steps, [spec] * len(runs_steps), [0] * len(runs_steps))):
         ans = -1 if s.parse_failure else int(np.argmax(s.p))
         e["answer"] = _label(q, ans)
-        e["correct"] = ans == q.answer_index
+        e["correct"] = q.correct(ans)
         runs.append(e)
     rec = base_record(q, cfg, population, repeat)
     rec["runs"] = runs
     correct = [r["correct"] for r in runs]
+    unlabelled = q.answer is None
     rec["final"] = {
         "answer": None,  # the single agent's score is a mean over runs, not one answer
-        "correct": float(np.mean(correct)),
-        "oracle_any_agent_correct": bool(any(correct)),
+        "correct": None if unlabelled else float(np.mean(correct)),
+        "oracle_any_agent_correct": None if unlabelled else bool(any(correct)),
         "tie": False,
     }
     rec["usage"] = _usage_sum(runs_steps)
@@ -238,8 +239,8 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
     rec["rounds"] = [_entries(steps, specs, range(len(steps)))]
     rec["final"] = {
         "answer": _label(q, ans),
-        "correct": ans == q.answer_index,
-        "oracle_any_agent_correct": bool((v == q.answer_index).any()),
+        "correct": q.correct(ans),
+        "oracle_any_agent_correct": _held(q, v),
         "tie": tied,
     }
     rec["usage"] = _usage_sum(steps)
@@ -303,13 +304,13 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
     last = mod_steps[-1]
     top, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
     ans = -1 if last.parse_failure else int(top)
-    mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
+    mod_right = any(not s.parse_failure and q.correct(int(np.argmax(s.p))) for s in mod_steps)
     mods = _entries(mod_steps, [moderator.spec] * len(mod_steps), [-1] * len(mod_steps))
     rec["moderator"] = [dict(e, round=t + 1) for t, e in enumerate(mods)]
     rec["decisions"]["moderator"] = _decision(q, ans, tied)
     rec["final"] = dict(
         rec["decisions"][cfg.mad_aggregator],
-        oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or mod_right,
+        oracle_any_agent_correct=None if q.answer is None else rec["final"]["oracle_any_agent_correct"] or mod_right,
     )
     rec["usage"] = _usage_sum([s for r in steps_by_round for s in r] + mod_steps)
     return rec
@@ -346,15 +347,19 @@ def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict
             top, tie = B.argmax_tiebreak(a, keys)
             rec["decisions"][rule] = _decision(q, int(top) if valid[-1].any() else -1, tie)
         decision = rec["decisions"].get(cfg.mad_aggregator, rec["decisions"]["mean_belief"])
-    held = (B.votes(P, valid) == q.answer_index).any()
     rec["rounds"] = rounds
-    rec["final"] = dict(decision, oracle_any_agent_correct=bool(held))
+    rec["final"] = dict(decision, oracle_any_agent_correct=_held(q, B.votes(P, valid)))
     rec["usage"] = _usage_sum([s for r in steps_by_round for s in r])
     return rec
 
 
 def _decision(q: Question, ans: int, tied) -> dict:
-    return {"answer": _label(q, ans), "correct": ans == q.answer_index, "tie": bool(tied)}
+    return {"answer": _label(q, ans), "correct": q.correct(ans), "tie": bool(tied)}
+
+
+def _held(q: Question, votes: np.ndarray) -> Optional[bool]:
+    """Did any agent's vote (any round) name the gold answer? None without a gold answer."""
+    return None if q.answer is None else bool((votes == q.answer_index).any())
 
 
 RUNNERS = {
