@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,6 +187,8 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
     if problem:
         raise ValueError(f"base_url={base_url!r}: {problem}")
     model = model or os.environ.get("MODEL") or None
+    if model is not None and not re.fullmatch(r"[\x21-\x7e]{1,200}", model):  # it is sent and names a folder
+        raise ValueError(f"model={model!r:.80}: need 1-200 printable ASCII characters without spaces")
     if model is not None:
         model_slug(model)  # a model name that cannot name a folder stops here
     pop = LLMPopulation(
