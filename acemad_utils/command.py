@@ -91,14 +91,17 @@ def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
     return [q for q in qs if q.id in keep]
 
 
-def _write_table(results: api.Results, name: str, synthetic: bool) -> tuple[Optional[Path], str]:
-    """tables/<name>.md and .csv under --out; (the .md path or None when nothing is scored, the text shown)."""
+def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path], str]:
+    """tables/<run name>.md and .csv under --out (one per run: another model or a changed file gets its own);
+    (the .md path or None when nothing is scored, the text shown)."""
     table = results.table()
     if table.empty:
         return None, "no question has an answer: no accuracy table (the debates are in the transcripts)"
-    who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else results.name
-    text = f"{who}\n\n" + table.to_markdown(index=False) + "\n"
-    md = outputs("tables") / f"{name}.md"
+    models = results.meta["population"].get("models") or ["?"]
+    who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else f"model {models[0]}"
+    text = f"{who} (run {results.name})\n\n" + table.to_markdown(index=False) + "\n"
+    *folders, last = results.name.split("/")
+    md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)
     atomic_write(md.with_suffix(".csv"), table.to_csv(index=False))
     return md, text
@@ -122,7 +125,7 @@ def run(args) -> int:
             rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, out=out, name=name,
             workers=args.workers, progress=True, viewer=True,
         )  # fmt: skip
-        md, text = _write_table(res, name, args.synthetic)
+        md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
     print(text)
     failed = sum(r.status != "ok" for r in res)

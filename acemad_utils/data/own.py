@@ -105,10 +105,14 @@ def content_id(question: str, options: Mapping[str, str]) -> str:
 
 
 def _segment(value: Any, field: str) -> str:
+    """An id or benchmark name: one safe path segment (the rule of profile and run names)."""
     try:
         return safe_segment(value, f"field {field!r}")
-    except UnsafeName as e:
-        raise ValueError(str(e)) from None
+    except UnsafeName:
+        raise ValueError(
+            f"field {field!r}: {value!r:.60} is not allowed; use letters, digits, '.', '_' or '-' (at most 128, "
+            "not starting with '.' or '-')"
+        ) from None
 
 
 def make_question(
