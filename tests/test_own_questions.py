@@ -226,3 +226,30 @@ def test_inspect_eval_against_fake_server(tmp_path, monkeypatch):
     assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(ours)
     assert json.loads(json.dumps(records))  # the stored debates are plain JSON (the log holds them)
     assert not list(Path(P.ROOT / "outputs").glob("runs/inspect*"))
+
+
+def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
+    rows = [{"question": f"Item {i}: which?", "options": list("abcd"), "answer": "ABCD"[i % 4]} for i in range(24)]
+    src = _write(elsewhere / "many.jsonl", rows)
+    assert main(["run", str(src), "--synthetic", "--methods", "majority", "--challenging"]) == 0
+    out = capsys.readouterr().out
+    kept = int(re.search(r"kept (\d+) of 24", out).group(1))
+    selection = next((elsewhere / "acemad_runs" / "runs").glob("many-challenging/*"))
+    accuracy = {r["question_id"]: r["final"]["correct"] for r in read_jsonl(selection / "transcripts.jsonl.gz")}
+    run = next((elsewhere / "acemad_runs" / "runs").glob("many/*"))
+    debated = {r["question_id"] for r in read_jsonl(run / "transcripts.jsonl.gz")}
+    assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
+
+
+def test_hostile_text_is_escaped_and_big_files_bounded(elsewhere, monkeypatch, capsys):
+    from acemad_utils.data import own
+    from acemad_utils.report.viewer import debate_html
+
+    q = make_question("<script>alert(1)</script>?", {"A": "<img src=x onerror=alert(2)>", "B": "b"}, answer="A")
+    results = api.run(q, "majority", synthetic=True)
+    html = debate_html(results[0].record, results.meta)
+    assert "<script>" not in html and "<img" not in html and "&lt;img src=x" in html  # arguments quote the option
+    monkeypatch.setattr(own, "MAX_FILE_BYTES", 100)
+    src = _write(elsewhere / "big.jsonl", ROWS)
+    assert main(["run", str(src), "--synthetic"]) == 2
+    assert "bytes is more than the 100" in capsys.readouterr().err
