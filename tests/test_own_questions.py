@@ -253,3 +253,14 @@ def test_hostile_text_is_escaped_and_big_files_bounded(elsewhere, monkeypatch, c
     src = _write(elsewhere / "big.jsonl", ROWS)
     assert main(["run", str(src), "--synthetic"]) == 2
     assert "bytes is more than the 100" in capsys.readouterr().err
+
+
+def test_unlabelled_records_rescore_without_scoring(elsewhere):
+    from acemad_utils.report import rescoring
+
+    qs = [make_question("Open question?", ["x", "y", "z"]), make_question("Closed?", ["x", "y"], answer="A")]
+    results = api.run(qs, "acemad", synthetic=True)
+    arr = rescoring.stack(results.records)
+    assert list(arr.truth) == [-1, 0]
+    ans = rescoring.rescore(arr, eta=4.0)
+    assert len(ans) == 2 and results[0].correct is None and isinstance(results[1].correct, bool)
