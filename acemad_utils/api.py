@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
+from urllib.parse import urlparse
 
 import pandas as pd
 
@@ -38,7 +39,6 @@ from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import from_record, make_question, read_questions  # noqa: F401  (public names)
 from acemad_utils.data.paths import outputs, outputs_root, safe_segment
-from acemad_utils.experiments.profiles import MAX_AGENTS, MAX_ROUNDS, check_url
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.protocol.config import METHODS, DebateConfig
@@ -47,6 +47,24 @@ from acemad_utils.report import tables as TB
 from acemad_utils.report.viewer import write_run_page
 
 DEFAULT_OUT = "acemad_runs"
+# The profiles' limits and URL rule (experiments/profiles.py; not imported from there: it loads papermill, seconds
+# of start-up for a one-question script): more agents and rounds than a debate prompt fits are refused.
+MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS = 100, 50, 256
+
+
+def url_problem(v: Optional[str]) -> Optional[str]:
+    """None for no URL (the environment's endpoint) or an http(s) URL with a host; else what is wrong (never
+    file:// or a bare path)."""
+    if v in ("", None):
+        return None
+    try:
+        u = urlparse(str(v))
+        ok = u.scheme in ("http", "https") and bool(u.hostname)
+    except ValueError:  # an unparsable port or host
+        ok = False
+    return None if ok else "need an http:// or https:// URL with a host"
+
+
 QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapping[str, Any]]]]
 
 
@@ -183,7 +201,7 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
         if model or base_url:
             raise ValueError("synthetic=True takes no model or base_url (the synthetic population answers)")
         return SimPopulation(seed=seed), SYNTHETIC_SLUG
-    problem = check_url(base_url)
+    problem = url_problem(base_url)
     if problem:
         raise ValueError(f"base_url={base_url!r}: {problem}")
     model = model or os.environ.get("MODEL") or None
@@ -220,8 +238,8 @@ def run(
     qs = as_questions(questions)
     cfgs = configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed)
     safe_segment(name, "run name")
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
-        raise ValueError(f"workers={workers!r}: need a whole number from 1 to 256")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers={workers!r}: need a whole number from 1 to {MAX_WORKERS}")
     with outputs_root(out):
         pop, slug = population(synthetic=synthetic, model=model, base_url=base_url, seed=seed, workers=workers)
         experiment = f"{name}/{slug}-{data_hash(qs)[:12]}"

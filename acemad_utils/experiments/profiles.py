@@ -130,7 +130,7 @@ def _non_empty(check: Callable[[Any], Optional[str]]) -> Callable[[Any], Optiona
     return both
 
 
-def check_url(v) -> Optional[str]:
+def _url(v) -> Optional[str]:
     """An endpoint: empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
     if v in ("", None):
         return None
@@ -149,8 +149,8 @@ def _other_models(v) -> Optional[str]:
             return f"each entry needs exactly the keys {sorted(keys)}, got {e!r}"
         if e["table"] not in PAPER_TABLES:
             return f"unknown table {e['table']!r}{hint(str(e['table']), PAPER_TABLES)}; tables: {sorted(PAPER_TABLES)}"
-        if check_url(e["base_url"]):
-            return f"base_url {e['base_url']!r}: {check_url(e['base_url'])}"
+        if _url(e["base_url"]):
+            return f"base_url {e['base_url']!r}: {_url(e['base_url'])}"
     return None
 
 
@@ -174,8 +174,8 @@ def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
         "N_TABLE": _between(1, MAX_AGENTS),
         "T_PHASE": _between(1, MAX_ROUNDS),
         "FULL_N_MAX": _between(1, MAX_ITEMS),
-        "BASE_URL": check_url,
-        "SECOND_BASE_URL": check_url,
+        "BASE_URL": _url,
+        "SECOND_BASE_URL": _url,
         "ARGUE_MAX_TOKENS": _at_least(1),
         "OTHER_MODELS": _other_models,
     }
