@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 
 from acemad_utils import api
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.command import main
 from acemad_utils.data import paths as P
 from acemad_utils.data.own import MAX_ROWS, make_question, read_questions
 from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.protocol.config import METHODS, DebateConfig
+from acemad_utils.protocol.debate import run_question
 from tests.fake_openai import FakeOpenAI, FaultInjector
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
@@ -264,3 +267,13 @@ def test_unlabelled_records_rescore_without_scoring(elsewhere):
     assert list(arr.truth) == [-1, 0]
     ans = rescoring.rescore(arr, eta=4.0)
     assert len(ans) == 2 and results[0].correct is None and isinstance(results[1].correct, bool)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_debates_an_unlabelled_question(method):
+    q = make_question("Open question?", ["x", "y", "z"])
+    rec = run_question(q, SimPopulation(), DebateConfig(method=method, n_agents=3, rounds=2))
+    assert rec["answer"] is None and rec["final"]["correct"] is None
+    assert rec["final"]["oracle_any_agent_correct"] is None
+    assert all(d["correct"] is None for d in rec.get("decisions", {}).values())
+    assert all(r["correct"] is None for r in rec.get("runs", []))
