@@ -155,7 +155,10 @@ def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] 
     """The item's trap and trap propensity. Agents of the same model share them (correlated errors);
     an agent whose AgentSpec names another model gets its own draw: different LLMs hold different
     misconceptions (Table 3, "different LLMs")."""
-    return _item_latent(q.id, len(q.options), q.answer_index, params, seed, model)
+    truth = q.answer_index
+    if truth is None:  # no gold answer: the simulation still needs a truth, drawn (hidden) from the question id
+        truth = int(_rng("truth", seed, q.id).integers(len(q.options)))
+    return _item_latent(q.id, len(q.options), truth, params, seed, model)
 
 
 # Every agent of every method on a question asks for the same few items (one per model): a pure function of

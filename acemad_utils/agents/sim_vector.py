@@ -77,7 +77,8 @@ class SimBatch:
         ins = (1.0 - e) * np.array([prm.p_insight(s) for s in self.specs])[None, :]
         trapped = (1.0 - e - ins) * pi
         states = np.stack(np.broadcast_arrays(e, ins, trapped, 1.0 - e - ins - trapped), axis=-1)
-        return np.array([q.answer_index for q in self.questions])[:, None], trap, states
+        # the items' truth: the gold answer, or sim.item_latent's hidden draw for a question without one
+        return np.array([it.truth for it in items[models[0]]])[:, None], trap, states
 
     def _roles(self, prm, state: np.ndarray, u: np.ndarray, rate: float) -> None:
         """Susceptibility alpha and calibration of every agent from its state (sim.is_skilled, sim.SimAgent)."""

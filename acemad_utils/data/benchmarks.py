@@ -222,7 +222,7 @@ def data_hash(questions: Sequence[Question]) -> str:
 def summarize(questions: Sequence[Question]) -> dict:
     """Items, option-count range and answer-label counts (in label order)."""
     sizes = [len(q.options) for q in questions]
-    counts = Counter(q.answer for q in questions)
+    counts = Counter(q.answer for q in questions if q.answer is not None)
     return {
         "items": len(questions),
         "options": (min(sizes, default=0), max(sizes, default=0)),

@@ -141,7 +141,12 @@ def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat
         **base_record(q, cfg, population, repeat),
         "status": "failed",
         "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
-        "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
+        "final": {
+            "answer": None,
+            "correct": None if q.answer is None else False,
+            "oracle_any_agent_correct": False,
+            "tie": False,
+        },
         "usage": dict.fromkeys(RECORD_USAGE_KEYS, 0),
     }
 
@@ -183,7 +188,11 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
     for k in RECORD_USAGE_KEYS:
         out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
     out["correct"] = float(
-        sum(float(r["final"]["correct"]) for r in records if r.get("status") == "ok" and r.get("final"))
+        sum(
+            float(r["final"]["correct"])
+            for r in records
+            if r.get("status") == "ok" and r.get("final") and r["final"].get("correct") is not None
+        )
     )
     out["errors"] = [
         {

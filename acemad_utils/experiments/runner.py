@@ -52,7 +52,7 @@ from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.paths import progress_bars
+from acemad_utils.data.paths import outputs_root, progress_bars
 from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir
 from acemad_utils.experiments.run_files import (
     Appender,
@@ -511,25 +511,30 @@ def run_experiment(
     profile: str = "default",
     progress: bool = True,
     extra_meta: Optional[dict] = None,
+    root: Optional[Path] = None,
 ) -> Path:
     """Run every config on every question (x repeats) and save transcripts; returns the run directory.
 
     workers: questions run concurrently (threads) when the population does I/O; synthetic runs are
     sequential (pure numpy, the GIL would make threads slower).
+    root: the outputs folder (runs/<name>/ is made under it); None: the repository's outputs/ (notebooks).
     """
     kw = dict(repeats=repeats, workers=workers, profile=profile, progress=progress, extra_meta=extra_meta)
-    return _run(name, questions, configs, population, **kw).dir
+    with outputs_root(root) if root is not None else contextlib.nullcontext():
+        return _run(name, questions, configs, population, **kw).dir
 
 
 _RUN_DEFAULTS = dict(repeats=1, workers=None, profile="default", progress=True, extra_meta=None)
 
 
 def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
-    """run_experiment(name, questions, configs, population, **kw), then what load_run(name) returns:
+    """run_experiment(name, questions, configs, population, **kw) (kw may hold root=), then what load_run(name) returns:
     (meta, records). The records are parsed from the lines written to the file, so they are load_run's own;
     lines that were read from the file when the run started (a rerun with everything on disk) are not
     parsed a second time."""
-    run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
+    root = kw.pop("root", None)
+    with outputs_root(root) if root is not None else contextlib.nullcontext():
+        run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
     keys = order_keys(questions, configs, run.repeats)
     order = {k: i for i, k in enumerate(keys)}
     final = sorted((k for k in run.done if k in order), key=order.__getitem__)

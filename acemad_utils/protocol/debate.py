@@ -5,7 +5,7 @@
     from acemad_utils.agents.sim import SimPopulation, make_items
     q = make_items(1, seed=0)[0]
     rec = run_question(q, SimPopulation(), DebateConfig(method="acemad"))
-    rec["final"]      # {'answer': 'C', 'correct': True, 'oracle_any_agent_correct': True, 'tie': False}
+    rec["final"]      # {'answer': ..., 'correct': ..., 'tie': ..., 'oracle_any_agent_correct': ...}
 
 A protocol only moves agent states: it decides who sees which messages (topology + history policy),
 calls `agent.act(turn)` for every agent of a round (in threads when the agents do I/O), and stores what
@@ -265,8 +265,7 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
     """The records of debates (majority: one round) of `questions` x `repeats` (one per debate), from their
     stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N)."""
     keys = np.concatenate([_keys(q, cfg) for q in questions])
-    truth = np.array([q.answer_index for q in questions])
-    held = (B.votes(P, valid) == truth[:, None, None]).any(axis=(1, 2))
+    held = (B.votes(P, valid) == _truth(questions)[:, None, None]).any(axis=(1, 2))
     if cfg.method == "majority":  # a plurality of the initial answers (no debate)
         v = B.votes(P[:, 0], valid[:, 0])
         out = {
@@ -295,7 +294,7 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
                 for i, e in enumerate(r):
                     e["score"], e["weight"] = S_kept[d][t][i], W_kept[d][t][i]
         rec["rounds"] = rounds[d]
-        rec["final"] = dict(final, oracle_any_agent_correct=bool(held[d]))
+        rec["final"] = dict(final, oracle_any_agent_correct=None if q.answer is None else bool(held[d]))
         rec["usage"] = usages[d]
         recs.append(rec)
     return recs
@@ -307,15 +306,18 @@ def add_moderators(recs, questions, cfg, mods, Pm, valid) -> None:
     keys = np.concatenate([_keys(q, cfg) for q in questions])
     top, tied = B.argmax_tiebreak(Pm[:, -1], keys)
     ans = np.where(valid[:, -1], top, -1)
-    truth = np.array([q.answer_index for q in questions])
-    right = (B.votes(Pm, valid) == truth[:, None]).any(axis=1)
+    right = (B.votes(Pm, valid) == _truth(questions)[:, None]).any(axis=1)
     for d, (rec, q) in enumerate(zip(recs, questions)):
         rec["moderator"] = [dict(e, round=t + 1) for t, e in enumerate(mods[d])]
         rec["decisions"]["moderator"] = R.decision(q, int(ans[d]), tied[d])
-        rec["final"] = dict(
-            rec["decisions"][cfg.mad_aggregator],
-            oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or bool(right[d]),
-        )
+        held = rec["final"]["oracle_any_agent_correct"]  # None without a gold answer
+        held = None if held is None else held or bool(right[d])
+        rec["final"] = dict(rec["decisions"][cfg.mad_aggregator], oracle_any_agent_correct=held)
+
+
+def _truth(questions) -> np.ndarray:
+    """Gold answer indices; -1 (matches no vote) for a question without a gold answer."""
+    return np.array([-1 if q.answer is None else q.answer_index for q in questions])
 
 
 def single_records(questions, cfg, population, repeats, runs, P, valid, usages) -> list[dict]:
@@ -327,14 +329,15 @@ def single_records(questions, cfg, population, repeats, runs, P, valid, usages) 
         correct = []
         for e, a in zip(runs[d], ans[d]):
             e["answer"] = R.answer_label(q, int(a))
-            e["correct"] = bool(a == q.answer_index)
+            e["correct"] = q.correct(int(a))
             correct.append(e["correct"])
         rec = R.base_record(q, cfg, population, repeats[d])
         rec["runs"] = runs[d]
+        unlabelled = q.answer is None
         rec["final"] = {
-            "answer": None,
-            "correct": float(np.mean(correct)),
-            "oracle_any_agent_correct": any(correct),
+            "answer": None,  # the single agent's score is a mean over runs, not one answer
+            "correct": None if unlabelled else float(np.mean(correct)),
+            "oracle_any_agent_correct": None if unlabelled else any(correct),
             "tie": False,
         }
         rec["usage"] = usages[d]

@@ -91,7 +91,7 @@ def answer_label(q: Question, idx: int) -> Optional[str]:
 
 
 def decision(q: Question, ans: int, tied) -> dict:
-    return {"answer": answer_label(q, ans), "correct": ans == q.answer_index, "tie": bool(tied)}
+    return {"answer": answer_label(q, ans), "correct": q.correct(ans), "tie": bool(tied)}
 
 
 def base_record(q: Question, cfg, population: Population, repeat: int) -> dict:

@@ -62,7 +62,8 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
                 P[i, ti, ai, :kk] = e["p"]
                 Q[i, ti, ai, :kk] = e["q"] if e.get("q") is not None else 1.0 / kk
                 valid[i, ti, ai] = not e["parse_failure"]
-    truth = np.array([r["labels"].index(r["answer"]) for r in recs])
+    # -1: no gold answer (its re-scored records have correct None, see _correct)
+    truth = np.array([-1 if r["answer"] is None else r["labels"].index(r["answer"]) for r in recs])
     ids = [r["question_id"] for r in recs]
     keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
     personas = [e["persona"] for e in recs[0]["rounds"][0]]
@@ -113,18 +114,32 @@ def initial_plurality(arr: Stacked) -> np.ndarray:
 
 def belief_in_truth(arr: Stacked) -> np.ndarray:
     """Mean over agents of p_i^(t)(y*), (B, T): the quantity of the martingale proposition."""
-    pt = np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]
+    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]
     return pt.mean(axis=-1)
+
+
+def _truth(arr: Stacked) -> np.ndarray:
+    """The gold answers' indexes; every question needs one here (an unlabelled one would index the last option)."""
+    if (arr.truth < 0).any():
+        raise ValueError(
+            f"{int((arr.truth < 0).sum())} question(s) have no gold answer: belief in the truth is undefined"
+        )
+    return arr.truth
 
 
 def weighted_truth(arr: Stacked, eta: float = 2.0, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
     """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
     column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
     W = weights(arr, eta, rule)
-    pt = np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
+    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
     w = W**exponent
     series = (w * pt).sum(-1) / w.sum(-1)
     return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
+
+
+def _correct(answered, answer: int, truth: int) -> Optional[bool]:
+    """A re-scored answer's correctness; None for a question without a gold answer (truth -1)."""
+    return None if truth < 0 else bool(answered and answer == truth)
 
 
 def agent_scores(records: list[dict]) -> pd.DataFrame:
@@ -132,6 +147,8 @@ def agent_scores(records: list[dict]) -> pd.DataFrame:
     rows = []
     for r in records:
         if r.get("status") != "ok":
+            continue
+        if r["answer"] is None:  # no gold answer: nobody "held the truth"
             continue
         truth = r["labels"].index(r["answer"])
         for t, rnd in enumerate(r.get("rounds", []), 1):
@@ -184,7 +201,7 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
             "benchmark": r["benchmark"],
             "method": name,
             "status": "ok",
-            "final": {"correct": bool(ok and a == t)},
+            "final": {"correct": _correct(ok, a, t)},
         }
         for name, ans in answers.items()
         for r, a, t, ok in zip(recs, ans, arr.truth, answered)
@@ -233,7 +250,7 @@ def reweighted_records(
                 "benchmark": r["benchmark"],
                 "method": name,
                 "status": "ok",
-                "final": {"answer": r["labels"][a] if ok else None, "correct": bool(ok and a == t)},
+                "final": {"answer": r["labels"][a] if ok else None, "correct": _correct(ok, a, t)},
             }
             for r, a, t, ok in zip(recs, ans, arr.truth, answered)
         ]
