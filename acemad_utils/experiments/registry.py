@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.experiments.subsets import model_slug, subset_config
-from acemad_utils.protocol.config import ETA, ROUNDS, TABLE2_ROUNDS, DebateConfig
-from acemad_utils.protocol.schema import AgentSpec
+from acemad_utils.protocol.config import ETA, GENERALIST, ROUNDS, SKEPTIC, TABLE2_ROUNDS, DebateConfig
 
 ALL_BENCHMARKS = list(BENCHMARKS)  # data.benchmarks' order, the paper's
 BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")  # Table 2's baselines
@@ -196,12 +195,12 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
     """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
     truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
     variants = {
-        "AceMAD (Different Persona)": AgentSpec("Skeptic", 0.6),
-        "AceMAD (Different Thinking System)": AgentSpec("Generalist", 0.6, thinking="slow"),
+        "AceMAD (Different Persona)": SKEPTIC,  # the main AceMAD's truth-holder
+        "AceMAD (Different Thinking System)": replace(GENERALIST, temperature=SKEPTIC.temperature, thinking="slow"),
     }
     if second_model:
-        variants["AceMAD (Different LLMs)"] = AgentSpec(
-            "Generalist", 0.6, model=second_model, base_url=second_base_url or None
+        variants["AceMAD (Different LLMs)"] = replace(
+            GENERALIST, temperature=SKEPTIC.temperature, model=second_model, base_url=second_base_url or None
         )
     return Run(
         "heterogeneity",
