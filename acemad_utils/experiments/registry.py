@@ -144,6 +144,14 @@ class RunResult:
     def labels(self, *groups: str) -> list[str]:
         return self.run.labels(*groups)
 
+    def family(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
+        """The one family (label without N, for curves over N) of the configs select() finds, e.g. 'AceMAD (T=3)'."""
+        families = sorted({c.family for c in self.run.select(method, group=group, **fields)})
+        if len(families) != 1:
+            self.run.config(method, group=group, **fields)  # none: the ValueError naming what was run
+            raise ValueError(f"run {self.run.name!r}: {len(families)} families match {method!r}: {families}")
+        return families[0]
+
     def pick(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> list[dict]:
         """The records of the one config that Run.config finds (every status: callers filter ok ones)."""
         label = self.label(method, group=group, **fields)
