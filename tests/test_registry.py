@@ -72,6 +72,8 @@ def test_setup_from_params_reads_the_notebook_parameters_and_smoke_caps_inside(m
     assert len(S.full_questions(["logiqa", "bbh"], 300)) == 2 * 12
     monkeypatch.setenv("ACEMAD_SMOKE", "0")
     assert Setup.from_params({"N_ITEMS": None}).n_items is None
+    with pytest.raises(ValueError, match=r"ROUNDS = \[0\] is not allowed \(0 is out of range\); ROUNDS takes"):
+        Setup.from_params({"ROUNDS": [0]})  # a parameters cell edited by hand: checked as a profile's value
 
 
 # ----------------------------------------------------------------------------- notebooks ask the run (RunResult)

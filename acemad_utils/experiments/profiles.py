@@ -64,17 +64,7 @@ MAX_JOBS = 8
 #: after they ended (ok or not). "*" = every other notebook of the run. 02-07 read 01's challenging subsets;
 #: 08 reads every run. 00 reads nothing of the others. Each notebook writes only its own runs, tables and figures.
 READS = {
-    **{
-        nb: ("01_subset_construction",)
-        for nb in (
-            "02_baselines",
-            "03_main_results",
-            "04_heterogeneity",
-            "05_ablation",
-            "06_scaling",
-            "07_other_models",
-        )
-    },
+    **{nb: ("01_subset_construction",) for nb in params.NOTEBOOKS if nb[:2] in params.SETUP[1:]},
     "08_claims": ("*",),
 }
 

@@ -42,7 +42,7 @@ from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, m
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.params import BACKENDS, SCHEMA, SOURCES, setup_defaults
+from acemad_utils.experiments.params import BACKENDS, SCHEMA, SOURCES, problem, setup_defaults
 from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
@@ -117,7 +117,12 @@ class Setup:
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
         """A Setup from a notebook's parameters (upper-case names in P, e.g. globals(); absent ones keep their
-        defaults); keyword arguments override them."""
+        defaults); keyword arguments override them. Every schema parameter in P is checked first (a cell edited
+        by hand in JupyterLab gets the profiles' one-line message, naming what is allowed)."""
+        for name in SCHEMA.keys() & P.keys():
+            why = problem(name, P[name])
+            if why:
+                raise ValueError(f"{name} = {P[name]!r} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}")
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
     # ------------------------------------------------------------------ agents
