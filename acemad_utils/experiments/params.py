@@ -3,7 +3,8 @@
     from acemad_utils.experiments import params
     params.SCHEMA["ROUNDS"]                    # Param(name='ROUNDS', kind='list[int]', lo=1, hi=50, ...)
     params.defaults("03_main_results")         # {"PROFILE": "default", ..., "ROUNDS": [2, 3, 5], "ETA": 2.0}
-    params.problem("ETA", -1)                  # "need a number from 0 to 64" (None when allowed)
+    params.problem("ETA", -1)                  # "-1 is out of range" (None when allowed)
+    params.check("mine.yaml (03_main_results)", "ETA", -1)   # SystemExit: the one line naming what ETA takes
     params.cell_source("03_main_results")      # the notebook's `parameters` cell, written from this schema
     python -m acemad_utils.experiments.profiles --parameters-doc   # docs/parameters.md (and the environment)
 
@@ -16,6 +17,7 @@ YAML file can make (bytes of !!binary, a !!set, a date) is refused by name, what
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import math
@@ -25,7 +27,7 @@ from typing import Any, Optional
 from urllib.parse import urlparse
 
 from acemad_utils.data.paths import UnsafeName, safe_segment
-from acemad_utils.experiments.registry import ALL_BENCHMARKS, PAPER_TABLES
+from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, ETA, N_AGENTS, ROUNDS, TABLE2_ROUNDS
@@ -82,7 +84,8 @@ class Param:
     setup_arg: Optional[str] = None
 
     def default_for(self, nb: str) -> Any:
-        return self.by_notebook.get(nb, self.default)
+        """The default notebook `nb` declares (a copy: a caller's change never reaches the schema)."""
+        return copy.deepcopy(self.by_notebook.get(nb, self.default))
 
     def allowed(self) -> str:
         """What the parameter takes, in words (messages and docs/parameters.md)."""
@@ -191,7 +194,7 @@ def defaults(nb: str) -> dict[str, Any]:
 
 def setup_defaults() -> dict[str, Any]:
     """Setup's keyword defaults (its argument name -> the parameter's default)."""
-    return {p.setup_arg: p.default for p in _PARAMS if p.setup_arg}
+    return {p.setup_arg: copy.deepcopy(p.default) for p in _PARAMS if p.setup_arg}
 
 
 # ----------------------------------------------------------------------------- checks

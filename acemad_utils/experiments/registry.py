@@ -21,44 +21,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from acemad_utils.data.benchmarks import BENCHMARKS
+from acemad_utils.experiments import params
+
+# MAD_METHODS and VOTING_VS_MAD are re-exported: notebooks and tests read them as R.<name>
+from acemad_utils.experiments.paper_tables import (  # noqa: F401
+    ALL_BENCHMARKS,
+    BASELINES,
+    MAD_METHODS,
+    PAPER_TABLES,
+    VOTING_VS_MAD,
+)
 from acemad_utils.experiments.subsets import model_slug, subset_config
-from acemad_utils.protocol.config import ETA, GENERALIST, ROUNDS, SKEPTIC, TABLE2_ROUNDS, DebateConfig
-
-ALL_BENCHMARKS = list(BENCHMARKS)  # data.benchmarks' order, the paper's
-BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")  # Table 2's baselines
-VOTING_VS_MAD = ("majority", "decentralized", "centralized", "sparse")  # Table 1 and Figure 2
-MAD_METHODS = ("decentralized", "centralized", "sparse")
-
-# What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
-# baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
-# the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
-PAPER_TABLES: dict[str, dict[str, Any]] = {
-    "table2_main_results": {
-        "baselines": list(BASELINES),
-        "rounds": list(TABLE2_ROUNDS),
-        "benchmarks": ALL_BENCHMARKS,
-        "full": False,
-    },
-    "table4_deepseek": {
-        "baselines": list(VOTING_VS_MAD),
-        "rounds": [ROUNDS],
-        "benchmarks": ALL_BENCHMARKS,
-        "full": False,
-    },
-    "table5_llama8b": {
-        "baselines": list(BASELINES),
-        "rounds": [ROUNDS],
-        "benchmarks": ["truthfulqa", "medqa", "bbh"],
-        "full": False,
-    },
-    "table6_full_datasets": {
-        "baselines": ["decentralized"],
-        "rounds": [ROUNDS],
-        "benchmarks": ["arc_challenge", "logiqa"],
-        "full": True,
-    },
-}
+from acemad_utils.protocol.config import ETA, GENERALIST, ROUNDS, SKEPTIC, DebateConfig
 
 
 @dataclass
@@ -275,7 +249,9 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
 def runs(nb: str, P: dict) -> list[Run]:
     """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
     the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) and 08_claims (it
-    reads the runs of 02-07, acemad_utils.report.claims) have none here."""
+    reads the runs of 02-07, acemad_utils.report.claims) have none here. A parameter missing from P takes its
+    default (experiments/params.py)."""
+    P = {**params.defaults(nb), **P} if nb in params.NOTEBOOKS else P
     seed, eta, n_max = P.get("SEED", 0), P.get("ETA", ETA), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
     num = nb[:2]
