@@ -62,6 +62,7 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.protocol.config import GENERALIST
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, zero_usage
 
 #: What every table, figure, transcript view and run description made from this population says it is.
@@ -360,7 +361,7 @@ class SimPopulation(Population):
         item = item_latent(question, self.params, self.seed, self.model)
         return SimAgent(
             question,
-            AgentSpec("Generalist", 0.1),
+            GENERALIST,  # the moderator: a crowd agent of the paper's roster
             -1,
             item,
             peer_specs=[],

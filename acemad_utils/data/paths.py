@@ -18,6 +18,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from acemad_utils.data.settings import env, flag
+
 ROOT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
 DATA = ROOT / "data"
 PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (see data/paper/README.md)
@@ -25,14 +27,14 @@ PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (se
 
 def smoke() -> bool:
     """True when ACEMAD_SMOKE is set to anything but '' or '0': notebooks shrink to seconds."""
-    return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
+    return flag("ACEMAD_SMOKE")
 
 
 def progress_bars() -> bool:
     """False when ACEMAD_PROGRESS is '0': papermill runs (make reproduce, make notebooks) and nbval set it, so an
     executed notebook stores no progress output (a widget there is dead, tqdm's text fallback is stderr noise);
     in JupyterLab the bars render as widgets (tqdm.auto with ipywidgets)."""
-    return os.environ.get("ACEMAD_PROGRESS", "") != "0"
+    return env("ACEMAD_PROGRESS") != "0"
 
 
 def shared_paper_dir() -> Path:
@@ -41,7 +43,7 @@ def shared_paper_dir() -> Path:
     ../shared/paper/tables beside the repository (where CI keeps it). Nothing reads the paper's numbers from here;
     the folder may not exist (the test then skips). A relative ACEMAD_PAPER_DIR is tried from the working
     directory, then from the repository root."""
-    raw = os.environ.get("ACEMAD_PAPER_DIR") or None
+    raw = env("ACEMAD_PAPER_DIR") or None
     if raw is None:
         return ROOT.parent / "shared" / "paper" / "tables"
     path = Path(raw).expanduser()

@@ -53,6 +53,7 @@ from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import outputs_root, progress_bars
+from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir
 from acemad_utils.experiments.run_files import (
     Appender,
@@ -333,12 +334,12 @@ def processes_for(run: _Run) -> int:
     several) is what Linux's fork supports and macOS's system libraries do not (there runs stay in one process)."""
     if not getattr(run.population, "pure", False) or not sys.platform.startswith("linux"):
         return 1
-    env = os.environ.get(PROCESSES_ENV, "").strip()
-    if env:
+    raw = env(PROCESSES_ENV).strip()
+    if raw:
         try:
-            n = int(env)
+            n = int(raw)
         except ValueError:
-            raise ValueError(f"{PROCESSES_ENV}={env!r}: need a whole number of processes (0 or 1: none)") from None
+            raise ValueError(f"{PROCESSES_ENV}={raw!r}: need a whole number of processes (0 or 1: none)") from None
     else:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(n, len(run.todo) // (2 * CHUNK)))

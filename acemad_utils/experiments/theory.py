@@ -26,14 +26,14 @@ from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments.runner import run_experiment
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import ETA, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 
 SYNTH = "synthetic population"
 PHASE_N = (3, 5, 7, 9)
 PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
-PHASE_ETA = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # the paper's eta among them
 PHASE_T_MAX = 5
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
@@ -201,7 +201,7 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
     return pd.DataFrame(rows)
 
 
-def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
+def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
     """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")  # keeps each y label off its neighbour
     views = (

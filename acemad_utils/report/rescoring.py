@@ -6,7 +6,7 @@
     arr = A.stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
     A.rescore(arr, eta=4.0, rounds=3)             # final answers as if eta=4 and T=3
     A.decisions(arr, eta=4.0)                     # (B, T): the final answer of every T <= the run's, at once
-    A.weighted_truth(arr, eta=2.0)                # p_w^(t)(y*) per question and round
+    A.weighted_truth(arr)                         # p_w^(t)(y*) per question and round (eta = 2)
     A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
     A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
 
@@ -18,6 +18,7 @@ commitments, with the weights after round t sliced from the run's full weight hi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import ETA, WEIGHT_EXPONENT
 
 
 @dataclass
@@ -70,13 +72,18 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
     return Stacked(P, Q, valid, mask, truth, keys, personas, ids)
 
 
-def weights(arr: Stacked, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
+def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
     """Weights after each round, (B, T, N)."""
     return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting)[1]
 
 
 def decisions(
-    arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier", *, weighting: str = "peer_prediction"
+    arr: Stacked,
+    eta: float | Sequence[float] = ETA,
+    exponent: float = WEIGHT_EXPONENT,
+    rule: str = "brier",
+    *,
+    weighting: str = "peer_prediction",
 ) -> np.ndarray:
     """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
     settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
@@ -95,9 +102,9 @@ def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
 
 def rescore(
     arr: Stacked,
-    eta: float = 2.0,
+    eta: float = ETA,
     rounds: int | None = None,
-    exponent: float = 2.0,
+    exponent: float = WEIGHT_EXPONENT,
     *,
     rule: str = "brier",
     weighting: str = "peer_prediction",
@@ -127,7 +134,7 @@ def _truth(arr: Stacked) -> np.ndarray:
     return arr.truth
 
 
-def weighted_truth(arr: Stacked, eta: float = 2.0, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
+def weighted_truth(arr: Stacked, eta: float = ETA, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
     """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
     column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
     W = weights(arr, eta, rule)
@@ -179,7 +186,7 @@ AGGREGATORS = (
 )
 
 
-def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> list[dict]:
+def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> list[dict]:
     """Re-decide AceMAD transcripts with every aggregator of AGGREGATORS (final-round p and q), as
     minimal records that `tables.accuracy_long` understands. No model call: only stored commitments."""
     recs = [r for r in records if r.get("status") == "ok"]
@@ -188,7 +195,7 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
     v = B.votes(P, valid)
     W = weights(arr, eta)
     answers = {
-        AGGREGATORS[0]: _decide(arr, W, 2.0, -1),
+        AGGREGATORS[0]: _decide(arr, W, WEIGHT_EXPONENT, -1),
         AGGREGATORS[1]: _decide(arr, W, 1.0, -1),
         AGGREGATORS[2]: B.plurality(v, P.shape[-1], arr.keys),
         AGGREGATORS[3]: B.surprisingly_popular(v, Qp, arr.keys, arr.option_mask),
@@ -220,7 +227,7 @@ STANDARD_MAD = "Standard MAD (AceMAD's agents, no q)"
 
 
 def figure4_records(
-    ace: list[dict], standard: list[dict], *, eta: float = 2.0, exponent: float = 2.0, seed: int = 0
+    ace: list[dict], standard: list[dict], *, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, seed: int = 0
 ) -> list[dict]:
     """Figure 4's bars as records: AceMAD's run re-decided by each of ABLATIONS, then the Standard MAD run
     (Decentralized MAD, AceMAD's roster, no q) under the name STANDARD_MAD."""
@@ -229,7 +236,7 @@ def figure4_records(
 
 
 def reweighted_records(
-    records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0
+    records: list[dict], weightings: dict, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, *, seed: int = 0
 ) -> list[dict]:
     """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
     minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
