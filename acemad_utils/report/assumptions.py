@@ -148,16 +148,21 @@ def _cell_marks(ax, cells: pd.DataFrame, rows: list, cols: list, key: str) -> No
             ax.text(j, i, f"{r[f'gain_{key}']:+.1f}", ha="center", va="center", fontsize=8, color=color, bbox=box)
 
 
+def _no_map(fig: plt.Figure, axes, table: pd.DataFrame) -> plt.Figure:
+    """Panels that say why there is no map (a real-model profile) instead of empty axes."""
+    for ax in axes:
+        ax.text(0.5, 0.5, table.attrs.get("note", "no map point"), ha="center", wrap=True)
+        ax.axis("off")
+    return fig
+
+
 def heatmap(table: pd.DataFrame, source: str) -> plt.Figure:
     """Two panels over the knowledge_link x insight grid: AceMAD's gain over uniform weights and over the best MAD
     baseline (points, average over benchmarks). Hatched: AceMAD loses (95% CI below 0); grey number: CI contains 0."""
     g = table[table["axis"] == "grid"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     if g.empty:
-        for ax in axes:
-            ax.text(0.5, 0.5, table.attrs.get("note", "no grid point"), ha="center", wrap=True)
-            ax.axis("off")
-        return fig
+        return _no_map(fig, axes, table)
     lim = max(1.0, float(np.nanmax(np.abs(g[["gain_uniform", "gain_mad"]].to_numpy()))))
     cells = g.set_index(["insight", "knowledge_link"])
     rows, cols = sorted(g["insight"].unique()), sorted(g["knowledge_link"].unique())
@@ -181,6 +186,8 @@ def sweeps(table: pd.DataFrame, source: str) -> plt.Figure:
     trap_concentration (log x; smaller = more correlated crowd errors) and crowd_calibration, other axes at the
     defaults."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    if table.empty:
+        return _no_map(fig, axes, table)
     for ax, axis in zip(axes, ("trap_concentration", "crowd_calibration")):
         s = table[table["axis"] == axis].sort_values(axis)
         for key, name, dx in (("uniform", "over uniform weights", 0.98), ("mad", "over the best MAD", 1.02)):
