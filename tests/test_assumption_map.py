@@ -120,3 +120,13 @@ def test_the_controls_sentence_names_each_control_and_its_gain():
         assert c.label in text
     assert text.count("points") == 3 and "truth-holder knows alone" in text
     assert "no result here" in N.controls(long, recs, "not a method", cfgs[:1])
+
+
+def test_a_real_model_profile_gets_no_map_and_a_notebook_that_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    table = AM.run_map(None, [], R.MAP_AXES)  # type: ignore[arg-type]  # no run: the Setup is never used
+    assert table.empty and "real model" in RA.story(table, "model: m")
+    assert RA.heatmap(table, "model: m") is not None and RA.sweeps(table, "model: m") is not None
+    S = Setup(profile="nothing-here", benchmarks=["bbh"], n_items=10)
+    gaps = AM.evidence(S, [])
+    assert gaps.iloc[0].n_questions == 0 and "no notebook 03 run" in gaps.iloc[0].run
