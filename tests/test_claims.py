@@ -146,3 +146,70 @@ def test_the_covered_lines_say_what_the_ledger_tests():
 def test_the_synthetic_title_says_so():
     assert "synthetic population" in C.title(True, "SYNTHETIC population (no LLM)")
     assert "synthetic" not in C.title(False, "model: gpt-4o-mini")
+
+
+BENCHES = ("synthetic-arc_challenge", "synthetic-mmlu_pro")
+
+
+def _run(rates: dict, configs: dict, *, params: dict, n: int = 200, model: str = "synthetic-population") -> tuple:
+    """A synthetic run: {label: accuracy} over n shared questions (paired by a common difficulty)."""
+    base = np.random.default_rng(1).random(n)
+    recs = [r for lab, a in rates.items() for r in records(lab, base < a, BENCHES)]
+    meta = {"synthetic": True, "methods": configs, "population": {"synthetic": True, "model": model, "params": params}}
+    return meta, recs
+
+
+def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
+    labels["Sparse MAD"] = "sparse"  # the paper's T=3 MMLU-Pro cell equals Sparse MAD's: a +0.00 gain
+    configs = {lab: cfg(m) for lab, m in labels.items()}
+    params = {"knowledge_link": 1.0, "calibration_by": "knowledge", "insight_calibration": 0.9}
+    rates = {"AceMAD (T=3)": 0.6, "Majority Voting": 0.2, "Decentralized MAD": 0.3, "Sparse MAD": 0.3}
+    runs = {"main": _run(rates, configs, params=params)}
+    ledger = C.ledger(runs)
+    assert not ledger.verdict.isin([C.SUPPORTED, C.NOT_SUPPORTED]).any()
+    assert (ledger.verdict == C.HOLDS_SIM).any()
+    exact = ledger[ledger.claim.str.contains("49.92|74%|20.31")]
+    assert len(exact) == 3 and set(exact.verdict) == {C.NOT_COMPARABLE}
+    every = ledger[ledger.claim.str.startswith("... on every benchmark")].iloc[0]
+    assert every["paper"] == "not all > 0 (MMLU-Pro +0.00)"  # the paper's own T=3 MMLU-Pro gain
+    line = C.summary(ledger, runs, "SYNTHETIC")
+    assert "knowledge_link=1" in line and "real-model profile" in line and "Holm" in line
+    runs["main"][0]["population"]["params"]["knowledge_link"] = 0.0
+    assert "knowledge_link=0 (peer-prediction skill unrelated" in C.summary(ledger, runs, "SYNTHETIC")
+
+
+def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():
+    ns = {1: 0.1, 3: 0.6, 10: 0.3}  # rises to N=10, but peaked at N=3
+    configs = {f"AceMAD (N={n})": {"method": "acemad", "n_agents": n, "rounds": 3} for n in ns}
+    scaling = _run({f"AceMAD (N={n})": a for n, a in ns.items()}, configs, params={})
+    votes = {f"Majority Voting (N={n})": {"method": "majority", "n_agents": n, "rounds": 0} for n in (1, 5)}
+    baselines = _run({"Majority Voting (N=1)": 0.4, "Majority Voting (N=5)": 0.2}, votes, params={})
+    ledger = C.ledger({"scaling": scaling, "baselines": baselines}).set_index("claim")
+    assert ledger.loc["AceMAD improves from N=1 to N=10 (N=1 to N=10)", "verdict"] == C.HOLDS_SIM
+    peak = ledger.loc[C.STILL_RISING]
+    assert peak["verdict"] == C.FAILS_SIM and "peaks at N=3" in peak["note"]
+    assert ledger.loc["Majority Voting stays flat (or degrades) in N (N=1 to N=5)", "verdict"] == C.HOLDS_SIM
+
+
+def test_stand_in_parameters_from_the_papers_wording_flag_the_rows_they_decide():
+    meta = {"population": {"synthetic": True, "model": "synthetic-population:DeepSeek-V3.1", "params": {}}}
+    assert "default parameters" in C.standin_note(meta)
+    meta["population"]["params"] = {"trap_mean": 0.5}
+    assert "STAND-IN" in C.standin_note(meta) and "trap_mean=0.5" in C.standin_note(meta)
+    assert C.standin_note({"population": {"synthetic": True, "model": "synthetic-population", "params": {}}}) == ""
+    configs = {"AceMAD (T=3)": {"method": "acemad", "n_agents": 5}, "Centralized MAD": {"method": "centralized"}}
+    run = _run({"AceMAD (T=3)": 0.6, "Centralized MAD": 0.3}, configs, params={"trap_mean": 0.5})
+    run[0]["population"]["model"] = "synthetic-population:DeepSeek-V3.1"
+    rows = C.ledger({"other_DeepSeek-V3.1_table4_deepseek": run})
+    deepseek = rows[rows["paper line"].str.contains("l.102[23]")]
+    assert len(deepseek) >= 3 and deepseek.note.str.contains("trap_mean=0.5").all()
+
+
+def test_lean_records_drop_the_rounds_except_the_ablations_acemad_debates():
+    meta = {"methods": {"AceMAD (T=3)": {"method": "acemad"}, "Decentralized MAD": {"method": "decentralized"}}}
+    rec = {"method": "AceMAD (T=3)", "question_id": "q", "final": {"correct": True}, "rounds": [[{}]], "status": "ok"}
+    assert C.lean("default/main", meta, rec) == {k: v for k, v in rec.items() if k != "rounds"}
+    assert C.lean("default/ablation", meta, rec) is rec
+    assert "rounds" not in C.lean("default/ablation", meta, {**rec, "method": "Decentralized MAD"})

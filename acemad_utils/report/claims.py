@@ -213,6 +213,9 @@ def _value_row(claim: str, line: str, claimed: float, stat: tuple, n: int, note:
 
 
 def _accuracy(records: list, label: str) -> Optional[tuple]:
+    """(Average accuracy %, CI lo, hi, n) of one method, None when it is not in the records."""
+    if not any(r["method"] == label for r in records):
+        return None
     long = TB.accuracy_long(records, methods=[label])
     a = long[long.benchmark == TB.AVERAGE]
     return (
