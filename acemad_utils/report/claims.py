@@ -452,16 +452,15 @@ def _still_rising(run: RunData, upto: list, ns: list, avg: pd.Series) -> dict:
     g = _pair_gain(run[1], upto[-1], upto[:-1])
     if g is None or ns[-1] != 10:
         return row(claim, line, "(figure)", note="N=10 not run in this profile")
-    return row(
-        claim,
-        line,
-        "(figure)",
-        _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
-        int(g["n_paired"]),
-        no_drop_verdict(g["gain_lo"], g["gain_hi"]),
-        f"N=10 minus the best smaller N ({g['best_baseline']}); the curve peaks at N={peak_n} ({avg[peak]:.1f}%)",
-        p=float(g["p_value"]),
-    )
+    note = f"N=10 minus the best smaller N ({g['best_baseline']}); the curve peaks at N={peak_n} ({avg[peak]:.1f}%)"
+    return _judged_row(claim, line, g, no_drop_verdict, note)
+
+
+def _judged_row(claim: str, line: str, test: dict, verdict, note: str) -> dict:
+    """A figure claim judged by `verdict(lo, hi)` of one paired test (a versus_best row as a dict)."""
+    ours = _ci(test["gain"], test["gain_lo"], test["gain_hi"])
+    judged = verdict(test["gain_lo"], test["gain_hi"])
+    return row(claim, line, "(figure)", ours, int(test["n_paired"]), judged, note, p=float(test["p_value"]))
 
 
 def _plateau(scaling: Optional[RunData]) -> dict:
@@ -476,16 +475,8 @@ def _plateau(scaling: Optional[RunData]) -> dict:
         return row(claim, line, "(figure)", note="N=10 and N>10 not both run in this profile")
     tests = TB.versus_best(scaling[1], beyond, at10)
     t = tests[tests.benchmark == TB.AVERAGE].sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
-    return row(
-        claim,
-        line,
-        "(figure)",
-        _ci(t["gain"], t["gain_lo"], t["gain_hi"]),
-        int(t["n_paired"]),
-        flat_verdict(t["gain_lo"], t["gain_hi"]),
-        f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points (a decline is consistent)",
-        p=float(t["p_value"]),
-    )
+    note = f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points (a decline is consistent)"
+    return _judged_row(claim, line, t, flat_verdict, note)
 
 
 def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
@@ -613,6 +604,8 @@ def finalize(rows: list[dict], synthetic: bool) -> pd.DataFrame:
     for r, a in zip(rows, adjusted):
         r["p (Holm)"] = a
         r["verdict"] = _decide(r)
+        if r["verdict"] == INCONCLUSIVE and r["p"] < ALPHA <= a:
+            r["note"] = (r["note"] + "; " if r["note"] else "") + f"p < {ALPHA:g} before the Holm correction only"
     outcome = {r["claim"]: r["verdict"] for r in rows}
     for r in rows:
         if r["_kind"] == "all":
