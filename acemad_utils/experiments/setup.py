@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import default_gguf, serve
@@ -62,13 +62,13 @@ def _cap(n: Optional[int], cap: int) -> int:
 # Synthetic stand-ins for the paper's other models (BACKEND sim with MODEL set; notebook 07). Each gets its own
 # misconceptions (traps drawn for its name) and SimParams chosen from the paper's words, never fitted to its
 # numbers; every artefact made with them says SYNTHETIC. Unknown names get the default SimParams.
-SIM_STANDINS = {
+SIM_STANDINS: dict[str, dict[str, Any]] = {
     "Qwen3-235B-A22B-Instruct": {},
     # l.1022: DeepSeek-V3.1 "may have less severe correlated noise in its default generation patterns"
     "DeepSeek-V3.1": {"trap_mean": 0.5},
     # l.1071: the 8B model's "ability to maintain a stable and accurate peer-prediction is naturally more
     # constrained"; "higher baseline hallucination rates"
-    "Llama-3.1-8B-Instruct": {"trap_mean": 0.8, "skeptic_calibration": 0.5},
+    "Llama-3.1-8B-Instruct": {"trap_mean": 0.8, "insight_calibration": 0.5},
 }
 
 
@@ -195,6 +195,11 @@ class Setup:
     def _n_max(self, n_max: Optional[int]) -> Optional[int]:
         """Questions per run: n_max, capped in smoke mode (SMOKE) by the one rule every run path uses."""
         return _cap(n_max, SMOKE[self.backend][1]) if smoke() else n_max
+
+    def per_run(self, n_max: Optional[int]) -> Optional[int]:
+        """Questions per benchmark and run for a caller that picks its own questions (notebook 09's map): n_max,
+        capped in smoke mode like every run of this Setup."""
+        return self._n_max(n_max)
 
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the

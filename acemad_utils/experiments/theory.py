@@ -52,7 +52,7 @@ def run_all(
     (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
-    sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
+    sym = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
     run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
