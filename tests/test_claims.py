@@ -213,3 +213,14 @@ def test_lean_records_drop_the_rounds_except_the_ablations_acemad_debates():
     assert C.lean("default/main", meta, rec) == {k: v for k, v in rec.items() if k != "rounds"}
     assert C.lean("default/ablation", meta, rec) is rec
     assert "rounds" not in C.lean("default/ablation", meta, {**rec, "method": "Decentralized MAD"})
+
+
+def test_the_controls_beside_table_2_are_not_the_papers_baselines():
+    naive, skeptic = {"persona": "Assistant", "temperature": 0.7}, {"persona": "Skeptic", "temperature": 0.6}
+    methods = {
+        "AceMAD (T=3)": {"method": "acemad", "baseline_agent": naive},
+        "Sparse MAD": {"method": "sparse", "baseline_agent": naive},
+        "Majority Voting (AceMAD roster)": {"method": "majority", "roster": "acemad", "baseline_agent": naive},
+        "Single Agent (AceMAD's Skeptic alone)": {"method": "single", "baseline_agent": skeptic},
+    }
+    assert C.paper_baselines({"methods": methods}, "AceMAD (T=3)") == ["Sparse MAD"]

@@ -235,6 +235,18 @@ def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
     return {**out, "_kind": "all", "_of": [r["claim"] for r in per_bench]}
 
 
+def paper_baselines(meta: dict, target: str) -> list[str]:
+    """The paper's baselines in a run: not AceMAD, their own homogeneous roster of the run's baseline agent. The
+    controls beside them (AceMAD's roster under another method, its Skeptic answering alone: notebook 03) are not
+    the paper's baselines and are no part of "beats every baseline"."""
+    agent = meta["methods"][target].get("baseline_agent")
+    return [
+        lab
+        for lab, c in meta["methods"].items()
+        if c["method"] != "acemad" and not c.get("roster") and c.get("baseline_agent") == agent
+    ]
+
+
 def main_claims(main: Optional[RunData], paper: pd.DataFrame) -> list[dict]:
     """Table 2 with GPT-4o-mini (l.459): AceMAD (T=3) beats every baseline, 49.92%, +74% over Decentralized
     MAD, T=3 optimal; l.111's +20.31 over standard MAD. `paper`: the printed GPT-4o-mini block."""
@@ -247,7 +259,7 @@ def main_claims(main: Optional[RunData], paper: pd.DataFrame) -> list[dict]:
     meta, recs = main
     if t3 not in meta["methods"]:
         return [row("AceMAD (T=3) beats every baseline", line, None, note="T=3 not in this profile's ROUNDS")]
-    base = [lab for lab, c in meta["methods"].items() if c["method"] != "acemad" and not c.get("roster")]
+    base = paper_baselines(meta, t3)
     out = gain_rows("AceMAD (T=3) beats every baseline", line, recs, t3, base, paper=paper, per_benchmark=True)
     out.append(_every_row(out, "... on every benchmark and on the Average", line))
     acc = _accuracy(recs, t3)
@@ -326,7 +338,7 @@ def ablation_claims(ablation: Optional[RunData], main: Optional[RunData], seed: 
         if run is None:
             continue
         methods = run[0]["methods"]
-        ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad"]
+        ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad" and c["method"] == "decentralized"]
         ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
         if ctrl and ace3:
             claim = "AceMAD (T=3) beats Standard MAD (AceMAD's agents, no q asked)"
