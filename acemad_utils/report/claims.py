@@ -736,8 +736,8 @@ def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
     if not runs or not source(runs)[0]:
         return line
     return (
-        f"{line} The 'holds in the simulation' verdicts rest on the population's assumption {assumption(runs)}; "
-        "they are not evidence for the paper: that needs a real-model profile (BACKEND openai or local)."
+        f"{line} A 'holds in the simulation' verdict rests on the population's assumption {assumption(runs)}; "
+        "it is not evidence for the paper: that needs a real-model profile (BACKEND openai or local)."
     )
 
 
