@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from acemad_utils.data import paths as P
-from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact
 
 BENCH_LABELS = {
     "truthfulqa": "TruthfulQA",
@@ -147,7 +147,8 @@ def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0
     return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (n_perm + 1))
 
 
-TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value"]
+TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value", "p_holm"]
+# p_holm: Holm's adjustment across every test of one versus_best call (a table's family of tests; docs/statistics.md)
 
 
 def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
@@ -217,7 +218,8 @@ def versus_best(
     seed: int = 0,
     average: bool = True,
 ) -> pd.DataFrame:
-    """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value.
+    """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value,
+    raw (p_value) and Holm-adjusted across every row of this call (p_holm: the table's family of tests).
 
     With `average`, also one row per target for the Average column: the baseline with the best Average (the
     mean of its benchmark columns), and the gain as the mean over benchmarks of the paired per-benchmark
@@ -237,6 +239,7 @@ def versus_best(
         if average:
             rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot=n_boot, seed=seed))
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
+    out["p_holm"] = adjust_pvalues(out["p_value"].to_numpy(dtype=float), "holm")
     if out.empty:
         missing = [m for m in baselines if not any(m in p for p in piv.values())]
         absent = [m for m in targets if not any(m in p for p in piv.values())]
@@ -265,7 +268,7 @@ def wide(
     if tests is not None and len(tests):
         for _, t in tests.iterrows():
             if t.method in out.index and t.benchmark in out.columns:
-                out.loc[t.method, t.benchmark] += f" ({t.gain:+.{digits}f}, p={t.p_value:.2g})"
+                out.loc[t.method, t.benchmark] += f" ({t.gain:+.{digits}f}, p={t.p_value:.2g}, Holm p={t.p_holm:.2g})"
     elif tests is not None:
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
     if note:
