@@ -21,8 +21,9 @@ import gc
 import gzip
 import json
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Optional
 
 import msgspec
 
@@ -110,7 +111,10 @@ def read_jsonl(path: Path) -> list[dict]:
         return [rec for rec, _ in record_lines(path)]
 
 
-def load_run(name: str) -> tuple[dict, list[dict]]:
+def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = None) -> tuple[dict, list[dict]]:
+    """(meta, records) of a run. `keep(name, meta, record)`, if given, returns what to keep of each record as it
+    is read (the lines are streamed): notebook 08 keeps only the fields its tables read (claims.lean), so a
+    profile's runs fit in memory at once."""
     d = run_dir(name)
     meta_path = d / "meta.json"
     if not meta_path.exists():
@@ -119,18 +123,22 @@ def load_run(name: str) -> tuple[dict, list[dict]]:
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     latest = {}  # a record appended after the run completed (a retried failure) replaces the earlier one
     with gc_paused():
-        for r in read_jsonl(d / TRANSCRIPTS):
+        for r, _ in record_lines(d / TRANSCRIPTS):
             if r.get("config_hash") in hashes:
-                latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = r
+                latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = (
+                    r if keep is None else keep(name, meta, r)
+                )
         return meta, list(latest.values())
 
 
-def profile_runs(profile: str, *, exclude: tuple[str, ...] = ()) -> dict[str, tuple[dict, list[dict]]]:
+def profile_runs(
+    profile: str, *, exclude: tuple[str, ...] = (), keep: Optional[Callable[[str, dict, dict], dict]] = None
+) -> dict[str, tuple[dict, list[dict]]]:
     """Every run of a profile that has a meta.json, {experiment name: (meta, records)} (the claims ledger's input);
-    runs whose name starts with one of `exclude` are not read at all."""
+    runs whose name starts with one of `exclude` are not read at all; `keep` as in load_run."""
     base = outputs("runs", profile)
     names = [d.name for d in sorted(base.iterdir()) if (d / "meta.json").is_file() and not d.name.startswith(exclude)]
-    return {name: load_run(f"{profile}/{name}") for name in names}
+    return {name: load_run(f"{profile}/{name}", keep=keep) for name in names}
 
 
 # ----------------------------------------------------------------------------- the questions of a run

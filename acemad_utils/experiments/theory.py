@@ -21,18 +21,19 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.agents.sim import SimParams, make_items
+from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments.runner import run_experiment
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import ETA, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 
 SYNTH = "synthetic population"
 PHASE_N = (3, 5, 7, 9)
 PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
-PHASE_ETA = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # the paper's eta among them
 PHASE_T_MAX = 5
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
@@ -52,16 +53,18 @@ def run_all(
     (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
-    sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
+    sym = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
-    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
     run_experiment(
-        _name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress
+        _name(profile, "martingale_symmetric"), items, [mad], VectorSimPopulation(sym, seed), progress=progress
+    )
+    run_experiment(
+        _name(profile, "martingale_default"), items, [mad], VectorSimPopulation(SimParams(), seed), progress=progress
     )
     # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
-    run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
+    run_experiment(_name(profile, "acemad"), items, [ace], VectorSimPopulation(SimParams(), seed), progress=progress)
     # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
     for cal in PHASE_CAL:
         cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
@@ -69,7 +72,7 @@ def run_all(
             _cal_name(cal, profile),
             items,
             cfgs,
-            SimPopulation(SimParams(crowd_calibration=cal), seed),
+            VectorSimPopulation(SimParams(crowd_calibration=cal), seed),
             progress=progress,
         )
 
@@ -134,22 +137,64 @@ def score_separation(profile: str = "default"):
     return fig, table
 
 
-def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default"):
-    """(c) Theorem (submartingale): under MWU the weighted belief in the truth drifts upward; drift vs eta."""
+def eta_grid(eta: float) -> tuple[float, ...]:
+    """PHASE_ETA with `eta` added (sorted): any valid ETA of the notebook has its own column in panel (d)."""
+    if not (np.isfinite(eta) and eta >= 0):
+        raise ValueError(f"ETA={eta!r} must be a finite number >= 0")
+    return tuple(sorted({*PHASE_ETA, float(eta)}))
+
+
+def _holder_right(arr) -> np.ndarray:
+    """Items where a truth-holder (Skeptic) holds the truth in round 1: the theorem's setting (E right, crowd wrong)."""
+    th = np.array([p == "Skeptic" for p in arr.personas])
+    return (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
+
+
+SUBSETS = ("all items", "truth-holder right in round 1")
+
+
+def drift_split(arr, eta: float = 2.0) -> pd.DataFrame:
+    """Panel (c)'s drift p_w^(T) - p_w^(0) split, per subset, into the part with uniform weights (eta = 0: the
+    stubborn truth-holders pulling the mean, plus the selection of items where one starts right) and the part
+    the weights add (eta minus eta = 0, paired per question), with the total at eta; 95% CIs from one joint
+    bootstrap over questions."""
+    pw0, pwe = A.weighted_truth(arr, eta=0.0), A.weighted_truth(arr, eta=eta)
+    d0, de = pw0[:, -1] - pw0[:, 0], pwe[:, -1] - pwe[:, 0]
+    parts = ("uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)")
+    rows = []
+    for subset, mask in zip(SUBSETS, (np.ones(len(d0), bool), _holder_right(arr))):
+        m, lo, hi = bootstrap_ci(np.stack([d0[mask], (de - d0)[mask], de[mask]], axis=1))
+        for j, part in enumerate((*parts, f"total (eta = {eta:g})")):
+            rows.append(
+                {"subset": subset, "part": part, "mean": m[j], "lo": lo[j], "hi": hi[j], "n_questions": int(mask.sum())}
+            )
+    return pd.DataFrame(rows)
+
+
+def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = 2.0):
+    """(c) Theorem (submartingale): the weighted belief in the truth under MWU, eta = 0 (uniform weights) beside
+    `eta`, the drift against eta, and the drift split into what uniform weights already give and what the
+    weights add. Returns (figure, drift by eta and subset, the split at `eta`)."""
     _, recs = load_run(_name(profile, "acemad"))
     arr = A.stack(recs)
-    # Items where a truth-holder holds the truth in round 1: the theorem's setting (E right, crowd wrong).
-    th = np.array([p == "Skeptic" for p in arr.personas])
-    cond = (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
+    cond = _holder_right(arr)
     lines, drift = [], []
-    for eta in etas:
-        pw = A.weighted_truth(arr, eta=eta)
-        lines.append(_ci_frame(pw[cond], range(pw.shape[1]), f"eta={eta:g}"))
-        for subset, mask in (("all items", np.ones_like(cond)), ("truth-holder right in round 1", cond)):
+    for e in sorted({*etas, 0.0, float(eta)}):
+        pw = A.weighted_truth(arr, eta=e)
+        if e in (0.0, float(eta)):
+            lines.append(_ci_frame(pw[cond], range(pw.shape[1]), f"eta={e:g}" + (" (uniform)" if e == 0 else "")))
+        for subset, mask in zip(SUBSETS, (np.ones_like(cond), cond)):
             m, lo, hi = bootstrap_ci(pw[mask, -1] - pw[mask, 0])
-            drift.append({"eta": eta, "subset": subset, "mean": m, "lo": lo, "hi": hi, "n_questions": int(mask.sum())})
-    drift = pd.DataFrame(drift)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+            drift.append({"eta": e, "subset": subset, "mean": m, "lo": lo, "hi": hi, "n_questions": int(mask.sum())})
+    drift, split = pd.DataFrame(drift), drift_split(arr, eta)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+    _submartingale_panels(axes, lines, drift, split)
+    fig.suptitle(f"(c) Drift of the weighted belief in the truth: uniform weights beside eta = {eta:g} [{SYNTH}]")
+    fig.tight_layout()
+    return fig, drift, split
+
+
+def _submartingale_panels(axes, lines: list, drift: pd.DataFrame, split: pd.DataFrame) -> None:
     for f in lines:
         _band(axes[0], f)
     axes[0].set(
@@ -157,7 +202,7 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default"):
         ylabel=r"$p_w^{(t)}(y^*)$",
         title="weighted belief in the truth\n(items where a truth-holder is right in round 1)",
     )
-    axes[0].legend(fontsize=7, ncol=2)
+    axes[0].legend(fontsize=8)
     for s, sub in drift.groupby("subset"):
         _band(axes[1], sub.rename(columns={"eta": "x"}).assign(series=s))
     axes[1].axhline(0, color="grey", lw=0.8)
@@ -165,9 +210,16 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default"):
         xscale="symlog", xlabel=r"$\eta$", ylabel=r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$", title="drift vs eta"
     )
     axes[1].legend(fontsize=8)
-    fig.suptitle(f"(c) Multiplicative weights turn the martingale into a submartingale [{SYNTH}]")
-    fig.tight_layout()
-    return fig, drift
+    parts = list(dict.fromkeys(split["part"]))
+    x = np.arange(len(parts))
+    for k, (s, sub) in enumerate(split.groupby("subset", sort=False)):
+        sub = sub.set_index("part").loc[parts]
+        err = np.abs(sub[["lo", "hi"]].to_numpy().T - sub["mean"].to_numpy())
+        axes[2].bar(x + (k - 0.5) * 0.38, sub["mean"], 0.38, yerr=err, capsize=3, label=s)
+    axes[2].axhline(0, color="grey", lw=0.8)
+    axes[2].set_xticks(x, [p.split(":")[0].replace(" (", "\n(") for p in parts], fontsize=7)
+    axes[2].set(ylabel="drift (95% CI)", title="where the drift comes from")
+    axes[2].legend(fontsize=8)
 
 
 def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> pd.DataFrame:
@@ -198,7 +250,7 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
     return pd.DataFrame(rows)
 
 
-def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
+def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
     """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
     # 11 in wide with 8.5-pt cell numbers: legible once shrunk to notebook width (figures.too_small)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), layout="constrained")  # keeps each y label off its neighbour

@@ -1,51 +1,93 @@
 """The claims ledger: every quantitative claim of the paper, one row each, with the paper's number, ours with
-its 95% CI, and a verdict. Pure: runs (meta, records) in, a DataFrame out; notebook 08 reads and writes.
+its 95% CI, the paired test's p (raw and Holm-adjusted) and a verdict. Pure: runs (meta, records) in, a
+DataFrame out; notebook 08 reads and writes.
 
     from acemad_utils.report import claims as C
     ledger = C.ledger({"main": (meta, records), "baselines": ..., ...})   # the runs of notebooks 02-07
-    C.markdown(ledger, C.title(synthetic=True, source=SRC))
+    print(C.summary(ledger, runs, source=SRC))                              # counts + the assumption they rest on
 
-Verdicts. A claim that one method beats another is tested by the paired gain on the same questions (the
-Average: the mean over benchmarks of the per-benchmark gains, resampled within each benchmark): `supported`
-when its CI lies above 0, `not supported` when it lies at or below 0, `inconclusive at this n` otherwise. A
-claim of a value (49.92%, 74%) is `supported` when our CI holds it (and, for an improvement, excludes 0),
-`not supported` when it does not, `inconclusive at this n` when the CI holds both it and 0. A claim whose run is
-missing (a notebook not run, a model not listed in the profile) gets `not run`. The paper's numbers are its
-printed cells (data/paper/), its gains the printed cells' differences.
+Verdicts (docs/statistics.md). A claim that one method beats another is tested by the paired gain on the same
+questions (the Average: the mean over benchmarks of the per-benchmark gains, resampled within each benchmark):
+it holds when its CI lies above 0 AND its Holm-adjusted p (across every test of the ledger) is below ALPHA,
+fails when the CI lies at or below 0, and is `inconclusive at this n` otherwise. "Flat" / "plateaus" (no rise,
+a decline allowed) holds when the change's CI stays below FLAT_MARGIN points. A claim of an exact value
+(49.92%, 74%, +20.31) is judged against our CI only on a real-model profile; on a synthetic one it is `not
+comparable`: a simulation's accuracy is not a measurement of the paper's models. A claim whose run is missing
+gets `not run`.
+
+The words say what a verdict is about: on a synthetic profile "holds in the simulation" / "fails in the
+simulation" (a statement about the population of agents/sim.py and the assumption it builds in, named by
+`assumption`); only a real-model profile says "supported" / "not supported". Rows decided by a synthetic
+stand-in whose parameters were chosen from the paper's wording (notebook 07) say so in their note.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
 
+from acemad_utils.agents.sim import SimParams
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
+from acemad_utils.report.stats import adjust_pvalues
 
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN = "supported", "not supported", "inconclusive at this n", "not run"
-COLUMNS = ["claim", "paper line", "paper", "ours [95% CI]", "n", "verdict", "note"]
+HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
+NOT_COMPARABLE = "not comparable"
+SUPPORTED, NOT_SUPPORTED = "supported", "not supported"  # a real-model profile's words
+HOLDS_SIM, FAILS_SIM = "holds in the simulation", "fails in the simulation"  # a synthetic profile's words
+VERDICTS = (SUPPORTED, NOT_SUPPORTED, HOLDS_SIM, FAILS_SIM, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN)
+ALPHA = 0.05
+ADJUSTMENT = "holm"  # the ledger's multiple-comparison policy (stats.adjust_pvalues; docs/statistics.md)
+POLICY = (
+    "Holm's step-down adjustment across every paired test of the ledger (family-wise error 5%); a claimed gain "
+    "holds only when its CI excludes 0 and its Holm-adjusted p < 0.05"
+)
+COLUMNS = ["claim", "paper line", "paper", "ours [95% CI]", "n", "p", "p (Holm)", "verdict", "note"]
 RunData = tuple[dict, list]
 Target = Union[str, tuple]  # a label, or (our label, the paper's label, the paper's baselines)
 
 
-def gain_verdict(lo: float, hi: float) -> str:
-    """A claimed gain from its CI: above 0, at or below 0, or straddling 0."""
-    return SUPPORTED if lo > 0 else NOT_SUPPORTED if hi <= 0 else INCONCLUSIVE
+def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
+    """A claimed gain from its CI and adjusted p: above 0 and significant, at or below 0, or neither."""
+    return HOLDS if lo > 0 and p_adjusted < ALPHA else FAILS if hi <= 0 else INCONCLUSIVE
+
+
+def loss_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
+    """A claimed loss (DeepSeek's TruthfulQA, l.1023): below 0 and significant, at or above 0, or neither."""
+    return HOLDS if hi < 0 and p_adjusted < ALPHA else FAILS if lo >= 0 else INCONCLUSIVE
 
 
 def value_verdict(value: float, lo: float, hi: float, null: Optional[float] = None) -> str:
     """A claimed value from our CI: held (and the null excluded), not held, or both held."""
     if not lo <= value <= hi:
-        return NOT_SUPPORTED
-    return INCONCLUSIVE if null is not None and lo <= null <= hi else SUPPORTED
+        return FAILS
+    return INCONCLUSIVE if null is not None and lo <= null <= hi else HOLDS
 
 
-def row(claim: str, line: str, paper, ours: str = "", n: int = 0, verdict: str = NOT_RUN, note: str = "") -> dict:
+def row(
+    claim: str,
+    line: str,
+    paper,
+    ours: str = "",
+    n: int = 0,
+    verdict: str = NOT_RUN,
+    note: str = "",
+    *,
+    kind: str = "judged",
+    p: float = math.nan,
+    ci: tuple = (),
+) -> dict:
+    """One ledger row. kind: "gain" / "loss" (verdict from `ci` and the adjusted `p`, set by `finalize`),
+    "value" (an exact-value claim: `not comparable` on a synthetic profile), "judged" (verdict given)."""
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
-    return dict(zip(COLUMNS, (claim, line, paper, ours, n, verdict, note)))
+    out = dict(zip(COLUMNS, (claim, line, paper, ours, n, p, math.nan, verdict, note)))
+    out.update(_kind=kind, _ci=ci)
+    return out
 
 
 def _ci(x: float, lo: float, hi: float, signed: bool = True) -> str:
@@ -78,35 +120,47 @@ def gain_rows(
     paper_target: str = "",
     paper_baselines: Sequence[str] = (),
     per_benchmark: bool = False,
+    columns: Sequence[str] = (),
+    kind: str = "gain",
 ) -> list[dict]:
-    """One row per benchmark (with per_benchmark) and one for the Average: target's paired gain over the best
-    of `baselines` there. The paper's gain uses paper_target / paper_baselines (default: the same labels)."""
+    """One row per benchmark (with per_benchmark; only the paper's `columns` if given) and one for the Average:
+    target's paired gain over the best of `baselines` there, with the paired test's raw p (the ledger adjusts
+    it). The paper's gain uses paper_target / paper_baselines (default: the same labels)."""
     tests = TB.versus_best(records, [target], list(baselines))
     if not per_benchmark:
         tests = tests[tests.benchmark == TB.AVERAGE]
     out = []
     for t in tests.to_dict("records"):
         col = bench_key(t["benchmark"])
+        if columns and col not in columns:
+            continue
         theirs = None if paper is None else paper_gain(paper, paper_target or target, paper_baselines or baselines, col)
         name = claim if t["benchmark"] == TB.AVERAGE else f"{claim}: {TB.bench_label(t['benchmark'])}"
-        out.append(
-            row(
-                name,
-                line,
-                theirs,
-                _ci(t["gain"], t["gain_lo"], t["gain_hi"]),
-                t["n_paired"],
-                gain_verdict(t["gain_lo"], t["gain_hi"]),
-                f"vs {t['best_baseline']}, p={t['p_value']:.2g}",
-            )
+        r = row(
+            name,
+            line,
+            theirs,
+            _ci(t["gain"], t["gain_lo"], t["gain_hi"]),
+            t["n_paired"],
+            note=f"vs {t['best_baseline']}",
+            kind=kind,
+            p=float(t["p_value"]),
+            ci=(t["gain_lo"], t["gain_hi"]),
         )
+        out.append({**r, "_col": col})
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
 
 
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(relative improvement of target's Average over base's, in %, CI lo, hi, n paired): the ratio of the
     means of benchmark means minus 1, bootstrapped by resampling questions within each benchmark (paired)."""
-    df = pd.DataFrame([(r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"])) for r in records])
+    df = pd.DataFrame(
+        [
+            (r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"]))
+            for r in records
+            if r["final"]["correct"] is not None  # a question without a gold answer is not scored
+        ]
+    )
     df.columns = ["benchmark", "question_id", "method", "correct"]
     piv = df[df.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
     if target not in piv or base not in piv or piv.empty:
@@ -140,59 +194,117 @@ def _average(records: list, labels: Sequence[str]) -> pd.Series:
     return long[long.benchmark == TB.AVERAGE].set_index("method")["accuracy"]
 
 
-FLAT_MARGIN = 2.0  # points: "flat" / "plateaus" is supported when the paired change's CI stays below this
+FLAT_MARGIN = 2.0  # points: "flat" / "plateaus" holds when the paired change's CI stays below this
 MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 
 
 def flat_verdict(lo: float, hi: float) -> str:
-    """ "No further gain": a CI above 0 refutes it, one below FLAT_MARGIN supports it, else inconclusive."""
-    return NOT_SUPPORTED if lo > 0 else SUPPORTED if hi < FLAT_MARGIN else INCONCLUSIVE
+    """ "No rise" (flat, plateau, "or even degradation", l.223 / l.522): a CI below FLAT_MARGIN holds it
+    (a decline is consistent), a rise (CI above 0 reaching the margin) fails it, else inconclusive."""
+    return HOLDS if hi < FLAT_MARGIN else FAILS if lo > 0 else INCONCLUSIVE
+
+
+def no_drop_verdict(lo: float, hi: float) -> str:
+    """ "Still rising at N=10": N=10 minus the best smaller N. Below 0 fails (the curve peaked earlier and
+    fell); a CI above -FLAT_MARGIN holds; else inconclusive."""
+    return FAILS if hi < 0 else HOLDS if lo > -FLAT_MARGIN else INCONCLUSIVE
+
+
+def _value_row(claim: str, line: str, claimed: float, stat: tuple, n: int, note: str, *, signed: bool = True) -> dict:
+    """An exact-value claim: `stat` = (ours, lo, hi); judged on a real-model profile only (see finalize)."""
+    x, lo, hi = stat
+    paper = f"{claimed:+.2f}" if signed else f"{claimed:.2f}"
+    verdict = value_verdict(claimed, lo, hi, null=0.0 if signed else None)
+    return row(claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value")
+
+
+def _accuracy(records: list, label: str) -> Optional[tuple]:
+    """(Average accuracy %, CI lo, hi, n) of one method, None when it is not in the records."""
+    if not any(r["method"] == label for r in records):
+        return None
+    long = TB.accuracy_long(records, methods=[label])
+    a = long[long.benchmark == TB.AVERAGE]
+    return (
+        None
+        if a.empty
+        else (float(a.accuracy.iloc[0]), float(a.ci_lo.iloc[0]), float(a.ci_hi.iloc[0]), int(a.n.iloc[0]))
+    )
+
+
+def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
+    """The conjunction of per-benchmark gain rows (decided in finalize), with the paper's own cells: "all > 0"
+    only when every printed gain is (Table 2's T=3 MMLU-Pro gain is +0.00)."""
+    theirs = {r["_col"]: float(r["paper"]) for r in per_bench if r["paper"] not in ("-", "")}
+    nonpos = [f"{c} {g:+.2f}" for c, g in theirs.items() if g <= 0]
+    paper = "all > 0" if theirs and not nonpos else f"not all > 0 ({', '.join(nonpos)})" if nonpos else "-"
+    out = row(claim, line, paper, n=per_bench[-1]["n"] if per_bench else 0, note="the conjunction of the rows above")
+    return {**out, "_kind": "all", "_of": [r["claim"] for r in per_bench]}
+
+
+def paper_baselines(meta: dict, target: str) -> list[str]:
+    """The paper's baselines in a run: not AceMAD, their own homogeneous roster of the run's baseline agent. The
+    controls beside them (AceMAD's roster under another method, its Skeptic answering alone: notebook 03) are not
+    the paper's baselines and are no part of "beats every baseline"."""
+    agent = meta["methods"][target].get("baseline_agent")
+    return [
+        lab
+        for lab, c in meta["methods"].items()
+        if c["method"] != "acemad" and not c.get("roster") and c.get("baseline_agent") == agent
+    ]
 
 
 def main_claims(main: Optional[RunData], paper: pd.DataFrame) -> list[dict]:
     """Table 2 with GPT-4o-mini (l.459): AceMAD (T=3) beats every baseline, 49.92%, +74% over Decentralized
-    MAD, T=3 optimal. `paper`: the printed GPT-4o-mini block."""
+    MAD, T=3 optimal; l.111's +20.31 over standard MAD. `paper`: the printed GPT-4o-mini block."""
     line, t3 = "l.459, Table 2", "AceMAD (T=3)"
     if main is None:
-        return [row("AceMAD (T=3) beats every baseline (notebook 03)", line, None)]
+        return [
+            row("AceMAD (T=3) beats every baseline (notebook 03)", line, None),
+            row("AceMAD (T=3) is +20.31 points over standard MAD", "l.111", "+20.31"),
+        ]
     meta, recs = main
     if t3 not in meta["methods"]:
         return [row("AceMAD (T=3) beats every baseline", line, None, note="T=3 not in this profile's ROUNDS")]
-    base = [lab for lab, c in meta["methods"].items() if c["method"] != "acemad" and not c.get("roster")]
+    base = paper_baselines(meta, t3)
     out = gain_rows("AceMAD (T=3) beats every baseline", line, recs, t3, base, paper=paper, per_benchmark=True)
-    verdicts = {r["verdict"] for r in out}
-    every = SUPPORTED if verdicts == {SUPPORTED} else NOT_SUPPORTED if NOT_SUPPORTED in verdicts else INCONCLUSIVE
-    out.append(
-        row(
-            "... on every benchmark and on the Average",
-            line,
-            "all > 0",
-            n=out[-1]["n"],
-            verdict=every,
-            note="the conjunction of the rows above",
-        )
-    )
-    avg = TB.accuracy_long(recs, methods=[t3])
-    a = avg[avg.benchmark == TB.AVERAGE].iloc[0]
+    out.append(_every_row(out, "... on every benchmark and on the Average", line))
+    acc = _accuracy(recs, t3)
     printed = float(paper.set_index("method")["Average (printed)"][t3])
-    out.append(
-        row(
-            "AceMAD (T=3) average accuracy 49.92% (GPT-4o-mini)",
-            line,
-            f"{printed:.2f}",
-            _ci(a.accuracy, a.ci_lo, a.ci_hi, signed=False),
-            int(a.n),
-            value_verdict(printed, a.ci_lo, a.ci_hi),
-            "accuracy in %; the printed cells average 43.25",
+    if acc is not None:
+        note = "accuracy in %; the printed cells average 43.25"
+        out.append(
+            _value_row(
+                "AceMAD (T=3) average accuracy 49.92% (GPT-4o-mini)", line, printed, acc[:3], acc[3], note, signed=False
+            )
         )
-    )
     out += _relative_row(recs, t3, paper, line)
+    out += _standard_mad_row(recs, t3, [m for m in MAD_LABELS if m in meta["methods"]], paper)
     out += gain_rows(
         "AceMAD (T=3) beats Majority Voting (a huge improvement)", line, recs, t3, ["Majority Voting"], paper=paper
     )
     others = [lab for lab in _labels(meta, "acemad") if lab != t3]
     out += gain_rows("T=3 is the optimal number of rounds", line, recs, t3, others, paper=paper)
     return out
+
+
+def _standard_mad_row(recs: list, t3: str, mads: list, paper: pd.DataFrame) -> list[dict]:
+    """l.111: "+20.31 over standard MAD" = Table 2's printed 49.92 minus the best MAD average (Sparse, 29.61)."""
+    t = TB.versus_best(recs, [t3], mads)
+    t = t[t.benchmark == TB.AVERAGE]
+    claimed = paper_gain(paper, t3, MAD_LABELS, TB.AVERAGE)
+    if t.empty or claimed is None:
+        return [row("AceMAD (T=3) is +20.31 points over standard MAD", "l.111", "+20.31", note="no MAD baseline run")]
+    r = t.iloc[0]
+    return [
+        _value_row(
+            "AceMAD (T=3) is +20.31 points over standard MAD (the best MAD)",
+            "l.111",
+            claimed,
+            (r.gain, r.gain_lo, r.gain_hi),
+            int(r.n_paired),
+            f"vs {r.best_baseline}; the paper's 20.31 = 49.92 - 29.61 (Sparse MAD)",
+        )
+    ]
 
 
 def _relative_row(recs: list, t3: str, paper: pd.DataFrame, line: str) -> list[dict]:
@@ -206,14 +318,14 @@ def _relative_row(recs: list, t3: str, paper: pd.DataFrame, line: str) -> list[d
     ours = _ci(*rel[:3]) + "%" if finite else "undefined (Decentralized MAD at 0%)"
     verdict = value_verdict(claimed, rel[1], rel[2], null=0.0) if finite else INCONCLUSIVE
     note = "ratio of Averages minus 1; paired bootstrap within benchmarks"
-    return [
-        row("74% relative improvement over Decentralized MAD", line, f"{claimed:+.1f}%", ours, rel[3], verdict, note)
-    ]
+    claim = "74% relative improvement over Decentralized MAD"
+    return [row(claim, line, f"{claimed:+.1f}%", ours, rel[3], verdict, note, kind="value")]
 
 
 def ablation_claims(ablation: Optional[RunData], main: Optional[RunData], seed: int = 0) -> list[dict]:
     """Figure 4 (l.511): the full protocol highest on every benchmark, and above Standard MAD as the paper's bar
-    means it: Decentralized MAD with AceMAD's agents, no q asked (notebook 05's run, else notebook 03's control)."""
+    means it: Decentralized MAD with AceMAD's agents, no q asked (notebook 05's run, else notebook 03's control).
+    l.111: removing second-order cognition (Self-belief only) "collapses performance by 14.6%"."""
     line = "l.511, Figure 4"
     out = []
     if ablation is not None:
@@ -224,13 +336,15 @@ def ablation_claims(ablation: Optional[RunData], main: Optional[RunData], seed: 
         re = A.reweighted_records(ace, A.ABLATIONS, eta=full["eta"], exponent=full["weight_exponent"], seed=seed)
         out += gain_rows("Full protocol beats both ablations", line, re, names[0], names[1:], per_benchmark=True)
         out += gain_rows("Full protocol beats Self-belief only", line, re, names[0], names[1:2])
+        out += _collapse_row(re, names[0], names[1])
     else:
         out.append(row("Full protocol beats both ablations (notebook 05)", line, None))
+        out.append(row("Without peer prediction performance collapses by 14.6%", "l.111", "-14.6"))
     for run in (ablation, main):
         if run is None:
             continue
         methods = run[0]["methods"]
-        ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad"]
+        ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad" and c["method"] == "decentralized"]
         ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
         if ctrl and ace3:
             claim = "AceMAD (T=3) beats Standard MAD (AceMAD's agents, no q asked)"
@@ -241,10 +355,31 @@ def ablation_claims(ablation: Optional[RunData], main: Optional[RunData], seed: 
     return out
 
 
+def _collapse_row(re: list, full: str, self_only: str) -> list[dict]:
+    t = TB.versus_best(re, [self_only], [full])
+    t = t[t.benchmark == TB.AVERAGE]
+    claim = "Without peer prediction (Self-belief only) performance collapses by 14.6%"
+    if t.empty:
+        return [row(claim, "l.111", "-14.6")]
+    r = t.iloc[0]
+    note = "Self-belief only minus Full, in points (the paper does not say points or relative)"
+    return [_value_row(claim, "l.111", -14.6, (r.gain, r.gain_lo, r.gain_hi), int(r.n_paired), note)]
+
+
 def table_claims(
-    run: Optional[RunData], paper: pd.DataFrame, *, claim: str, line: str, targets: Sequence[Target], baselines
+    run: Optional[RunData],
+    paper: pd.DataFrame,
+    *,
+    claim: str,
+    line: str,
+    targets: Sequence[Target],
+    baselines,
+    per_benchmark: bool = False,
+    columns: Sequence[str] = (),
+    kind: str = "gain",
 ) -> list[dict]:
-    """Each target's Average gain over the best of `baselines` (Tables 1, 3, 4, 5, 6 and Table 2's Qwen block)."""
+    """Each target's gain over the best of `baselines` (Tables 1, 3, 4, 5, 6 and Table 2's Qwen block): on the
+    Average, and per benchmark (the paper's `columns` only, if given) with per_benchmark."""
     out = []
     for t in targets:  # a label, or (our label, the paper's label, the paper's baselines)
         theirs: dict = dict(paper_target=t[1], paper_baselines=t[2]) if isinstance(t, tuple) else {}
@@ -252,58 +387,98 @@ def table_claims(
         if run is None:
             out.append(row(f"{claim}: {label}", line, None, note="run not made in this profile"))
         else:
-            out += gain_rows(f"{claim}: {label}", line, run[1], label, baselines, paper=paper, **theirs)
+            out += gain_rows(
+                f"{claim}: {label}",
+                line,
+                run[1],
+                label,
+                baselines,
+                paper=paper,
+                per_benchmark=per_benchmark,
+                columns=columns,
+                kind=kind,
+                **theirs,
+            )
     return out
 
 
-def _pair_gain(records: list, a: str, b: str):
-    t = TB.versus_best(records, [a], [b])
+def _pair_gain(records: list, a: str, b: Sequence[str]):
+    t = TB.versus_best(records, [a], list(b))
     t = t[t.benchmark == TB.AVERAGE]
     return None if t.empty else t.iloc[0].to_dict()
 
 
+def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, pd.Series]:
+    labels = _labels(run[0], method)
+    ns = [run[0]["methods"][lab]["n_agents"] for lab in labels]
+    upto = [lab for lab, n in zip(labels, ns) if n <= n_max]
+    return upto, ns[: len(upto)], _average(run[1], upto) if upto else pd.Series(dtype=float)
+
+
 def trend_claims(baselines: Optional[RunData], scaling: Optional[RunData]) -> list[dict]:
-    """Figure 2 (l.229): Decentralized MAD improves monotonically in N, voting stays flat. Figure 5 (l.522):
-    AceMAD improves from N=1 to N=10, then plateaus or declines."""
-    out = []
+    """Figure 2 (l.229): Decentralized MAD improves monotonically in N; voting stays flat or degrades (l.223).
+    Figure 5 (l.522): AceMAD improves from N=1 to N=10 (the whole curve: it must still rise at N=10), then
+    plateaus or declines."""
     specs = [
-        ("Figure 2 (l.229)", baselines, "decentralized", "Decentralized MAD improves monotonically in N"),
-        ("Figure 2 (l.229)", baselines, "majority", "Majority Voting stays flat in N"),
-        ("l.522, Figure 5", scaling, "acemad", "AceMAD improves up to N=10"),
+        ("l.229, Figure 2", baselines, "decentralized", "Decentralized MAD improves monotonically in N", 5),
+        ("l.223, Table 1", baselines, "majority", "Majority Voting stays flat (or degrades) in N", 5),
+        ("l.522, Figure 5", scaling, "acemad", "AceMAD improves from N=1 to N=10", 10),
     ]
-    for line, run, method, claim in specs:
+    out = []
+    for line, run, method, claim, n_max in specs:
         if run is None:
-            out.append(row(claim, line, "(figure)"))
-            continue
-        labels = _labels(run[0], method)
-        ns = [run[0]["methods"][lab]["n_agents"] for lab in labels]
-        upto = [lab for lab, n in zip(labels, ns) if n <= (10 if method == "acemad" else 5)]
-        g = _pair_gain(run[1], upto[-1], upto[0]) if len(upto) > 1 else None
-        if g is None:
-            out.append(row(claim, line, "(figure)", note="fewer than two N in this profile"))
-            continue
-        avg = _average(run[1], upto)
-        monotone = bool(np.all(np.diff(avg.reindex(upto).to_numpy()) >= 0))
-        if method == "majority":  # flat: no change either way beyond the margin
-            verdict = NOT_SUPPORTED if g["gain_lo"] > 0 or g["gain_hi"] < 0 else INCONCLUSIVE
-            verdict = SUPPORTED if -FLAT_MARGIN < g["gain_lo"] and g["gain_hi"] < FLAT_MARGIN else verdict
-        else:  # "monotonically" (Figure 2) also needs the points in order; Figure 5 claims only the rise
-            verdict = gain_verdict(g["gain_lo"], g["gain_hi"])
-            verdict = INCONCLUSIVE if verdict == SUPPORTED and not monotone and method != "acemad" else verdict
-        by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
-        out.append(
-            row(
-                f"{claim} (N={ns[0]} to N={ns[len(upto) - 1]})",
-                line,
-                "(figure)",
-                _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
-                int(g["n_paired"]),
-                verdict,
-                f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}",
-            )
-        )
+            out.append(row(claim, line, "(figure)", note="run not made in this profile"))
+        else:
+            out += _trend_rows(run, method, claim, line, n_max)
+    if scaling is None:
+        out.append(row(STILL_RISING, "l.522, Figure 5", "(figure)", note="run not made in this profile"))
     out.append(_plateau(scaling))
     return out
+
+
+STILL_RISING = "AceMAD's curve still rises at N=10 (no earlier peak)"
+
+
+def _trend_rows(run: RunData, method: str, claim: str, line: str, n_max: int) -> list[dict]:
+    upto, ns, avg = _curve(run, method, n_max)
+    g = _pair_gain(run[1], upto[-1], upto[:1]) if len(upto) > 1 else None
+    if g is None:
+        return [row(claim, line, "(figure)", note="fewer than two N in this profile")]
+    monotone = bool(np.all(np.diff(avg.reindex(upto).to_numpy()) >= 0))
+    by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
+    r = row(
+        f"{claim} (N={ns[0]} to N={ns[-1]})",
+        line,
+        "(figure)",
+        _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
+        int(g["n_paired"]),
+        flat_verdict(g["gain_lo"], g["gain_hi"]) if method == "majority" else NOT_RUN,
+        f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}",
+        kind="judged" if method == "majority" else "gain",
+        p=float(g["p_value"]),
+        ci=(g["gain_lo"], g["gain_hi"]),
+    )
+    out = [{**r, "_cap": method == "decentralized" and not monotone}]  # "monotonically": the points in order too
+    return out + ([_still_rising(run, upto, ns, avg)] if method == "acemad" else [])
+
+
+def _still_rising(run: RunData, upto: list, ns: list, avg: pd.Series) -> dict:
+    """The rest of "improves up to N=10": N=10 against the best smaller N (where the curve peaks)."""
+    claim, line = STILL_RISING, "l.522, Figure 5"
+    peak = max(upto, key=lambda lab: avg[lab])
+    peak_n = ns[upto.index(peak)]
+    g = _pair_gain(run[1], upto[-1], upto[:-1])
+    if g is None or ns[-1] != 10:
+        return row(claim, line, "(figure)", note="N=10 not run in this profile")
+    note = f"N=10 minus the best smaller N ({g['best_baseline']}); the curve peaks at N={peak_n} ({avg[peak]:.1f}%)"
+    return _judged_row(claim, line, g, no_drop_verdict, note)
+
+
+def _judged_row(claim: str, line: str, test: dict, verdict, note: str) -> dict:
+    """A figure claim judged by `verdict(lo, hi)` of one paired test (a versus_best row as a dict)."""
+    ours = _ci(test["gain"], test["gain_lo"], test["gain_hi"])
+    judged = verdict(test["gain_lo"], test["gain_hi"])
+    return row(claim, line, "(figure)", ours, int(test["n_paired"]), judged, note, p=float(test["p_value"]))
 
 
 def _plateau(scaling: Optional[RunData]) -> dict:
@@ -318,15 +493,8 @@ def _plateau(scaling: Optional[RunData]) -> dict:
         return row(claim, line, "(figure)", note="N=10 and N>10 not both run in this profile")
     tests = TB.versus_best(scaling[1], beyond, at10)
     t = tests[tests.benchmark == TB.AVERAGE].sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
-    return row(
-        claim,
-        line,
-        "(figure)",
-        _ci(t["gain"], t["gain_lo"], t["gain_hi"]),
-        int(t["n_paired"]),
-        flat_verdict(t["gain_lo"], t["gain_hi"]),
-        f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points",
-    )
+    note = f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points (a decline is consistent)"
+    return _judged_row(claim, line, t, flat_verdict, note)
 
 
 def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
@@ -339,21 +507,72 @@ def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
     return n, ({**meta, "methods": methods}, [r for r in recs if r["method"] in keep])
 
 
+def standin_note(meta: dict) -> str:
+    """For a run of a synthetic stand-in for another model (notebook 07): which of its parameters differ from
+    the default population's, i.e. were chosen from the paper's wording (experiments/setup.py SIM_STANDINS)."""
+    pop = meta.get("population") or {}
+    model = str(pop.get("model", ""))
+    if not pop.get("synthetic") or ":" not in model:
+        return ""
+    default = asdict(SimParams())
+    changed = [f"{k}={v:g}" for k, v in (pop.get("params") or {}).items() if default.get(k, v) != v]
+    if not changed:
+        return f"synthetic stand-in {model.split(':', 1)[1]} (default parameters, its own traps)"
+    return f"STAND-IN parameters chosen from the paper's wording decide this row: {', '.join(changed)}"
+
+
+def _deepseek_claims(run: Optional[RunData]) -> list[dict]:
+    """l.1022-1023: consistent gains over the best MAD (average +6.36), largest on LogiQA (+6.87) and BBH
+    (+5.25); 75% on ARC-C with Majority Voting; TruthfulQA the one exception (a slight loss)."""
+    line, paper = "l.1022, Table 4", TB.paper_table("table4_deepseek")
+    mads = [m for m in MAD_LABELS if m in set(paper["method"])]
+    claim = "Table 4 (DeepSeek-V3.1): AceMAD beats the best MAD"
+    gains = [c for c in paper.columns if c not in ("method", "TruthfulQA") and not c.startswith("Average")]
+    gains.append(TB.AVERAGE)
+    target = ["AceMAD (T=3)"]
+    out = table_claims(
+        run, paper, claim=claim, line=line, targets=target, baselines=mads, per_benchmark=True, columns=gains
+    )
+    loss = "Table 4 (DeepSeek-V3.1): AceMAD slightly below the best MAD"
+    out += table_claims(
+        run,
+        paper,
+        claim=loss,
+        line="l.1023, Table 4",
+        targets=target,
+        baselines=mads,
+        per_benchmark=True,
+        columns=["TruthfulQA"],
+        kind="loss",
+    )
+    mv = _accuracy(run[1], "Majority Voting") if run is not None else None
+    arc = [r for r in (run[1] if run is not None else []) if bench_key(r["benchmark"]) == "ARC-C"]
+    mv_arc = _accuracy(arc, "Majority Voting") if arc and mv else None
+    claim = "Table 4 (DeepSeek-V3.1): Majority Voting reaches 75% on ARC-C"
+    if mv_arc is None:
+        out.append(row(claim, line, "75.00", note="run not made in this profile"))
+    else:
+        out.append(_value_row(claim, line, 75.0, mv_arc[:3], mv_arc[3], "accuracy in %", signed=False))
+    return out
+
+
 def other_model_claims(runs: dict) -> list[dict]:
     """Table 2's Qwen3 block, Tables 4 and 5 (AceMAD (T=3) over the best MAD) and Table 6 (over Decentralized MAD)."""
     tables = {  # table: (claim's name, paper line, the paper's block)
         "table2_main_results": ("Table 2 (Qwen3-235B-A22B)", "l.459, Table 2", "Qwen3-235B-A22B-Instruct"),
-        "table4_deepseek": ("Table 4 (DeepSeek-V3.1)", "l.1020, Table 4", None),
         "table5_llama8b": ("Table 5 (Llama-3.1-8B)", "l.1069, Table 5", None),
     }
     out = []
     for table, (name, line, model) in tables.items():
-        run = next((v for k, v in runs.items() if k.startswith("other_") and k.endswith(table)), None)
+        run = _other_run(runs, table)
         paper = TB.paper_table(table, model=model)
         mads = [m for m in MAD_LABELS if m in set(paper["method"])]
-        out += table_claims(
+        rows = table_claims(
             run, paper, claim=f"{name}: AceMAD beats the best MAD", line=line, targets=["AceMAD (T=3)"], baselines=mads
         )
+        out += _flag(rows, run)
+    deepseek = _other_run(runs, "table4_deepseek")
+    out += _flag(_deepseek_claims(deepseek), deepseek)
     out += table_claims(
         runs.get("full_datasets"),
         TB.paper_table("table6_full_datasets"),
@@ -365,9 +584,74 @@ def other_model_claims(runs: dict) -> list[dict]:
     return out
 
 
+def _other_run(runs: dict, table: str) -> Optional[RunData]:
+    return next((v for k, v in runs.items() if k.startswith("other_") and k.endswith(table)), None)
+
+
+def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
+    flag = standin_note(run[0]) if run is not None else ""
+    for r in rows if flag else []:
+        r["note"] = f"{flag}; {r['note']}" if r["note"] else flag
+    return rows
+
+
+def _decide(r: dict) -> str:
+    """A row's outcome once the adjusted p is known (gain / loss rows); others keep theirs."""
+    if r["_kind"] not in ("gain", "loss") or not r["_ci"]:
+        return r["verdict"]
+    lo, hi = r["_ci"]
+    if r["_kind"] == "loss":
+        return loss_verdict(lo, hi, r["p (Holm)"])
+    v = gain_verdict(lo, hi, r["p (Holm)"])
+    return INCONCLUSIVE if v == HOLDS and r.get("_cap") else v
+
+
+def _word(verdict: str, kind: str, synthetic: bool) -> str:
+    if verdict == NOT_RUN:
+        return verdict
+    if synthetic and kind == "value":
+        return NOT_COMPARABLE  # a simulation's accuracy is no measurement of the paper's models
+    words = {HOLDS: HOLDS_SIM, FAILS: FAILS_SIM} if synthetic else {HOLDS: SUPPORTED, FAILS: NOT_SUPPORTED}
+    return words.get(verdict, verdict)
+
+
+def finalize(rows: list[dict], synthetic: bool) -> pd.DataFrame:
+    """The ledger: Holm across every row's paired test, each row's outcome from its CI and adjusted p, the
+    conjunction rows from their parts, then the profile's words (synthetic: "... in the simulation")."""
+    adjusted = adjust_pvalues(np.array([r["p"] for r in rows], dtype=float), ADJUSTMENT)
+    for r, a in zip(rows, adjusted):
+        r["p (Holm)"] = a
+        r["verdict"] = _decide(r)
+        if r["verdict"] == INCONCLUSIVE and r["p"] < ALPHA <= a:
+            r["note"] = (r["note"] + "; " if r["note"] else "") + f"p < {ALPHA:g} before the Holm correction only"
+    outcome = {r["claim"]: r["verdict"] for r in rows}
+    for r in rows:
+        if r["_kind"] == "all":
+            parts = {outcome[c] for c in r["_of"]}
+            r["verdict"] = HOLDS if parts == {HOLDS} else FAILS if FAILS in parts else INCONCLUSIVE
+    for r in rows:
+        r["verdict"] = _word(r["verdict"], r["_kind"], synthetic)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _table1_values(t1_at_n: Optional[RunData], at_n: dict) -> list[dict]:
+    """l.91: on the challenging subsets Majority Voting reaches only 14.0%, standard MAD 22.1% (Table 1, N=5)."""
+    out = []
+    for key, claim, value in (
+        ("majority", "Majority Voting reaches only 14.0% on the challenging subsets", 14.0),
+        ("decentralized", "Standard (Decentralized) MAD improves marginally to 22.1%", 22.1),
+    ):
+        acc = _accuracy(t1_at_n[1], at_n[key]) if t1_at_n is not None and key in at_n else None
+        if acc is None:
+            out.append(row(claim, "l.91, Table 1", f"{value:.2f}", note="run not made in this profile"))
+        else:
+            out.append(_value_row(claim, "l.91, Table 1", value, acc[:3], acc[3], "accuracy in %", signed=False))
+    return out
+
+
 def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     """Every claim's row, from the runs of notebooks 02-07 ({experiment name: (meta, records)}; a missing run
-    gives `not run` rows)."""
+    gives `not run` rows). The verdict words follow the runs: synthetic ones speak of the simulation."""
     t1 = runs.get("baselines")
     het = runs.get("heterogeneity")
     n, t1_at_n = _at_n(t1, 5) if t1 else (5, None)
@@ -381,6 +665,7 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
         targets=[(at_n.get(k, paper), paper, ["Majority Voting"]) for k, paper in kinds.items()],
         baselines=[at_n.get("majority", "Majority Voting")],
     )
+    rows += _table1_values(t1_at_n, at_n)
     rows += trend_claims(t1, runs.get("scaling"))
     rows += main_claims(runs.get("main"), TB.paper_table("table2_main_results", model="GPT-4o-mini"))
     variants = [lab for lab in (het[0]["methods"] if het else []) if lab.startswith("AceMAD")]
@@ -394,21 +679,72 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     )
     rows += ablation_claims(runs.get("ablation"), runs.get("main"), seed)
     rows += other_model_claims(runs)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return finalize(rows, source(runs)[0] if runs else True)
+
+
+def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
+    """What the ledger keeps of a record as it is read (transcripts.load_run's `keep`): its scalars and its
+    final answer, not the per-round transcript that is most of its size, except for the ablation run's AceMAD
+    debates, which ablation_claims re-weights from their rounds. Reading every record whole took 2.17 GB."""
+    config = meta["methods"].get(record.get("method"), {})
+    if name.rsplit("/", 1)[-1] == "ablation" and config.get("method") == "acemad":
+        return record
+    return {k: v for k, v in record.items() if k == "final" or not isinstance(v, (list, dict))}
 
 
 def title(synthetic: bool, source: str) -> str:
     if synthetic:
         return (
-            f"Claims ledger [{source}]: the verdicts describe the synthetic population on generated items, "
-            "not the paper's models"
+            f"Claims ledger [{source}]: the verdicts describe the synthetic population on generated items "
+            "('... in the simulation'), not the paper's models"
         )
     return f"Claims ledger [{source}]: the paper's claims tested on this model"
 
 
 def counts(ledger: pd.DataFrame) -> dict:
-    """{verdict: rows} in a fixed order (for the notebook's summary line)."""
-    return {v: int((ledger.verdict == v).sum()) for v in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_RUN)}
+    """{verdict: rows} in a fixed order, the verdicts that occur (for the notebook's summary line)."""
+    n = {v: int((ledger.verdict == v).sum()) for v in VERDICTS}
+    return {v: k for v, k in n.items() if k}
+
+
+def assumption(runs: dict) -> str:
+    """The population assumption a synthetic ledger's holding verdicts rest on, read from the main run's
+    meta (else any run's): the link between knowing the truth and predicting the crowd."""
+    metas = [m for m, _ in runs.values()]
+    meta = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
+    params = (meta.get("population") or {}).get("params") or {}
+    if "knowledge_link" not in params:  # the persona model of earlier runs
+        sk, cr = params.get("skeptic_calibration", "?"), params.get("crowd_calibration", "?")
+        return f"peer-prediction skill assigned by persona (every Skeptic calibration {sk}, everyone else {cr})"
+    if params.get("calibration_by") == "persona":
+        cal = params.get("insight_calibration")
+        return f"calibration_by='persona' (every Skeptic calibration {cal}, whatever it knows on the item)"
+    link = float(params["knowledge_link"])
+    what = (
+        "only agents that see through the trap predict the crowd"
+        if link == 1
+        else "peer-prediction skill unrelated to knowing the truth"
+        if link == 0
+        else f"peer-prediction skill follows knowing the truth with probability {link:g}"
+    )
+    return (
+        f"knowledge_link={link:g} ({what}; insight_calibration={params.get('insight_calibration')}, "
+        f"crowd_calibration={params.get('crowd_calibration')})"
+    )
+
+
+def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
+    """The notebook's SUMMARY line: counts, the correction, and (synthetic) the assumption the holding
+    verdicts rest on and what would be evidence."""
+    tests = int(ledger["p"].notna().sum())
+    said = ", ".join(f"{n} {v}" for v, n in counts(ledger).items())
+    line = f"SUMMARY: [{label}] {len(ledger)} claims: {said} (Holm across {tests} paired tests)."
+    if not runs or not source(runs)[0]:
+        return line
+    return (
+        f"{line} A 'holds in the simulation' verdict rests on the population's assumption {assumption(runs)}; "
+        "it is not evidence for the paper: that needs a real-model profile (BACKEND openai or local)."
+    )
 
 
 def source(runs: dict) -> tuple[bool, str]:

@@ -55,3 +55,32 @@ def paired_bootstrap_diff(a, b, n_boot: int = 2000, seed: int = 0, *, level: flo
     """Mean of a - b over paired questions with a bootstrap CI: (diff, lo, hi)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     return bootstrap_ci(d, n_boot=n_boot, seed=seed, level=level)
+
+
+ADJUSTMENTS = ("holm", "bh")
+
+
+def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
+    """Multiple-comparison adjusted p-values, same order as `p` (NaN stays NaN and is not counted).
+
+    "holm": Holm's step-down (family-wise error rate; valid under any dependence between the tests, which
+    the ledger's tests have: they share questions and baselines). "bh": Benjamini-Hochberg (false discovery
+    rate). A test is significant after adjustment when its adjusted p is below the level (0.05)."""
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"method={method!r} is not a p-value adjustment; choose one of {ADJUSTMENTS}")
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    order = np.argsort(p[ok], kind="stable")
+    sorted_p = p[ok][order]
+    if method == "holm":
+        adj = np.maximum.accumulate((m - np.arange(m)) * sorted_p)
+    else:
+        adj = np.minimum.accumulate((m / np.arange(1, m + 1) * sorted_p)[::-1])[::-1]
+    vals = np.empty(m)
+    vals[order] = np.minimum(adj, 1.0)
+    out[ok] = vals
+    return out

@@ -24,7 +24,7 @@ import pandas as pd
 
 from acemad_utils.data import paths as P
 from acemad_utils.report import readable as RD
-from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact
 
 BENCH_LABELS = {
     "truthfulqa": "TruthfulQA",
@@ -47,7 +47,8 @@ def bench_label(b: str) -> str:
 
 def _frame(records: Sequence[dict]) -> pd.DataFrame:
     """Per question x method accuracy (repeats averaged over ok records). A failed record (its calls failed) is
-    not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23)."""
+    not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23). A
+    question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
     df = pd.DataFrame(
         [
             {
@@ -58,6 +59,7 @@ def _frame(records: Sequence[dict]) -> pd.DataFrame:
                 "failed": r.get("status", "ok") != "ok",
             }
             for r in records
+            if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None  # no gold answer: not scored
         ],
         columns=["question_id", "benchmark", "method", "correct", "failed"],
     )
@@ -146,7 +148,8 @@ def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0
     return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (n_perm + 1))
 
 
-TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value"]
+TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value", "p_holm"]
+# p_holm: Holm's adjustment across every test of one versus_best call (a table's family of tests; docs/statistics.md)
 
 
 def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
@@ -216,7 +219,8 @@ def versus_best(
     seed: int = 0,
     average: bool = True,
 ) -> pd.DataFrame:
-    """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value.
+    """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value,
+    raw (p_value) and Holm-adjusted across every row of this call (p_holm: the table's family of tests).
 
     With `average`, also one row per target for the Average column: the baseline with the best Average (the
     mean of its benchmark columns), and the gain as the mean over benchmarks of the paired per-benchmark
@@ -236,6 +240,7 @@ def versus_best(
         if average:
             rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot=n_boot, seed=seed))
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
+    out["p_holm"] = adjust_pvalues(out["p_value"].to_numpy(dtype=float), "holm")
     if out.empty:
         missing = [m for m in baselines if not any(m in p for p in piv.values())]
         absent = [m for m in targets if not any(m in p for p in piv.values())]
@@ -264,7 +269,9 @@ def wide(
     if tests is not None and len(tests):
         for _, t in tests.iterrows():
             if t.method in out.index and t.benchmark in out.columns:
-                out.loc[t.method, t.benchmark] += f" ({t.gain:+.{digits}f}, {RD.pvalue(t.p_value)})"
+                out.loc[t.method, t.benchmark] += (
+                    f" ({t.gain:+.{digits}f}, {RD.pvalue(t.p_value)}, Holm {RD.pvalue(t.p_holm)})"
+                )
     elif tests is not None:
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
     if note:

@@ -1,0 +1,40 @@
+"""Notebook 00's helpers (experiments/theory.py): any valid ETA gets its own phase-diagram column, and panel (c)'s
+drift split adds up and separates what uniform weights give from what the weights add."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.experiments import theory
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.report import rescoring as A
+
+
+@pytest.mark.parametrize("eta", [0.0, 2.0, 3.0, 100.0])
+def test_any_valid_eta_is_on_the_grid(eta):
+    grid = theory.eta_grid(eta)
+    assert eta in grid and set(theory.PHASE_ETA) <= set(grid) and list(grid) == sorted(grid)
+
+
+@pytest.mark.parametrize("eta", [-1.0, math.nan, math.inf])
+def test_an_invalid_eta_is_refused_by_name(eta):
+    with pytest.raises(ValueError, match="ETA"):
+        theory.eta_grid(eta)
+
+
+def test_the_drift_split_adds_up_and_is_zero_for_the_weights_at_eta_zero():
+    pop = SimPopulation(SimParams(), seed=0)
+    recs = [run_question(q, pop, DebateConfig(method="acemad", rounds=4)) for q in make_items(120, seed=3)]
+    arr = A.stack(recs)
+    split = theory.drift_split(arr, eta=2.0)
+    assert set(split.subset) == set(theory.SUBSETS) and len(split) == 6
+    for _, sub in split.groupby("subset"):
+        uniform, weights, total = sub["mean"].to_numpy()
+        assert total == pytest.approx(uniform + weights) and (sub.lo <= sub["mean"]).all()
+    at_zero = theory.drift_split(arr, eta=0.0)
+    assert np.allclose(at_zero[at_zero.part.str.startswith("weights")][["mean", "lo", "hi"]], 0.0)
