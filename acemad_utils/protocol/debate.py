@@ -139,6 +139,10 @@ def stored(x) -> list:
     return np.where(ok, np.round(a * scale) / scale, a).tolist()
 
 
+#: How a peer prediction that did not parse is scored (stored in the record beside the count; docs/faults.md).
+FAILED_FORECAST_RULE = "the worst score of its round (its weight cannot rise)"
+
+
 def _entry(step: Step, agent: int, spec, p: list, q: Optional[list]) -> dict:
     e = {
         "agent": agent,
@@ -151,6 +155,8 @@ def _entry(step: Step, agent: int, spec, p: list, q: Optional[list]) -> dict:
         "q": q,
         "parse_failure": bool(step.parse_failure),
     }
+    if step.info.get("q_parse_failure"):  # only when it happened: a synthetic run's records stay as they were
+        e["q_parse_failure"] = True
     if any(step.usage.values()):  # a turn that made no call (synthetic agents) stores no usage block
         e["usage"] = dict(step.usage)
     return e
@@ -328,7 +334,13 @@ def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
         )
-        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting)
+        # a forecast that did not parse (after the repair call) scores the round's worst forecast: never a weight gain
+        fv = np.array([[not s.info.get("q_parse_failure") for s in r] for r in steps_by_round])
+        S, W = B.acemad_weights(
+            P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=fv
+        )
+        if not fv.all():
+            rec["unparsed_forecasts"] = {"count": int((~fv).sum()), "scored_as": FAILED_FORECAST_RULE}
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
         ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys=keys)
         decision = _decision(q, int(ans), tied)
