@@ -50,6 +50,7 @@ from tqdm.auto import tqdm
 from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
+from acemad_utils.agents.locks import run_lock
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import progress_bars
@@ -435,6 +436,13 @@ def _end_complete(run: _Run) -> None:
 
 
 def _run(name, questions, configs, population, **kw) -> _Run:
+    """Everything run_experiment does, under the run's lock (agents/locks.py: a notebook run by hand while the
+    reproduce driver runs the same profile refuses with one line instead of paying for the calls twice)."""
+    with run_lock(name, llm=not population.synthetic):
+        return _run_locked(name, questions, configs, population, **kw)
+
+
+def _run_locked(name, questions, configs, population, **kw) -> _Run:
     """Everything run_experiment does; returns the finished run's state (kw: run_experiment's keywords)."""
     run = _open_run(name, questions, configs, population, **kw)
     run.bar = tqdm(

@@ -20,8 +20,10 @@ notebooks still run, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
@@ -33,7 +35,8 @@ import yaml
 
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
-from acemad_utils.agents.redact import redact
+from acemad_utils.agents.locks import LOCK_HOLDER_ENV
+from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.experiments.profiles import READS, hint, load_profile, notebooks, params_for, run_env
@@ -98,6 +101,10 @@ def run(
     with ProfileLock(name_of_profile, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
         progress = outputs("runs", name_of_profile) / ".progress.log"
         env[PROGRESS_ENV] = str(progress)  # the kernels' progress lines (agents/health.py), shown here
+        env[URL_SECRETS_ENV] = "{}"  # filled by _hide_urls; restored (dropped) when the run ends
+        env[LOCK_HOLDER_ENV] = (
+            f"{os.getpid()}:{name_of_profile}"  # the runner in our kernels: this driver holds the lock for them
+        )
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # papermill's kernels inherit this process's environment
         try:
@@ -149,6 +156,7 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path,
     params = params_for(prof, name, declared)
     if "PROFILE" in declared:
         params.setdefault("PROFILE", name_of_profile)
+    params = _hide_urls(params)  # what papermill writes (parameters cell, metadata) holds no credentials
     return pm.execute_notebook(
         str(path),
         str(out),
@@ -160,6 +168,26 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path,
         extra_arguments=KERNEL_ARGS,
         **engine,
     )  # no kernel log lines (KERNEL_ARGS)
+
+
+def _hide_urls(value):
+    """`value` (parameters, nested) with URL credentials taken out of every string; the full URLs go to the
+    kernels in URL_SECRETS_ENV (the environment, never a file), where LLMPopulation puts them back."""
+    if isinstance(value, dict):
+        return {k: _hide_urls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide_urls(v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        stored, hidden = hide_url(value)
+        if hidden:
+            with _ENV_LOCK:  # notebooks side by side start from threads
+                known = json.loads(os.environ.get(URL_SECRETS_ENV) or "{}")
+                os.environ[URL_SECRETS_ENV] = json.dumps({**known, **hidden})
+        return stored
+    return value
+
+
+_ENV_LOCK = threading.Lock()
 
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1) -> int:
