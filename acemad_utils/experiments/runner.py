@@ -33,6 +33,7 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import multiprocessing
 import os
@@ -305,9 +306,24 @@ def processes_for(run: _Run) -> int:
     return max(1, min(n, len(run.todo) // (2 * CHUNK)))
 
 
-def _ignore_sigint() -> None:
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this worker when the process that forked it dies (issue 33: after a SIGKILLed
+    driver the workers, ~150 MB each, stayed for about a minute). A parent already gone before the request
+    took effect is caught by the pid check."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
     # A terminal's Ctrl-C reaches the whole process group: the parent alone decides how the run stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
 
 
 def _answer_span(span: tuple[int, int]) -> list[Optional[str]]:
@@ -327,7 +343,7 @@ def _run_in_processes(run: _Run, n: int) -> None:
     spans = [(i, min(i + CHUNK, len(run.todo))) for i in range(0, len(run.todo), CHUNK)]
     _FORKED = run
     try:
-        pool = multiprocessing.get_context("fork").Pool(n, initializer=_ignore_sigint)
+        pool = multiprocessing.get_context("fork").Pool(n, initializer=_worker_init, initargs=(os.getpid(),))
     finally:
         _FORKED = None  # the workers have their copy; the parent keeps no reference for later forks
     try:
