@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import multiprocessing
 import os
 import signal
@@ -55,7 +54,7 @@ from acemad_utils.agents.locks import run_lock
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import progress_bars
-from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir
+from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, read_meta, run_dir
 from acemad_utils.experiments.run_files import (
     Appender,
     check_resumable,
@@ -65,6 +64,7 @@ from acemad_utils.experiments.run_files import (
     order_keys,
     read_done,
     record_key,
+    remove_stale_temp_files,
     summarize,
     to_line,
     usage_delta,
@@ -188,10 +188,11 @@ def _open_run(name, questions, configs, population, *, repeats, workers, profile
     d = run_dir(name)
     meta = _run_meta(name, questions, configs, population, repeats=repeats, profile=profile, extra=extra_meta)
     check_resumable(d, meta)
+    remove_stale_temp_files(d)  # left by a process killed mid-write (we hold the run's lock: no writer is alive)
+    cut_torn_tail(d / TRANSCRIPTS)
+    done = read_done(d / TRANSCRIPTS)  # before meta.json is rewritten: a damaged file leaves the old summary
     write_meta(d / "meta.json", meta)
     usage_before = population.usage() if callable(getattr(population, "usage", None)) else None
-    cut_torn_tail(d / TRANSCRIPTS)
-    done = read_done(d / TRANSCRIPTS)
     todo = [(q, c, r) for c in configs for q in questions for r in range(repeats) if (q.id, c.hash, r) not in done]
     return _Run(name, questions, configs, population, repeats, workers, progress, meta, d, done, todo, usage_before)
 
@@ -515,7 +516,7 @@ def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[Deb
     order = {k: i for i, k in enumerate(keys)}
     final = sorted((k for k in run.done if k in order), key=order.__getitem__)
     final += [k for k in run.done if k not in order]  # write_canonical's order: the file's
-    meta = json.loads((run.dir / "meta.json").read_text())
+    meta = read_meta(run.dir / "meta.json")
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     records = []
     with gc_paused():

@@ -45,6 +45,13 @@ class Stacked:
 def stack(records: list[dict], seed: int = 0) -> Stacked:
     recs = [r for r in records if r.get("status") == "ok" and "rounds" in r]
     if not recs:
+        failed = [r for r in records if r.get("status") == "failed"]
+        if failed:  # e.g. an endpoint answering with no choices: say what failed, not only that nothing is left
+            first = " ".join(str(failed[0].get("error", "")).split())[:300]
+            raise ValueError(
+                f"no completed debate records to stack: all {len(failed)} of {len(records)} records failed (first "
+                f"error: {first}); fix what it names and rerun (failed records are retried, answered calls cached)"
+            )
         raise ValueError("no completed debate records to stack")
     shapes = {(len(r["rounds"]), len(r["rounds"][0])) for r in recs}
     if len(shapes) > 1:

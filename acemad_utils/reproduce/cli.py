@@ -20,6 +20,7 @@ notebooks still run, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -30,8 +31,10 @@ from concurrent.futures import wait as wait_for
 from pathlib import Path
 from typing import Optional
 
+import nbformat
 import papermill as pm
 import yaml
+from nbclient.exceptions import DeadKernelError
 
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
@@ -225,7 +228,7 @@ def _one_by_one(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, 
                 flush=True,
             )
             return 130
-        except pm.PapermillExecutionError as e:
+        except Exception as e:  # PapermillExecutionError (a cell raised), DeadKernelError, a full disk, ...
             outcome = _failed_notebook(tag, name, e, time.time() - t0, out, selected[i + 1 :])
             if outcome == "interrupted":
                 return 130
@@ -301,7 +304,7 @@ def _report(tag: str, name: str, fut: Future, t0: float, *, out_dir: Path, waiti
     """The line of a notebook that ended side by side; updates the run's failed count and exit code."""
     try:
         print(_ok_line(tag, name, t0, fut.result()), flush=True)
-    except pm.PapermillExecutionError as e:
+    except Exception as e:  # as in _one_by_one: every failure is one line, the other notebooks go on
         outcome = _failed_notebook(tag, name, e, time.time() - t0, out_dir / f"{name}.ipynb", waiting)
         if outcome == "interrupted":
             state["code"] = 130
@@ -317,9 +320,54 @@ def _failed_note(since: float) -> str:
     return f"  [WARNING: {n} failed record(s), not counted in the tables; rerun to retry them]" if n else ""
 
 
+def _disk_full(e: BaseException) -> bool:
+    text = f"{getattr(e, 'ename', '')} {getattr(e, 'evalue', '')} {e}"
+    return getattr(e, "errno", None) == errno.ENOSPC or "No space left on device" in text or "disk is full" in text
+
+
+def _whole_or_removed(out: Path) -> str:
+    """The executed notebook if it was written whole; a truncated one (a full disk) is removed, so that it is
+    never left as the only record of the run: the driver's line is."""
+    try:
+        nbformat.read(out, as_version=4)
+        return f"full traceback: {_rel(out)}"
+    except FileNotFoundError:
+        return "no executed copy was written"
+    except Exception:  # truncated JSON
+        out.unlink(missing_ok=True)
+        return f"its executed copy {_rel(out)} could not be written whole and was removed"
+
+
+def _broken_kernel_or_disk(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> str:
+    """The one line of a notebook whose kernel died or whose disk filled up ('stopped' or 'failed')."""
+    if _disk_full(e):
+        where = getattr(e, "filename", None) or out.parent
+        print(
+            f"{tag} {name} FAILED after {seconds:.1f}s: the disk is full (ENOSPC writing {_rel(Path(where))}): free "
+            f"space there and rerun the same command (saved records are kept; {_whole_or_removed(out)})"
+            + (f"\n    not started: {', '.join(rest)}" if rest else ""),
+            flush=True,
+        )
+        return "stopped"  # every later notebook writes to the same disk
+    if isinstance(e, DeadKernelError) or getattr(e, "ename", "") == "DeadKernelError":
+        print(
+            f"{tag} {name} FAILED after {seconds:.1f}s: its kernel died (killed from outside, e.g. by the "
+            f"out-of-memory killer); saved records are kept: rerun the same command; {_whole_or_removed(out)}",
+            flush=True,
+        )
+        return "failed"
+    print(
+        f"{tag} {name} FAILED after {seconds:.1f}s: {_one_line(type(e).__name__, str(e))}; {_whole_or_removed(out)}",
+        flush=True,
+    )
+    return "failed"
+
+
 def _failed_notebook(tag: str, name: str, e, seconds: float, out: Path, rest: list) -> str:
     """Print the one line of a notebook that raised; 'interrupted' (Ctrl-C), 'stopped' (every later notebook
-    would stop the same way: MAX_USD, a batch export, the circuit breaker) or 'failed'."""
+    would stop the same way: MAX_USD, a batch export, the circuit breaker, a full disk) or 'failed'."""
+    if not isinstance(e, pm.PapermillExecutionError) or _disk_full(e):
+        return _broken_kernel_or_disk(tag, name, e, seconds, out, rest)
     if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
         print(f"{tag} {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run", flush=True)
         return "interrupted"
