@@ -145,6 +145,11 @@ def read_jsonl(path: Path) -> list[dict]:
         return [rec for rec, _ in record_lines(path)]
 
 
+def commitments(rec: dict) -> int:
+    """How many commitments (p, and q where asked) a record holds: single runs, debate entries, moderator turns."""
+    return len(rec.get("runs") or ()) + sum(len(x) for x in rec.get("rounds") or ()) + len(rec.get("moderator") or ())
+
+
 def meta_fix(path: Path) -> str:
     """The fix for a damaged meta.json of a run: it is derived, so deleting it alone keeps every result."""
     return (

@@ -32,7 +32,7 @@ from typing import Optional
 
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
-from acemad_utils.data.transcripts import COMPRESSED, SALVAGED, gc_paused, read_meta, record_lines
+from acemad_utils.data.transcripts import COMPRESSED, SALVAGED, commitments, gc_paused, read_meta, record_lines
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
@@ -194,6 +194,7 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
     out["missing"] = out["expected"] - out["records"]
     for k in RECORD_USAGE_KEYS:
         out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
+    out["commitments"] = sum(commitments(r) for r in records if r.get("status") == "ok")  # parse_failures' base
     out["correct"] = float(
         sum(float(r["final"]["correct"]) for r in records if r.get("status") == "ok" and r.get("final"))
     )

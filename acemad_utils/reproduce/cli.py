@@ -50,6 +50,8 @@ from acemad_utils.reproduce.guard import (
     failed_records,
     failure_lines,
     interrupt_kernels,
+    parse_failure_lines,
+    parse_failures,
 )
 
 # The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
@@ -204,13 +206,21 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
     # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
     # so that no script takes this run's tables for a clean run's (README, "When the endpoint fails").
     lines = failure_lines(name_of_profile, failed_records(since=t_start))
+    lines += parse_failure_lines(name_of_profile, parse_failures(since=t_start))
     for line in lines:
         print(redact(line), flush=True)
     return 1 if code or lines else 0
 
 
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
-    return f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}"
+    return f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}{_parse_note(t0)}"
+
+
+def _parse_note(since: float) -> str:
+    """The headline's count of commitments that did not parse in the notebook's runs (none: nothing)."""
+    runs = parse_failures(since=since)
+    n, of = sum(a for a, _ in runs.values()), sum(b for _, b in runs.values())
+    return f"  [{n} of {of} commitments did not parse ({100 * n / of:.0f}%)]" if n else ""
 
 
 def _one_by_one(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:

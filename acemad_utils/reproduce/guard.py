@@ -101,6 +101,48 @@ def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
     return out
 
 
+#: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
+#: reproduce command exits 1 and says so (issue 33: replies in Spanish, "NaN" beliefs, wrong letters gave 369
+#: parse failures, "AceMAD 0.0% vs 0.0%" and exit status 0). Below it, every table cell counts them beside n.
+PARSE_FAILURE_LIMIT = 0.5
+
+
+def _summaries(since: float):
+    """(run name, summary) of every run whose meta.json was written at or after `since`."""
+    root = outputs("runs")
+    for meta_path in sorted(root.rglob("meta.json")):
+        if meta_path.stat().st_mtime < since - 1:
+            continue
+        try:
+            summary = json.loads(meta_path.read_text()).get("summary") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(summary, dict):
+            yield str(meta_path.parent.relative_to(root)), summary
+
+
+def parse_failures(since: float) -> dict[str, tuple[int, int]]:
+    """Runs written since `since` with commitments that did not parse: run name -> (unparsed, commitments)."""
+    out = {}
+    for name, summary in _summaries(since):
+        n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
+        if n:
+            out[name] = (n, max(of, n))
+    return out
+
+
+def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[str]:
+    """One line per run where more than PARSE_FAILURE_LIMIT of the commitments did not parse (the run's exit
+    status is then 1): its accuracies are those of a parser's fallback, not of the model."""
+    return [
+        f"[{profile}] {name}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the repair call, "
+        f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its tables measure no beliefs. Check the "
+        "model's replies (commit_raw in the transcripts) and the MODEL / BASE_URL"
+        for name, (n, of) in runs.items()
+        if n > PARSE_FAILURE_LIMIT * of
+    ]
+
+
 def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:
     """One line per run with failed records (counts per method, the first error) and the retry command."""
     lines = []
