@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import logging
 import os
 import sys
 import threading
@@ -68,6 +69,11 @@ STOPPERS = {
     "BatchExported": "the batch export",
     "EndpointDown": "the circuit breaker (the endpoint kept failing)",
 }
+
+
+# nbclient logs "Kernel died while waiting for execute reply." (and papermill its own notes) through papermill's
+# logger: the driver prints one line per notebook that says it, so those lines would only repeat it.
+logging.getLogger("papermill").setLevel(logging.CRITICAL)
 
 
 def run(
@@ -335,12 +341,12 @@ def _disk_full(e: BaseException) -> bool:
     return getattr(e, "errno", None) == errno.ENOSPC or "No space left on device" in text or "disk is full" in text
 
 
-def _whole_or_removed(out: Path) -> str:
+def _whole_or_removed(out: Path, what: str = "full traceback") -> str:
     """The executed notebook if it was written whole; a truncated one (a full disk) is removed, so that it is
     never left as the only record of the run: the driver's line is."""
     try:
         nbformat.read(out, as_version=4)
-        return f"full traceback: {_rel(out)}"
+        return f"{what}: {_rel(out)}"
     except FileNotFoundError:
         return "no executed copy was written"
     except Exception:  # truncated JSON
@@ -362,7 +368,7 @@ def _broken_kernel_or_disk(tag: str, name: str, e: BaseException, seconds: float
     if isinstance(e, DeadKernelError) or getattr(e, "ename", "") == "DeadKernelError":
         print(
             f"{tag} {name} FAILED after {seconds:.1f}s: its kernel died (killed from outside, e.g. by the "
-            f"out-of-memory killer); saved records are kept: rerun the same command; {_whole_or_removed(out)}",
+            f"out-of-memory killer); saved records are kept: rerun the same command; {_whole_or_removed(out, 'ran')}",
             flush=True,
         )
         return "failed"
