@@ -357,10 +357,11 @@ def _whole_or_removed(out: Path, what: str = "full traceback") -> str:
 def _broken_kernel_or_disk(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> str:
     """The one line of a notebook whose kernel died or whose disk filled up ('stopped' or 'failed')."""
     if _disk_full(e):
-        where = getattr(e, "filename", None) or out.parent
+        where = getattr(e, "filename", None)
+        where = f"writing {_rel(Path(where))}" if where else f"on the disk holding {_rel(out.parents[2])}"
         print(
-            f"{tag} {name} FAILED after {seconds:.1f}s: the disk is full (ENOSPC writing {_rel(Path(where))}): free "
-            f"space there and rerun the same command (saved records are kept; {_whole_or_removed(out)})"
+            f"{tag} {name} FAILED after {seconds:.1f}s: the disk is full (ENOSPC {where}): free space there and "
+            f"rerun the same command (saved records are kept; {_whole_or_removed(out)})"
             + (f"\n    not started: {', '.join(rest)}" if rest else ""),
             flush=True,
         )
