@@ -341,10 +341,12 @@ def _disk_full(e: BaseException) -> bool:
     return getattr(e, "errno", None) == errno.ENOSPC or "No space left on device" in text or "disk is full" in text
 
 
-def _whole_or_removed(out: Path, what: str = "full traceback") -> str:
-    """The executed notebook if it was written whole; a truncated one (a full disk) is removed, so that it is
-    never left as the only record of the run: the driver's line is."""
+def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -> str:
+    """The executed notebook if this run (of `seconds`) wrote it whole; a truncated one (a full disk) is removed,
+    so that it is never left as the only record of the run: the driver's line is. An older copy is not named."""
     try:
+        if out.stat().st_mtime < time.time() - seconds - 1:
+            return "no executed copy was written"
         nbformat.read(out, as_version=4)
         return f"{what}: {_rel(out)}"
     except FileNotFoundError:
@@ -361,20 +363,22 @@ def _broken_kernel_or_disk(tag: str, name: str, e: BaseException, seconds: float
         where = f"writing {_rel(Path(where))}" if where else f"on the disk holding {_rel(out.parents[2])}"
         print(
             f"{tag} {name} FAILED after {seconds:.1f}s: the disk is full (ENOSPC {where}): free space there and "
-            f"rerun the same command (saved records are kept; {_whole_or_removed(out)})"
+            f"rerun the same command (saved records are kept; {_whole_or_removed(out, seconds)})"
             + (f"\n    not started: {', '.join(rest)}" if rest else ""),
             flush=True,
         )
         return "stopped"  # every later notebook writes to the same disk
     if isinstance(e, DeadKernelError) or getattr(e, "ename", "") == "DeadKernelError":
+        ran = _whole_or_removed(out, seconds, "ran")
         print(
             f"{tag} {name} FAILED after {seconds:.1f}s: its kernel died (killed from outside, e.g. by the "
-            f"out-of-memory killer); saved records are kept: rerun the same command; {_whole_or_removed(out, 'ran')}",
+            f"out-of-memory killer); saved records are kept: rerun the same command; {ran}",
             flush=True,
         )
         return "failed"
+    copy = _whole_or_removed(out, seconds)
     print(
-        f"{tag} {name} FAILED after {seconds:.1f}s: {_one_line(type(e).__name__, str(e))}; {_whole_or_removed(out)}",
+        f"{tag} {name} FAILED after {seconds:.1f}s: {_one_line(type(e).__name__, str(e))}; {copy}",
         flush=True,
     )
     return "failed"
