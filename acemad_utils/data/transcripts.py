@@ -158,9 +158,10 @@ def meta_fix(path: Path) -> str:
     )
 
 
-def read_meta(path: Path) -> dict:
-    """A run's meta.json (DamagedFile naming it and meta_fix when it is not a whole run description)."""
-    meta = read_json(path, need=("methods", "data_hash", "population"), fix=meta_fix(path))
+def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
+    """A run's meta.json (DamagedFile naming it and meta_fix when it is not a run description holding `need`;
+    the runner, which checks who answered which questions, also needs data_hash and population)."""
+    meta = read_json(path, need=need, fix=meta_fix(path))
     if not isinstance(meta["methods"], dict) or not all(
         isinstance(m, dict) and "config_hash" in m for m in meta["methods"].values()
     ):

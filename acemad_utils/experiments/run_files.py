@@ -248,7 +248,7 @@ def check_resumable(d: Path, meta: dict) -> None:
     meta_path = d / "meta.json"
     if not meta_path.exists():
         return
-    old = read_meta(meta_path)  # DamagedFile: delete meta.json alone (the records are kept)
+    old = read_meta(meta_path, need=("methods", "data_hash", "population"))  # DamagedFile: delete it alone
     for field, a, b in (
         ("data_hash", old.get("data_hash"), meta["data_hash"]),
         ("population", identity(old.get("population")), identity(meta["population"])),
