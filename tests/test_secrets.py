@@ -323,3 +323,18 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     for secret in (URL_PASSWORD, URL_QUERY_KEY):
         assert leaks(env, secret) == [] and secret not in out.out + out.err
         assert os.environ.get("ACEMAD_URL_SECRETS") is None  # the driver's environment is restored
+
+
+def test_meta_keeps_no_url_credentials_of_a_config(env):
+    """A per-agent base_url typed by hand with credentials (a notebook run in JupyterLab, no driver): meta.json
+    stores the URL without them."""
+    from acemad_utils.agents.sim import SimPopulation, make_items
+    from acemad_utils.experiments.runner import run_experiment
+    from acemad_utils.protocol.schema import AgentSpec
+
+    url = f"http://user:{URL_PASSWORD}@127.0.0.1:9/v1?api_key={URL_QUERY_KEY}&api-version=1"
+    cfg = DebateConfig(method="acemad", n_agents=3, rounds=1, truth_holder=AgentSpec("Skeptic", 0.6, base_url=url))
+    d = run_experiment("probe/urls", make_items(4, k=4, seed=1), [cfg], SimPopulation(), progress=False)
+    text = (d / "meta.json").read_text()
+    assert "http://127.0.0.1:9/v1?api-version=1" in text
+    assert leaks(env, URL_PASSWORD) == [] and leaks(env, URL_QUERY_KEY) == []

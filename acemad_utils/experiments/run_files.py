@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils.agents.redact import redact
+from acemad_utils.agents.redact import redact, strip_url_secrets
 from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
 from acemad_utils.data.transcripts import COMPRESSED, SALVAGED, commitments, gc_paused, read_meta, record_lines
 from acemad_utils.protocol.config import DebateConfig
@@ -240,7 +240,9 @@ def order_keys(questions, configs, repeats) -> list[tuple]:
 
 
 def write_meta(path: Path, meta: dict) -> None:
-    atomic_write(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    """meta.json, whole; no URL in it keeps its credentials (an AgentSpec's base_url set by hand in a notebook
+    with user:password@ or ?api_key=: the config hash is the config's, only the stored text is cleaned)."""
+    atomic_write(path, strip_url_secrets(json.dumps(meta, indent=2, sort_keys=True, default=str)) + "\n")
 
 
 def check_resumable(d: Path, meta: dict) -> None:
