@@ -32,6 +32,8 @@ another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
     huge      the script's reply padded to `huge_bytes` (2 MB by default) of text
     hostile   the script's reply with HOSTILE (<!--, <script>, </script>, ]]>, U+2028) in every free text
               and every JSON "argument"
+    unparseable  one of UNPARSEABLE (prose in Spanish or Chinese, NaN / Infinity / negative beliefs, wrong
+              labels): no commitment parses, the repair call's neither
 `srv.modes` counts the chat requests answered in each mode.
 
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
@@ -106,7 +108,17 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
-MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile")
+MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable")
+#: Mode "unparseable": every reply is one of these (Spanish and Chinese prose, NaN / Infinity / negative beliefs,
+#: labels that are no option), so every commitment fails to parse, also after the repair call.
+UNPARSEABLE = (
+    "Creo que la respuesta correcta es la primera opción, sin ninguna duda.",
+    "我认为正确答案是第一个选项。",
+    '{"self_prob": {"A": "NaN", "B": "NaN"}, "peer_prediction": {"A": "NaN"}}',
+    '{"self_prob": {"A": Infinity, "B": 0.1}, "peer_prediction": {"A": Infinity}}',
+    '{"self_prob": {"A": -0.7, "B": -0.3}, "peer_prediction": {"A": -1}}',
+    '{"self_prob": {"Z": 0.9, "Q": 0.1}, "peer_prediction": {"Z": 1}}',
+)
 HOSTILE = "<!--<script>alert(1)</script>--> ]]> \u2028 </script><script>document.body.innerHTML=''</script>"
 
 
@@ -287,6 +299,9 @@ class FakeOpenAI:
             return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
         if mode == "hostile":
             return Reply(_hostile(r.content), kind="hostile")
+        if mode == "unparseable":  # replies no parser reads as a belief (issue 33), chosen by the request's hash
+            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
+            return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")
         return r
 
     def _hang(self) -> bool:

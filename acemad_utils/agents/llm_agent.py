@@ -26,6 +26,7 @@ import numpy as np
 from acemad_utils.agents.batch import Batcher, BatchQueue
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.agents.redact import restore_url
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.settings import env
 from acemad_utils.protocol.commit import commit_schema, parse_commit
@@ -227,7 +228,7 @@ class LLMPopulation(Population):
             if key not in self._clients:
                 client = LLMClient(
                     self.model,
-                    key,
+                    restore_url(key),  # credentials the reproduce driver kept out of the notebook (redact.hide_url)
                     self._api_key if key == self.base_url else None,
                     cache=self.cache,
                     **self.client_kwargs,

@@ -113,6 +113,10 @@ def ring(i: int, n: int) -> set:
     return {i, (i - 1) % n, (i + 1) % n}
 
 
+#: How a peer prediction that did not parse is scored (stored in the record beside the count; docs/faults.md).
+FAILED_FORECAST_RULE = "the worst score of its round (its weight cannot rise)"
+
+
 # ----------------------------------------------------------------------------- methods
 def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
     return _tiebreak_keys(cfg.seed, q.id, len(q.options))
@@ -229,24 +233,30 @@ def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
         )
+    # a forecast that did not parse (after the repair call) scores the round's worst forecast: never a weight gain
+    fv = np.array([[not s.info.get("q_parse_failure") for s in r] for r in steps_by_round])
     n, flat = len(specs), [s for r in steps_by_round for s in r]
     kept = R.entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
     rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
     Qb = None if Qp is None else Qp[None]
-    return debate_records([q], cfg, population, [repeat], [rounds], P[None], Qb, valid[None], [R.usage_sum(flat)])[0]
+    usage = [R.usage_sum(flat)]
+    return debate_records([q], cfg, population, [repeat], [rounds], P[None], Qb, valid[None], usage, fv[None])[0]
 
 
 # ----------------------------------------------------------------------------- decisions and records, batched
 # Every function below takes a batch of debates of one config (leading axis: debate), so the per-question methods
 # above (a batch of one) and protocol.vectorized (a batch of thousands) score, weight, decide and store alike.
-def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys) -> dict:
+def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys, forecast_valid=None) -> dict:
     """Scores, weights and decisions of debates of commitments P, Qp (D, T, N, K) and valid (D, T, N), tie-break
     keys (D, K): AceMAD's {"scores", "weights", "decisions": {"acemad": (answer, tied)}} (Algorithm 1), a
     baseline's {"decisions": {rule: (answer, tied)}} for every rule of its uniform weights (a record keeps all).
-    Pure math on the stored commitments, shared with re-scoring."""
+    `forecast_valid` (D, T, N): False where a peer prediction did not parse (beliefs.peer_scores: the round's
+    worst score). Pure math on the stored commitments, shared with re-scoring."""
     last, ok = P[:, -1], valid[:, -1]
     if cfg.method == "acemad":
-        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting)
+        S, W = B.acemad_weights(
+            P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=forecast_valid
+        )
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
         ans, tied = B.weighted_decision(last, W[:, -1], ok, cfg.weight_exponent, keys=keys)
         return {"scores": S, "weights": W, "decisions": {"acemad": (ans, tied)}}
@@ -261,9 +271,10 @@ def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys) -> dict:
     return {"decisions": decisions}
 
 
-def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, usages) -> list[dict]:
+def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, usages, forecast_valid=None) -> list:
     """The records of debates (majority: one round) of `questions` x `repeats` (one per debate), from their
-    stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N)."""
+    stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N);
+    forecast_valid (D, T, N) or None (every peer prediction parsed)."""
     keys = np.concatenate([_keys(q, cfg) for q in questions])
     held = (B.votes(P, valid) == _truth(questions)[:, None, None]).any(axis=(1, 2))
     if cfg.method == "majority":  # a plurality of the initial answers (no debate)
@@ -277,7 +288,7 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
             }
         }
     else:
-        out = debate_outcome(P, Qp, valid, cfg, keys)
+        out = debate_outcome(P, Qp, valid, cfg, keys, forecast_valid)
     S_kept = R.stored(out["scores"]) if "scores" in out else None
     W_kept = R.stored(out["weights"]) if "weights" in out else None
     recs = []
@@ -294,6 +305,9 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
                 for i, e in enumerate(r):
                     e["score"], e["weight"] = S_kept[d][t][i], W_kept[d][t][i]
         rec["rounds"] = rounds[d]
+        failed = 0 if forecast_valid is None or cfg.method != "acemad" else int((~forecast_valid[d]).sum())
+        if failed:  # only when it happened: a synthetic run's records stay as they were
+            rec["unparsed_forecasts"] = {"count": failed, "scored_as": FAILED_FORECAST_RULE}
         rec["final"] = dict(final, oracle_any_agent_correct=None if q.answer is None else bool(held[d]))
         rec["usage"] = usages[d]
         recs.append(rec)
