@@ -26,6 +26,7 @@ import numpy as np
 from acemad_utils.agents.batch import Batcher, BatchQueue
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.agents.pool import act_all
 from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
@@ -246,6 +247,9 @@ class LLMPopulation(Population):
 
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
         return self._agent(self.moderator_spec)
+
+    def act_all(self, agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
+        return act_all(agents, turns)  # in threads: each agent waits on the endpoint (pool.py)
 
     def usage(self) -> dict:
         """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""

@@ -46,10 +46,8 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL as SYNTHETIC_LABEL  # re-exported: it was defined here
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, zero_usage
-
-#: What every table, figure, transcript view and run description made from this population says it is.
-SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.paths import outputs
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 
 
 def save_table(

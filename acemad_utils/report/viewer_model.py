@@ -17,8 +17,8 @@ from typing import Optional
 
 import numpy as np
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 
 
 # ----------------------------------------------------------------------------- the view model
