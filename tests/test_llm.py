@@ -152,8 +152,8 @@ def test_retries_then_success(fault):
 def test_retry_after_is_honoured():
     with FakeOpenAI([error(429, "later", **{"Retry-After": "0.4"}), "ok"]) as srv:
         c = client(srv)
-        waits, decide = [], c._wait  # what the client decides to wait, not the wall clock
-        c._wait = lambda state: waits.append(decide(state)) or waits[-1]
+        waits, decide = [], c._retry_in  # what the client decides to wait, not the wall clock
+        c._retry_in = lambda *a: waits.append(decide(*a)) or waits[-1]
         assert c.generate(MSG).text == "ok"
         assert waits == [0.4] and srv.count == 2  # the server's Retry-After, not the (tiny) test backoff
 
