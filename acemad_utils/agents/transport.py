@@ -63,7 +63,9 @@ class CallDeadlineExceeded(openai.APITimeoutError):
     the retries and the circuit breaker (health.fault_kind)."""
 
     def __init__(
-        self, request: httpx.Request, message: str = "Request timed out (the call's deadline passed)."
+        self,
+        request: httpx.Request,
+        message: str = "Request timed out: the whole response did not arrive by the call's deadline.",
     ) -> None:
         openai.APIConnectionError.__init__(self, message=message, request=request)
 
@@ -208,6 +210,8 @@ class Transport:
                 raise CallDeadlineExceeded(request=self._request(path)) from None
             except TimeoutError:
                 conn.close()
+                if time.monotonic() >= deadline - 0.01:  # the wait was cut to the deadline, not the gap timeout
+                    raise CallDeadlineExceeded(request=self._request(path)) from None
                 raise openai.APITimeoutError(request=self._request(path)) from None
             except _STALE as e:
                 conn.close()
