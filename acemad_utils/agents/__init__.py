@@ -11,8 +11,33 @@
 Prices and the cap live here, not in cost/, because the client enforces them on every call.
 """
 
-from acemad_utils.agents.client import GenerateConfig, LLMClient
-from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
-from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acemad_utils.agents.client import GenerateConfig, LLMClient
+    from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
+    from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+
+# Loaded on first use (PEP 562), not here: importing any agents/ module runs this file, and the client pulls in
+# the openai SDK (~1 s), which a synthetic profile's notebook kernel never uses (issue 34, light kernels).
+_LAZY = {
+    "GenerateConfig": "client",
+    "LLMClient": "client",
+    "LLMAgent": "llm_agent",
+    "LLMPopulation": "llm_agent",
+    "SimParams": "sim",
+    "SimPopulation": "sim",
+    "make_items": "sim",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = ["GenerateConfig", "LLMAgent", "LLMClient", "LLMPopulation", "SimParams", "SimPopulation", "make_items"]
