@@ -395,7 +395,7 @@ class LLMClient:
         """One attempt: POST while holding a concurrency slot, ended by min(slot + timeout, stop_at) however
         slowly the endpoint sends (transport.py); the reply checked after the slot is let go."""
         raw = json.dumps(body).encode()
-        with self._slot():
+        with self._slot(stop_at):
             status, headers, data = self._http.post(
                 "/chat/completions", raw, deadline=min(time.monotonic() + self.timeout, stop_at)
             )
@@ -447,10 +447,12 @@ class LLMClient:
                 self.mode = next_mode(failed)
 
     @contextlib.contextmanager
-    def _slot(self):
+    def _slot(self, stop_at: float):
         """The concurrency bound, held for the HTTP call only; each entry is one network call (and is in flight
-        for the progress line until it ends)."""
-        with self._sem:
+        for the progress line until it ends). Waiting for a slot ends at stop_at too, like a timeout."""
+        if not self._sem.acquire(timeout=max(0.0, stop_at - time.monotonic())):
+            raise self._http.expired("/chat/completions", "no free slot among the calls in flight before the deadline")
+        try:
             self.add_usage(network_calls=1)
             token = object()
             with self._lock:
@@ -466,6 +468,8 @@ class LLMClient:
                     self._flight.pop(id(token), None)
                     self._answered += ok
                     self._failed_n += not ok
+        finally:
+            self._sem.release()
 
     def _progress_line(self) -> str:
         """done / failed / in flight / elapsed, for the heartbeat (health.Heartbeat)."""

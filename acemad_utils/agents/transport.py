@@ -242,6 +242,10 @@ class Transport:
         cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
         return cls(f"Error code: {status} - {message or body}", response=response, body=err)
 
+    def expired(self, path: str, why: str) -> CallDeadlineExceeded:
+        """The error of a call whose deadline passed before it was sent (`why`)."""
+        return CallDeadlineExceeded(request=self._request(path), message=f"Request timed out: {why}.")
+
     def _request(self, path: str) -> httpx.Request:
         return httpx.Request("POST", self.url + path)
 
