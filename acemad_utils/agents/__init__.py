@@ -1,7 +1,8 @@
 """agents: who answers a debate turn, and what a call costs.
 
     client        LLMClient: the one place that talks to an OpenAI-compatible endpoint (request, retry, usage,
-                  redaction: request.py, retry.py, usage.py, redact.py)
+                  redaction, HTTP with deadlines: request.py, retry.py, usage.py, redact.py, transport.py)
+    pool          the agents of one round at once (threads), for populations whose agents do I/O
     cache         ResponseCache: every reply in sqlite (JSON values), keyed by prompt and call scope
     batch         CALLS_VIA batch / files: the OpenAI Batch API and vLLM's run_batch (batch_store: its tables)
     local_server  start and stop llama.cpp's OpenAI-compatible server for a local GGUF model
