@@ -54,9 +54,12 @@ def map_agents(fn: Callable, items: Sequence) -> list:
     reply) before the first error, if any, is raised."""
     if len(items) > 1 and not sequential():
         pool = agent_pool()
-        futures = [pool.submit(fn, x) for x in items]
-        wait(futures)
-        return [f.result() for f in futures]
+        futures = [pool.submit(fn, x) for x in items[:-1]]
+        try:  # the last one in the caller's thread, which would otherwise only wait: one thread hand-off less
+            last = fn(items[-1])
+        finally:
+            wait(futures)
+        return [f.result() for f in futures] + [last]
     return [fn(x) for x in items]
 
 
