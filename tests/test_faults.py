@@ -426,3 +426,33 @@ def test_a_question_s_calls_end_by_its_deadline(tmp_outputs):
         _, recs = transcripts.load_run("q_deadline")
     assert srv.count <= 2 * 2  # two agents, each: one full attempt (1 s) and one cut short at 1.5 s
     assert pop.usage()["failures"] >= 1 and all(r["status"] != "ok" for r in recs), recs
+
+
+def test_a_preflight_against_a_trickling_endpoint_warns_and_ends():
+    """GET /models goes through the SDK, whose timeout bounds each gap only: it is let go at its deadline."""
+    import socket
+    import warnings
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def trickle():
+        conn, _ = srv.accept()
+        conn.recv(65536)
+        for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100:
+            try:
+                conn.send(bytes([byte]))
+            except OSError:
+                return
+            threading.Event().wait(TRICKLE)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        c = LLMClient("m", f"http://127.0.0.1:{srv.getsockname()[1]}/v1", KEY)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ended(lambda: c.preflight(timeout=1.0), within=30)
+    finally:
+        srv.close()
+    assert any("did not answer GET /models within 1 s" in str(w.message) for w in seen), seen

@@ -53,7 +53,7 @@ from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.redact import remember_secret, safe_url, scrub
 from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, parse_reply, request_body
 from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
-from acemad_utils.agents.transport import Transport
+from acemad_utils.agents.transport import CallDeadlineExceeded, Transport
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -280,10 +280,11 @@ class LLMClient:
         gets a warning, not an error."""
         where = safe_url(self._base_url)
         try:
-            self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list()
+            self._models(timeout)
         except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
-            if isinstance(e, openai.APITimeoutError) and cause in ("ReadTimeout", "WriteTimeout"):
+            slow = isinstance(e, CallDeadlineExceeded) or cause in ("ReadTimeout", "WriteTimeout")
+            if isinstance(e, openai.APITimeoutError) and slow:
                 warnings.warn(
                     f"the model endpoint {where} accepted the connection but did not answer GET /models "
                     f"within {timeout:g} s; continuing (it may be busy)",
@@ -309,6 +310,27 @@ class LLMClient:
                 ) from None
         except Exception:  # an answer we cannot parse still proves the server is there
             pass
+
+    def _models(self, timeout: float) -> None:
+        """GET /models with the SDK, ended after `timeout` s however slowly the endpoint sends: the SDK's timeout
+        bounds each gap between bytes only (issue 33), so the call runs in a daemon thread that is let go at
+        the deadline (like a silent server: the preflight warns and the run goes on)."""
+        out: list = []
+
+        def get() -> None:
+            try:
+                self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list()
+                out.append(None)
+            except Exception as e:  # noqa: BLE001 (re-raised in the caller's thread)
+                out.append(e)
+
+        t = threading.Thread(target=get, daemon=True, name="acemad-preflight")
+        t.start()
+        t.join(timeout + 1.0)  # + 1 s: the SDK's own connect or read timeout, when it fires, says more
+        if not out:
+            raise self._http.expired("/models", f"GET /models did not end within {timeout:g} s")
+        if out[0] is not None:
+            raise out[0]
 
     def close(self) -> None:
         self._http.close()
