@@ -32,7 +32,7 @@ import json
 import socket
 import threading
 import time
-from typing import Optional
+from typing import BinaryIO, Optional
 from urllib.parse import unquote, urlparse
 from urllib.request import getproxies, proxy_bypass
 
@@ -131,12 +131,86 @@ class _Conn:
         sock = self.raw_sock = self.http.sock
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.http.sock = _DeadlineSocket(self, sock)
+        # one reader per connection: nothing it has buffered is lost between two replies
+        self.rfile: BinaryIO = io.BufferedReader(_DeadlineReader(self, sock))
 
     def close(self) -> None:
         self.http.close()
         if self.raw_sock is not None:
             self.raw_sock.close()
             self.raw_sock = None
+
+
+_MAX_LINE, _MAX_HEADERS = 65536, 100  # http.client's limits
+
+
+def _line(rfile: BinaryIO) -> bytes:
+    line = rfile.readline(_MAX_LINE + 1)
+    if len(line) > _MAX_LINE:
+        raise http.client.LineTooLong("header line")
+    return line
+
+
+def read_response(rfile: BinaryIO) -> tuple[int, dict[str, str], bytes, bool]:
+    """(status, headers with lower-case names, body, whether the server closes the connection) of one HTTP/1.x
+    response. Why not http.client.HTTPResponse: its header parsing goes through the email package, about a third of
+    the client's CPU per call (bench/README.md); this reads the same framing (Content-Length, chunked, or until
+    the connection closes; interim 1xx replies skipped) with http.client's errors and limits."""
+    while True:
+        line = _line(rfile)
+        if not line:
+            raise http.client.RemoteDisconnected("Remote end closed connection without response")
+        version, _, rest = line.partition(b" ")
+        code = rest[:3]
+        if not version.startswith(b"HTTP/") or not code.isdigit():
+            raise http.client.BadStatusLine(repr(line[:100]))
+        headers: dict[str, str] = {}
+        for _ in range(_MAX_HEADERS + 1):
+            h = _line(rfile)
+            if h in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = h.partition(b":")
+            headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
+        else:
+            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
+        status = int(code)
+        if status >= 200:
+            break
+    connection = headers.get("connection", "").lower()
+    will_close = "close" in connection or (version == b"HTTP/1.0" and "keep-alive" not in connection)
+    if status in (204, 304):
+        return status, headers, b"", will_close
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return status, headers, _chunked(rfile), will_close
+    if "content-length" in headers:
+        try:
+            n = int(headers["content-length"])
+        except ValueError:
+            raise http.client.HTTPException(f"bad Content-Length {headers['content-length'][:40]!r}") from None
+        data = rfile.read(n)
+        if len(data) < n:
+            raise http.client.IncompleteRead(data, n - len(data))
+        return status, headers, data, will_close
+    return status, headers, rfile.read(), True  # no length: the body ends when the connection does
+
+
+def _chunked(rfile: BinaryIO) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        size_line = _line(rfile).split(b";", 1)[0].strip()
+        try:
+            size = int(size_line, 16)
+        except ValueError:
+            raise http.client.IncompleteRead(b"".join(parts)) from None
+        if size == 0:
+            while _line(rfile) not in (b"\r\n", b"\n", b""):  # trailers
+                pass
+            return b"".join(parts)
+        chunk = rfile.read(size)
+        if len(chunk) < size:
+            raise http.client.IncompleteRead(b"".join(parts) + chunk, size - len(chunk))
+        parts.append(chunk)
+        rfile.read(2)  # the CRLF after each chunk
 
 
 class _Expired(Exception):
@@ -197,7 +271,7 @@ class Transport:
             return f"http://{self.host}:{self.port}{self.prefix}{path}"  # absolute-form through an HTTP proxy
         return self.prefix + path
 
-    def post(self, path: str, body: bytes, *, deadline: float) -> tuple[int, http.client.HTTPMessage, bytes]:
+    def post(self, path: str, body: bytes, *, deadline: float) -> tuple[int, dict[str, str], bytes]:
         """(status, headers, body bytes) of one POST, ended by `deadline` (time.monotonic()) whatever the
         endpoint sends; SDK exception classes on failure (APITimeoutError, APIConnectionError)."""
         for _ in range(2):
@@ -207,12 +281,9 @@ class Transport:
             try:
                 if not reused:
                     conn.open()
-                sock = conn.http.sock  # a _DeadlineSocket (_Conn.open)
                 first = f"POST {self._target(path)} HTTP/1.1\r\n".encode("latin-1")
-                sock.sendall(first + self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-                resp = http.client.HTTPResponse(sock, method="POST")
-                resp.begin()
-                data = resp.read()
+                conn.http.sock.sendall(first + self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                status, headers, data, will_close = read_response(conn.rfile)
             except _Expired:
                 conn.close()
                 raise CallDeadlineExceeded(request=self._request(path)) from None
@@ -230,12 +301,12 @@ class Transport:
                 conn.close()
                 raise openai.APIConnectionError(message=_what(e), request=self._request(path)) from None
             conn.used = True
-            if resp.will_close:
+            if will_close:
                 conn.close()
             else:
                 with self._lock:
                     self._idle.append(conn)
-            return resp.status, resp.headers, data
+            return status, headers, data
         raise AssertionError("unreachable: the second attempt returns or raises")
 
     def status_error(self, path: str, status: int, headers, data: bytes) -> openai.APIStatusError:
