@@ -29,6 +29,7 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import QUESTION_TIME, GenerateConfig, LLMClient
 from acemad_utils.agents.pool import act_all
 from acemad_utils.data.paths import outputs
+from acemad_utils.data.settings import env
 from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
@@ -205,8 +206,7 @@ class LLMPopulation(Population):
         **client_kwargs,
     ):
         self.model, self.base_url, self._api_key = model, base_url, api_key
-        env = os.environ.get("ACEMAD_QUESTION_TIMEOUT")
-        self.question_time = float(question_time or env or QUESTION_TIME)
+        self.question_time = float(question_time or env("ACEMAD_QUESTION_TIMEOUT") or QUESTION_TIME)
         if not self.question_time > 0:
             raise ValueError(f"question_time must be > 0 seconds (ACEMAD_QUESTION_TIMEOUT), got {self.question_time}")
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
@@ -220,7 +220,7 @@ class LLMPopulation(Population):
         self.preflight = preflight
         self._clients: dict[Optional[str], LLMClient] = {}
         self._lock = threading.Lock()
-        self.calls_via = calls_via or os.environ.get("ACEMAD_CALLS_VIA") or "sync"
+        self.calls_via = calls_via or env("ACEMAD_CALLS_VIA") or "sync"
         if self.calls_via not in ("sync", "batch", "files"):
             raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
         self.batcher = None  # runner.run_experiment flushes it between passes

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Optional
 
+from acemad_utils.data.settings import flag
 from acemad_utils.protocol.schema import Agent, Step, Turn
 
 _POOL: Optional[ThreadPoolExecutor] = None
@@ -24,7 +25,7 @@ _POOL_LOCK = threading.Lock()
 
 def sequential() -> bool:
     """ACEMAD_SEQUENTIAL=1: every agent call in the caller's thread."""
-    return os.environ.get("ACEMAD_SEQUENTIAL", "") not in ("", "0")
+    return flag("ACEMAD_SEQUENTIAL")
 
 
 def agent_pool() -> ThreadPoolExecutor:
