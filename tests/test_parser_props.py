@@ -195,7 +195,7 @@ class ScriptedClient:
     def __init__(self, texts):
         self.texts = list(texts)
 
-    def generate(self, messages, config, *, schema=None, scope="", model=None):
+    def generate(self, messages, config, *, schema=None, scope="", model=None, deadline=None):
         text = self.texts.pop(0) if self.texts else ""
         return Completion(text=text, mode=None, network_calls=1)
 

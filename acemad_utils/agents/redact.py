@@ -21,10 +21,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from typing import Any, Optional
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
-
-import openai
 
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
@@ -120,7 +119,9 @@ def scrub(exc: BaseException) -> BaseException:
         seen.add(id(e))
         try:
             e.args = tuple(_redact_obj(a) for a in e.args)
-            if isinstance(e, openai.APIError):
+            # looked up, not imported: only a loaded SDK raises its errors (the runner imports this module)
+            openai = sys.modules.get("openai")
+            if openai is not None and isinstance(e, openai.APIError):
                 e.message = redact(e.message)
                 for field in ("body", "code", "param", "type"):  # the SDK copies these out of the error body
                     if hasattr(e, field):
@@ -134,7 +135,7 @@ def scrub(exc: BaseException) -> BaseException:
                         text = resp.text
                     except Exception:  # a body that was never read: nothing to show
                         text = ""
-                    e.response = type(resp)(  # type: ignore[attr-defined]  # APIStatusError's, found by getattr
+                    e.response = type(resp)(  # APIStatusError's, found by getattr
                         resp.status_code,
                         headers=[(k, redact(v)) for k, v in resp.headers.items() if k.lower() != "set-cookie"],
                         content=redact(text).encode(),

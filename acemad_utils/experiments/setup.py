@@ -36,8 +36,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.local_server import default_gguf, serve
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, make_items
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
@@ -133,6 +131,11 @@ class Setup:
                 return VectorSimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
             params = SimParams(**SIM_STANDINS.get(model, {}))
             return VectorSimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
+
+        # Imported here, not at module top: the LLM client pulls in the openai SDK (~1 s), which a synthetic
+        # profile's kernel never uses (issue 34, light kernels).
+        from acemad_utils.agents.llm_agent import LLMPopulation
+        from acemad_utils.agents.local_server import default_gguf, serve
 
         cache = outputs("cache") / "llm.sqlite"
         if self.backend == "local":

@@ -55,7 +55,6 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.agents.health import EndpointDown
-from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
@@ -410,6 +409,10 @@ def _population(args) -> tuple[Population, str]:
             "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
             "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
         )
+    # Imported here, not at module top: the client pulls in the openai SDK (~1 s), which a synthetic profile's
+    # kernel (it imports this module through experiments.setup) never uses (issue 34, light kernels).
+    from acemad_utils.agents.llm_agent import LLMPopulation
+
     try:
         pop = LLMPopulation(
             model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed

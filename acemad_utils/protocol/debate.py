@@ -8,9 +8,10 @@
     rec["final"]      # {'answer': ..., 'correct': ..., 'tie': ..., 'oracle_any_agent_correct': ...}
 
 A protocol only moves agent states: it decides who sees which messages (topology + history policy),
-calls `agent.act(turn)` for every agent of a round (in threads when the agents do I/O), and stores what
-they said. Scoring, weights and the final decision are the pure functions of `beliefs`, applied to the
-stored p and q, so any record can be re-scored later with another rule without calling a model.
+has the population run every agent of a round (`Population.act_all`: agents/pool.py's threads for an LLM
+population), and stores what they said. Scoring, weights and the final decision are the pure functions of
+`beliefs`, applied to the stored p and q, so any record can be re-scored later with another rule without
+calling a model.
 
 Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acemad_paper.tex):
 - single:        one agent, `single_runs` independent runs (l.210), each with its own repeat index and so its
@@ -31,10 +32,7 @@ config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a mo
 from __future__ import annotations
 
 import functools
-import os
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
@@ -42,54 +40,10 @@ import numpy as np
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol import records as R
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.schema import Agent, Message, Population, Question, Step, Turn, add_usage
+from acemad_utils.protocol.schema import Message, Population, Question, Step, Turn, add_usage
 
 
 # ----------------------------------------------------------------------------- helpers
-def _sequential() -> bool:
-    """ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread (for debugging with pdb)."""
-    return os.environ.get("ACEMAD_SEQUENTIAL", "") not in ("", "0")
-
-
-_POOL: Optional[ThreadPoolExecutor] = None
-_POOL_LOCK = threading.Lock()
-
-
-def _agent_pool() -> ThreadPoolExecutor:
-    """One process-wide pool for agent calls. Why not a pool per round: creating and joining N threads every
-    round costs client CPU that, at 64 calls in flight, the GIL-bound client does not have (bench/throughput.py).
-    Its size only caps threads (the LLM client's semaphore bounds the calls in flight), and agent tasks never
-    submit to this pool themselves, so question threads sharing it cannot deadlock."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="agent")
-        return _POOL
-
-
-def _forget_pool() -> None:
-    # A forked child inherits the pool object but not its threads: work submitted there would never run.
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
-    if concurrent and len(items) > 1 and not _sequential():
-        futures = [_agent_pool().submit(fn, x) for x in items]
-        wait(futures)  # every agent finishes (and caches its reply) before the first error, if any, is raised
-        return [f.result() for f in futures]
-    return [fn(x) for x in items]
-
-
-def _act_all(agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
-    concurrent = any(getattr(a, "concurrent", False) for a in agents)
-    return map_agents(lambda pair: pair[0].act(pair[1]), list(zip(agents, turns)), concurrent)
-
-
 def visible(
     history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str
 ) -> tuple[Message, ...]:
@@ -157,7 +111,7 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
     turns = [
         Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))
     ]
-    steps = _act_all(agents, turns)
+    steps = population.act_all(agents, turns)
     P, valid = np.stack([s.p for s in steps])[None, None], np.array([[not s.parse_failure for s in steps]])[None]
     kept = [[R.entries(steps, specs, range(len(steps)))]]
     return debate_records([q], cfg, population, [repeat], kept, P, None, valid, [R.usage_sum(steps)])[0]
@@ -185,7 +139,7 @@ def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: i
             )
             for i in range(n)
         ]
-        steps = _act_all(agents, turns)
+        steps = population.act_all(agents, turns)
         history.append([Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)])
         steps_by_round.append(steps)
     return _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
@@ -206,7 +160,7 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
             )
             for i in range(n)
         ]
-        steps = _act_all(agents, turns)
+        steps = population.act_all(agents, turns)
         msgs = [Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)]
         # The moderator reads this round's arguments (and its own earlier summaries) and broadcasts a summary.
         mod_view = visible(history, -1, {-1}, "full" if cfg.history == "full" else "last_round") + tuple(msgs)

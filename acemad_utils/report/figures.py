@@ -9,12 +9,16 @@ Every figure's title says where its numbers come from (the synthetic population 
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def source_label(synthetic: bool, model: str) -> str:
@@ -27,6 +31,10 @@ def source_label(synthetic: bool, model: str) -> str:
 
 
 def _panels(n: int, width: float = 3.2, height: float = 2.8):
+    # Imported where a figure is drawn, not at module top: pyplot costs a notebook kernel ~0.2-0.8 s and only the
+    # notebooks that draw pay it (issue 34, light kernels).
+    import matplotlib.pyplot as plt
+
     cols = min(n, 4)
     rows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=False)
@@ -73,7 +81,7 @@ def lines_by_benchmark(
     xlabel: str | None = None,
     note: str | None = None,
     truth_holders: dict | None = None,
-) -> plt.Figure:
+) -> Figure:
     """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average).
     `note` is printed under the panels (e.g. where two curves coincide by construction).
     `truth_holders` ({hue: {N: k}}, see `truth_holders(configs)`) labels each point "k/N" (its truth-holders
@@ -113,8 +121,10 @@ def lines_by_benchmark(
     return fig
 
 
-def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
+def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> Figure:
     """Grouped bars: benchmarks on the x axis, one bar per `hue`, 95% CI whiskers."""
+    import matplotlib.pyplot as plt  # where a figure is drawn (see _panels)
+
     benches = list(dict.fromkeys(long["benchmark"]))
     hues = list(dict.fromkeys(long[hue]))
     width = 0.8 / len(hues)
