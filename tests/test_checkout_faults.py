@@ -319,7 +319,8 @@ def test_model_names_become_one_safe_folder():
     [
         (
             {"N_MAX": 10**12},
-            "N_MAX = 1000000000000 is not allowed (1000000000000 is out of range); N_MAX takes a whole number from 1 to 1e+06",
+            "N_MAX = 1000000000000 is not allowed (1000000000000 is out of range); N_MAX takes a whole number "
+            "from 1 to 1e+06",
         ),
         (
             {"WORKERS": 10**6},

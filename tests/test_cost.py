@@ -256,7 +256,9 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
             self.benchmarks, self.cap = list(benchmarks), n_max
             return []
 
-        def run(self, name, configs, n_max=None, questions=None):
+        def run(self, name, configs=None, n_max=None, questions=None):
+            if isinstance(name, R.Run):  # setup.run(experiment, n_max=N_MAX): the registry Run brings its configs
+                name, configs = name.name, name.configs
             captured.append(
                 (
                     name,

@@ -26,7 +26,8 @@ Smoke mode (ACEMAD_SMOKE=1: nbval, CI) caps the item counts per backend (SMOKE),
 with the synthetic population takes minutes with a real model on 2 CPU cores. The cap is applied here (items
 read, questions per run, full-test-set questions), so a notebook runs the same code in both modes.
 
-A notebook's setup cell is one call (acemad_utils.notebook.start), which builds Setup.from_params(globals()).
+A notebook's setup cell is one call, acemad_utils.notebook.start("02_baselines", PROFILE=PROFILE, ...), which names
+every Setup parameter of the notebook and builds Setup.from_params from them.
 """
 
 from __future__ import annotations

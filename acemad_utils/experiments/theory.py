@@ -25,7 +25,7 @@ from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments.runner import run_experiment
-from acemad_utils.protocol.config import ETA, ROUNDS, DebateConfig
+from acemad_utils.protocol.config import ETA, N_AGENTS, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 
@@ -258,13 +258,14 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
 
 
 def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
-    """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
-    import matplotlib.pyplot as plt
+    """Heatmaps: (left) eta x crowd calibration at the paper's N, T=rounds; (right) N x T at calibration 0, eta."""
+    import matplotlib.pyplot as plt  # here: a kernel that draws no figure never loads matplotlib
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")  # keeps each y label off its neighbour
+    at_n = table[table.N == N_AGENTS]  # the paper's N
     views = (
-        (table[(table.N == 5) & (table["T"] == rounds)], "crowd_calibration", "eta", f"N=5, T={rounds}"),
-        (table[(table.N == 5) & (table.eta == eta)], "crowd_calibration", "T", f"N=5, eta={eta:g}"),
+        (at_n[at_n["T"] == rounds], "crowd_calibration", "eta", f"N={N_AGENTS}, T={rounds}"),
+        (at_n[at_n.eta == eta], "crowd_calibration", "T", f"N={N_AGENTS}, eta={eta:g}"),
         (table[(table.crowd_calibration == 0.0) & (table.eta == eta)], "N", "T", f"false-consensus crowd, eta={eta:g}"),
     )
     for ax, (sub, rows, cols, title) in zip(axes, views):
