@@ -1,24 +1,60 @@
-"""What every experiment notebook's setup cell needs: one import line and one call.
+"""What every notebook's setup cell needs: one import line and one call whose arguments the cell shows.
 
-    from acemad_utils.notebook import F, R, TB, DebateConfig, save_figure, save_table, start
-    S, SRC = start(globals())   # Setup from the notebook's parameters (smoke mode applied inside), described
-    tables_once()               # (called by start) a DataFrame shows as its HTML table only
+    from acemad_utils.notebook import config, figures, narrative, registry, save_figure, save_table, start, tables
+    setup, SRC = start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...)   # every Setup parameter of the
+    result = setup.run(registry.baselines(N_VALUES, N_TABLE, SEED), n_max=N_MAX)  # notebook, named in the cell
+    result.label("majority", n_agents=N_TABLE)   # ask the run for what to show; never rebuild a label
 
-F figures, TB tables, R the registry of the paper's experiments (what each notebook runs), SRC the source
-label every table and figure carries ("SYNTHETIC ..." or the model's name).
+registry    the paper's experiments (what each notebook runs: experiments/registry.py); Setup.run returns a
+            registry.RunResult (.pick, .config, .label, .labels, .family)
+figures, tables, narrative, claims    report/: plots, tables (artefact names, paper tables), the generated prose,
+            the claims ledger
+config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
+theory      notebook 00's simulations (experiments/theory.py)
+SRC         the source label every table and figure carries ("SYNTHETIC ..." or the model's name)
 """
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import pandas as pd
 from IPython import get_ipython
 
-from acemad_utils.experiments import registry as R  # noqa: F401
+from acemad_utils.data.transcripts import profile_runs
+from acemad_utils.experiments import params, registry, theory
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.protocol.config import DebateConfig  # noqa: F401
-from acemad_utils.report import figures as F  # noqa: F401 (re-exported for the notebooks)
-from acemad_utils.report import tables as TB  # noqa: F401
-from acemad_utils.report.save import save_figure, save_table  # noqa: F401
+from acemad_utils.protocol import config
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.report import claims, figures, narrative, tables
+from acemad_utils.report.save import save_figure, save_table
+
+# Deprecated one-letter aliases: notebooks 03-05, 07 and 09 still import them until their second pass; new cells
+# use the readable names above. Remove them (and DebateConfig here) once no notebook imports them.
+F, R, TB = figures, registry, tables
+
+__all__ = [
+    "DebateConfig",
+    "F",
+    "R",
+    "TB",
+    "claims",
+    "config",
+    "figures",
+    "narrative",
+    "profile_runs",
+    "registry",
+    "save_figure",
+    "save_table",
+    "start",
+    "tables",
+    "tables_once",
+    "theory",
+]
+
+# The notebook parameters Setup takes (PROFILE, BACKEND, ...), read once from the real class: a test may stand a
+# stub in for `Setup` and the check below still knows the names.
+SETUP_PARAMS = tuple(Setup.PARAMS)
 
 
 def tables_once() -> None:
@@ -34,9 +70,34 @@ def tables_once() -> None:
     )
 
 
-def start(params: dict, **kw) -> tuple[Setup, str]:
-    """(Setup.from_params(params, **kw), its source label), after printing what it runs on; tables_once()."""
+def _named(notebook: str, named: dict[str, Any]) -> dict[str, Any]:
+    """named, checked to be exactly the Setup parameters of the notebook's schema (none left to a silent default)."""
+    if notebook not in params.NOTEBOOKS:
+        raise ValueError(f"start({notebook!r}, ...): no such notebook; notebooks: {list(params.NOTEBOOKS)}")
+    wanted = [n for n in params.names(notebook) if n in SETUP_PARAMS]
+    missing = [n for n in wanted if n not in named]
+    extra = sorted(set(named) - set(wanted))
+    if missing or extra:
+        raise ValueError(
+            f"start({notebook!r}, ...) takes exactly the notebook's Setup parameters {wanted}: "
+            + "; ".join([*([f"pass {missing}"] * bool(missing)), *([f"{extra} are not among them"] * bool(extra))])
+        )
+    return named
+
+
+def start(notebook: Optional[Any] = None, /, **named: Any) -> tuple[Setup, str]:
+    """(Setup from the notebook's parameters, its source label), after printing what it runs on; tables_once().
+
+    start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...) names every Setup parameter of the notebook's
+    schema (a missing or unknown one is a ValueError naming them). Each value is checked as a profile's would be.
+    In notebook 07's loop over models, pass the model's values under the parameters' names (MODEL=run.model, ...).
+    start(globals(), **setup_kwargs) is the deprecated form (it reads names the cell does not show), kept for the
+    notebooks not yet rewritten.
+    """
     tables_once()
-    S = Setup.from_params(params, **kw)
+    if isinstance(notebook, dict):  # deprecated: start(globals(), model=...), keywords are Setup's own overrides
+        S = Setup.from_params(notebook, **named)
+    else:
+        S = Setup.from_params(_named(str(notebook), named))
     print(S.describe())
-    return S, F.source_label(S.synthetic, S.model)
+    return S, figures.source_label(S.synthetic, S.model)

@@ -28,6 +28,7 @@ questions/s is (cores free) / (CPU per question). Prints figures only; asserts n
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -231,7 +232,8 @@ class ThreadProfiles:
         )
         groups = {
             "openai SDK (request build, transform, response parse)": "/openai/",
-            "httpx/httpcore/h11 (HTTP)": ("httpx", "httpcore", "/h11/"),
+            "httpx/httpcore/h11 (HTTP, the SDK's)": ("httpx", "httpcore", "/h11/"),
+            "http.client/email (HTTP, transport.py)": ("http/client.py", "/email/"),
             "socket send/recv (loopback kernel work)": "_socket.socket",
             "sqlite3 (response cache)": "sqlite3",
             "tenacity (retry wrapper)": "/tenacity/",
@@ -290,14 +292,28 @@ def cpu_breakdown(n_questions: int = 10) -> None:
                 *timed(lambda: sdk.chat.completions.create(model="gpt-4o-mini", messages=msgs, temperature=0.1), n),
             )
         )
-        # what LLMClient sends: client.post skips create()'s re-walk of the body against the request types
+        # what LLMClient used before issue 34: client.post skips create()'s re-walk of the body
         from openai.types.chat import ChatCompletion
+
+        from acemad_utils.agents.transport import Transport
 
         body = dict(model="gpt-4o-mini", messages=msgs, temperature=0.1)
         rows.append(
             (
-                "openai SDK client.post alone (LLMClient's path)",
+                "openai SDK client.post alone (LLMClient's old path)",
                 *timed(lambda: sdk.post("/chat/completions", body=body, cast_to=ChatCompletion), n),
+            )
+        )
+        http = Transport(srv.url, "sk-fake", timeout=60.0)
+        rows.append(
+            (
+                "transport.Transport.post + json (LLMClient's path)",
+                *timed(
+                    lambda: json.loads(
+                        http.post("/chat/completions", json.dumps(body).encode(), deadline=time.monotonic() + 60)[2]
+                    ),
+                    n,
+                ),
             )
         )
         cl = LLMClient("gpt-4o-mini", srv.url, "sk-fake", max_concurrency=1)
@@ -375,9 +391,11 @@ def main(argv=None) -> int:
             "slots stay empty); 'diag-L1s' = latency 1 s, i.e. 5x less client CPU per second at the same F: if it "
             "reaches the limit, the shortfall at L = 0.2 s is CPU (GIL) cost per call, not the protocol's structure"
         )
-    verdict = "meets" if big["qps"] >= 0.8 * big["limit"] else "misses"
+    target = 0.9 if big["F"] <= 64 else 0.8  # issue 34: 90% at 64 in flight, 80% at 256
+    verdict = "meets" if big["qps"] >= target * big["limit"] else "misses"
     print(
-        f"F={big['F']}: {100 * big['qps'] / big['limit']:.1f}% of the limit -> {verdict} the 80% target; "
+        f"F={big['F']}: {100 * big['qps'] / big['limit']:.1f}% of the limit -> {verdict} the {100 * target:.0f}% "
+        f"target; client CPU {1e3 * big['client_cpu'] / max(1, big['calls']):.2f} ms/call; "
         f"server reached {big['max_in_flight']}/{big['F']} requests in flight; "
         f"client used {big['client_cpu'] / big['wall']:.2f} cores, the fake server "
         f"{big['server_cpu'] / big['wall']:.2f}"

@@ -32,6 +32,10 @@ another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
     huge      the script's reply padded to `huge_bytes` (2 MB by default) of text
     hostile   the script's reply with HOSTILE (<!--, <script>, </script>, ]]>, U+2028) in every free text
               and every JSON "argument"
+    unparseable  one of UNPARSEABLE (prose in Spanish or Chinese, NaN / Infinity / negative beliefs, wrong
+              labels): no commitment parses, the repair call's neither
+    trickle   the script's reply, status line and headers included, sent one byte every `trickle_interval` s
+              (1 s by default, as issue 33's probe did): every gap is short, the whole reply takes minutes
 `srv.modes` counts the chat requests answered in each mode.
 
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
@@ -106,7 +110,17 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
-MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile")
+MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle")
+#: Mode "unparseable": every reply is one of these (Spanish and Chinese prose, NaN / Infinity / negative beliefs,
+#: labels that are no option), so every commitment fails to parse, also after the repair call.
+UNPARSEABLE = (
+    "Creo que la respuesta correcta es la primera opción, sin ninguna duda.",
+    "我认为正确答案是第一个选项。",
+    '{"self_prob": {"A": "NaN", "B": "NaN"}, "peer_prediction": {"A": "NaN"}}',
+    '{"self_prob": {"A": Infinity, "B": 0.1}, "peer_prediction": {"A": Infinity}}',
+    '{"self_prob": {"A": -0.7, "B": -0.3}, "peer_prediction": {"A": -1}}',
+    '{"self_prob": {"Z": 0.9, "Q": 0.1}, "peer_prediction": {"Z": 1}}',
+)
 HOSTILE = "<!--<script>alert(1)</script>--> ]]> \u2028 </script><script>document.body.innerHTML=''</script>"
 
 
@@ -124,8 +138,10 @@ class FakeOpenAI:
         retry_after: str = "1",
         huge_bytes: int = 2_000_000,
         hang_max: float = 120.0,
+        trickle_interval: float = 1.0,
     ):
         self.mode = "ok"
+        self.trickle_interval = trickle_interval
         self.set_mode(mode)
         self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
         self.modes: Counter = Counter()
@@ -287,6 +303,9 @@ class FakeOpenAI:
             return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
         if mode == "hostile":
             return Reply(_hostile(r.content), kind="hostile")
+        if mode == "unparseable":  # replies no parser reads as a belief (issue 33), chosen by the request's hash
+            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
+            return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")
         return r
 
     def _hang(self) -> bool:
@@ -326,6 +345,19 @@ class FakeOpenAI:
                     self.send_header(k, str(v))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def _trickle(self, status: int, body: bytes) -> None:
+                """The whole response one byte at a time (until the client hangs up)."""
+                head = (
+                    f"{self.protocol_version} {status} OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n"
+                ).encode()
+                for i, byte in enumerate(head + body):
+                    if i:
+                        time.sleep(fake.trickle_interval)
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                self.close_connection = True
 
             def do_GET(self):
                 with fake._lock:
@@ -397,7 +429,10 @@ class FakeOpenAI:
                         payload = r.raw
                     else:
                         payload = json.dumps(completion_body(r, body, n)).encode()
-                    self._send(r.status, payload, r.headers)
+                    if mode == "trickle":
+                        self._trickle(r.status, payload)
+                    else:
+                        self._send(r.status, payload, r.headers)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
                     pass
                 finally:
@@ -748,10 +783,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mode", choices=MODES, default="ok", help="fault mode (switch later: POST /v1/admin/mode)")
     ap.add_argument("--retry-after", default="1", help="Retry-After of the 429 mode (seconds)")
+    ap.add_argument("--trickle-interval", type=float, default=1.0, help="seconds between bytes in the trickle mode")
     args = ap.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with FakeOpenAI(FaultInjector(rate=args.rate, seed=args.seed), mode=args.mode, retry_after=args.retry_after) as srv:
+    script = FaultInjector(rate=args.rate, seed=args.seed)
+    opts = dict(mode=args.mode, retry_after=args.retry_after, trickle_interval=args.trickle_interval)
+    with FakeOpenAI(script, **opts) as srv:
         with open(args.url_file, "w") as f:
             f.write(srv.url + "\n")
         try:

@@ -124,14 +124,12 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
         pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     )
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
-    with pytest.raises(RuntimeError, match="stop here"):
-        reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7})
+    assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
     assert order == ["estimate", "nb"]
     out = capsys.readouterr().out
-    assert "cost estimate for profile 'paper'" in out
+    assert "cost estimate for profile 'paper'" in out and "03_main_results FAILED after" in out
     order.clear()
-    with pytest.raises(RuntimeError):
-        reproduce.run("default", ["03_main_results"])
+    assert reproduce.run("default", ["03_main_results"]) == 1
     assert order == ["nb"]  # the synthetic profile costs nothing: no estimate
 
 
@@ -258,7 +256,9 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
             self.benchmarks, self.cap = list(benchmarks), n_max
             return []
 
-        def run(self, name, configs, n_max=None, questions=None):
+        def run(self, name, configs=None, n_max=None, questions=None):
+            if isinstance(name, R.Run):  # setup.run(experiment, n_max=N_MAX): the registry Run brings its configs
+                name, configs = name.name, name.configs
             captured.append(
                 (
                     name,

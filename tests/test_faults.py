@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 
 import numpy as np
+import openai
 import pytest
 
 from acemad_utils.agents.client import LLMClient
+from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.request import GarbledResponse
 from acemad_utils.agents.sim import make_items
+from acemad_utils.agents.transport import CallDeadlineExceeded
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
@@ -362,3 +366,93 @@ def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
     all_failed = [r for r in recs if r["status"] == "ok" and all(e["parse_failure"] for e in entries(r))]
     assert all_failed and all(r["final"]["answer"] is None for r in all_failed)
     assert meta["summary"]["correct"] == 0
+
+
+# ----------------------------------------------------------------------------- issue 33: a trickling endpoint
+TRICKLE = 0.2  # seconds between two bytes: every gap is far below the client's timeout, the whole reply ~1 min
+
+
+def ended(fn, within: float):
+    """(result or exception of fn()), after asserting that it ended within `within` s: a generous margin over
+    the documented bound (docs/faults.md), so that a call that never ends fails the test instead of hanging it."""
+    out: list = []
+
+    def run():
+        try:
+            out.append(fn())
+        except Exception as e:  # noqa: BLE001 (the test looks at whichever error it is)
+            out.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(within)
+    assert not t.is_alive(), f"still running after {within} s: the deadline did not end it"
+    return out[0]
+
+
+def test_a_trickling_endpoint_fails_each_attempt_by_its_deadline_then_the_call():
+    """One byte every 0.2 s never trips a 1 s gap timeout (the SDK's); the deadline on the whole response does.
+    Documented bound: max_attempts x timeout + backoff = about 2 s here."""
+    with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
+        c = LLMClient("m", srv.url, KEY, timeout=1.0, max_attempts=2, backoff=(0.0, 0.01), breaker=1000)
+        err = ended(lambda: c.generate([{"role": "user", "content": "hi"}]), within=30)
+        assert isinstance(err, CallDeadlineExceeded) and isinstance(err, openai.APITimeoutError), repr(err)
+        assert srv.count == 2 and c.stats()["retries"] == 1 and c.stats()["failures"] == 1
+        assert KEY not in str(err) and srv.url in c.breaker.where
+
+
+def test_a_run_against_a_trickling_endpoint_stops_with_one_line(tmp_outputs):
+    """Attempts that time out count for the circuit breaker: the run stops with EndpointDown naming the
+    timeouts (bound: breaker x timeout, about 2 s here), instead of waiting on bytes forever."""
+    items = make_items(2, k=4, seed=5)
+    with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
+        pop = population(srv, tmp_outputs, timeout=1.0, max_attempts=3, breaker=2, preflight=False)
+        cfg = DebateConfig(method="acemad", n_agents=2, rounds=1)
+        err = ended(lambda: runner.run_experiment("trickle", items, [cfg], pop, workers=1, progress=False), 60)
+    assert isinstance(err, EndpointDown) and "timed out" in str(err) and "\n" not in str(err), repr(err)
+    assert KEY not in str(err)
+
+
+def test_a_question_s_calls_end_by_its_deadline(tmp_outputs):
+    """question_time bounds every call of one question, retries included: with attempts and retry time to
+    spare, the question still fails (like a timeout) once its time is up, and the run goes on."""
+    items = make_items(1, k=4, seed=6)
+    with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
+        pop = population(
+            srv, tmp_outputs, timeout=1.0, max_attempts=100, retry_time=100.0, breaker=1000, question_time=1.5
+        )
+        cfg = DebateConfig(method="acemad", n_agents=2, rounds=1)
+        ended(lambda: runner.run_experiment("q_deadline", items, [cfg], pop, workers=1, progress=False), 60)
+        _, recs = transcripts.load_run("q_deadline")
+    assert srv.count <= 2 * 2  # two agents, each: one full attempt (1 s) and one cut short at 1.5 s
+    assert pop.usage()["failures"] >= 1 and all(r["status"] != "ok" for r in recs), recs
+
+
+def test_a_preflight_against_a_trickling_endpoint_warns_and_ends():
+    """GET /models goes through the SDK, whose timeout bounds each gap only: it is let go at its deadline."""
+    import socket
+    import warnings
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def trickle():
+        conn, _ = srv.accept()
+        conn.recv(65536)
+        for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100:
+            try:
+                conn.send(bytes([byte]))
+            except OSError:
+                return
+            threading.Event().wait(TRICKLE)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        c = LLMClient("m", f"http://127.0.0.1:{srv.getsockname()[1]}/v1", KEY)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ended(lambda: c.preflight(timeout=1.0), within=30)
+    finally:
+        srv.close()
+    assert any("did not answer GET /models within 1 s" in str(w.message) for w in seen), seen

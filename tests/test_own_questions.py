@@ -172,7 +172,7 @@ def test_changed_question_is_a_new_question(elsewhere, capsys):
                     answer="W")] + ROWS[1:]  # fmt: skip
     _write(src, changed)  # same id "cap", another question: a new run, never a stale record or a hash error
     assert main(["run", str(src), "--synthetic", "--methods", "majority"]) == 0
-    runs = sorted((elsewhere / "acemad_runs" / "runs" / "q").iterdir())
+    runs = sorted(d for d in (elsewhere / "acemad_runs" / "runs" / "q").iterdir() if d.is_dir())  # not .lock
     assert len(runs) == 2
     texts = [{r["question_id"]: r["labels"] for r in read_jsonl(d / "transcripts.jsonl.gz")}["cap"] for d in runs]
     assert sorted(map(tuple, texts)) == [("A", "W"), ("S", "C")]
@@ -237,9 +237,9 @@ def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
     assert main(["run", str(src), "--synthetic", "--methods", "majority", "--challenging"]) == 0
     out = capsys.readouterr().out
     kept = int(re.search(r"kept (\d+) of 24", out).group(1))
-    selection = next((elsewhere / "acemad_runs" / "runs").glob("many-challenging/*"))
+    selection = next(d for d in (elsewhere / "acemad_runs" / "runs").glob("many-challenging/*") if d.is_dir())
     accuracy = {r["question_id"]: r["final"]["correct"] for r in read_jsonl(selection / "transcripts.jsonl.gz")}
-    run = next((elsewhere / "acemad_runs" / "runs").glob("many/*"))
+    run = next(d for d in (elsewhere / "acemad_runs" / "runs").glob("many/*") if d.is_dir())
     debated = {r["question_id"] for r in read_jsonl(run / "transcripts.jsonl.gz")}
     assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
 

@@ -148,11 +148,25 @@ def test_adversarial_strings(text, want_q):
     check(parse_commit(text, LABELS, want_q, OPTIONS), want_q)
 
 
-def test_non_finite_and_huge_values_count_as_zero_mass():
-    p, _, rep = parse_commit('{"self_prob": {"A": 1' + "0" * 400 + ', "B": 1, "C": NaN, "D": Infinity}}', LABELS, False)
-    assert rep["ok"] and p.tolist() == [0.0, 1.0, 0.0, 0.0]
-    p, _, rep = parse_commit('{"self_prob": {"A": 1e999, "B": NaN}}', LABELS, False)
-    assert p is None and rep["ok"] is False  # nothing finite left: a flagged failure, not a made-up belief
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"self_prob": {"A": Infinity, "B": 0.1}}',  # issue 33: once p = [0, 1], the stated answer flipped
+        '{"self_prob": {"A": 1' + "0" * 400 + ', "B": 1}}',
+        '{"self_prob": {"A": 0.2, "B": NaN}}',
+        '{"self_prob": {"A": 1e999, "B": 0.5}}',
+        '{"self_prob": {"A": "Infinity", "B": 0.5}}',
+        '{"self_prob": {"A": -Infinity, "B": 0.5}}',
+    ],
+)
+def test_a_non_finite_belief_is_a_parse_failure(text):
+    p, _, rep = parse_commit(text, LABELS, False)
+    assert p is None and rep["ok"] is False  # a flagged failure, not a made-up belief
+
+
+def test_a_non_finite_forecast_is_a_forecast_failure():
+    p, q, rep = parse_commit('{"self_prob": {"A": 0.7, "B": 0.3}, "peer_prediction": {"A": Infinity}}', LABELS, True)
+    assert p is not None and q is None and rep["q_ok"] is False
 
 
 @SETTINGS
@@ -181,7 +195,7 @@ class ScriptedClient:
     def __init__(self, texts):
         self.texts = list(texts)
 
-    def generate(self, messages, config, *, schema=None, scope="", model=None):
+    def generate(self, messages, config, *, schema=None, scope="", model=None, deadline=None):
         text = self.texts.pop(0) if self.texts else ""
         return Completion(text=text, mode=None, network_calls=1)
 

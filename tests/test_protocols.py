@@ -328,7 +328,7 @@ def test_agent_error_is_raised_only_after_every_agent_finished():
     import threading
     import time
 
-    from acemad_utils.protocol.debate import map_agents
+    from acemad_utils.agents.pool import map_agents
 
     done = threading.Event()
 
@@ -340,9 +340,9 @@ def test_agent_error_is_raised_only_after_every_agent_finished():
         return i
 
     with pytest.raises(RuntimeError, match="agent 0 failed"):
-        map_agents(act, [0, 1], concurrent=True)
+        map_agents(act, [0, 1])
     assert done.is_set()
-    assert map_agents(lambda i: i * 2, list(range(7)), concurrent=True) == [0, 2, 4, 6, 8, 10, 12]  # order kept
+    assert map_agents(lambda i: i * 2, list(range(7))) == [0, 2, 4, 6, 8, 10, 12]  # order kept
 
 
 def test_agent_pool_works_in_a_forked_child():
@@ -352,18 +352,18 @@ def test_agent_pool_works_in_a_forked_child():
     import signal
     import time
 
-    from acemad_utils.protocol.debate import map_agents
+    from acemad_utils.agents.pool import map_agents
 
     if not hasattr(os, "fork"):
         pytest.skip("no fork on this platform")
-    assert map_agents(lambda i: i, [1, 2, 3], concurrent=True) == [1, 2, 3]  # the parent's pool exists...
+    assert map_agents(lambda i: i, [1, 2, 3]) == [1, 2, 3]  # the parent's pool exists...
     time.sleep(0.2)  # ...and its threads are idle
     pid = os.fork()
     if pid == 0:  # child: never return into pytest
         code = 1
         try:
             signal.alarm(20)  # a hang is killed by SIGALRM (and fails below)
-            code = 0 if map_agents(lambda i: i * 2, [1, 2, 3], concurrent=True) == [2, 4, 6] else 1
+            code = 0 if map_agents(lambda i: i * 2, [1, 2, 3]) == [2, 4, 6] else 1
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)

@@ -3,12 +3,18 @@ against the notebooks' own code)."""
 
 from __future__ import annotations
 
+import re
+
+import nbformat
 import pytest
 
-from acemad_utils.experiments import profiles
+from acemad_utils import notebook
+from acemad_utils.data.paths import ROOT
+from acemad_utils.experiments import params, profiles
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.report import figures
 
 
 def test_groups_keep_the_run_order_and_the_labels():
@@ -128,3 +134,36 @@ def test_setup_run_of_a_registry_run_returns_its_result(tmp_path, monkeypatch):
     assert {r["method"] for r in records} == {"Majority Voting"} and len(records) == 2
     with pytest.raises(TypeError, match="brings its own configs"):
         S.run(R.ablation(), [DebateConfig()])
+
+
+# ----------------------------------------------------------------------------- the notebooks' setup call
+# Notebooks rewritten to ask the run (issue 31.2); the second pass adds 03, 04, 05, 07 and 09.
+ASKING = ("00_theory", "01_subset_construction", "02_baselines", "06_scaling", "08_claims")
+
+
+def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch):
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    given = {n: params.SCHEMA[n].default for n in params.names("02_baselines") if n in notebook.SETUP_PARAMS}
+    S, src = notebook.start("02_baselines", **{**given, "PROFILE": "t", "SEED": 3})
+    assert (S.profile, S.seed) == ("t", 3) and src == figures.source_label(S.synthetic, S.model)
+    with pytest.raises(ValueError, match=r"pass \['SUBSET_MODEL'\]"):
+        notebook.start("02_baselines", **{k: v for k, v in given.items() if k != "SUBSET_MODEL"})
+    with pytest.raises(ValueError, match=r"\['N_MAX'\] are not among them"):
+        notebook.start("02_baselines", **given, N_MAX=3)
+    with pytest.raises(ValueError, match="SEED = -1 is not allowed"):
+        notebook.start("02_baselines", **{**given, "SEED": -1})
+    with pytest.raises(ValueError, match="no such notebook"):
+        notebook.start("2_baselines", **given)
+
+
+@pytest.mark.parametrize("nb", ASKING)
+def test_a_rewritten_notebook_asks_the_run_and_shows_its_names(nb):
+    code = "\n".join(
+        c.source
+        for c in nbformat.read(ROOT / "notebooks" / f"{nb}.ipynb", as_version=4).cells
+        if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
+    )
+    for banned in ("globals()", "DebateConfig", ".label for"):  # no label rebuilt, no magic
+        assert banned not in code, f"{nb}: {banned!r} in a code cell"
+    assert not re.search(r"^\s*(from|import) .* as ", code, re.M), f"{nb}: an import alias"
+    assert not re.search(r"(?<![\w.])(F|R|TB|A|N|V|S|X|C)\.\w", code), f"{nb}: a one-letter alias"

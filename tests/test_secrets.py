@@ -18,6 +18,8 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
+import sys
 import traceback
 
 import nbformat
@@ -263,3 +265,80 @@ def test_committed_notebooks_and_profiles_hold_no_key():
     files = sorted(root.glob("notebooks/*.ipynb")) + sorted(root.glob("profiles/*.yaml"))
     assert files
     assert [f.name for f in files if keylike.search(f.read_bytes())] == []
+
+
+URL_PASSWORD = "sk-acemad-URLPASS-canary-456"
+URL_QUERY_KEY = "QueryKeyCanary789xyz"
+DRIVEN = [
+    ("parameters", 'BASE_URL = ""\nROOT = ""\n'),
+    (
+        "",
+        "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)\n"
+        "from acemad_utils.data.benchmarks import load_demo\nfrom acemad_utils.protocol.config import DebateConfig\n"
+        "from acemad_utils.experiments.setup import Setup\n"
+        "S = Setup(profile='urls', backend='openai', source='demo', model='m', base_url=BASE_URL, workers=2)\n"
+        "meta, recs = S.run('u', [DebateConfig(method='acemad', n_agents=2, rounds=1)], questions=load_demo()[:2])\n"
+        "S.close()\nprint('SUMMARY: ok', meta['summary']['ok'], 'failed', meta['summary']['failed'])",
+    ),
+]
+
+
+def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeypatch, capsys):
+    """Issue 33.6: `--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver:
+    the run is answered, and neither the password nor the query key is in any file it wrote (the executed
+    notebook's parameters cell and metadata, the lock files with the command line, meta.json, transcripts,
+    the cache) or in what it printed."""
+    from acemad_utils.reproduce import cli as reproduce
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for tag, src in DRIVEN:
+        cell = nbformat.v4.new_code_cell(src)
+        if tag:
+            cell.metadata["tags"] = [tag]
+        nb.cells.append(cell)
+    path = tmp_path / "01_urls.ipynb"
+    nbformat.write(nb, path)
+    with FakeOpenAI(FaultInjector(0.0)) as srv:
+        port = srv.url.split(":")[2].split("/")[0]
+        url = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
+        # per notebook: a test notebook is not in the parameter schema, so `common` values would not reach it
+        prof = {
+            "profile": "urls",
+            "common": {"BACKEND": "openai", "MODEL": "m"},
+            "notebooks": {"01_urls": {"BASE_URL": url, "ROOT": str(env / "repo")}},
+        }
+        monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_urls": path})
+        monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
+        monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **kw: None)  # (reads profiles/ by name)
+        monkeypatch.setattr(sys, "argv", ["acemad_utils.reproduce", "--profile", "urls", "--set", f"BASE_URL={url}"])
+        code = reproduce.run("urls")
+        answered = srv.count
+    out = capsys.readouterr()
+    assert code == 0 and answered > 0, out.out
+    assert "SUMMARY: ok 2 failed 0" in out.out or "ok 2 failed 0" in out.out, out.out
+    executed = env / "repo" / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
+    locks = [
+        env / "repo" / "outputs" / "smoke" / "runs" / "urls" / ".lock",
+        env / "repo" / "outputs" / "smoke" / "cache" / ".lock",
+    ]
+    assert executed.exists() and all(p.exists() for p in locks)
+    assert "127.0.0.1" in executed.read_text() and "--set BASE_URL=http://127.0.0.1" in locks[0].read_text()
+    for secret in (URL_PASSWORD, URL_QUERY_KEY):
+        assert leaks(env, secret) == [] and secret not in out.out + out.err
+        assert os.environ.get("ACEMAD_URL_SECRETS") is None  # the driver's environment is restored
+
+
+def test_meta_keeps_no_url_credentials_of_a_config(env):
+    """A per-agent base_url typed by hand with credentials (a notebook run in JupyterLab, no driver): meta.json
+    stores the URL without them."""
+    from acemad_utils.agents.sim import SimPopulation, make_items
+    from acemad_utils.experiments.runner import run_experiment
+    from acemad_utils.protocol.schema import AgentSpec
+
+    url = f"http://user:{URL_PASSWORD}@127.0.0.1:9/v1?api_key={URL_QUERY_KEY}&api-version=1"
+    cfg = DebateConfig(method="acemad", n_agents=3, rounds=1, truth_holder=AgentSpec("Skeptic", 0.6, base_url=url))
+    d = run_experiment("probe/urls", make_items(4, k=4, seed=1), [cfg], SimPopulation(), progress=False)
+    text = (d / "meta.json").read_text()
+    assert "http://127.0.0.1:9/v1?api-version=1" in text
+    assert leaks(env, URL_PASSWORD) == [] and leaks(env, URL_QUERY_KEY) == []

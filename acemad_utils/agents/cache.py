@@ -28,6 +28,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any, Optional
 
@@ -171,7 +172,30 @@ class ResponseCache:
                 row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as e:
             raise _cache_error(self.path, e, opening=False) from None
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (ValueError, TypeError, RecursionError):
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("text"), str):
+            return value
+        self._drop_damaged(key)
+        return None
+
+    def _drop_damaged(self, key: str) -> None:
+        """A row whose value is not a stored reply (garbled, edited): dropped with one line, so its call is asked
+        again (once) instead of every rerun of its question failing with a JSONDecodeError."""
+        try:
+            with self.connect() as conn, conn:
+                conn.execute("DELETE FROM responses WHERE key = ?", (key,))
+        except sqlite3.Error as e:
+            raise _cache_error(self.path, e, opening=False) from None
+        warnings.warn(
+            f"the response cache {self.path}: dropped a damaged row (key {key[:12]}..., not a stored reply); its "
+            "call is asked again",
+            stacklevel=3,
+        )
 
     def put(self, key: str, value: dict, *, model: str, kind: str) -> None:
         try:

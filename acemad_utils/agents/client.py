@@ -10,12 +10,13 @@ retries, a concurrency bound, a response cache and token/cost accounting.
     client.stats()     # {"calls", "network_calls", "cache_hits", "prompt_tokens", "completion_tokens", "retries",
                        #  "failures", "cost_usd", ...}
 
-This module wires the parts together; each concern lives in a module of its own, and everything a caller
-imports from here still is here:
-    llm_request.py  one request: its body per structured-output mode, the check of the reply (GarbledResponse)
-    llm_retry.py    the retry policy (tenacity, Retry-After) and the json_schema -> json_object -> text fallback
-    llm_usage.py    Completion, usage and cost accounting, the MAX_USD hold on a paid call
-    redact.py       keys kept out of text, exceptions and URLs (redact, scrub, safe_url)
+One call reads top-down in `generate`: the cache (`_cached`, `_store`), the budget (`_within_budget`), the
+retries (`_with_retries`), the send (`_send`, once per attempt), each entered once. The parts it uses:
+    request.py    one request: its body per structured-output mode, the check of the reply (GarbledResponse)
+    retry.py      what is retried and how long to wait (Retry-After, jittered backoff), the mode fallback order
+    transport.py  the HTTP: pooled keep-alive connections, a deadline on the whole response
+    usage.py      Completion, usage and cost accounting; budget.py the MAX_USD hold
+    redact.py     keys kept out of text, exceptions and URLs (redact, scrub, safe_url)
 
 Structured output (`schema=` a JSON schema) is asked for in the best way the endpoint supports. The mode is
 detected once per client and remembered; `structured=` fixes it instead. A BoundedSemaphore shared by all
@@ -26,13 +27,14 @@ completion with a 2xx reply whose body is not JSON: '<html>...' (6 attempts; ...
 
 `preflight()` (called by agents.LLMPopulation unless preflight=False) does one free GET /models with a short
 timeout, so an unreachable base URL or a rejected key stops the run with a clear message before any paid call.
-An error raised by `generate` is scrubbed of keys before it leaves this module (llm_redact.scrub).
+An error raised by `generate` is scrubbed of keys before it leaves this module (redact.scrub).
 With a batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -49,8 +51,9 @@ from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_f
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.redact import remember_secret, safe_url, scrub
-from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send
-from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
+from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, parse_reply, request_body
+from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
+from acemad_utils.agents.transport import CallDeadlineExceeded, Transport
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 from acemad_utils.data.settings import env
 
@@ -60,6 +63,10 @@ DEFAULT_MODEL = "gpt-4o-mini"
 # own max_tokens gets MAX_TOKENS; no reply stores more than MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB).
 TIMEOUT = 60.0
 RETRY_TIME = 180.0
+# Issue 33: TIMEOUT bounds the whole response of one attempt (connect, headers and body, however slowly the
+# endpoint sends: transport.py), RETRY_TIME a call with its retries and backoff, QUESTION_TIME every call of one
+# question (llm_agent.LLMPopulation). A run of 3 rounds makes 6 calls per agent one after another.
+QUESTION_TIME = 1800.0
 MAX_TOKENS = 1024
 MAX_REPLY_BYTES = 16384  # 3x the longest reply max_tokens=1024 allows (~5 KB of text)
 BREAKER_THRESHOLD = 8
@@ -113,9 +120,10 @@ class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
 
     max_concurrency  calls in flight at once, shared by every thread using this client
-    timeout          seconds one attempt may take (default TIMEOUT, or $ACEMAD_CALL_TIMEOUT)
+    timeout          seconds one attempt may take, its whole response however slowly the endpoint sends (default
+                     TIMEOUT, or $ACEMAD_CALL_TIMEOUT); also the longest wait for any one byte
     max_attempts     total attempts per call (1 = no retry)
-    retry_time       seconds after which a call's retries stop, whatever max_attempts says
+    retry_time       seconds within which a call ends, retries and backoff included, whatever max_attempts says
     breaker          consecutive failures of one kind that stop every further call (health.Breaker)
     max_tokens       completion cap of a call that does not set its own
     max_reply_bytes  the most a stored reply keeps (cut with a visible mark, health.cap_reply)
@@ -169,7 +177,8 @@ class LLMClient:
         self.timeout, self.retry_time = timeout, retry_time
         self.max_tokens, self.max_reply_bytes = max_tokens, max_reply_bytes
         self.breaker = Breaker(safe_url(base_url), threshold=breaker)
-        self._sdk = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+        self._sdk = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)  # off the hot path
+        self._http = Transport(base_url, key, timeout=timeout)  # chat completions (transport.py)
         self._sem = threading.BoundedSemaphore(max_concurrency)
         self.max_concurrency = max_concurrency
         self.max_attempts = max_attempts
@@ -185,7 +194,7 @@ class LLMClient:
         self._lock = threading.Lock()  # guards self.mode and the progress counters
         self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (llm_usage.py)
         # attempts in flight (id -> start time), answered, failed, first start: the progress line
-        self._flight, self._answered, self._failed, self._t0 = {}, 0, 0, None
+        self._flight, self._answered, self._failed_n, self._t0 = {}, 0, 0, None
         self._heartbeat = Heartbeat(self._progress_line, lambda: bool(self._flight), interval_from_env())
 
     # ------------------------------------------------------------------ public
@@ -197,57 +206,34 @@ class LLMClient:
         schema: Optional[dict] = None,
         scope: str = "",
         model: Optional[str] = None,
+        deadline: Optional[float] = None,
     ) -> Completion:
         """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of
-        otherwise identical calls (agent, round, repeat, call kind)."""
+        otherwise identical calls (agent, round, repeat, call kind); `deadline` (time.monotonic()) ends the call
+        and its retries, e.g. its question's (LLMAgent). Top-down: the cache, the budget, the retries, the send,
+        each entered once (the send once per attempt)."""
         model = model or self.model
         messages = [dict(m) for m in messages]
         params = config.params()
         params.setdefault("max_tokens", self.max_tokens)  # every call has a completion cap
         self.add_usage(calls=1)
-        if self.cache is None:
-            return self._paid_fetch(model, messages, params, schema)
         # The *requested* format is keyed, not the transport mode, so a warm rerun hits the cache before
         # the mode has been re-detected.
-        key = ResponseCache.key(
-            model=model,
-            kind=self.kind,
-            params=params,
-            messages=messages,
-            fmt=None if schema is None else {"schema": schema},
-            scope=scope,
-        )
-        with self.cache.single_flight(key):  # identical concurrent calls: one request, one stored reply
-            hit = self.cache.get(key)
+        key = None
+        if self.cache is not None:
+            fmt = None if schema is None else {"schema": schema}
+            key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages, fmt=fmt, scope=scope)
+        # identical concurrent calls: one request, one stored reply
+        with self.cache.single_flight(key) if key is not None and self.cache is not None else contextlib.nullcontext():
+            hit = self._cached(key)
             if hit is not None:
-                self.add_usage(cache_hits=1)
-                self.accounting.count_mode(hit.get("mode"))
-                return Completion(
-                    text=cap_reply(hit["text"], self.max_reply_bytes)[0],
-                    mode=hit.get("mode"),
-                    cached=True,
-                    finish_reason=hit.get("finish_reason"),
-                )
+                return hit
             if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
                 mode = self.mode if schema is not None else None
-                self.batch_queue.defer(
-                    self, key, model, self.request_body(model, messages, params, mode, schema=schema), mode=mode
-                )
-            out = self._paid_fetch(model, messages, params, schema)
-            self.cache.put(
-                key,
-                {
-                    "text": out.text,
-                    "mode": out.mode,
-                    "finish_reason": out.finish_reason,
-                    "prompt_tokens": out.prompt_tokens,
-                    "completion_tokens": out.completion_tokens,
-                    "cached_tokens": out.cached_tokens,
-                    **({"free": True} if self.free else {}),  # cache.spent_since: not part of a capped run's spend
-                },
-                model=model,
-                kind=self.kind,
-            )
+                body = self.request_body(model, messages, params, mode, schema=schema)
+                self.batch_queue.defer(self, key, model, body, mode=mode)
+            out = self._within_budget(model, messages, params, schema, deadline)
+            self._store(key, model, out)
             return out
 
     # Accounting (llm_usage.Accounting): kept as client methods, batch.py and callers use them.
@@ -295,10 +281,11 @@ class LLMClient:
         gets a warning, not an error."""
         where = safe_url(self._base_url)
         try:
-            self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list()
+            self._models(timeout)
         except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
-            if isinstance(e, openai.APITimeoutError) and cause in ("ReadTimeout", "WriteTimeout"):
+            slow = isinstance(e, CallDeadlineExceeded) or cause in ("ReadTimeout", "WriteTimeout")
+            if isinstance(e, openai.APITimeoutError) and slow:
                 warnings.warn(
                     f"the model endpoint {where} accepted the connection but did not answer GET /models "
                     f"within {timeout:g} s; continuing (it may be busy)",
@@ -325,53 +312,156 @@ class LLMClient:
         except Exception:  # an answer we cannot parse still proves the server is there
             pass
 
+    def _models(self, timeout: float) -> None:
+        """GET /models with the SDK, ended after `timeout` s however slowly the endpoint sends: the SDK's timeout
+        bounds each gap between bytes only (issue 33), so the call runs in a daemon thread that is let go at
+        the deadline (like a silent server: the preflight warns and the run goes on)."""
+        out: list = []
+
+        def get() -> None:
+            try:
+                self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list()
+                out.append(None)
+            except Exception as e:  # noqa: BLE001 (re-raised in the caller's thread)
+                out.append(e)
+
+        t = threading.Thread(target=get, daemon=True, name="acemad-preflight")
+        t.start()
+        t.join(timeout + 1.0)  # + 1 s: the SDK's own connect or read timeout, when it fires, says more
+        if not out:
+            raise self._http.expired("/models", f"GET /models did not end within {timeout:g} s")
+        if out[0] is not None:
+            raise out[0]
+
     def close(self) -> None:
+        self._http.close()
         self._sdk.close()
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ one call, top-down
     def add_usage(self, **kw: int) -> None:
         self.accounting.add(**kw)
 
-    def _paid_fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
-        return self.accounting.paid_call(
-            self.budget, model, messages, params, fetch=lambda: self._fetch(model, messages, params, schema)
+    def _cached(self, key: Optional[str]) -> Optional[Completion]:
+        """The stored reply of `key`, if any (a cache hit: no budget, no network)."""
+        hit = None if key is None or self.cache is None else self.cache.get(key)
+        if hit is None:
+            return None
+        self.add_usage(cache_hits=1)
+        self.accounting.count_mode(hit.get("mode"))
+        return Completion(
+            text=cap_reply(hit["text"], self.max_reply_bytes)[0],
+            mode=hit.get("mode"),
+            cached=True,
+            finish_reason=hit.get("finish_reason"),
         )
 
-    def _fetch(self, model: str, messages: list, params: dict, schema: Optional[dict]) -> Completion:
-        """The network part of `generate`: retries, structured-output fallback, token accounting."""
-        counter = [0, 0]  # network calls, retries of this call
+    def _store(self, key: Optional[str], model: str, out: Completion) -> None:
+        if key is None or self.cache is None:
+            return
+        value = {
+            "text": out.text,
+            "mode": out.mode,
+            "finish_reason": out.finish_reason,
+            "prompt_tokens": out.prompt_tokens,
+            "completion_tokens": out.completion_tokens,
+            "cached_tokens": out.cached_tokens,
+            **({"free": True} if self.free else {}),  # cache.spent_since: not part of a capped run's spend
+        }
+        self.cache.put(key, value, model=model, kind=self.kind)
+
+    def _within_budget(self, model: str, messages: list, params: dict, schema, deadline) -> Completion:
+        """The MAX_USD hold: reserve the call's most expensive estimate (BudgetExceeded stops here, before
+        anything is sent), then settle its actual cost, or release the hold when the call failed."""
+        if self.budget is None:
+            return self._with_retries(model, messages, params, schema, deadline)
+        held = self.budget.reserve(self.accounting.estimate_cost(model, messages, params), model)
         try:
-            resp, mode = with_mode_fallback(
-                lambda mode: self._with_retries(counter, model, messages, params, mode=mode, schema=schema),
-                current=lambda: self.mode if schema is not None else None,
-                auto=self._auto,
-                downgrade=self._downgrade,
-            )
-        except Exception as e:
-            self.add_usage(failures=1)
-            self.breaker.call_failed(e)
-            if isinstance(e, GarbledResponse) and counter[0] > 1:
-                e.args = (
-                    f"{e.args[0]} ({counter[0]} attempts; a proxy or server that is not an OpenAI-compatible "
-                    "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",
-                )
-            # A server may echo the key in its error body: nothing leaves this module with it (see scrub).
-            scrub(e)
+            out = self._with_retries(model, messages, params, schema, deadline)
+        except BaseException:
+            self.budget.release(held)
             raise
-        choice = resp.choices[0]
-        pt, ct, cached = usage_tokens(resp.usage)
+        self.budget.settle(held, self.accounting.actual_cost(model, messages, out))
+        return out
+
+    def _with_retries(self, model: str, messages: list, params: dict, schema, deadline) -> Completion:
+        """Attempts until one answers, the error is final, max_attempts are used or the call's time is up
+        (retry_time after it started, or the question's deadline); the structured-output fallback (an endpoint
+        that refuses our response_format is asked again one mode lower, with fresh attempts)."""
+        t0 = time.monotonic()
+        stop_at = t0 + self.retry_time if deadline is None else min(t0 + self.retry_time, deadline)
+        attempt = network = retries = 0
+        while True:
+            mode = self.mode if schema is not None else None
+            attempt += 1
+            try:
+                self.breaker.check()  # tripped: no further call is sent (EndpointDown is not retried)
+                network += 1
+                reply = self._send(request_body(model, messages, params, mode, schema=schema), stop_at)
+            except Exception as e:
+                if self._auto and format_rejected(e, mode):
+                    self._downgrade(mode)  # endpoint rejected this response_format: the next mode, new attempts
+                    attempt = 0
+                    continue
+                self.breaker.attempt_failed(e)
+                wait = self._retry_in(e, attempt, mode, stop_at)
+                if wait is None:
+                    self._failed(e, network)
+                    raise
+                retries += 1
+                self.add_usage(retries=1)
+                time.sleep(wait)
+                continue
+            self.breaker.succeeded()
+            return self._completion(model, mode, reply, network=network, retries=retries)
+
+    def _send(self, body: dict, stop_at: float) -> dict:
+        """One attempt: POST while holding a concurrency slot, ended by min(slot + timeout, stop_at) however
+        slowly the endpoint sends (transport.py); the reply checked after the slot is let go."""
+        raw = json.dumps(body).encode()
+        with self._slot(stop_at):
+            status, headers, data = self._http.post(
+                "/chat/completions", raw, deadline=min(time.monotonic() + self.timeout, stop_at)
+            )
+        if not 200 <= status < 300:
+            raise self._http.status_error("/chat/completions", status, headers, data)
+        return parse_reply(data, self._base_url)
+
+    def _retry_in(self, e: Exception, attempt: int, mode: Optional[str], stop_at: float) -> Optional[float]:
+        """Seconds to wait before the next attempt, or None when `e` ends the call: not retryable, attempts used
+        up, or the next attempt could not start before the call's time is up."""
+        if not retryable(e) or format_rejected(e, mode) or attempt >= self.max_attempts:
+            return None
+        if self.breaker.message is not None:  # tripped: the next attempt raises EndpointDown, do not sleep first
+            return 0.0
+        wait = backoff_delay(e, attempt, self.backoff, self.retry_after_max)
+        return wait if time.monotonic() + wait < stop_at else None
+
+    def _failed(self, e: Exception, network: int) -> None:
+        """A call that failed for good: counted, shown to the breaker, its message made useful and key-free."""
+        self.add_usage(failures=1)
+        self.breaker.call_failed(e)
+        if isinstance(e, GarbledResponse) and network > 1:
+            e.args = (
+                f"{e.args[0]} ({network} attempts; a proxy or server that is not an OpenAI-compatible "
+                "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",
+            )
+        scrub(e)  # a server may echo the key in its error body: nothing leaves this module with it
+
+    def _completion(self, model: str, mode: Optional[str], reply: dict, *, network: int, retries: int) -> Completion:
+        choice = reply["choices"][0]
+        pt, ct, cached = usage_tokens(reply.get("usage"))
         self.count_tokens(model, pt, ct, cached)
         self.accounting.count_mode(mode)
-        text, cut = cap_reply(choice.message.content or "", self.max_reply_bytes)
+        text, cut = cap_reply(choice["message"].get("content") or "", self.max_reply_bytes)
         return Completion(
             text=text,
             mode=mode,
             prompt_tokens=pt,
             completion_tokens=ct,
             cached_tokens=cached,
-            network_calls=counter[0],
-            finish_reason="length" if cut else choice.finish_reason,
-            retries=counter[1],
+            network_calls=network,
+            finish_reason="length" if cut else choice.get("finish_reason"),
+            retries=retries,
         )
 
     def _downgrade(self, failed: Optional[str]) -> None:
@@ -379,51 +469,18 @@ class LLMClient:
             if self.mode == failed:  # several threads may fail at once; move down one step only
                 self.mode = next_mode(failed)
 
-    def _wait(self, state) -> float:
-        if self.breaker.message is not None:  # tripped: the next attempt raises EndpointDown, do not sleep first
-            return 0.0
-        return backoff_wait(state, self.backoff, self.retry_after_max)
-
-    def _with_retries(self, counter: list, model, messages, params, *, mode, schema):
-        def retried(_state) -> None:
-            self.add_usage(retries=1)
-            counter[1] += 1
-
-        return retrying(
-            lambda: self._call_once(counter, model, messages, params, mode=mode, schema=schema),
-            max_attempts=self.max_attempts,
-            max_time=self.retry_time,
-            wait=self._wait,
-            mode=mode,
-            on_retry=retried,
-        )
-
-    def _call_once(self, counter: list, model, messages, params, *, mode, schema):
-        self.breaker.check()  # tripped: no further call is sent (EndpointDown is not retried)
-        try:
-            resp = send(
-                self._sdk,
-                request_body(model, messages, params, mode, schema=schema),
-                self._base_url,
-                slot=self._slot(counter),
-            )
-        except Exception as e:
-            self.breaker.attempt_failed(e)
-            raise
-        self.breaker.succeeded()
-        return resp
-
     @contextlib.contextmanager
-    def _slot(self, counter: list):
+    def _slot(self, stop_at: float):
         """The concurrency bound, held for the HTTP call only; each entry is one network call (and is in flight
-        for the progress line until it ends)."""
-        with self._sem:
-            counter[0] += 1
+        for the progress line until it ends). Waiting for a slot ends at stop_at too, like a timeout."""
+        if not self._sem.acquire(timeout=max(0.0, stop_at - time.monotonic())):
+            raise self._http.expired("/chat/completions", "no free slot among the calls in flight before the deadline")
+        try:
             self.add_usage(network_calls=1)
-            token = id(counter) ^ counter[0]
+            token = object()
             with self._lock:
                 self._t0 = self._t0 or time.monotonic()
-                self._flight[token] = time.monotonic()
+                self._flight[id(token)] = time.monotonic()
             self._heartbeat.start()
             ok = False
             try:
@@ -431,16 +488,18 @@ class LLMClient:
                 ok = True
             finally:
                 with self._lock:
-                    self._flight.pop(token, None)
+                    self._flight.pop(id(token), None)
                     self._answered += ok
-                    self._failed += not ok
+                    self._failed_n += not ok
+        finally:
+            self._sem.release()
 
     def _progress_line(self) -> str:
         """done / failed / in flight / elapsed, for the heartbeat (health.Heartbeat)."""
         now = time.monotonic()
         with self._lock:
             flight = sorted(self._flight.values())
-            done, failed, t0 = self._answered, self._failed, self._t0 or now
+            done, failed, t0 = self._answered, self._failed_n, self._t0 or now
         oldest = f" (oldest {now - flight[0]:.0f} s)" if flight else ""
         return (
             f"[calls] {self.model} at {safe_url(self._base_url)}: {done} answered, {failed} failed, "

@@ -30,8 +30,6 @@ import time
 from collections.abc import Callable
 from typing import Optional
 
-import openai
-
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.settings import env
 
@@ -47,6 +45,11 @@ class EndpointDown(RuntimeError):
 
 def fault_kind(exc: BaseException) -> Optional[str]:
     """The kind of endpoint fault an error is, or None when it says nothing about the endpoint's health."""
+    # The SDK is looked up, not imported: an error can only be one of its classes once the client has loaded it,
+    # and the runner, which imports this module, must not cost a synthetic kernel the SDK's ~1 s.
+    openai = sys.modules.get("openai")
+    if openai is None:
+        return None
     if isinstance(exc, openai.APITimeoutError):  # a subclass of APIConnectionError: test it first
         return "timeout"
     if isinstance(exc, openai.APIConnectionError):

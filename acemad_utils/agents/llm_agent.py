@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Sequence
 from typing import Optional
 
@@ -25,7 +26,9 @@ import numpy as np
 
 from acemad_utils.agents.batch import Batcher, BatchQueue
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.client import GenerateConfig, LLMClient
+from acemad_utils.agents.client import QUESTION_TIME, GenerateConfig, LLMClient
+from acemad_utils.agents.pool import act_all
+from acemad_utils.agents.redact import restore_url
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.settings import env
 from acemad_utils.protocol.commit import commit_schema, parse_commit
@@ -49,10 +52,12 @@ class LLMAgent(Agent):
         seed: Optional[int] = 0,
         max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
         calls: str = "two",
+        deadline: Optional[float] = None,
     ):
         if calls not in CALL_MODES:
             raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
         self.calls = calls  # "two": argue then commit (the paper); "single": both in one structured reply
+        self.deadline = deadline  # time.monotonic() by which every call of this agent's question has ended
         self.spec = spec
         self.client = client
         self.seed = seed
@@ -72,7 +77,12 @@ class LLMAgent(Agent):
     def _gen(self, messages, kind: str, turn: Turn, max_tokens, *, schema=None):
         scope = f"{turn.scope}|{kind}"
         return self.client.generate(
-            messages, self.call_config(scope, max_tokens), schema=schema, scope=scope, model=self.spec.model
+            messages,
+            self.call_config(scope, max_tokens),
+            schema=schema,
+            scope=scope,
+            model=self.spec.model,
+            deadline=self.deadline,
         )
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
@@ -170,6 +180,9 @@ class LLMPopulation(Population):
                              are the same, the run identity too. "files": the queue is written to
                              outputs/batch/ as a Batch-API request JSONL and the run stops (batch.py)
     batch_options            passed to batch.Batcher (max_attempts, poll, poll_max, completion_window)
+    question_time            seconds within which every call of one question (one debate, or one run of Single) ends,
+                             retries included; a call still running then fails like a timeout (default QUESTION_TIME,
+                             or $ACEMAD_QUESTION_TIMEOUT; docs/faults.md)
     client_kwargs            passed to every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
     """
 
@@ -190,9 +203,13 @@ class LLMPopulation(Population):
         preflight: bool = True,
         calls_via: Optional[str] = None,
         batch_options: Optional[dict] = None,
+        question_time: Optional[float] = None,
         **client_kwargs,
     ):
         self.model, self.base_url, self._api_key = model, base_url, api_key
+        self.question_time = float(question_time or env("ACEMAD_QUESTION_TIMEOUT") or QUESTION_TIME)
+        if not self.question_time > 0:
+            raise ValueError(f"question_time must be > 0 seconds (ACEMAD_QUESTION_TIMEOUT), got {self.question_time}")
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.seed = seed
         self.max_tokens = (max_tokens[0], max_tokens[1])
@@ -227,7 +244,7 @@ class LLMPopulation(Population):
             if key not in self._clients:
                 client = LLMClient(
                     self.model,
-                    key,
+                    restore_url(key),  # credentials the reproduce driver kept out of the notebook (redact.hide_url)
                     self._api_key if key == self.base_url else None,
                     cache=self.cache,
                     **self.client_kwargs,
@@ -239,14 +256,19 @@ class LLMPopulation(Population):
                 self._clients[key] = client
             return self._clients[key]
 
-    def _agent(self, spec: AgentSpec) -> LLMAgent:
-        return LLMAgent(spec, self.client(spec.base_url), seed=self.seed, max_tokens=self.max_tokens, calls=self.calls)
+    def _agent(self, spec: AgentSpec, deadline: float) -> LLMAgent:
+        client = self.client(spec.base_url)
+        return LLMAgent(spec, client, seed=self.seed, max_tokens=self.max_tokens, calls=self.calls, deadline=deadline)
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
-        return [self._agent(s) for s in specs]
+        deadline = time.monotonic() + self.question_time  # one question's calls, whichever agent makes them
+        return [self._agent(s, deadline) for s in specs]
 
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
-        return self._agent(self.moderator_spec)
+        return self._agent(self.moderator_spec, time.monotonic() + self.question_time)
+
+    def act_all(self, agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
+        return act_all(agents, turns)  # in threads: each agent waits on the endpoint (pool.py)
 
     def usage(self) -> dict:
         """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""

@@ -4,6 +4,9 @@
     redact("Incorrect API key provided: sk-abc123456")   # 'Incorrect API key provided: sk-***'
     raise scrub(exc)                                      # same exception, no key left in it
     safe_url("https://user:pw@host/v1?key=x")             # 'https://host/v1'
+    strip_url_secrets("see http://u:sk-1@h:8/v1?api_key=x&v=2")  # 'see http://h:8/v1?v=2' (redact() does this too)
+    hide_url(url)    # (the URL without userinfo and key-like query values, {that URL: url} to put in the env)
+    restore_url(u)   # the URL hide_url hid, from ACEMAD_URL_SECRETS (in memory only: the kernels' environment)
 
 Keys are read from arguments or the environment and never written anywhere (not to the cache, not to
 describe(), not to error messages we build); `redact(text)` removes key-like strings from text that is about
@@ -15,12 +18,12 @@ exception's str, repr, args, body, response or request (whose Authorization head
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 from typing import Any, Optional
-from urllib.parse import urlparse
-
-import openai
+from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
@@ -32,10 +35,58 @@ def remember_secret(key: str) -> None:
     _SECRETS.add(key)
 
 
+# A URL in free text: scheme://, then anything up to white space or a quote/bracket that ends it.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>\]\[(){}]+")
+#: Query parameters whose value is a credential (case-insensitive, '-' and '_' ignored): the value is dropped.
+_SECRET_QUERY = re.compile(r"(?i)^(api)?(key|token|secret|sig|signature|password|pass|pwd|auth|access|code)\w*$")
+URL_SECRETS_ENV = "ACEMAD_URL_SECRETS"  # {URL as stored: URL with its credentials}, set by the reproduce driver
+
+
+def _strip_one(url: str) -> str:
+    try:
+        u = urlparse(url)
+        netloc = u.netloc.rpartition("@")[2]  # no user:password@
+        query = [(k, v) for k, v in parse_qsl(u.query, keep_blank_values=True)
+                 if not _SECRET_QUERY.match(k.replace("-", "").replace("_", ""))]  # fmt: skip
+        return urlunparse(u._replace(netloc=netloc, query=urlencode(query)))
+    except ValueError:  # not parseable as a URL (a bad port): keep scheme and host-ish part only
+        return url.split("@")[-1].split("?")[0]
+
+
+def strip_url_secrets(text: str) -> str:
+    """`text` with every URL's userinfo (user:password@) and key-like query values (key=, api_key=, token=,
+    sig=, ...) removed: what may be stored of a BASE_URL (locks, meta, notebooks, logs)."""
+    return _URL.sub(lambda m: _strip_one(m.group()), str(text))
+
+
+def hide_url(url: str) -> tuple[str, dict]:
+    """(the URL to store and pass on, {that: url}) when `url` carries credentials, else (url, {})."""
+    stored = strip_url_secrets(url)
+    return stored, ({stored: url} if stored != url else {})
+
+
+def restore_url(url: Optional[str]) -> Optional[str]:
+    """The URL with the credentials hide_url took out (from URL_SECRETS_ENV), or `url` as it is."""
+    if not url:
+        return url
+    try:
+        hidden = json.loads(os.environ.get(URL_SECRETS_ENV) or "{}")
+    except ValueError:
+        return url
+    full = hidden.get(url) if isinstance(hidden, dict) else None
+    if isinstance(full, str):
+        for part in (urlparse(full).password, urlparse(full).username):
+            if part:
+                remember_secret(part)
+        return full
+    return url
+
+
 def redact(text: str) -> str:
     """`text` without API keys: every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens and
-    `Bearer ...` credentials become '***'. Use on anything derived from an error before storing it."""
-    text = str(text)
+    `Bearer ...` credentials become '***', and URLs lose their user:password@ and key-like query values.
+    Use on anything derived from an error before storing it."""
+    text = strip_url_secrets(str(text)) if "://" in str(text) else str(text)
     env = os.environ.get("OPENAI_API_KEY")
     for secret in sorted(_SECRETS | ({env} if env else set()), key=len, reverse=True):
         if len(secret) >= 4:
@@ -68,7 +119,9 @@ def scrub(exc: BaseException) -> BaseException:
         seen.add(id(e))
         try:
             e.args = tuple(_redact_obj(a) for a in e.args)
-            if isinstance(e, openai.APIError):
+            # looked up, not imported: only a loaded SDK raises its errors (the runner imports this module)
+            openai = sys.modules.get("openai")
+            if openai is not None and isinstance(e, openai.APIError):
                 e.message = redact(e.message)
                 for field in ("body", "code", "param", "type"):  # the SDK copies these out of the error body
                     if hasattr(e, field):
@@ -82,7 +135,7 @@ def scrub(exc: BaseException) -> BaseException:
                         text = resp.text
                     except Exception:  # a body that was never read: nothing to show
                         text = ""
-                    e.response = type(resp)(  # type: ignore[attr-defined]  # APIStatusError's, found by getattr
+                    e.response = type(resp)(  # APIStatusError's, found by getattr
                         resp.status_code,
                         headers=[(k, redact(v)) for k, v in resp.headers.items() if k.lower() != "set-cookie"],
                         content=redact(text).encode(),

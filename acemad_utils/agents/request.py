@@ -1,16 +1,15 @@
 """One chat-completion request and the check of its reply: no retries, no fallback, no counting.
 
-    from acemad_utils.agents.request import GenerateConfig, request_body, send
+    from acemad_utils.agents.request import GenerateConfig, parse_reply, request_body
     body = request_body("gpt-4o-mini", messages, GenerateConfig(seed=0).params(), "json_schema", schema)
-    resp = send(sdk, body, where="http://127.0.0.1:8080/v1")  # a ChatCompletion, or GarbledResponse
-    resp = send(sdk, body, where, slot=semaphore)             # the HTTP call only while holding `slot`
+    reply = parse_reply(raw_bytes, where="http://127.0.0.1:8080/v1")  # the completion's JSON, or GarbledResponse
 
 Structured output (`schema=`) is asked for in one of MODES, best first: OpenAI's `json_schema` (strict),
 llama.cpp's `{"type": "json_object", "schema": ...}` (it turns the schema into a grammar), or plain text (the
 caller parses). Which mode an endpoint takes is llm_retry's business.
 
 A 200 whose body is not a usable completion (garbage, truncated JSON, an HTML page from a proxy, no
-choices) is a garbled body: `send` raises GarbledResponse, which the client retries like a 5xx (a proxy's
+choices) is a garbled body: `parse_reply` raises GarbledResponse, which the client retries like a 5xx (a proxy's
 error page during a restart is transient), so it is never returned as text. The message says what the
 endpoint sent instead (its first 200 characters, redacted).
 """
@@ -18,11 +17,8 @@ endpoint sent instead (its first 200 characters, redacted).
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
-
-from openai.types.chat import ChatCompletion
 
 from acemad_utils.agents.redact import preview, safe_url
 
@@ -59,36 +55,33 @@ def request_body(model: str, messages: list, params: dict, mode: Optional[str], 
     return kw
 
 
-def send(sdk, body: dict, where: Optional[str], slot: AbstractContextManager = nullcontext()) -> ChatCompletion:
-    """POST one body while holding `slot` (the client's concurrency bound); the reply if it is a usable
-    completion, else GarbledResponse naming `where` (a base URL). The reply is checked after `slot` is let go."""
+def parse_reply(data: bytes, where: Optional[str]) -> dict:
+    """The JSON of a 2xx chat-completion body if it is a usable completion (a list of choices whose first has a
+    message), else GarbledResponse naming `where` (a base URL) and quoting what was sent instead."""
     try:
-        with slot:
-            # client.post is the SDK's documented call for a raw request: same auth, errors, timeouts and
-            # parsing into ChatCompletion as chat.completions.create, minus its re-walk of the whole body
-            # against the request TypedDicts (~0.6 ms of CPU per call with a JSON schema; bench/throughput.py).
-            resp = sdk.post("/chat/completions", body=body, cast_to=ChatCompletion)
-    except json.JSONDecodeError as e:  # a JSON content type over a body that is not JSON (or is cut short)
-        raise GarbledResponse(_garbled(where, "whose body is not JSON", preview(e.doc))) from None
-    # The SDK hands back whatever a 2xx body held (a str for an HTML page, a list, a completion without
-    # choices): anything but a usable completion is a garbled body, retried, never returned.
-    choices = getattr(resp, "choices", None)
-    if isinstance(resp, (str, bytes)):
-        raise GarbledResponse(_garbled(where, "whose body is not JSON", preview(resp)))
-    if not isinstance(resp, ChatCompletion) or not isinstance(choices, list):
-        shown = (
-            resp.model_dump_json(exclude_unset=True)
-            if isinstance(resp, ChatCompletion)
-            else json.dumps(resp, default=str)
-        )
+        reply = json.loads(data)
+    except ValueError:  # not JSON (an HTML page from a proxy), or cut short
+        raise GarbledResponse(_garbled(where, "whose body is not JSON", preview(data))) from None
+    if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
+        shown = _shown(reply) if isinstance(reply, dict) else json.dumps(reply, default=str)
         raise GarbledResponse(_garbled(where, "whose JSON body is not a chat completion", preview(shown)))
+    choices = reply["choices"]
     if not choices:
-        raise GarbledResponse(_garbled(where, "with no choices", preview(resp.model_dump_json(exclude_unset=True))))
-    if getattr(choices[0], "message", None) is None:
-        raise GarbledResponse(
-            _garbled(where, "whose first choice has no message", preview(resp.model_dump_json(exclude_unset=True)))
-        )
-    return resp
+        raise GarbledResponse(_garbled(where, "with no choices", preview(_shown(reply))))
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+        raise GarbledResponse(_garbled(where, "whose first choice has no message", preview(_shown(reply))))
+    return reply
+
+
+# The order the SDK's ChatCompletion prints its fields in: a quoted body reads as it always has.
+_FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
+
+
+def _shown(reply: dict) -> str:
+    ordered = {k: reply[k] for k in _FIELDS if k in reply} | {k: v for k, v in reply.items() if k not in _FIELDS}
+    return json.dumps(ordered, separators=(",", ":"), default=str)
 
 
 def _garbled(where: Optional[str], what: str, shown: str) -> str:

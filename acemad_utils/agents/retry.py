@@ -1,16 +1,15 @@
-"""When the LLM client tries a call again, and in which structured-output mode: the policy, not the request.
+"""When the LLM client tries a call again, and in which structured-output mode: the policy, not the loop.
 
-    from acemad_utils.agents.retry import retrying, with_mode_fallback, backoff_wait
-    resp = retrying(lambda: send(...), max_attempts=6, wait=lambda s: backoff_wait(s, (1.0, 60.0), 120.0),
-                    mode="json_schema", on_retry=lambda state: None)
-    resp, mode = with_mode_fallback(lambda mode: ..., current=lambda: client.mode, auto=True,
-                                    downgrade=client._downgrade)
+    from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
+    retryable(exc)                         # 429, 408, 409, 5xx, timeouts, dropped connections, garbled bodies
+    format_rejected(exc, "json_schema")    # the endpoint refused our response_format: ask one mode lower
+    backoff_delay(exc, attempt, (1.0, 60.0), 120.0)   # Retry-After (capped), else jittered exponential
 
-Only one retry layer: the SDK's retries are off (max_retries=0) and tenacity retries rate limits (honouring
-Retry-After, up to retry_after_max), timeouts, connection errors, garbled bodies and 5xx with exponential
-backoff + jitter, a bounded number of times.
+The loop itself is LLMClient._with_retries (client.py), read top-down with the rest of a call. Why not tenacity
+any more: its callbacks (wait, before_sleep, the attempt) made one call enter client.py 9 times (issue 31), and the
+loop is a dozen lines. Only one retry layer: the SDK is not on the hot path and its own retries are off.
 
-Mode fallback (llm_request.MODES, best first): an endpoint that refuses our response_format (a 400/422, or
+Mode fallback (request.MODES, best first): an endpoint that refuses our response_format (a 400/422, or
 any error naming response_format: llama-cpp-python answers with a 500) is asked again one mode lower. Such a
 refusal is never retried in the same mode. The client detects the mode once and remembers it.
 """
@@ -19,16 +18,13 @@ from __future__ import annotations
 
 import email.utils
 import json
+import random
 import time
-from collections.abc import Callable
-from typing import Any, Optional, TypeVar
+from typing import Optional
 
 import openai
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
 from acemad_utils.agents.request import MODES, GarbledResponse
-
-T = TypeVar("T")
 
 
 def retryable(exc: BaseException) -> bool:
@@ -69,55 +65,18 @@ def retry_after(exc: Optional[BaseException]) -> Optional[float]:
         return None
 
 
-def backoff_wait(state, backoff: tuple[float, float], retry_after_max: float) -> float:
-    """Seconds to wait before the next attempt: the server's Retry-After (capped), else jittered exponential."""
-    ra = retry_after(state.outcome.exception() if state.outcome else None)
+def backoff_delay(
+    exc: Optional[BaseException], attempt: int, backoff: tuple[float, float], retry_after_max: float
+) -> float:
+    """Seconds to wait after failed attempt number `attempt` (1-based): the server's Retry-After (capped at
+    retry_after_max), else a jittered exponential, uniform in [0, min(backoff max, base * 2 ** (attempt - 1))]
+    ("full jitter", what tenacity's wait_random_exponential drew before)."""
+    ra = retry_after(exc)
     if ra is not None:
         return min(ra, retry_after_max)
-    return wait_random_exponential(multiplier=backoff[0], max=backoff[1])(state)
-
-
-def retrying(
-    call: Callable[[], T],
-    *,
-    max_attempts: int,
-    wait: Callable,
-    mode: Optional[str],
-    on_retry: Callable,
-    max_time: Optional[float] = None,
-) -> T:
-    """call() until it succeeds, fails for good, max_attempts are used or max_time seconds have passed since
-    the first attempt (the last error is raised): a call's retries are bounded in time as well as in number."""
-    stop: Any = stop_after_attempt(max_attempts)
-    if max_time is not None:
-        stop = stop | stop_after_delay(max_time)
-    policy = Retrying(
-        stop=stop,
-        wait=wait,
-        retry=retry_if_exception(lambda e: retryable(e) and not format_rejected(e, mode)),
-        reraise=True,
-        before_sleep=on_retry,
-    )
-    return policy(call)
+    return random.uniform(0, min(backoff[1], backoff[0] * 2 ** (attempt - 1)))
 
 
 def next_mode(failed: str) -> str:
     """The mode to try after the endpoint refused `failed`."""
     return MODES[MODES.index(failed) + 1]
-
-
-def with_mode_fallback(
-    attempt: Callable[[Optional[str]], T],
-    current: Callable[[], Optional[str]],
-    auto: bool,
-    downgrade: Callable[[Optional[str]], None],
-) -> tuple[T, Optional[str]]:
-    """(attempt(mode), mode): on a refused response_format (auto detection only) downgrade and ask again."""
-    while True:
-        mode = current()
-        try:
-            return attempt(mode), mode
-        except openai.APIStatusError as e:
-            if not (auto and format_rejected(e, mode)):
-                raise
-            downgrade(mode)  # endpoint rejected this response_format: try the next mode

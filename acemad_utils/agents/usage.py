@@ -9,14 +9,15 @@
 Token counters count tokens actually sent over the network; cache hits cost nothing. Prompt tokens the
 endpoint served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`) are counted as
 `cached_tokens` and priced at the cached-input rate (prices.py). With a budget (MAX_USD, budget.py) every
-cache miss reserves its estimated cost before it is sent and may be refused (BudgetExceeded): `paid_call`.
+cache miss reserves its estimated cost before it is sent and may be refused (BudgetExceeded), then settles
+`actual_cost` (client.LLMClient._within_budget).
 The counter names are schema.py's (USAGE_KEYS, CALL_KEYS).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -144,22 +145,9 @@ class Accounting:
         out["tokens_by_model"] = tbm
         return out
 
-    def paid_call(
-        self, budget, model: str, messages: list, params: dict, *, fetch: Callable[[], Completion]
-    ) -> Completion:
-        """fetch() under MAX_USD: reserve the estimate (BudgetExceeded stops here, before anything is sent),
-        then count the call's actual cost."""
-        if budget is None:
-            return fetch()
-        held = budget.reserve(self.estimate_cost(model, messages, params), model)
-        try:
-            out = fetch()
-        except BaseException:
-            budget.release(held)
-            raise
+    def actual_cost(self, model: str, messages: list, out: Completion) -> Optional[float]:
+        """USD a finished call cost: its reported usage, or when the endpoint reported none, the modelled tokens
+        of what was sent and received (what MAX_USD settles, budget.py)."""
         if out.prompt_tokens or out.completion_tokens:
-            actual = self.call_cost(model, out.prompt_tokens, out.completion_tokens, out.cached_tokens)
-        else:  # no usage reported: the modelled tokens of what was sent and received
-            actual = self.call_cost(model, _model_prompt_tokens(messages), _model_tokens(out.text))
-        budget.settle(held, actual)
-        return out
+            return self.call_cost(model, out.prompt_tokens, out.completion_tokens, out.cached_tokens)
+        return self.call_cost(model, _model_prompt_tokens(messages), _model_tokens(out.text))

@@ -78,7 +78,7 @@ class ModelClient:
         self._stats = {**zero_usage(), "network_calls": 0}  # the counter keys of schema.py, as LLMClient.stats()
         self.by_model: dict[str, list[int]] = {}  # model -> [network calls, prompt, completion]
 
-    def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None):
+    def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
 
         model = model or self.model
         params = (config or GenerateConfig()).params()

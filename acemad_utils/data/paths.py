@@ -112,9 +112,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be shared
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:  # a full disk (ENOSPC), Ctrl-C: no half-written temp file stays behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

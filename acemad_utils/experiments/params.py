@@ -48,7 +48,7 @@ MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = 
 )
 KINDS = ("str", "int", "float", "bool", "list[str]", "list[int]", "list[float]", "models")
 ENTRY_KEYS = ("table", "paper_model", "model", "base_url")  # an OTHER_MODELS entry, in this order
-SETUP = ("01", "02", "03", "04", "05", "06", "07", "09")  # the notebooks that build a Setup (start(globals()))
+SETUP = ("01", "02", "03", "04", "05", "06", "07", "09")  # the notebooks that build a Setup (notebook.start)
 NOTEBOOKS = (
     "00_theory",
     "01_subset_construction",

@@ -2,7 +2,7 @@
 
     from acemad_utils.experiments import registry as R
     X = R.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
-    res = S.run(X, N_MAX)              # a RunResult (Setup.run of a Run): meta, records = res also works
+    res = S.run(X, n_max=N_MAX)        # a RunResult (Setup.run of a Run): meta, records = res also works
     res.pick("acemad", rounds=3)       # the records of the one config run with these fields (else a ValueError
     res.config("centralized").label    # naming what was run)
     X.name, X.configs, X["baselines"], X["control"], X["acemad"], X.labels("acemad")
@@ -98,7 +98,7 @@ class RunResult:
     """What one Setup.run of a registry Run returns: the run's definition, its meta and records. Notebooks ask it
     for what they show instead of rebuilding labels; `meta, records = result` still unpacks.
 
-        res = S.run(R.main_results(ROUNDS, ETA, SEED), N_MAX)
+        res = S.run(R.main_results(ROUNDS, ETA, SEED), n_max=N_MAX)
         res.pick("acemad", rounds=3)            # records of AceMAD (T=3); a ValueError naming the run's configs
         res.label("decentralized", roster="acemad")   # 'Decentralized MAD (AceMAD roster)'
         res.labels("baselines")                 # every label of a group, in run order

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils.agents.redact import redact
+from acemad_utils.agents.redact import redact, strip_url_secrets
 from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
-from acemad_utils.data.transcripts import COMPRESSED, gc_paused, record_lines
+from acemad_utils.data.transcripts import COMPRESSED, SALVAGED, commitments, gc_paused, read_meta, record_lines
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.records import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
@@ -127,13 +127,24 @@ class Appender:
 
 def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
     """The ok records already saved for a run (compressed file, then appended lines; the latest line of a key
-    wins): {record_key: (record, its line)}."""
+    wins): {record_key: (record, its line)}. A damaged compressed file gives what can be read of it (one
+    warning line): the run recomputes the rest and writes the file whole again when it completes."""
     with gc_paused():
         return {
             record_key(rec): (rec, line.decode("utf-8"))
-            for rec, line in record_lines(path)
+            for rec, line in record_lines(path, salvage=True)
             if is_record(rec) and rec.get("status") == "ok"
         }
+
+
+def remove_stale_temp_files(d: Path) -> list[Path]:
+    """Remove the temp files (atomic_write's '<name>.<random>.tmp') a killed process left in run folder `d`
+    (a SIGKILL during compression left a 2 MB transcripts.jsonl.gz.*.tmp for good). Only call it while holding
+    the run's lock: then no other process is writing one."""
+    gone = [p for p in d.glob("*.tmp") if p.is_file() and p.name.startswith((COMPRESSED + ".", "meta.json."))]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone
 
 
 def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
@@ -187,6 +198,7 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
     out["missing"] = out["expected"] - out["records"]
     for k in RECORD_USAGE_KEYS:
         out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
+    out["commitments"] = sum(commitments(r) for r in records if r.get("status") == "ok")  # parse_failures' base
     out["correct"] = float(
         sum(
             float(r["final"]["correct"])
@@ -236,7 +248,9 @@ def order_keys(questions, configs, repeats) -> list[tuple]:
 
 
 def write_meta(path: Path, meta: dict) -> None:
-    atomic_write(path, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    """meta.json, whole; no URL in it keeps its credentials (an AgentSpec's base_url set by hand in a notebook
+    with user:password@ or ?api_key=: the config hash is the config's, only the stored text is cleaned)."""
+    atomic_write(path, strip_url_secrets(json.dumps(meta, indent=2, sort_keys=True, default=str)) + "\n")
 
 
 def check_resumable(d: Path, meta: dict) -> None:
@@ -244,14 +258,14 @@ def check_resumable(d: Path, meta: dict) -> None:
     meta_path = d / "meta.json"
     if not meta_path.exists():
         return
-    old = json.loads(meta_path.read_text())
+    old = read_meta(meta_path, need=("methods", "data_hash", "population"))  # DamagedFile: delete it alone
     for field, a, b in (
         ("data_hash", old.get("data_hash"), meta["data_hash"]),
         ("population", identity(old.get("population")), identity(meta["population"])),
     ):
         if a != b:
             raise ValueError(
-                f"{d} holds a run with a different {field}: saved {who(old, field, a)}, this run "
+                f"{d} holds a run with a different {field}: saved {who(old, field, str(a))}, this run "
                 f"{who(meta, field, b)}; resuming would mix results. Delete {d} or choose another experiment name."
             )
 
@@ -267,10 +281,11 @@ def write_canonical(path: Path, done: dict, keys: list[tuple]) -> list[dict]:
     ours = sorted((k for k in done if k in order), key=order.__getitem__)
     final = ours + [k for k in done if k not in order]  # `done` holds every ok record of the file
     gz = path.with_name(COMPRESSED)
-    if path.exists() or not gz.exists() or list(done) != final:
+    if path.exists() or not gz.exists() or list(done) != final or gz.resolve() in SALVAGED:
         body = "".join(done[k][1] + "\n" for k in final).encode("utf-8")
         # mtime=0: the same records give the same bytes. Level 4, not 1 or 6: on notebook 06's run (110 MB of lines)
         # level 1 gives 18.9 MB in 0.36 s, level 4 16.6 MB in 0.64 s, level 6 15.5 MB in 1.15 s (bench/README.md)
         atomic_write_bytes(gz, gzip.compress(body, compresslevel=COMPRESS_LEVEL, mtime=0))
         path.unlink(missing_ok=True)
+        SALVAGED.discard(gz.resolve())
     return [done[k][0] for k in ours]

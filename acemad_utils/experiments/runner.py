@@ -33,7 +33,7 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
-import json
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -50,11 +50,12 @@ from tqdm.auto import tqdm
 from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
+from acemad_utils.agents.locks import run_lock
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import outputs_root, progress_bars
 from acemad_utils.data.settings import env
-from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir, write_questions
+from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, read_meta, run_dir, write_questions
 from acemad_utils.experiments.run_files import (
     Appender,
     check_resumable,
@@ -64,6 +65,7 @@ from acemad_utils.experiments.run_files import (
     order_keys,
     read_done,
     record_key,
+    remove_stale_temp_files,
     summarize,
     usage_delta,
     with_usage_keys,
@@ -188,11 +190,12 @@ def _open_run(name, questions, configs, population, *, repeats, workers, profile
     d = run_dir(name)
     meta = _run_meta(name, questions, configs, population, repeats=repeats, profile=profile, extra=extra_meta)
     check_resumable(d, meta)
+    remove_stale_temp_files(d)  # left by a process killed mid-write (we hold the run's lock: no writer is alive)
+    cut_torn_tail(d / TRANSCRIPTS)
+    done = read_done(d / TRANSCRIPTS)  # before meta.json is rewritten: a damaged file leaves the old summary
     write_meta(d / "meta.json", meta)
     write_questions(d, questions)  # the viewer shows each question's text and options above its debate
     usage_before = population.usage() if callable(getattr(population, "usage", None)) else None
-    cut_torn_tail(d / TRANSCRIPTS)
-    done = read_done(d / TRANSCRIPTS)
     todo = [(q, c, r) for c in configs for q in questions for r in range(repeats) if (q.id, c.hash, r) not in done]
     return _Run(name, questions, configs, population, repeats, workers, progress, meta, d, done, todo, usage_before)
 
@@ -346,9 +349,24 @@ def processes_for(run: _Run) -> int:
     return max(1, min(n, len(run.todo) // (2 * CHUNK)))
 
 
-def _ignore_sigint() -> None:
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this worker when the process that forked it dies (issue 33: after a SIGKILLed
+    driver the workers, ~150 MB each, stayed for about a minute). A parent already gone before the request
+    took effect is caught by the pid check."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
     # A terminal's Ctrl-C reaches the whole process group: the parent alone decides how the run stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
 
 
 def _answer_span(span: tuple[int, int]) -> list[Optional[str]]:
@@ -368,7 +386,7 @@ def _run_in_processes(run: _Run, n: int) -> None:
     spans = [(i, min(i + CHUNK, len(run.todo))) for i in range(0, len(run.todo), CHUNK)]
     _FORKED = run
     try:
-        pool = multiprocessing.get_context("fork").Pool(n, initializer=_ignore_sigint)
+        pool = multiprocessing.get_context("fork").Pool(n, initializer=_worker_init, initargs=(os.getpid(),))
     finally:
         _FORKED = None  # the workers have their copy; the parent keeps no reference for later forks
     try:
@@ -480,6 +498,13 @@ def _end_complete(run: _Run) -> None:
 
 
 def _run(name, questions, configs, population, **kw) -> _Run:
+    """Everything run_experiment does, under the run's lock (agents/locks.py: a notebook run by hand while the
+    reproduce driver runs the same profile refuses with one line instead of paying for the calls twice)."""
+    with run_lock(name, llm=not population.synthetic):
+        return _run_locked(name, questions, configs, population, **kw)
+
+
+def _run_locked(name, questions, configs, population, **kw) -> _Run:
     """Everything run_experiment does; returns the finished run's state (kw: run_experiment's keywords)."""
     run = _open_run(name, questions, configs, population, **kw)
     run.bar = tqdm(
@@ -541,7 +566,7 @@ def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[Deb
     order = {k: i for i, k in enumerate(keys)}
     final = sorted((k for k in run.done if k in order), key=order.__getitem__)
     final += [k for k in run.done if k not in order]  # write_canonical's order: the file's
-    meta = json.loads((run.dir / "meta.json").read_text())
+    meta = read_meta(run.dir / "meta.json")
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     records = []
     with gc_paused():

@@ -26,7 +26,8 @@ Smoke mode (ACEMAD_SMOKE=1: nbval, CI) caps the item counts per backend (SMOKE),
 with the synthetic population takes minutes with a real model on 2 CPU cores. The cap is applied here (items
 read, questions per run, full-test-set questions), so a notebook runs the same code in both modes.
 
-A notebook's setup cell is one call (acemad_utils.notebook.start), which builds Setup.from_params(globals()).
+A notebook's setup cell is one call, acemad_utils.notebook.start("02_baselines", PROFILE=PROFILE, ...), which names
+every Setup parameter of the notebook and builds Setup.from_params from them.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.local_server import default_gguf, serve
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, make_items
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
@@ -133,6 +132,11 @@ class Setup:
                 return VectorSimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
             params = SimParams(**SIM_STANDINS.get(model, {}))
             return VectorSimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
+
+        # Imported here, not at module top: the LLM client pulls in the openai SDK (~1 s), which a synthetic
+        # profile's kernel never uses (issue 34, light kernels).
+        from acemad_utils.agents.llm_agent import LLMPopulation
+        from acemad_utils.agents.local_server import default_gguf, serve
 
         cache = outputs("cache") / "llm.sqlite"
         if self.backend == "local":

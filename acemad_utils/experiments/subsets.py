@@ -55,11 +55,11 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.agents.health import EndpointDown
-from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
+from acemad_utils.data.damaged import damaged, read_json
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import RunInterrupted
@@ -315,8 +315,45 @@ def incomplete(benchmark: str, model_slug: str) -> bool:
     path = subsets_root() / model_slug / "meta.json"
     if not path.exists():
         return False
-    entry = json.loads(path.read_text()).get("benchmarks", {}).get(benchmark) or {}
+    entry = _meta(path).get("benchmarks", {}).get(benchmark) or {}
     return bool(entry.get("n_failed"))
+
+
+def _subset_fix(path: Path) -> str:
+    return (
+        f"delete it (rm {path}) and rerun: the subset is built again from its saved run (records and model "
+        "replies are kept, nothing is paid twice)"
+    )
+
+
+def _meta(path: Path) -> dict:
+    """The subsets' meta.json of a model (DamagedFile naming it and the fix)."""
+    meta = read_json(path, fix=_subset_fix(path))
+    if not isinstance(meta.get("benchmarks", {}), dict):
+        raise damaged(path, "its 'benchmarks' is not a mapping", _subset_fix(path))
+    return meta
+
+
+def _subset_lines(path: Path, benchmark: str, model_slug: str) -> list[dict]:
+    """The items of a subset file, checked: every line a JSON item with an id and a content hash, and as many
+    as meta.json says were kept (a file cut at a line boundary once loaded 200 items where meta said 331)."""
+    items = []
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            item = None
+        if not isinstance(item, dict) or not {"id", "content_hash"} <= set(item):
+            raise damaged(path, f"line {n} is not a whole subset item", _subset_fix(path))
+        items.append(item)
+    meta_path = path.parent / "meta.json"
+    entry = (_meta(meta_path).get("benchmarks", {}).get(benchmark) or {}) if meta_path.exists() else {}
+    kept = entry.get("n_kept") if isinstance(entry, dict) else None
+    if isinstance(kept, int) and kept != len(items):
+        raise damaged(path, f"{len(items)} items where {meta_path.name} says {kept} were kept", _subset_fix(path))
+    return items
 
 
 def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
@@ -326,7 +363,7 @@ def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Qu
         raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
     if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
         raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
-    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    lines = _subset_lines(path, benchmark, model_slug)
     pool = {q.id: q for q in (questions if questions is not None else D.load(benchmark))}
     out = []
     for item in lines:
@@ -358,7 +395,7 @@ def subset_table(model_slug: str):
             "uniform_reference": m["uniform_reference"],
             "synthetic": m["synthetic"],
         }
-        for b, m in sorted(json.loads(path.read_text())["benchmarks"].items())
+        for b, m in sorted(_meta(path)["benchmarks"].items())
     ]
     return pd.DataFrame(rows).set_index("benchmark")
 
@@ -372,6 +409,10 @@ def _population(args) -> tuple[Population, str]:
             "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
             "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
         )
+    # Imported here, not at module top: the client pulls in the openai SDK (~1 s), which a synthetic profile's
+    # kernel (it imports this module through experiments.setup) never uses (issue 34, light kernels).
+    from acemad_utils.agents.llm_agent import LLMPopulation
+
     try:
         pop = LLMPopulation(
             model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed

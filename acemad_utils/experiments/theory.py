@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -26,7 +25,7 @@ from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments.runner import run_experiment
-from acemad_utils.protocol.config import ETA, ROUNDS, DebateConfig
+from acemad_utils.protocol.config import ETA, N_AGENTS, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 
@@ -103,6 +102,10 @@ def martingale(profile: str = "default"):
         f = _ci_frame(bt - bt[:, :1], range(1, bt.shape[1] + 1), label)
         f["level"] = bt.mean(axis=0)
         frames.append(f)
+    # pyplot where a figure is drawn, not at module top: experiments.params imports this module, and every
+    # notebook kernel would pay for pyplot (issue 34, light kernels)
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 4))
     for f in frames:
         _band(ax, f)
@@ -129,6 +132,8 @@ def score_separation(profile: str = "default"):
         m, lo, hi = bootstrap_ci(per_q)
         rows.append({"group": g, "round": t, "mean": m, "lo": lo, "hi": hi, "n_questions": len(per_q)})
     table = pd.DataFrame(rows)
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(7, 4))
     for g, sub in table.groupby("group"):
         _band(ax, sub.rename(columns={"round": "x"}).assign(series=g))
@@ -153,7 +158,7 @@ def _holder_right(arr) -> np.ndarray:
 SUBSETS = ("all items", "truth-holder right in round 1")
 
 
-def drift_split(arr, eta: float = 2.0) -> pd.DataFrame:
+def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
     """Panel (c)'s drift p_w^(T) - p_w^(0) split, per subset, into the part with uniform weights (eta = 0: the
     stubborn truth-holders pulling the mean, plus the selection of items where one starts right) and the part
     the weights add (eta minus eta = 0, paired per question), with the total at eta; 95% CIs from one joint
@@ -171,7 +176,7 @@ def drift_split(arr, eta: float = 2.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = 2.0):
+def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = ETA):
     """(c) Theorem (submartingale): the weighted belief in the truth under MWU, eta = 0 (uniform weights) beside
     `eta`, the drift against eta, and the drift split into what uniform weights already give and what the
     weights add. Returns (figure, drift by eta and subset, the split at `eta`)."""
@@ -187,6 +192,8 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *
             m, lo, hi = bootstrap_ci(pw[mask, -1] - pw[mask, 0])
             drift.append({"eta": e, "subset": subset, "mean": m, "lo": lo, "hi": hi, "n_questions": int(mask.sum())})
     drift, split = pd.DataFrame(drift), drift_split(arr, eta)
+    import matplotlib.pyplot as plt  # here, not at the top: a kernel that draws no figure never loads matplotlib
+
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     _submartingale_panels(axes, lines, drift, split)
     fig.suptitle(f"(c) Drift of the weighted belief in the truth: uniform weights beside eta = {eta:g} [{SYNTH}]")
@@ -251,12 +258,15 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
 
 
 def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
-    """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
+    """Heatmaps: (left) eta x crowd calibration at the paper's N, T=rounds; (right) N x T at calibration 0, eta."""
+    import matplotlib.pyplot as plt  # here: a kernel that draws no figure never loads matplotlib
+
     # 11 in wide with 8.5-pt cell numbers: legible once shrunk to notebook width (figures.too_small)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), layout="constrained")  # keeps each y label off its neighbour
+    at_n = table[table.N == N_AGENTS]  # the paper's N
     views = (
-        (table[(table.N == 5) & (table["T"] == rounds)], "crowd_calibration", "eta", f"N=5, T={rounds}"),
-        (table[(table.N == 5) & (table.eta == eta)], "crowd_calibration", "T", f"N=5, eta={eta:g}"),
+        (at_n[at_n["T"] == rounds], "crowd_calibration", "eta", f"N={N_AGENTS}, T={rounds}"),
+        (at_n[at_n.eta == eta], "crowd_calibration", "T", f"N={N_AGENTS}, eta={eta:g}"),
         (table[(table.crowd_calibration == 0.0) & (table.eta == eta)], "N", "T", f"false-consensus crowd, eta={eta:g}"),
     )
     for ax, (sub, rows, cols, title) in zip(axes, views):

@@ -115,22 +115,28 @@ def score_forecast(Q, X, rule: str = "brier") -> np.ndarray:
     raise ValueError(f"scoring_rule must be one of {SCORING_RULES}, got {rule!r}")
 
 
-def peer_scores(Q, P, rule: str = "brier", valid=None) -> np.ndarray:
+def peer_scores(Q, P, rule: str = "brier", valid=None, *, forecast_valid=None) -> np.ndarray:
     """S_i = score(q_i, mean_{j != i} p_j) for every agent; shape P.shape[:-1].
 
     Agents with no (valid) peer score 0. With `valid`, an invalid agent (e.g. a commitment that could not
     be parsed) is left out of its peers' averages and gets the worst valid score of its row: it can
-    never gain influence by failing.
+    never gain influence by failing. `forecast_valid` marks peer predictions q that parsed: an agent whose
+    belief parsed but whose forecast did not (after the repair call) still counts in its peers' averages, and
+    its own score is the worst score of the row among agents whose belief and forecast both parsed (the
+    "worst forecast of the round" rule, docs/faults.md). With the lowest score of its row its weight after
+    normalization cannot rise: w_i e^(eta S_i) / sum_j w_j e^(eta S_j) <= w_i when S_i <= S_j for every j.
     """
     P = np.asarray(P, dtype=float)
     X = peer_mean(P, valid)
     S = np.where(np.isnan(X).any(axis=-1), 0.0, score_forecast(Q, np.nan_to_num(X), rule))
-    if valid is None:
+    if valid is None and forecast_valid is None:
         return S
-    valid = np.asarray(valid, dtype=bool)
-    worst = np.where(valid, S, np.inf).min(axis=-1, keepdims=True)
+    scored = np.ones(S.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    if forecast_valid is not None:
+        scored = scored & np.asarray(forecast_valid, dtype=bool)
+    worst = np.where(scored, S, np.inf).min(axis=-1, keepdims=True)
     worst = np.where(np.isfinite(worst), worst, 0.0)
-    return np.where(valid, S, worst)
+    return np.where(scored, S, worst)
 
 
 def self_belief_scores(P) -> np.ndarray:
@@ -138,13 +144,16 @@ def self_belief_scores(P) -> np.ndarray:
     return np.asarray(P, dtype=float).max(axis=-1)
 
 
-def round_scores(P, Q=None, weighting: str = "peer_prediction", rule: str = "brier", *, valid=None) -> np.ndarray:
-    """Per-agent scores for the chosen weighting (the paper's full protocol and its two ablations)."""
+def round_scores(
+    P, Q=None, weighting: str = "peer_prediction", rule: str = "brier", *, valid=None, forecast_valid=None
+) -> np.ndarray:
+    """Per-agent scores for the chosen weighting (the paper's full protocol and its two ablations);
+    `forecast_valid`: see peer_scores."""
     P = np.asarray(P, dtype=float)
     if weighting == "peer_prediction":
         if Q is None:
             raise ValueError("weighting='peer_prediction' needs peer predictions q")
-        return peer_scores(Q, P, rule, valid)
+        return peer_scores(Q, P, rule, valid, forecast_valid=forecast_valid)
     if weighting == "self_belief":
         S = self_belief_scores(P)
         return S if valid is None else np.where(np.asarray(valid, dtype=bool), S, 0.0)
@@ -211,13 +220,20 @@ def weighted_scores(P, w, exponent: float = WEIGHT_EXPONENT) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- AceMAD's decision
 def acemad_weights(
-    P, Q=None, valid=None, eta: float = ETA, *, rule: str = "brier", weighting: str = "peer_prediction"
+    P,
+    Q=None,
+    valid=None,
+    eta: float = ETA,
+    *,
+    rule: str = "brier",
+    weighting: str = "peer_prediction",
+    forecast_valid=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1's per-round scores S and weights W, both (..., T, N), for commitments P, Q of (..., T, N, K).
 
     W[..., t-1, :] are the weights after round t and depend on rounds 1..t only: the weights of a t-round debate
     are a slice of a longer debate's, so re-scoring at T = t slices W instead of recomputing it."""
-    S = round_scores(P, Q, weighting, rule, valid=valid)
+    S = round_scores(P, Q, weighting, rule, valid=valid, forecast_valid=forecast_valid)
     return S, mwu_weights(S, eta)
 
 

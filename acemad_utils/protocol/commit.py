@@ -134,6 +134,26 @@ def _num(v: Any) -> float:
     return float("nan")
 
 
+_NONFINITE_WORD = re.compile(r"\s*[+-]?(inf|infinity|nan)\s*", re.IGNORECASE)
+
+
+def _non_finite(v: Any, x: float) -> bool:
+    """Whether a value stated a number that is not finite: Infinity, NaN, 1e999 or a digit string too long for
+    a float (x is _num(v)). Such a belief is a parse failure, never zero mass: {"A": Infinity, "B": 0.1} once
+    became p = [0, 1], flipping the stated answer without a flag. A value with no number at all ("high") still
+    counts as zero mass."""
+    if np.isinf(x):
+        return True
+    for _ in range(8):
+        if isinstance(v, Mapping) and v:
+            v = next(iter(v.values()))
+        else:
+            break
+    if isinstance(v, float):
+        return not np.isfinite(v)
+    return isinstance(v, str) and bool(_NONFINITE_WORD.fullmatch(v[:40]))
+
+
 def _label_of(k: Any, labels: Sequence[str], options: Optional[Mapping[str, str]]) -> Optional[str]:
     s = str(k).strip()
     if s in labels:
@@ -166,6 +186,8 @@ def _dist(obj: Any, labels: Sequence[str], options) -> tuple[Optional[np.ndarray
             unknown.append(str(k))
         else:
             x = _num(v)
+            if _non_finite(v, x):
+                return None, {"unknown": unknown, "non_finite": str(k)}
             if np.isfinite(x):
                 mapped[lab] = mapped.get(lab, 0.0) + max(x, 0.0)
     if not mapped:

@@ -8,9 +8,10 @@
     rec["final"]      # {'answer': ..., 'correct': ..., 'tie': ..., 'oracle_any_agent_correct': ...}
 
 A protocol only moves agent states: it decides who sees which messages (topology + history policy),
-calls `agent.act(turn)` for every agent of a round (in threads when the agents do I/O), and stores what
-they said. Scoring, weights and the final decision are the pure functions of `beliefs`, applied to the
-stored p and q, so any record can be re-scored later with another rule without calling a model.
+has the population run every agent of a round (`Population.act_all`: agents/pool.py's threads for an LLM
+population), and stores what they said. Scoring, weights and the final decision are the pure functions of
+`beliefs`, applied to the stored p and q, so any record can be re-scored later with another rule without
+calling a model.
 
 Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acemad_paper.tex):
 - single:        one agent, `single_runs` independent runs (l.210), each with its own repeat index and so its
@@ -31,10 +32,7 @@ config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a mo
 from __future__ import annotations
 
 import functools
-import os
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
@@ -42,54 +40,10 @@ import numpy as np
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol import records as R
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.schema import Agent, Message, Population, Question, Step, Turn, add_usage
+from acemad_utils.protocol.schema import Message, Population, Question, Step, Turn, add_usage
 
 
 # ----------------------------------------------------------------------------- helpers
-def _sequential() -> bool:
-    """ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread (for debugging with pdb)."""
-    return os.environ.get("ACEMAD_SEQUENTIAL", "") not in ("", "0")
-
-
-_POOL: Optional[ThreadPoolExecutor] = None
-_POOL_LOCK = threading.Lock()
-
-
-def _agent_pool() -> ThreadPoolExecutor:
-    """One process-wide pool for agent calls. Why not a pool per round: creating and joining N threads every
-    round costs client CPU that, at 64 calls in flight, the GIL-bound client does not have (bench/throughput.py).
-    Its size only caps threads (the LLM client's semaphore bounds the calls in flight), and agent tasks never
-    submit to this pool themselves, so question threads sharing it cannot deadlock."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="agent")
-        return _POOL
-
-
-def _forget_pool() -> None:
-    # A forked child inherits the pool object but not its threads: work submitted there would never run.
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def map_agents(fn: Callable, items: Sequence, concurrent: bool) -> list:
-    if concurrent and len(items) > 1 and not _sequential():
-        futures = [_agent_pool().submit(fn, x) for x in items]
-        wait(futures)  # every agent finishes (and caches its reply) before the first error, if any, is raised
-        return [f.result() for f in futures]
-    return [fn(x) for x in items]
-
-
-def _act_all(agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
-    concurrent = any(getattr(a, "concurrent", False) for a in agents)
-    return map_agents(lambda pair: pair[0].act(pair[1]), list(zip(agents, turns)), concurrent)
-
-
 def visible(
     history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str
 ) -> tuple[Message, ...]:
@@ -111,6 +65,10 @@ def visible(
 def ring(i: int, n: int) -> set:
     """Sparse MAD's neighbourhood: the agent itself and its two ring neighbours."""
     return {i, (i - 1) % n, (i + 1) % n}
+
+
+#: How a peer prediction that did not parse is scored (stored in the record beside the count; docs/faults.md).
+FAILED_FORECAST_RULE = "the worst score of its round (its weight cannot rise)"
 
 
 # ----------------------------------------------------------------------------- methods
@@ -153,7 +111,7 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
     turns = [
         Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))
     ]
-    steps = _act_all(agents, turns)
+    steps = population.act_all(agents, turns)
     P, valid = np.stack([s.p for s in steps])[None, None], np.array([[not s.parse_failure for s in steps]])[None]
     kept = [[R.entries(steps, specs, range(len(steps)))]]
     return debate_records([q], cfg, population, [repeat], kept, P, None, valid, [R.usage_sum(steps)])[0]
@@ -181,7 +139,7 @@ def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: i
             )
             for i in range(n)
         ]
-        steps = _act_all(agents, turns)
+        steps = population.act_all(agents, turns)
         history.append([Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)])
         steps_by_round.append(steps)
     return _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
@@ -202,7 +160,7 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
             )
             for i in range(n)
         ]
-        steps = _act_all(agents, turns)
+        steps = population.act_all(agents, turns)
         msgs = [Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)]
         # The moderator reads this round's arguments (and its own earlier summaries) and broadcasts a summary.
         mod_view = visible(history, -1, {-1}, "full" if cfg.history == "full" else "last_round") + tuple(msgs)
@@ -229,24 +187,30 @@ def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
         )
+    # a forecast that did not parse (after the repair call) scores the round's worst forecast: never a weight gain
+    fv = np.array([[not s.info.get("q_parse_failure") for s in r] for r in steps_by_round])
     n, flat = len(specs), [s for r in steps_by_round for s in r]
     kept = R.entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
     rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
     Qb = None if Qp is None else Qp[None]
-    return debate_records([q], cfg, population, [repeat], [rounds], P[None], Qb, valid[None], [R.usage_sum(flat)])[0]
+    usage = [R.usage_sum(flat)]
+    return debate_records([q], cfg, population, [repeat], [rounds], P[None], Qb, valid[None], usage, fv[None])[0]
 
 
 # ----------------------------------------------------------------------------- decisions and records, batched
 # Every function below takes a batch of debates of one config (leading axis: debate), so the per-question methods
 # above (a batch of one) and protocol.vectorized (a batch of thousands) score, weight, decide and store alike.
-def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys) -> dict:
+def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys, forecast_valid=None) -> dict:
     """Scores, weights and decisions of debates of commitments P, Qp (D, T, N, K) and valid (D, T, N), tie-break
     keys (D, K): AceMAD's {"scores", "weights", "decisions": {"acemad": (answer, tied)}} (Algorithm 1), a
     baseline's {"decisions": {rule: (answer, tied)}} for every rule of its uniform weights (a record keeps all).
-    Pure math on the stored commitments, shared with re-scoring."""
+    `forecast_valid` (D, T, N): False where a peer prediction did not parse (beliefs.peer_scores: the round's
+    worst score). Pure math on the stored commitments, shared with re-scoring."""
     last, ok = P[:, -1], valid[:, -1]
     if cfg.method == "acemad":
-        S, W = B.acemad_weights(P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting)
+        S, W = B.acemad_weights(
+            P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=forecast_valid
+        )
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
         ans, tied = B.weighted_decision(last, W[:, -1], ok, cfg.weight_exponent, keys=keys)
         return {"scores": S, "weights": W, "decisions": {"acemad": (ans, tied)}}
@@ -261,9 +225,10 @@ def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys) -> dict:
     return {"decisions": decisions}
 
 
-def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, usages) -> list[dict]:
+def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, usages, forecast_valid=None) -> list:
     """The records of debates (majority: one round) of `questions` x `repeats` (one per debate), from their
-    stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N)."""
+    stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N);
+    forecast_valid (D, T, N) or None (every peer prediction parsed)."""
     keys = np.concatenate([_keys(q, cfg) for q in questions])
     held = (B.votes(P, valid) == _truth(questions)[:, None, None]).any(axis=(1, 2))
     if cfg.method == "majority":  # a plurality of the initial answers (no debate)
@@ -277,7 +242,7 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
             }
         }
     else:
-        out = debate_outcome(P, Qp, valid, cfg, keys)
+        out = debate_outcome(P, Qp, valid, cfg, keys, forecast_valid)
     S_kept = R.stored(out["scores"]) if "scores" in out else None
     W_kept = R.stored(out["weights"]) if "weights" in out else None
     recs = []
@@ -294,6 +259,9 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
                 for i, e in enumerate(r):
                     e["score"], e["weight"] = S_kept[d][t][i], W_kept[d][t][i]
         rec["rounds"] = rounds[d]
+        failed = 0 if forecast_valid is None or cfg.method != "acemad" else int((~forecast_valid[d]).sum())
+        if failed:  # only when it happened: a synthetic run's records stay as they were
+            rec["unparsed_forecasts"] = {"count": failed, "scored_as": FAILED_FORECAST_RULE}
         rec["final"] = dict(final, oracle_any_agent_correct=None if q.answer is None else bool(held[d]))
         rec["usage"] = usages[d]
         recs.append(rec)

@@ -65,6 +65,8 @@ def entry(spec: AgentSpec, agent: int, message: str, p: list, q: Optional[list],
     """One agent's turn as stored (`extra`: parse_failure=True, usage=..., only when they apply)."""
     e: dict = {**entry_head(spec, agent), "message": message, "p": p, "q": q}
     e["parse_failure"] = bool(extra.get("parse_failure", False))
+    if extra.get("q_parse_failure"):  # only when it happened: a synthetic run's records stay as they were
+        e["q_parse_failure"] = True
     if extra.get("usage"):
         e["usage"] = dict(extra["usage"])
     return e
@@ -80,7 +82,16 @@ def entries(steps: Sequence[Step], specs: Sequence[AgentSpec], agents: Iterable[
         qs = [None if q is None else stored(q) for q in qs_given]
     return [
         # a turn that made no call (synthetic agents) stores no usage block
-        entry(spec, a, s.message, p, q, parse_failure=s.parse_failure, usage=any(s.usage.values()) and s.usage)
+        entry(
+            spec,
+            a,
+            s.message,
+            p,
+            q,
+            parse_failure=s.parse_failure,
+            q_parse_failure=s.info.get("q_parse_failure", False),
+            usage=any(s.usage.values()) and s.usage,
+        )
         for s, a, spec, p, q in zip(steps, agents, specs, ps, qs)
     ]
 

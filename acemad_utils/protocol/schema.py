@@ -198,6 +198,11 @@ class Agent:
         return step
 
 
+#: What every table, figure, transcript view and run description made from a synthetic population (one whose
+#: `synthetic` is True, agents/sim.py) says it is. Here, below report/ and agents/, so report/ needs no agents/.
+SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
+
+
 class Population:
     """An agent source: builds the agents for one question. Implemented by sim.SimPopulation and the LLM source."""
 
@@ -212,6 +217,11 @@ class Population:
 
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
         raise NotImplementedError
+
+    def act_all(self, agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
+        """Every agent of one round acts on its turn; the steps in agent order. One after another here; a
+        population whose agents do I/O runs them at once (agents/pool.py), which is where concurrency lives."""
+        return [a.act(t) for a, t in zip(agents, turns)]
 
     def describe(self) -> dict:
         """JSON-able description for meta.json (model, endpoint kind, parameters; never a secret)."""

@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
-from acemad_utils.agents.sim import SimParams
+from acemad_utils.data.sim_params import SimParams
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, versus_best
 

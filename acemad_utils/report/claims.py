@@ -31,7 +31,7 @@ from typing import Optional, Union
 import numpy as np
 import pandas as pd
 
-from acemad_utils.agents.sim import SimParams
+from acemad_utils.data.sim_params import SimParams
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues

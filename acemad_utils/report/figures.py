@@ -14,21 +14,26 @@ figure of the notebooks with it).
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib.text import Text
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 NOTEBOOK_WIDTH_IN = 10.0  # inches of figure shown at 1:1 in the notebook's output area (see the module docstring)
 MIN_PT = 7.0  # the smallest text, in points at the size it is shown, a reader can read without zooming
 
 
-def too_small(fig: plt.Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float = MIN_PT) -> list[str]:
+def too_small(fig: Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float = MIN_PT) -> list[str]:
     """Every visible text of `fig` smaller than `min_pt` points once the figure (its tight bounding box, as
     save_figure and the inline backend draw it) is shrunk to `width_in` inches: 'size pt: text' per offender."""
+    from matplotlib.text import Text  # here, as pyplot is: a kernel that draws nothing never loads matplotlib
+
     fig.canvas.draw()
     shown = fig.get_tightbbox().width  # inches
     scale = min(1.0, width_in / shown)
@@ -50,6 +55,10 @@ def source_label(synthetic: bool, model: str) -> str:
 
 
 def _panels(n: int, width: float = 2.5, height: float = 2.4):
+    # Imported where a figure is drawn, not at module top: pyplot costs a notebook kernel ~0.2-0.8 s and only the
+    # notebooks that draw pay it (issue 34, light kernels).
+    import matplotlib.pyplot as plt
+
     cols = min(n, 4)
     rows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=False)
@@ -96,7 +105,7 @@ def lines_by_benchmark(
     xlabel: str | None = None,
     note: str | None = None,
     truth_holders: dict | None = None,
-) -> plt.Figure:
+) -> Figure:
     """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average).
     `note` is printed under the panels (e.g. where two curves coincide by construction).
     `truth_holders` ({hue: {N: k}}, see `truth_holders(configs)`) labels each point "k/N" (its truth-holders
@@ -136,8 +145,10 @@ def lines_by_benchmark(
     return fig
 
 
-def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
+def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> Figure:
     """Grouped bars: benchmarks on the x axis, one bar per `hue`, 95% CI whiskers."""
+    import matplotlib.pyplot as plt  # where a figure is drawn (see _panels)
+
     benches = list(dict.fromkeys(long["benchmark"]))
     hues = list(dict.fromkeys(long[hue]))
     width = 0.8 / len(hues)

@@ -22,7 +22,7 @@ from typing import Optional
 
 import pandas as pd
 
-from acemad_utils.protocol.config import NAIVE_AGENT
+from acemad_utils.protocol.config import N_AGENTS, NAIVE_AGENT
 from acemad_utils.report import readable as RD
 from acemad_utils.report.tables import AVERAGE, bench_label, versus_best
 
@@ -185,9 +185,8 @@ def theory(
         f"{cond.loc[lo_eta, 'mean']:+.3f} "
         f"at eta = {lo_eta:g} and {cond.loc[hi_eta, 'mean']:+.3f} at eta = {hi_eta:g}."
     )
-    at = tab_d[(tab_d["N"] == 5) & (tab_d["T"] == rounds) & (tab_d["eta"] == eta)].set_index("crowd_calibration")[
-        "p_flip"
-    ]
+    at_n = tab_d[tab_d["N"] == N_AGENTS]  # the paper's N
+    at = at_n[(at_n["T"] == rounds) & (at_n["eta"] == eta)].set_index("crowd_calibration")["p_flip"]
     d = (
         f"(d) At N = 5, T = {rounds}, eta = {eta:g}, AceMAD flips {at.iloc[0]:.0%} of wrong majorities against a "
         f"false-consensus crowd and {at.iloc[-1]:.0%} against a calibrated one: the mechanism needs the crowd to "

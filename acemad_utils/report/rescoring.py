@@ -41,11 +41,19 @@ class Stacked:
     keys: np.ndarray  # (B, K) tie-break keys of the run
     personas: list  # per agent (from the first record)
     question_ids: list
+    forecast_valid: Optional[np.ndarray] = None  # (B, T, N): False where q did not parse (entry "q_parse_failure")
 
 
 def stack(records: list[dict], seed: int = 0) -> Stacked:
     recs = [r for r in records if r.get("status") == "ok" and "rounds" in r]
     if not recs:
+        failed = [r for r in records if r.get("status") == "failed"]
+        if failed:  # e.g. an endpoint answering with no choices: say what failed, not only that nothing is left
+            first = " ".join(str(failed[0].get("error", "")).split())[:300]
+            raise ValueError(
+                f"no completed debate records to stack: all {len(failed)} of {len(records)} records failed (first "
+                f"error: {first}); fix what it names and rerun (failed records are retried, answered calls cached)"
+            )
         raise ValueError("no completed debate records to stack")
     shapes = {(len(r["rounds"]), len(r["rounds"][0])) for r in recs}
     if len(shapes) > 1:
@@ -55,6 +63,7 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
     P = np.zeros((b, t, n, k))
     Q = np.zeros((b, t, n, k))
     valid = np.zeros((b, t, n), dtype=bool)
+    forecast_valid = np.ones((b, t, n), dtype=bool)
     mask = np.zeros((b, k), dtype=bool)
     for i, r in enumerate(recs):
         kk = len(r["labels"])
@@ -64,17 +73,19 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
                 P[i, ti, ai, :kk] = e["p"]
                 Q[i, ti, ai, :kk] = e["q"] if e.get("q") is not None else 1.0 / kk
                 valid[i, ti, ai] = not e["parse_failure"]
+                forecast_valid[i, ti, ai] = not e.get("q_parse_failure", False)
     # -1: no gold answer (its re-scored records have correct None, see _correct)
     truth = np.array([-1 if r["answer"] is None else r["labels"].index(r["answer"]) for r in recs])
     ids = [r["question_id"] for r in recs]
     keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
     personas = [e["persona"] for e in recs[0]["rounds"][0]]
-    return Stacked(P, Q, valid, mask, truth, keys, personas, ids)
+    return Stacked(P, Q, valid, mask, truth, keys, personas, ids, forecast_valid)
 
 
 def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
     """Weights after each round, (B, T, N)."""
-    return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting)[1]
+    fv = arr.forecast_valid
+    return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting, forecast_valid=fv)[1]
 
 
 def decisions(
@@ -89,7 +100,9 @@ def decisions(
     settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
     applied to the full weight history, sliced per round: W after round t depends on rounds 1..t only.
     `eta` may be a sequence: then (len(eta), B, T), with the scores (which do not depend on eta) computed once."""
-    S = B.round_scores(arr.P, arr.Q, weighting, rule, valid=arr.valid)  # what beliefs.acemad_weights does, once
+    S = B.round_scores(
+        arr.P, arr.Q, weighting, rule, valid=arr.valid, forecast_valid=arr.forecast_valid
+    )  # what beliefs.acemad_weights does, once
     out = [_decide(arr, B.mwu_weights(S, e), exponent, slice(None)) for e in np.atleast_1d(eta)]
     return out[0] if np.ndim(eta) == 0 else np.stack(out)
 

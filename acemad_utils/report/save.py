@@ -12,12 +12,15 @@ returned Figure is the cell's value), whatever the matplotlib backend.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.paths import outputs
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def save_table(
@@ -52,7 +55,7 @@ def save_table(
     return d / f"{name}.csv"
 
 
-def save_figure(fig: plt.Figure, name: str) -> plt.Figure:
+def save_figure(fig: Figure, name: str) -> Figure:
     """Write outputs/figures/<name>.png and .pdf, then return the figure, so that a cell ending with this call
     shows it inline as its value. It is closed in pyplot first: the inline backend would otherwise show it a
     second time at the end of the cell, and a script drawing many figures would keep them all in memory."""
@@ -63,5 +66,7 @@ def save_figure(fig: plt.Figure, name: str) -> plt.Figure:
         bbox_inches="tight",
         metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
     )
+    import matplotlib.pyplot as plt  # where a figure was drawn, so loaded already (figures.py: why not at top)
+
     plt.close(fig)
     return fig

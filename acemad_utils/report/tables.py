@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from acemad_utils.data import paths as P
+from acemad_utils.data.transcripts import commitments
 from acemad_utils.report import readable as RD
 from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact
 
@@ -57,15 +58,25 @@ def _frame(records: Sequence[dict]) -> pd.DataFrame:
                 "method": r["method"],
                 "correct": np.nan if r.get("status", "ok") != "ok" else float(r["final"]["correct"]),
                 "failed": r.get("status", "ok") != "ok",
+                "unparsed": _unparsed(r),
+                "commitments": commitments(r) if r.get("status", "ok") == "ok" else 0,
             }
             for r in records
             if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None  # no gold answer: not scored
         ],
-        columns=["question_id", "benchmark", "method", "correct", "failed"],
+        columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
     )
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
-        correct=("correct", "mean"), failed=("failed", "max")
-    )
+        correct=("correct", "mean"), failed=("failed", "max"), unparsed=("unparsed", "sum"),
+        commitments=("commitments", "sum"),
+    )  # fmt: skip
+
+
+def _unparsed(r: dict) -> int:
+    """Commitments of an ok record that did not parse after the repair call (its usage's parse_failures)."""
+    if r.get("status", "ok") != "ok":
+        return 0
+    return int((r.get("usage") or {}).get("parse_failures", 0) or 0)
 
 
 NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
@@ -80,6 +91,11 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
     return point, float(lo), float(hi)
 
 
+def _parse_counts(cell: pd.DataFrame) -> dict:
+    """n_unparsed (commitments that did not parse after the repair call) and n_commitments of a table cell."""
+    return {"n_unparsed": int(cell["unparsed"].sum()), "n_commitments": int(cell["commitments"].sum())}
+
+
 def accuracy_long(
     records: Sequence[dict],
     methods: Optional[Sequence[str]] = None,
@@ -89,21 +105,25 @@ def accuracy_long(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed
-    (questions whose every record failed: not in n, not counted wrong), accuracy, ci_lo, ci_hi (in %)."""
+    (questions whose every record failed: not in n, not counted wrong), n_unparsed of n_commitments (commitments
+    of the answered questions that did not parse after the repair call: they hold no belief, issue 33),
+    accuracy, ci_lo, ci_hi (in %)."""
     df = _frame(records)
     methods = list(methods or dict.fromkeys(df["method"]))
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
     rows = []
     for m in methods:
-        groups, failed_total = [], 0
+        groups, failed_total, unparsed_total = [], 0, [0, 0]
         for b in benchmarks:
             cell = df[(df.method == m) & (df.benchmark == b)]
             x = cell["correct"].dropna().to_numpy()
             n_failed = int(cell["correct"].isna().sum())
             failed_total += n_failed
+            parse = _parse_counts(cell)
+            unparsed_total = [a + b for a, b in zip(unparsed_total, parse.values())]
             if len(x) == 0:
                 if n_failed:  # every question failed: a cell that says so, not a missing one
-                    rows.append({"method": m, "benchmark": b, "n": 0, "n_failed": n_failed, **NO_ACCURACY})
+                    rows.append({"method": m, "benchmark": b, "n": 0, "n_failed": n_failed, **parse, **NO_ACCURACY})
                 continue
             groups.append(x)
             mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
@@ -113,6 +133,7 @@ def accuracy_long(
                     "benchmark": b,
                     "n": len(x),
                     "n_failed": n_failed,
+                    **parse,
                     "accuracy": 100 * mean,
                     "ci_lo": 100 * lo,
                     "ci_hi": 100 * hi,
@@ -126,6 +147,8 @@ def accuracy_long(
                     "benchmark": AVERAGE,
                     "n": sum(map(len, groups)),
                     "n_failed": failed_total,
+                    "n_unparsed": unparsed_total[0],
+                    "n_commitments": unparsed_total[1],
                     "accuracy": 100 * mean,
                     "ci_lo": 100 * lo,
                     "ci_hi": 100 * hi,
@@ -286,19 +309,29 @@ def _failed(r) -> int:
     return int(r.get("n_failed", 0) or 0)
 
 
+def _cell_unparsed(r) -> int:
+    return int(r.get("n_unparsed", 0) or 0)
+
+
 def _cell(r, long: pd.DataFrame, digits: int) -> str:
     """'acc [lo, hi]'; a cell whose n differs from its column's (failed questions) gets its own n and failures."""
     text = "no answer" if r.n == 0 else f"{r.accuracy:.{digits}f} [{r.ci_lo:.{digits}f}, {r.ci_hi:.{digits}f}]"
     column = long[long.benchmark == r.benchmark]
     if _failed(r) or column["n"].nunique() > 1:
         text += f" (n={int(r.n)}" + (f", {_failed(r)} failed)" if _failed(r) else ")")
+    if _cell_unparsed(r):  # beside n, as failed questions are: how much of the cell's answers is no belief at all
+        text += f" ({_cell_unparsed(r)} of {int(r.get('n_commitments', 0) or 0)} commitments unparsed)"
     return text
 
 
 def _n_note(column: pd.DataFrame) -> str:
     """The column's n (questions per method); with failures, how many failed in all (each cell has its own n)."""
     failed = int(column["n_failed"].sum()) if "n_failed" in column else 0
-    return f"n={int(column['n'].max())}" + (f", {failed} failed (not counted)" if failed else "")
+    text = f"n={int(column['n'].max())}" + (f", {failed} failed (not counted)" if failed else "")
+    unparsed = int(column["n_unparsed"].sum()) if "n_unparsed" in column else 0
+    if unparsed:
+        text += f", {unparsed} of {int(column['n_commitments'].sum())} commitments unparsed"
+    return text
 
 
 PRINTED_TABLES = (

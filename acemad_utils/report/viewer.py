@@ -29,7 +29,7 @@ examples by rule), `viewer_html` (the HTML fragment), `viewer_page` (the run pag
 
 from __future__ import annotations
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL  # noqa: F401
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL  # noqa: F401
 from acemad_utils.report.viewer_html import CSS, debate_html, show  # noqa: F401  (the public API, one import for notebooks)
 from acemad_utils.report.viewer_model import (  # noqa: F401
     is_correct,

@@ -24,7 +24,7 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Optional
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.viewer_model import view
 
 LEGEND = (

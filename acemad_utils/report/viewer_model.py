@@ -17,10 +17,10 @@ from typing import Optional
 
 import numpy as np
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.transcripts import QUESTIONS, read_questions, run_dir
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import WEIGHT_EXPONENT
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 
 
 # ----------------------------------------------------------------------------- the view model

@@ -27,10 +27,10 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.paths import ROOT, atomic_write, outputs
 from acemad_utils.data.transcripts import QUESTIONS, TRANSCRIPTS, load_run, run_dir, transcript_files
 from acemad_utils.protocol import beliefs
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report import viewer_html, viewer_model
 from acemad_utils.report.viewer_html import CSS, LEGEND, esc
 from acemad_utils.report.viewer_model import is_correct, view

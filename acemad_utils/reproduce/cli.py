@@ -20,20 +20,27 @@ notebooks still run, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import errno
+import json
+import logging
 import os
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
 from typing import Optional
 
+import nbformat
 import papermill as pm
+from nbclient.exceptions import DeadKernelError
 from papermill.translators import PythonTranslator, papermill_translators
 
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
-from acemad_utils.agents.redact import redact
+from acemad_utils.agents.locks import LOCK_HOLDER_ENV
+from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.experiments import params as schema
@@ -45,6 +52,8 @@ from acemad_utils.reproduce.guard import (
     failed_records,
     failure_lines,
     interrupt_kernels,
+    parse_failure_lines,
+    parse_failures,
 )
 
 # The kernel's own log stays out of a run's output: ipykernel warns under every notebook that its loopback TCP
@@ -75,6 +84,11 @@ class LiteralTranslator(PythonTranslator):
 
 for _name in ("python3", "python"):  # find_translator looks up the kernel's name, then its language
     papermill_translators.register(_name, LiteralTranslator)
+
+
+# nbclient logs "Kernel died while waiting for execute reply." (and papermill its own notes) through papermill's
+# logger: the driver prints one line per notebook that says it, so those lines would only repeat it.
+logging.getLogger("papermill").setLevel(logging.CRITICAL)
 
 
 def run(
@@ -113,6 +127,10 @@ def run(
     with ProfileLock(name_of_profile, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
         progress = outputs("runs", name_of_profile) / ".progress.log"
         env[PROGRESS_ENV] = str(progress)  # the kernels' progress lines (agents/health.py), shown here
+        env[URL_SECRETS_ENV] = "{}"  # filled by _hide_urls; restored (dropped) when the run ends
+        env[LOCK_HOLDER_ENV] = (
+            f"{os.getpid()}:{name_of_profile}"  # the runner in our kernels: this driver holds the lock for them
+        )
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # papermill's kernels inherit this process's environment
         try:
@@ -162,6 +180,7 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path,
     `engine`: more keywords for nbclient (side by side: the kernel manager that lets Ctrl-C through)."""
     params = params_for(prof, name, schema.names(name))
     params.setdefault("PROFILE", name_of_profile)  # every notebook declares PROFILE (experiments/params.py)
+    params = _hide_urls(params)  # what papermill writes (parameters cell, metadata) holds no credentials
     return pm.execute_notebook(
         str(path),
         str(out),
@@ -175,6 +194,26 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path,
     )  # no kernel log lines (KERNEL_ARGS)
 
 
+def _hide_urls(value):
+    """`value` (parameters, nested) with URL credentials taken out of every string; the full URLs go to the
+    kernels in URL_SECRETS_ENV (the environment, never a file), where LLMPopulation puts them back."""
+    if isinstance(value, dict):
+        return {k: _hide_urls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide_urls(v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        stored, hidden = hide_url(value)
+        if hidden:
+            with _ENV_LOCK:  # notebooks side by side start from threads
+                known = json.loads(os.environ.get(URL_SECRETS_ENV) or "{}")
+                os.environ[URL_SECRETS_ENV] = json.dumps({**known, **hidden})
+        return stored
+    return value
+
+
+_ENV_LOCK = threading.Lock()
+
+
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1) -> int:
     t_start = time.time()
     if jobs > 1:
@@ -186,13 +225,21 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
     # Failed records are not results: the tables leave them out (and say how many), and the exit status is 1
     # so that no script takes this run's tables for a clean run's (README, "When the endpoint fails").
     lines = failure_lines(name_of_profile, failed_records(since=t_start))
+    lines += parse_failure_lines(name_of_profile, parse_failures(since=t_start))
     for line in lines:
         print(redact(line), flush=True)
     return 1 if code or lines else 0
 
 
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
-    return f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}"
+    return f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}{_failed_note(t0)}{_parse_note(t0)}"
+
+
+def _parse_note(since: float) -> str:
+    """The headline's count of commitments that did not parse in the notebook's runs (none: nothing)."""
+    runs = parse_failures(since=since)
+    n, of = sum(a for a, _ in runs.values()), sum(b for _, b in runs.values())
+    return f"  [{n} of {of} commitments did not parse ({100 * n / of:.0f}%)]" if n else ""
 
 
 def _one_by_one(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path) -> int:
@@ -210,7 +257,7 @@ def _one_by_one(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, 
                 flush=True,
             )
             return 130
-        except pm.PapermillExecutionError as e:
+        except Exception as e:  # PapermillExecutionError (a cell raised), DeadKernelError, a full disk, ...
             outcome = _failed_notebook(tag, name, e, time.time() - t0, out, selected[i + 1 :])
             if outcome == "interrupted":
                 return 130
@@ -286,7 +333,7 @@ def _report(tag: str, name: str, fut: Future, t0: float, *, out_dir: Path, waiti
     """The line of a notebook that ended side by side; updates the run's failed count and exit code."""
     try:
         print(_ok_line(tag, name, t0, fut.result()), flush=True)
-    except pm.PapermillExecutionError as e:
+    except Exception as e:  # as in _one_by_one: every failure is one line, the other notebooks go on
         outcome = _failed_notebook(tag, name, e, time.time() - t0, out_dir / f"{name}.ipynb", waiting)
         if outcome == "interrupted":
             state["code"] = 130
@@ -302,9 +349,59 @@ def _failed_note(since: float) -> str:
     return f"  [WARNING: {n} failed record(s), not counted in the tables; rerun to retry them]" if n else ""
 
 
+def _disk_full(e: BaseException) -> bool:
+    text = f"{getattr(e, 'ename', '')} {getattr(e, 'evalue', '')} {e}"
+    return getattr(e, "errno", None) == errno.ENOSPC or "No space left on device" in text or "disk is full" in text
+
+
+def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -> str:
+    """The executed notebook if this run (of `seconds`) wrote it whole; a truncated one (a full disk) is removed,
+    so that it is never left as the only record of the run: the driver's line is. An older copy is not named."""
+    try:
+        if out.stat().st_mtime < time.time() - seconds - 1:
+            return "no executed copy was written"
+        nbformat.read(out, as_version=4)
+        return f"{what}: {_rel(out)}"
+    except FileNotFoundError:
+        return "no executed copy was written"
+    except Exception:  # truncated JSON
+        out.unlink(missing_ok=True)
+        return f"its executed copy {_rel(out)} could not be written whole and was removed"
+
+
+def _broken_kernel_or_disk(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> str:
+    """The one line of a notebook whose kernel died or whose disk filled up ('stopped' or 'failed')."""
+    if _disk_full(e):
+        where = getattr(e, "filename", None)
+        where = f"writing {_rel(Path(where))}" if where else f"on the disk holding {_rel(out.parents[2])}"
+        print(
+            f"{tag} {name} FAILED after {seconds:.1f}s: the disk is full (ENOSPC {where}): free space there and "
+            f"rerun the same command (saved records are kept; {_whole_or_removed(out, seconds)})"
+            + (f"\n    not started: {', '.join(rest)}" if rest else ""),
+            flush=True,
+        )
+        return "stopped"  # every later notebook writes to the same disk
+    if isinstance(e, DeadKernelError) or getattr(e, "ename", "") == "DeadKernelError":
+        ran = _whole_or_removed(out, seconds, "ran")
+        print(
+            f"{tag} {name} FAILED after {seconds:.1f}s: its kernel died (killed from outside, e.g. by the "
+            f"out-of-memory killer); saved records are kept: rerun the same command; {ran}",
+            flush=True,
+        )
+        return "failed"
+    copy = _whole_or_removed(out, seconds)
+    print(
+        f"{tag} {name} FAILED after {seconds:.1f}s: {_one_line(type(e).__name__, str(e))}; {copy}",
+        flush=True,
+    )
+    return "failed"
+
+
 def _failed_notebook(tag: str, name: str, e, seconds: float, out: Path, rest: list) -> str:
     """Print the one line of a notebook that raised; 'interrupted' (Ctrl-C), 'stopped' (every later notebook
-    would stop the same way: MAX_USD, a batch export, the circuit breaker) or 'failed'."""
+    would stop the same way: MAX_USD, a batch export, the circuit breaker, a full disk) or 'failed'."""
+    if not isinstance(e, pm.PapermillExecutionError) or _disk_full(e):
+        return _broken_kernel_or_disk(tag, name, e, seconds, out, rest)
     if e.ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
         print(f"{tag} {name} {_one_line(e.ename, e.evalue)}; the later notebooks did not run", flush=True)
         return "interrupted"

@@ -6,23 +6,16 @@
             ...
     failed_records(since=t0)   # {run name: (n failed, {method: n}, first error)} of runs written since t0
 
-One run per profile (issue 23: two runs of one profile sent 5,948 requests for 3,918 distinct ones): an
-advisory lock (fcntl.flock, released by the kernel when the process dies, so a crash never leaves a stale
-lock) on outputs/runs/<profile>/.lock, and, when the profile calls an LLM, on the response cache's
-outputs/cache/.lock too (every LLM profile shares the cache, so two of them could pay for one call). The lock
-file holds who took it (pid, host, start time, command), which the refusal names.
+One run per profile: agents/locks.py (the runner takes the same lock, so a notebook run by hand queues or
+refuses too); ProfileLock is its form for the driver (a refusal exits with one line).
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import fcntl
 import json
 import os
 import signal
-import socket
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -30,68 +23,21 @@ from typing import Optional
 
 from jupyter_client.manager import AsyncKernelManager
 
+from acemad_utils.agents.locks import LockRefused, RunLock
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.transcripts import read_jsonl
 
 
-class ProfileLock:
-    """Hold the profile's (and, for LLM profiles, the cache's) advisory lock for a `with` block."""
-
-    def __init__(self, profile: str, *, llm: bool, wait: bool = False):
-        self.paths = [outputs("runs", profile) / ".lock"] + ([outputs("cache") / ".lock"] if llm else [])
-        self.profile, self.wait = profile, wait
-        self._fds: list[int] = []
+class ProfileLock(RunLock):
+    """The driver's RunLock: a refusal is a SystemExit (one line, exit status 1); the kernels it starts skip
+    the runner's own lock (agents/locks.py, LOCK_HOLDER_ENV)."""
 
     def __enter__(self) -> ProfileLock:
         try:
-            for path in self.paths:
-                self._fds.append(self._take(path))
-        except BaseException:
-            self.__exit__()
-            raise
+            super().__enter__()
+        except LockRefused as e:
+            raise SystemExit(str(e)) from None
         return self
-
-    def __exit__(self, *exc) -> None:
-        for fd in self._fds:
-            os.close(fd)  # releases the lock
-        self._fds.clear()
-
-    def _take(self, path: Path) -> int:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(path)
-            if not self.wait:
-                os.close(fd)
-                raise SystemExit(
-                    f"[{self.profile}] another run holds {path.parent.name}/{path.name}: {holder}; it would pay for "
-                    "the same calls twice. Wait for it to finish, or rerun with --wait to queue behind it"
-                ) from None
-            print(f"[{self.profile}] waiting for the run holding {path}: {holder}", flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(_me()) + "\n").encode(), 0)
-        return fd
-
-
-def _me() -> dict:
-    return {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv)[:300],
-    }
-
-
-def _holder(path: Path) -> str:
-    try:
-        h = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        h = {}
-    if not h:
-        return "a process that has not written its name yet"
-    return f"pid {h.get('pid')} on {h.get('host')} since {h.get('since')} ({h.get('command')})"
 
 
 class ProgressTail:
@@ -153,6 +99,48 @@ def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
             by = Counter(str(r.get("method")) for r in bad)
             out[str(meta_path.parent.relative_to(root))] = (len(bad), dict(by), str(bad[0].get("error", "")))
     return out
+
+
+#: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
+#: reproduce command exits 1 and says so (issue 33: replies in Spanish, "NaN" beliefs, wrong letters gave 369
+#: parse failures, "AceMAD 0.0% vs 0.0%" and exit status 0). Below it, every table cell counts them beside n.
+PARSE_FAILURE_LIMIT = 0.5
+
+
+def _summaries(since: float):
+    """(run name, summary) of every run whose meta.json was written at or after `since`."""
+    root = outputs("runs")
+    for meta_path in sorted(root.rglob("meta.json")):
+        if meta_path.stat().st_mtime < since - 1:
+            continue
+        try:
+            summary = json.loads(meta_path.read_text()).get("summary") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(summary, dict):
+            yield str(meta_path.parent.relative_to(root)), summary
+
+
+def parse_failures(since: float) -> dict[str, tuple[int, int]]:
+    """Runs written since `since` with commitments that did not parse: run name -> (unparsed, commitments)."""
+    out = {}
+    for name, summary in _summaries(since):
+        n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
+        if n:
+            out[name] = (n, max(of, n))
+    return out
+
+
+def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[str]:
+    """One line per run where more than PARSE_FAILURE_LIMIT of the commitments did not parse (the run's exit
+    status is then 1): its accuracies are those of a parser's fallback, not of the model."""
+    return [
+        f"[{profile}] {name}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the repair call, "
+        f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its tables measure no beliefs. Check the "
+        "model's replies (commit_raw in the transcripts) and the MODEL / BASE_URL"
+        for name, (n, of) in runs.items()
+        if n > PARSE_FAILURE_LIMIT * of
+    ]
 
 
 def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:

@@ -1,0 +1,130 @@
+"""One lock wherever the calls are made (issue 33.5): the runner takes the profile's lock (and the response
+cache's for an LLM run) itself, so a notebook run by hand while another run of the profile is going refuses with
+one line (or queues with ACEMAD_LOCK_WAIT=1) instead of paying for the calls twice; the kernels the reproduce
+driver starts skip it (the driver holds it for them). A lock path that is a directory or a symbolic link is one
+line naming it and the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock, run_lock
+from acemad_utils.data import paths as P
+
+try:
+    from tests.fake_openai import FakeOpenAI, FaultInjector
+except ImportError:  # tests/ is not a package: pytest put it on sys.path
+    from fake_openai import FakeOpenAI, FaultInjector
+
+KEY = "sk-lock-test-key-123456"
+REPO = Path(__file__).resolve().parent.parent
+
+# What a notebook cell run by hand does: one LLM run of profile 'probe' (3 demo questions, AceMAD N=2 T=1).
+BY_HAND = """
+import sys
+from pathlib import Path
+from acemad_utils.data import paths
+paths.ROOT = Path(sys.argv[1])
+from acemad_utils.agents.locks import LockRefused
+from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig
+S = Setup(profile='probe', backend='openai', source='demo', model='m', base_url=sys.argv[2], workers=2)
+try:
+    meta, recs = S.run('locked', [DebateConfig(method='acemad', n_agents=2, rounds=1)], questions=load_demo()[:3])
+    print('DONE', meta['summary']['ok'], flush=True)
+except LockRefused as e:
+    print('REFUSED', e, flush=True)
+S.close()
+"""
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    return tmp_path
+
+
+def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
+    full = {**os.environ, "OPENAI_API_KEY": KEY, "ACEMAD_SMOKE": "1", "PYTHONPATH": str(REPO), **env}
+    full.pop(LOCK_HOLDER_ENV, None)
+    return subprocess.Popen(
+        [sys.executable, "-c", BY_HAND, str(root), url], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def test_two_runs_at_once_pay_each_call_once(repo):
+    """Two processes start the same LLM run at once (a notebook by hand beside `make reproduce`'s kernel):
+    one runs, the other refuses with one line naming the holder; every request the server saw is distinct."""
+    plan = FaultInjector(0.0)
+
+    def slow(body, n):  # slow enough that the two runs overlap
+        time.sleep(0.05)
+        return plan(body, n)
+
+    with FakeOpenAI(slow) as srv:
+        procs = [_by_hand(repo, srv.url) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        bodies = [json.dumps(b, sort_keys=True) for b in srv.requests]
+    lines = [o.strip() for o, _ in outs]
+    assert sorted(x.split()[0] for x in lines) == ["DONE", "REFUSED"], outs
+    refused = next(x for x in lines if x.startswith("REFUSED"))
+    assert "another run holds" in refused and "ACEMAD_LOCK_WAIT=1" in refused and "pid " in refused
+    assert len(refused.splitlines()) == 1
+    assert bodies and len(bodies) == len(set(bodies))  # nothing paid twice
+
+
+def test_a_run_by_hand_queues_with_lock_wait(repo):
+    with FakeOpenAI(FaultInjector(0.0)) as srv:
+        with RunLock("probe", llm=True):
+            proc = _by_hand(repo, srv.url, ACEMAD_LOCK_WAIT="1")
+            assert proc.stdout is not None
+            first = proc.stdout.readline()  # printed just before it blocks on the lock
+            time.sleep(0.5)
+            assert "waiting for the run holding" in first and proc.poll() is None and srv.count == 0
+        out, err = proc.communicate(timeout=300)
+        assert out.splitlines()[-1] == "DONE 3", (out, err)
+        assert srv.count > 0
+
+
+def test_a_kernel_of_the_driver_skips_the_lock_the_driver_holds(repo, monkeypatch):
+    """The driver (this process) holds the lock and names itself in LOCK_HOLDER_ENV; its kernel (a child) runs."""
+    with RunLock("probe", llm=True):
+        with FakeOpenAI(FaultInjector(0.0)) as srv:
+            proc = _by_hand(repo, srv.url)  # no env: refused
+            assert proc.communicate(timeout=300)[0].startswith("REFUSED")
+            env = {**os.environ, "OPENAI_API_KEY": KEY, "ACEMAD_SMOKE": "1", "PYTHONPATH": str(REPO),
+                   LOCK_HOLDER_ENV: f"{os.getpid()}:probe"}  # fmt: skip
+            out = subprocess.run([sys.executable, "-c", BY_HAND, str(repo), srv.url], env=env, capture_output=True,
+                                 text=True, timeout=300)  # fmt: skip
+            assert out.stdout.startswith("DONE 3"), out.stderr[-2000:]
+        # a stranger naming us in the variable but not our child: refused (the pid must be an ancestor)
+        monkeypatch.setenv(LOCK_HOLDER_ENV, "1:probe")
+        with pytest.raises(LockRefused, match="another run holds probe/.lock"), run_lock("probe/x", llm=False):
+            pass
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling link", "link to a file"])
+def test_a_lock_path_that_is_not_a_plain_file_is_one_line(repo, kind, tmp_path):
+    lock = P.outputs("runs", "probe") / ".lock"
+    if kind == "directory":
+        lock.mkdir()
+    elif kind == "dangling link":
+        lock.symlink_to(tmp_path / "nowhere" / "x")
+    else:
+        (tmp_path / "f").write_text("")
+        lock.symlink_to(tmp_path / "f")
+    with pytest.raises(LockRefused) as e, RunLock("probe", llm=False):
+        pass
+    msg = str(e.value)
+    assert str(lock) in msg and "remove it (rm" in msg and "\n" not in msg
+    assert ("a directory" if kind == "directory" else "a symbolic link") in msg
