@@ -431,7 +431,9 @@ def clone(tmp_path_factory):
             pytest.skip("the committed notebooks have no outputs: run `make notebooks`, commit them, then rerun")
         return repo, names
     env = {**os.environ, "PYTHONPATH": str(repo), "ACEMAD_SMOKE": "1", "ACEMAD_PROGRESS": "0"}
-    run = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only"]
+    # one at a time: side by side, two notebooks build the same subset in a fresh clone and one removes the other's
+    # temporary file (runner.remove_stale_temp_files; reported to the lead)
+    run = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--jobs", "1", "--only"]
     subprocess.run(run + [Path(n).stem for n in READER], cwd=repo, env=env, check=True, capture_output=True)
     executed = repo / "outputs" / "smoke" / "notebooks" / "default"
     store = [sys.executable, "-m", "acemad_utils.reproduce.nbtools", "store", "--executed", str(executed)]
