@@ -18,8 +18,10 @@ recomputed, so an interrupted run continues where it stopped. How the files are 
 holds (whole lines, torn tails dropped, a canonical compressed file at the end) is run_files.py; this module is
 the run loop: which questions run, in how many threads, and how a run stops. Its steps: `_open_run` (check the
 inputs, write meta.json, read what is saved, list what is left) -> `_run_passes` (`_run_in_order` or
-`_run_in_threads`, each question `_answer`ed and `_save`d; batch passes) -> `_end_complete` or `_end_stopped`;
-the state they share is one `_Run`.
+`_run_in_threads`, each question `_answer`ed and `_save`d; `_run_in_batches` for a batched population, a batch
+of debates of one config at a time; batch-API passes) -> `_end_complete` or `_end_stopped`; the state they
+share is one `_Run`. Everything runs in this process: the synthetic population's rounds are arrays
+(protocol.vectorized), so no worker process is needed to keep up.
 
 Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
 lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
@@ -34,8 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
-import os
 import signal
 import sys
 import threading
@@ -315,81 +315,6 @@ def _run_in_batches(run: _Run) -> None:
             _save_lines(run, recs, [to_line(rec) for rec in recs], parsed=False)
 
 
-# ----------------------------------------------------------------------------- pure populations: worker processes
-#: Questions per task sent to a worker process: large enough that a task's overhead (a pickled list of lines)
-#: is small beside its work, small enough that a Ctrl-C waits only for a few milliseconds of work.
-CHUNK = 64
-PROCESSES_ENV = "ACEMAD_PROCESSES"  # worker processes of a pure run; 0 or 1: answer in this process
-#: A task takes milliseconds (0.5 s for 64 debates of 15 agents over 5 rounds): a worker silent for this long is
-#: stuck (e.g. a lock some thread of the kernel held when it forked), not slow.
-WORKER_TIMEOUT_S = 300
-_FORKED: Optional[_Run] = None  # the run a forked worker answers for (set in the parent just before it forks)
-
-
-def processes_for(run: _Run) -> int:
-    """How many worker processes answer the questions of this run: 1 (this process) unless the population is
-    pure (synthetic: CPU-bound, no I/O) and there is more than a few tasks' work; then ACEMAD_PROCESSES, else
-    the CPUs this process may use. Linux only: forking a process that has threads (a Jupyter kernel has
-    several) is what Linux's fork supports and macOS's system libraries do not (there runs stay in one process)."""
-    if not getattr(run.population, "pure", False) or not sys.platform.startswith("linux"):
-        return 1
-    env = os.environ.get(PROCESSES_ENV, "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"{PROCESSES_ENV}={env!r}: need a whole number of processes (0 or 1: none)") from None
-    else:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(n, len(run.todo) // (2 * CHUNK)))
-
-
-def _ignore_sigint() -> None:
-    # A terminal's Ctrl-C reaches the whole process group: the parent alone decides how the run stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _answer_span(span: tuple[int, int]) -> list[Optional[str]]:
-    """In a worker: the lines of run.todo[start:stop] (None where a question did not run to an end)."""
-    run = _FORKED
-    assert run is not None  # inherited from the parent at fork time
-    return [None if rec is None else to_line(rec) for rec in (_answer(run, job) for job in run.todo[slice(*span)])]
-
-
-def _run_in_processes(run: _Run, n: int) -> None:
-    """Questions answered in n forked worker processes, the records saved here in question order (the same
-    file, line for line, as _run_in_order). Why processes: a synthetic run is pure Python and numpy, so threads
-    would share one core; the work of a question depends only on (question, config, repeat), so any process
-    may do it. Each line is parsed once here (it is what load_run returns). Ctrl-C: the parent stops after the
-    task it is saving, the workers are terminated, their unfinished questions are left for the resume."""
-    global _FORKED
-    spans = [(i, min(i + CHUNK, len(run.todo))) for i in range(0, len(run.todo), CHUNK)]
-    _FORKED = run
-    try:
-        pool = multiprocessing.get_context("fork").Pool(n, initializer=_ignore_sigint)
-    finally:
-        _FORKED = None  # the workers have their copy; the parent keeps no reference for later forks
-    try:
-        tasks = pool.imap(_answer_span, spans)
-        for _ in spans:
-            try:
-                lines = tasks.next(timeout=WORKER_TIMEOUT_S)
-            except multiprocessing.TimeoutError:  # a worker that hangs must not hang the run: say so and stop
-                raise RuntimeError(
-                    f"run {run.name!r}: a worker process answered no task of {CHUNK} questions in "
-                    f"{WORKER_TIMEOUT_S} s; the records saved so far are kept; rerun with {PROCESSES_ENV}=1 to answer "
-                    "in this process"
-                ) from None
-            for line in lines:
-                if line is not None:
-                    _save_line(run, parse_line(line), line, parsed=True)
-            if run.stop.presses:
-                break
-    finally:
-        pool.terminate()
-        pool.join()
-
-
 def _run_passes(run: _Run) -> None:
     """Run every question left. CALLS_VIA batch: a pass runs every question until its first call that is not
     cached yet (queued, the question waits); the queue goes out as one batch, its replies land in the cache,
@@ -404,11 +329,7 @@ def _run_passes(run: _Run) -> None:
                 _run_in_threads(run)
             else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
                 with gc_paused():
-                    if getattr(pop, "batched", False):
-                        _run_in_batches(run)
-                    else:
-                        n = processes_for(run)
-                        _run_in_processes(run, n) if n > 1 else _run_in_order(run)
+                    _run_in_batches(run) if getattr(pop, "batched", False) else _run_in_order(run)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
         if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
