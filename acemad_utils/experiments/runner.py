@@ -217,18 +217,12 @@ def _answer(run: _Run, job) -> Optional[dict]:
 
 
 def _save(run: _Run, rec: Optional[dict]) -> None:
-    """Append a record made in this process, whole (a second Ctrl-C waits for it); see _save_line."""
+    """Append a record made in this process, whole (a second Ctrl-C waits for it); see _save_lines."""
     if rec is not None:
-        _save_line(run, rec, to_line(rec), parsed=False)
+        _save_lines(run, [rec], [to_line(rec)])
 
 
-def _save_line(run: _Run, rec: dict, line: str, *, parsed: bool) -> None:
-    """Append a record's line and count it on the progress bar. `parsed`: `rec` was read back from `line`
-    (a worker process's record), so it already is what load_run will return."""
-    _save_lines(run, [rec], [line], parsed=parsed)
-
-
-def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str], *, parsed: bool) -> None:
+def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str]) -> None:
     """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
     with run.lock:
         run.stop.saving = True
@@ -237,8 +231,7 @@ def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str], *, parsed
             run.out.write_many(lines)
             for rec, line in zip(recs, lines):
                 run.done[record_key(rec)] = (rec, line)
-                if not parsed:
-                    run.fresh.add(record_key(rec))
+                run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
         for rec in recs:
@@ -312,7 +305,7 @@ def _run_in_batches(run: _Run) -> None:
             if run.stop.presses:
                 return
             recs = _answer_batch(run, jobs[start : start + BATCH])
-            _save_lines(run, recs, [to_line(rec) for rec in recs], parsed=False)
+            _save_lines(run, recs, [to_line(rec) for rec in recs])
 
 
 def _run_passes(run: _Run) -> None:
