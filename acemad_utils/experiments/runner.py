@@ -163,7 +163,7 @@ class _Run:
     progress: bool
     meta: dict
     dir: Path
-    done: dict  # record key -> (record, line): every record of the file (ok ones read back, all saved now)
+    done: dict  # record key -> (record, line) of the file: ok ones read back, and (SUMMARY_FIELDS, line) saved now
     todo: list  # (question, config, repeat) still to run in this pass
     usage_before: Optional[dict]
     stop: _Interrupts = field(default_factory=_Interrupts)
@@ -222,6 +222,11 @@ def _save(run: _Run, rec: Optional[dict]) -> None:
         _save_lines(run, [rec], [to_line(rec)])
 
 
+#: What the run's summary (run_files.summarize) and its end read of a record saved in this session; the rest is
+#: only in its line (run_and_load parses the lines: a record made here is never held twice, 1 GB for notebook 06).
+SUMMARY_FIELDS = ("question_id", "config_hash", "repeat", "method", "status", "final", "usage", "error")
+
+
 def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str]) -> None:
     """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
     with run.lock:
@@ -229,8 +234,8 @@ def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str]) -> None:
         try:
             assert run.out is not None  # opened by the pass that runs this question
             run.out.write_many(lines)
-            for rec, line in zip(recs, lines):
-                run.done[record_key(rec)] = (rec, line)
+            for rec, line in zip(recs, lines):  # the line holds the record; what the summary reads is kept beside it
+                run.done[record_key(rec)] = ({k: rec[k] for k in SUMMARY_FIELDS if k in rec}, line)
                 run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
