@@ -80,6 +80,8 @@ READS = {
         )
     },
     "08_claims": ("*",),
+    # the map's default points use 01's subsets; on a real-model profile it measures 03's AceMAD run
+    "09_assumption_map": ("01_subset_construction", "03_main_results"),
 }
 # Parameters that may be null although their notebook default is a number ("no limit": every item).
 NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX", "ARGUE_MAX_TOKENS"}
@@ -178,6 +180,11 @@ def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
         "SECOND_BASE_URL": _url,
         "ARGUE_MAX_TOKENS": _at_least(1),
         "OTHER_MODELS": _other_models,
+        # notebook 09's map axes (SimParams fields: probabilities in [0, 1], a Beta concentration > 0)
+        "LINKS": _non_empty(_between(0, 1)),
+        "INSIGHTS": _non_empty(_between(0, 1)),
+        "CROWD_CALIBRATIONS": _non_empty(_between(0, 1)),
+        "TRAP_CONCENTRATIONS": _non_empty(_between(1e-3, 1e6)),
     }
 
 

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from acemad_utils.agents.sim import SimParams
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.experiments.subsets import model_slug, subset_config
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 
 ALL_BENCHMARKS = list(BENCHMARKS)  # data.benchmarks' order, the paper's
@@ -67,6 +68,7 @@ class Run:
     base_url: Optional[str] = None
     cap: Optional[int] = None
     notebook: str = ""
+    params: Optional[dict] = None  # synthetic population overrides (SimParams fields; notebook 09's map points)
 
     @property
     def configs(self) -> list[DebateConfig]:
@@ -107,14 +109,28 @@ def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
     )
 
 
+SKEPTIC_ALONE = "Single Agent (AceMAD's Skeptic alone)"
+
+
+def controls(seed: int = 0) -> list[DebateConfig]:
+    """The controls that could embarrass the protocol (issue 29 item 3), each with AceMAD's own agents:
+    Decentralized MAD (the same agents debating, no commitments or weights), the best single agent of the roster
+    answering alone (the Skeptic, 5 runs like Single Agent) and Majority Voting (no debate)."""
+    return [
+        DebateConfig(method="decentralized", roster="acemad", seed=seed),
+        DebateConfig(method="single", baseline_agent=SKEPTIC, seed=seed, name=SKEPTIC_ALONE),
+        DebateConfig(method="majority", roster="acemad", seed=seed),
+    ]
+
+
 def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
-    """Notebook 03 (Table 2): the five baselines, the control (Decentralized MAD with AceMAD's agents) and
+    """Notebook 03 (Table 2): the five baselines, the controls (AceMAD's agents without AceMAD: controls()) and
     AceMAD at every T of `rounds`; N = 5."""
     return Run(
         "main",
         {
             "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
-            "control": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
+            "control": controls(seed),
             "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in rounds],
         },
     )
@@ -143,12 +159,14 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
 def ablation(seed: int = 0) -> Run:
     """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
     Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
-    (notebook 03's control, the same config: with an LLM its calls are cached replays)."""
+    (notebook 03's control, the same config: with an LLM its calls are cached replays), and two controls beside
+    the bars: the Skeptic alone and Majority Voting with AceMAD's agents (notebook 03's configs too)."""
     return Run(
         "ablation",
         {
             "full": [DebateConfig(method="acemad", rounds=3, seed=seed)],
             "standard": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
+            "controls": controls(seed)[1:],  # the Skeptic alone and Majority Voting with AceMAD's agents
         },
     )
 
@@ -195,11 +213,84 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
     return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
 
 
+# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS).
+MAP_AXES = {
+    "knowledge_link": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "insight": (0.1, 0.3, 0.5, 0.7, 0.9),
+    "trap_concentration": (0.5, 1.0, 2.0, 4.0, 16.0),
+    "crowd_calibration": (0.0, 0.25, 0.5, 0.75, 1.0),
+}
+# Reference points beside the grid: no peer-prediction skill anywhere (where does a gain at link 0 come from?) and
+# the earlier persona-assigned calibration.
+MAP_REFERENCES = {
+    "no skilled predictor (link 0, insight_calibration 0)": {"knowledge_link": 0.0, "insight_calibration": 0.0},
+    "calibration by persona (the earlier rule)": {"calibration_by": "persona"},
+}
+# SimParams fields that change what the baselines' naive agent answers: a point that moves one of them gets its own
+# challenging subsets and its own baseline runs; every other point shares the default's.
+SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "explore_base", "explore_per_temp")
+
+
+def overrides(params: dict) -> dict:
+    """The point's SimParams overrides that differ from the defaults (so a default point is one shared run)."""
+    SimParams(**params)  # a bad axis value stops here, naming the field
+    default = SimParams()
+    return {k: v for k, v in sorted(params.items()) if getattr(default, k) != v}
+
+
+def params_slug(params: dict) -> str:
+    """A run-name fragment naming a point's overrides ('default' for none), e.g. 'insight0.3_knowledge_link0.5'."""
+    parts = [f"{k}{v:g}" if isinstance(v, (int, float)) else f"{k}-{v}" for k, v in overrides(params).items()]
+    return "_".join(parts) or "default"
+
+
+#: notebook 09's parameter -> the map axis it sets
+MAP_PARAMS = {
+    "LINKS": "knowledge_link",
+    "INSIGHTS": "insight",
+    "TRAP_CONCENTRATIONS": "trap_concentration",
+    "CROWD_CALIBRATIONS": "crowd_calibration",
+}
+
+
+def map_axes(P: dict) -> dict:
+    """The map's axes from notebook 09's parameters (MAP_PARAMS; absent ones: MAP_AXES)."""
+    return {axis: tuple(P.get(name) or MAP_AXES[axis]) for name, axis in MAP_PARAMS.items()}
+
+
+def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
+    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), then
+    one-dimensional sweeps of the other axes at the defaults, then the reference points (axis = their name).
+    A point equal to the default appears once per axis it lies on (its run is shared: the same name)."""
+    pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
+    pts += [(ax, {ax: v}) for ax in ("trap_concentration", "crowd_calibration") for v in axes[ax]]
+    return pts + list((references if references is not None else MAP_REFERENCES).items())
+
+
+def assumption_map(axes: dict, eta: float = 2.0, seed: int = 0) -> list[Run]:
+    """Notebook 09: one AceMAD (T = 3) run per distinct map point (uniform weights re-decide it: no run), and the
+    MAD baselines once per distinct value of the parameters they depend on (SUBSET_PARAMS: the default and each
+    trap_concentration), each on the challenging subsets of its own population."""
+    out: dict[str, Run] = {}
+    ace = [DebateConfig(method="acemad", rounds=3, eta=eta, seed=seed)]
+    mads = [DebateConfig(method=m, seed=seed) for m in MAD_METHODS]
+    for _, p in map_points(axes):
+        p = overrides(p)
+        base = {k: v for k, v in p.items() if k in SUBSET_PARAMS}
+        for name, groups, params in (
+            (f"map_baselines_{params_slug(base)}", {"baselines": mads}, base),
+            (f"map_{params_slug(p)}", {"acemad": ace}, p),
+        ):
+            out.setdefault(name, Run(name, groups, params=dict(params)))
+    return list(out.values())
+
+
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
     """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
     the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) and 08_claims (it
-    reads the runs of 02-07, acemad_utils.report.claims) have none here."""
+    reads the runs of 02-07, acemad_utils.report.claims) have none here; 09_assumption_map has runs only with the
+    synthetic population (BACKEND sim)."""
     seed, eta, n_max = P.get("SEED", 0), P.get("ETA", 2.0), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
     num = nb[:2]
@@ -215,6 +306,10 @@ def runs(nb: str, P: dict) -> list[Run]:
         out = [ablation(seed)]
     elif num == "06":
         out = [scaling(P["N_VALUES"], seed)]
+    elif num == "09":
+        if P.get("BACKEND", "sim") != "sim":  # the map varies the synthetic population: nothing to run otherwise
+            return []
+        out = assumption_map(map_axes(P), eta, seed)
     elif num == "07":
         out = [other_model(e, benches, seed, eta) for e in P.get("OTHER_MODELS") or []]
         out.append(

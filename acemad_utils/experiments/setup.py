@@ -197,6 +197,11 @@ class Setup:
         """Questions per run: n_max, capped in smoke mode (SMOKE) by the one rule every run path uses."""
         return _cap(n_max, SMOKE[self.backend][1]) if smoke() else n_max
 
+    def per_run(self, n_max: Optional[int]) -> Optional[int]:
+        """Questions per benchmark and run for a caller that picks its own questions (notebook 09's map): n_max,
+        capped in smoke mode like every run of this Setup."""
+        return self._n_max(n_max)
+
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
         demo source every benchmark is the demo set, so it is taken once. Smoke mode caps n_max as run() does."""

@@ -118,7 +118,8 @@ def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> plt.Figure:
     benches = list(dict.fromkeys(long["benchmark"]))
     hues = list(dict.fromkeys(long[hue]))
     width = 0.8 / len(hues)
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(benches) * len(hues) / 2), 4))
+    # wide enough for every group, capped so that many bars (Figure 4 with its controls) stay readable on a page
+    fig, ax = plt.subplots(figsize=(min(16, max(6, 1.4 * len(benches) * len(hues) / 2)), 4))
     for i, h in enumerate(hues):
         g = long[long[hue] == h].set_index("benchmark").reindex(benches)
         xs = np.arange(len(benches)) + (i - (len(hues) - 1) / 2) * width
