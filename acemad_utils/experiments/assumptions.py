@@ -19,6 +19,7 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.agents.sim import SimParams, SimPopulation
+from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments import subsets
@@ -37,7 +38,7 @@ def population(S: Setup, params: dict) -> SimPopulation:
     """The synthetic population of one map point (the profile's seed)."""
     if not isinstance(S.population, SimPopulation):
         raise ValueError("the assumption map varies the synthetic population: run it with BACKEND='sim'")
-    return SimPopulation(SimParams(**params), seed=S.seed)
+    return VectorSimPopulation(SimParams(**params), seed=S.seed)  # batched: the runner answers it as arrays
 
 
 def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question]:
