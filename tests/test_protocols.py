@@ -212,7 +212,7 @@ def test_acemad_beats_majority_where_the_theory_says_it_should():
 
 @pytest.mark.parametrize(
     "params",
-    [SimParams(crowd_calibration=1.0), SimParams(insight=0.0, skeptic_calibration=0.0)],
+    [SimParams(crowd_calibration=1.0), SimParams(insight=0.0, insight_calibration=0.0)],
     ids=["calibrated-crowd", "no-truth-holders"],
 )
 def test_acemad_does_not_beat_majority_where_it_should_not(params):
@@ -230,7 +230,7 @@ def test_uniform_weighting_is_standard_mad():
 
 
 def test_symmetric_updating_is_a_martingale():
-    params = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
+    params = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
     pop = SimPopulation(params, seed=4)
     recs = [run_question(q, pop, DebateConfig(method="decentralized", rounds=5)) for q in ITEMS]
     bt = A.belief_in_truth(A.stack(recs))

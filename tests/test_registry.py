@@ -15,7 +15,7 @@ def test_groups_keep_the_run_order_and_the_labels():
     X = R.main_results([2, 3, 5], 2.0, seed=0)
     assert X.name == "main" and list(X.groups) == ["baselines", "control", "acemad"]
     assert X.labels("acemad") == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
-    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 9
+    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 11  # 5 baselines, 3 controls, 3 T
     assert X["control"][0].roster == "acemad" and X["control"][0].method == "decentralized"
 
 
@@ -72,3 +72,59 @@ def test_setup_from_params_reads_the_notebook_parameters_and_smoke_caps_inside(m
     assert len(S.full_questions(["logiqa", "bbh"], 300)) == 2 * 12
     monkeypatch.setenv("ACEMAD_SMOKE", "0")
     assert Setup.from_params({"N_ITEMS": None}).n_items is None
+    with pytest.raises(ValueError, match=r"ROUNDS = \[0\] is not allowed \(0 is out of range\); ROUNDS takes"):
+        Setup.from_params({"ROUNDS": [0]})  # a parameters cell edited by hand: checked as a profile's value
+
+
+# ----------------------------------------------------------------------------- notebooks ask the run (RunResult)
+def _result(run: R.Run) -> R.RunResult:
+    return R.RunResult(run, {"experiment": run.name}, [{"method": c.label, "status": "ok"} for c in run.configs])
+
+
+def test_a_result_picks_one_configs_records_and_names_what_was_run_otherwise():
+    res = _result(R.main_results([2, 5], 2.0, seed=0))
+    meta, records = res  # unpacks as Setup.run's (meta, records) always did
+    assert meta == {"experiment": "main"} and records is res.records
+    assert [r["method"] for r in res.pick("acemad", rounds=3)] == ["AceMAD (T=3)"]
+    assert res.label("decentralized", roster="acemad") == "Decentralized MAD (AceMAD roster)"
+    assert res.config("decentralized", group="baselines").label == "Decentralized MAD"
+    assert res.config("AceMAD (T=5)").rounds == 5  # a display label picks too
+    with pytest.raises(ValueError) as e:
+        res.pick("acemad", rounds=4)
+    msg = str(e.value)
+    assert "no config matches 'acemad', rounds=4" in msg and "acemad: AceMAD (T=2), AceMAD (T=3), AceMAD (T=5)" in msg
+    with pytest.raises(ValueError, match=r"2 configs \(Decentralized MAD, Decentralized MAD \(AceMAD roster\)\)"):
+        res.config("decentralized")
+    with pytest.raises(ValueError, match="no field"):
+        res.pick("acemad", round=3)
+    with pytest.raises(ValueError, match="no group 'variants'"):
+        res.pick(group="variants")
+    scaling = _result(R.scaling([1, 3, 7]))
+    assert (
+        scaling.family("acemad") == "AceMAD (T=3)" and scaling.label("majority", n_agents=7) == "Majority Voting (N=7)"
+    )
+    with pytest.raises(ValueError, match="no config matches 'sparse'"):
+        scaling.family("sparse")
+
+
+def test_rounds_without_the_papers_t_still_run_it_for_the_views_that_read_it():
+    # Table 2 shows the requested T and the paper's T = 3, which the aggregators' table, the examples, the narrative
+    # and the summary of notebook 03 compare with the baselines (they run at T = 3)
+    assert R.main_results([2, 5], 2.0).labels("acemad") == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
+    assert R.main_results([5, 3, 5], 1.0).labels("acemad") == ["AceMAD (T=3, eta=1)", "AceMAD (T=5, eta=1)"]
+
+
+def test_setup_run_of_a_registry_run_returns_its_result(tmp_path, monkeypatch):
+    from acemad_utils.data import paths as P
+
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    S = Setup(profile="t", benchmarks=["bbh"], n_items=30)
+    res = S.run(R.main_results([2, 5], 2.0), n_max=3)
+    assert isinstance(res, R.RunResult) and res.meta["experiment"] == "t/main"
+    ace3 = res.pick("acemad", rounds=3)
+    assert len(ace3) == 3 and all(r["status"] == "ok" for r in ace3)
+    meta, records = S.run("again", [DebateConfig(method="majority")], 2)  # the name-and-configs form still works
+    assert {r["method"] for r in records} == {"Majority Voting"} and len(records) == 2
+    with pytest.raises(TypeError, match="brings its own configs"):
+        S.run(R.ablation(), [DebateConfig()])

@@ -27,11 +27,11 @@ the client checks its model when it is built, so the refusal comes before any ca
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Optional
 
 from acemad_utils.agents.prices import how_to_price
+from acemad_utils.data.settings import env
 
 ENV_MAX = "ACEMAD_MAX_USD"
 ENV_SINCE = "ACEMAD_BUDGET_SINCE"
@@ -87,11 +87,11 @@ class Budget:
 
     @classmethod
     def from_env(cls, cache=None) -> Optional[Budget]:
-        cap = parse_max_usd(os.environ.get(ENV_MAX))
+        cap = parse_max_usd(env(ENV_MAX) or None)
         if cap is None:
             return None
         before = 0.0
-        since = os.environ.get(ENV_SINCE)
+        since = env(ENV_SINCE)
         if since and cache is not None:
             before = cache.spent_since(float(since))
         return cls(cap, before)
@@ -158,7 +158,7 @@ def current(cache=None) -> Optional[Budget]:
     """The process-wide Budget from the environment (None without ACEMAD_MAX_USD). One object for every client
     of the process, rebuilt when the environment changes (tests set it per test)."""
     global _CURRENT, _CURRENT_KEY
-    key = (os.environ.get(ENV_MAX), os.environ.get(ENV_SINCE))
+    key = (env(ENV_MAX), env(ENV_SINCE))
     with _LOCK:
         if key != _CURRENT_KEY:
             _CURRENT, _CURRENT_KEY = Budget.from_env(cache), key

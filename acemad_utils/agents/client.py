@@ -52,6 +52,7 @@ from acemad_utils.agents.redact import remember_secret, safe_url, scrub
 from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, request_body, send
 from acemad_utils.agents.retry import backoff_wait, next_mode, retrying, with_mode_fallback
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
+from acemad_utils.data.settings import env
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Bounds on one call (issue 23): a debate turn answers in seconds, so a call that has not answered in a minute is
@@ -154,7 +155,7 @@ class LLMClient:
         budget: Optional[B.Budget] = None,
         free: Optional[bool] = None,
     ):
-        self.model = model or os.environ.get("ACEMAD_MODEL") or DEFAULT_MODEL
+        self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
         self.kind = kind or endpoint_kind(base_url)
@@ -164,7 +165,7 @@ class LLMClient:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
         self._auto = structured == "auto"
         self.mode = MODES[0] if self._auto else structured
-        timeout = float(os.environ.get("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
+        timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
         self.timeout, self.retry_time = timeout, retry_time
         self.max_tokens, self.max_reply_bytes = max_tokens, max_reply_bytes
         self.breaker = Breaker(safe_url(base_url), threshold=breaker)

@@ -24,7 +24,6 @@ the terminal, where the notebook kernel's stderr does not reach), else to stderr
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -34,6 +33,7 @@ from typing import Optional
 import openai
 
 from acemad_utils.agents.redact import redact
+from acemad_utils.data.settings import env
 
 PROGRESS_ENV = "ACEMAD_PROGRESS_FILE"
 #: Fault kinds that count per attempt; the others count when a call's retries are used up.
@@ -139,7 +139,7 @@ class Heartbeat:
 def emit(line: str) -> None:
     """One progress line: appended to $ACEMAD_PROGRESS_FILE (read by the reproduce command) or on stderr."""
     line = redact(line)
-    path = os.environ.get(PROGRESS_ENV)
+    path = env(PROGRESS_ENV)
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
@@ -159,5 +159,5 @@ def cap_reply(text: str, cap: int) -> tuple[str, bool]:
 
 def interval_from_env(default: float = 30.0) -> float:
     """ACEMAD_PROGRESS_SECONDS overrides the progress interval (tests use a short one)."""
-    v = os.environ.get("ACEMAD_PROGRESS_SECONDS")
+    v = env("ACEMAD_PROGRESS_SECONDS")
     return float(v) if v else default

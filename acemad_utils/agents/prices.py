@@ -38,9 +38,10 @@ named, on the date given (the pages' own crawl dates are not shown), and each sa
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Optional
+
+from acemad_utils.data.settings import env
 
 ENV_MODELS = "ACEMAD_MODELS"  # the profile's `models:` terms, as JSON, for every notebook's kernel
 PRICE_KEYS = ("input", "output", "cached_input", "batch")  # a profile's `price:` mapping
@@ -189,7 +190,7 @@ _ENV_SEEN: tuple = (None, {})
 def profile_terms() -> dict[str, Price]:
     """The profile's terms for this process (ACEMAD_MODELS, set by reproduce from the profile's `models:`)."""
     global _ENV_SEEN
-    raw = os.environ.get(ENV_MODELS) or ""
+    raw = env(ENV_MODELS)
     if raw != _ENV_SEEN[0]:
         _ENV_SEEN = (raw, parse_terms(json.loads(raw)) if raw else {})
     return _ENV_SEEN[1]

@@ -1,39 +1,55 @@
-"""A synthetic agent population (backend="sim"): the paper's Challenging Interval as a generative model.
+"""A synthetic agent population (backend="sim"): the paper's mechanism as a generative model of agents' knowledge.
 
     from acemad_utils.agents.sim import SimPopulation, SimParams, make_items
-    pop = SimPopulation(SimParams(crowd_calibration=0.0), seed=0)
+    pop = SimPopulation(SimParams(knowledge_link=1.0), seed=0)
     items = make_items(200, k=4, seed=0)             # synthetic questions, benchmark "synthetic"
 
-No LLM is involved; everything made with it is labelled synthetic. Each item gets, from (seed, question id):
-- a shared *trap* distractor d != truth (the common misconception);
-- a shared trap propensity pi ~ Beta(trap_mean * c, (1 - trap_mean) * c). Every crowd agent on the item
-  falls for the trap with the same pi, so errors are positively correlated across agents
-  (P(err_j | err_i) > P(err_j) whenever pi varies between items: Definition "Challenging Interval").
+No LLM is involved; everything made with it is labelled synthetic. docs/population.md explains every parameter
+and which result rests on which assumption. This per-agent SimAgent is the reference implementation.
 
-Agents (persona -> role; temperature -> confidence and noise):
-- Generalist = crowd. Initial answer: with prob explore(tau) a uniform random option, else the trap with
-  prob pi, else the truth. Belief: confidence(tau) on that answer, the rest spread evenly.
-- Assistant (the plain "You are a helpful assistant." of the naive agent, every baseline's agent) behaves
-  exactly like the crowd: same trap, same susceptibility, same false-consensus peer prediction; only its
-  temperature differs (0.7: more exploration, less confidence). So a homogeneous baseline roster has no
-  truth-holder in the synthetic world, as with a real model that was given no critical persona.
-- Skeptic = truth-holder. Sees through the trap with prob `insight` (answers the truth); otherwise draws
-  like the crowd.
-- thinking="slow" escapes the trap with extra prob `slow_escape` (any persona).
-- An agent whose AgentSpec names a model gets that model's own trap and propensity (different LLMs hold
-  different misconceptions); agents with model None share the population's default model
-  (`SimPopulation(model=...)`; None = the subset model of the default profile).
-- Debate (Eq. 1 of the paper): each round an agent's belief moves linearly toward the mean stance of the
-  peers it can see, p <- (1 - alpha) p + alpha * mean(peer stances); alpha is `crowd_susceptibility`
-  for Generalists and the smaller `skeptic_susceptibility` for Skeptics (truth-holders are stubborn).
+The items: the Challenging Interval (paper l.130-145, Definition 1). Each item gets, from (seed, question id):
+- a shared *trap* distractor d != truth (the common misconception, l.145);
+- a shared trap propensity pi ~ Beta(trap_mean * c, (1 - trap_mean) * c), c = `trap_concentration`. Every
+  agent of one model falls for the trap with the same pi, so errors are positively correlated across agents
+  (P(err_j | err_i) > P(err_j) whenever pi varies between items; smaller c = more correlated errors).
+  An agent whose AgentSpec names a model gets that model's own trap and pi (different LLMs hold different
+  misconceptions); agents with model None share the population's default model (`SimPopulation(model=...)`).
+
+The agents: Asymmetric Cognitive Potential (l.99-101, Theorem 2 at l.288-296) as a latent state. On each item
+each agent draws ONE state at the start of the debate (STATES, state_probs):
+- `guess`   with prob explore(temperature): a uniform random answer; knows neither the truth nor the trap.
+- `insight` with prob P_insight(persona, thinking): sees through the trap, answers the truth AND knows the
+  misconception: the truth-holder's second-order knowledge ("truth-holders can anticipate the specific errors the
+  majority will commit", l.101). P_insight = `insight` for a Skeptic, `crowd_insight` for a Generalist or an
+  Assistant; thinking="slow" raises it to 1 - (1 - P)(1 - slow_escape).
+- `trapped` with prob pi: answers the trap (the hallucinating majority's "false consensus", l.101, l.296);
+- `naive`   otherwise: answers the truth without knowing why the crowd errs ("merely holding correct beliefs",
+  l.273).
+A persona or a thinking style changes only how likely each state is; what an agent does follows from its state.
+With the defaults each persona's ANSWER distribution is the one of the earlier persona model.
+
+Peer prediction follows from the state (the assumption the paper's Theorem 2 makes: "Assume E possesses a correct
+second-order model of the crowd's error", l.290), with one named link `knowledge_link` L in [0, 1]:
+- skilled = (state == insight) with prob L, else an independent Bernoulli(r), r = the debate roster's mean
+  P(state = insight): the expected number of skilled predictors is the same at every L, only WHO is skilled
+  changes. L = 1 (default): only those who see through the trap model the crowd; L = 0: skill is unrelated to
+  knowing the truth (and to persona).
+- calibration cal = `insight_calibration` if skilled else `crowd_calibration` (0 = false consensus, "everyone
+  thinks like me"); peer prediction q = (1 - cal) * p + cal * m, where m is the agent's model of its peers' mean
+  belief (the expected initial belief of its peers in round 1, the mean of the peer stances it saw afterwards).
+- Debate (Eq. 1): each round p <- (1 - alpha) p + alpha * mean(peer stances seen); alpha = `insight_susceptibility`
+  for an agent in the insight state (a truth-holder who knows why the crowd errs is stubborn), else
+  `crowd_susceptibility`.
+- `calibration_by="persona"` keeps the earlier rule for comparison: every Skeptic gets insight_calibration and
+  insight_susceptibility, everyone else the crowd's values, whatever its state (a Skeptic that fell for the trap
+  still predicts the crowd well: the score then rewards the label, not the knowledge).
 - What an agent commits/argues is a Dirichlet sample around its belief with concentration
   `commit_concentration / tau` (mean-preserving noise, so equal alphas keep the martingale of Prop. 1).
-- Peer prediction q = (1 - cal) * p + cal * m, where m is the agent's model of its peers' mean belief
-  (the expected initial belief of its peers in round 1, the mean of the peer stances it saw afterwards).
-  cal = `crowd_calibration` (default 0: false consensus, "everyone thinks like me") for Generalists and
-  `skeptic_calibration` (default 0.9: models the crowd's error) for Skeptics.
-- The moderator (Centralized MAD) believes the mean of the stances it reads.
-Arguments are short template sentences that state the stance.
+- The Assistant (every baseline's agent) is a crowd agent (crowd_insight, its temperature 0.7), so a homogeneous
+  baseline roster has no truth-holder unless crowd_insight > 0. The moderator (Centralized MAD) believes the mean
+  of the stances it reads.
+Random draws of an agent, in order, from its own seeded generator: 4 uniforms (state, guess answer, link, skill),
+then one Dirichlet sample per turn. Arguments are short template sentences that state the stance.
 """
 
 from __future__ import annotations
@@ -46,46 +62,69 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.protocol.config import GENERALIST
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, zero_usage
 
 #: What every table, figure, transcript view and run description made from this population says it is.
 SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
 
 
+#: An agent's latent state on an item, in the order state_probs returns their probabilities.
+STATES = ("guess", "insight", "trapped", "naive")
+CALIBRATION_BY = ("knowledge", "persona")
+#: Personas whose P(insight) is `insight`; every other persona (Generalist, Assistant) uses `crowd_insight`.
+TRUTH_HOLDER_PERSONAS = ("Skeptic",)
+
+
 @dataclass(frozen=True)
 class SimParams:
-    trap_mean: float = 0.7  # mean per-item propensity of a crowd agent to fall for the shared trap
+    trap_mean: float = 0.7  # mean per-item propensity of a non-insight agent to fall for the shared trap
     trap_concentration: float = 4.0  # Beta concentration of that propensity; smaller = more correlated errors
-    insight: float = 0.5  # P(a Skeptic sees through the trap on an item)
-    slow_escape: float = 0.15  # extra P(escaping the trap) for thinking="slow"
-    explore_base: float = 0.02  # P(uniform random answer) at temperature 0 ...
+    insight: float = 0.5  # P(insight state | not guessing) for a Skeptic: sees through the trap
+    crowd_insight: float = 0.0  # the same for a Generalist or an Assistant
+    slow_escape: float = 0.15  # thinking="slow": P(insight) -> 1 - (1 - P)(1 - slow_escape)
+    explore_base: float = 0.02  # P(guess state: uniform random answer) at temperature 0 ...
     explore_per_temp: float = 0.2  # ... plus this much per unit of temperature
     confidence_base: float = 0.9  # belief on the own answer at temperature 0 ...
     confidence_per_temp: float = 0.5  # ... minus this much per unit of temperature
     commit_concentration: float = 20.0  # Dirichlet concentration of expressed beliefs at temperature 1
-    crowd_susceptibility: float = 0.3  # alpha of Eq. 1 for Generalists
-    skeptic_susceptibility: float = 0.1  # alpha of Eq. 1 for Skeptics
-    crowd_calibration: float = 0.0  # 0 = false consensus; 1 = crowd predicts its peers perfectly in expectation
-    skeptic_calibration: float = 0.9  # how well truth-holders model the crowd
+    crowd_susceptibility: float = 0.3  # alpha of Eq. 1 for every agent not in the insight state
+    insight_susceptibility: float = 0.1  # alpha of Eq. 1 for an agent in the insight state (stubborn truth-holder)
+    crowd_calibration: float = 0.0  # unskilled predictors: 0 = false consensus; 1 = predicts its peers' mean
+    insight_calibration: float = 0.9  # skilled predictors: how well they model the crowd
+    knowledge_link: float = 1.0  # 1 = only insight agents are skilled predictors; 0 = skill unrelated to state
+    calibration_by: str = "knowledge"  # "knowledge" (state decides) | "persona" (the earlier rule: Skeptic decides)
     moderator_susceptibility: float = 1.0  # the moderator adopts the mean stance it reads
 
     def __post_init__(self) -> None:
         for name in (
             "trap_mean",
             "insight",
+            "crowd_insight",
             "slow_escape",
             "crowd_calibration",
-            "skeptic_calibration",
+            "insight_calibration",
+            "knowledge_link",
             "crowd_susceptibility",
-            "skeptic_susceptibility",
+            "insight_susceptibility",
             "moderator_susceptibility",
         ):
             v = getattr(self, name)
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"SimParams: {name}={v!r} must lie in [0, 1]")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"SimParams: {name}={v!r} must be a number in [0, 1]")
         for name in ("trap_concentration", "commit_concentration"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"SimParams: {name} must be > 0")
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"SimParams: {name}={v!r} must be a number > 0")
+        if self.calibration_by not in CALIBRATION_BY:
+            raise ValueError(f"SimParams: calibration_by={self.calibration_by!r} must be one of {CALIBRATION_BY}")
+
+    def p_insight(self, spec: AgentSpec) -> float:
+        """P(insight state | not guessing) for an agent of this spec (persona and thinking style)."""
+        p = self.insight if spec.persona in TRUTH_HOLDER_PERSONAS else self.crowd_insight
+        if spec.thinking == "slow":
+            p = 1.0 - (1.0 - p) * (1.0 - self.slow_escape)
+        return p
 
     # min/max, not np.clip: the same value, without numpy's per-call overhead on a scalar (called per agent)
     def confidence(self, tau: float) -> float:
@@ -117,7 +156,10 @@ def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] 
     """The item's trap and trap propensity. Agents of the same model share them (correlated errors);
     an agent whose AgentSpec names another model gets its own draw: different LLMs hold different
     misconceptions (Table 3, "different LLMs")."""
-    return _item_latent(q.id, len(q.options), q.answer_index, params, seed, model)
+    truth = q.answer_index
+    if truth is None:  # no gold answer: the simulation still needs a truth, drawn (hidden) from the question id
+        truth = int(_rng("truth", seed, q.id).integers(len(q.options)))
+    return _item_latent(q.id, len(q.options), truth, params, seed, model)
 
 
 # Every agent of every method on a question asks for the same few items (one per model): a pure function of
@@ -132,26 +174,49 @@ def _item_latent(qid: str, k: int, truth: int, params: SimParams, seed: int, mod
     return Item(truth, trap, float(rng.beta(max(a, 1e-6), max(b, 1e-6))), k)
 
 
-def _top_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
-    """P(initial answer = each option) for an agent of this spec on this item."""
-    p_trap = item.pi
-    if spec.persona == "Skeptic":
-        p_trap *= 1.0 - params.insight
-    if spec.thinking == "slow":
-        p_trap *= 1.0 - params.slow_escape
-    probs = np.zeros(item.k)
-    probs[item.trap] = p_trap
-    probs[item.truth] = 1.0 - p_trap
+def state_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
+    """P(each of STATES) for an agent of this spec on this item: guess, insight, trapped, naive."""
     e = params.explore(spec.temperature)
-    return (1 - e) * probs + e / item.k
+    ins = (1.0 - e) * params.p_insight(spec)
+    trapped = (1.0 - e - ins) * item.pi
+    return np.array([e, ins, trapped, 1.0 - e - ins - trapped])
 
 
-def _draw(rng: np.random.Generator, p: np.ndarray) -> int:
-    """rng.choice(len(p), p=p), the same draw from the same one uniform, without choice()'s checks (p is ours:
-    finite, non-negative, sums to 1): the inverse of the normalised cumulative distribution."""
-    cdf = np.cumsum(p)
-    cdf /= cdf[-1]
-    return int(np.searchsorted(cdf, rng.random(), side="right"))
+def _top_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
+    """P(initial answer = each option) for an agent of this spec on this item (summed over its states)."""
+    g, ins, trapped, naive = state_probs(item, spec, params)
+    probs = np.full(item.k, g / item.k)
+    probs[item.trap] += trapped
+    probs[item.truth] += ins + naive
+    return probs
+
+
+def draw_state(item: Item, spec: AgentSpec, params: SimParams, u: np.ndarray) -> tuple[int, int]:
+    """(state index into STATES, initial answer) from the agent's first two uniforms u[0] (state: the inverse of
+    the cumulative state_probs) and u[1] (a guess's uniform answer)."""
+    cdf = np.cumsum(state_probs(item, spec, params))
+    state = min(int(np.searchsorted(cdf / cdf[-1], u[0], side="right")), len(STATES) - 1)
+    if state == 0:  # guess
+        return state, min(int(u[1] * item.k), item.k - 1)
+    return state, item.trap if state == 2 else item.truth
+
+
+def insight_rate(items: Sequence[Item], specs: Sequence[AgentSpec], params: SimParams) -> float:
+    """r: the debate roster's mean P(insight state), the rate of skilled predictors at every knowledge_link."""
+    if not specs:
+        return 0.0
+    return float(np.mean([state_probs(it, s, params)[1] for it, s in zip(items, specs)]))
+
+
+def is_skilled(state: int, spec: AgentSpec, params: SimParams, u: np.ndarray, rate: float) -> bool:
+    """Whether the agent models the crowd (insight_calibration) or predicts false consensus (crowd_calibration).
+    "knowledge": its insight state with prob knowledge_link (u[2]), else a Bernoulli(rate) draw (u[3]) unrelated
+    to its state; "persona": the earlier rule, every Skeptic."""
+    if params.calibration_by == "persona":
+        return spec.persona in TRUTH_HOLDER_PERSONAS
+    if u[2] < params.knowledge_link:
+        return STATES[state] == "insight"
+    return bool(u[3] < rate)
 
 
 def _belief_on(top: int, k: int, conf: float) -> np.ndarray:
@@ -175,6 +240,12 @@ _TEMPLATES = {
 }
 
 
+def message_text(kind: str, q: Question, top: int, pct: int) -> str:
+    """The argument of an agent of `kind` (a persona, or "moderator") that argues for option `top` at pct %."""
+    label = q.labels[top]
+    return _TEMPLATES[kind].format(label=label, text=q.options[label], pct=pct)
+
+
 class SimAgent(Agent):
     concurrent = False  # pure numpy, no I/O: threads would only add overhead
 
@@ -192,24 +263,32 @@ class SimAgent(Agent):
         role: str = "debater",
         peer_items: Optional[Sequence[Item]] = None,
         peer_beliefs: Optional[Sequence[np.ndarray]] = None,
+        roster_insight_rate: Optional[float] = None,
     ):
         self.spec, self.q, self.index, self.item, self.params, self.role = spec, q, index, item, params, role
         self.rng = _rng("agent", seed, q.id, index, repeat, role)
-        k = len(q.options)
-        top = _draw(self.rng, _top_probs(item, spec, params))
-        self.belief = _belief_on(top, k, params.confidence(spec.temperature))
+        if peer_items is None:
+            peer_items = [item] * len(peer_specs)
+        if roster_insight_rate is None:
+            roster_insight_rate = insight_rate(peer_items, peer_specs, params)
+        u = self.rng.random(4)  # state, guess answer, link, skill: a fixed count, so later draws never shift
+        self.state, top = draw_state(item, spec, params, u)
+        self.skilled = is_skilled(self.state, spec, params, u, roster_insight_rate)
+        self.belief = _belief_on(top, len(q.options), params.confidence(spec.temperature))
         if peer_beliefs is None:  # expected_belief of every agent of the debate (the population computes it once)
-            peer_items = peer_items or [item] * len(peer_specs)
             peer_beliefs = [expected_belief(it, s, params) for it, s in zip(peer_items, peer_specs)]
         others = [b for j, b in enumerate(peer_beliefs) if j != index] or [expected_belief(item, spec, params)]
         self.expected_peers = np.mean(others, axis=0)
+        stubborn = (
+            spec.persona in TRUTH_HOLDER_PERSONAS
+            if params.calibration_by == "persona"
+            else STATES[self.state] == "insight"
+        )
         if role == "moderator":
             self.alpha = params.moderator_susceptibility
-        elif spec.persona == "Skeptic":
-            self.alpha = params.skeptic_susceptibility
         else:
-            self.alpha = params.crowd_susceptibility
-        self.calibration = params.skeptic_calibration if spec.persona == "Skeptic" else params.crowd_calibration
+            self.alpha = params.insight_susceptibility if stubborn else params.crowd_susceptibility
+        self.calibration = params.insight_calibration if self.skilled else params.crowd_calibration
         self._last_round = 0
 
     def act(self, turn: Turn) -> Step:
@@ -260,6 +339,7 @@ class SimPopulation(Population):
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
         beliefs = [expected_belief(it, s, self.params) for it, s in zip(items, specs)]
+        rate = insight_rate(items, specs, self.params)
         return [
             SimAgent(
                 question,
@@ -271,6 +351,8 @@ class SimPopulation(Population):
                 seed=self.seed,
                 repeat=repeat,
                 peer_beliefs=beliefs,
+                peer_items=items,
+                roster_insight_rate=rate,
             )
             for i, s in enumerate(specs)
         ]
@@ -279,7 +361,7 @@ class SimPopulation(Population):
         item = item_latent(question, self.params, self.seed, self.model)
         return SimAgent(
             question,
-            AgentSpec("Generalist", 0.1),
+            GENERALIST,  # the moderator: a crowd agent of the paper's roster
             -1,
             item,
             peer_specs=[],

@@ -61,6 +61,7 @@ from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import item_counts, sample_items
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
+from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import load_profile, notebook_params
 from acemad_utils.protocol.debate import run_question
@@ -301,7 +302,7 @@ def estimate_profile(
     name, params = notebook_params(profile, overrides, only)
     terms = parse_terms(load_profile(profile, overrides).get("models"))
     # as for the kernels (profiles.run_env): an ACEMAD_MODELS already in the environment wins over the profile's
-    kw.setdefault("terms", {} if os.environ.get(ENV_MODELS) else terms)
+    kw.setdefault("terms", {} if env(ENV_MODELS) else terms)
     return estimate(params, name, **kw)
 
 
@@ -390,7 +391,7 @@ def main(argv=None) -> int:
     est = estimate_profile(
         a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars, data_dir=a.data_dir
     )
-    print(format_estimate(est, parse_max_usd(os.environ.get("ACEMAD_MAX_USD"))))
+    print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None)))
     print(f"  (estimated in {est.seconds:.1f} s)")
     return 0
 

@@ -3,7 +3,6 @@ asks, and the few items per benchmark the replay runs them on."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -13,6 +12,7 @@ import numpy as np
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import smoke
+from acemad_utils.data.settings import env
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.setup import SMOKE, SYNTHETIC_K
 
@@ -66,7 +66,7 @@ def sample_items(
 ) -> tuple[dict, str]:
     """A few items per benchmark: real ones at length quantiles when the files are local (never the hub),
     else distinct demo questions per benchmark. Returns ({benchmark: [Question]}, where they came from)."""
-    d = data_dir or os.environ.get(D.ENV_VAR) or ""
+    d = data_dir or env(D.ENV_VAR)
     out, used_real = {}, False
     demo = D.load_demo()
     for i, b in enumerate(benchmarks):

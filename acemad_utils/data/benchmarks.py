@@ -46,6 +46,7 @@ from typing import Any
 from acemad_utils.data.files import DataError, build, json_file, json_items, jsonl_rows, logiqa_rows, need
 from acemad_utils.data.paths import ROOT
 from acemad_utils.data.records import BBH_TASKS, map_arc, map_bbh, map_logiqa, map_medqa, map_mmlu_pro, map_truthfulqa
+from acemad_utils.data.settings import env
 from acemad_utils.protocol.schema import Question
 
 ENV_VAR = "ACEMAD_DATA_DIR"
@@ -161,7 +162,7 @@ BENCHMARKS: tuple[str, ...] = tuple(LOADERS)
 # ---------------------------------------------------------------- public API
 def data_root(data_dir: str | os.PathLike | None = None) -> Path | None:
     """The local data directory to read, or None when the hub should be used."""
-    raw = data_dir if data_dir is not None else os.environ.get(ENV_VAR) or None
+    raw = data_dir if data_dir is not None else env(ENV_VAR) or None
     if raw is None:
         if not _hub_available():
             raise DataError(NO_DATA_HELP)
@@ -222,7 +223,7 @@ def data_hash(questions: Sequence[Question]) -> str:
 def summarize(questions: Sequence[Question]) -> dict:
     """Items, option-count range and answer-label counts (in label order)."""
     sizes = [len(q.options) for q in questions]
-    counts = Counter(q.answer for q in questions)
+    counts = Counter(q.answer for q in questions if q.answer is not None)
     return {
         "items": len(questions),
         "options": (min(sizes, default=0), max(sizes, default=0)),

@@ -2,6 +2,7 @@
 
     from acemad_utils.data.paths import outputs
     outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
+    with outputs_root("my_runs"): ...   # outputs(...) under ./my_runs instead (the public API's `out=`)
     PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
     shared_paper_dir()      # the copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
     safe_segment(name, "profile name")   # name, or UnsafeName: one path segment, nothing outside outputs/
@@ -11,10 +12,13 @@ Smoke runs (CI, the browser test) write under outputs/smoke/ so they never overw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
 from pathlib import Path
+
+from acemad_utils.data.settings import env, flag
 
 ROOT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
 DATA = ROOT / "data"
@@ -23,14 +27,14 @@ PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (se
 
 def smoke() -> bool:
     """True when ACEMAD_SMOKE is set to anything but '' or '0': notebooks shrink to seconds."""
-    return os.environ.get("ACEMAD_SMOKE", "") not in ("", "0")
+    return flag("ACEMAD_SMOKE")
 
 
 def progress_bars() -> bool:
     """False when ACEMAD_PROGRESS is '0': papermill runs (make reproduce, make notebooks) and nbval set it, so an
     executed notebook stores no progress output (a widget there is dead, tqdm's text fallback is stderr noise);
     in JupyterLab the bars render as widgets (tqdm.auto with ipywidgets)."""
-    return os.environ.get("ACEMAD_PROGRESS", "") != "0"
+    return env("ACEMAD_PROGRESS") != "0"
 
 
 def shared_paper_dir() -> Path:
@@ -39,7 +43,7 @@ def shared_paper_dir() -> Path:
     ../shared/paper/tables beside the repository (where CI keeps it). Nothing reads the paper's numbers from here;
     the folder may not exist (the test then skips). A relative ACEMAD_PAPER_DIR is tried from the working
     directory, then from the repository root."""
-    raw = os.environ.get("ACEMAD_PAPER_DIR") or None
+    raw = env("ACEMAD_PAPER_DIR") or None
     if raw is None:
         return ROOT.parent / "shared" / "paper" / "tables"
     path = Path(raw).expanduser()
@@ -66,13 +70,33 @@ def safe_segment(value: str, what: str) -> str:
     return value
 
 
+# The folder outputs() writes under when a caller chose one (the public API, `python -m acemad_utils run`); None:
+# the repository's outputs/ (the notebooks). A process-wide value, not a context variable: the runner's threads
+# and worker processes must see the same folder as the call that chose it.
+_ROOT_OVERRIDE: list[Path] = []
+
+
+@contextlib.contextmanager
+def outputs_root(root: os.PathLike | str):
+    """Inside the block, outputs(...) is <root>/<parts...> instead of <repo>/outputs/ (no smoke/ subfolder: the
+    caller named the folder). Runs, the response cache and viewer pages then live under `root`."""
+    _ROOT_OVERRIDE.append(Path(root).expanduser().resolve())
+    try:
+        yield _ROOT_OVERRIDE[-1]
+    finally:
+        _ROOT_OVERRIDE.pop()
+
+
 def outputs(*parts: str) -> Path:
-    """<repo>/outputs/<parts...> (created). Every part is one or more '/'-joined safe segments: nothing a user
-    names can reach outside outputs/."""
+    """<repo>/outputs/<parts...> (created), or <root>/<parts...> inside `outputs_root(root)`. Every part is one or
+    more '/'-joined safe segments: nothing a user names can reach outside that folder."""
     for part in parts:
         for seg in str(part).split("/"):
             safe_segment(seg, "path part")
-    base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
+    if _ROOT_OVERRIDE:
+        base = _ROOT_OVERRIDE[-1]
+    else:
+        base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -29,8 +29,9 @@ run. An endpoint is free only when it is the project's own llama.cpp server or i
 here: any other model without a price is unpriced, and a run with MAX_USD refuses to call it (prices.py).
 
 Keys and values are checked before anything runs: an unknown top-level key, an unknown notebook, a
-parameter that the notebook's `parameters` cell does not define, a value of the wrong type (the type of
-the notebook's default) or out of range (PARAM_RULES) stops with a message naming it. `--set KEY=VALUE`
+parameter that the notebook does not declare, a value of the wrong type or out of range (every parameter's type
+and range: experiments/params.py), and any YAML value that is not plain data (!!binary, !!set, a date, a
+!!python/... tag: PlainLoader) stops with one line naming the file, the notebook and what is allowed. `--set KEY=VALUE`
 (YAML value) overrides a common parameter for this run only, e.g. an endpoint's URL that only this machine
 knows.
 """
@@ -38,26 +39,21 @@ knows.
 from __future__ import annotations
 
 import argparse
-import ast
 import difflib
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import urlparse
 
-import papermill as pm
 import yaml
 
 from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, parse_terms
 from acemad_utils.data.paths import ROOT
-from acemad_utils.experiments import registry
-from acemad_utils.experiments.registry import PAPER_TABLES
-from acemad_utils.experiments.setup import BACKENDS, SOURCES, SYNTHETIC_K
-from acemad_utils.protocol.config import METHODS
+from acemad_utils.data.settings import ENV_VARS
+from acemad_utils.experiments import params, registry
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models", "jobs"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
@@ -68,148 +64,40 @@ MAX_JOBS = 8
 #: after they ended (ok or not). "*" = every other notebook of the run. 02-07 read 01's challenging subsets;
 #: 08 reads every run. 00 reads nothing of the others. Each notebook writes only its own runs, tables and figures.
 READS = {
-    **{
-        nb: ("01_subset_construction",)
-        for nb in (
-            "02_baselines",
-            "03_main_results",
-            "04_heterogeneity",
-            "05_ablation",
-            "06_scaling",
-            "07_other_models",
-        )
-    },
+    **{nb: ("01_subset_construction",) for nb in params.NOTEBOOKS if nb[:2] in params.SETUP[1:]},
     "08_claims": ("*",),
 }
-# Parameters that may be null although their notebook default is a number ("no limit": every item).
-NULLABLE = {"N_ITEMS", "N_MAX", "FULL_N_MAX", "ARGUE_MAX_TOKENS"}
-# Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more
-# agents and rounds than a debate prompt fits.
-MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS = 1_000_000, 256, 100, 50
 
 
-def _choices(names) -> Callable[[Any], Optional[str]]:
-    allowed = list(names)
-
-    def check(v) -> Optional[str]:
-        vals = v if isinstance(v, list) else [v]
-        bad = [x for x in vals if x not in allowed]
-        return f"unknown name(s) {bad}{hint(str(bad[0]), allowed)}; allowed: {allowed}" if bad else None
-
-    return check
+class PlainLoader(yaml.SafeLoader):
+    """YAML's plain data only: a tag that makes anything else (!!binary bytes, !!set, !!omap, !!pairs, a date or
+    timestamp, any !!python/... or local tag) is a ConstructorError, shown as one line (load_yaml)."""
 
 
-def _at_least(lo: float) -> Callable[[Any], Optional[str]]:
-    def check(v) -> Optional[str]:
-        vals = v if isinstance(v, list) else [v]
-        bad = [x for x in vals if x is not None and not (math.isfinite(x) and x >= lo)]
-        return f"need values >= {lo:g}, got {bad}" if bad else None
-
-    return check
-
-
-def _between(lo: float, hi: float) -> Callable[[Any], Optional[str]]:
-    """lo <= value <= hi for a number or every number of a list (null passes: NULLABLE decides)."""
-
-    def check(v) -> Optional[str]:
-        vals = v if isinstance(v, list) else [v]
-        bad = [x for x in vals if x is not None and not (math.isfinite(x) and lo <= x <= hi)]
-        return f"need values from {lo:g} to {hi:g}, got {bad}" if bad else None
-
-    return check
+def _refuse(loader: yaml.SafeLoader, node: yaml.Node) -> None:
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    what = "a date or timestamp (quote it to pass text)" if tag == "!!timestamp" else f"the tag {tag}"
+    raise yaml.constructor.ConstructorError(
+        None, None, f"{what} is not plain data (text, number, true/false, null, list, map)", node.start_mark
+    )
 
 
-def _non_empty(check: Callable[[Any], Optional[str]]) -> Callable[[Any], Optional[str]]:
-    """A list parameter that must name at least one thing (BENCHMARKS=[] once ran nothing, silently)."""
-
-    def both(v) -> Optional[str]:
-        if isinstance(v, list) and not v:
-            return "the list is empty: name at least one"
-        return check(v)
-
-    return both
+for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
+    PlainLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
+PlainLoader.add_constructor(None, _refuse)  # every tag SafeLoader does not know either
 
 
-def _url(v) -> Optional[str]:
-    """An endpoint: empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
-    if v in ("", None):
-        return None
-    u = urlparse(str(v))
-    if u.scheme not in ("http", "https") or not u.hostname:
-        return "need an http:// or https:// URL with a host (or empty for the default endpoint)"
-    return None
-
-
-def _other_models(v) -> Optional[str]:
-    """OTHER_MODELS (notebook 07): a list of {table, paper_model, model, base_url} with a table the paper printed."""
-
-    keys = {"table", "paper_model", "model", "base_url"}
-    for e in v:
-        if not isinstance(e, dict) or set(e) != keys:
-            return f"each entry needs exactly the keys {sorted(keys)}, got {e!r}"
-        if e["table"] not in PAPER_TABLES:
-            return f"unknown table {e['table']!r}{hint(str(e['table']), PAPER_TABLES)}; tables: {sorted(PAPER_TABLES)}"
-        if _url(e["base_url"]):
-            return f"base_url {e['base_url']!r}: {_url(e['base_url'])}"
-    return None
-
-
-def _rules() -> dict[str, Callable[[Any], Optional[str]]]:
-    """Range checks of the parameters whose meaning is known here (types come from the notebooks' defaults)."""
-
-    return {
-        "BACKEND": _choices(BACKENDS),
-        "SOURCE": _choices(SOURCES),
-        "BENCHMARKS": _non_empty(_choices(SYNTHETIC_K)),
-        "METHODS": _non_empty(_choices(METHODS)),
-        "CALLS": _choices(("two", "single")),
-        "ETA": _at_least(0),
-        # Upper bounds (issue 23: N_MAX=1e12 and WORKERS=1e6 were accepted): far above any benchmark or machine.
-        "N_ITEMS": _between(1, MAX_ITEMS),
-        "N_MAX": _between(1, MAX_ITEMS),
-        "WORKERS": _between(1, MAX_WORKERS),
-        "SEED": _at_least(0),
-        "ROUNDS": _non_empty(_between(1, MAX_ROUNDS)),
-        "N_VALUES": _non_empty(_between(1, MAX_AGENTS)),
-        "N_TABLE": _between(1, MAX_AGENTS),
-        "T_PHASE": _between(1, MAX_ROUNDS),
-        "FULL_N_MAX": _between(1, MAX_ITEMS),
-        "BASE_URL": _url,
-        "SECOND_BASE_URL": _url,
-        "ARGUE_MAX_TOKENS": _at_least(1),
-        "OTHER_MODELS": _other_models,
-    }
-
-
-def _type_error(key: str, value: Any, default: str) -> Optional[str]:
-    """Why `value` cannot replace a parameter whose default is the Python literal `default`, or None."""
+def load_yaml(text: str, where: str) -> Any:
+    """Plain data from YAML text (PlainLoader), or SystemExit with one line naming `where` and the place."""
     try:
-        ref = ast.literal_eval(default)
-    except (ValueError, SyntaxError):
-        return None  # a default that is an expression: nothing to compare with
-    if value is None:
-        return None if key in NULLABLE or ref is None else "null is not allowed here"
-
-    def ok(v, r) -> bool:
-        if isinstance(r, bool) or isinstance(v, bool):
-            return isinstance(v, bool) and isinstance(r, bool)
-        if isinstance(r, float):
-            return isinstance(v, (int, float))
-        if isinstance(r, list):
-            return isinstance(v, list) and all(ok(x, r[0]) for x in v) if r else isinstance(v, list)
-        return isinstance(v, type(r))
-
-    if ok(value, ref):
-        return None
-    return f"need a value like the notebook's default {default} ({type(ref).__name__})"
-
-
-def _check_value(where: str, key: str, value: Any, default: str) -> None:
-    why = _type_error(key, value, default)
-    if why is None and key in _rules():
-        why = _rules()[key](value)
-    if why:
-        raise SystemExit(f"{where}: {key} = {value!r} is not allowed: {why}")
+        return yaml.load(text, Loader=PlainLoader)  # noqa: S506 (PlainLoader is SafeLoader with fewer tags)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        place = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        why = " ".join(str(getattr(e, "problem", None) or e).split())
+        if isinstance(e, yaml.constructor.ConstructorError):
+            raise SystemExit(f"{where}: refused{place}: {why}") from None
+        raise SystemExit(f"{where} is not valid YAML{place}: {why}") from None
 
 
 def notebooks() -> dict[str, Path]:
@@ -222,6 +110,8 @@ def hint(word: str, choices) -> str:
 
 
 def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
+    """The profile, every key and value checked (SystemExit with one line naming the file, notebook and rule).
+    `overrides` (--set NAME=VALUE) win over the profile: a run setting, or a parameter of every notebook."""
     path = Path(name_or_path)
     if not path.suffix:
         path = ROOT / "profiles" / f"{name_or_path}.yaml"
@@ -230,54 +120,79 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
         raise SystemExit(
             f"profile {name_or_path!r}{hint(str(name_or_path), known)} not found; available profiles: {known}"
         )
-    try:
-        prof = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise SystemExit(f"{path.name} is not valid YAML: {e}") from None
+    prof = load_yaml(path.read_text(), path.name)
     if not isinstance(prof, dict) or not prof:
         raise SystemExit(
             f"{path.name} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
             f"(see profiles/default.yaml)"
         )
     overrides = dict(overrides or {})
+    for key, value in overrides.items():  # before they are merged: a bad --set value is named as --set's
+        why = params.not_plain(value)
+        if why:
+            raise SystemExit(f"--set {key}: the value holds {why}; only text, numbers, true/false, null, lists, maps")
     for key in [*RUN_SETTINGS, "jobs"]:  # --set MAX_USD=... / CALLS_VIA=...: a run setting, not a notebook parameter
         for spelled in (key, key.upper()):
             if spelled in overrides:
                 prof[key] = overrides.pop(spelled)
+    _check_shape(path.name, prof)
     if overrides:  # --set wins over the profile everywhere: common and any notebook's own value of that key
         prof["common"] = {**(prof.get("common") or {}), **overrides}
-        for params in (prof.get("notebooks") or {}).values():
+        for own in (prof.get("notebooks") or {}).values():
             for key in overrides:
-                (params or {}).pop(key, None)
-    bad = sorted(set(prof) - PROFILE_KEYS)
+                (own or {}).pop(key, None)
+    _check_run_settings(path.name, prof)
+    _check_parameters(path.name, prof)
+    return prof
+
+
+def _check_shape(where: str, prof: dict) -> None:
+    """Known top-level keys, plain values, `common` a map and `notebooks` a map of maps."""
+    bad = sorted(str(k) for k in set(prof) - PROFILE_KEYS)
     if bad:
         named = ", ".join(f"{b!r}{hint(b, PROFILE_KEYS)}" for b in bad)
-        raise SystemExit(f"{path.name}: unknown key(s) {named}; allowed: {sorted(PROFILE_KEYS)}")
-    _check_run_settings(path.name, prof)
-    nbs = notebooks()
-
-    declared = {nb: pm.inspect_notebook(str(p)) for nb, p in nbs.items()}
-    for key in prof.get("common") or {}:
-        if not any(key in d for d in declared.values()):
-            every = set().union(*declared.values())
+        raise SystemExit(f"{where}: unknown key(s) {named}; allowed: {sorted(PROFILE_KEYS)}")
+    for key, value in prof.items():
+        why = params.not_plain(value)
+        if why:
             raise SystemExit(
-                f"{path.name}: common parameter {key!r}{hint(key, every)} is not a parameter of any "
-                f"notebook; notebook parameters are {sorted(every)}"
+                f"{where}: {key} holds {why}; a profile holds text, numbers, true/false, null, lists, maps"
             )
-    for nb, params in (prof.get("notebooks") or {}).items():
+    for key in ("profile", "description"):
+        if key in prof and not isinstance(prof[key], str):
+            raise SystemExit(f"{where}: {key} = {prof[key]!r} is not allowed: need text")
+    if not isinstance(prof.get("common") or {}, dict):
+        raise SystemExit(f"{where}: common must be a map of parameters, e.g. common: {{SEED: 0}}")
+    own = prof.get("notebooks") or {}
+    if not isinstance(own, dict) or not all(isinstance(v or {}, dict) for v in own.values()):
+        raise SystemExit(
+            f"{where}: notebooks must map notebook names to maps, e.g. notebooks: {{00_theory: {{SEED: 1}}}}"
+        )
+
+
+def _check_parameters(where: str, prof: dict) -> None:
+    """Every parameter is a notebook's (experiments/params.py), and every value a notebook gets is allowed."""
+    nbs = notebooks()
+    declared = {nb: params.names(nb) for nb in nbs}
+    every = set().union(*declared.values())
+    for key in prof.get("common") or {}:
+        if key not in every:
+            raise SystemExit(
+                f"{where}: common parameter {key!r}{hint(key, every)} is not a parameter of any "
+                f"notebook; notebook parameters are {sorted(every)} (acemad_utils/experiments/params.py)"
+            )
+    for nb, own in (prof.get("notebooks") or {}).items():
         if nb not in nbs:
-            raise SystemExit(f"{path.name}: unknown notebook {nb!r}{hint(nb, nbs)}; notebooks: {sorted(nbs)}")
-        for key in params or {}:
+            raise SystemExit(f"{where}: unknown notebook {nb!r}{hint(nb, nbs)}; notebooks: {sorted(nbs)}")
+        for key in own or {}:
             if key not in declared[nb]:
                 raise SystemExit(
-                    f"{path.name}: notebook {nb} has no parameter {key!r}{hint(key, declared[nb])}; "
+                    f"{where}: notebook {nb} has no parameter {key!r}{hint(key, declared[nb])}; "
                     f"its parameters are {sorted(declared[nb])}"
                 )
-    for nb in nbs:  # every value a notebook will receive, against that notebook's default
+    for nb in nbs:  # every value a notebook will receive
         for key, value in params_for(prof, nb, declared[nb]).items():
-            if key in declared[nb]:
-                _check_value(f"{path.name} ({nb})", key, value, declared[nb][key]["default"])
-    return prof
+            params.check(f"{where} ({nb})", key, value)
 
 
 def _check_run_settings(where: str, prof: dict) -> None:
@@ -330,28 +245,17 @@ def params_for(prof: dict, name: str, declared) -> dict:
     return params
 
 
-def declared(nb_path) -> dict:
-    """The parameters a notebook declares (its `parameters` cell), as values."""
-    out = {}
-    for k, v in pm.inspect_notebook(str(nb_path)).items():
-        try:
-            out[k] = ast.literal_eval(v["default"])
-        except (ValueError, SyntaxError):
-            pass
-    return out
-
-
 def notebook_params(
     profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
 ) -> tuple[str, dict]:
     """(profile name, {notebook: every parameter it will get}) as reproduce passes them (checked the same way)."""
     prof = load_profile(profile, overrides)
     out = {}
-    for nb, path in notebooks().items():
+    for nb in notebooks():
         if only and nb not in only:
             continue
-        defaults = declared(path)
-        out[nb] = {**defaults, **params_for(prof, nb, {k: None for k in defaults})}
+        defaults = params.defaults(nb)
+        out[nb] = {**defaults, **params_for(prof, nb, defaults)}
     return prof.get("profile", profile), out
 
 
@@ -383,4 +287,9 @@ def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description="What every notebook runs under a profile (no run is made).")
     ap.add_argument("--profile", default="paper")
-    print(describe(ap.parse_args().profile))
+    ap.add_argument("--parameters-doc", action="store_true", help="print docs/parameters.md (from params.SCHEMA)")
+    args = ap.parse_args()
+    if args.parameters_doc:
+        print(params.markdown(ENV_VARS), end="")
+    else:
+        print(describe(args.profile))

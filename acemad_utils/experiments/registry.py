@@ -2,6 +2,9 @@
 
     from acemad_utils.experiments import registry as R
     X = R.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
+    res = S.run(X, N_MAX)              # a RunResult (Setup.run of a Run): meta, records = res also works
+    res.pick("acemad", rounds=3)       # the records of the one config run with these fields (else a ValueError
+    res.config("centralized").label    # naming what was run)
     X.name, X.configs, X["baselines"], X["control"], X["acemad"], X.labels("acemad")
     R.runs("03_main_results", P)       # every run notebook 03 makes with parameters P, in order
 
@@ -13,44 +16,24 @@ tests/test_cost.py executes the notebooks with the run stubbed and compares what
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from acemad_utils.data.benchmarks import BENCHMARKS
+from acemad_utils.agents.sim import SimParams
+from acemad_utils.experiments import params
+
+# MAD_METHODS and VOTING_VS_MAD are re-exported: notebooks and tests read them as R.<name>
+from acemad_utils.experiments.paper_tables import (  # noqa: F401
+    ALL_BENCHMARKS,
+    BASELINES,
+    MAD_METHODS,
+    PAPER_TABLES,
+    VOTING_VS_MAD,
+)
 from acemad_utils.experiments.subsets import model_slug, subset_config
-from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.schema import AgentSpec
-
-ALL_BENCHMARKS = list(BENCHMARKS)  # data.benchmarks' order, the paper's
-BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")  # Table 2's baselines
-VOTING_VS_MAD = ("majority", "decentralized", "centralized", "sparse")  # Table 1 and Figure 2
-MAD_METHODS = ("decentralized", "centralized", "sparse")
-
-# What each of the paper's tables runs (notebooks 03 and 07). Baselines are the methods of the table with the
-# baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
-# the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
-PAPER_TABLES: dict[str, dict[str, Any]] = {
-    "table2_main_results": {
-        "baselines": list(BASELINES),
-        "rounds": [2, 3, 5],
-        "benchmarks": ALL_BENCHMARKS,
-        "full": False,
-    },
-    "table4_deepseek": {"baselines": list(VOTING_VS_MAD), "rounds": [3], "benchmarks": ALL_BENCHMARKS, "full": False},
-    "table5_llama8b": {
-        "baselines": list(BASELINES),
-        "rounds": [3],
-        "benchmarks": ["truthfulqa", "medqa", "bbh"],
-        "full": False,
-    },
-    "table6_full_datasets": {
-        "baselines": ["decentralized"],
-        "rounds": [3],
-        "benchmarks": ["arc_challenge", "logiqa"],
-        "full": True,
-    },
-}
+from acemad_utils.protocol.config import ETA, GENERALIST, ROUNDS, SKEPTIC, DebateConfig
 
 
 @dataclass
@@ -67,6 +50,7 @@ class Run:
     base_url: Optional[str] = None
     cap: Optional[int] = None
     notebook: str = ""
+    params: Optional[dict] = None  # synthetic population overrides (SimParams fields; notebook 09's map points)
 
     @property
     def configs(self) -> list[DebateConfig]:
@@ -78,6 +62,77 @@ class Run:
     def labels(self, *groups: str) -> list[str]:
         return [c.label for g in (groups or self.groups) for c in self.groups[g]]
 
+    def select(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> list[DebateConfig]:
+        """The configs of this run with `method` (a METHODS name, or a display label such as 'AceMAD (Different
+        Persona)'), in `group`, and every DebateConfig field given equal, e.g. select("acemad", rounds=3).
+        An unknown group or field is a ValueError naming the allowed ones."""
+        if group is not None and group not in self.groups:
+            raise ValueError(f"run {self.name!r} has no group {group!r}; its groups: {list(self.groups)}")
+        known = {f.name for f in dataclasses.fields(DebateConfig)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"DebateConfig has no field(s) {unknown}; fields: {sorted(known)}")
+        pool = self.groups[group] if group is not None else self.configs
+        return [
+            c
+            for c in pool
+            if method in (None, c.method, c.label) and all(getattr(c, k) == v for k, v in fields.items())
+        ]
+
+    def config(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> DebateConfig:
+        """The one config of this run that select() finds; none or several is a ValueError naming what was run."""
+        found = self.select(method, group=group, **fields)
+        if len(found) == 1:
+            return found[0]
+        asked = ", ".join([*([f"{method!r}"] if method else []), *(f"{k}={v!r}" for k, v in fields.items())])
+        asked += f" in group {group!r}" if group else ""
+        what = "no config" if not found else f"{len(found)} configs ({', '.join(c.label for c in found)})"
+        raise ValueError(
+            f"{self.notebook or 'run'} {self.name!r}: {what} matches {asked or 'everything'}; this run made: "
+            + "; ".join(f"{g}: {', '.join(c.label for c in cs)}" for g, cs in self.groups.items())
+        )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one Setup.run of a registry Run returns: the run's definition, its meta and records. Notebooks ask it
+    for what they show instead of rebuilding labels; `meta, records = result` still unpacks.
+
+        res = S.run(R.main_results(ROUNDS, ETA, SEED), N_MAX)
+        res.pick("acemad", rounds=3)            # records of AceMAD (T=3); a ValueError naming the run's configs
+        res.label("decentralized", roster="acemad")   # 'Decentralized MAD (AceMAD roster)'
+        res.labels("baselines")                 # every label of a group, in run order
+    """
+
+    run: Run
+    meta: dict
+    records: list[dict]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.meta, self.records))
+
+    def config(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> DebateConfig:
+        return self.run.config(method, group=group, **fields)
+
+    def label(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
+        return self.config(method, group=group, **fields).label
+
+    def labels(self, *groups: str) -> list[str]:
+        return self.run.labels(*groups)
+
+    def family(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
+        """The one family (label without N, for curves over N) of the configs select() finds, e.g. 'AceMAD (T=3)'."""
+        families = sorted({c.family for c in self.run.select(method, group=group, **fields)})
+        if len(families) != 1:
+            self.run.config(method, group=group, **fields)  # none: the ValueError naming what was run
+            raise ValueError(f"run {self.run.name!r}: {len(families)} families match {method!r}: {families}")
+        return families[0]
+
+    def pick(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> list[dict]:
+        """The records of the one config that Run.config finds (every status: callers filter ok ones)."""
+        label = self.label(method, group=group, **fields)
+        return [r for r in self.records if r.get("method") == label]
+
 
 # ----------------------------------------------------------------------------- one function per experiment
 def subset_construction(seed: int = 0) -> Run:
@@ -87,7 +142,7 @@ def subset_construction(seed: int = 0) -> Run:
 
 def voting_vs_mad(n: int, seed: int = 0) -> list[DebateConfig]:
     """Table 1's rows: Majority Voting and the three MADs with N = n, T = 3."""
-    return [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for m in VOTING_VS_MAD]
+    return [DebateConfig(method=m, n_agents=n, seed=seed) for m in VOTING_VS_MAD]
 
 
 def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
@@ -97,25 +152,39 @@ def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
     return Run(
         "baselines",
         {
-            m: [
-                DebateConfig(method=m, n_agents=n, rounds=3, seed=seed)
-                for n in ns
-                if not (m == "centralized" and n < 2)
-            ]
+            m: [DebateConfig(method=m, n_agents=n, seed=seed) for n in ns if not (m == "centralized" and n < 2)]
             for m in VOTING_VS_MAD
         },
     )
 
 
+SKEPTIC_ALONE = "Single Agent (AceMAD's Skeptic alone)"
+
+
+def controls(seed: int = 0) -> list[DebateConfig]:
+    """The controls that could embarrass the protocol (issue 29 item 3), each with AceMAD's own agents:
+    Decentralized MAD (the same agents debating, no commitments or weights), the best single agent of the roster
+    answering alone (the Skeptic, 5 runs like Single Agent) and Majority Voting (no debate)."""
+    return [
+        DebateConfig(method="decentralized", roster="acemad", seed=seed),
+        DebateConfig(method="single", baseline_agent=SKEPTIC, seed=seed, name=SKEPTIC_ALONE),
+        DebateConfig(method="majority", roster="acemad", seed=seed),
+    ]
+
+
 def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
-    """Notebook 03 (Table 2): the five baselines, the control (Decentralized MAD with AceMAD's agents) and
-    AceMAD at every T of `rounds`; N = 5."""
+    """Notebook 03 (Table 2): the five baselines, the controls (AceMAD's agents without AceMAD: controls()) and
+    AceMAD at every T of `rounds` and always at the paper's T (protocol.config.ROUNDS = 3), N = 5. The paper's
+    T is the headline every later view of notebook 03 reads (the aggregators' table, the examples, the narrative
+    and the summary compare AceMAD at T = 3 with the baselines, which run at T = 3): ROUNDS=[2, 5] runs T = 2,
+    3 and 5, and Table 2 shows all three."""
+    ts = sorted({*rounds, ROUNDS})
     return Run(
         "main",
         {
             "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
-            "control": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
-            "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in rounds],
+            "control": controls(seed),
+            "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in ts],
         },
     )
 
@@ -124,12 +193,12 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
     """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
     truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
     variants = {
-        "AceMAD (Different Persona)": AgentSpec("Skeptic", 0.6),
-        "AceMAD (Different Thinking System)": AgentSpec("Generalist", 0.6, thinking="slow"),
+        "AceMAD (Different Persona)": SKEPTIC,  # the main AceMAD's truth-holder
+        "AceMAD (Different Thinking System)": replace(GENERALIST, temperature=SKEPTIC.temperature, thinking="slow"),
     }
     if second_model:
-        variants["AceMAD (Different LLMs)"] = AgentSpec(
-            "Generalist", 0.6, model=second_model, base_url=second_base_url or None
+        variants["AceMAD (Different LLMs)"] = replace(
+            GENERALIST, temperature=SKEPTIC.temperature, model=second_model, base_url=second_base_url or None
         )
     return Run(
         "heterogeneity",
@@ -143,12 +212,14 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
 def ablation(seed: int = 0) -> Run:
     """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
     Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
-    (notebook 03's control, the same config: with an LLM its calls are cached replays)."""
+    (notebook 03's control, the same config: with an LLM its calls are cached replays), and two controls beside
+    the bars: the Skeptic alone and Majority Voting with AceMAD's agents (notebook 03's configs too)."""
     return Run(
         "ablation",
         {
-            "full": [DebateConfig(method="acemad", rounds=3, seed=seed)],
+            "full": [DebateConfig(method="acemad", seed=seed)],
             "standard": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
+            "controls": controls(seed)[1:],  # the Skeptic alone and Majority Voting with AceMAD's agents
         },
     )
 
@@ -157,14 +228,11 @@ def scaling(n_values: Sequence[int], seed: int = 0) -> Run:
     """Notebook 06 (Figure 5): AceMAD (T = 3) and Majority Voting at every N of n_values."""
     return Run(
         "scaling",
-        {
-            m: [DebateConfig(method=m, n_agents=n, rounds=3, seed=seed) for n in n_values]
-            for m in ("acemad", "majority")
-        },
+        {m: [DebateConfig(method=m, n_agents=n, seed=seed) for n in n_values] for m in ("acemad", "majority")},
     )
 
 
-def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[DebateConfig], list[DebateConfig]]:
+def table_configs(table: str, seed: int = 0, eta: float = ETA) -> tuple[list[DebateConfig], list[DebateConfig]]:
     """(baseline configs, AceMAD configs) of one of the paper's tables (PAPER_TABLES), N = 5."""
     if table not in PAPER_TABLES:
         raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
@@ -175,7 +243,7 @@ def table_configs(table: str, seed: int = 0, eta: float = 2.0) -> tuple[list[Deb
     )
 
 
-def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: float = 2.0) -> Run:
+def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 07: one printed table (entry["table"]) with one model (an OTHER_MODELS entry), on the
     challenging subsets of the table's benchmarks that are in `benchmarks`."""
     table = entry["table"]
@@ -189,18 +257,99 @@ def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: floa
     )
 
 
-def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0, eta: float = 2.0) -> Run:
+def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 07 (Table 6): Decentralized MAD vs AceMAD (T = 3) on the first n_max items of the full test sets."""
     base, ace = table_configs("table6_full_datasets", seed, eta)
     return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
+
+
+# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS).
+
+# Reference points beside the grid: no peer-prediction skill anywhere (where does a gain at link 0 come from?) and
+# the earlier persona-assigned calibration.
+MAP_REFERENCES = {
+    "no skilled predictor (link 0, insight_calibration 0)": {"knowledge_link": 0.0, "insight_calibration": 0.0},
+    "calibration by persona (the earlier rule)": {"calibration_by": "persona"},
+}
+# SimParams fields that change what the baselines' naive agent answers: a point that moves one of them gets its own
+# challenging subsets and its own baseline runs; every other point shares the default's.
+SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "explore_base", "explore_per_temp")
+
+
+def overrides(params: dict) -> dict:
+    """The point's SimParams overrides that differ from the defaults (so a default point is one shared run)."""
+    SimParams(**params)  # a bad axis value stops here, naming the field
+    default = SimParams()
+    return {k: v for k, v in sorted(params.items()) if getattr(default, k) != v}
+
+
+def _short_number(v: float) -> str:
+    """The short form (0.5) where it is exact, else the full repr: two close values never share a run folder."""
+    short = f"{v:g}"
+    return short if float(short) == v else repr(float(v))
+
+
+def params_slug(params: dict) -> str:
+    """A run-name fragment naming a point's overrides ('default' for none), e.g. 'insight0.3_knowledge_link0.5'."""
+    parts = [
+        f"{k}{_short_number(v)}" if isinstance(v, (int, float)) else f"{k}-{v}" for k, v in overrides(params).items()
+    ]
+    return "_".join(parts) or "default"
+
+
+#: notebook 09's parameter -> the map axis it sets
+MAP_PARAMS = {
+    "LINKS": "knowledge_link",
+    "INSIGHTS": "insight",
+    "TRAP_CONCENTRATIONS": "trap_concentration",
+    "CROWD_CALIBRATIONS": "crowd_calibration",
+}
+
+
+MAP_AXES = {axis: tuple(params.SCHEMA[name].default) for name, axis in MAP_PARAMS.items()}
+
+
+def map_axes(P: dict) -> dict:
+    """The map's axes from notebook 09's parameters (MAP_PARAMS; absent ones: MAP_AXES)."""
+    return {axis: tuple(P.get(name) or MAP_AXES[axis]) for name, axis in MAP_PARAMS.items()}
+
+
+def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
+    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), then
+    one-dimensional sweeps of the other axes at the defaults, then the reference points (axis = their name).
+    A point equal to the default appears once per axis it lies on (its run is shared: the same name)."""
+    pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
+    pts += [(ax, {ax: v}) for ax in ("trap_concentration", "crowd_calibration") for v in axes[ax]]
+    return pts + list((references if references is not None else MAP_REFERENCES).items())
+
+
+def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
+    """Notebook 09: one AceMAD (T = 3) run per distinct map point (uniform weights re-decide it: no run), and the
+    MAD baselines once per distinct value of the parameters they depend on (SUBSET_PARAMS: the default and each
+    trap_concentration), each on the challenging subsets of its own population."""
+    out: dict[str, Run] = {}
+    ace = [DebateConfig(method="acemad", rounds=ROUNDS, eta=eta, seed=seed)]
+    mads = [DebateConfig(method=m, seed=seed) for m in MAD_METHODS]
+    for _, p in map_points(axes):
+        p = overrides(p)
+        base = {k: v for k, v in p.items() if k in SUBSET_PARAMS}
+        for name, groups, point in (
+            (f"map_baselines_{params_slug(base)}", {"baselines": mads}, base),
+            (f"map_{params_slug(p)}", {"acemad": ace}, p),
+        ):
+            out.setdefault(name, Run(name, groups, params=dict(point)))
+    return list(out.values())
 
 
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
     """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
     the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) and 08_claims (it
-    reads the runs of 02-07, acemad_utils.report.claims) have none here."""
-    seed, eta, n_max = P.get("SEED", 0), P.get("ETA", 2.0), P.get("N_MAX")
+    reads the runs of 02-07, acemad_utils.report.claims) have none here; 09_assumption_map has runs only with the
+    synthetic population (BACKEND sim). A parameter missing from P takes its
+    default (experiments/params.py)."""
+    P = {**params.defaults(nb), **P} if nb in params.NOTEBOOKS else P
+    seed, eta, n_max = P.get("SEED", 0), P.get("ETA", ETA), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
     num = nb[:2]
     if num == "01":
@@ -215,6 +364,10 @@ def runs(nb: str, P: dict) -> list[Run]:
         out = [ablation(seed)]
     elif num == "06":
         out = [scaling(P["N_VALUES"], seed)]
+    elif num == "09":
+        if P.get("BACKEND", "sim") != "sim":  # the map varies the synthetic population: nothing to run otherwise
+            return []
+        out = assumption_map(map_axes(P), eta, seed)
     elif num == "07":
         out = [other_model(e, benches, seed, eta) for e in P.get("OTHER_MODELS") or []]
         out.append(

@@ -34,7 +34,7 @@ from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
 from acemad_utils.data.transcripts import COMPRESSED, gc_paused, record_lines
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import base_record
+from acemad_utils.protocol.records import base_record
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question
 
 
@@ -95,11 +95,6 @@ def record_key(rec: dict) -> tuple:
     return (rec["question_id"], rec["config_hash"], rec["repeat"])
 
 
-def to_line(rec: dict) -> str:
-    """A record's one line (no newline): the only serialisation of a record, reused by write_canonical."""
-    return json.dumps(rec, ensure_ascii=False, sort_keys=True)
-
-
 FSYNC_EVERY_S = 1.0
 COMPRESS_LEVEL = 4  # of transcripts.jsonl.gz (write_canonical)
 
@@ -114,7 +109,11 @@ class Appender:
         self.synced = time.monotonic()
 
     def write(self, line: str) -> None:
-        self.f.write(line + "\n")
+        self.write_many([line])
+
+    def write_many(self, lines) -> None:
+        """Whole lines, flushed together (a batch of records: one system call, not one per line)."""
+        self.f.write("".join(line + "\n" for line in lines))
         self.f.flush()
         if time.monotonic() - self.synced >= FSYNC_EVERY_S:
             os.fsync(self.f.fileno())
@@ -142,7 +141,12 @@ def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat
         **base_record(q, cfg, population, repeat),
         "status": "failed",
         "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
-        "final": {"answer": None, "correct": False, "oracle_any_agent_correct": False, "tie": False},
+        "final": {
+            "answer": None,
+            "correct": None if q.answer is None else False,
+            "oracle_any_agent_correct": False,
+            "tie": False,
+        },
         "usage": dict.fromkeys(RECORD_USAGE_KEYS, 0),
     }
 
@@ -184,7 +188,11 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
     for k in RECORD_USAGE_KEYS:
         out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
     out["correct"] = float(
-        sum(float(r["final"]["correct"]) for r in records if r.get("status") == "ok" and r.get("final"))
+        sum(
+            float(r["final"]["correct"])
+            for r in records
+            if r.get("status") == "ok" and r.get("final") and r["final"].get("correct") is not None
+        )
     )
     out["errors"] = [
         {

@@ -52,7 +52,8 @@ from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.paths import progress_bars
+from acemad_utils.data.paths import outputs_root, progress_bars
+from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, run_dir
 from acemad_utils.experiments.run_files import (
     Appender,
@@ -64,7 +65,6 @@ from acemad_utils.experiments.run_files import (
     read_done,
     record_key,
     summarize,
-    to_line,
     usage_delta,
     with_usage_keys,
     write_canonical,
@@ -72,8 +72,10 @@ from acemad_utils.experiments.run_files import (
 )
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 from acemad_utils.protocol.schema import Population, Question, zero_usage
+from acemad_utils.protocol.vectorized import run_batch
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -224,21 +226,28 @@ def _save(run: _Run, rec: Optional[dict]) -> None:
 def _save_line(run: _Run, rec: dict, line: str, *, parsed: bool) -> None:
     """Append a record's line and count it on the progress bar. `parsed`: `rec` was read back from `line`
     (a worker process's record), so it already is what load_run will return."""
+    _save_lines(run, [rec], [line], parsed=parsed)
+
+
+def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str], *, parsed: bool) -> None:
+    """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
     with run.lock:
         run.stop.saving = True
         try:
             assert run.out is not None  # opened by the pass that runs this question
-            run.out.write(line)
-            run.done[record_key(rec)] = (rec, line)
-            if not parsed:
-                run.fresh.add(record_key(rec))
+            run.out.write_many(lines)
+            for rec, line in zip(recs, lines):
+                run.done[record_key(rec)] = (rec, line)
+                if not parsed:
+                    run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
-        usage = rec.get("usage", {})
-        for k in STEP_USAGE_KEYS:
-            run.totals[k] += usage.get(k, 0)
-        run.totals["failed"] += rec["status"] != "ok"
-        run.bar.update(1)
+        for rec in recs:
+            usage = rec.get("usage", {})
+            for k in STEP_USAGE_KEYS:
+                run.totals[k] += usage.get(k, 0)
+            run.totals["failed"] += rec["status"] != "ok"
+        run.bar.update(len(recs))
         t = run.totals
         tokens = t["prompt_tokens"] + t["completion_tokens"]
         run.bar.set_postfix(calls=t["calls"], hits=t["cache_hits"], tok=tokens, failed=t["failed"], refresh=False)
@@ -275,6 +284,38 @@ def _run_in_order(run: _Run) -> None:
         _save(run, _answer(run, job))
 
 
+# ----------------------------------------------------------------------------- batched populations: arrays
+#: Debates per batch of a batched population (protocol.vectorized): large enough that numpy's per-call overhead
+#: is small beside the arrays' work, small enough that a Ctrl-C waits for a fraction of a second. The records do
+#: not depend on it (every draw is keyed by its debate: agents.streams).
+BATCH = 1024
+
+
+def _answer_batch(run: _Run, jobs: Sequence[tuple]) -> list[dict]:
+    """The records of jobs (question, config, repeat) of one config, answered as one batch of arrays. A batch
+    that raises is recorded as failed, question by question, with its reason (retried on resume)."""
+    cfg = jobs[0][1]
+    try:
+        recs = run_batch([q for q, _, _ in jobs], run.population, cfg, [r for _, _, r in jobs])
+    except Exception as err:
+        return [failed_record(q, c, run.population, r, err) for q, c, r in jobs]
+    return [with_usage_keys(rec) for rec in recs]
+
+
+def _run_in_batches(run: _Run) -> None:
+    """Each config's questions in batches of BATCH debates, in this process (protocol.vectorized: a round of a
+    whole batch is a few numpy calls, so one process keeps up; no worker to fork, stop or keep in step)."""
+    by_config: dict[str, list[tuple]] = {}
+    for job in run.todo:
+        by_config.setdefault(job[1].hash, []).append(job)
+    for jobs in by_config.values():
+        for start in range(0, len(jobs), BATCH):
+            if run.stop.presses:
+                return
+            recs = _answer_batch(run, jobs[start : start + BATCH])
+            _save_lines(run, recs, [to_line(rec) for rec in recs], parsed=False)
+
+
 # ----------------------------------------------------------------------------- pure populations: worker processes
 #: Questions per task sent to a worker process: large enough that a task's overhead (a pickled list of lines)
 #: is small beside its work, small enough that a Ctrl-C waits only for a few milliseconds of work.
@@ -293,12 +334,12 @@ def processes_for(run: _Run) -> int:
     several) is what Linux's fork supports and macOS's system libraries do not (there runs stay in one process)."""
     if not getattr(run.population, "pure", False) or not sys.platform.startswith("linux"):
         return 1
-    env = os.environ.get(PROCESSES_ENV, "").strip()
-    if env:
+    raw = env(PROCESSES_ENV).strip()
+    if raw:
         try:
-            n = int(env)
+            n = int(raw)
         except ValueError:
-            raise ValueError(f"{PROCESSES_ENV}={env!r}: need a whole number of processes (0 or 1: none)") from None
+            raise ValueError(f"{PROCESSES_ENV}={raw!r}: need a whole number of processes (0 or 1: none)") from None
     else:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(n, len(run.todo) // (2 * CHUNK)))
@@ -364,8 +405,11 @@ def _run_passes(run: _Run) -> None:
                 _run_in_threads(run)
             else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
                 with gc_paused():
-                    n = processes_for(run)
-                    _run_in_processes(run, n) if n > 1 else _run_in_order(run)
+                    if getattr(pop, "batched", False):
+                        _run_in_batches(run)
+                    else:
+                        n = processes_for(run)
+                        _run_in_processes(run, n) if n > 1 else _run_in_order(run)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
         if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
@@ -468,25 +512,30 @@ def run_experiment(
     profile: str = "default",
     progress: bool = True,
     extra_meta: Optional[dict] = None,
+    root: Optional[Path] = None,
 ) -> Path:
     """Run every config on every question (x repeats) and save transcripts; returns the run directory.
 
     workers: questions run concurrently (threads) when the population does I/O; synthetic runs are
     sequential (pure numpy, the GIL would make threads slower).
+    root: the outputs folder (runs/<name>/ is made under it); None: the repository's outputs/ (notebooks).
     """
     kw = dict(repeats=repeats, workers=workers, profile=profile, progress=progress, extra_meta=extra_meta)
-    return _run(name, questions, configs, population, **kw).dir
+    with outputs_root(root) if root is not None else contextlib.nullcontext():
+        return _run(name, questions, configs, population, **kw).dir
 
 
 _RUN_DEFAULTS = dict(repeats=1, workers=None, profile="default", progress=True, extra_meta=None)
 
 
 def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
-    """run_experiment(name, questions, configs, population, **kw), then what load_run(name) returns:
+    """run_experiment(name, questions, configs, population, **kw) (kw may hold root=), then what load_run(name) returns:
     (meta, records). The records are parsed from the lines written to the file, so they are load_run's own;
     lines that were read from the file when the run started (a rerun with everything on disk) are not
     parsed a second time."""
-    run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
+    root = kw.pop("root", None)
+    with outputs_root(root) if root is not None else contextlib.nullcontext():
+        run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
     keys = order_keys(questions, configs, run.repeats)
     order = {k: i for i, k in enumerate(keys)}
     final = sorted((k for k in run.done if k in order), key=order.__getitem__)

@@ -34,25 +34,27 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, Union
 
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import default_gguf, serve
-from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
+from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, make_items
+from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.experiments import subsets
+from acemad_utils.experiments.params import BACKENDS, SCHEMA, SOURCES, problem, setup_defaults
+from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
-from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, DebateConfig
+from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
 from acemad_utils.protocol.schema import Population, Question
 
-BACKENDS = ("sim", "local", "openai")
-SOURCES = ("synthetic", "benchmarks", "demo")
 # Typical option count per benchmark, used only to shape synthetic item sets.
 SYNTHETIC_K = {"truthfulqa": 5, "arc_challenge": 4, "bbh": 3, "logiqa": 4, "medqa": 4, "mmlu_pro": 10}
 # Smoke-mode caps per backend: (items read per benchmark, questions per run). The real local model answers a
 # call in seconds, so its smoke run keeps one question per notebook; the fake endpoint answers at once.
 SMOKE = {"sim": (60, 12), "local": (4, 1), "openai": (20, 3)}
+_D = setup_defaults()  # Setup's defaults are the notebook parameters' (experiments/params.py)
 
 
 def _cap(n: Optional[int], cap: int) -> int:
@@ -62,13 +64,13 @@ def _cap(n: Optional[int], cap: int) -> int:
 # Synthetic stand-ins for the paper's other models (BACKEND sim with MODEL set; notebook 07). Each gets its own
 # misconceptions (traps drawn for its name) and SimParams chosen from the paper's words, never fitted to its
 # numbers; every artefact made with them says SYNTHETIC. Unknown names get the default SimParams.
-SIM_STANDINS = {
+SIM_STANDINS: dict[str, dict[str, Any]] = {
     "Qwen3-235B-A22B-Instruct": {},
     # l.1022: DeepSeek-V3.1 "may have less severe correlated noise in its default generation patterns"
     "DeepSeek-V3.1": {"trap_mean": 0.5},
     # l.1071: the 8B model's "ability to maintain a stable and accurate peer-prediction is naturally more
     # constrained"; "higher baseline hallucination rates"
-    "Llama-3.1-8B-Instruct": {"trap_mean": 0.8, "skeptic_calibration": 0.5},
+    "Llama-3.1-8B-Instruct": {"trap_mean": 0.8, "insight_calibration": 0.5},
 }
 
 
@@ -76,18 +78,18 @@ class Setup:
     def __init__(
         self,
         *,
-        profile: str = "default",
-        backend: str = "sim",
-        source: str = "synthetic",
-        benchmarks: Sequence[str] = tuple(SYNTHETIC_K),
-        n_items: Optional[int] = 600,
-        seed: int = 0,
-        model: str = "",
-        base_url: str = "",
-        workers: int = 8,
-        calls: str = "two",
-        subset_model: str = "",
-        argue_max_tokens: Optional[int] = ARGUE_MAX_TOKENS,
+        profile: str = _D["profile"],
+        backend: str = _D["backend"],
+        source: str = _D["source"],
+        benchmarks: Sequence[str] = tuple(_D["benchmarks"]),
+        n_items: Optional[int] = _D["n_items"],
+        seed: int = _D["seed"],
+        model: str = _D["model"],
+        base_url: str = _D["base_url"],
+        workers: int = _D["workers"],
+        calls: str = _D["calls"],
+        subset_model: str = _D["subset_model"],
+        argue_max_tokens: Optional[int] = _D["argue_max_tokens"],
     ):
         if backend not in BACKENDS:
             raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
@@ -110,35 +112,27 @@ class Setup:
         self.population, self.model = self._population(model, base_url)
         self.synthetic = self.population.synthetic
 
-    #: notebook parameter -> Setup argument (from_params)
-    PARAMS = {
-        "PROFILE": "profile",
-        "BACKEND": "backend",
-        "SOURCE": "source",
-        "BENCHMARKS": "benchmarks",
-        "N_ITEMS": "n_items",
-        "SEED": "seed",
-        "MODEL": "model",
-        "BASE_URL": "base_url",
-        "WORKERS": "workers",
-        "CALLS": "calls",
-        "SUBSET_MODEL": "subset_model",
-        "ARGUE_MAX_TOKENS": "argue_max_tokens",
-    }
+    #: notebook parameter -> Setup argument (from_params), from the schema
+    PARAMS = {p.name: p.setup_arg for p in SCHEMA.values() if p.setup_arg}
 
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
         """A Setup from a notebook's parameters (upper-case names in P, e.g. globals(); absent ones keep their
-        defaults); keyword arguments override them."""
+        defaults); keyword arguments override them. Every schema parameter in P is checked first (a cell edited
+        by hand in JupyterLab gets the profiles' one-line message, naming what is allowed)."""
+        for name in SCHEMA.keys() & P.keys():
+            why = problem(name, P[name])
+            if why:
+                raise ValueError(f"{name} = {P[name]!r} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}")
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
     # ------------------------------------------------------------------ agents
     def _population(self, model: str, base_url: str) -> tuple[Population, str]:
         if self.backend == "sim":
             if not model:  # the default profile's population: the subset model of every synthetic run
-                return SimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
+                return VectorSimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
             params = SimParams(**SIM_STANDINS.get(model, {}))
-            return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
+            return VectorSimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
 
         cache = outputs("cache") / "llm.sqlite"
         if self.backend == "local":
@@ -196,6 +190,11 @@ class Setup:
         """Questions per run: n_max, capped in smoke mode (SMOKE) by the one rule every run path uses."""
         return _cap(n_max, SMOKE[self.backend][1]) if smoke() else n_max
 
+    def per_run(self, n_max: Optional[int]) -> Optional[int]:
+        """Questions per benchmark and run for a caller that picks its own questions (notebook 09's map): n_max,
+        capped in smoke mode like every run of this Setup."""
+        return self._n_max(n_max)
+
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
         demo source every benchmark is the demo set, so it is taken once. Smoke mode caps n_max as run() does."""
@@ -251,25 +250,34 @@ class Setup:
     # ------------------------------------------------------------------ runs
     def run(
         self,
-        name: str,
-        configs: Sequence[DebateConfig],
+        name: Union[str, Run],
+        configs: Optional[Sequence[DebateConfig]] = None,
         n_max: Optional[int] = None,
         questions: Optional[Sequence[Question]] = None,
-    ) -> tuple[dict, list[dict]]:
+    ) -> RunResult:
         """Run configs over every benchmark's challenging subset (or the given questions).
 
-        Returns (meta, records); meta["methods"][label] holds each config's parameters (e.g. n_agents).
+        `name` is a registry Run (its name and configs; `configs` stays None) or a run name with its configs.
+        Returns a registry.RunResult: `meta, records = S.run(...)` unpacks it, and `.pick("acemad", rounds=3)`
+        asks it for one config's records; meta["methods"][label] holds each config's parameters (e.g. n_agents).
         """
+        if isinstance(name, Run):
+            if configs is not None:
+                raise TypeError("Setup.run(run, ...): a registry Run brings its own configs; pass n_max as a keyword")
+            spec = name
+        else:
+            spec = Run(name, {"configs": list(configs or [])})
         if questions is not None:
             qs = list(questions)[: self._n_max(n_max)]
         else:
             qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
-        return run_and_load(  # = run_experiment, then load_run, without parsing a rerun's records twice
-            f"{self.profile}/{name}",
+        meta, records = run_and_load(  # = run_experiment, then load_run, without parsing a rerun's records twice
+            f"{self.profile}/{spec.name}",
             qs,
-            configs,
+            spec.configs,
             self.population,
             workers=self.workers,
             profile=self.profile,
             extra_meta={"source": self.source, "model": self.model, "backend": self.backend},
         )
+        return RunResult(spec, meta, records)

@@ -21,18 +21,19 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
+from acemad_utils.agents.sim import SimParams, make_items
+from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments.runner import run_experiment
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import ETA, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 
 SYNTH = "synthetic population"
 PHASE_N = (3, 5, 7, 9)
 PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
-PHASE_ETA = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # the paper's eta among them
 PHASE_T_MAX = 5
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
@@ -52,16 +53,18 @@ def run_all(
     (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
-    sym = SimParams(skeptic_susceptibility=SimParams().crowd_susceptibility)
+    sym = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
-    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
     run_experiment(
-        _name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress
+        _name(profile, "martingale_symmetric"), items, [mad], VectorSimPopulation(sym, seed), progress=progress
+    )
+    run_experiment(
+        _name(profile, "martingale_default"), items, [mad], VectorSimPopulation(SimParams(), seed), progress=progress
     )
     # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
-    run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
+    run_experiment(_name(profile, "acemad"), items, [ace], VectorSimPopulation(SimParams(), seed), progress=progress)
     # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
     for cal in PHASE_CAL:
         cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
@@ -69,7 +72,7 @@ def run_all(
             _cal_name(cal, profile),
             items,
             cfgs,
-            SimPopulation(SimParams(crowd_calibration=cal), seed),
+            VectorSimPopulation(SimParams(crowd_calibration=cal), seed),
             progress=progress,
         )
 
@@ -198,7 +201,7 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
     return pd.DataFrame(rows)
 
 
-def phase_diagram(table: pd.DataFrame, eta: float = 2.0, rounds: int = 3):
+def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
     """Heatmaps: (left) eta x crowd calibration at N=5, T=rounds; (right) N x T at calibration 0, the given eta."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")  # keeps each y label off its neighbour
     views = (

@@ -10,7 +10,7 @@ every function here treats as "no mass" (a padded option can never win).
     P = np.array([[.8, .2], [.8, .2], [.2, .8]])          # self beliefs, 3 agents x 2 options
     Q = np.array([[.8, .2], [.8, .2], [.6, .4]])          # peer predictions
     S = B.peer_scores(Q, P)                               # Brier: 1 - ||q_i - mean_{j!=i} p_j||^2
-    W = B.mwu_weights(S[None], eta=2.0)[-1]               # weights after one round
+    W = B.mwu_weights(S[None])[-1]               # weights after one round
     B.weighted_scores(P, W, exponent=2)                   # sum_i w_i^2 p_i(y)
 
 Conventions (defined here once, documented in the README):
@@ -29,8 +29,8 @@ from typing import Optional
 
 import numpy as np
 
-SCORING_RULES = ("brier", "log", "spherical")
-WEIGHTINGS = ("peer_prediction", "self_belief", "uniform")
+from acemad_utils.protocol.config import ETA, SCORING_RULES, WEIGHT_EXPONENT, WEIGHTINGS
+
 LOG_EPS = 1e-6  # floor for log score / BTS: a zero forecast of a realized answer costs log(1e-6) ~ -13.8
 
 
@@ -154,7 +154,7 @@ def round_scores(P, Q=None, weighting: str = "peer_prediction", rule: str = "bri
 
 
 # ----------------------------------------------------------------------------- weights
-def mwu_weights(S, eta: float = 2.0) -> np.ndarray:
+def mwu_weights(S, eta: float = ETA) -> np.ndarray:
     """Multiplicative weights (Algorithm 1) for scores S of shape (..., T, N).
 
     Returns W of the same shape: W[..., t, :] are the normalized weights after round t+1, starting from
@@ -201,7 +201,7 @@ def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, 
     return np.where(is_max, keys, -1.0).argmax(axis=-1), tied
 
 
-def weighted_scores(P, w, exponent: float = 2.0) -> np.ndarray:
+def weighted_scores(P, w, exponent: float = WEIGHT_EXPONENT) -> np.ndarray:
     """sum_i w_i^k p_i(y), shape P.shape[:-2] + (K,). The paper's final decision uses k = 2."""
     if exponent < 0:
         raise ValueError(f"weight_exponent must be >= 0, got {exponent}")
@@ -211,7 +211,7 @@ def weighted_scores(P, w, exponent: float = 2.0) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- AceMAD's decision
 def acemad_weights(
-    P, Q=None, valid=None, eta: float = 2.0, *, rule: str = "brier", weighting: str = "peer_prediction"
+    P, Q=None, valid=None, eta: float = ETA, *, rule: str = "brier", weighting: str = "peer_prediction"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1's per-round scores S and weights W, both (..., T, N), for commitments P, Q of (..., T, N, K).
 
@@ -222,7 +222,7 @@ def acemad_weights(
 
 
 def weighted_decision(
-    P, w, valid, exponent: float = 2.0, *, keys=None, option_mask=None
+    P, w, valid, exponent: float = WEIGHT_EXPONENT, *, keys=None, option_mask=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The decision of a round: argmax_y sum_i (w_i [valid_i])^exponent p_i(y), shape P.shape[:-2].
 

@@ -33,8 +33,20 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from acemad_utils.protocol.beliefs import SCORING_RULES, WEIGHTINGS
 from acemad_utils.protocol.schema import AgentSpec
+
+# The paper's constants, written here once (every other module, the notebooks' parameters and the profiles read
+# them from here): eta of the multiplicative-weights update (l.597-600), the debate's T and N, the share of the
+# crowd in AceMAD's roster (80% Generalists, 20% Skeptics), the final rule's weight exponent (sum_i w_i^2 p_i), and
+# the T values of Table 2's AceMAD rows.
+ETA = 2.0
+ROUNDS = 3
+N_AGENTS = 5
+CROWD_SHARE = 0.8
+WEIGHT_EXPONENT = 2.0
+TABLE2_ROUNDS = (2, 3, 5)
+SCORING_RULES = ("brier", "log", "spherical")
+WEIGHTINGS = ("peer_prediction", "self_belief", "uniform")
 
 METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad")
 HISTORIES = ("full", "last_round", "peers_last")
@@ -90,13 +102,13 @@ class DebateConfig:
     """
 
     method: str = "acemad"
-    n_agents: int = 5
-    rounds: int = 3
-    eta: float = 2.0
+    n_agents: int = N_AGENTS
+    rounds: int = ROUNDS
+    eta: float = ETA
     scoring_rule: str = "brier"
-    weight_exponent: float = 2.0
+    weight_exponent: float = WEIGHT_EXPONENT
     weighting: str = "peer_prediction"
-    crowd_share: float = 0.8
+    crowd_share: float = CROWD_SHARE
     crowd: AgentSpec = GENERALIST
     truth_holder: AgentSpec = SKEPTIC
     roster: Union[None, str, tuple[AgentSpec, ...]] = None
@@ -192,7 +204,7 @@ class DebateConfig:
 
     def _label(self, with_n: bool) -> str:
         base = METHOD_NAMES[self.method]
-        extras = [f"N={self.n_agents}"] if with_n and self.n_agents != 5 and self.method != "single" else []
+        extras = [f"N={self.n_agents}"] if with_n and self.n_agents != N_AGENTS and self.method != "single" else []
         default_roster = "acemad" if self.method == "acemad" else "homogeneous"
         if self.roster_kind != default_roster and self.roster_kind != "explicit":
             extras.append("AceMAD roster" if self.roster_kind == "acemad" else "homogeneous")
@@ -205,9 +217,9 @@ class DebateConfig:
             extras.append(self.weighting)
         if self.scoring_rule != "brier":
             extras.append(self.scoring_rule)
-        if self.eta != 2.0:
+        if self.eta != ETA:
             extras.append(f"eta={self.eta:g}")
-        if self.weight_exponent != 2.0:
+        if self.weight_exponent != WEIGHT_EXPONENT:
             extras.append(f"k={self.weight_exponent:g}")
         return f"{base} ({', '.join(extras)})"
 

@@ -5,7 +5,7 @@
     from acemad_utils.agents.sim import SimPopulation, make_items
     q = make_items(1, seed=0)[0]
     rec = run_question(q, SimPopulation(), DebateConfig(method="acemad"))
-    rec["final"]      # {'answer': 'C', 'correct': True, 'oracle_any_agent_correct': True, 'tie': False}
+    rec["final"]      # {'answer': ..., 'correct': ..., 'tie': ..., 'oracle_any_agent_correct': ...}
 
 A protocol only moves agent states: it decides who sees which messages (topology + history policy),
 calls `agent.act(turn)` for every agent of a round (in threads when the agents do I/O), and stores what
@@ -30,6 +30,7 @@ config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a mo
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -39,10 +40,9 @@ from typing import Optional
 import numpy as np
 
 from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol import records as R
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.schema import Agent, Message, Population, Question, Step, Turn, add_usage, zero_usage
-
-SCHEMA_VERSION = 1
+from acemad_utils.protocol.schema import Agent, Message, Population, Question, Step, Turn, add_usage
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -113,111 +113,37 @@ def ring(i: int, n: int) -> set:
     return {i, (i - 1) % n, (i + 1) % n}
 
 
-def _usage_sum(steps) -> dict:
-    tot = zero_usage()
-    for s in steps:
-        add_usage(tot, s.usage)
-    return tot
-
-
-# Significant digits of the beliefs, scores and weights a record stores. Why not all 17: they are most of a
-# record's bytes and no table needs them. Tables print 4 decimals; a stored value differs from the computed one
-# by < 5e-11 relative (a stored distribution still sums to 1 within 1e-9), and the default profile's tables
-# are byte-identical either way (bench/README.md).
-STORED_DIGITS = 10
-
-
-def stored(x) -> list:
-    """Values rounded to STORED_DIGITS significant digits (vectorized), as a JSON-able list of floats.
-    An exact tie stays an exact tie; 0 stays 0."""
-    a = np.asarray(x, dtype=float)
-    mag = np.floor(np.log10(np.abs(np.where(a == 0, 1.0, a))))  # nan, inf: no warning, not ok below
-    ok = (mag > -280) & (mag < 15)  # beyond: kept whole (the scale would not be an exact power of ten)
-    scale = 10.0 ** np.where(ok, STORED_DIGITS - 1 - mag, 0)
-    # an integer-valued double divided by an exact power of ten is the double nearest the short decimal, so
-    # json writes the short form; nan and inf are kept as they are (json writes NaN, Infinity)
-    return np.where(ok, np.round(a * scale) / scale, a).tolist()
-
-
-def _entry(step: Step, agent: int, spec, p: list, q: Optional[list]) -> dict:
-    e = {
-        "agent": agent,
-        "persona": spec.persona,
-        "temperature": spec.temperature,
-        "thinking": spec.thinking,
-        "model": spec.model,
-        "message": step.message,
-        "p": p,
-        "q": q,
-        "parse_failure": bool(step.parse_failure),
-    }
-    if any(step.usage.values()):  # a turn that made no call (synthetic agents) stores no usage block
-        e["usage"] = dict(step.usage)
-    return e
-
-
-def _entries(steps: Sequence[Step], specs: Sequence, agents: Sequence[int]) -> list[dict]:
-    """The stored entries of steps that share a question (so a length of p): beliefs rounded in one call."""
-    ps = stored(np.stack([s.p for s in steps]))
-    qs_given = [s.q for s in steps]
-    if all(q is not None for q in qs_given):
-        qs = stored(np.stack([q for q in qs_given if q is not None]))
-    else:
-        qs = [None if q is None else stored(q) for q in qs_given]
-    return [_entry(s, a, spec, p, q) for s, a, spec, p, q in zip(steps, agents, specs, ps, qs)]
-
-
-def _label(q: Question, idx: int) -> Optional[str]:
-    return None if idx < 0 else q.labels[idx]
-
-
-def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
-    return B.tiebreak_keys(cfg.seed, [q.id], len(q.options))[0]
-
-
-def base_record(q: Question, cfg: DebateConfig, population: Population, repeat: int) -> dict:
-    return {
-        "schema": SCHEMA_VERSION,
-        "question_id": q.id,
-        "benchmark": q.benchmark,
-        "method": cfg.label,
-        "method_kind": cfg.method,
-        "config_hash": cfg.hash,
-        "repeat": repeat,
-        "synthetic": bool(population.synthetic),
-        "labels": list(q.labels),
-        "answer": q.answer,
-        "status": "ok",
-    }
-
-
 # ----------------------------------------------------------------------------- methods
+def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
+    return _tiebreak_keys(cfg.seed, q.id, len(q.options))
+
+
+# Every method of a run breaks ties on a question with the same keys (a seeded generator each: most of a batch's
+# decision time); kept for the ~10^4 questions of a profile.
+@functools.lru_cache(maxsize=1 << 16)
+def _tiebreak_keys(seed: int, qid: str, k: int) -> np.ndarray:
+    keys = B.tiebreak_keys(seed, [qid], k)
+    keys.flags.writeable = False
+    return keys
+
+
 def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
     spec = cfg.specs()[0]
-    runs_steps = []
+    steps = []
     for r in range(cfg.single_runs):
         # Each run has its own repeat index, hence its own cache scope and sampling seed: 5 independent samples.
-        draw = cfg.repeat_offset + repeat * cfg.single_runs + r
+        draw = single_draw(cfg, repeat, r)
         agent = population.agents([spec], q, repeat=draw)[0]
         turn = Turn(q, 0, 1, (), role="solo", want_peer_prediction=False, repeat=draw, n_agents=1)
-        runs_steps.append(agent.act(turn))
-    runs = []
-    for s, e in zip(runs_steps, _entries(runs_steps, [spec] * len(runs_steps), [0] * len(runs_steps))):
-        ans = -1 if s.parse_failure else int(np.argmax(s.p))
-        e["answer"] = _label(q, ans)
-        e["correct"] = ans == q.answer_index
-        runs.append(e)
-    rec = base_record(q, cfg, population, repeat)
-    rec["runs"] = runs
-    correct = [r["correct"] for r in runs]
-    rec["final"] = {
-        "answer": None,  # the single agent's score is a mean over runs, not one answer
-        "correct": float(np.mean(correct)),
-        "oracle_any_agent_correct": bool(any(correct)),
-        "tie": False,
-    }
-    rec["usage"] = _usage_sum(runs_steps)
-    return rec
+        steps.append(agent.act(turn))
+    kept = R.entries(steps, [spec] * len(steps), [0] * len(steps))
+    P, valid = np.stack([s.p for s in steps]), np.array([not s.parse_failure for s in steps])
+    return single_records([q], cfg, population, [repeat], [kept], P[None], valid[None], [R.usage_sum(steps)])[0]
+
+
+def single_draw(cfg: DebateConfig, repeat: int, run: int) -> int:
+    """The repeat index the Single Agent's run `run` of record `repeat` is built and called with."""
+    return cfg.repeat_offset + repeat * cfg.single_runs + run
 
 
 def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
@@ -228,22 +154,9 @@ def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat:
         Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))
     ]
     steps = _act_all(agents, turns)
-    P = np.stack([s.p for s in steps])
-    valid = np.array([not s.parse_failure for s in steps])
-    v = B.votes(P, valid)
-    keys = _keys(q, cfg)
-    ans = int(B.plurality(v, len(q.options), keys))
-    tied = bool(B.argmax_tiebreak(B.vote_shares(v, len(q.options)), keys)[1])
-    rec = base_record(q, cfg, population, repeat)
-    rec["rounds"] = [_entries(steps, specs, range(len(steps)))]
-    rec["final"] = {
-        "answer": _label(q, ans),
-        "correct": ans == q.answer_index,
-        "oracle_any_agent_correct": bool((v == q.answer_index).any()),
-        "tie": tied,
-    }
-    rec["usage"] = _usage_sum(steps)
-    return rec
+    P, valid = np.stack([s.p for s in steps])[None, None], np.array([[not s.parse_failure for s in steps]])[None]
+    kept = [[R.entries(steps, specs, range(len(steps)))]]
+    return debate_records([q], cfg, population, [repeat], kept, P, None, valid, [R.usage_sum(steps)])[0]
 
 
 def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
@@ -300,61 +213,136 @@ def run_centralized(q: Question, population: Population, cfg: DebateConfig, repe
         steps_by_round.append(steps)
         mod_steps.append(mstep)
     rec = _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
-    last = mod_steps[-1]
-    top, tied = B.argmax_tiebreak(last.p, _keys(q, cfg))
-    ans = -1 if last.parse_failure else int(top)
-    mod_right = any(not s.parse_failure and int(np.argmax(s.p)) == q.answer_index for s in mod_steps)
-    mods = _entries(mod_steps, [moderator.spec] * len(mod_steps), [-1] * len(mod_steps))
-    rec["moderator"] = [dict(e, round=t + 1) for t, e in enumerate(mods)]
-    rec["decisions"]["moderator"] = _decision(q, ans, tied)
-    rec["final"] = dict(
-        rec["decisions"][cfg.mad_aggregator],
-        oracle_any_agent_correct=rec["final"]["oracle_any_agent_correct"] or mod_right,
-    )
-    rec["usage"] = _usage_sum([s for r in steps_by_round for s in r] + mod_steps)
+    mods = R.entries(mod_steps, [moderator.spec] * len(mod_steps), [-1] * len(mod_steps))
+    Pm = np.stack([s.p for s in mod_steps])[None]
+    valid = np.array([[not s.parse_failure for s in mod_steps]])
+    add_moderators([rec], [q], cfg, [mods], Pm, valid)
+    add_usage(rec["usage"], R.usage_sum(mod_steps))
     return rec
 
 
 def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict:
-    """Score, weight and decide from the stored commitments (pure math; shared with re-scoring)."""
     P = np.stack([[s.p for s in r] for r in steps_by_round])  # (T, N, K)
     valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
-    keys = _keys(q, cfg)
-    rec = base_record(q, cfg, population, repeat)
-    n, flat = len(specs), [s for r in steps_by_round for s in r]
-    kept = _entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
-    rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
-    if cfg.method == "acemad":
+    Qp = None
+    if cfg.method == "acemad":  # a q that did not parse is uniform (its agent is invalid: it cannot gain weight)
         Qp = np.stack(
             [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
         )
+    n, flat = len(specs), [s for r in steps_by_round for s in r]
+    kept = R.entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
+    rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
+    Qb = None if Qp is None else Qp[None]
+    return debate_records([q], cfg, population, [repeat], [rounds], P[None], Qb, valid[None], [R.usage_sum(flat)])[0]
+
+
+# ----------------------------------------------------------------------------- decisions and records, batched
+# Every function below takes a batch of debates of one config (leading axis: debate), so the per-question methods
+# above (a batch of one) and protocol.vectorized (a batch of thousands) score, weight, decide and store alike.
+def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys) -> dict:
+    """Scores, weights and decisions of debates of commitments P, Qp (D, T, N, K) and valid (D, T, N), tie-break
+    keys (D, K): AceMAD's {"scores", "weights", "decisions": {"acemad": (answer, tied)}} (Algorithm 1), a
+    baseline's {"decisions": {rule: (answer, tied)}} for every rule of its uniform weights (a record keeps all).
+    Pure math on the stored commitments, shared with re-scoring."""
+    last, ok = P[:, -1], valid[:, -1]
+    if cfg.method == "acemad":
         S, W = B.acemad_weights(P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting)
         # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
-        ans, tied = B.weighted_decision(P[-1], W[-1], valid[-1], cfg.weight_exponent, keys=keys)
-        decision = _decision(q, int(ans), tied)
-        S_kept, W_kept = stored(S), stored(W)
-        for t, r in enumerate(rounds):
-            for i, e in enumerate(r):
-                e["score"], e["weight"] = S_kept[t][i], W_kept[t][i]
-    else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
-        rec["decisions"] = {}
-        aggs = {  # uniform weights: argmax of the mean final belief of agents whose commitment parsed
-            "mean_belief": B.weighted_scores(P[-1], valid[-1].astype(float), 1.0),
-            "plurality": B.vote_shares(B.votes(P[-1], valid[-1]), len(q.options)),
+        ans, tied = B.weighted_decision(last, W[:, -1], ok, cfg.weight_exponent, keys=keys)
+        return {"scores": S, "weights": W, "decisions": {"acemad": (ans, tied)}}
+    aggs = {  # uniform weights: argmax of the mean final belief of agents whose commitment parsed
+        "mean_belief": B.weighted_scores(last, ok.astype(float), 1.0),
+        "plurality": B.vote_shares(B.votes(last, ok), P.shape[-1]),
+    }
+    decisions = {}
+    for rule, a in aggs.items():
+        top, tie = B.argmax_tiebreak(a, keys)
+        decisions[rule] = (np.where(ok.any(axis=-1), top, -1), tie)
+    return {"decisions": decisions}
+
+
+def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, usages) -> list[dict]:
+    """The records of debates (majority: one round) of `questions` x `repeats` (one per debate), from their
+    stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N)."""
+    keys = np.concatenate([_keys(q, cfg) for q in questions])
+    held = (B.votes(P, valid) == _truth(questions)[:, None, None]).any(axis=(1, 2))
+    if cfg.method == "majority":  # a plurality of the initial answers (no debate)
+        v = B.votes(P[:, 0], valid[:, 0])
+        out = {
+            "decisions": {
+                "majority": (
+                    B.plurality(v, P.shape[-1], keys),
+                    B.argmax_tiebreak(B.vote_shares(v, P.shape[-1]), keys)[1],
+                )
+            }
         }
-        for rule, a in aggs.items():
-            top, tie = B.argmax_tiebreak(a, keys)
-            rec["decisions"][rule] = _decision(q, int(top) if valid[-1].any() else -1, tie)
-        decision = rec["decisions"].get(cfg.mad_aggregator, rec["decisions"]["mean_belief"])
-    held = (B.votes(P, valid) == q.answer_index).any()
-    rec["rounds"] = rounds
-    rec["final"] = dict(decision, oracle_any_agent_correct=bool(held))
-    rec["usage"] = _usage_sum([s for r in steps_by_round for s in r])
-    return rec
+    else:
+        out = debate_outcome(P, Qp, valid, cfg, keys)
+    S_kept = R.stored(out["scores"]) if "scores" in out else None
+    W_kept = R.stored(out["weights"]) if "weights" in out else None
+    recs = []
+    for d, q in enumerate(questions):
+        rec = R.base_record(q, cfg, population, repeats[d])
+        decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in out["decisions"].items()}
+        if cfg.method in ("majority", "acemad"):
+            final = next(iter(decided.values()))
+        else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
+            rec["decisions"] = decided
+            final = decided.get(cfg.mad_aggregator, decided["mean_belief"])
+        if S_kept is not None and W_kept is not None:
+            for t, r in enumerate(rounds[d]):
+                for i, e in enumerate(r):
+                    e["score"], e["weight"] = S_kept[d][t][i], W_kept[d][t][i]
+        rec["rounds"] = rounds[d]
+        rec["final"] = dict(final, oracle_any_agent_correct=None if q.answer is None else bool(held[d]))
+        rec["usage"] = usages[d]
+        recs.append(rec)
+    return recs
 
 
-def _decision(q: Question, ans: int, tied) -> dict:
-    return {"answer": _label(q, ans), "correct": ans == q.answer_index, "tie": bool(tied)}
+def add_moderators(recs, questions, cfg, mods, Pm, valid) -> None:
+    """Centralized MAD: each record gets its moderator's entries `mods` (per round), its decision `moderator`
+    (its final summary's answer) and, if the config says so, that as the final answer. Pm (D, T, K), valid (D, T)."""
+    keys = np.concatenate([_keys(q, cfg) for q in questions])
+    top, tied = B.argmax_tiebreak(Pm[:, -1], keys)
+    ans = np.where(valid[:, -1], top, -1)
+    right = (B.votes(Pm, valid) == _truth(questions)[:, None]).any(axis=1)
+    for d, (rec, q) in enumerate(zip(recs, questions)):
+        rec["moderator"] = [dict(e, round=t + 1) for t, e in enumerate(mods[d])]
+        rec["decisions"]["moderator"] = R.decision(q, int(ans[d]), tied[d])
+        held = rec["final"]["oracle_any_agent_correct"]  # None without a gold answer
+        held = None if held is None else held or bool(right[d])
+        rec["final"] = dict(rec["decisions"][cfg.mad_aggregator], oracle_any_agent_correct=held)
+
+
+def _truth(questions) -> np.ndarray:
+    """Gold answer indices; -1 (matches no vote) for a question without a gold answer."""
+    return np.array([-1 if q.answer is None else q.answer_index for q in questions])
+
+
+def single_records(questions, cfg, population, repeats, runs, P, valid, usages) -> list[dict]:
+    """Single Agent records: per debate its `runs` entries (stored) and commitments P (D, R, K), valid (D, R).
+    The record's `correct` is the mean accuracy of its runs (the single agent has no one answer)."""
+    ans = np.where(valid, P.argmax(axis=-1), -1)
+    recs = []
+    for d, q in enumerate(questions):
+        correct = []
+        for e, a in zip(runs[d], ans[d]):
+            e["answer"] = R.answer_label(q, int(a))
+            e["correct"] = q.correct(int(a))
+            correct.append(e["correct"])
+        rec = R.base_record(q, cfg, population, repeats[d])
+        rec["runs"] = runs[d]
+        unlabelled = q.answer is None
+        rec["final"] = {
+            "answer": None,  # the single agent's score is a mean over runs, not one answer
+            "correct": None if unlabelled else float(np.mean(correct)),
+            "oracle_any_agent_correct": None if unlabelled else any(correct),
+            "tie": False,
+        }
+        rec["usage"] = usages[d]
+        recs.append(rec)
+    return recs
 
 
 RUNNERS = {

@@ -46,19 +46,20 @@ def add_usage(total: dict, usage: Mapping[str, int]) -> dict:
 
 @dataclass(frozen=True)
 class Question:
-    """One multiple-choice item. `options` is ordered label -> text; `answer` is a label."""
+    """One multiple-choice item. `options` is ordered label -> text; `answer` is a label, or None for a question
+    without a gold answer (it can be debated; its records have `correct` None and tables leave it out)."""
 
     id: str
     benchmark: str
     question: str
     options: Mapping[str, str]
-    answer: str
+    answer: Optional[str] = None
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.options) < 2:
             raise ValueError(f"question {self.id!r}: needs at least 2 options, got {len(self.options)}")
-        if self.answer not in self.options:
+        if self.answer is not None and self.answer not in self.options:
             raise ValueError(
                 f"question {self.id!r}: answer {self.answer!r} is not among the option labels {list(self.options)}"
             )
@@ -68,8 +69,13 @@ class Question:
         return tuple(self.options)
 
     @property
-    def answer_index(self) -> int:
-        return self.labels.index(self.answer)
+    def answer_index(self) -> Optional[int]:
+        """The answer's position in `labels`; None without a gold answer."""
+        return None if self.answer is None else self.labels.index(self.answer)
+
+    def correct(self, idx: int) -> Optional[bool]:
+        """Is option `idx` (-1: no answer) the gold answer? None when the question has no gold answer."""
+        return None if self.answer is None else idx == self.answer_index
 
     def options_str(self) -> str:
         return "\n".join(f"{k}. {v}" for k, v in self.options.items())
@@ -91,7 +97,7 @@ class Question:
             benchmark=str(d["benchmark"]),
             question=str(d["question"]),
             options=dict(d["options"]),
-            answer=str(d["answer"]),
+            answer=None if d.get("answer") is None else str(d["answer"]),
             metadata=dict(d.get("metadata", {})),
         )
 

@@ -106,7 +106,13 @@ def gain_rows(
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(relative improvement of target's Average over base's, in %, CI lo, hi, n paired): the ratio of the
     means of benchmark means minus 1, bootstrapped by resampling questions within each benchmark (paired)."""
-    df = pd.DataFrame([(r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"])) for r in records])
+    df = pd.DataFrame(
+        [
+            (r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"]))
+            for r in records
+            if r["final"]["correct"] is not None  # a question without a gold answer is not scored
+        ]
+    )
     df.columns = ["benchmark", "question_id", "method", "correct"]
     piv = df[df.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
     if target not in piv or base not in piv or piv.empty:

@@ -17,7 +17,7 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.protocol.config import NAIVE_AGENT
-from acemad_utils.report.tables import AVERAGE, bench_label
+from acemad_utils.report.tables import AVERAGE, bench_label, versus_best
 
 
 def _avg(long: pd.DataFrame) -> pd.DataFrame:
@@ -357,6 +357,54 @@ def control(long: pd.DataFrame, target: str, same_agents: str, homogeneous: str)
         f"({same_agents}: {c:.1f}%) and {a - c:+.1f} with the protocol on those same agents (commitments, "
         f"peer-prediction weights)."
     )
+
+
+# What each control of issue 29 item 3 is (registry.controls: every one has AceMAD's own agents) and what AceMAD
+# being ahead of it / behind it shows.
+_CONTROL_MEANING = {
+    "decentralized": (
+        "the same agents debating without commitments or weights",
+        "AceMAD's protocol adds to a debate of the same agents",
+        "AceMAD's protocol does worse than a plain debate of the same agents",
+    ),
+    "single": (
+        "the best single agent of AceMAD's roster answering alone, mean of 5 runs",
+        "the debate adds to what its truth-holder knows alone",
+        "the debate loses what its truth-holder knows alone: the crowd outweighs it even with the weights",
+    ),
+    "majority": (
+        "the same agents voting without any debate",
+        "debating and weighting add to a vote of the same agents",
+        "a plain vote of the same agents does better than debating and weighting",
+    ),
+}
+
+
+def controls(long: pd.DataFrame, records: Sequence[dict], target: str, configs: Sequence) -> str:
+    """03 and 05: one sentence per control config (AceMAD's agents without AceMAD's protocol), with `target`'s
+    paired gain over it on the average (tables.versus_best, 95% CI) and what that shows."""
+    avg = _avg(long)
+    out = []
+    for c in configs:
+        if c.label not in avg.index or target not in avg.index:
+            out.append(f"{c.label}: no result here.")
+            continue
+        what, ahead, behind = _CONTROL_MEANING.get(c.method, ("a control", "AceMAD is ahead", "AceMAD is behind"))
+        t = versus_best(records, [target], [c.label])
+        t = t[t["benchmark"] == AVERAGE]
+        if t.empty:
+            out.append(f"{c.label} ({what}) averages {_cell(avg.loc[c.label])}; no paired comparison was possible.")
+            continue
+        r = t.iloc[0]
+        if r.gain_lo <= 0 <= r.gain_hi:
+            verdict, shows = "not distinguishable from it at this n", "this control cannot tell"
+        else:
+            verdict, shows = ("ahead of it", ahead) if r.gain > 0 else ("behind it", behind)
+        out.append(
+            f"{c.label} ({what}) averages {_cell(avg.loc[c.label])}; {target} is {verdict}, {r.gain:+.1f} points "
+            f"[{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], p = {r.p_value:.2g}: {shows}."
+        )
+    return " ".join(out)
 
 
 def join(source: str, *texts: str) -> str:

@@ -6,7 +6,7 @@
     arr = A.stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
     A.rescore(arr, eta=4.0, rounds=3)             # final answers as if eta=4 and T=3
     A.decisions(arr, eta=4.0)                     # (B, T): the final answer of every T <= the run's, at once
-    A.weighted_truth(arr, eta=2.0)                # p_w^(t)(y*) per question and round
+    A.weighted_truth(arr)                         # p_w^(t)(y*) per question and round (eta = 2)
     A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
     A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
 
@@ -18,6 +18,7 @@ commitments, with the weights after round t sliced from the run's full weight hi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import ETA, WEIGHT_EXPONENT
 
 
 @dataclass
@@ -62,20 +64,26 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
                 P[i, ti, ai, :kk] = e["p"]
                 Q[i, ti, ai, :kk] = e["q"] if e.get("q") is not None else 1.0 / kk
                 valid[i, ti, ai] = not e["parse_failure"]
-    truth = np.array([r["labels"].index(r["answer"]) for r in recs])
+    # -1: no gold answer (its re-scored records have correct None, see _correct)
+    truth = np.array([-1 if r["answer"] is None else r["labels"].index(r["answer"]) for r in recs])
     ids = [r["question_id"] for r in recs]
     keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
     personas = [e["persona"] for e in recs[0]["rounds"][0]]
     return Stacked(P, Q, valid, mask, truth, keys, personas, ids)
 
 
-def weights(arr: Stacked, eta: float = 2.0, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
+def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
     """Weights after each round, (B, T, N)."""
     return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting)[1]
 
 
 def decisions(
-    arr: Stacked, eta=2.0, exponent: float = 2.0, rule: str = "brier", *, weighting: str = "peer_prediction"
+    arr: Stacked,
+    eta: float | Sequence[float] = ETA,
+    exponent: float = WEIGHT_EXPONENT,
+    rule: str = "brier",
+    *,
+    weighting: str = "peer_prediction",
 ) -> np.ndarray:
     """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
     settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
@@ -94,9 +102,9 @@ def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
 
 def rescore(
     arr: Stacked,
-    eta: float = 2.0,
+    eta: float = ETA,
     rounds: int | None = None,
-    exponent: float = 2.0,
+    exponent: float = WEIGHT_EXPONENT,
     *,
     rule: str = "brier",
     weighting: str = "peer_prediction",
@@ -113,18 +121,32 @@ def initial_plurality(arr: Stacked) -> np.ndarray:
 
 def belief_in_truth(arr: Stacked) -> np.ndarray:
     """Mean over agents of p_i^(t)(y*), (B, T): the quantity of the martingale proposition."""
-    pt = np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]
+    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]
     return pt.mean(axis=-1)
 
 
-def weighted_truth(arr: Stacked, eta: float = 2.0, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
+def _truth(arr: Stacked) -> np.ndarray:
+    """The gold answers' indexes; every question needs one here (an unlabelled one would index the last option)."""
+    if (arr.truth < 0).any():
+        raise ValueError(
+            f"{int((arr.truth < 0).sum())} question(s) have no gold answer: belief in the truth is undefined"
+        )
+    return arr.truth
+
+
+def weighted_truth(arr: Stacked, eta: float = ETA, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
     """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
     column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
     W = weights(arr, eta, rule)
-    pt = np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
+    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
     w = W**exponent
     series = (w * pt).sum(-1) / w.sum(-1)
     return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
+
+
+def _correct(answered, answer: int, truth: int) -> Optional[bool]:
+    """A re-scored answer's correctness; None for a question without a gold answer (truth -1)."""
+    return None if truth < 0 else bool(answered and answer == truth)
 
 
 def agent_scores(records: list[dict]) -> pd.DataFrame:
@@ -132,6 +154,8 @@ def agent_scores(records: list[dict]) -> pd.DataFrame:
     rows = []
     for r in records:
         if r.get("status") != "ok":
+            continue
+        if r["answer"] is None:  # no gold answer: nobody "held the truth"
             continue
         truth = r["labels"].index(r["answer"])
         for t, rnd in enumerate(r.get("rounds", []), 1):
@@ -162,7 +186,7 @@ AGGREGATORS = (
 )
 
 
-def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> list[dict]:
+def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> list[dict]:
     """Re-decide AceMAD transcripts with every aggregator of AGGREGATORS (final-round p and q), as
     minimal records that `tables.accuracy_long` understands. No model call: only stored commitments."""
     recs = [r for r in records if r.get("status") == "ok"]
@@ -171,7 +195,7 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
     v = B.votes(P, valid)
     W = weights(arr, eta)
     answers = {
-        AGGREGATORS[0]: _decide(arr, W, 2.0, -1),
+        AGGREGATORS[0]: _decide(arr, W, WEIGHT_EXPONENT, -1),
         AGGREGATORS[1]: _decide(arr, W, 1.0, -1),
         AGGREGATORS[2]: B.plurality(v, P.shape[-1], arr.keys),
         AGGREGATORS[3]: B.surprisingly_popular(v, Qp, arr.keys, arr.option_mask),
@@ -184,7 +208,7 @@ def rescored_records(records: list[dict], eta: float = 2.0, seed: int = 0) -> li
             "benchmark": r["benchmark"],
             "method": name,
             "status": "ok",
-            "final": {"correct": bool(ok and a == t)},
+            "final": {"correct": _correct(ok, a, t)},
         }
         for name, ans in answers.items()
         for r, a, t, ok in zip(recs, ans, arr.truth, answered)
@@ -203,7 +227,7 @@ STANDARD_MAD = "Standard MAD (AceMAD's agents, no q)"
 
 
 def figure4_records(
-    ace: list[dict], standard: list[dict], *, eta: float = 2.0, exponent: float = 2.0, seed: int = 0
+    ace: list[dict], standard: list[dict], *, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, seed: int = 0
 ) -> list[dict]:
     """Figure 4's bars as records: AceMAD's run re-decided by each of ABLATIONS, then the Standard MAD run
     (Decentralized MAD, AceMAD's roster, no q) under the name STANDARD_MAD."""
@@ -212,7 +236,7 @@ def figure4_records(
 
 
 def reweighted_records(
-    records: list[dict], weightings: dict, eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0
+    records: list[dict], weightings: dict, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, *, seed: int = 0
 ) -> list[dict]:
     """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
     minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
@@ -233,7 +257,7 @@ def reweighted_records(
                 "benchmark": r["benchmark"],
                 "method": name,
                 "status": "ok",
-                "final": {"answer": r["labels"][a] if ok else None, "correct": bool(ok and a == t)},
+                "final": {"answer": r["labels"][a] if ok else None, "correct": _correct(ok, a, t)},
             }
             for r, a, t, ok in zip(recs, ans, arr.truth, answered)
         ]

@@ -46,7 +46,8 @@ def bench_label(b: str) -> str:
 
 def _frame(records: Sequence[dict]) -> pd.DataFrame:
     """Per question x method accuracy (repeats averaged over ok records). A failed record (its calls failed) is
-    not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23)."""
+    not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23). A
+    question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
     df = pd.DataFrame(
         [
             {
@@ -57,6 +58,7 @@ def _frame(records: Sequence[dict]) -> pd.DataFrame:
                 "failed": r.get("status", "ok") != "ok",
             }
             for r in records
+            if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None  # no gold answer: not scored
         ],
         columns=["question_id", "benchmark", "method", "correct", "failed"],
     )

@@ -19,6 +19,7 @@ import numpy as np
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import WEIGHT_EXPONENT
 
 
 # ----------------------------------------------------------------------------- the view model
@@ -122,7 +123,7 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
     else:
         raw = record.get("rounds") or []
     mods = {m.get("round"): m for m in record.get("moderator") or []}
-    exponent = float(params.get("weight_exponent", 2.0))
+    exponent = float(params.get("weight_exponent", WEIGHT_EXPONENT))
     answers = _round_answers(raw, labels, keys, kind == "acemad", exponent=exponent)
     for t, (entries, (plur, weighted)) in enumerate(zip(raw, answers), start=1):
         v["rounds"].append(

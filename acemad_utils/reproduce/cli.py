@@ -29,14 +29,15 @@ from pathlib import Path
 from typing import Optional
 
 import papermill as pm
-import yaml
+from papermill.translators import PythonTranslator, papermill_translators
 
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.redact import redact
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
-from acemad_utils.experiments.profiles import READS, hint, load_profile, notebooks, params_for, run_env
+from acemad_utils.experiments import params as schema
+from acemad_utils.experiments.profiles import READS, hint, load_profile, load_yaml, notebooks, params_for, run_env
 from acemad_utils.reproduce.guard import (
     InterruptibleKernelManager,
     ProfileLock,
@@ -60,6 +61,20 @@ STOPPERS = {
     "BatchExported": "the batch export",
     "EndpointDown": "the circuit breaker (the endpoint kept failing)",
 }
+
+
+class LiteralTranslator(PythonTranslator):
+    """Papermill's parameters cell written as Python literals only: repr of a checked plain value (params.literal).
+    Papermill's own translator writes a value of another type (bytes from a YAML !!binary) between quotes as it
+    is, which once ran code in the kernel; this one refuses it (profiles refuse it first)."""
+
+    @classmethod
+    def translate(cls, val):
+        return schema.literal(val)
+
+
+for _name in ("python3", "python"):  # find_translator looks up the kernel's name, then its language
+    papermill_translators.register(_name, LiteralTranslator)
 
 
 def run(
@@ -145,10 +160,8 @@ def _print_estimate(
 def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path, **engine):
     """Run one notebook with the profile's parameters into `out` (papermill); returns the executed notebook.
     `engine`: more keywords for nbclient (side by side: the kernel manager that lets Ctrl-C through)."""
-    declared = pm.inspect_notebook(str(path))
-    params = params_for(prof, name, declared)
-    if "PROFILE" in declared:
-        params.setdefault("PROFILE", name_of_profile)
+    params = params_for(prof, name, schema.names(name))
+    params.setdefault("PROFILE", name_of_profile)  # every notebook declares PROFILE (experiments/params.py)
     return pm.execute_notebook(
         str(path),
         str(out),
@@ -358,7 +371,7 @@ def main(argv=None) -> int:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        overrides[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
     return run(args.profile, args.only, overrides, wait=args.wait)
 
 

@@ -1,0 +1,259 @@
+"""The public API: AceMAD and the baselines on your own questions, with your endpoint or the synthetic population.
+
+    from acemad_utils import make_question, run
+    q = make_question("Which is heavier, a kilo of iron or a kilo of feathers?", ["iron", "feathers", "same"],
+                      answer="C")
+    results = run([q], methods=["acemad", "majority"], synthetic=True, out="acemad_runs")
+    results[0].answer, results[0].correct, results[0].weights[-1], results.run_dir
+
+Who answers: `synthetic=True` (the synthetic population: a mechanism model, never evidence about an LLM), or an
+OpenAI-compatible endpoint: `model=`/`base_url=` (else MODEL / OPENAI_MODEL, OPENAI_BASE_URL; the key is always
+OPENAI_API_KEY from the environment, never an argument that could end up in a notebook or a log).
+
+Everything goes through the notebooks' runner (experiments.runner.run_and_load) and LLM client: the same response
+cache (`<out>/cache/llm.sqlite`), retries, MAX_USD spend cap (ACEMAD_MAX_USD), failed-question records and resume.
+`out` (default ./acemad_runs, under the current directory, never inside the package) receives runs/<name>/...,
+the cache and viewer pages. A run is named `<name>/<model slug>-<first 12 hex of the questions' data_hash>`, so
+changing a question makes a new run (an endpoint's unchanged calls are cache hits) and rerunning the same
+questions resumes.
+
+Gold answers are optional: a question without one is debated; its Result has `correct` None and tables leave it
+out. A Result's `record` is the usual transcript record (what load_run returns, what the viewer reads).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+from urllib.parse import urlparse
+
+import pandas as pd
+
+from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.sim import SimPopulation
+from acemad_utils.data.benchmarks import data_hash
+from acemad_utils.data.own import from_record, make_question, read_questions  # noqa: F401  (public names)
+from acemad_utils.data.paths import outputs, outputs_root, safe_segment
+from acemad_utils.experiments.runner import run_and_load
+from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
+from acemad_utils.protocol.config import METHODS, DebateConfig
+from acemad_utils.protocol.schema import Question
+from acemad_utils.report import tables as TB
+from acemad_utils.report.viewer import write_run_page
+
+DEFAULT_OUT = "acemad_runs"
+# The profiles' limits and URL rule (experiments/profiles.py; not imported from there: it loads papermill, seconds
+# of start-up for a one-question script): more agents and rounds than a debate prompt fits are refused.
+MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS = 100, 50, 256
+
+
+def url_problem(v: Optional[str]) -> Optional[str]:
+    """None for no URL (the environment's endpoint) or an http(s) URL with a host; else what is wrong (never
+    file:// or a bare path)."""
+    if v in ("", None):
+        return None
+    try:
+        u = urlparse(str(v))
+        ok = u.scheme in ("http", "https") and bool(u.hostname)
+    except ValueError:  # an unparsable port or host
+        ok = False
+    return None if ok else "need an http:// or https:// URL with a host"
+
+
+QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapping[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One method on one question. Per round (outer list) and agent (inner list): `p` and `q` map each option
+    label to a probability (q None where the method asks for no peer prediction), `scores`/`weights` are
+    AceMAD's (None for the baselines). A Single Agent result holds its independent runs as one round and
+    `correct` is their mean. `record` is the transcript record this was read from."""
+
+    question_id: str
+    method: str
+    answer: Optional[str]
+    correct: Union[bool, float, None]
+    status: str
+    p: list = field(repr=False)
+    q: list = field(repr=False)
+    scores: list = field(repr=False)
+    weights: list = field(repr=False)
+    usage: dict = field(repr=False)
+    record: dict = field(repr=False, compare=False)
+
+    @classmethod
+    def from_record(cls, rec: dict) -> Result:
+        labels = rec["labels"]
+        rounds = [rec["runs"]] if "runs" in rec else rec.get("rounds") or []
+
+        def dist(v):
+            return None if v is None else dict(zip(labels, v))
+
+        return cls(
+            question_id=rec["question_id"],
+            method=rec["method"],
+            answer=rec["final"].get("answer"),
+            correct=rec["final"].get("correct"),
+            status=rec.get("status", "ok"),
+            p=[[dist(e["p"]) for e in r] for r in rounds],
+            q=[[dist(e.get("q")) for e in r] for r in rounds],
+            scores=[[e.get("score") for e in r] for r in rounds],
+            weights=[[e.get("weight") for e in r] for r in rounds],
+            usage=dict(rec.get("usage", {})),
+            record=rec,
+        )
+
+    def to_record(self) -> dict:
+        """The transcript record (a copy): what load_run returns and the viewer and tables read."""
+        return dict(self.record)
+
+
+class Results(list):
+    """The Results of one run (methods as given, then questions as given), with where they are on disk."""
+
+    def __init__(self, items: Sequence[Result], *, run_dir: Path, name: str, meta: dict):
+        super().__init__(items)
+        self.run_dir, self.name, self.meta = run_dir, name, meta
+
+    @property
+    def records(self) -> list[dict]:
+        return [r.record for r in self]
+
+    def table(self) -> pd.DataFrame:
+        """Accuracy per method with n and 95% CIs, AceMAD's paired gain and p against each other method in
+        parentheses; only questions with a gold answer count (empty when none has one)."""
+        return accuracy_table(self.records)
+
+
+def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:
+    """report.tables' wide table of the scored records (those with a gold answer): accuracy per method with n and
+    95% CIs, then one row per other method with AceMAD's paired gain (points, CI), p-value and n (versus_best
+    with that one baseline). An empty frame when no question has a gold answer."""
+    scored = [r for r in records if r.get("status", "ok") != "ok" or r["final"].get("correct") is not None]
+    if not any(r["final"].get("correct") is not None for r in scored):
+        return pd.DataFrame()
+    long = TB.accuracy_long(scored)
+    methods = list(dict.fromkeys(long["method"]))
+    targets = [m for m in methods if m.startswith("AceMAD")]
+    rows = []
+    for m in methods if targets else []:
+        if m in targets:
+            continue
+        for t in TB.versus_best(scored, targets, [m], average=False).itertuples():
+            cell = f"{t.gain:+.1f} [{t.gain_lo:+.1f}, {t.gain_hi:+.1f}], p={t.p_value:.2g}, n={t.n_paired}"
+            rows.append({"method": f"{t.method} minus {m} (paired)", TB.bench_label(str(t.benchmark)): cell})
+    return pd.concat([TB.wide(long), pd.DataFrame(rows)], ignore_index=True).fillna("")
+
+
+def configs(methods: Sequence[str], *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0):
+    """One DebateConfig per method name (checked: names, 1 <= rounds <= MAX_ROUNDS, 1 <= agents <= MAX_AGENTS,
+    eta finite and >= 0). eta is AceMAD's only: the baselines keep the notebooks' configs (and cache scopes)."""
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise ValueError(f"methods {list(methods)!r}: unknown or none; choose from {list(METHODS)}")
+    for what, v, hi in (("rounds", rounds, MAX_ROUNDS), ("agents", agents, MAX_AGENTS)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+            raise ValueError(f"{what}={v!r}: need a whole number from 1 to {hi}")
+    if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not math.isfinite(eta) or eta < 0:
+        raise ValueError(f"eta={eta!r}: need a finite number >= 0")
+    out = []
+    for m in dict.fromkeys(methods):
+        kw: dict = dict(method=m, n_agents=agents, rounds=rounds, seed=seed)
+        if m == "acemad":
+            kw["eta"] = float(eta)
+        out.append(DebateConfig(**kw))
+    return out
+
+
+def as_questions(questions: QuestionsLike) -> list[Question]:
+    """One question or a list; each a Question (from make_question) or a record {question, options, answer?, id?}."""
+    items = [questions] if isinstance(questions, (Question, Mapping)) else list(questions)
+    out = []
+    for i, q in enumerate(items):
+        if isinstance(q, Question):
+            out.append(q)
+        elif isinstance(q, Mapping):
+            try:
+                out.append(from_record(q, i))
+            except KeyError as e:
+                raise ValueError(f"question {i}: missing field {e.args[0]!r}") from None
+            except ValueError as e:
+                raise ValueError(f"question {i}: {e}") from None
+        else:
+            raise TypeError(f"question {i}: expected a Question or a dict, got {type(q).__name__}")
+    if not out:
+        raise ValueError("no questions given")
+    return out
+
+
+def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str], seed: int, workers: int):
+    """(the Population, its model slug). An endpoint's model and URL are checked as a profile's are; the response
+    cache is outputs('cache')/llm.sqlite (under the caller's `out`)."""
+    if synthetic:
+        if model or base_url:
+            raise ValueError("synthetic=True takes no model or base_url (the synthetic population answers)")
+        return SimPopulation(seed=seed), SYNTHETIC_SLUG
+    problem = url_problem(base_url)
+    if problem:
+        raise ValueError(f"base_url={base_url!r}: {problem}")
+    model = model or os.environ.get("MODEL") or None
+    if model is not None and not re.fullmatch(r"[\x21-\x7e]{1,200}", model):  # it is sent and names a folder
+        raise ValueError(f"model={model!r:.80}: need 1-200 printable ASCII characters without spaces")
+    if model is not None:
+        model_slug(model)  # a model name that cannot name a folder stops here
+    pop = LLMPopulation(
+        model=model, base_url=base_url or None, cache=outputs("cache") / "llm.sqlite", seed=seed,
+        max_concurrency=workers,
+    )  # fmt: skip
+    return pop, model_slug(pop.client(None).model)
+
+
+def run(
+    questions: QuestionsLike,
+    methods: Union[str, Sequence[str]] = ("acemad",),
+    *,
+    synthetic: bool = False,
+    model: Optional[str] = None,
+    base_url: Optional[str] = None,
+    rounds: int = 3,
+    agents: int = 5,
+    eta: float = 2.0,
+    seed: int = 0,
+    out: Union[str, os.PathLike] = DEFAULT_OUT,
+    name: str = "api",
+    workers: int = 8,
+    progress: bool = False,
+    viewer: bool = False,
+) -> Results:
+    """Run `methods` on `questions`; transcripts under `out`/runs/<name>/<model>-<data hash>/. Returns Results
+    (methods as given, then questions as given). viewer=True also writes the run's debate viewer page."""
+    qs = as_questions(questions)
+    cfgs = configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed)
+    safe_segment(name, "run name")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers={workers!r}: need a whole number from 1 to {MAX_WORKERS}")
+    with outputs_root(out):
+        pop, slug = population(synthetic=synthetic, model=model, base_url=base_url, seed=seed, workers=workers)
+        experiment = f"{name}/{slug}-{data_hash(qs)[:12]}"
+        meta, records = run_and_load(
+            experiment, qs, cfgs, pop, workers=workers, profile="api", progress=progress,
+            extra_meta={"source": "own questions", "model": slug},
+        )  # fmt: skip
+        run_dir = outputs("runs", experiment)
+        if viewer:
+            write_run_page(experiment, loaded=(meta, records))
+    return Results([Result.from_record(r) for r in records], run_dir=run_dir, name=experiment, meta=meta)
+
+
+def viewer_page(results: Results, out: Union[str, os.PathLike] = DEFAULT_OUT) -> Path:
+    """Write (or refresh) the debate viewer page of a run made by `run` with the same `out`; returns its path."""
+    with outputs_root(out):
+        return write_run_page(results.name, loaded=(results.meta, results.records))

@@ -1,0 +1,151 @@
+"""`python -m acemad_utils run QUESTIONS`: AceMAD and the baselines on a question file (JSONL or CSV).
+
+    python -m acemad_utils run my.jsonl --methods acemad,decentralized,majority --synthetic
+    python -m acemad_utils run my.csv --methods acemad,single --model gpt-4o-mini --base-url https://.../v1
+    python -m acemad_utils run my.jsonl --synthetic --rounds 3 --agents 5 --eta 2 --out my_runs --challenging
+
+The file format is data/own.py's (question, options as a list or a label -> text map, optional answer, optional
+id); the whole file is checked before any model call, a bad row stops the command with one line naming the file,
+row and field (exit 2). It writes, under --out (default ./acemad_runs): the transcripts
+(runs/<name>/<model>-<data hash>/), the table (tables/<name>.md and .csv: accuracy with n and 95% CIs per method,
+AceMAD's paired gain and p against each other method; only questions with an answer count), the debate viewer
+page (viewer/...html), and prints where they are. --challenging first keeps the questions the naive single agent
+gets right in fewer than 40% of 5 runs at temperature 0.7 (the paper's challenging-subset rule, reusing
+experiments/subsets.py; every question needs an answer then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+from acemad_utils import api
+from acemad_utils.agents.budget import BudgetExceeded
+from acemad_utils.agents.health import EndpointDown
+from acemad_utils.agents.redact import redact
+from acemad_utils.agents.sim import SYNTHETIC_LABEL
+from acemad_utils.data.benchmarks import data_hash
+from acemad_utils.data.own import read_questions
+from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
+from acemad_utils.experiments.runner import RunInterrupted, run_and_load
+from acemad_utils.experiments.subsets import item_stats, subset_config
+from acemad_utils.protocol.config import METHODS
+from acemad_utils.protocol.schema import Question
+from acemad_utils.report.viewer import page_path
+
+THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m acemad_utils", description="AceMAD and the baselines on your questions"
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run methods on a question file (.jsonl or .csv); see docs/own-questions.md")
+    r.add_argument("questions", help="a .jsonl or .csv file: question, options, optional answer, optional id")
+    r.add_argument("--methods", default="acemad,decentralized,majority", help=f"comma-separated, from {METHODS}")
+    who = r.add_mutually_exclusive_group(required=True)
+    who.add_argument("--synthetic", action="store_true", help="the synthetic population (a mechanism model, no LLM)")
+    who.add_argument("--model", help="the endpoint's model (key: OPENAI_API_KEY; URL: --base-url or OPENAI_BASE_URL)")
+    r.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    r.add_argument("--rounds", type=int, default=3, help="T, debate rounds (default 3)")
+    r.add_argument("--agents", type=int, default=5, help="N, agents per debate (default 5)")
+    r.add_argument("--eta", type=float, default=2.0, help="AceMAD's learning rate (default 2)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--workers", type=int, default=8, help="questions in flight with an endpoint (default 8)")
+    r.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder (default ./{api.DEFAULT_OUT})")
+    r.add_argument("--name", default=None, help="run name (default: the file's name)")
+    r.add_argument("--challenging", action="store_true", help="keep only the challenging subset first (see --help)")
+    return ap
+
+
+def run_name(path: Path, name: Optional[str]) -> str:
+    """--name, else the file's stem made one safe path segment ('my questions.csv' -> 'my-questions')."""
+    if name is not None:
+        return safe_segment(name, "--name")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-.")[:100] or "questions"
+    return safe_segment(slug, "the question file's name")
+
+
+def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
+    """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs:
+    subsets.py's configuration and item statistics, run in this --out (never the repository's data/)."""
+    missing = [q.id for q in qs if q.answer is None]
+    if missing:
+        raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
+    pop, slug = api.population(
+        synthetic=args.synthetic, model=args.model, base_url=args.base_url, seed=args.seed, workers=args.workers
+    )
+    _, records = run_and_load(
+        f"{name}-challenging/{slug}-{data_hash(qs)[:12]}", qs, [subset_config(seed=args.seed)], pop,
+        workers=args.workers, profile="api", progress=False, extra_meta={"purpose": "challenging subset"},
+    )  # fmt: skip
+    failed = [r["question_id"] for r in records if r.get("status") != "ok"]
+    if failed:
+        raise RuntimeError(f"--challenging: {len(failed)} question(s) failed in the selection run, e.g. {failed[0]!r}")
+    keep = {s["id"] for s in map(item_stats, records) if s["accuracy"] < THRESHOLD}
+    return [q for q in qs if q.id in keep]
+
+
+def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path], str]:
+    """tables/<run name>.md and .csv under --out (one per run: another model or a changed file gets its own);
+    (the .md path or None when nothing is scored, the text shown)."""
+    table = results.table()
+    if table.empty:
+        return None, "no question has an answer: no accuracy table (the debates are in the transcripts)"
+    models = results.meta["population"].get("models") or ["?"]
+    who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else f"model {models[0]}"
+    text = f"{who} (run {results.name})\n\n" + table.to_markdown(index=False) + "\n"
+    *folders, last = results.name.split("/")
+    md = outputs("tables", *folders) / f"{last}.md"
+    atomic_write(md, text)
+    atomic_write(md.with_suffix(".csv"), table.to_csv(index=False))
+    return md, text
+
+
+def run(args) -> int:
+    path = Path(args.questions)
+    name = run_name(path, args.name)
+    qs = read_questions(path)  # every row checked before any call
+    api.configs(args.methods, rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed)
+    out = Path(args.out).expanduser().resolve()
+    with outputs_root(out):
+        if args.challenging:
+            n = len(qs)
+            qs = challenging(qs, args, name)
+            print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
+            if not qs:
+                return 0
+        res = api.run(
+            qs, args.methods, synthetic=args.synthetic, model=args.model, base_url=args.base_url,
+            rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, out=out, name=name,
+            workers=args.workers, progress=True, viewer=True,
+        )  # fmt: skip
+        md, text = _write_table(res, args.synthetic)
+        page = page_path(res.name)
+    print(text)
+    failed = sum(r.status != "ok" for r in res)
+    print(f"transcripts: {res.run_dir}  ({len(res)} records, {failed} failed)")
+    if md is not None:
+        print(f"table:       {md}  (and {md.with_suffix('.csv').name})")
+    print(f"viewer:      {page}")
+    return 1 if failed else 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return run(args)
+    except RunInterrupted as e:
+        print(str(e), file=sys.stderr)
+        return 130
+    except (BudgetExceeded, EndpointDown) as e:
+        print(redact(str(e)), file=sys.stderr)
+        return 1
+    except (ValueError, OSError, RuntimeError) as e:  # DataError, UnsafeName, bad options: one line, no traceback
+        print(f"error: {redact(str(e))}", file=sys.stderr)
+        return 2

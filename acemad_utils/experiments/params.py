@@ -1,0 +1,394 @@
+"""Every notebook parameter in one typed schema: name, type, allowed values, default, notebooks, meaning.
+
+    from acemad_utils.experiments import params
+    params.SCHEMA["ROUNDS"]                    # Param(name='ROUNDS', kind='list[int]', lo=1, hi=50, ...)
+    params.defaults("03_main_results")         # {"PROFILE": "default", ..., "ROUNDS": [2, 3, 5], "ETA": 2.0}
+    params.problem("ETA", -1)                  # "-1 is out of range" (None when allowed)
+    params.check("mine.yaml (03_main_results)", "ETA", -1)   # SystemExit: the one line naming what ETA takes
+    params.cell_source("03_main_results")      # the notebook's `parameters` cell, written from this schema
+    python -m acemad_utils.experiments.profiles --parameters-doc   # docs/parameters.md (and the environment)
+
+Profiles (experiments/profiles.py) check every value here before papermill sees it; Setup's arguments, the
+registry's runs, the cost estimate and the notebooks' `parameters` cells take their defaults from here (a test
+checks every cell against cell_source). The paper's constants (eta, T, N, Table 2's rounds) are protocol.config's.
+A value is plain data only: str, int, float, bool, None, and lists / string-keyed maps of them; anything else a
+YAML file can make (bytes of !!binary, a !!set, a date) is refused by name, whatever the parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
+from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
+from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, ETA, N_AGENTS, ROUNDS, TABLE2_ROUNDS
+
+BACKENDS = ("sim", "local", "openai")
+SOURCES = ("synthetic", "benchmarks", "demo")
+CALLS = ("two", "single")
+# Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more
+# agents and rounds than a debate prompt fits; eta above 64 overflows exp(eta * S) over 50 rounds' products.
+MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = (
+    1_000_000,
+    256,
+    100,
+    50,
+    64.0,
+    2**32 - 1,
+    1_000_000,
+)
+KINDS = ("str", "int", "float", "bool", "list[str]", "list[int]", "list[float]", "models")
+ENTRY_KEYS = ("table", "paper_model", "model", "base_url")  # an OTHER_MODELS entry, in this order
+SETUP = ("01", "02", "03", "04", "05", "06", "07", "09")  # the notebooks that build a Setup (start(globals()))
+NOTEBOOKS = (
+    "00_theory",
+    "01_subset_construction",
+    "02_baselines",
+    "03_main_results",
+    "04_heterogeneity",
+    "05_ablation",
+    "06_scaling",
+    "07_other_models",
+    "08_claims",
+    "09_assumption_map",
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One notebook parameter. kind: one of KINDS ('models' = OTHER_MODELS entries); choices or [lo, hi] bound a
+    value (every item of a list); nullable: None allowed (meaning in `meaning`); by_notebook: a notebook whose
+    default differs; setup_arg: the Setup argument it feeds (Setup.from_params)."""
+
+    name: str
+    kind: str
+    default: Any
+    notebooks: tuple[str, ...]
+    meaning: str
+    choices: Optional[tuple] = None
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    nullable: bool = False
+    url: bool = False
+    segment: bool = False
+    model: bool = False
+    by_notebook: Mapping[str, Any] = field(default_factory=dict)
+    setup_arg: Optional[str] = None
+
+    def default_for(self, nb: str) -> Any:
+        """The default notebook `nb` declares (a copy: a caller's change never reaches the schema)."""
+        return copy.deepcopy(self.by_notebook.get(nb, self.default))
+
+    def allowed(self) -> str:
+        """What the parameter takes, in words (messages and docs/parameters.md)."""
+        item = {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}
+        base = self.kind[5:-1] if self.kind.startswith("list[") else self.kind
+        if self.kind == "models":
+            text = f"a list of maps with exactly the keys {list(ENTRY_KEYS)}, table one of {sorted(PAPER_TABLES)}"
+        elif self.choices is not None:
+            text = f"one of {list(self.choices)}"
+        elif self.lo is not None:
+            text = f"{item[base]} from {self.lo:g} to {self.hi:g}"
+        elif self.url:
+            text = "an http(s) URL with a host, or empty for the default endpoint"
+        elif self.segment:
+            text = "one path segment of letters, digits, '.', '_' or '-'"
+        elif self.model:
+            text = "a model name with a letter or digit (at most 100 characters), or empty"
+        else:
+            text = item[base]
+        if self.kind.startswith("list["):
+            text = f"a non-empty list, each {text}"
+        return text + (", or null" if self.nullable else "")
+
+
+def _nbs(*nums: str) -> tuple[str, ...]:
+    return tuple(nb for nb in NOTEBOOKS if nb[:2] in nums)
+
+
+# Notebook 07's default: each of the paper's other tables with the model it printed (a synthetic stand-in with sim).
+_OTHER_MODELS = [
+    {"table": table, "paper_model": model, "model": model, "base_url": ""}
+    for table, model in (
+        ("table2_main_results", "Qwen3-235B-A22B-Instruct"),
+        ("table4_deepseek", "DeepSeek-V3.1"),
+        ("table5_llama8b", "Llama-3.1-8B-Instruct"),
+    )
+]
+
+_PARAMS = (
+    Param("PROFILE", "str", "default", NOTEBOOKS, "the profile's name: runs, tables and figures go under it",
+          segment=True, setup_arg="profile"),
+    Param("BACKEND", "str", "sim", _nbs(*SETUP), "who answers: the synthetic population, llama.cpp on this "
+          "machine, or an OpenAI-compatible endpoint", choices=BACKENDS, setup_arg="backend"),
+    Param("SOURCE", "str", "synthetic", _nbs(*SETUP), "the questions: generated items, the real benchmark files, "
+          "or the 24 demo questions", choices=SOURCES, setup_arg="source"),
+    Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), "the benchmarks every run covers",
+          choices=tuple(ALL_BENCHMARKS), setup_arg="benchmarks"),
+    Param("N_ITEMS", "int", 600, _nbs(*SETUP), "input items read per benchmark (null: every item)",
+          lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
+    Param("N_MAX", "int", 300, _nbs(*SETUP), "questions per run from each challenging subset (null: all)",
+          lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("SEED", "int", 0, NOTEBOOKS, "seed of items, synthetic agents, tie-breaks and bootstraps",
+          lo=0, hi=MAX_SEED, setup_arg="seed"),
+    Param("WORKERS", "int", 8, _nbs(*SETUP), "questions (and calls) in flight at once",
+          lo=1, hi=MAX_WORKERS, setup_arg="workers"),
+    Param("MODEL", "str", "", _nbs(*SETUP), "the model the endpoint serves (empty: the backend's default)",
+          setup_arg="model", model=True),
+    Param("BASE_URL", "str", "", _nbs(*SETUP), "the OpenAI-compatible endpoint (empty: OPENAI_BASE_URL or "
+          "OpenAI's)", url=True, setup_arg="base_url"),
+    Param("CALLS", "str", "two", _nbs(*SETUP), "two calls per agent and round (argue, then commit: the paper) "
+          "or one structured reply", choices=CALLS, setup_arg="calls"),
+    Param("ARGUE_MAX_TOKENS", "int", ARGUE_MAX_TOKENS, _nbs(*SETUP), "the argument's completion cap in tokens, "
+          "LLM agents only (null: no cap; the paper gives none)", lo=1, hi=MAX_TOKENS, nullable=True,
+          setup_arg="argue_max_tokens"),
+    Param("SUBSET_MODEL", "str", "", _nbs("02", "03", "04", "05", "06", "07", "09"), "whose challenging subsets the "
+          "runs use (empty: MODEL's own, built by notebook 01)", setup_arg="subset_model", model=True),
+    Param("N_VALUES", "list[int]", [1, 2, 3, 5, 7, 10, 12, 15], _nbs("02", "06"), "the group sizes N of the "
+          "curves over N (Figures 2 and 5)", lo=1, hi=MAX_AGENTS, by_notebook={"02_baselines": [1, 2, 3, 5]}),
+    Param("N_TABLE", "int", N_AGENTS, _nbs("02"), "the N of Table 1 (Centralized MAD needs 2 debaters)",
+          lo=2, hi=MAX_AGENTS),
+    Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), f"the T of Table 2's AceMAD rows (the paper's T, "
+          f"{ROUNDS}, always runs too: the later views read it)", lo=1, hi=MAX_ROUNDS),
+    Param("ETA", "float", ETA, _nbs("03", "07", "09"), "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))",
+          lo=0, hi=MAX_ETA),
+    Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), "the truth-holder's model of the 'Different "
+          "LLMs' row (empty: the row is skipped)", model=True),
+    Param("SECOND_BASE_URL", "str", "", _nbs("04"), "SECOND_MODEL's endpoint (empty: the profile's)", url=True),
+    Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07"), "the paper's tables rerun with other models: "
+          "table, the paper's model name, the served model, its endpoint (empty: the profile's)"),
+    Param("PER_MODEL_SUBSETS", "bool", False, _nbs("07"), "each other model on its own challenging subsets "
+          "instead of SUBSET_MODEL's (the paper reuses one set)"),
+    Param("FULL_BENCHMARKS", "list[str]", list(PAPER_TABLES["table6_full_datasets"]["benchmarks"]), _nbs("07"),
+          "the full test sets of Table 6", choices=tuple(ALL_BENCHMARKS)),
+    Param("FULL_N_MAX", "int", 300, _nbs("07"), "questions per full test set of Table 6 (null: all)",
+          lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("THEORY_ITEMS", "int", 400, _nbs("00"), "synthetic items per simulation of the theory checks",
+          lo=1, hi=MAX_ITEMS),
+    Param("THEORY_ROUNDS", "int", 6, _nbs("00"), "rounds of the martingale simulations (panels a-c)",
+          lo=1, hi=MAX_ROUNDS),
+    Param("ETA_PHASE", "float", ETA, _nbs("00"), "the eta of the phase diagram's slices (one of the simulated "
+          "grid)", choices=PHASE_ETA),
+    Param("T_PHASE", "int", ROUNDS, _nbs("00"), "the T of the phase diagram's slices (one of the simulated "
+          "rounds)", lo=1, hi=PHASE_T_MAX),
+    # notebook 09's map axes: SimParams values (docs/population.md)
+    Param("LINKS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's knowledge_link values "
+          "(0: prediction skill unrelated to knowing the truth; 1: only those who see the trap predict the crowd)",
+          lo=0, hi=1),
+    Param("INSIGHTS", "list[float]", [0.1, 0.3, 0.5, 0.7, 0.9], _nbs("09"), "the map's insight values (P that a "
+          "Skeptic sees through the trap)", lo=0, hi=1),
+    Param("TRAP_CONCENTRATIONS", "list[float]", [0.5, 1.0, 2.0, 4.0, 16.0], _nbs("09"), "the map's "
+          "trap_concentration values (smaller: more correlated crowd errors)", lo=1e-3, hi=1e6),
+    Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's "
+          "crowd_calibration values (0: false consensus; 1: the crowd predicts its peers)", lo=0, hi=1),
+)  # fmt: skip
+SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
+
+
+def names(nb: str) -> list[str]:
+    """The parameters notebook `nb` declares, in schema order."""
+    return [p.name for p in _PARAMS if nb in p.notebooks]
+
+
+def defaults(nb: str) -> dict[str, Any]:
+    return {n: SCHEMA[n].default_for(nb) for n in names(nb)}
+
+
+def setup_defaults() -> dict[str, Any]:
+    """Setup's keyword defaults (its argument name -> the parameter's default)."""
+    return {p.setup_arg: copy.deepcopy(p.default) for p in _PARAMS if p.setup_arg}
+
+
+# ----------------------------------------------------------------------------- checks
+def not_plain(value: Any) -> Optional[str]:
+    """What in `value` is not plain data (str, int, float, bool, None, lists and str-keyed maps of them), or
+    None. YAML makes bytes (!!binary), sets (!!set), dates and timestamps; papermill would write them unquoted."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return None
+    if isinstance(value, list):
+        return next((w for w in map(not_plain, value) if w), None)
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            return f"a map key {bad[0]!r} that is not text"
+        return next((w for w in map(not_plain, value.values()) if w), None)
+    what: dict[type, str] = {bytes: "bytes (a !!binary value)", set: "a set (!!set)", frozenset: "a set (!!set)"}
+    if isinstance(value, (datetime.date, datetime.time)):
+        return f"a date or timestamp ({value}; quote it to pass text)"
+    return what.get(type(value), f"a {type(value).__name__} value")
+
+
+def _type_ok(kind: str, v: Any) -> bool:
+    if kind.startswith("list["):
+        return isinstance(v, list) and all(_type_ok(kind[5:-1], x) for x in v)
+    if kind == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    want = {"str": str, "int": int, "bool": bool}[kind]
+    return isinstance(v, want) and (kind == "bool" or not isinstance(v, bool))
+
+
+def _url_problem(v: str) -> Optional[str]:
+    """An endpoint: empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
+    if v == "":
+        return None
+    u = urlparse(v)
+    try:
+        ok = u.scheme in ("http", "https") and bool(u.hostname)
+    except ValueError:  # an unparsable port or host
+        ok = False
+    return None if ok else f"{v!r} is not an http:// or https:// URL with a host"
+
+
+def _model_problem(v: str) -> Optional[str]:
+    """A model name becomes a folder name (subsets.model_slug), also as a synthetic stand-in's."""
+    try:
+        model_slug(f"{SYNTHETIC_SLUG}-{v}", synthetic=True)
+    except ValueError:
+        return f"{_short(v)} does not make a folder name"
+    return None if len(v) <= 100 else "the name is longer than 100 characters"
+
+
+def _entries_problem(entries: list) -> Optional[str]:
+    why = next((w for w in map(_entry_problem, entries) if w), None)
+    if why is not None:
+        return why
+    keys = [(e["table"], e["paper_model"]) for e in entries]
+    runs = [(e["table"], model_slug(e["model"])) for e in entries]  # the run's folder (registry.other_model)
+    if len(set(keys)) < len(keys) or len(set(runs)) < len(runs):
+        return "two entries with the same table and model (each table runs once per model)"
+    return None
+
+
+def _entry_problem(e: Any) -> Optional[str]:
+    if not isinstance(e, dict) or set(e) != set(ENTRY_KEYS):
+        return f"each entry needs exactly the keys {list(ENTRY_KEYS)}, got {_short(e)}"
+    bad = [k for k in ENTRY_KEYS if not isinstance(e[k], str)]
+    if bad:
+        return f"{bad[0]} = {_short(e[bad[0]])} is not text"
+    if e["table"] not in PAPER_TABLES:
+        return f"unknown table {e['table']!r}; tables: {sorted(PAPER_TABLES)}"
+    if not e["model"] or not e["paper_model"]:
+        return "model and paper_model must not be empty"
+    return _model_problem(e["model"]) or _model_problem(e["paper_model"]) or _url_problem(e["base_url"])
+
+
+def _item_problem(p: Param, x: Any) -> Optional[str]:
+    if p.choices is not None and x not in p.choices:
+        return f"{x!r} is not a choice"
+    if p.lo is not None and p.hi is not None and not (math.isfinite(x) and p.lo <= x <= p.hi):
+        return f"{x!r} is out of range"
+    if p.url:
+        return _url_problem(x)
+    if p.model and x:
+        return _model_problem(x)
+    if p.segment:
+        try:
+            safe_segment(x, p.name)
+        except UnsafeName:
+            return f"{x!r} is not one path segment"
+    return None
+
+
+def problem(name: str, value: Any) -> Optional[str]:
+    """Why `value` is not allowed for parameter `name` (its type, then its range), or None."""
+    p = SCHEMA[name]
+    why = not_plain(value)
+    if why:
+        return f"it holds {why}"
+    if value is None:
+        return None if p.nullable else "null is not allowed here"
+    if p.kind == "models":
+        if not isinstance(value, list):
+            return "need a list"
+        return _entries_problem(value)
+    if not _type_ok(p.kind, value):
+        return f"need {p.kind}, got {type(value).__name__}"
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and not value:
+        return "the list is empty: name at least one"
+    return next((w for w in (_item_problem(p, x) for x in items) if w), None)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
+
+
+def check(where: str, name: str, value: Any) -> None:
+    """SystemExit with one line naming the file and notebook (`where`), the value and what is allowed."""
+    why = problem(name, value)
+    if why:
+        p = SCHEMA[name]
+        raise SystemExit(
+            f"{where}: {name} = {_short(value)} is not allowed ({why}); {name} takes {p.allowed()} "
+            f"(acemad_utils/experiments/params.py)"
+        )
+
+
+# ----------------------------------------------------------------------------- notebooks and docs
+def literal(value: Any) -> str:
+    """The Python source of a checked plain value (papermill's parameters and the notebooks' cells): repr of
+    plain data is a literal; anything else is refused here, so no value can become code."""
+    why = not_plain(value)
+    if why or (isinstance(value, float) and not math.isfinite(value)):
+        raise TypeError(f"not a plain finite value: {why or value!r}")
+    return repr(value)
+
+
+HEADER = "# Parameters (papermill overrides these from profiles/<profile>.yaml; declared in experiments/params.py)"
+
+
+def _source(value: Any) -> str:
+    """A default as the notebooks write it: double quotes, a list of maps one map per line."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return "[\n" + "".join(f"    {_source(v)},\n" for v in value) + "]"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_source, value)) + "]"
+    return repr(value)
+
+
+def cell_source(nb: str) -> str:
+    """The `parameters` cell of notebook `nb`: its parameters, each at its schema default, one line of meaning."""
+    lines = [HEADER]
+    for name, value in defaults(nb).items():
+        line = f"{name} = {_source(value)}"
+        comment = f"  # {SCHEMA[name].meaning}"
+        # papermill's inspect_notebook skips a line with a second "=": a meaning with one stays out of the cell
+        fits = "\n" not in line and "=" not in comment and len(line + comment) <= 120
+        lines.append(line + comment if fits else line)
+    return "\n".join(lines)
+
+
+def markdown(env_vars: Mapping[str, str]) -> str:
+    """docs/parameters.md: every parameter and every environment variable."""
+    out = [
+        "# Parameters and environment variables",
+        "",
+        "Generated by `python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md` from",
+        "`acemad_utils/experiments/params.py` (parameters) and `acemad_utils/data/settings.py` (environment).",
+        "A profile sets parameters per notebook (`common:` or `notebooks:`), `--set NAME=VALUE` for one run.",
+        "",
+        "| name | type | allowed | default | notebooks | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in _PARAMS:
+        default = f"`{p.default!r}`" if p.kind != "models" else "the paper's three tables"
+        default += "".join(f"; {nb[:2]}: `{v!r}`" for nb, v in p.by_notebook.items())
+        nbs = ", ".join(nb[:2] for nb in p.notebooks)
+        out.append(f"| `{p.name}` | {p.kind} | {p.allowed()} | {default} | {nbs} | {p.meaning} |")
+    out += ["", "| environment variable | meaning |", "|---|---|"]
+    out += [f"| `{k}` | {v} |" for k, v in env_vars.items()]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,122 @@
+"""Notebook 09's assumption map (issue 29 item 2) and the controls of item 3: registry, computation, words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.data import paths as P
+from acemad_utils.experiments import assumptions as AM
+from acemad_utils.experiments import registry as R
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import SKEPTIC, DebateConfig
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.report import assumptions as RA
+from acemad_utils.report import narrative as N
+from acemad_utils.report import tables as TB
+
+SMALL = {
+    "knowledge_link": (0.0, 1.0),
+    "insight": (0.5,),
+    "trap_concentration": (1.0, 4.0),
+    "crowd_calibration": (0.0,),
+}
+
+
+def test_the_map_runs_each_distinct_population_once_and_only_with_the_synthetic_population():
+    runs = R.runs("09_assumption_map", {"BACKEND": "sim"})
+    names = [r.name for r in runs]
+    assert len(names) == len(set(names))
+    for _, p in R.map_points(R.MAP_AXES):  # every point has its AceMAD run and its baselines' run
+        o = R.overrides(p)
+        assert f"map_{R.params_slug(o)}" in names
+        assert f"map_baselines_{R.params_slug({k: v for k, v in o.items() if k in R.SUBSET_PARAMS})}" in names
+    # the baselines depend only on the population's answers: the default and each non-default trap_concentration
+    base = [r for r in runs if r.name.startswith("map_baselines_")]
+    assert len(base) == len(R.MAP_AXES["trap_concentration"])  # 4.0 is the default: shared, not twice
+    assert all(c.method in R.MAD_METHODS for r in base for c in r.configs)
+    assert R.params_slug({"knowledge_link": 1.0, "insight": 0.5}) == "default"
+    assert R.runs("09_assumption_map", {"BACKEND": "openai"}) == []
+    with pytest.raises(ValueError, match="knowledge_link"):
+        R.overrides({"knowledge_link": 2.0})
+
+
+def test_controls_have_acemads_agents_and_the_skeptic_answers_alone():
+    ctrl = R.controls(seed=0)
+    assert [c.method for c in ctrl] == ["decentralized", "single", "majority"]
+    assert ctrl[1].specs()[0] == SKEPTIC and ctrl[1].label == R.SKEPTIC_ALONE and ctrl[1].single_runs == 5
+    assert ctrl[2].specs() == DebateConfig(method="acemad").specs()
+    assert R.main_results([3], 2.0)["control"] == ctrl
+    assert R.ablation()["controls"] == ctrl[1:]
+
+
+@pytest.fixture
+def small_setup(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    S = Setup(profile="default", benchmarks=["arc_challenge", "bbh"], n_items=60, workers=1)
+    yield S
+    S.close()
+
+
+def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
+    S = small_setup
+    runs = R.assumption_map(SMALL)
+    for r in runs:
+        r.cap = 12
+    table = AM.run_map(S, runs, SMALL, n_boot=200)
+    axes = ["grid", "grid", "trap_concentration", "trap_concentration", "crowd_calibration", *R.MAP_REFERENCES]
+    assert list(table["axis"]) == axes
+    # the gain over uniform weights is AceMAD's average minus the uniform one (the same questions on both sides)
+    np.testing.assert_allclose(table["gain_uniform"], table["acemad"] - table["uniform"], atol=1e-9)
+    assert (table["gain_uniform_lo"] <= table["gain_uniform"]).all() and (table["n"] > 0).all()
+    # trap_concentration 1 judges "challenging" with its own population: its own subsets, not the default's
+    default_qs = {q.id for q in AM.map_questions(S, {}, 12)}
+    other_qs = {q.id for q in AM.map_questions(S, {"trap_concentration": 1.0}, 12)}
+    assert default_qs != other_qs
+    text = RA.story(table, "SYNTHETIC population (no LLM)")
+    assert "knowledge_link 0" in text and "uniform weights" in text
+    assert RA.heatmap(table, "x") is not None and RA.sweeps(table, "x") is not None
+
+
+def _record(scores, right, k=4):
+    """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
+    entries = [
+        {"agent": i, "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0], "score": s, "parse_failure": False}
+        for i, (s, ok) in enumerate(zip(scores, right))
+    ]
+    return {
+        "question_id": f"q{len(scores)}{sum(right)}",
+        "status": "ok",
+        "labels": list("ABCD")[:k],
+        "answer": "A",
+        "rounds": [entries],
+    }
+
+
+def test_knowledge_gap_sees_whether_right_agents_score_higher():
+    good = [_record([0.9, 0.8, 0.2, 0.3, 0.1], [True, True, False, False, False])]
+    g = RA.knowledge_gap(good, label="good")
+    row = g[g["round"].astype(str) == "all"].iloc[0]
+    assert row.gap == pytest.approx(0.85 - 0.2) and row.lift == pytest.approx(1 - 2 / 5)
+    bad = [_record([0.1, 0.2, 0.9, 0.8, 0.7], [True, True, False, False, False])]
+    row = RA.knowledge_gap(bad, label="bad").iloc[-1]
+    assert row.gap < 0 and row.lift == pytest.approx(0 - 2 / 5)
+    assert "worse" in RA.gap_sentence(RA.knowledge_gap(bad, label="bad"))
+    # a question where everyone is right tells nothing: left out
+    assert RA.knowledge_gap([_record([0.5] * 5, [True] * 5)], label="none").iloc[0].n_questions == 0
+
+
+def test_the_controls_sentence_names_each_control_and_its_gain():
+    items = make_items(40, k=4, seed=2)
+    pop = SimPopulation(seed=1)
+    target = DebateConfig(method="acemad")
+    cfgs = R.controls()
+    recs = [run_question(q, pop, c) for q in items for c in [target, *cfgs]]
+    long = TB.accuracy_long(recs)
+    text = N.controls(long, recs, target.label, cfgs)
+    for c in cfgs:
+        assert c.label in text
+    assert text.count("points") == 3 and "truth-holder knows alone" in text
+    assert "no result here" in N.controls(long, recs, "not a method", cfgs[:1])

@@ -1,0 +1,173 @@
+"""No profile value reaches code (issue 33.1): every YAML value that is not plain data (a !!binary, a !!python/...
+tag, a !!set, a date) and every value of the wrong type, nested ones included, stops the run with one line before
+papermill sees it, through `--set` and through a profile file; and what papermill writes is a Python literal."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import subprocess
+import sys
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acemad_utils.data.paths import ROOT
+from acemad_utils.experiments import params, profiles
+from acemad_utils.reproduce import cli
+
+MARKER = "acemad_hostile_marker"
+
+
+def _payload(marker) -> str:
+    """A !!binary whose bytes, written unquoted by papermill's own translator, would create the marker file."""
+    code = f'"+__import__("os").system("touch {marker}")+"'
+    return "!!binary " + base64.b64encode(code.encode()).decode()
+
+
+HOSTILE = {
+    "binary": None,  # filled per test with the marker's path
+    "python_object": "!!python/object/apply:os.system ['true']",
+    "python_name": "!!python/name:os.system",
+    "set": "!!set {a: null}",
+    "date": "2024-01-01",
+    "timestamp": "2024-01-01 10:00:00",
+    "local_tag": "!mine 3",
+}
+NESTED = ("[[1]]", "{a: [1, {b: 2}]}", "[{x: []}]")
+
+
+def _entry(**kw) -> str:
+    e = {"table": "table2_main_results", "paper_model": "P", "model": "m", "base_url": "''"}
+    e.update(kw)
+    return "[{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}]"
+
+
+def _values(marker) -> list[str]:
+    hostile = {**HOSTILE, "binary": _payload(marker)}
+    return [*hostile.values(), *NESTED]
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch, tmp_path):
+    """A run that gets past the checks fails the test (and would have touched the marker)."""
+
+    def refuse(*a, **k):
+        raise AssertionError("a notebook was started")
+
+    monkeypatch.setattr(cli.pm, "execute_notebook", refuse)
+    monkeypatch.setattr(cli, "_run_notebooks", refuse)
+    return tmp_path / MARKER
+
+
+def _one_line(e: pytest.ExceptionInfo) -> str:
+    msg = str(e.value.code)
+    assert "\n" not in msg and "Traceback" not in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize("name", sorted(params.SCHEMA))
+def test_hostile_values_in_every_parameter_through_set_are_one_line(name, nothing_runs):
+    for value in _values(nothing_runs):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["--profile", "default", "--set", f"{name}={value}"])
+        msg = _one_line(e)
+        assert name in msg, msg
+    assert not nothing_runs.exists()
+
+
+@pytest.mark.parametrize("field", params.ENTRY_KEYS)
+def test_hostile_values_inside_other_models_entries_are_one_line(field, nothing_runs, tmp_path):
+    for value in _values(nothing_runs):
+        with pytest.raises(SystemExit) as e:
+            cli.main(
+                [
+                    "--profile",
+                    "default",
+                    "--only",
+                    "07_other_models",
+                    "--set",
+                    f"OTHER_MODELS={_entry(**{field: value})}",
+                ]
+            )
+        _one_line(e)
+        body = f"profile: mine\nnotebooks:\n  07_other_models:\n    OTHER_MODELS: {_entry(**{field: value})}\n"
+        (tmp_path / "mine.yaml").write_text(body)
+        with pytest.raises(SystemExit) as e:
+            cli.main(["--profile", str(tmp_path / "mine.yaml"), "--only", "07_other_models"])
+        assert _one_line(e).startswith(("mine.yaml", "mine.yaml:")), e.value.code
+    assert not nothing_runs.exists()
+
+
+@pytest.mark.parametrize("name", sorted(params.SCHEMA))
+def test_hostile_values_in_every_parameter_of_a_profile_file_are_one_line(name, nothing_runs, tmp_path):
+    nb = params.SCHEMA[name].notebooks[0]
+    for value in _values(nothing_runs):
+        for body in (
+            f"profile: mine\ncommon:\n  {name}: {value}\n",
+            f"profile: mine\nnotebooks:\n  {nb}:\n    {name}: {value}\n",
+        ):
+            (tmp_path / "mine.yaml").write_text(body)
+            with pytest.raises(SystemExit) as e:
+                cli.main(["--profile", str(tmp_path / "mine.yaml")])
+            assert _one_line(e).startswith("mine.yaml"), e.value.code
+    assert not nothing_runs.exists()
+
+
+@pytest.mark.parametrize("key", ["max_usd", "calls_via", "models", "jobs", "description"])
+def test_hostile_run_settings_are_one_line(key, nothing_runs, tmp_path):
+    for value in _values(nothing_runs):
+        (tmp_path / "mine.yaml").write_text(f"profile: mine\n{key}: {value}\n")
+        with pytest.raises(SystemExit) as e:
+            cli.main(["--profile", str(tmp_path / "mine.yaml")])
+        assert _one_line(e).startswith("mine.yaml"), e.value.code
+
+
+@pytest.mark.parametrize("text", ["[1, {", "{a: b", "'open", "a: b: c"])
+def test_invalid_yaml_in_set_is_one_line(text, nothing_runs):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--profile", "default", "--set", f"SEED={text}"])
+    assert _one_line(e).startswith("--set SEED is not valid YAML")
+
+
+@pytest.mark.slow  # one interpreter start: 10-20 s on a loaded machine
+def test_the_command_line_prints_one_line_and_nothing_runs(tmp_path):
+    marker = tmp_path / MARKER
+    for value in (_payload(marker),):
+        out = subprocess.run(
+            [sys.executable, "-m", "acemad_utils.reproduce", "--only", "07_other_models", "--set",
+             f"OTHER_MODELS={_entry(model=value)}"],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 1 and out.stdout == "", out
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not marker.exists()
+
+
+# ----------------------------------------------------------------------------- papermill writes literals
+PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=PLAIN)
+def test_papermill_writes_every_plain_value_as_the_literal_of_itself(value):
+    source = cli.LiteralTranslator.codify({"X": value})
+    [assign] = [n for n in ast.parse(source).body if isinstance(n, ast.Assign)]
+    assert ast.literal_eval(assign.value) == value
+
+
+@pytest.mark.parametrize("value", [b"x", {1, 2}, [b"x"], {"a": {"b": b"x"}}, float("inf"), object()])
+def test_papermill_refuses_whatever_is_not_plain(value):
+    with pytest.raises(TypeError):
+        cli.LiteralTranslator.codify({"X": value})
+
+
+def test_the_plain_loader_keeps_plain_yaml_as_safe_load_does():
+    text = "a: [1, 2.5, true, null, 'x', {b: c}]\nd: 'sk-\"quoted'\n"
+    assert profiles.load_yaml(text, "t") == yaml.safe_load(text)

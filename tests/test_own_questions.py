@@ -1,0 +1,279 @@
+"""Your own questions (issue 30): the docs' API example run verbatim (synthetic and the fake endpoint), the
+`python -m acemad_utils run` command on JSONL and CSV files (with and without answers, hostile rows, a changed
+file), and the inspect_ai solvers evaluated by `inspect_ai.eval` against the fake server.
+
+Everything runs in a temporary working directory: nothing may land inside the checkout."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acemad_utils import api
+from acemad_utils.agents.sim import SimPopulation
+from acemad_utils.command import main
+from acemad_utils.data import paths as P
+from acemad_utils.data.own import MAX_ROWS, make_question, read_questions
+from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.protocol.config import METHODS, DebateConfig
+from acemad_utils.protocol.debate import run_question
+from tests.fake_openai import FakeOpenAI, FaultInjector
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
+FAKE_KEY = "sk-fake-own-questions"
+
+
+def doc_blocks(section: str) -> list[str]:
+    """The fenced code blocks of one '## ' section of docs/own-questions.md, in order."""
+    text = DOC.read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```[a-z]*\n(.*?)```", body, flags=re.S)
+
+
+def api_example(endpoint: bool) -> str:
+    """The API example verbatim; with `endpoint`, its run line replaced by the docs' endpoint line (verbatim)."""
+    example, run_line = doc_blocks("1. Python API")[:2]
+    assert len(example.strip().splitlines()) <= 10, "the README example must stay within 10 lines"
+    if not endpoint:
+        return example
+    old = next(line for line in example.splitlines() if line.startswith("results = run("))
+    return example.replace(old, run_line.strip())
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """A working directory outside the checkout; nothing may be written under the checkout's outputs/."""
+    monkeypatch.chdir(tmp_path)
+    before = {p for p in (P.ROOT / "outputs").rglob("*")} if (P.ROOT / "outputs").exists() else set()
+    yield tmp_path
+    after = {p for p in (P.ROOT / "outputs").rglob("*")} if (P.ROOT / "outputs").exists() else set()
+    assert not [p for p in after - before if "acemad_runs" in str(p) or "/api/" in str(p)]
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+        monkeypatch.delenv("MODEL", raising=False)
+        yield srv
+
+
+def _check_example(ns: dict, out: str, root: Path) -> None:
+    results = ns["results"]
+    assert len(results) == 3 * len(ns["questions"])
+    labelled = {r.correct is not None for r in results if r.question_id == ns["questions"][0].id}
+    assert labelled == {True}, "the question with an answer is scored"
+    assert all(r.correct is None for r in results if r.question_id == ns["questions"][1].id)
+    table = results.table()
+    assert "n=1" in table.to_string(), "only the labelled question counts"
+    assert results.run_dir.is_relative_to(root / "acemad_runs")
+    assert (results.run_dir / "transcripts.jsonl.gz").exists()
+    assert all(len(r.weights) == 3 and len(r.weights[-1]) == 5 for r in results if r.method.startswith("AceMAD"))
+    assert out.count("\n") >= len(results)
+
+
+def test_docs_example_synthetic(elsewhere, capsys):
+    ns: dict = {}
+    exec(api_example(endpoint=False), ns)
+    _check_example(ns, capsys.readouterr().out, elsewhere)
+    assert ns["results"].meta["synthetic"] is True
+
+
+def test_docs_example_endpoint_then_cached(elsewhere, endpoint, capsys):
+    ns: dict = {}
+    exec(api_example(endpoint=True), ns)
+    _check_example(ns, capsys.readouterr().out, elsewhere)
+    calls = endpoint.count
+    assert calls > 0 and ns["results"].meta["synthetic"] is False
+    assert (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
+    exec(api_example(endpoint=True), {})  # the same questions again: every record on disk, no call
+    assert endpoint.count == calls
+
+
+def _write(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+ROWS = [
+    {"question": "Capital of Australia? <script>alert(1)</script>", "options": {"S": "Sydney", "C": "Canberra"},
+     "answer": "C", "id": "cap"},
+    {"question": "The ball costs?", "options": ["10 cents", "5 cents", "1 dollar"], "answer": "5 cents"},
+    {"question": "Better opening move?", "options": ["1. e4", "1. d4"]},
+]  # fmt: skip
+
+
+def test_command_jsonl_and_csv(elsewhere, capsys):
+    src = _write(elsewhere / "mine.jsonl", ROWS)
+    assert main(["run", str(src), "--synthetic", "--methods", "acemad,decentralized,single", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "SYNTHETIC" in out and "n=2" in out, out  # two labelled questions
+    paths = dict(re.findall(r"^(transcripts|table|viewer): +(\S+)", out, flags=re.M))
+    page = Path(paths["viewer"]).read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in page  # the question text is data in the page, never markup
+    assert Path(paths["table"]).exists() and Path(paths["table"]).with_suffix(".csv").exists()
+    recs = read_jsonl(Path(paths["transcripts"]) / "transcripts.jsonl.gz")
+    assert len(recs) == 9 and all(len(r["rounds"]) == 2 for r in recs if r["method_kind"] != "single")
+    csv = elsewhere / "mine.csv"
+    csv.write_text('question,A,B,C,answer,id\n"Q one?",x,y,z,B,one\n"Q two?",p,q,,,\n', encoding="utf-8")
+    assert main(["run", str(csv), "--synthetic", "--methods", "majority"]) == 0
+    assert [q.answer for q in read_questions(csv)] == ["B", None]
+
+
+def test_command_without_answers_prints_no_table(elsewhere, capsys):
+    src = _write(elsewhere / "open.jsonl", [ROWS[2]])
+    assert main(["run", str(src), "--synthetic", "--methods", "acemad"]) == 0
+    assert "no question has an answer" in capsys.readouterr().out
+
+
+BAD = [
+    ({"options": ["a", "b"]}, "line 2: missing field 'question'"),
+    ({"question": "x?", "options": ["only"]}, "line 2: field 'options' needs at least 2"),
+    ({"question": "x?", "options": ["a", "b"], "answer": "C"}, "line 2: field 'answer'"),
+    ({"question": "x?", "options": ["a", "b"], "id": "cap"}, "line 2: question id 'cap' repeats"),
+    ({"question": "x?", "options": ["a", "b"], "id": "../../etc"}, "line 2: field 'id'"),
+    ({"question": "x?", "options": {"A; rm": "a", "B": "b"}}, "line 2: field 'options': label"),
+    ({"question": "x\x00?", "options": ["a", "b"]}, "line 2: field 'question' holds the control character"),
+    ({"question": "x?", "options": ["a", "b"], "colour": "red"}, "line 2: unknown field"),
+    ({"question": "x" * 20_001, "options": ["a", "b"]}, "line 2: field 'question' has 20001 characters"),
+]
+
+
+@pytest.mark.parametrize("row,message", BAD, ids=[m.split(": ", 1)[1][:24] for _, m in BAD])
+def test_bad_rows_stop_before_any_call(elsewhere, endpoint, capsys, row, message):
+    src = _write(elsewhere / "bad.jsonl", [ROWS[0], row])
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "acemad"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "bad.jsonl" in err, err
+    assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
+
+
+def test_bad_files(elsewhere, capsys):
+    latin = elsewhere / "latin.jsonl"
+    latin.write_bytes(b'{"question": "caf\xe9?", "options": ["a", "b"]}\n')
+    many = _write(
+        elsewhere / "many.jsonl", [{"question": f"q{i}?", "options": ["a", "b"]} for i in range(MAX_ROWS + 1)]
+    )
+    for path, message in ((latin, "line 1: not UTF-8"), (many, "more than the 10000")):
+        assert main(["run", str(path), "--synthetic"]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_changed_question_is_a_new_question(elsewhere, capsys):
+    src = _write(elsewhere / "q.jsonl", ROWS)
+    assert main(["run", str(src), "--synthetic", "--methods", "majority"]) == 0
+    changed = [dict(ROWS[0], question="Capital of New Zealand?", options={"A": "Auckland", "W": "Wellington"},
+                    answer="W")] + ROWS[1:]  # fmt: skip
+    _write(src, changed)  # same id "cap", another question: a new run, never a stale record or a hash error
+    assert main(["run", str(src), "--synthetic", "--methods", "majority"]) == 0
+    runs = sorted((elsewhere / "acemad_runs" / "runs" / "q").iterdir())
+    assert len(runs) == 2
+    texts = [{r["question_id"]: r["labels"] for r in read_jsonl(d / "transcripts.jsonl.gz")}["cap"] for d in runs]
+    assert sorted(map(tuple, texts)) == [("A", "W"), ("S", "C")]
+
+
+def test_content_ids_and_checks(elsewhere):
+    a = make_question("2+2?", ["3", "4"], answer="4")
+    assert a.answer == "B" and a.id == make_question("2+2?", ["3", "4"]).id != make_question("2+3?", ["3", "4"]).id
+    with pytest.raises(ValueError, match="model="):
+        api.run(a, synthetic=False, model="gpt 4\n", base_url="http://127.0.0.1:9/v1", out="unused")
+    with pytest.raises(ValueError, match="base_url"):
+        api.run(a, model="m", base_url="file:///etc/passwd", out="unused")
+    with pytest.raises(ValueError, match="rounds"):
+        api.run(a, synthetic=True, rounds=0, out="unused")
+
+
+def test_import_stays_light():
+    code = "import sys, acemad_utils; print(sorted(m for m in ('numpy', 'pandas', 'openai') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- inspect_ai
+def test_inspect_eval_against_fake_server(tmp_path, monkeypatch):
+    pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[inspect]'")
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import choice
+
+    from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad
+
+    T, N = 2, 3
+    samples = [
+        Sample(input=f"Question {i}: which colour?", choices=["red", "green", "blue"], target="ABC"[i % 3], id=f"s{i}")
+        for i in range(5)
+    ]
+    monkeypatch.setenv("FAKE_API_KEY", FAKE_KEY)
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        task = Task(dataset=samples, solver=acemad(rounds=T, agents=N), scorer=choice())
+        (log,) = inspect_eval(task, model="openai-api/fake/fake-model", model_base_url=srv.url,
+                              log_dir=str(tmp_path / "logs"), display="none")  # fmt: skip
+        assert srv.count >= 5 * T * N * 2
+    assert log.status == "success" and len(log.samples) == 5
+    records = []
+    for s in log.samples:
+        rec = s.store[STORE_KEY]
+        assert len(rec["rounds"]) == T and all(len(r) == N for r in rec["rounds"])
+        assert all(e["weight"] is not None and e["q"] is not None for r in rec["rounds"] for e in r)
+        assert s.metadata[STORE_KEY]["answer"] == rec["final"]["answer"]
+        assert s.scores["choice"].value == ("C" if rec["final"]["correct"] else "I")
+        records.append(rec)
+    ours = sum(r["final"]["correct"] for r in records) / len(records)
+    assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(ours)
+    assert json.loads(json.dumps(records))  # the stored debates are plain JSON (the log holds them)
+    assert not list(Path(P.ROOT / "outputs").glob("runs/inspect*"))
+
+
+def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
+    rows = [{"question": f"Item {i}: which?", "options": list("abcd"), "answer": "ABCD"[i % 4]} for i in range(24)]
+    src = _write(elsewhere / "many.jsonl", rows)
+    assert main(["run", str(src), "--synthetic", "--methods", "majority", "--challenging"]) == 0
+    out = capsys.readouterr().out
+    kept = int(re.search(r"kept (\d+) of 24", out).group(1))
+    selection = next((elsewhere / "acemad_runs" / "runs").glob("many-challenging/*"))
+    accuracy = {r["question_id"]: r["final"]["correct"] for r in read_jsonl(selection / "transcripts.jsonl.gz")}
+    run = next((elsewhere / "acemad_runs" / "runs").glob("many/*"))
+    debated = {r["question_id"] for r in read_jsonl(run / "transcripts.jsonl.gz")}
+    assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
+
+
+def test_hostile_text_is_escaped_and_big_files_bounded(elsewhere, monkeypatch, capsys):
+    from acemad_utils.data import own
+    from acemad_utils.report.viewer import debate_html
+
+    q = make_question("<script>alert(1)</script>?", {"A": "<img src=x onerror=alert(2)>", "B": "b"}, answer="A")
+    results = api.run(q, "majority", synthetic=True)
+    html = debate_html(results[0].record, results.meta)
+    assert "<script>" not in html and "<img" not in html and "&lt;img src=x" in html  # arguments quote the option
+    monkeypatch.setattr(own, "MAX_FILE_BYTES", 100)
+    src = _write(elsewhere / "big.jsonl", ROWS)
+    assert main(["run", str(src), "--synthetic"]) == 2
+    assert "bytes is more than the 100" in capsys.readouterr().err
+
+
+def test_unlabelled_records_rescore_without_scoring(elsewhere):
+    from acemad_utils.report import rescoring
+
+    qs = [make_question("Open question?", ["x", "y", "z"]), make_question("Closed?", ["x", "y"], answer="A")]
+    results = api.run(qs, "acemad", synthetic=True)
+    arr = rescoring.stack(results.records)
+    assert list(arr.truth) == [-1, 0]
+    ans = rescoring.rescore(arr, eta=4.0)
+    assert len(ans) == 2 and results[0].correct is None and isinstance(results[1].correct, bool)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_debates_an_unlabelled_question(method):
+    q = make_question("Open question?", ["x", "y", "z"])
+    rec = run_question(q, SimPopulation(), DebateConfig(method=method, n_agents=3, rounds=2))
+    assert rec["answer"] is None and rec["final"]["correct"] is None
+    assert rec["final"]["oracle_any_agent_correct"] is None
+    assert all(d["correct"] is None for d in rec.get("decisions", {}).values())
+    assert all(r["correct"] is None for r in rec.get("runs", []))

@@ -1,0 +1,121 @@
+"""The synthetic population as a model of knowledge (issue 29 item 1, docs/population.md): an agent's peer-prediction
+skill follows from its latent state on the item, a persona only changes how likely each state is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, item_latent, make_items, state_probs
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.schema import AgentSpec
+
+ITEMS = make_items(300, k=4, seed=21)
+ROSTER = DebateConfig(method="acemad").specs()  # 4 Generalists, 1 Skeptic
+
+
+def round1(params: SimParams, items=ITEMS) -> list[tuple[str, str, bool, float, float]]:
+    """(persona, state, skilled, calibration, round-1 score) of every agent of an AceMAD debate on every item.
+    The agents are rebuilt from the same seed to read their latent state (the record does not hold it)."""
+    pop = SimPopulation(params, seed=3)
+    out = []
+    for q in items:
+        rec = run_question(q, pop, DebateConfig(method="acemad"))
+        agents = pop.agents(ROSTER, q)
+        for a, e in zip(agents, rec["rounds"][0]):
+            out.append((a.spec.persona, STATES[a.state], a.skilled, a.calibration, e["score"]))
+    return out
+
+
+def z_greater(a: np.ndarray, b: np.ndarray) -> float:
+    """Welch z of mean(a) - mean(b): > 4 is far beyond chance for these sample sizes."""
+    return float((a.mean() - b.mean()) / np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)))
+
+
+def scores(rows, persona: str, state: str) -> np.ndarray:
+    return np.array([s for p, st, _, _, s in rows if p == persona and st == state])
+
+
+def test_answer_distribution_per_persona_is_the_sum_of_its_states():
+    params, q = SimParams(), ITEMS[0]
+    item = item_latent(q, params, 0)
+    for spec in (AgentSpec("Skeptic", 0.6), AgentSpec("Generalist", 0.1), AgentSpec("Generalist", 0.6, "slow")):
+        g, ins, trapped, naive = state_probs(item, spec, params)
+        assert np.isclose(g + ins + trapped + naive, 1.0) and min(g, ins, trapped, naive) >= 0
+        # the earlier persona model's P(trap | not guessing): pi * (1 - insight) for a Skeptic, pi for the crowd
+        expected_trap = item.pi * (1 - params.p_insight(spec))
+        assert np.isclose(trapped / (1 - g), expected_trap)
+    assert state_probs(item, AgentSpec("Generalist", 0.1), params)[1] == 0.0  # crowd_insight = 0: no insight
+
+
+def test_a_skeptic_that_fell_for_the_trap_predicts_false_consensus_under_knowledge():
+    rows = round1(SimParams())
+    trapped = [r for r in rows if r[0] == "Skeptic" and r[1] == "trapped"]
+    assert len(trapped) > 20 and all(not sk and cal == SimParams().crowd_calibration for _, _, sk, cal, _ in trapped)
+    # Like a trapped crowd agent it predicts that its peers think as it does: q = p in round 1 (crowd_calibration 0).
+    pop = SimPopulation(SimParams(), seed=3)
+    for q in ITEMS[:60]:
+        rec = run_question(q, pop, DebateConfig(method="acemad"))
+        for a, e in zip(pop.agents(ROSTER, q), rec["rounds"][0]):
+            if STATES[a.state] == "trapped":
+                np.testing.assert_allclose(e["q"], e["p"])
+    # The persona variant keeps the earlier rule: the SAME trapped Skeptics (same seed: the same states and round-1
+    # beliefs) become skilled predictors and score higher, paired agent by agent.
+    persona = round1(SimParams(calibration_by="persona"))
+    assert [r[:2] for r in persona] == [r[:2] for r in rows]
+    assert all(cal == SimParams().insight_calibration for p, _, _, cal, _ in persona if p == "Skeptic")
+    gain = np.array([b[4] - a[4] for a, b in zip(rows, persona) if a[0] == "Skeptic" and a[1] == "trapped"])
+    assert gain.mean() > 4 * gain.std(ddof=1) / np.sqrt(len(gain)), gain.mean()
+
+
+def test_a_generalist_in_the_insight_state_is_skilled():
+    params = SimParams(crowd_insight=0.3)
+    pop = SimPopulation(params, seed=3)
+    agents = [a for q in ITEMS[:100] for a in pop.agents(ROSTER, q) if a.spec.persona == "Generalist"]
+    insight = [a for a in agents if STATES[a.state] == "insight"]
+    others = [a for a in agents if STATES[a.state] != "insight"]
+    assert len(insight) > 50 and len(others) > 50
+    assert all(a.skilled and a.calibration == params.insight_calibration for a in insight)
+    assert all(a.alpha == params.insight_susceptibility for a in insight)
+    assert not any(a.skilled for a in others)
+    rows = round1(params, ITEMS[:150])
+    assert z_greater(scores(rows, "Generalist", "insight"), scores(rows, "Generalist", "trapped")) > 4
+
+
+def skill_table(link: float) -> np.ndarray:
+    """2 x 2 counts (insight state or not) x (skilled or not) over many agents of AceMAD's roster."""
+    pop = SimPopulation(SimParams(knowledge_link=link, crowd_insight=0.2), seed=8)
+    t = np.zeros((2, 2), int)
+    for q in make_items(1500, k=4, seed=9):
+        for a in pop.agents(ROSTER, q):
+            t[int(STATES[a.state] == "insight"), int(a.skilled)] += 1
+    return t
+
+
+def test_at_knowledge_link_zero_skill_is_independent_of_state():
+    t0 = skill_table(0.0)
+    # A two-proportion z-test of independence (P(skilled | insight) = P(skilled | not)) that fails if skill still
+    # follows the state: |z| > 3.3 has probability 1e-3 under independence.
+    p1, p0 = t0[1, 1] / t0[1].sum(), t0[0, 1] / t0[0].sum()
+    pooled = t0[:, 1].sum() / t0.sum()
+    z = (p1 - p0) / np.sqrt(pooled * (1 - pooled) * (1 / t0[1].sum() + 1 / t0[0].sum()))
+    assert abs(z) < 3.3, (t0, z)
+    t1 = skill_table(1.0)
+    assert t1[0, 1] == 0 and t1[1, 0] == 0  # link 1: skilled exactly when in the insight state
+    # The expected number of skilled predictors is the same at every link (only WHO is skilled changes).
+    n0, n1 = t0[:, 1].sum(), t1[:, 1].sum()
+    assert abs(n0 - n1) < 4 * np.sqrt(n1), (n0, n1)
+
+
+@pytest.mark.parametrize(
+    "bad", [dict(knowledge_link=1.5), dict(calibration_by="label"), dict(crowd_insight=-0.1), dict(insight=True)]
+)
+def test_params_are_checked(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        SimParams(**bad)
+
+
+def test_describe_names_every_parameter():
+    d = SimPopulation(SimParams(knowledge_link=0.0)).describe()["params"]
+    assert d["knowledge_link"] == 0.0 and d["calibration_by"] == "knowledge" and "insight_calibration" in d
