@@ -36,11 +36,10 @@ N = 30
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
+def root(tmp_outputs, monkeypatch):
     for var in ("ACEMAD_SMOKE", B.ENV_MAX, B.ENV_SINCE, "ACEMAD_CALLS_VIA"):
         monkeypatch.delenv(var, raising=False)
-    return tmp_path
+    return tmp_outputs
 
 
 def _no_usage(x):

@@ -49,12 +49,11 @@ def no_network(monkeypatch):
 
 
 @pytest.fixture
-def tmp_root(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
+def tmp_root(tmp_outputs, monkeypatch):
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     monkeypatch.delenv(B.ENV_MAX, raising=False)
     monkeypatch.delenv(B.ENV_SINCE, raising=False)
-    return tmp_path
+    return tmp_outputs
 
 
 def test_prices_have_a_source_and_the_cached_and_batch_rates():

@@ -27,14 +27,6 @@ SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "bbh": 2437, "logiqa": 651, "
 
 
 # ---------------------------------------------------------------- real shared data
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    raw = os.environ.get(data.ENV_VAR)
-    if not raw:
-        pytest.skip(f"{data.ENV_VAR} is not set: point it at the shared benchmarks directory to run this test")
-    return data.data_root(raw)
-
-
 @cache
 def _load(name: str, root: Path) -> tuple:
     return tuple(data.load(name, data_dir=root))

@@ -29,7 +29,6 @@ import pytest
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.agents.sim import make_items
-from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
@@ -153,7 +152,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
         before = raw.count(b"\n")
         torn = not raw.endswith(b"\n") and len(raw) > 0
         assert KILL_AFTER <= before < N, before
-        time.sleep(0.2)  # let the server finish replies to the dead process (they are counted, not used)
+        deadline = time.monotonic() + 30  # the server finishes replies to the dead process (counted, not used)
+        while srv.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
         phase1 = len(srv.requests)
         bodies1 = list(srv.requests)
         cached1 = cache_keys(cache_a)  # what phase 1 answered and stored: never to be asked again
@@ -198,13 +199,6 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- torn lines, in process
-@pytest.fixture
-def tmp_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
-
-
 def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
