@@ -214,7 +214,7 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
     assert cache.get("k2") is None and cache.get("not-ours") is None
 
 
-def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(root):
+def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, root):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
     from acemad_utils.agents.batch import BatchExported
@@ -227,46 +227,46 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(r
     model = FaultInjector(rate=0.0)
     cache = root / "files.sqlite"
     exports = 0
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:  # only GET /models is asked of it
-        for _ in range(20):
-            pop = W.population(srv.url, str(cache), "files")
-            try:
-                d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
-                break
-            except BatchExported as e:
-                exports += 1
-                path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
-                out = path.with_name(path.name.replace("requests-", "output-"))
-                lines = [json.loads(x) for x in path.read_text().splitlines()]
-                out.write_text(
-                    "".join(
-                        json.dumps(
-                            {
-                                "custom_id": x["custom_id"],
-                                "response": {
-                                    "status_code": 200,
-                                    "body": completion_body(model(x["body"], i), x["body"], i),
-                                },
-                            }
-                        )
-                        + "\n"
-                        for i, x in enumerate(lines)
+    srv = fake_server  # only GET /models is asked of it
+    for _ in range(20):
+        pop = W.population(srv.url, str(cache), "files")
+        try:
+            d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
+            break
+        except BatchExported as e:
+            exports += 1
+            path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
+            out = path.with_name(path.name.replace("requests-", "output-"))
+            lines = [json.loads(x) for x in path.read_text().splitlines()]
+            out.write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "custom_id": x["custom_id"],
+                            "response": {
+                                "status_code": 200,
+                                "body": completion_body(model(x["body"], i), x["body"], i),
+                            },
+                        }
                     )
+                    + "\n"
+                    for i, x in enumerate(lines)
                 )
-                assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
-        assert srv.count == 0  # no completion was ever sent to an endpoint
+            )
+            assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
+    assert srv.count == 0  # no completion was ever sent to an endpoint
     assert exports == 2 * W.ROUNDS
     assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
 
 
-def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(root, monkeypatch):
+def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_server, root, monkeypatch):
     """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
     could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
     from acemad_utils.experiments.runner import BudgetStop
 
     monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
-        with pytest.raises(BudgetStop, match="raise MAX_USD"):
-            run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
-        assert srv.batches == {} and srv.batch_lines == []
+    srv = fake_server
+    pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+    with pytest.raises(BudgetStop, match="raise MAX_USD"):
+        run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
+    assert srv.batches == {} and srv.batch_lines == []

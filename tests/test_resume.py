@@ -199,24 +199,24 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- torn lines, in process
-def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
+def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_outputs):
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = LLMPopulation(
-            model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"), backoff=(0.0, 0.0)
-        )
-        d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
-        path = d / "transcripts.jsonl"
-        clean = transcript_bytes(path)
-        lines = clean.splitlines(keepends=True)
-        # a crash while writing record 5 of a run that never completed: records 1-4 whole, then half a line
-        (d / "transcripts.jsonl.gz").unlink()
-        path.write_bytes(b"".join(lines[:4]) + lines[4][: len(lines[4]) // 2])
-        n = srv.count
-        with pytest.warns(UserWarning, match="torn"):
-            runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
-        assert srv.count == n  # records 5 and 6 were rebuilt from the cache, no new request
+    srv = fake_server
+    pop = LLMPopulation(
+        model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"), backoff=(0.0, 0.0)
+    )
+    d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
+    path = d / "transcripts.jsonl"
+    clean = transcript_bytes(path)
+    lines = clean.splitlines(keepends=True)
+    # a crash while writing record 5 of a run that never completed: records 1-4 whole, then half a line
+    (d / "transcripts.jsonl.gz").unlink()
+    path.write_bytes(b"".join(lines[:4]) + lines[4][: len(lines[4]) // 2])
+    n = srv.count
+    with pytest.warns(UserWarning, match="torn"):
+        runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
+    assert srv.count == n  # records 5 and 6 were rebuilt from the cache, no new request
     after = transcript_bytes(path)
     recs = transcripts.read_jsonl(path)
     assert [r["question_id"] for r in recs] == [q.id for q in items]
