@@ -6,6 +6,7 @@ What counts as a name (in `backticks` or a [link](target); commands also inside 
                              `experiments.setup.SIM_STANDINS` (first part: a subpackage or module of acemad_utils)
     a make target            `make test-fast`
     a module run with -m     `python -m acemad_utils.reproduce`
+    an environment variable  ACEMAD_MAX_USD (anywhere): listed in data/settings.py's ENV_VARS, read there
 Paths under outputs/ (regenerated, git-ignored), placeholders (<profile>, *, ...) and a user's own files
 (my.jsonl) are not checked: they are not the repository's.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import acemad_utils
+from acemad_utils.data.settings import ENV_VARS
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "acemad_utils"
@@ -104,6 +106,7 @@ def path_exists(text: str, doc: Path) -> bool:
 def names(text: str) -> dict[str, set[str]]:
     """What one Markdown text names, by kind."""
     found: dict[str, set[str]] = {"path": set(), "dotted": set(), "make": set(), "module": set()}
+    found["env"] = set(re.findall(r"\bACEMAD_[A-Z0-9_]*[A-Z0-9]", text))
     prose = FENCE.sub("", text)
     code = "\0".join(FENCE.findall(text) + TICKED.findall(prose))  # commands only in code, not "make sure"
     found["make"] = set(MAKE.findall(code))
@@ -139,6 +142,7 @@ def missing(text: str, doc: Path) -> list[str]:
     out += [f"`make {t}` (no such Makefile target)" for t in sorted(found["make"]) if t not in targets]
     ours = sorted(m for m in found["module"] if m.split(".")[0] in {*MODULES, *REPO_DIRS})  # not vllm's
     out += [f"`python -m {m}`" for m in ours if importlib.util.find_spec(m) is None]
+    out += [f"{v} (not in data/settings.py's ENV_VARS)" for v in sorted(found["env"]) if v not in ENV_VARS]
     return out
 
 
@@ -153,7 +157,7 @@ def test_every_name_a_doc_gives_exists(doc):
 def test_the_check_sees_each_kind_of_name():
     """The docs do name things of every kind (else the test above would pass on nothing)."""
     found = names("\n".join(doc.read_text(encoding="utf-8") for doc in DOCS))
-    assert {k for k, v in found.items() if v} == {"path", "dotted", "make", "module"}, found
+    assert {k for k, v in found.items() if v} == {"path", "dotted", "make", "module", "env"}, found
     assert "acemad_utils/agents/sim.py" in found["path"] and "test-fast" in found["make"]
 
 
@@ -167,6 +171,7 @@ def test_the_check_sees_each_kind_of_name():
         "`experiments.setup.NO_SUCH_CONSTANT`",
         "`make no-such-target`",
         "```bash\npython -m acemad_utils.no_such_module\n```",
+        "ACEMAD_NO_SUCH_VARIABLE=1",
     ],
 )
 def test_a_dropped_name_fails_the_check(made_up):
