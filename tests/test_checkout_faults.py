@@ -318,12 +318,19 @@ def test_model_names_become_one_safe_folder():
 @pytest.mark.parametrize(
     "common,expected",
     [
-        ({"N_MAX": 10**12}, "N_MAX = 1000000000000 is not allowed: need values from 1 to 1e+06"),
-        ({"WORKERS": 10**6}, "WORKERS = 1000000 is not allowed: need values from 1 to 256"),
-        ({"BENCHMARKS": []}, "BENCHMARKS = [] is not allowed: the list is empty"),
-        ({"N_VALUES": []}, "N_VALUES = [] is not allowed: the list is empty"),
-        ({"BASE_URL": "file:///etc/passwd"}, "need an http:// or https:// URL"),
-        ({"BASE_URL": "127.0.0.1:8000/v1"}, "need an http:// or https:// URL"),
+        (
+            {"N_MAX": 10**12},
+            "N_MAX = 1000000000000 is not allowed (1000000000000 is out of range); "
+            "N_MAX takes a whole number from 1 to 1e+06",
+        ),
+        (
+            {"WORKERS": 10**6},
+            "WORKERS = 1000000 is not allowed (1000000 is out of range); WORKERS takes a whole number from 1 to 256",
+        ),
+        ({"BENCHMARKS": []}, "BENCHMARKS = [] is not allowed (the list is empty"),
+        ({"N_VALUES": []}, "N_VALUES = [] is not allowed (the list is empty"),
+        ({"BASE_URL": "file:///etc/passwd"}, "is not an http:// or https:// URL with a host"),
+        ({"BASE_URL": "127.0.0.1:8000/v1"}, "is not an http:// or https:// URL with a host"),
         ({"MAX_USD": float("inf")}, "max_usd = inf is not allowed: need a finite number"),
     ],
 )
