@@ -98,6 +98,7 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
     assert u["cost_usd"] == pytest.approx(sync_usage["cost_usd"] * 0.5)
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(root):
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
     from acemad_utils.experiments import profiles
@@ -147,6 +148,7 @@ def _worker(root: Path, url: str, cache: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_twice(root):
     ref, n_sync, _ = sync_run(root)
     cache = root / "killed.sqlite"

@@ -151,6 +151,7 @@ def _tables(url: str):
     return TB.accuracy_long(records, n_boot=200), files
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("fault", ["down", "429", "401"])
 def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tables(repo, tmp_path, fault):
     plan = FaultInjector(0.0, seed=3)

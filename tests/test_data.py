@@ -378,6 +378,7 @@ def test_hub_truthfulqa_matches_upstream_shape():
     assert a == b and a.id == "truthfulqa/0007" and a.options[a.answer] == "No."
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(min_size=1).filter(str.strip), min_size=2, max_size=12, unique_by=str.strip), st.data())
 def test_truthfulqa_order_depends_only_on_text(choices, draw):

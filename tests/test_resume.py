@@ -130,6 +130,7 @@ def cache_keys(path: Path) -> set:
         con.close()
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
     scopes = scope_of_seed()
     root_a, root_b = tmp_path / "killed", tmp_path / "reference"
@@ -286,6 +287,7 @@ def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, st
     return proc.communicate(timeout=120)
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, capsys):
     """One Ctrl-C lets the questions in flight finish and be saved; two stop at once. Either way: exit 130
