@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,7 @@ def module_names() -> dict[str, str]:
 MODULES = module_names()
 
 
+@cache  # imports every module of the package once
 def defining_module(name: str) -> str | None:
     """The first module of the package that has `name` at top level (`DebateConfig` -> protocol.config)."""
     for dotted in sorted(MODULES.values()):
@@ -76,7 +78,8 @@ def defining_module(name: str) -> str | None:
 def resolves(dotted: str) -> bool:
     """`dotted` names a module, or an attribute reachable from one (a function, class, constant, method)."""
     head, *rest = dotted.split(".")
-    where = MODULES.get(head) or (defining_module(head) and f"{defining_module(head)}.{head}")
+    home = None if head in MODULES else defining_module(head)
+    where = MODULES.get(head) or (home and f"{home}.{head}")
     if not where:
         return False
     parts = [*where.split("."), *rest]
