@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -148,6 +150,17 @@ def _worker(root: Path, url: str, cache: Path) -> subprocess.Popen:
     )
 
 
+def recorded_batches(cache: Path) -> set[str]:
+    """The batch ids a worker has written to its cache (read only; none until its batches table exists)."""
+    if not cache.exists():
+        return set()
+    with closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as conn:
+        try:
+            return {row[0] for row in conn.execute("SELECT id FROM batches")}
+        except sqlite3.OperationalError:  # no table yet, or the worker is writing: ask again
+            return set()
+
+
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_twice(root):
     ref, n_sync, _ = sync_run(root)
@@ -160,7 +173,10 @@ def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_tw
         assert srv.batches, "the worker never submitted a batch: " + (
             proc.stderr.read() if proc.poll() is not None else ""
         )
-        time.sleep(0.3)  # recorded in the cache, polling
+        deadline = time.monotonic() + 60  # until the worker has recorded the batch in its cache (then it polls)
+        while time.monotonic() < deadline and not set(srv.batches) <= recorded_batches(cache):
+            time.sleep(0.01)
+        assert set(srv.batches) <= recorded_batches(cache), "the worker never recorded its batch in the cache"
         assert [b["status"] for b in srv.batches.values()] == ["in_progress"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
