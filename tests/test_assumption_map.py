@@ -60,6 +60,7 @@ def small_setup(tmp_path, monkeypatch):
     S.close()
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     S = small_setup
     runs = R.assumption_map(SMALL)
