@@ -444,8 +444,8 @@ def _variant_rule(spec, params) -> str:
     if p == 0:
         return text + (
             ", so it never gets peer-prediction skill (knowledge_link ties that skill to the insight state): the "
-            "score cannot single it out, and any gain comes from its different answers and the weights' dispersion, "
-            "not from the paper's mechanism"
+            "score cannot single it out, and whatever it changes comes from its different answers and the weights' "
+            "dispersion, not from the paper's mechanism"
         )
     if spec != SKEPTIC:
         text += f" (the Skeptic's: {params.p_insight(SKEPTIC):.2f})"
