@@ -311,16 +311,16 @@ def _residual_sentence(table: pd.DataFrame, on: pd.Series, off: pd.Series) -> st
         text += (
             f" Why: on these items the uniform decision ({off.uniform:.1f}%) is worse than a typical agent's own "
             f"final answer (agents right {off.agent_accuracy:.1f}% of the time on average: correlated errors, on "
-            f"items chosen where the naive agent fails), so any weights that differ between agents for reasons "
-            f"unrelated to the truth (a skilled predictor drawn at random; false-consensus scores, which favour "
-            f"agents near their peers' mean) move the decision toward a typical agent's answer and gain a little."
+            f"items chosen where the naive agent fails), so any weights that differ between agents, for whatever "
+            f"reason, move the decision toward a single agent's answer and gain a little (the shuffled-score "
+            f"control below measures this part)."
         )
     else:
         text += " The simulation does not isolate why."
     none = next((r for _, r in table.iterrows() if r["axis"].startswith("no skilled predictor")), None)
     if none is not None:
         text += " With no skilled predictor at all (every agent predicts false consensus) the gain is "
-        text += f"{_gain(none, 'uniform')}, and over shuffled scores {_gain(none, 'shuffled')}."
+        text += f"{_gain(none, 'uniform')}."
     return text
 
 
@@ -338,10 +338,10 @@ def _link_sentences(table: pd.DataFrame) -> list[str]:
     ]
     if off["gain_uniform_lo"] > 0:
         out.append(_residual_sentence(table, on, off))
-    return out + _decomposition_sentences(on, off)
+    return out + _decomposition_sentences(table, on, off)
 
 
-def _decomposition_sentences(on: pd.Series, off: pd.Series) -> list[str]:
+def _decomposition_sentences(table: pd.DataFrame, on: pd.Series, off: pd.Series) -> list[str]:
     """The gain over uniform weights split in two, at link 1 and link 0: over shuffled scores (the same weights given
     to agents picked without regard to what they know: the part carried by who scores well) and shuffled over
     uniform (what any unequal weights give on these items)."""
@@ -354,6 +354,9 @@ def _decomposition_sentences(on: pd.Series, off: pd.Series) -> list[str]:
         f"At knowledge_link 0 AceMAD's gain over shuffled scores is {_gain(off, 'shuffled')}: "
         f"{_verdict(off, 'shuffled')}, while shuffled over uniform is {_gain(off, 'dispersion')}.",
     ]
+    none = next((r for _, r in table.iterrows() if r["axis"].startswith("no skilled predictor")), None)
+    if none is not None:
+        out.append(f"With no skilled predictor at all it is {_gain(none, 'shuffled')} over shuffled scores.")
     if off["gain_shuffled_lo"] <= 0 <= off["gain_shuffled_hi"]:
         out.append(
             "So without the link the scores no longer say who is right: what remains over uniform weights at link 0 "
@@ -372,7 +375,11 @@ def _shuffle_note() -> str:
 def _region_sentence(table: pd.DataFrame) -> str:
     g = table[table["axis"] == "grid"]
     parts = []
-    for key, name in (("uniform", "uniform weights"), ("mad", "the best MAD baseline")):
+    for key, name in (
+        ("uniform", "uniform weights"),
+        ("shuffled", "shuffled scores"),
+        ("mad", "the best MAD baseline"),
+    ):
         lose = g[g[f"gain_{key}_hi"] < 0]
         win = g[g[f"gain_{key}_lo"] > 0]
         where = "; ".join(f"link {r.knowledge_link:g}, insight {r.insight:g}" for r in lose.itertuples())
