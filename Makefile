@@ -70,6 +70,12 @@ test: $(VENV)/.local lint
 	ACEMAD_SMOKE=1 $(PY) -m pytest tests -p no:cacheprovider
 	@$(MAKE) --no-print-directory nbval
 
+# The tests a newcomer runs in minutes (the slowest tests carry `slow`; markers in pyproject.toml). No lint, no nbval.
+FAST := not slow and not browser and not local_llm
+.PHONY: test-fast
+test-fast: $(VENV)/.base
+	ACEMAD_SMOKE=1 $(PY) -m pytest tests -m "$(FAST)" -p no:cacheprovider
+
 nbval: $(VENV)/.base
 	$(NBVAL_ENV) $(PY) -m pytest notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 

@@ -12,7 +12,9 @@ largest one is reported, and the whole profile is run again with everything on d
 commit (`--ref`) runs in a temporary worktree with this checkout's virtual environment (PYTHONPATH points
 the kernels at the worktree's package); it is removed at the end. Prints figures; asserts nothing about
 time. The machine's load (`uptime`) is printed first and last, because wall times depend on it; the CPU
-seconds (of the driver and its kernels) depend on it much less.
+seconds (of the driver and its kernels) depend on it much less. Peak RSS ("peak MB") is the largest process of
+each driver run, the driver or one of its kernels (GNU time's %M; not shown without /usr/bin/time).
+`--no-viewer` skips the viewer pages (and Chromium) but keeps the reruns.
 """
 
 from __future__ import annotations
@@ -52,18 +54,25 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+_PEAK: list[float] = []  # MB: the largest process (driver or kernel) of the last _reproduce, if /usr/bin/time exists
+
+
 def _reproduce(repo: Path, env: dict, only: list[str]) -> tuple[float, str]:
+    """Run the driver; returns (seconds, stdout) and sets _PEAK to its largest process's peak RSS (GNU time's %M:
+    the maximum over the driver and every kernel it waited for)."""
+    cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only", *only]
+    timer = ["/usr/bin/time", "-f", "PEAK_RSS_KB %M"] if os.access("/usr/bin/time", os.X_OK) else []
     t0 = time.time()
-    out = subprocess.run(
-        [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only", *only],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    out = subprocess.run(timer + cmd, cwd=repo, env=env, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"reproduce failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    m = re.search(r"PEAK_RSS_KB (\d+)", out.stderr)
+    _PEAK[:] = [int(m.group(1)) / 1024] if m else []
     return time.time() - t0, out.stdout
+
+
+def _peak() -> str:
+    return f"; peak RSS {_PEAK[0]:.0f} MB" if _PEAK else ""
 
 
 def _viewer_pages(repo: Path, env: dict, runs: Path) -> list[tuple[str, float, float]]:
@@ -113,7 +122,7 @@ def chromium_load(page: Path) -> str:
 def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None:
     runs = repo / "outputs" / ("smoke/runs" if env.get("ACEMAD_SMOKE") else "runs") / "default"
     shutil.rmtree(runs, ignore_errors=True)
-    print(f"{'notebook':<24} {'seconds':>8} {'CPU s':>7} {'MB written':>11}  reported by the driver")
+    print(f"{'notebook':<24} {'seconds':>8} {'CPU s':>7} {'MB written':>11} {'peak MB':>8}  reported by the driver")
     total_s = total_cpu = 0.0
     for name in only:
         before = _sizes(runs)
@@ -125,13 +134,15 @@ def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None
         wrote = sum(mb - before.get(run, 0.0) for run, mb in after.items())
         m = re.search(rf"\] {name}\s+([\d.]+)s", stdout)
         total_s += secs
-        print(f"{name:<24} {secs:8.1f} {cpu:7.1f} {wrote:11.1f}  {m.group(1) + ' s' if m else stdout.strip()[-80:]}")
+        peak = f"{_PEAK[0]:8.0f}" if _PEAK else f"{'-':>8}"
+        said = m.group(1) + " s" if m else stdout.strip()[-80:]
+        print(f"{name:<24} {secs:8.1f} {cpu:7.1f} {wrote:11.1f} {peak}  {said}")
     print(
         f"{'total':<24} {total_s:8.1f} {total_cpu:7.1f} {_mb(runs):11.1f}  (outputs/runs/default: {_mb(runs):.1f} MB)"
     )
     if not extras:
         return
-    pages = _viewer_pages(repo, env, runs)
+    pages = [] if env.get("BENCH_NO_VIEWER") else _viewer_pages(repo, env, runs)
     if pages:
         run, secs, mb = max(pages, key=lambda p: p[2])
         total = sum(p[2] for p in pages)
@@ -143,12 +154,12 @@ def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None
     cpu0 = _cpu()
     secs, _ = _reproduce(repo, env, only)
     print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
-    print(f"rerun with everything on disk ({len(only)} notebook(s), one driver): {secs:.1f} s")
+    print(f"rerun with everything on disk ({len(only)} notebook(s), one driver): {secs:.1f} s{_peak()}")
     shutil.rmtree(runs, ignore_errors=True)  # what `make reproduce` does on a fresh clone: one driver, no runs
     cpu0 = _cpu()
     secs, _ = _reproduce(repo, env, only)
     print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
-    print(f"from empty run folders ({len(only)} notebook(s), one driver, as make reproduce): {secs:.1f} s")
+    print(f"from empty run folders ({len(only)} notebook(s), one driver, as make reproduce): {secs:.1f} s{_peak()}")
 
 
 def _uptime() -> str:
@@ -161,8 +172,11 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", help="notebooks to run (default: every numbered notebook of the checkout)")
     ap.add_argument("--quick", action="store_true", help="smoke mode (ACEMAD_SMOKE=1)")
     ap.add_argument("--notebooks-only", action="store_true", help="no viewer pages, no rerun")
+    ap.add_argument("--no-viewer", action="store_true", help="no viewer pages (the reruns still run)")
     args = ap.parse_args()
     env = dict(os.environ)
+    if args.no_viewer:
+        env["BENCH_NO_VIEWER"] = "1"
     env.setdefault("ACEMAD_DATA_DIR", str(HERE.parent / "shared" / "benchmarks"))
     if args.quick:
         env["ACEMAD_SMOKE"] = "1"

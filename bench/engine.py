@@ -1,4 +1,4 @@
-"""Throughput of the vectorized protocol math (acemad_utils.protocol.beliefs).
+"""Throughput of the vectorized protocol math (acemad_utils.protocol.beliefs) and of the batch engine.
 
 Measures agent-round updates per second for B questions x T rounds x N agents x K options through the
 full AceMAD pipeline
@@ -12,6 +12,12 @@ round of one question, so a pipeline pass performs B * T * N of them.
     python bench/engine.py                 # B=20000, T=3, N=5, K=4
     python bench/engine.py --quick         # tiny run (smoke test)
     python bench/engine.py -B 100000 -N 7 --repeats 9
+
+Then the batch engine (acemad_utils.protocol.vectorized.run_batch with the vectorized synthetic population,
+agents.sim_vector): debates per second of whole records (draws, Eq. 1, commitments, scores, weights, decisions,
+stored entries) for --debates questions of one config, per method, beside the same debates' arrays alone (the
+population's rounds without records) and the per-agent reference (run_question with agents.sim, on a tenth of
+them). `--no-batch` skips it.
 
 Prints figures only; it asserts nothing about timings.
 """
@@ -48,9 +54,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default 1)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic beliefs (default 0)")
     ap.add_argument("--quick", action="store_true", help="tiny run: B=200, repeats=3 (smoke test)")
+    ap.add_argument("--debates", type=int, default=5000, help="debates per batch-engine measurement (default 5000)")
+    ap.add_argument("--no-batch", action="store_true", help="skip the batch engine's figure")
     args = ap.parse_args(argv)
     if args.quick:
-        args.questions, args.repeats, args.warmup = 200, 3, 1
+        args.questions, args.repeats, args.warmup, args.debates = 200, 3, 1, 200
     for name in ("questions", "rounds", "agents", "options", "repeats"):
         if getattr(args, name) < 1:
             ap.error(f"--{name} must be >= 1")
@@ -162,7 +170,45 @@ def main(argv=None) -> int:
         f"agent-round updates/s: {fmt_rate(updates / best)} (target >= 1e6) "
         f"[best of {a.repeats}; median {fmt_rate(updates / med)}]"
     )
+    if not a.no_batch:
+        batch_engine(a)
     return 0
+
+
+def batch_engine(a: argparse.Namespace) -> None:
+    """Debates per second of the batch engine (whole records), its arrays alone, and the per-agent reference."""
+    from acemad_utils.agents.sim import SimPopulation, make_items
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.protocol.config import DebateConfig
+    from acemad_utils.protocol.debate import run_question
+    from acemad_utils.protocol.vectorized import run_batch
+
+    items = make_items(a.debates, k=a.options, seed=a.seed)
+    pop, ref = VectorSimPopulation(seed=a.seed), SimPopulation(seed=a.seed)
+    few = items[: max(1, a.debates // 10)]
+    print(
+        f"batch engine: {a.debates} debates of one config per call, K={a.options}, N={a.agents} (single: 5 runs), "
+        f"T={a.rounds}; best of {max(1, min(a.repeats, 3))}"
+    )
+    print(f"{'method':<14} {'records/s':>11} {'arrays only/s':>14} {'per-agent ref/s':>16} {'speed-up':>9}")
+    for method in ("single", "majority", "decentralized", "centralized", "sparse", "acemad"):
+        cfg = DebateConfig(method=method, n_agents=a.agents, rounds=a.rounds, seed=a.seed)
+        reps = max(1, min(a.repeats, 3))
+        whole = min(timeit(lambda cfg=cfg: run_batch(items, pop, cfg, [0] * len(items)), reps, 0))
+        arrays = min(timeit(lambda cfg=cfg: _rounds_only(pop, cfg, items), reps, 0))
+        one = min(timeit(lambda cfg=cfg: [run_question(q, ref, cfg) for q in few], 1, 0))
+        rate, ref_rate = a.debates / whole, len(few) / one
+        print(f"{method:<14} {rate:>11.0f} {a.debates / arrays:>14.0f} {ref_rate:>16.0f} {rate / ref_rate:>8.1f}x")
+
+
+def _rounds_only(pop, cfg, items) -> None:
+    """The population's rounds of a debate config as arrays, no record: what the records add is the rest."""
+    specs = cfg.specs() if cfg.method != "single" else cfg.specs()[:1] * cfg.single_runs
+    agents = pop.batch_agents(specs, items, [0] * len(items))
+    seen = np.full((len(items), len(specs), len(items[0].options)), np.nan)
+    for t in range(1, (cfg.rounds if cfg.method not in ("single", "majority") else 1) + 1):
+        P, _ = agents.act(t, seen, cfg.method == "acemad")
+        seen = np.broadcast_to(P.mean(axis=1, keepdims=True), P.shape)
 
 
 if __name__ == "__main__":

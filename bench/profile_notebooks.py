@@ -10,8 +10,7 @@ profile's parameters, into a temporary outputs/ folder (ACEMAD_OUTPUTS is not a 
 redirected), and prints cProfile's top functions by total (own) time and by cumulative time for each part:
 06's `Setup.run` of the scaling experiment (subsets built first, outside the profile, as notebook 01 does),
 then 00's `theory.run_all` and the four tables it draws. Prints figures; asserts nothing about time.
-The questions are answered in this process (ACEMAD_PROCESSES=1, unless set): cProfile sees one process only,
-and what a worker process does per question is the same work.
+The questions are answered in this process (the runner has no worker processes), which cProfile sees.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
 import sys
 import tempfile
@@ -56,7 +54,6 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--part", choices=("06", "00", "both"), default="both", help="which notebook to profile")
     args = ap.parse_args()
-    os.environ.setdefault("ACEMAD_PROCESSES", "1")  # profile the work, not a parent waiting on its workers
     n_items, n_max, theory_items = (60, 20, 60) if args.quick else (600, 200, 400)
     tmp = Path(tempfile.mkdtemp(prefix="acemad-prof-"))
     # every run folder under the temp dir: run_dir is looked up by the runner and by load_run

@@ -14,6 +14,7 @@ from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import assumptions as RA
 from acemad_utils.report import narrative as N
+from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
 
 SMALL = {
@@ -60,6 +61,7 @@ def small_setup(tmp_path, monkeypatch):
     S.close()
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     S = small_setup
     runs = R.assumption_map(SMALL)
@@ -71,12 +73,15 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     # the gain over uniform weights is AceMAD's average minus the uniform one (the same questions on both sides)
     np.testing.assert_allclose(table["gain_uniform"], table["acemad"] - table["uniform"], atol=1e-9)
     assert (table["gain_uniform_lo"] <= table["gain_uniform"]).all() and (table["n"] > 0).all()
+    # the shuffled-score control splits that gain: over shuffled (who scores well) + shuffled over uniform
+    np.testing.assert_allclose(table["gain_shuffled"], table["acemad"] - table["shuffled"], atol=1e-9)
+    np.testing.assert_allclose(table["gain_uniform"], table["gain_shuffled"] + table["gain_dispersion"], atol=1e-9)
     # trap_concentration 1 judges "challenging" with its own population: its own subsets, not the default's
     default_qs = {q.id for q in AM.map_questions(S, {}, 12)}
     other_qs = {q.id for q in AM.map_questions(S, {"trap_concentration": 1.0}, 12)}
     assert default_qs != other_qs
     text = RA.story(table, "SYNTHETIC population (no LLM)")
-    assert "knowledge_link 0" in text and "uniform weights" in text
+    assert "knowledge_link 0" in text and "uniform weights" in text and "over shuffled scores" in text
     assert RA.heatmap(table, "x") is not None and RA.sweeps(table, "x") is not None
 
 
@@ -130,3 +135,26 @@ def test_a_real_model_profile_gets_no_map_and_a_notebook_that_says_why(tmp_path,
     S = Setup(profile="nothing-here", benchmarks=["bbh"], n_items=10)
     gaps = AM.evidence(S, [])
     assert gaps.iloc[0].n_questions == 0 and "no notebook 03 run" in gaps.iloc[0].run
+
+
+def test_notebook_04_says_from_the_rules_why_each_variant_gains_or_not():
+    X = R.heterogeneity("synthetic-model-b", "", 0)
+    pop = SimPopulation(seed=1)
+    recs = [run_question(q, pop, c) for q in make_items(30, k=4, seed=2) for c in X.configs]
+    labels = [c.label for c in X.configs]
+    text = N.variant_rules(TB.versus_best(recs, labels[1:], labels[:1]), X.configs, pop)
+    for label in labels[1:]:
+        assert label in text
+    assert "P_insight = 0.15" in text and "P_insight = 0.00" in text and "knowledge_link" in text
+    assert "never gets peer-prediction skill" in text  # the other model's Generalist: crowd_insight = 0
+    assert "no population rule" in N.variant_rules(TB.versus_best(recs, labels[1:], labels[:1]), X.configs, None)
+
+
+def test_the_shuffled_sentence_splits_the_gain_over_uniform_weights():
+    pop = SimPopulation(seed=1)
+    ace = [run_question(q, pop, DebateConfig(method="acemad")) for q in make_items(60, k=4, seed=2)]
+    recs = A.reweighted_records(ace, {"Full": "peer_prediction", "Uniform": "uniform"}) + A.shuffled_records(ace)
+    long = TB.accuracy_long(recs)
+    text = N.shuffled(long, recs, "Full", "Uniform", A.SHUFFLED)
+    assert text.startswith(A.SHUFFLED) and text.count("points [") == 2 and "WHO scores well" in text
+    assert "no result here" in N.shuffled(long, recs, "Full", "Uniform", "absent")

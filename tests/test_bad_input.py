@@ -18,7 +18,6 @@ from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, Miss
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import free_port
 from acemad_utils.data import benchmarks as D
-from acemad_utils.data import paths as P
 from acemad_utils.experiments import profiles
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -29,13 +28,6 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from fake_openai import FakeOpenAI
 
 KEY = "sk-test-badinput-SECRET-4242"
-
-
-@pytest.fixture
-def tmp_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
 
 
 @pytest.fixture

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -36,11 +38,10 @@ N = 30
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
+def root(tmp_outputs, monkeypatch):
     for var in ("ACEMAD_SMOKE", B.ENV_MAX, B.ENV_SINCE, "ACEMAD_CALLS_VIA"):
         monkeypatch.delenv(var, raising=False)
-    return tmp_path
+    return tmp_outputs
 
 
 def _no_usage(x):
@@ -99,6 +100,7 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
     assert u["cost_usd"] == pytest.approx(sync_usage["cost_usd"] * 0.5)
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(root):
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
     from acemad_utils.experiments import profiles
@@ -148,6 +150,18 @@ def _worker(root: Path, url: str, cache: Path) -> subprocess.Popen:
     )
 
 
+def recorded_batches(cache: Path) -> set[str]:
+    """The batch ids a worker has written to its cache (read only; none until its batches table exists)."""
+    if not cache.exists():
+        return set()
+    with closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as conn:
+        try:
+            return {row[0] for row in conn.execute("SELECT id FROM batches")}
+        except sqlite3.OperationalError:  # no table yet, or the worker is writing: ask again
+            return set()
+
+
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_twice(root):
     ref, n_sync, _ = sync_run(root)
     cache = root / "killed.sqlite"
@@ -159,7 +173,10 @@ def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_tw
         assert srv.batches, "the worker never submitted a batch: " + (
             proc.stderr.read() if proc.poll() is not None else ""
         )
-        time.sleep(0.3)  # recorded in the cache, polling
+        deadline = time.monotonic() + 60  # until the worker has recorded the batch in its cache (then it polls)
+        while time.monotonic() < deadline and not set(srv.batches) <= recorded_batches(cache):
+            time.sleep(0.01)
+        assert set(srv.batches) <= recorded_batches(cache), "the worker never recorded its batch in the cache"
         assert [b["status"] for b in srv.batches.values()] == ["in_progress"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -215,7 +232,7 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
     assert cache.get("k2") is None and cache.get("not-ours") is None
 
 
-def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(root):
+def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, root):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
     from acemad_utils.agents.batch import BatchExported
@@ -228,46 +245,46 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(r
     model = FaultInjector(rate=0.0)
     cache = root / "files.sqlite"
     exports = 0
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:  # only GET /models is asked of it
-        for _ in range(20):
-            pop = W.population(srv.url, str(cache), "files")
-            try:
-                d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
-                break
-            except BatchExported as e:
-                exports += 1
-                path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
-                out = path.with_name(path.name.replace("requests-", "output-"))
-                lines = [json.loads(x) for x in path.read_text().splitlines()]
-                out.write_text(
-                    "".join(
-                        json.dumps(
-                            {
-                                "custom_id": x["custom_id"],
-                                "response": {
-                                    "status_code": 200,
-                                    "body": completion_body(model(x["body"], i), x["body"], i),
-                                },
-                            }
-                        )
-                        + "\n"
-                        for i, x in enumerate(lines)
+    srv = fake_server  # only GET /models is asked of it
+    for _ in range(20):
+        pop = W.population(srv.url, str(cache), "files")
+        try:
+            d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
+            break
+        except BatchExported as e:
+            exports += 1
+            path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
+            out = path.with_name(path.name.replace("requests-", "output-"))
+            lines = [json.loads(x) for x in path.read_text().splitlines()]
+            out.write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "custom_id": x["custom_id"],
+                            "response": {
+                                "status_code": 200,
+                                "body": completion_body(model(x["body"], i), x["body"], i),
+                            },
+                        }
                     )
+                    + "\n"
+                    for i, x in enumerate(lines)
                 )
-                assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
-        assert srv.count == 0  # no completion was ever sent to an endpoint
+            )
+            assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
+    assert srv.count == 0  # no completion was ever sent to an endpoint
     assert exports == 2 * W.ROUNDS
     assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
 
 
-def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(root, monkeypatch):
+def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_server, root, monkeypatch):
     """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
     could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
     from acemad_utils.experiments.runner import BudgetStop
 
     monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
-        with pytest.raises(BudgetStop, match="raise MAX_USD"):
-            run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
-        assert srv.batches == {} and srv.batch_lines == []
+    srv = fake_server
+    pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+    with pytest.raises(BudgetStop, match="raise MAX_USD"):
+        run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
+    assert srv.batches == {} and srv.batch_lines == []

@@ -154,6 +154,7 @@ class TestNormalize:
         assert p == approx([0.5, 0.5], abs=1e-15)
         assert not bool(deg)
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(
         x=st.integers(1, 4).flatmap(
@@ -648,6 +649,7 @@ class TestBTS:
         assert B.bts_scores(v, Q) == approx(expected, abs=1e-12)
         assert int(B.bts_answer(v, Q)) == 1
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(
         dims=st.tuples(st.integers(2, 7), st.integers(2, 5)),
@@ -730,6 +732,7 @@ class TestErrors:
 class TestProperness:
     """(a) E[S(mu, X)] >= E[S(q, X)] for mu = E[X], with equality only at q = mu (exact expectations)."""
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(finite_distribution())
     def test_brier_decomposition_lemma(self, d):
@@ -745,6 +748,7 @@ class TestProperness:
         if dist2 > 1e-10:
             assert gap > 0
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(finite_distribution())
     def test_log_is_proper(self, d):
@@ -765,6 +769,7 @@ class TestProperness:
         if float(np.abs(q - mu).sum()) > 1e-6:
             assert gap > 0
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(finite_distribution())
     def test_spherical_is_proper(self, d):
@@ -840,6 +845,7 @@ class TestMWUProperties:
 class TestUniformIsMajority:
     """(c) weighting='uniform' -> scores 0 -> uniform weights; plurality = the most common answer."""
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(
         dims=st.tuples(st.integers(1, 4), st.integers(1, 7), st.integers(2, 5)),
@@ -919,6 +925,7 @@ class TestPeerMeanLoop:
 class TestPaddingInvariance:
     """(e) zero-padding the options changes no score and no answer."""
 
+    @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
     @PROPERTY
     @given(
         dims=st.tuples(st.integers(1, 6), st.integers(2, 5), st.integers(1, 3)),

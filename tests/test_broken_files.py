@@ -37,7 +37,6 @@ CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(met
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setenv("ACEMAD_PROCESSES", "1")
     monkeypatch.setattr(P, "ROOT", tmp_path)
     monkeypatch.setattr(P, "DATA", tmp_path / "data")
     return tmp_path

@@ -138,6 +138,7 @@ def world_dir():
     shutil.rmtree(d)
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_read_only_file(world_dir):
     path = filled_cache(world_dir / "llm.sqlite")
     path.chmod(0o444)
@@ -153,6 +154,7 @@ def test_read_only_file(world_dir):
     assert open_unprivileged(world_dir / "fresh" / "llm.sqlite") == "opened"  # the child can open a writable one
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_read_only_directory(world_dir):
     d = world_dir / "cache"
     d.mkdir()

@@ -49,12 +49,11 @@ def no_network(monkeypatch):
 
 
 @pytest.fixture
-def tmp_root(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
+def tmp_root(tmp_outputs, monkeypatch):
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     monkeypatch.delenv(B.ENV_MAX, raising=False)
     monkeypatch.delenv(B.ENV_SINCE, raising=False)
-    return tmp_path
+    return tmp_outputs
 
 
 def test_prices_have_a_source_and_the_cached_and_batch_rates():
@@ -80,7 +79,7 @@ def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_netw
     assert "check current prices" in out and "openai.com/api/pricing" in out
 
 
-def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(tmp_root):
+def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
     """Notebook 03's configs on 3 demo questions: the replay's paid calls == the requests a real run sends
     to an endpoint through the real cache (same dedup of identical scoped calls)."""
     qs = load_demo()[:3]
@@ -89,18 +88,18 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(tmp_root):
     stages[0].benchmarks = ["demo"]
     [(_, _, per)] = C.replay(stages, {"demo": qs}, P_)
     [(nc, pt, ct)] = per["by"].values()
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        pop = LLMPopulation(
-            model="gpt-4o-mini",
-            base_url=srv.url,
-            api_key="sk-fake",
-            cache=str(tmp_root / "c.sqlite"),
-            kind="openai",
-            max_concurrency=8,
-        )
-        run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
-        assert srv.count == round(nc * len(qs))
-        assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
+    srv = fake_server
+    pop = LLMPopulation(
+        model="gpt-4o-mini",
+        base_url=srv.url,
+        api_key="sk-fake",
+        cache=str(tmp_root / "c.sqlite"),
+        kind="openai",
+        max_concurrency=8,
+    )
+    run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
+    assert srv.count == round(nc * len(qs))
+    assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
 
 
 def test_profile_run_settings_are_checked_and_reach_the_kernels(monkeypatch):

@@ -27,14 +27,6 @@ SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "bbh": 2437, "logiqa": 651, "
 
 
 # ---------------------------------------------------------------- real shared data
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    raw = os.environ.get(data.ENV_VAR)
-    if not raw:
-        pytest.skip(f"{data.ENV_VAR} is not set: point it at the shared benchmarks directory to run this test")
-    return data.data_root(raw)
-
-
 @cache
 def _load(name: str, root: Path) -> tuple:
     return tuple(data.load(name, data_dir=root))
@@ -386,6 +378,7 @@ def test_hub_truthfulqa_matches_upstream_shape():
     assert a == b and a.id == "truthfulqa/0007" and a.options[a.answer] == "No."
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(min_size=1).filter(str.strip), min_size=2, max_size=12, unique_by=str.strip), st.data())
 def test_truthfulqa_order_depends_only_on_text(choices, draw):

@@ -261,15 +261,7 @@ def test_every_paper_table_has_a_run_definition():
 
 
 # ----------------------------------------------------------------------------- 5. subsets across models
-@pytest.fixture
-def tmp_repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
-
-
-def test_other_models_reuse_the_subset_models_subsets(tmp_repo):
+def test_other_models_reuse_the_subset_models_subsets(smoke_outputs):
     main = Setup(benchmarks=["bbh"], n_items=60)
     kept = main.subset("bbh")
     assert kept and main.subset_slug == SS.SYNTHETIC_SLUG

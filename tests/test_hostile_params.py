@@ -154,6 +154,7 @@ PLAIN = st.recursive(
 )
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @settings(max_examples=300, deadline=None)
 @given(value=PLAIN)
 def test_papermill_writes_every_plain_value_as_the_literal_of_itself(value):

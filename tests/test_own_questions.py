@@ -196,6 +196,7 @@ def test_import_stays_light():
 
 
 # ----------------------------------------------------------------------------- inspect_ai
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_inspect_eval_against_fake_server(tmp_path, monkeypatch):
     pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[inspect]'")
     from inspect_ai import Task

@@ -49,6 +49,7 @@ def test_answer_distribution_per_persona_is_the_sum_of_its_states():
     assert state_probs(item, AgentSpec("Generalist", 0.1), params)[1] == 0.0  # crowd_insight = 0: no insight
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_skeptic_that_fell_for_the_trap_predicts_false_consensus_under_knowledge():
     rows = round1(SimParams())
     trapped = [r for r in rows if r[0] == "Skeptic" and r[1] == "trapped"]
@@ -93,6 +94,7 @@ def skill_table(link: float) -> np.ndarray:
     return t
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_at_knowledge_link_zero_skill_is_independent_of_state():
     t0 = skill_table(0.0)
     # A two-proportion z-test of independence (P(skilled | insight) = P(skilled | not)) that fails if skill still

@@ -321,6 +321,37 @@ def test_rescoring_gives_no_answer_where_the_engine_gives_none():
     assert A.reweighted_records(recs, {"full": "peer_prediction"})[0]["final"] == {"answer": None, "correct": False}
 
 
+def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal():
+    recs = [run_question(q, SimPopulation(seed=9), DebateConfig(method="acemad")) for q in ITEMS[:200]]
+    arr = A.stack(recs)
+    shuffled = A.shuffled_decisions(arr, n_perm=5)
+    assert shuffled.shape == (5, 200)
+    assert (shuffled != A.rescore(arr)).any()  # unequal scores: giving them to other agents changes decisions
+    arr.Q = B.peer_mean(arr.P)  # every agent predicts its peers exactly: every score is 1, every weight equal
+    np.testing.assert_array_equal(A.shuffled_decisions(arr, n_perm=5), np.broadcast_to(A.rescore(arr), (5, 200)))
+
+
+def test_shuffled_scores_are_seeded_by_question_not_by_batch_order():
+    recs = [run_question(q, SimPopulation(seed=9), DebateConfig(method="acemad")) for q in ITEMS[:200]]
+    arr, rev = A.stack(recs), A.stack(recs[::-1])
+    a = A.shuffled_decisions(arr, seed=1)
+    np.testing.assert_array_equal(a, A.shuffled_decisions(arr, seed=1))
+    np.testing.assert_array_equal(a[:, ::-1], A.shuffled_decisions(rev, seed=1))
+    assert (a != A.shuffled_decisions(arr, seed=2)).any()
+    assert (a != A.shuffled_decisions(arr, seed=1, per_round=True)).any()
+    out = A.shuffled_records(recs, seed=1)
+    np.testing.assert_allclose([r["final"]["correct"] for r in out], (a == arr.truth).mean(0))
+    assert {r["method"] for r in out} == {A.SHUFFLED}
+
+
+def test_agent_permutations_permute_the_movable_agents_only():
+    movable = np.array([[True, True, False, True, True]] * 3)
+    perm = B.agent_permutations(0, ["a", "b", "c"], movable, 50)
+    assert perm.shape == (50, 3, 5) and (perm[..., 2] == 2).all()
+    assert (np.sort(perm, axis=-1) == np.arange(5)).all()  # each draw is a permutation
+    assert len({tuple(p) for p in perm[:, 0]}) > 1  # and the draws differ
+
+
 # ----------------------------------------------------------------------------- agent thread pool
 def test_agent_error_is_raised_only_after_every_agent_finished():
     """An agent that fails must not leave its peers running unobserved: their replies are cached before the

@@ -29,7 +29,6 @@ import pytest
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.agents.sim import make_items
-from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
@@ -131,6 +130,7 @@ def cache_keys(path: Path) -> set:
         con.close()
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
     scopes = scope_of_seed()
     root_a, root_b = tmp_path / "killed", tmp_path / "reference"
@@ -153,7 +153,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
         before = raw.count(b"\n")
         torn = not raw.endswith(b"\n") and len(raw) > 0
         assert KILL_AFTER <= before < N, before
-        time.sleep(0.2)  # let the server finish replies to the dead process (they are counted, not used)
+        deadline = time.monotonic() + 30  # the server finishes replies to the dead process (counted, not used)
+        while srv.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
         phase1 = len(srv.requests)
         bodies1 = list(srv.requests)
         cached1 = cache_keys(cache_a)  # what phase 1 answered and stored: never to be asked again
@@ -198,31 +200,24 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- torn lines, in process
-@pytest.fixture
-def tmp_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
-
-
-def test_torn_last_line_is_cut_and_recomputed_from_the_cache(tmp_outputs):
+def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_outputs):
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = LLMPopulation(
-            model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"), backoff=(0.0, 0.0)
-        )
-        d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
-        path = d / "transcripts.jsonl"
-        clean = transcript_bytes(path)
-        lines = clean.splitlines(keepends=True)
-        # a crash while writing record 5 of a run that never completed: records 1-4 whole, then half a line
-        (d / "transcripts.jsonl.gz").unlink()
-        path.write_bytes(b"".join(lines[:4]) + lines[4][: len(lines[4]) // 2])
-        n = srv.count
-        with pytest.warns(UserWarning, match="torn"):
-            runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
-        assert srv.count == n  # records 5 and 6 were rebuilt from the cache, no new request
+    srv = fake_server
+    pop = LLMPopulation(
+        model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"), backoff=(0.0, 0.0)
+    )
+    d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
+    path = d / "transcripts.jsonl"
+    clean = transcript_bytes(path)
+    lines = clean.splitlines(keepends=True)
+    # a crash while writing record 5 of a run that never completed: records 1-4 whole, then half a line
+    (d / "transcripts.jsonl.gz").unlink()
+    path.write_bytes(b"".join(lines[:4]) + lines[4][: len(lines[4]) // 2])
+    n = srv.count
+    with pytest.warns(UserWarning, match="torn"):
+        runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
+    assert srv.count == n  # records 5 and 6 were rebuilt from the cache, no new request
     after = transcript_bytes(path)
     recs = transcripts.read_jsonl(path)
     assert [r["question_id"] for r in recs] == [q.id for q in items]
@@ -292,6 +287,7 @@ def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, st
     return proc.communicate(timeout=120)
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, capsys):
     """One Ctrl-C lets the questions in flight finish and be saved; two stop at once. Either way: exit 130

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections import Counter
 from fractions import Fraction
 
@@ -13,22 +12,12 @@ import pytest
 
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
-from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import subsets as S
 from acemad_utils.protocol.schema import Question
+from tests.fake_openai import FakeOpenAI
 
 ITEMS = make_items(40, k=4, seed=3)
-
-
-@pytest.fixture
-def tmp_repo(tmp_path, monkeypatch):
-    """Every path (data/, outputs/, runner's run dirs) under tmp_path: tests never touch the repo. Smoke mode
-    is set here, not inherited, so the expected paths hold with or without ACEMAD_SMOKE in the environment."""
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
 
 
 def rec(answers, truth="A", labels=("A", "B", "C", "D"), qid="q1"):
@@ -94,11 +83,11 @@ def _check(res, threshold=0.4):
     assert res.summary["synthetic"] is True and res.model_slug == "synthetic-population"
 
 
-def test_build_on_synthetic_items_is_deterministic_and_round_trips(tmp_repo):
+def test_build_on_synthetic_items_is_deterministic_and_round_trips(smoke_outputs):
     pop = SimPopulation(seed=1)
     res = S.build_subset("synthetic", ITEMS, pop, "anything", progress=False)
     _check(res)
-    assert res.path == tmp_repo / "outputs" / "smoke" / "subsets" / "synthetic-population" / "synthetic.jsonl"
+    assert res.path == smoke_outputs / "outputs" / "smoke" / "subsets" / "synthetic-population" / "synthetic.jsonl"
     # The shared trap makes errors systematic: far more concentrated than random errors would be.
     assert res.summary["misconception_share"] > res.summary["uniform_reference"]
     first = res.path.read_bytes()
@@ -118,7 +107,7 @@ def test_build_on_synthetic_items_is_deterministic_and_round_trips(tmp_repo):
     assert [q.id for q in back] == [k["id"] for k in res.kept]
 
 
-def test_changed_item_is_named(tmp_repo):
+def test_changed_item_is_named(smoke_outputs):
     res = S.build_subset("synthetic", ITEMS, SimPopulation(seed=1), "x", progress=False)
     victim = res.kept[0]["id"]
     changed = [
@@ -131,17 +120,18 @@ def test_changed_item_is_named(tmp_repo):
         S.load_subset("synthetic", "synthetic-population", [q for q in ITEMS if q.id != victim])
 
 
-def test_smoke_mode_decides_where_files_go(tmp_repo, monkeypatch):
+def test_smoke_mode_decides_where_files_go(smoke_outputs, monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     res = S.build_subset("synthetic", ITEMS[:10], SimPopulation(), "x", progress=False)
-    assert res.path.parent == tmp_repo / "outputs" / "smoke" / "subsets" / "synthetic-population"
-    assert not (tmp_repo / "data").exists() and not (tmp_repo / "outputs" / "runs").exists()  # transcripts too
+    assert res.path.parent == smoke_outputs / "outputs" / "smoke" / "subsets" / "synthetic-population"
+    assert not (smoke_outputs / "data").exists()
+    assert not (smoke_outputs / "outputs" / "runs").exists()  # transcripts too
     monkeypatch.setenv("ACEMAD_SMOKE", "0")
     res = S.build_subset("synthetic", ITEMS[:10], SimPopulation(), "x", progress=False)
-    assert res.path.parent == tmp_repo / "data" / "subsets" / "synthetic-population"
+    assert res.path.parent == smoke_outputs / "data" / "subsets" / "synthetic-population"
 
 
-def test_meta_merges_benchmarks_and_table(tmp_repo):
+def test_meta_merges_benchmarks_and_table(smoke_outputs):
     pop = SimPopulation()
     S.build_subset("synthetic", ITEMS, pop, "x", progress=False)
     other = make_items(20, k=5, seed=4, benchmark="other")
@@ -155,21 +145,20 @@ def test_meta_merges_benchmarks_and_table(tmp_repo):
     assert t.loc["synthetic", "kept_pct"] == pytest.approx(100 * t.loc["synthetic", "kept"] / 40)
 
 
-def test_rejects_questions_of_another_benchmark(tmp_repo):
+def test_rejects_questions_of_another_benchmark(smoke_outputs):
     with pytest.raises(ValueError, match="another benchmark"):
         S.build_subset("arc_challenge", ITEMS, SimPopulation(), "x", progress=False)
 
 
-@pytest.mark.skipif(not os.environ.get(D.ENV_VAR), reason=f"{D.ENV_VAR} is unset (benchmark files not available)")
-def test_build_on_limited_arc(tmp_repo):
-    qs = D.load("arc_challenge")
+def test_build_on_limited_arc(smoke_outputs, shared):
+    qs = D.load("arc_challenge", data_dir=shared)
     res = S.build_subset("arc_challenge", qs, SimPopulation(), "x", limit=60, progress=False)
     _check(res)
     assert res.summary["n_items_in"] == 60 and res.summary["limit"] == 60
     assert [q.id for q in S.load_subset("arc_challenge", "synthetic-population")] == [k["id"] for k in res.kept]
 
 
-def test_cli_build_and_show(tmp_repo, capsys):
+def test_cli_build_and_show(smoke_outputs, capsys):
     assert S.main(["build", "--backend", "sim", "--benchmarks", "demo"]) == 0
     out = capsys.readouterr().out
     assert "demo" in out and "misconception_share" in out
@@ -177,11 +166,7 @@ def test_cli_build_and_show(tmp_repo, capsys):
     assert "demo" in capsys.readouterr().out
 
 
-def test_cli_llm_backend_against_a_fake_endpoint(tmp_repo, capsys, monkeypatch):
-    try:
-        from tests.fake_openai import FakeOpenAI
-    except ImportError:
-        from fake_openai import FakeOpenAI
+def test_cli_llm_backend_against_a_fake_endpoint(smoke_outputs, capsys, monkeypatch):
     monkeypatch.setattr(D, "load", lambda name, **kw: make_items(12, k=4, seed=5, benchmark=name))
     with FakeOpenAI(lambda body, n: '{"self_prob": {"B": 100}}') as srv:  # always answers B
         assert (

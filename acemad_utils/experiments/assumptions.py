@@ -19,6 +19,7 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.agents.sim import SimParams, SimPopulation
+from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments import subsets
@@ -37,7 +38,7 @@ def population(S: Setup, params: dict) -> SimPopulation:
     """The synthetic population of one map point (the profile's seed)."""
     if not isinstance(S.population, SimPopulation):
         raise ValueError("the assumption map varies the synthetic population: run it with BACKEND='sim'")
-    return SimPopulation(SimParams(**params), seed=S.seed)
+    return VectorSimPopulation(SimParams(**params), seed=S.seed)  # batched: the runner answers it as arrays
 
 
 def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question]:
@@ -77,19 +78,21 @@ def run_point(S: Setup, run: R.Run) -> list[dict]:
 
 
 def point_records(S: Setup, runs: Sequence[R.Run], params: dict, *, eta: float = 2.0) -> list[dict]:
-    """AceMAD's records at `params`, the same debate re-decided with uniform weights, and the MAD baselines on
-    the same questions, as one list for tables.versus_best."""
+    """AceMAD's records at `params`, the same debate re-decided with uniform weights and with shuffled scores
+    (rescoring.SHUFFLED), and the MAD baselines on the same questions, as one list for tables.versus_best."""
     by_name = {r.name: r for r in runs}
     p = R.overrides(params)
     base = {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
     ace = run_point(S, by_name[f"map_{R.params_slug(p)}"])
     uniform = A.reweighted_records(ace, {UNIFORM: "uniform"}, eta=eta, seed=S.seed)
-    return ace + uniform + run_point(S, by_name[f"map_baselines_{R.params_slug(base)}"])
+    shuffled = A.shuffled_records([r for r in ace if r["method"] == ACEMAD], eta=eta, seed=S.seed)
+    return ace + uniform + shuffled + run_point(S, by_name[f"map_baselines_{R.params_slug(base)}"])
 
 
 def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
     """One row per map point (registry.map_points): its parameters, AceMAD's and the baselines' average accuracy,
-    and AceMAD's paired gain (points, 95% CI, p) over uniform weights and over the best MAD baseline, with n.
+    and AceMAD's paired gain (points, 95% CI, p) over uniform weights, over shuffled scores and over the best MAD
+    baseline, and the shuffled control's gain over uniform weights, with n.
     Without runs (a real-model profile) an empty frame whose attrs["note"] says why."""
     if not runs:
         out = pd.DataFrame(columns=RA.MAP_COLUMNS)

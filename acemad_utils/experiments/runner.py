@@ -18,8 +18,10 @@ recomputed, so an interrupted run continues where it stopped. How the files are 
 holds (whole lines, torn tails dropped, a canonical compressed file at the end) is run_files.py; this module is
 the run loop: which questions run, in how many threads, and how a run stops. Its steps: `_open_run` (check the
 inputs, write meta.json, read what is saved, list what is left) -> `_run_passes` (`_run_in_order` or
-`_run_in_threads`, each question `_answer`ed and `_save`d; batch passes) -> `_end_complete` or `_end_stopped`;
-the state they share is one `_Run`.
+`_run_in_threads`, each question `_answer`ed and `_save`d; `_run_in_batches` for a batched population, a batch
+of debates of one config at a time; batch-API passes) -> `_end_complete` or `_end_stopped`; the state they
+share is one `_Run`. Everything runs in this process: the synthetic population's rounds are arrays
+(protocol.vectorized), so no worker process is needed to keep up.
 
 Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
 lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
@@ -33,9 +35,6 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import multiprocessing
-import os
 import signal
 import sys
 import threading
@@ -54,8 +53,15 @@ from acemad_utils.agents.locks import run_lock
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.paths import outputs_root, progress_bars
-from acemad_utils.data.settings import env
-from acemad_utils.data.transcripts import TRANSCRIPTS, gc_paused, parse_line, read_meta, run_dir, write_questions
+from acemad_utils.data.transcripts import (
+    TRANSCRIPTS,
+    commitments,
+    gc_paused,
+    parse_line,
+    read_meta,
+    run_dir,
+    write_questions,
+)
 from acemad_utils.experiments.run_files import (
     Appender,
     check_resumable,
@@ -166,7 +172,7 @@ class _Run:
     progress: bool
     meta: dict
     dir: Path
-    done: dict  # record key -> (record, line): every record of the file (ok ones read back, all saved now)
+    done: dict  # record key -> (record, line) of the file: ok ones read back, and (SUMMARY_FIELDS, line) saved now
     todo: list  # (question, config, repeat) still to run in this pass
     usage_before: Optional[dict]
     stop: _Interrupts = field(default_factory=_Interrupts)
@@ -222,28 +228,28 @@ def _answer(run: _Run, job) -> Optional[dict]:
 
 
 def _save(run: _Run, rec: Optional[dict]) -> None:
-    """Append a record made in this process, whole (a second Ctrl-C waits for it); see _save_line."""
+    """Append a record made in this process, whole (a second Ctrl-C waits for it); see _save_lines."""
     if rec is not None:
-        _save_line(run, rec, to_line(rec), parsed=False)
+        _save_lines(run, [rec], [to_line(rec)])
 
 
-def _save_line(run: _Run, rec: dict, line: str, *, parsed: bool) -> None:
-    """Append a record's line and count it on the progress bar. `parsed`: `rec` was read back from `line`
-    (a worker process's record), so it already is what load_run will return."""
-    _save_lines(run, [rec], [line], parsed=parsed)
+#: What the run's summary (run_files.summarize) and its end read of a record saved in this session; the rest is
+#: only in its line (run_and_load parses the lines: a record made here is never held twice, 1 GB for notebook 06).
+SUMMARY_FIELDS = ("question_id", "config_hash", "repeat", "method", "status", "final", "usage", "error")
 
 
-def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str], *, parsed: bool) -> None:
+def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str]) -> None:
     """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
     with run.lock:
         run.stop.saving = True
         try:
             assert run.out is not None  # opened by the pass that runs this question
             run.out.write_many(lines)
-            for rec, line in zip(recs, lines):
-                run.done[record_key(rec)] = (rec, line)
-                if not parsed:
-                    run.fresh.add(record_key(rec))
+            for rec, line in zip(recs, lines):  # the line holds the record; what the summary reads is kept beside it
+                view = {k: rec[k] for k in SUMMARY_FIELDS if k in rec}
+                view["commitments"] = commitments(rec)  # the summary's parse-failure base (rounds are not kept)
+                run.done[record_key(rec)] = (view, line)
+                run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
         for rec in recs:
@@ -317,97 +323,7 @@ def _run_in_batches(run: _Run) -> None:
             if run.stop.presses:
                 return
             recs = _answer_batch(run, jobs[start : start + BATCH])
-            _save_lines(run, recs, [to_line(rec) for rec in recs], parsed=False)
-
-
-# ----------------------------------------------------------------------------- pure populations: worker processes
-#: Questions per task sent to a worker process: large enough that a task's overhead (a pickled list of lines)
-#: is small beside its work, small enough that a Ctrl-C waits only for a few milliseconds of work.
-CHUNK = 64
-PROCESSES_ENV = "ACEMAD_PROCESSES"  # worker processes of a pure run; 0 or 1: answer in this process
-#: A task takes milliseconds (0.5 s for 64 debates of 15 agents over 5 rounds): a worker silent for this long is
-#: stuck (e.g. a lock some thread of the kernel held when it forked), not slow.
-WORKER_TIMEOUT_S = 300
-_FORKED: Optional[_Run] = None  # the run a forked worker answers for (set in the parent just before it forks)
-
-
-def processes_for(run: _Run) -> int:
-    """How many worker processes answer the questions of this run: 1 (this process) unless the population is
-    pure (synthetic: CPU-bound, no I/O) and there is more than a few tasks' work; then ACEMAD_PROCESSES, else
-    the CPUs this process may use. Linux only: forking a process that has threads (a Jupyter kernel has
-    several) is what Linux's fork supports and macOS's system libraries do not (there runs stay in one process)."""
-    if not getattr(run.population, "pure", False) or not sys.platform.startswith("linux"):
-        return 1
-    raw = env(PROCESSES_ENV).strip()
-    if raw:
-        try:
-            n = int(raw)
-        except ValueError:
-            raise ValueError(f"{PROCESSES_ENV}={raw!r}: need a whole number of processes (0 or 1: none)") from None
-    else:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(n, len(run.todo) // (2 * CHUNK)))
-
-
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this worker when the process that forked it dies (issue 33: after a SIGKILLed
-    driver the workers, ~150 MB each, stayed for about a minute). A parent already gone before the request
-    took effect is caught by the pid check."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-def _worker_init(parent: int) -> None:
-    # A terminal's Ctrl-C reaches the whole process group: the parent alone decides how the run stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent)
-
-
-def _answer_span(span: tuple[int, int]) -> list[Optional[str]]:
-    """In a worker: the lines of run.todo[start:stop] (None where a question did not run to an end)."""
-    run = _FORKED
-    assert run is not None  # inherited from the parent at fork time
-    return [None if rec is None else to_line(rec) for rec in (_answer(run, job) for job in run.todo[slice(*span)])]
-
-
-def _run_in_processes(run: _Run, n: int) -> None:
-    """Questions answered in n forked worker processes, the records saved here in question order (the same
-    file, line for line, as _run_in_order). Why processes: a synthetic run is pure Python and numpy, so threads
-    would share one core; the work of a question depends only on (question, config, repeat), so any process
-    may do it. Each line is parsed once here (it is what load_run returns). Ctrl-C: the parent stops after the
-    task it is saving, the workers are terminated, their unfinished questions are left for the resume."""
-    global _FORKED
-    spans = [(i, min(i + CHUNK, len(run.todo))) for i in range(0, len(run.todo), CHUNK)]
-    _FORKED = run
-    try:
-        pool = multiprocessing.get_context("fork").Pool(n, initializer=_worker_init, initargs=(os.getpid(),))
-    finally:
-        _FORKED = None  # the workers have their copy; the parent keeps no reference for later forks
-    try:
-        tasks = pool.imap(_answer_span, spans)
-        for _ in spans:
-            try:
-                lines = tasks.next(timeout=WORKER_TIMEOUT_S)
-            except multiprocessing.TimeoutError:  # a worker that hangs must not hang the run: say so and stop
-                raise RuntimeError(
-                    f"run {run.name!r}: a worker process answered no task of {CHUNK} questions in "
-                    f"{WORKER_TIMEOUT_S} s; the records saved so far are kept; rerun with {PROCESSES_ENV}=1 to answer "
-                    "in this process"
-                ) from None
-            for line in lines:
-                if line is not None:
-                    _save_line(run, parse_line(line), line, parsed=True)
-            if run.stop.presses:
-                break
-    finally:
-        pool.terminate()
-        pool.join()
+            _save_lines(run, recs, [to_line(rec) for rec in recs])
 
 
 def _run_passes(run: _Run) -> None:
@@ -424,11 +340,7 @@ def _run_passes(run: _Run) -> None:
                 _run_in_threads(run)
             else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
                 with gc_paused():
-                    if getattr(pop, "batched", False):
-                        _run_in_batches(run)
-                    else:
-                        n = processes_for(run)
-                        _run_in_processes(run, n) if n > 1 else _run_in_order(run)
+                    _run_in_batches(run) if getattr(pop, "batched", False) else _run_in_order(run)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
         if not run.waiting or run.stop.presses or run.over_budget or batcher is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any, Optional, cast
 
@@ -61,7 +62,9 @@ class InspectClient:
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, *, structured: bool = False):
         self.model, self.loop, self.structured = model, loop, structured
 
-    def generate(self, messages, config, *, schema=None, scope: str = "", model=None) -> Completion:
+    def generate(self, messages, config, *, schema=None, scope: str = "", model=None, deadline=None) -> Completion:
+        """One call through inspect's model API (its own retries and timeouts apply); `deadline` (time.monotonic(),
+        the agent's per-question bound, agents/client.py) bounds the wait for the answer."""
         chat = [_ROLES[m["role"]](content=m["content"]) for m in messages]
         params = config.params()
         cfg = GenerateConfig(**{k: params[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in params})
@@ -74,7 +77,8 @@ class InspectClient:
                     response_schema=ResponseSchema(name="commit", json_schema=JSONSchema.model_validate(schema))
                 )
             )
-        out = asyncio.run_coroutine_threadsafe(self.model.generate(chat, config=cfg), self.loop).result()
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        out = asyncio.run_coroutine_threadsafe(self.model.generate(chat, config=cfg), self.loop).result(wait)
         u = out.usage
         return Completion(
             text=out.completion,

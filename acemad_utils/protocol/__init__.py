@@ -6,6 +6,8 @@ beliefs   vectorized numpy: normalize, Brier / log peer-prediction scores, multi
 commit    the commitment's JSON schema and the tolerant parser of model replies
 prompts   the paper's prompts (Appendix "Prompt") as whole templates, and our variants beside them
 debate    Single Agent, Majority Voting, Decentralized / Centralized / Sparse MAD, AceMAD: run_question
+vectorized  the same methods over a batch of debates as arrays, for a batched population: run_batch
+records   a transcript record: stored entries, rounding, base fields, its line (to_line)
 """
 
 from acemad_utils.protocol.config import DebateConfig

@@ -194,6 +194,22 @@ def tiebreak_keys(seed: int, ids: Sequence[str], k: int) -> np.ndarray:
     return out
 
 
+def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, salt: str = "shuffle") -> np.ndarray:
+    """Deterministic permutations of the agent axis, shape (n_perm, len(ids), N), from (seed, question id, salt).
+
+    perm[s, b, i] is the agent whose scores agent i receives in draw s of question b. `movable` (B, N) bool marks the
+    agents that take part; the others keep their own index (e.g. an agent whose commitment failed). Like the
+    tie-break keys, a question's permutations depend only on the seed, its id and the salt, never on batch order."""
+    movable = np.asarray(movable, dtype=bool)
+    out = np.broadcast_to(np.arange(movable.shape[-1]), (n_perm, *movable.shape)).copy()
+    for b, qid in enumerate(ids):
+        h = hashlib.sha256(f"{seed}|{qid}|{salt}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(h[:8], "little"))
+        idx = np.flatnonzero(movable[b])
+        out[:, b, idx] = idx[np.argsort(rng.random((n_perm, len(idx))), axis=-1)]
+    return out
+
+
 def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """argmax over the last axis; exact ties (within tol) go to the tied option with the largest key.
 

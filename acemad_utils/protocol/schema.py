@@ -208,9 +208,9 @@ class Population:
 
     synthetic: bool = False
     name: str = "population"
-    #: True when a question's record depends only on (question, config, repeat) and answering does no I/O and
-    #: holds no shared state: the runner may then answer questions in forked worker processes (CPU-bound work).
-    pure: bool = False
+    #: True when the population also answers a whole round of a batch of debates as arrays (batch_agents,
+    #: batch_moderator: protocol.vectorized); the runner then answers a config's questions in batches.
+    batched: bool = False
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         raise NotImplementedError

@@ -22,6 +22,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
 from acemad_utils.data.sim_params import SimParams
+from acemad_utils.report.rescoring import N_SHUFFLES, SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, versus_best
 
@@ -39,6 +40,15 @@ MAP_COLUMNS = [
     "gain_uniform_lo",
     "gain_uniform_hi",
     "p_uniform",
+    "shuffled",
+    "gain_shuffled",
+    "gain_shuffled_lo",
+    "gain_shuffled_hi",
+    "p_shuffled",
+    "gain_dispersion",
+    "gain_dispersion_lo",
+    "gain_dispersion_hi",
+    "p_dispersion",
     "gain_mad",
     "gain_mad_lo",
     "gain_mad_hi",
@@ -94,10 +104,15 @@ def map_row(
     seed: int = 0,
 ) -> dict:
     """One map point: its parameters, the average accuracies (%) and AceMAD's paired gains on the average (points,
-    95% CI resampling questions within each benchmark, sign-flip p) over uniform weights and the best MAD."""
-    long = accuracy_long(records, methods=[acemad, uniform, *mads], n_boot=n_boot, seed=seed)
+    95% CI resampling questions within each benchmark, sign-flip p) over uniform weights, over shuffled scores
+    (rescoring.SHUFFLED: the part carried by WHO scores well) and over the best MAD, and the shuffled control's gain
+    over uniform weights ("dispersion": what any unequal weights give). gain_uniform = gain_shuffled +
+    gain_dispersion (paired means on the same questions)."""
+    long = accuracy_long(records, methods=[acemad, uniform, SHUFFLED, *mads], n_boot=n_boot, seed=seed)
     avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
     u = _average(versus_best(records, [acemad], [uniform], n_boot=n_boot, seed=seed))
+    s = _average(versus_best(records, [acemad], [SHUFFLED], n_boot=n_boot, seed=seed))
+    d = _average(versus_best(records, [SHUFFLED], [uniform], n_boot=n_boot, seed=seed))
     m = _average(versus_best(records, [acemad], list(mads), n_boot=n_boot, seed=seed))
     return {
         "axis": axis,
@@ -110,6 +125,11 @@ def map_row(
         "gain_uniform_lo": u.gain_lo,
         "gain_uniform_hi": u.gain_hi,
         "p_uniform": u.p_value,
+        "shuffled": avg[SHUFFLED],
+        **{f"gain_shuffled{k}": s[f"gain{k}"] for k in ("", "_lo", "_hi")},
+        "p_shuffled": s.p_value,
+        **{f"gain_dispersion{k}": d[f"gain{k}"] for k in ("", "_lo", "_hi")},
+        "p_dispersion": d.p_value,
         "gain_mad": m.gain,
         "gain_mad_lo": m.gain_lo,
         "gain_mad_hi": m.gain_hi,
@@ -126,7 +146,13 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     out = table[["axis", *AXIS_PARAMS, "n"]].copy()
     out["AceMAD %"] = table["acemad"].round(1)
     out["uniform %"] = table["uniform"].round(1)
-    for key, name in (("uniform", "gain over uniform"), ("mad", "gain over best MAD")):
+    out["shuffled %"] = table["shuffled"].round(1)
+    for key, name in (
+        ("uniform", "gain over uniform"),
+        ("shuffled", "gain over shuffled"),
+        ("dispersion", "shuffled over uniform"),
+        ("mad", "gain over best MAD"),
+    ):
         g = table[[f"gain_{key}", f"gain_{key}_lo", f"gain_{key}_hi"]]
         out[name] = [f"{a:+.1f} [{lo:+.1f}, {hi:+.1f}]" for a, lo, hi in g.itertuples(index=False)]
     return out
@@ -156,17 +182,26 @@ def _no_map(fig: plt.Figure, axes, table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+HEAT_PANELS = (
+    ("uniform", "over uniform weights (Standard MAD)"),
+    ("shuffled", "over shuffled scores (who scores well)"),
+    ("mad", "over the best MAD"),
+)
+
+
 def heatmap(table: pd.DataFrame, source: str) -> plt.Figure:
-    """Two panels over the knowledge_link x insight grid: AceMAD's gain over uniform weights and over the best MAD
-    baseline (points, average over benchmarks). Hatched: AceMAD loses (95% CI below 0); grey number: CI contains 0."""
+    """Three panels over the knowledge_link x insight grid, one colour scale: AceMAD's gain over uniform weights, over
+    the same weights given to shuffled agents (the part carried by who scores well; the difference between the
+    first two panels is what any unequal weights give) and over the best MAD baseline (points, average over
+    benchmarks). Hatched: AceMAD loses (95% CI below 0); grey number: CI contains 0."""
     g = table[table["axis"] == "grid"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, len(HEAT_PANELS), figsize=(16, 4.2), layout="constrained")
     if g.empty:
         return _no_map(fig, axes, table)
-    lim = max(1.0, float(np.nanmax(np.abs(g[["gain_uniform", "gain_mad"]].to_numpy()))))
+    lim = max(1.0, float(np.nanmax(np.abs(g[[f"gain_{k}" for k, _ in HEAT_PANELS]].to_numpy()))))
     cells = g.set_index(["insight", "knowledge_link"])
     rows, cols = sorted(g["insight"].unique()), sorted(g["knowledge_link"].unique())
-    for ax, key, title in zip(axes, ("uniform", "mad"), ("over uniform weights (Standard MAD)", "over the best MAD")):
+    for ax, (key, title) in zip(axes, HEAT_PANELS):
         vals = np.array([[cells.loc[(i, lk), f"gain_{key}"] for lk in cols] for i in rows])
         im = ax.imshow(vals, origin="lower", cmap="RdBu", norm=TwoSlopeNorm(0.0, -lim, lim), aspect="auto")
         _cell_marks(ax, cells, rows, cols, key)
@@ -175,9 +210,8 @@ def heatmap(table: pd.DataFrame, source: str) -> plt.Figure:
         ax.set_xlabel("knowledge_link (0: skill unrelated to knowing the truth)")
         ax.set_ylabel("insight (P a Skeptic sees through the trap)")
         ax.set_title(f"AceMAD's gain {title}", fontsize=10)
-        fig.colorbar(im, ax=ax, label="points")
+    fig.colorbar(im, ax=axes, label="points", fraction=0.02)
     fig.suptitle(f"Assumption map: where AceMAD gains (hatched: loses) [{source}]", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -190,7 +224,11 @@ def sweeps(table: pd.DataFrame, source: str) -> plt.Figure:
         return _no_map(fig, axes, table)
     for ax, axis in zip(axes, ("trap_concentration", "crowd_calibration")):
         s = table[table["axis"] == axis].sort_values(axis)
-        for key, name, dx in (("uniform", "over uniform weights", 0.98), ("mad", "over the best MAD", 1.02)):
+        for key, name, dx in (
+            ("uniform", "over uniform weights", 0.97),
+            ("shuffled", "over shuffled scores", 1.0),
+            ("mad", "over the best MAD", 1.03),
+        ):
             x = s[axis] * dx if axis == "trap_concentration" else s[axis] + (dx - 1)
             err = np.vstack([s[f"gain_{key}"] - s[f"gain_{key}_lo"], s[f"gain_{key}_hi"] - s[f"gain_{key}"]])
             ax.errorbar(x, s[f"gain_{key}"], yerr=err, marker="o", capsize=3, label=f"AceMAD's gain {name}")
@@ -273,9 +311,9 @@ def _residual_sentence(table: pd.DataFrame, on: pd.Series, off: pd.Series) -> st
         text += (
             f" Why: on these items the uniform decision ({off.uniform:.1f}%) is worse than a typical agent's own "
             f"final answer (agents right {off.agent_accuracy:.1f}% of the time on average: correlated errors, on "
-            f"items chosen where the naive agent fails), so any weights that differ between agents for reasons "
-            f"unrelated to the truth (a skilled predictor drawn at random; false-consensus scores, which favour "
-            f"agents near their peers' mean) move the decision toward a typical agent's answer and gain a little."
+            f"items chosen where the naive agent fails), so any weights that differ between agents, for whatever "
+            f"reason, move the decision toward a single agent's answer and gain a little (the shuffled-score "
+            f"control below measures this part)."
         )
     else:
         text += " The simulation does not isolate why."
@@ -300,13 +338,48 @@ def _link_sentences(table: pd.DataFrame) -> list[str]:
     ]
     if off["gain_uniform_lo"] > 0:
         out.append(_residual_sentence(table, on, off))
+    return out + _decomposition_sentences(table, on, off)
+
+
+def _decomposition_sentences(table: pd.DataFrame, on: pd.Series, off: pd.Series) -> list[str]:
+    """The gain over uniform weights split in two, at link 1 and link 0: over shuffled scores (the same weights given
+    to agents picked without regard to what they know: the part carried by who scores well) and shuffled over
+    uniform (what any unequal weights give on these items)."""
+    out = [
+        f"The shuffled-score control splits it: the same debate decided with AceMAD's own weights given to randomly "
+        f"permuted agents ({_shuffle_note()}) averages {on.shuffled:.1f}% at the defaults, so of the "
+        f"{on.gain_uniform:+.1f} points over uniform weights, {_gain(on, 'shuffled')} are carried by WHO scores "
+        f"well (the paper's mechanism) and {_gain(on, 'dispersion')} by the weights' dispersion alone (shuffled "
+        f"over uniform).",
+        f"At knowledge_link 0 AceMAD's gain over shuffled scores is {_gain(off, 'shuffled')}: "
+        f"{_verdict(off, 'shuffled')}, while shuffled over uniform is {_gain(off, 'dispersion')}.",
+    ]
+    none = next((r for _, r in table.iterrows() if r["axis"].startswith("no skilled predictor")), None)
+    if none is not None:
+        out.append(f"With no skilled predictor at all it is {_gain(none, 'shuffled')} over shuffled scores.")
+    if off["gain_shuffled_lo"] <= 0 <= off["gain_shuffled_hi"]:
+        out.append(
+            "So without the link the scores no longer say who is right: what remains over uniform weights at link 0 "
+            "is the dispersion of the weights, which any unequal weights would give on these items."
+        )
+    elif off["gain_shuffled_lo"] > 0:
+        out.append("So even without the link the scores still carry some information about who is right here.")
     return out
+
+
+def _shuffle_note() -> str:
+    """How the shuffled control is drawn, in words (rescoring.shuffled_records)."""
+    return f"one permutation per question for all rounds, {N_SHUFFLES} draws averaged"
 
 
 def _region_sentence(table: pd.DataFrame) -> str:
     g = table[table["axis"] == "grid"]
     parts = []
-    for key, name in (("uniform", "uniform weights"), ("mad", "the best MAD baseline")):
+    for key, name in (
+        ("uniform", "uniform weights"),
+        ("shuffled", "shuffled scores"),
+        ("mad", "the best MAD baseline"),
+    ):
         lose = g[g[f"gain_{key}_hi"] < 0]
         win = g[g[f"gain_{key}_lo"] > 0]
         where = "; ".join(f"link {r.knowledge_link:g}, insight {r.insight:g}" for r in lose.itertuples())
@@ -350,9 +423,11 @@ def story(table: pd.DataFrame, source: str) -> str:
     if persona is not None:
         text.append(f"With calibration assigned by persona (the earlier rule) the gain is {_gain(persona, 'uniform')}.")
     on, off = (_point(table, "grid", knowledge_link=x, insight=SimParams().insight) for x in (1.0, 0.0))
-    if on is not None and off is not None and on.gain_uniform > 0:
-        share = 1 - max(off.gain_uniform, 0.0) / on.gain_uniform
-        how = f"{share:.0%} of the protocol's advantage over uniform weights at the defaults is"
+    if on is not None and on.gain_uniform > 0:
+        share = on.gain_shuffled / on.gain_uniform
+        how = (
+            f"{share:.0%} of the protocol's advantage over uniform weights at the defaults (its gain over shuffled) is"
+        )
     else:
         how = "the protocol's advantage is"
     text.append(
@@ -364,6 +439,22 @@ def story(table: pd.DataFrame, source: str) -> str:
         "whose peer predictions stay near its own belief."
     )
     return f"[{source}] " + " ".join(t for t in text if t)
+
+
+def summary(table: pd.DataFrame, source: str) -> str:
+    """Notebook 09's SUMMARY line: AceMAD's gain over uniform weights and over shuffled scores at each knowledge_link
+    of the grid, at the default insight."""
+    d = table[(table["axis"] == "grid") & np.isclose(table["insight"].astype(float), SimParams().insight)]
+    d = d.sort_values("knowledge_link")
+
+    def gains(key: str) -> str:
+        rows = d.itertuples()
+        return ", ".join(f"{r.knowledge_link:g}: {_gain(pd.Series(r._asdict()), key)}" for r in rows) or "no map"
+
+    return (
+        f"SUMMARY: [{source}] AceMAD's gain by knowledge_link over uniform weights: {gains('uniform')}; "
+        f"over shuffled scores: {gains('shuffled')}"
+    )
 
 
 def _sign(lo: float, hi: float, yes: str, no: str) -> str:

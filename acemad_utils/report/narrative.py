@@ -22,7 +22,8 @@ from typing import Optional
 
 import pandas as pd
 
-from acemad_utils.protocol.config import N_AGENTS, NAIVE_AGENT
+from acemad_utils.data.sim_params import SimParams
+from acemad_utils.protocol.config import N_AGENTS, NAIVE_AGENT, SKEPTIC
 from acemad_utils.report import readable as RD
 from acemad_utils.report.tables import AVERAGE, bench_label, versus_best
 
@@ -521,6 +522,82 @@ def controls(long: pd.DataFrame, records: Sequence[dict], target: str, configs: 
         out.append(
             f"{c.label} ({what}) averages {_cell(avg.loc[c.label])}; {target} is {verdict}, {r.gain:+.1f} points "
             f"[{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], {RD.pvalue(r.p_value)}: {shows}."
+        )
+    return " ".join(out)
+
+
+def _paired(records: Sequence[dict], target: str, baseline: str) -> str:
+    t = versus_best(records, [target], [baseline])
+    t = t[t["benchmark"] == AVERAGE]
+    if t.empty:
+        return "no paired comparison"
+    r = t.iloc[0]
+    return f"{r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], {RD.pvalue(r.p_value)}"
+
+
+def shuffled(long: pd.DataFrame, records: Sequence[dict], target: str, uniform: str, control: str) -> str:
+    """05 (and 09's words): the shuffled-score control in one sentence, splitting `target`'s gain over uniform weights
+    into the part carried by who scores well (over `control`) and what any unequal weights give (`control` over
+    `uniform`), both paired on the average."""
+    avg = _avg(long)
+    if control not in avg.index:
+        return f"{control}: no result here."
+    return (
+        f"{control} (AceMAD's own weights given to randomly permuted agents of the same debate) averages "
+        f"{_cell(avg.loc[control])}. {target}'s paired gain over it, {_paired(records, target, control)}, is the part "
+        f"of its gain carried by WHO scores well; the control's own gain over {uniform}, "
+        f"{_paired(records, control, uniform)}, is the part any unequal weights give on these items."
+    )
+
+
+def _variant_rule(spec, params) -> str:
+    """Why one truth-holder variant can or cannot be found by the score, from the population's rules."""
+    p = params.p_insight(spec)
+    share = (1 - params.explore(spec.temperature)) * p
+    who = f"{spec.persona} at {spec.temperature:g}" + (", slow thinking" if spec.thinking == "slow" else "")
+    who += f", on {spec.model}" if spec.model else ""
+    text = f"its truth-holder ({who}) sees through the trap with P_insight = {p:.2f}, i.e. on {share:.0%} of items"
+    if spec.model:
+        text += "; it draws its own model's trap (its errors are not the crowd's)"
+    if p == 0:
+        return text + (
+            ", so it never gets peer-prediction skill (knowledge_link ties that skill to the insight state): the "
+            "score cannot single it out, and whatever it changes comes from its different answers and the weights' "
+            "dispersion, not from the paper's mechanism"
+        )
+    if spec != SKEPTIC:
+        text += f" (the Skeptic's: {params.p_insight(SKEPTIC):.2f})"
+    return text + (
+        f"; only then does it predict the crowd and gain weight (the "
+        f"knowledge_link = {params.knowledge_link:g} assumption), so the fewer items on which it sees through the "
+        "trap, the smaller the gain"
+    )
+
+
+def variant_rules(tests: pd.DataFrame, configs: Sequence, population) -> str:
+    """04: why each heterogeneity variant gains or not in the simulation, from the population's rules (the fifth
+    agent's P_insight and the knowledge_link assumption), beside its paired gain on the average. A real model: no
+    rule to cite, so one sentence that says so."""
+    params = getattr(population, "params", None)  # a synthetic population's SimParams (report/ imports no agents/)
+    if not getattr(population, "synthetic", False) or not isinstance(params, SimParams):
+        return "With a real model the variants differ in whatever the model does; no population rule explains them."
+    avg = tests[tests["benchmark"] == AVERAGE].set_index("method")
+    out = [
+        "In the simulation a variant changes only how likely its truth-holder is to be in the insight state; under "
+        f"calibration_by = {params.calibration_by!r} that state, not the persona, gives peer-prediction "
+        "skill."
+    ]
+    for c in configs:
+        if c.method != "acemad":
+            continue
+        gain = (
+            f"{avg.loc[c.label].gain:+.1f} points [{avg.loc[c.label].gain_lo:+.1f}, {avg.loc[c.label].gain_hi:+.1f}]"
+            if c.label in avg.index
+            else "no paired gain"
+        )
+        out.append(
+            f"{c.label} ({gain} over {avg.iloc[0].best_baseline if len(avg) else 'the baseline'}): "
+            f"{_variant_rule(c.truth_holder, params)}."
         )
     return " ".join(out)
 

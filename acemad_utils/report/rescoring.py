@@ -9,6 +9,7 @@
     A.weighted_truth(arr)                         # p_w^(t)(y*) per question and round (eta = 2)
     A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
     A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
+    A.shuffled_records(ace_recs)                  # the shuffled-score control: AceMAD's weights, agents permuted
 
 Truncating to `rounds` is exact for every population whose agents do not know T in advance (both the
 synthetic population and the paper's prompts): the first t rounds of a T-round debate are a t-round debate.
@@ -275,6 +276,65 @@ def reweighted_records(
             for r, a, t, ok in zip(recs, ans, arr.truth, answered)
         ]
     return out
+
+
+# The shuffled-score control: AceMAD's own weights given to agents picked without regard to what they know.
+SHUFFLED = "Shuffled scores (AceMAD's debate)"
+N_SHUFFLES = 20
+
+
+def shuffled_decisions(
+    arr: Stacked,
+    eta: float = 2.0,
+    exponent: float = 2.0,
+    *,
+    n_perm: int = N_SHUFFLES,
+    seed: int = 0,
+    per_round: bool = False,
+) -> np.ndarray:
+    """AceMAD's final answers (n_perm, B) with each question's peer-prediction scores permuted among its agents.
+
+    Default: one permutation per question (seeded by (seed, question id)) applied to every round, so the final
+    weights are AceMAD's own weights given to other agents: their dispersion is kept exactly, and only the link
+    between an agent's score and what it knows is broken. `per_round=True` draws a new permutation each round
+    (seeded by (seed, question id, round)); that also shrinks the dispersion of the cumulative scores (an agent's
+    consistently high score is spread over several agents), so it mixes two effects. Agents whose commitment
+    failed in any round keep their own (worst) scores."""
+    S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
+    movable = arr.valid.all(axis=1)
+    salts = [f"shuffle|round{t + 1}" if per_round else "shuffle" for t in range(S.shape[1])]
+    perm = np.stack(
+        [B.agent_permutations(seed, arr.question_ids, movable, n_perm, salt=salt) for salt in salts], axis=2
+    )  # (n_perm, B, T, N)
+    W = B.mwu_weights(np.take_along_axis(np.broadcast_to(S, perm.shape), perm, axis=-1), eta)
+    return B.weighted_decision(
+        arr.P[:, -1], W[:, :, -1], arr.valid[:, -1], exponent, keys=arr.keys, option_mask=arr.option_mask
+    )[0]
+
+
+def shuffled_records(
+    records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, n_perm: int = N_SHUFFLES
+) -> list[dict]:
+    """AceMAD transcripts re-decided by `shuffled_decisions`, as minimal records named SHUFFLED for
+    `tables.accuracy_long`: `correct` is the share of the n_perm draws whose decision is right (the expected
+    correctness under a random assignment of the scores, so tables average it like any 0/1), `answer` the most
+    frequent decision. No model call."""
+    recs = [r for r in records if r.get("status") == "ok"]
+    arr = stack(recs, seed)
+    ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)
+    answered = np.asarray(arr.valid[:, -1].any(-1))
+    right = (ans == arr.truth).mean(axis=0)
+    modal = [np.bincount(a[a >= 0], minlength=1).argmax() if (a >= 0).any() else -1 for a in ans.T]
+    return [
+        {
+            "question_id": r["question_id"],
+            "benchmark": r["benchmark"],
+            "method": SHUFFLED,
+            "status": "ok",
+            "final": {"answer": r["labels"][m] if ok else None, "correct": float(c) if ok else 0.0},
+        }
+        for r, m, c, ok in zip(recs, modal, right, answered)
+    ]
 
 
 def redecided(records: list[dict], rule: str, name: Optional[str] = None) -> list[dict]:

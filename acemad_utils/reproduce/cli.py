@@ -43,6 +43,7 @@ from acemad_utils.agents.locks import LOCK_HOLDER_ENV
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
+from acemad_utils.data.settings import env
 from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import READS, hint, load_profile, load_yaml, notebooks, params_for, run_env
 from acemad_utils.reproduce.guard import (
@@ -205,7 +206,7 @@ def _hide_urls(value):
         stored, hidden = hide_url(value)
         if hidden:
             with _ENV_LOCK:  # notebooks side by side start from threads
-                known = json.loads(os.environ.get(URL_SECRETS_ENV) or "{}")
+                known = json.loads(env(URL_SECRETS_ENV) or "{}")
                 os.environ[URL_SECRETS_ENV] = json.dumps({**known, **hidden})
         return stored
     return value

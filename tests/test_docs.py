@@ -1,0 +1,199 @@
+"""Every module, function, file and command that README.md and docs/*.md name exists in this checkout.
+
+What counts as a name (in `backticks` or a [link](target); commands also inside fenced blocks):
+    a repository path        `acemad_utils/agents/sim.py`, `notebooks/09_assumption_map.ipynb`, [x](docs/y.md)
+    a dotted package name    `acemad_utils.report.rescoring.redecided`, or short: `rescoring.redecided`,
+                             `experiments.setup.SIM_STANDINS` (first part: a subpackage or module of acemad_utils)
+    a make target            `make test-fast`
+    a module run with -m     `python -m acemad_utils.reproduce`
+    an environment variable  ACEMAD_MAX_USD (anywhere): listed in data/settings.py's ENV_VARS, read there
+Paths under outputs/ (regenerated, git-ignored), placeholders (<profile>, *, ...) and a user's own files
+(my.jsonl) are not checked: they are not the repository's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import acemad_utils
+from acemad_utils.data.settings import ENV_VARS
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "acemad_utils"
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+FENCE = re.compile(r"```.*?```", re.S)
+TICKED = re.compile(r"`([^`]+)`")  # may wrap to the next line
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+MAKE = re.compile(r"\bmake\s+([a-z][a-z0-9-]*)")
+PYTHON_M = re.compile(r"\bpython3?\s+-m\s+([A-Za-z_][\w.]*)")
+DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+PATH_LIKE = re.compile(r"[\w.-]+(/[\w.-]*)+|[\w-]+\.(py|md|ipynb|yaml|toml|cfg|sh)")
+#: Top-level directories of the repository; a path starting elsewhere (`tables/...` under outputs/) is not checked.
+REPO_DIRS = {"acemad_utils", "notebooks", "profiles", "tests", "bench", "docs", "data", ".ci"}
+SUBPACKAGES = {p.parent.name for p in (Path(__file__).resolve().parents[1] / "acemad_utils").glob("*/__init__.py")}
+#: Names the docs' own examples define (`results.table`), and a user's own files (`my_task.py`).
+EXAMPLE_NAMES = {"results", "final", "r", "my_task"}
+FILE_SUFFIXES = {"md", "tex", "json", "jsonl", "toml", "py", "gz", "html", "sqlite", "csv", "yaml", "ipynb"}
+#: Not the repository's: regenerated outputs, a user's run folder, placeholders.
+NOT_OURS = re.compile(r"^(outputs|acemad_runs|\.venv)(/|$)|[<>*{}]|\.\.\.")
+SUFFIXES = (".py", ".ipynb", ".md")
+
+
+def module_names() -> dict[str, str]:
+    """Every subpackage's and module's short name -> its dotted name (short names are unique in the package)."""
+    names = {"acemad_utils": "acemad_utils"}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        if parts[-1] == "__main__":  # a command: importing it would run it
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names.setdefault(parts[-1], ".".join(parts))
+    return names
+
+
+MODULES = module_names()
+
+
+@cache  # imports every module of the package once
+def defining_module(name: str) -> str | None:
+    """The first module of the package that has `name` at top level (`DebateConfig` -> protocol.config)."""
+    for dotted in sorted(MODULES.values()):
+        try:
+            module = importlib.import_module(dotted)
+        except Exception:  # an optional extra's adapter (inspect_ai) that is not installed
+            continue
+        if hasattr(module, name):
+            return dotted
+    return None
+
+
+def resolves(dotted: str) -> bool:
+    """`dotted` names a module, or an attribute reachable from one (a function, class, constant, method)."""
+    head, *rest = dotted.split(".")
+    home = None if head in MODULES else defining_module(head)
+    where = MODULES.get(head) or (home and f"{home}.{head}")
+    if not where:
+        return False
+    parts = [*where.split("."), *rest]
+    for cut in range(len(parts), 0, -1):
+        name = ".".join(parts[:cut])
+        try:
+            obj = importlib.import_module(name)
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def path_exists(text: str, doc: Path) -> bool:
+    text = text.split("#")[0].split(":")[0].rstrip("/")
+    bases = [REPO, doc.parent, PACKAGE]
+    candidates = [base / text for base in bases] + [base / (text + s) for base in bases for s in SUFFIXES]
+    if "/" not in text:  # a bare file name (`debate.py`): somewhere in the package, tests or bench
+        candidates += [*PACKAGE.rglob(text), *(REPO / "tests").glob(text), *(REPO / "bench").glob(text)]
+    return any(c.exists() for c in candidates)
+
+
+def names(text: str) -> dict[str, set[str]]:
+    """What one Markdown text names, by kind."""
+    found: dict[str, set[str]] = {"path": set(), "dotted": set(), "make": set(), "module": set()}
+    found["env"] = set(re.findall(r"\bACEMAD_[A-Z0-9_]*[A-Z0-9]", text))
+    prose = FENCE.sub("", text)
+    code = "\0".join(FENCE.findall(text) + TICKED.findall(prose))  # commands only in code, not "make sure"
+    found["make"] = set(MAKE.findall(code))
+    found["module"] = set(PYTHON_M.findall(code))
+    for link in LINK.findall(prose):
+        if not re.match(r"[a-z]+:|#", link) and not NOT_OURS.search(link):
+            found["path"].add(link)
+    for tick in TICKED.findall(prose):
+        tick = tick.strip().removesuffix("()")
+        if re.search(r"\s", tick) or NOT_OURS.search(tick):
+            continue
+        head, last = tick.split("/")[0].split(".")[0], tick.rsplit(".", 1)[-1]
+        if head in EXAMPLE_NAMES:
+            continue
+        if PATH_LIKE.fullmatch(tick) and (head in REPO_DIRS | SUBPACKAGES or "/" not in tick):
+            if "/" in tick or tick.endswith((".py", ".ipynb")):
+                found["path"].add(tick)
+        elif DOTTED.fullmatch(tick) and last not in FILE_SUFFIXES:
+            found["dotted"].add(tick)
+    return found
+
+
+def make_targets() -> set[str]:
+    text = (REPO / "Makefile").read_text(encoding="utf-8")
+    return {t for line in re.findall(r"^([\w .-]+):(?!=)", text, flags=re.M) for t in line.split()}
+
+
+def missing(text: str, doc: Path) -> list[str]:
+    """Every name `text` (the Markdown of `doc`) gives that this checkout does not have, one line each."""
+    found, targets = names(text), make_targets()
+    out = [f"path {p!r}" for p in sorted(found["path"]) if not path_exists(p, doc)]
+    out += [f"name {d!r}" for d in sorted(found["dotted"]) if not resolves(d)]
+    out += [f"`make {t}` (no such Makefile target)" for t in sorted(found["make"]) if t not in targets]
+    ours = sorted(m for m in found["module"] if m.split(".")[0] in {*MODULES, *REPO_DIRS})  # not vllm's
+    out += [f"`python -m {m}`" for m in ours if importlib.util.find_spec(m) is None]
+    out += [f"{v} (not in data/settings.py's ENV_VARS)" for v in sorted(found["env"]) if v not in ENV_VARS]
+    return out
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_name_a_doc_gives_exists(doc):
+    gone = missing(doc.read_text(encoding="utf-8"), doc)
+    assert not gone, f"{doc.relative_to(REPO)} names what this checkout does not have (fix the doc):\n" + "\n".join(
+        gone
+    )
+
+
+def test_the_check_sees_each_kind_of_name():
+    """The docs do name things of every kind (else the test above would pass on nothing)."""
+    found = names("\n".join(doc.read_text(encoding="utf-8") for doc in DOCS))
+    assert {k for k, v in found.items() if v} == {"path", "dotted", "make", "module", "env"}, found
+    assert "acemad_utils/agents/sim.py" in found["path"] and "test-fast" in found["make"]
+
+
+@pytest.mark.parametrize(
+    "made_up",
+    [
+        "`acemad_utils/agents/llm_request.py`",
+        "[the faults](docs/no-such-page.md)",
+        "`analysis.redecided`",
+        "`acemad_utils.report.rescoring.no_such_function`",
+        "`experiments.setup.NO_SUCH_CONSTANT`",
+        "`make no-such-target`",
+        "```bash\npython -m acemad_utils.no_such_module\n```",
+        "ACEMAD_NO_SUCH_VARIABLE=1",
+    ],
+)
+def test_a_dropped_name_fails_the_check(made_up):
+    assert missing(f"Some prose naming {made_up} here.", REPO / "README.md"), made_up
+
+
+def test_real_names_pass_the_check():
+    text = (
+        "`acemad_utils/agents/sim.py`, `debate.py`, `rescoring.redecided`, `experiments.setup.SIM_STANDINS`, "
+        "`acemad_utils.run`, [docs](docs/running.md), `make test-fast`, `python -m acemad_utils.reproduce`"
+    )
+    assert missing(text, REPO / "README.md") == []
+    assert acemad_utils.__name__ in MODULES
+
+
+def test_the_readme_example_is_the_one_the_own_questions_test_runs():
+    """README's Python block is docs/own-questions.md's API example verbatim (tests/test_own_questions.py runs it)."""
+    readme = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), flags=re.S)
+    guide = (REPO / "docs" / "own-questions.md").read_text(encoding="utf-8")
+    example = re.findall(r"```python\n(.*?)```", guide.split("\n## 1. Python API\n", 1)[1], flags=re.S)[0]
+    assert example in readme, "copy docs/own-questions.md's '1. Python API' example into README.md verbatim"
+    assert len(example.strip().splitlines()) <= 10
