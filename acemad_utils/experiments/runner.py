@@ -35,6 +35,7 @@ rerun to resume". No thread prints a traceback. Command-line entry points print 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import signal
 import sys
 import threading
@@ -412,8 +413,19 @@ def _end_complete(run: _Run) -> None:
 def _run(name, questions, configs, population, **kw) -> _Run:
     """Everything run_experiment does, under the run's lock (agents/locks.py: a notebook run by hand while the
     reproduce driver runs the same profile refuses with one line instead of paying for the calls twice)."""
-    with run_lock(name, llm=not population.synthetic):
+    with run_lock(name, llm=not population.synthetic), _folder_lock(run_dir(name)):
         return _run_locked(name, questions, configs, population, **kw)
+
+
+@contextlib.contextmanager
+def _folder_lock(d: Path):
+    """One writer per run folder. The profile's lock admits every kernel of the driver that holds it, and two
+    notebooks side by side can ask for the same run (a challenging subset neither has yet): the second waits here,
+    then resumes the first's records, and neither sweeps away the other's temp files (remove_stale_temp_files)."""
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / ".writer.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes, also when this process dies
+        yield
 
 
 def _run_locked(name, questions, configs, population, **kw) -> _Run:
