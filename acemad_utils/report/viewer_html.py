@@ -87,6 +87,8 @@ def fixed(x: float, digits: int) -> str:
 def _mark(label, answer) -> str:
     if label is None:
         return '<span class="ad-bad">none</span>'
+    if answer is None:  # no gold answer: the label, neither right nor wrong
+        return f"<span>{esc(label)}</span>"
     cls, sym = ("ad-ok", "✓") if label == answer else ("ad-bad", "✗")
     return f'<span class="{cls}">{esc(label)} {sym}</span>'
 
@@ -156,7 +158,12 @@ def _head_html(v: dict) -> str:
     return (
         f'<div class="ad-head"><b class="ad-src{syn}">[{esc(v["source"])}]</b> '
         f"<b>{esc(v['method'])}</b> · {esc(v['qid'])} ({esc(v['benchmark'])}, repeat {esc(v['repeat'])}) · "
-        f'correct answer <b class="ad-ok acemad-answer">{esc(v["answer"])}</b> · {outcome}</div>'
+        + (
+            "no gold answer"
+            if v["answer"] is None
+            else f'correct answer <b class="ad-ok acemad-answer">{esc(v["answer"])}</b>'
+        )
+        + f" · {outcome}</div>"
     )
 
 

@@ -170,10 +170,12 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
     return v
 
 
-def is_correct(v: dict) -> bool:
+def is_correct(v: dict) -> Optional[bool]:
     """A record's outcome for the page's filter; a Single Agent record (a mean over runs) counts as
-    correct when more than half of its runs are."""
+    correct when more than half of its runs are; None for a question without a gold answer (neither)."""
     c = v.get("correct")
+    if c is None:
+        return None
     return bool(c > 0.5) if isinstance(c, float) and not isinstance(c, bool) else bool(c)
 
 

@@ -50,7 +50,7 @@ function part(m){
 }
 const ESC = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;'};
 const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g, c => ESC[c]);
-const mark = (l, a) => l == null ? '<span class="ad-bad">none</span>' :
+const mark = (l, a) => l == null ? '<span class="ad-bad">none</span>' : a == null ? '<span>' + esc(l) + '</span>' :
   '<span class="' + (l === a ? 'ad-ok' : 'ad-bad') + '">' + esc(l) + (l === a ? ' ✓' : ' ✗') + '</span>';
 const W = D.bar_width, EIGHTHS = ' ▏▎▍▌▋▊▉';
 function bar(x){  // viewer_html.bar: eighth blocks, padded to W characters
@@ -103,7 +103,8 @@ function debate(v){
     '<div class="ad-head"><b class="ad-src' + (v.source === D.synthetic_label ? ' ad-syn' : '') + '">[' +
     esc(v.source) + ']</b> <b>' + esc(v.method) + '</b> · ' + esc(v.qid) + ' (' + esc(v.benchmark) +
     ', repeat ' + esc(v.repeat) +
-    ') · correct answer <b class="ad-ok acemad-answer">' + esc(v.answer) + '</b> · ' + outcome + '</div>' +
+    ') · ' + (v.answer == null ? 'no gold answer' : 'correct answer <b class="ad-ok acemad-answer">' + esc(v.answer) +
+    '</b>') + ' · ' + outcome + '</div>' +
     question(v);
   if (v.status !== 'ok')
     return s + '<div class="ad-err">status ' + esc(v.status) + ': ' + esc(v.error) + '</div></div>';
@@ -144,13 +145,14 @@ function render(){
   D.rows.forEach((r, i) => {
     if (m && D.methods[r[1]] !== m) return;
     if (b && D.benchmarks[r[2]] !== b) return;
-    if (o && (o === 'correct') !== r[4]) return;
+    if (o && (r[4] === null || (o === 'correct') !== r[4])) return;  // no gold answer: neither correct nor wrong
     if (s && r[0].toLowerCase().indexOf(s) < 0) return;
     k++;
     rows.push('<tr class="q-row" data-i="' + i + '"><td>' + esc(r[0]) + '</td><td>' + esc(D.methods[r[1]]) +
       '</td><td>' +
       (r[3] !== 'ok' ? '<span class="ad-bad">' + esc(r[3]) + '</span>' :
-        (r[4] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) + '</td></tr>');
+        (r[4] === null ? '–' : r[4] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) +
+      '</td></tr>');
   });
   list.innerHTML = '<table><tr><th>question</th><th>method</th><th>right?</th></tr>' + rows.join('') + '</table>';
   count.textContent = k + ' of ' + D.rows.length + ' records';
