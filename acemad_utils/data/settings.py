@@ -37,6 +37,8 @@ ENV_VARS: dict[str, str] = {
     "driver, never by hand)",
     "ACEMAD_URL_SECRETS": "the credentials the driver took out of BASE_URL values, for its kernels only (set by the "
     "driver, environment only: never written to a file)",
+    "ACEMAD_READER_COMMITTED": "tests only (tests/test_browser.py): 1 = read the notebooks as committed in this "
+    "checkout instead of building them in a fresh clone",
     "ACEMAD_SEQUENTIAL": "set (not 0): the agents of a round act one after another in the caller's thread "
     "(agents/pool.py; debugging with pdb)",
 }
