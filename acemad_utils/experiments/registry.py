@@ -209,6 +209,21 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
     )
 
 
+def rosters(run: Run, group: str) -> str:
+    """One line per config of `group`: its label and its agents (persona, temperature, thinking if not fast, model
+    if set), e.g. to show notebook 04's truth-holder variants before they run."""
+    return "\n".join(
+        f"{c.label}: "
+        + ", ".join(
+            f"{s.persona} T={s.temperature}"
+            + (f" {s.thinking}" if s.thinking != "fast" else "")
+            + (f" on {s.model}" if s.model else "")
+            for s in c.specs()
+        )
+        for c in run[group]
+    )
+
+
 def ablation(seed: int = 0) -> Run:
     """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
     Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
