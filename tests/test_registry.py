@@ -138,18 +138,7 @@ def test_setup_run_of_a_registry_run_returns_its_result(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- the notebooks' setup call
 # Notebooks rewritten to ask the run (issue 31.2); the second pass adds 03, 04, 05, 07 and 09.
-ASKING = (
-    "00_theory",
-    "01_subset_construction",
-    "02_baselines",
-    "03_main_results",
-    "04_heterogeneity",
-    "05_ablation",
-    "06_scaling",
-    "07_other_models",
-    "08_claims",
-    "09_assumption_map",
-)
+ASKING = params.NOTEBOOKS  # every notebook asks its run (issue 31.2)
 
 
 def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch):
