@@ -13,12 +13,13 @@ config      the paper's constants (protocol/config.py): config.ETA, config.ROUND
 theory      notebook 00's simulations (experiments/theory.py)
 map_runs, map_report    notebook 09's assumption map: its runs (experiments/assumptions.py) and its tables,
             figures and prose (report/assumptions.py); two modules of one name, told apart here
+other_model_table    notebook 07: one printed table run with its model (a ModelTable)
 SRC         the source label every table and figure carries ("SYNTHETIC ..." or the model's name)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import pandas as pd
 from IPython import get_ipython
@@ -38,6 +39,7 @@ __all__ = [
     "figures",
     "map_report",
     "map_runs",
+    "other_model_table",
     "narrative",
     "profile_runs",
     "registry",
@@ -93,3 +95,56 @@ def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
     setup = Setup.from_params(_named(notebook, named))
     print(setup.describe())
     return setup, figures.source_label(setup.synthetic, setup.model)
+
+
+class ModelTable(NamedTuple):
+    """One of notebook 07's printed tables run with its model: the artefact's name, the long table, the paired
+    tests against the best MAD baseline, the source label and AceMAD's label at the paper's T."""
+
+    name: str
+    long: pd.DataFrame
+    tests: pd.DataFrame
+    source: str
+    acemad: str
+
+
+def other_model_table(
+    entry: dict, setup_params: dict, *, n_max: Optional[int], eta: float, subset_model: str
+) -> ModelTable:
+    """Notebook 07: run one OTHER_MODELS entry (registry.other_model) with its model, on the notebook's parameters
+    (`setup_params`, start()'s keywords) with the entry's model, benchmarks and endpoint and `subset_model`'s
+    challenging subsets; save its table beside the paper's printed one for that model."""
+    p = setup_params
+    experiment = registry.other_model(entry, p["BENCHMARKS"], p["SEED"], eta)
+    model_setup, src = start(
+        "07_other_models",
+        **{
+            **p,
+            "MODEL": experiment.model,
+            "BENCHMARKS": list(experiment.benchmarks or []),
+            "BASE_URL": experiment.base_url or p["BASE_URL"],
+            "SUBSET_MODEL": subset_model,
+        },
+    )
+    result = model_setup.run(experiment, n_max=n_max)
+    table = entry["table"]
+    long = tables.paper_order(tables.accuracy_long(result.records, methods=result.labels()), table)
+    mads = [result.label(m, group="baselines") for m in registry.MAD_METHODS]
+    tests = tables.versus_best(result.records, result.labels("acemad"), mads)
+    model_setup.close()
+    main = table == "table2_main_results"
+    name = f"{table}_{registry.model_slug(entry['paper_model'])}" if main else table
+    save_table(
+        long.merge(tests, how="left", on=["method", "benchmark"]),
+        tables.artefact(name, p["PROFILE"]),
+        synthetic=model_setup.synthetic,
+        source=src,
+        display=tables.wide(long, tests, note="paired gain over the best MAD baseline"),
+        companions={
+            f"Source: {src}": pd.DataFrame({"setup": [model_setup.describe()]}),
+            f"Paper ({entry['paper_model']}, as printed)": tables.paper_table(
+                table, model=entry["paper_model"] if main else None
+            ),
+        },
+    )
+    return ModelTable(name, long, tests, src, result.label("acemad", group="acemad", rounds=config.ROUNDS))
