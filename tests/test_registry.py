@@ -167,6 +167,8 @@ def test_a_rewritten_notebook_asks_the_run_and_shows_its_names(nb):
         assert banned not in code, f"{nb}: {banned!r} in a code cell"
     assert not re.search(r"^\s*(from|import) .* as ", code, re.M), f"{nb}: an import alias"
     assert not re.search(r"(?<![\w.])(F|R|TB|A|N|V|S|X|C)\.\w", code), f"{nb}: a one-letter alias"
+    # "What we see" renders as Markdown (issue 32.4): printed prose is hard-wrapped mid-word in Lab
+    assert not re.search(r"print\((narrative\.|map_report\.story)", code), f"{nb}: print the prose as narrative.md(...)"
 
 
 def test_notebook_04s_different_persona_is_notebook_03s_acemad_and_its_rosters_say_so():
