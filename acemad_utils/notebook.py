@@ -11,36 +11,35 @@ figures, tables, narrative, claims    report/: plots, tables (artefact names, pa
             the claims ledger
 config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
 theory      notebook 00's simulations (experiments/theory.py)
+map_runs, map_report    notebook 09's assumption map: its runs (experiments/assumptions.py) and its tables,
+            figures and prose (report/assumptions.py); two modules of one name, told apart here
+other_model_table    notebook 07: one printed table run with its model (a ModelTable)
 SRC         the source label every table and figure carries ("SYNTHETIC ..." or the model's name)
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import pandas as pd
 from IPython import get_ipython
 
 from acemad_utils.data.transcripts import profile_runs
+from acemad_utils.experiments import assumptions as map_runs
 from acemad_utils.experiments import params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.report import assumptions as map_report
 from acemad_utils.report import claims, figures, narrative, tables
 from acemad_utils.report.save import save_figure, save_table
 
-# Deprecated one-letter aliases: notebooks 03-05, 07 and 09 still import them until their second pass; new cells
-# use the readable names above. Remove them (and DebateConfig here) once no notebook imports them.
-F, R, TB = figures, registry, tables
-
 __all__ = [
-    "DebateConfig",
-    "F",
-    "R",
-    "TB",
     "claims",
     "config",
     "figures",
+    "map_report",
+    "map_runs",
+    "other_model_table",
     "narrative",
     "profile_runs",
     "registry",
@@ -85,19 +84,67 @@ def _named(notebook: str, named: dict[str, Any]) -> dict[str, Any]:
     return named
 
 
-def start(notebook: Optional[Any] = None, /, **named: Any) -> tuple[Setup, str]:
+def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
     """(Setup from the notebook's parameters, its source label), after printing what it runs on; tables_once().
 
     start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...) names every Setup parameter of the notebook's
     schema (a missing or unknown one is a ValueError naming them). Each value is checked as a profile's would be.
     In notebook 07's loop over models, pass the model's values under the parameters' names (MODEL=run.model, ...).
-    start(globals(), **setup_kwargs) is the deprecated form (it reads names the cell does not show), kept for the
-    notebooks not yet rewritten.
     """
     tables_once()
-    if isinstance(notebook, dict):  # deprecated: start(globals(), model=...), keywords are Setup's own overrides
-        S = Setup.from_params(notebook, **named)
-    else:
-        S = Setup.from_params(_named(str(notebook), named))
-    print(S.describe())
-    return S, figures.source_label(S.synthetic, S.model)
+    setup = Setup.from_params(_named(notebook, named))
+    print(setup.describe())
+    return setup, figures.source_label(setup.synthetic, setup.model)
+
+
+class ModelTable(NamedTuple):
+    """One of notebook 07's printed tables run with its model: the artefact's name, the long table, the paired
+    tests against the best MAD baseline, the source label and AceMAD's label at the paper's T."""
+
+    name: str
+    long: pd.DataFrame
+    tests: pd.DataFrame
+    source: str
+    acemad: str
+
+
+def other_model_table(
+    entry: dict, setup_params: dict, *, n_max: Optional[int], eta: float, subset_model: str
+) -> ModelTable:
+    """Notebook 07: run one OTHER_MODELS entry (registry.other_model) with its model, on the notebook's parameters
+    (`setup_params`, start()'s keywords) with the entry's model, benchmarks and endpoint and `subset_model`'s
+    challenging subsets; save its table beside the paper's printed one for that model."""
+    p = setup_params
+    experiment = registry.other_model(entry, p["BENCHMARKS"], p["SEED"], eta)
+    model_setup, src = start(
+        "07_other_models",
+        **{
+            **p,
+            "MODEL": experiment.model,
+            "BENCHMARKS": list(experiment.benchmarks or []),
+            "BASE_URL": experiment.base_url or p["BASE_URL"],
+            "SUBSET_MODEL": subset_model,
+        },
+    )
+    result = model_setup.run(experiment, n_max=n_max)
+    table = entry["table"]
+    long = tables.paper_order(tables.accuracy_long(result.records, methods=result.labels()), table)
+    mads = [result.label(m, group="baselines") for m in registry.MAD_METHODS]
+    tests = tables.versus_best(result.records, result.labels("acemad"), mads)
+    model_setup.close()
+    main = table == "table2_main_results"
+    name = f"{table}_{registry.model_slug(entry['paper_model'])}" if main else table
+    save_table(
+        long.merge(tests, how="left", on=["method", "benchmark"]),
+        tables.artefact(name, p["PROFILE"]),
+        synthetic=model_setup.synthetic,
+        source=src,
+        display=tables.wide(long, tests, note="paired gain over the best MAD baseline"),
+        companions={
+            f"Source: {src}": pd.DataFrame({"setup": [model_setup.describe()]}),
+            f"Paper ({entry['paper_model']}, as printed)": tables.paper_table(
+                table, model=entry["paper_model"] if main else None
+            ),
+        },
+    )
+    return ModelTable(name, long, tests, src, result.label("acemad", group="acemad", rounds=config.ROUNDS))

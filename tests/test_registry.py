@@ -138,7 +138,7 @@ def test_setup_run_of_a_registry_run_returns_its_result(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- the notebooks' setup call
 # Notebooks rewritten to ask the run (issue 31.2); the second pass adds 03, 04, 05, 07 and 09.
-ASKING = ("00_theory", "01_subset_construction", "02_baselines", "06_scaling", "08_claims")
+ASKING = params.NOTEBOOKS  # every notebook asks its run (issue 31.2)
 
 
 def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch):
@@ -167,3 +167,14 @@ def test_a_rewritten_notebook_asks_the_run_and_shows_its_names(nb):
         assert banned not in code, f"{nb}: {banned!r} in a code cell"
     assert not re.search(r"^\s*(from|import) .* as ", code, re.M), f"{nb}: an import alias"
     assert not re.search(r"(?<![\w.])(F|R|TB|A|N|V|S|X|C)\.\w", code), f"{nb}: a one-letter alias"
+    # "What we see" renders as Markdown (issue 32.4): printed prose is hard-wrapped mid-word in Lab
+    assert not re.search(r"print\((narrative\.|map_report\.story)", code), f"{nb}: print the prose as narrative.md(...)"
+
+
+def test_notebook_04s_different_persona_is_notebook_03s_acemad_and_its_rosters_say_so():
+    """Table 3's 'Different Persona' row is the main AceMAD (T = 3): the same config hash, so its run is shared."""
+    het = R.heterogeneity("model-b", seed=4)
+    main = R.main_results([3], 2.0, seed=4)
+    assert het["variants"][0].hash == main.config("acemad", group="acemad", rounds=3).hash
+    lines = R.rosters(het, "variants").splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("AceMAD (Different LLMs): ") and "on model-b" in lines[-1]

@@ -1,12 +1,12 @@
 """The paper's experiments as named data: what every notebook runs, built from the notebook's parameters.
 
-    from acemad_utils.experiments import registry as R
-    X = R.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
-    res = S.run(X, n_max=N_MAX)        # a RunResult (Setup.run of a Run): meta, records = res also works
-    res.pick("acemad", rounds=3)       # the records of the one config run with these fields (else a ValueError
-    res.config("centralized").label    # naming what was run)
-    X.name, X.configs, X["baselines"], X["control"], X["acemad"], X.labels("acemad")
-    R.runs("03_main_results", P)       # every run notebook 03 makes with parameters P, in order
+    from acemad_utils.experiments import registry
+    experiment = registry.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
+    result = setup.run(experiment, n_max=N_MAX)  # a RunResult: meta, records = result also works
+    result.pick("acemad", rounds=3)       # the records of the one config run with these fields (else a ValueError
+    result.label("centralized")           # naming what was run)
+    experiment.name, experiment.configs, experiment["baselines"], experiment.labels("acemad")
+    registry.runs("03_main_results", P)   # every run notebook 03 makes with parameters P, in order
 
 profiles.notebook_runs(nb, profile) gives the runs with the parameters a profile passes.
 Notebooks build their configs with these functions (and nothing else), so acemad_utils.cost.estimate (the estimate),
@@ -98,10 +98,10 @@ class RunResult:
     """What one Setup.run of a registry Run returns: the run's definition, its meta and records. Notebooks ask it
     for what they show instead of rebuilding labels; `meta, records = result` still unpacks.
 
-        res = S.run(R.main_results(ROUNDS, ETA, SEED), n_max=N_MAX)
-        res.pick("acemad", rounds=3)            # records of AceMAD (T=3); a ValueError naming the run's configs
-        res.label("decentralized", roster="acemad")   # 'Decentralized MAD (AceMAD roster)'
-        res.labels("baselines")                 # every label of a group, in run order
+        result = setup.run(registry.main_results(ROUNDS, ETA, SEED), n_max=N_MAX)
+        result.pick("acemad", rounds=3)            # records of AceMAD (T=3); a ValueError naming the run's configs
+        result.label("decentralized", roster="acemad")   # 'Decentralized MAD (AceMAD roster)'
+        result.labels("baselines")                 # every label of a group, in run order
     """
 
     run: Run
@@ -206,6 +206,21 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
             "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
             "variants": [DebateConfig(method="acemad", truth_holder=s, seed=seed, name=n) for n, s in variants.items()],
         },
+    )
+
+
+def rosters(run: Run, group: str) -> str:
+    """One line per config of `group`: its label and its agents (persona, temperature, thinking if not fast, model
+    if set), e.g. to show notebook 04's truth-holder variants before they run."""
+    return "\n".join(
+        f"{c.label}: "
+        + ", ".join(
+            f"{s.persona} T={s.temperature}"
+            + (f" {s.thinking}" if s.thinking != "fast" else "")
+            + (f" on {s.model}" if s.model else "")
+            for s in c.specs()
+        )
+        for c in run[group]
     )
 
 

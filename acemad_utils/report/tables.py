@@ -1,10 +1,10 @@
 """Paper-style tables from transcripts: accuracy with n and 95% CIs, paired tests, the paper beside ours.
 
-    from acemad_utils.report import tables as TB
-    long = TB.accuracy_long(records)                              # method x benchmark (+ Average) cells
-    tests = TB.versus_best(records, ["AceMAD (T=3)"], mads)       # paired test against the best MAD (+ Average)
-    TB.wide(long)                                                 # "41.7 [33.1, 50.2]" cells, n per column
-    TB.paper_table("table2_main_results", model="GPT-4o-mini")    # data/paper/: printed vs recomputed averages
+    from acemad_utils.report import tables
+    long = tables.accuracy_long(records)                          # method x benchmark (+ Average) cells
+    tests = tables.versus_best(records, ["AceMAD (T=3)"], mads)   # paired test against the best MAD (+ Average)
+    tables.wide(long)                                             # "41.7 [33.1, 50.2]" cells, n per column
+    tables.paper_table("table2_main_results", model="GPT-4o-mini")  # data/paper/: printed vs recomputed averages
 
 Accuracies are percentages. A CI resamples questions (within each benchmark for the Average, which is the
 mean of the benchmark columns, recomputed from the rows). A paired test compares two methods on the same
