@@ -1,6 +1,6 @@
 """local_server.serve()'s prompt-cache option reaches llama-cpp-python's server as the settings it defines
 (--cache true --cache_type ram --cache_size N), only when asked for; ACEMAD_PROMPT_CACHE overrides the default.
-No server is started here (the real one: tests/test_local_e2e.py)."""
+No server is started here (the real one: tests/test_local_model.py)."""
 
 from __future__ import annotations
 
