@@ -24,7 +24,7 @@ import pandas as pd
 
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import commitments
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, sign_flip_p
 
 BENCH_LABELS = {
     "truthfulqa": "TruthfulQA",
@@ -161,27 +161,11 @@ def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0
     a, b = np.asarray(a, float), np.asarray(b, float)
     if np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all():
         return mcnemar_exact(a.astype(bool), b.astype(bool))
-    d = a - b
-    if not d.any():
-        return 1.0
-    rng = np.random.default_rng(seed)
-    flips = rng.choice((-1.0, 1.0), size=(n_perm, len(d)))
-    null = np.abs((flips * d).mean(1))
-    return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (n_perm + 1))
+    return sign_flip_p(a - b, n_perm=n_perm, seed=seed)
 
 
 TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value", "p_holm"]
 # p_holm: Holm's adjustment across every test of one versus_best call (a table's family of tests; docs/statistics.md)
-
-
-def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
-    """Two-sided sign-flip permutation p-value for sum_i w_i d_i = 0 (paired differences d, weights w)."""
-    if not d.any():
-        return 1.0
-    rng = np.random.default_rng(seed)
-    flips = rng.choice((-1.0, 1.0), size=(n_perm, len(d)))
-    null = np.abs(flips @ (w * d))
-    return float((1 + np.sum(null >= abs(np.dot(w, d)) - 1e-12)) / (n_perm + 1))
 
 
 def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *, n_boot: int, seed: int):
@@ -227,7 +211,7 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
         "gain": 100 * gain,
         "gain_lo": 100 * lo,
         "gain_hi": 100 * hi,
-        "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed),
+        "p_value": sign_flip_p(np.concatenate(diffs), w=w, seed=seed),
     }
 
 
