@@ -50,32 +50,29 @@ def _frame(records: Sequence[dict]) -> pd.DataFrame:
     not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23). A
     question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
     df = pd.DataFrame(
-        [
-            {
-                "question_id": r["question_id"],
-                "benchmark": r["benchmark"],
-                "method": r["method"],
-                "correct": np.nan if r.get("status", "ok") != "ok" else float(r["final"]["correct"]),
-                "failed": r.get("status", "ok") != "ok",
-                "unparsed": _unparsed(r),
-                "commitments": commitments(r) if r.get("status", "ok") == "ok" else 0,
-            }
-            for r in records
-            if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None  # no gold answer: not scored
-        ],
+        [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None],
         columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
-    )
+    )  # a record without a gold answer (final.correct None) is not scored
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
         correct=("correct", "mean"), failed=("failed", "max"), unparsed=("unparsed", "sum"),
         commitments=("commitments", "sum"),
     )  # fmt: skip
 
 
-def _unparsed(r: dict) -> int:
-    """Commitments of an ok record that did not parse after the repair call (its usage's parse_failures)."""
+def _frame_row(r: dict) -> tuple:
+    """One record's row of _frame, its status looked up once (this runs for every record of every table)."""
     if r.get("status", "ok") != "ok":
-        return 0
-    return int((r.get("usage") or {}).get("parse_failures", 0) or 0)
+        return r["question_id"], r["benchmark"], r["method"], np.nan, True, 0, 0
+    parse_failures = int((r.get("usage") or {}).get("parse_failures", 0) or 0)  # commitments unparsed after repair
+    return (
+        r["question_id"],
+        r["benchmark"],
+        r["method"],
+        float(r["final"]["correct"]),
+        False,
+        parse_failures,
+        commitments(r),
+    )
 
 
 NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
