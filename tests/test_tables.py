@@ -66,3 +66,18 @@ def test_sign_flip_p_gives_the_p_value_of_the_whole_sign_matrix(n, seed):
         assert sign_flip_p(d, seed=seed) == _reference_sign_flip(d, seed=seed)
         assert sign_flip_p(d, w=w, seed=seed) == _reference_sign_flip(d, w, seed=seed)
     assert sign_flip_p(np.zeros(n), seed=seed) == 1.0
+
+
+def test_bootstraps_resample_as_a_fresh_generator_per_call_would():
+    import numpy as np
+
+    from acemad_utils.report.stats import bootstrap_ci
+
+    g = np.random.default_rng(3)
+    groups = [g.integers(0, 2, n).astype(float) for n in (40, 57, 13)]
+    for x in groups:  # the reference: the draw bootstrap_ci made before its indices were cached
+        boots = x[np.random.default_rng(5).integers(0, len(x), size=(300, len(x)))].mean(1)
+        assert bootstrap_ci(x, n_boot=300, seed=5)[1:] == tuple(np.quantile(boots, [0.025, 0.975]))
+    rng = np.random.default_rng(5)  # the stratified Average: one generator, the groups in order
+    boots = np.mean([x[rng.integers(0, len(x), (300, len(x)))].mean(1) for x in groups], axis=0)
+    assert TB._stratified_average(groups, 300, 5)[1:] == tuple(np.quantile(boots, [0.025, 0.975]))

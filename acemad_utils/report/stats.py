@@ -13,6 +13,21 @@ import math
 import numpy as np
 
 
+@functools.lru_cache(maxsize=16)
+def resample_indices(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Bootstrap row indices, one (n_boot, size) array per group, drawn in order from default_rng(seed) as
+    rng.integers(0, size, (n_boot, size)) (the draws every bootstrap here makes), kept as int32, read-only.
+    Cached: a notebook bootstraps many columns with one seed over the same numbers of questions (the assumption
+    map's 37 points share their questions), so each draw is made once."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for size in sizes:
+        idx = rng.integers(0, size, size=(n_boot, size)).astype(np.int32)
+        idx.flags.writeable = False
+        out.append(idx)
+    return tuple(out)
+
+
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, axis: int = 0):
     """Mean of x along `axis` with a percentile bootstrap CI (resampling rows = questions).
 
@@ -30,8 +45,7 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, a
     mean = x.mean(axis=0)
     if n < 2:
         return mean, mean, mean
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
+    (idx,) = resample_indices(seed, n_boot, (n,))
     boots = x[idx].mean(axis=1)
     a = (1 - level) / 2
     lo, hi = np.quantile(boots, [a, 1 - a], axis=0)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import commitments
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, sign_flip_p
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, resample_indices, sign_flip_p
 
 BENCH_LABELS = {
     "truthfulqa": "TruthfulQA",
@@ -80,9 +80,9 @@ NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
     """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
-    rng = np.random.default_rng(seed)
     point = float(np.mean([g.mean() for g in groups]))
-    boots = np.mean([g[rng.integers(0, len(g), (n_boot, len(g)))].mean(1) for g in groups], axis=0)
+    idx = resample_indices(seed, n_boot, tuple(len(g) for g in groups))
+    boots = np.mean([g[i].mean(1) for g, i in zip(groups, idx)], axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
     return point, float(lo), float(hi)
 
