@@ -4,6 +4,7 @@ import pandas as pd
 
 from acemad_utils.report import narrative as N
 from acemad_utils.report import readable as RD
+from acemad_utils.report import stats
 from acemad_utils.report import tables as TB
 
 
@@ -258,7 +259,7 @@ def test_pvalues_read_plainly_and_the_permutation_floor_is_a_bound():
 def test_the_floor_is_the_permutation_tests_own():
     import inspect
 
-    for f in (TB.paired_test, TB._signflip_weighted):
+    for f in (TB.paired_test, stats.sign_flip_p):
         assert inspect.signature(f).parameters["n_perm"].default == RD.PERMUTATIONS, f.__name__
     # the smallest p the sign-flip test can return is the floor RD names
     d = [1.0] * 40  # every difference the same sign: no flip reaches it

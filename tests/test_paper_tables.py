@@ -40,3 +40,44 @@ def test_shared_dir_defaults_beside_the_repo_and_a_relative_variable_resolves_fr
     monkeypatch.chdir(tmp_path / "elsewhere" / "cwd")  # ../tables does not exist from here...
     monkeypatch.setenv("ACEMAD_PAPER_DIR", "../tables")  # ...but does from the repo root
     assert P.shared_paper_dir() == tmp_path / "repo" / "../tables"
+
+
+def _reference_sign_flip(d, w=None, *, n_perm=10000, seed=0):
+    """The sign-flip test as it was written before report/stats.sign_flip_p: the whole sign matrix, one product."""
+    import numpy as np
+
+    flips = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n_perm, len(d)))
+    null, obs = (np.abs((flips * d).mean(1)), abs(d.mean())) if w is None else (np.abs(flips @ (w * d)), abs(w @ d))
+    return float((1 + np.sum(null >= obs - 1e-12)) / (n_perm + 1))
+
+
+@pytest.mark.parametrize("n", [3, 13, 600, 1201])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_sign_flip_p_gives_the_p_value_of_the_whole_sign_matrix(n, seed):
+    import numpy as np
+
+    from acemad_utils.report.stats import sign_flip_p
+
+    g = np.random.default_rng(n + seed)
+    binary = g.integers(-1, 2, n).astype(float)  # paired right/wrong differences: many exact ties with the observed
+    w = np.where(np.arange(n) < n // 3, 1 / (3 * n), 1 / n)  # stratified weights, as versus_best's Average uses
+    fractional = g.random(n) - 0.45  # the Single Agent's mean over 5 runs minus another method
+    for d in (binary, fractional):
+        assert sign_flip_p(d, seed=seed) == _reference_sign_flip(d, seed=seed)
+        assert sign_flip_p(d, w=w, seed=seed) == _reference_sign_flip(d, w, seed=seed)
+    assert sign_flip_p(np.zeros(n), seed=seed) == 1.0
+
+
+def test_bootstraps_resample_as_a_fresh_generator_per_call_would():
+    import numpy as np
+
+    from acemad_utils.report.stats import bootstrap_ci
+
+    g = np.random.default_rng(3)
+    groups = [g.integers(0, 2, n).astype(float) for n in (40, 57, 13)]
+    for x in groups:  # the reference: the draw bootstrap_ci made before its indices were cached
+        boots = x[np.random.default_rng(5).integers(0, len(x), size=(300, len(x)))].mean(1)
+        assert bootstrap_ci(x, n_boot=300, seed=5)[1:] == tuple(np.quantile(boots, [0.025, 0.975]))
+    rng = np.random.default_rng(5)  # the stratified Average: one generator, the groups in order
+    boots = np.mean([x[rng.integers(0, len(x), (300, len(x)))].mean(1) for x in groups], axis=0)
+    assert TB._stratified_average(groups, 300, 5)[1:] == tuple(np.quantile(boots, [0.025, 0.975]))

@@ -198,8 +198,9 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
         "failed": sum(r.get("status") == "failed" for r in records),
     }
     out["missing"] = out["expected"] - out["records"]
+    usages = [r.get("usage", {}) for r in records]  # looked up once, not once per key (every rerun summarizes)
     for k in RECORD_USAGE_KEYS:
-        out[k] = sum(int(r.get("usage", {}).get(k, 0) or 0) for r in records)
+        out[k] = sum(int(u.get(k, 0) or 0) for u in usages)
     out["commitments"] = sum(commitments(r) for r in records if r.get("status") == "ok")  # parse_failures' base
     out["correct"] = float(
         sum(

@@ -7,9 +7,25 @@ p = mcnemar_exact(a_correct, b_correct)                # paired: same questions,
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
+
+
+@functools.lru_cache(maxsize=16)
+def resample_indices(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Bootstrap row indices, one (n_boot, size) array per group, drawn in order from default_rng(seed) as
+    rng.integers(0, size, (n_boot, size)) (the draws every bootstrap here makes), kept as int32, read-only.
+    Cached: a notebook bootstraps many columns with one seed over the same numbers of questions (the assumption
+    map's 37 points share their questions), so each draw is made once."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for size in sizes:
+        idx = rng.integers(0, size, size=(n_boot, size)).astype(np.int32)
+        idx.flags.writeable = False
+        out.append(idx)
+    return tuple(out)
 
 
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, axis: int = 0):
@@ -29,12 +45,65 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, a
     mean = x.mean(axis=0)
     if n < 2:
         return mean, mean, mean
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
+    (idx,) = resample_indices(seed, n_boot, (n,))
     boots = x[idx].mean(axis=1)
     a = (1 - level) / 2
     lo, hi = np.quantile(boots, [a, 1 - a], axis=0)
     return mean, lo, hi
+
+
+SIGN_BLOCK = 500  # rows of a sign matrix expanded at a time: a float block of 500 x n, not n_perm x n
+
+
+@functools.lru_cache(maxsize=8)
+def _packed_signs(n_perm: int, n: int, seed: int) -> np.ndarray:
+    """The signs of `default_rng(seed).choice((-1.0, 1.0), size=(n_perm, n))` packed 8 to a byte (bit 1 = +1).
+    choice draws them as integers(0, 2) per cell; drawing those block by block gives the same stream (the
+    generator keeps its spare 32-bit half between calls; tests/test_tables.py checks against choice). Cached
+    because every test of one table uses the same seed and, per column, the same n: the ledger and the
+    assumption map draw each matrix once instead of once per test (that draw was most of a test's time)."""
+    rng = np.random.default_rng(seed)
+    packed = np.empty((n_perm, (n + 7) // 8), dtype=np.uint8)
+    for i in range(0, n_perm, SIGN_BLOCK):
+        rows = min(SIGN_BLOCK, n_perm - i)
+        packed[i : i + rows] = np.packbits(rng.integers(0, 2, size=(rows, n), dtype=np.int64).astype(bool), axis=1)
+    packed.flags.writeable = False
+    return packed
+
+
+_BYTE_SIGNS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float) * 2.0 - 1.0  # (256, 8)
+
+
+def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
+    """|sum_i s_i v_i| for every row s of the sign matrix of default_rng(seed).choice((-1.0, 1.0), (n_perm, n)),
+    without expanding it: each byte of a packed row holds the signs of 8 columns, so a row's sum is the sum of
+    n/8 table entries T[k, byte] (the signed sums of v over those 8 columns for each of the 256 bytes). Eight
+    times fewer additions than the matrix product and no n_perm x n float matrix. Only the order of the
+    additions differs from flips @ v (rounding of 1e-16 relative; the tests' tolerance is 1e-12)."""
+    v = np.asarray(v, dtype=float)
+    n = len(v)
+    packed = _packed_signs(n_perm, n, seed)
+    k = packed.shape[1]
+    table = (np.pad(v, (0, 8 * k - n)).reshape(k, 8) @ _BYTE_SIGNS.T).ravel()  # (k * 256,): T[k, byte]
+    offsets = 256 * np.arange(k)
+    out = np.empty(n_perm)
+    for i in range(0, n_perm, SIGN_BLOCK):
+        out[i : i + SIGN_BLOCK] = table[packed[i : i + SIGN_BLOCK] + offsets].sum(1)
+    return np.abs(out)
+
+
+def sign_flip_p(d, *, w=None, n_perm: int = 10000, seed: int = 0) -> float:
+    """Two-sided sign-flip permutation p-value for paired differences d: of their mean (w None) or of the
+    weighted sum sum_i w_i d_i (see sign_flip_sums). 1.0 when every difference is 0. The signs are those of
+    default_rng(seed).choice((-1.0, 1.0), (n_perm, n)), the draws this test always made."""
+    d = np.asarray(d, dtype=float)
+    if not d.any():
+        return 1.0
+    if w is None:
+        null, obs = sign_flip_sums(d, n_perm=n_perm, seed=seed) / len(d), abs(d.mean())
+    else:
+        null, obs = sign_flip_sums(np.asarray(w, dtype=float) * d, n_perm=n_perm, seed=seed), abs(np.dot(w, d))
+    return float((1 + np.sum(null >= obs - 1e-12)) / (n_perm + 1))
 
 
 def mcnemar_exact(a, b) -> float:

@@ -25,7 +25,7 @@ import pandas as pd
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import commitments
 from acemad_utils.report import readable as RD
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, resample_indices, sign_flip_p
 
 BENCH_LABELS = {
     "truthfulqa": "TruthfulQA",
@@ -51,32 +51,29 @@ def _frame(records: Sequence[dict]) -> pd.DataFrame:
     not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23). A
     question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
     df = pd.DataFrame(
-        [
-            {
-                "question_id": r["question_id"],
-                "benchmark": r["benchmark"],
-                "method": r["method"],
-                "correct": np.nan if r.get("status", "ok") != "ok" else float(r["final"]["correct"]),
-                "failed": r.get("status", "ok") != "ok",
-                "unparsed": _unparsed(r),
-                "commitments": commitments(r) if r.get("status", "ok") == "ok" else 0,
-            }
-            for r in records
-            if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None  # no gold answer: not scored
-        ],
+        [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None],
         columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
-    )
+    )  # a record without a gold answer (final.correct None) is not scored
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
         correct=("correct", "mean"), failed=("failed", "max"), unparsed=("unparsed", "sum"),
         commitments=("commitments", "sum"),
     )  # fmt: skip
 
 
-def _unparsed(r: dict) -> int:
-    """Commitments of an ok record that did not parse after the repair call (its usage's parse_failures)."""
+def _frame_row(r: dict) -> tuple:
+    """One record's row of _frame, its status looked up once (this runs for every record of every table)."""
     if r.get("status", "ok") != "ok":
-        return 0
-    return int((r.get("usage") or {}).get("parse_failures", 0) or 0)
+        return r["question_id"], r["benchmark"], r["method"], np.nan, True, 0, 0
+    parse_failures = int((r.get("usage") or {}).get("parse_failures", 0) or 0)  # commitments unparsed after repair
+    return (
+        r["question_id"],
+        r["benchmark"],
+        r["method"],
+        float(r["final"]["correct"]),
+        False,
+        parse_failures,
+        commitments(r),
+    )
 
 
 NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
@@ -84,9 +81,9 @@ NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
     """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
-    rng = np.random.default_rng(seed)
     point = float(np.mean([g.mean() for g in groups]))
-    boots = np.mean([g[rng.integers(0, len(g), (n_boot, len(g)))].mean(1) for g in groups], axis=0)
+    idx = resample_indices(seed, n_boot, tuple(len(g) for g in groups))
+    boots = np.mean([g[i].mean(1) for g, i in zip(groups, idx)], axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
     return point, float(lo), float(hi)
 
@@ -162,27 +159,11 @@ def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0
     a, b = np.asarray(a, float), np.asarray(b, float)
     if np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all():
         return mcnemar_exact(a.astype(bool), b.astype(bool))
-    d = a - b
-    if not d.any():
-        return 1.0
-    rng = np.random.default_rng(seed)
-    flips = rng.choice((-1.0, 1.0), size=(n_perm, len(d)))
-    null = np.abs((flips * d).mean(1))
-    return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (n_perm + 1))
+    return sign_flip_p(a - b, n_perm=n_perm, seed=seed)
 
 
 TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gain_lo", "gain_hi", "p_value", "p_holm"]
 # p_holm: Holm's adjustment across every test of one versus_best call (a table's family of tests; docs/statistics.md)
-
-
-def _signflip_weighted(d: np.ndarray, w: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
-    """Two-sided sign-flip permutation p-value for sum_i w_i d_i = 0 (paired differences d, weights w)."""
-    if not d.any():
-        return 1.0
-    rng = np.random.default_rng(seed)
-    flips = rng.choice((-1.0, 1.0), size=(n_perm, len(d)))
-    null = np.abs(flips @ (w * d))
-    return float((1 + np.sum(null >= abs(np.dot(w, d)) - 1e-12)) / (n_perm + 1))
 
 
 def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *, n_boot: int, seed: int):
@@ -228,7 +209,7 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
         "gain": 100 * gain,
         "gain_lo": 100 * lo,
         "gain_hi": 100 * hi,
-        "p_value": _signflip_weighted(np.concatenate(diffs), w, seed=seed),
+        "p_value": sign_flip_p(np.concatenate(diffs), w=w, seed=seed),
     }
 
 
