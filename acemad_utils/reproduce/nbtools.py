@@ -38,7 +38,8 @@ INJECTED_HEADER = "# Parameters of the profile (injected by papermill; they diff
 
 
 def code_cells(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code"]
+    """The code cells of a notebook, read by nbformat or as plain JSON (dict access works for both)."""
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 def problems(nb) -> list[str]:
