@@ -421,12 +421,14 @@ def clone(tmp_path_factory):
 
     repo = tmp_path_factory.mktemp("clone") / "acemad"
     subprocess.run(["git", "clone", "-q", str(P.ROOT), str(repo)], check=True)
-    if os.environ.get("ACEMAD_READER_COMMITTED") == "1":
-        names = [
-            p.name
-            for p in sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-            if nbtools.has_outputs(json.loads(p.read_text()))
-        ]
+    # The notebooks as committed, whenever they carry outputs (what a reader of a fresh clone opens); built here
+    # from a smoke run only while a branch holds them output-free (ACEMAD_READER_COMMITTED=1 insists on the former).
+    names = [
+        p.name
+        for p in sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        if nbtools.has_outputs(json.loads(p.read_text()))
+    ]
+    if names or os.environ.get("ACEMAD_READER_COMMITTED") == "1":
         if not names:
             pytest.skip("the committed notebooks have no outputs: run `make notebooks`, commit them, then rerun")
         return repo, names
