@@ -14,17 +14,18 @@ run (LLM profiles) would have to show for the synthetic map's high-knowledge_lin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.patches import Rectangle
 
 from acemad_utils.data.sim_params import SimParams
 from acemad_utils.report.rescoring import N_SHUFFLES, SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, versus_best
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
+    from matplotlib.figure import Figure
 
 AXIS_PARAMS = ("knowledge_link", "insight", "trap_concentration", "crowd_calibration")
 MAP_COLUMNS = [
@@ -162,6 +163,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 def _cell_marks(ax, cells: pd.DataFrame, rows: list, cols: list, key: str) -> None:
     """Annotate every cell with its gain; hatch the cells where AceMAD loses (the whole CI below 0) and grey the
     text where the CI contains 0 (no difference at this n)."""
+    from matplotlib.patches import Rectangle
+
     for i, ins in enumerate(rows):
         for j, link in enumerate(cols):
             r = cells.loc[(ins, link)]
@@ -174,7 +177,7 @@ def _cell_marks(ax, cells: pd.DataFrame, rows: list, cols: list, key: str) -> No
             ax.text(j, i, f"{r[f'gain_{key}']:+.1f}", ha="center", va="center", fontsize=8, color=color, bbox=box)
 
 
-def _no_map(fig: plt.Figure, axes, table: pd.DataFrame) -> plt.Figure:
+def _no_map(fig: Figure, axes, table: pd.DataFrame) -> Figure:
     """Panels that say why there is no map (a real-model profile) instead of empty axes."""
     for ax in axes:
         ax.text(0.5, 0.5, table.attrs.get("note", "no map point"), ha="center", wrap=True)
@@ -189,11 +192,14 @@ HEAT_PANELS = (
 )
 
 
-def heatmap(table: pd.DataFrame, source: str) -> plt.Figure:
+def heatmap(table: pd.DataFrame, source: str) -> Figure:
     """Three panels over the knowledge_link x insight grid, one colour scale: AceMAD's gain over uniform weights, over
     the same weights given to shuffled agents (the part carried by who scores well; the difference between the
     first two panels is what any unequal weights give) and over the best MAD baseline (points, average over
     benchmarks). Hatched: AceMAD loses (95% CI below 0); grey number: CI contains 0."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
     g = table[table["axis"] == "grid"]
     fig, axes = plt.subplots(1, len(HEAT_PANELS), figsize=(16, 4.2), layout="constrained")
     if g.empty:
@@ -215,10 +221,12 @@ def heatmap(table: pd.DataFrame, source: str) -> plt.Figure:
     return fig
 
 
-def sweeps(table: pd.DataFrame, source: str) -> plt.Figure:
+def sweeps(table: pd.DataFrame, source: str) -> Figure:
     """AceMAD's gain (points, 95% CI) over uniform weights and over the best MAD baseline against
     trap_concentration (log x; smaller = more correlated crowd errors) and crowd_calibration, other axes at the
     defaults."""
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     if table.empty:
         return _no_map(fig, axes, table)
