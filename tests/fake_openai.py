@@ -416,6 +416,17 @@ class FakeOpenAI:
                     fake.auth.add(self.headers.get("Authorization", ""))
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                counted = True  # in flight from the request read to the reply's first byte (see _answered)
+
+                def _answered() -> None:
+                    # The client may send its next request the moment it has read this reply, before this thread
+                    # gets back from writing it: counting until the write returned would see one call too many.
+                    nonlocal counted
+                    if counted:
+                        counted = False
+                        with fake._lock:
+                            fake.in_flight -= 1
+
                 try:
                     r = fake._faulty(mode, body, fake._decide(body, n), self.headers.get("Authorization", ""))
                     with fake._lock:
@@ -429,6 +440,7 @@ class FakeOpenAI:
                         payload = r.raw
                     else:
                         payload = json.dumps(completion_body(r, body, n)).encode()
+                    _answered()
                     if mode == "trickle":
                         self._trickle(r.status, payload)
                     else:
@@ -436,8 +448,7 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
                     pass
                 finally:
-                    with fake._lock:
-                        fake.in_flight -= 1
+                    _answered()
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 resets connections under concurrent load
