@@ -258,22 +258,34 @@ sys.exit(cli.run("mine"))
 
 
 @pytest.mark.slow
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has exited
+    except OSError:
+        return False
+
+
 def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     """jupyter_client starts kernels in sessions of their own, so the driver passes its Ctrl-C on: both
     kernels' runs stop between records (RunInterrupted, whole records), the driver exits 130 and no kernel
     is left running."""
 
-    def kernels() -> int:
-        return len(subprocess.run(["pgrep", "-f", "ipykernel_launcher"], capture_output=True).stdout.split())
+    def kernels_of(pid: int) -> set[int]:
+        """This driver's kernels (not the machine's: nbval may run its own beside this test in CI)."""
+        out = subprocess.run(["pgrep", "-P", str(pid), "-f", "ipykernel"], capture_output=True).stdout.split()
+        return {int(x) for x in out}
 
-    before = kernels()
     env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
     cmd = [sys.executable, "-c", DRIVER, str(tmp_path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
     deadline = time.monotonic() + 120
+    ours: set[int] = set()
     while time.monotonic() < deadline and not all(f.exists() and f.stat().st_size > 0 for f in files):
+        ours |= kernels_of(proc.pid)
         time.sleep(0.05)
+    ours |= kernels_of(proc.pid)
     os.kill(proc.pid, signal.SIGINT)  # the driver only, as a terminal's Ctrl-C reaches it (kernels: own sessions)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
@@ -285,4 +297,5 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     for f in files:
         raw = f.read_bytes()
         assert raw.endswith(b"\n") and all(json.loads(x)["status"] == "ok" for x in raw.splitlines())
-    assert kernels() == before  # papermill shut both kernels down
+    assert len(ours) == 2  # both notebooks ran side by side, each in its kernel
+    assert not [k for k in ours if _running(k)]  # papermill shut both kernels down
