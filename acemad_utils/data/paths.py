@@ -87,7 +87,7 @@ def outputs_root(root: os.PathLike | str):
         _ROOT_OVERRIDE.pop()
 
 
-def outputs(*parts: str) -> Path:
+def outputs(*parts: str, create: bool = True) -> Path:
     """<repo>/outputs/<parts...> (created), or <root>/<parts...> inside `outputs_root(root)`. Every part is one or
     more '/'-joined safe segments: nothing a user names can reach outside that folder."""
     for part in parts:
@@ -98,7 +98,8 @@ def outputs(*parts: str) -> Path:
     else:
         base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
     path = base.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    if create:  # a reader that only looks (create=False) leaves no empty folder behind
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -32,8 +32,8 @@ from acemad_utils.data.damaged import damaged, read_json
 from acemad_utils.data.paths import atomic_write, outputs
 
 
-def run_dir(name: str) -> Path:
-    return outputs("runs", name)
+def run_dir(name: str, *, create: bool = True) -> Path:
+    return outputs("runs", name, create=create)
 
 
 TRANSCRIPTS = "transcripts.jsonl"  # the lines appended by a session that has not completed

@@ -92,7 +92,7 @@ def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *
 
 @functools.lru_cache(maxsize=8)
 def _questions(experiment: str, mtime_ns: int) -> dict:
-    return read_questions(run_dir(experiment))
+    return read_questions(run_dir(experiment, create=False))
 
 
 def question_of(record: dict, meta: Optional[dict] = None) -> Optional[dict]:
@@ -104,7 +104,7 @@ def question_of(record: dict, meta: Optional[dict] = None) -> Optional[dict]:
     if not experiment:
         return None
     try:
-        path = run_dir(experiment) / QUESTIONS
+        path = run_dir(experiment, create=False) / QUESTIONS
         found = _questions(experiment, path.stat().st_mtime_ns) if path.exists() else {}
     except ValueError:  # not a run name (a hand-made meta): no side file to read
         return None
