@@ -240,7 +240,7 @@ def test_symmetric_updating_is_a_martingale():
 
 # ----------------------------------------------------------------------------- runner + re-scoring
 def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
-    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p: tmp_path.joinpath(*p))
+    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p, **kw: tmp_path.joinpath(*p))
     (tmp_path / "runs" / "exp").mkdir(parents=True)
     cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority")]
     d = run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
@@ -268,7 +268,7 @@ def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
 def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_path, monkeypatch):
     """A completed run is one compressed file; adding a method runs only that method, appends its records and
     compresses the whole again (the plain file goes); a rerun with everything on disk rewrites nothing."""
-    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p: tmp_path.joinpath(*p))
+    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p, **kw: tmp_path.joinpath(*p))
     (tmp_path / "runs" / "grow").mkdir(parents=True)
     a, b = DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)
     d = run_experiment("grow", ITEMS[:8], [a], SimPopulation(), progress=False)
