@@ -80,10 +80,8 @@ def canonical_json(obj: Any) -> str:
 
 
 class ResponseCache:
-    """A key -> JSON dict store. Connections come from a small pool: a thread borrows one for one statement and
-    gives it back (a connection is never used by two threads at once; the pool holds at most as many as
-    threads ever used the cache at the same moment); writes are single INSERT OR REPLACE transactions, so a crash
-    never leaves a half-written row."""
+    """A key -> JSON dict store on one sqlite connection that threads take turns on (see connect); writes are
+    single INSERT OR REPLACE transactions, so a crash never leaves a half-written row."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
@@ -95,9 +93,9 @@ class ResponseCache:
                     f"cannot create the directory of the response cache {self.path} ({e.strerror}): make "
                     "its parent writable, or move the cache elsewhere. No model call was made."
                 ) from None
-        self._conns: list[sqlite3.Connection] = []  # every connection opened (closed by close())
-        self._idle: list[sqlite3.Connection] = []  # the pool: connections not in use right now
-        self._lock = threading.Lock()
+        self._conn: Optional[sqlite3.Connection] = None  # opened by connect(), closed by close()
+        self._conn_lock = threading.RLock()  # one statement or transaction at a time on it
+        self._lock = threading.Lock()  # guards _flights
         self._flights: dict[str, list] = {}  # key -> [lock, waiters]: see single_flight
         try:  # open it now, and prove it is writable, so a bad cache stops the run before any paid call
             with self.connect() as conn:
@@ -141,30 +139,25 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        """Borrow a pooled connection for one statement or transaction (opened on first need). A thread-local
-        connection would be opened, and kept open, by every short-lived thread: the protocols start new agent
-        threads every round, so a long run would hold thousands of connections (2 file descriptors each)
-        until `open` fails with "unable to open database file"."""
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                with conn:
-                    conn.execute(_SCHEMA)
-            except BaseException:
-                conn.close()
-                raise
-            with self._lock:
-                self._conns.append(conn)
-        try:
-            yield conn
-        finally:
-            with self._lock:
-                if conn in self._conns:  # not closed meanwhile
-                    self._idle.append(conn)
+        """Hold the cache's one connection for one statement or transaction (opened on first need; a reentrant
+        lock, so a thread may nest). One connection, not one per thread: under WAL every commit invalidates
+        every other connection's page cache, so with a hundred threads each reading through its own connection
+        every lookup re-read its pages from the OS (the client's largest CPU cost at 256 calls in flight,
+        bench/throughput.py); the statements are microseconds long, so serialising them costs nothing, and a
+        thread-local connection would also be kept open by every short-lived agent thread."""
+        with self._conn_lock:
+            if self._conn is None:
+                conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    with conn:
+                        conn.execute(_SCHEMA)
+                except BaseException:
+                    conn.close()
+                    raise
+                self._conn = conn
+            yield self._conn
 
     def get(self, key: str) -> Optional[dict]:
         try:
@@ -236,12 +229,12 @@ class ResponseCache:
             return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        """Close every pooled connection (checkpoints the WAL into the main file); a later call reopens one."""
-        with self._lock:
-            conns, self._conns, self._idle = self._conns, [], []
-        for c in conns:
+        """Close the connection (checkpoints the WAL into the main file); a later call reopens one."""
+        with self._conn_lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
             try:
-                c.close()
+                conn.close()
             except sqlite3.Error:
                 pass
 
