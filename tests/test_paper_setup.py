@@ -5,6 +5,7 @@ registry of the paper's tables, and method labels that never have to be typed by
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -145,6 +146,28 @@ def test_gain_is_over_the_best_mad_baseline_and_the_average_over_the_best_mad_av
     assert every.loc["b1", "best_baseline"] == "Single Agent" and every.loc["b1", "gain"] == pytest.approx(-10.0)
 
 
+def test_a_frame_built_once_gives_the_tables_its_records_give():
+    # notebook 09 builds tables.question_frame once per map point and hands it to five table calls (frame=)
+    rng = np.random.default_rng(3)
+    methods = ["AceMAD (T=3)", "Uniform", "Decentralized MAD", "Centralized MAD"]
+    recs = _recs({b: {m: list(rng.integers(0, 2, 12)) for m in methods} for b in ("b1", "b2")})
+    recs.append({"question_id": "b1/0", "benchmark": "b1", "method": "Uniform", "status": "failed"})
+    frame = TB.question_frame(recs)
+    pd.testing.assert_frame_equal(
+        TB.versus_best(None, methods[:2], methods[2:], n_boot=200, frame=frame),
+        TB.versus_best(recs, methods[:2], methods[2:], n_boot=200),
+    )
+    pd.testing.assert_frame_equal(
+        TB.accuracy_long(None, methods=methods[1:], n_boot=200, frame=frame),
+        TB.accuracy_long(recs, methods=methods[1:], n_boot=200),
+    )
+    for records, f in ((recs, frame), (None, None)):  # a frame never silently stands in for other records
+        with pytest.raises(ValueError, match="either records or frame"):
+            TB.versus_best(records, methods[:1], methods[2:], frame=f)
+        with pytest.raises(ValueError, match="either records or frame"):
+            TB.accuracy_long(records, frame=f)
+
+
 def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
     # The local profile's N_TABLE=3: the labels carry N=3, so a hand-typed "Majority Voting" matches nothing.
     labels = [DebateConfig(method=m, n_agents=3).label for m in ("majority", "decentralized")]
@@ -276,3 +299,15 @@ def test_other_models_reuse_the_subset_models_subsets(smoke_outputs):
     lonely = Setup(benchmarks=["arc_challenge"], n_items=60, model="DeepSeek-V3.1", subset_model=main.model)
     with pytest.raises(FileNotFoundError, match="subset model"):
         lonely.subset("arc_challenge")  # the subset model's arc_challenge subset was never built
+
+
+def test_a_setup_reads_each_subset_once_until_it_builds_again(smoke_outputs, monkeypatch):
+    # notebook 09 asks for the same subsets at each of its map points: one read and hash check per Setup
+    setup = Setup(benchmarks=["bbh"], n_items=60)
+    kept = [q.id for q in setup.subset("bbh")]  # built, then read
+    reads, load = [], SS.load_subset
+    monkeypatch.setattr(SS, "load_subset", lambda *a, **kw: reads.append(a) or load(*a, **kw))
+    assert [q.id for q in setup.subset("bbh")] == kept and [q.id for q in setup.subset("bbh", 2)] == kept[:2]
+    assert [q.id for q in setup.load_subset("bbh", setup.slug)][: len(kept)] == kept and not reads  # (smoke caps)
+    setup.build_subsets(progress=False)  # a build may rewrite what was read: read again
+    assert [q.id for q in setup.subset("bbh")] == kept and len(reads) == 1

@@ -52,12 +52,12 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question
     pop, cap, out = population(S, base), S.per_run(n_max), []
     for b in S.benchmarks:
         try:
-            qs = subsets.load_subset(S.bench_name(b), slug, S.questions(b))
+            qs = S.load_subset(b, slug)
         except FileNotFoundError:
             subsets.build_subset(
                 S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
             )
-            qs = subsets.load_subset(S.bench_name(b), slug, S.questions(b))
+            qs = S.load_subset(b, slug)
         out += qs[:cap] if cap else qs
     return out
 

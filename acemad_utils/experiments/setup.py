@@ -108,6 +108,7 @@ class Setup:
         self.max_tokens = (argue_max_tokens, COMMIT_MAX_TOKENS)
         self._stack = contextlib.ExitStack()
         self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
+        self._subsets: dict[tuple[str, str], list[Question]] = {}  # load_subset(b, slug), read and verified once
         self.population, self.model = self._population(model, base_url)
         self.synthetic = self.population.synthetic
 
@@ -208,6 +209,7 @@ class Setup:
 
     def build_subsets(self, progress: bool = True):
         """Run the subset construction for every benchmark (resumable); returns the per-benchmark table."""
+        self._subsets.clear()  # what load_subset read before may be rebuilt now
         for b in self.benchmarks:
             subsets.build_subset(
                 self.bench_name(b),
@@ -237,7 +239,7 @@ class Setup:
         name = self.bench_name(b)
         n_max = self._n_max(n_max)
         try:
-            qs = subsets.load_subset(name, self.subset_slug, self.questions(b))
+            qs = self.load_subset(b, self.subset_slug)
         except FileNotFoundError:
             if self.subset_slug != self.slug:
                 raise FileNotFoundError(
@@ -248,8 +250,18 @@ class Setup:
                     f"or set SUBSET_MODEL='' to build this model's own"
                 ) from None
             self.build_subsets(progress=False)
-            qs = subsets.load_subset(name, self.slug, self.questions(b))
+            qs = self.load_subset(b, self.slug)
         return qs[:n_max] if n_max else qs
+
+    def load_subset(self, b: str, slug: str) -> list[Question]:
+        """The saved challenging subset of benchmark b judged by `slug`'s population (subsets.load_subset: the
+        items verified against their content hashes), read once per Setup: notebook 09 asks for the same few
+        subsets at each of its map points, and a saved subset does not change under a running notebook. A missing
+        one raises FileNotFoundError each time (nothing is cached), so the caller can build it and ask again."""
+        key = (b, slug)
+        if key not in self._subsets:
+            self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b))
+        return list(self._subsets[key])
 
     # ------------------------------------------------------------------ runs
     def run(

@@ -22,7 +22,7 @@ import pandas as pd
 from acemad_utils.data.sim_params import SimParams
 from acemad_utils.report.rescoring import N_SHUFFLES, SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
-from acemad_utils.report.tables import AVERAGE, accuracy_long, versus_best
+from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
     from matplotlib.figure import Figure
@@ -109,12 +109,13 @@ def map_row(
     (rescoring.SHUFFLED: the part carried by WHO scores well) and over the best MAD, and the shuffled control's gain
     over uniform weights ("dispersion": what any unequal weights give). gain_uniform = gain_shuffled +
     gain_dispersion (paired means on the same questions)."""
-    long = accuracy_long(records, methods=[acemad, uniform, SHUFFLED, *mads], n_boot=n_boot, seed=seed)
+    f = question_frame(records)  # one frame for the five tables below: building it is most of their cost
+    long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], n_boot=n_boot, seed=seed, frame=f)
     avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
-    u = _average(versus_best(records, [acemad], [uniform], n_boot=n_boot, seed=seed))
-    s = _average(versus_best(records, [acemad], [SHUFFLED], n_boot=n_boot, seed=seed))
-    d = _average(versus_best(records, [SHUFFLED], [uniform], n_boot=n_boot, seed=seed))
-    m = _average(versus_best(records, [acemad], list(mads), n_boot=n_boot, seed=seed))
+    u = _average(versus_best(None, [acemad], [uniform], n_boot=n_boot, seed=seed, frame=f))
+    s = _average(versus_best(None, [acemad], [SHUFFLED], n_boot=n_boot, seed=seed, frame=f))
+    d = _average(versus_best(None, [SHUFFLED], [uniform], n_boot=n_boot, seed=seed, frame=f))
+    m = _average(versus_best(None, [acemad], list(mads), n_boot=n_boot, seed=seed, frame=f))
     return {
         "axis": axis,
         **{k: getattr(params, k) for k in (*AXIS_PARAMS, "insight_calibration", "calibration_by")},

@@ -303,9 +303,9 @@ def shuffled_decisions(
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
     movable = arr.valid.all(axis=1)
     salts = [f"shuffle|round{t + 1}" if per_round else "shuffle" for t in range(S.shape[1])]
-    perm = np.stack(
-        [B.agent_permutations(seed, arr.question_ids, movable, n_perm, salt=salt) for salt in salts], axis=2
-    )  # (n_perm, B, T, N)
+    # one draw per distinct salt: by default every round has the same one (drawing it T times cost T times as much)
+    drawn = {salt: B.agent_permutations(seed, arr.question_ids, movable, n_perm, salt=salt) for salt in set(salts)}
+    perm = np.stack([drawn[salt] for salt in salts], axis=2)  # (n_perm, B, T, N)
     W = B.mwu_weights(np.take_along_axis(np.broadcast_to(S, perm.shape), perm, axis=-1), eta)
     return B.weighted_decision(
         arr.P[:, -1], W[:, :, -1], arr.valid[:, -1], exponent, keys=arr.keys, option_mask=arr.option_mask

@@ -46,10 +46,11 @@ def bench_label(b: str) -> str:
     return BENCH_LABELS.get(b, b)
 
 
-def _frame(records: Sequence[dict]) -> pd.DataFrame:
-    """Per question x method accuracy (repeats averaged over ok records). A failed record (its calls failed) is
-    not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it (issue 23). A
-    question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
+def question_frame(records: Sequence[dict]) -> pd.DataFrame:
+    """Per question x method accuracy (repeats averaged over ok records), what accuracy_long and versus_best read:
+    build it once and pass it as their frame= when one set of records feeds several tables. A failed record (its
+    calls failed) is not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it
+    (issue 23). A question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
     df = pd.DataFrame(
         [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None],
         columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
@@ -61,7 +62,7 @@ def _frame(records: Sequence[dict]) -> pd.DataFrame:
 
 
 def _frame_row(r: dict) -> tuple:
-    """One record's row of _frame, its status looked up once (this runs for every record of every table)."""
+    """One record's row of question_frame, its status looked up once (this runs for every record of every table)."""
     if r.get("status", "ok") != "ok":
         return r["question_id"], r["benchmark"], r["method"], np.nan, True, 0, 0
     parse_failures = int((r.get("usage") or {}).get("parse_failures", 0) or 0)  # commitments unparsed after repair
@@ -79,6 +80,16 @@ def _frame_row(r: dict) -> tuple:
 NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
 
 
+def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame]) -> pd.DataFrame:
+    """The question frame of a table call: `frame` (question_frame's, built once by the caller) or built from
+    `records`; exactly one of the two, so a frame never silently stands for other records."""
+    if frame is not None and records is None:
+        return frame
+    if records is not None and frame is None:
+        return question_frame(records)
+    raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
+
+
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
     """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
     point = float(np.mean([g.mean() for g in groups]))
@@ -94,18 +105,19 @@ def _parse_counts(cell: pd.DataFrame) -> dict:
 
 
 def accuracy_long(
-    records: Sequence[dict],
+    records: Optional[Sequence[dict]],
     methods: Optional[Sequence[str]] = None,
     benchmarks: Optional[Sequence[str]] = None,
     n_boot: int = 2000,
     *,
     seed: int = 0,
+    frame: Optional[pd.DataFrame] = None,
 ) -> pd.DataFrame:
     """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed
     (questions whose every record failed: not in n, not counted wrong), n_unparsed of n_commitments (commitments
     of the answered questions that did not parse after the repair call: they hold no belief, issue 33),
-    accuracy, ci_lo, ci_hi (in %)."""
-    df = _frame(records)
+    accuracy, ci_lo, ci_hi (in %). records None with frame=question_frame(records): the same table, the frame reused."""
+    df = _given_frame(records, frame)
     methods = list(methods or dict.fromkeys(df["method"]))
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
     rows = []
@@ -214,7 +226,7 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
 
 
 def versus_best(
-    records: Sequence[dict],
+    records: Optional[Sequence[dict]],
     targets: Sequence[str],
     baselines: Sequence[str],
     benchmarks: Optional[Sequence[str]] = None,
@@ -222,6 +234,7 @@ def versus_best(
     n_boot: int = 2000,
     seed: int = 0,
     average: bool = True,
+    frame: Optional[pd.DataFrame] = None,
 ) -> pd.DataFrame:
     """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value,
     raw (p_value) and Holm-adjusted across every row of this call (p_holm: the table's family of tests).
@@ -234,8 +247,9 @@ def versus_best(
 
     Always returns TEST_COLUMNS; when no pair could be formed (e.g. a baseline label that is not in the
     records) the frame is empty and df.attrs["note"] says why, which `wide` shows instead of the gains.
+    records None with frame=question_frame(records): the same tests, the frame reused.
     """
-    df = _frame(records)
+    df = _given_frame(records, frame)
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
     piv = {b: df[df.benchmark == b].pivot(index="question_id", columns="method", values="correct") for b in benchmarks}
     rows = []
