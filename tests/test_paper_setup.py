@@ -146,7 +146,7 @@ def test_gain_is_over_the_best_mad_baseline_and_the_average_over_the_best_mad_av
     assert every.loc["b1", "best_baseline"] == "Single Agent" and every.loc["b1", "gain"] == pytest.approx(-10.0)
 
 
-def test_a_frame_built_once_gives_the_tables_its_records_give():
+def test_a_frame_built_once_gives_the_tables_its_records_give_and_the_map_reads_a_part():
     # notebook 09 builds tables.question_frame once per map point and hands it to five table calls (frame=)
     rng = np.random.default_rng(3)
     methods = ["AceMAD (T=3)", "Uniform", "Decentralized MAD", "Centralized MAD"]
@@ -161,6 +161,19 @@ def test_a_frame_built_once_gives_the_tables_its_records_give():
         TB.accuracy_long(None, methods=methods[1:], n_boot=200, frame=frame),
         TB.accuracy_long(recs, methods=methods[1:], n_boot=200),
     )
+    # what notebook 09's map reads, alone: the Average rows of the tests, the accuracies without their bootstrap
+    every = TB.versus_best(recs, methods[:2], methods[2:], n_boot=200)
+    avg = TB.versus_best(recs, methods[:2], methods[2:], n_boot=200, per_benchmark=False)
+    assert list(avg.benchmark) == [TB.AVERAGE] * 2
+    pd.testing.assert_frame_equal(
+        avg.drop(columns="p_holm"),
+        every[every.benchmark == TB.AVERAGE].drop(columns="p_holm").reset_index(drop=True),
+    )
+    with pytest.raises(ValueError, match="no row"):
+        TB.versus_best(recs, methods[:1], methods[2:], average=False, per_benchmark=False)
+    long, bare = (TB.accuracy_long(recs, n_boot=200, ci=ci) for ci in (True, False))
+    pd.testing.assert_frame_equal(bare.drop(columns=["ci_lo", "ci_hi"]), long.drop(columns=["ci_lo", "ci_hi"]))
+    assert bare[["ci_lo", "ci_hi"]].isna().all().all() and long[["ci_lo", "ci_hi"]].notna().all().all()
     for records, f in ((recs, frame), (None, None)):  # a frame never silently stands in for other records
         with pytest.raises(ValueError, match="either records or frame"):
             TB.versus_best(records, methods[:1], methods[2:], frame=f)

@@ -77,16 +77,25 @@ def run_point(S: Setup, run: R.Run) -> list[dict]:
     return records
 
 
-def point_records(S: Setup, runs: Sequence[R.Run], params: dict, *, eta: float = 2.0) -> list[dict]:
+def point_records(
+    S: Setup, runs: Sequence[R.Run], params: dict, *, eta: float = 2.0, held: Optional[dict] = None
+) -> list[dict]:
     """AceMAD's records at `params`, the same debate re-decided with uniform weights and with shuffled scores
-    (rescoring.SHUFFLED), and the MAD baselines on the same questions, as one list for tables.versus_best."""
+    (rescoring.SHUFFLED), and the MAD baselines on the same questions, as one list for tables.versus_best.
+    `held` (run_map's): {run name: records} of the last baselines run read, reused by the next point that shares it."""
     by_name = {r.name: r for r in runs}
     p = R.overrides(params)
     base = {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
     ace = run_point(S, by_name[f"map_{R.params_slug(p)}"])
     uniform = A.reweighted_records(ace, {UNIFORM: "uniform"}, eta=eta, seed=S.seed)
     shuffled = A.shuffled_records([r for r in ace if r["method"] == ACEMAD], eta=eta, seed=S.seed)
-    return ace + uniform + shuffled + run_point(S, by_name[f"map_baselines_{R.params_slug(base)}"])
+    name, held = f"map_baselines_{R.params_slug(base)}", {} if held is None else held
+    if name not in held:
+        # most points share the default's baselines and come one after the other (registry.map_points): reading the
+        # same 5,400 records again for each was most of the map's reading; holding one run at a time bounds memory
+        held.clear()
+        held[name] = run_point(S, by_name[name])
+    return ace + uniform + shuffled + held[name]
 
 
 def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
@@ -99,9 +108,9 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         out.attrs["note"] = "the assumption map varies the synthetic population; this profile runs a real model"
         return out
     mads = [c.label for c in next(r for r in runs if r.name.startswith("map_baselines_")).configs]
-    rows = []
+    rows, held = [], dict[str, list[dict]]()
     for axis, params in R.map_points(axes):
-        recs = point_records(S, runs, params, eta=eta)
+        recs = point_records(S, runs, params, eta=eta, held=held)
         rows.append(RA.map_row(axis, SimParams(**params), recs, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed))
     return pd.DataFrame(rows, columns=RA.MAP_COLUMNS)
 

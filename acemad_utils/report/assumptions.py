@@ -109,13 +109,15 @@ def map_row(
     (rescoring.SHUFFLED: the part carried by WHO scores well) and over the best MAD, and the shuffled control's gain
     over uniform weights ("dispersion": what any unequal weights give). gain_uniform = gain_shuffled +
     gain_dispersion (paired means on the same questions)."""
-    f = question_frame(records)  # one frame for the five tables below: building it is most of their cost
-    long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], n_boot=n_boot, seed=seed, frame=f)
+    # One frame for the five tables below (building it was most of their cost), and only what the row reads: the
+    # average accuracies (no CI) and the Average rows of the paired tests (no per-benchmark test)
+    f = question_frame(records)
+    long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], frame=f, ci=False)
     avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
-    u = _average(versus_best(None, [acemad], [uniform], n_boot=n_boot, seed=seed, frame=f))
-    s = _average(versus_best(None, [acemad], [SHUFFLED], n_boot=n_boot, seed=seed, frame=f))
-    d = _average(versus_best(None, [SHUFFLED], [uniform], n_boot=n_boot, seed=seed, frame=f))
-    m = _average(versus_best(None, [acemad], list(mads), n_boot=n_boot, seed=seed, frame=f))
+    u, s, d, m = (
+        _average(versus_best(None, [t], b, n_boot=n_boot, seed=seed, frame=f, per_benchmark=False))
+        for t, b in ((acemad, [uniform]), (acemad, [SHUFFLED]), (SHUFFLED, [uniform]), (acemad, list(mads)))
+    )
     return {
         "axis": axis,
         **{k: getattr(params, k) for k in (*AXIS_PARAMS, "insight_calibration", "calibration_by")},

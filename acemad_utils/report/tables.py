@@ -90,9 +90,12 @@ def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame
     raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
 
 
-def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int):
-    """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
+def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
+    """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark (without
+    `ci`: the mean alone, NaN bounds)."""
     point = float(np.mean([g.mean() for g in groups]))
+    if not ci:
+        return point, np.nan, np.nan
     idx = resample_indices(seed, n_boot, tuple(len(g) for g in groups))
     boots = np.mean([g[i].mean(1) for g, i in zip(groups, idx)], axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
@@ -112,58 +115,60 @@ def accuracy_long(
     *,
     seed: int = 0,
     frame: Optional[pd.DataFrame] = None,
+    ci: bool = True,
 ) -> pd.DataFrame:
     """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed
     (questions whose every record failed: not in n, not counted wrong), n_unparsed of n_commitments (commitments
     of the answered questions that did not parse after the repair call: they hold no belief, issue 33),
-    accuracy, ci_lo, ci_hi (in %). records None with frame=question_frame(records): the same table, the frame reused."""
+    accuracy, ci_lo, ci_hi (in %). records None with frame=question_frame(records): the same table, the frame
+    reused. ci=False: the same accuracies with NaN bounds, no bootstrap drawn (a caller that reads the
+    accuracies only, notebook 09's map: the bootstraps were half of this table's time)."""
     df = _given_frame(records, frame)
     methods = list(methods or dict.fromkeys(df["method"]))
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
+    cells = dict(iter(df.groupby(["method", "benchmark"], sort=False)))  # one pass, not one scan per cell
     rows = []
     for m in methods:
         groups, failed_total, unparsed_total = [], 0, [0, 0]
         for b in benchmarks:
-            cell = df[(df.method == m) & (df.benchmark == b)]
+            cell = cells.get((m, b), df.iloc[:0])
             x = cell["correct"].dropna().to_numpy()
             n_failed = int(cell["correct"].isna().sum())
             failed_total += n_failed
             parse = _parse_counts(cell)
             unparsed_total = [a + b for a, b in zip(unparsed_total, parse.values())]
-            if len(x) == 0:
-                if n_failed:  # every question failed: a cell that says so, not a missing one
-                    rows.append({"method": m, "benchmark": b, "n": 0, "n_failed": n_failed, **parse, **NO_ACCURACY})
-                continue
-            groups.append(x)
-            mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
-            rows.append(
-                {
-                    "method": m,
-                    "benchmark": b,
-                    "n": len(x),
-                    "n_failed": n_failed,
-                    **parse,
-                    "accuracy": 100 * mean,
-                    "ci_lo": 100 * lo,
-                    "ci_hi": 100 * hi,
-                }
-            )
+            if len(x):
+                groups.append(x)
+            if len(x) or n_failed:  # every question failed: a cell that says so, not a missing one
+                rows.append(_accuracy_row(m, b, x, n_failed, parse, n_boot=n_boot, seed=seed, ci=ci))
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
-            mean, lo, hi = _stratified_average(groups, n_boot, seed)
-            rows.append(
-                {
-                    "method": m,
-                    "benchmark": AVERAGE,
-                    "n": sum(map(len, groups)),
-                    "n_failed": failed_total,
-                    "n_unparsed": unparsed_total[0],
-                    "n_commitments": unparsed_total[1],
-                    "accuracy": 100 * mean,
-                    "ci_lo": 100 * lo,
-                    "ci_hi": 100 * hi,
-                }
-            )
+            mean, lo, hi = _stratified_average(groups, n_boot, seed, ci=ci)
+            parse = {"n_unparsed": unparsed_total[0], "n_commitments": unparsed_total[1]}
+            rows.append(_row(m, AVERAGE, sum(map(len, groups)), failed_total, parse, (mean, lo, hi)))
     return pd.DataFrame(rows)
+
+
+def _accuracy_row(m: str, b: str, x: np.ndarray, n_failed: int, parse: dict, *, n_boot: int, seed: int, ci: bool):
+    """accuracy_long's row of one method x benchmark cell (x: its answered questions' correctness)."""
+    if len(x) == 0:
+        return {"method": m, "benchmark": b, "n": 0, "n_failed": n_failed, **parse, **NO_ACCURACY}
+    return _row(
+        m, b, len(x), n_failed, parse, bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan)
+    )
+
+
+def _row(m: str, b: str, n: int, n_failed: int, parse: dict, acc: tuple) -> dict:
+    mean, lo, hi = acc
+    return {
+        "method": m,
+        "benchmark": b,
+        "n": n,
+        "n_failed": n_failed,
+        **parse,
+        "accuracy": 100 * mean,
+        "ci_lo": 100 * lo,
+        "ci_hi": 100 * hi,
+    }
 
 
 def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
@@ -235,6 +240,7 @@ def versus_best(
     seed: int = 0,
     average: bool = True,
     frame: Optional[pd.DataFrame] = None,
+    per_benchmark: bool = True,
 ) -> pd.DataFrame:
     """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value,
     raw (p_value) and Holm-adjusted across every row of this call (p_holm: the table's family of tests).
@@ -247,14 +253,22 @@ def versus_best(
 
     Always returns TEST_COLUMNS; when no pair could be formed (e.g. a baseline label that is not in the
     records) the frame is empty and df.attrs["note"] says why, which `wide` shows instead of the gains.
-    records None with frame=question_frame(records): the same tests, the frame reused.
+    records None with frame=question_frame(records): the same tests, the frame reused. per_benchmark=False: the
+    Average rows alone (the same numbers; p_holm then adjusts across them only), for a caller that reads only
+    those (notebook 09's map: the per-benchmark tests were half of this call's time).
     """
+    if not (average or per_benchmark):
+        raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
-    piv = {b: df[df.benchmark == b].pivot(index="question_id", columns="method", values="correct") for b in benchmarks}
+    parts = dict(iter(df.groupby("benchmark", sort=False)))  # one pass, not one scan of the frame per benchmark
+    piv = {
+        b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct") for b in benchmarks
+    }
     rows = []
     for t in targets:
-        rows += [_benchmark_gain(piv[b], t, b, baselines, n_boot=n_boot, seed=seed) for b in benchmarks]
+        if per_benchmark:
+            rows += [_benchmark_gain(piv[b], t, b, baselines, n_boot=n_boot, seed=seed) for b in benchmarks]
         if average:
             rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot=n_boot, seed=seed))
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
