@@ -212,6 +212,20 @@ def test_jobs_runs_notebooks_side_by_side_after_what_they_read(tmp_path, monkeyp
     assert out[-1] == "[mine] 1 of 5 notebook(s) failed" and sum("SUMMARY" in x or " done" in x for x in out) == 4
 
 
+@pytest.mark.slow
+def test_jobs_starts_the_longest_notebook_first(tmp_path, monkeypatch):
+    """Among the notebooks that may start, a LONGEST one starts first: started last it would run alone at the end."""
+    nbs, log = _stamped(tmp_path, {"01_short": (1, ""), "02_short": (0, ""), "03_long": (0, "")})
+    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
+    monkeypatch.setattr(reproduce, "READS", {})
+    monkeypatch.setattr(reproduce, "LONGEST", ("03_long",))
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": 2})
+    assert reproduce.run("mine") == 0
+    at = _intervals(log)
+    assert at["03_long"][0] < at["01_short"][1]  # 03 beside 01, not after
+    assert at["02_short"][0] >= min(at["01_short"][1], at["03_long"][1])  # 02 waited for a free slot
+
+
 def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path, monkeypatch):
     for bad in (0, "two", True, 99):
         with pytest.raises(SystemExit, match="jobs = .* is not allowed: need a whole number of notebooks at once"):

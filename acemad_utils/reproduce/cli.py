@@ -45,7 +45,16 @@ from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estima
 from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import params as schema
-from acemad_utils.experiments.profiles import READS, hint, load_profile, load_yaml, notebooks, params_for, run_env
+from acemad_utils.experiments.profiles import (
+    LONGEST,
+    READS,
+    hint,
+    load_profile,
+    load_yaml,
+    notebooks,
+    params_for,
+    run_env,
+)
 from acemad_utils.reproduce.guard import (
     InterruptibleKernelManager,
     ProfileLock,
@@ -284,9 +293,9 @@ _INTERRUPTIBLE = {"kernel_manager_class": InterruptibleKernelManager}
 
 def _side_by_side(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int) -> int:
     """Up to `jobs` notebooks at once (a kernel each), each started once the notebooks it reads have ended
-    (READS), in the order given otherwise; a line per notebook as it ends. Why: a synthetic notebook is one
-    busy core plus a kernel's start-up, so on 2 cores two at a time nearly halve a run (README, "Cost and
-    speed"). Same outcomes as one by one: a failed notebook does not stop the others; MAX_USD-like stops and
+    (READS), the LONGEST first, in the order given otherwise; a line per notebook as it ends. Why: a synthetic
+    notebook is one busy core plus a kernel's start-up, so on 2 cores two at a time nearly halve a run (README,
+    "Cost and speed"). Same outcomes as one by one: a failed notebook does not stop the others; MAX_USD-like stops and
     Ctrl-C start no further notebook. A terminal's Ctrl-C reaches the kernels too: their runs stop between
     records and their lines are printed; a second Ctrl-C stops waiting for them."""
     tag, state = f"[{name_of_profile}]", {"failed": 0, "code": 0, "driver_interrupted": 0}
@@ -296,7 +305,8 @@ def _side_by_side(prof: dict, name_of_profile: str, nbs: dict, selected: list, *
     try:
         while waiting or running:
             if not state["code"]:
-                for name in [n for n in waiting if _ready(n, selected, ended)][: jobs - len(running)]:
+                ready = sorted((n for n in waiting if _ready(n, selected, ended)), key=lambda n: n not in LONGEST)
+                for name in ready[: jobs - len(running)]:
                     waiting.remove(name)
                     out = out_dir / f"{name}.ipynb"
                     job = pool.submit(_execute, prof, name_of_profile, name, nbs[name], out, **_INTERRUPTIBLE)
