@@ -342,6 +342,12 @@ def test_shuffled_scores_are_seeded_by_question_not_by_batch_order():
     out = A.shuffled_records(recs, seed=1)
     np.testing.assert_allclose([r["final"]["correct"] for r in out], (a == arr.truth).mean(0))
     assert {r["method"] for r in out} == {A.SHUFFLED}
+    # notebook 09 stacks a run once for both of its re-decisions (stacked=): the same records, other records refused
+    assert A.shuffled_records(recs, seed=1, stacked=A.stack(recs, 1)) == out
+    uniform = A.reweighted_records(recs, {"u": "uniform"}, seed=1)
+    assert A.reweighted_records(recs, {"u": "uniform"}, seed=1, stacked=A.stack(recs, 1)) == uniform
+    with pytest.raises(ValueError, match="other questions"):
+        A.shuffled_records(recs, seed=1, stacked=rev)
 
 
 def test_agent_permutations_permute_the_movable_agents_only():

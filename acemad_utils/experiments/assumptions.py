@@ -87,8 +87,10 @@ def point_records(
     p = R.overrides(params)
     base = {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
     ace = run_point(S, by_name[f"map_{R.params_slug(p)}"])
-    uniform = A.reweighted_records(ace, {UNIFORM: "uniform"}, eta=eta, seed=S.seed)
-    shuffled = A.shuffled_records([r for r in ace if r["method"] == ACEMAD], eta=eta, seed=S.seed)
+    mine = [r for r in ace if r["method"] == ACEMAD]  # all of them: the run has one config
+    arr = A.stack([r for r in mine if r.get("status") == "ok"], S.seed)  # one stack for both re-decisions
+    uniform = A.reweighted_records(mine, {UNIFORM: "uniform"}, eta=eta, seed=S.seed, stacked=arr)
+    shuffled = A.shuffled_records(mine, eta=eta, seed=S.seed, stacked=arr)
     name, held = f"map_baselines_{R.params_slug(base)}", {} if held is None else held
     if name not in held:
         # most points share the default's baselines and come one after the other (registry.map_points): reading the

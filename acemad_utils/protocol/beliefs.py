@@ -23,6 +23,7 @@ Conventions (defined here once, documented in the README):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Optional
@@ -188,10 +189,18 @@ def tiebreak_keys(seed: int, ids: Sequence[str], k: int) -> np.ndarray:
     """
     out = np.empty((len(ids), k))
     for r, qid in enumerate(ids):
-        h = hashlib.sha256(f"{seed}|{qid}".encode()).digest()
-        rng = np.random.default_rng(int.from_bytes(h[:8], "little"))
-        out[r] = rng.random(k)
+        out[r] = _tiebreak_row(seed, qid, k)
     return out
+
+
+# A seeded generator per question is most of the keys' time, and a notebook asks for the same questions' keys again
+# and again (notebook 09 re-decides 37 runs over the same few question sets): each row is drawn once per process.
+@functools.lru_cache(maxsize=1 << 16)
+def _tiebreak_row(seed: int, qid: str, k: int) -> np.ndarray:
+    h = hashlib.sha256(f"{seed}|{qid}".encode()).digest()
+    row = np.random.default_rng(int.from_bytes(h[:8], "little")).random(k)
+    row.flags.writeable = False
+    return row
 
 
 def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, salt: str = "shuffle") -> np.ndarray:
@@ -203,11 +212,19 @@ def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, s
     movable = np.asarray(movable, dtype=bool)
     out = np.broadcast_to(np.arange(movable.shape[-1]), (n_perm, *movable.shape)).copy()
     for b, qid in enumerate(ids):
-        h = hashlib.sha256(f"{seed}|{qid}|{salt}".encode()).digest()
-        rng = np.random.default_rng(int.from_bytes(h[:8], "little"))
         idx = np.flatnonzero(movable[b])
-        out[:, b, idx] = idx[np.argsort(rng.random((n_perm, len(idx))), axis=-1)]
+        out[:, b, idx] = idx[_permutation_ranks(seed, qid, salt, n_perm, len(idx))]
     return out
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _permutation_ranks(seed: int, qid: str, salt: str, n_perm: int, n: int) -> np.ndarray:
+    """agent_permutations' draw for one question, (n_perm, n) positions among its n movable agents: drawn once per
+    process, as the tie-break keys are (notebook 09 shuffles the same questions' agents at 37 map points)."""
+    h = hashlib.sha256(f"{seed}|{qid}|{salt}".encode()).digest()
+    ranks = np.argsort(np.random.default_rng(int.from_bytes(h[:8], "little")).random((n_perm, n)), axis=-1)
+    ranks.flags.writeable = False
+    return ranks
 
 
 def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:

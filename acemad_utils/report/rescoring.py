@@ -249,8 +249,23 @@ def figure4_records(
     return out + [dict(r, method=STANDARD_MAD) for r in standard if r.get("status") == "ok"]
 
 
+def _given_stack(recs: list[dict], seed: int, stacked: Optional[Stacked]) -> Stacked:
+    """stack(recs, seed), or the caller's own stack of these records: notebook 09 re-decides each map run twice."""
+    if stacked is None:
+        return stack(recs, seed)
+    if stacked.question_ids != [r["question_id"] for r in recs]:
+        raise ValueError("stacked= holds other questions than these records: pass stack(records, seed)")
+    return stacked
+
+
 def reweighted_records(
-    records: list[dict], weightings: dict, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, *, seed: int = 0
+    records: list[dict],
+    weightings: dict,
+    eta: float = ETA,
+    exponent: float = WEIGHT_EXPONENT,
+    *,
+    seed: int = 0,
+    stacked: Optional[Stacked] = None,
 ) -> list[dict]:
     """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
     minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
@@ -258,9 +273,10 @@ def reweighted_records(
     Figure 4's ablation is this: weighting="uniform" makes every weight equal, so the answer is the argmax of
     the mean final belief, the standard MAD rule (Eq. 4 with uniform weights, paper l.617), applied to
     AceMAD's debate (its heterogeneous agents and its commit prompt, which asked for q and is then ignored);
-    "self_belief" scores each agent by max_y p_i(y) instead of its peer prediction."""
+    "self_belief" scores each agent by max_y p_i(y) instead of its peer prediction. `stacked`: stack(records, seed)
+    when the caller has it already (the same answers, the records not stacked again)."""
     recs = [r for r in records if r.get("status") == "ok"]
-    arr = stack(recs, seed)
+    arr = _given_stack(recs, seed, stacked)
     answered = np.asarray(arr.valid[:, -1].any(-1))
     out = []
     for name, weighting in weightings.items():
@@ -313,14 +329,20 @@ def shuffled_decisions(
 
 
 def shuffled_records(
-    records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, n_perm: int = N_SHUFFLES
+    records: list[dict],
+    eta: float = 2.0,
+    exponent: float = 2.0,
+    *,
+    seed: int = 0,
+    n_perm: int = N_SHUFFLES,
+    stacked: Optional[Stacked] = None,
 ) -> list[dict]:
     """AceMAD transcripts re-decided by `shuffled_decisions`, as minimal records named SHUFFLED for
     `tables.accuracy_long`: `correct` is the share of the n_perm draws whose decision is right (the expected
     correctness under a random assignment of the scores, so tables average it like any 0/1), `answer` the most
-    frequent decision. No model call."""
+    frequent decision. No model call. `stacked`: as in reweighted_records."""
     recs = [r for r in records if r.get("status") == "ok"]
-    arr = stack(recs, seed)
+    arr = _given_stack(recs, seed, stacked)
     ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)
     answered = np.asarray(arr.valid[:, -1].any(-1))
     right = (ans == arr.truth).mean(axis=0)
