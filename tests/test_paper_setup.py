@@ -181,6 +181,22 @@ def test_a_frame_built_once_gives_the_tables_its_records_give_and_the_map_reads_
             TB.accuracy_long(records, frame=f)
 
 
+def test_frames_reused_builds_a_lists_frame_once_inside_the_block_only(monkeypatch):
+    # the claims ledger tables the same runs' records ~30 times: inside frames_reused each list is framed once
+    recs = _recs({"b1": {"A": [1, 0, 1, 1], "B": [0, 0, 1, 0]}})
+    other = [dict(r) for r in recs]  # equal records, another list: its own frame
+    built, frame = [], TB.question_frame
+    monkeypatch.setattr(TB, "question_frame", lambda records: built.append(records) or frame(records))
+    with TB.frames_reused():
+        first = TB.versus_best(recs, ["A"], ["B"], n_boot=50)
+        pd.testing.assert_frame_equal(TB.versus_best(recs, ["A"], ["B"], n_boot=50), first)
+        TB.accuracy_long(recs, n_boot=50)
+        TB.accuracy_long(other, n_boot=50)
+    assert len(built) == 2 and built[0] is recs and built[1] is other
+    TB.accuracy_long(recs, n_boot=50)  # after the block: built again
+    assert len(built) == 3
+
+
 def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
     # The local profile's N_TABLE=3: the labels carry N=3, so a hand-typed "Majority Voting" matches nothing.
     labels = [DebateConfig(method=m, n_agents=3).label for m in ("majority", "decentralized")]

@@ -652,6 +652,12 @@ def _table1_values(t1_at_n: Optional[RunData], at_n: dict) -> list[dict]:
 def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     """Every claim's row, from the runs of notebooks 02-07 ({experiment name: (meta, records)}; a missing run
     gives `not run` rows). The verdict words follow the runs: synthetic ones speak of the simulation."""
+    with TB.frames_reused():  # the claims below table the same runs' records again and again, never changing them
+        rows = _claim_rows(runs, seed)
+    return finalize(rows, source(runs)[0] if runs else True)
+
+
+def _claim_rows(runs: dict, seed: int) -> list[dict]:
     t1 = runs.get("baselines")
     het = runs.get("heterogeneity")
     n, t1_at_n = _at_n(t1, 5) if t1 else (5, None)
@@ -678,8 +684,7 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
         baselines=["Decentralized MAD"],
     )
     rows += ablation_claims(runs.get("ablation"), runs.get("main"), seed)
-    rows += other_model_claims(runs)
-    return finalize(rows, source(runs)[0] if runs else True)
+    return rows + other_model_claims(runs)
 
 
 def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
