@@ -135,3 +135,13 @@ def test_the_stamp_stores_no_credential(three, tmp_outputs, monkeypatch):
     stamp.save({"01_first": fp}, ran=["01_first"], reads={})
     assert secret not in stamp.path.read_text()
     assert uptodate.environment({"ACEMAD_URL_SECRETS": secret}) == uptodate.environment({})
+
+
+def test_smoke_unset_empty_and_zero_are_one_environment(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    off = uptodate.environment({})
+    for value in ("", "0"):
+        monkeypatch.setenv("ACEMAD_SMOKE", value)
+        assert uptodate.environment({}) == off
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    assert uptodate.environment({}) != off

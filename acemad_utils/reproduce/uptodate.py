@@ -68,7 +68,9 @@ def environment(extra: Mapping[str, str]) -> tuple:
     driver's per-run bookkeeping: part of every notebook's fingerprint."""
     env = {k: v for k, v in os.environ.items() if k.startswith("ACEMAD_")}
     env.update(extra)
-    return tuple(sorted((k, v) for k, v in env.items() if k not in VOLATILE_ENV))
+    env.pop("ACEMAD_SMOKE", None)  # unset, '' and '0' all mean off (`make notebooks` sets 0, `make reproduce` not)
+    env.update({"ACEMAD_SMOKE": "1"} if paths.smoke() else {})
+    return tuple(sorted((k, v) for k, v in env.items() if k not in VOLATILE_ENV and v != ""))
 
 
 def fingerprint(notebook: Path, params: Mapping, env_items: tuple) -> str:
