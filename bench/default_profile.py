@@ -8,7 +8,9 @@
 Each notebook runs alone (`python -m acemad_utils.reproduce --profile default --only NAME`, the driver of
 `make reproduce`) from empty run folders, so its seconds include one kernel start (about 2 s) and its MB are
 the run folders it wrote (outputs/runs/default/...). Then the viewer page of every run is built and the
-largest one is reported, and the whole profile is run again with everything on disk (the rerun). Another
+largest one is reported. Then the whole profile runs in one driver three times: again with nothing changed (the
+rerun a user makes: notebooks whose inputs did not change are skipped as up to date, reproduce/uptodate.py), with
+`--force` (every notebook re-executed, everything on disk), and from empty run folders (a fresh clone). Another
 commit (`--ref`) runs in a temporary worktree with this checkout's virtual environment (PYTHONPATH points
 the kernels at the worktree's package); it is removed at the end. Prints figures; asserts nothing about
 time. The machine's load (`uptime`) is printed first and last, because wall times depend on it; the CPU
@@ -57,10 +59,13 @@ def _cpu() -> float:
 _PEAK: list[float] = []  # MB: the largest process (driver or kernel) of the last _reproduce, if /usr/bin/time exists
 
 
-def _reproduce(repo: Path, env: dict, only: list[str]) -> tuple[float, str]:
-    """Run the driver; returns (seconds, stdout) and sets _PEAK to its largest process's peak RSS (GNU time's %M:
-    the maximum over the driver and every kernel it waited for)."""
+def _reproduce(repo: Path, env: dict, only: list[str], *, force: bool = True) -> tuple[float, str]:
+    """Run the driver (`force`: every notebook executes, none is skipped as up to date); returns (seconds, stdout)
+    and sets _PEAK to its largest process's peak RSS (GNU time's %M: the maximum over the driver and every kernel
+    it waited for)."""
     cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only", *only]
+    if force and "--force" in _driver_help(repo, env):  # --ref of a commit before the up-to-date check has none
+        cmd.append("--force")
     timer = ["/usr/bin/time", "-f", "PEAK_RSS_KB %M"] if os.access("/usr/bin/time", os.X_OK) else []
     t0 = time.time()
     out = subprocess.run(timer + cmd, cwd=repo, env=env, capture_output=True, text=True)
@@ -69,6 +74,11 @@ def _reproduce(repo: Path, env: dict, only: list[str]) -> tuple[float, str]:
     m = re.search(r"PEAK_RSS_KB (\d+)", out.stderr)
     _PEAK[:] = [int(m.group(1)) / 1024] if m else []
     return time.time() - t0, out.stdout
+
+
+def _driver_help(repo: Path, env: dict) -> str:
+    cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--help"]
+    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True).stdout
 
 
 def _peak() -> str:
@@ -151,13 +161,19 @@ def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None
         if env.get("ACEMAD_SMOKE"):
             largest = repo / "outputs" / "smoke" / "viewer" / runs.name / f"{run}.html"
         print(f"  {largest.name} {chromium_load(largest)}")
+    _reproduce(repo, env, only, force=False)  # a clean run of the whole profile: what the up-to-date check records
+    cpu0 = _cpu()
+    secs, out = _reproduce(repo, env, only, force=False)
+    print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
+    skipped = out.count("  up to date  ")
+    print(f"rerun, nothing changed (make reproduce again; {skipped} notebook(s) up to date): {secs:.1f} s{_peak()}")
     cpu0 = _cpu()
     secs, _ = _reproduce(repo, env, only)
     print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
-    print(f"rerun with everything on disk ({len(only)} notebook(s), one driver): {secs:.1f} s{_peak()}")
+    print(f"every notebook re-executed with everything on disk (--force, one driver): {secs:.1f} s{_peak()}")
     shutil.rmtree(runs, ignore_errors=True)  # what `make reproduce` does on a fresh clone: one driver, no runs
     cpu0 = _cpu()
-    secs, _ = _reproduce(repo, env, only)
+    secs, _ = _reproduce(repo, env, only, force=False)
     print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
     print(f"from empty run folders ({len(only)} notebook(s), one driver, as make reproduce): {secs:.1f} s{_peak()}")
 

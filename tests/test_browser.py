@@ -12,12 +12,12 @@ browser_viewer_page.png (the run page).
 
 What a reader sees (issue 32; screenshots outputs/smoke/reader_lab_*.png and reader_sanitized_*.png): every
 notebook opened untrusted in JupyterLab as `make lab` serves it, the same through nbconvert's sanitized HTML, and
-`make lab` plus an autosave leaving `git status` clean. By default they build the committed state in a fresh clone
+`make lab` plus a save (Ctrl+S) leaving `git status` clean. By default they build the committed state in a fresh clone
 (03, 05 and 07 run in smoke mode and stored by nbtools); after `make notebooks` and a commit, check the committed
 notebooks themselves:
 
     ACEMAD_READER_COMMITTED=1 ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser \
-        -k "read_the_same or autosave" -s
+        -k "read_the_same or save_leaves" -s
 """
 
 from __future__ import annotations
@@ -402,7 +402,7 @@ def test_run_viewer_page_survives_hostile_replies(browser, monkeypatch, tmp_path
 
 # ----------------------------------------------------------------------------- what a reader sees (issue 32)
 # The committed notebooks, read as a newcomer reads them: untrusted in JupyterLab straight after a clone, through
-# nbconvert's sanitized HTML, and opened then autosaved by `make lab`. The branches carry their notebooks without
+# nbconvert's sanitized HTML, and opened then saved in `make lab`. The branches carry their notebooks without
 # outputs, so by default the fixture makes the committed state itself: a fresh clone, the READER notebooks run in
 # smoke mode there and stored over its notebooks by `nbtools store` (what `make notebooks` does), committed in the
 # clone. ACEMAD_READER_COMMITTED=1 reads the clone's committed notebooks as they are instead (after `make notebooks`
@@ -558,22 +558,30 @@ def test_committed_notebooks_read_the_same_through_nbconvert_sanitized_html(brow
     ctx.close()
 
 
-def test_make_lab_then_autosave_leaves_the_checkout_clean(browser, clone, tmp_path):
-    """`make lab`, every notebook opened (its kernel started: Lab rewrites the kernelspec then) and left past an
-    autosave: `git status` stays clean, because `make notebooks` (nbtools store) stored what Lab writes."""
+def test_make_lab_then_save_leaves_the_checkout_clean(browser, clone, tmp_path):
+    """`make lab`, every notebook opened (its kernel started) and saved as Lab saves it (Ctrl+S; autosave writes
+    the same, but only a document that changed: an opened committed notebook is not, so waiting for autosave
+    tested nothing): `git status` stays clean, because `make notebooks` (nbtools store) stored what Lab writes."""
     repo, _ = clone
     every = sorted(p.name for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     stored = [n for n in every if n in clone[1]]  # notebooks with outputs; the others as the branch has them
-    autosave = {**SETTINGS, "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosaveInterval": 5}}
-    proc, base, token = _lab_server(repo, tmp_path, autosave)
+    proc, base, token = _lab_server(repo, tmp_path, SETTINGS)
     lab = {"url": lambda n: f"{base}/lab/workspaces/a-{Path(n).stem}/tree/{n}?token={token}", "base": base}
     lab["token"] = token
+    opened = stored if os.environ.get("ACEMAD_READER_COMMITTED") != "1" else every
     try:
         ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
         page = ctx.new_page()
-        for name in stored if os.environ.get("ACEMAD_READER_COMMITTED") != "1" else every:
+        for name in opened:
+            path = repo / "notebooks" / name
+            before = path.stat().st_mtime_ns
             _open(page, lab, f"notebooks/{name}")
-            page.wait_for_timeout(12_000)  # past two autosaves
+            page.locator(".jp-Notebook").first.click()  # focus the notebook: Ctrl+S saves the current document
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 30
+            while path.stat().st_mtime_ns == before:
+                assert time.monotonic() < deadline, f"Lab did not save {name}: this test would test nothing"
+                time.sleep(0.1)
         ctx.close()
     finally:
         stop(proc, timeout=20)

@@ -55,6 +55,7 @@ from acemad_utils.experiments.profiles import (
     params_for,
     run_env,
 )
+from acemad_utils.reproduce import uptodate
 from acemad_utils.reproduce.guard import (
     InterruptibleKernelManager,
     ProfileLock,
@@ -102,7 +103,12 @@ logging.getLogger("papermill").setLevel(logging.CRITICAL)
 
 
 def run(
-    profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None, wait: bool = False
+    profile: str = "default",
+    only: list[str] | None = None,
+    overrides: Optional[dict] = None,
+    wait: bool = False,
+    *,
+    force: bool = False,
 ) -> int:
     prof = load_profile(profile, overrides)
     name_of_profile = prof.get("profile") or Path(profile).stem
@@ -144,10 +150,43 @@ def run(
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # papermill's kernels inherit this process's environment
         try:
+            stamp = uptodate.Stamp(name_of_profile)
+            prints = _fingerprints(prof, name_of_profile, nbs, selected, env)
+            todo = selected if force else uptodate.stale(prints, stamp.recorded, READS)
+            _print_up_to_date(f"[{name_of_profile}]", [n for n in selected if n not in todo], out_dir)
             with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
-                return _run_notebooks(prof, name_of_profile, nbs, selected, out_dir=out_dir, jobs=jobs)
+                code = _run_notebooks(prof, name_of_profile, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
+            stamp.save(prints, ran=todo, reads=READS) if code == 0 else stamp.forget()
+            return code
         finally:
             _restore(saved)
+
+
+def _fingerprints(prof: dict, name_of_profile: str, nbs: dict, selected: list, env: dict) -> dict:
+    """What each selected notebook would run now (uptodate.fingerprint), URL credentials taken out first."""
+    env_items = uptodate.environment(env)
+    out = {}
+    for name in selected:
+        params = params_for(prof, name, schema.names(name))
+        params.setdefault("PROFILE", name_of_profile)
+        out[name] = uptodate.fingerprint(nbs[name], _hide_urls(params), env_items)
+    return out
+
+
+def _print_up_to_date(tag: str, names: list, out_dir: Path) -> None:
+    """One line per notebook skipped as up to date (uptodate.py), with the summary its executed copy printed."""
+    for name in names:
+        try:
+            summary = _last_summary(nbformat.read(str(out_dir / f"{name}.ipynb"), as_version=4))
+        except (OSError, ValueError):
+            summary = "(no summary line)"
+        print(f"{tag} {name}  up to date  {summary}", flush=True)
+    if names:
+        print(
+            f"{tag} {len(names)} notebook(s) up to date: nothing they read changed since the last clean run "
+            f"(executed copies in {_rel(out_dir)}); --force runs them again",
+            flush=True,
+        )
 
 
 def _restore(saved: dict) -> None:
@@ -471,6 +510,11 @@ def main(argv=None) -> int:
         "--wait", action="store_true", help="if another run of this profile is going, wait for it instead of exiting"
     )
     ap.add_argument(
+        "--force",
+        action="store_true",
+        help="run every selected notebook, also those up to date (nothing they read changed since the last clean run)",
+    )
+    ap.add_argument(
         "--jobs", type=int, help="notebooks at once (synthetic notebooks only; default: the profile's jobs, else 1)"
     )
     args = ap.parse_args(argv)
@@ -480,7 +524,7 @@ def main(argv=None) -> int:
         if not sep or not key.strip():
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
         overrides[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
-    return run(args.profile, args.only, overrides, wait=args.wait)
+    return run(args.profile, args.only, overrides, wait=args.wait, force=args.force)
 
 
 if __name__ == "__main__":
