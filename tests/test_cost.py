@@ -115,7 +115,9 @@ def test_profile_run_settings_are_checked_and_reach_the_kernels(monkeypatch):
     assert profiles.run_env(prof)["ACEMAD_MAX_USD"] == "3"
 
 
-def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profile(monkeypatch, capsys, no_network):
+def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profile(
+    monkeypatch, capsys, no_network, tmp_outputs
+):
     import papermill as pm
 
     order = []
@@ -323,7 +325,7 @@ def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_
     assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
 
 
-def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys):
+def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys, tmp_outputs):
     import papermill as pm
 
     ran = []

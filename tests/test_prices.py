@@ -170,7 +170,7 @@ def test_max_usd_refuses_an_unpriced_loopback_endpoint_before_any_call(tmp_path,
         assert c.generate(MSG).text == "ok" and c.stats()["cost_usd"] is None
 
 
-def test_reproduce_with_max_usd_refuses_an_unpriced_model_before_the_first_notebook(monkeypatch, capsys):
+def test_reproduce_with_max_usd_refuses_an_unpriced_model_before_the_first_notebook(monkeypatch, capsys, tmp_outputs):
     started = []
     monkeypatch.setattr(reproduce, "_run_notebooks", lambda *a, **k: started.append(a) or 0)
     gw = {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY, "MAX_USD": 20}
