@@ -298,7 +298,10 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
 
     env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
     cmd = [sys.executable, "-c", DRIVER, str(tmp_path)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    # As a terminal starts it: a script's background job (CI launched with `&`) passes SIGINT on ignored, and a
+    # driver started with SIGINT ignored could not be interrupted at all (the test would wait for 20,000 items).
+    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset)
     files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
     deadline = time.monotonic() + 400  # two kernels' starts and imports on a loaded machine (CI: 3 jobs on 2 cores)
     ours: set[int] = set()
