@@ -12,6 +12,7 @@ import pytest
 from acemad_utils.data import paths as P
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce import uptodate
+from tests.test_reproduce import _notebook  # a two-cell notebook: parameters, then code
 
 CODE = (
     "import pathlib\n"
@@ -19,15 +20,6 @@ CODE = (
     "out = pathlib.Path({table!r}); out.parent.mkdir(parents=True, exist_ok=True); out.write_text('t')\n"
     "{extra}print('SUMMARY: {name} done')"
 )
-
-
-def _notebook(path, code: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('PROFILE = "default"')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(code)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(path))
 
 
 @pytest.fixture
