@@ -1,0 +1,189 @@
+"""The inspect_ai solvers under an eval as researchers run it: more samples at once than any default thread pool,
+the agents of a round at once, model roles on a second endpoint, one transcript span per call, inspect's cache,
+the paired re-decisions scorer, samples that cannot be debated, replies that never parse, and the command line
+through the package's entry point on a task file that never imports acemad."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[inspect]'")
+from inspect_ai import Task  # noqa: E402
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.model import get_model  # noqa: E402
+from inspect_ai.scorer import choice  # noqa: E402
+
+from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad, decisions  # noqa: E402
+from acemad_utils.protocol.prompts import PERSONAS  # noqa: E402
+from tests.fake_openai import FakeOpenAI, FaultInjector  # noqa: E402
+
+KEY = "sk-fake-inspect"
+MODEL = "openai-api/fake/fake-model"
+pytestmark = pytest.mark.slow  # each test runs an eval: seconds to a minute on a loaded 2-core machine
+
+
+class Gate:
+    """A FakeOpenAI script that holds every request until `n` requests have arrived (at most `wait` s), then
+    answers all with `plan`: the first n requests are answered only if they were in flight together, so the
+    server's max_in_flight reaches n only when the client overlapped n calls (no timing assumption)."""
+
+    def __init__(self, plan, n: int, wait: float = 60.0):
+        self.plan, self.n, self.wait, self.arrived = plan, n, wait, 0
+        self.cv = threading.Condition()
+
+    def __call__(self, body, n):
+        with self.cv:
+            self.arrived += 1
+            self.cv.notify_all()
+            self.cv.wait_for(lambda: self.arrived >= self.n, timeout=self.wait)
+        return self.plan(body, n)
+
+
+def samples(n: int, options=("red", "green", "blue")) -> list:
+    return [Sample(input=f"Question {i}: which colour?", choices=list(options), target="ABC"[i % 3], id=f"s{i}")
+            for i in range(n)]  # fmt: skip
+
+
+def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
+    """inspect's eval in a daemon thread: a frozen eval fails the test after `limit` s instead of hanging it."""
+    out: dict = {}
+    t = threading.Thread(
+        target=lambda: out.update(
+            logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw)
+        ),  # fmt: skip
+        daemon=True,
+    )
+    t.start()
+    t.join(limit)
+    assert not t.is_alive(), f"the eval made no end within {limit} s"
+    (log,) = out["logs"]
+    return log
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("FAKE_API_KEY", KEY)
+
+
+def test_more_samples_than_threads_finish_with_calls_overlapping(tmp_path):
+    n = 40  # asyncio's default executor has min(32, cores + 4) threads; every sample debates at once
+    with FakeOpenAI(Gate(FaultInjector(rate=0.0), 16)) as srv:
+        task = Task(dataset=samples(n), solver=acemad(rounds=2, agents=3), scorer=choice())
+        log = run_eval(task, tmp_path, max_samples=n, max_connections=16, model_base_url=srv.url)
+        assert srv.count == n * 2 * 3 * 2  # every agent of every round: argue and commit
+        assert srv.max_in_flight == 16  # more than one sample's 3 agents at once, never above max_connections
+    assert log.status == "success" and len(log.samples) == n
+
+
+def test_the_agents_of_a_round_call_at_once(tmp_path):
+    with FakeOpenAI(Gate(FaultInjector(rate=0.0), 5)) as srv:
+        log = run_eval(Task(dataset=samples(1), solver=acemad(rounds=1, agents=5), scorer=choice()), tmp_path,
+                       model_base_url=srv.url)  # fmt: skip
+        assert srv.max_in_flight == 5
+    assert log.status == "success"
+
+
+def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECOND_API_KEY", KEY)
+    skeptic = PERSONAS["Skeptic"]
+    with FakeOpenAI(FaultInjector(rate=0.0)) as first, FakeOpenAI(FaultInjector(rate=0.0)) as second:
+        roles = {"skeptic": get_model("openai-api/second/other-model", base_url=second.url)}
+        task = Task(dataset=samples(2), solver=acemad(rounds=2, agents=3), scorer=[choice(), decisions()])
+        log = run_eval(task, tmp_path, model_base_url=first.url, model_roles=roles)
+        systems = lambda srv: {r["messages"][0]["content"] for r in srv.requests}  # noqa: E731
+        assert systems(second) == {skeptic} and second.count == 2 * 2 * 2  # 1 Skeptic, 2 rounds, 2 calls, 2 samples
+        assert skeptic not in systems(first) and first.count == 2 * 2 * 2 * 2
+    assert log.status == "success"
+    for s in log.samples:
+        spans = {e.id: e.name for e in s.events if e.event == "span_begin" and e.type == "acemad"}
+        calls = [e for e in s.events if e.event == "model"]
+        assert len(calls) == len(spans) == 2 * 3 * 2 and {e.span_id for e in calls} == set(spans)
+        assert "round 2 · agent 2 · commit" in spans.values()
+        # the transcript's record and the scorer: AceMAD's own decision beside its re-decisions
+        meta, rec = s.metadata[STORE_KEY], s.store[STORE_KEY]
+        assert meta["decisions"]["acemad"] == rec["final"]["answer"] == meta["answer"]
+        assert len(meta["decisions"]["shuffled"]) > 1
+        value = s.scores["decisions"].value
+        assert set(value) == {"acemad", "uniform", "self_belief", "surprisingly_popular", "majority_round1",
+                              "shuffled"}  # fmt: skip
+        assert value["acemad"] == float(rec["final"]["correct"])
+    metrics = {sc.name: sc.metrics["accuracy"].value for sc in log.results.scores}
+    assert metrics["acemad"] == metrics["choice"]
+
+
+def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        task = lambda: Task(dataset=samples(2), solver=acemad(rounds=2, agents=3, cache=True), scorer=choice())  # noqa: E731
+        first = run_eval(task(), tmp_path, model_base_url=srv.url)
+        sent = srv.count
+        second = run_eval(task(), tmp_path, model_base_url=srv.url)
+        assert sent == 2 * 2 * 3 * 2 and srv.count == sent  # one request per agent, round and kind; then none
+    answers = lambda log: [s.store[STORE_KEY]["rounds"] for s in log.samples]  # noqa: E731
+    assert answers(first) == answers(second)
+
+
+def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason(tmp_path):
+    bad = Sample(input="Which?", choices=["same", "same", "other"], target="A", id="dup")
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        log = run_eval(Task(dataset=[bad, *samples(2)], solver=acemad(rounds=1, agents=2), scorer=choice()),
+                       tmp_path, model_base_url=srv.url)  # fmt: skip
+    assert log.status == "success" and len(log.samples) == 3
+    (s,) = [s for s in log.samples if s.id == "dup"]
+    assert s.scores["choice"].value == "I" and "repeats an option text" in s.scores["choice"].explanation
+    assert all(STORE_KEY in t.store for t in log.samples if t.id != "dup")
+
+
+def test_replies_that_never_parse_fail_the_eval_with_one_line(tmp_path):
+    with FakeOpenAI(FaultInjector(rate=0.0), mode="unparseable") as srv:
+        log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
+                       model_base_url=srv.url)  # fmt: skip
+    assert log.status == "error"
+    message = log.error.message
+    assert "did not parse" in message and "\n" not in message.strip()
+
+
+# ----------------------------------------------------------------------------- the command line
+TASK_FILE = """
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import choice
+
+@task
+def colours():
+    return Task(dataset=[Sample(input="Which colour?", choices=["red", "green", "blue"], target="B")], scorer=choice())
+"""
+
+
+def inspect_cli() -> str:
+    eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="inspect_ai")}
+    assert "acemad_utils" in eps, "the inspect_ai entry point is not installed: pip install -e '.[inspect]'"
+    return str(Path(sys.executable).parent / "inspect")
+
+
+@pytest.mark.parametrize("solver", ["acemad", "decentralized", "centralized", "sparse", "majority"])
+def test_command_line_solver_on_a_task_that_never_imports_acemad(tmp_path, solver):
+    (tmp_path / "task.py").write_text(TASK_FILE)
+    env = dict(os.environ, FAKE_API_KEY=KEY, SECOND_API_KEY=KEY)
+    with FakeOpenAI(FaultInjector(rate=0.0)) as first, FakeOpenAI(FaultInjector(rate=0.0)) as second:
+        env["SECOND_BASE_URL"] = second.url
+        cmd = [inspect_cli(), "eval", "task.py", "--solver", f"acemad_utils/{solver}", "-S", "rounds=1",
+               "-S", "agents=3", "--model", MODEL, "--model-base-url", first.url, "--log-dir", "logs",
+               "--model-role", "skeptic=openai-api/second/other", "--model-role", "moderator=openai-api/second/other",
+               "--display", "plain"]  # fmt: skip
+        if solver == "majority":
+            cmd.remove("rounds=1"), cmd.remove("-S")
+        p = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert first.count > 0
+        # AceMAD's Skeptic and Centralized's moderator call the second endpoint; the other agents never do
+        assert second.count == {"acemad": 2, "centralized": 2}.get(solver, 0)
+    assert "accuracy" in p.stdout
