@@ -55,3 +55,25 @@ def test_impossible_cells_are_refused():
             power.n_needed(effect, psi)
     assert power.power_at(0, 0.05, 0.3) == 0.0
     assert math.isclose(power.power_at(10**7, 0.05, 0.3), 1.0)
+
+
+def test_a_single_benchmark_average_is_the_paired_test():
+    assert power.power_strata([400], [0.05], [0.3]) == pytest.approx(power.power_at(400, 0.05, 0.3))
+    assert power.n_strata([1.0], [0.05], [0.3]) == power.n_needed(0.05, 0.3)
+
+
+def test_an_average_over_unequal_benchmarks_needs_more_than_pooling():
+    """The same gain everywhere: the stratified mean weighs a 100-question benchmark as much as a 900 one, so its
+    power is below that of one pooled test on the 1,000 questions, and n_strata reaches the target power."""
+    ns, d, psi = [100, 900], [0.05, 0.05], [0.3, 0.3]
+    assert power.power_strata(ns, d, psi) < power.power_at(1000, 0.05, 0.3)
+    n = power.n_strata(ns, d, psi)
+    assert power.power_strata([n * 0.1, n * 0.9], d, psi) == pytest.approx(0.8, abs=0.002)
+
+
+def test_discordance_from_a_correlation():
+    assert power.discordance_at(0.3, 0.3, 0.0) == pytest.approx(power.discordance_independent(0.3, 0.3))
+    assert power.discordance_at(0.3, 0.3, 1.0) == pytest.approx(0.0)
+    assert power.discordance_at(0.4, 0.2, 0.5) < power.discordance_at(0.4, 0.2, 0.0)
+    a = np.array([1, 1, 0, 0, 1, 0], bool)
+    assert power.correlation(a, a) == pytest.approx(1.0) and power.correlation(a, ~a) == pytest.approx(-1.0)
