@@ -118,3 +118,34 @@ def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_rec
         counts = np.bincount(votes, minlength=len(rec["labels"]))
         if (counts == counts.max()).sum() == 1:  # no tie: the plurality is unambiguous
             assert g["final"]["answer"] == rec["labels"][int(counts.argmax())]
+
+
+def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.protocol.config import NAIVE_AGENT
+    from acemad_utils.protocol.vectorized import run_batch
+
+    cfg = DebateConfig(method="self_consistency", n_agents=4, rounds=2)
+    assert cfg.samples == 8 and cfg.specs() == [NAIVE_AGENT] * 8 and cfg.label == "Self-consistency (8 samples)"
+    assert DebateConfig(method="self_consistency").samples == 15  # AceMAD's turns at N = 5, T = 3: 30 calls
+    with pytest.raises(ValueError, match="roster"):
+        DebateConfig(method="self_consistency", roster="acemad")
+    q = make_items(1, k=4, seed=3)[0]
+    rec = run_question(q, SimPopulation(seed=1), cfg)
+    assert len(rec["rounds"]) == 1 and len(rec["rounds"][0]) == 8
+    votes = np.bincount([int(np.argmax(e["p"])) for e in rec["rounds"][0]], minlength=4)
+    assert votes[rec["labels"].index(rec["final"]["answer"])] == votes.max()  # the plurality
+    assert run_batch([q], VectorSimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
+
+
+def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population():
+    items = make_items(20, k=4, seed=5)
+    pop = SimPopulation(seed=1)
+    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="self_consistency")]
+    recs = [run_question(q, pop, c) for q in items for c in cfgs]
+    table = PR.split(recs, others=[cfgs[1].label])
+    assert list(table["control"])[-1] == cfgs[1].label
+    text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
+    assert "the same compute spent on sampling" in text and "trap_concentration" in text and "not the paper's" in text
+    real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
+    assert "the same compute spent on sampling" in real and "trap_concentration" not in real
