@@ -145,12 +145,19 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PREMISE_COLUMNS)
 
 
-def _verdict(lo: float, hi: float, n_split: int) -> str:
-    if not n_split:
-        return "cannot be seen: on no question were some agents right and some wrong"
-    if lo > 0:
-        return "holds"
-    return "fails: the top scorer knows less than a random agent" if hi < 0 else "is not shown (its CI contains 0)"
+VERDICTS = {
+    "holds": "holds",
+    "fails": "fails: the top scorer knows less than a random agent",
+    "not shown": "is not shown (its CI contains 0)",
+    "unseen": "cannot be seen: on no question were some agents right and some wrong",
+}
+
+
+def _verdict(r) -> str:
+    """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
+    if not r.n_split:
+        return "unseen"
+    return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
 
 
 def premise_sentence(
@@ -170,7 +177,7 @@ def premise_sentence(
     for method, g in table.groupby("method", sort=False):
         r = g[g["round"].astype(str) == "all"].iloc[0]
         rounds = ", ".join(f"round {x.round}: {x.lift:+.1f}" for x in g[g["round"].astype(str) != "all"].itertuples())
-        verdict = _verdict(r.lift_lo, r.lift_hi, r.n_split)
+        verdict = VERDICTS[_verdict(r)]
         text = (
             f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
             f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
@@ -180,9 +187,9 @@ def premise_sentence(
             f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
             f"{100 * r.parse_failure:.1f}% of commitments did not parse."
         )
-        if r.lift_hi < 0 or not r.n_split:
+        if _verdict(r) in ("fails", "unseen"):
             text += " So no gain of AceMAD here can come from who scores well."
-        elif not r.lift_lo > 0:
+        elif _verdict(r) == "not shown":
             text += " So this run does not show that a gain of AceMAD could come from who scores well."
         parts.append(text)
     lead = (
@@ -242,10 +249,12 @@ SPLIT_COLUMNS = [
 ]
 
 
-def _settings(method: str, meta: Optional[dict]) -> dict:
-    """The run's eta, weight exponent and weighting of `method` (meta.json's methods), else the paper's."""
+def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
+    """The run's eta, weight exponent, weighting and seed (its tie-break keys) of `method` (meta.json's methods),
+    else the paper's and `seed`."""
     cfg = ((meta or {}).get("methods") or {}).get(method) or {}
-    return {k: cfg.get(k, v) for k, v in (("eta", A.ETA), ("weight_exponent", A.WEIGHT_EXPONENT))} | {
+    defaults = {"eta": A.ETA, "weight_exponent": A.WEIGHT_EXPONENT, "seed": seed}
+    return {k: cfg.get(k, v) for k, v in defaults.items()} | {
         "weighting": cfg.get("weighting") or next((w for w in WEIGHTINGS[1:] if w in method), WEIGHTINGS[0])
     }
 
@@ -277,8 +286,8 @@ def round0_records(records: Sequence[dict], seed: int = 0, stacked: Optional[A.S
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
     """`method`'s debates re-decided by each control of the split, from the same commitments (no model call)."""
     recs = [r for r in _scored(records) if r["method"] == method]
-    cfg = _settings(method, meta)
-    eta, k = cfg["eta"], cfg["weight_exponent"]
+    cfg = _settings(method, meta, seed)
+    eta, k, seed = cfg["eta"], cfg["weight_exponent"], cfg["seed"]
     arr = A.stack(recs, seed)
     out = A.reweighted_records(recs, {UNIFORM: "uniform", SELF_BELIEF: "self_belief"}, eta, k, seed=seed, stacked=arr)
     out += A.shuffled_records(recs, eta, k, seed=seed, stacked=arr)
@@ -293,7 +302,8 @@ def split(
     re-decided from its own commitments (uniform weights, self-belief only, shuffled scores, surprisingly popular,
     the round-0 majority), then of each method in `others` run beside it (e.g. the compute-matched baseline);
     difference = AceMAD minus the control (points) with its 95% CI and p, paired on the same questions (the Average
-    over benchmarks: report.tables.versus_best). `meta`: the run's meta.json, for its eta and weight exponent."""
+    over benchmarks: report.tables.versus_best). `meta`: the run's meta.json, for its eta, weight exponent and seed
+    (the engine's tie-breaks); without it the paper's and `seed`."""
     rows = []
     for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)
@@ -314,3 +324,30 @@ def split(
                 row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
             rows.append(row)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int = 0) -> pd.DataFrame:
+    """The premise check and the gain split as rows for an accuracy table's Average column (api.Results.table, the
+    command's table): per AceMAD method its lift over a random agent (all rounds), each control's accuracy and
+    AceMAD's paired difference to it. Empty when no AceMAD run is in the records."""
+    rows = []
+    for r in premise(records, seed).query("round == 'all'").itertuples():
+        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, "
+        rows.append(
+            {
+                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; {VERDICTS[_verdict(r)]})",
+                AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
+            }
+        )
+    for r in split(records, seed, meta=meta).itertuples():
+        if r.control == r.method:
+            continue
+        rows.append(
+            {
+                "method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
+                AVERAGE: f"{r.accuracy:.1f} [{r.accuracy_lo:.1f}, {r.accuracy_hi:.1f}]",
+            }
+        )
+        cell = f"{r.difference:+.1f} [{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p={r.p_value:.2g}, n={r.n}"
+        rows.append({"method": f"{r.method} minus {r.control} (paired)", AVERAGE: cell})
+    return pd.DataFrame(rows, columns=["method", AVERAGE])
