@@ -339,9 +339,8 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
                 AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
             }
         )
-    for r in split(records, seed, meta=meta).itertuples():
-        if r.control == r.method:
-            continue
+    table = split(records, seed, meta=meta)
+    for r in table[table["control"] != table["method"]].itertuples():
         rows.append(
             {
                 "method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
