@@ -187,6 +187,12 @@ def premise_sentence(
             f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
             f"{100 * r.parse_failure:.1f}% of commitments did not parse."
         )
+        if r.n_split and (r.lift > 0) != (r.rank_corr > 0):
+            text += (
+                " The two disagree in sign: the correlation counts every agent, also those right without knowing why "
+                "the others err (a forecast of agreement with oneself scores low when the others are wrong), while "
+                "the lift follows the top scorer, the agent AceMAD's weights favour."
+            )
         if _verdict(r) in ("fails", "unseen"):
             text += " So no gain of AceMAD here can come from who scores well."
         elif _verdict(r) == "not shown":
