@@ -202,3 +202,10 @@ def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_en
     assert "the premise (the agent whose peer prediction scores best knows more than a random agent) fails" in out
     assert "no gain of AceMAD here can come from who scores well" in out
     assert "AceMAD vs the same compute spent on sampling" in out and "Round-0 majority" in out
+
+
+def test_a_run_whose_commitments_never_parsed_says_so_instead_of_a_number():
+    recs = [_record(i, [0.5] * 5, RIGHT, failed=range(5)) for i in range(3)]
+    table = PR.premise(recs)
+    assert len(table) == 1 and table.iloc[0].n == 0 and table.iloc[0].parse_failure == 1.0
+    assert "cannot be measured" in PR.premise_sentence(table, synthetic=False)

@@ -123,11 +123,26 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
       agents who know; 0 wherever every agent agrees, so n_split counts the questions with right and wrong agents);
     - rank_corr: the mean within-question Spearman correlation of score and correctness (CI over questions);
     - parse_failure: share of commitments whose p or q did not parse.
-    n counts questions with a gold answer and at least one parsed commitment."""
+    n counts questions with a gold answer and at least one parsed commitment; a method with none has one "all" row
+    with n = 0 (its parse-failure rate says why)."""
     qr = question_rounds(records)
     fails = parse_failures(records)
     rows = []
-    for method, g in qr.groupby("method", sort=False):
+    for method in fails["method"].unique():
+        g = qr[qr["method"] == method]
+        if g.empty:
+            rows.append(
+                [
+                    method,
+                    "all",
+                    0,
+                    *[np.nan] * 5,
+                    0,
+                    *[np.nan] * 3,
+                    fails.loc[fails["method"] == method, "failed"].mean(),
+                ]
+            )
+            continue
         g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
         per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
         per_question = per_question.agg(
@@ -150,11 +165,14 @@ VERDICTS = {
     "fails": "fails: the top scorer knows less than a random agent",
     "not shown": "is not shown (its CI contains 0)",
     "unseen": "cannot be seen: on no question were some agents right and some wrong",
+    "unmeasured": "cannot be measured: no question with a gold answer has a parsed commitment",
 }
 
 
 def _verdict(r) -> str:
     """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
+    if not r.n:
+        return "unmeasured"
     if not r.n_split:
         return "unseen"
     return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
@@ -178,6 +196,11 @@ def premise_sentence(
         r = g[g["round"].astype(str) == "all"].iloc[0]
         rounds = ", ".join(f"round {x.round}: {x.lift:+.1f}" for x in g[g["round"].astype(str) != "all"].itertuples())
         verdict = VERDICTS[_verdict(r)]
+        if not r.n:
+            parts.append(
+                f"{method}: the premise {verdict} ({100 * r.parse_failure:.1f}% of commitments did not parse)."
+            )
+            continue
         text = (
             f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
             f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
@@ -187,7 +210,7 @@ def premise_sentence(
             f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
             f"{100 * r.parse_failure:.1f}% of commitments did not parse."
         )
-        if r.n_split and (r.lift > 0) != (r.rank_corr > 0):
+        if r.n_split and pd.notna(r.rank_corr) and (r.lift > 0) != (r.rank_corr > 0):
             text += (
                 " The two disagree in sign: the correlation counts every agent, also those right without knowing why "
                 "the others err (a forecast of agreement with oneself scores low when the others are wrong), while "
@@ -338,7 +361,7 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
     AceMAD's paired difference to it. Empty when no AceMAD run is in the records."""
     rows = []
     for r in premise(records, seed).query("round == 'all'").itertuples():
-        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, "
+        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
         rows.append(
             {
                 "method": f"Premise: {r.method}'s top scorer minus a random agent (points; {VERDICTS[_verdict(r)]})",
