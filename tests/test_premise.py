@@ -209,3 +209,20 @@ def test_a_run_whose_commitments_never_parsed_says_so_instead_of_a_number():
     table = PR.premise(recs)
     assert len(table) == 1 and table.iloc[0].n == 0 and table.iloc[0].parse_failure == 1.0
     assert "cannot be measured" in PR.premise_sentence(table, synthetic=False)
+
+
+def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
+    from acemad_utils.cost import estimate as C
+    from acemad_utils.data.benchmarks import load_demo
+    from acemad_utils.experiments.registry import Run
+
+    qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
+    calls = {}
+    for cfg in (
+        DebateConfig(method="acemad"),
+        DebateConfig(method="self_consistency"),
+        DebateConfig(method="majority"),
+    ):
+        [(_, _, per)] = C.replay([Run(cfg.method, {"x": [cfg]}, benchmarks=["demo"])], {"demo": qs}, P_, store={})
+        calls[cfg.method] = per["agent_calls"]
+    assert calls["self_consistency"] == calls["acemad"] == 30 and calls["majority"] == 10
