@@ -8,7 +8,9 @@ The file format is data/own.py's (question, options as a list or a label -> text
 id); the whole file is checked before any model call, a bad row stops the command with one line naming the file,
 row and field (exit 2). It writes, under --out (default ./acemad_runs): the transcripts
 (runs/<name>/<model>-<data hash>/), the table (tables/<name>.md and .csv: accuracy with n and 95% CIs per method,
-AceMAD's paired gain and p against each other method; only questions with an answer count), the debate viewer
+AceMAD's paired gain and p against each other method, then the premise check and the gain split's controls
+re-decided from AceMAD's commitments, report/premise.py; only questions with an answer count; the premise sentence
+printed under it), the debate viewer
 page (viewer/...html), and prints where they are. --challenging first keeps the questions the naive single agent
 gets right in fewer than 40% of 5 runs at temperature 0.7 (the paper's challenging-subset rule, reusing
 experiments/subsets.py; every question needs an answer then).
@@ -35,6 +37,7 @@ from acemad_utils.experiments.runner import RunInterrupted, run_and_load
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
+from acemad_utils.report import premise as PR
 from acemad_utils.report.viewer import page_path
 
 THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
@@ -100,6 +103,8 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
     models = results.meta["population"].get("models") or ["?"]
     who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else f"model {models[0]}"
     text = f"{who} (run {results.name})\n\n" + table.to_markdown(index=False) + "\n"
+    premise = PR.premise_sentence(results.premise(), synthetic, results.split(), population=results.meta["population"])
+    text += "\n" + premise + "\n"
     *folders, last = results.name.split("/")
     md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)

@@ -778,6 +778,39 @@ class FaultInjector:
         raise ValueError(kind)
 
 
+class PremiseAgents:
+    """A FakeOpenAI script whose AceMAD debaters do (holds=True) or do not carry AceMAD's premise, on questions whose
+    gold answer is `truth` and whose shared misconception is `trap`. The Skeptic (AceMAD's truth-holder) answers the
+    truth; every other agent answers the trap, or the truth with probability `crowd_right` (a hash of the request).
+    Who predicts its peers well: with the premise, the Skeptic (its peer prediction is the crowd's actual mean,
+    trap-heavy) while the crowd predicts consensus on its own answer; without it the agents who answer wrong predict
+    the crowd and every right agent predicts an option nobody holds, so the best predictor is a wrong agent."""
+
+    def __init__(self, holds: bool, truth: str = "A", trap: str = "B", crowd_right: float = 0.3, seed: int = 0):
+        self.holds, self.truth, self.trap, self.crowd_right, self.seed = holds, truth, trap, crowd_right, seed
+
+    def __call__(self, body: dict, n: int) -> str:
+        info = request_info(body)
+        labels = info["labels"]
+        skeptic = "skeptic" in str((body.get("messages") or [{}])[0].get("content", "")).lower()
+        right = skeptic or _u(self.seed, canonical(body), "right") < self.crowd_right
+        answer = self.truth if right else self.trap
+        if not info["structured"]:
+            return f"I have weighed the options. The best answer is {answer}."
+        reply: dict = {"self_prob": _dist(0.5, labels, answer, mass=0.85)}
+        if info["want_q"]:
+            skilled = skeptic if self.holds else not right
+            crowd = {x: 0.0 for x in labels} | {self.trap: 0.7, self.truth: 0.3}  # the crowd's actual mean, roughly
+            # an unskilled forecast: consensus on its own answer (with the premise); without it, a right agent's
+            # forecast names an option nobody holds, so in every round a wrong agent predicts the peers best
+            other = next((x for x in labels if x not in (self.truth, self.trap)), answer)
+            miss = reply["self_prob"] if self.holds else _dist(0.5, labels, other, mass=0.85)
+            reply["peer_prediction"] = crowd if skilled else miss
+        if info["argument"]:
+            reply = {"argument": f"The best answer is {answer}.", **reply}
+        return json.dumps(reply)
+
+
 def main(argv=None) -> int:
     """Serve a clean deterministic fake model until killed, for runs outside pytest (CI's `paper` profile):
 

@@ -19,9 +19,10 @@ from acemad_utils.report import figures
 
 def test_groups_keep_the_run_order_and_the_labels():
     X = R.main_results([2, 3, 5], 2.0, seed=0)
-    assert X.name == "main" and list(X.groups) == ["baselines", "control", "acemad"]
+    assert X.name == "main" and list(X.groups) == ["baselines", "control", "acemad", "matched"]
     assert X.labels("acemad") == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
-    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 11  # 5 baselines, 3 controls, 3 T
+    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 12  # 5 baselines, 3 controls, 3 T, SC
+    assert X.labels("matched") == ["Self-consistency (15 samples; ours, not the paper's)"]
     assert X["control"][0].roster == "acemad" and X["control"][0].method == "decentralized"
 
 

@@ -117,22 +117,32 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
     return pd.DataFrame(rows, columns=RA.MAP_COLUMNS)
 
 
-def evidence(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> pd.DataFrame:
-    """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
-    agents whose answer is right minus that of agents whose answer is wrong (report.assumptions.knowledge_gap).
-    Synthetic profile: AceMAD's map runs at each knowledge_link of `links` (the defaults otherwise); a real model:
-    this profile's notebook 03 AceMAD (T = 3) run, if it exists."""
+def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> dict[str, list[dict]]:
+    """The AceMAD (T = 3) records the premise is measured on, by label. Synthetic profile: the map runs at each
+    knowledge_link of `links` (the defaults otherwise); a real model: this profile's notebook 03 run, if it exists
+    (else its label says there is none, with no record)."""
     if runs:
         by_name = {r.name: r for r in runs}
-        parts = []
+        out = {}
         for link in links:
             name = f"map_{R.params_slug({'knowledge_link': link})}"
             if name in by_name:
                 recs = [r for r in run_point(S, by_name[name]) if r["method"] == ACEMAD]
-                parts.append(RA.knowledge_gap(recs, label=f"synthetic, knowledge_link = {link:g}", seed=S.seed))
-        return pd.concat(parts, ignore_index=True) if parts else RA.knowledge_gap([], label="none")
+                out[f"synthetic, knowledge_link = {link:g}"] = recs
+        return out or {"none": []}
     try:
         _, records = load_run(f"{S.profile}/main")
     except FileNotFoundError:
-        return RA.knowledge_gap([], label=f"{S.model}: no notebook 03 run of profile {S.profile} yet")
-    return RA.knowledge_gap([r for r in records if r["method"] == ACEMAD], label=S.model, seed=S.seed)
+        return {f"{S.model}: no notebook 03 run of profile {S.profile} yet": []}
+    return {S.model: [r for r in records if r["method"] == ACEMAD]}
+
+
+def evidence(
+    S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0), *, records: Optional[dict] = None
+) -> pd.DataFrame:
+    """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
+    agents whose answer is right minus that of agents whose answer is wrong (report.assumptions.knowledge_gap), on
+    evidence_records (`records`: the caller's, already read)."""
+    held = evidence_records(S, runs, links) if records is None else records
+    parts = [RA.knowledge_gap(recs, label=k, seed=S.seed) for k, recs in held.items()]
+    return pd.concat(parts, ignore_index=True)
