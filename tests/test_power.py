@@ -77,3 +77,39 @@ def test_discordance_from_a_correlation():
     assert power.discordance_at(0.4, 0.2, 0.5) < power.discordance_at(0.4, 0.2, 0.0)
     a = np.array([1, 1, 0, 0, 1, 0], bool)
     assert power.correlation(a, a) == pytest.approx(1.0) and power.correlation(a, ~a) == pytest.approx(-1.0)
+
+
+# ----------------------------------------------------------------------------- a profile's plan (make estimate)
+def _plan(profile="paper", rho=None, **overrides):
+    from acemad_utils.cost.power import plan
+    from acemad_utils.experiments.profiles import notebook_params
+
+    return plan(notebook_params(profile, overrides)[1], rho=rho).set_index("claim")
+
+
+MAIN = "AceMAD (T=3) over Sparse MAD, Average"
+
+
+def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    t = _plan()
+    assert t.loc[MAIN, "planned n"] == 1905 and t.loc[MAIN, "power (Holm)"] > 0.99
+    tqa = t.loc["AceMAD (T=3) over Centralized MAD, TruthfulQA"]
+    assert tqa["power (Holm)"] < 0.05 and "exceeds the 223 questions" in tqa["note"]
+    holm = [c for c in t.columns if c.startswith("n, Holm")][0]
+    sized = t.dropna(subset=[holm])
+    assert (sized[holm] > sized["n, alpha 0.05"]).all() and len(sized) == len(t) - 1  # MMLU-Pro: a printed tie
+
+
+def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    t = _plan(N_MAX=20)
+    assert t.loc[MAIN, "planned n"] == 120 and t.loc[MAIN, "power (Holm)"] < 0.8
+    local = _plan("local")
+    t5 = local.loc["AceMAD (T=3) over AceMAD (T=5), Average"]
+    assert t5["planned n"] == 0 and t5["power (Holm)"] == 0
+
+
+def test_an_observed_correlation_lowers_the_questions_needed(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    assert _plan(rho=0.5).loc[MAIN, "n, alpha 0.05"] < _plan().loc[MAIN, "n, alpha 0.05"]
