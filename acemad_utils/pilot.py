@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from acemad_utils import api
 from acemad_utils.agents.budget import ENV_MAX, parse_max_usd
@@ -148,7 +147,11 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             lines.append(table.to_string(index=False))
         pf = table[table["round"].astype(str) == "all"]["parse_failure"].iloc[0]
         lines.append(f"parse failures: {100 * pf:.1f}% of AceMAD's commitments did not parse")
-    lines.append(PR.premise_sentence(table, synthetic))
+    split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
+    if not split.empty:
+        lines.append("the gain split (AceMAD minus each control, points, paired):")
+        lines.append(split.round(3).to_string(index=False))
+    lines.append(PR.premise_sentence(table, synthetic, split))
     if obs["n"]:
         lines.append(
             f"observed on {obs['n']} paired questions: AceMAD {100 * obs['acemad']:.1f}%, "
