@@ -141,10 +141,7 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
     obs = observed(records, configs)
     lines = ["premise check (report/premise.py):"]
     if not table.empty:
-        with pd.option_context(
-            "display.width", 160, "display.max_columns", 20, "display.float_format", "{:.3f}".format
-        ):
-            lines.append(table.to_string(index=False))
+        lines.append(table.round(3).to_string(index=False))
         pf = table[table["round"].astype(str) == "all"]["parse_failure"].iloc[0]
         lines.append(f"parse failures: {100 * pf:.1f}% of AceMAD's commitments did not parse")
     split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
