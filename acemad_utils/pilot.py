@@ -40,6 +40,7 @@ from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS
 from acemad_utils.cost.estimate import estimate_profile, replay
 from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE
 from acemad_utils.cost.power import format_plan, plan
+from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_questions
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
@@ -241,10 +242,17 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
                     sample += shuffled(built[b], seed)[:kk]
                     continue
                 m = min(len(pools[b]), math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
-                _, recs = S.run(f"pilot-screen-{b}", [subset_config(seed=seed)], questions=pools[b][:m])
+                screen = pools[b][:m]  # a run's name holds its questions' hash: a larger pilot is a new run
+                _, recs = S.run(
+                    f"pilot-screen-{b}-{data_hash(screen)[:12]}", [subset_config(seed=seed)], questions=screen
+                )
                 keep = {s["id"] for s in map(item_stats, recs) if s["accuracy"] < THRESHOLD}
-                sample += [q for q in pools[b][:m] if q.id in keep][:kk]
-            _, records = S.run("pilot", cfgs, questions=sample)
+                kept = [q for q in screen if q.id in keep]
+                print(
+                    f"{b}: screened {m} input items, {len(kept)} challenging (< {THRESHOLD:.0%} of 5 naive runs right)"
+                )
+                sample += kept[:kk]
+            _, records = S.run(f"pilot-{data_hash(sample)[:12]}", cfgs, questions=sample)
         text, obs = report(records, cfgs, S.synthetic)
         print(text)
         stop = verdict(records)
