@@ -38,7 +38,7 @@ from acemad_utils.agents.budget import ENV_MAX, parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS
 from acemad_utils.cost.estimate import estimate_profile, replay
-from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE
+from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_questions
@@ -200,72 +200,74 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     if P.get("BACKEND", "sim") == "sim":
         raise ValueError(f"profile {name!r} runs the synthetic population: a pilot is for a model (BACKEND openai)")
     terms = {} if env(ENV_MODELS) else parse_terms(load_profile(profile, overrides).get("models"))
+    cfgs = pilot_configs(P)
+    seed, n_max = P.get("SEED", 0), P.get("N_MAX")
+    # The price first, as `make estimate` makes it (its sample items and item counts): no endpoint, no key.
+    benches = ["demo"] if P.get("SOURCE") == "demo" else list(P["BENCHMARKS"])
+    items, _ = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))
+    counts = {b: item_counts(b, P) for b in benches}  # (input items, subset items, "built subset" or a guess)
+
+    def screened(b: str, kk: int) -> int:  # input items to screen for kk challenging ones (the paper's kept share)
+        return min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
+
+    def parts(kk: int):
+        out = []
+        for b in benches:
+            built = counts[b][2] == "built subset"
+            if not built:
+                screen = registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b])
+                out.append((screen, {b: items[b]}, {b: screened(b, kk)}))
+            n = min(kk, counts[b][1], n_max or kk) if built else kk
+            out.append((registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]), {b: items[b]}, {b: n}))
+        return out
+
+    todo = [b for b in benches if counts[b][2] != "built subset"]
+    if todo and P.get("SUBSET_MODEL") not in ("", None, P.get("MODEL")):
+        raise ValueError(
+            f"no challenging subset of {todo[0]!r} for SUBSET_MODEL {P['SUBSET_MODEL']!r}: build them first "
+            "(make reproduce ARGS='--only 01_subset_construction'), or set SUBSET_MODEL='' to screen with MODEL"
+        )
+    budget = budget_of(usd)
+    kk, cost, calls = choose_k(lambda x: price(parts(x), P, terms), budget, k)
+    where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
+    print(
+        f"pilot of profile {name!r}: {configs_line(cfgs)} on {kk} questions per benchmark of {where}; "
+        f"estimate ${cost or 0:.2f} ({calls:,.0f} calls sent, no call made yet), budget ${budget:.2f}"
+    )
+    refuse_unless_priced(cost, budget, P.get("MODEL") or "", kk)
+    if dry_run:
+        return 0
     S = Setup.from_params(P)
     try:
-        cfgs = pilot_configs(P)
-        seed, n_max = P.get("SEED", 0), P.get("N_MAX")
-        built, pools = {}, {}
-        for b in S.benchmarks:
-            try:
-                built[b] = S.load_subset(b, S.subset_slug)[:n_max]  # the full run's own questions
-            except FileNotFoundError:
-                if S.subset_slug != S.slug:
-                    raise
-                pools[b] = shuffled(S.questions(b), seed)  # the input items in a seeded order
-
-        def parts(kk: int):
-            out = []
-            for b, pool in pools.items():
-                m = min(len(pool), math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
-                screen = registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b])
-                out.append((screen, {b: pool[:2]}, {b: m}))
-            for b in S.benchmarks:
-                qs = built.get(b) or pools[b]
-                run = registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b])
-                out.append((run, {b: qs[:2]}, {b: min(kk, len(built[b])) if b in built else kk}))
-            return out
-
-        budget = budget_of(usd)
-        kk, cost, calls = choose_k(lambda x: price(parts(x), P, terms), budget, k)
-        where = "their challenging subsets" if not pools else f"screened input items ({', '.join(pools)} not built)"
-        print(
-            f"pilot of profile {name!r}: {configs_line(cfgs)} on {kk} questions per benchmark of {where}; "
-            f"estimate ${cost or 0:.2f} ({calls:,.0f} calls sent, no call made yet), budget ${budget:.2f}"
-        )
-        refuse_unless_priced(cost, budget, P.get("MODEL") or "", kk)
-        if dry_run:
-            return 0
         with capped(budget):
             sample = []
             for b in S.benchmarks:
-                if b in built:
-                    sample += shuffled(built[b], seed)[:kk]
+                if b not in todo:  # the full run's own questions (its first N_MAX), a seeded sample of them
+                    sample += shuffled(S.load_subset(b, S.subset_slug)[:n_max], seed)[:kk]
                     continue
-                m = min(len(pools[b]), math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
-                screen = pools[b][:m]  # a run's name holds its questions' hash: a larger pilot is a new run
+                # Under N_MAX the full run asks the first kept items: screen in input order so the pilot's are
+                # among them; else in a seeded order (a random sample).
+                pool = S.questions(b) if n_max else shuffled(S.questions(b), seed)
+                screen = pool[: screened(b, kk)]  # a run's name holds its questions' hash: a larger pilot is a new run
                 _, recs = S.run(
                     f"pilot-screen-{b}-{data_hash(screen)[:12]}", [subset_config(seed=seed)], questions=screen
                 )
                 keep = {s["id"] for s in map(item_stats, recs) if s["accuracy"] < THRESHOLD}
                 kept = [q for q in screen if q.id in keep]
-                print(
-                    f"{b}: screened {m} input items, {len(kept)} challenging (< {THRESHOLD:.0%} of 5 naive runs right)"
-                )
+                print(f"{b}: screened {len(screen)} input items, {len(kept)} challenging (the subset rule)")
                 sample += kept[:kk]
             _, records = S.run(f"pilot-{data_hash(sample)[:12]}", cfgs, questions=sample)
-        text, obs = report(records, cfgs, S.synthetic)
-        print(text)
-        stop = verdict(records)
-        if stop:
-            print(stop)
-        est = estimate_profile(profile, overrides)
-        print(
-            format_plan(plan(params, rho=obs.get("rho"), est=est), obs.get("rho"), f"(n = {obs['n']} pilot questions)")
-        )
-        print("the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice")
-        return 0
     finally:
         S.close()
+    text, obs = report(records, cfgs, S.synthetic)
+    print(text)
+    stop = verdict(records)
+    if stop:
+        print(stop)
+    est = estimate_profile(profile, overrides)
+    print(format_plan(plan(params, rho=obs.get("rho"), est=est), obs.get("rho"), f"(n = {obs['n']} pilot questions)"))
+    print("the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice")
+    return 0
 
 
 def configs_line(cfgs: Sequence[DebateConfig]) -> str:

@@ -96,7 +96,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
 def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(tmp_outputs, monkeypatch, capsys):
     """The paper profile on the demo questions: no subsets yet, so the pilot screens input items with notebook 01's
     agent; building the subsets and running notebook 03's AceMAD and self-consistency afterwards pay only the rest."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-pilot")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the priced plan needs no key (nor any endpoint)
     monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
@@ -112,6 +112,7 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
         args = ["pilot", "--profile", "paper", "--set", "SOURCE=demo", "--set", f"BASE_URL={srv.url}"]
         assert main([*args, "--per-benchmark", "2", "--dry-run"]) == 0 and srv.count == 0
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-pilot")
         assert main([*args, "--per-benchmark", "2"]) == 0
         pilot_calls = srv.count
         full_run(srv.url)
