@@ -99,6 +99,10 @@ def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(monkeypatch
     holm = [c for c in t.columns if c.startswith("n, Holm")][0]
     sized = t.dropna(subset=[holm])
     assert (sized[holm] > sized["n, alpha 0.05"]).all() and len(sized) == len(t) - 1  # MMLU-Pro: a printed tie
+    # what README says of the paper's own design: not its T comparisons, nor most per-benchmark gains
+    assert (t[t["family"] == "T comparison"]["power (Holm)"] < 0.8).all()
+    per_benchmark = t[t["family"] == "per-benchmark gain"]["power (Holm)"]
+    assert (per_benchmark >= 0.8).sum() < len(per_benchmark) / 2
 
 
 def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(monkeypatch):
