@@ -94,11 +94,16 @@ def choose_k(cost_at, budget: float, k: Optional[int]) -> tuple[int, Optional[fl
     return k, usd, calls
 
 
-def refuse_unless_priced(usd: Optional[float], budget: float, model: str, k: int) -> None:
+def refuse_unless_priced(usd: Optional[float], budget: float, model: str, k: int, profile: bool = True) -> None:
     if usd is None:
+        how = (
+            HOW_TO_PRICE.format(model=model)
+            if profile
+            else f'set {ENV_MODELS}=\'{{"{model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
+            f'(or {{"free": true}} for a server that sends you no bill)'
+        )
         raise ValueError(
-            f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, "
-            + HOW_TO_PRICE.format(model=model)
+            f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, {how}"
         )
     if usd > budget:
         raise ValueError(
@@ -297,7 +302,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
         f"({kk} per benchmark, {len(benches)} benchmark(s)); estimate ${cost or 0:.2f} ({calls:,.0f} calls sent, "
         f"no call made yet), budget ${budget:.2f}"
     )
-    refuse_unless_priced(cost, budget, args.model, kk)
+    refuse_unless_priced(cost, budget, args.model, kk, profile=False)
     if dry_run:
         return 0
     out = Path(args.out).expanduser().resolve()
