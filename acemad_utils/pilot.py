@@ -84,11 +84,12 @@ def price(parts: Sequence[tuple[registry.Run, dict, dict]], P: dict, terms: dict
 
 def choose_k(cost_at, budget: float, k: Optional[int]) -> tuple[int, Optional[float], float]:
     """(k, its USD, its calls): the given k, else the most questions per benchmark (MIN_K..MAX_K) within budget."""
-    if k is None:
-        unit, _ = cost_at(10)
-        k = MAX_K if not unit else max(MIN_K, min(MAX_K, int(10 * budget / unit)))
+    if k is not None:
+        return (k, *cost_at(k))
+    unit, _ = cost_at(10)
+    k = MAX_K if not unit else max(MIN_K, min(MAX_K, int(10 * budget / unit)))
     usd, calls = cost_at(k)
-    while usd and usd > budget and k > MIN_K:
+    while usd and usd > budget and k > MIN_K:  # the screening's rounding up makes the cost a little more than linear
         k -= 1
         usd, calls = cost_at(k)
     return k, usd, calls
