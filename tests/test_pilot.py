@@ -71,6 +71,14 @@ def test_the_pilot_refuses_to_start_without_a_price(cwd, capsys):
     assert "no estimate can be shown" in capsys.readouterr().err
 
 
+def test_the_pilot_refuses_a_sample_over_its_budget_and_max_usd_lowers_it(cwd, capsys, monkeypatch):
+    monkeypatch.setenv("ACEMAD_MAX_USD", "0.001")  # below the default $5: the cap wins
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        code = main(["pilot", str(question_file(cwd)), "--model", "gpt-4o-mini", "--base-url", srv.url])
+        assert code == 2 and srv.count == 0
+    assert "over the $0.00 budget" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("premise", [True, False])
 def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_calls_again(cwd, capsys, premise):
     path = question_file(cwd)
