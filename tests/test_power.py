@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
@@ -117,3 +118,20 @@ def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(monkeypatch
 def test_an_observed_correlation_lowers_the_questions_needed(monkeypatch):
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     assert _plan(rho=0.5).loc[MAIN, "n, alpha 0.05"] < _plan().loc[MAIN, "n, alpha 0.05"]
+
+
+def test_the_main_gains_range_of_n_over_the_discordance_bounds_is_the_one_docs_quote():
+    """docs/statistics.md quotes 75 / 254 / 425 questions for the main gain at psi's lower bound, independence and
+    upper bound (the paper's subset sizes)."""
+    from acemad_utils.cost.items import PAPER_SUBSETS
+    from acemad_utils.cost.power import CLAIMS, cells
+
+    _, benches, pa, pb = cells(CLAIMS[0])
+    d = [x - y for x, y in zip(pa, pb)]
+    shares = [PAPER_SUBSETS[b] for b in benches]
+    lower = [max(abs(x), 1e-12) for x in d]  # MMLU-Pro's printed tie: no discordance needed there
+    indep = [power.discordance_independent(x, y) for x, y in zip(pa, pb)]
+    upper = [power.discordance_bounds(x, y)[1] for x, y in zip(pa, pb)]
+    assert [power.n_strata(shares, d, p) for p in (lower, indep, upper)] == [75, 254, 425]
+    text = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text()
+    assert "span 75 questions" in text and "to 425" in text and "254 at independence" in text
