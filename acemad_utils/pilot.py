@@ -42,6 +42,7 @@ from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, samp
 from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_questions
+from acemad_utils.data.paths import atomic_write, outputs, outputs_root
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import load_profile, notebook_params
@@ -266,14 +267,21 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     finally:
         S.close()
     text, obs = report(records, cfgs, S.synthetic)
-    print(text)
-    stop = verdict(records)
-    if stop:
-        print(stop)
     est = estimate_profile(profile, overrides)
-    print(format_plan(plan(params, rho=obs.get("rho"), est=est), obs.get("rho"), f"(n = {obs['n']} pilot questions)"))
-    print("the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice")
+    table = plan(params, rho=obs.get("rho"), est=est)
+    finish(
+        [text, verdict(records), format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
+         "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
+        outputs("tables", name) / "pilot.txt",
+    )  # fmt: skip
     return 0
+
+
+def finish(parts: Sequence[Optional[str]], path: Path) -> None:
+    """Print the pilot's report and keep it (the records are in the run's transcripts; this is what it concluded)."""
+    text = "\n".join(p for p in parts if p)
+    atomic_write(path, text + "\n")
+    print(f"{text}\n(this report: {path})")
 
 
 def configs_line(cfgs: Sequence[DebateConfig]) -> str:
@@ -310,22 +318,24 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     with capped(budget):
         res = api.run(
             sample, ["acemad", "self_consistency"], model=args.model, base_url=args.base_url, seed=args.seed,
-            out=out, name=f"{path.stem}-pilot", workers=args.workers, progress=True,
+            out=out, name="pilot", workers=args.workers, progress=True,
         )  # fmt: skip
     text, obs = report(res.records, cfgs, False)
-    print(text)
-    stop = verdict(res.records)
-    if stop:
-        print(stop)
+    parts = [text, verdict(res.records)]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
         full, _ = cost_at(max(len(p) for p in pools.values()))
         per = (full or 0) / len(qs)
         pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
-        print(
+        parts.append(
             f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
             f"questions would cost about ${per * n:,.2f} for these two methods"
         )
-    print(f"`python -m acemad_utils run {path} --methods acemad,self_consistency,... --out {args.out}` replays these "
-          "calls from the response cache: nothing here is paid twice")  # fmt: skip
+    parts.append(
+        f"`python -m acemad_utils run {path} --methods acemad,self_consistency,... --out {args.out}` replays these "
+        "calls from the response cache: nothing here is paid twice"
+    )
+    *folders, last = res.name.split("/")
+    with outputs_root(out):
+        finish(parts, outputs("tables", *folders) / f"{last}.txt")
     return 0
