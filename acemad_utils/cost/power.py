@@ -227,6 +227,11 @@ def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = 
         "discordance is usually lower and these n are conservative; a pilot measures it: make pilot)"
     )
     lines.append(f"  discordance per benchmark from the two printed accuracies at {disc}")
+    if usd:
+        lines.append(
+            "  USD@Holm: n@Holm questions at the estimate's dollars per question of that run ($0: its calls are an "
+            "earlier notebook's, cached)"
+        )
     lines.append(
         "  effects recomputed from the printed cells (Average = mean of the per-benchmark gains); docs/statistics.md"
     )
