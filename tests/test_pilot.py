@@ -94,6 +94,8 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
         assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
     assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls  # the pilot's calls came from the cache
+    [kept] = (cwd / "acemad_runs" / "tables" / "pilot").glob("*.txt")  # the report is kept, not only printed
+    assert "premise check" in kept.read_text() and f"(this report: {kept})" in out
     if premise:
         assert "the premise (the agent whose peer prediction scores best knows more than a random agent) holds" in out
         assert "STOP" not in out
