@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils import api
+import yaml
+
+from acemad_utils import api, pilot
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
@@ -63,6 +65,22 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder (default ./{api.DEFAULT_OUT})")
     r.add_argument("--name", default=None, help="run name (default: the file's name)")
     r.add_argument("--challenging", action="store_true", help="keep only the challenging subset first (see --help)")
+    p = sub.add_parser(
+        "pilot", help="a few dollars first: the premise check and the n the full run needs (docs/own-model.md)"
+    )
+    p.add_argument("questions", nargs="?", help="a question file (.jsonl/.csv); or --profile")
+    p.add_argument("--profile", help="a profile's challenging subsets, e.g. paper (make pilot PROFILE=paper)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as reproduce --set (--profile)")
+    p.add_argument("--model", help="the endpoint's model (a question file)")
+    p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (a question file)")
+    p.add_argument("--usd", type=float, default=pilot.DEFAULT_USD, help="budget in USD (default 5; MAX_USD if lower)")
+    p.add_argument("--per-benchmark", type=int, default=None, help="questions per benchmark (default: the budget's)")
+    p.add_argument("--dry-run", action="store_true", help="print the priced plan and stop (no call)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=8, help="questions in flight (a question file)")
+    p.add_argument(
+        "--out", default=api.DEFAULT_OUT, help=f"output folder of a question file (default ./{api.DEFAULT_OUT})"
+    )
     return ap
 
 
@@ -141,10 +159,30 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
+def run_pilot(args) -> int:
+    """`pilot FILE --model M` or `pilot --profile NAME` (acemad_utils/pilot.py)."""
+    kw = dict(usd=args.usd, k=args.per_benchmark, dry_run=args.dry_run)
+    if args.per_benchmark is not None and not pilot.MIN_K <= args.per_benchmark <= pilot.MAX_K:
+        raise ValueError(f"--per-benchmark {args.per_benchmark}: need {pilot.MIN_K} to {pilot.MAX_K}")
+    if (args.questions is None) == (args.profile is None):
+        raise ValueError("pilot: give a question file or --profile NAME, not both")
+    if args.profile is not None:
+        overrides = {}
+        for item in args.set:
+            k, sep, v = item.partition("=")
+            if not sep:
+                raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+            overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+        return pilot.pilot_profile(args.profile, overrides, **kw)
+    if not args.model:
+        raise ValueError("pilot FILE: --model is required (the endpoint's model; key: OPENAI_API_KEY)")
+    return pilot.pilot_file(Path(args.questions), args, **kw)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return run(args)
+        return run_pilot(args) if args.command == "pilot" else run(args)
     except RunInterrupted as e:
         print(str(e), file=sys.stderr)
         return 130
