@@ -36,6 +36,8 @@ another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
               labels): no commitment parses, the repair call's neither
     trickle   the script's reply, status line and headers included, sent one byte every `trickle_interval` s
               (1 s by default, as issue 33's probe did): every gap is short, the whole reply takes minutes
+    empty     a 200 completion without text: `content: null`, or (every other request, by the request's hash)
+              a tool call only, as a refusal or a reasoning model out of tokens sends
 `srv.modes` counts the chat requests answered in each mode.
 
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
@@ -110,7 +112,7 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
-MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle")
+MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle", "empty")
 #: Mode "unparseable": every reply is one of these (Spanish and Chinese prose, NaN / Infinity / negative beliefs,
 #: labels that are no option), so every commitment fails to parse, also after the repair call.
 UNPARSEABLE = (
@@ -303,6 +305,24 @@ class FakeOpenAI:
             return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
         if mode == "hostile":
             return Reply(_hostile(r.content), kind="hostile")
+        if mode == "empty":  # content null; or a tool call only (no content key at all)
+            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
+            message: dict = {"role": "assistant", "content": None}
+            if h % 2:
+                message = {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
+                    ],
+                }
+            done = {
+                "id": "chatcmpl-empty",
+                "object": "chat.completion",
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if h % 2 else "length"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
+            }
+            return Reply(raw=json.dumps(done).encode(), kind="empty")
         if mode == "unparseable":  # replies no parser reads as a belief (issue 33), chosen by the request's hash
             h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
             return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")

@@ -309,6 +309,67 @@ def estimate_profile(
     return estimate(params, name, **kw)
 
 
+# ----------------------------------------------------------------------------- one run of your own questions
+#: Seconds one call takes, for the wall time printed before `python -m acemad_utils run` spends: a debate turn of a
+#: GPT-4o-mini-class endpoint answers in 1-3 s (bench/README.md); calls in flight are bounded by --workers.
+SECONDS_PER_CALL = 2.0
+
+
+@dataclass
+class RunEstimate:
+    """What running configs on questions will send (an upper bound: replies already cached are not paid again)."""
+
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    usd: Optional[float]  # None: some model is unpriced
+    unpriced: list
+    seconds: float  # wall time at SECONDS_PER_CALL with `workers` calls in flight
+    workers: int
+
+    def line(self) -> str:
+        usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
+        hours = f"{self.seconds / 3600:.1f} h" if self.seconds >= 3600 else f"{self.seconds / 60:.1f} min"
+        return (
+            f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
+            f"~{hours} at {SECONDS_PER_CALL:g} s per call and {self.workers} in flight (at most: cached replies "
+            "are not paid again)"
+        )
+
+
+def estimate_run(
+    questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8, sample: int = 12,
+    arg_chars: int = DEFAULT_ARG_CHARS, seed: int = 0,
+) -> RunEstimate:  # fmt: skip
+    """Calls, tokens, dollars and wall time of running `configs` on `questions` with `model` (each AgentSpec's own
+    model where it names one; `moderator` the Centralized moderator's AgentSpec): the replay above on up to
+    `sample` of the questions (evenly spaced), scaled to all of them, priced per model (prices.price_of)."""
+    step = max(1, len(questions) // sample)
+    picked = list(questions)[::step][:sample]
+    pop = replay_population(model, {}, arg_chars, seed=seed)
+    if moderator is not None:
+        pop.moderator_spec = moderator
+    for cfg in configs:
+        for q in picked:
+            run_question(q, pop, cfg)
+    scale = len(questions) / max(1, len(picked))
+    by = _snapshot(pop)["by"]
+    calls = sum(v[0] for v in by.values()) * scale
+    pt = sum(v[1] for v in by.values()) * scale
+    ct = sum(v[2] for v in by.values()) * scale
+    usd: Optional[float] = 0.0
+    unpriced = []
+    for (m, _kind), (_n, p_, c_) in by.items():
+        price = price_of(m)
+        if price is None:
+            unpriced.append(m)
+        elif usd is not None:
+            usd += price.usd(p_ * scale, c_ * scale)
+    if unpriced:
+        usd = None
+    return RunEstimate(calls, pt, ct, usd, sorted(set(unpriced)), calls * SECONDS_PER_CALL / workers, workers)
+
+
 def _m(x: float) -> str:
     return f"{x / 1e6:,.1f} M" if x >= 1e5 else f"{x:,.0f}"
 
