@@ -4,6 +4,7 @@ runs still lists every claim with the paper's line."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from acemad_utils.data import paths as P
@@ -52,7 +53,9 @@ def test_a_paired_gain_gets_the_verdict_its_ci_implies_in_the_profiles_words(a_r
     n = 200
     base = RNG.random(n)  # shared difficulty: a and b are paired on the same questions
     recs = records("A", base < a_rate) + records("B", base < b_rate)
-    [row] = C.finalize(C.gain_rows("A beats B", "l.1", recs, "A", ["B"]), synthetic=synthetic).to_dict("records")
+    paper = pd.DataFrame({"method": ["A", "B"], "Average (printed)": [80.0, 20.0]})  # claims +60: 200 give it power
+    rows = C.gain_rows("A beats B", "l.1", recs, "A", ["B"], paper=paper)
+    [row] = C.finalize(rows, synthetic=synthetic).to_dict("records")
     words = (
         {C.HOLDS: C.HOLDS_SIM, C.FAILS: C.FAILS_SIM} if synthetic else {C.HOLDS: C.SUPPORTED, C.FAILS: C.NOT_SUPPORTED}
     )
@@ -64,11 +67,46 @@ def test_a_gain_that_may_be_zero_is_inconclusive():
     a = np.r_[np.ones(12), np.zeros(10), np.ones(18)]  # A alone right on 12 questions, B alone on 10
     b = np.r_[np.zeros(12), np.ones(10), np.ones(18)]
     rows = C.gain_rows("A beats B", "l.1", records("A", a) + records("B", b), "A", ["B"])
-    assert C.finalize(rows, synthetic=False).verdict.tolist() == [C.INCONCLUSIVE]
+    assert C.finalize(rows, synthetic=True).verdict.tolist() == [C.INCONCLUSIVE]
+
+
+@pytest.mark.parametrize(
+    "claimed, synthetic, verdict", [(8.1, True, C.NULL_SIM), (8.1, False, C.NULL), (1.0, True, C.INCONCLUSIVE)]
+)
+def test_a_ci_that_excludes_the_claimed_gain_is_a_precise_null_not_inconclusive(claimed, synthetic, verdict):
+    gain = dict(kind="gain", ci=(-0.8, 1.4), p=0.6)  # +0.3 [-0.8, +1.4]: excludes +8.1, not +1.0
+    rows = [C.row("MAD beats voting", "l.226", claimed, n=100_000, psi=0.05, **gain)]
+    assert C.finalize(rows, synthetic=synthetic).verdict.tolist() == [verdict]
+
+
+@pytest.mark.parametrize("n_questions", [2, 8])
+def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_nothing(n_questions):
+    """The local profile's run (8 demo questions at most): every row underpowered, not comparable or not run."""
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
+    labels |= {"Sparse MAD": "sparse", "AceMAD (T=2)": "acemad"}
+    rates = {"AceMAD (T=3)": 0.9, "Majority Voting": 0.0, "Decentralized MAD": 0.1, "Sparse MAD": 0.0}
+    runs = {
+        "main": _run(
+            rates | {"AceMAD (T=2)": 0.0},
+            {k: cfg(m) for k, m in labels.items()},
+            params={},
+            n=n_questions,
+            model="SmolLM2-135M-Instruct",
+        )
+    }
+    runs["main"][0].update(synthetic=False, model="SmolLM2-135M-Instruct", backend="local")
+    runs["main"][0]["population"] = {"synthetic": False, "model": "SmolLM2-135M-Instruct"}
+    ledger = C.ledger(runs)
+    assert not ledger.verdict.isin([C.SUPPORTED, C.NOT_SUPPORTED]).any(), ledger[["claim", "verdict"]]
+    assert ledger.verdict.str.startswith(C.UNDERPOWERED).any()
+    exact = ledger[ledger.claim.str.contains("49.92")]
+    assert exact.verdict.tolist() == [C.ANOTHER_MODEL]
+    assert "smoke test of the pipeline, not evidence" in C.summary(ledger, runs, "local")
 
 
 def test_holm_across_the_ledger_turns_a_lone_significant_gain_inconclusive():
-    gain = dict(kind="gain", ci=(0.5, 3.0))
+    gain = dict(kind="gain", ci=(0.5, 3.0), n=10_000, psi=0.1)  # enough questions for the power rule
     alone = C.finalize([C.row("g", "l.1", None, p=0.03, **gain)], synthetic=False)
     assert alone.verdict.tolist() == [C.SUPPORTED] and alone["p (Holm)"].tolist() == [0.03]
     family = C.finalize([C.row(f"g{i}", "l.1", None, p=0.03, **gain) for i in range(5)], synthetic=False)

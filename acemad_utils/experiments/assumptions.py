@@ -28,6 +28,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import assumptions as RA
+from acemad_utils.report import claims
 from acemad_utils.report import rescoring as A
 
 ACEMAD = DebateConfig(method="acemad", rounds=3).label
@@ -41,16 +42,19 @@ def population(S: Setup, params: dict) -> SimPopulation:
     return VectorSimPopulation(SimParams(**params), seed=S.seed)  # batched: the runner answers it as arrays
 
 
-def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question]:
-    """The first n_max items of every benchmark's challenging subset, judged by the population of `params` (its
-    SUBSET_PARAMS only; none: the profile's own subsets, notebook 01's)."""
+def map_questions(
+    S: Setup, params: dict, n_max: Optional[int], benchmarks: Optional[Sequence[str]] = None
+) -> list[Question]:
+    """The first n_max items of every benchmark's (of `benchmarks`, default the profile's) challenging subset,
+    judged by the population of `params` (its SUBSET_PARAMS only; none: the profile's own subsets, notebook 01's)."""
     base = {k: v for k, v in R.overrides(params).items() if k in R.SUBSET_PARAMS}
+    benches = list(benchmarks or S.benchmarks)
     if not base:
-        return [q for b in S.benchmarks for q in S.subset(b, n_max)]
+        return [q for b in benches for q in S.subset(b, n_max)]
     name = f"{subsets.SYNTHETIC_SLUG}-map-{R.params_slug(base)}"
     slug = subsets.model_slug(name, synthetic=True)
     pop, cap, out = population(S, base), S.per_run(n_max), []
-    for b in S.benchmarks:
+    for b in benches:
         try:
             qs = S.load_subset(b, slug)
         except FileNotFoundError:
@@ -64,17 +68,21 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question
 
 def run_point(S: Setup, run: R.Run) -> list[dict]:
     """The records of one map run (made on first use, read back afterwards)."""
+    return run_with_meta(S, run)[1]
+
+
+def run_with_meta(S: Setup, run: R.Run) -> tuple[dict, list[dict]]:
+    """(meta, records) of one map run, on the challenging subsets of its own population."""
     params = run.params or {}
-    _, records = run_and_load(
+    return run_and_load(
         f"{S.profile}/{run.name}",
-        map_questions(S, params, run.cap),
+        map_questions(S, params, run.cap, run.benchmarks),
         run.configs,
         population(S, params),
         workers=S.workers,
         profile=S.profile,
         extra_meta={"source": S.source, "model": S.model, "backend": S.backend, "map_params": params},
     )
-    return records
 
 
 def point_records(
@@ -136,3 +144,23 @@ def evidence(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0
     except FileNotFoundError:
         return RA.knowledge_gap([], label=f"{S.model}: no notebook 03 run of profile {S.profile} yet")
     return RA.knowledge_gap([r for r in records if r["method"] == ACEMAD], label=S.model, seed=S.seed)
+
+
+def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int) -> dict[str, tuple[dict, list[dict]]]:
+    """{experiment name: (meta, records)} of notebooks 02-06 (their default parameters) with the population of one
+    assumption point, on the first n_max items of each benchmark's challenging subset: what claims.ledger reads.
+    Runs are named map_ledger_<point>_<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
+    out = {}
+    for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks):
+        meta, records = run_with_meta(S, run)
+        out[run.name.split("__", 1)[1]] = (meta, records)
+    return out
+
+
+def ledger_grid(S: Setup, n_max: int = 40, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """{point name: the claims ledger recomputed with the population of that point} over registry.LEDGER_GRID
+    (the points this population can express; report.claims.deciding names what flips each row).
+    Without the synthetic population (a real-model profile) an empty dict: there is no population to vary."""
+    if not isinstance(S.population, SimPopulation):
+        return {}
+    return {p.name: claims.ledger(ledger_runs(S, p, n_max), seed=seed) for p in R.ledger_points(S.benchmarks)}
