@@ -262,3 +262,20 @@ def test_the_controls_beside_table_2_are_not_the_papers_baselines():
         "Single Agent (AceMAD's Skeptic alone)": {"method": "single", "baseline_agent": skeptic},
     }
     assert C.paper_baselines({"methods": methods}, "AceMAD (T=3)") == ["Sparse MAD"]
+
+
+def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_cannot():
+    def one(verdict: str, claim: str = "AceMAD beats Standard MAD") -> "pd.DataFrame":
+        return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict}])
+
+    grid = {C.BASE_POINT: one(C.HOLDS_SIM), "equal stubbornness": one(C.FAILS_SIM), "insight = 0.1": one(C.HOLDS_SIM)}
+    runs = {"main": _run({}, {}, params={"crowd_insight": 0.0})}
+    [text] = C.deciding(one(C.HOLDS_SIM), grid, runs)[C.DECIDED_BY]
+    assert text == f"{C.FAILS_SIM} where equal stubbornness; {C.HOLDS_SIM} elsewhere ({C.BASE_POINT} and 1 more)"
+    table1 = "Table 1 (N=5): MAD beats Majority Voting: Sparse MAD"
+    grid = {k: one(v, table1) for k, v in ((C.BASE_POINT, C.NULL_SIM), ("crowd_insight = 0.2", C.HOLDS_SIM))}
+    [text] = C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY]
+    assert text.startswith("by construction: ") and "crowd_insight = 0" in text
+    assert f"{C.HOLDS_SIM} where crowd_insight = 0.2" in text
+    runs["main"][0]["population"]["params"]["crowd_insight"] = 0.2  # no longer pinned: the grid alone decides
+    assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")

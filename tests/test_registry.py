@@ -178,3 +178,17 @@ def test_notebook_04s_different_persona_is_notebook_03s_acemad_and_its_rosters_s
     assert het["variants"][0].hash == main.config("acemad", group="acemad", rounds=3).hash
     lines = R.rosters(het, "variants").splitlines()
     assert len(lines) == 3 and lines[-1].startswith("AceMAD (Different LLMs): ") and "on model-b" in lines[-1]
+
+
+def test_the_ledger_grid_keeps_the_points_the_population_can_express_and_names_the_rest():
+    grid = (
+        R.LedgerPoint("equal stubbornness", "", {"insight_susceptibility": 0.3}),
+        R.LedgerPoint("no such field", "", {"not_a_simparams_field": 1.0}),
+        R.LedgerPoint("K = 3", "", {}, ("bbh",)),
+    )
+    assert [p.name for p in R.ledger_points(["bbh", "arc_challenge"], grid)] == ["equal stubbornness", "K = 3"]
+    assert R.unvaried(["arc_challenge"], grid) == ["no such field", "K = 3"]
+    runs = R.ledger_runs(grid[0], seed=0, n_max=40, benchmarks=["bbh"])
+    assert {r.name.split("__")[1] for r in runs} == {"baselines", "main", "heterogeneity", "ablation", "scaling"}
+    assert all(r.name.startswith("map_ledger40_insight_susceptibility0.3__") and r.cap == 40 for r in runs)
+    assert all(r.params == {"insight_susceptibility": 0.3} for r in runs)

@@ -71,7 +71,7 @@ def run_point(S: Setup, run: R.Run) -> list[dict]:
     return run_with_meta(S, run)[1]
 
 
-def run_with_meta(S: Setup, run: R.Run) -> tuple[dict, list[dict]]:
+def run_with_meta(S: Setup, run: R.Run, progress: bool = True) -> tuple[dict, list[dict]]:
     """(meta, records) of one map run, on the challenging subsets of its own population."""
     params = run.params or {}
     return run_and_load(
@@ -81,6 +81,7 @@ def run_with_meta(S: Setup, run: R.Run) -> tuple[dict, list[dict]]:
         population(S, params),
         workers=S.workers,
         profile=S.profile,
+        progress=progress,
         extra_meta={"source": S.source, "model": S.model, "backend": S.backend, "map_params": params},
     )
 
@@ -149,18 +150,19 @@ def evidence(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0
 def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int) -> dict[str, tuple[dict, list[dict]]]:
     """{experiment name: (meta, records)} of notebooks 02-06 (their default parameters) with the population of one
     assumption point, on the first n_max items of each benchmark's challenging subset: what claims.ledger reads.
-    Runs are named map_ledger_<point>_<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
+    Runs are named map_ledger<n_max>_<point>__<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
     out = {}
     for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks):
-        meta, records = run_with_meta(S, run)
+        meta, records = run_with_meta(S, run, progress=False)
         out[run.name.split("__", 1)[1]] = (meta, records)
     return out
 
 
-def ledger_grid(S: Setup, n_max: int = 40, seed: int = 0) -> dict[str, pd.DataFrame]:
+def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0) -> dict[str, pd.DataFrame]:
     """{point name: the claims ledger recomputed with the population of that point} over registry.LEDGER_GRID
     (the points this population can express; report.claims.deciding names what flips each row).
     Without the synthetic population (a real-model profile) an empty dict: there is no population to vary."""
     if not isinstance(S.population, SimPopulation):
         return {}
-    return {p.name: claims.ledger(ledger_runs(S, p, n_max), seed=seed) for p in R.ledger_points(S.benchmarks)}
+    points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
+    return {p.name: claims.ledger(ledger_runs(S, p, n_max), seed=seed) for p in points}

@@ -358,31 +358,38 @@ def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
 
 @dataclass(frozen=True)
 class LedgerPoint:
-    """One point of the claims ledger's assumption grid: a name the ledger prints ("... where <name>"), the
-    population's overrides (SimParams fields) and, for the option-count axis, the only benchmarks run (None: all)."""
+    """One point of the claims ledger's assumption grid: a short name the ledger prints ("... where <name>"), what
+    it means, the population's overrides (SimParams fields) and, for the option-count axis, the only benchmarks run
+    (None: all)."""
 
     name: str
+    means: str
     params: dict
     benchmarks: Optional[tuple[str, ...]] = None
 
 
 #: The assumptions of the synthetic population that no printed number fixes, each moved away from the profile's
 #: value one at a time; notebook 08 recomputes every ledger row at each point (experiments.assumptions.ledger_grid)
-#: and says which of them flip it. A field the population does not have is left out (and said so).
+#: and says which of them flip it. A field the population does not have is left out (`unvaried` names it).
 LEDGER_GRID = (
-    LedgerPoint("knowledge_link = 0 (peer-prediction skill unrelated to knowing the truth)", {"knowledge_link": 0.0}),
-    LedgerPoint("knowledge_link = 0.5", {"knowledge_link": 0.5}),
-    LedgerPoint("Generalists near-copies (one shared state per item)", {"generalist_copies": 1.0}),
+    LedgerPoint("knowledge_link = 0", "peer-prediction skill unrelated to knowing the truth", {"knowledge_link": 0.0}),
+    LedgerPoint("knowledge_link = 0.5", "skill follows knowing the truth half the time", {"knowledge_link": 0.5}),
     LedgerPoint(
-        "truth-holders no more stubborn than the crowd (insight_susceptibility = crowd_susceptibility)",
+        "near-copy Generalists",
+        "the four Generalists (one prompt, temperature 0.1) share one state on an item",
+        {"generalist_copies": 1.0},
+    ),
+    LedgerPoint(
+        "equal stubbornness",
+        "truth-holders as susceptible as the crowd (insight_susceptibility = crowd_susceptibility)",
         {"insight_susceptibility": SimParams().crowd_susceptibility},
     ),
-    LedgerPoint("insight = 0.1 (the Skeptic rarely sees through the trap)", {"insight": 0.1}),
-    LedgerPoint("crowd_insight = 0.2 (Generalists sometimes see through the trap)", {"crowd_insight": 0.2}),
-    LedgerPoint("crowd_calibration = 0.5 (the crowd half predicts its peers)", {"crowd_calibration": 0.5}),
-    LedgerPoint("trap_mean = 0.5 (a weaker shared trap)", {"trap_mean": 0.5}),
-    LedgerPoint("K = 3 options only (BBH's items)", {}, ("bbh",)),
-    LedgerPoint("K = 10 options only (MMLU-Pro's items)", {}, ("mmlu_pro",)),
+    LedgerPoint("insight = 0.1", "the Skeptic rarely sees through the trap", {"insight": 0.1}),
+    LedgerPoint("crowd_insight = 0.2", "Generalists sometimes see through the trap", {"crowd_insight": 0.2}),
+    LedgerPoint("crowd_calibration = 0.5", "the unskilled crowd half predicts its peers", {"crowd_calibration": 0.5}),
+    LedgerPoint("trap_mean = 0.5", "a weaker shared trap", {"trap_mean": 0.5}),
+    LedgerPoint("K = 3", "three options: BBH's items only", {}, ("bbh",)),
+    LedgerPoint("K = 10", "ten options: MMLU-Pro's items only", {}, ("mmlu_pro",)),
 )
 #: The notebooks whose runs the ledger grid repeats (07's stand-ins and full test sets are not varied)
 LEDGER_NOTEBOOKS = ("02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling")
@@ -409,7 +416,7 @@ def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[
     out = []
     for nb in LEDGER_NOTEBOOKS:
         for r in runs(nb, {"SEED": seed, "N_MAX": n_max, "BENCHMARKS": benches}):
-            out.append(replace(r, name=f"map_ledger_{slug}__{r.name}", params=dict(point.params)))
+            out.append(replace(r, name=f"map_ledger{n_max}_{slug}__{r.name}", params=dict(point.params)))
     return out
 
 
