@@ -265,7 +265,7 @@ def test_the_controls_beside_table_2_are_not_the_papers_baselines():
 
 
 def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_cannot():
-    def one(verdict: str, claim: str = "AceMAD beats Standard MAD") -> "pd.DataFrame":
+    def one(verdict: str, claim: str = "AceMAD beats Standard MAD") -> pd.DataFrame:
         return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict}])
 
     grid = {C.BASE_POINT: one(C.HOLDS_SIM), "equal stubbornness": one(C.FAILS_SIM), "insight = 0.1": one(C.HOLDS_SIM)}

@@ -973,7 +973,10 @@ def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
     line = f"SUMMARY: [{label}] {len(ledger)} claims: {said} (Holm across {tests} paired tests)."
     if standin.any():
         apart = ", ".join(f"{n} {v}" for v, n in counts(ledger[standin]).items())
-        line += f" Apart: {int(standin.sum())} rows of notebook 07's synthetic stand-ins ({apart}), which test the code path, not the models."
+        n = int(standin.sum())
+        line += (
+            f" Apart: {n} rows of notebook 07's synthetic stand-ins ({apart}): they test the code path, not the models."
+        )
     if runs and not source(runs)[0]:
         rule = (
             f" A gain is supported or not only with the questions that give it {POWER:.0%} power at the Holm "
