@@ -166,3 +166,20 @@ def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0) -> dict[str, pd.DataFr
         return {}
     points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
     return {p.name: claims.ledger(ledger_runs(S, p, n_max), seed=seed) for p in points}
+
+
+def grid_points(S: Setup) -> pd.DataFrame:
+    """The ledger grid's points as notebook 08 shows them: name, meaning, overrides, and whether this population
+    and these benchmarks can express it (a point that cannot is not varied, and the table says so)."""
+    kept = {p.name for p in R.ledger_points(S.benchmarks)}
+    return pd.DataFrame(
+        [
+            {
+                "point": p.name,
+                "what it assumes": p.means,
+                "changed": ", ".join([*(f"{k}={v:g}" for k, v in p.params.items()), *(p.benchmarks or ())]),
+                "varied": "yes" if p.name in kept else "no: this population or profile cannot express it",
+            }
+            for p in R.LEDGER_GRID
+        ]
+    )
