@@ -576,7 +576,11 @@ def table_claims(
         theirs: dict = dict(paper_target=t[1], paper_baselines=t[2]) if isinstance(t, tuple) else {}
         label = t[0] if isinstance(t, tuple) else t
         if run is None:
-            out.append(row(f"{claim}: {label}", line, None, note="run not made in this profile"))
+            against = against_itself(
+                paper, t[1] if isinstance(t, tuple) else label, t[2] if isinstance(t, tuple) else baselines, columns
+            )
+            note = "; ".join(n for n in ("run not made in this profile", kind == "gain" and against) if n)
+            out.append(row(f"{claim}: {label}", line, None, note=note))
         else:
             out += gain_rows(
                 f"{claim}: {label}",
