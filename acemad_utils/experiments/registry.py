@@ -376,9 +376,10 @@ LEDGER_GRID = (
     LedgerPoint("knowledge_link = 0.5", "skill follows knowing the truth half the time", {"knowledge_link": 0.5}),
     LedgerPoint(
         "near-copy Generalists",
-        "the four Generalists (one prompt, temperature 0.1) share one state on an item",
-        {"generalist_copies": 1.0},
+        "the four Generalists (one prompt, temperature 0.1) share one state on an item 90% of the time",
+        {"crowd_copy": 1.0},
     ),
+    LedgerPoint("independent Generalists", "each Generalist draws its own state on an item", {"crowd_copy": 0.0}),
     LedgerPoint(
         "equal stubbornness",
         "truth-holders as susceptible as the crowd (insight_susceptibility = crowd_susceptibility)",

@@ -296,7 +296,7 @@ def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
 def assumptions(params: Optional[SimParams] = None) -> str:
     """The population assumptions panels (b)-(d) rest on (the default population's), for the SUMMARY line."""
     p = params or SimParams()
-    copies = "near-copy" if getattr(p, "generalist_copies", 0) else "independent"
+    copies = f"crowd_copy={p.crowd_copy:g}" if hasattr(p, "crowd_copy") else "independent"
     return (
         f"knowledge_link={p.knowledge_link:g} (only agents with insight predict the crowd), insight={p.insight:g}, "
         f"crowd_insight={p.crowd_insight:g}, stubborn truth-holders (insight_susceptibility="

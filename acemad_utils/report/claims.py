@@ -1128,7 +1128,7 @@ NAMED = {
     "insight_susceptibility": "the truth-holder's susceptibility",
     "crowd_susceptibility": "the crowd's",
     "trap_mean": "the shared trap's pull",
-    "generalist_copies": "Generalists' shared state",
+    "crowd_copy": "P that a Generalist copies its roster twin's state, times 1 - temperature",
 }
 
 
@@ -1136,7 +1136,7 @@ def assumptions(runs: dict) -> str:
     """Every assumption of the population a synthetic ledger's verdicts rest on, with its value in this run."""
     params = _params(runs)
     named = [f"{k}={params[k]:g} ({what})" for k, what in NAMED.items() if isinstance(params.get(k), (int, float))]
-    copies = "" if "generalist_copies" in params else "; the Generalists drawn as independent agents"
+    copies = "" if "crowd_copy" in params else "; the Generalists drawn as independent agents"
     return f"{_link(params)}; {', '.join(named)}{copies}; K options fixed per benchmark"
 
 

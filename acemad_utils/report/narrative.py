@@ -58,11 +58,19 @@ def _synthetic(source: str) -> bool:
 #: What a result without peer prediction rests on: the naive agent alone (notebook 01's subsets) and the homogeneous
 #: baselines (notebook 02), whose runs no knowledge_link enters
 SUBSET_USES = ("trap_mean", "trap_concentration", "explore_base", "explore_per_temp")
-BASELINE_USES = ("trap_mean", "trap_concentration", "crowd_insight", "crowd_susceptibility", "confidence_per_temp")
+BASELINE_USES = (
+    "trap_mean",
+    "trap_concentration",
+    "crowd_insight",
+    "crowd_copy",
+    "crowd_susceptibility",
+    "confidence_per_temp",
+)
 #: ... and what an AceMAD result rests on beside the link (the claims ledger's grid varies them: registry.LEDGER_GRID)
 ACEMAD_USES = (
     "insight",
     "crowd_insight",
+    "crowd_copy",
     "insight_susceptibility",
     "crowd_susceptibility",
     "crowd_calibration",
@@ -99,8 +107,8 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False, use
         if link is None and by is None:
             return "[rests on the population's assumed peer-prediction skill; its description names no link]"
         rest = [f"{k}={params[k]:g}" for k in ACEMAD_USES if isinstance(params.get(k), (int, float))]
-        copies = "near-copy" if params.get("generalist_copies") else "independent"
-        return f"[rests on knowledge_link={link}, calibration_by={by}, {', '.join([*rest, copies + ' Generalists'])}]"
+        copies = [] if "crowd_copy" in params else ["independent Generalists"]  # before near-copies existed
+        return f"[rests on knowledge_link={link}, calibration_by={by}, {', '.join([*rest, *copies])}]"
     if by == "persona":
         return (
             'This synthetic result rests on persona-assigned skill (calibration_by = "persona"): every Skeptic '
