@@ -72,7 +72,58 @@ def discordance_bounds(p_a: float, p_b: float) -> tuple[float, float]:
 
 def discordance_independent(p_a: float, p_b: float) -> float:
     """The discordance if the two methods erred independently: p_a (1 - p_b) + p_b (1 - p_a)."""
-    return p_a * (1 - p_b) + p_b * (1 - p_a)
+    return discordance_at(p_a, p_b, 0.0)
+
+
+def discordance_at(p_a: float, p_b: float, rho: float) -> float:
+    """The discordance of two accuracies whose per-question correctness correlates by `rho` (phi coefficient, e.g.
+    a pilot's `correlation`): p_a + p_b - 2 P(both right), clipped to `discordance_bounds`."""
+    both = p_a * p_b + rho * math.sqrt(p_a * (1 - p_a) * p_b * (1 - p_b))
+    lo, hi = discordance_bounds(p_a, p_b)
+    return min(max(p_a + p_b - 2 * both, lo), hi)
+
+
+def power_strata(ns, effects, discordances, alpha: float = 0.05) -> float:
+    """Power of the two-sided test of an Average gain: the mean over B benchmarks of per-benchmark paired gains
+    (how the ledger tests an Average), benchmark b with ns[b] questions, gain effects[b] and discordance
+    discordances[b]. Its SE is sqrt(sum_b v_b / n_b) / B, so small benchmarks weigh most; one benchmark gives
+    power_at."""
+    ns, d, psi = (np.asarray(x, dtype=float) for x in (ns, effects, discordances))
+    if np.any(ns <= 0):
+        return 0.0
+    return _stratified_power(float(np.mean(d)), *_spreads(1 / ns, d, psi), alpha)
+
+
+def n_strata(shares, effects, discordances, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Questions in all (split across benchmarks in proportion to `shares`) an Average gain needs (power_strata)."""
+    w, d, psi = (np.asarray(x, dtype=float) for x in (shares, effects, discordances))
+    d_mean = float(np.mean(d))
+    if d_mean == 0:
+        raise ValueError("an Average effect of 0 has no power: a claimed difference is needed")
+    s0, s1 = _spreads(np.sum(w) / w, d, psi)  # SEs at one question in all
+    za, zb = _Z.inv_cdf(1 - alpha / 2), _Z.inv_cdf(power)
+    return math.ceil(((za * s0 + zb * s1) / abs(d_mean)) ** 2)
+
+
+def _spreads(inv_n, d, psi) -> tuple[float, float]:
+    """SEs of the stratified mean gain under no effect (McNemar's: discordance only) and under the effect."""
+    if np.any(np.abs(d) > psi) or np.any(psi > 1) or not np.any(psi > 0):
+        raise ValueError(f"need |effect| <= discordance <= 1 per benchmark; got {list(d)}, {list(psi)}")
+    return float(np.sqrt(np.sum(psi * inv_n))) / len(d), float(np.sqrt(np.sum((psi - d**2) * inv_n))) / len(d)
+
+
+def _stratified_power(d_mean: float, s0: float, s1: float, alpha: float) -> float:
+    if d_mean == 0:
+        raise ValueError("an Average effect of 0 has no power: a claimed difference is needed")
+    za = _Z.inv_cdf(1 - alpha / 2)
+    return 1.0 if s1 == 0 else _Z.cdf((abs(d_mean) - za * s0) / s1)
+
+
+def correlation(a, b) -> float:
+    """The phi coefficient of two methods' 0/1 correctness on the same questions (0 when either is constant)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    sa, sb = a.std(), b.std()
+    return 0.0 if sa == 0 or sb == 0 else float(np.mean((a - a.mean()) * (b - b.mean())) / (sa * sb))
 
 
 def observed(a, b) -> tuple[float, float]:
