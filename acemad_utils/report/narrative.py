@@ -95,9 +95,10 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False, use
         return ""
     params = pop.get("params") or {}
     if uses:
-        named = ", ".join(f"{k} = {params[k]:g}" for k in uses if isinstance(params.get(k), (int, float)))
+        pairs = [(k, params[k]) for k in uses if isinstance(params.get(k), (int, float))]
+        named = ", ".join(f"{k} = {v:g}" for k, v in pairs)
         return (
-            f"[rests on {named}]"
+            f"[rests on {', '.join(f'{k}={v:g}' for k, v in pairs)}]"
             if short
             else f"This synthetic result rests on the population's {named}; no agent here predicts its peers, so "
             "knowledge_link plays no part."
