@@ -48,7 +48,7 @@ MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = 
 )
 KINDS = ("str", "int", "float", "bool", "list[str]", "list[int]", "list[float]", "models")
 ENTRY_KEYS = ("table", "paper_model", "model", "base_url")  # an OTHER_MODELS entry, in this order
-SETUP = ("01", "02", "03", "04", "05", "06", "07", "09")  # the notebooks that build a Setup (notebook.start)
+SETUP = ("01", "02", "03", "04", "05", "06", "07", "08", "09")  # the notebooks that build a Setup (notebook.start)
 NOTEBOOKS = (
     "00_theory",
     "01_subset_construction",
@@ -136,7 +136,7 @@ _PARAMS = (
           choices=tuple(ALL_BENCHMARKS), setup_arg="benchmarks"),
     Param("N_ITEMS", "int", 600, _nbs(*SETUP), "input items read per benchmark (null: every item)",
           lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
-    Param("N_MAX", "int", 300, _nbs(*SETUP), "questions per run from each challenging subset (null: all)",
+    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), "questions per run from each challenging subset (null: all)",
           lo=1, hi=MAX_ITEMS, nullable=True),
     Param("SEED", "int", 0, NOTEBOOKS, "seed of items, synthetic agents, tie-breaks and bootstraps",
           lo=0, hi=MAX_SEED, setup_arg="seed"),
@@ -173,6 +173,8 @@ _PARAMS = (
           "the full test sets of Table 6", choices=tuple(ALL_BENCHMARKS)),
     Param("FULL_N_MAX", "int", 300, _nbs("07"), "questions per full test set of Table 6 (null: all)",
           lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("GRID_N_MAX", "int", 50, _nbs("08"), "questions per benchmark at each point of the ledger's assumption "
+          "grid (synthetic profiles)", lo=1, hi=MAX_ITEMS),
     Param("THEORY_ITEMS", "int", 400, _nbs("00"), "synthetic items per simulation of the theory checks",
           lo=1, hi=MAX_ITEMS),
     Param("THEORY_ROUNDS", "int", 6, _nbs("00"), "rounds of the martingale simulations (panels a-c)",

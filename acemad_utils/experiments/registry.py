@@ -369,6 +369,71 @@ def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
     return list(out.values())
 
 
+@dataclass(frozen=True)
+class LedgerPoint:
+    """One point of the claims ledger's assumption grid: a short name the ledger prints ("... where <name>"), what
+    it means, the population's overrides (SimParams fields) and, for the option-count axis, the only benchmarks run
+    (None: all)."""
+
+    name: str
+    means: str
+    params: dict
+    benchmarks: Optional[tuple[str, ...]] = None
+
+
+#: The assumptions of the synthetic population that no printed number fixes, each moved away from the profile's
+#: value one at a time; notebook 08 recomputes every ledger row at each point (experiments.assumptions.ledger_grid)
+#: and says which of them flip it. A field the population does not have is left out (`unvaried` names it).
+LEDGER_GRID = (
+    LedgerPoint("knowledge_link = 0", "peer-prediction skill unrelated to knowing the truth", {"knowledge_link": 0.0}),
+    LedgerPoint("knowledge_link = 0.5", "skill follows knowing the truth half the time", {"knowledge_link": 0.5}),
+    LedgerPoint(
+        "near-copy Generalists",
+        "the four Generalists (one prompt, temperature 0.1) share one state on an item 90% of the time",
+        {"crowd_copy": 1.0},
+    ),
+    LedgerPoint("independent Generalists", "each Generalist draws its own state on an item", {"crowd_copy": 0.0}),
+    LedgerPoint(
+        "equal stubbornness",
+        "truth-holders as susceptible as the crowd (insight_susceptibility = crowd_susceptibility)",
+        {"insight_susceptibility": SimParams().crowd_susceptibility},
+    ),
+    LedgerPoint("insight = 0.1", "the Skeptic rarely sees through the trap", {"insight": 0.1}),
+    LedgerPoint("crowd_insight = 0.2", "Generalists sometimes see through the trap", {"crowd_insight": 0.2}),
+    LedgerPoint("crowd_calibration = 0.5", "the unskilled crowd half predicts its peers", {"crowd_calibration": 0.5}),
+    LedgerPoint("trap_mean = 0.5", "a weaker shared trap", {"trap_mean": 0.5}),
+    LedgerPoint("K = 3", "three options: BBH's items only", {}, ("bbh",)),
+    LedgerPoint("K = 10", "ten options: MMLU-Pro's items only", {}, ("mmlu_pro",)),
+)
+#: The notebooks whose runs the ledger grid repeats (07's stand-ins and full test sets are not varied)
+LEDGER_NOTEBOOKS = ("02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling")
+
+
+def ledger_points(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[LedgerPoint]:
+    """The grid's points this population and these benchmarks can express (a field SimParams lacks, or a benchmark
+    not run, drops the point; `unvaried` names them)."""
+    fields = {f.name for f in dataclasses.fields(SimParams)}
+    known = [p for p in grid if set(p.params) <= fields and set(p.benchmarks or ()) <= set(benchmarks)]
+    return [p for p in known if overrides(p.params) or (p.benchmarks and set(p.benchmarks) != set(benchmarks))]
+
+
+def unvaried(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[str]:
+    """The grid's points ledger_points leaves out (named in the ledger's summary)."""
+    kept = {p.name for p in ledger_points(benchmarks, grid)}
+    return [p.name for p in grid if p.name not in kept]
+
+
+def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[str]) -> list[Run]:
+    """The runs of LEDGER_NOTEBOOKS (their default parameters) at one grid point, n_max items per benchmark."""
+    benches = list(point.benchmarks or benchmarks)
+    slug = params_slug(point.params) + ("_" + "-".join(point.benchmarks) if point.benchmarks else "")
+    out = []
+    for nb in LEDGER_NOTEBOOKS:
+        for r in runs(nb, {"SEED": seed, "N_MAX": n_max, "BENCHMARKS": benches}):
+            out.append(replace(r, name=f"map_ledger{n_max}_{slug}__{r.name}", params=dict(point.params)))
+    return out
+
+
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
     """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
