@@ -169,10 +169,10 @@ def run(
 def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
     """Every endpoint the selected notebooks will call (profiles.endpoints: MODEL, SECOND_MODEL, each OTHER_MODELS
     entry) checked at once, in parallel, before anything runs: key present, host reachable, key accepted, model
-    served (LLMClient.preflight), and with CALLS_VIA batch the endpoint's Batch API (check_batch_api). Why here: each notebook's kernel checks its own endpoints, so a second endpoint
-    that is down stopped the run only after the notebooks before it had been paid (issue: $81 before 04 failed),
-    and a missing key failed every notebook in turn. SystemExit with one line per endpoint that fails: the
-    parameter, the redacted URL, the cause and the fix."""
+    served (LLMClient.preflight), and with CALLS_VIA batch its Batch API (check_batch_api). Why here: each
+    notebook's kernel checks only its own endpoints, so a second endpoint that was down stopped the paper profile
+    at notebook 04, after ~$81 of notebooks 01-03, and a missing key failed every notebook in turn. SystemExit
+    with one line per endpoint that fails: the parameter, the redacted URL, the cause and the fix."""
     eps = endpoints({nb: {**schema.defaults(nb), **params_for(prof, nb, schema.names(nb))} for nb in selected})
     if not eps:
         return
