@@ -326,3 +326,8 @@ def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
             _loopback_population(srv.url, root / "c.sqlite", "batch")
         assert srv.count == 0
     assert "no Batch API" in str(e.value) and "CALLS_VIA=files" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_batch_status_says_so_when_there_are_no_batches(root, capsys):
+    assert BA.main(["--cache", str(root / "empty.sqlite"), "status"]) == 0
+    assert capsys.readouterr().out.startswith("no batches recorded in ")

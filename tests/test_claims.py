@@ -224,3 +224,15 @@ def test_the_controls_beside_table_2_are_not_the_papers_baselines():
         "Single Agent (AceMAD's Skeptic alone)": {"method": "single", "baseline_agent": skeptic},
     }
     assert C.paper_baselines({"methods": methods}, "AceMAD (T=3)") == ["Sparse MAD"]
+
+
+def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
+    """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
+    from acemad_utils.report import figures
+
+    synthetic, model = C.source({})
+    label = figures.source_label(synthetic, model)
+    ledger = C.ledger({})
+    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
+    assert set(ledger.verdict) == {"not run"}
+    assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()

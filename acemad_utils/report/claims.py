@@ -34,6 +34,7 @@ import pandas as pd
 from acemad_utils.data.sim_params import SimParams
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
+from acemad_utils.report.figures import NO_RUNS
 from acemad_utils.report.stats import adjust_pvalues
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
@@ -654,7 +655,7 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     gives `not run` rows). The verdict words follow the runs: synthetic ones speak of the simulation."""
     with TB.frames_reused():  # the claims below table the same runs' records again and again, never changing them
         rows = _claim_rows(runs, seed)
-    return finalize(rows, source(runs)[0] if runs else True)
+    return finalize(rows, source(runs)[0])
 
 
 def _claim_rows(runs: dict, seed: int) -> list[dict]:
@@ -698,6 +699,8 @@ def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<expe
 
 
 def title(synthetic: bool, source: str) -> str:
+    if source == NO_RUNS:
+        return f"Claims ledger [{source}]: no run of this profile was found (failed or not made): all claims not run"
     if synthetic:
         return (
             f"Claims ledger [{source}]: the verdicts describe the synthetic population on generated items "
@@ -753,7 +756,8 @@ def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
 
 
 def source(runs: dict) -> tuple[bool, str]:
-    """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model."""
+    """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model.
+    No runs (a real-model profile whose run failed) are neither: (False, ""), labelled NO_RUNS, never SYNTHETIC."""
     metas = [m for m, _ in runs.values()]
     main = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
-    return any(m.get("synthetic") for m in metas) or not metas, main.get("model") or ""
+    return any(m.get("synthetic") for m in metas), main.get("model") or ""
