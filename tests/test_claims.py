@@ -288,3 +288,15 @@ def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_ca
     assert f"{C.HOLDS_SIM} where crowd_insight = 0.2" in text
     runs["main"][0]["population"]["params"]["crowd_insight"] = 0.2  # no longer pinned: the grid alone decides
     assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")
+
+
+def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
+    """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
+    from acemad_utils.report import figures
+
+    synthetic, model = C.source({})
+    label = figures.source_label(synthetic, model)
+    ledger = C.ledger({})
+    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
+    assert set(ledger.verdict) == {"not run"}
+    assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
