@@ -389,7 +389,7 @@ class BoundedClient(httpx.Client):
         super().__init__(follow_redirects=False, **kw)
         self.url, self.deadline = url, deadline
 
-    def send(self, request: httpx.Request, *, stream: bool = False, **kw) -> httpx.Response:  # type: ignore[override]
+    def send(self, request: httpx.Request, *, stream: bool = False, **kw) -> httpx.Response:
         response = super().send(request, stream=True, **kw)
         body = bytearray()
         try:

@@ -160,8 +160,9 @@ def run(
             _print_up_to_date(f"[{name_of_profile}]", [n for n in selected if n not in todo], out_dir)
             with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
                 code = _run_notebooks(prof, name_of_profile, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
-            note = stamp.save(prints, ran=todo, reads=READS) if code == 0 else stamp.forget()
-            if note:
+            if code != 0:
+                stamp.forget()
+            elif note := stamp.save(prints, ran=todo, reads=READS):
                 print(f"[{name_of_profile}] {note}", flush=True)
             return code
         finally:
