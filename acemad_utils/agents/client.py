@@ -62,7 +62,7 @@ from acemad_utils.agents.request import (
     request_body,
 )
 from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
-from acemad_utils.agents.transport import CallDeadlineExceeded, Transport
+from acemad_utils.agents.transport import BoundedClient, CallDeadlineExceeded, ResponseTooLarge, Transport
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 from acemad_utils.data.settings import env
 
@@ -301,6 +301,8 @@ class LLMClient:
         where = safe_url(self._base_url)
         try:
             listing = self._models(timeout)
+        except ResponseTooLarge:  # its own line (the endpoint, the cap), not "cannot reach"
+            raise
         except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
             slow = isinstance(e, CallDeadlineExceeded) or cause in ("ReadTimeout", "WriteTimeout")
@@ -382,11 +384,19 @@ class LLMClient:
         the deadline (like a silent server: the preflight warns and the run goes on)."""
         out: list = []
 
-        def get() -> None:
+        bounded = BoundedClient(safe_url(self._base_url), time.monotonic() + timeout + 1.0, timeout=timeout)
+
+        def get() -> None:  # through BoundedClient: a listing without end is cut, and stops at the deadline
             try:
-                out.append(self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list())
+                out.append(
+                    self._sdk.with_options(
+                        timeout=timeout, max_retries=0, http_client=bounded
+                    ).models.with_raw_response.list()
+                )
             except Exception as e:  # noqa: BLE001 (re-raised in the caller's thread)
-                out.append(e)
+                out.append(e.__cause__ if isinstance(e.__cause__, ResponseTooLarge) else e)
+            finally:
+                bounded.close()
 
         t = threading.Thread(target=get, daemon=True, name="acemad-preflight")
         t.start()
