@@ -27,6 +27,7 @@ from typing import Any, Optional
 from urllib.parse import urlparse
 
 from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
@@ -130,6 +131,8 @@ _PARAMS = (
           segment=True, setup_arg="profile"),
     Param("BACKEND", "str", "sim", _nbs(*SETUP), "who answers: the synthetic population, llama.cpp on this "
           "machine, or an OpenAI-compatible endpoint", choices=BACKENDS, setup_arg="backend"),
+    Param("POPULATION", "str", "fitted", _nbs(*SETUP), "the synthetic population: fitted to the paper's "
+          "baselines, or the original", choices=tuple(POPULATIONS), setup_arg="population"),
     Param("SOURCE", "str", "synthetic", _nbs(*SETUP), "the questions: generated items, the real benchmark files, "
           "or the 24 demo questions", choices=SOURCES, setup_arg="source"),
     Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), "the benchmarks every run covers",
