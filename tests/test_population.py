@@ -189,3 +189,20 @@ def test_docs_population_shows_the_committed_fit():
     from acemad_utils.experiments import fit
 
     assert fit.doc_block() in (ROOT / "docs" / "population.md").read_text(encoding="utf-8")
+
+
+def test_a_subset_another_synthetic_population_selected_is_not_reused(tmp_path, monkeypatch):
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.data import paths as P
+    from acemad_utils.data.sim_params import ORIGINAL
+    from acemad_utils.experiments import subsets
+    from acemad_utils.experiments.setup import Setup
+
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    S = Setup(benchmarks=["bbh"], n_items=30, workers=1)
+    kept = S.subset("bbh")  # built by the fitted population, which reads it back
+    name, qs = S.bench_name("bbh"), S.questions("bbh")
+    assert subsets.load_subset(name, S.slug, qs, S.population)[: len(kept)] == kept
+    with pytest.raises(FileNotFoundError, match="another synthetic population"):
+        subsets.load_subset(name, S.slug, qs, VectorSimPopulation(SimParams(**ORIGINAL), seed=S.seed))

@@ -59,12 +59,12 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int]) -> list[Question
     pop, cap, out = population(S, base), S.per_run(n_max), []
     for b in S.benchmarks:
         try:
-            qs = S.load_subset(b, slug)
+            qs = S.load_subset(b, slug, pop)
         except FileNotFoundError:
             subsets.build_subset(
                 S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
             )
-            qs = S.load_subset(b, slug)
+            qs = S.load_subset(b, slug, pop)
         out += qs[:cap] if cap else qs
     return out
 

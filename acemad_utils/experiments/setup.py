@@ -247,7 +247,7 @@ class Setup:
         name = self.bench_name(b)
         n_max = self._n_max(n_max)
         try:
-            qs = self.load_subset(b, self.subset_slug)
+            qs = self.load_subset(b, self.subset_slug, self.population if self.subset_slug == self.slug else None)
         except FileNotFoundError:
             if self.subset_slug != self.slug:
                 raise FileNotFoundError(
@@ -258,17 +258,18 @@ class Setup:
                     f"or set SUBSET_MODEL='' to build this model's own"
                 ) from None
             self.build_subsets(progress=False)
-            qs = self.load_subset(b, self.slug)
+            qs = self.load_subset(b, self.slug, self.population)
         return qs[:n_max] if n_max else qs
 
-    def load_subset(self, b: str, slug: str) -> list[Question]:
+    def load_subset(self, b: str, slug: str, population: Optional[Population] = None) -> list[Question]:
         """The saved challenging subset of benchmark b judged by `slug`'s population (subsets.load_subset: the
         items verified against their content hashes), read once per Setup: notebook 09 asks for the same few
         subsets at each of its map points, and a saved subset does not change under a running notebook. A missing
-        one raises FileNotFoundError each time (nothing is cached), so the caller can build it and ask again."""
+        one raises FileNotFoundError each time (nothing is cached), so the caller can build it and ask again; so does
+        one that another synthetic population selected (`population`: the one whose subsets these must be)."""
         key = (b, slug)
         if key not in self._subsets:
-            self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b))
+            self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b), population)
         return list(self._subsets[key])
 
     # ------------------------------------------------------------------ runs
