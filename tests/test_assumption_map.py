@@ -23,6 +23,7 @@ SMALL = {
     "insight": (0.5,),
     "trap_concentration": (1.0, 4.0),
     "crowd_calibration": (0.0,),
+    "crowd_copy": (SimParams().crowd_copy,),
 }
 
 
@@ -36,8 +37,9 @@ def test_the_map_runs_each_distinct_population_once_and_only_with_the_synthetic_
         assert f"map_baselines_{R.params_slug({k: v for k, v in o.items() if k in R.SUBSET_PARAMS})}" in names
     # the baselines depend only on the population's answers: the default and each non-default trap_concentration
     base = [r for r in runs if r.name.startswith("map_baselines_")]
-    # the population's own trap_concentration is the default point: shared, not run twice
-    assert len(base) == len({*R.MAP_AXES["trap_concentration"], SimParams().trap_concentration})
+    # the population's own trap_concentration and crowd_copy are the default point: shared, not run twice
+    traps, copies = ({*R.MAP_AXES[k], getattr(SimParams(), k)} for k in ("trap_concentration", "crowd_copy"))
+    assert len(base) == len(traps) + len(copies) - 1
     assert all(c.method in R.MAD_METHODS for r in base for c in r["baselines"])
     assert all([c.method for c in r["voting"]] == ["single", "majority"] for r in base)  # beside the fit's cells
     assert R.params_slug({"knowledge_link": 1.0, "insight": SimParams().insight}) == "default"
@@ -75,7 +77,7 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
         r.cap = 12
     table = AM.run_map(S, runs, SMALL, n_boot=200)
     axes = ["grid", "grid", CALIBRATION_GRID, CALIBRATION_GRID, "trap_concentration", "trap_concentration"]
-    axes += ["crowd_calibration", *R.MAP_REFERENCES]
+    axes += ["crowd_calibration", "crowd_copy", *R.MAP_REFERENCES]
     assert list(table["axis"]) == axes
     # the gain over uniform weights is AceMAD's average minus the uniform one (the same questions on both sides)
     np.testing.assert_allclose(table["gain_uniform"], table["acemad"] - table["uniform"], atol=1e-9)

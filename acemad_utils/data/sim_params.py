@@ -23,6 +23,8 @@ TRUTH_HOLDER_PERSONAS = ("Skeptic",)
 #: The axis name of notebook 09's knowledge_link x crowd_calibration plane (registry.map_points, beside "grid":
 #: knowledge_link x insight), the two planes of the inverse question (report.assumptions.inverse_map).
 CALIBRATION_GRID = "grid_calibration"
+#: Notebook 09's one-dimensional sweeps, each at the population's other values (Figure 9b).
+MAP_SWEEPS = ("trap_concentration", "crowd_calibration", "crowd_copy")
 
 #: The fitted population (experiments/fit.py, `python -m acemad_utils.experiments.fit`): the observable parameters
 #: fitted to the paper's printed baselines (Tables 1 and 2, GPT-4o-mini), the file's "params". SimParams' defaults.

@@ -193,6 +193,8 @@ _PARAMS = (
           "trap_concentration values (smaller: more correlated crowd errors)", lo=1e-3, hi=1e6),
     Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's "
           "crowd_calibration values (0: false consensus; 1: the crowd predicts its peers)", lo=0, hi=1),
+    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), "the map's crowd_copy values (near-copies: "
+          "P(sharing the first same-spec agent's state) = crowd_copy * (1 - temperature))", lo=0, hi=1),
 )  # fmt: skip
 SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from acemad_utils.agents.sim import SimParams
-from acemad_utils.data.sim_params import CALIBRATION_GRID
+from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS
 from acemad_utils.experiments import params
 
 # MAD_METHODS and VOTING_VS_MAD are re-exported: notebooks and tests read them as R.<name>
@@ -279,7 +279,8 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
     return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
 
 
-# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS).
+# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS,
+# CROWD_COPIES).
 
 # Reference points beside the grid: no peer-prediction skill anywhere (where does a gain at link 0 come from?) and
 # the earlier persona-assigned calibration.
@@ -289,7 +290,8 @@ MAP_REFERENCES = {
 }
 # SimParams fields that change what the baselines' naive agent answers: a point that moves one of them gets its own
 # challenging subsets and its own baseline runs; every other point shares the default's.
-SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "explore_base", "explore_per_temp")
+# (crowd_copy: the baselines' roster of Assistants copies too; their subsets, selected by one agent, do not change)
+SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "crowd_copy", "explore_base", "explore_per_temp")
 
 
 def overrides(params: dict) -> dict:
@@ -319,6 +321,7 @@ MAP_PARAMS = {
     "INSIGHTS": "insight",
     "TRAP_CONCENTRATIONS": "trap_concentration",
     "CROWD_CALIBRATIONS": "crowd_calibration",
+    "CROWD_COPIES": "crowd_copy",
 }
 
 
@@ -342,7 +345,7 @@ def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str,
         for a in axes["knowledge_link"]
         for c in axes["crowd_calibration"]
     ]
-    pts += [(ax, {ax: v}) for ax in ("trap_concentration", "crowd_calibration") for v in axes[ax]]
+    pts += [(ax, {ax: v}) for ax in MAP_SWEEPS for v in axes[ax]]
     return pts + list((references if references is not None else MAP_REFERENCES).items())
 
 

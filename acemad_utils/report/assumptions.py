@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from acemad_utils.data.sim_params import CALIBRATION_GRID, TRUTH_HOLDER_PERSONAS, SimParams
+from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS, TRUTH_HOLDER_PERSONAS, SimParams
 from acemad_utils.report.rescoring import N_SHUFFLES, SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, paper_table, question_frame, versus_best
@@ -27,7 +27,7 @@ from acemad_utils.report.tables import AVERAGE, accuracy_long, paper_table, ques
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
     from matplotlib.figure import Figure
 
-AXIS_PARAMS = ("knowledge_link", "insight", "trap_concentration", "crowd_calibration")
+AXIS_PARAMS = ("knowledge_link", "insight", "trap_concentration", "crowd_calibration", "crowd_copy")
 #: The truth-holder alone is implausible above this accuracy (%): the challenging subsets keep the items on which
 #: the same model scored below 40% in 5 runs, and the Skeptic is a persona of that model.
 PLAUSIBLE_ALONE = 40.0
@@ -243,15 +243,15 @@ def heatmap(table: pd.DataFrame, source: str) -> Figure:
 
 
 def sweeps(table: pd.DataFrame, source: str) -> Figure:
-    """AceMAD's gain (points, 95% CI) over uniform weights and over the best MAD baseline against
-    trap_concentration (log x; smaller = more correlated crowd errors) and crowd_calibration, other axes at the
-    defaults."""
+    """AceMAD's gain (points, 95% CI) over uniform weights and over the best MAD baseline against each of
+    MAP_SWEEPS: trap_concentration (log x; smaller = more correlated crowd errors), crowd_calibration and crowd_copy
+    (near-copies), other axes at the profile's population."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = plt.subplots(1, len(MAP_SWEEPS), figsize=(5.5 * len(MAP_SWEEPS), 3.8))
     if table.empty:
         return _no_map(fig, axes, table)
-    for ax, axis in zip(axes, ("trap_concentration", "crowd_calibration")):
+    for ax, axis in zip(axes, MAP_SWEEPS):
         s = table[table["axis"] == axis].sort_values(axis)
         for key, name, dx in (
             ("uniform", "over uniform weights", 0.97),
@@ -456,7 +456,7 @@ def story(table: pd.DataFrame, source: str) -> str:
             "synthetic population (the default profile); the measure below is what this model's own run shows."
         )
     text = [*_link_sentences(table), _region_sentence(table)]
-    text += [_sweep_sentence(table, a) for a in ("crowd_calibration", "trap_concentration")]
+    text += [_sweep_sentence(table, a) for a in MAP_SWEEPS]
     persona = next((r for _, r in table.iterrows() if r["axis"].startswith("calibration by persona")), None)
     if persona is not None:
         text.append(f"With calibration assigned by persona (the earlier rule) the gain is {_gain(persona, 'uniform')}.")
