@@ -27,6 +27,7 @@ from typing import Any, Optional
 from urllib.parse import urlparse
 
 from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
@@ -130,6 +131,8 @@ _PARAMS = (
           segment=True, setup_arg="profile"),
     Param("BACKEND", "str", "sim", _nbs(*SETUP), "who answers: the synthetic population, llama.cpp on this "
           "machine, or an OpenAI-compatible endpoint", choices=BACKENDS, setup_arg="backend"),
+    Param("POPULATION", "str", "fitted", _nbs(*SETUP), "the synthetic population: fitted to the paper's "
+          "baselines, or the original", choices=tuple(POPULATIONS), setup_arg="population"),
     Param("SOURCE", "str", "synthetic", _nbs(*SETUP), "the questions: generated items, the real benchmark files, "
           "or the 24 demo questions", choices=SOURCES, setup_arg="source"),
     Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), "the benchmarks every run covers",
@@ -193,6 +196,8 @@ _PARAMS = (
           "trap_concentration values (smaller: more correlated crowd errors)", lo=1e-3, hi=1e6),
     Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's "
           "crowd_calibration values (0: false consensus; 1: the crowd predicts its peers)", lo=0, hi=1),
+    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), "the map's crowd_copy values (near-copies: "
+          "P(sharing the first same-spec agent's state) = crowd_copy * (1 - temperature))", lo=0, hi=1),
 )  # fmt: skip
 SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
 

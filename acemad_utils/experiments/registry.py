@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from acemad_utils.agents.sim import SimParams
+from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS
 from acemad_utils.experiments import params
 
 # MAD_METHODS and VOTING_VS_MAD are re-exported: notebooks and tests read them as R.<name>
@@ -291,7 +292,8 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
     return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
 
 
-# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS).
+# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS,
+# CROWD_COPIES).
 
 # Reference points beside the grid: no peer-prediction skill anywhere (where does a gain at link 0 come from?) and
 # the earlier persona-assigned calibration.
@@ -301,7 +303,8 @@ MAP_REFERENCES = {
 }
 # SimParams fields that change what the baselines' naive agent answers: a point that moves one of them gets its own
 # challenging subsets and its own baseline runs; every other point shares the default's.
-SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "explore_base", "explore_per_temp")
+# (crowd_copy: the baselines' roster of Assistants copies too; their subsets, selected by one agent, do not change)
+SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "crowd_copy", "explore_base", "explore_per_temp")
 
 
 def overrides(params: dict) -> dict:
@@ -331,6 +334,7 @@ MAP_PARAMS = {
     "INSIGHTS": "insight",
     "TRAP_CONCENTRATIONS": "trap_concentration",
     "CROWD_CALIBRATIONS": "crowd_calibration",
+    "CROWD_COPIES": "crowd_copy",
 }
 
 
@@ -343,26 +347,35 @@ def map_axes(P: dict) -> dict:
 
 
 def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
-    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), then
-    one-dimensional sweeps of the other axes at the defaults, then the reference points (axis = their name).
-    A point equal to the default appears once per axis it lies on (its run is shared: the same name)."""
+    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), the
+    knowledge_link x crowd_calibration grid (CALIBRATION_GRID), then one-dimensional sweeps of the other axes at
+    the defaults, then the reference points (axis = their name). A point equal to the default appears once per
+    axis it lies on (its run is shared: the same name)."""
     pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
-    pts += [(ax, {ax: v}) for ax in ("trap_concentration", "crowd_calibration") for v in axes[ax]]
+    # the inverse question's second plane: knowledge_link x crowd_calibration (where the published evidence sits)
+    pts += [
+        (CALIBRATION_GRID, {"knowledge_link": a, "crowd_calibration": c})
+        for a in axes["knowledge_link"]
+        for c in axes["crowd_calibration"]
+    ]
+    pts += [(ax, {ax: v}) for ax in MAP_SWEEPS for v in axes[ax]]
     return pts + list((references if references is not None else MAP_REFERENCES).items())
 
 
 def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
     """Notebook 09: one AceMAD (T = 3) run per distinct map point (uniform weights re-decide it: no run), and the
     MAD baselines once per distinct value of the parameters they depend on (SUBSET_PARAMS: the default and each
-    trap_concentration), each on the challenging subsets of its own population."""
+    trap_concentration), each on the challenging subsets of its own population; Single Agent and Majority Voting
+    beside them (the fitted population's baselines against the paper's printed cells: experiments/fit.py)."""
     out: dict[str, Run] = {}
     ace = [DebateConfig(method="acemad", rounds=ROUNDS, eta=eta, seed=seed)]
     mads = [DebateConfig(method=m, seed=seed) for m in MAD_METHODS]
+    voting = [DebateConfig(method=m, seed=seed) for m in ("single", "majority")]
     for _, p in map_points(axes):
         p = overrides(p)
         base = {k: v for k, v in p.items() if k in SUBSET_PARAMS}
         for name, groups, point in (
-            (f"map_baselines_{params_slug(base)}", {"baselines": mads}, base),
+            (f"map_baselines_{params_slug(base)}", {"baselines": mads, "voting": voting}, base),
             (f"map_{params_slug(p)}", {"acemad": ace}, p),
         ):
             out.setdefault(name, Run(name, groups, params=dict(point)))
