@@ -53,6 +53,7 @@ from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.protocol.config import GENERALIST, METHODS, NAIVE_AGENT, SKEPTIC, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Question
+from acemad_utils.report import premise as PR
 from acemad_utils.report import tables as TB
 from acemad_utils.report.viewer import write_run_page
 
@@ -180,8 +181,24 @@ class Results(list):
 
     def table(self) -> pd.DataFrame:
         """Accuracy per method with n and 95% CIs, AceMAD's paired gain and p against each other method in
-        parentheses; only questions with a gold answer count (empty when none has one)."""
-        return accuracy_table(self.records)
+        parentheses, then (report.premise.table_rows) the premise check and the gain split's controls re-decided
+        from AceMAD's commitments, paired; only questions with a gold answer count (empty when none has one)."""
+        table = accuracy_table(self.records)
+        if table.empty:
+            return table
+        return pd.concat([table, PR.table_rows(self.records, self.meta)], ignore_index=True).fillna("")
+
+    def premise(self) -> pd.DataFrame:
+        """The premise check of every AceMAD method (report.premise.premise): per round and over all rounds, the
+        top-scoring agent's accuracy minus a random agent's (points, 95% CI), the within-question rank correlation
+        of score and correctness, and the share of commitments that did not parse."""
+        return PR.premise(self.records)
+
+    def split(self) -> pd.DataFrame:
+        """AceMAD's gain split (report.premise.split): each control re-decided from its commitments, and every other
+        method run, paired against AceMAD (accuracy, difference, CI, p)."""
+        others = [m for m in dict.fromkeys(r.method for r in self) if not m.startswith("AceMAD")]
+        return PR.split(self.records, meta=self.meta, others=others)
 
 
 def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:

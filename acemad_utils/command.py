@@ -14,11 +14,13 @@ a bad row stops the command with one line naming the file, row and field (exit 2
 dollars and wall time are printed before anything is sent (api.estimate); above CONFIRM_USD or CONFIRM_CALLS the
 command asks first (--yes: do not ask; a stdin that is not a terminal refuses). It writes, under --out (default
 ./acemad_runs): the transcripts (runs/<name>/<model>-<data hash>/), the table (tables/<name>.md and .csv: accuracy
-with n and 95% CIs per method, AceMAD's paired gain and p against each other method; only questions with an answer
-count), the debate viewer page (viewer/...html), and prints where they are. --challenging first keeps the
-questions the naive single agent gets right in fewer than 40% of 5 runs at temperature 0.7 (the paper's
-challenging-subset rule, reusing experiments/subsets.py; every question needs an answer then). A run where more
-than half of the commitments did not parse exits 1 with one line, as `make reproduce` does.
+with n and 95% CIs per method, AceMAD's paired gain and p against each other method, then the premise check and the
+gain split's controls re-decided from AceMAD's commitments, report/premise.py; only questions with an answer count;
+the premise sentence printed under it), the debate viewer page (viewer/...html), and prints where they are.
+--challenging first keeps the questions the naive single agent gets right in fewer than 40% of 5 runs at
+temperature 0.7 (the paper's challenging-subset rule, reusing experiments/subsets.py; every question needs an
+answer then). A run where more than half of the commitments did not parse exits 1 with one line, as `make
+reproduce` does.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils import api
+import yaml
+
+from acemad_utils import api, pilot
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
@@ -43,6 +47,7 @@ from acemad_utils.experiments.runner import RunInterrupted, run_and_load
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
+from acemad_utils.report import premise as PR
 from acemad_utils.report.viewer import page_path
 
 THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
@@ -85,6 +90,22 @@ def _parser() -> argparse.ArgumentParser:
                       "{choices,labels}), or several comma-separated columns, one option each")  # fmt: skip
     cols.add_argument("--answer-col", help="the gold answer's column: a label, an option's text or a 0-based index")
     cols.add_argument("--id-col", help="a column of unique ids (default: an id from the question's content)")
+    p = sub.add_parser(
+        "pilot", help="a few dollars first: the premise check and the n the full run needs (docs/own-model.md)"
+    )
+    p.add_argument("questions", nargs="?", help="a question file (.jsonl/.csv); or --profile")
+    p.add_argument("--profile", help="a profile's challenging subsets, e.g. paper (make pilot PROFILE=paper)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as reproduce --set (--profile)")
+    p.add_argument("--model", help="the endpoint's model (a question file)")
+    p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (a question file)")
+    p.add_argument("--usd", type=float, default=pilot.DEFAULT_USD, help="budget in USD (default 5; MAX_USD if lower)")
+    p.add_argument("--per-benchmark", type=int, default=None, help="questions per benchmark (default: the budget's)")
+    p.add_argument("--dry-run", action="store_true", help="print the priced plan and stop (no call)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=8, help="questions in flight (a question file)")
+    p.add_argument(
+        "--out", default=api.DEFAULT_OUT, help=f"output folder of a question file (default ./{api.DEFAULT_OUT})"
+    )
     return ap
 
 
@@ -167,6 +188,8 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
     models = results.meta["population"].get("models") or ["?"]
     who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else f"model {models[0]}"
     text = f"{who} (run {results.name})\n\n" + table.to_markdown(index=False) + "\n"
+    premise = PR.premise_sentence(results.premise(), synthetic, results.split(), population=results.meta["population"])
+    text += "\n" + premise + "\n"
     *folders, last = results.name.split("/")
     md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)
@@ -218,10 +241,30 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
+def run_pilot(args) -> int:
+    """`pilot FILE --model M` or `pilot --profile NAME` (acemad_utils/pilot.py)."""
+    kw = dict(usd=args.usd, k=args.per_benchmark, dry_run=args.dry_run)
+    if args.per_benchmark is not None and not pilot.MIN_K <= args.per_benchmark <= pilot.MAX_K:
+        raise ValueError(f"--per-benchmark {args.per_benchmark}: need {pilot.MIN_K} to {pilot.MAX_K}")
+    if (args.questions is None) == (args.profile is None):
+        raise ValueError("pilot: give a question file or --profile NAME, not both")
+    if args.profile is not None:
+        overrides = {}
+        for item in args.set:
+            k, sep, v = item.partition("=")
+            if not sep:
+                raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+            overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+        return pilot.pilot_profile(args.profile, overrides, **kw)
+    if not args.model:
+        raise ValueError("pilot FILE: --model is required (the endpoint's model; key: OPENAI_API_KEY)")
+    return pilot.pilot_file(Path(args.questions), args, **kw)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return run(args)
+        return run_pilot(args) if args.command == "pilot" else run(args)
     except RunInterrupted as e:
         print(str(e), file=sys.stderr)
         return 130

@@ -289,3 +289,44 @@ def test_the_commands_run_without_an_activated_venv(tmp_path):
     found, prefix = done.stdout.splitlines()
     assert not found.startswith(str(Path(sys.executable).parent)), found
     assert Path(prefix).resolve() == Path(sys.prefix).resolve()
+
+
+def anchors(doc: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings: lower case, punctuation dropped, spaces to '-'."""
+    heads = re.findall(r"^#+\s+(.*)$", FENCE.sub("", doc.read_text(encoding="utf-8")), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+def broken_links(doc: Path) -> list[str]:
+    """The [text](target) links of `doc` that do not resolve from its own folder, as a reader's click does:
+    the file, then the #anchor among its headings (links out of the repository are not checked)."""
+    out = []
+    for link in LINK.findall(FENCE.sub("", doc.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", link) or NOT_OURS.search(link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (doc.parent / path).resolve() if path else doc
+        if not target.exists() or (anchor and target.suffix == ".md" and anchor not in anchors(target)):
+            out.append(link)
+    return out
+
+
+@pytest.mark.parametrize("doc", [*DOCS, REPO / "bench" / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
+def test_every_link_resolves_from_the_file_it_is_in(doc):
+    assert broken_links(doc) == []
+
+
+def test_the_link_check_sees_a_wrong_folder_and_a_wrong_anchor(tmp_path):
+    (tmp_path / "a.md").write_text("# Cost and speed\n")
+    doc = tmp_path / "b.md"
+    doc.write_text("[ok](a.md#cost-and-speed) [folder](x/a.md) [anchor](a.md#costs) [here](#nothing)\n")
+    assert broken_links(doc) == ["x/a.md", "a.md#costs", "#nothing"]
+
+
+def test_every_set_up_step_of_the_makefile_says_what_it_does_first():
+    """A first `make reproduce` installs for minutes: each pip or venv step is announced by the line before it."""
+    recipe = (REPO / "Makefile").read_text(encoding="utf-8").split("\n$(VENV)/.base:")[1].split("\nvenv:")[0]
+    lines = [x.strip() for x in recipe.splitlines() if x.startswith("\t")]
+    steps = [i for i, x in enumerate(lines) if "$(PIP)" in x or "-m venv" in x]
+    assert len(steps) >= 4
+    assert all("echo" in lines[i] if "-m venv" in lines[i] else lines[i - 1].startswith("@echo") for i in steps)

@@ -3,6 +3,8 @@
     python -m acemad_utils.cost estimate --profile paper          # = make estimate PROFILE=paper
     python -m acemad_utils.cost estimate --profile paper --arg-chars 1760 --per-benchmark 3
     python -m acemad_utils.cost prices                            # the price table with its sources
+After the dollars, the command prints what the questions buy: per claim family, the questions planned, the n
+that gives 80% power on the paper's claimed effect, and the planned run's power (acemad_utils.cost.power).
 
     from acemad_utils.cost.estimate import estimate_profile, format_estimate
     est = estimate_profile("paper")            # Estimate: rows per notebook + total
@@ -59,6 +61,7 @@ from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import item_counts, sample_items
+from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
@@ -492,6 +495,8 @@ def main(argv=None) -> int:
     )
     print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None)))
     print(f"  (estimated in {est.seconds:.1f} s)")
+    if est.rows:  # a profile that calls a model: what its questions can show (no power for a synthetic profile)
+        print("\n" + format_plan(plan(notebook_params(a.profile, overrides, a.only)[1], est=est)))
     return 0
 
 

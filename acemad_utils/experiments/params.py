@@ -27,6 +27,7 @@ from typing import Any, Optional
 from urllib.parse import urlparse
 
 from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
@@ -48,7 +49,7 @@ MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = 
 )
 KINDS = ("str", "int", "float", "bool", "list[str]", "list[int]", "list[float]", "models")
 ENTRY_KEYS = ("table", "paper_model", "model", "base_url")  # an OTHER_MODELS entry, in this order
-SETUP = ("01", "02", "03", "04", "05", "06", "07", "09")  # the notebooks that build a Setup (notebook.start)
+SETUP = ("01", "02", "03", "04", "05", "06", "07", "08", "09")  # the notebooks that build a Setup (notebook.start)
 NOTEBOOKS = (
     "00_theory",
     "01_subset_construction",
@@ -130,13 +131,15 @@ _PARAMS = (
           segment=True, setup_arg="profile"),
     Param("BACKEND", "str", "sim", _nbs(*SETUP), "who answers: the synthetic population, llama.cpp on this "
           "machine, or an OpenAI-compatible endpoint", choices=BACKENDS, setup_arg="backend"),
+    Param("POPULATION", "str", "fitted", _nbs(*SETUP), "the synthetic population: fitted to the paper's "
+          "baselines, or the original", choices=tuple(POPULATIONS), setup_arg="population"),
     Param("SOURCE", "str", "synthetic", _nbs(*SETUP), "the questions: generated items, the real benchmark files, "
           "or the 24 demo questions", choices=SOURCES, setup_arg="source"),
     Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), "the benchmarks every run covers",
           choices=tuple(ALL_BENCHMARKS), setup_arg="benchmarks"),
     Param("N_ITEMS", "int", 600, _nbs(*SETUP), "input items read per benchmark (null: every item)",
           lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
-    Param("N_MAX", "int", 300, _nbs(*SETUP), "questions per run from each challenging subset (null: all)",
+    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), "questions per run from each challenging subset (null: all)",
           lo=1, hi=MAX_ITEMS, nullable=True),
     Param("SEED", "int", 0, NOTEBOOKS, "seed of items, synthetic agents, tie-breaks and bootstraps",
           lo=0, hi=MAX_SEED, setup_arg="seed"),
@@ -159,8 +162,9 @@ _PARAMS = (
           lo=2, hi=MAX_AGENTS),
     Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), f"the T of Table 2's AceMAD rows (the paper's T, "
           f"{ROUNDS}, always runs too: the later views read it)", lo=1, hi=MAX_ROUNDS),
-    Param("ETA", "float", ETA, _nbs("03", "07", "09"), "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))",
-          lo=0, hi=MAX_ETA),
+    # every notebook that runs AceMAD takes it, so a ledger never mixes eta values
+    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"),
+          "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))", lo=0, hi=MAX_ETA),
     Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), "the truth-holder's model of the 'Different "
           "LLMs' row (empty: the row is skipped)", model=True),
     Param("SECOND_BASE_URL", "str", "", _nbs("04"), "SECOND_MODEL's endpoint (empty: the profile's)", url=True),
@@ -172,6 +176,8 @@ _PARAMS = (
           "the full test sets of Table 6", choices=tuple(ALL_BENCHMARKS)),
     Param("FULL_N_MAX", "int", 300, _nbs("07"), "questions per full test set of Table 6 (null: all)",
           lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("GRID_N_MAX", "int", 50, _nbs("08"), "questions per benchmark at each point of the ledger's assumption "
+          "grid (synthetic profiles)", lo=1, hi=MAX_ITEMS),
     Param("THEORY_ITEMS", "int", 400, _nbs("00"), "synthetic items per simulation of the theory checks",
           lo=1, hi=MAX_ITEMS),
     Param("THEORY_ROUNDS", "int", 6, _nbs("00"), "rounds of the martingale simulations (panels a-c)",
@@ -190,6 +196,8 @@ _PARAMS = (
           "trap_concentration values (smaller: more correlated crowd errors)", lo=1e-3, hi=1e6),
     Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's "
           "crowd_calibration values (0: false consensus; 1: the crowd predicts its peers)", lo=0, hi=1),
+    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), "the map's crowd_copy values (near-copies: "
+          "P(sharing the first same-spec agent's state) = crowd_copy * (1 - temperature))", lo=0, hi=1),
 )  # fmt: skip
 SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
 
