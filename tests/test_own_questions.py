@@ -434,3 +434,17 @@ def test_the_column_route_of_the_docs_runs_as_written(tmp_path):
         golds |= {r["question_id"]: r["answer"] for r in recs}
     assert golds["arc-1"] == "B" and golds["arc-2"] == "1" and golds["70"] == "C" and golds["71"] == "C"
     assert len(done.stdout.split("transcripts:")) == 4
+
+
+def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys):
+    rows = [{"question_id": i, "question": f"Q{i}?", "options": ["a", "b", "c"], "answer": "B"} for i in range(3)]
+    rows[1]["options"] = ["a", "a", "c"]  # as MMLU-Pro's test item 8584: an option repeated
+    src = _write(elsewhere / "mmlu.jsonl", rows)
+    argv = ["run", str(src), "--choices-col", "options", "--answer-col", "answer", "--id-col", "question_id"]
+    assert main([*argv, "--synthetic", "--methods", "majority"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {src}, line 2: field 'options' repeats an option text; each option must differ", err
+    assert main([*argv, "--synthetic", "--methods", "majority", "--skip-invalid"]) == 0
+    out = capsys.readouterr().out
+    assert f"--skip-invalid: left out 1 row(s) that fail the checks, first: {src}, line 2: field 'options'" in out
+    assert "(2 records, 0 failed)" in out
