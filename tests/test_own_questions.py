@@ -448,3 +448,12 @@ def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys
     out = capsys.readouterr().out
     assert f"--skip-invalid: left out 1 row(s) that fail the checks, first: {src}, line 2: field 'options'" in out
     assert "(2 records, 0 failed)" in out
+
+
+def test_the_estimate_the_docs_quote_is_the_one_printed():
+    """docs/own-questions.md quotes the estimate of its own three questions: the same line api.estimate gives."""
+    block = doc_blocks("Try it on your task")[0]
+    rows = [json.loads(x) for x in block.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0].splitlines()]
+    line = api.estimate(rows, "acemad,majority", model="gpt-4o-mini").line()
+    quoted = " ".join(DOC.read_text(encoding="utf-8").split("gpt-4o-mini`: `", 1)[1].split("`", 1)[0].split())
+    assert line.startswith(quoted), (quoted, line)
