@@ -131,7 +131,7 @@ def _shows(nb: str, P: dict, result: R.RunResult) -> None:
         result.config("decentralized", group="control")
         assert result.labels("acemad") == [c.label for c in result.run["acemad"]]
     elif nb == "04_heterogeneity":
-        assert result.run["variants"][0].hash == config.DebateConfig(method="acemad", seed=P["SEED"]).hash
+        assert result.run["variants"][0].hash == config.DebateConfig(method="acemad", eta=P["ETA"], seed=P["SEED"]).hash
     elif nb == "05_ablation":
         result.config(group="full"), result.config(group="standard")
     elif nb == "06_scaling":

@@ -159,8 +159,9 @@ _PARAMS = (
           lo=2, hi=MAX_AGENTS),
     Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), f"the T of Table 2's AceMAD rows (the paper's T, "
           f"{ROUNDS}, always runs too: the later views read it)", lo=1, hi=MAX_ROUNDS),
-    Param("ETA", "float", ETA, _nbs("03", "07", "09"), "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))",
-          lo=0, hi=MAX_ETA),
+    # every notebook that runs AceMAD takes it, so a ledger never mixes eta values
+    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"),
+          "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))", lo=0, hi=MAX_ETA),
     Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), "the truth-holder's model of the 'Different "
           "LLMs' row (empty: the row is skipped)", model=True),
     Param("SECOND_BASE_URL", "str", "", _nbs("04"), "SECOND_MODEL's endpoint (empty: the profile's)", url=True),

@@ -197,7 +197,7 @@ def matched(seed: int = 0) -> DebateConfig:
     return cfg.replace(name=f"{cfg.label[:-1]}; ours, not the paper's)")
 
 
-def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -> Run:
+def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
     truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
     variants = {
@@ -212,7 +212,9 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
         "heterogeneity",
         {
             "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
-            "variants": [DebateConfig(method="acemad", truth_holder=s, seed=seed, name=n) for n, s in variants.items()],
+            "variants": [
+                DebateConfig(method="acemad", truth_holder=s, eta=eta, seed=seed, name=n) for n, s in variants.items()
+            ],
         },
     )
 
@@ -232,7 +234,7 @@ def rosters(run: Run, group: str) -> str:
     )
 
 
-def ablation(seed: int = 0) -> Run:
+def ablation(seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
     Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
     (notebook 03's control, the same config: with an LLM its calls are cached replays), and two controls beside
@@ -240,18 +242,21 @@ def ablation(seed: int = 0) -> Run:
     return Run(
         "ablation",
         {
-            "full": [DebateConfig(method="acemad", seed=seed)],
+            "full": [DebateConfig(method="acemad", eta=eta, seed=seed)],
             "standard": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
             "controls": controls(seed)[1:],  # the Skeptic alone and Majority Voting with AceMAD's agents
         },
     )
 
 
-def scaling(n_values: Sequence[int], seed: int = 0) -> Run:
+def scaling(n_values: Sequence[int], seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 06 (Figure 5): AceMAD (T = 3) and Majority Voting at every N of n_values."""
     return Run(
         "scaling",
-        {m: [DebateConfig(method=m, n_agents=n, seed=seed) for n in n_values] for m in ("acemad", "majority")},
+        {
+            "acemad": [DebateConfig(method="acemad", n_agents=n, eta=eta, seed=seed) for n in n_values],
+            "majority": [DebateConfig(method="majority", n_agents=n, seed=seed) for n in n_values],
+        },
     )
 
 
@@ -382,11 +387,11 @@ def runs(nb: str, P: dict) -> list[Run]:
     elif num == "03":
         out = [main_results(P["ROUNDS"], eta, seed)]
     elif num == "04":
-        out = [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed)]
+        out = [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed, eta)]
     elif num == "05":
-        out = [ablation(seed)]
+        out = [ablation(seed, eta)]
     elif num == "06":
-        out = [scaling(P["N_VALUES"], seed)]
+        out = [scaling(P["N_VALUES"], seed, eta)]
     elif num == "09":
         if P.get("BACKEND", "sim") != "sim":  # the map varies the synthetic population: nothing to run otherwise
             return []
