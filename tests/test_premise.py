@@ -57,6 +57,7 @@ def test_the_check_tells_a_premise_that_holds_from_one_that_fails():
     assert g.lift == pytest.approx(100 * 30 / 35 * (1 - 2 / 5)) and g.lift_lo > 0
     assert b.lift == pytest.approx(100 * 30 / 35 * (0 - 2 / 5)) and b.lift_hi < 0
     assert g.rank_corr > 0 > b.rank_corr
+    assert (g.verdict, b.verdict) == ("holds", "fails") and list(good.columns) == PR.PREMISE_COLUMNS
     assert " holds." in PR.premise_sentence(good, synthetic=False)
     text = PR.premise_sentence(bad, synthetic=False)
     assert "fails" in text and "no gain of AceMAD here can come from who scores well" in text
@@ -180,7 +181,7 @@ def test_the_api_tells_agents_with_the_premise_from_agents_without(premise_endpo
     row = res.premise().iloc[-1]
     assert row["round"] == "all" and row.n == len(QUESTIONS) and row.parse_failure == 0
     assert (row.lift_lo > 0) if holds else (row.lift_hi < 0), row
-    assert (row.rank_corr > 0) == holds
+    assert (row.rank_corr > 0) == holds and row.verdict == ("holds" if holds else "fails")
     text = res.table().to_string()
     assert ("(points; holds)" in text) == holds and ("(points; fails" in text) != holds
     for control in (PR.UNIFORM, PR.SELF_BELIEF, PR.SHUFFLED, PR.SURPRISINGLY_POPULAR, PR.ROUND0):

@@ -48,6 +48,7 @@ PREMISE_COLUMNS = [
     "rank_corr_lo",
     "rank_corr_hi",
     "parse_failure",
+    "verdict",
 ]
 
 
@@ -122,7 +123,9 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     - lift = top_agent - random_agent (points) with its 95% bootstrap CI over questions (> 0: the score points at
       agents who know; 0 wherever every agent agrees, so n_split counts the questions with right and wrong agents);
     - rank_corr: the mean within-question Spearman correlation of score and correctness (CI over questions);
-    - parse_failure: share of commitments whose p or q did not parse.
+    - parse_failure: share of commitments whose p or q did not parse;
+    - verdict: a key of VERDICTS ("holds": the lift's CI above 0, "fails": below 0, "not shown", "unseen",
+      "unmeasured").
     n counts questions with a gold answer and at least one parsed commitment; a method with none has one "all" row
     with n = 0 (its parse-failure rate says why)."""
     qr = question_rounds(records)
@@ -157,7 +160,8 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
                 [method, rnd, len(part), 100 * part["top_right"].mean(), 100 * part["share_right"].mean(), lift, lo, hi]
                 + [int(part["split"].sum()), rho, rlo, rhi, float(pf)]
             )
-    return pd.DataFrame(rows, columns=PREMISE_COLUMNS)
+    out = pd.DataFrame(rows, columns=PREMISE_COLUMNS[:-1])
+    return out.assign(verdict=[_verdict(r) for r in out.itertuples()])
 
 
 VERDICTS = {
