@@ -183,7 +183,7 @@ def test_the_api_tells_agents_with_the_premise_from_agents_without(premise_endpo
     assert (row.lift_lo > 0) if holds else (row.lift_hi < 0), row
     assert (row.rank_corr > 0) == holds and row.verdict == ("holds" if holds else "fails")
     text = res.table().to_string()
-    assert ("(points; holds)" in text) == holds and ("(points; fails" in text) != holds
+    assert ("(points; premise holds)" in text) == holds and ("(points; premise fails)" in text) != holds
     for control in (PR.UNIFORM, PR.SELF_BELIEF, PR.SHUFFLED, PR.SURPRISINGLY_POPULAR, PR.ROUND0):
         assert f"AceMAD (T=3) minus {control} (paired)" in text
     assert "AceMAD (T=3) minus Self-consistency (15 samples) (paired)" in text

@@ -368,7 +368,7 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
         cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
         rows.append(
             {
-                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; {VERDICTS[_verdict(r)]})",
+                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
                 AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
             }
         )
