@@ -19,11 +19,14 @@ SRC         the source label every table and figure carries ("SYNTHETIC ..." or 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import pandas as pd
 from IPython import get_ipython
 
+from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV
+from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import profile_runs
 from acemad_utils.experiments import assumptions as map_runs
 from acemad_utils.experiments import params, registry, theory
@@ -51,6 +54,14 @@ __all__ = [
     "tables_once",
     "theory",
 ]
+
+# A kernel of `make reproduce` runs the driver's checkout (the driver puts it first on PYTHONPATH): never another
+# one's code, whose tables would be written there while this checkout is stamped up to date.
+if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
+    raise ImportError(
+        f"this kernel imports acemad_utils from {CHECKOUT}, the reproduce driver runs {env(CHECKOUT_ENV)}: run the "
+        "driver with that checkout's own Python path (its PYTHONPATH)"
+    )
 
 # The notebook parameters Setup takes (PROFILE, BACKEND, ...), read once from the real class: a test may stand a
 # stub in for `Setup` and the check below still knows the names.

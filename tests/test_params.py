@@ -66,7 +66,7 @@ def test_no_name_is_a_number_in_one_notebook_and_a_list_in_another():
 
 def test_docs_parameters_md_is_generated_from_the_schema():
     text = (ROOT / "docs" / "parameters.md").read_text()
-    regenerate = "python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md"
+    regenerate = ".venv/bin/python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md"
     assert text == params.markdown(ENV_VARS), regenerate
     for name in [*params.SCHEMA, *ENV_VARS]:
         assert f"`{name}`" in text

@@ -194,3 +194,17 @@ def test_eta_reaches_every_acemad_run_of_every_notebook():
                     assert c.eta == 4.0, (nb, c.label)
                     seen.add(nb[:2])
     assert {"03", "04", "05", "06", "07", "09"} <= seen
+
+
+def test_the_ledger_grid_keeps_the_points_the_population_can_express_and_names_the_rest():
+    grid = (
+        R.LedgerPoint("equal stubbornness", "", {"insight_susceptibility": 0.3}),
+        R.LedgerPoint("no such field", "", {"not_a_simparams_field": 1.0}),
+        R.LedgerPoint("K = 3", "", {}, ("bbh",)),
+    )
+    assert [p.name for p in R.ledger_points(["bbh", "arc_challenge"], grid)] == ["equal stubbornness", "K = 3"]
+    assert R.unvaried(["arc_challenge"], grid) == ["no such field", "K = 3"]
+    runs = R.ledger_runs(grid[0], seed=0, n_max=40, benchmarks=["bbh"])
+    assert {r.name.split("__")[1] for r in runs} == {"baselines", "main", "heterogeneity", "ablation", "scaling"}
+    assert all(r.name.startswith("map_ledger40_insight_susceptibility0.3__") and r.cap == 40 for r in runs)
+    assert all(r.params == {"insight_susceptibility": 0.3} for r in runs)
