@@ -153,6 +153,7 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     assert list(table["control"])[-1] == cfgs[1].label
     text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
     assert "the same compute spent on sampling" in text and "trap_concentration" in text and "not the paper's" in text
+    assert "crowd_copy" in text  # near-copies make the samples less independent
     real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
 

@@ -248,17 +248,18 @@ def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] =
     ]
     pop = dict(population or {})
     if parts and pop.get("synthetic") and pop.get("params"):
-        sp = SimParams(**pop["params"])
-        e, ci = sp.explore(NAIVE_AGENT.temperature), sp.crowd_insight
+        sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
+        e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
         cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
         parts.append(
-            f"On the synthetic population what decides it is the naive agent's per-sample independence: every "
-            f"sample draws its state afresh, a guess with probability explore({NAIVE_AGENT.temperature:g}) = "
+            f"On the synthetic population what decides it is how independent the naive agent's samples are: each "
+            f"sample takes the first sample's state with probability copy({tau:g}) = {cp:.2f} (crowd_copy = "
+            f"{sp.crowd_copy:g}, near-copies), else draws its own, a guess with probability explore({tau:g}) = "
             f"{e:.2f}, insight with crowd_insight = {ci:g}, else the item's trap with its propensity pi, which "
             f"every sample of the item shares (Beta, mean trap_mean = {sp.trap_mean:g}, concentration "
             f"trap_concentration = {sp.trap_concentration:g}); so more samples converge on the truth only where "
-            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi do not average out, whatever the "
-            f"number of samples."
+            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
+            f"whatever the number of samples."
         )
     return " ".join(parts)
 
