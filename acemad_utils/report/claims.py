@@ -536,7 +536,7 @@ def no_penalty_row(full: Optional[RunData], seed: int = 0) -> dict:
         return row(claim, line, "(no number)", note="no AceMAD debate with its rounds in the run")
     arr = A.stack(ace)
     right = A.initial_plurality(arr) == arr.truth
-    lost = (A.decisions(arr) != arr.truth)[right].astype(float) * 100
+    lost = (A.decisions(arr)[:, -1] != arr.truth)[right].astype(float) * 100  # the decision after the last round
     if not len(lost):
         return row(claim, line, "(no number)", note="no question with a right initial majority")
     m, lo, hi = (float(x) for x in bootstrap_ci(lost, seed=seed))
