@@ -299,3 +299,15 @@ def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benc
     assert r["verdict"] == C.HOLDS and r["ours [95% CI]"].startswith("+60.0") and r["n"] == 400
     r = C.pronounced_row("most pronounced", "l.459", records("B", base, benches) + records("A", a, benches), "B", ["A"])
     assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
+
+
+def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
+    """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
+    from acemad_utils.report import figures
+
+    synthetic, model = C.source({})
+    label = figures.source_label(synthetic, model)
+    ledger = C.ledger({})
+    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
+    assert set(ledger.verdict) == {"not run"}
+    assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()

@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
@@ -77,3 +78,60 @@ def test_discordance_from_a_correlation():
     assert power.discordance_at(0.4, 0.2, 0.5) < power.discordance_at(0.4, 0.2, 0.0)
     a = np.array([1, 1, 0, 0, 1, 0], bool)
     assert power.correlation(a, a) == pytest.approx(1.0) and power.correlation(a, ~a) == pytest.approx(-1.0)
+
+
+# ----------------------------------------------------------------------------- a profile's plan (make estimate)
+def _plan(profile="paper", rho=None, **overrides):
+    from acemad_utils.cost.power import plan
+    from acemad_utils.experiments.profiles import notebook_params
+
+    return plan(notebook_params(profile, overrides)[1], rho=rho).set_index("claim")
+
+
+MAIN = "AceMAD (T=3) over Sparse MAD, Average"
+
+
+def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    t = _plan()
+    assert t.loc[MAIN, "planned n"] == 1905 and t.loc[MAIN, "power (Holm)"] > 0.99
+    tqa = t.loc["AceMAD (T=3) over Centralized MAD, TruthfulQA"]
+    assert tqa["power (Holm)"] < 0.05 and "exceeds the 223 questions" in tqa["note"]
+    holm = [c for c in t.columns if c.startswith("n, Holm")][0]
+    sized = t.dropna(subset=[holm])
+    assert (sized[holm] > sized["n, alpha 0.05"]).all() and len(sized) == len(t) - 1  # MMLU-Pro: a printed tie
+    # what README says of the paper's own design: not its T comparisons, nor most per-benchmark gains
+    assert (t[t["family"] == "T comparison"]["power (Holm)"] < 0.8).all()
+    per_benchmark = t[t["family"] == "per-benchmark gain"]["power (Holm)"]
+    assert (per_benchmark >= 0.8).sum() < len(per_benchmark) / 2
+
+
+def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    t = _plan(N_MAX=20)
+    assert t.loc[MAIN, "planned n"] == 120 and t.loc[MAIN, "power (Holm)"] < 0.8
+    local = _plan("local")
+    t5 = local.loc["AceMAD (T=3) over AceMAD (T=5), Average"]
+    assert t5["planned n"] == 0 and t5["power (Holm)"] == 0
+
+
+def test_an_observed_correlation_lowers_the_questions_needed(monkeypatch):
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    assert _plan(rho=0.5).loc[MAIN, "n, alpha 0.05"] < _plan().loc[MAIN, "n, alpha 0.05"]
+
+
+def test_the_main_gains_range_of_n_over_the_discordance_bounds_is_the_one_docs_quote():
+    """docs/statistics.md quotes 75 / 254 / 425 questions for the main gain at psi's lower bound, independence and
+    upper bound (the paper's subset sizes)."""
+    from acemad_utils.cost.items import PAPER_SUBSETS
+    from acemad_utils.cost.power import CLAIMS, cells
+
+    _, benches, pa, pb = cells(CLAIMS[0])
+    d = [x - y for x, y in zip(pa, pb)]
+    shares = [PAPER_SUBSETS[b] for b in benches]
+    lower = [max(abs(x), 1e-12) for x in d]  # MMLU-Pro's printed tie: no discordance needed there
+    indep = [power.discordance_independent(x, y) for x, y in zip(pa, pb)]
+    upper = [power.discordance_bounds(x, y)[1] for x, y in zip(pa, pb)]
+    assert [power.n_strata(shares, d, p) for p in (lower, indep, upper)] == [75, 254, 425]
+    text = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text()
+    assert "span 75 questions" in text and "to 425" in text and "254 at independence" in text

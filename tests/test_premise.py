@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from acemad_utils import api
 from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.command import main
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import premise as PR
+from tests.fake_openai import FakeOpenAI, PremiseAgents
 
 
 def _record(i, scores, right, failed=()):
@@ -118,3 +123,106 @@ def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_rec
         counts = np.bincount(votes, minlength=len(rec["labels"]))
         if (counts == counts.max()).sum() == 1:  # no tie: the plurality is unambiguous
             assert g["final"]["answer"] == rec["labels"][int(counts.argmax())]
+
+
+def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.protocol.config import NAIVE_AGENT
+    from acemad_utils.protocol.vectorized import run_batch
+
+    cfg = DebateConfig(method="self_consistency", n_agents=4, rounds=2)
+    assert cfg.samples == 8 and cfg.specs() == [NAIVE_AGENT] * 8 and cfg.label == "Self-consistency (8 samples)"
+    assert DebateConfig(method="self_consistency").samples == 15  # AceMAD's turns at N = 5, T = 3: 30 calls
+    with pytest.raises(ValueError, match="roster"):
+        DebateConfig(method="self_consistency", roster="acemad")
+    q = make_items(1, k=4, seed=3)[0]
+    rec = run_question(q, SimPopulation(seed=1), cfg)
+    assert len(rec["rounds"]) == 1 and len(rec["rounds"][0]) == 8
+    votes = np.bincount([int(np.argmax(e["p"])) for e in rec["rounds"][0]], minlength=4)
+    assert votes[rec["labels"].index(rec["final"]["answer"])] == votes.max()  # the plurality
+    assert run_batch([q], VectorSimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
+
+
+def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population():
+    items = make_items(20, k=4, seed=5)
+    pop = SimPopulation(seed=1)
+    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="self_consistency")]
+    recs = [run_question(q, pop, c) for q in items for c in cfgs]
+    table = PR.split(recs, others=[cfgs[1].label])
+    assert list(table["control"])[-1] == cfgs[1].label
+    text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
+    assert "the same compute spent on sampling" in text and "trap_concentration" in text and "not the paper's" in text
+    real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
+    assert "the same compute spent on sampling" in real and "trap_concentration" not in real
+
+
+# ----------------------------------------------------------------------------- against an endpoint
+QUESTIONS = [
+    {"question": f"Scripted question {i}?", "options": ["truth", "trap", "other"], "answer": "A", "id": f"s{i}"}
+    for i in range(24)
+]
+
+
+@pytest.fixture
+def premise_endpoint(request, monkeypatch, tmp_path):
+    """A fake endpoint whose AceMAD agents carry the premise (param True) or not (False)."""
+    monkeypatch.chdir(tmp_path)
+    with FakeOpenAI(PremiseAgents(holds=request.param)) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-premise")
+        monkeypatch.delenv("MODEL", raising=False)
+        yield srv, request.param
+
+
+@pytest.mark.parametrize("premise_endpoint", [True, False], indirect=True, ids=["holds", "fails"])
+def test_the_api_tells_agents_with_the_premise_from_agents_without(premise_endpoint):
+    srv, holds = premise_endpoint
+    res = api.run(QUESTIONS, ["acemad", "self_consistency"], model="fake-model", base_url=srv.url)
+    row = res.premise().iloc[-1]
+    assert row["round"] == "all" and row.n == len(QUESTIONS) and row.parse_failure == 0
+    assert (row.lift_lo > 0) if holds else (row.lift_hi < 0), row
+    assert (row.rank_corr > 0) == holds
+    text = res.table().to_string()
+    assert ("(points; holds)" in text) == holds and ("(points; fails" in text) != holds
+    for control in (PR.UNIFORM, PR.SELF_BELIEF, PR.SHUFFLED, PR.SURPRISINGLY_POPULAR, PR.ROUND0):
+        assert f"AceMAD (T=3) minus {control} (paired)" in text
+    assert "AceMAD (T=3) minus Self-consistency (15 samples) (paired)" in text
+    # the compute-matched baseline made AceMAD's calls per question: 15 samples, argue + commit each
+    sc = [r for r in res if r.method.startswith("Self-consistency")]
+    assert all(r.record["usage"]["calls"] == 30 for r in sc)
+    assert all(r.record["usage"]["calls"] == 30 for r in res if r.method.startswith("AceMAD"))
+
+
+@pytest.mark.parametrize("premise_endpoint", [False], indirect=True)
+def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_endpoint, capsys, tmp_path):
+    src = tmp_path / "q.jsonl"
+    src.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS[:12]), encoding="utf-8")
+    args = ["run", str(src), "--model", "fake-model", "--base-url", premise_endpoint[0].url]
+    assert main([*args, "--methods", "acemad,majority,self_consistency"]) == 0
+    out = capsys.readouterr().out
+    assert "the premise (the agent whose peer prediction scores best knows more than a random agent) fails" in out
+    assert "no gain of AceMAD here can come from who scores well" in out
+    assert "AceMAD vs the same compute spent on sampling" in out and "Round-0 majority" in out
+
+
+def test_a_run_whose_commitments_never_parsed_says_so_instead_of_a_number():
+    recs = [_record(i, [0.5] * 5, RIGHT, failed=range(5)) for i in range(3)]
+    table = PR.premise(recs)
+    assert len(table) == 1 and table.iloc[0].n == 0 and table.iloc[0].parse_failure == 1.0
+    assert "cannot be measured" in PR.premise_sentence(table, synthetic=False)
+
+
+def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
+    from acemad_utils.cost import estimate as C
+    from acemad_utils.data.benchmarks import load_demo
+    from acemad_utils.experiments.registry import Run
+
+    qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
+    calls = {}
+    for cfg in (
+        DebateConfig(method="acemad"),
+        DebateConfig(method="self_consistency"),
+        DebateConfig(method="majority"),
+    ):
+        [(_, _, per)] = C.replay([Run(cfg.method, {"x": [cfg]}, benchmarks=["demo"])], {"demo": qs}, P_, store={})
+        calls[cfg.method] = per["agent_calls"]
+    assert calls["self_consistency"] == calls["acemad"] == 30 and calls["majority"] == 10

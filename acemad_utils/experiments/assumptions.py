@@ -14,6 +14,7 @@ gets the challenging subsets of its own population: "challenging" is always judg
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Optional
 
 import pandas as pd
@@ -21,8 +22,8 @@ import pandas as pd
 from acemad_utils.agents.sim import SimParams, SimPopulation
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.transcripts import load_run
+from acemad_utils.experiments import fit, subsets
 from acemad_utils.experiments import registry as R
-from acemad_utils.experiments import subsets
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -30,16 +31,22 @@ from acemad_utils.protocol.schema import Question
 from acemad_utils.report import assumptions as RA
 from acemad_utils.report import claims
 from acemad_utils.report import rescoring as A
+from acemad_utils.report.tables import AVERAGE, accuracy_long
 
 ACEMAD = DebateConfig(method="acemad", rounds=3).label
 UNIFORM = "Standard MAD (uniform weights, AceMAD's debate)"
 
 
-def population(S: Setup, params: dict) -> SimPopulation:
-    """The synthetic population of one map point (the profile's seed)."""
+def base_params(S: Setup) -> SimParams:
+    """The profile's synthetic population's parameters (fitted or original), which the map's points override."""
     if not isinstance(S.population, SimPopulation):
         raise ValueError("the assumption map varies the synthetic population: run it with BACKEND='sim'")
-    return VectorSimPopulation(SimParams(**params), seed=S.seed)  # batched: the runner answers it as arrays
+    return S.population.params
+
+
+def population(S: Setup, params: dict) -> SimPopulation:
+    """The synthetic population of one map point (the profile's seed); batched: the runner answers it as arrays."""
+    return VectorSimPopulation(replace(base_params(S), **params), seed=S.seed)
 
 
 def map_questions(
@@ -56,12 +63,12 @@ def map_questions(
     pop, cap, out = population(S, base), S.per_run(n_max), []
     for b in benches:
         try:
-            qs = S.load_subset(b, slug)
+            qs = S.load_subset(b, slug, pop)
         except FileNotFoundError:
             subsets.build_subset(
                 S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
             )
-            qs = S.load_subset(b, slug)
+            qs = S.load_subset(b, slug, pop)
         out += qs[:cap] if cap else qs
     return out
 
@@ -118,33 +125,44 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         out = pd.DataFrame(columns=RA.MAP_COLUMNS)
         out.attrs["note"] = "the assumption map varies the synthetic population; this profile runs a real model"
         return out
-    mads = [c.label for c in next(r for r in runs if r.name.startswith("map_baselines_")).configs]
+    mads = [c.label for c in next(r for r in runs if r.name.startswith("map_baselines_"))["baselines"]]
     rows, held = [], dict[str, list[dict]]()
     for axis, params in R.map_points(axes):
         recs = point_records(S, runs, params, eta=eta, held=held)
-        rows.append(RA.map_row(axis, SimParams(**params), recs, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed))
+        point = replace(base_params(S), **params)
+        rows.append(RA.map_row(axis, point, recs, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed))
     return pd.DataFrame(rows, columns=RA.MAP_COLUMNS)
 
 
-def evidence(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> pd.DataFrame:
-    """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
-    agents whose answer is right minus that of agents whose answer is wrong (report.assumptions.knowledge_gap).
-    Synthetic profile: AceMAD's map runs at each knowledge_link of `links` (the defaults otherwise); a real model:
-    this profile's notebook 03 AceMAD (T = 3) run, if it exists."""
+def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> dict[str, list[dict]]:
+    """The AceMAD (T = 3) records the premise is measured on, by label. Synthetic profile: the map runs at each
+    knowledge_link of `links` (the defaults otherwise); a real model: this profile's notebook 03 run, if it exists
+    (else its label says there is none, with no record)."""
     if runs:
         by_name = {r.name: r for r in runs}
-        parts = []
+        out = {}
         for link in links:
             name = f"map_{R.params_slug({'knowledge_link': link})}"
             if name in by_name:
                 recs = [r for r in run_point(S, by_name[name]) if r["method"] == ACEMAD]
-                parts.append(RA.knowledge_gap(recs, label=f"synthetic, knowledge_link = {link:g}", seed=S.seed))
-        return pd.concat(parts, ignore_index=True) if parts else RA.knowledge_gap([], label="none")
+                out[f"synthetic, knowledge_link = {link:g}"] = recs
+        return out or {"none": []}
     try:
         _, records = load_run(f"{S.profile}/main")
     except FileNotFoundError:
-        return RA.knowledge_gap([], label=f"{S.model}: no notebook 03 run of profile {S.profile} yet")
-    return RA.knowledge_gap([r for r in records if r["method"] == ACEMAD], label=S.model, seed=S.seed)
+        return {f"{S.model}: no notebook 03 run of profile {S.profile} yet": []}
+    return {S.model: [r for r in records if r["method"] == ACEMAD]}
+
+
+def evidence(
+    S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0), *, records: Optional[dict] = None
+) -> pd.DataFrame:
+    """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
+    agents whose answer is right minus that of agents whose answer is wrong (report.assumptions.knowledge_gap), on
+    evidence_records (`records`: the caller's, already read)."""
+    held = evidence_records(S, runs, links) if records is None else records
+    parts = [RA.knowledge_gap(recs, label=k, seed=S.seed) for k, recs in held.items()]
+    return pd.concat(parts, ignore_index=True)
 
 
 def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int) -> dict[str, tuple[dict, list[dict]]]:
@@ -183,3 +201,18 @@ def grid_points(S: Setup) -> pd.DataFrame:
             for p in R.LEDGER_GRID
         ]
     )
+
+
+def baseline_fit(S: Setup, runs: Sequence[R.Run]) -> pd.DataFrame:
+    """The profile population's five baselines, measured on this notebook's own run (map_baselines_default: the
+    challenging subsets at N_MAX), beside the paper's printed cells with residuals (fit.cells). Without runs (a
+    real-model profile) an empty frame whose attrs["note"] says why."""
+    run = next((r for r in runs if r.name == "map_baselines_default"), None)
+    if run is None:
+        out = pd.DataFrame(columns=fit.CELL_COLUMNS)
+        out.attrs["note"] = "the fit compares the synthetic population's baselines; this profile runs a real model"
+        return out
+    recs = run_point(S, run)
+    long = accuracy_long(recs, ci=False)
+    avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
+    return fit.cells(base_params(S), simulated={str(m): float(v) for m, v in avg.items()})

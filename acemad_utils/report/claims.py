@@ -36,6 +36,7 @@ from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
+from acemad_utils.report.figures import NO_RUNS
 from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
@@ -941,7 +942,7 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     gives `not run` rows). The verdict words follow the runs: synthetic ones speak of the simulation."""
     with TB.frames_reused():  # the claims below table the same runs' records again and again, never changing them
         rows = _claim_rows(runs, seed)
-    synthetic, model = source(runs) if runs else (True, "")
+    synthetic, model = source(runs)
     return finalize(rows, synthetic, model)
 
 
@@ -988,6 +989,8 @@ def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<expe
 
 def title(synthetic: bool, source: str, *, smoke: bool = False) -> str:
     """The ledger's title; `smoke` (smoke_test(runs): the local model) says it is no evidence."""
+    if source == NO_RUNS:
+        return f"Claims ledger [{source}]: no run of this profile was found (failed or not made): all claims not run"
     if smoke:
         return f"Claims ledger [{source}]: a smoke test of the pipeline on a few questions, not evidence"
     if synthetic:
@@ -1182,7 +1185,8 @@ def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
 
 
 def source(runs: dict) -> tuple[bool, str]:
-    """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model."""
+    """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model.
+    No runs (a real-model profile whose run failed) are neither: (False, ""), labelled NO_RUNS, never SYNTHETIC."""
     metas = [m for m, _ in runs.values()]
     main = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
-    return any(m.get("synthetic") for m in metas) or not metas, main.get("model") or ""
+    return any(m.get("synthetic") for m in metas), main.get("model") or ""

@@ -12,13 +12,14 @@ Measured only from stored p, scores and the truth, so it applies to any AceMAD r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from acemad_utils.protocol.config import WEIGHTINGS
+from acemad_utils.data.sim_params import SimParams
+from acemad_utils.protocol.config import METHOD_NAMES, NAIVE_AGENT, WEIGHTINGS
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
@@ -122,11 +123,26 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
       agents who know; 0 wherever every agent agrees, so n_split counts the questions with right and wrong agents);
     - rank_corr: the mean within-question Spearman correlation of score and correctness (CI over questions);
     - parse_failure: share of commitments whose p or q did not parse.
-    n counts questions with a gold answer and at least one parsed commitment."""
+    n counts questions with a gold answer and at least one parsed commitment; a method with none has one "all" row
+    with n = 0 (its parse-failure rate says why)."""
     qr = question_rounds(records)
     fails = parse_failures(records)
     rows = []
-    for method, g in qr.groupby("method", sort=False):
+    for method in fails["method"].unique():
+        g = qr[qr["method"] == method]
+        if g.empty:
+            rows.append(
+                [
+                    method,
+                    "all",
+                    0,
+                    *[np.nan] * 5,
+                    0,
+                    *[np.nan] * 3,
+                    fails.loc[fails["method"] == method, "failed"].mean(),
+                ]
+            )
+            continue
         g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
         per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
         per_question = per_question.agg(
@@ -144,26 +160,47 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PREMISE_COLUMNS)
 
 
-def _verdict(lo: float, hi: float, n_split: int) -> str:
-    if not n_split:
-        return "cannot be seen: on no question were some agents right and some wrong"
-    if lo > 0:
-        return "holds"
-    return "fails: the top scorer knows less than a random agent" if hi < 0 else "is not shown (its CI contains 0)"
+VERDICTS = {
+    "holds": "holds",
+    "fails": "fails: the top scorer knows less than a random agent",
+    "not shown": "is not shown (its CI contains 0)",
+    "unseen": "cannot be seen: on no question were some agents right and some wrong",
+    "unmeasured": "cannot be measured: no question with a gold answer has a parsed commitment",
+}
 
 
-def premise_sentence(table: pd.DataFrame, synthetic: bool, split_table: Optional[pd.DataFrame] = None) -> str:
-    """ "What we see" of a `premise` table (the "all" row of each method, then the lift per round). On the synthetic
-    population the premise is an input (SimParams.knowledge_link), so the sentence says it is the population's
-    assumption seen from the data. `split_table` (a `split` table): adds AceMAD against the same compute spent on
-    sampling when it holds a self-consistency row."""
+def _verdict(r) -> str:
+    """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
+    if not r.n:
+        return "unmeasured"
+    if not r.n_split:
+        return "unseen"
+    return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
+
+
+def premise_sentence(
+    table: pd.DataFrame,
+    synthetic: bool,
+    split_table: Optional[pd.DataFrame] = None,
+    *,
+    population: Optional[Mapping] = None,
+) -> str:
+    """The "What we see" of a `premise` table (the "all" row of each method, then the lift per round). On the
+    synthetic population the premise is an input (SimParams.knowledge_link), so the sentence says it is the
+    population's assumption seen from the data. `split_table` (a `split` table) with a self-consistency row adds
+    AceMAD against the same compute spent on sampling (`sampling_sentence`; `population`: meta["population"])."""
     if table.empty:
         return "No AceMAD run with peer-prediction scores here: no premise check."
     parts = []
     for method, g in table.groupby("method", sort=False):
         r = g[g["round"].astype(str) == "all"].iloc[0]
         rounds = ", ".join(f"round {x.round}: {x.lift:+.1f}" for x in g[g["round"].astype(str) != "all"].itertuples())
-        verdict = _verdict(r.lift_lo, r.lift_hi, r.n_split)
+        verdict = VERDICTS[_verdict(r)]
+        if not r.n:
+            parts.append(
+                f"{method}: the premise {verdict} ({100 * r.parse_failure:.1f}% of commitments did not parse)."
+            )
+            continue
         text = (
             f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
             f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
@@ -173,9 +210,15 @@ def premise_sentence(table: pd.DataFrame, synthetic: bool, split_table: Optional
             f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
             f"{100 * r.parse_failure:.1f}% of commitments did not parse."
         )
-        if r.lift_hi < 0 or not r.n_split:
+        if r.n_split and pd.notna(r.rank_corr) and (r.lift > 0) != (r.rank_corr > 0):
+            text += (
+                " The two disagree in sign: the correlation counts every agent, also those right without knowing why "
+                "the others err (a forecast of agreement with oneself scores low when the others are wrong), while "
+                "the lift follows the top scorer, the agent AceMAD's weights favour."
+            )
+        if _verdict(r) in ("fails", "unseen"):
             text += " So no gain of AceMAD here can come from who scores well."
-        elif not r.lift_lo > 0:
+        elif _verdict(r) == "not shown":
             text += " So this run does not show that a gain of AceMAD could come from who scores well."
         parts.append(text)
     lead = (
@@ -184,7 +227,36 @@ def premise_sentence(table: pd.DataFrame, synthetic: bool, split_table: Optional
         if synthetic
         else ""
     )
-    return lead + " ".join(parts)
+    more = sampling_sentence(split_table, population) if split_table is not None else ""
+    return lead + " ".join(parts) + (" " + more if more else "")
+
+
+def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] = None) -> str:
+    """AceMAD against the same compute spent on sampling: each self-consistency row of a `split` table, and on the
+    synthetic population (`population` = meta["population"]) what in it decides that baseline's result."""
+    rows = split_table[split_table["control"].astype(str).str.startswith(METHOD_NAMES["self_consistency"])]
+    parts = [
+        f"AceMAD vs the same compute spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
+        f"{r.control} {r.accuracy:.1f}% (our compute-matched baseline, not the paper's: the naive agent sampled "
+        f"once per AceMAD turn, the same calls per question), a difference of {r.difference:+.1f} points "
+        f"[{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p = {r.p_value:.2g}, n = {r.n}."
+        for r in rows.itertuples()
+    ]
+    pop = dict(population or {})
+    if parts and pop.get("synthetic") and pop.get("params"):
+        sp = SimParams(**pop["params"])
+        e, ci = sp.explore(NAIVE_AGENT.temperature), sp.crowd_insight
+        cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
+        parts.append(
+            f"On the synthetic population what decides it is the naive agent's per-sample independence: every "
+            f"sample draws its state afresh, a guess with probability explore({NAIVE_AGENT.temperature:g}) = "
+            f"{e:.2f}, insight with crowd_insight = {ci:g}, else the item's trap with its propensity pi, which "
+            f"every sample of the item shares (Beta, mean trap_mean = {sp.trap_mean:g}, concentration "
+            f"trap_concentration = {sp.trap_concentration:g}); so more samples converge on the truth only where "
+            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi do not average out, whatever the "
+            f"number of samples."
+        )
+    return " ".join(parts)
 
 
 # ----------------------------------------------------------------------------- the gain split
@@ -206,10 +278,12 @@ SPLIT_COLUMNS = [
 ]
 
 
-def _settings(method: str, meta: Optional[dict]) -> dict:
-    """The run's eta, weight exponent and weighting of `method` (meta.json's methods), else the paper's."""
+def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
+    """The run's eta, weight exponent, weighting and seed (its tie-break keys) of `method` (meta.json's methods),
+    else the paper's and `seed`."""
     cfg = ((meta or {}).get("methods") or {}).get(method) or {}
-    return {k: cfg.get(k, v) for k, v in (("eta", A.ETA), ("weight_exponent", A.WEIGHT_EXPONENT))} | {
+    defaults = {"eta": A.ETA, "weight_exponent": A.WEIGHT_EXPONENT, "seed": seed}
+    return {k: cfg.get(k, v) for k, v in defaults.items()} | {
         "weighting": cfg.get("weighting") or next((w for w in WEIGHTINGS[1:] if w in method), WEIGHTINGS[0])
     }
 
@@ -241,8 +315,8 @@ def round0_records(records: Sequence[dict], seed: int = 0, stacked: Optional[A.S
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
     """`method`'s debates re-decided by each control of the split, from the same commitments (no model call)."""
     recs = [r for r in _scored(records) if r["method"] == method]
-    cfg = _settings(method, meta)
-    eta, k = cfg["eta"], cfg["weight_exponent"]
+    cfg = _settings(method, meta, seed)
+    eta, k, seed = cfg["eta"], cfg["weight_exponent"], cfg["seed"]
     arr = A.stack(recs, seed)
     out = A.reweighted_records(recs, {UNIFORM: "uniform", SELF_BELIEF: "self_belief"}, eta, k, seed=seed, stacked=arr)
     out += A.shuffled_records(recs, eta, k, seed=seed, stacked=arr)
@@ -257,7 +331,8 @@ def split(
     re-decided from its own commitments (uniform weights, self-belief only, shuffled scores, surprisingly popular,
     the round-0 majority), then of each method in `others` run beside it (e.g. the compute-matched baseline);
     difference = AceMAD minus the control (points) with its 95% CI and p, paired on the same questions (the Average
-    over benchmarks: report.tables.versus_best). `meta`: the run's meta.json, for its eta and weight exponent."""
+    over benchmarks: report.tables.versus_best). `meta`: the run's meta.json, for its eta, weight exponent and seed
+    (the engine's tie-breaks); without it the paper's and `seed`."""
     rows = []
     for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)
@@ -278,3 +353,29 @@ def split(
                 row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
             rows.append(row)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int = 0) -> pd.DataFrame:
+    """The premise check and the gain split as rows for an accuracy table's Average column (api.Results.table, the
+    command's table): per AceMAD method its lift over a random agent (all rounds), each control's accuracy and
+    AceMAD's paired difference to it. Empty when no AceMAD run is in the records."""
+    rows = []
+    for r in premise(records, seed).query("round == 'all'").itertuples():
+        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
+        rows.append(
+            {
+                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; {VERDICTS[_verdict(r)]})",
+                AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
+            }
+        )
+    table = split(records, seed, meta=meta)
+    for r in table[table["control"] != table["method"]].itertuples():
+        rows.append(
+            {
+                "method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
+                AVERAGE: f"{r.accuracy:.1f} [{r.accuracy_lo:.1f}, {r.accuracy_hi:.1f}]",
+            }
+        )
+        cell = f"{r.difference:+.1f} [{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p={r.p_value:.2g}, n={r.n}"
+        rows.append({"method": f"{r.method} minus {r.control} (paired)", AVERAGE: cell})
+    return pd.DataFrame(rows, columns=["method", AVERAGE])
