@@ -233,7 +233,12 @@ def theory(
         f"(b) In round 1 truth-holders score {th:.2f} on average (weighted by agent count) against the crowd's "
         f"{cr:.2f} ({'separated' if th > cr else 'not separated'}); the lowest group is {low} at "
         f"{r1.loc[low, 'mean']:.2f}"
-        + (": right without insight, these agents predict a false consensus." if low == "crowd (holds truth)" else ".")
+        + (
+            ": being right is not what the score rewards (a crowd agent right without insight predicts a false "
+            "consensus)."
+            if low == "crowd (holds truth)"
+            else "."
+        )
     )
     cond = tab_c[tab_c["subset"] == SUBSETS_HOLDER].set_index("eta")
     c = (
