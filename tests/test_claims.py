@@ -290,6 +290,17 @@ def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_ca
     assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")
 
 
+def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benchmarks():
+    benches = ("synthetic-bbh", "synthetic-arc_challenge", "synthetic-logiqa", "synthetic-medqa")
+    base = np.r_[np.zeros(100), np.zeros(100), np.ones(100), np.ones(100)]  # B: right on LogiQA and MedQA only
+    a = np.r_[np.ones(60), np.zeros(40), np.ones(60), np.zeros(40), np.ones(200)]  # +60 on BBH and ARC-C, +0 else
+    recs = records("A", a, benches) + records("B", base, benches)
+    r = C.pronounced_row("most pronounced", "l.459", recs, "A", ["B"])
+    assert r["verdict"] == C.HOLDS and r["ours [95% CI]"].startswith("+60.0") and r["n"] == 400
+    r = C.pronounced_row("most pronounced", "l.459", records("B", base, benches) + records("A", a, benches), "B", ["A"])
+    assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
+
+
 def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
     """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
     from acemad_utils.report import figures

@@ -1019,6 +1019,13 @@ def by_construction(claim: str, params: dict, shares: dict) -> str:
             "trap) and update symmetrically (one susceptibility, Eq. 1), so a debate keeps the mean belief and "
             "decides as Majority Voting does (Proposition 1)"
         )
+    if claim.startswith("Table 1"):
+        return (
+            f"with crowd_insight = 0 (the original population) MAD would equal Majority Voting by construction (one "
+            f"persona, symmetric updating); here Generalists see through the trap with P = {params['crowd_insight']:g}"
+            if params.get("crowd_insight")
+            else ""
+        )
     if claim.startswith("Majority Voting stays flat"):
         return (
             "by construction: the challenging subsets keep the items the naive agent fails in most of its 5 runs "
