@@ -7,8 +7,8 @@
 
 registry    the paper's experiments (what each notebook runs: experiments/registry.py); Setup.run returns a
             registry.RunResult (.pick, .config, .label, .labels, .family)
-figures, tables, narrative, claims    report/: plots, tables (artefact names, paper tables), the generated prose,
-            the claims ledger
+figures, tables, narrative, claims, premise    report/: plots, tables (artefact names, paper tables), the
+            generated prose, the claims ledger, the premise check and the gain split
 config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
 theory      notebook 00's simulations (experiments/theory.py)
 map_runs, map_report    notebook 09's assumption map: its runs (experiments/assumptions.py) and its tables,
@@ -33,7 +33,7 @@ from acemad_utils.experiments import params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
 from acemad_utils.report import assumptions as map_report
-from acemad_utils.report import claims, figures, narrative, tables
+from acemad_utils.report import claims, figures, narrative, premise, tables
 from acemad_utils.report.save import save_figure, save_table
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "map_runs",
     "other_model_table",
     "narrative",
+    "premise",
     "profile_runs",
     "registry",
     "save_figure",
