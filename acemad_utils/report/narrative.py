@@ -67,7 +67,7 @@ BASELINE_USES = (
     "confidence_per_temp",
 )
 #: ... and what an AceMAD result rests on beside the link (the claims ledger's grid varies them: registry.LEDGER_GRID)
-ACEMAD_USES = (
+USED_BY_ACEMAD = (
     "insight",
     "crowd_insight",
     "crowd_copy",
@@ -107,7 +107,7 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False, use
     if short:
         if link is None and by is None:
             return "[rests on the population's assumed peer-prediction skill; its description names no link]"
-        rest = [f"{k}={params[k]:g}" for k in ACEMAD_USES if isinstance(params.get(k), (int, float))]
+        rest = [f"{k}={params[k]:g}" for k in USED_BY_ACEMAD if isinstance(params.get(k), (int, float))]
         copies = [] if "crowd_copy" in params else ["independent Generalists"]  # before near-copies existed
         return f"[rests on knowledge_link={link}, calibration_by={by}, {', '.join([*rest, *copies])}]"
     if by == "persona":
