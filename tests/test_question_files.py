@@ -294,6 +294,50 @@ def test_every_cut_position_is_called_a_cut_and_a_wrong_character_is_not(tmp_pat
         assert "invalid JSON" in str(e.value) and "ends in the middle" not in str(e.value)
 
 
+# ----------------------------------------------------------------------------- own question files: odd files
+GOOD = '{"question": "2+2?", "options": ["3", "4"], "answer": "B"}\n'
+
+
+def test_a_jsonl_with_a_bom_is_read_like_a_csv_with_one(tmp_path):
+    from acemad_utils.data.own import read_questions
+
+    plain, bom = tmp_path / "plain.jsonl", tmp_path / "bom.jsonl"
+    plain.write_text(GOOD)
+    bom.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert read_questions(bom) == read_questions(plain)
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ("[" * 100_000 + "]" * 100_000, "line 1: JSON nested too deeply"),
+        ('{"question": "2+2\\ud800?", "options": ["3", "4"], "answer": "B"}', "line 1"),
+    ],
+    ids=["deep", "lone surrogate"],
+)
+def test_a_question_file_that_is_not_records_is_one_line_naming_it(tmp_path, line, says):
+    from acemad_utils.data.own import read_questions
+
+    path = tmp_path / "q.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(DataError) as e:
+        read_questions(path)
+    assert str(e.value).startswith(f"{path}") and says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_fifo_is_not_a_regular_file_not_a_missing_one(tmp_path):
+    import os
+
+    from acemad_utils.data.own import read_questions
+
+    fifo = tmp_path / "q.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match="not a regular file"):
+        read_questions(fifo)
+    with pytest.raises(DataError, match="no such file"):
+        read_questions(tmp_path / "absent.jsonl")
+
+
 # ----------------------------------------------------------------------------- any dataset by its columns
 #: One made-up row in each published shape (never a benchmark item): ARC-Challenge (allenai/ai2_arc), MMLU-Pro
 #: (TIGER-Lab/MMLU-Pro) and TruthfulQA multiple_choice (truthful_qa), with the columns the docs name for them.

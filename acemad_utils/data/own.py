@@ -44,7 +44,8 @@ MAX_OPTION = 2_000  # characters of an option
 DEFAULT_BENCHMARK = "own"
 FIELDS = ("id", "benchmark", "question", "options", "answer")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and carriage return are fine
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # tab, newline, CR are fine; a lone
+# surrogate (a JSON "\\ud800" escape) is not text: it could never be written to a transcript
 
 Options = Union[Sequence[str], Mapping[str, str]]
 
@@ -189,8 +190,10 @@ def _file(path: Union[str, Path], suffixes: tuple[str, ...]) -> tuple[Path, byte
     path = Path(path)
     if path.suffix.lower() not in suffixes:
         raise DataError(f"{path}: a question file must end in {' or '.join(suffixes)}")
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"{path}: no such file")
+    if not path.is_file():  # a folder, a FIFO (whose read would wait for a writer), a device
+        raise DataError(f"{path}: not a regular file; give the path of a {' or '.join(suffixes)} file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise DataError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES} a question file may have")
