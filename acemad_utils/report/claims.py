@@ -565,7 +565,7 @@ def other_model_claims(runs: dict) -> list[dict]:
     }
     out = []
     for table, (name, line, model) in tables.items():
-        run = _other_run(runs, table)
+        run = _other_run(runs, table)  # None: OTHER_MODELS names no model for this table (e.g. one endpoint only)
         paper = TB.paper_table(table, model=model)
         mads = [m for m in MAD_LABELS if m in set(paper["method"])]
         rows = table_claims(
@@ -658,6 +658,9 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     return finalize(rows, source(runs)[0])
 
 
+DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
+
+
 def _claim_rows(runs: dict, seed: int) -> list[dict]:
     t1 = runs.get("baselines")
     het = runs.get("heterogeneity")
@@ -684,6 +687,9 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
         targets=variants or ["AceMAD (Different Persona)"],
         baselines=["Decentralized MAD"],
     )
+    if het and DIFFERENT_LLMS not in variants:  # SECOND_MODEL empty: a profile run with one endpoint only
+        claim = f"Table 3: heterogeneity beats homogeneous Decentralized MAD: {DIFFERENT_LLMS}"
+        rows.append(row(claim, "l.468, Table 3", None, note="skipped: SECOND_MODEL is empty (one endpoint only)"))
     rows += ablation_claims(runs.get("ablation"), runs.get("main"), seed)
     return rows + other_model_claims(runs)
 
