@@ -38,6 +38,8 @@ another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
               labels): no commitment parses, the repair call's neither
     trickle   the script's reply, status line and headers included, sent one byte every `trickle_interval` s
               (1 s by default, as issue 33's probe did): every gap is short, the whole reply takes minutes
+    empty     a 200 completion without text: `content: null`, or (every other request, by the request's hash)
+              a tool call only, as a refusal or a reasoning model out of tokens sends
 `srv.modes` counts the chat requests answered in each mode.
 
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
@@ -112,7 +114,7 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
-MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle")
+MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle", "empty")
 #: Mode "unparseable": every reply is one of these (Spanish and Chinese prose, NaN / Infinity / negative beliefs,
 #: labels that are no option), so every commitment fails to parse, also after the repair call.
 UNPARSEABLE = (
@@ -310,6 +312,24 @@ class FakeOpenAI:
             return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
         if mode == "hostile":
             return Reply(_hostile(r.content), kind="hostile")
+        if mode == "empty":  # content null; or a tool call only (no content key at all)
+            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
+            message: dict = {"role": "assistant", "content": None}
+            if h % 2:
+                message = {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
+                    ],
+                }
+            done = {
+                "id": "chatcmpl-empty",
+                "object": "chat.completion",
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if h % 2 else "length"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
+            }
+            return Reply(raw=json.dumps(done).encode(), kind="empty")
         if mode == "unparseable":  # replies no parser reads as a belief (issue 33), chosen by the request's hash
             h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
             return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")
@@ -800,6 +820,39 @@ class FaultInjector:
             bad = {k: ({ren[x]: p for x, p in d.items()} if isinstance(d, dict) else d) for k, d in good.items()}
             return json.dumps(bad)
         raise ValueError(kind)
+
+
+class PremiseAgents:
+    """A FakeOpenAI script whose AceMAD debaters do (holds=True) or do not carry AceMAD's premise, on questions whose
+    gold answer is `truth` and whose shared misconception is `trap`. The Skeptic (AceMAD's truth-holder) answers the
+    truth; every other agent answers the trap, or the truth with probability `crowd_right` (a hash of the request).
+    Who predicts its peers well: with the premise, the Skeptic (its peer prediction is the crowd's actual mean,
+    trap-heavy) while the crowd predicts consensus on its own answer; without it the agents who answer wrong predict
+    the crowd and every right agent predicts an option nobody holds, so the best predictor is a wrong agent."""
+
+    def __init__(self, holds: bool, truth: str = "A", trap: str = "B", crowd_right: float = 0.3, seed: int = 0):
+        self.holds, self.truth, self.trap, self.crowd_right, self.seed = holds, truth, trap, crowd_right, seed
+
+    def __call__(self, body: dict, n: int) -> str:
+        info = request_info(body)
+        labels = info["labels"]
+        skeptic = "skeptic" in str((body.get("messages") or [{}])[0].get("content", "")).lower()
+        right = skeptic or _u(self.seed, canonical(body), "right") < self.crowd_right
+        answer = self.truth if right else self.trap
+        if not info["structured"]:
+            return f"I have weighed the options. The best answer is {answer}."
+        reply: dict = {"self_prob": _dist(0.5, labels, answer, mass=0.85)}
+        if info["want_q"]:
+            skilled = skeptic if self.holds else not right
+            crowd = {x: 0.0 for x in labels} | {self.trap: 0.7, self.truth: 0.3}  # the crowd's actual mean, roughly
+            # an unskilled forecast: consensus on its own answer (with the premise); without it, a right agent's
+            # forecast names an option nobody holds, so in every round a wrong agent predicts the peers best
+            other = next((x for x in labels if x not in (self.truth, self.trap)), answer)
+            miss = reply["self_prob"] if self.holds else _dist(0.5, labels, other, mass=0.85)
+            reply["peer_prediction"] = crowd if skilled else miss
+        if info["argument"]:
+            reply = {"argument": f"The best answer is {answer}.", **reply}
+        return json.dumps(reply)
 
 
 def main(argv=None) -> int:

@@ -82,6 +82,8 @@ def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_netw
     dollars = float(total.split("$")[1].split()[0].replace(",", ""))
     assert 50 < dollars < 2000, total  # the README's ~$313; a broken replay gives 0 or absurd sums
     assert "check current prices" in out and "openai.com/api/pricing" in out
+    power = out[out.index("questions needed for 80% power") :]  # then what the questions buy, per claim family
+    assert "main gain" in power and "claims are underpowered in this plan" in power
 
 
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):

@@ -29,6 +29,7 @@ completion with a 2xx reply whose body is not JSON: '<html>...' (6 attempts; ...
 timeout, so an unreachable base URL or a rejected key stops the run with a clear message before any paid call.
 An error raised by `generate` is scrubbed of keys before it leaves this module (redact.scrub).
 With a batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
+A reply without text (content null, a tool call only) is EmptyReply: the call fails and nothing is cached.
 """
 
 from __future__ import annotations
@@ -51,9 +52,17 @@ from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_f
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.redact import remember_secret, safe_url, scrub
-from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, parse_reply, request_body
+from acemad_utils.agents.request import (
+    MODES,
+    EmptyReply,
+    GarbledResponse,
+    GenerateConfig,
+    empty_reply,
+    parse_reply,
+    request_body,
+)
 from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
-from acemad_utils.agents.transport import CallDeadlineExceeded, Transport
+from acemad_utils.agents.transport import BoundedClient, CallDeadlineExceeded, ResponseTooLarge, Transport
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 from acemad_utils.data.settings import env
 
@@ -292,6 +301,8 @@ class LLMClient:
         where = safe_url(self._base_url)
         try:
             listing = self._models(timeout)
+        except ResponseTooLarge:  # its own line (the endpoint, the cap), not "cannot reach"
+            raise
         except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
             slow = isinstance(e, CallDeadlineExceeded) or cause in ("ReadTimeout", "WriteTimeout")
@@ -373,11 +384,19 @@ class LLMClient:
         the deadline (like a silent server: the preflight warns and the run goes on)."""
         out: list = []
 
-        def get() -> None:
+        bounded = BoundedClient(safe_url(self._base_url), time.monotonic() + timeout + 1.0, timeout=timeout)
+
+        def get() -> None:  # through BoundedClient: a listing without end is cut, and stops at the deadline
             try:
-                out.append(self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list())
+                out.append(
+                    self._sdk.with_options(
+                        timeout=timeout, max_retries=0, http_client=bounded
+                    ).models.with_raw_response.list()
+                )
             except Exception as e:  # noqa: BLE001 (re-raised in the caller's thread)
-                out.append(e)
+                out.append(e.__cause__ if isinstance(e.__cause__, ResponseTooLarge) else e)
+            finally:
+                bounded.close()
 
         t = threading.Thread(target=get, daemon=True, name="acemad-preflight")
         t.start()
@@ -479,7 +498,14 @@ class LLMClient:
             )
         if not 200 <= status < 300:
             raise self._http.status_error("/chat/completions", status, headers, data)
-        return parse_reply(data, self._base_url)
+        reply = parse_reply(data, self._base_url)
+        empty = empty_reply(reply["choices"][0])
+        if empty is not None:  # a failed call, not an answer: never stored, so a rerun asks again
+            raise EmptyReply(
+                f"the endpoint {safe_url(self._base_url)} sent {empty} for model {body.get('model')!r}: a refusal or "
+                "a reasoning model out of tokens; nothing was cached, fix the model or its max_tokens and rerun"
+            )
+        return reply
 
     def _retry_in(self, e: Exception, attempt: int, mode: Optional[str], stop_at: float) -> Optional[float]:
         """Seconds to wait before the next attempt, or None when `e` ends the call: not retryable, attempts used

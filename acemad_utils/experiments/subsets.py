@@ -258,6 +258,8 @@ def _summary(
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
         "n_items_in": n_in,
+        # a synthetic population's parameters decide which items are challenging: another one's subset is stale
+        "population_params": desc.get("params") if synthetic else None,
         "n_failed": 0,  # always: a subset with a failed item is not saved (SubsetIncomplete)
         "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
@@ -356,11 +358,23 @@ def _subset_lines(path: Path, benchmark: str, model_slug: str) -> list[dict]:
     return items
 
 
-def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
-    """The saved subset's Questions (file order), each verified against its content hash."""
+def load_subset(
+    benchmark: str,
+    model_slug: str,
+    questions: Optional[Sequence[Question]] = None,
+    population: Optional[Population] = None,
+) -> list[Question]:
+    """The saved subset's Questions (file order), each verified against its content hash. With a synthetic
+    `population`, a subset that another population's parameters selected is missing (FileNotFoundError: callers
+    build it again), never silently reused."""
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
+    if population is not None and population.synthetic:
+        meta = subsets_root() / model_slug / "meta.json"
+        entry = (_meta(meta).get("benchmarks", {}).get(benchmark) or {}) if meta.exists() else {}
+        if entry.get("population_params") != population.describe().get("params"):
+            raise FileNotFoundError(f"the subset {path} was selected by another synthetic population; rebuild it")
     if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
         raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
     lines = _subset_lines(path, benchmark, model_slug)

@@ -42,7 +42,7 @@ from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
-from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
+from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import (
@@ -139,6 +139,10 @@ def run(
     # No progress bars in the kernels (data.paths.progress_bars): the executed notebook would store them as stderr
     # text or dead widgets; the terminal has this driver's one line per notebook.
     env["ACEMAD_PROGRESS"] = "0"
+    # The kernels import this checkout, the one whose code the fingerprints hash: two checkouts sharing one venv once
+    # had ours stamped up to date while the kernels (the venv's editable install) wrote the other one's tables.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p)
+    env[CHECKOUT_ENV] = str(CHECKOUT)  # the kernels refuse to run another checkout (notebook.py)
     est = _print_estimate(prof, profile, overrides, selected, env=env)
     unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
     if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them: start nothing
@@ -160,7 +164,10 @@ def run(
             _print_up_to_date(f"[{name_of_profile}]", [n for n in selected if n not in todo], out_dir)
             with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
                 code = _run_notebooks(prof, name_of_profile, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
-            stamp.save(prints, ran=todo, reads=READS) if code == 0 else stamp.forget()
+            if code != 0:
+                stamp.forget()
+            elif note := stamp.save(prints, ran=todo, reads=READS):
+                print(f"[{name_of_profile}] {note}", flush=True)
             return code
         finally:
             _restore(saved)
