@@ -385,37 +385,75 @@ class RunEstimate:
         )
 
 
+#: Configs with at most this many agents x rounds are replayed as they are; above, a debate's history makes each
+#: prompt grow with N x T (100 agents x 50 rounds: gigabytes of prompts to build), so calls and tokens are fitted
+#: from replays on FIT_GRID: per question they are polynomials of degree <= 2 in N and in T (every agent of every
+#: round reads up to N x T earlier arguments), which 3 x 3 points determine.
+DIRECT_MAX = 64
+FIT_GRID = [(n, t) for n in (5, 10, 15) for t in (1, 2, 3)]  # N a multiple of 5: the roster's shares stay exact
+
+
+def _replayed(questions: Sequence, configs: Sequence, model: str, moderator, arg_chars: int, seed: int) -> dict:
+    """{model: [calls, prompt tokens, completion tokens]} of one replay of `configs` on `questions`."""
+    pop = replay_population(model, {}, arg_chars, seed=seed)
+    if moderator is not None:
+        pop.moderator_spec = moderator
+    for cfg in configs:
+        for q in questions:
+            run_question(q, pop, cfg)
+    out: dict = {}
+    for (m, _kind), v in _snapshot(pop)["by"].items():
+        out[m] = [a + b for a, b in zip(out.get(m, [0, 0, 0]), v)]
+    return out
+
+
+def _fitted(questions: Sequence, cfg, model: str, moderator, arg_chars: int, seed: int) -> dict:
+    """_replayed of one large config, from replays on FIT_GRID (see DIRECT_MAX)."""
+    import numpy as np
+
+    def basis(n: float, t: float) -> list:
+        return [n**i * t**j for i in range(3) for j in range(3)]
+
+    points = [
+        _replayed(questions, [cfg.replace(n_agents=n, rounds=t)], model, moderator, arg_chars, seed)
+        for n, t in FIT_GRID
+    ]
+    x = np.array([basis(n, t) for n, t in FIT_GRID], dtype=float)
+    at = np.array(basis(cfg.n_agents, cfg.rounds), dtype=float)
+    out = {}
+    for m in {m for p in points for m in p}:
+        y = np.array([p.get(m, [0, 0, 0]) for p in points], dtype=float)
+        out[m] = [max(0.0, float(at @ np.linalg.solve(x, y[:, k]))) for k in range(3)]
+    return out
+
+
 def estimate_run(
     questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8, sample: int = 12,
     arg_chars: int = DEFAULT_ARG_CHARS, seed: int = 0,
 ) -> RunEstimate:  # fmt: skip
     """Calls, tokens, dollars and wall time of running `configs` on `questions` with `model` (each AgentSpec's own
     model where it names one; `moderator` the Centralized moderator's AgentSpec): the replay above on up to
-    `sample` of the questions (evenly spaced), scaled to all of them, priced per model (prices.price_of)."""
-    step = max(1, len(questions) // sample)
-    picked = list(questions)[::step][:sample]
-    pop = replay_population(model, {}, arg_chars, seed=seed)
-    if moderator is not None:
-        pop.moderator_spec = moderator
+    `sample` of the questions (evenly spaced; 3 for a config fitted from smaller ones, see DIRECT_MAX), scaled to all
+    of them, priced per model (prices.price_of)."""
+    picked = list(questions)[:: max(1, len(questions) // sample)][:sample]
+    direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
+    parts = [(_replayed(picked, direct, model, moderator, arg_chars, seed), len(questions) / len(picked))]
+    few = picked[:3]
     for cfg in configs:
-        for q in picked:
-            run_question(q, pop, cfg)
-    scale = len(questions) / max(1, len(picked))
-    by = _snapshot(pop)["by"]
-    calls = sum(v[0] for v in by.values()) * scale
-    pt = sum(v[1] for v in by.values()) * scale
-    ct = sum(v[2] for v in by.values()) * scale
+        if cfg not in direct:
+            parts.append((_fitted(few, cfg, model, moderator, arg_chars, seed), len(questions) / len(few)))
+    by: dict = {}
+    for got, scale in parts:
+        for m, v in got.items():
+            by[m] = [a + b * scale for a, b in zip(by.get(m, [0.0, 0.0, 0.0]), v)]
+    calls, pt, ct = (sum(v[k] for v in by.values()) for k in range(3))
     usd: Optional[float] = 0.0
-    unpriced = []
-    for (m, _kind), (_n, p_, c_) in by.items():
+    unpriced = sorted(m for m in by if price_of(m) is None)
+    for m, (_n, p_, c_) in by.items():
         price = price_of(m)
-        if price is None:
-            unpriced.append(m)
-        elif usd is not None:
-            usd += price.usd(p_ * scale, c_ * scale)
-    if unpriced:
-        usd = None
-    return RunEstimate(calls, pt, ct, usd, sorted(set(unpriced)), calls * SECONDS_PER_CALL / workers, workers)
+        if price is not None and usd is not None:
+            usd += price.usd(p_, c_)
+    return RunEstimate(calls, pt, ct, None if unpriced else usd, unpriced, calls * SECONDS_PER_CALL / workers, workers)
 
 
 def _m(x: float) -> str:

@@ -355,12 +355,25 @@ def column_mapper(question: str, choices: str, answer: Optional[str] = None, id:
 
 def read_columns(
     path: Union[str, Path], question: str = "question", choices: str = "choices", answer: Optional[str] = None,
-    id: Optional[str] = None,
+    id: Optional[str] = None, skipped: Optional[list] = None,
 ) -> list[Question]:  # fmt: skip
     """The questions of a .jsonl, .csv or .parquet file in any shape, by its columns (every row checked, one
     DataError line naming the file, row and problem). `choices` is one column in a published shape (_choices), or
     several comma-separated columns, one option each; `answer` a label, an option's text or a 0-based index
     (None: no gold answer, or the one the choices' 0/1 labels mark); `id` a column of unique ids (default: the
-    content id). Other columns are ignored."""
+    content id). Other columns are ignored. With a `skipped` list, a row that fails its checks is left out and its
+    one line appended there instead (a published set with a defective item, e.g. a repeated option)."""
     path, rows = table_rows(path)
-    return build(path, rows, column_mapper(question, choices, answer, id), None)
+    mapper = column_mapper(question, choices, answer, id)
+    if skipped is not None:
+        good = []
+        for where, rec in rows:
+            try:
+                build(path, [(where, rec)], mapper, None)
+                good.append((where, rec))
+            except DataError as e:
+                skipped.append(str(e))
+        if not good:
+            raise DataError(f"{path}: no row passes the checks, e.g. {skipped[0]}")
+        rows = good
+    return build(path, rows, mapper, None)

@@ -143,7 +143,7 @@ def run(n_items: int = N_FIT, seed: int = SEED, log=print) -> dict:
     fitted = {k: round(getattr(params, k), 4) for k in (*FREE, "insight")}
     table = cells(SimParams(**{**ORIGINAL, **fitted}), n_items=n_items, seed=seed)
     return {
-        "command": "python -m acemad_utils.experiments.fit",
+        "command": ".venv/bin/python -m acemad_utils.experiments.fit",
         "paper_model": PAPER_MODEL,
         "n_items_per_benchmark": n_items,
         "seed": seed,

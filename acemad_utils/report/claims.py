@@ -532,12 +532,18 @@ def no_penalty_row(full: Optional[RunData], seed: int = 0) -> dict:
     claim, line = "No penalty on correct majorities (full test sets)", "l.1114, Table 6"
     if full is None:
         return row(claim, line, "(no number)", note="run not made in this profile")
-    ace = [r for r in full[1] if full[0]["methods"].get(r["method"], {}).get("method") == "acemad" and "rounds" in r]
+    methods = full[0]["methods"]
+    ace = [
+        r
+        for r in full[1]
+        if methods.get(r["method"], {}).get("method") == "acemad" and "rounds" in r and r.get("status") == "ok"
+    ]
     if not ace:
         return row(claim, line, "(no number)", note="no AceMAD debate with its rounds in the run")
     arr = A.stack(ace)
     right = A.initial_plurality(arr) == arr.truth
-    lost = (A.decisions(arr) != arr.truth)[right].astype(float) * 100
+    ended_wrong = np.array([not r["final"]["correct"] for r in ace])  # the run's own decision, at its eta and T
+    lost = ended_wrong[right].astype(float) * 100
     if not len(lost):
         return row(claim, line, "(no number)", note="no question with a right initial majority")
     m, lo, hi = (float(x) for x in bootstrap_ci(lost, seed=seed))
