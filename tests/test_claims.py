@@ -311,3 +311,22 @@ def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
     assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
     assert set(ledger.verdict) == {"not run"}
     assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
+
+
+def test_a_heterogeneity_run_without_a_second_model_lists_its_row_as_skipped():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (Different Persona)": cfg("acemad")}
+    rates = {"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}
+    ledger = C.ledger({"heterogeneity": _run(rates, configs, params={})})
+    skipped = ledger[ledger.claim.str.endswith(C.DIFFERENT_LLMS)]
+    assert len(skipped) == 1 and skipped.verdict.iloc[0] == C.NOT_RUN and "SECOND_MODEL" in skipped.note.iloc[0]
+
+
+def test_tables_left_out_of_other_models_are_listed_as_skipped():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (T=3)": cfg("acemad")}
+    full = _run({"Decentralized MAD": 0.3, "AceMAD (T=3)": 0.5}, configs, params={})
+    ledger = C.ledger({"full_datasets": full})  # notebook 07 with OTHER_MODELS: []
+    other = ledger[ledger.claim.str.startswith(("Table 2 (Qwen", "Table 4", "Table 5"))]
+    assert len(other) >= 3 and other.note.str.startswith("skipped: OTHER_MODELS").all()
+    assert set(other.verdict) == {C.NOT_RUN}

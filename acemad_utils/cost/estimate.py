@@ -57,6 +57,7 @@ from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
+from acemad_utils.agents.redact import safe_url
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
@@ -66,7 +67,7 @@ from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
-from acemad_utils.experiments.profiles import load_profile, notebook_params
+from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params
 from acemad_utils.protocol.debate import run_question
 
 
@@ -87,6 +88,14 @@ class Row:
     usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
 
 
+# Wall time (format_estimate): calls in flight are at most WORKERS (one bound for the run, experiments/setup.py), so
+# a run takes about calls x seconds per call / WORKERS, and never less than a provider's rate limits allow.
+CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument tokens in ~2 s (assumed; --call-seconds)
+#: (requests, tokens per minute, whose): OpenAI's published limits for gpt-4o-mini at usage tier 3 (tier 1: 500 and
+#: 200k; tier 2: 5,000 and 2M; tier 5: 30,000 and 150M), recorded 2025: a common provider's ceiling, check yours.
+RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
+
+
 @dataclass
 class Estimate:
     profile: str
@@ -95,6 +104,8 @@ class Estimate:
     arg_chars: int = DEFAULT_ARG_CHARS
     seconds: float = 0.0
     terms: dict = field(default_factory=dict)  # the profile's models: terms the rows were priced with
+    endpoints: list = field(default_factory=list)  # profiles.Endpoint: what the reproduce driver checks first
+    workers: int = 0  # the profile's WORKERS (calls in flight at most): the wall time's divisor
 
     def total(self, paid_only: bool = False) -> Row:
         """Sum of the rows; its dollars are those of the priced rows (unpriced() says what they leave out).
@@ -306,7 +317,44 @@ def estimate_profile(
     terms = parse_terms(load_profile(profile, overrides).get("models"))
     # as for the kernels (profiles.run_env): an ACEMAD_MODELS already in the environment wins over the profile's
     kw.setdefault("terms", {} if env(ENV_MODELS) else terms)
-    return estimate(params, name, **kw)
+    est = estimate(params, name, **kw)
+    est.endpoints = endpoints(params)
+    est.workers = max((P.get("WORKERS") or 0 for P in params.values() if P.get("BACKEND", "sim") != "sim"), default=0)
+    return est
+
+
+def wall_hours(calls: float, tokens: float, workers: int, call_seconds: float = CALL_SECONDS) -> tuple[float, float]:
+    """(hours at `workers` calls in flight, the floor RATE_LIMIT puts under any WORKERS) for `calls` sent."""
+    rpm, tpm, _ = RATE_LIMIT
+    return calls * call_seconds / max(workers, 1) / 3600, max(calls / rpm, tokens / tpm) / 60
+
+
+def _wall_lines(est: Estimate, call_seconds: float) -> list[str]:
+    t = est.total()
+    if not est.workers or not t.calls:
+        return []
+    tokens = t.prompt_tokens + t.completion_tokens
+    at = {w: wall_hours(t.calls, tokens, w, call_seconds)[0] for w in (est.workers, 4 * est.workers, 256) if w <= 256}
+    floor = wall_hours(t.calls, tokens, est.workers, call_seconds)[1]
+    rpm, tpm, whose = RATE_LIMIT
+    return [
+        f"  wall time at ~{call_seconds:g} s per call (--call-seconds), calls in flight = WORKERS: "
+        + ", ".join(f"WORKERS={w} ~{h:,.1f} h" for w, h in at.items())
+        + f" (--set WORKERS=N); a rate limit of {rpm:,} requests and {tpm / 1e6:g}M tokens per minute ({whose}; "
+        f"check yours) puts a floor of ~{floor:,.1f} h under any WORKERS, and the Batch API takes up to 24 h per pass"
+    ]
+
+
+def _endpoint_lines(est: Estimate) -> list[str]:
+    """Each endpoint beside its price: the parameter naming it, the model, the URL (no credentials)."""
+    lines = []
+    for e in est.endpoints:
+        p = price_of(e.model, est.terms)
+        price = "unpriced" if p is None else "free" if p.free else f"${p.input:g}/M input, ${p.output:g}/M output"
+        lines.append(f"  endpoint {e.setting}: {e.model} at {safe_url(e.url or None)} ({price})")
+    if lines:
+        lines.append("  reproduce checks every endpoint above (key, server, model) before its first notebook")
+    return lines
 
 
 # ----------------------------------------------------------------------------- one run of your own questions
@@ -429,7 +477,7 @@ def _total_line(est: Estimate) -> str:
     return line
 
 
-def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
+def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds: float = CALL_SECONDS) -> str:
     lines = [
         f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
         f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"
@@ -454,6 +502,7 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
             + HOW_TO_PRICE.format(model="MODEL")
         )
     lines += [f"  {n}" for n in est.notes]
+    lines += _endpoint_lines(est) + _wall_lines(est, call_seconds)
     for m in sorted({r.model for r in est.rows if r.usd is not None and not r.free}):
         p = price_of(m, est.terms)
         if p is not None:  # a row with dollars has a price
@@ -479,6 +528,7 @@ def main(argv=None) -> int:
     e.add_argument("--arg-chars", type=int, default=DEFAULT_ARG_CHARS, help="modelled argument length (chars)")
     e.add_argument("--per-benchmark", type=int, default=2, help="sample items per benchmark (default 2)")
     e.add_argument("--data-dir", default=None, help="benchmark files for the sample items (default $ACEMAD_DATA_DIR)")
+    e.add_argument("--call-seconds", type=float, default=CALL_SECONDS, help="seconds per call for the wall time")
     sub.add_parser("prices", help="the price table with sources")
     a = ap.parse_args(argv)
     if a.cmd == "prices":
@@ -493,7 +543,7 @@ def main(argv=None) -> int:
     est = estimate_profile(
         a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars, data_dir=a.data_dir
     )
-    print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None)))
+    print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None), a.call_seconds))
     print(f"  (estimated in {est.seconds:.1f} s)")
     if est.rows:  # a profile that calls a model: what its questions can show (no power for a synthetic profile)
         print("\n" + format_plan(plan(notebook_params(a.profile, overrides, a.only)[1], est=est)))

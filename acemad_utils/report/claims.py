@@ -771,7 +771,7 @@ def other_model_claims(runs: dict) -> list[dict]:
     }
     out = []
     for table, (name, line, model) in tables.items():
-        run = _other_run(runs, table)
+        run = _other_run(runs, table)  # None: OTHER_MODELS names no model for this table (e.g. one endpoint only)
         paper = TB.paper_table(table, model=model)
         mads = [m for m in MAD_LABELS if m in set(paper["method"])]
         rows = table_claims(
@@ -795,6 +795,10 @@ def other_model_claims(runs: dict) -> list[dict]:
         targets=[("AceMAD (T=3)", "AceMAD", ["MAD"])],
         baselines=["Decentralized MAD"],
     )
+    if "full_datasets" in runs:  # notebook 07 ran: a table without its run was left out of OTHER_MODELS
+        for r in out:
+            if "not made in this profile" in r["note"] and r["claim"].startswith(("Table 2 (", "Table 4", "Table 5")):
+                r["note"] = "skipped: OTHER_MODELS names no model for this table (e.g. one endpoint only); " + r["note"]
     return out + [no_penalty_row(runs.get("full_datasets"))]
 
 
@@ -952,6 +956,9 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     return finalize(rows, synthetic, model)
 
 
+DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
+
+
 def _claim_rows(runs: dict, seed: int) -> list[dict]:
     t1 = runs.get("baselines")
     het = runs.get("heterogeneity")
@@ -978,6 +985,9 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
         targets=variants or ["AceMAD (Different Persona)"],
         baselines=["Decentralized MAD"],
     )
+    if het and DIFFERENT_LLMS not in variants:  # SECOND_MODEL empty: a profile run with one endpoint only
+        claim = f"Table 3: heterogeneity beats homogeneous Decentralized MAD: {DIFFERENT_LLMS}"
+        rows.append(row(claim, "l.468, Table 3", None, note="skipped: SECOND_MODEL is empty (one endpoint only)"))
     rows += ablation_claims(runs.get("ablation"), runs.get("main"), seed)
     return rows + other_model_claims(runs)
 

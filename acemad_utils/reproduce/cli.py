@@ -198,14 +198,17 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
 
     batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"  # as the kernels will see it
 
-    def check(ep: Endpoint) -> Optional[str]:
+    def check(ep: Endpoint, model: bool) -> Optional[str]:
+        """Free checks first (model=False: key, GET /models, GET /batches); then, once every endpoint passed them,
+        the model (model=True: its one-token request, when the listing lacks the model, goes to a live endpoint
+        of a run that will start)."""
         try:
             client = LLMClient(ep.model, ep.url or None, free=True)  # free: prices are the estimate's business
             try:
                 first = ep.setting.split(",")[0]
                 setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
-                client.preflight(timeout, check_model=True, setting=setting)
-                if batch:
+                client.preflight(timeout, check_model=model, setting=setting)
+                if batch and not model:
                     client.check_batch_api(timeout)
             finally:
                 client.close()
@@ -216,9 +219,10 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
         return None
 
     with ThreadPoolExecutor(max_workers=len(eps), thread_name_prefix="preflight") as pool:
-        lines = [x for x in pool.map(check, eps) if x]
-    if lines:
-        raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
+        for model in (False, True):
+            lines = [x for x in pool.map(lambda ep: check(ep, model), eps) if x]  # noqa: B023 (used at once)
+            if lines:
+                raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
 
 
 def _fingerprints(prof: dict, name_of_profile: str, nbs: dict, selected: list, env: dict) -> dict:
