@@ -360,6 +360,7 @@ def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeyp
     if not data or not Path(data).is_dir():
         pytest.skip("ACEMAD_DATA_DIR does not name the benchmark files: the docs quote the estimate made with them")
     monkeypatch.delenv("ACEMAD_MODELS", raising=False)
+    monkeypatch.setenv("ACEMAD_SMOKE", "0")  # the docs quote the full profile, not the shrunk one pytest runs under
 
     def dollars(data_dir: str) -> tuple[int, int]:
         t = C.estimate_profile("paper", data_dir=data_dir).total()

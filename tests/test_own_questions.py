@@ -380,9 +380,9 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(argv) == 2
     out, err = capsys.readouterr()
-    from acemad_utils.cost.estimate import SECONDS_PER_CALL
+    from acemad_utils.cost.estimate import CALL_SECONDS
 
-    wall = f"~{10_000 * SECONDS_PER_CALL / 8 / 60:.1f} min at {SECONDS_PER_CALL:g} s per call and 8 in flight"
+    wall = f"~{10_000 * CALL_SECONDS / 8 / 60:.1f} min at {CALL_SECONDS:g} s per call and 8 in flight"
     assert re.match(r"estimate: 10,000 calls, [\d.,]+ M tokens, \$[\d,]+\.\d\d, ", out) and wall in out, out
     assert err.strip().splitlines() == [
         "error: the estimate is above $1 or 2,000 calls and stdin cannot answer; add --yes to run it (nothing was sent)"

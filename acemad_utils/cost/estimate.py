@@ -358,9 +358,7 @@ def _endpoint_lines(est: Estimate) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- one run of your own questions
-#: Seconds one call takes, for the wall time printed before `python -m acemad_utils run` spends: a debate turn of a
-#: GPT-4o-mini-class endpoint answers in 1-3 s (bench/README.md); calls in flight are bounded by --workers.
-SECONDS_PER_CALL = 2.0
+# The wall time printed before `python -m acemad_utils run` spends uses CALL_SECONDS (above), with --workers in flight.
 
 
 @dataclass
@@ -372,7 +370,7 @@ class RunEstimate:
     completion_tokens: float
     usd: Optional[float]  # None: some model is unpriced
     unpriced: list
-    seconds: float  # wall time at SECONDS_PER_CALL with `workers` calls in flight
+    seconds: float  # wall time at CALL_SECONDS with `workers` calls in flight
     workers: int
 
     def line(self) -> str:
@@ -380,7 +378,7 @@ class RunEstimate:
         hours = f"{self.seconds / 3600:.1f} h" if self.seconds >= 3600 else f"{self.seconds / 60:.1f} min"
         return (
             f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
-            f"~{hours} at {SECONDS_PER_CALL:g} s per call and {self.workers} in flight (at most: cached replies "
+            f"~{hours} at {CALL_SECONDS:g} s per call and {self.workers} in flight (at most: cached replies "
             "are not paid again)"
         )
 
@@ -453,7 +451,7 @@ def estimate_run(
         price = price_of(m)
         if price is not None and usd is not None:
             usd += price.usd(p_, c_)
-    return RunEstimate(calls, pt, ct, None if unpriced else usd, unpriced, calls * SECONDS_PER_CALL / workers, workers)
+    return RunEstimate(calls, pt, ct, None if unpriced else usd, unpriced, calls * CALL_SECONDS / workers, workers)
 
 
 def _m(x: float) -> str:
