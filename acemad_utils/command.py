@@ -32,8 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from acemad_utils import api, pilot
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
@@ -255,13 +253,9 @@ def run_pilot(args) -> int:
     if (args.questions is None) == (args.profile is None):
         raise ValueError("pilot: give a question file or --profile NAME, not both")
     if args.profile is not None:
-        overrides = {}
-        for item in args.set:
-            k, sep, v = item.partition("=")
-            if not sep:
-                raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-            overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
-        return pilot.pilot_profile(args.profile, overrides, **kw)
+        from acemad_utils.experiments.profiles import parse_sets  # noqa: PLC0415 (papermill's start-up: --profile only)
+
+        return pilot.pilot_profile(args.profile, parse_sets(args.set), **kw)
     if not args.model:
         raise ValueError("pilot FILE: --model is required (the endpoint's model; key: OPENAI_API_KEY)")
     return pilot.pilot_file(Path(args.questions), args, **kw)

@@ -51,8 +51,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-import yaml
-
 from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.prices import describe as describe_price
@@ -67,7 +65,7 @@ from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
-from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params
+from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
 from acemad_utils.protocol.debate import run_question
 
 
@@ -532,12 +530,7 @@ def main(argv=None) -> int:
     if a.cmd == "prices":
         print(price_table())
         return 0
-    overrides = {}
-    for item in a.set:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-        overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+    overrides = parse_sets(a.set)
     est = estimate_profile(
         a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars, data_dir=a.data_dir
     )

@@ -107,6 +107,17 @@ def load_yaml(text: str, where: str) -> Any:
         raise SystemExit(f"{where} is not valid YAML{place}: {why}") from None
 
 
+def parse_sets(items: Sequence[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` options (reproduce, estimate, pilot) as {KEY: plain data}; an empty VALUE is ""."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
+        out[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+    return out
+
+
 def notebooks() -> dict[str, Path]:
     return {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
 

@@ -54,9 +54,9 @@ from acemad_utils.experiments.profiles import (
     endpoints,
     hint,
     load_profile,
-    load_yaml,
     notebooks,
     params_for,
+    parse_sets,
     run_env,
     run_key,
 )
@@ -581,12 +581,7 @@ def main(argv=None) -> int:
         "--jobs", type=int, help="notebooks at once (synthetic notebooks only; default: the profile's jobs, else 1)"
     )
     args = ap.parse_args(argv)
-    overrides = {} if args.jobs is None else {"jobs": args.jobs}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+    overrides = ({} if args.jobs is None else {"jobs": args.jobs}) | parse_sets(args.set)
     return run(args.profile, args.only, overrides, wait=args.wait, force=args.force)
 
 
