@@ -7,8 +7,8 @@
 
 registry    the paper's experiments (what each notebook runs: experiments/registry.py); Setup.run returns a
             registry.RunResult (.pick, .config, .label, .labels, .family)
-figures, tables, narrative, claims    report/: plots, tables (artefact names, paper tables), the generated prose,
-            the claims ledger
+figures, tables, narrative, claims, premise    report/: plots, tables (artefact names, paper tables), the
+            generated prose, the claims ledger, the premise check and the gain split
 config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
 theory      notebook 00's simulations (experiments/theory.py)
 map_runs, map_report    notebook 09's assumption map: its runs (experiments/assumptions.py) and its tables,
@@ -19,18 +19,21 @@ SRC         the source label every table and figure carries ("SYNTHETIC ..." or 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import pandas as pd
 from IPython import get_ipython
 
+from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV
+from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import profile_runs
 from acemad_utils.experiments import assumptions as map_runs
 from acemad_utils.experiments import params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
 from acemad_utils.report import assumptions as map_report
-from acemad_utils.report import claims, figures, narrative, tables
+from acemad_utils.report import claims, figures, narrative, premise, tables
 from acemad_utils.report.save import save_figure, save_table
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "map_runs",
     "other_model_table",
     "narrative",
+    "premise",
     "profile_runs",
     "registry",
     "save_figure",
@@ -50,6 +54,14 @@ __all__ = [
     "tables_once",
     "theory",
 ]
+
+# A kernel of `make reproduce` runs the driver's checkout (the driver puts it first on PYTHONPATH): never another
+# one's code, whose tables would be written there while this checkout is stamped up to date.
+if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
+    raise ImportError(
+        f"this kernel imports acemad_utils from {CHECKOUT}, the reproduce driver runs {env(CHECKOUT_ENV)}: run the "
+        "driver with that checkout's own Python path (its PYTHONPATH)"
+    )
 
 # The notebook parameters Setup takes (PROFILE, BACKEND, ...), read once from the real class: a test may stand a
 # stub in for `Setup` and the check below still knows the names.

@@ -5,6 +5,8 @@ sends; a run capped by MAX_USD stops cleanly, pays nothing twice when resumed, a
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 from pathlib import Path
 
@@ -33,6 +35,9 @@ try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 except ImportError:
     from fake_openai import FakeOpenAI, FaultInjector, Reply
+
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -77,6 +82,8 @@ def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_netw
     dollars = float(total.split("$")[1].split()[0].replace(",", ""))
     assert 50 < dollars < 2000, total  # the README's ~$313; a broken replay gives 0 or absurd sums
     assert "check current prices" in out and "openai.com/api/pricing" in out
+    power = out[out.index("questions needed for 80% power") :]  # then what the questions buy, per claim family
+    assert "main gain" in power and "claims are underpowered in this plan" in power
 
 
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
@@ -125,6 +132,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
         pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     )
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
+    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network here (tests/test_preflight.py)
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
     assert order == ["estimate", "nb"]
     out = capsys.readouterr().out
@@ -343,3 +351,26 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
     out = capsys.readouterr().out
     assert ran == ["02_baselines"]  # the next notebook would stop at its first paid call: not started
     assert "stopped by MAX_USD" in out and "not started: 03_main_results" in out and "raise MAX_USD" in out
+
+
+def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeypatch):
+    """README and docs/running.md quote the paper profile's estimate: with the benchmark files, "$S synchronous
+    ... $B with the Batch API" and "$B instead of $S"; without them (demo questions) "prints about $S / $B"."""
+    data = os.environ.get("ACEMAD_DATA_DIR")
+    if not data or not Path(data).is_dir():
+        pytest.skip("ACEMAD_DATA_DIR does not name the benchmark files: the docs quote the estimate made with them")
+    monkeypatch.delenv("ACEMAD_MODELS", raising=False)
+
+    def dollars(data_dir: str) -> tuple[int, int]:
+        t = C.estimate_profile("paper", data_dir=data_dir).total()
+        return round(t.usd), round(t.usd_batch)
+
+    real, demo = dollars(data), dollars(str(tmp_path))  # an empty folder: the demo questions stand in
+    text = " ".join((REPO / doc).read_text() for doc in ("README.md", "docs/running.md")).replace("\n", " ")
+    quoted = re.findall(r"\$(\d+) synchronous[^$]{0,20}\$(\d+) with the Batch API", text)
+    instead = re.findall(r"about \$(\d+) instead of \$(\d+)", text)
+    on_demo = re.findall(r"prints about \$(\d+) / \$(\d+)", text)
+    assert quoted and instead and on_demo
+    assert {(int(s), int(b)) for s, b in quoted} == {real}
+    assert {(int(s), int(b)) for b, s in instead} == {real}
+    assert {(int(s), int(b)) for s, b in on_demo} == {demo}

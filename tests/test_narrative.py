@@ -287,7 +287,14 @@ def test_assumption_names_the_link_and_never_crashes():
     old = {"synthetic": True, "params": {"skeptic_calibration": 0.9}}  # before the population helper's branch
     assert "names no knowledge_link" in N.assumption(old)
     assert N.assumption({"synthetic": False, "model": "m"}) == ""
-    assert N.assumption(POP, short=True) == "[rests on knowledge_link=1.0, calibration_by=knowledge]"
+    full = {"synthetic": True, "params": {**POP["params"], "insight": 0.5, "insight_susceptibility": 0.1}}
+    assert N.assumption(full, short=True) == (
+        "[rests on knowledge_link=1.0, calibration_by=knowledge, insight=0.5, insight_susceptibility=0.1, "
+        "independent Generalists]"
+    )
+    baselines = {"synthetic": True, "params": {**POP["params"], "trap_mean": 0.7, "crowd_insight": 0.0}}
+    said = N.join("SYNTHETIC", "x", population=baselines, uses=N.BASELINE_USES)
+    assert "trap_mean = 0.7, crowd_insight = 0" in said and "knowledge_link plays no part" in said
     assert "rests on" in N.assumption(None)
 
 

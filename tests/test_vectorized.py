@@ -23,7 +23,7 @@ from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Step, Turn
 from acemad_utils.protocol.vectorized import run_batch
 
-METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad")
+METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad", "self_consistency")
 # Every DebateConfig field the registry and the notebooks vary, beside each method's defaults.
 VARIANTS = [DebateConfig(method=m) for m in METHODS] + [
     DebateConfig(method="acemad", weighting="uniform"),

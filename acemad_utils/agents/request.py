@@ -29,6 +29,23 @@ class GarbledResponse(RuntimeError):
     """A 2xx whose body is not a usable chat completion (retried like a 5xx)."""
 
 
+class EmptyReply(RuntimeError):
+    """A completion without text (content null or blank: a refusal, a tool call only, a reasoning model out of
+    tokens). The call fails (never retried: the same request gets the same; never cached: a rerun asks again)."""
+
+
+def empty_reply(choice: Any) -> Optional[str]:
+    """Why a completion's first choice holds no text to read, or None when it has some."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str) and content.strip():
+        return None
+    tools = len(message.get("tool_calls") or []) if isinstance(message, dict) else 0
+    what = "content null" if content is None else "blank content"
+    extra = f", {tools} tool call(s) only" if tools else ""
+    return f"an empty reply ({what}{extra}, finish_reason {choice.get('finish_reason')!r})"
+
+
 @dataclass(frozen=True)
 class GenerateConfig:
     """Per-call sampling. None means "leave it to the endpoint"."""

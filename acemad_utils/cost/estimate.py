@@ -3,6 +3,8 @@
     python -m acemad_utils.cost estimate --profile paper          # = make estimate PROFILE=paper
     python -m acemad_utils.cost estimate --profile paper --arg-chars 1760 --per-benchmark 3
     python -m acemad_utils.cost prices                            # the price table with its sources
+After the dollars, the command prints what the questions buy: per claim family, the questions planned, the n
+that gives 80% power on the paper's claimed effect, and the planned run's power (acemad_utils.cost.power).
 
     from acemad_utils.cost.estimate import estimate_profile, format_estimate
     est = estimate_profile("paper")            # Estimate: rows per notebook + total
@@ -59,6 +61,7 @@ from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import item_counts, sample_items
+from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
@@ -306,6 +309,67 @@ def estimate_profile(
     return estimate(params, name, **kw)
 
 
+# ----------------------------------------------------------------------------- one run of your own questions
+#: Seconds one call takes, for the wall time printed before `python -m acemad_utils run` spends: a debate turn of a
+#: GPT-4o-mini-class endpoint answers in 1-3 s (bench/README.md); calls in flight are bounded by --workers.
+SECONDS_PER_CALL = 2.0
+
+
+@dataclass
+class RunEstimate:
+    """What running configs on questions will send (an upper bound: replies already cached are not paid again)."""
+
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    usd: Optional[float]  # None: some model is unpriced
+    unpriced: list
+    seconds: float  # wall time at SECONDS_PER_CALL with `workers` calls in flight
+    workers: int
+
+    def line(self) -> str:
+        usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
+        hours = f"{self.seconds / 3600:.1f} h" if self.seconds >= 3600 else f"{self.seconds / 60:.1f} min"
+        return (
+            f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
+            f"~{hours} at {SECONDS_PER_CALL:g} s per call and {self.workers} in flight (at most: cached replies "
+            "are not paid again)"
+        )
+
+
+def estimate_run(
+    questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8, sample: int = 12,
+    arg_chars: int = DEFAULT_ARG_CHARS, seed: int = 0,
+) -> RunEstimate:  # fmt: skip
+    """Calls, tokens, dollars and wall time of running `configs` on `questions` with `model` (each AgentSpec's own
+    model where it names one; `moderator` the Centralized moderator's AgentSpec): the replay above on up to
+    `sample` of the questions (evenly spaced), scaled to all of them, priced per model (prices.price_of)."""
+    step = max(1, len(questions) // sample)
+    picked = list(questions)[::step][:sample]
+    pop = replay_population(model, {}, arg_chars, seed=seed)
+    if moderator is not None:
+        pop.moderator_spec = moderator
+    for cfg in configs:
+        for q in picked:
+            run_question(q, pop, cfg)
+    scale = len(questions) / max(1, len(picked))
+    by = _snapshot(pop)["by"]
+    calls = sum(v[0] for v in by.values()) * scale
+    pt = sum(v[1] for v in by.values()) * scale
+    ct = sum(v[2] for v in by.values()) * scale
+    usd: Optional[float] = 0.0
+    unpriced = []
+    for (m, _kind), (_n, p_, c_) in by.items():
+        price = price_of(m)
+        if price is None:
+            unpriced.append(m)
+        elif usd is not None:
+            usd += price.usd(p_ * scale, c_ * scale)
+    if unpriced:
+        usd = None
+    return RunEstimate(calls, pt, ct, usd, sorted(set(unpriced)), calls * SECONDS_PER_CALL / workers, workers)
+
+
 def _m(x: float) -> str:
     return f"{x / 1e6:,.1f} M" if x >= 1e5 else f"{x:,.0f}"
 
@@ -393,6 +457,8 @@ def main(argv=None) -> int:
     )
     print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None)))
     print(f"  (estimated in {est.seconds:.1f} s)")
+    if est.rows:  # a profile that calls a model: what its questions can show (no power for a synthetic profile)
+        print("\n" + format_plan(plan(notebook_params(a.profile, overrides, a.only)[1], est=est)))
     return 0
 
 

@@ -44,6 +44,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -267,6 +268,52 @@ def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = N
     """The runs notebook `nb` makes under a profile (its parameters as reproduce passes them)."""
     _, params = notebook_params(profile, overrides, only=[nb])
     return registry.runs(nb, params[nb])
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One model at one OpenAI-compatible URL that a profile's notebooks call (BACKEND openai).
+    setting: the profile parameters that name it; skip: the --set that runs the profile without it ("" for the
+    main endpoint, which every LLM notebook needs); url "" = OPENAI_BASE_URL, else OpenAI's."""
+
+    setting: str
+    model: str
+    url: str
+    notebooks: tuple[str, ...]
+    skip: str = ""
+
+
+def endpoints(params_by_nb: dict) -> list[Endpoint]:
+    """Every endpoint the notebooks (with these parameters, {notebook: params}) will call, once per (model, URL):
+    the main model (MODEL at BASE_URL), notebook 04's SECOND_MODEL at SECOND_BASE_URL and each OTHER_MODELS entry
+    of notebook 07 whose table has a benchmark in the run. The BACKEND local server is started by the run itself
+    and the synthetic population calls nothing: neither is an endpoint. SUBSET_MODEL is not called (its subsets
+    are read). Used by the reproduce driver's preflight and printed by `make estimate`."""
+    found: dict[tuple[str, str], Endpoint] = {}
+
+    def add(setting: str, model: str, url: str, nb: str, skip: str = "") -> None:
+        old = found.get((model, url))
+        if old is None:
+            found[(model, url)] = Endpoint(setting, model, url, (nb,), skip)
+            return
+        both = f"{old.setting}, {setting}" if setting not in old.setting else old.setting
+        skip = f"{old.skip} {skip}" if old.skip and skip and skip not in old.skip else (old.skip and skip)
+        found[(model, url)] = Endpoint(both, model, url, tuple(dict.fromkeys((*old.notebooks, nb))), skip)
+
+    for nb, P in params_by_nb.items():
+        if P.get("BACKEND") != "openai" or not registry.runs(nb, P):
+            continue
+        url = P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or ""
+        add("MODEL / BASE_URL", P.get("MODEL") or os.environ.get("ACEMAD_MODEL") or "gpt-4o-mini", url, nb)
+        if nb.startswith("04") and P.get("SECOND_MODEL"):
+            add("SECOND_MODEL / SECOND_BASE_URL", P["SECOND_MODEL"], P.get("SECOND_BASE_URL") or url, nb,
+                "--set SECOND_MODEL=")  # fmt: skip
+        benches = list(P.get("BENCHMARKS") or registry.ALL_BENCHMARKS)
+        for i, e in enumerate(P.get("OTHER_MODELS") or [] if nb.startswith("07") else []):
+            if registry.other_model(e, benches).benchmarks:
+                add(f"OTHER_MODELS[{i}] ({e['table']})", e["model"], e.get("base_url") or url, nb,
+                    "--set OTHER_MODELS=[]")  # fmt: skip
+    return list(found.values())
 
 
 def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:

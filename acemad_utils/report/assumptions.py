@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS, TRUTH_HOLDER_PERSONAS, SimParams
+from acemad_utils.report import premise
 from acemad_utils.report.rescoring import N_SHUFFLES, SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, paper_table, question_frame, versus_best
@@ -273,35 +274,21 @@ def sweeps(table: pd.DataFrame, source: str) -> Figure:
 
 
 # ----------------------------------------------------------------------------- the measure a real model needs
-def _question_gaps(rec: dict) -> list[tuple[int, float, float, float]]:
-    """Per round of a record with both a right and a wrong agent (failed commitments and unscored entries left
-    out): (round, mean score of the agents whose answer is right, of those whose answer is wrong, whether the
-    top-scoring agent is right minus the share of right agents)."""
-    truth = rec["labels"].index(rec["answer"])
-    out = []
-    for t, entries in enumerate(rec.get("rounds") or [], start=1):
-        scored = [e for e in entries if e.get("score") is not None and not e.get("parse_failure") and e.get("p")]
-        right = [int(np.argmax(e["p"])) == truth for e in scored]
-        if any(right) and not all(right):
-            s = np.array([float(e["score"]) for e in scored])
-            ok = np.array(right)
-            out.append((t, float(s[ok].mean()), float(s[~ok].mean()), float(ok[int(np.argmax(s))]) - float(ok.mean())))
-    return out
-
-
 def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0) -> pd.DataFrame:
     """Two measures of whether the peer-prediction score finds the agents who are right, per round and over all
     rounds, on the questions where some agents are right and some wrong, with bootstrap 95% CIs over questions:
     - gap: mean score S = 1 - ||q_i - mean_{j != i} p_j||^2 of agents whose answer (argmax p) is right minus that of
       agents whose answer is wrong (> 0: the agents who are right model their peers better);
     - lift: whether the top-scoring agent is right minus the share of right agents (> 0: the score points at a
-      right agent more often than picking an agent at random; what the weights exploit).
-    Only stored p and scores are used, so it applies to any AceMAD run (a real model's too)."""
-    gaps = [(rec["question_id"], *g) for rec in records if rec.get("status") == "ok" for g in _question_gaps(rec)]
-    if not gaps:
+      right agent more often than picking an agent at random; what the weights exploit; agents tied at the top
+      share it). premise.premise's lift is this lift over every question (0 where all agree), in points.
+    Only stored p and scores are used (premise.question_rounds): it applies to any AceMAD run (a real model's too)."""
+    qr = premise.question_rounds(records)
+    df = qr[(qr["share_right"] > 0) & (qr["share_right"] < 1)]
+    if df.empty:
         return pd.DataFrame([[label, "all", 0, *[np.nan] * (len(GAP_COLUMNS) - 3)]], columns=GAP_COLUMNS)
-    df = pd.DataFrame(gaps, columns=["question", "round", "right", "wrong", "lift"])
-    df["gap"] = df["right"] - df["wrong"]
+    df = df.rename(columns={"question_id": "question", "right_score": "right", "wrong_score": "wrong"})
+    df = df.assign(gap=df["right"] - df["wrong"], lift=df["top_right"] - df["share_right"])
     # "all": one value per question (its rounds averaged), so the interval resamples independent questions
     per_question = df.groupby("question", sort=False)[["right", "wrong", "gap", "lift"]].mean()
     rows = []

@@ -40,14 +40,16 @@ from papermill.translators import PythonTranslator, papermill_translators
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV
-from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact
+from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
-from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
+from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import (
     LONGEST,
     READS,
+    Endpoint,
+    endpoints,
     hint,
     load_profile,
     load_yaml,
@@ -80,6 +82,7 @@ STOPPERS = {
     "UnpricedModel": "MAX_USD",
     "BatchExported": "the batch export",
     "EndpointDown": "the circuit breaker (the endpoint kept failing)",
+    "BatchUnsupported": "CALLS_VIA batch (the endpoint has no Batch API)",
 }
 
 
@@ -127,6 +130,7 @@ def run(
             f"[{name_of_profile}] jobs = {jobs}: notebooks run side by side only when none calls an LLM (backend "
             "sim); this run has LLM notebooks: use jobs: 1 (the default)"
         )
+    _preflight(f"[{name_of_profile}]", prof, selected)  # before the estimate, the lock and the first notebook
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
     env = run_env(prof)
@@ -135,6 +139,10 @@ def run(
     # No progress bars in the kernels (data.paths.progress_bars): the executed notebook would store them as stderr
     # text or dead widgets; the terminal has this driver's one line per notebook.
     env["ACEMAD_PROGRESS"] = "0"
+    # The kernels import this checkout, the one whose code the fingerprints hash: two checkouts sharing one venv once
+    # had ours stamped up to date while the kernels (the venv's editable install) wrote the other one's tables.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p)
+    env[CHECKOUT_ENV] = str(CHECKOUT)  # the kernels refuse to run another checkout (notebook.py)
     est = _print_estimate(prof, profile, overrides, selected, env=env)
     unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
     if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them: start nothing
@@ -156,10 +164,50 @@ def run(
             _print_up_to_date(f"[{name_of_profile}]", [n for n in selected if n not in todo], out_dir)
             with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
                 code = _run_notebooks(prof, name_of_profile, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
-            stamp.save(prints, ran=todo, reads=READS) if code == 0 else stamp.forget()
+            if code != 0:
+                stamp.forget()
+            elif note := stamp.save(prints, ran=todo, reads=READS):
+                print(f"[{name_of_profile}] {note}", flush=True)
             return code
         finally:
             _restore(saved)
+
+
+def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
+    """Every endpoint the selected notebooks will call (profiles.endpoints: MODEL, SECOND_MODEL, each OTHER_MODELS
+    entry) checked at once, in parallel, before anything runs: key present, host reachable, key accepted, model
+    served (LLMClient.preflight), and with CALLS_VIA batch its Batch API (check_batch_api). Why here: each
+    notebook's kernel checks only its own endpoints, so a second endpoint that was down stopped the paper profile
+    at notebook 04, after ~$81 of notebooks 01-03, and a missing key failed every notebook in turn. SystemExit
+    with one line per endpoint that fails: the parameter, the redacted URL, the cause and the fix."""
+    eps = endpoints({nb: {**schema.defaults(nb), **params_for(prof, nb, schema.names(nb))} for nb in selected})
+    if not eps:
+        return
+    from acemad_utils.agents.client import LLMClient  # the SDK (~1 s) only for a profile that calls an endpoint
+
+    batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"  # as the kernels will see it
+
+    def check(ep: Endpoint) -> Optional[str]:
+        try:
+            client = LLMClient(ep.model, ep.url or None, free=True)  # free: prices are the estimate's business
+            try:
+                first = ep.setting.split(",")[0]
+                setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
+                client.preflight(timeout, check_model=True, setting=setting)
+                if batch:
+                    client.check_batch_api(timeout)
+            finally:
+                client.close()
+        except Exception as e:  # MissingAPIKey, EndpointUnreachable, APIKeyRejected, ModelNotServed, a bad URL
+            skip = f"; or run without it: {ep.skip}" if ep.skip else ""
+            where = f"{ep.model} at {safe_url(ep.url or None)}, notebooks {', '.join(ep.notebooks)}"
+            return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
+        return None
+
+    with ThreadPoolExecutor(max_workers=len(eps), thread_name_prefix="preflight") as pool:
+        lines = [x for x in pool.map(check, eps) if x]
+    if lines:
+        raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
 
 
 def _fingerprints(prof: dict, name_of_profile: str, nbs: dict, selected: list, env: dict) -> dict:

@@ -26,6 +26,7 @@ from jupyter_client.manager import AsyncKernelManager
 from acemad_utils.agents.locks import LockRefused, RunLock
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
 
 
 class ProfileLock(RunLock):
@@ -99,12 +100,6 @@ def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
             by = Counter(str(r.get("method")) for r in bad)
             out[str(meta_path.parent.relative_to(root))] = (len(bad), dict(by), str(bad[0].get("error", "")))
     return out
-
-
-#: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
-#: reproduce command exits 1 and says so (issue 33: replies in Spanish, "NaN" beliefs, wrong letters gave 369
-#: parse failures, "AceMAD 0.0% vs 0.0%" and exit status 0). Below it, every table cell counts them beside n.
-PARSE_FAILURE_LIMIT = 0.5
 
 
 def _summaries(since: float):
