@@ -1,7 +1,7 @@
 """The synthetic population fitted to what the paper printed: its baselines (Tables 1 and 2, GPT-4o-mini).
 
-    python -m acemad_utils.experiments.fit           # fit (minutes), write acemad_utils/data/fitted_population.json
-    python -m acemad_utils.experiments.fit --doc     # docs/population.md's block of fitted values, from that file
+    .venv/bin/python -m acemad_utils.experiments.fit          # fit (minutes), write acemad_utils/data/fitted_population.json
+    .venv/bin/python -m acemad_utils.experiments.fit --doc    # docs/population.md's block of fitted values, from that file
     from acemad_utils.experiments import fit
     fit.cells(SimParams())       # the simulated baseline cells beside the paper's printed ones, with residuals
 
@@ -143,7 +143,7 @@ def run(n_items: int = N_FIT, seed: int = SEED, log=print) -> dict:
     fitted = {k: round(getattr(params, k), 4) for k in (*FREE, "insight")}
     table = cells(SimParams(**{**ORIGINAL, **fitted}), n_items=n_items, seed=seed)
     return {
-        "command": "python -m acemad_utils.experiments.fit",
+        "command": ".venv/bin/python -m acemad_utils.experiments.fit",
         "paper_model": PAPER_MODEL,
         "n_items_per_benchmark": n_items,
         "seed": seed,
