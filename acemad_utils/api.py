@@ -20,7 +20,7 @@ questions resumes.
 Per-role models (Table 3's "Different LLMs" row on your own questions): `roles={"skeptic": "NAME"}` or
 `"NAME@URL"` gives AceMAD's Skeptics another model (and endpoint); also "generalist" (AceMAD's Generalists) and
 "moderator" (Centralized MAD's moderator). Every other agent, and every baseline's, uses `model`. A run with roles
-is its own run (`<model>+roles-<hash>`) and its AceMAD label names them. `estimate(...)` says what a run will send
+is its own run (`<model>_roles-<hash>`) and its AceMAD label names them. `estimate(...)` says what a run will send
 (calls, dollars, wall time) without a call.
 
 Gold answers are optional: a question without one is debated; its Result has `correct` None and tables leave it
@@ -276,12 +276,12 @@ def as_questions(questions: QuestionsLike) -> list[Question]:
 
 
 def roles_slug(slug: str, roles: Roles) -> str:
-    """The run's model slug, with `+roles-<8 hex of the roles>` when some role has its own model."""
+    """The run's model slug, with `_roles-<8 hex of the roles>` when some role has its own model."""
     parsed = parse_roles(roles)
     if not parsed:
         return slug
     blob = json.dumps(sorted(parsed.items()), separators=(",", ":"))
-    return f"{slug}+roles-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+    return f"{slug}_roles-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
 def population(

@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
                       "{choices,labels}), or several comma-separated columns, one option each")  # fmt: skip
     cols.add_argument("--answer-col", help="the gold answer's column: a label, an option's text or a 0-based index")
     cols.add_argument("--id-col", help="a column of unique ids (default: an id from the question's content)")
+    cols.add_argument("--skip-invalid", action="store_true", help="leave out rows that fail the checks (each named)")
     p = sub.add_parser(
         "pilot", help="a few dollars first: the premise check and the n the full run needs (docs/own-model.md)"
     )
@@ -125,12 +126,17 @@ def roles(args) -> dict[str, str]:
 
 def questions(args) -> list[Question]:
     """The file's questions: by the named columns when any --*-col is given, else the own-questions format."""
-    named = (args.question_col, args.choices_col, args.answer_col, args.id_col)
+    named = (args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)
     if not any(named):
         return read_questions(args.questions)
     if not args.choices_col:
         raise ValueError("--choices-col is needed with the other --*-col options (the column holding the options)")
-    return read_columns(args.questions, args.question_col or "question", args.choices_col, args.answer_col, args.id_col)
+    skipped: Optional[list] = [] if args.skip_invalid else None
+    qs = read_columns(args.questions, args.question_col or "question", args.choices_col, args.answer_col, args.id_col,
+                      skipped)  # fmt: skip
+    if skipped:
+        print(f"--skip-invalid: left out {len(skipped)} row(s) that fail the checks, first: {skipped[0]}")
+    return qs
 
 
 def confirm(line: str, args, est) -> None:

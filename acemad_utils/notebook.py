@@ -33,7 +33,7 @@ from acemad_utils.experiments import params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
 from acemad_utils.report import assumptions as map_report
-from acemad_utils.report import claims, figures, narrative, premise, tables
+from acemad_utils.report import claims, figures, narrative, premise, readable, tables
 from acemad_utils.report.save import save_figure, save_table
 
 __all__ = [
@@ -71,14 +71,17 @@ SETUP_PARAMS = tuple(Setup.PARAMS)
 def tables_once() -> None:
     """In a notebook kernel, a DataFrame shown as a cell's value keeps its HTML table and a one-line text/plain
     (its shape) instead of a second, plain-text copy of the whole table: the committed notebooks store every
-    output, and a table twice is noise. Outside IPython it does nothing; print(df) is unchanged."""
+    output, and a table twice is noise. The HTML is readable.html's: texts whole (never cut with '...'),
+    p-values as docs/reading.md writes them, no NaN. Outside IPython it does nothing; print(df) is unchanged."""
     shell = get_ipython()
     if shell is None:
         return
+    pd.set_option("display.max_colwidth", None)  # print(df) too: a cut claim or note cannot be read
     plain = shell.display_formatter.formatters["text/plain"]
     plain.for_type(
         pd.DataFrame, lambda df, p, cycle: p.text(f"<DataFrame: {df.shape[0]} rows x {df.shape[1]} columns>")
     )
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, readable.html)
 
 
 def _named(notebook: str, named: dict[str, Any]) -> dict[str, Any]:

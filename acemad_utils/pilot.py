@@ -239,7 +239,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
     print(
         f"pilot of profile {name!r}: {configs_line(cfgs)} on {kk} questions per benchmark of {where}; "
-        f"estimate ${cost or 0:.2f} ({calls:,.0f} calls sent, no call made yet), budget ${budget:.2f}"
+        f"estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; none made yet), budget ${budget:.2f}"
     )
     refuse_unless_priced(cost, budget, P.get("MODEL") or "", kk)
     if dry_run:
@@ -308,8 +308,8 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     sample = [q for p in pools.values() for q in p[:kk]]
     print(
         f"pilot of {path.name}: {configs_line(cfgs)} on {len(sample)} of its {len(qs)} answered questions "
-        f"({kk} per benchmark, {len(benches)} benchmark(s)); estimate ${cost or 0:.2f} ({calls:,.0f} calls sent, "
-        f"no call made yet), budget ${budget:.2f}"
+        f"({kk} per benchmark, {len(benches)} benchmark(s)); estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; "
+        f"none made yet), budget ${budget:.2f}"
     )
     refuse_unless_priced(cost, budget, args.model, kk, profile=False)
     if dry_run:

@@ -290,6 +290,17 @@ def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_ca
     assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")
 
 
+def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benchmarks():
+    benches = ("synthetic-bbh", "synthetic-arc_challenge", "synthetic-logiqa", "synthetic-medqa")
+    base = np.r_[np.zeros(100), np.zeros(100), np.ones(100), np.ones(100)]  # B: right on LogiQA and MedQA only
+    a = np.r_[np.ones(60), np.zeros(40), np.ones(60), np.zeros(40), np.ones(200)]  # +60 on BBH and ARC-C, +0 else
+    recs = records("A", a, benches) + records("B", base, benches)
+    r = C.pronounced_row("most pronounced", "l.459", recs, "A", ["B"])
+    assert r["verdict"] == C.HOLDS and r["ours [95% CI]"].startswith("+60.0") and r["n"] == 400
+    r = C.pronounced_row("most pronounced", "l.459", records("B", base, benches) + records("A", a, benches), "B", ["A"])
+    assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
+
+
 def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
     """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
     from acemad_utils.report import figures
@@ -300,3 +311,22 @@ def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
     assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
     assert set(ledger.verdict) == {"not run"}
     assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
+
+
+def test_a_heterogeneity_run_without_a_second_model_lists_its_row_as_skipped():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (Different Persona)": cfg("acemad")}
+    rates = {"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}
+    ledger = C.ledger({"heterogeneity": _run(rates, configs, params={})})
+    skipped = ledger[ledger.claim.str.endswith(C.DIFFERENT_LLMS)]
+    assert len(skipped) == 1 and skipped.verdict.iloc[0] == C.NOT_RUN and "SECOND_MODEL" in skipped.note.iloc[0]
+
+
+def test_tables_left_out_of_other_models_are_listed_as_skipped():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (T=3)": cfg("acemad")}
+    full = _run({"Decentralized MAD": 0.3, "AceMAD (T=3)": 0.5}, configs, params={})
+    ledger = C.ledger({"full_datasets": full})  # notebook 07 with OTHER_MODELS: []
+    other = ledger[ledger.claim.str.startswith(("Table 2 (Qwen", "Table 4", "Table 5"))]
+    assert len(other) >= 3 and other.note.str.startswith("skipped: OTHER_MODELS").all()
+    assert set(other.verdict) == {C.NOT_RUN}

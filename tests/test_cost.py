@@ -360,6 +360,7 @@ def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeyp
     if not data or not Path(data).is_dir():
         pytest.skip("ACEMAD_DATA_DIR does not name the benchmark files: the docs quote the estimate made with them")
     monkeypatch.delenv("ACEMAD_MODELS", raising=False)
+    monkeypatch.setenv("ACEMAD_SMOKE", "0")  # the docs quote the full profile, not the shrunk one pytest runs under
 
     def dollars(data_dir: str) -> tuple[int, int]:
         t = C.estimate_profile("paper", data_dir=data_dir).total()
@@ -374,3 +375,24 @@ def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeyp
     assert {(int(s), int(b)) for s, b in quoted} == {real}
     assert {(int(s), int(b)) for b, s in instead} == {real}
     assert {(int(s), int(b)) for s, b in on_demo} == {demo}
+
+
+def test_the_estimate_prints_each_endpoint_beside_its_price_and_the_wall_time_at_workers():
+    ep = profiles.Endpoint("SECOND_MODEL / SECOND_BASE_URL", "gpt-4o-mini", "http://me:secret@h:8000/v1?k=1", ("04",))
+    row = C.Row("04_heterogeneity", "gpt-4o-mini", questions=10, calls=14_400, prompt_tokens=1e6, usd=1.0)
+    text = C.format_estimate(C.Estimate("p", rows=[row], endpoints=[ep], workers=16), call_seconds=2.0)
+    assert "endpoint SECOND_MODEL / SECOND_BASE_URL: gpt-4o-mini at http://h:8000/v1 ($0.15/M input" in text
+    assert "secret" not in text and "k=1" not in text
+    assert "WORKERS=16 ~0.5 h, WORKERS=64 ~0.1 h" in text  # 14,400 calls x 2 s / 16 in flight = 0.5 h
+
+
+def test_the_paper_profiles_workers_stay_inside_a_common_rate_limit_and_near_its_floor():
+    """WORKERS calls in flight at ~CALL_SECONDS each send no more requests and tokens a minute than RATE_LIMIT,
+    and take at most twice the time that limit allows any WORKERS (16 took ~6x)."""
+    est = C.estimate_profile("paper", per_benchmark=1)
+    t = est.total()
+    tokens = t.prompt_tokens + t.completion_tokens
+    per_minute = est.workers / C.CALL_SECONDS * 60
+    assert per_minute <= C.RATE_LIMIT[0] and per_minute * tokens / t.calls <= C.RATE_LIMIT[1]
+    hours, floor = C.wall_hours(t.calls, tokens, est.workers)
+    assert hours <= 2 * floor

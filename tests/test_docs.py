@@ -210,6 +210,9 @@ def test_the_readme_example_is_the_one_the_own_questions_test_runs():
 #: Why a command line of the docs is not run here (each skipped line is matched by one of these, named).
 SKIP = {
     "needs a key": re.compile(r"\b[A-Z_]*API_KEY=|export OPENAI_"),
+    "needs a paid endpoint (--model without --base-url on 127.0.0.1)": re.compile(
+        r"--model\b(?!.*--base-url http://127)"
+    ),
     "needs the network (an install)": re.compile(r"^(pip|\S*/pip)\s+install\b"),
     "runs make (installs .venv, minutes to hours; the targets exist: test_every_name_a_doc_gives_exists)": re.compile(
         r"^make\b"

@@ -22,6 +22,7 @@ import pytest
 from acemad_utils.agents import transport
 from acemad_utils.agents.client import EndpointUnreachable, LLMClient
 from acemad_utils.agents.health import EndpointDown, cap_reply
+from acemad_utils.agents.request import GarbledResponse
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import run_dir
 from acemad_utils.experiments import subsets
@@ -508,3 +509,43 @@ def test_chat_calls_through_an_authenticating_proxy_carry_its_credentials(monkey
         assert c.generate(MSG).text == "fine"
     assert heads[-1].startswith(b"POST http://upstream.example:80/v1/chat/completions ")
     assert b"\r\nProxy-Authorization: Basic " + base64.b64encode(b"user:s3cret") + b"\r\n" in heads[-1]
+
+
+def _body(text: bytes):
+    def respond(conn, head):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(text))
+        conn.sendall(text)
+
+    return respond
+
+
+_CHOICE = b'"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]'
+
+
+@pytest.mark.parametrize(
+    "respond, says",
+    [
+        (_body(b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
+        (_body(b'{"choices":[{"message":{"role":"assistant","content":"hi \\ud800"}}]}'), "lone surrogate"),
+        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":"lots","completion_tokens":1}}'), "prompt_tokens='lots'"),
+        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":1,"completion_tokens":1e400}}'), "completion_tokens=inf"),
+        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":-500,"completion_tokens":1}}'), "prompt_tokens=-500"),
+        (lambda conn, head: conn.sendall(b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n"), "no Location"),
+    ],
+    ids=["deep JSON", "lone surrogate", "usage lots", "usage 1e400", "negative usage", "3xx without Location"],
+)
+def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(respond, says):
+    with _raw_server(respond) as url:
+        c = LLMClient("m", url, KEY, breaker=1000, max_attempts=1)
+        with pytest.raises((GarbledResponse, openai.APIStatusError)) as err:
+            c.generate(MSG)
+        assert c.stats()["cost_usd"] in (0, 0.0, None)
+    line = str(err.value)
+    assert "\n" not in line and url in line and says in line
+
+
+def test_negative_or_garbage_usage_never_counts_negative_tokens():
+    from acemad_utils.agents.usage import usage_tokens
+
+    assert usage_tokens({"prompt_tokens": -500, "completion_tokens": "lots", "total_tokens": 1e400}) == (0, 0, 0)
+    assert usage_tokens({"prompt_tokens": 1e400, "prompt_tokens_details": {"cached_tokens": -3}}) == (0, 0, 0)

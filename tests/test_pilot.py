@@ -127,8 +127,11 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
         pilot_calls = srv.count
         full_run(srv.url)
         after_pilot = srv.count - pilot_calls
-    out = capsys.readouterr().out
+        out = capsys.readouterr().out
+        before = srv.count  # the subsets are built now: a second pilot samples them, every call already paid
+        assert main([*args, "--per-benchmark", "2"]) == 0 and srv.count == before
     assert "estimate $" in out and "questions needed for 80% power" in out and "pilot questions" in out
+    assert "per benchmark of their challenging subsets" in capsys.readouterr().out
     monkeypatch.setattr("acemad_utils.data.paths.ROOT", tmp_outputs / "fresh")
     monkeypatch.setattr("acemad_utils.data.paths.DATA", tmp_outputs / "fresh" / "data")
     with FakeOpenAI(FaultInjector(rate=0.0)) as fresh:

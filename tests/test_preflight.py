@@ -37,14 +37,14 @@ def _run(tmp_path, monkeypatch, common: dict, notebooks: dict | None = None, onl
 def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monkeypatch, tmp_outputs):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-preflight")
     dead = _dead_url()
-    with FakeOpenAI(models=["main"]) as srv:
+    with FakeOpenAI() as srv:  # lists "fake" only: the model check would send its one-token request
         common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url}
         t0 = time.monotonic()
         with pytest.raises(SystemExit) as e:
             second = {"SECOND_MODEL": "b", "SECOND_BASE_URL": dead}
             _run(tmp_path, monkeypatch, common, {"04_heterogeneity": second, "07_other_models": {"OTHER_MODELS": []}})
         assert time.monotonic() - t0 < 30
-        assert srv.count == 0  # nothing was paid
+        assert srv.count == 0  # nothing was sent, not even the model check's one-token request
     lines = str(e.value).splitlines()
     assert len(lines) == 1, lines
     assert "SECOND_MODEL / SECOND_BASE_URL" in lines[0] and dead in lines[0] and "cannot reach" in lines[0]

@@ -57,6 +57,7 @@ def test_the_check_tells_a_premise_that_holds_from_one_that_fails():
     assert g.lift == pytest.approx(100 * 30 / 35 * (1 - 2 / 5)) and g.lift_lo > 0
     assert b.lift == pytest.approx(100 * 30 / 35 * (0 - 2 / 5)) and b.lift_hi < 0
     assert g.rank_corr > 0 > b.rank_corr
+    assert (g.verdict, b.verdict) == ("holds", "fails") and list(good.columns) == PR.PREMISE_COLUMNS
     assert " holds." in PR.premise_sentence(good, synthetic=False)
     text = PR.premise_sentence(bad, synthetic=False)
     assert "fails" in text and "no gain of AceMAD here can come from who scores well" in text
@@ -152,6 +153,7 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     assert list(table["control"])[-1] == cfgs[1].label
     text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
     assert "the same compute spent on sampling" in text and "trap_concentration" in text and "not the paper's" in text
+    assert "crowd_copy" in text  # near-copies make the samples less independent
     real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
 
@@ -180,9 +182,9 @@ def test_the_api_tells_agents_with_the_premise_from_agents_without(premise_endpo
     row = res.premise().iloc[-1]
     assert row["round"] == "all" and row.n == len(QUESTIONS) and row.parse_failure == 0
     assert (row.lift_lo > 0) if holds else (row.lift_hi < 0), row
-    assert (row.rank_corr > 0) == holds
+    assert (row.rank_corr > 0) == holds and row.verdict == ("holds" if holds else "fails")
     text = res.table().to_string()
-    assert ("(points; holds)" in text) == holds and ("(points; fails" in text) != holds
+    assert ("(points; premise holds)" in text) == holds and ("(points; premise fails)" in text) != holds
     for control in (PR.UNIFORM, PR.SELF_BELIEF, PR.SHUFFLED, PR.SURPRISINGLY_POPULAR, PR.ROUND0):
         assert f"AceMAD (T=3) minus {control} (paired)" in text
     assert "AceMAD (T=3) minus Self-consistency (15 samples) (paired)" in text

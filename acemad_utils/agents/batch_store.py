@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Optional
 
 from acemad_utils.agents.cache import ResponseCache, canonical_json
+from acemad_utils.agents.redact import redact
 from acemad_utils.agents.request import empty_reply
 from acemad_utils.agents.usage import usage_tokens
 
@@ -103,7 +104,7 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
         return None, empty
     pt, ct, cached = usage_tokens(body.get("usage"))
     return {
-        "text": choices[0]["message"].get("content") or "",
+        "text": redact(choices[0]["message"].get("content") or ""),  # as the client's replies: no key kept
         "finish_reason": choices[0].get("finish_reason"),
         "prompt_tokens": pt,
         "completion_tokens": ct,

@@ -51,7 +51,7 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_from_env
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
-from acemad_utils.agents.redact import remember_secret, safe_url, scrub
+from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub
 from acemad_utils.agents.request import (
     MODES,
     EmptyReply,
@@ -533,7 +533,8 @@ class LLMClient:
         pt, ct, cached = usage_tokens(reply.get("usage"))
         self.count_tokens(model, pt, ct, cached)
         self.accounting.count_mode(mode)
-        text, cut = cap_reply(choice["message"].get("content") or "", self.max_reply_bytes)
+        # A reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it.
+        text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
         return Completion(
             text=text,
             mode=mode,

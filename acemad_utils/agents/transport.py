@@ -362,6 +362,12 @@ class Transport:
             body = data.decode("utf-8", "replace")
         err = body.get("error", body) if isinstance(body, dict) else body
         message = err.get("message") if isinstance(err, dict) and isinstance(err.get("message"), str) else None
+        if 300 <= status < 400:  # never followed: the key stays with the host named
+            where = headers.get("location") or "no Location"
+            message = (
+                f"the endpoint {self.url} redirects {path} ({where[:200]}); redirects are never followed (the key "
+                "is sent to the host you named only): set the base URL to the final one"
+            )
         response = httpx.Response(status, headers=list(headers.items()), content=data, request=self._request(path))
         cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
         return cls(f"Error code: {status} - {message or body}", response=response, body=err)

@@ -44,7 +44,8 @@ MAX_OPTION = 2_000  # characters of an option
 DEFAULT_BENCHMARK = "own"
 FIELDS = ("id", "benchmark", "question", "options", "answer")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and carriage return are fine
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # tab, newline, CR are fine; a lone
+# surrogate (a JSON "\\ud800" escape) is not text: it could never be written to a transcript
 
 Options = Union[Sequence[str], Mapping[str, str]]
 
@@ -189,8 +190,10 @@ def _file(path: Union[str, Path], suffixes: tuple[str, ...]) -> tuple[Path, byte
     path = Path(path)
     if path.suffix.lower() not in suffixes:
         raise DataError(f"{path}: a question file must end in {' or '.join(suffixes)}")
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"{path}: no such file")
+    if not path.is_file():  # a folder, a FIFO (whose read would wait for a writer), a device
+        raise DataError(f"{path}: not a regular file; give the path of a {' or '.join(suffixes)} file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise DataError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES} a question file may have")
@@ -355,12 +358,25 @@ def column_mapper(question: str, choices: str, answer: Optional[str] = None, id:
 
 def read_columns(
     path: Union[str, Path], question: str = "question", choices: str = "choices", answer: Optional[str] = None,
-    id: Optional[str] = None,
+    id: Optional[str] = None, skipped: Optional[list] = None,
 ) -> list[Question]:  # fmt: skip
     """The questions of a .jsonl, .csv or .parquet file in any shape, by its columns (every row checked, one
     DataError line naming the file, row and problem). `choices` is one column in a published shape (_choices), or
     several comma-separated columns, one option each; `answer` a label, an option's text or a 0-based index
     (None: no gold answer, or the one the choices' 0/1 labels mark); `id` a column of unique ids (default: the
-    content id). Other columns are ignored."""
+    content id). Other columns are ignored. With a `skipped` list, a row that fails its checks is left out and its
+    one line appended there instead (a published set with a defective item, e.g. a repeated option)."""
     path, rows = table_rows(path)
-    return build(path, rows, column_mapper(question, choices, answer, id), None)
+    mapper = column_mapper(question, choices, answer, id)
+    if skipped is not None:
+        good = []
+        for where, rec in rows:
+            try:
+                build(path, [(where, rec)], mapper, None)
+                good.append((where, rec))
+            except DataError as e:
+                skipped.append(str(e))
+        if not good:
+            raise DataError(f"{path}: no row passes the checks, e.g. {skipped[0]}")
+        rows = good
+    return build(path, rows, mapper, None)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import math
 import os
@@ -55,6 +56,7 @@ from acemad_utils.agents.prices import ENV_MODELS, parse_terms
 from acemad_utils.data.paths import ROOT
 from acemad_utils.data.settings import ENV_VARS
 from acemad_utils.experiments import params, registry
+from acemad_utils.experiments.subsets import SET_MARK
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models", "jobs"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
@@ -241,6 +243,31 @@ def run_env(prof: dict) -> dict:
         elif prof.get(key) is not None:
             env[var] = json.dumps(prof[key], sort_keys=True) if key == "models" else str(prof[key])
     return env
+
+
+#: Notebook parameters that say where or how fast, not what: a --set of one of them keeps the profile's runs.
+NOT_SHAPING = ("PROFILE", "WORKERS", "BASE_URL", "SECOND_BASE_URL")
+
+
+def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Optional[tuple[dict, dict]] = None) -> str:
+    """The name the runs of this profile with these --set overrides go under: the profile's own name when they
+    change nothing that shapes a run (the questions, the agents, the configs: any notebook parameter but
+    NOT_SHAPING, or one set to the profile's value), else '<profile>.set-<what>' (e.g. default.set-SEED-1, a hash
+    when the values do not make a folder name): `--set SEED=1` then makes new runs and subsets beside the
+    profile's own instead of refusing to resume them (a run holds one question set and one population)."""
+    prof, base = loaded or (load_profile(name_or_path, overrides), load_profile(name_or_path))  # (with, without)
+    name = prof.get("profile") or Path(name_or_path).stem
+    changed: dict[str, Any] = {}
+    for nb in notebooks():
+        defaults = params.defaults(nb)
+        now, was = {**defaults, **params_for(prof, nb, defaults)}, {**defaults, **params_for(base, nb, defaults)}
+        changed.update({k: v for k, v in now.items() if k not in NOT_SHAPING and was[k] != v})
+    if not changed:
+        return name
+    words = ".".join(f"{k}-{v}" for k, v in sorted(changed.items()))
+    if len(words) > 60 or not all(c.isalnum() or c in "._-" for c in words):
+        words = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{name}{SET_MARK}{words}"
 
 
 def params_for(prof: dict, name: str, declared) -> dict:

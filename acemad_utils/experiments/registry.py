@@ -399,7 +399,6 @@ class LedgerPoint:
 #: and says which of them flip it. A field the population does not have is left out (`unvaried` names it).
 LEDGER_GRID = (
     LedgerPoint("knowledge_link = 0", "peer-prediction skill unrelated to knowing the truth", {"knowledge_link": 0.0}),
-    LedgerPoint("knowledge_link = 0.5", "skill follows knowing the truth half the time", {"knowledge_link": 0.5}),
     LedgerPoint(
         "near-copy Generalists",
         "the four Generalists (one prompt, temperature 0.1) share one state on an item 90% of the time",
@@ -411,8 +410,10 @@ LEDGER_GRID = (
         "truth-holders as susceptible as the crowd (insight_susceptibility = crowd_susceptibility)",
         {"insight_susceptibility": SimParams().crowd_susceptibility},
     ),
-    LedgerPoint("insight = 0.1", "the Skeptic rarely sees through the trap", {"insight": 0.1}),
-    LedgerPoint("crowd_insight = 0.2", "Generalists sometimes see through the trap", {"crowd_insight": 0.2}),
+    LedgerPoint("insight = 0.05", "the Skeptic almost never sees through the trap", {"insight": 0.05}),
+    LedgerPoint("insight = 0.5", "the Skeptic sees through the trap half the time (the original)", {"insight": 0.5}),
+    LedgerPoint("crowd_insight = 0", "no Generalist ever sees through the trap (the original)", {"crowd_insight": 0.0}),
+    LedgerPoint("crowd_insight = 0.3", "Generalists see through the trap more often", {"crowd_insight": 0.3}),
     LedgerPoint("crowd_calibration = 0.5", "the unskilled crowd half predicts its peers", {"crowd_calibration": 0.5}),
     LedgerPoint("trap_mean = 0.5", "a weaker shared trap", {"trap_mean": 0.5}),
     LedgerPoint("K = 3", "three options: BBH's items only", {}, ("bbh",)),

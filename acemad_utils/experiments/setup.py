@@ -108,6 +108,7 @@ class Setup:
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
         self.calls = calls
         self.subset_model = subset_model
+        self.variant = subsets.variant(profile)  # a run with shaping --set values: subsets of its own (run_key)
         # The argument's completion cap (tokens; None: none). The paper gives no cap; a step-by-step truth-holder
         # may need more than the default (bench/argue_cap.py measures how often the local model reaches it).
         self.max_tokens = (argue_max_tokens, COMMIT_MAX_TOKENS)
@@ -227,19 +228,20 @@ class Setup:
                 seed=self.seed,
                 progress=progress,
                 workers=self.workers,
+                variant=self.variant,
             )
         return subsets.subset_table(self.slug)
 
     @property
     def slug(self) -> str:
-        return subsets.model_slug(self.model, synthetic=self.synthetic)
+        return subsets.model_slug(self.model, synthetic=self.synthetic) + self.variant
 
     @property
     def subset_slug(self) -> str:
         """Whose subsets this Setup runs on: its own, or the subset model's."""
         if not self.subset_model:
             return self.slug
-        return subsets.model_slug(self.subset_model, synthetic=self.synthetic)
+        return subsets.model_slug(self.subset_model, synthetic=self.synthetic) + self.variant
 
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
         """The challenging subset of benchmark b (the first n_max kept items). The Setup's own subsets are built

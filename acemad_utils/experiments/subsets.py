@@ -67,6 +67,16 @@ from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
 SYNTHETIC_SLUG = "synthetic-population"
+#: What separates a profile's name from the --set values that shape its runs (profiles.run_key): the runs of
+#: 'default.set-SEED-1' use subsets '<model slug>.set-SEED-1', built from that run's own questions.
+SET_MARK = ".set-"
+
+
+def variant(profile: str) -> str:
+    """'.set-<what>' of a profile run with shaping --set values (profiles.run_key), '' for the profile's own."""
+    return SET_MARK + profile.split(SET_MARK, 1)[1] if SET_MARK in profile else ""
+
+
 # Added to the repeat index of the construction's agent calls: its draws (cache scopes, synthetic samples) are
 # never those of the Single Agent baseline, whose runs use repeat indexes 0..4 (x repeats).
 SUBSET_REPEAT_OFFSET = 1_000_000
@@ -195,14 +205,16 @@ def build_subset(
     limit: Optional[int] = None,
     progress: bool = True,
     workers: Optional[int] = None,
+    variant: str = "",
 ) -> SubsetResult:
-    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them."""
+    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them (under the
+    model's slug, plus `variant` for a profile run with --set values that shape it)."""
     qs = list(questions)[:limit] if limit is not None else list(questions)
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
         raise ValueError(f"build_subset({benchmark!r}): questions from another benchmark, e.g. {strays[:3]}")
     synthetic = bool(population.synthetic)
-    slug = model_slug(model_name, synthetic)
+    slug = model_slug(model_name, synthetic) + variant
     cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
     runner.run_experiment(

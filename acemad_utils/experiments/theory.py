@@ -296,10 +296,14 @@ def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
 def assumptions(params: Optional[SimParams] = None) -> str:
     """The population assumptions panels (b)-(d) rest on (the default population's), for the SUMMARY line."""
     p = params or SimParams()
-    copies = f"crowd_copy={p.crowd_copy:g}" if hasattr(p, "crowd_copy") else "independent"
+    copies = (
+        f"crowd_copy={p.crowd_copy:g} (a Generalist shares a twin's state)"
+        if p.crowd_copy
+        else "independent Generalists"
+    )
     return (
         f"knowledge_link={p.knowledge_link:g} (only agents with insight predict the crowd), insight={p.insight:g}, "
         f"crowd_insight={p.crowd_insight:g}, stubborn truth-holders (insight_susceptibility="
-        f"{p.insight_susceptibility:g} vs the crowd's {p.crowd_susceptibility:g}), {copies} Generalists, "
+        f"{p.insight_susceptibility:g} vs the crowd's {p.crowd_susceptibility:g}), {copies}, "
         f"trap_mean={p.trap_mean:g}, K=4"
     )

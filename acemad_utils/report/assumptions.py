@@ -223,7 +223,8 @@ def heatmap(table: pd.DataFrame, source: str) -> Figure:
     from matplotlib.colors import TwoSlopeNorm
 
     g = table[table["axis"] == "grid"]
-    fig, axes = plt.subplots(1, len(HEAT_PANELS), figsize=(16, 4.2), layout="constrained")
+    # 11 inches: shrunk to the notebook's ~10 (figures.NOTEBOOK_WIDTH_IN), the cells' numbers stay above 7 pt
+    fig, axes = plt.subplots(1, len(HEAT_PANELS), figsize=(11, 4.2), layout="constrained")
     if g.empty:
         return _no_map(fig, axes, table)
     lim = max(1.0, float(np.nanmax(np.abs(g[[f"gain_{k}" for k, _ in HEAT_PANELS]].to_numpy()))))
@@ -235,9 +236,10 @@ def heatmap(table: pd.DataFrame, source: str) -> Figure:
         _cell_marks(ax, cells, rows, cols, key)
         ax.set_xticks(range(len(cols)), [f"{x:g}" for x in cols])
         ax.set_yticks(range(len(rows)), [f"{x:g}" for x in rows])
-        ax.set_xlabel("knowledge_link (0: skill unrelated to knowing the truth)")
-        ax.set_ylabel("insight (P a Skeptic sees through the trap)")
-        ax.set_title(f"AceMAD's gain {title}", fontsize=10)
+        ax.set_xlabel("knowledge_link\n(0: skill unrelated to knowing the truth)")
+        if ax is axes[0]:
+            ax.set_ylabel("insight\n(P a Skeptic sees through the trap)")
+        ax.set_title(f"AceMAD's gain\n{title}", fontsize=10)
     fig.colorbar(im, ax=axes, label="points", fraction=0.02)
     fig.suptitle(f"Assumption map: where AceMAD gains (hatched: loses) [{source}]", fontsize=10)
     return fig

@@ -532,12 +532,18 @@ def no_penalty_row(full: Optional[RunData], seed: int = 0) -> dict:
     claim, line = "No penalty on correct majorities (full test sets)", "l.1114, Table 6"
     if full is None:
         return row(claim, line, "(no number)", note="run not made in this profile")
-    ace = [r for r in full[1] if full[0]["methods"].get(r["method"], {}).get("method") == "acemad" and "rounds" in r]
+    methods = full[0]["methods"]
+    ace = [
+        r
+        for r in full[1]
+        if methods.get(r["method"], {}).get("method") == "acemad" and "rounds" in r and r.get("status") == "ok"
+    ]
     if not ace:
         return row(claim, line, "(no number)", note="no AceMAD debate with its rounds in the run")
     arr = A.stack(ace)
     right = A.initial_plurality(arr) == arr.truth
-    lost = (A.decisions(arr) != arr.truth)[right].astype(float) * 100
+    ended_wrong = np.array([not r["final"]["correct"] for r in ace])  # the run's own decision, at its eta and T
+    lost = ended_wrong[right].astype(float) * 100
     if not len(lost):
         return row(claim, line, "(no number)", note="no question with a right initial majority")
     m, lo, hi = (float(x) for x in bootstrap_ci(lost, seed=seed))
@@ -765,7 +771,7 @@ def other_model_claims(runs: dict) -> list[dict]:
     }
     out = []
     for table, (name, line, model) in tables.items():
-        run = _other_run(runs, table)
+        run = _other_run(runs, table)  # None: OTHER_MODELS names no model for this table (e.g. one endpoint only)
         paper = TB.paper_table(table, model=model)
         mads = [m for m in MAD_LABELS if m in set(paper["method"])]
         rows = table_claims(
@@ -789,6 +795,10 @@ def other_model_claims(runs: dict) -> list[dict]:
         targets=[("AceMAD (T=3)", "AceMAD", ["MAD"])],
         baselines=["Decentralized MAD"],
     )
+    if "full_datasets" in runs:  # notebook 07 ran: a table without its run was left out of OTHER_MODELS
+        for r in out:
+            if "not made in this profile" in r["note"] and r["claim"].startswith(("Table 2 (", "Table 4", "Table 5")):
+                r["note"] = "skipped: OTHER_MODELS names no model for this table (e.g. one endpoint only); " + r["note"]
     return out + [no_penalty_row(runs.get("full_datasets"))]
 
 
@@ -946,6 +956,9 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
     return finalize(rows, synthetic, model)
 
 
+DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
+
+
 def _claim_rows(runs: dict, seed: int) -> list[dict]:
     t1 = runs.get("baselines")
     het = runs.get("heterogeneity")
@@ -972,6 +985,9 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
         targets=variants or ["AceMAD (Different Persona)"],
         baselines=["Decentralized MAD"],
     )
+    if het and DIFFERENT_LLMS not in variants:  # SECOND_MODEL empty: a profile run with one endpoint only
+        claim = f"Table 3: heterogeneity beats homogeneous Decentralized MAD: {DIFFERENT_LLMS}"
+        rows.append(row(claim, "l.468, Table 3", None, note="skipped: SECOND_MODEL is empty (one endpoint only)"))
     rows += ablation_claims(runs.get("ablation"), runs.get("main"), seed)
     return rows + other_model_claims(runs)
 
@@ -1012,6 +1028,13 @@ def by_construction(claim: str, params: dict, shares: dict) -> str:
             "by construction: the baselines' agents share one persona with crowd_insight = 0 (none sees through the "
             "trap) and update symmetrically (one susceptibility, Eq. 1), so a debate keeps the mean belief and "
             "decides as Majority Voting does (Proposition 1)"
+        )
+    if claim.startswith("Table 1"):
+        return (
+            f"with crowd_insight = 0 (the original population) MAD would equal Majority Voting by construction (one "
+            f"persona, symmetric updating); here Generalists see through the trap with P = {params['crowd_insight']:g}"
+            if params.get("crowd_insight")
+            else ""
         )
     if claim.startswith("Majority Voting stays flat"):
         return (

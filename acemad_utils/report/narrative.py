@@ -67,7 +67,7 @@ BASELINE_USES = (
     "confidence_per_temp",
 )
 #: ... and what an AceMAD result rests on beside the link (the claims ledger's grid varies them: registry.LEDGER_GRID)
-ACEMAD_USES = (
+WEIGHTED_USES = (
     "insight",
     "crowd_insight",
     "crowd_copy",
@@ -107,7 +107,7 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False, use
     if short:
         if link is None and by is None:
             return "[rests on the population's assumed peer-prediction skill; its description names no link]"
-        rest = [f"{k}={params[k]:g}" for k in ACEMAD_USES if isinstance(params.get(k), (int, float))]
+        rest = [f"{k}={params[k]:g}" for k in WEIGHTED_USES if isinstance(params.get(k), (int, float))]
         copies = [] if "crowd_copy" in params else ["independent Generalists"]  # before near-copies existed
         return f"[rests on knowledge_link={link}, calibration_by={by}, {', '.join([*rest, *copies])}]"
     if by == "persona":
@@ -233,7 +233,12 @@ def theory(
         f"(b) In round 1 truth-holders score {th:.2f} on average (weighted by agent count) against the crowd's "
         f"{cr:.2f} ({'separated' if th > cr else 'not separated'}); the lowest group is {low} at "
         f"{r1.loc[low, 'mean']:.2f}"
-        + (": right without insight, these agents predict a false consensus." if low == "crowd (holds truth)" else ".")
+        + (
+            ": being right is not what the score rewards (a crowd agent right without insight predicts a false "
+            "consensus)."
+            if low == "crowd (holds truth)"
+            else "."
+        )
     )
     cond = tab_c[tab_c["subset"] == SUBSETS_HOLDER].set_index("eta")
     c = (

@@ -48,6 +48,7 @@ PREMISE_COLUMNS = [
     "rank_corr_lo",
     "rank_corr_hi",
     "parse_failure",
+    "verdict",
 ]
 
 
@@ -122,7 +123,9 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     - lift = top_agent - random_agent (points) with its 95% bootstrap CI over questions (> 0: the score points at
       agents who know; 0 wherever every agent agrees, so n_split counts the questions with right and wrong agents);
     - rank_corr: the mean within-question Spearman correlation of score and correctness (CI over questions);
-    - parse_failure: share of commitments whose p or q did not parse.
+    - parse_failure: share of commitments whose p or q did not parse;
+    - verdict: a key of VERDICTS ("holds": the lift's CI above 0, "fails": below 0, "not shown", "unseen",
+      "unmeasured").
     n counts questions with a gold answer and at least one parsed commitment; a method with none has one "all" row
     with n = 0 (its parse-failure rate says why)."""
     qr = question_rounds(records)
@@ -157,7 +160,8 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
                 [method, rnd, len(part), 100 * part["top_right"].mean(), 100 * part["share_right"].mean(), lift, lo, hi]
                 + [int(part["split"].sum()), rho, rlo, rhi, float(pf)]
             )
-    return pd.DataFrame(rows, columns=PREMISE_COLUMNS)
+    out = pd.DataFrame(rows, columns=PREMISE_COLUMNS[:-1])
+    return out.assign(verdict=[_verdict(r) for r in out.itertuples()])
 
 
 VERDICTS = {
@@ -244,17 +248,18 @@ def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] =
     ]
     pop = dict(population or {})
     if parts and pop.get("synthetic") and pop.get("params"):
-        sp = SimParams(**pop["params"])
-        e, ci = sp.explore(NAIVE_AGENT.temperature), sp.crowd_insight
+        sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
+        e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
         cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
         parts.append(
-            f"On the synthetic population what decides it is the naive agent's per-sample independence: every "
-            f"sample draws its state afresh, a guess with probability explore({NAIVE_AGENT.temperature:g}) = "
+            f"On the synthetic population what decides it is how independent the naive agent's samples are: each "
+            f"sample takes the first sample's state with probability copy({tau:g}) = {cp:.2f} (crowd_copy = "
+            f"{sp.crowd_copy:g}, near-copies), else draws its own, a guess with probability explore({tau:g}) = "
             f"{e:.2f}, insight with crowd_insight = {ci:g}, else the item's trap with its propensity pi, which "
             f"every sample of the item shares (Beta, mean trap_mean = {sp.trap_mean:g}, concentration "
             f"trap_concentration = {sp.trap_concentration:g}); so more samples converge on the truth only where "
-            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi do not average out, whatever the "
-            f"number of samples."
+            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
+            f"whatever the number of samples."
         )
     return " ".join(parts)
 
@@ -364,7 +369,7 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
         cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
         rows.append(
             {
-                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; {VERDICTS[_verdict(r)]})",
+                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
                 AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
             }
         )

@@ -7,7 +7,9 @@
 
 Profiles (profiles/*.yaml: papermill parameters per notebook, plus the run settings max_usd and
 calls_via) are loaded and checked by reproduce_profile.py before anything runs; `--set KEY=VALUE` (YAML
-value) overrides a common parameter or run setting for this run only. Before the first notebook of a
+value) overrides a common parameter or run setting for this run only; one that changes what the runs are (SEED,
+N_ITEMS, ...: profiles.run_key) names the run '<profile>.set-SEED-1', whose runs, subsets and tables go beside the
+profile's own. Before the first notebook of a
 profile whose backend is `openai` (paid), the cost estimate of acemad_utils.cost.estimate is printed (no call is
 made for it), with the MAX_USD in force.
 
@@ -56,6 +58,7 @@ from acemad_utils.experiments.profiles import (
     notebooks,
     params_for,
     run_env,
+    run_key,
 )
 from acemad_utils.reproduce import uptodate
 from acemad_utils.reproduce.guard import (
@@ -114,7 +117,15 @@ def run(
     force: bool = False,
 ) -> int:
     prof = load_profile(profile, overrides)
-    name_of_profile = prof.get("profile") or Path(profile).stem
+    # --set values that shape the runs (SEED, N_ITEMS, ...) give the run a name of its own: new runs, subsets,
+    # tables and executed notebooks beside the profile's, never a refusal to resume its runs (profiles.run_key).
+    name_of_profile = run_key(profile, loaded=(prof, load_profile(profile) if overrides else prof))
+    if name_of_profile != (prof.get("profile") or Path(profile).stem):
+        print(
+            f"[{name_of_profile}] --set changes what the runs are: they go to outputs/runs/{name_of_profile}, "
+            f"beside the profile's own; tables and figures are suffixed __{name_of_profile}",
+            flush=True,
+        )
     try:  # before anything is written: the name becomes folders under outputs/
         safe_segment(name_of_profile, "profile name")
     except UnsafeName as e:
@@ -187,14 +198,17 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
 
     batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"  # as the kernels will see it
 
-    def check(ep: Endpoint) -> Optional[str]:
+    def check(ep: Endpoint, model: bool) -> Optional[str]:
+        """Free checks first (model=False: key, GET /models, GET /batches); then, once every endpoint passed them,
+        the model (model=True: its one-token request, when the listing lacks the model, goes to a live endpoint
+        of a run that will start)."""
         try:
             client = LLMClient(ep.model, ep.url or None, free=True)  # free: prices are the estimate's business
             try:
                 first = ep.setting.split(",")[0]
                 setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
-                client.preflight(timeout, check_model=True, setting=setting)
-                if batch:
+                client.preflight(timeout, check_model=model, setting=setting)
+                if batch and not model:
                     client.check_batch_api(timeout)
             finally:
                 client.close()
@@ -205,9 +219,10 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
         return None
 
     with ThreadPoolExecutor(max_workers=len(eps), thread_name_prefix="preflight") as pool:
-        lines = [x for x in pool.map(check, eps) if x]
-    if lines:
-        raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
+        for model in (False, True):
+            lines = [x for x in pool.map(lambda ep: check(ep, model), eps) if x]  # noqa: B023 (used at once)
+            if lines:
+                raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
 
 
 def _fingerprints(prof: dict, name_of_profile: str, nbs: dict, selected: list, env: dict) -> dict:
