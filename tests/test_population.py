@@ -206,3 +206,15 @@ def test_a_subset_another_synthetic_population_selected_is_not_reused(tmp_path, 
     assert subsets.load_subset(name, S.slug, qs, S.population)[: len(kept)] == kept
     with pytest.raises(FileNotFoundError, match="another synthetic population"):
         subsets.load_subset(name, S.slug, qs, VectorSimPopulation(SimParams(**ORIGINAL), seed=S.seed))
+
+
+def test_readme_and_docs_cite_every_study_the_map_places():
+    import re
+
+    from acemad_utils.data.paths import ROOT
+    from acemad_utils.report.assumptions import EVIDENCE
+
+    ids = [re.search(r"\d{4}\.\d{5}|Prelec", ref).group(0) for ref, *_ in EVIDENCE]
+    for page in ("README.md", "docs/population.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert [i for i in ids if i not in text] == [], page

@@ -1,7 +1,7 @@
 """The synthetic population fitted to what the paper printed: its baselines (Tables 1 and 2, GPT-4o-mini).
 
-    python -m acemad_utils.experiments.fit           # fit (minutes), write acemad_utils/data/fitted_population.json
-    python -m acemad_utils.experiments.fit --doc     # docs/population.md's block of fitted values, from that file
+    .venv/bin/python -m acemad_utils.experiments.fit        # fit (minutes): acemad_utils/data/fitted_population.json
+    .venv/bin/python -m acemad_utils.experiments.fit --doc  # docs/population.md's block of fitted values, from it
     from acemad_utils.experiments import fit
     fit.cells(SimParams())       # the simulated baseline cells beside the paper's printed ones, with residuals
 
