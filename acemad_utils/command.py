@@ -1,17 +1,26 @@
-"""`python -m acemad_utils run QUESTIONS`: AceMAD and the baselines on a question file (JSONL or CSV).
+"""`python -m acemad_utils run QUESTIONS`: AceMAD and the baselines on a question file (JSONL, CSV, or any dataset
+file by its columns: JSONL, CSV, Parquet).
 
     python -m acemad_utils run my.jsonl --methods acemad,decentralized,majority --synthetic
     python -m acemad_utils run my.csv --methods acemad,single --model gpt-4o-mini --base-url https://.../v1
     python -m acemad_utils run my.jsonl --synthetic --rounds 3 --agents 5 --eta 2 --out my_runs --challenging
+    python -m acemad_utils run arc.parquet --question-col question --choices-col choices --answer-col answerKey
+    python -m acemad_utils run my.jsonl --model gpt-4o-mini --role-model skeptic=llama-3-8b@http://127.0.0.1:8000/v1
 
 The file format is data/own.py's (question, options as a list or a label -> text map, optional answer, optional
-id); the whole file is checked before any model call, a bad row stops the command with one line naming the file,
-row and field (exit 2). It writes, under --out (default ./acemad_runs): the transcripts
-(runs/<name>/<model>-<data hash>/), the table (tables/<name>.md and .csv: accuracy with n and 95% CIs per method,
-AceMAD's paired gain and p against each other method; only questions with an answer count), the debate viewer
-page (viewer/...html), and prints where they are. --challenging first keeps the questions the naive single agent
-gets right in fewer than 40% of 5 runs at temperature 0.7 (the paper's challenging-subset rule, reusing
-experiments/subsets.py; every question needs an answer then).
+id), or, with --question-col/--choices-col/--answer-col/--id-col, any file whose columns are named (own.read_columns:
+the published shapes of ARC-Challenge, MMLU-Pro, TruthfulQA mc1). The whole file is checked before any model call,
+a bad row stops the command with one line naming the file, row and field (exit 2). With an endpoint, the calls,
+dollars and wall time are printed before anything is sent (api.estimate); above CONFIRM_USD or CONFIRM_CALLS the
+command asks first (--yes: do not ask; a stdin that is not a terminal refuses). It writes, under --out (default
+./acemad_runs): the transcripts (runs/<name>/<model>-<data hash>/), the table (tables/<name>.md and .csv: accuracy
+with n and 95% CIs per method, AceMAD's paired gain and p against each other method, then the premise check and the
+gain split's controls re-decided from AceMAD's commitments, report/premise.py; only questions with an answer count;
+the premise sentence printed under it), the debate viewer page (viewer/...html), and prints where they are.
+--challenging first keeps the questions the naive single agent gets right in fewer than 40% of 5 runs at
+temperature 0.7 (the paper's challenging-subset rule, reusing experiments/subsets.py; every question needs an
+answer then). A run where more than half of the commitments did not parse exits 1 with one line, as `make
+reproduce` does.
 """
 
 from __future__ import annotations
@@ -23,21 +32,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils import api
+from acemad_utils import api, pilot
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.own import read_questions
+from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
+from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
 from acemad_utils.experiments.runner import RunInterrupted, run_and_load
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
+from acemad_utils.report import premise as PR
 from acemad_utils.report.viewer import page_path
 
 THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
+# Above either, the command asks before it sends anything (--yes: it does not ask). $1 is ~2,000 questions x 3
+# methods on GPT-4o-mini; 2,000 calls is ~8 min at 8 in flight, and what an unpriced endpoint is judged by.
+CONFIRM_USD, CONFIRM_CALLS = 1.0, 2000
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run methods on a question file (.jsonl or .csv); see docs/own-questions.md")
-    r.add_argument("questions", help="a .jsonl or .csv file: question, options, optional answer, optional id")
+    r.add_argument(
+        "questions",
+        help="a .jsonl or .csv file (question, options, answer, id), or with --*-col any .jsonl, .csv or .parquet",
+    )
     r.add_argument("--methods", default="acemad,decentralized,majority", help=f"comma-separated, from {METHODS}")
     who = r.add_mutually_exclusive_group(required=True)
     who.add_argument("--synthetic", action="store_true", help="the synthetic population (a mechanism model, no LLM)")
@@ -60,7 +77,81 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder (default ./{api.DEFAULT_OUT})")
     r.add_argument("--name", default=None, help="run name (default: the file's name)")
     r.add_argument("--challenging", action="store_true", help="keep only the challenging subset first (see --help)")
+    r.add_argument(
+        "--role-model", action="append", default=[], metavar="ROLE=NAME[@URL]",
+        help=f"a role's own model (and endpoint), repeatable; roles: {', '.join(api.ROLES)}",
+    )  # fmt: skip
+    r.add_argument("--yes", action="store_true", help="do not ask before a run above the estimate's threshold")
+    cols = r.add_argument_group("any dataset by its columns (docs/own-questions.md)")
+    cols.add_argument("--question-col", help="the question's column (default: question); a.b reaches into objects")
+    cols.add_argument("--choices-col", help="the options' column (list, map, ARC's {text,label}, TruthfulQA's "
+                      "{choices,labels}), or several comma-separated columns, one option each")  # fmt: skip
+    cols.add_argument("--answer-col", help="the gold answer's column: a label, an option's text or a 0-based index")
+    cols.add_argument("--id-col", help="a column of unique ids (default: an id from the question's content)")
+    cols.add_argument("--skip-invalid", action="store_true", help="leave out rows that fail the checks (each named)")
+    p = sub.add_parser(
+        "pilot", help="a few dollars first: the premise check and the n the full run needs (docs/own-model.md)"
+    )
+    p.add_argument("questions", nargs="?", help="a question file (.jsonl/.csv); or --profile")
+    p.add_argument("--profile", help="a profile's challenging subsets, e.g. paper (make pilot PROFILE=paper)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as reproduce --set (--profile)")
+    p.add_argument("--model", help="the endpoint's model (a question file)")
+    p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (a question file)")
+    p.add_argument("--usd", type=float, default=pilot.DEFAULT_USD, help="budget in USD (default 5; MAX_USD if lower)")
+    p.add_argument("--per-benchmark", type=int, default=None, help="questions per benchmark (default: the budget's)")
+    p.add_argument("--dry-run", action="store_true", help="print the priced plan and stop (no call)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=8, help="questions in flight (a question file)")
+    p.add_argument(
+        "--out", default=api.DEFAULT_OUT, help=f"output folder of a question file (default ./{api.DEFAULT_OUT})"
+    )
     return ap
+
+
+def roles(args) -> dict[str, str]:
+    """--role-model ROLE=NAME[@URL] options as api.run's roles (checked there)."""
+    out = {}
+    for item in args.role_model:
+        role, sep, value = item.partition("=")
+        if not sep or not value:
+            raise ValueError(f"--role-model {item!r:.80}: expected ROLE=NAME or ROLE=NAME@URL, e.g. skeptic=llama-3-8b")
+        if role in out:
+            raise ValueError(f"--role-model: {role!r} given twice")
+        out[role] = value
+    api.parse_roles(out)
+    return out
+
+
+def questions(args) -> list[Question]:
+    """The file's questions: by the named columns when any --*-col is given, else the own-questions format."""
+    named = (args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)
+    if not any(named):
+        return read_questions(args.questions)
+    if not args.choices_col:
+        raise ValueError("--choices-col is needed with the other --*-col options (the column holding the options)")
+    skipped: Optional[list] = [] if args.skip_invalid else None
+    qs = read_columns(args.questions, args.question_col or "question", args.choices_col, args.answer_col, args.id_col,
+                      skipped)  # fmt: skip
+    if skipped:
+        print(f"--skip-invalid: left out {len(skipped)} row(s) that fail the checks, first: {skipped[0]}")
+    return qs
+
+
+def confirm(line: str, args, est) -> None:
+    """Print the estimate; above CONFIRM_USD / CONFIRM_CALLS ask (y/N) unless --yes; a stdin that cannot answer
+    refuses (ValueError: one line naming --yes)."""
+    print(line, flush=True)
+    big = est.calls > CONFIRM_CALLS or (est.usd is not None and est.usd > CONFIRM_USD)
+    if not big or args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise ValueError(
+            f"the estimate is above ${CONFIRM_USD:g} or {CONFIRM_CALLS:,} calls and stdin cannot answer; "
+            "add --yes to run it (nothing was sent)"
+        )
+    print("send these calls? [y/N] ", end="", file=sys.stderr, flush=True)
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise ValueError("not confirmed: nothing was sent")
 
 
 def run_name(path: Path, name: Optional[str]) -> str:
@@ -78,8 +169,9 @@ def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
     pop, slug = api.population(
-        synthetic=args.synthetic, model=args.model, base_url=args.base_url, seed=args.seed, workers=args.workers
-    )
+        synthetic=args.synthetic, model=args.model, base_url=args.base_url, seed=args.seed, workers=args.workers,
+        roles=roles(args),
+    )  # fmt: skip
     _, records = run_and_load(
         f"{name}-challenging/{slug}-{data_hash(qs)[:12]}", qs, [subset_config(seed=args.seed)], pop,
         workers=args.workers, profile="api", progress=False, extra_meta={"purpose": "challenging subset"},
@@ -100,6 +192,8 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
     models = results.meta["population"].get("models") or ["?"]
     who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else f"model {models[0]}"
     text = f"{who} (run {results.name})\n\n" + table.to_markdown(index=False) + "\n"
+    premise = PR.premise_sentence(results.premise(), synthetic, results.split(), population=results.meta["population"])
+    text += "\n" + premise + "\n"
     *folders, last = results.name.split("/")
     md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)
@@ -110,8 +204,13 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
 def run(args) -> int:
     path = Path(args.questions)
     name = run_name(path, args.name)
-    qs = read_questions(path)  # every row checked before any call
-    api.configs(args.methods, rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed)
+    qs = questions(args)  # every row checked before any call
+    kw = dict(rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, roles=roles(args))
+    api.configs(args.methods, **kw)
+    if not args.synthetic:  # what it will send, before anything is sent
+        extra = [subset_config(seed=args.seed)] if args.challenging else []
+        est = api.estimate(qs, args.methods, model=args.model, workers=args.workers, extra=extra, **kw)
+        confirm(est.line(), args, est)
     out = Path(args.out).expanduser().resolve()
     with outputs_root(out):
         if args.challenging:
@@ -123,7 +222,7 @@ def run(args) -> int:
         res = api.run(
             qs, args.methods, synthetic=args.synthetic, model=args.model, base_url=args.base_url,
             rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, out=out, name=name,
-            workers=args.workers, progress=True, viewer=True,
+            workers=args.workers, progress=True, viewer=True, roles=roles(args),
         )  # fmt: skip
         md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
@@ -133,13 +232,39 @@ def run(args) -> int:
     if md is not None:
         print(f"table:       {md}  (and {md.with_suffix('.csv').name})")
     print(f"viewer:      {page}")
+    summary = res.meta.get("summary") or {}
+    n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
+    if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/guard.py): no beliefs were measured
+        print(
+            f"{n} of {max(of, n)} commitments ({100 * n / max(of, n):.0f}%) did not parse after the repair call, more "
+            f"than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the model's "
+            "replies (commit_raw in the transcripts) and --model / --base-url",
+            file=sys.stderr,
+        )
+        return 1
     return 1 if failed else 0
+
+
+def run_pilot(args) -> int:
+    """`pilot FILE --model M` or `pilot --profile NAME` (acemad_utils/pilot.py)."""
+    kw = dict(usd=args.usd, k=args.per_benchmark, dry_run=args.dry_run)
+    if args.per_benchmark is not None and not pilot.MIN_K <= args.per_benchmark <= pilot.MAX_K:
+        raise ValueError(f"--per-benchmark {args.per_benchmark}: need {pilot.MIN_K} to {pilot.MAX_K}")
+    if (args.questions is None) == (args.profile is None):
+        raise ValueError("pilot: give a question file or --profile NAME, not both")
+    if args.profile is not None:
+        from acemad_utils.experiments.profiles import parse_sets  # noqa: PLC0415 (papermill's start-up: --profile only)
+
+        return pilot.pilot_profile(args.profile, parse_sets(args.set), **kw)
+    if not args.model:
+        raise ValueError("pilot FILE: --model is required (the endpoint's model; key: OPENAI_API_KEY)")
+    return pilot.pilot_file(Path(args.questions), args, **kw)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return run(args)
+        return run_pilot(args) if args.command == "pilot" else run(args)
     except RunInterrupted as e:
         print(str(e), file=sys.stderr)
         return 130

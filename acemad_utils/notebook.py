@@ -7,8 +7,8 @@
 
 registry    the paper's experiments (what each notebook runs: experiments/registry.py); Setup.run returns a
             registry.RunResult (.pick, .config, .label, .labels, .family)
-figures, tables, narrative, claims    report/: plots, tables (artefact names, paper tables), the generated prose,
-            the claims ledger
+figures, tables, narrative, claims, premise    report/: plots, tables (artefact names, paper tables), the
+            generated prose, the claims ledger, the premise check and the gain split
 config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
 theory      notebook 00's simulations (experiments/theory.py)
 map_runs, map_report    notebook 09's assumption map: its runs (experiments/assumptions.py) and its tables,
@@ -19,18 +19,21 @@ SRC         the source label every table and figure carries ("SYNTHETIC ..." or 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import pandas as pd
 from IPython import get_ipython
 
+from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV
+from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import profile_runs
 from acemad_utils.experiments import assumptions as map_runs
 from acemad_utils.experiments import params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
 from acemad_utils.report import assumptions as map_report
-from acemad_utils.report import claims, figures, narrative, tables
+from acemad_utils.report import claims, figures, narrative, premise, readable, tables
 from acemad_utils.report.save import save_figure, save_table
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "map_runs",
     "other_model_table",
     "narrative",
+    "premise",
     "profile_runs",
     "registry",
     "save_figure",
@@ -51,6 +55,14 @@ __all__ = [
     "theory",
 ]
 
+# A kernel of `make reproduce` runs the driver's checkout (the driver puts it first on PYTHONPATH): never another
+# one's code, whose tables would be written there while this checkout is stamped up to date.
+if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
+    raise ImportError(
+        f"this kernel imports acemad_utils from {CHECKOUT}, the reproduce driver runs {env(CHECKOUT_ENV)}: run the "
+        "driver with that checkout's own Python path (its PYTHONPATH)"
+    )
+
 # The notebook parameters Setup takes (PROFILE, BACKEND, ...), read once from the real class: a test may stand a
 # stub in for `Setup` and the check below still knows the names.
 SETUP_PARAMS = tuple(Setup.PARAMS)
@@ -59,14 +71,17 @@ SETUP_PARAMS = tuple(Setup.PARAMS)
 def tables_once() -> None:
     """In a notebook kernel, a DataFrame shown as a cell's value keeps its HTML table and a one-line text/plain
     (its shape) instead of a second, plain-text copy of the whole table: the committed notebooks store every
-    output, and a table twice is noise. Outside IPython it does nothing; print(df) is unchanged."""
+    output, and a table twice is noise. The HTML is readable.html's: texts whole (never cut with '...'),
+    p-values as docs/reading.md writes them, no NaN. Outside IPython it does nothing; print(df) is unchanged."""
     shell = get_ipython()
     if shell is None:
         return
+    pd.set_option("display.max_colwidth", None)  # print(df) too: a cut claim or note cannot be read
     plain = shell.display_formatter.formatters["text/plain"]
     plain.for_type(
         pd.DataFrame, lambda df, p, cycle: p.text(f"<DataFrame: {df.shape[0]} rows x {df.shape[1]} columns>")
     )
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, readable.html)
 
 
 def _named(notebook: str, named: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,8 @@
 `script` decides each response of POST /v1/chat/completions: a list (consumed in order, then `default`),
 or a callable `f(body: dict, n: int) -> Reply | str` (n = 0-based request number). A str is a 200 reply
 with that content. A Reply can also set a status code, headers, a delay, a dropped connection, or a raw
-(possibly malformed) body. GET /v1/models always answers (`models_status` makes it answer an error).
+(possibly malformed) body. GET /v1/models always answers (`models_status` makes it answer an error); it lists
+`models` (default ["fake"]), and with `models` given a chat request for another model gets 404 (`srv.unserved`).
 `srv.requests` holds every POST body, `srv.outcomes` the matching Reply.kind ("ok" or a fault name),
 `srv.auth` every Authorization header value seen (tests check the key went over the wire, and only there).
 
@@ -18,7 +19,8 @@ as chat completions once `batch_delay` seconds have passed since batches.create 
 "in_progress"). `batch_error(custom_id, body, attempt) -> message | None` puts a line on the error file,
 `batch_missing(custom_id, body, attempt) -> bool` leaves it out of both files, `expire` holds the 0-based
 numbers of batches that end "expired" with no output. `srv.batch_lines` lists every custom_id submitted, in
-order (tests check none is submitted twice); `srv.batches` the batch objects.
+order (tests check none is submitted twice); `srv.batches` the batch objects; GET /v1/batches lists them.
+`batch_api=False`: every /files and /batches request answers 404, as a server without the Batch API does.
 
 Switchable fault modes (issue 23's probes), for the whole server, at construction (`mode=`), from a test
 (`srv.set_mode("down", after=20)`: the next 20 chat requests are answered, then the mode applies) or from
@@ -36,6 +38,8 @@ another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
               labels): no commitment parses, the repair call's neither
     trickle   the script's reply, status line and headers included, sent one byte every `trickle_interval` s
               (1 s by default, as issue 33's probe did): every gap is short, the whole reply takes minutes
+    empty     a 200 completion without text: `content: null`, or (every other request, by the request's hash)
+              a tool call only, as a refusal or a reasoning model out of tokens sends
 `srv.modes` counts the chat requests answered in each mode.
 
 Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
@@ -110,7 +114,7 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
-MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle")
+MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle", "empty")
 #: Mode "unparseable": every reply is one of these (Spanish and Chinese prose, NaN / Infinity / negative beliefs,
 #: labels that are no option), so every commitment fails to parse, also after the repair call.
 UNPARSEABLE = (
@@ -139,8 +143,13 @@ class FakeOpenAI:
         huge_bytes: int = 2_000_000,
         hang_max: float = 120.0,
         trickle_interval: float = 1.0,
+        models: Optional[list] = None,
+        batch_api: bool = True,
     ):
+        self.batch_api = batch_api  # False: /files and /batches answer 404, as llama.cpp's server does
         self.mode = "ok"
+        self.models = models  # served: listed, and a chat request for another model gets 404 (None: any, "fake" listed)
+        self.unserved: list[str] = []  # the model names of chat requests refused that way (not counted)
         self.trickle_interval = trickle_interval
         self.set_mode(mode)
         self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
@@ -303,6 +312,24 @@ class FakeOpenAI:
             return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
         if mode == "hostile":
             return Reply(_hostile(r.content), kind="hostile")
+        if mode == "empty":  # content null; or a tool call only (no content key at all)
+            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
+            message: dict = {"role": "assistant", "content": None}
+            if h % 2:
+                message = {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
+                    ],
+                }
+            done = {
+                "id": "chatcmpl-empty",
+                "object": "chat.completion",
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if h % 2 else "length"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
+            }
+            return Reply(raw=json.dumps(done).encode(), kind="empty")
         if mode == "unparseable":  # replies no parser reads as a belief (issue 33), chosen by the request's hash
             h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
             return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")
@@ -366,6 +393,11 @@ class FakeOpenAI:
                     self.close_connection = True
                     return
                 path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/batches") and fake.batch_api:
+                    with fake._lock:  # the list as it stands (no batch is answered by being listed)
+                        data = [{"id": k, "object": "batch", "status": b["status"]} for k, b in fake.batches.items()]
+                    self._send(200, json.dumps({"object": "list", "data": data, "has_more": False}).encode(), {})
+                    return
                 if "/batches/" in path:
                     bid = path.rsplit("/", 1)[1]
                     if bid in fake.batches:
@@ -380,7 +412,8 @@ class FakeOpenAI:
                 if self.path.rstrip("/").endswith("/models") and fake.models_status != 200:
                     self._send(fake.models_status, json.dumps({"error": {"message": "no"}}).encode(), {})
                 elif self.path.rstrip("/").endswith("/models"):
-                    models = {"object": "list", "data": [{"id": "fake", "object": "model"}]}
+                    ids = fake.models if fake.models is not None else ["fake"]
+                    models = {"object": "list", "data": [{"id": m, "object": "model"} for m in ids]}
                     self._send(200, json.dumps(models).encode(), {})
                 else:
                     self._send(404, b"{}", {})
@@ -394,6 +427,9 @@ class FakeOpenAI:
                         fake.set_mode(req.get("mode", "ok"), int(req.get("after", 0)))
                     self._send(200, json.dumps({"mode": req.get("mode", "ok")}).encode(), {})
                     return
+                if (path.endswith("/files") or path.endswith("/batches")) and not fake.batch_api:
+                    self._send(404, b'{"error": {"message": "Not Found"}}', {})
+                    return
                 if path.endswith("/files") or path.endswith("/batches"):
                     status, obj = fake._batch_post(path, self.headers, raw)
                     self._send(status, json.dumps(obj).encode(), {})
@@ -402,6 +438,14 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {"_unparsed": raw.decode("utf-8", "replace")}
+                if fake.models is not None and body.get("model") not in fake.models:
+                    fake.unserved.append(str(body.get("model")))
+                    self._send(
+                        404,
+                        json.dumps({"error": {"message": f"The model {body.get('model')} does not exist"}}).encode(),
+                        {},
+                    )
+                    return
                 with fake._lock:
                     mode = fake._mode_now()
                     fake.modes[mode] += 1
@@ -776,6 +820,39 @@ class FaultInjector:
             bad = {k: ({ren[x]: p for x, p in d.items()} if isinstance(d, dict) else d) for k, d in good.items()}
             return json.dumps(bad)
         raise ValueError(kind)
+
+
+class PremiseAgents:
+    """A FakeOpenAI script whose AceMAD debaters do (holds=True) or do not carry AceMAD's premise, on questions whose
+    gold answer is `truth` and whose shared misconception is `trap`. The Skeptic (AceMAD's truth-holder) answers the
+    truth; every other agent answers the trap, or the truth with probability `crowd_right` (a hash of the request).
+    Who predicts its peers well: with the premise, the Skeptic (its peer prediction is the crowd's actual mean,
+    trap-heavy) while the crowd predicts consensus on its own answer; without it the agents who answer wrong predict
+    the crowd and every right agent predicts an option nobody holds, so the best predictor is a wrong agent."""
+
+    def __init__(self, holds: bool, truth: str = "A", trap: str = "B", crowd_right: float = 0.3, seed: int = 0):
+        self.holds, self.truth, self.trap, self.crowd_right, self.seed = holds, truth, trap, crowd_right, seed
+
+    def __call__(self, body: dict, n: int) -> str:
+        info = request_info(body)
+        labels = info["labels"]
+        skeptic = "skeptic" in str((body.get("messages") or [{}])[0].get("content", "")).lower()
+        right = skeptic or _u(self.seed, canonical(body), "right") < self.crowd_right
+        answer = self.truth if right else self.trap
+        if not info["structured"]:
+            return f"I have weighed the options. The best answer is {answer}."
+        reply: dict = {"self_prob": _dist(0.5, labels, answer, mass=0.85)}
+        if info["want_q"]:
+            skilled = skeptic if self.holds else not right
+            crowd = {x: 0.0 for x in labels} | {self.trap: 0.7, self.truth: 0.3}  # the crowd's actual mean, roughly
+            # an unskilled forecast: consensus on its own answer (with the premise); without it, a right agent's
+            # forecast names an option nobody holds, so in every round a wrong agent predicts the peers best
+            other = next((x for x in labels if x not in (self.truth, self.trap)), answer)
+            miss = reply["self_prob"] if self.holds else _dist(0.5, labels, other, mass=0.85)
+            reply["peer_prediction"] = crowd if skilled else miss
+        if info["argument"]:
+            reply = {"argument": f"The best answer is {answer}.", **reply}
+        return json.dumps(reply)
 
 
 def main(argv=None) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data import paths as P
+from acemad_utils.data.sim_params import CALIBRATION_GRID, ORIGINAL
 from acemad_utils.experiments import assumptions as AM
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
@@ -22,6 +23,7 @@ SMALL = {
     "insight": (0.5,),
     "trap_concentration": (1.0, 4.0),
     "crowd_calibration": (0.0,),
+    "crowd_copy": (SimParams().crowd_copy,),
 }
 
 
@@ -35,9 +37,15 @@ def test_the_map_runs_each_distinct_population_once_and_only_with_the_synthetic_
         assert f"map_baselines_{R.params_slug({k: v for k, v in o.items() if k in R.SUBSET_PARAMS})}" in names
     # the baselines depend only on the population's answers: the default and each non-default trap_concentration
     base = [r for r in runs if r.name.startswith("map_baselines_")]
-    assert len(base) == len(R.MAP_AXES["trap_concentration"])  # 4.0 is the default: shared, not twice
-    assert all(c.method in R.MAD_METHODS for r in base for c in r.configs)
-    assert R.params_slug({"knowledge_link": 1.0, "insight": 0.5}) == "default"
+    # the population's own trap_concentration and crowd_copy are the default point: shared, not run twice
+    traps, copies = ({*R.MAP_AXES[k], getattr(SimParams(), k)} for k in ("trap_concentration", "crowd_copy"))
+    assert len(base) == len(traps) + len(copies) - 1
+    assert all(c.method in R.MAD_METHODS for r in base for c in r["baselines"])
+    assert all([c.method for c in r["voting"]] == ["single", "majority"] for r in base)  # beside the fit's cells
+    assert R.params_slug({"knowledge_link": 1.0, "insight": SimParams().insight}) == "default"
+    # the inverse question's second plane: every knowledge_link x crowd_calibration pair is a point
+    cal = [p for a, p in R.map_points(R.MAP_AXES) if a == CALIBRATION_GRID]
+    assert len(cal) == len(R.MAP_AXES["knowledge_link"]) * len(R.MAP_AXES["crowd_calibration"])
     assert R.runs("09_assumption_map", {"BACKEND": "openai"}) == []
     with pytest.raises(ValueError, match="knowledge_link"):
         R.overrides({"knowledge_link": 2.0})
@@ -68,7 +76,8 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     for r in runs:
         r.cap = 12
     table = AM.run_map(S, runs, SMALL, n_boot=200)
-    axes = ["grid", "grid", "trap_concentration", "trap_concentration", "crowd_calibration", *R.MAP_REFERENCES]
+    axes = ["grid", "grid", CALIBRATION_GRID, CALIBRATION_GRID, "trap_concentration", "trap_concentration"]
+    axes += ["crowd_calibration", "crowd_copy", *R.MAP_REFERENCES]
     assert list(table["axis"]) == axes
     # the gain over uniform weights is AceMAD's average minus the uniform one (the same questions on both sides)
     np.testing.assert_allclose(table["gain_uniform"], table["acemad"] - table["uniform"], atol=1e-9)
@@ -83,6 +92,24 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     text = RA.story(table, "SYNTHETIC population (no LLM)")
     assert "knowledge_link 0" in text and "uniform weights" in text and "over shuffled scores" in text
     assert RA.heatmap(table, "x") is not None and RA.sweeps(table, "x") is not None
+    # the truth-holder alone is its round-1 answer in AceMAD's own run: a share of its questions, in %
+    assert ((table["truth_holder_alone"] >= 0) & (table["truth_holder_alone"] <= 100)).all()
+    # the inverse question: a point reaches the paper's claim exactly where its CI's upper end does
+    acemad, claimed, best = RA.paper_claim()
+    printed = TB.paper_table("table2_main_results", "GPT-4o-mini").set_index("method")["Average (printed)"]
+    assert acemad == printed["AceMAD (T=3)"] and acemad - claimed == pytest.approx(printed[best])
+    assert printed[best] == max(printed[m] for m in ("Decentralized MAD", "Centralized MAD", "Sparse MAD"))
+    assert list(RA.reaches(table, claimed)) == list(table["gain_mad_hi"] >= claimed)
+    low = table["gain_mad_hi"].min()  # a claim the lowest point cannot reach, and one every point reaches
+    assert not RA.reaches(table, low + 1e-6).all() and RA.reaches(table, low).all()
+    text = RA.inverse_story(table, claimed, acemad, "x")
+    assert f"{claimed:+.1f} points" in text and "2603.06612" in text and "2508.17536" in text
+    assert RA.inverse_map(table, claimed, "x") is not None
+    # the fitted population's baselines from the map's own baseline run, beside the paper's cells
+    cells = AM.baseline_fit(S, runs)
+    assert set(cells["table"]) == {"Table 1", "Table 2"} and cells["simulated"].notna().all()
+    np.testing.assert_allclose(cells["residual"], cells["simulated"] - cells["paper"])
+    assert "printed" in RA.fit_story(cells, "x")
 
 
 def _record(scores, right, k=4):
@@ -115,7 +142,7 @@ def test_knowledge_gap_sees_whether_right_agents_score_higher():
 
 def test_the_controls_sentence_names_each_control_and_its_gain():
     items = make_items(40, k=4, seed=2)
-    pop = SimPopulation(seed=1)
+    pop = SimPopulation(SimParams(**ORIGINAL), seed=1)  # a Skeptic with insight 0.5: a control that can tell
     target = DebateConfig(method="acemad")
     cfgs = R.controls()
     recs = [run_question(q, pop, c) for q in items for c in [target, *cfgs]]
@@ -139,7 +166,7 @@ def test_a_real_model_profile_gets_no_map_and_a_notebook_that_says_why(tmp_path,
 
 def test_notebook_04_says_from_the_rules_why_each_variant_gains_or_not():
     X = R.heterogeneity("synthetic-model-b", "", 0)
-    pop = SimPopulation(seed=1)
+    pop = SimPopulation(SimParams(**ORIGINAL), seed=1)  # crowd_insight 0: the Different LLMs' Generalist never sees
     recs = [run_question(q, pop, c) for q in make_items(30, k=4, seed=2) for c in X.configs]
     labels = [c.label for c in X.configs]
     text = N.variant_rules(TB.versus_best(recs, labels[1:], labels[:1]), X.configs, pop)

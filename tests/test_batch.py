@@ -289,3 +289,45 @@ def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_serv
     with pytest.raises(BudgetStop, match="raise MAX_USD"):
         run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
     assert srv.batches == {} and srv.batch_lines == []
+
+
+def _loopback_population(url: str, cache: Path, calls_via: str):
+    """As a profile builds it: no endpoint kind given, so a 127.0.0.1 URL is the 'local-llama.cpp' kind."""
+    from acemad_utils.agents.llm_agent import LLMPopulation
+
+    return LLMPopulation(
+        model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", cache=str(cache), calls_via=calls_via,
+        batch_options=W.BATCH, max_concurrency=4, backoff=(0.0, 0.01),
+    )  # fmt: skip
+
+
+def test_batch_mode_goes_through_the_batch_api_of_a_loopback_endpoint(root):
+    with FakeOpenAI(FaultInjector(0.0)) as srv:
+        assert srv.url.startswith("http://127.0.0.1:")
+        pop = _loopback_population(srv.url, root / "c.sqlite", "batch")
+        assert pop.client(None).kind == "local-llama.cpp"
+        run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
+        assert srv.batch_lines and not srv.requests  # every call went through a batch, none synchronously
+
+
+def test_files_mode_writes_the_requests_of_a_loopback_endpoint(root):
+    with FakeOpenAI(FaultInjector(0.0)) as srv:
+        pop = _loopback_population(srv.url, root / "c.sqlite", "files")
+        with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)"):
+            run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
+        assert srv.count == 0
+
+
+def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
+    from acemad_utils.agents.client import BatchUnsupported
+
+    with FakeOpenAI(FaultInjector(0.0), batch_api=False) as srv:
+        with pytest.raises(BatchUnsupported) as e:
+            _loopback_population(srv.url, root / "c.sqlite", "batch")
+        assert srv.count == 0
+    assert "no Batch API" in str(e.value) and "CALLS_VIA=files" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_batch_status_says_so_when_there_are_no_batches(root, capsys):
+    assert BA.main(["--cache", str(root / "empty.sqlite"), "status"]) == 0
+    assert capsys.readouterr().out.startswith("no batches recorded in ")

@@ -56,7 +56,7 @@ ARGS = [
 RUN = ["03_main_results.ipynb", "05_ablation.ipynb"]
 COMMITTED = "05_ablation.ipynb"
 SHOTS = P.ROOT / "outputs" / "smoke"
-BARS = re.compile(r"[█▏▎▍▌▋▊▉]+ +(\.\d\d|1\.0)")  # a debate view's text bar and its number
+BARS = re.compile(r"[█▏▎▍▌▋▊▉]+[ \xa0]+(\.\d\d|1\.0)")  # a debate view's text bar and its number (no-break spaces)
 JUPYTER = Path(sys.executable).parent / "jupyter"
 # JupyterLab settings for this throw-away server: every cell in the DOM (no windowing, so outputs far down
 # the notebook can be counted), no autosave (the copy is never written back), no news or update checks.

@@ -4,6 +4,7 @@ runs still lists every claim with the paper's line."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from acemad_utils.data import paths as P
@@ -52,7 +53,9 @@ def test_a_paired_gain_gets_the_verdict_its_ci_implies_in_the_profiles_words(a_r
     n = 200
     base = RNG.random(n)  # shared difficulty: a and b are paired on the same questions
     recs = records("A", base < a_rate) + records("B", base < b_rate)
-    [row] = C.finalize(C.gain_rows("A beats B", "l.1", recs, "A", ["B"]), synthetic=synthetic).to_dict("records")
+    paper = pd.DataFrame({"method": ["A", "B"], "Average (printed)": [80.0, 20.0]})  # claims +60: 200 give it power
+    rows = C.gain_rows("A beats B", "l.1", recs, "A", ["B"], paper=paper)
+    [row] = C.finalize(rows, synthetic=synthetic).to_dict("records")
     words = (
         {C.HOLDS: C.HOLDS_SIM, C.FAILS: C.FAILS_SIM} if synthetic else {C.HOLDS: C.SUPPORTED, C.FAILS: C.NOT_SUPPORTED}
     )
@@ -64,11 +67,46 @@ def test_a_gain_that_may_be_zero_is_inconclusive():
     a = np.r_[np.ones(12), np.zeros(10), np.ones(18)]  # A alone right on 12 questions, B alone on 10
     b = np.r_[np.zeros(12), np.ones(10), np.ones(18)]
     rows = C.gain_rows("A beats B", "l.1", records("A", a) + records("B", b), "A", ["B"])
-    assert C.finalize(rows, synthetic=False).verdict.tolist() == [C.INCONCLUSIVE]
+    assert C.finalize(rows, synthetic=True).verdict.tolist() == [C.INCONCLUSIVE]
+
+
+@pytest.mark.parametrize(
+    "claimed, synthetic, verdict", [(8.1, True, C.NULL_SIM), (8.1, False, C.NULL), (1.0, True, C.INCONCLUSIVE)]
+)
+def test_a_ci_that_excludes_the_claimed_gain_is_a_precise_null_not_inconclusive(claimed, synthetic, verdict):
+    gain = dict(kind="gain", ci=(-0.8, 1.4), p=0.6)  # +0.3 [-0.8, +1.4]: excludes +8.1, not +1.0
+    rows = [C.row("MAD beats voting", "l.226", claimed, n=100_000, psi=0.05, **gain)]
+    assert C.finalize(rows, synthetic=synthetic).verdict.tolist() == [verdict]
+
+
+@pytest.mark.parametrize("n_questions", [2, 8])
+def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_nothing(n_questions):
+    """The local profile's run (8 demo questions at most): every row underpowered, not comparable or not run."""
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
+    labels |= {"Sparse MAD": "sparse", "AceMAD (T=2)": "acemad"}
+    rates = {"AceMAD (T=3)": 0.9, "Majority Voting": 0.0, "Decentralized MAD": 0.1, "Sparse MAD": 0.0}
+    runs = {
+        "main": _run(
+            rates | {"AceMAD (T=2)": 0.0},
+            {k: cfg(m) for k, m in labels.items()},
+            params={},
+            n=n_questions,
+            model="SmolLM2-135M-Instruct",
+        )
+    }
+    runs["main"][0].update(synthetic=False, model="SmolLM2-135M-Instruct", backend="local")
+    runs["main"][0]["population"] = {"synthetic": False, "model": "SmolLM2-135M-Instruct"}
+    ledger = C.ledger(runs)
+    assert not ledger.verdict.isin([C.SUPPORTED, C.NOT_SUPPORTED]).any(), ledger[["claim", "verdict"]]
+    assert ledger.verdict.str.startswith(C.UNDERPOWERED).any()
+    exact = ledger[ledger.claim.str.contains("49.92")]
+    assert exact.verdict.tolist() == [C.ANOTHER_MODEL]
+    assert "smoke test of the pipeline, not evidence" in C.summary(ledger, runs, "local")
 
 
 def test_holm_across_the_ledger_turns_a_lone_significant_gain_inconclusive():
-    gain = dict(kind="gain", ci=(0.5, 3.0))
+    gain = dict(kind="gain", ci=(0.5, 3.0), n=10_000, psi=0.1)  # enough questions for the power rule
     alone = C.finalize([C.row("g", "l.1", None, p=0.03, **gain)], synthetic=False)
     assert alone.verdict.tolist() == [C.SUPPORTED] and alone["p (Holm)"].tolist() == [0.03]
     family = C.finalize([C.row(f"g{i}", "l.1", None, p=0.03, **gain) for i in range(5)], synthetic=False)
@@ -108,30 +146,39 @@ def test_a_ledger_without_runs_lists_every_claim_as_not_run():
     assert list(ledger.columns) == C.COLUMNS
     assert len(ledger) >= 10 and set(ledger.verdict) == {C.NOT_RUN}
     assert ledger["paper line"].str.contains(r"l\.\d+").all()
-    for line in COVERED:
-        assert (
-            ledger["paper line"].str.contains(f"l.{line},", regex=False).any()
-            or (ledger["paper line"] == f"l.{line}").any()
-        ), line
 
 
-# The paper's quantitative sentences the ledger covers: line of acemad_paper.tex -> words of that line. A claim
-# dropped from the ledger fails the test above; a moved line fails the one below (when the paper is at hand).
-COVERED = {
-    91: "majority voting achieves only 14.0",
-    111: "AceMAD achieves 20.31",
-    223: "or even degradation",
-    226: "All MAD variants consistently outperform Majority Voting",
-    229: "improves monotonically with the number of agents",
-    459: "achieves 49.92",
-    468: "all three substantially outperform homogeneous Decentralized MAD",
-    511: "achieves the highest accuracy across all benchmarks",
-    522: "Performance improves substantially from $N=1$ to $10$",
-    1022: "average +6.36",
-    1023: "AceMAD shows a slight degradation",
-    1069: "consistently outperforming standard debate",
-    1114: "our method continues to outperform Decentralized MAD",
-}
+def test_every_covered_claim_has_its_row_with_its_line():
+    ledger = C.ledger({})  # no run: every claim is still listed, as not run
+    for line, _, claim in COVERED:
+        at = ledger[ledger["paper line"].str.contains(rf"\bl\.{line}\b")]
+        assert at.claim.str.contains(claim, regex=False).any(), (line, claim)
+
+
+# The paper's quantitative sentences the ledger covers: (line of acemad_paper.tex, words of that line, words of the
+# ledger's claim). A claim dropped from the ledger fails the test above; a moved line fails the one below.
+COVERED = [
+    (83, "recovers sparse truth signals even when initial majorities are incorrect", "initial majority is wrong"),
+    (91, "majority voting achieves only 14.0", "Majority Voting reaches only 14.0%"),
+    (109, "guaranteeing convergence to truth from minority positions", "initial majority is wrong"),
+    (111, "AceMAD achieves 20.31", "+20.31 points over standard MAD (Decentralized"),
+    (223, "or even degradation", "Majority Voting stays flat"),
+    (226, "All MAD variants consistently outperform Majority Voting", "MAD beats Majority Voting"),
+    (229, "improves monotonically with the number of agents", "Decentralized MAD improves monotonically"),
+    (459, "achieves 49.92", "average accuracy 49.92%"),
+    (459, "The gains are most pronounced on \\textbf{reasoning-heavy} tasks", "most pronounced on BBH and ARC-C"),
+    (459, "exhibits performance degradation on tasks like LogiQA and MedQA", "T=5 degrades on LogiQA and MedQA"),
+    (468, "all three substantially outperform homogeneous Decentralized MAD", "heterogeneity beats"),
+    (511, "achieves the highest accuracy across all benchmarks", "Full protocol beats both ablations"),
+    (511, "margin over the \\textit{Self-Belief Only} variant is most pronounced", "most pronounced on ARC-C and BBH"),
+    (522, "Performance improves substantially from $N=1$ to $10$", "AceMAD improves from N=1 to N=10"),
+    (1022, "average +6.36", "Table 4 (DeepSeek-V3.1): AceMAD beats the best MAD"),
+    (1023, "AceMAD shows a slight degradation", "slightly below the best MAD"),
+    (1069, "consistently outperforming standard debate", "Table 5 (Llama-3.1-8B): AceMAD beats the best MAD"),
+    (1069, "less pronounced compared to those observed with larger models", "gains smaller than GPT-4o-mini's"),
+    (1114, "our method continues to outperform Decentralized MAD", "Table 6 (full test sets)"),
+    (1114, "does not penalize correct majorities", "No penalty on correct majorities"),
+]
 
 
 def test_the_covered_lines_say_what_the_ledger_tests():
@@ -139,7 +186,7 @@ def test_the_covered_lines_say_what_the_ledger_tests():
     if not tex.is_file():
         pytest.skip(f"the paper is not at {tex} (set ACEMAD_PAPER_DIR)")
     lines = tex.read_text().splitlines()
-    for n, words in COVERED.items():
+    for n, words, _ in COVERED:
         assert words in lines[n - 1], (n, words)
 
 
@@ -224,3 +271,62 @@ def test_the_controls_beside_table_2_are_not_the_papers_baselines():
         "Single Agent (AceMAD's Skeptic alone)": {"method": "single", "baseline_agent": skeptic},
     }
     assert C.paper_baselines({"methods": methods}, "AceMAD (T=3)") == ["Sparse MAD"]
+
+
+def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_cannot():
+    def one(verdict: str, claim: str = "AceMAD beats Standard MAD") -> pd.DataFrame:
+        return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict}])
+
+    grid = {C.BASE_POINT: one(C.HOLDS_SIM), "equal stubbornness": one(C.FAILS_SIM), "insight = 0.1": one(C.HOLDS_SIM)}
+    runs = {"main": _run({}, {}, params={"crowd_insight": 0.0})}
+    [text] = C.deciding(one(C.HOLDS_SIM), grid, runs)[C.DECIDED_BY]
+    assert text == f"{C.FAILS_SIM} where equal stubbornness; {C.HOLDS_SIM} elsewhere ({C.BASE_POINT} and 1 more)"
+    table1 = "Table 1 (N=5): MAD beats Majority Voting: Sparse MAD"
+    grid = {k: one(v, table1) for k, v in ((C.BASE_POINT, C.NULL_SIM), ("crowd_insight = 0.2", C.HOLDS_SIM))}
+    [text] = C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY]
+    assert text.startswith("by construction: ") and "crowd_insight = 0" in text
+    assert f"{C.HOLDS_SIM} where crowd_insight = 0.2" in text
+    runs["main"][0]["population"]["params"]["crowd_insight"] = 0.2  # no longer pinned: the grid alone decides
+    assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")
+
+
+def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benchmarks():
+    benches = ("synthetic-bbh", "synthetic-arc_challenge", "synthetic-logiqa", "synthetic-medqa")
+    base = np.r_[np.zeros(100), np.zeros(100), np.ones(100), np.ones(100)]  # B: right on LogiQA and MedQA only
+    a = np.r_[np.ones(60), np.zeros(40), np.ones(60), np.zeros(40), np.ones(200)]  # +60 on BBH and ARC-C, +0 else
+    recs = records("A", a, benches) + records("B", base, benches)
+    r = C.pronounced_row("most pronounced", "l.459", recs, "A", ["B"])
+    assert r["verdict"] == C.HOLDS and r["ours [95% CI]"].startswith("+60.0") and r["n"] == 400
+    r = C.pronounced_row("most pronounced", "l.459", records("B", base, benches) + records("A", a, benches), "B", ["A"])
+    assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
+
+
+def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
+    """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
+    from acemad_utils.report import figures
+
+    synthetic, model = C.source({})
+    label = figures.source_label(synthetic, model)
+    ledger = C.ledger({})
+    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
+    assert set(ledger.verdict) == {"not run"}
+    assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
+
+
+def test_a_heterogeneity_run_without_a_second_model_lists_its_row_as_skipped():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (Different Persona)": cfg("acemad")}
+    rates = {"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}
+    ledger = C.ledger({"heterogeneity": _run(rates, configs, params={})})
+    skipped = ledger[ledger.claim.str.endswith(C.DIFFERENT_LLMS)]
+    assert len(skipped) == 1 and skipped.verdict.iloc[0] == C.NOT_RUN and "SECOND_MODEL" in skipped.note.iloc[0]
+
+
+def test_tables_left_out_of_other_models_are_listed_as_skipped():
+    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+    configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (T=3)": cfg("acemad")}
+    full = _run({"Decentralized MAD": 0.3, "AceMAD (T=3)": 0.5}, configs, params={})
+    ledger = C.ledger({"full_datasets": full})  # notebook 07 with OTHER_MODELS: []
+    other = ledger[ledger.claim.str.startswith(("Table 2 (Qwen", "Table 4", "Table 5"))]
+    assert len(other) >= 3 and other.note.str.startswith("skipped: OTHER_MODELS").all()
+    assert set(other.verdict) == {C.NOT_RUN}

@@ -5,6 +5,8 @@ sends; a run capped by MAX_USD stops cleanly, pays nothing twice when resumed, a
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 from pathlib import Path
 
@@ -33,6 +35,9 @@ try:
     from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 except ImportError:
     from fake_openai import FakeOpenAI, FaultInjector, Reply
+
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -77,6 +82,8 @@ def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_netw
     dollars = float(total.split("$")[1].split()[0].replace(",", ""))
     assert 50 < dollars < 2000, total  # the README's ~$313; a broken replay gives 0 or absurd sums
     assert "check current prices" in out and "openai.com/api/pricing" in out
+    power = out[out.index("questions needed for 80% power") :]  # then what the questions buy, per claim family
+    assert "main gain" in power and "claims are underpowered in this plan" in power
 
 
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
@@ -125,6 +132,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
         pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     )
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
+    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network here (tests/test_preflight.py)
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
     assert order == ["estimate", "nb"]
     out = capsys.readouterr().out
@@ -343,3 +351,48 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
     out = capsys.readouterr().out
     assert ran == ["02_baselines"]  # the next notebook would stop at its first paid call: not started
     assert "stopped by MAX_USD" in out and "not started: 03_main_results" in out and "raise MAX_USD" in out
+
+
+def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeypatch):
+    """README and docs/running.md quote the paper profile's estimate: with the benchmark files, "$S synchronous
+    ... $B with the Batch API" and "$B instead of $S"; without them (demo questions) "prints about $S / $B"."""
+    data = os.environ.get("ACEMAD_DATA_DIR")
+    if not data or not Path(data).is_dir():
+        pytest.skip("ACEMAD_DATA_DIR does not name the benchmark files: the docs quote the estimate made with them")
+    monkeypatch.delenv("ACEMAD_MODELS", raising=False)
+    monkeypatch.setenv("ACEMAD_SMOKE", "0")  # the docs quote the full profile, not the shrunk one pytest runs under
+
+    def dollars(data_dir: str) -> tuple[int, int]:
+        t = C.estimate_profile("paper", data_dir=data_dir).total()
+        return round(t.usd), round(t.usd_batch)
+
+    real, demo = dollars(data), dollars(str(tmp_path))  # an empty folder: the demo questions stand in
+    text = " ".join((REPO / doc).read_text() for doc in ("README.md", "docs/running.md")).replace("\n", " ")
+    quoted = re.findall(r"\$(\d+) synchronous[^$]{0,20}\$(\d+) with the Batch API", text)
+    instead = re.findall(r"about \$(\d+) instead of \$(\d+)", text)
+    on_demo = re.findall(r"prints about \$(\d+) / \$(\d+)", text)
+    assert quoted and instead and on_demo
+    assert {(int(s), int(b)) for s, b in quoted} == {real}
+    assert {(int(s), int(b)) for b, s in instead} == {real}
+    assert {(int(s), int(b)) for s, b in on_demo} == {demo}
+
+
+def test_the_estimate_prints_each_endpoint_beside_its_price_and_the_wall_time_at_workers():
+    ep = profiles.Endpoint("SECOND_MODEL / SECOND_BASE_URL", "gpt-4o-mini", "http://me:secret@h:8000/v1?k=1", ("04",))
+    row = C.Row("04_heterogeneity", "gpt-4o-mini", questions=10, calls=14_400, prompt_tokens=1e6, usd=1.0)
+    text = C.format_estimate(C.Estimate("p", rows=[row], endpoints=[ep], workers=16), call_seconds=2.0)
+    assert "endpoint SECOND_MODEL / SECOND_BASE_URL: gpt-4o-mini at http://h:8000/v1 ($0.15/M input" in text
+    assert "secret" not in text and "k=1" not in text
+    assert "WORKERS=16 ~0.5 h, WORKERS=64 ~0.1 h" in text  # 14,400 calls x 2 s / 16 in flight = 0.5 h
+
+
+def test_the_paper_profiles_workers_stay_inside_a_common_rate_limit_and_near_its_floor():
+    """WORKERS calls in flight at ~CALL_SECONDS each send no more requests and tokens a minute than RATE_LIMIT,
+    and take at most twice the time that limit allows any WORKERS (16 took ~6x)."""
+    est = C.estimate_profile("paper", per_benchmark=1)
+    t = est.total()
+    tokens = t.prompt_tokens + t.completion_tokens
+    per_minute = est.workers / C.CALL_SECONDS * 60
+    assert per_minute <= C.RATE_LIMIT[0] and per_minute * tokens / t.calls <= C.RATE_LIMIT[1]
+    hours, floor = C.wall_hours(t.calls, tokens, est.workers)
+    assert hours <= 2 * floor

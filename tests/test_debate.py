@@ -186,13 +186,16 @@ def test_results_do_not_depend_on_call_order():
 # ----------------------------------------------------------------------------- the synthetic Challenging Interval
 def test_crowd_errors_are_positively_correlated():
     # P(agent j wrong | agent i wrong) > P(agent j wrong): the shared trap propensity couples them.
-    recs = [run_question(q, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad")) for q in ITEMS]
+    items = make_items(1500, k=4, seed=11)  # enough for |z| > 4 to be far beyond chance either way
+    recs = [run_question(q, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad")) for q in items]
     wrong = np.array(
         [[int(np.argmax(e["p"])) != r["labels"].index(r["answer"]) for e in r["rounds"][0][:4]] for r in recs]
     )
-    p_j = wrong[:, 1].mean()
-    p_j_given_i = wrong[wrong[:, 0], 1].mean()
-    assert p_j_given_i > p_j + 0.05
+    # two-proportion z of P(j wrong | i wrong) - P(j wrong | i right): about N(0, 1) if errors were independent
+    a, b = wrong[wrong[:, 0], 1], wrong[~wrong[:, 0], 1]
+    pooled = wrong[:, 1].mean()
+    z = (a.mean() - b.mean()) / np.sqrt(pooled * (1 - pooled) * (1 / len(a) + 1 / len(b)))
+    assert z > 4, (a.mean(), b.mean(), z)
 
 
 def test_trap_is_a_wrong_option_and_stable():
@@ -215,11 +218,14 @@ def test_acemad_beats_majority_where_the_theory_says_it_should():
     [SimParams(crowd_calibration=1.0), SimParams(insight=0.0, insight_calibration=0.0)],
     ids=["calibrated-crowd", "no-truth-holders"],
 )
-def test_acemad_does_not_beat_majority_where_it_should_not(params):
-    ace, maj = accuracy("acemad", params), accuracy("majority", params, roster="acemad")  # the same agents
-    diff = ace - maj
+def test_acemad_does_not_beat_the_same_debate_with_uniform_weights_where_it_should_not(params):
+    # The same agents debating without weights (Decentralized MAD, AceMAD's roster), not Majority Voting: stubborn
+    # crowd agents with insight drift a debate toward the truth whatever the weights (the paper's MAD above Majority
+    # Voting, which the fitted population reproduces), so only this comparison isolates the weights.
+    ace, mad = accuracy("acemad", params), accuracy("decentralized", params, roster="acemad")
+    diff = ace - mad
     se = diff.std(ddof=1) / np.sqrt(len(diff))
-    assert diff.mean() < 2 * se + 0.02, (ace.mean(), maj.mean())
+    assert diff.mean() < 2 * se + 0.02, (ace.mean(), mad.mean())
 
 
 def test_uniform_weighting_is_standard_mad():

@@ -9,13 +9,20 @@ What counts as a name (in `backticks` or a [link](target); commands also inside 
     an environment variable  ACEMAD_MAX_USD (anywhere): listed in data/settings.py's ENV_VARS, read there
 Paths under outputs/ (regenerated, git-ignored), placeholders (<profile>, *, ...) and a user's own files
 (my.jsonl) are not checked: they are not the repository's.
+
+And every command the docs show runs as written in a fresh clone: no bare `python -m acemad_utils` (it needs the
+activated venv), and each ```bash block is run verbatim in a shell without it, skipping (named) the lines that need a
+key, the network, make or another tool's server.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -40,7 +47,7 @@ REPO_DIRS = {"acemad_utils", "notebooks", "profiles", "tests", "bench", "docs", 
 SUBPACKAGES = {p.parent.name for p in (Path(__file__).resolve().parents[1] / "acemad_utils").glob("*/__init__.py")}
 #: Names the docs' own examples define (`results.table`), and a user's own files (`my_task.py`).
 EXAMPLE_NAMES = {"results", "final", "r", "my_task"}
-FILE_SUFFIXES = {"md", "tex", "json", "jsonl", "toml", "py", "gz", "html", "sqlite", "csv", "yaml", "ipynb"}
+FILE_SUFFIXES = {"md", "tex", "json", "jsonl", "toml", "py", "gz", "html", "sqlite", "csv", "yaml", "ipynb", "parquet"}
 #: Not the repository's: regenerated outputs, a user's run folder, placeholders.
 NOT_OURS = re.compile(r"^(outputs|acemad_runs|\.venv)(/|$)|[<>*{}]|\.\.\.")
 SUFFIXES = (".py", ".ipynb", ".md")
@@ -197,3 +204,132 @@ def test_the_readme_example_is_the_one_the_own_questions_test_runs():
     example = re.findall(r"```python\n(.*?)```", guide.split("\n## 1. Python API\n", 1)[1], flags=re.S)[0]
     assert example in readme, "copy docs/own-questions.md's '1. Python API' example into README.md verbatim"
     assert len(example.strip().splitlines()) <= 10
+
+
+# ----------------------------------------------------------------------------- commands, run as written
+#: Why a command line of the docs is not run here (each skipped line is matched by one of these, named).
+SKIP = {
+    "needs a key": re.compile(r"\b[A-Z_]*API_KEY=|export OPENAI_"),
+    "needs a paid endpoint (--model without --base-url on 127.0.0.1)": re.compile(
+        r"--model\b(?!.*--base-url http://127)"
+    ),
+    "needs the network (an install)": re.compile(r"^(pip|\S*/pip)\s+install\b"),
+    "runs make (installs .venv, minutes to hours; the targets exist: test_every_name_a_doc_gives_exists)": re.compile(
+        r"^make\b"
+    ),
+    "another tool's server or its output (vLLM, inspect)": re.compile(r"^(inspect\b|python3? -m vllm\b)|output\.jsonl"),
+}
+OUR_PYTHON = re.compile(r"(?<![\w/.])python3?\s+-m\s+acemad_utils\b")
+
+
+def shell_blocks(text: str) -> list[str]:
+    """The ```bash blocks of a Markdown text."""
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+def runnable(block: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the block with every skipped command line removed, [(line, why)]); heredoc bodies stay with their command."""
+    keep, skipped, heredoc = [], [], None
+    for line in block.splitlines():
+        if heredoc is not None:
+            keep.append(line)
+            heredoc = None if line.strip() == heredoc else heredoc
+            continue
+        why = next((k for k, rx in SKIP.items() if rx.search(line.strip())), None)
+        if why:
+            skipped.append((line, why))
+            continue
+        keep.append(line)
+        m = re.search(r"<<'?(\w+)'?", line)
+        heredoc = m.group(1) if m else None
+    return "\n".join(keep) + "\n", skipped
+
+
+def run_block(block: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run a docs block verbatim with bash in `cwd`, where `.venv` is this interpreter's environment (a fresh clone
+    after `make venv`) importing this checkout; stops at the first failing command."""
+    venv = Path(sys.executable).parents[1]
+    (cwd / ".venv").symlink_to(venv, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ACEMAD_PROGRESS": "0"}
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not p.startswith(str(venv)))
+    return subprocess.run(["bash", "-e", "-c", block], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_no_doc_command_needs_an_activated_venv():
+    """`python -m acemad_utils ...` fails in a fresh clone (the system Python has no pandas): every command the docs
+    show uses `.venv/bin/python` or `make` (issue: README's command did not run as written)."""
+    bare = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for code in FENCE.findall(text) + TICKED.findall(FENCE.sub("", text)):
+            bare += [f"{doc.relative_to(REPO)}: {m}" for m in OUR_PYTHON.findall(code)]
+    assert not bare, "say .venv/bin/python -m (or make run):\n" + "\n".join(bare)
+    assert OUR_PYTHON.search("`python -m acemad_utils run x`") and not OUR_PYTHON.search(
+        ".venv/bin/python -m acemad_utils"
+    )
+
+
+@pytest.mark.slow  # every docs block that runs (a few synthetic runs, ~10 s each on 2 loaded cores)
+@pytest.mark.parametrize(
+    "doc,i",
+    [(d, i) for d in DOCS for i, _ in enumerate(shell_blocks(d.read_text(encoding="utf-8")))],
+    ids=lambda v: str(v.relative_to(REPO)) if isinstance(v, Path) else f"block{v}",
+)
+def test_each_docs_command_runs_as_written(doc, i, tmp_path):
+    block, skipped = runnable(shell_blocks(doc.read_text(encoding="utf-8"))[i])
+    commands = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not commands:
+        pytest.skip("; ".join(sorted({why for _, why in skipped})))
+    done = run_block(block, tmp_path)
+    assert done.returncode == 0, f"{doc.relative_to(REPO)} block {i} failed:\n{block}\n{done.stdout}\n{done.stderr}"
+
+
+def test_the_commands_run_without_an_activated_venv(tmp_path):
+    """The runner above is a fresh clone's shell: the environment is only reachable as .venv/bin/python."""
+    done = run_block('echo "$(command -v python3)"\n.venv/bin/python -c "import sys; print(sys.prefix)"\n', tmp_path)
+    assert done.returncode == 0, done.stderr
+    found, prefix = done.stdout.splitlines()
+    assert not found.startswith(str(Path(sys.executable).parent)), found
+    assert Path(prefix).resolve() == Path(sys.prefix).resolve()
+
+
+def anchors(doc: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings: lower case, punctuation dropped, spaces to '-'."""
+    heads = re.findall(r"^#+\s+(.*)$", FENCE.sub("", doc.read_text(encoding="utf-8")), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+def broken_links(doc: Path) -> list[str]:
+    """The [text](target) links of `doc` that do not resolve from its own folder, as a reader's click does:
+    the file, then the #anchor among its headings (links out of the repository are not checked)."""
+    out = []
+    for link in LINK.findall(FENCE.sub("", doc.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", link) or NOT_OURS.search(link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (doc.parent / path).resolve() if path else doc
+        if not target.exists() or (anchor and target.suffix == ".md" and anchor not in anchors(target)):
+            out.append(link)
+    return out
+
+
+@pytest.mark.parametrize("doc", [*DOCS, REPO / "bench" / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
+def test_every_link_resolves_from_the_file_it_is_in(doc):
+    assert broken_links(doc) == []
+
+
+def test_the_link_check_sees_a_wrong_folder_and_a_wrong_anchor(tmp_path):
+    (tmp_path / "a.md").write_text("# Cost and speed\n")
+    doc = tmp_path / "b.md"
+    doc.write_text("[ok](a.md#cost-and-speed) [folder](x/a.md) [anchor](a.md#costs) [here](#nothing)\n")
+    assert broken_links(doc) == ["x/a.md", "a.md#costs", "#nothing"]
+
+
+def test_every_set_up_step_of_the_makefile_says_what_it_does_first():
+    """A first `make reproduce` installs for minutes: each pip or venv step is announced by the line before it."""
+    recipe = (REPO / "Makefile").read_text(encoding="utf-8").split("\n$(VENV)/.base:")[1].split("\nvenv:")[0]
+    lines = [x.strip() for x in recipe.splitlines() if x.startswith("\t")]
+    steps = [i for i, x in enumerate(lines) if "$(PIP)" in x or "-m venv" in x]
+    assert len(steps) >= 4
+    assert all("echo" in lines[i] if "-m venv" in lines[i] else lines[i - 1].startswith("@echo") for i in steps)

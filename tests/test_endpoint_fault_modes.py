@@ -5,17 +5,24 @@ outputs/, bounded replies and parameter values."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import gzip
 import json
 import os
+import socket
 import threading
 import time
+import tracemalloc
 
 import openai
 import pandas as pd
 import pytest
 
+from acemad_utils.agents import transport
 from acemad_utils.agents.client import EndpointUnreachable, LLMClient
 from acemad_utils.agents.health import EndpointDown, cap_reply
+from acemad_utils.agents.request import GarbledResponse
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import run_dir
 from acemad_utils.experiments import subsets
@@ -357,3 +364,188 @@ def test_the_reproduce_command_refuses_a_second_run_of_the_profile(repo, tmp_pat
         with pytest.raises(SystemExit, match=r"another run holds probe/.lock: pid \d+ .*--wait"):
             reproduce.run(str(path), only=["00_theory"])
     assert not (repo / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()
+
+
+# ----------------------------------------------------------------------------- endpoints that would fill the memory
+@contextlib.contextmanager
+def _raw_server(respond):
+    """A loopback server that reads one request's head and lets `respond(conn, head)` write anything back."""
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                got = conn.recv(65536)
+                if not got:
+                    return
+                head += got
+            with contextlib.suppress(OSError):
+                respond(conn, head)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:  # closed: the test is over
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
+    finally:
+        srv.close()
+
+
+CHUNK = b"x" * 65536
+
+
+def _endless_chunked(conn, head):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for _ in range(256):  # 16 MiB at most: four times the test's cap
+        conn.sendall(b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK))
+
+
+def _huge_length(conn, head):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 50000000000\r\n\r\n{")
+
+
+def _http10_without_length(conn, head):
+    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n")
+    for _ in range(256):
+        conn.sendall(CHUNK)
+
+
+@pytest.mark.parametrize("respond", [_endless_chunked, _huge_length, _http10_without_length])
+def test_a_chat_reply_without_end_stops_at_the_cap_with_one_line_naming_the_endpoint(respond, monkeypatch):
+    monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 2**22)
+    with _raw_server(respond) as url:
+        c = LLMClient("m", url, KEY, breaker=1000, max_attempts=1, timeout=30)
+        tracemalloc.start()
+        try:
+            with pytest.raises(openai.APIConnectionError) as err:
+                c.generate(MSG)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    line = str(err.value)
+    assert "\n" not in line and url in line and f"more than {2**22} bytes" in line
+    assert peak < 3 * 2**22
+
+
+BOMB: list[bytes] = []  # made before memory is traced: 64 MiB of zeros in ~64 KiB
+
+
+def _gzip_bomb(conn, head):
+    bomb = BOMB[0]
+    head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+    conn.sendall(f"{head}Content-Length: {len(bomb)}\r\n\r\n".encode() + bomb)
+
+
+def test_a_gzip_bomb_listing_is_never_inflated(monkeypatch):
+    BOMB[:] = BOMB or [gzip.compress(b"0" * 2**26, compresslevel=9)]
+    with _raw_server(_gzip_bomb) as url:
+        c = LLMClient("m", url, KEY)
+        tracemalloc.start()
+        try:
+            c.preflight(timeout=10)  # an answer that is not a listing: the endpoint is there
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 2**24
+
+
+def test_a_listing_without_end_is_one_line_and_nothing_reads_on_after_the_preflight(monkeypatch):
+    monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 2**22)
+    with _raw_server(_endless_chunked) as url:
+        with pytest.raises(transport.ResponseTooLarge, match=f"{url} answered GET /v1/models with more than"):
+            LLMClient("m", url, KEY).preflight(timeout=10)
+    hung_up = threading.Event()
+
+    def trickle(conn, head):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            for _ in range(3000):  # 30 s at most
+                conn.sendall(b"1\r\n \r\n")
+                hung_up.wait(0.01)  # the pace of a trickling endpoint
+        except OSError:  # the client closed the connection
+            hung_up.set()
+
+    with _raw_server(trickle) as url:
+        with pytest.warns(UserWarning, match="did not answer GET /models within 0.5 s"):
+            LLMClient("m", url, KEY).preflight(timeout=0.5)
+        assert hung_up.wait(10), "the listing was still being read 10 s after the preflight gave up"
+
+
+def _reply(conn, text: str = "fine") -> None:
+    body = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
+def test_chat_calls_through_an_authenticating_proxy_carry_its_credentials(monkeypatch):
+    heads: list[bytes] = []
+
+    def proxy(conn, head):
+        heads.append(head)
+        _reply(conn)
+
+    with _raw_server(proxy) as url:
+        monkeypatch.setenv("HTTP_PROXY", url.replace("http://", "http://user:s3cret@").removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        c = LLMClient("m", "http://upstream.example/v1", KEY, max_attempts=1)
+        assert c.generate(MSG).text == "fine"
+    assert heads[-1].startswith(b"POST http://upstream.example:80/v1/chat/completions ")
+    assert b"\r\nProxy-Authorization: Basic " + base64.b64encode(b"user:s3cret") + b"\r\n" in heads[-1]
+
+
+def _body(text: bytes):
+    def respond(conn, head):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(text))
+        conn.sendall(text)
+
+    return respond
+
+
+_CHOICE = b'"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]'
+
+
+@pytest.mark.parametrize(
+    "respond, says",
+    [
+        (_body(b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
+        (_body(b'{"choices":[{"message":{"role":"assistant","content":"hi \\ud800"}}]}'), "lone surrogate"),
+        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":"lots","completion_tokens":1}}'), "prompt_tokens='lots'"),
+        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":1,"completion_tokens":1e400}}'), "completion_tokens=inf"),
+        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":-500,"completion_tokens":1}}'), "prompt_tokens=-500"),
+        (lambda conn, head: conn.sendall(b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n"), "no Location"),
+    ],
+    ids=["deep JSON", "lone surrogate", "usage lots", "usage 1e400", "negative usage", "3xx without Location"],
+)
+def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(respond, says):
+    with _raw_server(respond) as url:
+        c = LLMClient("m", url, KEY, breaker=1000, max_attempts=1)
+        with pytest.raises((GarbledResponse, openai.APIStatusError)) as err:
+            c.generate(MSG)
+        assert c.stats()["cost_usd"] in (0, 0.0, None)
+    line = str(err.value)
+    assert "\n" not in line and url in line and says in line
+
+
+def test_negative_or_garbage_usage_never_counts_negative_tokens():
+    from acemad_utils.agents.usage import usage_tokens
+
+    assert usage_tokens({"prompt_tokens": -500, "completion_tokens": "lots", "total_tokens": 1e400}) == (0, 0, 0)
+    assert usage_tokens({"prompt_tokens": 1e400, "prompt_tokens_details": {"cached_tokens": -3}}) == (0, 0, 0)

@@ -91,7 +91,22 @@ def test_figures_are_legible_at_notebook_width():
         ]
     )
     fig_d = theory.phase_diagram(phase)
-    for name, fig in (("Figure 4", fig4), ("Figure 5", fig5), ("phase diagram", fig_d)):
+    from acemad_utils.report import assumptions as RA
+
+    grid = pd.DataFrame(
+        [
+            {"axis": "grid", "insight": i, "knowledge_link": k}
+            | {
+                f"gain_{key}{end}": -12.3 + d
+                for key, _ in RA.HEAT_PANELS
+                for end, d in (("", 0), ("_lo", -1), ("_hi", 1))
+            }
+            for i in (0.1, 0.3, 0.5, 0.7, 0.9)
+            for k in (0.0, 0.25, 0.5, 0.75, 1.0)
+        ]
+    )
+    fig_9a = RA.heatmap(grid, "SYNTHETIC population (no LLM)")
+    for name, fig in (("Figure 4", fig4), ("Figure 5", fig5), ("phase diagram", fig_d), ("Figure 9a", fig_9a)):
         assert not F.too_small(fig), f"{name}: {F.too_small(fig)[:5]}"
         plt.close(fig)
     # the check can fail: a 20-inch figure's 10-pt tick labels are about 6 pt at notebook width

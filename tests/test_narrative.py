@@ -287,7 +287,14 @@ def test_assumption_names_the_link_and_never_crashes():
     old = {"synthetic": True, "params": {"skeptic_calibration": 0.9}}  # before the population helper's branch
     assert "names no knowledge_link" in N.assumption(old)
     assert N.assumption({"synthetic": False, "model": "m"}) == ""
-    assert N.assumption(POP, short=True) == "[rests on knowledge_link=1.0, calibration_by=knowledge]"
+    full = {"synthetic": True, "params": {**POP["params"], "insight": 0.5, "insight_susceptibility": 0.1}}
+    assert N.assumption(full, short=True) == (
+        "[rests on knowledge_link=1.0, calibration_by=knowledge, insight=0.5, insight_susceptibility=0.1, "
+        "independent Generalists]"
+    )
+    baselines = {"synthetic": True, "params": {**POP["params"], "trap_mean": 0.7, "crowd_insight": 0.0}}
+    said = N.join("SYNTHETIC", "x", population=baselines, uses=N.BASELINE_USES)
+    assert "trap_mean = 0.7, crowd_insight = 0" in said and "knowledge_link plays no part" in said
     assert "rests on" in N.assumption(None)
 
 
@@ -329,3 +336,19 @@ def test_notebook_wording_of_issue_29_item_7():
         assert "best baseline" not in source, "say 'best MAD baseline'"
     nb07 = text("07_other_models.ipynb")
     assert "no correlated misconception" not in nb07 and "generated with a trap distractor" in nb07
+
+
+def test_theory_weights_groups_by_agent_count_and_sets_the_recovery_rate_against_l109():
+    tab_a = pd.DataFrame(
+        {"x": [6], "series": ["symmetric updating (Prop. 1)"], "mean": [0.0], "lo": [-0.01], "hi": [0.01]}
+    )
+    groups = ["truth-holder (holds truth)", "truth-holder (wrong)", "crowd (holds truth)", "crowd (wrong)"]
+    tab_b = pd.DataFrame(
+        {"group": groups, "round": 1, "mean": [0.9, 0.5, 0.4, 0.6], "n_agents": [30, 10, 10, 90]}
+    )  # weighted: truth-holders (27 + 5) / 40 = 0.80, crowd (4 + 54) / 100 = 0.58; unweighted 0.70 and 0.50
+    holder = "truth-holder right in round 1"
+    tab_c = pd.DataFrame({"eta": [0.0, 2.0, 16.0], "subset": holder, "mean": [0.04, 0.05, 0.1]})
+    tab_d = pd.DataFrame({"N": 5, "T": 3, "eta": 2.0, "crowd_calibration": [0.0, 1.0], "p_flip": [0.09, 0.0]})
+    text = N.theory(tab_a, tab_b, tab_c, tab_d, eta=2.0, rounds=3)
+    assert "truth-holders score 0.80" in text and "crowd's 0.58" in text and "crowd (holds truth) at 0.40" in text
+    assert "by construction" in text and "+0.050 at eta = 2" in text and "l.109" in text and "9%" in text

@@ -342,3 +342,29 @@ def test_meta_keeps_no_url_credentials_of_a_config(env):
     text = (d / "meta.json").read_text()
     assert "http://127.0.0.1:9/v1?api-version=1" in text
     assert leaks(env, URL_PASSWORD) == [] and leaks(env, URL_QUERY_KEY) == []
+
+
+def test_a_key_across_the_preview_cut_is_redacted_before_the_cut(monkeypatch):
+    from acemad_utils.agents.redact import preview, remember_secret
+
+    key = "sk-proj-" + "Zq7" * 13 + "x"  # 48 characters
+    remember_secret(key)
+    body = "a" * 180 + key + " and more"  # glued to a word character, across character 200
+    shown = preview(body.encode())
+    assert key[8:14] not in shown and "Zq7Zq7" not in shown
+
+
+def test_a_key_glued_to_a_word_is_redacted_and_words_are_not():
+    glued = "tokensk-proj-AbC123dEf456GhI789jKl0"
+    assert "AbC123" not in redact(f"header {glued} trailer")
+    assert redact("a risk-averse, task-specific reasoner") == "a risk-averse, task-specific reasoner"
+
+
+def test_a_reply_echoing_the_key_is_stored_and_returned_without_it(tmp_path):
+    with FakeOpenAI(default=Reply(content=f"sure, your key is {PLAIN} and {CANARY}")) as srv:
+        client = LLMClient("m", srv.url, PLAIN, cache=tmp_path / "llm.sqlite", max_attempts=1)
+        text = client.generate([{"role": "user", "content": "echo"}]).text
+        client.close()
+    assert PLAIN not in text and "canary" not in text and "***" in text
+    for path in tmp_path.iterdir():
+        assert not any(n in path.read_bytes() for n in (PLAIN.encode(), *NEEDLES)), path

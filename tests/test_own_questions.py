@@ -6,6 +6,7 @@ Everything runs in a temporary working directory: nothing may land inside the ch
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -278,3 +279,181 @@ def test_every_method_debates_an_unlabelled_question(method):
     assert rec["final"]["oracle_any_agent_correct"] is None
     assert all(d["correct"] is None for d in rec.get("decisions", {}).values())
     assert all(r["correct"] is None for r in rec.get("runs", []))
+
+
+# ----------------------------------------------------------------------------- empty replies, unparsed commitments
+def test_empty_replies_fail_uncached_and_a_fixed_endpoint_is_asked_again(elsewhere, endpoint, capsys):
+    """content null and tool-call-only replies are failed calls, never cached: after the endpoint is fixed, the
+    same command sends its requests again and every question is answered."""
+    src = _write(elsewhere / "e.jsonl", ROWS[:2])
+    argv = ["run", str(src), "--model", "fake-model", "--methods", "majority,acemad", "--rounds", "1"]
+    endpoint.set_mode("empty")
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"\(4 records, 4 failed\)", out), out
+    first = endpoint.count
+    assert first > 0 and endpoint.modes["empty"] == first
+    run = next(d for d in (elsewhere / "acemad_runs" / "runs" / "e").iterdir() if d.is_dir())
+    errors = [r.get("error", "") for r in read_jsonl(run / "transcripts.jsonl.gz")]
+    assert all("empty reply" in e for e in errors), errors
+    assert any("content null" in e for e in errors) or any("tool call" in e for e in errors)
+    endpoint.set_mode("ok")
+    assert main(argv) == 0
+    assert endpoint.count > first, "the fixed endpoint is asked again: nothing empty was cached"
+    assert all(r["status"] == "ok" for r in read_jsonl(run / "transcripts.jsonl.gz"))
+
+
+def test_an_empty_row_in_an_old_cache_is_no_answer(tmp_path):
+    from acemad_utils.agents.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "llm.sqlite")
+    cache.put("k", {"text": "  "}, model="m", kind="openai")
+    cache.put("ok", {"text": "an answer"}, model="m", kind="openai")
+    with pytest.warns(UserWarning, match="dropped"):
+        assert cache.get("k") is None
+    assert cache.get("ok")["text"] == "an answer" and len(cache) == 1
+
+
+def test_mostly_unparsed_commitments_exit_1_like_reproduce(elsewhere, endpoint, capsys):
+    src = _write(elsewhere / "u.jsonl", ROWS[:2])
+    endpoint.set_mode("unparseable")
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority"]) == 1
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "did not parse" in x)
+    assert re.match(r"10 of 10 commitments \(100%\) did not parse after the repair call, more than the 50%", line)
+
+
+# ----------------------------------------------------------------------------- per-role models
+def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
+    """--role-model skeptic=NAME@URL: AceMAD's Skeptic calls the second endpoint with its model, nobody else does;
+    the moderator role reaches Centralized MAD's moderator; the table names the roles (Table 3's Different LLMs)."""
+    src = _write(elsewhere / "r.jsonl", ROWS[:2])
+    with FakeOpenAI(FaultInjector(rate=0.0)) as second:
+        roles = ["--role-model", f"skeptic=skeptic-model@{second.url}", "--role-model", "moderator=mod-model"]
+        argv = ["run", str(src), "--model", "fake-model", "--methods", "acemad,centralized", "--rounds", "2", *roles]
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "AceMAD (T=2; skeptic skeptic-model)" in out, out
+    assert second.count == 2 * 2 * 2  # 2 questions x 2 rounds x (argue + commit) of the one Skeptic of 5
+    assert {b["model"] for b in second.requests} == {"skeptic-model"}
+    assert {b["model"] for b in endpoint.requests} == {"fake-model", "mod-model"}
+    assert "_roles-" in re.search(r"^transcripts: +(\S+)", out, flags=re.M).group(1)
+
+
+def test_a_role_endpoint_that_is_down_stops_before_any_call(elsewhere, endpoint, capsys):
+    src = _write(elsewhere / "r.jsonl", ROWS[:1])
+    argv = ["run", str(src), "--model", "fake-model", "--role-model", "skeptic=x@http://127.0.0.1:9/v1", "--yes"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "127.0.0.1:9" in err and endpoint.count == 0, err
+    for bad, message in (("critic=x", "role 'critic'"), ("skeptic=", "expected ROLE=NAME"),
+                         ("skeptic=x@http://u:p@h/v1", "no user:password")):  # fmt: skip
+        assert main(["run", str(src), "--model", "m", "--role-model", bad]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_role_models_in_python_and_synthetic(elsewhere):
+    q = make_question("Which is heavier?", ["a kilo of iron", "a kilo of feathers", "the same"], answer="C")
+    plain = api.run(q, "acemad", synthetic=True)
+    other = api.run(q, "acemad", synthetic=True, roles={"skeptic": "model-b"})
+    assert other.run_dir != plain.run_dir and other[0].method == "AceMAD (T=3; skeptic model-b)"
+    with pytest.raises(ValueError, match="role URL"):
+        api.run(q, synthetic=True, roles={"skeptic": "b@http://127.0.0.1:9/v1"})
+
+
+# ----------------------------------------------------------------------------- the estimate before run spends
+def test_the_estimate_is_printed_first_and_is_what_is_sent(elsewhere, endpoint, capsys):
+    src = _write(elsewhere / "c.jsonl", ROWS)
+    argv = ["run", str(src), "--model", "fake-model", "--methods", "acemad,majority,centralized,single"]
+    assert main(argv + ["--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    calls = int(re.match(r"estimate: ([\d,]+) calls, .* unpriced \(fake-model; no price\), ~[\d.]+ min", first)
+                .group(1).replace(",", ""))  # fmt: skip
+    assert calls == endpoint.count, (first, endpoint.count)
+
+
+def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoint, capsys, monkeypatch):
+    """One question, 100 agents, 50 rounds (the red-team's 4,600 calls in 25 s): priced and stopped before a call."""
+    src = _write(elsewhere / "big.jsonl", ROWS[:1])
+    argv = ["run", str(src), "--model", "gpt-4o-mini", "--methods", "acemad", "--agents", "100", "--rounds", "50"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    from acemad_utils.cost.estimate import CALL_SECONDS
+
+    wall = f"~{10_000 * CALL_SECONDS / 8 / 60:.1f} min at {CALL_SECONDS:g} s per call and 8 in flight"
+    assert re.match(r"estimate: 10,000 calls, [\d.,]+ M tokens, \$[\d,]+\.\d\d, ", out) and wall in out, out
+    assert err.strip().splitlines() == [
+        "error: the estimate is above $1 or 2,000 calls and stdin cannot answer; add --yes to run it (nothing was sent)"
+    ]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    assert main(argv) == 2
+    assert "send these calls? [y/N]" in capsys.readouterr().err and endpoint.count == 0
+
+
+def test_a_fitted_estimate_agrees_with_the_replay():
+    """Above DIRECT_MAX agents x rounds the estimate is fitted from smaller replays: on a config small enough to
+    replay, the fit gives the replay's calls and tokens (per model, roles included) within 1%."""
+    from acemad_utils.cost import estimate as E
+
+    qs = [make_question(f"Q{i}: which colour is a clear sky?", ["red", "green", "blue"], answer="C") for i in range(3)]
+    for method in ("acemad", "centralized"):
+        cfgs = api.configs([method], rounds=6, agents=8, roles={"skeptic": "other"} if method == "acemad" else None)
+        replayed = E.estimate_run(qs, cfgs, "gpt-4o-mini")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(E, "DIRECT_MAX", 0)
+            fitted = E.estimate_run(qs, cfgs, "gpt-4o-mini")
+        assert fitted.calls == pytest.approx(replayed.calls, rel=1e-6)
+        assert fitted.prompt_tokens == pytest.approx(replayed.prompt_tokens, rel=0.01)
+        assert fitted.unpriced == replayed.unpriced == (["other"] if method == "acemad" else [])
+
+
+# ----------------------------------------------------------------------------- any dataset by its columns
+def test_the_column_route_of_the_docs_runs_as_written(tmp_path):
+    """docs/own-questions.md section 4's block, verbatim (tests/test_docs.py's fresh-clone shell): ARC-Challenge,
+    MMLU-Pro and TruthfulQA mc1 in their published shapes, each scored."""
+    from tests.test_docs import run_block, runnable
+
+    (block,) = doc_blocks("4. Any dataset by its columns")[1:]
+    script, skipped = runnable(block)
+    assert not skipped and script.count("--question-col") + script.count("--choices-col") >= 3
+    done = run_block(script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "acemad_runs" / "runs"
+    golds = {}
+    for name in ("arc", "mmlu_pro", "truthfulqa"):
+        run = next(d for d in (runs / name).iterdir() if d.is_dir())
+        recs = read_jsonl(run / "transcripts.jsonl.gz")
+        assert recs and all(r["status"] == "ok" and r["final"]["correct"] is not None for r in recs)
+        golds |= {r["question_id"]: r["answer"] for r in recs}
+    assert golds["arc-1"] == "B" and golds["arc-2"] == "1" and golds["70"] == "C" and golds["71"] == "C"
+    assert len(done.stdout.split("transcripts:")) == 4
+
+
+def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys):
+    rows = [{"question_id": i, "question": f"Q{i}?", "options": ["a", "b", "c"], "answer": "B"} for i in range(3)]
+    rows[1]["options"] = ["a", "a", "c"]  # as MMLU-Pro's test item 8584: an option repeated
+    src = _write(elsewhere / "mmlu.jsonl", rows)
+    argv = ["run", str(src), "--choices-col", "options", "--answer-col", "answer", "--id-col", "question_id"]
+    assert main([*argv, "--synthetic", "--methods", "majority"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {src}, line 2: field 'options' repeats an option text; each option must differ", err
+    assert main([*argv, "--synthetic", "--methods", "majority", "--skip-invalid"]) == 0
+    out = capsys.readouterr().out
+    assert f"--skip-invalid: left out 1 row(s) that fail the checks, first: {src}, line 2: field 'options'" in out
+    assert "(2 records, 0 failed)" in out
+
+
+def test_the_estimate_the_docs_quote_is_the_one_printed():
+    """docs/own-questions.md quotes the estimate of its own three questions: the same line api.estimate gives."""
+    block = doc_blocks("Try it on your task")[0]
+    rows = [json.loads(x) for x in block.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0].splitlines()]
+    line = api.estimate(rows, "acemad,majority", model="gpt-4o-mini").line()
+    quoted = " ".join(DOC.read_text(encoding="utf-8").split("gpt-4o-mini`: `", 1)[1].split("`", 1)[0].split())
+    assert line.startswith(quoted), (quoted, line)

@@ -66,7 +66,7 @@ def test_no_name_is_a_number_in_one_notebook_and_a_list_in_another():
 
 def test_docs_parameters_md_is_generated_from_the_schema():
     text = (ROOT / "docs" / "parameters.md").read_text()
-    regenerate = "python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md"
+    regenerate = ".venv/bin/python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md"
     assert text == params.markdown(ENV_VARS), regenerate
     for name in [*params.SCHEMA, *ENV_VARS]:
         assert f"`{name}`" in text
@@ -131,7 +131,7 @@ def _shows(nb: str, P: dict, result: R.RunResult) -> None:
         result.config("decentralized", group="control")
         assert result.labels("acemad") == [c.label for c in result.run["acemad"]]
     elif nb == "04_heterogeneity":
-        assert result.run["variants"][0].hash == config.DebateConfig(method="acemad", seed=P["SEED"]).hash
+        assert result.run["variants"][0].hash == config.DebateConfig(method="acemad", eta=P["ETA"], seed=P["SEED"]).hash
     elif nb == "05_ablation":
         result.config(group="full"), result.config(group="standard")
     elif nb == "06_scaling":

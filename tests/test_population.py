@@ -46,7 +46,9 @@ def test_answer_distribution_per_persona_is_the_sum_of_its_states():
         # the earlier persona model's P(trap | not guessing): pi * (1 - insight) for a Skeptic, pi for the crowd
         expected_trap = item.pi * (1 - params.p_insight(spec))
         assert np.isclose(trapped / (1 - g), expected_trap)
-    assert state_probs(item, AgentSpec("Generalist", 0.1), params)[1] == 0.0  # crowd_insight = 0: no insight
+        assert np.isclose(ins, (1 - g) * params.p_insight(spec))
+    no_insight = SimParams(crowd_insight=0.0)  # the original crowd: a Generalist never sees through the trap
+    assert state_probs(item_latent(q, no_insight, 0), AgentSpec("Generalist", 0.1), no_insight)[1] == 0.0
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
@@ -121,3 +123,98 @@ def test_params_are_checked(bad):
 def test_describe_names_every_parameter():
     d = SimPopulation(SimParams(knowledge_link=0.0)).describe()["params"]
     assert d["knowledge_link"] == 0.0 and d["calibration_by"] == "knowledge" and "insight_calibration" in d
+
+
+@pytest.mark.parametrize("engine", ["per_agent", "vectorized"])
+def test_near_copies_share_their_specs_first_agent_state_and_a_unique_agent_never_copies(engine):
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+
+    specs = [AgentSpec("Generalist", 0.0)] * 4 + [AgentSpec("Skeptic", 0.0)]
+
+    def answers(copy: float) -> np.ndarray:  # (items, agents): each agent's answer before reading anyone
+        params = SimParams(crowd_copy=copy, crowd_insight=0.3, insight=0.3, explore_base=0.2)
+        if engine == "vectorized":
+            return VectorSimPopulation(params, seed=5).batch_agents(specs, ITEMS, [0] * len(ITEMS)).belief.argmax(-1)
+        pop = SimPopulation(params, seed=5)
+        return np.array([[int(np.argmax(a.belief)) for a in pop.agents(specs, q)] for q in ITEMS])
+
+    copies, independent = answers(1.0), answers(0.0)
+    assert (copies[:, :4] == copies[:, :1]).all()  # temperature 0, crowd_copy 1: one state for the four
+    assert (independent[:, :4] != independent[:, :1]).any(axis=1).mean() > 0.2  # without copies they differ
+    assert (copies[:, 4] != copies[:, 0]).any()  # the Skeptic (the only agent of its spec) draws its own
+    assert SimParams(crowd_copy=0.5).copy(0.1) == pytest.approx(0.45) and SimParams(crowd_copy=1.0).copy(1.5) == 0
+
+
+def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named_variant(tmp_path, monkeypatch):
+    from acemad_utils.data import paths as P
+    from acemad_utils.data.sim_params import FITTED, ORIGINAL
+    from acemad_utils.experiments.setup import Setup
+
+    assert {k: getattr(SimParams(), k) for k in FITTED} == FITTED
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    fitted, original = Setup(population="fitted"), Setup(population="original")
+    assert fitted.population.params == SimParams()
+    assert {k: getattr(original.population.params, k) for k in ORIGINAL} == ORIGINAL
+    assert original.slug != fitted.slug  # the original selects other items: subsets of its own
+    with pytest.raises(ValueError, match="POPULATION"):
+        Setup(population="mine")
+
+
+def test_the_committed_fit_reproduces_its_baseline_cells():
+    """Re-simulating the committed fitted population with the fit's own items and seed gives the committed cells
+    (the search that found the values is `python -m acemad_utils.experiments.fit`)."""
+    from acemad_utils.experiments import fit
+
+    saved = fit.committed()
+    again = fit.cells(SimParams(), n_items=saved["n_items_per_benchmark"], seed=saved["seed"])
+    assert list(again["cell"]) == [c["cell"] for c in saved["cells"]]
+    np.testing.assert_allclose(again["simulated"], [c["simulated"] for c in saved["cells"]], atol=1e-3)
+    np.testing.assert_allclose(again["paper"], [c["paper"] for c in saved["cells"]], atol=1e-9)
+    # the fit's targets are the paper's printed cells: Table 1's gaps are differences of its printed averages
+    t1 = {c["cell"]: c["paper"] for c in saved["cells"] if c["table"] == "Table 1"}
+    assert t1["Sparse MAD - Majority Voting"] == pytest.approx(t1["Sparse MAD"] - t1["Majority Voting"])
+
+
+def test_the_pattern_search_finds_a_minimum_in_the_box():
+    from acemad_utils.experiments import fit
+
+    target = np.array([0.3, 0.8, 0.0])
+    x, fx = fit.search(np.full(3, 0.5), lambda x: float(np.sum((x - target) ** 2)), log=lambda _: None)
+    np.testing.assert_allclose(x, target, atol=1 / 32)
+    assert fx < 1e-3
+
+
+def test_docs_population_shows_the_committed_fit():
+    from acemad_utils.data.paths import ROOT
+    from acemad_utils.experiments import fit
+
+    assert fit.doc_block() in (ROOT / "docs" / "population.md").read_text(encoding="utf-8")
+
+
+def test_a_subset_another_synthetic_population_selected_is_not_reused(tmp_path, monkeypatch):
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.data import paths as P
+    from acemad_utils.data.sim_params import ORIGINAL
+    from acemad_utils.experiments import subsets
+    from acemad_utils.experiments.setup import Setup
+
+    monkeypatch.setattr(P, "ROOT", tmp_path)
+    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    S = Setup(benchmarks=["bbh"], n_items=30, workers=1)
+    kept = S.subset("bbh")  # built by the fitted population, which reads it back
+    name, qs = S.bench_name("bbh"), S.questions("bbh")
+    assert subsets.load_subset(name, S.slug, qs, S.population)[: len(kept)] == kept
+    with pytest.raises(FileNotFoundError, match="another synthetic population"):
+        subsets.load_subset(name, S.slug, qs, VectorSimPopulation(SimParams(**ORIGINAL), seed=S.seed))
+
+
+def test_readme_and_docs_cite_every_study_the_map_places():
+    import re
+
+    from acemad_utils.data.paths import ROOT
+    from acemad_utils.report.assumptions import EVIDENCE
+
+    ids = [re.search(r"\d{4}\.\d{5}|Prelec", ref).group(0) for ref, *_ in EVIDENCE]
+    for page in ("README.md", "docs/population.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert [i for i in ids if i not in text] == [], page

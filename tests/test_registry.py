@@ -19,9 +19,10 @@ from acemad_utils.report import figures
 
 def test_groups_keep_the_run_order_and_the_labels():
     X = R.main_results([2, 3, 5], 2.0, seed=0)
-    assert X.name == "main" and list(X.groups) == ["baselines", "control", "acemad"]
+    assert X.name == "main" and list(X.groups) == ["baselines", "control", "acemad", "matched"]
     assert X.labels("acemad") == ["AceMAD (T=2)", "AceMAD (T=3)", "AceMAD (T=5)"]
-    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 11  # 5 baselines, 3 controls, 3 T
+    assert X.labels() == [c.label for c in X.configs] and len(X.configs) == 12  # 5 baselines, 3 controls, 3 T, SC
+    assert X.labels("matched") == ["Self-consistency (15 samples; ours, not the paper's)"]
     assert X["control"][0].roster == "acemad" and X["control"][0].method == "decentralized"
 
 
@@ -178,3 +179,32 @@ def test_notebook_04s_different_persona_is_notebook_03s_acemad_and_its_rosters_s
     assert het["variants"][0].hash == main.config("acemad", group="acemad", rounds=3).hash
     lines = R.rosters(het, "variants").splitlines()
     assert len(lines) == 3 and lines[-1].startswith("AceMAD (Different LLMs): ") and "on model-b" in lines[-1]
+
+
+def test_eta_reaches_every_acemad_run_of_every_notebook():
+    """`--set ETA=4` changes every AceMAD run the notebooks make (Tables 2-6, Figures 4-5, the map), so the
+    ledger never mixes eta values; the baselines, which have no weights, are unchanged."""
+    seen = set()
+    for nb in params.NOTEBOOKS:
+        if "ETA" not in params.defaults(nb):
+            continue
+        for run in R.runs(nb, {"ETA": 4.0, "SECOND_MODEL": "m2", "OTHER_MODELS": []}):
+            for c in run.configs:
+                if c.method == "acemad":
+                    assert c.eta == 4.0, (nb, c.label)
+                    seen.add(nb[:2])
+    assert {"03", "04", "05", "06", "07", "09"} <= seen
+
+
+def test_the_ledger_grid_keeps_the_points_the_population_can_express_and_names_the_rest():
+    grid = (
+        R.LedgerPoint("equal stubbornness", "", {"insight_susceptibility": 0.3}),
+        R.LedgerPoint("no such field", "", {"not_a_simparams_field": 1.0}),
+        R.LedgerPoint("K = 3", "", {}, ("bbh",)),
+    )
+    assert [p.name for p in R.ledger_points(["bbh", "arc_challenge"], grid)] == ["equal stubbornness", "K = 3"]
+    assert R.unvaried(["arc_challenge"], grid) == ["no such field", "K = 3"]
+    runs = R.ledger_runs(grid[0], seed=0, n_max=40, benchmarks=["bbh"])
+    assert {r.name.split("__")[1] for r in runs} == {"baselines", "main", "heterogeneity", "ablation", "scaling"}
+    assert all(r.name.startswith("map_ledger40_insight_susceptibility0.3__") and r.cap == 40 for r in runs)
+    assert all(r.params == {"insight_susceptibility": 0.3} for r in runs)

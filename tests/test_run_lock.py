@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,16 +65,32 @@ def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
 
 def test_two_runs_at_once_pay_each_call_once(repo):
     """Two processes start the same LLM run at once (a notebook by hand beside `make reproduce`'s kernel):
-    one runs, the other refuses with one line naming the holder; every request the server saw is distinct."""
+    one runs, the other refuses with one line naming the holder; every request the server saw is distinct.
+    The server holds every call until one of the two has ended, so the run holding the lock is still inside it
+    when the other reaches it, however loaded the machine (a 50 ms delay per call once let the first run end
+    before the second started)."""
     plan = FaultInjector(0.0)
+    one_ended = threading.Event()
 
-    def slow(body, n):  # slow enough that the two runs overlap
-        time.sleep(0.05)
+    def held(body, n):
+        one_ended.wait(300)
         return plan(body, n)
 
-    with FakeOpenAI(slow) as srv:
-        procs = [_by_hand(repo, srv.url) for _ in range(2)]
-        outs = [p.communicate(timeout=300) for p in procs]
+    with FakeOpenAI(held) as srv:
+        procs = [_by_hand(repo, srv.url, ACEMAD_CALL_TIMEOUT="600") for _ in range(2)]
+        outs: list = [None, None]
+
+        def finish(i: int) -> None:
+            try:
+                outs[i] = procs[i].communicate(timeout=600)
+            finally:
+                one_ended.set()
+
+        waiting = [threading.Thread(target=finish, args=(i,)) for i in range(2)]
+        for t in waiting:
+            t.start()
+        for t in waiting:
+            t.join()
         bodies = [json.dumps(b, sort_keys=True) for b in srv.requests]
     lines = [o.strip() for o, _ in outs]
     assert sorted(x.split()[0] for x in lines) == ["DONE", "REFUSED"], outs

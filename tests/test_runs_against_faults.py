@@ -456,3 +456,27 @@ def test_a_preflight_against_a_trickling_endpoint_warns_and_ends():
     finally:
         srv.close()
     assert any("did not answer GET /models within 1 s" in str(w.message) for w in seen), seen
+
+
+# ----------------------------------------------------------------------------- parameters per run
+def test_a_set_that_shapes_the_runs_names_a_run_of_its_own():
+    from acemad_utils.experiments.profiles import run_key
+
+    assert run_key("default", {"SEED": 1}) == "default.set-SEED-1"
+    assert run_key("default", {"SEED": 0, "WORKERS": 2, "BASE_URL": "http://127.0.0.1:9/v1"}) == "default"
+    assert run_key("default", {"BENCHMARKS": ["bbh"]}).startswith("default.set-")  # a hash: not a folder name
+
+
+def test_a_set_that_shapes_the_runs_makes_new_runs_and_subsets_beside_the_profiles_own(smoke_outputs):
+    from acemad_utils.experiments.setup import Setup
+
+    single = [DebateConfig(method="single", single_runs=1)]
+    seen = {}
+    for profile, seed in (("default", 0), ("default.set-SEED-1", 1), ("default", 0)):
+        S = Setup(profile=profile, seed=seed, benchmarks=["arc_challenge"])
+        meta, records = S.run("probe", single, n_max=5)  # seed 1: other items, other subsets, a run of its own
+        seen.setdefault(profile, meta["data_hash"])
+        assert meta["data_hash"] == seen[profile]
+    assert seen["default"] != seen["default.set-SEED-1"]
+    assert (P.outputs("runs") / "default.set-SEED-1" / "probe" / "meta.json").is_file()
+    assert (P.outputs("runs") / "default" / "probe" / "meta.json").is_file()

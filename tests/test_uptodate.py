@@ -4,7 +4,9 @@ never taken for a current one."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 
 import nbformat
 import pytest
@@ -137,3 +139,86 @@ def test_smoke_unset_empty_and_zero_are_one_environment(monkeypatch):
         assert uptodate.environment({}) == off
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     assert uptodate.environment({}) != off
+
+
+def _recorded_after(change) -> dict:
+    """What a new Stamp finds current after a clean run was recorded and then `change()` ran."""
+    uptodate.Stamp("mine").save({"01_first": "fp"}, ran=["01_first"], reads={})
+    assert uptodate.Stamp("mine").recorded == {"01_first": "fp"}  # nothing changed: current
+    change()
+    return uptodate.Stamp("mine").recorded
+
+
+def _edit_keeping_size_and_times(path) -> None:
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[0] ^= 1
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_file_edited_back_to_its_size_and_time_is_a_change(tmp_outputs):
+    run = P.outputs("runs", "mine", "baselines")
+    (run / "transcript.jsonl.gz").write_bytes(gzip.compress(b'{"answer": "A"}\n'))
+    table = P.DATA / "paper" / "table1.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text("method,acc\nvoting,0.5\n")
+    assert _recorded_after(lambda: _edit_keeping_size_and_times(run / "transcript.jsonl.gz")) == {}
+    assert _recorded_after(lambda: _edit_keeping_size_and_times(table)) == {}
+
+
+def test_links_to_folders_elsewhere_are_followed_and_a_loop_ends(tmp_outputs, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("other_disk")
+    (elsewhere / "baselines").mkdir()
+    (elsewhere / "baselines" / "transcript.jsonl").write_text('{"answer": "A"}\n')
+    (elsewhere / "baselines" / "loop").symlink_to(elsewhere)  # a link to its own parent
+    os.mkfifo(elsewhere / "a_fifo")  # never opened: reading it would block
+    P.outputs().mkdir(parents=True, exist_ok=True)
+    (P.outputs() / "runs").symlink_to(elsewhere)
+    assert _recorded_after(lambda: (elsewhere / "baselines" / "transcript.jsonl").write_text('{"answer": "B"}\n')) == {}
+
+
+def test_benchmark_files_and_matplotlib_configuration_count(tmp_outputs, tmp_path_factory, monkeypatch):
+    bench, mpl = tmp_path_factory.mktemp("benchmarks"), tmp_path_factory.mktemp("mplconfig")
+    gold = bench / "arc_challenge" / "ARC-Challenge" / "ARC-Challenge-Test.jsonl"
+    gold.parent.mkdir(parents=True)
+    gold.write_text('{"answerKey": "A"}\n')
+    monkeypatch.setenv("ACEMAD_DATA_DIR", str(bench))
+    monkeypatch.setenv("MPLCONFIGDIR", str(mpl))
+    assert _recorded_after(lambda: gold.write_text('{"answerKey": "B"}\n')) == {}
+    assert _recorded_after(lambda: (mpl / "matplotlibrc").write_text("font.size: 30\n")) == {}
+    rc = tmp_path_factory.mktemp("rc") / "myrc"
+    monkeypatch.setenv("MATPLOTLIBRC", str(rc))
+    assert _recorded_after(lambda: rc.write_text("lines.linewidth: 9\n")) == {}
+
+
+def test_a_file_read_that_changes_while_the_notebooks_run_leaves_nothing_up_to_date(tmp_outputs):
+    table = P.DATA / "paper" / "table1.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text("method,acc\nvoting,0.5\n")
+    stamp = uptodate.Stamp("mine")  # the driver takes it before the first notebook starts
+    table.write_text("method,acc\nvoting,0.9\n")  # edited while a notebook reads it
+    note = stamp.save({"01_first": "fp"}, ran=["01_first"], reads={})
+    assert "changed while they ran" in note and not stamp.path.exists()
+    assert uptodate.Stamp("mine").recorded == {}
+    (P.DATA / "subsets").mkdir()
+    stamp = uptodate.Stamp("mine")
+    (P.DATA / "subsets" / "built.jsonl").write_text("{}\n")  # what the notebooks write is not a change read
+    assert stamp.save({"01_first": "fp"}, ran=["01_first"], reads={}) == ""
+    assert uptodate.Stamp("mine").recorded == {"01_first": "fp"}
+
+
+@pytest.mark.slow  # a kernel starts
+def test_kernels_import_the_checkout_the_driver_runs_from(tmp_outputs, tmp_path_factory, monkeypatch):
+    decoy = tmp_path_factory.mktemp("other_checkout")
+    (decoy / "acemad_utils").mkdir()
+    (decoy / "acemad_utils" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(decoy))  # another checkout first on the path, as its venv would put it
+    seen = tmp_outputs / "imported.txt"
+    nb = tmp_outputs / "01_first.ipynb"
+    _notebook(nb, f"import acemad_utils, pathlib\npathlib.Path({str(seen)!r}).write_text(acemad_utils.__file__)")
+    monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_first": nb})
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
+    assert reproduce.run("mine") == 0
+    assert seen.read_text() == str(P.CHECKOUT / "acemad_utils" / "__init__.py")

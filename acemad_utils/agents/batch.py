@@ -271,7 +271,11 @@ def main(argv=None) -> int:
     ensure_tables(cache)
     if a.cmd == "status":
         with cache.connect() as conn:
-            for row in conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created"):
+            found = conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created")
+            batches = found.fetchall()
+            if not batches:
+                print(f"no batches recorded in {cache.path}")
+            for row in batches:
                 print(
                     f"{row[0]}  {row[1]:<10} {row[2]:<18} {row[3]:>6} requests  "
                     f"{'imported' if row[4] else 'open'}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(row[5]))}"

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Optional
 
 from acemad_utils.agents.cache import ResponseCache, canonical_json
+from acemad_utils.agents.redact import redact
+from acemad_utils.agents.request import empty_reply
 from acemad_utils.agents.usage import usage_tokens
 
 _SCHEMA = (
@@ -97,9 +99,12 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
     choices = body.get("choices") if isinstance(body, dict) else None
     if not choices or not isinstance(choices, list) or not isinstance(choices[0].get("message"), dict):
         return None, "a batch reply that is not a chat completion"
+    empty = empty_reply(choices[0])
+    if empty is not None:  # a failed call, never cached (the client's rule, request.EmptyReply)
+        return None, empty
     pt, ct, cached = usage_tokens(body.get("usage"))
     return {
-        "text": choices[0]["message"].get("content") or "",
+        "text": redact(choices[0]["message"].get("content") or ""),  # as the client's replies: no key kept
         "finish_reason": choices[0].get("finish_reason"),
         "prompt_tokens": pt,
         "completion_tokens": ct,

@@ -9,8 +9,9 @@
 
 The key is a sha256 over canonical JSON of everything that determines a sample, *including the caller's
 scope*: five agents sending the same first-round prompt at temperature 0.6 must get five independent
-samples, not one sample cached five times. Rows hold the model name and the endpoint kind
-("openai", "local-llama.cpp", ...) only; never an API key or a base URL. Values are JSON (no pickle).
+samples, not one sample cached five times. An empty reply is never an answer: the client does not store one
+and `get` drops one written by an older version (its call is asked again). Rows hold the model name and the
+endpoint kind ("openai", "local-llama.cpp", ...) only; never an API key or a base URL. Values are JSON (no pickle).
 
 A cache that cannot be used stops the run when it is opened, before any call, with a CacheError naming the
 file and what to do: garbage bytes or a damaged file ("delete it ... to start a fresh cache"), a read-only
@@ -171,9 +172,9 @@ class ResponseCache:
             value = json.loads(row[0])
         except (ValueError, TypeError, RecursionError):
             value = None
-        if isinstance(value, dict) and isinstance(value.get("text"), str):
+        if isinstance(value, dict) and isinstance(value.get("text"), str) and value["text"].strip():
             return value
-        self._drop_damaged(key)
+        self._drop_damaged(key)  # an empty reply (stored before they were failures) is no answer either
         return None
 
     def _drop_damaged(self, key: str) -> None:

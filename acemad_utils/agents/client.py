@@ -29,6 +29,7 @@ completion with a 2xx reply whose body is not JSON: '<html>...' (6 attempts; ...
 timeout, so an unreachable base URL or a rejected key stops the run with a clear message before any paid call.
 An error raised by `generate` is scrubbed of keys before it leaves this module (redact.scrub).
 With a batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
+A reply without text (content null, a tool call only) is EmptyReply: the call fails and nothing is cached.
 """
 
 from __future__ import annotations
@@ -50,10 +51,18 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_from_env
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
-from acemad_utils.agents.redact import remember_secret, safe_url, scrub
-from acemad_utils.agents.request import MODES, GarbledResponse, GenerateConfig, parse_reply, request_body
+from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub
+from acemad_utils.agents.request import (
+    MODES,
+    EmptyReply,
+    GarbledResponse,
+    GenerateConfig,
+    empty_reply,
+    parse_reply,
+    request_body,
+)
 from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
-from acemad_utils.agents.transport import CallDeadlineExceeded, Transport
+from acemad_utils.agents.transport import BoundedClient, CallDeadlineExceeded, ResponseTooLarge, Transport
 from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 from acemad_utils.data.settings import env
 
@@ -86,6 +95,15 @@ class EndpointUnreachable(RuntimeError):
 
 class APIKeyRejected(RuntimeError):
     """The pre-flight GET /models was answered 401/403: the endpoint refuses this key."""
+
+
+class BatchUnsupported(RuntimeError):
+    """CALLS_VIA batch against an endpoint without the Batch API (GET /batches answered 404/405/501)."""
+
+
+class ModelNotServed(RuntimeError):
+    """The pre-flight's model check: the endpoint's listing lacks the model and a one-token request for it was
+    refused (HTTP 404, or 400 naming the model)."""
 
 
 def endpoint_kind(base_url: Optional[str]) -> str:
@@ -274,14 +292,17 @@ class LLMClient:
             "max_attempts": self.max_attempts,
         }
 
-    def preflight(self, timeout: float = 10.0) -> None:
+    def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
         """One free GET /models (never a completion): raise EndpointUnreachable when no connection can be made
         to the base URL, APIKeyRejected on 401/403. Any other answer (even 404 from a server without /models)
         proves the endpoint is there; a server that accepts the connection but is too busy to answer in time
-        gets a warning, not an error."""
+        gets a warning, not an error. check_model: the model must be served (_check_served). setting: the
+        parameter the fix names (default BASE_URL / OPENAI_BASE_URL)."""
         where = safe_url(self._base_url)
         try:
-            self._models(timeout)
+            listing = self._models(timeout)
+        except ResponseTooLarge:  # its own line (the endpoint, the cap), not "cannot reach"
+            raise
         except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
             slow = isinstance(e, CallDeadlineExceeded) or cause in ("ReadTimeout", "WriteTimeout")
@@ -292,10 +313,11 @@ class LLMClient:
                     stacklevel=2,
                 )
                 return
+            setting = setting or "BASE_URL / OPENAI_BASE_URL"
             fix = (
-                "check the network connection, or set BASE_URL / OPENAI_BASE_URL to an OpenAI-compatible server"
+                f"check the network connection, or set {setting} to an OpenAI-compatible server"
                 if self._base_url is None
-                else "set BASE_URL / OPENAI_BASE_URL to a running OpenAI-compatible server such as "
+                else f"start the server, or set {setting} to a running OpenAI-compatible server such as "
                 "http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com"
             )
             raise EndpointUnreachable(
@@ -310,28 +332,80 @@ class LLMClient:
                     "No paid call was made."
                 ) from None
         except Exception:  # an answer we cannot parse still proves the server is there
-            pass
+            return
+        if check_model:
+            self._check_served(listing, timeout, where)
 
-    def _models(self, timeout: float) -> None:
+    def _check_served(self, listing: Any, timeout: float, where: str) -> None:
+        """ModelNotServed when the endpoint does not serve self.model: its GET /models listing names other models
+        and a one-token request for this one is refused with 400/404. Why the request: a llama.cpp server lists
+        its file's name and answers any model name, so a listing alone would refuse it. The request is sent only
+        when the listing lacks the model (one token; free on such a server); any other outcome passes."""
+        try:
+            served = [str(m["id"]) for m in json.loads(listing.http_response.content)["data"]]
+        except Exception:  # no listing to read: nothing to check against
+            return
+        if not served or self.model in served:
+            return
+        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": "OK"}], "max_tokens": 1})
+        try:
+            status, headers, data = self._http.post(
+                "/chat/completions", body.encode(), deadline=time.monotonic() + timeout
+            )
+        except Exception:  # slow or dropped: the listing proved the endpoint is there; the run will tell
+            return
+        if status == 404 or (status == 400 and b"model" in data.lower()):  # not, e.g., a refused max_tokens
+            shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
+            raise ModelNotServed(
+                f"the endpoint {where} does not serve the model {self.model!r} (HTTP {status}; GET /models lists "
+                f"{shown}): set the model to one it serves. No paid call was made."
+            ) from None
+
+    def check_batch_api(self, timeout: float = 10.0) -> None:
+        """BatchUnsupported (one line, the fix in it) when the endpoint has no Batch API: a free GET /batches
+        answered 404, 405 or 501 (llama.cpp's server, most gateways). Whether the Batch API applies is the
+        endpoint's answer, never its address: a loopback URL may be a gateway that has one. Any other outcome
+        passes (a down endpoint is preflight's to report)."""
+        try:
+            self._sdk.with_options(timeout=timeout, max_retries=0).batches.with_raw_response.list(limit=1)
+        except openai.APIStatusError as e:
+            if e.status_code in (404, 405, 501):
+                raise BatchUnsupported(
+                    f"CALLS_VIA=batch: the endpoint {safe_url(self._base_url)} has no Batch API (GET /batches: HTTP "
+                    f"{e.status_code}): use CALLS_VIA=files to write the requests for its own batch runner (vLLM "
+                    "run-batch), or CALLS_VIA=sync. No paid call was made."
+                ) from None
+        except Exception:  # noqa: BLE001 (unreachable or garbled: the preflight and the run say so)
+            return
+
+    def _models(self, timeout: float) -> Any:
         """GET /models with the SDK, ended after `timeout` s however slowly the endpoint sends: the SDK's timeout
         bounds each gap between bytes only (issue 33), so the call runs in a daemon thread that is let go at
         the deadline (like a silent server: the preflight warns and the run goes on)."""
         out: list = []
 
-        def get() -> None:
+        bounded = BoundedClient(safe_url(self._base_url), time.monotonic() + timeout + 1.0, timeout=timeout)
+
+        def get() -> None:  # through BoundedClient: a listing without end is cut, and stops at the deadline
             try:
-                self._sdk.with_options(timeout=timeout, max_retries=0).models.with_raw_response.list()
-                out.append(None)
+                out.append(
+                    self._sdk.with_options(
+                        timeout=timeout, max_retries=0, http_client=bounded
+                    ).models.with_raw_response.list()
+                )
             except Exception as e:  # noqa: BLE001 (re-raised in the caller's thread)
-                out.append(e)
+                out.append(e.__cause__ if isinstance(e.__cause__, ResponseTooLarge) else e)
+            finally:
+                bounded.close()
 
         t = threading.Thread(target=get, daemon=True, name="acemad-preflight")
         t.start()
         t.join(timeout + 1.0)  # + 1 s: the SDK's own connect or read timeout, when it fires, says more
         if not out:
             raise self._http.expired("/models", f"GET /models did not end within {timeout:g} s")
-        if out[0] is not None:
+        if isinstance(out[0], Exception):
             raise out[0]
+        return out[0]
 
     def close(self) -> None:
         self._http.close()
@@ -424,7 +498,14 @@ class LLMClient:
             )
         if not 200 <= status < 300:
             raise self._http.status_error("/chat/completions", status, headers, data)
-        return parse_reply(data, self._base_url)
+        reply = parse_reply(data, self._base_url)
+        empty = empty_reply(reply["choices"][0])
+        if empty is not None:  # a failed call, not an answer: never stored, so a rerun asks again
+            raise EmptyReply(
+                f"the endpoint {safe_url(self._base_url)} sent {empty} for model {body.get('model')!r}: a refusal or "
+                "a reasoning model out of tokens; nothing was cached, fix the model or its max_tokens and rerun"
+            )
+        return reply
 
     def _retry_in(self, e: Exception, attempt: int, mode: Optional[str], stop_at: float) -> Optional[float]:
         """Seconds to wait before the next attempt, or None when `e` ends the call: not retryable, attempts used
@@ -452,7 +533,8 @@ class LLMClient:
         pt, ct, cached = usage_tokens(reply.get("usage"))
         self.count_tokens(model, pt, ct, cached)
         self.accounting.count_mode(mode)
-        text, cut = cap_reply(choice["message"].get("content") or "", self.max_reply_bytes)
+        # A reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it.
+        text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
         return Completion(
             text=text,
             mode=mode,

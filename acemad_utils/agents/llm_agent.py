@@ -251,7 +251,9 @@ class LLMPopulation(Population):
                 )
                 if self.preflight:
                     client.preflight()
-                if self._queue is not None and client.kind != "local-llama.cpp":  # a local server answers at once
+                if self._queue is not None:  # whatever the address: loopback may be a gateway with a Batch API
+                    if self.calls_via == "batch" and self.preflight:
+                        client.check_batch_api()  # BatchUnsupported: one line, before any question runs
                     client.batch_queue = self._queue
                 self._clients[key] = client
             return self._clients[key]

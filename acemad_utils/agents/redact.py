@@ -28,7 +28,9 @@ from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 from acemad_utils.data.settings import env
 
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
-_KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}")
+# sk-... at a word's start, or glued to a word ("keysk-proj-..."): then at least 20 characters with a digit, so
+# that "risk-averse" or "task-specific-reasoning" stay words.
+_KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}|\B(sk|rk|pk)-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
 
 
@@ -93,7 +95,7 @@ def redact(text: str) -> str:
     for secret in sorted(_SECRETS | ({env} if env else set()), key=len, reverse=True):
         if len(secret) >= 4:
             text = text.replace(secret, "***")
-    text = _KEYLIKE.sub(lambda m: m.group(1) + "-***", text)
+    text = _KEYLIKE.sub(lambda m: (m.group(1) or m.group(2)) + "-***", text)
     return _BEARER.sub(lambda m: m.group(1) + "***", text)
 
 
@@ -157,7 +159,7 @@ def preview(text: Any, n: int = 200) -> str:
     if not text.strip():
         return "an empty body" if not text else f"a body of {len(text)} blank characters"
     more = f"... ({len(text)} characters)" if len(text) > n else ""
-    return redact(repr(text[:n])) + more
+    return redact(repr(redact(text)[:n])) + more  # redacted before the cut: a key across it would leave its tail
 
 
 def safe_url(url: Optional[str]) -> str:

@@ -48,8 +48,12 @@ second-order model of the crowd's error", l.290), with one named link `knowledge
 - The Assistant (every baseline's agent) is a crowd agent (crowd_insight, its temperature 0.7), so a homogeneous
   baseline roster has no truth-holder unless crowd_insight > 0. The moderator (Centralized MAD) believes the mean
   of the stances it reads.
+- Near-copies (`crowd_copy`): with P crowd_copy * (1 - temperature) an agent takes the state (and a guess's answer)
+  of the first agent of its roster with the same AgentSpec: the four Generalists of one prompt at temperature 0.1
+  are then near-copies sharing one state on an item (their commitments still differ by the Dirichlet noise).
 Random draws of an agent, in order, from its own seeded generator: 4 uniforms (state, guess answer, link, skill),
-then one Dirichlet sample per turn. Arguments are short template sentences that state the stance.
+then one Dirichlet sample per turn; the copy decision from a generator of its own. Arguments are short template
+sentences that state the stance.
 """
 
 from __future__ import annotations
@@ -206,6 +210,11 @@ class SimAgent(Agent):
         if roster_insight_rate is None:
             roster_insight_rate = insight_rate(peer_items, peer_specs, params)
         u = self.rng.random(4)  # state, guess answer, link, skill: a fixed count, so later draws never shift
+        lead = list(peer_specs).index(spec) if spec in peer_specs else index
+        # a near-copy takes the state and guess uniforms of its spec's first agent (own generator for the decision:
+        # the agent's own draws stay those of a population without copies)
+        if lead < index and _rng("copy", seed, q.id, index, repeat, role).random() < params.copy(spec.temperature):
+            u[:2] = _rng("agent", seed, q.id, lead, repeat, role).random(4)[:2]
         self.state, top = draw_state(item, spec, params, u)
         self.skilled = is_skilled(self.state, spec, params, u, roster_insight_rate)
         self.belief = _belief_on(top, len(q.options), params.confidence(spec.temperature))

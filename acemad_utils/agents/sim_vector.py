@@ -27,7 +27,7 @@ from acemad_utils.agents.sim import STATES, TRUTH_HOLDER_PERSONAS, SimPopulation
 from acemad_utils.protocol.schema import AgentSpec, Question
 
 #: Purpose counters of a debate's draws (agents.streams): the initial answer, then one commitment per round.
-_INIT, _COMMIT = 0, 1
+_INIT, _COMMIT, _COPY = 0, 1, 2
 _GUESS, _INSIGHT, _TRAPPED = STATES.index("guess"), STATES.index("insight"), STATES.index("trapped")
 #: The moderator's spec (SimPopulation.moderator's).
 MODERATOR = AgentSpec("Generalist", 0.1)
@@ -46,6 +46,12 @@ class SimBatch:
         truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4): sim.state_probs of each agent
         # sim.SimAgent's 4 uniforms: state, a guess's answer, the link, the skill
         u = streams.uniforms(self.keys[..., None], self.agent[..., None], _INIT, np.arange(4))  # (D, N, 4)
+        # near-copies (sim.SimAgent): the state and guess uniforms of the spec's first agent, with P copy(T)
+        lead = np.array([self.specs.index(s) for s in self.specs])
+        p_copy = np.array([prm.copy(s.temperature) for s in self.specs]) * (lead < np.arange(n))
+        if role != "moderator" and p_copy.any():
+            copies = streams.uniforms(self.keys, self.agent, _COPY) < p_copy  # (D, N)
+            u = np.where(copies[..., None] & (np.arange(4) < 2), u[:, lead, :], u)
         cdf = np.cumsum(states, axis=-1)
         state = np.minimum((cdf / cdf[..., -1:] <= u[..., :1]).sum(axis=-1), len(STATES) - 1)
         guess = np.minimum((u[..., 1] * k).astype(int), k - 1)

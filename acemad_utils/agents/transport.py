@@ -17,6 +17,11 @@ status line, headers and body) waits at most min(timeout, what is left of the de
 after it raises CallDeadlineExceeded: a call ends by its deadline however slowly the endpoint sends, silent or
 trickling (docs/faults.md). `timeout` still bounds each wait, as the SDK's did.
 
+Why a cap on the body: an endpoint that sends without end (chunked forever, `Content-Length: 50000000000`, an
+HTTP/1.0 body ended only by closing) once filled the memory before any deadline: no response is read past
+MAX_RESPONSE_BYTES (a chat completion is kilobytes, a models listing rarely a megabyte), and the error names the
+endpoint (ResponseTooLarge). Replies are never inflated (Accept-Encoding: identity; a gzip body is not JSON).
+
 Errors are the SDK's exception classes (APIConnectionError, APITimeoutError, APIStatusError and its subclasses),
 so retry.py, health.py and redact.py classify and scrub them as before; CallDeadlineExceeded is an
 APITimeoutError. A connection reused from the pool that the server had closed is retried once on a new
@@ -68,6 +73,29 @@ class CallDeadlineExceeded(openai.APITimeoutError):
         message: str = "Request timed out: the whole response did not arrive by the call's deadline.",
     ) -> None:
         openai.APIConnectionError.__init__(self, message=message, request=request)
+
+
+#: The most bytes of one response body read from any endpoint (chat completion or models listing).
+MAX_RESPONSE_BYTES = 8 * 2**20
+
+
+class ResponseTooLarge(openai.APIConnectionError):
+    """The endpoint's response body passed MAX_RESPONSE_BYTES (nothing more was read): str() is the line to show."""
+
+    def __init__(self, request: httpx.Request, message: str) -> None:
+        openai.APIConnectionError.__init__(self, message=message, request=request)
+
+
+def too_large(url: str, what: str, cap: int, detail: str) -> str:
+    """The one line of a response over the cap: the endpoint, the request, what was seen."""
+    return (
+        f"the endpoint {url} answered {what} with more than {cap} bytes ({detail}); nothing past the cap was read: "
+        "it is not an OpenAI-compatible reply, check the base URL"
+    )
+
+
+class _TooLarge(http.client.HTTPException):
+    """Internal: the body passed the cap (turned into ResponseTooLarge, with the endpoint, by Transport)."""
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -151,11 +179,13 @@ def _line(rfile: BinaryIO) -> bytes:
     return line
 
 
-def read_response(rfile: BinaryIO) -> tuple[int, dict[str, str], bytes, bool]:
+def read_response(rfile: BinaryIO, cap: Optional[int] = None) -> tuple[int, dict[str, str], bytes, bool]:
     """(status, headers with lower-case names, body, whether the server closes the connection) of one HTTP/1.x
     response. Why not http.client.HTTPResponse: its header parsing goes through the email package, about a third of
     the client's CPU per call (bench/README.md); this reads the same framing (Content-Length, chunked, or until
-    the connection closes; interim 1xx replies skipped) with http.client's errors and limits."""
+    the connection closes; interim 1xx replies skipped) with http.client's errors and limits; a body over `cap`
+    (default MAX_RESPONSE_BYTES) is _TooLarge before more than the cap is read or allocated."""
+    cap = MAX_RESPONSE_BYTES if cap is None else cap
     while True:
         line = _line(rfile)
         if not line:
@@ -181,21 +211,27 @@ def read_response(rfile: BinaryIO) -> tuple[int, dict[str, str], bytes, bool]:
     if status in (204, 304):
         return status, headers, b"", will_close
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        return status, headers, _chunked(rfile), will_close
+        return status, headers, _chunked(rfile, cap), will_close
     if "content-length" in headers:
         try:
             n = int(headers["content-length"])
         except ValueError:
             raise http.client.HTTPException(f"bad Content-Length {headers['content-length'][:40]!r}") from None
+        if n > cap:
+            raise _TooLarge(f"Content-Length: {n}")
         data = rfile.read(n)
         if len(data) < n:
             raise http.client.IncompleteRead(data, n - len(data))
         return status, headers, data, will_close
-    return status, headers, rfile.read(), True  # no length: the body ends when the connection does
+    data = rfile.read(cap + 1)  # no length: the body ends when the connection does
+    if len(data) > cap:
+        raise _TooLarge("a body without a length that did not end")
+    return status, headers, data, True
 
 
-def _chunked(rfile: BinaryIO) -> bytes:
+def _chunked(rfile: BinaryIO, cap: int) -> bytes:
     parts: list[bytes] = []
+    total = 0
     while True:
         size_line = _line(rfile).split(b";", 1)[0].strip()
         try:
@@ -206,6 +242,9 @@ def _chunked(rfile: BinaryIO) -> bytes:
             while _line(rfile) not in (b"\r\n", b"\n", b""):  # trailers
                 pass
             return b"".join(parts)
+        total += size
+        if total > cap:
+            raise _TooLarge("a chunked body that did not end")
         chunk = rfile.read(size)
         if len(chunk) < size:
             raise http.client.IncompleteRead(b"".join(parts) + chunk, size - len(chunk))
@@ -240,6 +279,8 @@ class Transport:
             f"Host: {host}\r\nAccept-Encoding: identity\r\nContent-Type: application/json\r\n"
             f"Accept: application/json\r\nAuthorization: Bearer {api_key}\r\n"
         ).encode("latin-1")
+        if self._proxy is not None and not self.https:  # http through a proxy: its credentials on every request
+            self._head += "".join(f"{k}: {v}\r\n" for k, v in self._proxy[2].items()).encode("latin-1")
         self._idle: list[_Conn] = []
         self._lock = threading.Lock()
 
@@ -287,6 +328,10 @@ class Transport:
             except _Expired:
                 conn.close()
                 raise CallDeadlineExceeded(request=self._request(path)) from None
+            except _TooLarge as e:
+                conn.close()
+                line = too_large(self.url, f"POST {path}", MAX_RESPONSE_BYTES, str(e))
+                raise ResponseTooLarge(self._request(path), line) from None
             except TimeoutError:
                 conn.close()
                 if time.monotonic() >= deadline - 0.01:  # the wait was cut to the deadline, not the gap timeout
@@ -317,6 +362,12 @@ class Transport:
             body = data.decode("utf-8", "replace")
         err = body.get("error", body) if isinstance(body, dict) else body
         message = err.get("message") if isinstance(err, dict) and isinstance(err.get("message"), str) else None
+        if 300 <= status < 400:  # never followed: the key stays with the host named
+            where = headers.get("location") or "no Location"
+            message = (
+                f"the endpoint {self.url} redirects {path} ({where[:200]}); redirects are never followed (the key "
+                "is sent to the host you named only): set the base URL to the final one"
+            )
         response = httpx.Response(status, headers=list(headers.items()), content=data, request=self._request(path))
         cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
         return cls(f"Error code: {status} - {message or body}", response=response, body=err)
@@ -333,6 +384,34 @@ class Transport:
             idle, self._idle = self._idle, []
         for c in idle:
             c.close()
+
+
+class BoundedClient(httpx.Client):
+    """The SDK's HTTP client for a call off the hot path (GET /models): no redirect followed, nothing inflated (a
+    gzip bomb stays its compressed bytes, not JSON), the body read to at most MAX_RESPONSE_BYTES and never past
+    `deadline` (time.monotonic()), so a reader its caller let go stops instead of reading on."""
+
+    def __init__(self, url: str, deadline: float, **kw) -> None:
+        super().__init__(follow_redirects=False, **kw)
+        self.url, self.deadline = url, deadline
+
+    def send(self, request: httpx.Request, *, stream: bool = False, **kw) -> httpx.Response:
+        response = super().send(request, stream=True, **kw)
+        body = bytearray()
+        try:
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) > MAX_RESPONSE_BYTES:
+                    what = f"{request.method} {request.url.path}"
+                    raise ResponseTooLarge(
+                        request, too_large(self.url, what, MAX_RESPONSE_BYTES, "a body that went on")
+                    )
+                if time.monotonic() > self.deadline:
+                    raise httpx.ReadTimeout("the response did not end by the deadline", request=request)
+        finally:
+            response.close()
+        headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-encoding"]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=request)
 
 
 def _what(e: BaseException) -> str:

@@ -66,7 +66,16 @@ def usage_tokens(u: Any) -> tuple[int, int, int]:
     get = lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None)
     details = get(u, "prompt_tokens_details")
     cached = get(details, "cached_tokens") if details is not None else None
-    return int(get(u, "prompt_tokens") or 0), int(get(u, "completion_tokens") or 0), int(cached or 0)
+    return _count(get(u, "prompt_tokens")), _count(get(u, "completion_tokens")), _count(cached)
+
+
+def _count(v: Any) -> int:
+    """A reported token count, or 0 for one that is not a count ("lots", 1e400, negative: never a negative cost;
+    a chat reply with such a usage is refused first, request.parse_reply)."""
+    try:
+        return max(int(v or 0), 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 class Accounting:

@@ -3,6 +3,8 @@
     python -m acemad_utils.cost estimate --profile paper          # = make estimate PROFILE=paper
     python -m acemad_utils.cost estimate --profile paper --arg-chars 1760 --per-benchmark 3
     python -m acemad_utils.cost prices                            # the price table with its sources
+After the dollars, the command prints what the questions buy: per claim family, the questions planned, the n
+that gives 80% power on the paper's claimed effect, and the planned run's power (acemad_utils.cost.power).
 
     from acemad_utils.cost.estimate import estimate_profile, format_estimate
     est = estimate_profile("paper")            # Estimate: rows per notebook + total
@@ -49,21 +51,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-import yaml
-
 from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
+from acemad_utils.agents.redact import safe_url
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
 from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import item_counts, sample_items
+from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
-from acemad_utils.experiments.profiles import load_profile, notebook_params
+from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
 from acemad_utils.protocol.debate import run_question
 
 
@@ -84,6 +86,14 @@ class Row:
     usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
 
 
+# Wall time (format_estimate): calls in flight are at most WORKERS (one bound for the run, experiments/setup.py), so
+# a run takes about calls x seconds per call / WORKERS, and never less than a provider's rate limits allow.
+CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument tokens in ~2 s (assumed; --call-seconds)
+#: (requests, tokens per minute, whose): OpenAI's published limits for gpt-4o-mini at usage tier 3 (tier 1: 500 and
+#: 200k; tier 2: 5,000 and 2M; tier 5: 30,000 and 150M), recorded 2025: a common provider's ceiling, check yours.
+RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
+
+
 @dataclass
 class Estimate:
     profile: str
@@ -92,6 +102,8 @@ class Estimate:
     arg_chars: int = DEFAULT_ARG_CHARS
     seconds: float = 0.0
     terms: dict = field(default_factory=dict)  # the profile's models: terms the rows were priced with
+    endpoints: list = field(default_factory=list)  # profiles.Endpoint: what the reproduce driver checks first
+    workers: int = 0  # the profile's WORKERS (calls in flight at most): the wall time's divisor
 
     def total(self, paid_only: bool = False) -> Row:
         """Sum of the rows; its dollars are those of the priced rows (unpriced() says what they leave out).
@@ -303,7 +315,141 @@ def estimate_profile(
     terms = parse_terms(load_profile(profile, overrides).get("models"))
     # as for the kernels (profiles.run_env): an ACEMAD_MODELS already in the environment wins over the profile's
     kw.setdefault("terms", {} if env(ENV_MODELS) else terms)
-    return estimate(params, name, **kw)
+    est = estimate(params, name, **kw)
+    est.endpoints = endpoints(params)
+    est.workers = max((P.get("WORKERS") or 0 for P in params.values() if P.get("BACKEND", "sim") != "sim"), default=0)
+    return est
+
+
+def wall_hours(calls: float, tokens: float, workers: int, call_seconds: float = CALL_SECONDS) -> tuple[float, float]:
+    """(hours at `workers` calls in flight, the floor RATE_LIMIT puts under any WORKERS) for `calls` sent."""
+    rpm, tpm, _ = RATE_LIMIT
+    return calls * call_seconds / max(workers, 1) / 3600, max(calls / rpm, tokens / tpm) / 60
+
+
+def _wall_lines(est: Estimate, call_seconds: float) -> list[str]:
+    t = est.total()
+    if not est.workers or not t.calls:
+        return []
+    tokens = t.prompt_tokens + t.completion_tokens
+    at = {w: wall_hours(t.calls, tokens, w, call_seconds)[0] for w in (est.workers, 4 * est.workers, 256) if w <= 256}
+    floor = wall_hours(t.calls, tokens, est.workers, call_seconds)[1]
+    rpm, tpm, whose = RATE_LIMIT
+    return [
+        f"  wall time at ~{call_seconds:g} s per call (--call-seconds), calls in flight = WORKERS: "
+        + ", ".join(f"WORKERS={w} ~{h:,.1f} h" for w, h in at.items())
+        + f" (--set WORKERS=N); a rate limit of {rpm:,} requests and {tpm / 1e6:g}M tokens per minute ({whose}; "
+        f"check yours) puts a floor of ~{floor:,.1f} h under any WORKERS, and the Batch API takes up to 24 h per pass"
+    ]
+
+
+def _endpoint_lines(est: Estimate) -> list[str]:
+    """Each endpoint beside its price: the parameter naming it, the model, the URL (no credentials)."""
+    lines = []
+    for e in est.endpoints:
+        p = price_of(e.model, est.terms)
+        price = "unpriced" if p is None else "free" if p.free else f"${p.input:g}/M input, ${p.output:g}/M output"
+        lines.append(f"  endpoint {e.setting}: {e.model} at {safe_url(e.url or None)} ({price})")
+    if lines:
+        lines.append("  reproduce checks every endpoint above (key, server, model) before its first notebook")
+    return lines
+
+
+# ----------------------------------------------------------------------------- one run of your own questions
+# The wall time printed before `python -m acemad_utils run` spends uses CALL_SECONDS (above), with --workers in flight.
+
+
+@dataclass
+class RunEstimate:
+    """What running configs on questions will send (an upper bound: replies already cached are not paid again)."""
+
+    calls: float
+    prompt_tokens: float
+    completion_tokens: float
+    usd: Optional[float]  # None: some model is unpriced
+    unpriced: list
+    seconds: float  # wall time at CALL_SECONDS with `workers` calls in flight
+    workers: int
+
+    def line(self) -> str:
+        usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
+        hours = f"{self.seconds / 3600:.1f} h" if self.seconds >= 3600 else f"{self.seconds / 60:.1f} min"
+        return (
+            f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
+            f"~{hours} at {CALL_SECONDS:g} s per call and {self.workers} in flight (at most: cached replies "
+            "are not paid again)"
+        )
+
+
+#: Configs with at most this many agents x rounds are replayed as they are; above, a debate's history makes each
+#: prompt grow with N x T (100 agents x 50 rounds: gigabytes of prompts to build), so calls and tokens are fitted
+#: from replays on FIT_GRID: per question they are polynomials of degree <= 2 in N and in T (every agent of every
+#: round reads up to N x T earlier arguments), which 3 x 3 points determine.
+DIRECT_MAX = 64
+FIT_GRID = [(n, t) for n in (5, 10, 15) for t in (1, 2, 3)]  # N a multiple of 5: the roster's shares stay exact
+
+
+def _replayed(questions: Sequence, configs: Sequence, model: str, moderator, arg_chars: int, seed: int) -> dict:
+    """{model: [calls, prompt tokens, completion tokens]} of one replay of `configs` on `questions`."""
+    pop = replay_population(model, {}, arg_chars, seed=seed)
+    if moderator is not None:
+        pop.moderator_spec = moderator
+    for cfg in configs:
+        for q in questions:
+            run_question(q, pop, cfg)
+    out: dict = {}
+    for (m, _kind), v in _snapshot(pop)["by"].items():
+        out[m] = [a + b for a, b in zip(out.get(m, [0, 0, 0]), v)]
+    return out
+
+
+def _fitted(questions: Sequence, cfg, model: str, moderator, arg_chars: int, seed: int) -> dict:
+    """_replayed of one large config, from replays on FIT_GRID (see DIRECT_MAX)."""
+    import numpy as np
+
+    def basis(n: float, t: float) -> list:
+        return [n**i * t**j for i in range(3) for j in range(3)]
+
+    points = [
+        _replayed(questions, [cfg.replace(n_agents=n, rounds=t)], model, moderator, arg_chars, seed)
+        for n, t in FIT_GRID
+    ]
+    x = np.array([basis(n, t) for n, t in FIT_GRID], dtype=float)
+    at = np.array(basis(cfg.n_agents, cfg.rounds), dtype=float)
+    out = {}
+    for m in {m for p in points for m in p}:
+        y = np.array([p.get(m, [0, 0, 0]) for p in points], dtype=float)
+        out[m] = [max(0.0, float(at @ np.linalg.solve(x, y[:, k]))) for k in range(3)]
+    return out
+
+
+def estimate_run(
+    questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8, sample: int = 12,
+    arg_chars: int = DEFAULT_ARG_CHARS, seed: int = 0,
+) -> RunEstimate:  # fmt: skip
+    """Calls, tokens, dollars and wall time of running `configs` on `questions` with `model` (each AgentSpec's own
+    model where it names one; `moderator` the Centralized moderator's AgentSpec): the replay above on up to
+    `sample` of the questions (evenly spaced; 3 for a config fitted from smaller ones, see DIRECT_MAX), scaled to all
+    of them, priced per model (prices.price_of)."""
+    picked = list(questions)[:: max(1, len(questions) // sample)][:sample]
+    direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
+    parts = [(_replayed(picked, direct, model, moderator, arg_chars, seed), len(questions) / len(picked))]
+    few = picked[:3]
+    for cfg in configs:
+        if cfg not in direct:
+            parts.append((_fitted(few, cfg, model, moderator, arg_chars, seed), len(questions) / len(few)))
+    by: dict = {}
+    for got, scale in parts:
+        for m, v in got.items():
+            by[m] = [a + b * scale for a, b in zip(by.get(m, [0.0, 0.0, 0.0]), v)]
+    calls, pt, ct = (sum(v[k] for v in by.values()) for k in range(3))
+    usd: Optional[float] = 0.0
+    unpriced = sorted(m for m in by if price_of(m) is None)
+    for m, (_n, p_, c_) in by.items():
+        price = price_of(m)
+        if price is not None and usd is not None:
+            usd += price.usd(p_, c_)
+    return RunEstimate(calls, pt, ct, None if unpriced else usd, unpriced, calls * CALL_SECONDS / workers, workers)
 
 
 def _m(x: float) -> str:
@@ -327,7 +473,7 @@ def _total_line(est: Estimate) -> str:
     return line
 
 
-def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
+def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds: float = CALL_SECONDS) -> str:
     lines = [
         f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
         f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"
@@ -352,6 +498,7 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None) -> str:
             + HOW_TO_PRICE.format(model="MODEL")
         )
     lines += [f"  {n}" for n in est.notes]
+    lines += _endpoint_lines(est) + _wall_lines(est, call_seconds)
     for m in sorted({r.model for r in est.rows if r.usd is not None and not r.free}):
         p = price_of(m, est.terms)
         if p is not None:  # a row with dollars has a price
@@ -377,22 +524,20 @@ def main(argv=None) -> int:
     e.add_argument("--arg-chars", type=int, default=DEFAULT_ARG_CHARS, help="modelled argument length (chars)")
     e.add_argument("--per-benchmark", type=int, default=2, help="sample items per benchmark (default 2)")
     e.add_argument("--data-dir", default=None, help="benchmark files for the sample items (default $ACEMAD_DATA_DIR)")
+    e.add_argument("--call-seconds", type=float, default=CALL_SECONDS, help="seconds per call for the wall time")
     sub.add_parser("prices", help="the price table with sources")
     a = ap.parse_args(argv)
     if a.cmd == "prices":
         print(price_table())
         return 0
-    overrides = {}
-    for item in a.set:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-        overrides[k.strip()] = yaml.safe_load(v) if v.strip() else ""
+    overrides = parse_sets(a.set)
     est = estimate_profile(
         a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars, data_dir=a.data_dir
     )
-    print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None)))
+    print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None), a.call_seconds))
     print(f"  (estimated in {est.seconds:.1f} s)")
+    if est.rows:  # a profile that calls a model: what its questions can show (no power for a synthetic profile)
+        print("\n" + format_plan(plan(notebook_params(a.profile, overrides, a.only)[1], est=est)))
     return 0
 
 

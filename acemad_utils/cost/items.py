@@ -51,7 +51,7 @@ def item_counts(b: str, P: dict) -> tuple[int, int, str]:
         full = D.FULL_SIZES.get(b, 0) if n_items is None else min(D.FULL_SIZES.get(b, n_items), n_items)
     if smoke():
         full = min(full, SMOKE[backend][0])
-    disk = _subset_on_disk(b, P) if source == "benchmarks" else None
+    disk = _subset_on_disk(b, P) if source in ("benchmarks", "demo") else None  # synthetic subsets: another slug
     if disk is not None:
         sub, why = min(disk, full), "built subset"
     elif source == "benchmarks" and full == D.FULL_SIZES.get(b):

@@ -74,6 +74,17 @@ NO_DATA_HELP = (
 )
 
 
+#: The hub datasets (path, config, split) read when no data directory is given (bbh: one config per task).
+HUB = {
+    "truthfulqa": ("truthful_qa", "multiple_choice", "validation"),
+    "arc_challenge": ("allenai/ai2_arc", "ARC-Challenge", "test"),
+    "bbh": ("lukaemon/bbh", None, "test"),
+    "logiqa": ("lucasmccabe/logiqa", None, "test"),
+    "medqa": ("GBaker/MedQA-USMLE-4-options", None, "test"),
+    "mmlu_pro": ("TIGER-Lab/MMLU-Pro", None, "test"),
+}
+
+
 def _hub_available() -> bool:
     return importlib.util.find_spec("datasets") is not None
 
@@ -99,7 +110,7 @@ def _load_truthfulqa(root: Path | None) -> list[Question]:
         root,
         "truthfulqa/data/v0/mc_task.json",
         lambda p: json_items(p, json_file(p)),
-        ("truthful_qa", "multiple_choice", "validation"),
+        HUB["truthfulqa"],
     )
     return build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
 
@@ -109,7 +120,7 @@ def _load_arc(root: Path | None) -> list[Question]:
         root,
         "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl",
         jsonl_rows,
-        ("allenai/ai2_arc", "ARC-Challenge", "test"),
+        HUB["arc_challenge"],
     )
     return build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
 
@@ -121,28 +132,26 @@ def _load_bbh(root: Path | None) -> list[Question]:
             root,
             f"bbh/bbh/{task}.json",
             lambda p: json_items(p, json_file(p), "examples"),
-            ("lukaemon/bbh", task, "test"),
+            (HUB["bbh"][0], task, HUB["bbh"][2]),
         )
         out += build(src, rows, functools.partial(map_bbh, task=task), PUBLISHED_SIZES[f"bbh/{task}"])
     return out
 
 
 def _load_logiqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "logiqa/Test.txt", logiqa_rows, ("lucasmccabe/logiqa", None, "test"))
+    src, rows = _rows(root, "logiqa/Test.txt", logiqa_rows, HUB["logiqa"])
     return build(src, rows, map_logiqa, PUBLISHED_SIZES["logiqa"])
 
 
 def _load_medqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(
-        root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows, ("GBaker/MedQA-USMLE-4-options", None, "test")
-    )
+    src, rows = _rows(root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows, HUB["medqa"])
     return build(src, rows, map_medqa, PUBLISHED_SIZES["medqa"])
 
 
 def _load_mmlu_pro(root: Path | None) -> list[Question]:
     law_only = root is not None and (root / "mmlu_pro/law_test.jsonl").is_file()
     rel = "mmlu_pro/law_test.jsonl" if law_only else "mmlu_pro/test.jsonl"
-    src, rows = _rows(root, rel, jsonl_rows, ("TIGER-Lab/MMLU-Pro", None, "test"))
+    src, rows = _rows(root, rel, jsonl_rows, HUB["mmlu_pro"])
     if not law_only:  # the full test split holds all 14 categories; non-dict rows go on to fail in the mapper
         rows = [(w, r) for w, r in rows if not isinstance(r, dict) or r.get("category") == "law"]
     return build(src, rows, map_mmlu_pro, PUBLISHED_SIZES["mmlu_pro"])

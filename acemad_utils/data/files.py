@@ -88,9 +88,13 @@ def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
     last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
     for n, raw in enumerate(lines, 1):
         line = _utf8(path, raw, n)
+        if n == 1:
+            line = line.removeprefix("\ufeff")  # a BOM (Excel, Notepad), accepted as in a CSV
         if line.strip():
             try:
                 rows.append((f"line {n}", json.loads(line)))
+            except RecursionError:
+                raise DataError(f"{path}, line {n}: JSON nested too deeply to be a record") from None
             except json.JSONDecodeError as e:
                 # the last line of a file without its final newline that stops before its record does: cut short
                 cut = n == last == len(lines) and _at_end(e, line)
@@ -104,6 +108,8 @@ def json_file(path: Path) -> Any:
     text = _utf8(path, path.read_bytes())
     try:
         return json.loads(text)
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply to be a benchmark file") from None
     except json.JSONDecodeError as e:
         cut = _CUT.replace("this record", "the JSON") if _at_end(e, text) else ""
         raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg}){cut}") from None

@@ -3,6 +3,7 @@
     from acemad_utils.data.own import make_question, read_questions
     q = make_question("2+2?", ["3", "4"], answer="B")          # options as a list (labels A, B, ...) or a map
     qs = read_questions("my_questions.jsonl")                   # or .csv; DataError("<file>, line 3: field ...")
+    qs = read_columns("arc.parquet", question="question", choices="choices", answer="answerKey")  # any shape
 
 A record has `question` (text), `options` (a list of texts, labelled A, B, C, ... in order, or a label -> text
 map) and optionally `answer` (a label, or the exact text of one option), `id` and `benchmark`. In a CSV file,
@@ -15,7 +16,8 @@ Everything that later becomes a path or a prompt is checked as a profile's value
 ids and benchmark names are safe path segments; option labels are 1-16 letters, digits, '_' or '-'; texts are
 non-empty, without control characters, and bounded (MAX_TEXT, MAX_OPTION); a file is bounded (MAX_FILE_BYTES,
 MAX_ROWS, MAX_OPTIONS) and must be UTF-8. Every problem is one DataError line naming the file, the row and the
-field.
+field. `read_columns` reads any .jsonl, .csv or .parquet file by naming its columns, in the shapes datasets are
+published in (ARC-Challenge, MMLU-Pro, TruthfulQA mc1: see `_choices`), with the same checks.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ MAX_OPTION = 2_000  # characters of an option
 DEFAULT_BENCHMARK = "own"
 FIELDS = ("id", "benchmark", "question", "options", "answer")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and carriage return are fine
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # tab, newline, CR are fine; a lone
+# surrogate (a JSON "\\ud800" escape) is not text: it could never be written to a transcript
 
 Options = Union[Sequence[str], Mapping[str, str]]
 
@@ -182,24 +185,198 @@ def _decode(path: Path, raw: bytes) -> str:
         ) from None
 
 
-def read_questions(path: Union[str, Path]) -> list[Question]:
-    """The questions of a .jsonl or .csv file, all checked (DataError: file, row, field) before anything runs."""
+def _file(path: Union[str, Path], suffixes: tuple[str, ...]) -> tuple[Path, bytes]:
+    """The bytes of a question file, checked: its suffix, that it is a file, its size."""
     path = Path(path)
-    if path.suffix.lower() not in (".jsonl", ".csv"):
-        raise DataError(f"{path}: a question file must end in .jsonl or .csv")
-    if not path.is_file():
+    if path.suffix.lower() not in suffixes:
+        raise DataError(f"{path}: a question file must end in {' or '.join(suffixes)}")
+    if not path.exists():
         raise DataError(f"{path}: no such file")
+    if not path.is_file():  # a folder, a FIFO (whose read would wait for a writer), a device
+        raise DataError(f"{path}: not a regular file; give the path of a {' or '.join(suffixes)} file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise DataError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES} a question file may have")
-    raw = path.read_bytes()
+    return path, path.read_bytes()
+
+
+def _counted(path: Path, rows: list) -> list:
+    if len(rows) > MAX_ROWS:
+        raise DataError(f"{path}: {len(rows)} questions is more than the {MAX_ROWS} a file may hold; split it")
+    if not rows:
+        raise DataError(f"{path}: no questions")
+    return rows
+
+
+def read_questions(path: Union[str, Path]) -> list[Question]:
+    """The questions of a .jsonl or .csv file, all checked (DataError: file, row, field) before anything runs."""
+    path, raw = _file(path, (".jsonl", ".csv"))
     if path.suffix.lower() == ".csv":
         rows = _csv_rows(path, raw)
     else:
         _decode(path, raw)  # the whole file is UTF-8 before any line is read (jsonl_rows also names the line)
         rows = jsonl_rows(path)
-    if len(rows) > MAX_ROWS:
-        raise DataError(f"{path}: {len(rows)} questions is more than the {MAX_ROWS} a file may hold; split it")
-    if not rows:
-        raise DataError(f"{path}: no questions")
-    return build(path, rows, from_record, None)
+    return build(path, _counted(path, rows), from_record, None)
+
+
+# ----------------------------------------------------------------------------- any dataset by its columns
+def _plain(v: Any) -> Any:
+    """A Parquet cell as JSON would give it: arrays -> lists, numpy scalars -> Python numbers, NaN -> None."""
+    if hasattr(v, "tolist"):  # numpy arrays and scalars
+        v = v.tolist()
+    if isinstance(v, Mapping):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return None if isinstance(v, float) and v != v else v
+
+
+def _parquet_rows(path: Path) -> list[tuple[str, Any]]:
+    import importlib.util
+
+    if not any(importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
+        raise DataError(f"{path}: reading Parquet needs pyarrow: pip install pyarrow (then run the same command)")
+    import pandas as pd  # only here: a JSONL or CSV file never loads it
+
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as e:  # noqa: BLE001 (a damaged or foreign file: one line, not the engine's traceback)
+        raise DataError(f"{path}: not a readable Parquet file ({type(e).__name__}: {str(e)[:120]})") from None
+    return [
+        (f"row {i + 1}", {str(k): _plain(v) for k, v in rec.items()}) for i, rec in enumerate(frame.to_dict("records"))
+    ]
+
+
+def table_rows(path: Union[str, Path]) -> tuple[Path, list[tuple[str, Any]]]:
+    """(path, [(where, record)]) of a .jsonl, .csv or .parquet file, bounded like a question file. A CSV cell
+    holding a JSON list or object (a nested column written out) is read as that JSON."""
+    path, raw = _file(path, (".jsonl", ".csv", ".parquet"))
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return path, _counted(path, _parquet_rows(path))
+    if suffix == ".jsonl":
+        _decode(path, raw)
+        return path, _counted(path, jsonl_rows(path))
+    reader = csv.DictReader(io.StringIO(_decode(path, raw), newline=""))
+    rows = []
+    for row in reader:
+        if None in row:
+            raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
+        rec: dict = {}
+        for k, v in row.items():
+            rec[k] = v
+            if isinstance(v, str) and v.lstrip()[:1] in ("[", "{"):
+                try:
+                    rec[k] = json.loads(v)
+                except json.JSONDecodeError:
+                    pass  # a text that starts with a bracket
+        rows.append((f"line {reader.line_num}", rec))
+    return path, _counted(path, rows)
+
+
+def _column(rec: Mapping[str, Any], name: str, flag: str) -> Any:
+    """The value of column `name`; a dotted name reaches into nested objects (`question.stem`)."""
+    if name in rec:
+        return rec[name]
+    value: Any = rec
+    for part in name.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise ValueError(f"no column {name!r} ({flag}); the row has {list(rec)[:12]}")
+        value = value[part]
+    return value
+
+
+def _choices(value: Any, col: str) -> tuple[Any, Optional[str]]:
+    """(options, the answer label they mark or None) of a choices cell in one of the published shapes:
+    a list of texts (MMLU-Pro's `options`), a label -> text map, {"text": [...], "label": [...]} (ARC-Challenge's
+    `choices`), a list of {"text", "label"} objects, {"choices": [...], "labels": [0/1, ...]} (TruthfulQA's
+    `mc1_targets`) or a text -> 0/1 map (TruthfulQA's original mc_task.json). Marks with more than one 1 (`mc2_targets`)
+    are refused: AceMAD decides one answer per question."""
+    marks = None
+    if isinstance(value, Mapping) and isinstance(value.get("text"), list) and isinstance(value.get("label"), list):
+        value = dict(zip(value["label"], value["text"]))
+    elif (
+        isinstance(value, list) and value and all(isinstance(x, Mapping) and {"text", "label"} <= set(x) for x in value)
+    ):
+        value = {x["label"]: x["text"] for x in value}
+    elif (
+        isinstance(value, Mapping) and isinstance(value.get("choices"), list) and isinstance(value.get("labels"), list)
+    ):
+        value, marks = value["choices"], value["labels"]
+    elif isinstance(value, Mapping) and value and all(v in (0, 1) and not isinstance(v, str) for v in value.values()):
+        value, marks = list(value), list(value.values())
+    if marks is None:
+        return value, None
+    if len(marks) != len(value) or any(m not in (0, 1) for m in marks):
+        raise ValueError(f"column {col!r}: its labels must be one 0 or 1 per choice")
+    right = [i for i, m in enumerate(marks) if m == 1]
+    if len(right) != 1:
+        raise ValueError(
+            f"column {col!r} marks {len(right)} choices correct; AceMAD scores one answer per question "
+            "(a multi-answer target such as TruthfulQA's mc2_targets: use mc1_targets)"
+        )
+    return value, LETTERS[right[0]] if right[0] < len(LETTERS) else None
+
+
+def _answer_value(value: Any, labels: Sequence[str]) -> Any:
+    """An answer cell: a label or an option's text as is; a whole number is a 0-based position (MMLU-Pro's
+    answer_index); nothing (None, NaN, '') is no gold answer."""
+    if isinstance(value, bool):
+        raise ValueError(f"an answer must be a label, an option's text or a 0-based index, got {value!r}")
+    if isinstance(value, int):
+        if not 0 <= value < len(labels):
+            raise ValueError(f"answer index {value} is outside the {len(labels)} options (0-based)")
+        return labels[value]
+    return value
+
+
+def column_mapper(question: str, choices: str, answer: Optional[str] = None, id: Optional[str] = None):
+    """A mapper (record, index) -> Question reading the named columns (files.build's mapper; see read_columns)."""
+    multi = [c.strip() for c in choices.split(",")] if "," in choices else None
+
+    def mapper(rec: Mapping[str, Any], index: int) -> Question:
+        if multi:  # one column per option, labelled by its name; empty cells dropped
+            cells = {c: _column(rec, c, "--choices-col") for c in multi}
+            options: Any = {c: v for c, v in cells.items() if v not in (None, "")}
+            marked = None
+        else:
+            options, marked = _choices(_column(rec, choices, "--choices-col"), choices)
+        opts = _options(options)
+        gold = (
+            marked
+            if answer is None or answer == choices
+            else _answer_value(_column(rec, answer, "--answer-col"), list(opts))
+        )
+        qid = None if id is None else _column(rec, id, "--id-col")
+        return make_question(
+            _column(rec, question, "--question-col"), opts, answer=None if gold is None else str(gold),
+            id=None if qid is None else str(qid),
+        )  # fmt: skip
+
+    return mapper
+
+
+def read_columns(
+    path: Union[str, Path], question: str = "question", choices: str = "choices", answer: Optional[str] = None,
+    id: Optional[str] = None, skipped: Optional[list] = None,
+) -> list[Question]:  # fmt: skip
+    """The questions of a .jsonl, .csv or .parquet file in any shape, by its columns (every row checked, one
+    DataError line naming the file, row and problem). `choices` is one column in a published shape (_choices), or
+    several comma-separated columns, one option each; `answer` a label, an option's text or a 0-based index
+    (None: no gold answer, or the one the choices' 0/1 labels mark); `id` a column of unique ids (default: the
+    content id). Other columns are ignored. With a `skipped` list, a row that fails its checks is left out and its
+    one line appended there instead (a published set with a defective item, e.g. a repeated option)."""
+    path, rows = table_rows(path)
+    mapper = column_mapper(question, choices, answer, id)
+    if skipped is not None:
+        good = []
+        for where, rec in rows:
+            try:
+                build(path, [(where, rec)], mapper, None)
+                good.append((where, rec))
+            except DataError as e:
+                skipped.append(str(e))
+        if not good:
+            raise DataError(f"{path}: no row passes the checks, e.g. {skipped[0]}")
+        rows = good
+    return build(path, rows, mapper, None)

@@ -21,6 +21,8 @@ from pathlib import Path
 from acemad_utils.data.settings import env, flag
 
 ROOT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
+CHECKOUT = ROOT  # the checkout this code is imported from (tests move ROOT, never this)
+CHECKOUT_ENV = "ACEMAD_CHECKOUT"
 DATA = ROOT / "data"
 PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (see data/paper/README.md)
 

@@ -35,6 +35,8 @@ ENV_VARS: dict[str, str] = {
     "lock instead of refusing (agents/locks.py)",
     "ACEMAD_LOCKED_BY": "'<pid>:<profile>' of the reproduce driver that holds the locks for its kernels (set by the "
     "driver, never by hand)",
+    "ACEMAD_CHECKOUT": "the checkout the reproduce driver runs from; its kernels refuse to import another (set by the "
+    "driver, never by hand)",
     "ACEMAD_URL_SECRETS": "the credentials the driver took out of BASE_URL values, for its kernels only (set by the "
     "driver, environment only: never written to a file)",
     "ACEMAD_READER_COMMITTED": "tests only (tests/test_browser.py): 1 = read the notebooks as committed in this "

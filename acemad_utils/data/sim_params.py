@@ -7,7 +7,10 @@ report/ and agents/ independent).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from acemad_utils.protocol.schema import AgentSpec
 
@@ -17,13 +20,40 @@ CALIBRATION_BY = ("knowledge", "persona")
 #: Personas whose P(insight) is `insight`; every other persona (Generalist, Assistant) uses `crowd_insight`.
 TRUTH_HOLDER_PERSONAS = ("Skeptic",)
 
+#: The axis name of notebook 09's knowledge_link x crowd_calibration plane (registry.map_points, beside "grid":
+#: knowledge_link x insight), the two planes of the inverse question (report.assumptions.inverse_map).
+CALIBRATION_GRID = "grid_calibration"
+#: Notebook 09's one-dimensional sweeps, each at the population's other values (Figure 9b).
+MAP_SWEEPS = ("trap_concentration", "crowd_calibration", "crowd_copy")
+
+#: The fitted population (experiments/fit.py, `python -m acemad_utils.experiments.fit`): the observable parameters
+#: fitted to the paper's printed baselines (Tables 1 and 2, GPT-4o-mini), the file's "params". SimParams' defaults.
+FIT_FILE = Path(__file__).with_name("fitted_population.json")
+FITTED: dict = json.loads(FIT_FILE.read_text(encoding="utf-8"))["params"]
+#: The population before the fit (chosen from the paper's words, not its numbers), kept as a named variant.
+ORIGINAL: dict[str, Any] = {
+    "trap_mean": 0.7,
+    "trap_concentration": 4.0,
+    "insight": 0.5,
+    "crowd_insight": 0.0,
+    "crowd_copy": 0.0,
+    "insight_susceptibility": 0.1,
+}
+#: The profile parameter POPULATION's values: SimParams overrides of each named population.
+POPULATIONS: dict[str, dict[str, Any]] = {"fitted": {}, "original": ORIGINAL}
+
 
 @dataclass(frozen=True)
 class SimParams:
-    trap_mean: float = 0.7  # mean per-item propensity of a non-insight agent to fall for the shared trap
-    trap_concentration: float = 4.0  # Beta concentration of that propensity; smaller = more correlated errors
-    insight: float = 0.5  # P(insight state | not guessing) for a Skeptic: sees through the trap
-    crowd_insight: float = 0.0  # the same for a Generalist or an Assistant
+    # mean per-item propensity of a non-insight agent to fall for the shared trap
+    trap_mean: float = FITTED["trap_mean"]
+    # Beta concentration of that propensity; smaller = more correlated errors
+    trap_concentration: float = FITTED["trap_concentration"]
+    insight: float = FITTED["insight"]  # P(insight state | not guessing) for a Skeptic: sees through the trap
+    crowd_insight: float = FITTED["crowd_insight"]  # the same for a Generalist or an Assistant
+    # near-copies: P that an agent takes the latent state of the first agent of its roster with the same spec,
+    # crowd_copy * (1 - temperature) (one prompt at low temperature answers alike; see copy())
+    crowd_copy: float = FITTED["crowd_copy"]
     slow_escape: float = 0.15  # thinking="slow": P(insight) -> 1 - (1 - P)(1 - slow_escape)
     explore_base: float = 0.02  # P(guess state: uniform random answer) at temperature 0 ...
     explore_per_temp: float = 0.2  # ... plus this much per unit of temperature
@@ -31,7 +61,8 @@ class SimParams:
     confidence_per_temp: float = 0.5  # ... minus this much per unit of temperature
     commit_concentration: float = 20.0  # Dirichlet concentration of expressed beliefs at temperature 1
     crowd_susceptibility: float = 0.3  # alpha of Eq. 1 for every agent not in the insight state
-    insight_susceptibility: float = 0.1  # alpha of Eq. 1 for an agent in the insight state (stubborn truth-holder)
+    # alpha of Eq. 1 for an agent in the insight state (stubborn truth-holder)
+    insight_susceptibility: float = FITTED["insight_susceptibility"]
     crowd_calibration: float = 0.0  # unskilled predictors: 0 = false consensus; 1 = predicts its peers' mean
     insight_calibration: float = 0.9  # skilled predictors: how well they model the crowd
     knowledge_link: float = 1.0  # 1 = only insight agents are skilled predictors; 0 = skill unrelated to state
@@ -43,6 +74,7 @@ class SimParams:
             "trap_mean",
             "insight",
             "crowd_insight",
+            "crowd_copy",
             "slow_escape",
             "crowd_calibration",
             "insight_calibration",
@@ -71,6 +103,10 @@ class SimParams:
     # min/max, not np.clip: the same value, without numpy's per-call overhead on a scalar (called per agent)
     def confidence(self, tau: float) -> float:
         return float(min(max(self.confidence_base - self.confidence_per_temp * tau, 0.3), 0.99))
+
+    def copy(self, tau: float) -> float:
+        """P that an agent at temperature tau shares its spec's first agent's state on an item (within a roster)."""
+        return float(self.crowd_copy * min(max(1.0 - tau, 0.0), 1.0))
 
     def explore(self, tau: float) -> float:
         return float(min(max(self.explore_base + self.explore_per_temp * tau, 0.0), 1.0))

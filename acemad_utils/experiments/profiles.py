@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -54,6 +56,7 @@ from acemad_utils.agents.prices import ENV_MODELS, parse_terms
 from acemad_utils.data.paths import ROOT
 from acemad_utils.data.settings import ENV_VARS
 from acemad_utils.experiments import params, registry
+from acemad_utils.experiments.subsets import SET_MARK
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models", "jobs"}
 #: Run settings (top-level profile keys, or --set NAME=...) -> the environment variable a kernel reads.
@@ -102,6 +105,17 @@ def load_yaml(text: str, where: str) -> Any:
         if isinstance(e, yaml.constructor.ConstructorError):
             raise SystemExit(f"{where}: refused{place}: {why}") from None
         raise SystemExit(f"{where} is not valid YAML{place}: {why}") from None
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` options (reproduce, estimate, pilot) as {KEY: plain data}; an empty VALUE is ""."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
+        out[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+    return out
 
 
 def notebooks() -> dict[str, Path]:
@@ -242,6 +256,31 @@ def run_env(prof: dict) -> dict:
     return env
 
 
+#: Notebook parameters that say where or how fast, not what: a --set of one of them keeps the profile's runs.
+NOT_SHAPING = ("PROFILE", "WORKERS", "BASE_URL", "SECOND_BASE_URL")
+
+
+def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Optional[tuple[dict, dict]] = None) -> str:
+    """The name the runs of this profile with these --set overrides go under: the profile's own name when they
+    change nothing that shapes a run (the questions, the agents, the configs: any notebook parameter but
+    NOT_SHAPING, or one set to the profile's value), else '<profile>.set-<what>' (e.g. default.set-SEED-1, a hash
+    when the values do not make a folder name): `--set SEED=1` then makes new runs and subsets beside the
+    profile's own instead of refusing to resume them (a run holds one question set and one population)."""
+    prof, base = loaded or (load_profile(name_or_path, overrides), load_profile(name_or_path))  # (with, without)
+    name = prof.get("profile") or Path(name_or_path).stem
+    changed: dict[str, Any] = {}
+    for nb in notebooks():
+        defaults = params.defaults(nb)
+        now, was = {**defaults, **params_for(prof, nb, defaults)}, {**defaults, **params_for(base, nb, defaults)}
+        changed.update({k: v for k, v in now.items() if k not in NOT_SHAPING and was[k] != v})
+    if not changed:
+        return name
+    words = ".".join(f"{k}-{v}" for k, v in sorted(changed.items()))
+    if len(words) > 60 or not all(c.isalnum() or c in "._-" for c in words):
+        words = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{name}{SET_MARK}{words}"
+
+
 def params_for(prof: dict, name: str, declared) -> dict:
     """The papermill parameters notebook `name` gets from a profile: common ones it declares, then its own."""
     params = {k: v for k, v in (prof.get("common") or {}).items() if k in declared}
@@ -267,6 +306,52 @@ def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = N
     """The runs notebook `nb` makes under a profile (its parameters as reproduce passes them)."""
     _, params = notebook_params(profile, overrides, only=[nb])
     return registry.runs(nb, params[nb])
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One model at one OpenAI-compatible URL that a profile's notebooks call (BACKEND openai).
+    setting: the profile parameters that name it; skip: the --set that runs the profile without it ("" for the
+    main endpoint, which every LLM notebook needs); url "" = OPENAI_BASE_URL, else OpenAI's."""
+
+    setting: str
+    model: str
+    url: str
+    notebooks: tuple[str, ...]
+    skip: str = ""
+
+
+def endpoints(params_by_nb: dict) -> list[Endpoint]:
+    """Every endpoint the notebooks (with these parameters, {notebook: params}) will call, once per (model, URL):
+    the main model (MODEL at BASE_URL), notebook 04's SECOND_MODEL at SECOND_BASE_URL and each OTHER_MODELS entry
+    of notebook 07 whose table has a benchmark in the run. The BACKEND local server is started by the run itself
+    and the synthetic population calls nothing: neither is an endpoint. SUBSET_MODEL is not called (its subsets
+    are read). Used by the reproduce driver's preflight and printed by `make estimate`."""
+    found: dict[tuple[str, str], Endpoint] = {}
+
+    def add(setting: str, model: str, url: str, nb: str, skip: str = "") -> None:
+        old = found.get((model, url))
+        if old is None:
+            found[(model, url)] = Endpoint(setting, model, url, (nb,), skip)
+            return
+        both = f"{old.setting}, {setting}" if setting not in old.setting else old.setting
+        skip = f"{old.skip} {skip}" if old.skip and skip and skip not in old.skip else (old.skip and skip)
+        found[(model, url)] = Endpoint(both, model, url, tuple(dict.fromkeys((*old.notebooks, nb))), skip)
+
+    for nb, P in params_by_nb.items():
+        if P.get("BACKEND") != "openai" or not registry.runs(nb, P):
+            continue
+        url = P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or ""
+        add("MODEL / BASE_URL", P.get("MODEL") or os.environ.get("ACEMAD_MODEL") or "gpt-4o-mini", url, nb)
+        if nb.startswith("04") and P.get("SECOND_MODEL"):
+            add("SECOND_MODEL / SECOND_BASE_URL", P["SECOND_MODEL"], P.get("SECOND_BASE_URL") or url, nb,
+                "--set SECOND_MODEL=")  # fmt: skip
+        benches = list(P.get("BENCHMARKS") or registry.ALL_BENCHMARKS)
+        for i, e in enumerate(P.get("OTHER_MODELS") or [] if nb.startswith("07") else []):
+            if registry.other_model(e, benches).benchmarks:
+                add(f"OTHER_MODELS[{i}] ({e['table']})", e["model"], e.get("base_url") or url, nb,
+                    "--set OTHER_MODELS=[]")  # fmt: skip
+    return list(found.values())
 
 
 def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:

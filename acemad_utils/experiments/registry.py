@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from acemad_utils.agents.sim import SimParams
+from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS
 from acemad_utils.experiments import params
 
 # MAD_METHODS and VOTING_VS_MAD are re-exported: notebooks and tests read them as R.<name>
@@ -177,7 +178,8 @@ def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
     AceMAD at every T of `rounds` and always at the paper's T (protocol.config.ROUNDS = 3), N = 5. The paper's
     T is the headline every later view of notebook 03 reads (the aggregators' table, the examples, the narrative
     and the summary compare AceMAD at T = 3 with the baselines, which run at T = 3): ROUNDS=[2, 5] runs T = 2,
-    3 and 5, and Table 2 shows all three."""
+    3 and 5, and Table 2 shows all three. "matched" is ours, not the paper's: self-consistency, the naive agent
+    sampled once per turn of AceMAD at N = 5, T = 3 (as many calls), decided by plurality."""
     ts = sorted({*rounds, ROUNDS})
     return Run(
         "main",
@@ -185,11 +187,18 @@ def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
             "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
             "control": controls(seed),
             "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in ts],
+            "matched": [matched(seed)],
         },
     )
 
 
-def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -> Run:
+def matched(seed: int = 0) -> DebateConfig:
+    """Self-consistency at AceMAD's calls per question (N = 5, T = 3: 15 samples), named as ours in every table."""
+    cfg = DebateConfig(method="self_consistency", seed=seed)
+    return cfg.replace(name=f"{cfg.label[:-1]}; ours, not the paper's)")
+
+
+def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
     truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
     variants = {
@@ -204,7 +213,9 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0) -
         "heterogeneity",
         {
             "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
-            "variants": [DebateConfig(method="acemad", truth_holder=s, seed=seed, name=n) for n, s in variants.items()],
+            "variants": [
+                DebateConfig(method="acemad", truth_holder=s, eta=eta, seed=seed, name=n) for n, s in variants.items()
+            ],
         },
     )
 
@@ -224,7 +235,7 @@ def rosters(run: Run, group: str) -> str:
     )
 
 
-def ablation(seed: int = 0) -> Run:
+def ablation(seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
     Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
     (notebook 03's control, the same config: with an LLM its calls are cached replays), and two controls beside
@@ -232,18 +243,21 @@ def ablation(seed: int = 0) -> Run:
     return Run(
         "ablation",
         {
-            "full": [DebateConfig(method="acemad", seed=seed)],
+            "full": [DebateConfig(method="acemad", eta=eta, seed=seed)],
             "standard": [DebateConfig(method="decentralized", roster="acemad", seed=seed)],
             "controls": controls(seed)[1:],  # the Skeptic alone and Majority Voting with AceMAD's agents
         },
     )
 
 
-def scaling(n_values: Sequence[int], seed: int = 0) -> Run:
+def scaling(n_values: Sequence[int], seed: int = 0, eta: float = ETA) -> Run:
     """Notebook 06 (Figure 5): AceMAD (T = 3) and Majority Voting at every N of n_values."""
     return Run(
         "scaling",
-        {m: [DebateConfig(method=m, n_agents=n, seed=seed) for n in n_values] for m in ("acemad", "majority")},
+        {
+            "acemad": [DebateConfig(method="acemad", n_agents=n, eta=eta, seed=seed) for n in n_values],
+            "majority": [DebateConfig(method="majority", n_agents=n, seed=seed) for n in n_values],
+        },
     )
 
 
@@ -278,7 +292,8 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
     return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
 
 
-# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS).
+# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS,
+# CROWD_COPIES).
 
 # Reference points beside the grid: no peer-prediction skill anywhere (where does a gain at link 0 come from?) and
 # the earlier persona-assigned calibration.
@@ -288,7 +303,8 @@ MAP_REFERENCES = {
 }
 # SimParams fields that change what the baselines' naive agent answers: a point that moves one of them gets its own
 # challenging subsets and its own baseline runs; every other point shares the default's.
-SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "explore_base", "explore_per_temp")
+# (crowd_copy: the baselines' roster of Assistants copies too; their subsets, selected by one agent, do not change)
+SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "crowd_copy", "explore_base", "explore_per_temp")
 
 
 def overrides(params: dict) -> dict:
@@ -318,6 +334,7 @@ MAP_PARAMS = {
     "INSIGHTS": "insight",
     "TRAP_CONCENTRATIONS": "trap_concentration",
     "CROWD_CALIBRATIONS": "crowd_calibration",
+    "CROWD_COPIES": "crowd_copy",
 }
 
 
@@ -330,30 +347,105 @@ def map_axes(P: dict) -> dict:
 
 
 def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
-    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), then
-    one-dimensional sweeps of the other axes at the defaults, then the reference points (axis = their name).
-    A point equal to the default appears once per axis it lies on (its run is shared: the same name)."""
+    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), the
+    knowledge_link x crowd_calibration grid (CALIBRATION_GRID), then one-dimensional sweeps of the other axes at
+    the defaults, then the reference points (axis = their name). A point equal to the default appears once per
+    axis it lies on (its run is shared: the same name)."""
     pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
-    pts += [(ax, {ax: v}) for ax in ("trap_concentration", "crowd_calibration") for v in axes[ax]]
+    # the inverse question's second plane: knowledge_link x crowd_calibration (where the published evidence sits)
+    pts += [
+        (CALIBRATION_GRID, {"knowledge_link": a, "crowd_calibration": c})
+        for a in axes["knowledge_link"]
+        for c in axes["crowd_calibration"]
+    ]
+    pts += [(ax, {ax: v}) for ax in MAP_SWEEPS for v in axes[ax]]
     return pts + list((references if references is not None else MAP_REFERENCES).items())
 
 
 def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
     """Notebook 09: one AceMAD (T = 3) run per distinct map point (uniform weights re-decide it: no run), and the
     MAD baselines once per distinct value of the parameters they depend on (SUBSET_PARAMS: the default and each
-    trap_concentration), each on the challenging subsets of its own population."""
+    trap_concentration), each on the challenging subsets of its own population; Single Agent and Majority Voting
+    beside them (the fitted population's baselines against the paper's printed cells: experiments/fit.py)."""
     out: dict[str, Run] = {}
     ace = [DebateConfig(method="acemad", rounds=ROUNDS, eta=eta, seed=seed)]
     mads = [DebateConfig(method=m, seed=seed) for m in MAD_METHODS]
+    voting = [DebateConfig(method=m, seed=seed) for m in ("single", "majority")]
     for _, p in map_points(axes):
         p = overrides(p)
         base = {k: v for k, v in p.items() if k in SUBSET_PARAMS}
         for name, groups, point in (
-            (f"map_baselines_{params_slug(base)}", {"baselines": mads}, base),
+            (f"map_baselines_{params_slug(base)}", {"baselines": mads, "voting": voting}, base),
             (f"map_{params_slug(p)}", {"acemad": ace}, p),
         ):
             out.setdefault(name, Run(name, groups, params=dict(point)))
     return list(out.values())
+
+
+@dataclass(frozen=True)
+class LedgerPoint:
+    """One point of the claims ledger's assumption grid: a short name the ledger prints ("... where <name>"), what
+    it means, the population's overrides (SimParams fields) and, for the option-count axis, the only benchmarks run
+    (None: all)."""
+
+    name: str
+    means: str
+    params: dict
+    benchmarks: Optional[tuple[str, ...]] = None
+
+
+#: The assumptions of the synthetic population that no printed number fixes, each moved away from the profile's
+#: value one at a time; notebook 08 recomputes every ledger row at each point (experiments.assumptions.ledger_grid)
+#: and says which of them flip it. A field the population does not have is left out (`unvaried` names it).
+LEDGER_GRID = (
+    LedgerPoint("knowledge_link = 0", "peer-prediction skill unrelated to knowing the truth", {"knowledge_link": 0.0}),
+    LedgerPoint(
+        "near-copy Generalists",
+        "the four Generalists (one prompt, temperature 0.1) share one state on an item 90% of the time",
+        {"crowd_copy": 1.0},
+    ),
+    LedgerPoint("independent Generalists", "each Generalist draws its own state on an item", {"crowd_copy": 0.0}),
+    LedgerPoint(
+        "equal stubbornness",
+        "truth-holders as susceptible as the crowd (insight_susceptibility = crowd_susceptibility)",
+        {"insight_susceptibility": SimParams().crowd_susceptibility},
+    ),
+    LedgerPoint("insight = 0.05", "the Skeptic almost never sees through the trap", {"insight": 0.05}),
+    LedgerPoint("insight = 0.5", "the Skeptic sees through the trap half the time (the original)", {"insight": 0.5}),
+    LedgerPoint("crowd_insight = 0", "no Generalist ever sees through the trap (the original)", {"crowd_insight": 0.0}),
+    LedgerPoint("crowd_insight = 0.3", "Generalists see through the trap more often", {"crowd_insight": 0.3}),
+    LedgerPoint("crowd_calibration = 0.5", "the unskilled crowd half predicts its peers", {"crowd_calibration": 0.5}),
+    LedgerPoint("trap_mean = 0.5", "a weaker shared trap", {"trap_mean": 0.5}),
+    LedgerPoint("K = 3", "three options: BBH's items only", {}, ("bbh",)),
+    LedgerPoint("K = 10", "ten options: MMLU-Pro's items only", {}, ("mmlu_pro",)),
+)
+#: The notebooks whose runs the ledger grid repeats (07's stand-ins and full test sets are not varied)
+LEDGER_NOTEBOOKS = ("02_baselines", "03_main_results", "04_heterogeneity", "05_ablation", "06_scaling")
+
+
+def ledger_points(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[LedgerPoint]:
+    """The grid's points this population and these benchmarks can express (a field SimParams lacks, or a benchmark
+    not run, drops the point; `unvaried` names them)."""
+    fields = {f.name for f in dataclasses.fields(SimParams)}
+    known = [p for p in grid if set(p.params) <= fields and set(p.benchmarks or ()) <= set(benchmarks)]
+    return [p for p in known if overrides(p.params) or (p.benchmarks and set(p.benchmarks) != set(benchmarks))]
+
+
+def unvaried(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[str]:
+    """The grid's points ledger_points leaves out (named in the ledger's summary)."""
+    kept = {p.name for p in ledger_points(benchmarks, grid)}
+    return [p.name for p in grid if p.name not in kept]
+
+
+def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[str]) -> list[Run]:
+    """The runs of LEDGER_NOTEBOOKS (their default parameters) at one grid point, n_max items per benchmark."""
+    benches = list(point.benchmarks or benchmarks)
+    slug = params_slug(point.params) + ("_" + "-".join(point.benchmarks) if point.benchmarks else "")
+    out = []
+    for nb in LEDGER_NOTEBOOKS:
+        for r in runs(nb, {"SEED": seed, "N_MAX": n_max, "BENCHMARKS": benches}):
+            out.append(replace(r, name=f"map_ledger{n_max}_{slug}__{r.name}", params=dict(point.params)))
+    return out
 
 
 # ----------------------------------------------------------------------------- every run of a notebook
@@ -374,11 +466,11 @@ def runs(nb: str, P: dict) -> list[Run]:
     elif num == "03":
         out = [main_results(P["ROUNDS"], eta, seed)]
     elif num == "04":
-        out = [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed)]
+        out = [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed, eta)]
     elif num == "05":
-        out = [ablation(seed)]
+        out = [ablation(seed, eta)]
     elif num == "06":
-        out = [scaling(P["N_VALUES"], seed)]
+        out = [scaling(P["N_VALUES"], seed, eta)]
     elif num == "09":
         if P.get("BACKEND", "sim") != "sim":  # the map varies the synthetic population: nothing to run otherwise
             return []

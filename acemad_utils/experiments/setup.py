@@ -41,6 +41,7 @@ from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, make_items
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
+from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.params import BACKENDS, SCHEMA, SOURCES, problem, setup_defaults
 from acemad_utils.experiments.registry import Run, RunResult
@@ -79,6 +80,7 @@ class Setup:
         *,
         profile: str = _D["profile"],
         backend: str = _D["backend"],
+        population: str = _D["population"],
         source: str = _D["source"],
         benchmarks: Sequence[str] = tuple(_D["benchmarks"]),
         n_items: Optional[int] = _D["n_items"],
@@ -92,6 +94,9 @@ class Setup:
     ):
         if backend not in BACKENDS:
             raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
+        if population not in POPULATIONS:
+            raise ValueError(f"POPULATION={population!r} is not allowed; choose one of {tuple(POPULATIONS)}")
+        self.population_name = population
         if source not in SOURCES:
             raise ValueError(f"SOURCE={source!r} is not allowed; choose one of {SOURCES}")
         unknown = [b for b in benchmarks if b not in SYNTHETIC_K]
@@ -103,6 +108,7 @@ class Setup:
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
         self.calls = calls
         self.subset_model = subset_model
+        self.variant = subsets.variant(profile)  # a run with shaping --set values: subsets of its own (run_key)
         # The argument's completion cap (tokens; None: none). The paper gives no cap; a step-by-step truth-holder
         # may need more than the default (bench/argue_cap.py measures how often the local model reaches it).
         self.max_tokens = (argue_max_tokens, COMMIT_MAX_TOKENS)
@@ -129,9 +135,12 @@ class Setup:
     # ------------------------------------------------------------------ agents
     def _population(self, model: str, base_url: str) -> tuple[Population, str]:
         if self.backend == "sim":
+            base = POPULATIONS[self.population_name]  # the fitted population ({}) or the original
             if not model:  # the default profile's population: the subset model of every synthetic run
-                return VectorSimPopulation(seed=self.seed), subsets.SYNTHETIC_SLUG
-            params = SimParams(**SIM_STANDINS.get(model, {}))
+                # another population selects other items: the original's subsets get a folder of their own
+                name = subsets.SYNTHETIC_SLUG + ("" if not base else f"-{self.population_name}")
+                return VectorSimPopulation(SimParams(**base), seed=self.seed), name
+            params = SimParams(**{**base, **SIM_STANDINS.get(model, {})})
             return VectorSimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
 
         # Imported here, not at module top: the LLM client pulls in the openai SDK (~1 s), which a synthetic
@@ -219,19 +228,20 @@ class Setup:
                 seed=self.seed,
                 progress=progress,
                 workers=self.workers,
+                variant=self.variant,
             )
         return subsets.subset_table(self.slug)
 
     @property
     def slug(self) -> str:
-        return subsets.model_slug(self.model, synthetic=self.synthetic)
+        return subsets.model_slug(self.model, synthetic=self.synthetic) + self.variant
 
     @property
     def subset_slug(self) -> str:
         """Whose subsets this Setup runs on: its own, or the subset model's."""
         if not self.subset_model:
             return self.slug
-        return subsets.model_slug(self.subset_model, synthetic=self.synthetic)
+        return subsets.model_slug(self.subset_model, synthetic=self.synthetic) + self.variant
 
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
         """The challenging subset of benchmark b (the first n_max kept items). The Setup's own subsets are built
@@ -239,7 +249,7 @@ class Setup:
         name = self.bench_name(b)
         n_max = self._n_max(n_max)
         try:
-            qs = self.load_subset(b, self.subset_slug)
+            qs = self.load_subset(b, self.subset_slug, self.population if self.subset_slug == self.slug else None)
         except FileNotFoundError:
             if self.subset_slug != self.slug:
                 raise FileNotFoundError(
@@ -250,17 +260,18 @@ class Setup:
                     f"or set SUBSET_MODEL='' to build this model's own"
                 ) from None
             self.build_subsets(progress=False)
-            qs = self.load_subset(b, self.slug)
+            qs = self.load_subset(b, self.slug, self.population)
         return qs[:n_max] if n_max else qs
 
-    def load_subset(self, b: str, slug: str) -> list[Question]:
+    def load_subset(self, b: str, slug: str, population: Optional[Population] = None) -> list[Question]:
         """The saved challenging subset of benchmark b judged by `slug`'s population (subsets.load_subset: the
         items verified against their content hashes), read once per Setup: notebook 09 asks for the same few
         subsets at each of its map points, and a saved subset does not change under a running notebook. A missing
-        one raises FileNotFoundError each time (nothing is cached), so the caller can build it and ask again."""
+        one raises FileNotFoundError each time (nothing is cached), so the caller can build it and ask again; so does
+        one that another synthetic population selected (`population`: the one whose subsets these must be)."""
         key = (b, slug)
         if key not in self._subsets:
-            self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b))
+            self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b), population)
         return list(self._subsets[key])
 
     # ------------------------------------------------------------------ runs

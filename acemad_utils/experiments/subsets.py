@@ -67,6 +67,16 @@ from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
 SYNTHETIC_SLUG = "synthetic-population"
+#: What separates a profile's name from the --set values that shape its runs (profiles.run_key): the runs of
+#: 'default.set-SEED-1' use subsets '<model slug>.set-SEED-1', built from that run's own questions.
+SET_MARK = ".set-"
+
+
+def variant(profile: str) -> str:
+    """'.set-<what>' of a profile run with shaping --set values (profiles.run_key), '' for the profile's own."""
+    return SET_MARK + profile.split(SET_MARK, 1)[1] if SET_MARK in profile else ""
+
+
 # Added to the repeat index of the construction's agent calls: its draws (cache scopes, synthetic samples) are
 # never those of the Single Agent baseline, whose runs use repeat indexes 0..4 (x repeats).
 SUBSET_REPEAT_OFFSET = 1_000_000
@@ -195,14 +205,16 @@ def build_subset(
     limit: Optional[int] = None,
     progress: bool = True,
     workers: Optional[int] = None,
+    variant: str = "",
 ) -> SubsetResult:
-    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them."""
+    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them (under the
+    model's slug, plus `variant` for a profile run with --set values that shape it)."""
     qs = list(questions)[:limit] if limit is not None else list(questions)
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
         raise ValueError(f"build_subset({benchmark!r}): questions from another benchmark, e.g. {strays[:3]}")
     synthetic = bool(population.synthetic)
-    slug = model_slug(model_name, synthetic)
+    slug = model_slug(model_name, synthetic) + variant
     cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
     runner.run_experiment(
@@ -258,6 +270,8 @@ def _summary(
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
         "n_items_in": n_in,
+        # a synthetic population's parameters decide which items are challenging: another one's subset is stale
+        "population_params": desc.get("params") if synthetic else None,
         "n_failed": 0,  # always: a subset with a failed item is not saved (SubsetIncomplete)
         "n_kept": len(kept),
         "mean_accuracy_kept": sum(s["accuracy"] for s in kept) / len(kept) if kept else None,
@@ -356,11 +370,23 @@ def _subset_lines(path: Path, benchmark: str, model_slug: str) -> list[dict]:
     return items
 
 
-def load_subset(benchmark: str, model_slug: str, questions: Optional[Sequence[Question]] = None) -> list[Question]:
-    """The saved subset's Questions (file order), each verified against its content hash."""
+def load_subset(
+    benchmark: str,
+    model_slug: str,
+    questions: Optional[Sequence[Question]] = None,
+    population: Optional[Population] = None,
+) -> list[Question]:
+    """The saved subset's Questions (file order), each verified against its content hash. With a synthetic
+    `population`, a subset that another population's parameters selected is missing (FileNotFoundError: callers
+    build it again), never silently reused."""
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
+    if population is not None and population.synthetic:
+        meta = subsets_root() / model_slug / "meta.json"
+        entry = (_meta(meta).get("benchmarks", {}).get(benchmark) or {}) if meta.exists() else {}
+        if entry.get("population_params") != population.describe().get("params"):
+            raise FileNotFoundError(f"the subset {path} was selected by another synthetic population; rebuild it")
     if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
         raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
     lines = _subset_lines(path, benchmark, model_slug)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -130,7 +131,10 @@ def score_separation(profile: str = "default"):
         # Average per question first: agents of one debate are not independent samples.
         per_q = sub.groupby("question_id")["score"].mean().to_numpy()
         m, lo, hi = bootstrap_ci(per_q)
-        rows.append({"group": g, "round": t, "mean": m, "lo": lo, "hi": hi, "n_questions": len(per_q)})
+        # n_agents: the group's agent-rounds, so a mean over groups can weight each by how many agents it holds
+        rows.append(
+            {"group": g, "round": t, "mean": m, "lo": lo, "hi": hi, "n_questions": len(per_q), "n_agents": len(sub)}
+        )
     table = pd.DataFrame(rows)
     import matplotlib.pyplot as plt
 
@@ -287,3 +291,19 @@ def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
     fig.colorbar(im, ax=axes, shrink=0.8, label="P(AceMAD flips a wrong majority)")
     fig.suptitle(f"(d) Where peer prediction can and cannot flip a wrong majority [{SYNTH}]")
     return fig
+
+
+def assumptions(params: Optional[SimParams] = None) -> str:
+    """The population assumptions panels (b)-(d) rest on (the default population's), for the SUMMARY line."""
+    p = params or SimParams()
+    copies = (
+        f"crowd_copy={p.crowd_copy:g} (a Generalist shares a twin's state)"
+        if p.crowd_copy
+        else "independent Generalists"
+    )
+    return (
+        f"knowledge_link={p.knowledge_link:g} (only agents with insight predict the crowd), insight={p.insight:g}, "
+        f"crowd_insight={p.crowd_insight:g}, stubborn truth-holders (insight_susceptibility="
+        f"{p.insight_susceptibility:g} vs the crowd's {p.crowd_susceptibility:g}), {copies}, "
+        f"trap_mean={p.trap_mean:g}, K=4"
+    )

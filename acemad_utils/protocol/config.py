@@ -7,6 +7,7 @@
     DebateConfig(method="acemad", weighting="uniform").label   # 'AceMAD (T=3, uniform)'
     DebateConfig(method="majority").specs()       # 5 x the naive agent: plain assistant at T=0.7 (homogeneous)
     DebateConfig(method="majority", roster="acemad").label      # 'Majority Voting (AceMAD roster)'
+    DebateConfig(method="self_consistency").label   # 'Self-consistency (15 samples)': AceMAD's N x T turns, one agent
 
 Rosters (which agents a method gets; paper line numbers refer to ../shared/paper/acemad_paper.tex):
 - AceMAD and its ablations: the crowd/truth-holder roster, 80% Generalists at T=0.1 + 20% Skeptics at T=0.6
@@ -16,6 +17,9 @@ Rosters (which agents a method gets; paper line numbers refer to ../shared/paper
   Decentralized MAD" (l.468) and gives one temperature for a non-AceMAD agent, the "naive single-agent
   baseline (Temperature = 0.7)" of the subset construction (l.604, also l.206); it never gives the baselines
   a persona (the persona prompts of l.1150-1152 belong to AceMAD's crowd and truth-holders).
+- Self-consistency (ours, not the paper's: the compute-matched baseline of arXiv 2502.08788) is the naive agent
+  sampled independently once per turn AceMAD takes at the same N and T (N x T samples, each the turn's calls: 15
+  samples, 30 calls at N = 5, T = 3 with the paper's two calls per turn), decided by plurality.
 - roster="acemad" gives a baseline AceMAD's roster (the control "same agents, only the protocol differs"),
   roster="homogeneous" gives AceMAD the baselines' roster, and a tuple of AgentSpecs sets every agent.
 
@@ -47,13 +51,8 @@ WEIGHT_EXPONENT = 2.0
 TABLE2_ROUNDS = (2, 3, 5)
 SCORING_RULES = ("brier", "log", "spherical")
 WEIGHTINGS = ("peer_prediction", "self_belief", "uniform")
-#: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
-#: reproduce command exits 1 and says so, an inspect sample so is an error (issue 33: replies in Spanish, "NaN"
-#: beliefs, wrong letters gave 369 parse failures, "AceMAD 0.0% vs 0.0%" and exit status 0). Below it, every
-#: table cell counts them beside n.
-PARSE_FAILURE_LIMIT = 0.5
 
-METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad")
+METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad", "self_consistency")
 HISTORIES = ("full", "last_round", "peers_last")
 # How a baseline MAD decides. "mean_belief" is the paper's Evaluation Metrics rule (l.617: every MAD decides by
 # weighted voting, Eq. 4, with uniform weights for the baselines); "plurality" is Du et al.'s vote; "moderator"
@@ -67,6 +66,7 @@ METHOD_NAMES = {
     "centralized": "Centralized MAD",
     "sparse": "Sparse MAD",
     "acemad": "AceMAD",
+    "self_consistency": "Self-consistency",
 }
 
 GENERALIST = AgentSpec(persona="Generalist", temperature=0.1)
@@ -167,6 +167,8 @@ class DebateConfig:
                 raise bad("roster", self.roster, f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
             if len(self.roster) != self.n_agents:
                 raise bad("roster", f"{len(self.roster)} specs", f"need exactly n_agents={self.n_agents} specs")
+        if self.method == "self_consistency" and self.roster not in (None, "homogeneous"):
+            raise bad("roster", self.roster, "self-consistency samples the one baseline_agent: leave roster None")
         if self.method == "centralized" and self.n_agents < 2:
             raise bad("n_agents", self.n_agents, "Centralized MAD needs N >= 2 debaters")
 
@@ -175,6 +177,12 @@ class DebateConfig:
     def n_truth_holders(self) -> int:
         """round-half-up of (1 - crowd_share) * N: 1 of 5, 2 of 10, 0 of 2 (a 2-agent crowd has no minority)."""
         return int(math.floor((1.0 - self.crowd_share) * self.n_agents + 0.5 + 1e-9))
+
+    @property
+    def samples(self) -> int:
+        """Agents answering independently: N, or for self-consistency N x T (AceMAD's turns at this N and T, so
+        as many calls per question: every turn, a sample's or a debater's, makes the same calls)."""
+        return self.n_agents * self.rounds if self.method == "self_consistency" else self.n_agents
 
     @property
     def roster_kind(self) -> str:
@@ -192,7 +200,7 @@ class DebateConfig:
         if kind == "explicit" and isinstance(self.roster, tuple):
             return list(self.roster)
         if kind == "homogeneous":
-            return [self.baseline_agent] * self.n_agents
+            return [self.baseline_agent] * self.samples
         n_th = self.n_truth_holders
         return [self.crowd] * (self.n_agents - n_th) + [self.truth_holder] * n_th
 
@@ -213,6 +221,8 @@ class DebateConfig:
         default_roster = "acemad" if self.method == "acemad" else "homogeneous"
         if self.roster_kind != default_roster and self.roster_kind != "explicit":
             extras.append("AceMAD roster" if self.roster_kind == "acemad" else "homogeneous")
+        if self.method == "self_consistency":
+            return f"{base} ({self.samples} samples)"
         if self.method != "acemad":
             if self.method in ("decentralized", "centralized", "sparse") and self.mad_aggregator != "mean_belief":
                 extras.append(self.mad_aggregator)

@@ -17,6 +17,8 @@ Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acema
 - single:        one agent, `single_runs` independent runs (l.210), each with its own repeat index and so its
                  own cache scope and sample; the record's `correct` is their mean accuracy.
 - majority:      N independent agents answer once; plurality of their initial answers (l.617, l.645).
+- self_consistency: the same with N x T samples of the naive agent (config.DebateConfig.samples): AceMAD's
+                 calls per question spent on independent samples (ours, not the paper's).
 - decentralized: full mesh (Du et al.): every agent sees every agent's earlier arguments.
 - sparse:        ring: agent i sees itself and agents i-1, i+1 (with N <= 3 that is everyone: a full mesh).
 - centralized:   star: agents see their own arguments and the moderator's summaries; the moderator reads
@@ -66,6 +68,9 @@ def ring(i: int, n: int) -> set:
     """Sparse MAD's neighbourhood: the agent itself and its two ring neighbours."""
     return {i, (i - 1) % n, (i + 1) % n}
 
+
+#: Methods decided by the plurality of independent first answers (one round, no debate).
+VOTES = ("majority", "self_consistency")
 
 #: How a peer prediction that did not parse is scored (stored in the record beside the count; docs/faults.md).
 FAILED_FORECAST_RULE = "the worst score of its round (its weight cannot rise)"
@@ -231,7 +236,7 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
     forecast_valid (D, T, N) or None (every peer prediction parsed)."""
     keys = np.concatenate([_keys(q, cfg) for q in questions])
     held = (B.votes(P, valid) == _truth(questions)[:, None, None]).any(axis=(1, 2))
-    if cfg.method == "majority":  # a plurality of the initial answers (no debate)
+    if cfg.method in VOTES:  # a plurality of the initial answers (no debate)
         v = B.votes(P[:, 0], valid[:, 0])
         out = {
             "decisions": {
@@ -249,7 +254,7 @@ def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, us
     for d, q in enumerate(questions):
         rec = R.base_record(q, cfg, population, repeats[d])
         decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in out["decisions"].items()}
-        if cfg.method in ("majority", "acemad"):
+        if cfg.method in (*VOTES, "acemad"):
             final = next(iter(decided.values()))
         else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
             rec["decisions"] = decided
@@ -316,6 +321,7 @@ def single_records(questions, cfg, population, repeats, runs, P, valid, usages) 
 RUNNERS = {
     "single": run_single,
     "majority": run_majority,
+    "self_consistency": run_majority,
     "decentralized": run_debate,
     "sparse": run_debate,
     "acemad": run_debate,

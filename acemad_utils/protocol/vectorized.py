@@ -180,6 +180,7 @@ def _centralized(questions, population, cfg: DebateConfig, repeats) -> list[dict
 _METHODS = {
     "single": _single,
     "majority": _majority,
+    "self_consistency": _majority,
     "decentralized": _debate,
     "sparse": _debate,
     "acemad": _debate,

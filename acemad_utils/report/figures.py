@@ -25,6 +25,7 @@ from acemad_utils.report.tables import AVERAGE, bench_label
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+NO_RUNS = "no runs found"  # the source of an artefact made from no run (a failed run): neither synthetic nor a model
 NOTEBOOK_WIDTH_IN = 10.0  # inches of figure shown at 1:1 in the notebook's output area (see the module docstring)
 MIN_PT = 7.0  # the smallest text, in points at the size it is shown, a reader can read without zooming
 
@@ -47,7 +48,9 @@ def too_small(fig: Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float
 
 def source_label(synthetic: bool, model: str) -> str:
     """'SYNTHETIC population (no LLM)', with the stand-in's name for a named synthetic model (notebook 07),
-    or 'model: <name>' for an LLM."""
+    or 'model: <name>' for an LLM; NO_RUNS when there is neither (no run was found)."""
+    if not synthetic and not model:
+        return NO_RUNS
     stand_in = "synthetic-population-"
     if synthetic and model.startswith(stand_in):
         return f"SYNTHETIC stand-in for {model[len(stand_in) :]} (no LLM)"

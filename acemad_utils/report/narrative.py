@@ -55,10 +55,34 @@ def _synthetic(source: str) -> bool:
     return "SYNTHETIC" in source.upper()
 
 
-def assumption(population: Optional[Mapping] = None, *, short: bool = False) -> str:
+#: What a result without peer prediction rests on: the naive agent alone (notebook 01's subsets) and the homogeneous
+#: baselines (notebook 02), whose runs no knowledge_link enters
+SUBSET_USES = ("trap_mean", "trap_concentration", "explore_base", "explore_per_temp")
+BASELINE_USES = (
+    "trap_mean",
+    "trap_concentration",
+    "crowd_insight",
+    "crowd_copy",
+    "crowd_susceptibility",
+    "confidence_per_temp",
+)
+#: ... and what an AceMAD result rests on beside the link (the claims ledger's grid varies them: registry.LEDGER_GRID)
+WEIGHTED_USES = (
+    "insight",
+    "crowd_insight",
+    "crowd_copy",
+    "insight_susceptibility",
+    "crowd_susceptibility",
+    "crowd_calibration",
+    "trap_mean",
+)
+
+
+def assumption(population: Optional[Mapping] = None, *, short: bool = False, uses: Sequence[str] = ()) -> str:
     """The one sentence saying which assumption a synthetic result rests on, from the population's description
     (`describe()`: its `params` hold `knowledge_link` and `calibration_by`, see docs/population.md). `short`:
-    a bracketed clause for a one-line SUMMARY. An empty string for a real model (no assumed population)."""
+    a bracketed clause for a one-line SUMMARY. An empty string for a real model (no assumed population).
+    `uses`: the parameters a run without peer prediction rests on (SUBSET_USES, BASELINE_USES), named instead."""
     if population is None:
         return (
             "[rests on the population's assumptions; see its description]"
@@ -70,11 +94,22 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False) -> 
     if not pop.get("synthetic", False):
         return ""
     params = pop.get("params") or {}
+    if uses:
+        pairs = [(k, params[k]) for k in uses if isinstance(params.get(k), (int, float))]
+        named = ", ".join(f"{k} = {v:g}" for k, v in pairs)
+        return (
+            f"[rests on {', '.join(f'{k}={v:g}' for k, v in pairs)}]"
+            if short
+            else f"This synthetic result rests on the population's {named}; no agent here predicts its peers, so "
+            "knowledge_link plays no part."
+        )
     link, by = params.get("knowledge_link"), params.get("calibration_by")
     if short:
         if link is None and by is None:
             return "[rests on the population's assumed peer-prediction skill; its description names no link]"
-        return f"[rests on knowledge_link={link}, calibration_by={by}]"
+        rest = [f"{k}={params[k]:g}" for k in WEIGHTED_USES if isinstance(params.get(k), (int, float))]
+        copies = [] if "crowd_copy" in params else ["independent Generalists"]  # before near-copies existed
+        return f"[rests on knowledge_link={link}, calibration_by={by}, {', '.join([*rest, *copies])}]"
     if by == "persona":
         return (
             'This synthetic result rests on persona-assigned skill (calibration_by = "persona"): every Skeptic '
@@ -104,13 +139,13 @@ def assumption(population: Optional[Mapping] = None, *, short: bool = False) -> 
     )
 
 
-def caveat(source: str, *, population: Optional[Mapping] = None) -> str:
+def caveat(source: str, *, population: Optional[Mapping] = None, uses: Sequence[str] = ()) -> str:
     """What kind of evidence the numbers are: the synthetic population (and the assumption it rests on, from
-    `population`, the run's population description), or a named model on n questions."""
+    `population`, the run's population description; `uses` as in assumption), or a named model on n questions."""
     if _synthetic(source):
         return (
             "These are numbers of the synthetic population: they show what the mechanism does when the "
-            "paper's assumptions hold, not what any LLM does. " + assumption(population)
+            "population's assumptions hold, not what any LLM does. " + assumption(population, uses=uses)
         )
     return f"These numbers come from {source}; with intervals this wide, read them as evidence about this model only."
 
@@ -163,37 +198,70 @@ def shares(n_values: Sequence[int], truth_holders: Sequence[int]) -> str:
 
 
 def theory(
-    tab_a: pd.DataFrame, tab_b: pd.DataFrame, tab_c: pd.DataFrame, tab_d: pd.DataFrame, *, eta: float, rounds: int
+    tab_a: pd.DataFrame,
+    tab_b: pd.DataFrame,
+    tab_c: pd.DataFrame,
+    tab_d: pd.DataFrame,
+    *,
+    eta: float,
+    rounds: int,
+    split: Optional[pd.DataFrame] = None,
 ) -> str:
-    """00_theory's four checks in four sentences, from their tables."""
+    """00_theory's four checks, from their tables: (a) what is true by construction, (b) the round-1 scores
+    weighted by agent count and the lowest group, (c) the drift at the notebook's eta (the paper's 2 by default)
+    and the part the weights add (`split`: theory.drift_split), (d) the recovery rate against l.109's guarantee."""
     last = tab_a[tab_a["x"] == tab_a["x"].max()]
     sym = last[last["series"].str.startswith("symmetric")].iloc[0]
     flat = sym.lo <= 0 <= sym.hi
-    verdict = "flat within its interval, as Proposition 1 says" if flat else "not flat: the martingale check fails here"
+    verdict = "flat within its interval" if flat else "not flat: the simulator's symmetric update is broken"
     a = (
         f"(a) With symmetric updating the mean belief in the truth changes by {sym['mean']:+.3f} "
-        f"[{sym.lo:+.3f}, {sym.hi:+.3f}] over the debate: {verdict}."
+        f"[{sym.lo:+.3f}, {sym.hi:+.3f}] over the debate: {verdict}. That is true by construction (a symmetric "
+        "linear update with mean-preserving noise cannot drift), so panel (a) checks the simulator's update, "
+        "not Proposition 1's premise that real debaters update so."
     )
-    r1 = tab_b[tab_b["round"] == tab_b["round"].min()].set_index("group")["mean"]
-    th = r1[[g for g in r1.index if g.startswith("truth-holder")]].mean()
-    cr = r1[[g for g in r1.index if g.startswith("crowd")]].mean()
-    separated = "separated" if th > cr else "not separated"
-    b = f"(b) In round 1 truth-holders score {th:.2f} on average against the crowd's {cr:.2f} ({separated})."
-    cond = tab_c[tab_c["subset"] == "truth-holder right in round 1"].set_index("eta")
-    lo_eta, hi_eta = cond.index.min(), cond.index.max()
+    r1 = tab_b[tab_b["round"] == tab_b["round"].min()].set_index("group")
+    w = r1["n_agents"] if "n_agents" in r1 else pd.Series(1.0, index=r1.index)
+
+    def weighted(prefix: str) -> float:
+        g = [x for x in r1.index if x.startswith(prefix)]
+        return float((r1.loc[g, "mean"] * w[g]).sum() / w[g].sum())
+
+    th, cr = weighted("truth-holder"), weighted("crowd")
+    low = r1["mean"].idxmin()
+    b = (
+        f"(b) In round 1 truth-holders score {th:.2f} on average (weighted by agent count) against the crowd's "
+        f"{cr:.2f} ({'separated' if th > cr else 'not separated'}); the lowest group is {low} at "
+        f"{r1.loc[low, 'mean']:.2f}"
+        + (
+            ": being right is not what the score rewards (a crowd agent right without insight predicts a false "
+            "consensus)."
+            if low == "crowd (holds truth)"
+            else "."
+        )
+    )
+    cond = tab_c[tab_c["subset"] == SUBSETS_HOLDER].set_index("eta")
     c = (
         f"(c) Where a truth-holder starts right, the weighted belief in the truth drifts by "
-        f"{cond.loc[lo_eta, 'mean']:+.3f} "
-        f"at eta = {lo_eta:g} and {cond.loc[hi_eta, 'mean']:+.3f} at eta = {hi_eta:g}."
+        f"{cond.loc[0.0, 'mean']:+.3f} with uniform weights (eta = 0) and {cond.loc[eta, 'mean']:+.3f} at eta = {eta:g}"
     )
+    if split is not None:
+        part = split[(split["subset"] == SUBSETS_HOLDER) & split["part"].str.startswith("weights")].iloc[0]
+        c += f"; the weights add {part['mean']:+.3f} [{part.lo:+.3f}, {part.hi:+.3f}] of it"
+    c += f" (at the largest eta simulated, {cond.index.max():g}, {cond.iloc[-1]['mean']:+.3f})."
     at_n = tab_d[tab_d["N"] == N_AGENTS]  # the paper's N
     at = at_n[(at_n["T"] == rounds) & (at_n["eta"] == eta)].set_index("crowd_calibration")["p_flip"]
     d = (
         f"(d) At N = 5, T = {rounds}, eta = {eta:g}, AceMAD flips {at.iloc[0]:.0%} of wrong majorities against a "
         f"false-consensus crowd and {at.iloc[-1]:.0%} against a calibrated one: the mechanism needs the crowd to "
-        f"mispredict its peers."
+        f"mispredict its peers, and even where the population is built for it, the drift recovers "
+        f'{at.iloc[0]:.0%} of wrong majorities in {rounds} rounds, not the "convergence to truth from minority '
+        'positions" that l.109 calls guaranteed.'
     )
     return " ".join([a, b, c, d]) + " " + caveat("SYNTHETIC")
+
+
+SUBSETS_HOLDER = "truth-holder right in round 1"  # theory.SUBSETS[1] (report/ does not import experiments/)
 
 
 # ----------------------------------------------------------------------------- notebooks 01-07
@@ -602,10 +670,10 @@ def variant_rules(tests: pd.DataFrame, configs: Sequence, population) -> str:
     return " ".join(out)
 
 
-def join(source: str, *texts: str, population: Optional[Mapping] = None) -> str:
+def join(source: str, *texts: str, population: Optional[Mapping] = None, uses: Sequence[str] = ()) -> str:
     """Several of the sentences above as one paragraph, with the caveat (and, on a synthetic profile, the
-    assumption the result rests on, from `population`) said once, at the end."""
-    plain, full = caveat(source), caveat(source, population=population)
+    assumption the result rests on, from `population`; `uses` as in assumption) said once, at the end."""
+    plain, full = caveat(source), caveat(source, population=population, uses=uses)
     body = " ".join(t.replace(full, "").replace(plain, "").strip() for t in texts if t)
     return body + " " + full
 

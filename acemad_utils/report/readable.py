@@ -5,6 +5,7 @@
     RD.pvalue(2.1e-07)         # 'p = 2.1e-07'   (scientific only below 1e-3)
     RD.pvalue(1 / 10001)       # 'p < 1e-4'      (a sign-flip permutation test's floor: no smaller p is possible)
     RD.tests_table(tests)      # tables.versus_best's frame with its numbers as text, for display
+    RD.html(df)                # a table's HTML in a notebook: texts whole, p-values as text, no NaN (tables_once)
 
 Why one module: the tables, the "What we see" paragraphs and the SUMMARY lines print the same p-values, and
 must print them the same way.
@@ -13,6 +14,7 @@ must print them the same way.
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -57,3 +59,28 @@ def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     if "n_paired" in out:
         out["n_paired"] = out["n_paired"].astype(int)
     return out.rename(columns={"gain": "gain (points)", "gain_lo": "CI low", "gain_hi": "CI high"})
+
+
+#: A column of p-values by its name ('p', 'p (Holm)', 'p_holm', 'p-value'): shown as pvalue_text, never 9.999000e-05.
+P_COLUMN = re.compile(r"^p(\b|_)|\bp-value", re.I)
+MISSING = "–"  # a missing number in a shown table (pandas would print NaN)
+
+
+def html(df: pd.DataFrame) -> str:
+    """A table's HTML in a notebook (notebook.tables_once registers it for every DataFrame shown): every text
+    whole (pandas cuts cells at 50 characters with '...'; the notebooks' cells are claims, notes and 'gain [CI],
+    Holm p' texts), p-value columns as pvalue_text and a missing number as MISSING. Only what is shown changes:
+    the frame, and the CSV saved from it, keep their numbers."""
+    shown = df
+    for col in [c for c in df.columns if isinstance(c, str) and P_COLUMN.search(c)]:
+        if pd.api.types.is_numeric_dtype(df[col]):
+            shown = shown.copy() if shown is df else shown
+            shown[col] = [pvalue_text(x) for x in df[col]]
+    with pd.option_context("display.max_colwidth", None):
+        return shown.to_html(
+            notebook=True,
+            na_rep=MISSING,
+            max_rows=pd.get_option("display.max_rows"),
+            max_cols=pd.get_option("display.max_columns"),
+            show_dimensions=pd.get_option("display.show_dimensions"),
+        )

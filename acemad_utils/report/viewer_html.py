@@ -118,7 +118,10 @@ def _bars(p, q, labels, answer) -> str:
         if q is not None:
             line += f" {bar(q[k])} {num(q[k])}"
         lines.append(f"<b>{line}</b>" if lab == answer else line)
-    return '<pre class="ad-bars">' + "\n".join(lines) + "</pre>"
+    # No-break spaces: JupyterLab wraps a <pre> (white-space: pre-wrap), so in a 1,000-px notebook the table shrank
+    # each agent's cell and broke its q onto a second line; unbreakable, a bar line keeps its cell wide enough and
+    # the arguments wrap instead (the run page draws its own bars with its own CSS).
+    return '<pre class="ad-bars">' + "\n".join(lines).replace(" ", "\u00a0") + "</pre>"
 
 
 def _argument(msg: str, fold: bool) -> str:

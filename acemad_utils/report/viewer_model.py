@@ -163,7 +163,7 @@ def view(record: dict, meta: Optional[dict] = None) -> dict:
         v["weighted_name"] = "weighted (AceMAD weights)"
     elif kind == "centralized":
         v["weighted_name"] = "mean belief (the moderator decides)"
-    elif kind == "majority" or params.get("mad_aggregator") == "plurality":
+    elif kind in ("majority", "self_consistency") or params.get("mad_aggregator") == "plurality":
         v["weighted_name"] = "mean belief (plurality decides)"
     else:
         v["weighted_name"] = "mean belief"

@@ -67,7 +67,7 @@ function bars(p, q, labels, a){
     if (q) line += ' ' + bar(q[k]) + ' ' + num(q[k]);
     lines.push(lab === a ? '<b>' + line + '</b>' : line);
   });
-  return '<pre class="ad-bars">' + lines.join('\n') + '</pre>';
+  return '<pre class="ad-bars">' + lines.join('\n').replace(/ /g, '\u00a0') + '</pre>';  // no-break, as _bars
 }
 function argument(msg){
   if (msg.length <= D.short) return '<div class="ad-short">' + (esc(msg) || '(no argument)') + '</div>';

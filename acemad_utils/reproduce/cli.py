@@ -7,7 +7,9 @@
 
 Profiles (profiles/*.yaml: papermill parameters per notebook, plus the run settings max_usd and
 calls_via) are loaded and checked by reproduce_profile.py before anything runs; `--set KEY=VALUE` (YAML
-value) overrides a common parameter or run setting for this run only. Before the first notebook of a
+value) overrides a common parameter or run setting for this run only; one that changes what the runs are (SEED,
+N_ITEMS, ...: profiles.run_key) names the run '<profile>.set-SEED-1', whose runs, subsets and tables go beside the
+profile's own. Before the first notebook of a
 profile whose backend is `openai` (paid), the cost estimate of acemad_utils.cost.estimate is printed (no call is
 made for it), with the MAX_USD in force.
 
@@ -40,20 +42,23 @@ from papermill.translators import PythonTranslator, papermill_translators
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV
-from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact
+from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
-from acemad_utils.data.paths import UnsafeName, outputs, safe_segment
+from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import (
     LONGEST,
     READS,
+    Endpoint,
+    endpoints,
     hint,
     load_profile,
-    load_yaml,
     notebooks,
     params_for,
+    parse_sets,
     run_env,
+    run_key,
 )
 from acemad_utils.reproduce import uptodate
 from acemad_utils.reproduce.guard import (
@@ -80,6 +85,7 @@ STOPPERS = {
     "UnpricedModel": "MAX_USD",
     "BatchExported": "the batch export",
     "EndpointDown": "the circuit breaker (the endpoint kept failing)",
+    "BatchUnsupported": "CALLS_VIA batch (the endpoint has no Batch API)",
 }
 
 
@@ -111,7 +117,15 @@ def run(
     force: bool = False,
 ) -> int:
     prof = load_profile(profile, overrides)
-    name_of_profile = prof.get("profile") or Path(profile).stem
+    # --set values that shape the runs (SEED, N_ITEMS, ...) give the run a name of its own: new runs, subsets,
+    # tables and executed notebooks beside the profile's, never a refusal to resume its runs (profiles.run_key).
+    name_of_profile = run_key(profile, loaded=(prof, load_profile(profile) if overrides else prof))
+    if name_of_profile != (prof.get("profile") or Path(profile).stem):
+        print(
+            f"[{name_of_profile}] --set changes what the runs are: they go to outputs/runs/{name_of_profile}, "
+            f"beside the profile's own; tables and figures are suffixed __{name_of_profile}",
+            flush=True,
+        )
     try:  # before anything is written: the name becomes folders under outputs/
         safe_segment(name_of_profile, "profile name")
     except UnsafeName as e:
@@ -127,6 +141,7 @@ def run(
             f"[{name_of_profile}] jobs = {jobs}: notebooks run side by side only when none calls an LLM (backend "
             "sim); this run has LLM notebooks: use jobs: 1 (the default)"
         )
+    _preflight(f"[{name_of_profile}]", prof, selected)  # before the estimate, the lock and the first notebook
     # One folder per profile: `make reproduce` then `make reproduce PROFILE=local` keeps both executed copies.
     out_dir = outputs("notebooks", name_of_profile)
     env = run_env(prof)
@@ -135,6 +150,10 @@ def run(
     # No progress bars in the kernels (data.paths.progress_bars): the executed notebook would store them as stderr
     # text or dead widgets; the terminal has this driver's one line per notebook.
     env["ACEMAD_PROGRESS"] = "0"
+    # The kernels import this checkout, the one whose code the fingerprints hash: two checkouts sharing one venv once
+    # had ours stamped up to date while the kernels (the venv's editable install) wrote the other one's tables.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p)
+    env[CHECKOUT_ENV] = str(CHECKOUT)  # the kernels refuse to run another checkout (notebook.py)
     est = _print_estimate(prof, profile, overrides, selected, env=env)
     unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
     if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them: start nothing
@@ -156,10 +175,54 @@ def run(
             _print_up_to_date(f"[{name_of_profile}]", [n for n in selected if n not in todo], out_dir)
             with ProgressTail(progress, prefix=f"[{name_of_profile}] "):
                 code = _run_notebooks(prof, name_of_profile, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
-            stamp.save(prints, ran=todo, reads=READS) if code == 0 else stamp.forget()
+            if code != 0:
+                stamp.forget()
+            elif note := stamp.save(prints, ran=todo, reads=READS):
+                print(f"[{name_of_profile}] {note}", flush=True)
             return code
         finally:
             _restore(saved)
+
+
+def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
+    """Every endpoint the selected notebooks will call (profiles.endpoints: MODEL, SECOND_MODEL, each OTHER_MODELS
+    entry) checked at once, in parallel, before anything runs: key present, host reachable, key accepted, model
+    served (LLMClient.preflight), and with CALLS_VIA batch its Batch API (check_batch_api). Why here: each
+    notebook's kernel checks only its own endpoints, so a second endpoint that was down stopped the paper profile
+    at notebook 04, after ~$81 of notebooks 01-03, and a missing key failed every notebook in turn. SystemExit
+    with one line per endpoint that fails: the parameter, the redacted URL, the cause and the fix."""
+    eps = endpoints({nb: {**schema.defaults(nb), **params_for(prof, nb, schema.names(nb))} for nb in selected})
+    if not eps:
+        return
+    from acemad_utils.agents.client import LLMClient  # the SDK (~1 s) only for a profile that calls an endpoint
+
+    batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"  # as the kernels will see it
+
+    def check(ep: Endpoint, model: bool) -> Optional[str]:
+        """Free checks first (model=False: key, GET /models, GET /batches); then, once every endpoint passed them,
+        the model (model=True: its one-token request, when the listing lacks the model, goes to a live endpoint
+        of a run that will start)."""
+        try:
+            client = LLMClient(ep.model, ep.url or None, free=True)  # free: prices are the estimate's business
+            try:
+                first = ep.setting.split(",")[0]
+                setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
+                client.preflight(timeout, check_model=model, setting=setting)
+                if batch and not model:
+                    client.check_batch_api(timeout)
+            finally:
+                client.close()
+        except Exception as e:  # MissingAPIKey, EndpointUnreachable, APIKeyRejected, ModelNotServed, a bad URL
+            skip = f"; or run without it: {ep.skip}" if ep.skip else ""
+            where = f"{ep.model} at {safe_url(ep.url or None)}, notebooks {', '.join(ep.notebooks)}"
+            return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
+        return None
+
+    with ThreadPoolExecutor(max_workers=len(eps), thread_name_prefix="preflight") as pool:
+        for model in (False, True):
+            lines = [x for x in pool.map(lambda ep: check(ep, model), eps) if x]  # noqa: B023 (used at once)
+            if lines:
+                raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
 
 
 def _fingerprints(prof: dict, name_of_profile: str, nbs: dict, selected: list, env: dict) -> dict:
@@ -518,12 +581,7 @@ def main(argv=None) -> int:
         "--jobs", type=int, help="notebooks at once (synthetic notebooks only; default: the profile's jobs, else 1)"
     )
     args = ap.parse_args(argv)
-    overrides = {} if args.jobs is None else {"jobs": args.jobs}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+    overrides = ({} if args.jobs is None else {"jobs": args.jobs}) | parse_sets(args.set)
     return run(args.profile, args.only, overrides, wait=args.wait, force=args.force)
 
 

@@ -26,7 +26,7 @@ from jupyter_client.manager import AsyncKernelManager
 from acemad_utils.agents.locks import LockRefused, RunLock
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.transcripts import read_jsonl
-from acemad_utils.protocol.config import PARSE_FAILURE_LIMIT
+from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
 
 
 class ProfileLock(RunLock):
@@ -100,8 +100,6 @@ def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
             by = Counter(str(r.get("method")) for r in bad)
             out[str(meta_path.parent.relative_to(root))] = (len(bad), dict(by), str(bad[0].get("error", "")))
     return out
-
-
 
 
 def _summaries(since: float):

@@ -1,0 +1,250 @@
+"""How many questions each claim family needs, against what a profile plans to run (no call, no network).
+
+    python -m acemad_utils.cost estimate --profile paper     # the cost, then this table (= make estimate)
+    from acemad_utils.cost.power import plan, format_plan
+    table = plan(params_by_nb)                               # {notebook: params}, as profiles.notebook_params gives
+    table = plan(params_by_nb, rho=0.45)                     # the discordance from a pilot's observed correlation
+
+One row per claimed comparison (CLAIMS): the paper's claimed effect (recomputed from its printed cells: the Average
+is the mean of the per-benchmark gains, as the ledger tests it), the questions the profile's run of that notebook has
+per benchmark (the estimate's item counts under N_MAX), the n that gives 80% power at alpha 0.05 and at Holm's first
+step over the table's m tests (what a ledger verdict "supported" needs), and the planned run's power at that level.
+The paper prints no paired discordance: it is computed from the two printed accuracies per benchmark as if the
+methods erred independently (rho = 0; methods on one model err together, so this n is conservative), or at a
+pilot's observed correlation rho (report/power.py and docs/statistics.md, "Power").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import pandas as pd
+
+from acemad_utils.cost.items import PAPER_SUBSETS, item_counts
+from acemad_utils.data.benchmarks import FULL_SIZES
+from acemad_utils.experiments import registry
+from acemad_utils.report import power as PW
+from acemad_utils.report.tables import BENCH_LABELS, paper_table
+
+if TYPE_CHECKING:  # estimate prints this module's table: a run-time import would be circular
+    from acemad_utils.cost.estimate import Estimate
+
+POWER, ALPHA = 0.8, 0.05
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed comparison: row `a` beats row `b` of a printed table (over `benchmarks`: None = all its columns,
+    the Average), tested on the questions of notebook `notebook`'s run `run` when it runs `needs` (registry)."""
+
+    family: str
+    table: str
+    a: str
+    b: str  # "best": the table's best baseline by recomputed Average (or on the one benchmark)
+    notebook: str
+    run: str  # the registry Run's name (prefix)
+    model: Optional[str] = None  # the table's model block (Table 2)
+    benchmarks: Optional[tuple] = None
+    needs: tuple = field(default_factory=tuple)  # (method, {fields}) the run must have
+    note: str = ""
+    label: str = ""  # shown after the claim: whose numbers (a model, a table)
+
+
+_T2, _G = "table2_main_results", "GPT-4o-mini"
+_BASELINES = ("Single Agent", "Majority Voting", "Decentralized MAD", "Centralized MAD", "Sparse MAD", "MAD")
+CLAIMS = [
+    Claim("main gain", _T2, "AceMAD (T=3)", "best", "03_main_results", "main", _G, note="l.459"),
+    *[
+        Claim("per-benchmark gain", _T2, "AceMAD (T=3)", "best", "03_main_results", "main", _G, (b,))
+        for b in ("arc_challenge", "logiqa", "mmlu_pro", "truthfulqa", "medqa", "bbh")
+    ],
+    Claim("T comparison", _T2, "AceMAD (T=3)", "AceMAD (T=5)", "03_main_results", "main", _G,
+          needs=(("acemad", {"rounds": 5}),)),
+    Claim("T comparison", _T2, "AceMAD (T=3)", "AceMAD (T=2)", "03_main_results", "main", _G,
+          needs=(("acemad", {"rounds": 2}),)),
+    Claim("debate over voting", "table1_voting_vs_mad", "Decentralized MAD", "Majority Voting", "02_baselines",
+          "baselines", label="Table 1"),
+    Claim("ablation", _T2, "AceMAD (T=3)", "Decentralized MAD", "05_ablation", "ablation", _G,
+          note="Figure 4 prints no numbers: l.111's 14.6 = Table 2's AceMAD minus Standard MAD (Decentralized)"),
+    *[
+        Claim("heterogeneity", "table3_heterogeneity", v, "Decentralized MAD", "04_heterogeneity", "heterogeneity",
+              needs=((v, {}),))
+        for v in ("AceMAD (Different Persona)", "AceMAD (Different Thinking System)", "AceMAD (Different LLMs)")
+    ],
+    Claim("other models", _T2, "AceMAD (T=3)", "best", "07_other_models", "other_", "Qwen3-235B-A22B-Instruct",
+          needs=(("table", "table2_main_results"),), label="Qwen3-235B-A22B"),
+    Claim("other models", "table4_deepseek", "AceMAD (T=3)", "best", "07_other_models", "other_",
+          needs=(("table", "table4_deepseek"),), label="DeepSeek-V3.1"),
+    Claim("other models", "table5_llama8b", "AceMAD (T=3)", "best", "07_other_models", "other_",
+          needs=(("table", "table5_llama8b"),), label="Llama-3.1-8B"),
+    Claim("other models", "table6_full_datasets", "AceMAD", "MAD", "07_other_models", "full_datasets",
+          label="Table 6, full test sets"),
+]  # fmt: skip
+#: Claims no printed number sizes: listed with no n (a trend or a "flat" claim, not a difference of two cells).
+UNSIZED = {"scaling": "Figure 5 prints no numbers (N = 1..20 trend); its rows are trend claims"}
+
+
+def cells(c: Claim) -> tuple[str, list[str], list[float], list[float]]:
+    """(the baseline's name, benchmarks, a's and b's printed accuracies as fractions) of a claim."""
+    t = paper_table(c.table, c.model)
+    by = {lab: k for k, lab in BENCH_LABELS.items()}
+    benches = [by[col] for col in t.columns if col in by]
+    if c.benchmarks:
+        benches = [b for b in benches if b in c.benchmarks]
+    cols = [BENCH_LABELS[b] for b in benches]
+    rows = t.set_index("method")[cols] / 100
+    b = c.b
+    if b == "best":
+        base = rows.loc[[m for m in rows.index if m in _BASELINES]]
+        b = str(base.mean(axis=1).idxmax())
+    return b, benches, list(rows.loc[c.a]), list(rows.loc[b])
+
+
+def _run(c: Claim, params_by_nb: dict) -> tuple[Optional[registry.Run], dict]:
+    """The registry Run of the profile that holds the claim's questions (None: the profile does not run it)."""
+    P = params_by_nb.get(c.notebook)
+    if P is None:
+        return None, {}
+    for r in registry.runs(c.notebook, P):
+        if not r.name.startswith(c.run):
+            continue
+        if any(k == "table" and not r.name.endswith(v) for k, v in c.needs):
+            continue
+        if all(k == "table" or r.select(k, **v) for k, v in c.needs):
+            return r, P
+    return None, P
+
+
+def planned(c: Claim, params_by_nb: dict, benches: Sequence[str], capped: bool = True) -> list[int]:
+    """Questions per benchmark the profile's run of the claim asks (0 where it does not run); capped=False: what
+    its benchmarks hold (N_MAX ignored), the most any run of this profile can ask."""
+    r, P = _run(c, params_by_nb)
+    if r is None:
+        return [0] * len(benches)
+    out = []
+    for b in benches:
+        if b not in (r.benchmarks or ()):
+            out.append(0)
+            continue
+        full, sub, _ = item_counts(b, P)
+        n = full if r.on == "input" else sub
+        out.append(int(n if r.cap is None or not capped else min(n, r.cap)))
+    return out
+
+
+def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate] = None) -> pd.DataFrame:
+    """One row per claim: planned questions, claimed effect, n for 80% power at alpha and at Holm's first step,
+    and the planned run's power at Holm's first step. rho: the correctness correlation that sets the discordance
+    (None: 0, independence). est: the profile's cost Estimate, which adds the dollars of the Holm n (its run's
+    notebook, per model, scaled from the planned questions to n: None where nothing is planned or priced)."""
+    sized = [(c, *cells(c)) for c in CLAIMS]
+    m = len(sized)
+    holm = PW.holm_alpha(m, ALPHA)
+    rows = []
+    for c, b, benches, pa, pb in sized:
+        ns = planned(c, params_by_nb, benches)
+        d = [x - y for x, y in zip(pa, pb)]
+        psi = [PW.discordance_at(x, y, rho or 0.0) for x, y in zip(pa, pb)]
+        shares = ns if sum(ns) else [_paper_size(c, bb) for bb in benches]
+        sized_ = sum(d) != 0  # a per-benchmark tie (MMLU-Pro) claims no difference: nothing to detect
+        n05 = PW.n_strata(shares, d, psi, ALPHA, POWER) if sized_ else None
+        nh = PW.n_strata(shares, d, psi, holm, POWER) if sized_ else None
+        where = BENCH_LABELS[benches[0]] if len(benches) == 1 else "Average"
+        most = sum(planned(c, params_by_nb, benches, capped=False))
+        note = c.note or (
+            f"n exceeds the {most:,} questions available: no run of this profile reaches it"
+            if nh is not None and 0 < most < nh
+            else ""
+        )
+        row = {
+            "family": c.family,
+            "claim": f"{c.a} over {b}, {where}" + (f" ({c.label})" if c.label else ""),
+            "table": c.table,
+            "planned n": sum(ns),
+            "effect (points)": round(100 * sum(d) / len(d), 2),
+            "n, alpha 0.05": n05,
+            f"n, Holm 0.05/{m}": nh,
+            "power (Holm)": (PW.power_strata(ns, d, psi, holm) if all(ns) else 0.0) if sized_ else None,
+            "note": note,
+        }
+        if est is not None:
+            per = _usd_per_question(est, c, params_by_nb)
+            row["USD for n (Holm)"] = None if per is None or nh is None else per * nh
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _usd_per_question(est: Estimate, c: Claim, params_by_nb: dict) -> Optional[float]:
+    """Dollars per question of the claim's run in the estimate: its notebook's rows of the run's model (and of
+    models that only answer inside it, e.g. a second model) over the run's planned questions; None when nothing
+    is planned or a row is unpriced. A notebook whose calls an earlier one made (05's re-decisions) costs $0."""
+    r, P = _run(c, params_by_nb)
+    if r is None:
+        return None
+    model = r.model or P.get("MODEL") or ""
+    rows = [x for x in est.rows if x.notebook == c.notebook and (x.model == model or not x.questions)]
+    n = sum(planned(c, params_by_nb, list(r.benchmarks or ())))
+    if not rows or not n or any(x.usd is None for x in rows):
+        return None
+    return sum(x.usd or 0.0 for x in rows) / n
+
+
+def _paper_size(c: Claim, b: str) -> int:
+    return FULL_SIZES[b] if c.table == "table6_full_datasets" else PAPER_SUBSETS[b]
+
+
+def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = "") -> str:
+    """The plan as text: one line per claim, then what the numbers assume."""
+    holm = [c for c in table.columns if c.startswith("n, Holm")][0]
+    usd = "USD for n (Holm)" in table.columns
+    lines = [
+        f"questions needed for {POWER:.0%} power on the paper's claimed effects (paired test; {holm[3:]} is Holm's "
+        f"first step over the {len(table)} claims):",
+        f"  {'family':<19} {'claim':<70} {'planned':>8} {'effect':>7} {'n@0.05':>8} {'n@Holm':>8} {'power':>6}"
+        + (f" {'USD@Holm':>10}" if usd else ""),
+    ]
+    for _, r in table.iterrows():
+        lines.append(
+            f"  {r['family']:<19} {r['claim'][:70]:<70} {r['planned n']:>8,} {r['effect (points)']:>+7.2f} "
+            f"{_n(r['n, alpha 0.05']):>8} {_n(r[holm]):>8} {_pct(r['power (Holm)']):>6}"
+            + (f" {_usd(r['USD for n (Holm)']) if r[holm] == r[holm] and r['planned n'] else '-':>10}" if usd else "")
+        )
+    for _, r in table[table["note"] != ""].iterrows():
+        lines.append(f"  note: {r['claim']}: {r['note']}")
+    under = table[table["power (Holm)"].fillna(1.0) < POWER]
+    lines.append(
+        f"  {len(under)} of {len(table)} claims are underpowered in this plan (power < {POWER:.0%}): a ledger can only "
+        "say 'underpowered' for them, whatever the model does"
+    )
+    for fam, why in UNSIZED.items():
+        lines.append(f"  {fam}: no n ({why})")
+    disc = (
+        f"the pilot's observed correlation rho = {rho:+.2f} {source}".rstrip()
+        if rho is not None
+        else "rho = 0 (as if the two methods erred independently; methods sharing a model err together, so the true "
+        "discordance is usually lower and these n are conservative; a pilot measures it: make pilot)"
+    )
+    lines.append(f"  discordance per benchmark from the two printed accuracies at {disc}")
+    if usd:
+        lines.append(
+            "  USD@Holm: n@Holm questions at the estimate's dollars per question of that run ($0: its calls are an "
+            "earlier notebook's, cached)"
+        )
+    lines.append(
+        "  effects recomputed from the printed cells (Average = mean of the per-benchmark gains); docs/statistics.md"
+    )
+    return "\n".join(lines)
+
+
+def _n(x) -> str:
+    return "-" if x is None or x != x else f"{int(x):,}"
+
+
+def _pct(x) -> str:
+    return "-" if x is None or x != x else f"{x:.0%}"
+
+
+def _usd(x) -> str:
+    return "unpriced" if x is None or x != x else f"${x:,.0f}"

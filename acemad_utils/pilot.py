@@ -1,0 +1,341 @@
+"""The pilot: a few dollars on your model before the full run, to learn whether AceMAD's premise holds there and
+how many questions (and dollars) the full run needs (docs/own-model.md).
+
+    make pilot PROFILE=paper                                  # = python -m acemad_utils pilot --profile paper
+    python -m acemad_utils pilot --profile paper --usd 3 --dry-run     # the priced plan only, no call
+    python -m acemad_utils pilot my.jsonl --model gpt-4o-mini [--base-url URL]   # a question file
+
+What it runs: AceMAD (T=3) and its compute-matched baseline, self-consistency (the naive agent sampled as many
+times as AceMAD calls), on a stratified sample: k questions per benchmark of the profile's challenging subsets (when
+they are not built yet, a seeded sample of input items is screened with the subset construction's own agent and
+rule, notebook 01's calls), or k per `benchmark` of a question file. k is the most the budget (--usd, default 5,
+and MAX_USD if lower) buys at the estimate's prices; it refuses to start when no estimate can be shown (an
+unpriced model) or when 2 questions per benchmark already cost more. The budget is also the run's MAX_USD.
+
+What it prints: the estimate; the premise check (report.premise: the top-scoring agent's lift over a random agent,
+the rank correlation of score and correctness, the commitments' parse failures); the observed accuracies, paired
+gain, discordance and correlation of AceMAD against self-consistency; then the power table of `make estimate` at
+the observed correlation (report.power, cost.power): the n and dollars each claim family needs.
+
+Nothing is paid twice: the pilot's configs are the full run's own (registry.main_results; api.configs for a file),
+on the same questions, through the same response cache (outputs/cache/llm.sqlite; <out>/cache for a file), whose
+key is the call itself and its scope (question, agent, round, repeat), not the run's name.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from acemad_utils import api
+from acemad_utils.agents.budget import ENV_MAX, parse_max_usd
+from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
+from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS
+from acemad_utils.cost.estimate import estimate_profile, replay
+from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
+from acemad_utils.cost.power import format_plan, plan
+from acemad_utils.data.benchmarks import data_hash
+from acemad_utils.data.own import read_questions
+from acemad_utils.data.paths import atomic_write, outputs, outputs_root
+from acemad_utils.data.settings import env
+from acemad_utils.experiments import registry
+from acemad_utils.experiments.profiles import load_profile, notebook_params
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.experiments.subsets import item_stats, subset_config
+from acemad_utils.protocol.config import ROUNDS, DebateConfig
+from acemad_utils.protocol.schema import Question
+from acemad_utils.report import power as PW
+from acemad_utils.report import premise as PR
+
+DEFAULT_USD = 5.0
+MIN_K, MAX_K = 2, 100  # questions per benchmark: fewer says nothing, more is the full run's job
+THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
+MARGIN = 1.5  # screen this many times the input items the kept share says k needs
+
+
+def pilot_configs(P: dict) -> list[DebateConfig]:
+    """AceMAD at the paper's T and self-consistency, exactly as notebook 03's run makes them (same cache scopes)."""
+    main = registry.main_results(P.get("ROUNDS") or [ROUNDS], P.get("ETA", 2.0), P.get("SEED", 0))
+    if "matched" not in main.groups:
+        raise ValueError("this version has no compute-matched baseline (self_consistency) in notebook 03's run")
+    return main.select("acemad", rounds=ROUNDS) + main["matched"]
+
+
+# ----------------------------------------------------------------------------- the price, before any call
+def price(parts: Sequence[tuple[registry.Run, dict, dict]], P: dict, terms: dict) -> tuple[Optional[float], float]:
+    """(USD or None when a model is unpriced, calls sent) of runs [(Run, {benchmark: sample items}, {benchmark: n})]:
+    the estimate's in-process replay on the sample items, scaled to n per benchmark, one shared modelled cache."""
+    store: dict = {}
+    usd: Optional[float] = 0.0
+    calls = 0.0
+    for run, items, counts in parts:
+        for _st, b, per in replay([run], items, P, DEFAULT_ARG_CHARS, store=store):
+            for (m, _kind), (nc, pt, ct) in per["by"].items():
+                p = FREE if P.get("BACKEND") == "local" else price_of(m, terms)
+                calls += nc * counts[b]
+                usd = None if usd is None or p is None else usd + p.usd(pt * counts[b], ct * counts[b])
+    return usd, calls
+
+
+def choose_k(cost_at, budget: float, k: Optional[int]) -> tuple[int, Optional[float], float]:
+    """(k, its USD, its calls): the given k, else the most questions per benchmark (MIN_K..MAX_K) within budget."""
+    if k is not None:
+        return (k, *cost_at(k))
+    unit, _ = cost_at(10)
+    k = MAX_K if not unit else max(MIN_K, min(MAX_K, int(10 * budget / unit)))
+    usd, calls = cost_at(k)
+    while usd and usd > budget and k > MIN_K:  # the screening's rounding up makes the cost a little more than linear
+        k -= 1
+        usd, calls = cost_at(k)
+    return k, usd, calls
+
+
+def refuse_unless_priced(usd: Optional[float], budget: float, model: str, k: int, profile: bool = True) -> None:
+    if usd is None:
+        how = (
+            HOW_TO_PRICE.format(model=model)
+            if profile
+            else f'set {ENV_MODELS}=\'{{"{model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
+            f'(or {{"free": true}} for a server that sends you no bill)'
+        )
+        raise ValueError(
+            f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, {how}"
+        )
+    if usd > budget:
+        raise ValueError(
+            f"a pilot of {k} questions per benchmark costs about ${usd:.2f}, over the ${budget:.2f} budget"
+        )
+
+
+@contextmanager
+def capped(budget: float):
+    """The run's MAX_USD is the pilot's budget (or the lower cap already set): the client enforces it per call."""
+    old = os.environ.get(ENV_MAX)
+    cap = parse_max_usd(old or None)
+    os.environ[ENV_MAX] = str(budget if cap is None else min(cap, budget))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV_MAX, None)
+        else:
+            os.environ[ENV_MAX] = old
+
+
+# ----------------------------------------------------------------------------- what it measured
+def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
+    """AceMAD's and self-consistency's accuracy on the questions both answered, the paired gain, discordance and
+    correctness correlation (report.power), n paired."""
+    by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
+    ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
+    a = np.array([bool(by[0][q]) for q in ids])
+    b = np.array([bool(by[1][q]) for q in ids])
+    if not ids:
+        return {"n": 0}
+    d, psi = PW.observed(a, b)
+    return {"n": len(ids), "acemad": a.mean(), "matched": b.mean(), "effect": d, "discordance": psi,
+            "rho": PW.correlation(a, b)}  # fmt: skip
+
+
+def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
+    """The premise check, parse failures and the observed pair, as text; and the observed numbers."""
+    table = PR.premise(records)
+    obs = observed(records, configs)
+    lines = ["premise check (report/premise.py):"]
+    if not table.empty:
+        lines.append(table.round(3).to_string(index=False))
+        pf = table[table["round"].astype(str) == "all"]["parse_failure"].iloc[0]
+        lines.append(f"parse failures: {100 * pf:.1f}% of AceMAD's commitments did not parse")
+    split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
+    if not split.empty:
+        lines.append("the gain split (AceMAD minus each control, points, paired):")
+        lines.append(split.round(3).to_string(index=False))
+    lines.append(PR.premise_sentence(table, synthetic, split))
+    if obs["n"]:
+        lines.append(
+            f"observed on {obs['n']} paired questions: AceMAD {100 * obs['acemad']:.1f}%, "
+            f"{configs[1].label} {100 * obs['matched']:.1f}%, gain {100 * obs['effect']:+.1f} points; discordance "
+            f"{obs['discordance']:.3f} (questions where exactly one is right), correlation rho {obs['rho']:+.2f}"
+        )
+        if obs["effect"]:
+            n = PW.n_needed(obs["effect"], obs["discordance"])
+            lines.append(
+                f"to tell AceMAD from the same compute spent on sampling at the gain seen here, 80% power at alpha "
+                f"0.05 needs about {n:,} questions (this pilot's gain is itself uncertain at n = {obs['n']})"
+            )
+        else:
+            lines.append("AceMAD and self-consistency tied here: no gain over the same compute to size a run for")
+    return "\n".join(lines), obs
+
+
+def verdict(records: Sequence[dict]) -> Optional[str]:
+    """The stop line when the premise fails or cannot be seen (the gain cannot come from who scores well)."""
+    t = PR.premise(records)
+    if t.empty:
+        return None
+    r = t[t["round"].astype(str) == "all"].iloc[0]
+    if r["lift_hi"] < 0 or not r["n_split"]:
+        return (
+            "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
+            "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to "
+            "measure a mechanism that is absent here (docs/own-model.md)"
+        )
+    return None
+
+
+# ----------------------------------------------------------------------------- a profile
+def shuffled(qs: Sequence[Question], seed: int) -> list[Question]:
+    """A seeded order of the questions: the pilot takes its first k (a stratified random sample per benchmark)."""
+    return [qs[i] for i in np.random.default_rng(seed).permutation(len(qs))]
+
+
+def budget_of(usd: float) -> float:
+    """The pilot's budget: --usd, or MAX_USD when that is lower."""
+    cap = parse_max_usd(env(ENV_MAX) or None)
+    return usd if cap is None else min(usd, cap)
+
+
+def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int], dry_run: bool) -> int:
+    name, params = notebook_params(profile, overrides)
+    P = {**params["03_main_results"], "PROFILE": name}
+    if P.get("BACKEND", "sim") == "sim":
+        raise ValueError(f"profile {name!r} runs the synthetic population: a pilot is for a model (BACKEND openai)")
+    terms = {} if env(ENV_MODELS) else parse_terms(load_profile(profile, overrides).get("models"))
+    cfgs = pilot_configs(P)
+    seed, n_max = P.get("SEED", 0), P.get("N_MAX")
+    # The price first, as `make estimate` makes it (its sample items and item counts): no endpoint, no key.
+    benches = ["demo"] if P.get("SOURCE") == "demo" else list(P["BENCHMARKS"])
+    items, _ = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))
+    counts = {b: item_counts(b, P) for b in benches}  # (input items, subset items, "built subset" or a guess)
+
+    def screened(b: str, kk: int) -> int:  # input items to screen for kk challenging ones (the paper's kept share)
+        return min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
+
+    def parts(kk: int):
+        out = []
+        for b in benches:
+            built = counts[b][2] == "built subset"
+            if not built:
+                screen = registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b])
+                out.append((screen, {b: items[b]}, {b: screened(b, kk)}))
+            n = min(kk, counts[b][1], n_max or kk) if built else kk
+            out.append((registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]), {b: items[b]}, {b: n}))
+        return out
+
+    todo = [b for b in benches if counts[b][2] != "built subset"]
+    if todo and P.get("SUBSET_MODEL") not in ("", None, P.get("MODEL")):
+        raise ValueError(
+            f"no challenging subset of {todo[0]!r} for SUBSET_MODEL {P['SUBSET_MODEL']!r}: build them first "
+            "(make reproduce ARGS='--only 01_subset_construction'), or set SUBSET_MODEL='' to screen with MODEL"
+        )
+    budget = budget_of(usd)
+    kk, cost, calls = choose_k(lambda x: price(parts(x), P, terms), budget, k)
+    where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
+    print(
+        f"pilot of profile {name!r}: {configs_line(cfgs)} on {kk} questions per benchmark of {where}; "
+        f"estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; none made yet), budget ${budget:.2f}"
+    )
+    refuse_unless_priced(cost, budget, P.get("MODEL") or "", kk)
+    if dry_run:
+        return 0
+    S = Setup.from_params(P)
+    try:
+        with capped(budget):
+            sample = []
+            for b in S.benchmarks:
+                if b not in todo:  # the full run's own questions (its first N_MAX), a seeded sample of them
+                    sample += shuffled(S.load_subset(b, S.subset_slug)[:n_max], seed)[:kk]
+                    continue
+                # Under N_MAX the full run asks the first kept items: screen in input order so the pilot's are
+                # among them; else in a seeded order (a random sample).
+                pool = S.questions(b) if n_max else shuffled(S.questions(b), seed)
+                screen = pool[: screened(b, kk)]  # a run's name holds its questions' hash: a larger pilot is a new run
+                _, recs = S.run(
+                    f"pilot-screen-{b}-{data_hash(screen)[:12]}", [subset_config(seed=seed)], questions=screen
+                )
+                keep = {s["id"] for s in map(item_stats, recs) if s["accuracy"] < THRESHOLD}
+                kept = [q for q in screen if q.id in keep]
+                print(f"{b}: screened {len(screen)} input items, {len(kept)} challenging (the subset rule)")
+                sample += kept[:kk]
+            _, records = S.run(f"pilot-{data_hash(sample)[:12]}", cfgs, questions=sample)
+    finally:
+        S.close()
+    text, obs = report(records, cfgs, S.synthetic)
+    est = estimate_profile(profile, overrides)
+    table = plan(params, rho=obs.get("rho"), est=est)
+    finish(
+        [text, verdict(records), format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
+         "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
+        outputs("tables", name) / "pilot.txt",
+    )  # fmt: skip
+    return 0
+
+
+def finish(parts: Sequence[Optional[str]], path: Path) -> None:
+    """Print the pilot's report and keep it (the records are in the run's transcripts; this is what it concluded)."""
+    text = "\n".join(p for p in parts if p)
+    atomic_write(path, text + "\n")
+    print(f"{text}\n(this report: {path})")
+
+
+def configs_line(cfgs: Sequence[DebateConfig]) -> str:
+    return " and ".join(c.label for c in cfgs)
+
+
+# ----------------------------------------------------------------------------- a question file
+def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool) -> int:
+    qs = [q for q in read_questions(path) if q.answer is not None]
+    if not qs:
+        raise ValueError(f"{path}: no question has an answer; the premise check needs gold answers")
+    cfgs = api.configs(["acemad", "self_consistency"], seed=args.seed)  # what `run FILE` makes: same scopes
+    benches = sorted({q.benchmark for q in qs})
+    pools = {b: shuffled([q for q in qs if q.benchmark == b], args.seed) for b in benches}
+    P = {"MODEL": args.model, "BASE_URL": args.base_url or "", "SEED": args.seed, "BACKEND": "openai"}
+    run = registry.Run("pilot", {"pilot": cfgs})
+
+    def cost_at(kk: int):
+        return price([(registry.Run(run.name, run.groups, benchmarks=[b]), {b: p[:2]}, {b: min(kk, len(p))})
+                      for b, p in pools.items()], P, {})  # fmt: skip
+
+    budget = budget_of(usd)
+    kk, cost, calls = choose_k(cost_at, budget, k)
+    sample = [q for p in pools.values() for q in p[:kk]]
+    print(
+        f"pilot of {path.name}: {configs_line(cfgs)} on {len(sample)} of its {len(qs)} answered questions "
+        f"({kk} per benchmark, {len(benches)} benchmark(s)); estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; "
+        f"none made yet), budget ${budget:.2f}"
+    )
+    refuse_unless_priced(cost, budget, args.model, kk, profile=False)
+    if dry_run:
+        return 0
+    out = Path(args.out).expanduser().resolve()
+    with capped(budget):
+        res = api.run(
+            sample, ["acemad", "self_consistency"], model=args.model, base_url=args.base_url, seed=args.seed,
+            out=out, name="pilot", workers=args.workers, progress=True,
+        )  # fmt: skip
+    text, obs = report(res.records, cfgs, False)
+    parts = [text, verdict(res.records)]
+    if obs["n"] and obs["effect"]:
+        n = PW.n_needed(obs["effect"], obs["discordance"])
+        full, _ = cost_at(max(len(p) for p in pools.values()))
+        per = (full or 0) / len(qs)
+        pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
+        parts.append(
+            f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
+            f"questions would cost about ${per * n:,.2f} for these two methods"
+        )
+    parts.append(
+        f"`python -m acemad_utils run {path} --methods acemad,self_consistency,... --out {args.out}` replays these "
+        "calls from the response cache: nothing here is paid twice"
+    )
+    *folders, last = res.name.split("/")
+    with outputs_root(out):
+        finish(parts, outputs("tables", *folders) / f"{last}.txt")
+    return 0

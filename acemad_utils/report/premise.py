@@ -1,0 +1,386 @@
+"""Does AceMAD's premise hold on this run, and which part of its gain comes from where? Pure functions of records.
+
+    from acemad_utils.report import premise as PR
+    table = PR.premise(records)                    # per AceMAD method and round: lift (CI), rank corr., parse failures
+    print(PR.premise_sentence(table, synthetic=False))
+    PR.split(records)                              # AceMAD paired against its gain's controls, re-decided (no call)
+
+The premise: the agent whose peer prediction scores best knows more than an agent picked at random. AceMAD's weights
+follow the score, so without it no gain can come from WHO scores well (notebook 09's map shows the synthetic case).
+Measured only from stored p, scores and the truth, so it applies to any AceMAD run, on any backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from acemad_utils.data.sim_params import SimParams
+from acemad_utils.protocol.config import METHOD_NAMES, NAIVE_AGENT, WEIGHTINGS
+from acemad_utils.report import rescoring as A
+from acemad_utils.report.stats import bootstrap_ci
+from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
+
+ROUND_COLUMNS = [
+    "method",
+    "question_id",
+    "round",
+    "top_right",
+    "share_right",
+    "right_score",
+    "wrong_score",
+    "rank_corr",
+]
+PREMISE_COLUMNS = [
+    "method",
+    "round",
+    "n",
+    "top_agent",
+    "random_agent",
+    "lift",
+    "lift_lo",
+    "lift_hi",
+    "n_split",
+    "rank_corr",
+    "rank_corr_lo",
+    "rank_corr_hi",
+    "parse_failure",
+    "verdict",
+]
+
+
+def _scored(records: Sequence[dict]) -> list[dict]:
+    """Completed records whose entries carry peer-prediction scores (AceMAD and its re-weightings)."""
+    return [
+        r
+        for r in records
+        if r.get("status", "ok") == "ok" and r.get("rounds") and r["rounds"][0][0].get("score") is not None
+    ]
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties averaged (scipy.stats.rankdata's 'average'), for the few agents of a round."""
+    return (x[:, None] > x[None, :]).sum(1) + ((x[:, None] == x[None, :]).sum(1) + 1) / 2
+
+
+def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
+    """One row per scored AceMAD record with a gold answer x round, over the agents whose commitment parsed:
+    whether the top-scoring agent's own answer (argmax p) is right (ties at the top share it: the mean over them),
+    the share of right agents (what an agent picked at random scores), the mean score of the right and of the wrong
+    agents, and the Spearman correlation between an agent's score and its correctness within the question (NaN
+    unless some agents are right and some wrong with unequal scores). Within a question, not pooled: pooled, easy
+    questions (every agent right, every forecast good) would correlate score and correctness with no premise."""
+    rows = []
+    for rec in _scored(records):
+        if rec.get("answer") is None:
+            continue
+        truth = rec["labels"].index(rec["answer"])
+        for t, entries in enumerate(rec["rounds"], start=1):
+            kept = [e for e in entries if e.get("score") is not None and not e.get("parse_failure") and e.get("p")]
+            if not kept:
+                continue
+            s = np.array([float(e["score"]) for e in kept])
+            ok = np.array([int(np.argmax(e["p"])) == truth for e in kept], dtype=float)
+            split = 0 < ok.sum() < len(ok)
+            rho = np.nan
+            if split and np.ptp(s) > 0:
+                rho = float(np.corrcoef(_ranks(s), ok)[0, 1])
+            rows.append(
+                (
+                    rec.get("method"),
+                    rec["question_id"],
+                    t,
+                    float(ok[s == s.max()].mean()),
+                    float(ok.mean()),
+                    float(s[ok == 1].mean()) if ok.any() else np.nan,
+                    float(s[ok == 0].mean()) if not ok.all() else np.nan,
+                    rho,
+                )
+            )
+    return pd.DataFrame(rows, columns=ROUND_COLUMNS)
+
+
+def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
+    """Per method and round: the share of commitments whose belief p or peer prediction q did not parse (after the
+    repair call), over every scored record, with or without a gold answer."""
+    rows = [
+        (r.get("method"), t, bool(e.get("parse_failure") or e.get("q_parse_failure")))
+        for r in _scored(records)
+        for t, entries in enumerate(r["rounds"], start=1)
+        for e in entries
+    ]
+    df = pd.DataFrame(rows, columns=["method", "round", "failed"])
+    return df.groupby(["method", "round"], as_index=False, sort=False)["failed"].mean()
+
+
+def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
+    """The premise check of every AceMAD method in `records`, per round and over all rounds ("all": each question's
+    rounds averaged, so the CI resamples independent questions):
+    - top_agent / random_agent: accuracy (%) of the top-scoring agent's own answer / of an agent picked at random;
+    - lift = top_agent - random_agent (points) with its 95% bootstrap CI over questions (> 0: the score points at
+      agents who know; 0 wherever every agent agrees, so n_split counts the questions with right and wrong agents);
+    - rank_corr: the mean within-question Spearman correlation of score and correctness (CI over questions);
+    - parse_failure: share of commitments whose p or q did not parse;
+    - verdict: a key of VERDICTS ("holds": the lift's CI above 0, "fails": below 0, "not shown", "unseen",
+      "unmeasured").
+    n counts questions with a gold answer and at least one parsed commitment; a method with none has one "all" row
+    with n = 0 (its parse-failure rate says why)."""
+    qr = question_rounds(records)
+    fails = parse_failures(records)
+    rows = []
+    for method in fails["method"].unique():
+        g = qr[qr["method"] == method]
+        if g.empty:
+            rows.append(
+                [
+                    method,
+                    "all",
+                    0,
+                    *[np.nan] * 5,
+                    0,
+                    *[np.nan] * 3,
+                    fails.loc[fails["method"] == method, "failed"].mean(),
+                ]
+            )
+            continue
+        g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
+        per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
+        per_question = per_question.agg(
+            dict.fromkeys(["top_right", "share_right", "lift", "rank_corr"], "mean") | {"split": "max"}
+        )
+        f = fails[fails["method"] == method]
+        for rnd, part in [*g.groupby("round"), ("all", per_question)]:
+            lift, lo, hi = bootstrap_ci(part["lift"].to_numpy(), seed=seed)
+            rho, rlo, rhi = bootstrap_ci(part["rank_corr"].to_numpy(), seed=seed)
+            pf = f["failed"].mean() if rnd == "all" else f.loc[f["round"] == rnd, "failed"].mean()
+            rows.append(
+                [method, rnd, len(part), 100 * part["top_right"].mean(), 100 * part["share_right"].mean(), lift, lo, hi]
+                + [int(part["split"].sum()), rho, rlo, rhi, float(pf)]
+            )
+    out = pd.DataFrame(rows, columns=PREMISE_COLUMNS[:-1])
+    return out.assign(verdict=[_verdict(r) for r in out.itertuples()])
+
+
+VERDICTS = {
+    "holds": "holds",
+    "fails": "fails: the top scorer knows less than a random agent",
+    "not shown": "is not shown (its CI contains 0)",
+    "unseen": "cannot be seen: on no question were some agents right and some wrong",
+    "unmeasured": "cannot be measured: no question with a gold answer has a parsed commitment",
+}
+
+
+def _verdict(r) -> str:
+    """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
+    if not r.n:
+        return "unmeasured"
+    if not r.n_split:
+        return "unseen"
+    return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
+
+
+def premise_sentence(
+    table: pd.DataFrame,
+    synthetic: bool,
+    split_table: Optional[pd.DataFrame] = None,
+    *,
+    population: Optional[Mapping] = None,
+) -> str:
+    """The "What we see" of a `premise` table (the "all" row of each method, then the lift per round). On the
+    synthetic population the premise is an input (SimParams.knowledge_link), so the sentence says it is the
+    population's assumption seen from the data. `split_table` (a `split` table) with a self-consistency row adds
+    AceMAD against the same compute spent on sampling (`sampling_sentence`; `population`: meta["population"])."""
+    if table.empty:
+        return "No AceMAD run with peer-prediction scores here: no premise check."
+    parts = []
+    for method, g in table.groupby("method", sort=False):
+        r = g[g["round"].astype(str) == "all"].iloc[0]
+        rounds = ", ".join(f"round {x.round}: {x.lift:+.1f}" for x in g[g["round"].astype(str) != "all"].itertuples())
+        verdict = VERDICTS[_verdict(r)]
+        if not r.n:
+            parts.append(
+                f"{method}: the premise {verdict} ({100 * r.parse_failure:.1f}% of commitments did not parse)."
+            )
+            continue
+        text = (
+            f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
+            f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
+            f"{r.random_agent:.1f}% for an agent picked at random, a lift of {r.lift:+.1f} points "
+            f"[{r.lift_lo:+.1f}, {r.lift_hi:+.1f}] over all rounds ({rounds}); n = {r.n} questions, {r.n_split} of "
+            f"them with both right and wrong agents. Within a question, score and correctness correlate at "
+            f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
+            f"{100 * r.parse_failure:.1f}% of commitments did not parse."
+        )
+        if r.n_split and pd.notna(r.rank_corr) and (r.lift > 0) != (r.rank_corr > 0):
+            text += (
+                " The two disagree in sign: the correlation counts every agent, also those right without knowing why "
+                "the others err (a forecast of agreement with oneself scores low when the others are wrong), while "
+                "the lift follows the top scorer, the agent AceMAD's weights favour."
+            )
+        if _verdict(r) in ("fails", "unseen"):
+            text += " So no gain of AceMAD here can come from who scores well."
+        elif _verdict(r) == "not shown":
+            text += " So this run does not show that a gain of AceMAD could come from who scores well."
+        parts.append(text)
+    lead = (
+        "On the synthetic population this is the population's assumption seen from the data (its knowledge_link sets "
+        "how far peer-prediction skill goes with knowing the truth), not evidence about any model. "
+        if synthetic
+        else ""
+    )
+    more = sampling_sentence(split_table, population) if split_table is not None else ""
+    return lead + " ".join(parts) + (" " + more if more else "")
+
+
+def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] = None) -> str:
+    """AceMAD against the same compute spent on sampling: each self-consistency row of a `split` table, and on the
+    synthetic population (`population` = meta["population"]) what in it decides that baseline's result."""
+    rows = split_table[split_table["control"].astype(str).str.startswith(METHOD_NAMES["self_consistency"])]
+    parts = [
+        f"AceMAD vs the same compute spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
+        f"{r.control} {r.accuracy:.1f}% (our compute-matched baseline, not the paper's: the naive agent sampled "
+        f"once per AceMAD turn, the same calls per question), a difference of {r.difference:+.1f} points "
+        f"[{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p = {r.p_value:.2g}, n = {r.n}."
+        for r in rows.itertuples()
+    ]
+    pop = dict(population or {})
+    if parts and pop.get("synthetic") and pop.get("params"):
+        sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
+        e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
+        cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
+        parts.append(
+            f"On the synthetic population what decides it is how independent the naive agent's samples are: each "
+            f"sample takes the first sample's state with probability copy({tau:g}) = {cp:.2f} (crowd_copy = "
+            f"{sp.crowd_copy:g}, near-copies), else draws its own, a guess with probability explore({tau:g}) = "
+            f"{e:.2f}, insight with crowd_insight = {ci:g}, else the item's trap with its propensity pi, which "
+            f"every sample of the item shares (Beta, mean trap_mean = {sp.trap_mean:g}, concentration "
+            f"trap_concentration = {sp.trap_concentration:g}); so more samples converge on the truth only where "
+            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
+            f"whatever the number of samples."
+        )
+    return " ".join(parts)
+
+
+# ----------------------------------------------------------------------------- the gain split
+UNIFORM, SELF_BELIEF = "Uniform weights (AceMAD's debate)", "Self-belief only"
+SHUFFLED = A.SHUFFLED
+SURPRISINGLY_POPULAR = A.AGGREGATORS[3]
+ROUND0 = "Round-0 majority (AceMAD's first answers)"
+SPLIT_COLUMNS = [
+    "method",
+    "control",
+    "accuracy",
+    "accuracy_lo",
+    "accuracy_hi",
+    "difference",
+    "difference_lo",
+    "difference_hi",
+    "p_value",
+    "n",
+]
+
+
+def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
+    """The run's eta, weight exponent, weighting and seed (its tie-break keys) of `method` (meta.json's methods),
+    else the paper's and `seed`."""
+    cfg = ((meta or {}).get("methods") or {}).get(method) or {}
+    defaults = {"eta": A.ETA, "weight_exponent": A.WEIGHT_EXPONENT, "seed": seed}
+    return {k: cfg.get(k, v) for k, v in defaults.items()} | {
+        "weighting": cfg.get("weighting") or next((w for w in WEIGHTINGS[1:] if w in method), WEIGHTINGS[0])
+    }
+
+
+def acemad_methods(records: Sequence[dict], meta: Optional[dict] = None) -> list[str]:
+    """The AceMAD methods of `records` weighted by peer prediction (not its ablations), in order."""
+    kinds = {r["method"]: r.get("method_kind") for r in _scored(records)}
+    return [m for m, k in kinds.items() if k == "acemad" and _settings(m, meta)["weighting"] == WEIGHTINGS[0]]
+
+
+def round0_records(records: Sequence[dict], seed: int = 0, stacked: Optional[A.Stacked] = None) -> list[dict]:
+    """AceMAD's debates decided by the plurality of their first answers (before any exchange): what Majority
+    Voting with AceMAD's agents would say, as minimal records named ROUND0. No model call."""
+    recs = [r for r in records if r.get("status", "ok") == "ok"]
+    arr = stacked if stacked is not None else A.stack(recs, seed)
+    answered = np.asarray(arr.valid[:, 0].any(-1))
+    return [
+        {
+            "question_id": r["question_id"],
+            "benchmark": r["benchmark"],
+            "method": ROUND0,
+            "status": "ok",
+            "final": {"answer": r["labels"][a] if ok else None, "correct": A._correct(ok, a, t)},
+        }
+        for r, a, t, ok in zip(recs, A.initial_plurality(arr), arr.truth, answered)
+    ]
+
+
+def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
+    """`method`'s debates re-decided by each control of the split, from the same commitments (no model call)."""
+    recs = [r for r in _scored(records) if r["method"] == method]
+    cfg = _settings(method, meta, seed)
+    eta, k, seed = cfg["eta"], cfg["weight_exponent"], cfg["seed"]
+    arr = A.stack(recs, seed)
+    out = A.reweighted_records(recs, {UNIFORM: "uniform", SELF_BELIEF: "self_belief"}, eta, k, seed=seed, stacked=arr)
+    out += A.shuffled_records(recs, eta, k, seed=seed, stacked=arr)
+    out += [r for r in A.rescored_records(recs, eta, seed) if r["method"] == SURPRISINGLY_POPULAR]
+    return out + round0_records(recs, seed, stacked=arr)
+
+
+def split(
+    records: Sequence[dict], seed: int = 0, *, meta: Optional[dict] = None, others: Sequence[str] = ()
+) -> pd.DataFrame:
+    """AceMAD's gain split: for every AceMAD method (peer-prediction weighted), its accuracy and that of each control
+    re-decided from its own commitments (uniform weights, self-belief only, shuffled scores, surprisingly popular,
+    the round-0 majority), then of each method in `others` run beside it (e.g. the compute-matched baseline);
+    difference = AceMAD minus the control (points) with its 95% CI and p, paired on the same questions (the Average
+    over benchmarks: report.tables.versus_best). `meta`: the run's meta.json, for its eta, weight exponent and seed
+    (the engine's tie-breaks); without it the paper's and `seed`."""
+    rows = []
+    for m in acemad_methods(records, meta):
+        ctrl = control_records(records, m, seed, meta)
+        names = list(dict.fromkeys(r["method"] for r in ctrl)) + [o for o in others if o != m]
+        own = [r for r in records if r["method"] in (m, *others)]
+        frame = question_frame([*own, *ctrl])
+        long = accuracy_long(None, frame=frame, seed=seed)
+        acc = long[long["benchmark"] == AVERAGE].set_index("method")
+        # one benchmark: its own paired test (exact McNemar on 0/1 outcomes); several: the stratified Average's
+        where = AVERAGE if frame["benchmark"].nunique() > 1 else None
+        for c in [m, *names]:
+            if c not in acc.index:
+                continue
+            row = [m, c, *acc.loc[c, ["accuracy", "ci_lo", "ci_hi"]], *[np.nan] * 4, int(acc.loc[c, "n"])]
+            if c != m:
+                t = versus_best(None, [m], [c], frame=frame, seed=seed, average=where is not None)
+                d = t[t["benchmark"] == where].iloc[0] if where else t.iloc[0]
+                row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
+            rows.append(row)
+    return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
+
+
+def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int = 0) -> pd.DataFrame:
+    """The premise check and the gain split as rows for an accuracy table's Average column (api.Results.table, the
+    command's table): per AceMAD method its lift over a random agent (all rounds), each control's accuracy and
+    AceMAD's paired difference to it. Empty when no AceMAD run is in the records."""
+    rows = []
+    for r in premise(records, seed).query("round == 'all'").itertuples():
+        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
+        rows.append(
+            {
+                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
+                AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
+            }
+        )
+    table = split(records, seed, meta=meta)
+    for r in table[table["control"] != table["method"]].itertuples():
+        rows.append(
+            {
+                "method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
+                AVERAGE: f"{r.accuracy:.1f} [{r.accuracy_lo:.1f}, {r.accuracy_hi:.1f}]",
+            }
+        )
+        cell = f"{r.difference:+.1f} [{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p={r.p_value:.2g}, n={r.n}"
+        rows.append({"method": f"{r.method} minus {r.control} (paired)", AVERAGE: cell})
+    return pd.DataFrame(rows, columns=["method", AVERAGE])

@@ -1,0 +1,144 @@
+"""The pilot: priced before any call, refuses an unpriced model, tells an endpoint whose agents carry AceMAD's premise
+from one whose agents do not, and the full run pays none of its calls again (counted at the fake server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acemad_utils.command import main
+from acemad_utils.experiments.profiles import notebook_params
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.pilot import pilot_configs
+from tests.fake_openai import FakeOpenAI, FaultInjector, request_info
+
+TRUTH, BAIT = "A", "B"
+
+
+def scripted(premise: bool):
+    """A fake model: the crowd (every agent but AceMAD's Skeptic at T=0.6) believes the bait; the Skeptic knows the
+    truth. With the premise, the Skeptic predicts its peers exactly (it scores best) and the crowd predicts itself;
+    without it, the Skeptic predicts uniform peers (it scores worst), so the top scorer is a wrong crowd agent."""
+
+    def dist(labels, favour, mass):
+        rest = (1 - mass) / (len(labels) - 1)
+        return {x: (mass if x == favour else rest) for x in labels}
+
+    def reply(body: dict, n: int) -> str:
+        info = request_info(body)
+        skeptic = body.get("temperature") == 0.6
+        favour = TRUTH if skeptic else BAIT
+        if not info["structured"]:
+            return f"The answer is {favour}."
+        labels = info["labels"]
+        out: dict = {"self_prob": dist(labels, favour, 0.9)}
+        if info["want_q"]:
+            crowd = dist(labels, BAIT, 0.9)
+            out["peer_prediction"] = crowd if skeptic == premise else {x: 1 / len(labels) for x in labels}
+        if info["argument"]:
+            out = {"argument": f"The answer is {favour}.", **out}
+        return json.dumps(out)
+
+    return reply
+
+
+def question_file(tmp_path: Path) -> Path:
+    rows = [
+        {"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?",
+         "options": ["true", "false", "maybe", "never"], "answer": TRUTH}
+        for b in ("alpha", "beta") for i in range(4)
+    ]  # fmt: skip
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-pilot")
+    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    return tmp_path
+
+
+def test_the_pilot_refuses_to_start_without_a_price(cwd, capsys):
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        code = main(["pilot", str(question_file(cwd)), "--model", "no-such-model", "--base-url", srv.url])
+        assert code == 2 and srv.count == 0
+    assert "no estimate can be shown" in capsys.readouterr().err
+
+
+def test_the_pilot_refuses_a_sample_over_its_budget_and_max_usd_lowers_it(cwd, capsys, monkeypatch):
+    monkeypatch.setenv("ACEMAD_MAX_USD", "0.001")  # below the default $5: the cap wins
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        code = main(["pilot", str(question_file(cwd)), "--model", "gpt-4o-mini", "--base-url", srv.url])
+        assert code == 2 and srv.count == 0
+    assert "over the $0.00 budget" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("premise", [True, False])
+def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_calls_again(cwd, capsys, premise):
+    path = question_file(cwd)
+    who = ["--model", "gpt-4o-mini", "--per-benchmark", "2"]
+    full = ["run", str(path), "--methods", "acemad,self_consistency", "--model", "gpt-4o-mini", "--out"]
+    with FakeOpenAI(scripted(premise)) as srv:
+        assert main(["pilot", str(path), *who, "--base-url", srv.url]) == 0
+        pilot_calls = srv.count
+        out = capsys.readouterr().out
+        assert main([*full, "acemad_runs", "--base-url", srv.url]) == 0
+        after_pilot = srv.count - pilot_calls
+    with FakeOpenAI(scripted(premise)) as fresh:
+        assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
+    assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out
+    assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls  # the pilot's calls came from the cache
+    [kept] = (cwd / "acemad_runs" / "tables" / "pilot").glob("*.txt")  # the report is kept, not only printed
+    assert "premise check" in kept.read_text() and f"(this report: {kept})" in out
+    if premise:
+        assert "the premise (the agent whose peer prediction scores best knows more than a random agent) holds" in out
+        assert "STOP" not in out
+    else:
+        assert "STOP: the premise fails on this model" in out
+
+
+def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(tmp_outputs, monkeypatch, capsys):
+    """The paper profile on the demo questions: no subsets yet, so the pilot screens input items with notebook 01's
+    agent; building the subsets and running notebook 03's AceMAD and self-consistency afterwards pay only the rest."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the priced plan needs no key (nor any endpoint)
+    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
+
+    def full_run(url: str) -> None:
+        _, params = notebook_params("paper", {"SOURCE": "demo", "BASE_URL": url})
+        P = {**params["03_main_results"], "PROFILE": "paper"}
+        S = Setup.from_params(P)
+        S.build_subsets(progress=False)
+        S.run("main", pilot_configs(P))
+        S.close()
+
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        args = ["pilot", "--profile", "paper", "--set", "SOURCE=demo", "--set", f"BASE_URL={srv.url}"]
+        assert main([*args, "--per-benchmark", "2", "--dry-run"]) == 0 and srv.count == 0
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-pilot")
+        assert main([*args, "--per-benchmark", "2"]) == 0
+        pilot_calls = srv.count
+        full_run(srv.url)
+        after_pilot = srv.count - pilot_calls
+        out = capsys.readouterr().out
+        before = srv.count  # the subsets are built now: a second pilot samples them, every call already paid
+        assert main([*args, "--per-benchmark", "2"]) == 0 and srv.count == before
+    assert "estimate $" in out and "questions needed for 80% power" in out and "pilot questions" in out
+    assert "per benchmark of their challenging subsets" in capsys.readouterr().out
+    monkeypatch.setattr("acemad_utils.data.paths.ROOT", tmp_outputs / "fresh")
+    monkeypatch.setattr("acemad_utils.data.paths.DATA", tmp_outputs / "fresh" / "data")
+    with FakeOpenAI(FaultInjector(rate=0.0)) as fresh:
+        full_run(fresh.url)
+    assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls
+
+
+def test_a_synthetic_profile_has_no_pilot(tmp_outputs, capsys):
+    assert main(["pilot", "--profile", "default"]) == 2
+    assert "a pilot is for a model" in capsys.readouterr().err

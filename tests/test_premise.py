@@ -1,0 +1,230 @@
+"""The premise check and the gain split: pure functions of stored records (no model call)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from acemad_utils import api
+from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.command import main
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.debate import run_question
+from acemad_utils.report import premise as PR
+from tests.fake_openai import FakeOpenAI, PremiseAgents
+
+
+def _record(i, scores, right, failed=()):
+    """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
+    entries = [
+        {
+            "agent": a,
+            "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0],
+            "score": s,
+            "parse_failure": a in failed,
+        }
+        for a, (s, ok) in enumerate(zip(scores, right))
+    ]
+    return {
+        "question_id": f"q{i}",
+        "benchmark": "demo",
+        "method": "AceMAD (T=1)",
+        "method_kind": "acemad",
+        "status": "ok",
+        "labels": list("ABCD"),
+        "answer": "A",
+        "rounds": [entries],
+        "final": {"answer": "A", "correct": True},
+    }
+
+
+RIGHT = [True, True, False, False, False]
+
+
+def _run(top_is_right: bool, n=30):
+    """n questions where the two right agents score best (or worst), plus a few where everyone agrees."""
+    scores = [0.9, 0.8, 0.3, 0.2, 0.1] if top_is_right else [0.1, 0.2, 0.9, 0.8, 0.7]
+    return [_record(i, scores, RIGHT) for i in range(n)] + [_record(n + i, [0.5] * 5, [True] * 5) for i in range(5)]
+
+
+def test_the_check_tells_a_premise_that_holds_from_one_that_fails():
+    good, bad = PR.premise(_run(True)), PR.premise(_run(False))
+    g, b = good.iloc[-1], bad.iloc[-1]
+    assert g["round"] == "all" and g.n == 35 and g.n_split == 30
+    # the top scorer is always right on 30 of 35 questions, a random agent 2 of 5 there
+    assert g.lift == pytest.approx(100 * 30 / 35 * (1 - 2 / 5)) and g.lift_lo > 0
+    assert b.lift == pytest.approx(100 * 30 / 35 * (0 - 2 / 5)) and b.lift_hi < 0
+    assert g.rank_corr > 0 > b.rank_corr
+    assert (g.verdict, b.verdict) == ("holds", "fails") and list(good.columns) == PR.PREMISE_COLUMNS
+    assert " holds." in PR.premise_sentence(good, synthetic=False)
+    text = PR.premise_sentence(bad, synthetic=False)
+    assert "fails" in text and "no gain of AceMAD here can come from who scores well" in text
+    assert "population's assumption" in PR.premise_sentence(good, synthetic=True)
+    assert "population's assumption" not in PR.premise_sentence(good, synthetic=False)
+
+
+def test_agents_tied_at_the_top_share_it_and_failed_commitments_are_counted_not_scored():
+    rec = _record(0, [0.9, 0.9, 0.95, 0.1, 0.1], RIGHT, failed=(2,))  # the failed agent's score is not looked at
+    row = PR.premise([rec]).iloc[0]
+    assert row.top_agent == pytest.approx(100.0) and row.random_agent == pytest.approx(50.0)
+    assert row.parse_failure == pytest.approx(1 / 5)
+    tied = PR.premise([_record(0, [0.9, 0.2, 0.9, 0.1, 0.1], RIGHT)]).iloc[0]
+    assert tied.top_agent == pytest.approx(50.0)
+
+
+def test_no_acemad_run_means_no_check_and_a_sentence_that_says_so():
+    rec = dict(_record(0, [0.5] * 5, RIGHT))
+    rec["rounds"] = [[dict(e, score=None) for e in rec["rounds"][0]]]  # a baseline MAD: no scores
+    table = PR.premise([rec])
+    assert table.empty and "no premise check" in PR.premise_sentence(table, synthetic=False)
+
+
+@pytest.fixture(scope="module")
+def synthetic_records():
+    items = make_items(40, k=4, seed=2)
+    pop = SimPopulation(seed=1)
+    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="acemad", weighting="uniform")]
+    cfgs.append(DebateConfig(method="majority"))
+    return [run_question(q, pop, c) for q in items for c in cfgs]
+
+
+def test_the_split_pairs_acemad_with_each_control_on_its_own_commitments(synthetic_records):
+    recs = synthetic_records
+    table = PR.split(recs, others=["Majority Voting"])
+    assert set(table["method"]) == {"AceMAD (T=3)"}  # an ablation run is a control, not a target
+    controls = list(table["control"])
+    assert controls == [
+        "AceMAD (T=3)",
+        PR.UNIFORM,
+        PR.SELF_BELIEF,
+        PR.SHUFFLED,
+        PR.SURPRISINGLY_POPULAR,
+        PR.ROUND0,
+        "Majority Voting",
+    ]
+    ace = [r["final"]["correct"] for r in recs if r["method"] == "AceMAD (T=3)"]
+    top = table.iloc[0]
+    assert top.accuracy == pytest.approx(100 * np.mean(ace)) and np.isnan(top.difference)
+    rest = table.iloc[1:]
+    np.testing.assert_allclose(rest["difference"], top.accuracy - rest["accuracy"], atol=1e-9)
+    assert ((rest["p_value"] > 0) & (rest["p_value"] <= 1)).all() and (rest["n"] == 40).all()
+    assert (rest["difference_lo"] <= rest["difference"]).all() and (rest["difference"] <= rest["difference_hi"]).all()
+    # uniform weights on AceMAD's debate decide as the uniform-weighting run does (the same commitments)
+    uni = [r["final"]["correct"] for r in recs if r["method"] == "AceMAD (T=3, uniform)"]
+    assert rest.iloc[0].accuracy == pytest.approx(100 * np.mean(uni))
+
+
+def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_records):
+    recs = [r for r in synthetic_records if r["method"] == "AceMAD (T=3)"]
+    got = PR.round0_records(recs)
+    for rec, g in zip(recs, got):
+        votes = [int(np.argmax(e["p"])) for e in rec["rounds"][0]]
+        counts = np.bincount(votes, minlength=len(rec["labels"]))
+        if (counts == counts.max()).sum() == 1:  # no tie: the plurality is unambiguous
+            assert g["final"]["answer"] == rec["labels"][int(counts.argmax())]
+
+
+def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
+    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.protocol.config import NAIVE_AGENT
+    from acemad_utils.protocol.vectorized import run_batch
+
+    cfg = DebateConfig(method="self_consistency", n_agents=4, rounds=2)
+    assert cfg.samples == 8 and cfg.specs() == [NAIVE_AGENT] * 8 and cfg.label == "Self-consistency (8 samples)"
+    assert DebateConfig(method="self_consistency").samples == 15  # AceMAD's turns at N = 5, T = 3: 30 calls
+    with pytest.raises(ValueError, match="roster"):
+        DebateConfig(method="self_consistency", roster="acemad")
+    q = make_items(1, k=4, seed=3)[0]
+    rec = run_question(q, SimPopulation(seed=1), cfg)
+    assert len(rec["rounds"]) == 1 and len(rec["rounds"][0]) == 8
+    votes = np.bincount([int(np.argmax(e["p"])) for e in rec["rounds"][0]], minlength=4)
+    assert votes[rec["labels"].index(rec["final"]["answer"])] == votes.max()  # the plurality
+    assert run_batch([q], VectorSimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
+
+
+def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population():
+    items = make_items(20, k=4, seed=5)
+    pop = SimPopulation(seed=1)
+    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="self_consistency")]
+    recs = [run_question(q, pop, c) for q in items for c in cfgs]
+    table = PR.split(recs, others=[cfgs[1].label])
+    assert list(table["control"])[-1] == cfgs[1].label
+    text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
+    assert "the same compute spent on sampling" in text and "trap_concentration" in text and "not the paper's" in text
+    assert "crowd_copy" in text  # near-copies make the samples less independent
+    real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
+    assert "the same compute spent on sampling" in real and "trap_concentration" not in real
+
+
+# ----------------------------------------------------------------------------- against an endpoint
+QUESTIONS = [
+    {"question": f"Scripted question {i}?", "options": ["truth", "trap", "other"], "answer": "A", "id": f"s{i}"}
+    for i in range(24)
+]
+
+
+@pytest.fixture
+def premise_endpoint(request, monkeypatch, tmp_path):
+    """A fake endpoint whose AceMAD agents carry the premise (param True) or not (False)."""
+    monkeypatch.chdir(tmp_path)
+    with FakeOpenAI(PremiseAgents(holds=request.param)) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-premise")
+        monkeypatch.delenv("MODEL", raising=False)
+        yield srv, request.param
+
+
+@pytest.mark.parametrize("premise_endpoint", [True, False], indirect=True, ids=["holds", "fails"])
+def test_the_api_tells_agents_with_the_premise_from_agents_without(premise_endpoint):
+    srv, holds = premise_endpoint
+    res = api.run(QUESTIONS, ["acemad", "self_consistency"], model="fake-model", base_url=srv.url)
+    row = res.premise().iloc[-1]
+    assert row["round"] == "all" and row.n == len(QUESTIONS) and row.parse_failure == 0
+    assert (row.lift_lo > 0) if holds else (row.lift_hi < 0), row
+    assert (row.rank_corr > 0) == holds and row.verdict == ("holds" if holds else "fails")
+    text = res.table().to_string()
+    assert ("(points; premise holds)" in text) == holds and ("(points; premise fails)" in text) != holds
+    for control in (PR.UNIFORM, PR.SELF_BELIEF, PR.SHUFFLED, PR.SURPRISINGLY_POPULAR, PR.ROUND0):
+        assert f"AceMAD (T=3) minus {control} (paired)" in text
+    assert "AceMAD (T=3) minus Self-consistency (15 samples) (paired)" in text
+    # the compute-matched baseline made AceMAD's calls per question: 15 samples, argue + commit each
+    sc = [r for r in res if r.method.startswith("Self-consistency")]
+    assert all(r.record["usage"]["calls"] == 30 for r in sc)
+    assert all(r.record["usage"]["calls"] == 30 for r in res if r.method.startswith("AceMAD"))
+
+
+@pytest.mark.parametrize("premise_endpoint", [False], indirect=True)
+def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_endpoint, capsys, tmp_path):
+    src = tmp_path / "q.jsonl"
+    src.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS[:12]), encoding="utf-8")
+    args = ["run", str(src), "--model", "fake-model", "--base-url", premise_endpoint[0].url]
+    assert main([*args, "--methods", "acemad,majority,self_consistency"]) == 0
+    out = capsys.readouterr().out
+    assert "the premise (the agent whose peer prediction scores best knows more than a random agent) fails" in out
+    assert "no gain of AceMAD here can come from who scores well" in out
+    assert "AceMAD vs the same compute spent on sampling" in out and "Round-0 majority" in out
+
+
+def test_a_run_whose_commitments_never_parsed_says_so_instead_of_a_number():
+    recs = [_record(i, [0.5] * 5, RIGHT, failed=range(5)) for i in range(3)]
+    table = PR.premise(recs)
+    assert len(table) == 1 and table.iloc[0].n == 0 and table.iloc[0].parse_failure == 1.0
+    assert "cannot be measured" in PR.premise_sentence(table, synthetic=False)
+
+
+def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
+    from acemad_utils.cost import estimate as C
+    from acemad_utils.data.benchmarks import load_demo
+    from acemad_utils.experiments.registry import Run
+
+    qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
+    calls = {}
+    for cfg in (
+        DebateConfig(method="acemad"),
+        DebateConfig(method="self_consistency"),
+        DebateConfig(method="majority"),
+    ):
+        [(_, _, per)] = C.replay([Run(cfg.method, {"x": [cfg]}, benchmarks=["demo"])], {"demo": qs}, P_, store={})
+        calls[cfg.method] = per["agent_calls"]
+    assert calls["self_consistency"] == calls["acemad"] == 30 and calls["majority"] == 10

@@ -1,0 +1,63 @@
+"""Tables a reader can read: no cell of a shown table cut with '...', p-values as docs/reading.md writes them, no
+NaN shown as a number. The unit check runs readable.html (what notebook.tables_once shows for every DataFrame);
+the scan reads the committed notebooks, which carry the default profile's executed outputs (`make notebooks`; nbval
+checks they are what the code shows now). Executed copies under outputs/ are not read: they may be stale, or being
+written by a run beside the tests."""
+
+from __future__ import annotations
+
+import html as H
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from acemad_utils.report import readable as RD
+
+REPO = Path(__file__).resolve().parents[1]
+CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.S)
+RAW_P = re.compile(r"\d\.\d{6}e[-+]\d{2}")  # pandas' float repr of a small p: 9.999000e-05
+
+
+def problems(nb) -> list[str]:
+    """The shown table cells a reader cannot read: cut ('...'), a raw float exponent, NaN."""
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            page = (o.get("data") or {}).get("text/html", "")
+            for raw in CELL.findall("".join(page) if isinstance(page, list) else page):
+                text = H.unescape(re.sub(r"<[^>]+>", "", raw)).strip()
+                if text.endswith("...") or RAW_P.search(text) or text in ("NaN", "nan"):
+                    out.append(f"cell {cell.get('id')}: {text[-80:]!r}")
+    return out
+
+
+def _with_outputs() -> list[Path]:
+    found = sorted((REPO / "notebooks").glob("*.ipynb"))
+    return [p for p in found if any(c.get("outputs") for c in nbformat.read(p, as_version=4).cells)]
+
+
+def test_a_shown_table_keeps_its_texts_whole_and_writes_p_and_missing_values_as_text():
+    df = pd.DataFrame({"claim": ["a claim " * 20], "p": [1 / 10001], "p (Holm)": [0.5213], "n": [np.nan]})
+    page = RD.html(df)
+    cells = [H.unescape(c) for c in CELL.findall(page)]
+    assert cells == [("a claim " * 20).strip(), "< 1e-4", "0.52", RD.MISSING]
+    assert df["p"].dtype == float  # the frame (and the CSV saved from it) keeps its numbers
+    ledger = pd.DataFrame({"claim": ["a claim " * 20, "b"], "p": [1 / 10001, 1.0], "n": [np.nan, 1]})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell()])
+    shown = {"text/html": ledger._repr_html_()}  # pandas' own: the claim cut at 50 characters, NaN
+    nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", shown, execution_count=1)]
+    assert len(problems(nb)) == 2
+    nb.cells[0].outputs[0]["data"]["text/html"] = RD.html(ledger)
+    assert problems(nb) == []
+    assert RAW_P.search("9.999000e-05")  # how notebook 08 once printed the permutation floor
+
+
+@pytest.mark.parametrize("path", _with_outputs() or [None], ids=lambda p: str(p.relative_to(REPO)) if p else "none")
+def test_no_shown_table_cell_is_cut_or_an_unformatted_number(path):
+    if path is None:
+        pytest.skip("the committed notebooks carry no outputs: run `make notebooks`")
+    assert problems(nbformat.read(path, as_version=4)) == []
