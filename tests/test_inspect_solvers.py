@@ -112,8 +112,8 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
         assert meta["decisions"]["acemad"] == rec["final"]["answer"] == meta["answer"]
         assert len(meta["decisions"]["shuffled"]) > 1
         value = s.scores["decisions"].value
-        assert set(value) == {"acemad", "uniform", "self_belief", "surprisingly_popular", "majority_round1",
-                              "shuffled"}  # fmt: skip
+        names = {"acemad", "uniform", "self_belief", "surprisingly_popular", "majority_round1", "shuffled"}
+        assert set(value) == names | {"premise_lift"} and -1 <= value["premise_lift"] <= 1
         assert value["acemad"] == float(rec["final"]["correct"])
     metrics = {sc.name: sc.metrics["accuracy"].value for sc in log.results.scores}
     assert metrics["acemad"] == metrics["choice"]

@@ -69,6 +69,7 @@ from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
+from acemad_utils.report import premise as PR
 from acemad_utils.report import rescoring as A
 
 STORE_KEY = "acemad"  # the transcript record in the sample's store; the compact view in metadata
@@ -176,7 +177,9 @@ def sample_question(state: TaskState) -> Question:
 def paired(record: dict, cfg: DebateConfig) -> dict:
     """AceMAD's decision beside the re-decisions of the same debate (report/rescoring.py, no model call): uniform
     and self-belief weights, surprisingly popular on the final p and q, the round-1 plurality (what Majority Voting
-    says with these agents) and, under `shuffled`, the decisions of N_SHUFFLES permutations of the scores."""
+    says with these agents), under `shuffled` the decisions of N_SHUFFLES permutations of the scores, and
+    `premise_lift` (report/premise.py; None without a gold answer): over the rounds, whether the top-scoring agent
+    is right minus the share of right agents."""
     arr = A.stack([record], cfg.seed)
     rescore = lambda w: A.rescore(arr, cfg.eta, exponent=cfg.weight_exponent, rule=cfg.scoring_rule, weighting=w)
     answers = {
@@ -192,6 +195,8 @@ def paired(record: dict, cfg: DebateConfig) -> dict:
     out: dict[str, Any] = {k: labels[int(v[0])] if v[0] >= 0 else None for k, v in answers.items()}
     shuffled = A.shuffled_decisions(arr, cfg.eta, cfg.weight_exponent, seed=cfg.seed)[:, 0]
     out["shuffled"] = [labels[int(a)] if a >= 0 else None for a in shuffled]
+    rows = PR.question_rounds([record])  # the premise: the top scorer right, minus an agent picked at random
+    out["premise_lift"] = None if rows.empty else float((rows["top_right"] - rows["share_right"]).mean())
     return out
 
 
@@ -284,17 +289,21 @@ def debate_solver(method: str, *, rounds: int = 3, agents: int = 5, seed: int = 
 def decisions():
     """AceMAD's decision beside the re-decisions of the same debate (solver metadata, no model call), each scored
     against the target: acemad, uniform, self_belief, surprisingly_popular, majority_round1 (1 right, 0 wrong)
-    and shuffled (the share of the score permutations whose decision is right). Paired: the same samples."""
+    and shuffled (the share of the score permutations whose decision is right), and premise_lift (not a decision:
+    the top scorer's correctness minus a random agent's, see `paired`). Paired: the same samples."""
 
     async def score(state: TaskState, target: Target) -> Score:
         meta = state.metadata.get(STORE_KEY) or {}
         if "decisions" not in meta:
             return Score(value={}, explanation=meta.get("error", "no debate decisions (an AceMAD solver's)"))
-        right = set(target.target)
+        right, lift = set(target.target), meta["decisions"].get("premise_lift")
         value = {
             k: float(np.mean([a in right for a in v])) if isinstance(v, list) else float(v in right)
             for k, v in meta["decisions"].items()
+            if k != "premise_lift"
         }
+        if lift is not None:  # its mean over samples (the "accuracy" metric) is the run's premise lift
+            value["premise_lift"] = lift
         return Score(value=value, answer=meta.get("answer"), metadata={"decisions": meta["decisions"]})
 
     return score
