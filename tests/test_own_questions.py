@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -231,6 +232,25 @@ def test_inspect_eval_against_fake_server(tmp_path, monkeypatch):
     assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(ours)
     assert json.loads(json.dumps(records))  # the stored debates are plain JSON (the log holds them)
     assert not list(Path(P.ROOT / "outputs").glob("runs/inspect*"))
+
+
+@pytest.mark.slow
+def test_inspect_route_of_the_docs_runs_as_written(tmp_path):
+    """docs' task file (it never imports acemad) and its first command verbatim, the endpoint the fake server's:
+    the solver comes from the package's inspect_ai entry point."""
+    pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[inspect]'")
+    task_file, shell = doc_blocks("3. inspect_ai")[:2]
+    assert "acemad" not in task_file
+    (tmp_path / "my_task.py").write_text(task_file)
+    line = shell.splitlines()[0]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        cmd = line.replace("sk-...", FAKE_KEY).replace("http://127.0.0.1:8000/v1", srv.url)
+        p = subprocess.run(["bash", "-c", cmd + " --log-dir logs --display plain"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert srv.count == 3 * 5 * 2  # rounds x agents x (argue, commit) of the docs' -S values
+    assert "accuracy" in p.stdout
 
 
 def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
