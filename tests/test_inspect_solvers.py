@@ -187,3 +187,46 @@ def test_command_line_solver_on_a_task_that_never_imports_acemad(tmp_path, solve
         # AceMAD's Skeptic and Centralized's moderator call the second endpoint; the other agents never do
         assert second.count == {"acemad": 2, "centralized": 2}.get(solver, 0)
     assert "accuracy" in p.stdout
+
+
+# ----------------------------------------------------------------------------- the log viewer
+@pytest.mark.browser
+def test_inspect_view_shows_the_rounds_and_weights(tmp_path):
+    """`inspect view` on an eval's log, in headless Chromium: each call's span by round, agent and kind in the
+    transcript, and the sample's rounds with each agent's weight in its JSON."""
+    import socket
+    import urllib.request
+
+    from tests.test_browser import ARGS, CHROMIUM, _playwright
+
+    sync_playwright = _playwright()
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        task = Task(dataset=samples(1), solver=acemad(rounds=2, agents=3), scorer=[choice(), decisions()])
+        assert run_eval(task, tmp_path, model_base_url=srv.url).status == "success"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    view = subprocess.Popen([inspect_cli(), "view", "--log-dir", str(tmp_path / "logs"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(600):  # until the server answers (its start-up, not a synchronisation of the test)
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except OSError:
+                assert view.poll() is None, "inspect view exited"
+                threading.Event().wait(0.1)
+        with sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.get_by_text("round 2 · agent 2 · commit").first.wait_for(timeout=60_000)
+            page.get_by_role("tab", name="JSON").nth(1).click()
+            page.get_by_text('"weight"').first.wait_for(timeout=60_000)
+            text = page.inner_text("body")
+            b.close()
+        assert '"rounds"' in text and '"weight"' in text and "round 1 · agent 0 · argue" in text
+    finally:
+        view.terminate()
+        view.wait(timeout=30)
