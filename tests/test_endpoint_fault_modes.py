@@ -549,3 +549,23 @@ def test_negative_or_garbage_usage_never_counts_negative_tokens():
 
     assert usage_tokens({"prompt_tokens": -500, "completion_tokens": "lots", "total_tokens": 1e400}) == (0, 0, 0)
     assert usage_tokens({"prompt_tokens": 1e400, "prompt_tokens_details": {"cached_tokens": -3}}) == (0, 0, 0)
+
+
+def test_a_post_after_the_server_closed_every_idle_connection_goes_out_on_a_new_one(fake_server):
+    """llama.cpp closes idle keep-alive connections: with two of them pooled, the first try meets one closed
+    connection and the retry must open a new one, never take the second closed one."""
+    import json as _json
+    import socket as _socket
+    import time as _time
+
+    from acemad_utils.agents.transport import Transport
+
+    t = Transport(fake_server.url, "sk-fake-test-key", timeout=30)
+    for c in [t._conn(), t._conn()]:  # two pooled connections whose other end is gone: a send on them breaks the pipe
+        c.open()
+        c.used = True
+        c.http.sock.sock.shutdown(_socket.SHUT_RDWR)
+        t._idle.append(c)
+    body = _json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}).encode()
+    status, _, _ = t.post("/chat/completions", body, deadline=_time.monotonic() + 60)
+    assert status == 200

@@ -298,9 +298,9 @@ class Transport:
             headers["Proxy-Authorization"] = "Basic " + base64.b64encode(userpass).decode()
         return p.hostname or "", p.port or 80, headers
 
-    def _conn(self) -> _Conn:
+    def _conn(self, reuse: bool = True) -> _Conn:
         with self._lock:
-            if self._idle:
+            if reuse and self._idle:
                 return self._idle.pop()
         if self._proxy is None:
             return _Conn(self.host, self.port, self.https, self.timeout, None)
@@ -315,8 +315,8 @@ class Transport:
     def post(self, path: str, body: bytes, *, deadline: float) -> tuple[int, dict[str, str], bytes]:
         """(status, headers, body bytes) of one POST, ended by `deadline` (time.monotonic()) whatever the
         endpoint sends; SDK exception classes on failure (APITimeoutError, APIConnectionError)."""
-        for _ in range(2):
-            conn = self._conn()
+        for attempt in range(2):
+            conn = self._conn(reuse=attempt == 0)  # a retry never takes another idle one: it may be stale too
             reused = conn.used
             conn.deadline = deadline
             try:
