@@ -80,7 +80,7 @@ def html(df: pd.DataFrame) -> str:
         return shown.to_html(
             notebook=True,
             na_rep=MISSING,
-            max_rows=pd.get_option("display.max_rows"),
-            max_cols=pd.get_option("display.max_columns"),
-            show_dimensions=pd.get_option("display.show_dimensions"),
+            max_rows=None,  # every row and column: pandas would cut a long table (the map's points) with '...'
+            max_cols=None,
+            show_dimensions=False,
         )
