@@ -1,217 +1,115 @@
-"""The default profile end to end: seconds and MB per notebook, the largest viewer page, and a rerun.
+"""The default profile from a true fresh clone, for several commits in one command (before/after ratios).
 
-    python bench/default_profile.py                    # this checkout (writes its outputs/, like make reproduce)
-    python bench/default_profile.py --ref main         # another commit, in a temporary git worktree (before/after)
-    python bench/default_profile.py --only 01_subset_construction 06_scaling   # the issue-21 check
-    python bench/default_profile.py --quick            # smoke mode (ACEMAD_SMOKE=1): seconds, for a dry run
+    python bench/default_profile.py                      # 3dd154b and HEAD
+    python bench/default_profile.py 3dd154b main perf    # any commits; the first is the reference
+    python bench/default_profile.py --quick HEAD         # smoke mode (ACEMAD_SMOKE=1), seconds
 
-Each notebook runs alone (`python -m acemad_utils.reproduce --profile default --only NAME`, the driver of
-`make reproduce`) from empty run folders, so its seconds include one kernel start (about 2 s) and its MB are
-the run folders it wrote (outputs/runs/default/...). Then the viewer page of every run is built and the
-largest one is reported. Then the whole profile runs in one driver three times: again with nothing changed (the
-rerun a user makes: notebooks whose inputs did not change are skipped as up to date, reproduce/uptodate.py), with
-`--force` (every notebook re-executed, everything on disk), and from empty run folders (a fresh clone). Another
-commit (`--ref`) runs in a temporary worktree with this checkout's virtual environment (PYTHONPATH points
-the kernels at the worktree's package); it is removed at the end. Prints figures; asserts nothing about
-time. The machine's load (`uptime`) is printed first and last, because wall times depend on it; the CPU
-seconds (of the driver and its kernels) depend on it much less. Peak RSS ("peak MB") is the largest process of
-each driver run, the driver or one of its kernels (GNU time's %M; not shown without /usr/bin/time).
-`--no-viewer` skips the viewer pages (and Chromium) but keeps the reruns.
+Each commit is cloned (`git clone` of this repository, then a detached checkout) into a temp dir and runs
+`python -m acemad_utils.reproduce --profile default` there from empty outputs/, with this interpreter and
+PYTHONPATH set to the clone (no venv per clone). Printed per commit: CPU seconds of the whole process tree
+(user + system of the driver and everything it waited for: kernels, forked workers; `os.wait4`), wall seconds,
+peak RSS of the tree (the sum over the driver's live descendants, sampled from /proc every 0.2 s: a kernel's own
+peak alone understates it), the load before and after. Then a rerun with nothing changed. Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import resource
-import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def notebooks(repo: Path) -> list[str]:
-    """The numbered notebooks of the checkout being measured (another commit may have fewer)."""
-    return sorted(p.stem for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def _tree_rss(root: int) -> int:
+    """Bytes resident in `root` and all its live descendants."""
+    parent: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+            parent[int(d)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+            rss[int(d)] = int(Path(f"/proc/{d}/statm").read_text().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, todo = {root}, [root]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in tree]
+        tree.update(kids)
+        todo += kids
+    return sum(rss.get(p, 0) for p in tree)
 
 
-def _mb(path: Path) -> float:
-    if not path.exists():
-        return 0.0
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
-
-
-def _sizes(runs: Path) -> dict[str, float]:
-    return {d.name: _mb(d) for d in sorted(runs.iterdir()) if d.is_dir()} if runs.exists() else {}
-
-
-def _cpu() -> float:
-    """CPU seconds of the finished children (the driver and, reaped by it, its kernels)."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-_PEAK: list[float] = []  # MB: the largest process (driver or kernel) of the last _reproduce, if /usr/bin/time exists
-
-
-def _reproduce(repo: Path, env: dict, only: list[str], *, force: bool = True) -> tuple[float, str]:
-    """Run the driver (`force`: every notebook executes, none is skipped as up to date); returns (seconds, stdout)
-    and sets _PEAK to its largest process's peak RSS (GNU time's %M: the maximum over the driver and every kernel
-    it waited for)."""
-    cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only", *only]
-    if force and "--force" in _driver_help(repo, env):  # --ref of a commit before the up-to-date check has none
-        cmd.append("--force")
-    timer = ["/usr/bin/time", "-f", "PEAK_RSS_KB %M"] if os.access("/usr/bin/time", os.X_OK) else []
+def run_tree(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, float, str]:
+    """(CPU s of the tree, wall s, peak tree RSS MB, stdout) of one command."""
     t0 = time.time()
-    out = subprocess.run(timer + cmd, cwd=repo, env=env, capture_output=True, text=True)
-    if out.returncode:
-        sys.exit(f"reproduce failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    m = re.search(r"PEAK_RSS_KB (\d+)", out.stderr)
-    _PEAK[:] = [int(m.group(1)) / 1024] if m else []
-    return time.time() - t0, out.stdout
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak, done = [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.time() - t0
+    done.set()
+    sampler.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}) in {cwd}:\n{out[-3000:]}")
+    return ru.ru_utime + ru.ru_stime, wall, peak[0] / 2**20, out
 
 
-def _driver_help(repo: Path, env: dict) -> str:
-    cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--help"]
-    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True).stdout
+def load() -> str:
+    return "load %.2f %.2f %.2f" % os.getloadavg()
 
 
-def _peak() -> str:
-    return f"; peak RSS {_PEAK[0]:.0f} MB" if _PEAK else ""
-
-
-def _viewer_pages(repo: Path, env: dict, runs: Path) -> list[tuple[str, float, float]]:
-    """(run, seconds to build, MB) of every run's viewer page."""
-    pages = []
-    for d in sorted(p for p in runs.iterdir() if (p / "meta.json").exists()):
-        t0 = time.time()
-        out = subprocess.run(
-            [sys.executable, "-m", "acemad_utils.report.viewer", f"{runs.name}/{d.name}"],
-            cwd=repo,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        secs = time.time() - t0
-        page = Path(out.stdout.strip().splitlines()[-1])  # the viewer prints the page's path
-        pages.append((d.name, secs, page.stat().st_size / 1e6 if page.exists() else 0.0))
-    return pages
-
-
-def chromium_load(page: Path) -> str:
-    """Seconds until the page's list is drawn, and until a click on the last row shows its debate, in headless
-    Chromium (/usr/bin/chromium via playwright, as tests/test_browser.py); a note when it is not available."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return "(playwright not installed: no load time)"
-    chromium = os.environ.get("ACEMAD_CHROMIUM", "/usr/bin/chromium")
-    if not os.access(chromium, os.X_OK):
-        return f"(no Chromium at {chromium}: no load time)"
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--headless"])
-        tab = browser.new_page()
-        t0 = time.perf_counter()
-        tab.goto(page.as_uri(), wait_until="load")
-        tab.wait_for_function("document.getElementById('count').textContent.length > 0", timeout=120_000)
-        loaded = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        tab.locator("#list tr.q-row").last.click()
-        tab.locator("#debate .acemad-debate").wait_for(timeout=120_000)
-        opened = time.perf_counter() - t1
-        browser.close()
-    return f"loads in {loaded:.2f} s in Chromium, opens its last debate in {opened:.2f} s"
-
-
-def measure(repo: Path, env: dict, only: list[str], extras: bool = True) -> None:
-    runs = repo / "outputs" / ("smoke/runs" if env.get("ACEMAD_SMOKE") else "runs") / "default"
-    shutil.rmtree(runs, ignore_errors=True)
-    print(f"{'notebook':<24} {'seconds':>8} {'CPU s':>7} {'MB written':>11} {'peak MB':>8}  reported by the driver")
-    total_s = total_cpu = 0.0
-    for name in only:
-        before = _sizes(runs)
-        cpu0 = _cpu()
-        secs, stdout = _reproduce(repo, env, [name])
-        cpu = _cpu() - cpu0
-        total_cpu += cpu
-        after = _sizes(runs)
-        wrote = sum(mb - before.get(run, 0.0) for run, mb in after.items())
-        m = re.search(rf"\] {name}\s+([\d.]+)s", stdout)
-        total_s += secs
-        peak = f"{_PEAK[0]:8.0f}" if _PEAK else f"{'-':>8}"
-        said = m.group(1) + " s" if m else stdout.strip()[-80:]
-        print(f"{name:<24} {secs:8.1f} {cpu:7.1f} {wrote:11.1f} {peak}  {said}")
-    print(
-        f"{'total':<24} {total_s:8.1f} {total_cpu:7.1f} {_mb(runs):11.1f}  (outputs/runs/default: {_mb(runs):.1f} MB)"
-    )
-    if not extras:
-        return
-    pages = [] if env.get("BENCH_NO_VIEWER") else _viewer_pages(repo, env, runs)
-    if pages:
-        run, secs, mb = max(pages, key=lambda p: p[2])
-        total = sum(p[2] for p in pages)
-        print(f"largest viewer page: {run}.html {mb:.1f} MB (built in {secs:.1f} s); all pages {total:.1f} MB")
-        largest = repo / "outputs" / "viewer" / runs.name / f"{run}.html"
-        if env.get("ACEMAD_SMOKE"):
-            largest = repo / "outputs" / "smoke" / "viewer" / runs.name / f"{run}.html"
-        print(f"  {largest.name} {chromium_load(largest)}")
-    _reproduce(repo, env, only, force=False)  # a clean run of the whole profile: what the up-to-date check records
-    cpu0 = _cpu()
-    secs, out = _reproduce(repo, env, only, force=False)
-    print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
-    skipped = out.count("  up to date  ")
-    print(f"rerun, nothing changed (make reproduce again; {skipped} notebook(s) up to date): {secs:.1f} s{_peak()}")
-    cpu0 = _cpu()
-    secs, _ = _reproduce(repo, env, only)
-    print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
-    print(f"every notebook re-executed with everything on disk (--force, one driver): {secs:.1f} s{_peak()}")
-    shutil.rmtree(runs, ignore_errors=True)  # what `make reproduce` does on a fresh clone: one driver, no runs
-    cpu0 = _cpu()
-    secs, _ = _reproduce(repo, env, only, force=False)
-    print(f"CPU {_cpu() - cpu0:.1f} s; ", end="")
-    print(f"from empty run folders ({len(only)} notebook(s), one driver, as make reproduce): {secs:.1f} s{_peak()}")
-
-
-def _uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+def measure(commit: str, quick: bool) -> tuple[str, float]:
+    sha = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", commit], capture_output=True, text=True)
+    sha_s = sha.stdout.strip() or sys.exit(f"unknown commit {commit}")
+    with tempfile.TemporaryDirectory(prefix="acemad-clone-") as tmp:
+        repo = Path(tmp) / "repo"
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(HERE), str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--detach", sha_s], check=True)
+        env = {**os.environ, "PYTHONPATH": str(repo), "ACEMAD_SMOKE": "1" if quick else "0"}
+        env.setdefault("ACEMAD_DATA_DIR", str(HERE.parent / "shared" / "benchmarks"))
+        env.setdefault("ACEMAD_PAPER_DIR", str(HERE.parent / "shared" / "paper" / "tables"))
+        cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default"]
+        before = load()
+        cpu, wall, peak, out = run_tree(cmd, repo, env)
+        print(f"{commit} ({sha_s}) from empty: CPU {cpu:.1f} s, wall {wall:.1f} s, peak tree RSS {peak:.0f} MB; "
+              f"{before} -> {load()}")
+        for line in out.splitlines():
+            if line.lstrip().startswith("[") and "s" in line:
+                print("   ", line.strip()[:110])
+        cpu2, wall2, peak2, _ = run_tree(cmd, repo, env)
+        print(f"{commit} ({sha_s}) rerun, nothing changed: CPU {cpu2:.1f} s, wall {wall2:.1f} s, "
+              f"peak tree RSS {peak2:.0f} MB; {load()}")
+    return f"{commit} ({sha_s})", cpu
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ref", help="measure this git commit/branch in a temporary worktree (default: this checkout)")
-    ap.add_argument("--only", nargs="+", help="notebooks to run (default: every numbered notebook of the checkout)")
+    ap.add_argument("commits", nargs="*", default=["3dd154b", "HEAD"], help="the first is the reference")
     ap.add_argument("--quick", action="store_true", help="smoke mode (ACEMAD_SMOKE=1)")
-    ap.add_argument("--notebooks-only", action="store_true", help="no viewer pages, no rerun")
-    ap.add_argument("--no-viewer", action="store_true", help="no viewer pages (the reruns still run)")
     args = ap.parse_args()
-    env = dict(os.environ)
-    if args.no_viewer:
-        env["BENCH_NO_VIEWER"] = "1"
-    env.setdefault("ACEMAD_DATA_DIR", str(HERE.parent / "shared" / "benchmarks"))
-    if args.quick:
-        env["ACEMAD_SMOKE"] = "1"
-    print(f"load before: {_uptime()}  ({os.cpu_count()} cores)")
-    if not args.ref:
-        measure(HERE, env, args.only or notebooks(HERE), extras=not args.notebooks_only)
-    else:
-        tmp = Path(tempfile.mkdtemp(prefix="acemad-bench-")) / "repo"
-        subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(tmp), args.ref], check=True)
-        try:
-            env["PYTHONPATH"] = str(tmp)  # ahead of this checkout's editable install, in the driver and kernels
-            head = subprocess.run(
-                ["git", "-C", str(tmp), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-            )
-            print(f"measuring {args.ref} ({head.stdout.strip()}) in {tmp}")
-            measure(tmp, env, args.only or notebooks(tmp), extras=not args.notebooks_only)
-        finally:
-            subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(tmp)], check=False)
-    print(f"load after: {_uptime()}")
+    print(f"{os.cpu_count()} cores; {load()}; python {sys.executable}")
+    results = [measure(c, args.quick) for c in args.commits]
+    ref, ref_cpu = results[0]
+    for name, cpu in results[1:]:
+        print(f"{name}: {cpu / ref_cpu:.2f}x the CPU of {ref}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
     html = V.debate_html(record, meta)               # the same view as a self-contained HTML fragment
     ex = V.pick_examples(records, "AceMAD (T=3)")    # {"overturned": [...], "not_overturned": [...]}
     V.write_run_page("default/main")                 # -> outputs/viewer/default/main.html
-    V.page_link(V.write_run_page("default/main"))    # that path as a clickable link (IPython Markdown)
+    V.page_link("default/main")                      # for a notebook: the command and the page as a link
     python -m acemad_utils.report.viewer default/main       # the same from a shell
 
 Above the debate: the question and its options (escaped; a synthetic item says its text is generated), from the
@@ -17,14 +17,9 @@ weight_exponent, so the last round's is the method's decision), or the mean beli
 other debates. Single Agent records show their independent runs as the "agents" of one round; Centralized MAD
 adds the moderator's summary.
 
-In a notebook the view is plain HTML that needs no script, no SVG and no style element (JupyterLab before
-`jupyter trust`, a code host's renderer and nbconvert's sanitizer all strip those), so it reads the same trusted
-or not. The run page embeds one compact view per record as JSON and renders the clicked one with a few lines of
-vanilla JS, which mirror `debate_html(..., fold=True)` (same markup, same classes) plus the page's own CSS.
-`page_link(path)` is the page's path as a clickable Markdown link for a notebook.
-
-This module is the one import for all of it; the parts live by concern: `viewer_model` (the view of a record,
-examples by rule), `viewer_html` (the HTML fragment), `viewer_page` (the run page and its JS).
+The fragment is plain HTML (no script, SVG or style: it reads the same trusted or not); the run page embeds the
+same fragments and only lists and filters them. Parts by concern: `viewer_model` (the view of a record, examples
+by rule), `viewer_html` (the fragment), `viewer_page` (the run page, built on request).
 """
 
 from __future__ import annotations

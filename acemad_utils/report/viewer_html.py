@@ -4,17 +4,11 @@
     html = debate_html(record, meta)      # root div.acemad-debate, one td.acemad-cell per agent and round
     show(record, meta)                    # the same as an IPython HTML object (inline in Jupyter)
 
-Why plain HTML: a notebook is read untrusted (JupyterLab straight after a clone), through a code host's
-renderer and through nbconvert's sanitizer, and each strips <style>, <svg> and scripts (JupyterLab showed "p A:
-0.07Ap B: 0.80B..." under a legend about green bars). So the fragment uses only tags all three keep (div,
-span, b, i, pre, table, tr, td, ul, li; attributes class and id, the data-* ones are for tests and the page)
-and draws the bars as text: one line per option in a <pre>, a bar of block characters (1/8 steps) and the
-number, the correct option's line bold and starred. It then reads the same everywhere, the numbers
-stay selectable text, and the same markup with the page's CSS (viewer_page) is the run page's view.
-
-The run page's JS (`viewer_page._JS`) mirrors this markup and these classes (with `fold=True`: long arguments
-folded in <details>, which the page may use), so a notebook and the page show the same thing; `fixed` rounds
-like JavaScript's toFixed for that reason.
+Why plain HTML: a notebook is read untrusted (JupyterLab straight after a clone), through a code host's renderer
+and through nbconvert's sanitizer, and each strips <style>, <svg> and scripts. So the fragment uses only tags all
+three keep (div, span, b, i, pre, table, tr, td, ul, li; class, id, data-*) and draws the bars as text: one
+line per option in a <pre>, block characters in 1/8 steps and the number, the correct option's line bold and
+starred. The run page (viewer_page) embeds these same fragments (`fold=True`) with its CSS.
 """
 
 from __future__ import annotations
@@ -79,8 +73,7 @@ def esc(x) -> str:
 
 
 def fixed(x: float, digits: int) -> str:
-    """x with `digits` decimals, rounded like JavaScript's toFixed (exact binary value, ties away from zero),
-    so the page's JS renderer prints the same digits as this one."""
+    """x with `digits` decimals, ties away from zero on the exact binary value (as printed since the first pages)."""
     return str(Decimal(float(x) + 0.0).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))  # -0.0 -> 0.0
 
 
@@ -95,7 +88,7 @@ def _mark(label, answer) -> str:
 
 def bar(x: float, width: int = BAR_WIDTH) -> str:
     """x in [0, 1] as `width` characters of block glyphs in eighth steps, padded with spaces."""
-    n = max(0, min(width * 8, math.floor(float(x) * width * 8 + 0.5)))  # JavaScript's Math.round (the page's)
+    n = max(0, min(width * 8, math.floor(float(x) * width * 8 + 0.5)))  # half up
     return ("█" * (n // 8) + _EIGHTHS[n % 8].strip()).ljust(width)
 
 
@@ -107,7 +100,6 @@ def num(x: float) -> str:
 
 def _bars(p, q, labels, answer) -> str:
     """One line per option: the label, p's bar and number, and q's (when the agent predicted its peers)."""
-    # every line as wide as the others: renderers that right-align table cells (JupyterLab) keep the columns
     # Every line as wide as the others and none ending in a space: renderers that right-align table cells
     # (JupyterLab, nbconvert) then keep the columns; "p" and "q" stand over the last digit of their numbers. The
     # mark is ASCII: a check mark from a fallback font is wider than a monospace cell and shifts its line.
@@ -120,7 +112,7 @@ def _bars(p, q, labels, answer) -> str:
         lines.append(f"<b>{line}</b>" if lab == answer else line)
     # No-break spaces: JupyterLab wraps a <pre> (white-space: pre-wrap), so in a 1,000-px notebook the table shrank
     # each agent's cell and broke its q onto a second line; unbreakable, a bar line keeps its cell wide enough and
-    # the arguments wrap instead (the run page draws its own bars with its own CSS).
+    # the arguments wrap instead.
     return '<pre class="ad-bars">' + "\n".join(lines).replace(" ", "\u00a0") + "</pre>"
 
 
@@ -186,7 +178,11 @@ def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False
     """One record as a self-contained HTML fragment: root `div.acemad-debate` with data-agents / data-rounds;
     one `td.acemad-cell` per agent and round. `fold`: long arguments in <details> (the run page's markup; a
     notebook shows the first CLIP characters instead, as sanitizers drop <details>)."""
-    v = view(record, meta)
+    return view_html(view(record, meta), fold=fold)
+
+
+def view_html(v: dict, *, fold: bool = False) -> str:
+    """debate_html of a record's view (viewer_model.view)."""
     n = len(v["rounds"][0]["cells"]) if v["rounds"] else 0
     root = (
         f'<div class="acemad-debate" data-agents="{n}" data-rounds="{len(v["rounds"])}" '

@@ -4,8 +4,7 @@
     v = view(record, meta)          # {"qid", "method", "labels", "rounds": [{"cells": [...], ...}], ...}
     ex = pick_examples(records, "AceMAD (T=3)")    # {"overturned": [...], "not_overturned": [...]}
 
-Both renderers draw this view: `viewer_html.debate_html` (Python, notebooks) and the run page's JS
-(`viewer_page`). Each round row carries the plurality answer and the weighted answer (AceMAD's
+`viewer_html` draws this view (in a notebook and on the run page). Each round row carries the plurality answer and the weighted answer (AceMAD's
 sum_i w_i^k p_i with the weights after that round, through `beliefs.weighted_decision`; the mean belief of
 the parsing agents for the other debates).
 """
@@ -112,7 +111,7 @@ def question_of(record: dict, meta: Optional[dict] = None) -> Optional[dict]:
 
 
 def view(record: dict, meta: Optional[dict] = None) -> dict:
-    """The compact, JSON-able view of one record that both renderers (Python and the page's JS) draw."""
+    """The compact, JSON-able view of one record that viewer_html draws."""
     for key in ("question_id", "method", "labels", "answer", "final"):
         if key not in record:
             raise ValueError(f"not a transcript record: missing {key!r} (keys: {sorted(record)})")

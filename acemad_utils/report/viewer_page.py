@@ -1,21 +1,15 @@
-"""One static, self-contained HTML page per run: every record's view embedded, drawn by inline JS.
+"""One static, self-contained HTML page per run: every record's debate drawn by `viewer_html`, embedded.
 
-    from acemad_utils.report.viewer_page import write_run_page
-    write_run_page("default/main")      # -> outputs/viewer/default/main.html
+    python -m acemad_utils.report.viewer default/main      # -> outputs/viewer/default/main.html
 
-No server, no JavaScript library, no font, no network. `_JS` mirrors `viewer_html.debate_html(..., fold=True)` (same
-markup, same classes) on the compact view of `viewer_model.view`; the list on the left filters by method,
-benchmark, outcome and question id.
+Built on request (a run's page takes seconds; notebooks only link to it). No server, no library, no network:
+the page's few lines of JS only list, filter (method, benchmark, outcome, question id) and show the fragment
+`debate_html(..., fold=True)` already drew, so the notebook and the page are one renderer.
 
-How the data is embedded, so that no text of a reply can break out of it and a large run stays small:
-- the list (question id, method, benchmark, status, right/wrong per record) is one `<script
-  type="application/json">` block read by JSON.parse, with every `<`, `>`, `&`, U+2028 and U+2029 written
-  as a JSON \\u escape (`embed_json`): no `</script>`, `<!--` or `<script` can appear inside it, whatever a
-  question id or method name holds;
-- the debates themselves (arguments, beliefs) are one block per method: the views' JSON, zlib-compressed
-  and base64-encoded (`[A-Za-z0-9+/=]` only), inflated by the browser's DecompressionStream when a record of
-  that method is first opened. A run of 16,200 debates is then a 7 MB page instead of 56 MB, and the page
-  draws its list without parsing any debate.
+Embedding, so that no reply text can break out and a large run stays small: the list is one
+`<script type="application/json">` block with `<`, `>`, `&`, U+2028, U+2029 as JSON \\u escapes (`embed_json`);
+each method's fragments are one block of base64 (`[A-Za-z0-9+/=]` only) of zlib-compressed JSON, inflated by
+the browser's DecompressionStream when a record of that method is first opened.
 """
 
 from __future__ import annotations
@@ -32,134 +26,52 @@ from acemad_utils.data.transcripts import QUESTIONS, TRANSCRIPTS, load_run, run_
 from acemad_utils.protocol import beliefs
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report import viewer_html, viewer_model
-from acemad_utils.report.viewer_html import CSS, LEGEND, esc
+from acemad_utils.report.viewer_html import CSS, esc, view_html
 from acemad_utils.report.viewer_model import is_correct, view
 
 _JS = r"""
 (function(){
-const D = JSON.parse(document.getElementById('acemad-data').textContent);
-const parts = {};  // method index -> Promise of its views (inflated on first use)
-function part(m){
+const D = JSON.parse(document.getElementById('acemad-data').textContent), parts = {};
+function part(m){  // a method's debates, inflated on first use
   if (!parts[m]) {
-    const b64 = document.getElementById('acemad-part-' + m).textContent.trim();
-    const bytes = Uint8Array.from(atob(b64), ch => ch.charCodeAt(0));
-    const text = new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text();
-    parts[m] = text.then(t => JSON.parse(t));
+    const bytes = Uint8Array.from(atob(document.getElementById('acemad-part-' + m).textContent.trim()), c => c.charCodeAt(0));
+    parts[m] = new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).json();
   }
   return parts[m];
 }
 const ESC = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;'};
 const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g, c => ESC[c]);
-const mark = (l, a) => l == null ? '<span class="ad-bad">none</span>' : a == null ? '<span>' + esc(l) + '</span>' :
-  '<span class="' + (l === a ? 'ad-ok' : 'ad-bad') + '">' + esc(l) + (l === a ? ' ✓' : ' ✗') + '</span>';
-const W = D.bar_width, EIGHTHS = ' ▏▎▍▌▋▊▉';
-function bar(x){  // viewer_html.bar: eighth blocks, padded to W characters
-  const n = Math.max(0, Math.min(W * 8, Math.round(x * W * 8)));
-  return ('█'.repeat(Math.floor(n / 8)) + EIGHTHS[n % 8].trim()).padEnd(W);
-}
-function fixed(x, d){ return x.toFixed(d); }
-function num(x){ const s = x.toFixed(2); return s === '1.00' ? '1.0' : s.slice(1); }  // viewer_html.num
-function bars(p, q, labels, a){
-  const L = Math.max(...labels.map(l => String(l).length));  // viewer_html._bars: same widths, no trailing space
-  const lines = [' '.repeat(L + W + 5) + 'p' + (q ? ' '.repeat(W + 4) + 'q' : '')];
-  labels.forEach((lab, k) => {
-    let line = (lab === a ? '*' : ' ') + esc(String(lab).padEnd(L)) + ' ' + bar(p[k]) + ' ' + num(p[k]);
-    if (q) line += ' ' + bar(q[k]) + ' ' + num(q[k]);
-    lines.push(lab === a ? '<b>' + line + '</b>' : line);
-  });
-  return '<pre class="ad-bars">' + lines.join('\n').replace(/ /g, '\u00a0') + '</pre>';  // no-break, as _bars
-}
-function argument(msg){
-  if (msg.length <= D.short) return '<div class="ad-short">' + (esc(msg) || '(no argument)') + '</div>';
-  return '<details><summary>' + esc(msg.slice(0, D.short - 3)) + '…</summary><div class="ad-msg">' + esc(msg) +
-    '</div></details>';
-}
-function cell(c, v, cls, t){
-  const cq = c.q === 'p' ? c.p : c.q;  // pack_views: a q equal to p is stored as 'p'
-  const sw = c.score == null ? '' :
-    '<div class="ad-sw">score ' + fixed(c.score, 3) + ' · weight ' + fixed(c.weight, 3) + ' ' +
-    bar(c.weight).trimEnd() + '</div>';
-  return '<td class="' + cls + (c.pf ? ' ad-pf' : '') + '" data-round="' + t + '" data-agent="' + esc(c.agent) + '">' +
-    '<div class="ad-who">' + esc(c.who) + '</div>' +
-    (c.pf ? '<span class="ad-badge">parse failure</span>'
-          : '<span class="ad-stance">' + mark(c.stance, v.answer) + '</span>') +
-    bars(c.p, cq, v.labels, v.answer) + sw + argument(c.msg) + '</td>';
-}
-function question(v){
-  const q = v.question;
-  if (!q) return '<div class="ad-question"><i>(the question text is not recorded in this run)</i></div>';
-  const kind = q.synthetic ? '<i>Synthetic item (generated text, not a benchmark question):</i> ' : '';
-  const opts = q.options.map(o => '<li><b>' + esc(o[0]) + '.</b> ' + esc(o[1]) + (o[0] === v.answer ? ' ✓' : '') +
-    '</li>').join('');
-  return '<div class="ad-question">' + kind + '<b>Q:</b> ' + esc(q.text) + '<ul>' + opts + '</ul></div>';
-}
-function debate(v){
-  const n = v.rounds.length ? v.rounds[0].cells.length : 0;
-  const c = v.correct;
-  const outcome = (typeof c === 'number') ? 'runs correct: <b>' + Math.round(c * 100) + '%</b>'
-                                            : 'final answer ' + mark(v.final, v.answer);
-  let s = '<div class="acemad-debate" data-agents="' + n + '" data-rounds="' + v.rounds.length +
-    '" data-method="' + esc(v.method) + '" data-question="' + esc(v.qid) + '">' +
-    '<div class="ad-head"><b class="ad-src' + (v.source === D.synthetic_label ? ' ad-syn' : '') + '">[' +
-    esc(v.source) + ']</b> <b>' + esc(v.method) + '</b> · ' + esc(v.qid) + ' (' + esc(v.benchmark) +
-    ', repeat ' + esc(v.repeat) +
-    ') · ' + (v.answer == null ? 'no gold answer' : 'correct answer <b class="ad-ok acemad-answer">' + esc(v.answer) +
-    '</b>') + ' · ' + outcome + '</div>' +
-    question(v);
-  if (v.status !== 'ok')
-    return s + '<div class="ad-err">status ' + esc(v.status) + ': ' + esc(v.error) + '</div></div>';
-  const run = v.unit === 'run', mod = v.rounds.some(r => r.moderator);
-  let head = '';
-  for (let i = 0; i < n; i++) head += '<td><b>' + v.unit + ' ' + (i + 1) + '</b></td>';
-  if (mod) head += '<td><b>moderator</b></td>';
-  head += '<td><b>plurality</b></td>' + (run ? '' : '<td><b>' + esc(v.weighted_name) + '</b></td>');
-  s += '<table><tr><td></td>' + head + '</tr>';
-  v.rounds.forEach(r => {
-    let cells = r.cells.map(c => cell(c, v, 'acemad-cell', r.t)).join('');
-    if (mod) cells += r.moderator ? cell(r.moderator, v, 'ad-mod', r.t) : '<td></td>';
-    cells += '<td class="ad-plur">' + mark(r.plurality, v.answer) + '</td>';
-    if (!run) cells += '<td class="ad-weighted">' + mark(r.weighted, v.answer) + '</td>';
-    s += '<tr><td><b>' + (run ? 'runs' : 'round ' + r.t) + '</b></td>' + cells + '</tr>';
-  });
-  return s + '</table><div class="ad-legend">' + esc(D.legend) + '</div></div>';
-}
-const methodSel = document.getElementById('f-method'), outSel = document.getElementById('f-outcome'),
-      benchSel = document.getElementById('f-bench'), q = document.getElementById('f-q'),
-      list = document.getElementById('list'), count = document.getElementById('count'),
-      pane = document.getElementById('debate');
-D.methods.forEach(m => methodSel.add(new Option(m, m)));
-D.benchmarks.forEach(b => benchSel.add(new Option(b, b)));
+const $ = id => document.getElementById(id), list = $('list'), pane = $('debate');
+const sel = {m: $('f-method'), b: $('f-bench'), o: $('f-outcome'), q: $('f-q')};
+D.methods.forEach(m => sel.m.add(new Option(m, m)));
+D.benchmarks.forEach(b => sel.b.add(new Option(b, b)));
 let opened = 0;
 function open(i){
   const r = D.rows[i], ticket = ++opened;  // [qid, method index, benchmark index, status, ok, index in its part]
-  part(r[1]).then(views => {
+  part(r[1]).then(html => {
     if (ticket !== opened) return;  // another row was clicked meanwhile
-    pane.innerHTML = debate(views[r[5]]);
+    pane.innerHTML = html[r[5]];
     list.querySelectorAll('tr.sel').forEach(tr => tr.classList.remove('sel'));
     const tr = list.querySelector('tr[data-i="' + i + '"]'); if (tr) tr.classList.add('sel');
   }, err => { pane.textContent = 'cannot read this method\'s debates: ' + err; });
 }
 function render(){
-  const m = methodSel.value, o = outSel.value, b = benchSel.value, s = q.value.trim().toLowerCase();
-  let rows = [], k = 0;
+  const m = sel.m.value, b = sel.b.value, o = sel.o.value, s = sel.q.value.trim().toLowerCase(), rows = [];
   D.rows.forEach((r, i) => {
-    if (m && D.methods[r[1]] !== m) return;
-    if (b && D.benchmarks[r[2]] !== b) return;
+    if ((m && D.methods[r[1]] !== m) || (b && D.benchmarks[r[2]] !== b)) return;
     if (o && (r[4] === null || (o === 'correct') !== r[4])) return;  // no gold answer: neither correct nor wrong
     if (s && r[0].toLowerCase().indexOf(s) < 0) return;
-    k++;
+    const ok = r[3] !== 'ok' ? '<span class="ad-bad">' + esc(r[3]) + '</span>' : r[4] === null ? '–' :
+      r[4] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>';
     rows.push('<tr class="q-row" data-i="' + i + '"><td>' + esc(r[0]) + '</td><td>' + esc(D.methods[r[1]]) +
-      '</td><td>' +
-      (r[3] !== 'ok' ? '<span class="ad-bad">' + esc(r[3]) + '</span>' :
-        (r[4] === null ? '–' : r[4] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>')) +
-      '</td></tr>');
+      '</td><td>' + ok + '</td></tr>');
   });
   list.innerHTML = '<table><tr><th>question</th><th>method</th><th>right?</th></tr>' + rows.join('') + '</table>';
-  count.textContent = k + ' of ' + D.rows.length + ' records';
+  $('count').textContent = rows.length + ' of ' + D.rows.length + ' records';
 }
 list.addEventListener('click', e => { const tr = e.target.closest('tr.q-row'); if (tr) open(+tr.dataset.i); });
-[methodSel, outSel, benchSel].forEach(el => el.addEventListener('change', render));
-q.addEventListener('input', render);
+[sel.m, sel.o, sel.b].forEach(el => el.addEventListener('change', render));
+sel.q.addEventListener('input', render);
 render();
 })();
 """
@@ -196,52 +108,25 @@ background:{banner_bg};border:1px solid {banner_border}}}
 </body></html>
 """
 
-
 # Characters that could end or alter the <script> element holding JSON, or end a JS line in old engines.
-_UNSAFE: dict[str, str | int | None] = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
+_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def embed_json(data) -> str:
     """JSON for a <script type="application/json"> block: JSON.parse gives `data` back, and no text inside
     (`</script>`, `<!--`, `<script`, `]]>`, U+2028) can end the block or change how the HTML around it parses."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.translate(str.maketrans(_UNSAFE))
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_UNSAFE)
 
 
-def _q_as_p(views: list) -> list:
-    """Views whose cells write a q equal to their p as "p" (a false-consensus agent predicts its own belief:
-    half of an AceMAD page's numbers); the page's JS reads it back as p."""
-    out = []
-    for v in views:
-        rounds = []
-        for r in v["rounds"]:
-            cells = [dict(c, q="p") if c["q"] is not None and c["q"] == c["p"] else c for c in r["cells"]]
-            rounds.append(dict(r, cells=cells))
-        out.append(dict(v, rounds=rounds))
-    return out
+def pack(fragments: list[str]) -> str:
+    """A method's fragments as base64 of zlib-compressed JSON (what DecompressionStream('deflate') reads)."""
+    raw = json.dumps(fragments, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
 
 
-def pack_views(views: list) -> str:
-    """A method's views as base64 of zlib-compressed JSON (what the page's DecompressionStream('deflate')
-    reads): only [A-Za-z0-9+/=], so nothing in a reply can end its <script> block."""
-    raw = json.dumps(_q_as_p(views), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
-
-
-def unpack_views(blob: str) -> list:
-    """pack_views inverted (what the page does in the browser): for tests and for reading a page back."""
-    views = json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
-    for v in views:
-        for r in v["rounds"]:
-            for c in r["cells"]:
-                c["q"] = c["p"] if c["q"] == "p" else c["q"]
-    return views
+def unpack(blob: str) -> list[str]:
+    """pack inverted (what the page does in the browser): for tests and for reading a page back."""
+    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
 
 
 def page_path(experiment: str) -> Path:
@@ -252,16 +137,17 @@ def page_path(experiment: str) -> Path:
     return outputs("viewer", *parts[:-1]) / f"{parts[-1]}.html"
 
 
-def page_link(path: Path):
-    """A run page's path as a Markdown link relative to notebooks/ (where the committed notebooks live, and
-    JupyterLab's `make lab` opens the repository root), so a reader clicks it instead of copying a path; the text
-    shows the path from the repository root, never this machine's."""
+def page_link(experiment: str):
+    """For a notebook: the command that writes a run's page and the page as a Markdown link relative to
+    notebooks/. The page is not built here (seconds per run, and most readers never open it); the text is the
+    same whether or not the page exists, so the notebook's output does not depend on this machine."""
     from IPython.display import Markdown
 
-    rel = Path(path).resolve().relative_to(ROOT.resolve()).as_posix()
+    rel = page_path(experiment).resolve().relative_to(ROOT.resolve()).as_posix()
     return Markdown(
-        f"Every debate of this run: [{rel}](../{rel}) (a self-contained page: open it in a browser; JupyterLab "
-        f"shows it without its script until you click *Trust HTML* in its toolbar)."
+        f"Every debate of this run: `python -m acemad_utils.report.viewer {experiment}` writes [{rel}](../{rel}) "
+        "(a self-contained page: open it in a browser; JupyterLab shows it without its script until you click "
+        "*Trust HTML*)."
     )
 
 
@@ -270,8 +156,8 @@ _CODE = [Path(m.__file__) for m in (viewer_html, viewer_model, beliefs) if m.__f
 
 
 def page_stamp(experiment: str) -> str:
-    """The sha256 of everything a run's page is made from: the run's meta.json and transcript files, and the
-    viewer's code. Written into the page; a page whose stamp matches is up to date and is not rebuilt."""
+    """The sha256 of everything a run's page is made from (meta.json, questions, transcripts, the viewer's code),
+    written into the page: a page whose stamp matches is up to date and is not rebuilt."""
     d = run_dir(experiment)
     h = hashlib.sha256()
     for f in [d / "meta.json", d / QUESTIONS, *transcript_files(d / TRANSCRIPTS), *_CODE]:
@@ -281,7 +167,6 @@ def page_stamp(experiment: str) -> str:
 
 
 def _stamp_of(path: Path) -> Optional[str]:
-    """The stamp written in an existing page's head, if any."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             head = f.read(4096)
@@ -292,13 +177,8 @@ def _stamp_of(path: Path) -> Optional[str]:
 
 
 def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]] = None) -> Path:
-    """One static, self-contained HTML page listing every question x method of outputs/runs/<experiment>/,
-    with filters (method, benchmark, correct/wrong, question id); a click opens that record's debate.
-    No server and no network: the views are embedded as JSON and drawn by inline vanilla JS.
-
-    Why the stamp: drawing a large run's page takes seconds (a view per record, compression), and a rerun with
-    everything on disk would redraw the same bytes; a page is rebuilt only when its run or the viewer's code
-    changed. `loaded`: the run's (meta, records) when the caller has read them already (load_run's result)."""
+    """The page of outputs/runs/<experiment>/ (rebuilt only when its stamp changed); `loaded`: the run's
+    (meta, records) when the caller holds them already (load_run's result)."""
     path = page_path(experiment)
     stamp = page_stamp(experiment)
     if path.exists() and _stamp_of(path) == stamp:
@@ -310,28 +190,20 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
     records = sorted(records, key=lambda r: (order.get(r["method"], len(order)), r["question_id"], r.get("repeat", 0)))
     views = [view(r, meta) for r in records]
     source = views[0]["source"]
-    synthetic = source == SYNTHETIC_LABEL
     methods = list(dict.fromkeys(v["method"] for v in views))
     benchmarks = sorted({v["benchmark"] for v in views})
-    by_method: list[list] = [[] for _ in methods]
+    by_method: list[list[str]] = [[] for _ in methods]
     rows = []
     for v in views:
         m = methods.index(v["method"])
         rows.append([v["qid"], m, benchmarks.index(v["benchmark"]), v["status"], is_correct(v), len(by_method[m])])
-        by_method[m].append(v)
-    data = {
-        "rows": rows,
-        "methods": methods,
-        "benchmarks": benchmarks,
-        "synthetic_label": SYNTHETIC_LABEL,
-        "legend": LEGEND,
-        "bar_width": viewer_html.BAR_WIDTH,
-        "short": viewer_html.SHORT,
-    }
+        by_method[m].append(view_html(v, fold=True))
+    data = {"rows": rows, "methods": methods, "benchmarks": benchmarks}
     parts = "\n".join(
-        f'<script type="application/octet-stream" id="acemad-part-{m}">{pack_views(vs)}</script>'
-        for m, vs in enumerate(by_method)
+        f'<script type="application/octet-stream" id="acemad-part-{m}">{pack(fs)}</script>'
+        for m, fs in enumerate(by_method)
     )
+    synthetic = source == SYNTHETIC_LABEL
     page = _PAGE.format(
         title=esc(f"acemad debates: {experiment}"),
         stamp=stamp,
