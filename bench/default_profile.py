@@ -73,7 +73,7 @@ def run_tree(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, float,
 
 
 def load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def measure(commit: str, quick: bool) -> tuple[str, float]:
@@ -89,14 +89,18 @@ def measure(commit: str, quick: bool) -> tuple[str, float]:
         cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default"]
         before = load()
         cpu, wall, peak, out = run_tree(cmd, repo, env)
-        print(f"{commit} ({sha_s}) from empty: CPU {cpu:.1f} s, wall {wall:.1f} s, peak tree RSS {peak:.0f} MB; "
-              f"{before} -> {load()}")
+        print(
+            f"{commit} ({sha_s}) from empty: CPU {cpu:.1f} s, wall {wall:.1f} s, peak tree RSS {peak:.0f} MB; "
+            f"{before} -> {load()}"
+        )
         for line in out.splitlines():
             if line.lstrip().startswith("[") and "s" in line:
                 print("   ", line.strip()[:110])
         cpu2, wall2, peak2, _ = run_tree(cmd, repo, env)
-        print(f"{commit} ({sha_s}) rerun, nothing changed: CPU {cpu2:.1f} s, wall {wall2:.1f} s, "
-              f"peak tree RSS {peak2:.0f} MB; {load()}")
+        print(
+            f"{commit} ({sha_s}) rerun, nothing changed: CPU {cpu2:.1f} s, wall {wall2:.1f} s, "
+            f"peak tree RSS {peak2:.0f} MB; {load()}"
+        )
     return f"{commit} ({sha_s})", cpu
 
 

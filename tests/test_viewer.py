@@ -17,7 +17,7 @@ from acemad_utils.experiments.run_files import failed_record
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import viewer as V
-from acemad_utils.report import viewer_html, viewer_page
+from acemad_utils.report import viewer_html
 
 ITEMS = make_items(12, k=4, seed=3)
 CELL = re.compile(r'<td class="acemad-cell[ "]')
@@ -266,7 +266,7 @@ def read_page(page: str) -> tuple[dict, list]:
     blob = re.search(r'<script type="application/json" id="acemad-data">(.*?)</script>', page, re.S)[1]
     data = json.loads(blob)
     parts = {
-        int(m): viewer_page.unpack(b)
+        int(m): V.unpack(b)
         for m, b in re.findall(r'<script type="application/octet-stream" id="acemad-part-(\d+)">(.*?)</script>', page)
     }
     assert sorted(parts) == list(range(len(data["methods"])))
@@ -329,16 +329,16 @@ def test_run_page_is_rebuilt_only_when_its_run_or_the_viewer_changed(tmp_root, m
     path = V.write_run_page("t/stamp")
     first = path.read_bytes()
     builds = []
-    real = viewer_page.view
-    monkeypatch.setattr(viewer_page, "view", lambda r, m=None: builds.append(1) or real(r, m))
+    real = V.view
+    monkeypatch.setattr(V, "view", lambda r, m=None: builds.append(1) or real(r, m))
     assert V.write_run_page("t/stamp", loaded=transcripts.load_run("t/stamp")) == path
     assert builds == [] and path.read_bytes() == first  # same run, same code: the page is not redrawn
     shutil.rmtree(transcripts.run_dir("t/stamp"))  # the run redone with two more questions
     runner.run_experiment("t/stamp", ITEMS[:6], cfgs, SimPopulation(seed=2), workers=1)
     V.write_run_page("t/stamp")
     assert len(builds) == 6 and path.read_bytes() != first
-    assert f'content="{viewer_page.page_stamp("t/stamp")}"' in path.read_text(encoding="utf-8")
+    assert f'content="{V.page_stamp("t/stamp")}"' in path.read_text(encoding="utf-8")
     builds.clear()
-    monkeypatch.setattr(viewer_page, "_CODE", [*viewer_page._CODE, Path(runner.__file__)])  # "the code changed"
+    monkeypatch.setattr(V, "_CODE", [*V._CODE, Path(runner.__file__)])  # "the code changed"
     V.write_run_page("t/stamp")
     assert len(builds) == 6

@@ -1,35 +1,16 @@
 """Run experiments into transcripts: the single source of truth for every table and figure.
 
-    from acemad_utils.data.transcripts import load_run
-    from acemad_utils.experiments.runner import run_experiment
     path = run_experiment("theory_martingale", items, [cfg_a, cfg_b], population)
-    meta, records = load_run("theory_martingale")
+    meta, records = run_and_load("theory_martingale", items, [cfg_a, cfg_b], population)
 
-Layout: outputs/runs/<name>/transcripts.jsonl.gz (one JSON record per question x method x repeat; lines of a
-session that has not completed are appended to transcripts.jsonl beside it, see run_files.py) and
-meta.json (population/model, methods and their parameters, seed, data hash, git commit, and at the end of
-every run_experiment a `summary`, see `summarize`).
+outputs/runs/<name>/: transcripts.jsonl.gz (one record per question x method x repeat; an unfinished session's
+lines in transcripts.jsonl beside it, run_files.py) and meta.json (who answers, methods, seed, data hash, commit,
+and a `summary` at the end). Every question ends as a record, "ok" or "failed" with its redacted "error";
+a record on disk with status "ok" is never recomputed, so an interrupted run resumes where it stopped.
 
-Every question ends as a record: status "ok", or status "failed" with its "error" (redacted of secrets) and
-`final.correct = False`; failed records are retried when the run is resumed.
-
-Resumable: a record already on disk (same question, method config hash and repeat, status "ok") is never
-recomputed, so an interrupted run continues where it stopped. How the files are written so that this
-holds (whole lines, torn tails dropped, a canonical compressed file at the end) is run_files.py; this module is
-the run loop: which questions run, in how many threads, and how a run stops. Its steps: `_open_run` (check the
-inputs, write meta.json, read what is saved, list what is left) -> `_run_passes` (`_run_in_order` or
-`_run_in_threads`, each question `_answer`ed and `_save`d; `_run_in_batches` for a batched population, a batch
-of debates of one config at a time; batch-API passes) -> `_end_complete` or `_end_stopped`; the state they
-share is one `_Run`. Everything runs in this process: the synthetic population's rounds are arrays
-(protocol.vectorized), so no worker process is needed to keep up.
-
-Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
-lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
-waiting for them (their calls still finish in the background and land in the response cache, so the resume
-gets them free; the process exits once they have). Records are only ever written between presses, whole:
-no torn line. meta.json then gets a `summary` with "interrupted": true, and run_experiment raises
-`RunInterrupted` (a KeyboardInterrupt) whose message is the one line "interrupted: N of M records saved;
-rerun to resume". No thread prints a traceback. Command-line entry points print that message and exit 130.
+Ctrl-C: the first press starts no new question and saves those in flight; a second stops waiting for them
+(their calls land in the response cache). Lines are written whole between presses; meta.json's summary says
+"interrupted" and `RunInterrupted` carries the one line "interrupted: N of M records saved; rerun to resume".
 """
 
 from __future__ import annotations
@@ -234,8 +215,7 @@ def _save(run: _Run, rec: Optional[dict]) -> None:
         _save_lines(run, [rec], [to_line(rec)])
 
 
-#: What the run's summary (run_files.summarize) and its end read of a record saved in this session; the rest is
-#: only in its line (run_and_load parses the lines: a record made here is never held twice, 1 GB for notebook 06).
+#: What the summary reads of a record saved in this session; the rest is only in its line (never held twice).
 SUMMARY_FIELDS = ("question_id", "config_hash", "repeat", "method", "status", "final", "usage", "error")
 
 
@@ -296,9 +276,8 @@ def _run_in_order(run: _Run) -> None:
 
 
 # ----------------------------------------------------------------------------- batched populations: arrays
-#: Debates per batch of a batched population (protocol.vectorized): large enough that numpy's per-call overhead
-#: is small beside the arrays' work, small enough that a Ctrl-C waits for a fraction of a second. The records do
-#: not depend on it (every draw is keyed by its debate: agents.streams).
+#: Debates per batch (protocol.vectorized): numpy's per-call overhead small, a Ctrl-C answered within a second.
+#: The records do not depend on it (every draw is keyed by its debate: agents.streams).
 BATCH = 1024
 
 

@@ -6,7 +6,7 @@ save        every table as CSV + Markdown, every figure as PNG + PDF, labelled w
 stats       bootstrap CIs and paired tests
 rescoring   transcripts -> arrays; re-deciding with any rule, eta or aggregator
 narrative   the "What we see" paragraphs, written from the numbers
-viewer      one debate as HTML, and one static page per run (viewer_model, viewer_html, viewer_page)
+viewer      one debate as HTML, and one static page per run (viewer_model, viewer_html; the page in viewer)
 """
 
 from acemad_utils.report.save import save_figure, save_table

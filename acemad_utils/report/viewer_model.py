@@ -4,9 +4,9 @@
     v = view(record, meta)          # {"qid", "method", "labels", "rounds": [{"cells": [...], ...}], ...}
     ex = pick_examples(records, "AceMAD (T=3)")    # {"overturned": [...], "not_overturned": [...]}
 
-`viewer_html` draws this view (in a notebook and on the run page). Each round row carries the plurality answer and the weighted answer (AceMAD's
-sum_i w_i^k p_i with the weights after that round, through `beliefs.weighted_decision`; the mean belief of
-the parsing agents for the other debates).
+`viewer_html` draws this view (in a notebook and on the run page). Each round row carries the plurality answer
+and the weighted answer (AceMAD's sum_i w_i^k p_i with the weights after that round, through
+`beliefs.weighted_decision`; the mean belief of the parsing agents for the other debates).
 """
 
 from __future__ import annotations
