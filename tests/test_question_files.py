@@ -18,7 +18,6 @@ from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import benchmarks as data
 from acemad_utils.data import files as data_files
 from acemad_utils.data import own
-from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import DataError
 from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import DebateConfig
@@ -255,10 +254,9 @@ def test_duplicate_ids_in_a_benchmark_name_both_places(tmp_path, bench, write, p
     fails(bench, tmp_path, pattern)
 
 
-def test_duplicate_ids_in_a_run_question_list(tmp_path, monkeypatch):
+def test_duplicate_ids_in_a_run_question_list(tmp_outputs):
     """A run keys its records by question id: a question listed twice is an error before anything runs
     (nothing is written), not a silent overwrite; repeats= is how one question is run several times."""
-    monkeypatch.setattr(P, "ROOT", tmp_path)
     items = make_items(4, k=4, seed=1)
     twice = items + [items[1]]
     cfg = DebateConfig(method="majority", n_agents=3)
@@ -268,7 +266,7 @@ def test_duplicate_ids_in_a_run_question_list(tmp_path, monkeypatch):
         f"experiment 'dupes': question id {items[1].id!r} is at positions 1 and 4 of the question "
         "list; each question may appear once (use repeats= to run one several times)"
     )
-    assert not list(tmp_path.rglob("transcripts.jsonl*")) and not list(tmp_path.rglob("meta.json"))
+    assert not list(tmp_outputs.rglob("transcripts.jsonl*")) and not list(tmp_outputs.rglob("meta.json"))
     run_experiment("dupes", items, [cfg], SimPopulation(seed=0), repeats=2, progress=False)  # the right way
 
 

@@ -101,7 +101,7 @@ def scope_of_seed() -> dict:
 
 
 def cache_key(body: dict, scopes: dict) -> str:
-    """The cache key the client computed for this request (llm.LLMClient.generate)."""
+    """The cache key the client computed for this request (client.LLMClient.generate)."""
     rf = body.get("response_format")
     fmt = None if rf is None else {"schema": rf["json_schema"]["schema"]}
     params = {k: body[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in body}

@@ -1,6 +1,6 @@
 """The modelled endpoint of the cost estimate (acemad_utils.cost.estimate): deterministic replies and modelled tokens.
 
-`ModelClient` stands in for llm.LLMClient in a replay: the same generate() signature and cache-key semantics,
+`ModelClient` stands in for client.LLMClient in a replay: the same generate() signature and cache-key semantics,
 replies from `debate_reply` (arguments of `arg_chars` characters, JSON commitments), token counts from the
 token model (acemad_utils.agents.tokenmodel), a dict as the shared response cache; no socket, no SDK client, no key.
 bench/_common.py's fake HTTP endpoint serves the same replies.
@@ -68,7 +68,7 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
 
 
 class ModelClient:
-    """Stands in for llm.LLMClient in a replay: same generate() signature and cache-key semantics, replies from
+    """Stands in for client.LLMClient in a replay: same generate() signature and cache-key semantics, replies from
     debate_reply, a dict as the shared response cache. It never opens a socket or builds an SDK client.
     `log` (a list) receives (scope, model, messages, prompt_tokens) of every paid (non-cached) call."""
 

@@ -59,7 +59,7 @@ SIGN_BLOCK = 500  # rows of a sign matrix expanded at a time: a float block of 5
 def _packed_signs(n_perm: int, n: int, seed: int) -> np.ndarray:
     """The signs of `default_rng(seed).choice((-1.0, 1.0), size=(n_perm, n))` packed 8 to a byte (bit 1 = +1).
     choice draws them as integers(0, 2) per cell; drawing those block by block gives the same stream (the
-    generator keeps its spare 32-bit half between calls; tests/test_tables.py checks against choice). Cached
+    generator keeps its spare 32-bit half between calls; tests/test_paper_tables.py checks against choice). Cached
     because every test of one table uses the same seed and, per column, the same n: the ledger and the
     assumption map draw each matrix once instead of once per test (that draw was most of a test's time)."""
     rng = np.random.default_rng(seed)
