@@ -19,12 +19,7 @@ from tests.fake_openai import FakeOpenAI, PremiseAgents
 def _record(i, scores, right, failed=()):
     """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
     entries = [
-        {
-            "agent": a,
-            "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0],
-            "score": s,
-            "parse_failure": a in failed,
-        }
+        {"agent": a, "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0], "score": s, "parse_failure": a in failed}
         for a, (s, ok) in enumerate(zip(scores, right))
     ]
     return {

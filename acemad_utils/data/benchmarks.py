@@ -106,22 +106,12 @@ def _rows(root: Path | None, rel: str, read: Callable[[Path], list], hub: tuple)
 
 
 def _load_truthfulqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(
-        root,
-        "truthfulqa/data/v0/mc_task.json",
-        lambda p: json_items(p, json_file(p)),
-        HUB["truthfulqa"],
-    )
+    src, rows = _rows(root, "truthfulqa/data/v0/mc_task.json", lambda p: json_items(p, json_file(p)), HUB["truthfulqa"])
     return build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
 
 
 def _load_arc(root: Path | None) -> list[Question]:
-    src, rows = _rows(
-        root,
-        "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl",
-        jsonl_rows,
-        HUB["arc_challenge"],
-    )
+    src, rows = _rows(root, "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", jsonl_rows, HUB["arc_challenge"])
     return build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
 
 
