@@ -1,13 +1,5 @@
-"""Every ACEMAD_* environment variable, listed once with its meaning, and read only through env() here.
-
-    from acemad_utils.data.settings import env, flag
-    env("ACEMAD_GGUF")        # '' when unset; a name not listed in ENV_VARS is a KeyError (a typo never reads '')
-    flag("ACEMAD_SMOKE")      # set to anything but '' or '0'
-
-The reproduce driver sets several of them for the notebooks' kernels (a profile's run settings, the budget's
-start, progress), and a user may set any of them in the shell. docs/parameters.md lists them with the notebook
-parameters (python -m acemad_utils.experiments.params).
-"""
+"""Every ACEMAD_* environment variable, listed once with its meaning, read only through env() and flag() here
+(a name not in ENV_VARS is a KeyError: a typo never reads ''). docs/parameters.md lists them."""
 
 from __future__ import annotations
 
