@@ -64,8 +64,12 @@ def endpoint(monkeypatch):
         yield srv
 
 
-def _check_example(ns: dict, out: str, root: Path) -> None:
-    results = ns["results"]
+@pytest.mark.parametrize("on_endpoint", [False, True], ids=["synthetic", "endpoint"])
+def test_docs_example(elsewhere, capsys, request, on_endpoint):
+    srv = request.getfixturevalue("endpoint") if on_endpoint else None
+    ns: dict = {}
+    exec(api_example(endpoint=on_endpoint), ns)
+    results, out, root = ns["results"], capsys.readouterr().out, elsewhere
     assert len(results) == 3 * len(ns["questions"])
     labelled = {r.correct is not None for r in results if r.question_id == ns["questions"][0].id}
     assert labelled == {True}, "the question with an answer is scored"
@@ -75,25 +79,12 @@ def _check_example(ns: dict, out: str, root: Path) -> None:
     assert results.run_dir.is_relative_to(root / "acemad_runs")
     assert (results.run_dir / "transcripts.jsonl.gz").exists()
     assert all(len(r.weights) == 3 and len(r.weights[-1]) == 5 for r in results if r.method.startswith("AceMAD"))
-    assert out.count("\n") >= len(results)
-
-
-def test_docs_example_synthetic(elsewhere, capsys):
-    ns: dict = {}
-    exec(api_example(endpoint=False), ns)
-    _check_example(ns, capsys.readouterr().out, elsewhere)
-    assert ns["results"].meta["synthetic"] is True
-
-
-def test_docs_example_endpoint_then_cached(elsewhere, endpoint, capsys):
-    ns: dict = {}
-    exec(api_example(endpoint=True), ns)
-    _check_example(ns, capsys.readouterr().out, elsewhere)
-    calls = endpoint.count
-    assert calls > 0 and ns["results"].meta["synthetic"] is False
-    assert (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
-    exec(api_example(endpoint=True), {})  # the same questions again: every record on disk, no call
-    assert endpoint.count == calls
+    assert out.count("\n") >= len(results) and results.meta["synthetic"] is not on_endpoint
+    if srv:
+        calls = srv.count
+        assert calls > 0 and (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
+        exec(api_example(endpoint=True), {})  # the same questions again: every record on disk, no call
+        assert srv.count == calls
 
 
 def _write(path: Path, rows) -> Path:
