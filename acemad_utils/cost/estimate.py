@@ -42,7 +42,6 @@ from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
 from acemad_utils.protocol.debate import run_question
 
-__all__ = ["replay_population", "notebook_params"]  # re-exported for bench/ and tests
 
 # Wall time: calls in flight are at most WORKERS, so a run takes ~calls x CALL_SECONDS / WORKERS, never less than
 # a provider's rate limit allows.
