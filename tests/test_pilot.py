@@ -127,8 +127,7 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
         assert main([*args, "--per-benchmark", "2"]) == 0 and srv.count == before
     assert "estimate $" in out and "questions needed for 80% power" in out and "pilot questions" in out
     assert "per benchmark of their challenging subsets" in capsys.readouterr().out
-    monkeypatch.setattr("acemad_utils.data.paths.ROOT", tmp_outputs / "fresh")
-    monkeypatch.setattr("acemad_utils.data.paths.DATA", tmp_outputs / "fresh" / "data")
+    monkeypatch.setenv("ACEMAD_ROOT", str(tmp_outputs / "fresh"))
     with FakeOpenAI(FaultInjector(rate=0.0)) as fresh:
         full_run(fresh.url)
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls

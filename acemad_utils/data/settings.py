@@ -10,6 +10,7 @@ ENV_VARS: dict[str, str] = {
     "ACEMAD_PROGRESS": "0: no progress bars (the reproduce driver and nbval set it)",
     "ACEMAD_PROGRESS_FILE": "the file the kernels append progress lines to (set by the reproduce driver)",
     "ACEMAD_PROGRESS_SECONDS": "seconds between progress lines (default 30)",
+    "ACEMAD_ROOT": "the folder outputs/ and data/subsets/ are written under (default: the checkout; data/paths.py)",
     "ACEMAD_PAPER_DIR": "the shared transcription of the paper's tables (default ../shared/paper/tables)",
     "ACEMAD_DATA_DIR": "local benchmark files (else the Hugging Face hub)",
     "ACEMAD_MAX_USD": "stop sending paid calls before the run's spend passes this many dollars (profile max_usd)",
