@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.vectorized import run_batch
+from acemad_utils.protocol.debate import run_batch
 
 
 def algorithm1(P: np.ndarray, Q: np.ndarray, eta: float = 2.0) -> tuple[np.ndarray, int, float]:
@@ -49,7 +49,7 @@ def check(records: list[dict], eta: float = 2.0) -> int:
 def test_the_batch_engine_agrees_with_the_papers_algorithm():
     items = make_items(300, seed=3)
     for eta in (2.0, 0.5):
-        recs = run_batch(items, VectorSimPopulation(seed=11), DebateConfig(method="acemad", eta=eta), [0] * len(items))
+        recs = run_batch(items, SimPopulation(seed=11), DebateConfig(method="acemad", eta=eta), [0] * len(items))
         assert check(recs, eta) > 250
 
 
