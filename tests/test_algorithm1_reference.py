@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.sim import SimPopulation
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
 

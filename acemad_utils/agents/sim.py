@@ -84,7 +84,9 @@ class SimBatch:
         self.agent = np.arange(n)[None, :]
         truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4)
         self.states = states
-        u = streams.uniforms(self.keys[..., None], self.agent[..., None], _INIT, np.arange(4))  # state, guess, link, skill
+        u = streams.uniforms(
+            self.keys[..., None], self.agent[..., None], _INIT, np.arange(4)
+        )  # state, guess, link, skill
         # near-copies: the state and guess uniforms of the spec's first agent, with P copy(T) (a moderator never)
         lead = np.array([self.specs.index(s) for s in self.specs])
         p_copy = np.array([prm.copy(s.temperature) for s in self.specs]) * (lead < np.arange(n))
@@ -136,7 +138,7 @@ class SimBatch:
             alpha = np.full(state.shape, prm.moderator_susceptibility)
         else:
             alpha = np.where(stubborn, prm.insight_susceptibility, prm.crowd_susceptibility)
-        self.alpha = alpha[..., None]
+        self.state, self.skilled, self.alpha = state, skilled, alpha[..., None]  # latent: tests read them
         self.cal = np.where(skilled, prm.insight_calibration, prm.crowd_calibration)[..., None]
 
     def act(self, t: int, seen: np.ndarray, view, want_q: bool) -> Commits:
@@ -198,7 +200,8 @@ class SimPopulation(Population):
     def describe(self) -> dict:
         model = "synthetic-population" if self.model is None else f"synthetic-population:{self.model}"
         return {"name": self.name, "synthetic": True, "backend": "sim", "model": model, "endpoint_kind": "none",
-                "seed": self.seed, "params": asdict(self.params), "draws": "counter-based (agents.streams)"}  # fmt: skip
+                "seed": self.seed, "params": asdict(self.params),
+                "draws": "counter-based (agents.streams)"}  # fmt: skip
 
 
 def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") -> list[Question]:

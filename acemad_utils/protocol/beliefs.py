@@ -17,8 +17,8 @@ from typing import Optional
 import numpy as np
 
 from acemad_utils.protocol.debate import LOG_EPS as LOG_EPS
-from acemad_utils.protocol.debate import argmax_tiebreak as argmax_tiebreak
 from acemad_utils.protocol.debate import acemad_weights as acemad_weights
+from acemad_utils.protocol.debate import argmax_tiebreak as argmax_tiebreak
 from acemad_utils.protocol.debate import mwu_weights as mwu_weights
 from acemad_utils.protocol.debate import peer_mean as peer_mean
 from acemad_utils.protocol.debate import peer_scores as peer_scores

@@ -243,16 +243,19 @@ def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
         out = [Message(j, s, x) for j, x in enumerate(rounds[s - 1].texts[d])]
         return out + [Message(-1, s, mods[s - 1].texts[d][0])] if s <= len(mods) else out
 
+    def earlier(d: int, t: int) -> list[list[Message]]:  # debate d's messages before round t, oldest first
+        return [said(d, s) for s in range(1, t)]
+
+    mod_policy = "full" if cfg.history == "full" else "last_round"  # the moderator also reads its own summaries
     T = 1 if cfg.method in VOTES else cfg.rounds
     for t in range(1, T + 1):
-        # l.573-575: every agent argues from what it may read, then privately commits p (and, AceMAD, q)
-        c = agents.act(t, seen, lambda d, i: visible([said(d, s) for s in range(1, t)], i, near[i], cfg.history),
-                       acemad)  # fmt: skip
+        # l.573-575: each agent argues from what it may read, then privately commits p (and, AceMAD, q)
+        c = agents.act(t, seen, lambda d, i, t=t: visible(earlier(d, t), i, near[i], cfg.history), acemad)
         rounds.append(c)
-        if mod is not None:  # the moderator reads this round's arguments and broadcasts a summary
-            policy = "full" if cfg.history == "full" else "last_round"
-            m = mod.act(t, c.P.mean(axis=1, keepdims=True), lambda d, _: visible(
-                [said(d, s) for s in range(1, t)], -1, {-1}, policy) + tuple(said(d, t)), False)  # fmt: skip
+        if mod is not None:  # a star: the moderator reads this round's arguments and broadcasts a summary
+            m = mod.act(t, c.P.mean(axis=1, keepdims=True),  # its `seen`: the mean stance of this round
+                        lambda d, _, t=t: visible(earlier(d, t), -1, {-1}, mod_policy) + tuple(said(d, t)),
+                        False)  # fmt: skip
             mods.append(m)
             seen = np.broadcast_to(m.P, (D, n, K))
         elif t < T:

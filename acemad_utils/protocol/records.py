@@ -60,7 +60,8 @@ def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
         given, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1).tolist()
         qs = [[[None if x else q for q, x in zip(qr, xr)] for qr, xr in zip(qd, xd)] for qd, xd in zip(given, gone)]
     out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
-            for row in zip(text_d, ps_d, qs_d, fail_d)] for text_d, ps_d, qs_d, fail_d in zip(texts, ps, qs, fail)]  # fmt: skip
+            for row in zip(text_d, ps_d, qs_d, fail_d)]
+           for text_d, ps_d, qs_d, fail_d in zip(texts, ps, qs, fail)]  # fmt: skip
     if q_ok is not None and not np.all(q_ok):  # only when it happened
         for d, t, i in zip(*np.nonzero(~np.asarray(q_ok, bool))):
             out[d][t][i]["q_parse_failure"] = True

@@ -28,7 +28,7 @@ USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
 CALL_KEYS = ("network_calls", "cached_tokens", "retries")
 #: What an LLM agent's parsing adds (agents/llm_agent.py).
 PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")
-#: Present in every transcript record's usage, 0 if need be (experiments/runner.py); cached_tokens only where there were some.
+#: In every transcript record's usage, 0 if need be (experiments/runner.py); cached_tokens only where there were some.
 RECORD_USAGE_KEYS = tuple(k for k in USAGE_KEYS + CALL_KEYS + PARSE_KEYS if k != "cached_tokens")
 
 
@@ -216,7 +216,7 @@ SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
 
 
 class Population:
-    """An agent source: builds the agents of one question (the LLM population, test doubles), or a batch (agents.sim)."""
+    """An agent source: the agents of one question (LLM agents, test doubles), or of a batch (agents.sim)."""
 
     synthetic: bool = False
     name: str = "population"
