@@ -369,14 +369,6 @@ def test_shuffled_scores_are_seeded_by_question_not_by_batch_order():
         A.shuffled_records(recs, seed=1, stacked=rev)
 
 
-def test_agent_permutations_permute_the_movable_agents_only():
-    movable = np.array([[True, True, False, True, True]] * 3)
-    perm = B.agent_permutations(0, ["a", "b", "c"], movable, 50)
-    assert perm.shape == (50, 3, 5) and (perm[..., 2] == 2).all()
-    assert (np.sort(perm, axis=-1) == np.arange(5)).all()  # each draw is a permutation
-    assert len({tuple(p) for p in perm[:, 0]}) > 1  # and the draws differ
-
-
 # ----------------------------------------------------------------------------- agent thread pool
 def test_agent_error_is_raised_only_after_every_agent_finished():
     """An agent that fails must not leave its peers running unobserved: their replies are cached before the
