@@ -13,7 +13,7 @@ question id, repeat, role) once (blake2b); every uniform is then splitmix64's fi
 same number in a batch of 1 or of 10^5, in any order, in any process. Gamma variates (Marsaglia and Tsang 2000,
 with the boost U^(1/a) for a < 1, in log space) are drawn from attempts numbered by a counter: a rejected attempt
 moves to the next counter, never to a shared stream. Quality: splitmix64 passes BigCrush as a generator of
-consecutive counters; tests/test_vectorized.py compares the batch engine's distributions with agents.sim's.
+consecutive counters.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 from acemad_utils.protocol.schema import AgentSpec
 
-#: An agent's latent state on an item, in the order state_probs returns their probabilities.
+#: An agent's latent state on an item, in the order of agents.sim.SimBatch.states.
 STATES = ("guess", "insight", "trapped", "naive")
 CALIBRATION_BY = ("knowledge", "persona")
 #: Personas whose P(insight) is `insight`; every other persona (Generalist, Assistant) uses `crowd_insight`.
