@@ -55,9 +55,7 @@ def run_all(
     sym = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
-    run_experiment(
-        _name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress
-    )
+    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
     run_experiment(
         _name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress
     )
