@@ -1,7 +1,7 @@
 """Algorithm 1 of the paper (appendix "Algorithm", l.563-585), written again here from the paper alone, checked
-against what every engine saved: the per-question engine (the API's synthetic run), the batch engine (the
-notebooks' runs) and LLM agents against the fake endpoint. Each record keeps every agent's committed p and q per
-round, so the reference recomputes the weights and the decision from them and must agree with the record."""
+against what the one engine saved for each population and entry point: the notebooks' batches, the API's synthetic
+run and LLM agents against the fake endpoint. Each record keeps every agent's committed p and q per round, so the
+reference recomputes the weights and the decision from them and must agree with the record."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_the_batch_engine_agrees_with_the_papers_algorithm():
         assert check(recs, eta) > 250
 
 
-def test_the_per_question_engine_behind_the_api_agrees_with_the_papers_algorithm(tmp_path):
+def test_the_api_synthetic_run_agrees_with_the_papers_algorithm(tmp_path):
     from acemad_utils import run
 
     items = make_items(60, seed=4)

@@ -97,9 +97,9 @@ def round_scores(P, Q=None, weighting="peer_prediction", rule="brier", *, valid=
     raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
 
 
-# ----------------------------------------------------------------------------- the weights (l.569, l.579-581)
+# ----------------------------------------------------------------------------- the weights (l.568, l.579-581)
 def mwu_weights(S, eta: float = ETA) -> np.ndarray:
-    """W (..., T, N): the weights after each round, from w_i = 1 (l.569), w_i <- w_i exp(eta S_i) (l.579) and
+    """W (..., T, N): the weights after each round, from w_i = 1 (l.568), w_i <- w_i exp(eta S_i) (l.579) and
     normalisation (l.581). Computed as a softmax of eta * cumulative score: large eta * T cannot overflow, and the
     weights of a t-round debate are a slice of a longer one's."""
     if eta < 0:
@@ -206,7 +206,7 @@ def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Option
     )  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- the round loop (l.571-581)
+# ----------------------------------------------------------------------------- the round loop (l.569-581)
 def run_question(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
     """One method on one question: a batch of one. Returns its transcript record."""
     return run_batch([q], population, cfg, [repeat])[0]
@@ -249,7 +249,8 @@ def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
     mod_policy = "full" if cfg.history == "full" else "last_round"  # the moderator also reads its own summaries
     T = 1 if cfg.method in VOTES else cfg.rounds
     for t in range(1, T + 1):
-        # l.573-575: each agent argues from what it may read, then privately commits p (and, AceMAD, q)
+        # l.571-575: each agent argues from the history it may read, then privately commits p (and, AceMAD, q);
+        # the history grows by this round's arguments (`said`). A synthetic agent reads only `seen`, the mean stance.
         c = agents.act(t, seen, lambda d, i, t=t: visible(earlier(d, t), i, near[i], cfg.history), acemad)
         rounds.append(c)
         if mod is not None:  # a star: the moderator reads this round's arguments and broadcasts a summary
