@@ -14,7 +14,7 @@ from typing import Any
 
 from acemad_utils.protocol.schema import AgentSpec
 
-#: An agent's latent state on an item, in the order state_probs returns their probabilities.
+#: An agent's latent state on an item, in the order of agents.sim.SimBatch.states.
 STATES = ("guess", "insight", "trapped", "naive")
 CALIBRATION_BY = ("knowledge", "persona")
 #: Personas whose P(insight) is `insight`; every other persona (Generalist, Assistant) uses `crowd_insight`.
@@ -70,19 +70,9 @@ class SimParams:
     moderator_susceptibility: float = 1.0  # the moderator adopts the mean stance it reads
 
     def __post_init__(self) -> None:
-        for name in (
-            "trap_mean",
-            "insight",
-            "crowd_insight",
-            "crowd_copy",
-            "slow_escape",
-            "crowd_calibration",
-            "insight_calibration",
-            "knowledge_link",
-            "crowd_susceptibility",
-            "insight_susceptibility",
-            "moderator_susceptibility",
-        ):
+        shares = "trap_mean insight crowd_insight crowd_copy slow_escape crowd_calibration insight_calibration"
+        alphas = "crowd_susceptibility insight_susceptibility moderator_susceptibility"
+        for name in f"{shares} knowledge_link {alphas}".split():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
                 raise ValueError(f"SimParams: {name}={v!r} must be a number in [0, 1]")

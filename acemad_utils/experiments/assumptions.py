@@ -20,7 +20,6 @@ from typing import Optional
 import pandas as pd
 
 from acemad_utils.agents.sim import SimParams, SimPopulation
-from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import fit, subsets
 from acemad_utils.experiments import registry as R
@@ -46,7 +45,7 @@ def base_params(S: Setup) -> SimParams:
 
 def population(S: Setup, params: dict) -> SimPopulation:
     """The synthetic population of one map point (the profile's seed); batched: the runner answers it as arrays."""
-    return VectorSimPopulation(replace(base_params(S), **params), seed=S.seed)
+    return SimPopulation(replace(base_params(S), **params), seed=S.seed)
 
 
 def map_questions(
