@@ -195,9 +195,8 @@ def not_plain(value: Any) -> Optional[str]:
         return next(filter(None, map(not_plain, value.values() if isinstance(value, dict) else value)), None)
     if isinstance(value, (datetime.date, datetime.time)):
         return f"a date or timestamp ({value}; quote it to pass text)"
-    return {bytes: "bytes (a !!binary value)", set: "a set (!!set)", frozenset: "a set (!!set)"}.get(
-        type(value), f"a {type(value).__name__} value"
-    )
+    what: dict[type, str] = {bytes: "bytes (a !!binary value)", set: "a set (!!set)", frozenset: "a set (!!set)"}
+    return what.get(type(value), f"a {type(value).__name__} value")
 
 
 def _type_ok(kind: str, v: Any) -> bool:

@@ -157,8 +157,10 @@ def _check_parameters(where: str, prof: dict) -> None:
     every = set().union(*declared.values())
     for key in prof.get("common") or {}:
         if key not in every:
-            raise SystemExit(f"{where}: common parameter {key!r}{hint(key, every)} is not a parameter of any notebook; "
-                             f"notebook parameters are {sorted(every)} (acemad_utils/experiments/params.py)")  # fmt: skip
+            raise SystemExit(
+                f"{where}: common parameter {key!r}{hint(key, every)} is not a parameter of any "
+                f"notebook; notebook parameters are {sorted(every)} (acemad_utils/experiments/params.py)"
+            )
     for nb, own in (prof.get("notebooks") or {}).items():
         if nb not in nbs:
             raise SystemExit(f"{where}: unknown notebook {nb!r}{hint(nb, nbs)}; notebooks: {sorted(nbs)}")
