@@ -1,4 +1,4 @@
-"""Notebook 09's assumption map (issue 29 item 2) and the controls of item 3: registry, computation, words."""
+"""Notebook 09's assumption map and the controls: registry, computation, words."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
-from acemad_utils.data import paths as P
 from acemad_utils.data.sim_params import CALIBRATION_GRID, ORIGINAL
 from acemad_utils.experiments import assumptions as AM
 from acemad_utils.experiments import registry as R
@@ -61,9 +60,7 @@ def test_controls_have_acemads_agents_and_the_skeptic_answers_alone():
 
 
 @pytest.fixture
-def small_setup(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+def small_setup(smoke_outputs):
     S = Setup(profile="default", benchmarks=["arc_challenge", "bbh"], n_items=60, workers=1)
     yield S
     S.close()
@@ -154,8 +151,7 @@ def test_the_controls_sentence_names_each_control_and_its_gain():
     assert "no result here" in N.controls(long, recs, "not a method", cfgs[:1])
 
 
-def test_a_real_model_profile_gets_no_map_and_a_notebook_that_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
+def test_a_real_model_profile_gets_no_map_and_a_notebook_that_says_why(tmp_outputs):
     table = AM.run_map(None, [], R.MAP_AXES)  # type: ignore[arg-type]  # no run: the Setup is never used
     assert table.empty and "real model" in RA.story(table, "model: m")
     assert RA.heatmap(table, "model: m") is not None and RA.sweeps(table, "model: m") is not None

@@ -320,24 +320,6 @@ def test_full_sets_wording_follows_the_population():
     assert "mix easy items" in N.full_sets(t, "model: m")
 
 
-def test_notebook_wording_of_issue_29_item_7():
-    """Notebook 03 and the narrative say "best MAD baseline" (Single Agent can be higher than the MAD it is tested
-    against); notebook 07 does not call the synthetic full sets free of correlated misconceptions."""
-    import json
-    from pathlib import Path
-
-    root = Path(N.__file__).resolve().parents[2]
-
-    def text(name):
-        nb = json.loads((root / "notebooks" / name).read_text(encoding="utf-8"))
-        return "\n".join("".join(c["source"]) for c in nb["cells"])
-
-    for source in (text("03_main_results.ipynb"), Path(N.__file__).read_text(encoding="utf-8")):
-        assert "best baseline" not in source, "say 'best MAD baseline'"
-    nb07 = text("07_other_models.ipynb")
-    assert "no correlated misconception" not in nb07 and "generated with a trap distractor" in nb07
-
-
 def test_theory_weights_groups_by_agent_count_and_sets_the_recovery_rate_against_l109():
     tab_a = pd.DataFrame(
         {"x": [6], "series": ["symmetric updating (Prop. 1)"], "mean": [0.0], "lo": [-0.01], "hi": [0.01]}

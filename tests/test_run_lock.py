@@ -26,10 +26,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # What a notebook cell run by hand does: one LLM run of profile 'probe' (3 demo questions, AceMAD N=2 T=1).
 BY_HAND = """
-import sys
-from pathlib import Path
-from acemad_utils.data import paths
-paths.ROOT = Path(sys.argv[1])
+import os, sys
+os.environ["ACEMAD_ROOT"] = sys.argv[1]
 from acemad_utils.agents.locks import LockRefused
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup
@@ -45,10 +43,8 @@ S.close()
 
 
 @pytest.fixture
-def repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    return tmp_path
+def repo(smoke_outputs):
+    return smoke_outputs
 
 
 def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:

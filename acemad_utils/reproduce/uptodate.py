@@ -131,7 +131,7 @@ def _written_state() -> str:
     """outputs/ (the smoke folder aside outside smoke mode) and data/subsets/; the response cache aside."""
     base = paths.outputs(create=False)
     return tree_state(
-        [base, paths.DATA / "subsets"], skip=[base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
+        [base, paths.root() / "data" / "subsets"], skip=[base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
     )
 
 
