@@ -306,6 +306,8 @@ def literal(value: Any) -> str:
 
 
 HEADER = "# Parameters (papermill overrides these from profiles/<profile>.yaml; declared in experiments/params.py)"
+#: What a parameters cell says about a method-shaping parameter its notebook does not take.
+NOTES = {"08_claims": "# ETA is not taken here: the ledger grid reruns notebooks 02-06 at their defaults (eta = 2)"}
 
 
 def _source(value: Any) -> str:
@@ -319,7 +321,7 @@ def cell_source(nb: str) -> str:
     """Notebook `nb`'s `parameters` cell: `NAME: type = default  # meaning` (what papermill.inspect_notebook reads)."""
     kind = {"models": "list[dict]"}
     return "\n".join(
-        [HEADER]
+        [HEADER, *([NOTES[nb]] if nb in NOTES else [])]
         + [
             f"{n}: {kind.get(SCHEMA[n].kind, SCHEMA[n].kind)} = {_source(v)}  # {SCHEMA[n].meaning}"
             for n, v in defaults(nb).items()
