@@ -1,5 +1,6 @@
-"""Every notebook parameter in one typed schema; profiles, Setup, the registry and the notebooks' `parameters` cells
-(annotated, so papermill.inspect_notebook reads their types and meanings) take their defaults from it.
+"""Every notebook parameter in one typed schema: type, allowed values, default, notebooks. Profiles, Setup and the
+registry take their defaults from it; each notebook declares its parameters in an annotated `parameters` cell
+(`ETA: float = 2.0  # meaning`), which papermill.inspect_notebook reads and a test holds to this schema.
 
     params.defaults("03_main_results")     # {"PROFILE": "default", ..., "ETA": 2.0}
     params.check("mine.yaml (03_main_results)", "ETA", -1)   # SystemExit: one line naming what ETA takes
@@ -9,14 +10,13 @@ from __future__ import annotations
 
 import copy
 import datetime
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from urllib.parse import urlparse
 
-from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.data.paths import ROOT, UnsafeName, safe_segment
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
@@ -52,7 +52,6 @@ class Param:
     kind: str
     default: Any
     notebooks: tuple[str, ...]
-    meaning: str
     choices: Optional[tuple] = None
     lo: Optional[float] = None
     hi: Optional[float] = None
@@ -95,77 +94,47 @@ _OTHER_MODELS = [
 ]
 
 _PARAMS = (
-    Param("PROFILE", "str", "default", NOTEBOOKS, "the profile's name: runs, tables and figures go under it",
-          text="segment", setup_arg="profile"),
-    Param("BACKEND", "str", "sim", _nbs(*SETUP), "who answers: the synthetic population, llama.cpp on this "
-          "machine, or an OpenAI-compatible endpoint", choices=BACKENDS, setup_arg="backend"),
-    Param("POPULATION", "str", "fitted", _nbs(*SETUP), "the synthetic population: fitted to the paper's "
-          "baselines, or the original", choices=tuple(POPULATIONS), setup_arg="population"),
-    Param("SOURCE", "str", "synthetic", _nbs(*SETUP), "the questions: generated items, the real benchmark files, "
-          "or the 24 demo questions", choices=SOURCES, setup_arg="source"),
-    Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), "the benchmarks every run covers",
-          choices=tuple(ALL_BENCHMARKS), setup_arg="benchmarks"),
-    Param("N_ITEMS", "int", 600, _nbs(*SETUP), "input items read per benchmark (null: every item)",
-          lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
-    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), "questions per run from each challenging subset (null: all)",
-          lo=1, hi=MAX_ITEMS, nullable=True),
-    Param("SEED", "int", 0, NOTEBOOKS, "seed of items, synthetic agents, tie-breaks and bootstraps",
-          lo=0, hi=MAX_SEED, setup_arg="seed"),
-    Param("WORKERS", "int", 8, _nbs(*SETUP), "questions (and calls) in flight at once",
-          lo=1, hi=MAX_WORKERS, setup_arg="workers"),
-    Param("MODEL", "str", "", _nbs(*SETUP), "the model the endpoint serves (empty: the backend's default)",
-          setup_arg="model", text="model"),
-    Param("BASE_URL", "str", "", _nbs(*SETUP), "the OpenAI-compatible endpoint (empty: OPENAI_BASE_URL or "
-          "OpenAI's)", text="url", setup_arg="base_url"),
-    Param("CALLS", "str", "two", _nbs(*SETUP), "two calls per agent and round (argue, then commit: the paper) "
-          "or one structured reply", choices=CALLS, setup_arg="calls"),
-    Param("ARGUE_MAX_TOKENS", "int", ARGUE_MAX_TOKENS, _nbs(*SETUP), "the argument's completion cap in tokens, "
-          "LLM agents only (null: no cap; the paper gives none)", lo=1, hi=MAX_TOKENS, nullable=True,
+    Param("PROFILE", "str", "default", NOTEBOOKS, text="segment", setup_arg="profile"),
+    Param("BACKEND", "str", "sim", _nbs(*SETUP), choices=BACKENDS, setup_arg="backend"),
+    Param("POPULATION", "str", "fitted", _nbs(*SETUP), choices=tuple(POPULATIONS), setup_arg="population"),
+    Param("SOURCE", "str", "synthetic", _nbs(*SETUP), choices=SOURCES, setup_arg="source"),
+    Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), choices=tuple(ALL_BENCHMARKS),
+          setup_arg="benchmarks"),
+    Param("N_ITEMS", "int", 600, _nbs(*SETUP), lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
+    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("SEED", "int", 0, NOTEBOOKS, lo=0, hi=MAX_SEED, setup_arg="seed"),
+    Param("WORKERS", "int", 8, _nbs(*SETUP), lo=1, hi=MAX_WORKERS, setup_arg="workers"),
+    Param("MODEL", "str", "", _nbs(*SETUP), setup_arg="model", text="model"),
+    Param("BASE_URL", "str", "", _nbs(*SETUP), text="url", setup_arg="base_url"),
+    Param("CALLS", "str", "two", _nbs(*SETUP), choices=CALLS, setup_arg="calls"),
+    Param("ARGUE_MAX_TOKENS", "int", ARGUE_MAX_TOKENS, _nbs(*SETUP), lo=1, hi=MAX_TOKENS, nullable=True,
           setup_arg="argue_max_tokens"),
-    Param("SUBSET_MODEL", "str", "", _nbs("02", "03", "04", "05", "06", "07", "09"), "whose challenging subsets the "
-          "runs use (empty: MODEL's own, built by notebook 01)", setup_arg="subset_model", text="model"),
-    Param("N_VALUES", "list[int]", [1, 2, 3, 5, 7, 10, 12, 15], _nbs("02", "06"), "the group sizes N of the "
-          "curves over N (Figures 2 and 5)", lo=1, hi=MAX_AGENTS, by_notebook={"02_baselines": [1, 2, 3, 5]}),
-    Param("N_TABLE", "int", N_AGENTS, _nbs("02"), "the N of Table 1 (Centralized MAD needs 2 debaters)",
-          lo=2, hi=MAX_AGENTS),
-    Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), f"the T of Table 2's AceMAD rows (the paper's T, "
-          f"{ROUNDS}, always runs too: the later views read it)", lo=1, hi=MAX_ROUNDS),
+    Param("SUBSET_MODEL", "str", "", _nbs("02", "03", "04", "05", "06", "07", "09"), setup_arg="subset_model",
+          text="model"),
+    Param("N_VALUES", "list[int]", [1, 2, 3, 5, 7, 10, 12, 15], _nbs("02", "06"), lo=1, hi=MAX_AGENTS,
+          by_notebook={"02_baselines": [1, 2, 3, 5]}),
+    Param("N_TABLE", "int", N_AGENTS, _nbs("02"), lo=2, hi=MAX_AGENTS),
+    Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), lo=1, hi=MAX_ROUNDS),
     # every notebook that runs AceMAD takes it, so a ledger never mixes eta values
-    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"),
-          "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))", lo=0, hi=MAX_ETA),
-    Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), "the truth-holder's model of the 'Different "
-          "LLMs' row (empty: the row is skipped)", text="model"),
-    Param("SECOND_BASE_URL", "str", "", _nbs("04"), "SECOND_MODEL's endpoint (empty: the profile's)", text="url"),
-    Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07"), "the paper's tables rerun with other models: "
-          "table, the paper's model name, the served model, its endpoint (empty: the profile's)"),
-    Param("PER_MODEL_SUBSETS", "bool", False, _nbs("07"), "each other model on its own challenging subsets "
-          "instead of SUBSET_MODEL's (the paper reuses one set)"),
+    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"), lo=0, hi=MAX_ETA),
+    Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), text="model"),
+    Param("SECOND_BASE_URL", "str", "", _nbs("04"), text="url"),
+    Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07")),
+    Param("PER_MODEL_SUBSETS", "bool", False, _nbs("07")),
     Param("FULL_BENCHMARKS", "list[str]", list(PAPER_TABLES["table6_full_datasets"]["benchmarks"]), _nbs("07"),
-          "the full test sets of Table 6", choices=tuple(ALL_BENCHMARKS)),
-    Param("FULL_N_MAX", "int", 300, _nbs("07"), "questions per full test set of Table 6 (null: all)",
-          lo=1, hi=MAX_ITEMS, nullable=True),
-    Param("GRID_N_MAX", "int", 50, _nbs("08"), "questions per benchmark at each point of the ledger's assumption "
-          "grid (synthetic profiles)", lo=1, hi=MAX_ITEMS),
-    Param("THEORY_ITEMS", "int", 400, _nbs("00"), "synthetic items per simulation of the theory checks",
-          lo=1, hi=MAX_ITEMS),
-    Param("THEORY_ROUNDS", "int", 6, _nbs("00"), "rounds of the martingale simulations (panels a-c)",
-          lo=1, hi=MAX_ROUNDS),
-    Param("ETA_PHASE", "float", ETA, _nbs("00"), "the eta of the phase diagram's slices (one of the simulated "
-          "grid)", choices=PHASE_ETA),
-    Param("T_PHASE", "int", ROUNDS, _nbs("00"), "the T of the phase diagram's slices (one of the simulated "
-          "rounds)", lo=1, hi=PHASE_T_MAX),
+          choices=tuple(ALL_BENCHMARKS)),
+    Param("FULL_N_MAX", "int", 300, _nbs("07"), lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("GRID_N_MAX", "int", 50, _nbs("08"), lo=1, hi=MAX_ITEMS),
+    Param("THEORY_ITEMS", "int", 400, _nbs("00"), lo=1, hi=MAX_ITEMS),
+    Param("THEORY_ROUNDS", "int", 6, _nbs("00"), lo=1, hi=MAX_ROUNDS),
+    Param("ETA_PHASE", "float", ETA, _nbs("00"), choices=PHASE_ETA),
+    Param("T_PHASE", "int", ROUNDS, _nbs("00"), lo=1, hi=PHASE_T_MAX),
     # notebook 09's map axes: SimParams values (docs/population.md)
-    Param("LINKS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's knowledge_link values "
-          "(0: prediction skill unrelated to knowing the truth; 1: only those who see the trap predict the crowd)",
-          lo=0, hi=1),
-    Param("INSIGHTS", "list[float]", [0.1, 0.3, 0.5, 0.7, 0.9], _nbs("09"), "the map's insight values (P that a "
-          "Skeptic sees through the trap)", lo=0, hi=1),
-    Param("TRAP_CONCENTRATIONS", "list[float]", [0.5, 1.0, 2.0, 4.0, 16.0], _nbs("09"), "the map's "
-          "trap_concentration values (smaller: more correlated crowd errors)", lo=1e-3, hi=1e6),
-    Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's "
-          "crowd_calibration values (0: false consensus; 1: the crowd predicts its peers)", lo=0, hi=1),
-    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), "the map's crowd_copy values (near-copies: "
-          "P(sharing the first same-spec agent's state) is crowd_copy times (1 - temperature))", lo=0, hi=1),
+    Param("LINKS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), lo=0, hi=1),
+    Param("INSIGHTS", "list[float]", [0.1, 0.3, 0.5, 0.7, 0.9], _nbs("09"), lo=0, hi=1),
+    Param("TRAP_CONCENTRATIONS", "list[float]", [0.5, 1.0, 2.0, 4.0, 16.0], _nbs("09"), lo=1e-3, hi=1e6),
+    Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), lo=0, hi=1),
+    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), lo=0, hi=1),
 )  # fmt: skip
 SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
 
@@ -305,28 +274,15 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-HEADER = "# Parameters (papermill overrides these from profiles/<profile>.yaml; declared in experiments/params.py)"
-#: What a parameters cell says about a method-shaping parameter its notebook does not take.
-NOTES = {"08_claims": "# ETA is not taken here: the ledger grid reruns notebooks 02-06 at their defaults (eta = 2)"}
+def meanings() -> dict[str, str]:
+    """Each parameter's meaning as the notebooks' annotated parameters cells say it (papermill.inspect_notebook)."""
+    import papermill as pm  # seconds to import: only for the docs and the tests
 
-
-def _source(value: Any) -> str:
-    """A default as the cells write it: double quotes, a list of maps one map per line."""
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return "[\n" + "".join(f"    {json.dumps(v)},\n" for v in value) + "]"
-    return json.dumps(value) if isinstance(value, (str, list)) else repr(value)
-
-
-def cell_source(nb: str) -> str:
-    """Notebook `nb`'s `parameters` cell: `NAME: type = default  # meaning` (what papermill.inspect_notebook reads)."""
-    kind = {"models": "list[dict]"}
-    return "\n".join(
-        [HEADER, *([NOTES[nb]] if nb in NOTES else [])]
-        + [
-            f"{n}: {kind.get(SCHEMA[n].kind, SCHEMA[n].kind)} = {_source(v)}  # {SCHEMA[n].meaning}"
-            for n, v in defaults(nb).items()
-        ]
-    )
+    out: dict[str, str] = {}
+    for nb in NOTEBOOKS:
+        for name, p in pm.inspect_notebook(str(ROOT / "notebooks" / f"{nb}.ipynb")).items():
+            out.setdefault(name, p["help"])
+    return out
 
 
 def markdown(env_vars: Mapping[str, str]) -> str:
@@ -342,11 +298,12 @@ def markdown(env_vars: Mapping[str, str]) -> str:
         "| name | type | allowed | default | notebooks | meaning |",
         "|---|---|---|---|---|---|",
     ]
+    meaning = meanings()
     for p in _PARAMS:
         default = f"`{p.default!r}`" if p.kind != "models" else "the paper's three tables"
         default += "".join(f"; {nb[:2]}: `{v!r}`" for nb, v in p.by_notebook.items())
         nbs = ", ".join(nb[:2] for nb in p.notebooks)
-        out.append(f"| `{p.name}` | {p.kind} | {p.allowed()} | {default} | {nbs} | {p.meaning} |")
+        out.append(f"| `{p.name}` | {p.kind} | {p.allowed()} | {default} | {nbs} | {meaning[p.name]} |")
     out += ["", "| environment variable | meaning |", "|---|---|"]
     out += [f"| `{k}` | {v} |" for k, v in env_vars.items()]
     return "\n".join(out) + "\n"
