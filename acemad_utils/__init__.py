@@ -8,7 +8,7 @@ Layers, top to bottom (a layer imports only from layers below it; import-linter 
                            the public API on your own questions (below); inspect_ai solvers (optional extra)
     cost                   what a profile will cost before anything is spent (replays the registry, no network)
     experiments            the registry of the paper's experiments, the resumable runner, Setup, subsets, theory
-    report                 tables with CIs, figures, re-scoring, narrative, the debate viewer
+    report                 tables with CIs, figures, re-scoring, the debate viewer
     agents                 who answers: OpenAI-compatible client, cache, batch, llama.cpp server, LLM agents,
                            the synthetic population; prices and the MAX_USD cap (enforced per call)
     data                   benchmark files -> Question, the demo set, paths, reading saved transcripts

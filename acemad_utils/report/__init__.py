@@ -5,7 +5,7 @@ figures     paper-style figures (CI bands and bars)
 save        every table as CSV + Markdown, every figure as PNG + PDF, labelled with its source
 stats       bootstrap CIs and paired tests
 rescoring   transcripts -> arrays; re-deciding with any rule, eta or aggregator
-narrative   the "What we see" paragraphs, written from the numbers
+words       what the notebooks' "What we see" f-strings share (the evidence caveat, a paired gain in words)
 viewer      one debate as HTML, and one static page per run (viewer_model, viewer_html, viewer_page)
 """
 
