@@ -1,5 +1,5 @@
-"""The claims ledger (report/claims.py): verdict rules, paired gains on hand-made records, and a ledger with no
-runs still lists every claim with the paper's line."""
+"""The claims ledger (data/claims.yaml, report/claims.py): verdict rules, paired gains on hand-made records, and a
+ledger with no runs still lists every claim of the data file with the paper's line."""
 
 from __future__ import annotations
 
@@ -141,53 +141,22 @@ def test_relative_gain_is_the_ratio_of_averages():
     assert point == pytest.approx(expected) and lo <= point <= hi and n == 100
 
 
-def test_a_ledger_without_runs_lists_every_claim_as_not_run():
+def test_every_claim_of_the_data_file_is_listed_without_runs_and_says_what_the_paper_says():
     ledger = C.ledger({})
-    assert list(ledger.columns) == C.COLUMNS
-    assert len(ledger) >= 10 and set(ledger.verdict) == {C.NOT_RUN}
-    assert ledger["paper line"].str.contains(r"l\.\d+").all()
-
-
-def test_every_covered_claim_has_its_row_with_its_line():
-    ledger = C.ledger({})  # no run: every claim is still listed, as not run
-    for line, _, claim in COVERED:
-        at = ledger[ledger["paper line"].str.contains(rf"\bl\.{line}\b")]
-        assert at.claim.str.contains(claim, regex=False).any(), (line, claim)
-
-
-# The paper's quantitative sentences the ledger covers: (line of acemad_paper.tex, words of that line, words of the
-# ledger's claim). A claim dropped from the ledger fails the test above; a moved line fails the one below.
-COVERED = [
-    (83, "recovers sparse truth signals even when initial majorities are incorrect", "initial majority is wrong"),
-    (91, "majority voting achieves only 14.0", "Majority Voting reaches only 14.0%"),
-    (109, "guaranteeing convergence to truth from minority positions", "initial majority is wrong"),
-    (111, "AceMAD achieves 20.31", "+20.31 points over standard MAD (Decentralized"),
-    (223, "or even degradation", "Majority Voting stays flat"),
-    (226, "All MAD variants consistently outperform Majority Voting", "MAD beats Majority Voting"),
-    (229, "improves monotonically with the number of agents", "Decentralized MAD improves monotonically"),
-    (459, "achieves 49.92", "average accuracy 49.92%"),
-    (459, "The gains are most pronounced on \\textbf{reasoning-heavy} tasks", "most pronounced on BBH and ARC-C"),
-    (459, "exhibits performance degradation on tasks like LogiQA and MedQA", "T=5 degrades on LogiQA and MedQA"),
-    (468, "all three substantially outperform homogeneous Decentralized MAD", "heterogeneity beats"),
-    (511, "achieves the highest accuracy across all benchmarks", "Full protocol beats both ablations"),
-    (511, "margin over the \\textit{Self-Belief Only} variant is most pronounced", "most pronounced on ARC-C and BBH"),
-    (522, "Performance improves substantially from $N=1$ to $10$", "AceMAD improves from N=1 to N=10"),
-    (1022, "average +6.36", "Table 4 (DeepSeek-V3.1): AceMAD beats the best MAD"),
-    (1023, "AceMAD shows a slight degradation", "slightly below the best MAD"),
-    (1069, "consistently outperforming standard debate", "Table 5 (Llama-3.1-8B): AceMAD beats the best MAD"),
-    (1069, "less pronounced compared to those observed with larger models", "gains smaller than GPT-4o-mini's"),
-    (1114, "our method continues to outperform Decentralized MAD", "Table 6 (full test sets)"),
-    (1114, "does not penalize correct majorities", "No penalty on correct majorities"),
-]
-
-
-def test_the_covered_lines_say_what_the_ledger_tests():
+    assert list(ledger.columns) == C.COLUMNS and set(ledger.verdict) == {C.NOT_RUN}
+    for e in C.CLAIMS:
+        at = ledger[ledger.claim.str.startswith(e["claim"].format(n=5))]
+        assert len(at) and (at["paper line"] == e["line"]).all(), e["claim"]
+        assert all(f"l.{n}" in e["line"] for n in e.get("says", {})), e["claim"]
+    said = {n for e in C.CLAIMS for n in e.get("says", {})}  # a claim dropped from the file fails here
+    assert said >= {83, 91, 109, 111, 223, 226, 229, 459, 468, 511, 522, 1022, 1023, 1069, 1114}
     tex = P.shared_paper_dir().parent / "acemad_paper.tex"
     if not tex.is_file():
         pytest.skip(f"the paper is not at {tex} (set ACEMAD_PAPER_DIR)")
     lines = tex.read_text().splitlines()
-    for n, words, _ in COVERED:
-        assert words in lines[n - 1], (n, words)
+    for e in C.CLAIMS:
+        for n, words in e.get("says", {}).items():
+            assert words in lines[n - 1], (n, words)
 
 
 def test_the_synthetic_title_says_so():
