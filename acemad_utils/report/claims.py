@@ -720,38 +720,15 @@ BASE_POINT = "the profile's population"  # the grid's reference point: no assump
 
 
 def by_construction(claim: str, params: dict, shares: dict) -> str:
-    """Why a structural choice of the synthetic population or items pins a row (empty when none does). `shares`:
-    {N: the truth-holders AceMAD's roster has at N}."""
-    if claim.startswith(("Table 1", "Decentralized MAD improves monotonically")) and not params.get("crowd_insight"):
-        return (
-            "by construction: the baselines' agents share one persona with crowd_insight = 0 (none sees through the "
-            "trap) and update symmetrically (one susceptibility, Eq. 1), so a debate keeps the mean belief and "
-            "decides as Majority Voting does (Proposition 1)"
-        )
-    if claim.startswith("Table 1"):
-        return (
-            f"with crowd_insight = 0 (the original population) MAD would equal Majority Voting by construction (one "
-            f"persona, symmetric updating); here Generalists see through the trap with P = {params['crowd_insight']:g}"
-            if params.get("crowd_insight")
-            else ""
-        )
-    if claim.startswith("Majority Voting stays flat"):
-        return (
-            "by construction: the challenging subsets keep the items the naive agent fails in most of its 5 runs "
-            "(a strong shared trap), on which more votes converge on the trap"
-        )
-    if claim.startswith(("AceMAD improves from N=1", STILL_RISING, "AceMAD plateaus")) and shares:
-        steps = ", ".join(f"N={n}: {k}" for n, k in sorted(shares.items()))
-        return (
-            "by construction: the curve steps with the rounding of the truth-holders' 20% share "
-            f"(Skeptics by N: {steps}); it rises where a Skeptic is added and is flat between"
-        )
-    if claim.startswith("Table 4 (DeepSeek-V3.1): AceMAD slightly below"):
-        return (
-            "by construction: the stand-in's TruthfulQA items differ from its other benchmarks only in their option "
-            "count (K = 5); nothing in the population makes TruthfulQA an exception"
-        )
-    return ""
+    """Why a structural choice of the synthetic population or items pins a row (its entry's `pinned` in the data
+    file, empty when none does). `shares`: {N: the truth-holders AceMAD's roster has at N}."""
+    e = next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
+    pinned = e.get("pinned") or {}
+    text = pinned.get("crowd_insight" if params.get("crowd_insight") else "none", pinned.get("always", ""))
+    steps = ", ".join(f"N={n}: {k}" for n, k in sorted(shares.items()))
+    return (
+        "" if "{steps}" in text and not shares else text.format(crowd_insight=params.get("crowd_insight"), steps=steps)
+    )
 
 
 def truth_holders(runs: dict) -> dict:
