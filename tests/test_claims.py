@@ -31,6 +31,10 @@ def records(method: str, correct: np.ndarray, benchmarks=("synthetic-arc_challen
 RNG = np.random.default_rng(0)
 
 
+def cfg(method: str, **more) -> dict:
+    return {"method": method, "n_agents": 5, "rounds": 3, **more}
+
+
 def test_verdict_rules():
     assert C.gain_verdict(0.5, 9) == C.HOLDS
     assert C.gain_verdict(0.5, 9, p_adjusted=0.2) == C.INCONCLUSIVE  # significant only before the correction
@@ -82,7 +86,6 @@ def test_a_ci_that_excludes_the_claimed_gain_is_a_precise_null_not_inconclusive(
 @pytest.mark.parametrize("n_questions", [2, 8])
 def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_nothing(n_questions):
     """The local profile's run (8 demo questions at most): every row underpowered, not comparable or not run."""
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
     labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
     labels |= {"Sparse MAD": "sparse", "AceMAD (T=2)": "acemad"}
     rates = {"AceMAD (T=3)": 0.9, "Majority Voting": 0.0, "Decentralized MAD": 0.1, "Sparse MAD": 0.0}
@@ -176,7 +179,6 @@ def _run(rates: dict, configs: dict, *, params: dict, n: int = 200, model: str =
 
 
 def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
     labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
     labels["Sparse MAD"] = "sparse"  # the paper's T=3 MMLU-Pro cell equals Sparse MAD's: a +0.00 gain
     configs = {lab: cfg(m) for lab, m in labels.items()}
@@ -282,17 +284,13 @@ def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
     assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
 
 
-def test_a_heterogeneity_run_without_a_second_model_lists_its_row_as_skipped():
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+def test_rows_whose_run_was_left_out_on_purpose_say_skipped():
     configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (Different Persona)": cfg("acemad")}
-    rates = {"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}
-    ledger = C.ledger({"heterogeneity": _run(rates, configs, params={})})
+    ledger = C.ledger(
+        {"heterogeneity": _run({"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}, configs, params={})}
+    )
     skipped = ledger[ledger.claim.str.endswith(C.DIFFERENT_LLMS)]
     assert len(skipped) == 1 and skipped.verdict.iloc[0] == C.NOT_RUN and "SECOND_MODEL" in skipped.note.iloc[0]
-
-
-def test_tables_left_out_of_other_models_are_listed_as_skipped():
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
     configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (T=3)": cfg("acemad")}
     full = _run({"Decentralized MAD": 0.3, "AceMAD (T=3)": 0.5}, configs, params={})
     ledger = C.ledger({"full_datasets": full})  # notebook 07 with OTHER_MODELS: []

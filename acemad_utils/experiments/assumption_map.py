@@ -50,46 +50,12 @@ PLAUSIBLE_ALONE = 40.0
 MAP_COLUMNS = [
     "axis",
     *AXIS_PARAMS,
-    "insight_calibration",
-    "calibration_by",
-    "truth_holder_alone",
-    "acemad",
-    "uniform",
-    "best_mad",
-    "best_mad_accuracy",
-    "gain_uniform",
-    "gain_uniform_lo",
-    "gain_uniform_hi",
-    "p_uniform",
-    "shuffled",
-    "gain_shuffled",
-    "gain_shuffled_lo",
-    "gain_shuffled_hi",
-    "p_shuffled",
-    "gain_dispersion",
-    "gain_dispersion_lo",
-    "gain_dispersion_hi",
-    "p_dispersion",
-    "gain_mad",
-    "gain_mad_lo",
-    "gain_mad_hi",
-    "p_mad",
-    "n",
-    "agent_accuracy",
+    *"""insight_calibration calibration_by truth_holder_alone acemad uniform best_mad
+    best_mad_accuracy gain_uniform gain_uniform_lo gain_uniform_hi p_uniform shuffled gain_shuffled gain_shuffled_lo
+    gain_shuffled_hi p_shuffled gain_dispersion gain_dispersion_lo gain_dispersion_hi p_dispersion gain_mad gain_mad_lo
+    gain_mad_hi p_mad n agent_accuracy""".split(),
 ]
-GAP_COLUMNS = [
-    "run",
-    "round",
-    "n_questions",
-    "score_right",
-    "score_wrong",
-    "gap",
-    "gap_lo",
-    "gap_hi",
-    "lift",
-    "lift_lo",
-    "lift_hi",
-]
+GAP_COLUMNS = "run round n_questions score_right score_wrong gap gap_lo gap_hi lift lift_lo lift_hi".split()
 
 
 def _average(tests: pd.DataFrame) -> pd.Series:

@@ -200,9 +200,9 @@ def _labels(meta: dict, method: str) -> list[str]:
 
 def _value_row(claim, line, claimed, stat, n, note, *, signed=True, model=PAPER_MODEL) -> dict:
     """An exact-value claim of the paper's `model`: `stat` = (ours, lo, hi); judged only on that model (finalize)."""
-    paper = f"{claimed:+.2f}" if signed else f"{claimed:.2f}"
-    verdict = value_verdict(claimed, *stat[1:], null=0.0 if signed else None)
-    return row(claim, line, paper, _ci(*stat, signed=signed), n, verdict, note, kind="value", model=model)
+    (x, lo, hi), paper = stat, f"{claimed:+.2f}" if signed else f"{claimed:.2f}"
+    verdict = value_verdict(claimed, lo, hi, null=0.0 if signed else None)
+    return row(claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value", model=model)
 
 
 def _accuracy(records: list, label: str) -> Optional[tuple]:
@@ -276,9 +276,10 @@ def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, pd.Series
     labels = _labels(run[0], method)
     ns = [run[0]["methods"][lab]["n_agents"] for lab in labels]
     upto = [lab for lab, n in zip(labels, ns) if n <= n_max]
-    long = TB.accuracy_long(run[1], methods=upto) if upto else None
-    avg = long[long.benchmark == TB.AVERAGE].set_index("method")["accuracy"] if upto else pd.Series(dtype=float)
-    return upto, ns[: len(upto)], avg
+    if not upto:
+        return upto, [], pd.Series(dtype=float)
+    long = TB.accuracy_long(run[1], methods=upto)
+    return upto, ns[: len(upto)], long[long.benchmark == TB.AVERAGE].set_index("method")["accuracy"]
 
 
 # ----------------------------------------------------------------------------- each test of data/claims.yaml
@@ -341,8 +342,8 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
     for t in targets:
         label, theirs = (t[0], {"paper_target": t[1], "paper_baselines": t[2]}) if isinstance(t, tuple) else (t, {})
         if run is None:
-            against = against_itself(paper, theirs.get("paper_target", label), theirs.get("paper_baselines", base),
-                                     columns)  # fmt: skip
+            mine = theirs.get("paper_baselines", base or [])
+            against = against_itself(paper, theirs.get("paper_target", label), mine, columns)
             note = "; ".join(n for n in (NOT_MADE, kind == "gain" and against) if n)
             out.append(row(f"{claim}: {label}", e["line"], None, note=note))
         else:
@@ -409,7 +410,7 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if test == "standard_mad":  # l.111 calls Decentralized MAD (l.209, l.511) "standard MAD"; +20.31 is neither gain
         if dec not in meta["methods"]:
             return [row(claim, line, f"{e['value']:+.2f}", note=f"no {dec} run")]
-        g = _average_gain(recs, t3, [dec])
+        g = _average_gain(recs, t3, [dec]) or {}
         printed, again = (paper_gain(paper, t3, [dec], TB.AVERAGE, recomputed=c) for c in (False, True))
         note = f"vs {dec}, which l.209 and l.511 call standard MAD; +20.31 = 49.92 - 29.61 (Sparse, the best MAD)"
         r = _value_row(claim, line, e["value"], (g["gain"], g["gain_lo"], g["gain_hi"]), int(g["n_paired"]), note)
@@ -597,7 +598,7 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
             paper, note = NOT_RUN_ROW.get(e["test"], (None, NOT_MADE))
             rows.append(row(claim, e["line"], paper, note=note))
         else:
-            rows += TESTS[e["test"]](e, run, claim, ctx)
+            rows += TESTS[e["test"]](e, run, claim, ctx)  # type: ignore[operator]
     if "full_datasets" in runs:  # notebook 07 ran: a table without its run was left out of OTHER_MODELS
         for r in rows:
             if "not made in this profile" in r["note"] and r["claim"].startswith(("Table 2 (", "Table 4", "Table 5")):
@@ -722,7 +723,7 @@ BASE_POINT = "the profile's population"  # the grid's reference point: no assump
 def by_construction(claim: str, params: dict, shares: dict) -> str:
     """Why a structural choice of the synthetic population or items pins a row (its entry's `pinned` in the data
     file, empty when none does). `shares`: {N: the truth-holders AceMAD's roster has at N}."""
-    e = next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
+    e: dict = next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
     pinned = e.get("pinned") or {}
     text = pinned.get("crowd_insight" if params.get("crowd_insight") else "none", pinned.get("always", ""))
     steps = ", ".join(f"N={n}: {k}" for n, k in sorted(shares.items()))
