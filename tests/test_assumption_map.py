@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from acemad_utils.agents.sim import SimParams
-from acemad_utils.data import paths as P
 from acemad_utils.data.sim_params import CALIBRATION_GRID
 from acemad_utils.experiments import assumption_map as AM
 from acemad_utils.experiments import registry as R
@@ -57,9 +56,7 @@ def test_controls_have_acemads_agents_and_the_skeptic_answers_alone():
 
 
 @pytest.fixture
-def small_setup(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+def small_setup(smoke_outputs):
     S = Setup(profile="default", benchmarks=["arc_challenge", "bbh"], n_items=60, workers=1)
     yield S
     S.close()
@@ -130,8 +127,7 @@ def test_knowledge_gap_sees_whether_right_agents_score_higher():
     assert AM.knowledge_gap([_record([0.5] * 5, [True] * 5)], label="none").iloc[0].n_questions == 0
 
 
-def test_a_real_model_profile_gets_no_map_and_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
+def test_a_real_model_profile_gets_no_map_and_says_why(tmp_outputs):
     table = AM.run_map(None, [], R.MAP_AXES)  # type: ignore[arg-type]  # no run: the Setup is never used
     assert table.empty and "real model" in table.attrs["note"]
     assert AM.heatmap(table, "model: m") is not None and AM.sweeps(table, "model: m") is not None

@@ -151,7 +151,7 @@ def test_adversarial_strings(text, want_q):
 @pytest.mark.parametrize(
     "text",
     [
-        '{"self_prob": {"A": Infinity, "B": 0.1}}',  # issue 33: once p = [0, 1], the stated answer flipped
+        '{"self_prob": {"A": Infinity, "B": 0.1}}',  # once p = [0, 1], the stated answer flipped
         '{"self_prob": {"A": 1' + "0" * 400 + ', "B": 1}}',
         '{"self_prob": {"A": 0.2, "B": NaN}}',
         '{"self_prob": {"A": 1e999, "B": 0.5}}',

@@ -1,4 +1,4 @@
-"""One line for each broken thing, naming the file and the fix that keeps results (issue 33.3): a full disk, a
+"""One line for each broken thing, naming the file and the fix that keeps results: a full disk, a
 killed kernel, a damaged transcripts.jsonl.gz, meta.json, subset file or cache row, an endpoint answering with
 no choices. After each fault, the fix the line names gives results byte-identical to a clean run."""
 
@@ -35,11 +35,8 @@ CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(met
 
 
 @pytest.fixture
-def repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
+def repo(smoke_outputs):
+    return smoke_outputs
 
 
 def _run(name="probe/r"):

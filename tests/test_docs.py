@@ -1,4 +1,5 @@
-"""Every module, function, file and command that README.md and docs/*.md name exists in this checkout.
+"""Every module, function, file and command that README.md, docs/*.md, bench/README.md and the package's docstrings
+and comments name exists in this checkout.
 
 What counts as a name (in `backticks` or a [link](target); commands also inside fenced blocks):
     a repository path        `acemad_utils/agents/sim.py`, `notebooks/09_assumption_map.ipynb`, [x](docs/y.md)
@@ -8,7 +9,8 @@ What counts as a name (in `backticks` or a [link](target); commands also inside 
     a module run with -m     `python -m acemad_utils.reproduce`
     an environment variable  ACEMAD_MAX_USD (anywhere): listed in data/settings.py's ENV_VARS, read there
 Paths under outputs/ (regenerated, git-ignored), placeholders (<profile>, *, ...) and a user's own files
-(my.jsonl) are not checked: they are not the repository's.
+(my.jsonl) are not checked: they are not the repository's. In docstrings and comments (acemad_utils/**) the names
+checked are file names (`debate.py`, ticked or not), `acemad_utils.x.y` and ticked dotted names.
 
 And every command the docs show runs as written in a fresh clone: no bare `python -m acemad_utils` (it needs the
 activated venv), and each ```bash block is run verbatim in a shell without it, skipping (named) the lines that need a
@@ -17,12 +19,15 @@ key, the network, make or another tool's server.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import io
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from functools import cache
 from pathlib import Path
 
@@ -46,7 +51,9 @@ PATH_LIKE = re.compile(r"[\w.-]+(/[\w.-]*)+|[\w-]+\.(py|md|ipynb|yaml|toml|cfg|s
 REPO_DIRS = {"acemad_utils", "notebooks", "profiles", "tests", "bench", "docs", "data", ".ci"}
 SUBPACKAGES = {p.parent.name for p in (Path(__file__).resolve().parents[1] / "acemad_utils").glob("*/__init__.py")}
 #: Names the docs' own examples define (`results.table`), and a user's own files (`my_task.py`).
-EXAMPLE_NAMES = {"results", "final", "r", "my_task"}
+EXAMPLE_NAMES = {"results", "final", "r", "my_task", "mine"}
+#: Dotted names in docstrings that are another library's (an OpenAI reply's field), not this package's.
+THEIRS = {"usage.prompt_tokens_details.cached_tokens"}
 FILE_SUFFIXES = {"md", "tex", "json", "jsonl", "toml", "py", "gz", "html", "sqlite", "csv", "yaml", "ipynb", "parquet"}
 #: Not the repository's: regenerated outputs, a user's run folder, placeholders.
 NOT_OURS = re.compile(r"^(outputs|acemad_runs|\.venv)(/|$)|[<>*{}]|\.\.\.")
@@ -156,12 +163,52 @@ def missing(text: str, doc: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("doc", [*DOCS, REPO / "bench" / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
 def test_every_name_a_doc_gives_exists(doc):
     gone = missing(doc.read_text(encoding="utf-8"), doc)
     assert not gone, f"{doc.relative_to(REPO)} names what this checkout does not have (fix the doc):\n" + "\n".join(
         gone
     )
+
+
+def prose(path: Path) -> str:
+    """The docstrings and comments of a Python file."""
+    text = path.read_text(encoding="utf-8")
+    out = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(ast.get_docstring(node, clean=False) or "")
+    return "\n".join(out)
+
+
+FILE_NAME = re.compile(r"(?<![\w./$<{-])((?:[\w.-]+/)*[\w-]+\.(?:py|ipynb|md|yaml))\b(?!\()")
+
+
+def missing_in_code(text: str, path: Path) -> list[str]:
+    """What the docstrings and comments `text` of `path` name that this checkout does not have, one line each."""
+    files = {f for f in FILE_NAME.findall(text) if not NOT_OURS.search(f) and f.split(".")[0] not in EXAMPLE_NAMES}
+    files = {f for f in files if "/" not in f or f.split("/")[0] in REPO_DIRS}  # not another package's file
+    dotted = {d for tick in TICKED.findall(text) if DOTTED.fullmatch(d := tick.strip().removesuffix("()"))}
+    dotted = {d for d in dotted | set(re.findall(r"\bacemad_utils(?:\.\w+)+", text)) if d.split(".")[0] in MODULES}
+    out = [f"file {f!r}" for f in sorted(files) if not path_exists(f, path)]
+    return out + [
+        f"name {d!r}" for d in sorted(dotted - THEIRS) if d.rsplit(".", 1)[-1] not in FILE_SUFFIXES and not resolves(d)
+    ]
+
+
+def test_every_name_a_docstring_or_comment_gives_exists():
+    gone = [f"{p.relative_to(REPO)}: {m}" for p in sorted(PACKAGE.rglob("*.py")) for m in missing_in_code(prose(p), p)]
+    assert not gone, "docstrings and comments name what this checkout does not have:\n" + "\n".join(gone)
+
+
+def test_the_docstring_check_sees_a_dropped_file_and_name():
+    text = "# see llm_usage.py and `rescoring.no_such_function`, also acemad_utils.report.gone\n"
+    assert missing_in_code(text, PACKAGE / "x.py") == [
+        "file 'llm_usage.py'",
+        "name 'acemad_utils.report.gone'",
+        "name 'rescoring.no_such_function'",
+    ]
+    assert missing_in_code("`debate.py`, transcripts.py, `rescoring.redecided`, N.md(x)", PACKAGE / "x.py") == []
 
 
 def test_the_check_sees_each_kind_of_name():

@@ -1,4 +1,4 @@
-"""Nothing outlives a killed driver (issue 33.7). Synthetic runs no longer fork worker processes (the vectorized
+"""Nothing outlives a killed driver. Synthetic runs no longer fork worker processes (the vectorized
 population answers in the kernel's own process), so the reproduce driver's only children are its notebook
 kernels: a SIGKILLed driver (the OOM killer, a closed terminal) must not leave a kernel computing on. jupyter_client
 tells each kernel its parent (JPY_PARENT_PID) and ipykernel's parent poller ends the kernel once that parent is

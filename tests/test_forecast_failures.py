@@ -1,4 +1,4 @@
-"""Failing never earns weight (issue 29.8): a peer prediction q that did not parse (after the repair call) is
+"""Failing never earns weight: a peer prediction q that did not parse (after the repair call) is
 scored as the worst forecast of its round, so its agent's weight cannot rise, on every backend (the debate
 engine reads the Step's flag whatever made it; the LLM agent sets it, tests/test_llm_agents.py)."""
 

@@ -1,4 +1,4 @@
-"""Issue 34: a synthetic profile's notebook kernel imports only what it uses. The openai SDK, tenacity and the LLM
+"""A synthetic profile's notebook kernel imports only what it uses. The openai SDK, tenacity and the LLM
 client load on first use (an LLM population), matplotlib where a figure is drawn (bench/imports.py times it)."""
 
 from __future__ import annotations

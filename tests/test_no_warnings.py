@@ -1,4 +1,4 @@
-"""No warning a user did not cause (issue 32 item 6): the default reproduce in a fresh clone, the benchmark summary,
+"""No warning a user did not cause: the default reproduce in a fresh clone, the benchmark summary,
 and the set-up's pip steps print no line matching "Warning".
 
     ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_no_warnings.py -s     # the fresh-clone run takes minutes

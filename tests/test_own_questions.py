@@ -1,4 +1,4 @@
-"""Your own questions (issue 30): the docs' API example run verbatim (synthetic and the fake endpoint), the
+"""Your own questions: the docs' API example run verbatim (synthetic and the fake endpoint), the
 `python -m acemad_utils run` command on JSONL and CSV files (with and without answers, hostile rows, a changed
 file), and the inspect_ai solvers evaluated by `inspect_ai.eval` against the fake server.
 

@@ -1,4 +1,4 @@
-"""The paper's experiment as the default (issue 12): rosters, Table 2's gain, Centralized MAD's decision, the
+"""The paper's experiment as the default: rosters, Table 2's gain, Centralized MAD's decision, the
 Single Agent's sampling, shared subsets, heterogeneity rows, the uniform ablation, Sparse at small N, the
 registry of the paper's tables, and method labels that never have to be typed by hand."""
 

@@ -1,4 +1,4 @@
-"""The synthetic population as a model of knowledge (issue 29 item 1, docs/population.md): an agent's peer-prediction
+"""The synthetic population as a model of knowledge (docs/population.md): an agent's peer-prediction
 skill follows from its latent state on the item, a persona only changes how likely each state is."""
 
 from __future__ import annotations
@@ -145,13 +145,11 @@ def test_near_copies_share_their_specs_first_agent_state_and_a_unique_agent_neve
     assert SimParams(crowd_copy=0.5).copy(0.1) == pytest.approx(0.45) and SimParams(crowd_copy=1.0).copy(1.5) == 0
 
 
-def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named_variant(tmp_path, monkeypatch):
-    from acemad_utils.data import paths as P
+def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named_variant(tmp_outputs):
     from acemad_utils.data.sim_params import FITTED, ORIGINAL
     from acemad_utils.experiments.setup import Setup
 
     assert {k: getattr(SimParams(), k) for k in FITTED} == FITTED
-    monkeypatch.setattr(P, "ROOT", tmp_path)
     fitted, original = Setup(population="fitted"), Setup(population="original")
     assert fitted.population.params == SimParams()
     assert {k: getattr(original.population.params, k) for k in ORIGINAL} == ORIGINAL
@@ -191,15 +189,12 @@ def test_docs_population_shows_the_committed_fit():
     assert fit.doc_block() in (ROOT / "docs" / "population.md").read_text(encoding="utf-8")
 
 
-def test_a_subset_another_synthetic_population_selected_is_not_reused(tmp_path, monkeypatch):
+def test_a_subset_another_synthetic_population_selected_is_not_reused(smoke_outputs, monkeypatch):
     from acemad_utils.agents.sim_vector import VectorSimPopulation
-    from acemad_utils.data import paths as P
     from acemad_utils.data.sim_params import ORIGINAL
     from acemad_utils.experiments import subsets
     from acemad_utils.experiments.setup import Setup
 
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
     S = Setup(benchmarks=["bbh"], n_items=30, workers=1)
     kept = S.subset("bbh")  # built by the fitted population, which reads it back
     name, qs = S.bench_name("bbh"), S.questions("bbh")

@@ -247,15 +247,12 @@ def test_every_notebook_a_notebook_reads_exists():
 
 
 DRIVER = """
-import sys, nbformat
+import os, sys, nbformat
 from pathlib import Path
-from acemad_utils.data import paths
 from acemad_utils.reproduce import cli
 tmp = Path(sys.argv[1])
-paths.ROOT = tmp  # the driver's outputs (executed copies, locks, the up-to-date record) too: never the checkout's
+os.environ["ACEMAD_ROOT"] = str(tmp)  # the driver's and its kernels' outputs: never the checkout's
 code = (
-    "from acemad_utils.data import paths\\n"
-    "paths.ROOT = __import__('pathlib').Path({root!r})\\n"
     "from acemad_utils.agents.sim import SimPopulation, make_items\\n"
     "from acemad_utils.experiments.runner import run_experiment\\n"
     "from acemad_utils.protocol.config import DebateConfig\\n"
@@ -267,7 +264,7 @@ for name in ("01_long", "02_long"):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('PROFILE = "mine"')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(code.format(root=str(tmp), name=name))]
+    nb.cells = [params, nbformat.v4.new_code_cell(code.format(name=name))]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbs[name] = tmp / f"{name}.ipynb"
     nbformat.write(nb, str(nbs[name]))

@@ -1,4 +1,4 @@
-"""One lock wherever the calls are made (issue 33.5): the runner takes the profile's lock (and the response
+"""One lock wherever the calls are made: the runner takes the profile's lock (and the response
 cache's for an LLM run) itself, so a notebook run by hand while another run of the profile is going refuses with
 one line (or queues with ACEMAD_LOCK_WAIT=1) instead of paying for the calls twice; the kernels the reproduce
 driver starts skip it (the driver holds it for them). A lock path that is a directory or a symbolic link is one
@@ -29,10 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # What a notebook cell run by hand does: one LLM run of profile 'probe' (3 demo questions, AceMAD N=2 T=1).
 BY_HAND = """
-import sys
-from pathlib import Path
-from acemad_utils.data import paths
-paths.ROOT = Path(sys.argv[1])
+import os, sys
+os.environ["ACEMAD_ROOT"] = sys.argv[1]
 from acemad_utils.agents.locks import LockRefused
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup
@@ -48,10 +46,8 @@ S.close()
 
 
 @pytest.fixture
-def repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    return tmp_path
+def repo(smoke_outputs):
+    return smoke_outputs
 
 
 def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:

@@ -22,20 +22,12 @@ from hypothesis import strategies as st
 
 from acemad_utils.agents.sim import make_items
 from acemad_utils.agents.sim_vector import VectorSimPopulation
-from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import gc_paused, parse_line, transcript_bytes
 from acemad_utils.experiments import runner
 from acemad_utils.protocol.config import DebateConfig
 
 CONFIGS = [DebateConfig(method="acemad", n_agents=5, rounds=3), DebateConfig(method="majority", n_agents=5)]
-
-
-@pytest.fixture
-def tmp_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
 
 
 def test_run_and_load_returns_what_load_run_reads(tmp_outputs, monkeypatch):
@@ -47,10 +39,8 @@ def test_run_and_load_returns_what_load_run_reads(tmp_outputs, monkeypatch):
 
 
 WORKER = """
-import sys
-from pathlib import Path
-from acemad_utils.data import paths
-paths.ROOT = Path(sys.argv[1])
+import os, sys
+os.environ["ACEMAD_ROOT"] = sys.argv[1]
 from acemad_utils.agents.sim import make_items
 from acemad_utils.agents.sim_vector import VectorSimPopulation
 from acemad_utils.experiments import runner

@@ -158,10 +158,11 @@ def _edit_keeping_size_and_times(path) -> None:
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
 
 
-def test_a_file_edited_back_to_its_size_and_time_is_a_change(tmp_outputs):
+def test_a_file_edited_back_to_its_size_and_time_is_a_change(tmp_outputs, monkeypatch):
     run = P.outputs("runs", "mine", "baselines")
     (run / "transcript.jsonl.gz").write_bytes(gzip.compress(b'{"answer": "A"}\n'))
-    table = P.DATA / "paper" / "table1.csv"
+    monkeypatch.setenv("ACEMAD_DATA_DIR", str(tmp_outputs / "benchmarks"))  # a file the notebooks read
+    table = tmp_outputs / "benchmarks" / "table1.csv"
     table.parent.mkdir(parents=True)
     table.write_text("method,acc\nvoting,0.5\n")
     assert _recorded_after(lambda: _edit_keeping_size_and_times(run / "transcript.jsonl.gz")) == {}
@@ -193,8 +194,9 @@ def test_benchmark_files_and_matplotlib_configuration_count(tmp_outputs, tmp_pat
     assert _recorded_after(lambda: rc.write_text("lines.linewidth: 9\n")) == {}
 
 
-def test_a_file_read_that_changes_while_the_notebooks_run_leaves_nothing_up_to_date(tmp_outputs):
-    table = P.DATA / "paper" / "table1.csv"
+def test_a_file_read_that_changes_while_the_notebooks_run_leaves_nothing_up_to_date(tmp_outputs, monkeypatch):
+    monkeypatch.setenv("ACEMAD_DATA_DIR", str(tmp_outputs / "benchmarks"))  # a file the notebooks read
+    table = tmp_outputs / "benchmarks" / "table1.csv"
     table.parent.mkdir(parents=True)
     table.write_text("method,acc\nvoting,0.5\n")
     stamp = uptodate.Stamp("mine")  # the driver takes it before the first notebook starts
@@ -202,9 +204,9 @@ def test_a_file_read_that_changes_while_the_notebooks_run_leaves_nothing_up_to_d
     note = stamp.save({"01_first": "fp"}, ran=["01_first"], reads={})
     assert "changed while they ran" in note and not stamp.path.exists()
     assert uptodate.Stamp("mine").recorded == {}
-    (P.DATA / "subsets").mkdir()
+    (tmp_outputs / "data" / "subsets").mkdir(parents=True)
     stamp = uptodate.Stamp("mine")
-    (P.DATA / "subsets" / "built.jsonl").write_text("{}\n")  # what the notebooks write is not a change read
+    (tmp_outputs / "data" / "subsets" / "built.jsonl").write_text("{}\n")  # written, not read
     assert stamp.save({"01_first": "fp"}, ran=["01_first"], reads={}) == ""
     assert uptodate.Stamp("mine").recorded == {"01_first": "fp"}
 

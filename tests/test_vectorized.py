@@ -15,7 +15,6 @@ import pytest
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.agents.sim_vector import VectorSimPopulation
-from acemad_utils.data import paths as P
 from acemad_utils.experiments import runner
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
@@ -40,13 +39,6 @@ VARIANTS = [DebateConfig(method=m) for m in METHODS] + [
     DebateConfig(method="majority", n_agents=10, roster="acemad"),
     DebateConfig(method="single", single_runs=3, repeat_offset=1_000_000),
 ]
-
-
-@pytest.fixture
-def tmp_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
 
 
 # ----------------------------------------------------------------------------- two-sample tests (numpy only)

@@ -156,7 +156,7 @@ def misconception_share(stats: Sequence[dict]) -> tuple[Optional[float], Optiona
 # ----------------------------------------------------------------------------- files
 def subsets_root() -> Path:
     """data/subsets, or outputs/smoke/subsets in smoke mode (CI must never touch data/)."""
-    return P.outputs("subsets") if P.smoke() else P.DATA / "subsets"
+    return P.outputs("subsets") if P.smoke() else P.root() / "data" / "subsets"
 
 
 def _dumps(obj) -> str:

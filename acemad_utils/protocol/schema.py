@@ -24,9 +24,9 @@ Role = Literal["debater", "moderator", "solo"]
 # The usage counters, each named here once (the LLM client, agents and the runner import these lists).
 #: The usage counters every Step carries (an LLM agent adds more, e.g. network_calls, repairs, parse_failures).
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
-#: What a call to an endpoint adds (llm_usage.Completion.usage; cached_tokens and retries only when not 0).
+#: What a call to an endpoint adds (usage.Completion.usage; cached_tokens and retries only when not 0).
 CALL_KEYS = ("network_calls", "cached_tokens", "retries")
-#: What an LLM agent's parsing adds (agents.py).
+#: What an LLM agent's parsing adds (llm_agent.py).
 PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")
 #: Present in every transcript record's usage, 0 if need be (runner.py); cached_tokens only where there were some.
 RECORD_USAGE_KEYS = tuple(k for k in USAGE_KEYS + CALL_KEYS + PARSE_KEYS if k != "cached_tokens")

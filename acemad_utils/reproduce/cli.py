@@ -6,7 +6,7 @@
     python -m acemad_utils.reproduce --profile paper --set SECOND_BASE_URL=http://127.0.0.1:8001/v1
 
 Profiles (profiles/*.yaml: papermill parameters per notebook, plus the run settings max_usd and
-calls_via) are loaded and checked by reproduce_profile.py before anything runs; `--set KEY=VALUE` (YAML
+calls_via) are loaded and checked by experiments/profiles.py before anything runs; `--set KEY=VALUE` (YAML
 value) overrides a common parameter or run setting for this run only; one that changes what the runs are (SEED,
 N_ITEMS, ...: profiles.run_key) names the run '<profile>.set-SEED-1', whose runs, subsets and tables go beside the
 profile's own. Before the first notebook of a

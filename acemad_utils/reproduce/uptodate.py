@@ -163,7 +163,7 @@ def _written_state() -> str:
     data/subsets/, the response cache aside (transcripts are the source of truth; the cache only saves calls)."""
     base = paths.outputs(create=False)
     skip = [base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
-    return tree_state([base, paths.DATA / "subsets"], skip=skip)
+    return tree_state([base, paths.root() / "data" / "subsets"], skip=skip)
 
 
 def _read_state() -> str:
