@@ -1,11 +1,19 @@
 """What every notebook's setup cell needs: one import line and one call whose arguments the cell shows.
 
-    from acemad_utils.notebook import config, figures, registry, save_figure, save_table, start, tables
-    setup, SRC = start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...)   # every Setup parameter, by name
-    result = setup.run(registry.baselines(N_VALUES, N_TABLE, SEED), n_max=N_MAX)  # a registry.RunResult
+    from acemad_utils.notebook import config, figures, registry, save_figure, save_table, start, tables, words
+    setup, SRC = start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...)   # every Setup parameter of the
+    result = setup.run(registry.baselines(N_VALUES, N_TABLE, SEED), n_max=N_MAX)  # notebook, named in the cell
     result.label("majority", n_agents=N_TABLE)   # ask the run for what to show; never rebuild a label
 
-map_runs / map_report: notebook 09's runs (experiments/assumptions.py) and its tables (report/assumptions.py).
+registry    the paper's experiments (what each notebook runs: experiments/registry.py); Setup.run returns a
+            registry.RunResult (.pick, .config, .label, .labels, .family)
+figures, tables, words, claims, premise    report/: plots, tables (artefact names, paper tables), what the
+            "What we see" f-strings share, the claims ledger, the premise check and the gain split
+config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
+theory      notebook 00's simulations (experiments/theory.py)
+assumption_map    notebook 09's assumption map (and notebook 08's assumption grid): its runs, table and figures
+other_model_table    notebook 07: one printed table run with its model (a ModelTable)
+SRC         the source label every table and figure carries ("SYNTHETIC ..." or the model's name)
 """
 
 from __future__ import annotations
@@ -19,18 +27,29 @@ from IPython import get_ipython
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV
 from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import profile_runs
-from acemad_utils.experiments import assumptions as map_runs
-from acemad_utils.experiments import params, registry, theory
+from acemad_utils.experiments import assumption_map, params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
-from acemad_utils.report import assumptions as map_report
-from acemad_utils.report import claims, figures, narrative, premise, readable, tables
+from acemad_utils.report import claims, figures, premise, readable, tables, words
 from acemad_utils.report.save import save_figure, save_table
 
 __all__ = [
-    "claims", "config", "figures", "map_report", "map_runs", "other_model_table", "narrative", "premise",
-    "profile_runs", "registry", "save_figure", "save_table", "start", "tables", "tables_once", "theory",
-]  # fmt: skip
+    "assumption_map",
+    "claims",
+    "config",
+    "figures",
+    "other_model_table",
+    "premise",
+    "profile_runs",
+    "registry",
+    "save_figure",
+    "save_table",
+    "start",
+    "tables",
+    "tables_once",
+    "theory",
+    "words",
+]
 
 # A kernel of `make reproduce` runs the driver's checkout, never another one (whose tables it would write).
 if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
