@@ -210,7 +210,7 @@ class LLMClient:
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's GET
         self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()  # guards self.mode and the progress counters
-        self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (llm_usage.py)
+        self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (usage.py)
         # attempts in flight (id -> start time), answered, failed, first start: the progress line
         self._flight, self._answered, self._failed_n, self._t0 = {}, 0, 0, None
         self._heartbeat = Heartbeat(self._progress_line, lambda: bool(self._flight), interval_from_env())
@@ -254,7 +254,7 @@ class LLMClient:
             self._store(key, model, out)
             return out
 
-    # Accounting (llm_usage.Accounting): kept as client methods, batch.py and callers use them.
+    # Accounting (usage.Accounting): kept as client methods, batch.py and callers use them.
     def call_cost(
         self,
         model: str,
@@ -268,7 +268,7 @@ class LLMClient:
         return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch=batch)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
-        """The most a call can cost before it is sent (llm_usage.Accounting.estimate_cost)."""
+        """The most a call can cost before it is sent (usage.Accounting.estimate_cost)."""
         return self.accounting.estimate_cost(model, messages, params, batch)
 
     def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> None:
@@ -279,7 +279,7 @@ class LLMClient:
         """Counters summed over this client's life, plus a cost estimate (None if a model has no price)."""
         return self.accounting.stats()
 
-    request_body = staticmethod(request_body)  # the /chat/completions body of a call (llm_request.py)
+    request_body = staticmethod(request_body)  # the /chat/completions body of a call (request.py)
 
     def describe(self) -> dict:
         """JSON-able, secret-free: model, endpoint kind, structured-output mode. Never the key or the URL."""

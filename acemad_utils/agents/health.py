@@ -6,7 +6,7 @@
     breaker.attempt_failed(exc)          # every failed attempt (connection, timeout, 401/403 count at once)
     breaker.call_failed(exc)             # a call whose retries are used up (429, 5xx count here)
     breaker.succeeded()                  # any answer resets the count
-    beat = Heartbeat(lambda: "3 answered, 0 failed, 8 in flight", interval=30)   # a line every 30 s
+    beat = Heartbeat(lambda: "3 answered, 0 failed", busy=lambda: True, interval=30)  # a line every 30 s
     text, truncated = cap_reply(text, 65536)
 
 Why a breaker: with every call failing, a run used to retry each call 6 times with 120 s timeouts and then

@@ -10,7 +10,7 @@
 Heterogeneity (Section 4.2) is configuration only: persona, temperature, thinking ("fast" | "slow"),
 model and base_url come from each agent's AgentSpec; one client is kept per endpoint. The texts an agent
 sends are in `prompts` (the paper's appendix), reading its replies is `commit.parse_commit`, and all LLM I/O
-goes through llm.LLMClient.
+goes through client.LLMClient.
 """
 
 from __future__ import annotations

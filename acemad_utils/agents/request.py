@@ -6,7 +6,7 @@
 
 Structured output (`schema=`) is asked for in one of MODES, best first: OpenAI's `json_schema` (strict),
 llama.cpp's `{"type": "json_object", "schema": ...}` (it turns the schema into a grammar), or plain text (the
-caller parses). Which mode an endpoint takes is llm_retry's business.
+caller parses). Which mode an endpoint takes is retry.py's business.
 
 A 200 whose body is not a usable completion (garbage, truncated JSON, an HTML page from a proxy, no
 choices) is a garbled body: `parse_reply` raises GarbledResponse, which the client retries like a 5xx (a proxy's

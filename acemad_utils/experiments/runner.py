@@ -61,11 +61,10 @@ from acemad_utils.experiments.run_files import (
     write_meta,
 )
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.debate import run_batch, run_question
 from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 from acemad_utils.protocol.schema import Population, Question, zero_usage
-from acemad_utils.protocol.vectorized import run_batch
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -276,7 +275,7 @@ def _run_in_order(run: _Run) -> None:
 
 
 # ----------------------------------------------------------------------------- batched populations: arrays
-#: Debates per batch (protocol.vectorized): numpy's per-call overhead small, a Ctrl-C answered within a second.
+#: Debates per batch (protocol.debate): numpy's per-call overhead small, a Ctrl-C answered within a second.
 #: The records do not depend on it (every draw is keyed by its debate: agents.streams).
 BATCH = 1024
 
@@ -293,7 +292,7 @@ def _answer_batch(run: _Run, jobs: Sequence[tuple]) -> list[dict]:
 
 
 def _run_in_batches(run: _Run) -> None:
-    """Each config's questions in batches of BATCH debates, in this process (protocol.vectorized: a round of a
+    """Each config's questions in batches of BATCH debates, in this process (protocol.debate: a round of a
     whole batch is a few numpy calls, so one process keeps up; no worker to fork, stop or keep in step)."""
     by_config: dict[str, list[tuple]] = {}
     for job in run.todo:

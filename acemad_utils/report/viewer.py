@@ -34,7 +34,7 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils.data.paths import ROOT, atomic_write, outputs
+from acemad_utils.data.paths import atomic_write, outputs, root
 from acemad_utils.data.transcripts import QUESTIONS, TRANSCRIPTS, load_run, run_dir, transcript_files
 from acemad_utils.protocol import beliefs
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
@@ -157,7 +157,7 @@ def page_link(experiment: str):
     same whether or not the page exists, so the notebook's output does not depend on this machine."""
     from IPython.display import Markdown
 
-    rel = page_path(experiment).resolve().relative_to(ROOT.resolve()).as_posix()
+    rel = page_path(experiment).resolve().relative_to(root()).as_posix()
     return Markdown(
         f"Every debate of this run: `python -m acemad_utils.report.viewer {experiment}` writes [{rel}](../{rel}) "
         "(a self-contained page: open it in a browser; JupyterLab shows it without its script until you click "

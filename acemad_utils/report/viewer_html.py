@@ -8,7 +8,7 @@ Why plain HTML: a notebook is read untrusted (JupyterLab straight after a clone)
 and through nbconvert's sanitizer, and each strips <style>, <svg> and scripts. So the fragment uses only tags all
 three keep (div, span, b, i, pre, table, tr, td, ul, li; class, id, data-*) and draws the bars as text: one
 line per option in a <pre>, block characters in 1/8 steps and the number, the correct option's line bold and
-starred. The run page (viewer_page) embeds these same fragments (`fold=True`) with its CSS.
+starred. The run page (viewer.write_run_page) embeds these same fragments (`fold=True`) with its CSS.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SHORT = 60  # an argument this long or shorter is shown whole; a longer one is c
 CLIP = 200  # how much of a long argument the notebook shows (the run page has it whole)
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
-# The run page's style (viewer_page puts it in the page's head); the notebook fragment has none and needs none.
+# The run page's style (in the page's head, viewer.write_run_page); the notebook fragment needs none.
 CSS = """
 .acemad-debate{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2328;margin:6px 0 14px}
 .acemad-debate .ad-head{margin:0 0 6px}
