@@ -325,7 +325,7 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
 
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     try:
-        meta, records = load_run("default/main")
+        meta, _ = load_run("default/main")
     except FileNotFoundError:
         pytest.fail("no smoke run default/main: test_notebook_runs_in_jupyterlab[03_main_results] (run first) makes it")
     path = V.write_run_page("default/main")
@@ -348,19 +348,6 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
     assert (int(d.get_attribute("data-agents")), int(d.get_attribute("data-rounds"))) == (n, t)
     assert d.locator("td.acemad-cell").count() == n * t
     assert d.locator("td.ad-weighted").last.inner_text().endswith("✓")  # a "correct" record: last round right
-    # The page's JS renderer and debate_html (the notebook's) show the same text, bars and cells.
-    rec = next(r for r in records if r["method"] == label and r["question_id"] == d.get_attribute("data-question"))
-    same = page.evaluate(
-        """html => {
-        const box = document.createElement('div'); box.innerHTML = html;
-        const a = box.querySelector('.acemad-debate'), b = document.querySelector('#debate .acemad-debate');
-        const count = (el, sel) => el.querySelectorAll(sel).length;
-        return [a.textContent === b.textContent, count(a, 'pre') === count(b, 'pre'),
-                count(a, 'td') === count(b, 'td'), count(a, 'details') === count(b, 'details')];
-    }""",
-        V.debate_html(rec, meta, fold=True),  # the page's markup: long arguments folded
-    )
-    assert same == [True, True, True, True], same
     d.locator("td.acemad-cell details summary").first.click()  # unfold one argument for the screenshot
     shot = P.ROOT / "outputs" / "smoke" / "browser_viewer_page.png"
     page.screenshot(path=str(shot))
