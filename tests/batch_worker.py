@@ -39,9 +39,7 @@ def population(url: str, cache: str, calls_via: str):
         cache=cache,
         calls_via=calls_via,
         batch_options=BATCH,
-        max_concurrency=8,
-        backoff=(0.0, 0.01),
-    )
+        max_concurrency=8, )
 
 
 def main(argv: list[str]) -> int:

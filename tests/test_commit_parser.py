@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from acemad_utils.agents.client import Completion
 from acemad_utils.agents.llm_agent import LLMAgent
-from acemad_utils.agents.usage import Completion
 from acemad_utils.protocol.commit import parse_commit
 from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 

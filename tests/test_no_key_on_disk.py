@@ -137,7 +137,7 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
     request/traceback, yet the same type and status code (callers still tell a 401 from a 500)."""
     monkeypatch.setenv("OPENAI_API_KEY", key)
     with FakeOpenAI(default=echo(key, status)) as srv:
-        c = LLMClient("m", srv.url, cache=str(tmp_path / "llm.sqlite"), backoff=(0.0, 0.01), max_attempts=2)
+        c = LLMClient("m", srv.url, cache=str(tmp_path / "llm.sqlite"), max_attempts=2)
         with pytest.raises(Exception) as exc:
             c.generate([{"role": "user", "content": "hi"}])
         assert f"Bearer {key}" in srv.auth and srv.count == (1 if status == 401 else 2)
@@ -178,7 +178,6 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
                 base_url=srv.url,
                 workers=4,
             )
-            S.population.client(None).backoff = (0.0, 0.01)  # retry at once (Setup keeps the defaults)
             print(S.describe(), S.population.describe(), S.population.usage())
             meta, recs = S.run(
                 "secrets",

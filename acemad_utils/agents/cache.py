@@ -76,6 +76,33 @@ def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
     return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
 
 
+def usage_tokens(u: Any) -> tuple[int, int, int]:
+    """(prompt, completion, cached prompt) tokens of a `usage` dict; 0 for what is missing or not a count."""
+    u = u if isinstance(u, dict) else {}
+    details = u.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+
+    def count(v: Any) -> int:
+        try:
+            return max(int(v or 0), 0)
+        except (TypeError, ValueError, OverflowError):
+            return 0
+
+    return count(u.get("prompt_tokens")), count(u.get("completion_tokens")), count(cached)
+
+
+def empty_reply(choice: Any) -> Optional[str]:
+    """Why a completion's first choice holds no text, or None when it has some."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str) and content.strip():
+        return None
+    tools = len(message.get("tool_calls") or []) if isinstance(message, dict) else 0
+    extra = f", {tools} tool call(s) only" if tools else ""
+    what = "content null" if content is None else "blank content"
+    return f"an empty reply ({what}{extra}, finish_reason {choice.get('finish_reason')!r})"
+
+
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
