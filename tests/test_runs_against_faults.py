@@ -20,9 +20,8 @@ import pytest
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.request import GarbledResponse
+from acemad_utils.agents.client import CallDeadlineExceeded, GarbledResponse
 from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.transport import CallDeadlineExceeded
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner

@@ -298,7 +298,9 @@ class _Guard(httpx2.AsyncClient):
         self.owner = owner
 
     async def send(self, request: httpx2.Request, *, stream: bool = False, **kw: Any) -> httpx2.Response:
-        o, call = self.owner, _ATTEMPTS.get(None) or {}
+        o, call = self.owner, _ATTEMPTS.get(None)
+        if call is None:  # off the hot path (GET /models, the model probe): bounded, not counted
+            return await self._bounded(request, **kw)
         if o.breaker.message is not None:
             raise _Stop(o.breaker.message)
         call["n"] = call.get("n", 0) + 1
