@@ -318,8 +318,8 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     assert "SUMMARY: ok 2 failed 0" in out.out or "ok 2 failed 0" in out.out, out.out
     executed = env / "repo" / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
     locks = [
-        env / "repo" / "outputs" / "smoke" / "runs" / "urls" / ".lock",
-        env / "repo" / "outputs" / "smoke" / "cache" / ".lock",
+        env / "repo" / "outputs" / "smoke" / "runs" / "urls" / ".lock.holder",
+        env / "repo" / "outputs" / "smoke" / "cache" / ".lock.holder",
     ]
     assert executed.exists() and all(p.exists() for p in locks)
     assert "127.0.0.1" in executed.read_text() and "--set BASE_URL=http://127.0.0.1" in locks[0].read_text()

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import os
 import re
@@ -287,7 +286,6 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 _LOOP: Optional[tuple[asyncio.AbstractEventLoop, int]] = None
 _LOOP_LOCK = threading.Lock()
-_ATTEMPTS: contextvars.ContextVar[dict] = contextvars.ContextVar("acemad_attempts")
 
 
 class _Guard(httpx2.AsyncClient):
@@ -298,7 +296,9 @@ class _Guard(httpx2.AsyncClient):
         self.owner = owner
 
     async def send(self, request: httpx2.Request, *, stream: bool = False, **kw: Any) -> httpx2.Response:
-        o, call = self.owner, _ATTEMPTS.get(None)
+        # the call this attempt belongs to, named in a header the SDK copies onto every attempt (a contextvar
+        # would not reach it under nest_asyncio, which papermill's kernels apply)
+        o, call = self.owner, self.owner._calls.get(request.headers.pop("x-acemad-call", ""))
         if call is None:  # off the hot path (GET /models, the model probe): bounded, not counted
             return await self._bounded(request, **kw)
         if o.breaker.message is not None:
@@ -329,7 +329,7 @@ class _Guard(httpx2.AsyncClient):
             raise openai.APIStatusError(f"the endpoint {o.where} redirects {request.url.path} ({where[:200]}); "
                                         "redirects are never followed (the key is sent to the host you named "
                                         "only): set the base URL to the final one", response=response, body=None)
-        elif request.method == "POST" and request.url.path.endswith("/chat/completions"):
+        elif request.method == "POST":  # in a call: its chat completion
             if response.status_code < 300:
                 try:
                     call["reply"] = parse_reply(response.content, o.where)
@@ -424,6 +424,7 @@ class LLMClient:
         self._by_model: dict[tuple[str, bool], list[int]] = {}  # (model, batch) -> billed [prompt, completion, cached]
         self._modes: dict[str, int] = {}
         self._flight: dict[int, float] = {}
+        self._calls: dict[str, dict] = {}  # id -> the attempts of a call in flight (_Guard)
         self._answered = self._failed_n = 0
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
@@ -496,13 +497,15 @@ class LLMClient:
         while True:
             mode = self.mode if schema is not None else None
             call = {"json_mode": mode in ("json_schema", "json_object")}
-            _ATTEMPTS.set(call)
+            self._calls[str(id(call))] = call
             try:
                 try:
                     async with asyncio.timeout_at(stop_at):
                         await self._aio.post("/chat/completions", cast_to=httpx2.Response,
-                                             body=request_body(model, messages, params, mode, schema=schema))
+                                             body=request_body(model, messages, params, mode, schema=schema),
+                                             options={"headers": {"x-acemad-call": str(id(call))}})
                 finally:
+                    self._calls.pop(str(id(call)), None)
                     attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
                 reply = call["reply"]
                 if empty_reply(reply["choices"][0]) is not None:
