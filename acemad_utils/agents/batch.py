@@ -167,7 +167,6 @@ def request_line(key: str, body: dict) -> str:
     )
 
 
-
 class Deferred(Exception):
     """A call was queued for the next batch instead of being sent: its question waits (runner: not a failure)."""
 

@@ -315,7 +315,9 @@ class _Guard(httpx2.AsyncClient):
                 o._failed_n += 1
                 call["last"] = e
                 ours = isinstance(e, (openai.OpenAIError, _Garbled))  # a body, not the connection
-                o.breaker.failed("timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else "connection", e)
+                o.breaker.failed(
+                    "timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else "connection", e
+                )
                 raise
             finally:
                 o._flight.pop(id(token), None)
@@ -326,9 +328,13 @@ class _Guard(httpx2.AsyncClient):
                              response=response, body=None))  # fmt: skip
         elif 300 <= response.status_code < 400:  # never followed: the key stays with the host named
             where = response.headers.get("location") or "no Location"
-            raise openai.APIStatusError(f"the endpoint {o.where} redirects {request.url.path} ({where[:200]}); "
-                                        "redirects are never followed (the key is sent to the host you named "
-                                        "only): set the base URL to the final one", response=response, body=None)
+            raise openai.APIStatusError(
+                f"the endpoint {o.where} redirects {request.url.path} ({where[:200]}); "
+                "redirects are never followed (the key is sent to the host you named "
+                "only): set the base URL to the final one",
+                response=response,
+                body=None,
+            )
         elif request.method == "POST":  # in a call: its chat completion
             if response.status_code < 300:
                 try:
@@ -429,8 +435,13 @@ class LLMClient:
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
         self._beat = False
-        self._aio = openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout,
-                                       max_retries=max_attempts - 1, http_client=_Guard(self, timeout=self.timeout))
+        self._aio = openai.AsyncOpenAI(
+            api_key=self._key,
+            base_url=self._base_url,
+            timeout=self.timeout,
+            max_retries=max_attempts - 1,
+            http_client=_Guard(self, timeout=self.timeout),
+        )
         self._sync: Optional[openai.OpenAI] = None
 
     @property
@@ -501,9 +512,12 @@ class LLMClient:
             try:
                 try:
                     async with asyncio.timeout_at(stop_at):
-                        await self._aio.post("/chat/completions", cast_to=httpx2.Response,
-                                             body=request_body(model, messages, params, mode, schema=schema),
-                                             options={"headers": {"x-acemad-call": str(id(call))}})
+                        await self._aio.post(
+                            "/chat/completions",
+                            cast_to=httpx2.Response,
+                            body=request_body(model, messages, params, mode, schema=schema),
+                            options={"headers": {"x-acemad-call": str(id(call))}},
+                        )
                 finally:
                     self._calls.pop(str(id(call)), None)
                     attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
@@ -655,9 +669,12 @@ class LLMClient:
         except openai.APIConnectionError as e:
             cause = type(e.__cause__).__name__ if e.__cause__ is not None else type(e).__name__
             setting = setting or "BASE_URL / OPENAI_BASE_URL"
-            fix = (f"check the network connection, or set {setting} to an OpenAI-compatible server"
-                   if self._base_url is None else f"start the server, or set {setting} to a running OpenAI-compatible "
-                   "server such as http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com")
+            fix = (
+                f"check the network connection, or set {setting} to an OpenAI-compatible server"
+                if self._base_url is None
+                else f"start the server, or set {setting} to a running OpenAI-compatible "
+                "server such as http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com"
+            )
             raise EndpointUnreachable(f"cannot reach the model endpoint {self.where} (GET /models: {cause}); {fix}. "
                                       "No paid call was made.") from None  # fmt: skip
         except openai.APIStatusError as e:
@@ -722,4 +739,3 @@ class LLMClient:
             self._run(self._aio.close())
         if self._sync is not None:
             self._sync.close()
-

@@ -85,9 +85,9 @@ class RunLock:
             who = (f"pid {h.get('pid')} on {h.get('host')} since {h.get('since')} ({h.get('command')})" if h
                    else "a process that has not written its name yet")  # fmt: skip
             if not self.wait:
-                raise LockRefused(f"[{self.profile}] another run holds {path.parent.name}/{path.name}: {who}; it would "
-                                  f"pay for the same calls twice. Wait for it to finish, or {self.hint} to queue behind "
-                                  "it") from None  # fmt: skip
+                raise LockRefused(f"[{self.profile}] another run holds {path.parent.name}/{path.name}: {who}; it "
+                                  f"would pay for the same calls twice. Wait for it to finish, or {self.hint} to "
+                                  "queue behind it") from None  # fmt: skip
             print(f"[{self.profile}] waiting for the run holding {path}: {who}", flush=True)
             lock.acquire()
         me = {"pid": os.getpid(), "host": socket.gethostname(), "command": redact(" ".join(sys.argv))[:300],
