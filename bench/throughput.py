@@ -9,6 +9,7 @@ LLMClient(max_concurrency=F), no cache, prompts of 2,000 characters. No client c
 client process's CPU per call. The baseline is `git archive <ref> acemad_utils` in a temp dir.
 
     python bench/throughput.py                                # L in {1, 2} s, F in {64, 256}, 4 waves (~2 min)
+    python bench/throughput.py --quick                        # L = 1 s, F = 64, 2 waves
     python bench/throughput.py --latency 1 --inflight 256 --waves 8 --baseline 06b308a
 
 Prints figures and the load; asserts nothing.
@@ -74,6 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--latency", type=float, nargs="+", default=[1.0, 2.0], help="seconds per call (default 1 2)")
     ap.add_argument("--inflight", type=int, nargs="+", default=[64, 256], help="in-flight bounds F (default 64 256)")
     ap.add_argument("--waves", type=int, default=4, help="calls = waves x F (default 4)")
+    ap.add_argument("--quick", action="store_true", help="L = 1 s, F = 64, 2 waves (under a minute)")
     ap.add_argument("--baseline", default="main", help="git ref of the client to compare with (default main)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", nargs=4, help=argparse.SUPPRESS)
@@ -84,6 +86,8 @@ def main(argv=None) -> int:
     if a.client:
         _client(a.client[0], float(a.client[1]), int(a.client[2]), int(a.client[3]))
         return 0
+    if a.quick:
+        a.latency, a.inflight, a.waves = [1.0], [64], 2
     base = tempfile.mkdtemp(prefix="acemad-baseline-")
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.baseline, "acemad_utils"], capture_output=True,
                              check=True).stdout  # fmt: skip
