@@ -35,13 +35,16 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next((int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")), 0)
+            length = next(
+                (int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")), 0
+            )
             body = json.loads(await reader.readexactly(length)) if length else {}
             model = str(body.get("model", ""))
             await asyncio.sleep(float(model[6:]) if model.startswith("sleep-") else 0.0)
+            text = "I have weighed the options. " * 20
             reply = json.dumps({"id": "b", "object": "chat.completion", "created": 0, "model": model, "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": "I have weighed the options. " * 20},
-                 "finish_reason": "stop"}], "usage": {"prompt_tokens": 500, "completion_tokens": 120}}).encode()  # fmt: skip
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 500, "completion_tokens": 120}}).encode()  # fmt: skip
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                          % (len(reply), reply))  # fmt: skip
             await writer.drain()
@@ -96,8 +99,10 @@ def main(argv=None) -> int:
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"  # type: ignore[union-attr]
     print(f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; baseline {a.baseline} ({rev.stdout.strip()})")
-    print(f"{'L s':>4} {'F':>4} {'calls':>5} | {'this tree: calls/s':>18} {'fed':>5} {'cpu/call':>8} | "
-          f"{'baseline: calls/s':>17} {'fed':>5} {'cpu/call':>8} | {'ratio':>5}")
+    print(
+        f"{'L s':>4} {'F':>4} {'calls':>5} | {'this tree: calls/s':>18} {'fed':>5} {'cpu/call':>8} | "
+        f"{'baseline: calls/s':>17} {'fed':>5} {'cpu/call':>8} | {'ratio':>5}"
+    )
     try:
         for latency in a.latency:
             for f in a.inflight:

@@ -39,7 +39,8 @@ def population(url: str, cache: str, calls_via: str):
         cache=cache,
         calls_via=calls_via,
         batch_options=BATCH,
-        max_concurrency=8, )
+        max_concurrency=8,
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -224,9 +224,7 @@ def test_moderator_and_solo_commit_only_self_prob():
 # ----------------------------------------------------------------------------- population
 def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
     with FakeOpenAI(by_kind([GOOD] * 10)) as a, FakeOpenAI(by_kind([GOOD] * 10)) as b:
-        pop = LLMPopulation(
-            model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite")
-        )
+        pop = LLMPopulation(model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite"))
         specs = [AgentSpec(), AgentSpec("Skeptic", 0.6, "slow"), AgentSpec(model="other-model", base_url=b.url)]
         identity = _identity(pop.describe())
         agents = pop.agents(specs, Q)

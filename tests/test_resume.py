@@ -204,9 +204,7 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_ou
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
     srv = fake_server
-    pop = LLMPopulation(
-        model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite")
-    )
+    pop = LLMPopulation(model="m", base_url=srv.url, api_key="sk-test", cache=str(tmp_outputs / "c.sqlite"))
     d = runner.run_experiment("torn", items, [cfg], pop, workers=2, progress=False)
     path = d / "transcripts.jsonl"
     clean = transcript_bytes(path)

@@ -17,10 +17,9 @@ import numpy as np
 import openai
 import pytest
 
-from acemad_utils.agents.client import LLMClient
+from acemad_utils.agents.client import CallDeadlineExceeded, GarbledResponse, LLMClient
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.client import CallDeadlineExceeded, GarbledResponse
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts

@@ -15,10 +15,10 @@ background thread per process: callers are threads, the calls in flight are coro
 Why a `_Guard` under the SDK (its httpx2 client's `send`, which the SDK calls once per attempt): the SDK's timeout
 bounds each gap between bytes, so an endpoint that sends one byte a second never times out. Each attempt runs
 under asyncio.timeout (connect, headers and body) and reads at most MAX_RESPONSE_BYTES, never inflated; the call
-with its retries runs under asyncio.timeout_at(its deadline). The guard is also where an attempt is counted
-(in flight, the breaker, the concurrency bound) and where a 2xx chat body that is not a completion is turned
-into a retryable error. Structured output (`schema=`) is asked for in the best mode the endpoint takes
-(MODES), detected once. A reply without text is EmptyReply: the call fails and nothing is cached.
+with its retries runs under asyncio.timeout_at(its deadline) (3.11's: it never loses a cancellation, as wait_for
+can). The guard also counts each attempt (in flight, the breaker, the concurrency bound) and turns a 2xx chat body
+that is not a completion into a retryable error. Structured output (`schema=`) is asked for in the best mode the
+endpoint takes (MODES), detected once. A reply without text is EmptyReply: the call fails and nothing is cached.
 """
 
 from __future__ import annotations
@@ -258,7 +258,8 @@ class Breaker:
     def __init__(self, where: str, threshold: int = BREAKER_THRESHOLD):
         if threshold < 1:
             raise ValueError(f"breaker threshold must be >= 1, got {threshold}")
-        self.where, self.threshold, self.kind, self.count = where, threshold, None, 0
+        self.where, self.threshold, self.count = where, threshold, 0
+        self.kind: Optional[str] = None
         self.message: Optional[str] = None
 
     def failed(self, kind: Optional[str], exc: BaseException) -> None:
@@ -348,7 +349,7 @@ class _Guard(httpx2.AsyncClient):
     async def _bounded(self, request: httpx2.Request, **kw: Any) -> httpx2.Response:
         """One attempt's whole response within the owner's timeout, its raw body read to at most the cap."""
         try:
-            async with asyncio.timeout(self.owner.timeout):
+            async with asyncio.timeout(self.owner.timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
                 response = await super().send(request, stream=True, **kw)
                 try:
                     body = bytearray()
@@ -507,11 +508,11 @@ class LLMClient:
         attempts = sent = 0  # attempts in this mode, network calls in all
         while True:
             mode = self.mode if schema is not None else None
-            call = {"json_mode": mode in ("json_schema", "json_object")}
+            call: dict[str, Any] = {"json_mode": mode in ("json_schema", "json_object")}
             self._calls[str(id(call))] = call
             try:
                 try:
-                    async with asyncio.timeout_at(stop_at):
+                    async with asyncio.timeout_at(stop_at):  # type: ignore[attr-defined]
                         await self._aio.post(
                             "/chat/completions",
                             cast_to=httpx2.Response,
@@ -689,8 +690,9 @@ class LLMClient:
             self._check_served(listing, timeout)
 
     async def _get(self, path: str, timeout: float, **kw: Any) -> httpx2.Response:
-        async with asyncio.timeout(timeout):
-            return await self._aio.get(path, cast_to=httpx2.Response, options={"max_retries": 0, **kw})
+        options: Any = {"max_retries": 0, **kw}
+        async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
+            return await self._aio.get(path, cast_to=httpx2.Response, options=options)
 
     def _check_served(self, listing: httpx2.Response, timeout: float) -> None:
         """A llama.cpp server lists its file's name and answers any model name, so a listing alone would refuse
@@ -704,7 +706,7 @@ class LLMClient:
             return
 
         async def probe() -> httpx2.Response:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
                 return await self._aio.post("/chat/completions", cast_to=httpx2.Response, options={"max_retries": 0},
                                             body={"model": self.model, "max_tokens": 1,
                                                   "messages": [{"role": "user", "content": "OK"}]})  # fmt: skip
