@@ -1,26 +1,14 @@
-"""`python -m acemad_utils run QUESTIONS`: AceMAD and the baselines on a question file (JSONL, CSV, or any dataset
-file by its columns: JSONL, CSV, Parquet).
+"""`python -m acemad_utils run QUESTIONS` (AceMAD and the baselines on a question file) and `... pilot`.
 
-    python -m acemad_utils run my.jsonl --methods acemad,decentralized,majority --synthetic
+    python -m acemad_utils run my.jsonl --methods acemad,decentralized,majority --synthetic [--challenging]
     python -m acemad_utils run my.csv --methods acemad,single --model gpt-4o-mini --base-url https://.../v1
-    python -m acemad_utils run my.jsonl --synthetic --rounds 3 --agents 5 --eta 2 --out my_runs --challenging
     python -m acemad_utils run arc.parquet --question-col question --choices-col choices --answer-col answerKey
     python -m acemad_utils run my.jsonl --model gpt-4o-mini --role-model skeptic=llama-3-8b@http://127.0.0.1:8000/v1
 
-The file format is data/own.py's (question, options as a list or a label -> text map, optional answer, optional
-id), or, with --question-col/--choices-col/--answer-col/--id-col, any file whose columns are named (own.read_columns:
-the published shapes of ARC-Challenge, MMLU-Pro, TruthfulQA mc1). The whole file is checked before any model call,
-a bad row stops the command with one line naming the file, row and field (exit 2). With an endpoint, the calls,
-dollars and wall time are printed before anything is sent (api.estimate); above CONFIRM_USD or CONFIRM_CALLS the
-command asks first (--yes: do not ask; a stdin that is not a terminal refuses). It writes, under --out (default
-./acemad_runs): the transcripts (runs/<name>/<model>-<data hash>/), the table (tables/<name>.md and .csv: accuracy
-with n and 95% CIs per method, AceMAD's paired gain and p against each other method, then the premise check and the
-gain split's controls re-decided from AceMAD's commitments, report/premise.py; only questions with an answer count;
-the premise sentence printed under it), the debate viewer page (viewer/...html), and prints where they are.
---challenging first keeps the questions the naive single agent gets right in fewer than 40% of 5 runs at
-temperature 0.7 (the paper's challenging-subset rule, reusing experiments/subsets.py; every question needs an
-answer then). A run where more than half of the commitments did not parse exits 1 with one line, as `make
-reproduce` does.
+The whole file is checked before any call (a bad row: one line, exit 2); with an endpoint the calls, dollars and
+wall time are printed first, and above CONFIRM_USD / CONFIRM_CALLS it asks (--yes). Under --out: transcripts, the
+table (accuracy with CIs, paired gains, the premise check and the gain split), the viewer page. --challenging keeps
+the questions the naive single agent gets right in < 40% of 5 runs. Over half the commitments unparsed: exit 1.
 """
 
 from __future__ import annotations
@@ -48,9 +36,8 @@ from acemad_utils.protocol.schema import Question
 from acemad_utils.report import premise as PR
 from acemad_utils.report.viewer import page_path
 
-THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
-# Above either, the command asks before it sends anything (--yes: it does not ask). $1 is ~2,000 questions x 3
-# methods on GPT-4o-mini; 2,000 calls is ~8 min at 8 in flight, and what an unpriced endpoint is judged by.
+THRESHOLD = pilot.THRESHOLD
+# Above either the command asks before sending (--yes: not). $1 is ~2,000 questions x 3 methods on GPT-4o-mini.
 CONFIRM_USD, CONFIRM_CALLS = 1.0, 2000
 
 
@@ -60,10 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run methods on a question file (.jsonl or .csv); see docs/own-questions.md")
-    r.add_argument(
-        "questions",
-        help="a .jsonl or .csv file (question, options, answer, id), or with --*-col any .jsonl, .csv or .parquet",
-    )
+    r.add_argument("questions", help="a .jsonl or .csv file (question, options, answer, id), or with --*-col any "
+                   ".jsonl, .csv or .parquet")  # fmt: skip
     r.add_argument("--methods", default="acemad,decentralized,majority", help=f"comma-separated, from {METHODS}")
     who = r.add_mutually_exclusive_group(required=True)
     who.add_argument("--synthetic", action="store_true", help="the synthetic population (a mechanism model, no LLM)")
@@ -89,9 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     cols.add_argument("--answer-col", help="the gold answer's column: a label, an option's text or a 0-based index")
     cols.add_argument("--id-col", help="a column of unique ids (default: an id from the question's content)")
     cols.add_argument("--skip-invalid", action="store_true", help="leave out rows that fail the checks (each named)")
-    p = sub.add_parser(
-        "pilot", help="a few dollars first: the premise check and the n the full run needs (docs/own-model.md)"
-    )
+    p = sub.add_parser("pilot", help="a few dollars first: the premise check and the n the full run needs")
     p.add_argument("questions", nargs="?", help="a question file (.jsonl/.csv); or --profile")
     p.add_argument("--profile", help="a profile's challenging subsets, e.g. paper (make pilot PROFILE=paper)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as reproduce --set (--profile)")
@@ -102,9 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the priced plan and stop (no call)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=8, help="questions in flight (a question file)")
-    p.add_argument(
-        "--out", default=api.DEFAULT_OUT, help=f"output folder of a question file (default ./{api.DEFAULT_OUT})"
-    )
+    p.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder of a file (default ./{api.DEFAULT_OUT})")
     return ap
 
 
@@ -138,17 +119,15 @@ def questions(args) -> list[Question]:
 
 
 def confirm(line: str, args, est) -> None:
-    """Print the estimate; above CONFIRM_USD / CONFIRM_CALLS ask (y/N) unless --yes; a stdin that cannot answer
-    refuses (ValueError: one line naming --yes)."""
+    """Print the estimate; above CONFIRM_USD / CONFIRM_CALLS ask (y/N) unless --yes (a stdin that cannot answer
+    refuses)."""
     print(line, flush=True)
     big = est.calls > CONFIRM_CALLS or (est.usd is not None and est.usd > CONFIRM_USD)
     if not big or args.yes:
         return
     if not sys.stdin.isatty():
-        raise ValueError(
-            f"the estimate is above ${CONFIRM_USD:g} or {CONFIRM_CALLS:,} calls and stdin cannot answer; "
-            "add --yes to run it (nothing was sent)"
-        )
+        raise ValueError(f"the estimate is above ${CONFIRM_USD:g} or {CONFIRM_CALLS:,} calls and stdin cannot answer; "
+                         "add --yes to run it (nothing was sent)")  # fmt: skip
     print("send these calls? [y/N] ", end="", file=sys.stderr, flush=True)
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise ValueError("not confirmed: nothing was sent")
@@ -163,8 +142,8 @@ def run_name(path: Path, name: Optional[str]) -> str:
 
 
 def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
-    """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs:
-    subsets.py's configuration and item statistics, run in this --out (never the repository's data/)."""
+    """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs (the
+    subset rule, run in this --out, never the repository's data/)."""
     missing = [q.id for q in qs if q.answer is None]
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
@@ -184,8 +163,7 @@ def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
 
 
 def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path], str]:
-    """tables/<run name>.md and .csv under --out (one per run: another model or a changed file gets its own);
-    (the .md path or None when nothing is scored, the text shown)."""
+    """(tables/<run name>.md under --out, or None when nothing is scored; the text shown), and its .csv."""
     table = results.table()
     if table.empty:
         return None, "no question has an answer: no accuracy table (the debates are in the transcripts)"
@@ -235,12 +213,9 @@ def run(args) -> int:
     summary = res.meta.get("summary") or {}
     n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
     if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/guard.py): no beliefs were measured
-        print(
-            f"{n} of {max(of, n)} commitments ({100 * n / max(of, n):.0f}%) did not parse after the repair call, more "
-            f"than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the model's "
-            "replies (commit_raw in the transcripts) and --model / --base-url",
-            file=sys.stderr,
-        )
+        print(f"{n} of {max(of, n)} commitments ({100 * n / max(of, n):.0f}%) did not parse after the repair call, "
+              f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the "
+              "model's replies (commit_raw in the transcripts) and --model / --base-url", file=sys.stderr)  # fmt: skip
         return 1
     return 1 if failed else 0
 

@@ -1,25 +1,15 @@
 """The pilot: a few dollars on your model before the full run, to learn whether AceMAD's premise holds there and
 how many questions (and dollars) the full run needs (docs/own-model.md).
 
-    make pilot PROFILE=paper                                  # = python -m acemad_utils pilot --profile paper
-    python -m acemad_utils pilot --profile paper --usd 3 --dry-run     # the priced plan only, no call
+    make pilot PROFILE=paper                          # = python -m acemad_utils pilot --profile paper [--dry-run]
     python -m acemad_utils pilot my.jsonl --model gpt-4o-mini [--base-url URL]   # a question file
 
-What it runs: AceMAD (T=3) and its compute-matched baseline, self-consistency (the naive agent sampled as many
-times as AceMAD calls), on a stratified sample: k questions per benchmark of the profile's challenging subsets (when
-they are not built yet, a seeded sample of input items is screened with the subset construction's own agent and
-rule, notebook 01's calls), or k per `benchmark` of a question file. k is the most the budget (--usd, default 5,
-and MAX_USD if lower) buys at the estimate's prices; it refuses to start when no estimate can be shown (an
-unpriced model) or when 2 questions per benchmark already cost more. The budget is also the run's MAX_USD.
-
-What it prints: the estimate; the premise check (report.premise: the top-scoring agent's lift over a random agent,
-the rank correlation of score and correctness, the commitments' parse failures); the observed accuracies, paired
-gain, discordance and correlation of AceMAD against self-consistency; then the power table of `make estimate` at
-the observed correlation (report.power, cost.power): the n and dollars each claim family needs.
-
-Nothing is paid twice: the pilot's configs are the full run's own (registry.main_results; api.configs for a file),
-on the same questions, through the same response cache (outputs/cache/llm.sqlite; <out>/cache for a file), whose
-key is the call itself and its scope (question, agent, round, repeat), not the run's name.
+It runs AceMAD (T=3) and self-consistency (the compute-matched baseline) on k questions per benchmark of the
+profile's challenging subsets (not built yet: a seeded sample of input items screened by the subset rule) or of a
+file; k is the most the budget (--usd, default 5, or a lower MAX_USD, also the run's cap) buys at the estimate's
+prices; no estimate (an unpriced model), no start. It prints the premise check, the gain split, the observed pair
+and the power table at the observed correlation. The configs, questions and response cache are the full run's
+own, so nothing is paid twice.
 """
 
 from __future__ import annotations
@@ -60,17 +50,16 @@ MARGIN = 1.5  # screen this many times the input items the kept share says k nee
 
 
 def pilot_configs(P: dict) -> list[DebateConfig]:
-    """AceMAD at the paper's T and self-consistency, exactly as notebook 03's run makes them (same cache scopes)."""
+    """AceMAD at the paper's T and self-consistency, as notebook 03's run makes them (same cache scopes)."""
     main = registry.main_results(P.get("ROUNDS") or [ROUNDS], P.get("ETA", 2.0), P.get("SEED", 0))
     if "matched" not in main.groups:
         raise ValueError("this version has no compute-matched baseline (self_consistency) in notebook 03's run")
     return main.select("acemad", rounds=ROUNDS) + main["matched"]
 
 
-# ----------------------------------------------------------------------------- the price, before any call
 def price(parts: Sequence[tuple[registry.Run, dict, dict]], P: dict, terms: dict) -> tuple[Optional[float], float]:
     """(USD or None when a model is unpriced, calls sent) of runs [(Run, {benchmark: sample items}, {benchmark: n})]:
-    the estimate's in-process replay on the sample items, scaled to n per benchmark, one shared modelled cache."""
+    the estimate's replay on the sample items, scaled to n per benchmark, one shared modelled cache."""
     store: dict = {}
     usd: Optional[float] = 0.0
     calls = 0.0
@@ -98,12 +87,9 @@ def choose_k(cost_at, budget: float, k: Optional[int]) -> tuple[int, Optional[fl
 
 def refuse_unless_priced(usd: Optional[float], budget: float, model: str, k: int, profile: bool = True) -> None:
     if usd is None:
-        how = (
-            HOW_TO_PRICE.format(model=model)
-            if profile
-            else f'set {ENV_MODELS}=\'{{"{model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
-            f'(or {{"free": true}} for a server that sends you no bill)'
-        )
+        how = HOW_TO_PRICE.format(model=model) if profile else (
+            f'set {ENV_MODELS}=\'{{"{model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
+            '(or {"free": true} for a server that sends you no bill)')  # fmt: skip
         raise ValueError(
             f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, {how}"
         )
@@ -117,8 +103,7 @@ def refuse_unless_priced(usd: Optional[float], budget: float, model: str, k: int
 def capped(budget: float):
     """The run's MAX_USD is the pilot's budget (or the lower cap already set): the client enforces it per call."""
     old = os.environ.get(ENV_MAX)
-    cap = parse_max_usd(old or None)
-    os.environ[ENV_MAX] = str(budget if cap is None else min(cap, budget))
+    os.environ[ENV_MAX] = str(budget_of(budget))
     try:
         yield
     finally:
@@ -128,14 +113,12 @@ def capped(budget: float):
             os.environ[ENV_MAX] = old
 
 
-# ----------------------------------------------------------------------------- what it measured
 def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
     """AceMAD's and self-consistency's accuracy on the questions both answered, the paired gain, discordance and
     correctness correlation (report.power), n paired."""
     by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
     ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
-    a = np.array([bool(by[0][q]) for q in ids])
-    b = np.array([bool(by[1][q]) for q in ids])
+    a, b = (np.array([bool(x[q]) for q in ids]) for x in by)
     if not ids:
         return {"n": 0}
     d, psi = PW.observed(a, b)
@@ -144,7 +127,8 @@ def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
 
 
 def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
-    """The premise check, parse failures and the observed pair, as text; and the observed numbers."""
+    """The premise check, parse failures, the observed pair and a STOP line when the premise fails or cannot be
+    seen (no gain could come from who scores well), as text; and the observed numbers."""
     table = PR.premise(records)
     obs = observed(records, configs)
     lines = ["premise check (report/premise.py):"]
@@ -171,32 +155,23 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             )
         else:
             lines.append("AceMAD and self-consistency tied here: no gain over the same compute to size a run for")
-    return "\n".join(lines), obs
-
-
-def verdict(records: Sequence[dict]) -> Optional[str]:
-    """The stop line when the premise fails or cannot be seen (the gain cannot come from who scores well)."""
-    t = PR.premise(records)
-    if t.empty:
-        return None
-    r = t[t["round"].astype(str) == "all"].iloc[0]
-    if r["lift_hi"] < 0 or not r["n_split"]:
-        return (
+    r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]
+    if r is not None and (r["lift_hi"] < 0 or not r["n_split"]):
+        lines.append(
             "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
             "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to "
             "measure a mechanism that is absent here (docs/own-model.md)"
         )
-    return None
+    return "\n".join(lines), obs
 
 
-# ----------------------------------------------------------------------------- a profile
 def shuffled(qs: Sequence[Question], seed: int) -> list[Question]:
     """A seeded order of the questions: the pilot takes its first k (a stratified random sample per benchmark)."""
     return [qs[i] for i in np.random.default_rng(seed).permutation(len(qs))]
 
 
 def budget_of(usd: float) -> float:
-    """The pilot's budget: --usd, or MAX_USD when that is lower."""
+    """--usd, or MAX_USD when that is lower."""
     cap = parse_max_usd(env(ENV_MAX) or None)
     return usd if cap is None else min(usd, cap)
 
@@ -270,7 +245,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     est = estimate_profile(profile, overrides)
     table = plan(params, rho=obs.get("rho"), est=est)
     finish(
-        [text, verdict(records), format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
+        [text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
          "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
         outputs("tables", name) / "pilot.txt",
     )  # fmt: skip
@@ -284,11 +259,9 @@ def finish(parts: Sequence[Optional[str]], path: Path) -> None:
     print(f"{text}\n(this report: {path})")
 
 
-def configs_line(cfgs: Sequence[DebateConfig]) -> str:
-    return " and ".join(c.label for c in cfgs)
+configs_line = lambda cfgs: " and ".join(c.label for c in cfgs)
 
 
-# ----------------------------------------------------------------------------- a question file
 def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool) -> int:
     qs = [q for q in read_questions(path) if q.answer is not None]
     if not qs:
@@ -321,7 +294,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
             out=out, name="pilot", workers=args.workers, progress=True,
         )  # fmt: skip
     text, obs = report(res.records, cfgs, False)
-    parts = [text, verdict(res.records)]
+    parts = [text]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
         full, _ = cost_at(max(len(p) for p in pools.values()))

@@ -142,19 +142,20 @@ def strip_usage(obj):
 # ----------------------------------------------------------------------------- temp outputs
 @contextlib.contextmanager
 def temp_outputs(prefix: str = "acemad_bench_") -> Iterator[Path]:
-    """Point the repository root (and data/) at a temp dir: every module finds outputs/, runs and subsets
-    through paths.ROOT / paths.DATA at call time, so nothing is written under the repo."""
+    """ACEMAD_ROOT at a temp dir (paths.root() reads it at call time; child processes inherit it): outputs/,
+    runs and subsets go there, never under the repo."""
     import shutil
 
-    import acemad_utils.data.paths as P
-
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
-    saved = (P.ROOT, P.DATA)
-    P.ROOT, P.DATA = tmp, tmp / "data"
+    saved = os.environ.get("ACEMAD_ROOT")
+    os.environ["ACEMAD_ROOT"] = str(tmp)
     try:
         yield tmp
     finally:
-        P.ROOT, P.DATA = saved
+        if saved is None:
+            os.environ.pop("ACEMAD_ROOT", None)
+        else:
+            os.environ["ACEMAD_ROOT"] = saved
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -8,7 +8,7 @@ run (counted at the server), wall times and their ratio, and whether run 2's tra
 Done twice: A with a deterministic endpoint (reply = function of the request), B with a "sampled" one
 (reply also depends on arrival order, like a real LLM at temperature > 0) and enough runner workers that
 several methods debate the same question at once (as with a short subset and many configs).
-Everything is written under a temp dir (paths.ROOT is pointed there), never under outputs/.
+Everything is written under a temp dir (ACEMAD_ROOT points there), never under outputs/.
 
     python bench/rerun.py             # 30 questions, Majority / Decentralized / Centralized / AceMAD (T=3)
     python bench/rerun.py --quick     # 8 questions, Majority + AceMAD (T=3)

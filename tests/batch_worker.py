@@ -3,14 +3,14 @@
     python tests/batch_worker.py ROOT NAME BASE_URL CACHE N_QUESTIONS
 
 Runs AceMAD (N=3, T=2) on N synthetic questions with calls_via="batch" against the fake endpoint at BASE_URL
-(paths.ROOT pointed at ROOT), then prints the run's summary as JSON. Every setting is fixed here.
+(ACEMAD_ROOT=ROOT), then prints the run's summary as JSON. Every setting is fixed here.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from pathlib import Path
 
 N_AGENTS, ROUNDS, ITEM_SEED = 3, 2, 21
 BATCH = dict(poll=0.05, poll_max=0.2, max_attempts=3)
@@ -45,9 +45,7 @@ def population(url: str, cache: str, calls_via: str):
 
 def main(argv: list[str]) -> int:
     root, name, url, cache, n = argv
-    from acemad_utils.data import paths
-
-    paths.ROOT = Path(root)
+    os.environ["ACEMAD_ROOT"] = root
     from acemad_utils.experiments.runner import run_experiment
 
     d = run_experiment(name, questions(int(n)), [config()], population(url, cache, "batch"), workers=4, progress=False)

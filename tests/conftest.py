@@ -1,7 +1,7 @@
 """Fixtures shared by the test files (pytest finds them by name; no import needed).
 
-    tmp_outputs   data/ and outputs/ of a temporary checkout: paths.ROOT and paths.DATA point under tmp_path,
-                  so a test never reads or writes the real checkout's runs (runner.outputs reads ROOT at call time)
+    tmp_outputs   ACEMAD_ROOT=tmp_path: outputs/ and data/subsets/ are written there (paths.root() reads it at each
+                  call; subprocesses and kernels inherit it), never in the real checkout
     smoke_outputs tmp_outputs with ACEMAD_SMOKE=1 set here, not inherited, so smoke paths hold in any shell
     fake_server   tests/fake_openai.py's server answering every call well (no injected fault), stopped after
     shared        the real benchmark files from $ACEMAD_DATA_DIR (CI sets it); the test is skipped without it
@@ -18,14 +18,12 @@ from pathlib import Path
 import pytest
 
 from acemad_utils.data import benchmarks as data
-from acemad_utils.data import paths as P
 from tests.fake_openai import FakeOpenAI, FaultInjector
 
 
 @pytest.fixture
 def tmp_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
+    monkeypatch.setenv("ACEMAD_ROOT", str(tmp_path))
     return tmp_path
 
 

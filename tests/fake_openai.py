@@ -22,7 +22,7 @@ numbers of batches that end "expired" with no output. `srv.batch_lines` lists ev
 order (tests check none is submitted twice); `srv.batches` the batch objects; GET /v1/batches lists them.
 `batch_api=False`: every /files and /batches request answers 404, as a server without the Batch API does.
 
-Switchable fault modes (issue 23's probes), for the whole server, at construction (`mode=`), from a test
+Switchable fault modes, for the whole server, at construction (`mode=`), from a test
 (`srv.set_mode("down", after=20)`: the next 20 chat requests are answered, then the mode applies) or from
 another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
 
@@ -37,7 +37,7 @@ another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
     unparseable  one of UNPARSEABLE (prose in Spanish or Chinese, NaN / Infinity / negative beliefs, wrong
               labels): no commitment parses, the repair call's neither
     trickle   the script's reply, status line and headers included, sent one byte every `trickle_interval` s
-              (1 s by default, as issue 33's probe did): every gap is short, the whole reply takes minutes
+              (1 s by default): every gap is short, the whole reply takes minutes
     empty     a 200 completion without text: `content: null`, or (every other request, by the request's hash)
               a tool call only, as a refusal or a reasoning model out of tokens sends
 `srv.modes` counts the chat requests answered in each mode.
@@ -330,7 +330,7 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
             }
             return Reply(raw=json.dumps(done).encode(), kind="empty")
-        if mode == "unparseable":  # replies no parser reads as a belief (issue 33), chosen by the request's hash
+        if mode == "unparseable":  # replies no parser reads as a belief, chosen by the request's hash
             h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
             return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")
         return r

@@ -2,8 +2,8 @@
 
     python tests/resume_worker.py ROOT NAME BASE_URL CACHE N_QUESTIONS WORKERS
 
-Writes ROOT/outputs[/smoke]/runs/NAME/{transcripts.jsonl,meta.json} (paths.ROOT is pointed at ROOT, so the
-repository's outputs/ is never touched) with the LLM cache at CACHE, then prints meta["summary"] as JSON.
+Writes ROOT/outputs[/smoke]/runs/NAME/{transcripts.jsonl,meta.json} (ACEMAD_ROOT=ROOT, so the repository's
+outputs/ is never touched) with the LLM cache at CACHE, then prints meta["summary"] as JSON.
 Like a command-line entry point, it answers Ctrl-C (runner.RunInterrupted) with the run's one-line message on
 stderr and exit status 130, no traceback.
 The questions, the method and every client setting are fixed here, so two invocations differ only in what
@@ -13,8 +13,8 @@ the fake server at BASE_URL does and in what is already on disk.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from pathlib import Path
 
 N_AGENTS, ROUNDS, ITEM_SEED, RUN_SEED = 3, 2, 21, 0
 MODEL = "fake-resume-model"
@@ -35,9 +35,7 @@ def config():
 
 def main(argv: list[str]) -> int:
     root, name, url, cache, n, workers = argv
-    from acemad_utils.data import paths
-
-    paths.ROOT = Path(root)  # outputs() reads it at call time
+    os.environ["ACEMAD_ROOT"] = root
     from acemad_utils.agents.llm_agent import LLMPopulation
     from acemad_utils.experiments.runner import RunInterrupted, run_experiment
 

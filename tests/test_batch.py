@@ -22,7 +22,6 @@ import pytest
 from acemad_utils.agents import batch as BA
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments.runner import run_experiment
 
@@ -105,10 +104,7 @@ def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(ro
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
     from acemad_utils.experiments import profiles
 
-    with pytest.MonkeyPatch.context() as m:  # the repository's profiles (the fixture points ROOT at a temp dir;
-        m.setattr(P, "ROOT", WORKER.parents[1])  # profiles binds ROOT when first imported, maybe by this test)
-        m.setattr(profiles, "ROOT", WORKER.parents[1])
-        [run] = profiles.notebook_runs("03_main_results", "paper")
+    [run] = profiles.notebook_runs("03_main_results", "paper")
     dirs = {}
     for via in ("sync", "batch"):
         with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=0.01) as srv:

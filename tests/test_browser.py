@@ -10,7 +10,7 @@ browser_viewer_page.png (the run page).
 
     ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s
 
-What a reader sees (issue 32; screenshots outputs/smoke/reader_lab_*.png and reader_sanitized_*.png): every
+What a reader sees (screenshots outputs/smoke/reader_lab_*.png and reader_sanitized_*.png): every
 notebook opened untrusted in JupyterLab as `make lab` serves it, the same through nbconvert's sanitized HTML, and
 `make lab` plus a save (Ctrl+S) leaving `git status` clean. By default they build the committed state in a fresh clone
 (03, 05 and 07 run in smoke mode and stored by nbtools); after `make notebooks` and a commit, check the committed
@@ -369,14 +369,12 @@ def test_run_viewer_page_opens_a_debate(browser, monkeypatch):
     ctx.close()
 
 
-def test_run_viewer_page_survives_hostile_replies(browser, monkeypatch, tmp_path):
-    """Replies holding <!--, <script, </script>, ]]> and U+2028 (issue 23 item 6): every row renders and each
+def test_run_viewer_page_survives_hostile_replies(browser, smoke_outputs):
+    """Replies holding <!--, <script, </script>, ]]> and U+2028: every row renders and each
     debate opens with its reply text shown as text."""
     from acemad_utils.report import viewer as V
     from tests.test_viewer import HOSTILE, hostile_run
 
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
     recs = hostile_run("t/hostile")
     path = V.write_run_page("t/hostile")
     ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
@@ -400,7 +398,7 @@ def test_run_viewer_page_survives_hostile_replies(browser, monkeypatch, tmp_path
     ctx.close()
 
 
-# ----------------------------------------------------------------------------- what a reader sees (issue 32)
+# ----------------------------------------------------------------------------- what a reader sees
 # The committed notebooks, read as a newcomer reads them: untrusted in JupyterLab straight after a clone, through
 # nbconvert's sanitized HTML, and opened then saved in `make lab`. The branches carry their notebooks without
 # outputs, so by default the fixture makes the committed state itself: a fresh clone, the READER notebooks run in

@@ -1,6 +1,5 @@
-"""Estimate before spending, and MAX_USD: the estimate makes no network call and counts the calls a real run
-sends; a run capped by MAX_USD stops cleanly, pays nothing twice when resumed, and ends like an uncapped run.
-"""
+"""Estimate before spending (no network, exactly the calls a real run sends) and MAX_USD (a capped run stops
+cleanly, pays nothing twice when resumed, and ends like an uncapped run)."""
 
 from __future__ import annotations
 
@@ -96,14 +95,8 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp
     [(_, _, per)] = C.replay(stages, {"demo": qs}, P_)
     [(nc, pt, ct)] = per["by"].values()
     srv = fake_server
-    pop = LLMPopulation(
-        model="gpt-4o-mini",
-        base_url=srv.url,
-        api_key="sk-fake",
-        cache=str(tmp_root / "c.sqlite"),
-        kind="openai",
-        max_concurrency=8,
-    )
+    kw = dict(api_key="sk-fake", cache=str(tmp_root / "c.sqlite"), kind="openai", max_concurrency=8)
+    pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, **kw)
     run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
     assert srv.count == round(nc * len(qs))
     assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
@@ -128,9 +121,8 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     import papermill as pm
 
     order = []
-    monkeypatch.setattr(
-        pm, "execute_notebook", lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
-    )
+    stop = lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
+    monkeypatch.setattr(pm, "execute_notebook", stop)
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
     monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network here (tests/test_preflight.py)
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
@@ -144,8 +136,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
 
 # ----------------------------------------------------------------------------- MAX_USD
 def _priced_plan():
-    """A deterministic debate model whose replies report the token model's counts (what a calibrated
-    endpoint reports): the pre-send estimate then bounds every call's actual cost."""
+    """Replies reporting the token model's counts (a calibrated endpoint): the pre-send estimate bounds each call."""
     from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 
     inner = FaultInjector(rate=0.0, seed=3)
@@ -174,11 +165,9 @@ def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(tmp_root,
         pop = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "c.sqlite"), **kw)
         with pytest.raises(BudgetStop) as e:
             run_experiment("capped", qs, [cfg], pop, workers=2, progress=False)
-        msg = str(e.value)
-        assert "MAX_USD" in msg and "raise MAX_USD" in msg and "rerun" in msg and "records saved" in msg
+        assert all(w in str(e.value) for w in ("MAX_USD", "raise MAX_USD", "rerun", "records saved"))
         first = srv.count
-        spent = pop.usage()["cost_usd"]
-        assert spent <= cap + 1e-9  # never past the cap: calls are refused before they are sent
+        assert pop.usage()["cost_usd"] <= cap + 1e-9  # never past the cap: calls are refused before they are sent
         recs = read_jsonl(tmp_root / "outputs" / "runs" / "capped" / "transcripts.jsonl")
         assert 0 < len(recs) < len(qs) and all(r["status"] == "ok" for r in recs)  # stopped, not failed
         meta = json.loads((tmp_root / "outputs" / "runs" / "capped" / "meta.json").read_text())
@@ -195,16 +184,10 @@ def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(tmp_root,
 
 def test_budget_counts_what_earlier_kernels_paid_from_the_cache(tmp_path, monkeypatch):
     cache = ResponseCache(tmp_path / "c.sqlite")
-    cache.put(
-        "a", {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0}, model="gpt-4o-mini", kind="openai"
-    )
-    cache.put(
-        "b",
-        {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0, "cached_tokens": 1_000_000},
-        model="gpt-4o-mini",
-        kind="openai",
-    )
-    cache.put("c", {"text": "x", "prompt_tokens": 9_000_000, "completion_tokens": 0}, model="m", kind="local-llama.cpp")
+    v = {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0}
+    cache.put("a", v, model="gpt-4o-mini", kind="openai")
+    cache.put("b", {**v, "cached_tokens": 1_000_000}, model="gpt-4o-mini", kind="openai")
+    cache.put("c", {**v, "prompt_tokens": 9_000_000}, model="m", kind="local-llama.cpp")
     assert cache.spent_since(0) == pytest.approx(0.15 + 0.075)
     assert cache.spent_since(4e9) == 0
     monkeypatch.setenv(B.ENV_MAX, "0.3")
@@ -224,8 +207,7 @@ def test_cached_tokens_are_recorded_and_priced_at_the_cached_rate(tmp_path):
         r = c.generate([{"role": "user", "content": "x"}], GenerateConfig(), scope="s")
         assert r.cached_tokens == 1536 and r.usage()["cached_tokens"] == 1536
         s = c.stats()
-        assert s["cached_tokens"] == 1536
-        assert s["cost_usd"] == pytest.approx((464 * 0.15 + 1536 * 0.075 + 100 * 0.60) / 1e6)
+        assert s["cached_tokens"] == 1536 and s["cost_usd"] == pytest.approx((464 * 0.15 + 1536 * 0.075 + 60) / 1e6)
         assert c.cache.spent_since(0) == pytest.approx(s["cost_usd"])
 
 
@@ -234,9 +216,8 @@ class _Ran(Exception):
 
 
 def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
-    """Execute notebook nb's code cells with parameters P_ and a stub Setup: every run it asks for is
-    captured as (name, config hashes in order, n_max or the full-test-set cap, model, benchmarks); a run
-    stops its cell (the stub has no records to return) and the later cells are executed all the same."""
+    """Notebook nb's code cells run with parameters P_ and a stub Setup: each run asked for is captured as (name,
+    config hashes, n_max or the full-test-set cap, model, benchmarks); a run stops its cell, later cells still run."""
     import nbformat
 
     from acemad_utils import notebook
@@ -255,11 +236,8 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
         def from_params(cls, P, **kw):
             return cls(**{**{a: P[k] for k, a in Setup.PARAMS.items() if k in P}, **kw})
 
-        def describe(self):
-            return "stub"
-
-        def subset(self, b, n_max=None):
-            return []
+        describe = lambda self: "stub"
+        subset = lambda self, b, n_max=None: []
 
         def full_questions(self, benchmarks, n_max=None):
             self.benchmarks, self.cap = list(benchmarks), n_max
@@ -268,15 +246,8 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
         def run(self, name, configs=None, n_max=None, questions=None):
             if isinstance(name, R.Run):  # setup.run(experiment, n_max=N_MAX): the registry Run brings its configs
                 name, configs = name.name, name.configs
-            captured.append(
-                (
-                    name,
-                    [c.hash for c in configs],
-                    self.cap if questions is not None else n_max,
-                    self.model,
-                    self.benchmarks,
-                )
-            )
+            cap = self.cap if questions is not None else n_max
+            captured.append((name, [c.hash for c in configs], cap, self.model, self.benchmarks))
             raise _Ran
 
     book = nbformat.read(str(P.ROOT / "notebooks" / f"{nb}.ipynb"), as_version=4)
@@ -303,16 +274,12 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
 )
 @pytest.mark.parametrize("profile", ["paper", "default"])
 def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
-    """registry.runs() (what acemad_utils.cost.estimate and bench/cost.py replay) == what the notebook asks Setup to
-    run, with the profile's parameters; notebook 07 once per OTHER_MODELS entry (a run stops its cell) and once
-    with none (then Table 6 is its only run)."""
-    _, params = C.notebook_params(profile, only=[nb])
-    P_ = params[nb]
-    variants = (
-        [P_]
-        if nb != "07_other_models"
-        else [{**P_, "OTHER_MODELS": [e]} for e in P_["OTHER_MODELS"]] + [{**P_, "OTHER_MODELS": []}]
-    )
+    """registry.runs() (what the estimate replays) == what the notebook asks Setup to run; notebook 07 once per
+    OTHER_MODELS entry and once with none (then Table 6 is its only run)."""
+    P_ = C.notebook_params(profile, only=[nb])[1][nb]
+    variants = [P_]
+    if nb == "07_other_models":
+        variants = [{**P_, "OTHER_MODELS": [e]} for e in P_["OTHER_MODELS"]] + [{**P_, "OTHER_MODELS": []}]
     for V in variants:
         captured = _what_the_notebook_runs(nb, V)
         planned = R.runs(nb, V)
@@ -322,8 +289,7 @@ def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
 
 
 def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_network, monkeypatch):
-    """Notebook 07's Table 6 repeats notebook 03's configs on the full test sets: the items in the challenging
-    subsets come from the cache, the others are paid (not zero, as a replay on the shared cache would say)."""
+    """Table 6 repeats notebook 03's configs on the full test sets: subset items come from the cache, others paid."""
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     est = C.estimate_profile("paper", per_benchmark=1)
     [t6] = [r for r in est.rows if r.notebook == "07_other_models" and r.model == "gpt-4o-mini"]
@@ -340,9 +306,7 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
 
     def execute(src, out, **kw):
         ran.append(Path(src).stem)
-        raise pm.PapermillExecutionError(
-            0, 3, "S.run(...)", "BudgetStop", "MAX_USD $1.00 reached: ... raise MAX_USD and rerun", []
-        )
+        raise pm.PapermillExecutionError(0, 3, "S.run(...)", "BudgetStop", "MAX_USD $1.00 reached: raise MAX_USD", [])
 
     monkeypatch.setattr(pm, "execute_notebook", execute)
     monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **k: None)
@@ -354,8 +318,7 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
 
 
 def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeypatch):
-    """README and docs/running.md quote the paper profile's estimate: with the benchmark files, "$S synchronous
-    ... $B with the Batch API" and "$B instead of $S"; without them (demo questions) "prints about $S / $B"."""
+    """README and docs/running.md quote the paper profile's estimate, with the benchmark files and without."""
     data = os.environ.get("ACEMAD_DATA_DIR")
     if not data or not Path(data).is_dir():
         pytest.skip("ACEMAD_DATA_DIR does not name the benchmark files: the docs quote the estimate made with them")
@@ -387,8 +350,7 @@ def test_the_estimate_prints_each_endpoint_beside_its_price_and_the_wall_time_at
 
 
 def test_the_paper_profiles_workers_stay_inside_a_common_rate_limit_and_near_its_floor():
-    """WORKERS calls in flight at ~CALL_SECONDS each send no more requests and tokens a minute than RATE_LIMIT,
-    and take at most twice the time that limit allows any WORKERS (16 took ~6x)."""
+    """WORKERS in flight stay inside RATE_LIMIT and take at most twice the time it allows any WORKERS."""
     est = C.estimate_profile("paper", per_benchmark=1)
     t = est.total()
     tokens = t.prompt_tokens + t.completion_tokens

@@ -1,13 +1,15 @@
-"""Benchmark loaders (acemad_utils.data.benchmarks): real files, malformed files, hub mappings, demo set, CLI.
+"""Benchmark loaders (acemad_utils.data.benchmarks): the real files, hub-shaped records, the demo set, the summary
+command, and every broken file as one line naming the file, the line or item and what is wrong.
 
-Tests marked by the `shared` fixture read the real benchmark files from $ACEMAD_DATA_DIR (CI sets it) and skip
-when it is unset; everything else builds tiny fake data under tmp_path.
+Tests taking the `shared` fixture read the real files from $ACEMAD_DATA_DIR and skip without it; the rest build tiny
+files under tmp_path (records are checked in order, before the count is compared with the published size).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -19,14 +21,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acemad_utils.data import benchmarks as data
+from acemad_utils.data import files as data_files
 from acemad_utils.data import records as data_records
 from acemad_utils.data.benchmarks import DataError
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "bbh": 2437, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101}
+ARC = "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl"
+MEDQA = "medqa/phrases_no_exclude_test.jsonl"
+MMLU = "mmlu_pro/law_test.jsonl"
+TQA = "truthfulqa/data/v0/mc_task.json"
+BBH = "bbh/bbh/logical_deduction_three_objects.json"
 
 
-# ---------------------------------------------------------------- real shared data
+# ----------------------------------------------------------------------------- the real shared files
 @cache
 def _load(name: str, root: Path) -> tuple:
     return tuple(data.load(name, data_dir=root))
@@ -39,207 +47,147 @@ def _by_id(name: str, root: Path) -> dict:
 @pytest.mark.parametrize("name", data.BENCHMARKS)
 def test_published_counts_and_valid_records(shared, name):
     qs = _load(name, shared)
-    assert len(qs) == SIZES[name]
-    assert len({q.id for q in qs}) == len(qs)
+    assert len(qs) == SIZES[name] and len({q.id for q in qs}) == len(qs)
     for q in qs:
         assert q.benchmark == name and q.answer in q.options and len(q.options) >= 2
         assert q.question.strip() and all(v.strip() for v in q.options.values())
         assert list(q.options) == list(data_records.LETTERS[: len(q.options)])  # always A, B, C, ... in order
 
 
-def test_truthfulqa_spot_and_shuffle(shared):
+def test_truthfulqa_spot_and_shuffle_the_same_in_a_fresh_process(shared):
     q = _by_id("truthfulqa", shared)["truthfulqa/0000"]
     assert q.question == "What is the smallest country in the world that is at least one square mile in area?"
     assert q.options[q.answer] == "Nauru is the smallest country in the world that is at least one square mile in area."
     assert q.answer == "D"  # pins the documented sha256 ordering: changing it silently reshuffles every item
-    again = data.load("truthfulqa", data_dir=shared)
-    assert [x.to_dict() for x in again] == [x.to_dict() for x in _load("truthfulqa", shared)]
-    positions = Counter(x.answer_index for x in again)
-    assert positions[0] < 0.4 * len(again)  # upstream always has it first
-    assert len(positions) >= 5
-
-
-def test_truthfulqa_order_is_the_same_in_a_fresh_process(shared):
+    positions = Counter(x.answer_index for x in _load("truthfulqa", shared))
+    assert positions[0] < 0.4 * SIZES["truthfulqa"] and len(positions) >= 5  # upstream always has it first
     code = f"from acemad_utils import data; print(data.data_hash(data.load('truthfulqa', data_dir={str(shared)!r})))"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONHASHSEED": "12345"},
-    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == data.data_hash(_load("truthfulqa", shared))
 
 
-def test_arc_spot_and_numeric_labels(shared):
+def test_arc_bbh_logiqa_medqa_mmlu_spots(shared):
     arc = _by_id("arc_challenge", shared)
-    q = arc["Mercury_7175875"]
-    assert q.answer == "C" and q.options["C"] == "Planetary days will become shorter."
+    assert arc["Mercury_7175875"].options["C"] == "Planetary days will become shorter."
     q = arc["NYSEDREGENTS_2008_8_34"]  # upstream labels "1".."4", answerKey "2"
     assert q.answer == "B" and q.options["B"] == "Kinetic energy increases and potential energy decreases."
     assert q.metadata["original_labels"] == ["1", "2", "3", "4"]
     assert sum("original_labels" in x.metadata for x in arc.values()) == 22
     assert Counter(len(x.options) for x in arc.values()) == {4: 1165, 3: 4, 5: 3}
-
-
-def test_bbh_spot_and_per_task_counts(shared):
-    qs = _load("bbh", shared)
-    per_task = Counter(q.metadata["task"] for q in qs)
-    assert per_task == {t: 187 if t == "causal_judgement" else 250 for t in data.BBH_TASKS}
-    assert not any("Options:" in q.question for q in qs)
     bbh = _by_id("bbh", shared)
+    per_task = Counter(q.metadata["task"] for q in bbh.values())
+    assert per_task == {t: 187 if t == "causal_judgement" else 250 for t in data.BBH_TASKS}
+    assert not any("Options:" in q.question for q in bbh.values())
     q = bbh["bbh/logical_deduction_three_objects/000"]
-    assert q.answer == "A" and q.options == {
-        "A": "The blue jay is the second from the left",
-        "B": "The quail is the second from the left",
-        "C": "The falcon is the second from the left",
-    }
+    assert q.answer == "A" and q.options["B"] == "The quail is the second from the left" and len(q.options) == 3
     assert q.question.endswith("The blue jay is to the right of the quail.")
     q = bbh["bbh/date_understanding/000"]
     assert q.options[q.answer] == "12/25/1937" and len(q.options) == 6
-    assert bbh["bbh/web_of_lies/000"].options == {"A": "Yes", "B": "No"} and bbh["bbh/web_of_lies/000"].answer == "B"
+    assert (bbh["bbh/web_of_lies/000"].options, bbh["bbh/web_of_lies/000"].answer) == ({"A": "Yes", "B": "No"}, "B")
     q = bbh["bbh/formal_fallacies/000"]
     assert q.options == {"A": "valid", "B": "invalid"} and q.answer == "B"
-    assert q.question.endswith("deductively valid or invalid?")
     assert bbh["bbh/causal_judgement/000"].answer == "B"
-
-
-def test_logiqa_spot_and_odd_prefixes(shared):
     lq = _by_id("logiqa", shared)
     q = lq["logiqa/000"]
     assert q.answer == "A" and q.options["A"] == "Civic Park is north of the administrative service area"
     assert "\n" in q.question and q.question.endswith("which of the following can be derived?")
     q = lq["logiqa/108"]  # lines 2/3 carry swapped "C." / "B." prefixes; the answer letter is by position
     assert q.answer == "B" and q.options["B"] == "No.3 valve and No.5 valve."
-    q = lq["logiqa/594"]  # "A first" style prefixes
-    assert list(q.options.values()) == ["first", "Third", "Fourth", "fifth"] and q.answer == "C"
+    assert list(lq["logiqa/594"].options.values()) == ["first", "Third", "Fourth", "fifth"]  # "A first" prefixes
     assert lq["logiqa/004"].options["A"] == "A."  # a person named "A": one prefix stripped, content kept
-    assert lq["logiqa/015"].options["A"] == "A is a male doctor;"
     assert lq["logiqa/524"].options["A"].startswith("When the land in City A.B was listed")  # kept verbatim
     assert Counter(q.answer for q in lq.values()) == {"A": 132, "B": 159, "C": 179, "D": 181}  # SOURCE.md
-
-
-def test_medqa_and_mmlu_pro_spot(shared):
     q = _by_id("medqa", shared)["medqa/0000"]
-    assert q.answer == "B" and q.options["B"] == "Tell the attending that he cannot fail to disclose this mistake"
+    assert q.options[q.answer] == "Tell the attending that he cannot fail to disclose this mistake"
     assert q.metadata["meta_info"] == "step1"
     law = _by_id("mmlu_pro", shared)
-    q = law["mmlu_pro/866"]
-    assert q.answer == "D" and q.options["D"] == "Robbery, because he used force in leaving with the purse."
+    assert law["mmlu_pro/866"].options["D"] == "Robbery, because he used force in leaving with the purse."
     sizes = Counter(len(x.options) for x in law.values())
     assert min(sizes) == 3 and max(sizes) == 10 and sizes[10] == 707
 
 
-def test_limit_takes_first_n_and_hash_is_stable(shared):
+def test_limit_env_var_and_summary_command(shared, monkeypatch):
     full = _load("arc_challenge", shared)
     assert data.load("arc_challenge", limit=5, data_dir=shared) == list(full[:5])
     assert data.load("arc_challenge", limit=0, data_dir=shared) == []
-    assert data.data_hash(data.load("arc_challenge", data_dir=shared)) == data.data_hash(full)
     with pytest.raises(ValueError, match="limit"):
         data.load("arc_challenge", limit=-1, data_dir=shared)
-
-
-def test_env_var_is_used_when_no_data_dir(shared, monkeypatch):
     monkeypatch.setenv(data.ENV_VAR, str(shared))
     assert len(data.load("logiqa", limit=3)) == 3
-
-
-def test_summary_cli_subprocess(shared):
-    out = subprocess.run(
-        [sys.executable, "-m", "acemad_utils.data", "summary", "--benchmarks", "arc_challenge,logiqa"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, data.ENV_VAR: str(shared)},
-    )
+    cmd = [sys.executable, "-m", "acemad_utils.data", "summary"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:]}
-    assert set(rows) == {"arc_challenge", "logiqa"}
-    assert rows["arc_challenge"][1:3] == ["1172", "3-5"]
-    assert rows["logiqa"][1:3] == ["651", "4-4"] and "A:132" in rows["logiqa"]
+    assert {name: rows[name][1] for name in SIZES} == {name: str(n) for name, n in SIZES.items()}
+    assert rows["arc_challenge"][2] == "3-5" and rows["logiqa"][2] == "4-4" and "A:132" in rows["logiqa"]
 
 
-def test_summary_all_benchmarks(shared, capsys):
-    assert data.main(["summary", "--data-dir", str(shared)]) == 0
-    out = capsys.readouterr().out
-    for name, n in SIZES.items():
-        assert any(line.split()[:2] == [name, str(n)] for line in out.splitlines()), out
+# ----------------------------------------------------------------------------- a fake data folder
+def arc(i, answer="B", labels="ABCD", qid=None):
+    choices = [{"text": f"t{i}{x}", "label": x} for x in labels]
+    return {"id": qid or f"Fake_{i}", "question": {"stem": f"Stem {i}?", "choices": choices}, "answerKey": answer}
 
 
-# ---------------------------------------------------------------- fake data dir (no shared data needed)
-def _arc_rec(i, answer="B", labels="ABCD"):
+def medqa(i, idx="D"):
+    options = {"A": "a", "B": "b", "C": "c", "D": "d"}
+    return {"question": f"M{i}?", "options": options, "answer_idx": idx, "answer": "d", "meta_info": "step1"}
+
+
+def mmlu(i, category="law", answer="C", index=2, qid=None):
+    return {"question_id": i if qid is None else qid, "question": f"L{i}?", "options": ["o1", "o2", "o3", "o4"],
+            "answer": answer, "answer_index": index, "cot_content": "", "category": category, "src": "x"}  # fmt: skip
+
+
+def demo(i, answer="B", qid=None):
+    meta = {"distractor": "A", "explanation": "why"}
+    options = {"A": "a", "B": "b", "C": "c"}
     return {
-        "id": f"Fake_{i}",
-        "question": {"stem": f"Stem {i}?", "choices": [{"text": f"t{i}{lab}", "label": lab} for lab in labels]},
-        "answerKey": answer,
+        "id": qid or f"demo/{i:02d}",
+        "benchmark": "demo",
+        "question": f"D{i}?",
+        "answer": answer,
+        "options": options,
+        "metadata": meta,
     }
 
 
-def _write_jsonl(path: Path, recs) -> Path:
+def jsonl(root: Path, rel: str, recs, tail: str = "") -> Path:
+    path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in recs), encoding="utf-8")
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in recs) + tail, "utf-8")
     return path
 
 
-def _logiqa_text(n, answer="c"):
+def write(root: Path, rel: str, text: str) -> Path:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text, encoding="utf-8")
+    return root / rel
+
+
+def logiqa_text(n, answer="c"):
     return "\n".join(f"\n{answer}\nContext {i}.\nQuestion {i}?\nA.one\nB.two\nC.three\nD.four" for i in range(n))
 
 
 @pytest.fixture
 def fake(tmp_path) -> Path:
     """A complete fake data dir with the published counts (content is synthetic)."""
-    _write_jsonl(tmp_path / "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", [_arc_rec(i) for i in range(1172)])
-    tq = tmp_path / "truthfulqa/data/v0/mc_task.json"
-    tq.parent.mkdir(parents=True)
-    tq.write_text(
-        json.dumps(
-            [
-                {"question": f"Q{i}?", "mc1_targets": {f"right {i}": 1, f"wrong {i}": 0, f"bad {i}": 0}}
-                for i in range(817)
-            ],
-            indent=1,
-        )
-    )
+    jsonl(tmp_path, ARC, [arc(i) for i in range(1172)])
+    items = [
+        {"question": f"Q{i}?", "mc1_targets": {f"right {i}": 1, f"wrong {i}": 0, f"bad {i}": 0}} for i in range(817)
+    ]
+    write(tmp_path, TQA, json.dumps(items, indent=1))
     for task in data.BBH_TASKS:
         n = 187 if task == "causal_judgement" else 250
         if task in data_records.BBH_BINARY:
             ex = [{"input": f"Is {i} fine?", "target": data_records.BBH_BINARY[task][i % 2]} for i in range(n)]
         else:
             ex = [{"input": f"Pick {i}.\nOptions:\n(A) x\n(B) y\n(C) z", "target": "(C)"} for i in range(n)]
-        p = tmp_path / f"bbh/bbh/{task}.json"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps({"canary": "fake", "examples": ex}))
-    (tmp_path / "logiqa").mkdir()
-    (tmp_path / "logiqa/Test.txt").write_text(_logiqa_text(651), encoding="utf-8")
-    _write_jsonl(
-        tmp_path / "medqa/phrases_no_exclude_test.jsonl",
-        [
-            {
-                "question": f"M{i}?",
-                "options": {"A": "a", "B": "b", "C": "c", "D": "d"},
-                "answer_idx": "D",
-                "answer": "d",
-                "meta_info": "step1",
-            }
-            for i in range(1273)
-        ],
-    )
-    _write_jsonl(tmp_path / "mmlu_pro/law_test.jsonl", [_mmlu_rec(i) for i in range(1101)])
+        write(tmp_path, f"bbh/bbh/{task}.json", json.dumps({"canary": "fake", "examples": ex}))
+    write(tmp_path, "logiqa/Test.txt", logiqa_text(651))
+    jsonl(tmp_path, MEDQA, [medqa(i) for i in range(1273)])
+    jsonl(tmp_path, MMLU, [mmlu(i) for i in range(1101)])
     return tmp_path
-
-
-def _mmlu_rec(i, category="law"):
-    return {
-        "question_id": i,
-        "question": f"L{i}?",
-        "options": ["o1", "o2", "o3", "o4"],
-        "answer": "C",
-        "answer_index": 2,
-        "cot_content": "",
-        "category": category,
-        "src": "ori_mmlu-professional_law",
-    }
 
 
 @pytest.mark.parametrize("name", data.BENCHMARKS)
@@ -249,97 +197,124 @@ def test_fake_layout_loads(fake, name):
     assert len(data.load(name, limit=2, data_dir=fake)) == 2
 
 
-def test_wrong_count_is_reported_even_with_limit(fake):
-    path = fake / "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl"
-    _write_jsonl(path, [_arc_rec(i) for i in range(1171)])
-    with pytest.raises(DataError, match=r"ARC-Challenge-Test\.jsonl: expected 1172 items .*found 1171"):
-        data.load("arc_challenge", limit=1, data_dir=fake)
-
-
-@pytest.mark.parametrize(
-    "line, bad, pattern",
-    [
-        (3, "{not json", r"line 3: invalid JSON"),
-        (5, {k: v for k, v in _arc_rec(4).items() if k != "answerKey"}, r"line 5: missing field 'answerKey'"),
-        (7, _arc_rec(6, answer="E"), r"line 7: .*answer 'E' is not among the option labels"),
-        (9, _arc_rec(8, labels="ABB"), r"line 9: duplicate or unmatched choice labels"),
-        (
-            2,
-            {**_arc_rec(1), "question": {"stem": "", "choices": []}},
-            r"line 2: field 'stem' must be a non-empty string",
-        ),
-    ],
-)
-def test_malformed_arc_line_names_file_and_line(fake, line, bad, pattern):
-    recs = [_arc_rec(i) for i in range(1172)]
-    recs[line - 1] = bad
-    _write_jsonl(fake / "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", recs)
-    with pytest.raises(DataError, match=r"ARC-Challenge-Test\.jsonl, " + pattern):
-        data.load("arc_challenge", data_dir=fake)
-
-
-def test_malformed_medqa_and_mmlu(fake):
-    path = fake / "medqa/phrases_no_exclude_test.jsonl"
-    lines = path.read_text().splitlines()
-    lines[10] = json.dumps({"question": "Q?", "options": {"A": "a", "B": "b"}, "answer_idx": "B", "answer": "a"})
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match=r"phrases_no_exclude_test\.jsonl, line 11: answer_idx 'B' points to 'b'"):
-        data.load("medqa", data_dir=fake)
-    recs = [_mmlu_rec(i) for i in range(1101)]
-    recs[4] = {**recs[4], "answer": "D"}
-    _write_jsonl(fake / "mmlu_pro/law_test.jsonl", recs)
-    with pytest.raises(DataError, match=r"law_test\.jsonl, line 5: answer 'D' disagrees with answer_index 2"):
-        data.load("mmlu_pro", data_dir=fake)
-
-
-def test_mmlu_pro_falls_back_to_full_test_file(fake):
-    (fake / "mmlu_pro/law_test.jsonl").unlink()
-    recs = [_mmlu_rec(i, "law" if i % 3 else "history") for i in range(1652)]  # 1101 law rows among others
-    assert sum(r["category"] == "law" for r in recs) == 1101
-    _write_jsonl(fake / "mmlu_pro/test.jsonl", recs)
+def test_mmlu_pro_falls_back_to_the_full_test_file(fake):
+    (fake / MMLU).unlink()
+    jsonl(fake, "mmlu_pro/test.jsonl", [mmlu(i, "law" if i % 3 else "history") for i in range(1652)])  # 1101 law
     qs = data.load("mmlu_pro", data_dir=fake)
     assert len(qs) == 1101 and qs[0].id == "mmlu_pro/1"
 
 
-def test_malformed_logiqa(fake):
-    path = fake / "logiqa/Test.txt"
-    text = _logiqa_text(651).split("\n")
-    text[17] = "e"  # item 2's answer line (line 18)
-    path.write_text("\n".join(text))
-    with pytest.raises(DataError, match=r"Test\.txt, line 18: answer 'e' is not one of a, b, c, d"):
-        data.load("logiqa", data_dir=fake)
-    path.write_text(_logiqa_text(651).rsplit("\n", 1)[0])  # drop the last option line
-    with pytest.raises(DataError, match=r"Test\.txt: 5207 lines is not a multiple of 8.*line 5201"):
-        data.load("logiqa", data_dir=fake)
-    path.write_text(_logiqa_text(650) + "\n")  # a final newline is fine, a missing item is not
-    with pytest.raises(DataError, match=r"expected 651 items .*found 650"):
-        data.load("logiqa", data_dir=fake)
+def fails(benchmark: str, root: Path, pattern: str) -> str:
+    """The DataError of loading `benchmark` from `root`: one line matching `pattern`."""
+    with pytest.raises(DataError) as e:
+        data.load_demo(root / "demo.jsonl") if benchmark == "demo" else data.load(benchmark, data_dir=root)
+    assert re.search(pattern, str(e.value)) and "\n" not in str(e.value), str(e.value)
+    return str(e.value)
 
 
-def test_malformed_json_array_files(fake):
-    path = fake / "truthfulqa/data/v0/mc_task.json"
-    items = json.loads(path.read_text())
-    items[4]["mc1_targets"] = {"a": 1, "b": 1}
-    path.write_text(json.dumps(items))
-    with pytest.raises(DataError, match=r"mc_task\.json, item 4: mc1_targets must hold exactly one choice labelled 1"):
-        data.load("truthfulqa", data_dir=fake)
-    path.write_text('[{"question": "x",\n "mc1_targets": }]')
-    with pytest.raises(DataError, match=r"mc_task\.json, line 2: invalid JSON"):
-        data.load("truthfulqa", data_dir=fake)
-    bbh = fake / "bbh/bbh/date_understanding.json"
-    ex = json.loads(bbh.read_text())
-    ex["examples"][3]["input"] = "Pick.\nOptions:\n(A) x\n(C) z"
-    bbh.write_text(json.dumps(ex))
-    with pytest.raises(DataError, match=r"date_understanding\.json, item 3: unexpected option line '\(C\) z'"):
-        data.load("bbh", data_dir=fake)
+LABELS = r" is not among the option labels \['A', 'B', 'C'(, 'D')?\]$"
+CUT = r"invalid JSON \(.*\); the file ends in the middle of "
+TQA_ITEMS = [{"question": "Q?", "mc1_targets": {"r": 1, "w": 0}}] * 40
+BBH_ITEMS = {"examples": [{"input": "P.\nOptions:\n(A) x", "target": "(A)"}] * 5}
 
 
-def test_missing_file_and_missing_dir(fake, tmp_path):
-    (fake / "medqa/phrases_no_exclude_test.jsonl").unlink()
-    with pytest.raises(DataError, match=r"phrases_no_exclude_test\.jsonl not found.*<dir>/medqa/"):
-        data.load("medqa", data_dir=fake)
-    with pytest.raises(DataError, match="is not a directory"):
-        data.load("medqa", data_dir=tmp_path / "nope")
+def bbh(text):
+    return json.dumps({"examples": [{"input": f"Pick.\nOptions:\n{text}", "target": "(D)"}]})
+
+
+@pytest.mark.parametrize(
+    "bench, rel, content, pattern",
+    [
+        ("arc_challenge", ARC, [arc(0), "{not json"], r"Test\.jsonl, line 2: invalid JSON"),
+        ("arc_challenge", ARC, [{k: v for k, v in arc(0).items() if k != "answerKey"}],
+         r"line 1: missing field 'answerKey'"),
+        ("arc_challenge", ARC, [arc(0), arc(1, answer="E")],
+         r"Test\.jsonl, line 2: question 'Fake_1': answer 'E'" + LABELS),
+        ("arc_challenge", ARC, [arc(0, labels="ABB")], r"line 1: duplicate or unmatched choice labels"),
+        ("arc_challenge", ARC, [{**arc(1), "question": {"stem": "", "choices": []}}],
+         r"line 1: field 'stem' must be a non-empty"),
+        ("arc_challenge", ARC, [arc(0), [1, 2, 3]],
+         r"line 2: expected a JSON object \(a record\), got list \[1, 2, 3\]$"),
+        ("arc_challenge", ARC, [arc(0), arc(1), arc(2, qid="Fake_0")],
+         r"line 3: question id 'Fake_0' repeats the one at line 1"),
+        ("arc_challenge", ARC, "".join(json.dumps(arc(i)) + "\n" for i in range(5)) + json.dumps(arc(5))[:40],
+         r"line 6: " + CUT + r"this record \(cut short\? download"),
+        ("medqa", MEDQA, [medqa(0), medqa(1), medqa(2, idx="E")], r"line 3: answer_idx 'E'" + LABELS),
+        ("medqa", MEDQA, [{**medqa(0), "options": {"A": "a", "B": "b"}, "answer_idx": "B"}],
+         r"line 1: answer_idx 'B' points to 'b'"),
+        ("medqa", MEDQA, [medqa(0), '{"question": "x", ', medqa(2)],
+         r"test\.jsonl, line 2: invalid JSON \((?!.*ends in the middle)"),
+        ("mmlu_pro", MMLU, [mmlu(0, answer="D")], r"line 1: answer 'D' disagrees with answer_index 2"),
+        ("mmlu_pro", MMLU, [mmlu(0, answer="K", index=10)], r"line 1: answer_index 10 is not an option index 0-3$"),
+        ("mmlu_pro", MMLU, [mmlu(0, answer="F", index=None)], r"line 1: answer_index None is not an option index 0-3$"),
+        ("mmlu_pro", MMLU, [mmlu(0, qid=70), mmlu(1, qid=71), mmlu(2, qid=70)],
+         r"line 3: question id 'mmlu_pro/70' repeats the one"),
+        ("mmlu_pro", MMLU, [mmlu(i) for i in range(7)],
+         r"law_test\.jsonl: expected 1101 items \(the published size\), found 7"),
+        ("truthfulqa", TQA, json.dumps([{"question": "x", "mc1_targets": {"a": 1, "b": 1}}]),
+         r"item 0: mc1_targets must hold exactly one"),
+        ("truthfulqa", TQA, '[{"question": "x",\n "mc1_targets": }]', r"mc_task\.json, line 2: invalid JSON"),
+        ("truthfulqa", TQA, json.dumps(["just a string"]),
+         r"mc_task\.json, item 0: expected a JSON object \(a record\), got str"),
+        ("truthfulqa", TQA, json.dumps(TQA_ITEMS, indent=1)[:700],
+         r"mc_task\.json, line \d+: " + CUT + r"the JSON \(cut short\? "),
+        ("bbh", BBH, json.dumps(BBH_ITEMS)[:-30], r"objects\.json, line 1: " + CUT + "the JSON"),
+        ("bbh", BBH, bbh("(A) x\n(B) y\n(C) z"),
+         r"item 0: question 'bbh/logical_deduction_three_objects/000': answer 'D'" + LABELS),
+        ("bbh", BBH, bbh("(A) x\n(C) z"), r"objects\.json, item 0: unexpected option line '\(C\) z'"),
+        ("logiqa", "logiqa/Test.txt", logiqa_text(3).replace("c\nContext 2", "e\nContext 2"),
+         r"line 18: answer 'e' is not one of a"),
+        ("logiqa", "logiqa/Test.txt", logiqa_text(3).rsplit("\n", 3)[0],
+         r"Test\.txt: 21 lines is not a multiple of 8 .*; the last item, from line 17, is incomplete$"),
+        ("logiqa", "logiqa/Test.txt", logiqa_text(650) + "\n",
+         r"expected 651 items .*found 650"),  # a last newline is fine
+        ("demo", "demo.jsonl", [demo(0), demo(1, answer="Z")],
+         r"demo\.jsonl, line 2: question 'demo/01': answer 'Z'" + LABELS),
+        ("demo", "demo.jsonl", [demo(0), demo(1, qid="demo/00")],
+         r"line 2: question id 'demo/00' repeats the one at line 1; ids must"),
+        ("demo", "demo.jsonl", [{**demo(0), "metadata": {"distractor": "B", "explanation": "w"}}],
+         r"demo\.jsonl, line 1: .*distractor"),
+        ("medqa", "other.txt", "", r"phrases_no_exclude_test\.jsonl not found.*<dir>/medqa/"),
+    ],
+)  # fmt: skip
+def test_a_broken_file_is_one_line_naming_file_line_and_fault(tmp_path, bench, rel, content, pattern):
+    jsonl(tmp_path, rel, content) if isinstance(content, list) else write(tmp_path, rel, content)
+    fails(bench, tmp_path, pattern)
+
+
+def test_the_count_is_checked_even_with_a_limit_and_bytes_must_be_utf8(fake, tmp_path):
+    jsonl(fake, ARC, [arc(i) for i in range(1171)])
+    fails("arc_challenge", fake, r"ARC-Challenge-Test\.jsonl: expected 1172 items .*found 1171")
+    with pytest.raises(DataError, match="found 1171"):
+        data.load("arc_challenge", limit=1, data_dir=fake)
+    raw = jsonl(tmp_path, MEDQA, [medqa(0), medqa(1)]).read_bytes().split(b"\n")
+    (tmp_path / MEDQA).write_bytes(b"\n".join([raw[0], raw[1][:10] + b"\xff\xfe" + raw[1][10:], b""]))
+    fails("medqa", tmp_path, r"line 2: not UTF-8 text \(byte 0xff at column 11\); the file is damaged or in another")
+    write(tmp_path, "logiqa/Test.txt", "")
+    (tmp_path / "logiqa/Test.txt").write_bytes(b"\nc\nContext\nQ?\nA.one\nB.\xe9two\nC.three\nD.four")  # latin-1
+    fails("logiqa", tmp_path, r"Test\.txt, line 6: not UTF-8 text \(byte 0xe9 at column 3\)")
+
+
+def test_every_cut_position_is_called_a_cut_and_a_wrong_character_is_not(tmp_path):
+    """Wherever a download stops (inside a string, a number, true/false/null, between tokens), the message says the
+    file ends mid-record; a wrong character with text after it is only invalid JSON."""
+    rec = {**arc(5), "n": -12.5, "e": 1.5e-7, "t": True, "f": False, "z": None, "s": 'say "hi"'}
+    line, doc = json.dumps(rec), json.dumps([rec] * 2, indent=1)
+    path = tmp_path / "x.jsonl"
+    for cut in range(1, len(line)):
+        path.write_text(json.dumps(arc(0)) + "\n" + line[:cut])
+        with pytest.raises(DataError, match="the file ends in the middle of this record"):
+            data_files.jsonl_rows(path)
+    path = tmp_path / "x.json"
+    for cut in range(1, len(doc)):
+        path.write_text(doc[:cut])
+        with pytest.raises(DataError, match="the file ends in the middle of the JSON"):
+            data_files.json_file(path)
+    for bad in ('{"a": tru e}', '{"a": x}', '{"a": 1} extra'):
+        path.write_text(bad)
+        with pytest.raises(DataError, match="invalid JSON") as e:
+            data_files.json_file(path)
+        assert "ends in the middle" not in str(e.value)
 
 
 def test_no_data_at_all_says_how_to_get_it(monkeypatch):
@@ -349,33 +324,32 @@ def test_no_data_at_all_says_how_to_get_it(monkeypatch):
         data.load("logiqa")
 
 
-def test_unknown_benchmark_lists_allowed_names():
-    with pytest.raises(ValueError, match=r"'gsm8k'.*truthfulqa, arc_challenge, bbh, logiqa, medqa, mmlu_pro"):
-        data.load("gsm8k")
-
-
 def test_data_hash_is_order_and_content_sensitive():
     qs = data.load_demo()
     h = data.data_hash(qs)
-    assert len(h) == 64 and h == data.data_hash(data.load_demo())
-    assert data.data_hash(qs[::-1]) != h
+    assert len(h) == 64 and h == data.data_hash(data.load_demo()) != data.data_hash(qs[::-1])
     q = qs[0]
-    swapped = data.Question(
-        q.id, q.benchmark, q.question, dict(reversed(list(q.options.items()))), q.answer, q.metadata
-    )
+    swapped = data.Question(q.id, q.benchmark, q.question, dict(reversed(q.options.items())), q.answer, q.metadata)
     assert data.data_hash([swapped] + qs[1:]) != h  # option order is part of the data
 
 
-# ---------------------------------------------------------------- hub-shaped records (field names as on the HF cards)
-def test_hub_truthfulqa_matches_upstream_shape():
+# ----------------------------------------------------------------------------- hub-shaped records (as on the HF cards)
+def test_hub_truthfulqa_and_arc_records_equal_the_local_ones():
     hub = {
         "question": "Is the sky green?",
         "mc1_targets": {"choices": ["No.", "Yes.", "Sometimes."], "labels": [1, 0, 0]},
-        "mc2_targets": {"choices": ["No."], "labels": [1]},
     }
     local = {"question": "Is the sky green?", "mc1_targets": {"No.": 1, "Yes.": 0, "Sometimes.": 0}}
-    a, b = data.map_truthfulqa(hub, 7), data.map_truthfulqa(local, 7)
-    assert a == b and a.id == "truthfulqa/0007" and a.options[a.answer] == "No."
+    a = data.map_truthfulqa(hub, 7)
+    assert a == data.map_truthfulqa(local, 7) and a.id == "truthfulqa/0007" and a.options[a.answer] == "No."
+    texts = ["one", "two", "three", "four"]
+    hub = {"id": "X_1", "question": "Which?", "choices": {"text": texts, "label": list("1234")}, "answerKey": "3"}
+    q = data.map_arc(hub, 0)
+    assert q.answer == "C" and q.options["C"] == "three" and q.metadata == {"original_labels": ["1", "2", "3", "4"]}
+    choices = [{"text": t, "label": lab} for t, lab in zip(texts, "1234")]
+    assert data.map_arc({"id": "X_1", "question": {"stem": "Which?", "choices": choices}, "answerKey": "3"}, 0) == q
+    q = data.map_arc({**hub, "choices": {"text": ["three", "one"], "label": ["C", "A"]}, "answerKey": "C"}, 0)
+    assert list(q.options) == ["C", "A"] and q.options[q.answer] == "three"  # labels, not positions, carry the answer
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
@@ -384,40 +358,13 @@ def test_hub_truthfulqa_matches_upstream_shape():
 def test_truthfulqa_order_depends_only_on_text(choices, draw):
     perm = draw.draw(st.permutations(range(len(choices))))
     rec = {"question": "Q?", "mc1_targets": {"choices": choices, "labels": [1] + [0] * (len(choices) - 1)}}
-    shuffled = {
-        "question": "Q?",
-        "mc1_targets": {"choices": [choices[j] for j in perm], "labels": [int(j == 0) for j in perm]},
-    }
-    a, b = data.map_truthfulqa(rec, 0), data.map_truthfulqa(shuffled, 0)
-    assert a.options == b.options and a.answer == b.answer
-    assert a.options[a.answer] == choices[0].strip()
+    shuffled = {"choices": [choices[j] for j in perm], "labels": [int(j == 0) for j in perm]}
+    a, b = data.map_truthfulqa(rec, 0), data.map_truthfulqa({"question": "Q?", "mc1_targets": shuffled}, 0)
+    assert a.options == b.options and a.answer == b.answer and a.options[a.answer] == choices[0].strip()
     assert sorted(a.options.values()) == sorted(c.strip() for c in choices)
 
 
-def test_hub_arc_numeric_labels_map_by_label_value():
-    hub = {
-        "id": "X_1",
-        "question": "Which?",
-        "choices": {"text": ["one", "two", "three", "four"], "label": ["1", "2", "3", "4"]},
-        "answerKey": "3",
-    }
-    q = data.map_arc(hub, 0)
-    assert q.answer == "C" and q.options["C"] == "three" and q.metadata == {"original_labels": ["1", "2", "3", "4"]}
-    local = {
-        "id": "X_1",
-        "question": {
-            "stem": "Which?",
-            "choices": [{"text": t, "label": lab} for t, lab in zip(["one", "two", "three", "four"], "1234")],
-        },
-        "answerKey": "3",
-    }
-    assert data.map_arc(local, 0) == q
-    shuffled = {**hub, "choices": {"text": ["three", "one"], "label": ["C", "A"]}, "answerKey": "C"}
-    q = data.map_arc(shuffled, 0)  # labels, not positions, carry the answer
-    assert list(q.options) == ["C", "A"] and q.options[q.answer] == "three"
-
-
-def test_hub_bbh_records():
+def test_hub_bbh_logiqa_medqa_mmlu_records():
     q = data.map_bbh({"input": "Today is X.\nOptions:\n(A) 1\n(B) 2", "target": "(B)"}, 3, "date_understanding")
     assert (q.id, q.question, q.options, q.answer) == (
         "bbh/date_understanding/003",
@@ -429,40 +376,16 @@ def test_hub_bbh_records():
     assert (q.question, q.options, q.answer) == ("Arg?", {"A": "valid", "B": "invalid"}, "A")
     with pytest.raises(ValueError, match="target 'Maybe'"):
         data.map_bbh({"input": "Q?", "target": "Maybe"}, 0, "web_of_lies")
-
-
-def test_hub_logiqa_medqa_mmlu_records():
-    hub = {
-        "context": "All cats purr. Tom is a cat.",
-        "query": "Which follows?",
-        "options": ["Tom purrs.", "Tom barks.", "Tom flies.", "None."],
-        "correct_option": 0,
-    }
+    hub = {"context": "All cats purr. Tom is a cat.", "query": "Which follows?", "correct_option": 0,
+           "options": ["Tom purrs.", "Tom barks.", "Tom flies.", "None."]}  # fmt: skip
     q = data.map_logiqa(hub, 5)
     assert q.id == "logiqa/005" and q.answer == "A" and q.question == "All cats purr. Tom is a cat.\nWhich follows?"
     assert data.map_logiqa({**hub, "correct_option": "c"}, 5).answer == "C"
     with pytest.raises(ValueError, match="answer 4"):
         data.map_logiqa({**hub, "correct_option": 4}, 5)
-    med = {
-        "question": "Q?",
-        "answer": "Aspirin",
-        "options": {"A": "Aspirin", "B": "B", "C": "C", "D": "D"},
-        "meta_info": "step2&3",
-        "answer_idx": "A",
-        "metamap_phrases": ["x"],
-    }
-    q = data.map_medqa(med, 12)
-    assert (q.id, q.answer, q.metadata["meta_info"]) == ("medqa/0012", "A", "step2&3")
-    law = {
-        "question_id": 70,
-        "question": "Is it a tort?",
-        "options": ["No", "Yes", "Maybe"],
-        "answer": "B",
-        "answer_index": 1,
-        "cot_content": "",
-        "category": "law",
-        "src": "ori_mmlu-professional_law",
-    }
+    med = {**medqa(0), "answer": "a", "answer_idx": "A", "meta_info": "step2&3", "metamap_phrases": ["x"]}
+    assert data.map_medqa(med, 12).id == "medqa/0012" and data.map_medqa(med, 12).metadata["meta_info"] == "step2&3"
+    law = {**mmlu(0, qid=70), "options": ["No", "Yes", "Maybe"], "answer": "B", "answer_index": 1}
     q = data.map_mmlu_pro(law, 0)
     assert (q.id, q.options, q.answer) == ("mmlu_pro/70", {"A": "No", "B": "Yes", "C": "Maybe"}, "B")
     with pytest.raises(ValueError, match="category"):
@@ -471,35 +394,25 @@ def test_hub_logiqa_medqa_mmlu_records():
 
 @pytest.mark.parametrize(
     "text, slot, want",
-    [
-        ("A.text", 0, "text"),
-        ("C.text", 1, "text"),
-        ("A? text", 0, "text"),
-        ("A first", 0, "first"),
-        ("A cat sat", 1, "A cat sat"),
-        ("When the land in City A.B was", 0, "When the land in City A.B was"),
-        ("A.", 0, "A."),
-        ("A.A.", 0, "A."),
-        ("A.A is a doctor", 0, "A is a doctor"),
-        ("Storehouse B.3", 1, "Storehouse B.3"),
-    ],
-)
+    [("A.text", 0, "text"), ("C.text", 1, "text"), ("A? text", 0, "text"), ("A first", 0, "first"),
+     ("A cat sat", 1, "A cat sat"), ("When the land in City A.B was", 0, "When the land in City A.B was"),
+     ("A.", 0, "A."), ("A.A.", 0, "A."), ("A.A is a doctor", 0, "A is a doctor"),
+     ("Storehouse B.3", 1, "Storehouse B.3")],
+)  # fmt: skip
 def test_strip_logiqa_prefix(text, slot, want):
     assert data_records.strip_logiqa_prefix(text, slot) == want
 
 
-def test_hub_path_plumbing(monkeypatch):
+def test_hub_rows_are_read_and_checked_like_files(monkeypatch):
     """With no data dir and `datasets` importable, loaders read hub rows (faked here) and still check counts."""
     calls = []
 
     def fake_rows(path, name, split):
         calls.append((path, name, split))
-        rows = [
-            {"id": f"H_{i}", "question": "Q?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "B"}
-            for i in range(1172)
-        ]
+        choices = {"text": ["a", "b"], "label": ["A", "B"]}
+        rows = [{"id": f"H_{i}", "question": "Q?", "choices": choices, "answerKey": "B"} for i in range(1172)]
         if path == "TIGER-Lab/MMLU-Pro":
-            rows = [_mmlu_rec(i, "law" if i < 1101 else "math") for i in range(1200)]
+            rows = [mmlu(i, "law" if i < 1101 else "math") for i in range(1200)]
         return [(f"row {i}", r) for i, r in enumerate(rows)]
 
     monkeypatch.delenv(data.ENV_VAR, raising=False)
@@ -512,11 +425,11 @@ def test_hub_path_plumbing(monkeypatch):
     assert calls[-1] == ("truthful_qa", "multiple_choice", "validation")
 
 
-# ---------------------------------------------------------------- demo set and CLI without shared data
+# ----------------------------------------------------------------------------- the demo set, the summary command
 def test_demo_set():
     qs = data.load_demo()
     assert 20 <= len(qs) <= 30 and data.load("demo") == qs
-    assert len({q.id for q in qs}) == len(qs) and all(q.id == f"demo/{i:02d}" for i, q in enumerate(qs, 1))
+    assert [q.id for q in qs] == [f"demo/{i:02d}" for i in range(1, len(qs) + 1)]
     for q in qs:
         d = q.metadata["distractor"]
         assert q.benchmark == "demo" and 3 <= len(q.options) <= 4 and q.answer in q.options
@@ -525,23 +438,11 @@ def test_demo_set():
     assert len(positions) == 4 and max(positions.values()) <= len(qs) // 2
 
 
-def test_demo_loader_rejects_a_bad_distractor(tmp_path):
-    rec = json.loads(data.DEMO_PATH.read_text(encoding="utf-8").splitlines()[0])
-    rec["metadata"]["distractor"] = rec["answer"]
-    path = _write_jsonl(tmp_path / "demo.jsonl", [rec])
-    with pytest.raises(DataError, match=r"demo\.jsonl, line 1: .*distractor"):
-        data.load_demo(path)
-
-
-def test_summary_cli_on_demo_and_bad_name(capsys):
+def test_summary_on_demo_a_bad_name_and_missing_data(tmp_path, capsys):
     assert data.main(["summary", "--benchmarks", "demo"]) == 0
-    line = capsys.readouterr().out.splitlines()[1].split()
-    assert line[:3] == ["demo", "24", "3-4"]
+    assert capsys.readouterr().out.splitlines()[1].split()[:3] == ["demo", "24", "3-4"]
     with pytest.raises(SystemExit) as e:
         data.main(["summary", "--benchmarks", "demo,nope"])
     assert e.value.code == 2 and "nope" in capsys.readouterr().err
-
-
-def test_summary_reports_missing_data_with_exit_1(tmp_path, capsys):
     assert data.main(["summary", "--benchmarks", "logiqa", "--data-dir", str(tmp_path)]) == 1
     assert "ERROR" in capsys.readouterr().out

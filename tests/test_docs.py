@@ -1,4 +1,5 @@
-"""Every module, function, file and command that README.md and docs/*.md name exists in this checkout.
+"""Every module, function, file and command that README.md, docs/*.md, bench/README.md and the package's docstrings
+and comments name exists in this checkout.
 
 What counts as a name (in `backticks` or a [link](target); commands also inside fenced blocks):
     a repository path        `acemad_utils/agents/sim.py`, `notebooks/09_assumption_map.ipynb`, [x](docs/y.md)
@@ -8,7 +9,8 @@ What counts as a name (in `backticks` or a [link](target); commands also inside 
     a module run with -m     `python -m acemad_utils.reproduce`
     an environment variable  ACEMAD_MAX_USD (anywhere): listed in data/settings.py's ENV_VARS, read there
 Paths under outputs/ (regenerated, git-ignored), placeholders (<profile>, *, ...) and a user's own files
-(my.jsonl) are not checked: they are not the repository's.
+(my.jsonl) are not checked: they are not the repository's. In docstrings and comments (acemad_utils/**) the names
+checked are file names (`debate.py`, ticked or not), `acemad_utils.x.y` and ticked dotted names.
 
 And every command the docs show runs as written in a fresh clone: no bare `python -m acemad_utils` (it needs the
 activated venv), and each ```bash block is run verbatim in a shell without it, skipping (named) the lines that need a
@@ -17,18 +19,20 @@ key, the network, make or another tool's server.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import io
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-import acemad_utils
 from acemad_utils.data.settings import ENV_VARS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +50,9 @@ PATH_LIKE = re.compile(r"[\w.-]+(/[\w.-]*)+|[\w-]+\.(py|md|ipynb|yaml|toml|cfg|s
 REPO_DIRS = {"acemad_utils", "notebooks", "profiles", "tests", "bench", "docs", "data", ".ci"}
 SUBPACKAGES = {p.parent.name for p in (Path(__file__).resolve().parents[1] / "acemad_utils").glob("*/__init__.py")}
 #: Names the docs' own examples define (`results.table`), and a user's own files (`my_task.py`).
-EXAMPLE_NAMES = {"results", "final", "r", "my_task"}
+EXAMPLE_NAMES = {"results", "final", "r", "my_task", "mine"}
+#: Dotted names in docstrings that are another library's (an OpenAI reply's field), not this package's.
+THEIRS = {"usage.prompt_tokens_details.cached_tokens"}
 FILE_SUFFIXES = {"md", "tex", "json", "jsonl", "toml", "py", "gz", "html", "sqlite", "csv", "yaml", "ipynb", "parquet"}
 #: Not the repository's: regenerated outputs, a user's run folder, placeholders.
 NOT_OURS = re.compile(r"^(outputs|acemad_runs|\.venv)(/|$)|[<>*{}]|\.\.\.")
@@ -156,45 +162,69 @@ def missing(text: str, doc: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("doc", [*DOCS, REPO / "bench" / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
 def test_every_name_a_doc_gives_exists(doc):
     gone = missing(doc.read_text(encoding="utf-8"), doc)
-    assert not gone, f"{doc.relative_to(REPO)} names what this checkout does not have (fix the doc):\n" + "\n".join(
-        gone
-    )
+    assert not gone, f"{doc.relative_to(REPO)} names what this checkout lacks (fix the doc):\n" + "\n".join(gone)
 
 
-def test_the_check_sees_each_kind_of_name():
-    """The docs do name things of every kind (else the test above would pass on nothing)."""
+def prose(path: Path) -> str:
+    """The docstrings and comments of a Python file."""
+    text = path.read_text(encoding="utf-8")
+    out = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(ast.get_docstring(node, clean=False) or "")
+    return "\n".join(out)
+
+
+FILE_NAME = re.compile(r"(?<![\w./$<{-])((?:[\w.-]+/)*[\w-]+\.(?:py|ipynb|md|yaml))\b(?!\()")
+
+
+def missing_in_code(text: str, path: Path) -> list[str]:
+    """What the docstrings and comments `text` of `path` name that this checkout does not have, one line each."""
+    files = {f for f in FILE_NAME.findall(text) if not NOT_OURS.search(f) and f.split(".")[0] not in EXAMPLE_NAMES}
+    files = {f for f in files if "/" not in f or f.split("/")[0] in REPO_DIRS}  # not another package's file
+    dotted = {d for tick in TICKED.findall(text) if DOTTED.fullmatch(d := tick.strip().removesuffix("()"))}
+    dotted = {d for d in dotted | set(re.findall(r"\bacemad_utils(?:\.\w+)+", text)) if d.split(".")[0] in MODULES}
+    out = [f"file {f!r}" for f in sorted(files) if not path_exists(f, path)]
+    return out + [
+        f"name {d!r}" for d in sorted(dotted - THEIRS) if d.rsplit(".", 1)[-1] not in FILE_SUFFIXES and not resolves(d)
+    ]
+
+
+def test_every_name_a_docstring_or_comment_gives_exists():
+    gone = [f"{p.relative_to(REPO)}: {m}" for p in sorted(PACKAGE.rglob("*.py")) for m in missing_in_code(prose(p), p)]
+    assert not gone, "docstrings and comments name what this checkout does not have:\n" + "\n".join(gone)
+
+
+DROPPED = [
+    "`acemad_utils/agents/llm_request.py`",
+    "[the faults](docs/no-such-page.md)",
+    "`analysis.redecided`",
+    "`acemad_utils.report.rescoring.no_such_function`",
+    "`experiments.setup.NO_SUCH_CONSTANT`",
+    "`make no-such-target`",
+    "```bash\npython -m acemad_utils.no_such_module\n```",
+    "ACEMAD_NO_SUCH_VARIABLE=1",
+]
+REAL = (
+    "`acemad_utils/agents/sim.py`, `debate.py`, `rescoring.redecided`, `experiments.setup.SIM_STANDINS`, "
+    "`acemad_utils.run`, [docs](docs/running.md), `make test-fast`, `python -m acemad_utils.reproduce`"
+)
+
+
+def test_the_checks_see_every_kind_of_name_and_a_dropped_one():
+    """The docs name things of every kind (else the tests above would pass on nothing); each made-up name fails."""
     found = names("\n".join(doc.read_text(encoding="utf-8") for doc in DOCS))
     assert {k for k, v in found.items() if v} == {"path", "dotted", "make", "module", "env"}, found
     assert "acemad_utils/agents/sim.py" in found["path"] and "test-fast" in found["make"]
-
-
-@pytest.mark.parametrize(
-    "made_up",
-    [
-        "`acemad_utils/agents/llm_request.py`",
-        "[the faults](docs/no-such-page.md)",
-        "`analysis.redecided`",
-        "`acemad_utils.report.rescoring.no_such_function`",
-        "`experiments.setup.NO_SUCH_CONSTANT`",
-        "`make no-such-target`",
-        "```bash\npython -m acemad_utils.no_such_module\n```",
-        "ACEMAD_NO_SUCH_VARIABLE=1",
-    ],
-)
-def test_a_dropped_name_fails_the_check(made_up):
-    assert missing(f"Some prose naming {made_up} here.", REPO / "README.md"), made_up
-
-
-def test_real_names_pass_the_check():
-    text = (
-        "`acemad_utils/agents/sim.py`, `debate.py`, `rescoring.redecided`, `experiments.setup.SIM_STANDINS`, "
-        "`acemad_utils.run`, [docs](docs/running.md), `make test-fast`, `python -m acemad_utils.reproduce`"
-    )
-    assert missing(text, REPO / "README.md") == []
-    assert acemad_utils.__name__ in MODULES
+    assert [made_up for made_up in DROPPED if not missing(f"Some prose naming {made_up}.", REPO / "README.md")] == []
+    assert missing(REAL, REPO / "README.md") == []
+    text = "# see llm_usage.py and `rescoring.no_such_function`, also acemad_utils.report.gone\n"
+    gone = ["file 'llm_usage.py'", "name 'acemad_utils.report.gone'", "name 'rescoring.no_such_function'"]
+    assert missing_in_code(text, PACKAGE / "x.py") == gone
+    assert missing_in_code("`debate.py`, transcripts.py, `rescoring.redecided`, N.md(x)", PACKAGE / "x.py") == []
 
 
 def test_the_readme_example_is_the_one_the_own_questions_test_runs():
@@ -258,7 +288,7 @@ def run_block(block: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_no_doc_command_needs_an_activated_venv():
     """`python -m acemad_utils ...` fails in a fresh clone (the system Python has no pandas): every command the docs
-    show uses `.venv/bin/python` or `make` (issue: README's command did not run as written)."""
+    show uses `.venv/bin/python` or `make`."""
     bare = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
@@ -286,7 +316,7 @@ def test_each_docs_command_runs_as_written(doc, i, tmp_path):
 
 
 def test_the_commands_run_without_an_activated_venv(tmp_path):
-    """The runner above is a fresh clone's shell: the environment is only reachable as .venv/bin/python."""
+    """The block runner is a fresh clone's shell: the environment is only reachable as .venv/bin/python."""
     done = run_block('echo "$(command -v python3)"\n.venv/bin/python -c "import sys; print(sys.prefix)"\n', tmp_path)
     assert done.returncode == 0, done.stderr
     found, prefix = done.stdout.splitlines()

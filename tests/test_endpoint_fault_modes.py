@@ -1,4 +1,4 @@
-"""Issue 23's probes, each against tests/fake_openai.py's fault modes (loopback only, bounded loops): a fault
+"""Probes, each against tests/fake_openai.py's fault modes (loopback only, bounded loops): a fault
 during subset building never poisons the checkout (a healthy rerun gives the clean run's tables), failures are
 counted and shown, a dead or hung endpoint stops the run with one line, one run per profile, no path outside
 outputs/, bounded replies and parameter values."""
@@ -37,7 +37,7 @@ try:
 except ImportError:  # tests/ is not a package: pytest put it on sys.path
     from fake_openai import HOSTILE, FakeOpenAI, FaultInjector
 
-KEY = "sk-canary-issue23-0000"
+KEY = "sk-canary-faults-0000"
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
 FAST = dict(max_attempts=4, timeout=0.5)
 
@@ -160,21 +160,21 @@ def _tables(url: str):
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("fault", ["down", "429", "401"])
-def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tables(repo, tmp_path, fault):
+def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tables(repo, tmp_path, monkeypatch, fault):
     plan = FaultInjector(0.0, seed=3)
     with FakeOpenAI(plan, retry_after="0.01") as srv:
         clean_root = tmp_path / "clean"
-        P.ROOT = clean_root  # the monkeypatch restores it
+        monkeypatch.setenv("ACEMAD_ROOT", str(clean_root))
         clean, clean_files = _tables(srv.url)
         assert clean.n_failed.sum() == 0 and len(clean_files) == len(BENCHES)
 
-        P.ROOT = tmp_path / "faulty"
+        monkeypatch.setenv("ACEMAD_ROOT", str(tmp_path / "faulty"))
         srv.set_mode(fault, after=150)  # inside the first benchmark's subset construction (200 calls)
         with pytest.raises((EndpointDown, subsets.SubsetIncomplete)) as e:
             _tables(srv.url)
         assert "\n" not in str(e.value) and "same command" in str(e.value)
         # it stopped while building subsets (the debate run never started), and saved no subset: complete or absent
-        assert not (P.ROOT / "outputs" / "smoke" / "runs" / "probe").exists()
+        assert not (tmp_path / "faulty" / "outputs" / "smoke" / "runs" / "probe").exists()
         assert not list((subsets.subsets_root()).rglob("*.jsonl"))
         # the same command again (still failing) changes nothing, then the endpoint heals
         with pytest.raises((EndpointDown, EndpointUnreachable, subsets.SubsetIncomplete)):

@@ -1,10 +1,6 @@
-"""Bad input stops before any paid call, with one message naming the bad value and what is allowed.
-
-Checked at the user-facing entry points: experiments.Setup (what the notebooks call), DebateConfig (and its
-from_dict for profile values), data.load, agents.LLMPopulation (missing key, unreachable endpoint, rejected
-key) and profiles.load_profile (typos in a profile file). A fake endpoint counts chat calls: zero
-everywhere. Loopback only; a few seconds.
-"""
+"""Bad input stops before any paid call, with one message naming the bad value and what is allowed: at Setup (what
+the notebooks call), DebateConfig (and from_dict for profile values), data.load, LLMPopulation (missing key,
+unreachable endpoint, rejected key) and load_profile. A fake endpoint counts chat calls: zero everywhere."""
 
 from __future__ import annotations
 
@@ -36,25 +32,14 @@ def no_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    return free_port()
-
-
-# ----------------------------------------------------------------------------- benchmark names
-def test_unknown_benchmark_in_setup_names_it_and_the_allowed_ones():
+# ----------------------------------------------------------------------------- benchmark names, backend, source
+def test_an_unknown_benchmark_is_named_before_the_endpoint_is_touched(no_env):
     with pytest.raises(ValueError) as e:
         Setup(benchmarks=["arc", "logiqa"])
     msg = str(e.value)
     assert "'arc'" in msg and "arc_challenge" in msg and "allowed" in msg and "'logiqa'" not in msg.split(";")[0]
-
-
-def test_unknown_benchmark_in_data_load():
     with pytest.raises(ValueError, match=r"unknown benchmark 'mmlu'; allowed: .*mmlu_pro.*demo"):
         D.load("mmlu")
-
-
-def test_unknown_benchmark_stops_before_the_endpoint_is_touched(no_env):
     with FakeOpenAI() as srv:
         with pytest.raises(ValueError, match="BENCHMARKS"):
             Setup(backend="openai", base_url=srv.url, model="m", benchmarks=["medqa", "bogus"])
@@ -77,19 +62,13 @@ def test_bad_backend_or_source(field, value, allowed):
 # ----------------------------------------------------------------------------- N, T, eta, k
 @pytest.mark.parametrize(
     "kw,named,allowed",
-    [
-        ({"n_agents": 0}, "n_agents=0", "N >= 1"),
-        ({"n_agents": -3}, "n_agents=-3", "N >= 1"),
-        ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"),
-        ({"rounds": 0}, "rounds=0", "T >= 1"),
-        ({"rounds": -1}, "rounds=-1", "T >= 1"),
-        ({"eta": -0.5}, "eta=-0.5", "eta >= 0"),
-        ({"eta": math.inf}, "eta=inf", "finite eta >= 0"),
-        ({"eta": math.nan}, "eta=nan", "finite eta >= 0"),
-        ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0"),
-        ({"method": "acemd"}, "method='acemd'", "choose one of"),
-    ],
-)
+    [({"n_agents": 0}, "n_agents=0", "N >= 1"), ({"n_agents": -3}, "n_agents=-3", "N >= 1"),
+     ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"), ({"rounds": 0}, "rounds=0", "T >= 1"),
+     ({"rounds": -1}, "rounds=-1", "T >= 1"), ({"eta": -0.5}, "eta=-0.5", "eta >= 0"),
+     ({"eta": math.inf}, "eta=inf", "finite eta >= 0"), ({"eta": math.nan}, "eta=nan", "finite eta >= 0"),
+     ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0"),
+     ({"method": "acemd"}, "method='acemd'", "choose one of")],
+)  # fmt: skip
 def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowed):
     for build in (lambda: DebateConfig(**kw), lambda: DebateConfig.from_dict(dict(kw))):
         with pytest.raises(ValueError) as e:
@@ -104,26 +83,16 @@ def test_debate_config_key_typo_is_named_with_a_hint():
 
 
 # ----------------------------------------------------------------------------- data directory
-def test_missing_data_dir_argument(tmp_path):
+def test_a_missing_data_dir_is_named_and_stops_a_setup_before_any_chat_call(tmp_outputs, tmp_path, monkeypatch, no_env):
     missing = tmp_path / "no-such-dir"
     with pytest.raises(D.DataError) as e:
         D.load("arc_challenge", data_dir=missing)
     assert f"data_dir={str(missing)!r} is not a directory" in str(e.value) and D.ENV_VAR in str(e.value)
-
-
-def test_missing_data_dir_env_var(tmp_path, monkeypatch):
+    with pytest.raises(D.DataError, match=r"logiqa/Test.txt not found: the data directory must follow the layout"):
+        D.load("logiqa", data_dir=tmp_path)
     monkeypatch.setenv(D.ENV_VAR, str(tmp_path / "gone"))
     with pytest.raises(D.DataError, match=r"ACEMAD_DATA_DIR='.*gone' is not a directory"):
         D.load("truthfulqa")
-
-
-def test_data_dir_without_the_files_names_the_expected_path(tmp_path):
-    with pytest.raises(D.DataError, match=r"logiqa/Test.txt not found: the data directory must follow the layout"):
-        D.load("logiqa", data_dir=tmp_path)
-
-
-def test_missing_data_stops_a_setup_before_any_chat_call(tmp_outputs, tmp_path, monkeypatch, no_env):
-    monkeypatch.setenv(D.ENV_VAR, str(tmp_path / "gone"))
     with FakeOpenAI() as srv:
         S = Setup(backend="openai", source="benchmarks", benchmarks=["arc_challenge"], model="m", base_url=srv.url)
         with pytest.raises(D.DataError, match="ACEMAD_DATA_DIR"):
@@ -141,7 +110,7 @@ def test_missing_api_key_for_the_default_endpoint(no_env):
 
 
 def test_unreachable_base_url_is_caught_by_the_preflight(no_env, monkeypatch):
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     for build in (
         lambda: LLMPopulation(model="m", base_url=url),
@@ -175,7 +144,7 @@ def test_rejected_key_is_caught_by_the_preflight_without_printing_it(status):
 
 
 def test_base_url_credentials_are_not_echoed():
-    port = closed_port()
+    port = free_port()
     with pytest.raises(EndpointUnreachable) as e:
         LLMPopulation(model="m", base_url=f"http://user:hunter2@127.0.0.1:{port}/v1?token=abc")
     assert "hunter2" not in str(e.value) and "token=abc" not in str(e.value) and f"127.0.0.1:{port}/v1" in str(e.value)
@@ -191,43 +160,28 @@ def _profile(tmp_path, body: dict) -> str:
 @pytest.mark.parametrize(
     "body,expected",
     [
-        (
-            {"profile": "mine", "comon": {"BACKEND": "sim"}},
-            "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', "
-            "'description', 'jobs', 'max_usd', 'models', 'notebooks', 'profile']",
-        ),
-        (
-            {"common": {"BACKEDN": "sim"}},
-            "mine.yaml: common parameter 'BACKEDN' (did you mean 'BACKEND'?) is not a parameter of any notebook; "
-            "notebook parameters are [",
-        ),
-        (
-            {"notebooks": {"03_main_results": {"N_MAXX": 3}}},
-            "mine.yaml: notebook 03_main_results has no parameter 'N_MAXX' (did you mean 'N_MAX'?); "
-            "its parameters are [",
-        ),
-        (
-            {"notebooks": {"03_main_result": {"N_MAX": 3}}},
-            "mine.yaml: unknown notebook '03_main_result' (did you mean '03_main_results'?); notebooks: [",
-        ),
+        ({"profile": "mine", "comon": {"BACKEND": "sim"}},
+         "mine.yaml: unknown key(s) 'comon' (did you mean 'common'?); allowed: ['calls_via', 'common', "
+         "'description', 'jobs', 'max_usd', 'models', 'notebooks', 'profile']"),
+        ({"common": {"BACKEDN": "sim"}}, "mine.yaml: common parameter 'BACKEDN' (did you mean 'BACKEND'?) is not a "
+         "parameter of any notebook; notebook parameters are ["),
+        ({"notebooks": {"03_main_results": {"N_MAXX": 3}}}, "mine.yaml: notebook 03_main_results has no parameter "
+         "'N_MAXX' (did you mean 'N_MAX'?); its parameters are ["),
+        ({"notebooks": {"03_main_result": {"N_MAX": 3}}},
+         "mine.yaml: unknown notebook '03_main_result' (did you mean '03_main_results'?); notebooks: ["),
     ],
-)
+)  # fmt: skip
 def test_profile_typos_stop_before_anything_runs(tmp_path, body, expected):
     with pytest.raises(SystemExit) as e:
         profiles.load_profile(_profile(tmp_path, body))
     assert str(e.value).startswith(expected), str(e.value)
-
-
-def test_unknown_profile_name():
-    with pytest.raises(
-        SystemExit, match=r"profile 'defualt' \(did you mean 'default'\?\) not found; available profiles"
-    ):
+    with pytest.raises(SystemExit, match=r"profile 'defualt' \(did you mean 'default'\?\) not found; available"):
         profiles.load_profile("defualt")
-
-
-def test_every_shipped_profile_loads():
-    for name in ("default", "local", "paper"):
-        assert profiles.load_profile(name)["profile"] == name
+    assert [profiles.load_profile(name)["profile"] for name in ("default", "local", "paper")] == [
+        "default",
+        "local",
+        "paper",
+    ]
 
 
 def test_a_busy_endpoint_only_warns():

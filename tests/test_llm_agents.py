@@ -235,7 +235,7 @@ def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
         assert a.count == 4 and b.count == 2 and b.requests[0]["model"] == "other-model"
         assert "step by step" in a.requests[2]["messages"][1]["content"]
         mod = pop.moderator(Q)
-        assert mod.spec == NAIVE_AGENT  # the baselines' plain assistant, like every other baseline agent (issue 22 b)
+        assert mod.spec == NAIVE_AGENT  # the baselines' plain assistant, like every other baseline agent
         d = json.dumps(pop.describe())
         assert KEY not in d and a.url not in d and b.url not in d and "http" not in d
         # The population describes what it was built with; "other-model" is the method's (its roster, in

@@ -27,7 +27,6 @@ import pytest
 
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.redact import redact
-from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -66,13 +65,10 @@ def leaks(root, key: str = CANARY) -> list[str]:
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "ROOT", tmp_path / "repo")
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
+def env(smoke_outputs, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    return tmp_path
+    return smoke_outputs
 
 
 def echo(key: str, status: int) -> Reply:
@@ -157,7 +153,7 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
 )
 def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    log_path = env / "repo" / "outputs" / "debug.log"
+    log_path = env / "outputs" / "debug.log"
     log_path.parent.mkdir(parents=True)
     handler = logging.FileHandler(log_path)
     handler.setLevel(logging.DEBUG)
@@ -200,17 +196,15 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     assert plan.total_injected > 0 and meta["summary"]["ok"] == len(recs) - len(failed)
     out = capfd.readouterr()
     assert key not in out.out and key not in out.err
-    assert (env / "repo" / "outputs" / "smoke" / "cache" / "llm.sqlite").exists() and log_path.stat().st_size > 0
-    assert len(list((env / "repo" / "outputs").rglob("meta.json"))) >= 1  # searched below, like every file
+    assert (env / "outputs" / "smoke" / "cache" / "llm.sqlite").exists() and log_path.stat().st_size > 0
+    assert len(list((env / "outputs").rglob("meta.json"))) >= 1  # searched below, like every file
     assert leaks(env, key) == []
 
 
 NOTEBOOK = [
-    ("parameters", 'BASE_URL = ""\nROOT = ""\n'),
+    ("parameters", 'BASE_URL = ""\n'),
     (
         "",
-        "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)  # outputs under the "
-        "test's tmp dir\n"
         "from acemad_utils.protocol.config import DebateConfig\nfrom acemad_utils.experiments.setup import Setup\n"
         "S = Setup(profile='nb', backend='openai', source='demo', benchmarks=['truthfulqa'], n_items=3, seed=0,\n"
         "          model='fake-canary-model', base_url=BASE_URL, workers=2, calls='two')  # and the demo subset\n"
@@ -242,7 +236,7 @@ def test_executed_notebook_holds_no_secret(env, tmp_path):
         papermill.execute_notebook(
             str(src),
             str(out),
-            parameters={"BASE_URL": srv.url, "ROOT": str(env / "repo")},
+            parameters={"BASE_URL": srv.url},
             kernel_name="python3",
             progress_bar=False,
             cwd=str(tmp_path),
@@ -269,10 +263,9 @@ def test_committed_notebooks_and_profiles_hold_no_key():
 URL_PASSWORD = "sk-acemad-URLPASS-canary-456"
 URL_QUERY_KEY = "QueryKeyCanary789xyz"
 DRIVEN = [
-    ("parameters", 'BASE_URL = ""\nROOT = ""\n'),
+    ("parameters", 'BASE_URL = ""\n'),
     (
         "",
-        "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)\n"
         "from acemad_utils.data.benchmarks import load_demo\nfrom acemad_utils.protocol.config import DebateConfig\n"
         "from acemad_utils.experiments.setup import Setup\n"
         "S = Setup(profile='urls', backend='openai', source='demo', model='m', base_url=BASE_URL, workers=2)\n"
@@ -283,7 +276,7 @@ DRIVEN = [
 
 
 def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeypatch, capsys):
-    """Issue 33.6: `--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver:
+    """`--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver:
     the run is answered, and neither the password nor the query key is in any file it wrote (the executed
     notebook's parameters cell and metadata, the lock files with the command line, meta.json, transcripts,
     the cache) or in what it printed."""
@@ -305,7 +298,7 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
         prof = {
             "profile": "urls",
             "common": {"BACKEND": "openai", "MODEL": "m"},
-            "notebooks": {"01_urls": {"BASE_URL": url, "ROOT": str(env / "repo")}},
+            "notebooks": {"01_urls": {"BASE_URL": url}},
         }
         monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_urls": path})
         monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
@@ -316,10 +309,10 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     out = capsys.readouterr()
     assert code == 0 and answered > 0, out.out
     assert "SUMMARY: ok 2 failed 0" in out.out or "ok 2 failed 0" in out.out, out.out
-    executed = env / "repo" / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
+    executed = env / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
     locks = [
-        env / "repo" / "outputs" / "smoke" / "runs" / "urls" / ".lock.holder",
-        env / "repo" / "outputs" / "smoke" / "cache" / ".lock.holder",
+        env / "outputs" / "smoke" / "runs" / "urls" / ".lock.holder",
+        env / "outputs" / "smoke" / "cache" / ".lock.holder",
     ]
     assert executed.exists() and all(p.exists() for p in locks)
     assert "127.0.0.1" in executed.read_text() and "--set BASE_URL=http://127.0.0.1" in locks[0].read_text()

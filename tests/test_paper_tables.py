@@ -31,15 +31,11 @@ def test_a_missing_table_is_an_error(monkeypatch, tmp_path):
 
 
 def test_shared_dir_defaults_beside_the_repo_and_a_relative_variable_resolves_from_the_root(monkeypatch, tmp_path):
-    (tmp_path / "tables").mkdir()
-    (tmp_path / "repo").mkdir()
-    monkeypatch.setattr(P, "ROOT", tmp_path / "repo")
     monkeypatch.delenv("ACEMAD_PAPER_DIR", raising=False)
-    assert P.shared_paper_dir() == tmp_path / "shared" / "paper" / "tables"
-    (tmp_path / "elsewhere" / "cwd").mkdir(parents=True)
-    monkeypatch.chdir(tmp_path / "elsewhere" / "cwd")  # ../tables does not exist from here...
-    monkeypatch.setenv("ACEMAD_PAPER_DIR", "../tables")  # ...but does from the repo root
-    assert P.shared_paper_dir() == tmp_path / "repo" / "../tables"
+    assert P.shared_paper_dir() == P.ROOT.parent / "shared" / "paper" / "tables"
+    monkeypatch.chdir(tmp_path)  # data/paper does not exist from here...
+    monkeypatch.setenv("ACEMAD_PAPER_DIR", "data/paper")  # ...but does from the repo root
+    assert P.shared_paper_dir() == P.ROOT / "data/paper"
 
 
 def _reference_sign_flip(d, w=None, *, n_perm=10000, seed=0):

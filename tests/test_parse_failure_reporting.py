@@ -1,4 +1,4 @@
-"""Parse failures are visible (issue 33.4): a run where most commitments did not parse exits 1 with one line
+"""Parse failures are visible: a run where most commitments did not parse exits 1 with one line
 saying how many, the headline counts them, and every table cell carries them beside n."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -23,13 +22,10 @@ CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=1), DebateConfig(met
 
 
 @pytest.fixture
-def repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+def repo(smoke_outputs, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-parse-test-key")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
+    return smoke_outputs
 
 
 def _run(url: str):
@@ -63,7 +59,6 @@ def test_a_few_parse_failures_stay_below_the_limit():
 
 
 NOTEBOOK = (
-    "from pathlib import Path\nimport acemad_utils.data.paths as P\nP.ROOT = Path(ROOT)\n"
     "from acemad_utils.data.benchmarks import load_demo\nfrom acemad_utils.protocol.config import DebateConfig\n"
     "from acemad_utils.experiments.setup import Setup\n"
     "S = Setup(profile='probe', backend='openai', source='demo', model='m', base_url=BASE_URL, workers=2)\n"
@@ -75,7 +70,7 @@ NOTEBOOK = (
 def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_path, monkeypatch, capsys):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    params = nbformat.v4.new_code_cell('BASE_URL = ""\nROOT = ""\n')
+    params = nbformat.v4.new_code_cell('BASE_URL = ""\n')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(NOTEBOOK)]
     path = tmp_path / "01_parse.ipynb"
@@ -85,7 +80,7 @@ def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_pa
         prof = {
             "profile": "probe",
             "common": {"BACKEND": "openai"},
-            "notebooks": {"01_parse": {"BASE_URL": srv.url, "ROOT": str(repo)}},
+            "notebooks": {"01_parse": {"BASE_URL": srv.url}},
         }
         monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_parse": path})
         monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)

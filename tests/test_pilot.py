@@ -59,8 +59,8 @@ def question_file(tmp_path: Path) -> Path:
 def cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-pilot")
-    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
+    for k in ("ACEMAD_MAX_USD", "ACEMAD_SMOKE"):
+        monkeypatch.delenv(k, raising=False)
     return tmp_path
 
 
@@ -96,20 +96,15 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls  # the pilot's calls came from the cache
     [kept] = (cwd / "acemad_runs" / "tables" / "pilot").glob("*.txt")  # the report is kept, not only printed
     assert "premise check" in kept.read_text() and f"(this report: {kept})" in out
-    if premise:
-        assert "the premise (the agent whose peer prediction scores best knows more than a random agent) holds" in out
-        assert "STOP" not in out
-    else:
-        assert "STOP: the premise fails on this model" in out
+    holds = "the premise (the agent whose peer prediction scores best knows more than a random agent) holds" in out
+    assert holds == premise and ("STOP: the premise fails on this model" in out) != premise
 
 
 def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(tmp_outputs, monkeypatch, capsys):
     """The paper profile on the demo questions: no subsets yet, so the pilot screens input items with notebook 01's
     agent; building the subsets and running notebook 03's AceMAD and self-consistency afterwards pay only the rest."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the priced plan needs no key (nor any endpoint)
-    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
-    monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
+    for k in ("OPENAI_API_KEY", "ACEMAD_MAX_USD", "ACEMAD_SMOKE", "ACEMAD_DATA_DIR"):  # the plan needs no key
+        monkeypatch.delenv(k, raising=False)
 
     def full_run(url: str) -> None:
         _, params = notebook_params("paper", {"SOURCE": "demo", "BASE_URL": url})
@@ -132,8 +127,7 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
         assert main([*args, "--per-benchmark", "2"]) == 0 and srv.count == before
     assert "estimate $" in out and "questions needed for 80% power" in out and "pilot questions" in out
     assert "per benchmark of their challenging subsets" in capsys.readouterr().out
-    monkeypatch.setattr("acemad_utils.data.paths.ROOT", tmp_outputs / "fresh")
-    monkeypatch.setattr("acemad_utils.data.paths.DATA", tmp_outputs / "fresh" / "data")
+    monkeypatch.setenv("ACEMAD_ROOT", str(tmp_outputs / "fresh"))
     with FakeOpenAI(FaultInjector(rate=0.0)) as fresh:
         full_run(fresh.url)
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls

@@ -44,7 +44,7 @@ def test_holm_first_step_is_alpha_over_m():
 def test_discordance_from_margins_and_from_records():
     lo, hi = power.discordance_bounds(0.325, 0.275)
     assert lo == pytest.approx(0.05) and hi == pytest.approx(0.6)
-    assert lo < power.discordance_independent(0.325, 0.275) < hi
+    assert lo < power.discordance_at(0.325, 0.275, 0.0) < hi
     a = np.array([1, 1, 0, 0, 1, 0, 1, 1], bool)
     b = np.array([1, 0, 1, 0, 0, 0, 1, 1], bool)
     assert power.observed(a, b) == pytest.approx((1 / 8, 3 / 8))
@@ -73,7 +73,7 @@ def test_an_average_over_unequal_benchmarks_needs_more_than_pooling():
 
 
 def test_discordance_from_a_correlation():
-    assert power.discordance_at(0.3, 0.3, 0.0) == pytest.approx(power.discordance_independent(0.3, 0.3))
+    assert power.discordance_at(0.3, 0.3, 0.0) == pytest.approx(0.3 * 0.7 + 0.7 * 0.3)  # independent errors
     assert power.discordance_at(0.3, 0.3, 1.0) == pytest.approx(0.0)
     assert power.discordance_at(0.4, 0.2, 0.5) < power.discordance_at(0.4, 0.2, 0.0)
     a = np.array([1, 1, 0, 0, 1, 0], bool)
@@ -130,7 +130,7 @@ def test_the_main_gains_range_of_n_over_the_discordance_bounds_is_the_one_docs_q
     d = [x - y for x, y in zip(pa, pb)]
     shares = [PAPER_SUBSETS[b] for b in benches]
     lower = [max(abs(x), 1e-12) for x in d]  # MMLU-Pro's printed tie: no discordance needed there
-    indep = [power.discordance_independent(x, y) for x, y in zip(pa, pb)]
+    indep = [power.discordance_at(x, y, 0.0) for x, y in zip(pa, pb)]
     upper = [power.discordance_bounds(x, y)[1] for x, y in zip(pa, pb)]
     assert [power.n_strata(shares, d, p) for p in (lower, indep, upper)] == [75, 254, 425]
     text = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text()

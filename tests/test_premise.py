@@ -19,25 +19,12 @@ from tests.fake_openai import FakeOpenAI, PremiseAgents
 def _record(i, scores, right, failed=()):
     """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
     entries = [
-        {
-            "agent": a,
-            "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0],
-            "score": s,
-            "parse_failure": a in failed,
-        }
+        {"agent": a, "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0], "score": s, "parse_failure": a in failed}
         for a, (s, ok) in enumerate(zip(scores, right))
     ]
-    return {
-        "question_id": f"q{i}",
-        "benchmark": "demo",
-        "method": "AceMAD (T=1)",
-        "method_kind": "acemad",
-        "status": "ok",
-        "labels": list("ABCD"),
-        "answer": "A",
-        "rounds": [entries],
-        "final": {"answer": "A", "correct": True},
-    }
+    return {"question_id": f"q{i}", "benchmark": "demo", "method": "AceMAD (T=1)", "method_kind": "acemad",
+            "status": "ok", "labels": list("ABCD"), "answer": "A", "rounds": [entries],
+            "final": {"answer": "A", "correct": True}}  # fmt: skip
 
 
 RIGHT = [True, True, False, False, False]
@@ -94,16 +81,8 @@ def test_the_split_pairs_acemad_with_each_control_on_its_own_commitments(synthet
     recs = synthetic_records
     table = PR.split(recs, others=["Majority Voting"])
     assert set(table["method"]) == {"AceMAD (T=3)"}  # an ablation run is a control, not a target
-    controls = list(table["control"])
-    assert controls == [
-        "AceMAD (T=3)",
-        PR.UNIFORM,
-        PR.SELF_BELIEF,
-        PR.SHUFFLED,
-        PR.SURPRISINGLY_POPULAR,
-        PR.ROUND0,
-        "Majority Voting",
-    ]
+    controls = [PR.UNIFORM, PR.SELF_BELIEF, PR.SHUFFLED, PR.SURPRISINGLY_POPULAR, PR.ROUND0]
+    assert list(table["control"]) == ["AceMAD (T=3)", *controls, "Majority Voting"]
     ace = [r["final"]["correct"] for r in recs if r["method"] == "AceMAD (T=3)"]
     top = table.iloc[0]
     assert top.accuracy == pytest.approx(100 * np.mean(ace)) and np.isnan(top.difference)
@@ -127,9 +106,9 @@ def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_rec
 
 
 def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
-    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.agents.sim import SimPopulation
     from acemad_utils.protocol.config import NAIVE_AGENT
-    from acemad_utils.protocol.vectorized import run_batch
+    from acemad_utils.protocol.debate import run_batch
 
     cfg = DebateConfig(method="self_consistency", n_agents=4, rounds=2)
     assert cfg.samples == 8 and cfg.specs() == [NAIVE_AGENT] * 8 and cfg.label == "Self-consistency (8 samples)"
@@ -141,7 +120,7 @@ def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
     assert len(rec["rounds"]) == 1 and len(rec["rounds"][0]) == 8
     votes = np.bincount([int(np.argmax(e["p"])) for e in rec["rounds"][0]], minlength=4)
     assert votes[rec["labels"].index(rec["final"]["answer"])] == votes.max()  # the plurality
-    assert run_batch([q], VectorSimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
+    assert run_batch([q], SimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
 
 
 def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population():
@@ -152,8 +131,10 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     table = PR.split(recs, others=[cfgs[1].label])
     assert list(table["control"])[-1] == cfgs[1].label
     text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
-    assert "the same compute spent on sampling" in text and "trap_concentration" in text and "not the paper's" in text
-    assert "crowd_copy" in text  # near-copies make the samples less independent
+    # near-copies (crowd_copy) make the samples less independent
+    assert all(
+        w in text for w in ("the same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
+    )
     real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
 
@@ -220,11 +201,8 @@ def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
 
     qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
     calls = {}
-    for cfg in (
-        DebateConfig(method="acemad"),
-        DebateConfig(method="self_consistency"),
-        DebateConfig(method="majority"),
-    ):
-        [(_, _, per)] = C.replay([Run(cfg.method, {"x": [cfg]}, benchmarks=["demo"])], {"demo": qs}, P_, store={})
-        calls[cfg.method] = per["agent_calls"]
+    for m in ("acemad", "self_consistency", "majority"):
+        run = Run(m, {"x": [DebateConfig(method=m)]}, benchmarks=["demo"])
+        [(_, _, per)] = C.replay([run], {"demo": qs}, P_, store={})
+        calls[m] = per["agent_calls"]
     assert calls["self_consistency"] == calls["acemad"] == 30 and calls["majority"] == 10

@@ -1,4 +1,4 @@
-"""Spend safety (issue 24): a call is free only when known to be free (the project's own llama.cpp server, or
+"""Spend safety: a call is free only when known to be free (the project's own llama.cpp server, or
 `free: true` in the profile); any other model without a price is unpriced, loopback or not. The estimate shows
 it as unpriced, MAX_USD refuses to start while a model it will call is unpriced, and the cap counts every
 priced endpoint, loopback included. A profile's price overrides the table."""

@@ -121,11 +121,7 @@ def test_rounds_without_the_papers_t_still_run_it_for_the_views_that_read_it():
     assert R.main_results([5, 3, 5], 1.0).labels("acemad") == ["AceMAD (T=3, eta=1)", "AceMAD (T=5, eta=1)"]
 
 
-def test_setup_run_of_a_registry_run_returns_its_result(tmp_path, monkeypatch):
-    from acemad_utils.data import paths as P
-
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
+def test_setup_run_of_a_registry_run_returns_its_result(smoke_outputs):
     S = Setup(profile="t", benchmarks=["bbh"], n_items=30)
     res = S.run(R.main_results([2, 5], 2.0), n_max=3)
     assert isinstance(res, R.RunResult) and res.meta["experiment"] == "t/main"
@@ -138,8 +134,7 @@ def test_setup_run_of_a_registry_run_returns_its_result(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- the notebooks' setup call
-# Notebooks rewritten to ask the run (issue 31.2); the second pass adds 03, 04, 05, 07 and 09.
-ASKING = params.NOTEBOOKS  # every notebook asks its run (issue 31.2)
+ASKING = params.NOTEBOOKS  # every notebook asks its run
 
 
 def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch):
@@ -168,7 +163,7 @@ def test_a_rewritten_notebook_asks_the_run_and_shows_its_names(nb):
         assert banned not in code, f"{nb}: {banned!r} in a code cell"
     assert not re.search(r"^\s*(from|import) .* as ", code, re.M), f"{nb}: an import alias"
     assert not re.search(r"(?<![\w.])(F|R|TB|A|N|V|S|X|C)\.\w", code), f"{nb}: a one-letter alias"
-    # "What we see" renders as Markdown (issue 32.4): printed prose is hard-wrapped mid-word in Lab
+    # "What we see" renders as Markdown: printed prose is hard-wrapped mid-word in Lab
     assert not re.search(r"print\((narrative\.|map_report\.story)", code), f"{nb}: print the prose as narrative.md(...)"
 
 

@@ -38,14 +38,6 @@ CLIENT = dict(timeout=1.0, max_attempts=4, max_concurrency=8)
 SLOW = 1.5  # seconds a "slow" fault waits: past the client's timeout
 
 
-@pytest.fixture
-def tmp_outputs(tmp_path, monkeypatch):
-    """Run directories under tmp_path (runner.outputs reads paths.ROOT at call time)."""
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    monkeypatch.setattr(P, "DATA", tmp_path / "data")
-    return tmp_path
-
-
 def population(srv, tmp_path, **kw) -> LLMPopulation:
     kw = {**CLIENT, **kw}
     return LLMPopulation(
@@ -366,7 +358,7 @@ def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
     assert meta["summary"]["correct"] == 0
 
 
-# ----------------------------------------------------------------------------- issue 33: a trickling endpoint
+# ----------------------------------------------------------------------------- a trickling endpoint
 TRICKLE = 0.2  # seconds between two bytes: every gap is far below the client's timeout, the whole reply ~1 min
 
 

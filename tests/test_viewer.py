@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from acemad_utils.agents.sim import SimPopulation, make_items
-from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.run_files import failed_record
@@ -234,10 +233,8 @@ def test_pick_examples_bad_input():
 
 # ----------------------------------------------------------------------------- the run page
 @pytest.fixture
-def tmp_root(monkeypatch, tmp_path):
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    monkeypatch.setattr(P, "ROOT", tmp_path)
-    return tmp_path
+def tmp_root(smoke_outputs):
+    return smoke_outputs
 
 
 def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_root):
@@ -275,7 +272,7 @@ def read_page(page: str) -> tuple[dict, list]:
     return data, [parts[row[1]][row[5]] for row in data["rows"]]
 
 
-# Reply texts that end or reopen a <script> element, or a JS line, if embedded as they are (issue 23 item 6).
+# Reply texts that end or reopen a <script> element, or a JS line, if embedded as they are.
 HOSTILE = [
     "<!--<script>",
     "a <script>alert(1)</script> b",

@@ -3,7 +3,7 @@
     client        LLMClient: the chat client on the openai SDK (cache, MAX_USD, breaker, deadlines, keys kept out)
     llm_agent     LLMAgent / LLMPopulation: one debater per AgentSpec over an LLMClient; pool: a round's agents at once
     cache         ResponseCache (sqlite); batch: CALLS_VIA batch / files; local_server: llama.cpp for a local GGUF
-    sim, sim_vector, streams   the synthetic population
+    sim, streams  the synthetic population (a batch of debates as arrays)
     prices, budget, tokenmodel the price table, the MAX_USD cap, characters -> tokens
 Names load on first use (PEP 562): the client pulls in the openai SDK (~1 s), which a synthetic kernel never uses.
 """

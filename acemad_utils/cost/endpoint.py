@@ -1,10 +1,5 @@
-"""The modelled endpoint of the cost estimate (acemad_utils.cost.estimate): deterministic replies and modelled tokens.
-
-`ModelClient` stands in for llm.LLMClient in a replay: the same generate() signature and cache-key semantics,
-replies from `debate_reply` (arguments of `arg_chars` characters, JSON commitments), token counts from the
-token model (acemad_utils.agents.tokenmodel), a dict as the shared response cache; no socket, no SDK client, no key.
-bench/_common.py's fake HTTP endpoint serves the same replies.
-"""
+"""The modelled endpoint of the cost estimate: deterministic replies, modelled token counts, no socket or key.
+bench/_common.py's fake HTTP endpoint serves the same replies."""
 
 from __future__ import annotations
 
@@ -28,25 +23,21 @@ FILLER = (
 
 
 def argument_text(n_chars: int, seed: str) -> str:
-    """A fixed-length argument naming a stance; the text is unique per request (a reference from the seed), so
-    two different requests never produce the same text (which would make later prompts collide by chance)."""
+    """A fixed-length argument, unique per request (so later prompts never collide by chance)."""
     head = f"I argue for option {'ABCD'[int(seed[:2], 16) % 4]} (ref {seed[2:14]}). "
     return (head + FILLER * (n_chars // len(FILLER) + 2))[:n_chars]
 
 
 def _dist(labels, h: bytes, off: int) -> dict:
     w = [1 + h[(off + i) % len(h)] for i in range(len(labels))]
-    s = sum(w)
-    return {lab: round(x / s, 4) for lab, x in zip(labels, w)}
+    return {lab: round(x / sum(w), 4) for lab, x in zip(labels, w)}
 
 
 def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, int]:
-    """(content, prompt_tokens, completion_tokens) for one chat request body; `salt` varies the sample.
-    Free text (argue, moderator) gets an `arg_chars` argument; a structured call gets JSON with self_prob /
-    peer_prediction over the schema's labels (+ an argument when the schema asks for one)."""
+    """(content, prompt_tokens, completion_tokens) for one chat request body: free text gets an `arg_chars`
+    argument, a structured call JSON with self_prob / peer_prediction over the schema's labels."""
     msgs = body.get("messages") or []
-    # The per-call seed (derived by the library from the call's scope) is part of the sample, as for a real
-    # model: two agents sending the same prompt get different replies.
+    # the per-call seed is part of the sample, as for a real model: two agents with one prompt get different replies
     h = hashlib.sha256((json.dumps(msgs, sort_keys=True) + f"|seed={body.get('seed')}" + salt).encode()).digest()
     rf = body.get("response_format") or {}
     schema = (rf.get("json_schema") or {}).get("schema") or rf.get("schema")
@@ -66,34 +57,26 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
 
 
 class ModelClient:
-    """Stands in for llm.LLMClient in a replay: same generate() signature and cache-key semantics, replies from
-    debate_reply, a dict as the shared response cache. It never opens a socket or builds an SDK client.
-    `log` (a list) receives (scope, model, messages, prompt_tokens) of every paid (non-cached) call."""
+    """Stands in for the LLM client in a replay (same generate() and cache keys; a dict as the response cache).
+    `log` receives (scope, model, messages, prompt_tokens) of every paid (non-cached) call."""
 
     def __init__(self, model: str, kind: str, store: dict, arg_chars: int, *, log: Optional[list] = None):
         self.model, self.kind, self.store, self.arg_chars, self.log = model, kind, store, arg_chars, log
         self._lock = threading.Lock()
-        self._stats = {**zero_usage(), "network_calls": 0}  # the counter keys of schema.py, as LLMClient.stats()
+        self._stats = {**zero_usage(), "network_calls": 0}
         self.by_model: dict[str, list[int]] = {}  # model -> [network calls, prompt, completion]
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
-
         model = model or self.model
         params = (config or GenerateConfig()).params()
-        key = ResponseCache.key(
-            model=model,
-            kind=self.kind,
-            params=params,
-            messages=list(messages),
-            fmt=None if schema is None else {"schema": schema},
-            scope=scope,
-        )
+        fmt = None if schema is None else {"schema": schema}
+        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=[*messages], fmt=fmt, scope=scope)
+        mode = "json_schema" if schema else None
         with self._lock:
             self._stats["calls"] += 1
-            hit = self.store.get(key)
-            if hit is not None:
+            if (hit := self.store.get(key)) is not None:
                 self._stats["cache_hits"] += 1
-                return Completion(text=hit, mode="json_schema" if schema else None, cached=True)
+                return Completion(text=hit, mode=mode, cached=True)
         body = {"messages": list(messages), "seed": params.get("seed")}
         if schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
@@ -106,9 +89,7 @@ class ModelClient:
             m[0], m[1], m[2] = m[0] + 1, m[1] + pt, m[2] + ct
             if self.log is not None:
                 self.log.append((scope, model, list(messages), pt))
-        return Completion(
-            text=text, mode="json_schema" if schema else None, prompt_tokens=pt, completion_tokens=ct, network_calls=1
-        )
+        return Completion(text=text, mode=mode, prompt_tokens=pt, completion_tokens=ct, network_calls=1)
 
     def stats(self) -> dict:
         with self._lock:
@@ -119,15 +100,9 @@ class ModelClient:
 
 
 def replay_population(
-    model: str,
-    store: dict,
-    arg_chars: int = DEFAULT_ARG_CHARS,
-    calls: str = "two",
-    *,
-    seed: int = 0,
-    base_url: Optional[str] = None,
-    log: Optional[list] = None,
-):
+    model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *, seed: int = 0,
+    base_url: Optional[str] = None, log: Optional[list] = None,
+):  # fmt: skip
     """An agents.LLMPopulation whose clients are ModelClients (kind from base_url as for the real client)."""
 
     class ReplayPopulation(LLMPopulation):
@@ -135,7 +110,6 @@ def replay_population(
             key = url or self.base_url
             with self._lock:
                 if key not in self._clients:
-                    # ModelClient stands in for LLMClient (the same calls; no SDK, no key, no socket)
                     self._clients[key] = ModelClient(  # type: ignore[assignment]
                         str(self.model), endpoint_kind(key), store, arg_chars, log=log
                     )

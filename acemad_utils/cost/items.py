@@ -1,5 +1,5 @@
-"""Item counts and sample items of the cost estimate (acemad_utils.cost.estimate): how many questions each run
-asks, and the few items per benchmark the replay runs them on."""
+"""Item counts and sample items of the cost estimate: how many questions each run asks, and the few items per
+benchmark the replay runs them on."""
 
 from __future__ import annotations
 
@@ -23,75 +23,57 @@ KEPT_SHARE = {b: PAPER_SUBSETS[b] / D.FULL_SIZES[b] for b in D.BENCHMARKS}
 OVERALL_SHARE = sum(PAPER_SUBSETS.values()) / sum(D.FULL_SIZES.values())
 
 
-def _subset_on_disk(b: str, P: dict) -> Optional[int]:
-    """Size of an already-built challenging subset of b for the profile's subset model, if any."""
-    try:
-        model = P.get("SUBSET_MODEL") or P.get("MODEL") or ""
-        if not model:
-            return None
-        path = subsets.subsets_root() / subsets.model_slug(model, synthetic=False) / f"{b}.jsonl"
-        if path.exists():
-            return sum(1 for line in path.read_text().splitlines() if line.strip())
-    except Exception:  # no subset machinery or an unreadable file: fall back to the inferred sizes
-        return None
-    return None
-
-
 def item_counts(b: str, P: dict) -> tuple[int, int, str]:
     """(input items, challenging-subset items, where the subset size comes from) of benchmark b."""
-
-    n_items = P.get("N_ITEMS")
-    source = P.get("SOURCE", "benchmarks")
-    backend = P.get("BACKEND", "openai")
+    n, source = P.get("N_ITEMS"), P.get("SOURCE", "benchmarks")
     if source == "demo":
-        full = 24 if n_items is None else min(24, n_items)
+        full = 24 if n is None else min(24, n)
     elif source == "synthetic":
-        full = n_items or 600
+        full = n or 600
     else:
-        full = D.FULL_SIZES.get(b, 0) if n_items is None else min(D.FULL_SIZES.get(b, n_items), n_items)
+        full = D.FULL_SIZES.get(b, 0) if n is None else min(D.FULL_SIZES.get(b, n), n)
     if smoke():
-        full = min(full, SMOKE[backend][0])
-    disk = _subset_on_disk(b, P) if source in ("benchmarks", "demo") else None  # synthetic subsets: another slug
-    if disk is not None:
-        sub, why = min(disk, full), "built subset"
-    elif source == "benchmarks" and full == D.FULL_SIZES.get(b):
-        sub, why = PAPER_SUBSETS[b], "paper Table 2"
-    else:
-        sub, why = int(round(full * KEPT_SHARE.get(b, OVERALL_SHARE))), "paper's kept share"
-    return full, sub, why
+        full = min(full, SMOKE[P.get("BACKEND", "openai")][0])
+    model = P.get("SUBSET_MODEL") or P.get("MODEL") or ""
+    if source in ("benchmarks", "demo") and model:  # synthetic subsets: another slug
+        try:
+            path = subsets.subsets_root() / subsets.model_slug(model, synthetic=False) / f"{b}.jsonl"
+            if path.exists():
+                return full, min(full, sum(1 for x in path.read_text().splitlines() if x.strip())), "built subset"
+        except Exception:  # an unreadable subset: the inferred sizes stand in
+            pass
+    if source == "benchmarks" and full == D.FULL_SIZES.get(b):
+        return full, PAPER_SUBSETS[b], "paper Table 2"
+    return full, int(round(full * KEPT_SHARE.get(b, OVERALL_SHARE))), "paper's kept share"
 
 
 def sample_items(
     benchmarks: Sequence[str], per_benchmark: int, source: str = "benchmarks", data_dir: Optional[str] = None
 ) -> tuple[dict, str]:
-    """A few items per benchmark: real ones at length quantiles when the files are local (never the hub),
-    else distinct demo questions per benchmark. Returns ({benchmark: [Question]}, where they came from)."""
+    """A few items per benchmark: real ones at length quantiles when the files are local (never the hub), else
+    distinct demo questions per benchmark. Returns ({benchmark: [Question]}, where they came from)."""
     d = data_dir or env(D.ENV_VAR)
-    out, used_real = {}, False
-    demo = D.load_demo()
+    out, used_real, demo = {}, False, D.load_demo()
     for i, b in enumerate(benchmarks):
+        if source == "synthetic":
+            out[b] = make_items(per_benchmark, k=SYNTHETIC_K.get(b, 4), seed=i, benchmark=f"synthetic-{b}")
+            continue
         qs = []
         if source == "benchmarks" and d and Path(d).is_dir():
             try:
                 qs = D.load(b, data_dir=d)
             except Exception:  # a missing file: the demo set stands in, and the output says so
-                qs = []
-        if source == "synthetic":
-            out[b] = make_items(per_benchmark, k=SYNTHETIC_K.get(b, 4), seed=i, benchmark=f"synthetic-{b}")
-            continue
+                pass
         if not qs:
             k = max(1, min(per_benchmark, len(demo) // max(1, len(benchmarks))))
             out[b] = [demo[(i * k + j) % len(demo)] for j in range(k)]  # distinct per benchmark: no false cache hits
             continue
         used_real = True
-        length = np.array([len(q.question) + len(q.options_str()) for q in qs])
-        order = np.argsort(length, kind="stable")
+        order = np.argsort([len(q.question) + len(q.options_str()) for q in qs], kind="stable")
         out[b] = [qs[order[int((j + 0.5) / per_benchmark * (len(qs) - 1))]] for j in range(per_benchmark)]
-    src = (
-        "synthetic items"
-        if source == "synthetic"
-        else f"real items from {d}"
-        if used_real
-        else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)"
+    if source == "synthetic":
+        return out, "synthetic items"
+    return (
+        out,
+        f"real items from {d}" if used_real else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)",
     )
-    return out, src

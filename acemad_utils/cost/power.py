@@ -1,17 +1,10 @@
 """How many questions each claim family needs, against what a profile plans to run (no call, no network).
 
-    python -m acemad_utils.cost estimate --profile paper     # the cost, then this table (= make estimate)
-    from acemad_utils.cost.power import plan, format_plan
-    table = plan(params_by_nb)                               # {notebook: params}, as profiles.notebook_params gives
-    table = plan(params_by_nb, rho=0.45)                     # the discordance from a pilot's observed correlation
-
-One row per claimed comparison (CLAIMS): the paper's claimed effect (recomputed from its printed cells: the Average
-is the mean of the per-benchmark gains, as the ledger tests it), the questions the profile's run of that notebook has
-per benchmark (the estimate's item counts under N_MAX), the n that gives 80% power at alpha 0.05 and at Holm's first
-step over the table's m tests (what a ledger verdict "supported" needs), and the planned run's power at that level.
-The paper prints no paired discordance: it is computed from the two printed accuracies per benchmark as if the
-methods erred independently (rho = 0; methods on one model err together, so this n is conservative), or at a
-pilot's observed correlation rho (report/power.py and docs/statistics.md, "Power").
+One row per claimed comparison (CLAIMS): the paper's effect recomputed from its printed cells (Average = mean of
+the per-benchmark gains, as the ledger tests it), the profile's planned questions, the n for 80% power at alpha
+0.05 and at Holm's first step over the table's m tests, and the planned run's power there. The paper prints no
+paired discordance: it comes from the two printed accuracies at correlation rho (0: independent errors, a
+conservative n; or a pilot's observed rho). docs/statistics.md, "Power".
 """
 
 from __future__ import annotations
@@ -36,13 +29,13 @@ POWER, ALPHA = 0.8, 0.05
 
 @dataclass(frozen=True)
 class Claim:
-    """One claimed comparison: row `a` beats row `b` of a printed table (over `benchmarks`: None = all its columns,
-    the Average), tested on the questions of notebook `notebook`'s run `run` when it runs `needs` (registry)."""
+    """Row `a` beats row `b` of a printed table (over `benchmarks`, None: the Average), tested on the questions of
+    notebook `notebook`'s run `run` when it runs `needs` (registry)."""
 
     family: str
     table: str
     a: str
-    b: str  # "best": the table's best baseline by recomputed Average (or on the one benchmark)
+    b: str  # "best": the table's best baseline by recomputed Average
     notebook: str
     run: str  # the registry Run's name (prefix)
     model: Optional[str] = None  # the table's model block (Table 2)
@@ -119,26 +112,17 @@ def _run(c: Claim, params_by_nb: dict) -> tuple[Optional[registry.Run], dict]:
 
 def planned(c: Claim, params_by_nb: dict, benches: Sequence[str], capped: bool = True) -> list[int]:
     """Questions per benchmark the profile's run of the claim asks (0 where it does not run); capped=False: what
-    its benchmarks hold (N_MAX ignored), the most any run of this profile can ask."""
+    its benchmarks hold (N_MAX ignored)."""
     r, P = _run(c, params_by_nb)
     if r is None:
         return [0] * len(benches)
-    out = []
-    for b in benches:
-        if b not in (r.benchmarks or ()):
-            out.append(0)
-            continue
-        full, sub, _ = item_counts(b, P)
-        n = full if r.on == "input" else sub
-        out.append(int(n if r.cap is None or not capped else min(n, r.cap)))
-    return out
+    ns = [item_counts(b, P)[0 if r.on == "input" else 1] if b in (r.benchmarks or ()) else 0 for b in benches]
+    return [int(n if r.cap is None or not capped else min(n, r.cap)) for n in ns]
 
 
 def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate] = None) -> pd.DataFrame:
-    """One row per claim: planned questions, claimed effect, n for 80% power at alpha and at Holm's first step,
-    and the planned run's power at Holm's first step. rho: the correctness correlation that sets the discordance
-    (None: 0, independence). est: the profile's cost Estimate, which adds the dollars of the Holm n (its run's
-    notebook, per model, scaled from the planned questions to n: None where nothing is planned or priced)."""
+    """One row per claim (see the module doc). rho: the correctness correlation that sets the discordance (None:
+    0). est: the profile's cost Estimate, which adds the dollars of the Holm n (None: nothing planned or priced)."""
     sized = [(c, *cells(c)) for c in CLAIMS]
     m = len(sized)
     holm = PW.holm_alpha(m, ALPHA)
@@ -147,7 +131,8 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
         ns = planned(c, params_by_nb, benches)
         d = [x - y for x, y in zip(pa, pb)]
         psi = [PW.discordance_at(x, y, rho or 0.0) for x, y in zip(pa, pb)]
-        shares = ns if sum(ns) else [_paper_size(c, bb) for bb in benches]
+        paper = FULL_SIZES if c.table == "table6_full_datasets" else PAPER_SUBSETS
+        shares = ns if sum(ns) else [paper[bb] for bb in benches]
         sized_ = sum(d) != 0  # a per-benchmark tie (MMLU-Pro) claims no difference: nothing to detect
         n05 = PW.n_strata(shares, d, psi, ALPHA, POWER) if sized_ else None
         nh = PW.n_strata(shares, d, psi, holm, POWER) if sized_ else None
@@ -158,17 +143,11 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
             if nh is not None and 0 < most < nh
             else ""
         )
-        row = {
-            "family": c.family,
-            "claim": f"{c.a} over {b}, {where}" + (f" ({c.label})" if c.label else ""),
-            "table": c.table,
-            "planned n": sum(ns),
-            "effect (points)": round(100 * sum(d) / len(d), 2),
-            "n, alpha 0.05": n05,
-            f"n, Holm 0.05/{m}": nh,
-            "power (Holm)": (PW.power_strata(ns, d, psi, holm) if all(ns) else 0.0) if sized_ else None,
-            "note": note,
-        }
+        row = {"family": c.family, "claim": f"{c.a} over {b}, {where}" + (f" ({c.label})" if c.label else ""),
+               "table": c.table, "planned n": sum(ns), "effect (points)": round(100 * sum(d) / len(d), 2),
+               "n, alpha 0.05": n05, f"n, Holm 0.05/{m}": nh,
+               "power (Holm)": (PW.power_strata(ns, d, psi, holm) if all(ns) else 0.0) if sized_ else None,
+               "note": note}  # fmt: skip
         if est is not None:
             per = _usd_per_question(est, c, params_by_nb)
             row["USD for n (Holm)"] = None if per is None or nh is None else per * nh
@@ -177,9 +156,8 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
 
 
 def _usd_per_question(est: Estimate, c: Claim, params_by_nb: dict) -> Optional[float]:
-    """Dollars per question of the claim's run in the estimate: its notebook's rows of the run's model (and of
-    models that only answer inside it, e.g. a second model) over the run's planned questions; None when nothing
-    is planned or a row is unpriced. A notebook whose calls an earlier one made (05's re-decisions) costs $0."""
+    """Dollars per question of the claim's run: its notebook's rows of the run's model (and of models answering
+    only inside it) over its planned questions; None when nothing is planned or a row is unpriced."""
     r, P = _run(c, params_by_nb)
     if r is None:
         return None
@@ -189,10 +167,6 @@ def _usd_per_question(est: Estimate, c: Claim, params_by_nb: dict) -> Optional[f
     if not rows or not n or any(x.usd is None for x in rows):
         return None
     return sum(x.usd or 0.0 for x in rows) / n
-
-
-def _paper_size(c: Claim, b: str) -> int:
-    return FULL_SIZES[b] if c.table == "table6_full_datasets" else PAPER_SUBSETS[b]
 
 
 def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = "") -> str:
@@ -238,13 +212,6 @@ def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = 
     return "\n".join(lines)
 
 
-def _n(x) -> str:
-    return "-" if x is None or x != x else f"{int(x):,}"
-
-
-def _pct(x) -> str:
-    return "-" if x is None or x != x else f"{x:.0%}"
-
-
-def _usd(x) -> str:
-    return "unpriced" if x is None or x != x else f"${x:,.0f}"
+_n = lambda x: "-" if x is None or x != x else f"{int(x):,}"
+_pct = lambda x: "-" if x is None or x != x else f"{x:.0%}"
+_usd = lambda x: "unpriced" if x is None or x != x else f"${x:,.0f}"

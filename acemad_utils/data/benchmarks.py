@@ -1,32 +1,13 @@
 """Benchmark loaders: every benchmark becomes a list of `schema.Question`.
 
-    from acemad_utils.data import benchmarks as data
-    qs = data.load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub, see below)
-    qs = data.load("logiqa", data_dir="/path/to/benchmarks")
-    demo = data.load_demo()                          # ~24 built-in questions, no download needed
-    data.data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
-
+    qs = load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub); load("demo") = load_demo()
+    data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
     python -m acemad_utils.data summary [--benchmarks arc_challenge,logiqa] [--data-dir DIR]
 
-Benchmarks (`BENCHMARKS`): truthfulqa (MC1), arc_challenge (test), bbh (the tasks in `BBH_TASKS`),
-logiqa (English test), medqa (USMLE 4-option test), mmlu_pro (law). `load("demo")` = `load_demo()`.
-
-Where the data comes from, first match wins:
-1. `data_dir`, else the env var ACEMAD_DATA_DIR: a directory in the upstream layout (exactly the layout of
-   the project's shared benchmark folder; a relative path is tried against the cwd, then the repo root):
-       <dir>/truthfulqa/data/v0/mc_task.json
-       <dir>/arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl
-       <dir>/bbh/bbh/<task>.json                   one file per task in BBH_TASKS
-       <dir>/logiqa/Test.txt
-       <dir>/medqa/phrases_no_exclude_test.jsonl
-       <dir>/mmlu_pro/law_test.jsonl               else <dir>/mmlu_pro/test.jsonl filtered to category == "law"
-2. otherwise the Hugging Face hub through `datasets` (`pip install datasets`, online): truthful_qa
-   multiple_choice/validation, allenai/ai2_arc ARC-Challenge/test, lukaemon/bbh <task>/test,
-   lucasmccabe/logiqa test, GBaker/MedQA-USMLE-4-options test, TIGER-Lab/MMLU-Pro test (law rows).
-3. otherwise a DataError saying how to get the data.
-
-Records become Questions in `data_records` (one mapper per benchmark, and the choices made there, e.g.
-TruthfulQA's option order); files are read and checked in `data_files` (every error names the file and line).
+Where the data comes from, first match wins: (1) `data_dir`, else ACEMAD_DATA_DIR, a directory in the upstream
+layout of FILES, e.g. <dir>/truthfulqa/data/v0/mc_task.json (mmlu_pro/law_test.jsonl is read before test.jsonl
+filtered to law; a relative path is tried against the cwd, then the repo root); (2) the Hugging Face hub (HUB)
+through `datasets` (optional, online); (3) a DataError saying how to get the data. Mappers: data.records.
 """
 
 from __future__ import annotations
@@ -53,14 +34,8 @@ ENV_VAR = "ACEMAD_DATA_DIR"
 DEMO_PATH = ROOT / "data" / "demo" / "demo.jsonl"
 
 #: Published sizes; a mismatch means a wrong or damaged file, never something to ignore.
-PUBLISHED_SIZES = {
-    "truthfulqa": 817,
-    "arc_challenge": 1172,
-    "logiqa": 651,
-    "medqa": 1273,
-    "mmlu_pro": 1101,
-    **{f"bbh/{t}": 187 if t == "causal_judgement" else 250 for t in BBH_TASKS},
-}
+PUBLISHED_SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101,
+                   **{f"bbh/{t}": 187 if t == "causal_judgement" else 250 for t in BBH_TASKS}}  # fmt: skip
 #: Full test sets per benchmark (BBH: its tasks together); the subset construction runs on all of them.
 FULL_SIZES = {
     **{b: n for b, n in PUBLISHED_SIZES.items() if not b.startswith("bbh/")},
@@ -78,11 +53,20 @@ NO_DATA_HELP = (
 HUB = {
     "truthfulqa": ("truthful_qa", "multiple_choice", "validation"),
     "arc_challenge": ("allenai/ai2_arc", "ARC-Challenge", "test"),
-    "bbh": ("lukaemon/bbh", None, "test"),
-    "logiqa": ("lucasmccabe/logiqa", None, "test"),
-    "medqa": ("GBaker/MedQA-USMLE-4-options", None, "test"),
-    "mmlu_pro": ("TIGER-Lab/MMLU-Pro", None, "test"),
+    "bbh": ("lukaemon/bbh", None, "test"), "logiqa": ("lucasmccabe/logiqa", None, "test"),
+    "medqa": ("GBaker/MedQA-USMLE-4-options", None, "test"), "mmlu_pro": ("TIGER-Lab/MMLU-Pro", None, "test"),
+}  # fmt: skip
+_json = lambda key=None: lambda p: json_items(p, json_file(p), key)
+#: benchmark -> (its file under the data directory, reader, mapper); BBH: one file per task.
+FILES: dict[str, tuple[str, Callable[[Path], list], Callable]] = {
+    "truthfulqa": ("truthfulqa/data/v0/mc_task.json", _json(), map_truthfulqa),
+    "arc_challenge": ("arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", jsonl_rows, map_arc),
+    "bbh": ("bbh/bbh/{task}.json", _json("examples"), map_bbh),
+    "logiqa": ("logiqa/Test.txt", logiqa_rows, map_logiqa),
+    "medqa": ("medqa/phrases_no_exclude_test.jsonl", jsonl_rows, map_medqa),
+    "mmlu_pro": ("mmlu_pro/test.jsonl", jsonl_rows, map_mmlu_pro),
 }
+BENCHMARKS: tuple[str, ...] = tuple(FILES)
 
 
 def _hub_available() -> bool:
@@ -96,76 +80,24 @@ def _hub_rows(path: str, name: str | None, split: str) -> list[tuple[str, Any]]:
     return [(f"row {i}", dict(r)) for i, r in enumerate(datasets.load_dataset(path, name, split=split))]
 
 
-# ---------------------------------------------------------------- loaders: root=None means "use the hub"
-def _rows(root: Path | None, rel: str, read: Callable[[Path], list], hub: tuple) -> tuple[Any, list]:
-    """(source name for messages, rows) from <root>/<rel>, or from the hub dataset `hub` when root is None."""
-    if root is None:
-        return "hf:" + "/".join(x for x in hub[:2] if x), _hub_rows(*hub)
-    path = need(root, rel)
-    return path, read(path)
-
-
-def _load_truthfulqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(
-        root,
-        "truthfulqa/data/v0/mc_task.json",
-        lambda p: json_items(p, json_file(p)),
-        HUB["truthfulqa"],
-    )
-    return build(src, rows, map_truthfulqa, PUBLISHED_SIZES["truthfulqa"])
-
-
-def _load_arc(root: Path | None) -> list[Question]:
-    src, rows = _rows(
-        root,
-        "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl",
-        jsonl_rows,
-        HUB["arc_challenge"],
-    )
-    return build(src, rows, map_arc, PUBLISHED_SIZES["arc_challenge"])
-
-
-def _load_bbh(root: Path | None) -> list[Question]:
+def _load(benchmark: str, root: Path | None) -> list[Question]:
+    """Every item of a benchmark from <root> (None: the hub), count-checked per file (BBH: per task)."""
+    rel, read, mapper = FILES[benchmark]
+    law_only = benchmark == "mmlu_pro" and root is not None and (root / "mmlu_pro/law_test.jsonl").is_file()
     out = []
-    for task in BBH_TASKS:  # one file / hub config per task, each with its own count check
-        src, rows = _rows(
-            root,
-            f"bbh/bbh/{task}.json",
-            lambda p: json_items(p, json_file(p), "examples"),
-            (HUB["bbh"][0], task, HUB["bbh"][2]),
-        )
-        out += build(src, rows, functools.partial(map_bbh, task=task), PUBLISHED_SIZES[f"bbh/{task}"])
+    for task in BBH_TASKS if benchmark == "bbh" else [None]:
+        hub = (HUB[benchmark][0], task or HUB[benchmark][1], HUB[benchmark][2])
+        src: Any = "hf:" + "/".join(x for x in hub[:2] if x)
+        if root is None:
+            rows = _hub_rows(*hub)
+        else:
+            src = need(root, "mmlu_pro/law_test.jsonl" if law_only else rel.format(task=task))
+            rows = read(src)
+        if benchmark == "mmlu_pro" and not law_only:  # all 14 categories; non-dict rows go on to fail in the mapper
+            rows = [(w, r) for w, r in rows if not isinstance(r, dict) or r.get("category") == "law"]
+        m = functools.partial(mapper, task=task) if task else mapper
+        out += build(src, rows, m, PUBLISHED_SIZES[f"bbh/{task}" if task else benchmark])
     return out
-
-
-def _load_logiqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "logiqa/Test.txt", logiqa_rows, HUB["logiqa"])
-    return build(src, rows, map_logiqa, PUBLISHED_SIZES["logiqa"])
-
-
-def _load_medqa(root: Path | None) -> list[Question]:
-    src, rows = _rows(root, "medqa/phrases_no_exclude_test.jsonl", jsonl_rows, HUB["medqa"])
-    return build(src, rows, map_medqa, PUBLISHED_SIZES["medqa"])
-
-
-def _load_mmlu_pro(root: Path | None) -> list[Question]:
-    law_only = root is not None and (root / "mmlu_pro/law_test.jsonl").is_file()
-    rel = "mmlu_pro/law_test.jsonl" if law_only else "mmlu_pro/test.jsonl"
-    src, rows = _rows(root, rel, jsonl_rows, HUB["mmlu_pro"])
-    if not law_only:  # the full test split holds all 14 categories; non-dict rows go on to fail in the mapper
-        rows = [(w, r) for w, r in rows if not isinstance(r, dict) or r.get("category") == "law"]
-    return build(src, rows, map_mmlu_pro, PUBLISHED_SIZES["mmlu_pro"])
-
-
-LOADERS: dict[str, Callable[[Path | None], list[Question]]] = {
-    "truthfulqa": _load_truthfulqa,
-    "arc_challenge": _load_arc,
-    "bbh": _load_bbh,
-    "logiqa": _load_logiqa,
-    "medqa": _load_medqa,
-    "mmlu_pro": _load_mmlu_pro,
-}
-BENCHMARKS: tuple[str, ...] = tuple(LOADERS)
 
 
 # ---------------------------------------------------------------- public API
@@ -189,8 +121,8 @@ def load(benchmark: str, limit: int | None = None, data_dir: str | os.PathLike |
     """All questions of one benchmark (count-checked), then the first `limit` of them."""
     if benchmark == "demo":
         qs = load_demo()
-    elif benchmark in LOADERS:
-        qs = LOADERS[benchmark](data_root(data_dir))
+    elif benchmark in FILES:
+        qs = _load(benchmark, data_root(data_dir))
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
     dupes = [k for k, n in Counter(q.id for q in qs).items() if n > 1]

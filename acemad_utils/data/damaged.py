@@ -1,11 +1,6 @@
-"""Broken files as one line naming the file and the fix that keeps results (issue 33.3).
+"""Broken files as one line naming the file, what is wrong and the fix that keeps results:
 
-    from acemad_utils.data.damaged import DamagedFile, read_json
-    meta = read_json(path, need=("methods",), fix="delete that file alone and rerun")   # DamagedFile if not
-
-A truncated meta.json once gave `JSONDecodeError ... line 121` without a file name, `[]` an AttributeError, and
-`{}` the advice to delete the whole run directory, although deleting meta.json alone recovers byte-identical
-results. Every reader of a file the project writes says which file is damaged, how, and what to do.
+meta = read_json(path, need=("methods",), fix="delete that file alone and rerun")   # DamagedFile if not
 """
 
 from __future__ import annotations

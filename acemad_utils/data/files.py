@@ -1,16 +1,9 @@
 """Reading benchmark files: rows of (where, record) and their checks, with errors that say where.
 
-    from acemad_utils.data.files import build, jsonl_rows
-    qs = build(path, jsonl_rows(path), mapper, expected=1172)   # DataError("<path>, line 7: ...")
-
-Every loader of `data` checks its item count against the published size and raises `DataError` naming the file,
-the line (or item, for JSON-array files) and the problem for a malformed record. `limit` keeps the first N
-after the whole file has been loaded and checked. Also caught, with file and line: a file cut short (a JSONL
-whose last line stops mid-record, a JSON file that ends before its closing bracket: "the file ends in the
-middle of ..."; a record cut at a line boundary fails the item count), bytes that are not UTF-8, a line
-that is JSON but not an object, an answer that is not one of the item's options, and a question id that
-repeats an earlier one (named with both places). LogiQA's plain-text format cannot tell a last option
-line cut mid-word from a short option; everything else about a cut LogiQA file fails its structure or count.
+Every error is a DataError naming the file, the line (or item, in a JSON array) and the problem: a wrong item
+count, a malformed record, a file cut short ("the file ends in the middle of ..."), bytes that are not UTF-8, a
+line that is not an object, an answer not among the options, a repeated question id (both places named).
+LogiQA's plain text cannot tell a last option cut mid-word from a short one.
 """
 
 from __future__ import annotations
@@ -32,24 +25,19 @@ def build(
     source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, int], Question], expected: int | None
 ) -> list[Question]:
     """Map (where, record) rows to Questions, turning any problem into a DataError that says where it is."""
-    out = []
-    first: dict[str, str] = {}  # question id -> where it was first seen
+    out, first = [], dict[str, str]()  # question id -> where it was first seen
     for i, (where, rec) in enumerate(rows):
         if not isinstance(rec, Mapping):
-            raise DataError(
-                f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
-                f"{json.dumps(rec, default=str)[:60]}"
-            )
+            raise DataError(f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
+                            f"{json.dumps(rec, default=str)[:60]}")  # fmt: skip
         try:
             q = mapper(rec, i)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             why = f"missing field {e.args[0]!r}" if isinstance(e, KeyError) else str(e)
             raise DataError(f"{source}, {where}: {why}") from e
         if q.id in first:
-            raise DataError(
-                f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
-                "be unique (transcripts are keyed by them)"
-            )
+            raise DataError(f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
+                            "be unique (transcripts are keyed by them)")  # fmt: skip
         first[q.id] = where
         out.append(q)
     if expected is not None and len(out) != expected:
@@ -64,10 +52,8 @@ def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
     except UnicodeDecodeError as e:
         line = line_no or raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise DataError(
-            f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
-            "the file is damaged or in another encoding"
-        ) from None
+        raise DataError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
+                        "the file is damaged or in another encoding") from None  # fmt: skip
 
 
 _CUT = "; the file ends in the middle of this record (cut short? download it again)"
@@ -128,10 +114,8 @@ def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
     if len(lines) % 8 == 1 and lines[-1] == "":
         lines.pop()  # a final newline
     if len(lines) % 8:
-        raise DataError(
-            f"{path}: {len(lines)} lines is not a multiple of 8 (blank, answer, context, question, "
-            f"4 options); the last item, from line {len(lines) // 8 * 8 + 1}, is incomplete"
-        )
+        raise DataError(f"{path}: {len(lines)} lines is not a multiple of 8 (blank, answer, context, question, "
+                        f"4 options); the last item, from line {len(lines) // 8 * 8 + 1}, is incomplete")  # fmt: skip
     rows = []
     for i in range(0, len(lines), 8):
         blank, ans, context, query, *opts = lines[i : i + 8]
@@ -139,20 +123,14 @@ def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
             raise DataError(f"{path}, line {i + 1}: expected the blank line that starts an item, got {blank:.60!r}")
         if ans.strip() not in ("a", "b", "c", "d"):
             raise DataError(f"{path}, line {i + 2}: answer {ans!r} is not one of a, b, c, d")
-        rows.append(
-            (
-                f"item {i // 8} (lines {i + 1}-{i + 8})",
-                {"context": context, "query": query, "options": opts, "correct_option": ans.strip()},
-            )
-        )
+        rec = {"context": context, "query": query, "options": opts, "correct_option": ans.strip()}
+        rows.append((f"item {i // 8} (lines {i + 1}-{i + 8})", rec))
     return rows
 
 
 def need(root: Path, rel: str) -> Path:
     path = root / rel
     if not path.is_file():
-        raise DataError(
-            f"{path} not found: the data directory must follow the layout in `acemad_utils.data.benchmarks` "
-            f"(expected <dir>/{rel})"
-        )
+        raise DataError(f"{path} not found: the data directory must follow the layout in "
+                        f"`acemad_utils.data.benchmarks` (expected <dir>/{rel})")  # fmt: skip
     return path

@@ -1,23 +1,14 @@
-"""Your own questions: one record or a JSONL / CSV file -> checked `Question`s, before any model call.
+"""Your own questions: one record or a JSONL / CSV / Parquet file -> checked `Question`s, before any model call.
 
-    from acemad_utils.data.own import make_question, read_questions
     q = make_question("2+2?", ["3", "4"], answer="B")          # options as a list (labels A, B, ...) or a map
     qs = read_questions("my_questions.jsonl")                   # or .csv; DataError("<file>, line 3: field ...")
     qs = read_columns("arc.parquet", question="question", choices="choices", answer="answerKey")  # any shape
 
-A record has `question` (text), `options` (a list of texts, labelled A, B, C, ... in order, or a label -> text
-map) and optionally `answer` (a label, or the exact text of one option), `id` and `benchmark`. In a CSV file,
-`options` is one cell holding a JSON list or map, or the options are columns named `A`, `B`, ... (empty cells
-dropped). Without an `id`, the id is `q-` and the first 12 hex digits of the sha256 of the question and its
-options, so a changed question is a new question; with one, the runs are still keyed by the file's content
-(`data_hash`), so changing a question under its id never reuses a stale record.
-
-Everything that later becomes a path or a prompt is checked as a profile's values are (data.paths.safe_segment):
-ids and benchmark names are safe path segments; option labels are 1-16 letters, digits, '_' or '-'; texts are
-non-empty, without control characters, and bounded (MAX_TEXT, MAX_OPTION); a file is bounded (MAX_FILE_BYTES,
-MAX_ROWS, MAX_OPTIONS) and must be UTF-8. Every problem is one DataError line naming the file, the row and the
-field. `read_columns` reads any .jsonl, .csv or .parquet file by naming its columns, in the shapes datasets are
-published in (ARC-Challenge, MMLU-Pro, TruthfulQA mc1: see `_choices`), with the same checks.
+A record has `question`, `options` (texts labelled A, B, ... in order, or a label -> text map; in a CSV one JSON
+cell or one column per label) and optionally `answer` (a label or an option's exact text), `id`, `benchmark`.
+Without an id, the id is `q-` + 12 hex digits of sha256(question, options). Everything that becomes a path or a
+prompt is checked (safe path segments, labels, non-empty bounded texts without control characters, bounded UTF-8
+files); every problem is one DataError line naming the file, row and field.
 """
 
 from __future__ import annotations
@@ -44,8 +35,8 @@ MAX_OPTION = 2_000  # characters of an option
 DEFAULT_BENCHMARK = "own"
 FIELDS = ("id", "benchmark", "question", "options", "answer")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # tab, newline, CR are fine; a lone
-# surrogate (a JSON "\\ud800" escape) is not text: it could never be written to a transcript
+# tab, newline, CR are fine; a lone surrogate (a JSON "\\ud800" escape) could never be written to a transcript
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 Options = Union[Sequence[str], Mapping[str, str]]
 
@@ -94,15 +85,14 @@ def _answer(value: Any, options: Mapping[str, str]) -> Optional[str]:
         raise ValueError(f"field 'answer' must be an option label or text, got {value!r:.60}")
     if value in options:
         return value
-    by_text = [k for k, v in options.items() if v == value.strip()]
-    if by_text:
+    if by_text := [k for k, v in options.items() if v == value.strip()]:
         return by_text[0]
     raise ValueError(f"field 'answer': {value!r:.60} is not one of the option labels {list(options)}")
 
 
 def content_id(question: str, options: Mapping[str, str]) -> str:
-    """'q-' + 12 hex digits of sha256 over the question and its labelled options (not the answer: adding a gold
-    answer later keeps the id, so an endpoint's cached replies are reused)."""
+    """'q-' + 12 hex digits of sha256 over the question and its labelled options (not the answer: adding one later
+    keeps the id and the cached replies)."""
     blob = json.dumps([question, [[k, v] for k, v in options.items()]], ensure_ascii=False, separators=(",", ":"))
     return "q-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
@@ -119,13 +109,9 @@ def _segment(value: Any, field: str) -> str:
 
 
 def make_question(
-    question: str,
-    options: Options,
-    *,
-    answer: Optional[str] = None,
-    id: Optional[str] = None,
+    question: str, options: Options, *, answer: Optional[str] = None, id: Optional[str] = None,
     benchmark: str = DEFAULT_BENCHMARK,
-) -> Question:
+) -> Question:  # fmt: skip
     """One checked question (ValueError naming the field). `answer` is a label or an option's exact text."""
     text = _text(question, "question", MAX_TEXT)
     opts = _options(options)
@@ -156,12 +142,12 @@ def _csv_record(row: dict) -> dict:
     return rec
 
 
-def _csv_rows(path: Path, raw: bytes) -> list[tuple[str, Any]]:
-    text = _decode(path, raw)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if reader.fieldnames is None:
+def _csv(path: Path, raw: bytes, record, own: bool = False) -> list[tuple[str, Any]]:
+    """[(where, record(row))] of a CSV file; `own`: the own-questions format's columns checked first."""
+    reader = csv.DictReader(io.StringIO(_decode(path, raw), newline=""))
+    if own and reader.fieldnames is None:
         raise DataError(f"{path}: empty CSV file (the first row names the columns: question, options, answer, id)")
-    for name in reader.fieldnames:
+    for name in reader.fieldnames or [] if own else []:
         if name not in FIELDS and not _LABEL.fullmatch(name or ""):
             raise DataError(f"{path}, line 1: column {name!r:.40} is neither one of {list(FIELDS)} nor an option label")
     rows = []
@@ -169,10 +155,23 @@ def _csv_rows(path: Path, raw: bytes) -> list[tuple[str, Any]]:
         if None in row:
             raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
         try:
-            rows.append((f"line {reader.line_num}", _csv_record(row)))
+            rows.append((f"line {reader.line_num}", record(row)))
         except ValueError as e:
             raise DataError(f"{path}, line {reader.line_num}: {e}") from None
     return rows
+
+
+def _json_cells(row: dict) -> dict:
+    """A CSV row with each cell holding a JSON list or object (a nested column written out) read as that JSON."""
+    rec: dict = {}
+    for k, v in row.items():
+        rec[k] = v
+        if isinstance(v, str) and v.lstrip()[:1] in ("[", "{"):
+            try:
+                rec[k] = json.loads(v)
+            except json.JSONDecodeError:
+                pass  # a text that starts with a bracket
+    return rec
 
 
 def _decode(path: Path, raw: bytes) -> str:
@@ -210,13 +209,8 @@ def _counted(path: Path, rows: list) -> list:
 
 def read_questions(path: Union[str, Path]) -> list[Question]:
     """The questions of a .jsonl or .csv file, all checked (DataError: file, row, field) before anything runs."""
-    path, raw = _file(path, (".jsonl", ".csv"))
-    if path.suffix.lower() == ".csv":
-        rows = _csv_rows(path, raw)
-    else:
-        _decode(path, raw)  # the whole file is UTF-8 before any line is read (jsonl_rows also names the line)
-        rows = jsonl_rows(path)
-    return build(path, _counted(path, rows), from_record, None)
+    path, rows = table_rows(path, (".jsonl", ".csv"))
+    return build(path, rows, from_record, None)
 
 
 # ----------------------------------------------------------------------------- any dataset by its columns
@@ -247,31 +241,18 @@ def _parquet_rows(path: Path) -> list[tuple[str, Any]]:
     ]
 
 
-def table_rows(path: Union[str, Path]) -> tuple[Path, list[tuple[str, Any]]]:
-    """(path, [(where, record)]) of a .jsonl, .csv or .parquet file, bounded like a question file. A CSV cell
-    holding a JSON list or object (a nested column written out) is read as that JSON."""
-    path, raw = _file(path, (".jsonl", ".csv", ".parquet"))
-    suffix = path.suffix.lower()
+def table_rows(
+    path: Union[str, Path], suffixes: tuple[str, ...] = (".jsonl", ".csv", ".parquet")
+) -> tuple[Path, list[tuple[str, Any]]]:
+    """(path, [(where, record)]) of a question file (own format: suffixes without .parquet) or of any table."""
+    path, raw = _file(path, suffixes)
+    suffix, own = path.suffix.lower(), ".parquet" not in suffixes
     if suffix == ".parquet":
         return path, _counted(path, _parquet_rows(path))
-    if suffix == ".jsonl":
-        _decode(path, raw)
-        return path, _counted(path, jsonl_rows(path))
-    reader = csv.DictReader(io.StringIO(_decode(path, raw), newline=""))
-    rows = []
-    for row in reader:
-        if None in row:
-            raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
-        rec: dict = {}
-        for k, v in row.items():
-            rec[k] = v
-            if isinstance(v, str) and v.lstrip()[:1] in ("[", "{"):
-                try:
-                    rec[k] = json.loads(v)
-                except json.JSONDecodeError:
-                    pass  # a text that starts with a bracket
-        rows.append((f"line {reader.line_num}", rec))
-    return path, _counted(path, rows)
+    if suffix == ".csv":
+        return path, _counted(path, _csv(path, raw, _csv_record if own else _json_cells, own))
+    _decode(path, raw)  # the whole file is UTF-8 before any line is read (jsonl_rows also names the line)
+    return path, _counted(path, jsonl_rows(path))
 
 
 def _column(rec: Mapping[str, Any], name: str, flag: str) -> Any:
@@ -287,23 +268,20 @@ def _column(rec: Mapping[str, Any], name: str, flag: str) -> Any:
 
 
 def _choices(value: Any, col: str) -> tuple[Any, Optional[str]]:
-    """(options, the answer label they mark or None) of a choices cell in one of the published shapes:
-    a list of texts (MMLU-Pro's `options`), a label -> text map, {"text": [...], "label": [...]} (ARC-Challenge's
-    `choices`), a list of {"text", "label"} objects, {"choices": [...], "labels": [0/1, ...]} (TruthfulQA's
-    `mc1_targets`) or a text -> 0/1 map (TruthfulQA's original mc_task.json). Marks with more than one 1 (`mc2_targets`)
-    are refused: AceMAD decides one answer per question."""
-    marks = None
-    if isinstance(value, Mapping) and isinstance(value.get("text"), list) and isinstance(value.get("label"), list):
+    """(options, the answer label they mark or None) of a choices cell in a published shape: a list of texts
+    (MMLU-Pro), a label -> text map, ARC's {"text": [...], "label": [...]} or a list of {"text", "label"},
+    TruthfulQA's {"choices": [...], "labels": [0/1]} (mc1_targets) or text -> 0/1 map. Several 1s are refused."""
+    marks, m = None, isinstance(value, Mapping)
+    lists = lambda a, b: m and isinstance(value.get(a), list) and isinstance(value.get(b), list)
+    if lists("text", "label"):
         value = dict(zip(value["label"], value["text"]))
     elif (
         isinstance(value, list) and value and all(isinstance(x, Mapping) and {"text", "label"} <= set(x) for x in value)
     ):
         value = {x["label"]: x["text"] for x in value}
-    elif (
-        isinstance(value, Mapping) and isinstance(value.get("choices"), list) and isinstance(value.get("labels"), list)
-    ):
+    elif lists("choices", "labels"):
         value, marks = value["choices"], value["labels"]
-    elif isinstance(value, Mapping) and value and all(v in (0, 1) and not isinstance(v, str) for v in value.values()):
+    elif m and value and all(v in (0, 1) and not isinstance(v, str) for v in value.values()):
         value, marks = list(value), list(value.values())
     if marks is None:
         return value, None
@@ -319,8 +297,7 @@ def _choices(value: Any, col: str) -> tuple[Any, Optional[str]]:
 
 
 def _answer_value(value: Any, labels: Sequence[str]) -> Any:
-    """An answer cell: a label or an option's text as is; a whole number is a 0-based position (MMLU-Pro's
-    answer_index); nothing (None, NaN, '') is no gold answer."""
+    """An answer cell: a label or an option's text as is, a whole number a 0-based position (MMLU-Pro)."""
     if isinstance(value, bool):
         raise ValueError(f"an answer must be a label, an option's text or a 0-based index, got {value!r}")
     if isinstance(value, int):
@@ -360,12 +337,10 @@ def read_columns(
     path: Union[str, Path], question: str = "question", choices: str = "choices", answer: Optional[str] = None,
     id: Optional[str] = None, skipped: Optional[list] = None,
 ) -> list[Question]:  # fmt: skip
-    """The questions of a .jsonl, .csv or .parquet file in any shape, by its columns (every row checked, one
-    DataError line naming the file, row and problem). `choices` is one column in a published shape (_choices), or
-    several comma-separated columns, one option each; `answer` a label, an option's text or a 0-based index
-    (None: no gold answer, or the one the choices' 0/1 labels mark); `id` a column of unique ids (default: the
-    content id). Other columns are ignored. With a `skipped` list, a row that fails its checks is left out and its
-    one line appended there instead (a published set with a defective item, e.g. a repeated option)."""
+    """The questions of a .jsonl, .csv or .parquet file in any shape, by its columns: `choices` one column in a
+    published shape (_choices) or several comma-separated, one option each; `answer` a label, text or 0-based index
+    (None: none, or the one the 0/1 labels mark); `id` a column of unique ids. With a `skipped` list, a row failing
+    its checks is left out and its one line appended there (a published set with a defective item)."""
     path, rows = table_rows(path)
     mapper = column_mapper(question, choices, answer, id)
     if skipped is not None:

@@ -1,13 +1,15 @@
 """Where things live. Everything is relative to the repository root, whatever the working directory.
 
     from acemad_utils.data.paths import outputs
-    outputs("figures")      # <repo>/outputs/figures, or <repo>/outputs/smoke/figures when ACEMAD_SMOKE=1
+    outputs("figures")      # <root>/outputs/figures, or <root>/outputs/smoke/figures when ACEMAD_SMOKE=1
+    root()                  # where outputs/ and data/subsets/ are written: $ACEMAD_ROOT, else the checkout
     with outputs_root("my_runs"): ...   # outputs(...) under ./my_runs instead (the public API's `out=`)
     PAPER                   # <repo>/data/paper: our transcription of the paper's printed Tables 1-6
     shared_paper_dir()      # the copy data/paper/ is checked against ($ACEMAD_PAPER_DIR or ../shared/paper/tables)
     safe_segment(name, "profile name")   # name, or UnsafeName: one path segment, nothing outside outputs/
 
 Smoke runs (CI, the browser test) write under outputs/smoke/ so they never overwrite a real reproduction.
+What the code reads (notebooks/, profiles/, data/paper, data/demo) always comes from the checkout, ROOT.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from pathlib import Path
 from acemad_utils.data.settings import env, flag
 
 ROOT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
-CHECKOUT = ROOT  # the checkout this code is imported from (tests move ROOT, never this)
+CHECKOUT = ROOT  # the checkout this code is imported from
 CHECKOUT_ENV = "ACEMAD_CHECKOUT"
 DATA = ROOT / "data"
 PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (see data/paper/README.md)
+
+
+def root() -> Path:
+    """The folder holding what acemad writes (outputs/, data/subsets/): $ACEMAD_ROOT, read at every call so a
+    test or a user can move it (a read-only checkout, a bigger disk), else the checkout."""
+    raw = env("ACEMAD_ROOT")
+    return Path(raw).expanduser().resolve() if raw else ROOT
 
 
 def smoke() -> bool:
@@ -90,7 +99,7 @@ def outputs_root(root: os.PathLike | str):
 
 
 def outputs(*parts: str, create: bool = True) -> Path:
-    """<repo>/outputs/<parts...> (created), or <root>/<parts...> inside `outputs_root(root)`. Every part is one or
+    """<root>/outputs/<parts...> (created), or <root>/<parts...> inside `outputs_root(root)`. Every part is one or
     more '/'-joined safe segments: nothing a user names can reach outside that folder."""
     for part in parts:
         for seg in str(part).split("/"):
@@ -98,7 +107,7 @@ def outputs(*parts: str, create: bool = True) -> Path:
     if _ROOT_OVERRIDE:
         base = _ROOT_OVERRIDE[-1]
     else:
-        base = ROOT / "outputs" / "smoke" if smoke() else ROOT / "outputs"
+        base = root() / "outputs" / "smoke" if smoke() else root() / "outputs"
     path = base.joinpath(*parts)
     if create:  # a reader that only looks (create=False) leaves no empty folder behind
         path.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,5 @@
-"""Every ACEMAD_* environment variable, listed once with its meaning, and read only through env() here.
-
-    from acemad_utils.data.settings import env, flag
-    env("ACEMAD_GGUF")        # '' when unset; a name not listed in ENV_VARS is a KeyError (a typo never reads '')
-    flag("ACEMAD_SMOKE")      # set to anything but '' or '0'
-
-The reproduce driver sets several of them for the notebooks' kernels (a profile's run settings, the budget's
-start, progress), and a user may set any of them in the shell. docs/parameters.md lists them with the notebook
-parameters (python -m acemad_utils.experiments.params).
-"""
+"""Every ACEMAD_* environment variable, listed once with its meaning, read only through env() and flag() here
+(a name not in ENV_VARS is a KeyError: a typo never reads ''). docs/parameters.md lists them."""
 
 from __future__ import annotations
 
@@ -18,6 +10,7 @@ ENV_VARS: dict[str, str] = {
     "ACEMAD_PROGRESS": "0: no progress bars (the reproduce driver and nbval set it)",
     "ACEMAD_PROGRESS_FILE": "the file the kernels append progress lines to (set by the reproduce driver)",
     "ACEMAD_PROGRESS_SECONDS": "seconds between progress lines (default 30)",
+    "ACEMAD_ROOT": "the folder outputs/ and data/subsets/ are written under (default: the checkout; data/paths.py)",
     "ACEMAD_PAPER_DIR": "the shared transcription of the paper's tables (default ../shared/paper/tables)",
     "ACEMAD_DATA_DIR": "local benchmark files (else the Hugging Face hub)",
     "ACEMAD_MAX_USD": "stop sending paid calls before the run's spend passes this many dollars (profile max_usd)",

@@ -56,7 +56,7 @@ import pandas as pd
 
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.damaged import damaged, read_json
@@ -156,7 +156,7 @@ def misconception_share(stats: Sequence[dict]) -> tuple[Optional[float], Optiona
 # ----------------------------------------------------------------------------- files
 def subsets_root() -> Path:
     """data/subsets, or outputs/smoke/subsets in smoke mode (CI must never touch data/)."""
-    return P.outputs("subsets") if P.smoke() else P.DATA / "subsets"
+    return P.outputs("subsets") if P.smoke() else P.root() / "data" / "subsets"
 
 
 def _dumps(obj) -> str:
@@ -429,7 +429,7 @@ def subset_table(model_slug: str):
 # ----------------------------------------------------------------------------- CLI
 def _population(args) -> tuple[Population, str]:
     if args.backend == "sim":
-        return VectorSimPopulation(seed=args.seed), SYNTHETIC_SLUG
+        return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
     if not (args.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
         sys.exit(
             "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "

@@ -1,15 +1,7 @@
-"""Paper-style figures from the long accuracy tables of `tables.accuracy_long` (95% CI bands/bars).
+"""Paper-style figures from `tables.accuracy_long` (95% CI bands/bars); every title names its source.
 
-    from acemad_utils.report import figures as F
-    fig = F.lines_by_benchmark(long, x="N", hue="family", title="Figure 5 ...")   # one panel per benchmark
-    fig = F.bars_by_benchmark(long, hue="method", title="Figure 4 ...")
-
-Every figure's title says where its numbers come from (the synthetic population or the model's name).
-
-Legible at notebook width: JupyterLab's output area is about 1,000 CSS px wide in a 1,280-px window and the inline
-backend draws 100 px per inch, so a figure wider than NOTEBOOK_WIDTH_IN inches is shrunk to fit; `too_small(fig)`
-lists every text whose size, after that shrinking, is under MIN_PT points (tests/test_figures.py checks each
-figure of the notebooks with it).
+Legible at notebook width: JupyterLab shows ~1,000 px at 100 px per inch, so a figure wider than NOTEBOOK_WIDTH_IN
+is shrunk; `too_small(fig)` lists texts then under MIN_PT points (tests/test_figures.py checks every figure).
 """
 
 from __future__ import annotations
@@ -31,8 +23,7 @@ MIN_PT = 7.0  # the smallest text, in points at the size it is shown, a reader c
 
 
 def too_small(fig: Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float = MIN_PT) -> list[str]:
-    """Every visible text of `fig` smaller than `min_pt` points once the figure (its tight bounding box, as
-    save_figure and the inline backend draw it) is shrunk to `width_in` inches: 'size pt: text' per offender."""
+    """Every visible text of `fig` under `min_pt` points once its tight bounding box is shrunk to `width_in` inches."""
     from matplotlib.text import Text  # here, as pyplot is: a kernel that draws nothing never loads matplotlib
 
     fig.canvas.draw()
@@ -47,8 +38,7 @@ def too_small(fig: Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float
 
 
 def source_label(synthetic: bool, model: str) -> str:
-    """'SYNTHETIC population (no LLM)', with the stand-in's name for a named synthetic model (notebook 07),
-    or 'model: <name>' for an LLM; NO_RUNS when there is neither (no run was found)."""
+    """SYNTHETIC_LABEL (naming a synthetic stand-in), 'model: <name>', or NO_RUNS when there is neither."""
     if not synthetic and not model:
         return NO_RUNS
     stand_in = "synthetic-population-"
@@ -58,9 +48,7 @@ def source_label(synthetic: bool, model: str) -> str:
 
 
 def _panels(n: int, width: float = 2.5, height: float = 2.4):
-    # Imported where a figure is drawn, not at module top: pyplot costs a notebook kernel ~0.2-0.8 s and only the
-    # notebooks that draw pay it (issue 34, light kernels).
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # here: pyplot costs a kernel ~0.5 s, paid only by notebooks that draw
 
     cols = min(n, 4)
     rows = int(np.ceil(n / cols))
@@ -71,9 +59,7 @@ def _panels(n: int, width: float = 2.5, height: float = 2.4):
 
 
 def truth_holders(configs) -> dict:
-    """{family: {N: number of truth-holders in its roster}} for curves over N, from each config's roster
-    (config.DebateConfig.specs): AceMAD's crowd/truth-holder split rounds 20% of N (0 of 2, 1 of 3, 1 of 5,
-    2 of 10); a homogeneous baseline roster has none at any N."""
+    """{family: {N: truth-holders in its roster}} (AceMAD's split rounds 20% of N; a homogeneous roster has none)."""
     out: dict = {}
     for c in configs:
         n = c.n_truth_holders if c.roster_kind == "acemad" else sum(s == c.truth_holder for s in c.specs())
@@ -86,33 +72,17 @@ def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, *, color) -> 
     for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"])):
         k = counts.get(int(xv))
         if k is not None:
-            ax.annotate(
-                f"{k}/{int(xv)}",
-                (xv, acc),
-                textcoords="offset points",
-                xytext=(0, 6 if i % 2 == 0 else -12),
-                ha="center",
-                fontsize=7.5,
-                color=color,
-                fontweight="bold",
-                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7),
-            )
+            ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", xytext=(0, 6 if i % 2 == 0 else -12),
+                        ha="center", fontsize=7.5, color=color, fontweight="bold",
+                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))  # fmt: skip
 
 
 def lines_by_benchmark(
-    long: pd.DataFrame,
-    x: str,
-    hue: str,
-    title: str,
-    *,
-    xlabel: str | None = None,
-    note: str | None = None,
+    long: pd.DataFrame, x: str, hue: str, title: str, *, xlabel: str | None = None, note: str | None = None,
     truth_holders: dict | None = None,
-) -> Figure:
-    """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average).
-    `note` is printed under the panels (e.g. where two curves coincide by construction).
-    `truth_holders` ({hue: {N: k}}, see `truth_holders(configs)`) labels each point "k/N" (its truth-holders
-    among N agents) for a hue that has any; a hue with none at every N gets "(no truth-holder)" in the legend."""
+) -> Figure:  # fmt: skip
+    """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average); `note` under
+    the panels; `truth_holders` ({hue: {N: k}}) labels points "k/N" (a hue with none: "(no truth-holder)")."""
     benches = list(dict.fromkeys(long["benchmark"]))
     fig, axes = _panels(len(benches))
     th = truth_holders or {}
@@ -164,9 +134,7 @@ def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> Figure:
         ax.bar(xs, g["accuracy"], width, yerr=err, capsize=2, label=h)
     ax.set_xticks(range(len(benches)), [bench_label(b) for b in benches], rotation=30, ha="right")
     ax.set_ylabel("accuracy (%)")
-    ax.legend(
-        fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0
-    )  # beside the bars, never on a whisker
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # never on a whisker
     ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -1,20 +1,9 @@
 """How many questions a paired comparison needs, before anyone pays (docs/statistics.md, "Power").
 
-Two methods answer the same n questions; per question each is right or wrong. What decides a paired test
-(McNemar, or the sign-flip test on the 0/1 differences) is only the two discordant cells:
-    p10 = P(A right, B wrong),  p01 = P(A wrong, B right)
-    effect d = p10 - p01 (the accuracy gain, as a fraction),  discordance psi = p10 + p01.
-The normal approximation of McNemar's test (Connor 1987) gives, two-sided at level alpha,
-    n = (z_{1-alpha/2} sqrt(psi) + z_{power} sqrt(psi - d^2))^2 / d^2
-    power(n) = Phi((|d| sqrt(n) - z_{1-alpha/2} sqrt(psi)) / sqrt(psi - d^2)).
-More discordance, more questions: psi is the noise, d the signal.
-
-The paper prints accuracies (the margins p_a, p_b), never psi. The margins bound it:
-    |d| <= psi <= min(p_a + p_b, 2 - p_a - p_b)
-(lower: B's right answers a subset of A's; upper: the two methods' right answers overlap as little as possible).
-`discordance_independent` is the value if the two methods erred independently; methods that share a model and
-questions err together, so the true psi is usually below it, and the n it gives is conservative. A pilot
-replaces the guess with the observed psi (`observed`).
+Only the discordant cells decide a paired test: effect d = p10 - p01, discordance psi = p10 + p01. McNemar's normal
+approximation (Connor 1987), two-sided at alpha: n = (z_{1-alpha/2} sqrt(psi) + z_power sqrt(psi - d^2))^2 / d^2.
+The paper prints accuracies, never psi; they bound it (|d| <= psi <= min(p_a + p_b, 2 - p_a - p_b)). Independent
+errors give a conservative psi (methods sharing a model err together); a pilot measures it (`observed`).
 """
 
 from __future__ import annotations
@@ -29,10 +18,8 @@ _Z = NormalDist()
 
 def _check(effect: float, discordance: float) -> None:
     if not 0 < abs(effect) <= discordance <= 1:
-        raise ValueError(
-            f"need 0 < |effect| <= discordance <= 1 (fractions, not points); got effect={effect}, "
-            f"discordance={discordance}"
-        )
+        raise ValueError(f"need 0 < |effect| <= discordance <= 1 (fractions, not points); got effect={effect}, "
+                         f"discordance={discordance}")  # fmt: skip
 
 
 def n_needed(effect: float, discordance: float, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -56,10 +43,8 @@ def power_at(n: int, effect: float, discordance: float, alpha: float = 0.05) -> 
 
 
 def holm_alpha(m: int, alpha: float = 0.05, step: int = 1) -> float:
-    """The level Holm's step-down applies at `step` (1 = the smallest p) of `m` comparisons: alpha / (m - step + 1).
-
-    A claim "supported at the Holm-adjusted level" must survive the first step in the worst case, so its n is
-    planned at alpha / m."""
+    """The level Holm's step-down applies at `step` (1 = the smallest p) of `m` comparisons: alpha / (m - step + 1)
+    (a claim's n is planned at the first step, alpha / m: the worst case it must survive)."""
     if not 1 <= step <= m:
         raise ValueError(f"step must be in 1..m; got step={step}, m={m}")
     return alpha / (m - step + 1)
@@ -68,11 +53,6 @@ def holm_alpha(m: int, alpha: float = 0.05, step: int = 1) -> float:
 def discordance_bounds(p_a: float, p_b: float) -> tuple[float, float]:
     """The range of the discordance two accuracies allow: (|p_a - p_b|, min(p_a + p_b, 2 - p_a - p_b))."""
     return abs(p_a - p_b), min(p_a + p_b, 2 - p_a - p_b)
-
-
-def discordance_independent(p_a: float, p_b: float) -> float:
-    """The discordance if the two methods erred independently: p_a (1 - p_b) + p_b (1 - p_a)."""
-    return discordance_at(p_a, p_b, 0.0)
 
 
 def discordance_at(p_a: float, p_b: float, rho: float) -> float:
@@ -84,10 +64,8 @@ def discordance_at(p_a: float, p_b: float, rho: float) -> float:
 
 
 def power_strata(ns, effects, discordances, alpha: float = 0.05) -> float:
-    """Power of the two-sided test of an Average gain: the mean over B benchmarks of per-benchmark paired gains
-    (how the ledger tests an Average), benchmark b with ns[b] questions, gain effects[b] and discordance
-    discordances[b]. Its SE is sqrt(sum_b v_b / n_b) / B, so small benchmarks weigh most; one benchmark gives
-    power_at."""
+    """Power of the two-sided test of an Average gain (the mean over B benchmarks of paired gains, as the ledger
+    tests it; SE sqrt(sum_b v_b / n_b) / B, so small benchmarks weigh most)."""
     ns, d, psi = (np.asarray(x, dtype=float) for x in (ns, effects, discordances))
     if np.any(ns <= 0):
         return 0.0

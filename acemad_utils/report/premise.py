@@ -34,31 +34,14 @@ ROUND_COLUMNS = [
     "wrong_score",
     "rank_corr",
 ]
-PREMISE_COLUMNS = [
-    "method",
-    "round",
-    "n",
-    "top_agent",
-    "random_agent",
-    "lift",
-    "lift_lo",
-    "lift_hi",
-    "n_split",
-    "rank_corr",
-    "rank_corr_lo",
-    "rank_corr_hi",
-    "parse_failure",
-    "verdict",
-]
+PREMISE_COLUMNS = ["method", "round", "n", "top_agent", "random_agent", "lift", "lift_lo", "lift_hi", "n_split",
+                   "rank_corr", "rank_corr_lo", "rank_corr_hi", "parse_failure", "verdict"]  # fmt: skip
 
 
 def _scored(records: Sequence[dict]) -> list[dict]:
     """Completed records whose entries carry peer-prediction scores (AceMAD and its re-weightings)."""
-    return [
-        r
-        for r in records
-        if r.get("status", "ok") == "ok" and r.get("rounds") and r["rounds"][0][0].get("score") is not None
-    ]
+    ok = lambda r: r.get("status", "ok") == "ok" and r.get("rounds") and r["rounds"][0][0].get("score") is not None
+    return [r for r in records if ok(r)]
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -67,12 +50,10 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
-    """One row per scored AceMAD record with a gold answer x round, over the agents whose commitment parsed:
-    whether the top-scoring agent's own answer (argmax p) is right (ties at the top share it: the mean over them),
-    the share of right agents (what an agent picked at random scores), the mean score of the right and of the wrong
-    agents, and the Spearman correlation between an agent's score and its correctness within the question (NaN
-    unless some agents are right and some wrong with unequal scores). Within a question, not pooled: pooled, easy
-    questions (every agent right, every forecast good) would correlate score and correctness with no premise."""
+    """One row per scored record with a gold answer x round, over the parsed agents: is the top scorer's own answer
+    right (ties share it), the share of right agents (a random agent), the mean score of right and of wrong agents,
+    and the Spearman correlation of score and correctness within the question (NaN unless split with unequal
+    scores). Within, not pooled: pooled, easy questions would correlate score and correctness with no premise."""
     rows = []
     for rec in _scored(records):
         if rec.get("answer") is None:
@@ -85,21 +66,10 @@ def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
             s = np.array([float(e["score"]) for e in kept])
             ok = np.array([int(np.argmax(e["p"])) == truth for e in kept], dtype=float)
             split = 0 < ok.sum() < len(ok)
-            rho = np.nan
-            if split and np.ptp(s) > 0:
-                rho = float(np.corrcoef(_ranks(s), ok)[0, 1])
-            rows.append(
-                (
-                    rec.get("method"),
-                    rec["question_id"],
-                    t,
-                    float(ok[s == s.max()].mean()),
-                    float(ok.mean()),
-                    float(s[ok == 1].mean()) if ok.any() else np.nan,
-                    float(s[ok == 0].mean()) if not ok.all() else np.nan,
-                    rho,
-                )
-            )
+            rho = float(np.corrcoef(_ranks(s), ok)[0, 1]) if split and np.ptp(s) > 0 else np.nan
+            rows.append((rec.get("method"), rec["question_id"], t, float(ok[s == s.max()].mean()), float(ok.mean()),
+                         float(s[ok == 1].mean()) if ok.any() else np.nan,
+                         float(s[ok == 0].mean()) if not ok.all() else np.nan, rho))  # fmt: skip
     return pd.DataFrame(rows, columns=ROUND_COLUMNS)
 
 
@@ -117,17 +87,11 @@ def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
 
 
 def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
-    """The premise check of every AceMAD method in `records`, per round and over all rounds ("all": each question's
-    rounds averaged, so the CI resamples independent questions):
-    - top_agent / random_agent: accuracy (%) of the top-scoring agent's own answer / of an agent picked at random;
-    - lift = top_agent - random_agent (points) with its 95% bootstrap CI over questions (> 0: the score points at
-      agents who know; 0 wherever every agent agrees, so n_split counts the questions with right and wrong agents);
-    - rank_corr: the mean within-question Spearman correlation of score and correctness (CI over questions);
-    - parse_failure: share of commitments whose p or q did not parse;
-    - verdict: a key of VERDICTS ("holds": the lift's CI above 0, "fails": below 0, "not shown", "unseen",
-      "unmeasured").
-    n counts questions with a gold answer and at least one parsed commitment; a method with none has one "all" row
-    with n = 0 (its parse-failure rate says why)."""
+    """The premise check of every AceMAD method, per round and over all rounds ("all": each question's rounds
+    averaged, so the CI resamples independent questions): top_agent / random_agent accuracy (%), lift (points) with
+    its 95% bootstrap CI, n_split (questions with right and wrong agents), rank_corr (mean within-question Spearman,
+    CI), parse_failure (p or q unparsed) and verdict (a key of VERDICTS). n counts questions with a gold answer and
+    a parsed commitment; a method with none has one "all" row with n = 0."""
     qr = question_rounds(records)
     fails = parse_failures(records)
     rows = []
@@ -135,15 +99,7 @@ def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
         g = qr[qr["method"] == method]
         if g.empty:
             rows.append(
-                [
-                    method,
-                    "all",
-                    0,
-                    *[np.nan] * 5,
-                    0,
-                    *[np.nan] * 3,
-                    fails.loc[fails["method"] == method, "failed"].mean(),
-                ]
+                [method, "all", 0, *[np.nan] * 5, 0, *[np.nan] * 3, fails.loc[fails.method == method, "failed"].mean()]
             )
             continue
         g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
@@ -175,20 +131,15 @@ VERDICTS = {
 
 def _verdict(r) -> str:
     """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
-    if not r.n:
-        return "unmeasured"
-    if not r.n_split:
-        return "unseen"
+    if not (r.n and r.n_split):
+        return "unseen" if r.n else "unmeasured"
     return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
 
 
 def premise_sentence(
-    table: pd.DataFrame,
-    synthetic: bool,
-    split_table: Optional[pd.DataFrame] = None,
-    *,
+    table: pd.DataFrame, synthetic: bool, split_table: Optional[pd.DataFrame] = None, *,
     population: Optional[Mapping] = None,
-) -> str:
+) -> str:  # fmt: skip
     """The "What we see" of a `premise` table (the "all" row of each method, then the lift per round). On the
     synthetic population the premise is an input (SimParams.knowledge_link), so the sentence says it is the
     population's assumption seen from the data. `split_table` (a `split` table) with a self-consistency row adds
@@ -269,18 +220,8 @@ UNIFORM, SELF_BELIEF = "Uniform weights (AceMAD's debate)", "Self-belief only"
 SHUFFLED = A.SHUFFLED
 SURPRISINGLY_POPULAR = A.AGGREGATORS[3]
 ROUND0 = "Round-0 majority (AceMAD's first answers)"
-SPLIT_COLUMNS = [
-    "method",
-    "control",
-    "accuracy",
-    "accuracy_lo",
-    "accuracy_hi",
-    "difference",
-    "difference_lo",
-    "difference_hi",
-    "p_value",
-    "n",
-]
+SPLIT_COLUMNS = ["method", "control", "accuracy", "accuracy_lo", "accuracy_hi", "difference", "difference_lo",
+                 "difference_hi", "p_value", "n"]  # fmt: skip
 
 
 def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
@@ -300,21 +241,11 @@ def acemad_methods(records: Sequence[dict], meta: Optional[dict] = None) -> list
 
 
 def round0_records(records: Sequence[dict], seed: int = 0, stacked: Optional[A.Stacked] = None) -> list[dict]:
-    """AceMAD's debates decided by the plurality of their first answers (before any exchange): what Majority
-    Voting with AceMAD's agents would say, as minimal records named ROUND0. No model call."""
+    """AceMAD's debates decided by the plurality of their first answers (Majority Voting with AceMAD's agents), as
+    minimal records named ROUND0."""
     recs = [r for r in records if r.get("status", "ok") == "ok"]
     arr = stacked if stacked is not None else A.stack(recs, seed)
-    answered = np.asarray(arr.valid[:, 0].any(-1))
-    return [
-        {
-            "question_id": r["question_id"],
-            "benchmark": r["benchmark"],
-            "method": ROUND0,
-            "status": "ok",
-            "final": {"answer": r["labels"][a] if ok else None, "correct": A._correct(ok, a, t)},
-        }
-        for r, a, t, ok in zip(recs, A.initial_plurality(arr), arr.truth, answered)
-    ]
+    return A.minimal(recs, ROUND0, A.initial_plurality(arr), arr.truth, np.asarray(arr.valid[:, 0].any(-1)))
 
 
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
@@ -332,12 +263,10 @@ def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: O
 def split(
     records: Sequence[dict], seed: int = 0, *, meta: Optional[dict] = None, others: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """AceMAD's gain split: for every AceMAD method (peer-prediction weighted), its accuracy and that of each control
-    re-decided from its own commitments (uniform weights, self-belief only, shuffled scores, surprisingly popular,
-    the round-0 majority), then of each method in `others` run beside it (e.g. the compute-matched baseline);
-    difference = AceMAD minus the control (points) with its 95% CI and p, paired on the same questions (the Average
-    over benchmarks: report.tables.versus_best). `meta`: the run's meta.json, for its eta, weight exponent and seed
-    (the engine's tie-breaks); without it the paper's and `seed`."""
+    """AceMAD's gain split: per peer-prediction AceMAD method, its accuracy and each control's, re-decided from its
+    own commitments (control_records), then of each method in `others` (e.g. the compute-matched baseline);
+    difference = AceMAD minus the control (points, 95% CI, p), paired (the Average: tables.versus_best). `meta`:
+    the run's meta.json for its eta, weight exponent and seed (else the paper's and `seed`)."""
     rows = []
     for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)
@@ -361,26 +290,16 @@ def split(
 
 
 def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int = 0) -> pd.DataFrame:
-    """The premise check and the gain split as rows for an accuracy table's Average column (api.Results.table, the
-    command's table): per AceMAD method its lift over a random agent (all rounds), each control's accuracy and
-    AceMAD's paired difference to it. Empty when no AceMAD run is in the records."""
+    """The premise check and the gain split as rows of an accuracy table's Average column (api.Results.table)."""
     rows = []
     for r in premise(records, seed).query("round == 'all'").itertuples():
         cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
-        rows.append(
-            {
-                "method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
-                AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}",
-            }
-        )
+        rows.append({"method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
+                     AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}"})  # fmt: skip
     table = split(records, seed, meta=meta)
     for r in table[table["control"] != table["method"]].itertuples():
-        rows.append(
-            {
-                "method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
-                AVERAGE: f"{r.accuracy:.1f} [{r.accuracy_lo:.1f}, {r.accuracy_hi:.1f}]",
-            }
-        )
+        rows.append({"method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
+                     AVERAGE: f"{r.accuracy:.1f} [{r.accuracy_lo:.1f}, {r.accuracy_hi:.1f}]"})  # fmt: skip
         cell = f"{r.difference:+.1f} [{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p={r.p_value:.2g}, n={r.n}"
         rows.append({"method": f"{r.method} minus {r.control} (paired)", AVERAGE: cell})
     return pd.DataFrame(rows, columns=["method", AVERAGE])

@@ -1,15 +1,5 @@
-"""Numbers as a reader reads them: percents with one decimal, p-values in plain form unless tiny.
-
-    from acemad_utils.report import readable as RD
-    RD.pvalue(0.0312)          # 'p = 0.031'
-    RD.pvalue(2.1e-07)         # 'p = 2.1e-07'   (scientific only below 1e-3)
-    RD.pvalue(1 / 10001)       # 'p < 1e-4'      (a sign-flip permutation test's floor: no smaller p is possible)
-    RD.tests_table(tests)      # tables.versus_best's frame with its numbers as text, for display
-    RD.html(df)                # a table's HTML in a notebook: texts whole, p-values as text, no NaN (tables_once)
-
-Why one module: the tables, the "What we see" paragraphs and the SUMMARY lines print the same p-values, and
-must print them the same way.
-"""
+"""Numbers as a reader reads them: p-values in plain form unless tiny ('p = 0.031', 'p = 2.1e-07', 'p < 1e-4' at
+the permutation floor), one module so tables, sentences and SUMMARY lines print them the same way."""
 
 from __future__ import annotations
 
@@ -18,8 +8,7 @@ import re
 
 import pandas as pd
 
-#: The permutation count of tables.paired_test and the stratified Average test (their `n_perm` default; a test
-#: checks the two agree). Their smallest p-value is 1 / (PERMUTATIONS + 1): "p < 1e-4", never "p = 0.0001".
+#: The permutation tests' n_perm: their smallest p is 1 / (PERMUTATIONS + 1), shown "p < 1e-4".
 PERMUTATIONS = 10_000
 PERMUTATION_FLOOR = 1.0 / (PERMUTATIONS + 1)
 
@@ -42,14 +31,8 @@ def pvalue(p: float) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
-def pct(x: float) -> str:
-    """A percentage that is already in points (0-100), with one decimal: '27.7%'."""
-    return f"{float(x):.1f}%"
-
-
 def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
-    """tables.versus_best's frame for display: gains in points with one decimal and a sign, p as `pvalue_text`,
-    n as an integer. The frame itself (and the saved CSV) keeps the full-precision numbers."""
+    """tables.versus_best's frame for display (the frame and its CSV keep full precision)."""
     out = tests.copy()
     for col in ("gain", "gain_lo", "gain_hi"):
         if col in out:
@@ -67,20 +50,12 @@ MISSING = "–"  # a missing number in a shown table (pandas would print NaN)
 
 
 def html(df: pd.DataFrame) -> str:
-    """A table's HTML in a notebook (notebook.tables_once registers it for every DataFrame shown): every text
-    whole (pandas cuts cells at 50 characters with '...'; the notebooks' cells are claims, notes and 'gain [CI],
-    Holm p' texts), p-value columns as pvalue_text and a missing number as MISSING. Only what is shown changes:
-    the frame, and the CSV saved from it, keep their numbers."""
+    """A shown table's HTML: every text and row whole (pandas cuts both with '...'), p-values as pvalue_text, a
+    missing number as MISSING. Only what is shown changes."""
     shown = df
     for col in [c for c in df.columns if isinstance(c, str) and P_COLUMN.search(c)]:
         if pd.api.types.is_numeric_dtype(df[col]):
             shown = shown.copy() if shown is df else shown
             shown[col] = [pvalue_text(x) for x in df[col]]
     with pd.option_context("display.max_colwidth", None):
-        return shown.to_html(
-            notebook=True,
-            na_rep=MISSING,
-            max_rows=None,  # every row and column: pandas would cut a long table (the map's points) with '...'
-            max_cols=None,
-            show_dimensions=False,
-        )
+        return shown.to_html(notebook=True, na_rep=MISSING, max_rows=None, max_cols=None, show_dimensions=False)

@@ -1,20 +1,12 @@
 """Transcripts -> arrays, and re-scoring with any rule, eta, exponent or aggregator (never a model call).
 
-    from acemad_utils.data.transcripts import load_run
-    from acemad_utils.report import rescoring as A
-    meta, recs = load_run("theory_phase")
-    arr = A.stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
-    A.rescore(arr, eta=4.0, rounds=3)             # final answers as if eta=4 and T=3
-    A.decisions(arr, eta=4.0)                     # (B, T): the final answer of every T <= the run's, at once
-    A.weighted_truth(arr)                         # p_w^(t)(y*) per question and round (eta = 2)
-    A.reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation, no model call
-    A.redecided(mad_recs, "moderator")            # Centralized MAD decided by its moderator instead
-    A.shuffled_records(ace_recs)                  # the shuffled-score control: AceMAD's weights, agents permuted
+    arr = stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
+    rescore(arr, eta=4.0, rounds=3)     # final answers as if eta=4 and T=3; decisions(arr): every T at once
+    reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation
+    redecided(mad_recs, "moderator"); shuffled_records(ace_recs)
 
-Truncating to `rounds` is exact for every population whose agents do not know T in advance (both the
-synthetic population and the paper's prompts): the first t rounds of a T-round debate are a t-round debate.
-Every AceMAD answer here is the engine's own decision function (`beliefs.weighted_decision`) on the stored
-commitments, with the weights after round t sliced from the run's full weight history.
+Truncating to `rounds` is exact for agents that do not know T in advance (the synthetic population and the paper's
+prompts). Every answer is the engine's own `beliefs.weighted_decision` on the stored commitments.
 """
 
 from __future__ import annotations
@@ -61,11 +53,8 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
         raise ValueError(f"records mix debate shapes (T, N) {sorted(shapes)}; stack one method at a time")
     k = max(len(r["labels"]) for r in recs)
     b, (t, n) = len(recs), shapes.pop()
-    P = np.zeros((b, t, n, k))
-    Q = np.zeros((b, t, n, k))
-    valid = np.zeros((b, t, n), dtype=bool)
-    forecast_valid = np.ones((b, t, n), dtype=bool)
-    mask = np.zeros((b, k), dtype=bool)
+    P, Q = np.zeros((b, t, n, k)), np.zeros((b, t, n, k))
+    valid, forecast_valid, mask = np.zeros((b, t, n), bool), np.ones((b, t, n), bool), np.zeros((b, k), bool)
     for i, r in enumerate(recs):
         kk = len(r["labels"])
         mask[i, :kk] = True
@@ -79,8 +68,7 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
     truth = np.array([-1 if r["answer"] is None else r["labels"].index(r["answer"]) for r in recs])
     ids = [r["question_id"] for r in recs]
     keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
-    personas = [e["persona"] for e in recs[0]["rounds"][0]]
-    return Stacked(P, Q, valid, mask, truth, keys, personas, ids, forecast_valid)
+    return Stacked(P, Q, valid, mask, truth, keys, [e["persona"] for e in recs[0]["rounds"][0]], ids, forecast_valid)
 
 
 def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
@@ -90,20 +78,12 @@ def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str 
 
 
 def decisions(
-    arr: Stacked,
-    eta: float | Sequence[float] = ETA,
-    exponent: float = WEIGHT_EXPONENT,
-    rule: str = "brier",
-    *,
+    arr: Stacked, eta: float | Sequence[float] = ETA, exponent: float = WEIGHT_EXPONENT, rule: str = "brier", *,
     weighting: str = "peer_prediction",
-) -> np.ndarray:
-    """AceMAD's answer after every round, (B, T): column t-1 is the final answer of a t-round debate with these
-    settings (-1 where no commitment of round t parsed). The engine's decision (`beliefs.weighted_decision`)
-    applied to the full weight history, sliced per round: W after round t depends on rounds 1..t only.
-    `eta` may be a sequence: then (len(eta), B, T), with the scores (which do not depend on eta) computed once."""
-    S = B.round_scores(
-        arr.P, arr.Q, weighting, rule, valid=arr.valid, forecast_valid=arr.forecast_valid
-    )  # what beliefs.acemad_weights does, once
+) -> np.ndarray:  # fmt: skip
+    """AceMAD's answer after every round, (B, T): column t-1 is a t-round debate's (-1: no commitment parsed);
+    W after round t depends on rounds 1..t only. A sequence of eta gives (len(eta), B, T), the scores once."""
+    S = B.round_scores(arr.P, arr.Q, weighting, rule, valid=arr.valid, forecast_valid=arr.forecast_valid)
     out = [_decide(arr, B.mwu_weights(S, e), exponent, slice(None)) for e in np.atleast_1d(eta)]
     return out[0] if np.ndim(eta) == 0 else np.stack(out)
 
@@ -115,14 +95,9 @@ def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
 
 
 def rescore(
-    arr: Stacked,
-    eta: float = ETA,
-    rounds: int | None = None,
-    exponent: float = WEIGHT_EXPONENT,
-    *,
-    rule: str = "brier",
-    weighting: str = "peer_prediction",
-) -> np.ndarray:
+    arr: Stacked, eta: float = ETA, rounds: int | None = None, exponent: float = WEIGHT_EXPONENT, *,
+    rule: str = "brier", weighting: str = "peer_prediction",
+) -> np.ndarray:  # fmt: skip
     """AceMAD's final answers (B,) for another eta / T / exponent / rule / weighting (-1: nobody parsed)."""
     t = (rounds or arr.P.shape[1]) - 1
     return _decide(arr, weights(arr, eta, rule, weighting), exponent, t)
@@ -165,39 +140,33 @@ def _correct(answered, answer: int, truth: int) -> Optional[bool]:
 
 def agent_scores(records: list[dict]) -> pd.DataFrame:
     """One row per question x round x agent: persona, whether it held the truth, its score and weight."""
-    rows = []
-    for r in records:
-        if r.get("status") != "ok":
-            continue
-        if r["answer"] is None:  # no gold answer: nobody "held the truth"
-            continue
-        truth = r["labels"].index(r["answer"])
-        for t, rnd in enumerate(r.get("rounds", []), 1):
-            for e in rnd:
-                if e.get("score") is None:
-                    continue
-                rows.append(
-                    {
-                        "question_id": r["question_id"],
-                        "method": r["method"],
-                        "round": t,
-                        "agent": e["agent"],
-                        "persona": e["persona"],
-                        "holds_truth": int(np.argmax(e["p"])) == truth,
-                        "score": e["score"],
-                        "weight": e["weight"],
-                    }
-                )
+    rows = [
+        {"question_id": r["question_id"], "method": r["method"], "round": t, "agent": e["agent"],
+         "persona": e["persona"], "holds_truth": int(np.argmax(e["p"])) == r["labels"].index(r["answer"]),
+         "score": e["score"], "weight": e["weight"]}
+        for r in records
+        if r.get("status") == "ok" and r["answer"] is not None  # no gold answer: nobody "held the truth"
+        for t, rnd in enumerate(r.get("rounds", []), 1)
+        for e in rnd
+        if e.get("score") is not None
+    ]  # fmt: skip
     return pd.DataFrame(rows)
 
 
-AGGREGATORS = (
-    "weighted (k=2, paper)",
-    "weighted (k=1)",
-    "plurality of final answers",
-    "surprisingly popular",
-    "Bayesian Truth Serum",
-)
+AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final answers", "surprisingly popular",
+               "Bayesian Truth Serum")  # fmt: skip
+
+
+def minimal(recs: list[dict], method: str, answers, truth, answered, correct=None, *, answer: bool = True) -> list:
+    """Minimal records for `tables.accuracy_long`: `method`'s answers (label indexes) to `recs`, right or wrong
+    against `truth` (`correct`: given shares instead); unanswered where `answered` is False."""
+    out = []
+    for i, (r, a, ok) in enumerate(zip(recs, answers, answered)):
+        c = _correct(ok, a, truth[i]) if correct is None else (float(correct[i]) if ok else 0.0)
+        final = {"answer": r["labels"][a] if ok else None, "correct": c} if answer else {"correct": c}
+        out.append({"question_id": r["question_id"], "benchmark": r["benchmark"], "method": method, "status": "ok",
+                    "final": final})  # fmt: skip
+    return out
 
 
 def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> list[dict]:
@@ -216,17 +185,7 @@ def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> li
         AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),
     }
     answered = np.asarray(valid.any(-1))  # nobody parsed: no answer, whatever the aggregator says
-    return [
-        {
-            "question_id": r["question_id"],
-            "benchmark": r["benchmark"],
-            "method": name,
-            "status": "ok",
-            "final": {"correct": _correct(ok, a, t)},
-        }
-        for name, ans in answers.items()
-        for r, a, t, ok in zip(recs, ans, arr.truth, answered)
-    ]
+    return [x for name, ans in answers.items() for x in minimal(recs, name, ans, arr.truth, answered, answer=False)]
 
 
 # Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05). "Uniform weights"
@@ -259,39 +218,17 @@ def _given_stack(recs: list[dict], seed: int, stacked: Optional[Stacked]) -> Sta
 
 
 def reweighted_records(
-    records: list[dict],
-    weightings: dict,
-    eta: float = ETA,
-    exponent: float = WEIGHT_EXPONENT,
-    *,
-    seed: int = 0,
+    records: list[dict], weightings: dict, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, *, seed: int = 0,
     stacked: Optional[Stacked] = None,
-) -> list[dict]:
-    """Re-decide AceMAD transcripts with other weightings {display name: weighting of beliefs.WEIGHTINGS}, as
-    minimal records for `tables.accuracy_long`. No model call: the same debate, the same commitments.
-
-    Figure 4's ablation is this: weighting="uniform" makes every weight equal, so the answer is the argmax of
-    the mean final belief, the standard MAD rule (Eq. 4 with uniform weights, paper l.617), applied to
-    AceMAD's debate (its heterogeneous agents and its commit prompt, which asked for q and is then ignored);
-    "self_belief" scores each agent by max_y p_i(y) instead of its peer prediction. `stacked`: stack(records, seed)
-    when the caller has it already (the same answers, the records not stacked again)."""
+) -> list[dict]:  # fmt: skip
+    """AceMAD transcripts re-decided with other weightings {display name: beliefs.WEIGHTINGS}, as minimal records.
+    "uniform" is the standard MAD rule (Eq. 4 with uniform weights, l.617) on AceMAD's debate: Figure 4's
+    ablation; "self_belief" scores an agent by max_y p_i(y). `stacked`: stack(records, seed), if the caller has it."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = _given_stack(recs, seed, stacked)
     answered = np.asarray(arr.valid[:, -1].any(-1))
-    out = []
-    for name, weighting in weightings.items():
-        ans = rescore(arr, eta=eta, exponent=exponent, weighting=weighting)
-        out += [
-            {
-                "question_id": r["question_id"],
-                "benchmark": r["benchmark"],
-                "method": name,
-                "status": "ok",
-                "final": {"answer": r["labels"][a] if ok else None, "correct": _correct(ok, a, t)},
-            }
-            for r, a, t, ok in zip(recs, ans, arr.truth, answered)
-        ]
-    return out
+    ans = {name: rescore(arr, eta=eta, exponent=exponent, weighting=w) for name, w in weightings.items()}
+    return [x for name, a in ans.items() for x in minimal(recs, name, a, arr.truth, answered)]
 
 
 # The shuffled-score control: AceMAD's own weights given to agents picked without regard to what they know.
@@ -300,22 +237,13 @@ N_SHUFFLES = 20
 
 
 def shuffled_decisions(
-    arr: Stacked,
-    eta: float = 2.0,
-    exponent: float = 2.0,
-    *,
-    n_perm: int = N_SHUFFLES,
-    seed: int = 0,
+    arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0,
     per_round: bool = False,
-) -> np.ndarray:
-    """AceMAD's final answers (n_perm, B) with each question's peer-prediction scores permuted among its agents.
-
-    Default: one permutation per question (seeded by (seed, question id)) applied to every round, so the final
-    weights are AceMAD's own weights given to other agents: their dispersion is kept exactly, and only the link
-    between an agent's score and what it knows is broken. `per_round=True` draws a new permutation each round
-    (seeded by (seed, question id, round)); that also shrinks the dispersion of the cumulative scores (an agent's
-    consistently high score is spread over several agents), so it mixes two effects. Agents whose commitment
-    failed in any round keep their own (worst) scores."""
+) -> np.ndarray:  # fmt: skip
+    """AceMAD's final answers (n_perm, B) with each question's peer-prediction scores permuted among its agents:
+    one permutation per question for every round, so AceMAD's own weights (their dispersion kept) go to other
+    agents. per_round=True draws one per round, which also shrinks the dispersion (two effects mixed). Agents whose
+    commitment failed in any round keep their own (worst) scores."""
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
     movable = arr.valid.all(axis=1)
     salts = [f"shuffle|round{t + 1}" if per_round else "shuffle" for t in range(S.shape[1])]
@@ -329,48 +257,26 @@ def shuffled_decisions(
 
 
 def shuffled_records(
-    records: list[dict],
-    eta: float = 2.0,
-    exponent: float = 2.0,
-    *,
-    seed: int = 0,
-    n_perm: int = N_SHUFFLES,
+    records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, n_perm: int = N_SHUFFLES,
     stacked: Optional[Stacked] = None,
-) -> list[dict]:
-    """AceMAD transcripts re-decided by `shuffled_decisions`, as minimal records named SHUFFLED for
-    `tables.accuracy_long`: `correct` is the share of the n_perm draws whose decision is right (the expected
-    correctness under a random assignment of the scores, so tables average it like any 0/1), `answer` the most
-    frequent decision. No model call. `stacked`: as in reweighted_records."""
+) -> list[dict]:  # fmt: skip
+    """AceMAD transcripts re-decided by `shuffled_decisions`, as minimal records named SHUFFLED: `correct` is the
+    share of the draws whose decision is right (averaged like any 0/1), `answer` the most frequent decision."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = _given_stack(recs, seed, stacked)
     ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)
     answered = np.asarray(arr.valid[:, -1].any(-1))
     right = (ans == arr.truth).mean(axis=0)
     modal = [np.bincount(a[a >= 0], minlength=1).argmax() if (a >= 0).any() else -1 for a in ans.T]
-    return [
-        {
-            "question_id": r["question_id"],
-            "benchmark": r["benchmark"],
-            "method": SHUFFLED,
-            "status": "ok",
-            "final": {"answer": r["labels"][m] if ok else None, "correct": float(c) if ok else 0.0},
-        }
-        for r, m, c, ok in zip(recs, modal, right, answered)
-    ]
+    return minimal(recs, SHUFFLED, modal, arr.truth, answered, right)
 
 
 def redecided(records: list[dict], rule: str, name: Optional[str] = None) -> list[dict]:
     """Baseline MAD records decided by another stored rule ("mean_belief", "plurality" or, for Centralized
     MAD, "moderator"): copies whose `final` is `decisions[rule]` (and whose method is `name` if given)."""
-    out = []
-    for r in records:
-        if r.get("status") != "ok":
-            continue
+    out = [r for r in records if r.get("status") == "ok"]
+    for r in out:
         if rule not in r.get("decisions", {}):
-            raise ValueError(
-                f"record {r['question_id']!r} ({r['method']}) stores no decision {rule!r}; "
-                f"it has {sorted(r.get('decisions', {}))}"
-            )
-        final = dict(r["final"], **r["decisions"][rule])
-        out.append(dict(r, final=final, method=name or r["method"]))
-    return out
+            raise ValueError(f"record {r['question_id']!r} ({r['method']}) stores no decision {rule!r}; "
+                             f"it has {sorted(r.get('decisions', {}))}")  # fmt: skip
+    return [dict(r, final=dict(r["final"], **r["decisions"][rule]), method=name or r["method"]) for r in out]

@@ -1,13 +1,5 @@
-"""Saving artefacts: every table as CSV + Markdown, every figure as PNG + PDF, labelled with its source.
-
-    from acemad_utils.report.save import save_table, save_figure
-    save_table(df, "theory_phase", synthetic=True)      # outputs/tables/theory_phase.{csv,md}
-    save_figure(fig, "theory_a_martingale")             # outputs/figures/theory_a_martingale.{png,pdf}; returns fig
-
-Outputs are byte-stable for identical inputs: floats are written with fixed precision and the PDF/PNG
-metadata carry no timestamp. A notebook cell that ends with `save_figure(...)` shows its figure once (the
-returned Figure is the cell's value), whatever the matplotlib backend.
-"""
+"""Saving artefacts: tables as CSV + Markdown, figures as PNG + PDF, labelled with their source; byte-stable
+(fixed float precision, no timestamp in PNG/PDF metadata)."""
 
 from __future__ import annotations
 
@@ -24,22 +16,11 @@ if TYPE_CHECKING:
 
 
 def save_table(
-    df: pd.DataFrame,
-    name: str,
-    synthetic: bool,
-    source: str = "",
-    *,
-    floatfmt: str = ".4f",
-    display: pd.DataFrame | None = None,
-    companions: dict | None = None,
-    title: str | None = None,
+    df: pd.DataFrame, name: str, synthetic: bool, source: str = "", *, floatfmt: str = ".4f",
+    display: pd.DataFrame | None = None, companions: dict | None = None, title: str | None = None,
     folder: str = "tables",
-) -> Path:
-    """Write outputs/<folder>/<name>.csv (the long, machine-readable table) and <name>.md (folder "" = outputs/).
-
-    The Markdown says where the numbers come from, shows `display` (a reader-friendly view, default `df`)
-    and then each companion table under its title (e.g. the paper's printed numbers); `title` heads the Markdown.
-    """
+) -> Path:  # fmt: skip
+    """Write outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
     d = outputs(folder) if folder else outputs()  # the claims ledger: outputs/claims.md, beside tables/
     df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
@@ -56,17 +37,13 @@ def save_table(
 
 
 def save_figure(fig: Figure, name: str) -> Figure:
-    """Write outputs/figures/<name>.png and .pdf, then return the figure, so that a cell ending with this call
-    shows it inline as its value. It is closed in pyplot first: the inline backend would otherwise show it a
-    second time at the end of the cell, and a script drawing many figures would keep them all in memory."""
+    """Write outputs/figures/<name>.png and .pdf and return the figure (a cell ending with this shows it once:
+    closed in pyplot, the inline backend does not show it again, nor does a script keep it in memory)."""
     d = outputs("figures")
     fig.savefig(d / f"{name}.png", dpi=130, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(
-        d / f"{name}.pdf",
-        bbox_inches="tight",
-        metadata={"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
-    )
-    import matplotlib.pyplot as plt  # where a figure was drawn, so loaded already (figures.py: why not at top)
+    meta = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
+    fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata=meta)
+    import matplotlib.pyplot as plt  # loaded already where a figure was drawn
 
     plt.close(fig)
     return fig

@@ -1,9 +1,4 @@
-"""Uncertainty for every number we print: bootstrap CIs over questions and paired tests.
-
-from acemad_utils.report.stats import bootstrap_ci, mcnemar_exact
-mean, lo, hi = bootstrap_ci([1, 0, 1, 1], seed=0)     # 95% percentile interval of the mean
-p = mcnemar_exact(a_correct, b_correct)                # paired: same questions, two methods
-"""
+"""Uncertainty for every number we print: bootstrap CIs over questions and paired tests."""
 
 from __future__ import annotations
 
@@ -15,25 +10,18 @@ import numpy as np
 
 @functools.lru_cache(maxsize=16)
 def resample_indices(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    """Bootstrap row indices, one (n_boot, size) array per group, drawn in order from default_rng(seed) as
-    rng.integers(0, size, (n_boot, size)) (the draws every bootstrap here makes), kept as int32, read-only.
-    Cached: a notebook bootstraps many columns with one seed over the same numbers of questions (the assumption
-    map's 37 points share their questions), so each draw is made once."""
+    """Bootstrap row indices, one read-only int32 (n_boot, size) array per group, drawn in order from
+    default_rng(seed); cached, since a notebook bootstraps many columns with one seed and the same sizes."""
     rng = np.random.default_rng(seed)
-    out = []
-    for size in sizes:
-        idx = rng.integers(0, size, size=(n_boot, size)).astype(np.int32)
+    out = tuple(rng.integers(0, size, size=(n_boot, size)).astype(np.int32) for size in sizes)
+    for idx in out:
         idx.flags.writeable = False
-        out.append(idx)
-    return tuple(out)
+    return out
 
 
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, axis: int = 0):
-    """Mean of x along `axis` with a percentile bootstrap CI (resampling rows = questions).
-
-    Returns (mean, lo, hi), arrays when x has more than one column. NaN rows are dropped per column
-    only when x is 1-D. With fewer than 2 rows the interval is (mean, mean).
-    """
+    """(mean, lo, hi) of x along `axis` with a percentile bootstrap CI over rows (questions); arrays for several
+    columns. NaN rows are dropped only when x is 1-D; fewer than 2 rows give (mean, mean, mean)."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[~np.isnan(x)]
@@ -57,11 +45,8 @@ SIGN_BLOCK = 500  # rows of a sign matrix expanded at a time: a float block of 5
 
 @functools.lru_cache(maxsize=8)
 def _packed_signs(n_perm: int, n: int, seed: int) -> np.ndarray:
-    """The signs of `default_rng(seed).choice((-1.0, 1.0), size=(n_perm, n))` packed 8 to a byte (bit 1 = +1).
-    choice draws them as integers(0, 2) per cell; drawing those block by block gives the same stream (the
-    generator keeps its spare 32-bit half between calls; tests/test_tables.py checks against choice). Cached
-    because every test of one table uses the same seed and, per column, the same n: the ledger and the
-    assumption map draw each matrix once instead of once per test (that draw was most of a test's time)."""
+    """The signs of default_rng(seed).choice((-1.0, 1.0), (n_perm, n)) packed 8 to a byte (bit 1 = +1), drawn as
+    integers(0, 2) block by block (the same stream). Cached: a table's tests share the seed and n."""
     rng = np.random.default_rng(seed)
     packed = np.empty((n_perm, (n + 7) // 8), dtype=np.uint8)
     for i in range(0, n_perm, SIGN_BLOCK):
@@ -75,11 +60,9 @@ _BYTE_SIGNS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).ast
 
 
 def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
-    """|sum_i s_i v_i| for every row s of the sign matrix of default_rng(seed).choice((-1.0, 1.0), (n_perm, n)),
-    without expanding it: each byte of a packed row holds the signs of 8 columns, so a row's sum is the sum of
-    n/8 table entries T[k, byte] (the signed sums of v over those 8 columns for each of the 256 bytes). Eight
-    times fewer additions than the matrix product and no n_perm x n float matrix. Only the order of the
-    additions differs from flips @ v (rounding of 1e-16 relative; the tests' tolerance is 1e-12)."""
+    """|sum_i s_i v_i| for every row s of _packed_signs without expanding it: a row's sum is the sum of n/8 table
+    entries T[k, byte] (v's signed sums over 8 columns for each of 256 bytes). Only the order of the additions
+    differs from flips @ v (1e-16 relative)."""
     v = np.asarray(v, dtype=float)
     n = len(v)
     packed = _packed_signs(n_perm, n, seed)
@@ -93,9 +76,8 @@ def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
 
 
 def sign_flip_p(d, *, w=None, n_perm: int = 10000, seed: int = 0) -> float:
-    """Two-sided sign-flip permutation p-value for paired differences d: of their mean (w None) or of the
-    weighted sum sum_i w_i d_i (see sign_flip_sums). 1.0 when every difference is 0. The signs are those of
-    default_rng(seed).choice((-1.0, 1.0), (n_perm, n)), the draws this test always made."""
+    """Two-sided sign-flip permutation p-value of paired differences d: of their mean, or of sum_i w_i d_i.
+    1.0 when every difference is 0."""
     d = np.asarray(d, dtype=float)
     if not d.any():
         return 1.0
@@ -108,16 +90,10 @@ def sign_flip_p(d, *, w=None, n_perm: int = 10000, seed: int = 0) -> float:
 
 def mcnemar_exact(a, b) -> float:
     """Two-sided exact McNemar test for paired binary outcomes (same questions). 1.0 if no discordant pair."""
-    a = np.asarray(a, dtype=bool)
-    b = np.asarray(b, dtype=bool)
-    n01 = int(np.sum(a & ~b))
-    n10 = int(np.sum(~a & b))
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    n01, n10 = int(np.sum(a & ~b)), int(np.sum(~a & b))
     n = n01 + n10
-    if n == 0:
-        return 1.0
-    k = min(n01, n10)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return float(min(1.0, 2 * tail))
+    return 1.0 if n == 0 else float(min(1.0, 2 * sum(math.comb(n, i) for i in range(min(n01, n10) + 1)) / 2**n))
 
 
 def paired_bootstrap_diff(a, b, n_boot: int = 2000, seed: int = 0, *, level: float = 0.95):
@@ -130,11 +106,8 @@ ADJUSTMENTS = ("holm", "bh")
 
 
 def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
-    """Multiple-comparison adjusted p-values, same order as `p` (NaN stays NaN and is not counted).
-
-    "holm": Holm's step-down (family-wise error rate; valid under any dependence between the tests, which
-    the ledger's tests have: they share questions and baselines). "bh": Benjamini-Hochberg (false discovery
-    rate). A test is significant after adjustment when its adjusted p is below the level (0.05)."""
+    """Adjusted p-values in the order of `p` (NaN stays NaN, not counted): "holm" (family-wise, valid under any
+    dependence, which the ledger's tests sharing questions have) or "bh" (Benjamini-Hochberg, false discovery)."""
     if method not in ADJUSTMENTS:
         raise ValueError(f"method={method!r} is not a p-value adjustment; choose one of {ADJUSTMENTS}")
     p = np.asarray(p, dtype=float)

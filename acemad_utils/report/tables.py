@@ -1,15 +1,8 @@
 """Paper-style tables from transcripts: accuracy with n and 95% CIs, paired tests, the paper beside ours.
 
-    from acemad_utils.report import tables
-    long = tables.accuracy_long(records)                          # method x benchmark (+ Average) cells
-    tests = tables.versus_best(records, ["AceMAD (T=3)"], mads)   # paired test against the best MAD (+ Average)
-    tables.wide(long)                                             # "41.7 [33.1, 50.2]" cells, n per column
-    tables.paper_table("table2_main_results", model="GPT-4o-mini")  # data/paper/: printed vs recomputed averages
-
-Accuracies are percentages. A CI resamples questions (within each benchmark for the Average, which is the
-mean of the benchmark columns, recomputed from the rows). A paired test compares two methods on the same
-questions: exact McNemar when both are right/wrong per question, a sign-flip permutation test otherwise
-(the Single Agent's per-question accuracy is a mean over 5 runs).
+Accuracies are percentages. A CI resamples questions (within each benchmark for the Average, the mean of the
+benchmark columns). A paired test: exact McNemar on 0/1 outcomes, else a sign-flip permutation test (the Single
+Agent's per-question accuracy is a mean over 5 runs).
 """
 
 from __future__ import annotations
@@ -28,15 +21,8 @@ from acemad_utils.data.transcripts import commitments
 from acemad_utils.report import readable as RD
 from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, resample_indices, sign_flip_p
 
-BENCH_LABELS = {
-    "truthfulqa": "TruthfulQA",
-    "arc_challenge": "ARC-C",
-    "bbh": "BBH",
-    "logiqa": "LogiQA",
-    "medqa": "MedQA",
-    "mmlu_pro": "MMLU-Pro",
-    "demo": "Demo",
-}
+BENCH_LABELS = {"truthfulqa": "TruthfulQA", "arc_challenge": "ARC-C", "bbh": "BBH", "logiqa": "LogiQA",
+                "medqa": "MedQA", "mmlu_pro": "MMLU-Pro", "demo": "Demo"}  # fmt: skip
 AVERAGE = "Average"
 
 
@@ -48,14 +34,13 @@ def bench_label(b: str) -> str:
 
 
 def question_frame(records: Sequence[dict]) -> pd.DataFrame:
-    """Per question x method accuracy (repeats averaged over ok records), what accuracy_long and versus_best read:
-    build it once and pass it as their frame= when one set of records feeds several tables. A failed record (its
-    calls failed) is not an answer: its `correct` is NaN, left out of every mean and pair, and `failed` counts it
-    (issue 23). A question without a gold answer (final.correct None) is no row at all: it is debated, never scored."""
+    """Per question x method accuracy (repeats averaged), what accuracy_long and versus_best read (pass it as their
+    frame= to build it once). A failed record is no answer: `correct` NaN (out of every mean and pair), `failed`
+    counts it. A question without a gold answer (final.correct None) is debated, never scored: no row."""
     df = pd.DataFrame(
         [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None],
         columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
-    )  # a record without a gold answer (final.correct None) is not scored
+    )
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
         correct=("correct", "mean"), failed=("failed", "max"), unparsed=("unparsed", "sum"),
         commitments=("commitments", "sum"),
@@ -63,27 +48,17 @@ def question_frame(records: Sequence[dict]) -> pd.DataFrame:
 
 
 def _frame_row(r: dict) -> tuple:
-    """One record's row of question_frame, its status looked up once (this runs for every record of every table)."""
     if r.get("status", "ok") != "ok":
         return r["question_id"], r["benchmark"], r["method"], np.nan, True, 0, 0
-    parse_failures = int((r.get("usage") or {}).get("parse_failures", 0) or 0)  # commitments unparsed after repair
-    return (
-        r["question_id"],
-        r["benchmark"],
-        r["method"],
-        float(r["final"]["correct"]),
-        False,
-        parse_failures,
-        commitments(r),
-    )
+    unparsed = int((r.get("usage") or {}).get("parse_failures", 0) or 0)  # commitments unparsed after repair
+    return r["question_id"], r["benchmark"], r["method"], float(r["final"]["correct"]), False, unparsed, commitments(r)
 
 
 NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
 
 
 def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame]) -> pd.DataFrame:
-    """The question frame of a table call: `frame` (question_frame's, built once by the caller) or built from
-    `records`; exactly one of the two, so a frame never silently stands for other records."""
+    """`frame`, or question_frame(records): exactly one, so a frame never silently stands for other records."""
     if frame is not None and records is None:
         return frame
     if records is not None and frame is None:
@@ -101,9 +76,8 @@ _REUSED: Optional[dict[int, tuple[Sequence[dict], pd.DataFrame]]] = None  # fram
 
 @contextlib.contextmanager
 def frames_reused() -> Iterator[None]:
-    """Inside, accuracy_long and versus_best build the question frame of a records list once, for code that tables
-    the same lists many times and never changes them (the claims ledger: 32 frames of 8 runs' records, a third of
-    its time). A list is known by its identity and held till the block ends, so no other list can take its id."""
+    """Inside, accuracy_long and versus_best build the question frame of a records list once (the claims ledger
+    tables the same unchanged lists many times). A list is held till the block ends, so no other takes its id."""
     global _REUSED
     outer, _REUSED = _REUSED, {} if _REUSED is None else _REUSED
     try:
@@ -124,27 +98,14 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci:
     return point, float(lo), float(hi)
 
 
-def _parse_counts(cell: pd.DataFrame) -> dict:
-    """n_unparsed (commitments that did not parse after the repair call) and n_commitments of a table cell."""
-    return {"n_unparsed": int(cell["unparsed"].sum()), "n_commitments": int(cell["commitments"].sum())}
-
-
 def accuracy_long(
-    records: Optional[Sequence[dict]],
-    methods: Optional[Sequence[str]] = None,
-    benchmarks: Optional[Sequence[str]] = None,
-    n_boot: int = 2000,
-    *,
-    seed: int = 0,
-    frame: Optional[pd.DataFrame] = None,
-    ci: bool = True,
-) -> pd.DataFrame:
-    """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed
-    (questions whose every record failed: not in n, not counted wrong), n_unparsed of n_commitments (commitments
-    of the answered questions that did not parse after the repair call: they hold no belief, issue 33),
-    accuracy, ci_lo, ci_hi (in %). records None with frame=question_frame(records): the same table, the frame
-    reused. ci=False: the same accuracies with NaN bounds, no bootstrap drawn (a caller that reads the
-    accuracies only, notebook 09's map: the bootstraps were half of this table's time)."""
+    records: Optional[Sequence[dict]], methods: Optional[Sequence[str]] = None,
+    benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, *, seed: int = 0,
+    frame: Optional[pd.DataFrame] = None, ci: bool = True,
+) -> pd.DataFrame:  # fmt: skip
+    """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed (every
+    record failed: not in n, not counted wrong), n_unparsed of n_commitments (no belief after the repair call),
+    accuracy, ci_lo, ci_hi (%). ci=False: NaN bounds, no bootstrap (a caller reading accuracies only)."""
     df = _given_frame(records, frame)
     methods = list(methods or dict.fromkeys(df["method"]))
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
@@ -157,7 +118,7 @@ def accuracy_long(
             x = cell["correct"].dropna().to_numpy()
             n_failed = int(cell["correct"].isna().sum())
             failed_total += n_failed
-            parse = _parse_counts(cell)
+            parse = {"n_unparsed": int(cell["unparsed"].sum()), "n_commitments": int(cell["commitments"].sum())}
             unparsed_total = [a + b for a, b in zip(unparsed_total, parse.values())]
             if len(x):
                 groups.append(x)
@@ -181,16 +142,8 @@ def _accuracy_row(m: str, b: str, x: np.ndarray, n_failed: int, parse: dict, *, 
 
 def _row(m: str, b: str, n: int, n_failed: int, parse: dict, acc: tuple) -> dict:
     mean, lo, hi = acc
-    return {
-        "method": m,
-        "benchmark": b,
-        "n": n,
-        "n_failed": n_failed,
-        **parse,
-        "accuracy": 100 * mean,
-        "ci_lo": 100 * lo,
-        "ci_hi": 100 * hi,
-    }
+    return {"method": m, "benchmark": b, "n": n, "n_failed": n_failed, **parse, "accuracy": 100 * mean,
+            "ci_lo": 100 * lo, "ci_hi": 100 * hi}  # fmt: skip
 
 
 def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
@@ -215,16 +168,8 @@ def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *
     if both.empty:
         return None
     diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
-    return {
-        "method": t,
-        "benchmark": b,
-        "best_baseline": best,
-        "n_paired": len(both),
-        "gain": 100 * diff,
-        "gain_lo": 100 * lo,
-        "gain_hi": 100 * hi,
-        "p_value": paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed),
-    }
+    pv = paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed)
+    return dict(zip(TEST_COLUMNS, (t, b, best, len(both), 100 * diff, 100 * lo, 100 * hi, pv)))
 
 
 def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], *, n_boot: int, seed: int):
@@ -240,45 +185,20 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
         return None
     gain, lo, hi = _stratified_average(diffs, n_boot, seed)
     w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
-    return {
-        "method": t,
-        "benchmark": AVERAGE,
-        "best_baseline": best,
-        "n_paired": int(sum(map(len, diffs))),
-        "gain": 100 * gain,
-        "gain_lo": 100 * lo,
-        "gain_hi": 100 * hi,
-        "p_value": sign_flip_p(np.concatenate(diffs), w=w, seed=seed),
-    }
+    p = sign_flip_p(np.concatenate(diffs), w=w, seed=seed)
+    return dict(zip(TEST_COLUMNS, (t, AVERAGE, best, int(sum(map(len, diffs))), 100 * gain, 100 * lo, 100 * hi, p)))
 
 
 def versus_best(
-    records: Optional[Sequence[dict]],
-    targets: Sequence[str],
-    baselines: Sequence[str],
-    benchmarks: Optional[Sequence[str]] = None,
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
-    average: bool = True,
-    frame: Optional[pd.DataFrame] = None,
-    per_benchmark: bool = True,
-) -> pd.DataFrame:
-    """For every target x benchmark: the best of `baselines` there, the paired gain (points, CI) and p-value,
-    raw (p_value) and Holm-adjusted across every row of this call (p_holm: the table's family of tests).
-
-    With `average`, also one row per target for the Average column: the baseline with the best Average (the
-    mean of its benchmark columns), and the gain as the mean over benchmarks of the paired per-benchmark
-    differences (the same questions on both sides), with a CI resampling questions within each benchmark and
-    a sign-flip permutation p-value of that stratified mean. Table 2 of the paper compares AceMAD with the
-    best MAD baseline this way (its Qwen gains +33.36 on ARC-C and -14.53 on MMLU-Pro are only recoverable so).
-
-    Always returns TEST_COLUMNS; when no pair could be formed (e.g. a baseline label that is not in the
-    records) the frame is empty and df.attrs["note"] says why, which `wide` shows instead of the gains.
-    records None with frame=question_frame(records): the same tests, the frame reused. per_benchmark=False: the
-    Average rows alone (the same numbers; p_holm then adjusts across them only), for a caller that reads only
-    those (notebook 09's map: the per-benchmark tests were half of this call's time).
-    """
+    records: Optional[Sequence[dict]], targets: Sequence[str], baselines: Sequence[str],
+    benchmarks: Optional[Sequence[str]] = None, *, n_boot: int = 2000, seed: int = 0, average: bool = True,
+    frame: Optional[pd.DataFrame] = None, per_benchmark: bool = True,
+) -> pd.DataFrame:  # fmt: skip
+    """Per target x benchmark: the best of `baselines` there, the paired gain (points, CI), p_value and p_holm
+    (Holm across every row of this call). With `average`, one row per target for the Average: the baseline with the
+    best Average, the mean over benchmarks of the paired differences, a CI resampling within benchmarks and a
+    sign-flip p of that stratified mean (how Table 2's Qwen gains +33.36 ARC-C, -14.53 MMLU-Pro are recovered).
+    No pair: an empty frame whose attrs["note"] says why (`wide` shows it). per_benchmark=False: Average rows only."""
     if not (average or per_benchmark):
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
@@ -296,13 +216,12 @@ def versus_best(
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
     out["p_holm"] = adjust_pvalues(out["p_value"].to_numpy(dtype=float), "holm")
     if out.empty:
-        missing = [m for m in baselines if not any(m in p for p in piv.values())]
-        absent = [m for m in targets if not any(m in p for p in piv.values())]
-        why = []
-        if missing:
-            why.append(f"baseline(s) {missing} not in these records")
-        if absent:
-            why.append(f"method(s) {absent} not in these records")
+        gone = lambda ms: [m for m in ms if not any(m in p for p in piv.values())]
+        why = [
+            f"{k}(s) {g} not in these records"
+            for k, g in (("baseline", gone(baselines)), ("method", gone(targets)))
+            if g
+        ]
         out.attrs["note"] = "no paired comparison: " + ("; ".join(why) or "no shared questions")
     return out
 
@@ -310,10 +229,8 @@ def versus_best(
 def wide(
     long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int = 1, note: Optional[str] = None
 ) -> pd.DataFrame:
-    """Methods as rows, benchmarks (+ Average) as columns; cells 'acc [lo, hi]', gains and p below.
-
-    An empty `tests` (no comparison possible) adds a row saying so instead of failing; `note` adds a last
-    row explaining the numbers in parentheses (e.g. which baseline they compare with)."""
+    """Methods as rows, benchmarks (+ Average) as columns; cells 'acc [lo, hi] (gain, p, Holm p)'. An empty `tests`
+    adds a row saying why; `note` a last row explaining the numbers in parentheses."""
     cells = long.assign(cell=long.apply(lambda r: _cell(r, long, digits), axis=1))
     cols = list(dict.fromkeys(long["benchmark"]))
     out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(
@@ -336,12 +253,8 @@ def wide(
     return out.rename_axis("method").reset_index()
 
 
-def _failed(r) -> int:
-    return int(r.get("n_failed", 0) or 0)
-
-
-def _cell_unparsed(r) -> int:
-    return int(r.get("n_unparsed", 0) or 0)
+_failed = lambda r: int(r.get("n_failed", 0) or 0)
+_cell_unparsed = lambda r: int(r.get("n_unparsed", 0) or 0)
 
 
 def _cell(r, long: pd.DataFrame, digits: int) -> str:
@@ -365,21 +278,14 @@ def _n_note(column: pd.DataFrame) -> str:
     return text
 
 
-PRINTED_TABLES = (
-    "table1_voting_vs_mad",
-    "table2_main_results",
-    "table3_heterogeneity",
-    "table4_deepseek",
-    "table5_llama8b",
-    "table6_full_datasets",
-)
+PRINTED_TABLES = ("table1_voting_vs_mad", "table2_main_results", "table3_heterogeneity", "table4_deepseek",
+                  "table5_llama8b", "table6_full_datasets")  # fmt: skip
 KEY_COLUMNS = ("model", "method")
 
 
 def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
-    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells), read
-    from the project's own transcription data/paper/<name>.csv (paths.PAPER; citation and sources in
-    data/paper/README.md). No environment variable is involved; an unknown name is an error."""
+    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells), from the
+    project's transcription data/paper/<name>.csv (sources in data/paper/README.md)."""
     path = P.PAPER / f"{name}.csv"
     if not path.is_file():
         raise FileNotFoundError(f"no {name}.csv in {P.PAPER} (the paper's tables: {', '.join(PRINTED_TABLES)})")
@@ -393,9 +299,8 @@ def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
 
 
 def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
-    """A long table's rows with the benchmarks in the printed table's own column order (data/paper/<table>.csv:
-    Table 1 prints TruthfulQA, ARC-C, BBH, ...; Tables 2-4 ARC-C, LogiQA, MMLU-Pro, ...). Benchmarks the table
-    does not print follow in their own order, the Average comes last; methods keep their order."""
+    """A long table's rows with the benchmarks in the printed table's column order (others after, Average last);
+    methods keep their order."""
     printed = [c for c in pd.read_csv(P.PAPER / f"{table}.csv", nrows=0).columns if c not in (*KEY_COLUMNS, AVERAGE)]
     seen = list(dict.fromkeys(long["benchmark"]))
     rank = {b: (printed.index(k) if (k := BENCH_LABELS.get(b.removeprefix("synthetic-"))) in printed else len(printed))
@@ -416,9 +321,8 @@ def _number(text: str):
 
 
 def paper_differences(ours: Path, theirs: Path) -> list[str]:
-    """Every difference between two transcriptions of one printed table (CSV files): columns, rows (keyed by
-    model/method, in order) and cells (numbers compared as exact decimals, i.e. to the printed precision).
-    An empty list means they agree cell by cell."""
+    """Every difference between two transcriptions of one printed table (CSV): columns, rows (keyed by model/method,
+    in order), cells (numbers as exact decimals, to the printed precision). Empty: they agree cell by cell."""
     a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
     name = Path(ours).name
     if list(a.columns) != list(b.columns):
@@ -439,8 +343,7 @@ def paper_differences(ours: Path, theirs: Path) -> list[str]:
 
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
-    """Add config fields (e.g. n_agents) from a run's meta.json to a long table, by method label.
-    The config's `method` (its kind, e.g. "acemad") goes to column `method_kind`; `method` stays the label."""
+    """Config fields (e.g. n_agents) from a run's meta.json, by method label (`method` -> column `method_kind`)."""
     out = long.copy()
     for f in fields:
         out["method_kind" if f == "method" else f] = out["method"].map(

@@ -27,7 +27,7 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
-from acemad_utils.data.paths import ROOT, atomic_write, outputs
+from acemad_utils.data.paths import atomic_write, outputs, root
 from acemad_utils.data.transcripts import QUESTIONS, TRANSCRIPTS, load_run, run_dir, transcript_files
 from acemad_utils.protocol import beliefs
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
@@ -258,7 +258,7 @@ def page_link(path: Path):
     shows the path from the repository root, never this machine's."""
     from IPython.display import Markdown
 
-    rel = Path(path).resolve().relative_to(ROOT.resolve()).as_posix()
+    rel = Path(path).resolve().relative_to(root()).as_posix()
     return Markdown(
         f"Every debate of this run: [{rel}](../{rel}) (a self-contained page: open it in a browser; JupyterLab "
         f"shows it without its script until you click *Trust HTML* in its toolbar)."
