@@ -121,12 +121,8 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
     }, None
 
 
-def import_output(
-    text: str,
-    cache: ResponseCache,
-    requests: Optional[dict] = None,
-    on_reply: Optional[Callable[[str, dict, dict], None]] = None,
-) -> tuple[set, dict]:
+def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None,
+                  on_reply: Optional[Callable[[str, dict, dict], None]] = None) -> tuple[set, dict]:  # fmt: skip
     """Store every usable reply of a Batch-API output JSONL in the cache (custom_id = cache key). `requests`
     ({key: {"model", "kind", "mode"}}) says what was asked; by default it is read from the cache's batch
     tables. Returns (keys stored, {key: reason} of error lines)."""
@@ -207,17 +203,9 @@ class BatchQueue:
 class Batcher:
     """Submits a BatchQueue through each client's SDK and waits for it (see the module doc)."""
 
-    def __init__(
-        self,
-        queue: BatchQueue,
-        cache: ResponseCache,
-        *,
-        max_attempts: int = 3,
-        poll: float = 10.0,
-        poll_max: float = 300.0,
-        completion_window: str = "24h",
-        export_dir: Optional[str] = None,
-    ):
+    def __init__(self, queue: BatchQueue, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0,
+                 poll_max: float = 300.0, completion_window: str = "24h",
+                 export_dir: Optional[str] = None):  # fmt: skip
         """export_dir: write each batch there as a request JSONL and stop (CALLS_VIA files) instead of submitting."""
         self.queue, self.cache, self.export_dir = queue, cache, export_dir
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
@@ -307,18 +295,14 @@ class Batcher:
             est += c
         return client.budget.reserve(est, todo[0]["model"])
 
-    def _wait_and_import(
-        self, client, batch_id: str, requests: dict, should_stop, *, progress: bool, held: float = 0.0
-    ) -> None:
+    def _wait_and_import(self, client, batch_id: str, requests: dict, should_stop, *, progress: bool,
+                         held: float = 0.0) -> None:  # fmt: skip
         t0, delay, shown = time.monotonic(), self.poll, None
         while True:
             b = client.sdk.batches.retrieve(batch_id)
             counts = getattr(b, "request_counts", None)
-            line = (
-                f"batch {batch_id}: {b.status}"
-                + (f", {counts.completed + counts.failed}/{counts.total} done" if counts else "")
-                + f" ({time.monotonic() - t0:.0f} s)"
-            )
+            done = f", {counts.completed + counts.failed}/{counts.total} done" if counts else ""
+            line = f"batch {batch_id}: {b.status}{done} ({time.monotonic() - t0:.0f} s)"
             if progress and line.split(" (")[0] != shown:
                 shown = line.split(" (")[0]
                 print(line, file=sys.stderr, flush=True)
