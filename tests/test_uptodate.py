@@ -75,8 +75,8 @@ def test_a_deleted_or_touched_output_reruns_everything(three, tmp_outputs):
     assert reproduce.run("mine") == 0 and ran() == list(nbs)
     (P.outputs("tables") / "03_alone.csv").unlink()
     assert reproduce.run("mine") == 0 and ran() == list(nbs)  # which notebook wrote it is not known: all run
-    (tmp_outputs / "data").mkdir(exist_ok=True)
-    (tmp_outputs / "data" / "items.jsonl").write_text("{}\n")
+    (tmp_outputs / "data" / "subsets").mkdir(parents=True, exist_ok=True)  # what the notebooks write under data/
+    (tmp_outputs / "data" / "subsets" / "items.jsonl").write_text("{}\n")
     assert reproduce.run("mine") == 0 and ran() == list(nbs)
     assert reproduce.run("mine") == 0 and ran() == []
 
