@@ -1,4 +1,4 @@
-"""Throughput of the vectorized protocol math (acemad_utils.protocol.beliefs) and of the batch engine.
+"""Throughput of Algorithm 1's array math (acemad_utils.protocol.debate) and of the engine on the synthetic population.
 
 Measures agent-round updates per second for B questions x T rounds x N agents x K options through the
 full AceMAD pipeline
@@ -13,11 +13,10 @@ round of one question, so a pipeline pass performs B * T * N of them.
     python bench/engine.py --quick         # tiny run (smoke test)
     python bench/engine.py -B 100000 -N 7 --repeats 9
 
-Then the batch engine (acemad_utils.protocol.vectorized.run_batch with the vectorized synthetic population,
-agents.sim_vector): debates per second of whole records (draws, Eq. 1, commitments, scores, weights, decisions,
-stored entries) for --debates questions of one config, per method, beside the same debates' arrays alone (the
-population's rounds without records) and the per-agent reference (run_question with agents.sim, on a tenth of
-them). `--no-batch` skips it.
+Then the engine (acemad_utils.protocol.debate.run_batch with the synthetic population, agents.sim): debates per
+second of whole records (draws, Eq. 1, commitments, scores, weights, decisions, stored entries) for --debates
+questions of one config, per method, beside the same debates' arrays alone (the population's rounds without
+records) and one question at a time (run_question, a batch of one, on a tenth of them). `--no-batch` skips it.
 
 Prints figures only; it asserts nothing about timings.
 """
@@ -39,6 +38,7 @@ try:
 except ImportError:  # run as `python bench/engine.py` from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acemad_utils.protocol import beliefs as B
+from acemad_utils.protocol.config import SCORING_RULES  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -49,7 +49,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("-K", "--options", type=int, default=4, help="answer options (default 4)")
     ap.add_argument("--eta", type=float, default=2.0, help="MWU rate (default 2.0, the paper's)")
     ap.add_argument("--exponent", type=float, default=2.0, help="weight exponent of the decision (default 2)")
-    ap.add_argument("--rule", choices=B.SCORING_RULES, default="brier", help="scoring rule (default brier)")
+    ap.add_argument("--rule", choices=SCORING_RULES, default="brier", help="scoring rule (default brier)")
     ap.add_argument("--repeats", type=int, default=7, help="timed repetitions per measurement (default 7)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default 1)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic beliefs (default 0)")
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     b, t, n, k = a.questions, a.rounds, a.agents, a.options
     updates = b * t * n
 
-    print("== acemad_utils.protocol.beliefs engine benchmark ==")
+    print("== acemad_utils.protocol.debate engine benchmark ==")
     print(
         f"machine: python {platform.python_version()} | numpy {np.__version__} | cores {cores()} | "
         f"{platform.machine()} {platform.system()} {platform.release()} | BLAS threads env: {blas_threads()}"
@@ -176,27 +176,25 @@ def main(argv=None) -> int:
 
 
 def batch_engine(a: argparse.Namespace) -> None:
-    """Debates per second of the batch engine (whole records), its arrays alone, and the per-agent reference."""
+    """Debates per second of the engine (whole records), its arrays alone, and one question at a time."""
     from acemad_utils.agents.sim import SimPopulation, make_items
-    from acemad_utils.agents.sim_vector import VectorSimPopulation
     from acemad_utils.protocol.config import DebateConfig
-    from acemad_utils.protocol.debate import run_question
-    from acemad_utils.protocol.vectorized import run_batch
+    from acemad_utils.protocol.debate import run_batch, run_question
 
     items = make_items(a.debates, k=a.options, seed=a.seed)
-    pop, ref = VectorSimPopulation(seed=a.seed), SimPopulation(seed=a.seed)
+    pop = SimPopulation(seed=a.seed)
     few = items[: max(1, a.debates // 10)]
     print(
         f"batch engine: {a.debates} debates of one config per call, K={a.options}, N={a.agents} (single: 5 runs), "
         f"T={a.rounds}; best of {max(1, min(a.repeats, 3))}"
     )
-    print(f"{'method':<14} {'records/s':>11} {'arrays only/s':>14} {'per-agent ref/s':>16} {'speed-up':>9}")
+    print(f"{'method':<14} {'records/s':>11} {'arrays only/s':>14} {'one at a time/s':>16} {'speed-up':>9}")
     for method in ("single", "majority", "decentralized", "centralized", "sparse", "acemad"):
         cfg = DebateConfig(method=method, n_agents=a.agents, rounds=a.rounds, seed=a.seed)
         reps = max(1, min(a.repeats, 3))
         whole = min(timeit(lambda cfg=cfg: run_batch(items, pop, cfg, [0] * len(items)), reps, 0))
         arrays = min(timeit(lambda cfg=cfg: _rounds_only(pop, cfg, items), reps, 0))
-        one = min(timeit(lambda cfg=cfg: [run_question(q, ref, cfg) for q in few], 1, 0))
+        one = min(timeit(lambda cfg=cfg: [run_question(q, pop, cfg) for q in few], 1, 0))
         rate, ref_rate = a.debates / whole, len(few) / one
         print(f"{method:<14} {rate:>11.0f} {a.debates / arrays:>14.0f} {ref_rate:>16.0f} {rate / ref_rate:>8.1f}x")
 
@@ -207,7 +205,7 @@ def _rounds_only(pop, cfg, items) -> None:
     agents = pop.batch_agents(specs, items, [0] * len(items))
     seen = np.full((len(items), len(specs), len(items[0].options)), np.nan)
     for t in range(1, (cfg.rounds if cfg.method not in ("single", "majority") else 1) + 1):
-        P, _ = agents.act(t, seen, cfg.method == "acemad")
+        P = agents.act(t, seen, None, cfg.method == "acemad").P
         seen = np.broadcast_to(P.mean(axis=1, keepdims=True), P.shape)
 
 

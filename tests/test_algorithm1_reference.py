@@ -1,17 +1,16 @@
 """Algorithm 1 of the paper (appendix "Algorithm", l.563-585), written again here from the paper alone, checked
-against what every engine saved: the per-question engine (the API's synthetic run), the batch engine (the
-notebooks' runs) and LLM agents against the fake endpoint. Each record keeps every agent's committed p and q per
-round, so the reference recomputes the weights and the decision from them and must agree with the record."""
+against what the one engine saved for each population and entry point: the notebooks' batches, the API's synthetic
+run and LLM agents against the fake endpoint. Each record keeps every agent's committed p and q per round, so the
+reference recomputes the weights and the decision from them and must agree with the record."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.vectorized import run_batch
+from acemad_utils.protocol.debate import run_batch
 
 
 def algorithm1(P: np.ndarray, Q: np.ndarray, eta: float = 2.0) -> tuple[np.ndarray, int, float]:
@@ -49,11 +48,11 @@ def check(records: list[dict], eta: float = 2.0) -> int:
 def test_the_batch_engine_agrees_with_the_papers_algorithm():
     items = make_items(300, seed=3)
     for eta in (2.0, 0.5):
-        recs = run_batch(items, VectorSimPopulation(seed=11), DebateConfig(method="acemad", eta=eta), [0] * len(items))
+        recs = run_batch(items, SimPopulation(seed=11), DebateConfig(method="acemad", eta=eta), [0] * len(items))
         assert check(recs, eta) > 250
 
 
-def test_the_per_question_engine_behind_the_api_agrees_with_the_papers_algorithm(tmp_path):
+def test_the_api_synthetic_run_agrees_with_the_papers_algorithm(tmp_path):
     from acemad_utils import run
 
     items = make_items(60, seed=4)

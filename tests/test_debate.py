@@ -1,28 +1,33 @@
-"""Protocol engine, config validation, synthetic population, runner and re-scoring."""
+"""The engine (protocol.debate): config, topology, records, one engine for every population and entry point, the
+runner's files and re-scoring."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
 import pytest
 
-from acemad_utils.agents.sim import SimParams, SimPopulation, item_latent, make_items
+from acemad_utils import api, command
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.transcripts import load_run, read_jsonl, transcript_bytes
+from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import run_and_load, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import ring, run_question, visible
+from acemad_utils.protocol.debate import ring, run_batch, run_question, visible
+from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
 from acemad_utils.report import rescoring as A
 
 ITEMS = make_items(400, k=4, seed=11)
+METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad", "self_consistency")
 
 
 def accuracy(method: str, params: SimParams = SimParams(), items=ITEMS, **kw) -> np.ndarray:
-    pop = SimPopulation(params, seed=5)
-    cfg = DebateConfig(method=method, **kw)
-    return np.array([float(run_question(q, pop, cfg)["final"]["correct"]) for q in items])
+    recs = run_batch(items, SimPopulation(params, seed=5), DebateConfig(method=method, **kw), [0] * len(items))
+    return np.array([float(r["final"]["correct"]) for r in recs])
 
 
 # ----------------------------------------------------------------------------- config
@@ -43,9 +48,6 @@ def accuracy(method: str, params: SimParams = SimParams(), items=ITEMS, **kw) ->
 def test_config_rejects_bad_values_with_a_clear_message(kw, needle):
     with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         DebateConfig(**kw)
-
-
-def test_config_from_dict_names_a_typo():
     with pytest.raises(ValueError, match=r"'eta_' \(did you mean 'eta'\?\)"):
         DebateConfig.from_dict({"method": "acemad", "eta_": 2.0})
 
@@ -53,21 +55,16 @@ def test_config_from_dict_names_a_typo():
 @pytest.mark.parametrize("n, n_th", [(1, 0), (2, 0), (3, 1), (5, 1), (10, 2), (15, 3)])
 def test_roster_is_80_20_crowd_first(n, n_th):
     specs = DebateConfig(n_agents=n).specs()
-    assert len(specs) == n
-    assert [s.persona for s in specs] == ["Generalist"] * (n - n_th) + ["Skeptic"] * n_th
-    assert {s.temperature for s in specs if s.persona == "Skeptic"} <= {0.6}
-    assert {s.temperature for s in specs if s.persona == "Generalist"} == {0.1}
+    assert [(s.persona, s.temperature) for s in specs] == [("Generalist", 0.1)] * (n - n_th) + [("Skeptic", 0.6)] * n_th
 
 
 def test_config_hash_ignores_display_name_only():
-    a = DebateConfig(name="x")
-    assert a.hash == DebateConfig().hash
-    assert a.hash != DebateConfig(eta=1.0).hash
+    assert DebateConfig(name="x").hash == DebateConfig().hash != DebateConfig(eta=1.0).hash
     assert DebateConfig(n_agents=3).label == "AceMAD (N=3, T=3)"
     assert DebateConfig(weighting="uniform").label == "AceMAD (T=3, uniform)"
 
 
-# ----------------------------------------------------------------------------- topology
+# ----------------------------------------------------------------------------- topology, with agents that record
 def test_visibility_rules():
     hist = [[Message(i, 1, f"r1a{i}") for i in range(5)], [Message(i, 2, f"r2a{i}") for i in range(5)]]
     assert len(visible(hist, 0, None, "full")) == 10
@@ -85,15 +82,8 @@ class Recorder(Agent):
         self.spec = AgentSpec()
 
     def act(self, turn: Turn) -> Step:
-        self.log.append(
-            (
-                turn.role,
-                turn.agent,
-                turn.round,
-                tuple((m.agent, m.round) for m in turn.history),
-                turn.want_peer_prediction,
-            )
-        )
+        self.log.append((turn.role, turn.agent, turn.round, tuple((m.agent, m.round) for m in turn.history),
+                         turn.want_peer_prediction))  # fmt: skip
         p = np.full(self.k, 1.0 / self.k) if self.fail else np.eye(self.k)[self.answer] * 0.7 + 0.3 / self.k
         return Step(message=f"agent {turn.agent} says {self.answer}", p=p, q=p.copy(), parse_failure=self.fail)
 
@@ -103,9 +93,8 @@ class ScriptedPopulation(Population):
         self.answers, self.fails, self.log = answers, set(fails), []
 
     def agents(self, specs, question, repeat=0):
-        return [
-            Recorder(i, self.log, self.answers[i], len(question.options), i in self.fails) for i in range(len(specs))
-        ]
+        k = len(question.options)
+        return [Recorder(i, self.log, self.answers[i], k, i in self.fails) for i in range(len(specs))]
 
     def moderator(self, question, repeat=0):
         return Recorder(-1, self.log, self.answers[-1], len(question.options))
@@ -118,13 +107,10 @@ def test_centralized_is_a_star_and_scores_the_moderator_on_request():
     pop = ScriptedPopulation([0, 0, 0, 1, 1, 1])  # last entry is the moderator's answer (B, the truth)
     rec = run_question(Q4, pop, DebateConfig(method="centralized", rounds=2, mad_aggregator="moderator"))
     debaters_r2 = [(a, {x for x, _ in h}) for role, a, t, h, _ in pop.log if role == "debater" and t == 2]
-    assert len(debaters_r2) == 5
-    for a, seen in debaters_r2:  # a debater sees only itself and the moderator
-        assert seen == {a, -1}
+    assert len(debaters_r2) == 5 and all(seen == {a, -1} for a, seen in debaters_r2)  # itself and the moderator
     mod_r1 = [h for role, a, t, h, _ in pop.log if role == "moderator" and t == 1][0]
     assert sorted(a for a, _ in mod_r1) == [0, 1, 2, 3, 4]  # the moderator reads every argument
-    assert rec["final"]["answer"] == "B" and rec["final"]["correct"] is True
-    assert len(rec["moderator"]) == 2
+    assert rec["final"]["answer"] == "B" and rec["final"]["correct"] is True and len(rec["moderator"]) == 2
     # By default (Evaluation Metrics, l.617) the debaters' mean final belief decides: 3 of 5 say A.
     default = run_question(Q4, ScriptedPopulation([0, 0, 0, 1, 1, 1]), DebateConfig(method="centralized", rounds=2))
     assert default["final"]["answer"] == "A" and default["final"]["correct"] is False
@@ -134,8 +120,7 @@ def test_centralized_is_a_star_and_scores_the_moderator_on_request():
 def test_sparse_is_a_ring_and_acemad_asks_for_peer_predictions():
     pop = ScriptedPopulation([0] * 5)
     run_question(Q4, pop, DebateConfig(method="sparse", rounds=2))
-    seen = {a: {x for x, _ in h} for role, a, t, h, _ in pop.log if t == 2}
-    assert seen == {i: ring(i, 5) for i in range(5)}
+    assert {a: {x for x, _ in h} for role, a, t, h, _ in pop.log if t == 2} == {i: ring(i, 5) for i in range(5)}
     assert not any(wp for *_, wp in pop.log)
     pop = ScriptedPopulation([0] * 5)
     run_question(Q4, pop, DebateConfig(method="acemad", rounds=1))
@@ -144,8 +129,7 @@ def test_sparse_is_a_ring_and_acemad_asks_for_peer_predictions():
 
 def test_parse_failures_are_never_correct_and_never_gain_weight():
     # Three agents wrong (A), two failed commitments; the truth is B. Failed agents must not help.
-    pop = ScriptedPopulation([0, 0, 0, 1, 1], fails={3, 4})
-    rec = run_question(Q4, pop, DebateConfig(method="acemad"))
+    rec = run_question(Q4, ScriptedPopulation([0, 0, 0, 1, 1], fails={3, 4}), DebateConfig(method="acemad"))
     assert rec["final"]["answer"] == "A" and not rec["final"]["correct"]
     w = np.array([e["weight"] for e in rec["rounds"][-1]])
     assert w[3] <= w[:3].min() + 1e-12 and w[4] <= w[:3].min() + 1e-12
@@ -155,62 +139,86 @@ def test_parse_failures_are_never_correct_and_never_gain_weight():
         assert rec["final"]["answer"] is None and rec["final"]["correct"] is False
 
 
+class HashAgent(Agent):
+    """Deterministic, history-dependent replies, some failing to parse: what an LLM agent can return."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def act(self, turn: Turn) -> Step:
+        seen = [(m.agent, m.round, m.text) for m in turn.history]
+        h = int(hashlib.sha256(f"{turn.scope}|{seen}".encode()).hexdigest()[:8], 16)
+        rng, k = np.random.default_rng(h), len(turn.question.options)
+        q = rng.dirichlet(np.ones(k)) if turn.want_peer_prediction else None
+        info = {"q_parse_failure": True} if q is not None and h % 7 == 0 else {}
+        usage = {"calls": 2, "prompt_tokens": h % 50, "completion_tokens": 3, "cache_hits": 0}
+        return Step(f"{turn.agent}:{h % 97}:{len(seen)}", rng.dirichlet(np.ones(k)), q, h % 11 == 0, usage, info)
+
+
+class HashPopulation(Population):
+    def agents(self, specs, question, repeat=0):
+        return [HashAgent(s) for s in specs]
+
+    def moderator(self, question, repeat=0):
+        return HashAgent(AgentSpec("Assistant", 0.7))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_batch_of_agents_per_turn_stores_what_a_batch_of_one_stores(method):
+    items = make_items(6, k=4, seed=2) + make_items(4, k=3, seed=3, benchmark="three")
+    cfg, repeats = DebateConfig(method=method, history="peers_last" if method == "sparse" else "full"), [0, 1] * 5
+    batch = run_batch(items, HashPopulation(), cfg, repeats)
+    one = [run_question(q, HashPopulation(), cfg, r) for q, r in zip(items, repeats)]
+    assert [to_line(r) for r in batch] == [to_line(r) for r in one]
+    assert all(r["usage"]["calls"] > 0 for r in batch)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_synthetic_record_does_not_depend_on_its_batch(method):
+    items = make_items(30, k=4, seed=2) + make_items(20, k=3, seed=3, benchmark="three")
+    pop, cfg = SimPopulation(seed=9), DebateConfig(method=method)
+    whole = [to_line(r) for r in run_batch(items, pop, cfg, [0] * len(items))]
+    assert whole == [to_line(r) for r in run_batch(items[::-1], pop, cfg, [0] * len(items))][::-1]
+    assert whole[::7] == [to_line(run_question(q, pop, cfg)) for q in items[::7]]  # as another process would
+
+
 def test_record_is_complete_and_consistent_with_the_math():
-    q = ITEMS[0]
-    rec = run_question(q, SimPopulation(seed=1), DebateConfig(method="acemad", rounds=3))
+    rec = run_question(ITEMS[0], SimPopulation(seed=1), DebateConfig(method="acemad", rounds=3))
     assert len(rec["rounds"]) == 3 and all(len(r) == 5 for r in rec["rounds"])
     P = np.array([[e["p"] for e in r] for r in rec["rounds"]])
-    Qp = np.array([[e["q"] for e in r] for r in rec["rounds"]])
+    S = B.peer_scores(np.array([[e["q"] for e in r] for r in rec["rounds"]]), P)
     np.testing.assert_allclose(P.sum(-1), 1.0)
-    S = B.peer_scores(Qp, P)
     np.testing.assert_allclose([[e["score"] for e in r] for r in rec["rounds"]], S)
     np.testing.assert_allclose([[e["weight"] for e in r] for r in rec["rounds"]], B.mwu_weights(S, 2.0))
-    json.dumps(rec)  # JSON-able
     assert rec["synthetic"] is True and rec["config_hash"] == DebateConfig(method="acemad", rounds=3).hash
+    single = run_question(ITEMS[1], SimPopulation(), DebateConfig(method="single"))  # a mean over five runs
+    assert len(single["runs"]) == 5
+    assert single["final"]["correct"] == pytest.approx(np.mean([r["correct"] for r in single["runs"]]))
 
 
-def test_single_agent_is_a_mean_over_five_runs():
-    rec = run_question(ITEMS[1], SimPopulation(), DebateConfig(method="single"))
-    assert len(rec["runs"]) == 5
-    assert rec["final"]["correct"] == pytest.approx(np.mean([r["correct"] for r in rec["runs"]]))
+# ----------------------------------------------------------------------------- one engine behind every entry point
+def test_the_api_the_command_and_the_notebooks_engine_give_the_same_answers(tmp_path):
+    methods = ["acemad", "majority", "centralized"]
+    rows = [{"id": f"q-{i}", "question": f"{i}?", "options": list("wxyz"), "answer": "ABCD"[i % 4]} for i in range(40)]
+    items = api.as_questions(rows)
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answers = lambda recs: [(r["question_id"], r["method"], r["final"]["answer"]) for r in recs]  # noqa: E731
+    notebooks = [r for m in methods for r in run_batch(items, SimPopulation(seed=3), DebateConfig(method=m, seed=3),
+                                                         [0] * len(items))]  # fmt: skip
+    via_api = api.run(items, methods, synthetic=True, seed=3, out=tmp_path / "api")
+    argv = ["run", str(tmp_path / "q.jsonl"), "--synthetic", "--seed", "3", "--methods", ",".join(methods)]
+    assert command.main([*argv, "--out", str(tmp_path / "cmd"), "--yes"]) == 0
+    runs = (tmp_path / "cmd").glob("runs/*/*/meta.json")
+    from_file = [r for m in runs for r in read_jsonl(m.with_name("transcripts.jsonl"))]
+    assert answers(via_api.records) == answers(notebooks)
+    assert sorted(answers(from_file)) == sorted(answers(notebooks))
 
 
-def test_results_do_not_depend_on_call_order():
-    pop = SimPopulation(seed=3)
-    cfg = DebateConfig(method="acemad")
-    a = [run_question(q, pop, cfg) for q in ITEMS[:20]]
-    b = [run_question(q, pop, cfg) for q in reversed(ITEMS[:20])][::-1]
-    assert json.dumps(a) == json.dumps(b)
-
-
-# ----------------------------------------------------------------------------- the synthetic Challenging Interval
-def test_crowd_errors_are_positively_correlated():
-    # P(agent j wrong | agent i wrong) > P(agent j wrong): the shared trap propensity couples them.
-    items = make_items(1500, k=4, seed=11)  # enough for |z| > 4 to be far beyond chance either way
-    recs = [run_question(q, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad")) for q in items]
-    wrong = np.array(
-        [[int(np.argmax(e["p"])) != r["labels"].index(r["answer"]) for e in r["rounds"][0][:4]] for r in recs]
-    )
-    # two-proportion z of P(j wrong | i wrong) - P(j wrong | i right): about N(0, 1) if errors were independent
-    a, b = wrong[wrong[:, 0], 1], wrong[~wrong[:, 0], 1]
-    pooled = wrong[:, 1].mean()
-    z = (a.mean() - b.mean()) / np.sqrt(pooled * (1 - pooled) * (1 / len(a) + 1 / len(b)))
-    assert z > 4, (a.mean(), b.mean(), z)
-
-
-def test_trap_is_a_wrong_option_and_stable():
-    params = SimParams()
-    for q in ITEMS[:50]:
-        it = item_latent(q, params, 0)
-        assert it.trap != it.truth and 0 <= it.pi <= 1 and it == item_latent(q, params, 0)
-
-
+# ----------------------------------------------------------------------------- what the mechanism does (synthetic)
 def test_acemad_beats_majority_where_the_theory_says_it_should():
     # False-consensus crowd + insightful truth-holders: peer prediction separates them.
-    ace, maj = accuracy("acemad"), accuracy("majority")
-    diff = ace - maj
-    se = diff.std(ddof=1) / np.sqrt(len(diff))
-    assert diff.mean() > 3 * se, (ace.mean(), maj.mean())
+    diff = accuracy("acemad") - accuracy("majority")
+    assert diff.mean() > 3 * diff.std(ddof=1) / np.sqrt(len(diff))
 
 
 @pytest.mark.parametrize(
@@ -219,26 +227,22 @@ def test_acemad_beats_majority_where_the_theory_says_it_should():
     ids=["calibrated-crowd", "no-truth-holders"],
 )
 def test_acemad_does_not_beat_the_same_debate_with_uniform_weights_where_it_should_not(params):
-    # The same agents debating without weights (Decentralized MAD, AceMAD's roster), not Majority Voting: stubborn
-    # crowd agents with insight drift a debate toward the truth whatever the weights (the paper's MAD above Majority
-    # Voting, which the fitted population reproduces), so only this comparison isolates the weights.
-    ace, mad = accuracy("acemad", params), accuracy("decentralized", params, roster="acemad")
-    diff = ace - mad
-    se = diff.std(ddof=1) / np.sqrt(len(diff))
-    assert diff.mean() < 2 * se + 0.02, (ace.mean(), mad.mean())
+    # The same agents debating without weights (Decentralized MAD, AceMAD's roster) isolates the weights: stubborn
+    # crowd agents with insight drift any debate toward the truth.
+    diff = accuracy("acemad", params) - accuracy("decentralized", params, roster="acemad")
+    assert diff.mean() < 2 * diff.std(ddof=1) / np.sqrt(len(diff)) + 0.02
 
 
 def test_uniform_weighting_is_standard_mad():
     # The paper's "uniform weight" ablation reduces AceMAD to Decentralized MAD (same agents, same seed).
-    a = accuracy("acemad", weighting="uniform", weight_exponent=1.0)
-    b = accuracy("decentralized", roster="acemad")
-    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(
+        accuracy("acemad", weighting="uniform", weight_exponent=1.0), accuracy("decentralized", roster="acemad")
+    )
 
 
 def test_symmetric_updating_is_a_martingale():
     params = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
-    pop = SimPopulation(params, seed=4)
-    recs = [run_question(q, pop, DebateConfig(method="decentralized", rounds=5)) for q in ITEMS]
+    recs = run_batch(ITEMS, SimPopulation(params, seed=4), DebateConfig(method="decentralized", rounds=5), [0] * 400)
     bt = A.belief_in_truth(A.stack(recs))
     d = bt[:, -1] - bt[:, 0]
     assert abs(d.mean()) < 3 * d.std(ddof=1) / np.sqrt(len(d)) + 1e-3
@@ -279,10 +283,8 @@ def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_path, 
     a, b = DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)
     d = run_experiment("grow", ITEMS[:8], [a], SimPopulation(), progress=False)
     first = transcript_bytes(d / "transcripts.jsonl")
-    calls = []
-    monkeypatch.setattr(
-        "acemad_utils.experiments.runner.run_question", lambda *x: calls.append(x[2]) or run_question(*x)
-    )
+    calls: list = []
+    monkeypatch.setattr(runner, "run_batch", lambda qs, p, c, r: calls.extend([c] * len(qs)) or run_batch(qs, p, c, r))
     run_experiment("grow", ITEMS[:8], [a, b], SimPopulation(), progress=False)
     assert {c.label for c in calls} == {b.label} and len(calls) == 8  # Majority Voting was not run again
     assert not (d / "transcripts.jsonl").exists()
@@ -301,13 +303,24 @@ def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_path, 
         assert json.dumps(got) == json.dumps(load_run("grow"))
 
 
+def test_runs_in_batches_of_7_and_of_600_write_the_same_file(tmp_outputs, monkeypatch):
+    items = make_items(700, k=4, seed=6)
+    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="centralized"), DebateConfig(method="single")]
+    files = []
+    for size in (7, 600):
+        monkeypatch.setattr(runner, "BATCH", size)
+        d = runner.run_experiment(f"batch{size}", items, cfgs, SimPopulation(seed=1), repeats=2, progress=False)
+        files.append((d / "transcripts.jsonl.gz").read_bytes())
+    assert files[0] == files[1]
+
+
 def test_rescoring_reproduces_the_engine_and_changes_with_eta():
     pop = SimPopulation(seed=9)
-    recs = [run_question(q, pop, DebateConfig(method="acemad", rounds=5)) for q in ITEMS[:200]]
+    recs = run_batch(ITEMS[:200], pop, DebateConfig(method="acemad", rounds=5), [0] * 200)
     arr = A.stack(recs)
     stored = np.array([r["labels"].index(r["final"]["answer"]) for r in recs])
     np.testing.assert_array_equal(A.rescore(arr, eta=2.0), stored)
-    short = [run_question(q, pop, DebateConfig(method="acemad", rounds=2)) for q in ITEMS[:200]]
+    short = run_batch(ITEMS[:200], pop, DebateConfig(method="acemad", rounds=2), [0] * 200)
     np.testing.assert_array_equal(
         A.rescore(arr, eta=2.0, rounds=2), [r["labels"].index(r["final"]["answer"]) for r in short]
     )
@@ -319,7 +332,7 @@ def test_rescoring_reproduces_the_engine_and_changes_with_eta():
 
 
 def test_rescoring_gives_no_answer_where_the_engine_gives_none():
-    recs = [run_question(q, SimPopulation(seed=3), DebateConfig(method="acemad", rounds=2)) for q in ITEMS[:4]]
+    recs = run_batch(ITEMS[:4], SimPopulation(seed=3), DebateConfig(method="acemad", rounds=2), [0] * 4)
     for e in recs[0]["rounds"][-1]:  # nobody's final commitment parsed
         e["parse_failure"] = True
     arr = A.stack(recs)
@@ -328,7 +341,7 @@ def test_rescoring_gives_no_answer_where_the_engine_gives_none():
 
 
 def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal():
-    recs = [run_question(q, SimPopulation(seed=9), DebateConfig(method="acemad")) for q in ITEMS[:200]]
+    recs = run_batch(ITEMS[:200], SimPopulation(seed=9), DebateConfig(method="acemad"), [0] * 200)
     arr = A.stack(recs)
     shuffled = A.shuffled_decisions(arr, n_perm=5)
     assert shuffled.shape == (5, 200)
@@ -338,7 +351,7 @@ def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal():
 
 
 def test_shuffled_scores_are_seeded_by_question_not_by_batch_order():
-    recs = [run_question(q, SimPopulation(seed=9), DebateConfig(method="acemad")) for q in ITEMS[:200]]
+    recs = run_batch(ITEMS[:200], SimPopulation(seed=9), DebateConfig(method="acemad"), [0] * 200)
     arr, rev = A.stack(recs), A.stack(recs[::-1])
     a = A.shuffled_decisions(arr, seed=1)
     np.testing.assert_array_equal(a, A.shuffled_decisions(arr, seed=1))
@@ -354,14 +367,6 @@ def test_shuffled_scores_are_seeded_by_question_not_by_batch_order():
     assert A.reweighted_records(recs, {"u": "uniform"}, seed=1, stacked=A.stack(recs, 1)) == uniform
     with pytest.raises(ValueError, match="other questions"):
         A.shuffled_records(recs, seed=1, stacked=rev)
-
-
-def test_agent_permutations_permute_the_movable_agents_only():
-    movable = np.array([[True, True, False, True, True]] * 3)
-    perm = B.agent_permutations(0, ["a", "b", "c"], movable, 50)
-    assert perm.shape == (50, 3, 5) and (perm[..., 2] == 2).all()
-    assert (np.sort(perm, axis=-1) == np.arange(5)).all()  # each draw is a permutation
-    assert len({tuple(p) for p in perm[:, 0]}) > 1  # and the draws differ
 
 
 # ----------------------------------------------------------------------------- agent thread pool

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from acemad_utils.agents.sim import SimAgent, SimParams, SimPopulation, expected_belief, item_latent, make_items
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import subsets as SS
 from acemad_utils.experiments.registry import MAD_METHODS, PAPER_TABLES, table_configs
@@ -45,21 +45,6 @@ def test_acemad_keeps_its_crowd_and_truth_holder_roster():
     assert homo.specs() == [NAIVE_AGENT] * 5 and homo.label == "AceMAD (homogeneous, T=3)"
     with pytest.raises(ValueError, match="roster='crowd'"):
         DebateConfig(method="majority", roster="crowd")
-
-
-def test_the_synthetic_assistant_is_a_crowd_agent_so_a_homogeneous_roster_has_no_truth_holder():
-    params, q = SimParams(), ITEMS[0]
-    item = item_latent(q, params, 0)
-    for tau in (0.1, 0.7):
-        np.testing.assert_allclose(
-            expected_belief(item, AgentSpec("Assistant", tau), params),
-            expected_belief(item, AgentSpec("Generalist", tau), params),
-        )
-    agents = SimPopulation().agents(DebateConfig(method="decentralized").specs(), q)
-    assert all(
-        isinstance(a, SimAgent) and a.alpha == params.crowd_susceptibility and a.calibration == params.crowd_calibration
-        for a in agents
-    )
 
 
 # ----------------------------------------------------------------------------- 4. the Single Agent's sampling

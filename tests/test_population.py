@@ -1,31 +1,31 @@
-"""The synthetic population as a model of knowledge (docs/population.md): an agent's peer-prediction
-skill follows from its latent state on the item, a persona only changes how likely each state is."""
+"""The synthetic population as a model of knowledge (docs/population.md): an agent's peer-prediction skill follows
+from its latent state on the item, a persona only changes how likely each state is; the fitted parameters."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, item_latent, make_items, state_probs
+from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, item_latent, make_items
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.debate import run_batch
 from acemad_utils.protocol.schema import AgentSpec
 
 ITEMS = make_items(300, k=4, seed=21)
 ROSTER = DebateConfig(method="acemad").specs()  # 4 Generalists, 1 Skeptic
 
 
+def agents(params: SimParams, items=ITEMS, specs=ROSTER, seed=3):
+    """The latent agents of AceMAD's debates on `items` (the engine draws the very same: keyed by debate)."""
+    return SimPopulation(params, seed=seed).batch_agents(specs, items, [0] * len(items))
+
+
 def round1(params: SimParams, items=ITEMS) -> list[tuple[str, str, bool, float, float]]:
-    """(persona, state, skilled, calibration, round-1 score) of every agent of an AceMAD debate on every item.
-    The agents are rebuilt from the same seed to read their latent state (the record does not hold it)."""
-    pop = SimPopulation(params, seed=3)
-    out = []
-    for q in items:
-        rec = run_question(q, pop, DebateConfig(method="acemad"))
-        agents = pop.agents(ROSTER, q)
-        for a, e in zip(agents, rec["rounds"][0]):
-            out.append((a.spec.persona, STATES[a.state], a.skilled, a.calibration, e["score"]))
-    return out
+    """(persona, state, skilled, calibration, round-1 score) of every agent of an AceMAD debate on every item."""
+    recs = run_batch(items, SimPopulation(params, seed=3), DebateConfig(method="acemad"), [0] * len(items))
+    b = agents(params, items)
+    return [(ROSTER[i].persona, STATES[b.state[d, i]], bool(b.skilled[d, i]), float(b.cal[d, i, 0]), e["score"])
+            for d, rec in enumerate(recs) for i, e in enumerate(rec["rounds"][0])]  # fmt: skip
 
 
 def z_greater(a: np.ndarray, b: np.ndarray) -> float:
@@ -39,16 +39,34 @@ def scores(rows, persona: str, state: str) -> np.ndarray:
 
 def test_answer_distribution_per_persona_is_the_sum_of_its_states():
     params, q = SimParams(), ITEMS[0]
-    item = item_latent(q, params, 0)
-    for spec in (AgentSpec("Skeptic", 0.6), AgentSpec("Generalist", 0.1), AgentSpec("Generalist", 0.6, "slow")):
-        g, ins, trapped, naive = state_probs(item, spec, params)
+    item, specs = item_latent(q, params, 3), [AgentSpec("Skeptic", 0.6), AgentSpec("Generalist", 0.1),
+                                              AgentSpec("Generalist", 0.6, "slow")]  # fmt: skip
+    for spec, (g, ins, trapped, naive) in zip(specs, agents(params, [q], specs).states[0]):
         assert np.isclose(g + ins + trapped + naive, 1.0) and min(g, ins, trapped, naive) >= 0
         # the earlier persona model's P(trap | not guessing): pi * (1 - insight) for a Skeptic, pi for the crowd
-        expected_trap = item.pi * (1 - params.p_insight(spec))
-        assert np.isclose(trapped / (1 - g), expected_trap)
+        assert np.isclose(trapped / (1 - g), item.pi * (1 - params.p_insight(spec)))
         assert np.isclose(ins, (1 - g) * params.p_insight(spec))
     no_insight = SimParams(crowd_insight=0.0)  # the original crowd: a Generalist never sees through the trap
-    assert state_probs(item_latent(q, no_insight, 0), AgentSpec("Generalist", 0.1), no_insight)[1] == 0.0
+    assert agents(no_insight, [q], [AgentSpec("Generalist", 0.1)]).states[0, 0, 1] == 0.0
+    # the baselines' Assistant is a crowd agent: a homogeneous roster has no truth-holder unless crowd_insight > 0
+    b = agents(no_insight, ITEMS[:50], DebateConfig(method="decentralized").specs())
+    assert (b.alpha == params.crowd_susceptibility).all() and (b.cal == params.crowd_calibration).all()
+    pair = agents(params, [q], [AgentSpec("Assistant", 0.7), AgentSpec("Generalist", 0.7)])
+    np.testing.assert_allclose(pair.states[0, 0], pair.states[0, 1])
+
+
+def test_the_trap_is_a_wrong_option_stable_and_shared_so_crowd_errors_correlate():
+    for q in ITEMS[:50]:
+        it = item_latent(q, SimParams(), 0)
+        assert it.trap != it.truth and 0 <= it.pi <= 1 and it == item_latent(q, SimParams(), 0)
+    # P(agent j wrong | agent i wrong) > P(agent j wrong): the shared trap propensity couples them.
+    items = make_items(1500, k=4, seed=11)
+    recs = run_batch(items, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad"), [0] * 1500)
+    truth = np.array([r["labels"].index(r["answer"]) for r in recs])
+    wrong = np.array([[np.argmax(e["p"]) for e in r["rounds"][0][:4]] for r in recs]) != truth[:, None]
+    a, b = wrong[wrong[:, 0], 1], wrong[~wrong[:, 0], 1]
+    pooled = wrong[:, 1].mean()  # two-proportion z: about N(0, 1) if errors were independent
+    assert (a.mean() - b.mean()) / np.sqrt(pooled * (1 - pooled) * (1 / len(a) + 1 / len(b))) > 4
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
@@ -57,11 +75,11 @@ def test_a_skeptic_that_fell_for_the_trap_predicts_false_consensus_under_knowled
     trapped = [r for r in rows if r[0] == "Skeptic" and r[1] == "trapped"]
     assert len(trapped) > 20 and all(not sk and cal == SimParams().crowd_calibration for _, _, sk, cal, _ in trapped)
     # Like a trapped crowd agent it predicts that its peers think as it does: q = p in round 1 (crowd_calibration 0).
-    pop = SimPopulation(SimParams(), seed=3)
-    for q in ITEMS[:60]:
-        rec = run_question(q, pop, DebateConfig(method="acemad"))
-        for a, e in zip(pop.agents(ROSTER, q), rec["rounds"][0]):
-            if STATES[a.state] == "trapped":
+    recs = run_batch(ITEMS[:60], SimPopulation(seed=3), DebateConfig(method="acemad"), [0] * 60)
+    b = agents(SimParams(), ITEMS[:60])
+    for d, rec in enumerate(recs):
+        for i, e in enumerate(rec["rounds"][0]):
+            if STATES[b.state[d, i]] == "trapped":
                 np.testing.assert_allclose(e["q"], e["p"])
     # The persona variant keeps the earlier rule: the SAME trapped Skeptics (same seed: the same states and round-1
     # beliefs) become skilled predictors and score higher, paired agent by agent.
@@ -74,26 +92,22 @@ def test_a_skeptic_that_fell_for_the_trap_predicts_false_consensus_under_knowled
 
 def test_a_generalist_in_the_insight_state_is_skilled():
     params = SimParams(crowd_insight=0.3)
-    pop = SimPopulation(params, seed=3)
-    agents = [a for q in ITEMS[:100] for a in pop.agents(ROSTER, q) if a.spec.persona == "Generalist"]
-    insight = [a for a in agents if STATES[a.state] == "insight"]
-    others = [a for a in agents if STATES[a.state] != "insight"]
-    assert len(insight) > 50 and len(others) > 50
-    assert all(a.skilled and a.calibration == params.insight_calibration for a in insight)
-    assert all(a.alpha == params.insight_susceptibility for a in insight)
-    assert not any(a.skilled for a in others)
+    b = agents(params, ITEMS[:100])
+    crowd = np.array([s.persona == "Generalist" for s in ROSTER])[None, :] & np.ones((100, 1), bool)
+    insight, others = crowd & (b.state == STATES.index("insight")), crowd & (b.state != STATES.index("insight"))
+    assert insight.sum() > 50 and others.sum() > 50
+    assert b.skilled[insight].all() and (b.cal[insight] == params.insight_calibration).all()
+    assert (b.alpha[insight] == params.insight_susceptibility).all() and not b.skilled[others].any()
     rows = round1(params, ITEMS[:150])
     assert z_greater(scores(rows, "Generalist", "insight"), scores(rows, "Generalist", "trapped")) > 4
 
 
 def skill_table(link: float) -> np.ndarray:
     """2 x 2 counts (insight state or not) x (skilled or not) over many agents of AceMAD's roster."""
-    pop = SimPopulation(SimParams(knowledge_link=link, crowd_insight=0.2), seed=8)
-    t = np.zeros((2, 2), int)
-    for q in make_items(1500, k=4, seed=9):
-        for a in pop.agents(ROSTER, q):
-            t[int(STATES[a.state] == "insight"), int(a.skilled)] += 1
-    return t
+    b = agents(SimParams(knowledge_link=link, crowd_insight=0.2), make_items(1500, k=4, seed=9), seed=8)
+    ins = b.state == STATES.index("insight")
+    return np.array([[(~ins & ~b.skilled).sum(), (~ins & b.skilled).sum()], [(ins & ~b.skilled).sum(),
+                     (ins & b.skilled).sum()]])  # fmt: skip
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
@@ -118,25 +132,16 @@ def test_at_knowledge_link_zero_skill_is_independent_of_state():
 def test_params_are_checked(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         SimParams(**bad)
-
-
-def test_describe_names_every_parameter():
-    d = SimPopulation(SimParams(knowledge_link=0.0)).describe()["params"]
+    d = SimPopulation(SimParams(knowledge_link=0.0)).describe()["params"]  # the run's meta names every parameter
     assert d["knowledge_link"] == 0.0 and d["calibration_by"] == "knowledge" and "insight_calibration" in d
 
 
-@pytest.mark.parametrize("engine", ["per_agent", "vectorized"])
-def test_near_copies_share_their_specs_first_agent_state_and_a_unique_agent_never_copies(engine):
-    from acemad_utils.agents.sim_vector import VectorSimPopulation
-
+def test_near_copies_share_their_specs_first_agent_state_and_a_unique_agent_never_copies():
     specs = [AgentSpec("Generalist", 0.0)] * 4 + [AgentSpec("Skeptic", 0.0)]
 
     def answers(copy: float) -> np.ndarray:  # (items, agents): each agent's answer before reading anyone
         params = SimParams(crowd_copy=copy, crowd_insight=0.3, insight=0.3, explore_base=0.2)
-        if engine == "vectorized":
-            return VectorSimPopulation(params, seed=5).batch_agents(specs, ITEMS, [0] * len(ITEMS)).belief.argmax(-1)
-        pop = SimPopulation(params, seed=5)
-        return np.array([[int(np.argmax(a.belief)) for a in pop.agents(specs, q)] for q in ITEMS])
+        return agents(params, ITEMS, specs, seed=5).belief.argmax(-1)
 
     copies, independent = answers(1.0), answers(0.0)
     assert (copies[:, :4] == copies[:, :1]).all()  # temperature 0, crowd_copy 1: one state for the four
@@ -190,7 +195,6 @@ def test_docs_population_shows_the_committed_fit():
 
 
 def test_a_subset_another_synthetic_population_selected_is_not_reused(smoke_outputs, monkeypatch):
-    from acemad_utils.agents.sim_vector import VectorSimPopulation
     from acemad_utils.data.sim_params import ORIGINAL
     from acemad_utils.experiments import subsets
     from acemad_utils.experiments.setup import Setup
@@ -200,14 +204,14 @@ def test_a_subset_another_synthetic_population_selected_is_not_reused(smoke_outp
     name, qs = S.bench_name("bbh"), S.questions("bbh")
     assert subsets.load_subset(name, S.slug, qs, S.population)[: len(kept)] == kept
     with pytest.raises(FileNotFoundError, match="another synthetic population"):
-        subsets.load_subset(name, S.slug, qs, VectorSimPopulation(SimParams(**ORIGINAL), seed=S.seed))
+        subsets.load_subset(name, S.slug, qs, SimPopulation(SimParams(**ORIGINAL), seed=S.seed))
 
 
 def test_readme_and_docs_cite_every_study_the_map_places():
     import re
 
     from acemad_utils.data.paths import ROOT
-    from acemad_utils.report.assumptions import EVIDENCE
+    from acemad_utils.experiments.assumption_map import EVIDENCE
 
     ids = [re.search(r"\d{4}\.\d{5}|Prelec", ref).group(0) for ref, *_ in EVIDENCE]
     for page in ("README.md", "docs/population.md"):

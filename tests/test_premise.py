@@ -106,9 +106,9 @@ def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_rec
 
 
 def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
-    from acemad_utils.agents.sim_vector import VectorSimPopulation
+    from acemad_utils.agents.sim import SimPopulation
     from acemad_utils.protocol.config import NAIVE_AGENT
-    from acemad_utils.protocol.vectorized import run_batch
+    from acemad_utils.protocol.debate import run_batch
 
     cfg = DebateConfig(method="self_consistency", n_agents=4, rounds=2)
     assert cfg.samples == 8 and cfg.specs() == [NAIVE_AGENT] * 8 and cfg.label == "Self-consistency (8 samples)"
@@ -120,7 +120,7 @@ def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
     assert len(rec["rounds"]) == 1 and len(rec["rounds"][0]) == 8
     votes = np.bincount([int(np.argmax(e["p"])) for e in rec["rounds"][0]], minlength=4)
     assert votes[rec["labels"].index(rec["final"]["answer"])] == votes.max()  # the plurality
-    assert run_batch([q], VectorSimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
+    assert run_batch([q], SimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
 
 
 def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population():

@@ -1,7 +1,7 @@
 """The default path's fast paths keep every result: batches of arrays, the paused collector, the line parser.
 
 The runner answers a batched population (the synthetic one) in batches of debates (runner._run_in_batches,
-protocol.vectorized) in its own process. These tests hold it to what the records are: run_and_load returns what
+protocol.debate) in its own process. These tests hold it to what the records are: run_and_load returns what
 load_run reads, and a resume after a Ctrl-C ends with the bytes of an uninterrupted run.
 """
 
@@ -20,8 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import gc_paused, parse_line, transcript_bytes
 from acemad_utils.experiments import runner
@@ -33,7 +32,7 @@ CONFIGS = [DebateConfig(method="acemad", n_agents=5, rounds=3), DebateConfig(met
 def test_run_and_load_returns_what_load_run_reads(tmp_outputs, monkeypatch):
     items = make_items(300, k=4, seed=5)
     monkeypatch.setattr(runner, "BATCH", 64)
-    meta, records = runner.run_and_load("two", items, CONFIGS, VectorSimPopulation(seed=3), progress=False)
+    meta, records = runner.run_and_load("two", items, CONFIGS, SimPopulation(seed=3), progress=False)
     assert records == transcripts.load_run("two")[1]  # the parsed lines, as load_run reads them
     assert meta["summary"]["ok"] == 600
 
@@ -42,14 +41,14 @@ WORKER = """
 import os, sys
 os.environ["ACEMAD_ROOT"] = sys.argv[1]
 from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import RunInterrupted, run_experiment
 from acemad_utils.protocol.config import DebateConfig
 runner.BATCH = 16  # many batches: the interrupt lands between two of them
 cfg = [DebateConfig(method="acemad", n_agents=15, rounds=5), DebateConfig(method="decentralized", n_agents=15)]
 try:
-    run_experiment("pool", make_items(1500, k=5, seed=9), cfg, VectorSimPopulation(seed=1), progress=False)
+    run_experiment("pool", make_items(1500, k=5, seed=9), cfg, SimPopulation(seed=1), progress=False)
 except RunInterrupted as e:
     print(e, file=sys.stderr)
     sys.exit(130)

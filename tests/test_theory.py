@@ -11,7 +11,7 @@ import pytest
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.experiments import theory
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.debate import run_batch
 from acemad_utils.report import rescoring as A
 
 
@@ -29,7 +29,7 @@ def test_an_invalid_eta_is_refused_by_name(eta):
 
 def test_the_drift_split_adds_up_and_is_zero_for_the_weights_at_eta_zero():
     pop = SimPopulation(SimParams(), seed=0)
-    recs = [run_question(q, pop, DebateConfig(method="acemad", rounds=4)) for q in make_items(120, seed=3)]
+    recs = run_batch(make_items(120, seed=3), pop, DebateConfig(method="acemad", rounds=4), [0] * 120)
     arr = A.stack(recs)
     split = theory.drift_split(arr, eta=2.0)
     assert set(split.subset) == set(theory.SUBSETS) and len(split) == 6

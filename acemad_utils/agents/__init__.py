@@ -7,8 +7,7 @@
     batch         CALLS_VIA batch / files: the OpenAI Batch API and vLLM's run_batch (batch_store: its tables)
     local_server  start and stop llama.cpp's OpenAI-compatible server for a local GGUF model
     llm_agent     LLMAgent / LLMPopulation: one debater per AgentSpec over an LLMClient
-    sim           SimPopulation: the synthetic population (no LLM), per agent: the reference implementation
-    sim_vector    VectorSimPopulation: the same model for a batch of debates as arrays (what the runs use)
+    sim           SimPopulation: the synthetic population (no LLM), a batch of debates as arrays
     streams       counter-based random draws (keyed by debate, counted by agent, round, purpose)
     prices        the price table; budget: the MAX_USD cap; tokenmodel: characters -> tokens
 Prices and the cap live here, not in cost/, because the client enforces them on every call.

@@ -1,59 +1,20 @@
-"""A synthetic agent population (backend="sim"): the paper's mechanism as a generative model of agents' knowledge.
+"""The synthetic population (backend "sim"): the paper's mechanism as a generative model of agents' knowledge,
+answering a round of D debates x N agents at once as arrays. No LLM; everything made with it is labelled synthetic.
+docs/population.md is its specification (the items, the states, peer prediction, every parameter).
 
     from acemad_utils.agents.sim import SimPopulation, SimParams, make_items
+    from acemad_utils.protocol.debate import run_batch
     pop = SimPopulation(SimParams(knowledge_link=1.0), seed=0)
-    items = make_items(200, k=4, seed=0)             # synthetic questions, benchmark "synthetic"
+    items = make_items(200, k=4, seed=0)                     # synthetic questions, benchmark "synthetic"
+    recs = run_batch(items, pop, DebateConfig(method="acemad"), repeats=[0] * len(items))
 
-No LLM is involved; everything made with it is labelled synthetic. docs/population.md explains every parameter
-and which result rests on which assumption. This per-agent SimAgent is the reference implementation.
-
-The items: the Challenging Interval (paper l.130-145, Definition 1). Each item gets, from (seed, question id):
-- a shared *trap* distractor d != truth (the common misconception, l.145);
-- a shared trap propensity pi ~ Beta(trap_mean * c, (1 - trap_mean) * c), c = `trap_concentration`. Every
-  agent of one model falls for the trap with the same pi, so errors are positively correlated across agents
-  (P(err_j | err_i) > P(err_j) whenever pi varies between items; smaller c = more correlated errors).
-  An agent whose AgentSpec names a model gets that model's own trap and pi (different LLMs hold different
-  misconceptions); agents with model None share the population's default model (`SimPopulation(model=...)`).
-
-The agents: Asymmetric Cognitive Potential (l.99-101, Theorem 2 at l.288-296) as a latent state. On each item
-each agent draws ONE state at the start of the debate (STATES, state_probs):
-- `guess`   with prob explore(temperature): a uniform random answer; knows neither the truth nor the trap.
-- `insight` with prob P_insight(persona, thinking): sees through the trap, answers the truth AND knows the
-  misconception: the truth-holder's second-order knowledge ("truth-holders can anticipate the specific errors the
-  majority will commit", l.101). P_insight = `insight` for a Skeptic, `crowd_insight` for a Generalist or an
-  Assistant; thinking="slow" raises it to 1 - (1 - P)(1 - slow_escape).
-- `trapped` with prob pi: answers the trap (the hallucinating majority's "false consensus", l.101, l.296);
-- `naive`   otherwise: answers the truth without knowing why the crowd errs ("merely holding correct beliefs",
-  l.273).
-A persona or a thinking style changes only how likely each state is; what an agent does follows from its state.
-With the defaults each persona's ANSWER distribution is the one of the earlier persona model.
-
-Peer prediction follows from the state (the assumption the paper's Theorem 2 makes: "Assume E possesses a correct
-second-order model of the crowd's error", l.290), with one named link `knowledge_link` L in [0, 1]:
-- skilled = (state == insight) with prob L, else an independent Bernoulli(r), r = the debate roster's mean
-  P(state = insight): the expected number of skilled predictors is the same at every L, only WHO is skilled
-  changes. L = 1 (default): only those who see through the trap model the crowd; L = 0: skill is unrelated to
-  knowing the truth (and to persona).
-- calibration cal = `insight_calibration` if skilled else `crowd_calibration` (0 = false consensus, "everyone
-  thinks like me"); peer prediction q = (1 - cal) * p + cal * m, where m is the agent's model of its peers' mean
-  belief (the expected initial belief of its peers in round 1, the mean of the peer stances it saw afterwards).
-- Debate (Eq. 1): each round p <- (1 - alpha) p + alpha * mean(peer stances seen); alpha = `insight_susceptibility`
-  for an agent in the insight state (a truth-holder who knows why the crowd errs is stubborn), else
-  `crowd_susceptibility`.
-- `calibration_by="persona"` keeps the earlier rule for comparison: every Skeptic gets insight_calibration and
-  insight_susceptibility, everyone else the crowd's values, whatever its state (a Skeptic that fell for the trap
-  still predicts the crowd well: the score then rewards the label, not the knowledge).
-- What an agent commits/argues is a Dirichlet sample around its belief with concentration
-  `commit_concentration / tau` (mean-preserving noise, so equal alphas keep the martingale of Prop. 1).
-- The Assistant (every baseline's agent) is a crowd agent (crowd_insight, its temperature 0.7), so a homogeneous
-  baseline roster has no truth-holder unless crowd_insight > 0. The moderator (Centralized MAD) believes the mean
-  of the stances it reads.
-- Near-copies (`crowd_copy`): with P crowd_copy * (1 - temperature) an agent takes the state (and a guess's answer)
-  of the first agent of its roster with the same AgentSpec: the four Generalists of one prompt at temperature 0.1
-  are then near-copies sharing one state on an item (their commitments still differ by the Dirichlet noise).
-Random draws of an agent, in order, from its own seeded generator: 4 uniforms (state, guess answer, link, skill),
-then one Dirichlet sample per turn; the copy decision from a generator of its own. Arguments are short template
-sentences that state the stance.
+In short: each item has a shared trap and trap propensity pi (item_latent: the Challenging Interval, l.130-145);
+each agent draws one latent state, guess / insight / trapped / naive (STATES), with probabilities set by its persona
+and temperature (Asymmetric Cognitive Potential, l.99-101); its answer, its stubbornness (Eq. 1's alpha) and its
+peer-prediction skill follow from the state (Theorem 2's assumption, l.290, through `knowledge_link`). Each round an
+agent moves toward the stances it read (Eq. 1) and commits a Dirichlet sample around its belief. Every draw is
+counter-based (agents.streams), keyed by (seed, question id, repeat, role) and counted by (agent, round, purpose):
+a debate's numbers do not depend on its batch, its order or the process.
 """
 
 from __future__ import annotations
@@ -66,13 +27,17 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.agents import streams
 from acemad_utils.data.sim_params import CALIBRATION_BY as CALIBRATION_BY  # re-exported
-from acemad_utils.data.sim_params import STATES as STATES  # re-exported
-from acemad_utils.data.sim_params import TRUTH_HOLDER_PERSONAS as TRUTH_HOLDER_PERSONAS  # re-exported
+from acemad_utils.data.sim_params import STATES, TRUTH_HOLDER_PERSONAS
 from acemad_utils.data.sim_params import SimParams as SimParams  # re-exported: defined below agents/ (data/)
 from acemad_utils.protocol.config import GENERALIST
-from acemad_utils.protocol.schema import SYNTHETIC_LABEL as SYNTHETIC_LABEL  # re-exported: it was defined here
-from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, zero_usage
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL as SYNTHETIC_LABEL  # re-exported
+from acemad_utils.protocol.schema import AgentSpec, Commits, Population, Question
+
+#: Purpose counters of a debate's draws (agents.streams): the initial answer, one commitment per round, the copy.
+_INIT, _COMMIT, _COPY = 0, 1, 2
+_GUESS, _INSIGHT, _TRAPPED = STATES.index("guess"), STATES.index("insight"), STATES.index("trapped")
 
 
 def _rng(*parts) -> np.random.Generator:
@@ -91,18 +56,15 @@ class Item:
 
 
 def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] = None) -> Item:
-    """The item's trap and trap propensity. Agents of the same model share them (correlated errors);
-    an agent whose AgentSpec names another model gets its own draw: different LLMs hold different
-    misconceptions (Table 3, "different LLMs")."""
+    """The item's trap and trap propensity, shared by the agents of one model (correlated errors); another model
+    draws its own (different LLMs hold different misconceptions, Table 3)."""
     truth = q.answer_index
     if truth is None:  # no gold answer: the simulation still needs a truth, drawn (hidden) from the question id
         truth = int(_rng("truth", seed, q.id).integers(len(q.options)))
     return _item_latent(q.id, len(q.options), truth, params, seed, model)
 
 
-# Every agent of every method on a question asks for the same few items (one per model): a pure function of
-# its arguments, so kept instead of redrawn (a seeded generator costs more than the rest of an agent's turn).
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=65536)  # every method of a run asks for the same items: a seeded generator each
 def _item_latent(qid: str, k: int, truth: int, params: SimParams, seed: int, model: Optional[str]) -> Item:
     rng = _rng("item", seed, qid) if model is None else _rng("item", seed, qid, "model", model)
     wrong = [i for i in range(k) if i != truth]
@@ -112,62 +74,95 @@ def _item_latent(qid: str, k: int, truth: int, params: SimParams, seed: int, mod
     return Item(truth, trap, float(rng.beta(max(a, 1e-6), max(b, 1e-6))), k)
 
 
-def state_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
-    """P(each of STATES) for an agent of this spec on this item: guess, insight, trapped, naive."""
-    e = params.explore(spec.temperature)
-    ins = (1.0 - e) * params.p_insight(spec)
-    trapped = (1.0 - e - ins) * item.pi
-    return np.array([e, ins, trapped, 1.0 - e - ins - trapped])
+class SimBatch:
+    """N agents (specs) on D debates (questions x repeats, all with K options), one role."""
 
+    def __init__(self, pop: SimPopulation, specs: Sequence[AgentSpec], questions: Sequence[Question], repeats, role):
+        prm, n, k = pop.params, len(specs), len(questions[0].options)
+        self.specs, self.questions, self.role = list(specs), list(questions), role
+        self.keys = streams.debate_keys(pop.seed, [q.id for q in questions], repeats, role)[:, None]  # (D, 1)
+        self.agent = np.arange(n)[None, :]
+        truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4)
+        self.states = states
+        u = streams.uniforms(
+            self.keys[..., None], self.agent[..., None], _INIT, np.arange(4)
+        )  # state, guess, link, skill
+        # near-copies: the state and guess uniforms of the spec's first agent, with P copy(T) (a moderator never)
+        lead = np.array([self.specs.index(s) for s in self.specs])
+        p_copy = np.array([prm.copy(s.temperature) for s in self.specs]) * (lead < np.arange(n))
+        if role != "moderator" and p_copy.any():
+            copies = streams.uniforms(self.keys, self.agent, _COPY) < p_copy  # (D, N)
+            u = np.where(copies[..., None] & (np.arange(4) < 2), u[:, lead, :], u)
+        cdf = np.cumsum(states, axis=-1)
+        state = np.minimum((cdf / cdf[..., -1:] <= u[..., :1]).sum(axis=-1), len(STATES) - 1)
+        guess = np.minimum((u[..., 1] * k).astype(int), k - 1)
+        top = np.where(state == _GUESS, guess, np.where(state == _TRAPPED, trap, truth))
+        conf = np.array([prm.confidence(s.temperature) for s in specs])[None, :, None]
+        self.belief = np.where(np.arange(k) == top[..., None], conf, (1.0 - conf) / (k - 1))
+        opt = np.arange(k)  # P(initial answer = each option), summed over the states
+        probs = states[..., :1] / k + np.where(opt == trap[..., None], states[..., 2:3], 0.0)
+        probs = probs + np.where(opt == truth[..., None], states[..., 1:2] + states[..., 3:4], 0.0)
+        expected = conf * probs + (1.0 - conf) / (k - 1) * (1.0 - probs)  # every agent's expected initial belief
+        if n > 1:  # what a calibrated agent predicts of its peers in round 1
+            others = ~np.eye(n, dtype=bool)
+            self.expected_peers = (others[None, :, :, None] * expected[:, None, :, :]).sum(axis=2) / (n - 1)
+        else:  # no peers: an agent alone predicts its own expected belief
+            self.expected_peers = expected
+        # r: the roster's mean P(insight), the rate of skilled predictors at every knowledge_link (moderator: none)
+        self._roles(prm, state, u, rate=float(states[0, :, 1].mean()) if role != "moderator" else 0.0)
+        self.conc = np.array([prm.concentration(s.temperature) for s in specs])[None, :, None]
 
-def _top_probs(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
-    """P(initial answer = each option) for an agent of this spec on this item (summed over its states)."""
-    g, ins, trapped, naive = state_probs(item, spec, params)
-    probs = np.full(item.k, g / item.k)
-    probs[item.trap] += trapped
-    probs[item.truth] += ins + naive
-    return probs
+    def _state_probs(self, pop: SimPopulation):
+        """Each debate's truth (D, 1), each agent's trap (D, N) (its model's item) and P(each of STATES) (D, N, 4)."""
+        prm = pop.params
+        models = [s.model or pop.model for s in self.specs]
+        items = {m: [item_latent(q, prm, pop.seed, m) for q in self.questions] for m in dict.fromkeys(models)}
+        trap = np.array([[it.trap for it in items[m]] for m in models]).T
+        pi = np.array([[it.pi for it in items[m]] for m in models]).T
+        e = np.array([prm.explore(s.temperature) for s in self.specs])[None, :]
+        ins = (1.0 - e) * np.array([prm.p_insight(s) for s in self.specs])[None, :]
+        trapped = (1.0 - e - ins) * pi
+        states = np.stack(np.broadcast_arrays(e, ins, trapped, 1.0 - e - ins - trapped), axis=-1)
+        return np.array([it.truth for it in items[models[0]]])[:, None], trap, states
 
+    def _roles(self, prm: SimParams, state: np.ndarray, u: np.ndarray, rate: float) -> None:
+        """Susceptibility alpha and calibration of every agent from its state ("knowledge": skilled in the insight
+        state with P knowledge_link, else a Bernoulli(rate) draw; "persona": every Skeptic)."""
+        insight = state == _INSIGHT
+        persona = np.array([s.persona in TRUTH_HOLDER_PERSONAS for s in self.specs])[None, :]
+        if prm.calibration_by == "persona":
+            skilled = stubborn = np.broadcast_to(persona, state.shape)
+        else:
+            skilled, stubborn = np.where(u[..., 2] < prm.knowledge_link, insight, u[..., 3] < rate), insight
+        if self.role == "moderator":
+            alpha = np.full(state.shape, prm.moderator_susceptibility)
+        else:
+            alpha = np.where(stubborn, prm.insight_susceptibility, prm.crowd_susceptibility)
+        self.state, self.skilled, self.alpha = state, skilled, alpha[..., None]  # latent: tests read them
+        self.cal = np.where(skilled, prm.insight_calibration, prm.crowd_calibration)[..., None]
 
-def draw_state(item: Item, spec: AgentSpec, params: SimParams, u: np.ndarray) -> tuple[int, int]:
-    """(state index into STATES, initial answer) from the agent's first two uniforms u[0] (state: the inverse of
-    the cumulative state_probs) and u[1] (a guess's uniform answer)."""
-    cdf = np.cumsum(state_probs(item, spec, params))
-    state = min(int(np.searchsorted(cdf / cdf[-1], u[0], side="right")), len(STATES) - 1)
-    if state == 0:  # guess
-        return state, min(int(u[1] * item.k), item.k - 1)
-    return state, item.trap if state == 2 else item.truth
+    def act(self, t: int, seen: np.ndarray, view, want_q: bool) -> Commits:
+        """Round t: Eq. 1 toward the mean stance seen (NaN: none seen), a Dirichlet commitment and, if asked, the
+        peer prediction q = (1 - cal) p + cal m (m: the stances seen, else the peers' expected belief)."""
+        has = ~np.isnan(seen[..., :1])  # (D, N, 1)
+        if has.any():
+            self.belief = np.where(has, (1 - self.alpha) * self.belief + self.alpha * np.nan_to_num(seen), self.belief)
+        alpha = np.maximum(self.belief * self.conc, 1e-3)
+        p = np.maximum(streams.dirichlet(alpha, self.keys[..., None], self.agent[..., None], _COMMIT, t), 1e-9)
+        p = p / p.sum(axis=-1, keepdims=True)
+        q = (1 - self.cal) * p + self.cal * np.where(has, np.nan_to_num(seen), self.expected_peers) if want_q else None
+        return Commits(p, q, self.messages(p))
 
-
-def insight_rate(items: Sequence[Item], specs: Sequence[AgentSpec], params: SimParams) -> float:
-    """r: the debate roster's mean P(insight state), the rate of skilled predictors at every knowledge_link."""
-    if not specs:
-        return 0.0
-    return float(np.mean([state_probs(it, s, params)[1] for it, s in zip(items, specs)]))
-
-
-def is_skilled(state: int, spec: AgentSpec, params: SimParams, u: np.ndarray, rate: float) -> bool:
-    """Whether the agent models the crowd (insight_calibration) or predicts false consensus (crowd_calibration).
-    "knowledge": its insight state with prob knowledge_link (u[2]), else a Bernoulli(rate) draw (u[3]) unrelated
-    to its state; "persona": the earlier rule, every Skeptic."""
-    if params.calibration_by == "persona":
-        return spec.persona in TRUTH_HOLDER_PERSONAS
-    if u[2] < params.knowledge_link:
-        return STATES[state] == "insight"
-    return bool(u[3] < rate)
-
-
-def _belief_on(top: int, k: int, conf: float) -> np.ndarray:
-    b = np.full(k, (1.0 - conf) / (k - 1))
-    b[top] = conf
-    return b
-
-
-def expected_belief(item: Item, spec: AgentSpec, params: SimParams) -> np.ndarray:
-    """E[initial belief] of an agent of this spec: what a well-calibrated peer would predict in round 1."""
-    conf = params.confidence(spec.temperature)
-    probs = _top_probs(item, spec, params)
-    return conf * probs + (1 - conf) / (item.k - 1) * (1 - probs)
+    def messages(self, P: np.ndarray) -> list[list[str]]:
+        """The argument texts of a round, [D][N]: a template sentence stating the stance."""
+        top = P.argmax(axis=-1)
+        pct = np.rint(100 * np.take_along_axis(P, top[..., None], axis=-1)[..., 0]).astype(int)
+        kinds = ["moderator" if self.role == "moderator" else s.persona for s in self.specs]
+        parts = [[_parts(kind, tuple(q.options.items())) for kind in kinds] for q in self.questions]
+        return [
+            [f"{pp[t][0]}{c}{pp[t][1]}" for pp, t, c in zip(parts_d, top_d, pct_d)]
+            for parts_d, top_d, pct_d in zip(parts, top.tolist(), pct.tolist())
+        ]
 
 
 _TEMPLATES = {
@@ -178,154 +173,35 @@ _TEMPLATES = {
 }
 
 
-def message_text(kind: str, q: Question, top: int, pct: int) -> str:
-    """The argument of an agent of `kind` (a persona, or "moderator") that argues for option `top` at pct %."""
-    label = q.labels[top]
-    return _TEMPLATES[kind].format(label=label, text=q.options[label], pct=pct)
-
-
-class SimAgent(Agent):
-    concurrent = False  # pure numpy, no I/O: threads would only add overhead
-
-    def __init__(
-        self,
-        q: Question,
-        spec: AgentSpec,
-        index: int,
-        item: Item,
-        *,
-        peer_specs: Sequence[AgentSpec],
-        params: SimParams,
-        seed: int,
-        repeat: int,
-        role: str = "debater",
-        peer_items: Optional[Sequence[Item]] = None,
-        peer_beliefs: Optional[Sequence[np.ndarray]] = None,
-        roster_insight_rate: Optional[float] = None,
-    ):
-        self.spec, self.q, self.index, self.item, self.params, self.role = spec, q, index, item, params, role
-        self.rng = _rng("agent", seed, q.id, index, repeat, role)
-        if peer_items is None:
-            peer_items = [item] * len(peer_specs)
-        if roster_insight_rate is None:
-            roster_insight_rate = insight_rate(peer_items, peer_specs, params)
-        u = self.rng.random(4)  # state, guess answer, link, skill: a fixed count, so later draws never shift
-        lead = list(peer_specs).index(spec) if spec in peer_specs else index
-        # a near-copy takes the state and guess uniforms of its spec's first agent (own generator for the decision:
-        # the agent's own draws stay those of a population without copies)
-        if lead < index and _rng("copy", seed, q.id, index, repeat, role).random() < params.copy(spec.temperature):
-            u[:2] = _rng("agent", seed, q.id, lead, repeat, role).random(4)[:2]
-        self.state, top = draw_state(item, spec, params, u)
-        self.skilled = is_skilled(self.state, spec, params, u, roster_insight_rate)
-        self.belief = _belief_on(top, len(q.options), params.confidence(spec.temperature))
-        if peer_beliefs is None:  # expected_belief of every agent of the debate (the population computes it once)
-            peer_beliefs = [expected_belief(it, s, params) for it, s in zip(peer_items, peer_specs)]
-        others = [b for j, b in enumerate(peer_beliefs) if j != index] or [expected_belief(item, spec, params)]
-        self.expected_peers = np.mean(others, axis=0)
-        stubborn = (
-            spec.persona in TRUTH_HOLDER_PERSONAS
-            if params.calibration_by == "persona"
-            else STATES[self.state] == "insight"
-        )
-        if role == "moderator":
-            self.alpha = params.moderator_susceptibility
-        else:
-            self.alpha = params.insight_susceptibility if stubborn else params.crowd_susceptibility
-        self.calibration = params.insight_calibration if self.skilled else params.crowd_calibration
-        self._last_round = 0
-
-    def act(self, turn: Turn) -> Step:
-        # Eq. 1: move toward the stances of the peers seen in the previous round (once per round).
-        prev = [
-            m.stance
-            for m in turn.history
-            if m.round == turn.round - 1 and m.agent != self.index and m.stance is not None
-        ]
-        if self.role == "moderator":  # the moderator reads the arguments of the current round
-            prev = [m.stance for m in turn.history if m.round == turn.round and m.agent != -1 and m.stance is not None]
-        # np.mean(prev, axis=0), computed once per turn: the same sum and division without np.mean's wrappers
-        seen = np.add.reduce(np.asarray(prev), axis=0) / len(prev) if prev else None
-        if seen is not None and turn.round > self._last_round:
-            self.belief = (1 - self.alpha) * self.belief + self.alpha * seen
-        self._last_round = turn.round
-        p = self.rng.dirichlet(np.maximum(self.belief * self.params.concentration(self.spec.temperature), 1e-3))
-        p = np.maximum(p, 1e-9)
-        p = p / p.sum()
-        q = None
-        if turn.want_peer_prediction:
-            model = seen if seen is not None else self.expected_peers
-            q = (1 - self.calibration) * p + self.calibration * model
-        top = int(np.argmax(p))
-        key = "moderator" if self.role == "moderator" else self.spec.persona
-        text = _TEMPLATES[key].format(
-            label=self.q.labels[top], text=self.q.options[self.q.labels[top]], pct=round(100 * p[top])
-        )
-        return Step(message=text, p=p, q=q, usage=zero_usage(), info={"stance": p})
+@functools.lru_cache(maxsize=1 << 14)  # a round formats ~10^4 texts: two concatenations each, not a format
+def _parts(kind: str, options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Per option, the text of its argument before and after the percentage."""
+    pct = "\x00pct\x00"
+    return tuple(tuple(_TEMPLATES[kind].format(label=lab, text=txt, pct=pct).split(pct)) for lab, txt in options)  # type: ignore[misc]
 
 
 class SimPopulation(Population):
-    """Agent source for synthetic debates. `seed` fixes every draw; results do not depend on call order.
-
-    `model` names the population's default synthetic model: agents without their own AgentSpec.model get that
-    model's traps and propensities (None: the default profile's subset model). Notebook 07 uses named models
-    with their own SimParams as labelled synthetic stand-ins for the paper's other LLMs."""
+    """The synthetic agents of a batch of debates. `seed` fixes every draw. `model` names the population's default
+    synthetic model: agents without their own AgentSpec.model get its traps and propensities (notebook 07's named
+    models with their own SimParams are labelled synthetic stand-ins for the paper's other LLMs)."""
 
     synthetic = True
+    batched = True
     name = "sim"
 
     def __init__(self, params: Optional[SimParams] = None, seed: int = 0, model: Optional[str] = None):
-        self.params = params or SimParams()
-        self.seed = seed
-        self.model = model
+        self.params, self.seed, self.model = params or SimParams(), seed, model
 
-    def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
-        items = [item_latent(question, self.params, self.seed, s.model or self.model) for s in specs]
-        beliefs = [expected_belief(it, s, self.params) for it, s in zip(items, specs)]
-        rate = insight_rate(items, specs, self.params)
-        return [
-            SimAgent(
-                question,
-                s,
-                i,
-                items[i],
-                peer_specs=specs,
-                params=self.params,
-                seed=self.seed,
-                repeat=repeat,
-                peer_beliefs=beliefs,
-                peer_items=items,
-                roster_insight_rate=rate,
-            )
-            for i, s in enumerate(specs)
-        ]
-
-    def moderator(self, question: Question, repeat: int = 0) -> Agent:
-        item = item_latent(question, self.params, self.seed, self.model)
-        return SimAgent(
-            question,
-            GENERALIST,  # the moderator: a crowd agent of the paper's roster
-            -1,
-            item,
-            peer_specs=[],
-            params=self.params,
-            seed=self.seed,
-            repeat=repeat,
-            role="moderator",
-        )
+    def batch_agents(self, specs: Sequence[AgentSpec], questions: Sequence[Question], repeats, role="debater"):
+        if role == "moderator":  # Centralized MAD's moderator: a crowd agent of the paper's roster
+            return SimBatch(self, [GENERALIST], questions, repeats, "moderator")
+        return SimBatch(self, specs, questions, repeats, "debater")  # a solo run draws as a debater of one
 
     def describe(self) -> dict:
-        d = {
-            "name": self.name,
-            "synthetic": True,
-            "backend": "sim",
-            "model": "synthetic-population",
-            "endpoint_kind": "none",
-            "seed": self.seed,
-            "params": asdict(self.params),
-        }
-        if self.model is not None:  # only then: a default population keeps its description (and run identity)
-            d["model"] = f"synthetic-population:{self.model}"
-        return d
+        model = "synthetic-population" if self.model is None else f"synthetic-population:{self.model}"
+        return {"name": self.name, "synthetic": True, "backend": "sim", "model": model, "endpoint_kind": "none",
+                "seed": self.seed, "params": asdict(self.params),
+                "draws": "counter-based (agents.streams)"}  # fmt: skip
 
 
 def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") -> list[Question]:

@@ -5,15 +5,12 @@
     u = uniforms(keys[:, None], np.arange(5)[None, :], 7)    # (D, 5) in (0, 1): agent 0..4, purpose 7
     p = dirichlet(keys[:, None], alpha, 1, 2)               # alpha (D, N, K): one Dirichlet row per (debate, agent)
 
-Why not one numpy Generator per batch: its draws would depend on which debates share the batch and in which
-order. Why not one per debate (as agents.sim does per agent): a seeded generator costs ~20 us to make and a
-Python call per round, which is most of a synthetic run's time (issue 34). Here a debate's key hashes (seed,
-question id, repeat, role) once (blake2b); every uniform is then splitmix64's finalizer folded over
-(key, counter...) in numpy's wrapping uint64 arithmetic, so the same (debate, agent, round, purpose) gets the
-same number in a batch of 1 or of 10^5, in any order, in any process. Gamma variates (Marsaglia and Tsang 2000,
-with the boost U^(1/a) for a < 1, in log space) are drawn from attempts numbered by a counter: a rejected attempt
-moves to the next counter, never to a shared stream. Quality: splitmix64 passes BigCrush as a generator of
-consecutive counters; tests/test_vectorized.py compares the batch engine's distributions with agents.sim's.
+Why not a numpy Generator per batch: its draws would depend on which debates share the batch and their order; one
+per debate costs ~20 us to seed, most of a synthetic run's time. Here a debate's key hashes (seed, question id,
+repeat, role) once (blake2b) and every uniform is splitmix64's finalizer folded over (key, counters...) in wrapping
+uint64 arithmetic: the same (debate, agent, round, purpose) gets the same number in a batch of 1 or of 10^5, in any
+order or process. Gamma variates (Marsaglia-Tsang, with the boost U^(1/a) for a < 1, in log space) take attempts
+numbered by a counter. splitmix64 passes BigCrush as a generator of consecutive counters.
 """
 
 from __future__ import annotations

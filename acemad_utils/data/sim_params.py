@@ -14,14 +14,14 @@ from typing import Any
 
 from acemad_utils.protocol.schema import AgentSpec
 
-#: An agent's latent state on an item, in the order state_probs returns their probabilities.
+#: An agent's latent state on an item, in the order of agents.sim.SimBatch.states.
 STATES = ("guess", "insight", "trapped", "naive")
 CALIBRATION_BY = ("knowledge", "persona")
 #: Personas whose P(insight) is `insight`; every other persona (Generalist, Assistant) uses `crowd_insight`.
 TRUTH_HOLDER_PERSONAS = ("Skeptic",)
 
 #: The axis name of notebook 09's knowledge_link x crowd_calibration plane (registry.map_points, beside "grid":
-#: knowledge_link x insight), the two planes of the inverse question (report.assumptions.inverse_map).
+#: knowledge_link x insight), the two planes of the inverse question (experiments.assumption_map.inverse_map).
 CALIBRATION_GRID = "grid_calibration"
 #: Notebook 09's one-dimensional sweeps, each at the population's other values (Figure 9b).
 MAP_SWEEPS = ("trap_concentration", "crowd_calibration", "crowd_copy")
@@ -70,19 +70,9 @@ class SimParams:
     moderator_susceptibility: float = 1.0  # the moderator adopts the mean stance it reads
 
     def __post_init__(self) -> None:
-        for name in (
-            "trap_mean",
-            "insight",
-            "crowd_insight",
-            "crowd_copy",
-            "slow_escape",
-            "crowd_calibration",
-            "insight_calibration",
-            "knowledge_link",
-            "crowd_susceptibility",
-            "insight_susceptibility",
-            "moderator_susceptibility",
-        ):
+        shares = "trap_mean insight crowd_insight crowd_copy slow_escape crowd_calibration insight_calibration"
+        alphas = "crowd_susceptibility insight_susceptibility moderator_susceptibility"
+        for name in f"{shares} knowledge_link {alphas}".split():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
                 raise ValueError(f"SimParams: {name}={v!r} must be a number in [0, 1]")

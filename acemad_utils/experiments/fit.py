@@ -15,7 +15,7 @@ Voting; both print a gap of +8 to +10). What no baseline can pin stays an axis o
 `insight` (its default is the crowd's: a persona of the same model, INSIGHT_RULE), knowledge_link and
 crowd_calibration (no baseline asks for a peer prediction).
 
-How: one seeded simulation per candidate (protocol.vectorized on N_FIT synthetic items per benchmark, each with its
+How: one seeded simulation per candidate (protocol.debate on N_FIT synthetic items per benchmark, each with its
 benchmark's option count; the subset rule: 5 naive runs, accuracy < 0.4; then the five baselines at N = 5, T = 3),
 the same draws for every candidate, and a coordinate pattern search in the box BOUNDS (each step tries +- step on
 every parameter, halves the step when none improves) minimising the squared residuals plus a small pull toward the
@@ -35,14 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from acemad_utils.agents.sim import SimParams, make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.sim_params import FIT_FILE, ORIGINAL
 from acemad_utils.experiments.paper_tables import BASELINES, MAD_METHODS
 from acemad_utils.experiments.setup import SYNTHETIC_K
 from acemad_utils.experiments.subsets import subset_config
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.vectorized import run_batch
+from acemad_utils.protocol.debate import run_batch
 from acemad_utils.report.tables import paper_table
 
 #: The fitted parameters and their search box.
@@ -80,7 +79,7 @@ def targets() -> pd.DataFrame:
 def simulate(params: SimParams, *, n_items: int = N_FIT, seed: int = SEED) -> dict[str, float]:
     """Average accuracy (%) over the synthetic benchmarks of each baseline on the challenging subset that this
     population's naive agent selects (paper l.604-611), N = 5, T = 3."""
-    pop = VectorSimPopulation(params, seed=seed)
+    pop = SimPopulation(params, seed=seed)
     acc: dict[str, list[float]] = {_label(m): [] for m in BASELINES}
     for b, k in SYNTHETIC_K.items():
         items = make_items(n_items, k=k, seed=seed, benchmark=f"synthetic-{b}")

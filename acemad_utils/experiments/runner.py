@@ -21,7 +21,7 @@ inputs, write meta.json, read what is saved, list what is left) -> `_run_passes`
 `_run_in_threads`, each question `_answer`ed and `_save`d; `_run_in_batches` for a batched population, a batch
 of debates of one config at a time; batch-API passes) -> `_end_complete` or `_end_stopped`; the state they
 share is one `_Run`. Everything runs in this process: the synthetic population's rounds are arrays
-(protocol.vectorized), so no worker process is needed to keep up.
+(protocol.debate), so no worker process is needed to keep up.
 
 Ctrl-C (SIGINT, when run_experiment runs in the main thread): the first press starts no new question and
 lets the questions in flight finish and be saved (a line on stderr says how many); a second press stops
@@ -80,11 +80,10 @@ from acemad_utils.experiments.run_files import (
     write_meta,
 )
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import run_question
+from acemad_utils.protocol.debate import run_batch, run_question
 from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 from acemad_utils.protocol.schema import Population, Question, zero_usage
-from acemad_utils.protocol.vectorized import run_batch
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -296,7 +295,7 @@ def _run_in_order(run: _Run) -> None:
 
 
 # ----------------------------------------------------------------------------- batched populations: arrays
-#: Debates per batch of a batched population (protocol.vectorized): large enough that numpy's per-call overhead
+#: Debates per batch of a batched population (protocol.debate): large enough that numpy's per-call overhead
 #: is small beside the arrays' work, small enough that a Ctrl-C waits for a fraction of a second. The records do
 #: not depend on it (every draw is keyed by its debate: agents.streams).
 BATCH = 1024
@@ -314,7 +313,7 @@ def _answer_batch(run: _Run, jobs: Sequence[tuple]) -> list[dict]:
 
 
 def _run_in_batches(run: _Run) -> None:
-    """Each config's questions in batches of BATCH debates, in this process (protocol.vectorized: a round of a
+    """Each config's questions in batches of BATCH debates, in this process (protocol.debate: a round of a
     whole batch is a few numpy calls, so one process keeps up; no worker to fork, stop or keep in step)."""
     by_config: dict[str, list[tuple]] = {}
     for job in run.todo:

@@ -37,8 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.data.sim_params import POPULATIONS
@@ -139,9 +138,9 @@ class Setup:
             if not model:  # the default profile's population: the subset model of every synthetic run
                 # another population selects other items: the original's subsets get a folder of their own
                 name = subsets.SYNTHETIC_SLUG + ("" if not base else f"-{self.population_name}")
-                return VectorSimPopulation(SimParams(**base), seed=self.seed), name
+                return SimPopulation(SimParams(**base), seed=self.seed), name
             params = SimParams(**{**base, **SIM_STANDINS.get(model, {})})
-            return VectorSimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
+            return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
 
         # Imported here, not at module top: the LLM client pulls in the openai SDK (~1 s), which a synthetic
         # profile's kernel never uses (issue 34, light kernels).

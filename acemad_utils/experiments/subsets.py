@@ -56,7 +56,7 @@ import pandas as pd
 
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.damaged import damaged, read_json
@@ -429,7 +429,7 @@ def subset_table(model_slug: str):
 # ----------------------------------------------------------------------------- CLI
 def _population(args) -> tuple[Population, str]:
     if args.backend == "sim":
-        return VectorSimPopulation(seed=args.seed), SYNTHETIC_SLUG
+        return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
     if not (args.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
         sys.exit(
             "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "

@@ -21,8 +21,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from acemad_utils.agents.sim import SimParams, make_items
-from acemad_utils.agents.sim_vector import VectorSimPopulation
+from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments.runner import run_experiment
@@ -56,15 +55,13 @@ def run_all(
     sym = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
     # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
+    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
     run_experiment(
-        _name(profile, "martingale_symmetric"), items, [mad], VectorSimPopulation(sym, seed), progress=progress
-    )
-    run_experiment(
-        _name(profile, "martingale_default"), items, [mad], VectorSimPopulation(SimParams(), seed), progress=progress
+        _name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress
     )
     # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
-    run_experiment(_name(profile, "acemad"), items, [ace], VectorSimPopulation(SimParams(), seed), progress=progress)
+    run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
     # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
     for cal in PHASE_CAL:
         cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
@@ -72,7 +69,7 @@ def run_all(
             _cal_name(cal, profile),
             items,
             cfgs,
-            VectorSimPopulation(SimParams(crowd_calibration=cal), seed),
+            SimPopulation(SimParams(crowd_calibration=cal), seed),
             progress=progress,
         )
 

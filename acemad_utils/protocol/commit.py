@@ -40,29 +40,11 @@ def commit_schema(labels: Sequence[str], want_q: bool, argument: bool = False) -
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _LABEL = re.compile(r"^\(?\s*(?:option|answer|choice)?\s*\(?([A-Za-z0-9]{1,2})\s*[).:]?\s*$", re.I)
-_P_KEYS = (
-    "selfprob",
-    "selfprobability",
-    "selfprobabilities",
-    "selfbelief",
-    "self",
-    "probabilities",
-    "probs",
-    "belief",
-    "beliefs",
-    "p",
+# The keys a model writes for p and q, compared without case, spaces or punctuation ("Self_Prob" -> "selfprob").
+_P_KEYS = tuple(
+    "selfprob selfprobability selfprobabilities selfbelief self probabilities probs belief beliefs p".split()
 )
-_Q_KEYS = (
-    "peerprediction",
-    "peerpredictions",
-    "peerprob",
-    "peerprobs",
-    "peer",
-    "peers",
-    "peerbelief",
-    "othersprediction",
-    "q",
-)
+_Q_KEYS = tuple("peerprediction peerpredictions peerprob peerprobs peer peers peerbelief othersprediction q".split())
 
 
 def objects(text: str) -> list[str]:

@@ -126,51 +126,37 @@ class DebateConfig:
     name: Optional[str] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        def bad(what: str, value, allowed: str) -> ValueError:
-            return ValueError(f"DebateConfig: {what}={value!r} is not allowed; {allowed}")
+        def bad(what: str, allowed: str, value=None) -> ValueError:
+            v = getattr(self, what) if value is None else value
+            return ValueError(f"DebateConfig: {what}={v!r} is not allowed; {allowed}")
 
-        if self.method not in METHODS:
-            raise bad("method", self.method, f"choose one of {METHODS}")
-        if not isinstance(self.n_agents, int) or self.n_agents < 1:
-            raise bad("n_agents", self.n_agents, "need an integer N >= 1")
-        if not isinstance(self.rounds, int) or self.rounds < 1:
-            raise bad("rounds", self.rounds, "need an integer T >= 1")
-        if not (isinstance(self.eta, (int, float)) and math.isfinite(self.eta) and self.eta >= 0):
-            raise bad("eta", self.eta, "need a finite eta >= 0")
-        if not (
-            isinstance(self.weight_exponent, (int, float))
-            and math.isfinite(self.weight_exponent)
-            and self.weight_exponent >= 0
-        ):
-            raise bad("weight_exponent", self.weight_exponent, "need a finite exponent >= 0")
-        if self.scoring_rule not in SCORING_RULES:
-            raise bad("scoring_rule", self.scoring_rule, f"choose one of {SCORING_RULES}")
-        if self.weighting not in WEIGHTINGS:
-            raise bad("weighting", self.weighting, f"choose one of {WEIGHTINGS}")
+        choices = {"method": METHODS, "scoring_rule": SCORING_RULES, "weighting": WEIGHTINGS, "history": HISTORIES,
+                   "mad_aggregator": MAD_AGGREGATORS}  # fmt: skip
+        for what, allowed in choices.items():
+            if getattr(self, what) not in allowed:
+                raise bad(what, f"choose one of {allowed}")
+        wholes = {"n_agents": (1, "N >= 1"), "rounds": (1, "T >= 1"), "repeat_offset": (0, ">= 0"),
+                  "single_runs": (1, ">= 1")}  # fmt: skip
+        for what, (lo, rule) in wholes.items():
+            if not isinstance(getattr(self, what), int) or getattr(self, what) < lo:
+                raise bad(what, f"need an integer {rule}")
+        for what, name in (("eta", "eta"), ("weight_exponent", "exponent")):
+            v = getattr(self, what)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise bad(what, f"need a finite {name} >= 0")
         if not 0.0 <= self.crowd_share <= 1.0:
-            raise bad("crowd_share", self.crowd_share, "need 0 <= crowd_share <= 1")
-        if self.history not in HISTORIES:
-            raise bad("history", self.history, f"choose one of {HISTORIES}")
-        if self.mad_aggregator not in MAD_AGGREGATORS:
-            raise bad("mad_aggregator", self.mad_aggregator, f"choose one of {MAD_AGGREGATORS}")
+            raise bad("crowd_share", "need 0 <= crowd_share <= 1")
         if self.mad_aggregator == "moderator" and self.method != "centralized":
-            raise bad("mad_aggregator", self.mad_aggregator, "only Centralized MAD has a moderator")
-        if not isinstance(self.repeat_offset, int) or self.repeat_offset < 0:
-            raise bad("repeat_offset", self.repeat_offset, "need an integer >= 0")
-        if not isinstance(self.single_runs, int) or self.single_runs < 1:
-            raise bad("single_runs", self.single_runs, "need an integer >= 1")
-        if isinstance(self.roster, str):
-            if self.roster not in ROSTERS:
-                raise bad("roster", self.roster, f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
-        elif self.roster is not None:
-            if not isinstance(self.roster, tuple) or not all(isinstance(s, AgentSpec) for s in self.roster):
-                raise bad("roster", self.roster, f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
-            if len(self.roster) != self.n_agents:
-                raise bad("roster", f"{len(self.roster)} specs", f"need exactly n_agents={self.n_agents} specs")
+            raise bad("mad_aggregator", "only Centralized MAD has a moderator")
+        explicit = isinstance(self.roster, tuple) and all(isinstance(s, AgentSpec) for s in self.roster)
+        if not (self.roster is None or explicit or (isinstance(self.roster, str) and self.roster in ROSTERS)):
+            raise bad("roster", f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
+        if explicit and len(self.roster) != self.n_agents:  # type: ignore[arg-type]
+            raise bad("roster", f"need exactly n_agents={self.n_agents} specs", f"{len(self.roster)} specs")  # type: ignore[arg-type]
         if self.method == "self_consistency" and self.roster not in (None, "homogeneous"):
-            raise bad("roster", self.roster, "self-consistency samples the one baseline_agent: leave roster None")
+            raise bad("roster", "self-consistency samples the one baseline_agent: leave roster None")
         if self.method == "centralized" and self.n_agents < 2:
-            raise bad("n_agents", self.n_agents, "Centralized MAD needs N >= 2 debaters")
+            raise bad("n_agents", "Centralized MAD needs N >= 2 debaters")
 
     # -------------------------------------------------------------- derived
     @property

@@ -1,107 +1,322 @@
-"""Every method of the paper, written once against the `Agent` interface.
+"""Algorithm 1 of the paper (acemad_paper.tex l.563-585) and its baselines on one page: the math, the round loop,
+the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options).
 
-    from acemad_utils.protocol.config import DebateConfig
-    from acemad_utils.protocol.debate import run_question
-    from acemad_utils.agents.sim import SimPopulation, make_items
-    q = make_items(1, seed=0)[0]
-    rec = run_question(q, SimPopulation(), DebateConfig(method="acemad"))
-    rec["final"]      # {'answer': ..., 'correct': ..., 'tie': ..., 'oracle_any_agent_correct': ...}
+    from acemad_utils.protocol.debate import run_batch, run_question
+    recs = run_batch(questions, population, DebateConfig(method="acemad"), repeats=[0] * len(questions))
+    rec = run_question(q, population, cfg)      # a batch of one: the same loop, the same math
 
-A protocol only moves agent states: it decides who sees which messages (topology + history policy),
-has the population run every agent of a round (`Population.act_all`: agents/pool.py's threads for an LLM
-population), and stores what they said. Scoring, weights and the final decision are the pure functions of
-`beliefs`, applied to the stored p and q, so any record can be re-scored later with another rule without
-calling a model.
+Who answers: a batched population (agents.sim, the synthetic one) answers a round of D debates as arrays; any
+other Population (LLM agents, test doubles) is asked one Turn per agent through TurnAgents (bottom of this page),
+each Turn carrying the messages its topology shows. Scores, weights and decisions are pure functions of the stored
+p and q, so report.rescoring re-decides any record without a model call.
 
-Methods (paper Appendix "Baselines"; all MADs at T rounds; line numbers of acemad_paper.tex):
-- single:        one agent, `single_runs` independent runs (l.210), each with its own repeat index and so its
-                 own cache scope and sample; the record's `correct` is their mean accuracy.
-- majority:      N independent agents answer once; plurality of their initial answers (l.617, l.645).
-- self_consistency: the same with N x T samples of the naive agent (config.DebateConfig.samples): AceMAD's
-                 calls per question spent on independent samples (ours, not the paper's).
-- decentralized: full mesh (Du et al.): every agent sees every agent's earlier arguments.
-- sparse:        ring: agent i sees itself and agents i-1, i+1 (with N <= 3 that is everyone: a full mesh).
-- centralized:   star: agents see their own arguments and the moderator's summaries; the moderator reads
-                 all arguments each round and broadcasts a summary. Decided like every MAD, by the mean final
-                 belief of the debaters (l.617); the moderator's final answer (l.643) is the
-                 mad_aggregator="moderator" option. Both are stored in the record's `decisions`.
-- acemad:        full mesh + private commitments (p, q), per-round scores and multiplicative weights;
-                 answer argmax_y sum_i w_i^k p_i(y) (Algorithm 1).
-Baseline MAD records carry `decisions`: {rule: {answer, correct, tie}} for every rule of
-config.MAD_AGGREGATORS that applies, so a re-score can switch rules without a model call.
+Methods (Appendix "Baselines", l.636-645), every MAD at T rounds:
+- single:        one agent, `single_runs` independent runs (l.210); the record's `correct` is their mean.
+- majority:      N independent agents answer once; plurality of the first answers (l.617, l.645).
+- self_consistency: the same with N x T samples of the naive agent (ours: AceMAD's compute, arXiv 2502.08788).
+- decentralized: full mesh (Du et al.); sparse: a ring (agent i sees i-1, i, i+1); centralized: a star whose
+                 moderator reads every argument and broadcasts a summary. Decided by the mean final belief of the
+                 debaters (l.617; `decisions` also keeps the plurality and, centralized, the moderator's answer).
+- acemad:        full mesh + private commitments (p, q) scored and weighted each round (Algorithm 1).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 import numpy as np
 
-from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol import records as R
-from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.schema import Message, Population, Question, Step, Turn, add_usage
+from acemad_utils.protocol.config import ETA, SCORING_RULES, WEIGHT_EXPONENT, WEIGHTINGS, DebateConfig
+from acemad_utils.protocol.schema import Commits, Message, Population, Question, Turn, add_usage, zero_usage
 
-
-# ----------------------------------------------------------------------------- helpers
-def visible(
-    history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str
-) -> tuple[Message, ...]:
-    """Messages `agent` may see: from agents in `neighbours` (None = everyone), filtered by history policy."""
-    if not history:
-        return ()
-    rounds = history if policy == "full" else history[-1:]
-    out = []
-    for msgs in rounds:
-        for m in msgs:
-            if neighbours is not None and m.agent not in neighbours:
-                continue
-            if policy == "peers_last" and m.agent == agent:
-                continue
-            out.append(m)
-    return tuple(out)
-
-
-def ring(i: int, n: int) -> set:
-    """Sparse MAD's neighbourhood: the agent itself and its two ring neighbours."""
-    return {i, (i - 1) % n, (i + 1) % n}
-
-
-#: Methods decided by the plurality of independent first answers (one round, no debate).
-VOTES = ("majority", "self_consistency")
-
-#: How a peer prediction that did not parse is scored (stored in the record beside the count; docs/faults.md).
+LOG_EPS = 1e-6  # floor of the log score: a zero forecast of a realized answer costs log(1e-6) ~ -13.8
+VOTES = ("majority", "self_consistency")  # decided by the plurality of independent first answers (no debate)
+#: How a peer prediction that did not parse is scored (stored beside the count; docs/faults.md).
 FAILED_FORECAST_RULE = "the worst score of its round (its weight cannot rise)"
 
 
-# ----------------------------------------------------------------------------- methods
-def _keys(q: Question, cfg: DebateConfig) -> np.ndarray:
-    return _tiebreak_keys(cfg.seed, q.id, len(q.options))
+# ----------------------------------------------------------------------------- Algorithm 1: the score (l.577-578)
+# Arrays are (..., N, K) for beliefs and (..., N) for per-agent scores and weights; any leading axes (debate, round).
+def peer_mean(P, valid=None) -> np.ndarray:
+    """l.577: what agent i's peers believe, mean_{j != i} p_j; with `valid` only valid peers count (NaN: none)."""
+    P = np.asarray(P, dtype=float)
+    v = np.ones(P.shape[:-1]) if valid is None else np.asarray(valid, dtype=float)
+    total = (v[..., None] * P).sum(axis=-2, keepdims=True) - v[..., None] * P
+    count = v.sum(axis=-1)[..., None, None] - v[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
 
 
-# Every method of a run breaks ties on a question with the same keys (a seeded generator each: most of a batch's
-# decision time); kept for the ~10^4 questions of a profile.
-@functools.lru_cache(maxsize=1 << 16)
-def _tiebreak_keys(seed: int, qid: str, k: int) -> np.ndarray:
-    keys = B.tiebreak_keys(seed, [qid], k)
-    keys.flags.writeable = False
-    return keys
+def score_forecast(Q, X, rule: str = "brier") -> np.ndarray:
+    """l.578: S = 1 - ||q - x||^2 (brier, the paper's). Our ablations, also proper (maximised by q = E[X]):
+    log = sum_k x_k log q_k, spherical = sum_k x_k q_k / ||q||."""
+    Q, X = np.asarray(Q, dtype=float), np.asarray(X, dtype=float)
+    if rule == "brier":
+        return 1.0 - np.sum((Q - X) ** 2, axis=-1)
+    if rule == "log":
+        return np.sum(X * np.log(np.maximum(Q, LOG_EPS)), axis=-1)
+    if rule == "spherical":
+        norm = np.sqrt(np.sum(Q**2, axis=-1))
+        return np.sum(X * Q, axis=-1) / np.where(norm > 0, norm, 1.0)
+    raise ValueError(f"scoring_rule must be one of {SCORING_RULES}, got {rule!r}")
 
 
-def run_single(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    spec = cfg.specs()[0]
-    steps = []
-    for r in range(cfg.single_runs):
-        # Each run has its own repeat index, hence its own cache scope and sampling seed: 5 independent samples.
-        draw = single_draw(cfg, repeat, r)
-        agent = population.agents([spec], q, repeat=draw)[0]
-        turn = Turn(q, 0, 1, (), role="solo", want_peer_prediction=False, repeat=draw, n_agents=1)
-        steps.append(agent.act(turn))
-    kept = R.entries(steps, [spec] * len(steps), [0] * len(steps))
-    P, valid = np.stack([s.p for s in steps]), np.array([not s.parse_failure for s in steps])
-    return single_records([q], cfg, population, [repeat], [kept], P[None], valid[None], [R.usage_sum(steps)])[0]
+def peer_scores(Q, P, rule: str = "brier", valid=None, *, forecast_valid=None) -> np.ndarray:
+    """S_i = score(q_i, mean_{j != i} p_j); 0 for an agent with no (valid) peer. An agent whose belief (`valid`) or
+    forecast (`forecast_valid`) did not parse gets the worst score of its row among agents whose both parsed: with
+    the lowest score its weight cannot rise (w_i e^(eta S_i) / sum_j w_j e^(eta S_j) <= w_i), so failing never pays.
+    An invalid belief is also left out of its peers' means."""
+    X = peer_mean(P, valid)
+    S = np.where(np.isnan(X).any(axis=-1), 0.0, score_forecast(Q, np.nan_to_num(X), rule))
+    if valid is None and forecast_valid is None:
+        return S
+    scored = np.ones(S.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    if forecast_valid is not None:
+        scored = scored & np.asarray(forecast_valid, dtype=bool)
+    worst = np.where(scored, S, np.inf).min(axis=-1, keepdims=True)
+    return np.where(scored, S, np.where(np.isfinite(worst), worst, 0.0))
+
+
+def round_scores(P, Q=None, weighting="peer_prediction", rule="brier", *, valid=None, forecast_valid=None):
+    """Per-agent scores of the full protocol ('peer_prediction') or the paper's ablations: 'self_belief' (an agent's
+    confidence max_y p_i(y)) and 'uniform' (0: plain MAD)."""
+    P = np.asarray(P, dtype=float)
+    if weighting == "peer_prediction":
+        if Q is None:
+            raise ValueError("weighting='peer_prediction' needs peer predictions q")
+        return peer_scores(Q, P, rule, valid, forecast_valid=forecast_valid)
+    if weighting == "self_belief":
+        S = P.max(axis=-1)
+        return S if valid is None else np.where(np.asarray(valid, dtype=bool), S, 0.0)
+    if weighting == "uniform":
+        return np.zeros(P.shape[:-1])
+    raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+
+
+# ----------------------------------------------------------------------------- the weights (l.568, l.579-581)
+def mwu_weights(S, eta: float = ETA) -> np.ndarray:
+    """W (..., T, N): the weights after each round, from w_i = 1 (l.568), w_i <- w_i exp(eta S_i) (l.579) and
+    normalisation (l.581). Computed as a softmax of eta * cumulative score: large eta * T cannot overflow, and the
+    weights of a t-round debate are a slice of a longer one's."""
+    if eta < 0:
+        raise ValueError(f"eta must be >= 0, got {eta}")
+    logw = eta * np.cumsum(np.asarray(S, dtype=float), axis=-2)
+    w = np.exp(logw - logw.max(axis=-1, keepdims=True))
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def acemad_weights(P, Q=None, valid=None, eta: float = ETA, *, rule="brier", weighting="peer_prediction",
+                   forecast_valid=None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Algorithm 1's scores S and weights W, both (..., T, N), for commitments P, Q (..., T, N, K)."""
+    S = round_scores(P, Q, weighting, rule, valid=valid, forecast_valid=forecast_valid)
+    return S, mwu_weights(S, eta)
+
+
+# ----------------------------------------------------------------------------- the decision (l.583)
+def weighted_scores(P, w, exponent: float = WEIGHT_EXPONENT) -> np.ndarray:
+    """sum_i w_i^k p_i(y), shape P.shape[:-2] + (K,); the paper's final decision uses k = 2."""
+    if exponent < 0:
+        raise ValueError(f"weight_exponent must be >= 0, got {exponent}")
+    return np.einsum("...n,...nk->...k", np.asarray(w, dtype=float) ** exponent, np.asarray(P, dtype=float))
+
+
+def tiebreak_keys(seed: int, ids: Sequence[str], k: int) -> np.ndarray:
+    """Tie-break keys in [0, 1), (len(ids), k), from (seed, question id) only: never from batch order, so the
+    engine and a later re-scoring break a tie alike."""
+    return np.stack([_tiebreak_row(seed, qid, k) for qid in ids]) if len(ids) else np.empty((0, k))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a seeded generator per question is most of a decision's time
+def _tiebreak_row(seed: int, qid: str, k: int) -> np.ndarray:
+    h = hashlib.sha256(f"{seed}|{qid}".encode()).digest()
+    row = np.random.default_rng(int.from_bytes(h[:8], "little")).random(k)
+    row.flags.writeable = False
+    return row
+
+
+def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """(argmax over the last axis, tied): ties (within tol) go to the tied option with the largest key; without
+    keys the first maximum wins."""
+    scores = np.asarray(scores, dtype=float)
+    is_max = scores >= scores.max(axis=-1, keepdims=True) - tol
+    tied = is_max.sum(axis=-1) > 1
+    if keys is None:
+        return scores.argmax(axis=-1), tied
+    keys = np.broadcast_to(np.asarray(keys, dtype=float), scores.shape)
+    return np.where(is_max, keys, -1.0).argmax(axis=-1), tied
+
+
+def weighted_decision(P, w, valid, exponent: float = WEIGHT_EXPONENT, *, keys=None, option_mask=None):
+    """l.583: argmax_y sum_i (w_i [valid_i])^k p_i(y) -> (answer, tied), shape P.shape[:-2]. A commitment that did
+    not parse carries no belief; a round where none parsed has no answer (-1); `option_mask` (..., K) marks real
+    options. With w = 1 and k = 1 it is the mean belief of the agents that parsed (the baseline MADs' rule)."""
+    valid = np.asarray(valid, dtype=bool)
+    agg = weighted_scores(P, np.asarray(w, dtype=float) * valid, exponent)
+    if option_mask is not None:
+        agg = np.where(option_mask, agg, -np.inf)
+    ans, tied = argmax_tiebreak(agg, keys)
+    return np.where(valid.any(axis=-1), ans, -1), tied
+
+
+# ----------------------------------------------------------------------------- the baselines' votes
+def votes(P, valid=None) -> np.ndarray:
+    """Each agent's answer (argmax of its belief); -1 where `valid` is False."""
+    v = np.asarray(P, dtype=float).argmax(axis=-1)
+    return v if valid is None else np.where(np.asarray(valid, dtype=bool), v, -1)
+
+
+def vote_shares(v, k: int) -> np.ndarray:
+    """Share of the non-abstaining agents per option, v.shape[:-1] + (k,); all-abstain rows are zero."""
+    counts = (np.asarray(v)[..., None] == np.arange(k)).sum(axis=-2).astype(float)
+    n = counts.sum(axis=-1, keepdims=True)
+    return counts / np.where(n > 0, n, 1.0)
+
+
+def plurality(v, k: int, keys=None) -> np.ndarray:
+    """Plurality of the answers `v` (-1 abstains), ties by keys; -1 when everyone abstained."""
+    shares = vote_shares(v, k)
+    return np.where(shares.sum(axis=-1) > 0, argmax_tiebreak(shares, keys)[0], -1)
+
+
+# ----------------------------------------------------------------------------- topology
+def ring(i: int, n: int) -> set:
+    """Sparse MAD's neighbourhood: the agent and its two ring neighbours."""
+    return {i, (i - 1) % n, (i + 1) % n}
+
+
+def visibility(cfg: DebateConfig) -> np.ndarray:
+    """V (N, N): V[i, j] when agent i reads agent j's stance of the previous round (a full mesh or the ring;
+    never itself)."""
+    n = cfg.n_agents
+    V = np.array([[cfg.method != "sparse" or j in ring(i, n) for j in range(n)] for i in range(n)])
+    return V & ~np.eye(n, dtype=bool)
+
+
+def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str):
+    """The messages `agent` may read: from `neighbours` (None: everyone), all rounds ('full', the paper), the last
+    ('last_round') or its peers' last ('peers_last')."""
+    rounds = history if policy == "full" else history[-1:]
+    return tuple(
+        m for msgs in rounds for m in msgs
+        if (neighbours is None or m.agent in neighbours) and not (policy == "peers_last" and m.agent == agent)
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- the round loop (l.569-581)
+def run_question(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
+    """One method on one question: a batch of one. Returns its transcript record."""
+    return run_batch([q], population, cfg, [repeat])[0]
+
+
+def run_batch(questions: Sequence[Question], population: Population, cfg: DebateConfig, repeats) -> list[dict]:
+    """The records of cfg on (questions[d], repeats[d]) for every d, in that order (one batch per option count)."""
+    if len(questions) != len(repeats):
+        raise ValueError(f"run_batch: {len(questions)} questions but {len(repeats)} repeats; need one per question")
+    out: list[dict] = [{}] * len(questions)
+    by_k: dict[int, list[int]] = {}
+    for d, q in enumerate(questions):
+        by_k.setdefault(len(q.options), []).append(d)
+    run = _single if cfg.method == "single" else _debate
+    for idx in by_k.values():
+        for d, rec in zip(idx, run([questions[d] for d in idx], population, cfg, [repeats[d] for d in idx])):
+            out[d] = rec
+    return out
+
+
+def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
+    """Every method but the single agent: T synchronous rounds (one for a vote) over the method's topology."""
+    specs, D, K = cfg.specs(), len(questions), len(questions[0].options)
+    n, star, acemad = len(specs), cfg.method == "centralized", cfg.method == "acemad"
+    draws = [r + cfg.repeat_offset for r in repeats]
+    agents = _agents(population, specs, questions, draws, "debater", n)
+    mod = _agents(population, [], questions, draws, "moderator", n) if star else None
+    near = {i: ({i, -1} if star else ring(i, n) if cfg.method == "sparse" else None) for i in range(n)}
+    V, seen = visibility(cfg), np.full((D, n, K), np.nan)  # seen: the mean stance each agent read last round
+    rounds: list[Commits] = []
+    mods: list[Commits] = []
+
+    def said(d: int, s: int) -> list[Message]:  # round s's messages of debate d, the moderator's last
+        out = [Message(j, s, x) for j, x in enumerate(rounds[s - 1].texts[d])]
+        return out + [Message(-1, s, mods[s - 1].texts[d][0])] if s <= len(mods) else out
+
+    def earlier(d: int, t: int) -> list[list[Message]]:  # debate d's messages before round t, oldest first
+        return [said(d, s) for s in range(1, t)]
+
+    mod_policy = "full" if cfg.history == "full" else "last_round"  # the moderator also reads its own summaries
+    T = 1 if cfg.method in VOTES else cfg.rounds
+    for t in range(1, T + 1):
+        # l.571-575: each agent argues from the history it may read, then privately commits p (and, AceMAD, q);
+        # the history grows by this round's arguments (`said`). A synthetic agent reads only `seen`, the mean stance.
+        c = agents.act(t, seen, lambda d, i, t=t: visible(earlier(d, t), i, near[i], cfg.history), acemad)
+        rounds.append(c)
+        if mod is not None:  # a star: the moderator reads this round's arguments and broadcasts a summary
+            m = mod.act(t, c.P.mean(axis=1, keepdims=True),  # its `seen`: the mean stance of this round
+                        lambda d, _, t=t: visible(earlier(d, t), -1, {-1}, mod_policy) + tuple(said(d, t)),
+                        False)  # fmt: skip
+            mods.append(m)
+            seen = np.broadcast_to(m.P, (D, n, K))
+        elif t < T:
+            seen = _seen(V, c.P)
+    P, ok, q_ok, texts, usage = _stack(rounds, D, n)
+    Q = np.stack([c.Q for c in rounds], axis=1) if acemad else None  # type: ignore[misc]
+    kept = R.entries(specs, range(n), texts, P, Q, ok, q_ok, usage)
+    recs = _records(questions, cfg, population, repeats, kept, P, Q, ok, q_ok, usage)
+    if mods:
+        Pm, mok, _, mtexts, musage = _stack(mods, D, 1)
+        kept_m = R.entries(mod.specs, [-1], mtexts, Pm, None, mok, None, musage)  # type: ignore[union-attr]
+        _add_moderators(recs, questions, cfg, kept_m, Pm[:, :, 0], mok[:, :, 0], musage)
+    return recs
+
+
+def _seen(V: np.ndarray, prev: np.ndarray) -> np.ndarray:
+    """The mean of the stances prev (D, N, K) each agent reads through V; NaN for an agent that reads none."""
+    count = V.sum(axis=1)[None, :, None]
+    total = (V[None, :, :, None] * prev[:, None, :, :]).sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def _stack(rounds: Sequence[Commits], D: int, n: int):
+    """P (D, T, N, K), ok and q_ok (D, T, N), texts [D][T][N], usage [D][T][N] or None, from per-round Commits."""
+    P = np.stack([c.P for c in rounds], axis=1)
+    ok = np.stack([np.ones((D, n), bool) if c.ok is None else c.ok for c in rounds], axis=1)
+    q_ok = np.stack([np.ones((D, n), bool) if c.q_ok is None else c.q_ok for c in rounds], axis=1)
+    texts = [[c.texts[d] for c in rounds] for d in range(D)]
+    usage = None if rounds[0].usage is None else [[c.usage[d] for c in rounds] for d in range(D)]  # type: ignore
+    return P, ok, q_ok, texts, usage
+
+
+def _single(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
+    """single_runs independent one-agent runs per record, each with its own draw (cache scope and sample)."""
+    spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
+    draws = [single_draw(cfg, rep, r) for rep in repeats for r in range(runs)]
+    qs = [q for q in questions for _ in range(runs)]
+    c = _agents(population, [spec], qs, draws, "solo", 1).act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
+    P, ok, _, texts, usage = _stack([c], len(qs), 1)
+    flat = R.entries([spec], [0], texts, P, None, ok, None, usage)
+    kept = [[flat[d * runs + r][0][0] for r in range(runs)] for d in range(D)]
+    P, ok = P.reshape(D, runs, K), ok.reshape(D, runs)
+    ans = np.where(ok, P.argmax(axis=-1), -1)
+    recs = []
+    for d, q in enumerate(questions):
+        for e, a in zip(kept[d], ans[d]):
+            e["answer"], e["correct"] = R.answer_label(q, int(a)), q.correct(int(a))
+        right = [e["correct"] for e in kept[d]]
+        rec = R.base_record(q, cfg, population, repeats[d])
+        rec["runs"] = kept[d]
+        rec["final"] = {  # the single agent's score is a mean over runs, not one answer
+            "answer": None,
+            "correct": None if q.answer is None else float(np.mean(right)),
+            "oracle_any_agent_correct": None if q.answer is None else any(right),
+            "tie": False,
+        }
+        rec["usage"] = _usage_sum(None if usage is None else [u[0] for u in usage[d * runs : (d + 1) * runs]])
+        recs.append(rec)
+    return recs
 
 
 def single_draw(cfg: DebateConfig, repeat: int, run: int) -> int:
@@ -109,226 +324,123 @@ def single_draw(cfg: DebateConfig, repeat: int, run: int) -> int:
     return cfg.repeat_offset + repeat * cfg.single_runs + run
 
 
-def run_majority(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    specs = cfg.specs()
-    draw = repeat + cfg.repeat_offset
-    agents = population.agents(specs, q, draw)
-    turns = [
-        Turn(q, i, 1, (), want_peer_prediction=False, repeat=draw, n_agents=len(agents)) for i in range(len(agents))
-    ]
-    steps = population.act_all(agents, turns)
-    P, valid = np.stack([s.p for s in steps])[None, None], np.array([[not s.parse_failure for s in steps]])[None]
-    kept = [[R.entries(steps, specs, range(len(steps)))]]
-    return debate_records([q], cfg, population, [repeat], kept, P, None, valid, [R.usage_sum(steps)])[0]
+# ----------------------------------------------------------------------------- decisions and records
+def _decisions(P, Q, ok, q_ok, cfg: DebateConfig, keys) -> dict:
+    """{"decisions": {rule: (answer, tied)}} and, AceMAD, its "scores" and "weights" (D, T, N)."""
+    K, last, ok_last = P.shape[-1], P[:, -1], ok[:, -1]
+    if cfg.method in VOTES:  # l.645: a plurality of the initial answers
+        v = votes(P[:, 0], ok[:, 0])
+        return {"decisions": {"majority": (plurality(v, K, keys), argmax_tiebreak(vote_shares(v, K), keys)[1])}}
+    if cfg.method == "acemad":  # l.577-583; a q that did not parse scores the round's worst (peer_scores)
+        Qs = np.where(np.isnan(Q), 1.0 / K, Q)
+        S, W = acemad_weights(P, Qs, ok, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=q_ok)
+        ans = weighted_decision(last, W[:, -1], ok_last, cfg.weight_exponent, keys=keys)
+        return {"scores": S, "weights": W, "decisions": {"acemad": ans}}
+    rules = {"mean_belief": weighted_scores(last, ok_last.astype(float), 1.0), "plurality": vote_shares(
+        votes(last, ok_last), K)}  # fmt: skip
+    return {"decisions": {r: _or_none(argmax_tiebreak(a, keys), ok_last) for r, a in rules.items()}}
 
 
-def run_debate(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    """Decentralized, Sparse and AceMAD: T synchronous rounds over a fixed topology."""
-    specs = cfg.specs()
-    n = len(specs)
-    draw = repeat + cfg.repeat_offset
-    agents = population.agents(specs, q, draw)
-    acemad = cfg.method == "acemad"
-    history: list[list[Message]] = []
-    steps_by_round: list[list[Step]] = []
-    for t in range(1, cfg.rounds + 1):
-        turns = [
-            Turn(
-                q,
-                i,
-                t,
-                visible(history, i, ring(i, n) if cfg.method == "sparse" else None, cfg.history),
-                want_peer_prediction=acemad,
-                repeat=draw,
-                n_agents=n,
-            )
-            for i in range(n)
-        ]
-        steps = population.act_all(agents, turns)
-        history.append([Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)])
-        steps_by_round.append(steps)
-    return _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
+def _or_none(decided, ok):
+    return np.where(ok.any(axis=-1), decided[0], -1), decided[1]
 
 
-def run_centralized(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    specs = cfg.specs()
-    n = len(specs)
-    draw = repeat + cfg.repeat_offset
-    agents = population.agents(specs, q, draw)
-    moderator = population.moderator(q, draw)
-    history: list[list[Message]] = []
-    steps_by_round, mod_steps = [], []
-    for t in range(1, cfg.rounds + 1):
-        turns = [
-            Turn(
-                q, i, t, visible(history, i, {i, -1}, cfg.history), want_peer_prediction=False, repeat=draw, n_agents=n
-            )
-            for i in range(n)
-        ]
-        steps = population.act_all(agents, turns)
-        msgs = [Message(i, t, s.message, s.info.get("stance")) for i, s in enumerate(steps)]
-        # The moderator reads this round's arguments (and its own earlier summaries) and broadcasts a summary.
-        mod_view = visible(history, -1, {-1}, "full" if cfg.history == "full" else "last_round") + tuple(msgs)
-        mstep = moderator.act(
-            Turn(q, -1, t, mod_view, role="moderator", want_peer_prediction=False, repeat=draw, n_agents=n)
-        )
-        history.append(msgs + [Message(-1, t, mstep.message, mstep.info.get("stance"))])
-        steps_by_round.append(steps)
-        mod_steps.append(mstep)
-    rec = _finish_debate(q, population, cfg, repeat, specs=specs, steps_by_round=steps_by_round)
-    mods = R.entries(mod_steps, [moderator.spec] * len(mod_steps), [-1] * len(mod_steps))
-    Pm = np.stack([s.p for s in mod_steps])[None]
-    valid = np.array([[not s.parse_failure for s in mod_steps]])
-    add_moderators([rec], [q], cfg, [mods], Pm, valid)
-    add_usage(rec["usage"], R.usage_sum(mod_steps))
-    return rec
-
-
-def _finish_debate(q, population, cfg, repeat, *, specs, steps_by_round) -> dict:
-    P = np.stack([[s.p for s in r] for r in steps_by_round])  # (T, N, K)
-    valid = np.array([[not s.parse_failure for s in r] for r in steps_by_round])  # (T, N)
-    Qp = None
-    if cfg.method == "acemad":  # a q that did not parse is uniform (its agent is invalid: it cannot gain weight)
-        Qp = np.stack(
-            [[s.q if s.q is not None else np.full_like(s.p, 1.0 / len(s.p)) for s in r] for r in steps_by_round]
-        )
-    # a forecast that did not parse (after the repair call) scores the round's worst forecast: never a weight gain
-    fv = np.array([[not s.info.get("q_parse_failure") for s in r] for r in steps_by_round])
-    n, flat = len(specs), [s for r in steps_by_round for s in r]
-    kept = R.entries(flat, list(specs) * len(steps_by_round), list(range(n)) * len(steps_by_round))  # one rounding
-    rounds = [kept[t * n : (t + 1) * n] for t in range(len(steps_by_round))]
-    Qb = None if Qp is None else Qp[None]
-    usage = [R.usage_sum(flat)]
-    return debate_records([q], cfg, population, [repeat], [rounds], P[None], Qb, valid[None], usage, fv[None])[0]
-
-
-# ----------------------------------------------------------------------------- decisions and records, batched
-# Every function below takes a batch of debates of one config (leading axis: debate), so the per-question methods
-# above (a batch of one) and protocol.vectorized (a batch of thousands) score, weight, decide and store alike.
-def debate_outcome(P, Qp, valid, cfg: DebateConfig, keys, forecast_valid=None) -> dict:
-    """Scores, weights and decisions of debates of commitments P, Qp (D, T, N, K) and valid (D, T, N), tie-break
-    keys (D, K): AceMAD's {"scores", "weights", "decisions": {"acemad": (answer, tied)}} (Algorithm 1), a
-    baseline's {"decisions": {rule: (answer, tied)}} for every rule of its uniform weights (a record keeps all).
-    `forecast_valid` (D, T, N): False where a peer prediction did not parse (beliefs.peer_scores: the round's
-    worst score). Pure math on the stored commitments, shared with re-scoring."""
-    last, ok = P[:, -1], valid[:, -1]
-    if cfg.method == "acemad":
-        S, W = B.acemad_weights(
-            P, Qp, valid, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=forecast_valid
-        )
-        # a failed final commitment carries no belief into the decision; nobody parsed: no answer (-1)
-        ans, tied = B.weighted_decision(last, W[:, -1], ok, cfg.weight_exponent, keys=keys)
-        return {"scores": S, "weights": W, "decisions": {"acemad": (ans, tied)}}
-    aggs = {  # uniform weights: argmax of the mean final belief of agents whose commitment parsed
-        "mean_belief": B.weighted_scores(last, ok.astype(float), 1.0),
-        "plurality": B.vote_shares(B.votes(last, ok), P.shape[-1]),
-    }
-    decisions = {}
-    for rule, a in aggs.items():
-        top, tie = B.argmax_tiebreak(a, keys)
-        decisions[rule] = (np.where(ok.any(axis=-1), top, -1), tie)
-    return {"decisions": decisions}
-
-
-def debate_records(questions, cfg, population, repeats, rounds, P, Qp, valid, usages, forecast_valid=None) -> list:
-    """The records of debates (majority: one round) of `questions` x `repeats` (one per debate), from their
-    stored entries `rounds` (per debate: per round: per agent) and commitments P, Qp (D, T, N, K), valid (D, T, N);
-    forecast_valid (D, T, N) or None (every peer prediction parsed)."""
-    keys = np.concatenate([_keys(q, cfg) for q in questions])
-    held = (B.votes(P, valid) == _truth(questions)[:, None, None]).any(axis=(1, 2))
-    if cfg.method in VOTES:  # a plurality of the initial answers (no debate)
-        v = B.votes(P[:, 0], valid[:, 0])
-        out = {
-            "decisions": {
-                "majority": (
-                    B.plurality(v, P.shape[-1], keys),
-                    B.argmax_tiebreak(B.vote_shares(v, P.shape[-1]), keys)[1],
-                )
-            }
-        }
-    else:
-        out = debate_outcome(P, Qp, valid, cfg, keys, forecast_valid)
-    S_kept = R.stored(out["scores"]) if "scores" in out else None
-    W_kept = R.stored(out["weights"]) if "weights" in out else None
+def _records(questions, cfg: DebateConfig, population, repeats, kept, P, Q, ok, q_ok, usage) -> list[dict]:
+    keys = tiebreak_keys(cfg.seed, [q.id for q in questions], P.shape[-1])
+    held = (votes(P, ok) == _truth(questions)[:, None, None]).any(axis=(1, 2))
+    out = _decisions(P, Q, ok, q_ok, cfg, keys)
+    S, W = (R.stored(out[k]) if k in out else None for k in ("scores", "weights"))
     recs = []
     for d, q in enumerate(questions):
         rec = R.base_record(q, cfg, population, repeats[d])
         decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in out["decisions"].items()}
-        if cfg.method in (*VOTES, "acemad"):
-            final = next(iter(decided.values()))
-        else:  # a baseline MAD: every rule is stored, the configured one is final (a moderator is added later)
+        final = next(iter(decided.values()))
+        if cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule; the configured one decides
             rec["decisions"] = decided
             final = decided.get(cfg.mad_aggregator, decided["mean_belief"])
-        if S_kept is not None and W_kept is not None:
-            for t, r in enumerate(rounds[d]):
+        if S is not None and W is not None:
+            for t, r in enumerate(kept[d]):
                 for i, e in enumerate(r):
-                    e["score"], e["weight"] = S_kept[d][t][i], W_kept[d][t][i]
-        rec["rounds"] = rounds[d]
-        failed = 0 if forecast_valid is None or cfg.method != "acemad" else int((~forecast_valid[d]).sum())
-        if failed:  # only when it happened: a synthetic run's records stay as they were
+                    e["score"], e["weight"] = S[d][t][i], W[d][t][i]
+        rec["rounds"] = kept[d]
+        failed = int((~q_ok[d]).sum()) if cfg.method == "acemad" else 0
+        if failed:  # only when it happened
             rec["unparsed_forecasts"] = {"count": failed, "scored_as": FAILED_FORECAST_RULE}
         rec["final"] = dict(final, oracle_any_agent_correct=None if q.answer is None else bool(held[d]))
-        rec["usage"] = usages[d]
+        rec["usage"] = _usage_sum(None if usage is None else usage[d])
         recs.append(rec)
     return recs
 
 
-def add_moderators(recs, questions, cfg, mods, Pm, valid) -> None:
-    """Centralized MAD: each record gets its moderator's entries `mods` (per round), its decision `moderator`
-    (its final summary's answer) and, if the config says so, that as the final answer. Pm (D, T, K), valid (D, T)."""
-    keys = np.concatenate([_keys(q, cfg) for q in questions])
-    top, tied = B.argmax_tiebreak(Pm[:, -1], keys)
-    ans = np.where(valid[:, -1], top, -1)
-    right = (B.votes(Pm, valid) == _truth(questions)[:, None]).any(axis=1)
+def _add_moderators(recs, questions, cfg, mods, Pm, ok, usage) -> None:
+    """Centralized MAD: the moderator's entries per round, its decision `moderator` (its final summary's answer)
+    and, if the config says so (l.643), that as the final answer. Pm (D, T, K), ok (D, T)."""
+    top, tied = argmax_tiebreak(Pm[:, -1], tiebreak_keys(cfg.seed, [q.id for q in questions], Pm.shape[-1]))
+    ans = np.where(ok[:, -1], top, -1)
+    right = (votes(Pm, ok) == _truth(questions)[:, None]).any(axis=1)
     for d, (rec, q) in enumerate(zip(recs, questions)):
-        rec["moderator"] = [dict(e, round=t + 1) for t, e in enumerate(mods[d])]
+        rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
         rec["decisions"]["moderator"] = R.decision(q, int(ans[d]), tied[d])
-        held = rec["final"]["oracle_any_agent_correct"]  # None without a gold answer
-        held = None if held is None else held or bool(right[d])
-        rec["final"] = dict(rec["decisions"][cfg.mad_aggregator], oracle_any_agent_correct=held)
+        held = rec["final"]["oracle_any_agent_correct"]
+        rec["final"] = dict(rec["decisions"][cfg.mad_aggregator],
+                            oracle_any_agent_correct=None if held is None else held or bool(right[d]))  # fmt: skip
+        add_usage(rec["usage"], _usage_sum(None if usage is None else usage[d]))
 
 
 def _truth(questions) -> np.ndarray:
-    """Gold answer indices; -1 (matches no vote) for a question without a gold answer."""
+    """Gold answer indices; -1 (matches no vote) for a question without one."""
     return np.array([-1 if q.answer is None else q.answer_index for q in questions])
 
 
-def single_records(questions, cfg, population, repeats, runs, P, valid, usages) -> list[dict]:
-    """Single Agent records: per debate its `runs` entries (stored) and commitments P (D, R, K), valid (D, R).
-    The record's `correct` is the mean accuracy of its runs (the single agent has no one answer)."""
-    ans = np.where(valid, P.argmax(axis=-1), -1)
-    recs = []
-    for d, q in enumerate(questions):
-        correct = []
-        for e, a in zip(runs[d], ans[d]):
-            e["answer"] = R.answer_label(q, int(a))
-            e["correct"] = q.correct(int(a))
-            correct.append(e["correct"])
-        rec = R.base_record(q, cfg, population, repeats[d])
-        rec["runs"] = runs[d]
-        unlabelled = q.answer is None
-        rec["final"] = {
-            "answer": None,  # the single agent's score is a mean over runs, not one answer
-            "correct": None if unlabelled else float(np.mean(correct)),
-            "oracle_any_agent_correct": None if unlabelled else any(correct),
-            "tie": False,
-        }
-        rec["usage"] = usages[d]
-        recs.append(rec)
-    return recs
+def _usage_sum(turns) -> dict:
+    total = zero_usage()
+    for u in [] if turns is None else [u for r in turns for u in r]:
+        add_usage(total, u)
+    return total
 
 
-RUNNERS = {
-    "single": run_single,
-    "majority": run_majority,
-    "self_consistency": run_majority,
-    "decentralized": run_debate,
-    "sparse": run_debate,
-    "acemad": run_debate,
-    "centralized": run_centralized,
-}
+# ----------------------------------------------------------------------------- who answers
+def _no_view(d: int, i: int) -> tuple:
+    return ()
 
 
-def run_question(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    """Run one method on one question; returns the transcript record (JSON-able dict)."""
-    return RUNNERS[cfg.method](q, population, cfg, repeat)
+def _agents(population: Population, specs, questions, draws, role: str, n: int):
+    """A batch of agents: the population's own arrays when it has them (`batched`), else one Agent per turn."""
+    if getattr(population, "batched", False):
+        return population.batch_agents(specs, questions, draws, role)  # type: ignore[attr-defined]
+    return TurnAgents(population, specs, questions, draws, role, n)
+
+
+class TurnAgents:
+    """The batched face of an Agent-per-turn population: each debate's agents are built by the population
+    (`agents`, `moderator`) and a round is one Turn per agent, run together by `population.act_all` (threads for
+    an LLM population: agents/pool.py)."""
+
+    def __init__(self, population: Population, specs, questions, draws, role: str, n_agents: int):
+        self.population, self.questions, self.draws, self.role, self.n = population, questions, draws, role, n_agents
+        if role == "moderator":
+            self.agents = [[population.moderator(q, r)] for q, r in zip(questions, draws)]
+            self.specs = [self.agents[0][0].spec]
+        else:
+            self.agents = [population.agents(specs, q, r) for q, r in zip(questions, draws)]
+            self.specs = list(specs)
+
+    def act(self, t: int, seen, view: Callable[[int, int], tuple], want_q: bool) -> Commits:
+        agent_ids = [-1] if self.role == "moderator" else range(len(self.specs))
+        turns = [
+            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r, n_agents=self.n)  # type: ignore[arg-type]
+            for d, (q, r) in enumerate(zip(self.questions, self.draws))
+            for i in agent_ids
+        ]
+        steps = self.population.act_all([a for per in self.agents for a in per], turns)
+        D, N = len(self.questions), len(agent_ids)
+        grid = [steps[d * N : (d + 1) * N] for d in range(D)]
+        nan = np.full(len(steps[0].p), np.nan)
+        return Commits(
+            P=np.array([[s.p for s in g] for g in grid]),
+            Q=np.array([[nan if s.q is None else s.q for s in g] for g in grid]) if want_q else None,
+            texts=[[s.message for s in g] for g in grid],
+            ok=np.array([[not s.parse_failure for s in g] for g in grid]),
+            q_ok=np.array([[not s.info.get("q_parse_failure") for s in g] for g in grid]),
+            usage=[[dict(s.usage) for s in g] for g in grid],
+        )

@@ -116,26 +116,6 @@ Each distribution must sum to 1.
 Output JSON only, in this shape:
 {json_shape}"""
 
-COMMIT_SELF_PROMPT = """\
-Question: {question}
-
-Options:
-{options_str}
-
-Conversation History:
-{history_context}
-
-Your argument this round:
-{argument}
-
-Task:
-
-1. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
-
-Each distribution must sum to 1.
-Output JSON only, in this shape:
-{json_shape}"""
-
 SINGLE_PROMPT = """\
 Question: {question}
 
@@ -158,24 +138,13 @@ Each distribution must sum to 1.
 Output JSON only, in this shape:
 {json_shape}"""
 
-SINGLE_SELF_PROMPT = """\
-Question: {question}
+# Agents not asked for q (every baseline, the moderator, AceMAD's no-q control) are not shown the Peer_Prediction task.
+PEER_TASK = """
 
-Options:
-{options_str}
-
-Conversation History:
-{history_context}
-
-Task:
-
-1. Argument: {ask}
-
-2. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
-
-Each distribution must sum to 1.
-Output JSON only, in this shape:
-{json_shape}"""
+{n}. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
+(Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)"""
+COMMIT_SELF_PROMPT = COMMIT_PROMPT.replace(PEER_TASK.format(n=2), "")
+SINGLE_SELF_PROMPT = SINGLE_PROMPT.replace(PEER_TASK.format(n=3), "")
 
 REPAIR_PROMPT = """\
 Your reply could not be read. Reply with the JSON object only, in exactly this shape:

@@ -1,12 +1,10 @@
 """A debate's transcript record: what is stored of a turn, how numbers are rounded, and the record's one line.
 
-    from acemad_utils.protocol.records import base_record, entries, to_line
+    from acemad_utils.protocol.records import base_record, to_line
     rec = base_record(q, cfg, population, repeat=0)      # the fields every record carries
-    rec["rounds"] = [entries(steps, specs, range(len(steps)))]
     to_line(rec)                                          # its line in transcripts.jsonl (no newline)
 
-Both debate engines build their records here: protocol.debate (one question, any Agent) and protocol.vectorized
-(a batch of debates as arrays), so a record has one schema whichever engine made it. The record's layout:
+The engine (protocol.debate) builds every record here. The record's layout:
 
     schema, question_id, benchmark, method (the config's label), method_kind, config_hash, repeat, synthetic,
     labels, answer, status ("ok" | "failed"), final {answer, correct, oracle_any_agent_correct, tie}, usage,
@@ -19,13 +17,12 @@ Both debate engines build their records here: protocol.debate (one question, any
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
 from typing import Optional
 
 import msgspec
 import numpy as np
 
-from acemad_utils.protocol.schema import AgentSpec, Population, Question, Step, add_usage, zero_usage
+from acemad_utils.protocol.schema import Population, Question
 
 SCHEMA_VERSION = 1
 
@@ -50,50 +47,28 @@ def stored(x) -> list:
     return np.where(ok, np.round(a * scale) / scale, a).tolist()
 
 
-def entry_head(spec: AgentSpec, agent: int) -> dict:
-    """The fields of an entry that name its agent (the same for each of the agent's turns)."""
-    return {
-        "agent": agent,
-        "persona": spec.persona,
-        "temperature": spec.temperature,
-        "thinking": spec.thinking,
-        "model": spec.model,
-    }
-
-
-def entry(spec: AgentSpec, agent: int, message: str, p: list, q: Optional[list], **extra) -> dict:
-    """One agent's turn as stored (`extra`: parse_failure=True, usage=..., only when they apply)."""
-    e: dict = {**entry_head(spec, agent), "message": message, "p": p, "q": q}
-    e["parse_failure"] = bool(extra.get("parse_failure", False))
-    if extra.get("q_parse_failure"):  # only when it happened: a synthetic run's records stay as they were
-        e["q_parse_failure"] = True
-    if extra.get("usage"):
-        e["usage"] = dict(extra["usage"])
-    return e
-
-
-def entries(steps: Sequence[Step], specs: Sequence[AgentSpec], agents: Iterable[int]) -> list[dict]:
-    """The stored entries of steps that share a question (so a length of p): beliefs rounded in one call."""
-    ps = stored(np.stack([s.p for s in steps]))
-    qs_given = [s.q for s in steps]
-    if all(q is not None for q in qs_given):
-        qs = stored(np.stack([q for q in qs_given if q is not None]))
-    else:
-        qs = [None if q is None else stored(q) for q in qs_given]
-    return [
-        # a turn that made no call (synthetic agents) stores no usage block
-        entry(
-            spec,
-            a,
-            s.message,
-            p,
-            q,
-            parse_failure=s.parse_failure,
-            q_parse_failure=s.info.get("q_parse_failure", False),
-            usage=any(s.usage.values()) and s.usage,
-        )
-        for s, a, spec, p, q in zip(steps, agents, specs, ps, qs)
-    ]
+def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
+    """The stored entries [D][T][N] of D debates' T rounds: texts [D][T][N], P and Q (D, T, N, K) (Q None, or NaN
+    rows for a forecast the agent did not give), ok and q_ok (D, T, N) (q_ok may be None), usage [D][T][N] or None.
+    Beliefs are rounded in one call; a turn that made no call (synthetic agents) stores no usage block."""
+    heads = [{"agent": a, "persona": s.persona, "temperature": s.temperature, "thinking": s.thinking,
+              "model": s.model} for s, a in zip(specs, agents)]  # fmt: skip
+    ps, fail = stored(P), (~np.asarray(ok, bool)).tolist()
+    if Q is None:
+        qs = [[[None] * P.shape[2]] * P.shape[1]] * P.shape[0]
+    else:  # a forecast not given (a NaN row) is stored as None
+        given, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1).tolist()
+        qs = [[[None if x else q for q, x in zip(qr, xr)] for qr, xr in zip(qd, xd)] for qd, xd in zip(given, gone)]
+    out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
+            for row in zip(text_d, ps_d, qs_d, fail_d)]
+           for text_d, ps_d, qs_d, fail_d in zip(texts, ps, qs, fail)]  # fmt: skip
+    if q_ok is not None and not np.all(q_ok):  # only when it happened
+        for d, t, i in zip(*np.nonzero(~np.asarray(q_ok, bool))):
+            out[d][t][i]["q_parse_failure"] = True
+    for d, t, i in [] if usage is None else np.ndindex(*P.shape[:3]):
+        if any(usage[d][t][i].values()):
+            out[d][t][i]["usage"] = dict(usage[d][t][i])
+    return out
 
 
 def answer_label(q: Question, idx: int) -> Optional[str]:
@@ -122,19 +97,12 @@ def base_record(q: Question, cfg, population: Population, repeat: int) -> dict:
     }
 
 
-def usage_sum(steps: Iterable[Step]) -> dict:
-    tot = zero_usage()
-    for s in steps:
-        add_usage(tot, s.usage)
-    return tot
-
-
 _ENCODER = msgspec.json.Encoder(order="sorted")
 
 
 def to_line(rec: dict) -> str:
     """A record's one line (no newline): JSON with sorted keys, written by msgspec (a synthetic run writes
-    10^5 records; json.dumps took 4.7 s of notebook 06, issue 34). The same objects as json.dumps's line when
+    10^5 records; json.dumps took 4.7 s of notebook 06). The same objects as json.dumps's line when
     read back (data.transcripts.parse_line); only the spacing and a float's spelling (0.00001 for 1e-05) differ.
     A string msgspec cannot write (a lone surrogate in a model's reply) is written by json.dumps."""
     try:

@@ -28,7 +28,7 @@ USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
 CALL_KEYS = ("network_calls", "cached_tokens", "retries")
 #: What an LLM agent's parsing adds (llm_agent.py).
 PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")
-#: Present in every transcript record's usage, 0 if need be (runner.py); cached_tokens only where there were some.
+#: In every transcript record's usage, 0 if need be (experiments/runner.py); cached_tokens only where there were some.
 RECORD_USAGE_KEYS = tuple(k for k in USAGE_KEYS + CALL_KEYS + PARSE_KEYS if k != "cached_tokens")
 
 
@@ -121,13 +121,11 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class Message:
-    """One public utterance in the debate. `stance` is the belief the argument argues for;
-    synthetic agents read it instead of parsing text (LLM agents leave it None and read `text`)."""
+    """One public utterance in the debate."""
 
     agent: int  # -1 for the moderator
     round: int
     text: str
-    stance: Optional[np.ndarray] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -170,6 +168,20 @@ class Step:
     info: dict = field(default_factory=dict)
 
 
+@dataclass
+class Commits:
+    """One round of D debates x N agents, as the engine (protocol.debate) stores it: beliefs P and peer predictions
+    Q (D, N, K) (Q None unless asked; a NaN row where an agent gave none), the arguments [D][N], whether each
+    belief and forecast parsed (D, N; None: all did) and each turn's usage [D][N] (None: no call was made)."""
+
+    P: np.ndarray
+    Q: Optional[np.ndarray]
+    texts: list
+    ok: Optional[np.ndarray] = None
+    q_ok: Optional[np.ndarray] = None
+    usage: Optional[list] = None
+
+
 class Agent:
     """The interface every agent source implements (synthetic or LLM).
 
@@ -204,12 +216,12 @@ SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
 
 
 class Population:
-    """An agent source: builds the agents for one question. Implemented by sim.SimPopulation and the LLM source."""
+    """An agent source: the agents of one question (LLM agents, test doubles), or of a batch (agents.sim)."""
 
     synthetic: bool = False
     name: str = "population"
-    #: True when the population also answers a whole round of a batch of debates as arrays (batch_agents,
-    #: batch_moderator: protocol.vectorized); the runner then answers a config's questions in batches.
+    #: True when the population answers a round of a batch of debates as arrays itself: batch_agents(specs,
+    #: questions, repeats, role).act(t, seen, view, want_q) -> Commits (agents.sim); the runner then batches.
     batched: bool = False
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
