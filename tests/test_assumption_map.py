@@ -138,7 +138,7 @@ def test_knowledge_gap_sees_whether_right_agents_score_higher():
 
 
 def test_the_controls_sentence_names_each_control_and_its_gain():
-    items = make_items(40, k=4, seed=2)
+    items = make_items(80, k=4, seed=2)  # 80: at 40 the single-agent control cannot tell on this population's draws
     pop = SimPopulation(SimParams(**ORIGINAL), seed=1)  # a Skeptic with insight 0.5: a control that can tell
     target = DebateConfig(method="acemad")
     cfgs = R.controls()
