@@ -67,6 +67,14 @@ estimate: $(VENV)/.base
 pilot: $(VENV)/.base
 	@$(PY) -m acemad_utils pilot $(if $(QUESTIONS),"$(QUESTIONS)",--profile $(PROFILE)) $(ARGS)
 
+# One notebook: make 03_main_results PROFILE=paper (skipped when up to date). Up to date is decided by content
+# hashes (acemad_utils/reproduce/uptodate.py), not make's file times: a file edited back to its size and time, the
+# benchmark files (ACEMAD_DATA_DIR) and matplotlibrc count too.
+NOTEBOOK_NAMES := $(basename $(notdir $(wildcard notebooks/[0-9][0-9]_*.ipynb)))
+.PHONY: $(NOTEBOOK_NAMES)
+$(NOTEBOOK_NAMES): $(VENV)/.base
+	@$(PY) -m acemad_utils.reproduce --profile $(PROFILE) --only $@ $(ARGS)
+
 smoke: $(VENV)/.base $(if $(filter local,$(PROFILE)),$(VENV)/.local)
 	@ACEMAD_SMOKE=1 $(PY) -m acemad_utils.reproduce --profile $(PROFILE) $(ARGS)
 

@@ -1,18 +1,17 @@
 """What every notebook's setup cell needs: one import line and one call whose arguments the cell shows.
 
-    from acemad_utils.notebook import config, figures, narrative, registry, save_figure, save_table, start, tables
+    from acemad_utils.notebook import config, figures, registry, save_figure, save_table, start, tables, words
     setup, SRC = start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...)   # every Setup parameter of the
     result = setup.run(registry.baselines(N_VALUES, N_TABLE, SEED), n_max=N_MAX)  # notebook, named in the cell
     result.label("majority", n_agents=N_TABLE)   # ask the run for what to show; never rebuild a label
 
 registry    the paper's experiments (what each notebook runs: experiments/registry.py); Setup.run returns a
             registry.RunResult (.pick, .config, .label, .labels, .family)
-figures, tables, narrative, claims, premise    report/: plots, tables (artefact names, paper tables), the
-            generated prose, the claims ledger, the premise check and the gain split
+figures, tables, words, claims, premise    report/: plots, tables (artefact names, paper tables), what the
+            "What we see" f-strings share, the claims ledger, the premise check and the gain split
 config      the paper's constants (protocol/config.py): config.ETA, config.ROUNDS, config.N_AGENTS, ...
 theory      notebook 00's simulations (experiments/theory.py)
-map_runs, map_report    notebook 09's assumption map: its runs (experiments/assumptions.py) and its tables,
-            figures and prose (report/assumptions.py); two modules of one name, told apart here
+assumption_map    notebook 09's assumption map (and notebook 08's assumption grid): its runs, table and figures
 other_model_table    notebook 07: one printed table run with its model (a ModelTable)
 SRC         the source label every table and figure carries ("SYNTHETIC ..." or the model's name)
 """
@@ -28,22 +27,18 @@ from IPython import get_ipython
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV
 from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import profile_runs
-from acemad_utils.experiments import assumptions as map_runs
-from acemad_utils.experiments import params, registry, theory
+from acemad_utils.experiments import assumption_map, params, registry, theory
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol import config
-from acemad_utils.report import assumptions as map_report
-from acemad_utils.report import claims, figures, narrative, premise, readable, tables
+from acemad_utils.report import claims, figures, premise, readable, tables, words
 from acemad_utils.report.save import save_figure, save_table
 
 __all__ = [
+    "assumption_map",
     "claims",
     "config",
     "figures",
-    "map_report",
-    "map_runs",
     "other_model_table",
-    "narrative",
     "premise",
     "profile_runs",
     "registry",
@@ -53,26 +48,23 @@ __all__ = [
     "tables",
     "tables_once",
     "theory",
+    "words",
 ]
 
-# A kernel of `make reproduce` runs the driver's checkout (the driver puts it first on PYTHONPATH): never another
-# one's code, whose tables would be written there while this checkout is stamped up to date.
+# A kernel of `make reproduce` runs the driver's checkout, never another one (whose tables it would write).
 if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
     raise ImportError(
         f"this kernel imports acemad_utils from {CHECKOUT}, the reproduce driver runs {env(CHECKOUT_ENV)}: run the "
         "driver with that checkout's own Python path (its PYTHONPATH)"
     )
 
-# The notebook parameters Setup takes (PROFILE, BACKEND, ...), read once from the real class: a test may stand a
-# stub in for `Setup` and the check below still knows the names.
+# Read once from the real class: a test may stand a stub in for `Setup`.
 SETUP_PARAMS = tuple(Setup.PARAMS)
 
 
 def tables_once() -> None:
-    """In a notebook kernel, a DataFrame shown as a cell's value keeps its HTML table and a one-line text/plain
-    (its shape) instead of a second, plain-text copy of the whole table: the committed notebooks store every
-    output, and a table twice is noise. The HTML is readable.html's: texts whole (never cut with '...'),
-    p-values as docs/reading.md writes them, no NaN. Outside IPython it does nothing; print(df) is unchanged."""
+    """In a kernel, a DataFrame shown as a cell's value stores readable.html's table and a one-line text/plain (its
+    shape), not a second plain-text copy; texts are never cut with '...'. Outside IPython it does nothing."""
     shell = get_ipython()
     if shell is None:
         return
@@ -100,12 +92,8 @@ def _named(notebook: str, named: dict[str, Any]) -> dict[str, Any]:
 
 
 def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
-    """(Setup from the notebook's parameters, its source label), after printing what it runs on; tables_once().
-
-    start("02_baselines", PROFILE=PROFILE, BACKEND=BACKEND, ...) names every Setup parameter of the notebook's
-    schema (a missing or unknown one is a ValueError naming them). Each value is checked as a profile's would be.
-    In notebook 07's loop over models, pass the model's values under the parameters' names (MODEL=run.model, ...).
-    """
+    """(Setup from the notebook's parameters, its source label), after printing what it runs on. Every Setup
+    parameter of the notebook is named (a missing or unknown one is a ValueError); values are checked as a profile's."""
     tables_once()
     setup = Setup.from_params(_named(notebook, named))
     print(setup.describe())
@@ -113,8 +101,7 @@ def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
 
 
 class ModelTable(NamedTuple):
-    """One of notebook 07's printed tables run with its model: the artefact's name, the long table, the paired
-    tests against the best MAD baseline, the source label and AceMAD's label at the paper's T."""
+    """One of notebook 07's printed tables run with its model."""
 
     name: str
     long: pd.DataFrame
@@ -126,9 +113,8 @@ class ModelTable(NamedTuple):
 def other_model_table(
     entry: dict, setup_params: dict, *, n_max: Optional[int], eta: float, subset_model: str
 ) -> ModelTable:
-    """Notebook 07: run one OTHER_MODELS entry (registry.other_model) with its model, on the notebook's parameters
-    (`setup_params`, start()'s keywords) with the entry's model, benchmarks and endpoint and `subset_model`'s
-    challenging subsets; save its table beside the paper's printed one for that model."""
+    """Notebook 07: one OTHER_MODELS entry run with its model, endpoint and benchmarks on `subset_model`'s subsets
+    (`setup_params`: start()'s keywords); its table saved beside the paper's printed one."""
     p = setup_params
     experiment = registry.other_model(entry, p["BENCHMARKS"], p["SEED"], eta)
     model_setup, src = start(

@@ -127,7 +127,8 @@ def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
 
 
 def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
-    """The premise check, parse failures and the observed pair, as text; and the observed numbers."""
+    """The premise check, parse failures, the observed pair and a STOP line when the premise fails or cannot be
+    seen (no gain could come from who scores well), as text; and the observed numbers."""
     table = PR.premise(records)
     obs = observed(records, configs)
     lines = ["premise check (report/premise.py):"]
@@ -154,22 +155,14 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             )
         else:
             lines.append("AceMAD and self-consistency tied here: no gain over the same compute to size a run for")
-    return "\n".join(lines), obs
-
-
-def verdict(records: Sequence[dict]) -> Optional[str]:
-    """The stop line when the premise fails or cannot be seen (the gain cannot come from who scores well)."""
-    t = PR.premise(records)
-    if t.empty:
-        return None
-    r = t[t["round"].astype(str) == "all"].iloc[0]
-    if r["lift_hi"] < 0 or not r["n_split"]:
-        return (
+    r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]
+    if r is not None and (r["lift_hi"] < 0 or not r["n_split"]):
+        lines.append(
             "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
             "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to "
             "measure a mechanism that is absent here (docs/own-model.md)"
         )
-    return None
+    return "\n".join(lines), obs
 
 
 def shuffled(qs: Sequence[Question], seed: int) -> list[Question]:
@@ -252,7 +245,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     est = estimate_profile(profile, overrides)
     table = plan(params, rho=obs.get("rho"), est=est)
     finish(
-        [text, verdict(records), format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
+        [text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
          "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
         outputs("tables", name) / "pilot.txt",
     )  # fmt: skip
@@ -301,7 +294,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
             out=out, name="pilot", workers=args.workers, progress=True,
         )  # fmt: skip
     text, obs = report(res.records, cfgs, False)
-    parts = [text, verdict(res.records)]
+    parts = [text]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
         full, _ = cost_at(max(len(p) for p in pools.values()))

@@ -27,10 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from acemad_utils.data.paths import outputs  # noqa: E402
-from acemad_utils.experiments import assumptions as AM  # noqa: E402
+from acemad_utils.experiments import assumption_map as AM  # noqa: E402
 from acemad_utils.experiments import registry, runner  # noqa: E402
 from acemad_utils.experiments.setup import Setup  # noqa: E402
-from acemad_utils.report import assumptions as RA  # noqa: E402
 from acemad_utils.report import rescoring  # noqa: E402
 
 BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
@@ -45,7 +44,7 @@ PHASES = [
     (rescoring, "stack"),
     (rescoring, "reweighted_records"),
     (rescoring, "shuffled_records"),
-    (RA, "map_row"),
+    (AM, "map_row"),
 ]
 
 

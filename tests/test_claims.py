@@ -1,5 +1,5 @@
-"""The claims ledger (report/claims.py): verdict rules, paired gains on hand-made records, and a ledger with no
-runs still lists every claim with the paper's line."""
+"""The claims ledger (data/claims.yaml, report/claims.py): verdict rules, paired gains on hand-made records, and a
+ledger with no runs still lists every claim of the data file with the paper's line."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def records(method: str, correct: np.ndarray, benchmarks=("synthetic-arc_challen
 
 
 RNG = np.random.default_rng(0)
+
+
+def cfg(method: str, **more) -> dict:
+    return {"method": method, "n_agents": 5, "rounds": 3, **more}
 
 
 def test_verdict_rules():
@@ -82,7 +86,6 @@ def test_a_ci_that_excludes_the_claimed_gain_is_a_precise_null_not_inconclusive(
 @pytest.mark.parametrize("n_questions", [2, 8])
 def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_nothing(n_questions):
     """The local profile's run (8 demo questions at most): every row underpowered, not comparable or not run."""
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
     labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
     labels |= {"Sparse MAD": "sparse", "AceMAD (T=2)": "acemad"}
     rates = {"AceMAD (T=3)": 0.9, "Majority Voting": 0.0, "Decentralized MAD": 0.1, "Sparse MAD": 0.0}
@@ -141,53 +144,22 @@ def test_relative_gain_is_the_ratio_of_averages():
     assert point == pytest.approx(expected) and lo <= point <= hi and n == 100
 
 
-def test_a_ledger_without_runs_lists_every_claim_as_not_run():
+def test_every_claim_of_the_data_file_is_listed_without_runs_and_says_what_the_paper_says():
     ledger = C.ledger({})
-    assert list(ledger.columns) == C.COLUMNS
-    assert len(ledger) >= 10 and set(ledger.verdict) == {C.NOT_RUN}
-    assert ledger["paper line"].str.contains(r"l\.\d+").all()
-
-
-def test_every_covered_claim_has_its_row_with_its_line():
-    ledger = C.ledger({})  # no run: every claim is still listed, as not run
-    for line, _, claim in COVERED:
-        at = ledger[ledger["paper line"].str.contains(rf"\bl\.{line}\b")]
-        assert at.claim.str.contains(claim, regex=False).any(), (line, claim)
-
-
-# The paper's quantitative sentences the ledger covers: (line of acemad_paper.tex, words of that line, words of the
-# ledger's claim). A claim dropped from the ledger fails the test above; a moved line fails the one below.
-COVERED = [
-    (83, "recovers sparse truth signals even when initial majorities are incorrect", "initial majority is wrong"),
-    (91, "majority voting achieves only 14.0", "Majority Voting reaches only 14.0%"),
-    (109, "guaranteeing convergence to truth from minority positions", "initial majority is wrong"),
-    (111, "AceMAD achieves 20.31", "+20.31 points over standard MAD (Decentralized"),
-    (223, "or even degradation", "Majority Voting stays flat"),
-    (226, "All MAD variants consistently outperform Majority Voting", "MAD beats Majority Voting"),
-    (229, "improves monotonically with the number of agents", "Decentralized MAD improves monotonically"),
-    (459, "achieves 49.92", "average accuracy 49.92%"),
-    (459, "The gains are most pronounced on \\textbf{reasoning-heavy} tasks", "most pronounced on BBH and ARC-C"),
-    (459, "exhibits performance degradation on tasks like LogiQA and MedQA", "T=5 degrades on LogiQA and MedQA"),
-    (468, "all three substantially outperform homogeneous Decentralized MAD", "heterogeneity beats"),
-    (511, "achieves the highest accuracy across all benchmarks", "Full protocol beats both ablations"),
-    (511, "margin over the \\textit{Self-Belief Only} variant is most pronounced", "most pronounced on ARC-C and BBH"),
-    (522, "Performance improves substantially from $N=1$ to $10$", "AceMAD improves from N=1 to N=10"),
-    (1022, "average +6.36", "Table 4 (DeepSeek-V3.1): AceMAD beats the best MAD"),
-    (1023, "AceMAD shows a slight degradation", "slightly below the best MAD"),
-    (1069, "consistently outperforming standard debate", "Table 5 (Llama-3.1-8B): AceMAD beats the best MAD"),
-    (1069, "less pronounced compared to those observed with larger models", "gains smaller than GPT-4o-mini's"),
-    (1114, "our method continues to outperform Decentralized MAD", "Table 6 (full test sets)"),
-    (1114, "does not penalize correct majorities", "No penalty on correct majorities"),
-]
-
-
-def test_the_covered_lines_say_what_the_ledger_tests():
+    assert list(ledger.columns) == C.COLUMNS and set(ledger.verdict) == {C.NOT_RUN}
+    for e in C.CLAIMS:
+        at = ledger[ledger.claim.str.startswith(e["claim"].format(n=5))]
+        assert len(at) and (at["paper line"] == e["line"]).all(), e["claim"]
+        assert all(f"l.{n}" in e["line"] for n in e.get("says", {})), e["claim"]
+    said = {n for e in C.CLAIMS for n in e.get("says", {})}  # a claim dropped from the file fails here
+    assert said >= {83, 91, 109, 111, 223, 226, 229, 459, 468, 511, 522, 1022, 1023, 1069, 1114}
     tex = P.shared_paper_dir().parent / "acemad_paper.tex"
     if not tex.is_file():
         pytest.skip(f"the paper is not at {tex} (set ACEMAD_PAPER_DIR)")
     lines = tex.read_text().splitlines()
-    for n, words, _ in COVERED:
-        assert words in lines[n - 1], (n, words)
+    for e in C.CLAIMS:
+        for n, words in e.get("says", {}).items():
+            assert words in lines[n - 1], (n, words)
 
 
 def test_the_synthetic_title_says_so():
@@ -207,7 +179,6 @@ def _run(rates: dict, configs: dict, *, params: dict, n: int = 200, model: str =
 
 
 def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
     labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
     labels["Sparse MAD"] = "sparse"  # the paper's T=3 MMLU-Pro cell equals Sparse MAD's: a +0.00 gain
     configs = {lab: cfg(m) for lab, m in labels.items()}
@@ -313,17 +284,13 @@ def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
     assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
 
 
-def test_a_heterogeneity_run_without_a_second_model_lists_its_row_as_skipped():
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
+def test_rows_whose_run_was_left_out_on_purpose_say_skipped():
     configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (Different Persona)": cfg("acemad")}
-    rates = {"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}
-    ledger = C.ledger({"heterogeneity": _run(rates, configs, params={})})
+    ledger = C.ledger(
+        {"heterogeneity": _run({"Decentralized MAD": 0.3, "AceMAD (Different Persona)": 0.5}, configs, params={})}
+    )
     skipped = ledger[ledger.claim.str.endswith(C.DIFFERENT_LLMS)]
     assert len(skipped) == 1 and skipped.verdict.iloc[0] == C.NOT_RUN and "SECOND_MODEL" in skipped.note.iloc[0]
-
-
-def test_tables_left_out_of_other_models_are_listed_as_skipped():
-    cfg = lambda m, **k: {"method": m, "n_agents": 5, "rounds": 3, **k}  # noqa: E731
     configs = {"Decentralized MAD": cfg("decentralized"), "AceMAD (T=3)": cfg("acemad")}
     full = _run({"Decentralized MAD": 0.3, "AceMAD (T=3)": 0.5}, configs, params={})
     ledger = C.ledger({"full_datasets": full})  # notebook 07 with OTHER_MODELS: []

@@ -1,14 +1,10 @@
-"""Property tests for commit.parse_commit: any string in gives a valid distribution or a flagged failure out,
-never an exception that would stop a run. Arbitrary unicode, JSON-ish garbage (truncated, fenced, single
-quotes, trailing commas, percentages), huge numbers, NaN / Infinity literals, deep nesting. Plus the agent
-around it: whatever a model replies, a commitment is a valid belief, and a failed one is uniform + flagged.
-A few seconds (bounded example counts, no deadline).
-"""
+"""commit.parse_commit: any string in (unicode, JSON-ish garbage, huge numbers, NaN / Infinity, deep nesting) gives
+a valid distribution or a flagged failure out, never an exception that would stop a run; and the agent around it:
+whatever a model replies, a commitment is a valid belief, and a failed one is uniform and flagged."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -51,13 +47,7 @@ keys = st.one_of(
     st.sampled_from(("self_prob", "peer_prediction", "Self Prob", "probabilities", "p", "q", "peer", "answer")),
     st.text(max_size=12),
 )
-leaves = st.one_of(
-    numbers,
-    st.text(max_size=10),
-    st.booleans(),
-    st.none(),
-    st.sampled_from(["60%", "0.5", "1e999", "-inf", "NaN", "½", "٣"]),
-)
+leaves = st.one_of(numbers, st.text(max_size=10), st.booleans(), st.none(), st.sampled_from(["60%", "1e999", "½", "٣"]))
 json_values = st.recursive(
     leaves,
     lambda children: st.one_of(st.lists(children, max_size=5), st.dictionaries(keys, children, max_size=6)),
@@ -72,33 +62,24 @@ def jsonish(draw) -> str:
     if draw(st.booleans()):
         obj = {"self_prob": obj, "peer_prediction": draw(json_values)}
     s = json.dumps(obj, ensure_ascii=draw(st.booleans()), allow_nan=True)
-    mangle = draw(st.sampled_from(["none", "truncate", "fence", "prose", "quotes", "comma", "percent", "double"]))
-    if mangle == "truncate":
-        s = s[: draw(st.integers(0, len(s)))]
-    elif mangle == "fence":
-        s = f"```json\n{s}\n```"
-    elif mangle == "prose":
-        s = draw(st.text(max_size=20)) + s + draw(st.text(max_size=20))
-    elif mangle == "quotes":
-        s = s.replace('"', "'")
-    elif mangle == "comma":
-        s = s.replace("}", ",}").replace("]", ",]")
-    elif mangle == "percent":
-        s = s.replace(",", "%,")
-    elif mangle == "double":
-        s = s + "\n" + s
-    return s
+    mangles = {
+        "none": lambda: s,
+        "truncate": lambda: s[: draw(st.integers(0, len(s)))],
+        "fence": lambda: f"```json\n{s}\n```",
+        "prose": lambda: draw(st.text(max_size=20)) + s + draw(st.text(max_size=20)),
+        "quotes": lambda: s.replace('"', "'"),
+        "comma": lambda: s.replace("}", ",}").replace("]", ",]"),
+        "percent": lambda: s.replace(",", "%,"),
+        "double": lambda: s + "\n" + s,
+    }
+    return mangles[draw(st.sampled_from(sorted(mangles)))]()
 
 
 @st.composite
 def good_commit(draw):
     """A well-formed commitment with non-negative finite numbers, not all zero."""
-    vals = draw(
-        st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=4, max_size=4).filter(
-            lambda v: sum(v) > 1e-6 and all(math.isfinite(x) for x in v) and math.isfinite(sum(v))
-        )
-    )
-    return dict(zip(LABELS, vals))
+    vals = st.lists(st.floats(min_value=0, max_value=1e6), min_size=4, max_size=4)
+    return dict(zip(LABELS, draw(vals.filter(lambda v: sum(v) > 1e-6))))
 
 
 ADVERSARIAL = [
@@ -129,16 +110,10 @@ ADVERSARIAL = [
 
 # ----------------------------------------------------------------------------- properties
 @SETTINGS
-@given(text=st.text(max_size=300), want_q=st.booleans())
-def test_any_unicode_text(text, want_q):
-    check(parse_commit(text, LABELS, want_q, OPTIONS), want_q)
-
-
-@SETTINGS
-@given(text=jsonish(), want_q=st.booleans())
+@given(text=st.one_of(st.text(max_size=300), jsonish()), want_q=st.booleans())
 @example(text='{"self_prob": {"A": 1' + "0" * 400 + "}}", want_q=False)
 @example(text='{"x": ' + "[" * 3000 + "]" * 3000 + "}", want_q=True)
-def test_jsonish_text(text, want_q):
+def test_any_text(text, want_q):
     check(parse_commit(text, LABELS, want_q, OPTIONS), want_q)
 
 

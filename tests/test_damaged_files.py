@@ -34,11 +34,6 @@ ITEMS = make_items(40, k=4, seed=3)
 CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)]
 
 
-@pytest.fixture
-def repo(smoke_outputs):
-    return smoke_outputs
-
-
 def _run(name="probe/r"):
     run_experiment(name, ITEMS, CONFIGS, SimPopulation(seed=1), progress=False)
     d = run_dir(name)
@@ -52,8 +47,8 @@ def _one_line(e) -> str:
 
 
 # ----------------------------------------------------------------------------- full disk
-def test_a_full_disk_leaves_no_temp_file(repo, monkeypatch):
-    target = repo / "x" / COMPRESSED
+def test_a_full_disk_leaves_no_temp_file(smoke_outputs, monkeypatch):
+    target = smoke_outputs / "x" / COMPRESSED
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -64,7 +59,7 @@ def test_a_full_disk_leaves_no_temp_file(repo, monkeypatch):
     assert list(target.parent.iterdir()) == []
 
 
-def test_temp_files_of_a_killed_run_are_removed_by_the_next_run(repo):
+def test_temp_files_of_a_killed_run_are_removed_by_the_next_run(smoke_outputs):
     d, clean, _ = _run()
     left = [d / f"{COMPRESSED}.k1l2d.tmp", d / "meta.json.x9.tmp"]  # as a SIGKILL during compression leaves them
     for p in left:
@@ -73,8 +68,8 @@ def test_temp_files_of_a_killed_run_are_removed_by_the_next_run(repo):
     assert not any(p.exists() for p in left) and again == clean
 
 
-def test_the_driver_says_disk_full_in_one_line_and_removes_a_truncated_notebook(repo, monkeypatch, capsys):
-    nbs = {n: repo / f"{n}.ipynb" for n in ("01_a", "02_b")}
+def test_the_driver_says_disk_full_in_one_line_and_removes_a_truncated_notebook(smoke_outputs, monkeypatch, capsys):
+    nbs = {n: smoke_outputs / f"{n}.ipynb" for n in ("01_a", "02_b")}
 
     def execute(prof, profile, name, path, out, **kw):
         out.write_text('{"cells": [{"cell_type": "code", "sou')  # what a full disk leaves of the executed copy
@@ -99,8 +94,8 @@ def _notebook(path, code):
     nbformat.write(nb, path)
 
 
-def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(repo, monkeypatch, capsys):
-    nbs = {"01_killed": repo / "01.ipynb", "02_after": repo / "02.ipynb"}
+def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(smoke_outputs, monkeypatch, capsys):
+    nbs = {"01_killed": smoke_outputs / "01.ipynb", "02_after": smoke_outputs / "02.ipynb"}
     _notebook(nbs["01_killed"], "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer does")
     _notebook(nbs["02_after"], "print('SUMMARY: the next notebook ran')")
     monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
@@ -115,15 +110,13 @@ def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(repo, monkeypat
 
 # ----------------------------------------------------------------------------- transcripts.jsonl.gz
 @pytest.mark.parametrize("damage", ["truncated", "garbled"])
-def test_a_damaged_gz_is_named_and_the_rerun_restores_it(repo, damage):
+def test_a_damaged_gz_is_named_and_the_rerun_restores_it(smoke_outputs, damage):
     d, clean, meta = _run()
     gz = d / COMPRESSED
     raw = gz.read_bytes()
-    if damage == "truncated":
-        gz.write_bytes(raw[: len(raw) // 2])
-    else:
-        mid = len(raw) // 2
-        gz.write_bytes(raw[:mid] + bytes(b ^ 0x5A for b in raw[mid : mid + 64]) + raw[mid + 64 :])
+    mid = len(raw) // 2
+    garbled = raw[:mid] + bytes(b ^ 0x5A for b in raw[mid : mid + 64]) + raw[mid + 64 :]
+    gz.write_bytes(raw[:mid] if damage == "truncated" else garbled)
     with pytest.raises(DamagedFile) as e:
         load_run("probe/r")
     msg = _one_line(e)
@@ -134,7 +127,7 @@ def test_a_damaged_gz_is_named_and_the_rerun_restores_it(repo, damage):
     gzip.decompress(gz.read_bytes())
 
 
-def test_a_failure_reading_the_records_leaves_metas_summary_as_it_was(repo, monkeypatch):
+def test_a_failure_reading_the_records_leaves_metas_summary_as_it_was(smoke_outputs, monkeypatch):
     """The records are read before meta.json is written again: a file that cannot be read (here any failure
     there) leaves the summary of the last completed run in place."""
     d, _, meta = _run()
@@ -151,7 +144,7 @@ def test_a_failure_reading_the_records_leaves_metas_summary_as_it_was(repo, monk
 
 # ----------------------------------------------------------------------------- meta.json
 @pytest.mark.parametrize("content", ["truncated", "[]", "{}"])
-def test_a_damaged_meta_names_the_file_and_deleting_it_alone_keeps_the_results(repo, content):
+def test_a_damaged_meta_names_the_file_and_deleting_it_alone_keeps_the_results(smoke_outputs, content):
     d, clean, meta = _run()
     text = (d / "meta.json").read_text()
     (d / "meta.json").write_text(text[: len(text) // 2] if content == "truncated" else content)
@@ -167,30 +160,27 @@ def test_a_damaged_meta_names_the_file_and_deleting_it_alone_keeps_the_results(r
 
 # ----------------------------------------------------------------------------- subset files
 @pytest.mark.parametrize("cut", ["mid-line", "line boundary"])
-def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(repo, cut):
-    S = Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)
-    clean = [q.id for q in S.subset("arc_challenge")]
+def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(smoke_outputs, cut):
+    setup = lambda: Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)  # noqa: E731
+    clean = [q.id for q in setup().subset("arc_challenge")]
     path = next(P.outputs("subsets").rglob("*arc_challenge.jsonl"))
     lines = path.read_text().splitlines(keepends=True)
     assert len(lines) > 2
     path.write_text("".join(lines[:2]) + (lines[2][:10] if cut == "mid-line" else ""))
     with pytest.raises(DamagedFile) as e:
-        Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60).subset(
-            "arc_challenge"
-        )
+        setup().subset("arc_challenge")
     msg = _one_line(e)
     assert str(path) in msg and f"rm {path}" in msg
     assert (
         "line 3 is not a whole subset item" if cut == "mid-line" else f"2 items where meta.json says {len(lines)}"
     ) in msg
     path.unlink()
-    again = Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)
-    assert [q.id for q in again.subset("arc_challenge")] == clean
+    assert [q.id for q in setup().subset("arc_challenge")] == clean
 
 
 # ----------------------------------------------------------------------------- a bad cache row
-def test_a_bad_cache_row_is_dropped_named_and_asked_again_once(repo):
-    cache = repo / "llm.sqlite"
+def test_a_bad_cache_row_is_dropped_named_and_asked_again_once(smoke_outputs):
+    cache = smoke_outputs / "llm.sqlite"
     msgs = [{"role": "user", "content": "hi"}]
     with FakeOpenAI(FaultInjector(0.0)) as srv:
         c = LLMClient("m", srv.url, "sk-test-key", cache=str(cache))

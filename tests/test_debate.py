@@ -374,22 +374,24 @@ def test_agent_error_is_raised_only_after_every_agent_finished():
     """An agent that fails must not leave its peers running unobserved: their replies are cached before the
     question is reported failed (with a bare Executor.map the error escapes while peers still run)."""
     import threading
-    import time
 
     from acemad_utils.agents.pool import map_agents
 
-    done = threading.Event()
+    failed, checked, done = threading.Event(), threading.Event(), threading.Event()
 
     def act(i):
         if i == 0:
+            failed.set()
             raise RuntimeError("agent 0 failed")
-        time.sleep(0.3)
+        failed.wait(30)  # still running when agent 0 fails, and until the test checked (at most 1 s):
+        checked.wait(1.0)  # a map_agents that raised at once is checked before this peer could end
         done.set()
         return i
 
     with pytest.raises(RuntimeError, match="agent 0 failed"):
         map_agents(act, [0, 1])
     assert done.is_set()
+    checked.set()
     assert map_agents(lambda i: i * 2, list(range(7))) == [0, 2, 4, 6, 8, 10, 12]  # order kept
 
 

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import pytest
 
-import acemad_utils
 from acemad_utils.data.settings import ENV_VARS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,9 +165,7 @@ def missing(text: str, doc: Path) -> list[str]:
 @pytest.mark.parametrize("doc", [*DOCS, REPO / "bench" / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
 def test_every_name_a_doc_gives_exists(doc):
     gone = missing(doc.read_text(encoding="utf-8"), doc)
-    assert not gone, f"{doc.relative_to(REPO)} names what this checkout does not have (fix the doc):\n" + "\n".join(
-        gone
-    )
+    assert not gone, f"{doc.relative_to(REPO)} names what this checkout lacks (fix the doc):\n" + "\n".join(gone)
 
 
 def prose(path: Path) -> str:
@@ -201,47 +198,33 @@ def test_every_name_a_docstring_or_comment_gives_exists():
     assert not gone, "docstrings and comments name what this checkout does not have:\n" + "\n".join(gone)
 
 
-def test_the_docstring_check_sees_a_dropped_file_and_name():
-    text = "# see llm_usage.py and `rescoring.no_such_function`, also acemad_utils.report.gone\n"
-    assert missing_in_code(text, PACKAGE / "x.py") == [
-        "file 'llm_usage.py'",
-        "name 'acemad_utils.report.gone'",
-        "name 'rescoring.no_such_function'",
-    ]
-    assert missing_in_code("`debate.py`, transcripts.py, `rescoring.redecided`, N.md(x)", PACKAGE / "x.py") == []
+DROPPED = [
+    "`acemad_utils/agents/llm_request.py`",
+    "[the faults](docs/no-such-page.md)",
+    "`analysis.redecided`",
+    "`acemad_utils.report.rescoring.no_such_function`",
+    "`experiments.setup.NO_SUCH_CONSTANT`",
+    "`make no-such-target`",
+    "```bash\npython -m acemad_utils.no_such_module\n```",
+    "ACEMAD_NO_SUCH_VARIABLE=1",
+]
+REAL = (
+    "`acemad_utils/agents/sim.py`, `debate.py`, `rescoring.redecided`, `experiments.setup.SIM_STANDINS`, "
+    "`acemad_utils.run`, [docs](docs/running.md), `make test-fast`, `python -m acemad_utils.reproduce`"
+)
 
 
-def test_the_check_sees_each_kind_of_name():
-    """The docs do name things of every kind (else the test above would pass on nothing)."""
+def test_the_checks_see_every_kind_of_name_and_a_dropped_one():
+    """The docs name things of every kind (else the tests above would pass on nothing); each made-up name fails."""
     found = names("\n".join(doc.read_text(encoding="utf-8") for doc in DOCS))
     assert {k for k, v in found.items() if v} == {"path", "dotted", "make", "module", "env"}, found
     assert "acemad_utils/agents/sim.py" in found["path"] and "test-fast" in found["make"]
-
-
-@pytest.mark.parametrize(
-    "made_up",
-    [
-        "`acemad_utils/agents/llm_request.py`",
-        "[the faults](docs/no-such-page.md)",
-        "`analysis.redecided`",
-        "`acemad_utils.report.rescoring.no_such_function`",
-        "`experiments.setup.NO_SUCH_CONSTANT`",
-        "`make no-such-target`",
-        "```bash\npython -m acemad_utils.no_such_module\n```",
-        "ACEMAD_NO_SUCH_VARIABLE=1",
-    ],
-)
-def test_a_dropped_name_fails_the_check(made_up):
-    assert missing(f"Some prose naming {made_up} here.", REPO / "README.md"), made_up
-
-
-def test_real_names_pass_the_check():
-    text = (
-        "`acemad_utils/agents/sim.py`, `debate.py`, `rescoring.redecided`, `experiments.setup.SIM_STANDINS`, "
-        "`acemad_utils.run`, [docs](docs/running.md), `make test-fast`, `python -m acemad_utils.reproduce`"
-    )
-    assert missing(text, REPO / "README.md") == []
-    assert acemad_utils.__name__ in MODULES
+    assert [made_up for made_up in DROPPED if not missing(f"Some prose naming {made_up}.", REPO / "README.md")] == []
+    assert missing(REAL, REPO / "README.md") == []
+    text = "# see llm_usage.py and `rescoring.no_such_function`, also acemad_utils.report.gone\n"
+    gone = ["file 'llm_usage.py'", "name 'acemad_utils.report.gone'", "name 'rescoring.no_such_function'"]
+    assert missing_in_code(text, PACKAGE / "x.py") == gone
+    assert missing_in_code("`debate.py`, transcripts.py, `rescoring.redecided`, N.md(x)", PACKAGE / "x.py") == []
 
 
 def test_the_readme_example_is_the_one_the_own_questions_test_runs():
@@ -305,7 +288,7 @@ def run_block(block: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_no_doc_command_needs_an_activated_venv():
     """`python -m acemad_utils ...` fails in a fresh clone (the system Python has no pandas): every command the docs
-    show uses `.venv/bin/python` or `make` (issue: README's command did not run as written)."""
+    show uses `.venv/bin/python` or `make`."""
     bare = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
@@ -333,7 +316,7 @@ def test_each_docs_command_runs_as_written(doc, i, tmp_path):
 
 
 def test_the_commands_run_without_an_activated_venv(tmp_path):
-    """The runner above is a fresh clone's shell: the environment is only reachable as .venv/bin/python."""
+    """The block runner is a fresh clone's shell: the environment is only reachable as .venv/bin/python."""
     done = run_block('echo "$(command -v python3)"\n.venv/bin/python -c "import sys; print(sys.prefix)"\n', tmp_path)
     assert done.returncode == 0, done.stderr
     found, prefix = done.stdout.splitlines()

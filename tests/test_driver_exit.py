@@ -1,8 +1,6 @@
-"""Nothing outlives a killed driver. Synthetic runs no longer fork worker processes (the vectorized
-population answers in the kernel's own process), so the reproduce driver's only children are its notebook
-kernels: a SIGKILLed driver (the OOM killer, a closed terminal) must not leave a kernel computing on. jupyter_client
-tells each kernel its parent (JPY_PARENT_PID) and ipykernel's parent poller ends the kernel once that parent is
-gone; this test holds the project to it."""
+"""Nothing outlives a killed driver: the reproduce driver's only children are its notebook kernels, and a SIGKILLed
+driver (the OOM killer, a closed terminal) must not leave one computing on (ipykernel's parent poller ends a kernel
+whose JPY_PARENT_PID is gone)."""
 
 from __future__ import annotations
 
@@ -18,34 +16,29 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _kernels_of(pid: int) -> list[int]:
-    """Processes whose parent is `pid` and whose command line runs an ipykernel."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rpartition(")")[2].split()[1])
-            cmd = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid and b"ipykernel" in cmd:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
+def _stat(pid) -> list[str]:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
-        return False
-    return state != "Z"
+        return ["X", "0"]
+
+
+def _kernels_of(pid: int) -> list[int]:
+    return [int(s.parent.name) for s in Path("/proc").glob("[0-9]*/stat")
+            if _stat(s.parent.name)[1] == str(pid) and b"ipykernel" in _cmdline(s.parent)]  # fmt: skip
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _wait(condition, seconds: float) -> bool:
     """Poll `condition` until it holds or `seconds` pass (a bound on a failing test, not a timing assertion)."""
     end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
+    while not condition() and time.monotonic() < end:
         time.sleep(0.1)
     return condition()
 
@@ -62,8 +55,9 @@ def test_a_kernel_ends_when_its_driver_is_killed():
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    ended = _wait(lambda: not any(map(_alive, kernels)), 30)
-    left = [k for k in kernels if _alive(k)]
+    alive = lambda: [k for k in kernels if _stat(k)[0] not in ("Z", "X")]  # noqa: E731
+    ended = _wait(lambda: not alive(), 30)
+    left = alive()
     for k in left:  # only when the test fails: leave nothing behind
         os.kill(k, signal.SIGKILL)
     assert ended and left == [], f"kernels {left} outlived the killed driver"

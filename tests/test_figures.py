@@ -91,7 +91,7 @@ def test_figures_are_legible_at_notebook_width():
         ]
     )
     fig_d = theory.phase_diagram(phase)
-    from acemad_utils.report import assumptions as RA
+    from acemad_utils.experiments import assumption_map as RA
 
     grid = pd.DataFrame(
         [

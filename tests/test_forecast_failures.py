@@ -13,7 +13,7 @@ from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question,
 from acemad_utils.report import rescoring as A
 
 Q4 = Question("t/1", "test", "?", {"A": "a", "B": "b", "C": "c", "D": "d"}, "B")
-# The issue's case: every agent parsed its belief; agents 0-3 forecast their peers badly (all mass on A), agent 4's
+# Every agent parsed its belief; agents 0-3 forecast their peers badly (all mass on A), agent 4's
 # forecast did not parse and was replaced by a uniform one, which happens to be close to the peers' mean belief.
 P_ROW = np.array([0.3, 0.3, 0.2, 0.2])
 BAD_Q = np.array([1.0, 0.0, 0.0, 0.0])
@@ -30,12 +30,14 @@ class _Forecaster(Agent):
 
 
 class _Pop(Population):
+    def __init__(self, failing=4):
+        self.failing = failing
+
     def agents(self, specs, question, repeat=0):
-        return [_Forecaster(i == 4) for i in range(len(specs))]
+        return [_Forecaster(i == self.failing) for i in range(len(specs))]
 
 
-def test_the_issue_case_would_have_made_the_failed_agent_heaviest():
-    # The old rule (the uniform stand-in scored like a forecast): agent 4 ends with the largest weight.
+def test_a_uniform_stand_in_scored_like_a_forecast_would_make_the_failed_agent_heaviest():
     P = np.broadcast_to(P_ROW, (3, 5, 4))
     Q = np.stack([np.stack([BAD_Q] * 4 + [UNIFORM])] * 3)
     _, W = B.acemad_weights(P, Q, np.ones((3, 5), bool))
@@ -58,12 +60,5 @@ def test_an_unparsed_forecast_never_raises_its_agents_weight():
     # re-scoring the stored record gives the engine's weights (same rule, read from the entries)
     rescored = A.weights(A.stack([rec]))[0]
     np.testing.assert_allclose(rescored, weights, atol=1e-6)
-
-
-def test_a_debate_without_failed_forecasts_stores_no_extra_field():
-    class Clean(_Pop):
-        def agents(self, specs, question, repeat=0):
-            return [_Forecaster(False) for _ in specs]
-
-    rec = run_question(Q4, Clean(), DebateConfig(method="acemad", n_agents=5, rounds=2))
-    assert "unparsed_forecasts" not in rec and not any("q_parse_failure" in e for r in rec["rounds"] for e in r)
+    clean = run_question(Q4, _Pop(failing=None), DebateConfig(method="acemad", n_agents=5, rounds=2))
+    assert "unparsed_forecasts" not in clean and not any("q_parse_failure" in e for r in clean["rounds"] for e in r)

@@ -6,6 +6,7 @@ through the package's entry point on a task file that never imports acemad."""
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.model import get_model  # noqa: E402
 from inspect_ai.scorer import choice  # noqa: E402
 
+from acemad_utils.data import paths as P  # noqa: E402
 from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad, decisions  # noqa: E402
 from acemad_utils.protocol.prompts import PERSONAS  # noqa: E402
 from tests.fake_openai import FakeOpenAI, FaultInjector  # noqa: E402
@@ -55,12 +57,8 @@ def samples(n: int, options=("red", "green", "blue")) -> list:
 def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
     """inspect's eval in a daemon thread: a frozen eval fails the test after `limit` s instead of hanging it."""
     out: dict = {}
-    t = threading.Thread(
-        target=lambda: out.update(
-            logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw)
-        ),  # fmt: skip
-        daemon=True,
-    )
+    go = lambda: out.update(logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw))  # noqa: E731
+    t = threading.Thread(target=go, daemon=True)
     t.start()
     t.join(limit)
     assert not t.is_alive(), f"the eval made no end within {limit} s"
@@ -102,6 +100,7 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
         assert systems(second) == {skeptic} and second.count == 2 * 2 * 2  # 1 Skeptic, 2 rounds, 2 calls, 2 samples
         assert skeptic not in systems(first) and first.count == 2 * 2 * 2 * 2
     assert log.status == "success"
+    correct = []
     for s in log.samples:
         spans = {e.id: e.name for e in s.events if e.event == "span_begin" and e.type == "acemad"}
         calls = [e for e in s.events if e.event == "model"]
@@ -115,8 +114,13 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
         names = {"acemad", "uniform", "self_belief", "surprisingly_popular", "majority_round1", "shuffled"}
         assert set(value) == names | {"premise_lift"} and -1 <= value["premise_lift"] <= 1
         assert value["acemad"] == float(rec["final"]["correct"])
+        assert s.scores["choice"].value == ("C" if rec["final"]["correct"] else "I")
+        assert all(e["weight"] is not None and e["q"] is not None for r in rec["rounds"] for e in r)
+        assert json.loads(json.dumps(rec)) == rec  # the stored debate is plain JSON (the log holds it)
+        correct.append(rec["final"]["correct"])
     metrics = {sc.name: sc.metrics["accuracy"].value for sc in log.results.scores}
-    assert metrics["acemad"] == metrics["choice"]
+    assert metrics["acemad"] == metrics["choice"] == pytest.approx(sum(correct) / len(correct))
+    assert not list(P.outputs("runs", create=False).glob("inspect*"))  # inspect's log holds the run, not outputs/
 
 
 def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-"""A synthetic profile's notebook kernel imports only what it uses. The openai SDK, tenacity and the LLM
-client load on first use (an LLM population), matplotlib where a figure is drawn (bench/imports.py times it)."""
+"""A synthetic profile's kernel imports only what it uses: the openai SDK, tenacity and the LLM client on first use
+(an LLM population), matplotlib where a figure is drawn (bench/imports.py times it)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,14 @@ HEAVY = ("openai", "tenacity", "matplotlib", "papermill", "acemad_utils.agents.c
 
 
 def loaded_after(code: str) -> set:
-    """The HEAVY modules in sys.modules after running `code` in a fresh interpreter."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return set(json.loads(out.strip().splitlines()[-1]))
 
 
-def test_the_notebook_import_line_loads_no_client_and_no_plotting():
+def test_the_notebook_import_line_and_a_synthetic_setup_load_no_client_and_no_plotting():
     assert loaded_after("import acemad_utils.notebook") == set()
-
-
-def test_a_synthetic_setup_loads_no_client():
-    code = "from acemad_utils.experiments.setup import Setup\nassert Setup().synthetic"
-    assert loaded_after(code) == set()
+    assert loaded_after("from acemad_utils.experiments.setup import Setup\nassert Setup().synthetic") == set()
 
 
 def test_the_client_and_a_figure_still_load_when_used():

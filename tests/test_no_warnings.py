@@ -1,8 +1,5 @@
-"""No warning a user did not cause: the default reproduce in a fresh clone, the benchmark summary,
-and the set-up's pip steps print no line matching "Warning".
-
-    ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_no_warnings.py -s     # the fresh-clone run takes minutes
-"""
+"""No warning a user did not cause: the default reproduce in a fresh clone, the benchmark summary and the set-up's
+pip steps print no line matching "Warning"."""
 
 from __future__ import annotations
 
@@ -15,16 +12,13 @@ import pytest
 
 from acemad_utils.data import paths as P
 
-WARNING = re.compile(r"Warning")
-
 
 def _warnings(text: str) -> list[str]:
-    return [line for line in text.splitlines() if WARNING.search(line)]
+    return [line for line in text.splitlines() if "Warning" in line]
 
 
 def test_benchmark_summary_prints_no_runpy_warning(tmp_path):
-    """The summary runs through the package's __main__ (`python -m acemad_utils.data summary`): runpy warns when the
-    module it runs was imported by its package first, as `-m acemad_utils.data.benchmarks` is."""
+    """runpy warns when the module it runs was imported by its package first: the summary runs as a package main."""
     env = {**os.environ, "PYTHONPATH": str(P.ROOT), "ACEMAD_DATA_DIR": str(tmp_path)}  # no data: errors, no warning
     out = subprocess.run(
         [sys.executable, "-m", "acemad_utils.data", "summary"], env=env, capture_output=True, text=True
@@ -33,8 +27,7 @@ def test_benchmark_summary_prints_no_runpy_warning(tmp_path):
 
 
 def test_the_set_up_keeps_pip_and_setuptools_notices_in_a_log():
-    """setuptools' multi-line "Editable installation" notice (and any pip message) goes to .venv/pip.log, shown only
-    when a step fails: every pip step of the Makefile's set-up ends with $(QUIET)."""
+    """Every pip step of the Makefile's set-up ends with $(QUIET): its notices go to .venv/pip.log, shown on failure."""
     text = (P.ROOT / "Makefile").read_text()
     pip_steps = [line.strip() for line in text.splitlines() if line.strip().startswith("@$(PIP)")]
     assert pip_steps and all(step.endswith("$(QUIET)") for step in pip_steps), pip_steps
@@ -43,19 +36,11 @@ def test_the_set_up_keeps_pip_and_setuptools_notices_in_a_log():
 
 @pytest.mark.slow
 def test_default_reproduce_in_a_fresh_clone_prints_no_warning(tmp_path):
-    """The README's first command on a fresh clone (smoke mode; the driver with this venv, as `make reproduce`
-    runs it once the set-up is done): not one output line matching "Warning"."""
     repo = tmp_path / "acemad"
     subprocess.run(["git", "clone", "-q", str(P.ROOT), str(repo)], check=True)
     env = {**os.environ, "PYTHONPATH": str(repo), "ACEMAD_SMOKE": "1"}
     env.pop("ACEMAD_PROGRESS", None)
-    out = subprocess.run(
-        [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    assert not _warnings(text), _warnings(text)[:10]
+    cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default"]
+    out = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert not _warnings(out.stdout + out.stderr), _warnings(out.stdout + out.stderr)[:10]

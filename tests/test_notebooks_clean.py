@@ -1,12 +1,7 @@
-"""The committed notebooks: a papermill `parameters` cell of plain values, a caption after every figure, and
-either no outputs at all or the full default profile's executed outputs, clean (acemad_utils.reproduce.nbtools).
+"""The committed notebooks: a caption after every figure, and either no outputs at all or the full default
+profile's executed outputs, clean (acemad_utils.reproduce.nbtools). While a branch carries them stripped, the
+output checks skip, saying so. (Their parameters cells: tests/test_params.py.)"""
 
-The outputs are written by `make notebooks` and compared by `make nbval` (strict). While a branch carries the
-notebooks stripped (`nbtools strip`), the output checks skip, saying so.
-"""
-
-import ast
-import json
 import re
 from pathlib import Path
 
@@ -19,36 +14,16 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 FIGURE = re.compile(r"\bsave_figure\(")
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS, "no numbered notebooks found"
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_is_parameterized(path):
-    nb = json.loads(path.read_text())
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
-    assert len(params) == 1, f"{path.name}: needs exactly one cell tagged 'parameters'"
-    tree = ast.parse("".join(params[0]["source"]))
-    for node in tree.body:  # plain UPPER_CASE = literal assignments only
-        assert isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets), (
-            f"{path.name}: parameters cell may only assign UPPER_CASE names"
-        )
-        ast.literal_eval(node.value)
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_figure_is_the_cells_value_and_has_a_caption(path):
-    nb = nbformat.read(path, as_version=4)
-    for i, c in enumerate(nb.cells):
-        if c.cell_type != "code" or not FIGURE.search(c.source):
-            continue
-        last = c.source.rstrip().splitlines()[-1]
-        assert last.startswith("save_figure("), f"{path.name} cell {i}: end the cell with save_figure(...) to show it"
-        nxt = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
-        assert nxt is not None and nxt.cell_type == "markdown" and nxt.source.startswith("**Figure"), (
-            f"{path.name} cell {i}: a caption cell (**Figure ...**: what it shows, what to look for) must follow"
-        )
+    cells = nbformat.read(path, as_version=4).cells
+    for i, c in enumerate(cells):
+        if c.cell_type == "code" and FIGURE.search(c.source):
+            assert c.source.rstrip().splitlines()[-1].startswith("save_figure("), f"{path.name} cell {i}: end with it"
+            nxt = cells[i + 1] if i + 1 < len(cells) else None
+            assert nxt is not None and nxt.cell_type == "markdown" and nxt.source.startswith("**Figure"), (
+                f"{path.name} cell {i}: a caption cell (**Figure ...**) must follow"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -58,23 +33,19 @@ def test_committed_outputs_are_complete_and_clean(path):
         pytest.skip(f"{path.name} is committed without outputs: `make notebooks` writes them (full default run)")
     assert not nbtools.problems(nb), f"{path.name}: {nbtools.problems(nb)[:5]}; rerun `make notebooks`"
     assert not [k for k in nbtools.VOLATILE_NB_META if k in nb.metadata], f"{path.name}: volatile metadata kept"
-    for c in nb.cells:
-        assert not [k for k in nbtools.VOLATILE_CELL_META if k in c.metadata], f"{path.name}: cell timings kept"
+    assert not [k for c in nb.cells for k in nbtools.VOLATILE_CELL_META if k in c.metadata], "cell timings kept"
     figures = [c for c in nbtools.code_cells(nb) if FIGURE.search(c.source)]
-    shown = [c for c in figures if any("image/png" in (o.get("data") or {}) for o in c.outputs)]
-    assert len(shown) == len(figures), f"{path.name}: {len(figures) - len(shown)} figure cell(s) show no image"
-    for c in nbtools.code_cells(nb):
-        for o in c.outputs:
-            data = o.get("data") or {}
-            if "text/html" in data and "<table" in "".join(data["text/html"]):  # a table: its HTML, plus one line
-                assert len("".join(data.get("text/plain", "")).splitlines()) <= 1, f"{path.name}: a table twice"
+    assert all(any("image/png" in (o.get("data") or {}) for o in c.outputs) for c in figures), "a figure not shown"
+    for o in (o for c in nbtools.code_cells(nb) for o in c.outputs):
+        data = o.get("data") or {}
+        if "<table" in "".join(data.get("text/html", "")):  # a table: its HTML, plus one line
+            assert len("".join(data.get("text/plain", "")).splitlines()) <= 1, f"{path.name}: a table twice"
 
 
 def _executed(*outputs, source="x = 1", tags=()) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell(source, outputs=list(outputs), execution_count=1)
     cell.metadata.update({"tags": list(tags), "papermill": {"duration": 1.5}, "execution": {"x": "2026"}})
-    nb.cells = [cell]
+    nb = nbformat.v4.new_notebook(cells=[cell])
     nb.metadata["papermill"] = {"input_path": "/somewhere/nb.ipynb", "duration": 3.0}
     return nb
 
@@ -84,10 +55,10 @@ def test_problems_names_what_must_not_be_committed():
     assert nbtools.problems(_executed(out("stream", name="stdout", text="SUMMARY: 1\n"))) == []
     assert nbtools.problems(_executed(out("stream", name="stderr", text="50%|##  |\n")))
     assert nbtools.problems(_executed(out("error", ename="ValueError", evalue="x", traceback=[])))
-    shown = out("execute_result", data={"text/plain": "PosixPath('outputs/figures/f.png')"}, execution_count=1)
-    assert nbtools.problems(_executed(shown))
-    here = out("stream", name="stdout", text=f"wrote {nbtools.ROOT}/outputs/x.html\n")
-    assert nbtools.problems(_executed(here))
+    assert nbtools.problems(
+        _executed(out("execute_result", data={"text/plain": "PosixPath('f.png')"}, execution_count=1))
+    )
+    assert nbtools.problems(_executed(out("stream", name="stdout", text=f"wrote {nbtools.ROOT}/outputs/x.html\n")))
     unrun = _executed()
     unrun.cells[0].execution_count = None
     assert nbtools.problems(unrun) == ["code cell 0 was not executed"]
@@ -98,44 +69,44 @@ def test_store_keeps_outputs_and_drops_what_changes_between_runs(tmp_path):
     ran_dir.mkdir()
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), src)
     ran = _executed(nbformat.v4.new_output("stream", name="stdout", text="SUMMARY: 1\n"))
-    injected = nbformat.v4.new_code_cell('PROFILE = "default"\n', execution_count=1)
-    injected.metadata["tags"] = [nbtools.INJECTED]
-    ran.cells.insert(0, injected)
+    ran.cells.insert(0, nbformat.v4.new_code_cell('PROFILE = "default"\n', execution_count=1))
+    ran.cells[0].metadata["tags"] = [nbtools.INJECTED]
     nbformat.write(ran, ran_dir / src.name)
     assert nbtools.store(src, ran_dir) == []
     kept = nbformat.read(src, as_version=4)
-    assert "papermill" not in kept.metadata
+    assert "papermill" not in kept.metadata and not {"papermill", "execution"} & set(kept.cells[1].metadata)
     assert kept.cells[0].id == nbtools.INJECTED  # a fixed id: papermill draws a new one every run
     assert [o["text"] for o in kept.cells[1].outputs] == ["SUMMARY: 1\n"]
-    assert not {"papermill", "execution"} & set(kept.cells[1].metadata)
-    # A run of an older source, or one that printed to stderr, is refused and nothing is written.
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 2")]), src)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 2")]), src)  # an older run: refused
     assert "older version" in nbtools.store(src, ran_dir)[0]
     assert nbformat.read(src, as_version=4).cells[0].source == "x = 2"
 
 
 def _with_parameters(defaults: str, injected: str) -> nbformat.NotebookNode:
     nb = _executed()
-    params = nbformat.v4.new_code_cell(defaults, execution_count=1)
-    params.metadata["tags"] = ["parameters"]
-    inj = nbformat.v4.new_code_cell(injected, execution_count=2)
-    inj.metadata["tags"] = [nbtools.INJECTED]
+    params, inj = (
+        nbformat.v4.new_code_cell(defaults, execution_count=1),
+        nbformat.v4.new_code_cell(injected, execution_count=2),
+    )
+    params.metadata["tags"], inj.metadata["tags"] = ["parameters"], [nbtools.INJECTED]
     nb.cells = [params, inj, *nb.cells]
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
 
 
 def test_lean_drops_an_injected_cell_that_repeats_the_defaults_and_writes_labs_kernelspec():
-    same = _with_parameters('# Parameters\nPROFILE = "default"\nN = 3  # items\nL = [1, 2]\n', "# Parameters\nN = 3\n")
+    same = _with_parameters(
+        '# Parameters\nPROFILE: str = "default"\nN: int = 3  # items\nL = [1, 2]\n', "# Parameters\nN = 3\n"
+    )
     nbtools.lean(same)
-    assert [c.metadata.get("tags") for c in same.cells].count([nbtools.INJECTED]) == 0 and len(same.cells) == 2
+    assert len(same.cells) == 2 and all(nbtools.INJECTED not in c.metadata.get("tags", []) for c in same.cells)
     # what JupyterLab writes on save (it marks a notebook saying "Python 3" modified at once and autosaves it)
-    assert same.metadata["kernelspec"]["display_name"] == nbtools.lab_kernelspec()["display_name"]
-    assert nbtools.lab_kernelspec()["display_name"] != "Python 3"
-    differs = _with_parameters("N = 3\n", "# Parameters\nN = 400\n")
+    assert same.metadata["kernelspec"]["display_name"] == nbtools.lab_kernelspec()["display_name"] != "Python 3"
+    differs = _with_parameters("N: int = 3\n", "# Parameters\nN = 400\n")
     nbtools.lean(differs)
-    inj = [c for c in differs.cells if nbtools.INJECTED in c.metadata.get("tags", [])]
-    assert len(inj) == 1 and inj[0].source == nbtools.INJECTED_HEADER + "\nN = 400\n"
+    assert [c.source for c in differs.cells if nbtools.INJECTED in c.metadata.get("tags", [])] == [
+        nbtools.INJECTED_HEADER + "\nN = 400\n"
+    ]
     new = _with_parameters("N = 3\n", "# Parameters\nM = 3\n")  # a name the defaults lack: kept
     nbtools.lean(new)
     assert len(new.cells) == 3

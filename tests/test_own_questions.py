@@ -1,8 +1,6 @@
-"""Your own questions: the docs' API example run verbatim (synthetic and the fake endpoint), the
-`python -m acemad_utils run` command on JSONL and CSV files (with and without answers, hostile rows, a changed
-file), and the inspect_ai solvers evaluated by `inspect_ai.eval` against the fake server.
-
-Everything runs in a temporary working directory: nothing may land inside the checkout."""
+"""Your own questions (docs/own-questions.md): the API example run verbatim (synthetic and the fake endpoint), the
+`run` command on JSONL and CSV files (with and without answers, hostile rows, a changed file), per-role models, the
+estimate before a run spends, any dataset by its columns. Everything runs in a temporary working directory."""
 
 from __future__ import annotations
 
@@ -66,8 +64,12 @@ def endpoint(monkeypatch):
         yield srv
 
 
-def _check_example(ns: dict, out: str, root: Path) -> None:
-    results = ns["results"]
+@pytest.mark.parametrize("on_endpoint", [False, True], ids=["synthetic", "endpoint"])
+def test_docs_example(elsewhere, capsys, request, on_endpoint):
+    srv = request.getfixturevalue("endpoint") if on_endpoint else None
+    ns: dict = {}
+    exec(api_example(endpoint=on_endpoint), ns)
+    results, out, root = ns["results"], capsys.readouterr().out, elsewhere
     assert len(results) == 3 * len(ns["questions"])
     labelled = {r.correct is not None for r in results if r.question_id == ns["questions"][0].id}
     assert labelled == {True}, "the question with an answer is scored"
@@ -77,25 +79,12 @@ def _check_example(ns: dict, out: str, root: Path) -> None:
     assert results.run_dir.is_relative_to(root / "acemad_runs")
     assert (results.run_dir / "transcripts.jsonl.gz").exists()
     assert all(len(r.weights) == 3 and len(r.weights[-1]) == 5 for r in results if r.method.startswith("AceMAD"))
-    assert out.count("\n") >= len(results)
-
-
-def test_docs_example_synthetic(elsewhere, capsys):
-    ns: dict = {}
-    exec(api_example(endpoint=False), ns)
-    _check_example(ns, capsys.readouterr().out, elsewhere)
-    assert ns["results"].meta["synthetic"] is True
-
-
-def test_docs_example_endpoint_then_cached(elsewhere, endpoint, capsys):
-    ns: dict = {}
-    exec(api_example(endpoint=True), ns)
-    _check_example(ns, capsys.readouterr().out, elsewhere)
-    calls = endpoint.count
-    assert calls > 0 and ns["results"].meta["synthetic"] is False
-    assert (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
-    exec(api_example(endpoint=True), {})  # the same questions again: every record on disk, no call
-    assert endpoint.count == calls
+    assert out.count("\n") >= len(results) and results.meta["synthetic"] is not on_endpoint
+    if srv:
+        calls = srv.count
+        assert calls > 0 and (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
+        exec(api_example(endpoint=True), {})  # the same questions again: every record on disk, no call
+        assert srv.count == calls
 
 
 def _write(path: Path, rows) -> Path:
@@ -126,11 +115,8 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     csv.write_text('question,A,B,C,answer,id\n"Q one?",x,y,z,B,one\n"Q two?",p,q,,,\n', encoding="utf-8")
     assert main(["run", str(csv), "--synthetic", "--methods", "majority"]) == 0
     assert [q.answer for q in read_questions(csv)] == ["B", None]
-
-
-def test_command_without_answers_prints_no_table(elsewhere, capsys):
-    src = _write(elsewhere / "open.jsonl", [ROWS[2]])
-    assert main(["run", str(src), "--synthetic", "--methods", "acemad"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(_write(elsewhere / "open.jsonl", [ROWS[2]])), "--synthetic", "--methods", "acemad"]) == 0
     assert "no question has an answer" in capsys.readouterr().out
 
 
@@ -156,7 +142,9 @@ def test_bad_rows_stop_before_any_call(elsewhere, endpoint, capsys, row, message
     assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
 
 
-def test_bad_files(elsewhere, capsys):
+def test_bad_files(elsewhere, monkeypatch, capsys):
+    from acemad_utils.data import own
+
     latin = elsewhere / "latin.jsonl"
     latin.write_bytes(b'{"question": "caf\xe9?", "options": ["a", "b"]}\n')
     many = _write(
@@ -165,6 +153,9 @@ def test_bad_files(elsewhere, capsys):
     for path, message in ((latin, "line 1: not UTF-8"), (many, "more than the 10000")):
         assert main(["run", str(path), "--synthetic"]) == 2
         assert message in capsys.readouterr().err
+    monkeypatch.setattr(own, "MAX_FILE_BYTES", 100)
+    assert main(["run", str(_write(elsewhere / "big.jsonl", ROWS)), "--synthetic"]) == 2
+    assert "bytes is more than the 100" in capsys.readouterr().err
 
 
 def test_changed_question_is_a_new_question(elsewhere, capsys):
@@ -189,6 +180,8 @@ def test_content_ids_and_checks(elsewhere):
         api.run(a, model="m", base_url="file:///etc/passwd", out="unused")
     with pytest.raises(ValueError, match="rounds"):
         api.run(a, synthetic=True, rounds=0, out="unused")
+    with pytest.raises(ValueError, match="role URL"):
+        api.run(a, synthetic=True, roles={"skeptic": "b@http://127.0.0.1:9/v1"})
 
 
 def test_import_stays_light():
@@ -197,47 +190,10 @@ def test_import_stays_light():
     assert out.strip() == "[]"
 
 
-# ----------------------------------------------------------------------------- inspect_ai
-@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_inspect_eval_against_fake_server(tmp_path, monkeypatch):
-    pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[inspect]'")
-    from inspect_ai import Task
-    from inspect_ai import eval as inspect_eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import choice
-
-    from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad
-
-    T, N = 2, 3
-    samples = [
-        Sample(input=f"Question {i}: which colour?", choices=["red", "green", "blue"], target="ABC"[i % 3], id=f"s{i}")
-        for i in range(5)
-    ]
-    monkeypatch.setenv("FAKE_API_KEY", FAKE_KEY)
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        task = Task(dataset=samples, solver=acemad(rounds=T, agents=N), scorer=choice())
-        (log,) = inspect_eval(task, model="openai-api/fake/fake-model", model_base_url=srv.url,
-                              log_dir=str(tmp_path / "logs"), display="none")  # fmt: skip
-        assert srv.count >= 5 * T * N * 2
-    assert log.status == "success" and len(log.samples) == 5
-    records = []
-    for s in log.samples:
-        rec = s.store[STORE_KEY]
-        assert len(rec["rounds"]) == T and all(len(r) == N for r in rec["rounds"])
-        assert all(e["weight"] is not None and e["q"] is not None for r in rec["rounds"] for e in r)
-        assert s.metadata[STORE_KEY]["answer"] == rec["final"]["answer"]
-        assert s.scores["choice"].value == ("C" if rec["final"]["correct"] else "I")
-        records.append(rec)
-    ours = sum(r["final"]["correct"] for r in records) / len(records)
-    assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(ours)
-    assert json.loads(json.dumps(records))  # the stored debates are plain JSON (the log holds them)
-    assert not list(Path(P.ROOT / "outputs").glob("runs/inspect*"))
-
-
+# ----------------------------------------------------------------------------- inspect_ai (test_inspect_solvers.py)
 @pytest.mark.slow
 def test_inspect_route_of_the_docs_runs_as_written(tmp_path):
-    """docs' task file (it never imports acemad) and its first command verbatim, the endpoint the fake server's:
-    the solver comes from the package's inspect_ai entry point."""
+    """The docs' task file (it never imports acemad) and first command, verbatim: the solver is the entry point's."""
     pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[inspect]'")
     task_file, shell = doc_blocks("3. inspect_ai")[:2]
     assert "acemad" not in task_file
@@ -266,18 +222,13 @@ def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
     assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
 
 
-def test_hostile_text_is_escaped_and_big_files_bounded(elsewhere, monkeypatch, capsys):
-    from acemad_utils.data import own
+def test_hostile_text_is_escaped(elsewhere):
     from acemad_utils.report.viewer import debate_html
 
     q = make_question("<script>alert(1)</script>?", {"A": "<img src=x onerror=alert(2)>", "B": "b"}, answer="A")
     results = api.run(q, "majority", synthetic=True)
     html = debate_html(results[0].record, results.meta)
     assert "<script>" not in html and "<img" not in html and "&lt;img src=x" in html  # arguments quote the option
-    monkeypatch.setattr(own, "MAX_FILE_BYTES", 100)
-    src = _write(elsewhere / "big.jsonl", ROWS)
-    assert main(["run", str(src), "--synthetic"]) == 2
-    assert "bytes is more than the 100" in capsys.readouterr().err
 
 
 def test_unlabelled_records_rescore_without_scoring(elsewhere):
@@ -303,8 +254,7 @@ def test_every_method_debates_an_unlabelled_question(method):
 
 # ----------------------------------------------------------------------------- empty replies, unparsed commitments
 def test_empty_replies_fail_uncached_and_a_fixed_endpoint_is_asked_again(elsewhere, endpoint, capsys):
-    """content null and tool-call-only replies are failed calls, never cached: after the endpoint is fixed, the
-    same command sends its requests again and every question is answered."""
+    """content null and tool-call-only replies are failed calls, never cached."""
     src = _write(elsewhere / "e.jsonl", ROWS[:2])
     argv = ["run", str(src), "--model", "fake-model", "--methods", "majority,acemad", "--rounds", "1"]
     endpoint.set_mode("empty")
@@ -345,8 +295,8 @@ def test_mostly_unparsed_commitments_exit_1_like_reproduce(elsewhere, endpoint, 
 
 # ----------------------------------------------------------------------------- per-role models
 def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
-    """--role-model skeptic=NAME@URL: AceMAD's Skeptic calls the second endpoint with its model, nobody else does;
-    the moderator role reaches Centralized MAD's moderator; the table names the roles (Table 3's Different LLMs)."""
+    """AceMAD's Skeptic calls the second endpoint with its model, nobody else does; the moderator role reaches
+    Centralized MAD's moderator; the table names the roles (Table 3's Different LLMs)."""
     src = _write(elsewhere / "r.jsonl", ROWS[:2])
     with FakeOpenAI(FaultInjector(rate=0.0)) as second:
         roles = ["--role-model", f"skeptic=skeptic-model@{second.url}", "--role-model", "moderator=mod-model"]
@@ -377,8 +327,6 @@ def test_role_models_in_python_and_synthetic(elsewhere):
     plain = api.run(q, "acemad", synthetic=True)
     other = api.run(q, "acemad", synthetic=True, roles={"skeptic": "model-b"})
     assert other.run_dir != plain.run_dir and other[0].method == "AceMAD (T=3; skeptic model-b)"
-    with pytest.raises(ValueError, match="role URL"):
-        api.run(q, synthetic=True, roles={"skeptic": "b@http://127.0.0.1:9/v1"})
 
 
 # ----------------------------------------------------------------------------- the estimate before run spends
@@ -394,7 +342,7 @@ def test_the_estimate_is_printed_first_and_is_what_is_sent(elsewhere, endpoint, 
 
 
 def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoint, capsys, monkeypatch):
-    """One question, 100 agents, 50 rounds (the red-team's 4,600 calls in 25 s): priced and stopped before a call."""
+    """One question, 100 agents, 50 rounds: priced and stopped before a call."""
     src = _write(elsewhere / "big.jsonl", ROWS[:1])
     argv = ["run", str(src), "--model", "gpt-4o-mini", "--methods", "acemad", "--agents", "100", "--rounds", "50"]
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
@@ -436,8 +384,7 @@ def test_a_fitted_estimate_agrees_with_the_replay():
 
 # ----------------------------------------------------------------------------- any dataset by its columns
 def test_the_column_route_of_the_docs_runs_as_written(tmp_path):
-    """docs/own-questions.md section 4's block, verbatim (tests/test_docs.py's fresh-clone shell): ARC-Challenge,
-    MMLU-Pro and TruthfulQA mc1 in their published shapes, each scored."""
+    """Section 4's block, verbatim in test_docs.py's fresh-clone shell: ARC, MMLU-Pro, TruthfulQA mc1, each scored."""
     from tests.test_docs import run_block, runnable
 
     (block,) = doc_blocks("4. Any dataset by its columns")[1:]
@@ -471,7 +418,7 @@ def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys
 
 
 def test_the_estimate_the_docs_quote_is_the_one_printed():
-    """docs/own-questions.md quotes the estimate of its own three questions: the same line api.estimate gives."""
+    """The docs quote the estimate of their own three questions: the line api.estimate gives."""
     block = doc_blocks("Try it on your task")[0]
     rows = [json.loads(x) for x in block.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0].splitlines()]
     line = api.estimate(rows, "acemad,majority", model="gpt-4o-mini").line()

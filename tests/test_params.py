@@ -1,14 +1,15 @@
-"""The parameter schema (experiments/params.py): the notebooks' cells, the profiles, the registry and the docs read
-it; every value it accepts builds every notebook's runs and the selections the notebooks show; every value it
-refuses is one line naming the file, the notebook and what is allowed."""
+"""The parameter schema (experiments/params.py): the notebooks' annotated parameters cells, the profiles, the
+registry and the docs read it; every value it accepts builds every notebook's runs and what the notebooks show;
+every value it refuses is one line naming the file, the notebook and what is allowed."""
 
 from __future__ import annotations
 
 import ast
 import math
-from pathlib import Path
+import re
 
 import nbformat
+import papermill as pm
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -23,98 +24,77 @@ from acemad_utils.protocol import config
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def _parameters_cell(path: Path) -> str:
-    [cell] = [c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", [])]
-    return cell.source
-
-
-def test_the_schema_knows_every_notebook_and_only_those():
+def test_the_schema_knows_every_notebook_and_its_constants_are_protocol_configs():
     assert [p.stem for p in NOTEBOOKS] == list(params.NOTEBOOKS)
+    for nb in params.NOTEBOOKS:
+        assert all(params.problem(n, v) is None for n, v in params.defaults(nb).items()), nb
+    assert params.SCHEMA["ETA"].default == config.ETA == config.DebateConfig().eta
+    assert (
+        params.SCHEMA["ROUNDS"].default == list(config.TABLE2_ROUNDS) == R.PAPER_TABLES["table2_main_results"]["rounds"]
+    )
+    assert params.SCHEMA["T_PHASE"].default == config.ROUNDS == config.DebateConfig().rounds
+    assert params.SCHEMA["N_TABLE"].default == config.N_AGENTS == config.DebateConfig().n_agents
+    assert all(nb in p.notebooks for p in params.SCHEMA.values() for nb in p.by_notebook)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_every_parameters_cell_holds_the_schemas_names_at_its_defaults(path):
-    source = _parameters_cell(path)
-    assert source == params.cell_source(path.stem), "rewrite the cell from params.cell_source (see the docstring)"
-    values = {
-        node.targets[0].id: ast.literal_eval(node.value)  # type: ignore[attr-defined]
-        for node in ast.parse(source).body
-        if isinstance(node, ast.Assign)
-    }
-    assert values == params.defaults(path.stem)
+def test_one_annotated_parameters_cell_that_papermill_reads_as_the_schema(path):
+    cells = [c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1 and cells[0].source.startswith("# Parameters"), "one cell tagged 'parameters'"
+    body = ast.parse(cells[0].source).body
+    assert all(isinstance(n, ast.AnnAssign) and n.target.id.isupper() for n in body)  # type: ignore[attr-defined]
+    seen = pm.inspect_notebook(str(path))  # `NAME: type = default  # meaning`, as papermill reads it
+    assert list(seen) == params.names(path.stem)
+    assert {n: ast.literal_eval(p["default"]) for n, p in seen.items()} == params.defaults(path.stem)
+    kinds = {n: {"models": "list[dict]"}.get(params.SCHEMA[n].kind, params.SCHEMA[n].kind) for n in seen}
+    assert {n: p["inferred_type_name"] for n, p in seen.items()} == kinds
+    meaning = params.meanings()  # one meaning per name, whichever notebook says it
+    assert all(p["help"] and p["help"] == meaning[n] for n, p in seen.items())
 
 
-def test_every_default_is_allowed_and_the_papers_constants_are_protocol_configs():
-    for nb in params.NOTEBOOKS:
-        for name, value in params.defaults(nb).items():
-            assert params.problem(name, value) is None, (nb, name, value)
-    assert params.SCHEMA["ETA"].default == config.ETA == config.DebateConfig().eta
-    assert params.SCHEMA["ROUNDS"].default == list(config.TABLE2_ROUNDS)
-    assert params.SCHEMA["T_PHASE"].default == config.ROUNDS == config.DebateConfig().rounds
-    assert params.SCHEMA["N_TABLE"].default == config.N_AGENTS == config.DebateConfig().n_agents
-    assert R.PAPER_TABLES["table2_main_results"]["rounds"] == list(config.TABLE2_ROUNDS)
-
-
-def test_no_name_is_a_number_in_one_notebook_and_a_list_in_another():
-    # one Param per name, one kind: ROUNDS (03, a list) and THEORY_ROUNDS (00, a number) are two names
-    assert params.SCHEMA["ROUNDS"].kind == "list[int]" and params.SCHEMA["ROUNDS"].notebooks == ("03_main_results",)
-    assert params.SCHEMA["THEORY_ROUNDS"].kind == "int"
-    for p in params.SCHEMA.values():
-        assert p.kind in params.KINDS
-        assert all(nb in p.notebooks for nb in p.by_notebook)
-
-
-def test_docs_parameters_md_is_generated_from_the_schema():
+def test_docs_parameters_md_is_generated_and_lists_every_variable_the_package_names():
     text = (ROOT / "docs" / "parameters.md").read_text()
-    regenerate = ".venv/bin/python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md"
-    assert text == params.markdown(ENV_VARS), regenerate
-    for name in [*params.SCHEMA, *ENV_VARS]:
-        assert f"`{name}`" in text
-
-
-def test_every_acemad_variable_the_package_names_is_listed():
-    import re
-
-    named = set()
-    for path in (ROOT / "acemad_utils").rglob("*.py"):
-        named |= set(re.findall(r"\bACEMAD_[A-Z_]+\b", path.read_text()))
+    assert text == params.markdown(ENV_VARS), "python -m acemad_utils.experiments.profiles --parameters-doc"
+    named = set().union(
+        *(re.findall(r"\bACEMAD_[A-Z_]+\b", p.read_text()) for p in (ROOT / "acemad_utils").rglob("*.py"))
+    )
     assert named <= set(ENV_VARS), sorted(named - set(ENV_VARS))
 
 
 # ----------------------------------------------------------------------------- values drawn from the schema
 MODELS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._/:-]{0,20}", fullmatch=True)  # names that make a folder name
+URLS = st.sampled_from(["", "http://127.0.0.1:8000/v1", "https://h.example/v1"])
 
 
 def _values(p: params.Param) -> st.SearchStrategy:
     """Every value the schema allows for p (within small bounds where the range is huge)."""
     if p.kind == "models":
-        entry = st.fixed_dictionaries(
-            {
-                "table": st.sampled_from(sorted(R.PAPER_TABLES)),
-                "paper_model": MODELS,
-                "model": MODELS,
-                "base_url": st.sampled_from(["", "http://127.0.0.1:8000/v1", "https://h.example/v1"]),
-            }
+        keys = {
+            "table": st.sampled_from(sorted(R.PAPER_TABLES)),
+            "paper_model": MODELS,
+            "model": MODELS,
+            "base_url": URLS,
+        }
+        one = st.lists(
+            st.fixed_dictionaries(keys),
+            max_size=3,
+            unique_by=(lambda e: (e["table"], e["paper_model"]), lambda e: e["table"]),
         )
-        one = st.lists(entry, max_size=3, unique_by=(lambda e: (e["table"], e["paper_model"]), lambda e: e["table"]))
-    elif p.model:
-        one = st.one_of(st.just(""), MODELS)
     elif p.choices is not None:
         one = st.sampled_from(p.choices)
-    elif p.url:
-        one = st.sampled_from(["", "http://127.0.0.1:1/v1", "https://example.org/v1"])
-    elif p.segment:
-        one = st.from_regex(r"[a-z0-9_][a-z0-9._-]{0,8}", fullmatch=True)
+    elif p.text:
+        one = {
+            "model": st.one_of(st.just(""), MODELS),
+            "url": URLS,
+            "segment": st.from_regex(r"[a-z0-9_][a-z0-9._-]{0,8}", fullmatch=True),
+        }[p.text]
     elif p.kind in ("int", "list[int]"):
         one = st.integers(int(p.lo or 0), int(min(p.hi or 20, (p.lo or 0) + 20)))
     elif p.kind in ("float", "list[float]"):
         one = st.floats(p.lo or 0, p.hi, allow_nan=False)
-    elif p.kind == "bool":
-        one = st.booleans()
     else:
-        one = st.text(max_size=12)
-    if p.kind.startswith("list["):
-        one = st.lists(one, min_size=1, max_size=4, unique=True)
+        one = st.booleans() if p.kind == "bool" else st.text(max_size=12)
+    one = st.lists(one, min_size=1, max_size=4, unique=True) if p.kind.startswith("list[") else one
     return st.one_of(st.none(), one) if p.nullable else one
 
 
@@ -126,9 +106,8 @@ def _notebook_params(draw, nb: str) -> dict:
 def _shows(nb: str, P: dict, result: R.RunResult) -> None:
     """What each notebook asks its run for before showing it (the selections of its cells)."""
     if nb == "03_main_results":
-        result.pick("acemad", rounds=config.ROUNDS, eta=P["ETA"])  # the aggregators, examples and summary
-        result.config("centralized")  # Table 2c
-        result.config("decentralized", group="control")
+        result.pick("acemad", rounds=config.ROUNDS, eta=P["ETA"])
+        result.config("centralized"), result.config("decentralized", group="control")
         assert result.labels("acemad") == [c.label for c in result.run["acemad"]]
     elif nb == "04_heterogeneity":
         assert result.run["variants"][0].hash == config.DebateConfig(method="acemad", eta=P["ETA"], seed=P["SEED"]).hash
@@ -137,8 +116,7 @@ def _shows(nb: str, P: dict, result: R.RunResult) -> None:
     elif nb == "06_scaling":
         assert len({c.family for c in result.run.select("acemad")}) == 1
     elif nb == "02_baselines":
-        labels = set(result.labels())
-        assert {c.label for c in R.voting_vs_mad(P["N_TABLE"], P["SEED"])} <= labels  # Table 1
+        assert {c.label for c in R.voting_vs_mad(P["N_TABLE"], P["SEED"])} <= set(result.labels())  # Table 1
     elif nb == "07_other_models" and result.run.name != "full_datasets":
         result.config("acemad", rounds=config.ROUNDS)
 
@@ -148,54 +126,37 @@ def _shows(nb: str, P: dict, result: R.RunResult) -> None:
 @given(data=st.data())
 def test_every_accepted_value_builds_the_runs_and_what_the_notebook_shows(nb, data):
     P = data.draw(_notebook_params(nb))
-    for name, value in P.items():
-        assert params.problem(name, value) is None, (name, value)
+    assert all(params.problem(name, value) is None for name, value in P.items())
     runs = R.runs(nb, P)
     assert len({r.name for r in runs}) == len(runs)  # one folder per run
     for run in runs:
-        records = [{"method": c.label, "status": "ok"} for c in run.configs]
         assert len(set(run.labels())) == len(run.configs)  # one label per config: records never mix
-        _shows(nb, P, R.RunResult(run, {}, records))
+        _shows(nb, P, R.RunResult(run, {}, [{"method": c.label, "status": "ok"} for c in run.configs]))
 
 
 @settings(max_examples=60, deadline=None)
 @given(P=_notebook_params("00_theory"))
 def test_every_accepted_theory_value_selects_a_simulated_slice(P):
-    # notebook 00's last cells read the phase table at (N=5, T_PHASE, ETA_PHASE): the grid theory simulates
     assert 5 in theory.PHASE_N and P["ETA_PHASE"] in theory.PHASE_ETA and 1 <= P["T_PHASE"] <= theory.PHASE_T_MAX
 
 
 # ----------------------------------------------------------------------------- refused values: one line each
-WRONG = {
-    "str": 3,
-    "int": "three",
-    "float": "two",
-    "bool": "yes",
-    "list[str]": "bbh",
-    "list[int]": [1, "two"],
-    "list[float]": [0.5, "x"],
-    "models": [{"model": "y"}],
-}
+WRONG = {"str": 3, "int": "three", "float": "two", "bool": "yes", "list[str]": "bbh", "list[int]": [1, "two"],
+         "list[float]": [0.5, "x"], "models": [{"model": "y"}]}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(params.SCHEMA))
 def test_every_refused_value_is_one_line_naming_file_notebook_and_range(tmp_path, name):
-    p = params.SCHEMA[name]
-    bad = [WRONG[p.kind]]
-    if p.lo is not None:
-        bad.append([p.hi + 1] if p.kind.startswith("list") else p.hi + 1)
-    if p.choices is not None:
-        bad.append(["nope"] if p.kind.startswith("list") else "nope")
-    if not p.nullable:
-        bad.append(None)
-    nb = p.notebooks[0]
+    p, path = params.SCHEMA[name], tmp_path / "mine.yaml"
+    listed = p.kind.startswith("list")
+    bad = [WRONG[p.kind], *([[p.hi + 1] if listed else p.hi + 1] if p.lo is not None else [])]
+    bad += ([["nope"] if listed else "nope"] if p.choices is not None else []) + ([] if p.nullable else [None])
     for value in bad:
-        path = tmp_path / "mine.yaml"
-        path.write_text(yaml.safe_dump({"profile": "mine", "notebooks": {nb: {name: value}}}))
+        path.write_text(yaml.safe_dump({"profile": "mine", "notebooks": {p.notebooks[0]: {name: value}}}))
         with pytest.raises(SystemExit) as e:
             profiles.load_profile(str(path))
         msg = str(e.value)
-        assert "\n" not in msg and msg.startswith(f"mine.yaml ({nb}): {name} = "), msg
+        assert "\n" not in msg and msg.startswith(f"mine.yaml ({p.notebooks[0]}): {name} = "), msg
         assert p.allowed() in msg and "params.py" in msg
 
 

@@ -211,7 +211,7 @@ def test_readme_and_docs_cite_every_study_the_map_places():
     import re
 
     from acemad_utils.data.paths import ROOT
-    from acemad_utils.report.assumptions import EVIDENCE
+    from acemad_utils.experiments.assumption_map import EVIDENCE
 
     ids = [re.search(r"\d{4}\.\d{5}|Prelec", ref).group(0) for ref, *_ in EVIDENCE]
     for page in ("README.md", "docs/population.md"):

@@ -1,6 +1,5 @@
-"""Every endpoint a profile will call is checked before its first notebook runs (reproduce.cli._preflight):
-a missing key, an endpoint that is down or a model it does not serve stops the run at once, with one line per
-endpoint naming the parameter, the URL and the fix, and no notebook started."""
+"""Every endpoint a profile will call is checked before its first notebook runs: a missing key, an endpoint that is
+down or a model it does not serve stops the run at once, one line per endpoint naming the parameter, URL and fix."""
 
 from __future__ import annotations
 
@@ -51,14 +50,11 @@ def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monk
     assert "--set SECOND_MODEL=" in lines[0]  # the way to run without it
 
 
-def test_a_missing_key_stops_the_run_naming_the_variable(tmp_path, monkeypatch, tmp_outputs):
+def test_a_missing_key_or_a_model_not_served_stops_the_run(tmp_path, monkeypatch, tmp_outputs):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(SystemExit, match=r"MODEL / BASE_URL \(gpt-4o-mini at https://api.openai.com.*OPENAI_API_KEY"):
         _run(tmp_path, monkeypatch, {"BACKEND": "openai"}, only=["03_main_results"])
-
-
-def test_a_model_the_endpoint_does_not_serve_stops_the_run(tmp_path, monkeypatch, tmp_outputs):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-preflight")
     with FakeOpenAI(models=["served-model"]) as srv:
         with pytest.raises(SystemExit, match="does not serve the model 'typo-model'.*lists served-model"):

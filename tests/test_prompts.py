@@ -1,9 +1,7 @@
-"""Our prompts beside the paper's (Appendix "Prompt"): the paper's three boxes are held verbatim, and every prompt
-an agent sends equals the paper's, rendered for the same question, once the differences listed in
-prompts.DEVIATIONS (each with its reason) are applied, and no other difference.
-
-The appendix text is read from acemad_paper.tex at test time: the parent of $ACEMAD_PAPER_DIR (or of
-../shared/paper/tables beside the repository, as in CI); the tests that need it skip when it is absent."""
+"""Our prompts beside the paper's (Appendix "Prompt"): the paper's three boxes are held verbatim (read from
+acemad_paper.tex beside $ACEMAD_PAPER_DIR; skipped without it), and every prompt an agent sends equals the paper's,
+rendered for the same question, once the differences listed in prompts.DEVIATIONS (each with its reason) are applied,
+and no other difference."""
 
 from __future__ import annotations
 
@@ -15,13 +13,8 @@ from acemad_utils.data import paths as P
 from acemad_utils.protocol import prompts as PR
 from acemad_utils.protocol.schema import Message, Question, Turn
 
-Q = Question(
-    id="q1",
-    benchmark="demo",
-    question="Which planet is closest to the Sun? {not a placeholder}",
-    options={"A": "Venus", "B": "Mercury", "C": "Mars", "D": "Earth"},
-    answer="B",
-)
+OPTIONS = {"A": "Venus", "B": "Mercury", "C": "Mars", "D": "Earth"}
+Q = Question("q1", "demo", "Which planet is closest to the Sun? {not a placeholder}", OPTIONS, "B")
 HISTORY = (Message(agent=0, round=1, text="Venus is the hottest, so A."), Message(agent=1, round=1, text="B."))
 ARGUMENT = "Mercury orbits at 0.39 AU, closer than any other planet."
 
@@ -42,12 +35,13 @@ def turn(**kw) -> Turn:
 
 
 def values(t: Turn, ask: str = PR.ARGUE_ASK["fast"], argument: str = ARGUMENT, shape_argument: bool = False):
+    shape = PR.json_shape(Q.labels, PR.wants_q(t), argument=shape_argument)
     return {
         "{question}": Q.question,
         "{history}": PR.history_context(t),
         "{argument}": argument,
         "{ask}": ask,
-        "{json_shape}": PR.json_shape(Q.labels, PR.wants_q(t), argument=shape_argument),
+        "{json_shape}": shape,
     }
 
 
@@ -57,7 +51,7 @@ def paper_argumentation(t: Turn) -> str:
     )
 
 
-def paper_commit(t: Turn) -> str:
+def paper_commit(t: Turn) -> str:  # the paper's placeholder is spelled history_contex
     return PR.PAPER_COMMIT_PROMPT.format(
         question=Q.question, options_str=Q.options_str(), history_contex=PR.history_context(t)
     )
@@ -74,45 +68,31 @@ def deviate(text: str, names: list[str], vals: dict) -> str:
     return text
 
 
+COMMIT = ["header", "own argument", "json shape"]
+SINGLE = ["header", "json shape", "single call"]
+commit = lambda t: PR.commit_prompt(t, ARGUMENT)  # noqa: E731
+SOLO, P_ONLY = turn(role="solo", history=()), turn(want_peer_prediction=False)
 # (variant, the turn, the paper's prompt it derives from, our rendering, the deviations it may have)
 VARIANTS = {
     "argue, debater (the paper's)": (turn(), paper_argumentation, lambda t: PR.argue_prompt(t), [], {}),
     "argue, slow thinking": (turn(), paper_argumentation, lambda t: PR.argue_prompt(t, "slow"), ["slow thinking"], {}),
     "argue, moderator": (turn(agent=-1, role="moderator"), paper_argumentation, PR.argue_prompt, ["moderator"], {}),
-    "argue, solo": (turn(role="solo", history=()), paper_argumentation, PR.argue_prompt, ["solo"], {}),
-    "commit, p and q": (
-        turn(),
-        paper_commit,
-        lambda t: PR.commit_prompt(t, ARGUMENT),
-        ["header", "own argument", "json shape"],
-        {},
-    ),
-    "commit, p only": (
-        turn(want_peer_prediction=False),
-        paper_commit,
-        lambda t: PR.commit_prompt(t, ARGUMENT),
-        ["header", "own argument", "json shape", "no peer prediction"],
-        {},
-    ),
-    "commit, solo": (
-        turn(role="solo", history=()),
-        paper_commit,
-        lambda t: PR.commit_prompt(t, ARGUMENT),
-        ["header", "own argument", "json shape", "no peer prediction", "solo"],
-        {},
-    ),
+    "argue, solo": (SOLO, paper_argumentation, PR.argue_prompt, ["solo"], {}),
+    "commit, p and q": (turn(), paper_commit, commit, COMMIT, {}),
+    "commit, p only": (P_ONLY, paper_commit, commit, [*COMMIT, "no peer prediction"], {}),
+    "commit, solo": (SOLO, paper_commit, commit, [*COMMIT, "no peer prediction", "solo"], {}),
     "single call, p and q": (
         turn(),
         paper_commit,
         PR.single_prompt,
-        ["header", "json shape", "single call", "single call numbering"],
+        [*SINGLE, "single call numbering"],
         {"shape_argument": True},
     ),
     "single call, p only": (
-        turn(want_peer_prediction=False),
+        P_ONLY,
         paper_commit,
         PR.single_prompt,
-        ["header", "json shape", "no peer prediction", "single call"],
+        [*SINGLE, "no peer prediction"],
         {"shape_argument": True},
     ),
 }
@@ -126,12 +106,9 @@ def test_the_papers_three_prompts_are_held_verbatim():
     assert PR.PAPER_COMMIT_PROMPT == boxes["Commit Prompt"]
 
 
-def test_the_personas_are_the_papers():
+def test_the_personas_and_the_commit_template_are_the_papers():
     for name in ("Generalist", "Skeptic"):
         assert f'"{name}": "{PR.PERSONAS[name]}"' in PR.PAPER_PERSONA_PROMPT
-
-
-def test_the_commit_template_holds_the_whole_commit_prompt():
     for part in ("Question:", "Conversation History:", "Self_Prob", "Peer_Prediction"):
         assert part in PR.PAPER_COMMIT_PROMPT and part in PR.COMMIT_PROMPT
 

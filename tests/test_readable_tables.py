@@ -1,8 +1,6 @@
 """Tables a reader can read: no cell of a shown table cut with '...', p-values as docs/reading.md writes them, no
-NaN shown as a number. The unit check runs readable.html (what notebook.tables_once shows for every DataFrame);
-the scan reads the committed notebooks, which carry the default profile's executed outputs (`make notebooks`; nbval
-checks they are what the code shows now). Executed copies under outputs/ are not read: they may be stale, or being
-written by a run beside the tests."""
+NaN shown as a number: readable.html (what the notebooks show for every DataFrame), and a scan of the committed
+notebooks' outputs (`make notebooks`; never outputs/, which may be stale or being written)."""
 
 from __future__ import annotations
 
@@ -53,7 +51,6 @@ def test_a_shown_table_keeps_its_texts_whole_and_writes_p_and_missing_values_as_
     assert len(problems(nb)) == 2
     nb.cells[0].outputs[0]["data"]["text/html"] = RD.html(ledger)
     assert problems(nb) == []
-    assert RAW_P.search("9.999000e-05")  # how notebook 08 once printed the permutation floor
 
 
 @pytest.mark.parametrize("path", _with_outputs() or [None], ids=lambda p: str(p.relative_to(REPO)) if p else "none")

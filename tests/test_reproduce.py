@@ -1,5 +1,6 @@
 """The papermill driver as a user meets it: profile values checked before anything runs, `--set` overrides, one
-clear line per failed notebook (keys redacted), runs of different profiles kept apart."""
+clear line per failed notebook (keys redacted), notebooks side by side after what they read, Ctrl-C, runs of
+different profiles kept apart."""
 
 from __future__ import annotations
 
@@ -38,49 +39,34 @@ def _profile(tmp_path, body) -> str:
         ({"WORKERS": 0}, "WORKERS = 0 is not allowed (0 is out of range); WORKERS takes a whole number from 1 to 256"),
         ({"SEED": None}, "SEED = None is not allowed (null is not allowed here)"),
         ({"CALLS": True}, "CALLS = True is not allowed"),
-        (
-            {"OTHER_MODELS": [{"table": "table9", "paper_model": "x", "model": "y", "base_url": ""}]},
-            "unknown table 'table9'",
-        ),
+        ({"OTHER_MODELS": [{"table": "t9", "paper_model": "x", "model": "y", "base_url": ""}]}, "unknown table 't9'"),
         ({"OTHER_MODELS": [{"model": "y"}]}, "each entry needs exactly the keys"),
     ],
 )
 def test_bad_values_stop_before_anything_runs(tmp_path, common, expected):
     with pytest.raises(SystemExit) as e:
         profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": common}))
-    assert expected in str(e.value), str(e.value)
-    assert str(e.value).startswith("mine.yaml (0"), str(e.value)  # names the file and the notebook
+    assert expected in str(e.value) and str(e.value).startswith("mine.yaml (0"), str(e.value)  # file and notebook
 
 
-def test_null_item_counts_mean_every_item(tmp_path):
+@pytest.mark.parametrize("body", ["", "# only a comment\n", "- a\n- list\n", "profile: [unclosed\n"])
+def test_an_empty_or_malformed_profile_is_an_error_and_null_counts_mean_every_item(tmp_path, body):
+    with pytest.raises(SystemExit, match=r"mine.yaml (is empty or not a mapping|is not valid YAML)"):
+        profiles.load_profile(_profile(tmp_path, body))
     prof = profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": {"N_ITEMS": None, "N_MAX": None}}))
     assert prof["common"] == {"N_ITEMS": None, "N_MAX": None}
 
 
-@pytest.mark.parametrize("body", ["", "# only a comment\n", "- a\n- list\n", "profile: [unclosed\n"])
-def test_an_empty_or_malformed_profile_is_an_error(tmp_path, body):
-    with pytest.raises(SystemExit, match=r"mine.yaml (is empty or not a mapping|is not valid YAML)"):
-        profiles.load_profile(_profile(tmp_path, body))
-
-
-def test_set_overrides_a_common_parameter_and_is_checked(tmp_path):
+def test_set_overrides_every_notebook_parses_yaml_and_is_checked(monkeypatch):
     prof = profiles.load_profile("paper", {"BASE_URL": "http://127.0.0.1:1/v1"})
-    assert prof["common"]["BASE_URL"] == "http://127.0.0.1:1/v1"
-    assert prof["common"]["MODEL"] == "gpt-4o-mini"  # the rest of the profile stays
+    assert prof["common"]["BASE_URL"] == "http://127.0.0.1:1/v1" and prof["common"]["MODEL"] == "gpt-4o-mini"
     with pytest.raises(SystemExit, match="N_MAX = 'x' is not allowed"):
         profiles.load_profile("default", {"N_MAX": "x"})
     with pytest.raises(SystemExit, match="common parameter 'BASE_URLL'"):
         profiles.load_profile("default", {"BASE_URLL": "x"})
-
-
-def test_set_wins_over_a_notebooks_own_value():
-    # paper.yaml gives 04_heterogeneity its own SECOND_BASE_URL: a --set must reach that notebook, not only common.
-    assert profiles.load_profile("paper")["notebooks"]["04_heterogeneity"]["SECOND_BASE_URL"] != "http://h:2/v1"
+    # paper.yaml gives 04 its own SECOND_BASE_URL: a --set must reach that notebook, not only common
     prof = profiles.load_profile("paper", {"SECOND_BASE_URL": "http://h:2/v1"})
-    assert profiles.params_for(prof, "04_heterogeneity", {"SECOND_BASE_URL": {}})["SECOND_BASE_URL"] == "http://h:2/v1"
-
-
-def test_set_parses_yaml_values(monkeypatch):
+    assert profiles.params_for(prof, "04_heterogeneity", {"SECOND_BASE_URL"})["SECOND_BASE_URL"] == "http://h:2/v1"
     seen = {}
     monkeypatch.setattr(reproduce, "run", lambda profile, only, overrides, **kw: seen.update(overrides) or 0)
     reproduce.main(["--set", "N_MAX=3", "--set", "BASE_URL=http://h:1/v1", "--set", "MODEL="])
@@ -90,96 +76,88 @@ def test_set_parses_yaml_values(monkeypatch):
 
 
 def _notebook(path, code: str) -> None:
-    nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('PROFILE = "default"')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(code)]
+    nb = nbformat.v4.new_notebook(cells=[params, nbformat.v4.new_code_cell(code)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, str(path))
 
 
+def _driver(monkeypatch, nbs: dict, reads: dict | None = None, **prof) -> None:
+    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
+    monkeypatch.setattr(reproduce, "READS", reads or {})
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", **prof})
+
+
 @pytest.mark.slow
 def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_outputs, monkeypatch, capsys):
-    tmp_path = tmp_outputs
     canary = "sk-canary-" + "7" * 30
     monkeypatch.setenv("OPENAI_API_KEY", canary)
-    nbs = {"01_fails": tmp_path / "01_fails.ipynb", "02_works": tmp_path / "02_works.ipynb"}
+    nbs = {"01_fails": tmp_outputs / "01_fails.ipynb", "02_works": tmp_outputs / "02_works.ipynb"}
     _notebook(nbs["01_fails"], f'raise RuntimeError("endpoint said: Incorrect API key provided: {canary}")')
     _notebook(nbs["02_works"], 'print("SUMMARY: fine")')
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
+    _driver(monkeypatch, nbs)
     assert reproduce.run("mine") == 1
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
     assert lines[0].startswith("[mine] 01_fails FAILED after ")
     assert "RuntimeError: endpoint said: Incorrect API key provided: ***" in lines[0]
-    assert lines[1].strip().startswith("full traceback: ") and lines[1].strip().endswith(
-        "01_fails.ipynb (cell 3)"
-    )  # papermill adds the injected-parameters cell
+    assert lines[1].strip().startswith("full traceback: ") and lines[1].endswith("01_fails.ipynb (cell 3)")  # +injected
     assert lines[2].startswith("[mine] 02_works") and lines[2].endswith("fine")
-    assert lines[3] == "[mine] 1 of 2 notebook(s) failed"
-    assert len(lines) == 4 and canary not in out and "Traceback" not in out
+    assert lines[3:] == ["[mine] 1 of 2 notebook(s) failed"] and canary not in out and "Traceback" not in out
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_outputs, monkeypatch, capsys, jobs):
-    """The kernel sees Ctrl-C first (its run raises RunInterrupted): the later notebooks must not start, one at
-    a time or side by side (where 02 waits for 01 because it READS it)."""
-    tmp_path = tmp_outputs  # its outputs (executed copies, the up-to-date record) too: never the checkout's
-    log = tmp_path / "ran.txt"
-    nbs = {"01_stops": tmp_path / "01_stops.ipynb", "02_never": tmp_path / "02_never.ipynb"}
-    _notebook(
-        nbs["01_stops"],
-        "from acemad_utils.experiments.runner import RunInterrupted\n"
-        'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")',
-    )
+    """The kernel sees Ctrl-C first (RunInterrupted): the later notebooks must not start, one at a time or side
+    by side (where 02 waits for 01 because it READS it)."""
+    log = tmp_outputs / "ran.txt"
+    nbs = {"01_stops": tmp_outputs / "01_stops.ipynb", "02_never": tmp_outputs / "02_never.ipynb"}
+    _notebook(nbs["01_stops"], "from acemad_utils.experiments.runner import RunInterrupted\n"
+              'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")')  # fmt: skip
     _notebook(nbs["02_never"], f'open({str(log)!r}, "w").write("ran"); print("SUMMARY: ran")')
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "READS", {"02_never": ("01_stops",)})
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": jobs})
+    _driver(monkeypatch, nbs, {"02_never": ("01_stops",)}, jobs=jobs)
     assert reproduce.run("mine") == 130
-    out = capsys.readouterr().out.strip().splitlines()
-    assert out == [
+    assert capsys.readouterr().out.strip().splitlines() == [
         "[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
         "the later notebooks did not run"
-    ], out
+    ]
     assert not log.exists()
 
 
-def test_theory_runs_of_two_profiles_do_not_mix(tmp_path, monkeypatch):
-    """default then local (different item counts) in one checkout: each profile has its own run folders."""
+def test_theory_runs_of_two_profiles_do_not_mix(tmp_outputs, monkeypatch):
     monkeypatch.setattr(theory, "PHASE_CAL", (0.0,))
     monkeypatch.setattr(theory, "PHASE_N", (3,))
     theory.run_all(n_items=6, seed=0, rounds=2, progress=False, profile="pa")
     theory.run_all(n_items=9, seed=0, rounds=2, progress=False, profile="pb")
-    assert load_run("pa/theory_acemad")[0]["n_questions"] == 6
-    assert load_run("pb/theory_acemad")[0]["n_questions"] == 9
+    assert load_run("pa/theory_acemad")[0]["n_questions"] == 6 and load_run("pb/theory_acemad")[0]["n_questions"] == 9
     with pytest.raises(ValueError) as e:  # a real mix still refuses, naming the folder and both identities
         theory.run_all(n_items=7, seed=0, rounds=2, progress=False, profile="pa")
-    msg = str(e.value)
-    assert "pa/theory_martingale_symmetric holds a run with a different data_hash: saved 6 questions of" in msg
-    assert "this run 7 questions of ['synthetic']" in msg and "Delete " in msg
+    assert "pa/theory_martingale_symmetric holds a run with a different data_hash: saved 6 questions of" in str(e.value)
+    assert "this run 7 questions of ['synthetic']" in str(e.value) and "Delete " in str(e.value)
     assert json.loads(json.dumps(theory.phase_table(etas=(2.0,), profile="pb").to_dict()))  # reads its own runs
 
 
 # ----------------------------------------------------------------------------- notebooks side by side (jobs)
+# Each notebook logs (name, start, end); `meet` waits for another notebook's start (a rendezvous, not a sleep).
 STAMP = (
     "import json, time, pathlib\n"
-    "log = pathlib.Path({log!r})\n"
-    "t0 = time.time(); time.sleep({sleep})\n"
+    "log, t0 = pathlib.Path({log!r}), time.time()\n"
+    "pathlib.Path({log!r} + '.{name}').touch()\n"
+    "while {meet!r} and not pathlib.Path({log!r} + '.' + {meet!r}).exists():\n"
+    "    assert time.time() < t0 + 300, 'never ran beside ' + {meet!r}; time.sleep(0.05)\n"
     "with log.open('a') as f: f.write(json.dumps([{name!r}, t0, time.time()]) + '\\n')\n"
     "{extra}print('SUMMARY: {name} done')"
 )
 
 
 def _stamped(tmp_path, specs: dict) -> tuple[dict, object]:
-    """Notebooks that log (name, start, end) to one file; specs: name -> (seconds asleep, extra code)."""
+    """specs: name -> (the notebook it must meet, or "", extra code)."""
     log = tmp_path / "log.jsonl"
-    nbs = {}
-    for name, (sleep, extra) in specs.items():
-        nbs[name] = tmp_path / f"{name}.ipynb"
-        _notebook(nbs[name], STAMP.format(log=str(log), sleep=sleep, name=name, extra=extra))
+    nbs = {name: tmp_path / f"{name}.ipynb" for name in specs}
+    for name, (meet, extra) in specs.items():
+        _notebook(nbs[name], STAMP.format(log=str(log), meet=meet, name=name, extra=extra))
     return nbs, log
 
 
@@ -189,48 +167,32 @@ def _intervals(log) -> dict:
 
 @pytest.mark.slow
 def test_jobs_runs_notebooks_side_by_side_after_what_they_read(tmp_outputs, monkeypatch, capsys):
-    """jobs: 2 runs two notebooks at once; a notebook that READS another starts after it ended, "*" after all;
-    a failed notebook does not stop the others and the run exits 1 with its one line."""
-    tmp_path = tmp_outputs
-    nbs, log = _stamped(
-        tmp_path,
-        {
-            "01_first": (2, ""),
-            "02_beside": (2, ""),
-            "03_after_first": (0, ""),
-            "04_fails": (0, "raise RuntimeError('broken on purpose')\n"),
-            "05_last": (0, ""),
-        },
-    )
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "READS", {"03_after_first": ("01_first",), "05_last": ("*",)})
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": 2})
+    """jobs: 2 runs two notebooks at once (01 and 02 meet); a notebook that READS another starts after it ended,
+    "*" after all; a failed notebook does not stop the others and the run exits 1 with its one line."""
+    spec = {"01_first": ("02_beside", ""), "02_beside": ("01_first", ""), "03_after_first": ("", ""),
+            "04_fails": ("", "raise RuntimeError('broken on purpose')\n"), "05_last": ("", "")}  # fmt: skip
+    nbs, log = _stamped(tmp_outputs, spec)
+    _driver(monkeypatch, nbs, {"03_after_first": ("01_first",), "05_last": ("*",)}, jobs=2)
     assert reproduce.run("mine") == 1
-    out = capsys.readouterr().out.strip().splitlines()
-    at = _intervals(log)
-    assert at["01_first"][0] < at["02_beside"][1] and at["02_beside"][0] < at["01_first"][1]  # they overlapped
+    out, at = capsys.readouterr().out.strip().splitlines(), _intervals(log)
     assert at["03_after_first"][0] >= at["01_first"][1]
     assert at["05_last"][0] >= max(t1 for name, (_, t1) in at.items() if name != "05_last")
     assert any(line.startswith("[mine] 04_fails FAILED after ") for line in out), out
-    assert out[-1] == "[mine] 1 of 5 notebook(s) failed" and sum("SUMMARY" in x or " done" in x for x in out) == 4
+    assert out[-1] == "[mine] 1 of 5 notebook(s) failed" and sum(" done" in x for x in out) == 4
 
 
 @pytest.mark.slow
 def test_jobs_starts_the_longest_notebook_first(tmp_outputs, monkeypatch):
     """Among the notebooks that may start, a LONGEST one starts first: started last it would run alone at the end."""
-    tmp_path = tmp_outputs
-    nbs, log = _stamped(tmp_path, {"01_short": (1, ""), "02_short": (0, ""), "03_long": (0, "")})
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "READS", {})
+    nbs, log = _stamped(tmp_outputs, {"01_short": ("", ""), "02_short": ("", ""), "03_long": ("", "")})
+    _driver(monkeypatch, nbs, jobs=2)
     monkeypatch.setattr(reproduce, "LONGEST", ("03_long",))
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine", "jobs": 2})
     assert reproduce.run("mine") == 0
     at = _intervals(log)
-    assert at["03_long"][0] < at["01_short"][1]  # 03 beside 01, not after
     assert at["02_short"][0] >= min(at["01_short"][1], at["03_long"][1])  # 02 waited for a free slot
 
 
-def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path, monkeypatch):
+def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path):
     for bad in (0, "two", True, 99):
         with pytest.raises(SystemExit, match="jobs = .* is not allowed: need a whole number of notebooks at once"):
             profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": {"SEED": 0}, "jobs": bad}))
@@ -238,12 +200,8 @@ def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path, monkeypatch):
     llm = _profile(tmp_path, {"profile": "mine", "common": {"BACKEND": "openai", "MODEL": "m"}, "jobs": 2})
     with pytest.raises(SystemExit, match="jobs = 2: notebooks run side by side only when none calls an LLM"):
         reproduce.run(llm, only=["03_main_results"])
-
-
-def test_every_notebook_a_notebook_reads_exists():
-    nbs = profiles.notebooks()
-    for name, needs in profiles.READS.items():
-        assert name in nbs and all(n == "*" or n in nbs for n in needs), (name, needs)
+    for name, needs in profiles.READS.items():  # every notebook a notebook reads exists
+        assert name in profiles.notebooks() and all(n == "*" or n in profiles.notebooks() for n in needs)
 
 
 DRIVER = """
@@ -261,10 +219,9 @@ code = (
 )
 nbs = {}
 for name in ("01_long", "02_long"):
-    nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('PROFILE = "mine"')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(code.format(name=name))]
+    nb = nbformat.v4.new_notebook(cells=[params, nbformat.v4.new_code_cell(code.format(name=name))])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbs[name] = tmp / f"{name}.ipynb"
     nbformat.write(nb, str(nbs[name]))
@@ -284,39 +241,35 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
-    """jupyter_client starts kernels in sessions of their own, so the driver passes its Ctrl-C on: both
-    kernels' runs stop between records (RunInterrupted, whole records), the driver exits 130 and no kernel
-    is left running."""
+    """Kernels run in sessions of their own, so the driver passes its Ctrl-C on: both runs stop between records
+    (whole records), the driver exits 130 and no kernel is left running."""
 
-    def kernels_of(pid: int) -> set[int]:
-        """This driver's kernels (not the machine's: nbval may run its own beside this test in CI)."""
+    def kernels_of(pid: int) -> set[int]:  # this driver's kernels, not the machine's
         out = subprocess.run(["pgrep", "-P", str(pid), "-f", "ipykernel"], capture_output=True).stdout.split()
         return {int(x) for x in out}
 
     env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
-    cmd = [sys.executable, "-c", DRIVER, str(tmp_path)]
-    # As a terminal starts it: a script's background job (CI launched with `&`) passes SIGINT on ignored, and a
-    # driver started with SIGINT ignored could not be interrupted at all (the test would wait for 20,000 items).
-    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset)
+    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (as a terminal starts it, not `&`)
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset)  # fmt: skip
     files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
-    deadline = time.monotonic() + 400  # two kernels' starts and imports on a loaded machine (CI: 3 jobs on 2 cores)
-    ours: set[int] = set()
+    deadline, ours = time.monotonic() + 400, set[int]()  # two kernels' starts on a loaded machine
     while not all(f.exists() and f.stat().st_size > 0 for f in files):
         assert time.monotonic() < deadline and proc.poll() is None, "the notebooks never started their runs"
         ours |= kernels_of(proc.pid)
         time.sleep(0.05)
     ours |= kernels_of(proc.pid)
-    os.kill(proc.pid, signal.SIGINT)  # the driver only, as a terminal's Ctrl-C reaches it (kernels: own sessions)
+    os.kill(proc.pid, signal.SIGINT)  # the driver only, as a terminal's Ctrl-C reaches it
     out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, out
     lines = out.strip().splitlines()
-    assert lines[0].startswith("[mine] interrupted: waiting for 01_long, 02_long to stop"), out
-    for name in ("01_long", "02_long"):
-        assert any(x.startswith(f"[mine] {name} RunInterrupted: interrupted: ") for x in lines), out
+    assert proc.returncode == 130 and lines[0].startswith("[mine] interrupted: waiting for 01_long, 02_long to stop"), (
+        out
+    )
+    assert all(
+        any(x.startswith(f"[mine] {n} RunInterrupted: interrupted: ") for x in lines) for n in ("01_long", "02_long")
+    )
     assert lines[-1].startswith("[mine] interrupted; rerun the same command to resume")
     for f in files:
         raw = f.read_bytes()
         assert raw.endswith(b"\n") and all(json.loads(x)["status"] == "ok" for x in raw.splitlines())
-    assert len(ours) == 2  # both notebooks ran side by side, each in its kernel
-    assert not [k for k in ours if _running(k)]  # papermill shut both kernels down
+    assert len(ours) == 2 and not [k for k in ours if _running(k)]  # both ran side by side; papermill shut them down

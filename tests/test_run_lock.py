@@ -1,8 +1,6 @@
-"""One lock wherever the calls are made: the runner takes the profile's lock (and the response
-cache's for an LLM run) itself, so a notebook run by hand while another run of the profile is going refuses with
-one line (or queues with ACEMAD_LOCK_WAIT=1) instead of paying for the calls twice; the kernels the reproduce
-driver starts skip it (the driver holds it for them). A lock path that is a directory or a symbolic link is one
-line naming it and the fix."""
+"""One lock wherever the calls are made: the runner takes the profile's lock (and the response cache's for an LLM
+run), so a notebook run by hand beside another run of the profile refuses with one line (or queues with
+ACEMAD_LOCK_WAIT=1) instead of paying twice; the reproduce driver's kernels skip it (the driver holds it for them)."""
 
 from __future__ import annotations
 
@@ -11,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -60,11 +57,9 @@ def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
 
 
 def test_two_runs_at_once_pay_each_call_once(repo):
-    """Two processes start the same LLM run at once (a notebook by hand beside `make reproduce`'s kernel):
-    one runs, the other refuses with one line naming the holder; every request the server saw is distinct.
-    The server holds every call until one of the two has ended, so the run holding the lock is still inside it
-    when the other reaches it, however loaded the machine (a 50 ms delay per call once let the first run end
-    before the second started)."""
+    """Two processes start the same LLM run at once: one runs, the other refuses with one line naming the holder;
+    every request the server saw is distinct. The server holds every call until one of the two has ended (an
+    event), so the run holding the lock is still inside it when the other reaches it, however loaded the machine."""
     plan = FaultInjector(0.0)
     one_ended = threading.Event()
 
@@ -97,13 +92,14 @@ def test_two_runs_at_once_pay_each_call_once(repo):
 
 
 def test_a_run_by_hand_queues_with_lock_wait(repo):
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
+    called, plan = threading.Event(), FaultInjector(0.0)
+    with FakeOpenAI(lambda body, n: called.set() or plan(body, n)) as srv:
         with RunLock("probe", llm=True):
             proc = _by_hand(repo, srv.url, ACEMAD_LOCK_WAIT="1")
             assert proc.stdout is not None
             first = proc.stdout.readline()  # printed just before it blocks on the lock
-            time.sleep(0.5)
-            assert "waiting for the run holding" in first and proc.poll() is None and srv.count == 0
+            assert "waiting for the run holding" in first
+            assert not called.wait(1.0) and proc.poll() is None  # while we hold the lock it sends nothing
         out, err = proc.communicate(timeout=300)
         assert out.splitlines()[-1] == "DONE 3", (out, err)
         assert srv.count > 0

@@ -1,6 +1,5 @@
-"""`make reproduce` twice does the work once: a notebook runs again only when something it reads changed
-(reproduce/uptodate.py), every notebook that reads it runs after it, and a run that did not end cleanly is
-never taken for a current one."""
+"""`make reproduce` twice does the work once (reproduce/uptodate.py): a notebook runs again only when something it
+reads changed, every notebook that reads it runs after it, and a run that did not end cleanly is never current."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import pytest
 from acemad_utils.data import paths as P
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce import uptodate
-from tests.test_reproduce import _notebook  # a two-cell notebook: parameters, then code
+from tests.test_reproduce import _driver, _notebook  # a two-cell notebook; the driver on given notebooks
 
 CODE = (
     "import pathlib\n"
@@ -27,14 +26,14 @@ CODE = (
 @pytest.fixture
 def three(tmp_outputs, monkeypatch):
     """Three notebooks: 01, 02 (reads 01's runs), 03 (reads nothing); each logs that it ran and writes a table."""
-    log, nbs = tmp_outputs / "ran.txt", {}
-    for name in ("01_first", "02_reads_first", "03_alone"):
-        nbs[name] = tmp_outputs / f"{name}.ipynb"
+    log, nbs = (
+        tmp_outputs / "ran.txt",
+        {n: tmp_outputs / f"{n}.ipynb" for n in ("01_first", "02_reads_first", "03_alone")},
+    )
+    for name, path in nbs.items():
         table = P.outputs("tables", create=False) / f"{name}.csv"  # outputs/smoke/tables in smoke mode
-        _notebook(nbs[name], CODE.format(log=str(log), name=name, table=str(table), extra=""))
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "READS", {"02_reads_first": ("01_first",)})
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
+        _notebook(path, CODE.format(log=str(log), name=name, table=str(table), extra=""))
+    _driver(monkeypatch, nbs, {"02_reads_first": ("01_first",)})
 
     def ran() -> list[str]:
         names = log.read_text().split() if log.exists() else []
@@ -75,8 +74,8 @@ def test_a_deleted_or_touched_output_reruns_everything(three, tmp_outputs):
     assert reproduce.run("mine") == 0 and ran() == list(nbs)
     (P.outputs("tables") / "03_alone.csv").unlink()
     assert reproduce.run("mine") == 0 and ran() == list(nbs)  # which notebook wrote it is not known: all run
-    (tmp_outputs / "data").mkdir(exist_ok=True)
-    (tmp_outputs / "data" / "items.jsonl").write_text("{}\n")
+    (tmp_outputs / "data" / "subsets").mkdir(parents=True, exist_ok=True)
+    (tmp_outputs / "data" / "subsets" / "items.jsonl").write_text("{}\n")
     assert reproduce.run("mine") == 0 and ran() == list(nbs)
     assert reproduce.run("mine") == 0 and ran() == []
 
@@ -103,14 +102,13 @@ def test_stale_adds_every_reader_transitively_and_star_reads_all():
     assert uptodate.stale(prints, {}, reads) == list(prints)
 
 
-def test_the_fingerprint_reads_sources_parameters_and_environment_not_outputs(tmp_path):
+def test_the_fingerprint_reads_sources_parameters_and_environment_not_outputs(tmp_path, monkeypatch):
     path = tmp_path / "01_x.ipynb"
     _notebook(path, "print(1)")
     env = uptodate.environment({})
     fp = uptodate.fingerprint(path, {"N_MAX": 3}, env)
     nb = nbformat.read(path, as_version=4)
-    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="1\n")]
-    nb.cells[1].execution_count = 7
+    nb.cells[1].outputs, nb.cells[1].execution_count = [nbformat.v4.new_output("stream", text="1\n")], 7
     nbformat.write(nb, str(path))
     assert uptodate.fingerprint(path, {"N_MAX": 3}, env) == fp  # `make notebooks` stores outputs into the file
     assert uptodate.fingerprint(path, {"N_MAX": 4}, env) != fp
@@ -118,27 +116,25 @@ def test_the_fingerprint_reads_sources_parameters_and_environment_not_outputs(tm
     nb.cells[1].source = "print(2)"
     nbformat.write(nb, str(path))
     assert uptodate.fingerprint(path, {"N_MAX": 3}, env) != fp
+    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)  # unset, empty and "0" are one environment
+    off = uptodate.environment({})
+    for value, same in (("", True), ("0", True), ("1", False)):
+        monkeypatch.setenv("ACEMAD_SMOKE", value)
+        assert (uptodate.environment({}) == off) is same
 
 
-def test_the_stamp_stores_no_credential(three, tmp_outputs, monkeypatch):
+def test_the_stamp_stores_no_credential(three, monkeypatch):
     """The fingerprints are hashes of parameters whose URLs had their credentials taken out first."""
     secret = "hunter2-" + "9" * 20
     monkeypatch.setenv("ACEMAD_URL_SECRETS", json.dumps({"x": secret}))
     stamp = uptodate.Stamp("mine")
-    fp = uptodate.fingerprint(three[0]["01_first"], {"BASE_URL": "http://127.0.0.1/v1"}, ())
-    stamp.save({"01_first": fp}, ran=["01_first"], reads={})
+    stamp.save(
+        {"01_first": uptodate.fingerprint(three[0]["01_first"], {"BASE_URL": "http://h/v1"}, ())},
+        ran=["01_first"],
+        reads={},
+    )
     assert secret not in stamp.path.read_text()
     assert uptodate.environment({"ACEMAD_URL_SECRETS": secret}) == uptodate.environment({})
-
-
-def test_smoke_unset_empty_and_zero_are_one_environment(monkeypatch):
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
-    off = uptodate.environment({})
-    for value in ("", "0"):
-        monkeypatch.setenv("ACEMAD_SMOKE", value)
-        assert uptodate.environment({}) == off
-    monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    assert uptodate.environment({}) != off
 
 
 def _recorded_after(change) -> dict:
@@ -220,7 +216,6 @@ def test_kernels_import_the_checkout_the_driver_runs_from(tmp_outputs, tmp_path_
     seen = tmp_outputs / "imported.txt"
     nb = tmp_outputs / "01_first.ipynb"
     _notebook(nb, f"import acemad_utils, pathlib\npathlib.Path({str(seen)!r}).write_text(acemad_utils.__file__)")
-    monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_first": nb})
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "mine"})
+    _driver(monkeypatch, {"01_first": nb})
     assert reproduce.run("mine") == 0
     assert seen.read_text() == str(P.CHECKOUT / "acemad_utils" / "__init__.py")

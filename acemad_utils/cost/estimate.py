@@ -42,8 +42,6 @@ from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
 from acemad_utils.protocol.debate import run_question
 
-__all__ = ["replay_population", "notebook_params"]  # re-exported for bench/ and tests
-
 # Wall time: calls in flight are at most WORKERS, so a run takes ~calls x CALL_SECONDS / WORKERS, never less than
 # a provider's rate limit allows.
 CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument tokens in ~2 s (assumed)
@@ -157,7 +155,8 @@ def estimate(
     est.notes.append(f"items replayed: {per_benchmark} per benchmark, {src}")
     store: dict = {}  # one cache for the whole profile, as outputs/cache/llm.sqlite
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
-    subset_src, log, spans = set(), [] if prefix else None, []
+    log: Optional[list] = [] if prefix else None
+    subset_src, spans = set(), []
     for st, P in stages:
         for b in st.benchmarks or ():
             start = len(log) if log is not None else 0
@@ -312,7 +311,8 @@ def estimate_run(
             by[m] = [a + b * scale for a, b in zip(by.get(m, [0.0, 0.0, 0.0]), v)]
     calls, pt, ct = (sum(v[k] for v in by.values()) for k in range(3))
     unpriced = sorted(m for m in by if price_of(m) is None)
-    usd = None if unpriced else sum(price_of(m).usd(p_, c_) for m, (_n, p_, c_) in by.items())  # type: ignore[union-attr]
+    prices = {m: price_of(m) for m in by}
+    usd = None if unpriced else float(sum(p.usd(v[1], v[2]) for m, v in by.items() if (p := prices[m]) is not None))
     return RunEstimate(calls, pt, ct, usd, unpriced, calls * CALL_SECONDS / workers, workers)
 
 

@@ -87,8 +87,9 @@ def _load(benchmark: str, root: Path | None) -> list[Question]:
     out = []
     for task in BBH_TASKS if benchmark == "bbh" else [None]:
         hub = (HUB[benchmark][0], task or HUB[benchmark][1], HUB[benchmark][2])
+        src: Any = "hf:" + "/".join(x for x in hub[:2] if x)
         if root is None:
-            src, rows = "hf:" + "/".join(x for x in hub[:2] if x), _hub_rows(*hub)
+            rows = _hub_rows(*hub)
         else:
             src = need(root, "mmlu_pro/law_test.jsonl" if law_only else rel.format(task=task))
             rows = read(src)

@@ -25,7 +25,7 @@ def build(
     source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, int], Question], expected: int | None
 ) -> list[Question]:
     """Map (where, record) rows to Questions, turning any problem into a DataError that says where it is."""
-    out, first = [], {}  # question id -> where it was first seen
+    out, first = [], dict[str, str]()  # question id -> where it was first seen
     for i, (where, rec) in enumerate(rows):
         if not isinstance(rec, Mapping):
             raise DataError(f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "

@@ -21,7 +21,7 @@ CALIBRATION_BY = ("knowledge", "persona")
 TRUTH_HOLDER_PERSONAS = ("Skeptic",)
 
 #: The axis name of notebook 09's knowledge_link x crowd_calibration plane (registry.map_points, beside "grid":
-#: knowledge_link x insight), the two planes of the inverse question (report.assumptions.inverse_map).
+#: knowledge_link x insight), the two planes of the inverse question (experiments.assumption_map.inverse_map).
 CALIBRATION_GRID = "grid_calibration"
 #: Notebook 09's one-dimensional sweeps, each at the population's other values (Figure 9b).
 MAP_SWEEPS = ("trap_concentration", "crowd_calibration", "crowd_copy")

@@ -1,32 +1,22 @@
-"""Every notebook parameter in one typed schema: name, type, allowed values, default, notebooks, meaning.
+"""Every notebook parameter in one typed schema: type, allowed values, default, notebooks. Profiles, Setup and the
+registry take their defaults from it; each notebook declares its parameters in an annotated `parameters` cell
+(`ETA: float = 2.0  # meaning`), which papermill.inspect_notebook reads and a test holds to this schema.
 
-    from acemad_utils.experiments import params
-    params.SCHEMA["ROUNDS"]                    # Param(name='ROUNDS', kind='list[int]', lo=1, hi=50, ...)
-    params.defaults("03_main_results")         # {"PROFILE": "default", ..., "ROUNDS": [2, 3, 5], "ETA": 2.0}
-    params.problem("ETA", -1)                  # "-1 is out of range" (None when allowed)
-    params.check("mine.yaml (03_main_results)", "ETA", -1)   # SystemExit: the one line naming what ETA takes
-    params.cell_source("03_main_results")      # the notebook's `parameters` cell, written from this schema
-    python -m acemad_utils.experiments.profiles --parameters-doc   # docs/parameters.md (and the environment)
-
-Profiles (experiments/profiles.py) check every value here before papermill sees it; Setup's arguments, the
-registry's runs, the cost estimate and the notebooks' `parameters` cells take their defaults from here (a test
-checks every cell against cell_source). The paper's constants (eta, T, N, Table 2's rounds) are protocol.config's.
-A value is plain data only: str, int, float, bool, None, and lists / string-keyed maps of them; anything else a
-YAML file can make (bytes of !!binary, a !!set, a date) is refused by name, whatever the parameter.
+    params.defaults("03_main_results")     # {"PROFILE": "default", ..., "ETA": 2.0}
+    params.check("mine.yaml (03_main_results)", "ETA", -1)   # SystemExit: one line naming what ETA takes
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from urllib.parse import urlparse
 
-from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.data.paths import ROOT, UnsafeName, safe_segment
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
@@ -36,77 +26,54 @@ from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, ETA, N_AGENTS, ROUNDS
 BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
 CALLS = ("two", "single")
-# Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more
-# agents and rounds than a debate prompt fits; eta above 64 overflows exp(eta * S) over 50 rounds' products.
+# Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more agents
+# and rounds than a prompt fits; eta above 64 overflows exp(eta * S) over 50 rounds.
 MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = (
-    1_000_000,
-    256,
-    100,
-    50,
-    64.0,
-    2**32 - 1,
-    1_000_000,
-)
-KINDS = ("str", "int", "float", "bool", "list[str]", "list[int]", "list[float]", "models")
+    10**6, 256, 100, 50, 64.0, 2**32 - 1, 10**6,
+)  # fmt: skip
 ENTRY_KEYS = ("table", "paper_model", "model", "base_url")  # an OTHER_MODELS entry, in this order
 SETUP = ("01", "02", "03", "04", "05", "06", "07", "08", "09")  # the notebooks that build a Setup (notebook.start)
-NOTEBOOKS = (
-    "00_theory",
-    "01_subset_construction",
-    "02_baselines",
-    "03_main_results",
-    "04_heterogeneity",
-    "05_ablation",
-    "06_scaling",
-    "07_other_models",
-    "08_claims",
-    "09_assumption_map",
-)
+NOTEBOOKS = ("00_theory", "01_subset_construction", "02_baselines", "03_main_results", "04_heterogeneity",
+             "05_ablation", "06_scaling", "07_other_models", "08_claims", "09_assumption_map")  # fmt: skip
+_ITEM = {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}
+_TEXT = {
+    "url": "an http(s) URL with a host, or empty for the default endpoint",
+    "segment": "one path segment of letters, digits, '.', '_' or '-'",
+    "model": "a model name with a letter or digit (at most 100 characters), or empty",
+}
 
 
 @dataclass(frozen=True)
 class Param:
-    """One notebook parameter. kind: one of KINDS ('models' = OTHER_MODELS entries); choices or [lo, hi] bound a
-    value (every item of a list); nullable: None allowed (meaning in `meaning`); by_notebook: a notebook whose
-    default differs; setup_arg: the Setup argument it feeds (Setup.from_params)."""
+    """One parameter. kind: str, int, float, bool, list[...] of those, or 'models' (OTHER_MODELS entries); choices or
+    [lo, hi] bound every item; text: 'url', 'segment' or 'model' rules for text; by_notebook: other defaults."""
 
     name: str
     kind: str
     default: Any
     notebooks: tuple[str, ...]
-    meaning: str
     choices: Optional[tuple] = None
     lo: Optional[float] = None
     hi: Optional[float] = None
     nullable: bool = False
-    url: bool = False
-    segment: bool = False
-    model: bool = False
+    text: Optional[str] = None
     by_notebook: Mapping[str, Any] = field(default_factory=dict)
     setup_arg: Optional[str] = None
 
     def default_for(self, nb: str) -> Any:
-        """The default notebook `nb` declares (a copy: a caller's change never reaches the schema)."""
         return copy.deepcopy(self.by_notebook.get(nb, self.default))
 
     def allowed(self) -> str:
         """What the parameter takes, in words (messages and docs/parameters.md)."""
-        item = {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}
-        base = self.kind[5:-1] if self.kind.startswith("list[") else self.kind
+        base = self.kind.removeprefix("list[").removesuffix("]")
         if self.kind == "models":
             text = f"a list of maps with exactly the keys {list(ENTRY_KEYS)}, table one of {sorted(PAPER_TABLES)}"
         elif self.choices is not None:
             text = f"one of {list(self.choices)}"
         elif self.lo is not None:
-            text = f"{item[base]} from {self.lo:g} to {self.hi:g}"
-        elif self.url:
-            text = "an http(s) URL with a host, or empty for the default endpoint"
-        elif self.segment:
-            text = "one path segment of letters, digits, '.', '_' or '-'"
-        elif self.model:
-            text = "a model name with a letter or digit (at most 100 characters), or empty"
+            text = f"{_ITEM[base]} from {self.lo:g} to {self.hi:g}"
         else:
-            text = item[base]
+            text = _TEXT.get(self.text or "", _ITEM[base])
         if self.kind.startswith("list["):
             text = f"a non-empty list, each {text}"
         return text + (", or null" if self.nullable else "")
@@ -127,77 +94,47 @@ _OTHER_MODELS = [
 ]
 
 _PARAMS = (
-    Param("PROFILE", "str", "default", NOTEBOOKS, "the profile's name: runs, tables and figures go under it",
-          segment=True, setup_arg="profile"),
-    Param("BACKEND", "str", "sim", _nbs(*SETUP), "who answers: the synthetic population, llama.cpp on this "
-          "machine, or an OpenAI-compatible endpoint", choices=BACKENDS, setup_arg="backend"),
-    Param("POPULATION", "str", "fitted", _nbs(*SETUP), "the synthetic population: fitted to the paper's "
-          "baselines, or the original", choices=tuple(POPULATIONS), setup_arg="population"),
-    Param("SOURCE", "str", "synthetic", _nbs(*SETUP), "the questions: generated items, the real benchmark files, "
-          "or the 24 demo questions", choices=SOURCES, setup_arg="source"),
-    Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), "the benchmarks every run covers",
-          choices=tuple(ALL_BENCHMARKS), setup_arg="benchmarks"),
-    Param("N_ITEMS", "int", 600, _nbs(*SETUP), "input items read per benchmark (null: every item)",
-          lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
-    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), "questions per run from each challenging subset (null: all)",
-          lo=1, hi=MAX_ITEMS, nullable=True),
-    Param("SEED", "int", 0, NOTEBOOKS, "seed of items, synthetic agents, tie-breaks and bootstraps",
-          lo=0, hi=MAX_SEED, setup_arg="seed"),
-    Param("WORKERS", "int", 8, _nbs(*SETUP), "questions (and calls) in flight at once",
-          lo=1, hi=MAX_WORKERS, setup_arg="workers"),
-    Param("MODEL", "str", "", _nbs(*SETUP), "the model the endpoint serves (empty: the backend's default)",
-          setup_arg="model", model=True),
-    Param("BASE_URL", "str", "", _nbs(*SETUP), "the OpenAI-compatible endpoint (empty: OPENAI_BASE_URL or "
-          "OpenAI's)", url=True, setup_arg="base_url"),
-    Param("CALLS", "str", "two", _nbs(*SETUP), "two calls per agent and round (argue, then commit: the paper) "
-          "or one structured reply", choices=CALLS, setup_arg="calls"),
-    Param("ARGUE_MAX_TOKENS", "int", ARGUE_MAX_TOKENS, _nbs(*SETUP), "the argument's completion cap in tokens, "
-          "LLM agents only (null: no cap; the paper gives none)", lo=1, hi=MAX_TOKENS, nullable=True,
+    Param("PROFILE", "str", "default", NOTEBOOKS, text="segment", setup_arg="profile"),
+    Param("BACKEND", "str", "sim", _nbs(*SETUP), choices=BACKENDS, setup_arg="backend"),
+    Param("POPULATION", "str", "fitted", _nbs(*SETUP), choices=tuple(POPULATIONS), setup_arg="population"),
+    Param("SOURCE", "str", "synthetic", _nbs(*SETUP), choices=SOURCES, setup_arg="source"),
+    Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), choices=tuple(ALL_BENCHMARKS),
+          setup_arg="benchmarks"),
+    Param("N_ITEMS", "int", 600, _nbs(*SETUP), lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
+    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("SEED", "int", 0, NOTEBOOKS, lo=0, hi=MAX_SEED, setup_arg="seed"),
+    Param("WORKERS", "int", 8, _nbs(*SETUP), lo=1, hi=MAX_WORKERS, setup_arg="workers"),
+    Param("MODEL", "str", "", _nbs(*SETUP), setup_arg="model", text="model"),
+    Param("BASE_URL", "str", "", _nbs(*SETUP), text="url", setup_arg="base_url"),
+    Param("CALLS", "str", "two", _nbs(*SETUP), choices=CALLS, setup_arg="calls"),
+    Param("ARGUE_MAX_TOKENS", "int", ARGUE_MAX_TOKENS, _nbs(*SETUP), lo=1, hi=MAX_TOKENS, nullable=True,
           setup_arg="argue_max_tokens"),
-    Param("SUBSET_MODEL", "str", "", _nbs("02", "03", "04", "05", "06", "07", "09"), "whose challenging subsets the "
-          "runs use (empty: MODEL's own, built by notebook 01)", setup_arg="subset_model", model=True),
-    Param("N_VALUES", "list[int]", [1, 2, 3, 5, 7, 10, 12, 15], _nbs("02", "06"), "the group sizes N of the "
-          "curves over N (Figures 2 and 5)", lo=1, hi=MAX_AGENTS, by_notebook={"02_baselines": [1, 2, 3, 5]}),
-    Param("N_TABLE", "int", N_AGENTS, _nbs("02"), "the N of Table 1 (Centralized MAD needs 2 debaters)",
-          lo=2, hi=MAX_AGENTS),
-    Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), f"the T of Table 2's AceMAD rows (the paper's T, "
-          f"{ROUNDS}, always runs too: the later views read it)", lo=1, hi=MAX_ROUNDS),
+    Param("SUBSET_MODEL", "str", "", _nbs("02", "03", "04", "05", "06", "07", "09"), setup_arg="subset_model",
+          text="model"),
+    Param("N_VALUES", "list[int]", [1, 2, 3, 5, 7, 10, 12, 15], _nbs("02", "06"), lo=1, hi=MAX_AGENTS,
+          by_notebook={"02_baselines": [1, 2, 3, 5]}),
+    Param("N_TABLE", "int", N_AGENTS, _nbs("02"), lo=2, hi=MAX_AGENTS),
+    Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), lo=1, hi=MAX_ROUNDS),
     # every notebook that runs AceMAD takes it, so a ledger never mixes eta values
-    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"),
-          "AceMAD's learning rate eta (w_i <- w_i exp(eta S_i))", lo=0, hi=MAX_ETA),
-    Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), "the truth-holder's model of the 'Different "
-          "LLMs' row (empty: the row is skipped)", model=True),
-    Param("SECOND_BASE_URL", "str", "", _nbs("04"), "SECOND_MODEL's endpoint (empty: the profile's)", url=True),
-    Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07"), "the paper's tables rerun with other models: "
-          "table, the paper's model name, the served model, its endpoint (empty: the profile's)"),
-    Param("PER_MODEL_SUBSETS", "bool", False, _nbs("07"), "each other model on its own challenging subsets "
-          "instead of SUBSET_MODEL's (the paper reuses one set)"),
+    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"), lo=0, hi=MAX_ETA),
+    Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), text="model"),
+    Param("SECOND_BASE_URL", "str", "", _nbs("04"), text="url"),
+    Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07")),
+    Param("PER_MODEL_SUBSETS", "bool", False, _nbs("07")),
     Param("FULL_BENCHMARKS", "list[str]", list(PAPER_TABLES["table6_full_datasets"]["benchmarks"]), _nbs("07"),
-          "the full test sets of Table 6", choices=tuple(ALL_BENCHMARKS)),
-    Param("FULL_N_MAX", "int", 300, _nbs("07"), "questions per full test set of Table 6 (null: all)",
-          lo=1, hi=MAX_ITEMS, nullable=True),
-    Param("GRID_N_MAX", "int", 50, _nbs("08"), "questions per benchmark at each point of the ledger's assumption "
-          "grid (synthetic profiles)", lo=1, hi=MAX_ITEMS),
-    Param("THEORY_ITEMS", "int", 400, _nbs("00"), "synthetic items per simulation of the theory checks",
-          lo=1, hi=MAX_ITEMS),
-    Param("THEORY_ROUNDS", "int", 6, _nbs("00"), "rounds of the martingale simulations (panels a-c)",
-          lo=1, hi=MAX_ROUNDS),
-    Param("ETA_PHASE", "float", ETA, _nbs("00"), "the eta of the phase diagram's slices (one of the simulated "
-          "grid)", choices=PHASE_ETA),
-    Param("T_PHASE", "int", ROUNDS, _nbs("00"), "the T of the phase diagram's slices (one of the simulated "
-          "rounds)", lo=1, hi=PHASE_T_MAX),
+          choices=tuple(ALL_BENCHMARKS)),
+    Param("FULL_N_MAX", "int", 300, _nbs("07"), lo=1, hi=MAX_ITEMS, nullable=True),
+    Param("GRID_N_MAX", "int", 50, _nbs("08"), lo=1, hi=MAX_ITEMS),
+    Param("THEORY_ITEMS", "int", 400, _nbs("00"), lo=1, hi=MAX_ITEMS),
+    Param("THEORY_ROUNDS", "int", 6, _nbs("00"), lo=1, hi=MAX_ROUNDS),
+    Param("ETA_PHASE", "float", ETA, _nbs("00"), choices=PHASE_ETA),
+    Param("T_PHASE", "int", ROUNDS, _nbs("00"), lo=1, hi=PHASE_T_MAX),
     # notebook 09's map axes: SimParams values (docs/population.md)
-    Param("LINKS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's knowledge_link values "
-          "(0: prediction skill unrelated to knowing the truth; 1: only those who see the trap predict the crowd)",
-          lo=0, hi=1),
-    Param("INSIGHTS", "list[float]", [0.1, 0.3, 0.5, 0.7, 0.9], _nbs("09"), "the map's insight values (P that a "
-          "Skeptic sees through the trap)", lo=0, hi=1),
-    Param("TRAP_CONCENTRATIONS", "list[float]", [0.5, 1.0, 2.0, 4.0, 16.0], _nbs("09"), "the map's "
-          "trap_concentration values (smaller: more correlated crowd errors)", lo=1e-3, hi=1e6),
-    Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), "the map's "
-          "crowd_calibration values (0: false consensus; 1: the crowd predicts its peers)", lo=0, hi=1),
-    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), "the map's crowd_copy values (near-copies: "
-          "P(sharing the first same-spec agent's state) = crowd_copy * (1 - temperature))", lo=0, hi=1),
+    Param("LINKS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), lo=0, hi=1),
+    Param("INSIGHTS", "list[float]", [0.1, 0.3, 0.5, 0.7, 0.9], _nbs("09"), lo=0, hi=1),
+    Param("TRAP_CONCENTRATIONS", "list[float]", [0.5, 1.0, 2.0, 4.0, 16.0], _nbs("09"), lo=1e-3, hi=1e6),
+    Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), lo=0, hi=1),
+    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), lo=0, hi=1),
 )  # fmt: skip
 SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
 
@@ -216,22 +153,18 @@ def setup_defaults() -> dict[str, Any]:
     return {p.setup_arg: copy.deepcopy(p.default) for p in _PARAMS if p.setup_arg}
 
 
-# ----------------------------------------------------------------------------- checks
 def not_plain(value: Any) -> Optional[str]:
-    """What in `value` is not plain data (str, int, float, bool, None, lists and str-keyed maps of them), or
-    None. YAML makes bytes (!!binary), sets (!!set), dates and timestamps; papermill would write them unquoted."""
+    """What in `value` is not plain data (text, numbers, bools, None, lists, str-keyed maps), or None. YAML makes
+    bytes (!!binary), sets and dates, which papermill would write unquoted into the kernel's code."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return None
-    if isinstance(value, list):
-        return next((w for w in map(not_plain, value) if w), None)
-    if isinstance(value, dict):
-        bad = [k for k in value if not isinstance(k, str)]
-        if bad:
-            return f"a map key {bad[0]!r} that is not text"
-        return next((w for w in map(not_plain, value.values()) if w), None)
-    what: dict[type, str] = {bytes: "bytes (a !!binary value)", set: "a set (!!set)", frozenset: "a set (!!set)"}
+    if isinstance(value, dict) and any(not isinstance(k, str) for k in value):
+        return f"a map key {next(k for k in value if not isinstance(k, str))!r} that is not text"
+    if isinstance(value, (list, dict)):
+        return next(filter(None, map(not_plain, value.values() if isinstance(value, dict) else value)), None)
     if isinstance(value, (datetime.date, datetime.time)):
         return f"a date or timestamp ({value}; quote it to pass text)"
+    what: dict[type, str] = {bytes: "bytes (a !!binary value)", set: "a set (!!set)", frozenset: "a set (!!set)"}
     return what.get(type(value), f"a {type(value).__name__} value")
 
 
@@ -240,17 +173,13 @@ def _type_ok(kind: str, v: Any) -> bool:
         return isinstance(v, list) and all(_type_ok(kind[5:-1], x) for x in v)
     if kind == "float":
         return isinstance(v, (int, float)) and not isinstance(v, bool)
-    want = {"str": str, "int": int, "bool": bool}[kind]
-    return isinstance(v, want) and (kind == "bool" or not isinstance(v, bool))
+    return isinstance(v, {"str": str, "int": int, "bool": bool}[kind]) and (kind == "bool" or not isinstance(v, bool))
 
 
 def _url_problem(v: str) -> Optional[str]:
-    """An endpoint: empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
-    if v == "":
-        return None
-    u = urlparse(v)
+    """Empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
     try:
-        ok = u.scheme in ("http", "https") and bool(u.hostname)
+        ok = v == "" or (urlparse(v).scheme in ("http", "https") and bool(urlparse(v).hostname))
     except ValueError:  # an unparsable port or host
         ok = False
     return None if ok else f"{v!r} is not an http:// or https:// URL with a host"
@@ -263,17 +192,6 @@ def _model_problem(v: str) -> Optional[str]:
     except ValueError:
         return f"{_short(v)} does not make a folder name"
     return None if len(v) <= 100 else "the name is longer than 100 characters"
-
-
-def _entries_problem(entries: list) -> Optional[str]:
-    why = next((w for w in map(_entry_problem, entries) if w), None)
-    if why is not None:
-        return why
-    keys = [(e["table"], e["paper_model"]) for e in entries]
-    runs = [(e["table"], model_slug(e["model"])) for e in entries]  # the run's folder (registry.other_model)
-    if len(set(keys)) < len(keys) or len(set(runs)) < len(runs):
-        return "two entries with the same table and model (each table runs once per model)"
-    return None
 
 
 def _entry_problem(e: Any) -> Optional[str]:
@@ -289,16 +207,25 @@ def _entry_problem(e: Any) -> Optional[str]:
     return _model_problem(e["model"]) or _model_problem(e["paper_model"]) or _url_problem(e["base_url"])
 
 
+def _entries_problem(entries: list) -> Optional[str]:
+    why = next(filter(None, map(_entry_problem, entries)), None)
+    keys = {(e["table"], e["paper_model"]) for e in entries} if why is None else set()
+    runs = {(e["table"], model_slug(e["model"])) for e in entries} if why is None else set()  # the run's folder
+    if why is None and (len(keys) < len(entries) or len(runs) < len(entries)):
+        return "two entries with the same table and model (each table runs once per model)"
+    return why
+
+
 def _item_problem(p: Param, x: Any) -> Optional[str]:
     if p.choices is not None and x not in p.choices:
         return f"{x!r} is not a choice"
     if p.lo is not None and p.hi is not None and not (math.isfinite(x) and p.lo <= x <= p.hi):
         return f"{x!r} is out of range"
-    if p.url:
+    if p.text == "url":
         return _url_problem(x)
-    if p.model and x:
+    if p.text == "model" and x:
         return _model_problem(x)
-    if p.segment:
+    if p.text == "segment":
         try:
             safe_segment(x, p.name)
         except UnsafeName:
@@ -315,15 +242,12 @@ def problem(name: str, value: Any) -> Optional[str]:
     if value is None:
         return None if p.nullable else "null is not allowed here"
     if p.kind == "models":
-        if not isinstance(value, list):
-            return "need a list"
-        return _entries_problem(value)
+        return _entries_problem(value) if isinstance(value, list) else "need a list"
     if not _type_ok(p.kind, value):
         return f"need {p.kind}, got {type(value).__name__}"
-    items = value if isinstance(value, list) else [value]
-    if isinstance(value, list) and not value:
+    if value == []:
         return "the list is empty: name at least one"
-    return next((w for w in (_item_problem(p, x) for x in items) if w), None)
+    return next(filter(None, (_item_problem(p, x) for x in (value if isinstance(value, list) else [value]))), None)
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -335,49 +259,30 @@ def check(where: str, name: str, value: Any) -> None:
     """SystemExit with one line naming the file and notebook (`where`), the value and what is allowed."""
     why = problem(name, value)
     if why:
-        p = SCHEMA[name]
         raise SystemExit(
-            f"{where}: {name} = {_short(value)} is not allowed ({why}); {name} takes {p.allowed()} "
-            f"(acemad_utils/experiments/params.py)"
+            f"{where}: {name} = {_short(value)} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()} "
+            "(acemad_utils/experiments/params.py)"
         )
 
 
-# ----------------------------------------------------------------------------- notebooks and docs
 def literal(value: Any) -> str:
-    """The Python source of a checked plain value (papermill's parameters and the notebooks' cells): repr of
-    plain data is a literal; anything else is refused here, so no value can become code."""
+    """The Python source of a checked plain value (papermill's injected cell): repr of plain data is a literal;
+    anything else is refused, so no value can become code."""
     why = not_plain(value)
     if why or (isinstance(value, float) and not math.isfinite(value)):
         raise TypeError(f"not a plain finite value: {why or value!r}")
     return repr(value)
 
 
-HEADER = "# Parameters (papermill overrides these from profiles/<profile>.yaml; declared in experiments/params.py)"
+def meanings() -> dict[str, str]:
+    """Each parameter's meaning as the notebooks' annotated parameters cells say it (papermill.inspect_notebook)."""
+    import papermill as pm  # seconds to import: only for the docs and the tests
 
-
-def _source(value: Any) -> str:
-    """A default as the notebooks write it: double quotes, a list of maps one map per line."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return "[\n" + "".join(f"    {_source(v)},\n" for v in value) + "]"
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_source, value)) + "]"
-    return repr(value)
-
-
-def cell_source(nb: str) -> str:
-    """The `parameters` cell of notebook `nb`: its parameters, each at its schema default, one line of meaning."""
-    lines = [HEADER]
-    for name, value in defaults(nb).items():
-        line = f"{name} = {_source(value)}"
-        comment = f"  # {SCHEMA[name].meaning}"
-        # papermill's inspect_notebook skips a line with a second "=": a meaning with one stays out of the cell
-        fits = "\n" not in line and "=" not in comment and len(line + comment) <= 120
-        lines.append(line + comment if fits else line)
-    return "\n".join(lines)
+    out: dict[str, str] = {}
+    for nb in NOTEBOOKS:
+        for name, p in pm.inspect_notebook(str(ROOT / "notebooks" / f"{nb}.ipynb")).items():
+            out.setdefault(name, p["help"])
+    return out
 
 
 def markdown(env_vars: Mapping[str, str]) -> str:
@@ -393,11 +298,12 @@ def markdown(env_vars: Mapping[str, str]) -> str:
         "| name | type | allowed | default | notebooks | meaning |",
         "|---|---|---|---|---|---|",
     ]
+    meaning = meanings()
     for p in _PARAMS:
         default = f"`{p.default!r}`" if p.kind != "models" else "the paper's three tables"
         default += "".join(f"; {nb[:2]}: `{v!r}`" for nb, v in p.by_notebook.items())
         nbs = ", ".join(nb[:2] for nb in p.notebooks)
-        out.append(f"| `{p.name}` | {p.kind} | {p.allowed()} | {default} | {nbs} | {p.meaning} |")
+        out.append(f"| `{p.name}` | {p.kind} | {p.allowed()} | {default} | {nbs} | {meaning[p.name]} |")
     out += ["", "| environment variable | meaning |", "|---|---|"]
     out += [f"| `{k}` | {v} |" for k, v in env_vars.items()]
     return "\n".join(out) + "\n"

@@ -395,7 +395,7 @@ class LedgerPoint:
 
 
 #: The assumptions of the synthetic population that no printed number fixes, each moved away from the profile's
-#: value one at a time; notebook 08 recomputes every ledger row at each point (experiments.assumptions.ledger_grid)
+#: value one at a time; notebook 08 recomputes every ledger row at each point (experiments.assumption_map.ledger_grid)
 #: and says which of them flip it. A field the population does not have is left out (`unvaried` names it).
 LEDGER_GRID = (
     LedgerPoint("knowledge_link = 0", "peer-prediction skill unrelated to knowing the truth", {"knowledge_link": 0.0}),

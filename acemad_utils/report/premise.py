@@ -131,20 +131,15 @@ VERDICTS = {
 
 def _verdict(r) -> str:
     """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
-    if not r.n:
-        return "unmeasured"
-    if not r.n_split:
-        return "unseen"
+    if not (r.n and r.n_split):
+        return "unseen" if r.n else "unmeasured"
     return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
 
 
 def premise_sentence(
-    table: pd.DataFrame,
-    synthetic: bool,
-    split_table: Optional[pd.DataFrame] = None,
-    *,
+    table: pd.DataFrame, synthetic: bool, split_table: Optional[pd.DataFrame] = None, *,
     population: Optional[Mapping] = None,
-) -> str:
+) -> str:  # fmt: skip
     """The "What we see" of a `premise` table (the "all" row of each method, then the lift per round). On the
     synthetic population the premise is an input (SimParams.knowledge_link), so the sentence says it is the
     population's assumption seen from the data. `split_table` (a `split` table) with a self-consistency row adds

@@ -31,11 +31,6 @@ def pvalue(p: float) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
-def pct(x: float) -> str:
-    """A percentage that is already in points (0-100), with one decimal: '27.7%'."""
-    return f"{float(x):.1f}%"
-
-
 def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     """tables.versus_best's frame for display (the frame and its CSV keep full precision)."""
     out = tests.copy()

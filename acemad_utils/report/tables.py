@@ -168,8 +168,8 @@ def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *
     if both.empty:
         return None
     diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
-    p = paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed)
-    return dict(zip(TEST_COLUMNS, (t, b, best, len(both), 100 * diff, 100 * lo, 100 * hi, p)))
+    pv = paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed)
+    return dict(zip(TEST_COLUMNS, (t, b, best, len(both), 100 * diff, 100 * lo, 100 * hi, pv)))
 
 
 def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], *, n_boot: int, seed: int):

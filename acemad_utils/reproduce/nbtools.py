@@ -1,20 +1,12 @@
-"""The committed notebooks carry the default profile's executed outputs; this module writes and checks them.
+"""Store the full default run's executed notebooks over notebooks/*.ipynb (what a reader sees, what nbval compares).
 
-    python -m acemad_utils.reproduce.nbtools store   # outputs/notebooks/default/*.ipynb (a full default run, what
-                                                     # `make notebooks` just executed) -> notebooks/*.ipynb
-    python -m acemad_utils.reproduce.nbtools strip   # drop every output (e.g. before reviewing a source diff)
+    python -m acemad_utils.reproduce.nbtools store   # outputs/notebooks/default/*.ipynb -> notebooks/*.ipynb
+    python -m acemad_utils.reproduce.nbtools strip   # drop every output
 
-Why: a reader browsing the repository should see every table, figure, debate view and "What we see" paragraph
-without running anything, and nbval (strict, `make nbval`) re-executes the committed notebooks and compares
-every output with the stored one. `store` keeps what a reader needs and nothing that changes from run to run:
-cell timings, papermill's run metadata (paths, durations, the environment), execution timestamps and widget
-state go. Papermill's injected-parameters cell goes too when it only repeats the notebook's own parameters cell
-(the default profile: two look-alike "# Parameters" cells otherwise); when it changes a value it stays, under a
-fixed id and a first line saying so. The kernelspec is written as JupyterLab writes it (the installed python3
-kernel's display name, "Python 3 (ipykernel)"), so opening a committed notebook in `make lab` and autosaving
-changes nothing. It refuses a notebook whose run failed, printed to stderr, left a cell unexecuted, shows a
-PosixPath or this machine's repository path, or whose cells no longer match the source notebook (rerun `make
-notebooks`).
+`store` drops what changes from run to run (timings, papermill's metadata, widget state; the injected-parameters
+cell when it repeats the defaults, else under a fixed id), writes the kernelspec as JupyterLab does (autosave then
+changes nothing) and refuses a run that failed, printed to stderr, skipped a cell, shows a PosixPath or this
+machine's path, or came from older cells.
 """
 
 from __future__ import annotations
@@ -38,44 +30,43 @@ INJECTED_HEADER = "# Parameters of the profile (injected by papermill; they diff
 
 
 def code_cells(nb) -> list:
-    """The code cells of a notebook, read by nbformat or as plain JSON (dict access works for both)."""
     return [c for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 def problems(nb) -> list[str]:
-    """Why these outputs must not be committed (empty when they may): errors, stderr, unexecuted code cells,
-    a PosixPath or an absolute path of this checkout shown, widgets (dead without their kernel)."""
+    """Why these outputs must not be committed (empty when they may)."""
     bad = []
     for i, c in enumerate(code_cells(nb)):
         if not c.get("execution_count"):
             bad.append(f"code cell {i} was not executed")
         for o in c.get("outputs", []):
-            kind = o.get("output_type")
-            if kind == "error":
+            data = o.get("data") or {}
+            if o.get("output_type") == "error":
                 bad.append(f"code cell {i}: error {o.get('ename')}: {o.get('evalue')}")
-            elif kind == "stream" and o.get("name") == "stderr":
+            elif o.get("output_type") == "stream" and o.get("name") == "stderr":
                 bad.append(f"code cell {i}: stderr {''.join(o.get('text', ''))[:120]!r}")
-            text = "".join(o.get("text", "")) + "".join(
-                v if isinstance(v, str) else "".join(v)
-                for k, v in (o.get("data") or {}).items()
-                if k.startswith("text/")
-            )
+            text = "".join(o.get("text", "")) + "".join("".join(v) for k, v in data.items() if k.startswith("text/"))
             if "PosixPath(" in text:
                 bad.append(f"code cell {i} shows a PosixPath")
             if str(ROOT) in text:
                 bad.append(f"code cell {i} shows this machine's path {ROOT}")
-            if "application/vnd.jupyter.widget-view+json" in (o.get("data") or {}):
+            if "application/vnd.jupyter.widget-view+json" in data:
                 bad.append(f"code cell {i} stores a widget (progress bars must be off: ACEMAD_PROGRESS=0)")
     return bad
 
 
 def _assigned(source: str) -> dict:
-    """name -> literal value of the top-level `NAME = literal` lines of a parameters cell (others are skipped)."""
+    """name -> literal value of a parameters cell's top-level `NAME = literal` / `NAME: type = literal` lines."""
     out = {}
     for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else getattr(node, "target", None)
+        )
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name) and node.value is not None:
             try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
+                out[target.id] = ast.literal_eval(node.value)
             except ValueError:
                 continue
     return out
@@ -86,8 +77,7 @@ def _tagged(nb, tag: str) -> list:
 
 
 def injection_repeats_defaults(nb) -> bool:
-    """True when papermill's injected cell sets nothing the notebook's parameters cell does not already set to
-    the same value (then the outputs were computed with the notebook's own defaults)."""
+    """True when papermill's injected cell sets nothing the parameters cell does not set to the same value."""
     injected, params = _tagged(nb, INJECTED), _tagged(nb, "parameters")
     if not injected or not params:
         return False
@@ -97,7 +87,6 @@ def injection_repeats_defaults(nb) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def lab_kernelspec() -> dict:
-    """The kernelspec metadata JupyterLab writes on save: the installed python3 kernel's display name."""
     from jupyter_client.kernelspec import KernelSpecManager
 
     spec = KernelSpecManager().get_kernel_spec("python3")
@@ -105,8 +94,7 @@ def lab_kernelspec() -> dict:
 
 
 def lean(nb) -> None:
-    """Drop what changes from run to run (timings, papermill's record of paths and environment, widget state),
-    papermill's injected cell when it repeats the defaults, and write the kernelspec as JupyterLab does."""
+    """Drop what changes from run to run and write the kernelspec as JupyterLab does."""
     if injection_repeats_defaults(nb):
         nb.cells = [c for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
     for key in VOLATILE_NB_META:
@@ -117,26 +105,23 @@ def lean(nb) -> None:
             c.metadata.pop(key, None)
         if INJECTED in c.metadata.get("tags", []):
             c["id"] = INJECTED  # papermill draws a random id on every run
-            lines = c.source.split("\n")
-            if lines and lines[0].strip() == "# Parameters":
-                c.source = "\n".join([INJECTED_HEADER, *lines[1:]])
+            first, *rest = c.source.split("\n")
+            c.source = "\n".join([INJECTED_HEADER, *rest]) if first.strip() == "# Parameters" else c.source
 
 
 def sources(nb) -> list[tuple[str, str]]:
-    """The notebook's cells as (type, source), papermill's injected cell left out."""
     return [(c.cell_type, c.source) for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
 
 
 def store(path: Path, executed_dir: Path = EXECUTED) -> list[str]:
-    """Write the executed copy of `path` (from `executed_dir`) over it, lean; returns the problems that stopped it."""
+    """Write the executed copy of `path` over it, lean; returns the problems that stopped it."""
     ran_path = executed_dir / path.name
     if not ran_path.exists():
         return [f"no executed copy {ran_path}: run `make notebooks` (the full default profile)"]
     ran = nbformat.read(ran_path, as_version=4)
     if sources(ran) != sources(nbformat.read(path, as_version=4)):
         return [f"{ran_path} was run from an older version of {path.name}: run `make notebooks` again"]
-    bad = problems(ran)
-    if bad:
+    if bad := problems(ran):
         return bad
     lean(ran)
     nbformat.write(ran, path)
@@ -144,7 +129,6 @@ def store(path: Path, executed_dir: Path = EXECUTED) -> list[str]:
 
 
 def strip(path: Path) -> None:
-    """Every output and execution count removed (papermill's injected cell, if any, removed too)."""
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
     for c in code_cells(nb):
@@ -161,23 +145,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("action", choices=("store", "strip"))
     ap.add_argument("notebooks", nargs="*", type=Path)
-    ap.add_argument(
-        "--executed",
-        type=Path,
-        default=EXECUTED,
-        help="where the executed copies are (default outputs/notebooks/default, a full run; tests store a smoke run)",
-    )
-    args = ap.parse_intermixed_args(argv)  # options before or after the notebooks
-    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    ap.add_argument("--executed", type=Path, default=EXECUTED, help="where the executed copies are")
+    args = ap.parse_intermixed_args(argv)
     failed = 0
-    for p in paths:
+    for p in args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         if args.action == "strip":
             strip(p)
             print(f"strip: {p.name}")
             continue
         bad = store(p, args.executed)
         failed += bool(bad)
-        print(f"store: {p.name}" + ("" if not bad else " NOT STORED:\n    " + "\n    ".join(bad[:10])))
+        print(f"store: {p.name}" + (" NOT STORED:\n    " + "\n    ".join(bad[:10]) if bad else ""))
     return 1 if failed else 0
 
 

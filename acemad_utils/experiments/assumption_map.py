@@ -1,27 +1,41 @@
-"""The assumption map's numbers, figures and words (notebook 09), and a measure any run can be given.
+"""Notebook 09's assumption map: AceMAD's gain as a function of the synthetic population's assumptions, its runs,
+table and figures, and the measure any run can be given.
 
-    from acemad_utils.report import assumptions as RA
-    row = RA.map_row("grid", SimParams(knowledge_link=0.0), records, "AceMAD (T=3)", "Standard MAD ...", mads)
-    fig = RA.heatmap(table, source)          # gain over knowledge_link x insight, losing cells marked
-    fig = RA.sweeps(table, source)           # gain against trap_concentration and crowd_calibration
-    print(RA.story(table, source))           # "What we see", from the numbers
-    RA.knowledge_gap(records)                # do agents who answer right predict their peers better?
+    from acemad_utils.experiments import assumption_map as AM
+    table = AM.run_map(S, R.runs("09_assumption_map", P), R.map_axes(P))   # one row per map point
+    fig = AM.heatmap(table, source)          # gain over knowledge_link x insight, losing cells marked
+    AM.knowledge_gap(records, label=...)     # do agents who answer right predict their peers better?
 
-knowledge_gap needs only each agent's belief p, its peer-prediction score and the truth: it is what a real model's
-run (LLM profiles) would have to show for the synthetic map's high-knowledge_link region to describe it.
+Each map point is one AceMAD (T = 3) run of the synthetic population with some SimParams changed (registry
+.assumption_map); "Standard MAD" is the same debate re-decided with uniform weights (no run, as notebook 05's
+ablation), the best MAD baseline is the homogeneous Decentralized/Centralized/Sparse MAD on the same questions.
+A point that changes what the baselines' naive agent answers (registry.SUBSET_PARAMS, e.g. trap_concentration)
+gets the challenging subsets of its own population: "challenging" is always judged by the population that debates.
+knowledge_gap needs only each agent's p, its peer-prediction score and the truth: it is what a real model's run
+would have to show for the map's high-knowledge_link region to describe it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import pandas as pd
 
+from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS, TRUTH_HOLDER_PERSONAS, SimParams
-from acemad_utils.report import premise
-from acemad_utils.report.rescoring import N_SHUFFLES, SHUFFLED
+from acemad_utils.data.transcripts import load_run
+from acemad_utils.experiments import fit, subsets
+from acemad_utils.experiments import registry as R
+from acemad_utils.experiments.runner import run_and_load
+from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import Question
+from acemad_utils.report import claims, premise
+from acemad_utils.report import rescoring as A
+from acemad_utils.report.rescoring import SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, paper_table, question_frame, versus_best
 
@@ -35,46 +49,12 @@ PLAUSIBLE_ALONE = 40.0
 MAP_COLUMNS = [
     "axis",
     *AXIS_PARAMS,
-    "insight_calibration",
-    "calibration_by",
-    "truth_holder_alone",
-    "acemad",
-    "uniform",
-    "best_mad",
-    "best_mad_accuracy",
-    "gain_uniform",
-    "gain_uniform_lo",
-    "gain_uniform_hi",
-    "p_uniform",
-    "shuffled",
-    "gain_shuffled",
-    "gain_shuffled_lo",
-    "gain_shuffled_hi",
-    "p_shuffled",
-    "gain_dispersion",
-    "gain_dispersion_lo",
-    "gain_dispersion_hi",
-    "p_dispersion",
-    "gain_mad",
-    "gain_mad_lo",
-    "gain_mad_hi",
-    "p_mad",
-    "n",
-    "agent_accuracy",
+    *"""insight_calibration calibration_by truth_holder_alone acemad uniform best_mad
+    best_mad_accuracy gain_uniform gain_uniform_lo gain_uniform_hi p_uniform shuffled gain_shuffled gain_shuffled_lo
+    gain_shuffled_hi p_shuffled gain_dispersion gain_dispersion_lo gain_dispersion_hi p_dispersion gain_mad gain_mad_lo
+    gain_mad_hi p_mad n agent_accuracy""".split(),
 ]
-GAP_COLUMNS = [
-    "run",
-    "round",
-    "n_questions",
-    "score_right",
-    "score_wrong",
-    "gap",
-    "gap_lo",
-    "gap_hi",
-    "lift",
-    "lift_lo",
-    "lift_hi",
-]
+GAP_COLUMNS = "run round n_questions score_right score_wrong gap gap_lo gap_hi lift lift_lo lift_hi".split()
 
 
 def _average(tests: pd.DataFrame) -> pd.Series:
@@ -303,212 +283,6 @@ def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0) -> pd.D
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
-# ----------------------------------------------------------------------------- "What we see"
-def _gain(r: pd.Series, key: str) -> str:
-    return f"{r[f'gain_{key}']:+.1f} points [{r[f'gain_{key}_lo']:+.1f}, {r[f'gain_{key}_hi']:+.1f}]"
-
-
-def _verdict(r: pd.Series, key: str) -> str:
-    if r[f"gain_{key}_lo"] > 0:
-        return "a gain"
-    return "a loss" if r[f"gain_{key}_hi"] < 0 else "no difference within its CI"
-
-
-def _point(table: pd.DataFrame, axis: str, **values) -> pd.Series | None:
-    sel = table[table["axis"] == axis]
-    for k, v in values.items():
-        sel = sel[np.isclose(sel[k], v)]
-    return sel.iloc[0] if len(sel) else None
-
-
-_CAL = SimParams().crowd_calibration  # the same in every named population (data.sim_params.POPULATIONS)
-
-
-def _defaults(table: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None]:
-    """The map points at knowledge_link 1 and 0 with every other parameter at the profile's population (the
-    knowledge_link x crowd_calibration plane at the default crowd_calibration: its insight is the population's)."""
-    on, off = (_point(table, CALIBRATION_GRID, knowledge_link=x, crowd_calibration=_CAL) for x in (1.0, 0.0))
-    return on, off
-
-
-def _residual_sentence(table: pd.DataFrame, on: pd.Series, off: pd.Series) -> str:
-    """Why a gain remains at knowledge_link 0, from the numbers: only said when they support it."""
-    size = "though it shrinks" if off.gain_uniform < on.gain_uniform else "and it does not shrink"
-    text = f"So the gain does not vanish at link 0 in this simulation, {size}."
-    if off.agent_accuracy > off.uniform:
-        text += (
-            f" Why: on these items the uniform decision ({off.uniform:.1f}%) is worse than a typical agent's own "
-            f"final answer (agents right {off.agent_accuracy:.1f}% of the time on average: correlated errors, on "
-            f"items chosen where the naive agent fails), so any weights that differ between agents, for whatever "
-            f"reason, move the decision toward a single agent's answer and gain a little (the shuffled-score "
-            f"control below measures this part)."
-        )
-    else:
-        text += " The simulation does not isolate why."
-    none = next((r for _, r in table.iterrows() if r["axis"].startswith("no skilled predictor")), None)
-    if none is not None:
-        text += " With no skilled predictor at all (every agent predicts false consensus) the gain is "
-        text += f"{_gain(none, 'uniform')}."
-    return text
-
-
-def _link_sentences(table: pd.DataFrame) -> list[str]:
-    on, off = _defaults(table)
-    if on is None or off is None:
-        return ["The map has no knowledge_link = 1 and 0 pair at the defaults."]
-    out = [
-        f"At the defaults (knowledge_link 1: only agents who see through the trap predict the crowd) AceMAD gains "
-        f"{_gain(on, 'uniform')} over the same debate with uniform weights (Standard MAD) and {_gain(on, 'mad')} "
-        f"over the best MAD baseline ({on.best_mad}); n = {on.n} questions per point.",
-        f"With the link switched off (knowledge_link 0: peer-prediction skill as common, but unrelated to knowing "
-        f"the truth) the gain over uniform weights is {_gain(off, 'uniform')}: {_verdict(off, 'uniform')}.",
-    ]
-    if off["gain_uniform_lo"] > 0:
-        out.append(_residual_sentence(table, on, off))
-    return out + _decomposition_sentences(table, on, off)
-
-
-def _decomposition_sentences(table: pd.DataFrame, on: pd.Series, off: pd.Series) -> list[str]:
-    """The gain over uniform weights split in two, at link 1 and link 0: over shuffled scores (the same weights given
-    to agents picked without regard to what they know: the part carried by who scores well) and shuffled over
-    uniform (what any unequal weights give on these items)."""
-    out = [
-        f"The shuffled-score control splits it: the same debate decided with AceMAD's own weights given to randomly "
-        f"permuted agents ({_shuffle_note()}) averages {on.shuffled:.1f}% at the defaults, so of the "
-        f"{on.gain_uniform:+.1f} points over uniform weights, {_gain(on, 'shuffled')} are carried by WHO scores "
-        f"well (the paper's mechanism) and {_gain(on, 'dispersion')} by the weights' dispersion alone (shuffled "
-        f"over uniform).",
-        f"At knowledge_link 0 AceMAD's gain over shuffled scores is {_gain(off, 'shuffled')}: "
-        f"{_verdict(off, 'shuffled')}, while shuffled over uniform is {_gain(off, 'dispersion')}.",
-    ]
-    none = next((r for _, r in table.iterrows() if r["axis"].startswith("no skilled predictor")), None)
-    if none is not None:
-        out.append(f"With no skilled predictor at all it is {_gain(none, 'shuffled')} over shuffled scores.")
-    if off["gain_shuffled_lo"] <= 0 <= off["gain_shuffled_hi"]:
-        out.append(
-            "So without the link the scores no longer say who is right: what remains over uniform weights at link 0 "
-            "is the dispersion of the weights, which any unequal weights would give on these items."
-        )
-    elif off["gain_shuffled_lo"] > 0:
-        out.append("So even without the link the scores still carry some information about who is right here.")
-    return out
-
-
-def _shuffle_note() -> str:
-    """How the shuffled control is drawn, in words (rescoring.shuffled_records)."""
-    return f"one permutation per question for all rounds, {N_SHUFFLES} draws averaged"
-
-
-def _region_sentence(table: pd.DataFrame) -> str:
-    g = table[table["axis"] == "grid"]
-    parts = []
-    for key, name in (
-        ("uniform", "uniform weights"),
-        ("shuffled", "shuffled scores"),
-        ("mad", "the best MAD baseline"),
-    ):
-        lose = g[g[f"gain_{key}_hi"] < 0]
-        win = g[g[f"gain_{key}_lo"] > 0]
-        where = "; ".join(f"link {r.knowledge_link:g}, insight {r.insight:g}" for r in lose.itertuples())
-        parts.append(
-            f"against {name} AceMAD gains at {len(win)} of {len(g)} points, cannot be told apart at "
-            f"{len(g) - len(win) - len(lose)} and loses (hatched) at {len(lose)}" + (f" ({where})" if where else "")
-        )
-    grows = all(
-        (s.sort_values("knowledge_link")["gain_uniform"].diff().dropna() > 0).all() for _, s in g.groupby("insight")
-    )
-    trend = " At every insight the gain over uniform weights grows with the link." if grows and len(g) else ""
-    return "On the knowledge_link x insight grid, " + "; ".join(parts) + "." + trend
-
-
-def _sweep_sentence(table: pd.DataFrame, axis: str) -> str:
-    s = table[table["axis"] == axis].sort_values(axis)
-    if s.empty:
-        return ""
-    parts = ", ".join(
-        f"{getattr(r, axis):g}: {r.gain_uniform:+.1f} ({_verdict(pd.Series(r._asdict()), 'uniform')})"
-        for r in s.itertuples()
-    )
-    first, last = s.iloc[0], s.iloc[-1]
-    way = "rises" if last.gain_uniform > first.gain_uniform else "falls"
-    return (
-        f"Against {axis}, the gain over uniform weights is {parts}: it {way} from {first.gain_uniform:+.1f} at "
-        f"{first[axis]:g} to {last.gain_uniform:+.1f} at {last[axis]:g}."
-    )
-
-
-def story(table: pd.DataFrame, source: str) -> str:
-    """Notebook 09's "What we see": where the effect needs the assumption, and what a real model must show."""
-    if table.empty:
-        return (
-            f"[{source}] No map here: {table.attrs.get('note', 'no point was run')}. The map is a property of the "
-            "synthetic population (the default profile); the measure below is what this model's own run shows."
-        )
-    text = [*_link_sentences(table), _region_sentence(table)]
-    text += [_sweep_sentence(table, a) for a in MAP_SWEEPS]
-    persona = next((r for _, r in table.iterrows() if r["axis"].startswith("calibration by persona")), None)
-    if persona is not None:
-        text.append(f"With calibration assigned by persona (the earlier rule) the gain is {_gain(persona, 'uniform')}.")
-    on, off = _defaults(table)
-    if on is not None and on.gain_uniform > 0:
-        share = on.gain_shuffled / on.gain_uniform
-        how = (
-            f"{share:.0%} of the protocol's advantage over uniform weights at the defaults (its gain over shuffled) is"
-        )
-    else:
-        how = "the protocol's advantage is"
-    text.append(
-        f"So in this simulation {how} a consequence of the knowledge_link assumption (and of a crowd that predicts "
-        "false consensus), not of the protocol alone. For it to hold with a real model, "
-        "that model's AceMAD runs must show that, on questions where its agents disagree, the agent with the best "
-        "peer-prediction score is right more often than an agent picked at random (the lift measured below, > 0 with "
-        "its CI), i.e. that the agents who predict their peers best are the ones who know the truth, and a crowd "
-        "whose peer predictions stay near its own belief."
-    )
-    return f"[{source}] " + " ".join(t for t in text if t)
-
-
-def summary(table: pd.DataFrame, source: str) -> str:
-    """Notebook 09's SUMMARY line: AceMAD's gain over uniform weights and over shuffled scores at each knowledge_link
-    at the population's defaults (the knowledge_link x crowd_calibration plane at crowd_calibration 0)."""
-    d = table[(table["axis"] == CALIBRATION_GRID) & np.isclose(table["crowd_calibration"].astype(float), _CAL)]
-    d = d.sort_values("knowledge_link")
-
-    def gains(key: str) -> str:
-        rows = d.itertuples()
-        return ", ".join(f"{r.knowledge_link:g}: {_gain(pd.Series(r._asdict()), key)}" for r in rows) or "no map"
-
-    return (
-        f"SUMMARY: [{source}] AceMAD's gain by knowledge_link over uniform weights: {gains('uniform')}; "
-        f"over shuffled scores: {gains('shuffled')}"
-    )
-
-
-def _sign(lo: float, hi: float, yes: str, no: str) -> str:
-    return yes if lo > 0 else no if hi < 0 else "neither (the CI contains 0)"
-
-
-def gap_sentence(gaps: pd.DataFrame) -> str:
-    """One clause per run of a `knowledge_gap` table, over all rounds: the score gap and the top scorer's lift."""
-    parts = []
-    for r in gaps[gaps["round"].astype(str) == "all"].itertuples():
-        if not r.n_questions:
-            parts.append(f"{r.run}: no question with both a right and a wrong agent")
-            continue
-        parts.append(
-            f"{r.run}: agents who answer right predict their peers "
-            f"{_sign(r.gap_lo, r.gap_hi, 'better', 'worse')} than agents who answer wrong (score gap {r.gap:+.3f} "
-            f"[{r.gap_lo:+.3f}, {r.gap_hi:+.3f}]) and the top-scoring agent is right "
-            f"{_sign(r.lift_lo, r.lift_hi, 'more', 'less')} often than a random agent (lift {r.lift:+.3f} "
-            f"[{r.lift_lo:+.3f}, {r.lift_hi:+.3f}]), {r.n_questions} questions"
-        )
-    return (
-        "On the questions where some agents are right and some wrong: " + "; ".join(parts) + ". The score gap "
-        "averages over every right agent, including those right without knowing why the crowd errs (false "
-        "consensus makes them score low when the crowd is wrong); the lift is what AceMAD's weights use."
-    )
-
-
 # ----------------------------------------------------------------------------- the inverse question
 #: Published evidence on the map's unpinned axes: (reference, knowledge_link, crowd_calibration, one sentence).
 #: A point of None: the study bears on the baselines the population is fitted to, not on this plane.
@@ -630,46 +404,6 @@ def inverse_map(table: pd.DataFrame, claimed: float, source: str) -> Figure:
     return fig
 
 
-def inverse_story(table: pd.DataFrame, claimed: float, paper_acemad: float, source: str) -> str:
-    """The "What we see" under the inverse figure, from the table: how many points reach the claim, where, whether
-    any of them has a plausible truth-holder, and where the published evidence lies."""
-    if table.empty:
-        return f"[{source}] No map here: {table.attrs.get('note', 'no point was run')}."
-    out = []
-    for axis, col, name in INVERSE_PANELS:
-        g = table[table["axis"] == axis]
-        hit = g[reaches(g, claimed)]
-        where = "; ".join(f"link {r.knowledge_link:g}, {col} {getattr(r, col):g}" for r in hit.itertuples())
-        best = g.loc[g["gain_mad"].idxmax()] if len(g) else None
-        out.append(
-            f"On the knowledge_link x {name} plane {len(hit)} of {len(g)} points reach the paper's claimed "
-            f"{claimed:+.1f} points over the best MAD (AceMAD {paper_acemad:.2f}% printed)"
-            + (f" ({where})" if where else "")
-            + (
-                f"; the largest gain is {_gain(best, 'mad')} at link {best.knowledge_link:g}, {col} {best[col]:g}"
-                if best is not None
-                else ""
-            )
-            + "."
-        )
-        if col == "insight" and len(hit):
-            ok = hit[hit["truth_holder_alone"] <= PLAUSIBLE_ALONE]
-            out.append(
-                f"Of those, {len(ok)} have a Skeptic that scores at most {PLAUSIBLE_ALONE:.0f}% alone (a persona of a "
-                f"model that scored below 40% on these items); the others need a Skeptic that alone scores up to "
-                f"{hit['truth_holder_alone'].max():.1f}%."
-            )
-    cal = table[table["axis"] == CALIBRATION_GRID]
-    for ref, link, c, sentence in EVIDENCE:
-        if link is None:
-            out.append(f"{ref}: {sentence}.")
-            continue
-        pt = _point(cal, CALIBRATION_GRID, knowledge_link=link, crowd_calibration=c)
-        there = f" There AceMAD's gain over the best MAD is {_gain(pt, 'mad')}." if pt is not None else ""
-        out.append(f"{ref} (link {link:g}, crowd_calibration {c:g}): {sentence}.{there}")
-    return f"[{source}] " + " ".join(out)
-
-
 def paper_claim(model: str = "GPT-4o-mini") -> tuple[float, float, str]:
     """(AceMAD (T=3)'s printed average, its gain over the best printed MAD baseline, that baseline) from Table 2
     (data/paper): the gain notebook 09's inverse figure looks for (the paper's "20.31% over standard MAD", l.111)."""
@@ -678,22 +412,186 @@ def paper_claim(model: str = "GPT-4o-mini") -> tuple[float, float, str]:
     return float(t["AceMAD (T=3)"]), float(t["AceMAD (T=3)"] - mads.max()), str(mads.idxmax())
 
 
-def fit_story(cells: pd.DataFrame, source: str) -> str:
-    """The "What we see" under the fitted baselines' table (experiments.fit.cells on this run): how far this run's
-    baselines sit from the paper's cells the fit aimed at, the MAD - Majority Voting gaps, Table 1's levels."""
-    if cells.empty:
-        return f"[{source}] {cells.attrs.get('note', 'no baseline run')}."
-    f = cells[cells["fitted"]]
-    worst = f.loc[f["residual"].abs().idxmax()]
-    gaps = cells[cells["cell"].str.contains(" - ")]
-    levels = cells[(cells["table"] == "Table 1") & ~cells["fitted"]]
-    return (
-        f"[{source}] This run's baselines sit {f['residual'].abs().mean():.1f} points from the {len(f)} printed cells "
-        f"the fit aimed at, on average (largest: {worst.table}'s {worst.cell}, {worst.simulated:.1f} against "
-        f"{worst.paper:.2f} printed, {worst.residual:+.1f}). MAD minus Majority Voting here: "
-        + ", ".join(f"{r.cell.split(' - ')[0]} {r.simulated:+.1f} (printed {r.paper:+.1f})" for r in gaps.itertuples())
-        + f". Table 1's levels, shown but not fitted, are {levels['residual'].min():+.1f} to "
-        f"{levels['residual'].max():+.1f} points off: the paper prints "
-        + " and ".join(f"{v:.2f}" for v in cells[cells["cell"] == "Majority Voting"]["paper"])
-        + " for the same Majority Voting in its two tables, so no one population matches both."
+ACEMAD = DebateConfig(method="acemad", rounds=3).label
+UNIFORM = "Standard MAD (uniform weights, AceMAD's debate)"
+
+
+def base_params(S: Setup) -> SimParams:
+    """The profile's synthetic population's parameters (fitted or original), which the map's points override."""
+    if not isinstance(S.population, SimPopulation):
+        raise ValueError("the assumption map varies the synthetic population: run it with BACKEND='sim'")
+    return S.population.params
+
+
+def population(S: Setup, params: dict) -> SimPopulation:
+    """The synthetic population of one map point (the profile's seed); batched: the runner answers it as arrays."""
+    return SimPopulation(replace(base_params(S), **params), seed=S.seed)
+
+
+def map_questions(
+    S: Setup, params: dict, n_max: Optional[int], benchmarks: Optional[Sequence[str]] = None
+) -> list[Question]:
+    """The first n_max items of every benchmark's (of `benchmarks`, default the profile's) challenging subset,
+    judged by the population of `params` (its SUBSET_PARAMS only; none: the profile's own subsets, notebook 01's)."""
+    base = {k: v for k, v in R.overrides(params).items() if k in R.SUBSET_PARAMS}
+    benches = list(benchmarks or S.benchmarks)
+    if not base:
+        return [q for b in benches for q in S.subset(b, n_max)]
+    name = f"{subsets.SYNTHETIC_SLUG}-map-{R.params_slug(base)}"
+    slug = subsets.model_slug(name, synthetic=True)
+    pop, cap, out = population(S, base), S.per_run(n_max), []
+    for b in benches:
+        try:
+            qs = S.load_subset(b, slug, pop)
+        except FileNotFoundError:
+            subsets.build_subset(
+                S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
+            )
+            qs = S.load_subset(b, slug, pop)
+        out += qs[:cap] if cap else qs
+    return out
+
+
+def run_point(S: Setup, run: R.Run) -> list[dict]:
+    """The records of one map run (made on first use, read back afterwards)."""
+    return run_with_meta(S, run)[1]
+
+
+def run_with_meta(S: Setup, run: R.Run, progress: bool = True) -> tuple[dict, list[dict]]:
+    """(meta, records) of one map run, on the challenging subsets of its own population."""
+    params = run.params or {}
+    return run_and_load(
+        f"{S.profile}/{run.name}",
+        map_questions(S, params, run.cap, run.benchmarks),
+        run.configs,
+        population(S, params),
+        workers=S.workers,
+        profile=S.profile,
+        progress=progress,
+        extra_meta={"source": S.source, "model": S.model, "backend": S.backend, "map_params": params},
     )
+
+
+def point_records(
+    S: Setup, runs: Sequence[R.Run], params: dict, *, eta: float = 2.0, held: Optional[dict] = None
+) -> list[dict]:
+    """AceMAD's records at `params`, the same debate re-decided with uniform weights and with shuffled scores
+    (rescoring.SHUFFLED), and the MAD baselines on the same questions, as one list for tables.versus_best.
+    `held` (run_map's): {run name: records} of the last baselines run read, reused by the next point that shares it."""
+    by_name = {r.name: r for r in runs}
+    p = R.overrides(params)
+    base = {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
+    ace = run_point(S, by_name[f"map_{R.params_slug(p)}"])
+    mine = [r for r in ace if r["method"] == ACEMAD]  # all of them: the run has one config
+    arr = A.stack([r for r in mine if r.get("status") == "ok"], S.seed)  # one stack for both re-decisions
+    uniform = A.reweighted_records(mine, {UNIFORM: "uniform"}, eta=eta, seed=S.seed, stacked=arr)
+    shuffled = A.shuffled_records(mine, eta=eta, seed=S.seed, stacked=arr)
+    name, held = f"map_baselines_{R.params_slug(base)}", {} if held is None else held
+    if name not in held:
+        # most points share the default's baselines and come one after the other (registry.map_points): reading the
+        # same 5,400 records again for each was most of the map's reading; holding one run at a time bounds memory
+        held.clear()
+        held[name] = run_point(S, by_name[name])
+    return ace + uniform + shuffled + held[name]
+
+
+def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
+    """One row per map point (registry.map_points): its parameters, AceMAD's and the baselines' average accuracy,
+    and AceMAD's paired gain (points, 95% CI, p) over uniform weights, over shuffled scores and over the best MAD
+    baseline, and the shuffled control's gain over uniform weights, with n.
+    Without runs (a real-model profile) an empty frame whose attrs["note"] says why."""
+    if not runs:
+        out = pd.DataFrame(columns=MAP_COLUMNS)
+        out.attrs["note"] = "the assumption map varies the synthetic population; this profile runs a real model"
+        return out
+    mads = [c.label for c in next(r for r in runs if r.name.startswith("map_baselines_"))["baselines"]]
+    rows, held = [], dict[str, list[dict]]()
+    for axis, params in R.map_points(axes):
+        recs = point_records(S, runs, params, eta=eta, held=held)
+        point = replace(base_params(S), **params)
+        rows.append(map_row(axis, point, recs, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed))
+    return pd.DataFrame(rows, columns=MAP_COLUMNS)
+
+
+def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> dict[str, list[dict]]:
+    """The AceMAD (T = 3) records the premise is measured on, by label. Synthetic profile: the map runs at each
+    knowledge_link of `links` (the defaults otherwise); a real model: this profile's notebook 03 run, if it exists
+    (else its label says there is none, with no record)."""
+    if runs:
+        by_name = {r.name: r for r in runs}
+        out = {}
+        for link in links:
+            name = f"map_{R.params_slug({'knowledge_link': link})}"
+            if name in by_name:
+                recs = [r for r in run_point(S, by_name[name]) if r["method"] == ACEMAD]
+                out[f"synthetic, knowledge_link = {link:g}"] = recs
+        return out or {"none": []}
+    try:
+        _, records = load_run(f"{S.profile}/main")
+    except FileNotFoundError:
+        return {f"{S.model}: no notebook 03 run of profile {S.profile} yet": []}
+    return {S.model: [r for r in records if r["method"] == ACEMAD]}
+
+
+def evidence(
+    S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0), *, records: Optional[dict] = None
+) -> pd.DataFrame:
+    """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
+    agents whose answer is right minus that of agents whose answer is wrong (knowledge_gap above), on
+    evidence_records (`records`: the caller's, already read)."""
+    held = evidence_records(S, runs, links) if records is None else records
+    parts = [knowledge_gap(recs, label=k, seed=S.seed) for k, recs in held.items()]
+    return pd.concat(parts, ignore_index=True)
+
+
+def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int) -> dict[str, tuple[dict, list[dict]]]:
+    """{experiment name: (meta, records)} of notebooks 02-06 (their default parameters) with the population of one
+    assumption point, on the first n_max items of each benchmark's challenging subset: what claims.ledger reads.
+    Runs are named map_ledger<n_max>_<point>__<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
+    out = {}
+    for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks):
+        meta, records = run_with_meta(S, run, progress=False)
+        out[run.name.split("__", 1)[1]] = (meta, records)
+    return out
+
+
+def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """{point name: the claims ledger recomputed with the population of that point} over registry.LEDGER_GRID
+    (the points this population can express; report.claims.deciding names what flips each row).
+    Without the synthetic population (a real-model profile) an empty dict: there is no population to vary."""
+    if not isinstance(S.population, SimPopulation):
+        return {}
+    points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
+    return {p.name: claims.ledger(ledger_runs(S, p, n_max), seed=seed) for p in points}
+
+
+def grid_points(S: Setup) -> pd.DataFrame:
+    """The ledger grid's points as notebook 08 shows them: name, meaning, overrides, and whether this population
+    and these benchmarks can express it (a point that cannot is not varied, and the table says so)."""
+    kept = {p.name for p in R.ledger_points(S.benchmarks)}
+    return pd.DataFrame(
+        [
+            {
+                "point": p.name,
+                "what it assumes": p.means,
+                "changed": ", ".join([*(f"{k}={v:g}" for k, v in p.params.items()), *(p.benchmarks or ())]),
+                "varied": "yes" if p.name in kept else "no: this population or profile cannot express it",
+            }
+            for p in R.LEDGER_GRID
+        ]
+    )
+
+
+def baseline_fit(S: Setup, runs: Sequence[R.Run]) -> pd.DataFrame:
+    """The profile population's five baselines, measured on this notebook's own run (map_baselines_default: the
+    challenging subsets at N_MAX), beside the paper's printed cells with residuals (fit.cells). Without runs (a
+    real-model profile) an empty frame whose attrs["note"] says why."""
+    run = next((r for r in runs if r.name == "map_baselines_default"), None)
+    if run is None:
+        out = pd.DataFrame(columns=fit.CELL_COLUMNS)
+        out.attrs["note"] = "the fit compares the synthetic population's baselines; this profile runs a real model"
+        return out
+    recs = run_point(S, run)
+    long = accuracy_long(recs, ci=False)
+    avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
+    return fit.cells(base_params(S), simulated={str(m): float(v) for m, v in avg.items()})

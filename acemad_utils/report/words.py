@@ -1,0 +1,122 @@
+"""What the notebooks' "What we see" cells share; each sentence itself is an f-string in its notebook, beside the
+table it reads. `caveat` says what kind of evidence the numbers are and, on a synthetic profile, which assumption of
+the population (its description, `meta["population"]`, docs/population.md) the result rests on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+from acemad_utils.report.readable import pvalue
+from acemad_utils.report.tables import AVERAGE
+
+#: What a run without peer prediction rests on: the naive agent alone (notebook 01), the homogeneous baselines (02)
+SUBSET_USES = ("trap_mean", "trap_concentration", "explore_base", "explore_per_temp")
+BASELINE_USES = (
+    "trap_mean",
+    "trap_concentration",
+    "crowd_insight",
+    "crowd_copy",
+    "crowd_susceptibility",
+    "confidence_per_temp",
+)
+#: ... and what an AceMAD result rests on beside the link (the ledger's grid varies them: registry.LEDGER_GRID)
+WEIGHTED_USES = (
+    "insight",
+    "crowd_insight",
+    "crowd_copy",
+    "insight_susceptibility",
+    "crowd_susceptibility",
+    "crowd_calibration",
+    "trap_mean",
+)
+
+
+def md(text: str):
+    """A paragraph as IPython Markdown (reflowed by Lab, nbconvert and a code host's renderer)."""
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def gain(r) -> str:
+    """A paired gain (a tables.versus_best row) in words: '+3.1 points [+0.4, +5.9], p = 0.02'."""
+    return f"{r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], {pvalue(r.p_value)}"
+
+
+def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequence[str] = ()) -> str:
+    """The assumption a synthetic result rests on, from its population's description ("" for a real model);
+    `short`: a bracketed clause for a SUMMARY line; `uses`: the parameters a run without peer prediction rests on."""
+    if population is None:
+        return (
+            "[rests on the population's assumptions; see its description]"
+            if short
+            else "This synthetic result rests on the population's assumption about which agents predict the crowd's "
+            "beliefs well (the run's population description names it)."
+        )
+    pop = dict(population)
+    if not pop.get("synthetic", False):
+        return ""
+    params = pop.get("params") or {}
+    if uses:
+        pairs = [(k, params[k]) for k in uses if isinstance(params.get(k), (int, float))]
+        if short:
+            return f"[rests on {', '.join(f'{k}={v:g}' for k, v in pairs)}]"
+        return (
+            f"This synthetic result rests on the population's {', '.join(f'{k} = {v:g}' for k, v in pairs)}; no agent "
+            "here predicts its peers, so knowledge_link plays no part."
+        )
+    link, by = params.get("knowledge_link"), params.get("calibration_by")
+    if short:
+        if link is None and by is None:
+            return "[rests on the population's assumed peer-prediction skill; its description names no link]"
+        rest = [f"{k}={params[k]:g}" for k in WEIGHTED_USES if isinstance(params.get(k), (int, float))]
+        copies = [] if "crowd_copy" in params else ["independent Generalists"]  # before near-copies existed
+        return f"[rests on knowledge_link={link}, calibration_by={by}, {', '.join([*rest, *copies])}]"
+    if by == "persona":
+        return (
+            'This synthetic result rests on persona-assigned skill (calibration_by = "persona"): every Skeptic '
+            "predicts the crowd well whatever it believes on the item, so the weights reward a label, not knowledge."
+        )
+    if link is None:
+        return (
+            "This synthetic result rests on the population's assumption about who predicts the crowd's beliefs "
+            "well; its description names no knowledge_link, so which agents hold that skill is not recorded here."
+        )
+    if float(link) == 0:
+        return (
+            "This synthetic result rests on knowledge_link = 0: peer-prediction skill is unrelated to knowing the "
+            "truth, so nothing here comes from the paper's Asymmetric Cognitive Potential."
+        )
+    who = "only agents" if float(link) == 1 else f"with strength {float(link):g}, agents"
+    return (
+        f"This synthetic result rests on the paper's assumption, built into the population (knowledge_link = "
+        f"{float(link):g}): {who} that see through an item's trap predict the crowd's beliefs well, while the "
+        "rest assume everyone thinks as they do; a real model has to show that link before the result says anything "
+        "about it."
+    )
+
+
+def caveat(source: str, population: Optional[Mapping] = None, uses: Sequence[str] = ()) -> str:
+    """What kind of evidence the numbers are: the synthetic population (and what it rests on), or a named model."""
+    if "SYNTHETIC" in source.upper():
+        return (
+            "These are numbers of the synthetic population: they show what the mechanism does when the "
+            "population's assumptions hold, not what any LLM does. " + assumption(population, uses=uses)
+        )
+    return f"These numbers come from {source}; with intervals this wide, read them as evidence about this model only."
+
+
+def gains(tests, claim: str) -> str:
+    """Each target's paired gain on the Average over the baseline it was tested against (tables.versus_best rows),
+    how many are significantly better or worse, and what the paper reports (`claim`) beside it."""
+    av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
+    if av.empty:
+        return "No paired comparison was possible here."
+    better, worse = (int(((s * av["gain"] > 0) & (av["p_value"] < 0.05)).sum()) for s in (1, -1))
+    parts = "; ".join(f"{r.method} over {r.best_baseline} {gain(r)}" for r in av.itertuples())
+    verb = "is" if better == 1 or len(av) == 1 else "are"
+    return (
+        f"Paired gains on the average: {parts}. {better} of {len(av)} {verb} significantly better (p < 0.05) and "
+        f"{worse} significantly worse; {claim}."
+    )
