@@ -292,7 +292,7 @@ def cpu_breakdown(n_questions: int = 10) -> None:
                 *timed(lambda: sdk.chat.completions.create(model="gpt-4o-mini", messages=msgs, temperature=0.1), n),
             )
         )
-        # what LLMClient used before issue 34: client.post skips create()'s re-walk of the body
+        # what LLMClient once used: client.post skips create()'s re-walk of the body
         from openai.types.chat import ChatCompletion
 
         from acemad_utils.agents.transport import Transport
@@ -391,7 +391,7 @@ def main(argv=None) -> int:
             "slots stay empty); 'diag-L1s' = latency 1 s, i.e. 5x less client CPU per second at the same F: if it "
             "reaches the limit, the shortfall at L = 0.2 s is CPU (GIL) cost per call, not the protocol's structure"
         )
-    target = 0.9 if big["F"] <= 64 else 0.8  # issue 34: 90% at 64 in flight, 80% at 256
+    target = 0.9 if big["F"] <= 64 else 0.8  # the bar: 90% at 64 in flight, 80% at 256
     verdict = "meets" if big["qps"] >= target * big["limit"] else "misses"
     print(
         f"F={big['F']}: {100 * big['qps'] / big['limit']:.1f}% of the limit -> {verdict} the {100 * target:.0f}% "

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 
 # Loaded on first use (PEP 562), not here: importing any agents/ module runs this file, and the client pulls in
-# the openai SDK (~1 s), which a synthetic profile's notebook kernel never uses (issue 34, light kernels).
+# the openai SDK (~1 s), which a synthetic profile's notebook kernel never uses.
 _LAZY = {
     "GenerateConfig": "client",
     "LLMClient": "client",

@@ -67,12 +67,12 @@ from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
 from acemad_utils.data.settings import env
 
 DEFAULT_MODEL = "gpt-4o-mini"
-# Bounds on one call (issue 23): a debate turn answers in seconds, so a call that has not answered in a minute is
+# Bounds on one call: a debate turn answers in seconds, so a call that has not answered in a minute is
 # a hung endpoint; retries of one call stop after RETRY_TIME s whatever the attempt count; a call without its
 # own max_tokens gets MAX_TOKENS; no reply stores more than MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB).
 TIMEOUT = 60.0
 RETRY_TIME = 180.0
-# Issue 33: TIMEOUT bounds the whole response of one attempt (connect, headers and body, however slowly the
+# TIMEOUT bounds the whole response of one attempt (connect, headers and body, however slowly the
 # endpoint sends: transport.py), RETRY_TIME a call with its retries and backoff, QUESTION_TIME every call of one
 # question (llm_agent.LLMPopulation). A run of 3 rounds makes 6 calls per agent one after another.
 QUESTION_TIME = 1800.0
@@ -380,7 +380,7 @@ class LLMClient:
 
     def _models(self, timeout: float) -> Any:
         """GET /models with the SDK, ended after `timeout` s however slowly the endpoint sends: the SDK's timeout
-        bounds each gap between bytes only (issue 33), so the call runs in a daemon thread that is let go at
+        bounds each gap between bytes only, so the call runs in a daemon thread that is let go at
         the deadline (like a silent server: the preflight warns and the run goes on)."""
         out: list = []
 

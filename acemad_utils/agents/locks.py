@@ -10,7 +10,7 @@ An advisory lock (fcntl.flock, released by the kernel when the process dies, so 
 lock) on outputs/runs/<profile>/.lock and, when the run calls an LLM, on the response cache's
 outputs/cache/.lock (every LLM profile shares the cache, so two of them could pay for one call). The lock file
 holds who took it (pid, host, start time, the command line with keys and URL credentials removed), which a
-refusal names. Issue 23: two runs of one profile sent 5,948 requests for 3,918 distinct ones; issue 33: a
+refusal names. Two runs of one profile once sent 5,948 requests for 3,918 distinct ones, and a
 notebook run by hand in JupyterLab while `make reproduce` ran the same profile paid 279 calls twice, because
 only the driver took the lock. Now the runner takes it too; the kernels the driver starts skip it (the driver
 holds it for them: LOCK_HOLDER_ENV names its pid and profile; the pid must be an ancestor of the kernel and
@@ -105,7 +105,7 @@ def _me() -> dict:
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": redact(" ".join(sys.argv))[:300],  # keys and URL credentials out (issue 33.6)
+        "command": redact(" ".join(sys.argv))[:300],  # keys and URL credentials out
     }
 
 

@@ -6,7 +6,7 @@
     backoff_delay(exc, attempt, (1.0, 60.0), 120.0)   # Retry-After (capped), else jittered exponential
 
 The loop itself is LLMClient._with_retries (client.py), read top-down with the rest of a call. Why not tenacity
-any more: its callbacks (wait, before_sleep, the attempt) made one call enter client.py 9 times (issue 31), and the
+any more: its callbacks (wait, before_sleep, the attempt) made one call enter client.py 9 times, and the
 loop is a dozen lines. Only one retry layer: the SDK is not on the hot path and its own retries are off.
 
 Mode fallback (request.MODES, best first): an endpoint that refuses our response_format (a 400/422, or

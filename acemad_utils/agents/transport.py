@@ -12,7 +12,7 @@ call in flight, and the caller parses the JSON itself. The SDK is still used for
 (GET /models, the Batch API).
 
 Why a deadline of our own: an SDK or socket timeout bounds the gap between two bytes, so an endpoint that sends
-one byte a second never times out (issue 33). Here every socket operation (connect, send, each read of the
+one byte a second never times out. Here every socket operation (connect, send, each read of the
 status line, headers and body) waits at most min(timeout, what is left of the deadline), and one that would start
 after it raises CallDeadlineExceeded: a call ends by its deadline however slowly the endpoint sends, silent or
 trickling (docs/faults.md). `timeout` still bounds each wait, as the SDK's did.
