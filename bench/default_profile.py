@@ -2,7 +2,7 @@
 
     python bench/default_profile.py                    # this checkout (writes its outputs/, like make reproduce)
     python bench/default_profile.py --ref main         # another commit, in a temporary git worktree (before/after)
-    python bench/default_profile.py --only 01_subset_construction 06_scaling   # the issue-21 check
+    python bench/default_profile.py --only 01_subset_construction 06_scaling   # two notebooks only
     python bench/default_profile.py --quick            # smoke mode (ACEMAD_SMOKE=1): seconds, for a dry run
 
 Each notebook runs alone (`python -m acemad_utils.reproduce --profile default --only NAME`, the driver of

@@ -18,7 +18,7 @@ from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 
 LABELS = ("A", "B", "C", "D")
 OPTIONS = {"A": "Paris", "B": "London", "C": "Rome", "D": "Madrid"}
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check(result, want_q: bool, k: int = len(LABELS)) -> None:
