@@ -6,7 +6,7 @@
 # Also: make estimate PROFILE=paper (cost and power before spending; no network), make pilot PROFILE=paper (a few
 # dollars first: premise check and the n the full run needs), make smoke PROFILE=...  (every notebook of a profile in seconds-to-minutes, under outputs/smoke/)
 # ARGS passes options to the driver, e.g. ARGS="--set BASE_URL=http://127.0.0.1:8000/v1" or ARGS="--only 03_main_results".
-# Each first creates/refreshes .venv from pyproject.toml (only Python 3.10+ and pip are needed).
+# Each first creates/refreshes .venv from pyproject.toml (only Python 3.11+ and pip are needed).
 PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python

@@ -1,4 +1,4 @@
-"""How often an argument reaches its token cap on the real local model (issue 22 f).
+"""How often an argument reaches its token cap on the real local model.
 
 The paper gives no cap on an argument; LLM agents cap it at ARGUE_MAX_TOKENS (protocol.config, the notebooks'
 parameter of that name). A step-by-step ("slow", Table 3's Different Thinking System) truth-holder writes the

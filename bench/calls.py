@@ -93,7 +93,7 @@ def part_a() -> None:
     acc, lo, hi = bootstrap_ci([float(r["final"]["correct"]) for r in recs])
     calls = sum(r["usage"]["calls"] for r in recs)
     print(
-        "A. synthetic population: SimAgent.act is one step whatever the call mode (the mode exists only in "
+        "A. synthetic population: a round is one array step whatever the call mode (the mode exists only in "
         "LLMPopulation),\n   so single and two are the same process with the same draws: one result for both."
     )
     print(

@@ -1,4 +1,4 @@
-"""What a notebook kernel pays before its first cell: the import time of `acemad_utils.notebook` (issue 34).
+"""What a notebook kernel pays before its first cell: the import time of `acemad_utils.notebook`.
 
     python bench/imports.py                      # this checkout: 7 fresh interpreters, min and median
     python bench/imports.py --ref /work/main     # the same for another checkout, paired in the same run

@@ -1,7 +1,7 @@
 """Notebook 08's work (read a profile's runs, build the claims ledger) and its peak memory, lean or whole.
 
     python bench/ledger_memory.py                # the ledger as notebook 08 builds it: records without rounds
-    python bench/ledger_memory.py --whole        # every record whole, as notebook 08 read them before issue 34
+    python bench/ledger_memory.py --whole        # every record whole, as notebook 08 once read them
     /usr/bin/time -v python bench/ledger_memory.py   # the process's "Maximum resident set size" too
 
 Needs the profile's runs (notebooks 01-07 run first). Prints the number of records read, the ledger's counts,

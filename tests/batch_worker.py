@@ -40,7 +40,6 @@ def population(url: str, cache: str, calls_via: str):
         calls_via=calls_via,
         batch_options=BATCH,
         max_concurrency=8,
-        backoff=(0.0, 0.01),
     )
 
 

@@ -1,62 +1,27 @@
 """A fake OpenAI-compatible server for tests and fault injection (stdlib only).
 
-    from tests.fake_openai import FakeOpenAI, Reply
     with FakeOpenAI(["hello", Reply(status=429, headers={"Retry-After": "0.1"}), "again"]) as srv:
-        client = LLMClient(base_url=srv.url, api_key="sk-fake")
-        ...
-        srv.count, srv.requests, srv.max_in_flight
+        LLMClient(base_url=srv.url, api_key="sk-fake").generate(...); srv.count, srv.requests, srv.max_in_flight
 
-`script` decides each response of POST /v1/chat/completions: a list (consumed in order, then `default`),
-or a callable `f(body: dict, n: int) -> Reply | str` (n = 0-based request number). A str is a 200 reply
-with that content. A Reply can also set a status code, headers, a delay, a dropped connection, or a raw
-(possibly malformed) body. GET /v1/models always answers (`models_status` makes it answer an error); it lists
-`models` (default ["fake"]), and with `models` given a chat request for another model gets 404 (`srv.unserved`).
-`srv.requests` holds every POST body, `srv.outcomes` the matching Reply.kind ("ok" or a fault name),
-`srv.auth` every Authorization header value seen (tests check the key went over the wire, and only there).
+`script` answers POST /v1/chat/completions: a list (consumed in order, then `default`) or `f(body, n) -> Reply |
+str` (a str is a 200 with that content). GET /v1/models lists `models` (a chat request for another model gets 404,
+`srv.unserved`); `models_status` makes it an error. `srv.requests`, `srv.outcomes` ("ok" or a fault name) and
+`srv.auth` (Authorization values seen) record every request.
 
-Batch API (/v1/files, /v1/batches, /v1/files/{id}/content): a batch's lines are answered by the same script
-as chat completions once `batch_delay` seconds have passed since batches.create (before that it is
-"in_progress"). `batch_error(custom_id, body, attempt) -> message | None` puts a line on the error file,
-`batch_missing(custom_id, body, attempt) -> bool` leaves it out of both files, `expire` holds the 0-based
-numbers of batches that end "expired" with no output. `srv.batch_lines` lists every custom_id submitted, in
-order (tests check none is submitted twice); `srv.batches` the batch objects; GET /v1/batches lists them.
-`batch_api=False`: every /files and /batches request answers 404, as a server without the Batch API does.
+Batch API (/v1/files, /v1/batches): lines answered by the same script `batch_delay` s after batches.create;
+`batch_error`, `batch_missing` and `expire` inject failures; `srv.batch_lines` lists every custom_id submitted;
+`batch_api=False` answers 404 as a server without one does.
 
-Switchable fault modes, for the whole server, at construction (`mode=`), from a test
-(`srv.set_mode("down", after=20)`: the next 20 chat requests are answered, then the mode applies) or from
-another process (POST /admin/mode {"mode": "hang", "after": 0}; CLI `--mode`):
+Fault modes, set at construction (`mode=`), by `srv.set_mode(mode, after=n)` or from another process (POST
+/admin/mode): ok, down (connections closed), hang (no answer for `hang_max` s), 429 (with `Retry-After:
+<retry_after>`), 401 (echoing the key), huge (`huge_bytes` of text), hostile (HOSTILE in every free text), unparseable
+(UNPARSEABLE replies), trickle (one byte every `trickle_interval` s, status line included), empty (content null or
+a tool call only). `srv.modes` counts the requests answered in each mode.
 
-    ok        the script answers (default)
-    down      every request (chat and GET /models) gets its connection closed without an answer
-    hang      chat requests get no answer until the mode changes (or `hang_max` s pass, then the script's)
-    429       429 with `Retry-After: <retry_after>` on every chat request
-    401       401 whose error message echoes the Authorization header (the key) back
-    huge      the script's reply padded to `huge_bytes` (2 MB by default) of text
-    hostile   the script's reply with HOSTILE (<!--, <script>, </script>, ]]>, U+2028) in every free text
-              and every JSON "argument"
-    unparseable  one of UNPARSEABLE (prose in Spanish or Chinese, NaN / Infinity / negative beliefs, wrong
-              labels): no commitment parses, the repair call's neither
-    trickle   the script's reply, status line and headers included, sent one byte every `trickle_interval` s
-              (1 s by default): every gap is short, the whole reply takes minutes
-    empty     a 200 completion without text: `content: null`, or (every other request, by the request's hash)
-              a tool call only, as a refusal or a reasoning model out of tokens sends
-`srv.modes` counts the chat requests answered in each mode.
-
-Fault injection (`FaultInjector`, a script): a deterministic fake model that answers debate prompts (free-text
-arguments, JSON commitments) and injects seeded faults at a configurable rate:
-
-    plan = FaultInjector(rate=0.3, seed=1)
-    with FakeOpenAI(plan) as srv:
-        ...
-    plan.injected      # Counter of injected faults by kind; plan.requests = requests seen
-
-Fault kinds: transport/HTTP faults (HTTP_FAULTS: 429 with Retry-After, 500, a reply slower than the client's
-timeout, a dropped connection, a malformed body, a truncated body) hit any request; content faults
-(CONTENT_FAULTS: prose instead of JSON, valid JSON with the wrong keys, probabilities that do not sum to one,
-unknown option labels) hit the 200 reply of a structured (commit) request. Determinism: whether attempt k
-of a request gets a transport fault is a hash of (seed, request body, k), where k counts identical bodies
-seen so far; the 200 content (clean or content fault) is a hash of (seed, body) only. So the text a request
-finally gets depends on the request alone, never on arrival order, thread timing or a crash in between.
+FaultInjector(rate, seed) is a deterministic fake debater that injects seeded faults: HTTP_FAULTS (429, 500, slow,
+dropped, malformed, truncated) on any request, CONTENT_FAULTS (prose, wrong keys, bad sums, unknown labels) on a
+commit's 200. Whether attempt k of a request is faulty hashes (seed, body, k); its final text hashes (seed, body)
+only, so it never depends on arrival order or a crash in between.
 """
 
 from __future__ import annotations

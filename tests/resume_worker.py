@@ -18,7 +18,7 @@ import sys
 
 N_AGENTS, ROUNDS, ITEM_SEED, RUN_SEED = 3, 2, 21, 0
 MODEL = "fake-resume-model"
-CLIENT = dict(backoff=(0.0, 0.01), timeout=1.0, max_attempts=5, max_concurrency=6)
+CLIENT = dict(timeout=1.0, max_attempts=5, max_concurrency=6)
 
 
 def questions(n: int):

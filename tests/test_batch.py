@@ -293,8 +293,7 @@ def _loopback_population(url: str, cache: Path, calls_via: str):
 
     return LLMPopulation(
         model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", cache=str(cache), calls_via=calls_via,
-        batch_options=W.BATCH, max_concurrency=4, backoff=(0.0, 0.01),
-    )  # fmt: skip
+        batch_options=W.BATCH, max_concurrency=4, )  # fmt: skip
 
 
 def test_batch_mode_goes_through_the_batch_api_of_a_loopback_endpoint(root):

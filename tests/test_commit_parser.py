@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from acemad_utils.agents.client import Completion
 from acemad_utils.agents.llm_agent import LLMAgent
-from acemad_utils.agents.usage import Completion
 from acemad_utils.protocol.commit import parse_commit
 from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 
 LABELS = ("A", "B", "C", "D")
 OPTIONS = {"A": "Paris", "B": "London", "C": "Rome", "D": "Madrid"}
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check(result, want_q: bool, k: int = len(LABELS)) -> None:

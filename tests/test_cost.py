@@ -70,6 +70,7 @@ def test_prices_have_a_source_and_the_cached_and_batch_rates():
     assert usd("no-such-model", 1, 1) is None
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_network, capsys, monkeypatch):
     monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)  # smoke mode caps the item counts: not the paper's bill
@@ -288,6 +289,7 @@ def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
         assert [c[3:] for c in captured] == [(r.model or "gpt-4o-mini", list(r.benchmarks)) for r in planned]
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_network, monkeypatch):
     """Table 6 repeats notebook 03's configs on the full test sets: subset items come from the cache, others paid."""
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
@@ -317,6 +319,7 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
     assert "stopped by MAX_USD" in out and "not started: 03_main_results" in out and "raise MAX_USD" in out
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeypatch):
     """README and docs/running.md quote the paper profile's estimate, with the benchmark files and without."""
     data = os.environ.get("ACEMAD_DATA_DIR")
@@ -349,6 +352,7 @@ def test_the_estimate_prints_each_endpoint_beside_its_price_and_the_wall_time_at
     assert "WORKERS=16 ~0.5 h, WORKERS=64 ~0.1 h" in text  # 14,400 calls x 2 s / 16 in flight = 0.5 h
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_paper_profiles_workers_stay_inside_a_common_rate_limit_and_near_its_floor():
     """WORKERS in flight stay inside RATE_LIMIT and take at most twice the time it allows any WORKERS."""
     est = C.estimate_profile("paper", per_benchmark=1)

@@ -10,6 +10,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -19,10 +20,9 @@ import openai
 import pandas as pd
 import pytest
 
-from acemad_utils.agents import transport
-from acemad_utils.agents.client import EndpointUnreachable, LLMClient
-from acemad_utils.agents.health import EndpointDown, cap_reply
-from acemad_utils.agents.request import GarbledResponse
+from acemad_utils.agents import client as C
+from acemad_utils.agents.client import EndpointUnreachable, GarbledResponse, LLMClient, cap_reply, usage_tokens
+from acemad_utils.agents.health import EndpointDown
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import run_dir
 from acemad_utils.experiments import subsets
@@ -39,7 +39,7 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
 
 KEY = "sk-canary-faults-0000"
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
-FAST = dict(backoff=(0.0, 0.01), max_attempts=4, timeout=0.5)
+FAST = dict(max_attempts=4, timeout=0.5)
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_fake_modes_switch_mid_run_and_from_another_process():
 
 def test_429_with_retry_after_is_honoured_and_bounded_in_time():
     with FakeOpenAI(FaultInjector(0.0), mode="429", retry_after="0.2") as srv:
-        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=100, retry_time=0.5, breaker=1000)
+        c = LLMClient("m", srv.url, KEY, max_attempts=100, retry_time=0.5, breaker=1000)
         with pytest.raises(openai.RateLimitError):
             c.generate(MSG)
         # Retry-After 0.2 s and a 0.5 s retry budget: a handful of attempts, not 100
@@ -95,7 +95,7 @@ def test_a_401_echoing_the_key_trips_the_breaker_with_one_redacted_line():
 
 def test_a_dead_endpoint_stops_after_k_failures_not_after_every_question():
     with FakeOpenAI(FaultInjector(0.0), mode="down") as srv:
-        c = LLMClient("m", srv.url, KEY, breaker=5, backoff=(0.0, 0.01), max_attempts=6, timeout=0.5)
+        c = LLMClient("m", srv.url, KEY, breaker=5, max_attempts=6, timeout=0.5)
         with pytest.raises(EndpointDown, match="could not connect"):
             for i in range(50):
                 with pytest.raises(openai.APIConnectionError):
@@ -108,7 +108,7 @@ def test_a_hung_endpoint_prints_progress_and_trips_on_timeouts(tmp_path, monkeyp
     monkeypatch.setenv("ACEMAD_PROGRESS_FILE", str(progress))
     monkeypatch.setenv("ACEMAD_PROGRESS_SECONDS", "0.2")
     with FakeOpenAI(FaultInjector(0.0), mode="hang", hang_max=5) as srv:
-        c = LLMClient("m", srv.url, KEY, breaker=2, backoff=(0.0, 0.01), max_attempts=6, timeout=0.6)
+        c = LLMClient("m", srv.url, KEY, breaker=2, max_attempts=6, timeout=0.6)
         with pytest.raises(EndpointDown, match="timed out"):
             c.generate(MSG)
         srv.set_mode("ok")
@@ -381,6 +381,9 @@ def _raw_server(respond):
                 if not got:
                     return
                 head += got
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1)) if b"ength:" in head else 0
+            while len(head.partition(b"\r\n\r\n")[2]) < length:  # the whole request: a close with unread bytes resets
+                head += conn.recv(65536)
             with contextlib.suppress(OSError):
                 respond(conn, head)
 
@@ -420,7 +423,7 @@ def _http10_without_length(conn, head):
 
 @pytest.mark.parametrize("respond", [_endless_chunked, _huge_length, _http10_without_length])
 def test_a_chat_reply_without_end_stops_at_the_cap_with_one_line_naming_the_endpoint(respond, monkeypatch):
-    monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 2**22)
+    monkeypatch.setattr(C, "MAX_RESPONSE_BYTES", 2**22)
     with _raw_server(respond) as url:
         c = LLMClient("m", url, KEY, breaker=1000, max_attempts=1, timeout=30)
         tracemalloc.start()
@@ -458,9 +461,9 @@ def test_a_gzip_bomb_listing_is_never_inflated(monkeypatch):
 
 
 def test_a_listing_without_end_is_one_line_and_nothing_reads_on_after_the_preflight(monkeypatch):
-    monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 2**22)
+    monkeypatch.setattr(C, "MAX_RESPONSE_BYTES", 2**22)
     with _raw_server(_endless_chunked) as url:
-        with pytest.raises(transport.ResponseTooLarge, match=f"{url} answered GET /v1/models with more than"):
+        with pytest.raises(C.ResponseTooLarge, match=f"{url} answered GET /v1/models with more than"):
             LLMClient("m", url, KEY).preflight(timeout=10)
     hung_up = threading.Event()
 
@@ -507,7 +510,7 @@ def test_chat_calls_through_an_authenticating_proxy_carry_its_credentials(monkey
         monkeypatch.delenv("no_proxy", raising=False)
         c = LLMClient("m", "http://upstream.example/v1", KEY, max_attempts=1)
         assert c.generate(MSG).text == "fine"
-    assert heads[-1].startswith(b"POST http://upstream.example:80/v1/chat/completions ")
+    assert heads[-1].startswith(b"POST http://upstream.example/v1/chat/completions ")
     assert b"\r\nProxy-Authorization: Basic " + base64.b64encode(b"user:s3cret") + b"\r\n" in heads[-1]
 
 
@@ -545,27 +548,12 @@ def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(respon
 
 
 def test_negative_or_garbage_usage_never_counts_negative_tokens():
-    from acemad_utils.agents.usage import usage_tokens
-
     assert usage_tokens({"prompt_tokens": -500, "completion_tokens": "lots", "total_tokens": 1e400}) == (0, 0, 0)
     assert usage_tokens({"prompt_tokens": 1e400, "prompt_tokens_details": {"cached_tokens": -3}}) == (0, 0, 0)
 
 
-def test_a_post_after_the_server_closed_every_idle_connection_goes_out_on_a_new_one(fake_server):
-    """llama.cpp closes idle keep-alive connections: with two of them pooled, the first try meets one closed
-    connection and the retry must open a new one, never take the second closed one."""
-    import json as _json
-    import socket as _socket
-    import time as _time
-
-    from acemad_utils.agents.transport import Transport
-
-    t = Transport(fake_server.url, "sk-fake-test-key", timeout=30)
-    for c in [t._conn(), t._conn()]:  # two pooled connections whose other end is gone: a send on them breaks the pipe
-        c.open()
-        c.used = True
-        c.http.sock.sock.shutdown(_socket.SHUT_RDWR)
-        t._idle.append(c)
-    body = _json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}).encode()
-    status, _, _ = t.post("/chat/completions", body, deadline=_time.monotonic() + 60)
-    assert status == 200
+def test_a_post_after_the_server_closed_its_idle_connection_goes_out_on_a_new_one():
+    """llama.cpp closes idle keep-alive connections: the next call must not fail on the closed one."""
+    with _raw_server(lambda conn, head: _reply(conn)) as url:  # one reply per connection, then it is closed
+        c = LLMClient("m", url, KEY, max_attempts=1)
+        assert [c.generate(MSG + [{"role": "user", "content": str(i)}]).text for i in range(3)] == ["fine"] * 3

@@ -1,4 +1,4 @@
-"""A synthetic profile's kernel imports only what it uses: the openai SDK, tenacity and the LLM client on first use
+"""A synthetic profile's kernel imports only what it uses: the openai SDK and the LLM client on first use
 (an LLM population), matplotlib where a figure is drawn (bench/imports.py times it)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("openai", "tenacity", "matplotlib", "papermill", "acemad_utils.agents.client", "acemad_utils.agents.llm_agent")
+HEAVY = ("openai", "matplotlib", "papermill", "acemad_utils.agents.client", "acemad_utils.agents.llm_agent")
 
 
 def loaded_after(code: str) -> set:

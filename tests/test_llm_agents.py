@@ -156,7 +156,7 @@ def by_kind(commit_replies):
 
 def test_agent_act_two_calls_usage_and_seeds():
     with FakeOpenAI(by_kind([GOOD, GOOD])) as srv:
-        client = LLMClient("fake", srv.url, KEY, backoff=(0.001, 0.01))
+        client = LLMClient("fake", srv.url, KEY)
         a0 = LLMAgent(AgentSpec("Skeptic", temperature=0.6), client)
         a1 = LLMAgent(AgentSpec("Skeptic", temperature=0.6), client)
         step = a0.act(turn())
@@ -181,7 +181,7 @@ def test_agent_act_two_calls_usage_and_seeds():
 
 def test_repair_then_success():
     with FakeOpenAI(by_kind(["no idea, sorry", GOOD])) as srv:
-        client = LLMClient("fake", srv.url, KEY, backoff=(0.001, 0.01))
+        client = LLMClient("fake", srv.url, KEY)
         step = LLMAgent(AgentSpec(), client).act(turn())
         assert not step.parse_failure and step.info["repaired"] and step.usage["calls"] == 3
         np.testing.assert_allclose(step.p, [0.1, 0.8, 0.1])
@@ -194,7 +194,7 @@ def test_repair_then_success():
 
 def test_unreadable_commit_is_uniform_and_flagged():
     with FakeOpenAI(by_kind(["garbage", "still garbage"])) as srv:
-        client = LLMClient("fake", srv.url, KEY, backoff=(0.001, 0.01))
+        client = LLMClient("fake", srv.url, KEY)
         step = LLMAgent(AgentSpec(), client).act(turn())
         assert step.parse_failure and srv.count == 3
         np.testing.assert_allclose(step.p, [1 / 3] * 3)
@@ -224,9 +224,7 @@ def test_moderator_and_solo_commit_only_self_prob():
 # ----------------------------------------------------------------------------- population
 def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
     with FakeOpenAI(by_kind([GOOD] * 10)) as a, FakeOpenAI(by_kind([GOOD] * 10)) as b:
-        pop = LLMPopulation(
-            model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite"), backoff=(0.001, 0.01)
-        )
+        pop = LLMPopulation(model="base-model", base_url=a.url, api_key=KEY, cache=str(tmp_path / "c.sqlite"))
         specs = [AgentSpec(), AgentSpec("Skeptic", 0.6, "slow"), AgentSpec(model="other-model", base_url=b.url)]
         identity = _identity(pop.describe())
         agents = pop.agents(specs, Q)
@@ -271,7 +269,7 @@ def test_single_call_mode_makes_one_call_per_agent_round():
     )
     q = Question("t/single", "test", "Which?", {"A": "a", "B": "b"}, "B")
     with FakeOpenAI(default=reply) as srv:
-        pop = LLMPopulation(model="m", base_url=srv.url, api_key="sk-fake", calls="single", backoff=(0.0, 0.0))
+        pop = LLMPopulation(model="m", base_url=srv.url, api_key="sk-fake", calls="single")
         rec = run_question(q, pop, DebateConfig(method="acemad", n_agents=3, rounds=2))
     assert srv.count == 3 * 2
     e = rec["rounds"][1][0]
@@ -302,7 +300,7 @@ def test_single_call_reply_is_parsed_once(monkeypatch):
         }
     )
     with FakeOpenAI(default=reply) as srv:
-        agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY, backoff=(0.0, 0.0)), calls="single")
+        agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY), calls="single")
         step = agent.act(turn())
     assert step.message == "Blue, by Rayleigh scattering." and not step.parse_failure
     assert len(calls) == 1 and parses == [reply]

@@ -133,7 +133,7 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
     request/traceback, yet the same type and status code (callers still tell a 401 from a 500)."""
     monkeypatch.setenv("OPENAI_API_KEY", key)
     with FakeOpenAI(default=echo(key, status)) as srv:
-        c = LLMClient("m", srv.url, cache=str(tmp_path / "llm.sqlite"), backoff=(0.0, 0.01), max_attempts=2)
+        c = LLMClient("m", srv.url, cache=str(tmp_path / "llm.sqlite"), max_attempts=2)
         with pytest.raises(Exception) as exc:
             c.generate([{"role": "user", "content": "hi"}])
         assert f"Bearer {key}" in srv.auth and srv.count == (1 if status == 401 else 2)
@@ -174,7 +174,6 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
                 base_url=srv.url,
                 workers=4,
             )
-            S.population.client(None).backoff = (0.0, 0.01)  # retry at once (Setup keeps the defaults)
             print(S.describe(), S.population.describe(), S.population.usage())
             meta, recs = S.run(
                 "secrets",
@@ -312,8 +311,8 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     assert "SUMMARY: ok 2 failed 0" in out.out or "ok 2 failed 0" in out.out, out.out
     executed = env / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
     locks = [
-        env / "outputs" / "smoke" / "runs" / "urls" / ".lock",
-        env / "outputs" / "smoke" / "cache" / ".lock",
+        env / "outputs" / "smoke" / "runs" / "urls" / ".lock.holder",
+        env / "outputs" / "smoke" / "cache" / ".lock.holder",
     ]
     assert executed.exists() and all(p.exists() for p in locks)
     assert "127.0.0.1" in executed.read_text() and "--set BASE_URL=http://127.0.0.1" in locks[0].read_text()

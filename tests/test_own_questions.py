@@ -383,6 +383,7 @@ def test_a_fitted_estimate_agrees_with_the_replay():
 
 
 # ----------------------------------------------------------------------------- any dataset by its columns
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_column_route_of_the_docs_runs_as_written(tmp_path):
     """Section 4's block, verbatim in test_docs.py's fresh-clone shell: ARC, MMLU-Pro, TruthfulQA mc1, each scored."""
     from tests.test_docs import run_block, runnable

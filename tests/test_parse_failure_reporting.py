@@ -67,6 +67,7 @@ NOTEBOOK = (
 )
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_path, monkeypatch, capsys):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

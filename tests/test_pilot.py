@@ -79,6 +79,7 @@ def test_the_pilot_refuses_a_sample_over_its_budget_and_max_usd_lowers_it(cwd, c
     assert "over the $0.00 budget" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("premise", [True, False])
 def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_calls_again(cwd, capsys, premise):
     path = question_file(cwd)
@@ -100,6 +101,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
     assert holds == premise and ("STOP: the premise fails on this model" in out) != premise
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(tmp_outputs, monkeypatch, capsys):
     """The paper profile on the demo questions: no subsets yet, so the pilot screens input items with notebook 01's
     agent; building the subsets and running notebook 03's AceMAD and self-consistency afterwards pay only the rest."""

@@ -119,6 +119,7 @@ def test_a_gateway_on_loopback_without_a_price_is_unpriced_in_the_estimate():
     assert "my-gateway-model" in how and "models:" in how and "free: true" in how
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_every_row_of_the_paper_profile_has_a_dollar_figure():
     est = C.estimate_profile("paper", per_benchmark=1)
     assert {r.model for r in est.rows} == set(PAPER_MODELS)
@@ -127,6 +128,7 @@ def test_every_row_of_the_paper_profile_has_a_dollar_figure():
     assert rows and all(x.split()[-1].startswith("$") and " local " not in x for x in rows)
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_profile_price_override_changes_the_estimate(tmp_path):
     only, kw = ["03_main_results"], dict(per_benchmark=1)
     base = _row(C.estimate_profile("paper", None, only, **kw), "gpt-4o-mini")

@@ -87,22 +87,17 @@ SHAPES = {
 
 
 def _write_shape(path: Path, rows: list) -> Path:
-    if path.suffix == ".jsonl":
-        jsonl(path.parent, path.name, rows)
-    elif path.suffix == ".csv":  # nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
-        cols = list(rows[0])
-        lines = [",".join(cols)] + [
-            ",".join(
-                '"' + (json.dumps(r[c]) if isinstance(r[c], (dict, list)) else str(r[c])).replace('"', '""') + '"'
-                for c in cols
-            )
-            for r in rows
-        ]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    else:
-        import pandas as pd
+    import pandas as pd
 
+    if path.suffix == ".jsonl":
+        return jsonl(path.parent, path.name, rows)
+    if path.suffix == ".parquet":
         pd.DataFrame(rows).to_parquet(path)
+        return path
+    # CSV: nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
+    pd.DataFrame([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]).to_csv(
+        path, index=False
+    )
     return path
 
 

@@ -278,9 +278,26 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses):
 
 
 def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
-    """The synthetic population runs questions one after the other in this thread: a Ctrl-C during the third
-    question lets it finish, saves it, and stops; the resume completes to the bytes of an uninterrupted run."""
-    from acemad_utils.agents.sim import SimPopulation
+    """A population whose agents make no concurrent calls runs questions one after the other in this thread: a
+    Ctrl-C during the third question lets it finish, saves it, and stops; the resume completes to the bytes of an
+    uninterrupted run."""
+    import numpy as np
+
+    from acemad_utils.protocol.schema import Agent, Population, Step
+
+    class Fixed(Agent):
+        def act(self, turn):
+            p = np.arange(1.0, len(turn.question.options) + 1) + turn.agent + turn.round
+            return Step(f"{turn.agent}", p / p.sum(), p / p.sum() if turn.want_peer_prediction else None)
+
+    class SimPopulation(Population):  # one question at a time (not batched, not concurrent)
+        synthetic, name = True, "sequential"
+
+        def __init__(self, seed=0):
+            self.seed = seed
+
+        def agents(self, specs, question, repeat=0):
+            return [Fixed() for _ in specs]
 
     items = make_items(8, k=4, seed=2)
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)

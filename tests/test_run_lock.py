@@ -56,6 +56,7 @@ def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
     )  # fmt: skip
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_two_runs_at_once_pay_each_call_once(repo):
     """Two processes start the same LLM run at once: one runs, the other refuses with one line naming the holder;
     every request the server saw is distinct. The server holds every call until one of the two has ended (an
@@ -105,6 +106,7 @@ def test_a_run_by_hand_queues_with_lock_wait(repo):
         assert srv.count > 0
 
 
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_a_kernel_of_the_driver_skips_the_lock_the_driver_holds(repo, monkeypatch):
     """The driver (this process) holds the lock and names itself in LOCK_HOLDER_ENV; its kernel (a child) runs."""
     with RunLock("probe", llm=True):

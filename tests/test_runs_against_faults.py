@@ -17,12 +17,10 @@ import numpy as np
 import openai
 import pytest
 
-from acemad_utils.agents.client import LLMClient
+from acemad_utils.agents.client import CallDeadlineExceeded, GarbledResponse, LLMClient
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.request import GarbledResponse
 from acemad_utils.agents.sim import make_items
-from acemad_utils.agents.transport import CallDeadlineExceeded
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
@@ -36,7 +34,7 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
 
 KEY = "sk-test-faults-0000"
 # Tiny backoff, a client timeout below the fake's slow replies, a few attempts: faults cost little wall time.
-CLIENT = dict(backoff=(0.0, 0.01), timeout=1.0, max_attempts=4, max_concurrency=8)
+CLIENT = dict(timeout=1.0, max_attempts=4, max_concurrency=8)
 SLOW = 1.5  # seconds a "slow" fault waits: past the client's timeout
 
 
@@ -131,7 +129,7 @@ def test_each_transport_fault_is_retried_then_answered(kind):
 
     plan = FaultInjector(0.0, seed=0, force=force, slow_delay=0.6, retry_after="0.01")
     with FakeOpenAI(plan) as srv:
-        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), timeout=0.3, max_attempts=4)
+        c = LLMClient("m", srv.url, KEY, timeout=0.3, max_attempts=4)
         r = c.generate([{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}])
         assert r.text.startswith("I have weighed the options") and r.retries == 2 and r.network_calls == 3
         assert r.usage()["retries"] == 2
@@ -177,11 +175,11 @@ def test_garbled_2xx_bodies_are_retried_never_returned(name):
     quotes what the endpoint sent (first 200 characters, redacted), never a raw JSONDecodeError."""
     reply, said = GARBLED[name]
     with FakeOpenAI([reply], default="fine") as srv:
-        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=3)
+        c = LLMClient("m", srv.url, KEY, max_attempts=3)
         assert c.generate([{"role": "user", "content": "hi"}]).text == "fine"
         assert (c.stats()["retries"], srv.count) == (1, 2)
     with FakeOpenAI(default=reply) as srv:  # never a usable body: a clear error, no text
-        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=2)
+        c = LLMClient("m", srv.url, KEY, max_attempts=2)
         with pytest.raises(GarbledResponse) as exc:
             c.generate([{"role": "user", "content": "hi"}])
         msg = str(exc.value)
@@ -196,7 +194,7 @@ def test_garbled_2xx_bodies_are_retried_never_returned(name):
 
 def test_a_garbled_body_echoing_the_key_is_quoted_redacted():
     with FakeOpenAI(default=Reply(raw=f"<html>proxy error for Bearer {KEY}</html>".encode())) as srv:
-        c = LLMClient("m", srv.url, KEY, backoff=(0.0, 0.01), max_attempts=1)
+        c = LLMClient("m", srv.url, KEY, max_attempts=1)
         with pytest.raises(GarbledResponse) as exc:
             c.generate([{"role": "user", "content": "hi"}])
     assert "proxy error for Bearer ***" in str(exc.value) and KEY not in str(exc.value)
@@ -386,7 +384,7 @@ def test_a_trickling_endpoint_fails_each_attempt_by_its_deadline_then_the_call()
     """One byte every 0.2 s never trips a 1 s gap timeout (the SDK's); the deadline on the whole response does.
     Documented bound: max_attempts x timeout + backoff = about 2 s here."""
     with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
-        c = LLMClient("m", srv.url, KEY, timeout=1.0, max_attempts=2, backoff=(0.0, 0.01), breaker=1000)
+        c = LLMClient("m", srv.url, KEY, timeout=1.0, max_attempts=2, breaker=1000)
         err = ended(lambda: c.generate([{"role": "user", "content": "hi"}]), within=30)
         assert isinstance(err, CallDeadlineExceeded) and isinstance(err, openai.APITimeoutError), repr(err)
         assert srv.count == 2 and c.stats()["retries"] == 1 and c.stats()["failures"] == 1

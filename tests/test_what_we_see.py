@@ -131,10 +131,16 @@ def test_the_controls_sentence_gives_each_controls_paired_gain(debates):
     ace, cfgs, recs = debates
     long = TB.accuracy_long(recs)
     text = say("03_main_results", "d5fad2bf", long=long, records=recs, ace3=ace, experiment={"control": cfgs})
+    starts = sorted(text.index(f"{c.label} (") for c in cfgs) + [len(text)]
     for c in cfgs:
         r = TB.versus_best(recs, [ace], [c.label]).query("benchmark == 'Average'").iloc[0]
-        assert f"{c.label} (" in text and words.gain(r) in text
-    assert "truth-holder knows alone" in text
+        at = text.index(f"{c.label} (")
+        said = text[at : starts[starts.index(at) + 1]]  # this control's sentence
+        assert words.gain(r) in said
+        if r.gain_lo <= 0 <= r.gain_hi:
+            assert "not distinguishable from it at this n" in said and "this control cannot tell" in said
+        else:
+            assert ("ahead of it" if r.gain > 0 else "behind it") in said
 
 
 def test_notebook_04_says_from_the_rules_why_each_variant_gains_or_not():

@@ -1,16 +1,11 @@
 """agents: who answers a debate turn, and what a call costs.
 
-    client        LLMClient: the one place that talks to an OpenAI-compatible endpoint (request, retry, usage,
-                  redaction, HTTP with deadlines: request.py, retry.py, usage.py, redact.py, transport.py)
-    pool          the agents of one round at once (threads), for populations whose agents do I/O
-    cache         ResponseCache: every reply in sqlite (JSON values), keyed by prompt and call scope
-    batch         CALLS_VIA batch / files: the OpenAI Batch API and vLLM's run_batch (batch_store: its tables)
-    local_server  start and stop llama.cpp's OpenAI-compatible server for a local GGUF model
-    llm_agent     LLMAgent / LLMPopulation: one debater per AgentSpec over an LLMClient
-    sim           SimPopulation: the synthetic population (no LLM), a batch of debates as arrays
-    streams       counter-based random draws (keyed by debate, counted by agent, round, purpose)
-    prices        the price table; budget: the MAX_USD cap; tokenmodel: characters -> tokens
-Prices and the cap live here, not in cost/, because the client enforces them on every call.
+    client        LLMClient: the chat client on the openai SDK (cache, MAX_USD, breaker, deadlines, keys kept out)
+    llm_agent     LLMAgent / LLMPopulation: one debater per AgentSpec over an LLMClient; pool: a round's agents at once
+    cache         ResponseCache (sqlite); batch: CALLS_VIA batch / files; local_server: llama.cpp for a local GGUF
+    sim, streams  the synthetic population (a batch of debates as arrays)
+    prices, budget, tokenmodel the price table, the MAX_USD cap, characters -> tokens
+Names load on first use (PEP 562): the client pulls in the openai SDK (~1 s), which a synthetic kernel never uses.
 """
 
 from __future__ import annotations
@@ -23,17 +18,8 @@ if TYPE_CHECKING:
     from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
     from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 
-# Loaded on first use (PEP 562), not here: importing any agents/ module runs this file, and the client pulls in
-# the openai SDK (~1 s), which a synthetic profile's notebook kernel never uses (issue 34, light kernels).
-_LAZY = {
-    "GenerateConfig": "client",
-    "LLMClient": "client",
-    "LLMAgent": "llm_agent",
-    "LLMPopulation": "llm_agent",
-    "SimParams": "sim",
-    "SimPopulation": "sim",
-    "make_items": "sim",
-}
+_LAZY = {"GenerateConfig": "client", "LLMClient": "client", "LLMAgent": "llm_agent", "LLMPopulation": "llm_agent",
+         "SimParams": "sim", "SimPopulation": "sim", "make_items": "sim"}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

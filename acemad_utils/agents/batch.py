@@ -1,39 +1,20 @@
-"""CALLS_VIA batch: send a run's calls through the OpenAI Batch API (50% off, up to 24 h per batch).
+"""CALLS_VIA batch: a run's calls through the OpenAI Batch API (50% off, up to 24 h per batch); CALLS_VIA files:
+the requests written as a Batch-API JSONL for another runner (vLLM run_batch), its output imported.
 
-    make reproduce PROFILE=paper ARGS="--set CALLS_VIA=batch"        # or calls_via: batch in the profile
-    LLMPopulation(..., calls_via="batch")                              # in code; runner.run_experiment does the rest
-    python -m acemad_utils.agents.batch status                                 # batches recorded in the response cache
-    python -m acemad_utils.agents.batch import OUTPUT.jsonl                    # a Batch-API output file -> the cache
+    LLMPopulation(..., calls_via="batch")              # runner.run_experiment does the rest
+    python -m acemad_utils.agents.batch status         # batches recorded in the response cache
+    python -m acemad_utils.agents.batch export requests.jsonl / import output.jsonl
 
-The loop. Debates are round-synchronous: round t+1's prompts need round t's replies. So a run in batch mode is
-a sequence of passes. In a pass every question runs as usual, and the first call of a question that is not in
-the response cache is not sent: it is queued (`BatchQueue`), and `Deferred` tells the runner the question is
-waiting, not failed. When every question has finished or is waiting, `Batcher.flush()` submits the queue as
-one batch (files.create(purpose="batch"), batches.create(endpoint="/v1/chat/completions",
-completion_window="24h")), polls batches.retrieve with backoff and a progress line, reads the output and error
-files and stores every reply in the response cache under its key (the key of the synchronous call: a batch
-run and a synchronous run share the cache and write the same transcripts). The waiting questions then run
-again, served from the cache up to their next missing call. A debate of T rounds in the two-call mode takes
-2T batches (argue, commit per round), plus one for repairs when a commitment needs one.
-
-Failures. A request on the error file, a line missing from the output, an expired, cancelled or failed batch
-are queued again for the next batch; after `max_attempts` batches a request is given up and the question is
-recorded as failed with the reason (like a synchronous call whose retries ran out), and retried on resume.
-
-Restarts. Every submitted batch id and the keys of its requests are written to the response cache database
-(tables `batches` and `batch_requests`) right after batches.create returns and before any polling, so a
-process that is killed while it waits picks the batch up when it is started again (it polls the recorded
-batch instead of resubmitting its requests). A kill inside the few milliseconds between batches.create and
-that write would resubmit; nothing else does.
-
-Other servers. `export_requests` writes the queue as a Batch-API request JSONL (custom_id = cache key) and
-`import_output` stores a Batch-API output JSONL in the cache, e.g. for vLLM's offline runner:
-    python -m acemad_utils.agents.batch export requests.jsonl     # the requests the last batch pass queued
-    python -m vllm.entrypoints.openai.run_batch -i requests.jsonl -o output.jsonl --model <model>
-    python -m acemad_utils.agents.batch import output.jsonl
-    make reproduce ...                                      # the next pass reads those replies from the cache
-Cost: batch calls are counted at the Batch API price (prices.Price.batch_factor); MAX_USD reserves every
-request of a batch before submitting it.
+Debates are round-synchronous (round t+1's prompts need round t's replies), so a batch run is a sequence of
+passes: a question's first call that is not in the response cache is queued (`BatchQueue`) and `Deferred` tells
+the runner it waits, not failed; `Batcher.flush()` submits the queue as one batch, polls it, and stores every
+reply under the synchronous call's cache key (the transcripts are those of a synchronous run); the waiting
+questions then run again from the cache. A request on the error file, missing from the output, or in an
+expired batch is queued again; after `max_attempts` batches its question fails with the reason (retried on
+resume). Every batch id and its request keys are written to the cache database (tables `batches`,
+`batch_requests`) right after batches.create, so a process killed while polling adopts the batch on restart
+instead of resubmitting it. An output line is stored only under a key recorded as asked. MAX_USD reserves every
+request of a batch before it is submitted; batch calls are counted at the Batch API price.
 """
 
 from __future__ import annotations
@@ -47,18 +28,139 @@ import time
 from collections.abc import Callable
 from typing import Optional
 
-from acemad_utils.agents.batch_store import (
-    ensure_tables,
-    import_output,
-    mark_batch,
-    open_batches,
-    record_batch,
-    request_line,
-)
-from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.cache import ResponseCache, canonical_json, empty_reply, usage_tokens
+from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import outputs
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, created REAL NOT NULL, status TEXT NOT NULL, "
+    "kind TEXT NOT NULL, n INTEGER NOT NULL, imported INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS batch_requests (batch_id TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, "
+    "kind TEXT NOT NULL, mode TEXT, body TEXT NOT NULL, PRIMARY KEY (batch_id, key))",
+)
+
+
+def ensure_tables(cache: ResponseCache) -> None:
+    with cache.connect() as conn, conn:
+        for stmt in _SCHEMA:
+            conn.execute(stmt)
+
+
+def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, *, status: str = "submitted") -> None:
+    """Store a submitted batch and its requests (key, model, mode, body) in one transaction."""
+    ensure_tables(cache)
+    with cache.connect() as conn, conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO batches (id, created, status, kind, n, imported) VALUES (?, ?, ?, ?, ?, 0)",
+            (batch_id, time.time(), status, kind, len(entries)),
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO batch_requests (batch_id, key, model, kind, mode, body) VALUES (?, ?, ?, ?, ?, ?)",
+            [(batch_id, e["key"], e["model"], kind, e["mode"], canonical_json(e["body"])) for e in entries],
+        )
+
+
+def open_batches(cache: ResponseCache, kind: Optional[str] = None) -> list[dict]:
+    """Recorded batches not imported yet (submitted by this process or by one that was stopped)."""
+    ensure_tables(cache)
+    with cache.connect() as conn:
+        rows = conn.execute(
+            "SELECT id, kind, status, n FROM batches WHERE imported = 0 AND id NOT LIKE 'file:%' "
+            + ("AND kind = ? " if kind else "")
+            + "ORDER BY created",
+            (kind,) if kind else (),
+        ).fetchall()
+        out = []
+        for bid, k, status, n in rows:
+            reqs = conn.execute(
+                "SELECT key, model, kind, mode FROM batch_requests WHERE batch_id = ?", (bid,)
+            ).fetchall()
+            out.append(
+                {
+                    "id": bid,
+                    "kind": k,
+                    "status": status,
+                    "n": n,
+                    "requests": {key: {"model": m, "kind": kd, "mode": mode} for key, m, kd, mode in reqs},
+                }
+            )
+    return out
+
+
+def mark_batch(cache: ResponseCache, batch_id: str, status: str, imported: bool = False) -> None:
+    with cache.connect() as conn, conn:
+        conn.execute("UPDATE batches SET status = ?, imported = ? WHERE id = ?", (status, int(imported), batch_id))
+
+
+def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
+    """(cache value, None) for a usable reply, or (None, reason) for an error line."""
+    err = line.get("error")
+    resp = line.get("response") or {}
+    if err:
+        return None, f"batch error {err.get('code') or ''}: {err.get('message') or err}".strip()
+    if resp.get("status_code") != 200:
+        body = resp.get("body") or {}
+        msg = (body.get("error") or {}).get("message") if isinstance(body, dict) else body
+        return None, f"HTTP {resp.get('status_code')} in the batch: {str(msg)[:200]}"
+    body = resp.get("body") or {}
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0].get("message"), dict):
+        return None, "a batch reply that is not a chat completion"
+    empty = empty_reply(choices[0])
+    if empty is not None:  # a failed call, never cached (the client's rule, request.EmptyReply)
+        return None, empty
+    pt, ct, cached = usage_tokens(body.get("usage"))
+    return {
+        "text": redact(choices[0]["message"].get("content") or ""),  # as the client's replies: no key kept
+        "finish_reason": choices[0].get("finish_reason"),
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "cached_tokens": cached,
+        "batch": True,
+    }, None
+
+
+def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None,
+                  on_reply: Optional[Callable[[str, dict, dict], None]] = None) -> tuple[set, dict]:  # fmt: skip
+    """Store every usable reply of a Batch-API output JSONL in the cache (custom_id = cache key). `requests`
+    ({key: {"model", "kind", "mode"}}) says what was asked; by default it is read from the cache's batch
+    tables. Returns (keys stored, {key: reason} of error lines)."""
+    stored, errors = set(), {}
+    if requests is None:
+        ensure_tables(cache)
+        with cache.connect() as conn:
+            rows = conn.execute("SELECT key, model, kind, mode FROM batch_requests").fetchall()
+        requests = {k: {"model": m, "kind": kd, "mode": mode} for k, m, kd, mode in rows}
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue  # a torn line: its request counts as missing and is asked again
+        key = line.get("custom_id")
+        req = requests.get(key)
+        if req is None:
+            continue  # not ours (or not recorded): never guess a key
+        value, reason = parse_output_line(line)
+        if value is None:
+            errors[key] = reason
+            continue
+        value["mode"] = req.get("mode")
+        cache.put(key, value, model=req["model"], kind=req["kind"])
+        stored.add(key)
+        if on_reply is not None:
+            on_reply(key, req, value)
+    return stored, errors
+
+
+def request_line(key: str, body: dict) -> str:
+    return json.dumps(
+        {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
+        ensure_ascii=False,
+        sort_keys=True,
+    )
 
 
 class Deferred(Exception):
@@ -101,17 +203,9 @@ class BatchQueue:
 class Batcher:
     """Submits a BatchQueue through each client's SDK and waits for it (see the module doc)."""
 
-    def __init__(
-        self,
-        queue: BatchQueue,
-        cache: ResponseCache,
-        *,
-        max_attempts: int = 3,
-        poll: float = 10.0,
-        poll_max: float = 300.0,
-        completion_window: str = "24h",
-        export_dir: Optional[str] = None,
-    ):
+    def __init__(self, queue: BatchQueue, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0,
+                 poll_max: float = 300.0, completion_window: str = "24h",
+                 export_dir: Optional[str] = None):  # fmt: skip
         """export_dir: write each batch there as a request JSONL and stop (CALLS_VIA files) instead of submitting."""
         self.queue, self.cache, self.export_dir = queue, cache, export_dir
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
@@ -178,8 +272,8 @@ class Batcher:
             return
         held = self._reserve(client, todo)
         lines = "".join(request_line(e["key"], e["body"]) + "\n" for e in todo).encode()
-        f = client._sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
-        b = client._sdk.batches.create(
+        f = client.sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
+        b = client.sdk.batches.create(
             input_file_id=f.id, endpoint="/v1/chat/completions", completion_window=self.completion_window
         )
         record_batch(self.cache, b.id, client.kind, todo)  # before any polling: a restart adopts it
@@ -201,18 +295,14 @@ class Batcher:
             est += c
         return client.budget.reserve(est, todo[0]["model"])
 
-    def _wait_and_import(
-        self, client, batch_id: str, requests: dict, should_stop, *, progress: bool, held: float = 0.0
-    ) -> None:
+    def _wait_and_import(self, client, batch_id: str, requests: dict, should_stop, *, progress: bool,
+                         held: float = 0.0) -> None:  # fmt: skip
         t0, delay, shown = time.monotonic(), self.poll, None
         while True:
-            b = client._sdk.batches.retrieve(batch_id)
+            b = client.sdk.batches.retrieve(batch_id)
             counts = getattr(b, "request_counts", None)
-            line = (
-                f"batch {batch_id}: {b.status}"
-                + (f", {counts.completed + counts.failed}/{counts.total} done" if counts else "")
-                + f" ({time.monotonic() - t0:.0f} s)"
-            )
+            done = f", {counts.completed + counts.failed}/{counts.total} done" if counts else ""
+            line = f"batch {batch_id}: {b.status}{done} ({time.monotonic() - t0:.0f} s)"
             if progress and line.split(" (")[0] != shown:
                 shown = line.split(" (")[0]
                 print(line, file=sys.stderr, flush=True)
@@ -240,7 +330,7 @@ class Batcher:
         errors: dict = {}
         for fid in (getattr(b, "output_file_id", None), getattr(b, "error_file_id", None)):
             if fid:
-                text = client._sdk.files.content(fid).text
+                text = client.sdk.files.content(fid).text
                 s, e = import_output(text, self.cache, requests, on_reply)
                 stored |= s
                 errors.update(e)

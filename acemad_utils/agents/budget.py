@@ -1,28 +1,12 @@
-"""MAX_USD: a spending cap that stops sending new paid calls before a run costs more than the user meant.
+"""MAX_USD: a spending cap that stops sending paid calls before a run costs more than the user meant.
 
-    from acemad_utils.agents.budget import Budget, BudgetExceeded
-    b = Budget(max_usd=5.0)                  # or Budget.from_env(cache): ACEMAD_MAX_USD, ACEMAD_BUDGET_SINCE
-    LLMClient(..., budget=b)                 # every cache miss reserves its estimated cost first
-    b.spent, b.describe()
-
-How it counts. Before a call is sent, its cost is estimated (prompt tokens from the token model of
-acemad_utils.cost.estimate, completion tokens = the call's max_tokens, the most it can be billed) and reserved. If
-spent + reserved + this estimate would pass MAX_USD, the call is not sent: BudgetExceeded is raised and
-every later paid call is refused too (the run stops consistently, not call by call). When a call returns,
-its reservation is replaced by its actual cost from the endpoint's `usage` (cached input at the cached
-rate), or by the estimate when the endpoint reports no usage. Calls already in flight always finish and
-are cached, so nothing paid for is lost: raising MAX_USD and rerunning replays them from the cache for free.
-
-Across processes. `make reproduce` runs each notebook in its own kernel; reproduce exports
-ACEMAD_MAX_USD and ACEMAD_BUDGET_SINCE (the run's start, epoch seconds), and each kernel's Budget starts from
-what the response cache recorded as paid since then (`ResponseCache.usage_since`), so the cap holds for the
-whole profile run, not per notebook. Without ACEMAD_BUDGET_SINCE the cap counts this process only.
-
-Free calls (the project's own llama.cpp server, or a model the profile marks `free: true`; prices.py) are
-never refused. Every other call is counted at its price, loopback endpoints included. A model without a price
-cannot be counted, so a capped run refuses to call it: UnpricedModel (a BudgetExceeded) names the model and
-how to price it or mark it free. reproduce checks every model of the profile before the first notebook, and
-the client checks its model when it is built, so the refusal comes before any call.
+Before a call is sent its most expensive estimate (modelled prompt tokens, completion = its max_tokens) is
+reserved; if spent + reserved + estimate would pass the cap, BudgetExceeded and every later paid call is refused
+(the run stops consistently). A returned call settles its actual cost (its `usage`, else the estimate). Calls in
+flight finish and are cached: raising MAX_USD and rerunning replays them for free. Across notebook kernels,
+reproduce exports ACEMAD_MAX_USD and ACEMAD_BUDGET_SINCE and each kernel starts from what the response cache
+recorded as paid since then. Free calls are never refused; an unpriced model cannot be counted, so a capped run
+refuses it before any call (UnpricedModel).
 """
 
 from __future__ import annotations
@@ -38,13 +22,11 @@ ENV_SINCE = "ACEMAD_BUDGET_SINCE"
 
 
 class BudgetExceeded(RuntimeError):
-    """A paid call was not sent because it could take the run past MAX_USD. The runner treats it as "stop
-    starting questions" (not as a failed question) and ends the run with one message (see runner)."""
+    """A paid call was not sent: it could take the run past MAX_USD (the runner stops starting questions)."""
 
 
 class UnpricedModel(BudgetExceeded):
-    """MAX_USD is set and a model the run would call has no price and is not known to be free: the cap could
-    not count its calls, so none is sent."""
+    """MAX_USD is set and a model the run would call has no price and is not known to be free."""
 
     def __init__(self, model: str):
         self.model = model
@@ -139,14 +121,9 @@ class Budget:
 
     def describe(self) -> dict:
         with self._lock:
-            return {
-                "max_usd": self.max_usd,
-                "spent_usd": round(self.total, 6),
-                "spent_here_usd": round(self.spent, 6),
-                "paid_calls_here": self.calls,
-                "refused_calls": self.refused,
-                "exhausted": self.exhausted,
-            }
+            return {"max_usd": self.max_usd, "spent_usd": round(self.total, 6),
+                    "spent_here_usd": round(self.spent, 6), "paid_calls_here": self.calls,
+                    "refused_calls": self.refused, "exhausted": self.exhausted}  # fmt: skip
 
 
 _CURRENT: Optional[Budget] = None

@@ -1,23 +1,10 @@
-"""Response cache for LLM calls: sqlite (WAL), JSON values, safe to share between threads.
+"""Response cache for LLM calls: sqlite (WAL), JSON values, one connection shared by threads.
 
-    from acemad_utils.agents.cache import ResponseCache
-    cache = ResponseCache("outputs/cache/llm.sqlite")
-    key = ResponseCache.key(model="gpt-4o-mini", kind="openai", params={"temperature": 0.6},
-                            messages=[...], fmt=None, scope="q1|agent=4|round=1|repeat=0|role=debater|argue")
-    cache.get(key)                      # None on a miss, else the stored dict
-    cache.put(key, {"text": "..."}, model="gpt-4o-mini", kind="openai")
-
-The key is a sha256 over canonical JSON of everything that determines a sample, *including the caller's
-scope*: five agents sending the same first-round prompt at temperature 0.6 must get five independent
-samples, not one sample cached five times. An empty reply is never an answer: the client does not store one
-and `get` drops one written by an older version (its call is asked again). Rows hold the model name and the
-endpoint kind ("openai", "local-llama.cpp", ...) only; never an API key or a base URL. Values are JSON (no pickle).
-
-A cache that cannot be used stops the run when it is opened, before any call, with a CacheError naming the
-file and what to do: garbage bytes or a damaged file ("delete it ... to start a fresh cache"), a read-only
-file or directory ("make it writable"; checked by a write that is rolled back, so a reply is never paid for
-and then not stored), a path that cannot be opened. The file is never deleted or replaced for you: its
-replies may have cost money. The same errors met later (a disk that fills up mid-run) are CacheErrors too.
+The key is a sha256 over everything that decides a sample, *including the caller's scope*: five agents sending
+the same prompt at temperature 0.6 get five samples, not one cached five times. Rows hold the model name and the
+endpoint kind only, never a key or a URL. An empty reply is never an answer (`get` drops one). A cache that
+cannot be used stops the run when opened, before any call, with a CacheError naming the file and the fix; the
+file is never deleted for you (its replies may have cost money).
 """
 
 from __future__ import annotations
@@ -76,6 +63,33 @@ def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
     return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
 
 
+def usage_tokens(u: Any) -> tuple[int, int, int]:
+    """(prompt, completion, cached prompt) tokens of a `usage` dict; 0 for what is missing or not a count."""
+    u = u if isinstance(u, dict) else {}
+    details = u.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+
+    def count(v: Any) -> int:
+        try:
+            return max(int(v or 0), 0)
+        except (TypeError, ValueError, OverflowError):
+            return 0
+
+    return count(u.get("prompt_tokens")), count(u.get("completion_tokens")), count(cached)
+
+
+def empty_reply(choice: Any) -> Optional[str]:
+    """Why a completion's first choice holds no text, or None when it has some."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str) and content.strip():
+        return None
+    tools = len(message.get("tool_calls") or []) if isinstance(message, dict) else 0
+    extra = f", {tools} tool call(s) only" if tools else ""
+    what = "content null" if content is None else "blank content"
+    return f"an empty reply ({what}{extra}, finish_reason {choice.get('finish_reason')!r})"
+
+
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -114,10 +128,8 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def single_flight(self, key: str):
-        """Run callers of the same key one at a time. The first misses, calls the model and stores the reply;
-        the others then find it cached. Without this, two methods sending the same scoped call at the same
-        moment would both be sampled, each keep its own sample, and the cache keep only one of them: a warm
-        rerun would then diverge from the cold run and call the model again."""
+        """Callers of the same key one at a time: the first calls the model, the others find its reply (else a
+        warm rerun would diverge from the cold run and call the model again)."""
         with self._lock:
             flight = self._flights.setdefault(key, [threading.Lock(), 0])
             flight[1] += 1
@@ -140,12 +152,9 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        """Hold the cache's one connection for one statement or transaction (opened on first need; a reentrant
-        lock, so a thread may nest). One connection, not one per thread: under WAL every commit invalidates
-        every other connection's page cache, so with a hundred threads each reading through its own connection
-        every lookup re-read its pages from the OS (the client's largest CPU cost at 256 calls in flight,
-        bench/throughput.py); the statements are microseconds long, so serialising them costs nothing, and a
-        thread-local connection would also be kept open by every short-lived agent thread."""
+        """Hold the cache's one connection for one statement or transaction (reentrant). One, not one per thread:
+        under WAL every commit invalidates every other connection's page cache, and a short-lived agent thread's
+        own connection would stay open."""
         with self._conn_lock:
             if self._conn is None:
                 conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
@@ -178,8 +187,7 @@ class ResponseCache:
         return None
 
     def _drop_damaged(self, key: str) -> None:
-        """A row whose value is not a stored reply (garbled, edited): dropped with one line, so its call is asked
-        again (once) instead of every rerun of its question failing with a JSONDecodeError."""
+        """A row that is not a stored reply (garbled, edited): dropped with one line, its call asked again."""
         try:
             with self.connect() as conn, conn:
                 conn.execute("DELETE FROM responses WHERE key = ?", (key,))
@@ -202,10 +210,8 @@ class ResponseCache:
             raise _cache_error(self.path, e, opening=False) from None
 
     def spent_since(self, since: float) -> float:
-        """USD of the replies stored since `since` (epoch seconds): the paid part of a run so far, for MAX_USD
-        across notebook kernels (budget.Budget.from_env). Replies of a free endpoint (stored with "free": true,
-        the project's own llama.cpp server) and of free or unpriced models (prices.price_of, with the profile's
-        terms) count 0; every other endpoint counts at its model's price, loopback included."""
+        """USD of the replies stored since `since` (epoch seconds), for MAX_USD across kernels; free endpoints'
+        replies and free or unpriced models count 0."""
         try:
             with self.connect() as conn:
                 rows = conn.execute(

@@ -1,88 +1,66 @@
-"""The one place that talks to an LLM: an OpenAI-compatible chat client with structured output,
-retries, a concurrency bound, a response cache and token/cost accounting.
+"""The one place that talks to an LLM: the openai SDK's AsyncOpenAI with its own timeouts and retries, plus what
+the SDK does not do: a cache, a spend cap, a circuit breaker, a deadline on the whole call, keys kept out.
 
     from acemad_utils.agents.client import LLMClient, GenerateConfig
-    client = LLMClient()                         # OPENAI_API_KEY, OPENAI_BASE_URL, ACEMAD_MODEL (default gpt-4o-mini)
+    client = LLMClient()            # OPENAI_API_KEY, OPENAI_BASE_URL, ACEMAD_MODEL (default gpt-4o-mini)
     client = LLMClient(base_url="http://127.0.0.1:8080/v1", cache="outputs/cache/llm.sqlite")  # local: no key needed
     r = client.generate([{"role": "user", "content": "Say hi"}], GenerateConfig(temperature=0.1, seed=0),
                         schema=None, scope="q1|agent=0|round=1|repeat=0|role=debater|argue")
-    r.text, r.prompt_tokens, r.cached
-    client.stats()     # {"calls", "network_calls", "cache_hits", "prompt_tokens", "completion_tokens", "retries",
-                       #  "failures", "cost_usd", ...}
+    r.text, r.prompt_tokens, r.cached; client.stats()
 
-One call reads top-down in `generate`: the cache (`_cached`, `_store`), the budget (`_within_budget`), the
-retries (`_with_retries`), the send (`_send`, once per attempt), each entered once. The parts it uses:
-    request.py    one request: its body per structured-output mode, the check of the reply (GarbledResponse)
-    retry.py      what is retried and how long to wait (Retry-After, jittered backoff), the mode fallback order
-    transport.py  the HTTP: pooled keep-alive connections, a deadline on the whole response
-    usage.py      Completion, usage and cost accounting; budget.py the MAX_USD hold
-    redact.py     keys kept out of text, exceptions and URLs (redact, scrub, safe_url)
+One call, top-down in `generate`: the cache, the budget hold, then `_call` on the client's event loop (one
+background thread per process: callers are threads, the calls in flight are coroutines). The SDK retries 408,
+409, 429, 5xx, timeouts and dropped connections (Retry-After honoured), max_attempts in all.
 
-Structured output (`schema=` a JSON schema) is asked for in the best way the endpoint supports. The mode is
-detected once per client and remembered; `structured=` fixes it instead. A BoundedSemaphore shared by all
-threads bounds the calls in flight (held only during the HTTP call, not while backing off), so callers may
-use thread pools freely. When a garbled body's attempts run out, GarbledResponse says what the endpoint
-sent and how many attempts were made, e.g. "the endpoint http://127.0.0.1:8080/v1 answered a chat
-completion with a 2xx reply whose body is not JSON: '<html>...' (6 attempts; ...)".
-
-`preflight()` (called by agents.LLMPopulation unless preflight=False) does one free GET /models with a short
-timeout, so an unreachable base URL or a rejected key stops the run with a clear message before any paid call.
-An error raised by `generate` is scrubbed of keys before it leaves this module (redact.scrub).
-With a batch queue (CALLS_VIA batch, batch.py) a cache miss is queued instead of sent (batch.Deferred).
-A reply without text (content null, a tool call only) is EmptyReply: the call fails and nothing is cached.
+Why a `_Guard` under the SDK (its httpx2 client's `send`, which the SDK calls once per attempt): the SDK's timeout
+bounds each gap between bytes, so an endpoint that sends one byte a second never times out. Each attempt runs
+under asyncio.timeout (connect, headers and body) and reads at most MAX_RESPONSE_BYTES, never inflated; the call
+with its retries runs under asyncio.timeout_at(its deadline) (3.11's: it never loses a cancellation, as wait_for
+can). The guard also counts each attempt (in flight, the breaker, the concurrency bound) and turns a 2xx chat body
+that is not a completion into a retryable error. Structured output (`schema=`) is asked for in the best mode the
+endpoint takes (MODES), detected once. A reply without text is EmptyReply: the call fails and nothing is cached.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Optional
 from urllib.parse import urlparse
 
+import httpx2
 import openai
 
 from acemad_utils.agents import budget as B
-from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.health import Breaker, Heartbeat, cap_reply, interval_from_env
+from acemad_utils.agents.cache import ResponseCache, empty_reply, usage_tokens
+from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
-from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub
-from acemad_utils.agents.request import (
-    MODES,
-    EmptyReply,
-    GarbledResponse,
-    GenerateConfig,
-    empty_reply,
-    parse_reply,
-    request_body,
-)
-from acemad_utils.agents.retry import backoff_delay, format_rejected, next_mode, retryable
-from acemad_utils.agents.transport import BoundedClient, CallDeadlineExceeded, ResponseTooLarge, Transport
-from acemad_utils.agents.usage import Accounting, Completion, usage_tokens
+from acemad_utils.agents.redact import preview, redact, remember_secret, safe_url, scrub
+from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 from acemad_utils.data.settings import env
+from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
 DEFAULT_MODEL = "gpt-4o-mini"
-# Bounds on one call (issue 23): a debate turn answers in seconds, so a call that has not answered in a minute is
-# a hung endpoint; retries of one call stop after RETRY_TIME s whatever the attempt count; a call without its
-# own max_tokens gets MAX_TOKENS; no reply stores more than MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB).
-TIMEOUT = 60.0
-RETRY_TIME = 180.0
-# Issue 33: TIMEOUT bounds the whole response of one attempt (connect, headers and body, however slowly the
-# endpoint sends: transport.py), RETRY_TIME a call with its retries and backoff, QUESTION_TIME every call of one
-# question (llm_agent.LLMPopulation). A run of 3 rounds makes 6 calls per agent one after another.
-QUESTION_TIME = 1800.0
-MAX_TOKENS = 1024
-MAX_REPLY_BYTES = 16384  # 3x the longest reply max_tokens=1024 allows (~5 KB of text)
+# One attempt's whole response (TIMEOUT), a call with its retries (RETRY_TIME), every call of one question
+# (QUESTION_TIME, llm_agent); a call without its own max_tokens gets MAX_TOKENS; a stored reply is at most
+# MAX_REPLY_BYTES (3x what max_tokens=1024 allows; a 2 MB reply once wrote 1.4 GB); no body read past 8 MiB.
+TIMEOUT, RETRY_TIME, QUESTION_TIME = 60.0, 180.0, 1800.0
+MAX_TOKENS, MAX_REPLY_BYTES, MAX_RESPONSE_BYTES = 1024, 16384, 8 * 2**20
 BREAKER_THRESHOLD = 8
 LOCAL_DUMMY_KEY = "sk-no-key-required"
-DEFAULT_CONFIG = GenerateConfig()  # generate()'s default sampling settings (frozen: safe to share)
-# PRICES (USD per 1M tokens, with sources) lives in prices.py, the package's one price table; extend it per
-# client with LLMClient(prices={model: Price(...) or (input, output)}).
+MODES = ("json_schema", "json_object", "text")  # structured output, best first
+TRUNCATED_MARK = "\n[reply truncated by acemad: the endpoint sent {n} bytes, more than max_reply_bytes={cap}]"
+STATS_KEYS = (*USAGE_KEYS, *CALL_KEYS, "failures")
+_TOKENS = ("prompt_tokens", "completion_tokens", "cached_tokens")
 
 
 class MissingAPIKey(RuntimeError):
@@ -94,7 +72,7 @@ class EndpointUnreachable(RuntimeError):
 
 
 class APIKeyRejected(RuntimeError):
-    """The pre-flight GET /models was answered 401/403: the endpoint refuses this key."""
+    """The pre-flight GET /models was answered 401/403."""
 
 
 class BatchUnsupported(RuntimeError):
@@ -102,488 +80,664 @@ class BatchUnsupported(RuntimeError):
 
 
 class ModelNotServed(RuntimeError):
-    """The pre-flight's model check: the endpoint's listing lacks the model and a one-token request for it was
-    refused (HTTP 404, or 400 naming the model)."""
+    """The endpoint's listing lacks the model and a one-token request for it was refused (404, or 400 naming it)."""
+
+
+class GarbledResponse(RuntimeError):
+    """A 2xx whose body is not a usable chat completion (retried like a 5xx: a proxy's error page is transient)."""
+
+
+class EmptyReply(RuntimeError):
+    """A completion without text (a refusal, a tool call only, a reasoning model out of tokens): never retried
+    (the same request gets the same), never cached (a rerun asks again)."""
+
+
+class CallDeadlineExceeded(openai.APITimeoutError):
+    """The whole response (or the call with its retries) did not arrive by its deadline."""
+
+    def __init__(self, request: httpx2.Request, message: str = "Request timed out: the whole response did not "
+                 "arrive by the call's deadline.") -> None:  # fmt: skip
+        openai.APIConnectionError.__init__(self, message=message, request=request)
+
+
+class ResponseTooLarge(openai.APIConnectionError):
+    """A body past MAX_RESPONSE_BYTES (chunked forever, a huge Content-Length): not retried, one line."""
+
+
+class _Stop(openai.OpenAIError):
+    """Raised inside an attempt, passed through by the SDK unretried: the breaker tripped."""
+
+
+class _Garbled(httpx2.RemoteProtocolError):
+    """A garbled 2xx chat body inside the SDK's loop: retried like a dropped connection, then GarbledResponse."""
+
+
+class _Slow(httpx2.ReadTimeout):
+    """An attempt's whole response missed its deadline: retried by the SDK, then CallDeadlineExceeded."""
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Per-call sampling. None means "leave it to the endpoint"."""
+
+    temperature: Optional[float] = None
+    seed: Optional[int] = None
+    max_tokens: Optional[int] = None
+    top_p: Optional[float] = None
+
+    def params(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+DEFAULT_CONFIG = GenerateConfig()
+
+
+@dataclass
+class Completion:
+    text: str
+    mode: Optional[str]  # structured-output mode used (None for free text)
+    cached: bool = False
+    prompt_tokens: int = 0  # billed in this call (0 on a cache hit)
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the endpoint's prompt cache
+    network_calls: int = 0
+    finish_reason: Optional[str] = None
+    retries: int = 0
+
+    def usage(self) -> dict:
+        u = {"calls": 1, "network_calls": self.network_calls, "cache_hits": int(self.cached),
+             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}  # fmt: skip
+        u |= {k: v for k, v in (("cached_tokens", self.cached_tokens), ("retries", self.retries)) if v}
+        return u
 
 
 def endpoint_kind(base_url: Optional[str]) -> str:
-    """'openai' for the default endpoint, 'local-llama.cpp' for a loopback server (what local_server starts),
-    else 'openai-compatible'. Pass kind= to LLMClient to override. The kind is part of every cache key, so it
-    stays as it was; it says nothing about cost: a loopback server may be a gateway to a paid provider. Whether
-    a call is free is LLMClient.free (the project's own llama.cpp server) or the profile's terms (prices.py)."""
+    """'openai', 'local-llama.cpp' for a loopback server, else 'openai-compatible'. Part of every cache key, so it
+    stays as it was; it says nothing about cost (a loopback server may be a gateway to a paid provider)."""
     host = urlparse(base_url).hostname if base_url else "api.openai.com"
     if host == "api.openai.com":
         return "openai"
-    if host in ("127.0.0.1", "localhost", "::1"):
-        return "local-llama.cpp"
-    return "openai-compatible"
+    return "local-llama.cpp" if host in ("127.0.0.1", "localhost", "::1") else "openai-compatible"
+
+
+def request_body(model: str, messages: list, params: dict, mode: Optional[str], *, schema: Optional[dict]) -> dict:
+    """The /chat/completions body of a call (also the `body` of a Batch API request line)."""
+    kw: dict[str, Any] = dict(model=model, messages=messages, **params)
+    if mode == "json_schema":
+        kw["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema,
+                                                                        "strict": True}}  # fmt: skip
+    elif mode == "json_object":
+        kw["response_format"] = {"type": "json_object", "schema": schema}  # llama.cpp turns it into a grammar
+    return kw
+
+
+def _bad_usage(usage: Any) -> str:
+    """The usage field that is not a finite count >= 0 ("lots", 1e400, -5), quoted; '' when every one is."""
+    if usage is None:
+        return ""
+    if not isinstance(usage, dict):
+        return repr(usage)[:60]
+    details = usage.get("prompt_tokens_details")
+    fields = {**usage, **({"cached_tokens": details.get("cached_tokens")} if isinstance(details, dict) else {})}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
+        v = fields.get(name)
+        if not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e15)):
+            return f"{name}={v!r:.40}"
+    return ""
+
+
+_FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
+
+
+def parse_reply(data: bytes, where: Optional[str]) -> dict:
+    """The JSON of a 2xx chat-completion body if it is a usable completion, else GarbledResponse naming `where`
+    and quoting (redacted) what was sent instead."""
+
+    def garbled(what: str, shown: Any) -> GarbledResponse:
+        if isinstance(shown, dict):  # in the order the SDK prints a ChatCompletion
+            shown = json.dumps({k: shown[k] for k in _FIELDS if k in shown} | shown, separators=(",", ":"))
+        return GarbledResponse(f"the endpoint {safe_url(where)} answered a chat completion with a 2xx reply {what}: "
+                               f"{preview(shown)}")  # fmt: skip
+
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        raise garbled("whose body is not JSON", data) from None
+    except RecursionError:
+        raise garbled("whose JSON is nested too deeply", data) from None
+    if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
+        raise garbled("whose JSON body is not a chat completion", reply if isinstance(reply, dict) else
+                      json.dumps(reply, default=str))  # fmt: skip
+    if not reply["choices"]:
+        raise garbled("with no choices", reply)
+    first = reply["choices"][0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+        raise garbled("whose first choice has no message", reply)
+    if re.search("[\ud800-\udfff]", message.get("content") or ""):  # a "\ud800" escape: no transcript holds it
+        raise garbled("whose content holds a lone surrogate (not text)", message["content"])
+    bad = _bad_usage(reply.get("usage"))
+    if bad:  # the cost and MAX_USD are counted from it
+        raise garbled(f"whose usage {bad} is not a token count", reply)
+    return reply
+
+
+def cap_reply(text: str, cap: int) -> tuple[str, bool]:
+    """`text` cut to at most `cap` UTF-8 bytes with a visible mark (never a silent cut; idempotent)."""
+    raw = text.encode("utf-8")
+    if len(raw) <= cap:
+        return text, False
+    mark = TRUNCATED_MARK.format(n=len(raw), cap=cap)
+    return raw[: max(0, cap - len(mark.encode()))].decode("utf-8", "ignore") + mark, True
+
+
+def fault_kind(exc: BaseException) -> Optional[str]:
+    """The kind of endpoint fault an error is, or None when it says nothing about the endpoint's health."""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, ResponseTooLarge):
+        return "connection"
+    if isinstance(exc, openai.APIStatusError):
+        s = exc.status_code
+        return "key rejected" if s in (401, 403) else "rate limit" if s == 429 else "server error" if s >= 500 else None
+    return None
+
+
+_CAUSES = {"connection": "could not connect", "timeout": "timed out", "key rejected":
+           "rejected the API key (HTTP 401/403)", "rate limit": "kept answering 429 (rate limit) beyond the retry "
+           "budget", "server error": "kept answering 5xx beyond the retry budget"}  # fmt: skip
+# Counted per attempt (each is proof the endpoint is unusable; a hung one would otherwise take timeout x attempts
+# to count once); 429 and 5xx only when a call's retries are used up (a 429 is the server pacing us).
+PER_ATTEMPT = ("connection", "timeout", "key rejected")
+
+
+class Breaker:
+    """Consecutive failures of one kind; at `threshold` every later call raises EndpointDown at once, whose
+    message is the one line to show (the cause, the endpoint, the same command resumes)."""
+
+    def __init__(self, where: str, threshold: int = BREAKER_THRESHOLD):
+        if threshold < 1:
+            raise ValueError(f"breaker threshold must be >= 1, got {threshold}")
+        self.where, self.threshold, self.count = where, threshold, 0
+        self.kind: Optional[str] = None
+        self.message: Optional[str] = None
+
+    def failed(self, kind: Optional[str], exc: BaseException) -> None:
+        if kind is None:
+            return
+        self.count, self.kind = (self.count + 1 if kind == self.kind else 1), kind
+        if self.count >= self.threshold and self.message is None:
+            detail = " ".join(redact(f"{type(exc).__name__}: {exc}").split())[:200]
+            self.message = (f"stopped: {self.count} consecutive calls to {self.where} {_CAUSES[kind]} (last: "
+                            f"{detail}); nothing failed was saved as an answer: fix the endpoint"
+                            + (" or the key" if kind == "key rejected" else "")
+                            + " and run the same command to resume")  # fmt: skip
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """The process's event loop for model calls, in a daemon thread (started on first use, again after a fork)."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP[1] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="acemad-calls", daemon=True).start()
+            _LOOP = (loop, os.getpid())
+        return _LOOP[0]
+
+
+_LOOP: Optional[tuple[asyncio.AbstractEventLoop, int]] = None
+_LOOP_LOCK = threading.Lock()
+
+
+class _Guard(httpx2.AsyncClient):
+    """The SDK's HTTP client: every attempt bounded in time and size, counted, and held to the concurrency bound."""
+
+    def __init__(self, owner: LLMClient, **kw: Any) -> None:
+        super().__init__(follow_redirects=False, headers={"Accept-Encoding": "identity"}, **kw)
+        self.owner = owner
+
+    async def send(self, request: httpx2.Request, *, stream: bool = False, **kw: Any) -> httpx2.Response:
+        # the call this attempt belongs to, named in a header the SDK copies onto every attempt (a contextvar
+        # would not reach it under nest_asyncio, which papermill's kernels apply)
+        o, call = self.owner, self.owner._calls.get(request.headers.pop("x-acemad-call", ""))
+        if call is None:  # off the hot path (GET /models, the model probe): bounded, not counted
+            return await self._bounded(request, **kw)
+        if o.breaker.message is not None:
+            raise _Stop(o.breaker.message)
+        call["n"] = call.get("n", 0) + 1
+        o._count(network_calls=1)
+        async with o._slot():
+            token = object()
+            o._flight[id(token)] = time.monotonic()
+            o._t0 = o._t0 or time.monotonic()
+            try:
+                response = await self._bounded(request, **kw)
+            except Exception as e:
+                o._failed_n += 1
+                call["last"] = e
+                ours = isinstance(e, (openai.OpenAIError, _Garbled))  # a body, not the connection
+                o.breaker.failed(
+                    "timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else "connection", e
+                )
+                raise
+            finally:
+                o._flight.pop(id(token), None)
+        o._answered += 1
+        call["last"] = response
+        if response.status_code in (401, 403):
+            o.breaker.failed("key rejected", openai.AuthenticationError(f"Error code: {response.status_code}",
+                             response=response, body=None))  # fmt: skip
+        elif 300 <= response.status_code < 400:  # never followed: the key stays with the host named
+            where = response.headers.get("location") or "no Location"
+            raise openai.APIStatusError(
+                f"the endpoint {o.where} redirects {request.url.path} ({where[:200]}); "
+                "redirects are never followed (the key is sent to the host you named "
+                "only): set the base URL to the final one",
+                response=response,
+                body=None,
+            )
+        elif request.method == "POST":  # in a call: its chat completion
+            if response.status_code < 300:
+                try:
+                    call["reply"] = parse_reply(response.content, o.where)
+                except GarbledResponse as e:
+                    raise _Garbled(str(e), request=request) from None
+            elif response.status_code >= 500 and call.get("json_mode") and b"response_format" in response.content:
+                response.headers["x-should-retry"] = "false"  # a refused format: asked again one mode lower
+        return response
+
+    async def _bounded(self, request: httpx2.Request, **kw: Any) -> httpx2.Response:
+        """One attempt's whole response within the owner's timeout, its raw body read to at most the cap."""
+        try:
+            async with asyncio.timeout(self.owner.timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
+                response = await super().send(request, stream=True, **kw)
+                try:
+                    body = bytearray()
+                    announced = response.headers.get("content-length", "0")
+                    async for chunk in response.aiter_raw():
+                        body += chunk
+                        if len(body) > MAX_RESPONSE_BYTES or (announced.isdigit() and
+                                                              int(announced) > MAX_RESPONSE_BYTES):  # fmt: skip
+                            raise ResponseTooLarge(message=(
+                                f"the endpoint {self.owner.where} answered {request.method} {request.url.path} "
+                                f"with more than {MAX_RESPONSE_BYTES} bytes; nothing past the cap was read: it is "
+                                "not an OpenAI-compatible reply, check the base URL"), request=request)  # fmt: skip
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise _Slow(f"the whole response did not arrive within {self.owner.timeout:g} s", request=request) from None
+        headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-encoding"]  # never inflated
+        return httpx2.Response(response.status_code, headers=headers, content=bytes(body), request=request)
 
 
 def _api_key(api_key: Optional[str], kind: str) -> str:
-    """The key to send: the argument or OPENAI_API_KEY (remembered for redaction); a placeholder for a local
-    server, which ignores it (the SDK wants one); MissingAPIKey for OpenAI itself."""
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if key:
         remember_secret(key)
         return key
     if kind == "openai":
-        raise MissingAPIKey(
-            "no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via "
-            "OPENAI_BASE_URL / the 'local' profile, which needs no key)"
-        )
-    return LOCAL_DUMMY_KEY
+        raise MissingAPIKey("no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via OPENAI_BASE_URL / "
+                            "the 'local' profile, which needs no key)")  # fmt: skip
+    return LOCAL_DUMMY_KEY  # a local server ignores it; the SDK wants one
 
 
 class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
 
-    max_concurrency  calls in flight at once, shared by every thread using this client
-    timeout          seconds one attempt may take, its whole response however slowly the endpoint sends (default
-                     TIMEOUT, or $ACEMAD_CALL_TIMEOUT); also the longest wait for any one byte
-    max_attempts     total attempts per call (1 = no retry)
-    retry_time       seconds within which a call ends, retries and backoff included, whatever max_attempts says
-    breaker          consecutive failures of one kind that stop every further call (health.Breaker)
+    max_concurrency  attempts in flight at once, shared by every thread using this client
+    timeout          seconds one attempt may take, its whole response however slowly it is sent (TIMEOUT,
+                     $ACEMAD_CALL_TIMEOUT); also the SDK's timeout for any one gap
+    max_attempts     total attempts per call (the SDK's max_retries + 1)
+    retry_time       seconds within which a call ends, retries and backoff included
+    breaker          consecutive failures of one kind that stop every further call (Breaker)
     max_tokens       completion cap of a call that does not set its own
-    max_reply_bytes  the most a stored reply keeps (cut with a visible mark, health.cap_reply)
-    backoff          (base, max) seconds of the jittered exponential backoff; Retry-After is honoured up to
-                     retry_after_max
+    max_reply_bytes  the most a stored reply keeps (cut with a visible mark, cap_reply)
     structured       "auto" (detect) or one of MODES
     cache            a ResponseCache, a path to one, or None
-    prices           {model: prices.Price or (input, output)} added to prices.PRICES
-    budget           a budget.Budget (MAX_USD); default: the process-wide one from ACEMAD_MAX_USD, if set. With a
-                     cap, a client whose model is unpriced is refused when built (budget.UnpricedModel)
-    free             the endpoint bills nothing; default: it is a llama.cpp server local_server.serve() started
-                     in this process (local_server.is_own_server). Any other endpoint is priced per model
+    prices           {model: prices.Price or (input, output)} over prices.PRICES
+    budget           a budget.Budget (MAX_USD); default the process-wide one. With a cap, an unpriced model is
+                     refused when the client is built (budget.UnpricedModel)
+    free             the endpoint bills nothing; default: a llama.cpp server local_server.serve() started here
     """
 
-    _flight: dict[int, float]
-    _t0: Optional[float]
-
-    def __init__(
-        self,
-        model: Optional[str] = None,
-        base_url: Optional[str] = None,
-        api_key: Optional[str] = None,
-        *,
-        kind: Optional[str] = None,
-        max_concurrency: int = 8,
-        timeout: Optional[float] = None,
-        max_attempts: int = 6,
-        retry_time: float = RETRY_TIME,
-        breaker: int = BREAKER_THRESHOLD,
-        max_tokens: int = MAX_TOKENS,
-        max_reply_bytes: int = MAX_REPLY_BYTES,
-        backoff: tuple[float, float] = (1.0, 60.0),
-        retry_after_max: float = 120.0,
-        structured: str = "auto",
-        cache: ResponseCache | str | os.PathLike | None = None,
-        prices: Optional[dict] = None,
-        budget: Optional[B.Budget] = None,
-        free: Optional[bool] = None,
-    ):
+    def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
+                 kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
+                 max_attempts: int = 6, retry_time: float = RETRY_TIME, breaker: int = BREAKER_THRESHOLD,
+                 max_tokens: int = MAX_TOKENS, max_reply_bytes: int = MAX_REPLY_BYTES, structured: str = "auto",
+                 cache: ResponseCache | str | os.PathLike | None = None, prices: Optional[dict] = None,
+                 budget: Optional[B.Budget] = None, free: Optional[bool] = None):  # fmt: skip
         self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._base_url = base_url  # for error messages only (safe_url); never in describe() or the cache
-        self.kind = kind or endpoint_kind(base_url)
-        self.free = is_own_server(base_url) if free is None else free
-        key = _api_key(api_key, self.kind)
+        self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # never in describe() or the cache
+        self.where = safe_url(self._base_url)
+        self.kind = kind or endpoint_kind(self._base_url)
+        self.free = is_own_server(self._base_url) if free is None else free
+        self._key = _api_key(api_key, self.kind)
         if structured != "auto" and structured not in MODES:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
-        self._auto = structured == "auto"
-        self.mode = MODES[0] if self._auto else structured
-        timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
-        self.timeout, self.retry_time = timeout, retry_time
-        self.max_tokens, self.max_reply_bytes = max_tokens, max_reply_bytes
-        self.breaker = Breaker(safe_url(base_url), threshold=breaker)
-        self._sdk = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)  # off the hot path
-        self._http = Transport(base_url, key, timeout=timeout)  # chat completions (transport.py)
-        self._sem = threading.BoundedSemaphore(max_concurrency)
-        self.max_concurrency = max_concurrency
-        self.max_attempts = max_attempts
-        self.backoff = backoff
-        self.retry_after_max = retry_after_max
+        self._auto, self.mode = structured == "auto", MODES[0] if structured == "auto" else structured
+        self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
+        self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, max_tokens, max_reply_bytes
+        self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
+        self.breaker = Breaker(self.where, threshold=breaker)
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
-        self.prices = dict(prices or {})  # extra prices over prices.PRICES (see price_of)
+        self.prices = dict(prices or {})
         self.budget = budget if budget is not None else B.current(self.cache)
-        capped = self.budget is not None and self.budget.max_usd is not None
-        if capped and not self.free and price_of(self.model, self.prices) is None:
-            raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's GET
+        if self.budget is not None and self.budget.max_usd is not None and not self.free and \
+                price_of(self.model, self.prices) is None:  # fmt: skip
+            raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
-        self._lock = threading.Lock()  # guards self.mode and the progress counters
-        self.accounting = Accounting(self.kind, self.prices, free=self.free)  # counters and cost (usage.py)
-        # attempts in flight (id -> start time), answered, failed, first start: the progress line
-        self._flight, self._answered, self._failed_n, self._t0 = {}, 0, 0, None
-        self._heartbeat = Heartbeat(self._progress_line, lambda: bool(self._flight), interval_from_env())
+        self._lock = threading.Lock()
+        self._stats = dict.fromkeys(STATS_KEYS, 0)
+        self._by_model: dict[tuple[str, bool], list[int]] = {}  # (model, batch) -> billed [prompt, completion, cached]
+        self._modes: dict[str, int] = {}
+        self._flight: dict[int, float] = {}
+        self._calls: dict[str, dict] = {}  # id -> the attempts of a call in flight (_Guard)
+        self._answered = self._failed_n = 0
+        self._t0: Optional[float] = None
+        self._sem: Optional[asyncio.Semaphore] = None
+        self._beat = False
+        self._aio = openai.AsyncOpenAI(
+            api_key=self._key,
+            base_url=self._base_url,
+            timeout=self.timeout,
+            max_retries=max_attempts - 1,
+            http_client=_Guard(self, timeout=self.timeout),
+        )
+        self._sync: Optional[openai.OpenAI] = None
 
-    # ------------------------------------------------------------------ public
-    def generate(
-        self,
-        messages: Sequence[dict],
-        config: GenerateConfig = DEFAULT_CONFIG,
-        *,
-        schema: Optional[dict] = None,
-        scope: str = "",
-        model: Optional[str] = None,
-        deadline: Optional[float] = None,
-    ) -> Completion:
-        """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of
-        otherwise identical calls (agent, round, repeat, call kind); `deadline` (time.monotonic()) ends the call
-        and its retries, e.g. its question's (LLMAgent). Top-down: the cache, the budget, the retries, the send,
-        each entered once (the send once per attempt)."""
+    @property
+    def sdk(self) -> openai.OpenAI:
+        """The synchronous SDK client, for the Batch API (files, batches: bodies past the 8 MiB cap are normal)."""
+        if self._sync is None:
+            self._sync = openai.OpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout)
+        return self._sync
+
+    # ------------------------------------------------------------------ one call, top-down
+    def generate(self, messages: Sequence[dict], config: GenerateConfig = DEFAULT_CONFIG, *,
+                 schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None,
+                 deadline: Optional[float] = None) -> Completion:  # fmt: skip
+        """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of otherwise
+        identical calls (agent, round, repeat, kind); `deadline` (time.monotonic()) ends the call and its retries."""
         model = model or self.model
         messages = [dict(m) for m in messages]
         params = config.params()
-        params.setdefault("max_tokens", self.max_tokens)  # every call has a completion cap
-        self.add_usage(calls=1)
-        # The *requested* format is keyed, not the transport mode, so a warm rerun hits the cache before
-        # the mode has been re-detected.
-        key = None
+        params.setdefault("max_tokens", self.max_tokens)
+        self._count(calls=1)
+        key = None  # the *requested* format is keyed, not the mode: a warm rerun hits before the mode is detected
         if self.cache is not None:
             fmt = None if schema is None else {"schema": schema}
             key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages, fmt=fmt, scope=scope)
-        # identical concurrent calls: one request, one stored reply
         with self.cache.single_flight(key) if key is not None and self.cache is not None else contextlib.nullcontext():
-            hit = self._cached(key)
+            hit = None if key is None or self.cache is None else self.cache.get(key)
             if hit is not None:
-                return hit
-            if self.batch_queue is not None:  # CALLS_VIA batch: queue it, the question waits (batch.Deferred)
+                self._count(cache_hits=1)
+                self._count_mode(hit.get("mode"))
+                return Completion(cap_reply(hit["text"], self.max_reply_bytes)[0], hit.get("mode"), cached=True,
+                                  finish_reason=hit.get("finish_reason"))  # fmt: skip
+            if self.batch_queue is not None:  # CALLS_VIA batch: queued, the question waits (batch.Deferred)
                 mode = self.mode if schema is not None else None
-                body = self.request_body(model, messages, params, mode, schema=schema)
-                self.batch_queue.defer(self, key, model, body, mode=mode)
-            out = self._within_budget(model, messages, params, schema, deadline)
-            self._store(key, model, out)
+                self.batch_queue.defer(self, key, model, request_body(model, messages, params, mode, schema=schema),
+                                       mode=mode)  # fmt: skip
+            held = 0.0
+            if self.budget is not None:  # MAX_USD: hold the most this call can cost, BudgetExceeded before sending
+                held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
+            try:
+                out = self._run(self._call(model, messages, params, schema, deadline))
+            except BaseException:
+                if self.budget is not None:
+                    self.budget.release(held)
+                raise
+            if self.budget is not None:
+                self.budget.settle(held, self.actual_cost(model, messages, out))
+            if key is not None and self.cache is not None:
+                self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
+                                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                                     "cached_tokens": out.cached_tokens, **({"free": True} if self.free else {})},
+                               model=model, kind=self.kind)  # fmt: skip
             return out
 
-    # Accounting (usage.Accounting): kept as client methods, batch.py and callers use them.
-    def call_cost(
-        self,
-        model: str,
-        prompt_tokens: float,
-        completion_tokens: float,
-        cached_tokens: float = 0.0,
-        *,
-        batch: bool = False,
-    ) -> Optional[float]:
-        """USD of one call on this endpoint (0 when free; None for an unpriced model, loopback or not)."""
-        return self.accounting.call_cost(model, prompt_tokens, completion_tokens, cached_tokens, batch=batch)
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, _loop()).result()
 
-    def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
-        """The most a call can cost before it is sent (usage.Accounting.estimate_cost)."""
-        return self.accounting.estimate_cost(model, messages, params, batch)
+    async def _call(self, model: str, messages: list, params: dict, schema: Optional[dict],
+                    deadline: Optional[float]) -> Completion:  # fmt: skip
+        """The SDK's attempts, ended by min(retry_time, deadline); an endpoint that refuses our response_format
+        is asked again one mode lower (detected once, remembered)."""
+        stop_at = time.monotonic() + self.retry_time
+        stop_at = stop_at if deadline is None else min(stop_at, deadline)
+        attempts = sent = 0  # attempts in this mode, network calls in all
+        while True:
+            mode = self.mode if schema is not None else None
+            call: dict[str, Any] = {"json_mode": mode in ("json_schema", "json_object")}
+            self._calls[str(id(call))] = call
+            try:
+                try:
+                    async with asyncio.timeout_at(stop_at):  # type: ignore[attr-defined]
+                        await self._aio.post(
+                            "/chat/completions",
+                            cast_to=httpx2.Response,
+                            body=request_body(model, messages, params, mode, schema=schema),
+                            options={"headers": {"x-acemad-call": str(id(call))}},
+                        )
+                finally:
+                    self._calls.pop(str(id(call)), None)
+                    attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
+                reply = call["reply"]
+                if empty_reply(reply["choices"][0]) is not None:
+                    raise EmptyReply(f"the endpoint {self.where} sent {empty_reply(reply['choices'][0])} for model "
+                                     f"{model!r}: a refusal or a reasoning model out of tokens; nothing was cached, "
+                                     "fix the model or its max_tokens and rerun")  # fmt: skip
+            except Exception as e:
+                e = self._final(e, call, attempts)
+                if self._auto and mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
+                        e.status_code in (400, 422) or "response_format" in str(e)):  # fmt: skip
+                    with self._lock:
+                        self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
+                    attempts = 0
+                    continue
+                self._count(failures=1, retries=max(attempts - 1, 0))
+                self.breaker.failed(fault_kind(e) if fault_kind(e) not in PER_ATTEMPT else None, e)
+                raise scrub(e) from None
+            self.breaker.count, self.breaker.kind = 0, None
+            return self._completion(model, mode, reply, attempts, sent)
+
+    def _final(self, e: Exception, call: dict, attempts: int) -> Exception:
+        """What a failed call raises: the SDK's error, or ours for what the guard saw."""
+        last, cause = call.get("last"), e.__cause__
+        if isinstance(e, _Stop):
+            return EndpointDown(str(e))
+        if isinstance(e, TimeoutError):  # the call's deadline, during an attempt or a backoff
+            if isinstance(last, httpx2.Response) and last.status_code >= 400:
+                return self._aio._make_status_error_from_response(last)
+            e, cause = openai.APITimeoutError(request=httpx2.Request("POST", self.where)), last
+        if isinstance(cause, _Garbled):
+            note = (f" ({attempts} attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
+                    "like this: check BASE_URL / OPENAI_BASE_URL)") if attempts > 1 else ""  # fmt: skip
+            return GarbledResponse(str(cause) + note)
+        if isinstance(e, openai.APITimeoutError):
+            why = str(cause) if isinstance(cause, _Slow) else "the call's time was up"
+            return CallDeadlineExceeded(httpx2.Request("POST", self.where), f"Request timed out: {why}.")
+        return e
+
+    def _completion(self, model: str, mode: Optional[str], reply: dict, attempts: int, sent: int) -> Completion:
+        choice = reply["choices"][0]
+        pt, ct, cached = usage_tokens(reply.get("usage"))
+        self.count_tokens(model, pt, ct, cached)
+        self._count(retries=attempts - 1)
+        self._count_mode(mode)
+        # a reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it
+        text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
+        return Completion(text, mode, prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached,
+                          network_calls=sent, finish_reason="length" if cut else choice.get("finish_reason"),
+                          retries=attempts - 1)  # fmt: skip
+
+    @contextlib.asynccontextmanager
+    async def _slot(self):
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.max_concurrency)
+        if not self._beat:
+            self._beat = True
+            threading.Thread(target=self._heartbeat, name="acemad-progress", daemon=True).start()
+        async with self._sem:
+            yield
+
+    def _heartbeat(self) -> None:
+        """A progress line every ACEMAD_PROGRESS_SECONDS (30) while calls are in flight (health.emit)."""
+        interval = float(env("ACEMAD_PROGRESS_SECONDS") or 30)
+        while True:
+            time.sleep(interval)
+            now, flight = time.monotonic(), sorted(self._flight.values())
+            if flight:
+                emit(f"[calls] {self.model} at {self.where}: {self._answered} answered, {self._failed_n} failed, "
+                     f"{len(flight)} in flight (oldest {now - flight[0]:.0f} s), {now - (self._t0 or now):.0f} s "
+                     "elapsed")  # fmt: skip
+
+    # ------------------------------------------------------------------ counters and cost
+    def _count(self, **kw: int) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                self._stats[k] += v
+
+    add_usage = _count
+
+    def _count_mode(self, mode: Optional[str]) -> None:
+        if mode is not None:
+            with self._lock:
+                self._modes[mode] = self._modes.get(mode, 0) + 1
 
     def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> None:
-        """Add one billed call's tokens to the counters (batch: sent through the Batch API, priced at its rate)."""
-        self.accounting.count_tokens(model, pt, ct, cached, batch=batch)
+        """Add one billed call's tokens (batch: sent through the Batch API, priced at its rate)."""
+        self._count(prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached)
+        with self._lock:
+            tok = self._by_model.setdefault((model, batch), [0, 0, 0])
+            for i, v in enumerate((pt, ct, cached)):
+                tok[i] += v
+
+    def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, *,
+                  batch: bool = False) -> Optional[float]:  # fmt: skip
+        """USD of one call on this endpoint (0 when free; None for an unpriced model, loopback or not)."""
+        if self.free:
+            return 0.0
+        p = price_of(model, self.prices)
+        return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
+
+    def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
+        """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens."""
+        return self.call_cost(model, prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch=batch)
+
+    def actual_cost(self, model: str, messages: list, out: Completion) -> Optional[float]:
+        """What MAX_USD settles: the reported usage, or the modelled tokens when the endpoint reported none."""
+        if out.prompt_tokens or out.completion_tokens:
+            return self.call_cost(model, out.prompt_tokens, out.completion_tokens, out.cached_tokens)
+        return self.call_cost(model, prompt_tokens(messages), tokens(out.text))
 
     def stats(self) -> dict:
-        """Counters summed over this client's life, plus a cost estimate (None if a model has no price)."""
-        return self.accounting.stats()
-
-    request_body = staticmethod(request_body)  # the /chat/completions body of a call (request.py)
+        """Counters summed over this client's life, plus cost_usd (None if a model has no price)."""
+        with self._lock:
+            out: dict = dict(self._stats, modes=dict(self._modes))
+            by_model = {m: list(t) for m, t in self._by_model.items()}
+        costs = [self.call_cost(m, *t, batch=batch) for (m, batch), t in by_model.items()]
+        out["cost_usd"] = None if None in costs else float(sum(c for c in costs if c is not None))
+        tbm: dict = {}
+        for (m, batch), t in by_model.items():
+            e = tbm.setdefault(m, dict.fromkeys(_TOKENS, 0))
+            for k, v in zip(_TOKENS, t):
+                e[k] += v
+            if batch:
+                e["batch_prompt_tokens"] = e.get("batch_prompt_tokens", 0) + t[0]
+        out["tokens_by_model"] = tbm
+        return out
 
     def describe(self) -> dict:
-        """JSON-able, secret-free: model, endpoint kind, structured-output mode. Never the key or the URL."""
-        return {
-            "model": self.model,
-            "endpoint": self.kind,
-            "structured_output": self.mode,
-            "structured_output_detection": "auto" if self._auto else "fixed",
-            "max_concurrency": self.max_concurrency,
-            "max_attempts": self.max_attempts,
-        }
+        """JSON-able, secret-free: never the key or the URL."""
+        return {"model": self.model, "endpoint": self.kind, "structured_output": self.mode,
+                "structured_output_detection": "auto" if self._auto else "fixed",
+                "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}  # fmt: skip
 
+    # ------------------------------------------------------------------ before a run
     def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
-        """One free GET /models (never a completion): raise EndpointUnreachable when no connection can be made
-        to the base URL, APIKeyRejected on 401/403. Any other answer (even 404 from a server without /models)
-        proves the endpoint is there; a server that accepts the connection but is too busy to answer in time
-        gets a warning, not an error. check_model: the model must be served (_check_served). setting: the
-        parameter the fix names (default BASE_URL / OPENAI_BASE_URL)."""
-        where = safe_url(self._base_url)
+        """One free GET /models: EndpointUnreachable when no connection can be made, APIKeyRejected on 401/403; any
+        other answer proves the endpoint is there, and one too slow to answer gets a warning. check_model: the
+        model must be served (ModelNotServed). setting: the parameter the fix names."""
         try:
-            listing = self._models(timeout)
-        except ResponseTooLarge:  # its own line (the endpoint, the cap), not "cannot reach"
+            listing = self._run(self._get("/models", timeout))
+        except (TimeoutError, openai.APITimeoutError):
+            warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
+                          f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)  # fmt: skip
+            return
+        except ResponseTooLarge:
             raise
-        except openai.APIConnectionError as e:  # refused, DNS failure, connect timeout, or a slow answer
-            cause = type(e.__cause__).__name__ if e.__cause__ is not None else ""
-            slow = isinstance(e, CallDeadlineExceeded) or cause in ("ReadTimeout", "WriteTimeout")
-            if isinstance(e, openai.APITimeoutError) and slow:
-                warnings.warn(
-                    f"the model endpoint {where} accepted the connection but did not answer GET /models "
-                    f"within {timeout:g} s; continuing (it may be busy)",
-                    stacklevel=2,
-                )
-                return
+        except openai.APIConnectionError as e:
+            cause = type(e.__cause__).__name__ if e.__cause__ is not None else type(e).__name__
             setting = setting or "BASE_URL / OPENAI_BASE_URL"
             fix = (
                 f"check the network connection, or set {setting} to an OpenAI-compatible server"
                 if self._base_url is None
-                else f"start the server, or set {setting} to a running OpenAI-compatible server such as "
-                "http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com"
+                else f"start the server, or set {setting} to a running OpenAI-compatible "
+                "server such as http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com"
             )
-            raise EndpointUnreachable(
-                f"cannot reach the model endpoint {where} (GET /models: "
-                f"{cause or type(e).__name__}); {fix}. No paid call was made."
-            ) from None
+            raise EndpointUnreachable(f"cannot reach the model endpoint {self.where} (GET /models: {cause}); {fix}. "
+                                      "No paid call was made.") from None  # fmt: skip
         except openai.APIStatusError as e:
             if e.status_code in (401, 403):
-                raise APIKeyRejected(
-                    f"the endpoint {where} rejected the API key (HTTP {e.status_code} on GET /models): check "
-                    "OPENAI_API_KEY (the key is read from the environment only and never printed). "
-                    "No paid call was made."
-                ) from None
+                raise APIKeyRejected(f"the endpoint {self.where} rejected the API key (HTTP {e.status_code} on GET "
+                                     "/models): check OPENAI_API_KEY (the key is read from the environment only and "
+                                     "never printed). No paid call was made.") from None  # fmt: skip
+            return
         except Exception:  # an answer we cannot parse still proves the server is there
             return
         if check_model:
-            self._check_served(listing, timeout, where)
+            self._check_served(listing, timeout)
 
-    def _check_served(self, listing: Any, timeout: float, where: str) -> None:
-        """ModelNotServed when the endpoint does not serve self.model: its GET /models listing names other models
-        and a one-token request for this one is refused with 400/404. Why the request: a llama.cpp server lists
-        its file's name and answers any model name, so a listing alone would refuse it. The request is sent only
-        when the listing lacks the model (one token; free on such a server); any other outcome passes."""
+    async def _get(self, path: str, timeout: float, **kw: Any) -> httpx2.Response:
+        options: Any = {"max_retries": 0, **kw}
+        async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
+            return await self._aio.get(path, cast_to=httpx2.Response, options=options)
+
+    def _check_served(self, listing: httpx2.Response, timeout: float) -> None:
+        """A llama.cpp server lists its file's name and answers any model name, so a listing alone would refuse
+        it: a one-token request is sent when the listing lacks the model, and only its 404 (or a 400 naming the
+        model) refuses."""
         try:
-            served = [str(m["id"]) for m in json.loads(listing.http_response.content)["data"]]
-        except Exception:  # no listing to read: nothing to check against
+            served = [str(m["id"]) for m in json.loads(listing.content)["data"]]
+        except Exception:
             return
         if not served or self.model in served:
             return
-        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": "OK"}], "max_tokens": 1})
+
+        async def probe() -> httpx2.Response:
+            async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
+                return await self._aio.post("/chat/completions", cast_to=httpx2.Response, options={"max_retries": 0},
+                                            body={"model": self.model, "max_tokens": 1,
+                                                  "messages": [{"role": "user", "content": "OK"}]})  # fmt: skip
+
         try:
-            status, headers, data = self._http.post(
-                "/chat/completions", body.encode(), deadline=time.monotonic() + timeout
-            )
-        except Exception:  # slow or dropped: the listing proved the endpoint is there; the run will tell
+            self._run(probe())
+        except openai.APIStatusError as e:
+            if e.status_code == 404 or (e.status_code == 400 and b"model" in e.response.content.lower()):
+                shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
+                raise ModelNotServed(f"the endpoint {self.where} does not serve the model {self.model!r} (HTTP "
+                                     f"{e.status_code}; GET /models lists {shown}): set the model to one it serves. "
+                                     "No paid call was made.") from None  # fmt: skip
+        except Exception:  # slow or dropped: the listing proved the endpoint is there
             return
-        if status == 404 or (status == 400 and b"model" in data.lower()):  # not, e.g., a refused max_tokens
-            shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
-            raise ModelNotServed(
-                f"the endpoint {where} does not serve the model {self.model!r} (HTTP {status}; GET /models lists "
-                f"{shown}): set the model to one it serves. No paid call was made."
-            ) from None
 
     def check_batch_api(self, timeout: float = 10.0) -> None:
-        """BatchUnsupported (one line, the fix in it) when the endpoint has no Batch API: a free GET /batches
-        answered 404, 405 or 501 (llama.cpp's server, most gateways). Whether the Batch API applies is the
-        endpoint's answer, never its address: a loopback URL may be a gateway that has one. Any other outcome
-        passes (a down endpoint is preflight's to report)."""
+        """BatchUnsupported (one line) when a free GET /batches answers 404, 405 or 501 (llama.cpp, most gateways):
+        the endpoint's answer decides, never its address. Any other outcome passes."""
         try:
-            self._sdk.with_options(timeout=timeout, max_retries=0).batches.with_raw_response.list(limit=1)
+            self._run(self._get("/batches", timeout, params={"limit": 1}))
         except openai.APIStatusError as e:
             if e.status_code in (404, 405, 501):
-                raise BatchUnsupported(
-                    f"CALLS_VIA=batch: the endpoint {safe_url(self._base_url)} has no Batch API (GET /batches: HTTP "
-                    f"{e.status_code}): use CALLS_VIA=files to write the requests for its own batch runner (vLLM "
-                    "run-batch), or CALLS_VIA=sync. No paid call was made."
-                ) from None
-        except Exception:  # noqa: BLE001 (unreachable or garbled: the preflight and the run say so)
+                raise BatchUnsupported(f"CALLS_VIA=batch: the endpoint {self.where} has no Batch API (GET /batches: "
+                                       f"HTTP {e.status_code}): use CALLS_VIA=files to write the requests for its own "
+                                       "batch runner (vLLM run-batch), or CALLS_VIA=sync. No paid call was made."
+                                       ) from None  # fmt: skip
+        except Exception:  # unreachable or garbled: the preflight and the run say so
             return
-
-    def _models(self, timeout: float) -> Any:
-        """GET /models with the SDK, ended after `timeout` s however slowly the endpoint sends: the SDK's timeout
-        bounds each gap between bytes only (issue 33), so the call runs in a daemon thread that is let go at
-        the deadline (like a silent server: the preflight warns and the run goes on)."""
-        out: list = []
-
-        bounded = BoundedClient(safe_url(self._base_url), time.monotonic() + timeout + 1.0, timeout=timeout)
-
-        def get() -> None:  # through BoundedClient: a listing without end is cut, and stops at the deadline
-            try:
-                out.append(
-                    self._sdk.with_options(
-                        timeout=timeout, max_retries=0, http_client=bounded
-                    ).models.with_raw_response.list()
-                )
-            except Exception as e:  # noqa: BLE001 (re-raised in the caller's thread)
-                out.append(e.__cause__ if isinstance(e.__cause__, ResponseTooLarge) else e)
-            finally:
-                bounded.close()
-
-        t = threading.Thread(target=get, daemon=True, name="acemad-preflight")
-        t.start()
-        t.join(timeout + 1.0)  # + 1 s: the SDK's own connect or read timeout, when it fires, says more
-        if not out:
-            raise self._http.expired("/models", f"GET /models did not end within {timeout:g} s")
-        if isinstance(out[0], Exception):
-            raise out[0]
-        return out[0]
 
     def close(self) -> None:
-        self._http.close()
-        self._sdk.close()
-
-    # ------------------------------------------------------------------ one call, top-down
-    def add_usage(self, **kw: int) -> None:
-        self.accounting.add(**kw)
-
-    def _cached(self, key: Optional[str]) -> Optional[Completion]:
-        """The stored reply of `key`, if any (a cache hit: no budget, no network)."""
-        hit = None if key is None or self.cache is None else self.cache.get(key)
-        if hit is None:
-            return None
-        self.add_usage(cache_hits=1)
-        self.accounting.count_mode(hit.get("mode"))
-        return Completion(
-            text=cap_reply(hit["text"], self.max_reply_bytes)[0],
-            mode=hit.get("mode"),
-            cached=True,
-            finish_reason=hit.get("finish_reason"),
-        )
-
-    def _store(self, key: Optional[str], model: str, out: Completion) -> None:
-        if key is None or self.cache is None:
-            return
-        value = {
-            "text": out.text,
-            "mode": out.mode,
-            "finish_reason": out.finish_reason,
-            "prompt_tokens": out.prompt_tokens,
-            "completion_tokens": out.completion_tokens,
-            "cached_tokens": out.cached_tokens,
-            **({"free": True} if self.free else {}),  # cache.spent_since: not part of a capped run's spend
-        }
-        self.cache.put(key, value, model=model, kind=self.kind)
-
-    def _within_budget(self, model: str, messages: list, params: dict, schema, deadline) -> Completion:
-        """The MAX_USD hold: reserve the call's most expensive estimate (BudgetExceeded stops here, before
-        anything is sent), then settle its actual cost, or release the hold when the call failed."""
-        if self.budget is None:
-            return self._with_retries(model, messages, params, schema, deadline)
-        held = self.budget.reserve(self.accounting.estimate_cost(model, messages, params), model)
-        try:
-            out = self._with_retries(model, messages, params, schema, deadline)
-        except BaseException:
-            self.budget.release(held)
-            raise
-        self.budget.settle(held, self.accounting.actual_cost(model, messages, out))
-        return out
-
-    def _with_retries(self, model: str, messages: list, params: dict, schema, deadline) -> Completion:
-        """Attempts until one answers, the error is final, max_attempts are used or the call's time is up
-        (retry_time after it started, or the question's deadline); the structured-output fallback (an endpoint
-        that refuses our response_format is asked again one mode lower, with fresh attempts)."""
-        t0 = time.monotonic()
-        stop_at = t0 + self.retry_time if deadline is None else min(t0 + self.retry_time, deadline)
-        attempt = network = retries = 0
-        while True:
-            mode = self.mode if schema is not None else None
-            attempt += 1
-            try:
-                self.breaker.check()  # tripped: no further call is sent (EndpointDown is not retried)
-                network += 1
-                reply = self._send(request_body(model, messages, params, mode, schema=schema), stop_at)
-            except Exception as e:
-                if self._auto and format_rejected(e, mode):
-                    self._downgrade(mode)  # endpoint rejected this response_format: the next mode, new attempts
-                    attempt = 0
-                    continue
-                self.breaker.attempt_failed(e)
-                wait = self._retry_in(e, attempt, mode, stop_at)
-                if wait is None:
-                    self._failed(e, network)
-                    raise
-                retries += 1
-                self.add_usage(retries=1)
-                time.sleep(wait)
-                continue
-            self.breaker.succeeded()
-            return self._completion(model, mode, reply, network=network, retries=retries)
-
-    def _send(self, body: dict, stop_at: float) -> dict:
-        """One attempt: POST while holding a concurrency slot, ended by min(slot + timeout, stop_at) however
-        slowly the endpoint sends (transport.py); the reply checked after the slot is let go."""
-        raw = json.dumps(body).encode()
-        with self._slot(stop_at):
-            status, headers, data = self._http.post(
-                "/chat/completions", raw, deadline=min(time.monotonic() + self.timeout, stop_at)
-            )
-        if not 200 <= status < 300:
-            raise self._http.status_error("/chat/completions", status, headers, data)
-        reply = parse_reply(data, self._base_url)
-        empty = empty_reply(reply["choices"][0])
-        if empty is not None:  # a failed call, not an answer: never stored, so a rerun asks again
-            raise EmptyReply(
-                f"the endpoint {safe_url(self._base_url)} sent {empty} for model {body.get('model')!r}: a refusal or "
-                "a reasoning model out of tokens; nothing was cached, fix the model or its max_tokens and rerun"
-            )
-        return reply
-
-    def _retry_in(self, e: Exception, attempt: int, mode: Optional[str], stop_at: float) -> Optional[float]:
-        """Seconds to wait before the next attempt, or None when `e` ends the call: not retryable, attempts used
-        up, or the next attempt could not start before the call's time is up."""
-        if not retryable(e) or format_rejected(e, mode) or attempt >= self.max_attempts:
-            return None
-        if self.breaker.message is not None:  # tripped: the next attempt raises EndpointDown, do not sleep first
-            return 0.0
-        wait = backoff_delay(e, attempt, self.backoff, self.retry_after_max)
-        return wait if time.monotonic() + wait < stop_at else None
-
-    def _failed(self, e: Exception, network: int) -> None:
-        """A call that failed for good: counted, shown to the breaker, its message made useful and key-free."""
-        self.add_usage(failures=1)
-        self.breaker.call_failed(e)
-        if isinstance(e, GarbledResponse) and network > 1:
-            e.args = (
-                f"{e.args[0]} ({network} attempts; a proxy or server that is not an OpenAI-compatible "
-                "/v1 endpoint answers like this: check BASE_URL / OPENAI_BASE_URL)",
-            )
-        scrub(e)  # a server may echo the key in its error body: nothing leaves this module with it
-
-    def _completion(self, model: str, mode: Optional[str], reply: dict, *, network: int, retries: int) -> Completion:
-        choice = reply["choices"][0]
-        pt, ct, cached = usage_tokens(reply.get("usage"))
-        self.count_tokens(model, pt, ct, cached)
-        self.accounting.count_mode(mode)
-        # A reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it.
-        text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
-        return Completion(
-            text=text,
-            mode=mode,
-            prompt_tokens=pt,
-            completion_tokens=ct,
-            cached_tokens=cached,
-            network_calls=network,
-            finish_reason="length" if cut else choice.get("finish_reason"),
-            retries=retries,
-        )
-
-    def _downgrade(self, failed: Optional[str]) -> None:
-        with self._lock:
-            if self.mode == failed:  # several threads may fail at once; move down one step only
-                self.mode = next_mode(failed)
-
-    @contextlib.contextmanager
-    def _slot(self, stop_at: float):
-        """The concurrency bound, held for the HTTP call only; each entry is one network call (and is in flight
-        for the progress line until it ends). Waiting for a slot ends at stop_at too, like a timeout."""
-        if not self._sem.acquire(timeout=max(0.0, stop_at - time.monotonic())):
-            raise self._http.expired("/chat/completions", "no free slot among the calls in flight before the deadline")
-        try:
-            self.add_usage(network_calls=1)
-            token = object()
-            with self._lock:
-                self._t0 = self._t0 or time.monotonic()
-                self._flight[id(token)] = time.monotonic()
-            self._heartbeat.start()
-            ok = False
-            try:
-                yield
-                ok = True
-            finally:
-                with self._lock:
-                    self._flight.pop(id(token), None)
-                    self._answered += ok
-                    self._failed_n += not ok
-        finally:
-            self._sem.release()
-
-    def _progress_line(self) -> str:
-        """done / failed / in flight / elapsed, for the heartbeat (health.Heartbeat)."""
-        now = time.monotonic()
-        with self._lock:
-            flight = sorted(self._flight.values())
-            done, failed, t0 = self._answered, self._failed_n, self._t0 or now
-        oldest = f" (oldest {now - flight[0]:.0f} s)" if flight else ""
-        return (
-            f"[calls] {self.model} at {safe_url(self._base_url)}: {done} answered, {failed} failed, "
-            f"{len(flight)} in flight{oldest}, {now - t0:.0f} s elapsed"
-        )
+        with contextlib.suppress(Exception):
+            self._run(self._aio.close())
+        if self._sync is not None:
+            self._sync.close()

@@ -1,16 +1,10 @@
 """LLM agents: one debater per AgentSpec, and the population that builds them (one client per endpoint).
 
-    from acemad_utils.agents.llm_agent import LLMPopulation
-    pop = LLMPopulation(cache="outputs/cache/llm.sqlite")                  # default endpoint from the environment
-    pop = LLMPopulation(base_url="http://127.0.0.1:8080/v1", model="smollm2")  # a local llama.cpp server
-    agents = pop.agents(cfg.specs(), question, repeat=0)                   # one LLMAgent per AgentSpec
-    step = agents[0].act(turn)                                            # argue, then commit p (and q)
-    pop.usage(), pop.describe()
+    pop = LLMPopulation(base_url="http://127.0.0.1:8080/v1", model="smollm2", cache="outputs/cache/llm.sqlite")
+    agents = pop.agents(cfg.specs(), question, repeat=0); step = agents[0].act(turn)   # argue, then commit
 
-Heterogeneity (Section 4.2) is configuration only: persona, temperature, thinking ("fast" | "slow"),
-model and base_url come from each agent's AgentSpec; one client is kept per endpoint. The texts an agent
-sends are in `prompts` (the paper's appendix), reading its replies is `commit.parse_commit`, and all LLM I/O
-goes through client.LLMClient.
+Heterogeneity (Section 4.2) is configuration only: persona, temperature, thinking, model and base_url come from
+each AgentSpec. The texts are `prompts` (the paper's appendix); replies are read by `commit.parse_commit`.
 """
 
 from __future__ import annotations
@@ -44,16 +38,9 @@ class LLMAgent(Agent):
 
     concurrent = True
 
-    def __init__(
-        self,
-        spec: AgentSpec,
-        client: LLMClient,
-        *,
-        seed: Optional[int] = 0,
-        max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
-        calls: str = "two",
-        deadline: Optional[float] = None,
-    ):
+    def __init__(self, spec: AgentSpec, client: LLMClient, *, seed: Optional[int] = 0,
+                 max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
+                 calls: str = "two", deadline: Optional[float] = None):  # fmt: skip
         if calls not in CALL_MODES:
             raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
         self.calls = calls  # "two": argue then commit (the paper); "single": both in one structured reply
@@ -76,14 +63,8 @@ class LLMAgent(Agent):
 
     def _gen(self, messages, kind: str, turn: Turn, max_tokens, *, schema=None):
         scope = f"{turn.scope}|{kind}"
-        return self.client.generate(
-            messages,
-            self.call_config(scope, max_tokens),
-            schema=schema,
-            scope=scope,
-            model=self.spec.model,
-            deadline=self.deadline,
-        )
+        return self.client.generate(messages, self.call_config(scope, max_tokens), schema=schema, scope=scope,
+                                    model=self.spec.model, deadline=self.deadline)  # fmt: skip
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
         messages = [self._system(), {"role": "user", "content": argue_prompt(turn, self.spec.thinking)}]
@@ -102,16 +83,8 @@ class LLMAgent(Agent):
         max_tokens = None if argue is None or commit is None else argue + commit
         return self._committed(turn, messages, "act", argument=True, max_tokens=max_tokens)
 
-    def _committed(
-        self,
-        turn: Turn,
-        messages: list,
-        kind: str,
-        argument: bool,
-        *,
-        message: str = "",
-        max_tokens: Optional[int] = None,
-    ) -> Step:
+    def _committed(self, turn: Turn, messages: list, kind: str, argument: bool, *, message: str = "",
+                   max_tokens: Optional[int] = None) -> Step:  # fmt: skip
         """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer).
         With argument=True (single-call mode) the argument is read from the same parse as the commitment."""
         q_ = turn.question
@@ -165,47 +138,28 @@ class LLMAgent(Agent):
 class LLMPopulation(Population):
     """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents.
 
-    model/base_url/api_key   the run's default endpoint (environment variables when None)
-    cache                    ResponseCache or path shared by every endpoint
-    seed                     run seed for per-call seeds (None: let the endpoint choose)
-    max_tokens               (argue, commit) completion budgets
-    moderator_spec           Centralized MAD's moderator: by default the baselines' naive agent (the plain assistant
-                             at T=0.7), like every other baseline agent; the paper gives it no persona
-    calls                    "two": argue then commit (the paper, 2 calls per agent-round);
-                             "single": argument and commitment in one structured reply (half the calls)
-    preflight                check every endpoint with one free GET /models (short timeout) when its client is
-                             created: an unreachable base URL or a rejected key stops here, before any paid call
-    calls_via                "sync" (default; ACEMAD_CALLS_VIA overrides None) or "batch": cache misses are queued
-                             and sent through the Batch API by runner.run_experiment (batch.py); the transcripts
-                             are the same, the run identity too. "files": the queue is written to
-                             outputs/batch/ as a Batch-API request JSONL and the run stops (batch.py)
-    batch_options            passed to batch.Batcher (max_attempts, poll, poll_max, completion_window)
-    question_time            seconds within which every call of one question (one debate, or one run of Single) ends,
-                             retries included; a call still running then fails like a timeout (default QUESTION_TIME,
-                             or $ACEMAD_QUESTION_TIMEOUT; docs/faults.md)
+    model/base_url/api_key   the default endpoint (environment variables when None); cache: shared by every endpoint
+    seed                     run seed for per-call seeds (None: the endpoint chooses); max_tokens: (argue, commit)
+    moderator_spec           Centralized MAD's moderator: the baselines' naive agent (the paper gives it no persona)
+    calls                    "two": argue then commit (the paper); "single": both in one structured reply
+    preflight                one free GET /models per endpoint when its client is made (no paid call before)
+    calls_via                "sync" (default, ACEMAD_CALLS_VIA), "batch" (the Batch API, batch.py) or "files" (the
+                             queue written to outputs/batch/ and the run stops); the transcripts are the same
+    batch_options            passed to batch.Batcher
+    question_time            seconds within which every call of one question ends, retries included (QUESTION_TIME,
+                             $ACEMAD_QUESTION_TIMEOUT)
     client_kwargs            passed to every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
     """
 
     synthetic = False
     name = "llm"
 
-    def __init__(
-        self,
-        model: Optional[str] = None,
-        base_url: Optional[str] = None,
-        api_key: Optional[str] = None,
-        *,
-        cache=None,
-        seed: Optional[int] = 0,
-        max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
-        calls: str = "two",
-        moderator_spec: AgentSpec = NAIVE_AGENT,
-        preflight: bool = True,
-        calls_via: Optional[str] = None,
-        batch_options: Optional[dict] = None,
-        question_time: Optional[float] = None,
-        **client_kwargs,
-    ):
+    def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 *, cache=None, seed: Optional[int] = 0,
+                 max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
+                 calls: str = "two", moderator_spec: AgentSpec = NAIVE_AGENT, preflight: bool = True,
+                 calls_via: Optional[str] = None, batch_options: Optional[dict] = None,
+                 question_time: Optional[float] = None, **client_kwargs):  # fmt: skip
         self.model, self.base_url, self._api_key = model, base_url, api_key
         self.question_time = float(question_time or env("ACEMAD_QUESTION_TIMEOUT") or QUESTION_TIME)
         if not self.question_time > 0:
@@ -242,13 +196,9 @@ class LLMPopulation(Population):
         key = base_url or self.base_url
         with self._lock:
             if key not in self._clients:
-                client = LLMClient(
-                    self.model,
-                    restore_url(key),  # credentials the reproduce driver kept out of the notebook (redact.hide_url)
-                    self._api_key if key == self.base_url else None,
-                    cache=self.cache,
-                    **self.client_kwargs,
-                )
+                # restore_url: the credentials the reproduce driver kept out of the notebook (redact.hide_url)
+                client = LLMClient(self.model, restore_url(key), self._api_key if key == self.base_url else None,
+                                   cache=self.cache, **self.client_kwargs)  # fmt: skip
                 if self.preflight:
                     client.preflight()
                 if self._queue is not None:  # whatever the address: loopback may be a gateway with a Batch API
@@ -290,13 +240,7 @@ class LLMPopulation(Population):
         # config, which meta.json records per method; adding the models agents have used so far would change
         # this description, and with it the run identity, as soon as one run used a second model.
         clients = list(self._clients.values())
-        return {
-            "name": self.name,
-            "synthetic": False,
-            "models": sorted({c.model for c in clients}),
-            "endpoints": [c.describe() for c in clients],
-            "seed": self.seed,
-            "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]},
-            "calls": self.calls,
-            "moderator": self.moderator_spec.to_dict(),
-        }
+        return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
+                "endpoints": [c.describe() for c in clients], "seed": self.seed,
+                "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]}, "calls": self.calls,
+                "moderator": self.moderator_spec.to_dict()}  # fmt: skip

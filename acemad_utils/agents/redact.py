@@ -1,19 +1,13 @@
-"""Keeping API keys out of everything the LLM client shows or stores: text, exceptions, URLs.
+"""Keys kept out of everything the LLM client shows or stores: text, exceptions, URLs.
 
-    from acemad_utils.agents.redact import redact, scrub, safe_url
     redact("Incorrect API key provided: sk-abc123456")   # 'Incorrect API key provided: sk-***'
     raise scrub(exc)                                      # same exception, no key left in it
     safe_url("https://user:pw@host/v1?key=x")             # 'https://host/v1'
-    strip_url_secrets("see http://u:sk-1@h:8/v1?api_key=x&v=2")  # 'see http://h:8/v1?v=2' (redact() does this too)
-    hide_url(url)    # (the URL without userinfo and key-like query values, {that URL: url} to put in the env)
-    restore_url(u)   # the URL hide_url hid, from ACEMAD_URL_SECRETS (in memory only: the kernels' environment)
+    hide_url(url) / restore_url(u)   # the driver keeps URL credentials out of notebooks (ACEMAD_URL_SECRETS, in memory)
 
-Keys are read from arguments or the environment and never written anywhere (not to the cache, not to
-describe(), not to error messages we build); `redact(text)` removes key-like strings from text that is about
-to be stored (the runner redacts failed questions' error messages). An error raised by `LLMClient.generate`
-is scrubbed before it leaves the client (`scrub`): a server that echoes the key in its error body (some
-proxies answer a 401 with "Incorrect API key provided: <the key>", unmasked) cannot put it in the
-exception's str, repr, args, body, response or request (whose Authorization header is dropped).
+Keys come from arguments or the environment and are never written anywhere. A server that echoes the key in its
+error body (some proxies answer a 401 with the key unmasked) cannot put it in an error's str, repr, args, body,
+response or request: the client scrubs every error before it leaves.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""The token model behind every estimate (no tokenizer, no network): characters -> tokens.
-
-    from acemad_utils.agents.tokenmodel import tokens, prompt_tokens
-    prompt_tokens([{"role": "user", "content": "Say hi"}])     # 1 + 3 + 3 = 7
-
-    tokens(text)            = ceil(len(text) / CHARS_PER_TOKEN)
-    prompt_tokens(messages) = sum over messages of tokens(content) + MSG_OVERHEAD, + PRIME
-
-CHARS_PER_TOKEN was calibrated once by bench/history.py against llama.cpp's reported prompt_tokens for
-SmolLM2-135M on 8 real debate prompts (600-14,000 chars): least-squares 4.43 chars/token with the overheads
-below (4.0 overestimated those prompts by 6% on average, up to 12%). GPT-4o-mini's o200k vocabulary is at
-least as efficient on English prose, so the model is, if anything, slightly high for the paper's endpoint.
-Used by acemad_utils.cost.estimate (estimates), acemad_utils.agents.budget (MAX_USD reservations) and bench/.
+"""The token model behind every estimate (no tokenizer): tokens(text) = ceil(len / CHARS_PER_TOKEN), a prompt adds
+MSG_OVERHEAD per message and PRIME per request. 4.4 chars/token: least squares against llama.cpp's prompt_tokens
+for SmolLM2-135M on 8 debate prompts (bench/history.py); o200k (gpt-4o-mini) is at least as efficient on prose.
 """
 
 from __future__ import annotations
@@ -18,10 +8,7 @@ from __future__ import annotations
 import math
 
 CHARS_PER_TOKEN = 4.4
-#: tokens of chat-template framing per message (role markers) and per request (assistant prime);
-#: OpenAI documents ~3 per message + 3 per reply for its chat format.
-MSG_OVERHEAD = 3
-PRIME = 3
+MSG_OVERHEAD, PRIME = 3, 3  # OpenAI documents ~3 tokens per message and 3 per reply
 
 
 def tokens(text: str, cpt: float = CHARS_PER_TOKEN) -> int:

@@ -9,11 +9,9 @@ import threading
 from typing import Optional
 
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.client import endpoint_kind
+from acemad_utils.agents.client import Completion, GenerateConfig, endpoint_kind
 from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.request import GenerateConfig
 from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
-from acemad_utils.agents.usage import Completion
 from acemad_utils.protocol.schema import zero_usage
 
 DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length

@@ -163,7 +163,7 @@ SKEPTIC_ALONE = "Single Agent (AceMAD's Skeptic alone)"
 
 
 def controls(seed: int = 0) -> list[DebateConfig]:
-    """The controls that could embarrass the protocol (issue 29 item 3), each with AceMAD's own agents:
+    """The controls that could embarrass the protocol, each with AceMAD's own agents:
     Decentralized MAD (the same agents debating, no commitments or weights), the best single agent of the roster
     answering alone (the Skeptic, 5 runs like Single Agent) and Majority Voting (no debate)."""
     return [

@@ -185,7 +185,7 @@ def usage_delta(after: dict, before: dict) -> dict:
 
 
 #: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
-#: reproduce command and `python -m acemad_utils run` exit 1 and say so (issue 33: replies in Spanish, "NaN"
+#: reproduce command and `python -m acemad_utils run` exit 1 and say so (once: replies in Spanish, "NaN"
 #: beliefs, wrong letters gave 369 parse failures, "AceMAD 0.0% vs 0.0%" and exit status 0). Below it, every table
 #: cell counts them beside n.
 PARSE_FAILURE_LIMIT = 0.5

@@ -143,7 +143,7 @@ class Setup:
             return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
 
         # Imported here, not at module top: the LLM client pulls in the openai SDK (~1 s), which a synthetic
-        # profile's kernel never uses (issue 34, light kernels).
+        # profile's kernel never uses.
         from acemad_utils.agents.llm_agent import LLMPopulation
         from acemad_utils.agents.local_server import default_gguf, serve
 

@@ -436,7 +436,7 @@ def _population(args) -> tuple[Population, str]:
             "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
         )
     # Imported here, not at module top: the client pulls in the openai SDK (~1 s), which a synthetic profile's
-    # kernel (it imports this module through experiments.setup) never uses (issue 34, light kernels).
+    # kernel (it imports this module through experiments.setup) never uses.
     from acemad_utils.agents.llm_agent import LLMPopulation
 
     try:

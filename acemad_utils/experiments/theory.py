@@ -101,7 +101,7 @@ def martingale(profile: str = "default"):
         f["level"] = bt.mean(axis=0)
         frames.append(f)
     # pyplot where a figure is drawn, not at module top: experiments.params imports this module, and every
-    # notebook kernel would pay for pyplot (issue 34, light kernels)
+    # notebook kernel would pay for pyplot
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -59,10 +59,9 @@ from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import span
 
-from acemad_utils.agents.client import LLMClient
+from acemad_utils.agents.client import Completion, LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent
 from acemad_utils.agents.pool import act_all
-from acemad_utils.agents.usage import Completion
 from acemad_utils.data.own import make_question
 from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
 from acemad_utils.protocol import beliefs as B
