@@ -189,6 +189,9 @@ def test_eta_reaches_every_acemad_run_of_every_notebook():
                     assert c.eta == 4.0, (nb, c.label)
                     seen.add(nb[:2])
     assert {"03", "04", "05", "06", "07", "09"} <= seen
+    assert "ETA" in params.defaults("08_claims")  # notebook 08's grid reruns 02-06 at the profile's eta
+    grid = [c for r in R.ledger_runs(R.LEDGER_GRID[0], 0, 10, ["bbh"], eta=4.0) for c in r.configs]
+    assert {c.eta for c in grid if c.method == "acemad"} == {4.0}
 
 
 def test_the_ledger_grid_keeps_the_points_the_population_can_express_and_names_the_rest():

@@ -31,7 +31,7 @@ from acemad_utils.experiments import fit, subsets
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import ETA, DebateConfig
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
 from acemad_utils.report import rescoring as A
@@ -544,25 +544,25 @@ def evidence(
     return pd.concat(parts, ignore_index=True)
 
 
-def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int) -> dict[str, tuple[dict, list[dict]]]:
+def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) -> dict[str, tuple[dict, list[dict]]]:
     """{experiment name: (meta, records)} of notebooks 02-06 (their default parameters) with the population of one
     assumption point, on the first n_max items of each benchmark's challenging subset: what claims.ledger reads.
     Runs are named map_ledger<n_max>_<point>__<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
     out = {}
-    for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks):
+    for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks, eta):
         meta, records = run_with_meta(S, run, progress=False)
         out[run.name.split("__", 1)[1]] = (meta, records)
     return out
 
 
-def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0) -> dict[str, pd.DataFrame]:
+def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> dict[str, pd.DataFrame]:
     """{point name: the claims ledger recomputed with the population of that point} over registry.LEDGER_GRID
     (the points this population can express; report.claims.deciding names what flips each row).
     Without the synthetic population (a real-model profile) an empty dict: there is no population to vary."""
     if not isinstance(S.population, SimPopulation):
         return {}
     points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
-    return {p.name: claims.ledger(ledger_runs(S, p, n_max), seed=seed) for p in points}
+    return {p.name: claims.ledger(ledger_runs(S, p, n_max, eta), seed=seed) for p in points}
 
 
 def grid_points(S: Setup) -> pd.DataFrame:

@@ -116,7 +116,7 @@ _PARAMS = (
     Param("N_TABLE", "int", N_AGENTS, _nbs("02"), lo=2, hi=MAX_AGENTS),
     Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), lo=1, hi=MAX_ROUNDS),
     # every notebook that runs AceMAD takes it, so a ledger never mixes eta values
-    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "09"), lo=0, hi=MAX_ETA),
+    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "08", "09"), lo=0, hi=MAX_ETA),
     Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), text="model"),
     Param("SECOND_BASE_URL", "str", "", _nbs("04"), text="url"),
     Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07")),

@@ -437,13 +437,14 @@ def unvaried(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRI
     return [p.name for p in grid if p.name not in kept]
 
 
-def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[str]) -> list[Run]:
-    """The runs of LEDGER_NOTEBOOKS (their default parameters) at one grid point, n_max items per benchmark."""
+def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[str], eta: float = ETA) -> list[Run]:
+    """The runs of LEDGER_NOTEBOOKS (their default parameters, the profile's eta) at one grid point, n_max items per
+    benchmark."""
     benches = list(point.benchmarks or benchmarks)
     slug = params_slug(point.params) + ("_" + "-".join(point.benchmarks) if point.benchmarks else "")
     out = []
     for nb in LEDGER_NOTEBOOKS:
-        for r in runs(nb, {"SEED": seed, "N_MAX": n_max, "BENCHMARKS": benches}):
+        for r in runs(nb, {"SEED": seed, "N_MAX": n_max, "BENCHMARKS": benches, "ETA": eta}):
             out.append(replace(r, name=f"map_ledger{n_max}_{slug}__{r.name}", params=dict(point.params)))
     return out
 
