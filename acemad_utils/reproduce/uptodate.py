@@ -34,7 +34,7 @@ from acemad_utils.data.settings import env
 STAMP = ".uptodate.json"
 #: The driver's per-run bookkeeping and the progress switch: they change without changing what a notebook computes.
 VOLATILE_ENV = {ENV_SINCE, "ACEMAD_PROGRESS", PROGRESS_ENV, URL_SECRETS_ENV, LOCK_HOLDER_ENV}
-_IGNORED_SUFFIXES = (".lock", ".progress.log", STAMP)
+_IGNORED_SUFFIXES = (".lock", ".lock.holder", ".progress.log", STAMP)  # a lock and its holder change every run
 
 
 @lru_cache(maxsize=1)
