@@ -471,6 +471,18 @@ def _scroll_to_what_matters(page) -> None:
             return
 
 
+def _shown(locator, timeout_ms: int = 30_000) -> bool:
+    """Whether the locator's first match is attached, or becomes so within timeout_ms: under load JupyterLab renders
+    the Markdown cells one by one after the first cell appears, so a count taken at once can miss one."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        locator.first.wait_for(state="attached", timeout=timeout_ms)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
 def _check_reader_view(page, nb: dict, name: str) -> None:
     """What every committed notebook must show, whatever renders it: each debate view with its question, text bars
     and numbers (no SVG or style needed), each figure an image with its caption below, the narrative as Markdown."""
@@ -490,14 +502,14 @@ def _check_reader_view(page, nb: dict, name: str) -> None:
             caption = "".join(cells[k + 1]["source"]) if k + 1 < len(cells) else ""
             assert caption.startswith("**Figure"), f"{name}: figure cell {k} has no caption after it"
             first = re.sub(r"[*_`$\\]", "", caption.split(".", 1)[0]).strip()  # "Figure 4, above [the source ...]"
-            assert page.get_by_text(first, exact=False).count() >= 1, f"{name}: caption {first!r} not shown"
+            assert _shown(page.get_by_text(first, exact=False)), f"{name}: caption {first!r} not shown"
     images = page.locator("img")
     figures = sum(bool(re.search(r"\bsave_figure\(", "".join(c["source"]))) for c in cells if c["cell_type"] == "code")
     assert images.count() >= figures, f"{name}: {figures} figure(s), {images.count()} image(s)"
     for i in range(images.count()):
         assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0"), f"{name}: image {i} broken"
     if name.startswith(("03_", "07_")):  # the "What we see" paragraph: Markdown, with its assumption sentence
-        assert page.get_by_text(re.compile(r"This synthetic result rests on")).count() >= 1, name
+        assert _shown(page.get_by_text(re.compile(r"This synthetic result rests on"))), name
 
 
 def test_committed_notebooks_read_the_same_untrusted_in_jupyterlab(browser, clone, tmp_path):
