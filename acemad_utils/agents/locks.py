@@ -37,8 +37,11 @@ class LockRefused(RuntimeError):
     """Another run holds the lock, or the lock path is not a plain file; str() is the one line to show."""
 
 
+HOLDER_SUFFIX = ".holder"  # <lock>.holder: who holds it, rewritten by every run (the up-to-date check skips it)
+
+
 def _holder_file(path: Path) -> Path:
-    return path.with_name(path.name + ".holder")
+    return path.with_name(path.name + HOLDER_SUFFIX)
 
 
 def _holder(path: Path) -> dict:

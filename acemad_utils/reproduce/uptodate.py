@@ -24,7 +24,7 @@ import nbformat
 
 from acemad_utils.agents.budget import ENV_SINCE
 from acemad_utils.agents.health import PROGRESS_ENV
-from acemad_utils.agents.locks import LOCK_HOLDER_ENV
+from acemad_utils.agents.locks import HOLDER_SUFFIX, LOCK_HOLDER_ENV
 from acemad_utils.agents.redact import URL_SECRETS_ENV
 from acemad_utils.data import paths
 from acemad_utils.data.benchmarks import ENV_VAR as DATA_DIR_ENV
@@ -34,7 +34,7 @@ from acemad_utils.data.settings import env
 STAMP = ".uptodate.json"
 #: The driver's per-run bookkeeping and the progress switch: they change without changing what a notebook computes.
 VOLATILE_ENV = {ENV_SINCE, "ACEMAD_PROGRESS", PROGRESS_ENV, URL_SECRETS_ENV, LOCK_HOLDER_ENV}
-_IGNORED_SUFFIXES = (".lock", ".lock.holder", ".progress.log", STAMP)  # a lock and its holder change every run
+_IGNORED_SUFFIXES = (".lock", HOLDER_SUFFIX, ".progress.log", STAMP)  # a lock and its holder change every run
 
 
 @lru_cache(maxsize=1)
