@@ -61,17 +61,16 @@ def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] 
     truth = q.answer_index
     if truth is None:  # no gold answer: the simulation still needs a truth, drawn (hidden) from the question id
         truth = int(_rng("truth", seed, q.id).integers(len(q.options)))
-    return _item_latent(q.id, len(q.options), truth, params, seed, model)
+    return _item_latent(q.id, len(q.options), truth, params.trap_mean, params.trap_concentration, seed, model)
 
 
-@functools.lru_cache(maxsize=65536)  # every method of a run asks for the same items: a seeded generator each
-def _item_latent(qid: str, k: int, truth: int, params: SimParams, seed: int, model: Optional[str]) -> Item:
+# every method of a run, and every population with the same trap (notebook 09's points), asks for the same items
+@functools.lru_cache(maxsize=65536)
+def _item_latent(qid: str, k: int, truth: int, mean: float, conc: float, seed: int, model: Optional[str]) -> Item:
     rng = _rng("item", seed, qid) if model is None else _rng("item", seed, qid, "model", model)
     wrong = [i for i in range(k) if i != truth]
     trap = int(wrong[rng.integers(len(wrong))])
-    a = params.trap_mean * params.trap_concentration
-    b = (1 - params.trap_mean) * params.trap_concentration
-    return Item(truth, trap, float(rng.beta(max(a, 1e-6), max(b, 1e-6))), k)
+    return Item(truth, trap, float(rng.beta(max(mean * conc, 1e-6), max((1 - mean) * conc, 1e-6))), k)
 
 
 class SimBatch:
@@ -153,15 +152,19 @@ class SimBatch:
         q = (1 - self.cal) * p + self.cal * np.where(has, np.nan_to_num(seen), self.expected_peers) if want_q else None
         return Commits(p, q, self.messages(p))
 
+    @functools.cached_property
+    def _templates(self) -> list[list[tuple]]:
+        """Per debate and agent, each option's argument text before and after the percentage (once, not per round)."""
+        kinds = ["moderator" if self.role == "moderator" else s.persona for s in self.specs]
+        return [[_parts(kind, tuple(q.options.items())) for kind in kinds] for q in self.questions]
+
     def messages(self, P: np.ndarray) -> list[list[str]]:
         """The argument texts of a round, [D][N]: a template sentence stating the stance."""
         top = P.argmax(axis=-1)
         pct = np.rint(100 * np.take_along_axis(P, top[..., None], axis=-1)[..., 0]).astype(int)
-        kinds = ["moderator" if self.role == "moderator" else s.persona for s in self.specs]
-        parts = [[_parts(kind, tuple(q.options.items())) for kind in kinds] for q in self.questions]
         return [
             [f"{pp[t][0]}{c}{pp[t][1]}" for pp, t, c in zip(parts_d, top_d, pct_d)]
-            for parts_d, top_d, pct_d in zip(parts, top.tolist(), pct.tolist())
+            for parts_d, top_d, pct_d in zip(self._templates, top.tolist(), pct.tolist())
         ]
 
 

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from acemad_utils.agents.sim import SimPopulation
+from acemad_utils.data.paths import progress_bars
 from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS, TRUTH_HOLDER_PERSONAS, SimParams
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import fit, subsets
@@ -32,12 +34,13 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import ETA, DebateConfig
+from acemad_utils.protocol.debate import run_batch
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.rescoring import SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
-from acemad_utils.report.tables import AVERAGE, accuracy_long, paper_table, question_frame, versus_best
+from acemad_utils.report.tables import AVERAGE, accuracy_long, paper_table, versus_best
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
     from matplotlib.figure import Figure
@@ -64,37 +67,25 @@ def _average(tests: pd.DataFrame) -> pd.Series:
     return row.iloc[0]
 
 
-def agent_accuracy(records: Sequence[dict]) -> float:
+def agent_accuracy(arr: A.Stacked) -> float:
     """Mean over questions of the share of agents whose own final-round answer (argmax p) is right, in %: what a
     decision would score that follows one agent picked without regard to the truth."""
-    shares = []
-    for rec in records:
-        if rec.get("status") != "ok" or not rec.get("rounds"):
-            continue
-        truth = rec["labels"].index(rec["answer"])
-        last = [e["p"] for e in rec["rounds"][-1] if e.get("p") and not e.get("parse_failure")]
-        if last:  # plain Python, not numpy: ~10^4 short lists per map point (np.argmax's per-call cost was most of it)
-            shares.append(sum(max(range(len(p)), key=p.__getitem__) == truth for p in last) / len(last))
-    return 100 * float(np.mean(shares)) if shares else float("nan")
+    right, valid = (arr.P[:, -1].argmax(-1) == arr.truth[:, None]) & arr.valid[:, -1], arr.valid[:, -1].sum(-1)
+    return 100 * float(np.mean(right.sum(-1)[valid > 0] / valid[valid > 0])) if valid.any() else float("nan")
 
 
-def truth_holder_alone(records: Sequence[dict]) -> float:
+def truth_holder_alone(arr: A.Stacked) -> float:
     """The truth-holders' (TRUTH_HOLDER_PERSONAS) round-1 accuracy in %: their own answer before reading anyone,
     i.e. what the Skeptic answering alone scores (the same agent and draw as Single Agent's one round)."""
-    hits = [
-        max(range(len(e["p"])), key=e["p"].__getitem__) == rec["labels"].index(rec["answer"])
-        for rec in records
-        if rec.get("status") == "ok" and rec.get("rounds")
-        for e in rec["rounds"][0]
-        if e.get("persona") in TRUTH_HOLDER_PERSONAS and e.get("p") and not e.get("parse_failure")
-    ]
-    return 100 * float(np.mean(hits)) if hits else float("nan")
+    held = np.isin(arr.personas, TRUTH_HOLDER_PERSONAS)[None, :] & arr.valid[:, 0]
+    hits = arr.P[:, 0].argmax(-1) == arr.truth[:, None]
+    return 100 * float(hits[held].mean()) if held.any() else float("nan")
 
 
 def map_row(
     axis: str,
     params: SimParams,
-    records: Sequence[dict],
+    frame: pd.DataFrame,
     acemad: str,
     uniform: str,
     mads: Sequence[str],
@@ -102,43 +93,33 @@ def map_row(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> dict:
-    """One map point: its parameters, the average accuracies (%) and AceMAD's paired gains on the average (points,
-    95% CI resampling questions within each benchmark, sign-flip p) over uniform weights, over shuffled scores
-    (rescoring.SHUFFLED: the part carried by WHO scores well) and over the best MAD, and the shuffled control's gain
-    over uniform weights ("dispersion": what any unequal weights give). gain_uniform = gain_shuffled +
-    gain_dispersion (paired means on the same questions)."""
-    # One frame for the five tables below (building it was most of their cost), and only what the row reads: the
-    # average accuracies (no CI) and the Average rows of the paired tests (no per-benchmark test)
-    f = question_frame(records)
-    long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], frame=f, ci=False)
+    """One map point from its question frame (tables.question_frame): its parameters, the average accuracies (%)
+    and AceMAD's paired gains on the average (points, 95% CI resampling questions within each benchmark, sign-flip
+    p) over uniform weights, over shuffled scores (rescoring.SHUFFLED: the part carried by WHO scores well) and over
+    the best MAD, and the shuffled control's gain over uniform weights ("dispersion": what any unequal weights
+    give). gain_uniform = gain_shuffled + gain_dispersion (paired means on the same questions)."""
+    # only what the row reads: the average accuracies (no CI) and the Average rows of the paired tests
+    long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], frame=frame, ci=False)
     avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
     u, s, d, m = (
-        _average(versus_best(None, [t], b, n_boot=n_boot, seed=seed, frame=f, per_benchmark=False))
+        _average(versus_best(None, [t], b, n_boot=n_boot, seed=seed, frame=frame, per_benchmark=False))
         for t, b in ((acemad, [uniform]), (acemad, [SHUFFLED]), (SHUFFLED, [uniform]), (acemad, list(mads)))
     )
     return {
         "axis": axis,
         **{k: getattr(params, k) for k in (*AXIS_PARAMS, "insight_calibration", "calibration_by")},
-        "truth_holder_alone": truth_holder_alone([r for r in records if r.get("method") == acemad]),
         "acemad": avg[acemad],
         "uniform": avg[uniform],
         "best_mad": m.best_baseline,
         "best_mad_accuracy": avg[m.best_baseline],
-        "gain_uniform": u.gain,
-        "gain_uniform_lo": u.gain_lo,
-        "gain_uniform_hi": u.gain_hi,
-        "p_uniform": u.p_value,
+        **{
+            f"gain_{k}{x}": t[f"gain{x}"]
+            for k, t in (("uniform", u), ("shuffled", s), ("dispersion", d), ("mad", m))
+            for x in ("", "_lo", "_hi")
+        },
+        **{f"p_{k}": t.p_value for k, t in (("uniform", u), ("shuffled", s), ("dispersion", d), ("mad", m))},
         "shuffled": avg[SHUFFLED],
-        **{f"gain_shuffled{k}": s[f"gain{k}"] for k in ("", "_lo", "_hi")},
-        "p_shuffled": s.p_value,
-        **{f"gain_dispersion{k}": d[f"gain{k}"] for k in ("", "_lo", "_hi")},
-        "p_dispersion": d.p_value,
-        "gain_mad": m.gain,
-        "gain_mad_lo": m.gain_lo,
-        "gain_mad_hi": m.gain_hi,
-        "p_mad": m.p_value,
         "n": int(u.n_paired),
-        "agent_accuracy": agent_accuracy([r for r in records if r.get("method") == acemad]),
     }
 
 
@@ -428,12 +409,17 @@ def population(S: Setup, params: dict) -> SimPopulation:
     return SimPopulation(replace(base_params(S), **params), seed=S.seed)
 
 
+def _base(overrides: dict) -> dict:
+    """A point's overrides that change what the baselines' naive agent answers (registry.SUBSET_PARAMS)."""
+    return {k: v for k, v in overrides.items() if k in R.SUBSET_PARAMS}
+
+
 def map_questions(
     S: Setup, params: dict, n_max: Optional[int], benchmarks: Optional[Sequence[str]] = None
 ) -> list[Question]:
     """The first n_max items of every benchmark's (of `benchmarks`, default the profile's) challenging subset,
     judged by the population of `params` (its SUBSET_PARAMS only; none: the profile's own subsets, notebook 01's)."""
-    base = {k: v for k, v in R.overrides(params).items() if k in R.SUBSET_PARAMS}
+    base = _base(R.overrides(params))
     benches = list(benchmarks or S.benchmarks)
     if not base:
         return [q for b in benches for q in S.subset(b, n_max)]
@@ -453,7 +439,7 @@ def map_questions(
 
 
 def run_point(S: Setup, run: R.Run) -> list[dict]:
-    """The records of one map run (made on first use, read back afterwards)."""
+    """The records of one map run, written on first use and read back afterwards: what the notebook shows."""
     return run_with_meta(S, run)[1]
 
 
@@ -472,27 +458,46 @@ def run_with_meta(S: Setup, run: R.Run, progress: bool = True) -> tuple[dict, li
     )
 
 
-def point_records(
-    S: Setup, runs: Sequence[R.Run], params: dict, *, eta: float = 2.0, held: Optional[dict] = None
-) -> list[dict]:
-    """AceMAD's records at `params`, the same debate re-decided with uniform weights and with shuffled scores
-    (rescoring.SHUFFLED), and the MAD baselines on the same questions, as one list for tables.versus_best.
-    `held` (run_map's): {run name: records} of the last baselines run read, reused by the next point that shares it."""
-    by_name = {r.name: r for r in runs}
-    p = R.overrides(params)
-    base = {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
-    ace = run_point(S, by_name[f"map_{R.params_slug(p)}"])
-    mine = [r for r in ace if r["method"] == ACEMAD]  # all of them: the run has one config
-    arr = A.stack([r for r in mine if r.get("status") == "ok"], S.seed)  # one stack for both re-decisions
+#: The map runs whose records the notebook shows (the knowledge gap and premise at these links, the fitted
+#: baselines): written like any run. Every other point is debated by the same engine with the same seeded draws
+#: in memory only (writing and re-reading ~10^5 records was most of the map's time); run_point writes any of them,
+#: and the map row computed from its transcript is the same (tests/test_assumption_map.py).
+EVIDENCE_LINKS = (1.0, 0.0)
+SHOWN = {f"map_{R.params_slug({'knowledge_link': x})}" for x in EVIDENCE_LINKS} | {"map_baselines_default"}
+
+
+def _debated(S: Setup, run: R.Run, group: str) -> list[dict]:
+    """The records of `run`'s configs in `group`: its transcript if SHOWN, else made in memory (protocol.debate)."""
+    if run.name in SHOWN:
+        return [r for r in run_point(S, run) if r["method"] in run.labels(group)]
+    qs, pop = map_questions(S, run.params or {}, run.cap, run.benchmarks), population(S, run.params or {})
+    return [rec for c in run[group] for rec in run_batch(qs, pop, c, [0] * len(qs))]
+
+
+def _outcomes(recs: Sequence[dict], method: Optional[str] = None) -> pd.DataFrame:
+    """tables.question_frame of records with one record per question and method (`method`: renamed), built in one
+    pass: the map's frame holds ~10^4 rows per point."""
+    ok = [r for r in recs if r["final"]["correct"] is not None]
+    return pd.DataFrame(
+        {
+            "method": [method or r["method"] for r in ok],
+            "benchmark": [r["benchmark"] for r in ok],
+            "question_id": [r["question_id"] for r in ok],
+            "correct": [float(r["final"]["correct"]) for r in ok],
+            **dict.fromkeys(("failed", "unparsed", "commitments"), 0),
+        }
+    )
+
+
+def point_outcomes(S: Setup, run: R.Run, *, eta: float = 2.0) -> tuple[pd.DataFrame, float, float]:
+    """(AceMAD's outcomes at one map point, the same debate re-decided with uniform weights and with shuffled
+    scores (rescoring.SHUFFLED), as one question frame; truth_holder_alone; agent_accuracy)."""
+    mine = [r for r in _debated(S, run, "acemad") if r.get("status") == "ok"]
+    arr = A.stack(mine, S.seed)  # one stack for both re-decisions
     uniform = A.reweighted_records(mine, {UNIFORM: "uniform"}, eta=eta, seed=S.seed, stacked=arr)
     shuffled = A.shuffled_records(mine, eta=eta, seed=S.seed, stacked=arr)
-    name, held = f"map_baselines_{R.params_slug(base)}", {} if held is None else held
-    if name not in held:
-        # most points share the default's baselines and come one after the other (registry.map_points): reading the
-        # same 5,400 records again for each was most of the map's reading; holding one run at a time bounds memory
-        held.clear()
-        held[name] = run_point(S, by_name[name])
-    return ace + uniform + shuffled + held[name]
+    frame = pd.concat([_outcomes(mine), _outcomes(uniform), _outcomes(shuffled)], ignore_index=True)
+    return frame, truth_holder_alone(arr), agent_accuracy(arr)
 
 
 def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
@@ -504,16 +509,24 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         out = pd.DataFrame(columns=MAP_COLUMNS)
         out.attrs["note"] = "the assumption map varies the synthetic population; this profile runs a real model"
         return out
+    by_name = {r.name: r for r in runs}
     mads = [c.label for c in next(r for r in runs if r.name.startswith("map_baselines_"))["baselines"]]
-    rows, held = [], dict[str, list[dict]]()
-    for axis, params in R.map_points(axes):
-        recs = point_records(S, runs, params, eta=eta, held=held)
-        point = replace(base_params(S), **params)
-        rows.append(map_row(axis, point, recs, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed))
+    points, baselines, rows = {}, {}, []
+    for axis, params in tqdm(R.map_points(axes), desc="assumption map", disable=not progress_bars()):
+        p = R.overrides(params)
+        name, base = f"map_{R.params_slug(p)}", f"map_baselines_{R.params_slug(_base(p))}"
+        if name not in points:  # a point on several axes (the default) is debated once
+            points[name] = point_outcomes(S, by_name[name], eta=eta)
+        if base not in baselines:
+            baselines[base] = _outcomes(_debated(S, by_name[base], "baselines"))
+        frame, alone, agents = points[name]
+        f = pd.concat([frame, baselines[base]], ignore_index=True)
+        row = map_row(axis, replace(base_params(S), **params), f, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed)
+        rows.append({**row, "truth_holder_alone": alone, "agent_accuracy": agents})
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
 
 
-def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0)) -> dict[str, list[dict]]:
+def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = EVIDENCE_LINKS) -> dict[str, list[dict]]:
     """The AceMAD (T = 3) records the premise is measured on, by label. Synthetic profile: the map runs at each
     knowledge_link of `links` (the defaults otherwise); a real model: this profile's notebook 03 run, if it exists
     (else its label says there is none, with no record)."""
@@ -534,7 +547,7 @@ def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (
 
 
 def evidence(
-    S: Setup, runs: Sequence[R.Run], links: Sequence[float] = (1.0, 0.0), *, records: Optional[dict] = None
+    S: Setup, runs: Sequence[R.Run], links: Sequence[float] = EVIDENCE_LINKS, *, records: Optional[dict] = None
 ) -> pd.DataFrame:
     """What a real model would have to show, measured from stored p and q: per round, the peer-prediction score of
     agents whose answer is right minus that of agents whose answer is wrong (knowledge_gap above), on
