@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from acemad_utils.agents.sim import SimParams
 from acemad_utils.data.sim_params import CALIBRATION_GRID
+from acemad_utils.data.transcripts import run_dir
 from acemad_utils.experiments import assumption_map as AM
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
@@ -69,6 +71,13 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     for r in runs:
         r.cap = 12
     table = AM.run_map(S, runs, SMALL, n_boot=200)
+    # only the runs the notebook shows are written; any other point's transcript, written on request, gives its row
+    run = next(r for r in runs if r.name == "map_trap_concentration1")
+    assert run.name not in AM.SHOWN and not run_dir(f"default/{run.name}", create=False).exists()
+    assert all(run_dir(f"default/{name}", create=False).exists() for name in AM.SHOWN)
+    memory, disk = (AM.point_outcomes(r, seed=S.seed) for r in (AM._debated(S, run, "acemad"), AM.run_point(S, run)))
+    pd.testing.assert_frame_equal(memory[0], disk[0])
+    assert memory[1:] == disk[1:]
     axes = ["grid", "grid", CALIBRATION_GRID, CALIBRATION_GRID, "trap_concentration", "trap_concentration"]
     axes += ["crowd_calibration", "crowd_copy", *R.MAP_REFERENCES]
     assert list(table["axis"]) == axes

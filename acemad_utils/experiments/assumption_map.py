@@ -489,13 +489,13 @@ def _outcomes(recs: Sequence[dict], method: Optional[str] = None) -> pd.DataFram
     )
 
 
-def point_outcomes(S: Setup, run: R.Run, *, eta: float = 2.0) -> tuple[pd.DataFrame, float, float]:
-    """(AceMAD's outcomes at one map point, the same debate re-decided with uniform weights and with shuffled
-    scores (rescoring.SHUFFLED), as one question frame; truth_holder_alone; agent_accuracy)."""
-    mine = [r for r in _debated(S, run, "acemad") if r.get("status") == "ok"]
-    arr = A.stack(mine, S.seed)  # one stack for both re-decisions
-    uniform = A.reweighted_records(mine, {UNIFORM: "uniform"}, eta=eta, seed=S.seed, stacked=arr)
-    shuffled = A.shuffled_records(mine, eta=eta, seed=S.seed, stacked=arr)
+def point_outcomes(records: Sequence[dict], *, eta: float = 2.0, seed: int = 0) -> tuple[pd.DataFrame, float, float]:
+    """(the question frame of a map run's AceMAD records, the same debates re-decided with uniform weights and with
+    shuffled scores (rescoring.SHUFFLED); truth_holder_alone; agent_accuracy)."""
+    mine = [r for r in records if r.get("status") == "ok"]
+    arr = A.stack(mine, seed)  # one stack for both re-decisions
+    uniform = A.reweighted_records(mine, {UNIFORM: "uniform"}, eta=eta, seed=seed, stacked=arr)
+    shuffled = A.shuffled_records(mine, eta=eta, seed=seed, stacked=arr)
     frame = pd.concat([_outcomes(mine), _outcomes(uniform), _outcomes(shuffled)], ignore_index=True)
     return frame, truth_holder_alone(arr), agent_accuracy(arr)
 
@@ -516,7 +516,7 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         p = R.overrides(params)
         name, base = f"map_{R.params_slug(p)}", f"map_baselines_{R.params_slug(_base(p))}"
         if name not in points:  # a point on several axes (the default) is debated once
-            points[name] = point_outcomes(S, by_name[name], eta=eta)
+            points[name] = point_outcomes(_debated(S, by_name[name], "acemad"), eta=eta, seed=S.seed)
         if base not in baselines:
             baselines[base] = _outcomes(_debated(S, by_name[base], "baselines"))
         frame, alone, agents = points[name]
