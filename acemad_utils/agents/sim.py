@@ -1,20 +1,9 @@
 """The synthetic population (backend "sim"): the paper's mechanism as a generative model of agents' knowledge,
 answering a round of D debates x N agents at once as arrays. No LLM; everything made with it is labelled synthetic.
-docs/population.md is its specification (the items, the states, peer prediction, every parameter).
-
-    from acemad_utils.agents.sim import SimPopulation, SimParams, make_items
-    from acemad_utils.protocol.debate import run_batch
-    pop = SimPopulation(SimParams(knowledge_link=1.0), seed=0)
-    items = make_items(200, k=4, seed=0)                     # synthetic questions, benchmark "synthetic"
-    recs = run_batch(items, pop, DebateConfig(method="acemad"), repeats=[0] * len(items))
-
-In short: each item has a shared trap and trap propensity pi (item_latent: the Challenging Interval, l.130-145);
-each agent draws one latent state, guess / insight / trapped / naive (STATES), with probabilities set by its persona
-and temperature (Asymmetric Cognitive Potential, l.99-101); its answer, its stubbornness (Eq. 1's alpha) and its
-peer-prediction skill follow from the state (Theorem 2's assumption, l.290, through `knowledge_link`). Each round an
-agent moves toward the stances it read (Eq. 1) and commits a Dirichlet sample around its belief. Every draw is
-counter-based (agents.streams), keyed by (seed, question id, repeat, role) and counted by (agent, round, purpose):
-a debate's numbers do not depend on its batch, its order or the process.
+docs/population.md is its specification. Each item has a shared trap and propensity pi (item_latent); each agent
+draws a latent state (STATES) from its persona and temperature; its answer, stubbornness (Eq. 1's alpha) and
+peer-prediction skill (through knowledge_link) follow from it. Every draw is counter-based (agents.streams), keyed
+by (seed, question id, repeat, role): a debate's numbers do not depend on its batch, its order or the process.
 """
 
 from __future__ import annotations

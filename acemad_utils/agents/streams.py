@@ -1,16 +1,9 @@
 """Counter-based random draws for batches: every draw a pure function of its key and its counters.
 
-    from acemad_utils.agents.streams import debate_keys, uniforms, dirichlet
-    keys = debate_keys(seed=0, qids=["q1", "q2"], repeats=[0, 0], role="debater")   # uint64 (D,)
-    u = uniforms(keys[:, None], np.arange(5)[None, :], 7)    # (D, 5) in (0, 1): agent 0..4, purpose 7
-    p = dirichlet(keys[:, None], alpha, 1, 2)               # alpha (D, N, K): one Dirichlet row per (debate, agent)
-
-Why not a numpy Generator per batch: its draws would depend on which debates share the batch and their order; one
-per debate costs ~20 us to seed, most of a synthetic run's time. Here a debate's key hashes (seed, question id,
-repeat, role) once (blake2b) and every uniform is splitmix64's finalizer folded over (key, counters...) in wrapping
-uint64 arithmetic: the same (debate, agent, round, purpose) gets the same number in a batch of 1 or of 10^5, in any
-order or process. Gamma variates (Marsaglia-Tsang, with the boost U^(1/a) for a < 1, in log space) take attempts
-numbered by a counter. splitmix64 passes BigCrush as a generator of consecutive counters.
+Why not a numpy Generator per batch: its draws would depend on which debates share the batch; one per debate costs
+~20 us to seed. A debate's key hashes (seed, question id, repeat, role) once (blake2b); every uniform is
+splitmix64's finalizer folded over (key, counters...) in wrapping uint64 arithmetic (it passes BigCrush as a
+generator of consecutive counters). Gamma variates: Marsaglia-Tsang (boost U^(1/a) for a < 1), in log space.
 """
 
 from __future__ import annotations

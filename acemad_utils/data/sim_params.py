@@ -1,8 +1,5 @@
-"""The synthetic population's parameters (agents/sim.py, docs/population.md) as plain data.
-
-Why here, below agents/ and report/: a run's meta stores them, and the report layer (the claims ledger, the
-assumption map) reads and names them without importing the population that uses them (import-linter keeps
-report/ and agents/ independent).
+"""The synthetic population's parameters (agents/sim.py, docs/population.md) as plain data: below agents/ and
+report/, so a run's meta and the report name them without importing the population (import-linter).
 """
 
 from __future__ import annotations

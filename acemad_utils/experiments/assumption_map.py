@@ -1,24 +1,17 @@
-"""Notebook 09's assumption map: AceMAD's gain as a function of the synthetic population's assumptions, its runs,
-table and figures, and the measure any run can be given.
+"""Notebook 09's assumption map: AceMAD's (T = 3) gain as a function of the synthetic population's assumptions.
 
-    from acemad_utils.experiments import assumption_map as AM
-    table = AM.run_map(S, R.runs("09_assumption_map", P), R.map_axes(P))   # one row per map point
-    fig = AM.heatmap(table, source)          # gain over knowledge_link x insight, losing cells marked
-    AM.knowledge_gap(records, label=...)     # do agents who answer right predict their peers better?
-
-Each map point is one AceMAD (T = 3) run of the synthetic population with some SimParams changed (registry
-.assumption_map); "Standard MAD" is the same debate re-decided with uniform weights (no run, as notebook 05's
-ablation), the best MAD baseline is the homogeneous Decentralized/Centralized/Sparse MAD on the same questions.
-A point that changes what the baselines' naive agent answers (registry.SUBSET_PARAMS, e.g. trap_concentration)
-gets the challenging subsets of its own population: "challenging" is always judged by the population that debates.
-knowledge_gap needs only each agent's p, its peer-prediction score and the truth: it is what a real model's run
-would have to show for the map's high-knowledge_link region to describe it.
+Each point is one AceMAD run with some SimParams changed (registry.assumption_map), re-decided with uniform weights
+("Standard MAD") and with shuffled scores, beside the MAD baselines on the same questions; a point that moves what
+the baselines' naive agent answers (registry.SUBSET_PARAMS) gets the challenging subsets of its own population.
+knowledge_gap needs only stored p, scores and the truth: what a real model's run would have to show.
 """
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -82,23 +75,13 @@ def truth_holder_alone(arr: A.Stacked) -> float:
     return 100 * float(hits[held].mean()) if held.any() else float("nan")
 
 
-def map_row(
-    axis: str,
-    params: SimParams,
-    frame: pd.DataFrame,
-    acemad: str,
-    uniform: str,
-    mads: Sequence[str],
-    *,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> dict:
-    """One map point from its question frame (tables.question_frame): its parameters, the average accuracies (%)
-    and AceMAD's paired gains on the average (points, 95% CI resampling questions within each benchmark, sign-flip
-    p) over uniform weights, over shuffled scores (rescoring.SHUFFLED: the part carried by WHO scores well) and over
-    the best MAD, and the shuffled control's gain over uniform weights ("dispersion": what any unequal weights
-    give). gain_uniform = gain_shuffled + gain_dispersion (paired means on the same questions)."""
+def map_row(axis: str, params: SimParams, frame: pd.DataFrame, mads: Sequence[str], *, n_boot: int, seed: int) -> dict:
+    """One map point from its question frame: its parameters, the average accuracies (%) and AceMAD's paired gains
+    on the average (points, 95% CI within benchmarks, sign-flip p) over uniform weights, over shuffled scores (the
+    part carried by WHO scores well), over the best MAD, and shuffled over uniform ("dispersion": what any unequal
+    weights give); gain_uniform = gain_shuffled + gain_dispersion."""
     # only what the row reads: the average accuracies (no CI) and the Average rows of the paired tests
+    acemad, uniform = ACEMAD, UNIFORM
     long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], frame=frame, ci=False)
     avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
     u, s, d, m = (
@@ -267,44 +250,15 @@ def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0) -> pd.D
 # ----------------------------------------------------------------------------- the inverse question
 #: Published evidence on the map's unpinned axes: (reference, knowledge_link, crowd_calibration, one sentence).
 #: A point of None: the study bears on the baselines the population is fitted to, not on this plane.
-EVIDENCE = (
-    (
-        "arXiv 2603.06612 (Consensus is Not Verification)",
-        0.0,
-        1.0,
-        "models predict what other models will say better than what is true, their errors are strongly correlated "
-        "and confidence weighting does not help: peer-prediction skill that does not follow knowing the truth, in "
-        "a crowd that models its peers (the low knowledge_link, high crowd_calibration corner)",
-    ),
-    (
-        "surprisingly popular (Prelec et al. 2017)",
-        1.0,
-        0.0,
-        "the informed minority predicts the majority's answer while the majority expects agreement: the paper's "
-        "own assumption (knowledge_link 1, crowd_calibration 0), shown with human respondents, not with LLM agents",
-    ),
-    (
-        "arXiv 2311.07692",
-        1.0,
-        0.0,
-        "cited on the supporting side (aggregation that rewards predicting others' answers); placed at the "
-        "paper's corner as the issue that cites it does, not re-measured here",
-    ),
-    (
-        "arXiv 2508.17536 (Choi et al., Debate or Vote)",
-        None,
-        None,
-        "majority voting explains most of multi-agent debate's gains: against the +8 to +10 points of MAD over "
-        "Majority Voting that the paper prints and the fitted population reproduces, not a point on this plane",
-    ),
-    (
-        "arXiv 2502.08788",
-        None,
-        None,
-        "debate often loses to self-consistency at matched compute: it questions the baselines' ordering the fit "
-        "reproduces, not a point on this plane",
-    ),
-)
+with open(Path(__file__).parents[1] / "data" / "map_evidence.csv", encoding="utf-8") as _f:
+    EVIDENCE = tuple(
+        (
+            r["reference"],
+            *(float(r[k]) if r[k] else None for k in ("knowledge_link", "crowd_calibration")),
+            r["sentence"],
+        )
+        for r in csv.DictReader(_f)
+    )
 INVERSE_PANELS = (
     ("grid", "insight", "the Skeptic's insight"),
     (CALIBRATION_GRID, "crowd_calibration", "crowd_calibration"),
@@ -521,7 +475,7 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
             baselines[base] = _outcomes(_debated(S, by_name[base], "baselines"))
         frame, alone, agents = points[name]
         f = pd.concat([frame, baselines[base]], ignore_index=True)
-        row = map_row(axis, replace(base_params(S), **params), f, ACEMAD, UNIFORM, mads, n_boot=n_boot, seed=S.seed)
+        row = map_row(axis, replace(base_params(S), **params), f, mads, n_boot=n_boot, seed=S.seed)
         rows.append({**row, "truth_holder_alone": alone, "agent_accuracy": agents})
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
 

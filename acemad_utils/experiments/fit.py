@@ -2,25 +2,12 @@
 
     .venv/bin/python -m acemad_utils.experiments.fit        # fit (minutes): acemad_utils/data/fitted_population.json
     .venv/bin/python -m acemad_utils.experiments.fit --doc  # docs/population.md's block of fitted values, from it
-    from acemad_utils.experiments import fit
-    fit.cells(SimParams())       # the simulated baseline cells beside the paper's printed ones, with residuals
 
-What is fitted (FREE): the parameters that move Single Agent, Majority Voting and the MAD baselines (a homogeneous
-roster of Assistants at temperature 0.7, on the challenging subset its own naive agent selects): how often the
-crowd falls for the trap (trap_mean) and how jointly (trap_concentration), how often a crowd agent sees through it
-(crowd_insight), how stubborn an agent with insight is (insight_susceptibility; the crowd's own alpha stays 0.3)
-and near-copies (crowd_copy). The targets (TARGETS): Table 2's Average of the five baselines and Table 1's MAD
-minus Majority Voting (the two tables print different levels for the same methods, 18.96 and 14.0 for Majority
-Voting; both print a gap of +8 to +10). What no baseline can pin stays an axis of notebook 09's map: the Skeptic's
-`insight` (its default is the crowd's: a persona of the same model, INSIGHT_RULE), knowledge_link and
-crowd_calibration (no baseline asks for a peer prediction).
-
-How: one seeded simulation per candidate (protocol.debate on N_FIT synthetic items per benchmark, each with its
-benchmark's option count; the subset rule: 5 naive runs, accuracy < 0.4; then the five baselines at N = 5, T = 3),
-the same draws for every candidate, and a coordinate pattern search in the box BOUNDS (each step tries +- step on
-every parameter, halves the step when none improves) minimising the squared residuals plus a small pull toward the
-original parameters (RIDGE: among populations that fit equally, the least changed one). Deterministic: the same
-command writes the same file (tests/test_population.py re-evaluates the committed values).
+FREE parameters move the baselines (a homogeneous roster on the subset its own naive agent selects); targets() are
+Table 2's five baseline averages and Table 1's MAD minus Majority Voting. What no baseline pins (the Skeptic's
+insight, knowledge_link, crowd_calibration) stays an axis of notebook 09. One seeded simulation per candidate (the
+same draws for all), a coordinate pattern search in BOUNDS minimising the squared residuals plus RIDGE times the
+squared change from ORIGINAL (among equal fits, the least changed one): the same command writes the same file.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory).
 
-    from acemad_utils.experiments import theory
     theory.run_all(n_items=400, seed=0)          # writes transcripts under outputs/runs/<profile>/theory_*
     fig, table = theory.martingale()              # (a) mean belief in the truth per round, with CIs
 
-Runs live under the profile's folder (`profile="default"` unless given), like every other notebook's runs:
-two profiles with different item counts never share a run folder, so any sequence of profiles works in one
-checkout.
-
-Every function reads saved transcripts (data.transcripts.load_run), never agents directly, so figures can be
-redrawn or re-scored without re-running a debate.
+Every function reads saved transcripts (data.transcripts.load_run), so figures are redrawn without a new debate.
 """
 
 from __future__ import annotations
@@ -41,37 +35,23 @@ def _name(profile: str, what: str) -> str:
     return f"{profile}/theory_{what}"
 
 
-def _cal_name(c: float, profile: str = "default") -> str:
-    return _name(profile, f"phase_cal{c:.2f}")
-
-
 def run_all(
     n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, *, profile: str = "default"
 ) -> None:
-    """Run every simulation the theory notebook needs (resumable; seconds to a few minutes). Smoke mode
-    (ACEMAD_SMOKE) caps n_items at SMOKE_ITEMS."""
+    """Run every simulation the theory notebook needs (resumable). Smoke mode caps n_items at SMOKE_ITEMS."""
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
-    # (a) symmetric linear updating (equal susceptibility for everyone): the setting of Proposition 1.
-    sym = SimParams(insight_susceptibility=SimParams().crowd_susceptibility)
-    # AceMAD's roster (crowd + stubborn truth-holders): the baselines' default homogeneous roster has none.
-    mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")
-    run_experiment(_name(profile, "martingale_symmetric"), items, [mad], SimPopulation(sym, seed), progress=progress)
-    run_experiment(
-        _name(profile, "martingale_default"), items, [mad], SimPopulation(SimParams(), seed), progress=progress
-    )
-    # (b, c) AceMAD transcripts with the default population, re-scored for every eta.
+    mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")  # crowd + truth-holders
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
-    run_experiment(_name(profile, "acemad"), items, [ace], SimPopulation(SimParams(), seed), progress=progress)
-    # (d) phase diagram: one run per crowd calibration, one config per N; eta and T are re-scored.
-    for cal in PHASE_CAL:
-        cfgs = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
-        run_experiment(
-            _cal_name(cal, profile),
-            items,
-            cfgs,
-            SimPopulation(SimParams(crowd_calibration=cal), seed),
-            progress=progress,
-        )
+    phase = [DebateConfig(method="acemad", n_agents=n, rounds=PHASE_T_MAX, seed=seed) for n in PHASE_N]
+    # (a) symmetric linear updating (Proposition 1) beside the default; (b, c) AceMAD, re-scored for every eta;
+    # (d) one run per crowd calibration, one config per N (eta and T re-scored)
+    for what, cfgs, params in [
+        ("martingale_symmetric", [mad], SimParams(insight_susceptibility=SimParams().crowd_susceptibility)),
+        ("martingale_default", [mad], SimParams()),
+        ("acemad", [ace], SimParams()),
+        *((f"phase_cal{c:.2f}", phase, SimParams(crowd_calibration=c)) for c in PHASE_CAL),
+    ]:
+        run_experiment(_name(profile, what), items, cfgs, SimPopulation(params, seed), progress=progress)
 
 
 def _ci_frame(x: np.ndarray, index: Sequence, name: str, seed: int = 0) -> pd.DataFrame:
@@ -234,7 +214,7 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
     """(d) P(AceMAD's answer is right | the initial plurality is wrong) over (crowd calibration, N, T, eta)."""
     rows = []
     for cal in PHASE_CAL:
-        _, recs = load_run(_cal_name(cal, profile))
+        _, recs = load_run(_name(profile, f"phase_cal{cal:.2f}"))
         for n in PHASE_N:
             arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
             wrong = A.initial_plurality(arr) != arr.truth
