@@ -109,31 +109,32 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     np.testing.assert_allclose(cells["residual"], cells["simulated"] - cells["paper"])
 
 
-def _record(scores, right, k=4):
+def _record(scores, right):
     """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
     entries = [
         {"agent": i, "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0], "score": s, "parse_failure": False}
         for i, (s, ok) in enumerate(zip(scores, right))
     ]
-    return {
-        "question_id": f"q{len(scores)}{sum(right)}",
-        "status": "ok",
-        "labels": list("ABCD")[:k],
-        "answer": "A",
-        "rounds": [entries],
-    }
+    return {"question_id": "q", "status": "ok", "labels": list("ABCD"), "answer": "A", "rounds": [entries]}
 
 
-def test_knowledge_gap_sees_whether_right_agents_score_higher():
-    good = [_record([0.9, 0.8, 0.2, 0.3, 0.1], [True, True, False, False, False])]
-    g = AM.knowledge_gap(good, label="good")
-    row = g[g["round"].astype(str) == "all"].iloc[0]
-    assert row.gap == pytest.approx(0.85 - 0.2) and row.lift == pytest.approx(1 - 2 / 5)
-    bad = [_record([0.1, 0.2, 0.9, 0.8, 0.7], [True, True, False, False, False])]
-    row = AM.knowledge_gap(bad, label="bad").iloc[-1]
-    assert row.gap < 0 and row.lift == pytest.approx(0 - 2 / 5)
-    # a question where everyone is right tells nothing: left out
-    assert AM.knowledge_gap([_record([0.5] * 5, [True] * 5)], label="none").iloc[0].n_questions == 0
+SPLIT = [True, True, False, False, False]
+
+
+@pytest.mark.parametrize(
+    "scores, right, gap, lift",
+    [
+        ([0.9, 0.8, 0.2, 0.3, 0.1], SPLIT, 0.85 - 0.2, 1 - 2 / 5),  # the right agents score higher
+        ([0.1, 0.2, 0.9, 0.8, 0.7], SPLIT, 0.15 - 0.8, 0 - 2 / 5),  # the wrong ones do
+        ([0.5] * 5, [True] * 5, None, None),  # everyone right tells nothing: left out
+    ],
+)
+def test_knowledge_gap_sees_whether_right_agents_score_higher(scores, right, gap, lift):
+    row = AM.knowledge_gap([_record(scores, right)], label="x").iloc[-1]
+    if gap is None:
+        assert row.n_questions == 0
+    else:
+        assert row["round"] == "all" and row.gap == pytest.approx(gap) and row.lift == pytest.approx(lift)
 
 
 def test_a_real_model_profile_gets_no_map_and_says_why(tmp_outputs):
