@@ -1,16 +1,16 @@
 """Where notebook 09's time goes: its assumption map (`run_map`) in process, wall seconds per phase.
 
-    python bench/assumption_map.py            # the map's 76 runs as they are on disk (a re-execution)
+    python bench/assumption_map.py            # the map's runs the notebook shows as on disk (a rerun)
     python bench/assumption_map.py --empty    # its map_* runs deleted first, so they are made again (from empty)
 
 Runs notebook 09's package calls with the default profile's parameters in this checkout's outputs/ (notebook 01
 must have run: `python -m acemad_utils.reproduce --profile default --only 01_subset_construction`), without a
 kernel, and prints the map's wall seconds, then the seconds spent inside each phase (wall clock, not cProfile:
-cProfile's per-call cost inflates the Python-heavy phases several times and misranks them): reading or making
-runs (`run_point`), of which generating them (`run_batch`), writing the compressed file (`write_canonical`),
-encoding and parsing record lines; the re-decisions (`stack`, `reweighted_records`, `shuffled_records`); each
-point's tables (`map_row`). The phases nest, so they do not add up. The 1-minute load is printed first and last.
-Asserts nothing about time.
+cProfile's per-call cost inflates the Python-heavy phases several times and misranks them): the runs the notebook
+shows (`run_point`), the debates (`run_batch`, in memory for the other points), writing the compressed file
+(`write_canonical`), encoding and parsing record lines; the re-decisions (`stack`, `reweighted_records`,
+`shuffled_records`); each point's tables (`map_row`). The phases nest, so they do not add up. The 1-minute load
+is printed first and last. Asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro
 MAP = dict(BACKEND="sim", BENCHMARKS=BENCHMARKS, SEED=0, ETA=2.0, N_MAX=300)  # the rest: notebook 09's defaults
 PHASES = [
     (AM, "run_point"),
+    (AM, "run_batch"),
     (runner, "run_batch"),
     (runner, "write_canonical"),
     (runner, "to_line"),
@@ -81,7 +82,7 @@ def main(argv=None) -> None:
     t0 = time.perf_counter()
     table = AM.run_map(setup, runs, axes, eta=2.0)
     print(f"run_map: {time.perf_counter() - t0:.1f} s wall, {len(table)} map points, {len(runs)} runs")
-    for _, name in PHASES:
+    for name in dict.fromkeys(name for _, name in PHASES):
         print(f"  {name:<20} {spent[name]:6.2f} s in {calls[name]} calls")
     print(f"load: {os.getloadavg()[0]:.2f} (1 min)")
 
