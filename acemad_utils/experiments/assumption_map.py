@@ -83,7 +83,7 @@ def map_row(axis: str, params: SimParams, frame: pd.DataFrame, mads: Sequence[st
     long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], frame=frame, ci=False)
     avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
     parts = dict(iter(frame.groupby("benchmark", sort=False)))
-    piv = {b: p.pivot(index="question_id", columns="method", values="correct") for b, p in parts.items()}
+    piv = {str(b): p.pivot(index="question_id", columns="method", values="correct") for b, p in parts.items()}
     u, s, d, m = (
         _average_gain(piv, t, list(piv), b, n_boot=n_boot, seed=seed) or _no_pair(t, b)
         for t, b in ((acemad, [uniform]), (acemad, [SHUFFLED]), (SHUFFLED, [uniform]), (acemad, list(mads)))
@@ -251,12 +251,12 @@ def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0) -> pd.D
 #: Published evidence on the map's unpinned axes: (reference, knowledge_link, crowd_calibration, one sentence).
 #: A point of None: the study bears on the baselines the population is fitted to, not on this plane.
 with open(Path(__file__).parents[1] / "data" / "map_evidence.csv", encoding="utf-8") as _f:
-    EVIDENCE = tuple(
+    EVIDENCE: tuple[tuple[str, Optional[float], Optional[float], str], ...] = tuple(
         (
             r["reference"],
             *(float(r[k]) if r[k] else None for k in ("knowledge_link", "crowd_calibration")),
             r["sentence"],
-        )
+        )  # type: ignore[misc]
         for r in csv.DictReader(_f)
     )
 INVERSE_PANELS = (
