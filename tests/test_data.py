@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acemad_utils.data import benchmarks as data
-from acemad_utils.data import files as data_files
-from acemad_utils.data import records as data_records
+from acemad_utils.data import benchmarks as data_files
+from acemad_utils.data import benchmarks as data_records
 from acemad_utils.data.benchmarks import DataError
 
 REPO = Path(__file__).resolve().parent.parent

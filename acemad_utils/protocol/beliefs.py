@@ -1,11 +1,6 @@
-"""Beliefs and the re-scoring rules beyond Algorithm 1: normalising a reply's numbers into a distribution, and the
-peer-prediction aggregators a record can be re-decided with (Surprisingly Popular, Bayesian Truth Serum, shuffled
-scores). Algorithm 1 itself (scores, weights, decision, votes) is protocol.debate's one page; its names are
-re-exported here for report.rescoring and the viewer.
-
-Conventions: arrays are (..., N, K) for beliefs and (..., N) per agent; a padded option has zero mass and never
-wins; NaN/inf and negative entries count as zero mass; an all-zero row becomes uniform and is flagged degenerate.
-"""
+"""Normalising a reply's numbers into a belief, and the re-scoring rules beyond Algorithm 1 (Surprisingly Popular,
+Bayesian Truth Serum, shuffled scores); Algorithm 1's names (protocol.debate) are re-exported for report/. Arrays are
+(..., N, K) per belief and (..., N) per agent; NaN, inf, negative and padded entries have zero mass."""
 
 from __future__ import annotations
 
@@ -33,12 +28,7 @@ from acemad_utils.protocol.debate import weighted_scores as weighted_scores
 
 
 def normalize(x, mask=None) -> tuple[np.ndarray, np.ndarray]:
-    """Turn raw non-negative weights into distributions over the last axis.
-
-    Returns (p, degenerate) where `degenerate` (shape x.shape[:-1]) marks rows that had no usable mass
-    and were replaced by the uniform distribution over valid options. `mask` (bool, broadcastable to x)
-    marks valid options; masked-out entries are forced to 0.
-    """
+    """(p, degenerate): rows of x as distributions over the options `mask` allows; a row without mass is uniform."""
     x = np.asarray(x, dtype=float)
     x = np.where(np.isfinite(x) & (x > 0), x, 0.0)
     if mask is None:
@@ -56,10 +46,7 @@ def normalize(x, mask=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def from_mapping(d: Optional[Mapping[str, float]], labels: Sequence[str]) -> tuple[np.ndarray, dict]:
-    """Map {label: prob} onto `labels` order. Missing labels get 0, unknown labels are dropped (reported).
-
-    Returns (normalized vector, report) with report keys: missing, unknown, degenerate, raw_sum.
-    """
+    """{label: prob} as a distribution in `labels` order, and a report: missing, unknown, degenerate, raw_sum."""
     d = dict(d or {})
     raw = np.array([_as_float(d.get(k)) for k in labels], dtype=float)
     unknown = sorted(str(k) for k in d if k not in labels)
@@ -77,11 +64,8 @@ def _as_float(v) -> float:
 
 
 def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, salt: str = "shuffle") -> np.ndarray:
-    """Deterministic permutations of the agent axis, shape (n_perm, len(ids), N), from (seed, question id, salt).
-
-    perm[s, b, i] is the agent whose scores agent i receives in draw s of question b. `movable` (B, N) bool marks the
-    agents that take part; the others keep their own index (e.g. an agent whose commitment failed). Like the
-    tie-break keys, a question's permutations depend only on the seed, its id and the salt, never on batch order."""
+    """(n_perm, len(ids), N): perm[s, b, i] is the agent whose scores agent i gets in draw s of question b, from
+    (seed, question id, salt) only, never batch order; agents not `movable` (B, N) keep their own index."""
     movable = np.asarray(movable, dtype=bool)
     out = np.broadcast_to(np.arange(movable.shape[-1]), (n_perm, *movable.shape)).copy()
     for b, qid in enumerate(ids):
@@ -92,8 +76,7 @@ def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, s
 
 @functools.lru_cache(maxsize=1 << 15)
 def _permutation_ranks(seed: int, qid: str, salt: str, n_perm: int, n: int) -> np.ndarray:
-    """agent_permutations' draw for one question, (n_perm, n) positions among its n movable agents: drawn once per
-    process, as the tie-break keys are (notebook 09 shuffles the same questions' agents at 37 map points)."""
+    """One question's draw, once per process (notebook 09 shuffles the same questions at 37 map points)."""
     h = hashlib.sha256(f"{seed}|{qid}|{salt}".encode()).digest()
     ranks = np.argsort(np.random.default_rng(int.from_bytes(h[:8], "little")).random((n_perm, n)), axis=-1)
     ranks.flags.writeable = False
@@ -108,12 +91,8 @@ def _answering_mean(Q, v) -> np.ndarray:
 
 
 def surprisingly_popular(v, Q, keys=None, option_mask=None) -> np.ndarray:
-    """Surprisingly Popular (Prelec et al. 2017): the answer whose actual vote share most exceeds
-    its predicted share (mean peer prediction of the agents who answered). Q: (..., N, K).
-
-    `option_mask` marks real options (default: options that got a vote or any predicted mass), so a
-    zero-padded option can never win. Nobody answered -> -1.
-    """
+    """Surprisingly Popular (Prelec et al. 2017): the answer whose vote share most exceeds its mean predicted share
+    among the agents who answered (-1: nobody did); `option_mask` (default: voted or predicted) marks real options."""
     Q = np.asarray(Q, dtype=float)
     k = Q.shape[-1]
     shares = vote_shares(v, k)
@@ -125,12 +104,8 @@ def surprisingly_popular(v, Q, keys=None, option_mask=None) -> np.ndarray:
 
 
 def bts_scores(v, Q, alpha: float = 1.0) -> np.ndarray:
-    """Bayesian Truth Serum scores (Prelec 2004) for every agent, shape v.shape.
-
-    score_i = log(xbar_{a_i} / ybar_{a_i}) + alpha * sum_k xbar_k log(q_ik / xbar_k)
-    with xbar the actual answer shares and ybar the geometric mean of the answering agents' predictions.
-    Abstaining agents (v = -1) score NaN and do not enter xbar or ybar. Predictions are floored at LOG_EPS.
-    """
+    """Bayesian Truth Serum (Prelec 2004): log(xbar_a / ybar_a) + alpha * sum_k xbar_k log(q_ik / xbar_k), xbar the
+    answer shares, ybar the geometric mean prediction of those who answered; an abstainer (v = -1) scores NaN."""
     v = np.asarray(v)
     Q = np.maximum(np.asarray(Q, dtype=float), LOG_EPS)
     k = Q.shape[-1]

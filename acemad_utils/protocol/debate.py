@@ -1,13 +1,8 @@
 """Algorithm 1 of the paper (acemad_paper.tex l.563-585) and its baselines on one page: the math, the round loop,
-the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options).
-
-    from acemad_utils.protocol.debate import run_batch, run_question
-    recs = run_batch(questions, population, DebateConfig(method="acemad"), repeats=[0] * len(questions))
-    rec = run_question(q, population, cfg)      # a batch of one: the same loop, the same math
-
-Who answers: a batched population (agents.sim, the synthetic one) answers a round of D debates as arrays; any
-other Population (LLM agents, test doubles) is asked one Turn per agent through TurnAgents (bottom of this page),
-each Turn carrying the messages its topology shows. Scores, weights and decisions are pure functions of the stored
+the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options);
+run_question is a batch of one. Who answers: a batched population (agents.sim, the synthetic one) answers a round
+of D debates as arrays; any other Population (LLM agents, test doubles) is asked one Turn per agent through
+TurnAgents (bottom of this page), each Turn carrying the messages its topology shows. Scores, weights and decisions are pure functions of the stored
 p and q, so report.rescoring re-decides any record without a model call.
 
 Methods (Appendix "Baselines", l.636-645), every MAD at T rounds:
@@ -139,8 +134,8 @@ def _tiebreak_row(seed: int, qid: str, k: int) -> np.ndarray:
 
 
 def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
-    """(argmax over the last axis, tied): ties (within tol) go to the tied option with the largest key; without
-    keys the first maximum wins."""
+    """(argmax, tied) over the last axis: a tie (within tol) goes to the tied option with the largest key (no keys:
+    the first)."""
     scores = np.asarray(scores, dtype=float)
     is_max = scores >= scores.max(axis=-1, keepdims=True) - tol
     tied = is_max.sum(axis=-1) > 1
@@ -208,7 +203,6 @@ def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Option
 
 # ----------------------------------------------------------------------------- the round loop (l.569-581)
 def run_question(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    """One method on one question: a batch of one. Returns its transcript record."""
     return run_batch([q], population, cfg, [repeat])[0]
 
 
