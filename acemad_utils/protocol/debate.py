@@ -2,8 +2,8 @@
 the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options);
 run_question is a batch of one. Who answers: a batched population (agents.sim, the synthetic one) answers a round
 of D debates as arrays; any other Population (LLM agents, test doubles) is asked one Turn per agent through
-TurnAgents (bottom of this page), each Turn carrying the messages its topology shows. Scores, weights and decisions are pure functions of the stored
-p and q, so report.rescoring re-decides any record without a model call.
+TurnAgents (bottom of this page), each Turn carrying the messages its topology shows. Scores, weights and
+decisions are pure functions of the stored p and q, so report.rescoring re-decides any record without a model call.
 
 Methods (Appendix "Baselines", l.636-645), every MAD at T rounds:
 - single:        one agent, `single_runs` independent runs (l.210); the record's `correct` is their mean.
