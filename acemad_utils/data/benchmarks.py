@@ -437,9 +437,6 @@ def load(benchmark: str, limit: int | None = None, data_dir: str | os.PathLike |
         qs = _load(benchmark, data_root(data_dir))
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
-    dupes = [k for k, n in Counter(q.id for q in qs).items() if n > 1]
-    if dupes:
-        raise DataError(f"{benchmark}: duplicate question ids {dupes[:5]}")
     if limit is not None:
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
