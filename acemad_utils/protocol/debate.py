@@ -226,8 +226,8 @@ def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
     specs, D, K = cfg.specs(), len(questions), len(questions[0].options)
     n, star, acemad = len(specs), cfg.method == "centralized", cfg.method == "acemad"
     draws = [r + cfg.repeat_offset for r in repeats]
-    agents = _agents(population, specs, questions, draws, "debater", n)
-    mod = _agents(population, [], questions, draws, "moderator", n) if star else None
+    agents = _agents(population, specs, questions, draws, "debater")
+    mod = _agents(population, [], questions, draws, "moderator") if star else None
     near = {i: ({i, -1} if star else ring(i, n) if cfg.method == "sparse" else None) for i in range(n)}
     V, seen = visibility(cfg), np.full((D, n, K), np.nan)  # seen: the mean stance each agent read last round
     rounds: list[Commits] = []
@@ -289,7 +289,7 @@ def _single(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
     spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
     draws = [single_draw(cfg, rep, r) for rep in repeats for r in range(runs)]
     qs = [q for q in questions for _ in range(runs)]
-    c = _agents(population, [spec], qs, draws, "solo", 1).act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
+    c = _agents(population, [spec], qs, draws, "solo").act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
     flat = R.entries([spec], [0], texts, P, None, ok, None, usage)
     kept = [[flat[d * runs + r][0][0] for r in range(runs)] for d in range(D)]
@@ -398,11 +398,11 @@ def _no_view(d: int, i: int) -> tuple:
     return ()
 
 
-def _agents(population: Population, specs, questions, draws, role: str, n: int):
+def _agents(population: Population, specs, questions, draws, role: str):
     """A batch of agents: the population's own arrays when it has them (`batched`), else one Agent per turn."""
     if getattr(population, "batched", False):
         return population.batch_agents(specs, questions, draws, role)  # type: ignore[attr-defined]
-    return TurnAgents(population, specs, questions, draws, role, n)
+    return TurnAgents(population, specs, questions, draws, role)
 
 
 class TurnAgents:
@@ -410,8 +410,8 @@ class TurnAgents:
     (`agents`, `moderator`) and a round is one Turn per agent, run together by `population.act_all` (threads for
     an LLM population: agents/pool.py)."""
 
-    def __init__(self, population: Population, specs, questions, draws, role: str, n_agents: int):
-        self.population, self.questions, self.draws, self.role, self.n = population, questions, draws, role, n_agents
+    def __init__(self, population: Population, specs, questions, draws, role: str):
+        self.population, self.questions, self.draws, self.role = population, questions, draws, role
         if role == "moderator":
             self.agents = [[population.moderator(q, r)] for q, r in zip(questions, draws)]
             self.specs = [self.agents[0][0].spec]
@@ -422,7 +422,7 @@ class TurnAgents:
     def act(self, t: int, seen, view: Callable[[int, int], tuple], want_q: bool) -> Commits:
         agent_ids = [-1] if self.role == "moderator" else range(len(self.specs))
         turns = [
-            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r, n_agents=self.n)  # type: ignore[arg-type]
+            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r)  # type: ignore[arg-type]
             for d, (q, r) in enumerate(zip(self.questions, self.draws))
             for i in agent_ids
         ]

@@ -123,7 +123,6 @@ class Turn:
     role: Role = "debater"
     want_peer_prediction: bool = True
     repeat: int = 0
-    n_agents: int = 1
 
     @property
     def scope(self) -> str:
