@@ -27,22 +27,15 @@ from acemad_utils.protocol.debate import weighted_decision as weighted_decision
 from acemad_utils.protocol.debate import weighted_scores as weighted_scores
 
 
-def normalize(x, mask=None) -> tuple[np.ndarray, np.ndarray]:
-    """(p, degenerate): rows of x as distributions over the options `mask` allows; a row without mass is uniform."""
+def normalize(x) -> tuple[np.ndarray, np.ndarray]:
+    """(p, degenerate): the rows of x as distributions; a row without mass is uniform and degenerate."""
     x = np.asarray(x, dtype=float)
     x = np.where(np.isfinite(x) & (x > 0), x, 0.0)
-    if mask is None:
-        mask = np.ones(x.shape, dtype=bool)
-    mask = np.broadcast_to(np.asarray(mask, dtype=bool), x.shape)
-    x = np.where(mask, x, 0.0)
     top = x.max(axis=-1, keepdims=True)
     x = x / np.where(top > 0, top, 1.0)  # scale first: 1e308 + 1e308 would overflow the sum
     total = x.sum(axis=-1, keepdims=True)
-    degenerate = total[..., 0] <= 0
-    n_valid = mask.sum(axis=-1, keepdims=True)
-    uniform = np.where(mask, 1.0 / np.maximum(n_valid, 1), 0.0)
-    p = np.where(total > 0, x / np.where(total > 0, total, 1.0), uniform)
-    return p, degenerate
+    p = np.where(total > 0, x / np.where(total > 0, total, 1.0), 1.0 / max(x.shape[-1], 1))
+    return p, total[..., 0] <= 0
 
 
 def from_mapping(d: Optional[Mapping[str, float]], labels: Sequence[str]) -> tuple[np.ndarray, dict]:
@@ -103,8 +96,8 @@ def surprisingly_popular(v, Q, keys=None, option_mask=None) -> np.ndarray:
     return np.where(shares.sum(axis=-1) > 0, ans, -1)
 
 
-def bts_scores(v, Q, alpha: float = 1.0) -> np.ndarray:
-    """Bayesian Truth Serum (Prelec 2004): log(xbar_a / ybar_a) + alpha * sum_k xbar_k log(q_ik / xbar_k), xbar the
+def bts_scores(v, Q) -> np.ndarray:
+    """Bayesian Truth Serum (Prelec 2004, alpha = 1): log(xbar_a / ybar_a) + sum_k xbar_k log(q_ik / xbar_k), xbar the
     answer shares, ybar the geometric mean prediction of those who answered; an abstainer (v = -1) scores NaN."""
     v = np.asarray(v)
     Q = np.maximum(np.asarray(Q, dtype=float), LOG_EPS)
@@ -112,16 +105,16 @@ def bts_scores(v, Q, alpha: float = 1.0) -> np.ndarray:
     xbar = vote_shares(v, k)  # (..., K)
     log_xbar = np.log(np.where(xbar > 0, xbar, 1.0))  # 0 where nobody chose k (those terms are dropped)
     info_k = np.where(xbar > 0, log_xbar - _answering_mean(np.log(Q), v), 0.0)  # log(xbar_k / ybar_k)
-    pred = alpha * np.sum(xbar[..., None, :] * (np.log(Q) - log_xbar[..., None, :]), axis=-1)
+    pred = np.sum(xbar[..., None, :] * (np.log(Q) - log_xbar[..., None, :]), axis=-1)
     info = np.take_along_axis(info_k, np.where(v >= 0, v, 0), axis=-1)  # (..., N): info score of own answer
     return np.where(v >= 0, info + pred, np.nan)
 
 
-def bts_answer(v, Q, alpha: float = 1.0, keys=None) -> np.ndarray:
+def bts_answer(v, Q, keys=None) -> np.ndarray:
     """The answer whose endorsers have the highest mean BTS score (-1 if nobody answered)."""
     v = np.asarray(v)
     k = np.asarray(Q).shape[-1]
-    s = bts_scores(v, Q, alpha)
+    s = bts_scores(v, Q)
     onehot = (v[..., None] == np.arange(k)).astype(float)  # (..., N, K)
     tot = np.einsum("...n,...nk->...k", np.nan_to_num(s), onehot)
     cnt = onehot.sum(axis=-2)
