@@ -150,23 +150,13 @@ def test_an_invalid_agent_is_left_out_and_scores_the_worst_of_its_round():
 
 
 # ============================================================================ weights by hand
-def test_weights_by_hand():
-    # round 1 S = (.98, .92, .98): w ∝ (1, e^-.12, 1);  round 2 S = (0, 1, 0): cumulative ∝ (1, e^1.88, 1)
-    W = B.mwu_weights(np.array([[0.98, 0.92, 0.98], [0.0, 1.0, 0.0]]), eta=2.0)
-    e1, e2 = math.exp(-0.12), math.exp(1.88)
-    assert W[0] == approx([1 / (2 + e1), e1 / (2 + e1), 1 / (2 + e1)], rel=1e-12)
-    assert W[1] == approx([1 / (2 + e2), e2 / (2 + e2), 1 / (2 + e2)], rel=1e-12)
-    # w = (.5, .25, .25), s = (0, ln 2 / 2, 0): w * (1, 2, 1) = (.5, .5, .25) / 1.25
-    assert mwu_step([0.5, 0.25, 0.25], [0.0, math.log(2) / 2, 0.0]) == approx([0.4, 0.4, 0.2], abs=1e-15)
-    assert B.mwu_weights(np.array([[5.0, -3.0, 0.1], [1.0, 2.0, 3.0]]), eta=0.0) == approx(np.full((2, 3), 1 / 3))
-
-
 def test_huge_eta_times_rounds_does_not_overflow():
     # eta = 50, T = 10^4: log-weights reach 5e5, far past exp's overflow at ~709.
     W = B.mwu_weights(np.tile([0.5, 1.0, 0.9], (10_000, 1)), eta=50.0)
     assert np.all(np.isfinite(W)) and W[-1] == approx([0.0, 1.0, 0.0], abs=1e-300)
     assert W[0, 2] / W[0, 1] == approx(math.exp(-5.0), rel=1e-12)  # a gap of 50 * .1 after round 1
     assert B.mwu_weights(np.tile([1.0, 1.0, -1.0], (10_000, 1)), eta=50.0)[-1] == approx([0.5, 0.5, 0.0])
+    assert B.mwu_weights(np.array([[5.0, -3.0, 0.1], [1.0, 2.0, 3.0]]), eta=0.0) == approx(np.full((2, 3), 1 / 3))
 
 
 class TestPaperWorkedExample:

@@ -241,9 +241,7 @@ def test_symmetric_updating_is_a_martingale():
 
 
 # ----------------------------------------------------------------------------- runner + re-scoring
-def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
-    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p, **kw: tmp_path.joinpath(*p))
-    (tmp_path / "runs" / "exp").mkdir(parents=True)
+def test_runner_resumes_and_rewrites_canonically(tmp_outputs):
     cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority")]
     d = run_experiment("exp", ITEMS[:30], cfgs, SimPopulation(), progress=False)
     assert not (d / "transcripts.jsonl").exists()  # a completed run: one compressed file, canonical order
@@ -267,10 +265,8 @@ def test_runner_resumes_and_rewrites_canonically(tmp_path, monkeypatch):
         run_experiment("exp", ITEMS[:10], cfgs, SimPopulation(), progress=False)
 
 
-def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_path, monkeypatch):
+def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_outputs, monkeypatch):
     # adding a method runs only that method and compresses the whole again; a rerun rewrites nothing
-    monkeypatch.setattr("acemad_utils.data.transcripts.outputs", lambda *p, **kw: tmp_path.joinpath(*p))
-    (tmp_path / "runs" / "grow").mkdir(parents=True)
     a, b = DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)
     d = run_experiment("grow", ITEMS[:8], [a], SimPopulation(), progress=False)
     first = transcript_bytes(d / "transcripts.jsonl")
