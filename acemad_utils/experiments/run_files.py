@@ -1,20 +1,9 @@
-"""The files of a run: transcripts.jsonl and meta.json, written so that a run can always be resumed.
+"""The files of a run (transcripts.jsonl, .jsonl.gz, meta.json), written so that a run can always be resumed.
 
-    from acemad_utils.data.transcripts import read_jsonl
-    from acemad_utils.experiments.run_files import summarize
-    records = read_jsonl(Path("outputs/runs/theory_martingale/transcripts.jsonl"))
-    summarize(records)     # {"questions", "expected", "records", "ok", "failed", "calls", ..., "errors"}
-
-Every line is written whole and flushed to the OS before the next (`Appender`), so a killed process loses
-nothing it saved; the file is fsynced at most once a second and when it is closed, so a synthetic run, which
-saves thousands of records a second, does not wait on the disk for each one (a power cut can lose the last
-second, which the resume recomputes or, for a model, reads back from the response cache). A torn last line
-left by a crash is detected and dropped, never parsed as data (`read_jsonl`), and cut off before new lines are
-appended (`cut_torn_tail`), so a new record is never glued to it. A run is resumed only into a directory whose
-saved run asked the same questions of the same agents (`check_resumable`). When a run is complete its records
-are written once more, whole and gzip-compressed, in canonical order (`write_canonical`:
-transcripts.jsonl.gz; the appended plain file goes), so a rerun gives the same bytes whatever the thread
-timing was; readers take both files (data/transcripts.py). The run loop itself is runner.py.
+Lines are written whole and flushed at once (`Appender`; fsynced at most once a second: a synthetic run saves
+thousands a second); a torn last line from a crash is cut before appending (`cut_torn_tail`); a run resumes only
+into a folder that asked the same questions of the same agents (`check_resumable`); a complete run is written once
+more, whole, compressed, in canonical order (`write_canonical`), so a rerun gives the same bytes. The loop: runner.py.
 """
 
 from __future__ import annotations
@@ -49,9 +38,8 @@ def git_commit() -> Optional[str]:
 
 
 def cut_torn_tail(path: Path) -> None:
-    """A file that does not end with a newline was cut by a crash mid-write. A tail that is a whole record
-    (only the newline was lost) gets its newline; anything else is a torn line and is cut off, so appended
-    records start on a line of their own and the torn bytes are never read as a record."""
+    """A file not ending in a newline was cut mid-write: a whole record at its end gets its newline, a torn line is
+    cut off (never read as a record, never glued to the next)."""
     if not path.exists():
         return
     with open(path, "rb+") as f:
@@ -61,8 +49,7 @@ def cut_torn_tail(path: Path) -> None:
         f.seek(size - 1)
         if f.read(1) == b"\n":
             return
-        keep = 0
-        pos = size
+        keep, pos = 0, size
         while pos > 0:  # find the last newline, reading backwards in blocks
             step = min(65536, pos)
             pos -= step
@@ -102,19 +89,13 @@ COMPRESS_LEVEL = 4  # of transcripts.jsonl.gz (write_canonical)
 
 
 class Appender:
-    """Appends whole lines to a run's plain transcript file: each one flushed to the OS at once (a killed
-    process loses nothing written), fsynced at most every FSYNC_EVERY_S seconds and on close (why: module
-    docstring)."""
+    """Whole lines appended and flushed at once (a killed process loses nothing), fsynced every FSYNC_EVERY_S."""
 
     def __init__(self, path: Path):
         self.f = open(path, "a", encoding="utf-8")
         self.synced = time.monotonic()
 
-    def write(self, line: str) -> None:
-        self.write_many([line])
-
     def write_many(self, lines) -> None:
-        """Whole lines, flushed together (a batch of records: one system call, not one per line)."""
         self.f.write("".join(line + "\n" for line in lines))
         self.f.flush()
         if time.monotonic() - self.synced >= FSYNC_EVERY_S:
@@ -128,9 +109,8 @@ class Appender:
 
 
 def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
-    """The ok records already saved for a run (compressed file, then appended lines; the latest line of a key
-    wins): {record_key: (record, its line)}. A damaged compressed file gives what can be read of it (one
-    warning line): the run recomputes the rest and writes the file whole again when it completes."""
+    """{record_key: (record, line)} of the ok records saved (compressed file, then appended lines; the latest wins;
+    a damaged .gz gives what can be read, and the run writes it whole again)."""
     with gc_paused():
         return {
             record_key(rec): (rec, line.decode("utf-8"))
@@ -140,9 +120,7 @@ def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
 
 
 def remove_stale_temp_files(d: Path) -> list[Path]:
-    """Remove the temp files (atomic_write's '<name>.<random>.tmp') a killed process left in run folder `d`
-    (a SIGKILL during compression left a 2 MB transcripts.jsonl.gz.*.tmp for good). Only call it while holding
-    the run's lock: then no other process is writing one."""
+    """Remove the temp files (atomic_write's) a killed process left in run folder `d`; only under the run's lock."""
     gone = [p for p in d.glob("*.tmp") if p.is_file() and p.name.startswith((COMPRESSED + ".", "meta.json."))]
     for p in gone:
         p.unlink(missing_ok=True)
@@ -185,18 +163,13 @@ def usage_delta(after: dict, before: dict) -> dict:
 
 
 #: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
-#: reproduce command and `python -m acemad_utils run` exit 1 and say so (once: replies in Spanish, "NaN"
-#: beliefs, wrong letters gave 369 parse failures, "AceMAD 0.0% vs 0.0%" and exit status 0). Below it, every table
-#: cell counts them beside n.
+#: reproduce command and `python -m acemad_utils run` exit 1 and say so; below it, tables count them beside n.
 PARSE_FAILURE_LIMIT = 0.5
 
 
 def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
-    """Run-level counts from transcript records: questions (distinct), records (expected = questions x
-    methods x repeats, present, missing), ok, failed (with their errors), calls, network calls, retries,
-    cache hits, repairs, parse failures, tokens; `correct` sums final.correct over ok records (a failed
-    record is never correct). Usage of questions that failed is not in any record (see the run's
-    `session` counters)."""
+    """Run-level counts from records: questions, expected, records, missing, ok, failed (and their errors), usage,
+    commitments, correct (over ok records)."""
     out: dict = {
         "questions": len({r["question_id"] for r in records}),
         "expected": len(records) if expected is None else expected,
@@ -205,7 +178,7 @@ def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
         "failed": sum(r.get("status") == "failed" for r in records),
     }
     out["missing"] = out["expected"] - out["records"]
-    usages = [r.get("usage", {}) for r in records]  # looked up once, not once per key (every rerun summarizes)
+    usages = [r.get("usage", {}) for r in records]
     for k in RECORD_USAGE_KEYS:
         out[k] = sum(int(u.get(k, 0) or 0) for u in usages)
     out["commitments"] = sum(commitments(r) for r in records if r.get("status") == "ok")  # parse_failures' base
@@ -243,7 +216,7 @@ def identity(desc) -> str:
 
 
 def who(meta: dict, field: str, ident: str) -> str:
-    """A readable identity for the refusal message: who answered (models, seed) or which questions."""
+    """Who answered (models, seed) or which questions, for the refusal message."""
     if field == "data_hash":
         return f"{meta.get('n_questions')} questions of {meta.get('benchmarks')} (data hash {ident})"
     pop = meta.get("population")
@@ -258,8 +231,7 @@ def order_keys(questions, configs, repeats) -> list[tuple]:
 
 
 def write_meta(path: Path, meta: dict) -> None:
-    """meta.json, whole; no URL in it keeps its credentials (an AgentSpec's base_url set by hand in a notebook
-    with user:password@ or ?api_key=: the config hash is the config's, only the stored text is cleaned)."""
+    """meta.json, whole, with no URL keeping its credentials (a base_url with user:password@ or ?api_key=)."""
     atomic_write(path, strip_url_secrets(json.dumps(meta, indent=2, sort_keys=True, default=str)) + "\n")
 
 
@@ -280,16 +252,9 @@ def check_resumable(d: Path, meta: dict) -> None:
             )
 
 
-def write_canonical(path: Path, done: dict, keys: list[tuple]) -> list[dict]:
-    """Write the run's records, whole, to transcripts.jsonl.gz in canonical order and remove the plain file
-    `path` that sessions appended to: the records of `keys` (configs as given, questions as given, repeats
-    ascending) first, then every other ok record of the file (configs that are not part of this run: nothing is
-    lost; load_run skips them). `done` maps record keys to (record, line). Nothing is written when the
-    compressed file already holds exactly these lines (a rerun with everything on disk). Returns this run's
-    records, in order."""
-    order = {k: i for i, k in enumerate(keys)}
-    ours = sorted((k for k in done if k in order), key=order.__getitem__)
-    final = ours + [k for k in done if k not in order]  # `done` holds every ok record of the file
+def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
+    """Write the lines of `done` ({key: (record, line)}) in the order of `final` to transcripts.jsonl.gz and remove
+    the appended plain file `path`; nothing is written when the .gz already holds exactly these lines."""
     gz = path.with_name(COMPRESSED)
     if path.exists() or not gz.exists() or list(done) != final or gz.resolve() in SALVAGED:
         # mtime=0: the same records give the same bytes. Level 4, not 1 or 6: on notebook 06's run (110 MB of lines)
@@ -297,13 +262,11 @@ def write_canonical(path: Path, done: dict, keys: list[tuple]) -> list[dict]:
         atomic_write_bytes(gz, _gzipped(done[k][1] for k in final))
         path.unlink(missing_ok=True)
         SALVAGED.discard(gz.resolve())
-    return [done[k][0] for k in ours]
 
 
 def _gzipped(lines, chunk: int = 1 << 12) -> bytes:
-    """gzip.compress(all lines + newlines, COMPRESS_LEVEL, mtime=0), the same bytes (its header, raw deflate and
-    trailer), compressed a few thousand lines at a time: the file's text is never one string in memory (110 MB
-    for notebook 06's run)."""
+    """gzip.compress(lines + newlines, COMPRESS_LEVEL, mtime=0)'s bytes, a few thousand lines at a time (never one
+    string: 110 MB for notebook 06's run)."""
     deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
     parts, crc, size = [gzip.compress(b"", compresslevel=COMPRESS_LEVEL, mtime=0)[:10]], 0, 0
     batch: list[str] = []

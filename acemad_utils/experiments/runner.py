@@ -3,14 +3,10 @@
     path = run_experiment("theory_martingale", items, [cfg_a, cfg_b], population)
     meta, records = run_and_load("theory_martingale", items, [cfg_a, cfg_b], population)
 
-outputs/runs/<name>/: transcripts.jsonl.gz (one record per question x method x repeat; an unfinished session's
-lines in transcripts.jsonl beside it, run_files.py) and meta.json (who answers, methods, seed, data hash, commit,
-and a `summary` at the end). Every question ends as a record, "ok" or "failed" with its redacted "error";
-a record on disk with status "ok" is never recomputed, so an interrupted run resumes where it stopped.
-
-Ctrl-C: the first press starts no new question and saves those in flight; a second stops waiting for them
-(their calls land in the response cache). Lines are written whole between presses; meta.json's summary says
-"interrupted" and `RunInterrupted` carries the one line "interrupted: N of M records saved; rerun to resume".
+outputs/runs/<name>/ holds transcripts.jsonl.gz and meta.json (run_files.py). Every question ends as a record, "ok"
+or "failed" with its redacted "error"; an "ok" record on disk is never recomputed, so a stopped run resumes. Ctrl-C:
+the first press starts no new question and saves those in flight; a second stops waiting for them (their calls land
+in the response cache); either way `RunInterrupted` says "interrupted: N of M records saved; rerun to resume".
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.locks import run_lock
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.paths import outputs_root, progress_bars
+from acemad_utils.data.paths import progress_bars
 from acemad_utils.data.transcripts import (
     TRANSCRIPTS,
     commitments,
@@ -68,18 +64,16 @@ from acemad_utils.protocol.schema import Population, Question, zero_usage
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C ended a run; str() is the one line to show ("interrupted: N of M records saved; rerun to resume")."""
+    """Ctrl-C ended a run; str() is the one line to show."""
 
 
 class BudgetStop(BudgetExceeded):
-    """MAX_USD ended a run: no new paid call was sent, calls in flight finished (and are cached), questions
-    not finished are left for a resume. str() is the one message to show: what was spent and how to continue."""
+    """MAX_USD ended a run: no new paid call was sent, calls in flight finished (and are cached); str() says what
+    was spent and how to continue."""
 
 
 class _Interrupts:
-    """SIGINT presses during a run. The handler never raises while a record is being written (`saving`), so a
-    line is always written whole; the first press only sets a flag (the run stops starting questions), a
-    second one outside a write raises KeyboardInterrupt to stop waiting."""
+    """SIGINT presses: the first only sets a flag; a second raises KeyboardInterrupt, never while a line is written."""
 
     def __init__(self):
         self.presses = 0
@@ -103,11 +97,42 @@ class _Interrupts:
             signal.signal(signal.SIGINT, old)
 
 
-def _notice(line: str) -> None:
-    print(redact(line), file=sys.stderr, flush=True)
+#: What the summary reads of a record saved in this session; the rest is only in its line (never held twice).
+SUMMARY_FIELDS = ("question_id", "config_hash", "repeat", "method", "status", "final", "usage", "error")
+#: Debates per batch: numpy's per-call overhead small, a Ctrl-C answered within a second. Records do not depend on it.
+BATCH = 1024
 
 
-def _check_inputs(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig]) -> None:
+@dataclass
+class _Run:
+    """One run_experiment call: what to run, what is saved, and why it stopped (if it did)."""
+
+    name: str
+    questions: Sequence[Question]
+    configs: Sequence[DebateConfig]
+    population: Population
+    repeats: int
+    workers: Optional[int]
+    progress: bool
+    meta: dict
+    dir: Path
+    done: dict  # record key -> (record, line): ok ones read back, and (SUMMARY_FIELDS view, line) saved now
+    todo: list  # (question, config, repeat) still to run in this pass
+    usage_before: Optional[dict]
+    stop: _Interrupts = field(default_factory=_Interrupts)
+    over_budget: list = field(default_factory=list)  # a BudgetExceeded (MAX_USD) or EndpointDown (circuit breaker)
+    waiting: list = field(default_factory=list)  # CALLS_VIA batch: questions waiting for a queued call (Deferred)
+    exported: list = field(default_factory=list)  # CALLS_VIA files: the BatchExported that ended the pass loop
+    lock: Any = field(default_factory=threading.Lock)
+    totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
+    bar: Any = None
+    out: Optional[Appender] = None
+    fresh: set = field(default_factory=set)  # keys of records saved by this process (not read back)
+    final: list = field(default_factory=list)  # every key in the file's final order
+
+
+def _open_run(name, questions, configs, population, repeats, workers, profile, progress, extra_meta) -> _Run:
+    """Check the inputs, write meta.json, read what is saved already (resume) and list what is left to run."""
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"two configs share a label in experiment {name!r}: {labels}; give one a name=")
@@ -119,63 +144,20 @@ def _check_inputs(name: str, questions: Sequence[Question], configs: Sequence[De
                 "question list; each question may appear once (use repeats= to run one several times)"
             )
         seen[q.id] = i
-
-
-def _run_meta(
-    name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population: Population, **kw
-) -> dict:
-    """meta.json of a run: who answers which questions with which methods (kw: repeats, profile, extra)."""
-    return {
+    d = run_dir(name)
+    meta = {
         "experiment": name,
-        "profile": kw["profile"],
+        "profile": profile,
         "synthetic": bool(population.synthetic),
         "population": population.describe(),
         "methods": {c.label: dict(c.to_dict(), config_hash=c.hash) for c in configs},
-        "repeats": kw["repeats"],
+        "repeats": repeats,
         "n_questions": len(questions),
         "benchmarks": sorted({q.benchmark for q in questions}),
         "data_hash": data_hash(questions),
         "git_commit": git_commit(),
-        **(kw["extra"] or {}),
+        **(extra_meta or {}),
     }
-
-
-@dataclass
-class _Run:
-    """The state of one run_experiment call: what to run, what is saved, and why it stopped (if it did)."""
-
-    name: str
-    questions: Sequence[Question]
-    configs: Sequence[DebateConfig]
-    population: Population
-    repeats: int
-    workers: Optional[int]
-    progress: bool
-    meta: dict
-    dir: Path
-    done: dict  # record key -> (record, line) of the file: ok ones read back, and (SUMMARY_FIELDS, line) saved now
-    todo: list  # (question, config, repeat) still to run in this pass
-    usage_before: Optional[dict]
-    stop: _Interrupts = field(default_factory=_Interrupts)
-    over_budget: list = field(default_factory=list)  # a BudgetExceeded (MAX_USD) or EndpointDown (circuit breaker)
-    waiting: list = field(default_factory=list)  # CALLS_VIA batch: questions waiting for a queued call (Deferred)
-    exported: list = field(default_factory=list)  # CALLS_VIA files: the BatchExported that ended the pass loop
-    lock: Any = field(default_factory=threading.Lock)
-    totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
-    bar: Any = None
-    out: Optional[Appender] = None
-    fresh: set = field(default_factory=set)  # keys of records saved by this process as objects (not read back)
-
-    @property
-    def stopped(self) -> bool:
-        return bool(self.stop.presses or self.over_budget or self.exported)
-
-
-def _open_run(name, questions, configs, population, *, repeats, workers, profile, progress, extra_meta) -> _Run:
-    """Check the inputs, write meta.json, read what is saved already (resume) and list what is left to run."""
-    _check_inputs(name, questions, configs)
-    d = run_dir(name)
-    meta = _run_meta(name, questions, configs, population, repeats=repeats, profile=profile, extra=extra_meta)
     check_resumable(d, meta)
     remove_stale_temp_files(d)  # left by a process killed mid-write (we hold the run's lock: no writer is alive)
     cut_torn_tail(d / TRANSCRIPTS)
@@ -188,57 +170,47 @@ def _open_run(name, questions, configs, population, *, repeats, workers, profile
 
 
 def _answer(run: _Run, job) -> Optional[dict]:
-    """One question of one method: its record, a failed record, or None when it did not run to an end
-    (Ctrl-C, MAX_USD, or waiting for a batch)."""
-    if run.stop.presses or run.over_budget:  # Ctrl-C or MAX_USD: questions not started yet are left for the resume
+    """One question of one method: its record, a failed record, or None when it did not run to an end."""
+    if run.stop.presses or run.over_budget:  # questions not started yet are left for the resume
         return None
     q, c, r = job
     try:
         return with_usage_keys(run_question(q, run.population, c, r))
     except (BudgetExceeded, EndpointDown) as err:  # not this question's failure: stop starting questions
-        run.over_budget.append(err)  # (MAX_USD: its paid calls are cached; a tripped breaker: the endpoint is down)
+        run.over_budget.append(err)
         return None
     except Deferred:  # its next call is queued for a batch: the question waits, it has not failed
         with run.lock:
             run.waiting.append(job)
         return None
     except Exception as err:  # a failed question is recorded with its reason and retried on resume
-        if run.stop.presses:
-            return None  # cut short by the interrupt, not a failure of its own
-        return failed_record(q, c, run.population, r, err)
+        return None if run.stop.presses else failed_record(q, c, run.population, r, err)
 
 
-def _save(run: _Run, rec: Optional[dict]) -> None:
-    """Append a record made in this process, whole (a second Ctrl-C waits for it); see _save_lines."""
-    if rec is not None:
-        _save_lines(run, [rec], [to_line(rec)])
-
-
-#: What the summary reads of a record saved in this session; the rest is only in its line (never held twice).
-SUMMARY_FIELDS = ("question_id", "config_hash", "repeat", "method", "status", "final", "usage", "error")
-
-
-def _save_lines(run: _Run, recs: Sequence[dict], lines: Sequence[str]) -> None:
-    """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar once."""
+def _save(run: _Run, recs: Sequence[Optional[dict]]) -> None:
+    """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar."""
+    recs = [r for r in recs if r is not None]
+    if not recs:
+        return
+    lines = [to_line(rec) for rec in recs]
     with run.lock:
         run.stop.saving = True
         try:
             assert run.out is not None  # opened by the pass that runs this question
             run.out.write_many(lines)
-            for rec, line in zip(recs, lines):  # the line holds the record; what the summary reads is kept beside it
+            for rec, line in zip(recs, lines):
                 view = {k: rec[k] for k in SUMMARY_FIELDS if k in rec}
                 view["commitments"] = commitments(rec)  # the summary's parse-failure base (rounds are not kept)
                 run.done[record_key(rec)] = (view, line)
                 run.fresh.add(record_key(rec))
         finally:
             run.stop.saving = False
-        for rec in recs:
-            usage = rec.get("usage", {})
-            for k in STEP_USAGE_KEYS:
-                run.totals[k] += usage.get(k, 0)
-            run.totals["failed"] += rec["status"] != "ok"
-        run.bar.update(len(recs))
         t = run.totals
+        for rec in recs:
+            for k in STEP_USAGE_KEYS:
+                t[k] += rec.get("usage", {}).get(k, 0)
+            t["failed"] += rec["status"] != "ok"
+        run.bar.update(len(recs))
         tokens = t["prompt_tokens"] + t["completion_tokens"]
         run.bar.set_postfix(calls=t["calls"], hits=t["cache_hits"], tok=tokens, failed=t["failed"], refresh=False)
 
@@ -253,47 +225,27 @@ def _run_in_threads(run: _Run) -> None:
             # a short timeout so a Ctrl-C is noticed while every worker is busy
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for fut in finished:
-                _save(run, fut.result())
+                _save(run, [fut.result()])
             if run.stop.presses >= 2:
                 raise KeyboardInterrupt
             if run.stop.presses and not announced:
                 announced = True
-                running = sum(fu.running() for fu in pending)
-                _notice(
-                    f"interrupt: finishing {running} question(s) in flight, then stopping (Ctrl-C again to stop now)"
-                )
+                n = sum(fu.running() for fu in pending)
+                msg = f"interrupt: finishing {n} question(s) in flight, then stopping (Ctrl-C again to stop now)"
+                print(redact(msg), file=sys.stderr, flush=True)
     finally:
         ex.shutdown(wait=not run.stop.presses, cancel_futures=True)
 
 
-def _run_in_order(run: _Run) -> None:
-    """Questions one after the other in this thread (a synthetic population: pure numpy, threads only slow it)."""
-    for job in run.todo:
-        if run.stop.presses or run.over_budget:
-            break
-        _save(run, _answer(run, job))
-
-
-# ----------------------------------------------------------------------------- batched populations: arrays
-#: Debates per batch (protocol.debate): numpy's per-call overhead small, a Ctrl-C answered within a second.
-#: The records do not depend on it (every draw is keyed by its debate: agents.streams).
-BATCH = 1024
-
-
-def _answer_batch(run: _Run, jobs: Sequence[tuple]) -> list[dict]:
-    """The records of jobs (question, config, repeat) of one config, answered as one batch of arrays. A batch
-    that raises is recorded as failed, question by question, with its reason (retried on resume)."""
-    cfg = jobs[0][1]
-    try:
-        recs = run_batch([q for q, _, _ in jobs], run.population, cfg, [r for _, _, r in jobs])
-    except Exception as err:
-        return [failed_record(q, c, run.population, r, err) for q, c, r in jobs]
-    return [with_usage_keys(rec) for rec in recs]
-
-
-def _run_in_batches(run: _Run) -> None:
-    """Each config's questions in batches of BATCH debates, in this process (protocol.debate: a round of a
-    whole batch is a few numpy calls, so one process keeps up; no worker to fork, stop or keep in step)."""
+def _run_here(run: _Run) -> None:
+    """In this thread: a batched population's questions as arrays of BATCH debates per config (a batch that raises
+    is recorded as failed, question by question), any other's one after the other."""
+    if not getattr(run.population, "batched", False):
+        for job in run.todo:
+            if run.stop.presses or run.over_budget:
+                return
+            _save(run, [_answer(run, job)])
+        return
     by_config: dict[str, list[tuple]] = {}
     for job in run.todo:
         by_config.setdefault(job[1].hash, []).append(job)
@@ -301,14 +253,20 @@ def _run_in_batches(run: _Run) -> None:
         for start in range(0, len(jobs), BATCH):
             if run.stop.presses:
                 return
-            recs = _answer_batch(run, jobs[start : start + BATCH])
-            _save_lines(run, recs, [to_line(rec) for rec in recs])
+            part = jobs[start : start + BATCH]
+            try:
+                recs = [
+                    with_usage_keys(r)
+                    for r in run_batch([j[0] for j in part], run.population, part[0][1], [j[2] for j in part])
+                ]
+            except Exception as err:
+                recs = [failed_record(q, c, run.population, r, err) for q, c, r in part]
+            _save(run, recs)
 
 
 def _run_passes(run: _Run) -> None:
-    """Run every question left. CALLS_VIA batch: a pass runs every question until its first call that is not
-    cached yet (queued, the question waits); the queue goes out as one batch, its replies land in the cache,
-    and the waiting questions run again, until none waits (batch.py). Synchronous populations make one pass."""
+    """Run every question left. CALLS_VIA batch: a pass runs each question until its first call not cached yet
+    (queued: it waits); the queue goes out as one batch, and the waiting questions run again, until none waits."""
     pop = run.population
     concurrent = getattr(pop, "concurrent", not pop.synthetic) and (run.workers or 1) > 1
     batcher = getattr(pop, "batcher", None)
@@ -317,163 +275,107 @@ def _run_passes(run: _Run) -> None:
         try:
             if concurrent:
                 _run_in_threads(run)
-            else:  # CPU-bound: the collector would rescan the growing set of saved records (gc_paused)
+            else:  # CPU-bound: the collector would rescan the growing set of saved records
                 with gc_paused():
-                    _run_in_batches(run) if getattr(pop, "batched", False) else _run_in_order(run)
+                    _run_here(run)
+            if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
+                return
+            batcher.flush(should_stop=lambda: bool(run.stop.presses), progress=run.progress)
         except KeyboardInterrupt:
             run.stop.presses = max(run.stop.presses, 2)
-        if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
-            return
-        try:
-            batcher.flush(should_stop=lambda: bool(run.stop.presses), progress=run.progress)
         except BudgetExceeded as err:
             run.over_budget.append(err)
-            return
         except BatchExported as err:  # CALLS_VIA files: the queue is on disk for another runner
             run.exported.append(err)
-            return
-        except KeyboardInterrupt:
-            run.stop.presses = max(run.stop.presses, 2)
-            return
-        if run.stop.presses:
+        if run.stop.presses or run.over_budget or run.exported:
             return
         run.todo = list(run.waiting)
 
 
-def _summary(run: _Run, records: Sequence[dict], expected: int) -> dict:
-    """Counts over this run's records (all sessions), plus what this session spent (the client's own counters,
-    which also include the calls of questions that failed)."""
-    summary = summarize(records, expected=expected)
-    if run.usage_before is not None:
-        summary["session"] = usage_delta(run.population.usage(), run.usage_before)  # type: ignore[attr-defined]  # LLM populations only (usage_before is None otherwise)
-    return summary
-
-
-def _end_stopped(run: _Run) -> None:
-    """The run stopped early (Ctrl-C, MAX_USD, a batch export): the file holds whole records only; say in
-    meta.json what is there and raise the one-line exception that stops the caller."""
-    keys = set(order_keys(run.questions, run.configs, run.repeats))
-    summary = _summary(run, [rec for k, (rec, _) in run.done.items() if k in keys], len(keys))
-    summary["interrupted"] = True
+def _finish(run: _Run) -> None:
+    """Write the summary to meta.json. Complete: the records whole, compressed, in canonical order (configs, then
+    questions as given, repeats ascending). Stopped early: the file holds whole records; raise the one-line reason."""
+    order = {k: i for i, k in enumerate(order_keys(run.questions, run.configs, run.repeats))}
+    ours = sorted((k for k in run.done if k in order), key=order.__getitem__)
+    run.final = ours + [k for k in run.done if k not in order]  # the file's order: every other ok record after ours
     pressed = bool(run.stop.presses)
     down = [e for e in run.over_budget if isinstance(e, EndpointDown)]
-    if down and not pressed:
-        summary["stopped_by"] = "circuit breaker"
-    elif run.over_budget and not pressed:
-        summary["stopped_by"] = "MAX_USD"
-    elif run.exported and not pressed:
-        summary["stopped_by"] = "batch export"
+    why = "circuit breaker" if down else "MAX_USD" if run.over_budget else "batch export" if run.exported else None
+    stopped = pressed or why is not None
+    if stopped:
+        records = [rec for k, (rec, _) in run.done.items() if k in order]
+    else:
+        write_canonical(run.dir / TRANSCRIPTS, run.done, run.final)
+        records = [run.done[k][0] for k in ours]
+    summary = summarize(records, expected=len(order))
+    if run.usage_before is not None:  # what this session spent (also the calls of questions that failed)
+        summary["session"] = usage_delta(run.population.usage(), run.usage_before)  # type: ignore[attr-defined]
+    if stopped:
+        summary["interrupted"] = True
+        if why and not pressed:
+            summary["stopped_by"] = why
     run.meta["summary"] = summary
     write_meta(run.dir / "meta.json", run.meta)
     saved = f"{summary['records']} of {summary['expected']} records saved"
-    if down and not pressed:
+    if pressed:
+        raise RunInterrupted(f"interrupted: {saved}; rerun to resume") from None
+    if not stopped:
+        return
+    if down:
         raise EndpointDown(f"{down[0]} (run {run.name!r}: {saved})") from None
-    if run.over_budget and not pressed:
+    if run.over_budget:
         raise BudgetStop(
             f"{run.over_budget[0]}. Run {run.name!r} stopped: {saved}, calls in flight finished and cached. To "
             "continue, raise MAX_USD (profile key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid "
             "reply is cached, so the part already paid for costs nothing again."
         ) from None
-    if run.exported and not pressed:
-        raise BatchExported(f"run {run.name!r}: {saved}; {run.exported[0]}") from None
-    raise RunInterrupted(f"interrupted: {saved}; rerun to resume") from None
-
-
-def _end_complete(run: _Run) -> None:
-    """Canonical order (configs as given, questions as given, repeats ascending; the latest record per key),
-    compressed, and the summary in meta.json."""
-    keys = order_keys(run.questions, run.configs, run.repeats)
-    ours = write_canonical(run.dir / TRANSCRIPTS, run.done, keys)
-    run.meta["summary"] = _summary(run, ours, len(set(keys)))
-    write_meta(run.dir / "meta.json", run.meta)
-
-
-def _run(name, questions, configs, population, **kw) -> _Run:
-    """Everything run_experiment does, under the run's lock (agents/locks.py: a notebook run by hand while the
-    reproduce driver runs the same profile refuses with one line instead of paying for the calls twice)."""
-    with run_lock(name, llm=not population.synthetic), _folder_lock(run_dir(name)):
-        return _run_locked(name, questions, configs, population, **kw)
+    raise BatchExported(f"run {run.name!r}: {saved}; {run.exported[0]}") from None
 
 
 @contextlib.contextmanager
 def _folder_lock(d: Path):
-    """One writer per run folder. The profile's lock admits every kernel of the driver that holds it, and two
-    notebooks side by side can ask for the same run (a challenging subset neither has yet): the second waits here,
-    then resumes the first's records, and neither sweeps away the other's temp files (remove_stale_temp_files)."""
+    """One writer per run folder: two notebooks side by side may ask for the same run (a challenging subset neither
+    has yet); the second waits here, then resumes the first's records."""
     d.mkdir(parents=True, exist_ok=True)
     with open(d / ".writer.lock", "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes, also when this process dies
         yield
 
 
-def _run_locked(name, questions, configs, population, **kw) -> _Run:
-    """Everything run_experiment does; returns the finished run's state (kw: run_experiment's keywords)."""
-    run = _open_run(name, questions, configs, population, **kw)
-    run.bar = tqdm(
-        total=len(run.todo),
-        desc=name,
-        disable=not (run.progress and run.todo and progress_bars()),
-        unit="q",
-        smoothing=0.05,
-    )
-    with run.stop.installed():
-        run.out = Appender(run.dir / TRANSCRIPTS) if run.todo else None
-        try:
-            _run_passes(run)
-        finally:
-            if run.out is not None:
-                run.out.close()
-    run.bar.close()
-    if run.stopped:
-        _end_stopped(run)
-    _end_complete(run)
-    return run
+def _run(name, questions, configs, population, repeats=1, workers=None, profile="default", progress=True,
+         extra_meta=None) -> _Run:  # fmt: skip
+    """Everything run_experiment does, under the run's locks (agents/locks.py: a notebook run by hand while the
+    reproduce driver runs the same profile refuses with one line instead of paying for the calls twice)."""
+    with run_lock(name, llm=not population.synthetic), _folder_lock(run_dir(name)):
+        run = _open_run(name, questions, configs, population, repeats, workers, profile, progress, extra_meta)
+        shown = progress and run.todo and progress_bars()
+        run.bar = tqdm(total=len(run.todo), desc=name, disable=not shown, unit="q", smoothing=0.05)
+        with run.stop.installed():
+            run.out = Appender(run.dir / TRANSCRIPTS) if run.todo else None
+            try:
+                _run_passes(run)
+            finally:
+                if run.out is not None:
+                    run.out.close()
+        run.bar.close()
+        _finish(run)
+        return run
 
 
-def run_experiment(
-    name: str,
-    questions: Sequence[Question],
-    configs: Sequence[DebateConfig],
-    population: Population,
-    repeats: int = 1,
-    workers: Optional[int] = None,
-    profile: str = "default",
-    progress: bool = True,
-    extra_meta: Optional[dict] = None,
-    root: Optional[Path] = None,
-) -> Path:
-    """Run every config on every question (x repeats) and save transcripts; returns the run directory.
-
-    workers: questions run concurrently (threads) when the population does I/O; synthetic runs are
-    sequential (pure numpy, the GIL would make threads slower).
-    root: the outputs folder (runs/<name>/ is made under it); None: the repository's outputs/ (notebooks).
-    """
-    kw = dict(repeats=repeats, workers=workers, profile=profile, progress=progress, extra_meta=extra_meta)
-    with outputs_root(root) if root is not None else contextlib.nullcontext():
-        return _run(name, questions, configs, population, **kw).dir
-
-
-_RUN_DEFAULTS = dict(repeats=1, workers=None, profile="default", progress=True, extra_meta=None)
+def run_experiment(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw) -> Path:
+    """Run every config on every question and save transcripts; returns the run directory. kw: repeats (1), workers
+    (questions in threads when the population does I/O), profile, progress, extra_meta (added to meta.json)."""
+    return _run(name, questions, configs, population, **kw).dir
 
 
 def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
-    """run_experiment(name, questions, configs, population, **kw) (kw may hold root=), then what load_run(name) returns:
-    (meta, records). The records are parsed from the lines written to the file, so they are load_run's own;
-    lines that were read from the file when the run started (a rerun with everything on disk) are not
-    parsed a second time."""
-    root = kw.pop("root", None)
-    with outputs_root(root) if root is not None else contextlib.nullcontext():
-        run = _run(name, questions, configs, population, **{**_RUN_DEFAULTS, **kw})
-    keys = order_keys(questions, configs, run.repeats)
-    order = {k: i for i, k in enumerate(keys)}
-    final = sorted((k for k in run.done if k in order), key=order.__getitem__)
-    final += [k for k in run.done if k not in order]  # write_canonical's order: the file's
+    """run_experiment's run, then what load_run(name) returns: (meta, records), without parsing the records that
+    were read from the file when the run started a second time."""
+    run = _run(name, questions, configs, population, **kw)
     meta = read_meta(run.dir / "meta.json")
     hashes = {m["config_hash"] for m in meta["methods"].values()}
-    records = []
     with gc_paused():
-        for k in final:
-            if k[1] in hashes:
-                rec, line = run.done[k]
-                records.append(parse_line(line) if k in run.fresh else rec)
+        records = [
+            parse_line(run.done[k][1]) if k in run.fresh else run.done[k][0] for k in run.final if k[1] in hashes
+        ]
     return meta, records
