@@ -25,7 +25,7 @@ from acemad_utils.agents.sim import make_items
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.run_files import cut_torn_tail
+from acemad_utils.experiments.runner import cut_torn_tail
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 

@@ -92,7 +92,7 @@ def gz_fix(path: Path) -> str:
     )
 
 
-SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (run_files.write_canonical)
+SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (runner.write_canonical)
 
 
 def gunzip(path: Path, *, salvage: bool = False) -> bytes:

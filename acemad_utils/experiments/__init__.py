@@ -1,5 +1,5 @@
 """experiments: what the notebooks run (registry, params, profiles, paper_tables), the inputs they share (setup,
-subsets: the challenging subsets) and running it (runner, run_files: resumable transcripts + meta.json)."""
+subsets: the challenging subsets) and running it (runner: resumable transcripts + meta.json)."""
 
 from acemad_utils.experiments.runner import RunInterrupted, run_experiment
 from acemad_utils.experiments.setup import Setup

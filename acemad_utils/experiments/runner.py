@@ -1,21 +1,34 @@
-"""Run experiments into transcripts: the single source of truth for every table and figure.
+"""Run experiments into transcripts, the single source of truth for every table and figure, resumably.
 
     path = run_experiment("theory_martingale", items, [cfg_a, cfg_b], population)
     meta, records = run_and_load("theory_martingale", items, [cfg_a, cfg_b], population)
 
-outputs/runs/<name>/ holds transcripts.jsonl.gz and meta.json (run_files.py). Every question ends as a record, "ok"
-or "failed" with its redacted "error"; an "ok" record on disk is never recomputed, so a stopped run resumes. Ctrl-C:
-the first press starts no new question and saves those in flight; a second stops waiting for them (their calls land
-in the response cache); either way `RunInterrupted` says "interrupted: N of M records saved; rerun to resume".
+outputs/runs/<name>/ holds transcripts.jsonl(.gz) and meta.json. Every question ends as a record, "ok" or "failed"
+with its redacted "error"; an "ok" record on disk is never recomputed, so a stopped run resumes. Lines are written
+whole and flushed at once (`Appender`; fsynced at most once a second: a synthetic run saves thousands a second); a
+torn last line from a crash is cut before appending (`cut_torn_tail`); a run resumes only into a folder that asked
+the same questions of the same agents (`check_resumable`); a complete run is written once more, whole, compressed, in
+canonical order (`write_canonical`), so a rerun gives the same bytes. Ctrl-C: the first press starts no new question
+and saves those in flight; a second stops waiting for them (their calls land in the response cache); either way
+`RunInterrupted` says "interrupted: N of M records saved; rerun to resume".
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import gzip
+import hashlib
+import json
+import os
 import signal
+import struct
+import subprocess
 import sys
 import threading
+import time
+import warnings
+import zlib
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -28,41 +41,279 @@ from acemad_utils.agents.batch import BatchExported, Deferred
 from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.locks import run_lock
-from acemad_utils.agents.redact import redact
+from acemad_utils.agents.redact import redact, strip_url_secrets
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.paths import progress_bars
+from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes, progress_bars
 from acemad_utils.data.transcripts import (
+    COMPRESSED,
+    SALVAGED,
     TRANSCRIPTS,
     commitments,
     gc_paused,
     parse_line,
     read_meta,
+    record_lines,
     run_dir,
     write_questions,
 )
-from acemad_utils.experiments.run_files import (
-    Appender,
-    check_resumable,
-    cut_torn_tail,
-    failed_record,
-    git_commit,
-    order_keys,
-    read_done,
-    record_key,
-    remove_stale_temp_files,
-    summarize,
-    usage_delta,
-    with_usage_keys,
-    write_canonical,
-    write_meta,
-)
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch, run_question
-from acemad_utils.protocol.records import to_line
+from acemad_utils.protocol.records import base_record, to_line
+from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question, zero_usage
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
-from acemad_utils.protocol.schema import Population, Question, zero_usage
 
 
+# ----------------------------------------------------------------------------- the files of a run
+def git_commit() -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def cut_torn_tail(path: Path) -> None:
+    """A file not ending in a newline was cut mid-write: a whole record at its end gets its newline, a torn line is
+    cut off (never read as a record, never glued to the next)."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        keep, pos = 0, size
+        while pos > 0:  # find the last newline, reading backwards in blocks
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            i = f.read(step).rfind(b"\n")
+            if i >= 0:
+                keep = pos + i + 1
+                break
+        f.seek(keep)
+        tail = f.read()
+        try:
+            rec = json.loads(tail)
+        except (ValueError, RecursionError):
+            rec = None
+        if isinstance(rec, dict) and is_record(rec):
+            f.seek(size)
+            f.write(b"\n")
+        else:
+            warnings.warn(
+                f"{path}: dropped a torn last line ({size - keep} bytes) left by an interrupted run", stacklevel=2
+            )
+            f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def is_record(rec: dict) -> bool:
+    return "question_id" in rec and "config_hash" in rec and "repeat" in rec and "status" in rec
+
+
+def record_key(rec: dict) -> tuple:
+    return (rec["question_id"], rec["config_hash"], rec["repeat"])
+
+
+FSYNC_EVERY_S = 1.0
+COMPRESS_LEVEL = 4  # of transcripts.jsonl.gz (write_canonical)
+
+
+class Appender:
+    """Whole lines appended and flushed at once (a killed process loses nothing), fsynced every FSYNC_EVERY_S."""
+
+    def __init__(self, path: Path):
+        self.f = open(path, "a", encoding="utf-8")
+        self.synced = time.monotonic()
+
+    def write_many(self, lines) -> None:
+        self.f.write("".join(line + "\n" for line in lines))
+        self.f.flush()
+        if time.monotonic() - self.synced >= FSYNC_EVERY_S:
+            os.fsync(self.f.fileno())
+            self.synced = time.monotonic()
+
+    def close(self) -> None:
+        if self.f.tell():
+            os.fsync(self.f.fileno())
+        self.f.close()
+
+
+def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
+    """{record_key: (record, line)} of the ok records saved (compressed file, then appended lines; the latest wins;
+    a damaged .gz gives what can be read, and the run writes it whole again)."""
+    with gc_paused():
+        return {
+            record_key(rec): (rec, line.decode("utf-8"))
+            for rec, line in record_lines(path, salvage=True)
+            if is_record(rec) and rec.get("status") == "ok"
+        }
+
+
+def remove_stale_temp_files(d: Path) -> list[Path]:
+    """Remove the temp files (atomic_write's) a killed process left in run folder `d`; only under the run's lock."""
+    gone = [p for p in d.glob("*.tmp") if p.is_file() and p.name.startswith((COMPRESSED + ".", "meta.json."))]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone
+
+
+def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat: int, err: BaseException) -> dict:
+    return {
+        **base_record(q, cfg, population, repeat),
+        "status": "failed",
+        "error": redact(f"{type(err).__name__}: {err}")[:500],  # a server may echo the key in its message
+        "final": {
+            "answer": None,
+            "correct": None if q.answer is None else False,
+            "oracle_any_agent_correct": False,
+            "tie": False,
+        },
+        "usage": dict.fromkeys(RECORD_USAGE_KEYS, 0),
+    }
+
+
+def with_usage_keys(rec: dict) -> dict:
+    usage = rec.setdefault("usage", {})
+    for k in RECORD_USAGE_KEYS:
+        usage.setdefault(k, 0)
+    return rec
+
+
+def usage_delta(after: dict, before: dict) -> dict:
+    out: dict[str, object] = {}
+    for k, v in after.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        b = before.get(k, 0)
+        out[k] = v - (b if isinstance(b, (int, float)) else 0)
+    if "cost_usd" in after:
+        a, b = after["cost_usd"], before.get("cost_usd")
+        out["cost_usd"] = None if a is None or b is None else round(a - b, 6)
+    return out
+
+
+#: A run where more than this share of the commitments did not parse (after the repair call) is no result: the
+#: reproduce command and `python -m acemad_utils run` exit 1 and say so; below it, tables count them beside n.
+PARSE_FAILURE_LIMIT = 0.5
+
+
+def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
+    """Run-level counts from records: questions, expected, records, missing, ok, failed (and their errors), usage,
+    commitments, correct (over ok records)."""
+    out: dict = {
+        "questions": len({r["question_id"] for r in records}),
+        "expected": len(records) if expected is None else expected,
+        "records": len(records),
+        "ok": sum(r.get("status") == "ok" for r in records),
+        "failed": sum(r.get("status") == "failed" for r in records),
+    }
+    out["missing"] = out["expected"] - out["records"]
+    usages = [r.get("usage", {}) for r in records]
+    for k in RECORD_USAGE_KEYS:
+        out[k] = sum(int(u.get(k, 0) or 0) for u in usages)
+    out["commitments"] = sum(commitments(r) for r in records if r.get("status") == "ok")  # parse_failures' base
+    out["correct"] = float(
+        sum(
+            float(r["final"]["correct"])
+            for r in records
+            if r.get("status") == "ok" and r.get("final") and r["final"].get("correct") is not None
+        )
+    )
+    out["errors"] = [
+        {
+            "question_id": r["question_id"],
+            "method": r.get("method"),
+            "repeat": r.get("repeat"),
+            "error": r.get("error", ""),
+        }
+        for r in records
+        if r.get("status") == "failed"
+    ][:50]
+    return out
+
+
+# Description fields that do not change what agents answer: how an endpoint is reached, not who answers.
+_OPERATIONAL = {"endpoints", "structured_output", "structured_output_detection", "max_concurrency", "max_attempts"}
+
+
+def identity(desc) -> str:
+    """The part of a population's description that defines its answers (models, seed, sampling, prompts)."""
+    if not isinstance(desc, dict):
+        return str(desc)
+    keep = {k: v for k, v in desc.items() if k not in _OPERATIONAL}
+    keep.setdefault("calls", "two")  # runs saved before the single-call mode existed used two calls
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def write_meta(path: Path, meta: dict) -> None:
+    """meta.json, whole, with no URL keeping its credentials (a base_url with user:password@ or ?api_key=)."""
+    atomic_write(path, strip_url_secrets(json.dumps(meta, indent=2, sort_keys=True, default=str)) + "\n")
+
+
+def check_resumable(d: Path, meta: dict) -> None:
+    """Refuse to resume into `d` when its saved run asked other questions or other agents (ValueError)."""
+    meta_path = d / "meta.json"
+    if not meta_path.exists():
+        return
+    old = read_meta(meta_path, need=("methods", "data_hash", "population"))  # DamagedFile: delete it alone
+
+    def who(meta: dict, what: str, ident: str) -> str:  # who answered (models, seed) or which questions
+        if what == "data_hash":
+            return f"{meta.get('n_questions')} questions of {meta.get('benchmarks')} (data hash {ident})"
+        pop = meta.get("population")
+        if not isinstance(pop, dict):
+            return f"{pop} ({ident})"
+        models = pop.get("models") or [pop.get("model", pop.get("name"))]
+        return f"{', '.join(map(str, models))} with seed {pop.get('seed')} (identity {ident})"
+
+    for what, a, b in (
+        ("data_hash", old.get("data_hash"), meta["data_hash"]),
+        ("population", identity(old.get("population")), identity(meta["population"])),
+    ):
+        if a != b:
+            raise ValueError(
+                f"{d} holds a run with a different {what}: saved {who(old, what, str(a))}, this run "
+                f"{who(meta, what, b)}; resuming would mix results. Delete {d} or choose another experiment name."
+            )
+
+
+def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
+    """Write the lines of `done` ({key: (record, line)}) in the order of `final` to transcripts.jsonl.gz and remove
+    the appended plain file `path`; nothing is written when the .gz already holds exactly these lines."""
+    gz = path.with_name(COMPRESSED)
+    if path.exists() or not gz.exists() or list(done) != final or gz.resolve() in SALVAGED:
+        # mtime=0: the same records give the same bytes. Level 4, not 1 or 6: on notebook 06's run (110 MB of lines)
+        # level 1 gives 18.9 MB in 0.36 s, level 4 16.6 MB in 0.64 s, level 6 15.5 MB in 1.15 s (bench/README.md)
+        atomic_write_bytes(gz, _gzipped(done[k][1] for k in final))
+        path.unlink(missing_ok=True)
+        SALVAGED.discard(gz.resolve())
+
+
+def _gzipped(lines, chunk: int = 1 << 12) -> bytes:
+    """gzip.compress(lines + newlines, COMPRESS_LEVEL, mtime=0)'s bytes, a few thousand lines at a time (never one
+    string: 110 MB for notebook 06's run)."""
+    deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
+    parts, crc, size = [gzip.compress(b"", compresslevel=COMPRESS_LEVEL, mtime=0)[:10]], 0, 0
+    batch: list[str] = []
+    for n, line in enumerate(lines, 1):
+        batch.append(line)
+        if n % chunk == 0:
+            data = ("\n".join(batch) + "\n").encode("utf-8")
+            parts.append(deflate.compress(data))
+            crc, size = zlib.crc32(data, crc), size + len(data)
+            batch.clear()
+    data = ("\n".join(batch) + "\n").encode("utf-8") if batch else b""
+    parts += [deflate.compress(data), deflate.flush()]
+    crc, size = zlib.crc32(data, crc), size + len(data)
+    return b"".join(parts) + struct.pack("<LL", crc, size & 0xFFFFFFFF)
+
+
+# ----------------------------------------------------------------------------- the run
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C ended a run; str() is the one line to show."""
 
@@ -187,9 +438,9 @@ def _answer(run: _Run, job) -> Optional[dict]:
         return None if run.stop.presses else failed_record(q, c, run.population, r, err)
 
 
-def _save(run: _Run, recs: Sequence[Optional[dict]]) -> None:
+def _save(run: _Run, maybe: Sequence[Optional[dict]]) -> None:
     """Append records' lines, whole (a second Ctrl-C waits for them), and count them on the progress bar."""
-    recs = [r for r in recs if r is not None]
+    recs = [r for r in maybe if r is not None]
     if not recs:
         return
     lines = [to_line(rec) for rec in recs]
@@ -295,7 +546,8 @@ def _run_passes(run: _Run) -> None:
 def _finish(run: _Run) -> None:
     """Write the summary to meta.json. Complete: the records whole, compressed, in canonical order (configs, then
     questions as given, repeats ascending). Stopped early: the file holds whole records; raise the one-line reason."""
-    order = {k: i for i, k in enumerate(order_keys(run.questions, run.configs, run.repeats))}
+    keys = ((q.id, c.hash, r) for c in run.configs for q in run.questions for r in range(run.repeats))
+    order = {k: i for i, k in enumerate(keys)}
     ours = sorted((k for k in run.done if k in order), key=order.__getitem__)
     run.final = ours + [k for k in run.done if k not in order]  # the file's order: every other ok record after ours
     pressed = bool(run.stop.presses)
