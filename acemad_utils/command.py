@@ -28,8 +28,7 @@ from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
-from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
-from acemad_utils.experiments.runner import RunInterrupted, run_and_load
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted, run_and_load
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question

@@ -10,7 +10,7 @@ import pytest
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.experiments import profiles
-from acemad_utils.experiments.run_files import identity as _identity
+from acemad_utils.experiments.runner import identity as _identity
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.commit import argument_of, commit_schema, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT

@@ -12,7 +12,7 @@ import pytest
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.run_files import failed_record
+from acemad_utils.experiments.runner import failed_record
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import viewer as V

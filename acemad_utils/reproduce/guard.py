@@ -15,7 +15,7 @@ from jupyter_client.manager import AsyncKernelManager
 from acemad_utils.agents.locks import LockRefused, RunLock
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.transcripts import read_jsonl
-from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT
 
 
 class ProfileLock(RunLock):
