@@ -67,7 +67,7 @@ class SimBatch:
 
     def __init__(self, pop: SimPopulation, specs: Sequence[AgentSpec], questions: Sequence[Question], repeats, role):
         prm, n, k = pop.params, len(specs), len(questions[0].options)
-        self.specs, self.questions, self.role = list(specs), list(questions), role
+        self.specs, self.questions, self.role, self.texts = list(specs), list(questions), role, pop.texts
         self.keys = streams.debate_keys(pop.seed, [q.id for q in questions], repeats, role)[:, None]  # (D, 1)
         self.agent = np.arange(n)[None, :]
         truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4)
@@ -139,7 +139,7 @@ class SimBatch:
         p = np.maximum(streams.dirichlet(alpha, self.keys[..., None], self.agent[..., None], _COMMIT, t), 1e-9)
         p = p / p.sum(axis=-1, keepdims=True)
         q = (1 - self.cal) * p + self.cal * np.where(has, np.nan_to_num(seen), self.expected_peers) if want_q else None
-        return Commits(p, q, self.messages(p))
+        return Commits(p, q, self.messages(p) if self.texts else [[""] * p.shape[1]] * p.shape[0])
 
     @functools.cached_property
     def _templates(self) -> list[list[tuple]]:
@@ -181,8 +181,9 @@ class SimPopulation(Population):
     batched = True
     name = "sim"
 
-    def __init__(self, params: Optional[SimParams] = None, seed: int = 0, model: Optional[str] = None):
-        self.params, self.seed, self.model = params or SimParams(), seed, model
+    def __init__(self, params: Optional[SimParams] = None, seed: int = 0, model: Optional[str] = None, texts=True):
+        # texts=False: every argument text is "" (a caller that reads only the numbers: notebook 09's map points)
+        self.params, self.seed, self.model, self.texts = params or SimParams(), seed, model, texts
 
     def batch_agents(self, specs: Sequence[AgentSpec], questions: Sequence[Question], repeats, role="debater"):
         if role == "moderator":  # Centralized MAD's moderator: a crowd agent of the paper's roster

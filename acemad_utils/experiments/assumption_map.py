@@ -358,9 +358,9 @@ def base_params(S: Setup) -> SimParams:
     return S.population.params
 
 
-def population(S: Setup, params: dict) -> SimPopulation:
+def population(S: Setup, params: dict, texts: bool = True) -> SimPopulation:
     """The synthetic population of one map point (the profile's seed); batched: the runner answers it as arrays."""
-    return SimPopulation(replace(base_params(S), **params), seed=S.seed)
+    return SimPopulation(replace(base_params(S), **params), seed=S.seed, texts=texts)
 
 
 def _base(overrides: dict) -> dict:
@@ -424,7 +424,7 @@ def _debated(S: Setup, run: R.Run, group: str) -> list[dict]:
     """The records of `run`'s configs in `group`: its transcript if SHOWN, else made in memory (protocol.debate)."""
     if run.name in SHOWN:
         return [r for r in run_point(S, run) if r["method"] in run.labels(group)]
-    qs, pop = map_questions(S, run.params or {}, run.cap, run.benchmarks), population(S, run.params or {})
+    qs, pop = map_questions(S, run.params or {}, run.cap, run.benchmarks), population(S, run.params or {}, texts=False)
     return [rec for c in run[group] for rec in run_batch(qs, pop, c, [0] * len(qs))]
 
 
