@@ -217,3 +217,15 @@ def test_readme_and_docs_cite_every_study_the_map_places():
     for page in ("README.md", "docs/population.md"):
         text = (ROOT / page).read_text(encoding="utf-8")
         assert [i for i in ids if i not in text] == [], page
+
+
+def test_a_population_without_texts_draws_the_same_numbers():
+    recs = [
+        run_batch(ITEMS[:40], SimPopulation(seed=3, texts=texts), DebateConfig(method="acemad"), [0] * 40)
+        for texts in (True, False)
+    ]
+    on, off = ([{**e, "message": None} for r in rs for rnd in r["rounds"] for e in rnd] for rs in recs)
+    assert on == off and [r["final"] for r in recs[0]] == [r["final"] for r in recs[1]]
+    assert {e["message"] for r in recs[1] for rnd in r["rounds"] for e in rnd} == {""} and recs[0][0]["rounds"][0][0][
+        "message"
+    ]
