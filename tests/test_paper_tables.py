@@ -22,10 +22,6 @@ def test_printed_and_recomputed_average_side_by_side(monkeypatch, tmp_path):
     assert list(df["Average (printed)"]) == [15.0, 49.92]  # the paper's own (wrong) 49.92 is kept as printed...
     assert list(df["Average (recomputed)"]) == [15.0, 35.0]  # ...beside the mean of its cells
     assert len(TB.paper_table("table2_main_results")) == 3
-
-
-def test_a_missing_table_is_an_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(P, "PAPER", tmp_path)
     with pytest.raises(FileNotFoundError, match="no nope.csv"):
         TB.paper_table("nope")
 

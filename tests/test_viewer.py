@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -115,27 +117,14 @@ def test_bars_are_text_in_eighths_and_numbers_round_like_javascript_tofixed():
     assert got == ["0.13", "-0.018", "0.00", "0.200"]
 
 
-def test_the_question_is_shown_from_the_runs_side_file(tmp_root):
-    runner.run_experiment("t/q", ITEMS[:2], [DebateConfig(method="acemad")], SimPopulation(seed=2), workers=1)
-    meta, records = transcripts.load_run("t/q")
-    html = V.debate_html(records[0], meta)
-    q = next(q for q in ITEMS if q.id == records[0]["question_id"])
-    assert q.question in html and "Synthetic item (generated text" in html
-    assert all(f"<b>{k}.</b> {v}" in html for k, v in q.options.items())
-    assert "not recorded in this run" in V.debate_html(records[0])  # no meta: no run to read it from
+def test_source_label_failed_records_and_the_notebooks_html_object():
+    from IPython.display import HTML
 
-
-def test_failed_records_and_non_records():
-    rec = failed_record(ITEMS[0], DebateConfig(method="acemad"), SimPopulation(seed=1), 0, RuntimeError("HTTP 503 <x>"))
-    html = V.debate_html(rec)
+    bad = failed_record(ITEMS[0], DebateConfig(method="acemad"), SimPopulation(seed=1), 0, RuntimeError("HTTP 503 <x>"))
+    html = V.debate_html(bad)
     assert attrs(html) == (0, 0) and "status failed" in html and "HTTP 503 &lt;x&gt;" in html
     with pytest.raises(ValueError, match="missing 'question_id'"):
         V.debate_html({"rounds": []})
-
-
-def test_source_label_and_the_notebooks_html_object():
-    from IPython.display import HTML
-
     rec = record()
     assert V.source_of(rec) == V.SYNTHETIC_LABEL
     meta = {"population": {"synthetic": False, "model": "gpt-4o-mini"}, "model": "gpt-4o-mini", "synthetic": False}
@@ -198,6 +187,10 @@ def test_run_page_embeds_every_record_and_loads_nothing_from_the_network(tmp_roo
     assert [row[4] for row in data["rows"]] == [V.is_correct(r) for r in records]
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "http://" not in page and "https://" not in page and V.SYNTHETIC_LABEL in page
+    q = next(q for q in ITEMS if q.id == records[0]["question_id"])  # the question, from the run's side file
+    assert q.question in pages[0] and "Synthetic item (generated text" in pages[0]
+    assert all(f"<b>{k}.</b> {v}" in pages[0] for k, v in q.options.items())
+    assert "not recorded in this run" in V.debate_html(records[0])  # no meta: no run to read it from
     for bad in ("../x", "/abs/run", ""):
         with pytest.raises(ValueError, match="relative run name"):
             V.page_path(bad)
@@ -210,7 +203,7 @@ def read_page(page: str) -> tuple[dict, list]:
     and, per method, the fragments of its records (base64 block), in list order."""
     data = json.loads(re.search(r'<script type="application/json" id="acemad-data">(.*?)</script>', page, re.S)[1])
     parts = {
-        int(m): V.unpack(b)
+        int(m): json.loads(zlib.decompress(base64.b64decode(b)))
         for m, b in re.findall(r'<script type="application/octet-stream" id="acemad-part-(\d+)">(.*?)</script>', page)
     }
     assert sorted(parts) == list(range(len(data["methods"])))

@@ -410,11 +410,6 @@ def _json(data) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def unpack(blob: str) -> list[str]:
-    """A method's fragments from the page's base64 block (what the browser does)."""
-    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
-
-
 def page_path(experiment: str) -> Path:
     """outputs/viewer/<experiment>.html; a "/" in the name makes subfolders, as under outputs/runs/."""
     parts = Path(experiment).parts
