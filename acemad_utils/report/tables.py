@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -293,36 +291,6 @@ def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
     methods = long["method"].map({m: i for i, m in enumerate(dict.fromkeys(long["method"]))})
     out = long.assign(_m=methods, _b=key).sort_values(["_m", "_b"], kind="stable")
     return out.drop(columns=["_m", "_b"]).reset_index(drop=True)
-
-
-def _number(text: str):
-    # a printed cell as an exact decimal ('5.50' == '5.5'), or the stripped text when it is not a number
-    try:
-        return Decimal(text.strip())
-    except InvalidOperation:
-        return text.strip()
-
-
-def paper_differences(ours: Path, theirs: Path) -> list[str]:
-    """Every difference between two transcriptions of one printed table (CSV): columns, rows (keyed by model/method,
-    in order), cells (numbers as exact decimals, to the printed precision). Empty: they agree cell by cell."""
-    a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
-    name = Path(ours).name
-    if list(a.columns) != list(b.columns):
-        return [f"{name}: columns differ: ours {list(a.columns)}, shared {list(b.columns)}"]
-    keys = [c for c in KEY_COLUMNS if c in a.columns]
-    ka, kb = (list(map(tuple, d[keys].to_numpy())) for d in (a, b))
-    if ka != kb:
-        return [
-            f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
-            f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")
-        ]
-    out = []
-    for key, (_, ra), (_, rb) in zip(ka, a.iterrows(), b.iterrows()):
-        for c in a.columns:
-            if c not in keys and _number(ra[c]) != _number(rb[c]):
-                out.append(f"{name}: row {' / '.join(key)}, column {c}: ours {ra[c]!r}, shared {rb[c]!r}")
-    return out
 
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
