@@ -225,19 +225,14 @@ N_SHUFFLES = 20
 
 
 def shuffled_decisions(
-    arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0,
-    per_round: bool = False,
-) -> np.ndarray:  # fmt: skip
+    arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0
+) -> np.ndarray:
     """AceMAD's final answers (n_perm, B) with each question's peer-prediction scores permuted among its agents:
     one permutation per question for every round, so AceMAD's own weights (their dispersion kept) go to other
-    agents. per_round=True draws one per round, which also shrinks the dispersion (two effects mixed). Agents whose
-    commitment failed in any round keep their own (worst) scores."""
+    agents. Agents whose commitment failed in any round keep their own (worst) scores."""
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
-    movable = arr.valid.all(axis=1)
-    salts = [f"shuffle|round{t + 1}" if per_round else "shuffle" for t in range(S.shape[1])]
-    # one draw per distinct salt: by default every round has the same one (drawing it T times cost T times as much)
-    drawn = {salt: B.agent_permutations(seed, arr.question_ids, movable, n_perm, salt=salt) for salt in set(salts)}
-    perm = np.stack([drawn[salt] for salt in salts], axis=2)  # (n_perm, B, T, N)
+    drawn = B.agent_permutations(seed, arr.question_ids, arr.valid.all(axis=1), n_perm, salt="shuffle")
+    perm = np.stack([drawn] * S.shape[1], axis=2)  # (n_perm, B, T, N): the same draw every round
     W = B.mwu_weights(np.take_along_axis(np.broadcast_to(S, perm.shape), perm, axis=-1), eta)
     return B.weighted_decision(
         arr.P[:, -1], W[:, :, -1], arr.valid[:, -1], exponent, keys=arr.keys, option_mask=arr.option_mask
