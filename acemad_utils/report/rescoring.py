@@ -103,25 +103,23 @@ def initial_plurality(arr: Stacked) -> np.ndarray:
 
 def belief_in_truth(arr: Stacked) -> np.ndarray:
     """Mean over agents of p_i^(t)(y*), (B, T): the quantity of the martingale proposition."""
-    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]
-    return pt.mean(axis=-1)
+    return _p_truth(arr).mean(axis=-1)
 
 
-def _truth(arr: Stacked) -> np.ndarray:
-    # every question needs a gold answer here (an unlabelled one, -1, would index the last option)
+def _p_truth(arr: Stacked) -> np.ndarray:
+    """p_i^(t)(y*), (B, T, N); every question needs a gold answer (an unlabelled one, -1, would index the last)."""
     if (arr.truth < 0).any():
         raise ValueError(
             f"{int((arr.truth < 0).sum())} question(s) have no gold answer: belief in the truth is undefined"
         )
-    return arr.truth
+    return np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]
 
 
 def weighted_truth(arr: Stacked, eta: float = ETA, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
     """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
     column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
     W = weights(arr, eta, rule)
-    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
-    w = W**exponent
+    pt, w = _p_truth(arr), W**exponent
     series = (w * pt).sum(-1) / w.sum(-1)
     return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
 
