@@ -1,13 +1,6 @@
-"""Regenerate every table and figure: the numbered notebooks through papermill into outputs/.
-
-    python -m acemad_utils.reproduce [--profile default|local|paper|FILE] [--only 00_theory ...] [--set KEY=VALUE]
-                                     [--jobs N] [--force] [--wait]
-
-The profile is checked first (profiles.load_profile); a --set that changes what the runs are names the run
-'<profile>.set-...' (profiles.run_key). Then every endpoint is checked, the cost printed (paid backends), the
-profile locked, and each notebook that is not up to date (uptodate.py) runs: one line each, a failure as one line
-naming the executed copy with its traceback. Exit status: 0, 1 (a notebook or records failed), 130 (Ctrl-C).
-"""
+"""Regenerate every table and figure: the numbered notebooks through papermill into outputs/ (profile checked, every
+endpoint checked, cost printed, profile locked, each notebook not up to date run; one line each). Exit status: 0, 1
+(a notebook or records failed), 130 (Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -158,9 +151,8 @@ def _params(prof: dict, nb: str) -> dict:
 
 
 def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
-    """Every endpoint the selected notebooks call, checked at once before anything runs (key, host, key accepted,
-    the Batch API with CALLS_VIA batch; then the model served): a second endpoint that was down once stopped the paper
-    profile at notebook 04, after ~$81 of notebooks 01-03. One line per endpoint that fails, with its fix."""
+    """Every endpoint the selected notebooks call, checked before anything runs (a second endpoint that was down once
+    stopped the paper profile at notebook 04, after ~$81 of notebooks 01-03); one line per failing endpoint."""
     eps = endpoints({nb: {**schema.defaults(nb), **_params(prof, nb)} for nb in selected})
     if not eps:
         return
@@ -211,7 +203,6 @@ def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) 
 def _print_estimate(
     prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict
 ) -> Optional[Estimate]:
-    """The cost estimate before any money is spent, when a selected notebook runs on a paid (openai) backend."""
     if not _uses_llm(prof, selected, ("openai",)):
         return None
     est = None
@@ -227,7 +218,6 @@ def _print_estimate(
 
 
 def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path):
-    """One notebook with the profile's parameters (no credentials in what papermill writes) into `out`."""
     return pm.execute_notebook(
         str(path),
         str(out),
@@ -245,8 +235,7 @@ _ENV_LOCK = threading.Lock()
 
 
 def _hide_urls(value):
-    """`value` with URL credentials taken out of every string; the full URLs go to the kernels in URL_SECRETS_ENV
-    (the environment, never a file), where LLMPopulation puts them back."""
+    """`value` with URL credentials taken out; the full URLs reach the kernels in URL_SECRETS_ENV, never a file."""
     if isinstance(value, dict):
         return {k: _hide_urls(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -261,9 +250,8 @@ def _hide_urls(value):
 
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1) -> int:
-    """Up to `jobs` notebooks at once, each once the notebooks it READS have ended (LONGEST first), a line each as it
-    ends. A failure does not stop the others; a STOPPER or Ctrl-C starts no further notebook. Ctrl-C reaches the
-    kernels (their runs stop between records); a second one stops waiting. Failed records make the exit status 1."""
+    """Up to `jobs` notebooks at once, each after the ones it READS (LONGEST first). A failure does not stop the
+    others; a STOPPER or Ctrl-C starts no further one. Ctrl-C reaches the kernels; a second one stops waiting."""
     tag, t_start, failed, code, interrupted = f"[{name_of_profile}]", time.time(), 0, 0, False
     waiting, ended, running = list(selected), set[str](), dict[Future, tuple[str, float]]()
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook")
@@ -318,10 +306,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
 
 def _ready(name: str, selected: list, ended: set) -> bool:
     needs = READS.get(name, ())
-    return all(
-        n in ended
-        for n in ([n for n in selected if n != name] if "*" in needs else [n for n in needs if n in selected])
-    )
+    return all(n in ended for n in selected if n != name and ("*" in needs or n in needs))
 
 
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
@@ -336,7 +321,6 @@ def _ok_line(tag: str, name: str, t0: float, nb) -> str:
 
 
 def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -> str:
-    """The executed copy if this run wrote it whole; a truncated one (a full disk) is removed."""
     try:
         if out.stat().st_mtime < time.time() - seconds - 1:
             return "no executed copy was written"
@@ -350,8 +334,7 @@ def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -
 
 
 def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> str:
-    """Print the one line of a notebook that raised; 'interrupted' (Ctrl-C), 'stopped' (every later notebook would
-    stop the same way: a STOPPER, a full disk) or 'failed'."""
+    """Print its one line; 'interrupted', 'stopped' (every later notebook would stop the same way) or 'failed'."""
     ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
     head = f"{tag} {name} FAILED after {seconds:.1f}s:"
     rest_line = f"\n    not started: {', '.join(rest)}" if rest else ""
@@ -397,7 +380,6 @@ def _rel(path: Path) -> str:
 
 
 def _last_summary(nb) -> str:
-    """The notebook's final 'SUMMARY: ...' line, if it printed one."""
     for cell in reversed(nb.cells):
         for o in cell.get("outputs", []):
             for line in str(o.get("text", "")).splitlines():

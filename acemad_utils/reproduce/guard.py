@@ -19,7 +19,7 @@ from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
 
 
 class ProfileLock(RunLock):
-    """One run per profile (agents/locks.py, also taken by a notebook run by hand): a refusal is one line."""
+    """One run per profile (agents/locks.py): a refusal is one line."""
 
     def __enter__(self) -> ProfileLock:
         try:
@@ -62,7 +62,6 @@ class ProgressTail:
 
 
 def _metas(since: float):
-    """(run folder, meta) of every run whose meta.json was written at or after `since`."""
     root = outputs("runs")
     for path in sorted(root.rglob("meta.json")):
         with contextlib.suppress(OSError, ValueError):
@@ -71,7 +70,7 @@ def _metas(since: float):
 
 
 def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
-    """Runs written since `since` holding failed records: name -> (n, {method: n}, first error)."""
+    """name -> (n, {method: n}, first error) of the runs written since `since` holding failed records."""
     out = {}
     for folder, name, meta in _metas(since):
         if not (meta.get("summary") or {}).get("failed"):
@@ -88,7 +87,7 @@ def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
 
 
 def parse_failures(since: float) -> dict[str, tuple[int, int]]:
-    """Runs written since `since` with commitments that did not parse: name -> (unparsed, commitments)."""
+    """name -> (unparsed, commitments) of the runs written since `since`."""
     out = {}
     for _, name, meta in _metas(since):
         summary = meta.get("summary") or {}
@@ -98,7 +97,6 @@ def parse_failures(since: float) -> dict[str, tuple[int, int]]:
 
 
 def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[str]:
-    """A line per run where more than PARSE_FAILURE_LIMIT of the commitments did not parse (exit status 1)."""
     return [
         f"[{profile}] {name}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the repair call, "
         f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its tables measure no beliefs. Check the "
@@ -109,7 +107,6 @@ def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[
 
 
 def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:
-    """A line per run with failed records (per method, the first error), then the retry command."""
     lines = [
         f"[{profile}] {name}: {n} failed record(s) ({', '.join(f'{m} {k}' for m, k in by.items())}); first error: "
         f"{' '.join(err.split())[:200]}"
@@ -122,9 +119,8 @@ def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[
 
 
 class InterruptibleKernelManager(AsyncKernelManager):
-    """nbclient's kernel manager that remembers each kernel's process group: jupyter_client starts kernels in their
-    own session, so a terminal's Ctrl-C reaches only the driver, and notebooks side by side run in worker threads,
-    which never see the KeyboardInterrupt papermill passes on in the main thread."""
+    """Remembers each kernel's process group: kernels run in sessions of their own, so a terminal's Ctrl-C reaches
+    only the driver, and notebooks side by side run in threads that never see papermill's KeyboardInterrupt."""
 
     groups: set[int] = set()
     _lock = threading.Lock()
@@ -141,13 +137,9 @@ class InterruptibleKernelManager(AsyncKernelManager):
         await super()._async_cleanup_resources(restart)
 
 
-def interrupt_kernels() -> int:
-    """SIGINT to every running kernel's process group (the Interrupt button); how many got it."""
+def interrupt_kernels() -> None:
     with InterruptibleKernelManager._lock:
         groups = sorted(InterruptibleKernelManager.groups)
-    sent = 0
     for pgid in groups:
         with contextlib.suppress(OSError):  # a kernel that has just ended
             os.killpg(pgid, signal.SIGINT)
-            sent += 1
-    return sent
