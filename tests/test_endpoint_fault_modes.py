@@ -30,7 +30,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
-from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
+from acemad_utils.reproduce.cli import ProfileLock, ProgressTail, failed_records, failure_lines
 
 try:
     from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector

@@ -62,9 +62,9 @@ def _assigned(nb, tag: str) -> Optional[dict]:
     out = {}
     for node in ast.parse(cells[0].source).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        if isinstance(target, ast.Name) and node.value is not None:  # type: ignore[attr-defined]
+        if isinstance(target, ast.Name) and node.value is not None:
             with contextlib.suppress(ValueError):
-                out[target.id] = ast.literal_eval(node.value)  # type: ignore[attr-defined]
+                out[target.id] = ast.literal_eval(node.value)
     return out
 
 
