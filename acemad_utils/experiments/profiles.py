@@ -38,26 +38,11 @@ LONGEST = ("09_assumption_map",)
 NOT_SHAPING = ("PROFILE", "WORKERS", "BASE_URL", "SECOND_BASE_URL")
 
 
-class PlainLoader(yaml.SafeLoader):
-    """YAML's plain data only: !!binary, !!set, dates, !!python/... and every other tag is refused."""
-
-
-def _refuse(loader: yaml.SafeLoader, node: yaml.Node) -> None:
-    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-    what = "a date or timestamp (quote it to pass text)" if tag == "!!timestamp" else f"the tag {tag}"
-    raise yaml.constructor.ConstructorError(
-        None, None, f"{what} is not plain data (text, number, true/false, null, list, map)", node.start_mark
-    )
-
-
-for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
-    PlainLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
-PlainLoader.add_constructor(None, _refuse)
-
-
 def load_yaml(text: str, where: str) -> Any:
+    """Plain data only (text, numbers, true/false, null, lists, maps with text keys): a !!binary, !!set, date or any
+    other tag is refused with one line, so no value reaches a kernel as code."""
     try:
-        return yaml.load(text, Loader=PlainLoader)  # noqa: S506 (SafeLoader with fewer tags)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         place = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -65,6 +50,9 @@ def load_yaml(text: str, where: str) -> Any:
         if isinstance(e, yaml.constructor.ConstructorError):
             raise SystemExit(f"{where}: refused{place}: {why}") from None
         raise SystemExit(f"{where} is not valid YAML{place}: {why}") from None
+    if why := params.not_plain(data):
+        raise SystemExit(f"{where}: refused: it holds {why}; only text, numbers, true/false, null, lists and maps")
+    return data
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, Any]:
@@ -238,36 +226,26 @@ class Endpoint:
 
 def endpoints(params_by_nb: dict) -> list[Endpoint]:
     """Every endpoint the notebooks ({notebook: params}) call on BACKEND openai, once per (model, URL)."""
-    found: dict[tuple[str, str], Endpoint] = {}
-
-    def add(setting: str, model: str, url: str, nb: str, skip: str = "") -> None:
-        old = found.get((model, url))
-        if old is None:
-            found[(model, url)] = Endpoint(setting, model, url, (nb,), skip)
-            return
-        both = f"{old.setting}, {setting}" if setting not in old.setting else old.setting
-        skip = f"{old.skip} {skip}" if old.skip and skip and skip not in old.skip else (old.skip and skip)
-        found[(model, url)] = Endpoint(both, model, url, tuple(dict.fromkeys((*old.notebooks, nb))), skip)
-
+    found: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # (model, url) -> [(setting, notebook, skip)]
     for nb, P in params_by_nb.items():
         if P.get("BACKEND") != "openai" or not registry.runs(nb, P):
             continue
         url = P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or ""
-        add("MODEL / BASE_URL", P.get("MODEL") or os.environ.get("ACEMAD_MODEL") or "gpt-4o-mini", url, nb)
+        model = P.get("MODEL") or os.environ.get("ACEMAD_MODEL") or "gpt-4o-mini"
+        found.setdefault((model, url), []).append(("MODEL / BASE_URL", nb, ""))
         if nb.startswith("04") and P.get("SECOND_MODEL"):
-            second = P.get("SECOND_BASE_URL") or url
-            add("SECOND_MODEL / SECOND_BASE_URL", P["SECOND_MODEL"], second, nb, "--set SECOND_MODEL=")
+            second = (P["SECOND_MODEL"], P.get("SECOND_BASE_URL") or url)
+            found.setdefault(second, []).append(("SECOND_MODEL / SECOND_BASE_URL", nb, "--set SECOND_MODEL="))
         benches = list(P.get("BENCHMARKS") or registry.ALL_BENCHMARKS)
         for i, e in enumerate(P.get("OTHER_MODELS") or [] if nb.startswith("07") else []):
             if registry.other_model(e, benches).benchmarks:
-                add(
-                    f"OTHER_MODELS[{i}] ({e['table']})",
-                    e["model"],
-                    e.get("base_url") or url,
-                    nb,
-                    "--set OTHER_MODELS=[]",
-                )
-    return list(found.values())
+                use = (f"OTHER_MODELS[{i}] ({e['table']})", nb, "--set OTHER_MODELS=[]")
+                found.setdefault((e["model"], e.get("base_url") or url), []).append(use)
+    out = []
+    for (model, url), uses in found.items():
+        settings, nbs, skips = (tuple(dict.fromkeys(column)) for column in zip(*uses))
+        out.append(Endpoint(", ".join(settings), model, url, nbs, "" if "" in skips else " ".join(skips)))
+    return out
 
 
 def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
