@@ -198,12 +198,12 @@ def _entry_problem(e: Any) -> Optional[str]:
 
 
 def _entries_problem(entries: list) -> Optional[str]:
-    why = next(filter(None, map(_entry_problem, entries)), None)
-    keys = {(e["table"], e["paper_model"]) for e in entries} if why is None else set()
-    runs = {(e["table"], model_slug(e["model"])) for e in entries} if why is None else set()  # the run's folder
-    if why is None and (len(keys) < len(entries) or len(runs) < len(entries)):
-        return "two entries with the same table and model (each table runs once per model)"
-    return why
+    if why := next(filter(None, map(_entry_problem, entries)), None):
+        return why
+    for key in (lambda e: (e["table"], e["paper_model"]), lambda e: (e["table"], model_slug(e["model"]))):  # folder
+        if len(set(map(key, entries))) < len(entries):
+            return "two entries with the same table and model (each table runs once per model)"
+    return None
 
 
 def _item_problem(p: Param, x: Any) -> Optional[str]:

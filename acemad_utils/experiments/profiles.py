@@ -50,8 +50,8 @@ def load_yaml(text: str, where: str) -> Any:
         if isinstance(e, yaml.constructor.ConstructorError):
             raise SystemExit(f"{where}: refused{place}: {why}") from None
         raise SystemExit(f"{where} is not valid YAML{place}: {why}") from None
-    if why := params.not_plain(data):
-        raise SystemExit(f"{where}: refused: it holds {why}; only text, numbers, true/false, null, lists and maps")
+    if held := params.not_plain(data):
+        raise SystemExit(f"{where}: refused: it holds {held}; only text, numbers, true/false, null, lists and maps")
     return data
 
 

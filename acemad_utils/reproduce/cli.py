@@ -277,7 +277,8 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                 try:
                     print(_ok_line(tag, nb, t0, fut.result()), flush=True)
                 except Exception as e:
-                    outcome = _failed_notebook(tag, nb, e, time.time() - t0, out_dir / f"{nb}.ipynb", waiting)
+                    line, outcome = _failed_notebook(tag, nb, e, time.time() - t0, out_dir / f"{nb}.ipynb", waiting)
+                    print(line, flush=True)
                     if outcome == "interrupted":
                         code = 130
                         continue
@@ -329,8 +330,8 @@ def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -
         return f"its executed copy {_rel(out)} could not be written whole and was removed"
 
 
-def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> str:
-    """Print its one line; 'interrupted', 'stopped' (every later notebook would stop the same way) or 'failed'."""
+def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> tuple[str, str]:
+    """Its one line, and 'interrupted', 'stopped' (every later notebook would stop the same way) or 'failed'."""
     ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
     head = f"{tag} {name} FAILED after {seconds:.1f}s:"
     rest_line = f"\n    not started: {', '.join(rest)}" if rest else ""
@@ -339,27 +340,19 @@ def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out:
     ):
         where = getattr(e, "filename", None)
         where = f"writing {_rel(Path(where))}" if where else f"on the disk holding {_rel(out.parents[2])}"
-        print(f"{head} the disk is full (ENOSPC {where}): free space there and rerun the same command (saved records "
-              f"are kept; {_whole_or_removed(out, seconds)}){rest_line}", flush=True)  # fmt: skip
-        return "stopped"
+        return (f"{head} the disk is full (ENOSPC {where}): free space there and rerun the same command (saved "
+                f"records are kept; {_whole_or_removed(out, seconds)}){rest_line}", "stopped")  # fmt: skip
     if isinstance(e, DeadKernelError) or ename == "DeadKernelError":
-        print(f"{head} its kernel died (killed from outside, e.g. by the out-of-memory killer); saved records are "
-              f"kept: rerun the same command; {_whole_or_removed(out, seconds, 'ran')}", flush=True)  # fmt: skip
-        return "failed"
+        return (f"{head} its kernel died (killed from outside, e.g. by the out-of-memory killer); saved records are "
+                f"kept: rerun the same command; {_whole_or_removed(out, seconds, 'ran')}", "failed")  # fmt: skip
     if not isinstance(e, pm.PapermillExecutionError):
-        print(f"{head} {_one_line(ename, evalue)}; {_whole_or_removed(out, seconds)}", flush=True)
-        return "failed"
+        return f"{head} {_one_line(ename, evalue)}; {_whole_or_removed(out, seconds)}", "failed"
     if ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-        print(f"{tag} {name} {_one_line(ename, evalue)}; the later notebooks did not run", flush=True)
-        return "interrupted"
+        return f"{tag} {name} {_one_line(ename, evalue)}; the later notebooks did not run", "interrupted"
     if ename in STOPPERS:
-        print(
-            f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {_one_line(ename, evalue)}{rest_line}",
-            flush=True,
-        )
-        return "stopped"
-    print(f"{head} {_one_line(ename, evalue)}\n    full traceback: {_rel(out)} (cell {e.exec_count})", flush=True)
-    return "failed"
+        line = f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {_one_line(ename, evalue)}"
+        return line + rest_line, "stopped"
+    return f"{head} {_one_line(ename, evalue)}\n    full traceback: {_rel(out)} (cell {e.exec_count})", "failed"
 
 
 def _one_line(ename: str, evalue: str) -> str:
