@@ -58,7 +58,7 @@ def test_set_overrides_every_notebook_parses_yaml_and_is_checked(monkeypatch):
         profiles.load_profile("default", {"BASE_URLL": "x"})
     # paper.yaml gives 04 its own SECOND_BASE_URL: a --set must reach that notebook, not only common
     prof = profiles.load_profile("paper", {"SECOND_BASE_URL": "http://h:2/v1"})
-    assert profiles.params_for(prof, "04_heterogeneity", {"SECOND_BASE_URL"})["SECOND_BASE_URL"] == "http://h:2/v1"
+    assert profiles.params_for(prof, "04_heterogeneity")["SECOND_BASE_URL"] == "http://h:2/v1"
     seen = {}
     monkeypatch.setattr(reproduce, "run", lambda profile, only, overrides, **kw: seen.update(overrides) or 0)
     reproduce.main(["--set", "N_MAX=3", "--set", "BASE_URL=http://h:1/v1", "--set", "MODEL="])

@@ -133,7 +133,7 @@ def _check_parameters(where: str, prof: dict) -> None:
                 raise SystemExit(f"{where}: notebook {nb} has no parameter {key!r}{hint(key, declared[nb])}; "
                                  f"its parameters are {sorted(declared[nb])}")  # fmt: skip
     for nb in nbs:  # every value a notebook will receive
-        for key, value in params_for(prof, nb, declared[nb]).items():
+        for key, value in params_for(prof, nb).items():
             params.check(f"{where} ({nb})", key, value)
 
 
@@ -177,8 +177,7 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
     prof, base = loaded or (load_profile(name_or_path, overrides), load_profile(name_or_path))  # (with, without)
     changed: dict[str, Any] = {}
     for nb in notebooks():
-        d = params.defaults(nb)
-        now, was = {**d, **params_for(prof, nb, d)}, {**d, **params_for(base, nb, d)}
+        now, was = params_for(prof, nb, defaults=True), params_for(base, nb, defaults=True)
         changed.update({k: v for k, v in now.items() if k not in NOT_SHAPING and was[k] != v})
     name = prof.get("profile") or Path(name_or_path).stem
     if not changed:
@@ -189,10 +188,14 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
     return f"{name}{SET_MARK}{words}"
 
 
-def params_for(prof: dict, name: str, declared) -> dict:
+def params_for(prof: dict, nb: str, *, defaults: bool = False) -> dict:
+    """What papermill injects into notebook `nb` (the common parameters it declares, then its own), over its defaults
+    if asked."""
+    declared = params.names(nb)
     return {
+        **(params.defaults(nb) if defaults else {}),
         **{k: v for k, v in (prof.get("common") or {}).items() if k in declared},
-        **((prof.get("notebooks") or {}).get(name) or {}),
+        **((prof.get("notebooks") or {}).get(nb) or {}),
     }
 
 
@@ -200,11 +203,7 @@ def notebook_params(
     profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
 ) -> tuple[str, dict]:
     prof = load_profile(profile, overrides)
-    out = {
-        nb: {**params.defaults(nb), **params_for(prof, nb, params.names(nb))}
-        for nb in notebooks()
-        if not only or nb in only
-    }
+    out = {nb: params_for(prof, nb, defaults=True) for nb in notebooks() if not only or nb in only}
     return prof.get("profile", profile), out
 
 

@@ -128,7 +128,7 @@ def run(
             stamp = uptodate.Stamp(name)
             env_items = uptodate.environment(env)
             prints = {
-                nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | _params(prof, nb)), env_items)
+                nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | params_for(prof, nb)), env_items)
                 for nb in selected
             }
             todo = selected if force else uptodate.stale(prints, stamp.recorded, READS)
@@ -142,14 +142,10 @@ def run(
             return code
 
 
-def _params(prof: dict, nb: str) -> dict:
-    return params_for(prof, nb, schema.names(nb))
-
-
 def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
     """Every endpoint the selected notebooks call, checked before anything runs (a second endpoint that was down once
     stopped the paper profile at notebook 04, after ~$81 of notebooks 01-03); one line per failing endpoint."""
-    eps = endpoints({nb: {**schema.defaults(nb), **_params(prof, nb)} for nb in selected})
+    eps = endpoints({nb: params_for(prof, nb, defaults=True) for nb in selected})
     if not eps:
         return
     from acemad_utils.agents.client import LLMClient  # the SDK (~1 s) only for a profile that calls an endpoint
@@ -217,7 +213,7 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path)
     return pm.execute_notebook(
         str(path),
         str(out),
-        parameters=_hide_urls({"PROFILE": name_of_profile} | _params(prof, name)),
+        parameters=_hide_urls({"PROFILE": name_of_profile} | params_for(prof, name)),
         cwd=str(path.parent),
         kernel_name="python3",
         progress_bar=False,
