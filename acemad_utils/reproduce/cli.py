@@ -133,7 +133,7 @@ def run(
             }
             todo = selected if force else uptodate.stale(prints, stamp.recorded, READS)
             _print_up_to_date(tag, [nb for nb in selected if nb not in todo], out_dir)
-            with ProgressTail(progress, prefix=f"{tag} "):
+            with progress_tail(progress, prefix=f"{tag} "):
                 code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
             if code != 0:
                 stamp.forget()
@@ -384,36 +384,33 @@ class ProfileLock(RunLock):
         return self
 
 
-class ProgressTail:
+@contextlib.contextmanager
+def progress_tail(path: Path, prefix: str = "", poll: float = 1.0):
     """Print the whole lines the kernels append to `path` (health.emit) while the block runs."""
+    pos, stop = 0, threading.Event()
 
-    def __init__(self, path: Path, prefix: str = "", poll: float = 1.0):
-        self.path, self.prefix, self.poll, self._pos = Path(path), prefix, poll, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="acemad-progress-tail", daemon=True)
-
-    def __enter__(self) -> ProgressTail:
-        self.path.write_text("")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._flush()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.poll):
-            self._flush()
-
-    def _flush(self) -> None:
-        with contextlib.suppress(OSError), open(self.path, encoding="utf-8", errors="replace") as f:
-            f.seek(self._pos)
-            chunk = f.read()
-            whole = chunk[: chunk.rfind("\n") + 1]
-            self._pos += len(whole.encode("utf-8"))
+    def flush() -> None:
+        nonlocal pos
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as f:
+            f.seek(pos)
+            whole = (chunk := f.read())[: chunk.rfind("\n") + 1]
+            pos += len(whole.encode("utf-8"))
             for line in whole.splitlines():
-                print(f"{self.prefix}{line}", flush=True)
+                print(f"{prefix}{line}", flush=True)
+
+    def loop() -> None:
+        while not stop.wait(poll):
+            flush()
+
+    Path(path).write_text("")
+    thread = threading.Thread(target=loop, name="acemad-progress-tail", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        flush()
 
 
 def _metas(since: float):
