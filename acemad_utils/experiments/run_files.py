@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from acemad_utils.agents.redact import redact, strip_url_secrets
-from acemad_utils.data.paths import ROOT, atomic_write, atomic_write_bytes
+from acemad_utils.data.paths import ROOT, atomic_write
 from acemad_utils.data.transcripts import COMPRESSED, SALVAGED, commitments, gc_paused, read_meta, record_lines
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.records import base_record
@@ -294,7 +294,7 @@ def write_canonical(path: Path, done: dict, keys: list[tuple]) -> list[dict]:
     if path.exists() or not gz.exists() or list(done) != final or gz.resolve() in SALVAGED:
         # mtime=0: the same records give the same bytes. Level 4, not 1 or 6: on notebook 06's run (110 MB of lines)
         # level 1 gives 18.9 MB in 0.36 s, level 4 16.6 MB in 0.64 s, level 6 15.5 MB in 1.15 s (bench/README.md)
-        atomic_write_bytes(gz, _gzipped(done[k][1] for k in final))
+        atomic_write(gz, _gzipped(done[k][1] for k in final))
         path.unlink(missing_ok=True)
         SALVAGED.discard(gz.resolve())
     return [done[k][0] for k in ours]

@@ -59,8 +59,7 @@ from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
-from acemad_utils.data.damaged import damaged, read_json
-from acemad_utils.data.transcripts import load_run
+from acemad_utils.data.transcripts import damaged, load_run, read_json
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import RunInterrupted
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
