@@ -211,7 +211,7 @@ def run(args) -> int:
     print(f"viewer:      {page}")
     summary = res.meta.get("summary") or {}
     n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
-    if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/guard.py): no beliefs were measured
+    if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/cli.py): no beliefs were measured
         print(f"{n} of {max(of, n)} commitments ({100 * n / max(of, n):.0f}%) did not parse after the repair call, "
               f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the "
               "model's replies (commit_raw in the transcripts) and --model / --base-url", file=sys.stderr)  # fmt: skip

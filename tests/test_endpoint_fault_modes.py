@@ -30,7 +30,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
-from acemad_utils.reproduce.guard import ProfileLock, ProgressTail, failed_records, failure_lines
+from acemad_utils.reproduce.cli import ProfileLock, failed_records, failure_lines, progress_tail
 
 try:
     from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector
@@ -269,7 +269,7 @@ def test_a_second_run_of_a_profile_names_the_holder_or_waits(repo, capsys):
 def test_progress_lines_reach_the_terminal(tmp_path, capsys):
     path = tmp_path / "p.log"
     out = ""
-    with ProgressTail(path, prefix="[probe] ", poll=0.05):
+    with progress_tail(path, prefix="[probe] ", poll=0.05):
         with open(path, "a") as f:
             f.write("[calls] m: 1 answered, 0 failed, 2 in flight\npartial")
         deadline = time.monotonic() + 30  # until the line is shown, not a fixed time (a loaded machine is slow)
