@@ -264,8 +264,8 @@ def main(argv=None) -> int:
     cache = ResponseCache(a.cache or outputs("cache") / "llm.sqlite")
     if a.cmd == "status":
         with cache.connect() as conn:
-            batches = conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created")
-            batches = batches.fetchall()
+            found = conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created")
+            batches = found.fetchall()
         if not batches:
             print(f"no batches recorded in {cache.path}")
         for bid, status, kind, n, imported, created in batches:

@@ -577,7 +577,8 @@ class LLMClient:
         async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
             if body is not None:
                 return await self._aio.post(path, cast_to=httpx2.Response, body=body, options={"max_retries": 0})
-            return await self._aio.get(path, cast_to=httpx2.Response, options={"max_retries": 0, **kw})
+            options: Any = {"max_retries": 0, **kw}
+            return await self._aio.get(path, cast_to=httpx2.Response, options=options)
 
     def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
         """One GET /models: EndpointUnreachable when nothing connects, APIKeyRejected on 401/403, a warning when too

@@ -105,7 +105,7 @@ class LLMAgent(Agent):
             if not message:
                 info["argument_missing"] = True
         k, failure = len(labels), p is None
-        if failure:
+        if p is None:
             p = np.full(k, 1.0 / k)
         if want_q and q is None:
             q = np.full(k, 1.0 / k)  # the self belief stands; an unread forecast is "no information"

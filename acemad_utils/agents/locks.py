@@ -94,7 +94,8 @@ def held_for_us() -> bool:
     pid, _, profile = env(LOCK_HOLDER_ENV).partition(":")
     if not pid.isdigit():
         return False
-    ancestors, p = set(), os.getppid()
+    ancestors: set[int] = set()
+    p = os.getppid()
     while p > 1 and p not in ancestors and len(ancestors) < 64:
         ancestors.add(p)
         try:
