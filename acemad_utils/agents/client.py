@@ -348,15 +348,10 @@ class _Guard(httpx2.AsyncClient):
 
 
 class LLMClient:
-    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
-
-    max_concurrency  attempts in flight at once;  timeout  seconds one attempt may take, its whole response
-    ($ACEMAD_CALL_TIMEOUT);  max_attempts  per call;  retry_time  seconds a call may take with its retries;
-    breaker  consecutive failures that stop every further call;  max_reply_bytes  the most a stored reply keeps;
-    structured  "auto" (detected) or one of MODES;  cache  a ResponseCache or its path;  budget  MAX_USD (default the
-    process-wide one: an unpriced model is refused at once);  free  the endpoint bills nothing (default: a server
-    local_server.serve() started here).
-    """
+    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: what
+    one attempt's whole response may take ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker:
+    consecutive failures that stop every further call; structured: "auto" (detected) or one of MODES; budget: MAX_USD
+    (default the process-wide one); free: bills nothing (default: a server local_server.serve() started here)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
@@ -373,8 +368,9 @@ class LLMClient:
         if not key and self.kind == "openai":
             raise MissingAPIKey("no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via OPENAI_BASE_URL "
                                 "/ the 'local' profile, which needs no key)")  # fmt: skip
+        if key:
+            remember_secret(key)
         self._key = key or "sk-no-key-required"  # a local server ignores it; the SDK wants one
-        remember_secret(self._key)
         if structured != "auto" and structured not in MODES:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
         self._auto, self.mode = structured == "auto", MODES[0] if structured == "auto" else structured
@@ -573,7 +569,8 @@ class LLMClient:
                 "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}  # fmt: skip
 
     # ------------------------------------------------------------------ before a run: free GETs, no paid call
-    async def _get(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> httpx2.Response:
+    async def _ask(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> httpx2.Response:
+        """A free request (GET, or POST with `body`), no retries, ended by `timeout`."""
         async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
             if body is not None:
                 return await self._aio.post(path, cast_to=httpx2.Response, body=body, options={"max_retries": 0})
@@ -585,7 +582,7 @@ class LLMClient:
         slow; any other answer proves the endpoint is there. check_model: the model must be served (ModelNotServed).
         setting: the parameter the fix names."""
         try:
-            listing = _run(self._get("/models", timeout))
+            listing = _run(self._ask("/models", timeout))
         except (TimeoutError, openai.APITimeoutError):
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
                           f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)  # fmt: skip
@@ -624,7 +621,7 @@ class LLMClient:
             return
         try:
             _run(
-                self._get(
+                self._ask(
                     "/chat/completions",
                     timeout,
                     body={"model": self.model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]},
@@ -643,7 +640,7 @@ class LLMClient:
         """BatchUnsupported when a free GET /batches answers 404, 405 or 501 (the answer decides, never the
         address); any other outcome passes (the preflight and the run report the rest)."""
         try:
-            _run(self._get("/batches", timeout, params={"limit": 1}))
+            _run(self._ask("/batches", timeout, params={"limit": 1}))
         except openai.APIStatusError as e:
             if e.status_code in (404, 405, 501):
                 raise BatchUnsupported(f"CALLS_VIA=batch: the endpoint {self.where} has no Batch API (GET /batches: "

@@ -124,16 +124,11 @@ class LLMAgent(Agent):
 
 
 class LLMPopulation(Population):
-    """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents.
-
-    model/base_url/api_key  the default endpoint (environment variables when None); cache: shared by every endpoint
-    seed  for per-call seeds (None: the endpoint chooses);  max_tokens  (argue, commit);  calls  as LLMAgent's
-    moderator_spec  Centralized MAD's moderator;  preflight  one free GET /models per endpoint when its client is made
-    calls_via  "sync" (ACEMAD_CALLS_VIA), "batch" (the Batch API) or "files" (the queue written to outputs/batch/ and
-    the run stops): the transcripts are the same;  batch_options  for batch.Batcher
-    question_time  seconds within which every call of one question ends ($ACEMAD_QUESTION_TIMEOUT)
-    client_kwargs  for every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
-    """
+    """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents. model, base_url,
+    api_key: the default endpoint (environment variables when None); seed: for per-call seeds (None: the endpoint
+    chooses); preflight: one free GET /models per endpoint; calls_via: "sync" (ACEMAD_CALLS_VIA), "batch" (the Batch
+    API) or "files" (the queue written to outputs/batch/, the run stops): the transcripts are the same; question_time:
+    seconds within which every call of one question ends; client_kwargs: for every LLMClient."""
 
     synthetic = False
     name = "llm"
