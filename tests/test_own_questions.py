@@ -122,7 +122,7 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
 
 BAD = [
     ({"options": ["a", "b"]}, "line 2: missing field 'question'"),
-    ({"question": "x?", "options": ["only"]}, "line 2: field 'options' needs at least 2"),
+    ({"question": "x?", "options": ["only"]}, "line 2: field 'options' has 1 options; 2 to 26"),
     ({"question": "x?", "options": ["a", "b"], "answer": "C"}, "line 2: field 'answer'"),
     ({"question": "x?", "options": ["a", "b"], "id": "cap"}, "line 2: question id 'cap' repeats"),
     ({"question": "x?", "options": ["a", "b"], "id": "../../etc"}, "line 2: field 'id'"),

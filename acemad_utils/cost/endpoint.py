@@ -61,7 +61,8 @@ class ModelClient:
     (scope, model, messages, prompt_tokens) of every call sent."""
 
     def __init__(self, model: str, kind: str, store: dict, arg_chars: int, tally: dict, log: Optional[list]):
-        self.model, self.kind, self.store, self.arg_chars, self.tally, self.log = model, kind, store, arg_chars, tally, log
+        self.model, self.kind, self.store, self.arg_chars = model, kind, store, arg_chars
+        self.tally, self.log = tally, log
         self._lock = threading.Lock()
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
@@ -98,14 +99,14 @@ def replay_population(
     base_url: Optional[str] = None, log: Optional[list] = None, tally: Optional[dict] = None, **kw,
 ):  # fmt: skip
     """An LLMPopulation whose clients are ModelClients (kind from the URL, as for the real client)."""
-    tally = {} if tally is None else tally
+    counts: dict = {} if tally is None else tally
 
     class ReplayPopulation(LLMPopulation):
         def client(self, url):  # never an LLMClient: no SDK, no key, no socket
             key = url or self.base_url
             with self._lock:
                 if key not in self._clients:
-                    mc = ModelClient(str(self.model), endpoint_kind(key), store, arg_chars, tally, log)
+                    mc = ModelClient(str(self.model), endpoint_kind(key), store, arg_chars, counts, log)
                     self._clients[key] = mc  # type: ignore[assignment]
                 return self._clients[key]
 
