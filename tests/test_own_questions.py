@@ -93,8 +93,8 @@ def _write(path: Path, rows) -> Path:
 
 
 ROWS = [
-    {"question": "Capital of Australia? <script>alert(1)</script>", "options": {"S": "Sydney", "C": "Canberra"},
-     "answer": "C", "id": "cap"},
+    {"question": "Capital of Australia? <script>alert(1)</script>", "answer": "C", "id": "cap",
+     "options": {"S": "Sydney <img src=x onerror=alert(2)>", "C": "Canberra"}},
     {"question": "The ball costs?", "options": ["10 cents", "5 cents", "1 dollar"], "answer": "5 cents"},
     {"question": "Better opening move?", "options": ["1. e4", "1. d4"]},
 ]  # fmt: skip
@@ -107,7 +107,7 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     assert "SYNTHETIC" in out and "n=2" in out, out  # two labelled questions
     paths = dict(re.findall(r"^(transcripts|table|viewer): +(\S+)", out, flags=re.M))
     page = Path(paths["viewer"]).read_text(encoding="utf-8")
-    assert "<script>alert(1)</script>" not in page  # the question text is data in the page, never markup
+    assert "<script>alert(1)</script>" not in page and "<img" not in page  # question and options are data, not markup
     assert Path(paths["table"]).exists() and Path(paths["table"]).with_suffix(".csv").exists()
     recs = read_jsonl(Path(paths["transcripts"]) / "transcripts.jsonl.gz")
     assert len(recs) == 9 and all(len(r["rounds"]) == 2 for r in recs if r["method_kind"] != "single")
@@ -220,15 +220,6 @@ def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
     run = next(d for d in (elsewhere / "acemad_runs" / "runs").glob("many/*") if d.is_dir())
     debated = {r["question_id"] for r in read_jsonl(run / "transcripts.jsonl.gz")}
     assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
-
-
-def test_hostile_text_is_escaped(elsewhere):
-    from acemad_utils.report.viewer import debate_html
-
-    q = make_question("<script>alert(1)</script>?", {"A": "<img src=x onerror=alert(2)>", "B": "b"}, answer="A")
-    results = api.run(q, "majority", synthetic=True)
-    html = debate_html(results[0].record, results.meta)
-    assert "<script>" not in html and "<img" not in html and "&lt;img src=x" in html  # arguments quote the option
 
 
 def test_unlabelled_records_rescore_without_scoring(elsewhere):
