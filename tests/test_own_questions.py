@@ -22,6 +22,7 @@ from acemad_utils.data.own import MAX_ROWS, make_question, read_questions
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.protocol.config import METHODS, DebateConfig
 from acemad_utils.protocol.debate import run_question
+from acemad_utils.report import rescoring
 from tests.fake_openai import FakeOpenAI, FaultInjector
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
@@ -80,6 +81,8 @@ def test_docs_example(elsewhere, capsys, request, on_endpoint):
     assert (results.run_dir / "transcripts.jsonl.gz").exists()
     assert all(len(r.weights) == 3 and len(r.weights[-1]) == 5 for r in results if r.method.startswith("AceMAD"))
     assert out.count("\n") >= len(results) and results.meta["synthetic"] is not on_endpoint
+    arr = rescoring.stack([r.record for r in results if r.method.startswith("AceMAD")])  # the unlabelled one too
+    assert list(arr.truth) == [1, -1] and len(rescoring.rescore(arr, eta=4.0)) == 2
     if srv:
         calls = srv.count
         assert calls > 0 and (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
@@ -220,17 +223,6 @@ def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
     run = next(d for d in (elsewhere / "acemad_runs" / "runs").glob("many/*") if d.is_dir())
     debated = {r["question_id"] for r in read_jsonl(run / "transcripts.jsonl.gz")}
     assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
-
-
-def test_unlabelled_records_rescore_without_scoring(elsewhere):
-    from acemad_utils.report import rescoring
-
-    qs = [make_question("Open question?", ["x", "y", "z"]), make_question("Closed?", ["x", "y"], answer="A")]
-    results = api.run(qs, "acemad", synthetic=True)
-    arr = rescoring.stack(results.records)
-    assert list(arr.truth) == [-1, 0]
-    ans = rescoring.rescore(arr, eta=4.0)
-    assert len(ans) == 2 and results[0].correct is None and isinstance(results[1].correct, bool)
 
 
 @pytest.mark.parametrize("method", METHODS)
