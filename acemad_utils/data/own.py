@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from acemad_utils.data.files import DataError, build, jsonl_rows
-from acemad_utils.data.paths import UnsafeName, safe_segment
+from acemad_utils.data.paths import safe_segment
 from acemad_utils.data.records import LETTERS
 from acemad_utils.protocol.schema import Question
 
@@ -87,16 +87,6 @@ def content_id(question: str, options: Mapping[str, str]) -> str:
     return "q-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
 
-def _segment(value: Any, field: str) -> str:
-    try:
-        return safe_segment(value, f"field {field!r}")
-    except UnsafeName:
-        raise ValueError(
-            f"field {field!r}: {value!r:.60} is not allowed; use letters, digits, '.', '_' or '-' (at most 128, "
-            "not starting with '.' or '-')"
-        ) from None
-
-
 def make_question(
     question: str, options: Options, *, answer: Optional[str] = None, id: Optional[str] = None,
     benchmark: str = DEFAULT_BENCHMARK,
@@ -104,8 +94,9 @@ def make_question(
     """One checked question (ValueError naming the field); `answer` is a label or an option's exact text."""
     text = _text(question, "question", MAX_TEXT)
     opts = _options(options)
-    qid = content_id(text, opts) if id is None or id == "" else _segment(str(id) if isinstance(id, int) else id, "id")
-    return Question(qid, _segment(benchmark, "benchmark"), text, opts, _answer(answer, opts))
+    id = str(id) if isinstance(id, int) else id
+    qid = content_id(text, opts) if id in (None, "") else safe_segment(id, "field 'id'")
+    return Question(qid, safe_segment(benchmark, "field 'benchmark'"), text, opts, _answer(answer, opts))
 
 
 def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
