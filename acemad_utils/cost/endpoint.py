@@ -87,12 +87,6 @@ class ModelClient:
                 self.log.append((scope, model, list(messages), pt))
         return Completion(text=text, mode=mode, prompt_tokens=pt, completion_tokens=ct, network_calls=1)
 
-    def stats(self) -> dict:
-        return {"calls": self.tally.get("asked", 0), "cost_usd": None}
-
-    def describe(self) -> dict:
-        return {"model": self.model, "endpoint": self.kind, "structured_output": "json_schema"}
-
 
 def replay_population(
     model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *, seed: int = 0,
