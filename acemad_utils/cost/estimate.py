@@ -4,13 +4,10 @@
     python -m acemad_utils.cost prices                            # the price table with its sources
 
 `replay` runs configs on a few sample items against cost.endpoint's modelled endpoint (no socket, no key) with one
-modelled response cache, so identical calls are paid once, as the real cache pays them. Three callers scale its
-per-item figures: a profile (`estimate`, per notebook, item counts from cost.items; a run on the full test sets,
-Table 6, pays only its items outside the subsets), a run on your questions (`estimate_run`, what api.run and the
-command print first) and the pilot (its k per benchmark). Arguments are the largest unknown (--arg-chars 1760 =
-the 400-token cap, an upper bound). A row reads `$0 (free)` only on the project's own llama.cpp server or a
-`free: true` model, `unpriced` without a price. Then what the questions buy: per claim the n for 80% power
-(cost.power).
+modelled response cache, so identical calls are paid once, as the real cache pays them. Its per-item figures are
+scaled for a profile (`estimate`, per notebook; Table 6 pays only its items outside the subsets), for a run of
+your questions (`estimate_run`: api.estimate, the command) and for the pilot. Arguments are the largest unknown
+(--arg-chars 1760, the 400-token cap, is an upper bound).
 """
 
 from __future__ import annotations
