@@ -84,7 +84,8 @@ def no_drop_verdict(lo: float, hi: float) -> str:
 def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="judged", p=math.nan, ci=(), psi=math.nan,
         model=PAPER_MODEL, recomputed="") -> dict:  # fmt: skip
     """One ledger row. kind: "gain" / "loss" (verdict from `ci` and the adjusted `p`, in finalize), "value" (an exact
-    value), "judged" (verdict given); psi: the share of discordant pairs (a real model's power); recomputed: the
+    value), "judged" (verdict given); psi: the share of discordant pairs (a real model's power), or the (records, a,
+    b[, benchmark]) it is measured on, only when a real model's power rule needs it; recomputed: the
     paper's number from its own cells where that differs from the printed one."""
     claimed = float(paper) if isinstance(paper, (int, float)) else math.nan
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
@@ -138,7 +139,6 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
     Average recomputed from its cells; `consistently`: the Average's note names the paper's cells against it."""
     tests = TB.versus_best(records, [target], list(baselines))
     tests = tests if per_benchmark else tests[tests.benchmark == TB.AVERAGE]
-    psi = discordance(records, target, dict(zip(tests.benchmark, tests.best_baseline)).get(TB.AVERAGE, ""))
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
         col, avg = bench_key(t["benchmark"]), t["benchmark"] == TB.AVERAGE
@@ -153,7 +153,7 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
         r = row(claim if avg else f"{claim}: {TB.bench_label(t['benchmark'])}", line, theirs,
                 _ci(t["gain"], t["gain_lo"], t["gain_hi"]), t["n_paired"], note="; ".join(n for n in notes if n),
                 kind=kind, p=float(t["p_value"]), ci=(t["gain_lo"], t["gain_hi"]),
-                psi=psi if avg else discordance(records, target, t["best_baseline"], t["benchmark"]),
+                psi=(records, target, t["best_baseline"], "" if avg else t["benchmark"]),
                 recomputed=_recomputed(paper, pt, pb, col))  # fmt: skip
         out.append({**r, "_col": col})
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
@@ -245,10 +245,11 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     if not any(top for top, _ in diffs) or all(top for top, _ in diffs):
         return row(claim, line, theirs, note="BBH or ARC-C and another benchmark not both run")
     diffs = [(top, d.to_numpy(float)) for top, d in diffs]
-    rng, boots = np.random.default_rng(0), []
-    for _ in range(2000):
-        m = [(top, d[rng.integers(0, len(d), len(d))].mean()) for top, d in diffs if len(d)]
-        boots.append(np.mean([x for t, x in m if t]) - np.mean([x for t, x in m if not t]))
+    kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
+    draws = [[rng.integers(0, len(d), len(d)) for _, d in kept] for _ in range(2000)]  # the stream's order
+    means = np.array([d[np.array(idx)].mean(1) for (_, d), idx in zip(kept, zip(*draws))])  # benchmark x draw
+    top = np.array([t for t, _ in kept], dtype=bool)
+    boots = means[top].mean(0) - means[~top].mean(0)
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
     lo, hi = (100 * float(q) for q in np.quantile(boots, [0.025, 0.975]))
     note = "mean gain on BBH and ARC-C minus the mean on the other benchmarks, points"
@@ -267,7 +268,7 @@ def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
 
 def _judged_row(claim: str, line: str, test: dict, verdict, note: str, records: list) -> dict:
     """A figure claim judged by `verdict(lo, hi)` of one paired test (a versus_best row as a dict)."""
-    psi = discordance(records, test["method"], test["best_baseline"])
+    psi = (records, test["method"], test["best_baseline"])
     return row(claim, line, "(figure)", _ci(test["gain"], test["gain_lo"], test["gain_hi"]), int(test["n_paired"]),
                verdict(test["gain_lo"], test["gain_hi"]), note, p=float(test["p_value"]), psi=psi)  # fmt: skip
 
@@ -298,7 +299,7 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
             int(g["n_paired"]), flat_verdict(g["gain_lo"], g["gain_hi"]) if flat else NOT_RUN,
             f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}", kind="judged" if flat else "gain",
             p=float(g["p_value"]), ci=(g["gain_lo"], g["gain_hi"]),
-            psi=discordance(run[1], upto[-1], upto[0]))  # fmt: skip
+            psi=(run[1], upto[-1], upto[0]))  # fmt: skip
     return [{**r, "_cap": method == "decentralized" and not monotone}]
 
 
@@ -631,7 +632,8 @@ def needed(r: dict, m: int) -> int:
     claimed = r["_claimed"]
     flat = r["_kind"] == "judged"
     effect = FLAT_MARGIN / 100 if flat else abs(claimed) / 100 if claimed == claimed and claimed else MIN_EFFECT / 100
-    psi = r["_psi"] if r["_psi"] == r["_psi"] else 0.0
+    psi = discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
+    psi = psi if psi == psi else 0.0
     return PW.n_needed(effect, min(max(psi, effect), 1.0), alpha, POWER)
 
 
