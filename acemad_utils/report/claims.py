@@ -233,9 +233,9 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     resampling questions within benchmarks; holds above 0, fails at or below 0."""
     tests = TB.versus_best(recs, [target], list(baselines), average=False)
     df = TB.question_frame([r for r in recs if r["method"] == target or r["method"] in set(tests.best_baseline)])
-    diffs = []
+    wide, diffs = df.pivot(index=["benchmark", "question_id"], columns="method", values="correct"), []
     for t in tests.to_dict("records"):
-        piv = df[df.benchmark == t["benchmark"]].pivot(index="question_id", columns="method", values="correct")
+        piv = wide.loc[t["benchmark"]]
         diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, (piv[target] - piv[t["best_baseline"]]).dropna()))
     theirs = None
     if paper is not None:
@@ -247,7 +247,7 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     diffs = [(top, d.to_numpy(float)) for top, d in diffs]
     kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
     draws = [[rng.integers(0, len(d), len(d)) for _, d in kept] for _ in range(2000)]  # the stream's order
-    means = np.array([d[np.array(idx)].mean(1) for (_, d), idx in zip(kept, zip(*draws))])  # benchmark x draw
+    means = np.array([d[np.stack(idx)].mean(1) for (_, d), idx in zip(kept, zip(*draws))])  # benchmark x draw
     top = np.array([t for t, _ in kept], dtype=bool)
     boots = means[top].mean(0) - means[~top].mean(0)
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
