@@ -1,16 +1,6 @@
-"""The claims ledger: each claim of data/claims.yaml, one row or more, with the paper's number, ours with its 95% CI,
-the paired test's p (raw and Holm-adjusted) and a verdict. Pure: runs (meta, records) in, a DataFrame out.
-
-    ledger = claims.ledger(runs)                           # {experiment: (meta, records)} of notebooks 02-07
-    ledger = claims.deciding(ledger, grid, runs)           # + which assumptions flip each row (notebook 08)
-
-Verdicts (docs/statistics.md). A claimed gain holds when its paired CI lies above 0 AND its Holm-adjusted p (across
-every test of the ledger) is below ALPHA, fails when the CI lies at or below 0, is a precise null ("no effect of the
-claimed size") when the CI excludes the claimed gain, else inconclusive. "Flat" / "plateaus" holds when the change's
-CI stays below FLAT_MARGIN points. An exact value is judged only on a real model running the paper's model; a
-synthetic profile says "... in the simulation" and "not comparable" for exact values; a real model says "supported"
-only with the n that gives the claim 80% power (else "underpowered (n = k of the ~N needed)").
-"""
+"""The claims ledger: each claim of data/claims.yaml as rows (the paper's number, ours with its 95% CI, the paired
+test's raw and Holm-adjusted p, a verdict; the rules: docs/statistics.md). Pure: runs (meta, records) in, a DataFrame
+out: ledger(runs), then deciding(ledger, grid, runs) adds which assumptions flip each row (notebook 08)."""
 
 from __future__ import annotations
 
@@ -695,10 +685,8 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
 
 
 def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
-    """What the ledger keeps of a record as it is read (transcripts.load_run's `keep`): its scalars and its
-    final answer, not the per-round transcript that is most of its size, except for the ablation run's AceMAD
-    debates, which ablation_claims re-weights from their rounds, and the full test sets' (no_penalty_row reads their
-    round 1). Reading every record whole took 2.17 GB."""
+    """A record as the ledger keeps it (load_run's `keep`): scalars and the final answer; the rounds only of the
+    AceMAD debates of the ablation (re-weighted) and the full test sets (round 1 read). Whole records took 2.17 GB."""
     config = meta["methods"].get(record.get("method"), {})
     if name.rsplit("/", 1)[-1] in ("ablation", "full_datasets") and config.get("method") == "acemad":
         return record
@@ -742,11 +730,8 @@ def truth_holders(runs: dict) -> dict:
 
 
 def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
-    """The ledger with a DECIDED_BY column: for each row of a synthetic profile, "by construction: <why>" where a
-    structural choice pins it, and over the assumption grid ({point name: that point's ledger}, BASE_POINT the
-    profile's population at the grid's n) which points make it hold and which make it fail ("holds in the
-    simulation where ...; fails in the simulation where ..."), or that no point moved it. Per-benchmark rows say
-    that the synthetic benchmarks differ only in K; stand-in rows are not varied."""
+    """The ledger with a DECIDED_BY column: "by construction: <why>" where a structural choice pins a row, and the
+    points of the assumption grid ({point name: its ledger}) where its verdict differs from BASE_POINT's."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
     params, shares, out = _params(runs), truth_holders(runs), []
     for r in ledger.to_dict("records"):
