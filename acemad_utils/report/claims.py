@@ -127,8 +127,7 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
     """target's paired gain over the best of `baselines` on the Average (and per benchmark: only the paper's
     `columns` if given), raw p (the ledger adjusts it), the paper's gain (paper_target / paper_baselines) and its
     Average recomputed from its cells; `consistently`: the Average's note names the paper's cells against it."""
-    tests = TB.versus_best(records, [target], list(baselines))
-    tests = tests if per_benchmark else tests[tests.benchmark == TB.AVERAGE]
+    tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
         col, avg = bench_key(t["benchmark"]), t["benchmark"] == TB.AVERAGE
@@ -205,8 +204,7 @@ def _accuracy(records: list, label: str) -> Optional[tuple]:
 
 
 def _average_gain(records: list, a: str, b: Sequence[str]) -> Optional[dict]:
-    t = TB.versus_best(records, [a], list(b))
-    t = t[t.benchmark == TB.AVERAGE]
+    t = TB.versus_best(records, [a], list(b), per_benchmark=False)
     return None if t.empty else t.iloc[0].to_dict()
 
 
@@ -238,8 +236,8 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
     draws = [[rng.integers(0, len(d), len(d)) for _, d in kept] for _ in range(2000)]  # the stream's order
     means = np.array([d[np.stack(idx)].mean(1) for (_, d), idx in zip(kept, zip(*draws))])  # benchmark x draw
-    top = np.array([t for t, _ in kept], dtype=bool)
-    boots = means[top].mean(0) - means[~top].mean(0)
+    on = np.array([t for t, _ in kept], dtype=bool)  # BBH or ARC-C
+    boots = means[on].mean(0) - means[~on].mean(0)
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
     lo, hi = (100 * float(q) for q in np.quantile(boots, [0.025, 0.975]))
     note = "mean gain on BBH and ARC-C minus the mean on the other benchmarks, points"
@@ -310,8 +308,8 @@ def _plateau(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     at10, beyond = [lab for lab in labels if ns[lab] == 10], [lab for lab in labels if ns[lab] > 10]
     if not at10 or not beyond:
         return [row(claim, e["line"], "(figure)", note="N=10 and N>10 not both run in this profile")]
-    tests = TB.versus_best(run[1], beyond, at10)
-    t = tests[tests.benchmark == TB.AVERAGE].sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
+    tests = TB.versus_best(run[1], beyond, at10, per_benchmark=False)
+    t = tests.sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
     note = f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points (a decline is consistent)"
     return [_judged_row(claim, e["line"], t, flat_verdict, note, run[1])]
 

@@ -203,13 +203,14 @@ def versus_best(
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
-    held = _REUSED.get((id(df), *benchmarks)) if _REUSED is not None else None  # frames_reused: pivot a frame once
+    key = (id(df), *benchmarks)
+    held = _REUSED.get(key) if _REUSED is not None else None  # frames_reused: pivot a frame once
     if held is None or held[0] is not df:
         parts = dict(iter(df.groupby("benchmark", sort=False)))  # one pass, not one scan of the frame per benchmark
         held = df, {b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct")
                     for b in benchmarks}  # fmt: skip
         if _REUSED is not None:
-            _REUSED[(id(df), *benchmarks)] = held
+            _REUSED[key] = held
     piv = held[1]
     rows = []
     for t in targets:
