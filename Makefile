@@ -97,7 +97,7 @@ test: $(VENV)/.local lint
 FAST := not slow and not browser and not local_llm
 .PHONY: test-fast
 test-fast: $(VENV)/.base
-	ACEMAD_SMOKE=1 $(PY) -m pytest tests -m "$(FAST)" -p no:cacheprovider
+	ACEMAD_SMOKE=1 $(PY) -m pytest tests -m "$(FAST)" -n 2 -p no:cacheprovider
 
 nbval: $(VENV)/.base
 	$(NBVAL_ENV) $(PY) -m pytest notebooks --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider

@@ -1,6 +1,5 @@
-"""acemad_utils: the package behind the AceMAD notebooks. Layers, top to bottom (import-linter checks them):
-command > notebook | reproduce | api | integrations > cost > experiments > report | agents > data > protocol
-(the paper's method, pure). Public API, imported on first use so `import acemad_utils` stays light:
+"""acemad_utils: the package behind the AceMAD notebooks (layers: command > notebook | reproduce | api | integrations
+> cost > experiments > report | agents > data > protocol). Public API, imported on first use:
 
     from acemad_utils import make_question, run
     results = run([make_question("2+2?", ["3", "4"], answer="B")], methods=["acemad", "majority"], synthetic=True)

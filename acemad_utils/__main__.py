@@ -1,5 +1,4 @@
-"""`python -m acemad_utils run QUESTIONS ...` (acemad_utils/command.py, docs/own-questions.md) and
-`python -m acemad_utils pilot FILE|--profile NAME` (acemad_utils/pilot.py, docs/own-model.md)."""
+"""`python -m acemad_utils run QUESTIONS ...` and `python -m acemad_utils pilot ...` (command.py)."""
 
 import sys
 

@@ -28,8 +28,7 @@ from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
-from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
-from acemad_utils.experiments.runner import RunInterrupted, run_and_load
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted, run_and_load
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
@@ -212,7 +211,7 @@ def run(args) -> int:
     print(f"viewer:      {page}")
     summary = res.meta.get("summary") or {}
     n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
-    if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/guard.py): no beliefs were measured
+    if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/cli.py): no beliefs were measured
         print(f"{n} of {max(of, n)} commitments ({100 * n / max(of, n):.0f}%) did not parse after the repair call, "
               f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the "
               "model's replies (commit_raw in the transcripts) and --model / --base-url", file=sys.stderr)  # fmt: skip

@@ -57,7 +57,7 @@ def main() -> None:
             t0, lengths = time.time(), []
             for q in questions:
                 [agent] = pop.agents([spec], q)
-                _, usage = agent.argue(Turn(question=q, agent=0, round=1, history=(), n_agents=5))
+                _, usage = agent.argue(Turn(question=q, agent=0, round=1, history=()))
                 lengths.append(usage["completion_tokens"])
             n = np.array(lengths)
             print(

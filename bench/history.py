@@ -124,7 +124,7 @@ def _calibration_prompts(arg_chars: int) -> list[list[dict]]:
     ):
         q = demo[i]
         hist = tuple(Message(j % 5, 1 + j // 5, args[(i + j) % len(args)]) for j in range(n_hist))
-        turn = Turn(q, 0, 1 + n_hist // 5, hist, want_peer_prediction=True, n_agents=5)
+        turn = Turn(q, 0, 1 + n_hist // 5, hist, want_peer_prediction=True)
         user = argue_prompt(turn) if kind == "argue" else commit_prompt(turn, args[i])
         out.append(
             [

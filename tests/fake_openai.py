@@ -55,23 +55,18 @@ class Reply:
 Script = Union[Callable[[dict, int], Union[Reply, str]], Iterable[Union[Reply, str]], None]
 
 
+def completion(content, model: str = "fake", n: int = 0, pt: int = 10, ct: int = 5, finish: str = "stop", **u) -> dict:
+    """A chat.completion JSON (`content` a str, or the whole message dict)."""
+    message = content if isinstance(content, dict) else {"role": "assistant", "content": content}
+    usage = {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct, **u}
+    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}  # fmt: skip
+
+
 def completion_body(r: Reply, body: dict, n: int) -> dict:
     """The chat.completion JSON for a Reply (also the `body` of a Batch API output line)."""
-    usage = {
-        "prompt_tokens": r.prompt_tokens,
-        "completion_tokens": r.completion_tokens,
-        "total_tokens": r.prompt_tokens + r.completion_tokens,
-    }
-    if r.cached_tokens is not None:
-        usage["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
-    return {
-        "id": f"chatcmpl-{n}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": r.content}, "finish_reason": "stop"}],
-        "usage": usage,
-    }
+    cached = {} if r.cached_tokens is None else {"prompt_tokens_details": {"cached_tokens": r.cached_tokens}}
+    return completion(r.content, body.get("model", "fake"), n, r.prompt_tokens, r.completion_tokens, **cached)
 
 
 def error(status: int, message: str = "error", **headers) -> Reply:
@@ -93,42 +88,30 @@ UNPARSEABLE = (
 HOSTILE = "<!--<script>alert(1)</script>--> ]]> \u2028 </script><script>document.body.innerHTML=''</script>"
 
 
+def _hash(body: dict) -> int:
+    return int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
+
+
 class FakeOpenAI:
-    def __init__(
-        self,
-        script: Script = None,
-        default: Union[Reply, str, Callable] = "ok",
-        models_status: int = 200,
-        batch_delay: float = 0.0,
-        batch_error: Optional[Callable] = None,
-        batch_missing: Optional[Callable] = None,
-        expire: Iterable[int] = (),
-        mode: str = "ok",
-        retry_after: str = "1",
-        huge_bytes: int = 2_000_000,
-        hang_max: float = 120.0,
-        trickle_interval: float = 1.0,
-        models: Optional[list] = None,
-        batch_api: bool = True,
-    ):
+    def __init__(self, script: Script = None, default: Union[Reply, str, Callable] = "ok", models_status: int = 200,
+                 batch_delay: float = 0.0, batch_error: Optional[Callable] = None,
+                 batch_missing: Optional[Callable] = None, expire: Iterable[int] = (), mode: str = "ok",
+                 retry_after: str = "1", huge_bytes: int = 2_000_000, hang_max: float = 120.0,
+                 trickle_interval: float = 1.0, models: Optional[list] = None, batch_api: bool = True):  # fmt: skip
         self.batch_api = batch_api  # False: /files and /batches answer 404, as llama.cpp's server does
-        self.mode = "ok"
         self.models = models  # served: listed, and a chat request for another model gets 404 (None: any, "fake" listed)
         self.unserved: list[str] = []  # the model names of chat requests refused that way (not counted)
-        self.trickle_interval = trickle_interval
+        self.mode, self.trickle_interval = "ok", trickle_interval
         self.set_mode(mode)
         self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
         self.modes: Counter = Counter()
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
-        self.default = default
-        self.models_status = models_status
+        self.default, self.models_status = default, models_status
         self.requests: list[dict] = []
         self.outcomes: list[str] = []
         self.auth: set[str] = set()
-        self.count = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
+        self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
         self._server: Optional[ThreadingHTTPServer] = None
         self.batch_delay, self.batch_error, self.batch_missing = batch_delay, batch_error, batch_missing
@@ -139,17 +122,6 @@ class FakeOpenAI:
         self._seen_ids: Counter = Counter()  # custom_id -> batches it was in (the attempt number)
 
     # ------------------------------------------------------------------ Batch API
-    def _file_object(self, fid: str, data: bytes, purpose: str) -> dict:
-        return {
-            "id": fid,
-            "object": "file",
-            "bytes": len(data),
-            "created_at": int(time.time()),
-            "filename": f"{fid}.jsonl",
-            "purpose": purpose,
-            "status": "processed",
-        }
-
     def _batch_view(self, bid: str) -> dict:
         """The batch object; answers its lines (once) when its delay has passed."""
         with self._lock:
@@ -160,94 +132,63 @@ class FakeOpenAI:
 
     def _finish(self, b: dict) -> None:  # under self._lock
         lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
-        total = len(lines)
         if b["_n"] in self.expire:
-            b.update(
-                status="expired",
-                expired_at=int(time.time()),
-                request_counts={"total": total, "completed": 0, "failed": 0},
-            )
+            b.update(status="expired", expired_at=int(time.time()),
+                     request_counts={"total": len(lines), "completed": 0, "failed": 0})  # fmt: skip
             return
         out, err = [], []
         for line in lines:
             cid, body = line["custom_id"], line["body"]
-            attempt = self._seen_ids[cid] - 1
-            n = self.count
+            attempt, n = self._seen_ids[cid] - 1, self.count
             self.count += 1
             if self.batch_missing and self.batch_missing(cid, body, attempt):
                 continue
-            msg = self.batch_error(cid, body, attempt) if self.batch_error else None
-            if msg:
-                err.append(
-                    {
-                        "id": f"req-{n}",
-                        "custom_id": cid,
-                        "response": None,
-                        "error": {"code": "server_error", "message": msg},
-                    }
-                )
+            if msg := self.batch_error and self.batch_error(cid, body, attempt):
+                err.append({"id": f"req-{n}", "custom_id": cid, "response": None,
+                            "error": {"code": "server_error", "message": msg}})  # fmt: skip
                 continue
             self._lock.release()  # the script may take its own locks
             try:
                 r = self._decide(body, n)
             finally:
                 self._lock.acquire()
-            out.append(
-                {
-                    "id": f"req-{n}",
-                    "custom_id": cid,
-                    "response": {"status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)},
-                    "error": None,
-                }
-            )
+            out.append({"id": f"req-{n}", "custom_id": cid, "error": None, "response": {
+                "status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)}})  # fmt: skip
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:
-                fid = f"file-{len(self.files)}"
+                b[name] = fid = f"file-{len(self.files)}"
                 self.files[fid] = "".join(json.dumps(x) + "\n" for x in rows).encode()
-                b[name] = fid
-        b.update(
-            status="completed",
-            completed_at=int(time.time()),
-            request_counts={"total": total, "completed": len(out), "failed": len(err)},
-        )
+        b.update(status="completed", completed_at=int(time.time()),
+                 request_counts={"total": len(lines), "completed": len(out), "failed": len(err)})  # fmt: skip
 
-    def _batch_post(self, path: str, headers, raw: bytes) -> tuple[int, dict]:
+    def _batch_post(self, path: str, headers, raw: bytes) -> dict:
         if path.endswith("/files"):
             boundary = headers.get("Content-Type", "").split("boundary=")[-1].strip('"').encode()
             data, purpose = b"", "batch"
             for part in raw.split(b"--" + boundary):
                 head, _, content = part.partition(b"\r\n\r\n")
                 if b'name="file"' in head:
-                    data = content[:-2] if content.endswith(b"\r\n") else content
+                    data = content.removesuffix(b"\r\n")
                 elif b'name="purpose"' in head:
                     purpose = content.strip().decode()
             with self._lock:
                 fid = f"file-{len(self.files)}"
                 self.files[fid] = data
-            return 200, self._file_object(fid, data, purpose)
+            return {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                    "filename": f"{fid}.jsonl", "purpose": purpose, "status": "processed"}  # fmt: skip
         body = json.loads(raw or b"{}")
         with self._lock:
             n = len(self.batches)
             bid = f"batch_{n}"
-            ids = [
-                json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x.strip()
-            ]
+            ids = [json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x]
             self.batch_lines += ids
-            for cid in ids:
-                self._seen_ids[cid] += 1
-            self.batches[bid] = {
-                "id": bid,
-                "object": "batch",
-                "endpoint": body["endpoint"],
-                "input_file_id": body["input_file_id"],
-                "completion_window": body["completion_window"],
-                "status": "in_progress",
-                "created_at": int(time.time()),
-                "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
-                "_t0": time.monotonic(),
-                "_n": n,
-            }
-        return 200, self._batch_view(bid)
+            self._seen_ids.update(ids)
+            self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"],
+                                 "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
+                                 "status": "in_progress", "created_at": int(time.time()),
+                                 "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
+                                 "_t0": time.monotonic(), "_n": n}  # fmt: skip
+        return self._batch_view(bid)
 
     # ------------------------------------------------------------------ fault modes
     def set_mode(self, mode: str, after: int = 0) -> None:
@@ -267,8 +208,8 @@ class FakeOpenAI:
                 self.mode = self._pending  # from the next request on
         return current
 
-    def _faulty(self, mode: str, body: dict, r: Reply, auth: str) -> Optional[Reply]:
-        """The reply `mode` gives instead of (or made from) the script's `r`; None: no answer at all."""
+    def _faulty(self, mode: str, body: dict, r: Reply, auth: str) -> Reply:
+        """The reply `mode` gives instead of (or made from) the script's `r`."""
         if mode == "429":
             return error(429, "rate limited (fake)", **{"Retry-After": self.retry_after})
         if mode == "401":
@@ -278,34 +219,14 @@ class FakeOpenAI:
         if mode == "hostile":
             return Reply(_hostile(r.content), kind="hostile")
         if mode == "empty":  # content null; or a tool call only (no content key at all)
-            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
-            message: dict = {"role": "assistant", "content": None}
-            if h % 2:
-                message = {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
-                    ],
-                }
-            done = {
-                "id": "chatcmpl-empty",
-                "object": "chat.completion",
-                "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if h % 2 else "length"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
-            }
+            tool = _hash(body) % 2
+            call = {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
+            message = {"role": "assistant", **({"tool_calls": [call]} if tool else {"content": None})}
+            done = completion(message, body.get("model", "fake"), ct=0, finish="tool_calls" if tool else "length")
             return Reply(raw=json.dumps(done).encode(), kind="empty")
         if mode == "unparseable":  # replies no parser reads as a belief, chosen by the request's hash
-            h = int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
-            return Reply(UNPARSEABLE[h % len(UNPARSEABLE)], kind="unparseable")
+            return Reply(UNPARSEABLE[_hash(body) % len(UNPARSEABLE)], kind="unparseable")
         return r
-
-    def _hang(self) -> bool:
-        """Wait while the mode is 'hang' (bounded by hang_max); True if it ended by a change of mode."""
-        t0 = time.monotonic()
-        while self.mode == "hang" and time.monotonic() - t0 < self.hang_max:
-            time.sleep(0.05)
-        return self.mode != "hang"
 
     @property
     def url(self) -> str:
@@ -328,8 +249,10 @@ class FakeOpenAI:
             def log_message(self, *a):  # keep test output quiet
                 pass
 
-            def _send(self, status: int, body: bytes, headers: dict) -> None:
+            def _send(self, status: int, body, headers: Optional[dict] = None) -> None:
+                body = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
+                headers = headers or {}
                 if not any(k.lower() == "content-type" for k in headers):
                     self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -340,10 +263,8 @@ class FakeOpenAI:
 
             def _trickle(self, status: int, body: bytes) -> None:
                 """The whole response one byte at a time (until the client hangs up)."""
-                head = (
-                    f"{self.protocol_version} {status} OK\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n"
-                ).encode()
+                head = (f"{self.protocol_version} {status} OK\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
                 for i, byte in enumerate(head + body):
                     if i:
                         time.sleep(fake.trickle_interval)
@@ -361,27 +282,21 @@ class FakeOpenAI:
                 if path.endswith("/batches") and fake.batch_api:
                     with fake._lock:  # the list as it stands (no batch is answered by being listed)
                         data = [{"id": k, "object": "batch", "status": b["status"]} for k, b in fake.batches.items()]
-                    self._send(200, json.dumps({"object": "list", "data": data, "has_more": False}).encode(), {})
-                    return
-                if "/batches/" in path:
+                    self._send(200, {"object": "list", "data": data, "has_more": False})
+                elif "/batches/" in path:
                     bid = path.rsplit("/", 1)[1]
-                    if bid in fake.batches:
-                        self._send(200, json.dumps(fake._batch_view(bid)).encode(), {})
-                    else:
-                        self._send(404, b'{"error": {"message": "no such batch"}}', {})
-                    return
-                if path.endswith("/content") and "/files/" in path:
+                    found = bid in fake.batches
+                    self._send(200, fake._batch_view(bid)) if found else self._send(404, {"error": {"message": "no"}})
+                elif path.endswith("/content") and "/files/" in path:
                     fid = path.split("/files/")[1].split("/")[0]
                     self._send(200, fake.files.get(fid, b""), {"Content-Type": "application/octet-stream"})
-                    return
-                if self.path.rstrip("/").endswith("/models") and fake.models_status != 200:
-                    self._send(fake.models_status, json.dumps({"error": {"message": "no"}}).encode(), {})
-                elif self.path.rstrip("/").endswith("/models"):
+                elif path.endswith("/models") and fake.models_status != 200:
+                    self._send(fake.models_status, {"error": {"message": "no"}})
+                elif path.endswith("/models"):
                     ids = fake.models if fake.models is not None else ["fake"]
-                    models = {"object": "list", "data": [{"id": m, "object": "model"} for m in ids]}
-                    self._send(200, json.dumps(models).encode(), {})
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in ids]})
                 else:
-                    self._send(404, b"{}", {})
+                    self._send(404, b"{}")
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -390,31 +305,25 @@ class FakeOpenAI:
                     req = json.loads(raw or b"{}")
                     with fake._lock:
                         fake.set_mode(req.get("mode", "ok"), int(req.get("after", 0)))
-                    self._send(200, json.dumps({"mode": req.get("mode", "ok")}).encode(), {})
-                    return
-                if (path.endswith("/files") or path.endswith("/batches")) and not fake.batch_api:
-                    self._send(404, b'{"error": {"message": "Not Found"}}', {})
-                    return
+                    return self._send(200, {"mode": req.get("mode", "ok")})
                 if path.endswith("/files") or path.endswith("/batches"):
-                    status, obj = fake._batch_post(path, self.headers, raw)
-                    self._send(status, json.dumps(obj).encode(), {})
-                    return
+                    if not fake.batch_api:
+                        return self._send(404, {"error": {"message": "Not Found"}})
+                    return self._send(200, fake._batch_post(path, self.headers, raw))
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {"_unparsed": raw.decode("utf-8", "replace")}
                 if fake.models is not None and body.get("model") not in fake.models:
                     fake.unserved.append(str(body.get("model")))
-                    self._send(
-                        404,
-                        json.dumps({"error": {"message": f"The model {body.get('model')} does not exist"}}).encode(),
-                        {},
-                    )
-                    return
+                    return self._send(404, {"error": {"message": f"The model {body.get('model')} does not exist"}})
                 with fake._lock:
                     mode = fake._mode_now()
                     fake.modes[mode] += 1
-                if mode == "down" or (mode == "hang" and not fake._hang()):
+                t0 = time.monotonic()
+                while mode == "hang" and fake.mode == "hang" and time.monotonic() - t0 < fake.hang_max:
+                    time.sleep(0.05)
+                if mode == "down" or (mode == "hang" and fake.mode == "hang"):
                     self.close_connection = True  # no answer: a killed server, or a hang the client gave up on
                     return
                 with fake._lock:
@@ -425,14 +334,12 @@ class FakeOpenAI:
                     fake.auth.add(self.headers.get("Authorization", ""))
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                counted = True  # in flight from the request read to the reply's first byte (see _answered)
+                # In flight from the request read to the reply's first byte: the client may send its next request
+                # the moment it has read this reply, before this thread gets back from writing it.
+                counted = [True]
 
-                def _answered() -> None:
-                    # The client may send its next request the moment it has read this reply, before this thread
-                    # gets back from writing it: counting until the write returned would see one call too many.
-                    nonlocal counted
-                    if counted:
-                        counted = False
+                def answered() -> None:
+                    if counted.pop() if counted else False:
                         with fake._lock:
                             fake.in_flight -= 1
 
@@ -440,16 +347,12 @@ class FakeOpenAI:
                     r = fake._faulty(mode, body, fake._decide(body, n), self.headers.get("Authorization", ""))
                     with fake._lock:
                         fake.outcomes[n] = r.kind
-                    if r.delay:
-                        time.sleep(r.delay)
+                    time.sleep(r.delay)
                     if r.drop:
                         self.close_connection = True
                         return
-                    if r.raw is not None:
-                        payload = r.raw
-                    else:
-                        payload = json.dumps(completion_body(r, body, n)).encode()
-                    _answered()
+                    payload = r.raw if r.raw is not None else json.dumps(completion_body(r, body, n)).encode()
+                    answered()
                     if mode == "trickle":
                         self._trickle(r.status, payload)
                     else:
@@ -457,7 +360,7 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
                     pass
                 finally:
-                    _answered()
+                    answered()
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 resets connections under concurrent load
@@ -489,18 +392,7 @@ HTTP_FAULTS = ("rate_limit", "server_error", "slow", "drop", "malformed_body", "
 CONTENT_FAULTS = ("prose", "wrong_schema", "bad_sum", "unknown_label")
 FAULTS = HTTP_FAULTS + CONTENT_FAULTS
 #: Relative weights of the kinds (slow replies cost wall time, so they are rarer).
-DEFAULT_MIX = {
-    "rate_limit": 1.0,
-    "server_error": 1.0,
-    "slow": 0.5,
-    "drop": 1.0,
-    "malformed_body": 0.75,
-    "truncated_body": 0.75,
-    "prose": 1.0,
-    "wrong_schema": 1.0,
-    "bad_sum": 1.0,
-    "unknown_label": 1.0,
-}
+DEFAULT_MIX = dict.fromkeys(FAULTS, 1.0) | {"slow": 0.5, "malformed_body": 0.75, "truncated_body": 0.75}
 _OPTION_LINE = re.compile(r"^([A-Z0-9]{1,2})\. ", re.M)
 
 
@@ -515,8 +407,7 @@ def _u(*parts) -> float:
 
 
 def _pick(u: float, kinds: list, mix: dict) -> str:
-    total = sum(mix[k] for k in kinds)
-    acc = 0.0
+    total, acc = sum(mix[k] for k in kinds), 0.0
     for k in kinds:
         acc += mix[k] / total
         if u < acc:
@@ -532,22 +423,16 @@ def request_info(body: dict) -> dict:
     rf = body.get("response_format") or {}
     schema = (rf.get("json_schema") or {}).get("schema") or rf.get("schema")
     head = user.split("\n\nOptions:\n", 1)
-    question = head[0][len("Question: ") :] if head[0].startswith("Question: ") else head[0]
-    options_block = head[1].split("\n\n", 1)[0] if len(head) > 1 else ""
-    labels = _OPTION_LINE.findall(options_block)
+    question = head[0].removeprefix("Question: ")
+    labels = _OPTION_LINE.findall(head[1].split("\n\n", 1)[0] if len(head) > 1 else "")
     props = (schema or {}).get("properties", {})
     if props.get("self_prob", {}).get("properties"):
         labels = list(props["self_prob"]["properties"])
     last = msgs[-1].get("content", "") if msgs else ""
-    structured = bool(schema) or "Output JSON only" in user or "JSON object only" in str(last)
-    return {
-        "structured": structured,
-        "labels": labels or ["A", "B"],
-        "question": question.strip(),
-        "want_q": "peer_prediction" in props or ('"peer_prediction"' in user and not schema),
-        "argument": "argument" in props,
-        "repair": len(msgs) > 2,
-    }
+    return {"structured": bool(schema) or "Output JSON only" in user or "JSON object only" in str(last),
+            "labels": labels or ["A", "B"], "question": question.strip(),
+            "want_q": "peer_prediction" in props or ('"peer_prediction"' in user and not schema),
+            "argument": "argument" in props, "repair": len(msgs) > 2}  # fmt: skip
 
 
 def _dist(u: float, labels: list, favour: str, mass: float = 0.7, avoid: Optional[str] = None) -> dict:
@@ -557,12 +442,16 @@ def _dist(u: float, labels: list, favour: str, mass: float = 0.7, avoid: Optiona
     if not others:
         d[favour] = 1.0
         return d
-    d[favour] = mass
     w = [1.0 + ((u * (i + 7) * 9301) % 1.0) for i in range(len(others))]
     for x, wi in zip(others, w):
         d[x] = round((1.0 - mass) * wi / sum(w), 4)
     d[favour] = round(1.0 - sum(d[x] for x in others), 4)
     return d
+
+
+def _map(reply: dict, f: Callable[[dict], dict]) -> dict:
+    """`f` applied to every distribution (a dict value) of a commitment reply."""
+    return {k: f(d) if isinstance(d, dict) else d for k, d in reply.items()}
 
 
 class FaultInjector:
@@ -573,80 +462,36 @@ class FaultInjector:
                   and content faults (per request, attempt-independent) by their weights in `mix`, so every
                   attempt of every request is faulty with probability `rate`.
     mix           relative weights of the kinds (DEFAULT_MIX); a kind of weight 0 is never injected
-    seed          changes every draw
-    max_faults_per_request  transport faults stop after this many attempts of one identical request (None:
-                  never), so a run with max_attempts above it cannot fail by bad luck
-    slow_delay    seconds a "slow" reply waits (set it above the client timeout)
-    retry_after   the Retry-After header value of a 429 (seconds)
+    max_faults_per_request  transport faults stop after this many attempts of one identical request (None: never)
+    slow_delay    seconds a "slow" reply waits (set it above the client timeout); retry_after: a 429's Retry-After
     truth         f(info) -> the correct label or None; clean commitments then favour the truth with
-                  probability `truth_rate`, and `bait` defaults to it
-    truth_rate    share of clean commitments favouring the truth (0: the truth never gets any mass)
-    bait          f(info, labels) -> the label that faulty replies name (prose, wrong keys, unknown labels)
+                  probability `truth_rate`, and faulty replies name it (the bait)
     force         f(body, info) -> a fault kind to inject regardless of the rate (not capped), or None
-    error_message f(kind) -> the message of a 429/500 body (default: a plain message)
     """
 
-    def __init__(
-        self,
-        rate: float = 0.3,
-        *,
-        seed: int = 0,
-        mix: Optional[dict] = None,
-        max_faults_per_request: Optional[int] = None,
-        slow_delay: float = 1.0,
-        retry_after: str = "0.01",
-        truth: Optional[Callable[[dict], Optional[str]]] = None,
-        truth_rate: float = 0.5,
-        bait: Optional[Callable[[dict, list], str]] = None,
-        force: Optional[Callable[[dict, dict], Optional[str]]] = None,
-        error_message: Optional[Callable[[str], str]] = None,
-    ):
+    def __init__(self, rate: float = 0.3, *, seed: int = 0, mix: Optional[dict] = None,
+                 max_faults_per_request: Optional[int] = None, slow_delay: float = 1.0, retry_after: str = "0.01",
+                 truth: Optional[Callable[[dict], Optional[str]]] = None, truth_rate: float = 0.5,
+                 force: Optional[Callable[[dict, dict], Optional[str]]] = None):  # fmt: skip
         self.rate, self.seed = rate, seed
         self.mix = dict(DEFAULT_MIX if mix is None else mix)
-        unknown = set(self.mix) - set(FAULTS)
-        if unknown:
+        if unknown := set(self.mix) - set(FAULTS):
             raise ValueError(f"unknown fault kind(s) {sorted(unknown)}; kinds are {FAULTS}")
-        self.max_faults = max_faults_per_request
-        self.slow_delay, self.retry_after = slow_delay, retry_after
-        self.truth, self.truth_rate, self.bait, self.force = truth, truth_rate, bait, force
-        self.error_message = error_message or (lambda kind: f"injected {kind}")
+        self.max_faults, self.slow_delay, self.retry_after = max_faults_per_request, slow_delay, retry_after
+        self.truth, self.truth_rate, self.force = truth, truth_rate, force
         self.injected: Counter = Counter()
         self.forced: Counter = Counter()  # the part of `injected` that `force` decided
         self.requests = 0
-        self.clean = 0
         self.attempts: Counter = Counter()  # body hash -> attempts seen
         self._lock = threading.Lock()
 
-    # ------------------------------------------------------------------ rates
     def _kinds(self, group) -> list:
         return [k for k in group if self.mix.get(k, 0) > 0]
-
-    def _rates(self, structured: bool) -> tuple[float, float]:
-        """(per-attempt transport fault probability, per-request content fault probability)."""
-        http_w = sum(self.mix.get(k, 0) for k in HTTP_FAULTS)
-        content_w = sum(self.mix.get(k, 0) for k in CONTENT_FAULTS) if structured else 0.0
-        if http_w + content_w == 0:
-            return 0.0, 0.0
-        r_http = self.rate * http_w / (http_w + content_w)
-        r_content = (self.rate - r_http) / (1 - r_http) if r_http < 1 else 0.0
-        return r_http, r_content
 
     @property
     def total_injected(self) -> int:
         return sum(self.injected.values())
 
-    def summary(self) -> dict:
-        return {
-            "requests": self.requests,
-            "clean": self.clean,
-            "injected": dict(sorted(self.injected.items())),
-            "injected_total": self.total_injected,
-            "forced": dict(sorted(self.forced.items())),
-            "transport": sum(self.injected[k] for k in HTTP_FAULTS),
-            "content": sum(self.injected[k] for k in CONTENT_FAULTS),
-        }
-
-    # ------------------------------------------------------------------ the script
     def __call__(self, body: dict, n: int) -> Reply:
         info = request_info(body)
         h = hashlib.sha256(canonical(body).encode()).hexdigest()
@@ -654,7 +499,11 @@ class FaultInjector:
             attempt = self.attempts[h]
             self.attempts[h] += 1
             self.requests += 1
-        r_http, r_content = self._rates(info["structured"])
+        # (per-attempt transport fault probability, per-request content fault probability)
+        http_w = sum(self.mix.get(k, 0) for k in HTTP_FAULTS)
+        content_w = sum(self.mix.get(k, 0) for k in CONTENT_FAULTS) if info["structured"] else 0.0
+        r_http = self.rate * http_w / (http_w + content_w) if http_w + content_w else 0.0
+        r_content = (self.rate - r_http) / (1 - r_http) if r_http < 1 and http_w + content_w else 0.0
         # The content a request gets (clean or a content fault) depends on the request only ...
         content_kind = None
         if info["structured"] and _u(self.seed, h, "content") < r_content:
@@ -672,61 +521,35 @@ class FaultInjector:
         kind = http_kind or content_kind
         reply = self._transport(http_kind, text, h) if http_kind else Reply(text, kind=content_kind or "ok")
         with self._lock:
-            if kind is None:
-                self.clean += 1
-            else:
+            if kind is not None:
                 self.injected[kind] += 1
                 if forced is not None:
                     self.forced[kind] += 1
         return reply
 
     def _transport(self, kind: str, text: str, h: str) -> Reply:
-        if kind == "rate_limit":
-            return Reply(
-                status=429,
-                raw=self._error(kind, "rate_limit_exceeded"),
-                headers={"Retry-After": self.retry_after},
-                kind=kind,
-            )
-        if kind == "server_error":
-            return Reply(status=500, raw=self._error(kind, "server_error"), kind=kind)
+        if kind in ("rate_limit", "server_error"):
+            code = "rate_limit_exceeded" if kind == "rate_limit" else "server_error"
+            raw = json.dumps({"error": {"message": f"injected {kind}", "type": code, "code": code}}).encode()
+            if kind == "rate_limit":
+                return Reply(status=429, raw=raw, headers={"Retry-After": self.retry_after}, kind=kind)
+            return Reply(status=500, raw=raw, kind=kind)
         if kind == "drop":
             return Reply(drop=True, kind=kind)
         if kind == "slow":  # the right answer, too late
             return Reply(text, delay=self.slow_delay, kind=kind)
         if kind == "malformed_body":
-            variants = [
-                b"\x00\xff garbage, not JSON",
-                b'{"choices": [{"index": 0, "message": ',
-                b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-                json.dumps(
-                    {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
-                ).encode(),
-            ]
+            no_choice = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'
+            variants = [b"\x00\xff garbage, not JSON", b'{"choices": [{"index": 0, "message": ',
+                        b"<html><body><h1>502 Bad Gateway</h1></body></html>", no_choice]  # fmt: skip
             i = int(_u(self.seed, h, "malformed") * len(variants))
-            headers = {"Content-Type": "text/html"} if i == 2 else {}
-            return Reply(raw=variants[i], headers=headers, kind=kind)
+            return Reply(raw=variants[i], headers={"Content-Type": "text/html"} if i == 2 else {}, kind=kind)
         if kind == "truncated_body":
-            full = json.dumps(
-                {
-                    "id": "chatcmpl-x",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": "m",
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                    ],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }
-            ).encode()
+            full = json.dumps(completion(text, "m") | {"id": "chatcmpl-x", "created": 0}).encode()
             cut = 1 + int(_u(self.seed, h, "cut") * (len(full) - 2))  # never the whole body
             return Reply(raw=full[:cut], kind=kind)
         raise ValueError(kind)
 
-    def _error(self, kind: str, code: str) -> bytes:
-        return json.dumps({"error": {"message": self.error_message(kind), "type": code, "code": code}}).encode()
-
-    # ------------------------------------------------------------------ content
     def content(self, kind: Optional[str], info: dict, h: str) -> str:
         """The 200 text for a request: clean, or with the given content fault (a function of the request)."""
         labels = info["labels"]
@@ -743,47 +566,33 @@ class FaultInjector:
         good = {"self_prob": _dist(u, labels, favour, avoid=avoid)}
         if info["want_q"]:
             peer = labels[int(_u(self.seed, h, "peer") * len(labels))]
-            if peer == avoid:
-                peer = favour
-            good["peer_prediction"] = _dist(_u(self.seed, h, "pq"), labels, peer, mass=0.5, avoid=avoid)
+            good["peer_prediction"] = _dist(_u(self.seed, h, "pq"), labels, favour if peer == avoid else peer, mass=0.5,
+                                            avoid=avoid)  # fmt: skip
         if info["argument"]:
             good = {"argument": f"The best answer is {favour}.", **good}
         if kind is None:
             return json.dumps(good)
-        bait = self.bait(info, labels) if self.bait else (truth if truth in labels else labels[0])
+        bait = truth if truth in labels else labels[0]
         v = _u(self.seed, h, "variant")
         if kind == "prose":
             return f"After careful thought I am confident the answer is {bait}. It is clearly {bait}."
         if kind == "wrong_schema":
-            variants = [
-                {"answer": bait, "confidence": 0.97},
-                {"self_prob": bait, "peer_prediction": bait},
-                {"result": {"choice": bait, "probability": 1.0}},
-                {"probabilities": [1.0]},
-            ]
+            variants = [{"answer": bait, "confidence": 0.97}, {"self_prob": bait, "peer_prediction": bait},
+                        {"result": {"choice": bait, "probability": 1.0}}, {"probabilities": [1.0]}]  # fmt: skip
             return json.dumps(variants[int(v * len(variants))])
         if kind == "bad_sum":
             if v < 0.2:  # everything zero: no usable belief at all
-                bad = {k: ({x: 0 for x in labels} if isinstance(d, dict) else d) for k, d in good.items()}
-            else:
-                f = 0.05 + 0.4 * v if v < 0.6 else 2 + 60 * v  # sums far below or far above one
-                bad = {
-                    k: ({x: round(p * f, 4) for x, p in d.items()} if isinstance(d, dict) else d)
-                    for k, d in good.items()
-                }
-            return json.dumps(bad)
+                return json.dumps(_map(good, lambda d: {x: 0 for x in d}))
+            f = 0.05 + 0.4 * v if v < 0.6 else 2 + 60 * v  # sums far below or far above one
+            return json.dumps(_map(good, lambda d: {x: round(p * f, 4) for x, p in d.items()}))
         if kind == "unknown_label":
             fake = [f"Z{i}" for i in range(len(labels))]  # never a real label
             if v < 0.5:  # every label unknown: no usable belief
                 ren = {x: fake[i] for i, x in enumerate(labels)}
             else:  # the bait's slot renamed (its mass must not reach the bait)
                 ren = {x: (fake[0] if x == bait else x) for x in labels}
-                good = {
-                    k: ({x: (max(p, 0.3) if x == bait else p) for x, p in d.items()} if isinstance(d, dict) else d)
-                    for k, d in good.items()
-                }
-            bad = {k: ({ren[x]: p for x, p in d.items()} if isinstance(d, dict) else d) for k, d in good.items()}
-            return json.dumps(bad)
+                good = _map(good, lambda d: {x: (max(p, 0.3) if x == bait else p) for x, p in d.items()})
+            return json.dumps(_map(good, lambda d: {ren[x]: p for x, p in d.items()}))
         raise ValueError(kind)
 
 

@@ -67,23 +67,16 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
     ref, n_sync, sync_usage = sync_run(root)
     flaky = lambda cid, body, attempt: attempt == 0 and cid[0] in "01"  # noqa: E731  (~1/8 of the lines, once)
     gone = lambda cid, body, attempt: attempt == 0 and cid[0] in "23"  # noqa: E731
+    error = lambda c, b, a: "injected server error" if flaky(c, b, a) else None  # noqa: E731
     with FakeOpenAI(
-        FaultInjector(rate=0.0),
-        batch_delay=0.05,
-        expire={1},
-        batch_error=lambda c, b, a: "injected server error" if flaky(c, b, a) else None,
-        batch_missing=gone,
+        FaultInjector(rate=0.0), batch_delay=0.05, expire={1}, batch_error=error, batch_missing=gone
     ) as srv:
         pop = W.population(srv.url, str(root / "batch.sqlite"), "batch")
         d = run_experiment("batch", W.questions(N), [W.config()], pop, workers=4, progress=False)
         lines = list(srv.batch_lines)
         statuses = Counter(b["status"] for b in srv.batches.values())
-        expired = {
-            json.loads(x)["custom_id"]
-            for b in srv.batches.values()
-            if b["status"] == "expired"
-            for x in srv.files[b["input_file_id"]].decode().splitlines()
-        }
+        expired = {json.loads(x)["custom_id"] for b in srv.batches.values() if b["status"] == "expired"
+                   for x in srv.files[b["input_file_id"]].decode().splitlines()}  # fmt: skip
     assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
     assert statuses["expired"] == 1 and statuses["completed"] >= 2 * W.ROUNDS
     seen = Counter(lines)
@@ -138,13 +131,8 @@ def test_a_request_failing_in_every_batch_fails_its_question_with_the_reason(roo
 def _worker(root: Path, url: str, cache: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     env.pop("ACEMAD_MAX_USD", None)
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), str(root), "killed", url, str(cache), str(N)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return subprocess.Popen([sys.executable, str(WORKER), str(root), "killed", url, str(cache), str(N)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
 
 
 def recorded_batches(cache: Path) -> set[str]:
@@ -186,39 +174,24 @@ def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_tw
     assert len(lines) == len(set(lines)) == n_sync  # every call submitted exactly once over both processes
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["ok"] == N and summary["failed"] == 0
-    assert strip_usage(root / "outputs" / "runs" / "killed" / "transcripts.jsonl") == strip_usage(
-        ref / "transcripts.jsonl"
-    )
+    assert strip_usage(root / "outputs/runs/killed/transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
 
 
 def test_export_and_import_round_trip_through_the_cache(root, capsys):
     cache_path = root / "c.sqlite"
     cache = ResponseCache(cache_path)
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
-    BA.record_batch(
-        cache,
-        "batch_x",
-        "openai",
-        [
-            {"key": "k1", "model": "gpt-4o-mini", "mode": None, "body": body},
-            {"key": "k2", "model": "gpt-4o-mini", "mode": None, "body": body},
-        ],
-    )
+    BA.record_batch(cache, "batch_x", "openai", [{"key": k, "model": "gpt-4o-mini", "mode": None, "body": body}
+                                                 for k in ("k1", "k2")])  # fmt: skip
     out = root / "requests.jsonl"
     assert BA.main(["--cache", str(cache_path), "export", str(out)]) == 0
     reqs = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["custom_id"] for r in reqs] == ["k1", "k2"] and reqs[0]["url"] == "/v1/chat/completions"
     assert reqs[0]["body"] == body
-    ok = {
-        "custom_id": "k1",
-        "response": {
-            "status_code": 200,
-            "body": {
-                "choices": [{"message": {"content": "hello"}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}},
-            },
-        },
-    }
+    ok = {"custom_id": "k1", "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": "hello"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}},
+    }}}  # fmt: skip
     bad = {"custom_id": "k2", "response": None, "error": {"code": "server_error", "message": "no"}}
     stranger = dict(ok, custom_id="not-ours")
     (root / "output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (ok, bad, stranger)) + '{"torn')
@@ -253,21 +226,9 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(f
             path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
             out = path.with_name(path.name.replace("requests-", "output-"))
             lines = [json.loads(x) for x in path.read_text().splitlines()]
-            out.write_text(
-                "".join(
-                    json.dumps(
-                        {
-                            "custom_id": x["custom_id"],
-                            "response": {
-                                "status_code": 200,
-                                "body": completion_body(model(x["body"], i), x["body"], i),
-                            },
-                        }
-                    )
-                    + "\n"
-                    for i, x in enumerate(lines)
-                )
-            )
+            answers = [{"custom_id": x["custom_id"], "response": {"status_code": 200, "body": completion_body(
+                model(x["body"], i), x["body"], i)}} for i, x in enumerate(lines)]  # fmt: skip
+            out.write_text("".join(json.dumps(x) + "\n" for x in answers))
             assert BA.main(["--cache", str(cache), "import", str(out)]) == 0
     assert srv.count == 0  # no completion was ever sent to an endpoint
     assert exports == 2 * W.ROUNDS

@@ -44,26 +44,18 @@ def filled_cache(path: Path, n: int = 300) -> Path:
 def no_call_is_made(path: Path, pattern: str) -> None:
     """Neither a client nor a population opens the endpoint: not even the free GET /models."""
     with FakeOpenAI() as srv:
-        for build in (
-            lambda: LLMClient("m", srv.url, KEY, cache=str(path)),
-            lambda: LLMPopulation(model="m", base_url=srv.url, api_key=KEY, cache=str(path)),
-        ):
-            with pytest.raises(CacheError, match=pattern):
-                build()
+        with pytest.raises(CacheError, match=pattern):
+            LLMClient("m", srv.url, KEY, cache=str(path))
+        with pytest.raises(CacheError, match=pattern):
+            LLMPopulation(model="m", base_url=srv.url, api_key=KEY, cache=str(path))
         assert srv.count == 0 and srv.auth == set()
 
 
-@pytest.mark.parametrize(
-    "content,why",
-    [
-        (bytes(range(256)) * 20, "file is not a database"),
-        (b"hello, this is a text file, not a database\n", "file is not a database"),
-    ],
-)
-def test_garbage_file(tmp_path, content, why):
+@pytest.mark.parametrize("content", [bytes(range(256)) * 20, b"hello, this is a text file, not a database\n"])
+def test_garbage_file(tmp_path, content):
     path = tmp_path / "llm.sqlite"
     path.write_bytes(content)
-    no_call_is_made(path, DAMAGED.format(why=why))
+    no_call_is_made(path, DAMAGED.format(why="file is not a database"))
     assert path.read_bytes() == content and sorted(os.listdir(tmp_path)) == ["llm.sqlite"]  # untouched
 
 
@@ -72,19 +64,14 @@ def test_cache_cut_in_the_middle(tmp_path):
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size // 3)
     before = path.read_bytes()
-    no_call_is_made(
-        path, DAMAGED.format(why="database disk image is malformed") + "|" + r"sqlite3 .*llm\.sqlite \.recover"
-    )
+    no_call_is_made(path, DAMAGED.format(why="database disk image is malformed") + r"|sqlite3 .*llm\.sqlite \.recover")
     assert path.read_bytes() == before
 
 
 def test_a_directory_where_the_file_should_be(tmp_path):
     (tmp_path / "llm.sqlite").mkdir()
-    no_call_is_made(
-        tmp_path / "llm.sqlite",
-        r"cannot open the response cache .*llm\.sqlite \(unable to open database "
-        r"file\): .*llm\.sqlite is a directory\. No model call was made\.",
-    )
+    no_call_is_made(tmp_path / "llm.sqlite", r"cannot open the response cache .*llm\.sqlite \(unable to open database "
+                    r"file\): .*llm\.sqlite is a directory\. No model call was made\.")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- read-only

@@ -22,7 +22,6 @@ SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 
 
 def check(result, want_q: bool, k: int = len(LABELS)) -> None:
-    """The contract: (p, q, report) with p a distribution or None (then report['ok'] is False)."""
     p, q, report = result
     assert isinstance(report, dict) and isinstance(report.get("ok"), bool)
     if p is None:
@@ -77,7 +76,6 @@ def jsonish(draw) -> str:
 
 @st.composite
 def good_commit(draw):
-    """A well-formed commitment with non-negative finite numbers, not all zero."""
     vals = st.lists(st.floats(min_value=0, max_value=1e6), min_size=4, max_size=4)
     return dict(zip(LABELS, draw(vals.filter(lambda v: sum(v) > 1e-6))))
 
@@ -165,7 +163,7 @@ def test_well_formed_commitments_round_trip(p, q, style):
 
 # ----------------------------------------------------------------------------- the agent around the parser
 class ScriptedClient:
-    """Stands in for LLMClient: replies with the given texts in turn (commit, then repair)."""
+    """Replies with the given texts in turn (commit, then repair)."""
 
     def __init__(self, texts):
         self.texts = list(texts)

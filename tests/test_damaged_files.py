@@ -17,8 +17,7 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import paths as P
-from acemad_utils.data.damaged import DamagedFile
-from acemad_utils.data.transcripts import COMPRESSED, load_run, run_dir, transcript_bytes
+from acemad_utils.data.transcripts import COMPRESSED, DamagedFile, load_run, run_dir, transcript_bytes
 from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -55,7 +54,7 @@ def test_a_full_disk_leaves_no_temp_file(smoke_outputs, monkeypatch):
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError, match="No space left"):
-        P.atomic_write_bytes(target, b"data" * 1000)
+        P.atomic_write(target, b"data" * 1000)
     assert list(target.parent.iterdir()) == []
 
 

@@ -22,7 +22,7 @@ def test_the_notebook_import_line_and_a_synthetic_setup_load_no_client_and_no_pl
 
 
 def test_the_client_and_a_figure_still_load_when_used():
-    assert {"openai", "acemad_utils.agents.client"} <= loaded_after("from acemad_utils.agents import LLMClient")
+    assert {"openai", "acemad_utils.agents.client"} <= loaded_after("from acemad_utils.agents.client import LLMClient")
     assert "matplotlib" in loaded_after(
         "import pandas as pd\nfrom acemad_utils.report import figures as F\n"
         "F.bars_by_benchmark(pd.DataFrame({'benchmark': ['b'], 'method': ['m'], 'accuracy': [0.5], "

@@ -10,7 +10,7 @@ import pytest
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.experiments import profiles
-from acemad_utils.experiments.run_files import identity as _identity
+from acemad_utils.experiments.runner import identity as _identity
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.commit import argument_of, commit_schema, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
@@ -22,23 +22,13 @@ try:
 except ImportError:
     from fake_openai import FakeOpenAI, Reply
 
-Q = Question(
-    id="q1",
-    benchmark="demo",
-    question="What color is the sky on a clear day?",
-    options={"A": "Green", "B": "Blue", "C": "Red"},
-    answer="B",
-)
+Q = Question("q1", "demo", "What color is the sky on a clear day?", {"A": "Green", "B": "Blue", "C": "Red"}, "B")
 AB = ("A", "B", "C")
 KEY = "sk-test-agents-SECRET"
 
 
 def turn(**kw):
-    kw.setdefault("question", Q)
-    kw.setdefault("agent", 0)
-    kw.setdefault("round", 1)
-    kw.setdefault("history", ())
-    return Turn(**kw)
+    return Turn(**{"question": Q, "agent": 0, "round": 1, "history": ()} | kw)
 
 
 # ----------------------------------------------------------------------------- prompts
@@ -73,50 +63,26 @@ def test_commit_prompt_shape_has_labels_but_no_numbers():
 
 
 # ----------------------------------------------------------------------------- parsing
-@pytest.mark.parametrize(
-    "text,p,q",
-    [
-        (
-            '{"self_prob": {"A": 0.1, "B": 0.8, "C": 0.1}, "peer_prediction": {"A": 0.6, "B": 0.3, "C": 0.1}}',
-            [0.1, 0.8, 0.1],
-            [0.6, 0.3, 0.1],
-        ),
-        (
-            'Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, '
-            '"peer_prediction": {"A": 1, "B": 0, "C": 0}}\n```\nHope it helps',
-            [0.2, 0.8, 0],
-            [1, 0, 0],
-        ),
-        (
-            "My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, "
-            "'peer_prediction': {'A': 0.5, 'B': 0.5, 'C': 0,},} ok",
-            [0.5, 0.5, 0],
-            [0.5, 0.5, 0],
-        ),
-        (
-            '{"self_prob": {"A": "20%", "B": "70%", "C": "10%"}, "peer_prediction": {"A": 50, "B": 30, "C": 20}}',
-            [0.2, 0.7, 0.1],
-            [0.5, 0.3, 0.2],
-        ),
-        ('{"self_prob": {"B": 0.9, "D": 0.5}, "peer_prediction": {"A": 0.5, "B": 0.5}}', [0, 1, 0], [0.5, 0.5, 0]),
-        (
-            '{"Self Prob": {"Option A": 0.25, "(B)": 0.75}, "peer": {"Blue": 0.4, "Green": 0.6}}',
-            [0.25, 0.75, 0],
-            [0.6, 0.4, 0],
-        ),
-        ('{"A": 0.3, "B": 0.7}', [0.3, 0.7, 0], None),
-        (
-            '{"self_prob": {"A": 0, "B": 1, "C": 0}}\nand\n{"peer_prediction": {"A": 1, "B": 0, "C": 0}}',
-            [0, 1, 0],
-            [1, 0, 0],
-        ),
-        (
-            '{"self_prob": {"A": 0.5, "B": 0.5, "C": 0}, "peer_prediction": {"A": 0.9',
-            [0.5, 0.5, 0],
-            [1, 0, 0],
-        ),  # cut off
-    ],
-)
+CASES = [  # (reply, p, q); q None: no peer prediction read
+    ('{"self_prob": {"A": 0.1, "B": 0.8, "C": 0.1}, "peer_prediction": {"A": 0.6, "B": 0.3, "C": 0.1}}',
+     [0.1, 0.8, 0.1], [0.6, 0.3, 0.1]),
+    ('Here you go:\n```json\n{"self_prob": {"A": 0.2, "B": 0.8, "C": 0}, "peer_prediction": {"A": 1, "B": 0, "C": 0}}'
+     "\n```\nHope it helps", [0.2, 0.8, 0], [1, 0, 0]),
+    ("My belief is {'self_prob': {'a': 0.5, 'b': 0.5, 'c': 0.0,}, "
+     "'peer_prediction': {'A': 0.5, 'B': 0.5, 'C': 0,},} ok", [0.5, 0.5, 0], [0.5, 0.5, 0]),
+    ('{"self_prob": {"A": "20%", "B": "70%", "C": "10%"}, "peer_prediction": {"A": 50, "B": 30, "C": 20}}',
+     [0.2, 0.7, 0.1], [0.5, 0.3, 0.2]),
+    ('{"self_prob": {"B": 0.9, "D": 0.5}, "peer_prediction": {"A": 0.5, "B": 0.5}}', [0, 1, 0], [0.5, 0.5, 0]),
+    ('{"Self Prob": {"Option A": 0.25, "(B)": 0.75}, "peer": {"Blue": 0.4, "Green": 0.6}}', [0.25, 0.75, 0],
+     [0.6, 0.4, 0]),
+    ('{"A": 0.3, "B": 0.7}', [0.3, 0.7, 0], None),
+    ('{"self_prob": {"A": 0, "B": 1, "C": 0}}\nand\n{"peer_prediction": {"A": 1, "B": 0, "C": 0}}', [0, 1, 0],
+     [1, 0, 0]),
+    ('{"self_prob": {"A": 0.5, "B": 0.5, "C": 0}, "peer_prediction": {"A": 0.9', [0.5, 0.5, 0], [1, 0, 0]),  # cut off
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text,p,q", CASES)
 def test_parse_commit_tolerates_common_mistakes(text, p, q):
     gp, gq, rep = parse_commit(text, AB, want_q=True, options=Q.options)
     assert rep["ok"]
@@ -164,13 +130,7 @@ def test_agent_act_two_calls_usage_and_seeds():
         assert step.message == "The sky is blue: B." and not step.parse_failure
         np.testing.assert_allclose(step.p, [0.1, 0.8, 0.1])
         np.testing.assert_allclose(step.q, [0.5, 0.4, 0.1])
-        assert step.usage == {
-            "calls": 2,
-            "network_calls": 2,
-            "cache_hits": 0,
-            "prompt_tokens": 20,
-            "completion_tokens": 10,
-        }
+        assert step.usage == dict(calls=2, network_calls=2, cache_hits=0, prompt_tokens=20, completion_tokens=10)
         argue, commit = srv.requests[0], srv.requests[1]
         assert argue["messages"][0] == {"role": "system", "content": PERSONAS["Skeptic"]}
         assert argue["temperature"] == 0.6 and "response_format" in commit
@@ -186,10 +146,8 @@ def test_repair_then_success():
         assert not step.parse_failure and step.info["repaired"] and step.usage["calls"] == 3
         np.testing.assert_allclose(step.p, [0.1, 0.8, 0.1])
         repair = srv.requests[-1]["messages"]
-        assert (
-            repair[-2] == {"role": "assistant", "content": "no idea, sorry"}
-            and "JSON object only" in repair[-1]["content"]
-        )
+        assert repair[-2] == {"role": "assistant", "content": "no idea, sorry"}
+        assert "JSON object only" in repair[-1]["content"]
 
 
 def test_unreadable_commit_is_uniform_and_flagged():
@@ -253,20 +211,11 @@ def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
 
 def test_single_call_mode_makes_one_call_per_agent_round():
     # One structured reply carries the argument and the commitment: N*T calls instead of 2*N*T.
-    import json as _json
-
-    from acemad_utils.agents.llm_agent import LLMPopulation
     from acemad_utils.protocol.config import DebateConfig
     from acemad_utils.protocol.debate import run_question
-    from acemad_utils.protocol.schema import Question
 
-    reply = _json.dumps(
-        {
-            "argument": "B is right because of physics.",
-            "self_prob": {"A": 0.2, "B": 0.8},
-            "peer_prediction": {"A": 0.6, "B": 0.4},
-        }
-    )
+    reply = json.dumps({"argument": "B is right because of physics.", "self_prob": {"A": 0.2, "B": 0.8},
+                        "peer_prediction": {"A": 0.6, "B": 0.4}})  # fmt: skip
     q = Question("t/single", "test", "Which?", {"A": "a", "B": "b"}, "B")
     with FakeOpenAI(default=reply) as srv:
         pop = LLMPopulation(model="m", base_url=srv.url, api_key="sk-fake", calls="single")
@@ -292,13 +241,7 @@ def test_single_call_reply_is_parsed_once(monkeypatch):
     monkeypatch.setattr(commit, "objects", lambda text: calls.append(text) or real(text))
     # and one call of the parser itself (a second reading of the reply, by any route, would be a second call)
     monkeypatch.setattr(agents, "parse_commit", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
-    reply = json.dumps(
-        {
-            "argument": "Blue, by Rayleigh scattering.",
-            "self_prob": {"A": 0.1, "B": 0.8, "C": 0.1},
-            "peer_prediction": {"A": 0.5, "B": 0.4, "C": 0.1},
-        }
-    )
+    reply = json.dumps({"argument": "Blue, by Rayleigh scattering.", **json.loads(GOOD)})
     with FakeOpenAI(default=reply) as srv:
         agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY), calls="single")
         step = agent.act(turn())

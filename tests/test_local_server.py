@@ -6,27 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import io
+from types import SimpleNamespace
 
 import pytest
 
 from acemad_utils.agents import local_server as LS
-
-
-class FakeProc:
-    returncode = None
-
-    def __init__(self, cmd, **kw):
-        self.cmd = cmd
-        FakeProc.last = self
-
-    def poll(self):
-        return None
-
-    def terminate(self):
-        self.returncode = 0
-
-    def wait(self, timeout=None):
-        return 0
 
 
 class Ready(io.BytesIO):
@@ -37,16 +21,18 @@ class Ready(io.BytesIO):
 def fake_start(monkeypatch):
     """serve() with Popen and the readiness probe faked: returns a function giving the command it ran."""
     monkeypatch.setattr(LS, "check_server_installed", lambda: None)
-    monkeypatch.setattr(LS.subprocess, "Popen", FakeProc)
+    started: list = []  # the commands serve() ran, in processes that never exit by themselves
+    monkeypatch.setattr(LS.subprocess, "Popen", lambda cmd, **kw: started.append(cmd) or SimpleNamespace(
+        returncode=None, poll=lambda: None, terminate=lambda: None, wait=lambda timeout=None: 0))  # fmt: skip
     monkeypatch.setattr(LS.urllib.request, "urlopen", lambda url, timeout=None: Ready(b"{}"))
     monkeypatch.delenv("ACEMAD_PROMPT_CACHE", raising=False)
 
-    def started(**kw) -> list:
+    def start(**kw) -> list:
         with LS.serve(gguf="/m.gguf", port=8123, **kw) as url:
             assert url == "http://127.0.0.1:8123/v1"
-        return FakeProc.last.cmd
+        return started[-1]
 
-    return started
+    return start
 
 
 def _opt(cmd: list, name: str):

@@ -74,24 +74,12 @@ def env(smoke_outputs, monkeypatch):
 def echo(key: str, status: int) -> Reply:
     """An error reply echoing the key unmasked: a 401 as some proxies send it, or a 500 from a gateway."""
     if status == 401:
-        msg = {
-            "error": {
-                "message": f"Incorrect API key provided: {key}. You can find your API key at "
-                "https://platform.openai.com/account/api-keys.",
-                "type": "invalid_request_error",
-                "code": "invalid_api_key",
-            }
-        }
+        msg = {"message": f"Incorrect API key provided: {key}. You can find your API key at https://platform.openai"
+               ".com/account/api-keys.", "type": "invalid_request_error", "code": "invalid_api_key"}  # fmt: skip
     else:
-        msg = {
-            "error": {
-                "message": f"upstream failure (request with Authorization: Bearer {key}; key={key})",
-                "type": "server_error",
-                "code": None,
-                "param": key,
-            }
-        }
-    return Reply(status=status, raw=json.dumps(msg).encode(), kind="auth")
+        msg = {"message": f"upstream failure (request with Authorization: Bearer {key}; key={key})",
+               "type": "server_error", "code": None, "param": key}  # fmt: skip
+    return Reply(status=status, raw=json.dumps({"error": msg}).encode(), kind="auth")
 
 
 def script_with_an_auth_failure(victim: str, key: str = CANARY, status: int = 401):
@@ -106,11 +94,13 @@ def script_with_an_auth_failure(victim: str, key: str = CANARY, status: int = 40
     return script, plan
 
 
-def test_redact_removes_keys():
+def test_redact_removes_keys_and_keeps_words():
     assert CANARY not in redact(f"bad key {CANARY}!") and "sk-***" in redact("token sk-abcdefgh1234 here")
     assert redact("Authorization: Bearer abc.def-123") == "Authorization: Bearer ***"
     assert redact("(Authorization: Bearer abc/d+e=); next") == "(Authorization: Bearer ***); next"
     assert redact("no secrets here, just sk-1 and a task-list") == "no secrets here, just sk-1 and a task-list"
+    assert "AbC123" not in redact("header tokensk-proj-AbC123dEf456GhI789jKl0 trailer")  # glued to a word
+    assert redact("a risk-averse, task-specific reasoner") == "a risk-averse, task-specific reasoner"
 
 
 def exception_text(e: BaseException) -> str:
@@ -166,14 +156,8 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     script, plan = script_with_an_auth_failure(qs[2].question, key, status)
     try:
         with FakeOpenAI(script) as srv:
-            S = Setup(
-                profile="secrets",
-                backend="openai",
-                source="demo",
-                model="fake-canary-model",
-                base_url=srv.url,
-                workers=4,
-            )
+            S = Setup(profile="secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url,
+                      workers=4)  # fmt: skip
             print(S.describe(), S.population.describe(), S.population.usage())
             meta, recs = S.run(
                 "secrets",
@@ -220,27 +204,22 @@ NOTEBOOK = [
 ]
 
 
-def test_executed_notebook_holds_no_secret(env, tmp_path):
-    papermill = pytest.importorskip("papermill")
+def write_notebook(path, cells) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    for tag, src in NOTEBOOK:
-        cell = nbformat.v4.new_code_cell(src)
-        if tag:
-            cell.metadata["tags"] = [tag]
-        nb.cells.append(cell)
+    for tag, src in cells:
+        nb.cells.append(nbformat.v4.new_code_cell(src, metadata={"tags": [tag]} if tag else {}))
+    nbformat.write(nb, path)
+
+
+def test_executed_notebook_holds_no_secret(env, tmp_path):
+    papermill = pytest.importorskip("papermill")
     src, out = tmp_path / "secrets.ipynb", tmp_path / "secrets.out.ipynb"
-    nbformat.write(nb, src)
+    write_notebook(src, NOTEBOOK)
     with FakeOpenAI(FaultInjector(0.0)) as srv:  # the kernel inherits OPENAI_API_KEY from this process
-        papermill.execute_notebook(
-            str(src),
-            str(out),
-            parameters={"BASE_URL": srv.url},
-            kernel_name="python3",
-            progress_bar=False,
-            cwd=str(tmp_path),
-        )
+        papermill.execute_notebook(str(src), str(out), parameters={"BASE_URL": srv.url}, kernel_name="python3",
+                                   progress_bar=False, cwd=str(tmp_path))  # fmt: skip
         assert f"Bearer {CANARY}" in srv.auth and srv.count > 0
     text = out.read_text()
     assert "SUMMARY: done" in text and "key set: True" in text and "'failed': 0" in text
@@ -282,15 +261,8 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     the cache) or in what it printed."""
     from acemad_utils.reproduce import cli as reproduce
 
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    for tag, src in DRIVEN:
-        cell = nbformat.v4.new_code_cell(src)
-        if tag:
-            cell.metadata["tags"] = [tag]
-        nb.cells.append(cell)
     path = tmp_path / "01_urls.ipynb"
-    nbformat.write(nb, path)
+    write_notebook(path, DRIVEN)
     with FakeOpenAI(FaultInjector(0.0)) as srv:
         port = srv.url.split(":")[2].split("/")[0]
         url = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
@@ -310,10 +282,7 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     assert code == 0 and answered > 0, out.out
     assert "SUMMARY: ok 2 failed 0" in out.out or "ok 2 failed 0" in out.out, out.out
     executed = env / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
-    locks = [
-        env / "outputs" / "smoke" / "runs" / "urls" / ".lock.holder",
-        env / "outputs" / "smoke" / "cache" / ".lock.holder",
-    ]
+    locks = [env / "outputs" / "smoke" / d / ".lock.holder" for d in ("runs/urls", "cache")]
     assert executed.exists() and all(p.exists() for p in locks)
     assert "127.0.0.1" in executed.read_text() and "--set BASE_URL=http://127.0.0.1" in locks[0].read_text()
     for secret in (URL_PASSWORD, URL_QUERY_KEY):
@@ -344,12 +313,6 @@ def test_a_key_across_the_preview_cut_is_redacted_before_the_cut(monkeypatch):
     body = "a" * 180 + key + " and more"  # glued to a word character, across character 200
     shown = preview(body.encode())
     assert key[8:14] not in shown and "Zq7Zq7" not in shown
-
-
-def test_a_key_glued_to_a_word_is_redacted_and_words_are_not():
-    glued = "tokensk-proj-AbC123dEf456GhI789jKl0"
-    assert "AbC123" not in redact(f"header {glued} trailer")
-    assert redact("a risk-averse, task-specific reasoner") == "a risk-averse, task-specific reasoner"
 
 
 def test_a_reply_echoing_the_key_is_stored_and_returned_without_it(tmp_path):

@@ -17,7 +17,7 @@ from acemad_utils.experiments.setup import SIM_STANDINS, Setup
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import GENERALIST, NAIVE_AGENT, SKEPTIC, DebateConfig
 from acemad_utils.protocol.debate import run_question
-from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Step, Turn
+from acemad_utils.protocol.schema import Agent, Population, Step, Turn
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
 from acemad_utils.report.figures import source_label
@@ -260,11 +260,6 @@ def test_sparse_is_a_full_mesh_up_to_three_agents():
 
 
 # ----------------------------------------------------------------------------- 6. heterogeneity rows
-def test_different_persona_is_the_main_acemad_configuration():
-    persona = DebateConfig(method="acemad", truth_holder=AgentSpec("Skeptic", 0.6), name="AceMAD (Different Persona)")
-    assert persona.hash == DebateConfig(method="acemad", rounds=3).hash
-
-
 def test_paper_profile_names_a_second_model_and_every_other_model():
     prof = yaml.safe_load((P.ROOT / "profiles" / "paper.yaml").read_text())
     het = prof["notebooks"]["04_heterogeneity"]

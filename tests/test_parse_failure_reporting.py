@@ -11,7 +11,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables
 from acemad_utils.reproduce import cli as reproduce
-from acemad_utils.reproduce.guard import PARSE_FAILURE_LIMIT, parse_failure_lines
+from acemad_utils.reproduce.cli import PARSE_FAILURE_LIMIT, parse_failure_lines
 
 try:
     from tests.fake_openai import FakeOpenAI, FaultInjector

@@ -61,11 +61,14 @@ def test_agents_tied_at_the_top_share_it_and_failed_commitments_are_counted_not_
     assert tied.top_agent == pytest.approx(50.0)
 
 
-def test_no_acemad_run_means_no_check_and_a_sentence_that_says_so():
+def test_no_scores_or_no_parsed_commitment_says_so_instead_of_a_number():
     rec = dict(_record(0, [0.5] * 5, RIGHT))
     rec["rounds"] = [[dict(e, score=None) for e in rec["rounds"][0]]]  # a baseline MAD: no scores
     table = PR.premise([rec])
     assert table.empty and "no premise check" in PR.premise_sentence(table, synthetic=False)
+    table = PR.premise([_record(i, [0.5] * 5, RIGHT, failed=range(5)) for i in range(3)])
+    assert len(table) == 1 and table.iloc[0].n == 0 and table.iloc[0].parse_failure == 1.0
+    assert "cannot be measured" in PR.premise_sentence(table, synthetic=False)
 
 
 @pytest.fixture(scope="module")
@@ -93,12 +96,10 @@ def test_the_split_pairs_acemad_with_each_control_on_its_own_commitments(synthet
     # uniform weights on AceMAD's debate decide as the uniform-weighting run does (the same commitments)
     uni = [r["final"]["correct"] for r in recs if r["method"] == "AceMAD (T=3, uniform)"]
     assert rest.iloc[0].accuracy == pytest.approx(100 * np.mean(uni))
-
-
-def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_records):
-    recs = [r for r in synthetic_records if r["method"] == "AceMAD (T=3)"]
-    got = PR.round0_records(recs)
-    for rec, g in zip(recs, got):
+    # the round-0 majority is the plurality of the first answers
+    ace = [r for r in recs if r["method"] == "AceMAD (T=3)"]
+    round0 = [r for r in PR.control_records(recs, "AceMAD (T=3)") if r["method"] == PR.ROUND0]
+    for rec, g in zip(ace, round0, strict=True):
         votes = [int(np.argmax(e["p"])) for e in rec["rounds"][0]]
         counts = np.bincount(votes, minlength=len(rec["labels"]))
         if (counts == counts.max()).sum() == 1:  # no tie: the plurality is unambiguous
@@ -106,7 +107,6 @@ def test_the_round0_majority_is_the_plurality_of_the_first_answers(synthetic_rec
 
 
 def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
-    from acemad_utils.agents.sim import SimPopulation
     from acemad_utils.protocol.config import NAIVE_AGENT
     from acemad_utils.protocol.debate import run_batch
 
@@ -133,7 +133,7 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
     # near-copies (crowd_copy) make the samples less independent
     assert all(
-        w in text for w in ("the same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
+        w in text for w in ("same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
     )
     real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
@@ -185,13 +185,6 @@ def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_en
     assert "the premise (the agent whose peer prediction scores best knows more than a random agent) fails" in out
     assert "no gain of AceMAD here can come from who scores well" in out
     assert "AceMAD vs the same compute spent on sampling" in out and "Round-0 majority" in out
-
-
-def test_a_run_whose_commitments_never_parsed_says_so_instead_of_a_number():
-    recs = [_record(i, [0.5] * 5, RIGHT, failed=range(5)) for i in range(3)]
-    table = PR.premise(recs)
-    assert len(table) == 1 and table.iloc[0].n == 0 and table.iloc[0].parse_failure == 1.0
-    assert "cannot be measured" in PR.premise_sentence(table, synthetic=False)
 
 
 def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():

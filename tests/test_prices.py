@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -29,12 +30,8 @@ except ImportError:
 
 MSG = [{"role": "user", "content": "hi"}]
 GATEWAY = "http://127.0.0.1:4000/v1"  # where a LiteLLM-style gateway to paid providers usually listens
-PAPER_MODELS = (
-    "gpt-4o-mini",
-    "Qwen/Qwen3-235B-A22B-Instruct-2507",
-    "deepseek-ai/DeepSeek-V3.1",
-    "meta-llama/Llama-3.1-8B-Instruct",
-)
+PAPER_MODELS = ("gpt-4o-mini", "Qwen/Qwen3-235B-A22B-Instruct-2507", "deepseek-ai/DeepSeek-V3.1",
+                "meta-llama/Llama-3.1-8B-Instruct")  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -77,16 +74,12 @@ def test_profile_terms_are_checked_and_name_the_model():
     terms = PR.parse_terms({"a": {"free": True}, "b": {"price": {"input": 1, "output": 2, "batch": 0.5}}})
     assert terms["a"].free and terms["b"].usd(1e6, 1e6) == pytest.approx(3.0)
     assert terms["b"].usd(1e6, 1e6, batch=True) == pytest.approx(1.5)
-    for bad in (
-        {"m": {"free": "yes"}},
-        {"m": {"price": {"input": 1}}},
-        {"m": {"price": {"input": -1, "output": 1}}},
-        {"m": {"price": {"input": 1, "output": 1, "batch": 2}}},
-        {"m": {"price": {"input": 1, "output": 1}, "free": True}},
-        {"m": {"cost": 1}},
-    ):
+    bad = ({"free": "yes"}, {"price": {"input": 1}}, {"price": {"input": -1, "output": 1}},
+           {"price": {"input": 1, "output": 1, "batch": 2}}, {"price": {"input": 1, "output": 1}, "free": True},
+           {"cost": 1})  # fmt: skip
+    for terms in bad:
         with pytest.raises(ValueError, match="models: m"):
-            PR.parse_terms(bad)
+            PR.parse_terms({"m": terms})
 
 
 def test_a_profile_with_a_bad_models_entry_stops_before_anything_runs(tmp_path):
@@ -103,10 +96,8 @@ def test_the_profile_terms_reach_the_kernels_as_json(tmp_path):
 
 # ----------------------------------------------------------------------------- the estimate
 def test_a_gateway_on_loopback_without_a_price_is_unpriced_in_the_estimate():
-    est = C.estimate_profile(
-        "paper", {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY}, ["03_main_results"], per_benchmark=1
-    )
-    [row] = est.rows
+    gw = {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY}
+    [row] = (est := C.estimate_profile("paper", gw, ["03_main_results"], per_benchmark=1)).rows
     assert endpoint_kind(GATEWAY) == "local-llama.cpp"  # the cache-key label is unchanged, and says nothing of cost
     assert row.calls > 0 and row.usd is None and row.usd_batch is None and not row.free
     text = C.format_estimate(est)
@@ -208,23 +199,9 @@ def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkey
     """serve() registers the server it started; the client on it bills nothing and is never refused, whatever
     the model is called. (The server process is faked by a FakeOpenAI on the port serve() is given.)"""
 
-    class NoProc:  # serve() starts no process here: the FakeOpenAI below answers on that port
-        returncode = None
-
-        def __init__(self, cmd, **kw):
-            pass
-
-        def poll(self):
-            return None
-
-        def terminate(self):
-            pass
-
-        def wait(self, timeout=None):
-            return 0
-
+    no_proc = SimpleNamespace(returncode=None, poll=lambda: None, terminate=lambda: None, wait=lambda timeout=None: 0)
     monkeypatch.setattr(LS, "check_server_installed", lambda: None)
-    monkeypatch.setattr(LS.subprocess, "Popen", NoProc)
+    monkeypatch.setattr(LS.subprocess, "Popen", lambda cmd, **kw: no_proc)  # the FakeOpenAI answers on the port
     monkeypatch.setenv(B.ENV_MAX, "0.000001")
     reply = Reply("x", prompt_tokens=1_000_000, completion_tokens=1_000_000)
     with FakeOpenAI([reply]) as srv:

@@ -37,10 +37,6 @@ def _entry(**kw) -> str:
     return "[{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}]"
 
 
-def _values(marker) -> list[str]:
-    return [_payload(marker), *HOSTILE]
-
-
 @pytest.fixture
 def nothing_runs(monkeypatch, tmp_path):
     """A run that gets past the checks fails the test (and would have touched the marker)."""
@@ -59,28 +55,25 @@ def _one_line(e: pytest.ExceptionInfo) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(params.SCHEMA))
-def test_hostile_values_in_every_parameter_through_set_are_one_line(name, nothing_runs):
-    for value in _values(nothing_runs):
+def test_hostile_values_in_every_parameter_through_set_or_a_profile_file_are_one_line(name, nothing_runs, tmp_path):
+    nb = params.SCHEMA[name].notebooks[0]
+    for value in [_payload(nothing_runs), *HOSTILE]:
         with pytest.raises(SystemExit) as e:
             cli.main(["--profile", "default", "--set", f"{name}={value}"])
         assert name in _one_line(e), e.value.code
+        for body in (f"common:\n  {name}: {value}\n", f"notebooks:\n  {nb}:\n    {name}: {value}\n"):
+            (tmp_path / "mine.yaml").write_text("profile: mine\n" + body)
+            with pytest.raises(SystemExit) as e:
+                cli.main(["--profile", str(tmp_path / "mine.yaml")])
+            assert _one_line(e).startswith("mine.yaml"), e.value.code
     assert not nothing_runs.exists()
 
 
 @pytest.mark.parametrize("field", params.ENTRY_KEYS)
 def test_hostile_values_inside_other_models_entries_are_one_line(field, nothing_runs, tmp_path):
-    for value in _values(nothing_runs):
+    for value in [_payload(nothing_runs), *HOSTILE]:
         with pytest.raises(SystemExit) as e:
-            cli.main(
-                [
-                    "--profile",
-                    "default",
-                    "--only",
-                    "07_other_models",
-                    "--set",
-                    f"OTHER_MODELS={_entry(**{field: value})}",
-                ]
-            )
+            cli.main(["--only", "07_other_models", "--set", f"OTHER_MODELS={_entry(**{field: value})}"])
         _one_line(e)
         body = f"profile: mine\nnotebooks:\n  07_other_models:\n    OTHER_MODELS: {_entry(**{field: value})}\n"
         (tmp_path / "mine.yaml").write_text(body)
@@ -90,24 +83,9 @@ def test_hostile_values_inside_other_models_entries_are_one_line(field, nothing_
     assert not nothing_runs.exists()
 
 
-@pytest.mark.parametrize("name", sorted(params.SCHEMA))
-def test_hostile_values_in_every_parameter_of_a_profile_file_are_one_line(name, nothing_runs, tmp_path):
-    nb = params.SCHEMA[name].notebooks[0]
-    for value in _values(nothing_runs):
-        for body in (
-            f"profile: mine\ncommon:\n  {name}: {value}\n",
-            f"profile: mine\nnotebooks:\n  {nb}:\n    {name}: {value}\n",
-        ):
-            (tmp_path / "mine.yaml").write_text(body)
-            with pytest.raises(SystemExit) as e:
-                cli.main(["--profile", str(tmp_path / "mine.yaml")])
-            assert _one_line(e).startswith("mine.yaml"), e.value.code
-    assert not nothing_runs.exists()
-
-
 @pytest.mark.parametrize("key", ["max_usd", "calls_via", "models", "jobs", "description"])
 def test_hostile_run_settings_are_one_line(key, nothing_runs, tmp_path):
-    for value in _values(nothing_runs):
+    for value in [_payload(nothing_runs), *HOSTILE]:
         (tmp_path / "mine.yaml").write_text(f"profile: mine\n{key}: {value}\n")
         with pytest.raises(SystemExit) as e:
             cli.main(["--profile", str(tmp_path / "mine.yaml")])

@@ -106,11 +106,9 @@ def test_the_papers_three_prompts_are_held_verbatim():
     assert PR.PAPER_COMMIT_PROMPT == boxes["Commit Prompt"]
 
 
-def test_the_personas_and_the_commit_template_are_the_papers():
+def test_the_personas_are_the_papers():
     for name in ("Generalist", "Skeptic"):
         assert f'"{name}": "{PR.PERSONAS[name]}"' in PR.PAPER_PERSONA_PROMPT
-    for part in ("Question:", "Conversation History:", "Self_Prob", "Peer_Prediction"):
-        assert part in PR.PAPER_COMMIT_PROMPT and part in PR.COMMIT_PROMPT
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

@@ -26,21 +26,13 @@ def _profile(tmp_path, body) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(
+@pytest.mark.parametrize(  # each type, range and choice of every parameter: tests/test_params.py
     "common,expected",
     [
-        ({"N_MAX": "ten"}, "N_MAX = 'ten' is not allowed (need int, got str); N_MAX takes a whole number from 1 to"),
-        ({"ETA": -1}, "ETA = -1 is not allowed (-1 is out of range); ETA takes a number from 0 to 64"),
         ({"ETA": float("nan")}, "ETA = nan is not allowed (nan is out of range)"),
         ({"BENCHMARKS": ["arc", "bbh"]}, "BENCHMARKS = ['arc', 'bbh'] is not allowed ('arc' is not a choice)"),
-        ({"BENCHMARKS": "bbh"}, "BENCHMARKS = 'bbh' is not allowed (need list[str], got str)"),
-        ({"BACKEND": "gpt"}, "BACKEND = 'gpt' is not allowed ('gpt' is not a choice); BACKEND takes one of ['sim'"),
-        ({"N_VALUES": [1, "two"]}, "N_VALUES = [1, 'two'] is not allowed"),
-        ({"WORKERS": 0}, "WORKERS = 0 is not allowed (0 is out of range); WORKERS takes a whole number from 1 to 256"),
-        ({"SEED": None}, "SEED = None is not allowed (null is not allowed here)"),
         ({"CALLS": True}, "CALLS = True is not allowed"),
         ({"OTHER_MODELS": [{"table": "t9", "paper_model": "x", "model": "y", "base_url": ""}]}, "unknown table 't9'"),
-        ({"OTHER_MODELS": [{"model": "y"}]}, "each entry needs exactly the keys"),
     ],
 )
 def test_bad_values_stop_before_anything_runs(tmp_path, common, expected):
@@ -66,7 +58,7 @@ def test_set_overrides_every_notebook_parses_yaml_and_is_checked(monkeypatch):
         profiles.load_profile("default", {"BASE_URLL": "x"})
     # paper.yaml gives 04 its own SECOND_BASE_URL: a --set must reach that notebook, not only common
     prof = profiles.load_profile("paper", {"SECOND_BASE_URL": "http://h:2/v1"})
-    assert profiles.params_for(prof, "04_heterogeneity", {"SECOND_BASE_URL"})["SECOND_BASE_URL"] == "http://h:2/v1"
+    assert profiles.params_for(prof, "04_heterogeneity")["SECOND_BASE_URL"] == "http://h:2/v1"
     seen = {}
     monkeypatch.setattr(reproduce, "run", lambda profile, only, overrides, **kw: seen.update(overrides) or 0)
     reproduce.main(["--set", "N_MAX=3", "--set", "BASE_URL=http://h:1/v1", "--set", "MODEL="])

@@ -25,7 +25,7 @@ from acemad_utils.agents.sim import make_items
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.run_files import cut_torn_tail
+from acemad_utils.experiments.runner import cut_torn_tail
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 
@@ -192,7 +192,7 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_ou
     assert all(r["usage"]["cache_hits"] == r["usage"]["calls"] for r in recs[4:])
 
 
-def test_corrupt_lines_are_dropped_never_parsed_as_data(tmp_path):
+def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_is_cut_before_appending(tmp_path):
     good = {"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}
     path = tmp_path / "t.jsonl"
     line = json.dumps(good).encode()
@@ -200,10 +200,7 @@ def test_corrupt_lines_are_dropped_never_parsed_as_data(tmp_path):
     with pytest.warns(UserWarning) as w:
         recs = transcripts.read_jsonl(path)
     assert recs == [good] and len(w) == 5
-
-
-def test_appending_after_a_torn_line_starts_a_new_line(tmp_path):
-    path = tmp_path / "t.jsonl"
+    # appending after a torn line starts a new line
     path.write_bytes(b'{"a": 1}\n{"b": ')
     with pytest.warns(UserWarning, match="torn"):
         cut_torn_tail(path)

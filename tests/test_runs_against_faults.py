@@ -40,9 +40,7 @@ SLOW = 1.5  # seconds a "slow" fault waits: past the client's timeout
 
 def population(srv, tmp_path, **kw) -> LLMPopulation:
     kw = {**CLIENT, **kw}
-    return LLMPopulation(
-        model="fake-debater", base_url=srv.url, api_key=KEY, cache=str(tmp_path / "llm.sqlite"), seed=0, **kw
-    )
+    return LLMPopulation(model="fake-debater", base_url=srv.url, api_key=KEY, cache=str(tmp_path / "llm.sqlite"), **kw)
 
 
 def truth_of(items):
@@ -67,18 +65,9 @@ def _bodies(n):
         user = f"Question: {q.question}\n\nOptions:\n{q.options_str()}\n\nOutput JSON only, in this shape: ..."
         body = {"model": "m", "seed": i, "messages": [{"role": "user", "content": user}]}
         if i % 2:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "r",
-                    "schema": {
-                        "type": "object",
-                        "properties": {
-                            "self_prob": {"type": "object", "properties": {k: {"type": "number"} for k in q.labels}}
-                        },
-                    },
-                },
-            }
+            props = {"self_prob": {"type": "object", "properties": {k: {"type": "number"} for k in q.labels}}}
+            schema = {"name": "r", "schema": {"type": "object", "properties": props}}
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
         else:
             body["messages"][0]["content"] = user.replace("Output JSON only", "Argue")
         out.append(body)
@@ -88,16 +77,13 @@ def _bodies(n):
 def test_injector_is_seeded_by_content_not_by_arrival_order():
     bodies = _bodies(3000)
     a, b = FaultInjector(0.3, seed=7), FaultInjector(0.3, seed=7)
-    first = {
-        json.dumps(x, sort_keys=True): (r.kind, r.content, r.status)
-        for x, r in ((x, a(x, n)) for n, x in enumerate(bodies))
-    }
-    shuffled = bodies[:]
-    random.Random(0).shuffle(shuffled)
-    second = {
-        json.dumps(x, sort_keys=True): (r.kind, r.content, r.status)
-        for x, r in ((x, b(x, n)) for n, x in enumerate(shuffled))
-    }
+
+    def replies(plan, bodies):
+        return {json.dumps(x, sort_keys=True): (r.kind, r.content, r.status) for n, x in enumerate(bodies)
+                for r in [plan(x, n)]}  # fmt: skip
+
+    first = replies(a, bodies)
+    second = replies(b, random.Random(0).sample(bodies, len(bodies)))
     assert first == second and a.injected == b.injected
     # the configured rate, every kind injected, content faults only on structured requests
     assert a.requests == 3000 and abs(a.total_injected / a.requests - 0.3) < 0.03
@@ -105,9 +91,7 @@ def test_injector_is_seeded_by_content_not_by_arrival_order():
     assert all(r[0] not in CONTENT_FAULTS for x, r in first.items() if "response_format" not in x)
     # another seed, other faults
     c = FaultInjector(0.3, seed=8)
-    assert [c(x, n).kind for n, x in enumerate(bodies[:200])] != [
-        first[json.dumps(x, sort_keys=True)][0] for x in bodies[:200]
-    ]
+    assert [c(x, n).kind for n, x in enumerate(bodies[:200])] != [v[0] for v in list(first.values())[:200]]
 
 
 def test_injector_caps_faults_per_request_and_keeps_content_across_retries():
@@ -138,35 +122,23 @@ def test_each_transport_fault_is_retried_then_answered(kind):
         assert plan.injected == {kind: 2}
 
 
+TORN = '{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'
+HEAD = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
 GARBLED = {  # name: (reply, what the final error must say the endpoint sent)
     # (the SDK decodes a body in the charset it guesses: binary garbage is quoted as whatever that gives)
     "not_json": (Reply(raw=b"\x00\xff garbage"), "whose body is not JSON: '"),
-    "truncated": (
-        Reply(raw=b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'),
-        """whose body is not JSON: '{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'""",
-    ),
-    "html_page": (
-        Reply(raw=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
-        "whose body is not JSON: '<html>502 Bad Gateway</html>'",
-    ),
-    "html_as_json": (
-        Reply(raw=b"<html>" + b"x" * 300 + b"</html>"),
-        "whose body is not JSON: '<html>" + "x" * 194 + "'... (313 characters)",
-    ),
+    "truncated": (Reply(raw=TORN.encode()), f"whose body is not JSON: '{TORN}'"),
+    "html_page": (Reply(raw=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
+                  "whose body is not JSON: '<html>502 Bad Gateway</html>'"),
+    "html_as_json": (Reply(raw=b"<html>" + b"x" * 300 + b"</html>"),
+                     "whose body is not JSON: '<html>" + "x" * 194 + "'... (313 characters)"),
     "empty": (Reply(raw=b""), "whose body is not JSON: an empty body"),
-    "no_choices": (
-        Reply(raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'),
-        """with no choices: '{"id":"x","choices":[],"created":0,"model":"m","object":"chat.completion"}'""",
-    ),
+    "no_choices": (Reply(raw=HEAD + b'"choices": []}'),
+                   """with no choices: '{"id":"x","choices":[],"created":0,"model":"m","object":"chat.completion"}'"""),
     "a_list": (Reply(raw=b"[1, 2]"), "whose JSON body is not a chat completion: '[1, 2]'"),
-    "no_message": (
-        Reply(
-            raw=b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
-            b'"choices": [{"index": 0, "finish_reason": "stop"}]}'
-        ),
-        "whose first choice has no message",
-    ),
-}
+    "no_message": (Reply(raw=HEAD + b'"choices": [{"index": 0, "finish_reason": "stop"}]}'),
+                   "whose first choice has no message"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", GARBLED)
@@ -184,10 +156,8 @@ def test_garbled_2xx_bodies_are_retried_never_returned(name):
             c.generate([{"role": "user", "content": "hi"}])
         msg = str(exc.value)
         assert msg.startswith(f"the endpoint {srv.url} answered a chat completion with a 2xx reply {said}"), msg
-        assert msg.endswith(
-            "(2 attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
-            "like this: check BASE_URL / OPENAI_BASE_URL)"
-        )
+        assert msg.endswith("(2 attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
+                            "like this: check BASE_URL / OPENAI_BASE_URL)")  # fmt: skip
         assert exc.value.__cause__ is None and "\n" not in msg
         assert c.stats()["failures"] == 1 and srv.count == 2
 
@@ -231,12 +201,9 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         assert {r["status"] for r in recs} <= {"ok", "failed"}
         failed = [r for r in recs if r["status"] == "failed"]
         for r in failed:
-            assert r["error"] and r["final"] == {
-                "answer": None,
-                "correct": False,
-                "oracle_any_agent_correct": False,
-                "tie": False,
-            }
+            assert r["error"] and r["final"] == dict(
+                answer=None, correct=False, oracle_any_agent_correct=False, tie=False
+            )
             assert "rounds" not in r  # nothing half-done is stored as if it were a result
         by_q = {q.question: r for q, r in zip(items, recs)}
         for text in doomed:
@@ -245,11 +212,8 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
 
         # --- ok records: valid beliefs everywhere; parse failures flagged and never an answer
         ok = [r for r in recs if r["status"] == "ok"]
-        assert ok and all(
-            valid_distribution(e["p"]) and (e["q"] is None or valid_distribution(e["q"]))
-            for r in ok
-            for e in entries(r)
-        )
+        assert ok and all(valid_distribution(e["p"]) and (e["q"] is None or valid_distribution(e["q"]))
+                          for r in ok for e in entries(r))  # fmt: skip
         for text in garbled:
             r = by_q[text]
             assert r["status"] == "ok" and all(e["parse_failure"] for e in entries(r))
@@ -308,11 +272,10 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         runner.run_experiment("faults", items, [cfg], pop, workers=8, progress=False)
         meta2, recs2 = transcripts.load_run("faults")
         assert all(r["status"] == "ok" for r in recs2) and meta2["summary"]["failed"] == 0
-        assert [r for r in recs2 if r["question_id"] not in {f["question_id"] for f in failed}] == [
-            r for r in recs if r["status"] == "ok"
-        ]  # ok records untouched, byte for byte
+        failed_ids = {f["question_id"] for f in failed}
+        assert [r for r in recs2 if r["question_id"] not in failed_ids] == ok  # ok records untouched, byte for byte
         again = [request_info(b)["question"] for b in srv.requests[before:]]
-        failed_texts = {q.question for q in items if q.id in {f["question_id"] for f in failed}}
+        failed_texts = {q.question for q in items if q.id in failed_ids}
         assert again and set(again) <= failed_texts  # only the failed questions went back to the server
 
 
@@ -329,14 +292,11 @@ def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
         return "prose" if info["question"] in all_prose and info["structured"] else None
 
     plan = FaultInjector(0.3, seed=99, truth=truth, truth_rate=0.0, force=force, slow_delay=SLOW)
-    configs = [
-        DebateConfig(method="acemad", n_agents=3, rounds=2),
-        DebateConfig(method="majority", n_agents=3),
-        DebateConfig(method="decentralized", n_agents=3, rounds=2),
-        DebateConfig(method="decentralized", n_agents=3, rounds=1, mad_aggregator="plurality", name="Du vote"),
-        DebateConfig(method="centralized", n_agents=3, rounds=1),
-        DebateConfig(method="single", single_runs=2),
-    ]
+    configs = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3),
+               DebateConfig(method="decentralized", n_agents=3, rounds=2),
+               DebateConfig(method="decentralized", n_agents=3, rounds=1, mad_aggregator="plurality", name="Du vote"),
+               DebateConfig(method="centralized", n_agents=3, rounds=1),
+               DebateConfig(method="single", single_runs=2)]  # fmt: skip
     with FakeOpenAI(plan) as srv:
         pop = population(srv, tmp_outputs)
         runner.run_experiment("never_correct", items, configs, pop, workers=8, progress=False)

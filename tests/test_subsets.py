@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from collections import Counter
 from fractions import Fraction
 
@@ -14,6 +15,7 @@ from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import subsets as S
+from acemad_utils.experiments.runner import RunInterrupted
 from acemad_utils.protocol.schema import Question
 from tests.fake_openai import FakeOpenAI
 
@@ -32,7 +34,7 @@ def rec(answers, truth="A", labels=("A", "B", "C", "D"), qid="q1"):
 
 
 # ----------------------------------------------------------------------------- pure functions
-def test_item_stats_counts_wrong_answers_and_parse_failures():
+def test_item_stats_counts_wrong_answers_and_parse_failures_and_model_slugs_are_folder_names():
     s = S.item_stats(rec(["A", "C", "C", None, "B"]))
     assert s["accuracy"] == 0.2 and s["n_runs"] == 5 and s["parse_failures"] == 1
     assert s["wrong"] == {"B": 1, "C": 2} and s["top_distractor"] == "C"
@@ -40,6 +42,8 @@ def test_item_stats_counts_wrong_answers_and_parse_failures():
     tie = S.item_stats(rec(["D", "B", "D", "B", "A"]))
     assert tie["top_distractor"] == "B"  # ties go to the earlier label
     assert S.item_stats(rec([None] * 5))["top_distractor"] is None
+    assert S.model_slug("meta-llama/Llama-3 8B:q4") == "meta-llama-Llama-3-8B-q4"
+    assert S.model_slug("gpt-4o-mini", synthetic=True) == "synthetic-population"
 
 
 def test_expected_top_count_matches_brute_force():
@@ -66,11 +70,6 @@ def test_misconception_share_on_a_hand_built_example():
     assert S.misconception_share([S.item_stats(rec(["A"] * 5))]) == (None, None, 0)
 
 
-def test_model_slug():
-    assert S.model_slug("meta-llama/Llama-3 8B:q4") == "meta-llama-Llama-3-8B-q4"
-    assert S.model_slug("gpt-4o-mini", synthetic=True) == "synthetic-population"
-
-
 # ----------------------------------------------------------------------------- builds
 def _check(res, threshold=0.4):
     assert res.kept, "the synthetic population should produce some challenging items"
@@ -83,7 +82,7 @@ def _check(res, threshold=0.4):
     assert res.summary["synthetic"] is True and res.model_slug == "synthetic-population"
 
 
-def test_build_on_synthetic_items_is_deterministic_and_round_trips(smoke_outputs):
+def test_build_on_synthetic_items_is_deterministic_round_trips_and_names_a_changed_item(smoke_outputs):
     pop = SimPopulation(seed=1)
     res = S.build_subset("synthetic", ITEMS, pop, "anything", progress=False)
     _check(res)
@@ -94,8 +93,6 @@ def test_build_on_synthetic_items_is_deterministic_and_round_trips(smoke_outputs
     meta1 = json.loads((res.path.parent / "meta.json").read_text())
     runner_dir = transcripts.run_dir("subset_synthetic-population_synthetic")
     assert (runner_dir / "transcripts.jsonl.gz").exists()
-    import shutil
-
     shutil.rmtree(runner_dir)  # rebuild from scratch (not just resumed): same bytes
     res2 = S.build_subset("synthetic", ITEMS, pop, "anything", progress=False)
     assert res2.path.read_bytes() == first
@@ -105,10 +102,6 @@ def test_build_on_synthetic_items_is_deterministic_and_round_trips(smoke_outputs
     assert meta1 == meta2 and meta1["synthetic"] is True
     back = S.load_subset("synthetic", "synthetic-population", ITEMS)
     assert [q.id for q in back] == [k["id"] for k in res.kept]
-
-
-def test_changed_item_is_named(smoke_outputs):
-    res = S.build_subset("synthetic", ITEMS, SimPopulation(seed=1), "x", progress=False)
     victim = res.kept[0]["id"]
     changed = [
         Question.from_dict({**q.to_dict(), "question": q.question + " (edited)"}) if q.id == victim else q
@@ -131,7 +124,7 @@ def test_smoke_mode_decides_where_files_go(smoke_outputs, monkeypatch):
     assert res.path.parent == smoke_outputs / "data" / "subsets" / "synthetic-population"
 
 
-def test_meta_merges_benchmarks_and_table(smoke_outputs):
+def test_meta_merges_benchmarks_and_table_and_refuses_another_benchmarks_items(smoke_outputs):
     pop = SimPopulation()
     S.build_subset("synthetic", ITEMS, pop, "x", progress=False)
     other = make_items(20, k=5, seed=4, benchmark="other")
@@ -143,9 +136,6 @@ def test_meta_merges_benchmarks_and_table(smoke_outputs):
     assert isinstance(t, pd.DataFrame) and list(t.index) == ["other", "synthetic"]
     assert t.loc["synthetic", "items_in"] == 40 and bool(t["synthetic"].all())
     assert t.loc["synthetic", "kept_pct"] == pytest.approx(100 * t.loc["synthetic", "kept"] / 40)
-
-
-def test_rejects_questions_of_another_benchmark(smoke_outputs):
     with pytest.raises(ValueError, match="another benchmark"):
         S.build_subset("arc_challenge", ITEMS, SimPopulation(), "x", progress=False)
 
@@ -169,22 +159,8 @@ def test_cli_build_and_show(smoke_outputs, capsys):
 def test_cli_llm_backend_against_a_fake_endpoint(smoke_outputs, capsys, monkeypatch):
     monkeypatch.setattr(D, "load", lambda name, **kw: make_items(12, k=4, seed=5, benchmark=name))
     with FakeOpenAI(lambda body, n: '{"self_prob": {"B": 100}}') as srv:  # always answers B
-        assert (
-            S.main(
-                [
-                    "build",
-                    "--backend",
-                    "llm",
-                    "--model",
-                    "fake/model-1",
-                    "--base-url",
-                    srv.url,
-                    "--benchmarks",
-                    "logiqa",
-                ]
-            )
-            == 0
-        )
+        argv = ["build", "--backend", "llm", "--model", "fake/model-1", "--base-url", srv.url, "--benchmarks", "logiqa"]
+        assert S.main(argv) == 0
     res = json.loads((S.subsets_root() / "fake-model-1" / "meta.json").read_text())["benchmarks"]["logiqa"]
     kept = [json.loads(x) for x in (S.subsets_root() / "fake-model-1" / "logiqa.jsonl").read_text().splitlines()]
     truth = {q.id: q.answer for q in make_items(12, k=4, seed=5, benchmark="logiqa")}
@@ -194,12 +170,9 @@ def test_cli_llm_backend_against_a_fake_endpoint(smoke_outputs, capsys, monkeypa
 
 
 def test_cli_ctrl_c_exits_130_with_the_resume_line(monkeypatch, capsys):
-    from acemad_utils.experiments import subsets
-    from acemad_utils.experiments.runner import RunInterrupted
-
     def stop(*a, **k):
         raise RunInterrupted("interrupted: 2 of 9 records saved; rerun to resume")
 
-    monkeypatch.setattr(subsets, "build_subset", stop)
-    assert subsets.main(["build", "--benchmarks", "demo"]) == 130
+    monkeypatch.setattr(S, "build_subset", stop)
+    assert S.main(["build", "--benchmarks", "demo"]) == 130
     assert "demo: interrupted: 2 of 9 records saved; rerun to resume" in capsys.readouterr().err

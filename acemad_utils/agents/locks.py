@@ -1,15 +1,10 @@
 """One run per profile and per response cache, wherever the calls are made: the reproduce driver and the runner.
 
-    with RunLock("default", llm=True):          # LockRefused naming the holder if another run has it
-        ...
-    with run_lock("default/main", llm=True):    # what runner.run_experiment takes around every run
-
 filelock's lock (released by the kernel when the process dies: a crash leaves no stale lock) on
 outputs/runs/<profile>/.lock and, for a run that calls an LLM, on outputs/cache/.lock (every LLM profile shares the
-cache, so two runs could pay for one call twice). Who holds it (pid, host, start, the command line without keys)
-is written beside it (<lock>.holder: filelock truncates the lock file itself) and named by a refusal. The kernels
-the driver starts skip the lock it holds for them (LOCK_HOLDER_ENV: the driver's pid, an ancestor of the kernel
-and the holder of the profile's lock). A lock path that is a directory or a symbolic link is refused in one line.
+cache, so two runs could pay for one call twice). Who holds it (pid, host, start, the command line without keys) is
+written beside it (<lock>.holder) and named by a refusal. The kernels the driver starts skip the lock it holds for
+them (LOCK_HOLDER_ENV: the driver's pid, an ancestor of the kernel and the holder of the profile's lock).
 """
 
 from __future__ import annotations
@@ -31,22 +26,16 @@ from acemad_utils.data.settings import env, flag
 
 LOCK_HOLDER_ENV = "ACEMAD_LOCKED_BY"  # '<pid>:<profile>' of the reproduce driver holding the locks for its kernels
 LOCK_WAIT_ENV = "ACEMAD_LOCK_WAIT"  # 1: a run started by hand queues behind the holder instead of refusing
+HOLDER_SUFFIX = ".holder"  # rewritten by every run (the up-to-date check skips it)
 
 
 class LockRefused(RuntimeError):
     """Another run holds the lock, or the lock path is not a plain file; str() is the one line to show."""
 
 
-HOLDER_SUFFIX = ".holder"  # <lock>.holder: who holds it, rewritten by every run (the up-to-date check skips it)
-
-
-def _holder_file(path: Path) -> Path:
-    return path.with_name(path.name + HOLDER_SUFFIX)
-
-
 def _holder(path: Path) -> dict:
     try:
-        h = json.loads(_holder_file(path).read_text() or "{}")
+        h = json.loads(path.with_name(path.name + HOLDER_SUFFIX).read_text() or "{}")
     except (OSError, ValueError):
         return {}
     return h if isinstance(h, dict) else {}
@@ -95,30 +84,25 @@ class RunLock:
             lock.acquire()
         me = {"pid": os.getpid(), "host": socket.gethostname(), "command": redact(" ".join(sys.argv))[:300],
               "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
-        _holder_file(path).write_text(json.dumps(me) + "\n")
+        path.with_name(path.name + HOLDER_SUFFIX).write_text(json.dumps(me) + "\n")
         return lock
 
 
-def _ancestors() -> set[int]:
-    """The pids of this process's parents, up to init (Linux /proc; elsewhere the parent only)."""
-    out, pid = set(), os.getppid()
-    for _ in range(64):
-        if pid <= 1 or pid in out:
-            break
-        out.add(pid)
+def held_for_us() -> bool:
+    """True in a kernel of a reproduce driver that holds its profile's lock: LOCK_HOLDER_ENV names a pid that is an
+    ancestor of this process (Linux /proc; elsewhere the parent only) and the holder of the profile's lock."""
+    pid, _, profile = env(LOCK_HOLDER_ENV).partition(":")
+    if not pid.isdigit():
+        return False
+    ancestors: set[int] = set()
+    p = os.getppid()
+    while p > 1 and p not in ancestors and len(ancestors) < 64:
+        ancestors.add(p)
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            p = int(Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()[1])  # ppid, after (command)
         except OSError:
             break
-        pid = int(stat.rpartition(")")[2].split()[1])  # ppid, after the command name in parentheses
-    return out
-
-
-def held_for_us() -> bool:
-    """True in a kernel of a reproduce driver that holds its profile's lock: LOCK_HOLDER_ENV names a pid that is
-    an ancestor of this process and the one written as the holder of the profile's lock."""
-    pid, _, profile = env(LOCK_HOLDER_ENV).partition(":")
-    if not pid.isdigit() or int(pid) not in _ancestors():
+    if int(pid) not in ancestors:
         return False
     try:
         path = outputs("runs", profile) / ".lock"

@@ -1,5 +1,6 @@
-"""The agents of one round at once: one process-wide thread pool for agent calls that do I/O.
-ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread (for pdb)."""
+"""The agents of one round at once, in one process-wide thread pool (not one per round: threads cost CPU). Its size
+only caps threads (the client bounds the calls in flight), and agent tasks never submit to it, so questions sharing
+it cannot deadlock. ACEMAD_SEQUENTIAL=1 runs every agent call in the caller's thread (for pdb)."""
 
 from __future__ import annotations
 
@@ -16,18 +17,7 @@ _POOL: Optional[ThreadPoolExecutor] = None
 _POOL_LOCK = threading.Lock()
 
 
-def agent_pool() -> ThreadPoolExecutor:
-    """One pool, not one per round (threads cost CPU); its size only caps threads (the client bounds the calls in
-    flight), and agent tasks never submit to it, so questions sharing it cannot deadlock."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="agent")
-        return _POOL
-
-
-def _forget_pool() -> None:
-    # A forked child inherits the pool object but not its threads: work submitted there would never run.
+def _forget_pool() -> None:  # a forked child inherits the pool object but not its threads: its work would never run
     global _POOL, _POOL_LOCK
     _POOL, _POOL_LOCK = None, threading.Lock()
 
@@ -37,17 +27,19 @@ if hasattr(os, "register_at_fork"):
 
 
 def map_agents(fn: Callable, items: Sequence) -> list:
-    """[fn(x) for x in items], in the pool when there is more than one; every call finishes (and caches its
-    reply) before the first error, if any, is raised."""
-    if len(items) > 1 and not flag("ACEMAD_SEQUENTIAL"):
-        pool = agent_pool()
-        futures = [pool.submit(fn, x) for x in items[:-1]]
-        try:  # the last one in the caller's thread, which would otherwise only wait
-            last = fn(items[-1])
-        finally:
-            wait(futures)
-        return [f.result() for f in futures] + [last]
-    return [fn(x) for x in items]
+    """[fn(x) for x in items], in the pool when there is more than one; every call finishes (and caches its reply)
+    before the first error, if any, is raised."""
+    if len(items) <= 1 or flag("ACEMAD_SEQUENTIAL"):
+        return [fn(x) for x in items]
+    global _POOL
+    with _POOL_LOCK:
+        _POOL = _POOL or ThreadPoolExecutor(max_workers=1024, thread_name_prefix="agent")
+    futures = [_POOL.submit(fn, x) for x in items[:-1]]
+    try:  # the last one in the caller's thread, which would otherwise only wait
+        last = fn(items[-1])
+    finally:
+        wait(futures)
+    return [f.result() for f in futures] + [last]
 
 
 def act_all(agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:

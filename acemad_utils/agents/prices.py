@@ -3,14 +3,12 @@
     usd("gpt-4o-mini", 1_000_000, 0)                 # 0.15; cached_tokens=, batch=True (Batch API: 50% off)
     price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")   # the entry without the organisation prefix
 
-A call costs $0 only when it is known to be free: the llama.cpp server the project started (local_server), or a
-model the profile marks `free: true`. Any other model without a price is unpriced (None), loopback or not: a
-server on localhost may be a gateway to a paid provider; MAX_USD refuses to start with one (budget.UnpricedModel).
-A profile prices or frees models under its `models:` key, e.g. `{Qwen/...: {price: {input: 0.2, output: 0.6,
-cached_input: 0.1, batch: 0.5}}, meta-llama/...: {free: true}}`, handed to every kernel as ACEMAD_MODELS; they win
-over this table. Cached prompt tokens bill at cached_input (the input rate when none is recorded).
-Prices change: CHECK them against the provider's page (`python -m acemad_utils.cost prices` prints this table).
-The entries were read from the project's search tool's stored copies of the pages named, on the date given.
+A call costs $0 only when known to be free: the llama.cpp server the project started (local_server), or a model
+the profile marks `free: true`. Any other model without a price is unpriced (None), loopback or not (a server on
+localhost may be a gateway to a paid provider). A profile prices or frees models under its `models:` key, e.g.
+`{Qwen/...: {price: {input: 0.2, output: 0.6, cached_input: 0.1, batch: 0.5}}, meta-llama/...: {free: true}}`,
+handed to every kernel as ACEMAD_MODELS; they win over this table. Prices change: CHECK them against the provider's
+page (`python -m acemad_utils.cost prices`); the entries were read from stored copies of the pages named.
 """
 
 from __future__ import annotations
@@ -53,61 +51,36 @@ FREE = Price(0.0, 0.0, 0.0, 1.0, "no bill: known to be free", "", provider="free
 _OPENAI = "https://openai.com/api/pricing"
 _CARRIED = "carried over from the project's earlier llm.PRICES (no source recorded)"
 _READ = "2026-11-24"  # the day the stored pages below were read
+_DS_NOTE = "the price list in force from 2025-09-05; DeepSeek has no batch discount"
+_LLAMA = ("https://cloudprice.net/models/friendliai/meta-llama-3.1-8b-instruct", "Amazon Bedrock (via cloudprice.net)",
+          "hosted price; a self-hosted vLLM costs no bill: mark it `free: true` in the profile")  # fmt: skip
+_QWEN = ("https://sg.langmart.ai/model-docs/models/qwen_qwen3-235b-a22b.html",
+         "LangMart gateway, for qwen/qwen3-235b-a22b (April 2025 release)",
+         "STAND-IN: the price of the April 2025 Qwen3-235B-A22B, not of the 2507 Instruct")  # fmt: skip
 PRICES: dict[str, Price] = {
     # matches the stored copy of https://pecollective.com/tools/gpt-4o-mini-pricing ("April 2026")
-    "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.5, _OPENAI, "2026-11", provider="OpenAI"),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075, 0.5, _OPENAI, "2026-11", "OpenAI"),
     "DeepSeek-V3.1": Price(
-        0.56,
-        1.68,
-        0.07,
-        1.0,
-        "https://api-docs.deepseek.com/quick_start/pricing",
-        _READ,
-        provider="DeepSeek API",
-        note="the price list in force from 2025-09-05; DeepSeek has no batch discount",
+        0.56, 1.68, 0.07, 1.0, "https://api-docs.deepseek.com/quick_start/pricing", _READ, "DeepSeek API", _DS_NOTE
     ),  # fmt: skip
     # Amazon Bedrock's rates as an aggregator lists them; DeepInfra's $0.03/$0.05 on the same page is cheaper:
     # the dearer figure keeps MAX_USD on the safe side
-    "Llama-3.1-8B-Instruct": Price(
-        0.22,
-        0.22,
-        None,
-        0.5,
-        "https://cloudprice.net/models/friendliai/meta-llama-3.1-8b-instruct",
-        _READ,
-        provider="Amazon Bedrock (via cloudprice.net)",
-        note="hosted price; a self-hosted vLLM costs no bill: mark it `free: true` in the profile",
-    ),  # fmt: skip
+    "Llama-3.1-8B-Instruct": Price(0.22, 0.22, None, 0.5, _LLAMA[0], _READ, *_LLAMA[1:]),
     # no stored page priced the 2507 Instruct release: a gateway's price for the April 2025 model, of the right order
-    "Qwen3-235B-A22B-Instruct-2507": Price(
-        0.18,
-        0.54,
-        None,
-        1.0,
-        "https://sg.langmart.ai/model-docs/models/qwen_qwen3-235b-a22b.html",
-        _READ,
-        provider="LangMart gateway, for qwen/qwen3-235b-a22b (April 2025 release)",
-        note="STAND-IN: the price of the April 2025 Qwen3-235B-A22B, not of the 2507 Instruct",
-    ),  # fmt: skip
+    "Qwen3-235B-A22B-Instruct-2507": Price(0.18, 0.54, None, 1.0, _QWEN[0], _READ, *_QWEN[1:]),
     # carried over without source or date: cached rate unknown (billed at input), Batch API's 50% assumed
-    "gpt-4o": Price(2.50, 10.00, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
-    "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
-    "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _CARRIED, "unknown", provider="OpenAI"),
+    "gpt-4o": Price(2.50, 10.00, None, 0.5, _CARRIED, "unknown", "OpenAI"),
+    "gpt-4.1-mini": Price(0.40, 1.60, None, 0.5, _CARRIED, "unknown", "OpenAI"),
+    "gpt-4.1-nano": Price(0.10, 0.40, None, 0.5, _CARRIED, "unknown", "OpenAI"),
 }
 
 
 def lookup(model: str, table: Optional[dict] = None) -> Optional[Price]:
-    """The entry of `model` in `table` (default PRICES): its exact name, else the name without the
-    organisation prefix a server adds ("Qwen/Qwen3-235B-A22B-Instruct-2507" -> "Qwen3-235B-A22B-Instruct-2507"),
-    compared case-insensitively. None when there is none."""
+    """The entry of `model` in `table` (default PRICES): its exact name, else the name without the organisation
+    prefix a server adds ("Qwen/Qwen3-235B-A22B-Instruct-2507"), compared case-insensitively."""
     table = PRICES if table is None else table
-    if model in table:
-        return table[model]
     base = model.rsplit("/", 1)[-1].lower()
-    for name, p in table.items():
-        if name.rsplit("/", 1)[-1].lower() == base:
-            return p
-    return None
+    return table.get(model) or next((p for name, p in table.items() if name.rsplit("/", 1)[-1].lower() == base), None)
 
 
 def parse_terms(spec) -> dict[str, Price]:
@@ -158,14 +131,9 @@ def profile_terms() -> dict[str, Price]:
 
 
 def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
-    """The Price `model` is billed at: `extra` ({model: Price or (input, output)}, a client's own), then the
-    profile's terms (FREE for `free: true`), then PRICES; None when unpriced."""
-    p = lookup(model, extra) if extra else None
-    if p is None:
-        p = lookup(model, profile_terms()) or lookup(model)
-    if isinstance(p, tuple):  # the old (input, output) form of LLMClient(prices=...)
-        p = Price(float(p[0]), float(p[1]), None, 0.5, "given by the caller", "")
-    return p
+    """The Price `model` is billed at: `extra` ({model: Price}), then the profile's terms (FREE for `free: true`),
+    then PRICES; None when unpriced."""
+    return (lookup(model, extra) if extra else None) or lookup(model, profile_terms()) or lookup(model)
 
 
 def usd(model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, *,

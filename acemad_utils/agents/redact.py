@@ -2,7 +2,6 @@
 
     redact("Incorrect API key provided: sk-abc123456")   # 'Incorrect API key provided: sk-***'
     raise scrub(exc)                                      # same exception, no key left in it
-    safe_url("https://user:pw@host/v1?key=x")             # 'https://host/v1'
     hide_url(url) / restore_url(u)   # the driver keeps URL credentials out of notebooks (ACEMAD_URL_SECRETS, in memory)
 
 Keys come from arguments or the environment and are never written anywhere. A server that echoes the key in its
@@ -26,34 +25,28 @@ _SECRETS: set[str] = set()  # keys this process has been given (in memory only),
 # that "risk-averse" or "task-specific-reasoning" stay words.
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}|\B(sk|rk|pk)-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>\]\[(){}]+")  # up to white space or a closing quote/bracket
+# Query parameters whose value is a credential (case-insensitive, '-' and '_' ignored): dropped.
+_SECRET_QUERY = re.compile(r"(?i)^(api)?(key|token|secret|sig|signature|password|pass|pwd|auth|access|code)\w*$")
+URL_SECRETS_ENV = "ACEMAD_URL_SECRETS"  # {URL as stored: URL with its credentials}, set by the reproduce driver
 
 
 def remember_secret(key: str) -> None:
-    """A key a client was given: redact() removes it from now on (kept in memory only)."""
     _SECRETS.add(key)
-
-
-# A URL in free text: scheme://, then anything up to white space or a quote/bracket that ends it.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>\]\[(){}]+")
-#: Query parameters whose value is a credential (case-insensitive, '-' and '_' ignored): the value is dropped.
-_SECRET_QUERY = re.compile(r"(?i)^(api)?(key|token|secret|sig|signature|password|pass|pwd|auth|access|code)\w*$")
-URL_SECRETS_ENV = "ACEMAD_URL_SECRETS"  # {URL as stored: URL with its credentials}, set by the reproduce driver
 
 
 def _strip_one(url: str) -> str:
     try:
         u = urlparse(url)
-        netloc = u.netloc.rpartition("@")[2]  # no user:password@
         query = [(k, v) for k, v in parse_qsl(u.query, keep_blank_values=True)
                  if not _SECRET_QUERY.match(k.replace("-", "").replace("_", ""))]  # fmt: skip
-        return urlunparse(u._replace(netloc=netloc, query=urlencode(query)))
+        return urlunparse(u._replace(netloc=u.netloc.rpartition("@")[2], query=urlencode(query)))
     except ValueError:  # not parseable as a URL (a bad port): keep scheme and host-ish part only
         return url.split("@")[-1].split("?")[0]
 
 
 def strip_url_secrets(text: str) -> str:
-    """`text` with every URL's userinfo (user:password@) and key-like query values (key=, api_key=, token=,
-    sig=, ...) removed: what may be stored of a BASE_URL (locks, meta, notebooks, logs)."""
+    """`text` with every URL's user:password@ and key-like query values removed: what may be stored of a URL."""
     return _URL.sub(lambda m: _strip_one(m.group()), str(text))
 
 
@@ -65,28 +58,24 @@ def hide_url(url: str) -> tuple[str, dict]:
 
 def restore_url(url: Optional[str]) -> Optional[str]:
     """The URL with the credentials hide_url took out (from URL_SECRETS_ENV), or `url` as it is."""
-    if not url:
-        return url
     try:
-        hidden = json.loads(env(URL_SECRETS_ENV) or "{}")
-    except ValueError:
+        full = json.loads(env(URL_SECRETS_ENV) or "{}").get(url) if url else None
+    except (ValueError, AttributeError):
         return url
-    full = hidden.get(url) if isinstance(hidden, dict) else None
-    if isinstance(full, str):
-        for part in (urlparse(full).password, urlparse(full).username):
-            if part:
-                remember_secret(part)
-        return full
-    return url
+    if not isinstance(full, str):
+        return url
+    for part in (urlparse(full).password, urlparse(full).username):
+        if part:
+            remember_secret(part)
+    return full
 
 
 def redact(text: str) -> str:
-    """`text` without API keys: every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens and
-    `Bearer ...` credentials become '***', and URLs lose their user:password@ and key-like query values.
-    Use on anything derived from an error before storing it."""
+    """`text` without API keys (every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens, `Bearer`
+    credentials become '***') and without URL credentials. Use on anything derived from an error before storing it."""
     text = strip_url_secrets(str(text)) if "://" in str(text) else str(text)
-    env = os.environ.get("OPENAI_API_KEY")
-    for secret in sorted(_SECRETS | ({env} if env else set()), key=len, reverse=True):
+    key = os.environ.get("OPENAI_API_KEY")
+    for secret in sorted(_SECRETS | ({key} if key else set()), key=len, reverse=True):
         if len(secret) >= 4:
             text = text.replace(secret, "***")
     text = _KEYLIKE.sub(lambda m: (m.group(1) or m.group(2)) + "-***", text)
@@ -107,38 +96,31 @@ def _redact_obj(obj: Any, depth: int = 0) -> Any:
 
 
 def scrub(exc: BaseException) -> BaseException:
-    """`exc` (changed in place, type kept) with no key left in what it shows or carries: args, message and
-    body redacted, an SDK error's request replaced by a bare one (no Authorization header, no credentials in
-    the URL) and its response by a copy with a redacted body; the same for its cause/context chain. Callers
-    still see the same class and status_code (a RateLimitError stays one)."""
+    """`exc` (changed in place, type and status_code kept) with no key in what it shows or carries: args, message
+    and body redacted, an SDK error's request replaced by a bare one and its response by a redacted copy; the same
+    for its cause/context chain."""
     seen: set[int] = set()
     e: Optional[BaseException] = exc
+    openai = sys.modules.get("openai")  # looked up, not imported: only a loaded SDK raises its errors
     while e is not None and id(e) not in seen and len(seen) < 10:
         seen.add(id(e))
         try:
             e.args = tuple(_redact_obj(a) for a in e.args)
-            # looked up, not imported: only a loaded SDK raises its errors (the runner imports this module)
-            openai = sys.modules.get("openai")
             if openai is not None and isinstance(e, openai.APIError):
                 e.message = redact(e.message)
                 for field in ("body", "code", "param", "type"):  # the SDK copies these out of the error body
                     if hasattr(e, field):
                         setattr(e, field, _redact_obj(getattr(e, field)))
-                req = getattr(e, "request", None)
-                if req is not None:
+                if (req := getattr(e, "request", None)) is not None:
                     e.request = type(req)(req.method, safe_url(str(req.url)))
-                resp = getattr(e, "response", None)
-                if resp is not None:
+                if (resp := getattr(e, "response", None)) is not None:
                     try:
                         text = resp.text
                     except Exception:  # a body that was never read: nothing to show
                         text = ""
-                    e.response = type(resp)(  # APIStatusError's, found by getattr
-                        resp.status_code,
-                        headers=[(k, redact(v)) for k, v in resp.headers.items() if k.lower() != "set-cookie"],
-                        content=redact(text).encode(),
-                        request=e.request,
-                    )
+                    e.response = type(resp)(resp.status_code, content=redact(text).encode(), request=e.request,
+                                            headers=[(k, redact(v)) for k, v in resp.headers.items()
+                                                     if k.lower() != "set-cookie"])  # fmt: skip
         except Exception:  # an exotic exception type with read-only fields: its args were the best we could do
             pass
         e = e.__cause__ or e.__context__
@@ -161,7 +143,5 @@ def safe_url(url: Optional[str]) -> str:
     if not url:
         return "https://api.openai.com/v1 (the default)"
     u = urlparse(url)
-    host = u.hostname or ""
-    if u.port:
-        host += f":{u.port}"
+    host = (u.hostname or "") + (f":{u.port}" if u.port else "")
     return f"{u.scheme}://{host}{u.path}" if u.scheme else url.split("?")[0]

@@ -1,4 +1,5 @@
-"""Benchmark loaders: every benchmark becomes a list of `schema.Question`.
+"""Benchmarks -> `schema.Question`: readers whose every error is a DataError naming the file, the line (or item)
+and the problem; one mapper per benchmark (local files and the hub); the loaders.
 
     qs = load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub); load("demo") = load_demo()
     data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
@@ -7,7 +8,17 @@
 Where the data comes from, first match wins: (1) `data_dir`, else ACEMAD_DATA_DIR, a directory in the upstream
 layout of FILES, e.g. <dir>/truthfulqa/data/v0/mc_task.json (mmlu_pro/law_test.jsonl is read before test.jsonl
 filtered to law; a relative path is tried against the cwd, then the repo root); (2) the Hugging Face hub (HUB)
-through `datasets` (optional, online); (3) a DataError saying how to get the data. Mappers: data.records.
+through `datasets` (optional, online); (3) a DataError saying how to get the data.
+
+Mapping choices (deterministic, no RNG, no Python `hash()`):
+- TruthfulQA lists the correct MC1 answer first: choices are ordered by sha256(TRUTHFULQA_SALT | question | text),
+  then labelled A, B, ...: the same everywhere, and the order does not give the answer away.
+- ARC: 22 test items use labels "1".."4", mapped to letters by value (never position); originals in
+  metadata["original_labels"].
+- BBH: MC options are parsed from the "Options:\n(A) ..." block and removed from the question; binary tasks get
+  A/B = Yes/No (web_of_lies, causal_judgement) or valid/invalid (formal_fallacies).
+- LogiQA: options by line position (the answer letter refers to it); a leading "A." / "C." / "A?" (any of A-D, some
+  items swap letters) or "A " (own letter only) is stripped, never more; a letter mid-line (item 524) is kept.
 """
 
 from __future__ import annotations
@@ -18,17 +29,318 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from acemad_utils.data.files import DataError, build, json_file, json_items, jsonl_rows, logiqa_rows, need
 from acemad_utils.data.paths import ROOT
-from acemad_utils.data.records import BBH_TASKS, map_arc, map_bbh, map_logiqa, map_medqa, map_mmlu_pro, map_truthfulqa
 from acemad_utils.data.settings import env
 from acemad_utils.protocol.schema import Question
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+TRUTHFULQA_SALT = "acemad/truthfulqa-mc1/v1"  # changing it reshuffles every TruthfulQA item: don't.
+
+#: The logic-related multiple-choice BBH tasks (the paper's "logic" subset); 7 lettered MC, 3 binary.
+BBH_TASKS = (
+    "logical_deduction_three_objects",
+    "logical_deduction_five_objects",
+    "logical_deduction_seven_objects",
+    "tracking_shuffled_objects_three_objects",
+    "tracking_shuffled_objects_five_objects",
+    "tracking_shuffled_objects_seven_objects",
+    "date_understanding",
+    "web_of_lies",
+    "formal_fallacies",
+    "causal_judgement",
+)
+BBH_BINARY = {"web_of_lies": ("Yes", "No"), "causal_judgement": ("Yes", "No"), "formal_fallacies": ("valid", "invalid")}
+
+
+def _text(rec: Mapping[str, Any], key: str) -> str:
+    v = rec[key]
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError(f"field {key!r} must be a non-empty string, got {v!r:.60}")
+    return v
+
+
+def _question(qid: str, bench: str, text: str, options: Mapping[str, Any], *, answer: str, meta: dict) -> Question:
+    for label, opt in options.items():
+        if not isinstance(opt, str) or not opt.strip():
+            raise ValueError(f"option {label!r} must be a non-empty string, got {opt!r:.60}")
+    return Question(qid, bench, text.strip(), {k: v.strip() for k, v in options.items()}, answer, meta)
+
+
+def _sha(s: str) -> str:
+    return hashlib.sha256(s.encode("utf-8")).hexdigest()
+
+
+def map_truthfulqa(rec: Mapping[str, Any], index: int) -> Question:
+    """Hub shape mc1_targets={"choices": [...], "labels": [0/1...]} or upstream shape {choice text: 0/1}."""
+    q, t = _text(rec, "question"), rec["mc1_targets"]
+    choices, labels = (list(t["choices"]), list(t["labels"])) if "choices" in t else (list(t), list(t.values()))
+    if len(choices) != len(labels) or labels.count(1) != 1 or set(labels) - {0, 1}:
+        raise ValueError(f"mc1_targets must hold exactly one choice labelled 1 (labels {labels})")
+    if len(choices) > len(LETTERS):
+        raise ValueError(f"{len(choices)} choices is more than {len(LETTERS)} letters")
+    order = sorted(range(len(choices)), key=lambda j: (_sha(f"{TRUTHFULQA_SALT}\x1f{q}\x1f{choices[j]}"), j))
+    options = {LETTERS[k]: choices[j] for k, j in enumerate(order)}
+    answer = LETTERS[order.index(labels.index(1))]
+    return _question(f"truthfulqa/{index:04d}", "truthfulqa", q, options, answer=answer, meta={"upstream_index": index})
+
+
+def _arc_letter(label: Any) -> str:
+    s = str(label).strip()
+    if len(s) == 1 and s in LETTERS:
+        return s
+    if s.isdigit() and 1 <= int(s) <= len(LETTERS):
+        return LETTERS[int(s) - 1]
+    raise ValueError(f"choice label {label!r} is neither a letter nor a number 1-{len(LETTERS)}")
+
+
+def map_arc(rec: Mapping[str, Any], index: int) -> Question:
+    """Hub shape question=str, choices={"text": [...], "label": [...]};
+    upstream question={"stem", "choices": [{text, label}]}."""
+    if isinstance(rec["question"], Mapping):
+        stem, ch = _text(rec["question"], "stem"), rec["question"]["choices"]
+        texts, labels = [c["text"] for c in ch], [c["label"] for c in ch]
+    else:
+        stem, texts, labels = _text(rec, "question"), list(rec["choices"]["text"]), list(rec["choices"]["label"])
+    letters = [_arc_letter(x) for x in labels]
+    if len(set(letters)) != len(letters) or len(texts) != len(letters):
+        raise ValueError(f"duplicate or unmatched choice labels {labels}")
+    meta = {} if letters == labels else {"original_labels": [str(x) for x in labels]}
+    return _question(
+        _text(rec, "id"),
+        "arc_challenge",
+        stem,
+        dict(zip(letters, texts)),
+        answer=_arc_letter(rec["answerKey"]),
+        meta=meta,
+    )
+
+
+_BBH_OPTION = re.compile(r"\(([A-Z])\)\s*(.*)")
+
+
+def map_bbh(rec: Mapping[str, Any], index: int, task: str) -> Question:
+    """BBH example {"input", "target"} (same fields upstream and on lukaemon/bbh)."""
+    text, target = _text(rec, "input"), _text(rec, "target").strip()
+    stem, sep, block = text.rpartition("\nOptions:\n")
+    lines = [x.strip() for x in block.split("\n") if x.strip()] if sep else []
+    if task in BBH_BINARY:
+        choices = BBH_BINARY[task]
+        listed = tuple(x.lstrip("- ").strip() for x in lines)
+        if sep and listed != choices:  # formal_fallacies/causal_judgement inline "- valid\n- invalid"
+            raise ValueError(f"options block {listed} differs from the expected {choices}")
+        if target not in choices:
+            raise ValueError(f"target {target!r} is not one of {choices}")
+        options, answer = dict(zip("AB", choices)), "AB"[choices.index(target)]
+        stem = stem if sep else text
+    else:
+        if not sep:
+            raise ValueError("no '\\nOptions:\\n' block in input")
+        options = {}
+        for line in lines:
+            m = _BBH_OPTION.fullmatch(line)
+            if not m or m.group(1) != LETTERS[len(options)]:
+                raise ValueError(f"unexpected option line {line!r} (want '({LETTERS[len(options)]}) ...')")
+            options[m.group(1)] = m.group(2)
+        m = re.fullmatch(r"\(([A-Z])\)", target)
+        if not m:
+            raise ValueError(f"target {target!r} is not of the form '(X)'")
+        answer = m.group(1)
+    return _question(f"bbh/{task}/{index:03d}", "bbh", stem, options, answer=answer, meta={"task": task})
+
+
+def strip_logiqa_prefix(text: str, slot: int) -> str:
+    """Drop one option prefix: "A." "C." "A?" (any of A-D: some items swap letters) or "A " (own letter only)."""
+    m = re.match(r"[A-D][.?]\s*", text) or re.match(rf"{LETTERS[slot]}\s+", text)
+    return text[m.end() :] if m and text[m.end() :].strip() else text
+
+
+def _choice_index(v: Any, n: int) -> int:
+    """0-based int, digit string, or letter a-d/A-D -> index (hub stores an int, the raw file a letter)."""
+    s = str(v).strip()
+    i = int(s) if s.isdigit() and not isinstance(v, bool) else LETTERS.find(s.upper()) if len(s) == 1 else -1
+    if not 0 <= i < n:
+        raise ValueError(f"answer {v!r} is not an option index 0-{n - 1} or letter a-{LETTERS[n - 1].lower()}")
+    return i
+
+
+def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
+    """Hub shape {"context", "query", "options": [4 str], "correct_option"}; the local reader builds the same."""
+    opts = list(rec["options"])
+    if len(opts) != 4:
+        raise ValueError(f"expected 4 options, got {len(opts)}")
+    options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
+    text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
+    return _question(
+        f"logiqa/{index:03d}", "logiqa", text, options, answer=LETTERS[_choice_index(rec["correct_option"], 4)], meta={}
+    )
+
+
+def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
+    """{"question", "options": {"A": ...}, "answer_idx", "answer", "meta_info"} (upstream file = hub dataset)."""
+    options, ans = dict(rec["options"]), str(rec["answer_idx"]).strip()
+    if ans not in options:
+        raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
+    if "answer" in rec and options.get(ans) != rec["answer"]:
+        raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
+    return _question(
+        f"medqa/{index:04d}",
+        "medqa",
+        _text(rec, "question"),
+        options,
+        answer=ans,
+        meta={"meta_info": rec.get("meta_info")},
+    )
+
+
+def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
+    """{"question_id", "question", "options": [3-10 str], "answer": letter, "answer_index", "category", "src"}."""
+    opts, ans = list(rec["options"]), str(rec["answer"]).strip()
+    if rec.get("category", "law") != "law":
+        raise ValueError(f"category is {rec['category']!r}, expected 'law'")
+    if not 2 <= len(opts) <= 10:
+        raise ValueError(f"expected 2-10 options, got {len(opts)}")
+    if "answer_index" in rec:
+        i = rec["answer_index"]
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(opts):
+            raise ValueError(f"answer_index {i!r} is not an option index 0-{len(opts) - 1}")
+        if LETTERS[i] != ans:
+            raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
+    meta = {"question_id": rec["question_id"], "src": rec.get("src")}
+    return _question(
+        f"mmlu_pro/{rec['question_id']}",
+        "mmlu_pro",
+        _text(rec, "question"),
+        dict(zip(LETTERS, opts)),
+        answer=ans,
+        meta=meta,
+    )
+
+
+class DataError(ValueError):
+    """A benchmark file is missing, malformed or has the wrong number of items."""
+
+
+def build(
+    source: Any, rows: Iterable[tuple[str, Any]], mapper: Callable[[Any, int], Question], expected: int | None
+) -> list[Question]:
+    """Map (where, record) rows to Questions, turning any problem into a DataError that says where it is."""
+    out, first = [], dict[str, str]()  # question id -> where it was first seen
+    for i, (where, rec) in enumerate(rows):
+        if not isinstance(rec, Mapping):
+            raise DataError(f"{source}, {where}: expected a JSON object (a record), got {type(rec).__name__} "
+                            f"{json.dumps(rec, default=str)[:60]}")  # fmt: skip
+        try:
+            q = mapper(rec, i)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            why = f"missing field {e.args[0]!r}" if isinstance(e, KeyError) else str(e)
+            raise DataError(f"{source}, {where}: {why}") from e
+        if q.id in first:
+            raise DataError(f"{source}, {where}: question id {q.id!r} repeats the one at {first[q.id]}; ids must "
+                            "be unique (transcripts are keyed by them)")  # fmt: skip
+        first[q.id] = where
+        out.append(q)
+    if expected is not None and len(out) != expected:
+        raise DataError(f"{source}: expected {expected} items (the published size), found {len(out)}")
+    return out
+
+
+def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
+    """Decode, or say where the first byte that is not UTF-8 is."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = line_no or raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); "
+                        "the file is damaged or in another encoding") from None  # fmt: skip
+
+
+_CUT = "; the file ends in the middle of this record (cut short? download it again)"
+
+
+_LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+
+
+def _at_end(e: json.JSONDecodeError, text: str) -> bool:
+    """Did the parser run out of text (rather than meet a wrong character)? True when nothing but the start
+    of a number or of true/false/null follows the error, or a string never found its closing quote."""
+    return bool(_LITERAL_START.fullmatch(text[e.pos :].strip())) or e.msg.startswith("Unterminated string")
+
+
+def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
+    rows = []
+    lines = path.read_bytes().split(b"\n")
+    last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
+    for n, raw in enumerate(lines, 1):
+        line = _utf8(path, raw, n)
+        if n == 1:
+            line = line.removeprefix("\ufeff")  # a BOM (Excel, Notepad), accepted as in a CSV
+        if line.strip():
+            try:
+                rows.append((f"line {n}", json.loads(line)))
+            except RecursionError:
+                raise DataError(f"{path}, line {n}: JSON nested too deeply to be a record") from None
+            except json.JSONDecodeError as e:
+                # the last line of a file without its final newline that stops before its record does: cut short
+                cut = n == last == len(lines) and _at_end(e, line)
+                raise DataError(
+                    f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno}){_CUT if cut else ''}"
+                ) from None
+    return rows
+
+
+def json_file(path: Path) -> Any:
+    text = _utf8(path, path.read_bytes())
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply to be a benchmark file") from None
+    except json.JSONDecodeError as e:
+        cut = _CUT.replace("this record", "the JSON") if _at_end(e, text) else ""
+        raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg}){cut}") from None
+
+
+def json_items(path: Path, obj: Any, key: str | None = None) -> list[tuple[str, Any]]:
+    """Rows of a JSON-array file; positions are item numbers (0-based) because the file has no record lines."""
+    items = obj.get(key) if key and isinstance(obj, dict) else obj
+    if not isinstance(items, list):
+        raise DataError(f"{path}: expected a JSON list{f' under {key!r}' if key else ''}")
+    return [(f"item {i}", r) for i, r in enumerate(items)]
+
+
+def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
+    lines = [x.rstrip("\r") for x in _utf8(path, path.read_bytes()).split("\n")]
+    if len(lines) % 8 == 1 and lines[-1] == "":
+        lines.pop()  # a final newline
+    if len(lines) % 8:
+        raise DataError(f"{path}: {len(lines)} lines is not a multiple of 8 (blank, answer, context, question, "
+                        f"4 options); the last item, from line {len(lines) // 8 * 8 + 1}, is incomplete")  # fmt: skip
+    rows = []
+    for i in range(0, len(lines), 8):
+        blank, ans, context, query, *opts = lines[i : i + 8]
+        if blank.strip():
+            raise DataError(f"{path}, line {i + 1}: expected the blank line that starts an item, got {blank:.60!r}")
+        if ans.strip() not in ("a", "b", "c", "d"):
+            raise DataError(f"{path}, line {i + 2}: answer {ans!r} is not one of a, b, c, d")
+        rec = {"context": context, "query": query, "options": opts, "correct_option": ans.strip()}
+        rows.append((f"item {i // 8} (lines {i + 1}-{i + 8})", rec))
+    return rows
+
+
+def need(root: Path, rel: str) -> Path:
+    path = root / rel
+    if not path.is_file():
+        raise DataError(f"{path} not found: the data directory must follow the layout in "
+                        f"`acemad_utils.data.benchmarks` (expected <dir>/{rel})")  # fmt: skip
+    return path
+
 
 ENV_VAR = "ACEMAD_DATA_DIR"
 DEMO_PATH = ROOT / "data" / "demo" / "demo.jsonl"
@@ -125,9 +437,6 @@ def load(benchmark: str, limit: int | None = None, data_dir: str | os.PathLike |
         qs = _load(benchmark, data_root(data_dir))
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
-    dupes = [k for k, n in Counter(q.id for q in qs).items() if n > 1]
-    if dupes:
-        raise DataError(f"{benchmark}: duplicate question ids {dupes[:5]}")
     if limit is not None:
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")

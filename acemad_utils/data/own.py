@@ -22,9 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.data.files import DataError, build, jsonl_rows
+from acemad_utils.data.benchmarks import LETTERS, DataError, build, jsonl_rows
 from acemad_utils.data.paths import UnsafeName, safe_segment
-from acemad_utils.data.records import LETTERS
 from acemad_utils.protocol.schema import Question
 
 MAX_FILE_BYTES = 20_000_000  # a question file larger than this is refused before it is parsed
@@ -308,7 +307,7 @@ def _answer_value(value: Any, labels: Sequence[str]) -> Any:
 
 
 def column_mapper(question: str, choices: str, answer: Optional[str] = None, id: Optional[str] = None):
-    """A mapper (record, index) -> Question reading the named columns (files.build's mapper; see read_columns)."""
+    """A mapper (record, index) -> Question reading the named columns (benchmarks.build's mapper; see read_columns)."""
     multi = [c.strip() for c in choices.split(",")] if "," in choices else None
 
     def mapper(rec: Mapping[str, Any], index: int) -> Question:

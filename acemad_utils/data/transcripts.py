@@ -1,18 +1,6 @@
-"""Reading a run's transcripts: outputs/runs/<name>/transcripts.jsonl[.gz] and meta.json (what every table reads).
-
-    from acemad_utils.data.transcripts import load_run, read_jsonl
-    meta, records = load_run("default/main")
-    read_jsonl(run_dir("default/main") / "transcripts.jsonl")   # the .gz of a completed run, then appended lines
-
-A run's records are JSON Lines. A completed run keeps them gzip-compressed in canonical order
-(`transcripts.jsonl.gz`, written whole by the runner at the end of a run); records of a session that has not
-completed yet are appended, one whole line each, to the plain `transcripts.jsonl` beside it. Readers take both,
-the compressed file first, so a later line of the same (question, config, repeat) wins: `read_jsonl` on either
-name reads the pair, and `zcat transcripts.jsonl.gz` shows the records in any shell.
-
-Writing them (resumable, whole lines, canonical order) is experiments.runner's job; reading lives here, below
-the report, so that tables, figures and the viewer read runs without importing the code that makes them.
-"""
+"""Reading a run: outputs/runs/<name>/transcripts.jsonl.gz (a completed run's records, canonical order, written whole
+by experiments.runner), then transcripts.jsonl (lines appended since, one whole line each; a later line of the same
+(question, config, repeat) wins), and meta.json. Here, below report/, so tables read runs without the runner."""
 
 from __future__ import annotations
 
@@ -22,14 +10,40 @@ import gzip
 import json
 import warnings
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 
-from acemad_utils.data.damaged import damaged, read_json
 from acemad_utils.data.paths import atomic_write, outputs
+
+
+class DamagedFile(ValueError):
+    """A file the project wrote cannot be read as it should; str() is the one line to show (file, what, fix)."""
+
+
+def damaged(path: Path, what: str, fix: str) -> DamagedFile:
+    return DamagedFile(f"{path} is damaged ({what}): {fix}")
+
+
+def read_json(path: Path, *, need: Sequence[str] = (), fix: str) -> Any:
+    """The JSON object in `path` holding every key of `need`, else DamagedFile naming `fix`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise damaged(path, f"not UTF-8 text: {e.reason} at byte {e.start}", fix) from None
+    try:
+        obj = json.loads(text)
+    except ValueError as e:  # JSONDecodeError: truncated, garbled
+        raise damaged(path, f"not whole JSON: {e}" if text.strip() else "empty", fix) from None
+    if not isinstance(obj, dict):
+        raise damaged(path, f"a JSON {type(obj).__name__}, not an object", fix)
+    missing = [k for k in need if k not in obj]
+    if missing:
+        raise damaged(path, f"no {', '.join(map(repr, missing))}", fix)
+    return obj
 
 
 def run_dir(name: str, *, create: bool = True) -> Path:
@@ -41,28 +55,22 @@ COMPRESSED = TRANSCRIPTS + ".gz"  # a completed run's records, canonical order
 
 
 def transcript_files(path: Path) -> list[Path]:
-    """The files holding the records of `path` (either name of the pair), in read order: the compressed
-    canonical file, then the plain one appended to since. Only those that exist."""
+    """The existing files of the pair `path` names (either name), compressed first."""
     path = Path(path)
     plain = path.with_name(path.name[: -len(".gz")]) if path.name.endswith(".gz") else path
     return [p for p in (plain.with_name(plain.name + ".gz"), plain) if p.exists()]
 
 
 def transcript_bytes(path: Path) -> bytes:
-    """The raw lines of the pair (see transcript_files), decompressed: what `cat`/`zcat` of both would show."""
+    """The pair's lines, decompressed."""
     return b"".join(gunzip(p) if p.name.endswith(".gz") else p.read_bytes() for p in transcript_files(path))
 
 
 @contextlib.contextmanager
 def gc_paused():
-    """Python's cyclic garbage collector off while a run's records are parsed; what is alive at the end is then
-    frozen (gc.freeze: never scanned again) and the collector is back as it was. Why: the collector runs every
-    few hundred new containers and scans, sooner or later, every object alive. 10^5 parsed records are ~10^7
-    lists, dicts and floats: with the collector on, loading a profile's runs took 8.7 s instead of 4.9 s, and
-    every later scan of them (while tables are drawn) costs seconds again (bench/README.md). Records hold no
-    reference cycles, so there is nothing in them for the collector to find; freezing is what CPython offers
-    for such long-lived data. The cost: a reference cycle that was already garbage when the block ended is not
-    freed (a little memory, never a result)."""
+    """The cyclic collector off while records are parsed, then what is alive frozen (never scanned again). Why:
+    10^5 records are ~10^7 objects without cycles; with the collector on, loading a profile's runs took 8.7 s
+    instead of 4.9 s, and every later scan costs seconds again (bench/README.md)."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -74,10 +82,8 @@ def gc_paused():
 
 
 def parse_line(line: bytes | str):
-    """One transcript line as Python objects: the objects `json.loads` gives, in half its time (msgspec; parsing
-    is most of re-reading a run). A line msgspec does not take, i.e. the NaN / Infinity that `json.dumps` writes
-    for a non-finite number or a lone surrogate, is parsed by `json.loads`, the writer's own reader: the same
-    objects either way, and a line neither reads raises ValueError."""
+    """A line as json.loads reads it, in half its time (msgspec); what msgspec refuses (a lone surrogate, NaN that
+    json.dumps wrote) by json.loads."""
     try:
         return msgspec.json.decode(line)
     except msgspec.DecodeError:
@@ -85,20 +91,17 @@ def parse_line(line: bytes | str):
 
 
 def gz_fix(path: Path) -> str:
-    """The fix for a damaged transcripts.jsonl.gz (truncated, garbled)."""
     return (
         "rerun the notebook that made it: the run keeps every record that can still be read from it, recomputes "
         f"the rest (model calls come from the response cache) and writes {path.name} whole again"
     )
 
 
-SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (run_files.write_canonical)
+SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (runner.write_canonical)
 
 
 def gunzip(path: Path, *, salvage: bool = False) -> bytes:
-    """The decompressed bytes of a .gz file. A damaged one (truncated, garbled: EOFError / BadGzipFile once,
-    no file named) is DamagedFile naming it and gz_fix, or, with `salvage`, what could be decompressed before
-    the damage, with one warning (a torn last line there is dropped by record_lines)."""
+    """A .gz file's bytes; a damaged one is DamagedFile, or with `salvage` what precedes the damage (a warning)."""
     raw = path.read_bytes()
     try:
         return gzip.decompress(raw)
@@ -122,9 +125,8 @@ def gunzip(path: Path, *, salvage: bool = False) -> bytes:
 
 
 def record_lines(path: Path, *, salvage: bool = False) -> Iterator[tuple[dict, bytes]]:
-    """(record, its line) for every record of the pair (see transcript_files); a torn or corrupt line (a crash
-    mid-write) is dropped with a warning, never parsed. Only JSON objects are records: any other line (a
-    number, a list, bad UTF-8) counts as corrupt. A damaged compressed file: see gunzip (`salvage`)."""
+    """(record, line) for every record of the pair; a line that is not a JSON object (torn by a crash, corrupt) is
+    dropped with a warning."""
     for part in transcript_files(path):
         raw = gunzip(part, salvage=salvage) if part.name.endswith(".gz") else part.read_bytes()
         for n, line in enumerate(raw.split(b"\n"), 1):
@@ -141,14 +143,13 @@ def record_lines(path: Path, *, salvage: bool = False) -> Iterator[tuple[dict, b
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Every record of the pair transcripts.jsonl(.gz), compressed file first (see record_lines)."""
+    """Every record of the pair transcripts.jsonl(.gz)."""
     with gc_paused():
         return [rec for rec, _ in record_lines(path)]
 
 
 def commitments(rec: dict) -> int:
-    """How many commitments (p, and q where asked) a record holds: single runs, debate entries, moderator turns.
-    A runner's summary view of a record (runner.SUMMARY_FIELDS, no rounds) carries the count itself."""
+    """How many commitments a record holds (a runner's summary view carries the count itself)."""
     if "commitments" in rec:
         return int(rec["commitments"])
     # sum(map(len, ...)): a table counts this for every record of every run, and a generator was 3x slower
@@ -156,7 +157,6 @@ def commitments(rec: dict) -> int:
 
 
 def meta_fix(path: Path) -> str:
-    """The fix for a damaged meta.json of a run: it is derived, so deleting it alone keeps every result."""
     return (
         f"it only describes the run and the run writes it again: delete that file alone (rm {path}) and rerun the "
         "notebook that made it; the saved records beside it are kept, so the results come back byte-identical"
@@ -164,8 +164,7 @@ def meta_fix(path: Path) -> str:
 
 
 def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
-    """A run's meta.json (DamagedFile naming it and meta_fix when it is not a run description holding `need`;
-    the runner, which checks who answered which questions, also needs data_hash and population)."""
+    """A run's meta.json holding `need`, else DamagedFile naming meta_fix."""
     meta = read_json(path, need=need, fix=meta_fix(path))
     if not isinstance(meta["methods"], dict) or not all(
         isinstance(m, dict) and "config_hash" in m for m in meta["methods"].values()
@@ -175,9 +174,8 @@ def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
 
 
 def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = None) -> tuple[dict, list[dict]]:
-    """(meta, records) of a run. `keep(name, meta, record)`, if given, returns what to keep of each record as it
-    is read (the lines are streamed): notebook 08 keeps only the fields its tables read (claims.lean), so a
-    profile's runs fit in memory at once."""
+    """(meta, records) of a run; `keep(name, meta, record)` returns what to keep of each as it streams in (notebook
+    08 keeps what its tables read, so a profile's runs fit in memory)."""
     d = run_dir(name)
     meta_path = d / "meta.json"
     if not meta_path.exists():
@@ -197,8 +195,7 @@ def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = N
 def profile_runs(
     profile: str, *, exclude: tuple[str, ...] = (), keep: Optional[Callable[[str, dict, dict], dict]] = None
 ) -> dict[str, tuple[dict, list[dict]]]:
-    """Every run of a profile that has a meta.json, {experiment name: (meta, records)} (the claims ledger's input);
-    runs whose name starts with one of `exclude` are not read at all; `keep` as in load_run."""
+    """{name: (meta, records)} of a profile's runs with a meta.json, but those whose name starts with `exclude`."""
     base = outputs("runs", profile)
     names = [d.name for d in sorted(base.iterdir()) if (d / "meta.json").is_file() and not d.name.startswith(exclude)]
     return {name: load_run(f"{profile}/{name}", keep=keep) for name in names}
@@ -209,8 +206,7 @@ QUESTIONS = "questions.json"  # {question id: {"benchmark", "text", "options": [
 
 
 def question_entry(q) -> dict:
-    """What the viewer shows of a question (a protocol Question): its text and options; `synthetic` for the
-    generated items of the synthetic population (their benchmark is "synthetic-...")."""
+    """What the viewer shows of a question."""
     return {
         "benchmark": q.benchmark,
         "text": q.question,
@@ -220,9 +216,8 @@ def question_entry(q) -> dict:
 
 
 def write_questions(d: Path, questions) -> None:
-    """questions.json beside a run's transcripts: every question's text and options keyed by id, merged with
-    what is there (a resumed or extended run keeps the earlier ones). Why a side file and not the records: one
-    copy per question instead of one per method and repeat, and runs recorded before it still load."""
+    """questions.json beside a run's records, merged with what is there. Why a side file: one copy per question,
+    not one per method and repeat."""
     path = Path(d) / QUESTIONS
     old = read_questions(Path(d))
     new = {**old, **{q.id: question_entry(q) for q in questions}}
@@ -231,6 +226,5 @@ def write_questions(d: Path, questions) -> None:
 
 
 def read_questions(d: Path) -> dict:
-    """A run's questions.json ({} when the run predates it)."""
     path = Path(d) / QUESTIONS
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

@@ -1,10 +1,5 @@
-"""Every notebook parameter in one typed schema: type, allowed values, default, notebooks. Profiles, Setup and the
-registry take their defaults from it; each notebook declares its parameters in an annotated `parameters` cell
-(`ETA: float = 2.0  # meaning`), which papermill.inspect_notebook reads and a test holds to this schema.
-
-    params.defaults("03_main_results")     # {"PROFILE": "default", ..., "ETA": 2.0}
-    params.check("mine.yaml (03_main_results)", "ETA", -1)   # SystemExit: one line naming what ETA takes
-"""
+"""Every notebook parameter in one typed schema (type, allowed values, default, notebooks); each notebook declares
+them in an annotated `parameters` cell (`ETA: float = 2.0  # meaning`) that a test holds to this schema."""
 
 from __future__ import annotations
 
@@ -45,8 +40,8 @@ _TEXT = {
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter. kind: str, int, float, bool, list[...] of those, or 'models' (OTHER_MODELS entries); choices or
-    [lo, hi] bound every item; text: 'url', 'segment' or 'model' rules for text; by_notebook: other defaults."""
+    """kind: str, int, float, bool, list[...] of those, or 'models' (OTHER_MODELS entries); choices or [lo, hi] bound
+    every item; text: 'url', 'segment' or 'model'; by_notebook: other defaults."""
 
     name: str
     kind: str
@@ -64,7 +59,6 @@ class Param:
         return copy.deepcopy(self.by_notebook.get(nb, self.default))
 
     def allowed(self) -> str:
-        """What the parameter takes, in words (messages and docs/parameters.md)."""
         base = self.kind.removeprefix("list[").removesuffix("]")
         if self.kind == "models":
             text = f"a list of maps with exactly the keys {list(ENTRY_KEYS)}, table one of {sorted(PAPER_TABLES)}"
@@ -140,7 +134,6 @@ SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
 
 
 def names(nb: str) -> list[str]:
-    """The parameters notebook `nb` declares, in schema order."""
     return [p.name for p in _PARAMS if nb in p.notebooks]
 
 
@@ -149,13 +142,11 @@ def defaults(nb: str) -> dict[str, Any]:
 
 
 def setup_defaults() -> dict[str, Any]:
-    """Setup's keyword defaults (its argument name -> the parameter's default)."""
     return {p.setup_arg: copy.deepcopy(p.default) for p in _PARAMS if p.setup_arg}
 
 
 def not_plain(value: Any) -> Optional[str]:
-    """What in `value` is not plain data (text, numbers, bools, None, lists, str-keyed maps), or None. YAML makes
-    bytes (!!binary), sets and dates, which papermill would write unquoted into the kernel's code."""
+    """What in `value` is not plain data (text, numbers, bools, None, lists, str-keyed maps), or None."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return None
     if isinstance(value, dict) and any(not isinstance(k, str) for k in value):
@@ -177,7 +168,6 @@ def _type_ok(kind: str, v: Any) -> bool:
 
 
 def _url_problem(v: str) -> Optional[str]:
-    """Empty (the default endpoint) or an http(s) URL with a host (never file:// or a bare path)."""
     try:
         ok = v == "" or (urlparse(v).scheme in ("http", "https") and bool(urlparse(v).hostname))
     except ValueError:  # an unparsable port or host
@@ -186,7 +176,7 @@ def _url_problem(v: str) -> Optional[str]:
 
 
 def _model_problem(v: str) -> Optional[str]:
-    """A model name becomes a folder name (subsets.model_slug), also as a synthetic stand-in's."""
+    # a model name becomes a folder name (subsets.model_slug), also as a synthetic stand-in's
     try:
         model_slug(f"{SYNTHETIC_SLUG}-{v}", synthetic=True)
     except ValueError:
@@ -208,12 +198,12 @@ def _entry_problem(e: Any) -> Optional[str]:
 
 
 def _entries_problem(entries: list) -> Optional[str]:
-    why = next(filter(None, map(_entry_problem, entries)), None)
-    keys = {(e["table"], e["paper_model"]) for e in entries} if why is None else set()
-    runs = {(e["table"], model_slug(e["model"])) for e in entries} if why is None else set()  # the run's folder
-    if why is None and (len(keys) < len(entries) or len(runs) < len(entries)):
-        return "two entries with the same table and model (each table runs once per model)"
-    return why
+    if why := next(filter(None, map(_entry_problem, entries)), None):
+        return why
+    for key in (lambda e: (e["table"], e["paper_model"]), lambda e: (e["table"], model_slug(e["model"]))):  # folder
+        if len(set(map(key, entries))) < len(entries):
+            return "two entries with the same table and model (each table runs once per model)"
+    return None
 
 
 def _item_problem(p: Param, x: Any) -> Optional[str]:
@@ -234,7 +224,6 @@ def _item_problem(p: Param, x: Any) -> Optional[str]:
 
 
 def problem(name: str, value: Any) -> Optional[str]:
-    """Why `value` is not allowed for parameter `name` (its type, then its range), or None."""
     p = SCHEMA[name]
     why = not_plain(value)
     if why:
@@ -256,7 +245,6 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def check(where: str, name: str, value: Any) -> None:
-    """SystemExit with one line naming the file and notebook (`where`), the value and what is allowed."""
     why = problem(name, value)
     if why:
         raise SystemExit(
@@ -266,8 +254,7 @@ def check(where: str, name: str, value: Any) -> None:
 
 
 def literal(value: Any) -> str:
-    """The Python source of a checked plain value (papermill's injected cell): repr of plain data is a literal;
-    anything else is refused, so no value can become code."""
+    """The Python source of a plain value (papermill's injected cell): anything else is refused, never code."""
     why = not_plain(value)
     if why or (isinstance(value, float) and not math.isfinite(value)):
         raise TypeError(f"not a plain finite value: {why or value!r}")
@@ -275,7 +262,6 @@ def literal(value: Any) -> str:
 
 
 def meanings() -> dict[str, str]:
-    """Each parameter's meaning as the notebooks' annotated parameters cells say it (papermill.inspect_notebook)."""
     import papermill as pm  # seconds to import: only for the docs and the tests
 
     out: dict[str, str] = {}
@@ -286,7 +272,6 @@ def meanings() -> dict[str, str]:
 
 
 def markdown(env_vars: Mapping[str, str]) -> str:
-    """docs/parameters.md: every parameter and every environment variable."""
     out = [
         "# Parameters and environment variables",
         "",

@@ -1,15 +1,5 @@
-"""Profiles (profiles/*.yaml): which parameters each notebook gets, loaded and checked once before anything runs.
-
-    profile: default
-    common: {BACKEND: sim, SEED: 0}            # every notebook that declares the parameter gets it
-    notebooks: {00_theory: {THEORY_ITEMS: 400}}
-    max_usd: 50 / calls_via: sync|batch|files / models: {name: {price: {...}} | {free: true}}   # run settings
-    jobs: 2              # notebooks side by side (synthetic notebooks only), each after the ones it READS
-
-Run settings reach the kernels as ACEMAD_MAX_USD, ACEMAD_CALLS_VIA, ACEMAD_MODELS (one already in the environment
-wins). Every key and value is checked (params.py); anything wrong stops with one line naming file, notebook and rule.
-`python -m acemad_utils.experiments.profiles --profile paper` lists every run (none is made).
-"""
+"""Profiles (profiles/*.yaml: `profile`, `common` and per-`notebooks` parameters, run settings `max_usd`, `calls_via`,
+`models` that reach the kernels as ACEMAD_*, and `jobs`), loaded and checked once before anything runs."""
 
 from __future__ import annotations
 
@@ -37,7 +27,7 @@ PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "cal
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA", "models": ENV_MODELS}
 CALLS_VIA = ("sync", "batch", "files")
 MAX_JOBS = 8
-#: What a notebook reads that others write ("*": every other notebook): with jobs > 1 it starts after them.
+#: What a notebook reads that others write ("*": every other notebook): it starts after them, and runs when they ran.
 READS = {
     **{nb: ("01_subset_construction",) for nb in params.NOTEBOOKS if nb[:2] in params.SETUP[1:]},
     "08_claims": ("*",),
@@ -48,27 +38,11 @@ LONGEST = ("09_assumption_map",)
 NOT_SHAPING = ("PROFILE", "WORKERS", "BASE_URL", "SECOND_BASE_URL")
 
 
-class PlainLoader(yaml.SafeLoader):
-    """YAML's plain data only: !!binary, !!set, dates, !!python/... and every other tag is refused (one line)."""
-
-
-def _refuse(loader: yaml.SafeLoader, node: yaml.Node) -> None:
-    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-    what = "a date or timestamp (quote it to pass text)" if tag == "!!timestamp" else f"the tag {tag}"
-    raise yaml.constructor.ConstructorError(
-        None, None, f"{what} is not plain data (text, number, true/false, null, list, map)", node.start_mark
-    )
-
-
-for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
-    PlainLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
-PlainLoader.add_constructor(None, _refuse)
-
-
 def load_yaml(text: str, where: str) -> Any:
-    """Plain data from YAML text, or SystemExit with one line naming `where` and the place."""
+    """Plain data only (text, numbers, true/false, null, lists, maps with text keys): a !!binary, !!set, date or any
+    other tag is refused with one line, so no value reaches a kernel as code."""
     try:
-        return yaml.load(text, Loader=PlainLoader)  # noqa: S506 (SafeLoader with fewer tags)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         place = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -76,10 +50,12 @@ def load_yaml(text: str, where: str) -> Any:
         if isinstance(e, yaml.constructor.ConstructorError):
             raise SystemExit(f"{where}: refused{place}: {why}") from None
         raise SystemExit(f"{where} is not valid YAML{place}: {why}") from None
+    if held := params.not_plain(data):
+        raise SystemExit(f"{where}: refused: it holds {held}; only text, numbers, true/false, null, lists and maps")
+    return data
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, Any]:
-    """`--set KEY=VALUE` options as {KEY: plain data}; an empty VALUE is ""."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -98,10 +74,6 @@ def hint(word: str, choices) -> str:
     return f" (did you mean {m[0]!r}?)" if m else ""
 
 
-def _fail(where: str, key: str, v: Any, need: str) -> SystemExit:
-    return SystemExit(f"{where}: {key} = {v!r} is not allowed{need}")
-
-
 def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     """The profile, every key and value checked; `overrides` (--set NAME=VALUE) win everywhere for this run."""
     path = Path(name_or_path)
@@ -116,9 +88,6 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
         raise SystemExit(f"{where} is empty or not a mapping: a profile needs at least `profile:` and `common:` "
                          "(see profiles/default.yaml)")  # fmt: skip
     overrides = dict(overrides or {})
-    for key, value in overrides.items():
-        if why := params.not_plain(value):
-            raise SystemExit(f"--set {key}: the value holds {why}; only text, numbers, true/false, null, lists, maps")
     for key in [*RUN_SETTINGS, "jobs"]:  # --set MAX_USD=... is a run setting, not a notebook parameter
         for spelled in (key, key.upper()):
             if spelled in overrides:
@@ -126,14 +95,9 @@ def load_profile(name_or_path: str, overrides: Optional[dict] = None) -> dict:
     if bad := sorted(str(k) for k in set(prof) - PROFILE_KEYS):
         named = ", ".join(f"{b!r}{hint(b, PROFILE_KEYS)}" for b in bad)
         raise SystemExit(f"{where}: unknown key(s) {named}; allowed: {sorted(PROFILE_KEYS)}")
-    for key, value in prof.items():
-        if why := params.not_plain(value):
-            raise SystemExit(
-                f"{where}: {key} holds {why}; a profile holds text, numbers, true/false, null, lists, maps"
-            )
     for key in ("profile", "description"):
         if key in prof and not isinstance(prof[key], str):
-            raise _fail(where, key, prof[key], ": need text")
+            raise SystemExit(f"{where}: {key} = {prof[key]!r} is not allowed: need text")
     if not isinstance(prof.get("common") or {}, dict):
         raise SystemExit(f"{where}: common must be a map of parameters, e.g. common: {{SEED: 0}}")
     own = prof.get("notebooks") or {}
@@ -169,35 +133,35 @@ def _check_parameters(where: str, prof: dict) -> None:
                 raise SystemExit(f"{where}: notebook {nb} has no parameter {key!r}{hint(key, declared[nb])}; "
                                  f"its parameters are {sorted(declared[nb])}")  # fmt: skip
     for nb in nbs:  # every value a notebook will receive
-        for key, value in params_for(prof, nb, declared[nb]).items():
+        for key, value in params_for(prof, nb).items():
             params.check(f"{where} ({nb})", key, value)
 
 
 def _check_run_settings(where: str, prof: dict) -> None:
-    if "max_usd" in prof:
-        v = prof["max_usd"]
-        try:
-            x = parse_max_usd(v) if not isinstance(v, bool) else math.nan
-            if x is not None and not math.isfinite(x):  # .inf is "no cap" in disguise: say none explicitly
-                raise ValueError
-        except (TypeError, ValueError):
-            raise _fail(
-                where, "max_usd", v, ": need a finite number of dollars >= 0, or none (null) for no cap"
-            ) from None
+    def fail(key: str, need: str) -> SystemExit:
+        return SystemExit(f"{where}: {key} = {prof[key]!r} is not allowed{need}")
+
+    try:
+        x = parse_max_usd(prof["max_usd"]) if not isinstance(prof.get("max_usd"), bool) else math.nan
+        if x is not None and not math.isfinite(x):  # .inf is "no cap" in disguise: say none explicitly
+            raise ValueError
+    except KeyError:
+        pass
+    except (TypeError, ValueError):
+        raise fail("max_usd", ": need a finite number of dollars >= 0, or none (null) for no cap") from None
     try:
         parse_terms(prof.get("models"))
     except ValueError as e:
         raise SystemExit(f"{where}: {e}") from None
     if "calls_via" in prof and prof["calls_via"] not in CALLS_VIA:
-        v = prof["calls_via"]
-        raise _fail(where, "calls_via", v, f"{hint(str(v), CALLS_VIA)}; allowed: {list(CALLS_VIA)}")
+        raise fail("calls_via", f"{hint(str(prof['calls_via']), CALLS_VIA)}; allowed: {list(CALLS_VIA)}")
     v = prof.get("jobs", 1)
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_JOBS:
-        raise _fail(where, "jobs", v, f": need a whole number of notebooks at once, 1 to {MAX_JOBS}")
+        raise fail("jobs", f": need a whole number of notebooks at once, 1 to {MAX_JOBS}")
 
 
 def run_env(prof: dict) -> dict:
-    """The kernels' environment for the profile's run settings (the caller's own environment wins)."""
+    """The kernels' ACEMAD_* for the profile's run settings (the caller's own environment wins)."""
     env = {}
     for key, var in RUN_SETTINGS.items():
         if os.environ.get(var) not in (None, ""):
@@ -208,14 +172,12 @@ def run_env(prof: dict) -> dict:
 
 
 def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Optional[tuple[dict, dict]] = None) -> str:
-    """Where the runs go: the profile's name, or '<profile>.set-<what>' (a hash when the values do not make a folder
-    name) when --set changes what a run is (any parameter but NOT_SHAPING): a run holds one question set and one
-    population, so new runs go beside the profile's own instead of refusing to resume them."""
+    """Where the runs go: the profile's name, or '<profile>.set-<what>' (else a hash) when --set changes what a run
+    is: a run holds one question set and one population, so new runs go beside the profile's own."""
     prof, base = loaded or (load_profile(name_or_path, overrides), load_profile(name_or_path))  # (with, without)
     changed: dict[str, Any] = {}
     for nb in notebooks():
-        d = params.defaults(nb)
-        now, was = {**d, **params_for(prof, nb, d)}, {**d, **params_for(base, nb, d)}
+        now, was = params_for(prof, nb, defaults=True), params_for(base, nb, defaults=True)
         changed.update({k: v for k, v in now.items() if k not in NOT_SHAPING and was[k] != v})
     name = prof.get("profile") or Path(name_or_path).stem
     if not changed:
@@ -226,24 +188,22 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
     return f"{name}{SET_MARK}{words}"
 
 
-def params_for(prof: dict, name: str, declared) -> dict:
-    """The papermill parameters notebook `name` gets: the common ones it declares, then its own."""
+def params_for(prof: dict, nb: str, *, defaults: bool = False) -> dict:
+    """What papermill injects into notebook `nb` (the common parameters it declares, then its own), over its defaults
+    if asked."""
+    declared = params.names(nb)
     return {
+        **(params.defaults(nb) if defaults else {}),
         **{k: v for k, v in (prof.get("common") or {}).items() if k in declared},
-        **((prof.get("notebooks") or {}).get(name) or {}),
+        **((prof.get("notebooks") or {}).get(nb) or {}),
     }
 
 
 def notebook_params(
     profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None
 ) -> tuple[str, dict]:
-    """(profile name, {notebook: every parameter it will get})."""
     prof = load_profile(profile, overrides)
-    out = {
-        nb: {**params.defaults(nb), **params_for(prof, nb, params.names(nb))}
-        for nb in notebooks()
-        if not only or nb in only
-    }
+    out = {nb: params_for(prof, nb, defaults=True) for nb in notebooks() if not only or nb in only}
     return prof.get("profile", profile), out
 
 
@@ -253,8 +213,8 @@ def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = N
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One model at one URL the notebooks call (BACKEND openai). setting: the parameters that name it; skip: the
-    --set that runs without it ("" for the main one); url "": OPENAI_BASE_URL, else OpenAI's."""
+    """One model at one URL the notebooks call. setting: the parameters that name it; skip: the --set that runs
+    without it ("" for the main one); url "": OPENAI_BASE_URL, else OpenAI's."""
 
     setting: str
     model: str
@@ -264,47 +224,30 @@ class Endpoint:
 
 
 def endpoints(params_by_nb: dict) -> list[Endpoint]:
-    """Every endpoint the notebooks ({notebook: params}) call, once per (model, URL): MODEL at BASE_URL, notebook
-    04's SECOND_MODEL and each OTHER_MODELS entry of 07 whose table has a benchmark in the run."""
-    found: dict[tuple[str, str], Endpoint] = {}
-
-    def add(setting: str, model: str, url: str, nb: str, skip: str = "") -> None:
-        old = found.get((model, url))
-        if old is None:
-            found[(model, url)] = Endpoint(setting, model, url, (nb,), skip)
-            return
-        both = f"{old.setting}, {setting}" if setting not in old.setting else old.setting
-        skip = f"{old.skip} {skip}" if old.skip and skip and skip not in old.skip else (old.skip and skip)
-        found[(model, url)] = Endpoint(both, model, url, tuple(dict.fromkeys((*old.notebooks, nb))), skip)
-
+    """Every endpoint the notebooks ({notebook: params}) call on BACKEND openai, once per (model, URL)."""
+    found: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # (model, url) -> [(setting, notebook, skip)]
     for nb, P in params_by_nb.items():
         if P.get("BACKEND") != "openai" or not registry.runs(nb, P):
             continue
         url = P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or ""
-        add("MODEL / BASE_URL", P.get("MODEL") or os.environ.get("ACEMAD_MODEL") or "gpt-4o-mini", url, nb)
+        model = P.get("MODEL") or os.environ.get("ACEMAD_MODEL") or "gpt-4o-mini"
+        found.setdefault((model, url), []).append(("MODEL / BASE_URL", nb, ""))
         if nb.startswith("04") and P.get("SECOND_MODEL"):
-            add(
-                "SECOND_MODEL / SECOND_BASE_URL",
-                P["SECOND_MODEL"],
-                P.get("SECOND_BASE_URL") or url,
-                nb,
-                "--set SECOND_MODEL=",
-            )
+            second = (P["SECOND_MODEL"], P.get("SECOND_BASE_URL") or url)
+            found.setdefault(second, []).append(("SECOND_MODEL / SECOND_BASE_URL", nb, "--set SECOND_MODEL="))
         benches = list(P.get("BENCHMARKS") or registry.ALL_BENCHMARKS)
         for i, e in enumerate(P.get("OTHER_MODELS") or [] if nb.startswith("07") else []):
             if registry.other_model(e, benches).benchmarks:
-                add(
-                    f"OTHER_MODELS[{i}] ({e['table']})",
-                    e["model"],
-                    e.get("base_url") or url,
-                    nb,
-                    "--set OTHER_MODELS=[]",
-                )
-    return list(found.values())
+                use = (f"OTHER_MODELS[{i}] ({e['table']})", nb, "--set OTHER_MODELS=[]")
+                found.setdefault((e["model"], e.get("base_url") or url), []).append(use)
+    out = []
+    for (model, url), uses in found.items():
+        settings, nbs, skips = (tuple(dict.fromkeys(column)) for column in zip(*uses))
+        out.append(Endpoint(", ".join(settings), model, url, nbs, "" if "" in skips else " ".join(skips)))
+    return out
 
 
 def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
-    """Every run of every notebook under a profile: name, items, model and config labels."""
     name, by_nb = notebook_params(profile, overrides)
     lines = [f"runs of profile {name!r} (acemad_utils.experiments.profiles; 00_theory: synthetic simulations only)"]
     for nb, P in by_nb.items():

@@ -1,17 +1,12 @@
-"""The paper's experiments as named data: what every notebook runs, built from the notebook's parameters.
+"""The paper's experiments as named data: every run each notebook makes, built from the notebook's parameters.
 
-    from acemad_utils.experiments import registry
     experiment = registry.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
-    result = setup.run(experiment, n_max=N_MAX)  # a RunResult: meta, records = result also works
-    result.pick("acemad", rounds=3)       # the records of the one config run with these fields (else a ValueError
-    result.label("centralized")           # naming what was run)
-    experiment.name, experiment.configs, experiment["baselines"], experiment.labels("acemad")
-    registry.runs("03_main_results", P)   # every run notebook 03 makes with parameters P, in order
+    result = setup.run(experiment, n_max=N_MAX)   # a RunResult; `meta, records = result` also works
+    result.pick("acemad", rounds=3)               # the records of the one config with these fields
+    registry.runs("03_main_results", P)           # every run notebook 03 makes with parameters P, in order
 
-profiles.notebook_runs(nb, profile) gives the runs with the parameters a profile passes.
-Notebooks build their configs with these functions (and nothing else), so acemad_utils.cost.estimate (the estimate),
-the benchmarks (bench/cost.py, calls.py, rerun.py) and the tests read the same lists the notebooks run;
-tests/test_cost.py executes the notebooks with the run stubbed and compares what they ask for with runs().
+Notebooks build their configs with these functions only, so the estimate, bench/ and the tests read the lists the
+notebooks run (tests/test_cost.py runs the notebooks with the run stubbed and compares with runs()).
 """
 
 from __future__ import annotations
@@ -39,9 +34,8 @@ from acemad_utils.protocol.config import ETA, GENERALIST, ROUNDS, SKEPTIC, Debat
 
 @dataclass
 class Run:
-    """One run of a notebook (one Setup.run): named groups of configs, run in group order over `on` items
-    ("subset": the challenging subsets; "input": the input items, no subset filter) of `benchmarks` (None: the
-    notebook's BENCHMARKS), with `model` at `base_url` (None: the profile's), `cap` questions per benchmark."""
+    """One Setup.run of a notebook: named groups of configs over `on` items ("subset": the challenging subsets;
+    "input": the input items) of `benchmarks` (None: BENCHMARKS), with `model` at `base_url` (None: the profile's)."""
 
     name: str
     groups: dict
@@ -64,9 +58,8 @@ class Run:
         return [c.label for g in (groups or self.groups) for c in self.groups[g]]
 
     def select(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> list[DebateConfig]:
-        """The configs of this run with `method` (a METHODS name, or a display label such as 'AceMAD (Different
-        Persona)'), in `group`, and every DebateConfig field given equal, e.g. select("acemad", rounds=3).
-        An unknown group or field is a ValueError naming the allowed ones."""
+        """The configs with `method` (a METHODS name or a label), in `group`, and every DebateConfig field given
+        equal, e.g. select("acemad", rounds=3); an unknown group or field is a ValueError naming the allowed ones."""
         if group is not None and group not in self.groups:
             raise ValueError(f"run {self.name!r} has no group {group!r}; its groups: {list(self.groups)}")
         known = {f.name for f in dataclasses.fields(DebateConfig)}
@@ -81,7 +74,7 @@ class Run:
         ]
 
     def config(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> DebateConfig:
-        """The one config of this run that select() finds; none or several is a ValueError naming what was run."""
+        """The one config select() finds; none or several is a ValueError naming what was run."""
         found = self.select(method, group=group, **fields)
         if len(found) == 1:
             return found[0]
@@ -93,17 +86,21 @@ class Run:
             + "; ".join(f"{g}: {', '.join(c.label for c in cs)}" for g, cs in self.groups.items())
         )
 
+    def label(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
+        return self.config(method, group=group, **fields).label
+
+    def family(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
+        """The one family (label without N, for curves over N) of the configs select() finds, e.g. 'AceMAD (T=3)'."""
+        families = sorted({c.family for c in self.select(method, group=group, **fields)})
+        if len(families) != 1:
+            self.config(method, group=group, **fields)  # none: the ValueError naming what was run
+            raise ValueError(f"run {self.name!r}: {len(families)} families match {method!r}: {families}")
+        return families[0]
+
 
 @dataclass(frozen=True)
 class RunResult:
-    """What one Setup.run of a registry Run returns: the run's definition, its meta and records. Notebooks ask it
-    for what they show instead of rebuilding labels; `meta, records = result` still unpacks.
-
-        result = setup.run(registry.main_results(ROUNDS, ETA, SEED), n_max=N_MAX)
-        result.pick("acemad", rounds=3)            # records of AceMAD (T=3); a ValueError naming the run's configs
-        result.label("decentralized", roster="acemad")   # 'Decentralized MAD (AceMAD roster)'
-        result.labels("baselines")                 # every label of a group, in run order
-    """
+    """What Setup.run returns: the Run (its config/label/labels/family answer here too), meta and records."""
 
     run: Run
     meta: dict
@@ -112,26 +109,14 @@ class RunResult:
     def __iter__(self) -> Iterator[Any]:
         return iter((self.meta, self.records))
 
-    def config(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> DebateConfig:
-        return self.run.config(method, group=group, **fields)
-
-    def label(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
-        return self.config(method, group=group, **fields).label
-
-    def labels(self, *groups: str) -> list[str]:
-        return self.run.labels(*groups)
-
-    def family(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
-        """The one family (label without N, for curves over N) of the configs select() finds, e.g. 'AceMAD (T=3)'."""
-        families = sorted({c.family for c in self.run.select(method, group=group, **fields)})
-        if len(families) != 1:
-            self.run.config(method, group=group, **fields)  # none: the ValueError naming what was run
-            raise ValueError(f"run {self.run.name!r}: {len(families)} families match {method!r}: {families}")
-        return families[0]
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "run":  # copy/pickle probe before `run` is set
+            raise AttributeError(name)
+        return getattr(self.run, name)
 
     def pick(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> list[dict]:
-        """The records of the one config that Run.config finds (every status: callers filter ok ones)."""
-        label = self.label(method, group=group, **fields)
+        """The records (every status) of the one config that Run.config finds."""
+        label = self.run.label(method, group=group, **fields)
         return [r for r in self.records if r.get("method") == label]
 
 
@@ -147,8 +132,7 @@ def voting_vs_mad(n: int, seed: int = 0) -> list[DebateConfig]:
 
 
 def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
-    """Notebook 02 (Table 1, Figure 2): the four methods at every N of n_values and n_table, T = 3; Centralized
-    MAD from N = 2 (a star needs 2 debaters)."""
+    """Notebook 02 (Table 1, Figure 2): the four methods at every N, T = 3; Centralized MAD from N = 2 (a star)."""
     ns = sorted(set(n_values) | {n_table})
     return Run(
         "baselines",
@@ -163,9 +147,8 @@ SKEPTIC_ALONE = "Single Agent (AceMAD's Skeptic alone)"
 
 
 def controls(seed: int = 0) -> list[DebateConfig]:
-    """The controls that could embarrass the protocol, each with AceMAD's own agents:
-    Decentralized MAD (the same agents debating, no commitments or weights), the best single agent of the roster
-    answering alone (the Skeptic, 5 runs like Single Agent) and Majority Voting (no debate)."""
+    """The controls that could embarrass the protocol, with AceMAD's own agents: Decentralized MAD (no commitments
+    or weights), the roster's best agent alone (the Skeptic, 5 runs) and Majority Voting (no debate)."""
     return [
         DebateConfig(method="decentralized", roster="acemad", seed=seed),
         DebateConfig(method="single", baseline_agent=SKEPTIC, seed=seed, name=SKEPTIC_ALONE),
@@ -174,33 +157,24 @@ def controls(seed: int = 0) -> list[DebateConfig]:
 
 
 def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
-    """Notebook 03 (Table 2): the five baselines, the controls (AceMAD's agents without AceMAD: controls()) and
-    AceMAD at every T of `rounds` and always at the paper's T (protocol.config.ROUNDS = 3), N = 5. The paper's
-    T is the headline every later view of notebook 03 reads (the aggregators' table, the examples, the narrative
-    and the summary compare AceMAD at T = 3 with the baselines, which run at T = 3): ROUNDS=[2, 5] runs T = 2,
-    3 and 5, and Table 2 shows all three. "matched" is ours, not the paper's: self-consistency, the naive agent
-    sampled once per turn of AceMAD at N = 5, T = 3 (as many calls), decided by plurality."""
+    """Notebook 03 (Table 2): the five baselines, the controls, AceMAD at every T of `rounds` and always at the
+    paper's T = 3 (the headline every later view reads), and "matched" (ours: self-consistency at AceMAD's calls)."""
     ts = sorted({*rounds, ROUNDS})
+    sc = DebateConfig(method="self_consistency", seed=seed)  # N = 5, T = 3: 15 samples, named as ours in every table
     return Run(
         "main",
         {
             "baselines": [DebateConfig(method=m, seed=seed) for m in BASELINES],
             "control": controls(seed),
             "acemad": [DebateConfig(method="acemad", rounds=t, eta=eta, seed=seed) for t in ts],
-            "matched": [matched(seed)],
+            "matched": [sc.replace(name=f"{sc.label[:-1]}; ours, not the paper's)")],
         },
     )
 
 
-def matched(seed: int = 0) -> DebateConfig:
-    """Self-consistency at AceMAD's calls per question (N = 5, T = 3: 15 samples), named as ours in every table."""
-    cfg = DebateConfig(method="self_consistency", seed=seed)
-    return cfg.replace(name=f"{cfg.label[:-1]}; ours, not the paper's)")
-
-
 def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0, eta: float = ETA) -> Run:
-    """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant (only the
-    truth-holder's AgentSpec changes); "Different LLMs" only with a second model."""
+    """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant; "Different
+    LLMs" only with a second model."""
     variants = {
         "AceMAD (Different Persona)": SKEPTIC,  # the main AceMAD's truth-holder
         "AceMAD (Different Thinking System)": replace(GENERALIST, temperature=SKEPTIC.temperature, thinking="slow"),
@@ -221,8 +195,7 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0, e
 
 
 def rosters(run: Run, group: str) -> str:
-    """One line per config of `group`: its label and its agents (persona, temperature, thinking if not fast, model
-    if set), e.g. to show notebook 04's truth-holder variants before they run."""
+    """One line per config of `group`: its label and its agents (notebook 04 shows its variants before they run)."""
     return "\n".join(
         f"{c.label}: "
         + ", ".join(
@@ -236,10 +209,8 @@ def rosters(run: Run, group: str) -> str:
 
 
 def ablation(seed: int = 0, eta: float = ETA) -> Run:
-    """Notebook 05 (Figure 4): AceMAD (T = 3) once, whose commitments the ablations re-decide (no new run), and
-    Standard MAD as the paper's bar means it (l.511): Decentralized MAD with AceMAD's agents, no q asked
-    (notebook 03's control, the same config: with an LLM its calls are cached replays), and two controls beside
-    the bars: the Skeptic alone and Majority Voting with AceMAD's agents (notebook 03's configs too)."""
+    """Notebook 05 (Figure 4): AceMAD (T = 3), whose commitments the ablations re-decide, Standard MAD as the
+    paper's bar means it (l.511: Decentralized MAD with AceMAD's agents) and notebook 03's other two controls."""
     return Run(
         "ablation",
         {
@@ -262,7 +233,7 @@ def scaling(n_values: Sequence[int], seed: int = 0, eta: float = ETA) -> Run:
 
 
 def table_configs(table: str, seed: int = 0, eta: float = ETA) -> tuple[list[DebateConfig], list[DebateConfig]]:
-    """(baseline configs, AceMAD configs) of one of the paper's tables (PAPER_TABLES), N = 5."""
+    """(baseline configs, AceMAD configs) of one of PAPER_TABLES, N = 5."""
     if table not in PAPER_TABLES:
         raise ValueError(f"table {table!r} is not one of {sorted(PAPER_TABLES)}")
     spec = PAPER_TABLES[table]
@@ -273,8 +244,7 @@ def table_configs(table: str, seed: int = 0, eta: float = ETA) -> tuple[list[Deb
 
 
 def other_model(entry: dict, benchmarks: Sequence[str], seed: int = 0, eta: float = ETA) -> Run:
-    """Notebook 07: one printed table (entry["table"]) with one model (an OTHER_MODELS entry), on the
-    challenging subsets of the table's benchmarks that are in `benchmarks`."""
+    """Notebook 07: one printed table (entry["table"]) with one model (an OTHER_MODELS entry) on its benchmarks."""
     table = entry["table"]
     base, ace = table_configs(table, seed, eta)
     return Run(
@@ -292,18 +262,13 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
     return Run("full_datasets", {"baselines": base, "acemad": ace}, on="input", benchmarks=list(benchmarks), cap=n_max)
 
 
-# The assumption map's axes (notebook 09's parameters LINKS, INSIGHTS, TRAP_CONCENTRATIONS, CROWD_CALIBRATIONS,
-# CROWD_COPIES).
-
-# Reference points beside the grid: no peer-prediction skill anywhere (where does a gain at link 0 come from?) and
-# the earlier persona-assigned calibration.
+# Notebook 09's reference points beside the grid: no peer-prediction skill anywhere, and the earlier calibration.
 MAP_REFERENCES = {
     "no skilled predictor (link 0, insight_calibration 0)": {"knowledge_link": 0.0, "insight_calibration": 0.0},
     "calibration by persona (the earlier rule)": {"calibration_by": "persona"},
 }
-# SimParams fields that change what the baselines' naive agent answers: a point that moves one of them gets its own
-# challenging subsets and its own baseline runs; every other point shares the default's.
-# (crowd_copy: the baselines' roster of Assistants copies too; their subsets, selected by one agent, do not change)
+# SimParams fields that change what the baselines' agents answer: a point moving one gets its own subsets and
+# baseline runs; every other point shares the default's.
 SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "crowd_copy", "explore_base", "explore_per_temp")
 
 
@@ -314,21 +279,15 @@ def overrides(params: dict) -> dict:
     return {k: v for k, v in sorted(params.items()) if getattr(default, k) != v}
 
 
-def _short_number(v: float) -> str:
-    """The short form (0.5) where it is exact, else the full repr: two close values never share a run folder."""
-    short = f"{v:g}"
-    return short if float(short) == v else repr(float(v))
-
-
 def params_slug(params: dict) -> str:
-    """A run-name fragment naming a point's overrides ('default' for none), e.g. 'insight0.3_knowledge_link0.5'."""
-    parts = [
-        f"{k}{_short_number(v)}" if isinstance(v, (int, float)) else f"{k}-{v}" for k, v in overrides(params).items()
-    ]
+    """A run-name fragment naming a point's overrides ('default' for none), e.g. 'insight0.3_knowledge_link0.5';
+    a number in its short form only where that is exact (two close values never share a run folder)."""
+    num = lambda v: f"{v:g}" if float(f"{v:g}") == v else repr(float(v))  # noqa: E731
+    parts = [f"{k}{num(v)}" if isinstance(v, (int, float)) else f"{k}-{v}" for k, v in overrides(params).items()]
     return "_".join(parts) or "default"
 
 
-#: notebook 09's parameter -> the map axis it sets
+#: notebook 09's parameter -> the map axis it sets (absent ones: MAP_AXES)
 MAP_PARAMS = {
     "LINKS": "knowledge_link",
     "INSIGHTS": "insight",
@@ -337,22 +296,17 @@ MAP_PARAMS = {
     "CROWD_COPIES": "crowd_copy",
 }
 
-
 MAP_AXES = {axis: tuple(params.SCHEMA[name].default) for name, axis in MAP_PARAMS.items()}
 
 
 def map_axes(P: dict) -> dict:
-    """The map's axes from notebook 09's parameters (MAP_PARAMS; absent ones: MAP_AXES)."""
     return {axis: tuple(P.get(name) or MAP_AXES[axis]) for name, axis in MAP_PARAMS.items()}
 
 
 def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
-    """(axis, SimParams overrides) of every point of the map: the knowledge_link x insight grid ("grid"), the
-    knowledge_link x crowd_calibration grid (CALIBRATION_GRID), then one-dimensional sweeps of the other axes at
-    the defaults, then the reference points (axis = their name). A point equal to the default appears once per
-    axis it lies on (its run is shared: the same name)."""
+    """(axis, SimParams overrides) of every map point: the knowledge_link x insight grid, the knowledge_link x
+    crowd_calibration grid, the sweeps of the other axes, then the references (a point once per axis it lies on)."""
     pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
-    # the inverse question's second plane: knowledge_link x crowd_calibration (where the published evidence sits)
     pts += [
         (CALIBRATION_GRID, {"knowledge_link": a, "crowd_calibration": c})
         for a in axes["knowledge_link"]
@@ -363,10 +317,8 @@ def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str,
 
 
 def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
-    """Notebook 09: one AceMAD (T = 3) run per distinct map point (uniform weights re-decide it: no run), and the
-    MAD baselines once per distinct value of the parameters they depend on (SUBSET_PARAMS: the default and each
-    trap_concentration), each on the challenging subsets of its own population; Single Agent and Majority Voting
-    beside them (the fitted population's baselines against the paper's printed cells: experiments/fit.py)."""
+    """Notebook 09: one AceMAD (T = 3) run per distinct map point, and the baselines once per distinct value of
+    SUBSET_PARAMS, each on the challenging subsets of its own population."""
     out: dict[str, Run] = {}
     ace = [DebateConfig(method="acemad", rounds=ROUNDS, eta=eta, seed=seed)]
     mads = [DebateConfig(method=m, seed=seed) for m in MAD_METHODS]
@@ -384,9 +336,8 @@ def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
 
 @dataclass(frozen=True)
 class LedgerPoint:
-    """One point of the claims ledger's assumption grid: a short name the ledger prints ("... where <name>"), what
-    it means, the population's overrides (SimParams fields) and, for the option-count axis, the only benchmarks run
-    (None: all)."""
+    """A point of the claims ledger's grid: the name it prints, what it means, SimParams overrides and, for the
+    option-count axis, the only benchmarks run (None: all)."""
 
     name: str
     means: str
@@ -394,9 +345,8 @@ class LedgerPoint:
     benchmarks: Optional[tuple[str, ...]] = None
 
 
-#: The assumptions of the synthetic population that no printed number fixes, each moved away from the profile's
-#: value one at a time; notebook 08 recomputes every ledger row at each point (experiments.assumption_map.ledger_grid)
-#: and says which of them flip it. A field the population does not have is left out (`unvaried` names it).
+#: The population's assumptions no printed number fixes, each moved one at a time; notebook 08 recomputes every
+#: ledger row at each point (assumption_map.ledger_grid) and says which flip it.
 LEDGER_GRID = (
     LedgerPoint("knowledge_link = 0", "peer-prediction skill unrelated to knowing the truth", {"knowledge_link": 0.0}),
     LedgerPoint(
@@ -424,22 +374,19 @@ LEDGER_NOTEBOOKS = ("02_baselines", "03_main_results", "04_heterogeneity", "05_a
 
 
 def ledger_points(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[LedgerPoint]:
-    """The grid's points this population and these benchmarks can express (a field SimParams lacks, or a benchmark
-    not run, drops the point; `unvaried` names them)."""
+    """The grid's points these benchmarks and SimParams can express (`unvaried` names the others)."""
     fields = {f.name for f in dataclasses.fields(SimParams)}
     known = [p for p in grid if set(p.params) <= fields and set(p.benchmarks or ()) <= set(benchmarks)]
     return [p for p in known if overrides(p.params) or (p.benchmarks and set(p.benchmarks) != set(benchmarks))]
 
 
 def unvaried(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[str]:
-    """The grid's points ledger_points leaves out (named in the ledger's summary)."""
     kept = {p.name for p in ledger_points(benchmarks, grid)}
     return [p.name for p in grid if p.name not in kept]
 
 
 def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[str], eta: float = ETA) -> list[Run]:
-    """The runs of LEDGER_NOTEBOOKS (their default parameters, the profile's eta) at one grid point, n_max items per
-    benchmark."""
+    """The runs of LEDGER_NOTEBOOKS (default parameters, the profile's eta) at one grid point, n_max per benchmark."""
     benches = list(point.benchmarks or benchmarks)
     slug = params_slug(point.params) + ("_" + "-".join(point.benchmarks) if point.benchmarks else "")
     out = []
@@ -451,43 +398,27 @@ def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[
 
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
-    """Every run notebook `nb` makes with parameters P (its declared defaults and the profile's values), in
-    the notebook's order. 00_theory (synthetic simulations, acemad_utils.experiments.theory) and 08_claims (it
-    reads the runs of 02-07, acemad_utils.report.claims) have none here; 09_assumption_map has runs only with the
-    synthetic population (BACKEND sim). A parameter missing from P takes its
-    default (experiments/params.py)."""
+    """Every run notebook `nb` makes with parameters P (missing ones: its defaults), in order; 00 and 08 have none,
+    09 only with BACKEND sim."""
     P = {**params.defaults(nb), **P} if nb in params.NOTEBOOKS else P
     seed, eta, n_max = P.get("SEED", 0), P.get("ETA", ETA), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
-    num = nb[:2]
-    if num == "01":
-        out = [subset_construction(seed)]
-    elif num == "02":
-        out = [baselines(P["N_VALUES"], P["N_TABLE"], seed)]
-    elif num == "03":
-        out = [main_results(P["ROUNDS"], eta, seed)]
-    elif num == "04":
-        out = [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed, eta)]
-    elif num == "05":
-        out = [ablation(seed, eta)]
-    elif num == "06":
-        out = [scaling(P["N_VALUES"], seed, eta)]
-    elif num == "09":
-        if P.get("BACKEND", "sim") != "sim":  # the map varies the synthetic population: nothing to run otherwise
-            return []
-        out = assumption_map(map_axes(P), eta, seed)
-    elif num == "07":
-        out = [other_model(e, benches, seed, eta) for e in P.get("OTHER_MODELS") or []]
-        out.append(
-            full_datasets(
-                P.get("FULL_BENCHMARKS") or PAPER_TABLES["table6_full_datasets"]["benchmarks"],
-                P.get("FULL_N_MAX"),
-                seed,
-                eta,
-            )
-        )
-    else:
-        return []
+    full = P.get("FULL_BENCHMARKS") or PAPER_TABLES["table6_full_datasets"]["benchmarks"]
+    make = {
+        "01": lambda: [subset_construction(seed)],
+        "02": lambda: [baselines(P["N_VALUES"], P["N_TABLE"], seed)],
+        "03": lambda: [main_results(P["ROUNDS"], eta, seed)],
+        "04": lambda: [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed, eta)],
+        "05": lambda: [ablation(seed, eta)],
+        "06": lambda: [scaling(P["N_VALUES"], seed, eta)],
+        "07": lambda: [
+            *(other_model(e, benches, seed, eta) for e in P.get("OTHER_MODELS") or []),
+            full_datasets(full, P.get("FULL_N_MAX"), seed, eta),
+        ],
+        # the map varies the synthetic population: nothing to run otherwise
+        "09": lambda: assumption_map(map_axes(P), eta, seed) if P.get("BACKEND", "sim") == "sim" else [],
+    }
+    out: list[Run] = make.get(nb[:2], list)()
     for r in out:
         r.notebook = nb
         r.benchmarks = benches if r.benchmarks is None else r.benchmarks

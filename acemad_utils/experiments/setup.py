@@ -1,33 +1,15 @@
 """What notebooks 01-07 share: the profile's agents, its questions and challenging subsets, and runs.
 
-    from acemad_utils.experiments.setup import Setup
     S = Setup(profile="default", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=600)
     qs = S.subset("arc_challenge", n_max=300)        # built (and cached) on first use
-    recs = S.run("table2", [DebateConfig(method="majority")], n_max=300)
+    meta, records = S.run(registry.main_results([3], 2.0), n_max=300)
     S.close()                                         # stops a local server if one was started
-    # another model on the subsets of the first one (the paper reuses one set of subsets across models)
-    Q = Setup(backend="openai", model="DeepSeek-V3.1", subset_model="gpt-4o-mini", source="benchmarks")
 
-backend  "sim"    the synthetic population (no LLM); with MODEL set, a labelled synthetic stand-in for that
-                  model (SIM_STANDINS: its own misconceptions and parameters, notebook 07)
-         "local"  llama.cpp's server on 127.0.0.1 with a GGUF (SmolLM2-135M by default, ACEMAD_GGUF overrides)
-         "openai" any OpenAI-compatible endpoint: MODEL, BASE_URL (or OPENAI_BASE_URL), OPENAI_API_KEY
-subset_model  whose challenging subsets the runs use: "" = this Setup's own model (built on first use);
-              another name = that model's subsets, which must exist already (notebook 01 builds them)
-calls    "two" (the paper: argue, then commit) or "single" (both in one structured reply; LLM backends)
-source   "synthetic"   generated items (no download), one set per benchmark with that benchmark's typical
-                       option count; benchmark names get a "synthetic-" prefix
-         "benchmarks"  the real files (ACEMAD_DATA_DIR or the hub)
-         "demo"        the 24 demo questions shipped in data/demo
-Runs go to outputs/runs/<profile>/<name>/ and LLM responses to outputs/cache/llm.sqlite, so a rerun
-continues where it stopped and a warm rerun makes no network call.
-
-Smoke mode (ACEMAD_SMOKE=1: nbval, CI) caps the item counts per backend (SMOKE), because what takes seconds
-with the synthetic population takes minutes with a real model on 2 CPU cores. The cap is applied here (items
-read, questions per run, full-test-set questions), so a notebook runs the same code in both modes.
-
-A notebook's setup cell is one call, acemad_utils.notebook.start("02_baselines", PROFILE=PROFILE, ...), which names
-every Setup parameter of the notebook and builds Setup.from_params from them.
+backend "sim" (the synthetic population; with MODEL, a labelled stand-in for that model: SIM_STANDINS), "local"
+(llama.cpp on 127.0.0.1 with a GGUF) or "openai" (any OpenAI-compatible endpoint); source "synthetic" (generated
+items, "synthetic-" benchmark names), "benchmarks" (the real files) or "demo"; subset_model: whose challenging
+subsets the runs use ("": this model's own, built on first use; another's must exist, notebook 01 builds them).
+Smoke mode (ACEMAD_SMOKE=1) caps the items read and the questions per run (SMOKE), so a notebook runs the same code.
 """
 
 from __future__ import annotations
@@ -50,8 +32,7 @@ from acemad_utils.protocol.schema import Population, Question
 
 # Typical option count per benchmark, used only to shape synthetic item sets.
 SYNTHETIC_K = {"truthfulqa": 5, "arc_challenge": 4, "bbh": 3, "logiqa": 4, "medqa": 4, "mmlu_pro": 10}
-# Smoke-mode caps per backend: (items read per benchmark, questions per run). The real local model answers a
-# call in seconds, so its smoke run keeps one question per notebook; the fake endpoint answers at once.
+# Smoke-mode caps per backend: (items read per benchmark, questions per run); the local model answers in seconds.
 SMOKE = {"sim": (60, 12), "local": (4, 1), "openai": (20, 3)}
 _D = setup_defaults()  # Setup's defaults are the notebook parameters' (experiments/params.py)
 
@@ -60,9 +41,8 @@ def _cap(n: Optional[int], cap: int) -> int:
     return cap if n is None else min(n, cap)
 
 
-# Synthetic stand-ins for the paper's other models (BACKEND sim with MODEL set; notebook 07). Each gets its own
-# misconceptions (traps drawn for its name) and SimParams chosen from the paper's words, never fitted to its
-# numbers; every artefact made with them says SYNTHETIC. Unknown names get the default SimParams.
+# Synthetic stand-ins for the paper's other models (BACKEND sim with MODEL set; notebook 07): traps drawn for the
+# name and SimParams from the paper's words, never fitted to its numbers; unknown names get the defaults.
 SIM_STANDINS: dict[str, dict[str, Any]] = {
     "Qwen3-235B-A22B-Instruct": {},
     # l.1022: DeepSeek-V3.1 "may have less severe correlated noise in its default generation patterns"
@@ -95,7 +75,6 @@ class Setup:
             raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
         if population not in POPULATIONS:
             raise ValueError(f"POPULATION={population!r} is not allowed; choose one of {tuple(POPULATIONS)}")
-        self.population_name = population
         if source not in SOURCES:
             raise ValueError(f"SOURCE={source!r} is not allowed; choose one of {SOURCES}")
         unknown = [b for b in benchmarks if b not in SYNTHETIC_K]
@@ -105,16 +84,14 @@ class Setup:
         self.profile, self.backend, self.source, self.seed, self.workers = profile, backend, source, seed, workers
         self.benchmarks = ["demo"] if source == "demo" else list(benchmarks)
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
-        self.calls = calls
         self.subset_model = subset_model
         self.variant = subsets.variant(profile)  # a run with shaping --set values: subsets of its own (run_key)
-        # The argument's completion cap (tokens; None: none). The paper gives no cap; a step-by-step truth-holder
-        # may need more than the default (bench/argue_cap.py measures how often the local model reaches it).
+        # the argument's completion cap: the paper gives none (bench/argue_cap.py: how often the local model hits it)
         self.max_tokens = (argue_max_tokens, COMMIT_MAX_TOKENS)
         self._stack = contextlib.ExitStack()
         self._items: dict[str, list[Question]] = {}  # questions(b), loaded once (a real benchmark is a full file read)
         self._subsets: dict[tuple[str, str], list[Question]] = {}  # load_subset(b, slug), read and verified once
-        self.population, self.model = self._population(model, base_url)
+        self.population, self.model = self._population(population, model, base_url, calls)
         self.synthetic = self.population.synthetic
 
     #: notebook parameter -> Setup argument (from_params), from the schema
@@ -122,56 +99,40 @@ class Setup:
 
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
-        """A Setup from a notebook's parameters (upper-case names in P, e.g. globals(); absent ones keep their
-        defaults); keyword arguments override them. Every schema parameter in P is checked first (a cell edited
-        by hand in JupyterLab gets the profiles' one-line message, naming what is allowed)."""
+        """A Setup from a notebook's parameters (upper-case names in P; absent ones: defaults; `kw` overrides),
+        each checked first (a cell edited by hand gets the profiles' one-line message)."""
         for name in SCHEMA.keys() & P.keys():
             why = problem(name, P[name])
             if why:
                 raise ValueError(f"{name} = {P[name]!r} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}")
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
-    # ------------------------------------------------------------------ agents
-    def _population(self, model: str, base_url: str) -> tuple[Population, str]:
+    def _population(self, population: str, model: str, base_url: str, calls: str):
         if self.backend == "sim":
-            base = POPULATIONS[self.population_name]  # the fitted population ({}) or the original
-            if not model:  # the default profile's population: the subset model of every synthetic run
-                # another population selects other items: the original's subsets get a folder of their own
-                name = subsets.SYNTHETIC_SLUG + ("" if not base else f"-{self.population_name}")
+            base = POPULATIONS[population]  # the fitted population ({}) or the original
+            if not model:  # another population selects other items: the original's subsets get a folder of their own
+                name = subsets.SYNTHETIC_SLUG + ("" if not base else f"-{population}")
                 return SimPopulation(SimParams(**base), seed=self.seed), name
             params = SimParams(**{**base, **SIM_STANDINS.get(model, {})})
             return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
-
-        # Imported here, not at module top: the LLM client pulls in the openai SDK (~1 s), which a synthetic
-        # profile's kernel never uses.
+        # Imported here: the LLM client pulls in the openai SDK (~1 s), which a synthetic kernel never uses.
         from acemad_utils.agents.llm_agent import LLMPopulation
         from acemad_utils.agents.local_server import default_gguf, serve
 
-        cache = outputs("cache") / "llm.sqlite"
         if self.backend == "local":
             gguf = default_gguf()
-            url = self._stack.enter_context(serve(gguf))
-            name = model or Path(gguf).stem
-            return LLMPopulation(
-                model=name,
-                base_url=url,
-                cache=cache,
-                seed=self.seed,
-                calls=self.calls,
-                max_concurrency=self.workers,
-                max_tokens=self.max_tokens,
-            ), name
-        # WORKERS questions run at once and the client lets as many calls be in flight (one bound for the run).
+            base_url, model = self._stack.enter_context(serve(gguf)), model or Path(gguf).stem
+        # WORKERS questions at once, as many calls in flight (one bound for the run)
         pop = LLMPopulation(
             model=model or None,
             base_url=base_url or None,
-            cache=cache,
+            cache=outputs("cache") / "llm.sqlite",
             seed=self.seed,
-            calls=self.calls,
+            calls=calls,
             max_concurrency=self.workers,
             max_tokens=self.max_tokens,
         )
-        return pop, pop.client(None).model
+        return pop, model if self.backend == "local" else pop.client(None).model
 
     def close(self) -> None:
         self._stack.close()
@@ -183,7 +144,6 @@ class Setup:
         where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""
         return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}{where}"
 
-    # ------------------------------------------------------------------ questions
     def bench_name(self, b: str) -> str:
         return f"synthetic-{b}" if self.source == "synthetic" else b
 
@@ -199,24 +159,18 @@ class Setup:
             self._items[b] = items
         return list(self._items[b])
 
-    def _n_max(self, n_max: Optional[int]) -> Optional[int]:
-        """Questions per run: n_max, capped in smoke mode (SMOKE) by the one rule every run path uses."""
+    def per_run(self, n_max: Optional[int]) -> Optional[int]:
+        """Questions per benchmark and run: n_max, capped in smoke mode (SMOKE) by the one rule every run uses."""
         return _cap(n_max, SMOKE[self.backend][1]) if smoke() else n_max
 
-    def per_run(self, n_max: Optional[int]) -> Optional[int]:
-        """Questions per benchmark and run for a caller that picks its own questions (notebook 09's map): n_max,
-        capped in smoke mode like every run of this Setup."""
-        return self._n_max(n_max)
-
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
-        """The first n_max input items of each benchmark (no challenging-subset filter: Table 6). With the
-        demo source every benchmark is the demo set, so it is taken once. Smoke mode caps n_max as run() does."""
-        n_max = self._n_max(n_max)
+        """The first n_max input items of each benchmark (Table 6; the demo set once)."""
+        n_max = self.per_run(n_max)
         benches = self.benchmarks if self.source == "demo" else list(benchmarks)
         return [q for b in benches for q in self.questions(b)[:n_max]]
 
     def build_subsets(self, progress: bool = True):
-        """Run the subset construction for every benchmark (resumable); returns the per-benchmark table."""
+        """Build every benchmark's subset (resumable); returns the per-benchmark table."""
         self._subsets.clear()  # what load_subset read before may be rebuilt now
         for b in self.benchmarks:
             subsets.build_subset(
@@ -237,16 +191,14 @@ class Setup:
 
     @property
     def subset_slug(self) -> str:
-        """Whose subsets this Setup runs on: its own, or the subset model's."""
         if not self.subset_model:
             return self.slug
         return subsets.model_slug(self.subset_model, synthetic=self.synthetic) + self.variant
 
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
-        """The challenging subset of benchmark b (the first n_max kept items). The Setup's own subsets are built
-        on first use; another subset model's must exist (a clear error says how to build them)."""
+        """The first n_max items of benchmark b's challenging subset; the Setup's own are built on first use."""
         name = self.bench_name(b)
-        n_max = self._n_max(n_max)
+        n_max = self.per_run(n_max)
         try:
             qs = self.load_subset(b, self.subset_slug, self.population if self.subset_slug == self.slug else None)
         except FileNotFoundError:
@@ -263,17 +215,13 @@ class Setup:
         return qs[:n_max] if n_max else qs
 
     def load_subset(self, b: str, slug: str, population: Optional[Population] = None) -> list[Question]:
-        """The saved challenging subset of benchmark b judged by `slug`'s population (subsets.load_subset: the
-        items verified against their content hashes), read once per Setup: notebook 09 asks for the same few
-        subsets at each of its map points, and a saved subset does not change under a running notebook. A missing
-        one raises FileNotFoundError each time (nothing is cached), so the caller can build it and ask again; so does
-        one that another synthetic population selected (`population`: the one whose subsets these must be)."""
+        """subsets.load_subset, read once per Setup (notebook 09 asks for the same few at every map point); a missing
+        one raises FileNotFoundError each time, so the caller can build it and ask again."""
         key = (b, slug)
         if key not in self._subsets:
             self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b), population)
         return list(self._subsets[key])
 
-    # ------------------------------------------------------------------ runs
     def run(
         self,
         name: Union[str, Run],
@@ -281,12 +229,8 @@ class Setup:
         n_max: Optional[int] = None,
         questions: Optional[Sequence[Question]] = None,
     ) -> RunResult:
-        """Run configs over every benchmark's challenging subset (or the given questions).
-
-        `name` is a registry Run (its name and configs; `configs` stays None) or a run name with its configs.
-        Returns a registry.RunResult: `meta, records = S.run(...)` unpacks it, and `.pick("acemad", rounds=3)`
-        asks it for one config's records; meta["methods"][label] holds each config's parameters (e.g. n_agents).
-        """
+        """Run a registry Run (or a name and its configs) over every benchmark's challenging subset (or
+        `questions`); returns a registry.RunResult."""
         if isinstance(name, Run):
             if configs is not None:
                 raise TypeError("Setup.run(run, ...): a registry Run brings its own configs; pass n_max as a keyword")
@@ -294,10 +238,10 @@ class Setup:
         else:
             spec = Run(name, {"configs": list(configs or [])})
         if questions is not None:
-            qs = list(questions)[: self._n_max(n_max)]
+            qs = list(questions)[: self.per_run(n_max)]
         else:
             qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
-        meta, records = run_and_load(  # = run_experiment, then load_run, without parsing a rerun's records twice
+        meta, records = run_and_load(
             f"{self.profile}/{spec.name}",
             qs,
             spec.configs,

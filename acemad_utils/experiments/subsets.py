@@ -1,36 +1,20 @@
-"""Challenging subsets (paper Appendix "Challenging Subset Construction"), built from transcripts.
+"""Challenging subsets (paper Appendix "Challenging Subset Construction", l.604-611), built from transcripts.
 
-    from acemad_utils.data import benchmarks as data
-    from acemad_utils.experiments import subsets
-    from acemad_utils.agents.sim import SimPopulation
-    res = subsets.build_subset("arc_challenge", data.load("arc_challenge"), SimPopulation(), "synthetic-population")
-    res.kept, res.summary["misconception_share"]         # kept item stats, the automatic check
-    qs = subsets.load_subset("arc_challenge", "synthetic-population")   # hash-verified Questions
-    subsets.subset_table("synthetic-population")          # one row per benchmark (notebook 01)
-
-    python -m acemad_utils.experiments.subsets build --backend sim --benchmarks arc_challenge,logiqa [--limit 200]
-    python -m acemad_utils.experiments.subsets build --backend llm --model gpt-4o-mini [--base-url URL] --benchmarks ...
+    res = build_subset("arc_challenge", data.load("arc_challenge"), SimPopulation(), "synthetic-population")
+    qs = load_subset("arc_challenge", "synthetic-population")   # hash-verified Questions
+    subset_table("synthetic-population")                        # one row per benchmark (notebook 01)
+    python -m acemad_utils.experiments.subsets build --backend sim|llm [--model M --base-url URL] --benchmarks ...
     python -m acemad_utils.experiments.subsets show --model synthetic-population
 
-Recipe (paper l.604-611): the naive single agent (config.NAIVE_AGENT: the plain assistant, no persona,
-T=0.7) answers every item `runs`=5 times through runner.run_experiment (experiment
-`subset_<model_slug>_<benchmark>`, plus `_limit<N>` when limited, since the runner refuses to mix question
-sets under one name); items with accuracy < `threshold`=0.4 are kept. A parse failure counts as wrong and
-is listed separately, never as a distractor. Its draws use `repeat_offset=SUBSET_REPEAT_OFFSET`, so the
-Single Agent baseline (the same agent) samples afresh instead of replaying the runs that selected the items.
+The naive agent (config.NAIVE_AGENT, T=0.7) answers every item 5 times (run `subset_<slug>_<benchmark>[_limit<N>]`);
+items right in < 40% of the runs are kept. A parse failure counts as wrong, never as a distractor. Its draws use
+repeat indexes from SUBSET_REPEAT_OFFSET, so the Single Agent baseline (the same agent) samples afresh. One set of
+subsets serves every model (the paper reuses its subsets across models), built once with the subset model.
 
-One set of subsets serves every model (the paper reuses its subsets across models: Qwen's Single Agent
-scores 74.9% on a TruthfulQA subset built to be < 40%): they are built once with the *subset model* and
-read by every other model (experiments.Setup(subset_model=...)); building per model stays an option.
-
-The paper's manual check ("failures are systematic misconceptions, not random errors") is replaced by a
-number: the pooled share of wrong answers that land on each item's most common distractor,
-sum_i max_label wrong_i(label) / sum_i n_wrong_i, next to the same statistic expected if every item's
-wrong answers fell uniformly at random on its K-1 wrong options (exact multinomial E[max count], not
-1/(K-1): with 3 wrong answers on 3 wrong options the top one holds 63% of them by chance, not 33%).
-
-Files: data/subsets/<model_slug>/<benchmark>.jsonl (one line per kept item) and meta.json (merged per
-benchmark); under outputs/smoke/subsets/ when ACEMAD_SMOKE=1. Byte-identical on rebuild except meta's date.
+The paper's manual check ("failures are systematic misconceptions") is a number: the pooled share of wrong answers
+on each item's most common distractor, beside the share expected if they fell uniformly on the K-1 wrong options
+(the exact multinomial E[max count], not 1/(K-1)). Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json
+(outputs/smoke/subsets/ when ACEMAD_SMOKE=1), byte-identical on rebuild except meta's date.
 """
 
 from __future__ import annotations
@@ -59,33 +43,29 @@ from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
-from acemad_utils.data.damaged import damaged, read_json
-from acemad_utils.data.transcripts import load_run
+from acemad_utils.data.transcripts import damaged, read_json
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import RunInterrupted
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
 SYNTHETIC_SLUG = "synthetic-population"
-#: What separates a profile's name from the --set values that shape its runs (profiles.run_key): the runs of
-#: 'default.set-SEED-1' use subsets '<model slug>.set-SEED-1', built from that run's own questions.
+#: Separates a profile's name from the --set values that shape its runs (profiles.run_key): 'default.set-SEED-1'
+#: uses subsets '<model slug>.set-SEED-1', built from its own questions.
 SET_MARK = ".set-"
 
 
 def variant(profile: str) -> str:
-    """'.set-<what>' of a profile run with shaping --set values (profiles.run_key), '' for the profile's own."""
     return SET_MARK + profile.split(SET_MARK, 1)[1] if SET_MARK in profile else ""
 
 
-# Added to the repeat index of the construction's agent calls: its draws (cache scopes, synthetic samples) are
-# never those of the Single Agent baseline, whose runs use repeat indexes 0..4 (x repeats).
+# Added to the construction's repeat index: its draws are never those of the Single Agent baseline (repeats 0..4).
 SUBSET_REPEAT_OFFSET = 1_000_000
 
 
-# ----------------------------------------------------------------------------- pure functions
 def model_slug(model_name: str, synthetic: bool = False) -> str:
-    """Filesystem-safe model name ('meta-llama/Llama-3-8B' -> 'meta-llama-Llama-3-8B'). Every synthetic population
-    is 'synthetic-population', except a named synthetic stand-in ('synthetic-population-<name>', notebook 07)."""
+    """Filesystem-safe model name ('meta-llama/Llama-3-8B' -> 'meta-llama-Llama-3-8B'); every synthetic population
+    is 'synthetic-population', except a named stand-in ('synthetic-population-<name>', notebook 07)."""
     if synthetic and not model_name.startswith(SYNTHETIC_SLUG + "-"):
         return SYNTHETIC_SLUG
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_name).strip("-.")
@@ -95,7 +75,6 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
 
 
 def content_hash(q: Question) -> str:
-    """sha256 of the item's canonical JSON (the same canonical form as data.data_hash)."""
     return D.data_hash([q])
 
 
@@ -122,10 +101,8 @@ def item_stats(rec: dict) -> dict:
 
 @cache
 def expected_top_count(n: int, m: int) -> Fraction:
-    """E[largest count] when n answers fall uniformly at random on m options (exact).
-
-    P(max <= t) = n!/m^n [x^n] (sum_{j<=t} x^j/j!)^m, and E[max] = sum_{t<n} (1 - P(max <= t)).
-    """
+    """E[largest count] of n answers uniform on m options, exactly: P(max <= t) = n!/m^n [x^n] (sum_{j<=t}
+    x^j/j!)^m and E[max] = sum_{t<n} (1 - P(max <= t))."""
     if n == 0 or m <= 1:
         return Fraction(n)
     total = Fraction(0)
@@ -142,9 +119,7 @@ def expected_top_count(n: int, m: int) -> Fraction:
 
 
 def misconception_share(stats: Sequence[dict]) -> tuple[Optional[float], Optional[float], int]:
-    """(pooled top-distractor share, its uniform-random reference, n wrong answers) over items' stats.
-
-    Parse failures are not on any option, so they are left out of both; None when nothing is wrong."""
+    """(pooled top-distractor share, its uniform reference, n wrong answers); parse failures left out of both."""
     n_wrong = sum(sum(s["wrong"].values()) for s in stats)
     if not n_wrong:
         return None, None, 0
@@ -153,20 +128,13 @@ def misconception_share(stats: Sequence[dict]) -> tuple[Optional[float], Optiona
     return top / n_wrong, float(ref / n_wrong), n_wrong
 
 
-# ----------------------------------------------------------------------------- files
 def subsets_root() -> Path:
-    """data/subsets, or outputs/smoke/subsets in smoke mode (CI must never touch data/)."""
     return P.outputs("subsets") if P.smoke() else P.root() / "data" / "subsets"
 
 
-def _dumps(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
-
-
 class SubsetIncomplete(RuntimeError):
-    """Some items of a subset's construction failed (their calls did): nothing is saved for that benchmark, so a
-    failure is never read as a kept or dropped item. The same command retries only the failed items (the
-    construction's run keeps its ok records, and their calls come from the response cache)."""
+    """Some items' calls failed: nothing is saved for that benchmark (a failure is never read as a kept or dropped
+    item); the same command retries only the failed items."""
 
 
 @dataclass
@@ -209,7 +177,7 @@ def build_subset(
 ) -> SubsetResult:
     """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them (under the
     model's slug, plus `variant` for a profile run with --set values that shape it)."""
-    qs = list(questions)[:limit] if limit is not None else list(questions)
+    qs = list(questions)[:limit]
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
         raise ValueError(f"build_subset({benchmark!r}): questions from another benchmark, e.g. {strays[:3]}")
@@ -217,44 +185,30 @@ def build_subset(
     slug = model_slug(model_name, synthetic) + variant
     cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
-    runner.run_experiment(
-        name,
-        qs,
-        [cfg],
-        population,
-        workers=workers,
-        progress=progress,
-        extra_meta={"purpose": "challenging subset", "threshold": threshold},
+    extra = {"purpose": "challenging subset", "threshold": threshold}
+    meta, records = runner.run_and_load(
+        name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
     )
-    meta, records = load_run(name)
     by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
     ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
+    d = subsets_root() / slug
+    if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
+        if d.exists():
+            with _meta_edit(d) as m:
+                (d / f"{benchmark}.jsonl").unlink(missing_ok=True)
+                m.get("benchmarks", {}).pop(benchmark, None)
+        failed = [r for r in records if r["config_hash"] == cfg.hash and r.get("status") != "ok"]
+        raise SubsetIncomplete(
+            f"challenging subset of {benchmark} not saved: {len(qs) - len(ok)} of {len(qs)} items failed (first: "
+            f"{failed[0].get('error', 'no record') if failed else 'no record'}); fix the endpoint and rerun the same "
+            "command: only the failed items are sent again"
+        )
     stats = [item_stats(r) for r in ok]
     hashes = {q.id: content_hash(q) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
-    d = subsets_root() / slug
-    path = d / f"{benchmark}.jsonl"
-    if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
-        _forget(d, benchmark)
-        raise _incomplete(benchmark, len(qs) - len(ok), len(qs), [r for r in records if r["config_hash"] == cfg.hash])
-    summary = _summary(
-        population, kept, model_name=model_name, slug=slug, synthetic=synthetic, seed=seed, temperature=temperature,
-        runs=runs, threshold=threshold, limit=limit, name=name, cfg=cfg, meta=meta, n_in=len(qs),
-    )  # fmt: skip
-    P.atomic_write(path, "".join(_dumps(k) + "\n" for k in kept))
-    _merge_meta(d, benchmark, summary)
-    return SubsetResult(benchmark, slug, kept, summary, path, stats)
-
-
-def _summary(
-    population: Population, kept: list[dict], *, model_name: str, slug: str, synthetic: bool, seed: int,
-    temperature: float, runs: int, threshold: float, limit: Optional[int], name: str, cfg: DebateConfig,
-    meta: dict, n_in: int,
-) -> dict:  # fmt: skip
-    """A benchmark's entry of meta.json: how the subset was built and the automatic misconception check."""
     share, ref, n_wrong = misconception_share(kept)
-    desc = population.describe()  # one source for every entry point (CLI, Setup, tests)
-    return {
+    desc = population.describe()
+    summary = {
         "model": slug if synthetic else model_name,
         "model_slug": slug,
         "synthetic": synthetic,
@@ -269,7 +223,7 @@ def _summary(
         "config_hash": cfg.hash,
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
-        "n_items_in": n_in,
+        "n_items_in": len(qs),
         # a synthetic population's parameters decide which items are challenging: another one's subset is stale
         "population_params": desc.get("params") if synthetic else None,
         "n_failed": 0,  # always: a subset with a failed item is not saved (SubsetIncomplete)
@@ -281,59 +235,37 @@ def _summary(
         "uniform_reference": ref,
         "date": dt.datetime.now(dt.timezone.utc).date().isoformat(),  # the only field that differs on rebuild
     }
-
-
-def _incomplete(benchmark: str, n_failed: int, n: int, records: list[dict]) -> SubsetIncomplete:
-    failed = [r for r in records if r.get("status") != "ok"]
-    why = failed[0].get("error", "no record") if failed else "no record"
-    return SubsetIncomplete(
-        f"challenging subset of {benchmark} not saved: {n_failed} of {n} items failed (first: {why}); fix the "
-        "endpoint and rerun the same command: only the failed items are sent again"
-    )
-
-
-def _merge_meta(d: Path, benchmark: str, summary: dict) -> None:
-    with _meta_lock(d):
-        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
-        meta.update(model_slug=summary["model_slug"], synthetic=summary["synthetic"])
-        meta.setdefault("benchmarks", {})[benchmark] = summary
-        P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    path = d / f"{benchmark}.jsonl"
+    P.atomic_write(path, "".join(json.dumps(k, ensure_ascii=False, sort_keys=True) + "\n" for k in kept))
+    with _meta_edit(d) as m:
+        m.update(model_slug=slug, synthetic=synthetic)
+        m.setdefault("benchmarks", {})[benchmark] = summary
+    return SubsetResult(benchmark, slug, kept, summary, path, stats)
 
 
 @contextlib.contextmanager
-def _meta_lock(d: Path):
-    """Two builds of one model may merge meta.json at once: lock the directory while one does."""
+def _meta_edit(d: Path):
+    """A model's meta.json to edit in place, under a lock on its folder (two builds of one model may merge at once)."""
     d.mkdir(parents=True, exist_ok=True)
     fd = os.open(d, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
+        before = json.dumps(meta)
+        yield meta
+        if json.dumps(meta) != before:
+            P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     finally:
         os.close(fd)  # releases the lock
 
 
-def _forget(d: Path, benchmark: str) -> None:
-    """Remove a benchmark's subset file and meta entry (a failed rebuild leaves no stale or partial subset)."""
-    if not d.exists():
-        return
-    with _meta_lock(d):
-        (d / f"{benchmark}.jsonl").unlink(missing_ok=True)
-        if (d / "meta.json").exists():
-            meta = json.loads((d / "meta.json").read_text())
-            if meta.get("benchmarks", {}).pop(benchmark, None) is not None:
-                P.atomic_write(d / "meta.json", json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+def _entry(slug: str, benchmark: str) -> dict:
+    """A benchmark's entry of a model's saved meta.json ({} if none); DamagedFile naming the fix."""
+    path = subsets_root() / slug / "meta.json"
+    return (_meta(path).get("benchmarks", {}).get(benchmark) or {}) if path.exists() else {}
 
 
-def incomplete(benchmark: str, model_slug: str) -> bool:
-    """Was the saved subset built with failed items (a checkout from before SubsetIncomplete)? Then it is not one."""
-    path = subsets_root() / model_slug / "meta.json"
-    if not path.exists():
-        return False
-    entry = _meta(path).get("benchmarks", {}).get(benchmark) or {}
-    return bool(entry.get("n_failed"))
-
-
-def _subset_fix(path: Path) -> str:
+def _fix(path: Path) -> str:
     return (
         f"delete it (rm {path}) and rerun: the subset is built again from its saved run (records and model "
         "replies are kept, nothing is paid twice)"
@@ -341,16 +273,30 @@ def _subset_fix(path: Path) -> str:
 
 
 def _meta(path: Path) -> dict:
-    """The subsets' meta.json of a model (DamagedFile naming it and the fix)."""
-    meta = read_json(path, fix=_subset_fix(path))
+    meta = read_json(path, fix=_fix(path))
     if not isinstance(meta.get("benchmarks", {}), dict):
-        raise damaged(path, "its 'benchmarks' is not a mapping", _subset_fix(path))
+        raise damaged(path, "its 'benchmarks' is not a mapping", _fix(path))
     return meta
 
 
-def _subset_lines(path: Path, benchmark: str, model_slug: str) -> list[dict]:
-    """The items of a subset file, checked: every line a JSON item with an id and a content hash, and as many
-    as meta.json says were kept (a file cut at a line boundary once loaded 200 items where meta said 331)."""
+def load_subset(
+    benchmark: str,
+    model_slug: str,
+    questions: Optional[Sequence[Question]] = None,
+    population: Optional[Population] = None,
+) -> list[Question]:
+    """The saved subset's Questions (file order), each verified against its content hash. A subset another
+    synthetic `population` selected, or one saved with failed items by an old checkout, is missing
+    (FileNotFoundError: callers build it again), never silently reused."""
+    path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
+    entry = _entry(model_slug, benchmark)
+    if population is not None and population.synthetic:
+        if entry.get("population_params") != population.describe().get("params"):
+            raise FileNotFoundError(f"the subset {path} was selected by another synthetic population; rebuild it")
+    if entry.get("n_failed"):  # its failed items were saved as "not challenging": not a subset
+        raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
     items = []
     for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
@@ -360,39 +306,14 @@ def _subset_lines(path: Path, benchmark: str, model_slug: str) -> list[dict]:
         except ValueError:
             item = None
         if not isinstance(item, dict) or not {"id", "content_hash"} <= set(item):
-            raise damaged(path, f"line {n} is not a whole subset item", _subset_fix(path))
+            raise damaged(path, f"line {n} is not a whole subset item", _fix(path))
         items.append(item)
-    meta_path = path.parent / "meta.json"
-    entry = (_meta(meta_path).get("benchmarks", {}).get(benchmark) or {}) if meta_path.exists() else {}
-    kept = entry.get("n_kept") if isinstance(entry, dict) else None
+    kept = entry.get("n_kept")  # a file cut at a line boundary once loaded 200 items where meta said 331
     if isinstance(kept, int) and kept != len(items):
-        raise damaged(path, f"{len(items)} items where {meta_path.name} says {kept} were kept", _subset_fix(path))
-    return items
-
-
-def load_subset(
-    benchmark: str,
-    model_slug: str,
-    questions: Optional[Sequence[Question]] = None,
-    population: Optional[Population] = None,
-) -> list[Question]:
-    """The saved subset's Questions (file order), each verified against its content hash. With a synthetic
-    `population`, a subset that another population's parameters selected is missing (FileNotFoundError: callers
-    build it again), never silently reused."""
-    path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
-    if population is not None and population.synthetic:
-        meta = subsets_root() / model_slug / "meta.json"
-        entry = (_meta(meta).get("benchmarks", {}).get(benchmark) or {}) if meta.exists() else {}
-        if entry.get("population_params") != population.describe().get("params"):
-            raise FileNotFoundError(f"the subset {path} was selected by another synthetic population; rebuild it")
-    if incomplete(benchmark, model_slug):  # its failed items were saved as "not challenging": not a subset
-        raise FileNotFoundError(f"the subset {path} was saved with failed items (meta.json n_failed); rebuild it")
-    lines = _subset_lines(path, benchmark, model_slug)
+        raise damaged(path, f"{len(items)} items where meta.json says {kept} were kept", _fix(path))
     pool = {q.id: q for q in (questions if questions is not None else D.load(benchmark))}
     out = []
-    for item in lines:
+    for item in items:
         q = pool.get(item["id"])
         if q is None:
             raise D.DataError(f"{path}: item {item['id']!r} is not in the {benchmark} questions")
@@ -406,7 +327,6 @@ def load_subset(
 
 def subset_table(model_slug: str):
     """One row per benchmark of a model's subsets (read from meta.json)."""
-
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / "meta.json"
     if not path.exists():
         raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")
@@ -426,7 +346,46 @@ def subset_table(model_slug: str):
     return pd.DataFrame(rows).set_index("benchmark")
 
 
-# ----------------------------------------------------------------------------- CLI
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m acemad_utils.experiments.subsets", description="Challenging subsets.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="run the Single Agent and save the subsets, then print the table")
+    b.add_argument("--backend", choices=("sim", "llm"), default="sim")
+    b.add_argument("--benchmarks", default=",".join(D.BENCHMARKS))
+    b.add_argument("--model", default=None, help="LLM model name (llm backend)")
+    b.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (llm backend)")
+    b.add_argument("--workers", type=int, default=8, help="questions in flight (llm backend)")
+    b.add_argument("--data-dir", default=None, help=f"benchmark directory (default: ${D.ENV_VAR})")
+    for flag, kind, default in (("limit", int, None), ("seed", int, 0), ("temperature", float, 0.7),
+                                ("runs", int, 5), ("threshold", float, 0.4)):  # fmt: skip
+        b.add_argument(f"--{flag}", type=kind, default=default)
+    sub.add_parser("show", help="print a model's subset table").add_argument(
+        "--model", default=SYNTHETIC_SLUG, help="model slug (directory under data/subsets)"
+    )
+    args = ap.parse_args(argv)
+    slug = args.model
+    if args.command == "build":
+        names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
+        bad = [n for n in names if n not in D.BENCHMARKS + ("demo",)]
+        if bad or not names:
+            ap.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(D.BENCHMARKS + ('demo',))}")
+        pop, model = _population(args)
+        kw = {k: getattr(args, k) for k in ("seed", "temperature", "runs", "threshold", "limit", "workers")}
+        try:
+            for name in names:
+                build_subset(name, D.load(name, data_dir=args.data_dir), pop, model, **kw)
+        except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
+            print(f"{name}: {e}", file=sys.stderr)
+            return 130
+        except (SubsetIncomplete, EndpointDown) as e:  # one line; the same command retries what failed
+            print(f"{name}: {e}", file=sys.stderr)
+            return 1
+        slug = model_slug(model, pop.synthetic)
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
+        print(f"{subsets_root() / slug}:\n{subset_table(slug)}")
+    return 0
+
+
 def _population(args) -> tuple[Population, str]:
     if args.backend == "sim":
         return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
@@ -435,9 +394,7 @@ def _population(args) -> tuple[Population, str]:
             "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
             "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
         )
-    # Imported here, not at module top: the client pulls in the openai SDK (~1 s), which a synthetic profile's
-    # kernel (it imports this module through experiments.setup) never uses.
-    from acemad_utils.agents.llm_agent import LLMPopulation
+    from acemad_utils.agents.llm_agent import LLMPopulation  # the openai SDK (~1 s): not in a synthetic kernel
 
     try:
         pop = LLMPopulation(
@@ -446,61 +403,6 @@ def _population(args) -> tuple[Population, str]:
     except Exception as e:  # e.g. MissingAPIKey: say why and stop before any question runs
         sys.exit(redact(f"cannot reach the LLM endpoint: {e}"))
     return pop, pop.describe()["models"][0]
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m acemad_utils.experiments.subsets", description="Challenging subsets.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="run the Single Agent and save the subsets, then print the table")
-    b.add_argument("--backend", choices=("sim", "llm"), default="sim")
-    b.add_argument("--benchmarks", default=",".join(D.BENCHMARKS))
-    b.add_argument("--limit", type=int, default=None)
-    b.add_argument("--model", default=None, help="LLM model name (llm backend)")
-    b.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (llm backend)")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--temperature", type=float, default=0.7)
-    b.add_argument("--runs", type=int, default=5)
-    b.add_argument("--threshold", type=float, default=0.4)
-    b.add_argument("--workers", type=int, default=8, help="questions in flight (llm backend)")
-    b.add_argument("--data-dir", default=None, help=f"benchmark directory (default: ${D.ENV_VAR})")
-    s = sub.add_parser("show", help="print a model's subset table")
-    s.add_argument("--model", default=SYNTHETIC_SLUG, help="model slug (directory under data/subsets)")
-    args = ap.parse_args(argv)
-    if args.command == "build":
-        names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
-        bad = [n for n in names if n not in D.BENCHMARKS + ("demo",)]
-        if bad or not names:
-            ap.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(D.BENCHMARKS + ('demo',))}")
-
-        pop, model = _population(args)
-        try:
-            for name in names:
-                qs = D.load(name, data_dir=args.data_dir)
-                build_subset(
-                    name,
-                    qs,
-                    pop,
-                    model,
-                    seed=args.seed,
-                    temperature=args.temperature,
-                    runs=args.runs,
-                    threshold=args.threshold,
-                    limit=args.limit,
-                    workers=args.workers,
-                )
-        except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
-            print(f"{name}: {e}", file=sys.stderr)
-            return 130
-        except (SubsetIncomplete, EndpointDown) as e:  # one line; the same command retries what failed
-            print(f"{name}: {e}", file=sys.stderr)
-            return 1
-        slug = model_slug(model, pop.synthetic)
-    else:
-        slug = args.model
-
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
-        print(f"{subsets_root() / slug}:\n{subset_table(slug)}")
-    return 0
 
 
 if __name__ == "__main__":

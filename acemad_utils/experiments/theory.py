@@ -262,7 +262,7 @@ def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
     """Heatmaps: (left) eta x crowd calibration at the paper's N, T=rounds; (right) N x T at calibration 0, eta."""
     import matplotlib.pyplot as plt  # here: a kernel that draws no figure never loads matplotlib
 
-    # 11 in wide with 8.5-pt cell numbers: legible once shrunk to notebook width (figures.too_small)
+    # 11 in wide with 8.5-pt cell numbers: legible once shrunk to notebook width (tests/test_figures.py)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), layout="constrained")  # keeps each y label off its neighbour
     at_n = table[table.N == N_AGENTS]  # the paper's N
     views = (

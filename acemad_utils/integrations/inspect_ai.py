@@ -63,7 +63,7 @@ from acemad_utils.agents.client import Completion, LLMClient
 from acemad_utils.agents.llm_agent import LLMAgent
 from acemad_utils.agents.pool import act_all
 from acemad_utils.data.own import make_question
-from acemad_utils.experiments.run_files import PARSE_FAILURE_LIMIT
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.debate import run_question

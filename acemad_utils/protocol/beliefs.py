@@ -1,11 +1,6 @@
-"""Beliefs and the re-scoring rules beyond Algorithm 1: normalising a reply's numbers into a distribution, and the
-peer-prediction aggregators a record can be re-decided with (Surprisingly Popular, Bayesian Truth Serum, shuffled
-scores). Algorithm 1 itself (scores, weights, decision, votes) is protocol.debate's one page; its names are
-re-exported here for report.rescoring and the viewer.
-
-Conventions: arrays are (..., N, K) for beliefs and (..., N) per agent; a padded option has zero mass and never
-wins; NaN/inf and negative entries count as zero mass; an all-zero row becomes uniform and is flagged degenerate.
-"""
+"""Normalising a reply's numbers into a belief, and the re-scoring rules beyond Algorithm 1 (Surprisingly Popular,
+Bayesian Truth Serum, shuffled scores); Algorithm 1's names (protocol.debate) are re-exported for report/. Arrays are
+(..., N, K) per belief and (..., N) per agent; NaN, inf, negative and padded entries have zero mass."""
 
 from __future__ import annotations
 
@@ -32,34 +27,19 @@ from acemad_utils.protocol.debate import weighted_decision as weighted_decision
 from acemad_utils.protocol.debate import weighted_scores as weighted_scores
 
 
-def normalize(x, mask=None) -> tuple[np.ndarray, np.ndarray]:
-    """Turn raw non-negative weights into distributions over the last axis.
-
-    Returns (p, degenerate) where `degenerate` (shape x.shape[:-1]) marks rows that had no usable mass
-    and were replaced by the uniform distribution over valid options. `mask` (bool, broadcastable to x)
-    marks valid options; masked-out entries are forced to 0.
-    """
+def normalize(x) -> tuple[np.ndarray, np.ndarray]:
+    """(p, degenerate): the rows of x as distributions; a row without mass is uniform and degenerate."""
     x = np.asarray(x, dtype=float)
     x = np.where(np.isfinite(x) & (x > 0), x, 0.0)
-    if mask is None:
-        mask = np.ones(x.shape, dtype=bool)
-    mask = np.broadcast_to(np.asarray(mask, dtype=bool), x.shape)
-    x = np.where(mask, x, 0.0)
     top = x.max(axis=-1, keepdims=True)
     x = x / np.where(top > 0, top, 1.0)  # scale first: 1e308 + 1e308 would overflow the sum
     total = x.sum(axis=-1, keepdims=True)
-    degenerate = total[..., 0] <= 0
-    n_valid = mask.sum(axis=-1, keepdims=True)
-    uniform = np.where(mask, 1.0 / np.maximum(n_valid, 1), 0.0)
-    p = np.where(total > 0, x / np.where(total > 0, total, 1.0), uniform)
-    return p, degenerate
+    p = np.where(total > 0, x / np.where(total > 0, total, 1.0), 1.0 / max(x.shape[-1], 1))
+    return p, total[..., 0] <= 0
 
 
 def from_mapping(d: Optional[Mapping[str, float]], labels: Sequence[str]) -> tuple[np.ndarray, dict]:
-    """Map {label: prob} onto `labels` order. Missing labels get 0, unknown labels are dropped (reported).
-
-    Returns (normalized vector, report) with report keys: missing, unknown, degenerate, raw_sum.
-    """
+    """{label: prob} as a distribution in `labels` order, and a report: missing, unknown, degenerate, raw_sum."""
     d = dict(d or {})
     raw = np.array([_as_float(d.get(k)) for k in labels], dtype=float)
     unknown = sorted(str(k) for k in d if k not in labels)
@@ -77,11 +57,8 @@ def _as_float(v) -> float:
 
 
 def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, salt: str = "shuffle") -> np.ndarray:
-    """Deterministic permutations of the agent axis, shape (n_perm, len(ids), N), from (seed, question id, salt).
-
-    perm[s, b, i] is the agent whose scores agent i receives in draw s of question b. `movable` (B, N) bool marks the
-    agents that take part; the others keep their own index (e.g. an agent whose commitment failed). Like the
-    tie-break keys, a question's permutations depend only on the seed, its id and the salt, never on batch order."""
+    """(n_perm, len(ids), N): perm[s, b, i] is the agent whose scores agent i gets in draw s of question b, from
+    (seed, question id, salt) only, never batch order; agents not `movable` (B, N) keep their own index."""
     movable = np.asarray(movable, dtype=bool)
     out = np.broadcast_to(np.arange(movable.shape[-1]), (n_perm, *movable.shape)).copy()
     for b, qid in enumerate(ids):
@@ -92,8 +69,7 @@ def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, s
 
 @functools.lru_cache(maxsize=1 << 15)
 def _permutation_ranks(seed: int, qid: str, salt: str, n_perm: int, n: int) -> np.ndarray:
-    """agent_permutations' draw for one question, (n_perm, n) positions among its n movable agents: drawn once per
-    process, as the tie-break keys are (notebook 09 shuffles the same questions' agents at 37 map points)."""
+    """One question's draw, once per process (notebook 09 shuffles the same questions at 37 map points)."""
     h = hashlib.sha256(f"{seed}|{qid}|{salt}".encode()).digest()
     ranks = np.argsort(np.random.default_rng(int.from_bytes(h[:8], "little")).random((n_perm, n)), axis=-1)
     ranks.flags.writeable = False
@@ -108,12 +84,8 @@ def _answering_mean(Q, v) -> np.ndarray:
 
 
 def surprisingly_popular(v, Q, keys=None, option_mask=None) -> np.ndarray:
-    """Surprisingly Popular (Prelec et al. 2017): the answer whose actual vote share most exceeds
-    its predicted share (mean peer prediction of the agents who answered). Q: (..., N, K).
-
-    `option_mask` marks real options (default: options that got a vote or any predicted mass), so a
-    zero-padded option can never win. Nobody answered -> -1.
-    """
+    """Surprisingly Popular (Prelec et al. 2017): the answer whose vote share most exceeds its mean predicted share
+    among the agents who answered (-1: nobody did); `option_mask` (default: voted or predicted) marks real options."""
     Q = np.asarray(Q, dtype=float)
     k = Q.shape[-1]
     shares = vote_shares(v, k)
@@ -124,29 +96,25 @@ def surprisingly_popular(v, Q, keys=None, option_mask=None) -> np.ndarray:
     return np.where(shares.sum(axis=-1) > 0, ans, -1)
 
 
-def bts_scores(v, Q, alpha: float = 1.0) -> np.ndarray:
-    """Bayesian Truth Serum scores (Prelec 2004) for every agent, shape v.shape.
-
-    score_i = log(xbar_{a_i} / ybar_{a_i}) + alpha * sum_k xbar_k log(q_ik / xbar_k)
-    with xbar the actual answer shares and ybar the geometric mean of the answering agents' predictions.
-    Abstaining agents (v = -1) score NaN and do not enter xbar or ybar. Predictions are floored at LOG_EPS.
-    """
+def bts_scores(v, Q) -> np.ndarray:
+    """Bayesian Truth Serum (Prelec 2004, alpha = 1): log(xbar_a / ybar_a) + sum_k xbar_k log(q_ik / xbar_k), xbar the
+    answer shares, ybar the geometric mean prediction of those who answered; an abstainer (v = -1) scores NaN."""
     v = np.asarray(v)
     Q = np.maximum(np.asarray(Q, dtype=float), LOG_EPS)
     k = Q.shape[-1]
     xbar = vote_shares(v, k)  # (..., K)
     log_xbar = np.log(np.where(xbar > 0, xbar, 1.0))  # 0 where nobody chose k (those terms are dropped)
     info_k = np.where(xbar > 0, log_xbar - _answering_mean(np.log(Q), v), 0.0)  # log(xbar_k / ybar_k)
-    pred = alpha * np.sum(xbar[..., None, :] * (np.log(Q) - log_xbar[..., None, :]), axis=-1)
+    pred = np.sum(xbar[..., None, :] * (np.log(Q) - log_xbar[..., None, :]), axis=-1)
     info = np.take_along_axis(info_k, np.where(v >= 0, v, 0), axis=-1)  # (..., N): info score of own answer
     return np.where(v >= 0, info + pred, np.nan)
 
 
-def bts_answer(v, Q, alpha: float = 1.0, keys=None) -> np.ndarray:
+def bts_answer(v, Q, keys=None) -> np.ndarray:
     """The answer whose endorsers have the highest mean BTS score (-1 if nobody answered)."""
     v = np.asarray(v)
     k = np.asarray(Q).shape[-1]
-    s = bts_scores(v, Q, alpha)
+    s = bts_scores(v, Q)
     onehot = (v[..., None] == np.arange(k)).astype(float)  # (..., N, K)
     tot = np.einsum("...n,...nk->...k", np.nan_to_num(s), onehot)
     cnt = onehot.sum(axis=-2)

@@ -1,13 +1,4 @@
-"""Reading a commitment: the JSON schema asked for, and the tolerant parser of model replies.
-
-    from acemad_utils.protocol.commit import parse_commit, commit_schema
-    p, q, report = parse_commit('```json\n{"self_prob": {"A": "60%", "B": 40}}\n```', ("A", "B"), want_q=False)
-    p, q, report = parse_commit(reply, labels, want_q=True, argument=True)   # CALLS="single": report["argument"]
-    commit_schema(("A", "B"), want_q=True)      # the structured-output schema sent with a commit call
-
-`parse_commit` never raises: a reply with no usable self belief gives p=None (the agent repairs once, then falls
-back to uniform + parse_failure). The tolerated mistakes are listed in its docstring.
-"""
+"""A commitment: the JSON schema asked for, and the tolerant parser of model replies (parse_commit never raises)."""
 
 from __future__ import annotations
 
@@ -48,7 +39,7 @@ _Q_KEYS = tuple("peerprediction peerpredictions peerprob peerprobs peer peers pe
 
 
 def objects(text: str) -> list[str]:
-    """Balanced {...} substrings (outermost first), found after stripping code fences."""
+    """Balanced {...} substrings (outermost first), code fences first."""
     fenced = _FENCE.findall(text)
     sources = fenced + [text] if fenced else [text]
     out = []
@@ -69,8 +60,7 @@ def objects(text: str) -> list[str]:
 
 
 def _loads(s: str) -> tuple[Any, list[str]]:
-    """json.loads, then cheap repairs: trailing commas, percentages, single quotes / Python literals.
-    Never raises: deep nesting (RecursionError), huge literals and other garbage give (None, [])."""
+    """json.loads, then repairs: trailing commas, percentages, bare keys, Python literals; garbage: (None, [])."""
     try:
         return json.loads(s), []
     except (ValueError, RecursionError):
@@ -94,14 +84,19 @@ def _norm_key(k: Any) -> str:
     return re.sub(r"[^a-z0-9]", "", str(k).lower())
 
 
-def _num(v: Any) -> float:
-    """A number from a JSON value; NaN when there is none. Never raises: an integer too large for a float
-    is +-inf (non-finite values count as zero mass), nested {"probability": {...}} is followed 8 levels."""
+def _unwrap(v: Any) -> Any:
     for _ in range(8):
         if isinstance(v, Mapping) and v:  # {"probability": 0.6}
             v = next(iter(v.values()))
         else:
             break
+    return v
+
+
+def _num(v: Any) -> float:
+    """A number from a JSON value, NaN when there is none; an int too large is +-inf; {"probability": x} is
+    followed 8 levels."""
+    v = _unwrap(v)
     if isinstance(v, bool):
         return float("nan")
     if isinstance(v, (int, float)):
@@ -120,17 +115,11 @@ _NONFINITE_WORD = re.compile(r"\s*[+-]?(inf|infinity|nan)\s*", re.IGNORECASE)
 
 
 def _non_finite(v: Any, x: float) -> bool:
-    """Whether a value stated a number that is not finite: Infinity, NaN, 1e999 or a digit string too long for
-    a float (x is _num(v)). Such a belief is a parse failure, never zero mass: {"A": Infinity, "B": 0.1} once
-    became p = [0, 1], flipping the stated answer without a flag. A value with no number at all ("high") still
-    counts as zero mass."""
+    """Whether v stated a non-finite number (Infinity, NaN, 1e999; x = _num(v)): a parse failure, never zero mass,
+    since {"A": Infinity, "B": 0.1} once became p = [0, 1] without a flag. No number at all ("high") is zero mass."""
     if np.isinf(x):
         return True
-    for _ in range(8):
-        if isinstance(v, Mapping) and v:
-            v = next(iter(v.values()))
-        else:
-            break
+    v = _unwrap(v)
     if isinstance(v, float):
         return not np.isfinite(v)
     return isinstance(v, str) and bool(_NONFINITE_WORD.fullmatch(v[:40]))
@@ -199,15 +188,10 @@ def parse_commit(
     *,
     argument: bool = False,
 ) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:
-    """Read {"self_prob": {...}, "peer_prediction": {...}} from a model reply.
-
-    Returns (p, q, report). p is None when no usable self belief was found (the caller repairs or falls
-    back to uniform + parse_failure). q is None when not wanted or not found (report["q_ok"] tells which).
-    Tolerated: code fences, prose around the JSON, single quotes, trailing commas, percentages, missing or
-    extra labels, lower-case labels, "Option A", the option text instead of its label, a bare {"A": ..} map.
-    With argument=True (a single-call reply) report["argument"] is also read from the same parse: what
-    `argument_of` would return for the text.
-    """
+    """(p, q, report) from a reply's {"self_prob": {...}, "peer_prediction": {...}}; p None: no usable belief, q None:
+    not wanted or not found (report["q_ok"]); argument=True also reads report["argument"]. Tolerated: code fences,
+    prose, single quotes, trailing commas, percentages, missing or extra labels, lower case, "Option A", an option's
+    text for its label, a bare {"A": ..} map."""
     labels = tuple(labels)
     try:
         with np.errstate(all="ignore"):  # 1e308 + 1e308 is inf (zero mass), not a warning per reply

@@ -1,29 +1,10 @@
-"""One config dataclass for every method of the paper (AceMAD, its ablations and the baselines).
-
-    from acemad_utils.protocol.config import DebateConfig
-    cfg = DebateConfig(method="acemad", n_agents=5, rounds=3)          # the paper's defaults
-    cfg.specs()      # 4 Generalists at T=0.1, 1 Skeptic at T=0.6 (crowd 80%, truth-holders 20%)
-    cfg.label        # 'AceMAD (T=3)'
-    DebateConfig(method="acemad", weighting="uniform").label   # 'AceMAD (T=3, uniform)'
-    DebateConfig(method="majority").specs()       # 5 x the naive agent: plain assistant at T=0.7 (homogeneous)
-    DebateConfig(method="majority", roster="acemad").label      # 'Majority Voting (AceMAD roster)'
-    DebateConfig(method="self_consistency").label   # 'Self-consistency (15 samples)': AceMAD's N x T turns, one agent
-
-Rosters (which agents a method gets; paper line numbers refer to ../shared/paper/acemad_paper.tex):
-- AceMAD and its ablations: the crowd/truth-holder roster, 80% Generalists at T=0.1 + 20% Skeptics at T=0.6
-  (l.597-600 "in main experiment"; heterogeneity is "the key difference" of AceMAD's setup, l.455).
-- Every baseline (Single Agent, Majority Voting, the three MADs): one homogeneous roster of `baseline_agent`,
-  by default NAIVE_AGENT = the plain assistant at T=0.7. The paper calls its baselines "homogeneous
-  Decentralized MAD" (l.468) and gives one temperature for a non-AceMAD agent, the "naive single-agent
-  baseline (Temperature = 0.7)" of the subset construction (l.604, also l.206); it never gives the baselines
-  a persona (the persona prompts of l.1150-1152 belong to AceMAD's crowd and truth-holders).
-- Self-consistency (ours, not the paper's: the compute-matched baseline of arXiv 2502.08788) is the naive agent
-  sampled independently once per turn AceMAD takes at the same N and T (N x T samples, each the turn's calls: 15
-  samples, 30 calls at N = 5, T = 3 with the paper's two calls per turn), decided by plurality.
-- roster="acemad" gives a baseline AceMAD's roster (the control "same agents, only the protocol differs"),
-  roster="homogeneous" gives AceMAD the baselines' roster, and a tuple of AgentSpecs sets every agent.
-
-Bad values stop here, before any agent is built, with a message naming the value and what is allowed.
+"""DebateConfig: one config for every method of the paper (AceMAD, its ablations, the baselines). Rosters (paper
+lines of ../shared/paper/acemad_paper.tex):
+- AceMAD: 80% Generalists at T=0.1 + 20% Skeptics at T=0.6 (l.597-600; heterogeneity is "the key difference", l.455).
+- Every baseline: N x NAIVE_AGENT, the plain assistant at T=0.7: the paper's baselines are "homogeneous" (l.468) and
+  its one non-AceMAD temperature is the naive baseline's (l.604, l.206); its personas are AceMAD's (l.1150-1152).
+- Self-consistency (ours, arXiv 2502.08788): the naive agent sampled N x T times, AceMAD's turns, by plurality.
+- roster="acemad" gives a baseline AceMAD's agents ("only the protocol differs"), "homogeneous" the reverse.
 """
 
 from __future__ import annotations
@@ -39,10 +20,8 @@ from typing import Optional, Union
 
 from acemad_utils.protocol.schema import AgentSpec
 
-# The paper's constants, written here once (every other module, the notebooks' parameters and the profiles read
-# them from here): eta of the multiplicative-weights update (l.597-600), the debate's T and N, the share of the
-# crowd in AceMAD's roster (80% Generalists, 20% Skeptics), the final rule's weight exponent (sum_i w_i^2 p_i), and
-# the T values of Table 2's AceMAD rows.
+# The paper's constants, written once: eta (l.597-600), T, N, the crowd's share, the final rule's exponent
+# (sum_i w_i^2 p_i) and Table 2's T values.
 ETA = 2.0
 ROUNDS = 3
 N_AGENTS = 5
@@ -53,7 +32,7 @@ SCORING_RULES = ("brier", "log", "spherical")
 WEIGHTINGS = ("peer_prediction", "self_belief", "uniform")
 
 METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad", "self_consistency")
-HISTORIES = ("full", "last_round", "peers_last")
+HISTORIES = ("full", "last_round", "peers_last")  # what an agent reads: every round (the paper), the last, its peers'
 # How a baseline MAD decides. "mean_belief" is the paper's Evaluation Metrics rule (l.617: every MAD decides by
 # weighted voting, Eq. 4, with uniform weights for the baselines); "plurality" is Du et al.'s vote; "moderator"
 # (Centralized MAD only) scores the moderator's final answer, the reading of Appendix Baselines (l.643).
@@ -71,40 +50,18 @@ METHOD_NAMES = {
 
 GENERALIST = AgentSpec(persona="Generalist", temperature=0.1)
 SKEPTIC = AgentSpec(persona="Skeptic", temperature=0.6)
-# The naive agent: no persona beyond "You are a helpful assistant." at the subset construction's temperature
-# (l.604). It builds the challenging subsets and is every baseline's agent (see the module docstring).
+# The naive agent: "You are a helpful assistant." at the subset construction's temperature (l.604).
 NAIVE_AGENT = AgentSpec(persona="Assistant", temperature=0.7)
-# Completion caps of an LLM agent's two calls (tokens). The paper gives none; the argument's cap is the notebooks'
-# ARGUE_MAX_TOKENS parameter (None: no cap), the commitment is a short JSON object.
+# Completion caps (tokens) of an LLM agent's two calls; the paper gives none (notebook parameter ARGUE_MAX_TOKENS).
 ARGUE_MAX_TOKENS = 400
 COMMIT_MAX_TOKENS = 200
 
 
 @dataclass(frozen=True)
 class DebateConfig:
-    """Everything that defines a method run on one question (sampling settings live in AgentSpec).
-
-    method          one of METHODS
-    n_agents, rounds  N and T (Single Agent and Majority Voting ignore `rounds`)
-    eta, scoring_rule, weight_exponent, weighting   AceMAD's update and final rule (Algorithm 1);
-                    weighting='self_belief' / 'uniform' are the paper's ablations
-    crowd_share     share of `crowd` agents; the rest are `truth_holder` agents, placed last
-    roster          None: the paper's roster for the method (AceMAD: crowd + truth-holders; baselines:
-                    homogeneous); "homogeneous" / "acemad" to choose one; or explicit per-agent specs
-                    (a tuple of N AgentSpecs), e.g. one model per agent
-    baseline_agent  the agent of the homogeneous roster (the naive agent: plain assistant, T=0.7)
-    single_runs     independent runs averaged by the Single Agent baseline
-    history         what an agent sees: all earlier rounds ('full', the paper), only the latest round
-                    ('last_round'), or only its peers' latest arguments ('peers_last')
-    mad_aggregator  how the baseline MADs decide: argmax of the mean final belief (the paper's
-                    uniform-weight rule), a plurality vote of final answers (Du et al.) or, for Centralized
-                    MAD only, the moderator's final answer; every record stores all of them (`decisions`)
-    repeat_offset   added to the repeat index every agent is built and called with: runs with different
-                    offsets draw independent samples (the subset construction uses one, so the Single Agent
-                    baseline never replays the very draws that selected its items)
-    seed            drives synthetic agents and tie-breaks
-    name            optional display label overriding the derived one
-    """
+    """Everything that defines a method run on one question (sampling settings live in AgentSpec). `roster`: None
+    (the method's own), "homogeneous", "acemad" or a tuple of N AgentSpecs. `repeat_offset` shifts every draw: the
+    Single Agent baseline never replays the draws that selected its subset's items. `name` overrides the label."""
 
     method: str = "acemad"
     n_agents: int = N_AGENTS
@@ -158,21 +115,18 @@ class DebateConfig:
         if self.method == "centralized" and self.n_agents < 2:
             raise bad("n_agents", "Centralized MAD needs N >= 2 debaters")
 
-    # -------------------------------------------------------------- derived
     @property
     def n_truth_holders(self) -> int:
-        """round-half-up of (1 - crowd_share) * N: 1 of 5, 2 of 10, 0 of 2 (a 2-agent crowd has no minority)."""
+        """round-half-up of (1 - crowd_share) * N: 1 of 5, 2 of 10, 0 of 2."""
         return int(math.floor((1.0 - self.crowd_share) * self.n_agents + 0.5 + 1e-9))
 
     @property
     def samples(self) -> int:
-        """Agents answering independently: N, or for self-consistency N x T (AceMAD's turns at this N and T, so
-        as many calls per question: every turn, a sample's or a debater's, makes the same calls)."""
+        """Agents answering independently: N, or N x T for self-consistency (AceMAD's calls at this N and T)."""
         return self.n_agents * self.rounds if self.method == "self_consistency" else self.n_agents
 
     @property
     def roster_kind(self) -> str:
-        """'acemad' (crowd + truth-holders), 'homogeneous' (N x baseline_agent) or 'explicit' (a tuple)."""
         if isinstance(self.roster, tuple):
             return "explicit"
         if self.roster is not None:
@@ -180,8 +134,7 @@ class DebateConfig:
         return "acemad" if self.method == "acemad" else "homogeneous"
 
     def specs(self) -> list[AgentSpec]:
-        """The agent roster. AceMAD's: crowd first, truth-holders last (so a ring places them apart from each
-        other); the baselines': N copies of `baseline_agent`; an explicit tuple as given."""
+        """The agents; AceMAD's crowd first, truth-holders last."""
         kind = self.roster_kind
         if kind == "explicit" and isinstance(self.roster, tuple):
             return list(self.roster)
@@ -192,13 +145,12 @@ class DebateConfig:
 
     @property
     def label(self) -> str:
-        """The display label, e.g. 'Majority Voting (N=3)' or 'AceMAD (T=3, uniform)'. Notebooks and tables
-        refer to methods only through it, so every N, T and profile yields consistent names."""
+        """The display label every table uses, e.g. 'Majority Voting (N=3)', 'AceMAD (T=3, uniform)'."""
         return self.name or self._label(with_n=True)
 
     @property
     def family(self) -> str:
-        """The label without the group size, for curves over N: 'Majority Voting', 'AceMAD (T=3)'."""
+        """The label without N, for curves over N."""
         return self.name or self._label(with_n=False)
 
     def _label(self, with_n: bool) -> str:
@@ -231,7 +183,7 @@ class DebateConfig:
 
     @functools.cached_property  # asked for every record: computed once per config (frozen: it never changes)
     def hash(self) -> str:
-        """Stable 12-hex id of every field that changes results (the display name does not)."""
+        """12 hex of every field that changes results (not the name)."""
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -240,7 +192,7 @@ class DebateConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> DebateConfig:
-        """Build from plain values (a profile file); unknown keys are an error that names them."""
+        """From plain values (a profile file); an unknown key is an error naming it."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:

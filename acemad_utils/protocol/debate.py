@@ -1,14 +1,9 @@
 """Algorithm 1 of the paper (acemad_paper.tex l.563-585) and its baselines on one page: the math, the round loop,
-the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options).
-
-    from acemad_utils.protocol.debate import run_batch, run_question
-    recs = run_batch(questions, population, DebateConfig(method="acemad"), repeats=[0] * len(questions))
-    rec = run_question(q, population, cfg)      # a batch of one: the same loop, the same math
-
-Who answers: a batched population (agents.sim, the synthetic one) answers a round of D debates as arrays; any
-other Population (LLM agents, test doubles) is asked one Turn per agent through TurnAgents (bottom of this page),
-each Turn carrying the messages its topology shows. Scores, weights and decisions are pure functions of the stored
-p and q, so report.rescoring re-decides any record without a model call.
+the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options);
+run_question is a batch of one. Who answers: a batched population (agents.sim, the synthetic one) answers a round
+of D debates as arrays; any other Population (LLM agents, test doubles) is asked one Turn per agent through
+TurnAgents (bottom of this page), each Turn carrying the messages its topology shows. Scores, weights and
+decisions are pure functions of the stored p and q, so report.rescoring re-decides any record without a model call.
 
 Methods (Appendix "Baselines", l.636-645), every MAD at T rounds:
 - single:        one agent, `single_runs` independent runs (l.210); the record's `correct` is their mean.
@@ -139,8 +134,8 @@ def _tiebreak_row(seed: int, qid: str, k: int) -> np.ndarray:
 
 
 def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
-    """(argmax over the last axis, tied): ties (within tol) go to the tied option with the largest key; without
-    keys the first maximum wins."""
+    """(argmax, tied) over the last axis: a tie (within tol) goes to the tied option with the largest key (no keys:
+    the first)."""
     scores = np.asarray(scores, dtype=float)
     is_max = scores >= scores.max(axis=-1, keepdims=True) - tol
     tied = is_max.sum(axis=-1) > 1
@@ -208,7 +203,6 @@ def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Option
 
 # ----------------------------------------------------------------------------- the round loop (l.569-581)
 def run_question(q: Question, population: Population, cfg: DebateConfig, repeat: int = 0) -> dict:
-    """One method on one question: a batch of one. Returns its transcript record."""
     return run_batch([q], population, cfg, [repeat])[0]
 
 
@@ -232,8 +226,8 @@ def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
     specs, D, K = cfg.specs(), len(questions), len(questions[0].options)
     n, star, acemad = len(specs), cfg.method == "centralized", cfg.method == "acemad"
     draws = [r + cfg.repeat_offset for r in repeats]
-    agents = _agents(population, specs, questions, draws, "debater", n)
-    mod = _agents(population, [], questions, draws, "moderator", n) if star else None
+    agents = _agents(population, specs, questions, draws, "debater")
+    mod = _agents(population, [], questions, draws, "moderator") if star else None
     near = {i: ({i, -1} if star else ring(i, n) if cfg.method == "sparse" else None) for i in range(n)}
     V, seen = visibility(cfg), np.full((D, n, K), np.nan)  # seen: the mean stance each agent read last round
     rounds: list[Commits] = []
@@ -295,7 +289,7 @@ def _single(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
     spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
     draws = [single_draw(cfg, rep, r) for rep in repeats for r in range(runs)]
     qs = [q for q in questions for _ in range(runs)]
-    c = _agents(population, [spec], qs, draws, "solo", 1).act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
+    c = _agents(population, [spec], qs, draws, "solo").act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
     flat = R.entries([spec], [0], texts, P, None, ok, None, usage)
     kept = [[flat[d * runs + r][0][0] for r in range(runs)] for d in range(D)]
@@ -404,11 +398,11 @@ def _no_view(d: int, i: int) -> tuple:
     return ()
 
 
-def _agents(population: Population, specs, questions, draws, role: str, n: int):
+def _agents(population: Population, specs, questions, draws, role: str):
     """A batch of agents: the population's own arrays when it has them (`batched`), else one Agent per turn."""
     if getattr(population, "batched", False):
         return population.batch_agents(specs, questions, draws, role)  # type: ignore[attr-defined]
-    return TurnAgents(population, specs, questions, draws, role, n)
+    return TurnAgents(population, specs, questions, draws, role)
 
 
 class TurnAgents:
@@ -416,8 +410,8 @@ class TurnAgents:
     (`agents`, `moderator`) and a round is one Turn per agent, run together by `population.act_all` (threads for
     an LLM population: agents/pool.py)."""
 
-    def __init__(self, population: Population, specs, questions, draws, role: str, n_agents: int):
-        self.population, self.questions, self.draws, self.role, self.n = population, questions, draws, role, n_agents
+    def __init__(self, population: Population, specs, questions, draws, role: str):
+        self.population, self.questions, self.draws, self.role = population, questions, draws, role
         if role == "moderator":
             self.agents = [[population.moderator(q, r)] for q, r in zip(questions, draws)]
             self.specs = [self.agents[0][0].spec]
@@ -428,7 +422,7 @@ class TurnAgents:
     def act(self, t: int, seen, view: Callable[[int, int], tuple], want_q: bool) -> Commits:
         agent_ids = [-1] if self.role == "moderator" else range(len(self.specs))
         turns = [
-            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r, n_agents=self.n)  # type: ignore[arg-type]
+            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r)  # type: ignore[arg-type]
             for d, (q, r) in enumerate(zip(self.questions, self.draws))
             for i in agent_ids
         ]

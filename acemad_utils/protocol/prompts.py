@@ -1,19 +1,6 @@
-"""The paper's prompts (Appendix "Prompt", acemad_paper.tex l.1145-1191) as whole templates, verbatim, and the
-variants our agents send as whole templates beside them, so that each can be read next to the appendix.
-
-    from acemad_utils.protocol import prompts as PR
-    PR.PAPER_COMMIT_PROMPT                  # the appendix's Commit Prompt, character for character
-    PR.COMMIT_PROMPT                        # what a debater asked for p and q is sent (ours)
-    PR.argue_prompt(turn, thinking="fast")  # ARGUMENTATION_PROMPT filled in (natural language, no JSON)
-    PR.commit_prompt(turn, argument)        # COMMIT_PROMPT or COMMIT_SELF_PROMPT filled in
-    PR.single_prompt(turn)                  # CALLS="single": SINGLE_PROMPT / SINGLE_SELF_PROMPT
-    PR.repair_prompt(labels, want_q)        # REPAIR_PROMPT: the one retry after an unreadable commitment
-
-Templates are `str.format` strings (the paper's are too: its Commit Prompt escapes the JSON braces as `{{`).
-Two sections of ours are dropped when they do not apply, never reworded: HISTORY_SECTION for an agent with no
-conversation (the Single Agent, role "solo") and ARGUMENT_SECTION when the agent wrote no argument.
-DEVIATIONS lists every difference between the paper's prompts and ours, each with its reason;
-tests/test_prompts.py renders both for a fixed question and checks that these, and only these, separate them.
+"""The paper's prompts (Appendix "Prompt", l.1145-1191) verbatim, and ours as whole templates beside them. Two of
+our sections are dropped where they do not apply, never reworded: HISTORY_SECTION for a solo agent, ARGUMENT_SECTION
+without an argument. DEVIATIONS lists every difference with its reason; tests/test_prompts.py checks exactly these.
 """
 
 from __future__ import annotations
@@ -153,9 +140,8 @@ Your reply could not be read. Reply with the JSON object only, in exactly this s
 HISTORY_SECTION = "\n\nConversation History:\n{history_context}"  # dropped for a solo agent
 ARGUMENT_SECTION = "\n\nYour argument this round:\n{argument}"  # dropped when the argument is empty
 
-# Every difference between the paper's prompts and ours: {name: (the paper's prompt, what the paper has, what we
-# send, why)}. tests/test_prompts.py applies the ones each variant lists to the paper's rendered prompt and must
-# obtain ours exactly; {question}, {history}, {argument}, {ask} and {json_shape} stand for the rendered values.
+# {name: (the paper's prompt, what the paper has, what we send, why)}; {question}, {history}, {argument}, {ask} and
+# {json_shape} stand for the rendered values.
 DEVIATIONS = {
     "header": (
         "Commit",
@@ -221,7 +207,7 @@ DEVIATIONS = {
 
 
 def history_context(turn: Turn) -> str:
-    """Visible messages, oldest first. Agents are numbered from 1 for the model (Message.agent + 1)."""
+    """Visible messages, oldest first; agents are numbered from 1 for the model."""
     lines = []
     for m in turn.history:
         who = "Moderator" if m.agent == -1 else f"Agent {m.agent + 1}"
@@ -240,8 +226,7 @@ def _ask(turn: Turn, thinking: str) -> str:
 
 
 def _render(template: str, turn: Turn, argument: str = "", **fields: str) -> str:
-    """Fill a template for a turn; a solo agent's template loses HISTORY_SECTION, an empty argument
-    ARGUMENT_SECTION (the sections are removed before formatting, so question texts are never parsed)."""
+    """Fill a template; sections are dropped before formatting, so a question's text is never parsed."""
     if turn.role == "solo":
         template = template.replace(HISTORY_SECTION, "")
     if not argument:
@@ -266,24 +251,20 @@ def json_shape(labels: Sequence[str], want_q: bool, argument: bool = False) -> s
 
 
 def argue_prompt(turn: Turn, thinking: str = "fast") -> str:
-    """ARGUMENTATION_PROMPT (the paper's, with thinking='fast' and a debater's turn)."""
     return _render(ARGUMENTATION_PROMPT, turn, ask=_ask(turn, thinking))
 
 
 def commit_prompt(turn: Turn, argument: str) -> str:
-    """COMMIT_PROMPT for a debater asked for q, COMMIT_SELF_PROMPT otherwise."""
     want_q = wants_q(turn)
     template = COMMIT_PROMPT if want_q else COMMIT_SELF_PROMPT
     return _render(template, turn, argument.strip(), json_shape=json_shape(turn.question.labels, want_q))
 
 
 def single_prompt(turn: Turn, thinking: str = "fast") -> str:
-    """Single-call mode: the argument and the private commitment in one structured reply."""
     want_q = wants_q(turn)
     shape = json_shape(turn.question.labels, want_q, argument=True)
     return _render(SINGLE_PROMPT if want_q else SINGLE_SELF_PROMPT, turn, ask=_ask(turn, thinking), json_shape=shape)
 
 
 def repair_prompt(labels: Sequence[str], want_q: bool, argument: bool = False) -> str:
-    """The one retry after a reply whose commitment could not be read (sent after that reply)."""
     return REPAIR_PROMPT.format(json_shape=json_shape(labels, want_q, argument))

@@ -1,17 +1,11 @@
-"""A debate's transcript record: what is stored of a turn, how numbers are rounded, and the record's one line.
+"""A transcript record: what is stored of a turn, how numbers are rounded, the record's line. Its layout:
 
-    from acemad_utils.protocol.records import base_record, to_line
-    rec = base_record(q, cfg, population, repeat=0)      # the fields every record carries
-    to_line(rec)                                          # its line in transcripts.jsonl (no newline)
-
-The engine (protocol.debate) builds every record here. The record's layout:
-
-    schema, question_id, benchmark, method (the config's label), method_kind, config_hash, repeat, synthetic,
-    labels, answer, status ("ok" | "failed"), final {answer, correct, oracle_any_agent_correct, tie}, usage,
-    rounds: [[entry per agent] per round]        (majority, the MADs, AceMAD)
-    runs: [entry + answer, correct per run]        (single)
-    decisions: {rule: {answer, correct, tie}}      (baseline MADs), moderator: [entry + round]  (centralized)
-    entry: agent, persona, temperature, thinking, model, message, p, q, parse_failure [, usage] [, score, weight]
+schema, question_id, benchmark, method (the config's label), method_kind, config_hash, repeat, synthetic,
+labels, answer, status ("ok" | "failed"), final {answer, correct, oracle_any_agent_correct, tie}, usage,
+rounds: [[entry per agent] per round]        (majority, the MADs, AceMAD)
+runs: [entry + answer, correct per run]        (single)
+decisions: {rule: {answer, correct, tie}}      (baseline MADs), moderator: [entry + round]  (centralized)
+entry: agent, persona, temperature, thinking, model, message, p, q, parse_failure [, usage] [, score, weight]
 """
 
 from __future__ import annotations
@@ -26,17 +20,13 @@ from acemad_utils.protocol.schema import Population, Question
 
 SCHEMA_VERSION = 1
 
-# Significant digits of the beliefs, scores and weights a record stores. Why not all 17: they are most of a
-# record's bytes and no table needs them. Tables print 4 decimals; a stored value differs from the computed one
-# by < 5e-11 relative (a stored distribution still sums to 1 within 1e-9), and the default profile's tables
-# are byte-identical either way (bench/README.md).
+# Significant digits a record stores of beliefs, scores and weights. Why not all 17: they are most of a record's
+# bytes; tables print 4 decimals and are byte-identical either way (bench/README.md).
 STORED_DIGITS = 10
 
 
 def stored(x) -> list:
-    """Values rounded to STORED_DIGITS significant digits (vectorized), as a JSON-able list of floats.
-    An exact tie stays an exact tie; 0 stays 0. A value that is not a finite number is an error: a record's
-    line (to_line) has no way to write it, and no belief, score or weight of the protocol is one."""
+    """Values rounded to STORED_DIGITS significant digits, as a list (a tie stays a tie; non-finite: an error)."""
     a = np.asarray(x, dtype=float)
     if not np.isfinite(a).all():
         raise ValueError(f"a stored belief, score or weight is not a finite number: {a.tolist()!r}")
@@ -48,9 +38,8 @@ def stored(x) -> list:
 
 
 def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
-    """The stored entries [D][T][N] of D debates' T rounds: texts [D][T][N], P and Q (D, T, N, K) (Q None, or NaN
-    rows for a forecast the agent did not give), ok and q_ok (D, T, N) (q_ok may be None), usage [D][T][N] or None.
-    Beliefs are rounded in one call; a turn that made no call (synthetic agents) stores no usage block."""
+    """The stored entries [D][T][N]: texts and usage [D][T][N], P and Q (D, T, N, K) (Q None; a NaN row: no
+    forecast), ok and q_ok (D, T, N); a turn that made no call (synthetic agents) stores no usage block."""
     heads = [{"agent": a, "persona": s.persona, "temperature": s.temperature, "thinking": s.thinking,
               "model": s.model} for s, a in zip(specs, agents)]  # fmt: skip
     ps, fail = stored(P), (~np.asarray(ok, bool)).tolist()
@@ -72,7 +61,6 @@ def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
 
 
 def answer_label(q: Question, idx: int) -> Optional[str]:
-    """The label of option `idx`; None for no answer (-1)."""
     return None if idx < 0 else q.labels[idx]
 
 
@@ -81,7 +69,6 @@ def decision(q: Question, ans: int, tied) -> dict:
 
 
 def base_record(q: Question, cfg, population: Population, repeat: int) -> dict:
-    """The fields every record carries (cfg: a DebateConfig)."""
     return {
         "schema": SCHEMA_VERSION,
         "question_id": q.id,
@@ -101,10 +88,8 @@ _ENCODER = msgspec.json.Encoder(order="sorted")
 
 
 def to_line(rec: dict) -> str:
-    """A record's one line (no newline): JSON with sorted keys, written by msgspec (a synthetic run writes
-    10^5 records; json.dumps took 4.7 s of notebook 06). The same objects as json.dumps's line when
-    read back (data.transcripts.parse_line); only the spacing and a float's spelling (0.00001 for 1e-05) differ.
-    A string msgspec cannot write (a lone surrogate in a model's reply) is written by json.dumps."""
+    """A record's line: sorted-key JSON by msgspec (json.dumps took 4.7 s of notebook 06), or by json.dumps for
+    what msgspec cannot write (a lone surrogate in a model's reply)."""
     try:
         return _ENCODER.encode(rec).decode("utf-8")
     except UnicodeEncodeError:

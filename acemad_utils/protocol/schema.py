@@ -1,13 +1,5 @@
-"""Tiny shared types: a question, an agent's spec, what an agent sees and what it says.
-
-    from acemad_utils.protocol.schema import Question, AgentSpec
-    q = Question(id="demo-1", benchmark="demo", question="2+2?", options={"A": "3", "B": "4"}, answer="B")
-    q.labels        # ('A', 'B')
-    q.answer_index  # 1
-
-Everything here is plain data (frozen dataclasses) so transcripts can be written as JSON and
-compared byte for byte. Beliefs are numpy vectors ordered like `Question.labels`.
-"""
+"""Plain shared types: a question, an agent's spec, what an agent sees and says; beliefs are numpy vectors ordered
+like `Question.labels`."""
 
 from __future__ import annotations
 
@@ -21,24 +13,21 @@ Persona = Literal["Generalist", "Skeptic", "Assistant"]
 Thinking = Literal["fast", "slow"]
 Role = Literal["debater", "moderator", "solo"]
 
-# The usage counters, each named here once (the LLM client, agents and the runner import these lists).
 #: The usage counters every Step carries (an LLM agent adds more, e.g. network_calls, repairs, parse_failures).
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
 #: What a call to an endpoint adds (usage.Completion.usage; cached_tokens and retries only when not 0).
 CALL_KEYS = ("network_calls", "cached_tokens", "retries")
-#: What an LLM agent's parsing adds (llm_agent.py).
-PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")
+PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")  # what an LLM agent's parsing adds
 #: In every transcript record's usage, 0 if need be (experiments/runner.py); cached_tokens only where there were some.
 RECORD_USAGE_KEYS = tuple(k for k in USAGE_KEYS + CALL_KEYS + PARSE_KEYS if k != "cached_tokens")
 
 
 def zero_usage() -> dict:
-    """A fresh usage dict: every key of USAGE_KEYS at 0, in that order (transcripts keep it)."""
+    """Every key of USAGE_KEYS at 0, in that order (transcripts keep it)."""
     return dict.fromkeys(USAGE_KEYS, 0)
 
 
 def add_usage(total: dict, usage: Mapping[str, int]) -> dict:
-    """Add the counters of `usage` into `total` (keys missing from total start at 0); returns total."""
     for k, v in usage.items():
         total[k] = total.get(k, 0) + v
     return total
@@ -70,7 +59,6 @@ class Question:
 
     @property
     def answer_index(self) -> Optional[int]:
-        """The answer's position in `labels`; None without a gold answer."""
         return None if self.answer is None else self.labels.index(self.answer)
 
     def correct(self, idx: int) -> Optional[bool]:
@@ -104,10 +92,7 @@ class Question:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """Who an agent is. The paper's heterogeneity (Section 4.2) is only ever configuration of these fields.
-
-    `model`/`base_url` of None mean "the run's default endpoint"; they let each agent use its own LLM.
-    """
+    """Who an agent is (the paper's heterogeneity, Section 4.2); model/base_url None: the run's endpoint."""
 
     persona: Persona = "Generalist"
     temperature: float = 0.1
@@ -116,13 +101,11 @@ class AgentSpec:
     base_url: Optional[str] = None
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items()}
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
 class Message:
-    """One public utterance in the debate."""
-
     agent: int  # -1 for the moderator
     round: int
     text: str
@@ -130,12 +113,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Turn:
-    """Everything an agent may see when it acts: the question, who/when it is, and the visible history.
-
-    `history` holds only the messages this agent is allowed to see (the topology has already filtered them),
-    oldest round first. `scope` identifies the call for the response cache (question, agent, round, repeat)
-    so that identical prompts from different agents are still sampled independently.
-    """
+    """What an agent sees when it acts: `history` is what its topology shows, oldest first. `scope` keys the
+    response cache, so identical prompts of different agents are still sampled independently."""
 
     question: Question
     agent: int
@@ -144,7 +123,6 @@ class Turn:
     role: Role = "debater"
     want_peer_prediction: bool = True
     repeat: int = 0
-    n_agents: int = 1
 
     @property
     def scope(self) -> str:
@@ -153,12 +131,8 @@ class Turn:
 
 @dataclass
 class Step:
-    """What an agent returns for one turn: its argument, its private commitment and bookkeeping.
-
-    `p` and `q` are already valid distributions over `Turn.question.labels` (see beliefs.normalize);
-    `q` is None when the protocol did not ask for a peer prediction. A commitment that could not be
-    parsed is uniform with `parse_failure=True`, and such an agent never counts as holding an answer.
-    """
+    """An agent's turn: its argument and commitment, p and q distributions over the labels (q None when not asked);
+    an unparsed commitment is uniform with parse_failure=True and never counts as an answer."""
 
     message: str
     p: np.ndarray
@@ -183,22 +157,16 @@ class Commits:
 
 
 class Agent:
-    """The interface every agent source implements (synthetic or LLM).
-
-    A protocol only ever calls `act(turn)`. By default that is "argue from history, then commit p and q"
-    (the paper's two phases); an agent may override `act` to do both in one call.
-    """
+    """An agent: the engine calls `act(turn)`, by default the paper's two phases, argue then commit."""
 
     spec: AgentSpec = AgentSpec()
     #: True when `act` does I/O and the engine may run the agents of one round in threads.
     concurrent: bool = False
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
-        """Return (argument text, usage dict)."""
         raise NotImplementedError
 
     def commit(self, turn: Turn, argument: str) -> Step:
-        """Return the private commitment made after writing `argument` (before seeing peers' new arguments)."""
         raise NotImplementedError
 
     def act(self, turn: Turn) -> Step:
@@ -210,8 +178,7 @@ class Agent:
         return step
 
 
-#: What every table, figure, transcript view and run description made from a synthetic population (one whose
-#: `synthetic` is True, agents/sim.py) says it is. Here, below report/ and agents/, so report/ needs no agents/.
+#: What every table, figure and view made from a synthetic population says it is.
 SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
 
 
@@ -231,10 +198,9 @@ class Population:
         raise NotImplementedError
 
     def act_all(self, agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
-        """Every agent of one round acts on its turn; the steps in agent order. One after another here; a
-        population whose agents do I/O runs them at once (agents/pool.py), which is where concurrency lives."""
+        """Every agent of one round acts on its turn, here one after another (agents/pool.py: at once)."""
         return [a.act(t) for a, t in zip(agents, turns)]
 
     def describe(self) -> dict:
-        """JSON-able description for meta.json (model, endpoint kind, parameters; never a secret)."""
+        """For meta.json (model, endpoint kind, parameters; never a secret)."""
         return {"name": self.name, "synthetic": self.synthetic}

@@ -1,7 +1,7 @@
 """Paper-style figures from `tables.accuracy_long` (95% CI bands/bars); every title names its source.
 
 Legible at notebook width: JupyterLab shows ~1,000 px at 100 px per inch, so a figure wider than NOTEBOOK_WIDTH_IN
-is shrunk; `too_small(fig)` lists texts then under MIN_PT points (tests/test_figures.py checks every figure).
+is shrunk; tests/test_figures.py checks that no text of a figure is then under MIN_PT points.
 """
 
 from __future__ import annotations
@@ -20,21 +20,6 @@ if TYPE_CHECKING:
 NO_RUNS = "no runs found"  # the source of an artefact made from no run (a failed run): neither synthetic nor a model
 NOTEBOOK_WIDTH_IN = 10.0  # inches of figure shown at 1:1 in the notebook's output area (see the module docstring)
 MIN_PT = 7.0  # the smallest text, in points at the size it is shown, a reader can read without zooming
-
-
-def too_small(fig: Figure, *, width_in: float = NOTEBOOK_WIDTH_IN, min_pt: float = MIN_PT) -> list[str]:
-    """Every visible text of `fig` under `min_pt` points once its tight bounding box is shrunk to `width_in` inches."""
-    from matplotlib.text import Text  # here, as pyplot is: a kernel that draws nothing never loads matplotlib
-
-    fig.canvas.draw()
-    shown = fig.get_tightbbox().width  # inches
-    scale = min(1.0, width_in / shown)
-    out = []
-    for t in fig.findobj(Text):
-        size = float(t.get_fontsize()) * scale if isinstance(t, Text) else min_pt
-        if isinstance(t, Text) and t.get_visible() and t.get_text().strip() and size < min_pt:
-            out.append(f"{size:.1f} pt: {t.get_text()[:40]!r}")
-    return out
 
 
 def source_label(synthetic: bool, model: str) -> str:

@@ -1,13 +1,8 @@
-"""Does AceMAD's premise hold on this run, and which part of its gain comes from where? Pure functions of records.
-
-    from acemad_utils.report import premise as PR
-    table = PR.premise(records)                    # per AceMAD method and round: lift (CI), rank corr., parse failures
-    print(PR.premise_sentence(table, synthetic=False))
-    PR.split(records)                              # AceMAD paired against its gain's controls, re-decided (no call)
+"""Does AceMAD's premise hold on this run (`premise`), and which part of its gain comes from where (`split`)?
 
 The premise: the agent whose peer prediction scores best knows more than an agent picked at random. AceMAD's weights
-follow the score, so without it no gain can come from WHO scores well (notebook 09's map shows the synthetic case).
-Measured only from stored p, scores and the truth, so it applies to any AceMAD run, on any backend.
+follow the score, so without it no gain can come from WHO scores well. Measured only from stored p, scores and the
+truth (no model call), so it applies to any AceMAD run, on any backend.
 """
 
 from __future__ import annotations
@@ -39,7 +34,6 @@ PREMISE_COLUMNS = ["method", "round", "n", "top_agent", "random_agent", "lift", 
 
 
 def _scored(records: Sequence[dict]) -> list[dict]:
-    """Completed records whose entries carry peer-prediction scores (AceMAD and its re-weightings)."""
     ok = lambda r: r.get("status", "ok") == "ok" and r.get("rounds") and r["rounds"][0][0].get("score") is not None
     return [r for r in records if ok(r)]
 
@@ -50,10 +44,9 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
-    """One row per scored record with a gold answer x round, over the parsed agents: is the top scorer's own answer
-    right (ties share it), the share of right agents (a random agent), the mean score of right and of wrong agents,
-    and the Spearman correlation of score and correctness within the question (NaN unless split with unequal
-    scores). Within, not pooled: pooled, easy questions would correlate score and correctness with no premise."""
+    """Per scored record with a gold answer x round, over the parsed agents: is the top scorer right (ties share it),
+    the share of right agents, the mean score of right and of wrong agents, and the Spearman correlation of score
+    and correctness within the question (pooled, easy questions would correlate them with no premise)."""
     rows = []
     for rec in _scored(records):
         if rec.get("answer") is None:
@@ -74,8 +67,7 @@ def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
 
 
 def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
-    """Per method and round: the share of commitments whose belief p or peer prediction q did not parse (after the
-    repair call), over every scored record, with or without a gold answer."""
+    """Per method and round: the share of commitments whose p or q did not parse (after the repair call)."""
     rows = [
         (r.get("method"), t, bool(e.get("parse_failure") or e.get("q_parse_failure")))
         for r in _scored(records)
@@ -88,10 +80,9 @@ def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
 
 def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     """The premise check of every AceMAD method, per round and over all rounds ("all": each question's rounds
-    averaged, so the CI resamples independent questions): top_agent / random_agent accuracy (%), lift (points) with
-    its 95% bootstrap CI, n_split (questions with right and wrong agents), rank_corr (mean within-question Spearman,
-    CI), parse_failure (p or q unparsed) and verdict (a key of VERDICTS). n counts questions with a gold answer and
-    a parsed commitment; a method with none has one "all" row with n = 0."""
+    averaged, so the CI resamples independent questions): top_agent / random_agent accuracy (%), lift (points, 95%
+    CI), n_split (questions with right and wrong agents), rank_corr (within-question Spearman, CI), parse_failure and
+    verdict (a key of VERDICTS); n counts questions with a gold answer and a parsed commitment."""
     qr = question_rounds(records)
     fails = parse_failures(records)
     rows = []
@@ -130,7 +121,6 @@ VERDICTS = {
 
 
 def _verdict(r) -> str:
-    """A key of VERDICTS for a premise row: its lift's CI above 0, below 0, around 0, or no split question."""
     if not (r.n and r.n_split):
         return "unseen" if r.n else "unmeasured"
     return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
@@ -140,10 +130,8 @@ def premise_sentence(
     table: pd.DataFrame, synthetic: bool, split_table: Optional[pd.DataFrame] = None, *,
     population: Optional[Mapping] = None,
 ) -> str:  # fmt: skip
-    """The "What we see" of a `premise` table (the "all" row of each method, then the lift per round). On the
-    synthetic population the premise is an input (SimParams.knowledge_link), so the sentence says it is the
-    population's assumption seen from the data. `split_table` (a `split` table) with a self-consistency row adds
-    AceMAD against the same compute spent on sampling (`sampling_sentence`; `population`: meta["population"])."""
+    """The "What we see" of a `premise` table; with a `split` table, AceMAD against the same compute spent on sampling
+    (each self-consistency row) and, on the synthetic population (meta["population"]), what in it decides that."""
     if table.empty:
         return "No AceMAD run with peer-prediction scores here: no premise check."
     parts = []
@@ -182,15 +170,10 @@ def premise_sentence(
         if synthetic
         else ""
     )
-    more = sampling_sentence(split_table, population) if split_table is not None else ""
-    return lead + " ".join(parts) + (" " + more if more else "")
-
-
-def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] = None) -> str:
-    """AceMAD against the same compute spent on sampling: each self-consistency row of a `split` table, and on the
-    synthetic population (`population` = meta["population"]) what in it decides that baseline's result."""
+    if split_table is None:
+        return lead + " ".join(parts)
     rows = split_table[split_table["control"].astype(str).str.startswith(METHOD_NAMES["self_consistency"])]
-    parts = [
+    more = [
         f"AceMAD vs the same compute spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
         f"{r.control} {r.accuracy:.1f}% (our compute-matched baseline, not the paper's: the naive agent sampled "
         f"once per AceMAD turn, the same calls per question), a difference of {r.difference:+.1f} points "
@@ -198,11 +181,11 @@ def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] =
         for r in rows.itertuples()
     ]
     pop = dict(population or {})
-    if parts and pop.get("synthetic") and pop.get("params"):
+    if more and pop.get("synthetic") and pop.get("params"):
         sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
         e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
         cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
-        parts.append(
+        more.append(
             f"On the synthetic population what decides it is how independent the naive agent's samples are: each "
             f"sample takes the first sample's state with probability copy({tau:g}) = {cp:.2f} (crowd_copy = "
             f"{sp.crowd_copy:g}, near-copies), else draws its own, a guess with probability explore({tau:g}) = "
@@ -212,7 +195,7 @@ def sampling_sentence(split_table: pd.DataFrame, population: Optional[Mapping] =
             f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
             f"whatever the number of samples."
         )
-    return " ".join(parts)
+    return lead + " ".join(parts + more)
 
 
 # ----------------------------------------------------------------------------- the gain split
@@ -240,16 +223,9 @@ def acemad_methods(records: Sequence[dict], meta: Optional[dict] = None) -> list
     return [m for m, k in kinds.items() if k == "acemad" and _settings(m, meta)["weighting"] == WEIGHTINGS[0]]
 
 
-def round0_records(records: Sequence[dict], seed: int = 0, stacked: Optional[A.Stacked] = None) -> list[dict]:
-    """AceMAD's debates decided by the plurality of their first answers (Majority Voting with AceMAD's agents), as
-    minimal records named ROUND0."""
-    recs = [r for r in records if r.get("status", "ok") == "ok"]
-    arr = stacked if stacked is not None else A.stack(recs, seed)
-    return A.minimal(recs, ROUND0, A.initial_plurality(arr), arr.truth, np.asarray(arr.valid[:, 0].any(-1)))
-
-
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
-    """`method`'s debates re-decided by each control of the split, from the same commitments (no model call)."""
+    """`method`'s debates re-decided by each control of the split, from the same commitments (no model call); ROUND0:
+    the plurality of their first answers (Majority Voting with AceMAD's agents)."""
     recs = [r for r in _scored(records) if r["method"] == method]
     cfg = _settings(method, meta, seed)
     eta, k, seed = cfg["eta"], cfg["weight_exponent"], cfg["seed"]
@@ -257,7 +233,7 @@ def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: O
     out = A.reweighted_records(recs, {UNIFORM: "uniform", SELF_BELIEF: "self_belief"}, eta, k, seed=seed, stacked=arr)
     out += A.shuffled_records(recs, eta, k, seed=seed, stacked=arr)
     out += [r for r in A.rescored_records(recs, eta, seed) if r["method"] == SURPRISINGLY_POPULAR]
-    return out + round0_records(recs, seed, stacked=arr)
+    return out + A.minimal(recs, ROUND0, A.initial_plurality(arr), arr.truth, np.asarray(arr.valid[:, 0].any(-1)))
 
 
 def split(

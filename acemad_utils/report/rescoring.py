@@ -1,13 +1,6 @@
-"""Transcripts -> arrays, and re-scoring with any rule, eta, exponent or aggregator (never a model call).
-
-    arr = stack([r for r in recs if r["method"] == "AceMAD (T=5)"])
-    rescore(arr, eta=4.0, rounds=3)     # final answers as if eta=4 and T=3; decisions(arr): every T at once
-    reweighted_records(recs, {"Uniform weights": "uniform"})   # Figure 4's ablation
-    redecided(mad_recs, "moderator"); shuffled_records(ace_recs)
-
-Truncating to `rounds` is exact for agents that do not know T in advance (the synthetic population and the paper's
-prompts). Every answer is the engine's own `beliefs.weighted_decision` on the stored commitments.
-"""
+"""Re-scoring stored commitments with another rule, eta, T, exponent or aggregator (never a model call), through the
+engine's own `beliefs` functions: `rescore(stack(recs), eta=4.0, rounds=3)`. Truncating to `rounds` is exact for
+agents that do not know T in advance (the synthetic population and the paper's prompts)."""
 
 from __future__ import annotations
 
@@ -38,6 +31,7 @@ class Stacked:
 
 
 def stack(records: list[dict], seed: int = 0) -> Stacked:
+    """The completed debates of one shape (T, N) as arrays."""
     recs = [r for r in records if r.get("status") == "ok" and "rounds" in r]
     if not recs:
         failed = [r for r in records if r.get("status") == "failed"]
@@ -64,7 +58,7 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
                 Q[i, ti, ai, :kk] = e["q"] if e.get("q") is not None else 1.0 / kk
                 valid[i, ti, ai] = not e["parse_failure"]
                 forecast_valid[i, ti, ai] = not e.get("q_parse_failure", False)
-    # -1: no gold answer (its re-scored records have correct None, see _correct)
+    # -1: no gold answer (its re-scored records have correct None, see minimal)
     truth = np.array([-1 if r["answer"] is None else r["labels"].index(r["answer"]) for r in recs])
     ids = [r["question_id"] for r in recs]
     keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
@@ -72,7 +66,6 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
 
 
 def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:
-    """Weights after each round, (B, T, N)."""
     fv = arr.forecast_valid
     return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting, forecast_valid=fv)[1]
 
@@ -110,32 +103,25 @@ def initial_plurality(arr: Stacked) -> np.ndarray:
 
 def belief_in_truth(arr: Stacked) -> np.ndarray:
     """Mean over agents of p_i^(t)(y*), (B, T): the quantity of the martingale proposition."""
-    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]
-    return pt.mean(axis=-1)
+    return _p_truth(arr).mean(axis=-1)
 
 
-def _truth(arr: Stacked) -> np.ndarray:
-    """The gold answers' indexes; every question needs one here (an unlabelled one would index the last option)."""
+def _p_truth(arr: Stacked) -> np.ndarray:
+    """p_i^(t)(y*), (B, T, N); every question needs a gold answer (an unlabelled one, -1, would index the last)."""
     if (arr.truth < 0).any():
         raise ValueError(
             f"{int((arr.truth < 0).sum())} question(s) have no gold answer: belief in the truth is undefined"
         )
-    return arr.truth
+    return np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]
 
 
 def weighted_truth(arr: Stacked, eta: float = ETA, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
     """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
     column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
     W = weights(arr, eta, rule)
-    pt = np.take_along_axis(arr.P, _truth(arr)[:, None, None, None], axis=-1)[..., 0]  # (B, T, N)
-    w = W**exponent
+    pt, w = _p_truth(arr), W**exponent
     series = (w * pt).sum(-1) / w.sum(-1)
     return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
-
-
-def _correct(answered, answer: int, truth: int) -> Optional[bool]:
-    """A re-scored answer's correctness; None for a question without a gold answer (truth -1)."""
-    return None if truth < 0 else bool(answered and answer == truth)
 
 
 def agent_scores(records: list[dict]) -> pd.DataFrame:
@@ -157,21 +143,23 @@ AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final an
                "Bayesian Truth Serum")  # fmt: skip
 
 
-def minimal(recs: list[dict], method: str, answers, truth, answered, correct=None, *, answer: bool = True) -> list:
+def minimal(recs: list[dict], method: str, answers, truth, answered, correct=None) -> list:
     """Minimal records for `tables.accuracy_long`: `method`'s answers (label indexes) to `recs`, right or wrong
-    against `truth` (`correct`: given shares instead); unanswered where `answered` is False."""
+    against `truth` (None without a gold answer; `correct`: given shares instead); unanswered where not `answered`."""
     out = []
     for i, (r, a, ok) in enumerate(zip(recs, answers, answered)):
-        c = _correct(ok, a, truth[i]) if correct is None else (float(correct[i]) if ok else 0.0)
-        final = {"answer": r["labels"][a] if ok else None, "correct": c} if answer else {"correct": c}
+        if correct is not None:
+            c: Optional[float | bool] = float(correct[i]) if ok else 0.0
+        else:
+            c = None if truth[i] < 0 else bool(ok and a == truth[i])
+        final = {"answer": r["labels"][a] if ok else None, "correct": c}
         out.append({"question_id": r["question_id"], "benchmark": r["benchmark"], "method": method, "status": "ok",
                     "final": final})  # fmt: skip
     return out
 
 
 def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> list[dict]:
-    """Re-decide AceMAD transcripts with every aggregator of AGGREGATORS (final-round p and q), as
-    minimal records that `tables.accuracy_long` understands. No model call: only stored commitments."""
+    """AceMAD transcripts re-decided by every aggregator of AGGREGATORS (final-round p and q), as minimal records."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = stack(recs, seed)
     P, Qp, valid = arr.P[:, -1], arr.Q[:, -1], arr.valid[:, -1]
@@ -185,7 +173,7 @@ def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> li
         AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),
     }
     answered = np.asarray(valid.any(-1))  # nobody parsed: no answer, whatever the aggregator says
-    return [x for name, ans in answers.items() for x in minimal(recs, name, ans, arr.truth, answered, answer=False)]
+    return [x for name, ans in answers.items() for x in minimal(recs, name, ans, arr.truth, answered)]
 
 
 # Figure 4's rows (display name -> weighting): all three re-decide one AceMAD run (notebook 05). "Uniform weights"
@@ -202,14 +190,13 @@ STANDARD_MAD = "Standard MAD (AceMAD's agents, no q)"
 def figure4_records(
     ace: list[dict], standard: list[dict], *, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, seed: int = 0
 ) -> list[dict]:
-    """Figure 4's bars as records: AceMAD's run re-decided by each of ABLATIONS, then the Standard MAD run
-    (Decentralized MAD, AceMAD's roster, no q) under the name STANDARD_MAD."""
+    """Figure 4's bars as records: AceMAD's run re-decided by each of ABLATIONS, then the Standard MAD run."""
     out = reweighted_records(ace, ABLATIONS, eta=eta, exponent=exponent, seed=seed)
     return out + [dict(r, method=STANDARD_MAD) for r in standard if r.get("status") == "ok"]
 
 
 def _given_stack(recs: list[dict], seed: int, stacked: Optional[Stacked]) -> Stacked:
-    """stack(recs, seed), or the caller's own stack of these records: notebook 09 re-decides each map run twice."""
+    # the caller's own stack of these records: notebook 09 re-decides each map run twice
     if stacked is None:
         return stack(recs, seed)
     if stacked.question_ids != [r["question_id"] for r in recs]:
@@ -221,9 +208,8 @@ def reweighted_records(
     records: list[dict], weightings: dict, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, *, seed: int = 0,
     stacked: Optional[Stacked] = None,
 ) -> list[dict]:  # fmt: skip
-    """AceMAD transcripts re-decided with other weightings {display name: beliefs.WEIGHTINGS}, as minimal records.
-    "uniform" is the standard MAD rule (Eq. 4 with uniform weights, l.617) on AceMAD's debate: Figure 4's
-    ablation; "self_belief" scores an agent by max_y p_i(y). `stacked`: stack(records, seed), if the caller has it."""
+    """AceMAD transcripts re-decided with other weightings {display name: beliefs.WEIGHTINGS}, as minimal records
+    ("uniform": the standard MAD rule, Eq. 4 with uniform weights, l.617, on AceMAD's debate)."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = _given_stack(recs, seed, stacked)
     answered = np.asarray(arr.valid[:, -1].any(-1))
@@ -237,19 +223,14 @@ N_SHUFFLES = 20
 
 
 def shuffled_decisions(
-    arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0,
-    per_round: bool = False,
-) -> np.ndarray:  # fmt: skip
+    arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0
+) -> np.ndarray:
     """AceMAD's final answers (n_perm, B) with each question's peer-prediction scores permuted among its agents:
     one permutation per question for every round, so AceMAD's own weights (their dispersion kept) go to other
-    agents. per_round=True draws one per round, which also shrinks the dispersion (two effects mixed). Agents whose
-    commitment failed in any round keep their own (worst) scores."""
+    agents. Agents whose commitment failed in any round keep their own (worst) scores."""
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
-    movable = arr.valid.all(axis=1)
-    salts = [f"shuffle|round{t + 1}" if per_round else "shuffle" for t in range(S.shape[1])]
-    # one draw per distinct salt: by default every round has the same one (drawing it T times cost T times as much)
-    drawn = {salt: B.agent_permutations(seed, arr.question_ids, movable, n_perm, salt=salt) for salt in set(salts)}
-    perm = np.stack([drawn[salt] for salt in salts], axis=2)  # (n_perm, B, T, N)
+    drawn = B.agent_permutations(seed, arr.question_ids, arr.valid.all(axis=1), n_perm, salt="shuffle")
+    perm = np.stack([drawn] * S.shape[1], axis=2)  # (n_perm, B, T, N): the same draw every round
     W = B.mwu_weights(np.take_along_axis(np.broadcast_to(S, perm.shape), perm, axis=-1), eta)
     return B.weighted_decision(
         arr.P[:, -1], W[:, :, -1], arr.valid[:, -1], exponent, keys=arr.keys, option_mask=arr.option_mask
@@ -260,8 +241,8 @@ def shuffled_records(
     records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, n_perm: int = N_SHUFFLES,
     stacked: Optional[Stacked] = None,
 ) -> list[dict]:  # fmt: skip
-    """AceMAD transcripts re-decided by `shuffled_decisions`, as minimal records named SHUFFLED: `correct` is the
-    share of the draws whose decision is right (averaged like any 0/1), `answer` the most frequent decision."""
+    """`shuffled_decisions` as minimal records named SHUFFLED: `correct` the share of draws deciding right, `answer`
+    the most frequent decision."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = _given_stack(recs, seed, stacked)
     ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -54,11 +52,8 @@ def _frame_row(r: dict) -> tuple:
     return r["question_id"], r["benchmark"], r["method"], float(r["final"]["correct"]), False, unparsed, commitments(r)
 
 
-NO_ACCURACY = {"accuracy": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
-
-
 def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame]) -> pd.DataFrame:
-    """`frame`, or question_frame(records): exactly one, so a frame never silently stands for other records."""
+    # exactly one of them, so a frame never silently stands for other records
     if frame is not None and records is None:
         return frame
     if records is not None and frame is None:
@@ -87,8 +82,7 @@ def frames_reused() -> Iterator[None]:
 
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
-    """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark (without
-    `ci`: the mean alone, NaN bounds)."""
+    """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
     point = float(np.mean([g.mean() for g in groups]))
     if not ci:
         return point, np.nan, np.nan
@@ -122,8 +116,13 @@ def accuracy_long(
             unparsed_total = [a + b for a, b in zip(unparsed_total, parse.values())]
             if len(x):
                 groups.append(x)
-            if len(x) or n_failed:  # every question failed: a cell that says so, not a missing one
-                rows.append(_accuracy_row(m, b, x, n_failed, parse, n_boot=n_boot, seed=seed, ci=ci))
+            if len(x) or n_failed:
+                acc = (
+                    (bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan))
+                    if len(x)
+                    else (np.nan,) * 3
+                )
+                rows.append(_row(m, b, len(x), n_failed, parse, acc))
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
             mean, lo, hi = _stratified_average(groups, n_boot, seed, ci=ci)
             parse = {"n_unparsed": unparsed_total[0], "n_commitments": unparsed_total[1]}
@@ -131,17 +130,8 @@ def accuracy_long(
     return pd.DataFrame(rows)
 
 
-def _accuracy_row(m: str, b: str, x: np.ndarray, n_failed: int, parse: dict, *, n_boot: int, seed: int, ci: bool):
-    """accuracy_long's row of one method x benchmark cell (x: its answered questions' correctness)."""
-    if len(x) == 0:
-        return {"method": m, "benchmark": b, "n": 0, "n_failed": n_failed, **parse, **NO_ACCURACY}
-    return _row(
-        m, b, len(x), n_failed, parse, bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan)
-    )
-
-
 def _row(m: str, b: str, n: int, n_failed: int, parse: dict, acc: tuple) -> dict:
-    mean, lo, hi = acc
+    mean, lo, hi = acc  # all NaN for a cell where every question failed: a cell that says so, not a missing one
     return {"method": m, "benchmark": b, "n": n, "n_failed": n_failed, **parse, "accuracy": 100 * mean,
             "ci_lo": 100 * lo, "ci_hi": 100 * hi}  # fmt: skip
 
@@ -159,7 +149,6 @@ TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gai
 
 
 def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *, n_boot: int, seed: int):
-    """Target t against the best baseline on benchmark b (p: question x method correctness), or None."""
     present = [m for m in baselines if m in p]
     if t not in p or not present:
         return None
@@ -173,7 +162,6 @@ def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *
 
 
 def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], *, n_boot: int, seed: int):
-    """Target t against the baseline with the best Average: stratified mean of the paired differences, or None."""
     used = [b for b in benchmarks if t in piv[b]]
     full = [m for m in baselines if used and all(m in piv[b] for b in used)]
     if not full:
@@ -231,12 +219,10 @@ def versus_best(
     return out
 
 
-def wide(
-    long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, digits: int = 1, note: Optional[str] = None
-) -> pd.DataFrame:
+def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, note: Optional[str] = None) -> pd.DataFrame:
     """Methods as rows, benchmarks (+ Average) as columns; cells 'acc [lo, hi] (gain, p, Holm p)'. An empty `tests`
     adds a row saying why; `note` a last row explaining the numbers in parentheses."""
-    cells = long.assign(cell=long.apply(lambda r: _cell(r, long, digits), axis=1))
+    cells = long.assign(cell=long.apply(lambda r: _cell(r, long), axis=1))
     cols = list(dict.fromkeys(long["benchmark"]))
     out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(
         index=list(dict.fromkeys(long["method"])), columns=cols
@@ -246,7 +232,7 @@ def wide(
         for _, t in tests.iterrows():
             if t.method in out.index and t.benchmark in out.columns:
                 out.loc[t.method, t.benchmark] += (
-                    f" ({t.gain:+.{digits}f}, {RD.pvalue(t.p_value)}, Holm {RD.pvalue(t.p_holm)})"
+                    f" ({t.gain:+.1f}, {RD.pvalue(t.p_value)}, Holm {RD.pvalue(t.p_holm)})"
                 )
     elif tests is not None:
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
@@ -258,23 +244,18 @@ def wide(
     return out.rename_axis("method").reset_index()
 
 
-_failed = lambda r: int(r.get("n_failed", 0) or 0)
-_cell_unparsed = lambda r: int(r.get("n_unparsed", 0) or 0)
-
-
-def _cell(r, long: pd.DataFrame, digits: int) -> str:
+def _cell(r, long: pd.DataFrame) -> str:
     """'acc [lo, hi]'; a cell whose n differs from its column's (failed questions) gets its own n and failures."""
-    text = "no answer" if r.n == 0 else f"{r.accuracy:.{digits}f} [{r.ci_lo:.{digits}f}, {r.ci_hi:.{digits}f}]"
-    column = long[long.benchmark == r.benchmark]
-    if _failed(r) or column["n"].nunique() > 1:
-        text += f" (n={int(r.n)}" + (f", {_failed(r)} failed)" if _failed(r) else ")")
-    if _cell_unparsed(r):  # beside n, as failed questions are: how much of the cell's answers is no belief at all
-        text += f" ({_cell_unparsed(r)} of {int(r.get('n_commitments', 0) or 0)} commitments unparsed)"
+    text = "no answer" if r.n == 0 else f"{r.accuracy:.1f} [{r.ci_lo:.1f}, {r.ci_hi:.1f}]"
+    failed, unparsed = int(r.get("n_failed", 0) or 0), int(r.get("n_unparsed", 0) or 0)
+    if failed or long.loc[long.benchmark == r.benchmark, "n"].nunique() > 1:
+        text += f" (n={int(r.n)}" + (f", {failed} failed)" if failed else ")")
+    if unparsed:  # beside n, as failed questions are: how much of the cell's answers is no belief at all
+        text += f" ({unparsed} of {int(r.get('n_commitments', 0) or 0)} commitments unparsed)"
     return text
 
 
 def _n_note(column: pd.DataFrame) -> str:
-    """The column's n (questions per method); with failures, how many failed in all (each cell has its own n)."""
     failed = int(column["n_failed"].sum()) if "n_failed" in column else 0
     text = f"n={int(column['n'].max())}" + (f", {failed} failed (not counted)" if failed else "")
     unparsed = int(column["n_unparsed"].sum()) if "n_unparsed" in column else 0
@@ -315,36 +296,6 @@ def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
     methods = long["method"].map({m: i for i, m in enumerate(dict.fromkeys(long["method"]))})
     out = long.assign(_m=methods, _b=key).sort_values(["_m", "_b"], kind="stable")
     return out.drop(columns=["_m", "_b"]).reset_index(drop=True)
-
-
-def _number(text: str):
-    """A printed cell as an exact decimal ('5.50' == '5.5'), or the stripped text when it is not a number."""
-    try:
-        return Decimal(text.strip())
-    except InvalidOperation:
-        return text.strip()
-
-
-def paper_differences(ours: Path, theirs: Path) -> list[str]:
-    """Every difference between two transcriptions of one printed table (CSV): columns, rows (keyed by model/method,
-    in order), cells (numbers as exact decimals, to the printed precision). Empty: they agree cell by cell."""
-    a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
-    name = Path(ours).name
-    if list(a.columns) != list(b.columns):
-        return [f"{name}: columns differ: ours {list(a.columns)}, shared {list(b.columns)}"]
-    keys = [c for c in KEY_COLUMNS if c in a.columns]
-    ka, kb = (list(map(tuple, d[keys].to_numpy())) for d in (a, b))
-    if ka != kb:
-        return [
-            f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
-            f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")
-        ]
-    out = []
-    for key, (_, ra), (_, rb) in zip(ka, a.iterrows(), b.iterrows()):
-        for c in a.columns:
-            if c not in keys and _number(ra[c]) != _number(rb[c]):
-                out.append(f"{name}: row {' / '.join(key)}, column {c}: ours {ra[c]!r}, shared {rb[c]!r}")
-    return out
 
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:

@@ -1,8 +1,5 @@
-"""reproduce: the command line behind `make reproduce`, and the notebook tools.
-
-cli       profiles -> every numbered notebook through papermill -> outputs/ (python -m acemad_utils.reproduce)
-nbtools   keeping committed notebooks clean (python -m acemad_utils.reproduce.nbtools)
-"""
+"""`python -m acemad_utils.reproduce` (cli.py: every numbered notebook through papermill into outputs/) and
+`python -m acemad_utils.reproduce.nbtools store|strip` (the committed notebooks' outputs)."""
 
 from acemad_utils.reproduce.cli import main, run
 

@@ -1,24 +1,20 @@
-"""Regenerate every table and figure: the numbered notebooks through papermill into outputs/.
-
-    python -m acemad_utils.reproduce [--profile default|local|paper|FILE] [--only 00_theory ...] [--set KEY=VALUE]
-                                     [--jobs N] [--force] [--wait]
-
-The profile is checked first (profiles.load_profile); a --set that changes what the runs are names the run
-'<profile>.set-...' (profiles.run_key). Then every endpoint is checked, the cost printed (paid backends), the
-profile locked, and each notebook that is not up to date (uptodate.py) runs: one line each, a failure as one line
-naming the executed copy with its traceback. Exit status: 0, 1 (a notebook or records failed), 130 (Ctrl-C).
-"""
+"""Regenerate every table and figure: the numbered notebooks through papermill into outputs/ (profile checked, every
+endpoint checked, cost printed, profile locked, each notebook not up to date run; one line each), watching progress,
+failed records and Ctrl-C. Exit status: 0, 1 (a notebook or records failed), 130 (Ctrl-C)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
@@ -27,16 +23,18 @@ from unittest import mock
 
 import nbformat
 import papermill as pm
+from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from papermill.translators import PythonTranslator, papermill_translators
 
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
-from acemad_utils.agents.locks import LOCK_HOLDER_ENV
+from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
 from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
+from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import (
     LONGEST,
@@ -51,17 +49,8 @@ from acemad_utils.experiments.profiles import (
     run_env,
     run_key,
 )
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT
 from acemad_utils.reproduce import uptodate
-from acemad_utils.reproduce.guard import (
-    InterruptibleKernelManager,
-    ProfileLock,
-    ProgressTail,
-    failed_records,
-    failure_lines,
-    interrupt_kernels,
-    parse_failure_lines,
-    parse_failures,
-)
 
 # The kernels' own log stays out of the run's output (unencrypted-loopback warnings, "KeyboardInterrupt caught");
 # a cell's error is raised by papermill, so failures still show.
@@ -139,12 +128,12 @@ def run(
             stamp = uptodate.Stamp(name)
             env_items = uptodate.environment(env)
             prints = {
-                nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | _params(prof, nb)), env_items)
+                nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | params_for(prof, nb)), env_items)
                 for nb in selected
             }
             todo = selected if force else uptodate.stale(prints, stamp.recorded, READS)
             _print_up_to_date(tag, [nb for nb in selected if nb not in todo], out_dir)
-            with ProgressTail(progress, prefix=f"{tag} "):
+            with progress_tail(progress, prefix=f"{tag} "):
                 code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
             if code != 0:
                 stamp.forget()
@@ -153,15 +142,10 @@ def run(
             return code
 
 
-def _params(prof: dict, nb: str) -> dict:
-    return params_for(prof, nb, schema.names(nb))
-
-
 def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
-    """Every endpoint the selected notebooks call, checked at once before anything runs (key, host, key accepted,
-    the Batch API with CALLS_VIA batch; then the model served): a second endpoint that was down once stopped the paper
-    profile at notebook 04, after ~$81 of notebooks 01-03. One line per endpoint that fails, with its fix."""
-    eps = endpoints({nb: {**schema.defaults(nb), **_params(prof, nb)} for nb in selected})
+    """Every endpoint the selected notebooks call, checked before anything runs (a second endpoint that was down once
+    stopped the paper profile at notebook 04, after ~$81 of notebooks 01-03); one line per failing endpoint."""
+    eps = endpoints({nb: params_for(prof, nb, defaults=True) for nb in selected})
     if not eps:
         return
     from acemad_utils.agents.client import LLMClient  # the SDK (~1 s) only for a profile that calls an endpoint
@@ -211,7 +195,6 @@ def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) 
 def _print_estimate(
     prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict
 ) -> Optional[Estimate]:
-    """The cost estimate before any money is spent, when a selected notebook runs on a paid (openai) backend."""
     if not _uses_llm(prof, selected, ("openai",)):
         return None
     est = None
@@ -227,11 +210,10 @@ def _print_estimate(
 
 
 def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path):
-    """One notebook with the profile's parameters (no credentials in what papermill writes) into `out`."""
     return pm.execute_notebook(
         str(path),
         str(out),
-        parameters=_hide_urls({"PROFILE": name_of_profile} | _params(prof, name)),
+        parameters=_hide_urls({"PROFILE": name_of_profile} | params_for(prof, name)),
         cwd=str(path.parent),
         kernel_name="python3",
         progress_bar=False,
@@ -245,8 +227,7 @@ _ENV_LOCK = threading.Lock()
 
 
 def _hide_urls(value):
-    """`value` with URL credentials taken out of every string; the full URLs go to the kernels in URL_SECRETS_ENV
-    (the environment, never a file), where LLMPopulation puts them back."""
+    """`value` with URL credentials taken out; the full URLs reach the kernels in URL_SECRETS_ENV, never a file."""
     if isinstance(value, dict):
         return {k: _hide_urls(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -261,9 +242,8 @@ def _hide_urls(value):
 
 
 def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1) -> int:
-    """Up to `jobs` notebooks at once, each once the notebooks it READS have ended (LONGEST first), a line each as it
-    ends. A failure does not stop the others; a STOPPER or Ctrl-C starts no further notebook. Ctrl-C reaches the
-    kernels (their runs stop between records); a second one stops waiting. Failed records make the exit status 1."""
+    """Up to `jobs` notebooks at once, each after the ones it READS (LONGEST first). A failure does not stop the
+    others; a STOPPER or Ctrl-C starts no further one. Ctrl-C reaches the kernels; a second one stops waiting."""
     tag, t_start, failed, code, interrupted = f"[{name_of_profile}]", time.time(), 0, 0, False
     waiting, ended, running = list(selected), set[str](), dict[Future, tuple[str, float]]()
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook")
@@ -293,7 +273,8 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
                 try:
                     print(_ok_line(tag, nb, t0, fut.result()), flush=True)
                 except Exception as e:
-                    outcome = _failed_notebook(tag, nb, e, time.time() - t0, out_dir / f"{nb}.ipynb", waiting)
+                    line, outcome = _failed_notebook(tag, nb, e, time.time() - t0, out_dir / f"{nb}.ipynb", waiting)
+                    print(line, flush=True)
                     if outcome == "interrupted":
                         code = 130
                         continue
@@ -318,10 +299,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
 
 def _ready(name: str, selected: list, ended: set) -> bool:
     needs = READS.get(name, ())
-    return all(
-        n in ended
-        for n in ([n for n in selected if n != name] if "*" in needs else [n for n in needs if n in selected])
-    )
+    return all(n in ended for n in selected if n != name and ("*" in needs or n in needs))
 
 
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
@@ -336,7 +314,6 @@ def _ok_line(tag: str, name: str, t0: float, nb) -> str:
 
 
 def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -> str:
-    """The executed copy if this run wrote it whole; a truncated one (a full disk) is removed."""
     try:
         if out.stat().st_mtime < time.time() - seconds - 1:
             return "no executed copy was written"
@@ -349,9 +326,8 @@ def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -
         return f"its executed copy {_rel(out)} could not be written whole and was removed"
 
 
-def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> str:
-    """Print the one line of a notebook that raised; 'interrupted' (Ctrl-C), 'stopped' (every later notebook would
-    stop the same way: a STOPPER, a full disk) or 'failed'."""
+def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> tuple[str, str]:
+    """Its one line, and 'interrupted', 'stopped' (every later notebook would stop the same way) or 'failed'."""
     ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
     head = f"{tag} {name} FAILED after {seconds:.1f}s:"
     rest_line = f"\n    not started: {', '.join(rest)}" if rest else ""
@@ -360,27 +336,19 @@ def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out:
     ):
         where = getattr(e, "filename", None)
         where = f"writing {_rel(Path(where))}" if where else f"on the disk holding {_rel(out.parents[2])}"
-        print(f"{head} the disk is full (ENOSPC {where}): free space there and rerun the same command (saved records "
-              f"are kept; {_whole_or_removed(out, seconds)}){rest_line}", flush=True)  # fmt: skip
-        return "stopped"
+        return (f"{head} the disk is full (ENOSPC {where}): free space there and rerun the same command (saved "
+                f"records are kept; {_whole_or_removed(out, seconds)}){rest_line}", "stopped")  # fmt: skip
     if isinstance(e, DeadKernelError) or ename == "DeadKernelError":
-        print(f"{head} its kernel died (killed from outside, e.g. by the out-of-memory killer); saved records are "
-              f"kept: rerun the same command; {_whole_or_removed(out, seconds, 'ran')}", flush=True)  # fmt: skip
-        return "failed"
+        return (f"{head} its kernel died (killed from outside, e.g. by the out-of-memory killer); saved records are "
+                f"kept: rerun the same command; {_whole_or_removed(out, seconds, 'ran')}", "failed")  # fmt: skip
     if not isinstance(e, pm.PapermillExecutionError):
-        print(f"{head} {_one_line(ename, evalue)}; {_whole_or_removed(out, seconds)}", flush=True)
-        return "failed"
+        return f"{head} {_one_line(ename, evalue)}; {_whole_or_removed(out, seconds)}", "failed"
     if ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-        print(f"{tag} {name} {_one_line(ename, evalue)}; the later notebooks did not run", flush=True)
-        return "interrupted"
+        return f"{tag} {name} {_one_line(ename, evalue)}; the later notebooks did not run", "interrupted"
     if ename in STOPPERS:
-        print(
-            f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {_one_line(ename, evalue)}{rest_line}",
-            flush=True,
-        )
-        return "stopped"
-    print(f"{head} {_one_line(ename, evalue)}\n    full traceback: {_rel(out)} (cell {e.exec_count})", flush=True)
-    return "failed"
+        line = f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {_one_line(ename, evalue)}"
+        return line + rest_line, "stopped"
+    return f"{head} {_one_line(ename, evalue)}\n    full traceback: {_rel(out)} (cell {e.exec_count})", "failed"
 
 
 def _one_line(ename: str, evalue: str) -> str:
@@ -397,13 +365,136 @@ def _rel(path: Path) -> str:
 
 
 def _last_summary(nb) -> str:
-    """The notebook's final 'SUMMARY: ...' line, if it printed one."""
     for cell in reversed(nb.cells):
         for o in cell.get("outputs", []):
             for line in str(o.get("text", "")).splitlines():
                 if line.startswith("SUMMARY:"):
                     return line[len("SUMMARY:") :].strip()
     return "(no summary line)"
+
+
+class ProfileLock(RunLock):
+    """One run per profile (agents/locks.py): a refusal is one line."""
+
+    def __enter__(self) -> ProfileLock:
+        try:
+            super().__enter__()
+        except LockRefused as e:
+            raise SystemExit(str(e)) from None
+        return self
+
+
+@contextlib.contextmanager
+def progress_tail(path: Path, prefix: str = "", poll: float = 1.0):
+    """Print the whole lines the kernels append to `path` (health.emit) while the block runs."""
+    pos, stop = 0, threading.Event()
+
+    def flush() -> None:
+        nonlocal pos
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as f:
+            f.seek(pos)
+            whole = (chunk := f.read())[: chunk.rfind("\n") + 1]
+            pos += len(whole.encode("utf-8"))
+            for line in whole.splitlines():
+                print(f"{prefix}{line}", flush=True)
+
+    def loop() -> None:
+        while not stop.wait(poll):
+            flush()
+
+    Path(path).write_text("")
+    thread = threading.Thread(target=loop, name="acemad-progress-tail", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        flush()
+
+
+def _metas(since: float):
+    root = outputs("runs")
+    for path in sorted(root.rglob("meta.json")):
+        with contextlib.suppress(OSError, ValueError):
+            if path.stat().st_mtime >= since - 1 and isinstance(meta := json.loads(path.read_text()), dict):
+                yield path.parent, str(path.parent.relative_to(root)), meta
+
+
+def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
+    """name -> (n, {method: n}, first error) of the runs written since `since` holding failed records."""
+    out = {}
+    for folder, name, meta in _metas(since):
+        if not (meta.get("summary") or {}).get("failed"):
+            continue
+        hashes = {m.get("config_hash") for m in (meta.get("methods") or {}).values()}
+        bad = [
+            r
+            for r in read_jsonl(folder / "transcripts.jsonl")
+            if r.get("status") == "failed" and r.get("config_hash") in hashes
+        ]
+        if bad:
+            out[name] = (len(bad), dict(Counter(str(r.get("method")) for r in bad)), str(bad[0].get("error", "")))
+    return out
+
+
+def parse_failures(since: float) -> dict[str, tuple[int, int]]:
+    """name -> (unparsed, commitments) of the runs written since `since`."""
+    out = {}
+    for _, name, meta in _metas(since):
+        summary = meta.get("summary") or {}
+        if isinstance(summary, dict) and (n := int(summary.get("parse_failures") or 0)):
+            out[name] = (n, max(int(summary.get("commitments") or 0), n))
+    return out
+
+
+def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[str]:
+    return [
+        f"[{profile}] {name}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the repair call, "
+        f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its tables measure no beliefs. Check the "
+        "model's replies (commit_raw in the transcripts) and the MODEL / BASE_URL"
+        for name, (n, of) in runs.items()
+        if n > PARSE_FAILURE_LIMIT * of
+    ]
+
+
+def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:
+    lines = [
+        f"[{profile}] {name}: {n} failed record(s) ({', '.join(f'{m} {k}' for m, k in by.items())}); first error: "
+        f"{' '.join(err.split())[:200]}"
+        for name, (n, by, err) in runs.items()
+    ]
+    return lines + [
+        f"[{profile}] failed records are left out of every table (their n says so) and retried by the same "
+        "command: rerun it once the endpoint is healthy (answered calls come from the cache)"
+    ] * bool(lines)
+
+
+class InterruptibleKernelManager(AsyncKernelManager):
+    """Remembers each kernel's process group: kernels run in sessions of their own, so a terminal's Ctrl-C reaches
+    only the driver, and notebooks side by side run in threads that never see papermill's KeyboardInterrupt."""
+
+    groups: set[int] = set()
+    _lock = threading.Lock()
+
+    async def _async_post_start_kernel(self, **kw) -> None:
+        await super()._async_post_start_kernel(**kw)
+        if pgid := getattr(self.provisioner, "pgid", None):
+            with self._lock:
+                InterruptibleKernelManager.groups.add(pgid)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        with self._lock:
+            InterruptibleKernelManager.groups.discard(getattr(self.provisioner, "pgid", None))
+        await super()._async_cleanup_resources(restart)
+
+
+def interrupt_kernels() -> None:
+    with InterruptibleKernelManager._lock:
+        groups = sorted(InterruptibleKernelManager.groups)
+    for pgid in groups:
+        with contextlib.suppress(OSError):  # a kernel that has just ended
+            os.killpg(pgid, signal.SIGINT)
 
 
 def main(argv=None) -> int:

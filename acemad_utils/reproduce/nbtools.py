@@ -3,19 +3,19 @@
     python -m acemad_utils.reproduce.nbtools store   # outputs/notebooks/default/*.ipynb -> notebooks/*.ipynb
     python -m acemad_utils.reproduce.nbtools strip   # drop every output
 
-`store` drops what changes from run to run (timings, papermill's metadata, widget state; the injected-parameters
-cell when it repeats the defaults, else under a fixed id), writes the kernelspec as JupyterLab does (autosave then
-changes nothing) and refuses a run that failed, printed to stderr, skipped a cell, shows a PosixPath or this
-machine's path, or came from older cells.
+`store` drops what changes from run to run, writes the kernelspec as JupyterLab does (autosave then changes nothing)
+and refuses a run that failed, printed to stderr, skipped a cell, shows a machine's path, or came from older cells.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import functools
 import sys
 from pathlib import Path
+from typing import Optional
 
 import nbformat
 
@@ -34,7 +34,6 @@ def code_cells(nb) -> list:
 
 
 def problems(nb) -> list[str]:
-    """Why these outputs must not be committed (empty when they may)."""
     bad = []
     for i, c in enumerate(code_cells(nb)):
         if not c.get("execution_count"):
@@ -55,34 +54,28 @@ def problems(nb) -> list[str]:
     return bad
 
 
-def _assigned(source: str) -> dict:
-    """name -> literal value of a parameters cell's top-level `NAME = literal` / `NAME: type = literal` lines."""
+def _assigned(nb, tag: str) -> Optional[dict]:
+    """name -> literal value of the `NAME = literal` / `NAME: type = literal` lines of the cell tagged `tag`."""
+    cells = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
+    if not cells:
+        return None
     out = {}
-    for node in ast.parse(source).body:
-        target = (
-            node.targets[0]
-            if isinstance(node, ast.Assign) and len(node.targets) == 1
-            else getattr(node, "target", None)
-        )
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(target, ast.Name) and node.value is not None:
-            try:
+    for node in ast.parse(cells[0].source).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and node.value is not None:
+            with contextlib.suppress(ValueError):
                 out[target.id] = ast.literal_eval(node.value)
-            except ValueError:
-                continue
     return out
-
-
-def _tagged(nb, tag: str) -> list:
-    return [c for c in nb.cells if tag in c.metadata.get("tags", [])]
 
 
 def injection_repeats_defaults(nb) -> bool:
     """True when papermill's injected cell sets nothing the parameters cell does not set to the same value."""
-    injected, params = _tagged(nb, INJECTED), _tagged(nb, "parameters")
-    if not injected or not params:
-        return False
-    defaults = _assigned(params[0].source)
-    return all(k in defaults and defaults[k] == v for k, v in _assigned(injected[0].source).items())
+    injected, defaults = _assigned(nb, INJECTED), _assigned(nb, "parameters")
+    return (
+        injected is not None
+        and defaults is not None
+        and all(k in defaults and defaults[k] == v for k, v in injected.items())
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,7 +87,6 @@ def lab_kernelspec() -> dict:
 
 
 def lean(nb) -> None:
-    """Drop what changes from run to run and write the kernelspec as JupyterLab does."""
     if injection_repeats_defaults(nb):
         nb.cells = [c for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
     for key in VOLATILE_NB_META:
@@ -114,7 +106,7 @@ def sources(nb) -> list[tuple[str, str]]:
 
 
 def store(path: Path, executed_dir: Path = EXECUTED) -> list[str]:
-    """Write the executed copy of `path` over it, lean; returns the problems that stopped it."""
+    """Write the executed copy of `path` over it, lean; returns what stopped it."""
     ran_path = executed_dir / path.name
     if not ran_path.exists():
         return [f"no executed copy {ran_path}: run `make notebooks` (the full default profile)"]

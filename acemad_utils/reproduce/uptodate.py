@@ -1,12 +1,6 @@
-"""Skip a notebook whose executed copy is current, as make skips a target: `make reproduce` twice does the work once.
-
-A notebook is up to date when the profile's last run ended cleanly and nothing it depends on changed since: its
-fingerprint (cell sources, parameters, the package's code, the ACEMAD_* environment, Python and library versions) and
-the content (sha256, not size and time) of what the notebooks write (outputs/, data/subsets) and read (data/, the
-benchmark files: ACEMAD_DATA_DIR or the hub's cache, matplotlib's configuration). What they read is hashed before and
-after the run: a file edited meanwhile records nothing. A notebook that runs makes every notebook that READS it run.
-A run that did not end cleanly forgets the record; `--force` runs every selected notebook.
-"""
+"""Skip a notebook whose executed copy is current, as make skips a target, but by content (sha256): its cells,
+parameters, the package's code, ACEMAD_* settings, versions, and what the notebooks write (outputs/, data/subsets) and
+read (data/, the benchmark files or hub cache, matplotlibrc), which make's file times cannot see."""
 
 from __future__ import annotations
 
@@ -32,7 +26,7 @@ from acemad_utils.data.benchmarks import HUB
 from acemad_utils.data.settings import env
 
 STAMP = ".uptodate.json"
-#: The driver's per-run bookkeeping and the progress switch: they change without changing what a notebook computes.
+#: The driver's per-run bookkeeping: it changes without changing what a notebook computes.
 VOLATILE_ENV = {ENV_SINCE, "ACEMAD_PROGRESS", PROGRESS_ENV, URL_SECRETS_ENV, LOCK_HOLDER_ENV}
 _IGNORED_SUFFIXES = (".lock", HOLDER_SUFFIX, ".progress.log", STAMP)  # a lock and its holder change every run
 
@@ -51,7 +45,6 @@ def _environment_hash(env_items: tuple) -> str:
 
 
 def environment(extra: Mapping[str, str]) -> tuple:
-    """The ACEMAD_* settings the kernels get (this process's, then the run settings), bookkeeping left out."""
     items = {k: v for k, v in os.environ.items() if k.startswith("ACEMAD_")} | dict(extra)
     items.pop("ACEMAD_SMOKE", None)  # unset, '' and '0' all mean off
     items.update({"ACEMAD_SMOKE": "1"} if paths.smoke() else {})
@@ -59,7 +52,6 @@ def environment(extra: Mapping[str, str]) -> tuple:
 
 
 def fingerprint(notebook: Path, params: Mapping, env_items: tuple) -> str:
-    """What the notebook would run: its cells' sources (not outputs), its parameters and the environment hash."""
     try:
         cells = [(c.cell_type, c.source) for c in nbformat.read(str(notebook), as_version=4).cells]
     except (OSError, ValueError, AttributeError):  # unreadable: never current (it runs and fails with its own line)
@@ -69,7 +61,7 @@ def fingerprint(notebook: Path, params: Mapping, env_items: tuple) -> str:
 
 
 def _digest(path: str) -> str:
-    """sha256 of a regular file; another kind (a FIFO, whose read would block) by its kind only."""
+    """sha256 of a regular file; another kind (a FIFO, whose read would block) by its kind."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         return f"not a regular file ({stat.S_IFMT(mode):o})"
@@ -81,8 +73,7 @@ def _digest(path: str) -> str:
 
 
 def tree_state(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> str:
-    """The content of every file under `roots` (a file or a missing root counts as such), links followed, each
-    directory once (a link to a parent would loop), `skip` left out."""
+    """The content of every file under `roots`, links followed, each directory once (a link to a parent would loop)."""
     h, skipped = hashlib.sha256(), {Path(s).resolve() for s in skip}
     for i, root in enumerate(map(lambda r: Path(r).resolve(), roots)):
         if not root.is_dir():
@@ -109,7 +100,6 @@ def tree_state(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> str:
 
 
 def _outside() -> list[Path]:
-    """What notebooks read from outside the checkout: the benchmark files and matplotlib's configuration."""
     out = []
     if raw := env(DATA_DIR_ENV):
         path = Path(raw).expanduser()
@@ -128,7 +118,6 @@ def _outside() -> list[Path]:
 
 
 def _written_state() -> str:
-    """outputs/ (the smoke folder aside outside smoke mode) and data/subsets/; the response cache aside."""
     base = paths.outputs(create=False)
     return tree_state(
         [base, paths.root() / "data" / "subsets"], skip=[base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
@@ -140,7 +129,7 @@ def _read_state() -> str:
 
 
 def stale(fingerprints: Mapping[str, str], recorded: Mapping[str, str], reads: Mapping[str, tuple]) -> list[str]:
-    """The notebooks that must run (in order): a changed fingerprint, or reading (transitively) one that runs."""
+    """The notebooks that must run: a changed fingerprint, or reading (transitively) one that runs."""
     out = {nb for nb, fp in fingerprints.items() if recorded.get(nb) != fp}
     while grew := [
         nb for nb in fingerprints
@@ -151,8 +140,7 @@ def stale(fingerprints: Mapping[str, str], recorded: Mapping[str, str], reads: M
 
 
 class Stamp:
-    """A profile's last clean run (outputs/notebooks/<profile>/.uptodate.json): the state of what the notebooks wrote
-    and read, and the fingerprint of every notebook current then."""
+    """A profile's last clean run: the state of what the notebooks wrote and read, and every current fingerprint."""
 
     def __init__(self, profile: str):
         self.path = paths.outputs("notebooks", profile, create=False) / STAMP
@@ -166,8 +154,7 @@ class Stamp:
             pass
 
     def save(self, fingerprints: Mapping[str, str], *, ran: Iterable[str], reads: Mapping[str, tuple]) -> str:
-        """After a clean run: this run's notebooks are current; an earlier one stays current unless it reads one that
-        ran. Returns '' or the line saying nothing was recorded (a file they read changed while they ran)."""
+        """After a clean run; returns '' or why nothing was recorded (a file they read changed while they ran)."""
         read_now = _read_state()
         if read_now != self.read_before:
             self.forget()
