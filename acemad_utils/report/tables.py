@@ -71,8 +71,8 @@ _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and t
 
 @contextlib.contextmanager
 def frames_reused() -> Iterator[None]:
-    """Inside, accuracy_long and versus_best build the question frame of a records list once (the claims ledger
-    tables the same unchanged lists many times). A list is held till the block ends, so no other takes its id."""
+    """Inside, accuracy_long and versus_best build the question frame of a records list, and its pivots, once (the
+    claims ledger tables the same unchanged lists many times). Both are held till the block ends (no id reused)."""
     global _REUSED
     outer, _REUSED = _REUSED, {} if _REUSED is None else _REUSED
     try:
