@@ -104,8 +104,7 @@ def roles(args) -> dict[str, str]:
 
 def questions(args) -> list[Question]:
     """The file's questions: by the named columns when any --*-col is given, else the own-questions format."""
-    named = (args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)
-    if not any(named):
+    if not any((args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)):
         return read_questions(args.questions)
     if not args.choices_col:
         raise ValueError("--choices-col is needed with the other --*-col options (the column holding the options)")
@@ -118,11 +117,9 @@ def questions(args) -> list[Question]:
 
 
 def confirm(line: str, args, est) -> None:
-    """Print the estimate; above CONFIRM_USD / CONFIRM_CALLS ask (y/N) unless --yes (a stdin that cannot answer
-    refuses)."""
+    """Print the estimate; above CONFIRM_USD / CONFIRM_CALLS ask unless --yes (a stdin that cannot answer refuses)."""
     print(line, flush=True)
-    big = est.calls > CONFIRM_CALLS or (est.usd is not None and est.usd > CONFIRM_USD)
-    if not big or args.yes:
+    if args.yes or (est.calls <= CONFIRM_CALLS and (est.usd is None or est.usd <= CONFIRM_USD)):
         return
     if not sys.stdin.isatty():
         raise ValueError(f"the estimate is above ${CONFIRM_USD:g} or {CONFIRM_CALLS:,} calls and stdin cannot answer; "
@@ -132,24 +129,13 @@ def confirm(line: str, args, est) -> None:
         raise ValueError("not confirmed: nothing was sent")
 
 
-def run_name(path: Path, name: Optional[str]) -> str:
-    """--name, else the file's stem made one safe path segment ('my questions.csv' -> 'my-questions')."""
-    if name is not None:
-        return safe_segment(name, "--name")
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-.")[:100] or "questions"
-    return safe_segment(slug, "the question file's name")
-
-
-def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
+def challenging(qs: Sequence[Question], args, name: str, who: dict) -> list[Question]:
     """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs (the
-    subset rule, run in this --out, never the repository's data/)."""
+    subset rule, run under --out)."""
     missing = [q.id for q in qs if q.answer is None]
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
-    pop, slug = api.population(
-        synthetic=args.synthetic, model=args.model, base_url=args.base_url, seed=args.seed, workers=args.workers,
-        roles=roles(args),
-    )  # fmt: skip
+    pop, slug = api.population(seed=args.seed, workers=args.workers, **who)
     _, records = run_and_load(
         f"{name}-challenging/{slug}-{data_hash(qs)[:12]}", qs, [subset_config(seed=args.seed)], pop,
         workers=args.workers, profile="api", progress=False, extra_meta={"purpose": "challenging subset"},
@@ -162,7 +148,7 @@ def challenging(qs: Sequence[Question], args, name: str) -> list[Question]:
 
 
 def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path], str]:
-    """(tables/<run name>.md under --out, or None when nothing is scored; the text shown), and its .csv."""
+    """(tables/<run name>.md and .csv under --out, None when nothing is scored; the text shown)."""
     table = results.table()
     if table.empty:
         return None, "no question has an answer: no accuracy table (the debates are in the transcripts)"
@@ -179,10 +165,14 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
 
 
 def run(args) -> int:
-    path = Path(args.questions)
-    name = run_name(path, args.name)
+    if args.name is not None:
+        name = safe_segment(args.name, "--name")
+    else:  # the file's stem as one safe path segment ('my questions.csv' -> 'my-questions')
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(args.questions).stem).strip("-.")[:100] or "questions"
+        name = safe_segment(slug, "the question file's name")
     qs = questions(args)  # every row checked before any call
     kw = dict(rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, roles=roles(args))
+    who = dict(synthetic=args.synthetic, model=args.model, base_url=args.base_url, roles=kw["roles"])
     api.configs(args.methods, **kw)
     if not args.synthetic:  # what it will send, before anything is sent
         extra = [subset_config(seed=args.seed)] if args.challenging else []
@@ -191,16 +181,12 @@ def run(args) -> int:
     out = Path(args.out).expanduser().resolve()
     with outputs_root(out):
         if args.challenging:
-            n = len(qs)
-            qs = challenging(qs, args, name)
+            n, qs = len(qs), challenging(qs, args, name, who)
             print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
             if not qs:
                 return 0
-        res = api.run(
-            qs, args.methods, synthetic=args.synthetic, model=args.model, base_url=args.base_url,
-            rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, out=out, name=name,
-            workers=args.workers, progress=True, viewer=True, roles=roles(args),
-        )  # fmt: skip
+        res = api.run(qs, args.methods, out=out, name=name, workers=args.workers, progress=True, viewer=True,
+                      **{**kw, **who})  # fmt: skip
         md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
     print(text)
@@ -220,7 +206,6 @@ def run(args) -> int:
 
 
 def run_pilot(args) -> int:
-    """`pilot FILE --model M` or `pilot --profile NAME` (acemad_utils/pilot.py)."""
     kw = dict(usd=args.usd, k=args.per_benchmark, dry_run=args.dry_run)
     if args.per_benchmark is not None and not pilot.MIN_K <= args.per_benchmark <= pilot.MAX_K:
         raise ValueError(f"--per-benchmark {args.per_benchmark}: need {pilot.MIN_K} to {pilot.MAX_K}")

@@ -4,30 +4,27 @@ how many questions (and dollars) the full run needs (docs/own-model.md).
     make pilot PROFILE=paper                          # = python -m acemad_utils pilot --profile paper [--dry-run]
     python -m acemad_utils pilot my.jsonl --model gpt-4o-mini [--base-url URL]   # a question file
 
-It runs AceMAD (T=3) and self-consistency (the compute-matched baseline) on k questions per benchmark of the
-profile's challenging subsets (not built yet: a seeded sample of input items screened by the subset rule) or of a
-file; k is the most the budget (--usd, default 5, or a lower MAX_USD, also the run's cap) buys at the estimate's
-prices; no estimate (an unpriced model), no start. It prints the premise check, the gain split, the observed pair
-and the power table at the observed correlation. The configs, questions and response cache are the full run's
-own, so nothing is paid twice.
+AceMAD (T=3) and self-consistency (the compute-matched baseline) on k questions per benchmark of the profile's
+challenging subsets (not built yet: a seeded sample of input items screened by the subset rule) or of a file; k
+is the most the budget (--usd, or a lower MAX_USD, also the run's cap) buys at cost.estimate.replay's prices;
+unpriced, no start. The configs, questions and response cache are the full run's own: nothing is paid twice.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Optional
+from unittest import mock
 
 import numpy as np
 
 from acemad_utils import api
 from acemad_utils.agents.budget import ENV_MAX, parse_max_usd
-from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
-from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS
-from acemad_utils.cost.estimate import estimate_profile, replay
+from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms
+from acemad_utils.cost.estimate import dollars, estimate_profile, replay
 from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.data.benchmarks import data_hash
@@ -57,60 +54,46 @@ def pilot_configs(P: dict) -> list[DebateConfig]:
     return main.select("acemad", rounds=ROUNDS) + main["matched"]
 
 
-def price(parts: Sequence[tuple[registry.Run, dict, dict]], P: dict, terms: dict) -> tuple[Optional[float], float]:
-    """(USD or None when a model is unpriced, calls sent) of runs [(Run, {benchmark: sample items}, {benchmark: n})]:
-    the estimate's replay on the sample items, scaled to n per benchmark, one shared modelled cache."""
-    store: dict = {}
-    usd: Optional[float] = 0.0
-    calls = 0.0
-    for run, items, counts in parts:
-        for _st, b, per in replay([run], items, P, DEFAULT_ARG_CHARS, store=store):
-            for (m, _kind), (nc, pt, ct) in per["by"].items():
-                p = FREE if P.get("BACKEND") == "local" else price_of(m, terms)
-                calls += nc * counts[b]
-                usd = None if usd is None or p is None else usd + p.usd(pt * counts[b], ct * counts[b])
-    return usd, calls
+def pricer(stages: list, items: dict, P: dict, terms: dict) -> Callable[[list], tuple[Optional[float], float]]:
+    """(USD or None when unpriced, calls) of `counts` questions per stage: the stages replayed once on the sample
+    items (one modelled cache, in order), then scaled; each stage runs on one benchmark."""
+    free = P.get("BACKEND") == "local"
+    units = [(dollars(per["by"], terms, free), sum(v[0] for v in per["by"].values()))
+             for _, _, per in replay(stages, items, P)]  # fmt: skip
+
+    def cost_at(counts: list) -> tuple[Optional[float], float]:
+        usd = None if any(u is None for u, _ in units) else sum(u * n for (u, _), n in zip(units, counts))
+        return usd, sum(c * n for (_, c), n in zip(units, counts))
+
+    return cost_at
 
 
-def choose_k(cost_at, budget: float, k: Optional[int]) -> tuple[int, Optional[float], float]:
-    """(k, its USD, its calls): the given k, else the most questions per benchmark (MIN_K..MAX_K) within budget."""
-    if k is not None:
-        return (k, *cost_at(k))
-    unit, _ = cost_at(10)
-    k = MAX_K if not unit else max(MIN_K, min(MAX_K, int(10 * budget / unit)))
-    usd, calls = cost_at(k)
-    while usd and usd > budget and k > MIN_K:  # the screening's rounding up makes the cost a little more than linear
-        k -= 1
-        usd, calls = cost_at(k)
-    return k, usd, calls
+def choose(cost_at: Callable, usd: float, k: Optional[int], what: Callable, model: str, how: str) -> tuple[int, float]:
+    """(k, budget): the given k, else the most questions per benchmark the budget buys; printed with its price
+    before any call, and refused when unpriced or over budget."""
+    budget = budget_of(usd)
+    if k is None:
+        k = next((kk for kk in range(MAX_K, MIN_K, -1) if (cost_at(kk)[0] or 0.0) <= budget), MIN_K)
+    cost, calls = cost_at(k)
+    print(f"{what(k)}; estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; none made yet), budget ${budget:.2f}")
+    if cost is None:
+        raise ValueError(f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, "
+                         f"{how}")  # fmt: skip
+    if cost > budget:
+        raise ValueError(f"a pilot of {k} questions per benchmark costs about ${cost:.2f}, over the ${budget:.2f} "
+                         "budget")  # fmt: skip
+    return k, budget
 
 
-def refuse_unless_priced(usd: Optional[float], budget: float, model: str, k: int, profile: bool = True) -> None:
-    if usd is None:
-        how = HOW_TO_PRICE.format(model=model) if profile else (
-            f'set {ENV_MODELS}=\'{{"{model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
-            '(or {"free": true} for a server that sends you no bill)')  # fmt: skip
-        raise ValueError(
-            f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, {how}"
-        )
-    if usd > budget:
-        raise ValueError(
-            f"a pilot of {k} questions per benchmark costs about ${usd:.2f}, over the ${budget:.2f} budget"
-        )
+def budget_of(usd: float) -> float:
+    """--usd, or MAX_USD when that is lower."""
+    cap = parse_max_usd(env(ENV_MAX) or None)
+    return usd if cap is None else min(usd, cap)
 
 
-@contextmanager
 def capped(budget: float):
-    """The run's MAX_USD is the pilot's budget (or the lower cap already set): the client enforces it per call."""
-    old = os.environ.get(ENV_MAX)
-    os.environ[ENV_MAX] = str(budget_of(budget))
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(ENV_MAX, None)
-        else:
-            os.environ[ENV_MAX] = old
+    """The pilot's budget as the run's MAX_USD: the client enforces it per call."""
+    return mock.patch.dict(os.environ, {ENV_MAX: str(budget)})
 
 
 def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
@@ -127,8 +110,8 @@ def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
 
 
 def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
-    """The premise check, parse failures, the observed pair and a STOP line when the premise fails or cannot be
-    seen (no gain could come from who scores well), as text; and the observed numbers."""
+    """The premise check, parse failures, the gain split, the observed pair and a STOP line when the premise fails
+    or cannot be seen (no gain could come from who scores well); and the observed numbers."""
     table = PR.premise(records)
     obs = observed(records, configs)
     lines = ["premise check (report/premise.py):"]
@@ -138,8 +121,7 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
         lines.append(f"parse failures: {100 * pf:.1f}% of AceMAD's commitments did not parse")
     split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
     if not split.empty:
-        lines.append("the gain split (AceMAD minus each control, points, paired):")
-        lines.append(split.round(3).to_string(index=False))
+        lines += ["the gain split (AceMAD minus each control, points, paired):", split.round(3).to_string(index=False)]
     lines.append(PR.premise_sentence(table, synthetic, split))
     if obs["n"]:
         lines.append(
@@ -147,14 +129,13 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             f"{configs[1].label} {100 * obs['matched']:.1f}%, gain {100 * obs['effect']:+.1f} points; discordance "
             f"{obs['discordance']:.3f} (questions where exactly one is right), correlation rho {obs['rho']:+.2f}"
         )
-        if obs["effect"]:
-            n = PW.n_needed(obs["effect"], obs["discordance"])
-            lines.append(
-                f"to tell AceMAD from the same compute spent on sampling at the gain seen here, 80% power at alpha "
-                f"0.05 needs about {n:,} questions (this pilot's gain is itself uncertain at n = {obs['n']})"
-            )
-        else:
-            lines.append("AceMAD and self-consistency tied here: no gain over the same compute to size a run for")
+        lines.append(
+            f"to tell AceMAD from the same compute spent on sampling at the gain seen here, 80% power at alpha 0.05 "
+            f"needs about {PW.n_needed(obs['effect'], obs['discordance']):,} questions (this pilot's gain is itself "
+            f"uncertain at n = {obs['n']})"
+            if obs["effect"]
+            else "AceMAD and self-consistency tied here: no gain over the same compute to size a run for"
+        )
     r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]
     if r is not None and (r["lift_hi"] < 0 or not r["n_split"]):
         lines.append(
@@ -170,10 +151,11 @@ def shuffled(qs: Sequence[Question], seed: int) -> list[Question]:
     return [qs[i] for i in np.random.default_rng(seed).permutation(len(qs))]
 
 
-def budget_of(usd: float) -> float:
-    """--usd, or MAX_USD when that is lower."""
-    cap = parse_max_usd(env(ENV_MAX) or None)
-    return usd if cap is None else min(usd, cap)
+def finish(parts: Sequence[str], path: Path) -> None:
+    """Print the pilot's report and keep it (the records are in the run's transcripts; this is what it concluded)."""
+    text = "\n".join(p for p in parts if p)
+    atomic_write(path, text + "\n")
+    print(f"{text}\n(this report: {path})")
 
 
 def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int], dry_run: bool) -> int:
@@ -182,41 +164,25 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     if P.get("BACKEND", "sim") == "sim":
         raise ValueError(f"profile {name!r} runs the synthetic population: a pilot is for a model (BACKEND openai)")
     terms = {} if env(ENV_MODELS) else parse_terms(load_profile(profile, overrides).get("models"))
-    cfgs = pilot_configs(P)
-    seed, n_max = P.get("SEED", 0), P.get("N_MAX")
-    # The price first, as `make estimate` makes it (its sample items and item counts): no endpoint, no key.
+    cfgs, seed, n_max = pilot_configs(P), P.get("SEED", 0), P.get("N_MAX")
     benches = ["demo"] if P.get("SOURCE") == "demo" else list(P["BENCHMARKS"])
-    items, _ = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))
     counts = {b: item_counts(b, P) for b in benches}  # (input items, subset items, "built subset" or a guess)
-
-    def screened(b: str, kk: int) -> int:  # input items to screen for kk challenging ones (the paper's kept share)
-        return min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
-
-    def parts(kk: int):
-        out = []
-        for b in benches:
-            built = counts[b][2] == "built subset"
-            if not built:
-                screen = registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b])
-                out.append((screen, {b: items[b]}, {b: screened(b, kk)}))
-            n = min(kk, counts[b][1], n_max or kk) if built else kk
-            out.append((registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]), {b: items[b]}, {b: n}))
-        return out
-
-    todo = [b for b in benches if counts[b][2] != "built subset"]
+    todo = [b for b in benches if counts[b][2] != "built subset"]  # no subset yet: screen input items first
     if todo and P.get("SUBSET_MODEL") not in ("", None, P.get("MODEL")):
         raise ValueError(
             f"no challenging subset of {todo[0]!r} for SUBSET_MODEL {P['SUBSET_MODEL']!r}: build them first "
             "(make reproduce ARGS='--only 01_subset_construction'), or set SUBSET_MODEL='' to screen with MODEL"
         )
-    budget = budget_of(usd)
-    kk, cost, calls = choose_k(lambda x: price(parts(x), P, terms), budget, k)
-    where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
-    print(
-        f"pilot of profile {name!r}: {configs_line(cfgs)} on {kk} questions per benchmark of {where}; "
-        f"estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; none made yet), budget ${budget:.2f}"
+    screened = lambda b, kk: min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
+    stages = [registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b]) for b in todo]
+    stages += [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in benches]
+    price = pricer(stages, sample_items(benches, 2, P.get("SOURCE", "benchmarks"))[0], P, terms)
+    cost_at = lambda kk: price(
+        [screened(b, kk) for b in todo] + [kk if b in todo else min(kk, counts[b][1], n_max or kk) for b in benches]
     )
-    refuse_unless_priced(cost, budget, P.get("MODEL") or "", kk)
+    where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
+    what = lambda kk: f"pilot of profile {name!r}: {labels(cfgs)} on {kk} questions per benchmark of {where}"
+    kk, budget = choose(cost_at, usd, k, what, P.get("MODEL") or "", HOW_TO_PRICE.format(model=P.get("MODEL")))
     if dry_run:
         return 0
     S = Setup.from_params(P)
@@ -231,9 +197,8 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
                 # among them; else in a seeded order (a random sample).
                 pool = S.questions(b) if n_max else shuffled(S.questions(b), seed)
                 screen = pool[: screened(b, kk)]  # a run's name holds its questions' hash: a larger pilot is a new run
-                _, recs = S.run(
-                    f"pilot-screen-{b}-{data_hash(screen)[:12]}", [subset_config(seed=seed)], questions=screen
-                )
+                _, recs = S.run(f"pilot-screen-{b}-{data_hash(screen)[:12]}", [subset_config(seed=seed)],
+                                questions=screen)  # fmt: skip
                 keep = {s["id"] for s in map(item_stats, recs) if s["accuracy"] < THRESHOLD}
                 kept = [q for q in screen if q.id in keep]
                 print(f"{b}: screened {len(screen)} input items, {len(kept)} challenging (the subset rule)")
@@ -242,24 +207,15 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     finally:
         S.close()
     text, obs = report(records, cfgs, S.synthetic)
-    est = estimate_profile(profile, overrides)
-    table = plan(params, rho=obs.get("rho"), est=est)
-    finish(
-        [text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
-         "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
-        outputs("tables", name) / "pilot.txt",
-    )  # fmt: skip
+    table = plan(params, rho=obs.get("rho"), est=estimate_profile(profile, overrides))
+    finish([text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
+            "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
+           outputs("tables", name) / "pilot.txt")  # fmt: skip
     return 0
 
 
-def finish(parts: Sequence[Optional[str]], path: Path) -> None:
-    """Print the pilot's report and keep it (the records are in the run's transcripts; this is what it concluded)."""
-    text = "\n".join(p for p in parts if p)
-    atomic_write(path, text + "\n")
-    print(f"{text}\n(this report: {path})")
-
-
-configs_line = lambda cfgs: " and ".join(c.label for c in cfgs)
+def labels(cfgs: Sequence[DebateConfig]) -> str:
+    return " and ".join(c.label for c in cfgs)
 
 
 def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool) -> int:
@@ -267,43 +223,32 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     if not qs:
         raise ValueError(f"{path}: no question has an answer; the premise check needs gold answers")
     cfgs = api.configs(["acemad", "self_consistency"], seed=args.seed)  # what `run FILE` makes: same scopes
-    benches = sorted({q.benchmark for q in qs})
-    pools = {b: shuffled([q for q in qs if q.benchmark == b], args.seed) for b in benches}
+    pools = {b: shuffled([q for q in qs if q.benchmark == b], args.seed) for b in sorted({q.benchmark for q in qs})}
     P = {"MODEL": args.model, "BASE_URL": args.base_url or "", "SEED": args.seed, "BACKEND": "openai"}
-    run = registry.Run("pilot", {"pilot": cfgs})
-
-    def cost_at(kk: int):
-        return price([(registry.Run(run.name, run.groups, benchmarks=[b]), {b: p[:2]}, {b: min(kk, len(p))})
-                      for b, p in pools.items()], P, {})  # fmt: skip
-
-    budget = budget_of(usd)
-    kk, cost, calls = choose_k(cost_at, budget, k)
-    sample = [q for p in pools.values() for q in p[:kk]]
-    print(
-        f"pilot of {path.name}: {configs_line(cfgs)} on {len(sample)} of its {len(qs)} answered questions "
-        f"({kk} per benchmark, {len(benches)} benchmark(s)); estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; "
-        f"none made yet), budget ${budget:.2f}"
-    )
-    refuse_unless_priced(cost, budget, args.model, kk, profile=False)
+    stages = [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in pools]
+    price = pricer(stages, {b: p[:2] for b, p in pools.items()}, P, {})
+    cost_at = lambda kk: price([min(kk, len(p)) for p in pools.values()])
+    what = lambda kk: (f"pilot of {path.name}: {labels(cfgs)} on {sum(min(kk, len(p)) for p in pools.values())} of its "
+                       f"{len(qs)} answered questions ({kk} per benchmark, {len(pools)} benchmark(s))")  # fmt: skip
+    how = (f'set {ENV_MODELS}=\'{{"{args.model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
+           '(or {"free": true} for a server that sends you no bill)')  # fmt: skip
+    kk, budget = choose(cost_at, usd, k, what, args.model, how)
     if dry_run:
         return 0
     out = Path(args.out).expanduser().resolve()
     with capped(budget):
         res = api.run(
-            sample, ["acemad", "self_consistency"], model=args.model, base_url=args.base_url, seed=args.seed,
-            out=out, name="pilot", workers=args.workers, progress=True,
+            [q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
+            base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers, progress=True,
         )  # fmt: skip
     text, obs = report(res.records, cfgs, False)
     parts = [text]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
-        full, _ = cost_at(max(len(p) for p in pools.values()))
-        per = (full or 0) / len(qs)
+        per = (price([len(p) for p in pools.values()])[0] or 0) / len(qs)  # every question of the file
         pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
-        parts.append(
-            f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
-            f"questions would cost about ${per * n:,.2f} for these two methods"
-        )
+        parts.append(f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
+                     f"questions would cost about ${per * n:,.2f} for these two methods")  # fmt: skip
     parts.append(
         f"`python -m acemad_utils run {path} --methods acemad,self_consistency,... --out {args.out}` replays these "
         "calls from the response cache: nothing here is paid twice"

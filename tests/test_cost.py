@@ -16,7 +16,6 @@ from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
 from acemad_utils.agents.llm_agent import LLMPopulation
-from acemad_utils.agents.prices import PRICES, usd
 from acemad_utils.agents.sim import make_items
 from acemad_utils.cost import estimate as C
 from acemad_utils.cost import items as CI
@@ -58,16 +57,6 @@ def tmp_root(tmp_outputs, monkeypatch):
     monkeypatch.delenv(B.ENV_MAX, raising=False)
     monkeypatch.delenv(B.ENV_SINCE, raising=False)
     return tmp_outputs
-
-
-def test_prices_have_a_source_and_the_cached_and_batch_rates():
-    p = PRICES["gpt-4o-mini"]
-    assert (p.input, p.cached_input, p.output, p.batch_factor) == (0.15, 0.075, 0.60, 0.5)
-    assert p.source.startswith("https://openai.com") and p.recorded
-    assert usd("gpt-4o-mini", 1e6, 1e6) == pytest.approx(0.75)
-    assert usd("gpt-4o-mini", 1e6, 0, cached_tokens=4e5) == pytest.approx(0.6 * 0.15 + 0.4 * 0.075)
-    assert usd("gpt-4o-mini", 1e6, 1e6, batch=True) == pytest.approx(0.375)
-    assert usd("no-such-model", 1, 1) is None
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)

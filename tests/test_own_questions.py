@@ -22,6 +22,7 @@ from acemad_utils.data.own import MAX_ROWS, make_question, read_questions
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.protocol.config import METHODS, DebateConfig
 from acemad_utils.protocol.debate import run_question
+from acemad_utils.report import rescoring
 from tests.fake_openai import FakeOpenAI, FaultInjector
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
@@ -80,6 +81,8 @@ def test_docs_example(elsewhere, capsys, request, on_endpoint):
     assert (results.run_dir / "transcripts.jsonl.gz").exists()
     assert all(len(r.weights) == 3 and len(r.weights[-1]) == 5 for r in results if r.method.startswith("AceMAD"))
     assert out.count("\n") >= len(results) and results.meta["synthetic"] is not on_endpoint
+    arr = rescoring.stack([r.record for r in results if r.method.startswith("AceMAD")])  # the unlabelled one too
+    assert list(arr.truth) == [1, -1] and len(rescoring.rescore(arr, eta=4.0)) == 2
     if srv:
         calls = srv.count
         assert calls > 0 and (elsewhere / "acemad_runs" / "cache" / "llm.sqlite").exists()
@@ -93,8 +96,8 @@ def _write(path: Path, rows) -> Path:
 
 
 ROWS = [
-    {"question": "Capital of Australia? <script>alert(1)</script>", "options": {"S": "Sydney", "C": "Canberra"},
-     "answer": "C", "id": "cap"},
+    {"question": "Capital of Australia? <script>alert(1)</script>", "answer": "C", "id": "cap",
+     "options": {"S": "Sydney <img src=x onerror=alert(2)>", "C": "Canberra"}},
     {"question": "The ball costs?", "options": ["10 cents", "5 cents", "1 dollar"], "answer": "5 cents"},
     {"question": "Better opening move?", "options": ["1. e4", "1. d4"]},
 ]  # fmt: skip
@@ -107,7 +110,7 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     assert "SYNTHETIC" in out and "n=2" in out, out  # two labelled questions
     paths = dict(re.findall(r"^(transcripts|table|viewer): +(\S+)", out, flags=re.M))
     page = Path(paths["viewer"]).read_text(encoding="utf-8")
-    assert "<script>alert(1)</script>" not in page  # the question text is data in the page, never markup
+    assert "<script>alert(1)</script>" not in page and "<img" not in page  # question and options are data, not markup
     assert Path(paths["table"]).exists() and Path(paths["table"]).with_suffix(".csv").exists()
     recs = read_jsonl(Path(paths["transcripts"]) / "transcripts.jsonl.gz")
     assert len(recs) == 9 and all(len(r["rounds"]) == 2 for r in recs if r["method_kind"] != "single")
@@ -122,7 +125,7 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
 
 BAD = [
     ({"options": ["a", "b"]}, "line 2: missing field 'question'"),
-    ({"question": "x?", "options": ["only"]}, "line 2: field 'options' needs at least 2"),
+    ({"question": "x?", "options": ["only"]}, "line 2: field 'options' has 1 options; 2 to 26"),
     ({"question": "x?", "options": ["a", "b"], "answer": "C"}, "line 2: field 'answer'"),
     ({"question": "x?", "options": ["a", "b"], "id": "cap"}, "line 2: question id 'cap' repeats"),
     ({"question": "x?", "options": ["a", "b"], "id": "../../etc"}, "line 2: field 'id'"),
@@ -220,26 +223,6 @@ def test_challenging_keeps_the_subset_rule(elsewhere, capsys):
     run = next(d for d in (elsewhere / "acemad_runs" / "runs").glob("many/*") if d.is_dir())
     debated = {r["question_id"] for r in read_jsonl(run / "transcripts.jsonl.gz")}
     assert debated == {q for q, a in accuracy.items() if a < 0.4} and len(debated) == kept < 24
-
-
-def test_hostile_text_is_escaped(elsewhere):
-    from acemad_utils.report.viewer import debate_html
-
-    q = make_question("<script>alert(1)</script>?", {"A": "<img src=x onerror=alert(2)>", "B": "b"}, answer="A")
-    results = api.run(q, "majority", synthetic=True)
-    html = debate_html(results[0].record, results.meta)
-    assert "<script>" not in html and "<img" not in html and "&lt;img src=x" in html  # arguments quote the option
-
-
-def test_unlabelled_records_rescore_without_scoring(elsewhere):
-    from acemad_utils.report import rescoring
-
-    qs = [make_question("Open question?", ["x", "y", "z"]), make_question("Closed?", ["x", "y"], answer="A")]
-    results = api.run(qs, "acemad", synthetic=True)
-    arr = rescoring.stack(results.records)
-    assert list(arr.truth) == [-1, 0]
-    ans = rescoring.rescore(arr, eta=4.0)
-    assert len(ans) == 2 and results[0].correct is None and isinstance(results[1].correct, bool)
 
 
 @pytest.mark.parametrize("method", METHODS)

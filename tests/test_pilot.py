@@ -64,19 +64,15 @@ def cwd(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_pilot_refuses_to_start_without_a_price(cwd, capsys):
+@pytest.mark.parametrize("model,cap,says", [("no-such-model", None, "no estimate can be shown"),
+                                            ("gpt-4o-mini", "0.001", "over the $0.00 budget")])  # fmt: skip
+def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(cwd, capsys, monkeypatch, model, cap, says):
+    if cap:
+        monkeypatch.setenv("ACEMAD_MAX_USD", cap)  # below the default $5: the cap wins
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        code = main(["pilot", str(question_file(cwd)), "--model", "no-such-model", "--base-url", srv.url])
-        assert code == 2 and srv.count == 0
-    assert "no estimate can be shown" in capsys.readouterr().err
-
-
-def test_the_pilot_refuses_a_sample_over_its_budget_and_max_usd_lowers_it(cwd, capsys, monkeypatch):
-    monkeypatch.setenv("ACEMAD_MAX_USD", "0.001")  # below the default $5: the cap wins
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        code = main(["pilot", str(question_file(cwd)), "--model", "gpt-4o-mini", "--base-url", srv.url])
-        assert code == 2 and srv.count == 0
-    assert "over the $0.00 budget" in capsys.readouterr().err
+        assert main(["pilot", str(question_file(cwd)), "--model", model, "--base-url", srv.url]) == 2
+        assert srv.count == 0
+    assert says in capsys.readouterr().err
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)

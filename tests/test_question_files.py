@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,11 +159,9 @@ def test_nested_columns_option_columns_and_index_answers(tmp_path):
 
 
 def test_parquet_without_an_engine_says_what_to_install(tmp_path, monkeypatch):
-    import importlib.util
-
     path = tmp_path / "x.parquet"
     path.write_bytes(b"PAR1")
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n in ("pyarrow", "fastparquet") else real(n))
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if not installed: its import fails
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(DataError, match=r"x\.parquet: reading Parquet needs pyarrow: pip install pyarrow"):
         own.read_columns(path, choices="options")

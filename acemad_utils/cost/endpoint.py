@@ -1,4 +1,4 @@
-"""The modelled endpoint of the cost estimate: deterministic replies, modelled token counts, no socket or key.
+"""The modelled endpoint of the cost replay: deterministic replies and modelled token counts, no socket or key.
 bench/_common.py's fake HTTP endpoint serves the same replies."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import Completion, GenerateConfig, endpoint_kind
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
-from acemad_utils.protocol.schema import zero_usage
 
 DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length
 
@@ -57,14 +56,14 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
 
 
 class ModelClient:
-    """Stands in for the LLM client in a replay (same generate() and cache keys; a dict as the response cache).
-    `log` receives (scope, model, messages, prompt_tokens) of every paid (non-cached) call."""
+    """Stands in for the LLM client in a replay: its generate() and cache keys, a dict as the response cache.
+    `tally` counts the calls asked ("asked") and, per model, [calls sent, prompt, completion tokens]; `log` receives
+    (scope, model, messages, prompt_tokens) of every call sent."""
 
-    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, *, log: Optional[list] = None):
-        self.model, self.kind, self.store, self.arg_chars, self.log = model, kind, store, arg_chars, log
+    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, tally: dict, log: Optional[list]):
+        self.model, self.kind, self.store, self.arg_chars = model, kind, store, arg_chars
+        self.tally, self.log = tally, log
         self._lock = threading.Lock()
-        self._stats = {**zero_usage(), "network_calls": 0}
-        self.by_model: dict[str, list[int]] = {}  # model -> [network calls, prompt, completion]
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
         model = model or self.model
@@ -73,9 +72,8 @@ class ModelClient:
         key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=[*messages], fmt=fmt, scope=scope)
         mode = "json_schema" if schema else None
         with self._lock:
-            self._stats["calls"] += 1
+            self.tally["asked"] = self.tally.get("asked", 0) + 1
             if (hit := self.store.get(key)) is not None:
-                self._stats["cache_hits"] += 1
                 return Completion(text=hit, mode=mode, cached=True)
         body = {"messages": list(messages), "seed": params.get("seed")}
         if schema is not None:
@@ -83,36 +81,27 @@ class ModelClient:
         text, pt, ct = debate_reply(body, self.arg_chars)
         with self._lock:
             self.store[key] = text
-            for k, v in (("network_calls", 1), ("prompt_tokens", pt), ("completion_tokens", ct)):
-                self._stats[k] += v
-            m = self.by_model.setdefault(model, [0, 0, 0])
+            m = self.tally.setdefault(model, [0, 0, 0])
             m[0], m[1], m[2] = m[0] + 1, m[1] + pt, m[2] + ct
             if self.log is not None:
                 self.log.append((scope, model, list(messages), pt))
         return Completion(text=text, mode=mode, prompt_tokens=pt, completion_tokens=ct, network_calls=1)
 
-    def stats(self) -> dict:
-        with self._lock:
-            return {**self._stats, "cost_usd": None}
-
-    def describe(self) -> dict:
-        return {"model": self.model, "endpoint": self.kind, "structured_output": "json_schema"}
-
 
 def replay_population(
     model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *, seed: int = 0,
-    base_url: Optional[str] = None, log: Optional[list] = None,
+    base_url: Optional[str] = None, log: Optional[list] = None, tally: Optional[dict] = None, **kw,
 ):  # fmt: skip
-    """An agents.LLMPopulation whose clients are ModelClients (kind from base_url as for the real client)."""
+    """An LLMPopulation whose clients are ModelClients (kind from the URL, as for the real client)."""
+    counts: dict = {} if tally is None else tally
 
     class ReplayPopulation(LLMPopulation):
         def client(self, url):  # never an LLMClient: no SDK, no key, no socket
             key = url or self.base_url
             with self._lock:
                 if key not in self._clients:
-                    self._clients[key] = ModelClient(  # type: ignore[assignment]
-                        str(self.model), endpoint_kind(key), store, arg_chars, log=log
-                    )
+                    mc = ModelClient(str(self.model), endpoint_kind(key), store, arg_chars, counts, log)
+                    self._clients[key] = mc  # type: ignore[assignment]
                 return self._clients[key]
 
-    return ReplayPopulation(model=model, base_url=base_url, seed=seed, calls=calls, preflight=False, calls_via="sync")
+    return ReplayPopulation(model, base_url, seed=seed, calls=calls, preflight=False, calls_via="sync", **kw)

@@ -1,15 +1,13 @@
-"""What a profile will cost before any money is spent: calls, tokens, dollars and wall time per notebook.
+"""What a run will cost before any money is spent: calls, tokens, dollars and wall time, from ONE replay.
 
     python -m acemad_utils.cost estimate --profile paper [--arg-chars 1760] [--per-benchmark 3]   # = make estimate
     python -m acemad_utils.cost prices                            # the price table with its sources
 
-The profile's runs (registry.runs, notebook order, ONE shared response cache as outputs/cache/llm.sqlite) are
-replayed on a few sample items per benchmark against cost.endpoint's modelled endpoint (no socket, no key), so
-identical calls are paid once, as the real cache pays them. Per-item figures are scaled by cost.items' counts;
-a run on the full test sets (Table 6) is replayed on a cold cache and pays only its items outside the subsets.
-Arguments are the largest unknown (--arg-chars 1760 = the 400-token cap, an upper bound). A row reads
-`$0 (free)` only on the project's own llama.cpp server or a `free: true` model, `unpriced` without a price.
-Then what the questions buy: per claim family the n for 80% power and the planned run's power (cost.power).
+`replay` runs configs on a few sample items against cost.endpoint's modelled endpoint (no socket, no key) with one
+modelled response cache, so identical calls are paid once, as the real cache pays them. Its per-item figures are
+scaled for a profile (`estimate`, per notebook; Table 6 pays only its items outside the subsets), for a run of
+your questions (`estimate_run`: api.estimate, the command) and for the pilot. Arguments are the largest unknown
+(--arg-chars 1760, the 400-token cap, is an upper bound).
 """
 
 from __future__ import annotations
@@ -47,14 +45,53 @@ from acemad_utils.protocol.debate import run_question
 CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument tokens in ~2 s (assumed)
 #: OpenAI's published limits for gpt-4o-mini at usage tier 3 (recorded 2025): a common ceiling, check yours.
 RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
-_SUMS = ("agent_calls", "calls", "prompt_tokens", "completion_tokens", "cached_tokens")
 
 
+def replay(
+    stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS, *,
+    store: Optional[dict] = None, log: Optional[list] = None, **pop_kw,
+) -> list[tuple[registry.Run, str, dict]]:  # fmt: skip
+    """[(stage, benchmark, {"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}})],
+    means per item of each stage's configs on `items[benchmark]`, in order, sharing the modelled cache `store`."""
+    store = {} if store is None else store
+    pops: dict = {}  # one population per endpoint; the store is what they share
+    out = []
+    for st in stages:
+        m = st.model or P.get("MODEL") or "gpt-4o-mini"
+        url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+        if (m, url) not in pops:
+            tally: dict = {}
+            pop = replay_population(m, store, arg_chars, P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url,
+                                    log=log, tally=tally, **pop_kw)  # fmt: skip
+            pops[m, url] = pop, tally
+        pop, tally = pops[m, url]
+        for b in st.benchmarks or ():
+            if not (qs := items.get(b) or []):
+                continue
+            before = {k: list(v) if isinstance(v, list) else v for k, v in tally.items()}
+            for cfg in st.configs:
+                for q in qs:
+                    run_question(q, pop, cfg)
+            by = {k: [(x - y) / len(qs) for x, y in zip(v, before.get(k, [0, 0, 0]))] for k, v in tally.items()
+                  if k != "asked"}  # fmt: skip
+            out.append((st, b, {"agent_calls": (tally["asked"] - before.get("asked", 0)) / len(qs), "by": by}))
+    return out
+
+
+def dollars(by: dict, terms: Optional[dict] = None, free: bool = False) -> Optional[float]:
+    """USD of {model: [calls, prompt, completion tokens]}; None when a model is unpriced."""
+    prices = [FREE if free else price_of(m, terms) for m in by]
+    if None in prices:
+        return None
+    return float(sum(p.usd(v[1], v[2]) for p, v in zip(prices, by.values()) if p is not None))
+
+
+# ----------------------------------------------------------------------------- a profile, per notebook
 @dataclass
 class Row:
     notebook: str
     model: str
-    questions: int = 0  # questions x configs run (records)
+    questions: float = 0.0  # questions x configs run (records)
     agent_calls: float = 0.0  # calls the agents ask for (cache hits included)
     calls: float = 0.0  # calls sent (paid)
     prompt_tokens: float = 0.0
@@ -82,72 +119,29 @@ class Estimate:
         t = Row("total", "")
         for r in self.rows:
             if not (paid_only and (r.free or r.usd is None)):
-                t.questions += r.questions
-                for k in _SUMS:
-                    setattr(t, k, getattr(t, k) + getattr(r, k))
-                for k in ("usd", "usd_batch", "usd_cached"):
-                    setattr(t, k, getattr(t, k) + (getattr(r, k) or 0.0))
+                for f in dataclasses.fields(Row)[2:]:
+                    if f.name != "free":
+                        setattr(t, f.name, (getattr(t, f.name) or 0.0) + (getattr(r, f.name) or 0.0))
         return t
 
     def unpriced(self) -> list[Row]:
         return [r for r in self.rows if r.usd is None]
 
 
-def replay(
-    stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS,
-    log: Optional[list] = None, store: Optional[dict] = None, pops: Optional[dict] = None,
-) -> list[tuple[registry.Run, str, dict]]:  # fmt: skip
-    """Run every stage's configs on the sample items with one shared modelled cache: per stage and benchmark, the
-    mean per item of agent calls, and of [network calls, prompt, completion tokens] per (model, endpoint kind)."""
-    store = {} if store is None else store
-    pops = {} if pops is None else pops  # one population per endpoint; the store is what calls share
-    out = []
-    for st in stages:
-        m = st.model or P.get("MODEL") or "gpt-4o-mini"
-        if (m, st.base_url) not in pops:
-            url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-            pops[m, st.base_url] = replay_population(
-                m, store, arg_chars, P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url, log=log
-            )
-        pop = pops[m, st.base_url]
-        for b in st.benchmarks or ():
-            if not (qs := items.get(b) or []):
-                continue
-            calls0, by0 = _snapshot(pop)
-            for cfg in st.configs:
-                for q in qs:
-                    run_question(q, pop, cfg)
-            calls1, by1 = _snapshot(pop)
-            by = {k: [(x - y) / len(qs) for x, y in zip(v, by0.get(k, [0, 0, 0]))] for k, v in by1.items()}
-            out.append((st, b, {"agent_calls": (calls1 - calls0) / len(qs), "by": by}))
-    return out
-
-
-def _snapshot(pop) -> tuple[int, dict]:
-    """(calls asked, {(model, kind): [network calls, prompt, completion]}) of a replay population so far."""
-    by: dict = {}
-    for c in list(pop._clients.values()):
-        for m, v in c.by_model.items():
-            by[m, c.kind] = [a + b for a, b in zip(by.get((m, c.kind), [0, 0, 0]), v)]
-    return sum(c.stats()["calls"] for c in list(pop._clients.values())), by
-
-
 def estimate(
     params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
     data_dir: Optional[str] = None, prefix: bool = False, terms: Optional[dict] = None,
 ) -> Estimate:  # fmt: skip
-    """The estimate of notebooks with these parameters ({notebook: params}); see the module doc. prefix=True also
-    prices the repeated-prefix share of the prompt tokens at the cached-input rate (an upper bound). terms: the
-    profile's `models:` ({model: Price}) over the price table."""
+    """The estimate of notebooks run with these parameters ({notebook: params}). prefix=True also prices the
+    repeated-prefix share of the prompt tokens at the cached-input rate (an upper bound; bench/cost.py)."""
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
-    stages = [
-        (st, P) for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim" for st in registry.runs(nb, P)
-    ]
+    paid = {nb: P for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim"}
+    stages = [(st, P) for nb, P in paid.items() for st in registry.runs(nb, P)]
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
-    P0 = next(P for P in params_by_nb.values() if P.get("BACKEND", "sim") != "sim")
+    P0 = next(iter(paid.values()))
     if P0.get("SOURCE", "benchmarks") == "demo":
         stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
     benches = sorted({b for st, _ in stages for b in st.benchmarks or ()}, key=lambda b: (b not in BENCHMARKS, b))
@@ -161,20 +155,29 @@ def estimate(
         for b in st.benchmarks or ():
             start = len(log) if log is not None else 0
             outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
-            got = replay(
-                [dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store, log=log
-            )
+            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars,
+                         store={} if outside else store, log=log)  # fmt: skip
             if not got:
                 continue
             full, sub, why = item_counts(b, P)
             n = full if st.on == "input" else sub
             n = n if st.cap is None else min(n, st.cap)
-            paid = n * (1 - sub / full) if outside and full else n
+            scale = n * (1 - sub / full) if outside and full else n  # the items whose calls are paid
             if st.on == "subset":
                 subset_src.add(why)
-            if log is not None:
-                spans.append((start, len(log), paid / len(items[b]), st.notebook))
-            _count(rows, st, P, got[0][2], n=n, paid=paid)
+            spans.append((start, len(log or ()), scale / len(items[b]), st.notebook))
+            per, local = got[0][2], P.get("BACKEND") == "local"  # free only on the project's own server
+            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
+            for m, v in [*per["by"].items(), (m0, None)]:
+                r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
+                r.free = r.free and local
+                if v is None:
+                    r.questions += n * len(st.configs)
+                    r.agent_calls += per["agent_calls"] * n
+                else:
+                    r.calls, r.prompt_tokens, r.completion_tokens = (
+                        x + y * scale for x, y in zip((r.calls, r.prompt_tokens, r.completion_tokens), v)
+                    )
     if log is not None:
         per_call = prefix_shares(log)["per_call"]
         for start, end, scale, nb in spans:
@@ -193,24 +196,6 @@ def estimate(
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
     return est
-
-
-def _count(rows: dict, st: registry.Run, P: dict, per: dict, *, n: float, paid: float) -> None:
-    """Add one stage-benchmark's replay to its notebook's rows: `paid` items' calls and tokens per model, `n` items'
-    questions and agent calls to the stage's model. Free only on the project's own server (BACKEND local): an
-    endpoint's address says nothing about its bill (a gateway on localhost)."""
-    local = P.get("BACKEND") == "local"
-    m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
-    for m, add in [*((m, (nc, pt, ct, 0, 0)) for (m, _), (nc, pt, ct) in per["by"].items()), (m0, None)]:
-        r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
-        r.free = r.free and local
-        if add is None:
-            r.questions += n * len(st.configs)
-            r.agent_calls += per["agent_calls"] * n
-        else:
-            r.calls, r.prompt_tokens, r.completion_tokens = (
-                x + y * paid for x, y in zip((r.calls, r.prompt_tokens, r.completion_tokens), add)
-            )
 
 
 def estimate_profile(
@@ -261,59 +246,36 @@ DIRECT_MAX = 64
 FIT_GRID = [(n, t) for n in (5, 10, 15) for t in (1, 2, 3)]  # N a multiple of 5: the roster's shares stay exact
 
 
-def _replayed(questions: Sequence, configs: Sequence, model: str, moderator, arg_chars: int, seed: int) -> dict:
-    """{model: [calls, prompt tokens, completion tokens]} of one replay of `configs` on `questions`."""
-    pop = replay_population(model, {}, arg_chars, seed=seed)
-    if moderator is not None:
-        pop.moderator_spec = moderator
-    for cfg in configs:
-        for q in questions:
-            run_question(q, pop, cfg)
-    out: dict = {}
-    for (m, _kind), v in _snapshot(pop)[1].items():
-        out[m] = [a + b for a, b in zip(out.get(m, [0, 0, 0]), v)]
-    return out
-
-
-def _fitted(questions: Sequence, cfg, model: str, moderator, arg_chars: int, seed: int) -> dict:
-    """_replayed of one large config, from replays on FIT_GRID (see DIRECT_MAX)."""
-    basis = lambda n, t: [n**i * t**j for i in range(3) for j in range(3)]
-    pts = [
-        _replayed(questions, [cfg.replace(n_agents=n, rounds=t)], model, moderator, arg_chars, seed)
-        for n, t in FIT_GRID
-    ]
-    x, at = np.array([basis(n, t) for n, t in FIT_GRID], float), np.array(basis(cfg.n_agents, cfg.rounds), float)
-    out = {}
-    for m in {m for p in pts for m in p}:
-        y = np.array([p.get(m, [0, 0, 0]) for p in pts], dtype=float)
-        out[m] = [max(0.0, float(at @ np.linalg.solve(x, y[:, k]))) for k in range(3)]
-    return out
-
-
 def estimate_run(
     questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8, sample: int = 12,
-    arg_chars: int = DEFAULT_ARG_CHARS, seed: int = 0,
+    seed: int = 0,
 ) -> RunEstimate:  # fmt: skip
-    """Calls, tokens, dollars and wall time of `configs` on `questions` with `model` (an AgentSpec's own model where
-    it names one; `moderator` the Centralized moderator's AgentSpec): replayed on up to `sample` evenly spaced
-    questions (3 for a fitted config, see DIRECT_MAX), scaled to all, priced per model."""
+    """`replay` of `configs` on up to `sample` evenly spaced questions (3 for a fitted config, see DIRECT_MAX),
+    scaled to all; an AgentSpec's own model where it names one, `moderator` Centralized MAD's AgentSpec."""
     picked = list(questions)[:: max(1, len(questions) // sample)][:sample]
+    P = {"MODEL": model, "SEED": seed, "BASE_URL": None}
+    kw = {} if moderator is None else {"moderator_spec": moderator}
+
+    def per_item(cfgs, qs) -> dict:
+        run = registry.Run("run", {"run": list(cfgs)}, benchmarks=["own"])
+        return replay([run], {"own": qs}, P, **kw)[0][2]["by"] if cfgs else {}
+
     direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
-    parts = [(_replayed(picked, direct, model, moderator, arg_chars, seed), len(questions) / len(picked))]
-    parts += [
-        (_fitted(picked[:3], c, model, moderator, arg_chars, seed), len(questions) / len(picked[:3]))
-        for c in configs
-        if c not in direct
-    ]
+    parts = [per_item(direct, picked)]
+    basis = lambda n, t: [n**i * t**j for i in range(3) for j in range(3)]
+    x = np.array([basis(n, t) for n, t in FIT_GRID], float)
+    for c in (c for c in configs if c not in direct):
+        pts = [per_item([c.replace(n_agents=n, rounds=t)], picked[:3]) for n, t in FIT_GRID]
+        y = {m: np.array([p.get(m, [0, 0, 0]) for p in pts], float) for p in pts for m in p}
+        at = np.array(basis(c.n_agents, c.rounds), float)
+        parts.append({m: [max(0.0, float(at @ np.linalg.solve(x, v[:, k]))) for k in range(3)] for m, v in y.items()})
     by: dict = {}
-    for got, scale in parts:
+    for got in parts:
         for m, v in got.items():
-            by[m] = [a + b * scale for a, b in zip(by.get(m, [0.0, 0.0, 0.0]), v)]
+            by[m] = [a + b * len(questions) for a, b in zip(by.get(m, [0.0, 0.0, 0.0]), v)]
     calls, pt, ct = (sum(v[k] for v in by.values()) for k in range(3))
     unpriced = sorted(m for m in by if price_of(m) is None)
-    prices = {m: price_of(m) for m in by}
-    usd = None if unpriced else float(sum(p.usd(v[1], v[2]) for m, v in by.items() if (p := prices[m]) is not None))
-    return RunEstimate(calls, pt, ct, usd, unpriced, calls * CALL_SECONDS / workers, workers)
+    return RunEstimate(calls, pt, ct, dollars(by), unpriced, calls * CALL_SECONDS / workers, workers)
 
 
 # ----------------------------------------------------------------------------- the printout
@@ -343,15 +305,14 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds
             f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
             f"{_usd(r.usd_batch, r.free):>10}"
         )
-    if unpriced := sorted({r.model for r in est.unpriced()}):
-        rows = est.unpriced()
-        tokens = sum(r.prompt_tokens + r.completion_tokens for r in rows)
-        s = "s" if len(rows) != 1 else ""
-        lines.append(f"  total: ${t.usd:,.2f} sync, ${t.usd_batch:,.2f} batch + {len(rows)} unpriced row{s} ")
-        lines[-1] += f"({_m(tokens)} tokens)"
+    if unpriced := est.unpriced():
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in unpriced)
+        s = "s" if len(unpriced) != 1 else ""
+        lines.append(f"  total: ${t.usd:,.2f} sync, ${t.usd_batch:,.2f} batch + {len(unpriced)} unpriced row{s} "
+                     f"({_m(tokens)} tokens)")  # fmt: skip
         lines.append(
-            f"  unpriced (no price, not known to be free): {', '.join(unpriced)}; to price one, "
-            + HOW_TO_PRICE.format(model="MODEL")
+            f"  unpriced (no price, not known to be free): {', '.join(sorted({r.model for r in unpriced}))}; to price "
+            "one, " + HOW_TO_PRICE.format(model="MODEL")
         )
     lines += [f"  {n}" for n in est.notes]
     for e in est.endpoints:  # each endpoint beside its price (the URL without credentials)
@@ -374,10 +335,8 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds
     for m in sorted({r.model for r in est.rows if r.usd is not None and not r.free}):
         if (p := price_of(m, est.terms)) is not None:
             lines.append(f"  price {describe_price(m, p)}")
-    lines.append(
-        f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
-        "gives an upper bound"
-    )
+    lines.append(f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
+                 "gives an upper bound")  # fmt: skip
     if max_usd is not None:
         lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
         if unpriced:

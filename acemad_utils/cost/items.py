@@ -71,9 +71,5 @@ def sample_items(
         used_real = True
         order = np.argsort([len(q.question) + len(q.options_str()) for q in qs], kind="stable")
         out[b] = [qs[order[int((j + 0.5) / per_benchmark * (len(qs) - 1))]] for j in range(per_benchmark)]
-    if source == "synthetic":
-        return out, "synthetic items"
-    return (
-        out,
-        f"real items from {d}" if used_real else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)",
-    )
+    real = f"real items from {d}" if used_real else "demo questions (no local benchmark files: set ACEMAD_DATA_DIR)"
+    return out, "synthetic items" if source == "synthetic" else real

@@ -1,10 +1,7 @@
-"""How many questions each claim family needs, against what a profile plans to run (no call, no network).
-
-One row per claimed comparison (CLAIMS): the paper's effect recomputed from its printed cells (Average = mean of
-the per-benchmark gains, as the ledger tests it), the profile's planned questions, the n for 80% power at alpha
-0.05 and at Holm's first step over the table's m tests, and the planned run's power there. The paper prints no
-paired discordance: it comes from the two printed accuracies at correlation rho (0: independent errors, a
-conservative n; or a pilot's observed rho). docs/statistics.md, "Power".
+"""How many questions each claimed comparison needs, against what a profile plans to run (docs/statistics.md,
+"Power"): the paper's effect from its printed cells (Average = mean of the per-benchmark gains, as the ledger tests
+it), the n for 80% power at alpha 0.05 and at Holm's first step, and the planned run's power. The paper prints no
+discordance: it comes from the two printed accuracies at correlation rho (0, conservative; or a pilot's rho).
 """
 
 from __future__ import annotations
@@ -29,8 +26,8 @@ POWER, ALPHA = 0.8, 0.05
 
 @dataclass(frozen=True)
 class Claim:
-    """Row `a` beats row `b` of a printed table (over `benchmarks`, None: the Average), tested on the questions of
-    notebook `notebook`'s run `run` when it runs `needs` (registry)."""
+    """Row `a` beats row `b` of a printed table (over `benchmarks`; None: the Average), tested on the questions of
+    `notebook`'s registry run `run` when it runs `needs`."""
 
     family: str
     table: str
@@ -80,7 +77,6 @@ UNSIZED = {"scaling": "Figure 5 prints no numbers (N = 1..20 trend); its rows ar
 
 
 def cells(c: Claim) -> tuple[str, list[str], list[float], list[float]]:
-    """(the baseline's name, benchmarks, a's and b's printed accuracies as fractions) of a claim."""
     t = paper_table(c.table, c.model)
     by = {lab: k for k, lab in BENCH_LABELS.items()}
     benches = [by[col] for col in t.columns if col in by]
@@ -96,7 +92,6 @@ def cells(c: Claim) -> tuple[str, list[str], list[float], list[float]]:
 
 
 def _run(c: Claim, params_by_nb: dict) -> tuple[Optional[registry.Run], dict]:
-    """The registry Run of the profile that holds the claim's questions (None: the profile does not run it)."""
     P = params_by_nb.get(c.notebook)
     if P is None:
         return None, {}
@@ -111,8 +106,7 @@ def _run(c: Claim, params_by_nb: dict) -> tuple[Optional[registry.Run], dict]:
 
 
 def planned(c: Claim, params_by_nb: dict, benches: Sequence[str], capped: bool = True) -> list[int]:
-    """Questions per benchmark the profile's run of the claim asks (0 where it does not run); capped=False: what
-    its benchmarks hold (N_MAX ignored)."""
+    """Questions per benchmark the profile's run of the claim asks (capped=False: N_MAX ignored)."""
     r, P = _run(c, params_by_nb)
     if r is None:
         return [0] * len(benches)
@@ -121,8 +115,7 @@ def planned(c: Claim, params_by_nb: dict, benches: Sequence[str], capped: bool =
 
 
 def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate] = None) -> pd.DataFrame:
-    """One row per claim (see the module doc). rho: the correctness correlation that sets the discordance (None:
-    0). est: the profile's cost Estimate, which adds the dollars of the Holm n (None: nothing planned or priced)."""
+    """One row per claim; rho sets the discordance (None: 0); est (a cost Estimate) adds the dollars of the Holm n."""
     sized = [(c, *cells(c)) for c in CLAIMS]
     m = len(sized)
     holm = PW.holm_alpha(m, ALPHA)
@@ -156,8 +149,8 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
 
 
 def _usd_per_question(est: Estimate, c: Claim, params_by_nb: dict) -> Optional[float]:
-    """Dollars per question of the claim's run: its notebook's rows of the run's model (and of models answering
-    only inside it) over its planned questions; None when nothing is planned or a row is unpriced."""
+    """Dollars per question of the claim's run (its notebook's rows of its model and of models answering inside it);
+    None when nothing is planned or a row is unpriced."""
     r, P = _run(c, params_by_nb)
     if r is None:
         return None
@@ -170,7 +163,6 @@ def _usd_per_question(est: Estimate, c: Claim, params_by_nb: dict) -> Optional[f
 
 
 def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = "") -> str:
-    """The plan as text: one line per claim, then what the numbers assume."""
     holm = [c for c in table.columns if c.startswith("n, Holm")][0]
     usd = "USD for n (Holm)" in table.columns
     lines = [
