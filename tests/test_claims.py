@@ -88,16 +88,9 @@ def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_no
     """The local profile's run (8 demo questions at most): every row underpowered, not comparable or not run."""
     labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
     labels |= {"Sparse MAD": "sparse", "AceMAD (T=2)": "acemad"}
-    rates = {"AceMAD (T=3)": 0.9, "Majority Voting": 0.0, "Decentralized MAD": 0.1, "Sparse MAD": 0.0}
-    runs = {
-        "main": _run(
-            rates | {"AceMAD (T=2)": 0.0},
-            {k: cfg(m) for k, m in labels.items()},
-            params={},
-            n=n_questions,
-            model="SmolLM2-135M-Instruct",
-        )
-    }
+    rates = dict(zip(labels, (0.9, 0.0, 0.1, 0.0, 0.0)))
+    configs = {k: cfg(m) for k, m in labels.items()}
+    runs = {"main": _run(rates, configs, params={}, n=n_questions, model="SmolLM2-135M-Instruct")}
     runs["main"][0].update(synthetic=False, model="SmolLM2-135M-Instruct", backend="local")
     runs["main"][0]["population"] = {"synthetic": False, "model": "SmolLM2-135M-Instruct"}
     ledger = C.ledger(runs)
@@ -160,11 +153,6 @@ def test_every_claim_of_the_data_file_is_listed_without_runs_and_says_what_the_p
     for e in C.CLAIMS:
         for n, words in e.get("says", {}).items():
             assert words in lines[n - 1], (n, words)
-
-
-def test_the_synthetic_title_says_so():
-    assert "synthetic population" in C.title(True, "SYNTHETIC population (no LLM)")
-    assert "synthetic" not in C.title(False, "model: gpt-4o-mini")
 
 
 BENCHES = ("synthetic-arc_challenge", "synthetic-mmlu_pro")
@@ -272,10 +260,12 @@ def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benc
     assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
 
 
-def test_a_ledger_of_no_runs_is_never_labelled_synthetic():
+def test_the_title_says_synthetic_only_of_a_synthetic_ledger_and_a_ledger_of_no_runs_says_so():
     """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
     from acemad_utils.report import figures
 
+    assert "synthetic population" in C.title(True, "SYNTHETIC population (no LLM)")
+    assert "synthetic" not in C.title(False, "model: gpt-4o-mini")
     synthetic, model = C.source({})
     label = figures.source_label(synthetic, model)
     ledger = C.ledger({})

@@ -1,16 +1,6 @@
-"""The claims ledger: each claim of data/claims.yaml, one row or more, with the paper's number, ours with its 95% CI,
-the paired test's p (raw and Holm-adjusted) and a verdict. Pure: runs (meta, records) in, a DataFrame out.
-
-    ledger = claims.ledger(runs)                           # {experiment: (meta, records)} of notebooks 02-07
-    ledger = claims.deciding(ledger, grid, runs)           # + which assumptions flip each row (notebook 08)
-
-Verdicts (docs/statistics.md). A claimed gain holds when its paired CI lies above 0 AND its Holm-adjusted p (across
-every test of the ledger) is below ALPHA, fails when the CI lies at or below 0, is a precise null ("no effect of the
-claimed size") when the CI excludes the claimed gain, else inconclusive. "Flat" / "plateaus" holds when the change's
-CI stays below FLAT_MARGIN points. An exact value is judged only on a real model running the paper's model; a
-synthetic profile says "... in the simulation" and "not comparable" for exact values; a real model says "supported"
-only with the n that gives the claim 80% power (else "underpowered (n = k of the ~N needed)").
-"""
+"""The claims ledger: each claim of data/claims.yaml as rows (the paper's number, ours with its 95% CI, the paired
+test's raw and Holm-adjusted p, a verdict; the rules: docs/statistics.md). Pure: runs (meta, records) in, a DataFrame
+out: ledger(runs), then deciding(ledger, grid, runs) adds which assumptions flip each row (notebook 08)."""
 
 from __future__ import annotations
 
@@ -84,7 +74,8 @@ def no_drop_verdict(lo: float, hi: float) -> str:
 def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="judged", p=math.nan, ci=(), psi=math.nan,
         model=PAPER_MODEL, recomputed="") -> dict:  # fmt: skip
     """One ledger row. kind: "gain" / "loss" (verdict from `ci` and the adjusted `p`, in finalize), "value" (an exact
-    value), "judged" (verdict given); psi: the share of discordant pairs (a real model's power); recomputed: the
+    value), "judged" (verdict given); psi: the share of discordant pairs (a real model's power), or the (records, a,
+    b[, benchmark]) it is measured on, only when a real model's power rule needs it; recomputed: the
     paper's number from its own cells where that differs from the printed one."""
     claimed = float(paper) if isinstance(paper, (int, float)) else math.nan
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
@@ -136,9 +127,7 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
     """target's paired gain over the best of `baselines` on the Average (and per benchmark: only the paper's
     `columns` if given), raw p (the ledger adjusts it), the paper's gain (paper_target / paper_baselines) and its
     Average recomputed from its cells; `consistently`: the Average's note names the paper's cells against it."""
-    tests = TB.versus_best(records, [target], list(baselines))
-    tests = tests if per_benchmark else tests[tests.benchmark == TB.AVERAGE]
-    psi = discordance(records, target, dict(zip(tests.benchmark, tests.best_baseline)).get(TB.AVERAGE, ""))
+    tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
         col, avg = bench_key(t["benchmark"]), t["benchmark"] == TB.AVERAGE
@@ -153,7 +142,7 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
         r = row(claim if avg else f"{claim}: {TB.bench_label(t['benchmark'])}", line, theirs,
                 _ci(t["gain"], t["gain_lo"], t["gain_hi"]), t["n_paired"], note="; ".join(n for n in notes if n),
                 kind=kind, p=float(t["p_value"]), ci=(t["gain_lo"], t["gain_hi"]),
-                psi=psi if avg else discordance(records, target, t["best_baseline"], t["benchmark"]),
+                psi=(records, target, t["best_baseline"], "" if avg else t["benchmark"]),
                 recomputed=_recomputed(paper, pt, pb, col))  # fmt: skip
         out.append({**r, "_col": col})
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
@@ -215,8 +204,7 @@ def _accuracy(records: list, label: str) -> Optional[tuple]:
 
 
 def _average_gain(records: list, a: str, b: Sequence[str]) -> Optional[dict]:
-    t = TB.versus_best(records, [a], list(b))
-    t = t[t.benchmark == TB.AVERAGE]
+    t = TB.versus_best(records, [a], list(b), per_benchmark=False)
     return None if t.empty else t.iloc[0].to_dict()
 
 
@@ -233,9 +221,9 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     resampling questions within benchmarks; holds above 0, fails at or below 0."""
     tests = TB.versus_best(recs, [target], list(baselines), average=False)
     df = TB.question_frame([r for r in recs if r["method"] == target or r["method"] in set(tests.best_baseline)])
-    diffs = []
+    wide, diffs = df.pivot(index=["benchmark", "question_id"], columns="method", values="correct"), []
     for t in tests.to_dict("records"):
-        piv = df[df.benchmark == t["benchmark"]].pivot(index="question_id", columns="method", values="correct")
+        piv = wide.loc[t["benchmark"]]
         diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, (piv[target] - piv[t["best_baseline"]]).dropna()))
     theirs = None
     if paper is not None:
@@ -245,10 +233,11 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     if not any(top for top, _ in diffs) or all(top for top, _ in diffs):
         return row(claim, line, theirs, note="BBH or ARC-C and another benchmark not both run")
     diffs = [(top, d.to_numpy(float)) for top, d in diffs]
-    rng, boots = np.random.default_rng(0), []
-    for _ in range(2000):
-        m = [(top, d[rng.integers(0, len(d), len(d))].mean()) for top, d in diffs if len(d)]
-        boots.append(np.mean([x for t, x in m if t]) - np.mean([x for t, x in m if not t]))
+    kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
+    draws = [[rng.integers(0, len(d), len(d)) for _, d in kept] for _ in range(2000)]  # the stream's order
+    means = np.array([d[np.stack(idx)].mean(1) for (_, d), idx in zip(kept, zip(*draws))])  # benchmark x draw
+    on = np.array([t for t, _ in kept], dtype=bool)  # BBH or ARC-C
+    boots = means[on].mean(0) - means[~on].mean(0)
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
     lo, hi = (100 * float(q) for q in np.quantile(boots, [0.025, 0.975]))
     note = "mean gain on BBH and ARC-C minus the mean on the other benchmarks, points"
@@ -267,7 +256,7 @@ def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
 
 def _judged_row(claim: str, line: str, test: dict, verdict, note: str, records: list) -> dict:
     """A figure claim judged by `verdict(lo, hi)` of one paired test (a versus_best row as a dict)."""
-    psi = discordance(records, test["method"], test["best_baseline"])
+    psi = (records, test["method"], test["best_baseline"])
     return row(claim, line, "(figure)", _ci(test["gain"], test["gain_lo"], test["gain_hi"]), int(test["n_paired"]),
                verdict(test["gain_lo"], test["gain_hi"]), note, p=float(test["p_value"]), psi=psi)  # fmt: skip
 
@@ -298,7 +287,7 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
             int(g["n_paired"]), flat_verdict(g["gain_lo"], g["gain_hi"]) if flat else NOT_RUN,
             f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}", kind="judged" if flat else "gain",
             p=float(g["p_value"]), ci=(g["gain_lo"], g["gain_hi"]),
-            psi=discordance(run[1], upto[-1], upto[0]))  # fmt: skip
+            psi=(run[1], upto[-1], upto[0]))  # fmt: skip
     return [{**r, "_cap": method == "decentralized" and not monotone}]
 
 
@@ -319,8 +308,8 @@ def _plateau(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     at10, beyond = [lab for lab in labels if ns[lab] == 10], [lab for lab in labels if ns[lab] > 10]
     if not at10 or not beyond:
         return [row(claim, e["line"], "(figure)", note="N=10 and N>10 not both run in this profile")]
-    tests = TB.versus_best(run[1], beyond, at10)
-    t = tests[tests.benchmark == TB.AVERAGE].sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
+    tests = TB.versus_best(run[1], beyond, at10, per_benchmark=False)
+    t = tests.sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
     note = f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points (a decline is consistent)"
     return [_judged_row(claim, e["line"], t, flat_verdict, note, run[1])]
 
@@ -631,7 +620,8 @@ def needed(r: dict, m: int) -> int:
     claimed = r["_claimed"]
     flat = r["_kind"] == "judged"
     effect = FLAT_MARGIN / 100 if flat else abs(claimed) / 100 if claimed == claimed and claimed else MIN_EFFECT / 100
-    psi = r["_psi"] if r["_psi"] == r["_psi"] else 0.0
+    psi = discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
+    psi = psi if psi == psi else 0.0
     return PW.n_needed(effect, min(max(psi, effect), 1.0), alpha, POWER)
 
 
@@ -693,10 +683,8 @@ def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
 
 
 def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
-    """What the ledger keeps of a record as it is read (transcripts.load_run's `keep`): its scalars and its
-    final answer, not the per-round transcript that is most of its size, except for the ablation run's AceMAD
-    debates, which ablation_claims re-weights from their rounds, and the full test sets' (no_penalty_row reads their
-    round 1). Reading every record whole took 2.17 GB."""
+    """A record as the ledger keeps it (load_run's `keep`): scalars and the final answer; the rounds only of the
+    AceMAD debates of the ablation (re-weighted) and the full test sets (round 1 read). Whole records took 2.17 GB."""
     config = meta["methods"].get(record.get("method"), {})
     if name.rsplit("/", 1)[-1] in ("ablation", "full_datasets") and config.get("method") == "acemad":
         return record
@@ -740,11 +728,8 @@ def truth_holders(runs: dict) -> dict:
 
 
 def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
-    """The ledger with a DECIDED_BY column: for each row of a synthetic profile, "by construction: <why>" where a
-    structural choice pins it, and over the assumption grid ({point name: that point's ledger}, BASE_POINT the
-    profile's population at the grid's n) which points make it hold and which make it fail ("holds in the
-    simulation where ...; fails in the simulation where ..."), or that no point moved it. Per-benchmark rows say
-    that the synthetic benchmarks differ only in K; stand-in rows are not varied."""
+    """The ledger with a DECIDED_BY column: "by construction: <why>" where a structural choice pins a row, and the
+    points of the assumption grid ({point name: its ledger}) where its verdict differs from BASE_POINT's."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
     params, shares, out = _params(runs), truth_holders(runs), []
     for r in ledger.to_dict("records"):

@@ -66,13 +66,13 @@ def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame
     raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
 
 
-_REUSED: Optional[dict[int, tuple[Sequence[dict], pd.DataFrame]]] = None  # frames_reused's frames, by list identity
+_REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and their pivots by frame identity
 
 
 @contextlib.contextmanager
 def frames_reused() -> Iterator[None]:
-    """Inside, accuracy_long and versus_best build the question frame of a records list once (the claims ledger
-    tables the same unchanged lists many times). A list is held till the block ends, so no other takes its id."""
+    """Inside, accuracy_long and versus_best build the question frame of a records list, and its pivots, once (the
+    claims ledger tables the same unchanged lists many times). Both are held till the block ends (no id reused)."""
     global _REUSED
     outer, _REUSED = _REUSED, {} if _REUSED is None else _REUSED
     try:
@@ -191,10 +191,15 @@ def versus_best(
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
-    parts = dict(iter(df.groupby("benchmark", sort=False)))  # one pass, not one scan of the frame per benchmark
-    piv = {
-        b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct") for b in benchmarks
-    }
+    key = (id(df), *benchmarks)
+    held = _REUSED.get(key) if _REUSED is not None else None  # frames_reused: pivot a frame once
+    if held is None or held[0] is not df:
+        parts = dict(iter(df.groupby("benchmark", sort=False)))  # one pass, not one scan of the frame per benchmark
+        held = df, {b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct")
+                    for b in benchmarks}  # fmt: skip
+        if _REUSED is not None:
+            _REUSED[key] = held
+    piv = held[1]
     rows = []
     for t in targets:
         if per_benchmark:
