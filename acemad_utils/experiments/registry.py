@@ -296,7 +296,7 @@ MAP_PARAMS = {
     "CROWD_COPIES": "crowd_copy",
 }
 
-MAP_AXES = {axis: tuple(params.SCHEMA[name].default) for name, axis in MAP_PARAMS.items()}
+MAP_AXES = {axis: tuple(params.defaults("09_assumption_map")[name]) for name, axis in MAP_PARAMS.items()}
 
 
 def map_axes(P: dict) -> dict:

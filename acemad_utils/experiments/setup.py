@@ -24,7 +24,7 @@ from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.params import BACKENDS, SCHEMA, SOURCES, problem, setup_defaults
+from acemad_utils.experiments.params import BACKENDS, SCHEMA, SETUP_NAMES, SOURCES, problem, setup_defaults
 from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
@@ -95,7 +95,7 @@ class Setup:
         self.synthetic = self.population.synthetic
 
     #: notebook parameter -> Setup argument (from_params), from the schema
-    PARAMS = {p.name: p.setup_arg for p in SCHEMA.values() if p.setup_arg}
+    PARAMS = {name: name.lower() for name in SETUP_NAMES}
 
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
