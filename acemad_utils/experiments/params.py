@@ -96,34 +96,25 @@ class Param:
         return text + (", or null" if self.nullable else "")
 
 
-COUNT = {"lo": 1, "hi": MAX_ITEMS, "nullable": True}  # questions or items; null: all
-#: What a value may be beyond its annotated type.
+#: What a value may be beyond its annotated type (OTHER_MODELS: _entries_problem).
 RULES: dict[str, dict[str, Any]] = {
     "PROFILE": {"text": "segment"},
+    **dict.fromkeys(("MODEL", "SUBSET_MODEL", "SECOND_MODEL"), {"text": "model"}),
+    **dict.fromkeys(("BASE_URL", "SECOND_BASE_URL"), {"text": "url"}),
     "BACKEND": {"choices": BACKENDS},
     "POPULATION": {"choices": tuple(POPULATIONS)},
     "SOURCE": {"choices": SOURCES},
-    "BENCHMARKS": {"choices": tuple(ALL_BENCHMARKS)},
-    "N_ITEMS": COUNT,
-    "N_MAX": COUNT,
+    "CALLS": {"choices": CALLS},
+    **dict.fromkeys(("BENCHMARKS", "FULL_BENCHMARKS"), {"choices": tuple(ALL_BENCHMARKS)}),
+    **dict.fromkeys(("N_ITEMS", "N_MAX", "FULL_N_MAX"), {"lo": 1, "hi": MAX_ITEMS, "nullable": True}),  # null: all
+    **dict.fromkeys(("GRID_N_MAX", "THEORY_ITEMS"), {"lo": 1, "hi": MAX_ITEMS}),
     "SEED": {"lo": 0, "hi": MAX_SEED},
     "WORKERS": {"lo": 1, "hi": MAX_WORKERS},
-    "MODEL": {"text": "model"},
-    "BASE_URL": {"text": "url"},
-    "CALLS": {"choices": CALLS},
     "ARGUE_MAX_TOKENS": {"lo": 1, "hi": MAX_TOKENS, "nullable": True},
-    "SUBSET_MODEL": {"text": "model"},
     "N_VALUES": {"lo": 1, "hi": MAX_AGENTS},
     "N_TABLE": {"lo": 2, "hi": MAX_AGENTS},
-    "ROUNDS": {"lo": 1, "hi": MAX_ROUNDS},
+    **dict.fromkeys(("ROUNDS", "THEORY_ROUNDS"), {"lo": 1, "hi": MAX_ROUNDS}),
     "ETA": {"lo": 0, "hi": MAX_ETA},
-    "SECOND_MODEL": {"text": "model"},
-    "SECOND_BASE_URL": {"text": "url"},
-    "FULL_BENCHMARKS": {"choices": tuple(ALL_BENCHMARKS)},
-    "FULL_N_MAX": COUNT,
-    "GRID_N_MAX": {"lo": 1, "hi": MAX_ITEMS},
-    "THEORY_ITEMS": {"lo": 1, "hi": MAX_ITEMS},
-    "THEORY_ROUNDS": {"lo": 1, "hi": MAX_ROUNDS},
     "ETA_PHASE": {"choices": PHASE_ETA},
     "T_PHASE": {"lo": 1, "hi": PHASE_T_MAX},
     # notebook 09's map axes: SimParams values (docs/population.md)
