@@ -74,9 +74,9 @@ def test_profile_terms_are_checked_and_name_the_model():
     terms = PR.parse_terms({"a": {"free": True}, "b": {"price": {"input": 1, "output": 2, "batch": 0.5}}})
     assert terms["a"].free and terms["b"].usd(1e6, 1e6) == pytest.approx(3.0)
     assert terms["b"].usd(1e6, 1e6, batch=True) == pytest.approx(1.5)
-    bad = ({"free": "yes"}, {"price": {"input": 1}}, {"price": {"input": -1, "output": 1}}, {},
+    bad = ({"free": "yes"}, {"price": {"input": 1}}, {"price": {"input": -1, "output": 1}}, {}, {"cost": 1},
            {"price": {"input": 1, "output": 1, "batch": 2}}, {"price": {"input": 1, "output": 1}, "free": True},
-           {"cost": 1}, {"price": {"input": float("inf"), "output": 1}}, {"price": {"input": True, "output": 1}})  # fmt: skip
+           {"price": {"input": float("inf"), "output": 1}}, {"price": {"input": True, "output": 1}})  # fmt: skip
     for terms in bad:
         with pytest.raises(ValueError, match="models: m: "):
             PR.parse_terms({"m": terms})

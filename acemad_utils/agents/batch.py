@@ -214,7 +214,8 @@ class Batcher:
                     return  # recorded as open: the next start polls it again
                 time.sleep(delay / naps)
             delay = min(delay * 1.5, self.poll_max)
-        stored, errors = {}, {}
+        stored: dict = {}
+        errors: dict = {}
         for fid in filter(None, (getattr(b, "output_file_id", None), getattr(b, "error_file_id", None))):
             s, e = import_output(client.sdk.files.content(fid).text, self.cache, requests)
             stored, errors = stored | s, errors | e

@@ -190,7 +190,7 @@ class LLMPopulation(Population):
 
     def usage(self) -> dict:
         """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""
-        stats, total = [c.stats() for c in list(self._clients.values())], Counter()
+        stats, total = [c.stats() for c in list(self._clients.values())], Counter[str]()
         for s in stats:
             total.update({k: v for k, v in s.items() if isinstance(v, int)})  # update keeps zero counts
         costs = [s["cost_usd"] for s in stats]
