@@ -126,11 +126,11 @@ SCHEMA: dict[str, Param] = {name: Param(name, _KINDS[name], **RULES.get(name, {}
 
 
 def names(nb: str) -> list[str]:
-    return list(DECLARED[nb])
+    return list(DECLARED.get(nb, {}))  # a notebook outside notebooks/ (a test's) declares none
 
 
 def defaults(nb: str) -> dict[str, Any]:
-    return {name: copy.deepcopy(value) for name, (_, value) in DECLARED[nb].items()}
+    return {name: copy.deepcopy(value) for name, (_, value) in DECLARED.get(nb, {}).items()}
 
 
 def notebooks_of(name: str) -> list[str]:
