@@ -1,6 +1,6 @@
 """What the paper's tables run, as the paper prints them: methods, T values, benchmarks (notebooks 03 and 07).
 
-The registry (experiments/registry.py) builds the runs from these; the parameter schema (experiments/params.py)
+The registry (experiments/registry.py) builds the runs from these; the parameter rules (experiments/params.py)
 checks OTHER_MODELS' tables and FULL_BENCHMARKS against them.
 """
 
