@@ -8,6 +8,10 @@ import pandas as pd
 import pytest
 
 from acemad_utils.data import paths as P
+from acemad_utils.data.transcripts import run_dir
+from acemad_utils.experiments import assumption_map as AM
+from acemad_utils.experiments import registry as R
+from acemad_utils.experiments.setup import Setup
 from acemad_utils.report import claims as C
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues
@@ -287,3 +291,16 @@ def test_rows_whose_run_was_left_out_on_purpose_say_skipped():
     other = ledger[ledger.claim.str.startswith(("Table 2 (Qwen", "Table 4", "Table 5"))]
     assert len(other) >= 3 and other.note.str.startswith("skipped: OTHER_MODELS").all()
     assert set(other.verdict) == {C.NOT_RUN}
+
+
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
+def test_a_grid_point_debated_in_memory_gives_the_records_and_ledger_of_its_written_runs(smoke_outputs):
+    S = Setup(profile="default", benchmarks=["bbh", "mmlu_pro"], n_items=40, workers=1)
+    point, runs = R.LEDGER_GRID[0], R.ledger_runs(R.LEDGER_GRID[0], S.seed, 6, S.benchmarks)
+    memory = AM.ledger_runs(S, point, n_max=6)
+    assert not any(run_dir(f"default/{r.name}", create=False).exists() for r in runs)  # nothing written
+    disk = {r.name.split("__", 1)[1]: AM.run_with_meta(S, r, progress=False) for r in runs}
+    decided = lambda runs: {k: [(r["method"], r["question_id"], r["final"]) for r in v[1]] for k, v in runs.items()}  # noqa: E731
+    assert decided(memory) == decided(disk)  # the same debates (without their argument texts)
+    pd.testing.assert_frame_equal(C.ledger(memory), C.ledger(disk))
+    S.close()
