@@ -15,6 +15,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.report import claims as C
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues
+from tests.test_what_we_see import say
 
 
 def records(method: str, correct: np.ndarray, benchmarks=("synthetic-arc_challenge", "synthetic-bbh")) -> list:
@@ -33,6 +34,14 @@ def records(method: str, correct: np.ndarray, benchmarks=("synthetic-arc_challen
 
 
 RNG = np.random.default_rng(0)
+
+
+def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
+    """The SUMMARY line notebook 08 prints for this ledger (its own f-strings, run here)."""
+    printed: list = []
+    say("08_claims", "1f549bd8", ledger=ledger, runs=runs, SRC=label, synthetic=C.source(runs)[0], claims=C,
+        print=printed.append)  # fmt: skip
+    return printed[0]
 
 
 def cfg(method: str, **more) -> dict:
@@ -102,7 +111,7 @@ def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_no
     assert ledger.verdict.str.startswith(C.UNDERPOWERED).any()
     exact = ledger[ledger.claim.str.contains("49.92")]
     assert exact.verdict.tolist() == [C.ANOTHER_MODEL]
-    assert "smoke test of the pipeline, not evidence" in C.summary(ledger, runs, "local")
+    assert "smoke test of the pipeline, not evidence" in summary(ledger, runs, "local")
 
 
 def test_holm_across_the_ledger_turns_a_lone_significant_gain_inconclusive():
@@ -184,10 +193,11 @@ def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
     assert len(exact) == 3 and set(exact.verdict) == {C.NOT_COMPARABLE}
     every = ledger[ledger.claim.str.startswith("... on every benchmark")].iloc[0]
     assert every["paper"] == "not all > 0 (MMLU-Pro +0.00)"  # the paper's own T=3 MMLU-Pro gain
-    line = C.summary(ledger, runs, "SYNTHETIC")
-    assert "knowledge_link=1" in line and "real-model profile" in line and "Holm" in line
+    line = summary(ledger, runs, "SYNTHETIC")
+    assert line.startswith(f"SUMMARY: [SYNTHETIC] {len(ledger)} claims: ") and "(Holm across " in line
+    assert "knowledge_link=1" in line and "real-model profile" in line
     runs["main"][0]["population"]["params"]["knowledge_link"] = 0.0
-    assert "knowledge_link=0 (peer-prediction skill unrelated" in C.summary(ledger, runs, "SYNTHETIC")
+    assert "knowledge_link=0 (peer-prediction skill unrelated" in summary(ledger, runs, "SYNTHETIC")
 
 
 def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():
@@ -275,7 +285,7 @@ def test_the_title_says_synthetic_only_of_a_synthetic_ledger_and_a_ledger_of_no_
     ledger = C.ledger({})
     assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
     assert set(ledger.verdict) == {"not run"}
-    assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
+    assert "SYNTHETIC" not in summary(ledger, {}, label).upper()
 
 
 def test_rows_whose_run_was_left_out_on_purpose_say_skipped():

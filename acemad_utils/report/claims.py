@@ -768,13 +768,6 @@ def category(verdict: str) -> str:
     return next((v for v in VERDICTS if verdict == v or verdict.startswith(v + " (")), verdict)
 
 
-def counts(ledger: pd.DataFrame) -> dict:
-    """{verdict: rows} in a fixed order, the verdicts that occur (for the notebook's summary line)."""
-    cats = ledger.verdict.map(category)
-    n = {v: int((cats == v).sum()) for v in VERDICTS}
-    return {v: k for v, k in n.items() if k}
-
-
 def _link(params: dict) -> str:
     """The population's link between knowing the truth and predicting the crowd, in words."""
     if "knowledge_link" not in params:  # the persona model of earlier runs
@@ -831,42 +824,6 @@ def assumptions(runs: dict) -> str:
 def smoke_test(runs: dict) -> bool:
     """A run of the local model (llama.cpp, a 135M model on a few demo questions): the pipeline, not evidence."""
     return any(m.get("backend") == "local" for m, _ in runs.values())
-
-
-def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
-    """The notebook's SUMMARY line: counts (stand-in rows apart), the correction, and what the verdicts rest on:
-    (synthetic) every assumption of the population and the grid's flips, (real model) the power rule."""
-    tests = int(ledger["p"].notna().sum())
-    standin = ledger.note.str.contains("stand-in", case=False) & (ledger.verdict != NOT_RUN)
-    said = ", ".join(f"{n} {v}" for v, n in counts(ledger[~standin]).items())
-    line = f"SUMMARY: [{label}] {len(ledger)} claims: {said} (Holm across {tests} paired tests)."
-    if standin.any():
-        apart = ", ".join(f"{n} {v}" for v, n in counts(ledger[standin]).items())
-        n = int(standin.sum())
-        line += (
-            f" Apart: {n} rows of notebook 07's synthetic stand-ins ({apart}): they test the code path, not the models."
-        )
-    if runs and not source(runs)[0]:
-        rule = (
-            f" A gain is supported or not only with the questions that give it {POWER:.0%} power at the Holm "
-            "first-step level; an exact value only on the paper's own model."
-        )
-        if smoke_test(runs):
-            return line + rule + " This local-model ledger is a smoke test of the pipeline, not evidence."
-        return line + rule
-    if not runs:
-        return line
-    if DECIDED_BY in ledger:
-        flips = ledger[DECIDED_BY].str.contains(" elsewhere (", regex=False)
-        built = ledger[DECIDED_BY].str.startswith("by construction")
-        line += (
-            f" Over the assumption grid (each assumption moved one at a time) {int(flips.sum())} rows change verdict "
-            f"(their '{DECIDED_BY}' names where) and {int(built.sum())} are pinned by construction."
-        )
-    return (
-        f"{line} Every synthetic verdict rests on the population's assumptions: {assumptions(runs)}; "
-        "none of it is evidence for the paper: that needs a real-model profile (BACKEND openai or local)."
-    )
 
 
 def source(runs: dict) -> tuple[bool, str]:
