@@ -13,6 +13,7 @@ from acemad_utils.experiments import assumption_map as AM
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.report import claims as C
+from acemad_utils.report import figures
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues
 from tests.test_what_we_see import say
@@ -112,6 +113,7 @@ def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_no
     exact = ledger[ledger.claim.str.contains("49.92")]
     assert exact.verdict.tolist() == [C.ANOTHER_MODEL]
     assert "smoke test of the pipeline, not evidence" in summary(ledger, runs, "local")
+    assert "a smoke test of the pipeline on a few questions" in title(False, "local", runs)
 
 
 def test_holm_across_the_ledger_turns_a_lone_significant_gain_inconclusive():
@@ -274,16 +276,22 @@ def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benc
     assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
 
 
+def title(synthetic: bool, label: str, runs: dict) -> str:
+    """The title notebook 08 gives its ledger table (its own f-string, run here without saving the table)."""
+    printed: list = []
+    say("08_claims", "48a8a3f1", runs=runs, grid={}, SEED=0, PROFILE="default", synthetic=synthetic, SRC=label,
+        claims=C, figures=figures, save_table=lambda *a, **k: None, print=printed.append)  # fmt: skip
+    return printed[0]
+
+
 def test_the_title_says_synthetic_only_of_a_synthetic_ledger_and_a_ledger_of_no_runs_says_so():
     """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
-    from acemad_utils.report import figures
-
-    assert "synthetic population" in C.title(True, "SYNTHETIC population (no LLM)")
-    assert "synthetic" not in C.title(False, "model: gpt-4o-mini")
+    assert "synthetic population" in title(True, "SYNTHETIC population (no LLM)", {})
+    assert "synthetic" not in title(False, "model: gpt-4o-mini", {})
     synthetic, model = C.source({})
     label = figures.source_label(synthetic, model)
     ledger = C.ledger({})
-    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
+    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in title(synthetic, label, {})
     assert set(ledger.verdict) == {"not run"}
     assert "SYNTHETIC" not in summary(ledger, {}, label).upper()
 

@@ -19,7 +19,6 @@ from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
-from acemad_utils.report.figures import NO_RUNS
 from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
@@ -691,20 +690,6 @@ def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<expe
     return {k: v for k, v in record.items() if k == "final" or not isinstance(v, (list, dict))}
 
 
-def title(synthetic: bool, source: str, *, smoke: bool = False) -> str:
-    """The ledger's title; `smoke` (smoke_test(runs): the local model) says it is no evidence."""
-    if source == NO_RUNS:
-        return f"Claims ledger [{source}]: no run of this profile was found (failed or not made): all claims not run"
-    if smoke:
-        return f"Claims ledger [{source}]: a smoke test of the pipeline on a few questions, not evidence"
-    if synthetic:
-        return (
-            f"Claims ledger [{source}]: the verdicts describe the synthetic population on generated items "
-            "('... in the simulation'), not the paper's models"
-        )
-    return f"Claims ledger [{source}]: the paper's claims tested on this model"
-
-
 BASE_POINT = "the profile's population"  # the grid's reference point: no assumption moved, the grid's n
 
 
@@ -731,7 +716,7 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     """The ledger with a DECIDED_BY column: "by construction: <why>" where a structural choice pins a row, and the
     points of the assumption grid ({point name: its ledger}) where its verdict differs from BASE_POINT's."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
-    params, shares, out = _params(runs), truth_holders(runs), []
+    params, shares, out = population_params(runs), truth_holders(runs), []
     for r in ledger.to_dict("records"):
         why = by_construction(r["claim"], params, shares)
         if "stand-in" in r["note"].lower() and not why:
@@ -768,57 +753,14 @@ def category(verdict: str) -> str:
     return next((v for v in VERDICTS if verdict == v or verdict.startswith(v + " (")), verdict)
 
 
-def _link(params: dict) -> str:
-    """The population's link between knowing the truth and predicting the crowd, in words."""
-    if "knowledge_link" not in params:  # the persona model of earlier runs
-        sk, cr = params.get("skeptic_calibration", "?"), params.get("crowd_calibration", "?")
-        return f"peer-prediction skill assigned by persona (every Skeptic calibration {sk}, everyone else {cr})"
-    if params.get("calibration_by") == "persona":
-        cal = params.get("insight_calibration")
-        return f"calibration_by='persona' (every Skeptic calibration {cal}, whatever it knows on the item)"
-    link = float(params["knowledge_link"])
-    what = (
-        "only agents that see through the trap predict the crowd"
-        if link == 1
-        else "peer-prediction skill unrelated to knowing the truth"
-        if link == 0
-        else f"peer-prediction skill follows knowing the truth with probability {link:g}"
-    )
-    return (
-        f"knowledge_link={link:g} ({what}; insight_calibration={params.get('insight_calibration')}, "
-        f"crowd_calibration={params.get('crowd_calibration')})"
-    )
+def main_meta(runs: dict) -> dict:
+    """The main run's meta (notebook 03), else any run's; {} without runs."""
+    return runs["main"][0] if "main" in runs else next((m for m, _ in runs.values()), {})
 
 
-def _params(runs: dict) -> dict:
-    metas = [m for m, _ in runs.values()]
-    meta = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
-    return (meta.get("population") or {}).get("params") or {}
-
-
-def assumption(runs: dict) -> str:
-    """The population assumption a synthetic ledger's holding verdicts rest on most (read from the main run's
-    meta, else any run's): the link between knowing the truth and predicting the crowd."""
-    return _link(_params(runs))
-
-
-#: The population's assumptions no printed number fixes, beside knowledge_link (registry.LEDGER_GRID varies them)
-NAMED = {
-    "insight": "P(the Skeptic sees through the trap)",
-    "crowd_insight": "the same for a Generalist",
-    "insight_susceptibility": "the truth-holder's susceptibility",
-    "crowd_susceptibility": "the crowd's",
-    "trap_mean": "the shared trap's pull",
-    "crowd_copy": "P that a Generalist copies its roster twin's state, times 1 - temperature",
-}
-
-
-def assumptions(runs: dict) -> str:
-    """Every assumption of the population a synthetic ledger's verdicts rest on, with its value in this run."""
-    params = _params(runs)
-    named = [f"{k}={params[k]:g} ({what})" for k, what in NAMED.items() if isinstance(params.get(k), (int, float))]
-    copies = "" if "crowd_copy" in params else "; the Generalists drawn as independent agents"
-    return f"{_link(params)}; {', '.join(named)}{copies}; K options fixed per benchmark"
+def population_params(runs: dict) -> dict:
+    """The synthetic population's parameters the ledger's runs were made with (main_meta's), {} for a real model."""
+    return (main_meta(runs).get("population") or {}).get("params") or {}
 
 
 def smoke_test(runs: dict) -> bool:
@@ -829,6 +771,4 @@ def smoke_test(runs: dict) -> bool:
 def source(runs: dict) -> tuple[bool, str]:
     """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model.
     No runs (a real-model profile whose run failed) are neither: (False, ""), labelled NO_RUNS, never SYNTHETIC."""
-    metas = [m for m, _ in runs.values()]
-    main = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
-    return any(m.get("synthetic") for m in metas), main.get("model") or ""
+    return any(m.get("synthetic") for m, _ in runs.values()), main_meta(runs).get("model") or ""
