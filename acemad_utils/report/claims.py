@@ -19,7 +19,7 @@ from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, resample_indices
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
@@ -158,23 +158,16 @@ def discordance(records: list, a: str, b: str, benchmark: str = "") -> float:
 
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(target's Average over base's minus 1 in %, CI lo, hi, n paired), resampling questions within benchmarks."""
-    df = pd.DataFrame([(r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"]))
-                       for r in records if r["final"]["correct"] is not None],  # no gold answer: not scored
-                      columns=["benchmark", "question_id", "method", "correct"])  # fmt: skip
-    piv = df[df.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
+    f = TB.question_frame(records)  # a failed record: no pair
+    piv = f[f.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
     if target not in piv or base not in piv or piv.empty:
         return None
-    rng, a_b, b_b, a_p, b_p = np.random.default_rng(seed), [], [], [], []
-    for _, g in piv.groupby(level=0):
-        a, b = g[target].to_numpy(), g[base].to_numpy()
-        idx = rng.integers(0, len(a), (n_boot, len(a)))
-        a_b.append(a[idx].mean(1))
-        b_b.append(b[idx].mean(1))
-        a_p.append(a.mean())
-        b_p.append(b.mean())
+    ab = [(g[target].to_numpy(), g[base].to_numpy()) for _, g in piv.groupby(level=0)]
+    idx = resample_indices(seed, n_boot, tuple(len(a) for a, _ in ab))  # per benchmark, in order
     with np.errstate(divide="ignore", invalid="ignore"):
-        boots = 100 * (np.mean(a_b, 0) / np.mean(b_b, 0) - 1)
-        point = 100 * (np.mean(a_p) / np.mean(b_p) - 1)
+        boots = 100 * (np.mean([a[i].mean(1) for (a, _), i in zip(ab, idx)], 0)
+                       / np.mean([b[i].mean(1) for (_, b), i in zip(ab, idx)], 0) - 1)  # fmt: skip
+        point = 100 * (np.mean([a.mean() for a, _ in ab]) / np.mean([b.mean() for _, b in ab]) - 1)
     boots = np.where(np.isnan(boots), np.inf, boots)  # 0/0 resamples: no finite ratio
     lo, hi = np.quantile(boots, 0.025, method="lower"), np.quantile(boots, 0.975, method="higher")  # infs: no mixing
     return float(point), float(lo), float(hi), len(piv)
