@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -40,11 +40,9 @@ COLUMNS = ["claim", "paper line", "paper", "paper (recomputed)", "ours [95% CI]"
 DECIDED_BY = "decided by"  # the assumption-grid column (deciding): which assumptions flip the row, or why none can
 MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 PRONOUNCED = ("BBH", "ARC-C")
-STILL_RISING = "AceMAD's curve still rises at N=10 (no earlier peak)"
 DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
 NOT_MADE = "run not made in this profile"
 RunData = tuple[dict, list]
-Target = Union[str, tuple]  # a label, or (our label, the paper's label, the paper's baselines)
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
