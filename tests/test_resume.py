@@ -25,7 +25,7 @@ from acemad_utils.agents.sim import make_items
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.runner import cut_torn_tail
+from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 
@@ -168,7 +168,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
 
 
 # ----------------------------------------------------------------------------- torn lines, in process
-def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_outputs):
+def test_torn_last_line_is_dropped_and_recomputed_from_the_cache(fake_server, tmp_outputs):
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
     srv = fake_server
@@ -192,7 +192,7 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_ou
     assert all(r["usage"]["cache_hits"] == r["usage"]["calls"] for r in recs[4:])
 
 
-def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_is_cut_before_appending(tmp_path):
+def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_never_glues_to_the_next_line(tmp_path):
     good = {"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}
     path = tmp_path / "t.jsonl"
     line = json.dumps(good).encode()
@@ -200,20 +200,14 @@ def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_is_cut_b
     with pytest.warns(UserWarning) as w:
         recs = transcripts.read_jsonl(path)
     assert recs == [good] and len(w) == 5
-    # appending after a torn line starts a new line
-    path.write_bytes(b'{"a": 1}\n{"b": ')
-    with pytest.warns(UserWarning, match="torn"):
-        cut_torn_tail(path)
-    assert path.read_bytes() == b'{"a": 1}\n'
-    whole = json.dumps({"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}).encode()
-    path.write_bytes(b'{"a": 1}\n' + whole)  # only the newline was lost: the record is kept
-    cut_torn_tail(path)
-    assert path.read_bytes() == b'{"a": 1}\n' + whole + b"\n"
-    path.write_bytes(b'{"b": 2')  # no newline at all: the whole file is one torn line
-    with pytest.warns(UserWarning):
-        cut_torn_tail(path)
-    assert path.read_bytes() == b""
-    cut_torn_tail(tmp_path / "missing.jsonl")  # nothing to do
+    # appending after a torn line starts a new line; a record that lost only its newline keeps its line
+    whole = json.dumps(good)
+    for before, after in ((b'{"b": ', b'{"b": \n'), (whole.encode(), whole.encode() + b"\n"), (b"", b"")):
+        path.write_bytes(before)
+        out = Appender(path)
+        out.write_many([whole])
+        out.close()
+        assert path.read_bytes() == after + whole.encode() + b"\n"
 
 
 def test_cache_put_is_committed_at_once(tmp_path):

@@ -206,9 +206,7 @@ class Setup:
                 raise FileNotFoundError(
                     f"no challenging subset of {name!r} for the subset model {self.subset_model!r} under "
                     f"{subsets.subsets_root() / self.subset_slug}: build them first with that model (notebook 01 "
-                    f"with MODEL={self.subset_model!r}, or "
-                    f"`python -m acemad_utils.experiments.subsets build --model ...`), "
-                    f"or set SUBSET_MODEL='' to build this model's own"
+                    f"with MODEL={self.subset_model!r}), or set SUBSET_MODEL='' to build this model's own"
                 ) from None
             self.build_subsets(progress=False)
             qs = self.load_subset(b, self.slug, self.population)
