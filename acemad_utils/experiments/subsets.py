@@ -69,10 +69,6 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
     return P.safe_segment(slug, f"model name {model_name!r} as a folder name")  # e.g. too long
 
 
-def content_hash(q: Question) -> str:
-    return D.data_hash([q])
-
-
 def item_stats(rec: dict) -> dict:
     """Accuracy, wrong-answer distribution (label order) and parse failures of one Single Agent record."""
     runs = rec["runs"]
@@ -199,7 +195,7 @@ def build_subset(
             "command: only the failed items are sent again"
         )
     stats = [item_stats(r) for r in ok]
-    hashes = {q.id: content_hash(q) for q in qs}
+    hashes = {q.id: D.data_hash([q]) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()
@@ -254,12 +250,6 @@ def _meta_edit(d: Path):
         os.close(fd)  # releases the lock
 
 
-def _entry(slug: str, benchmark: str) -> dict:
-    """A benchmark's entry of a model's saved meta.json ({} if none); DamagedFile naming the fix."""
-    path = subsets_root() / slug / "meta.json"
-    return (_meta(path).get("benchmarks", {}).get(benchmark) or {}) if path.exists() else {}
-
-
 def _fix(path: Path) -> str:
     return (
         f"delete it (rm {path}) and rerun: the subset is built again from its saved run (records and model "
@@ -286,7 +276,8 @@ def load_subset(
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with notebook 01 (Setup.build_subsets)")
-    entry = _entry(model_slug, benchmark)
+    meta = path.with_name("meta.json")
+    entry = (_meta(meta).get("benchmarks", {}).get(benchmark) or {}) if meta.exists() else {}
     if population is not None and population.synthetic:
         if entry.get("population_params") != population.describe().get("params"):
             raise FileNotFoundError(f"the subset {path} was selected by another synthetic population; rebuild it")
@@ -312,7 +303,7 @@ def load_subset(
         q = pool.get(item["id"])
         if q is None:
             raise D.DataError(f"{path}: item {item['id']!r} is not in the {benchmark} questions")
-        if content_hash(q) != item["content_hash"]:
+        if D.data_hash([q]) != item["content_hash"]:
             raise D.DataError(
                 f"{path}: item {item['id']!r} changed upstream (content hash differs); rebuild the subset"
             )
