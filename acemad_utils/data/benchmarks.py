@@ -3,7 +3,6 @@ and the problem; one mapper per benchmark (local files and the hub); the loaders
 
     qs = load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub); load("demo") = load_demo()
     data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
-    python -m acemad_utils.data summary [--benchmarks arc_challenge,logiqa] [--data-dir DIR]
 
 Where the data comes from, first match wins: (1) `data_dir`, else ACEMAD_DATA_DIR, a directory in the upstream
 layout of FILES, e.g. <dir>/truthfulqa/data/v0/mc_task.json (mmlu_pro/law_test.jsonl is read before test.jsonl
@@ -23,15 +22,12 @@ Mapping choices (deterministic, no RNG, no Python `hash()`):
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib.util
 import json
 import os
 import re
-import sys
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -468,47 +464,3 @@ def data_hash(questions: Sequence[Question]) -> str:
     """sha256 (hex) of the canonical JSON of the questions: same questions, same order -> same hash, anywhere."""
     blob = json.dumps([_canonical(q) for q in questions], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def summarize(questions: Sequence[Question]) -> dict:
-    """Items, option-count range and answer-label counts (in label order)."""
-    sizes = [len(q.options) for q in questions]
-    counts = Counter(q.answer for q in questions if q.answer is not None)
-    return {
-        "items": len(questions),
-        "options": (min(sizes, default=0), max(sizes, default=0)),
-        "answers": dict(sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0]))),
-        "sha256": data_hash(questions),
-    }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m acemad_utils.data", description="Benchmark data tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("summary", help="items, option counts and answer distribution per benchmark")
-    cmd.add_argument(
-        "--benchmarks", default=",".join(BENCHMARKS), help="comma-separated names (default: all; 'demo' allowed)"
-    )
-    cmd.add_argument("--data-dir", default=None, help=f"data directory (default: ${ENV_VAR})")
-    args = parser.parse_args(argv)
-    names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
-    bad = [n for n in names if n not in BENCHMARKS + ("demo",)]
-    if bad or not names:
-        parser.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
-    status = 0
-    print(f"{'benchmark':<14} {'items':>6}  {'options':<7}  {'sha256':<12}  answer distribution")
-    for name in names:
-        try:
-            s = summarize(load(name, data_dir=args.data_dir))
-        except DataError as e:
-            print(f"{name:<14} ERROR: {e}")
-            status = 1
-            continue
-        lo, hi = s["options"]
-        dist = " ".join(f"{k}:{v}" for k, v in s["answers"].items())
-        print(f"{name:<14} {s['items']:>6}  {f'{lo}-{hi}':<7}  {s['sha256'][:12]}  {dist}")
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
