@@ -421,11 +421,8 @@ def _save(run: _Run, maybe: Sequence[Optional[dict]]) -> None:
 
 
 def _run_in_threads(run: _Run) -> None:
-    """Questions in a thread pool: `workers` for populations that do I/O (the client bounds the calls in flight), one
-    for the others."""
-    pop = run.population
-    workers = (run.workers or 1) if getattr(pop, "concurrent", not pop.synthetic) else 1
-    ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+    """Questions in a thread pool (populations that do I/O; the client bounds the calls in flight)."""
+    ex = ThreadPoolExecutor(max_workers=run.workers, thread_name_prefix="question")
     try:
         pending = {ex.submit(_answer, run, j) for j in run.todo}
         announced = False
@@ -445,9 +442,15 @@ def _run_in_threads(run: _Run) -> None:
         ex.shutdown(wait=not run.stop.presses, cancel_futures=True)
 
 
-def _run_batches(run: _Run) -> None:
-    """In this thread, a batched population's questions as arrays of BATCH debates per config (a batch that raises
-    is recorded as failed, question by question)."""
+def _run_here(run: _Run) -> None:
+    """In this thread: a batched population's questions as arrays of BATCH debates per config (a batch that raises
+    is recorded as failed, question by question), any other's one after the other (a Ctrl-C ends it between two)."""
+    if not getattr(run.population, "batched", False):
+        for job in run.todo:
+            if run.stop.presses or run.over_budget:
+                return
+            _save(run, [_answer(run, job)])
+        return
     by_config: dict[str, list[tuple]] = {}
     for job in run.todo:
         by_config.setdefault(job[1].hash, []).append(job)
@@ -469,15 +472,17 @@ def _run_batches(run: _Run) -> None:
 def _run_passes(run: _Run) -> None:
     """Run every question left. CALLS_VIA batch: a pass runs each question until its first call not cached yet
     (queued: it waits); the queue goes out as one batch, and the waiting questions run again, until none waits."""
-    batcher = getattr(run.population, "batcher", None)
+    pop = run.population
+    concurrent = getattr(pop, "concurrent", not pop.synthetic) and (run.workers or 1) > 1
+    batcher = getattr(pop, "batcher", None)
     while True:
         run.waiting.clear()
         try:
-            if getattr(run.population, "batched", False):  # CPU-bound: the collector would rescan saved records
-                with gc_paused():
-                    _run_batches(run)
-            else:
+            if concurrent:
                 _run_in_threads(run)
+            else:  # CPU-bound: the collector would rescan the growing set of saved records
+                with gc_paused():
+                    _run_here(run)
             if not run.waiting or run.stop.presses or run.over_budget or batcher is None:
                 return
             batcher.flush(should_stop=lambda: bool(run.stop.presses), progress=run.progress)
