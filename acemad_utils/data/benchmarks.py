@@ -108,14 +108,8 @@ def map_arc(rec: Mapping[str, Any], index: int) -> Question:
     if len(set(letters)) != len(letters) or len(texts) != len(letters):
         raise ValueError(f"duplicate or unmatched choice labels {labels}")
     meta = {} if letters == labels else {"original_labels": [str(x) for x in labels]}
-    return _question(
-        _text(rec, "id"),
-        "arc_challenge",
-        stem,
-        dict(zip(letters, texts)),
-        answer=_arc_letter(rec["answerKey"]),
-        meta=meta,
-    )
+    qid, answer, options = _text(rec, "id"), _arc_letter(rec["answerKey"]), dict(zip(letters, texts))
+    return _question(qid, "arc_challenge", stem, options, answer=answer, meta=meta)
 
 
 _BBH_OPTION = re.compile(r"\(([A-Z])\)\s*(.*)")
@@ -173,9 +167,8 @@ def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"expected 4 options, got {len(opts)}")
     options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
     text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
-    return _question(
-        f"logiqa/{index:03d}", "logiqa", text, options, answer=LETTERS[_choice_index(rec["correct_option"], 4)], meta={}
-    )
+    answer = LETTERS[_choice_index(rec["correct_option"], 4)]
+    return _question(f"logiqa/{index:03d}", "logiqa", text, options, answer=answer, meta={})
 
 
 def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
@@ -185,14 +178,8 @@ def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
     if "answer" in rec and options.get(ans) != rec["answer"]:
         raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
-    return _question(
-        f"medqa/{index:04d}",
-        "medqa",
-        _text(rec, "question"),
-        options,
-        answer=ans,
-        meta={"meta_info": rec.get("meta_info")},
-    )
+    meta = {"meta_info": rec.get("meta_info")}
+    return _question(f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, answer=ans, meta=meta)
 
 
 def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
@@ -208,15 +195,8 @@ def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
             raise ValueError(f"answer_index {i!r} is not an option index 0-{len(opts) - 1}")
         if LETTERS[i] != ans:
             raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
-    meta = {"question_id": rec["question_id"], "src": rec.get("src")}
-    return _question(
-        f"mmlu_pro/{rec['question_id']}",
-        "mmlu_pro",
-        _text(rec, "question"),
-        dict(zip(LETTERS, opts)),
-        answer=ans,
-        meta=meta,
-    )
+    qid, meta = f"mmlu_pro/{rec['question_id']}", {"question_id": rec["question_id"], "src": rec.get("src")}
+    return _question(qid, "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), answer=ans, meta=meta)
 
 
 class DataError(ValueError):
