@@ -140,14 +140,6 @@ def test_meta_merges_benchmarks_and_table_and_refuses_another_benchmarks_items(s
         S.build_subset("arc_challenge", ITEMS, SimPopulation(), "x", progress=False)
 
 
-def test_build_on_limited_arc(smoke_outputs, shared):
-    qs = D.load("arc_challenge", data_dir=shared)
-    res = S.build_subset("arc_challenge", qs, SimPopulation(), "x", limit=60, progress=False)
-    _check(res)
-    assert res.summary["n_items_in"] == 60 and res.summary["limit"] == 60
-    assert [q.id for q in S.load_subset("arc_challenge", "synthetic-population")] == [k["id"] for k in res.kept]
-
-
 def test_build_against_an_endpoint_keeps_the_items_it_gets_wrong(smoke_outputs):
     items = make_items(12, k=4, seed=5, benchmark="logiqa")
     with FakeOpenAI(lambda body, n: '{"self_prob": {"B": 100}}') as srv:  # always answers B
