@@ -182,13 +182,6 @@ def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
     assert not ok.empty and set(ok["best_baseline"]) == {labels[0]}
 
 
-def test_labels_and_families_come_from_the_config():
-    assert DebateConfig(method="majority", n_agents=3).label == "Majority Voting (N=3)"
-    assert DebateConfig(method="majority", n_agents=3).family == "Majority Voting"
-    assert DebateConfig(method="acemad", n_agents=7).family == "AceMAD (T=3)"
-    assert DebateConfig(method="centralized", mad_aggregator="moderator").label == "Centralized MAD (moderator)"
-
-
 # ----------------------------------------------------------------------------- 3. Centralized MAD's decision
 def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderator():
     pop = SimPopulation(seed=4)
@@ -202,7 +195,9 @@ def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderato
         assert r["decisions"]["moderator"]["answer"] == r["labels"][int(np.argmax(r["moderator"][-1]["p"]))]
     mod = A.redecided(recs, "moderator")
     assert [m["final"]["answer"] for m in mod] == [r["decisions"]["moderator"]["answer"] for r in recs]
-    with_mod = [run_question(q, pop, cfg.replace(mad_aggregator="moderator")) for q in ITEMS[:60]]
+    moderated = cfg.replace(mad_aggregator="moderator")
+    assert moderated.label == "Centralized MAD (moderator)"
+    with_mod = [run_question(q, pop, moderated) for q in ITEMS[:60]]
     assert [r["final"]["correct"] for r in with_mod] == [m["final"]["correct"] for m in mod]
     with pytest.raises(ValueError, match="only Centralized MAD has a moderator"):
         DebateConfig(method="decentralized", mad_aggregator="moderator")
