@@ -31,11 +31,7 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce.cli import ProfileLock, failed_records, failure_lines, progress_tail
-
-try:
-    from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
+from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
 
 KEY = "sk-canary-faults-0000"
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
@@ -135,7 +131,7 @@ def test_hostile_text_mode_reaches_the_reply_intact():
         assert HOSTILE in LLMClient("m", srv.url, KEY, **FAST).generate(MSG).text
 
 
-# ----------------------------------------------------------------------------- item 1: a failure is never data
+# ----------------------------------------------------------------------------- a failure is never data
 CONFIGS = [DebateConfig(method="single"), DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)]
 BENCHES = ["arc_challenge", "logiqa"]
 
@@ -197,7 +193,7 @@ def test_an_old_subset_saved_with_failed_items_is_rebuilt(repo):
         S.close()
 
 
-# ----------------------------------------------------------------------------- item 2: failures are visible
+# ----------------------------------------------------------------------------- failures are visible
 def _rec(qid, method, correct, status="ok", bench="arc_challenge"):
     return {"question_id": qid, "benchmark": bench, "method": method, "status": status, "final": {"correct": correct}}
 
@@ -239,7 +235,7 @@ def test_the_reproduce_command_names_failed_records_per_method(repo):
     assert failed_records(since=time.time() + 60) == {}  # runs of an earlier session are not this run's
 
 
-# ----------------------------------------------------------------------------- item 4: one run per profile
+# ----------------------------------------------------------------------------- one run per profile
 def test_a_second_run_of_a_profile_names_the_holder(repo):
     """(Queueing behind the holder instead: tests/test_run_lock.py.)"""
     with ProfileLock("probe", llm=True):
@@ -265,7 +261,7 @@ def test_progress_lines_reach_the_terminal(tmp_path, capsys):
     assert out == "[probe] [calls] m: 1 answered, 0 failed, 2 in flight\n"
 
 
-# ----------------------------------------------------------------------------- item 5: paths stay inside outputs/
+# ----------------------------------------------------------------------------- paths stay inside outputs/
 BAD_NAMES = ["../../../../tmp/x", "..", "a/b", "/tmp/x", ".hidden", "-rf", "", "x" * 200, "a\nb"]
 
 
@@ -307,7 +303,7 @@ def test_model_names_become_one_safe_folder():
         subsets.load_subset("arc_challenge", "../x")
 
 
-# ----------------------------------------------------------------------------- items 7/8: bounded inputs
+# ----------------------------------------------------------------------------- bounded inputs
 @pytest.mark.parametrize(
     "common,expected",
     [

@@ -1,17 +1,9 @@
-"""No secret is ever written to disk.
-
-The API key is read from the environment only. A full small experiment (experiments.Setup with the openai
-backend against a fault-injecting fake endpoint, the key a recognizable canary in OPENAI_API_KEY) runs in
-this process and in a papermill-executed notebook; then every file it produced (the sqlite cache with its
-WAL, transcripts, meta files, the executed notebook, a DEBUG log of the openai/httpx loggers) and everything
-printed is searched for the key: zero hits. The fake endpoint confirms the key was really sent, and one
-question is answered 401 (or 500) with the key echoed in the error text (as some proxies do, unmasked): the
-failed record's error is redacted. The same runs with a canary that does not look like a key at all (40
-random letters and digits), so what is tested is redaction by value, not the `sk-...` pattern; and the
-exception `LLMClient.generate` raises for such a reply holds the key nowhere (str, repr, args, body,
-response, request headers, traceback). Committed notebooks carry no outputs at all
-(tests/test_notebooks_clean.py). About 15 s (one kernel start).
-"""
+"""No secret is ever written to disk: the key (a canary in OPENAI_API_KEY, sk-like or 40 plain characters, so that
+redaction by value is what is tested) goes over the wire and nowhere else. A small experiment against a fake
+endpoint that echoes the key in a 401/500 body, run in this process (with a DEBUG log of openai/httpx) and in a
+papermill notebook, and a run through the reproduce driver with URL credentials: every file it wrote (the sqlite
+cache with its WAL, transcripts, meta, the executed notebook, the log, the lock holders) and everything printed holds
+no key; neither does the exception generate() raises (str, repr, args, body, response, request, traceback)."""
 
 from __future__ import annotations
 
@@ -30,11 +22,7 @@ from acemad_utils.agents.redact import redact
 from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
-
-try:
-    from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from fake_openai import FakeOpenAI, FaultInjector, Reply
+from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 
 CANARY = "sk-acemad-SECRET-canary-123"
 # Does not look like a key (no sk- prefix, no "secret"): only redaction by value can catch it.
