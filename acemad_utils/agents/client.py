@@ -338,13 +338,13 @@ class _Guard(httpx2.AsyncClient):
 class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: what
     one attempt's whole response may take ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker:
-    consecutive failures that stop every further call; structured: "auto" (detected) or one of MODES; budget: MAX_USD
-    (default the process-wide one); free: bills nothing (default: a server local_server.serve() started here)."""
+    consecutive failures that stop every further call; budget: MAX_USD (default the process-wide one); free: bills
+    nothing (default: a server local_server.serve() started here)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
                  max_attempts: int = 6, retry_time: float = RETRY_TIME, breaker: int = 8,
-                 max_reply_bytes: int = MAX_REPLY_BYTES, structured: str = "auto",
+                 max_reply_bytes: int = MAX_REPLY_BYTES,
                  cache: ResponseCache | str | os.PathLike | None = None, budget: Optional[B.Budget] = None,
                  free: Optional[bool] = None):  # fmt: skip
         self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
@@ -359,9 +359,7 @@ class LLMClient:
         if key:
             remember_secret(key)
         self._key = key or "sk-no-key-required"  # a local server ignores it; the SDK wants one
-        if structured != "auto" and structured not in MODES:
-            raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
-        self._auto, self.mode = structured == "auto", MODES[0] if structured == "auto" else structured
+        self.mode = MODES[0]  # structured output: the best the endpoint accepts, detected on the first refusal
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
         self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, MAX_TOKENS, max_reply_bytes
         self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
@@ -468,7 +466,7 @@ class LLMClient:
                                      "max_tokens and rerun")  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
-                if self._auto and mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
+                if mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
                         e.status_code in (400, 422) or "response_format" in str(e)):  # fmt: skip
                     with self._lock:
                         self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
@@ -554,7 +552,6 @@ class LLMClient:
     def describe(self) -> dict:
         """JSON-able, secret-free: never the key or the URL."""
         return {"model": self.model, "endpoint": self.kind, "structured_output": self.mode,
-                "structured_output_detection": "auto" if self._auto else "fixed",
                 "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}  # fmt: skip
 
     # ------------------------------------------------------------------ before a run: free requests, no paid call
