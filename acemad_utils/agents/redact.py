@@ -135,8 +135,4 @@ def preview(text: Any, n: int = 200) -> str:
 
 def safe_url(url: Optional[str]) -> str:
     """A base URL for messages: no user:password@, no query string."""
-    if not url:
-        return "https://api.openai.com/v1 (the default)"
-    u = urlparse(url)
-    host = (u.hostname or "") + (f":{u.port}" if u.port else "")
-    return f"{u.scheme}://{host}{u.path}" if u.scheme else url.split("?")[0]
+    return strip_url_secrets(url).split("?")[0] if url else "https://api.openai.com/v1 (the default)"
