@@ -277,20 +277,19 @@ class _Guard(httpx2.AsyncClient):
             o._sem = asyncio.Semaphore(o.max_concurrency)
             threading.Thread(target=o._heartbeat, name="acemad-progress", daemon=True).start()
         async with o._sem:
-            token = object()
-            o._flight[id(token)] = time.monotonic()
+            o._flight[id(request)] = time.monotonic()
             o._t0 = o._t0 or time.monotonic()
             try:
                 response = await self._bounded(request, **kw)
             except Exception as e:
                 o._failed_n += 1
                 call["last"] = e
-                ours = isinstance(e, (openai.OpenAIError, _Garbled))  # a body, not the connection
+                ours = isinstance(e, ResponseTooLarge)  # a body, not the connection
                 o.breaker.failed("timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else
                                  "connection", e)  # fmt: skip
                 raise
             finally:
-                o._flight.pop(id(token), None)
+                o._flight.pop(id(request), None)
         o._answered += 1
         call["last"] = response
         if response.status_code in (401, 403):
