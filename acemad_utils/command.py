@@ -25,10 +25,9 @@ from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
-from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
-from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted, run_and_load
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
@@ -129,21 +128,18 @@ def confirm(line: str, args, est) -> None:
         raise ValueError("not confirmed: nothing was sent")
 
 
-def challenging(qs: Sequence[Question], args, name: str, who: dict) -> list[Question]:
+def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -> list[Question]:
     """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs (the
     subset rule, run under --out)."""
     missing = [q.id for q in qs if q.answer is None]
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
-    pop, slug = api.population(seed=args.seed, workers=args.workers, **who)
-    _, records = run_and_load(
-        f"{name}-challenging/{slug}-{data_hash(qs)[:12]}", qs, [subset_config(seed=args.seed)], pop,
-        workers=args.workers, profile="api", progress=False, extra_meta={"purpose": "challenging subset"},
-    )  # fmt: skip
-    failed = [r["question_id"] for r in records if r.get("status") != "ok"]
+    res = api.run(qs, [subset_config(seed=args.seed)], seed=args.seed, out=out, name=f"{name}-challenging",
+                  workers=args.workers, **who)  # fmt: skip
+    failed = [r.question_id for r in res if r.status != "ok"]
     if failed:
         raise RuntimeError(f"--challenging: {len(failed)} question(s) failed in the selection run, e.g. {failed[0]!r}")
-    keep = {s["id"] for s in map(item_stats, records) if s["accuracy"] < THRESHOLD}
+    keep = {s["id"] for s in map(item_stats, res.records) if s["accuracy"] < THRESHOLD}
     return [q for q in qs if q.id in keep]
 
 
@@ -173,15 +169,15 @@ def run(args) -> int:
     qs = questions(args)  # every row checked before any call
     kw = dict(rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, roles=roles(args))
     who = dict(synthetic=args.synthetic, model=args.model, base_url=args.base_url, roles=kw["roles"])
-    api.configs(args.methods, **kw)
-    if not args.synthetic:  # what it will send, before anything is sent
-        extra = [subset_config(seed=args.seed)] if args.challenging else []
-        est = api.estimate(qs, args.methods, model=args.model, workers=args.workers, extra=extra, **kw)
+    cfgs = api.configs(args.methods, **kw)
+    if not args.synthetic:  # what it will send, before anything is sent (the selection run first)
+        cfgs = [subset_config(seed=args.seed), *cfgs] if args.challenging else cfgs
+        est = api.estimate(qs, cfgs, model=args.model, workers=args.workers, **kw)
         confirm(est.line(), args, est)
     out = Path(args.out).expanduser().resolve()
     with outputs_root(out):
         if args.challenging:
-            n, qs = len(qs), challenging(qs, args, name, who)
+            n, qs = len(qs), challenging(qs, args, name, who, out)
             print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
             if not qs:
                 return 0
