@@ -53,6 +53,7 @@ MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS = 100, 50, 256
 #: The roles a model can be given by name (Table 3's "Different LLMs"); every other agent uses the run's model.
 ROLES = ("generalist", "skeptic", "moderator")
 Roles = Optional[Mapping[str, Union[str, tuple]]]
+Methods = Union[str, Sequence[Union[str, DebateConfig]]]  # method names (comma-separated) or configs
 QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapping[str, Any]]]]
 
 
@@ -186,8 +187,9 @@ def _whole(what: str, v: Any, hi: int) -> None:
 
 
 def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, roles: Roles = None):
-    """One checked DebateConfig per method name (a DebateConfig given is kept as is). eta is AceMAD's only (the baselines keep the notebooks' configs
-    and cache scopes); roles put AceMAD's Generalists and Skeptics on their own models, named in its label."""
+    """One checked DebateConfig per method name (a DebateConfig given is kept). eta is AceMAD's only (the baselines
+    keep the notebooks' configs and cache scopes); roles put AceMAD's Generalists and Skeptics on their own models,
+    named in its label."""
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     if not methods or any(m not in METHODS and not isinstance(m, DebateConfig) for m in methods):
@@ -268,7 +270,7 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
 
 
 def run(
-    questions: QuestionsLike, methods: Union[str, Sequence[str]] = ("acemad",), *, synthetic: bool = False,
+    questions: QuestionsLike, methods: Methods = ("acemad",), *, synthetic: bool = False,
     model: Optional[str] = None, base_url: Optional[str] = None, rounds: int = 3, agents: int = 5, eta: float = 2.0,
     seed: int = 0, out: Union[str, os.PathLike] = DEFAULT_OUT, name: str = "api", workers: int = 8,
     progress: bool = False, viewer: bool = False, roles: Roles = None,
@@ -291,7 +293,7 @@ def run(
 
 
 def estimate(
-    questions: QuestionsLike, methods: Union[str, Sequence[str]] = ("acemad",), *, model: Optional[str] = None,
+    questions: QuestionsLike, methods: Methods = ("acemad",), *, model: Optional[str] = None,
     rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, workers: int = 8, roles: Roles = None,
 ) -> RunEstimate:  # fmt: skip
     """What `run` with these arguments will send, before anything is sent (no network, no key): calls, tokens,
