@@ -28,12 +28,7 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.reproduce import cli as reproduce
-
-try:
-    from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
-except ImportError:
-    from fake_openai import FakeOpenAI, FaultInjector, Reply
-
+from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 
 REPO = Path(__file__).resolve().parents[1]
 
