@@ -152,7 +152,7 @@ def test_bad_rows_stop_before_any_call(elsewhere, endpoint, capsys, row, message
 ODD = {  # a question file's bytes -> what its one error line says
     "latin": (b'{"question": "caf\xe9?", "options": ["a", "b"]}\n', "line 1: not UTF-8"),
     "deep": (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: JSON nested too deeply"),
-    "lone surrogate": (b'{"question": "2+2\\ud800?", "options": ["3", "4"]}\n', "line 1: "),
+    "lone surrogate": (b'{"question": "2+2\\ud800?", "options": ["3", "4"]}\n', "line 1: field 'question' holds"),
     "many": (b'{"question": "q?", "options": ["a", "b"]}\n' * (MAX_ROWS + 1), "more than the 10000"),
     "big": (json.dumps(ROWS).encode(), "bytes is more than the 100"),
     "fifo": (None, "not a regular file"),
