@@ -27,6 +27,11 @@ STORED_DIGITS = 10
 
 def stored(x) -> list:
     """Values rounded to STORED_DIGITS significant digits, as a list (a tie stays a tie; non-finite: an error)."""
+    return rounded(x).tolist()
+
+
+def rounded(x) -> np.ndarray:
+    """The values a record stores (stored) as an array: what a reader of the record gets back."""
     a = np.asarray(x, dtype=float)
     if not np.isfinite(a).all():
         raise ValueError(f"a stored belief, score or weight is not a finite number: {a.tolist()!r}")
@@ -34,7 +39,7 @@ def stored(x) -> list:
     ok = (mag > -280) & (mag < 15)  # beyond: kept whole (the scale would not be an exact power of ten)
     scale = 10.0 ** np.where(ok, STORED_DIGITS - 1 - mag, 0)
     # an integer-valued double divided by an exact power of ten is the double nearest the short decimal
-    return np.where(ok, np.round(a * scale) / scale, a).tolist()
+    return np.where(ok, np.round(a * scale) / scale, a)
 
 
 def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
