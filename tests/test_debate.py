@@ -16,7 +16,7 @@ from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import run_and_load, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import ring, run_batch, run_question, visible
+from acemad_utils.protocol.debate import debate, ring, run_batch, run_question, visible
 from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
 from acemad_utils.report import rescoring as A
@@ -172,6 +172,10 @@ def test_a_synthetic_record_does_not_depend_on_its_batch(method):
     whole = [to_line(r) for r in run_batch(items, pop, cfg, [0] * len(items))]
     assert whole == [to_line(r) for r in run_batch(items[::-1], pop, cfg, [0] * len(items))][::-1]
     assert whole[::7] == [to_line(run_question(q, pop, cfg)) for q in items[::7]]  # as another process would
+    right = np.full(len(items), np.nan)  # a run not written is read from the arrays: the records' answers
+    for b in debate(items, pop, cfg, [0] * len(items)):
+        right[b.index] = b.correct()
+    assert list(right) == [json.loads(x)["final"]["correct"] for x in whole]
 
 
 def test_record_is_complete_and_consistent_with_the_math():
