@@ -392,6 +392,8 @@ class Debates:
         kept, correct = self.entries(range(self.P.shape[2])), self.correct()
         S, W = (None if x is None else R.stored(x) for x in (self.S, self.W))
         mods = None if self.mod is None else self.mod.entries([-1])
+        acemad = self.cfg.method == "acemad" and self.q_ok is not None
+        failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if acemad else [0] * len(self.questions)  # type: ignore
         recs = []
         for d, q in enumerate(self.questions):
             rec = R.base_record(q, self.cfg, self.population, self.repeats[d])
@@ -408,13 +410,12 @@ class Debates:
             if self.cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
                 rec["decisions"] = decided
             if S is not None and W is not None:
-                for t, r in enumerate(kept[d]):
-                    for i, e in enumerate(r):
-                        e["score"], e["weight"] = S[d][t][i], W[d][t][i]
+                for r, s_r, w_r in zip(kept[d], S[d], W[d]):
+                    for e, s, w in zip(r, s_r, w_r):
+                        e["score"], e["weight"] = s, w
             rec["rounds"] = kept[d]
-            failed = int((~self.q_ok[d]).sum()) if self.cfg.method == "acemad" else 0  # type: ignore[index]
-            if failed:  # only when it happened
-                rec["unparsed_forecasts"] = {"count": failed, "scored_as": FAILED_FORECAST_RULE}
+            if failed[d]:  # only when it happened
+                rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
             rec["final"] = dict(decided[self.rule], oracle_any_agent_correct=held)
             rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
             if self.mod is not None and mods is not None:

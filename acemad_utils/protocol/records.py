@@ -51,8 +51,9 @@ def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
     if Q is None:
         qs = [[[None] * P.shape[2]] * P.shape[1]] * P.shape[0]
     else:  # a forecast not given (a NaN row) is stored as None
-        given, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1).tolist()
-        qs = [[[None if x else q for q, x in zip(qr, xr)] for qr, xr in zip(qd, xd)] for qd, xd in zip(given, gone)]
+        qs, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1)
+        for d, t, i in zip(*np.nonzero(gone)):
+            qs[d][t][i] = None
     out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
             for row in zip(text_d, ps_d, qs_d, fail_d)]
            for text_d, ps_d, qs_d, fail_d in zip(texts, ps, qs, fail)]  # fmt: skip
