@@ -8,7 +8,7 @@ must have run: `python -m acemad_utils.reproduce --profile default --only 01_sub
 kernel, and prints the map's wall seconds, then the seconds spent inside each phase (wall clock, not cProfile:
 cProfile's per-call cost inflates the Python-heavy phases several times and misranks them): the runs the notebook
 shows (`run_point`), the debates (`run_batch` for the written runs, `debate` as arrays for the other points),
-writing the compressed file (`write_canonical`), encoding and parsing record lines; the re-decisions (`stack`,
+writing the compressed file (`write_canonical`), encoding record lines; the re-decisions (`stack`,
 `stack_debates`, `rescore`, `shuffled_decisions`); each point's tables (`map_row`). The phases nest, so they do
 not add up. The 1-minute load is printed first and last. Asserts nothing about time.
 """
@@ -40,7 +40,6 @@ PHASES = [
     (runner, "run_batch"),
     (runner, "write_canonical"),
     (runner, "to_line"),
-    (runner, "parse_line"),
     (runner, "read_done"),
     (rescoring, "stack"),
     (rescoring, "stack_debates"),
