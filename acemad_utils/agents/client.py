@@ -383,7 +383,7 @@ class LLMClient:
         if self.budget is not None and self.budget.max_usd is not None and not self.free and \
                 price_of(self.model) is None:  # fmt: skip
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
-        self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
+        self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()
         self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
         self._by_model: dict[tuple[str, bool], list[int]] = {}  # (model, batch) -> billed [prompt, completion, cached]

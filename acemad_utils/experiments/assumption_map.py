@@ -530,11 +530,15 @@ def evidence(
 def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) -> dict[str, tuple[dict, list[dict]]]:
     """{experiment name: (meta, records)} of notebooks 02-06 (their default parameters) with the population of one
     assumption point, on the first n_max items of each benchmark's challenging subset: what claims.ledger reads.
-    Runs are named map_ledger<n_max>_<point>__<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
+    Debated in memory by the same engine with the same seeded draws (notebook 08 shows no grid run's records);
+    run_with_meta writes any of them, and the ledger from its transcript is the same (tests/test_claims.py)."""
     out = {}
     for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks, eta):
-        meta, records = run_with_meta(S, run, progress=False)
-        out[run.name.split("__", 1)[1]] = (meta, records)
+        params = run.params or {}
+        qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
+        methods = dict(sorted((c.label, c.to_dict()) for c in run.configs))  # meta.json's order (sorted keys)
+        meta = {"synthetic": True, "population": pop.describe(), "methods": methods}
+        out[run.name.split("__", 1)[1]] = (meta, [r for c in run.configs for r in run_batch(qs, pop, c, [0] * len(qs))])
     return out
 
 
