@@ -27,7 +27,7 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import ETA, DebateConfig
-from acemad_utils.protocol.debate import debate
+from acemad_utils.protocol.debate import debate, run_batch
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
 from acemad_utils.report import rescoring as A
