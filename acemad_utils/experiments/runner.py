@@ -48,7 +48,6 @@ from acemad_utils.data.transcripts import (
     TRANSCRIPTS,
     commitments,
     gc_paused,
-    parse_line,
     read_meta,
     record_lines,
     run_dir,
@@ -333,7 +332,7 @@ class _Run:
     totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
     bar: Any = None
     out: Optional[Appender] = None
-    fresh: set = field(default_factory=set)  # keys of records saved by this process (not read back)
+    fresh: dict = field(default_factory=dict)  # records saved by this process, by key: handed back, never re-parsed
     final: list = field(default_factory=list)  # every key in the file's final order
 
 
@@ -407,7 +406,7 @@ def _save(run: _Run, maybe: Sequence[Optional[dict]]) -> None:
                 view = {k: rec[k] for k in SUMMARY_FIELDS if k in rec}
                 view["commitments"] = commitments(rec)  # the summary's parse-failure base (rounds are not kept)
                 run.done[record_key(rec)] = (view, line)
-                run.fresh.add(record_key(rec))
+                run.fresh[record_key(rec)] = rec
         finally:
             run.stop.saving = False
         t = run.totals
@@ -575,13 +574,9 @@ def run_experiment(name: str, questions: Sequence[Question], configs: Sequence[D
 
 
 def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
-    """run_experiment's run, then what load_run(name) returns: (meta, records), without parsing the records that
-    were read from the file when the run started a second time."""
+    """run_experiment's run, then what load_run(name) returns: (meta, records), without parsing any record again
+    (the ones this process made are handed back as made; the ones read when the run resumed, as read)."""
     run = _run(name, questions, configs, population, **kw)
     meta = read_meta(run.dir / "meta.json")
     hashes = {m["config_hash"] for m in meta["methods"].values()}
-    with gc_paused():
-        records = [
-            parse_line(run.done[k][1]) if k in run.fresh else run.done[k][0] for k in run.final if k[1] in hashes
-        ]
-    return meta, records
+    return meta, [run.fresh[k] if k in run.fresh else run.done[k][0] for k in run.final if k[1] in hashes]
