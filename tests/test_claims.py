@@ -318,7 +318,10 @@ def test_a_grid_point_debated_in_memory_gives_the_records_and_ledger_of_its_writ
     memory = AM.ledger_runs(S, point, n_max=6)
     assert not any(run_dir(f"default/{r.name}", create=False).exists() for r in runs)  # nothing written
     disk = {r.name.split("__", 1)[1]: AM.run_with_meta(S, r, progress=False) for r in runs}
-    decided = lambda runs: {k: [(r["method"], r["question_id"], r["final"]) for r in v[1]] for k, v in runs.items()}  # noqa: E731
-    assert decided(memory) == decided(disk)  # the same debates (without their argument texts)
+
+    def decided(runs: dict) -> dict:  # who answered which question rightly, run by run
+        return {k: [(r["method"], r["question_id"], r["final"]["correct"]) for r in v[1]] for k, v in runs.items()}
+
+    assert decided(memory) == decided(disk)  # the same debates, scored alike
     pd.testing.assert_frame_equal(C.ledger(memory), C.ledger(disk))
     S.close()

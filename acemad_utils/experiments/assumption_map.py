@@ -432,12 +432,18 @@ def _debated(S: Setup, run: R.Run, group: str, written: Optional[bool] = None):
     qs, pop = map_questions(S, run.params or {}, run.cap, run.benchmarks), population(S, run.params or {}, texts=False)
     frames, arr = [], None
     for c in run[group]:
-        batches, correct = debate(qs, pop, c, [0] * len(qs)), np.empty(len(qs))
-        for b in batches:
-            correct[b.index] = b.correct()
+        batches, correct = _scored(qs, pop, c)
         frames.append(_frame([c.label] * len(qs), [q.benchmark for q in qs], [q.id for q in qs], correct))
         arr = A.stack_debates(batches, S.seed) if group == "acemad" else None
     return pd.concat(frames, ignore_index=True), arr
+
+
+def _scored(qs: Sequence[Question], pop, cfg: DebateConfig) -> tuple[list, np.ndarray]:
+    """cfg debated on qs as arrays (protocol.debate's Debates) and whether each answer is right, in question order."""
+    batches, correct = debate(qs, pop, cfg, [0] * len(qs)), np.empty(len(qs))
+    for b in batches:
+        correct[b.index] = b.correct()
+    return batches, correct
 
 
 def _frame(methods: Sequence[str], benchmarks: Sequence[str], ids: Sequence[str], correct) -> pd.DataFrame:
@@ -534,12 +540,23 @@ def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) ->
     run_with_meta writes any of them, and the ledger from its transcript is the same (tests/test_claims.py)."""
     out = {}
     for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks, eta):
-        params = run.params or {}
+        params, name = run.params or {}, run.name.split("__", 1)[1]
         qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
         methods = dict(sorted((c.label, c.to_dict()) for c in run.configs))  # meta.json's order (sorted keys)
         meta = {"synthetic": True, "population": pop.describe(), "methods": methods}
-        out[run.name.split("__", 1)[1]] = (meta, [r for c in run.configs for r in run_batch(qs, pop, c, [0] * len(qs))])
+        out[name] = (meta, [r for c in run.configs for r in _ledger_records(name, qs, pop, c)])
     return out
+
+
+def _ledger_records(run: str, qs: Sequence[Question], pop, cfg: DebateConfig) -> list[dict]:
+    """cfg's records on qs as claims.ledger reads them, in question order: whole for the ablation's AceMAD (the
+    ledger re-weights its rounds), else only question_id, benchmark, method, status and final.correct, from the
+    debates' arrays."""
+    if run == "ablation" and cfg.method == "acemad":
+        return run_batch(qs, pop, cfg, [0] * len(qs))
+    right = _scored(qs, pop, cfg)[1].tolist()
+    return [{"question_id": q.id, "benchmark": q.benchmark, "method": cfg.label, "status": "ok",
+             "final": {"correct": None if c != c else c}} for q, c in zip(qs, right)]  # fmt: skip
 
 
 def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> dict[str, pd.DataFrame]:
