@@ -114,7 +114,7 @@ def clone(tmp_path_factory):
 def lab(clone, tmp_path_factory):
     """JupyterLab started by `make lab`'s recipe (with this interpreter's venv) in the clone, on a free loopback port
     with a random token and throw-away settings, runtime and data dirs (nothing trusted); kernels in smoke mode
-    writing under "root". Yields {"repo", "base", "url": path -> URL, "kernel": path -> its kernel when ready, "root"}."""
+    writing under "root". Yields {"repo", "base", "url": path -> URL, "kernel": path -> kernel when ready, "root"}."""
     repo, tmp = clone[0], tmp_path_factory.mktemp("lab")
     for rel, value in SETTINGS.items():
         (tmp / "settings" / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -143,24 +143,41 @@ def lab(clone, tmp_path_factory):
         ready = [k for k in get("/api/kernels") or [] if k["id"] in ids and k.get("connections")]
         return next((k for k in ready if k.get("execution_state") == "idle"), None)
 
+    def close(path: str) -> None:  # an earlier test's session of `path` would be reused, its kernel half-connected
+        for s in get("/api/sessions") or []:
+            if s["path"] == path:
+                request = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}", method="DELETE")
+                urllib.request.urlopen(request, timeout=30).close()
+
     def url(name: str) -> str:  # one workspace per notebook: the default one would reopen those opened before
         return f"{base}/lab/workspaces/{re.sub(r'[^A-Za-z0-9_]', '-', name)}/tree/{name}?token={token}"
 
     try:
         _until(lambda: get("/api/status"), 60, lambda: f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()}")
-        yield {"repo": repo, "base": base, "url": url, "kernel": kernel, "root": tmp / "root"}
+        yield {
+            "repo": repo,
+            "base": base,
+            "url": url,
+            "kernel": kernel,
+            "close": close,
+            "get": get,
+            "root": tmp / "root",
+        }
     finally:
         stop(proc, timeout=20)
         log.close()
 
 
 def _open(page, lab, name: str) -> None:
-    """Open notebook `name` (a path under the clone) and wait until its kernel is connected and idle."""
+    """Open notebook `name` (a path under the clone) in a kernel of its own and wait until it is connected and idle."""
+    lab["close"](name)
     page.goto(lab["url"](name))
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     # The status bar can say idle before the browser's kernel connection is up, and cells run then are lost
     # (they stay [ ]): wait until the server sees the notebook's kernel connected and idle, then the UI idle.
-    _until(lambda: lab["kernel"](name), 60, lambda: f"the kernel of {name} never connected")
+    _until(
+        lambda: lab["kernel"](name), 90, lambda: f"the kernel of {name} never connected: {lab['get']('/api/sessions')}"
+    )
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"] >> visible=true', timeout=60_000)
 
 
