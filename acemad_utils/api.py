@@ -53,6 +53,7 @@ MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS = 100, 50, 256
 #: The roles a model can be given by name (Table 3's "Different LLMs"); every other agent uses the run's model.
 ROLES = ("generalist", "skeptic", "moderator")
 Roles = Optional[Mapping[str, Union[str, tuple]]]
+Methods = Union[str, Sequence[Union[str, DebateConfig]]]  # method names (comma-separated) or configs
 QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapping[str, Any]]]]
 
 
@@ -186,11 +187,12 @@ def _whole(what: str, v: Any, hi: int) -> None:
 
 
 def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, roles: Roles = None):
-    """One checked DebateConfig per method name. eta is AceMAD's only (the baselines keep the notebooks' configs
-    and cache scopes); roles put AceMAD's Generalists and Skeptics on their own models, named in its label."""
+    """One checked DebateConfig per method name (a DebateConfig given is kept). eta is AceMAD's only (the baselines
+    keep the notebooks' configs and cache scopes); roles put AceMAD's Generalists and Skeptics on their own models,
+    named in its label."""
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
-    if not methods or any(m not in METHODS for m in methods):
+    if not methods or any(m not in METHODS and not isinstance(m, DebateConfig) for m in methods):
         raise ValueError(f"methods {list(methods)!r}: unknown or none; choose from {list(METHODS)}")
     _whole("rounds", rounds, MAX_ROUNDS)
     _whole("agents", agents, MAX_AGENTS)
@@ -199,6 +201,9 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
     parsed = parse_roles(roles)
     out = []
     for m in dict.fromkeys(methods):
+        if isinstance(m, DebateConfig):  # a config as given (the command's challenging-subset selection)
+            out.append(m)
+            continue
         kw: dict = dict(method=m, n_agents=agents, rounds=rounds, seed=seed)
         debaters = {r: parsed[r] for r in ("generalist", "skeptic") if r in parsed}
         if m == "acemad":
@@ -210,6 +215,13 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
                 kw["name"] = f"{DebateConfig(**kw).label[:-1]}; {who})"
         out.append(DebateConfig(**kw))
     return out
+
+
+def _checked(questions: QuestionsLike, methods, workers: int, **kw) -> tuple[list[Question], list[DebateConfig]]:
+    """(the questions, the configs) of run and estimate, every argument checked before anything runs."""
+    qs, cfgs = as_questions(questions), configs(methods, **kw)
+    _whole("workers", workers, MAX_WORKERS)
+    return qs, cfgs
 
 
 def as_questions(questions: QuestionsLike) -> list[Question]:
@@ -258,17 +270,15 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
 
 
 def run(
-    questions: QuestionsLike, methods: Union[str, Sequence[str]] = ("acemad",), *, synthetic: bool = False,
+    questions: QuestionsLike, methods: Methods = ("acemad",), *, synthetic: bool = False,
     model: Optional[str] = None, base_url: Optional[str] = None, rounds: int = 3, agents: int = 5, eta: float = 2.0,
     seed: int = 0, out: Union[str, os.PathLike] = DEFAULT_OUT, name: str = "api", workers: int = 8,
     progress: bool = False, viewer: bool = False, roles: Roles = None,
 ) -> Results:  # fmt: skip
     """Run `methods` on `questions` (records streamed to `out`/runs/<name>/..., resumable); viewer=True also writes
     the run's debate viewer page. roles: {"skeptic": "NAME" or "NAME@URL", ...} (ROLES)."""
-    qs = as_questions(questions)
-    cfgs = configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
+    qs, cfgs = _checked(questions, methods, workers, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
     safe_segment(name, "run name")
-    _whole("workers", workers, MAX_WORKERS)
     with outputs_root(out):
         pop, slug = population(synthetic=synthetic, model=model, base_url=base_url, seed=seed, workers=workers,
                                roles=roles)  # fmt: skip
@@ -283,18 +293,15 @@ def run(
 
 
 def estimate(
-    questions: QuestionsLike, methods: Union[str, Sequence[str]] = ("acemad",), *, model: Optional[str] = None,
+    questions: QuestionsLike, methods: Methods = ("acemad",), *, model: Optional[str] = None,
     rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, workers: int = 8, roles: Roles = None,
-    extra: Sequence[DebateConfig] = (),
 ) -> RunEstimate:  # fmt: skip
     """What `run` with these arguments will send, before anything is sent (no network, no key): calls, tokens,
     dollars (None when unpriced) and wall time (cost.estimate.estimate_run; `.line()`). An upper bound: cached
-    replies are not paid again. `extra`: configs run first on the same questions (the command's --challenging)."""
+    replies are not paid again."""
     from acemad_utils.cost.estimate import estimate_run  # the replay machinery only when asked
 
-    qs = as_questions(questions)
-    cfgs = [*extra, *configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)]
-    _whole("workers", workers, MAX_WORKERS)
+    qs, cfgs = _checked(questions, methods, workers, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
     moderator = _spec(NAIVE_AGENT, parse_roles(roles).get("moderator"))
     main = model or os.environ.get("MODEL") or env("ACEMAD_MODEL") or DEFAULT_MODEL  # the client's default
     return estimate_run(qs, cfgs, main, moderator=moderator, workers=workers, seed=seed)

@@ -25,10 +25,9 @@ from acemad_utils.agents.budget import BudgetExceeded
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
-from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
-from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted, run_and_load
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
@@ -45,20 +44,22 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m acemad_utils", description="AceMAD and the baselines on your questions"
     )
     sub = ap.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run methods on a question file (.jsonl or .csv); see docs/own-questions.md")
+    both = argparse.ArgumentParser(add_help=False)  # the options run and pilot share
+    both.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    both.add_argument("--seed", type=int, default=0)
+    both.add_argument("--workers", type=int, default=8, help="questions in flight with an endpoint (default 8)")
+    both.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder (default ./{api.DEFAULT_OUT})")
+    r = sub.add_parser("run", parents=[both], help="run methods on a question file (.jsonl or .csv); see "
+                       "docs/own-questions.md")  # fmt: skip
     r.add_argument("questions", help="a .jsonl or .csv file (question, options, answer, id), or with --*-col any "
                    ".jsonl, .csv or .parquet")  # fmt: skip
     r.add_argument("--methods", default="acemad,decentralized,majority", help=f"comma-separated, from {METHODS}")
     who = r.add_mutually_exclusive_group(required=True)
     who.add_argument("--synthetic", action="store_true", help="the synthetic population (a mechanism model, no LLM)")
     who.add_argument("--model", help="the endpoint's model (key: OPENAI_API_KEY; URL: --base-url or OPENAI_BASE_URL)")
-    r.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     r.add_argument("--rounds", type=int, default=3, help="T, debate rounds (default 3)")
     r.add_argument("--agents", type=int, default=5, help="N, agents per debate (default 5)")
     r.add_argument("--eta", type=float, default=2.0, help="AceMAD's learning rate (default 2)")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--workers", type=int, default=8, help="questions in flight with an endpoint (default 8)")
-    r.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder (default ./{api.DEFAULT_OUT})")
     r.add_argument("--name", default=None, help="run name (default: the file's name)")
     r.add_argument("--challenging", action="store_true", help="keep only the challenging subset first (see --help)")
     r.add_argument(
@@ -73,18 +74,16 @@ def _parser() -> argparse.ArgumentParser:
     cols.add_argument("--answer-col", help="the gold answer's column: a label, an option's text or a 0-based index")
     cols.add_argument("--id-col", help="a column of unique ids (default: an id from the question's content)")
     cols.add_argument("--skip-invalid", action="store_true", help="leave out rows that fail the checks (each named)")
-    p = sub.add_parser("pilot", help="a few dollars first: the premise check and the n the full run needs")
+    p = sub.add_parser(
+        "pilot", parents=[both], help="a few dollars first: the premise check and the n the full run needs"
+    )
     p.add_argument("questions", nargs="?", help="a question file (.jsonl/.csv); or --profile")
     p.add_argument("--profile", help="a profile's challenging subsets, e.g. paper (make pilot PROFILE=paper)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as reproduce --set (--profile)")
     p.add_argument("--model", help="the endpoint's model (a question file)")
-    p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (a question file)")
     p.add_argument("--usd", type=float, default=pilot.DEFAULT_USD, help="budget in USD (default 5; MAX_USD if lower)")
     p.add_argument("--per-benchmark", type=int, default=None, help="questions per benchmark (default: the budget's)")
     p.add_argument("--dry-run", action="store_true", help="print the priced plan and stop (no call)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=8, help="questions in flight (a question file)")
-    p.add_argument("--out", default=api.DEFAULT_OUT, help=f"output folder of a file (default ./{api.DEFAULT_OUT})")
     return ap
 
 
@@ -129,21 +128,18 @@ def confirm(line: str, args, est) -> None:
         raise ValueError("not confirmed: nothing was sent")
 
 
-def challenging(qs: Sequence[Question], args, name: str, who: dict) -> list[Question]:
+def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -> list[Question]:
     """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs (the
     subset rule, run under --out)."""
     missing = [q.id for q in qs if q.answer is None]
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
-    pop, slug = api.population(seed=args.seed, workers=args.workers, **who)
-    _, records = run_and_load(
-        f"{name}-challenging/{slug}-{data_hash(qs)[:12]}", qs, [subset_config(seed=args.seed)], pop,
-        workers=args.workers, profile="api", progress=False, extra_meta={"purpose": "challenging subset"},
-    )  # fmt: skip
-    failed = [r["question_id"] for r in records if r.get("status") != "ok"]
+    res = api.run(qs, [subset_config(seed=args.seed)], seed=args.seed, out=out, name=f"{name}-challenging",
+                  workers=args.workers, **who)  # fmt: skip
+    failed = [r.question_id for r in res if r.status != "ok"]
     if failed:
         raise RuntimeError(f"--challenging: {len(failed)} question(s) failed in the selection run, e.g. {failed[0]!r}")
-    keep = {s["id"] for s in map(item_stats, records) if s["accuracy"] < THRESHOLD}
+    keep = {s["id"] for s in map(item_stats, res.records) if s["accuracy"] < THRESHOLD}
     return [q for q in qs if q.id in keep]
 
 
@@ -173,15 +169,15 @@ def run(args) -> int:
     qs = questions(args)  # every row checked before any call
     kw = dict(rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, roles=roles(args))
     who = dict(synthetic=args.synthetic, model=args.model, base_url=args.base_url, roles=kw["roles"])
-    api.configs(args.methods, **kw)
-    if not args.synthetic:  # what it will send, before anything is sent
-        extra = [subset_config(seed=args.seed)] if args.challenging else []
-        est = api.estimate(qs, args.methods, model=args.model, workers=args.workers, extra=extra, **kw)
+    cfgs = api.configs(args.methods, **kw)
+    if not args.synthetic:  # what it will send, before anything is sent (the selection run first)
+        cfgs = [subset_config(seed=args.seed), *cfgs] if args.challenging else cfgs
+        est = api.estimate(qs, cfgs, model=args.model, workers=args.workers, **kw)
         confirm(est.line(), args, est)
     out = Path(args.out).expanduser().resolve()
     with outputs_root(out):
         if args.challenging:
-            n, qs = len(qs), challenging(qs, args, name, who)
+            n, qs = len(qs), challenging(qs, args, name, who, out)
             print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
             if not qs:
                 return 0

@@ -46,8 +46,7 @@ if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
         "driver with that checkout's own Python path (its PYTHONPATH)"
     )
 
-# Read once from the real class: a test may stand a stub in for `Setup`.
-SETUP_PARAMS = tuple(Setup.PARAMS)
+SETUP_PARAMS = params.SETUP_NAMES
 
 
 def tables_once() -> None:

@@ -71,7 +71,8 @@ def pricer(stages: list, items: dict, P: dict, terms: dict) -> Callable[[list], 
 def choose(cost_at: Callable, usd: float, k: Optional[int], what: Callable, model: str, how: str) -> tuple[int, float]:
     """(k, budget): the given k, else the most questions per benchmark the budget buys; printed with its price
     before any call, and refused when unpriced or over budget."""
-    budget = budget_of(usd)
+    cap = parse_max_usd(env(ENV_MAX) or None)
+    budget = usd if cap is None else min(usd, cap)  # --usd, or MAX_USD when that is lower
     if k is None:
         k = next((kk for kk in range(MAX_K, MIN_K, -1) if (cost_at(kk)[0] or 0.0) <= budget), MIN_K)
     cost, calls = cost_at(k)
@@ -83,12 +84,6 @@ def choose(cost_at: Callable, usd: float, k: Optional[int], what: Callable, mode
         raise ValueError(f"a pilot of {k} questions per benchmark costs about ${cost:.2f}, over the ${budget:.2f} "
                          "budget")  # fmt: skip
     return k, budget
-
-
-def budget_of(usd: float) -> float:
-    """--usd, or MAX_USD when that is lower."""
-    cap = parse_max_usd(env(ENV_MAX) or None)
-    return usd if cap is None else min(usd, cap)
 
 
 def capped(budget: float):
@@ -181,7 +176,8 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
         [screened(b, kk) for b in todo] + [kk if b in todo else min(kk, counts[b][1], n_max or kk) for b in benches]
     )
     where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
-    what = lambda kk: f"pilot of profile {name!r}: {labels(cfgs)} on {kk} questions per benchmark of {where}"
+    pair = " and ".join(c.label for c in cfgs)
+    what = lambda kk: f"pilot of profile {name!r}: {pair} on {kk} questions per benchmark of {where}"
     kk, budget = choose(cost_at, usd, k, what, P.get("MODEL") or "", HOW_TO_PRICE.format(model=P.get("MODEL")))
     if dry_run:
         return 0
@@ -214,10 +210,6 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     return 0
 
 
-def labels(cfgs: Sequence[DebateConfig]) -> str:
-    return " and ".join(c.label for c in cfgs)
-
-
 def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool) -> int:
     qs = [q for q in read_questions(path) if q.answer is not None]
     if not qs:
@@ -228,7 +220,8 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     stages = [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in pools]
     price = pricer(stages, {b: p[:2] for b, p in pools.items()}, P, {})
     cost_at = lambda kk: price([min(kk, len(p)) for p in pools.values()])
-    what = lambda kk: (f"pilot of {path.name}: {labels(cfgs)} on {sum(min(kk, len(p)) for p in pools.values())} of its "
+    pair = " and ".join(c.label for c in cfgs)
+    what = lambda kk: (f"pilot of {path.name}: {pair} on {sum(min(kk, len(p)) for p in pools.values())} of its "
                        f"{len(qs)} answered questions ({kk} per benchmark, {len(pools)} benchmark(s))")  # fmt: skip
     how = (f'set {ENV_MODELS}=\'{{"{args.model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
            '(or {"free": true} for a server that sends you no bill)')  # fmt: skip

@@ -7,10 +7,10 @@ Runs notebook 09's package calls with the default profile's parameters in this c
 must have run: `python -m acemad_utils.reproduce --profile default --only 01_subset_construction`), without a
 kernel, and prints the map's wall seconds, then the seconds spent inside each phase (wall clock, not cProfile:
 cProfile's per-call cost inflates the Python-heavy phases several times and misranks them): the runs the notebook
-shows (`run_point`), the debates (`run_batch`, in memory for the other points), writing the compressed file
-(`write_canonical`), encoding and parsing record lines; the re-decisions (`stack`, `reweighted_records`,
-`shuffled_records`); each point's tables (`map_row`). The phases nest, so they do not add up. The 1-minute load
-is printed first and last. Asserts nothing about time.
+shows (`run_point`), the debates (`run_batch` for the written runs, `debate` as arrays for the other points),
+writing the compressed file (`write_canonical`), encoding record lines; the re-decisions (`stack`,
+`stack_debates`, `rescore`, `shuffled_decisions`); each point's tables (`map_row`). The phases nest, so they do
+not add up. The 1-minute load is printed first and last. Asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro
 MAP = dict(BACKEND="sim", BENCHMARKS=BENCHMARKS, SEED=0, ETA=2.0, N_MAX=300)  # the rest: notebook 09's defaults
 PHASES = [
     (AM, "run_point"),
-    (AM, "run_batch"),
+    (AM, "debate"),
     (runner, "run_batch"),
     (runner, "write_canonical"),
     (runner, "to_line"),
-    (runner, "parse_line"),
     (runner, "read_done"),
     (rescoring, "stack"),
-    (rescoring, "reweighted_records"),
-    (rescoring, "shuffled_records"),
+    (rescoring, "stack_debates"),
+    (rescoring, "rescore"),
+    (rescoring, "shuffled_decisions"),
     (AM, "map_row"),
 ]
 

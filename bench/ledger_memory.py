@@ -35,7 +35,7 @@ def main() -> None:
     synthetic, model = C.source(runs)
     n = sum(len(r) for _, r in runs.values())
     print(f"{'whole' if args.whole else 'lean'} records: {len(runs)} runs, {n} records read in {t1 - t0:.1f} s")
-    print(f"ledger: {len(ledger)} rows in {t2 - t1:.1f} s; {C.counts(ledger)}")
+    print(f"ledger: {len(ledger)} rows in {t2 - t1:.1f} s; {ledger.verdict.map(C.category).value_counts().to_dict()}")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

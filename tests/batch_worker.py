@@ -28,19 +28,14 @@ def config():
     return DebateConfig(method="acemad", n_agents=N_AGENTS, rounds=ROUNDS)
 
 
-def population(url: str, cache: str, calls_via: str):
+def population(url: str, cache: str, calls_via: str, **kw):
+    """kind="openai" unless given: kind=None is as a profile builds it (a 127.0.0.1 URL is "local-llama.cpp")."""
     from acemad_utils.agents.llm_agent import LLMPopulation
 
+    kw = {"kind": "openai", "max_concurrency": 8} | kw
     return LLMPopulation(
-        model="gpt-4o-mini",
-        base_url=url,
-        api_key="sk-fake-batch",
-        kind="openai",
-        cache=cache,
-        calls_via=calls_via,
-        batch_options=BATCH,
-        max_concurrency=8,
-    )
+        model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", cache=cache, calls_via=calls_via,
+        batch_options=BATCH, **{k: v for k, v in kw.items() if v is not None})  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -26,6 +26,7 @@ only, so it never depends on arrival order or a crash in between.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -630,34 +631,21 @@ class PremiseAgents:
 
 
 def main(argv=None) -> int:
-    """Serve a clean deterministic fake model until killed, for runs outside pytest (CI's `paper` profile):
-
-        python tests/fake_openai.py --url-file /tmp/fake.url &     # writes http://127.0.0.1:<port>/v1
-
-    Every reply comes from FaultInjector with `rate` (default 0: no faults), so a whole profile can run against it.
-    """
+    """Serve a clean deterministic fake model (FaultInjector without faults) until killed, for runs outside pytest
+    (CI's `paper` profile): `python tests/fake_openai.py --url-file /tmp/fake.url &` writes its base URL there."""
     import argparse
     import signal
 
     ap = argparse.ArgumentParser(description="a fake OpenAI-compatible endpoint on 127.0.0.1")
     ap.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
-    ap.add_argument("--rate", type=float, default=0.0, help="fault rate (0: a clean deterministic model)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--mode", choices=MODES, default="ok", help="fault mode (switch later: POST /v1/admin/mode)")
-    ap.add_argument("--retry-after", default="1", help="Retry-After of the 429 mode (seconds)")
-    ap.add_argument("--trickle-interval", type=float, default=1.0, help="seconds between bytes in the trickle mode")
     args = ap.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    script = FaultInjector(rate=args.rate, seed=args.seed)
-    opts = dict(mode=args.mode, retry_after=args.retry_after, trickle_interval=args.trickle_interval)
-    with FakeOpenAI(script, **opts) as srv:
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
         with open(args.url_file, "w") as f:
             f.write(srv.url + "\n")
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

@@ -75,9 +75,15 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(small_setup):
     run = next(r for r in runs if r.name == "map_trap_concentration1")
     assert run.name not in AM.SHOWN and not run_dir(f"default/{run.name}", create=False).exists()
     assert all(run_dir(f"default/{name}", create=False).exists() for name in AM.SHOWN)
-    memory, disk = (AM.point_outcomes(r, seed=S.seed) for r in (AM._debated(S, run, "acemad"), AM.run_point(S, run)))
+    (frame, arr), (frame_disk, arr_disk) = (AM._debated(S, run, "acemad", written=w) for w in (False, True))
+    assert run_dir(f"default/{run.name}", create=False).exists()
+    for field in ("P", "Q", "valid", "forecast_valid", "option_mask", "truth", "keys", "personas", "question_ids"):
+        np.testing.assert_array_equal(getattr(arr, field), getattr(arr_disk, field))  # the arrays records give
+    memory, disk = (AM.point_outcomes(f, a, seed=S.seed) for f, a in ((frame, arr), (frame_disk, arr_disk)))
     pd.testing.assert_frame_equal(memory[0], disk[0])
     assert memory[1:] == disk[1:]
+    base = next(r for r in runs if r.name == "map_baselines_trap_concentration1")
+    pd.testing.assert_frame_equal(*(AM._debated(S, base, "baselines", written=w)[0] for w in (False, True)))
     axes = ["grid", "grid", CALIBRATION_GRID, CALIBRATION_GRID, "trap_concentration", "trap_concentration"]
     axes += ["crowd_calibration", "crowd_copy", *R.MAP_REFERENCES]
     assert list(table["axis"]) == axes

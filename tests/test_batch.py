@@ -152,16 +152,12 @@ def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_tw
     cache = root / "killed.sqlite"
     with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=1.5) as srv:
         proc = _worker(root, srv.url, cache)
+        # until the worker has submitted its batch and recorded it in its cache (then it polls)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not srv.batches and proc.poll() is None:
-            time.sleep(0.01)
-        assert srv.batches, "the worker never submitted a batch: " + (
-            proc.stderr.read() if proc.poll() is not None else ""
-        )
-        deadline = time.monotonic() + 60  # until the worker has recorded the batch in its cache (then it polls)
-        while time.monotonic() < deadline and not set(srv.batches) <= recorded_batches(cache):
-            time.sleep(0.01)
-        assert set(srv.batches) <= recorded_batches(cache), "the worker never recorded its batch in the cache"
+        while time.monotonic() < deadline and not (srv.batches and set(srv.batches) <= recorded_batches(cache)):
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.01)  # polling a condition, not waiting a guessed time
+        assert srv.batches and set(srv.batches) <= recorded_batches(cache), "no batch submitted and recorded"
         assert [b["status"] for b in srv.batches.values()] == ["in_progress"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -205,8 +201,6 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
 def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, root):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
-    from acemad_utils.agents.batch import BatchExported
-
     try:
         from tests.fake_openai import completion_body
     except ImportError:
@@ -221,7 +215,7 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(f
         try:
             d = run_experiment("files", W.questions(6), [W.config()], pop, workers=2, progress=False)
             break
-        except BatchExported as e:
+        except BA.BatchExported as e:
             exports += 1
             path = Path(str(e).split("request(s) to ")[1].split(". Run them")[0])
             out = path.with_name(path.name.replace("requests-", "output-"))
@@ -248,30 +242,17 @@ def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_serv
     assert srv.batches == {} and srv.batch_lines == []
 
 
-def _loopback_population(url: str, cache: Path, calls_via: str):
-    """As a profile builds it: no endpoint kind given, so a 127.0.0.1 URL is the 'local-llama.cpp' kind."""
-    from acemad_utils.agents.llm_agent import LLMPopulation
-
-    return LLMPopulation(
-        model="gpt-4o-mini", base_url=url, api_key="sk-fake-batch", cache=str(cache), calls_via=calls_via,
-        batch_options=W.BATCH, max_concurrency=4, )  # fmt: skip
-
-
-def test_batch_mode_goes_through_the_batch_api_of_a_loopback_endpoint(root):
+def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint(root):
+    """A 127.0.0.1 URL may be a gateway with a Batch API: batch mode uses it, files mode writes the requests."""
     with FakeOpenAI(FaultInjector(0.0)) as srv:
-        assert srv.url.startswith("http://127.0.0.1:")
-        pop = _loopback_population(srv.url, root / "c.sqlite", "batch")
-        assert pop.client(None).kind == "local-llama.cpp"
+        pop = W.population(srv.url, str(root / "c.sqlite"), "batch", kind=None)
+        assert srv.url.startswith("http://127.0.0.1:") and pop.client(None).kind == "local-llama.cpp"
         run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
         assert srv.batch_lines and not srv.requests  # every call went through a batch, none synchronously
-
-
-def test_files_mode_writes_the_requests_of_a_loopback_endpoint(root):
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = _loopback_population(srv.url, root / "c.sqlite", "files")
+        pop = W.population(srv.url, str(root / "f.sqlite"), "files", kind=None)
         with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)"):
-            run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
-        assert srv.count == 0
+            run_experiment("loopback-files", W.questions(2), [W.config()], pop, workers=2, progress=False)
+        assert not srv.requests
 
 
 def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
@@ -279,7 +260,7 @@ def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
 
     with FakeOpenAI(FaultInjector(0.0), batch_api=False) as srv:
         with pytest.raises(BatchUnsupported) as e:
-            _loopback_population(srv.url, root / "c.sqlite", "batch")
+            W.population(srv.url, str(root / "c.sqlite"), "batch", kind=None)
         assert srv.count == 0
     assert "no Batch API" in str(e.value) and "CALLS_VIA=files" in str(e.value) and "\n" not in str(e.value)
 

@@ -20,11 +20,7 @@ import pytest
 from acemad_utils.agents.cache import CacheError, ResponseCache
 from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.llm_agent import LLMPopulation
-
-try:
-    from tests.fake_openai import FakeOpenAI
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-test-cache-errors-0000"
@@ -41,37 +37,38 @@ def filled_cache(path: Path, n: int = 300) -> Path:
     return path
 
 
-def no_call_is_made(path: Path, pattern: str) -> None:
-    """Neither a client nor a population opens the endpoint: not even the free GET /models."""
-    with FakeOpenAI() as srv:
-        with pytest.raises(CacheError, match=pattern):
-            LLMClient("m", srv.url, KEY, cache=str(path))
-        with pytest.raises(CacheError, match=pattern):
-            LLMPopulation(model="m", base_url=srv.url, api_key=KEY, cache=str(path))
-        assert srv.count == 0 and srv.auth == set()
-
-
-@pytest.mark.parametrize("content", [bytes(range(256)) * 20, b"hello, this is a text file, not a database\n"])
-def test_garbage_file(tmp_path, content):
-    path = tmp_path / "llm.sqlite"
-    path.write_bytes(content)
-    no_call_is_made(path, DAMAGED.format(why="file is not a database"))
-    assert path.read_bytes() == content and sorted(os.listdir(tmp_path)) == ["llm.sqlite"]  # untouched
-
-
-def test_cache_cut_in_the_middle(tmp_path):
-    path = filled_cache(tmp_path / "llm.sqlite")
+def _cut(path: Path) -> None:
+    filled_cache(path)
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size // 3)
-    before = path.read_bytes()
-    no_call_is_made(path, DAMAGED.format(why="database disk image is malformed") + r"|sqlite3 .*llm\.sqlite \.recover")
-    assert path.read_bytes() == before
 
 
-def test_a_directory_where_the_file_should_be(tmp_path):
-    (tmp_path / "llm.sqlite").mkdir()
-    no_call_is_made(tmp_path / "llm.sqlite", r"cannot open the response cache .*llm\.sqlite \(unable to open database "
-                    r"file\): .*llm\.sqlite is a directory\. No model call was made\.")  # fmt: skip
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: p.write_bytes(bytes(range(256)) * 20), DAMAGED.format(why="file is not a database")),
+        (lambda p: p.write_bytes(b"a text file\n"), DAMAGED.format(why="file is not a database")),
+        (_cut, DAMAGED.format(why="database disk image is malformed") + r"|sqlite3 .*llm\.sqlite \.recover"),
+        (
+            Path.mkdir,
+            r"cannot open the response cache .*llm\.sqlite \(unable to open database file\): .*llm\.sqlite "
+            r"is a directory\. No model call was made\.",
+        ),
+    ],
+    ids=["garbage", "text", "cut in the middle", "a directory"],
+)
+def test_an_unusable_cache_stops_before_any_call_and_is_left_as_it_was(tmp_path, make, says):
+    """Neither a client nor a population opens the endpoint: not even the free GET /models."""
+    path = tmp_path / "llm.sqlite"
+    make(path)
+    before = path.read_bytes() if path.is_file() else None
+    with FakeOpenAI() as srv:
+        with pytest.raises(CacheError, match=says):
+            LLMClient("m", srv.url, KEY, cache=str(path))
+        with pytest.raises(CacheError, match=says):
+            LLMPopulation(model="m", base_url=srv.url, api_key=KEY, cache=str(path))
+        assert srv.count == 0 and srv.auth == set()
+    assert (path.read_bytes() if path.is_file() else None) == before and os.listdir(tmp_path) == ["llm.sqlite"]
 
 
 # ----------------------------------------------------------------------------- read-only

@@ -8,9 +8,15 @@ import pandas as pd
 import pytest
 
 from acemad_utils.data import paths as P
+from acemad_utils.data.transcripts import run_dir
+from acemad_utils.experiments import assumption_map as AM
+from acemad_utils.experiments import registry as R
+from acemad_utils.experiments.setup import Setup
 from acemad_utils.report import claims as C
+from acemad_utils.report import figures
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues
+from tests.test_what_we_see import say
 
 
 def records(method: str, correct: np.ndarray, benchmarks=("synthetic-arc_challenge", "synthetic-bbh")) -> list:
@@ -29,6 +35,14 @@ def records(method: str, correct: np.ndarray, benchmarks=("synthetic-arc_challen
 
 
 RNG = np.random.default_rng(0)
+
+
+def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
+    """The SUMMARY line notebook 08 prints for this ledger (its own f-strings, run here)."""
+    printed: list = []
+    say("08_claims", "1f549bd8", ledger=ledger, runs=runs, SRC=label, synthetic=C.source(runs)[0], claims=C,
+        print=printed.append)  # fmt: skip
+    return printed[0]
 
 
 def cfg(method: str, **more) -> dict:
@@ -98,7 +112,8 @@ def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_no
     assert ledger.verdict.str.startswith(C.UNDERPOWERED).any()
     exact = ledger[ledger.claim.str.contains("49.92")]
     assert exact.verdict.tolist() == [C.ANOTHER_MODEL]
-    assert "smoke test of the pipeline, not evidence" in C.summary(ledger, runs, "local")
+    assert "smoke test of the pipeline, not evidence" in summary(ledger, runs, "local")
+    assert "a smoke test of the pipeline on a few questions" in title(False, "local", runs)
 
 
 def test_holm_across_the_ledger_turns_a_lone_significant_gain_inconclusive():
@@ -180,10 +195,11 @@ def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
     assert len(exact) == 3 and set(exact.verdict) == {C.NOT_COMPARABLE}
     every = ledger[ledger.claim.str.startswith("... on every benchmark")].iloc[0]
     assert every["paper"] == "not all > 0 (MMLU-Pro +0.00)"  # the paper's own T=3 MMLU-Pro gain
-    line = C.summary(ledger, runs, "SYNTHETIC")
-    assert "knowledge_link=1" in line and "real-model profile" in line and "Holm" in line
+    line = summary(ledger, runs, "SYNTHETIC")
+    assert line.startswith(f"SUMMARY: [SYNTHETIC] {len(ledger)} claims: ") and "(Holm across " in line
+    assert "knowledge_link=1" in line and "real-model profile" in line
     runs["main"][0]["population"]["params"]["knowledge_link"] = 0.0
-    assert "knowledge_link=0 (peer-prediction skill unrelated" in C.summary(ledger, runs, "SYNTHETIC")
+    assert "knowledge_link=0 (peer-prediction skill unrelated" in summary(ledger, runs, "SYNTHETIC")
 
 
 def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():
@@ -194,7 +210,7 @@ def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():
     baselines = _run({"Majority Voting (N=1)": 0.4, "Majority Voting (N=5)": 0.2}, votes, params={})
     ledger = C.ledger({"scaling": scaling, "baselines": baselines}).set_index("claim")
     assert ledger.loc["AceMAD improves from N=1 to N=10 (N=1 to N=10)", "verdict"] == C.HOLDS_SIM
-    peak = ledger.loc[C.STILL_RISING]
+    peak = ledger.loc["AceMAD's curve still rises at N=10 (no earlier peak)"]
     assert peak["verdict"] == C.FAILS_SIM and "peaks at N=3" in peak["note"]
     assert ledger.loc["Majority Voting stays flat (or degrades) in N (N=1 to N=5)", "verdict"] == C.HOLDS_SIM
 
@@ -260,18 +276,24 @@ def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benc
     assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
 
 
+def title(synthetic: bool, label: str, runs: dict) -> str:
+    """The title notebook 08 gives its ledger table (its own f-string, run here without saving the table)."""
+    printed: list = []
+    say("08_claims", "48a8a3f1", runs=runs, grid={}, SEED=0, PROFILE="default", synthetic=synthetic, SRC=label,
+        claims=C, figures=figures, save_table=lambda *a, **k: None, print=printed.append)  # fmt: skip
+    return printed[0]
+
+
 def test_the_title_says_synthetic_only_of_a_synthetic_ledger_and_a_ledger_of_no_runs_says_so():
     """A real-model profile whose runs all failed leaves notebook 08 no run: its ledger says so, not SYNTHETIC."""
-    from acemad_utils.report import figures
-
-    assert "synthetic population" in C.title(True, "SYNTHETIC population (no LLM)")
-    assert "synthetic" not in C.title(False, "model: gpt-4o-mini")
+    assert "synthetic population" in title(True, "SYNTHETIC population (no LLM)", {})
+    assert "synthetic" not in title(False, "model: gpt-4o-mini", {})
     synthetic, model = C.source({})
     label = figures.source_label(synthetic, model)
     ledger = C.ledger({})
-    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in C.title(synthetic, label)
+    assert not synthetic and "SYNTHETIC" not in label.upper() and "no run" in title(synthetic, label, {})
     assert set(ledger.verdict) == {"not run"}
-    assert "SYNTHETIC" not in C.summary(ledger, {}, label).upper()
+    assert "SYNTHETIC" not in summary(ledger, {}, label).upper()
 
 
 def test_rows_whose_run_was_left_out_on_purpose_say_skipped():
@@ -287,3 +309,16 @@ def test_rows_whose_run_was_left_out_on_purpose_say_skipped():
     other = ledger[ledger.claim.str.startswith(("Table 2 (Qwen", "Table 4", "Table 5"))]
     assert len(other) >= 3 and other.note.str.startswith("skipped: OTHER_MODELS").all()
     assert set(other.verdict) == {C.NOT_RUN}
+
+
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
+def test_a_grid_point_debated_in_memory_gives_the_records_and_ledger_of_its_written_runs(smoke_outputs):
+    S = Setup(profile="default", benchmarks=["bbh", "mmlu_pro"], n_items=40, workers=1)
+    point, runs = R.LEDGER_GRID[0], R.ledger_runs(R.LEDGER_GRID[0], S.seed, 6, S.benchmarks)
+    memory = AM.ledger_runs(S, point, n_max=6)
+    assert not any(run_dir(f"default/{r.name}", create=False).exists() for r in runs)  # nothing written
+    disk = {r.name.split("__", 1)[1]: AM.run_with_meta(S, r, progress=False) for r in runs}
+    decided = lambda runs: {k: [(r["method"], r["question_id"], r["final"]) for r in v[1]] for k, v in runs.items()}  # noqa: E731
+    assert decided(memory) == decided(disk)  # the same debates (without their argument texts)
+    pd.testing.assert_frame_equal(C.ledger(memory), C.ledger(disk))
+    S.close()

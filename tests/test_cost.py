@@ -28,12 +28,7 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.reproduce import cli as reproduce
-
-try:
-    from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
-except ImportError:
-    from fake_openai import FakeOpenAI, FaultInjector, Reply
-
+from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -114,7 +109,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     stop = lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     monkeypatch.setattr(pm, "execute_notebook", stop)
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
-    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network here (tests/test_preflight.py)
+    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network (test_input_validation.py)
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
     assert order == ["estimate", "nb"]
     out = capsys.readouterr().out

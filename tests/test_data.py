@@ -1,5 +1,6 @@
-"""Benchmark loaders (data.benchmarks): the real files (`shared`: $ACEMAD_DATA_DIR, else skipped), hub-shaped records,
-the demo set, the summary command, and every broken file as one line naming the file, the line or item and the fault."""
+"""Benchmark loaders (data.benchmarks): the real files (`shared`: $ACEMAD_DATA_DIR, else skipped) and their pinned
+hashes, hub-shaped records, the demo set, and every broken file as one line naming the file, the line or item and the
+fault."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ from acemad_utils.data.benchmarks import DataError
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = {"truthfulqa": 817, "arc_challenge": 1172, "bbh": 2437, "logiqa": 651, "medqa": 1273, "mmlu_pro": 1101}
+# data_hash of each whole benchmark: any change to a file or to a mapping choice (order, labels, prefixes) shows here
+HASHES = {
+    "truthfulqa": "09cb39f63b846294efaeff063ec6c0d35ed54c5839bb37d01190ce217a4ea80b",
+    "arc_challenge": "6b7ebd7ce46f9eaedfa438f120eccebe154335f84197609a483d1d00ae44d0d8",
+    "bbh": "8c8432a3ccecf0bf7cf252d912c1394c929e6dc24a1a093ed249285672a39e3f",
+    "logiqa": "f7d5820f1aca7eac1bc7f892c7f86c18ba85d679be1397e8d4067155a3845521",
+    "medqa": "a1cacad250815095070c69a8a06d03bf614b8ecfd61e4fde7fe968f4a5a821c5",
+    "mmlu_pro": "d924f15e717338de6dbb300db98aec23c7c04b2b17e7565e6e64ef01d229702a",
+}
 ARC = "arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl"
 MEDQA = "medqa/phrases_no_exclude_test.jsonl"
 MMLU = "mmlu_pro/law_test.jsonl"
@@ -39,9 +49,9 @@ def _by_id(name: str, root: Path) -> dict:
 
 
 @pytest.mark.parametrize("name", data.BENCHMARKS)
-def test_published_counts_and_valid_records(shared, name):
+def test_published_counts_pinned_hashes_and_valid_records(shared, name):
     qs = _load(name, shared)
-    assert len(qs) == SIZES[name] and len({q.id for q in qs}) == len(qs)
+    assert len(qs) == SIZES[name] and len({q.id for q in qs}) == len(qs) and data.data_hash(qs) == HASHES[name]
     for q in qs:
         assert q.benchmark == name and q.answer in q.options and len(q.options) >= 2
         assert q.question.strip() and all(v.strip() for v in q.options.values())
@@ -58,50 +68,28 @@ def test_truthfulqa_spot_and_shuffle_the_same_in_a_fresh_process(shared):
     code = f"from acemad_utils import data; print(data.data_hash(data.load('truthfulqa', data_dir={str(shared)!r})))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True, env=env)
-    assert out.stdout.strip() == data.data_hash(_load("truthfulqa", shared))
+    assert out.stdout.strip() == HASHES["truthfulqa"]
 
 
-def test_arc_bbh_logiqa_medqa_mmlu_spots(shared):
+def test_the_documented_mapping_choices_on_the_real_items(shared):
     arc = _by_id("arc_challenge", shared)
-    assert arc["Mercury_7175875"].options["C"] == "Planetary days will become shorter."
     q = arc["NYSEDREGENTS_2008_8_34"]  # upstream labels "1".."4", answerKey "2"
     assert q.answer == "B" and q.options["B"] == "Kinetic energy increases and potential energy decreases."
     assert q.metadata["original_labels"] == ["1", "2", "3", "4"]
     assert sum("original_labels" in x.metadata for x in arc.values()) == 22
-    assert Counter(len(x.options) for x in arc.values()) == {4: 1165, 3: 4, 5: 3}
     bbh = _by_id("bbh", shared)
-    per_task = Counter(q.metadata["task"] for q in bbh.values())
-    assert per_task == {t: 187 if t == "causal_judgement" else 250 for t in data.BBH_TASKS}
     assert not any("Options:" in q.question for q in bbh.values())
-    q = bbh["bbh/logical_deduction_three_objects/000"]
-    assert q.answer == "A" and q.options["B"] == "The quail is the second from the left" and len(q.options) == 3
-    assert q.question.endswith("The blue jay is to the right of the quail.")
-    q = bbh["bbh/date_understanding/000"]
-    assert q.options[q.answer] == "12/25/1937" and len(q.options) == 6
-    assert (bbh["bbh/web_of_lies/000"].options, bbh["bbh/web_of_lies/000"].answer) == ({"A": "Yes", "B": "No"}, "B")
     q = bbh["bbh/formal_fallacies/000"]
     assert q.options == {"A": "valid", "B": "invalid"} and q.answer == "B"
-    assert bbh["bbh/causal_judgement/000"].answer == "B"
     lq = _by_id("logiqa", shared)
-    q = lq["logiqa/000"]
-    assert q.answer == "A" and q.options["A"] == "Civic Park is north of the administrative service area"
-    assert "\n" in q.question and q.question.endswith("which of the following can be derived?")
     q = lq["logiqa/108"]  # lines 2/3 carry swapped "C." / "B." prefixes; the answer letter is by position
     assert q.answer == "B" and q.options["B"] == "No.3 valve and No.5 valve."
     assert list(lq["logiqa/594"].options.values()) == ["first", "Third", "Fourth", "fifth"]  # "A first" prefixes
     assert lq["logiqa/004"].options["A"] == "A."  # a person named "A": one prefix stripped, content kept
     assert lq["logiqa/524"].options["A"].startswith("When the land in City A.B was listed")  # kept verbatim
-    assert Counter(q.answer for q in lq.values()) == {"A": 132, "B": 159, "C": 179, "D": 181}  # SOURCE.md
-    q = _by_id("medqa", shared)["medqa/0000"]
-    assert q.options[q.answer] == "Tell the attending that he cannot fail to disclose this mistake"
-    assert q.metadata["meta_info"] == "step1"
-    law = _by_id("mmlu_pro", shared)
-    assert law["mmlu_pro/866"].options["D"] == "Robbery, because he used force in leaving with the purse."
-    sizes = Counter(len(x.options) for x in law.values())
-    assert min(sizes) == 3 and max(sizes) == 10 and sizes[10] == 707
 
 
-def test_limit_env_var_and_summary_command(shared, monkeypatch):
+def test_limit_env_var_and_unknown_names(shared, monkeypatch):
     full = _load("arc_challenge", shared)
     assert data.load("arc_challenge", limit=5, data_dir=shared) == list(full[:5])
     assert data.load("arc_challenge", limit=0, data_dir=shared) == []
@@ -109,12 +97,8 @@ def test_limit_env_var_and_summary_command(shared, monkeypatch):
         data.load("arc_challenge", limit=-1, data_dir=shared)
     monkeypatch.setenv(data.ENV_VAR, str(shared))
     assert len(data.load("logiqa", limit=3)) == 3
-    cmd = [sys.executable, "-m", "acemad_utils.data", "summary"]
-    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:]}
-    assert {name: rows[name][1] for name in SIZES} == {name: str(n) for name, n in SIZES.items()}
-    assert rows["arc_challenge"][2] == "3-5" and rows["logiqa"][2] == "4-4" and "A:132" in rows["logiqa"]
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
+        data.load("nope")
 
 
 # ----------------------------------------------------------------------------- a fake data folder
@@ -404,7 +388,7 @@ def test_hub_rows_are_read_and_checked_like_files(monkeypatch):
     assert calls[-1] == ("truthful_qa", "multiple_choice", "validation")
 
 
-# ----------------------------------------------------------------------------- the demo set, the summary command
+# ----------------------------------------------------------------------------- the demo set
 def test_demo_set():
     qs = data.load_demo()
     assert 20 <= len(qs) <= 30 and data.load("demo") == qs
@@ -415,13 +399,3 @@ def test_demo_set():
         assert d in q.options and d != q.answer and len(q.metadata["explanation"]) > 40 and q.metadata["topic"]
     positions = Counter(q.answer for q in qs)
     assert len(positions) == 4 and max(positions.values()) <= len(qs) // 2
-
-
-def test_summary_on_demo_a_bad_name_and_missing_data(tmp_path, capsys):
-    assert data.main(["summary", "--benchmarks", "demo"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].split()[:3] == ["demo", "24", "3-4"]
-    with pytest.raises(SystemExit) as e:
-        data.main(["summary", "--benchmarks", "demo,nope"])
-    assert e.value.code == 2 and "nope" in capsys.readouterr().err
-    assert data.main(["summary", "--benchmarks", "logiqa", "--data-dir", str(tmp_path)]) == 1
-    assert "ERROR" in capsys.readouterr().out

@@ -16,7 +16,7 @@ from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import run_and_load, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import ring, run_batch, run_question, visible
+from acemad_utils.protocol.debate import debate, ring, run_batch, run_question, visible
 from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
 from acemad_utils.report import rescoring as A
@@ -172,6 +172,10 @@ def test_a_synthetic_record_does_not_depend_on_its_batch(method):
     whole = [to_line(r) for r in run_batch(items, pop, cfg, [0] * len(items))]
     assert whole == [to_line(r) for r in run_batch(items[::-1], pop, cfg, [0] * len(items))][::-1]
     assert whole[::7] == [to_line(run_question(q, pop, cfg)) for q in items[::7]]  # as another process would
+    right = np.full(len(items), np.nan)  # a run not written is read from the arrays: the records' answers
+    for b in debate(items, pop, cfg, [0] * len(items)):
+        right[b.index] = b.correct()
+    assert list(right) == [json.loads(x)["final"]["correct"] for x in whole]
 
 
 def test_record_is_complete_and_consistent_with_the_math():
@@ -283,11 +287,12 @@ def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_output
     run_experiment("grow", ITEMS[:8], [a, b], SimPopulation(), progress=False)
     assert len(calls) == 8 and (d / "transcripts.jsonl.gz").stat().st_ino == stat.st_ino  # not rewritten
     assert transcript_bytes(d / "transcripts.jsonl") == both
-    # run_and_load (what Setup.run uses) returns exactly what load_run reads back, fresh or from the file
+    # run_and_load (what Setup.run uses) returns what load_run reads back (the same keys, values and types), the
+    # records it made as made, the others as read from the file
     c = DebateConfig(method="sparse", rounds=2)
     for cfgs in ([a, b, c], [a, b, c], [b]):
         got = run_and_load("grow", ITEMS[:8], cfgs, SimPopulation(), progress=False)
-        assert json.dumps(got) == json.dumps(load_run("grow"))
+        assert json.dumps(got, sort_keys=True) == json.dumps(load_run("grow"), sort_keys=True)
 
 
 def test_runs_in_batches_of_7_and_of_600_write_the_same_file(tmp_outputs, monkeypatch):

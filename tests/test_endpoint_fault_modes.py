@@ -31,11 +31,7 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce.cli import ProfileLock, failed_records, failure_lines, progress_tail
-
-try:
-    from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
+from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
 
 KEY = "sk-canary-faults-0000"
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
@@ -71,14 +67,17 @@ def test_fake_modes_switch_mid_run_and_from_another_process():
 def test_429_with_retry_after_is_honoured_and_bounded_in_time():
     with FakeOpenAI(FaultInjector(0.0), mode="429", retry_after="0.2") as srv:
         c = LLMClient("m", srv.url, KEY, max_attempts=100, retry_time=0.5, breaker=1000)
+        t0 = time.monotonic()
         with pytest.raises(openai.RateLimitError):
             c.generate(MSG)
-        # Retry-After 0.2 s and a 0.5 s retry budget: a handful of attempts, not 100
-        assert 2 <= srv.modes["429"] <= 5
+        # Retry-After 0.2 s and a 0.5 s retry budget: a handful of attempts, not 100, each 0.2 s after the last
+        assert 2 <= srv.modes["429"] <= 5 and time.monotonic() - t0 >= 0.2 * (srv.modes["429"] - 1)
 
 
-def test_a_401_echoing_the_key_trips_the_breaker_with_one_redacted_line():
-    with FakeOpenAI(FaultInjector(0.0), mode="401") as srv:
+@pytest.mark.parametrize("mode, says", [("401", "rejected the API key"), ("down", "could not connect")])
+def test_a_failing_endpoint_trips_the_breaker_with_one_redacted_line(mode, says):
+    """A 401 echoing the key, or a dead server: counted per attempt, so the third stops every later call."""
+    with FakeOpenAI(FaultInjector(0.0), mode=mode) as srv:
         c = LLMClient("m", srv.url, KEY, breaker=3, **FAST)
         errors = []
         for i in range(6):
@@ -88,19 +87,9 @@ def test_a_401_echoing_the_key_trips_the_breaker_with_one_redacted_line():
                 errors.append(e)
         assert len(errors) == 6 and isinstance(errors[-1], EndpointDown)
         line = str(errors[-1])
-        assert "\n" not in line and srv.url in line and "key" in line and "same command" in line
+        assert "\n" not in line and srv.url in line and says in line and "same command" in line
         assert KEY not in line and all(KEY not in str(e) for e in errors)
-        assert srv.modes["401"] == 3  # nothing sent once tripped
-
-
-def test_a_dead_endpoint_stops_after_k_failures_not_after_every_question():
-    with FakeOpenAI(FaultInjector(0.0), mode="down") as srv:
-        c = LLMClient("m", srv.url, KEY, breaker=5, max_attempts=6, timeout=0.5)
-        with pytest.raises(EndpointDown, match="could not connect"):
-            for i in range(50):
-                with pytest.raises(openai.APIConnectionError):
-                    c.generate(MSG + [{"role": "user", "content": str(i)}])
-        assert srv.modes["down"] == 5
+        assert srv.modes[mode] == 3  # nothing sent once tripped
 
 
 def test_a_hung_endpoint_prints_progress_and_trips_on_timeouts(tmp_path, monkeypatch):
@@ -135,7 +124,7 @@ def test_hostile_text_mode_reaches_the_reply_intact():
         assert HOSTILE in LLMClient("m", srv.url, KEY, **FAST).generate(MSG).text
 
 
-# ----------------------------------------------------------------------------- item 1: a failure is never data
+# ----------------------------------------------------------------------------- a failure is never data
 CONFIGS = [DebateConfig(method="single"), DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)]
 BENCHES = ["arc_challenge", "logiqa"]
 
@@ -197,14 +186,14 @@ def test_an_old_subset_saved_with_failed_items_is_rebuilt(repo):
         S.close()
 
 
-# ----------------------------------------------------------------------------- item 2: failures are visible
+# ----------------------------------------------------------------------------- failures are visible
 def _rec(qid, method, correct, status="ok", bench="arc_challenge"):
     return {"question_id": qid, "benchmark": bench, "method": method, "status": status, "final": {"correct": correct}}
 
 
 def test_failed_records_are_not_wrong_answers_and_every_table_says_how_many():
     recs = [_rec(f"q{i}", "a", True) for i in range(4)] + [_rec("q4", "a", False, "failed")]
-    recs += [_rec(f"q{i}", "b", i < 2) for i in range(5)]
+    recs += [_rec(f"q{i}", "b", i < 2) for i in range(5)] + [_rec("q1", "c", False, "failed")]
     long = TB.accuracy_long(recs, n_boot=50)
     a = long[(long.method == "a") & (long.benchmark == "arc_challenge")].iloc[0]
     assert (a.n, a.n_failed, a.accuracy) == (4, 1, 100.0)  # the failure is left out, not scored wrong
@@ -212,13 +201,9 @@ def test_failed_records_are_not_wrong_answers_and_every_table_says_how_many():
     assert avg.n_failed == 1
     shown = TB.wide(long).to_string()
     assert "(n=4, 1 failed)" in shown and "(n=5)" in shown and "1 failed (not counted)" in shown
+    assert "no answer (n=0, 1 failed)" in shown  # every question of method c failed
     clean = TB.wide(TB.accuracy_long([r for r in recs if r["method"] == "b"], n_boot=50)).to_string()
     assert "failed" not in clean and "(n=" not in clean  # a clean table looks as before
-
-
-def test_every_question_failed_is_a_cell_that_says_so():
-    long = TB.accuracy_long([_rec("q1", "a", False, "failed"), _rec("q1", "b", True)], n_boot=50)
-    assert "no answer (n=0, 1 failed)" in TB.wide(long).to_string()
 
 
 def test_the_reproduce_command_names_failed_records_per_method(repo):
@@ -239,7 +224,7 @@ def test_the_reproduce_command_names_failed_records_per_method(repo):
     assert failed_records(since=time.time() + 60) == {}  # runs of an earlier session are not this run's
 
 
-# ----------------------------------------------------------------------------- item 4: one run per profile
+# ----------------------------------------------------------------------------- one run per profile
 def test_a_second_run_of_a_profile_names_the_holder(repo):
     """(Queueing behind the holder instead: tests/test_run_lock.py.)"""
     with ProfileLock("probe", llm=True):
@@ -265,7 +250,7 @@ def test_progress_lines_reach_the_terminal(tmp_path, capsys):
     assert out == "[probe] [calls] m: 1 answered, 0 failed, 2 in flight\n"
 
 
-# ----------------------------------------------------------------------------- item 5: paths stay inside outputs/
+# ----------------------------------------------------------------------------- paths stay inside outputs/
 BAD_NAMES = ["../../../../tmp/x", "..", "a/b", "/tmp/x", ".hidden", "-rf", "", "x" * 200, "a\nb"]
 
 
@@ -307,7 +292,7 @@ def test_model_names_become_one_safe_folder():
         subsets.load_subset("arc_challenge", "../x")
 
 
-# ----------------------------------------------------------------------------- items 7/8: bounded inputs
+# ----------------------------------------------------------------------------- bounded inputs
 @pytest.mark.parametrize(
     "common,expected",
     [

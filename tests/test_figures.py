@@ -6,6 +6,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import figures as F
 from acemad_utils.report import save
@@ -42,14 +43,13 @@ def test_the_package_forces_no_matplotlib_backend():
     assert not forcing, f"matplotlib.use( in {forcing}"
 
 
-def test_save_figure_returns_the_figure_closed_in_pyplot(tmp_path, monkeypatch):
+def test_save_figure_returns_the_figure_closed_in_pyplot(tmp_outputs):
     """A cell ending with save_figure(...) shows the figure once (its value), never a path."""
-    monkeypatch.setattr(save, "outputs", lambda *parts: tmp_path)
     fig, ax = plt.subplots()
     ax.plot([0, 1])
     assert save.save_figure(fig, "f") is fig
     assert not plt.fignum_exists(fig.number)  # the inline backend would otherwise show it a second time
-    assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
+    assert all(p.stat().st_size > 0 for p in (outputs("figures") / "f.png", outputs("figures") / "f.pdf"))
 
 
 BENCHES = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro", "Average"]

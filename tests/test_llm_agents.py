@@ -12,10 +12,10 @@ from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.experiments import profiles
 from acemad_utils.experiments.runner import identity as _identity
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.protocol.commit import argument_of, commit_schema, parse_commit
+from acemad_utils.protocol.commit import argument_of, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
-from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER, PERSONAS, argue_prompt, commit_prompt, json_shape
-from acemad_utils.protocol.schema import AgentSpec, Message, Question, Turn
+from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER, PERSONAS
+from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 
 try:
     from tests.fake_openai import FakeOpenAI, Reply
@@ -29,37 +29,6 @@ KEY = "sk-test-agents-SECRET"
 
 def turn(**kw):
     return Turn(**{"question": Q, "agent": 0, "round": 1, "history": ()} | kw)
-
-
-# ----------------------------------------------------------------------------- prompts
-def test_argue_prompt_follows_the_paper():
-    hist = (Message(2, 1, "It is B."), Message(0, 1, "I said A."), Message(-1, 1, "Summary: B."))
-    text = argue_prompt(turn(round=2, history=hist))
-    assert text.startswith("Question: What color is the sky on a clear day?\n\nOptions:\nA. Green\nB. Blue\nC. Red")
-    assert (
-        "Conversation History:\nAgent 3 (round 1): It is B.\n\nAgent 1 (round 1, you): I said A.\n\n"
-        "Moderator (round 1): Summary: B." in text
-    )
-    assert "Please provide a concise argument for what you believe is the correct answer." in text
-    assert "Do NOT output JSON here. Just natural language debate." in text
-    assert "(none yet)" in argue_prompt(turn())
-    assert "step by step" in argue_prompt(turn(), thinking="slow")
-    assert "Conversation History" not in argue_prompt(turn(role="solo"))
-    assert "moderator" in argue_prompt(turn(role="moderator", agent=-1)).lower()
-
-
-def test_commit_prompt_shape_has_labels_but_no_numbers():
-    text = commit_prompt(turn(), "B, obviously.")
-    assert "Your argument this round:\nB, obviously." in text
-    assert "Peer_Prediction" in text and "AVERAGE" in text
-    assert json_shape(AB, True) in text
-    shape = json_shape(AB, True)
-    assert '"C": <probability>' in shape and not any(ch.isdigit() for ch in shape)
-    solo = commit_prompt(turn(want_peer_prediction=False), "B")
-    assert "peer_prediction" not in solo and "Peer_Prediction" not in solo
-    assert "peer_prediction" not in commit_prompt(turn(role="moderator", agent=-1), "B")
-    s = commit_schema(AB, True)
-    assert s["required"] == ["self_prob", "peer_prediction"] and s["properties"]["self_prob"]["required"] == list(AB)
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -133,44 +102,36 @@ def test_agent_act_two_calls_usage_and_seeds():
         assert step.usage == dict(calls=2, network_calls=2, cache_hits=0, prompt_tokens=20, completion_tokens=10)
         argue, commit = srv.requests[0], srv.requests[1]
         assert argue["messages"][0] == {"role": "system", "content": PERSONAS["Skeptic"]}
-        assert argue["temperature"] == 0.6 and "response_format" in commit
+        assert argue["temperature"] == 0.6 and "response_format" not in argue
+        schema = commit["response_format"]["json_schema"]["schema"]
+        assert schema["required"] == ["self_prob", "peer_prediction"]
+        assert schema["properties"]["self_prob"]["required"] == list(AB)
         assert "Your argument this round:\nThe sky is blue: B." in commit["messages"][1]["content"]
         # same prompt, different agent: different per-call seeds so the samples are independent
         assert argue["messages"] == srv.requests[2]["messages"] and argue["seed"] != srv.requests[2]["seed"]
 
 
-def test_repair_then_success():
-    with FakeOpenAI(by_kind(["no idea, sorry", GOOD])) as srv:
-        client = LLMClient("fake", srv.url, KEY)
-        step = LLMAgent(AgentSpec(), client).act(turn())
-        assert not step.parse_failure and step.info["repaired"] and step.usage["calls"] == 3
-        np.testing.assert_allclose(step.p, [0.1, 0.8, 0.1])
-        repair = srv.requests[-1]["messages"]
-        assert repair[-2] == {"role": "assistant", "content": "no idea, sorry"}
-        assert "JSON object only" in repair[-1]["content"]
+ONLY_P = '{"self_prob": {"A": 0, "B": 1, "C": 0}}'
+THIRD = [1 / 3] * 3
 
 
-def test_unreadable_commit_is_uniform_and_flagged():
-    with FakeOpenAI(by_kind(["garbage", "still garbage"])) as srv:
-        client = LLMClient("fake", srv.url, KEY)
-        step = LLMAgent(AgentSpec(), client).act(turn())
-        assert step.parse_failure and srv.count == 3
-        np.testing.assert_allclose(step.p, [1 / 3] * 3)
-        np.testing.assert_allclose(step.q, [1 / 3] * 3)
-        assert len(json.dumps(step.info)) < 1000
-
-
-def test_missing_peer_prediction_is_repaired_or_uniform_but_not_a_failure():
-    only_p = '{"self_prob": {"A": 0, "B": 1, "C": 0}}'
-    with FakeOpenAI(by_kind([only_p, only_p])) as srv:
+@pytest.mark.parametrize("first, second, failure, p, q, flag", [
+    ("no idea, sorry", GOOD, False, [0.1, 0.8, 0.1], [0.5, 0.4, 0.1], "repaired"),
+    ("garbage", "still garbage", True, THIRD, THIRD, "repair_raw"),  # uniform, flagged: never an answer
+    (ONLY_P, ONLY_P, False, [0, 1, 0], THIRD, "q_parse_failure"),  # the belief stands; the forecast is uniform
+])  # fmt: skip
+def test_an_unread_commitment_is_repaired_once_else_uniform_and_flagged(first, second, failure, p, q, flag):
+    with FakeOpenAI(by_kind([first, second])) as srv:
         step = LLMAgent(AgentSpec(), LLMClient("fake", srv.url, KEY)).act(turn())
-        assert not step.parse_failure and step.info["q_parse_failure"]
-        np.testing.assert_allclose(step.p, [0, 1, 0])
-        np.testing.assert_allclose(step.q, [1 / 3] * 3)
+        assert srv.count == 3 and srv.requests[-1]["messages"][-2] == {"role": "assistant", "content": first}
+    assert step.parse_failure is failure and step.info[flag] and len(json.dumps(step.info)) < 1000
+    assert (step.usage["repairs"], step.usage.get("parse_failures", 0)) == (1, int(failure))
+    np.testing.assert_allclose(step.p, p)
+    np.testing.assert_allclose(step.q, q)
 
 
 def test_moderator_and_solo_commit_only_self_prob():
-    with FakeOpenAI(by_kind(['{"self_prob": {"A": 0, "B": 1, "C": 0}}'] * 2)) as srv:
+    with FakeOpenAI(by_kind([ONLY_P] * 2)) as srv:
         agent = LLMAgent(AgentSpec(), LLMClient("fake", srv.url, KEY))
         for t in (turn(role="moderator", agent=-1), turn(role="solo")):
             step = agent.act(t)
@@ -229,24 +190,6 @@ def test_single_call_mode_makes_one_call_per_agent_round():
 def test_single_call_placeholder_argument_counts_as_missing():
     assert argument_of(f'{{"argument": "{ARGUMENT_PLACEHOLDER}", "self_prob": {{"A": 1}}}}') == ""
     assert argument_of('{"argument": "Because B.", "self_prob": {"A": 1}}') == "Because B."
-
-
-def test_single_call_reply_is_parsed_once(monkeypatch):
-    # The argument comes from the same parse as the commitment: one scan of the reply for JSON objects.
-    from acemad_utils.agents import llm_agent as agents
-    from acemad_utils.protocol import commit
-
-    calls, parses = [], []
-    real, real_parse = commit.objects, agents.parse_commit
-    monkeypatch.setattr(commit, "objects", lambda text: calls.append(text) or real(text))
-    # and one call of the parser itself (a second reading of the reply, by any route, would be a second call)
-    monkeypatch.setattr(agents, "parse_commit", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
-    reply = json.dumps({"argument": "Blue, by Rayleigh scattering.", **json.loads(GOOD)})
-    with FakeOpenAI(default=reply) as srv:
-        agent = LLMAgent(AgentSpec("Skeptic"), LLMClient("fake", srv.url, KEY), calls="single")
-        step = agent.act(turn())
-    assert step.message == "Blue, by Rayleigh scattering." and not step.parse_failure
-    assert len(calls) == 1 and parses == [reply]
 
 
 def test_the_argue_cap_is_a_parameter_that_reaches_the_request(tmp_path):

@@ -25,7 +25,6 @@ def fake_start(monkeypatch):
     monkeypatch.setattr(LS.subprocess, "Popen", lambda cmd, **kw: started.append(cmd) or SimpleNamespace(
         returncode=None, poll=lambda: None, terminate=lambda: None, wait=lambda timeout=None: 0))  # fmt: skip
     monkeypatch.setattr(LS.urllib.request, "urlopen", lambda url, timeout=None: Ready(b"{}"))
-    monkeypatch.delenv("ACEMAD_PROMPT_CACHE", raising=False)
 
     def start(**kw) -> list:
         with LS.serve(gguf="/m.gguf", port=8123, **kw) as url:
@@ -39,21 +38,26 @@ def _opt(cmd: list, name: str):
     return cmd[cmd.index(name) + 1] if name in cmd else None
 
 
-def test_serve_passes_the_prompt_cache_settings_only_when_asked(fake_start):
-    on = fake_start(prompt_cache=True, prompt_cache_bytes=1 << 28)
-    assert _opt(on, "--cache") == "true" and _opt(on, "--cache_type") == "ram"
-    assert _opt(on, "--cache_size") == str(1 << 28)
-    off = fake_start(prompt_cache=False)
-    assert not {"--cache", "--cache_type", "--cache_size"} & set(off)
-    assert _opt(off, "--model") == "/m.gguf" and _opt(off, "--n_ctx") == "8192"
+@pytest.mark.parametrize(
+    "kw, env, on",
+    [
+        ({"prompt_cache": True}, "", True),
+        ({"prompt_cache": False}, "1", False),
+        ({}, "", LS.PROMPT_CACHE),
+        ({}, "1", True),
+        ({}, "off", False),
+    ],
+)
+def test_the_prompt_cache_settings_reach_the_server_only_when_asked(fake_start, monkeypatch, kw, env, on):
+    """The argument first, then ACEMAD_PROMPT_CACHE, then the default."""
+    monkeypatch.setenv("ACEMAD_PROMPT_CACHE", env)
+    cmd = fake_start(prompt_cache_bytes=1 << 28, **kw)
+    assert _opt(cmd, "--model") == "/m.gguf" and _opt(cmd, "--n_ctx") == "8192"
+    cache = [_opt(cmd, "--cache"), _opt(cmd, "--cache_type"), _opt(cmd, "--cache_size")]
+    assert cache == (["true", "ram", str(1 << 28)] if on else [None] * 3)
 
 
-def test_the_default_is_prompt_cache_default_and_the_environment_overrides_it(fake_start, monkeypatch):
-    assert ("--cache" in fake_start()) == LS.PROMPT_CACHE
-    monkeypatch.setenv("ACEMAD_PROMPT_CACHE", "1")
-    assert _opt(fake_start(), "--cache") == "true"
-    monkeypatch.setenv("ACEMAD_PROMPT_CACHE", "off")
-    assert "--cache" not in fake_start()
+def test_a_prompt_cache_value_that_is_not_on_or_off_is_refused(fake_start, monkeypatch):
     monkeypatch.setenv("ACEMAD_PROMPT_CACHE", "maybe")
     with pytest.raises(LS.LocalServerError, match="ACEMAD_PROMPT_CACHE"):
         fake_start()

@@ -1,5 +1,5 @@
-"""No warning a user did not cause: the default reproduce in a fresh clone, the benchmark summary and the set-up's
-pip steps print no line matching "Warning"."""
+"""No warning a user did not cause: the default reproduce in a fresh clone and the set-up's pip steps print no
+line matching "Warning"."""
 
 from __future__ import annotations
 
@@ -15,15 +15,6 @@ from acemad_utils.data import paths as P
 
 def _warnings(text: str) -> list[str]:
     return [line for line in text.splitlines() if "Warning" in line]
-
-
-def test_benchmark_summary_prints_no_runpy_warning(tmp_path):
-    """runpy warns when the module it runs was imported by its package first: the summary runs as a package main."""
-    env = {**os.environ, "PYTHONPATH": str(P.ROOT), "ACEMAD_DATA_DIR": str(tmp_path)}  # no data: errors, no warning
-    out = subprocess.run(
-        [sys.executable, "-m", "acemad_utils.data", "summary"], env=env, capture_output=True, text=True
-    )
-    assert "benchmark" in out.stdout and not _warnings(out.stdout + out.stderr), out.stderr[-2000:]
 
 
 def test_the_set_up_keeps_pip_and_setuptools_notices_in_a_log():

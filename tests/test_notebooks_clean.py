@@ -84,29 +84,22 @@ def test_store_keeps_outputs_and_drops_what_changes_between_runs(tmp_path):
 
 def _with_parameters(defaults: str, injected: str) -> nbformat.NotebookNode:
     nb = _executed()
-    params, inj = (
-        nbformat.v4.new_code_cell(defaults, execution_count=1),
-        nbformat.v4.new_code_cell(injected, execution_count=2),
-    )
-    params.metadata["tags"], inj.metadata["tags"] = ["parameters"], [nbtools.INJECTED]
-    nb.cells = [params, inj, *nb.cells]
+    cells = [nbformat.v4.new_code_cell(src, execution_count=i) for i, src in enumerate((defaults, injected), 1)]
+    cells[0].metadata["tags"], cells[1].metadata["tags"] = ["parameters"], [nbtools.INJECTED]
+    nb.cells = [*cells, *nb.cells]
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return nb
 
 
 def test_lean_drops_an_injected_cell_that_repeats_the_defaults_and_writes_labs_kernelspec():
-    same = _with_parameters(
-        '# Parameters\nPROFILE: str = "default"\nN: int = 3  # items\nL = [1, 2]\n', "# Parameters\nN = 3\n"
-    )
+    same = _with_parameters('# Parameters\nPROFILE: str = "default"\nN: int = 3  # items\n', "# Parameters\nN = 3\n")
     nbtools.lean(same)
     assert len(same.cells) == 2 and all(nbtools.INJECTED not in c.metadata.get("tags", []) for c in same.cells)
     # what JupyterLab writes on save (it marks a notebook saying "Python 3" modified at once and autosaves it)
     assert same.metadata["kernelspec"]["display_name"] == nbtools.lab_kernelspec()["display_name"] != "Python 3"
     differs = _with_parameters("N: int = 3\n", "# Parameters\nN = 400\n")
     nbtools.lean(differs)
-    assert [c.source for c in differs.cells if nbtools.INJECTED in c.metadata.get("tags", [])] == [
-        nbtools.INJECTED_HEADER + "\nN = 400\n"
-    ]
+    assert differs.cells[1].source == nbtools.INJECTED_HEADER + "\nN = 400\n"
     new = _with_parameters("N = 3\n", "# Parameters\nM = 3\n")  # a name the defaults lack: kept
     nbtools.lean(new)
     assert len(new.cells) == 3

@@ -1,6 +1,7 @@
 """Your own questions (docs/own-questions.md): the API example run verbatim (synthetic and the fake endpoint), the
-`run` command on JSONL and CSV files (with and without answers, hostile rows, a changed file), per-role models, the
-estimate before a run spends, any dataset by its columns. Everything runs in a temporary working directory."""
+`run` command on JSONL and CSV files (with and without answers, hostile rows, odd files, a changed file), per-role
+models, the estimate before a run spends, any dataset by its columns (JSONL, CSV, Parquet in the published shapes).
+Every problem is one line naming the file and the row. Everything runs in a temporary working directory."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from pathlib import Path
 import pytest
 
 from acemad_utils import api
-from acemad_utils.agents.sim import SimPopulation
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.command import main
+from acemad_utils.data import own
 from acemad_utils.data import paths as P
+from acemad_utils.data.benchmarks import DataError
 from acemad_utils.data.own import MAX_ROWS, make_question, read_questions
 from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import METHODS, DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import rescoring
@@ -145,20 +149,35 @@ def test_bad_rows_stop_before_any_call(elsewhere, endpoint, capsys, row, message
     assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
 
 
-def test_bad_files(elsewhere, monkeypatch, capsys):
-    from acemad_utils.data import own
+ODD = {  # a question file's bytes -> what its one error line says
+    "latin": (b'{"question": "caf\xe9?", "options": ["a", "b"]}\n', "line 1: not UTF-8"),
+    "deep": (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: JSON nested too deeply"),
+    "lone surrogate": (b'{"question": "2+2\\ud800?", "options": ["3", "4"]}\n', "line 1: field 'question' holds"),
+    "many": (b'{"question": "q?", "options": ["a", "b"]}\n' * (MAX_ROWS + 1), "more than the 10000"),
+    "big": (json.dumps(ROWS).encode(), "bytes is more than the 100"),
+    "fifo": (None, "not a regular file"),
+    "absent": (None, "no such file"),
+}
 
-    latin = elsewhere / "latin.jsonl"
-    latin.write_bytes(b'{"question": "caf\xe9?", "options": ["a", "b"]}\n')
-    many = _write(
-        elsewhere / "many.jsonl", [{"question": f"q{i}?", "options": ["a", "b"]} for i in range(MAX_ROWS + 1)]
-    )
-    for path, message in ((latin, "line 1: not UTF-8"), (many, "more than the 10000")):
-        assert main(["run", str(path), "--synthetic"]) == 2
-        assert message in capsys.readouterr().err
-    monkeypatch.setattr(own, "MAX_FILE_BYTES", 100)
-    assert main(["run", str(_write(elsewhere / "big.jsonl", ROWS)), "--synthetic"]) == 2
-    assert "bytes is more than the 100" in capsys.readouterr().err
+
+@pytest.mark.parametrize("case", list(ODD))
+def test_odd_files_stop_in_one_line(elsewhere, monkeypatch, capsys, case):
+    path, (data, says) = elsewhere / "odd.jsonl", ODD[case]
+    if data is not None:
+        path.write_bytes(data)
+    elif case == "fifo":  # a read would wait for a writer
+        os.mkfifo(path)
+    monkeypatch.setattr(own, "MAX_FILE_BYTES", 100 if case == "big" else own.MAX_FILE_BYTES)
+    assert main(["run", str(path), "--synthetic"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{path}" in err and says in err, err
+
+
+def test_a_bom_is_read_as_csv_files_may_have_one(tmp_path):
+    good = b'{"question": "2+2?", "options": ["3", "4"], "answer": "B"}\n'
+    (tmp_path / "plain.jsonl").write_bytes(good)
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + good)
+    assert own.read_questions(tmp_path / "bom.jsonl") == own.read_questions(tmp_path / "plain.jsonl")
 
 
 def test_changed_question_is_a_new_question(elsewhere, capsys):
@@ -408,3 +427,123 @@ def test_the_estimate_the_docs_quote_is_the_one_printed():
     line = api.estimate(rows, "acemad,majority", model="gpt-4o-mini").line()
     quoted = " ".join(DOC.read_text(encoding="utf-8").split("gpt-4o-mini`: `", 1)[1].split("`", 1)[0].split())
     assert line.startswith(quoted), (quoted, line)
+
+
+# ----------------------------------------------------------------------------- question lists and odd files
+def test_duplicate_ids_in_a_run_question_list(tmp_outputs):
+    """A run keys its records by question id: a question listed twice is an error before anything runs
+    (nothing is written), not a silent overwrite; repeats= is how one question is run several times."""
+    items = make_items(4, k=4, seed=1)
+    cfg = DebateConfig(method="majority", n_agents=3)
+    with pytest.raises(ValueError) as e:
+        run_experiment("dupes", items + [items[1]], [cfg], SimPopulation(seed=0), progress=False)
+    assert str(e.value) == (
+        f"experiment 'dupes': question id {items[1].id!r} is at positions 1 and 4 of the question "
+        "list; each question may appear once (use repeats= to run one several times)"
+    )
+    assert not list(tmp_outputs.rglob("transcripts.jsonl*")) and not list(tmp_outputs.rglob("meta.json"))
+    run_experiment("dupes", items, [cfg], SimPopulation(seed=0), repeats=2, progress=False)  # the right way
+
+
+# ----------------------------------------------------------------------------- any dataset by its columns
+#: One made-up row in each published shape (never a benchmark item): ARC-Challenge (allenai/ai2_arc), MMLU-Pro
+#: (TIGER-Lab/MMLU-Pro) and TruthfulQA multiple_choice (truthful_qa), with the columns the docs name for them.
+SHAPES = {
+    "arc": (
+        {"id": "a1", "question": "Which melts first in the sun?", "answerKey": "2",
+         "choices": {"text": ["a rock", "an ice cube", "a nail"], "label": ["1", "2", "3"]}},
+        dict(question="question", choices="choices", answer="answerKey", id="id"), ("a1", "2", ["1", "2", "3"]),
+    ),
+    "mmlu_pro": (
+        {"question_id": 12, "question": "Which number is even?", "options": ["3", "5", "8", "9"], "answer": "C",
+         "answer_index": 2, "cot_content": "", "category": "math", "src": "made-up"},
+        dict(question="question", choices="options", answer="answer_index", id="question_id"),
+        ("12", "C", list("ABCD")),
+    ),
+    "truthfulqa": (
+        {"question": "Can a goldfish remember things for months?",
+         "mc1_targets": {"choices": ["Yes, for months.", "No, only for three seconds."], "labels": [1, 0]},
+         "mc2_targets": {"choices": ["Yes, for months.", "Yes.", "No."], "labels": [1, 1, 0]}},
+        dict(question="question", choices="mc1_targets"), (None, "A", ["A", "B"]),
+    ),
+}  # fmt: skip
+
+
+def _write_shape(path: Path, rows: list) -> Path:
+    import pandas as pd
+
+    if path.suffix == ".jsonl":
+        return _write(path, rows)
+    if path.suffix == ".parquet":
+        pd.DataFrame(rows).to_parquet(path)
+        return path
+    # CSV: nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
+    pd.DataFrame([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]).to_csv(
+        path, index=False
+    )
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_published_shapes_by_their_columns(tmp_path, shape, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (pip install pyarrow)")
+    row, cols, (qid, gold, labels) = SHAPES[shape]
+    if suffix == ".csv" and isinstance(row.get("answer_index"), int):
+        cols = dict(cols, answer="answer")  # every CSV cell is text: the letter column (docs/own-questions.md)
+    (q,) = own.read_columns(_write_shape(tmp_path / f"{shape}{suffix}", [row]), **cols)
+    assert q.question == row["question"] and list(q.options) == labels and q.answer == gold
+    assert q.id == (qid or own.content_id(q.question, q.options))
+
+
+def test_multi_answer_targets_are_refused_in_one_line(tmp_path):
+    row = SHAPES["truthfulqa"][0]
+    path = _write_shape(tmp_path / "tqa.jsonl", [row, row])
+    with pytest.raises(DataError) as e:
+        own.read_columns(path, choices="mc2_targets")
+    assert str(e.value) == (
+        f"{path}, line 1: column 'mc2_targets' marks 2 choices correct; AceMAD scores one answer per question "
+        "(a multi-answer target such as TruthfulQA's mc2_targets: use mc1_targets)"
+    )
+
+
+@pytest.mark.parametrize(
+    "cols,pattern",
+    [
+        (dict(choices="choice"), r"line 1: no column 'choice' \(--choices-col\); the row has \['id', 'question'"),
+        (dict(choices="choices", answer="key"), r"line 1: no column 'key' \(--answer-col\)"),
+        (dict(choices="choices", answer="answerKey", id="nope"), r"line 1: no column 'nope' \(--id-col\)"),
+        (dict(question="question.stem", choices="choices"), r"no column 'question.stem' \(--question-col\)"),
+        (dict(choices="id"), r"line 1: field 'options' must be a list of texts or a label -> text map"),
+    ],
+)
+def test_a_wrong_column_is_one_line_naming_it(tmp_path, cols, pattern):
+    path = _write_shape(tmp_path / "arc.jsonl", [SHAPES["arc"][0]])
+    with pytest.raises(DataError, match=pattern) as e:
+        own.read_columns(path, **cols)
+    assert "\n" not in str(e.value)
+
+
+def test_nested_columns_option_columns_and_index_answers(tmp_path):
+    """ARC's original nesting (question.stem, a list of {text, label}), one column per option, 0-based indexes."""
+    choices = [{"text": "one", "label": "A"}, {"text": "two", "label": "B"}]
+    arc = {"id": "x", "answerKey": "B", "question": {"stem": "Pick two?", "choices": choices}}
+    (q,) = own.read_columns(_write(tmp_path / "o.jsonl", [arc]), "question.stem", "question.choices", "answerKey", "id")
+    assert (q.question, q.options, q.answer) == ("Pick two?", {"A": "one", "B": "two"}, "B")
+    csv = tmp_path / "cols.csv"
+    csv.write_text("q,A,B,C,gold\nWhich?,x,y,,y\n", encoding="utf-8")
+    (q,) = own.read_columns(csv, "q", "A,B,C", "gold")
+    assert q.options == {"A": "x", "B": "y"} and q.answer == "B"
+    bad = _write(tmp_path / "i.jsonl", [{"question": "q?", "options": ["a", "b"], "answer_index": 2}])
+    with pytest.raises(DataError, match=r"line 1: answer index 2 is outside the 2 options \(0-based\)"):
+        own.read_columns(bad, choices="options", answer="answer_index")
+
+
+def test_parquet_without_an_engine_says_what_to_install(tmp_path, monkeypatch):
+    path = tmp_path / "x.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if not installed: its import fails
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(DataError, match=r"x\.parquet: reading Parquet needs pyarrow: pip install pyarrow"):
+        own.read_columns(path, choices="options")

@@ -1,6 +1,7 @@
-"""The parameter schema (experiments/params.py): the notebooks' annotated parameters cells, the profiles, the
-registry and the docs read it; every value it accepts builds every notebook's runs and what the notebooks show;
-every value it refuses is one line naming the file, the notebook and what is allowed."""
+"""The notebook parameters (experiments/params.py): each notebook's annotated parameters cell is where names, types
+and defaults live, read alike by papermill and the package; every value the rules accept builds every notebook's
+runs and what the notebooks show; every value they refuse is one line naming the file, the notebook and what is
+allowed."""
 
 from __future__ import annotations
 
@@ -24,32 +25,28 @@ from acemad_utils.protocol import config
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def test_the_schema_knows_every_notebook_and_its_constants_are_protocol_configs():
-    assert [p.stem for p in NOTEBOOKS] == list(params.NOTEBOOKS)
-    for nb in params.NOTEBOOKS:
-        assert all(params.problem(n, v) is None for n, v in params.defaults(nb).items()), nb
-    assert params.SCHEMA["ETA"].default == config.ETA == config.DebateConfig().eta
-    assert (
-        params.SCHEMA["ROUNDS"].default == list(config.TABLE2_ROUNDS) == R.PAPER_TABLES["table2_main_results"]["rounds"]
-    )
-    assert params.SCHEMA["T_PHASE"].default == config.ROUNDS == config.DebateConfig().rounds
-    assert params.SCHEMA["N_TABLE"].default == config.N_AGENTS == config.DebateConfig().n_agents
-    assert all(nb in p.notebooks for p in params.SCHEMA.values() for nb in p.by_notebook)
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_one_annotated_parameters_cell_that_papermill_reads_as_the_schema(path):
+def test_each_notebook_declares_its_parameters_in_one_annotated_cell_that_papermill_reads_alike(path):
     cells = [c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1 and cells[0].source.startswith("# Parameters"), "one cell tagged 'parameters'"
     body = ast.parse(cells[0].source).body
     assert all(isinstance(n, ast.AnnAssign) and n.target.id.isupper() for n in body)  # type: ignore[attr-defined]
     seen = pm.inspect_notebook(str(path))  # `NAME: type = default  # meaning`, as papermill reads it
-    assert list(seen) == params.names(path.stem)
     assert {n: ast.literal_eval(p["default"]) for n, p in seen.items()} == params.defaults(path.stem)
-    kinds = {n: {"models": "list[dict]"}.get(params.SCHEMA[n].kind, params.SCHEMA[n].kind) for n in seen}
-    assert {n: p["inferred_type_name"] for n, p in seen.items()} == kinds
+    assert {n: p["inferred_type_name"] for n, p in seen.items()} == {n: params.SCHEMA[n].kind for n in seen}
     meaning = params.meanings()  # one meaning per name, whichever notebook says it
     assert all(p["help"] and p["help"] == meaning[n] for n, p in seen.items())
+    assert all(params.problem(n, v) is None for n, v in params.defaults(path.stem).items())
+    assert set(seen) - {"PER_MODEL_SUBSETS", "OTHER_MODELS"} <= set(params.RULES), "a rule for every value"
+
+
+def test_the_notebooks_defaults_are_the_protocol_configs():
+    declared = {n: v for nb in params.NOTEBOOKS for n, v in params.defaults(nb).items()}
+    assert declared["ETA"] == declared["ETA_PHASE"] == config.ETA == config.DebateConfig().eta
+    assert declared["ROUNDS"] == list(config.TABLE2_ROUNDS) == R.PAPER_TABLES["table2_main_results"]["rounds"]
+    assert declared["T_PHASE"] == config.ROUNDS == config.DebateConfig().rounds
+    assert declared["N_TABLE"] == config.N_AGENTS == config.DebateConfig().n_agents
+    assert declared["ARGUE_MAX_TOKENS"] == config.ARGUE_MAX_TOKENS
 
 
 def test_docs_parameters_md_is_generated_and_lists_every_variable_the_package_names():
@@ -68,19 +65,11 @@ URLS = st.sampled_from(["", "http://127.0.0.1:8000/v1", "https://h.example/v1"])
 
 def _values(p: params.Param) -> st.SearchStrategy:
     """Every value the schema allows for p (within small bounds where the range is huge)."""
-    if p.kind == "models":
-        keys = {
-            "table": st.sampled_from(sorted(R.PAPER_TABLES)),
-            "paper_model": MODELS,
-            "model": MODELS,
-            "base_url": URLS,
-        }
-        one = st.lists(
-            st.fixed_dictionaries(keys),
-            max_size=3,
-            unique_by=(lambda e: (e["table"], e["paper_model"]), lambda e: e["table"]),
-        )
-    elif p.choices is not None:
+    if p.kind == "list[dict]":  # OTHER_MODELS: entries of distinct tables
+        keys = {"table": st.sampled_from(sorted(R.PAPER_TABLES)), "paper_model": MODELS, "model": MODELS,
+                "base_url": URLS}  # fmt: skip
+        return st.lists(st.fixed_dictionaries(keys), max_size=3, unique_by=lambda e: e["table"])
+    if p.choices is not None:
         one = st.sampled_from(p.choices)
     elif p.text:
         one = {
@@ -116,12 +105,12 @@ def _shows(nb: str, P: dict, result: R.RunResult) -> None:
     elif nb == "06_scaling":
         assert len({c.family for c in result.run.select("acemad")}) == 1
     elif nb == "02_baselines":
-        assert {c.label for c in R.voting_vs_mad(P["N_TABLE"], P["SEED"])} <= set(result.labels())  # Table 1
+        [result.label(m, n_agents=P["N_TABLE"]) for m in R.VOTING_VS_MAD]  # Table 1
     elif nb == "07_other_models" and result.run.name != "full_datasets":
         result.config("acemad", rounds=config.ROUNDS)
 
 
-@pytest.mark.parametrize("nb", [nb for nb in params.NOTEBOOKS if nb[:2] in params.SETUP])
+@pytest.mark.parametrize("nb", params.NOTEBOOKS[1:])  # every notebook that runs debates
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_accepted_value_builds_the_runs_and_what_the_notebook_shows(nb, data):
@@ -141,28 +130,23 @@ def test_every_accepted_theory_value_selects_a_simulated_slice(P):
 
 
 # ----------------------------------------------------------------------------- refused values: one line each
-WRONG = {"str": 3, "int": "three", "float": "two", "bool": "yes", "list[str]": "bbh", "list[int]": [1, "two"],
-         "list[float]": [0.5, "x"], "models": [{"model": "y"}]}  # fmt: skip
+WRONG = {"str": 3, "int": True, "float": "two", "bool": "yes", "list[str]": "bbh", "list[int]": [1, "two"],
+         "list[float]": [0.5, "x"], "list[dict]": [{"model": "y"}]}  # fmt: skip
+UNKNOWN_TABLE = [dict.fromkeys(params.ENTRY_KEYS, "m") | {"table": "t9", "base_url": ""}]
 
 
 @pytest.mark.parametrize("name", sorted(params.SCHEMA))
 def test_every_refused_value_is_one_line_naming_file_notebook_and_range(tmp_path, name):
-    p, path = params.SCHEMA[name], tmp_path / "mine.yaml"
-    listed = p.kind.startswith("list")
-    bad = [WRONG[p.kind], *([[p.hi + 1] if listed else p.hi + 1] if p.lo is not None else [])]
-    bad += ([["nope"] if listed else "nope"] if p.choices is not None else []) + ([] if p.nullable else [None])
+    p, path, nb = params.SCHEMA[name], tmp_path / "mine.yaml", params.notebooks_of(name)[0]
+    listed = p.kind.startswith("list[") and p.kind != "list[dict]"  # (OTHER_MODELS may be empty: no other model)
+    one = (lambda v: [v]) if listed else (lambda v: v)
+    bad = [WRONG[p.kind], *([] if p.nullable else [None]), *([[]] if listed else [])]
+    bad += [one(v) for v in (p.hi + 1, math.nan, math.inf)] if p.lo is not None else []
+    bad += [one("nope")] if p.choices is not None else [UNKNOWN_TABLE] if p.kind == "list[dict]" else []
     for value in bad:
-        path.write_text(yaml.safe_dump({"profile": "mine", "notebooks": {p.notebooks[0]: {name: value}}}))
+        path.write_text(yaml.safe_dump({"profile": "mine", "notebooks": {nb: {name: value}}}))
         with pytest.raises(SystemExit) as e:
             profiles.load_profile(str(path))
         msg = str(e.value)
-        assert "\n" not in msg and msg.startswith(f"mine.yaml ({p.notebooks[0]}): {name} = "), msg
+        assert "\n" not in msg and msg.startswith(f"mine.yaml ({nb}): {name} = "), msg
         assert p.allowed() in msg and "params.py" in msg
-
-
-def test_ranges_in_words():
-    assert params.SCHEMA["ETA"].allowed() == f"a number from 0 to {params.MAX_ETA:g}"
-    assert params.SCHEMA["N_MAX"].allowed().endswith(", or null")
-    assert params.problem("ETA", math.inf) == "inf is out of range"
-    assert params.problem("ROUNDS", []) == "the list is empty: name at least one"
-    assert params.problem("SEED", True) == "need int, got bool"

@@ -64,7 +64,7 @@ def test_the_price_table_prices_every_model_of_the_paper_profile_with_provider_s
         assert p.provider and p.source.startswith("https://") and p.recorded
     # the profile's served names ("org/Name") find the table's entries; an unknown model stays unpriced
     assert PR.price_of("Qwen/Qwen3-235B-A22B-Instruct-2507") is PR.PRICES["Qwen3-235B-A22B-Instruct-2507"]
-    assert PR.price_of("my-gateway-model") is None and PR.usd("my-gateway-model", 10, 10) is None
+    assert PR.price_of("my-gateway-model") is None
     # DeepSeek's own API has a cache-hit rate and no batch discount: both as recorded
     ds = PR.price_of("deepseek-ai/DeepSeek-V3.1")
     assert ds.cached_input < ds.input and ds.batch_factor == 1.0
@@ -74,16 +74,16 @@ def test_profile_terms_are_checked_and_name_the_model():
     terms = PR.parse_terms({"a": {"free": True}, "b": {"price": {"input": 1, "output": 2, "batch": 0.5}}})
     assert terms["a"].free and terms["b"].usd(1e6, 1e6) == pytest.approx(3.0)
     assert terms["b"].usd(1e6, 1e6, batch=True) == pytest.approx(1.5)
-    bad = ({"free": "yes"}, {"price": {"input": 1}}, {"price": {"input": -1, "output": 1}},
+    bad = ({"free": "yes"}, {"price": {"input": 1}}, {"price": {"input": -1, "output": 1}}, {}, {"cost": 1},
            {"price": {"input": 1, "output": 1, "batch": 2}}, {"price": {"input": 1, "output": 1}, "free": True},
-           {"cost": 1})  # fmt: skip
+           {"price": {"input": float("inf"), "output": 1}}, {"price": {"input": True, "output": 1}})  # fmt: skip
     for terms in bad:
-        with pytest.raises(ValueError, match="models: m"):
+        with pytest.raises(ValueError, match="models: m: "):
             PR.parse_terms({"m": terms})
 
 
 def test_a_profile_with_a_bad_models_entry_stops_before_anything_runs(tmp_path):
-    with pytest.raises(SystemExit, match="models: fake-gw: price"):
+    with pytest.raises(SystemExit, match="models: fake-gw: .*price.input"):
         R.load_profile(_profile(tmp_path, {"fake-gw": {"price": {"input": "cheap", "output": 1}}}))
 
 
@@ -166,7 +166,7 @@ def test_max_usd_refuses_an_unpriced_loopback_endpoint_before_any_call(tmp_path,
 def test_reproduce_with_max_usd_refuses_an_unpriced_model_before_the_first_notebook(monkeypatch, capsys, tmp_outputs):
     started = []
     monkeypatch.setattr(reproduce, "_run_notebooks", lambda *a, **k: started.append(a) or 0)
-    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no gateway here (tests/test_preflight.py)
+    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no gateway (test_input_validation.py)
     gw = {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY, "MAX_USD": 20}
     with pytest.raises(SystemExit) as e:
         reproduce.run("paper", ["03_main_results"], gw)

@@ -54,32 +54,23 @@ def _one_line(e: pytest.ExceptionInfo) -> str:
     return str(e.value.code)
 
 
-@pytest.mark.parametrize("name", sorted(params.SCHEMA))
-def test_hostile_values_in_every_parameter_through_set_or_a_profile_file_are_one_line(name, nothing_runs, tmp_path):
-    nb = params.SCHEMA[name].notebooks[0]
-    for value in [_payload(nothing_runs), *HOSTILE]:
+# every parameter, and each field of an OTHER_MODELS entry: (name, its notebook, the --set value holding `value`)
+PLACES = [(name, params.notebooks_of(name)[0], lambda v: v) for name in sorted(params.SCHEMA)] + [
+    ("OTHER_MODELS", "07_other_models", lambda v, field=field: _entry(**{field: v})) for field in params.ENTRY_KEYS
+]
+
+
+@pytest.mark.parametrize("name,nb,holding", PLACES, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(PLACES)])
+def test_hostile_values_through_set_or_a_profile_file_are_one_line(name, nb, holding, nothing_runs, tmp_path):
+    for value in map(holding, [_payload(nothing_runs), *HOSTILE]):
         with pytest.raises(SystemExit) as e:
-            cli.main(["--profile", "default", "--set", f"{name}={value}"])
+            cli.main(["--profile", "default", "--only", nb, "--set", f"{name}={value}"])
         assert name in _one_line(e), e.value.code
         for body in (f"common:\n  {name}: {value}\n", f"notebooks:\n  {nb}:\n    {name}: {value}\n"):
             (tmp_path / "mine.yaml").write_text("profile: mine\n" + body)
             with pytest.raises(SystemExit) as e:
-                cli.main(["--profile", str(tmp_path / "mine.yaml")])
+                cli.main(["--profile", str(tmp_path / "mine.yaml"), "--only", nb])
             assert _one_line(e).startswith("mine.yaml"), e.value.code
-    assert not nothing_runs.exists()
-
-
-@pytest.mark.parametrize("field", params.ENTRY_KEYS)
-def test_hostile_values_inside_other_models_entries_are_one_line(field, nothing_runs, tmp_path):
-    for value in [_payload(nothing_runs), *HOSTILE]:
-        with pytest.raises(SystemExit) as e:
-            cli.main(["--only", "07_other_models", "--set", f"OTHER_MODELS={_entry(**{field: value})}"])
-        _one_line(e)
-        body = f"profile: mine\nnotebooks:\n  07_other_models:\n    OTHER_MODELS: {_entry(**{field: value})}\n"
-        (tmp_path / "mine.yaml").write_text(body)
-        with pytest.raises(SystemExit) as e:
-            cli.main(["--profile", str(tmp_path / "mine.yaml"), "--only", "07_other_models"])
-        assert _one_line(e).startswith(("mine.yaml", "mine.yaml:")), e.value.code
     assert not nothing_runs.exists()
 
 

@@ -26,21 +26,6 @@ def _profile(tmp_path, body) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(  # each type, range and choice of every parameter: tests/test_params.py
-    "common,expected",
-    [
-        ({"ETA": float("nan")}, "ETA = nan is not allowed (nan is out of range)"),
-        ({"BENCHMARKS": ["arc", "bbh"]}, "BENCHMARKS = ['arc', 'bbh'] is not allowed ('arc' is not a choice)"),
-        ({"CALLS": True}, "CALLS = True is not allowed"),
-        ({"OTHER_MODELS": [{"table": "t9", "paper_model": "x", "model": "y", "base_url": ""}]}, "unknown table 't9'"),
-    ],
-)
-def test_bad_values_stop_before_anything_runs(tmp_path, common, expected):
-    with pytest.raises(SystemExit) as e:
-        profiles.load_profile(_profile(tmp_path, {"profile": "mine", "common": common}))
-    assert expected in str(e.value) and str(e.value).startswith("mine.yaml (0"), str(e.value)  # file and notebook
-
-
 @pytest.mark.parametrize("body", ["", "# only a comment\n", "- a\n- list\n", "profile: [unclosed\n"])
 def test_an_empty_or_malformed_profile_is_an_error_and_null_counts_mean_every_item(tmp_path, body):
     with pytest.raises(SystemExit, match=r"mine.yaml (is empty or not a mapping|is not valid YAML)"):
@@ -197,9 +182,10 @@ def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path):
 
 
 DRIVER = """
-import os, sys, nbformat
+import os, sys
 from pathlib import Path
 from acemad_utils.reproduce import cli
+from tests.test_reproduce import _notebook
 tmp = Path(sys.argv[1])
 os.environ["ACEMAD_ROOT"] = str(tmp)  # the driver's and its kernels' outputs: never the checkout's
 code = (
@@ -209,14 +195,9 @@ code = (
     "cfg = [DebateConfig(method='acemad', n_agents=15, rounds=5)]\\n"
     "run_experiment({name!r}, make_items(20000, seed=1), cfg, SimPopulation(), progress=False)\\n"
 )
-nbs = {}
-for name in ("01_long", "02_long"):
-    params = nbformat.v4.new_code_cell('PROFILE = "mine"')
-    params.metadata["tags"] = ["parameters"]
-    nb = nbformat.v4.new_notebook(cells=[params, nbformat.v4.new_code_cell(code.format(name=name))])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbs[name] = tmp / f"{name}.ipynb"
-    nbformat.write(nb, str(nbs[name]))
+nbs = {name: tmp / f"{name}.ipynb" for name in ("01_long", "02_long")}
+for name, path in nbs.items():
+    _notebook(path, code.format(name=name))
 cli.notebooks = lambda: nbs
 cli.load_profile = lambda name, overrides=None: {"profile": "mine", "jobs": 2}
 sys.exit(cli.run("mine"))

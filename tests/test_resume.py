@@ -25,7 +25,7 @@ from acemad_utils.agents.sim import make_items
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import transcript_bytes
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.runner import cut_torn_tail
+from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 
@@ -117,11 +117,19 @@ def cache_keys(path: Path) -> set:
         con.close()
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[list, dict, int]:
+    """An uninterrupted run (a fresh server with the same fault plan, a fresh cache): records, summary, requests."""
+    root = tmp_path_factory.mktemp("reference")
+    with FakeOpenAI(FaultInjector(**PLAN)) as srv:
+        summary = finish(worker(root, srv.url, root / "cache.sqlite"))
+        return transcripts.read_jsonl(transcript(root)), summary, srv.count
+
+
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, reference):
     scopes = scope_of_seed()
-    root_a, root_b = tmp_path / "killed", tmp_path / "reference"
-    cache_a, cache_b = tmp_path / "cache_killed.sqlite", tmp_path / "cache_reference.sqlite"
+    root_a, cache_a = tmp_path / "killed", tmp_path / "cache_killed.sqlite"
     plan = FaultInjector(**PLAN)
     with FakeOpenAI(plan) as srv:
         # --- phase 1: start, wait until some (not all) records are on disk, SIGKILL
@@ -148,13 +156,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     repeated = [b for b in complete(bodies2) if cache_key(b, scopes) in cached1]
     assert repeated == []  # nothing answered and cached in phase 1 went over the wire again
 
-    # --- the reference: no kill, a fresh server with the same seed, a fresh cache
-    with FakeOpenAI(FaultInjector(**PLAN)) as srv_b:
-        summary_b = finish(worker(root_b, srv_b.url, cache_b))
-        reference_requests = srv_b.count
-
+    ref, summary_b, reference_requests = reference
     final = transcripts.read_jsonl(path)
-    ref = transcripts.read_jsonl(transcript(root_b))
     ids = [r["question_id"] for r in final]
     assert ids == [q.id for q in W.questions(N)]  # none lost, none duplicated, canonical order
     assert all(r["status"] == "ok" for r in final + ref)
@@ -168,7 +171,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
 
 
 # ----------------------------------------------------------------------------- torn lines, in process
-def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_outputs):
+def test_torn_last_line_is_dropped_and_recomputed_from_the_cache(fake_server, tmp_outputs):
     items = make_items(6, k=3, seed=4)
     cfg = DebateConfig(method="acemad", n_agents=2, rounds=2)
     srv = fake_server
@@ -192,7 +195,7 @@ def test_torn_last_line_is_cut_and_recomputed_from_the_cache(fake_server, tmp_ou
     assert all(r["usage"]["cache_hits"] == r["usage"]["calls"] for r in recs[4:])
 
 
-def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_is_cut_before_appending(tmp_path):
+def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_never_glues_to_the_next_line(tmp_path):
     good = {"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}
     path = tmp_path / "t.jsonl"
     line = json.dumps(good).encode()
@@ -200,20 +203,14 @@ def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_is_cut_b
     with pytest.warns(UserWarning) as w:
         recs = transcripts.read_jsonl(path)
     assert recs == [good] and len(w) == 5
-    # appending after a torn line starts a new line
-    path.write_bytes(b'{"a": 1}\n{"b": ')
-    with pytest.warns(UserWarning, match="torn"):
-        cut_torn_tail(path)
-    assert path.read_bytes() == b'{"a": 1}\n'
-    whole = json.dumps({"question_id": "q", "config_hash": "h", "repeat": 0, "status": "ok"}).encode()
-    path.write_bytes(b'{"a": 1}\n' + whole)  # only the newline was lost: the record is kept
-    cut_torn_tail(path)
-    assert path.read_bytes() == b'{"a": 1}\n' + whole + b"\n"
-    path.write_bytes(b'{"b": 2')  # no newline at all: the whole file is one torn line
-    with pytest.warns(UserWarning):
-        cut_torn_tail(path)
-    assert path.read_bytes() == b""
-    cut_torn_tail(tmp_path / "missing.jsonl")  # nothing to do
+    # appending after a torn line starts a new line; a record that lost only its newline keeps its line
+    whole = json.dumps(good)
+    for before, after in ((b'{"b": ', b'{"b": \n'), (whole.encode(), whole.encode() + b"\n"), (b"", b"")):
+        path.write_bytes(before)
+        out = Appender(path)
+        out.write_many([whole])
+        out.close()
+        assert path.read_bytes() == after + whole.encode() + b"\n"
 
 
 def test_cache_put_is_committed_at_once(tmp_path):
@@ -243,7 +240,7 @@ def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, st
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("presses", [1, 2])
-def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses):
+def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, reference):
     """One Ctrl-C lets the questions in flight finish and be saved; two stop at once. Either way: exit 130
     with one line "interrupted: N of M records saved; rerun to resume" and no traceback (from any thread),
     whole records only, a meta.json whose summary counts exactly the records on disk, and a resume that ends
@@ -267,11 +264,9 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses):
         resumed = finish(worker(root, srv.url, cache))
     assert resumed["ok"] == N and "interrupted" not in resumed
     assert "interrupted" not in json.loads((path.parent / "meta.json").read_text())["summary"]
-    with FakeOpenAI(FaultInjector(**PLAN)) as srv_b:
-        finish(worker(tmp_path / "reference", srv_b.url, tmp_path / "cache_reference.sqlite"))
-    final, ref = transcripts.read_jsonl(path), transcripts.read_jsonl(transcript(tmp_path / "reference"))
+    final = transcripts.read_jsonl(path)
     assert [r["question_id"] for r in final] == [q.id for q in W.questions(N)]
-    assert [strip_usage(r) for r in final] == [strip_usage(r) for r in ref]
+    assert [strip_usage(r) for r in final] == [strip_usage(r) for r in reference[0]]
 
 
 def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):

@@ -42,14 +42,10 @@ S.close()
 """
 
 
-@pytest.fixture
-def repo(smoke_outputs):
-    return smoke_outputs
-
-
 def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
-    full = {**os.environ, "OPENAI_API_KEY": KEY, "ACEMAD_SMOKE": "1", "PYTHONPATH": str(REPO), **env}
-    full.pop(LOCK_HOLDER_ENV, None)
+    full = {**os.environ, "OPENAI_API_KEY": KEY, "ACEMAD_SMOKE": "1", "PYTHONPATH": str(REPO)}
+    full.pop(LOCK_HOLDER_ENV, None)  # only a test that names the driver passes it
+    full.update(env)
     return subprocess.Popen(
         [sys.executable, "-c", BY_HAND, str(root), url], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
@@ -57,7 +53,7 @@ def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_two_runs_at_once_pay_each_call_once(repo):
+def test_two_runs_at_once_pay_each_call_once(smoke_outputs):
     """Two processes start the same LLM run at once: one runs, the other refuses with one line naming the holder;
     every request the server saw is distinct. The server holds every call until one of the two has ended (an
     event), so the run holding the lock is still inside it when the other reaches it, however loaded the machine."""
@@ -69,7 +65,7 @@ def test_two_runs_at_once_pay_each_call_once(repo):
         return plan(body, n)
 
     with FakeOpenAI(held) as srv:
-        procs = [_by_hand(repo, srv.url, ACEMAD_CALL_TIMEOUT="600") for _ in range(2)]
+        procs = [_by_hand(smoke_outputs, srv.url, ACEMAD_CALL_TIMEOUT="600") for _ in range(2)]
         outs: list = [None, None]
 
         def finish(i: int) -> None:
@@ -92,11 +88,11 @@ def test_two_runs_at_once_pay_each_call_once(repo):
     assert bodies and len(bodies) == len(set(bodies))  # nothing paid twice
 
 
-def test_a_run_by_hand_queues_with_lock_wait(repo):
+def test_a_run_by_hand_queues_with_lock_wait(smoke_outputs):
     called, plan = threading.Event(), FaultInjector(0.0)
     with FakeOpenAI(lambda body, n: called.set() or plan(body, n)) as srv:
         with RunLock("probe", llm=True):
-            proc = _by_hand(repo, srv.url, ACEMAD_LOCK_WAIT="1")
+            proc = _by_hand(smoke_outputs, srv.url, ACEMAD_LOCK_WAIT="1")
             assert proc.stdout is not None
             first = proc.stdout.readline()  # printed just before it blocks on the lock
             assert "waiting for the run holding" in first
@@ -107,17 +103,16 @@ def test_a_run_by_hand_queues_with_lock_wait(repo):
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_a_kernel_of_the_driver_skips_the_lock_the_driver_holds(repo, monkeypatch):
+def test_a_kernel_of_the_driver_skips_the_lock_the_driver_holds(smoke_outputs, monkeypatch):
     """The driver (this process) holds the lock and names itself in LOCK_HOLDER_ENV; its kernel (a child) runs."""
     with RunLock("probe", llm=True):
         with FakeOpenAI(FaultInjector(0.0)) as srv:
-            proc = _by_hand(repo, srv.url)  # no env: refused
+            proc = _by_hand(smoke_outputs, srv.url)  # no env: refused
             assert proc.communicate(timeout=300)[0].startswith("REFUSED")
-            env = {**os.environ, "OPENAI_API_KEY": KEY, "ACEMAD_SMOKE": "1", "PYTHONPATH": str(REPO),
-                   LOCK_HOLDER_ENV: f"{os.getpid()}:probe"}  # fmt: skip
-            out = subprocess.run([sys.executable, "-c", BY_HAND, str(repo), srv.url], env=env, capture_output=True,
-                                 text=True, timeout=300)  # fmt: skip
-            assert out.stdout.startswith("DONE 3"), out.stderr[-2000:]
+            out, err = _by_hand(smoke_outputs, srv.url, **{LOCK_HOLDER_ENV: f"{os.getpid()}:probe"}).communicate(
+                timeout=300
+            )
+            assert out.startswith("DONE 3"), err[-2000:]
         # a stranger naming us in the variable but not our child: refused (the pid must be an ancestor)
         monkeypatch.setenv(LOCK_HOLDER_ENV, "1:probe")
         with pytest.raises(LockRefused, match="another run holds probe/.lock"), run_lock("probe/x", llm=False):
@@ -125,7 +120,7 @@ def test_a_kernel_of_the_driver_skips_the_lock_the_driver_holds(repo, monkeypatc
 
 
 @pytest.mark.parametrize("kind", ["directory", "dangling link", "link to a file"])
-def test_a_lock_path_that_is_not_a_plain_file_is_one_line(repo, kind, tmp_path):
+def test_a_lock_path_that_is_not_a_plain_file_is_one_line(smoke_outputs, kind, tmp_path):
     lock = P.outputs("runs", "probe") / ".lock"
     if kind == "directory":
         lock.mkdir()

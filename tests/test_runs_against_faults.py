@@ -103,25 +103,6 @@ def test_injector_caps_faults_per_request_and_keeps_content_across_retries():
     assert plan.attempts[next(iter(plan.attempts))] == 5
 
 
-@pytest.mark.parametrize("kind", HTTP_FAULTS)
-def test_each_transport_fault_is_retried_then_answered(kind):
-    body_seen = []
-
-    def force(body, info):  # the first two attempts of every request get this fault
-        body_seen.append(1)
-        return kind if len(body_seen) <= 2 else None
-
-    plan = FaultInjector(0.0, seed=0, force=force, slow_delay=0.6, retry_after="0.01")
-    with FakeOpenAI(plan) as srv:
-        c = LLMClient("m", srv.url, KEY, timeout=0.3, max_attempts=4)
-        r = c.generate([{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}])
-        assert r.text.startswith("I have weighed the options") and r.retries == 2 and r.network_calls == 3
-        assert r.usage()["retries"] == 2
-        s = c.stats()
-        assert (s["retries"], s["failures"], s["network_calls"]) == (2, 0, 3) and srv.outcomes[:2] == [kind, kind]
-        assert plan.injected == {kind: 2}
-
-
 TORN = '{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess'
 HEAD = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", '
 GARBLED = {  # name: (reply, what the final error must say the endpoint sent)
@@ -174,7 +155,7 @@ def test_a_garbled_body_echoing_the_key_is_quoted_redacted():
 N_QUESTIONS = 50
 
 
-def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
+def test_50_questions_complete_under_30_percent_faults(tmp_outputs):
     items = make_items(N_QUESTIONS, k=4, seed=11)
     truth = truth_of(items)
     doomed = {items[3].question, items[7].question}  # every argument call fails: the question must fail
@@ -190,7 +171,10 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
     plan = FaultInjector(0.3, seed=2024, truth=truth, truth_rate=0.5, force=force, slow_delay=SLOW)
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
     with FakeOpenAI(plan) as srv:
-        pop = population(srv, tmp_outputs)
+        # No breaker: on a loaded machine eight in-flight replies can pass the 1 s timeout together and trip it,
+        # stopping the run; such timeouts are retried like the injected ones (and counted as spurious below).
+        # The breaker has its own tests (the trickling endpoint here, tests/test_endpoint_fault_modes.py).
+        pop = population(srv, tmp_outputs, breaker=10**6)
         runner.run_experiment("faults", items, [cfg], pop, workers=8, progress=False)
         meta, recs = transcripts.load_run("faults")
         session = pop.usage()
@@ -255,16 +239,6 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs, capsys):
         assert set(plan.injected) == set(FAULTS), plan.injected  # every kind was exercised
         rate = plan.total_injected / plan.requests
         assert 0.25 < rate < 0.45
-
-        with capsys.disabled():
-            print(
-                f"\n[faults] {N_QUESTIONS} questions: ok {s['ok']}, failed {s['failed']}; requests {plan.requests}, "
-                f"injected {plan.total_injected} ({rate:.0%}): {dict(sorted(plan.injected.items()))} "
-                f"(of which forced {dict(plan.forced)}); "
-                f"retries {sess['retries']}, failed calls {sess['failures']}, parse failures {s['parse_failures']}, "
-                f"repairs {s['repairs']}, cache hits {s['cache_hits']}, tokens "
-                f"{s['prompt_tokens'] + s['completion_tokens']}, correct {s['correct']:.0f}"
-            )
 
         # --- resume: failed questions are retried; nothing answered and cached is asked again
         plan.rate, plan.force = 0.0, None

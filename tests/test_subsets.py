@@ -11,11 +11,11 @@ from fractions import Fraction
 import pandas as pd
 import pytest
 
+from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import subsets as S
-from acemad_utils.experiments.runner import RunInterrupted
 from acemad_utils.protocol.schema import Question
 from tests.fake_openai import FakeOpenAI
 
@@ -140,39 +140,12 @@ def test_meta_merges_benchmarks_and_table_and_refuses_another_benchmarks_items(s
         S.build_subset("arc_challenge", ITEMS, SimPopulation(), "x", progress=False)
 
 
-def test_build_on_limited_arc(smoke_outputs, shared):
-    qs = D.load("arc_challenge", data_dir=shared)
-    res = S.build_subset("arc_challenge", qs, SimPopulation(), "x", limit=60, progress=False)
-    _check(res)
-    assert res.summary["n_items_in"] == 60 and res.summary["limit"] == 60
-    assert [q.id for q in S.load_subset("arc_challenge", "synthetic-population")] == [k["id"] for k in res.kept]
-
-
-def test_cli_build_and_show(smoke_outputs, capsys):
-    assert S.main(["build", "--backend", "sim", "--benchmarks", "demo"]) == 0
-    out = capsys.readouterr().out
-    assert "demo" in out and "misconception_share" in out
-    assert S.main(["show", "--model", "synthetic-population"]) == 0
-    assert "demo" in capsys.readouterr().out
-
-
-def test_cli_llm_backend_against_a_fake_endpoint(smoke_outputs, capsys, monkeypatch):
-    monkeypatch.setattr(D, "load", lambda name, **kw: make_items(12, k=4, seed=5, benchmark=name))
+def test_build_against_an_endpoint_keeps_the_items_it_gets_wrong(smoke_outputs):
+    items = make_items(12, k=4, seed=5, benchmark="logiqa")
     with FakeOpenAI(lambda body, n: '{"self_prob": {"B": 100}}') as srv:  # always answers B
-        argv = ["build", "--backend", "llm", "--model", "fake/model-1", "--base-url", srv.url, "--benchmarks", "logiqa"]
-        assert S.main(argv) == 0
-    res = json.loads((S.subsets_root() / "fake-model-1" / "meta.json").read_text())["benchmarks"]["logiqa"]
-    kept = [json.loads(x) for x in (S.subsets_root() / "fake-model-1" / "logiqa.jsonl").read_text().splitlines()]
-    truth = {q.id: q.answer for q in make_items(12, k=4, seed=5, benchmark="logiqa")}
-    assert [k["id"] for k in kept] == [i for i, a in truth.items() if a != "B"]
-    assert all(k["wrong"] == {"B": 5} and k["synthetic"] is False for k in kept)
-    assert res["synthetic"] is False and res["endpoint_kind"] == "local-llama.cpp" and res["misconception_share"] == 1.0
-
-
-def test_cli_ctrl_c_exits_130_with_the_resume_line(monkeypatch, capsys):
-    def stop(*a, **k):
-        raise RunInterrupted("interrupted: 2 of 9 records saved; rerun to resume")
-
-    monkeypatch.setattr(S, "build_subset", stop)
-    assert S.main(["build", "--benchmarks", "demo"]) == 130
-    assert "demo: interrupted: 2 of 9 records saved; rerun to resume" in capsys.readouterr().err
+        pop = LLMPopulation(model="fake/model-1", base_url=srv.url, api_key="sk-test", cache=smoke_outputs / "c.sqlite")
+        res = S.build_subset("logiqa", items, pop, "fake/model-1", progress=False)
+    assert res.model_slug == "fake-model-1"
+    assert [k["id"] for k in res.kept] == [q.id for q in items if q.answer != "B"]
+    assert all(k["wrong"] == {"B": 5} and k["synthetic"] is False for k in res.kept)
+    assert res.summary["endpoint_kind"] == "local-llama.cpp" and res.summary["misconception_share"] == 1.0

@@ -13,6 +13,7 @@ from acemad_utils.experiments import theory
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
 from acemad_utils.report import rescoring as A
+from acemad_utils.report.stats import bootstrap_ci, resample_indices
 
 
 @pytest.mark.parametrize("eta", [0.0, 2.0, 3.0, 100.0])
@@ -38,3 +39,9 @@ def test_the_drift_split_adds_up_and_is_zero_for_the_weights_at_eta_zero():
         assert total == pytest.approx(uniform + weights) and (sub.lo <= sub["mean"]).all()
     at_zero = theory.drift_split(arr, eta=0.0)
     assert np.allclose(at_zero[at_zero.part.str.startswith("weights")][["mean", "lo", "hi"]], 0.0)
+
+
+@pytest.mark.parametrize("x", [np.eye(7)[np.arange(300) % 7][:, :5], np.arange(600.0).reshape(300, 2) / 7])
+def test_the_phase_tables_bootstrap_is_the_quantile_of_resampled_row_means(x):
+    (idx,) = resample_indices(0, 2000, (len(x),))  # 0/1 outcomes are counted, fractions resampled: the same bits
+    np.testing.assert_array_equal(bootstrap_ci(x)[1:], np.quantile(x[idx].mean(axis=1), [0.025, 0.975], axis=0))

@@ -137,40 +137,30 @@ def _edit_keeping_size_and_times(path) -> None:
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
 
 
-def test_a_file_edited_back_to_its_size_and_time_is_a_change(tmp_outputs, monkeypatch):
-    run = P.outputs("runs", "mine", "baselines")
-    (run / "transcript.jsonl.gz").write_bytes(gzip.compress(b'{"answer": "A"}\n'))
-    monkeypatch.setenv("ACEMAD_DATA_DIR", str(tmp_outputs / "benchmarks"))  # a file the notebooks read
-    table = tmp_outputs / "benchmarks" / "table1.csv"
-    table.parent.mkdir(parents=True)
-    table.write_text("method,acc\nvoting,0.5\n")
-    assert _recorded_after(lambda: _edit_keeping_size_and_times(run / "transcript.jsonl.gz")) == {}
-    assert _recorded_after(lambda: _edit_keeping_size_and_times(table)) == {}
-
-
-def test_links_to_folders_elsewhere_are_followed_and_a_loop_ends(tmp_outputs, tmp_path_factory):
-    elsewhere = tmp_path_factory.mktemp("other_disk")
+def test_every_file_the_notebooks_write_or_read_counts_by_content(tmp_outputs, tmp_path_factory, monkeypatch):
+    """Outputs (also through a link to a folder elsewhere, with a loop and a FIFO in it), the benchmark files and
+    matplotlib's configuration; a file edited back to its size and time is a change."""
+    bench, mpl, elsewhere = (tmp_path_factory.mktemp(n) for n in ("benchmarks", "mplconfig", "other_disk"))
     (elsewhere / "baselines").mkdir()
-    (elsewhere / "baselines" / "transcript.jsonl").write_text('{"answer": "A"}\n')
+    run = elsewhere / "baselines" / "transcripts.jsonl.gz"
+    run.write_bytes(gzip.compress(b'{"answer": "A"}\n'))
     (elsewhere / "baselines" / "loop").symlink_to(elsewhere)  # a link to its own parent
     os.mkfifo(elsewhere / "a_fifo")  # never opened: reading it would block
     P.outputs().mkdir(parents=True, exist_ok=True)
     (P.outputs() / "runs").symlink_to(elsewhere)
-    assert _recorded_after(lambda: (elsewhere / "baselines" / "transcript.jsonl").write_text('{"answer": "B"}\n')) == {}
-
-
-def test_benchmark_files_and_matplotlib_configuration_count(tmp_outputs, tmp_path_factory, monkeypatch):
-    bench, mpl = tmp_path_factory.mktemp("benchmarks"), tmp_path_factory.mktemp("mplconfig")
-    gold = bench / "arc_challenge" / "ARC-Challenge" / "ARC-Challenge-Test.jsonl"
-    gold.parent.mkdir(parents=True)
+    gold = bench / "arc_challenge" / "ARC-Challenge-Test.jsonl"
+    gold.parent.mkdir()
     gold.write_text('{"answerKey": "A"}\n')
-    monkeypatch.setenv("ACEMAD_DATA_DIR", str(bench))
-    monkeypatch.setenv("MPLCONFIGDIR", str(mpl))
-    assert _recorded_after(lambda: gold.write_text('{"answerKey": "B"}\n')) == {}
-    assert _recorded_after(lambda: (mpl / "matplotlibrc").write_text("font.size: 30\n")) == {}
     rc = tmp_path_factory.mktemp("rc") / "myrc"
-    monkeypatch.setenv("MATPLOTLIBRC", str(rc))
-    assert _recorded_after(lambda: rc.write_text("lines.linewidth: 9\n")) == {}
+    for var, value in (("ACEMAD_DATA_DIR", bench), ("MPLCONFIGDIR", mpl), ("MATPLOTLIBRC", rc)):
+        monkeypatch.setenv(var, str(value))
+    for change in (
+        lambda: _edit_keeping_size_and_times(run),
+        lambda: _edit_keeping_size_and_times(gold),
+        lambda: (mpl / "matplotlibrc").write_text("font.size: 30\n"),
+        lambda: rc.write_text("lines.linewidth: 9\n"),
+    ):
+        assert _recorded_after(change) == {}
 
 
 def test_a_file_read_that_changes_while_the_notebooks_run_leaves_nothing_up_to_date(tmp_outputs, monkeypatch):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -76,11 +77,11 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
             "completion_tokens": ct, "cached_tokens": cached, "batch": True}, None  # fmt: skip
 
 
-def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None,
-                  on_reply: Optional[Callable[[str, dict, dict], None]] = None) -> tuple[set, dict]:  # fmt: skip
+def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:
     """Store every usable reply of a Batch-API output JSONL (custom_id = cache key) asked as `requests` ({key:
-    {model, kind, mode}}, default: every recorded one); never a key not recorded. Returns (stored, {key: reason})."""
-    stored, errors = set(), {}
+    {model, kind, mode}}, default: every recorded one); never a key not recorded. Returns ({key: reply stored},
+    {key: reason})."""
+    stored, errors = {}, {}
     if requests is None:
         with cache.connect() as conn:
             requests = _requests(conn)
@@ -89,65 +90,53 @@ def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = No
             line = json.loads(raw)
         except ValueError:
             continue  # a torn line: its request counts as missing and is asked again
-        key = line.get("custom_id")
-        if (req := requests.get(key)) is None:
+        if (req := requests.get(key := line.get("custom_id"))) is None:
             continue
         value, reason = parse_output_line(line)
         if value is None:
             errors[key] = reason
             continue
         cache.put(key, value | {"mode": req.get("mode")}, model=req["model"], kind=req["kind"])
-        stored.add(key)
-        if on_reply is not None:
-            on_reply(key, req, value)
+        stored[key] = value
     return stored, errors
 
 
-def request_line(key: str, body: dict) -> str:
-    line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
-    return json.dumps(line, ensure_ascii=False, sort_keys=True)
+def requests_jsonl(entries) -> str:
+    """A Batch-API request JSONL of (cache key, /chat/completions body) pairs."""
+    line = {"method": "POST", "url": "/v1/chat/completions"}
+    return "".join(json.dumps(line | {"custom_id": k, "body": b}, ensure_ascii=False, sort_keys=True) + "\n"
+                   for k, b in entries)  # fmt: skip
 
 
-class BatchQueue:
-    """Cache misses of a pass, by key (one entry per distinct call), with the client that would have sent it."""
+class Batcher:
+    """The queue of a pass's cache misses (one entry per distinct call, with the client that would have sent it),
+    submitted through each client's SDK and waited for; export_dir (CALLS_VIA files): written there as a request
+    JSONL instead, and the run stops."""
 
-    def __init__(self):
+    def __init__(self, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0, poll_max: float = 300.0,
+                 completion_window: str = "24h", export_dir: Optional[str] = None):  # fmt: skip
+        self.cache, self.export_dir = cache, export_dir
         self._lock = threading.Lock()
         self.entries: dict[str, dict] = {}
         self.failed: dict[str, str] = {}  # key -> reason, after max_attempts batches
+        self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
+        self.completion_window = completion_window
+        self.tries: dict[str, tuple[int, str]] = {}  # key -> (batches it went unanswered in, the last reason)
+        self.submitted = 0  # requests submitted by this process
 
     def defer(self, client, key: str, model: str, body: dict, *, mode: Optional[str]) -> None:
+        """Queue a call (Deferred: its question waits), or BatchRequestFailed once it failed max_attempts batches."""
         with self._lock:
-            reason = self.failed.get(key)
-            if reason is None:
+            if (reason := self.failed.get(key)) is None:
                 self.entries.setdefault(key, {"key": key, "model": model, "body": body, "mode": mode, "client": client})
         if reason is not None:
             raise BatchRequestFailed(reason)
         raise Deferred(key)
 
-    def take(self) -> list[dict]:
-        with self._lock:
-            out, self.entries = list(self.entries.values()), {}
-        return out
-
-
-class Batcher:
-    """Submits a BatchQueue through each client's SDK and waits for it; export_dir (CALLS_VIA files): write each
-    batch there as a request JSONL and stop instead."""
-
-    def __init__(self, queue: BatchQueue, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0,
-                 poll_max: float = 300.0, completion_window: str = "24h",
-                 export_dir: Optional[str] = None):  # fmt: skip
-        self.queue, self.cache, self.export_dir = queue, cache, export_dir
-        self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
-        self.completion_window = completion_window
-        self.attempts: dict[str, int] = {}
-        self.reasons: dict[str, str] = {}
-        self.submitted = 0  # requests submitted by this process
-
     def flush(self, should_stop: Callable[[], bool] = lambda: False, progress: bool = True) -> None:
         """Resolve every queued request: stored in the cache, or given up after max_attempts batches."""
-        entries = {e["key"]: e for e in self.queue.take()}
+        with self._lock:
+            entries, self.entries = self.entries, {}
         if self.export_dir is not None:
             self._export(list(entries.values()))
         while entries and not should_stop():
@@ -157,9 +146,8 @@ class Batcher:
             for k in list(entries):
                 if self.cache.get(k) is not None:
                     entries.pop(k)
-                elif self.attempts.get(k, 0) >= self.max_attempts:
-                    reason = self.reasons.get(k, "no reply")
-                    self.queue.failed[k] = f"{reason} (in {self.attempts[k]} batch(es); rerun to try again)"
+                elif (tries := self.tries.get(k, (0, "")))[0] >= self.max_attempts:
+                    self.failed[k] = f"{tries[1]} (in {tries[0]} batch(es); rerun to try again)"
                     entries.pop(k)
 
     def _export(self, entries: list) -> None:
@@ -167,7 +155,7 @@ class Batcher:
         os.makedirs(self.export_dir, exist_ok=True)
         path = os.path.join(self.export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
-            f.writelines(request_line(e["key"], e["body"]) + "\n" for e in entries)
+            f.write(requests_jsonl((e["key"], e["body"]) for e in entries))
         for kind in {e["client"].kind for e in entries}:  # so `import` knows each key's model, kind and mode
             record_batch(self.cache, f"file:{path}:{kind}", kind, [e for e in entries if e["client"].kind == kind],
                          status="exported")  # fmt: skip
@@ -199,7 +187,7 @@ class Batcher:
                      for e in todo}  # fmt: skip
             unpriced = [e["model"] for e in todo if costs[e["key"]] is None]
             held = client.budget.reserve(None if unpriced else sum(costs.values()), (unpriced or [todo[0]["model"]])[0])
-        lines = "".join(request_line(e["key"], e["body"]) + "\n" for e in todo).encode()
+        lines = requests_jsonl((e["key"], e["body"]) for e in todo).encode()
         f = client.sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
         b = client.sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
                                       completion_window=self.completion_window)  # fmt: skip
@@ -221,32 +209,27 @@ class Batcher:
                 print(f"{line} ({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)
             if b.status in ("completed", "failed", "expired", "cancelled"):
                 break
-            wake = time.monotonic() + delay
-            while time.monotonic() < wake:  # short naps: a Ctrl-C is noticed within a second, not after poll_max
+            for _ in range(naps := math.ceil(delay)):  # naps of at most 1 s: a Ctrl-C is noticed within one
                 if should_stop():
                     return  # recorded as open: the next start polls it again
-                time.sleep(min(1.0, max(0.0, wake - time.monotonic())))
+                time.sleep(delay / naps)
             delay = min(delay * 1.5, self.poll_max)
-        spent = [0.0]
-
-        def on_reply(key, req, v):
-            tokens = (v["prompt_tokens"], v["completion_tokens"], v["cached_tokens"])
-            client.count_tokens(req["model"], *tokens, batch=True)
-            client.add_usage(network_calls=1)
-            spent[0] += client.call_cost(req["model"], *tokens, batch=True) or 0.0
-
-        stored: set = set()
+        stored: dict = {}
         errors: dict = {}
-        for fid in (getattr(b, "output_file_id", None), getattr(b, "error_file_id", None)):
-            if fid:
-                s, e = import_output(client.sdk.files.content(fid).text, self.cache, requests, on_reply)
-                stored, errors = stored | s, errors | e
+        for fid in filter(None, (getattr(b, "output_file_id", None), getattr(b, "error_file_id", None))):
+            s, e = import_output(client.sdk.files.content(fid).text, self.cache, requests)
+            stored, errors = stored | s, errors | e
+        spent = 0.0
+        for key, v in stored.items():
+            tokens, model = (v["prompt_tokens"], v["completion_tokens"], v["cached_tokens"]), requests[key]["model"]
+            client.count_tokens(model, *tokens, batch=True)
+            spent += client.call_cost(model, *tokens, batch=True) or 0.0
+        client.add_usage(network_calls=len(stored))
         if client.budget is not None:
-            client.budget.settle(held, spent[0])
+            client.budget.settle(held, spent)
         why_missing = f"batch {b.status}" if b.status != "completed" else "missing from the batch output"
-        for key in set(requests) - stored:
-            self.attempts[key] = self.attempts.get(key, 0) + 1
-            self.reasons[key] = errors.get(key, why_missing)
+        for key in requests.keys() - stored.keys():
+            self.tries[key] = (self.tries.get(key, (0, ""))[0] + 1, errors.get(key, why_missing))
         with self.cache.connect() as conn, conn:
             conn.execute("UPDATE batches SET status = ?, imported = 1 WHERE id = ?", (b.status, batch_id))
 
@@ -257,9 +240,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("status", help="batches recorded in the cache")
     sub.add_parser("import", help="store a Batch-API output JSONL in the cache").add_argument("output")
-    sub.add_parser("export", help="write the requests of the open batches as a Batch-API request JSONL").add_argument(
-        "out"
-    )
+    sub.add_parser("export", help="the open batches' requests as a Batch-API request JSONL").add_argument("out")
     a = ap.parse_args(argv)
     cache = ResponseCache(a.cache or outputs("cache") / "llm.sqlite")
     if a.cmd == "status":
@@ -281,7 +262,7 @@ def main(argv=None) -> int:
                                 "WHERE imported = 0)").fetchall()  # fmt: skip
         missing = [(k, b) for k, b in rows if cache.get(k) is None]
         with open(a.out, "w", encoding="utf-8") as f:
-            f.writelines(request_line(k, json.loads(b)) + "\n" for k, b in missing)
+            f.write(requests_jsonl((k, json.loads(b)) for k, b in missing))
         print(f"wrote {len(missing)} request(s) to {a.out}")
     return 0
 

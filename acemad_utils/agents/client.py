@@ -211,28 +211,16 @@ def cap_reply(text: str, cap: int) -> tuple[str, bool]:
     return raw[: max(0, cap - len(mark.encode()))].decode("utf-8", "ignore") + mark, True
 
 
-def fault_kind(exc: BaseException) -> Optional[str]:
-    """The kind of endpoint fault an error is, or None when it says nothing about the endpoint's health."""
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout"
-    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, ResponseTooLarge):
-        return "connection"
-    if isinstance(exc, openai.APIStatusError):
-        s = exc.status_code
-        return "key rejected" if s in (401, 403) else "rate limit" if s == 429 else "server error" if s >= 500 else None
-    return None
-
-
 _CAUSES = {"connection": "could not connect", "timeout": "timed out", "key rejected":
            "rejected the API key (HTTP 401/403)", "rate limit": "kept answering 429 (rate limit) beyond the retry "
            "budget", "server error": "kept answering 5xx beyond the retry budget"}  # fmt: skip
-# Counted per attempt (each proves the endpoint unusable; a hung one would otherwise take timeout x attempts to
-# count once); 429 and 5xx only when a call's retries are used up (a 429 is the server pacing us).
-PER_ATTEMPT = ("connection", "timeout", "key rejected")
 
 
 class Breaker:
-    """Consecutive failures of one kind; at `threshold` every later call raises EndpointDown with one line."""
+    """Consecutive failures of one kind; at `threshold` every later call raises EndpointDown with one line. A dropped
+    connection, a timeout or a 401/403 counts per attempt (each proves the endpoint unusable; a hung one would
+    otherwise take timeout x attempts to count once), a 429 or 5xx once a call's retries are used up (a 429 is the
+    server pacing us)."""
 
     def __init__(self, where: str, threshold: int = 8):
         if threshold < 1:
@@ -289,20 +277,19 @@ class _Guard(httpx2.AsyncClient):
             o._sem = asyncio.Semaphore(o.max_concurrency)
             threading.Thread(target=o._heartbeat, name="acemad-progress", daemon=True).start()
         async with o._sem:
-            token = object()
-            o._flight[id(token)] = time.monotonic()
+            o._flight[id(request)] = time.monotonic()
             o._t0 = o._t0 or time.monotonic()
             try:
                 response = await self._bounded(request, **kw)
             except Exception as e:
                 o._failed_n += 1
                 call["last"] = e
-                ours = isinstance(e, (openai.OpenAIError, _Garbled))  # a body, not the connection
+                ours = isinstance(e, ResponseTooLarge)  # a body, not the connection
                 o.breaker.failed("timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else
                                  "connection", e)  # fmt: skip
                 raise
             finally:
-                o._flight.pop(id(token), None)
+                o._flight.pop(id(request), None)
         o._answered += 1
         call["last"] = response
         if response.status_code in (401, 403):
@@ -350,13 +337,13 @@ class _Guard(httpx2.AsyncClient):
 class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: what
     one attempt's whole response may take ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker:
-    consecutive failures that stop every further call; structured: "auto" (detected) or one of MODES; budget: MAX_USD
-    (default the process-wide one); free: bills nothing (default: a server local_server.serve() started here)."""
+    consecutive failures that stop every further call; budget: MAX_USD (default the process-wide one); free: bills
+    nothing (default: a server local_server.serve() started here)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
                  max_attempts: int = 6, retry_time: float = RETRY_TIME, breaker: int = 8,
-                 max_reply_bytes: int = MAX_REPLY_BYTES, structured: str = "auto",
+                 max_reply_bytes: int = MAX_REPLY_BYTES,
                  cache: ResponseCache | str | os.PathLike | None = None, budget: Optional[B.Budget] = None,
                  free: Optional[bool] = None):  # fmt: skip
         self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
@@ -371,9 +358,7 @@ class LLMClient:
         if key:
             remember_secret(key)
         self._key = key or "sk-no-key-required"  # a local server ignores it; the SDK wants one
-        if structured != "auto" and structured not in MODES:
-            raise ValueError(f"structured={structured!r}: choose 'auto' or one of {MODES}")
-        self._auto, self.mode = structured == "auto", MODES[0] if structured == "auto" else structured
+        self.mode = MODES[0]  # structured output: the best the endpoint accepts, detected on the first refusal
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
         self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, MAX_TOKENS, max_reply_bytes
         self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
@@ -383,7 +368,7 @@ class LLMClient:
         if self.budget is not None and self.budget.max_usd is not None and not self.free and \
                 price_of(self.model) is None:  # fmt: skip
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
-        self.batch_queue: Any = None  # batch.BatchQueue when calls go through the Batch API (LLMPopulation sets it)
+        self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()
         self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
         self._by_model: dict[tuple[str, bool], list[int]] = {}  # (model, batch) -> billed [prompt, completion, cached]
@@ -480,14 +465,15 @@ class LLMClient:
                                      "max_tokens and rerun")  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
-                if self._auto and mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
+                if mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
                         e.status_code in (400, 422) or "response_format" in str(e)):  # fmt: skip
                     with self._lock:
                         self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
                     attempts = 0
                     continue
                 self.add_usage(failures=1, retries=max(attempts - 1, 0))
-                self.breaker.failed(fault_kind(e) if fault_kind(e) not in PER_ATTEMPT else None, e)
+                status = e.status_code if isinstance(e, openai.APIStatusError) else 0
+                self.breaker.failed("rate limit" if status == 429 else "server error" if status >= 500 else None, e)
                 raise scrub(e) from None
             self.breaker.count, self.breaker.kind = 0, None
             choice = reply["choices"][0]
@@ -565,90 +551,74 @@ class LLMClient:
     def describe(self) -> dict:
         """JSON-able, secret-free: never the key or the URL."""
         return {"model": self.model, "endpoint": self.kind, "structured_output": self.mode,
-                "structured_output_detection": "auto" if self._auto else "fixed",
                 "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}  # fmt: skip
 
-    # ------------------------------------------------------------------ before a run: free GETs, no paid call
-    async def _ask(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> httpx2.Response:
-        """A free request (GET, or POST with `body`), no retries, ended by `timeout`."""
-        async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
-            if body is not None:
-                return await self._aio.post(path, cast_to=httpx2.Response, body=body, options={"max_retries": 0})
-            options: Any = {"max_retries": 0, **kw}
-            return await self._aio.get(path, cast_to=httpx2.Response, options=options)
+    # ------------------------------------------------------------------ before a run: free requests, no paid call
+    def _free(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> Any:
+        """A free request (GET, or POST with `body`), no retries, ended by `timeout`: its response or its error."""
+
+        async def ask() -> httpx2.Response:
+            async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
+                options: Any = {"max_retries": 0, **kw}
+                if body is not None:
+                    return await self._aio.post(path, cast_to=httpx2.Response, body=body, options=options)
+                return await self._aio.get(path, cast_to=httpx2.Response, options=options)
+
+        try:
+            return _run(ask())
+        except Exception as e:  # the caller decides what each outcome means
+            return e
 
     def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
         """One GET /models: EndpointUnreachable when nothing connects, APIKeyRejected on 401/403, a warning when too
         slow; any other answer proves the endpoint is there. check_model: the model must be served (ModelNotServed).
         setting: the parameter the fix names."""
-        try:
-            listing = _run(self._ask("/models", timeout))
-        except (TimeoutError, openai.APITimeoutError):
+        listing = self._free("/models", timeout)
+        if isinstance(listing, (TimeoutError, openai.APITimeoutError)):
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
                           f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)  # fmt: skip
             return
-        except ResponseTooLarge:
-            raise
-        except openai.APIConnectionError as e:
-            cause = type(e.__cause__).__name__ if e.__cause__ is not None else type(e).__name__
+        if isinstance(listing, ResponseTooLarge):
+            raise listing
+        if isinstance(listing, openai.APIConnectionError):
+            cause = type(listing.__cause__ or listing).__name__
             setting = setting or "BASE_URL / OPENAI_BASE_URL"
-            fix = (
-                f"check the network connection, or set {setting} to an OpenAI-compatible server"
-                if self._base_url is None
-                else f"start the server, or set {setting} to a running OpenAI-compatible "
-                "server such as http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for api.openai.com"
-            )
+            fix = (f"check the network connection, or set {setting} to an OpenAI-compatible server" if
+                   self._base_url is None else f"start the server, or set {setting} to a running OpenAI-compatible "
+                   "server such as http://127.0.0.1:8080/v1 (vLLM, Ollama, llama.cpp), or unset it for "
+                   "api.openai.com")  # fmt: skip
             raise EndpointUnreachable(f"cannot reach the model endpoint {self.where} (GET /models: {cause}); {fix}. "
                                       "No paid call was made.") from None  # fmt: skip
-        except openai.APIStatusError as e:
-            if e.status_code in (401, 403):
-                raise APIKeyRejected(f"the endpoint {self.where} rejected the API key (HTTP {e.status_code} on GET "
-                                     "/models): check OPENAI_API_KEY (the key is read from the environment only and "
-                                     "never printed). No paid call was made.") from None  # fmt: skip
-            return
-        except Exception:  # an answer we cannot parse still proves the server is there
-            return
-        if not check_model:
-            return
-        # A llama.cpp server lists its file's name and answers any model name, so the listing alone would refuse
-        # it: a one-token request is sent when the listing lacks the model, and only its 404 (or a 400 naming the
-        # model) refuses; a slow or dropped probe passes (the listing proved the endpoint is there).
+        if isinstance(listing, openai.APIStatusError) and listing.status_code in (401, 403):
+            raise APIKeyRejected(f"the endpoint {self.where} rejected the API key (HTTP {listing.status_code} on GET "
+                                 "/models): check OPENAI_API_KEY (the key is read from the environment only and "
+                                 "never printed). No paid call was made.") from None  # fmt: skip
+        # Any other answer proves the endpoint is there. A llama.cpp server lists its file's name and answers any
+        # model name, so the listing alone would refuse it: a one-token request is sent when the listing lacks the
+        # model, and only its 404 (or a 400 naming the model) refuses; a slow or dropped probe passes.
         try:
-            served = [str(m["id"]) for m in json.loads(listing.content)["data"]]
+            served = [str(m["id"]) for m in json.loads(listing.content)["data"]] if check_model else []
         except Exception:
             return
         if not served or self.model in served:
             return
-        try:
-            _run(
-                self._ask(
-                    "/chat/completions",
-                    timeout,
-                    body={"model": self.model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]},
-                )
-            )
-        except openai.APIStatusError as e:
-            if e.status_code == 404 or (e.status_code == 400 and b"model" in e.response.content.lower()):
-                shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
-                raise ModelNotServed(f"the endpoint {self.where} does not serve the model {self.model!r} (HTTP "
-                                     f"{e.status_code}; GET /models lists {shown}): set the model to one it serves. "
-                                     "No paid call was made.") from None  # fmt: skip
-        except Exception:
-            return
+        one_token = {"model": self.model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]}
+        probe = self._free("/chat/completions", timeout, body=one_token)
+        if isinstance(probe, openai.APIStatusError) and (probe.status_code == 404 or (
+                probe.status_code == 400 and b"model" in probe.response.content.lower())):  # fmt: skip
+            shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
+            raise ModelNotServed(f"the endpoint {self.where} does not serve the model {self.model!r} (HTTP "
+                                 f"{probe.status_code}; GET /models lists {shown}): set the model to one it serves. "
+                                 "No paid call was made.")  # fmt: skip
 
     def check_batch_api(self, timeout: float = 10.0) -> None:
         """BatchUnsupported when a free GET /batches answers 404, 405 or 501 (the answer decides, never the
         address); any other outcome passes (the preflight and the run report the rest)."""
-        try:
-            _run(self._ask("/batches", timeout, params={"limit": 1}))
-        except openai.APIStatusError as e:
-            if e.status_code in (404, 405, 501):
-                raise BatchUnsupported(f"CALLS_VIA=batch: the endpoint {self.where} has no Batch API (GET /batches: "
-                                       f"HTTP {e.status_code}): use CALLS_VIA=files to write the requests for its own "
-                                       "batch runner (vLLM run-batch), or CALLS_VIA=sync. No paid call was made."
-                                       ) from None  # fmt: skip
-        except Exception:
-            return
+        got = self._free("/batches", timeout, params={"limit": 1})
+        if isinstance(got, openai.APIStatusError) and got.status_code in (404, 405, 501):
+            raise BatchUnsupported(f"CALLS_VIA=batch: the endpoint {self.where} has no Batch API (GET /batches: HTTP "
+                                   f"{got.status_code}): use CALLS_VIA=files to write the requests for its own batch "
+                                   "runner (vLLM run-batch), or CALLS_VIA=sync. No paid call was made.")  # fmt: skip
 
     def close(self) -> None:
         for shard in self._shards:

@@ -13,12 +13,13 @@ import hashlib
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
 
-from acemad_utils.agents.batch import Batcher, BatchQueue
+from acemad_utils.agents.batch import Batcher
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import QUESTION_TIME, GenerateConfig, LLMClient
 from acemad_utils.agents.pool import act_all
@@ -50,18 +51,16 @@ class LLMAgent(Agent):
         self.calls = _choice("calls", calls, ("two", "single"))
         self.spec, self.client, self.seed, self.max_tokens, self.deadline = spec, client, seed, max_tokens, deadline
 
-    def call_config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
-        # a per-call seed from the run seed and the scope: reproducible, yet agents with one prompt draw apart
-        seed = None if self.seed is None else int.from_bytes(
-            hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1  # fmt: skip
-        return GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
-
     def _gen(self, user: str, kind: str, turn: Turn, max_tokens, *, schema=None, more: Sequence[dict] = ()):
         messages = [{"role": "system", "content": PERSONAS[self.spec.persona]}, {"role": "user", "content": user},
                     *more]  # fmt: skip
         scope = f"{turn.scope}|{kind}"
-        return self.client.generate(messages, self.call_config(scope, max_tokens), schema=schema, scope=scope,
-                                    model=self.spec.model, deadline=self.deadline)  # fmt: skip
+        # a per-call seed from the run seed and the scope: reproducible, yet agents with one prompt draw apart
+        seed = None if self.seed is None else int.from_bytes(
+            hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1  # fmt: skip
+        config = GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
+        return self.client.generate(messages, config, schema=schema, scope=scope, model=self.spec.model,
+                                    deadline=self.deadline)  # fmt: skip
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
         r = self._gen(argue_prompt(turn, self.spec.thinking), "argue", turn, self.max_tokens[0])
@@ -102,13 +101,10 @@ class LLMAgent(Agent):
                 p, rep, q = p2, rep2, q2 if q2 is not None else q
             elif p is None:
                 info["repair_raw"] = r2.text[:200]
-        if argument:
-            message = rep["argument"] or first_argument  # the repaired reply's argument, else the first one's
-            if not message:
-                info["argument_missing"] = True
+        if argument and not (message := rep["argument"] or first_argument):  # the repaired reply's, else the first's
+            info["argument_missing"] = True
         k, failure = len(labels), p is None
-        if p is None:
-            p = np.full(k, 1.0 / k)
+        p = np.full(k, 1.0 / k) if p is None else p
         if want_q and q is None:
             q = np.full(k, 1.0 / k)  # the self belief stands; an unread forecast is "no information"
             info["q_parse_failure"] = True
@@ -152,17 +148,14 @@ class LLMPopulation(Population):
         self.calls_via = _choice(
             "calls_via", calls_via or env("ACEMAD_CALLS_VIA") or "sync", ("sync", "batch", "files")
         )
-        self.batcher = None  # runner.run_experiment flushes it between passes
-        self._queue: Optional[BatchQueue] = None
+        self.batcher: Optional[Batcher] = None  # runner.run_experiment flushes it between passes
         if self.calls_via != "sync":
             if self.cache is None:
                 raise ValueError(f"calls_via={self.calls_via!r} needs a response cache: batch replies are read back "
                                  "from it")  # fmt: skip
-            self._queue = BatchQueue()
-            opts = dict(batch_options or {})
-            if self.calls_via == "files":  # write the queue for another Batch-API runner (vLLM run-batch) and stop
-                opts.setdefault("export_dir", str(outputs("batch")))
-            self.batcher = Batcher(self._queue, self.cache, **opts)
+            # files: the queue is written for another Batch-API runner (vLLM run-batch) and the run stops
+            export = {"export_dir": str(outputs("batch"))} if self.calls_via == "files" else {}
+            self.batcher = Batcher(self.cache, **(export | (batch_options or {})))
         self.client(None)  # fail early (a missing API key, an unreachable endpoint) before any question runs
 
     def client(self, base_url: Optional[str]) -> LLMClient:
@@ -174,10 +167,10 @@ class LLMPopulation(Population):
                                    cache=self.cache, **self.client_kwargs)  # fmt: skip
                 if self.preflight:
                     client.preflight()
-                if self._queue is not None:  # whatever the address: loopback may be a gateway with a Batch API
+                if self.batcher is not None:  # whatever the address: loopback may be a gateway with a Batch API
                     if self.calls_via == "batch" and self.preflight:
                         client.check_batch_api()  # BatchUnsupported: one line, before any question runs
-                    client.batch_queue = self._queue
+                    client.batch_queue = self.batcher
                 self._clients[key] = client
             return self._clients[key]
 
@@ -197,14 +190,11 @@ class LLMPopulation(Population):
 
     def usage(self) -> dict:
         """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""
-        total: dict = {}
-        cost: Optional[float] = 0.0
-        for s in [c.stats() for c in list(self._clients.values())]:
-            for k, v in s.items():
-                if isinstance(v, int):
-                    total[k] = total.get(k, 0) + v
-            cost = None if cost is None or s["cost_usd"] is None else cost + s["cost_usd"]
-        return total | {"cost_usd": cost}
+        stats, total = [c.stats() for c in list(self._clients.values())], Counter[str]()
+        for s in stats:
+            total.update({k: v for k, v in s.items() if isinstance(v, int)})  # update keeps zero counts
+        costs = [s["cost_usd"] for s in stats]
+        return dict(total) | {"cost_usd": None if None in costs else sum(costs, 0.0)}
 
     def describe(self) -> dict:
         # Only what the population was built with: a per-agent model belongs to the method's config (meta.json

@@ -1,7 +1,7 @@
 """The one price table: USD per 1M tokens, each entry with its provider, source and date.
 
-    usd("gpt-4o-mini", 1_000_000, 0)                 # 0.15; cached_tokens=, batch=True (Batch API: 50% off)
-    price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")   # the entry without the organisation prefix
+    price_of("gpt-4o-mini").usd(1_000_000, 0)         # 0.15; cached_tokens=, batch=True (Batch API: 50% off)
+    price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")    # the entry without the organisation prefix
 
 A call costs $0 only when known to be free: the llama.cpp server the project started (local_server), or a model
 the profile marks `free: true`. Any other model without a price is unpriced (None), loopback or not (a server on
@@ -13,25 +13,31 @@ page (`python -m acemad_utils.cost prices`); the entries were read from stored c
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass
-from typing import Optional
+from typing import Annotated, Literal, Optional
+
+import msgspec
 
 from acemad_utils.data.settings import env
 
 ENV_MODELS = "ACEMAD_MODELS"  # the profile's `models:` terms, as JSON, for every notebook's kernel
-PRICE_KEYS = ("input", "output", "cached_input", "batch")  # a profile's `price:` mapping
 
 
-@dataclass(frozen=True)
-class Price:
-    input: float  # USD per 1M prompt tokens
-    output: float  # USD per 1M completion tokens
-    cached_input: Optional[float]  # USD per 1M cached prompt tokens (None: not recorded -> the input rate)
-    batch_factor: float  # multiplier for calls sent through the Batch API (0.5 = 50% off; 1 = no batch discount)
-    source: str
-    recorded: str  # when the figure was read, as recorded in this project
-    provider: str = ""  # whose price it is (a model has one price per provider)
+USD = Annotated[float, msgspec.Meta(ge=0, le=1e6)]  # per 1M tokens: $1M would be a typo (or .inf)
+
+
+class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """USD per 1M tokens. A profile's `price:` mapping is converted to one (msgspec checks its keys and values)."""
+
+    input: USD  # prompt tokens
+    output: USD  # completion tokens
+    cached_input: Optional[USD] = None  # cached prompt tokens (None: not recorded -> the input rate)
+    # for calls sent through the Batch API (0.5 = 50% off; 1 = no batch discount); `batch:` in a profile
+    batch_factor: Annotated[float, msgspec.Meta(ge=0, le=1)] = msgspec.field(default=1.0, name="batch")
+    source: str = "the profile's models: key"
+    recorded: str = "given by the profile"  # when the figure was read, as recorded in this project
+    provider: str = "the profile"  # whose price it is (a model has one price per provider)
     note: str = ""  # what the figure is, when it is not simply the provider's list price for this model
 
     def usd(self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, batch=False) -> float:
@@ -83,63 +89,46 @@ def lookup(model: str, table: Optional[dict] = None) -> Optional[Price]:
     return table.get(model) or next((p for name, p in table.items() if name.rsplit("/", 1)[-1].lower() == base), None)
 
 
+class _Terms(msgspec.Struct, forbid_unknown_fields=True):
+    free: Optional[Literal[True]] = None
+    price: Optional[Price] = None
+
+
 def parse_terms(spec) -> dict[str, Price]:
     """A profile's `models:` mapping -> {model: Price} (FREE for `free: true`). ValueError naming the model and
     the key when an entry is not {free: true} or {price: {input: USD, output: USD[, cached_input:, batch:]}}."""
-    if spec is None:
-        return {}
-    if not isinstance(spec, dict):
+    if not isinstance(spec, (dict, type(None))):
         raise ValueError(f"models: need a mapping {{model name: {{free: true}} or {{price: {{...}}}}}}, got {spec!r}")
     out = {}
-    for model, terms in spec.items():
-        where = f"models: {model}"
-        if not isinstance(terms, dict) or not terms or set(terms) - {"free", "price"} or len(terms) != 1:
-            raise ValueError(f"{where}: need exactly one of {{free: true}} or {{price: {{...}}}}, got {terms!r}")
-        if "free" in terms:
-            if terms["free"] is not True:
-                raise ValueError(f"{where}: free must be true (leave the model out to use the price table)")
-            out[str(model)] = FREE
-        else:
-            out[str(model)] = _price_from(where, terms["price"])
+    for model, terms in (spec or {}).items():
+        try:
+            t = msgspec.convert(terms, _Terms)
+        except msgspec.ValidationError as e:  # e.g. "Expected `float` >= 0.0 - at `$.price.input`"
+            raise ValueError(
+                f"models: {model}: {e} (USD per 1M tokens; batch is a multiplier, 0.5 = 50% off)"
+            ) from None
+        if (t.free is None) == (t.price is None):
+            raise ValueError(
+                f"models: {model}: need exactly one of {{free: true}} or {{price: {{...}}}}, got {terms!r}"
+            )
+        out[str(model)] = t.price or FREE
     return out
 
 
-def _price_from(where: str, price) -> Price:
-    if not isinstance(price, dict) or set(price) - set(PRICE_KEYS) or not {"input", "output"} <= set(price):
-        raise ValueError(f"{where}: price needs input and output (USD per 1M tokens), optional cached_input and batch")
-    vals = {}
-    for k, v in price.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
-            raise ValueError(f"{where}: price {k} = {v!r} is not a number >= 0")
-        vals[k] = float(v)
-    if vals.get("batch", 1.0) > 1:
-        raise ValueError(f"{where}: price batch = {vals['batch']:g} is a multiplier (0.5 = 50% off), not above 1")
-    return Price(vals["input"], vals["output"], vals.get("cached_input"), vals.get("batch", 1.0),
-                 "the profile's models: key", "given by the profile", provider="the profile")  # fmt: skip
-
-
-_ENV_SEEN: tuple = (None, {})
+@functools.lru_cache(maxsize=4)
+def _terms_of(raw: Optional[str]) -> dict[str, Price]:
+    return parse_terms(json.loads(raw)) if raw else {}
 
 
 def profile_terms() -> dict[str, Price]:
     """The profile's terms for this process (ACEMAD_MODELS, set by reproduce from the profile's `models:`)."""
-    global _ENV_SEEN
-    raw = env(ENV_MODELS)
-    if raw != _ENV_SEEN[0]:
-        _ENV_SEEN = (raw, parse_terms(json.loads(raw)) if raw else {})
-    return _ENV_SEEN[1]
+    return _terms_of(env(ENV_MODELS))
 
 
 def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
     """The Price `model` is billed at: `extra` ({model: Price}), then the profile's terms (FREE for `free: true`),
     then PRICES; None when unpriced."""
     return (lookup(model, extra) if extra else None) or lookup(model, profile_terms()) or lookup(model)
-
-
-def usd(model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, *,
-        batch: bool = False, extra: Optional[dict] = None) -> Optional[float]:  # fmt: skip
-    p = price_of(model, extra)
-    return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
 
 
 #: How to price an unpriced model or mark it free, for messages ({model} is filled in).
@@ -169,15 +158,6 @@ def describe(model: str, p: Price) -> str:
 
 def table() -> str:
     """The price table as text, with providers and sources, for the user to check."""
-    lines = [f"{'model':<30} {'input':>7} {'cached':>7} {'output':>7} {'batch':>6}  provider; source (recorded)"]
-    for m, p in PRICES.items():
-        cached = "-" if p.cached_input is None else f"{p.cached_input:g}"
-        lines.append(
-            f"{m:<30} {p.input:>7g} {cached:>7} {p.output:>7g} {p.batch_factor:>6g}x  "
-            f"{p.provider or '?'}; {p.source} ({p.recorded})" + (f"\n{'':<30} note: {p.note}" if p.note else "")
-        )
-    lines.append(
+    return "\n".join([describe(m, p) for m, p in PRICES.items()] + [
         "USD per 1M tokens, as recorded in this project: check the provider's current prices before you spend. "
-        "A profile overrides any of them, or marks a model free, under its models: key."
-    )
-    return "\n".join(lines)
+        "A profile overrides any of them, or marks a model free, under its models: key."])  # fmt: skip

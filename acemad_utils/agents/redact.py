@@ -82,17 +82,12 @@ def redact(text: str) -> str:
     return _BEARER.sub(lambda m: m.group(1) + "***", text)
 
 
-def _redact_obj(obj: Any, depth: int = 0) -> Any:
-    """A JSON-like value (an error body) with every string redacted."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if depth > 20:
+def _redact_obj(obj: Any) -> Any:
+    """A JSON-like value (an error body) with every string redacted (anything else as it is)."""
+    try:
+        return redact(obj) if isinstance(obj, str) else json.loads(redact(json.dumps(obj)))
+    except (TypeError, ValueError, RecursionError):  # not JSON: an object whose str() the caller redacts
         return obj
-    if isinstance(obj, dict):
-        return {redact(k) if isinstance(k, str) else k: _redact_obj(v, depth + 1) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_redact_obj(v, depth + 1) for v in obj)
-    return obj
 
 
 def scrub(exc: BaseException) -> BaseException:
@@ -140,8 +135,4 @@ def preview(text: Any, n: int = 200) -> str:
 
 def safe_url(url: Optional[str]) -> str:
     """A base URL for messages: no user:password@, no query string."""
-    if not url:
-        return "https://api.openai.com/v1 (the default)"
-    u = urlparse(url)
-    host = (u.hostname or "") + (f":{u.port}" if u.port else "")
-    return f"{u.scheme}://{host}{u.path}" if u.scheme else url.split("?")[0]
+    return strip_url_secrets(url).split("?")[0] if url else "https://api.openai.com/v1 (the default)"

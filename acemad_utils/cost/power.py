@@ -92,26 +92,17 @@ def cells(c: Claim) -> tuple[str, list[str], list[float], list[float]]:
 
 
 def _run(c: Claim, params_by_nb: dict) -> tuple[Optional[registry.Run], dict]:
+    """The profile's registry Run of the claim (None: not run) and its notebook's parameters."""
     P = params_by_nb.get(c.notebook)
-    if P is None:
-        return None, {}
-    for r in registry.runs(c.notebook, P):
-        if not r.name.startswith(c.run):
-            continue
-        if any(k == "table" and not r.name.endswith(v) for k, v in c.needs):
-            continue
-        if all(k == "table" or r.select(k, **v) for k, v in c.needs):
-            return r, P
-    return None, P
+    has = lambda r: all(r.name.endswith(v) if k == "table" else r.select(k, **v) for k, v in c.needs)
+    runs = registry.runs(c.notebook, P) if P is not None else []
+    return next((r for r in runs if r.name.startswith(c.run) and has(r)), None), P or {}
 
 
-def planned(c: Claim, params_by_nb: dict, benches: Sequence[str], capped: bool = True) -> list[int]:
-    """Questions per benchmark the profile's run of the claim asks (capped=False: N_MAX ignored)."""
-    r, P = _run(c, params_by_nb)
-    if r is None:
-        return [0] * len(benches)
-    ns = [item_counts(b, P)[0 if r.on == "input" else 1] if b in (r.benchmarks or ()) else 0 for b in benches]
-    return [int(n if r.cap is None or not capped else min(n, r.cap)) for n in ns]
+def planned(r: Optional[registry.Run], P: dict, benches: Sequence[str], capped: bool = True) -> list[int]:
+    """Questions per benchmark the profile's run `r` asks (capped=False: N_MAX ignored)."""
+    ns = [item_counts(b, P)[0 if r.on == "input" else 1] if r and b in (r.benchmarks or ()) else 0 for b in benches]
+    return [int(n if r is None or r.cap is None or not capped else min(n, r.cap)) for n in ns]
 
 
 def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate] = None) -> pd.DataFrame:
@@ -121,7 +112,8 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
     holm = PW.holm_alpha(m, ALPHA)
     rows = []
     for c, b, benches, pa, pb in sized:
-        ns = planned(c, params_by_nb, benches)
+        r, P = _run(c, params_by_nb)
+        ns = planned(r, P, benches)
         d = [x - y for x, y in zip(pa, pb)]
         psi = [PW.discordance_at(x, y, rho or 0.0) for x, y in zip(pa, pb)]
         paper = FULL_SIZES if c.table == "table6_full_datasets" else PAPER_SUBSETS
@@ -130,7 +122,7 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
         n05 = PW.n_strata(shares, d, psi, ALPHA, POWER) if sized_ else None
         nh = PW.n_strata(shares, d, psi, holm, POWER) if sized_ else None
         where = BENCH_LABELS[benches[0]] if len(benches) == 1 else "Average"
-        most = sum(planned(c, params_by_nb, benches, capped=False))
+        most = sum(planned(r, P, benches, capped=False))
         note = c.note or (
             f"n exceeds the {most:,} questions available: no run of this profile reaches it"
             if nh is not None and 0 < most < nh
@@ -142,21 +134,20 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
                "power (Holm)": (PW.power_strata(ns, d, psi, holm) if all(ns) else 0.0) if sized_ else None,
                "note": note}  # fmt: skip
         if est is not None:
-            per = _usd_per_question(est, c, params_by_nb)
+            per = _usd_per_question(est, c, r, P)
             row["USD for n (Holm)"] = None if per is None or nh is None else per * nh
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _usd_per_question(est: Estimate, c: Claim, params_by_nb: dict) -> Optional[float]:
+def _usd_per_question(est: Estimate, c: Claim, r: Optional[registry.Run], P: dict) -> Optional[float]:
     """Dollars per question of the claim's run (its notebook's rows of its model and of models answering inside it);
     None when nothing is planned or a row is unpriced."""
-    r, P = _run(c, params_by_nb)
     if r is None:
         return None
     model = r.model or P.get("MODEL") or ""
     rows = [x for x in est.rows if x.notebook == c.notebook and (x.model == model or not x.questions)]
-    n = sum(planned(c, params_by_nb, list(r.benchmarks or ())))
+    n = sum(planned(r, P, list(r.benchmarks or ())))
     if not rows or not n or any(x.usd is None for x in rows):
         return None
     return sum(x.usd or 0.0 for x in rows) / n

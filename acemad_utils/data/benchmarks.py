@@ -3,7 +3,6 @@ and the problem; one mapper per benchmark (local files and the hub); the loaders
 
     qs = load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub); load("demo") = load_demo()
     data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
-    python -m acemad_utils.data summary [--benchmarks arc_challenge,logiqa] [--data-dir DIR]
 
 Where the data comes from, first match wins: (1) `data_dir`, else ACEMAD_DATA_DIR, a directory in the upstream
 layout of FILES, e.g. <dir>/truthfulqa/data/v0/mc_task.json (mmlu_pro/law_test.jsonl is read before test.jsonl
@@ -23,15 +22,12 @@ Mapping choices (deterministic, no RNG, no Python `hash()`):
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib.util
 import json
 import os
 import re
-import sys
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -112,14 +108,8 @@ def map_arc(rec: Mapping[str, Any], index: int) -> Question:
     if len(set(letters)) != len(letters) or len(texts) != len(letters):
         raise ValueError(f"duplicate or unmatched choice labels {labels}")
     meta = {} if letters == labels else {"original_labels": [str(x) for x in labels]}
-    return _question(
-        _text(rec, "id"),
-        "arc_challenge",
-        stem,
-        dict(zip(letters, texts)),
-        answer=_arc_letter(rec["answerKey"]),
-        meta=meta,
-    )
+    qid, answer, options = _text(rec, "id"), _arc_letter(rec["answerKey"]), dict(zip(letters, texts))
+    return _question(qid, "arc_challenge", stem, options, answer=answer, meta=meta)
 
 
 _BBH_OPTION = re.compile(r"\(([A-Z])\)\s*(.*)")
@@ -177,9 +167,8 @@ def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"expected 4 options, got {len(opts)}")
     options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
     text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
-    return _question(
-        f"logiqa/{index:03d}", "logiqa", text, options, answer=LETTERS[_choice_index(rec["correct_option"], 4)], meta={}
-    )
+    answer = LETTERS[_choice_index(rec["correct_option"], 4)]
+    return _question(f"logiqa/{index:03d}", "logiqa", text, options, answer=answer, meta={})
 
 
 def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
@@ -189,14 +178,8 @@ def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
         raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
     if "answer" in rec and options.get(ans) != rec["answer"]:
         raise ValueError(f"answer_idx {ans!r} points to {options.get(ans)!r:.60}, not to answer {rec['answer']!r:.60}")
-    return _question(
-        f"medqa/{index:04d}",
-        "medqa",
-        _text(rec, "question"),
-        options,
-        answer=ans,
-        meta={"meta_info": rec.get("meta_info")},
-    )
+    meta = {"meta_info": rec.get("meta_info")}
+    return _question(f"medqa/{index:04d}", "medqa", _text(rec, "question"), options, answer=ans, meta=meta)
 
 
 def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
@@ -212,15 +195,8 @@ def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
             raise ValueError(f"answer_index {i!r} is not an option index 0-{len(opts) - 1}")
         if LETTERS[i] != ans:
             raise ValueError(f"answer {ans!r} disagrees with answer_index {i!r}")
-    meta = {"question_id": rec["question_id"], "src": rec.get("src")}
-    return _question(
-        f"mmlu_pro/{rec['question_id']}",
-        "mmlu_pro",
-        _text(rec, "question"),
-        dict(zip(LETTERS, opts)),
-        answer=ans,
-        meta=meta,
-    )
+    qid, meta = f"mmlu_pro/{rec['question_id']}", {"question_id": rec["question_id"], "src": rec.get("src")}
+    return _question(qid, "mmlu_pro", _text(rec, "question"), dict(zip(LETTERS, opts)), answer=ans, meta=meta)
 
 
 class DataError(ValueError):
@@ -468,47 +444,3 @@ def data_hash(questions: Sequence[Question]) -> str:
     """sha256 (hex) of the canonical JSON of the questions: same questions, same order -> same hash, anywhere."""
     blob = json.dumps([_canonical(q) for q in questions], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def summarize(questions: Sequence[Question]) -> dict:
-    """Items, option-count range and answer-label counts (in label order)."""
-    sizes = [len(q.options) for q in questions]
-    counts = Counter(q.answer for q in questions if q.answer is not None)
-    return {
-        "items": len(questions),
-        "options": (min(sizes, default=0), max(sizes, default=0)),
-        "answers": dict(sorted(counts.items(), key=lambda kv: (len(kv[0]), kv[0]))),
-        "sha256": data_hash(questions),
-    }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m acemad_utils.data", description="Benchmark data tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("summary", help="items, option counts and answer distribution per benchmark")
-    cmd.add_argument(
-        "--benchmarks", default=",".join(BENCHMARKS), help="comma-separated names (default: all; 'demo' allowed)"
-    )
-    cmd.add_argument("--data-dir", default=None, help=f"data directory (default: ${ENV_VAR})")
-    args = parser.parse_args(argv)
-    names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
-    bad = [n for n in names if n not in BENCHMARKS + ("demo",)]
-    if bad or not names:
-        parser.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(BENCHMARKS + ('demo',))}")
-    status = 0
-    print(f"{'benchmark':<14} {'items':>6}  {'options':<7}  {'sha256':<12}  answer distribution")
-    for name in names:
-        try:
-            s = summarize(load(name, data_dir=args.data_dir))
-        except DataError as e:
-            print(f"{name:<14} ERROR: {e}")
-            status = 1
-            continue
-        lo, hi = s["options"]
-        dist = " ".join(f"{k}:{v}" for k, v in s["answers"].items())
-        print(f"{name:<14} {s['items']:>6}  {f'{lo}-{hi}':<7}  {s['sha256'][:12]}  {dist}")
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.data.benchmarks import LETTERS, DataError, build, jsonl_rows
+from acemad_utils.data.benchmarks import LETTERS, DataError, _utf8, build, jsonl_rows
 from acemad_utils.data.paths import safe_segment
 from acemad_utils.protocol.schema import Question
 
@@ -133,13 +133,7 @@ def _json_cells(row: dict) -> dict:
 
 def _csv(path: Path, raw: bytes, own: bool) -> list[tuple[str, Any]]:
     """[(where, record)] of a CSV file; `own`: the own format's columns checked and its rows read as records."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise DataError(
-            f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); save the file as UTF-8"
-        ) from None
+    text = _utf8(path, raw).removeprefix("\ufeff")  # a BOM (Excel)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if own and reader.fieldnames is None:
         raise DataError(f"{path}: empty CSV file (the first row names the columns: question, options, answer, id)")

@@ -205,22 +205,20 @@ def profile_runs(
 QUESTIONS = "questions.json"  # {question id: {"benchmark", "text", "options": [[label, text], ...], "synthetic"}}
 
 
-def question_entry(q) -> dict:
-    """What the viewer shows of a question."""
-    return {
-        "benchmark": q.benchmark,
-        "text": q.question,
-        "options": [[str(k), str(v)] for k, v in q.options.items()],
-        "synthetic": str(q.benchmark).startswith("synthetic"),
-    }
-
-
 def write_questions(d: Path, questions) -> None:
     """questions.json beside a run's records, merged with what is there. Why a side file: one copy per question,
     not one per method and repeat."""
     path = Path(d) / QUESTIONS
     old = read_questions(Path(d))
-    new = {**old, **{q.id: question_entry(q) for q in questions}}
+    new = old | {
+        q.id: {
+            "benchmark": q.benchmark,
+            "text": q.question,
+            "options": [[str(k), str(v)] for k, v in q.options.items()],
+            "synthetic": str(q.benchmark).startswith("synthetic"),
+        }
+        for q in questions
+    }
     if new != old:
         atomic_write(path, json.dumps(new, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
 

@@ -27,7 +27,7 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import ETA, DebateConfig
-from acemad_utils.protocol.debate import run_batch
+from acemad_utils.protocol.debate import debate, run_batch
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
 from acemad_utils.report import rescoring as A
@@ -420,38 +420,54 @@ EVIDENCE_LINKS = (1.0, 0.0)
 SHOWN = {f"map_{R.params_slug({'knowledge_link': x})}" for x in EVIDENCE_LINKS} | {"map_baselines_default"}
 
 
-def _debated(S: Setup, run: R.Run, group: str) -> list[dict]:
-    """The records of `run`'s configs in `group`: its transcript if SHOWN, else made in memory (protocol.debate)."""
-    if run.name in SHOWN:
-        return [r for r in run_point(S, run) if r["method"] in run.labels(group)]
+def _debated(S: Setup, run: R.Run, group: str, written: Optional[bool] = None):
+    """(the question frame of `run`'s configs in `group`, for "acemad" also its commitments as rescoring.Stacked):
+    from its transcript if `written` (default: SHOWN), else debated in memory as arrays (no record is built)."""
+    if run.name in SHOWN if written is None else written:
+        recs = [r for r in run_point(S, run) if r["method"] in run.labels(group) and r.get("status") == "ok"]
+        right = np.array([np.nan if r["final"]["correct"] is None else r["final"]["correct"] for r in recs], float)
+        ids, benches = [r["question_id"] for r in recs], [r["benchmark"] for r in recs]
+        frame = _frame([r["method"] for r in recs], benches, ids, right)
+        return frame, A.stack(recs, S.seed) if group == "acemad" else None
     qs, pop = map_questions(S, run.params or {}, run.cap, run.benchmarks), population(S, run.params or {}, texts=False)
-    return [rec for c in run[group] for rec in run_batch(qs, pop, c, [0] * len(qs))]
+    frames, arr = [], None
+    for c in run[group]:
+        batches, correct = debate(qs, pop, c, [0] * len(qs)), np.empty(len(qs))
+        for b in batches:
+            correct[b.index] = b.correct()
+        frames.append(_frame([c.label] * len(qs), [q.benchmark for q in qs], [q.id for q in qs], correct))
+        arr = A.stack_debates(batches, S.seed) if group == "acemad" else None
+    return pd.concat(frames, ignore_index=True), arr
 
 
-def _outcomes(recs: Sequence[dict], method: Optional[str] = None) -> pd.DataFrame:
-    """tables.question_frame of records with one record per question and method (`method`: renamed), built in one
+def _frame(methods: Sequence[str], benchmarks: Sequence[str], ids: Sequence[str], correct) -> pd.DataFrame:
+    """tables.question_frame's columns, one row per question with a gold answer (correct not NaN), built in one
     pass: the map's frame holds ~10^4 rows per point."""
-    ok = [r for r in recs if r["final"]["correct"] is not None]
+    keep = ~np.isnan(correct)
+    pick = (lambda xs: [x for x, k in zip(xs, keep) if k]) if not keep.all() else list
     return pd.DataFrame(
         {
-            "method": [method or r["method"] for r in ok],
-            "benchmark": [r["benchmark"] for r in ok],
-            "question_id": [r["question_id"] for r in ok],
-            "correct": [float(r["final"]["correct"]) for r in ok],
+            "method": pick(methods),
+            "benchmark": pick(benchmarks),
+            "question_id": pick(ids),
+            "correct": correct[keep],
             **dict.fromkeys(("failed", "unparsed", "commitments"), 0),
         }
     )
 
 
-def point_outcomes(records: Sequence[dict], *, eta: float = 2.0, seed: int = 0) -> tuple[pd.DataFrame, float, float]:
-    """(the question frame of a map run's AceMAD records, the same debates re-decided with uniform weights and with
-    shuffled scores (rescoring.SHUFFLED); truth_holder_alone; agent_accuracy)."""
-    mine = [r for r in records if r.get("status") == "ok"]
-    arr = A.stack(mine, seed)  # one stack for both re-decisions
-    uniform = A.reweighted_records(mine, {UNIFORM: "uniform"}, eta=eta, seed=seed, stacked=arr)
-    shuffled = A.shuffled_records(mine, eta=eta, seed=seed, stacked=arr)
-    frame = pd.concat([_outcomes(mine), _outcomes(uniform), _outcomes(shuffled)], ignore_index=True)
-    return frame, truth_holder_alone(arr), agent_accuracy(arr)
+def point_outcomes(frame: pd.DataFrame, arr: A.Stacked, *, eta: float = 2.0, seed: int = 0):
+    """(the question frame of a map run's AceMAD debates and of the same debates re-decided with uniform weights and
+    with shuffled scores (rescoring.SHUFFLED); truth_holder_alone; agent_accuracy)."""
+    answered, n, benches = arr.valid[:, -1].any(-1), len(arr.truth), arr.benchmarks or []
+    uniform = answered & (A.rescore(arr, eta=eta, weighting="uniform") == arr.truth)
+    shuffled = np.where(answered, (A.shuffled_decisions(arr, eta, seed=seed) == arr.truth).mean(axis=0), 0.0)
+    frames = [
+        frame,
+        _frame([UNIFORM] * n, benches, arr.question_ids, np.where(arr.truth < 0, np.nan, uniform)),
+        _frame([SHUFFLED] * n, benches, arr.question_ids, shuffled),
+    ]
+    return pd.concat(frames, ignore_index=True), truth_holder_alone(arr), agent_accuracy(arr)
 
 
 def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
@@ -470,9 +486,9 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         p = R.overrides(params)
         name, base = f"map_{R.params_slug(p)}", f"map_baselines_{R.params_slug(_base(p))}"
         if name not in points:  # a point on several axes (the default) is debated once
-            points[name] = point_outcomes(_debated(S, by_name[name], "acemad"), eta=eta, seed=S.seed)
+            points[name] = point_outcomes(*_debated(S, by_name[name], "acemad"), eta=eta, seed=S.seed)
         if base not in baselines:
-            baselines[base] = _outcomes(_debated(S, by_name[base], "baselines"))
+            baselines[base] = _debated(S, by_name[base], "baselines")[0]
         frame, alone, agents = points[name]
         f = pd.concat([frame, baselines[base]], ignore_index=True)
         row = map_row(axis, replace(base_params(S), **params), f, mads, n_boot=n_boot, seed=S.seed)
@@ -514,11 +530,15 @@ def evidence(
 def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) -> dict[str, tuple[dict, list[dict]]]:
     """{experiment name: (meta, records)} of notebooks 02-06 (their default parameters) with the population of one
     assumption point, on the first n_max items of each benchmark's challenging subset: what claims.ledger reads.
-    Runs are named map_ledger<n_max>_<point>__<experiment>: notebook 08 reads the profile's runs without "map_" ones."""
+    Debated in memory by the same engine with the same seeded draws (notebook 08 shows no grid run's records);
+    run_with_meta writes any of them, and the ledger from its transcript is the same (tests/test_claims.py)."""
     out = {}
     for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks, eta):
-        meta, records = run_with_meta(S, run, progress=False)
-        out[run.name.split("__", 1)[1]] = (meta, records)
+        params = run.params or {}
+        qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
+        methods = dict(sorted((c.label, c.to_dict()) for c in run.configs))  # meta.json's order (sorted keys)
+        meta = {"synthetic": True, "population": pop.describe(), "methods": methods}
+        out[run.name.split("__", 1)[1]] = (meta, [r for c in run.configs for r in run_batch(qs, pop, c, [0] * len(qs))])
     return out
 
 

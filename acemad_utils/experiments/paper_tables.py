@@ -1,6 +1,6 @@
 """What the paper's tables run, as the paper prints them: methods, T values, benchmarks (notebooks 03 and 07).
 
-The registry (experiments/registry.py) builds the runs from these; the parameter schema (experiments/params.py)
+The registry (experiments/registry.py) builds the runs from these; the parameter rules (experiments/params.py)
 checks OTHER_MODELS' tables and FULL_BENCHMARKS against them.
 """
 
@@ -20,28 +20,12 @@ MAD_METHODS = ("decentralized", "centralized", "sparse")
 # baselines' homogeneous roster; AceMAD rows are the listed T. Table 6 ("MAD" vs AceMAD, l.1113-1140) runs on
 # the full test sets, not the challenging subsets; its "MAD" is read as Decentralized MAD (l.1114).
 PAPER_TABLES: dict[str, dict[str, Any]] = {
-    "table2_main_results": {
-        "baselines": list(BASELINES),
-        "rounds": list(TABLE2_ROUNDS),
-        "benchmarks": ALL_BENCHMARKS,
-        "full": False,
-    },
-    "table4_deepseek": {
-        "baselines": list(VOTING_VS_MAD),
-        "rounds": [ROUNDS],
-        "benchmarks": ALL_BENCHMARKS,
-        "full": False,
-    },
-    "table5_llama8b": {
-        "baselines": list(BASELINES),
-        "rounds": [ROUNDS],
-        "benchmarks": ["truthfulqa", "medqa", "bbh"],
-        "full": False,
-    },
+    "table2_main_results": {"baselines": list(BASELINES), "rounds": list(TABLE2_ROUNDS), "benchmarks": ALL_BENCHMARKS},
+    "table4_deepseek": {"baselines": list(VOTING_VS_MAD), "rounds": [ROUNDS], "benchmarks": ALL_BENCHMARKS},
+    "table5_llama8b": {"baselines": list(BASELINES), "rounds": [ROUNDS], "benchmarks": ["truthfulqa", "medqa", "bbh"]},
     "table6_full_datasets": {
         "baselines": ["decentralized"],
         "rounds": [ROUNDS],
         "benchmarks": ["arc_challenge", "logiqa"],
-        "full": True,
     },
 }

@@ -1,13 +1,17 @@
-"""Every notebook parameter in one typed schema (type, allowed values, default, notebooks); each notebook declares
-them in an annotated `parameters` cell (`ETA: float = 2.0  # meaning`) that a test holds to this schema."""
+"""The notebook parameters. Each notebook declares its own in an annotated `parameters` cell (`ETA: float = 2.0  #
+meaning`): their names, types and defaults live there only and are read from there; RULES adds what a value may be
+(choices, ranges, null), checked once: when a profile is loaded, and when a Setup is built from a cell."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import copy
 import datetime
+import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 from urllib.parse import urlparse
 
@@ -16,7 +20,6 @@ from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
-from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, ETA, N_AGENTS, ROUNDS, TABLE2_ROUNDS
 
 BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
@@ -27,9 +30,9 @@ MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = 
     10**6, 256, 100, 50, 64.0, 2**32 - 1, 10**6,
 )  # fmt: skip
 ENTRY_KEYS = ("table", "paper_model", "model", "base_url")  # an OTHER_MODELS entry, in this order
-SETUP = ("01", "02", "03", "04", "05", "06", "07", "08", "09")  # the notebooks that build a Setup (notebook.start)
-NOTEBOOKS = ("00_theory", "01_subset_construction", "02_baselines", "03_main_results", "04_heterogeneity",
-             "05_ablation", "06_scaling", "07_other_models", "08_claims", "09_assumption_map")  # fmt: skip
+#: The parameters a notebook passes to notebook.start (Setup's arguments, lower-cased).
+SETUP_NAMES = ("PROFILE", "BACKEND", "POPULATION", "SOURCE", "BENCHMARKS", "N_ITEMS", "SEED", "WORKERS", "MODEL",
+               "BASE_URL", "CALLS", "SUBSET_MODEL", "ARGUE_MAX_TOKENS")  # fmt: skip
 _ITEM = {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false"}
 _TEXT = {
     "url": "an http(s) URL with a host, or empty for the default endpoint",
@@ -38,31 +41,51 @@ _TEXT = {
 }
 
 
+def assignments(source: str) -> dict[str, tuple[str, Any]]:
+    """NAME -> (annotation, literal value) of a cell's `NAME: type = value` / `NAME = value` lines."""
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            annotation = ast.unparse(node.annotation) if isinstance(node, ast.AnnAssign) else ""
+            with contextlib.suppress(ValueError):  # not a literal
+                if isinstance(target, ast.Name):
+                    out[target.id] = (annotation, ast.literal_eval(node.value))
+    return out
+
+
+def _declared() -> dict[str, dict[str, tuple[str, Any]]]:
+    out = {}
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        cell = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+        out[path.stem] = assignments("".join(cell["source"]))
+    return out
+
+
+#: notebook -> NAME -> (type, default), from every notebook's parameters cell
+DECLARED = _declared()
+NOTEBOOKS = tuple(DECLARED)
+
+
 @dataclass(frozen=True)
 class Param:
-    """kind: str, int, float, bool, list[...] of those, or 'models' (OTHER_MODELS entries); choices or [lo, hi] bound
-    every item; text: 'url', 'segment' or 'model'; by_notebook: other defaults."""
+    """kind: the cell's annotation (list[dict] holds OTHER_MODELS entries); choices or [lo, hi] bound every item;
+    text: 'url', 'segment' or 'model'."""
 
     name: str
     kind: str
-    default: Any
-    notebooks: tuple[str, ...]
     choices: Optional[tuple] = None
     lo: Optional[float] = None
     hi: Optional[float] = None
     nullable: bool = False
     text: Optional[str] = None
-    by_notebook: Mapping[str, Any] = field(default_factory=dict)
-    setup_arg: Optional[str] = None
-
-    def default_for(self, nb: str) -> Any:
-        return copy.deepcopy(self.by_notebook.get(nb, self.default))
 
     def allowed(self) -> str:
         base = self.kind.removeprefix("list[").removesuffix("]")
-        if self.kind == "models":
-            text = f"a list of maps with exactly the keys {list(ENTRY_KEYS)}, table one of {sorted(PAPER_TABLES)}"
-        elif self.choices is not None:
+        if self.kind == "list[dict]":
+            return f"a list of maps with exactly the keys {list(ENTRY_KEYS)}, table one of {sorted(PAPER_TABLES)}"
+        if self.choices is not None:
             text = f"one of {list(self.choices)}"
         elif self.lo is not None:
             text = f"{_ITEM[base]} from {self.lo:g} to {self.hi:g}"
@@ -73,76 +96,49 @@ class Param:
         return text + (", or null" if self.nullable else "")
 
 
-def _nbs(*nums: str) -> tuple[str, ...]:
-    return tuple(nb for nb in NOTEBOOKS if nb[:2] in nums)
-
-
-# Notebook 07's default: each of the paper's other tables with the model it printed (a synthetic stand-in with sim).
-_OTHER_MODELS = [
-    {"table": table, "paper_model": model, "model": model, "base_url": ""}
-    for table, model in (
-        ("table2_main_results", "Qwen3-235B-A22B-Instruct"),
-        ("table4_deepseek", "DeepSeek-V3.1"),
-        ("table5_llama8b", "Llama-3.1-8B-Instruct"),
-    )
-]
-
-_PARAMS = (
-    Param("PROFILE", "str", "default", NOTEBOOKS, text="segment", setup_arg="profile"),
-    Param("BACKEND", "str", "sim", _nbs(*SETUP), choices=BACKENDS, setup_arg="backend"),
-    Param("POPULATION", "str", "fitted", _nbs(*SETUP), choices=tuple(POPULATIONS), setup_arg="population"),
-    Param("SOURCE", "str", "synthetic", _nbs(*SETUP), choices=SOURCES, setup_arg="source"),
-    Param("BENCHMARKS", "list[str]", list(ALL_BENCHMARKS), _nbs(*SETUP), choices=tuple(ALL_BENCHMARKS),
-          setup_arg="benchmarks"),
-    Param("N_ITEMS", "int", 600, _nbs(*SETUP), lo=1, hi=MAX_ITEMS, nullable=True, setup_arg="n_items"),
-    Param("N_MAX", "int", 300, _nbs(*SETUP[:-2], "09"), lo=1, hi=MAX_ITEMS, nullable=True),
-    Param("SEED", "int", 0, NOTEBOOKS, lo=0, hi=MAX_SEED, setup_arg="seed"),
-    Param("WORKERS", "int", 8, _nbs(*SETUP), lo=1, hi=MAX_WORKERS, setup_arg="workers"),
-    Param("MODEL", "str", "", _nbs(*SETUP), setup_arg="model", text="model"),
-    Param("BASE_URL", "str", "", _nbs(*SETUP), text="url", setup_arg="base_url"),
-    Param("CALLS", "str", "two", _nbs(*SETUP), choices=CALLS, setup_arg="calls"),
-    Param("ARGUE_MAX_TOKENS", "int", ARGUE_MAX_TOKENS, _nbs(*SETUP), lo=1, hi=MAX_TOKENS, nullable=True,
-          setup_arg="argue_max_tokens"),
-    Param("SUBSET_MODEL", "str", "", _nbs("02", "03", "04", "05", "06", "07", "09"), setup_arg="subset_model",
-          text="model"),
-    Param("N_VALUES", "list[int]", [1, 2, 3, 5, 7, 10, 12, 15], _nbs("02", "06"), lo=1, hi=MAX_AGENTS,
-          by_notebook={"02_baselines": [1, 2, 3, 5]}),
-    Param("N_TABLE", "int", N_AGENTS, _nbs("02"), lo=2, hi=MAX_AGENTS),
-    Param("ROUNDS", "list[int]", list(TABLE2_ROUNDS), _nbs("03"), lo=1, hi=MAX_ROUNDS),
-    # every notebook that runs AceMAD takes it, so a ledger never mixes eta values
-    Param("ETA", "float", ETA, _nbs("03", "04", "05", "06", "07", "08", "09"), lo=0, hi=MAX_ETA),
-    Param("SECOND_MODEL", "str", "synthetic-model-b", _nbs("04"), text="model"),
-    Param("SECOND_BASE_URL", "str", "", _nbs("04"), text="url"),
-    Param("OTHER_MODELS", "models", _OTHER_MODELS, _nbs("07")),
-    Param("PER_MODEL_SUBSETS", "bool", False, _nbs("07")),
-    Param("FULL_BENCHMARKS", "list[str]", list(PAPER_TABLES["table6_full_datasets"]["benchmarks"]), _nbs("07"),
-          choices=tuple(ALL_BENCHMARKS)),
-    Param("FULL_N_MAX", "int", 300, _nbs("07"), lo=1, hi=MAX_ITEMS, nullable=True),
-    Param("GRID_N_MAX", "int", 50, _nbs("08"), lo=1, hi=MAX_ITEMS),
-    Param("THEORY_ITEMS", "int", 400, _nbs("00"), lo=1, hi=MAX_ITEMS),
-    Param("THEORY_ROUNDS", "int", 6, _nbs("00"), lo=1, hi=MAX_ROUNDS),
-    Param("ETA_PHASE", "float", ETA, _nbs("00"), choices=PHASE_ETA),
-    Param("T_PHASE", "int", ROUNDS, _nbs("00"), lo=1, hi=PHASE_T_MAX),
+#: What a value may be beyond its annotated type (OTHER_MODELS: _entries_problem).
+RULES: dict[str, dict[str, Any]] = {
+    "PROFILE": {"text": "segment"},
+    **dict.fromkeys(("MODEL", "SUBSET_MODEL", "SECOND_MODEL"), {"text": "model"}),
+    **dict.fromkeys(("BASE_URL", "SECOND_BASE_URL"), {"text": "url"}),
+    "BACKEND": {"choices": BACKENDS},
+    "POPULATION": {"choices": tuple(POPULATIONS)},
+    "SOURCE": {"choices": SOURCES},
+    "CALLS": {"choices": CALLS},
+    **dict.fromkeys(("BENCHMARKS", "FULL_BENCHMARKS"), {"choices": tuple(ALL_BENCHMARKS)}),
+    **dict.fromkeys(("N_ITEMS", "N_MAX", "FULL_N_MAX"), {"lo": 1, "hi": MAX_ITEMS, "nullable": True}),  # null: all
+    **dict.fromkeys(("GRID_N_MAX", "THEORY_ITEMS"), {"lo": 1, "hi": MAX_ITEMS}),
+    "SEED": {"lo": 0, "hi": MAX_SEED},
+    "WORKERS": {"lo": 1, "hi": MAX_WORKERS},
+    "ARGUE_MAX_TOKENS": {"lo": 1, "hi": MAX_TOKENS, "nullable": True},
+    "N_VALUES": {"lo": 1, "hi": MAX_AGENTS},
+    "N_TABLE": {"lo": 2, "hi": MAX_AGENTS},
+    **dict.fromkeys(("ROUNDS", "THEORY_ROUNDS"), {"lo": 1, "hi": MAX_ROUNDS}),
+    "ETA": {"lo": 0, "hi": MAX_ETA},
+    "ETA_PHASE": {"choices": PHASE_ETA},
+    "T_PHASE": {"lo": 1, "hi": PHASE_T_MAX},
     # notebook 09's map axes: SimParams values (docs/population.md)
-    Param("LINKS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), lo=0, hi=1),
-    Param("INSIGHTS", "list[float]", [0.1, 0.3, 0.5, 0.7, 0.9], _nbs("09"), lo=0, hi=1),
-    Param("TRAP_CONCENTRATIONS", "list[float]", [0.5, 1.0, 2.0, 4.0, 16.0], _nbs("09"), lo=1e-3, hi=1e6),
-    Param("CROWD_CALIBRATIONS", "list[float]", [0.0, 0.25, 0.5, 0.75, 1.0], _nbs("09"), lo=0, hi=1),
-    Param("CROWD_COPIES", "list[float]", [0.0, 0.5, 1.0], _nbs("09"), lo=0, hi=1),
-)  # fmt: skip
-SCHEMA: dict[str, Param] = {p.name: p for p in _PARAMS}
+    **dict.fromkeys(("LINKS", "INSIGHTS", "CROWD_CALIBRATIONS", "CROWD_COPIES"), {"lo": 0, "hi": 1}),
+    "TRAP_CONCENTRATIONS": {"lo": 1e-3, "hi": 1e6},
+}
+_KINDS = {name: kind for nb in (*NOTEBOOKS[1:], NOTEBOOKS[0]) for name, (kind, _) in DECLARED[nb].items()}
+SCHEMA: dict[str, Param] = {name: Param(name, _KINDS[name], **RULES.get(name, {})) for name in _KINDS}
 
 
 def names(nb: str) -> list[str]:
-    return [p.name for p in _PARAMS if nb in p.notebooks]
+    return list(DECLARED.get(nb, {}))  # a notebook outside notebooks/ (a test's) declares none
 
 
 def defaults(nb: str) -> dict[str, Any]:
-    return {n: SCHEMA[n].default_for(nb) for n in names(nb)}
+    return {name: copy.deepcopy(value) for name, (_, value) in DECLARED.get(nb, {}).items()}
+
+
+def notebooks_of(name: str) -> list[str]:
+    return [nb for nb, declared in DECLARED.items() if name in declared]
 
 
 def setup_defaults() -> dict[str, Any]:
-    return {p.setup_arg: copy.deepcopy(p.default) for p in _PARAMS if p.setup_arg}
+    return {n.lower(): v for n, v in defaults("02_baselines").items() if n in SETUP_NAMES}
 
 
 def not_plain(value: Any) -> Optional[str]:
@@ -230,7 +226,7 @@ def problem(name: str, value: Any) -> Optional[str]:
         return f"it holds {why}"
     if value is None:
         return None if p.nullable else "null is not allowed here"
-    if p.kind == "models":
+    if p.kind == "list[dict]":
         return _entries_problem(value) if isinstance(value, list) else "need a list"
     if not _type_ok(p.kind, value):
         return f"need {p.kind}, got {type(value).__name__}"
@@ -277,17 +273,19 @@ def markdown(env_vars: Mapping[str, str]) -> str:
         "",
         "Generated by `.venv/bin/python -m acemad_utils.experiments.profiles --parameters-doc > docs/parameters.md`"
         " from",
-        "`acemad_utils/experiments/params.py` (parameters) and `acemad_utils/data/settings.py` (environment).",
+        "the notebooks' parameters cells and `acemad_utils/experiments/params.py` (what a value may be), and",
+        "`acemad_utils/data/settings.py` (environment).",
         "A profile sets parameters per notebook (`common:` or `notebooks:`), `--set NAME=VALUE` for one run.",
         "",
         "| name | type | allowed | default | notebooks | meaning |",
         "|---|---|---|---|---|---|",
     ]
     meaning = meanings()
-    for p in _PARAMS:
-        default = f"`{p.default!r}`" if p.kind != "models" else "the paper's three tables"
-        default += "".join(f"; {nb[:2]}: `{v!r}`" for nb, v in p.by_notebook.items())
-        nbs = ", ".join(nb[:2] for nb in p.notebooks)
+    for p in SCHEMA.values():
+        first, *rest = [(nb, DECLARED[nb][p.name][1]) for nb in notebooks_of(p.name)]
+        default = f"`{first[1]!r}`" if p.kind != "list[dict]" else "the paper's three tables"
+        default += "".join(f"; {nb[:2]}: `{v!r}`" for nb, v in rest if v != first[1])
+        nbs = ", ".join(nb[:2] for nb, _ in [first, *rest])
         out.append(f"| `{p.name}` | {p.kind} | {p.allowed()} | {default} | {nbs} | {meaning[p.name]} |")
     out += ["", "| environment variable | meaning |", "|---|---|"]
     out += [f"| `{k}` | {v} |" for k, v in env_vars.items()]

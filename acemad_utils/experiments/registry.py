@@ -121,16 +121,6 @@ class RunResult:
 
 
 # ----------------------------------------------------------------------------- one function per experiment
-def subset_construction(seed: int = 0) -> Run:
-    """Notebook 01: the naive Single Agent, 5 runs per input item (subsets.subset_config)."""
-    return Run("subsets", {"single": [subset_config(seed=seed)]}, on="input")
-
-
-def voting_vs_mad(n: int, seed: int = 0) -> list[DebateConfig]:
-    """Table 1's rows: Majority Voting and the three MADs with N = n, T = 3."""
-    return [DebateConfig(method=m, n_agents=n, seed=seed) for m in VOTING_VS_MAD]
-
-
 def baselines(n_values: Sequence[int], n_table: int, seed: int = 0) -> Run:
     """Notebook 02 (Table 1, Figure 2): the four methods at every N, T = 3; Centralized MAD from N = 2 (a star)."""
     ns = sorted(set(n_values) | {n_table})
@@ -296,7 +286,7 @@ MAP_PARAMS = {
     "CROWD_COPIES": "crowd_copy",
 }
 
-MAP_AXES = {axis: tuple(params.SCHEMA[name].default) for name, axis in MAP_PARAMS.items()}
+MAP_AXES = {axis: tuple(params.defaults("09_assumption_map")[name]) for name, axis in MAP_PARAMS.items()}
 
 
 def map_axes(P: dict) -> dict:
@@ -405,7 +395,7 @@ def runs(nb: str, P: dict) -> list[Run]:
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)
     full = P.get("FULL_BENCHMARKS") or PAPER_TABLES["table6_full_datasets"]["benchmarks"]
     make = {
-        "01": lambda: [subset_construction(seed)],
+        "01": lambda: [Run("subsets", {"single": [subset_config(seed=seed)]}, on="input")],  # 5 naive runs per item
         "02": lambda: [baselines(P["N_VALUES"], P["N_TABLE"], seed)],
         "03": lambda: [main_results(P["ROUNDS"], eta, seed)],
         "04": lambda: [heterogeneity(P.get("SECOND_MODEL") or "", P.get("SECOND_BASE_URL") or "", seed, eta)],

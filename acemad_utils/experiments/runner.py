@@ -6,7 +6,7 @@
 outputs/runs/<name>/ holds transcripts.jsonl(.gz) and meta.json. Every question ends as a record, "ok" or "failed"
 with its redacted "error"; an "ok" record on disk is never recomputed, so a stopped run resumes. Lines are written
 whole and flushed at once (`Appender`; fsynced at most once a second: a synthetic run saves thousands a second); a
-torn last line from a crash is cut before appending (`cut_torn_tail`); a run resumes only into a folder that asked
+torn last line from a crash is never glued to the next (`Appender`); a run resumes only into a folder that asked
 the same questions of the same agents (`check_resumable`); a complete run is written once more, whole, compressed, in
 canonical order (`write_canonical`), so a rerun gives the same bytes. Ctrl-C: the first press starts no new question
 and saves those in flight; a second stops waiting for them (their calls land in the response cache); either way
@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import gzip
 import hashlib
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
-import warnings
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Optional
 
@@ -50,7 +48,6 @@ from acemad_utils.data.transcripts import (
     TRANSCRIPTS,
     commitments,
     gc_paused,
-    parse_line,
     read_meta,
     record_lines,
     run_dir,
@@ -72,45 +69,6 @@ def git_commit() -> Optional[str]:
         return None
 
 
-def cut_torn_tail(path: Path) -> None:
-    """A file not ending in a newline was cut mid-write: a whole record at its end gets its newline, a torn line is
-    cut off (never read as a record, never glued to the next)."""
-    if not path.exists():
-        return
-    with open(path, "rb+") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        keep, pos = 0, size
-        while pos > 0:  # find the last newline, reading backwards in blocks
-            step = min(65536, pos)
-            pos -= step
-            f.seek(pos)
-            i = f.read(step).rfind(b"\n")
-            if i >= 0:
-                keep = pos + i + 1
-                break
-        f.seek(keep)
-        tail = f.read()
-        try:
-            rec = json.loads(tail)
-        except (ValueError, RecursionError):
-            rec = None
-        if isinstance(rec, dict) and is_record(rec):
-            f.seek(size)
-            f.write(b"\n")
-        else:
-            warnings.warn(
-                f"{path}: dropped a torn last line ({size - keep} bytes) left by an interrupted run", stacklevel=2
-            )
-            f.truncate(keep)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def is_record(rec: dict) -> bool:
     return "question_id" in rec and "config_hash" in rec and "repeat" in rec and "status" in rec
 
@@ -124,14 +82,21 @@ COMPRESS_LEVEL = 4  # of transcripts.jsonl.gz (write_canonical)
 
 
 class Appender:
-    """Whole lines appended and flushed at once (a killed process loses nothing), fsynced every FSYNC_EVERY_S."""
+    """Whole lines appended and flushed at once (a killed process loses nothing), fsynced every FSYNC_EVERY_S. A
+    file a crash left without its last newline gets one first: a whole record keeps its line, a torn line stays a
+    line of its own (dropped, with a warning, by every reader; the completed run rewrites the file without it)."""
 
     def __init__(self, path: Path):
-        self.f = open(path, "a", encoding="utf-8")
+        self.f = open(path, "ab")
+        if self.f.tell():
+            with open(path, "rb") as old:
+                old.seek(-1, os.SEEK_END)
+                if old.read(1) != b"\n":
+                    self.f.write(b"\n")
         self.synced = time.monotonic()
 
     def write_many(self, lines) -> None:
-        self.f.write("".join(line + "\n" for line in lines))
+        self.f.write("".join(line + "\n" for line in lines).encode("utf-8"))
         self.f.flush()
         if time.monotonic() - self.synced >= FSYNC_EVERY_S:
             os.fsync(self.f.fileno())
@@ -295,22 +260,11 @@ def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
 
 
 def _gzipped(lines, chunk: int = 1 << 12) -> bytes:
-    """gzip.compress(lines + newlines, COMPRESS_LEVEL, mtime=0)'s bytes, a few thousand lines at a time (never one
-    string: 110 MB for notebook 06's run)."""
-    deflate = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -15)
-    parts, crc, size = [gzip.compress(b"", compresslevel=COMPRESS_LEVEL, mtime=0)[:10]], 0, 0
-    batch: list[str] = []
-    for n, line in enumerate(lines, 1):
-        batch.append(line)
-        if n % chunk == 0:
-            data = ("\n".join(batch) + "\n").encode("utf-8")
-            parts.append(deflate.compress(data))
-            crc, size = zlib.crc32(data, crc), size + len(data)
-            batch.clear()
-    data = ("\n".join(batch) + "\n").encode("utf-8") if batch else b""
-    parts += [deflate.compress(data), deflate.flush()]
-    crc, size = zlib.crc32(data, crc), size + len(data)
-    return b"".join(parts) + struct.pack("<LL", crc, size & 0xFFFFFFFF)
+    """gzip.compress(lines + newlines, COMPRESS_LEVEL, mtime=0)'s bytes (zlib writes the gzip frame), a few thousand
+    lines at a time (never one string: 110 MB for notebook 06's run)."""
+    z, it = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 31), iter(lines)
+    parts = [z.compress(("\n".join(part) + "\n").encode("utf-8")) for part in iter(lambda: [*islice(it, chunk)], [])]
+    return b"".join(parts) + z.flush()
 
 
 # ----------------------------------------------------------------------------- the run
@@ -378,7 +332,7 @@ class _Run:
     totals: dict = field(default_factory=lambda: {**zero_usage(), "failed": 0})  # for the progress bar
     bar: Any = None
     out: Optional[Appender] = None
-    fresh: set = field(default_factory=set)  # keys of records saved by this process (not read back)
+    fresh: dict = field(default_factory=dict)  # records saved by this process, by key: handed back, never re-parsed
     final: list = field(default_factory=list)  # every key in the file's final order
 
 
@@ -411,7 +365,6 @@ def _open_run(name, questions, configs, population, repeats, workers, profile, p
     }
     check_resumable(d, meta)
     remove_stale_temp_files(d)  # left by a process killed mid-write (we hold the run's lock: no writer is alive)
-    cut_torn_tail(d / TRANSCRIPTS)
     done = read_done(d / TRANSCRIPTS)  # before meta.json is rewritten: a damaged file leaves the old summary
     write_meta(d / "meta.json", meta)
     write_questions(d, questions)  # the viewer shows each question's text and options above its debate
@@ -453,7 +406,7 @@ def _save(run: _Run, maybe: Sequence[Optional[dict]]) -> None:
                 view = {k: rec[k] for k in SUMMARY_FIELDS if k in rec}
                 view["commitments"] = commitments(rec)  # the summary's parse-failure base (rounds are not kept)
                 run.done[record_key(rec)] = (view, line)
-                run.fresh.add(record_key(rec))
+                run.fresh[record_key(rec)] = rec
         finally:
             run.stop.saving = False
         t = run.totals
@@ -490,7 +443,7 @@ def _run_in_threads(run: _Run) -> None:
 
 def _run_here(run: _Run) -> None:
     """In this thread: a batched population's questions as arrays of BATCH debates per config (a batch that raises
-    is recorded as failed, question by question), any other's one after the other."""
+    is recorded as failed, question by question), any other's one after the other (a Ctrl-C ends it between two)."""
     if not getattr(run.population, "batched", False):
         for job in run.todo:
             if run.stop.presses or run.over_budget:
@@ -621,13 +574,9 @@ def run_experiment(name: str, questions: Sequence[Question], configs: Sequence[D
 
 
 def run_and_load(name: str, questions: Sequence[Question], configs: Sequence[DebateConfig], population, **kw):
-    """run_experiment's run, then what load_run(name) returns: (meta, records), without parsing the records that
-    were read from the file when the run started a second time."""
+    """run_experiment's run, then what load_run(name) returns: (meta, records), without parsing any record again
+    (the ones this process made are handed back as made; the ones read when the run resumed, as read)."""
     run = _run(name, questions, configs, population, **kw)
     meta = read_meta(run.dir / "meta.json")
     hashes = {m["config_hash"] for m in meta["methods"].values()}
-    with gc_paused():
-        records = [
-            parse_line(run.done[k][1]) if k in run.fresh else run.done[k][0] for k in run.final if k[1] in hashes
-        ]
-    return meta, records
+    return meta, [run.fresh[k] if k in run.fresh else run.done[k][0] for k in run.final if k[1] in hashes]

@@ -24,7 +24,7 @@ from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.params import BACKENDS, SCHEMA, SOURCES, problem, setup_defaults
+from acemad_utils.experiments.params import SCHEMA, SETUP_NAMES, problem, setup_defaults
 from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
@@ -71,12 +71,9 @@ class Setup:
         subset_model: str = _D["subset_model"],
         argue_max_tokens: Optional[int] = _D["argue_max_tokens"],
     ):
-        if backend not in BACKENDS:
-            raise ValueError(f"BACKEND={backend!r} is not allowed; choose one of {BACKENDS}")
-        if population not in POPULATIONS:
-            raise ValueError(f"POPULATION={population!r} is not allowed; choose one of {tuple(POPULATIONS)}")
-        if source not in SOURCES:
-            raise ValueError(f"SOURCE={source!r} is not allowed; choose one of {SOURCES}")
+        for name, value in (("BACKEND", backend), ("POPULATION", population), ("SOURCE", source)):
+            if value not in SCHEMA[name].choices:  # type: ignore[operator]
+                raise ValueError(f"{name}={value!r} is not allowed; choose one of {SCHEMA[name].choices}")
         unknown = [b for b in benchmarks if b not in SYNTHETIC_K]
         if unknown:
             raise ValueError(f"BENCHMARKS has unknown name(s) {unknown}; allowed: {sorted(SYNTHETIC_K)}")
@@ -95,7 +92,7 @@ class Setup:
         self.synthetic = self.population.synthetic
 
     #: notebook parameter -> Setup argument (from_params), from the schema
-    PARAMS = {p.name: p.setup_arg for p in SCHEMA.values() if p.setup_arg}
+    PARAMS = {name: name.lower() for name in SETUP_NAMES}
 
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
@@ -206,9 +203,7 @@ class Setup:
                 raise FileNotFoundError(
                     f"no challenging subset of {name!r} for the subset model {self.subset_model!r} under "
                     f"{subsets.subsets_root() / self.subset_slug}: build them first with that model (notebook 01 "
-                    f"with MODEL={self.subset_model!r}, or "
-                    f"`python -m acemad_utils.experiments.subsets build --model ...`), "
-                    f"or set SUBSET_MODEL='' to build this model's own"
+                    f"with MODEL={self.subset_model!r}), or set SUBSET_MODEL='' to build this model's own"
                 ) from None
             self.build_subsets(progress=False)
             qs = self.load_subset(b, self.slug, self.population)

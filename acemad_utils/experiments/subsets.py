@@ -3,8 +3,9 @@
     res = build_subset("arc_challenge", data.load("arc_challenge"), SimPopulation(), "synthetic-population")
     qs = load_subset("arc_challenge", "synthetic-population")   # hash-verified Questions
     subset_table("synthetic-population")                        # one row per benchmark (notebook 01)
-    python -m acemad_utils.experiments.subsets build --backend sim|llm [--model M --base-url URL] --benchmarks ...
-    python -m acemad_utils.experiments.subsets show --model synthetic-population
+
+Another model's subsets: notebook 01 with that MODEL (`python -m acemad_utils.reproduce --only 01_subset_construction
+--set MODEL=...`); `python -m acemad_utils run --challenging` builds a question file's own.
 
 The naive agent (config.NAIVE_AGENT, T=0.7) answers every item 5 times (run `subset_<slug>_<benchmark>[_limit<N>]`);
 items right in < 40% of the runs are kept. A parse failure counts as wrong, never as a distractor. Its draws use
@@ -19,7 +20,6 @@ on each item's most common distractor, beside the share expected if they fell un
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as dt
 import fcntl
@@ -27,7 +27,6 @@ import json
 import math
 import os
 import re
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,14 +37,10 @@ from typing import Optional
 
 import pandas as pd
 
-from acemad_utils.agents.health import EndpointDown
-from acemad_utils.agents.redact import redact
-from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import damaged, read_json
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.runner import RunInterrupted
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
@@ -72,10 +67,6 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
     if not slug:
         raise ValueError(f"model name {model_name!r} gives an empty slug")
     return P.safe_segment(slug, f"model name {model_name!r} as a folder name")  # e.g. too long
-
-
-def content_hash(q: Question) -> str:
-    return D.data_hash([q])
 
 
 def item_stats(rec: dict) -> dict:
@@ -204,7 +195,7 @@ def build_subset(
             "command: only the failed items are sent again"
         )
     stats = [item_stats(r) for r in ok]
-    hashes = {q.id: content_hash(q) for q in qs}
+    hashes = {q.id: D.data_hash([q]) for q in qs}
     kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()
@@ -259,12 +250,6 @@ def _meta_edit(d: Path):
         os.close(fd)  # releases the lock
 
 
-def _entry(slug: str, benchmark: str) -> dict:
-    """A benchmark's entry of a model's saved meta.json ({} if none); DamagedFile naming the fix."""
-    path = subsets_root() / slug / "meta.json"
-    return (_meta(path).get("benchmarks", {}).get(benchmark) or {}) if path.exists() else {}
-
-
 def _fix(path: Path) -> str:
     return (
         f"delete it (rm {path}) and rerun: the subset is built again from its saved run (records and model "
@@ -290,8 +275,9 @@ def load_subset(
     (FileNotFoundError: callers build it again), never silently reused."""
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
-        raise FileNotFoundError(f"no subset {path}; build it with `python -m acemad_utils.experiments.subsets build`")
-    entry = _entry(model_slug, benchmark)
+        raise FileNotFoundError(f"no subset {path}; build it with notebook 01 (Setup.build_subsets)")
+    meta = path.with_name("meta.json")
+    entry = (_meta(meta).get("benchmarks", {}).get(benchmark) or {}) if meta.exists() else {}
     if population is not None and population.synthetic:
         if entry.get("population_params") != population.describe().get("params"):
             raise FileNotFoundError(f"the subset {path} was selected by another synthetic population; rebuild it")
@@ -317,7 +303,7 @@ def load_subset(
         q = pool.get(item["id"])
         if q is None:
             raise D.DataError(f"{path}: item {item['id']!r} is not in the {benchmark} questions")
-        if content_hash(q) != item["content_hash"]:
+        if D.data_hash([q]) != item["content_hash"]:
             raise D.DataError(
                 f"{path}: item {item['id']!r} changed upstream (content hash differs); rebuild the subset"
             )
@@ -344,66 +330,3 @@ def subset_table(model_slug: str):
         for b, m in sorted(_meta(path)["benchmarks"].items())
     ]
     return pd.DataFrame(rows).set_index("benchmark")
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m acemad_utils.experiments.subsets", description="Challenging subsets.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="run the Single Agent and save the subsets, then print the table")
-    b.add_argument("--backend", choices=("sim", "llm"), default="sim")
-    b.add_argument("--benchmarks", default=",".join(D.BENCHMARKS))
-    b.add_argument("--model", default=None, help="LLM model name (llm backend)")
-    b.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (llm backend)")
-    b.add_argument("--workers", type=int, default=8, help="questions in flight (llm backend)")
-    b.add_argument("--data-dir", default=None, help=f"benchmark directory (default: ${D.ENV_VAR})")
-    for flag, kind, default in (("limit", int, None), ("seed", int, 0), ("temperature", float, 0.7),
-                                ("runs", int, 5), ("threshold", float, 0.4)):  # fmt: skip
-        b.add_argument(f"--{flag}", type=kind, default=default)
-    sub.add_parser("show", help="print a model's subset table").add_argument(
-        "--model", default=SYNTHETIC_SLUG, help="model slug (directory under data/subsets)"
-    )
-    args = ap.parse_args(argv)
-    slug = args.model
-    if args.command == "build":
-        names = [n.strip() for n in args.benchmarks.split(",") if n.strip()]
-        bad = [n for n in names if n not in D.BENCHMARKS + ("demo",)]
-        if bad or not names:
-            ap.error(f"unknown benchmark(s) {bad}; allowed: {', '.join(D.BENCHMARKS + ('demo',))}")
-        pop, model = _population(args)
-        kw = {k: getattr(args, k) for k in ("seed", "temperature", "runs", "threshold", "limit", "workers")}
-        try:
-            for name in names:
-                build_subset(name, D.load(name, data_dir=args.data_dir), pop, model, **kw)
-        except RunInterrupted as e:  # Ctrl-C: records saved whole; the same command resumes
-            print(f"{name}: {e}", file=sys.stderr)
-            return 130
-        except (SubsetIncomplete, EndpointDown) as e:  # one line; the same command retries what failed
-            print(f"{name}: {e}", file=sys.stderr)
-            return 1
-        slug = model_slug(model, pop.synthetic)
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
-        print(f"{subsets_root() / slug}:\n{subset_table(slug)}")
-    return 0
-
-
-def _population(args) -> tuple[Population, str]:
-    if args.backend == "sim":
-        return SimPopulation(seed=args.seed), SYNTHETIC_SLUG
-    if not (args.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY")):
-        sys.exit(
-            "LLM subsets need an endpoint: pass --base-url (a local or OpenAI-compatible server) or set "
-            "OPENAI_BASE_URL / OPENAI_API_KEY; use --backend sim for synthetic subsets"
-        )
-    from acemad_utils.agents.llm_agent import LLMPopulation  # the openai SDK (~1 s): not in a synthetic kernel
-
-    try:
-        pop = LLMPopulation(
-            model=args.model, base_url=args.base_url, cache=P.outputs("cache") / "llm.sqlite", seed=args.seed
-        )
-    except Exception as e:  # e.g. MissingAPIKey: say why and stop before any question runs
-        sys.exit(redact(f"cannot reach the LLM endpoint: {e}"))
-    return pop, pop.describe()["models"][0]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -90,9 +90,6 @@ class InspectClient:
 class InspectPopulation(Population):
     """LLM agents whose models are the eval's roles (AceMAD's personas; else the eval's model)."""
 
-    synthetic = False
-    name = "inspect_ai"
-
     def __init__(self, clients: dict, *, seed: Optional[int], calls: str):
         self.clients, self.seed, self.calls = clients, seed, calls  # role (None: the eval's model) -> client
 
@@ -107,10 +104,6 @@ class InspectPopulation(Population):
 
     def act_all(self, agents, turns):
         return act_all(agents, turns)  # the agents of a round at once, each awaiting its call on the eval's loop
-
-    def describe(self) -> dict:
-        models = {str(r): str(c.model) for r, c in self.clients.items()}
-        return {"name": self.name, "synthetic": False, "models": models, "seed": self.seed}
 
 
 def sample_question(state: TaskState) -> Question:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -207,21 +208,27 @@ def run_question(q: Question, population: Population, cfg: DebateConfig, repeat:
 
 
 def run_batch(questions: Sequence[Question], population: Population, cfg: DebateConfig, repeats) -> list[dict]:
-    """The records of cfg on (questions[d], repeats[d]) for every d, in that order (one batch per option count)."""
-    if len(questions) != len(repeats):
-        raise ValueError(f"run_batch: {len(questions)} questions but {len(repeats)} repeats; need one per question")
+    """The records of cfg on (questions[d], repeats[d]) for every d, in that order."""
     out: list[dict] = [{}] * len(questions)
-    by_k: dict[int, list[int]] = {}
-    for d, q in enumerate(questions):
-        by_k.setdefault(len(q.options), []).append(d)
-    run = _single if cfg.method == "single" else _debate
-    for idx in by_k.values():
-        for d, rec in zip(idx, run([questions[d] for d in idx], population, cfg, [repeats[d] for d in idx])):
+    for b in debate(questions, population, cfg, repeats):
+        for d, rec in zip(b.index, b.records()):
             out[d] = rec
     return out
 
 
-def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
+def debate(questions: Sequence[Question], population: Population, cfg: DebateConfig, repeats) -> list[Debates]:
+    """cfg on (questions[d], repeats[d]) as arrays, one Debates per option count (`index`: its positions in
+    `questions`). Records are built from them only for a run that is written (run_batch)."""
+    if len(questions) != len(repeats):
+        raise ValueError(f"run_batch: {len(questions)} questions but {len(repeats)} repeats; need one per question")
+    by_k: dict[int, list[int]] = {}
+    for d, q in enumerate(questions):
+        by_k.setdefault(len(q.options), []).append(d)
+    run = _single if cfg.method == "single" else _debate
+    return [run(idx, [questions[d] for d in idx], population, cfg, [repeats[d] for d in idx]) for idx in by_k.values()]
+
+
+def _debate(index, questions, population, cfg: DebateConfig, repeats) -> Debates:
     """Every method but the single agent: T synchronous rounds (one for a vote) over the method's topology."""
     specs, D, K = cfg.specs(), len(questions), len(questions[0].options)
     n, star, acemad = len(specs), cfg.method == "centralized", cfg.method == "acemad"
@@ -257,13 +264,18 @@ def _debate(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
             seen = _seen(V, c.P)
     P, ok, q_ok, texts, usage = _stack(rounds, D, n)
     Q = np.stack([c.Q for c in rounds], axis=1) if acemad else None  # type: ignore[misc]
-    kept = R.entries(specs, range(n), texts, P, Q, ok, q_ok, usage)
-    recs = _records(questions, cfg, population, repeats, kept, P, Q, ok, q_ok, usage)
-    if mods:
+    keys, truth = tiebreak_keys(cfg.seed, [q.id for q in questions], K), _truth(questions)
+    out = _decisions(P, Q, ok, q_ok, cfg, keys)
+    out["held"] = (votes(P, ok) == truth[:, None, None]).any(axis=(1, 2))
+    if mod is not None:  # Centralized MAD: the moderator's final summary decides `moderator` (l.643 when configured so)
         Pm, mok, _, mtexts, musage = _stack(mods, D, 1)
-        kept_m = R.entries(mod.specs, [-1], mtexts, Pm, None, mok, None, musage)  # type: ignore[union-attr]
-        _add_moderators(recs, questions, cfg, kept_m, Pm[:, :, 0], mok[:, :, 0], musage)
-    return recs
+        top, tied = argmax_tiebreak(Pm[:, -1, 0], keys)
+        out["decisions"]["moderator"] = (np.where(mok[:, -1, 0], top, -1), tied)
+        out["held"] |= (votes(Pm, mok) == truth[:, None, None]).any(axis=(1, 2))
+        out["mod"] = Debates(
+            [], questions, cfg, population, repeats, mod.specs, Pm, None, mok, None, mtexts, musage, {}
+        )
+    return Debates(index, questions, cfg, population, repeats, specs, P, Q, ok, q_ok, texts, usage, **out)
 
 
 def _seen(V: np.ndarray, prev: np.ndarray) -> np.ndarray:
@@ -284,43 +296,29 @@ def _stack(rounds: Sequence[Commits], D: int, n: int):
     return P, ok, q_ok, texts, usage
 
 
-def _single(questions, population, cfg: DebateConfig, repeats) -> list[dict]:
-    """single_runs independent one-agent runs per record, each with its own draw (cache scope and sample)."""
+def _single(index, questions, population, cfg: DebateConfig, repeats) -> Debates:
+    """single_runs independent one-agent runs per debate (the T axis of its arrays), each with its own draw (cache
+    scope and sample)."""
     spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
-    draws = [single_draw(cfg, rep, r) for rep in repeats for r in range(runs)]
+    draws = [cfg.repeat_offset + rep * runs + r for rep in repeats for r in range(runs)]
     qs = [q for q in questions for _ in range(runs)]
     c = _agents(population, [spec], qs, draws, "solo").act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
-    flat = R.entries([spec], [0], texts, P, None, ok, None, usage)
-    kept = [[flat[d * runs + r][0][0] for r in range(runs)] for d in range(D)]
-    P, ok = P.reshape(D, runs, K), ok.reshape(D, runs)
-    ans = np.where(ok, P.argmax(axis=-1), -1)
-    recs = []
-    for d, q in enumerate(questions):
-        for e, a in zip(kept[d], ans[d]):
-            e["answer"], e["correct"] = R.answer_label(q, int(a)), q.correct(int(a))
-        right = [e["correct"] for e in kept[d]]
-        rec = R.base_record(q, cfg, population, repeats[d])
-        rec["runs"] = kept[d]
-        rec["final"] = {  # the single agent's score is a mean over runs, not one answer
-            "answer": None,
-            "correct": None if q.answer is None else float(np.mean(right)),
-            "oracle_any_agent_correct": None if q.answer is None else any(right),
-            "tie": False,
-        }
-        rec["usage"] = _usage_sum(None if usage is None else [u[0] for u in usage[d * runs : (d + 1) * runs]])
-        recs.append(rec)
-    return recs
+
+    def regroup(x: list) -> list:  # [D * runs][1 round] -> [D][runs]
+        return [[x[d * runs + r][0] for r in range(runs)] for d in range(D)]
+
+    texts, usage = regroup(texts), None if usage is None else regroup(usage)
+    P, ok = P.reshape(D, runs, 1, K), ok.reshape(D, runs, 1)
+    ans = np.where(ok[..., 0], P[:, :, 0].argmax(axis=-1), -1)
+    held = (ans == _truth(questions)[:, None]).any(axis=1)
+    return Debates(index, questions, cfg, population, repeats, [spec], P, None, ok, None, texts, usage,
+                   {"runs": (ans, np.zeros(ans.shape, bool))}, held=held)  # fmt: skip
 
 
-def single_draw(cfg: DebateConfig, repeat: int, run: int) -> int:
-    """The repeat index the Single Agent's run `run` of record `repeat` is built and called with."""
-    return cfg.repeat_offset + repeat * cfg.single_runs + run
-
-
-# ----------------------------------------------------------------------------- decisions and records
+# ----------------------------------------------------------------------------- decisions
 def _decisions(P, Q, ok, q_ok, cfg: DebateConfig, keys) -> dict:
-    """{"decisions": {rule: (answer, tied)}} and, AceMAD, its "scores" and "weights" (D, T, N)."""
+    """{"decisions": {rule: (answer, tied)}} and, AceMAD, its "S"cores and "W"eights (D, T, N)."""
     K, last, ok_last = P.shape[-1], P[:, -1], ok[:, -1]
     if cfg.method in VOTES:  # l.645: a plurality of the initial answers
         v = votes(P[:, 0], ok[:, 0])
@@ -328,8 +326,8 @@ def _decisions(P, Q, ok, q_ok, cfg: DebateConfig, keys) -> dict:
     if cfg.method == "acemad":  # l.577-583; a q that did not parse scores the round's worst (peer_scores)
         Qs = np.where(np.isnan(Q), 1.0 / K, Q)
         S, W = acemad_weights(P, Qs, ok, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=q_ok)
-        ans = weighted_decision(last, W[:, -1], ok_last, cfg.weight_exponent, keys=keys)
-        return {"scores": S, "weights": W, "decisions": {"acemad": ans}}
+        return {"S": S, "W": W, "decisions": {"acemad": weighted_decision(last, W[:, -1], ok_last,
+                                                                          cfg.weight_exponent, keys=keys)}}  # fmt: skip
     rules = {"mean_belief": weighted_scores(last, ok_last.astype(float), 1.0), "plurality": vote_shares(
         votes(last, ok_last), K)}  # fmt: skip
     return {"decisions": {r: _or_none(argmax_tiebreak(a, keys), ok_last) for r, a in rules.items()}}
@@ -339,51 +337,91 @@ def _or_none(decided, ok):
     return np.where(ok.any(axis=-1), decided[0], -1), decided[1]
 
 
-def _records(questions, cfg: DebateConfig, population, repeats, kept, P, Q, ok, q_ok, usage) -> list[dict]:
-    keys = tiebreak_keys(cfg.seed, [q.id for q in questions], P.shape[-1])
-    held = (votes(P, ok) == _truth(questions)[:, None, None]).any(axis=(1, 2))
-    out = _decisions(P, Q, ok, q_ok, cfg, keys)
-    S, W = (R.stored(out[k]) if k in out else None for k in ("scores", "weights"))
-    recs = []
-    for d, q in enumerate(questions):
-        rec = R.base_record(q, cfg, population, repeats[d])
-        decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in out["decisions"].items()}
-        final = next(iter(decided.values()))
-        if cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule; the configured one decides
-            rec["decisions"] = decided
-            final = decided.get(cfg.mad_aggregator, decided["mean_belief"])
-        if S is not None and W is not None:
-            for t, r in enumerate(kept[d]):
-                for i, e in enumerate(r):
-                    e["score"], e["weight"] = S[d][t][i], W[d][t][i]
-        rec["rounds"] = kept[d]
-        failed = int((~q_ok[d]).sum()) if cfg.method == "acemad" else 0
-        if failed:  # only when it happened
-            rec["unparsed_forecasts"] = {"count": failed, "scored_as": FAILED_FORECAST_RULE}
-        rec["final"] = dict(final, oracle_any_agent_correct=None if q.answer is None else bool(held[d]))
-        rec["usage"] = _usage_sum(None if usage is None else usage[d])
-        recs.append(rec)
-    return recs
-
-
-def _add_moderators(recs, questions, cfg, mods, Pm, ok, usage) -> None:
-    """Centralized MAD: the moderator's entries per round, its decision `moderator` (its final summary's answer)
-    and, if the config says so (l.643), that as the final answer. Pm (D, T, K), ok (D, T)."""
-    top, tied = argmax_tiebreak(Pm[:, -1], tiebreak_keys(cfg.seed, [q.id for q in questions], Pm.shape[-1]))
-    ans = np.where(ok[:, -1], top, -1)
-    right = (votes(Pm, ok) == _truth(questions)[:, None]).any(axis=1)
-    for d, (rec, q) in enumerate(zip(recs, questions)):
-        rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
-        rec["decisions"]["moderator"] = R.decision(q, int(ans[d]), tied[d])
-        held = rec["final"]["oracle_any_agent_correct"]
-        rec["final"] = dict(rec["decisions"][cfg.mad_aggregator],
-                            oracle_any_agent_correct=None if held is None else held or bool(right[d]))  # fmt: skip
-        add_usage(rec["usage"], _usage_sum(None if usage is None else usage[d]))
-
-
 def _truth(questions) -> np.ndarray:
     """Gold answer indices; -1 (matches no vote) for a question without one."""
     return np.array([-1 if q.answer is None else q.answer_index for q in questions])
+
+
+# ----------------------------------------------------------------------------- the records
+@dataclass
+class Debates:
+    """D debates of one config with K options, as arrays: commitments P, Q (D, T, N, K) (Q None but for AceMAD;
+    single: T = its runs, N = 1), ok and q_ok (D, T, N), texts and usage [D][T][N], decisions {rule: (answer,
+    tied)} (D,) (single: "runs", (D, runs)), AceMAD's scores S and weights W (D, T, N), held (D,): some agent's
+    answer was right, mod: the moderator's own (Centralized MAD)."""
+
+    index: list
+    questions: list
+    cfg: DebateConfig
+    population: Population
+    repeats: list
+    specs: list
+    P: np.ndarray
+    Q: Optional[np.ndarray]
+    ok: np.ndarray
+    q_ok: Optional[np.ndarray]
+    texts: list
+    usage: Optional[list]
+    decisions: dict
+    S: Optional[np.ndarray] = None
+    W: Optional[np.ndarray] = None
+    held: Optional[np.ndarray] = None
+    mod: Optional[Debates] = None
+
+    @property
+    def rule(self) -> str:
+        """The decision that is the final answer: the method's own, or a baseline MAD's configured aggregator."""
+        if self.cfg.method == "single":
+            return "runs"
+        if self.cfg.method in (*VOTES, "acemad"):
+            return next(iter(self.decisions))
+        return self.cfg.mad_aggregator if self.cfg.mad_aggregator in self.decisions else "mean_belief"
+
+    def correct(self) -> np.ndarray:
+        """(D,): 1.0 / 0.0 whether the final answer is right (single: the share of its runs); NaN: no gold answer."""
+        truth = _truth(self.questions)
+        ans = self.decisions[self.rule][0]
+        right = (ans == truth[:, None]).mean(axis=-1) if ans.ndim == 2 else (ans == truth).astype(float)
+        return np.where(truth < 0, np.nan, right)
+
+    def entries(self, agents) -> list:
+        return R.entries(self.specs, agents, self.texts, self.P, self.Q, self.ok, self.q_ok, self.usage)
+
+    def records(self) -> list[dict]:
+        """The records a run writes (protocol.records' layout), in the order of `questions`."""
+        kept, correct = self.entries(range(self.P.shape[2])), self.correct()
+        S, W = (None if x is None else R.stored(x) for x in (self.S, self.W))
+        mods = None if self.mod is None else self.mod.entries([-1])
+        acemad = self.cfg.method == "acemad" and self.q_ok is not None
+        failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if acemad else [0] * len(self.questions)  # type: ignore
+        recs = []
+        for d, q in enumerate(self.questions):
+            rec = R.base_record(q, self.cfg, self.population, self.repeats[d])
+            held = None if q.answer is None else bool(self.held[d])  # type: ignore[index]
+            recs.append(rec)
+            if self.cfg.method == "single":  # the single agent's score is a mean over runs, not one answer
+                rec["runs"] = [dict(r[0], answer=R.answer_label(q, int(a)), correct=q.correct(int(a)))
+                               for r, a in zip(kept[d], self.decisions["runs"][0][d])]  # fmt: skip
+                rec["final"] = {"answer": None, "correct": None if q.answer is None else float(correct[d]),
+                                "oracle_any_agent_correct": held, "tie": False}  # fmt: skip
+                rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
+                continue
+            decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in self.decisions.items()}
+            if self.cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
+                rec["decisions"] = decided
+            if S is not None and W is not None:
+                for r, s_r, w_r in zip(kept[d], S[d], W[d]):
+                    for e, s, w in zip(r, s_r, w_r):
+                        e["score"], e["weight"] = s, w
+            rec["rounds"] = kept[d]
+            if failed[d]:  # only when it happened
+                rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
+            rec["final"] = dict(decided[self.rule], oracle_any_agent_correct=held)
+            rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
+            if self.mod is not None and mods is not None:
+                rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
+                add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))
+        return recs
 
 
 def _usage_sum(turns) -> dict:

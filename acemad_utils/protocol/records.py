@@ -27,6 +27,11 @@ STORED_DIGITS = 10
 
 def stored(x) -> list:
     """Values rounded to STORED_DIGITS significant digits, as a list (a tie stays a tie; non-finite: an error)."""
+    return rounded(x).tolist()
+
+
+def rounded(x) -> np.ndarray:
+    """The values a record stores (stored) as an array: what a reader of the record gets back."""
     a = np.asarray(x, dtype=float)
     if not np.isfinite(a).all():
         raise ValueError(f"a stored belief, score or weight is not a finite number: {a.tolist()!r}")
@@ -34,7 +39,7 @@ def stored(x) -> list:
     ok = (mag > -280) & (mag < 15)  # beyond: kept whole (the scale would not be an exact power of ten)
     scale = 10.0 ** np.where(ok, STORED_DIGITS - 1 - mag, 0)
     # an integer-valued double divided by an exact power of ten is the double nearest the short decimal
-    return np.where(ok, np.round(a * scale) / scale, a).tolist()
+    return np.where(ok, np.round(a * scale) / scale, a)
 
 
 def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
@@ -46,8 +51,9 @@ def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
     if Q is None:
         qs = [[[None] * P.shape[2]] * P.shape[1]] * P.shape[0]
     else:  # a forecast not given (a NaN row) is stored as None
-        given, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1).tolist()
-        qs = [[[None if x else q for q, x in zip(qr, xr)] for qr, xr in zip(qd, xd)] for qd, xd in zip(given, gone)]
+        qs, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1)
+        for d, t, i in zip(*np.nonzero(gone)):
+            qs[d][t][i] = None
     out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
             for row in zip(text_d, ps_d, qs_d, fail_d)]
            for text_d, ps_d, qs_d, fail_d in zip(texts, ps, qs, fail)]  # fmt: skip

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -19,8 +19,7 @@ from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
-from acemad_utils.report.figures import NO_RUNS
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, resample_indices
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
@@ -41,11 +40,9 @@ COLUMNS = ["claim", "paper line", "paper", "paper (recomputed)", "ours [95% CI]"
 DECIDED_BY = "decided by"  # the assumption-grid column (deciding): which assumptions flip the row, or why none can
 MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 PRONOUNCED = ("BBH", "ARC-C")
-STILL_RISING = "AceMAD's curve still rises at N=10 (no earlier peak)"
 DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
 NOT_MADE = "run not made in this profile"
 RunData = tuple[dict, list]
-Target = Union[str, tuple]  # a label, or (our label, the paper's label, the paper's baselines)
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
@@ -159,23 +156,16 @@ def discordance(records: list, a: str, b: str, benchmark: str = "") -> float:
 
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(target's Average over base's minus 1 in %, CI lo, hi, n paired), resampling questions within benchmarks."""
-    df = pd.DataFrame([(r["benchmark"], r["question_id"], r["method"], float(r["final"]["correct"]))
-                       for r in records if r["final"]["correct"] is not None],  # no gold answer: not scored
-                      columns=["benchmark", "question_id", "method", "correct"])  # fmt: skip
-    piv = df[df.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
+    f = TB.question_frame(records)  # a failed record: no pair
+    piv = f[f.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
     if target not in piv or base not in piv or piv.empty:
         return None
-    rng, a_b, b_b, a_p, b_p = np.random.default_rng(seed), [], [], [], []
-    for _, g in piv.groupby(level=0):
-        a, b = g[target].to_numpy(), g[base].to_numpy()
-        idx = rng.integers(0, len(a), (n_boot, len(a)))
-        a_b.append(a[idx].mean(1))
-        b_b.append(b[idx].mean(1))
-        a_p.append(a.mean())
-        b_p.append(b.mean())
+    ab = [(g[target].to_numpy(), g[base].to_numpy()) for _, g in piv.groupby(level=0)]
+    idx = resample_indices(seed, n_boot, tuple(len(a) for a, _ in ab))  # per benchmark, in order
     with np.errstate(divide="ignore", invalid="ignore"):
-        boots = 100 * (np.mean(a_b, 0) / np.mean(b_b, 0) - 1)
-        point = 100 * (np.mean(a_p) / np.mean(b_p) - 1)
+        boots = 100 * (np.mean([a[i].mean(1) for (a, _), i in zip(ab, idx)], 0)
+                       / np.mean([b[i].mean(1) for (_, b), i in zip(ab, idx)], 0) - 1)  # fmt: skip
+        point = 100 * (np.mean([a.mean() for a, _ in ab]) / np.mean([b.mean() for _, b in ab]) - 1)
     boots = np.where(np.isnan(boots), np.inf, boots)  # 0/0 resamples: no finite ratio
     lo, hi = np.quantile(boots, 0.025, method="lower"), np.quantile(boots, 0.975, method="higher")  # infs: no mixing
     return float(point), float(lo), float(hi), len(piv)
@@ -691,20 +681,6 @@ def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<expe
     return {k: v for k, v in record.items() if k == "final" or not isinstance(v, (list, dict))}
 
 
-def title(synthetic: bool, source: str, *, smoke: bool = False) -> str:
-    """The ledger's title; `smoke` (smoke_test(runs): the local model) says it is no evidence."""
-    if source == NO_RUNS:
-        return f"Claims ledger [{source}]: no run of this profile was found (failed or not made): all claims not run"
-    if smoke:
-        return f"Claims ledger [{source}]: a smoke test of the pipeline on a few questions, not evidence"
-    if synthetic:
-        return (
-            f"Claims ledger [{source}]: the verdicts describe the synthetic population on generated items "
-            "('... in the simulation'), not the paper's models"
-        )
-    return f"Claims ledger [{source}]: the paper's claims tested on this model"
-
-
 BASE_POINT = "the profile's population"  # the grid's reference point: no assumption moved, the grid's n
 
 
@@ -731,7 +707,7 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     """The ledger with a DECIDED_BY column: "by construction: <why>" where a structural choice pins a row, and the
     points of the assumption grid ({point name: its ledger}) where its verdict differs from BASE_POINT's."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
-    params, shares, out = _params(runs), truth_holders(runs), []
+    params, shares, out = population_params(runs), truth_holders(runs), []
     for r in ledger.to_dict("records"):
         why = by_construction(r["claim"], params, shares)
         if "stand-in" in r["note"].lower() and not why:
@@ -768,64 +744,14 @@ def category(verdict: str) -> str:
     return next((v for v in VERDICTS if verdict == v or verdict.startswith(v + " (")), verdict)
 
 
-def counts(ledger: pd.DataFrame) -> dict:
-    """{verdict: rows} in a fixed order, the verdicts that occur (for the notebook's summary line)."""
-    cats = ledger.verdict.map(category)
-    n = {v: int((cats == v).sum()) for v in VERDICTS}
-    return {v: k for v, k in n.items() if k}
+def main_meta(runs: dict) -> dict:
+    """The main run's meta (notebook 03), else any run's; {} without runs."""
+    return runs["main"][0] if "main" in runs else next((m for m, _ in runs.values()), {})
 
 
-def _link(params: dict) -> str:
-    """The population's link between knowing the truth and predicting the crowd, in words."""
-    if "knowledge_link" not in params:  # the persona model of earlier runs
-        sk, cr = params.get("skeptic_calibration", "?"), params.get("crowd_calibration", "?")
-        return f"peer-prediction skill assigned by persona (every Skeptic calibration {sk}, everyone else {cr})"
-    if params.get("calibration_by") == "persona":
-        cal = params.get("insight_calibration")
-        return f"calibration_by='persona' (every Skeptic calibration {cal}, whatever it knows on the item)"
-    link = float(params["knowledge_link"])
-    what = (
-        "only agents that see through the trap predict the crowd"
-        if link == 1
-        else "peer-prediction skill unrelated to knowing the truth"
-        if link == 0
-        else f"peer-prediction skill follows knowing the truth with probability {link:g}"
-    )
-    return (
-        f"knowledge_link={link:g} ({what}; insight_calibration={params.get('insight_calibration')}, "
-        f"crowd_calibration={params.get('crowd_calibration')})"
-    )
-
-
-def _params(runs: dict) -> dict:
-    metas = [m for m, _ in runs.values()]
-    meta = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
-    return (meta.get("population") or {}).get("params") or {}
-
-
-def assumption(runs: dict) -> str:
-    """The population assumption a synthetic ledger's holding verdicts rest on most (read from the main run's
-    meta, else any run's): the link between knowing the truth and predicting the crowd."""
-    return _link(_params(runs))
-
-
-#: The population's assumptions no printed number fixes, beside knowledge_link (registry.LEDGER_GRID varies them)
-NAMED = {
-    "insight": "P(the Skeptic sees through the trap)",
-    "crowd_insight": "the same for a Generalist",
-    "insight_susceptibility": "the truth-holder's susceptibility",
-    "crowd_susceptibility": "the crowd's",
-    "trap_mean": "the shared trap's pull",
-    "crowd_copy": "P that a Generalist copies its roster twin's state, times 1 - temperature",
-}
-
-
-def assumptions(runs: dict) -> str:
-    """Every assumption of the population a synthetic ledger's verdicts rest on, with its value in this run."""
-    params = _params(runs)
-    named = [f"{k}={params[k]:g} ({what})" for k, what in NAMED.items() if isinstance(params.get(k), (int, float))]
-    copies = "" if "crowd_copy" in params else "; the Generalists drawn as independent agents"
-    return f"{_link(params)}; {', '.join(named)}{copies}; K options fixed per benchmark"
+def population_params(runs: dict) -> dict:
+    """The synthetic population's parameters the ledger's runs were made with (main_meta's), {} for a real model."""
+    return (main_meta(runs).get("population") or {}).get("params") or {}
 
 
 def smoke_test(runs: dict) -> bool:
@@ -833,45 +759,7 @@ def smoke_test(runs: dict) -> bool:
     return any(m.get("backend") == "local" for m, _ in runs.values())
 
 
-def summary(ledger: pd.DataFrame, runs: dict, label: str) -> str:
-    """The notebook's SUMMARY line: counts (stand-in rows apart), the correction, and what the verdicts rest on:
-    (synthetic) every assumption of the population and the grid's flips, (real model) the power rule."""
-    tests = int(ledger["p"].notna().sum())
-    standin = ledger.note.str.contains("stand-in", case=False) & (ledger.verdict != NOT_RUN)
-    said = ", ".join(f"{n} {v}" for v, n in counts(ledger[~standin]).items())
-    line = f"SUMMARY: [{label}] {len(ledger)} claims: {said} (Holm across {tests} paired tests)."
-    if standin.any():
-        apart = ", ".join(f"{n} {v}" for v, n in counts(ledger[standin]).items())
-        n = int(standin.sum())
-        line += (
-            f" Apart: {n} rows of notebook 07's synthetic stand-ins ({apart}): they test the code path, not the models."
-        )
-    if runs and not source(runs)[0]:
-        rule = (
-            f" A gain is supported or not only with the questions that give it {POWER:.0%} power at the Holm "
-            "first-step level; an exact value only on the paper's own model."
-        )
-        if smoke_test(runs):
-            return line + rule + " This local-model ledger is a smoke test of the pipeline, not evidence."
-        return line + rule
-    if not runs:
-        return line
-    if DECIDED_BY in ledger:
-        flips = ledger[DECIDED_BY].str.contains(" elsewhere (", regex=False)
-        built = ledger[DECIDED_BY].str.startswith("by construction")
-        line += (
-            f" Over the assumption grid (each assumption moved one at a time) {int(flips.sum())} rows change verdict "
-            f"(their '{DECIDED_BY}' names where) and {int(built.sum())} are pinned by construction."
-        )
-    return (
-        f"{line} Every synthetic verdict rests on the population's assumptions: {assumptions(runs)}; "
-        "none of it is evidence for the paper: that needs a real-model profile (BACKEND openai or local)."
-    )
-
-
 def source(runs: dict) -> tuple[bool, str]:
     """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model.
     No runs (a real-model profile whose run failed) are neither: (False, ""), labelled NO_RUNS, never SYNTHETIC."""
-    metas = [m for m, _ in runs.values()]
-    main = runs["main"][0] if "main" in runs else (metas[0] if metas else {})
-    return any(m.get("synthetic") for m in metas), main.get("model") or ""
+    return any(m.get("synthetic") for m, _ in runs.values()), main_meta(runs).get("model") or ""

@@ -13,6 +13,8 @@ import pandas as pd
 
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import ETA, WEIGHT_EXPONENT
+from acemad_utils.protocol.debate import Debates
+from acemad_utils.protocol.records import rounded
 
 
 @dataclass
@@ -28,6 +30,7 @@ class Stacked:
     personas: list  # per agent (from the first record)
     question_ids: list
     forecast_valid: Optional[np.ndarray] = None  # (B, T, N): False where q did not parse (entry "q_parse_failure")
+    benchmarks: Optional[list] = None
 
 
 def stack(records: list[dict], seed: int = 0) -> Stacked:
@@ -50,19 +53,43 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
     P, Q = np.zeros((b, t, n, k)), np.zeros((b, t, n, k))
     valid, forecast_valid, mask = np.zeros((b, t, n), bool), np.ones((b, t, n), bool), np.zeros((b, k), bool)
     for i, r in enumerate(recs):
-        kk = len(r["labels"])
+        kk, es = len(r["labels"]), [e for rnd in r["rounds"] for e in rnd]
         mask[i, :kk] = True
-        for ti, rnd in enumerate(r["rounds"]):
-            for ai, e in enumerate(rnd):
-                P[i, ti, ai, :kk] = e["p"]
-                Q[i, ti, ai, :kk] = e["q"] if e.get("q") is not None else 1.0 / kk
-                valid[i, ti, ai] = not e["parse_failure"]
-                forecast_valid[i, ti, ai] = not e.get("q_parse_failure", False)
+        P[i, ..., :kk] = np.reshape([e["p"] for e in es], (t, n, kk))
+        Q[i, ..., :kk] = np.reshape([[1.0 / kk] * kk if e.get("q") is None else e["q"] for e in es], (t, n, kk))
+        valid[i] = np.reshape([not e["parse_failure"] for e in es], (t, n))
+        forecast_valid[i] = np.reshape([not e.get("q_parse_failure", False) for e in es], (t, n))
     # -1: no gold answer (its re-scored records have correct None, see minimal)
     truth = np.array([-1 if r["answer"] is None else r["labels"].index(r["answer"]) for r in recs])
     ids = [r["question_id"] for r in recs]
     keys = np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0)
-    return Stacked(P, Q, valid, mask, truth, keys, [e["persona"] for e in recs[0]["rounds"][0]], ids, forecast_valid)
+    personas = [e["persona"] for e in recs[0]["rounds"][0]]
+    return Stacked(P, Q, valid, mask, truth, keys, personas, ids, forecast_valid, [r["benchmark"] for r in recs])
+
+
+def stack_debates(batches: Sequence[Debates], seed: int = 0) -> Stacked:
+    """stack() of the records that `batches` (protocol.debate.debate of one config) would write, from their arrays
+    (beliefs rounded as stored), in the order the questions were given: no record is built."""
+    k = max(b.P.shape[-1] for b in batches)
+    order = np.argsort(np.concatenate([b.index for b in batches]))
+
+    def cat(part) -> np.ndarray:  # each batch's array padded to k options, in question order
+        return np.concatenate([part(b) for b in batches])[order]
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, k - x.shape[-1])])
+
+    def forecasts(b: Debates) -> np.ndarray:  # a forecast not given (a NaN row) stacks as uniform
+        kk, Q = b.P.shape[-1], np.full(b.P.shape, np.nan) if b.Q is None else b.Q
+        return pad(np.where(np.isnan(Q).any(axis=-1, keepdims=True), 1.0 / kk, rounded(np.nan_to_num(Q))))
+
+    qs = [q for b in batches for q in b.questions]
+    qs, ids = [qs[i] for i in order], [qs[i].id for i in order]
+    mask = cat(lambda b: np.broadcast_to(np.arange(k) < b.P.shape[-1], (len(b.index), k)))
+    truth = np.array([-1 if q.answer is None else q.answer_index for q in qs])
+    return Stacked(cat(lambda b: pad(rounded(b.P))), cat(forecasts), cat(lambda b: b.ok), mask, truth,
+                   np.where(mask, B.tiebreak_keys(seed, ids, k), -1.0), [s.persona for s in batches[0].specs], ids,
+                   cat(lambda b: b.q_ok), [q.benchmark for q in qs])  # fmt: skip
 
 
 def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str = "peer_prediction") -> np.ndarray:

@@ -34,7 +34,13 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, a
     if n < 2:
         return mean, mean, mean
     (idx,) = resample_indices(seed, n_boot, (n,))
-    boots = x[idx].mean(axis=1)
+    if x.ndim == 2 and np.isfinite(x).all() and np.array_equal(x, np.round(x)) and np.abs(x).max() * n < 2**53:
+        # whole numbers (0/1 outcomes): every resample's sum is exact as counts @ x, the same bits as summing the
+        # (n_boot, n, columns) array of resampled rows, which is never built
+        counts = np.bincount((np.arange(n_boot)[:, None] * n + idx).ravel(), minlength=n_boot * n)
+        boots = (counts.reshape(n_boot, n).astype(float) @ x) / n
+    else:
+        boots = x[idx].mean(axis=1)
     a = (1 - level) / 2
     lo, hi = np.quantile(boots, [a, 1 - a], axis=0)
     return mean, lo, hi

@@ -188,8 +188,7 @@ def _print_up_to_date(tag: str, names: list, out_dir: Path) -> None:
 
 
 def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) -> bool:
-    common, own = prof.get("common") or {}, prof.get("notebooks") or {}
-    return any((own.get(nb) or {}).get("BACKEND", common.get("BACKEND", "sim")) in backend for nb in selected)
+    return any(params_for(prof, nb, defaults=True).get("BACKEND") in backend for nb in selected)
 
 
 def _print_estimate(

@@ -10,16 +10,14 @@ and refuses a run that failed, printed to stderr, skipped a cell, shows a machin
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
 import functools
 import sys
 from pathlib import Path
-from typing import Optional
 
 import nbformat
 
 from acemad_utils.data.paths import ROOT
+from acemad_utils.experiments import params
 
 NOTEBOOKS = ROOT / "notebooks"
 EXECUTED = ROOT / "outputs" / "notebooks" / "default"  # never outputs/smoke: the committed outputs are a full run
@@ -54,28 +52,13 @@ def problems(nb) -> list[str]:
     return bad
 
 
-def _assigned(nb, tag: str) -> Optional[dict]:
-    """name -> literal value of the `NAME = literal` / `NAME: type = literal` lines of the cell tagged `tag`."""
-    cells = [c for c in nb.cells if tag in c.metadata.get("tags", [])]
-    if not cells:
-        return None
-    out = {}
-    for node in ast.parse(cells[0].source).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        if isinstance(target, ast.Name) and node.value is not None:
-            with contextlib.suppress(ValueError):
-                out[target.id] = ast.literal_eval(node.value)
-    return out
-
-
 def injection_repeats_defaults(nb) -> bool:
     """True when papermill's injected cell sets nothing the parameters cell does not set to the same value."""
-    injected, defaults = _assigned(nb, INJECTED), _assigned(nb, "parameters")
-    return (
-        injected is not None
-        and defaults is not None
-        and all(k in defaults and defaults[k] == v for k, v in injected.items())
-    )
+    cells = {tag: c.source for c in nb.cells for tag in c.metadata.get("tags", []) if tag in (INJECTED, "parameters")}
+    if len(cells) < 2:
+        return False
+    defaults = {k: v for k, (_, v) in params.assignments(cells["parameters"]).items()}
+    return all(k in defaults and defaults[k] == v for k, (_, v) in params.assignments(cells[INJECTED]).items())
 
 
 @functools.lru_cache(maxsize=1)
