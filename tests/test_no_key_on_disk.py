@@ -225,12 +225,8 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
     with FakeOpenAI(FaultInjector(0.0)) as srv:
         port = srv.url.split(":")[2].split("/")[0]
         url = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
-        # per notebook: a test notebook is not in the parameter schema, so `common` values would not reach it
-        prof = {
-            "profile": "urls",
-            "common": {"BACKEND": "openai", "MODEL": "m"},
-            "notebooks": {"01_urls": {"BASE_URL": url}},
-        }
+        # per notebook: a test notebook declares no parameters in notebooks/, so `common` values would not reach it
+        prof = {"profile": "urls", "notebooks": {"01_urls": {"BACKEND": "openai", "MODEL": "m", "BASE_URL": url}}}
         monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_urls": path})
         monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
         monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **kw: None)  # (reads profiles/ by name)

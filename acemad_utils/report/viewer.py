@@ -8,22 +8,19 @@ Each agent cell shows its belief p and peer prediction q as text bars (the corre
 its answer, for AceMAD its score and weight after that round, and its argument; each round row ends with the
 plurality answer and the weighted one (AceMAD's sum_i w_i^k p_i, else the parsing agents' mean belief), through the
 engine's own functions. Plain HTML, no script, SVG or style: a notebook is read untrusted (JupyterLab after a clone,
-a code host, nbconvert's sanitizer) and each strips those. The run page embeds the same fragments (long arguments
-folded in <details>); its few lines of JS only list, filter and show them. So that no reply text can break out, the
-list is JSON with <, >, &, U+2028, U+2029 escaped, and each method's fragments one base64 block of zlib-compressed
-JSON, inflated by the browser's DecompressionStream when first opened.
+a code host, nbconvert's sanitizer) and each strips those. The run page lists every record in escaped HTML rows and
+holds each method's fragments (long arguments folded in <details>) as one base64 block of zlib-compressed JSON, so
+no reply text can end a <script>; its few lines of JS filter the rows and inflate a method's block when first opened.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import html
 import json
 import math
 import zlib
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Optional
 
@@ -45,63 +42,15 @@ SHORT = 60  # an argument this long or shorter is shown whole; a longer one is c
 CLIP = 200  # how much of a long argument the notebook shows (sanitizers drop <details>; the page has it whole)
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
-# The run page's style (the notebook fragment needs none).
-CSS = """
-.acemad-debate{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1f2328;margin:6px 0 14px}
-.acemad-debate .ad-head{margin:0 0 6px}
-.acemad-debate .ad-src{display:inline-block;padding:1px 6px;border-radius:3px;background:#eef1f4;font-size:11px;
-  font-weight:600}
-.acemad-debate .ad-src.ad-syn{background:#fff3cd;color:#7a5b00;border:1px solid #e0c36a}
-.acemad-debate table{border-collapse:collapse;table-layout:fixed}
-.acemad-debate th,.acemad-debate td{border:1px solid #d0d7de!important;padding:4px 6px!important;
-  vertical-align:top!important;text-align:left!important;line-height:1.3!important}
-.acemad-debate tr,.acemad-debate tr:hover{background:#fff!important}
-.acemad-debate th{background:#f6f8fa;font-weight:600;font-size:12px}
-.acemad-debate td.acemad-cell,.acemad-debate td.ad-mod{width:150px}
-.acemad-debate td.ad-mod{background:#f5f3ff}
-.acemad-debate td.ad-pf{background:#fff0f0;border:2px dashed #cf222e}
-.acemad-debate .ad-who{font-size:11px;color:#57606a}
-.acemad-debate .ad-stance{font-weight:700}
-.acemad-debate .ad-ok{color:#1a7f37;font-weight:700}
-.acemad-debate .ad-bad{color:#cf222e;font-weight:700}
-.acemad-debate .ad-badge{display:inline-block;background:#cf222e;color:#fff;border-radius:3px;padding:0 4px;
-  font-size:11px}
-.acemad-debate pre.ad-bars{font:11px/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;margin:3px 0;
-  background:none;padding:0}
-.acemad-debate pre.ad-bars b{color:#1a7f37}
-.acemad-debate .ad-question{margin:0 0 6px;max-width:70em}
-.acemad-debate .ad-question ul{margin:2px 0;padding-left:1.4em}
-.acemad-debate .ad-sw{font-size:11px;color:#333}
-.acemad-debate details{font-size:12px;margin-top:3px}
-.acemad-debate summary{cursor:pointer;color:#0550ae}
-.acemad-debate .ad-short{font-size:12px;margin-top:3px;white-space:pre-wrap}
-.acemad-debate .ad-msg{white-space:pre-wrap;max-height:16em;overflow:auto;background:#f6f8fa;padding:3px}
-.acemad-debate .ad-err{background:#fff0f0;border:1px solid #cf222e;padding:6px;white-space:pre-wrap}
-.acemad-debate .ad-legend{font-size:11px;color:#57606a;margin-top:4px}
-"""
-
 
 # ----------------------------------------------------------------------------- the view of a record
 def source_of(record: dict, meta: Optional[dict] = None) -> str:
-    """SYNTHETIC_LABEL for the simulated population, else 'model: <name>'."""
-    if meta is not None:
-        pop = meta.get("population") or {}
-        if pop.get("synthetic", meta.get("synthetic")):
-            return SYNTHETIC_LABEL
-        return f"model: {meta.get('model') or pop.get('model') or 'unknown'}"
-    if record.get("synthetic"):
+    """SYNTHETIC_LABEL for the simulated population, else 'model: <name>' (the run's, else the record's agents')."""
+    pop = (meta or {}).get("population") or {}
+    if pop.get("synthetic", (meta or record).get("synthetic")):
         return SYNTHETIC_LABEL
     models = {e.get("model") for r in record.get("rounds") or [record.get("runs") or []] for e in r} - {None}
-    return f"model: {', '.join(sorted(models))}" if models else "model: (not recorded; pass the run's meta)"
-
-
-@functools.lru_cache(maxsize=1024)
-def _who(persona, model, temperature) -> str:
-    return " · ".join(str(x) for x in (persona, model, f"T={temperature}") if x not in (None, ""))
-
-
-def _r4(xs) -> list:
-    return [round(float(x), 4) for x in xs]
+    return f"model: {(meta or {}).get('model') or pop.get('model') or ', '.join(sorted(models)) or 'unknown'}"
 
 
 def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *, exponent: float) -> list:
@@ -125,33 +74,11 @@ def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *
     ]
 
 
-@functools.lru_cache(maxsize=8)
-def _questions(experiment: str, mtime_ns: int) -> dict:
-    return read_questions(run_dir(experiment, create=False))
-
-
 def _question_of(record: dict, meta: Optional[dict]) -> Optional[dict]:
     """The question's text and options: the record's own, else its run's questions.json (meta["experiment"])."""
-    if isinstance(record.get("question"), dict):
-        return record["question"]
-    experiment = (meta or {}).get("experiment")
-    if not experiment:
-        return None
-    try:
-        path = run_dir(experiment, create=False) / QUESTIONS
-        found = _questions(experiment, path.stat().st_mtime_ns) if path.exists() else {}
-    except ValueError:  # not a run name (a hand-made meta): no side file to read
-        return None
-    return found.get(record["question_id"])
-
-
-def is_correct(record: dict) -> Optional[bool]:
-    """The page's outcome filter: a Single Agent record (a mean over runs) is correct when over half its runs are;
-    None without a gold answer."""
-    c = record["final"].get("correct")
-    if c is None:
-        return None
-    return bool(c > 0.5) if isinstance(c, float) and not isinstance(c, bool) else bool(c)
+    if "question" in record or not (meta or {}).get("experiment"):
+        return record.get("question")
+    return read_questions(run_dir(meta["experiment"], create=False)).get(record["question_id"])  # type: ignore[index]
 
 
 # ----------------------------------------------------------------------------- the HTML fragment
@@ -159,20 +86,10 @@ def esc(x) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
-def fixed(x: float, digits: int) -> str:
-    """x with `digits` decimals, ties away from zero on the exact binary value (as the page's JS prints)."""
-    return str(Decimal(float(x) + 0.0).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))  # -0.0 -> 0.0
-
-
 def bar(x: float, width: int = BAR_WIDTH) -> str:
     """x in [0, 1] as `width` characters of block glyphs in eighth steps, padded with spaces."""
     n = max(0, min(width * 8, math.floor(float(x) * width * 8 + 0.5)))
     return ("█" * (n // 8) + _EIGHTHS[n % 8].strip()).ljust(width)
-
-
-def _num(x: float) -> str:
-    text = fixed(x, 2)  # '.07', '.80', '1.0': three characters, so five agents' bars fit side by side
-    return "1.0" if text == "1.00" else text[1:]
 
 
 def _mark(label, answer) -> str:
@@ -182,6 +99,15 @@ def _mark(label, answer) -> str:
         return f"<span>{esc(label)}</span>"
     cls, sym = ("ad-ok", "✓") if label == answer else ("ad-bad", "✗")
     return f'<span class="{cls}">{esc(label)} {sym}</span>'
+
+
+def _r4(x: float) -> float:
+    return round(float(x), 4) + 0.0  # the stored precision; + 0.0 prints -0.0 as 0.0
+
+
+def _num(x: float) -> str:
+    text = f"{x:.2f}"  # '.07', '.80', '1.0': three characters, so five agents' bars fit side by side
+    return "1.0" if text == "1.00" else text[1:]
 
 
 def _bars(p, q, labels, answer) -> str:
@@ -209,20 +135,22 @@ def _argument(msg: str, fold: bool) -> str:
 
 def _cell_html(e: dict, labels: list, answer, cls: str, t: int, fold: bool) -> str:
     # plain Python, not numpy: a run's page draws ~10^5 cells, where numpy's per-call overhead is most of the work
-    p, q, pf = _r4(e["p"]), None if e.get("q") is None else _r4(e["q"]), bool(e.get("parse_failure"))
+    p, q, pf = [_r4(x) for x in e["p"]], e.get("q"), bool(e.get("parse_failure"))
+    q = None if q is None else [_r4(x) for x in q]
     stance = labels[max(range(len(p)), key=e["p"].__getitem__)]  # the first maximum (argmax)
     stance = (
         '<span class="ad-badge">parse failure</span>'
         if pf
         else f'<span class="ad-stance">{_mark(stance, answer)}</span>'
     )
+    who = " · ".join(str(x) for x in (e.get("persona"), e.get("model"), f"T={e.get('temperature')}") if x)
     sw = ""
     if e.get("score") is not None:
-        score, w = round(float(e["score"]), 4), round(float(e["weight"]), 4)
-        sw = f'<div class="ad-sw">score {fixed(score, 3)} · weight {fixed(w, 3)} {bar(w).rstrip()}</div>'
+        score, w = _r4(e["score"]), _r4(e["weight"])
+        sw = f'<div class="ad-sw">score {score:.3f} · weight {w:.3f} {bar(w).rstrip()}</div>'
     return (
         f'<td class="{cls}{" ad-pf" if pf else ""}" data-round="{t}" data-agent="{esc(e.get("agent"))}">'
-        f'<div class="ad-who">{esc(_who(e.get("persona"), e.get("model"), e.get("temperature")))}</div>{stance}'
+        f'<div class="ad-who">{esc(who)}</div>{stance}'
         f"{_bars(p, q, labels, answer)}{sw}{_argument(str(e.get('message') or ''), fold)}</td>"
     )
 
@@ -241,7 +169,7 @@ def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False
     raw = (raw or record.get("rounds") or []) if ok else []
     n = len(raw[0]) if raw else 0
     source, q = source_of(record, meta), _question_of(record, meta)
-    if isinstance(c, float) and not isinstance(c, bool):
+    if isinstance(c, float):  # a Single Agent record: the share of its runs that were right
         outcome = f"runs correct: <b>{c:.0%}</b>"
     else:
         outcome = f"final answer {_mark(record['final'].get('answer'), answer)}"
@@ -257,26 +185,21 @@ def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False
         out += '<div class="ad-question"><i>(the question text is not recorded in this run)</i></div>'
     else:
         syn = "<i>Synthetic item (generated text, not a benchmark question):</i> " if q.get("synthetic") else ""
-        opts = "".join(
-            f"<li><b>{esc(k)}.</b> {esc(text)}{' ✓' if k == answer else ''}</li>" for k, text in q["options"]
-        )
+        opts = "".join(f"<li><b>{esc(k)}.</b> {esc(v)}{' ✓' if k == answer else ''}</li>" for k, v in q["options"])
         out += f'<div class="ad-question">{syn}<b>Q:</b> {esc(q["text"])}<ul>{opts}</ul></div>'
     if not ok:
-        return (
-            out + f'<div class="ad-err">status {esc(record.get("status"))}: {esc(record.get("error", ""))}</div></div>'
-        )
+        return out + f'<div class="ad-err">status {esc(record["status"])}: {esc(record.get("error", ""))}</div></div>'
     # Name the weighted column by what decides: AceMAD's weights, or a mean belief that may not be the decision.
-    if kind in ("acemad", "centralized"):
-        name = "weighted (AceMAD weights)" if kind == "acemad" else "mean belief (the moderator decides)"
-    elif kind in ("majority", "self_consistency") or params.get("mad_aggregator") == "plurality":
-        name = "mean belief (plurality decides)"
-    else:
-        name = "mean belief"
+    plurality = kind in ("majority", "self_consistency") or params.get("mad_aggregator") == "plurality"
+    name = {"acemad": "weighted (AceMAD weights)", "centralized": "mean belief (the moderator decides)"}.get(
+        kind, "mean belief (plurality decides)" if plurality else "mean belief"
+    )
     mods = {m.get("round"): m for m in record.get("moderator") or []}
     keys = B.tiebreak_keys(int(params.get("seed", 0)), [record["question_id"]], len(labels))[0]
     exponent = float(params.get("weight_exponent", WEIGHT_EXPONENT))
-    head = "".join(f"<td><b>{unit} {i + 1}</b></td>" for i in range(n)) + ("<td><b>moderator</b></td>" if mods else "")
-    head += "<td><b>plurality</b></td>" + ("" if unit == "run" else f"<td><b>{esc(name)}</b></td>")
+    head = "".join(f"<td><b>{unit} {i + 1}</b></td>" for i in range(n))
+    head += ("<td><b>moderator</b></td>" if mods else "") + "<td><b>plurality</b></td>"
+    head += "" if unit == "run" else f"<td><b>{esc(name)}</b></td>"
     rows = []
     for t, (entries, (plur, weighted)) in enumerate(
         zip(raw, _round_answers(raw, labels, keys, kind == "acemad", exponent=exponent)), 1
@@ -322,92 +245,58 @@ def pick_examples(records: list[dict], target_label: str, n: int = 1, seed: int 
 
 
 # ----------------------------------------------------------------------------- the run page
+# The page's style (the notebook fragment needs none) and script: filter the rows; open one, inflating its method's
+# fragments on first use.
+CSS = """
+body{font:13px/1.35 system-ui,sans-serif;margin:12px;color:#1f2328}
+.banner,.ad-src{padding:1px 6px;border-radius:3px;background:#ddf4ff;font-weight:600}
+.ad-syn{background:#fff3cd;border:1px solid #e0c36a}
+.wrap{display:flex;gap:12px;align-items:flex-start;margin-top:8px}
+#list{flex:0 0 430px;max-height:85vh;overflow:auto;border:1px solid #d0d7de}
+#list td,#list th{padding:2px 6px;border-bottom:1px solid #eaeef2;text-align:left;font-size:12px;cursor:pointer}
+#list tr.sel{background:#ddf4ff}
+table{border-collapse:collapse}
+.acemad-debate td{border:1px solid #d0d7de;padding:4px 6px;vertical-align:top;width:150px}
+td.ad-mod{background:#f5f3ff}
+td.ad-pf{background:#fff0f0;border:2px dashed #cf222e}
+.ad-who,.ad-legend{font-size:11px;color:#57606a}
+.ad-ok,pre.ad-bars b{color:#1a7f37;font-weight:700}
+.ad-bad{color:#cf222e;font-weight:700}
+pre.ad-bars{font:11px/1.2 ui-monospace,monospace;margin:3px 0}
+.ad-short,.ad-msg,.ad-err{font-size:12px;white-space:pre-wrap;max-height:16em;overflow:auto}
+"""
 _JS = r"""
-(function(){
-const D = JSON.parse(document.getElementById('acemad-data').textContent), parts = {};
-function part(m){  // a method's debates, inflated on first use
+const $ = id => document.getElementById(id), pane = $('debate'), rows = [...document.querySelectorAll('tr[data-k]')];
+const parts = {};
+function part(m){
   if (!parts[m]) {
-    const b64 = document.getElementById('acemad-part-' + m).textContent.trim();
-    const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+    const bytes = Uint8Array.from(atob($('acemad-part-' + m).textContent.trim()), c => c.charCodeAt(0));
     parts[m] = new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).json();
   }
   return parts[m];
 }
-const ESC = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;'};
-const esc = s => String(s == null ? '' : s).replace(/[&<>"']/g, c => ESC[c]);
-const $ = id => document.getElementById(id), list = $('list'), pane = $('debate');
-const sel = {m: $('f-method'), b: $('f-bench'), o: $('f-outcome'), q: $('f-q')};
-D.methods.forEach(m => sel.m.add(new Option(m, m)));
-D.benchmarks.forEach(b => sel.b.add(new Option(b, b)));
 let opened = 0;
-function open(i){
-  const r = D.rows[i], ticket = ++opened;  // [qid, method index, benchmark index, status, ok, index in its part]
-  part(r[1]).then(html => {
+$('list').addEventListener('click', e => {
+  const tr = e.target.closest('tr[data-k]'), ticket = ++opened;
+  if (tr) part(tr.dataset.m).then(html => {
     if (ticket !== opened) return;  // another row was clicked meanwhile
-    pane.innerHTML = html[r[5]];
-    list.querySelectorAll('tr.sel').forEach(tr => tr.classList.remove('sel'));
-    const tr = list.querySelector('tr[data-i="' + i + '"]'); if (tr) tr.classList.add('sel');
+    pane.innerHTML = html[tr.dataset.k];
+    rows.forEach(r => r.classList.toggle('sel', r === tr));
   }, err => { pane.textContent = 'cannot read this method\'s debates: ' + err; });
-}
-function render(){
-  const m = sel.m.value, b = sel.b.value, o = sel.o.value, s = sel.q.value.trim().toLowerCase(), rows = [];
-  D.rows.forEach((r, i) => {
-    if ((m && D.methods[r[1]] !== m) || (b && D.benchmarks[r[2]] !== b)) return;
-    if (o && (r[4] === null || (o === 'correct') !== r[4])) return;  // no gold answer: neither correct nor wrong
-    if (s && r[0].toLowerCase().indexOf(s) < 0) return;
-    const ok = r[3] !== 'ok' ? '<span class="ad-bad">' + esc(r[3]) + '</span>' : r[4] === null ? '–' :
-      r[4] ? '<span class="ad-ok">✓</span>' : '<span class="ad-bad">✗</span>';
-    rows.push('<tr class="q-row" data-i="' + i + '"><td>' + esc(r[0]) + '</td><td>' + esc(D.methods[r[1]]) +
-      '</td><td>' + ok + '</td></tr>');
+});
+function filter(){  // a record without a gold answer is neither correct nor wrong
+  const [m, b, o, s] = ['f-method', 'f-bench', 'f-outcome', 'f-q'].map(id => $(id).value.trim().toLowerCase());
+  rows.forEach(tr => {
+    const d = tr.dataset;
+    tr.hidden = (m && d.m !== m) || (b && d.b !== b) || (o && d.o !== o) ||
+      !tr.cells[0].textContent.toLowerCase().includes(s);
   });
-  list.innerHTML = '<table><tr><th>question</th><th>method</th><th>right?</th></tr>' + rows.join('') + '</table>';
-  $('count').textContent = rows.length + ' of ' + D.rows.length + ' records';
+  $('count').textContent = rows.filter(tr => !tr.hidden).length + ' of ' + rows.length + ' records';
 }
-list.addEventListener('click', e => { const tr = e.target.closest('tr.q-row'); if (tr) open(+tr.dataset.i); });
-[sel.m, sel.o, sel.b].forEach(el => el.addEventListener('change', render));
-sel.q.addEventListener('input', render);
-render();
-})();
+document.querySelectorAll('select, input').forEach(el => el.addEventListener('input', filter));
+filter();
 """
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<meta name="acemad-stamp" content="{stamp}">
-<style>{css}
-body{{font:13px/1.35 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:12px;color:#1f2328}}
-h1{{font-size:18px;margin:0 0 4px}} .banner{{display:inline-block;padding:2px 8px;border-radius:4px;font-weight:700;
-background:{banner_bg};border:1px solid {banner_border}}}
-.filters{{margin:8px 0}} .filters label{{margin-right:10px}}
-.wrap{{display:flex;gap:12px;align-items:flex-start}}
-#list{{flex:0 0 430px;max-height:85vh;overflow:auto;border:1px solid #d0d7de}}
-#list table{{border-collapse:collapse;width:100%}}
-#list td,#list th{{padding:2px 6px;border-bottom:1px solid #eaeef2;text-align:left;font-size:12px}}
-#list tr.q-row{{cursor:pointer}} #list tr.q-row:hover{{background:#f3f6fa}} #list tr.sel{{background:#ddf4ff}}
-#debate{{flex:1;overflow:auto}}
-</style></head><body>
-<h1>Debates of run <code>{experiment}</code></h1>
-<div><span class="banner">{source}</span> · {n} records · {nq} questions · methods: {methods}</div>
-<div class="filters">
-<label>method <select id="f-method"><option value="">all</option></select></label>
-<label>benchmark <select id="f-bench"><option value="">all</option></select></label>
-<label>outcome <select id="f-outcome"><option value="">all</option><option value="correct">correct</option>
-<option value="wrong">wrong</option></select></label>
-<label>question <input id="f-q" placeholder="id contains…" size="18"></label>
-<span id="count"></span></div>
-<div class="wrap"><div id="list"></div>
-<div id="debate"><p>Click a question on the left to open its debate.</p></div></div>
-<script type="application/json" id="acemad-data">{data}</script>
-{parts}
-<script>{js}</script>
-</body></html>
-"""
-
-# Characters that could end or alter the <script> element holding JSON, or end a JS line in old engines.
-_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def _json(data) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+RIGHT = {"": "<td>–", "1": '<td class="ad-ok">✓', "0": '<td class="ad-bad">✗'}  # the list's last column
 
 
 def page_path(experiment: str) -> Path:
@@ -461,37 +350,50 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
     records = sorted(records, key=lambda r: (order.get(r["method"], len(order)), r["question_id"], r.get("repeat", 0)))
     methods = list(dict.fromkeys(r["method"] for r in records))
     benchmarks = sorted({r.get("benchmark", "") for r in records})
-    by_method: list[list[str]] = [[] for _ in methods]
+    questions = read_questions(run_dir(experiment))
+    parts: list[list[str]] = [[] for _ in methods]
     rows = []
     for r in records:
-        m = methods.index(r["method"])
-        by_method[m].append(debate_html(r, meta, fold=True))
-        b = benchmarks.index(r.get("benchmark", ""))
-        rows.append([r["question_id"], m, b, r.get("status", "ok"), is_correct(r), len(by_method[m]) - 1])
-    data = _json({"rows": rows, "methods": methods, "benchmarks": benchmarks}).decode("utf-8").translate(_UNSAFE)
-    parts = "\n".join(
+        m, c, status = methods.index(r["method"]), r["final"].get("correct"), r.get("status", "ok")
+        parts[m].append(debate_html({"question": questions.get(r["question_id"]), **r}, meta, fold=True))
+        k = len(parts[m]) - 1
+        o = "" if c is None else str(int(c > 0.5))  # a Single Agent record (a mean over runs): over half right
+        right = RIGHT[o] if status == "ok" else f'<td class="ad-bad">{esc(status)}'
+        rows.append(
+            f'<tr data-m="{m}" data-b="{benchmarks.index(r.get("benchmark", ""))}" data-o="{o}" data-k="{k}">'
+            f"<td>{esc(r['question_id'])}<td>{esc(r['method'])}{right}"  # end tags are optional: 10^4 rows
+        )
+    source, n, nq = source_of(records[0], meta), len(records), len({r["question_id"] for r in records})
+    syn = " ad-syn" if source == SYNTHETIC_LABEL else ""
+    options = [
+        "".join(f'<option value="{i}">{esc(x)}</option>' for i, x in enumerate(xs)) for xs in (methods, benchmarks)
+    ]
+    blocks = "\n".join(
         f'<script type="application/octet-stream" id="acemad-part-{m}">'
-        f"{base64.b64encode(zlib.compress(_json(fs), 6)).decode('ascii')}</script>"
-        for m, fs in enumerate(by_method)
+        f"{base64.b64encode(zlib.compress(json.dumps(fs, ensure_ascii=False).encode(), 6)).decode()}</script>"
+        for m, fs in enumerate(parts)
     )
-    source = source_of(records[0], meta)
-    synthetic = source == SYNTHETIC_LABEL
-    page = _PAGE.format(
-        title=esc(f"acemad debates: {experiment}"),
-        stamp=stamp,
-        css=CSS,
-        experiment=esc(experiment),
-        source=esc(source),
-        banner_bg="#fff3cd" if synthetic else "#ddf4ff",
-        banner_border="#e0c36a" if synthetic else "#54aeff",
-        n=len(records),
-        nq=len({r["question_id"] for r in records}),
-        methods=esc(", ".join(methods)),
-        data=data,
-        parts=parts,
-        js=_JS,
+    listed = "\n".join(rows)
+    atomic_write(
+        path,
+        f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(f"acemad debates: {experiment}")}</title>
+<meta name="acemad-stamp" content="{stamp}">
+<style>{CSS}</style></head><body>
+<h1>Debates of run <code>{esc(experiment)}</code></h1>
+<span class="banner{syn}">{esc(source)}</span> · {n} records · {nq} questions · methods: {esc(", ".join(methods))}
+<p><label>method <select id="f-method"><option value="">all</option>{options[0]}</select></label>
+<label>benchmark <select id="f-bench"><option value="">all</option>{options[1]}</select></label>
+<label>outcome <select id="f-outcome"><option value="">all</option><option value="1">correct</option>
+<option value="0">wrong</option></select></label> <label>question <input id="f-q" placeholder="id contains…"></label>
+<span id="count"></span></p>
+<div class="wrap"><div id="list"><table><tr><th>question</th><th>method</th><th>right?</th></tr>
+{listed}</table></div><div id="debate"><p>Click a question on the left to open its debate.</p></div></div>
+{blocks}
+<script>{_JS}</script>
+</body></html>
+""",
     )
-    atomic_write(path, page)
     return path
 
 
