@@ -77,13 +77,20 @@ def map_row(axis: str, params: SimParams, frame: pd.DataFrame, mads: Sequence[st
     on the average (points, 95% CI within benchmarks, sign-flip p) over uniform weights, over shuffled scores (the
     part carried by WHO scores well), over the best MAD, and shuffled over uniform ("dispersion": what any unequal
     weights give); gain_uniform = gain_shuffled + gain_dispersion."""
-    # only what the row reads: the average accuracies (no CI) and tables.versus_best's Average rows, its benchmarks
-    # pivoted once for the four tests (pivoting them per test was most of the row's time)
+    # the frame as integer codes once: the Average accuracies as tables.accuracy_long's (each benchmark's mean over
+    # the frame's rows, then their mean) and each benchmark pivoted as DataFrame.pivot's (questions sorted)
     acemad, uniform = ACEMAD, UNIFORM
-    long = accuracy_long(None, methods=[acemad, uniform, SHUFFLED, *mads], frame=frame, ci=False)
-    avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
-    parts = dict(iter(frame.groupby("benchmark", sort=False)))
-    piv = {str(b): p.pivot(index="question_id", columns="method", values="correct") for b, p in parts.items()}
+    (bc, benches), (mc, methods) = pd.factorize(frame["benchmark"]), pd.factorize(frame["method"])
+    qc, y = pd.factorize(frame["question_id"], sort=True)[0], frame["correct"].to_numpy(float)
+    cells = [[y[(mc == i) & (bc == j) & ~np.isnan(y)] for j in range(len(benches))] for i in range(len(methods))]
+    avg = {m: 100 * float(np.mean([g.mean() for g in gs if len(g)])) for m, gs in zip(methods, cells)}
+    piv = {}
+    for j, b in enumerate(benches):
+        rows = bc == j
+        q, ms = np.unique(qc[rows], return_inverse=True)[1], np.unique(mc[rows])
+        x = np.full((q.max() + 1, len(methods)), np.nan)
+        x[q, mc[rows]] = y[rows]
+        piv[str(b)] = pd.DataFrame(x[:, ms], columns=methods[ms])
     u, s, d, m = (
         _average_gain(piv, t, list(piv), b, n_boot=n_boot, seed=seed) or _no_pair(t, b)
         for t, b in ((acemad, [uniform]), (acemad, [SHUFFLED]), (SHUFFLED, [uniform]), (acemad, list(mads)))
