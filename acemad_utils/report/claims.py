@@ -210,7 +210,8 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     """ "Most pronounced on BBH and ARC-C": target's mean paired gain there minus on the other benchmarks, CI from
     resampling questions within benchmarks; holds above 0, fails at or below 0."""
     tests = TB.versus_best(recs, [target], list(baselines), average=False)
-    df = TB.question_frame([r for r in recs if r["method"] == target or r["method"] in set(tests.best_baseline)])
+    methods = {target, *tests.best_baseline}
+    df = TB.question_frame([r for r in recs if r["method"] in methods])
     wide, diffs = df.pivot(index=["benchmark", "question_id"], columns="method", values="correct"), []
     for t in tests.to_dict("records"):
         piv = wide.loc[t["benchmark"]]
@@ -224,8 +225,9 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
         return row(claim, line, theirs, note="BBH or ARC-C and another benchmark not both run")
     diffs = [(top, d.to_numpy(float)) for top, d in diffs]
     kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
-    draws = [[rng.integers(0, len(d), len(d)) for _, d in kept] for _ in range(2000)]  # the stream's order
-    means = np.array([d[np.stack(idx)].mean(1) for (_, d), idx in zip(kept, zip(*draws))])  # benchmark x draw
+    ns = [len(d) for _, d in kept]  # one draw per question, benchmark after benchmark, 2000 times: the stream's order
+    draws = np.split(rng.integers(0, np.repeat(ns, ns), (2000, sum(ns))), np.cumsum(ns)[:-1], axis=1)
+    means = np.array([d[idx].mean(1) for (_, d), idx in zip(kept, draws)])  # benchmark x draw
     on = np.array([t for t, _ in kept], dtype=bool)  # BBH or ARC-C
     boots = means[on].mean(0) - means[~on].mean(0)
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
@@ -257,7 +259,7 @@ def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, pd.Series
     upto = [lab for lab, n in zip(labels, ns) if n <= n_max]
     if not upto:
         return upto, [], pd.Series(dtype=float)
-    long = TB.accuracy_long(run[1], methods=upto)
+    long = TB.accuracy_long(run[1], methods=upto, ci=False)  # the points only
     return upto, ns[: len(upto)], long[long.benchmark == TB.AVERAGE].set_index("method")["accuracy"]
 
 
