@@ -55,12 +55,15 @@ class LLMAgent(Agent):
         messages = [{"role": "system", "content": PERSONAS[self.spec.persona]}, {"role": "user", "content": user},
                     *more]  # fmt: skip
         scope = f"{turn.scope}|{kind}"
+        return self.client.generate(messages, self.call_config(scope, max_tokens), schema=schema, scope=scope,
+                                    model=self.spec.model, deadline=self.deadline)  # fmt: skip
+
+    def call_config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
+        """The call's settings (tests/test_resume.py derives each call's seed from it)."""
         # a per-call seed from the run seed and the scope: reproducible, yet agents with one prompt draw apart
         seed = None if self.seed is None else int.from_bytes(
             hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1  # fmt: skip
-        config = GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
-        return self.client.generate(messages, config, schema=schema, scope=scope, model=self.spec.model,
-                                    deadline=self.deadline)  # fmt: skip
+        return GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
 
     def argue(self, turn: Turn) -> tuple[str, dict]:
         r = self._gen(argue_prompt(turn, self.spec.thinking), "argue", turn, self.max_tokens[0])
