@@ -228,7 +228,8 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
     deadline, ours = time.monotonic() + 400, set[int]()  # two kernels' starts on a loaded machine
     while not all(f.exists() and f.stat().st_size > 0 for f in files):
-        assert time.monotonic() < deadline and proc.poll() is None, "the notebooks never started their runs"
+        early = proc.poll() is not None and (proc.stdout.read() or "(no output)")  # the driver exited first
+        assert time.monotonic() < deadline and not early, f"the notebooks never started their runs: {early}"
         ours |= kernels_of(proc.pid)
         time.sleep(0.05)
     ours |= kernels_of(proc.pid)
