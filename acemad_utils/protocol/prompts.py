@@ -1,10 +1,9 @@
-"""The paper's prompts (Appendix "Prompt", l.1145-1191) verbatim, and ours as whole templates beside them. Two of
-our sections are dropped where they do not apply, never reworded: HISTORY_SECTION for a solo agent, ARGUMENT_SECTION
-without an argument. DEVIATIONS lists every difference with its reason; tests/test_prompts.py checks exactly these.
-"""
+"""The paper's prompts (Appendix "Prompt", l.1145-1191) verbatim, and ours beside them, built from the paper's
+sentences. DEVIATIONS lists every difference with its reason; tests/test_prompts.py checks exactly these."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from acemad_utils.protocol.schema import Turn
@@ -52,11 +51,9 @@ Output JSON:
 }}"""
 
 # ----------------------------------------------------------------------------- ours
-PERSONAS = {  # the system prompt of each persona; Generalist and Skeptic are the paper's Persona Prompt
-    "Assistant": "You are a helpful assistant.",  # the naive agent of every baseline (no persona; config.NAIVE_AGENT)
-    "Generalist": "You are a helpful assistant. You trust common knowledge and consensus.",
-    "Skeptic": "You are a strict skeptic. You actively look for common misconceptions and logical traps. "
-    "You suspect the majority might be wrong.",
+PERSONAS = {  # the system prompt of each persona: the naive agent's (no persona; config.NAIVE_AGENT) and the paper's
+    "Assistant": "You are a helpful assistant.",
+    **json.loads("{" + PAPER_PERSONA_PROMPT.replace("\n\n", ", ") + "}"),
 }
 ARGUE_ASK = {  # the {ask} of ARGUMENTATION_PROMPT; "fast" is the paper's sentence
     "fast": "Please provide a concise argument for what you believe is the correct answer.",
@@ -68,77 +65,22 @@ MODERATOR_ASK = (  # Centralized MAD's moderator (Appendix "Baselines", l.643: "
 )
 ARGUMENT_PLACEHOLDER = "<your argument>"  # the single-call shape's argument field (commit.py reads it back)
 
-ARGUMENTATION_PROMPT = """\
-Question: {question}
-
-Options:
-{options_str}
-
-Conversation History:
-{history_context}
-
-{ask}
-Do NOT output JSON here. Just natural language debate."""
-
-COMMIT_PROMPT = """\
-Question: {question}
-
-Options:
-{options_str}
-
-Conversation History:
-{history_context}
-
-Your argument this round:
-{argument}
-
-Task:
-
-1. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
-
-2. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
-(Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)
-
-Each distribution must sum to 1.
-Output JSON only, in this shape:
-{json_shape}"""
-
-SINGLE_PROMPT = """\
-Question: {question}
-
-Options:
-{options_str}
-
-Conversation History:
-{history_context}
-
-Task:
-
-1. Argument: {ask}
-
-2. Self_Prob: Assign probability (0.0-1.0) to options based on your belief.
-
-3. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
-(Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)
-
-Each distribution must sum to 1.
-Output JSON only, in this shape:
-{json_shape}"""
-
-# Agents not asked for q (every baseline, the moderator, AceMAD's no-q control) are not shown the Peer_Prediction task.
+# Ours, from the paper's sentences: one header for both calls; sections dropped where they do not apply, never
+# reworded: HISTORY_SECTION for a solo agent, ARGUMENT_SECTION without an argument, PEER_TASK for an agent not
+# asked for q (every baseline, the moderator, AceMAD's no-q control).
+HISTORY_SECTION = "\n\nConversation History:\n{history_context}"
+ARGUMENT_SECTION = "\n\nYour argument this round:\n{argument}"
 PEER_TASK = """
 
 {n}. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this conversation.
 (Critically: If others are 'Generalists', they might fall for common misconceptions. Predict their likely errors.)"""
-COMMIT_SELF_PROMPT = COMMIT_PROMPT.replace(PEER_TASK.format(n=2), "")
-SINGLE_SELF_PROMPT = SINGLE_PROMPT.replace(PEER_TASK.format(n=3), "")
-
-REPAIR_PROMPT = """\
-Your reply could not be read. Reply with the JSON object only, in exactly this shape:
-{json_shape}"""
-
-HISTORY_SECTION = "\n\nConversation History:\n{history_context}"  # dropped for a solo agent
-ARGUMENT_SECTION = "\n\nYour argument this round:\n{argument}"  # dropped when the argument is empty
+HEADER = "Question: {question}\n\nOptions:\n{options_str}" + HISTORY_SECTION
+SELF_TASK = "Self_Prob: Assign probability (0.0-1.0) to options based on your belief."
+SHAPE = "\n\nEach distribution must sum to 1.\nOutput JSON only, in this shape:\n{json_shape}"
+ARGUMENTATION_PROMPT = HEADER + "\n\n{ask}\nDo NOT output JSON here. Just natural language debate."
+COMMIT_PROMPT = HEADER + ARGUMENT_SECTION + "\n\nTask:\n\n1. " + SELF_TASK + PEER_TASK.format(n=2) + SHAPE
+SINGLE_PROMPT = HEADER + "\n\nTask:\n\n1. Argument: {ask}\n\n2. " + SELF_TASK + PEER_TASK.format(n=3) + SHAPE
+REPAIR_PROMPT = "Your reply could not be read. Reply with the JSON object only, in exactly this shape:\n{json_shape}"
 
 # {name: (the paper's prompt, what the paper has, what we send, why)}; {question}, {history}, {argument}, {ask} and
 # {json_shape} stand for the rendered values.
@@ -165,11 +107,9 @@ DEVIATIONS = {
     ),
     "no peer prediction": (
         "Commit",
-        "\n\n2. Peer_Prediction: Predict the AVERAGE probability distribution of the OTHER agents in this "
-        "conversation.\n(Critically: If others are 'Generalists', they might fall for common misconceptions. "
-        "Predict their likely errors.)",
+        PEER_TASK.format(n=2),
         "",
-        "COMMIT_SELF_PROMPT: agents not asked for q (every baseline, the moderator, AceMAD's no-q control) are "
+        "PEER_TASK dropped: agents not asked for q (every baseline, the moderator, AceMAD's no-q control) are "
         "not shown the Peer_Prediction task",
     ),
     "single call": (
@@ -211,8 +151,7 @@ def history_context(turn: Turn) -> str:
     lines = []
     for m in turn.history:
         who = "Moderator" if m.agent == -1 else f"Agent {m.agent + 1}"
-        you = ", you" if m.agent == turn.agent else ""
-        lines.append(f"{who} (round {m.round}{you}): {m.text.strip()}")
+        lines.append(f"{who} (round {m.round}{', you' if m.agent == turn.agent else ''}): {m.text.strip()}")
     return "\n\n".join(lines) if lines else "(none yet)"
 
 
@@ -221,23 +160,23 @@ def wants_q(turn: Turn) -> bool:
     return turn.want_peer_prediction and turn.role == "debater"
 
 
-def _ask(turn: Turn, thinking: str) -> str:
-    return MODERATOR_ASK if turn.role == "moderator" else ARGUE_ASK[thinking]
-
-
-def _render(template: str, turn: Turn, argument: str = "", **fields: str) -> str:
+def _render(template: str, turn: Turn, argument: str = "", thinking: str = "fast", argue: bool = False) -> str:
     """Fill a template; sections are dropped before formatting, so a question's text is never parsed."""
-    if turn.role == "solo":
-        template = template.replace(HISTORY_SECTION, "")
-    if not argument:
-        template = template.replace(ARGUMENT_SECTION, "")
+    want_q, solo = wants_q(turn), turn.role == "solo"
+    drop = ([HISTORY_SECTION] if solo else []) + ([] if argument else [ARGUMENT_SECTION])
+    for section in drop + ([] if want_q else [PEER_TASK.format(n=n) for n in (2, 3)]):
+        template = template.replace(section, "")
     q = turn.question
+    ask = MODERATOR_ASK if turn.role == "moderator" else ARGUE_ASK[thinking]
+    history = "" if solo else history_context(turn)
+    shape = json_shape(q.labels, want_q, argue)
     return template.format(
         question=q.question,
         options_str=q.options_str(),
-        history_context=history_context(turn) if turn.role != "solo" else "",
+        history_context=history,
         argument=argument,
-        **fields,
+        ask=ask,
+        json_shape=shape,
     )
 
 
@@ -245,25 +184,19 @@ def json_shape(labels: Sequence[str], want_q: bool, argument: bool = False) -> s
     """The commit JSON shape with placeholders, not numbers: small models copy example values verbatim."""
     dist = "{" + ", ".join(f'"{k}": <probability>' for k in labels) + "}"
     body = f'"self_prob": {dist}' + (f', "peer_prediction": {dist}' if want_q else "")
-    if argument:
-        body = f'"argument": "{ARGUMENT_PLACEHOLDER}", ' + body
-    return "{" + body + "}"
+    return "{" + (f'"argument": "{ARGUMENT_PLACEHOLDER}", ' if argument else "") + body + "}"
 
 
 def argue_prompt(turn: Turn, thinking: str = "fast") -> str:
-    return _render(ARGUMENTATION_PROMPT, turn, ask=_ask(turn, thinking))
+    return _render(ARGUMENTATION_PROMPT, turn, thinking=thinking)
 
 
 def commit_prompt(turn: Turn, argument: str) -> str:
-    want_q = wants_q(turn)
-    template = COMMIT_PROMPT if want_q else COMMIT_SELF_PROMPT
-    return _render(template, turn, argument.strip(), json_shape=json_shape(turn.question.labels, want_q))
+    return _render(COMMIT_PROMPT, turn, argument.strip())
 
 
 def single_prompt(turn: Turn, thinking: str = "fast") -> str:
-    want_q = wants_q(turn)
-    shape = json_shape(turn.question.labels, want_q, argument=True)
-    return _render(SINGLE_PROMPT if want_q else SINGLE_SELF_PROMPT, turn, ask=_ask(turn, thinking), json_shape=shape)
+    return _render(SINGLE_PROMPT, turn, thinking=thinking, argue=True)
 
 
 def repair_prompt(labels: Sequence[str], want_q: bool, argument: bool = False) -> str:
