@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, item_latent, make_items
+from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, items, make_items
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
 from acemad_utils.protocol.schema import AgentSpec
@@ -39,12 +39,12 @@ def scores(rows, persona: str, state: str) -> np.ndarray:
 
 def test_answer_distribution_per_persona_is_the_sum_of_its_states():
     params, q = SimParams(), ITEMS[0]
-    item, specs = item_latent(q, params, 3), [AgentSpec("Skeptic", 0.6), AgentSpec("Generalist", 0.1),
+    (_, _, pi), specs = items([q], params, 3), [AgentSpec("Skeptic", 0.6), AgentSpec("Generalist", 0.1),
                                               AgentSpec("Generalist", 0.6, "slow")]  # fmt: skip
     for spec, (g, ins, trapped, naive) in zip(specs, agents(params, [q], specs).states[0]):
         assert np.isclose(g + ins + trapped + naive, 1.0) and min(g, ins, trapped, naive) >= 0
         # the earlier persona model's P(trap | not guessing): pi * (1 - insight) for a Skeptic, pi for the crowd
-        assert np.isclose(trapped / (1 - g), item.pi * (1 - params.p_insight(spec)))
+        assert np.isclose(trapped / (1 - g), pi[0] * (1 - params.p_insight(spec)))
         assert np.isclose(ins, (1 - g) * params.p_insight(spec))
     no_insight = SimParams(crowd_insight=0.0)  # the original crowd: a Generalist never sees through the trap
     assert agents(no_insight, [q], [AgentSpec("Generalist", 0.1)]).states[0, 0, 1] == 0.0
@@ -56,12 +56,12 @@ def test_answer_distribution_per_persona_is_the_sum_of_its_states():
 
 
 def test_the_trap_is_a_wrong_option_stable_and_shared_so_crowd_errors_correlate():
-    for q in ITEMS[:50]:
-        it = item_latent(q, SimParams(), 0)
-        assert it.trap != it.truth and 0 <= it.pi <= 1 and it == item_latent(q, SimParams(), 0)
+    truth, trap, pi = items(ITEMS[:50], SimParams(), 0)
+    assert (trap != truth).all() and ((0 <= pi) & (pi <= 1)).all()
+    np.testing.assert_array_equal(items(ITEMS[49:50], SimParams(), 0)[1], trap[49:])  # a question's own, in any batch
     # P(agent j wrong | agent i wrong) > P(agent j wrong): the shared trap propensity couples them.
-    items = make_items(1500, k=4, seed=11)
-    recs = run_batch(items, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad"), [0] * 1500)
+    qs = make_items(1500, k=4, seed=11)
+    recs = run_batch(qs, SimPopulation(seed=2), DebateConfig(method="majority", roster="acemad"), [0] * 1500)
     truth = np.array([r["labels"].index(r["answer"]) for r in recs])
     wrong = np.array([[np.argmax(e["p"]) for e in r["rounds"][0][:4]] for r in recs]) != truth[:, None]
     a, b = wrong[wrong[:, 0], 1], wrong[~wrong[:, 0], 1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Optional
 
 import numpy as np
@@ -34,32 +34,33 @@ def _rng(*parts) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(h[:16], "little"))
 
 
-@dataclass(frozen=True)
-class Item:
-    """The latent Challenging-Interval structure of one question."""
-
-    truth: int
-    trap: int
-    pi: float
-    k: int
-
-
-def item_latent(q: Question, params: SimParams, seed: int, model: Optional[str] = None) -> Item:
-    """The item's trap and trap propensity, shared by the agents of one model (correlated errors); another model
-    draws its own (different LLMs hold different misconceptions, Table 3)."""
-    truth = q.answer_index
-    if truth is None:  # no gold answer: the simulation still needs a truth, drawn (hidden) from the question id
-        truth = int(_rng("truth", seed, q.id).integers(len(q.options)))
-    return _item_latent(q.id, len(q.options), truth, params.trap_mean, params.trap_concentration, seed, model)
+def items(questions: Sequence[Question], params: SimParams, seed: int, model: Optional[str] = None):
+    """Each item's truth, trap and trap propensity pi (arrays over questions, all with K options), shared by the agents
+    of one model (correlated errors); another model draws its own (different LLMs hold different misconceptions,
+    Table 3). A question without a gold answer gets a hidden truth drawn from its id."""
+    truths = tuple(-1 if q.answer is None else q.answer_index for q in questions)
+    mean, conc = params.trap_mean, params.trap_concentration
+    return _items(tuple(q.id for q in questions), len(questions[0].options), truths, mean, conc, seed, model)
 
 
-# every method of a run, and every population with the same trap (notebook 09's points), asks for the same items
-@functools.lru_cache(maxsize=65536)
-def _item_latent(qid: str, k: int, truth: int, mean: float, conc: float, seed: int, model: Optional[str]) -> Item:
+@functools.lru_cache(maxsize=64)  # every method of a map point asks for the same items (read-only arrays)
+def _items(qids: tuple, k: int, truths: tuple, mean: float, conc: float, seed: int, model: Optional[str]):
+    out = np.array([_item(qid, k, truth, mean, conc, seed, model) for qid, truth in zip(qids, truths)]).T
+    out.flags.writeable = False
+    return out[0].astype(int), out[1].astype(int), out[2]
+
+
+@functools.lru_cache(maxsize=65536)  # map points debate overlapping subsets of the same questions
+def _item(qid: str, k: int, truth: int, mean: float, conc: float, seed: int, model: Optional[str]) -> tuple:
+    if truth < 0:
+        truth = int(_rng("truth", seed, qid).integers(k))
     rng = _rng("item", seed, qid) if model is None else _rng("item", seed, qid, "model", model)
     wrong = [i for i in range(k) if i != truth]
-    trap = int(wrong[rng.integers(len(wrong))])
-    return Item(truth, trap, float(rng.beta(max(mean * conc, 1e-6), max((1 - mean) * conc, 1e-6))), k)
+    return (
+        truth,
+        int(wrong[rng.integers(len(wrong))]),
+        float(rng.beta(max(mean * conc, 1e-6), max((1 - mean) * conc, 1e-6))),
+    )
 
 
 class SimBatch:
@@ -104,14 +105,13 @@ class SimBatch:
         """Each debate's truth (D, 1), each agent's trap (D, N) (its model's item) and P(each of STATES) (D, N, 4)."""
         prm = pop.params
         models = [s.model or pop.model for s in self.specs]
-        items = {m: [item_latent(q, prm, pop.seed, m) for q in self.questions] for m in dict.fromkeys(models)}
-        trap = np.array([[it.trap for it in items[m]] for m in models]).T
-        pi = np.array([[it.pi for it in items[m]] for m in models]).T
+        drawn = {m: items(self.questions, prm, pop.seed, m) for m in dict.fromkeys(models)}
+        trap, pi = (np.stack([drawn[m][i] for m in models], axis=1) for i in (1, 2))
         e = np.array([prm.explore(s.temperature) for s in self.specs])[None, :]
         ins = (1.0 - e) * np.array([prm.p_insight(s) for s in self.specs])[None, :]
         trapped = (1.0 - e - ins) * pi
         states = np.stack(np.broadcast_arrays(e, ins, trapped, 1.0 - e - ins - trapped), axis=-1)
-        return np.array([it.truth for it in items[models[0]]])[:, None], trap, states
+        return drawn[models[0]][0][:, None], trap, states
 
     def _roles(self, prm: SimParams, state: np.ndarray, u: np.ndarray, rate: float) -> None:
         """Susceptibility alpha and calibration of every agent from its state ("knowledge": skilled in the insight

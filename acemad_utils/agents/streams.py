@@ -8,6 +8,7 @@ generator of consecutive counters). Gamma variates: Marsaglia-Tsang (boost U^(1/
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -20,18 +21,24 @@ _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 
 
 def debate_keys(seed: int, qids: Sequence[str], repeats: Sequence[int], role: str) -> np.ndarray:
-    """One uint64 key per debate from (seed, question id, repeat, role)."""
-    out = np.empty(len(qids), dtype=np.uint64)
-    for d, (qid, rep) in enumerate(zip(qids, repeats)):
-        h = hashlib.blake2b(f"{seed}|{qid}|{rep}|{role}".encode(), digest_size=8).digest()
-        out[d] = int.from_bytes(h, "little")
-    return out
+    """One uint64 key per debate from (seed, question id, repeat, role) (read-only)."""
+    return _keys(seed, tuple(qids), tuple(repeats), role)
+
+
+@functools.lru_cache(maxsize=64)  # every method of a run (and of a map point) debates the same questions
+def _keys(seed: int, qids: tuple, repeats: tuple, role: str) -> np.ndarray:
+    h = (hashlib.blake2b(f"{seed}|{q}|{r}|{role}".encode(), digest_size=8).digest() for q, r in zip(qids, repeats))
+    return np.frombuffer(b"".join(h), dtype="<u8")  # read-only: the cached keys are shared
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+    """splitmix64's finalizer, in place on a fresh array (the caller's z is never reused)."""
+    z ^= z >> _S30
+    z *= _M1
+    z ^= z >> _S27
+    z *= _M2
+    z ^= z >> _S31
+    return z
 
 
 def bits(key, *counters) -> np.ndarray:
@@ -42,9 +49,17 @@ def bits(key, *counters) -> np.ndarray:
     return z
 
 
+def _unit(z: np.ndarray) -> np.ndarray:
+    """The top 53 bits of z as a uniform in (0, 1)."""
+    u = (z >> _S11).astype(np.float64)
+    u += 0.5
+    u *= 2.0**-53
+    return u
+
+
 def uniforms(key, *counters) -> np.ndarray:
     """Uniforms in the open interval (0, 1) (53 bits), one per broadcast element of key and counters."""
-    return ((bits(key, *counters) >> _S11).astype(np.float64) + 0.5) * 2.0**-53
+    return _unit(bits(key, *counters))
 
 
 #: The counter of log_gamma's boost uniform (attempts use 4 * attempt + 0, 1, 2, far below it).
@@ -52,37 +67,37 @@ _BOOST = 2**62
 
 
 def _u(base: np.ndarray, counter: int) -> np.ndarray:
-    return (
-        (_mix(base ^ np.uint64((counter * 0x9E3779B97F4A7C15 + 0x9E3779B97F4A7C15) % 2**64)) >> _S11).astype(np.float64)
-        + 0.5
-    ) * 2.0**-53
+    return _unit(_mix(base ^ np.uint64((counter * 0x9E3779B97F4A7C15 + 0x9E3779B97F4A7C15) % 2**64)))
 
 
 def log_gamma(alpha: np.ndarray, key, *counters) -> np.ndarray:
     """log of Gamma(alpha, 1) variates, shape alpha.shape (key and counters broadcast to it; the last axis
     numbers the variates). In log space because a < 1 gives values below the smallest double (a Dirichlet
     normalizes them: dirichlet)."""
-    a = np.asarray(alpha, dtype=float)
-    base = np.broadcast_to(bits(key, *counters, np.arange(a.shape[-1])), a.shape).ravel()
-    boost = a.ravel() < 1.0
-    d = np.where(boost, a.ravel() + 1.0, a.ravel()) - 1.0 / 3.0
+    a = np.asarray(alpha, dtype=float).ravel()
+    shape = np.shape(alpha)
+    base = np.broadcast_to(bits(key, *counters, np.arange(shape[-1])), shape).ravel()
+    boost = a < 1.0
+    d = np.where(boost, a + 1.0, a) - 1.0 / 3.0
     c = 1.0 / np.sqrt(9.0 * d)
     out = np.empty(base.shape)
-    idx = np.arange(base.size)
+    idx = None  # None: every variate (the first attempt), without copying
     attempt = 0
-    while idx.size:  # each attempt is accepted with prob > 0.95 (d >= 2/3): a few passes over a shrinking set
-        b, dd = base[idx], d[idx]
+    while idx is None or idx.size:  # accepted with prob > 0.95 (d >= 2/3): a few passes over a shrinking set
+        b, dd, cc = (base, d, c) if idx is None else (base[idx], d[idx], c[idx])
         x = np.sqrt(-2.0 * np.log(_u(b, 4 * attempt))) * np.cos(2.0 * np.pi * _u(b, 4 * attempt + 1))  # Box-Muller
-        v = (1.0 + c[idx] * x) ** 3
+        v = (1.0 + cc * x) ** 3
         with np.errstate(invalid="ignore", divide="ignore"):
             logv = np.log(v)
             ok = (v > 0) & (np.log(_u(b, 4 * attempt + 2)) < 0.5 * x * x + dd - dd * v + dd * logv)
-        out[idx[ok]] = np.log(dd[ok]) + logv[ok]
-        idx = idx[~ok]
+        at = np.flatnonzero(ok) if idx is None else idx[ok]
+        out[at] = np.log(dd[ok]) + logv[ok]
+        idx = np.flatnonzero(~ok) if idx is None else idx[~ok]
         attempt += 1
     # Gamma(a) = Gamma(a + 1) * U^(1/a) for a < 1
-    out = np.where(boost, out + np.log(_u(base, _BOOST)) / np.where(boost, a.ravel(), 1.0), out)
-    return out.reshape(a.shape)
+    at = np.flatnonzero(boost)
+    out[at] = out[at] + np.log(_u(base[at], _BOOST)) / a[at]
+    return out.reshape(shape)
 
 
 def dirichlet(alpha: np.ndarray, key, *counters) -> np.ndarray:

@@ -11,20 +11,12 @@ from typing import Optional
 
 import numpy as np
 
-from acemad_utils.protocol.debate import LOG_EPS as LOG_EPS
-from acemad_utils.protocol.debate import acemad_weights as acemad_weights
-from acemad_utils.protocol.debate import argmax_tiebreak as argmax_tiebreak
-from acemad_utils.protocol.debate import mwu_weights as mwu_weights
-from acemad_utils.protocol.debate import peer_mean as peer_mean
-from acemad_utils.protocol.debate import peer_scores as peer_scores
-from acemad_utils.protocol.debate import plurality as plurality
-from acemad_utils.protocol.debate import round_scores as round_scores
-from acemad_utils.protocol.debate import score_forecast as score_forecast
-from acemad_utils.protocol.debate import tiebreak_keys as tiebreak_keys
-from acemad_utils.protocol.debate import vote_shares as vote_shares
-from acemad_utils.protocol.debate import votes as votes
-from acemad_utils.protocol.debate import weighted_decision as weighted_decision
-from acemad_utils.protocol.debate import weighted_scores as weighted_scores
+from acemad_utils.protocol import debate
+from acemad_utils.protocol.debate import LOG_EPS, argmax_tiebreak, vote_shares
+
+
+def __getattr__(name: str):  # Algorithm 1's names (peer_scores, mwu_weights, ...) live in protocol.debate
+    return getattr(debate, name)
 
 
 def normalize(x) -> tuple[np.ndarray, np.ndarray]:

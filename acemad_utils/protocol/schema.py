@@ -3,6 +3,7 @@ like `Question.labels`."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
@@ -53,11 +54,11 @@ class Question:
                 f"question {self.id!r}: answer {self.answer!r} is not among the option labels {list(self.options)}"
             )
 
-    @property
+    @functools.cached_property  # asked per agent and record: once per question (frozen: it never changes)
     def labels(self) -> tuple[str, ...]:
         return tuple(self.options)
 
-    @property
+    @functools.cached_property
     def answer_index(self) -> Optional[int]:
         return None if self.answer is None else self.labels.index(self.answer)
 
