@@ -32,13 +32,9 @@ def _keys(seed: int, qids: tuple, repeats: tuple, role: str) -> np.ndarray:
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer, in place on a fresh array (the caller's z is never reused)."""
-    z ^= z >> _S30
-    z *= _M1
-    z ^= z >> _S27
-    z *= _M2
-    z ^= z >> _S31
-    return z
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
 
 
 def bits(key, *counters) -> np.ndarray:
@@ -49,12 +45,8 @@ def bits(key, *counters) -> np.ndarray:
     return z
 
 
-def _unit(z: np.ndarray) -> np.ndarray:
-    """The top 53 bits of z as a uniform in (0, 1)."""
-    u = (z >> _S11).astype(np.float64)
-    u += 0.5
-    u *= 2.0**-53
-    return u
+def _unit(z: np.ndarray) -> np.ndarray:  # the top 53 bits as a uniform in (0, 1)
+    return ((z >> _S11).astype(np.float64) + 0.5) * 2.0**-53
 
 
 def uniforms(key, *counters) -> np.ndarray:

@@ -302,7 +302,7 @@ def _single(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
     draws = [cfg.repeat_offset + rep * runs + r for rep in repeats for r in range(runs)]
     qs = [q for q in questions for _ in range(runs)]
-    c = _agents(population, [spec], qs, draws, "solo").act(1, np.full((len(qs), 1, K), np.nan), _no_view, False)
+    c = _agents(population, [spec], qs, draws, "solo").act(1, np.full((len(qs), 1, K), np.nan), lambda d, i: (), False)
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
 
     def regroup(x: list) -> list:  # [D * runs][1 round] -> [D][runs]
@@ -330,11 +330,8 @@ def _decisions(P, Q, ok, q_ok, cfg: DebateConfig, keys) -> dict:
                                                                           cfg.weight_exponent, keys=keys)}}  # fmt: skip
     rules = {"mean_belief": weighted_scores(last, ok_last.astype(float), 1.0), "plurality": vote_shares(
         votes(last, ok_last), K)}  # fmt: skip
-    return {"decisions": {r: _or_none(argmax_tiebreak(a, keys), ok_last) for r, a in rules.items()}}
-
-
-def _or_none(decided, ok):
-    return np.where(ok.any(axis=-1), decided[0], -1), decided[1]
+    decided = {r: argmax_tiebreak(a, keys) for r, a in rules.items()}
+    return {"decisions": {r: (np.where(ok_last.any(axis=-1), a, -1), tied) for r, (a, tied) in decided.items()}}
 
 
 def _truth(questions) -> np.ndarray:
@@ -432,10 +429,6 @@ def _usage_sum(turns) -> dict:
 
 
 # ----------------------------------------------------------------------------- who answers
-def _no_view(d: int, i: int) -> tuple:
-    return ()
-
-
 def _agents(population: Population, specs, questions, draws, role: str):
     """A batch of agents: the population's own arrays when it has them (`batched`), else one Agent per turn."""
     if getattr(population, "batched", False):

@@ -18,9 +18,9 @@ Role = Literal["debater", "moderator", "solo"]
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
 #: What a call to an endpoint adds (usage.Completion.usage; cached_tokens and retries only when not 0).
 CALL_KEYS = ("network_calls", "cached_tokens", "retries")
-PARSE_KEYS = ("repairs", "parse_failures", "q_parse_failures")  # what an LLM agent's parsing adds
-#: In every transcript record's usage, 0 if need be (experiments/runner.py); cached_tokens only where there were some.
-RECORD_USAGE_KEYS = tuple(k for k in USAGE_KEYS + CALL_KEYS + PARSE_KEYS if k != "cached_tokens")
+#: In every transcript record's usage, 0 if need be (experiments/runner.py): the above but cached_tokens (only where
+#: there were some) and what an LLM agent's parsing adds.
+RECORD_USAGE_KEYS = (*USAGE_KEYS, "network_calls", "retries", "repairs", "parse_failures", "q_parse_failures")
 
 
 def zero_usage() -> dict:
@@ -70,14 +70,8 @@ class Question:
         return "\n".join(f"{k}. {v}" for k, v in self.options.items())
 
     def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "benchmark": self.benchmark,
-            "question": self.question,
-            "options": dict(self.options),
-            "answer": self.answer,
-            "metadata": dict(self.metadata),
-        }
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return dict(d, options=dict(self.options), metadata=dict(self.metadata))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Question:
@@ -174,8 +168,7 @@ class Agent:
         text, usage = self.argue(turn)
         step = self.commit(turn, text)
         step.message = text
-        for k, v in usage.items():
-            step.usage[k] = step.usage.get(k, 0) + v
+        add_usage(step.usage, usage)
         return step
 
 
