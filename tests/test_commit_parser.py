@@ -142,6 +142,13 @@ def test_a_non_finite_forecast_is_a_forecast_failure():
     assert p is not None and q is None and rep["q_ok"] is False
 
 
+def test_missing_labels_get_zero_and_unknown_keys_and_non_numbers_are_dropped_and_reported():
+    p, _, rep = parse_commit('{"self_prob": {"A": 1, "C": 3, "Z": 5, "Y": 2, "B": "x"}}', LABELS, False)
+    assert p.tolist() == [0.25, 0, 0.75, 0] and rep["missing"] == ["B", "D"] and rep["unknown"] == ["Z", "Y"]
+    for text in ('{"self_prob": {"Z": 1}}', '{"self_prob": {"A": 0, "B": "x"}}', '{"self_prob": {}}'):
+        assert parse_commit(text, LABELS, False)[0] is None  # no usable mass: a failure, never a uniform belief
+
+
 @SETTINGS
 @given(p=good_commit(), q=good_commit(), style=st.sampled_from(["plain", "fence", "prose", "percent"]))
 def test_well_formed_commitments_round_trip(p, q, style):

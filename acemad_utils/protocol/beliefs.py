@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
-from typing import Optional
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,24 +27,6 @@ def normalize(x) -> tuple[np.ndarray, np.ndarray]:
     total = x.sum(axis=-1, keepdims=True)
     p = np.where(total > 0, x / np.where(total > 0, total, 1.0), 1.0 / max(x.shape[-1], 1))
     return p, total[..., 0] <= 0
-
-
-def from_mapping(d: Optional[Mapping[str, float]], labels: Sequence[str]) -> tuple[np.ndarray, dict]:
-    """{label: prob} as a distribution in `labels` order, and a report: missing, unknown, degenerate, raw_sum."""
-    d = dict(d or {})
-    raw = np.array([_as_float(d.get(k)) for k in labels], dtype=float)
-    unknown = sorted(str(k) for k in d if k not in labels)
-    missing = [k for k in labels if k not in d]
-    p, deg = normalize(raw)
-    raw_sum = float(np.nansum(np.where(np.isfinite(raw), raw, 0.0)))
-    return p, {"missing": missing, "unknown": unknown, "degenerate": bool(deg), "raw_sum": raw_sum}
-
-
-def _as_float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, salt: str = "shuffle") -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from acemad_utils.protocol.beliefs import from_mapping
+from acemad_utils.protocol.beliefs import normalize
 from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
 
 
@@ -158,18 +158,15 @@ def _dist(obj: Any, labels: Sequence[str], options) -> tuple[Optional[np.ndarray
         else:
             x = _num(v)
             if _non_finite(v, x):
-                return None, {"unknown": unknown, "non_finite": str(k)}
+                return None, {}
             if np.isfinite(x):
                 mapped[lab] = mapped.get(lab, 0.0) + max(x, 0.0)
-    if not mapped:
-        return None, {"unknown": unknown}
-    p, rep = from_mapping(mapped, labels)
-    rep["unknown"] = unknown
-    if rep["degenerate"]:
-        return None, rep
-    if rep["raw_sum"] > 1.5:
-        rep["percent"] = True  # values like 60/40: renormalizing already reads them as percentages
-    return p, rep
+    raw = np.array([mapped.get(k, 0.0) for k in labels])
+    p, degenerate = normalize(raw)
+    if degenerate:  # no label with a positive number
+        return None, {}
+    # values like 60/40: renormalizing already reads them as percentages
+    return p, {"missing": [k for k in labels if k not in mapped], "unknown": unknown, "percent": raw.sum() > 1.5}
 
 
 def _find(d: Mapping, keys: Sequence[str]) -> Any:
