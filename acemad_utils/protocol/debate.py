@@ -1,8 +1,8 @@
 """Algorithm 1 of the paper (acemad_paper.tex l.563-585) and its baselines on one page: the math, the round loop,
 the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options);
-run_question is a batch of one. Who answers: a batched population (agents.sim, the synthetic one) answers a round
-of D debates as arrays; any other Population (LLM agents, test doubles) is asked one Turn per agent through
-TurnAgents (bottom of this page), each Turn carrying the messages its topology shows. Scores, weights and
+run_question is a batch of one. Who answers: Population.batch_agents; the synthetic one (agents.sim) answers a round
+of D debates as arrays, any other (LLM agents, test doubles) is asked one Turn per agent (schema.TurnAgents), each
+Turn carrying the messages its topology shows. Scores, weights and
 decisions are pure functions of the stored p and q, so report.rescoring re-decides any record without a model call.
 
 Methods (Appendix "Baselines", l.636-645), every MAD at T rounds:
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from acemad_utils.protocol import records as R
 from acemad_utils.protocol.config import ETA, SCORING_RULES, WEIGHT_EXPONENT, WEIGHTINGS, DebateConfig
-from acemad_utils.protocol.schema import Commits, Message, Population, Question, Turn, add_usage, zero_usage
+from acemad_utils.protocol.schema import Commits, Message, Population, Question, add_usage, zero_usage
 
 LOG_EPS = 1e-6  # floor of the log score: a zero forecast of a realized answer costs log(1e-6) ~ -13.8
 VOTES = ("majority", "self_consistency")  # decided by the plurality of independent first answers (no debate)
@@ -233,8 +233,8 @@ def _debate(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     specs, D, K = cfg.specs(), len(questions), len(questions[0].options)
     n, star, acemad = len(specs), cfg.method == "centralized", cfg.method == "acemad"
     draws = [r + cfg.repeat_offset for r in repeats]
-    agents = _agents(population, specs, questions, draws, "debater")
-    mod = _agents(population, [], questions, draws, "moderator") if star else None
+    agents = population.batch_agents(specs, questions, draws, "debater")
+    mod = population.batch_agents([], questions, draws, "moderator") if star else None
     near = {i: ({i, -1} if star else ring(i, n) if cfg.method == "sparse" else None) for i in range(n)}
     V, seen = visibility(cfg), np.full((D, n, K), np.nan)  # seen: the mean stance each agent read last round
     rounds: list[Commits] = []
@@ -302,7 +302,9 @@ def _single(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
     draws = [cfg.repeat_offset + rep * runs + r for rep in repeats for r in range(runs)]
     qs = [q for q in questions for _ in range(runs)]
-    c = _agents(population, [spec], qs, draws, "solo").act(1, np.full((len(qs), 1, K), np.nan), lambda d, i: (), False)
+    c = population.batch_agents([spec], qs, draws, "solo").act(
+        1, np.full((len(qs), 1, K), np.nan), lambda d, i: (), False
+    )
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
 
     def regroup(x: list) -> list:  # [D * runs][1 round] -> [D][runs]
@@ -426,46 +428,3 @@ def _usage_sum(turns) -> dict:
     for u in [] if turns is None else [u for r in turns for u in r]:
         add_usage(total, u)
     return total
-
-
-# ----------------------------------------------------------------------------- who answers
-def _agents(population: Population, specs, questions, draws, role: str):
-    """A batch of agents: the population's own arrays when it has them (`batched`), else one Agent per turn."""
-    if getattr(population, "batched", False):
-        return population.batch_agents(specs, questions, draws, role)  # type: ignore[attr-defined]
-    return TurnAgents(population, specs, questions, draws, role)
-
-
-class TurnAgents:
-    """The batched face of an Agent-per-turn population: each debate's agents are built by the population
-    (`agents`, `moderator`) and a round is one Turn per agent, run together by `population.act_all` (threads for
-    an LLM population: agents/pool.py)."""
-
-    def __init__(self, population: Population, specs, questions, draws, role: str):
-        self.population, self.questions, self.draws, self.role = population, questions, draws, role
-        if role == "moderator":
-            self.agents = [[population.moderator(q, r)] for q, r in zip(questions, draws)]
-            self.specs = [self.agents[0][0].spec]
-        else:
-            self.agents = [population.agents(specs, q, r) for q, r in zip(questions, draws)]
-            self.specs = list(specs)
-
-    def act(self, t: int, seen, view: Callable[[int, int], tuple], want_q: bool) -> Commits:
-        agent_ids = [-1] if self.role == "moderator" else range(len(self.specs))
-        turns = [
-            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r)  # type: ignore[arg-type]
-            for d, (q, r) in enumerate(zip(self.questions, self.draws))
-            for i in agent_ids
-        ]
-        steps = self.population.act_all([a for per in self.agents for a in per], turns)
-        D, N = len(self.questions), len(agent_ids)
-        grid = [steps[d * N : (d + 1) * N] for d in range(D)]
-        nan = np.full(len(steps[0].p), np.nan)
-        return Commits(
-            P=np.array([[s.p for s in g] for g in grid]),
-            Q=np.array([[nan if s.q is None else s.q for s in g] for g in grid]) if want_q else None,
-            texts=[[s.message for s in g] for g in grid],
-            ok=np.array([[not s.parse_failure for s in g] for g in grid]),
-            q_ok=np.array([[not s.info.get("q_parse_failure") for s in g] for g in grid]),
-            usage=[[dict(s.usage) for s in g] for g in grid],
-        )

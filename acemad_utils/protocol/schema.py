@@ -4,7 +4,7 @@ like `Question.labels`."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
@@ -181,8 +181,7 @@ class Population:
 
     synthetic: bool = False
     name: str = "population"
-    #: True when the population answers a round of a batch of debates as arrays itself: batch_agents(specs,
-    #: questions, repeats, role).act(t, seen, view, want_q) -> Commits (agents.sim); the runner then batches.
+    #: True when batch_agents answers a round of D debates as arrays (agents.sim): the runner then batches.
     batched: bool = False
 
     def agents(self, specs: Sequence[AgentSpec], question: Question, repeat: int = 0) -> list[Agent]:
@@ -191,6 +190,10 @@ class Population:
     def moderator(self, question: Question, repeat: int = 0) -> Agent:
         raise NotImplementedError
 
+    def batch_agents(self, specs: Sequence[AgentSpec], questions: Sequence[Question], repeats, role: str):
+        """The agents of a batch of debates: .act(t, seen, view, want_q) -> Commits; agents.sim answers as arrays."""
+        return TurnAgents(self, specs, questions, repeats, role)
+
     def act_all(self, agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
         """Every agent of one round acts on its turn, here one after another (agents/pool.py: at once)."""
         return [a.act(t) for a, t in zip(agents, turns)]
@@ -198,3 +201,38 @@ class Population:
     def describe(self) -> dict:
         """For meta.json (model, endpoint kind, parameters; never a secret)."""
         return {"name": self.name, "synthetic": self.synthetic}
+
+
+class TurnAgents:
+    """The batched face of an Agent-per-turn population: each debate's agents are built by the population
+    (`agents`, `moderator`) and a round is one Turn per agent, run together by `population.act_all` (threads for
+    an LLM population: agents/pool.py)."""
+
+    def __init__(self, population: Population, specs, questions, draws, role: str):
+        self.population, self.questions, self.draws, self.role = population, questions, draws, role
+        if role == "moderator":
+            self.agents = [[population.moderator(q, r)] for q, r in zip(questions, draws)]
+            self.specs = [self.agents[0][0].spec]
+        else:
+            self.agents = [population.agents(specs, q, r) for q, r in zip(questions, draws)]
+            self.specs = list(specs)
+
+    def act(self, t: int, seen, view: Callable[[int, int], tuple], want_q: bool) -> Commits:
+        agent_ids = [-1] if self.role == "moderator" else range(len(self.specs))
+        turns = [
+            Turn(q, i, t, view(d, i), role=self.role, want_peer_prediction=want_q, repeat=r)  # type: ignore[arg-type]
+            for d, (q, r) in enumerate(zip(self.questions, self.draws))
+            for i in agent_ids
+        ]
+        steps = self.population.act_all([a for per in self.agents for a in per], turns)
+        D, N = len(self.questions), len(agent_ids)
+        grid = [steps[d * N : (d + 1) * N] for d in range(D)]
+        nan = np.full(len(steps[0].p), np.nan)
+        return Commits(
+            P=np.array([[s.p for s in g] for g in grid]),
+            Q=np.array([[nan if s.q is None else s.q for s in g] for g in grid]) if want_q else None,
+            texts=[[s.message for s in g] for g in grid],
+            ok=np.array([[not s.parse_failure for s in g] for g in grid]),
+            q_ok=np.array([[not s.info.get("q_parse_failure") for s in g] for g in grid]),
+            usage=[[dict(s.usage) for s in g] for g in grid],
+        )
