@@ -56,11 +56,8 @@ def _item(qid: str, k: int, truth: int, mean: float, conc: float, seed: int, mod
         truth = int(_rng("truth", seed, qid).integers(k))
     rng = _rng("item", seed, qid) if model is None else _rng("item", seed, qid, "model", model)
     wrong = [i for i in range(k) if i != truth]
-    return (
-        truth,
-        int(wrong[rng.integers(len(wrong))]),
-        float(rng.beta(max(mean * conc, 1e-6), max((1 - mean) * conc, 1e-6))),
-    )
+    trap = wrong[rng.integers(len(wrong))]  # drawn before pi: the order of a seeded stream's draws is its numbers
+    return truth, trap, rng.beta(max(mean * conc, 1e-6), max((1 - mean) * conc, 1e-6))
 
 
 class SimBatch:
@@ -73,9 +70,8 @@ class SimBatch:
         self.agent = np.arange(n)[None, :]
         truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4)
         self.states = states
-        u = streams.uniforms(
-            self.keys[..., None], self.agent[..., None], _INIT, np.arange(4)
-        )  # state, guess, link, skill
+        # the initial uniforms of each agent: state, guess, link, skill
+        u = streams.uniforms(self.keys[..., None], self.agent[..., None], _INIT, np.arange(4))
         # near-copies: the state and guess uniforms of the spec's first agent, with P copy(T) (a moderator never)
         lead = np.array([self.specs.index(s) for s in self.specs])
         p_copy = np.array([prm.copy(s.temperature) for s in self.specs]) * (lead < np.arange(n))
@@ -201,17 +197,10 @@ def make_items(n: int, k: int = 4, seed: int = 0, benchmark: str = "synthetic") 
     """n synthetic multiple-choice items with k options and a uniformly placed answer."""
     rng = _rng("items", seed, benchmark, k)
     labels = [chr(65 + i) for i in range(k)]
-    out = []
-    for i in range(n):
-        ans = labels[int(rng.integers(k))]
-        out.append(
-            Question(
-                id=f"{benchmark}/{seed}/{i:05d}",
-                benchmark=benchmark,
-                question=f"Synthetic item {i} (a misconception with one tempting distractor).",
-                options={lab: f"option {lab}" for lab in labels},
-                answer=ans,
-                metadata={"synthetic": True},
-            )
-        )
-    return out
+    answers = [labels[int(rng.integers(k))] for _ in range(n)]
+    text = "Synthetic item {} (a misconception with one tempting distractor)."
+    options = {lab: f"option {lab}" for lab in labels}
+    return [
+        Question(f"{benchmark}/{seed}/{i:05d}", benchmark, text.format(i), dict(options), a, {"synthetic": True})
+        for i, a in enumerate(answers)
+    ]
