@@ -154,27 +154,20 @@ class DebateConfig:
         return self.name or self._label(with_n=False)
 
     def _label(self, with_n: bool) -> str:
-        base = METHOD_NAMES[self.method]
-        extras = [f"N={self.n_agents}"] if with_n and self.n_agents != N_AGENTS and self.method != "single" else []
-        default_roster = "acemad" if self.method == "acemad" else "homogeneous"
-        if self.roster_kind != default_roster and self.roster_kind != "explicit":
-            extras.append("AceMAD roster" if self.roster_kind == "acemad" else "homogeneous")
+        base, kind = METHOD_NAMES[self.method], self.roster_kind
         if self.method == "self_consistency":
             return f"{base} ({self.samples} samples)"
-        if self.method != "acemad":
-            if self.method in ("decentralized", "centralized", "sparse") and self.mad_aggregator != "mean_belief":
-                extras.append(self.mad_aggregator)
-            return f"{base} ({', '.join(extras)})" if extras else base
-        extras.append(f"T={self.rounds}")
-        if self.weighting != "peer_prediction":
-            extras.append(self.weighting)
-        if self.scoring_rule != "brier":
-            extras.append(self.scoring_rule)
-        if self.eta != ETA:
-            extras.append(f"eta={self.eta:g}")
-        if self.weight_exponent != WEIGHT_EXPONENT:
-            extras.append(f"k={self.weight_exponent:g}")
-        return f"{base} ({', '.join(extras)})"
+        extras = [f"N={self.n_agents}"] if with_n and self.n_agents != N_AGENTS and self.method != "single" else []
+        if kind not in ("explicit", "acemad" if self.method == "acemad" else "homogeneous"):
+            extras.append("AceMAD roster" if kind == "acemad" else "homogeneous")
+        if self.method in ("decentralized", "centralized", "sparse") and self.mad_aggregator != "mean_belief":
+            extras.append(self.mad_aggregator)
+        if self.method == "acemad":  # T always, every other setting where it is not the paper's
+            extras.append(f"T={self.rounds}")
+            extras += [x for x in (self.weighting, self.scoring_rule) if x not in ("peer_prediction", "brier")]
+            extras += [f"eta={self.eta:g}"] if self.eta != ETA else []
+            extras += [f"k={self.weight_exponent:g}"] if self.weight_exponent != WEIGHT_EXPONENT else []
+        return f"{base} ({', '.join(extras)})" if extras else base
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
