@@ -16,7 +16,7 @@ from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import run_and_load, run_experiment
 from acemad_utils.protocol import beliefs as B
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import debate, ring, run_batch, run_question, visible
+from acemad_utils.protocol.debate import debate, run_batch, run_question, visible
 from acemad_utils.protocol.records import to_line
 from acemad_utils.protocol.schema import Agent, AgentSpec, Message, Population, Question, Step, Turn
 from acemad_utils.report import rescoring as A
@@ -65,11 +65,12 @@ def test_roster_is_80_20_crowd_first(n, n_th):
 # ----------------------------------------------------------------------------- topology, with agents that record
 def test_visibility_rules():
     hist = [[Message(i, 1, f"r1a{i}") for i in range(5)], [Message(i, 2, f"r2a{i}") for i in range(5)]]
-    assert len(visible(hist, 0, None, "full")) == 10
-    assert [m.text for m in visible(hist, 0, None, "last_round")] == [f"r2a{i}" for i in range(5)]
-    assert [m.agent for m in visible(hist, 0, None, "peers_last")] == [1, 2, 3, 4]
-    assert sorted({m.agent for m in visible(hist, 0, ring(0, 5), "full")}) == [0, 1, 4]
-    assert visible([], 3, None, "full") == ()
+    everyone = set(range(5))
+    assert len(visible(hist, 0, everyone, "full")) == 10
+    assert [m.text for m in visible(hist, 0, everyone, "last_round")] == [f"r2a{i}" for i in range(5)]
+    assert [m.agent for m in visible(hist, 0, everyone, "peers_last")] == [1, 2, 3, 4]
+    assert sorted({m.agent for m in visible(hist, 0, {0, 1, 4}, "full")}) == [0, 1, 4]
+    assert visible([], 3, everyone, "full") == ()
 
 
 class Recorder(Agent):
@@ -112,7 +113,9 @@ def test_centralized_is_a_star_and_scores_the_moderator_on_request():
 def test_sparse_is_a_ring_and_acemad_asks_for_peer_predictions():
     pop = ScriptedPopulation([0] * 5)
     run_question(Q4, pop, DebateConfig(method="sparse", rounds=2))
-    assert {a: {x for x, _ in h} for role, a, t, h, _ in pop.log if t == 2} == {i: ring(i, 5) for i in range(5)}
+    assert {a: {x for x, _ in h} for role, a, t, h, _ in pop.log if t == 2} == {
+        i: {i, (i - 1) % 5, (i + 1) % 5} for i in range(5)
+    }
     assert not any(wp for *_, wp in pop.log)
     pop = ScriptedPopulation([0] * 5)
     run_question(Q4, pop, DebateConfig(method="acemad", rounds=1))

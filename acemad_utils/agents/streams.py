@@ -58,38 +58,32 @@ def uniforms(key, *counters) -> np.ndarray:
 _BOOST = 2**62
 
 
-def _u(base: np.ndarray, counter: int) -> np.ndarray:
-    return _unit(_mix(base ^ np.uint64((counter * 0x9E3779B97F4A7C15 + 0x9E3779B97F4A7C15) % 2**64)))
-
-
 def log_gamma(alpha: np.ndarray, key, *counters) -> np.ndarray:
     """log of Gamma(alpha, 1) variates, shape alpha.shape (key and counters broadcast to it; the last axis
     numbers the variates). In log space because a < 1 gives values below the smallest double (a Dirichlet
     normalizes them: dirichlet)."""
-    a = np.asarray(alpha, dtype=float).ravel()
-    shape = np.shape(alpha)
-    base = np.broadcast_to(bits(key, *counters, np.arange(shape[-1])), shape).ravel()
-    boost = a < 1.0
-    d = np.where(boost, a + 1.0, a) - 1.0 / 3.0
+    a = np.asarray(alpha, dtype=float)
+    base = np.broadcast_to(bits(key, *counters, np.arange(a.shape[-1])), a.shape).ravel()
+    boost = a.ravel() < 1.0
+    d = np.where(boost, a.ravel() + 1.0, a.ravel()) - 1.0 / 3.0
     c = 1.0 / np.sqrt(9.0 * d)
     out = np.empty(base.shape)
-    idx = None  # None: every variate (the first attempt), without copying
+    idx = np.arange(base.size)
     attempt = 0
-    while idx is None or idx.size:  # accepted with prob > 0.95 (d >= 2/3): a few passes over a shrinking set
-        b, dd, cc = (base, d, c) if idx is None else (base[idx], d[idx], c[idx])
-        x = np.sqrt(-2.0 * np.log(_u(b, 4 * attempt))) * np.cos(2.0 * np.pi * _u(b, 4 * attempt + 1))  # Box-Muller
-        v = (1.0 + cc * x) ** 3
+    while idx.size:  # each attempt is accepted with prob > 0.95 (d >= 2/3): a few passes over a shrinking set
+        b, dd = base[idx], d[idx]
+        u0, u1 = uniforms(b, 4 * attempt), uniforms(b, 4 * attempt + 1)
+        x = np.sqrt(-2.0 * np.log(u0)) * np.cos(2.0 * np.pi * u1)  # Box-Muller
+        v = (1.0 + c[idx] * x) ** 3
         with np.errstate(invalid="ignore", divide="ignore"):
             logv = np.log(v)
-            ok = (v > 0) & (np.log(_u(b, 4 * attempt + 2)) < 0.5 * x * x + dd - dd * v + dd * logv)
-        at = np.flatnonzero(ok) if idx is None else idx[ok]
-        out[at] = np.log(dd[ok]) + logv[ok]
-        idx = np.flatnonzero(~ok) if idx is None else idx[~ok]
+            ok = (v > 0) & (np.log(uniforms(b, 4 * attempt + 2)) < 0.5 * x * x + dd - dd * v + dd * logv)
+        out[idx[ok]] = np.log(dd[ok]) + logv[ok]
+        idx = idx[~ok]
         attempt += 1
     # Gamma(a) = Gamma(a + 1) * U^(1/a) for a < 1
-    at = np.flatnonzero(boost)
-    out[at] = out[at] + np.log(_u(base[at], _BOOST)) / a[at]
-    return out.reshape(shape)
+    out = np.where(boost, out + np.log(uniforms(base, _BOOST)) / np.where(boost, a.ravel(), 1.0), out)
+    return out.reshape(a.shape)
 
 
 def dirichlet(alpha: np.ndarray, key, *counters) -> np.ndarray:

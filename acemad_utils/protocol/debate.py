@@ -179,26 +179,20 @@ def plurality(v, k: int, keys=None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- topology
-def ring(i: int, n: int) -> set:
-    """Sparse MAD's neighbourhood: the agent and its two ring neighbours."""
-    return {i, (i - 1) % n, (i + 1) % n}
+def visibility(n: int, sparse: bool) -> np.ndarray:
+    """V (N, N): V[i, j] when agent i reads agent j's stance of the previous round: a full mesh, or Sparse MAD's
+    ring (i - 1 and i + 1); never itself."""
+    gap = np.subtract.outer(np.arange(n), np.arange(n)) % n
+    return (gap != 0) & (not sparse or (gap == 1) | (gap == n - 1))
 
 
-def visibility(cfg: DebateConfig) -> np.ndarray:
-    """V (N, N): V[i, j] when agent i reads agent j's stance of the previous round (a full mesh or the ring;
-    never itself)."""
-    n = cfg.n_agents
-    V = np.array([[cfg.method != "sparse" or j in ring(i, n) for j in range(n)] for i in range(n)])
-    return V & ~np.eye(n, dtype=bool)
-
-
-def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: Optional[set], policy: str):
-    """The messages `agent` may read: from `neighbours` (None: everyone), all rounds ('full', the paper), the last
-    ('last_round') or its peers' last ('peers_last')."""
+def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: set, policy: str):
+    """The messages `agent` may read: from `neighbours`, all rounds ('full', the paper), the last ('last_round') or
+    its peers' last ('peers_last')."""
     rounds = history if policy == "full" else history[-1:]
     return tuple(
         m for msgs in rounds for m in msgs
-        if (neighbours is None or m.agent in neighbours) and not (policy == "peers_last" and m.agent == agent)
+        if m.agent in neighbours and not (policy == "peers_last" and m.agent == agent)
     )  # fmt: skip
 
 
@@ -235,8 +229,11 @@ def _debate(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     draws = [r + cfg.repeat_offset for r in repeats]
     agents = population.batch_agents(specs, questions, draws, "debater")
     mod = population.batch_agents([], questions, draws, "moderator") if star else None
-    near = {i: ({i, -1} if star else ring(i, n) if cfg.method == "sparse" else None) for i in range(n)}
-    V, seen = visibility(cfg), np.full((D, n, K), np.nan)  # seen: the mean stance each agent read last round
+    V, seen = (
+        visibility(n, cfg.method == "sparse"),
+        np.full((D, n, K), np.nan),
+    )  # seen: the mean stance each agent read last round
+    near = {i: {i, -1} if star else {i, *np.flatnonzero(V[i]).tolist()} for i in range(n)}  # whose messages i reads
     rounds: list[Commits] = []
     mods: list[Commits] = []
 
