@@ -6,8 +6,7 @@ Mapping choices (deterministic, no RNG, no Python `hash()`): TruthfulQA lists th
 choices are ordered by sha256(TRUTHFULQA_SALT | question | text); ARC's 22 items labelled "1".."4" map to letters by
 value (originals in metadata["original_labels"]); BBH options come out of the "Options:" block, binary tasks get
 A/B = BBH_BINARY; LogiQA options go by line position, one leading "A." / "C." / "A?" (any of A-D: some items swap
-letters) or "A " (own letter only) stripped, never more.
-"""
+letters) or "A " (own letter only) stripped, never more."""
 
 from __future__ import annotations
 
@@ -29,18 +28,11 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 TRUTHFULQA_SALT = "acemad/truthfulqa-mc1/v1"  # changing it reshuffles every TruthfulQA item: don't.
 
 #: The logic-related multiple-choice BBH tasks (the paper's "logic" subset); 7 lettered MC, 3 binary.
-BBH_TASKS = (
-    "logical_deduction_three_objects",
-    "logical_deduction_five_objects",
-    "logical_deduction_seven_objects",
-    "tracking_shuffled_objects_three_objects",
-    "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects",
-    "date_understanding",
-    "web_of_lies",
-    "formal_fallacies",
-    "causal_judgement",
-)
+BBH_TASKS = tuple(
+    f"{task}_{n}_objects"
+    for task in ("logical_deduction", "tracking_shuffled_objects")
+    for n in ("three", "five", "seven")
+) + ("date_understanding", "web_of_lies", "formal_fallacies", "causal_judgement")
 BBH_BINARY = {"web_of_lies": ("Yes", "No"), "causal_judgement": ("Yes", "No"), "formal_fallacies": ("valid", "invalid")}
 
 

@@ -1,6 +1,5 @@
 """Numbers as a reader reads them, the same in tables, sentences and SUMMARY lines: 'p = 0.031', 'p = 2.1e-07',
-'p < 1e-4' at the permutation floor.
-"""
+'p < 1e-4' at the permutation floor."""
 
 from __future__ import annotations
 

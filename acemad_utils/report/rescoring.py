@@ -1,7 +1,6 @@
 """Re-scoring stored commitments with another rule, eta, T, exponent or aggregator (never a model call), by the
 engine's own functions: `rescore(stack(recs), eta=4.0, rounds=3)`. Truncating to `rounds` is exact for agents that do
-not know T in advance (the synthetic population and the paper's prompts).
-"""
+not know T in advance (the synthetic population and the paper's prompts)."""
 
 from __future__ import annotations
 

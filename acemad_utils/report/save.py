@@ -1,6 +1,5 @@
 """Saving artefacts labelled with their source, byte-stable: tables as CSV + Markdown (fixed float precision),
-figures as PNG + PDF (no timestamp in their metadata).
-"""
+figures as PNG + PDF (no timestamp in their metadata)."""
 
 from __future__ import annotations
 

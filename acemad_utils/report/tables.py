@@ -1,7 +1,6 @@
 """Paper-style tables from transcripts (percentages): accuracy with n and a 95% CI resampling questions (within each
 benchmark for the Average, the mean of the benchmark columns); paired tests: exact McNemar on 0/1 outcomes, else a
-sign-flip permutation test (the Single Agent's per-question accuracy is a mean over 5 runs); the paper beside ours.
-"""
+sign-flip permutation test (the Single Agent's per-question accuracy is a mean over 5 runs); the paper beside ours."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
 A cell: belief p and peer prediction q as text bars, answer, AceMAD's score and weight, argument; a row ends with the
 plurality and the weighted answer, by the engine's own functions. Plain HTML, no script, SVG or style: untrusted
 notebooks (JupyterLab, code hosts, nbconvert) strip those. The page holds each method's fragments as base64 zlib JSON,
-so no reply text can end a <script>; its JS filters the rows and inflates a method's block when first opened.
-"""
+so no reply text can end a <script>; its JS filters the rows and inflates a method's block when first opened."""
 
 from __future__ import annotations
 

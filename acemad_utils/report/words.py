@@ -1,6 +1,5 @@
 """What the notebooks' "What we see" cells share (each sentence is an f-string in its notebook): `caveat` says what
-kind of evidence the numbers are and which assumption of a synthetic population (docs/population.md) they rest on.
-"""
+kind of evidence the numbers are and which assumption of a synthetic population (docs/population.md) they rest on."""
 
 from __future__ import annotations
 
@@ -12,23 +11,12 @@ from acemad_utils.report.tables import AVERAGE
 
 #: What a run without peer prediction rests on: the naive agent alone (notebook 01), the homogeneous baselines (02)
 SUBSET_USES = ("trap_mean", "trap_concentration", "explore_base", "explore_per_temp")
-BASELINE_USES = (
-    "trap_mean",
-    "trap_concentration",
-    "crowd_insight",
-    "crowd_copy",
-    "crowd_susceptibility",
-    "confidence_per_temp",
+BASELINE_USES = tuple(
+    "trap_mean trap_concentration crowd_insight crowd_copy crowd_susceptibility confidence_per_temp".split()
 )
 #: ... and what an AceMAD result rests on beside the link (the ledger's grid varies them: registry.LEDGER_GRID)
-WEIGHTED_USES = (
-    "insight",
-    "crowd_insight",
-    "crowd_copy",
-    "insight_susceptibility",
-    "crowd_susceptibility",
-    "crowd_calibration",
-    "trap_mean",
+WEIGHTED_USES = tuple(
+    "insight crowd_insight crowd_copy insight_susceptibility crowd_susceptibility crowd_calibration trap_mean".split()
 )
 
 
