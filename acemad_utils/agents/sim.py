@@ -1,6 +1,6 @@
 """The synthetic population (backend "sim"): the paper's mechanism as a generative model of agents' knowledge,
 answering a round of D debates x N agents at once as arrays. No LLM; everything made with it is labelled synthetic.
-docs/population.md is its specification. Each item has a shared trap and propensity pi (item_latent); each agent
+docs/population.md is its specification. Each item has a shared trap and propensity pi (items); each agent
 draws a latent state (STATES) from its persona and temperature; its answer, stubbornness (Eq. 1's alpha) and
 peer-prediction skill (through knowledge_link) follow from it. Every draw is counter-based (agents.streams), keyed
 by (seed, question id, repeat, role): a debate's numbers do not depend on its batch, its order or the process.
