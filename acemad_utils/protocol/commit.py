@@ -84,45 +84,30 @@ def _norm_key(k: Any) -> str:
     return re.sub(r"[^a-z0-9]", "", str(k).lower())
 
 
-def _unwrap(v: Any) -> Any:
+_NONFINITE_WORD = re.compile(r"\s*[+-]?(inf|infinity|nan)\s*", re.IGNORECASE)
+
+
+def _num(v: Any) -> Optional[float]:
+    """A number from a JSON value ({"probability": x} followed 8 levels); None when there is none ("high": zero mass).
+    A stated non-finite number (Infinity, NaN, 1e999, an int too large) comes back non-finite: a parse failure, never
+    zero mass, since {"A": Infinity, "B": 0.1} once became p = [0, 1] without a flag."""
     for _ in range(8):
-        if isinstance(v, Mapping) and v:  # {"probability": 0.6}
-            v = next(iter(v.values()))
-        else:
+        if not (isinstance(v, Mapping) and v):
             break
-    return v
-
-
-def _num(v: Any) -> float:
-    """A number from a JSON value, NaN when there is none; an int too large is +-inf; {"probability": x} is
-    followed 8 levels."""
-    v = _unwrap(v)
+        v = next(iter(v.values()))
     if isinstance(v, bool):
-        return float("nan")
+        return None
     if isinstance(v, (int, float)):
         try:
             return float(v)
         except OverflowError:  # json gives Python ints of any size
-            return float("inf") if v > 0 else float("-inf")
+            return float("inf")
     if isinstance(v, str):
+        if _NONFINITE_WORD.fullmatch(v[:40]):
+            return float("inf")
         m = re.search(r"-?\d+(?:\.\d+)?", v[:200])  # "60%" -> 60: renormalizing puts percentages on scale
-        if m:
-            return float(m.group())  # a long digit string is inf, never an error
-    return float("nan")
-
-
-_NONFINITE_WORD = re.compile(r"\s*[+-]?(inf|infinity|nan)\s*", re.IGNORECASE)
-
-
-def _non_finite(v: Any, x: float) -> bool:
-    """Whether v stated a non-finite number (Infinity, NaN, 1e999; x = _num(v)): a parse failure, never zero mass,
-    since {"A": Infinity, "B": 0.1} once became p = [0, 1] without a flag. No number at all ("high") is zero mass."""
-    if np.isinf(x):
-        return True
-    v = _unwrap(v)
-    if isinstance(v, float):
-        return not np.isfinite(v)
-    return isinstance(v, str) and bool(_NONFINITE_WORD.fullmatch(v[:40]))
+        return float(m.group()) if m else None  # a long digit string is inf, never an error
+    return None
 
 
 def _label_of(k: Any, labels: Sequence[str], options: Optional[Mapping[str, str]]) -> Optional[str]:
@@ -153,14 +138,13 @@ def _dist(obj: Any, labels: Sequence[str], options) -> tuple[Optional[np.ndarray
     unknown = []
     for k, v in obj.items():
         lab = _label_of(k, labels, options)
+        x = None if lab is None else _num(v)
         if lab is None:
             unknown.append(str(k))
-        else:
-            x = _num(v)
-            if _non_finite(v, x):
-                return None, {}
-            if np.isfinite(x):
-                mapped[lab] = mapped.get(lab, 0.0) + max(x, 0.0)
+        elif x is not None and not np.isfinite(x):
+            return None, {}
+        elif x is not None:
+            mapped[lab] = mapped.get(lab, 0.0) + max(x, 0.0)
     raw = np.array([mapped.get(k, 0.0) for k in labels])
     p, degenerate = normalize(raw)
     if degenerate:  # no label with a positive number
