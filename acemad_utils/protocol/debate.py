@@ -386,7 +386,7 @@ class Debates:
     def records(self) -> list[dict]:
         """The records a run writes (protocol.records' layout), in the order of `questions`."""
         kept, correct = self.entries(range(self.P.shape[2])), self.correct()
-        S, W = (None if x is None else R.stored(x) for x in (self.S, self.W))
+        S, W = (None if x is None else R.rounded(x).tolist() for x in (self.S, self.W))
         mods = None if self.mod is None else self.mod.entries([-1])
         acemad = self.cfg.method == "acemad" and self.q_ok is not None
         failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if acemad else [0] * len(self.questions)  # type: ignore

@@ -25,13 +25,9 @@ SCHEMA_VERSION = 1
 STORED_DIGITS = 10
 
 
-def stored(x) -> list:
-    """Values rounded to STORED_DIGITS significant digits, as a list (a tie stays a tie; non-finite: an error)."""
-    return rounded(x).tolist()
-
-
 def rounded(x) -> np.ndarray:
-    """The values a record stores (stored) as an array: what a reader of the record gets back."""
+    """The values a record stores, rounded to STORED_DIGITS significant digits (a tie stays a tie; non-finite: an
+    error): what a reader of the record gets back."""
     a = np.asarray(x, dtype=float)
     if not np.isfinite(a).all():
         raise ValueError(f"a stored belief, score or weight is not a finite number: {a.tolist()!r}")
@@ -47,11 +43,11 @@ def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
     forecast), ok and q_ok (D, T, N); a turn that made no call (synthetic agents) stores no usage block."""
     heads = [{"agent": a, "persona": s.persona, "temperature": s.temperature, "thinking": s.thinking,
               "model": s.model} for s, a in zip(specs, agents)]  # fmt: skip
-    ps, fail = stored(P), (~np.asarray(ok, bool)).tolist()
+    ps, fail = rounded(P).tolist(), (~np.asarray(ok, bool)).tolist()
     if Q is None:
         qs = [[[None] * P.shape[2]] * P.shape[1]] * P.shape[0]
     else:  # a forecast not given (a NaN row) is stored as None
-        qs, gone = stored(np.nan_to_num(Q)), np.isnan(Q).any(axis=-1)
+        qs, gone = rounded(np.nan_to_num(Q)).tolist(), np.isnan(Q).any(axis=-1)
         for d, t, i in zip(*np.nonzero(gone)):
             qs[d][t][i] = None
     out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
