@@ -72,6 +72,7 @@ COMMIT = ["header", "own argument", "json shape"]
 SINGLE = ["header", "json shape", "single call"]
 commit = lambda t: PR.commit_prompt(t, ARGUMENT)  # noqa: E731
 SOLO, P_ONLY = turn(role="solo", history=()), turn(want_peer_prediction=False)
+SHAPE_ARG = {"shape_argument": True}  # the single call's shape has an argument field
 # (variant, the turn, the paper's prompt it derives from, our rendering, the deviations it may have)
 VARIANTS = {
     "argue, debater (the paper's)": (turn(), paper_argumentation, lambda t: PR.argue_prompt(t), [], {}),
@@ -81,20 +82,8 @@ VARIANTS = {
     "commit, p and q": (turn(), paper_commit, commit, COMMIT, {}),
     "commit, p only": (P_ONLY, paper_commit, commit, [*COMMIT, "no peer prediction"], {}),
     "commit, solo": (SOLO, paper_commit, commit, [*COMMIT, "no peer prediction", "solo"], {}),
-    "single call, p and q": (
-        turn(),
-        paper_commit,
-        PR.single_prompt,
-        [*SINGLE, "single call numbering"],
-        {"shape_argument": True},
-    ),
-    "single call, p only": (
-        P_ONLY,
-        paper_commit,
-        PR.single_prompt,
-        [*SINGLE, "no peer prediction"],
-        {"shape_argument": True},
-    ),
+    "single call, p and q": (turn(), paper_commit, PR.single_prompt, [*SINGLE, "single call numbering"], SHAPE_ARG),
+    "single call, p only": (P_ONLY, paper_commit, PR.single_prompt, [*SINGLE, "no peer prediction"], SHAPE_ARG),
 }
 
 
