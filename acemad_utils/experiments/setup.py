@@ -19,7 +19,7 @@ from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.params import SCHEMA, SETUP_NAMES, problem, setup_defaults
+from acemad_utils.experiments.params import SCHEMA, SETUP_NAMES, defaults, refusal
 from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
@@ -29,7 +29,7 @@ from acemad_utils.protocol.schema import Population, Question
 SYNTHETIC_K = {"truthfulqa": 5, "arc_challenge": 4, "bbh": 3, "logiqa": 4, "medqa": 4, "mmlu_pro": 10}
 # Smoke-mode caps per backend: (items read per benchmark, questions per run); the local model answers in seconds.
 SMOKE = {"sim": (60, 12), "local": (4, 1), "openai": (20, 3)}
-_D = setup_defaults()  # Setup's defaults are the notebook parameters' (experiments/params.py)
+_D = {n.lower(): v for n, v in defaults("02_baselines").items() if n in SETUP_NAMES}  # the notebooks' defaults
 
 
 def _cap(n: Optional[int], cap: int) -> int:
@@ -93,10 +93,8 @@ class Setup:
     def from_params(cls, P: dict, **kw) -> Setup:
         """A Setup from a notebook's parameters (upper-case names in P; absent ones: defaults; `kw` overrides),
         each checked first (a cell edited by hand gets the profiles' one-line message)."""
-        for name in SCHEMA.keys() & P.keys():
-            why = problem(name, P[name])
-            if why:
-                raise ValueError(f"{name} = {P[name]!r} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}")
+        if refused := next(filter(None, (refusal(name, P[name]) for name in SCHEMA.keys() & P.keys())), None):
+            raise ValueError(refused)
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
     def _population(self, population: str, model: str, base_url: str, calls: str):

@@ -18,7 +18,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 from unittest import mock
 
 import nbformat
@@ -117,16 +117,7 @@ def run(
         "PYTHONPATH": os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p),
         CHECKOUT_ENV: str(CHECKOUT),
     }
-    est, text = None, ""
-    if _uses_llm(prof, selected, ("openai",)):
-        try:
-            est = estimate_profile(profile, overrides, selected)
-            text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
-        except Exception as e:  # the estimate must never stop a run; say why it is missing
-            text = f"cost estimate unavailable ({type(e).__name__}: {e})"
-        if env.get("ACEMAD_MAX_USD") in (None, ""):
-            text += "\n  no MAX_USD set: nothing caps this run's spend (profile key max_usd:, or ACEMAD_MAX_USD)"
-        print(text, flush=True)
+    est = _print_estimate(prof, profile, overrides, selected, env=env)
     unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
     if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them
         raise SystemExit(f"{tag} not started: {unpriced_message(unpriced)}")
@@ -187,6 +178,22 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
         for model in (False, True):  # the free checks of every endpoint before any model's one-token request
             if lines := [x for x in pool.map(lambda ep: check(ep, model), eps) if x]:  # noqa: B023 (used at once)
                 raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
+
+
+def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> Any:
+    """The cost estimate of an LLM profile, printed before it runs (never stopping it); None when there is none."""
+    if not _uses_llm(prof, selected, ("openai",)):
+        return None
+    est = None
+    try:
+        est = estimate_profile(profile, overrides, selected)
+        text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
+    except Exception as e:  # say why it is missing
+        text = f"cost estimate unavailable ({type(e).__name__}: {e})"
+    if env.get("ACEMAD_MAX_USD") in (None, ""):
+        text += "\n  no MAX_USD set: nothing caps this run's spend (profile key max_usd:, or ACEMAD_MAX_USD)"
+    print(text, flush=True)
+    return est
 
 
 def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) -> bool:

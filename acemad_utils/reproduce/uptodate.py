@@ -119,12 +119,11 @@ def _outside() -> list[Path]:
 
 def _written_state() -> str:
     base = paths.outputs(create=False)
-    return tree_state(
-        [base, paths.root() / "data" / "subsets"], skip=[base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
-    )
+    skip = [base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
+    return tree_state([base, paths.root() / "data" / "subsets"], skip=skip)
 
 
-def _read_state() -> str:
+def _read_state() -> str:  # data/, the benchmark files or hub cache, matplotlibrc
     return tree_state([paths.DATA, *_outside()], skip=[paths.DATA / "subsets"])
 
 
