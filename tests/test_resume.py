@@ -25,13 +25,8 @@ from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
-
-try:
-    from tests import resume_worker as W
-    from tests.fake_openai import FakeOpenAI, FaultInjector
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    import resume_worker as W
-    from fake_openai import FakeOpenAI, FaultInjector
+from tests import resume_worker as W
+from tests.fake_openai import FakeOpenAI, FaultInjector
 
 WORKER = Path(__file__).resolve().parent / "resume_worker.py"
 N = 30  # questions
