@@ -65,11 +65,8 @@ def _digest(path: str) -> str:
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         return f"not a regular file ({stat.S_IFMT(mode):o})"
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()  # type: ignore[attr-defined]
 
 
 def tree_state(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> str:
