@@ -1,7 +1,5 @@
-"""Bad input stops before any paid call, with one message naming the bad value and what is allowed: at Setup (what
-the notebooks call), DebateConfig (and from_dict for profile values), data.load, LLMPopulation (missing key,
-unreachable endpoint, rejected key), load_profile, and reproduce's check of every endpoint a profile will call
-(one line per endpoint naming the parameter, URL and fix). A fake endpoint counts chat calls: zero everywhere."""
+"""Bad input stops before any paid call, with one message naming the bad value and what is allowed (Setup,
+DebateConfig, data.load, LLMPopulation, load_profile, reproduce's check of every endpoint a profile calls)."""
 
 from __future__ import annotations
 
@@ -61,12 +59,10 @@ def test_bad_backend_or_source(field, value, allowed):
 # ----------------------------------------------------------------------------- N, T, eta, k
 @pytest.mark.parametrize(
     "kw,named,allowed",
-    [({"n_agents": 0}, "n_agents=0", "N >= 1"), ({"n_agents": -3}, "n_agents=-3", "N >= 1"),
-     ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"), ({"rounds": 0}, "rounds=0", "T >= 1"),
-     ({"rounds": -1}, "rounds=-1", "T >= 1"), ({"eta": -0.5}, "eta=-0.5", "eta >= 0"),
-     ({"eta": math.inf}, "eta=inf", "finite eta >= 0"), ({"eta": math.nan}, "eta=nan", "finite eta >= 0"),
-     ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0"),
-     ({"method": "acemd"}, "method='acemd'", "choose one of")],
+    [({"n_agents": -3}, "n_agents=-3", "N >= 1"), ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"),
+     ({"rounds": -1}, "rounds=-1", "T >= 1"), ({"eta": math.inf}, "eta=inf", "finite eta >= 0"),
+     ({"eta": math.nan}, "eta=nan", "finite eta >= 0"), ({"method": "acemd"}, "method='acemd'", "choose one of"),
+     ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0")],
 )  # fmt: skip
 def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowed):
     for build in (lambda: DebateConfig(**kw), lambda: DebateConfig.from_dict(dict(kw))):
@@ -74,11 +70,6 @@ def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowe
             build()
         msg = str(e.value)
         assert msg.startswith("DebateConfig: ") and named in msg and allowed in msg and "\n" not in msg
-
-
-def test_debate_config_key_typo_is_named_with_a_hint():
-    with pytest.raises(ValueError, match=r"unknown key\(s\) 'n_agent' \(did you mean 'n_agents'\?\); allowed keys"):
-        DebateConfig.from_dict({"n_agent": 3})
 
 
 # ----------------------------------------------------------------------------- data directory
@@ -101,45 +92,34 @@ def test_a_missing_data_dir_is_named_and_stops_a_setup_before_any_chat_call(tmp_
 
 
 # ----------------------------------------------------------------------------- key and endpoint
-def test_missing_api_key_for_the_default_endpoint(no_env):
+def test_a_missing_key_or_an_unreachable_base_url_stops_setup_and_population(no_env, monkeypatch):
     for build in (lambda: Setup(backend="openai"), lambda: LLMPopulation()):
-        with pytest.raises(MissingAPIKey) as e:
+        with pytest.raises(MissingAPIKey, match="OPENAI_API_KEY.*local"):
             build()
-        assert "OPENAI_API_KEY" in str(e.value) and "local" in str(e.value)
-
-
-def test_unreachable_base_url_is_caught_by_the_preflight(no_env, monkeypatch):
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    for build in (
-        lambda: LLMPopulation(model="m", base_url=url),
-        lambda: Setup(backend="openai", model="m", base_url=url, source="demo"),
-    ):
+    for build in (lambda: LLMPopulation(model="m", base_url=url),
+                  lambda: Setup(backend="openai", model="m", base_url=url, source="demo")):  # fmt: skip
         with pytest.raises(EndpointUnreachable) as e:
             build()
-        msg = str(e.value)
-        assert url in msg and "BASE_URL" in msg and "OpenAI-compatible" in msg and KEY not in msg
+        assert url in str(e.value) and "OpenAI-compatible" in str(e.value) and KEY not in str(e.value)
     monkeypatch.setenv("OPENAI_BASE_URL", url)  # the same through the environment
     with pytest.raises(EndpointUnreachable, match=url):
         LLMPopulation(model="m")
     LLMPopulation(model="m", preflight=False)  # opting out: nothing is contacted
 
 
-def test_preflight_is_free_and_accepts_servers_without_models_route():
-    with FakeOpenAI() as srv:
-        LLMPopulation(model="m", base_url=srv.url, api_key=KEY)
-        assert srv.count == 0 and f"Bearer {KEY}" in srv.auth  # one GET /models, no completion
-    with FakeOpenAI(models_status=404) as srv:  # reachable is enough
-        LLMPopulation(model="m", base_url=srv.url, api_key=KEY)
-
-
-@pytest.mark.parametrize("status", [401, 403])
-def test_rejected_key_is_caught_by_the_preflight_without_printing_it(status):
+@pytest.mark.parametrize("status", [200, 404, 401, 403])
+def test_the_preflight_is_free_accepts_a_server_without_models_and_stops_a_rejected_key(status):
     with FakeOpenAI(models_status=status) as srv:
-        with pytest.raises(APIKeyRejected) as e:
+        if status < 400 or status == 404:  # reachable is enough
             LLMPopulation(model="m", base_url=srv.url, api_key=KEY)
-        assert str(status) in str(e.value) and "OPENAI_API_KEY" in str(e.value) and KEY not in str(e.value)
-        assert srv.count == 0
+            assert f"Bearer {KEY}" in srv.auth
+        else:
+            with pytest.raises(APIKeyRejected) as e:
+                LLMPopulation(model="m", base_url=srv.url, api_key=KEY)
+            assert str(status) in str(e.value) and "OPENAI_API_KEY" in str(e.value) and KEY not in str(e.value)
+        assert srv.count == 0  # one GET /models, no completion
 
 
 def test_base_url_credentials_are_not_echoed():

@@ -56,13 +56,11 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
 
 
 class ModelClient:
-    """Stands in for the LLM client in a replay: its generate() and cache keys, a dict as the response cache.
-    `tally` counts the calls asked ("asked") and, per model, [calls sent, prompt, completion tokens]; `log` receives
-    (scope, model, messages, prompt_tokens) of every call sent."""
+    """The LLM client's generate() and cache keys in a replay, a dict as the response cache. `tally` counts the calls
+    asked ("asked") and, per model, [calls sent, prompt, completion tokens]."""
 
-    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, tally: dict, log: Optional[list]):
-        self.model, self.kind, self.store, self.arg_chars = model, kind, store, arg_chars
-        self.tally, self.log = tally, log
+    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, tally: dict):
+        self.model, self.kind, self.store, self.arg_chars, self.tally = model, kind, store, arg_chars, tally
         self._lock = threading.Lock()
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
@@ -83,14 +81,12 @@ class ModelClient:
             self.store[key] = text
             m = self.tally.setdefault(model, [0, 0, 0])
             m[0], m[1], m[2] = m[0] + 1, m[1] + pt, m[2] + ct
-            if self.log is not None:
-                self.log.append((scope, model, list(messages), pt))
         return Completion(text=text, mode=mode, prompt_tokens=pt, completion_tokens=ct, network_calls=1)
 
 
 def replay_population(
     model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *, seed: int = 0,
-    base_url: Optional[str] = None, log: Optional[list] = None, tally: Optional[dict] = None, **kw,
+    base_url: Optional[str] = None, tally: Optional[dict] = None, **kw,
 ):  # fmt: skip
     """An LLMPopulation whose clients are ModelClients (kind from the URL, as for the real client)."""
     counts: dict = {} if tally is None else tally
@@ -100,7 +96,7 @@ def replay_population(
             key = url or self.base_url
             with self._lock:
                 if key not in self._clients:
-                    mc = ModelClient(str(self.model), endpoint_kind(key), store, arg_chars, counts, log)
+                    mc = ModelClient(str(self.model), endpoint_kind(key), store, arg_chars, counts)
                     self._clients[key] = mc  # type: ignore[assignment]
                 return self._clients[key]
 

@@ -33,7 +33,6 @@ from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
-from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
@@ -49,7 +48,7 @@ RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
 
 def replay(
     stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS, *,
-    store: Optional[dict] = None, log: Optional[list] = None, **pop_kw,
+    store: Optional[dict] = None, **pop_kw,
 ) -> list[tuple[registry.Run, str, dict]]:  # fmt: skip
     """[(stage, benchmark, {"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}})],
     means per item of each stage's configs on `items[benchmark]`, in order, sharing the modelled cache `store`."""
@@ -62,7 +61,7 @@ def replay(
         if (m, url) not in pops:
             tally: dict = {}
             pop = replay_population(m, store, arg_chars, P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url,
-                                    log=log, tally=tally, **pop_kw)  # fmt: skip
+                                    tally=tally, **pop_kw)  # fmt: skip
             pops[m, url] = pop, tally
         pop, tally = pops[m, url]
         for b in st.benchmarks or ():
@@ -99,8 +98,6 @@ class Row:
     usd: Optional[float] = 0.0  # None: unpriced (no price and not known to be free)
     usd_batch: Optional[float] = 0.0
     free: bool = False  # the project's own llama.cpp server, or `free: true` in the profile
-    cached_tokens: float = 0.0  # prompt tokens OpenAI's prompt cache could serve (estimate(prefix=True) only)
-    usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
 
 
 @dataclass
@@ -130,33 +127,30 @@ class Estimate:
 
 def estimate(
     params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
-    data_dir: Optional[str] = None, prefix: bool = False, terms: Optional[dict] = None,
+    data_dir: Optional[str] = None, terms: Optional[dict] = None,
 ) -> Estimate:  # fmt: skip
-    """The estimate of notebooks run with these parameters ({notebook: params}). prefix=True also prices the
-    repeated-prefix share of the prompt tokens at the cached-input rate (an upper bound; bench/cost.py)."""
+    """The estimate of notebooks run with these parameters ({notebook: params})."""
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
-    paid = {nb: P for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim"}
-    stages = [(st, P) for nb, P in paid.items() for st in registry.runs(nb, P)]
+    stages = [
+        (st, P) for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim" for st in registry.runs(nb, P)
+    ]
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
-    P0 = next(iter(paid.values()))
-    if P0.get("SOURCE", "benchmarks") == "demo":
+    source = stages[0][1].get("SOURCE", "benchmarks")
+    if source == "demo":
         stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
     benches = sorted({b for st, _ in stages for b in st.benchmarks or ()}, key=lambda b: (b not in BENCHMARKS, b))
-    items, src = sample_items(benches, per_benchmark, P0.get("SOURCE", "benchmarks"), data_dir)
+    items, src = sample_items(benches, per_benchmark, source, data_dir)
     est.notes.append(f"items replayed: {per_benchmark} per benchmark, {src}")
     store: dict = {}  # one cache for the whole profile, as outputs/cache/llm.sqlite
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
-    log: Optional[list] = [] if prefix else None
-    subset_src, spans = set(), []
+    subset_src = set()
     for st, P in stages:
         for b in st.benchmarks or ():
-            start = len(log) if log is not None else 0
             outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
-            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars,
-                         store={} if outside else store, log=log)  # fmt: skip
+            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store)
             if not got:
                 continue
             full, sub, why = item_counts(b, P)
@@ -165,12 +159,10 @@ def estimate(
             scale = n * (1 - sub / full) if outside and full else n  # the items whose calls are paid
             if st.on == "subset":
                 subset_src.add(why)
-            spans.append((start, len(log or ()), scale / len(items[b]), st.notebook))
-            per, local = got[0][2], P.get("BACKEND") == "local"  # free only on the project's own server
-            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
+            per, m0 = got[0][2], st.model or P.get("MODEL") or "gpt-4o-mini"
             for m, v in [*per["by"].items(), (m0, None)]:
                 r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
-                r.free = r.free and local
+                r.free = r.free and P.get("BACKEND") == "local"  # free only on the project's own server
                 if v is None:
                     r.questions += n * len(st.configs)
                     r.agent_calls += per["agent_calls"] * n
@@ -178,20 +170,12 @@ def estimate(
                     r.calls, r.prompt_tokens, r.completion_tokens = (
                         x + y * scale for x, y in zip((r.calls, r.prompt_tokens, r.completion_tokens), v)
                     )
-    if log is not None:
-        per_call = prefix_shares(log)["per_call"]
-        for start, end, scale, nb in spans:
-            for j in range(start, end):
-                if (r := rows.get((nb, log[j][1]))) is not None:
-                    r.cached_tokens += per_call[j] * scale
     for r in rows.values():
         p = FREE if r.free else price_of(r.model, terms)
         r.free = p is not None and p.free
-        if p is None:
-            r.usd = r.usd_batch = r.usd_cached = None
-        else:
-            r.usd, r.usd_batch = (p.usd(r.prompt_tokens, r.completion_tokens, 0, batch) for batch in (False, True))
-            r.usd_cached = p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+        r.usd, r.usd_batch = (
+            (None, None) if p is None else (p.usd(r.prompt_tokens, r.completion_tokens, 0, b) for b in (False, True))
+        )
     est.rows = [r for r in rows.values() if r.questions or r.calls]
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
