@@ -48,12 +48,13 @@ def pilot_configs(P: dict) -> list[DebateConfig]:
     return main.select("acemad", rounds=ROUNDS) + main["matched"]
 
 
-def choose(stages: list, items: dict, P: dict, terms: dict, counts: Callable[[int], list], usd: float,
-           k: Optional[int], what: Callable, how: str) -> tuple[int, float, Callable]:  # fmt: skip
-    """(k, budget, USD of a list of questions per stage): the stages replayed once on the sample items, scaled; k
+def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], usd: float, k: Optional[int],
+           what: Callable, how: str) -> tuple[int, float, Callable]:  # fmt: skip
+    """(k, budget, USD of a list of questions per stage): each (configs, sample questions) replayed once, scaled; k
     given or the most the budget buys, printed with its price before any call and refused when unpriced or over."""
-    units = [(dollars(per["by"], terms, P.get("BACKEND") == "local"), sum(v[0] for v in per["by"].values()))
-             for _, _, per in replay(stages, items, P)]  # fmt: skip
+    store: dict = {}  # one modelled cache, in order: what a stage shares with an earlier one is paid once
+    by = [replay(cfgs, qs, P, store=store)["by"] for cfgs, qs in stages]
+    units = [(dollars(b, terms, P.get("BACKEND") == "local"), sum(v[0] for v in b.values())) for b in by]
     usd_of = lambda ns: None if any(u is None for u, _ in units) else sum(u * n for (u, _), n in zip(units, ns))
     cap = parse_max_usd(env(ENV_MAX) or None)
     budget = usd if cap is None else min(usd, cap)  # --usd, or MAX_USD when that is lower
@@ -148,16 +149,15 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
             "(make reproduce ARGS='--only 01_subset_construction'), or set SUBSET_MODEL='' to screen with MODEL"
         )
     screened = lambda b, kk: min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
-    stages = [registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b]) for b in todo]
-    stages += [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in benches]
+    items = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))[0]
+    stages = [([subset_config(seed=seed)], items[b]) for b in todo] + [(cfgs, items[b]) for b in benches]
     per_stage = lambda kk: (
         [screened(b, kk) for b in todo] + [kk if b in todo else min(kk, counts[b][1], n_max or kk) for b in benches]
     )
     where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
     what = lambda kk: (f"pilot of profile {name!r}: {' and '.join(c.label for c in cfgs)} on {kk} questions per "
                        f"benchmark of {where}")  # fmt: skip
-    items = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))[0]
-    kk, budget, _ = choose(stages, items, P, terms, per_stage, usd, k, what, HOW_TO_PRICE.format(model=P.get("MODEL")))
+    kk, budget, _ = choose(stages, P, terms, per_stage, usd, k, what, HOW_TO_PRICE.format(model=P.get("MODEL")))
     if dry_run:
         return 0
     S = Setup.from_params(P)
@@ -196,13 +196,13 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     cfgs = api.configs(["acemad", "self_consistency"], seed=args.seed)  # what `run FILE` makes: same scopes
     pools = {b: shuffled([q for q in qs if q.benchmark == b], args.seed) for b in sorted({q.benchmark for q in qs})}
     P = {"MODEL": args.model, "BASE_URL": args.base_url or "", "SEED": args.seed, "BACKEND": "openai"}
-    stages = [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in pools]
+    stages = [(cfgs, p[:2]) for p in pools.values()]
     per_stage = lambda kk: [min(kk, len(p)) for p in pools.values()]
     what = lambda kk: (f"pilot of {path.name}: {' and '.join(c.label for c in cfgs)} on {sum(per_stage(kk))} of its "
                        f"{len(qs)} answered questions ({kk} per benchmark, {len(pools)} benchmark(s))")  # fmt: skip
     how = (f'set {ENV_MODELS}=\'{{"{args.model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
            '(or {"free": true} for a server that sends you no bill)')  # fmt: skip
-    kk, budget, usd_of = choose(stages, {b: p[:2] for b, p in pools.items()}, P, {}, per_stage, usd, k, what, how)
+    kk, budget, usd_of = choose(stages, P, {}, per_stage, usd, k, what, how)
     if dry_run:
         return 0
     out = Path(args.out).expanduser().resolve()

@@ -74,13 +74,12 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp
     """Notebook 03's configs on 3 demo questions: the replay's paid calls == a real run's requests (cache dedup)."""
     qs = load_demo()[:3]
     P_ = {"SEED": 0, "ETA": 2.0, "ROUNDS": [2, 3], "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
-    stages = R.runs("03_main_results", P_)
-    stages[0].benchmarks = ["demo"]
-    [(_, _, per)] = C.replay(stages, {"demo": qs}, P_)
+    [stage] = R.runs("03_main_results", P_)
+    per = C.replay(stage.configs, qs, P_)
     [(nc, pt, ct)] = per["by"].values()
     kw = dict(api_key="sk-fake", cache=str(tmp_root / "c.sqlite"), kind="openai", max_concurrency=8)
     pop = LLMPopulation(model="gpt-4o-mini", base_url=fake_server.url, **kw)
-    run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
+    run_experiment("est", qs, stage.configs, pop, workers=2, progress=False)
     assert fake_server.count == round(nc * len(qs))
     assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
 

@@ -35,7 +35,8 @@ def population(srv, tmp_path, **kw) -> LLMPopulation:
 
 
 def truth_of(items):
-    return {q.question: q.answer for q in items}.get
+    by_text = {q.question: q.answer for q in items}
+    return lambda info: by_text.get(info["question"])
 
 
 def entries(rec):

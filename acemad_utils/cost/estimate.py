@@ -46,35 +46,21 @@ CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument 
 RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
 
 
-def replay(
-    stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS, *,
-    store: Optional[dict] = None, **pop_kw,
-) -> list[tuple[registry.Run, str, dict]]:  # fmt: skip
-    """[(stage, benchmark, {"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}})],
-    means per item of each stage's configs on `items[benchmark]`, in order, sharing the modelled cache `store`."""
+def replay(configs: Sequence, questions: Sequence, P: dict, *, store: Optional[dict] = None,
+           arg_chars: int = DEFAULT_ARG_CHARS, model: Optional[str] = None, base_url: Optional[str] = None,
+           **pop_kw) -> dict:  # fmt: skip
+    """{"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}} per question of `configs`
+    run on `questions` against the modelled endpoint, `store` the modelled response cache (shared: paid once)."""
+    tally: dict = {}
+    url = base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
     store = {} if store is None else store
-    pops: dict = {}  # one population per endpoint; the store is what they share
-    out = []
-    for st in stages:
-        m = st.model or P.get("MODEL") or "gpt-4o-mini"
-        url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-        if (m, url) not in pops:
-            tally: dict = {}
-            pop = replay_population(m, store, arg_chars, P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url,
-                                    tally=tally, **pop_kw)  # fmt: skip
-            pops[m, url] = pop, tally
-        pop, tally = pops[m, url]
-        for b in st.benchmarks or ():
-            if not (qs := items.get(b) or []):
-                continue
-            before = {k: list(v) if isinstance(v, list) else v for k, v in tally.items()}
-            for cfg in st.configs:
-                for q in qs:
-                    run_question(q, pop, cfg)
-            by = {k: [(x - y) / len(qs) for x, y in zip(v, before.get(k, [0, 0, 0]))] for k, v in tally.items()
-                  if k != "asked"}  # fmt: skip
-            out.append((st, b, {"agent_calls": (tally["asked"] - before.get("asked", 0)) / len(qs), "by": by}))
-    return out
+    pop = replay_population(model or P.get("MODEL") or "gpt-4o-mini", store, arg_chars, P.get("CALLS", "two"),
+                            seed=P.get("SEED", 0), base_url=url, tally=tally, **pop_kw)  # fmt: skip
+    for cfg in configs:
+        for q in questions:
+            run_question(q, pop, cfg)
+    n = len(questions)
+    return {"agent_calls": tally.pop("asked", 0) / n, "by": {m: [x / n for x in v] for m, v in tally.items()}}
 
 
 def dollars(by: dict, terms: Optional[dict] = None, free: bool = False) -> Optional[float]:
@@ -149,17 +135,18 @@ def estimate(
     subset_src = set()
     for st, P in stages:
         for b in st.benchmarks or ():
-            outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
-            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars, store={} if outside else store)
-            if not got:
+            if not items.get(b):
                 continue
+            outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
+            per = replay(st.configs, items[b], P, store={} if outside else store, arg_chars=arg_chars, model=st.model,
+                         base_url=st.base_url)  # fmt: skip
             full, sub, why = item_counts(b, P)
             n = full if st.on == "input" else sub
             n = n if st.cap is None else min(n, st.cap)
             scale = n * (1 - sub / full) if outside and full else n  # the items whose calls are paid
             if st.on == "subset":
                 subset_src.add(why)
-            per, m0 = got[0][2], st.model or P.get("MODEL") or "gpt-4o-mini"
+            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
             for m, v in [*per["by"].items(), (m0, None)]:
                 r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
                 r.free = r.free and P.get("BACKEND") == "local"  # free only on the project's own server
@@ -240,9 +227,7 @@ def estimate_run(
     P = {"MODEL": model, "SEED": seed, "BASE_URL": None}
     kw = {} if moderator is None else {"moderator_spec": moderator}
 
-    def per_item(cfgs, qs) -> dict:
-        run = registry.Run("run", {"run": list(cfgs)}, benchmarks=["own"])
-        return replay([run], {"own": qs}, P, **kw)[0][2]["by"] if cfgs else {}
+    per_item = lambda cfgs, qs: replay(cfgs, qs, P, **kw)["by"] if cfgs else {}  # noqa: E731
 
     direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
     parts = [per_item(direct, picked)]
