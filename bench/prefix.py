@@ -1,7 +1,7 @@
 """How much of a debate's prompt is a repeated prefix (what an endpoint's prompt cache could serve).
 
 AceMAD N=5, T=3 (the paper's two-call mode) on a few demo questions, prompts built by the real prompt
-builders (acemad_utils.agents.llm_agent) through acemad_utils.cost.endpoint's in-process model of the endpoint:
+builders (acemad_utils.agents.llm_agent) through acemad_utils.cost.estimate's in-process model of the endpoint:
 no network.
 For every paid call, in the order sent, the longest prefix it shares with an earlier call
   - of the same agent (same question, agent, repeat; any round, argue or commit),
