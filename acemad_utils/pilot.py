@@ -71,24 +71,17 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
     return k, budget, usd_of
 
 
-def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
-    """AceMAD's and self-consistency's accuracy on the questions both answered, the paired gain, discordance and
-    correctness correlation (report.power), n paired."""
+def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
+    """The premise check, parse failures, the gain split, the observed pair (accuracies, gain, discordance, rho; n
+    paired) and a STOP line when the premise fails or cannot be seen; and the observed numbers."""
+    table = PR.premise(records)
     by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
     ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
-    a, b = (np.array([bool(x[q]) for q in ids]) for x in by)
-    if not ids:
-        return {"n": 0}
-    d, psi = PW.observed(a, b)
-    return {"n": len(ids), "acemad": a.mean(), "matched": b.mean(), "effect": d, "discordance": psi,
-            "rho": PW.correlation(a, b)}  # fmt: skip
-
-
-def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
-    """The premise check, parse failures, the gain split, the observed pair and a STOP line when the premise fails
-    or cannot be seen (no gain could come from who scores well); and the observed numbers."""
-    table = PR.premise(records)
-    obs = observed(records, configs)
+    a, b = (np.array([bool(x[q]) for q in ids]) for x in by)  # AceMAD, self-consistency: paired correctness
+    obs: dict = {"n": len(ids)}
+    if ids:
+        obs |= dict(zip(("effect", "discordance"), PW.observed(a, b)), acemad=a.mean(), matched=b.mean(),
+                    rho=PW.correlation(a, b))  # fmt: skip
     lines = ["premise check (report/premise.py):"]
     if not table.empty:
         lines.append(table.round(3).to_string(index=False))

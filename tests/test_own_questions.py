@@ -289,8 +289,7 @@ def test_mostly_unparsed_commitments_exit_1_like_reproduce(elsewhere, endpoint, 
 
 # ----------------------------------------------------------------------------- per-role models
 def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
-    """AceMAD's Skeptic calls the second endpoint with its model, nobody else does; the moderator role reaches
-    Centralized MAD's moderator; the table names the roles (Table 3's Different LLMs)."""
+    """AceMAD's Skeptic alone calls the second endpoint; the moderator role reaches Centralized MAD's moderator."""
     src = _write(elsewhere / "r.jsonl", ROWS[:2])
     with FakeOpenAI(FaultInjector(rate=0.0)) as second:
         roles = ["--role-model", f"skeptic=skeptic-model@{second.url}", "--role-model", "moderator=mod-model"]
@@ -353,8 +352,7 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
 
 
 def test_a_fitted_estimate_agrees_with_the_replay():
-    """Above DIRECT_MAX agents x rounds the estimate is fitted from smaller replays: on a config small enough to
-    replay, the fit gives the replay's calls and tokens (per model, roles included) within 1%."""
+    """Above DIRECT_MAX agents x rounds the estimate is fitted from smaller replays: within 1% of the replay."""
     from acemad_utils.cost import estimate as E
 
     qs = [make_question(f"Q{i}: which colour is a clear sky?", ["red", "green", "blue"], answer="C") for i in range(3)]
@@ -416,8 +414,7 @@ def test_the_estimate_the_docs_quote_is_the_one_printed():
 
 # ----------------------------------------------------------------------------- question lists and odd files
 def test_duplicate_ids_in_a_run_question_list(tmp_outputs):
-    """A run keys its records by question id: a question listed twice is an error before anything runs
-    (nothing is written), not a silent overwrite; repeats= is how one question is run several times."""
+    """A question listed twice is an error before anything is written, not a silent overwrite (repeats= is the way)."""
     items = make_items(4, k=4, seed=1)
     cfg = DebateConfig(method="majority", n_agents=3)
     with pytest.raises(ValueError) as e:
@@ -459,13 +456,11 @@ def _write_shape(path: Path, rows: list) -> Path:
 
     if path.suffix == ".jsonl":
         return _write(path, rows)
+    df = pd.DataFrame(rows)
     if path.suffix == ".parquet":
-        pd.DataFrame(rows).to_parquet(path)
-        return path
-    # CSV: nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
-    pd.DataFrame([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]).to_csv(
-        path, index=False
-    )
+        df.to_parquet(path)
+    else:  # CSV: nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
+        df.map(lambda v: json.dumps(v) if isinstance(v, (dict, list)) else v).to_csv(path, index=False)
     return path
 
 
