@@ -175,13 +175,13 @@ def test_a_busy_endpoint_only_warns():
 
 
 # ----------------------------------------------------------------------------- every endpoint of a profile, first
-def _reproduce(tmp_path, monkeypatch, common: dict, notebooks: dict | None = None, only=None) -> list:
+def _reproduce(tmp_path, monkeypatch, common: dict, notebooks: dict | None = None, only=("03_main_results",)) -> list:
     """reproduce.run of a profile with these parameters; returns the notebooks it started (none are executed)."""
     path = _profile(tmp_path, {"profile": "mine", "common": common, "notebooks": notebooks or {}})
     started: list = []
     monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **k: None)
     monkeypatch.setattr(reproduce, "_run_notebooks", lambda prof, name, nbs, sel, **k: started.extend(sel) or 0)
-    reproduce.run(path, only or ["03_main_results", "04_heterogeneity", "07_other_models"], force=True)
+    reproduce.run(path, list(only), force=True)
     return started
 
 
@@ -190,34 +190,26 @@ def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monk
     dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     with FakeOpenAI() as srv:  # lists "fake" only: the model check would send its one-token request
         common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url}
+        notebooks = {"04_heterogeneity": {"SECOND_MODEL": "b", "SECOND_BASE_URL": dead},
+                     "07_other_models": {"OTHER_MODELS": []}}  # fmt: skip
         t0 = time.monotonic()
         with pytest.raises(SystemExit) as e:
-            second = {"SECOND_MODEL": "b", "SECOND_BASE_URL": dead}
-            _reproduce(
-                tmp_path, monkeypatch, common, {"04_heterogeneity": second, "07_other_models": {"OTHER_MODELS": []}}
-            )
-        assert time.monotonic() - t0 < 30
-        assert srv.count == 0  # nothing was sent, not even the model check's one-token request
-    lines = str(e.value).splitlines()
-    assert len(lines) == 1, lines
-    assert "SECOND_MODEL / SECOND_BASE_URL" in lines[0] and dead in lines[0] and "cannot reach" in lines[0]
-    assert "--set SECOND_MODEL=" in lines[0]  # the way to run without it
+            _reproduce(tmp_path, monkeypatch, common, notebooks, only=["03_main_results", *notebooks])
+        assert time.monotonic() - t0 < 30 and srv.count == 0  # not even the model check's one-token request
+    (line,) = str(e.value).splitlines()
+    assert "SECOND_MODEL / SECOND_BASE_URL" in line and dead in line and "cannot reach" in line
+    assert "--set SECOND_MODEL=" in line  # the way to run without it
 
 
 def test_a_missing_key_or_a_model_not_served_stops_the_run(tmp_path, monkeypatch, tmp_outputs):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(SystemExit, match=r"MODEL / BASE_URL \(gpt-4o-mini at https://api.openai.com.*OPENAI_API_KEY"):
-        _reproduce(tmp_path, monkeypatch, {"BACKEND": "openai"}, only=["03_main_results"])
+        _reproduce(tmp_path, monkeypatch, {"BACKEND": "openai"})
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI(models=["served-model"]) as srv:
         with pytest.raises(SystemExit, match="does not serve the model 'typo-model'.*lists served-model"):
-            _reproduce(
-                tmp_path,
-                monkeypatch,
-                {"BACKEND": "openai", "MODEL": "typo-model", "BASE_URL": srv.url},
-                only=["03_main_results"],
-            )
+            _reproduce(tmp_path, monkeypatch, {"BACKEND": "openai", "MODEL": "typo-model", "BASE_URL": srv.url})
         assert srv.count == 0 and srv.unserved == ["typo-model"]
 
 
@@ -225,9 +217,7 @@ def test_a_server_that_lists_another_name_but_answers_passes(tmp_path, monkeypat
     """A llama.cpp server lists its file's name and answers any model name: one one-token request says so."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI() as srv:  # lists "fake", answers anything
-        started = _reproduce(
-            tmp_path, monkeypatch, {"BACKEND": "openai", "MODEL": "mine", "BASE_URL": srv.url}, only=["03_main_results"]
-        )
+        started = _reproduce(tmp_path, monkeypatch, {"BACKEND": "openai", "MODEL": "mine", "BASE_URL": srv.url})
         assert [b["max_tokens"] for b in srv.requests] == [1]
     assert started == ["03_main_results"]
 
@@ -248,5 +238,5 @@ def test_batch_mode_against_an_endpoint_without_the_batch_api_stops_the_run(tmp_
     with FakeOpenAI(models=["main"], batch_api=False) as srv:
         common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url}
         with pytest.raises(SystemExit, match="MODEL / BASE_URL .* no Batch API .*CALLS_VIA=files"):
-            _reproduce(tmp_path, monkeypatch, common, only=["03_main_results"])
+            _reproduce(tmp_path, monkeypatch, common)
         assert srv.count == 0
