@@ -53,7 +53,7 @@ PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
 
 def nb03() -> list[DebateConfig]:
     """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
-    [run] = R.notebook_runs("03_main_results", "paper")
+    [run] = R.runs("03_main_results", C.notebook_params("paper", only=["03_main_results"])[1]["03_main_results"])
     return run["baselines"] + run["acemad"]
 
 
