@@ -198,8 +198,8 @@ class _Ran(Exception):
 
 
 def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
-    """Notebook nb's code cells run with parameters P_ and a stub Setup: each run asked for is captured as (name,
-    config hashes, n_max or the full-test-set cap, model, benchmarks); a run stops its cell, later cells still run."""
+    """Notebook nb's code cells with parameters P_ and a stub Setup: each run asked for as (name, config hashes, cap,
+    model, benchmarks); a run stops its cell, later cells still run."""
     import nbformat
 
     from acemad_utils import notebook

@@ -234,9 +234,8 @@ def test_50_questions_complete_under_30_percent_faults(tmp_outputs):
 
 # ----------------------------------------------------------------------------- faults are never correct
 def test_no_fault_is_ever_scored_as_correct(tmp_outputs):
-    """Clean replies never give the truth any mass; every faulty reply names the truth (prose, wrong keys,
-    the truth's slot under an unknown label). A record can only be correct if a fault was scored as correct:
-    a parse failure read as a vote, a uniform fallback winning a tie-break, a failed question counted."""
+    """Clean replies never give the truth any mass, every faulty one names it: a record can only be correct if a
+    fault was scored as correct (a parse failure read as a vote, a fallback winning a tie, a failed question)."""
     items = make_items(10, k=4, seed=12)
     truth = truth_of(items)
     all_prose = {items[0].question, items[1].question}  # every commitment unreadable: uniform everywhere
@@ -293,8 +292,7 @@ def ended(fn, within: float):
 
 
 def test_a_trickling_endpoint_fails_each_attempt_by_its_deadline_then_the_call():
-    """One byte every 0.2 s never trips a 1 s gap timeout (the SDK's); the deadline on the whole response does.
-    Documented bound: max_attempts x timeout + backoff = about 2 s here."""
+    """One byte every 0.2 s never trips the SDK's 1 s gap timeout; the deadline on the whole response does (~2 s)."""
     with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
         c = LLMClient("m", srv.url, KEY, timeout=1.0, max_attempts=2, breaker=1000)
         err = ended(lambda: c.generate([{"role": "user", "content": "hi"}]), within=30)
@@ -304,8 +302,7 @@ def test_a_trickling_endpoint_fails_each_attempt_by_its_deadline_then_the_call()
 
 
 def test_a_run_against_a_trickling_endpoint_stops_with_one_line(tmp_outputs):
-    """Attempts that time out count for the circuit breaker: the run stops with EndpointDown naming the
-    timeouts (bound: breaker x timeout, about 2 s here), instead of waiting on bytes forever."""
+    """Attempts that time out count for the circuit breaker: the run stops with EndpointDown naming the timeouts."""
     items = make_items(2, k=4, seed=5)
     with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
         pop = population(srv, tmp_outputs, timeout=1.0, max_attempts=3, breaker=2, preflight=False)
@@ -316,8 +313,7 @@ def test_a_run_against_a_trickling_endpoint_stops_with_one_line(tmp_outputs):
 
 
 def test_a_question_s_calls_end_by_its_deadline(tmp_outputs):
-    """question_time bounds every call of one question, retries included: with attempts and retry time to
-    spare, the question still fails (like a timeout) once its time is up, and the run goes on."""
+    """question_time bounds every call of one question, retries included: it fails once its time is up."""
     items = make_items(1, k=4, seed=6)
     with FakeOpenAI(mode="trickle", trickle_interval=TRICKLE) as srv:
         pop = population(
