@@ -4,6 +4,7 @@ out: ledger(runs), then deciding(ledger, grid, runs) adds which assumptions flip
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -43,6 +44,7 @@ PRONOUNCED = ("BBH", "ARC-C")
 DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
 NOT_MADE = "run not made in this profile"
 RunData = tuple[dict, list]
+_paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a ledger reads each table many times
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
@@ -94,8 +96,8 @@ def paper_gain(paper, target: str, baselines: Sequence[str], column: str, *, rec
     """The printed cell of `target` minus the best printed cell of `baselines` (None if absent); the Average from the
     printed averages, or (recomputed) from the means of the printed cells."""
     col = f"Average ({'recomputed' if recomputed else 'printed'})" if column == TB.AVERAGE else column
-    cells = paper.set_index("method")[col] if col in paper else None
-    if cells is None or target not in cells or not any(b in cells for b in baselines):
+    cells = dict(zip(paper["method"], paper[col])) if col in paper else {}
+    if target not in cells or not any(b in cells for b in baselines):
         return None
     return float(cells[target] - max(cells[b] for b in baselines if b in cells))
 
@@ -253,14 +255,21 @@ def _judged_row(claim: str, line: str, test: dict, verdict, note: str, records: 
                verdict(test["gain_lo"], test["gain_hi"]), note, p=float(test["p_value"]), psi=psi)  # fmt: skip
 
 
-def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, pd.Series]:
+def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, dict]:
+    """The labels of `method` up to n_max agents, their N and Average accuracies (accuracy_long's points: the mean
+    over benchmarks, in the order they appear, of the questions' mean correctness)."""
     labels = _labels(run[0], method)
     ns = [run[0]["methods"][lab]["n_agents"] for lab in labels]
-    upto = [lab for lab, n in zip(labels, ns) if n <= n_max]
-    if not upto:
-        return upto, [], pd.Series(dtype=float)
-    long = TB.accuracy_long(run[1], methods=upto, ci=False)  # the points only
-    return upto, ns[: len(upto)], long[long.benchmark == TB.AVERAGE].set_index("method")["accuracy"]
+    upto, cells = [lab for lab, n in zip(labels, ns) if n <= n_max], {}
+    order = dict.fromkeys(
+        r["benchmark"] for r in run[1] if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None
+    )
+    for r in run[1]:
+        if r["method"] in upto and r.get("status", "ok") == "ok" and r["final"]["correct"] is not None:
+            q = cells.setdefault(r["method"], {b: {} for b in order})[r["benchmark"]].setdefault(r["question_id"], [])
+            q.append(float(r["final"]["correct"]))
+    means = {m: [np.mean([sum(v) / len(v) for v in qs.values()]) for qs in c.values() if qs] for m, c in cells.items()}
+    return upto, ns[: len(upto)], {m: 100 * float(np.mean(v)) for m, v in means.items()}
 
 
 # ----------------------------------------------------------------------------- each test of data/claims.yaml
@@ -272,7 +281,7 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     g = _average_gain(run[1], upto[-1], upto[:1]) if len(upto) > 1 else None
     if g is None:
         return [row(claim, line, "(figure)", note="fewer than two N in this profile")]
-    monotone = bool(np.all(np.diff(avg.reindex(upto).to_numpy()) >= 0))
+    monotone = bool(np.all(np.diff([avg.get(lab, np.nan) for lab in upto]) >= 0))
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
     flat = method == "majority"
     r = row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, "(figure)", _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
@@ -310,7 +319,7 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
     """Tables 1, 3, 4, 5, 6 and Table 2's Qwen block: each target's gain over the best of the baselines, per
     benchmark (the paper's columns) with per_benchmark; the paper's own cells against a claimed consistent gain."""
     table, model = e["paper"] if isinstance(e["paper"], list) else (e["paper"], None)
-    paper, kind, columns = TB.paper_table(table, model=model), e.get("kind", "gain"), e.get("columns", ())
+    paper, kind, columns = _paper(table, model=model), e.get("kind", "gain"), e.get("columns", ())
     base = [m for m in MAD_LABELS if m in set(paper["method"])] if e.get("baselines") == "MADs" else e.get("baselines")
     targets = [tuple(t) if isinstance(t, list) else t for t in e["targets"]]
     if e["test"] == "table1":  # our labels carry N
@@ -356,7 +365,7 @@ def _table1_value(e: dict, run: None, claim: str, ctx: dict) -> list[dict]:
 def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     """Table 2's GPT-4o-mini claims (l.459, l.111) on notebook 03's run, against the paper's printed block."""
     (meta, recs), t3, line = run, "AceMAD (T=3)", e["line"]
-    paper, test = TB.paper_table("table2_main_results", model="GPT-4o-mini"), e["test"]
+    paper, test = _paper("table2_main_results", model="GPT-4o-mini"), e["test"]
     if t3 not in meta["methods"]:
         return [row(claim, line, None, note="T=3 not in this profile's ROUNDS")]
     base, cells = paper_baselines(meta, t3), paper.set_index("method")
@@ -454,7 +463,7 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     """l.1069: Llama's gains "less pronounced" than GPT-4o-mini's: AceMAD (T=3) over the best MAD on Table 5's
     benchmarks, the Llama run's gain minus the main run's (two samples: CI from the two CIs, normal)."""
     line, main = e["line"], ctx["runs"].get("main")
-    paper5, paper2 = TB.paper_table("table5_llama8b"), TB.paper_table("table2_main_results", model="GPT-4o-mini")
+    paper5, paper2 = _paper("table5_llama8b"), _paper("table2_main_results", model="GPT-4o-mini")
     cols = _columns(paper5)
     mine = [float(np.mean([paper_gain(p, "AceMAD (T=3)", MAD_LABELS, c) for c in cols])) for p in (paper5, paper2)]
     theirs = mine[0] - mine[1]  # the printed cells' gain over the best MAD per benchmark, averaged
@@ -520,6 +529,7 @@ TESTS = {
     "arc_voting": _arc_voting,
     "no_penalty": _no_penalty,
 }
+VALUES = ("table1_value", "accuracy", "relative", "standard_mad", "collapse", "arc_voting")  # exact-value tests
 ALWAYS = ("table", "table1", "table1_value", "smaller")  # tests that write their own row without their run
 NOT_RUN_ROW = {  # (the paper's number, the note) of a claim whose run is missing
     **dict.fromkeys(("trend", "still_rising"), ("(figure)", NOT_MADE)),
@@ -567,7 +577,7 @@ def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
     return rows
 
 
-def _claim_rows(runs: dict, seed: int) -> list[dict]:
+def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
     t1 = runs.get("baselines")
     n, t1_at_n = _at_n(t1, 5) if t1 else (5, None)
     at_n = {c["method"]: lab for lab, c in (t1_at_n[0]["methods"] if t1_at_n else {}).items()}  # labels carry N
@@ -575,7 +585,9 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
     for e in CLAIMS:
         claim, names = e["claim"].format(n=n), e.get("run") or []
         run = next(filter(None, (_run(runs, x) for x in ([names] if isinstance(names, str) else names))), None)
-        if run is None and e["test"] not in ALWAYS:
+        if not values and e["test"] in VALUES:  # an exact value: never compared on the synthetic population
+            rows.append(row(claim, e["line"], None))
+        elif run is None and e["test"] not in ALWAYS:
             paper, note = NOT_RUN_ROW.get(e["test"], (None, NOT_MADE))
             rows.append(row(claim, e["line"], paper, note=note))
         else:
@@ -648,7 +660,7 @@ def _word(verdict: str, kind: str, synthetic: bool) -> str:
 def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame:
     """Holm across every row's paired test, each row's outcome from its CI and adjusted p, on a real model the power
     and same-model gates, the conjunction rows from their parts, then the profile's words."""
-    adjusted = adjust_pvalues(np.array([r["p"] for r in rows], dtype=float), "holm")
+    adjusted = adjust_pvalues([r["p"] for r in rows])
     m = int(np.isfinite(adjusted).sum())
     for r, a in zip(rows, adjusted):
         r["p (Holm)"], r["verdict"] = a, _decide({**r, "p (Holm)": a})
@@ -667,11 +679,24 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
-    """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)})."""
+def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
+    """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)}); values=False: the
+    exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
     with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
-        rows = _claim_rows(runs, seed)
+        rows = _claim_rows(runs, seed, values)
     return finalize(rows, *source(runs))
+
+
+def reads(run: str, config: dict) -> bool:
+    """Whether the ledger reads a config's records (the assumption grid debates only those): not scaling's voting,
+    not Table 1's smaller N of Centralized and Sparse MAD, not the controls (a roster, the Skeptic alone) of 03, 05."""
+    method, roster = config["method"], config.get("roster")
+    return {
+        "scaling": method == "acemad",
+        "baselines": method in ("majority", "decentralized") or config["n_agents"] == 5,
+        "main": not roster and (config.get("baseline_agent") or {}).get("persona") != SKEPTIC.persona,
+        "ablation": method == "acemad" or (roster == "acemad" and method == "decentralized"),
+    }.get(run, True)
 
 
 def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
