@@ -199,15 +199,26 @@ def paper_baselines(meta: dict, target: str) -> list[str]:
             if c["method"] != "acemad" and not c.get("roster") and c.get("baseline_agent") == agent]  # fmt: skip
 
 
+def _by_question(recs: list) -> dict:
+    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN."""
+    cells: dict = {}
+    for r in recs:
+        if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
+            continue  # no gold answer: never scored
+        q = cells.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
+        q.append(float(r["final"]["correct"]) if ok else math.nan)
+    mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
+    return {k: {q: mean(v) for q, v in c.items()} for k, c in cells.items()}
+
+
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
     """ "Most pronounced on BBH and ARC-C": the mean paired gain there minus elsewhere (bootstrap within benchmarks)."""
-    tests = TB.versus_best(recs, [target], list(baselines), average=False)
-    methods = {target, *tests.best_baseline}
-    df = TB.question_frame([r for r in recs if r["method"] in methods])
-    wide, diffs = df.pivot(index=["benchmark", "question_id"], columns="method", values="correct"), []
+    tests, diffs = TB.versus_best(recs, [target], list(baselines), average=False), []
+    cells = _by_question(recs)
     for t in tests.to_dict("records"):
-        piv = wide.loc[t["benchmark"]]
-        diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, (piv[target] - piv[t["best_baseline"]]).dropna()))
+        a, b = (cells.get((m, t["benchmark"]), {}) for m in (target, t["best_baseline"]))
+        d = np.array([a[q] - b[q] for q in sorted(a.keys() & b.keys())])  # in question_id order, as a pivot is
+        diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, d[~np.isnan(d)]))
     theirs = None
     if paper is not None:
         gains = {c: paper_gain(paper, target, baselines, c) for c in _columns(paper)}
@@ -215,7 +226,6 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
         theirs = float(np.mean(top) - np.mean(rest)) if top and rest else None
     if not any(top for top, _ in diffs) or all(top for top, _ in diffs):
         return row(claim, line, theirs, note="BBH or ARC-C and another benchmark not both run")
-    diffs = [(top, d.to_numpy(float)) for top, d in diffs]
     kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
     ns = [len(d) for _, d in kept]  # one draw per question, benchmark after benchmark, 2000 times: the stream's order
     draws = np.split(rng.integers(0, np.repeat(ns, ns), (2000, sum(ns))), np.cumsum(ns)[:-1], axis=1)
@@ -247,16 +257,12 @@ def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, dict]:
     """`method`'s labels up to n_max agents, their N and Average accuracies (accuracy_long's points, no pandas)."""
     labels = _labels(run[0], method)
     ns = [run[0]["methods"][lab]["n_agents"] for lab in labels]
-    upto, cells = [lab for lab, n in zip(labels, ns) if n <= n_max], {}
-    order = dict.fromkeys(
-        r["benchmark"] for r in run[1] if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None
-    )
-    for r in run[1]:
-        if r["method"] in upto and r.get("status", "ok") == "ok" and r["final"]["correct"] is not None:
-            q = cells.setdefault(r["method"], {b: {} for b in order})[r["benchmark"]].setdefault(r["question_id"], [])
-            q.append(float(r["final"]["correct"]))
-    means = {m: [np.mean([sum(v) / len(v) for v in qs.values()]) for qs in c.values() if qs] for m, c in cells.items()}
-    return upto, ns[: len(upto)], {m: 100 * float(np.mean(v)) for m, v in means.items()}
+    upto, cells, avg = [lab for lab, n in zip(labels, ns) if n <= n_max], _by_question(run[1]), {}
+    order = dict.fromkeys(b for _, b in cells)  # the benchmarks as they first appear, as accuracy_long takes them
+    for m in upto:
+        if means := [np.mean(v) for b in order if (v := [x for x in cells.get((m, b), {}).values() if x == x])]:
+            avg[m] = 100 * float(np.mean(means))
+    return upto, ns[: len(upto)], avg
 
 
 # ----------------------------------------------------------------------------- each test of data/claims.yaml
