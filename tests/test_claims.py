@@ -190,6 +190,8 @@ def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
     assert (ledger.verdict == C.HOLDS_SIM).any()
     exact = ledger[ledger.claim.str.contains("49.92|74%|20.31")]
     assert len(exact) == 3 and set(exact.verdict) == {C.NOT_COMPARABLE}
+    llama = ledger[ledger.claim.str.endswith("gains smaller than GPT-4o-mini's")]
+    assert llama.verdict.tolist() == [C.NOT_RUN] and "the Llama run" in llama.note.iloc[0]  # not main against itself
     every = ledger[ledger.claim.str.startswith("... on every benchmark")].iloc[0]
     assert every["paper"] == "not all > 0 (MMLU-Pro +0.00)"  # the paper's own T=3 MMLU-Pro gain
     line = summary(ledger, runs, "SYNTHETIC")
