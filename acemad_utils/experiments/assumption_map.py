@@ -551,7 +551,8 @@ def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) ->
         qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
         methods = dict(sorted((c.label, c.to_dict()) for c in run.configs))  # meta.json's order (sorted keys)
         meta = {"synthetic": True, "population": pop.describe(), "methods": methods}
-        out[name] = (meta, [r for c in run.configs for r in _ledger_records(name, qs, pop, c)])
+        read = [c for c in run.configs if claims.reads(name, methods[c.label])]  # only what the ledger reads
+        out[name] = (meta, [r for c in read for r in _ledger_records(name, qs, pop, c)])
     return out
 
 
@@ -573,7 +574,7 @@ def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> d
     if not isinstance(S.population, SimPopulation):
         return {}
     points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
-    return {p.name: claims.ledger(ledger_runs(S, p, n_max, eta), seed=seed) for p in points}
+    return {p.name: claims.ledger(ledger_runs(S, p, n_max, eta), seed=seed, values=False) for p in points}
 
 
 def grid_points(S: Setup) -> pd.DataFrame:
