@@ -394,13 +394,13 @@ class Debates:
         for d, q in enumerate(self.questions):
             rec = R.base_record(q, self.cfg, self.population, self.repeats[d])
             held = None if q.answer is None else bool(self.held[d])  # type: ignore[index]
+            rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
             recs.append(rec)
             if self.cfg.method == "single":  # the single agent's score is a mean over runs, not one answer
                 rec["runs"] = [dict(r[0], answer=R.answer_label(q, int(a)), correct=q.correct(int(a)))
                                for r, a in zip(kept[d], self.decisions["runs"][0][d])]  # fmt: skip
                 rec["final"] = {"answer": None, "correct": None if q.answer is None else float(correct[d]),
                                 "oracle_any_agent_correct": held, "tie": False}  # fmt: skip
-                rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
                 continue
             decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in self.decisions.items()}
             if self.cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
@@ -413,7 +413,6 @@ class Debates:
             if failed[d]:  # only when it happened
                 rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
             rec["final"] = dict(decided[self.rule], oracle_any_agent_correct=held)
-            rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
             if self.mod is not None and mods is not None:
                 rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
                 add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))
@@ -421,7 +420,4 @@ class Debates:
 
 
 def _usage_sum(turns) -> dict:
-    total = zero_usage()
-    for u in [] if turns is None else [u for r in turns for u in r]:
-        add_usage(total, u)
-    return total
+    return functools.reduce(add_usage, [u for r in turns or [] for u in r], zero_usage())
