@@ -6,8 +6,8 @@
 `script` answers POST /v1/chat/completions: a list (consumed in order, then `default`) or `f(body, n) -> Reply | str`.
 GET /v1/models lists `models` (a chat request for another model gets 404). The Batch API (/v1/files, /v1/batches)
 answers each line with the same script `batch_delay` s after batches.create (`batch_error`, `batch_missing`, `expire`
-inject failures). A fault mode (MODES: set at construction, by set_mode(mode, after=n) or POST /admin/mode from
-another process) changes every later chat reply. FaultInjector is a deterministic fake debater with seeded faults.
+inject failures). A fault mode (MODES: set at construction or by set_mode(mode, after=n)) changes every later chat
+reply. FaultInjector is a deterministic fake debater with seeded faults.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 5
     cached_tokens: Optional[int] = None  # reported as usage.prompt_tokens_details.cached_tokens when set
-    kind: str = "ok"  # recorded in FakeOpenAI.outcomes: "ok" or the injected fault's name
+    kind: str = "ok"  # "ok" or the injected fault's name
 
 
 Script = Union[Callable[[dict, int], Union[Reply, str]], Iterable[Union[Reply, str]], None]
@@ -135,7 +135,6 @@ class FakeOpenAI:
         self._queue = deque(script) if script is not None and not callable(script) else deque()
         self.default, self.models_status = default, models_status
         self.requests: list[dict] = []
-        self.outcomes: list[str] = []  # per request: "ok" or the fault's name
         self.auth: set[str] = set()  # Authorization values seen
         self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -289,11 +288,6 @@ class FakeOpenAI:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?")[0].rstrip("/")
-                if path.endswith("/admin/mode"):  # tests switch the mode from another process
-                    req = json.loads(raw or b"{}")
-                    with fake._lock:
-                        fake.set_mode(req.get("mode", "ok"), int(req.get("after", 0)))
-                    return self._send(200, {"mode": req.get("mode", "ok")})
                 if path.endswith("/files") or path.endswith("/batches"):
                     if not fake.batch_api:
                         return self._send(404, {"error": {"message": "Not Found"}})
@@ -319,7 +313,6 @@ class FakeOpenAI:
                     n = fake.count
                     fake.count += 1
                     fake.requests.append(body)
-                    fake.outcomes.append("?")
                     fake.auth.add(auth)
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
@@ -334,8 +327,6 @@ class FakeOpenAI:
 
                 try:
                     r = MODE_REPLIES[mode](fake, body, fake._decide(body, n), auth)
-                    with fake._lock:
-                        fake.outcomes[n] = r.kind
                     time.sleep(r.delay)
                     if r.drop:
                         self.close_connection = True
@@ -606,10 +597,12 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description="a fake OpenAI-compatible endpoint on 127.0.0.1")
     ap.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
+    ap.add_argument("--mode", default="ok", choices=MODES, help="a fault mode for every chat request")
+    ap.add_argument("--trickle-interval", type=float, default=1.0, help="seconds between bytes in mode trickle")
     args = ap.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+    with FakeOpenAI(FaultInjector(rate=0.0), mode=args.mode, trickle_interval=args.trickle_interval) as srv:
         with open(args.url_file, "w") as f:
             f.write(srv.url + "\n")
         with contextlib.suppress(KeyboardInterrupt):
