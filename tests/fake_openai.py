@@ -1,33 +1,21 @@
-"""A fake OpenAI-compatible server for tests and fault injection (stdlib only).
+"""A fake OpenAI-compatible server on 127.0.0.1 for tests and fault injection (stdlib only).
 
     with FakeOpenAI(["hello", Reply(status=429, headers={"Retry-After": "0.1"}), "again"]) as srv:
         LLMClient(base_url=srv.url, api_key="sk-fake").generate(...); srv.count, srv.requests, srv.max_in_flight
 
-`script` answers POST /v1/chat/completions: a list (consumed in order, then `default`) or `f(body, n) -> Reply |
-str` (a str is a 200 with that content). GET /v1/models lists `models` (a chat request for another model gets 404,
-`srv.unserved`); `models_status` makes it an error. `srv.requests`, `srv.outcomes` ("ok" or a fault name) and
-`srv.auth` (Authorization values seen) record every request.
-
-Batch API (/v1/files, /v1/batches): lines answered by the same script `batch_delay` s after batches.create;
-`batch_error`, `batch_missing` and `expire` inject failures; `srv.batch_lines` lists every custom_id submitted;
-`batch_api=False` answers 404 as a server without one does.
-
-Fault modes, set at construction (`mode=`), by `srv.set_mode(mode, after=n)` or from another process (POST
-/admin/mode): ok, down (connections closed), hang (no answer for `hang_max` s), 429 (with `Retry-After:
-<retry_after>`), 401 (echoing the key), huge (`huge_bytes` of text), hostile (HOSTILE in every free text), unparseable
-(UNPARSEABLE replies), trickle (one byte every `trickle_interval` s, status line included), empty (content null or
-a tool call only). `srv.modes` counts the requests answered in each mode.
-
-FaultInjector(rate, seed) is a deterministic fake debater that injects seeded faults: HTTP_FAULTS (429, 500, slow,
-dropped, malformed, truncated) on any request, CONTENT_FAULTS (prose, wrong keys, bad sums, unknown labels) on a
-commit's 200. Whether attempt k of a request is faulty hashes (seed, body, k); its final text hashes (seed, body)
-only, so it never depends on arrival order or a crash in between.
+`script` answers POST /v1/chat/completions: a list (consumed in order, then `default`) or `f(body, n) -> Reply | str`.
+GET /v1/models lists `models` (a chat request for another model gets 404). The Batch API (/v1/files, /v1/batches)
+answers each line with the same script `batch_delay` s after batches.create (`batch_error`, `batch_missing`, `expire`
+inject failures). A fault mode (MODES: set at construction or by set_mode(mode, after=n)) changes every later chat
+reply. FaultInjector is a deterministic fake debater with seeded faults.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -50,7 +38,7 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 5
     cached_tokens: Optional[int] = None  # reported as usage.prompt_tokens_details.cached_tokens when set
-    kind: str = "ok"  # recorded in FakeOpenAI.outcomes: "ok" or the injected fault's name
+    kind: str = "ok"  # "ok" or the injected fault's name
 
 
 Script = Union[Callable[[dict, int], Union[Reply, str]], Iterable[Union[Reply, str]], None]
@@ -75,7 +63,6 @@ def error(status: int, message: str = "error", **headers) -> Reply:
     return Reply(status=status, raw=body.encode(), headers=headers)
 
 
-MODES = ("ok", "down", "hang", "429", "401", "huge", "hostile", "unparseable", "trickle", "empty")
 #: Mode "unparseable": every reply is one of these (Spanish and Chinese prose, NaN / Infinity / negative beliefs,
 #: labels that are no option), so every commitment fails to parse, also after the repair call.
 UNPARSEABLE = (
@@ -93,6 +80,44 @@ def _hash(body: dict) -> int:
     return int(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(), 16)
 
 
+def _hostile(text: str) -> str:
+    """HOSTILE in a free-text reply, or in the "argument" of a JSON one (which then still parses)."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return f"{text} {HOSTILE}"
+    if isinstance(obj, dict) and isinstance(obj.get("argument"), str):
+        return json.dumps(obj | {"argument": obj["argument"] + " " + HOSTILE})
+    return text
+
+
+def _empty(body: dict) -> Reply:
+    """Content null, or a tool call only (no content key at all), by the request's hash."""
+    call = {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
+    tool = _hash(body) % 2
+    message = {"role": "assistant", **({"tool_calls": [call]} if tool else {"content": None})}
+    done = completion(message, body.get("model", "fake"), ct=0, finish="tool_calls" if tool else "length")
+    return Reply(raw=json.dumps(done).encode(), kind="empty")
+
+
+#: Each fault mode: the reply it gives instead of the script's `r` (fake, request body, r, Authorization value).
+#: down closes the connection; hang holds it for hang_max s (or until the mode changes); trickle sends the reply
+#: one byte every trickle_interval s, status line included.
+MODE_REPLIES: dict[str, Callable] = {
+    "ok": lambda f, body, r, auth: r,
+    "down": lambda f, body, r, auth: Reply(drop=True, kind="down"),
+    "hang": lambda f, body, r, auth: r,
+    "trickle": lambda f, body, r, auth: r,
+    "429": lambda f, body, r, auth: error(429, "rate limited (fake)", **{"Retry-After": f.retry_after}),
+    "401": lambda f, body, r, auth: error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}"),
+    "huge": lambda f, body, r, auth: Reply(r.content + "x" * max(0, f.huge_bytes - len(r.content)), kind="huge"),
+    "hostile": lambda f, body, r, auth: Reply(_hostile(r.content), kind="hostile"),
+    "unparseable": lambda f, body, r, auth: Reply(UNPARSEABLE[_hash(body) % len(UNPARSEABLE)], kind="unparseable"),
+    "empty": lambda f, body, r, auth: _empty(body),
+}
+MODES = tuple(MODE_REPLIES)
+
+
 class FakeOpenAI:
     def __init__(self, script: Script = None, default: Union[Reply, str, Callable] = "ok", models_status: int = 200,
                  batch_delay: float = 0.0, batch_error: Optional[Callable] = None,
@@ -105,13 +130,12 @@ class FakeOpenAI:
         self.mode, self.trickle_interval = "ok", trickle_interval
         self.set_mode(mode)
         self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
-        self.modes: Counter = Counter()
+        self.modes: Counter = Counter()  # chat requests answered in each mode
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
         self.default, self.models_status = default, models_status
         self.requests: list[dict] = []
-        self.outcomes: list[str] = []
-        self.auth: set[str] = set()
+        self.auth: set[str] = set()  # Authorization values seen
         self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
         self._server: Optional[ThreadingHTTPServer] = None
@@ -119,7 +143,7 @@ class FakeOpenAI:
         self.expire = set(expire)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
-        self.batch_lines: list[str] = []
+        self.batch_lines: list[str] = []  # every custom_id submitted
         self._seen_ids: Counter = Counter()  # custom_id -> batches it was in (the attempt number)
 
     # ------------------------------------------------------------------ Batch API
@@ -133,12 +157,8 @@ class FakeOpenAI:
 
     def _finish(self, b: dict) -> None:  # under self._lock
         lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
-        if b["_n"] in self.expire:
-            b.update(status="expired", expired_at=int(time.time()),
-                     request_counts={"total": len(lines), "completed": 0, "failed": 0})  # fmt: skip
-            return
         out, err = [], []
-        for line in lines:
+        for line in [] if b["_n"] in self.expire else lines:
             cid, body = line["custom_id"], line["body"]
             attempt, n = self._seen_ids[cid] - 1, self.count
             self.count += 1
@@ -159,28 +179,23 @@ class FakeOpenAI:
             if rows:
                 b[name] = fid = f"file-{len(self.files)}"
                 self.files[fid] = "".join(json.dumps(x) + "\n" for x in rows).encode()
-        b.update(status="completed", completed_at=int(time.time()),
+        b.update(status="expired" if b["_n"] in self.expire else "completed", completed_at=int(time.time()),
                  request_counts={"total": len(lines), "completed": len(out), "failed": len(err)})  # fmt: skip
 
     def _batch_post(self, path: str, headers, raw: bytes) -> dict:
-        if path.endswith("/files"):
+        if path.endswith("/files"):  # a multipart upload: the parts "file" and "purpose"
             boundary = headers.get("Content-Type", "").split("boundary=")[-1].strip('"').encode()
-            data, purpose = b"", "batch"
-            for part in raw.split(b"--" + boundary):
-                head, _, content = part.partition(b"\r\n\r\n")
-                if b'name="file"' in head:
-                    data = content.removesuffix(b"\r\n")
-                elif b'name="purpose"' in head:
-                    purpose = content.strip().decode()
+            parts = dict(re.findall(rb'name="(\w+)".*?\r\n\r\n(.*?)\r\n$', p, re.S)[0] for p in
+                         raw.split(b"--" + boundary) if b'name="' in p)  # fmt: skip
             with self._lock:
                 fid = f"file-{len(self.files)}"
-                self.files[fid] = data
-            return {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                    "filename": f"{fid}.jsonl", "purpose": purpose, "status": "processed"}  # fmt: skip
+                self.files[fid] = parts.get(b"file", b"")
+            return {"id": fid, "object": "file", "bytes": len(self.files[fid]), "created_at": int(time.time()),
+                    "filename": f"{fid}.jsonl", "purpose": parts.get(b"purpose", b"batch").decode(),
+                    "status": "processed"}  # fmt: skip
         body = json.loads(raw or b"{}")
         with self._lock:
-            n = len(self.batches)
-            bid = f"batch_{n}"
+            bid, n = f"batch_{len(self.batches)}", len(self.batches)
             ids = [json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x]
             self.batch_lines += ids
             self._seen_ids.update(ids)
@@ -209,26 +224,6 @@ class FakeOpenAI:
                 self.mode = self._pending  # from the next request on
         return current
 
-    def _faulty(self, mode: str, body: dict, r: Reply, auth: str) -> Reply:
-        """The reply `mode` gives instead of (or made from) the script's `r`."""
-        if mode == "429":
-            return error(429, "rate limited (fake)", **{"Retry-After": self.retry_after})
-        if mode == "401":
-            return error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}")
-        if mode == "huge":
-            return Reply(r.content + "x" * max(0, self.huge_bytes - len(r.content)), kind="huge")
-        if mode == "hostile":
-            return Reply(_hostile(r.content), kind="hostile")
-        if mode == "empty":  # content null; or a tool call only (no content key at all)
-            tool = _hash(body) % 2
-            call = {"id": "call_0", "type": "function", "function": {"name": "answer", "arguments": "{}"}}
-            message = {"role": "assistant", **({"tool_calls": [call]} if tool else {"content": None})}
-            done = completion(message, body.get("model", "fake"), ct=0, finish="tool_calls" if tool else "length")
-            return Reply(raw=json.dumps(done).encode(), kind="empty")
-        if mode == "unparseable":  # replies no parser reads as a belief, chosen by the request's hash
-            return Reply(UNPARSEABLE[_hash(body) % len(UNPARSEABLE)], kind="unparseable")
-        return r
-
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -243,6 +238,23 @@ class FakeOpenAI:
                 r = self.default(body, n) if callable(self.default) else self.default
         return Reply(content=r) if isinstance(r, str) else r
 
+    def _get(self, path: str) -> tuple[int, object]:
+        """The status and JSON (or bytes) a GET of `path` answers."""
+        if path.endswith("/batches") and self.batch_api:
+            with self._lock:  # the list as it stands (no batch is answered by being listed)
+                data = [{"id": k, "object": "batch", "status": b["status"]} for k, b in self.batches.items()]
+            return 200, {"object": "list", "data": data, "has_more": False}
+        if "/batches/" in path:
+            bid = path.rsplit("/", 1)[1]
+            return (200, self._batch_view(bid)) if bid in self.batches else (404, {"error": {"message": "no"}})
+        if path.endswith("/content") and "/files/" in path:
+            return 200, self.files.get(path.split("/files/")[1].split("/")[0], b"")
+        if path.endswith("/models") and self.models_status != 200:
+            return self.models_status, {"error": {"message": "no"}}
+        if path.endswith("/models"):
+            return 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models or ["fake"]]}
+        return 404, {}
+
     def __enter__(self) -> FakeOpenAI:
         fake = self
 
@@ -250,25 +262,17 @@ class FakeOpenAI:
             def log_message(self, *a):  # keep test output quiet
                 pass
 
-            def _send(self, status: int, body, headers: Optional[dict] = None) -> None:
+            def _send(self, status: int, body, headers: Optional[dict] = None, trickle: float = 0.0) -> None:
                 body = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                headers = headers or {}
-                if not any(k.lower() == "content-type" for k in headers):
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in headers.items():
-                    self.send_header(k, str(v))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _trickle(self, status: int, body: bytes) -> None:
-                """The whole response one byte at a time (until the client hangs up)."""
-                head = (f"{self.protocol_version} {status} OK\r\nContent-Type: application/json\r\n"
-                        f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
-                for i, byte in enumerate(head + body):
-                    if i:
-                        time.sleep(fake.trickle_interval)
+                headers = {"Content-Type": "application/json"} | (headers or {}) | {"Content-Length": len(body)}
+                reason = self.responses.get(status, ("OK",))[0]
+                head = "".join(
+                    [f"{self.protocol_version} {status} {reason}\r\n"] + [f"{k}: {v}\r\n" for k, v in headers.items()]
+                )
+                if not trickle:
+                    return self.wfile.write(head.encode() + b"\r\n" + body)
+                for i, byte in enumerate(head.encode() + b"\r\n" + body):  # a byte at a time, until the client hangs up
+                    time.sleep(trickle if i else 0)
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()
                 self.close_connection = True
@@ -279,34 +283,11 @@ class FakeOpenAI:
                 if fake.mode == "down":
                     self.close_connection = True
                     return
-                path = self.path.split("?")[0].rstrip("/")
-                if path.endswith("/batches") and fake.batch_api:
-                    with fake._lock:  # the list as it stands (no batch is answered by being listed)
-                        data = [{"id": k, "object": "batch", "status": b["status"]} for k, b in fake.batches.items()]
-                    self._send(200, {"object": "list", "data": data, "has_more": False})
-                elif "/batches/" in path:
-                    bid = path.rsplit("/", 1)[1]
-                    found = bid in fake.batches
-                    self._send(200, fake._batch_view(bid)) if found else self._send(404, {"error": {"message": "no"}})
-                elif path.endswith("/content") and "/files/" in path:
-                    fid = path.split("/files/")[1].split("/")[0]
-                    self._send(200, fake.files.get(fid, b""), {"Content-Type": "application/octet-stream"})
-                elif path.endswith("/models") and fake.models_status != 200:
-                    self._send(fake.models_status, {"error": {"message": "no"}})
-                elif path.endswith("/models"):
-                    ids = fake.models if fake.models is not None else ["fake"]
-                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in ids]})
-                else:
-                    self._send(404, b"{}")
+                self._send(*fake._get(self.path.split("?")[0].rstrip("/")))
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?")[0].rstrip("/")
-                if path.endswith("/admin/mode"):  # tests switch the mode from another process
-                    req = json.loads(raw or b"{}")
-                    with fake._lock:
-                        fake.set_mode(req.get("mode", "ok"), int(req.get("after", 0)))
-                    return self._send(200, {"mode": req.get("mode", "ok")})
                 if path.endswith("/files") or path.endswith("/batches"):
                     if not fake.batch_api:
                         return self._send(404, {"error": {"message": "Not Found"}})
@@ -327,12 +308,12 @@ class FakeOpenAI:
                 if mode == "down" or (mode == "hang" and fake.mode == "hang"):
                     self.close_connection = True  # no answer: a killed server, or a hang the client gave up on
                     return
+                auth = self.headers.get("Authorization", "")
                 with fake._lock:
                     n = fake.count
                     fake.count += 1
                     fake.requests.append(body)
-                    fake.outcomes.append("?")
-                    fake.auth.add(self.headers.get("Authorization", ""))
+                    fake.auth.add(auth)
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 # In flight from the request read to the reply's first byte: the client may send its next request
@@ -345,19 +326,14 @@ class FakeOpenAI:
                             fake.in_flight -= 1
 
                 try:
-                    r = fake._faulty(mode, body, fake._decide(body, n), self.headers.get("Authorization", ""))
-                    with fake._lock:
-                        fake.outcomes[n] = r.kind
+                    r = MODE_REPLIES[mode](fake, body, fake._decide(body, n), auth)
                     time.sleep(r.delay)
                     if r.drop:
                         self.close_connection = True
                         return
                     payload = r.raw if r.raw is not None else json.dumps(completion_body(r, body, n)).encode()
                     answered()
-                    if mode == "trickle":
-                        self._trickle(r.status, payload)
-                    else:
-                        self._send(r.status, payload, r.headers)
+                    self._send(r.status, payload, r.headers, fake.trickle_interval if mode == "trickle" else 0.0)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
                     pass
                 finally:
@@ -374,18 +350,6 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-def _hostile(text: str) -> str:
-    """HOSTILE in a free-text reply, or in the "argument" of a JSON one (which then still parses)."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return f"{text} {HOSTILE}"
-    if isinstance(obj, dict) and isinstance(obj.get("argument"), str):
-        obj["argument"] += " " + HOSTILE
-        return json.dumps(obj)
-    return text
 
 
 # ----------------------------------------------------------------------------- fault injection
@@ -408,12 +372,9 @@ def _u(*parts) -> float:
 
 
 def _pick(u: float, kinds: list, mix: dict) -> str:
-    total, acc = sum(mix[k] for k in kinds), 0.0
-    for k in kinds:
-        acc += mix[k] / total
-        if u < acc:
-            return k
-    return kinds[-1]
+    """The kind u falls on when [0, 1) is split by the kinds' weights."""
+    ends = list(itertools.accumulate(mix[k] / sum(mix[k] for k in kinds) for k in kinds))
+    return kinds[min(bisect.bisect_right(ends, u), len(kinds) - 1)]
 
 
 def request_info(body: dict) -> dict:
@@ -456,7 +417,9 @@ def _map(reply: dict, f: Callable[[dict], dict]) -> dict:
 
 
 class FaultInjector:
-    """A FakeOpenAI script: a deterministic debate model with seeded fault injection (see the module doc).
+    """A FakeOpenAI script: a deterministic debate model with seeded faults, HTTP_FAULTS on any request and
+    CONTENT_FAULTS on a commit's 200. Whether attempt k of a request is faulty hashes (seed, body, k); its final
+    text hashes (seed, body) only, so it never depends on arrival order or a crash in between.
 
     rate          probability that a request attempt gets a fault. Free-text requests only get transport
                   faults; for a structured request the rate is split between transport faults (per attempt)
@@ -481,7 +444,6 @@ class FaultInjector:
         self.max_faults, self.slow_delay, self.retry_after = max_faults_per_request, slow_delay, retry_after
         self.truth, self.truth_rate, self.force = truth, truth_rate, force
         self.injected: Counter = Counter()
-        self.forced: Counter = Counter()  # the part of `injected` that `force` decided
         self.requests = 0
         self.attempts: Counter = Counter()  # body hash -> attempts seen
         self._lock = threading.Lock()
@@ -522,10 +484,7 @@ class FaultInjector:
         kind = http_kind or content_kind
         reply = self._transport(http_kind, text, h) if http_kind else Reply(text, kind=content_kind or "ok")
         with self._lock:
-            if kind is not None:
-                self.injected[kind] += 1
-                if forced is not None:
-                    self.forced[kind] += 1
+            self.injected.update([kind] if kind else [])
         return reply
 
     def _transport(self, kind: str, text: str, h: str) -> Reply:
@@ -638,10 +597,12 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description="a fake OpenAI-compatible endpoint on 127.0.0.1")
     ap.add_argument("--url-file", required=True, help="where to write the base URL once the server listens")
+    ap.add_argument("--mode", default="ok", choices=MODES, help="a fault mode for every chat request")
+    ap.add_argument("--trickle-interval", type=float, default=1.0, help="seconds between bytes in mode trickle")
     args = ap.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+    with FakeOpenAI(FaultInjector(rate=0.0), mode=args.mode, trickle_interval=args.trickle_interval) as srv:
         with open(args.url_file, "w") as f:
             f.write(srv.url + "\n")
         with contextlib.suppress(KeyboardInterrupt):

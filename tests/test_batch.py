@@ -24,13 +24,8 @@ from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments.runner import run_experiment
-
-try:
-    from tests import batch_worker as W
-    from tests.fake_openai import FakeOpenAI, FaultInjector
-except ImportError:
-    import batch_worker as W
-    from fake_openai import FakeOpenAI, FaultInjector
+from tests import batch_worker as W
+from tests.fake_openai import FakeOpenAI, FaultInjector, completion_body
 
 WORKER = Path(__file__).resolve().parent / "batch_worker.py"
 N = 30
@@ -174,6 +169,8 @@ def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_tw
 
 
 def test_export_and_import_round_trip_through_the_cache(root, capsys):
+    assert BA.main(["--cache", str(root / "empty.sqlite"), "status"]) == 0
+    assert capsys.readouterr().out.startswith("no batches recorded in ")
     cache_path = root / "c.sqlite"
     cache = ResponseCache(cache_path)
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
@@ -201,10 +198,6 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
 def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, root):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
-    try:
-        from tests.fake_openai import completion_body
-    except ImportError:
-        from fake_openai import completion_body
     ref, n_sync, _ = sync_run(root, n=6)
     model = FaultInjector(rate=0.0)
     cache = root / "files.sqlite"
@@ -263,8 +256,3 @@ def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
             W.population(srv.url, str(root / "c.sqlite"), "batch", kind=None)
         assert srv.count == 0
     assert "no Batch API" in str(e.value) and "CALLS_VIA=files" in str(e.value) and "\n" not in str(e.value)
-
-
-def test_batch_status_says_so_when_there_are_no_batches(root, capsys):
-    assert BA.main(["--cache", str(root / "empty.sqlite"), "status"]) == 0
-    assert capsys.readouterr().out.startswith("no batches recorded in ")

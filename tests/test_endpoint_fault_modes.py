@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from acemad_utils.agents import client as C
-from acemad_utils.agents.client import EndpointUnreachable, GarbledResponse, LLMClient, cap_reply, usage_tokens
+from acemad_utils.agents.client import EndpointUnreachable, GarbledResponse, LLMClient, cap_reply
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import run_dir
@@ -31,7 +31,7 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce.cli import ProfileLock, failed_records, failure_lines, progress_tail
-from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, completion
+from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, Reply, completion
 
 KEY = "sk-canary-faults-0000"
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
@@ -47,7 +47,7 @@ def repo(smoke_outputs, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- the fake server's modes
-def test_fake_modes_switch_mid_run_and_from_another_process():
+def test_fake_modes_switch_mid_run():
     with FakeOpenAI(FaultInjector(0.0), retry_after="0.01") as srv:
         c = LLMClient("m", srv.url, KEY, breaker=1000, **FAST)
         assert c.generate(MSG).text.startswith("I have weighed")
@@ -55,11 +55,7 @@ def test_fake_modes_switch_mid_run_and_from_another_process():
         assert c.generate(MSG + [{"role": "user", "content": "2"}]).text  # the one request still answered
         with pytest.raises(openai.APIConnectionError):
             c.generate(MSG + [{"role": "user", "content": "3"}])
-        # another process switches it back through the admin endpoint
-        import urllib.request
-
-        req = urllib.request.Request(srv.url + "/admin/mode", data=json.dumps({"mode": "ok"}).encode(), method="POST")
-        urllib.request.urlopen(req, timeout=5).read()
+        srv.set_mode("ok")
         assert c.generate(MSG + [{"role": "user", "content": "4"}]).text
         assert srv.modes["down"] == 4 and srv.modes["ok"] >= 3  # 4 attempts of the failed call
 
@@ -225,15 +221,18 @@ def test_the_reproduce_command_names_failed_records_per_method(repo):
 
 
 # ----------------------------------------------------------------------------- one run per profile
-def test_a_second_run_of_a_profile_names_the_holder(repo):
+def test_a_second_run_of_a_profile_or_of_the_llm_cache_is_refused_naming_the_holder(repo, tmp_path):
     """(Queueing behind the holder instead: tests/test_run_lock.py.)"""
+    path = tmp_path / "probe.yaml"
+    path.write_text("profile: probe\ncommon: {BACKEND: sim}\n")
     with ProfileLock("probe", llm=True):
-        with pytest.raises(SystemExit, match=rf"pid {os.getpid()} .*--wait"), ProfileLock("probe", llm=False):
-            pass
+        with pytest.raises(SystemExit, match=rf"another run holds probe/.lock: pid {os.getpid()} .*--wait"):
+            reproduce.run(str(path), only=["00_theory"])
         with pytest.raises(SystemExit, match="cache/.lock"), ProfileLock("other", llm=True):  # the shared cache
             pass
         with ProfileLock("other", llm=False):  # a synthetic profile pays for nothing: it may run beside
             pass
+    assert not (repo / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()
 
 
 def test_progress_lines_reach_the_terminal(tmp_path, capsys):
@@ -320,43 +319,28 @@ def test_good_endpoint_values_and_an_explicit_no_cap_pass(tmp_path):
     assert prof["common"]["BASE_URL"] == "https://example.org/v1" and prof["max_usd"] == "none"
 
 
-def test_the_reproduce_command_refuses_a_second_run_of_the_profile(repo, tmp_path):
-    path = tmp_path / "probe.yaml"
-    path.write_text("profile: probe\ncommon: {BACKEND: sim}\n")
-    with ProfileLock("probe", llm=False):
-        with pytest.raises(SystemExit, match=r"another run holds probe/.lock: pid \d+ .*--wait"):
-            reproduce.run(str(path), only=["00_theory"])
-    assert not (repo / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()
-
-
 # ----------------------------------------------------------------------------- endpoints that would fill the memory
 @contextlib.contextmanager
 def _raw_server(respond):
-    """A loopback server that reads one request's head and lets `respond(conn, head)` write anything back."""
+    """A loopback server that reads each whole request and lets `respond(conn, head)` write anything back."""
     srv = socket.create_server(("127.0.0.1", 0))
 
     def handle(conn: socket.socket) -> None:
-        with conn:
+        with conn, contextlib.suppress(OSError):
             conn.settimeout(10)
             head = b""
-            while b"\r\n\r\n" not in head:
-                got = conn.recv(65536)
-                if not got:
-                    return
+            while b"\r\n\r\n" not in head and (got := conn.recv(65536)):
                 head += got
-            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1)) if b"ength:" in head else 0
-            while len(head.partition(b"\r\n\r\n")[2]) < length:  # the whole request: a close with unread bytes resets
-                head += conn.recv(65536)
-            with contextlib.suppress(OSError):
-                respond(conn, head)
+            length = int(m.group(1)) if (m := re.search(rb"(?i)content-length: *(\d+)", head)) else 0
+            # the whole request: a close with unread bytes resets the connection
+            while len(head.partition(b"\r\n\r\n")[2]) < length and (got := conn.recv(65536)):
+                head += got
+            respond(conn, head)
 
     def accept() -> None:
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:  # closed: the test is over
-                return
-            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+        with contextlib.suppress(OSError):  # closed: the test is over
+            while True:
+                threading.Thread(target=handle, args=(srv.accept()[0],), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
     try:
@@ -446,7 +430,8 @@ def test_a_listing_without_end_is_one_line_and_nothing_reads_on_after_the_prefli
 
 
 def _reply(conn, head=b"") -> None:
-    _body(json.dumps(completion("fine", "m", pt=1, ct=1)).encode())(conn, head)
+    body = json.dumps(completion("fine", "m", pt=1, ct=1)).encode()
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
 
 
 def test_chat_calls_through_an_authenticating_proxy_carry_its_credentials(monkeypatch):
@@ -466,42 +451,29 @@ def test_chat_calls_through_an_authenticating_proxy_carry_its_credentials(monkey
     assert b"\r\nProxy-Authorization: Basic " + base64.b64encode(b"user:s3cret") + b"\r\n" in heads[-1]
 
 
-def _body(text: bytes):
-    def respond(conn, head):
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(text))
-        conn.sendall(text)
-
-    return respond
-
-
-_CHOICE = b'"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]'
+USAGE = b'{"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":'
 
 
 @pytest.mark.parametrize(
-    "respond, says",
+    "reply, says",
     [
-        (_body(b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
-        (_body(b'{"choices":[{"message":{"role":"assistant","content":"hi \\ud800"}}]}'), "lone surrogate"),
-        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":"lots","completion_tokens":1}}'), "prompt_tokens='lots'"),
-        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":1,"completion_tokens":1e400}}'), "completion_tokens=inf"),
-        (_body(b"{" + _CHOICE + b',"usage":{"prompt_tokens":-500,"completion_tokens":1}}'), "prompt_tokens=-500"),
-        (lambda conn, head: conn.sendall(b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n"), "no Location"),
+        (Reply(raw=b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
+        (Reply(raw=b'{"choices":[{"message":{"role":"assistant","content":"hi \\ud800"}}]}'), "lone surrogate"),
+        (Reply(raw=USAGE + b'{"prompt_tokens":"lots","completion_tokens":1}}'), "prompt_tokens='lots'"),
+        (Reply(raw=USAGE + b'{"prompt_tokens":1,"completion_tokens":1e400}}'), "completion_tokens=inf"),
+        (Reply(raw=USAGE + b'{"prompt_tokens":-500,"completion_tokens":1}}'), "prompt_tokens=-500"),
+        (Reply(status=302, raw=b""), "no Location"),
     ],
     ids=["deep JSON", "lone surrogate", "usage lots", "usage 1e400", "negative usage", "3xx without Location"],
 )
-def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(respond, says):
-    with _raw_server(respond) as url:
-        c = LLMClient("m", url, KEY, breaker=1000, max_attempts=1)
+def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(reply, says):
+    with FakeOpenAI(default=reply) as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=1000, max_attempts=1)
         with pytest.raises((GarbledResponse, openai.APIStatusError)) as err:
             c.generate(MSG)
         assert c.stats()["cost_usd"] in (0, 0.0, None)
     line = str(err.value)
-    assert "\n" not in line and url in line and says in line
-
-
-def test_negative_or_garbage_usage_never_counts_negative_tokens():
-    assert usage_tokens({"prompt_tokens": -500, "completion_tokens": "lots", "total_tokens": 1e400}) == (0, 0, 0)
-    assert usage_tokens({"prompt_tokens": 1e400, "prompt_tokens_details": {"cached_tokens": -3}}) == (0, 0, 0)
+    assert "\n" not in line and srv.url in line and says in line
 
 
 def test_a_post_after_the_server_closed_its_idle_connection_goes_out_on_a_new_one():

@@ -16,11 +16,7 @@ from acemad_utils.protocol.commit import argument_of, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER, PERSONAS
 from acemad_utils.protocol.schema import AgentSpec, Question, Turn
-
-try:
-    from tests.fake_openai import FakeOpenAI, Reply
-except ImportError:
-    from fake_openai import FakeOpenAI, Reply
+from tests.fake_openai import FakeOpenAI, Reply
 
 Q = Question("q1", "demo", "What color is the sky on a clear day?", {"A": "Green", "B": "Blue", "C": "Red"}, "B")
 AB = ("A", "B", "C")

@@ -20,53 +20,26 @@ from acemad_utils.protocol.schema import Question
 pytestmark = pytest.mark.local_llm
 
 
-def _missing() -> str | None:
+@pytest.fixture(scope="module")
+def local_url():
     try:
         check_server_installed()
         default_gguf()
-    except LocalServerError as e:
-        return str(e)
-    return None
-
-
-@pytest.fixture(scope="module")
-def local_url():
-    reason = _missing()
-    if reason:  # only a missing install skips; a server that fails to start is a failure
-        print(f"\nskipping local LLM test: {reason}")
-        pytest.skip(reason)
+    except LocalServerError as e:  # only a missing install skips; a server that fails to start is a failure
+        print(f"\nskipping local LLM test: {e}")
+        pytest.skip(str(e))
     with serve() as url:
         yield url
-
-
-def _question() -> Question:
-    try:
-        from acemad_utils.data.benchmarks import load_demo
-
-        return load_demo()[0]
-    except Exception:  # the demo set is optional here
-        return Question(
-            id="e2e/1",
-            benchmark="e2e",
-            question="How many legs does a spider have?",
-            options={"A": "Six", "B": "Eight", "C": "Ten"},
-            answer="B",
-        )
 
 
 def test_acemad_debate_on_local_model(local_url, tmp_path):
     from acemad_utils.protocol.config import DebateConfig
     from acemad_utils.protocol.debate import run_question
 
-    q = _question()
+    q = Question("e2e/1", "e2e", "How many legs does a spider have?", {"A": "Six", "B": "Eight", "C": "Ten"}, "B")
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
-    pop = LLMPopulation(
-        model="smollm2-135m",
-        base_url=local_url,
-        cache=str(tmp_path / "cache.sqlite"),
-        max_tokens=(128, 96),
-        max_attempts=3,
-    )
+    cache = str(tmp_path / "cache.sqlite")
+    pop = LLMPopulation(model="smollm2-135m", base_url=local_url, cache=cache, max_tokens=(128, 96), max_attempts=3)
     t0 = time.monotonic()
     rec = run_question(q, pop, cfg)
     seconds = time.monotonic() - t0

@@ -1,9 +1,6 @@
-"""No secret is ever written to disk: the key (a canary in OPENAI_API_KEY, sk-like or 40 plain characters, so that
-redaction by value is what is tested) goes over the wire and nowhere else. A small experiment against a fake
-endpoint that echoes the key in a 401/500 body, run in this process (with a DEBUG log of openai/httpx) and in a
-papermill notebook, and a run through the reproduce driver with URL credentials: every file it wrote (the sqlite
-cache with its WAL, transcripts, meta, the executed notebook, the log, the lock holders) and everything printed holds
-no key; neither does the exception generate() raises (str, repr, args, body, response, request, traceback)."""
+"""No secret is ever written to disk: the key (sk-like, or 40 plain characters so that redaction by value is what is
+tested) goes over the wire and nowhere else, even when the endpoint echoes it: no file a run writes (cache with its
+WAL, transcripts, meta, executed notebook, DEBUG log, lock holders), nothing printed, no raised exception holds it."""
 
 from __future__ import annotations
 
@@ -174,18 +171,7 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     assert leaks(env, key) == []
 
 
-def write_notebook(path, cells) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for tag, src in cells:
-        nb.cells.append(nbformat.v4.new_code_cell(src, metadata={"tags": [tag]} if tag else {}))
-    nbformat.write(nb, path)
-
-
 def test_committed_notebooks_and_profiles_hold_no_key():
-    """What is committed (notebooks, whose outputs are stripped, see tests/test_notebooks_clean.py, and the
-    profiles) never holds a key: keys come from the environment only."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
@@ -214,14 +200,15 @@ DRIVEN = [
 
 
 def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeypatch, capsys):
-    """`--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver:
-    the run is answered, and neither the password, the query key nor OPENAI_API_KEY (which the kernel inherits)
-    is in any file it wrote (the executed notebook with its outputs, parameters cell and metadata, the lock files
-    with the command line, the subset, meta.json, transcripts, the cache) or in what it printed."""
+    """`--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver: the run is
+    answered, and neither the password, the query key nor OPENAI_API_KEY is in any file it wrote or what it printed."""
     from acemad_utils.reproduce import cli as reproduce
 
     path = tmp_path / "01_urls.ipynb"
-    write_notebook(path, DRIVEN)
+    spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": spec, "language_info": {"name": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell(src, metadata={"tags": [tag]} if tag else {}) for tag, src in DRIVEN]
+    nbformat.write(nb, path)
     with FakeOpenAI(FaultInjector(0.0)) as srv:
         port = srv.url.split(":")[2].split("/")[0]
         url = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"

@@ -22,11 +22,7 @@ from acemad_utils.cost import estimate as C
 from acemad_utils.data.paths import ROOT
 from acemad_utils.experiments import profiles as R
 from acemad_utils.reproduce import cli as reproduce
-
-try:
-    from tests.fake_openai import FakeOpenAI, Reply
-except ImportError:
-    from fake_openai import FakeOpenAI, Reply
+from tests.fake_openai import FakeOpenAI, Reply
 
 MSG = [{"role": "user", "content": "hi"}]
 GATEWAY = "http://127.0.0.1:4000/v1"  # where a LiteLLM-style gateway to paid providers usually listens
@@ -82,16 +78,11 @@ def test_profile_terms_are_checked_and_name_the_model():
             PR.parse_terms({"m": terms})
 
 
-def test_a_profile_with_a_bad_models_entry_stops_before_anything_runs(tmp_path):
+def test_the_profile_terms_reach_the_kernels_as_json_and_a_bad_entry_stops_before_anything_runs(tmp_path):
+    models = {"fake-gw": {"price": {"input": 1.0, "output": 2.0}}}
+    assert json.loads(R.run_env(R.load_profile(_profile(tmp_path, models)))[PR.ENV_MODELS]) == models
     with pytest.raises(SystemExit, match="models: fake-gw: .*price.input"):
         R.load_profile(_profile(tmp_path, {"fake-gw": {"price": {"input": "cheap", "output": 1}}}))
-
-
-def test_the_profile_terms_reach_the_kernels_as_json(tmp_path):
-    models = {"fake-gw": {"price": {"input": 1.0, "output": 2.0}}}
-    prof = R.load_profile(_profile(tmp_path, models))
-    env = R.run_env(prof)
-    assert json.loads(env[PR.ENV_MODELS]) == models
 
 
 # ----------------------------------------------------------------------------- the estimate
@@ -154,8 +145,9 @@ def test_max_usd_refuses_an_unpriced_loopback_endpoint_before_any_call(tmp_path,
         assert "'my-gateway-model'" in msg and "models:" in msg and "free: true" in msg and "MAX_USD" in msg
         # a priced client whose call names an unpriced model: refused before that call is sent
         c = LLMClient("gpt-4o-mini", srv.url, "sk-fake")
-        with pytest.raises(B.UnpricedModel, match="other-model"):
+        with pytest.raises(B.UnpricedModel) as e:
             c.generate(MSG, GenerateConfig(max_tokens=5), model="other-model")
+        assert e.value.model == "other-model"
         assert srv.count == 0 and not srv.requests  # no completion was sent
     monkeypatch.delenv(B.ENV_MAX)  # without a cap nothing is refused (the estimate says it is unpriced)
     with FakeOpenAI(["ok"]) as srv:

@@ -298,7 +298,7 @@ def test_a_trickling_endpoint_fails_each_attempt_by_its_deadline_then_the_call()
         err = ended(lambda: c.generate([{"role": "user", "content": "hi"}]), within=30)
         assert isinstance(err, CallDeadlineExceeded) and isinstance(err, openai.APITimeoutError), repr(err)
         assert srv.count == 2 and c.stats()["retries"] == 1 and c.stats()["failures"] == 1
-        assert KEY not in str(err) and srv.url in c.breaker.where
+        assert KEY not in str(err) and srv.url in c.where
 
 
 def test_a_run_against_a_trickling_endpoint_stops_with_one_line(tmp_outputs):

@@ -1,15 +1,9 @@
-"""CALLS_VIA batch: a run's calls through the OpenAI Batch API (50% off, up to 24 h per batch); CALLS_VIA files:
-the requests written as a Batch-API JSONL for another runner (vLLM run_batch), its output imported.
-
-    python -m acemad_utils.agents.batch status | export requests.jsonl | import output.jsonl
-
-Debates are round-synchronous, so a batch run is a sequence of passes: a question's first call not in the response
-cache is queued (BatchQueue) and Deferred tells the runner it waits; Batcher.flush() submits the queue, polls it and
-stores every reply under the synchronous call's cache key (the transcripts are a synchronous run's); the waiting
-questions then run again from the cache. A request on the error file, missing, or in an expired batch is queued
-again, up to max_attempts batches. Every batch id and its request keys are recorded in the cache database right
-after batches.create, so a process killed while polling adopts the batch on restart instead of resubmitting it.
-MAX_USD reserves every request of a batch before it is submitted, at the Batch API price.
+"""CALLS_VIA batch: a run's calls through the OpenAI Batch API (50% off); CALLS_VIA files: written as a Batch-API JSONL
+for another runner (vLLM run_batch), its output imported (`python -m acemad_utils.agents.batch status|export|import`).
+Debates are round-synchronous, so a batch run is a sequence of passes: a question's first uncached call is queued
+(Deferred: it waits), flush() submits the queue and stores every reply under the synchronous call's cache key, and
+the waiting questions run again from the cache: the transcripts are a synchronous run's. Each batch is recorded in
+the cache right after batches.create, so a process killed while polling adopts it on restart instead of paying twice.
 """
 
 from __future__ import annotations
@@ -24,7 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Optional
 
-from acemad_utils.agents.cache import ResponseCache, canonical_json, empty_reply, usage_tokens
+from acemad_utils.agents.cache import (
+    GarbledResponse,
+    ResponseCache,
+    canonical_json,
+    empty_reply,
+    parse_reply,
+    usage_tokens,
+)
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import outputs
 
@@ -58,7 +59,7 @@ def _requests(conn, where: str = "", args: tuple = ()) -> dict:
 
 
 def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
-    """(cache value, None) for a usable reply, or (None, reason) for an error line."""
+    """(cache value, None) for a usable reply, else (None, why not): read as the client reads a reply."""
     err, resp = line.get("error"), line.get("response") or {}
     if err:
         return None, f"batch error {err.get('code') or ''}: {err.get('message') or err}".strip()
@@ -66,21 +67,21 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
     if resp.get("status_code") != 200:
         msg = (body.get("error") or {}).get("message") if isinstance(body, dict) else body
         return None, f"HTTP {resp.get('status_code')} in the batch: {str(msg)[:200]}"
-    choices = body.get("choices") if isinstance(body, dict) else None
-    if not choices or not isinstance(choices, list) or not isinstance(choices[0].get("message"), dict):
-        return None, "a batch reply that is not a chat completion"
-    if (empty := empty_reply(choices[0])) is not None:  # a failed call, never cached (as client.EmptyReply)
+    try:
+        reply = parse_reply(json.dumps(body).encode(), "a batch output line")
+    except GarbledResponse as e:
+        return None, str(e)
+    if (empty := empty_reply(choice := reply["choices"][0])) is not None:  # a failed call, never cached
         return None, empty
-    pt, ct, cached = usage_tokens(body.get("usage"))
-    text = redact(choices[0]["message"].get("content") or "")  # as the client's replies: no key kept
-    return {"text": text, "finish_reason": choices[0].get("finish_reason"), "prompt_tokens": pt,
-            "completion_tokens": ct, "cached_tokens": cached, "batch": True}, None  # fmt: skip
+    pt, ct, cached = usage_tokens(reply.get("usage"))
+    text = redact(choice["message"].get("content") or "")  # as the client's replies: no key kept
+    return {"text": text, "finish_reason": choice.get("finish_reason"), "prompt_tokens": pt, "completion_tokens": ct,
+            "cached_tokens": cached, "batch": True}, None  # fmt: skip
 
 
 def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:
-    """Store every usable reply of a Batch-API output JSONL (custom_id = cache key) asked as `requests` ({key:
-    {model, kind, mode}}, default: every recorded one); never a key not recorded. Returns ({key: reply stored},
-    {key: reason})."""
+    """Store each usable reply of a Batch-API output JSONL (custom_id = cache key) to `requests` ({key: {model, kind,
+    mode}}; default: every recorded one, never another): ({key: reply stored}, {key: why not})."""
     stored, errors = {}, {}
     if requests is None:
         with cache.connect() as conn:
@@ -109,9 +110,8 @@ def requests_jsonl(entries) -> str:
 
 
 class Batcher:
-    """The queue of a pass's cache misses (one entry per distinct call, with the client that would have sent it),
-    submitted through each client's SDK and waited for; export_dir (CALLS_VIA files): written there as a request
-    JSONL instead, and the run stops."""
+    """A pass's cache misses (one per distinct call, with the client that would send it), submitted through that
+    client's SDK, each queued again in up to max_attempts batches; export_dir (CALLS_VIA files): written there."""
 
     def __init__(self, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0, poll_max: float = 300.0,
                  completion_window: str = "24h", export_dir: Optional[str] = None):  # fmt: skip
@@ -181,12 +181,10 @@ class Batcher:
         todo = [e for k, e in entries.items() if k not in covered and self.cache.get(k) is None]
         if not todo:
             return
-        held = 0.0
-        if client.budget is not None:  # MAX_USD: every request at the Batch API price, or BudgetExceeded (none sent)
-            costs = {e["key"]: client.estimate_cost(e["model"], e["body"]["messages"], e["body"], batch=True)
-                     for e in todo}  # fmt: skip
-            unpriced = [e["model"] for e in todo if costs[e["key"]] is None]
-            held = client.budget.reserve(None if unpriced else sum(costs.values()), (unpriced or [todo[0]["model"]])[0])
+        # MAX_USD: every request at the Batch API price, or BudgetExceeded (none sent)
+        costs = {e["key"]: client.estimate_cost(e["model"], e["body"]["messages"], e["body"], batch=True) for e in todo}
+        unpriced = [e["model"] for e in todo if costs[e["key"]] is None]
+        held = client.budget.reserve(None if unpriced else sum(costs.values()), (unpriced or [todo[0]["model"]])[0])
         lines = requests_jsonl((e["key"], e["body"]) for e in todo).encode()
         f = client.sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
         b = client.sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
@@ -219,14 +217,10 @@ class Batcher:
         for fid in filter(None, (getattr(b, "output_file_id", None), getattr(b, "error_file_id", None))):
             s, e = import_output(client.sdk.files.content(fid).text, self.cache, requests)
             stored, errors = stored | s, errors | e
-        spent = 0.0
-        for key, v in stored.items():
-            tokens, model = (v["prompt_tokens"], v["completion_tokens"], v["cached_tokens"]), requests[key]["model"]
-            client.count_tokens(model, *tokens, batch=True)
-            spent += client.call_cost(model, *tokens, batch=True) or 0.0
+        spent = sum(client.count_tokens(requests[k]["model"], v["prompt_tokens"], v["completion_tokens"],
+                                        v["cached_tokens"], batch=True) or 0.0 for k, v in stored.items())  # fmt: skip
         client.add_usage(network_calls=len(stored))
-        if client.budget is not None:
-            client.budget.settle(held, spent)
+        client.budget.settle(held, spent)
         why_missing = f"batch {b.status}" if b.status != "completed" else "missing from the batch output"
         for key in requests.keys() - stored.keys():
             self.tries[key] = (self.tries.get(key, (0, ""))[0] + 1, errors.get(key, why_missing))

@@ -1,19 +1,13 @@
-"""MAX_USD: a spending cap that stops sending paid calls before a run costs more than the user meant.
-
-A call's most expensive estimate (modelled prompt tokens, completion = its max_tokens) is reserved before it is
-sent; if spent + reserved + estimate would pass the cap, BudgetExceeded, and every later paid call is refused (the
-run stops consistently). A returned call settles its actual cost. Calls in flight finish and are cached: raising
-MAX_USD and rerunning replays them for free. Across notebook kernels, reproduce exports ACEMAD_MAX_USD and
-ACEMAD_BUDGET_SINCE and each kernel starts from what the response cache recorded as paid since then. Free calls
-are never refused; an unpriced model cannot be counted, so a capped run refuses it before any call.
-"""
+"""MAX_USD: each paid call reserves its dearest estimate (completion = its max_tokens) before it is sent, so a run stops
+before it could pass the cap, not after; kernels of one reproduce run share the cap through the response cache
+(ACEMAD_MAX_USD, ACEMAD_BUDGET_SINCE). Free calls are never refused; an unpriced model cannot be counted."""
 
 from __future__ import annotations
 
 import threading
 from typing import Optional
 
-from acemad_utils.agents.prices import how_to_price
+from acemad_utils.agents.prices import HOW_TO_PRICE
 from acemad_utils.data.settings import env
 
 ENV_MAX = "ACEMAD_MAX_USD"
@@ -25,8 +19,6 @@ class BudgetExceeded(RuntimeError):
 
 
 class UnpricedModel(BudgetExceeded):
-    """MAX_USD is set and a model the run would call has no price and is not known to be free."""
-
     def __init__(self, model: str):
         self.model = model
         super().__init__(unpriced_message([model]))
@@ -38,7 +30,11 @@ def unpriced_message(models) -> str:
     return (
         f"MAX_USD is set but {', '.join(repr(m) for m in models)} {'has' if one else 'have'} no price: the cap could "
         f"not count {'its' if one else 'their'} calls, so nothing is sent. "
-        + ("To fix it, " + how_to_price(models[0]) if one else "For each MODEL, " + how_to_price("MODEL"))
+        + (
+            "To fix it, " + HOW_TO_PRICE.format(model=models[0])
+            if one
+            else "For each MODEL, " + HOW_TO_PRICE.format(model="MODEL")
+        )
         + ". An endpoint on localhost is not assumed free: it may be a gateway to a paid provider."
     )
 
@@ -54,45 +50,40 @@ def parse_max_usd(value) -> Optional[float]:
 
 
 class Budget:
-    """A thread-safe spend counter with a cap, shared by every client of a process (current())."""
+    """A thread-safe spend counter with a cap (None: counts only), shared by every client of a process (current())."""
 
     def __init__(self, max_usd: Optional[float], spent_before: float = 0.0):
-        self.max_usd = max_usd
-        self.spent_before = spent_before  # paid by earlier processes of this run (other notebooks)
-        self.spent = 0.0  # paid in this process (actual where reported, estimated otherwise)
-        self.reserved = 0.0  # estimates of calls in flight
-        self.exhausted = False
+        self.max_usd, self.spent_before = max_usd, spent_before  # spent_before: earlier kernels of this run
+        self.spent = self.reserved = 0.0  # spent in this process; reserved: estimates of calls in flight
+        self.exhausted = False  # once refused, every later paid call is refused (the run stops consistently)
         self._lock = threading.Lock()
 
     @property
-    def total(self) -> float:
+    def total(self) -> float:  # paid by this run: earlier kernels and this process
         return self.spent_before + self.spent
 
     def reserve(self, estimate: Optional[float], model: str = "") -> float:
-        """Reserve `estimate` USD for a call about to be sent (returned, for settle), or raise BudgetExceeded;
-        None (an unpriced model) cannot be counted, so it is refused under a cap."""
+        """Reserve `estimate` USD for a call about to be sent (returned, for settle), or raise BudgetExceeded."""
         if estimate is None and self.max_usd is not None:
             raise UnpricedModel(model)
         if estimate is None or estimate <= 0 or self.max_usd is None:
             return 0.0
         with self._lock:
-            if self.exhausted or self.total + self.reserved + estimate > self.max_usd:
+            total = self.total
+            if self.exhausted or total + self.reserved + estimate > self.max_usd:
                 self.exhausted = True
-                raise BudgetExceeded(f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about "
-                                     f"${self.total:.2f} (${self.spent:.2f} in this process), and the next call "
-                                     "could pass the cap")  # fmt: skip
+                raise BudgetExceeded(
+                    f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${total:.2f} "
+                    f"(${self.spent:.2f} in this process), and the next call could pass the cap"
+                )
             self.reserved += estimate
             return estimate
 
     def settle(self, reserved: float, actual: Optional[float]) -> None:
-        """A call came back (actual = its cost, None when unknown: the reservation stands as the estimate)."""
+        """A call came back: actual is its cost (None when unknown: the reservation stands), 0 when not billed."""
         with self._lock:
             self.reserved -= reserved
             self.spent += reserved if actual is None else actual
-
-    def release(self, reserved: float) -> None:
-        """A call failed without being billed: drop its reservation."""
-        self.settle(reserved, 0.0)
 
 
 _CURRENT: tuple = (None, None)  # (environment it was built from, Budget)
@@ -100,7 +91,8 @@ _LOCK = threading.Lock()
 
 
 def current(cache=None) -> Optional[Budget]:
-    """The process-wide Budget from the environment (None without ACEMAD_MAX_USD), rebuilt when it changes."""
+    """The process-wide Budget from the environment (None without ACEMAD_MAX_USD), rebuilt when it changes; it
+    starts from what the response cache recorded as paid since ACEMAD_BUDGET_SINCE."""
     global _CURRENT
     key = (env(ENV_MAX), env(ENV_SINCE))
     with _LOCK:

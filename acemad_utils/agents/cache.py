@@ -1,11 +1,7 @@
-"""Response cache for LLM calls: sqlite (WAL), JSON values, one connection shared by threads.
-
-The key is a sha256 over everything that decides a sample, *including the caller's scope*: five agents sending the
-same prompt at temperature 0.6 get five samples, not one cached five times. Rows hold the model name and the
-endpoint kind only, never a key or a URL. An empty reply is never an answer. A cache that cannot be used stops the
-run when opened, before any call, with a CacheError naming the file and the fix; the file is never deleted for you
-(its replies may have cost money). The batch tables (batch.py) live in the same file.
-"""
+"""Response cache for LLM calls (sqlite, WAL). The key covers everything that decides a sample *and the caller's
+scope* (five agents sending one prompt at temperature 0.6 get five samples); rows hold the model and endpoint kind,
+never a key or a URL. A cache that cannot be used stops the run before any call, and is never deleted for you (its
+replies may have cost money). The batch tables (batch.py) live in the same file."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -21,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from acemad_utils.agents.prices import price_of
+from acemad_utils.agents.redact import preview
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL,
@@ -58,19 +56,63 @@ def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
     return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
 
 
-def usage_tokens(u: Any) -> tuple[int, int, int]:
-    """(prompt, completion, cached prompt) tokens of a `usage` dict; 0 for what is missing or not a count."""
-    u = u if isinstance(u, dict) else {}
-    details = u.get("prompt_tokens_details")
+class GarbledResponse(RuntimeError):  # a 2xx that is not a completion: retried (a proxy's error page is transient)
+    pass
 
-    def count(v: Any) -> int:
-        try:
-            return max(int(v or 0), 0)
-        except (TypeError, ValueError, OverflowError):
-            return 0
 
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return count(u.get("prompt_tokens")), count(u.get("completion_tokens")), count(cached)
+_FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
+
+
+def _bad_usage(usage: Any) -> str:
+    """The usage field that is not a finite count >= 0, quoted ('' when every one is)."""
+    if usage is None:
+        return ""
+    if not isinstance(usage, dict):
+        return repr(usage)[:60]
+    details = usage.get("prompt_tokens_details")
+    fields = {**usage, **({"cached_tokens": details.get("cached_tokens")} if isinstance(details, dict) else {})}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
+        v = fields.get(name)
+        if not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e15)):
+            return f"{name}={v!r:.40}"
+    return ""
+
+
+def parse_reply(data: bytes, where: str) -> dict:
+    """The JSON of a 2xx chat-completion body, else GarbledResponse quoting (redacted) what `where` sent instead."""
+
+    def garbled(what: str, shown: Any) -> GarbledResponse:
+        if isinstance(shown, dict):  # in the order the SDK prints a ChatCompletion
+            shown = json.dumps({k: shown[k] for k in _FIELDS if k in shown} | shown, separators=(",", ":"))
+        return GarbledResponse(f"{where} answered a chat completion with a 2xx reply {what}: {preview(shown)}")
+
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        raise garbled("whose body is not JSON", data) from None
+    except RecursionError:
+        raise garbled("whose JSON is nested too deeply", data) from None
+    if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
+        raise garbled("whose JSON body is not a chat completion", reply if isinstance(reply, dict) else
+                      json.dumps(reply, default=str))  # fmt: skip
+    if not reply["choices"]:
+        raise garbled("with no choices", reply)
+    first = reply["choices"][0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+        raise garbled("whose first choice has no message", reply)
+    if re.search("[\ud800-\udfff]", message.get("content") or ""):  # a "\ud800" escape: no transcript holds it
+        raise garbled("whose content holds a lone surrogate (not text)", message["content"])
+    if bad := _bad_usage(reply.get("usage")):  # the cost and MAX_USD are counted from it
+        raise garbled(f"whose usage {bad} is not a token count", reply)
+    return reply
+
+
+def usage_tokens(u: Optional[dict]) -> tuple[int, int, int]:
+    """(prompt, completion, cached prompt) tokens of a usage parse_reply accepted."""
+    details = (u or {}).get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return int((u or {}).get("prompt_tokens") or 0), int((u or {}).get("completion_tokens") or 0), int(cached or 0)
 
 
 def empty_reply(choice: Any) -> Optional[str]:
@@ -139,9 +181,8 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        """Hold the cache's one connection for one statement or transaction (reentrant). One, not one per thread:
-        under WAL every commit invalidates every other connection's page cache, and a short-lived agent thread's
-        own connection would stay open."""
+        """The one connection, held for a statement or transaction (reentrant). Not one per thread: under WAL a commit
+        invalidates every other connection's page cache, and a short-lived agent thread's would stay open."""
         with self._conn_lock:
             if self._conn is None:
                 conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
@@ -184,8 +225,7 @@ class ResponseCache:
                   (key, model, kind, canonical_json(value), time.time()), write=True)  # fmt: skip
 
     def spent_since(self, since: float) -> float:
-        """USD of the replies stored since `since` (epoch seconds), for MAX_USD across kernels; free endpoints'
-        replies and free or unpriced models count 0."""
+        """USD of the replies stored since `since` (epoch seconds; MAX_USD across kernels): free or unpriced count 0."""
         rows = self._sql(
             "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
             "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
@@ -200,8 +240,7 @@ class ResponseCache:
     def __len__(self) -> int:
         return self._sql("SELECT COUNT(*) FROM responses")[0][0]
 
-    def close(self) -> None:
-        """Close the connection (checkpoints the WAL into the main file); a later call reopens one."""
+    def close(self) -> None:  # checkpoints the WAL into the main file; a later call reopens it
         with self._conn_lock:
             conn, self._conn = self._conn, None
         if conn is not None:

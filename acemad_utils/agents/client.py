@@ -1,15 +1,8 @@
-"""The one place that talks to an LLM: the openai SDK's AsyncOpenAI with its own timeouts and retries (408, 409,
-429, 5xx, timeouts, dropped connections; Retry-After honoured), plus what the SDK does not do: a response cache, the
-MAX_USD hold, a circuit breaker, a deadline on the whole call, keys kept out.
-
-    client = LLMClient(base_url="http://127.0.0.1:8080/v1", cache="outputs/cache/llm.sqlite")  # or OPENAI_* env
-    r = client.generate([{"role": "user", "content": "Say hi"}], GenerateConfig(seed=0), scope="q1|argue")
-
-Why a `_Guard` under the SDK (the httpx2 client whose `send` the SDK calls once per attempt): the SDK's timeout
-bounds each gap between bytes, so an endpoint that sends one byte a second never times out. Each attempt runs under
-asyncio.timeout and reads at most MAX_RESPONSE_BYTES, never inflated; the call with its retries runs under
-asyncio.timeout_at(its deadline). The guard also counts each attempt (breaker, concurrency bound) and turns a 2xx
-that is not a completion into a retryable error. Calls run on one background event loop per process.
+"""The one place that talks to an LLM: the openai SDK's AsyncOpenAI with its own timeouts and retries, plus what the
+SDK does not do: a response cache, the MAX_USD hold, a circuit breaker, keys kept out, and a deadline on the whole
+response. The SDK's timeout bounds each gap between bytes (an endpoint sending a byte a second never times out), so
+its HTTP client (_Guard) runs each attempt under asyncio.timeout, reads at most MAX_RESPONSE_BYTES (never inflated),
+counts it for the breaker and turns a 2xx that is not a completion into a retryable error.
 """
 
 from __future__ import annotations
@@ -19,7 +12,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import threading
 import time
 import warnings
@@ -32,11 +24,11 @@ import httpx2
 import openai
 
 from acemad_utils.agents import budget as B
-from acemad_utils.agents.cache import ResponseCache, empty_reply, usage_tokens
+from acemad_utils.agents.cache import GarbledResponse, ResponseCache, empty_reply, parse_reply, usage_tokens
 from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
-from acemad_utils.agents.redact import preview, redact, remember_secret, safe_url, scrub
+from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub
 from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 from acemad_utils.data.settings import env
 from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
@@ -55,51 +47,47 @@ class MissingAPIKey(RuntimeError):
     pass
 
 
-class EndpointUnreachable(RuntimeError):
-    """The pre-flight GET /models could not connect."""
+class EndpointUnreachable(RuntimeError):  # the pre-flight's findings, before any paid call
+    pass
 
 
 class APIKeyRejected(RuntimeError):
-    """The pre-flight GET /models was answered 401/403."""
+    pass
 
 
 class BatchUnsupported(RuntimeError):
-    """CALLS_VIA batch against an endpoint whose GET /batches answered 404/405/501."""
+    pass
 
 
 class ModelNotServed(RuntimeError):
-    """The listing lacks the model and a one-token request for it was refused."""
+    pass
 
 
-class GarbledResponse(RuntimeError):
-    """A 2xx whose body is not a usable chat completion (retried like a 5xx: a proxy's error page is transient)."""
-
-
-class EmptyReply(RuntimeError):
-    """A completion without text: never retried (the same request gets the same), never cached."""
+class EmptyReply(RuntimeError):  # a completion without text: never retried (the same request gets the same) or cached
+    pass
 
 
 class CallDeadlineExceeded(openai.APITimeoutError):
-    """The whole response (or the call with its retries) did not arrive by its deadline."""
-
     def __init__(self, request: httpx2.Request, message: str) -> None:
         openai.APIConnectionError.__init__(self, message=message, request=request)
 
 
-class ResponseTooLarge(openai.APIConnectionError):
-    """A body past MAX_RESPONSE_BYTES: not retried, one line."""
+class ResponseTooLarge(openai.APIConnectionError):  # a body past MAX_RESPONSE_BYTES: not retried
+    pass
 
 
+# inside the SDK's attempt loop: _Stop passes through unretried (the breaker tripped); _Garbled and _Slow are retried
+# like a dropped connection and a timeout, then become GarbledResponse and CallDeadlineExceeded
 class _Stop(openai.OpenAIError):
-    """Raised inside an attempt and passed through by the SDK unretried: the breaker tripped."""
+    pass
 
 
 class _Garbled(httpx2.RemoteProtocolError):
-    """A garbled 2xx inside the SDK's loop: retried like a dropped connection, then GarbledResponse."""
+    pass
 
 
 class _Slow(httpx2.ReadTimeout):
-    """An attempt's whole response missed its deadline: retried by the SDK, then CallDeadlineExceeded."""
+    pass
 
 
 @dataclass(frozen=True)
@@ -153,55 +141,6 @@ def request_body(model: str, messages: list, params: dict, mode: Optional[str], 
     return kw
 
 
-_FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
-
-
-def _bad_usage(usage: Any) -> str:
-    """The usage field that is not a finite count >= 0, quoted ('' when every one is)."""
-    if usage is None:
-        return ""
-    if not isinstance(usage, dict):
-        return repr(usage)[:60]
-    details = usage.get("prompt_tokens_details")
-    fields = {**usage, **({"cached_tokens": details.get("cached_tokens")} if isinstance(details, dict) else {})}
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
-        v = fields.get(name)
-        if not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e15)):
-            return f"{name}={v!r:.40}"
-    return ""
-
-
-def parse_reply(data: bytes, where: Optional[str]) -> dict:
-    """The JSON of a 2xx chat-completion body, else GarbledResponse quoting (redacted) what was sent instead."""
-
-    def garbled(what: str, shown: Any) -> GarbledResponse:
-        if isinstance(shown, dict):  # in the order the SDK prints a ChatCompletion
-            shown = json.dumps({k: shown[k] for k in _FIELDS if k in shown} | shown, separators=(",", ":"))
-        return GarbledResponse(f"the endpoint {safe_url(where)} answered a chat completion with a 2xx reply {what}: "
-                               f"{preview(shown)}")  # fmt: skip
-
-    try:
-        reply = json.loads(data)
-    except ValueError:
-        raise garbled("whose body is not JSON", data) from None
-    except RecursionError:
-        raise garbled("whose JSON is nested too deeply", data) from None
-    if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
-        raise garbled("whose JSON body is not a chat completion", reply if isinstance(reply, dict) else
-                      json.dumps(reply, default=str))  # fmt: skip
-    if not reply["choices"]:
-        raise garbled("with no choices", reply)
-    first = reply["choices"][0]
-    message = first.get("message") if isinstance(first, dict) else None
-    if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
-        raise garbled("whose first choice has no message", reply)
-    if re.search("[\ud800-\udfff]", message.get("content") or ""):  # a "\ud800" escape: no transcript holds it
-        raise garbled("whose content holds a lone surrogate (not text)", message["content"])
-    if bad := _bad_usage(reply.get("usage")):  # the cost and MAX_USD are counted from it
-        raise garbled(f"whose usage {bad} is not a token count", reply)
-    return reply
-
-
 def cap_reply(text: str, cap: int) -> tuple[str, bool]:
     """`text` cut to at most `cap` UTF-8 bytes with a visible mark (never a silent cut; idempotent)."""
     raw = text.encode("utf-8")
@@ -214,31 +153,6 @@ def cap_reply(text: str, cap: int) -> tuple[str, bool]:
 _CAUSES = {"connection": "could not connect", "timeout": "timed out", "key rejected":
            "rejected the API key (HTTP 401/403)", "rate limit": "kept answering 429 (rate limit) beyond the retry "
            "budget", "server error": "kept answering 5xx beyond the retry budget"}  # fmt: skip
-
-
-class Breaker:
-    """Consecutive failures of one kind; at `threshold` every later call raises EndpointDown with one line. A dropped
-    connection, a timeout or a 401/403 counts per attempt (each proves the endpoint unusable; a hung one would
-    otherwise take timeout x attempts to count once), a 429 or 5xx once a call's retries are used up (a 429 is the
-    server pacing us)."""
-
-    def __init__(self, where: str, threshold: int = 8):
-        if threshold < 1:
-            raise ValueError(f"breaker threshold must be >= 1, got {threshold}")
-        self.where, self.threshold, self.count = where, threshold, 0
-        self.kind: Optional[str] = None
-        self.message: Optional[str] = None
-
-    def failed(self, kind: Optional[str], exc: BaseException) -> None:
-        if kind is None:
-            return
-        self.count, self.kind = (self.count + 1 if kind == self.kind else 1), kind
-        if self.count >= self.threshold and self.message is None:
-            detail = " ".join(redact(f"{type(exc).__name__}: {exc}").split())[:200]
-            self.message = (f"stopped: {self.count} consecutive calls to {self.where} {_CAUSES[kind]} (last: "
-                            f"{detail}); nothing failed was saved as an answer: fix the endpoint"
-                            + (" or the key" if kind == "key rejected" else "")
-                            + " and run the same command to resume")  # fmt: skip
 
 
 _LOOP: Optional[tuple[asyncio.AbstractEventLoop, int]] = None
@@ -269,8 +183,8 @@ class _Guard(httpx2.AsyncClient):
         o, call = self.owner, self.owner._calls.get(request.headers.pop("x-acemad-call", ""))
         if call is None:  # off the hot path (GET /models, the model probe): bounded, not counted
             return await self._bounded(request, **kw)
-        if o.breaker.message is not None:
-            raise _Stop(o.breaker.message)
+        if o.down is not None:
+            raise _Stop(o.down)
         call["n"] = call.get("n", 0) + 1
         o.add_usage(network_calls=1)
         if o._sem is None:
@@ -284,16 +198,15 @@ class _Guard(httpx2.AsyncClient):
             except Exception as e:
                 o._failed_n += 1
                 call["last"] = e
-                ours = isinstance(e, ResponseTooLarge)  # a body, not the connection
-                o.breaker.failed("timeout" if isinstance(e, httpx2.TimeoutException) else None if ours else
-                                 "connection", e)  # fmt: skip
+                if not isinstance(e, ResponseTooLarge):  # a body, not the connection
+                    o.failed("timeout" if isinstance(e, httpx2.TimeoutException) else "connection", e)
                 raise
             finally:
                 o._flight.pop(id(request), None)
         o._answered += 1
         call["last"] = response
         if response.status_code in (401, 403):
-            o.breaker.failed("key rejected", openai.AuthenticationError(f"Error code: {response.status_code}",
+            o.failed("key rejected", openai.AuthenticationError(f"Error code: {response.status_code}",
                              response=response, body=None))  # fmt: skip
         elif 300 <= response.status_code < 400:  # never followed: the key stays with the host named
             raise openai.APIStatusError(f"the endpoint {o.where} redirects {request.url.path} "
@@ -303,7 +216,7 @@ class _Guard(httpx2.AsyncClient):
         elif request.method == "POST":  # in a call: its chat completion
             if response.status_code < 300:
                 try:
-                    call["reply"] = parse_reply(response.content, o.where)
+                    call["reply"] = parse_reply(response.content, f"the endpoint {o.where}")
                 except GarbledResponse as e:
                     raise _Garbled(str(e), request=request) from None
             elif response.status_code >= 500 and call.get("json_mode") and b"response_format" in response.content:
@@ -335,10 +248,10 @@ class _Guard(httpx2.AsyncClient):
 
 
 class LLMClient:
-    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: what
-    one attempt's whole response may take ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker:
-    consecutive failures that stop every further call; budget: MAX_USD (default the process-wide one); free: bills
-    nothing (default: a server local_server.serve() started here)."""
+    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: one
+    attempt's whole response ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker: consecutive
+    failures that stop every later call; budget: MAX_USD (default: the process's); free: bills nothing (default: a
+    server local_server.serve() started here)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
@@ -362,16 +275,19 @@ class LLMClient:
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
         self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, MAX_TOKENS, max_reply_bytes
         self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
-        self.breaker = Breaker(self.where, threshold=breaker)
+        if breaker < 1:
+            raise ValueError(f"breaker threshold must be >= 1, got {breaker}")
+        self.breaker = breaker
+        self._fails: tuple[Optional[str], int] = (None, 0)  # the kind of the last failures in a row, and their count
+        self.down: Optional[str] = None  # the breaker's one line, once tripped
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
-        self.budget = budget if budget is not None else B.current(self.cache)
-        if self.budget is not None and self.budget.max_usd is not None and not self.free and \
-                price_of(self.model) is None:  # fmt: skip
+        self.budget = budget or B.current(self.cache) or B.Budget(None)
+        if self.budget.max_usd is not None and not self.free and price_of(self.model) is None:
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
         self._lock = threading.Lock()
         self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
-        self._by_model: dict[tuple[str, bool], list[int]] = {}  # (model, batch) -> billed [prompt, completion, cached]
+        self._cost: Optional[float] = 0.0  # None once a model without a price was billed
         self._flight: dict[int, float] = {}
         self._calls: dict[str, dict] = {}  # id -> the attempts of a call in flight (_Guard)
         self._answered = self._failed_n = 0
@@ -397,18 +313,16 @@ class LLMClient:
                  deadline: Optional[float] = None) -> Completion:  # fmt: skip
         """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of otherwise
         identical calls (agent, round, repeat, kind); `deadline` (time.monotonic()) ends the call and its retries."""
-        model = model or self.model
-        messages = [dict(m) for m in messages]
-        params = config.params()
+        model, messages, params = model or self.model, [dict(m) for m in messages], config.params()
         params.setdefault("max_tokens", self.max_tokens)
         self.add_usage(calls=1)
-        key = None  # the *requested* format is keyed, not the mode: a warm rerun hits before the mode is detected
-        if self.cache is not None:
-            fmt = None if schema is None else {"schema": schema}
-            key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages, fmt=fmt, scope=scope)
-        with self.cache.single_flight(key) if key is not None and self.cache is not None else contextlib.nullcontext():
-            hit = None if key is None or self.cache is None else self.cache.get(key)
-            if hit is not None:
+        if self.cache is None:
+            return self._send(model, messages, params, schema, deadline)
+        # the *requested* format is keyed, not the mode: a warm rerun hits before the mode is detected
+        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=messages,
+                                fmt=None if schema is None else {"schema": schema}, scope=scope)  # fmt: skip
+        with self.cache.single_flight(key):
+            if (hit := self.cache.get(key)) is not None:
                 self.add_usage(cache_hits=1)
                 return Completion(cap_reply(hit["text"], self.max_reply_bytes)[0], hit.get("mode"), cached=True,
                                   finish_reason=hit.get("finish_reason"))  # fmt: skip
@@ -416,26 +330,27 @@ class LLMClient:
                 mode = self.mode if schema is not None else None
                 self.batch_queue.defer(self, key, model, request_body(model, messages, params, mode, schema=schema),
                                        mode=mode)  # fmt: skip
-            held = 0.0
-            if self.budget is not None:  # MAX_USD: hold the most this call can cost, BudgetExceeded before sending
-                held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
-            try:
-                out = _run(self._call(model, messages, params, schema, deadline))
-            except BaseException:
-                if self.budget is not None:
-                    self.budget.release(held)
-                raise
-            if self.budget is not None:  # settled at the reported usage, else the modelled tokens
-                reported = out.prompt_tokens or out.completion_tokens
-                self.budget.settle(held, self.call_cost(model, out.prompt_tokens, out.completion_tokens,
-                                                        out.cached_tokens) if reported else
-                                   self.call_cost(model, prompt_tokens(messages), tokens(out.text)))  # fmt: skip
-            if key is not None and self.cache is not None:
-                self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
-                                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-                                     "cached_tokens": out.cached_tokens, **({"free": True} if self.free else {})},
-                               model=model, kind=self.kind)  # fmt: skip
+            out = self._send(model, messages, params, schema, deadline)
+            self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
+                                 "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                                 "cached_tokens": out.cached_tokens, **({"free": True} if self.free else {})},
+                           model=model, kind=self.kind)  # fmt: skip
             return out
+
+    def _send(self, model: str, messages: list, params: dict, schema: Optional[dict],
+              deadline: Optional[float]) -> Completion:  # fmt: skip
+        """The call under MAX_USD: the most it can cost held before sending (BudgetExceeded), then settled at the
+        reported usage, else the modelled tokens."""
+        held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
+        try:
+            out = _run(self._call(model, messages, params, schema, deadline))
+        except BaseException:
+            self.budget.settle(held, 0.0)  # not billed
+            raise
+        reported = (out.prompt_tokens, out.completion_tokens, out.cached_tokens)
+        self.budget.settle(held, self.call_cost(model, *reported) if any(reported[:2]) else
+                           self.call_cost(model, prompt_tokens(messages), tokens(out.text)))  # fmt: skip
+        return out
 
     async def _call(self, model: str, messages: list, params: dict, schema: Optional[dict],
                     deadline: Optional[float]) -> Completion:  # fmt: skip
@@ -473,9 +388,9 @@ class LLMClient:
                     continue
                 self.add_usage(failures=1, retries=max(attempts - 1, 0))
                 status = e.status_code if isinstance(e, openai.APIStatusError) else 0
-                self.breaker.failed("rate limit" if status == 429 else "server error" if status >= 500 else None, e)
+                self.failed("rate limit" if status == 429 else "server error" if status >= 500 else None, e)
                 raise scrub(e) from None
-            self.breaker.count, self.breaker.kind = 0, None
+            self._fails = (None, 0)
             choice = reply["choices"][0]
             pt, ct, cached = usage_tokens(reply.get("usage"))
             self.count_tokens(model, pt, ct, cached)
@@ -521,12 +436,28 @@ class LLMClient:
             for k, v in kw.items():
                 self._stats[k] += v
 
-    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> None:
-        """Add one billed call's tokens (batch: sent through the Batch API, priced at its rate)."""
+    def count_tokens(self, model: str, pt: int, ct: int, cached: int = 0, *, batch: bool = False) -> Optional[float]:
+        """Add one billed call's tokens (batch: through the Batch API, at its price); its cost."""
+        cost = self.call_cost(model, pt, ct, cached, batch=batch)
         self.add_usage(prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached)
         with self._lock:
-            tok = self._by_model.setdefault((model, batch), [0, 0, 0])
-            tok[:] = [a + b for a, b in zip(tok, (pt, ct, cached))]
+            self._cost = None if cost is None or self._cost is None else self._cost + cost
+        return cost
+
+    def failed(self, kind: Optional[str], exc: BaseException) -> None:
+        """The breaker: a dropped connection, a timeout or a 401/403 counts per attempt (each proves the endpoint
+        unusable), a 429 or 5xx once a call's retries are used up (a 429 is the server pacing us)."""
+        if kind is None:
+            return
+        with self._lock:
+            self._fails = (kind, self._fails[1] + 1 if kind == self._fails[0] else 1)
+            if self._fails[1] < self.breaker or self.down is not None:
+                return
+            detail = " ".join(redact(f"{type(exc).__name__}: {exc}").split())[:200]
+            fix = "the endpoint or the key" if kind == "key rejected" else "the endpoint"
+            self.down = (f"stopped: {self._fails[1]} consecutive calls to {self.where} {_CAUSES[kind]} (last: "
+                         f"{detail}); nothing failed was saved as an answer: fix {fix} and run the same command to "
+                         "resume")  # fmt: skip
 
     def call_cost(self, model: str, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0, *,
                   batch: bool = False) -> Optional[float]:  # fmt: skip
@@ -543,10 +474,7 @@ class LLMClient:
     def stats(self) -> dict:
         """Counters summed over this client's life, plus cost_usd (None if a model has no price)."""
         with self._lock:
-            out: dict = dict(self._stats)
-            by_model = {m: list(t) for m, t in self._by_model.items()}
-        costs = [self.call_cost(m, *t, batch=batch) for (m, batch), t in by_model.items()]
-        return out | {"cost_usd": None if None in costs else float(sum(c for c in costs if c is not None))}
+            return dict(self._stats) | {"cost_usd": self._cost}
 
     def describe(self) -> dict:
         """JSON-able, secret-free: never the key or the URL."""

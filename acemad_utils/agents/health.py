@@ -1,6 +1,5 @@
-"""What a run shows of an endpoint's health (light: the runner imports it without the SDK): EndpointDown (the
-circuit breaker's one line) and the progress line of the calls in flight, appended to ACEMAD_PROGRESS_FILE when
-set (the reproduce command prints it, where a notebook kernel's stderr does not reach), else printed on stderr."""
+"""An endpoint's health as a run shows it, without the SDK (the runner imports it): the breaker's one line and the
+progress line, appended to ACEMAD_PROGRESS_FILE (the reproduce command prints it; a kernel's stderr reaches no one)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""LLM agents: one debater per AgentSpec, and the population that builds them (one client per endpoint).
-
-    pop = LLMPopulation(base_url="http://127.0.0.1:8080/v1", model="smollm2", cache="outputs/cache/llm.sqlite")
-    agents = pop.agents(cfg.specs(), question, repeat=0); step = agents[0].act(turn)   # argue, then commit
-
-Heterogeneity (Section 4.2) is configuration only: persona, temperature, thinking, model and base_url come from
-each AgentSpec. The texts are `prompts` (the paper's appendix); replies are read by `commit.parse_commit`.
-"""
+"""LLM debaters: one LLMAgent per AgentSpec, built by LLMPopulation (one client per endpoint). Heterogeneity (Section
+4.2) is configuration only: persona, temperature, thinking, model and base_url come from each AgentSpec."""
 
 from __future__ import annotations
 
@@ -39,9 +33,8 @@ def _choice(name: str, value, allowed: tuple):
 
 
 class LLMAgent(Agent):
-    """One debater (or the moderator / a solo agent) backed by an LLM endpoint. calls: "two" (argue, then commit:
-    the paper) or "single" (both in one structured reply); deadline: time.monotonic() by which every call of this
-    agent's question has ended."""
+    """A debater, moderator or solo agent on an LLM endpoint. calls: "two" (argue, then commit: the paper) or "single"
+    (both in one structured reply); deadline: time.monotonic() by which every call of its question has ended."""
 
     concurrent = True
 
@@ -59,8 +52,7 @@ class LLMAgent(Agent):
                                     model=self.spec.model, deadline=self.deadline)  # fmt: skip
 
     def call_config(self, scope: str, max_tokens: Optional[int]) -> GenerateConfig:
-        """The call's settings (tests/test_resume.py derives each call's seed from it)."""
-        # a per-call seed from the run seed and the scope: reproducible, yet agents with one prompt draw apart
+        """A per-call seed from the run seed and the scope: reproducible, yet agents with one prompt draw apart."""
         seed = None if self.seed is None else int.from_bytes(
             hashlib.sha256(f"{self.seed}|{scope}".encode()).digest()[:4], "little") >> 1  # fmt: skip
         return GenerateConfig(temperature=self.spec.temperature, seed=seed, max_tokens=max_tokens)
@@ -81,8 +73,8 @@ class LLMAgent(Agent):
 
     def _committed(self, turn: Turn, user: str, kind: str, argument: bool, *, message: str = "",
                    max_tokens: Optional[int] = None) -> Step:  # fmt: skip
-        """Generate a commitment, parse it, repair once, else uniform + parse_failure (never an answer). With
-        argument=True (single-call mode) the argument is read from the same parse as the commitment."""
+        """A commitment, parsed, repaired once, else uniform and flagged (never an answer); argument=True (single-call
+        mode): the argument read from the same reply."""
         labels, options, want_q = turn.question.labels, turn.question.options, wants_q(turn)
         schema = commit_schema(labels, want_q, argument)
         max_tokens = max_tokens or self.max_tokens[1]
@@ -123,11 +115,10 @@ class LLMAgent(Agent):
 
 
 class LLMPopulation(Population):
-    """Builds LLMAgents from AgentSpecs; one LLMClient per endpoint (base URL), shared by its agents. model, base_url,
-    api_key: the default endpoint (environment variables when None); seed: for per-call seeds (None: the endpoint
-    chooses); preflight: one free GET /models per endpoint; calls_via: "sync" (ACEMAD_CALLS_VIA), "batch" (the Batch
-    API) or "files" (the queue written to outputs/batch/, the run stops): the transcripts are the same; question_time:
-    seconds within which every call of one question ends; client_kwargs: for every LLMClient."""
+    """LLMAgents from AgentSpecs, one LLMClient per endpoint. model, base_url, api_key: the default endpoint (from the
+    environment when None); seed: of the per-call seeds (None: the endpoint's); calls_via: "sync" (ACEMAD_CALLS_VIA),
+    "batch" (the Batch API) or "files" (requests written to outputs/batch/, the run stops), same transcripts;
+    question_time: seconds within which every call of one question ends; client_kwargs: for every LLMClient."""
 
     synthetic = False
     name = "llm"
@@ -200,8 +191,7 @@ class LLMPopulation(Population):
         return dict(total) | {"cost_usd": None if None in costs else sum(costs, 0.0)}
 
     def describe(self) -> dict:
-        # Only what the population was built with: a per-agent model belongs to the method's config (meta.json
-        # records it per method); the models used so far would change the run identity once a run used a second.
+        # what it was built with: a per-agent model is the method's (meta.json); models used would change the identity
         clients = list(self._clients.values())
         return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
                 "endpoints": [c.describe() for c in clients], "seed": self.seed,

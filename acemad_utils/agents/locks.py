@@ -1,11 +1,6 @@
-"""One run per profile and per response cache, wherever the calls are made: the reproduce driver and the runner.
-
-filelock's lock (released by the kernel when the process dies: a crash leaves no stale lock) on
-outputs/runs/<profile>/.lock and, for a run that calls an LLM, on outputs/cache/.lock (every LLM profile shares the
-cache, so two runs could pay for one call twice). Who holds it (pid, host, start, the command line without keys) is
-written beside it (<lock>.holder) and named by a refusal. The kernels the driver starts skip the lock it holds for
-them (LOCK_HOLDER_ENV: the driver's pid, an ancestor of the kernel and the holder of the profile's lock).
-"""
+"""One run per profile and per response cache (two runs sharing the cache could pay for one call twice): filelock's
+lock (the kernel releases it when the process dies), its holder named beside it (<lock>.holder) for the refusal.
+The kernels the reproduce driver starts skip the locks it holds for them (LOCK_HOLDER_ENV)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,6 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -41,27 +35,22 @@ def _holder(path: Path) -> dict:
     return h if isinstance(h, dict) else {}
 
 
-class RunLock:
+class RunLock(contextlib.ExitStack):
     """The profile's (and, for LLM runs, the cache's) lock for a `with` block. `hint`: how to queue instead."""
 
     def __init__(self, profile: str, *, llm: bool, wait: bool = False, hint: str = "rerun with --wait"):
+        super().__init__()
         self.paths = [outputs("runs", profile) / ".lock"] + ([outputs("cache") / ".lock"] if llm else [])
         self.profile, self.wait, self.hint = profile, wait, hint
-        self._held: list[FileLock] = []
 
     def __enter__(self) -> RunLock:
         try:
             for path in self.paths:
-                self._held.append(self._take(path))
+                self.callback(self._take(path).release)
         except BaseException:
-            self.__exit__()
+            self.close()
             raise
         return self
-
-    def __exit__(self, *exc) -> None:
-        for lock in reversed(self._held):
-            lock.release()
-        self._held.clear()
 
     def _take(self, path: Path) -> FileLock:
         what = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else None
@@ -111,12 +100,9 @@ def held_for_us() -> bool:
     return _holder(path).get("pid") == int(pid)
 
 
-@contextlib.contextmanager
-def run_lock(name: str, *, llm: bool) -> Iterator[None]:
-    """The lock of run `name` ('<profile>/<experiment>'): nothing to do in a kernel of the driver that holds it;
-    else RunLock, refusing (LockRefused) or, with ACEMAD_LOCK_WAIT=1, queueing behind the holder."""
+def run_lock(name: str, *, llm: bool) -> contextlib.AbstractContextManager:
+    """The lock of run `name` ('<profile>/<experiment>'): none in a kernel of the driver that holds it; else
+    RunLock, refusing (LockRefused) or, with ACEMAD_LOCK_WAIT=1, queueing behind the holder."""
     if held_for_us():
-        yield
-        return
-    with RunLock(name.split("/")[0], llm=llm, wait=flag(LOCK_WAIT_ENV), hint=f"set {LOCK_WAIT_ENV}=1"):
-        yield
+        return contextlib.nullcontext()
+    return RunLock(name.split("/")[0], llm=llm, wait=flag(LOCK_WAIT_ENV), hint=f"set {LOCK_WAIT_ENV}=1")

@@ -1,15 +1,7 @@
-"""The one price table: USD per 1M tokens, each entry with its provider, source and date.
-
-    price_of("gpt-4o-mini").usd(1_000_000, 0)         # 0.15; cached_tokens=, batch=True (Batch API: 50% off)
-    price_of("Qwen/Qwen3-235B-A22B-Instruct-2507")    # the entry without the organisation prefix
-
-A call costs $0 only when known to be free: the llama.cpp server the project started (local_server), or a model
-the profile marks `free: true`. Any other model without a price is unpriced (None), loopback or not (a server on
-localhost may be a gateway to a paid provider). A profile prices or frees models under its `models:` key, e.g.
-`{Qwen/...: {price: {input: 0.2, output: 0.6, cached_input: 0.1, batch: 0.5}}, meta-llama/...: {free: true}}`,
-handed to every kernel as ACEMAD_MODELS; they win over this table. Prices change: CHECK them against the provider's
-page (`python -m acemad_utils.cost prices`); the entries were read from stored copies of the pages named.
-"""
+"""The one price table: USD per 1M tokens, each entry with its provider, source and date (prices change: check them,
+`python -m acemad_utils.cost prices`). A call costs $0 only when known free (the project's own llama.cpp server, or
+`free: true` in the profile): a server on localhost may be a gateway to a paid provider. A profile's `models:` key
+prices or frees models (handed to every kernel as ACEMAD_MODELS) and wins over this table."""
 
 from __future__ import annotations
 
@@ -116,19 +108,14 @@ def parse_terms(spec) -> dict[str, Price]:
 
 
 @functools.lru_cache(maxsize=4)
-def _terms_of(raw: Optional[str]) -> dict[str, Price]:
+def _terms_of(raw: Optional[str]) -> dict[str, Price]:  # the profile's terms (ACEMAD_MODELS), parsed once
     return parse_terms(json.loads(raw)) if raw else {}
-
-
-def profile_terms() -> dict[str, Price]:
-    """The profile's terms for this process (ACEMAD_MODELS, set by reproduce from the profile's `models:`)."""
-    return _terms_of(env(ENV_MODELS))
 
 
 def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
     """The Price `model` is billed at: `extra` ({model: Price}), then the profile's terms (FREE for `free: true`),
     then PRICES; None when unpriced."""
-    return (lookup(model, extra) if extra else None) or lookup(model, profile_terms()) or lookup(model)
+    return (lookup(model, extra) if extra else None) or lookup(model, _terms_of(env(ENV_MODELS))) or lookup(model)
 
 
 #: How to price an unpriced model or mark it free, for messages ({model} is filled in).
@@ -137,10 +124,6 @@ HOW_TO_PRICE = (
     "or mark it free there if its endpoint sends you no bill (models: {{{model}: {{free: true}}}}; "
     "a server you run yourself), or add it to acemad_utils/agents/prices.py"
 )
-
-
-def how_to_price(model: str) -> str:
-    return HOW_TO_PRICE.format(model=model)
 
 
 def describe(model: str, p: Price) -> str:

@@ -1,13 +1,5 @@
-"""Keys kept out of everything the LLM client shows or stores: text, exceptions, URLs.
-
-    redact("Incorrect API key provided: sk-abc123456")   # 'Incorrect API key provided: sk-***'
-    raise scrub(exc)                                      # same exception, no key left in it
-    hide_url(url) / restore_url(u)   # the driver keeps URL credentials out of notebooks (ACEMAD_URL_SECRETS, in memory)
-
-Keys come from arguments or the environment and are never written anywhere. A server that echoes the key in its
-error body (some proxies answer a 401 with the key unmasked) cannot put it in an error's str, repr, args, body,
-response or request: the client scrubs every error before it leaves.
-"""
+"""Keys kept out of everything the client shows or stores (text, exceptions, URLs): a server may echo the key in an
+error body (some proxies answer a 401 with it unmasked), so every error is scrubbed before it leaves the client."""
 
 from __future__ import annotations
 
@@ -71,8 +63,8 @@ def restore_url(url: Optional[str]) -> Optional[str]:
 
 
 def redact(text: str) -> str:
-    """`text` without API keys (every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens, `Bearer`
-    credentials become '***') and without URL credentials. Use on anything derived from an error before storing it."""
+    """`text` with every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens and `Bearer` credentials
+    as '***', and no URL credentials."""
     text = strip_url_secrets(str(text)) if "://" in str(text) else str(text)
     key = os.environ.get("OPENAI_API_KEY")
     for secret in sorted(_SECRETS | ({key} if key else set()), key=len, reverse=True):
@@ -91,9 +83,8 @@ def _redact_obj(obj: Any) -> Any:
 
 
 def scrub(exc: BaseException) -> BaseException:
-    """`exc` (changed in place, type and status_code kept) with no key in what it shows or carries: args, message
-    and body redacted, an SDK error's request replaced by a bare one and its response by a redacted copy; the same
-    for its cause/context chain."""
+    """`exc` and its cause/context chain changed in place (type and status_code kept) to carry no key: args, message,
+    body redacted; an SDK error's request replaced by a bare one, its response by a redacted copy."""
     seen: set[int] = set()
     e: Optional[BaseException] = exc
     openai = sys.modules.get("openai")  # looked up, not imported: only a loaded SDK raises its errors

@@ -1,7 +1,5 @@
-"""The token model behind every estimate (no tokenizer): tokens(text) = ceil(len / CHARS_PER_TOKEN), a prompt adds
-MSG_OVERHEAD per message and PRIME per request. 4.4 chars/token: least squares against llama.cpp's prompt_tokens
-for SmolLM2-135M on 8 debate prompts (bench/history.py); o200k (gpt-4o-mini) is at least as efficient on prose.
-"""
+"""The token model behind every estimate (no tokenizer): 4.4 chars/token is least squares against llama.cpp's
+prompt_tokens for SmolLM2-135M on 8 debate prompts (bench/history.py); o200k (gpt-4o-mini) is as efficient on prose."""
 
 from __future__ import annotations
 
