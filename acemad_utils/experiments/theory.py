@@ -1,15 +1,12 @@
-"""Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory).
-
-    theory.run_all(n_items=400, seed=0)          # writes transcripts under outputs/runs/<profile>/theory_*
-    fig, table = theory.martingale()              # (a) mean belief in the truth per round, with CIs
-
-Every function reads saved transcripts (data.transcripts.load_run), so figures are redrawn without a new debate.
-"""
+"""Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory): run_all writes the
+transcripts under outputs/runs/<profile>/theory_*, and every panel is computed from them (the records run_all saved,
+handed back without parsing them again, or load_run's in a new process)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -17,8 +14,8 @@ import pandas as pd
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.paths import smoke
-from acemad_utils.data.transcripts import load_run
-from acemad_utils.experiments.runner import run_experiment
+from acemad_utils.data.transcripts import load_run, run_dir
+from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import ETA, N_AGENTS, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
@@ -31,14 +28,19 @@ PHASE_T_MAX = 5
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
 
-def _name(profile: str, what: str) -> str:
-    return f"{profile}/theory_{what}"
+_HELD: dict[Path, list[dict]] = {}  # the records run_all saved in this process, by run folder
+
+
+def _records(profile: str, what: str) -> list[dict]:
+    name = f"{profile}/theory_{what}"
+    return _HELD.get(run_dir(name, create=False)) or load_run(name)[1]
 
 
 def run_all(
     n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, *, profile: str = "default"
 ) -> None:
     """Run every simulation the theory notebook needs (resumable). Smoke mode caps n_items at SMOKE_ITEMS."""
+    _HELD.clear()
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")  # crowd + truth-holders
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
@@ -51,7 +53,10 @@ def run_all(
         ("acemad", [ace], SimParams()),
         *((f"phase_cal{c:.2f}", phase, SimParams(crowd_calibration=c)) for c in PHASE_CAL),
     ]:
-        run_experiment(_name(profile, what), items, cfgs, SimPopulation(params, seed), progress=progress)
+        name = f"{profile}/theory_{what}"
+        _HELD[run_dir(name, create=False)] = run_and_load(
+            name, items, cfgs, SimPopulation(params, seed), progress=progress
+        )[1]
 
 
 def _ci_frame(x: np.ndarray, index: Sequence, name: str, seed: int = 0) -> pd.DataFrame:
@@ -65,18 +70,14 @@ def _band(ax, df: pd.DataFrame, **kw) -> None:
 
 
 def martingale(profile: str = "default"):
-    """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat.
-
-    Plotted as the paired change from round 1, p(t) - p(1), per question: its CI is what tells
-    "flat" from "drifting" (the level itself varies a lot between items).
-    """
+    """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat. Plotted as the
+    paired change from round 1 per question: its CI tells "flat" from "drifting" (the level varies between items)."""
     frames = []
     for name, label in (
         ("martingale_symmetric", "symmetric updating (Prop. 1)"),
         ("martingale_default", "stubborn truth-holders (default)"),
     ):
-        _, recs = load_run(_name(profile, name))
-        bt = A.belief_in_truth(A.stack(recs))
+        bt = A.belief_in_truth(A.stack(_records(profile, name)))
         f = _ci_frame(bt - bt[:, :1], range(1, bt.shape[1] + 1), label)
         f["level"] = bt.mean(axis=0)
         frames.append(f)
@@ -99,8 +100,7 @@ def martingale(profile: str = "default"):
 
 def score_separation(profile: str = "default"):
     """(b) Theorem (score separation): truth-holders earn higher expected Brier scores than the crowd."""
-    _, recs = load_run(_name(profile, "acemad"))
-    df = A.agent_scores(recs)
+    df = A.agent_scores(_records(profile, "acemad"))
     role = np.where(df["persona"] == "Skeptic", "truth-holder", "crowd")
     df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
     rows = []
@@ -161,8 +161,7 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *
     """(c) Theorem (submartingale): the weighted belief in the truth under MWU, eta = 0 (uniform weights) beside
     `eta`, the drift against eta, and the drift split into what uniform weights already give and what the
     weights add. Returns (figure, drift by eta and subset, the split at `eta`)."""
-    _, recs = load_run(_name(profile, "acemad"))
-    arr = A.stack(recs)
+    arr = A.stack(_records(profile, "acemad"))
     cond = _holder_right(arr)
     lines, drift = [], []
     for e in sorted({*etas, 0.0, float(eta)}):
@@ -214,7 +213,7 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
     """(d) P(AceMAD's answer is right | the initial plurality is wrong) over (crowd calibration, N, T, eta)."""
     rows = []
     for cal in PHASE_CAL:
-        _, recs = load_run(_name(profile, f"phase_cal{cal:.2f}"))
+        recs = _records(profile, f"phase_cal{cal:.2f}")
         for n in PHASE_N:
             arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
             wrong = A.initial_plurality(arr) != arr.truth
