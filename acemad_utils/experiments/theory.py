@@ -141,8 +141,8 @@ def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
     bootstrap over questions."""
     pw0, pwe = A.weighted_truth(arr, eta=0.0), A.weighted_truth(arr, eta=eta)
     d0, de = pw0[:, -1] - pw0[:, 0], pwe[:, -1] - pwe[:, 0]
-    parts = ("uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)")
-    parts += (f"total (eta = {eta:g})",)
+    parts = ["uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)"]
+    parts.append(f"total (eta = {eta:g})")
     return pd.concat(
         pd.DataFrame(_ci(np.stack([d0[m], (de - d0)[m], de[m]], axis=1), subset=s, part=parts)).assign(
             n_questions=int(m.sum())
