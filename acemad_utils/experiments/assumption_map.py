@@ -412,12 +412,12 @@ def paper_claim(model: str = "GPT-4o-mini") -> tuple[float, float, str]:
 
 
 # ----------------------------------------------------------------------------- the measure a real model needs
-def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0) -> pd.DataFrame:
+def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0, rounds=None) -> pd.DataFrame:
     """Per round and over all rounds, on the questions where some agents are right and some wrong (bootstrap 95% CIs
     over questions): gap, the mean score S of agents whose answer is right minus that of the wrong ones, and lift,
     whether the top scorer is right minus the share of right agents (premise.premise's lift there). Only stored p
-    and scores are used: it applies to any AceMAD run, a real model's too."""
-    qr = premise.question_rounds(records)
+    and scores are used: it applies to any AceMAD run, a real model's too. `rounds`: their question_rounds, if held."""
+    qr = premise.question_rounds(records) if rounds is None else rounds
     df = qr[(qr["share_right"] > 0) & (qr["share_right"] < 1)]
     if df.empty:
         return pd.DataFrame([[label, "all", 0, *[np.nan] * (len(GAP_COLUMNS) - 3)]], columns=GAP_COLUMNS)
@@ -450,12 +450,13 @@ def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = E
     return {S.model: [r for r in records if r["method"] == ACEMAD]}
 
 
-def evidence(
-    S: Setup, runs: Sequence[R.Run], links: Sequence[float] = EVIDENCE_LINKS, *, records: Optional[dict] = None
-) -> pd.DataFrame:
-    """knowledge_gap of each run of evidence_records (`records`: the caller's, already read)."""
+def evidence(S: Setup, runs: Sequence[R.Run], links=EVIDENCE_LINKS, *, records=None, rounds=None) -> pd.DataFrame:
+    """knowledge_gap of each run of evidence_records (`records`: the caller's, already read; `rounds`: their
+    premise.question_rounds with each label as the method, which premise.premise of the same records reuses)."""
     held = evidence_records(S, runs, links) if records is None else records
-    return pd.concat([knowledge_gap(recs, label=k, seed=S.seed) for k, recs in held.items()], ignore_index=True)
+    part = lambda k: None if rounds is None else rounds[rounds["method"] == k]  # noqa: E731
+    gaps = [knowledge_gap(recs, label=k, seed=S.seed, rounds=part(k)) for k, recs in held.items()]
+    return pd.concat(gaps, ignore_index=True)
 
 
 def baseline_fit(S: Setup, runs: Sequence[R.Run]) -> pd.DataFrame:

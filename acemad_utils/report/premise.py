@@ -78,12 +78,13 @@ def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
     return df.groupby(["method", "round"], as_index=False, sort=False)["failed"].mean()
 
 
-def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
+def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """The premise check of every AceMAD method, per round and over all rounds ("all": each question's rounds
     averaged, so the CI resamples independent questions): top_agent / random_agent accuracy (%), lift (points, 95%
     CI), n_split (questions with right and wrong agents), rank_corr (within-question Spearman, CI), parse_failure and
-    verdict (a key of VERDICTS); n counts questions with a gold answer and a parsed commitment."""
-    qr = question_rounds(records)
+    verdict (a key of VERDICTS); n counts questions with a gold answer and a parsed commitment. `rounds`: the
+    records' question_rounds, when the caller has them already."""
+    qr = question_rounds(records) if rounds is None else rounds
     fails = parse_failures(records)
     rows = []
     for method in fails["method"].unique():
