@@ -53,7 +53,7 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(smoke_outputs):
     run, base = (next(r for r in runs if r.name == f"map{x}_trap_concentration1") for x in ("", "_baselines"))
     assert not run_dir(f"default/{run.name}", create=False).exists()
     assert all(run_dir(f"default/{name}", create=False).exists() for name in AM.SHOWN)
-    (_, ace, *mine), (_, ace_disk, *disks) = (AM.outcomes(S, run, written=w) for w in (False, True))
+    (_, ace, mine), (_, ace_disk, disks) = (AM.correct(S, run, "acemad", written=w) for w in (False, True))
     (_, mads, _), (_, mads_disk, _) = (AM.correct(S, base, "baselines", written=w) for w in (False, True))
     assert run_dir(f"default/{run.name}", create=False).exists() and mine == disks
     for memory, disk in ((ace, ace_disk), (mads, mads_disk)):

@@ -132,29 +132,28 @@ def _scored(qs: Sequence[Question], pop, cfg: DebateConfig) -> tuple[list, np.nd
     return batches, correct
 
 
-def correct(S: Setup, run: R.Run, group: str, written: Optional[bool] = None):
+def correct(S: Setup, run: R.Run, group: str, eta: float = ETA, written: Optional[bool] = None):
     """(the questions, {label: whether each answer of `run`'s `group` is right, in question order; NaN: no record or
-    no gold answer}, for "acemad" the commitments as rescoring.Stacked): from the transcript if `written` (default:
-    the run is SHOWN), else debated in memory as arrays (no record is built)."""
+    no gold answer}, for "acemad" also the same debates re-decided with uniform weights and with shuffled scores and
+    (the truth-holders' round-1 accuracy: the Skeptic alone, agents' own final accuracy), %): from the transcript if
+    `written` (default: the run is SHOWN), else debated in memory as arrays (no record is built)."""
     qs = map_questions(S, run.params or {}, run.cap, run.benchmarks)
+    pos = {q.id: i for i, q in enumerate(qs)}
     if run.name in SHOWN if written is None else written:
         recs = [r for r in run_point(S, run) if r["method"] in run.labels(group) and r.get("status") == "ok"]
-        at, cols = {q.id: i for i, q in enumerate(qs)}, {c: np.full(len(qs), np.nan) for c in run.labels(group)}
+        cols = {c: np.full(len(qs), np.nan) for c in run.labels(group)}
         for r in recs:
-            cols[r["method"]][at[r["question_id"]]] = np.nan if r["final"]["correct"] is None else r["final"]["correct"]
-        return qs, cols, A.stack(recs, S.seed) if group == "acemad" else None
-    pop, cols, arr = population(S, run.params or {}, texts=False), {}, None
-    for c in run[group]:
-        batches, cols[c.label] = _scored(qs, pop, c)
-        arr = A.stack_debates(batches, S.seed) if group == "acemad" else None
-    return qs, cols, arr
-
-
-def outcomes(S: Setup, run: R.Run, eta: float = ETA, written: Optional[bool] = None):
-    """(questions, correctness columns of AceMAD and of its debates re-decided with uniform weights and with shuffled
-    scores, the truth-holders' round-1 accuracy (%: the Skeptic alone), agents' own final accuracy (%))."""
-    qs, cols, arr = correct(S, run, "acemad", written)
-    pos = {q.id: i for i, q in enumerate(qs)}
+            cols[r["method"]][pos[r["question_id"]]] = (
+                np.nan if r["final"]["correct"] is None else r["final"]["correct"]
+            )
+        arr = A.stack(recs, S.seed) if group == "acemad" else None
+    else:
+        pop, cols, arr = population(S, run.params or {}, texts=False), {}, None
+        for c in run[group]:
+            batches, cols[c.label] = _scored(qs, pop, c)
+            arr = A.stack_debates(batches, S.seed) if group == "acemad" else None
+    if arr is None:
+        return qs, cols, None
     answered, at = arr.valid[:, -1].any(-1), [pos[i] for i in arr.question_ids]
     uniform = answered & (A.rescore(arr, eta=eta, weighting="uniform") == arr.truth)
     shuffled = np.where(answered, (A.shuffled_decisions(arr, eta, seed=S.seed) == arr.truth).mean(axis=0), 0.0)
@@ -165,7 +164,7 @@ def outcomes(S: Setup, run: R.Run, eta: float = ETA, written: Optional[bool] = N
     alone = 100 * float((arr.P[:, 0].argmax(-1) == arr.truth[:, None])[held].mean()) if held.any() else np.nan
     right, valid = (arr.P[:, -1].argmax(-1) == arr.truth[:, None]) & arr.valid[:, -1], arr.valid[:, -1].sum(-1)
     agents = 100 * float(np.mean(right.sum(-1)[valid > 0] / valid[valid > 0])) if valid.any() else np.nan
-    return qs, cols, alone, agents
+    return qs, cols, (alone, agents)
 
 
 def map_row(qs: Sequence[Question], cols: dict, mads: Sequence[str], *, n_boot: int, seed: int) -> dict:
@@ -210,7 +209,7 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         if name not in points:
             if base not in baselines:
                 baselines[base] = correct(S, by_name[base], "baselines")[1]
-            qs, cols, alone, agents = outcomes(S, by_name[name], eta)
+            qs, cols, (alone, agents) = correct(S, by_name[name], "acemad", eta)
             row = map_row(qs, cols | baselines[base], mads, n_boot=n_boot, seed=S.seed)
             points[name] = row | {"truth_holder_alone": alone, "agent_accuracy": agents}
         full = replace(base_params(S), **params)
