@@ -1,16 +1,12 @@
-"""In a real browser (the system's headless Chromium, Debian's `chromium`, driven by playwright-python; playwright's
-own browser download is not used): JupyterLab as `make lab` serves a fresh clone runs notebooks 03 and 05 (smoke
-mode), shows the committed notebooks untrusted with their debate views, figures and captions, the same through
-nbconvert's sanitized HTML, and saves them without changing `git status`; the run viewer page opens a debate.
-Skipped, saying why, only without Chromium or playwright. Screenshots go to outputs/smoke/ (browser_*.png,
-reader_lab_*.png, reader_sanitized_*.png).
+"""In headless Chromium (the system's, driven by playwright-python; skipped, saying why, without either): JupyterLab as
+`make lab` serves a fresh clone runs notebooks 03 and 05 (smoke mode), shows the committed notebooks untrusted with
+their debate views, figures and captions, the same through nbconvert's sanitized HTML, and saves them without changing
+`git status`; the run viewer page opens a debate. Screenshots go to outputs/smoke/.
 
-The branches carry their notebooks without outputs, so by default the clone's notebooks 03, 05 and 07 are run in
-smoke mode and stored by nbtools (what `make notebooks` does) and committed in the clone. After `make notebooks` and
-a commit, ACEMAD_READER_COMMITTED=1 reads the committed notebooks as they are (skipped, saying so, if none has any):
+The clone's notebooks 03, 05 and 07 are run in smoke mode and stored as `make notebooks` does; after `make notebooks`
+and a commit, ACEMAD_READER_COMMITTED=1 reads the committed notebooks as they are:
 
-    ACEMAD_READER_COMMITTED=1 ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s
-"""
+    ACEMAD_READER_COMMITTED=1 ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s"""
 
 from __future__ import annotations
 
@@ -50,8 +46,7 @@ FIGURE_CELL = re.compile(r"\bsave_figure\(")
 
 
 def _until(condition, seconds: float, what: str):
-    """condition()'s first truthy value, asked again every 0.2 s for at most `seconds` (a server or a file that the
-    test cannot be notified of)."""
+    """condition()'s first truthy value, polled for at most `seconds` (a server or a file that cannot notify)."""
     deadline = time.monotonic() + seconds
     while not (got := condition()):
         assert time.monotonic() < deadline, what()
@@ -118,9 +113,8 @@ def clone(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def lab(clone, tmp_path_factory):
-    """JupyterLab started by `make lab`'s recipe (with this interpreter's venv) in the clone, on a free loopback port
-    with a random token and throw-away settings, runtime and data dirs (nothing trusted); kernels in smoke mode
-    writing under "root". Yields {"repo", "base", "url": path -> URL, "kernel": path -> kernel when ready, "root"}."""
+    """JupyterLab by `make lab`'s recipe in the clone: a free loopback port, a random token, throw-away settings and
+    data dirs (nothing trusted), kernels in smoke mode writing under "root"."""
     repo, tmp = clone[0], tmp_path_factory.mktemp("lab")
     for rel, value in SETTINGS.items():
         (tmp / "settings" / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -160,15 +154,7 @@ def lab(clone, tmp_path_factory):
 
     try:
         _until(lambda: get("/api/status"), 60, lambda: f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()}")
-        yield {
-            "repo": repo,
-            "base": base,
-            "url": url,
-            "kernel": kernel,
-            "close": close,
-            "get": get,
-            "root": tmp / "root",
-        }
+        yield dict(repo=repo, base=base, url=url, kernel=kernel, close=close, get=get, root=tmp / "root")
     finally:
         stop(proc, timeout=20)
         log.close()
@@ -188,7 +174,7 @@ def _open(page, lab, name: str) -> None:
 
 
 def _save(page, path: Path) -> dict:
-    """Ctrl+S in the notebook, then the notebook JupyterLab wrote (complete JSON: a changed mtime may be mid-write)."""
+    """Ctrl+S, then the notebook JupyterLab wrote (whole JSON: a changed mtime may be mid-write)."""
     before = path.stat().st_mtime_ns
     page.locator(".jp-Notebook").first.click()  # focus the notebook: Ctrl+S saves the current document
     page.keyboard.press("Control+s")
@@ -267,29 +253,25 @@ def test_notebook_runs_in_jupyterlab(page, lab, name):
     assert [u for u in seen if not u.startswith((lab["base"] + "/", "data:", "blob:"))] == []
 
 
-def test_committed_notebooks_read_the_same_untrusted_in_jupyterlab(page, lab, clone):
-    """Every committed notebook opened untrusted (a fresh clone, a fresh Jupyter data dir) in JupyterLab as `make lab`
-    serves it: debate views, figures and captions all there without `jupyter trust`."""
-    repo, names = clone
-    for name in names:
-        page.goto(lab["url"](f"notebooks/{name}"))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        _check_view(page.locator(".jp-Notebook").first, json.loads((repo / "notebooks" / name).read_text()), name)
-        page.screenshot(path=str(SHOTS / f"reader_lab_{Path(name).stem}.png"))
-
-
-def test_committed_notebooks_read_the_same_through_nbconvert_sanitized_html(page, clone, tmp_path):
-    """The same on nbconvert's sanitized HTML (what nbviewer-like tools serve): its tag list is tiny (it escapes
-    headings, paragraphs and <tbody>), yet the debate views keep their bars and numbers, the figures their images."""
+@pytest.mark.parametrize("reader", ["lab", "sanitized"])
+def test_committed_notebooks_read_the_same_untrusted_and_sanitized(page, request, clone, tmp_path, reader):
+    """Every committed notebook opened untrusted in JupyterLab (a fresh clone and Jupyter data dir, no `jupyter trust`),
+    and as nbconvert's sanitized HTML (it escapes headings, paragraphs and <tbody>): debate views with their bars and
+    numbers, figures and captions all there."""
     from nbconvert import HTMLExporter
 
     repo, names = clone
     for name in names:
-        html, _ = HTMLExporter(sanitize_html=True).from_filename(str(repo / "notebooks" / name))
-        (tmp_path / f"{name}.html").write_text(html, encoding="utf-8")
-        page.goto((tmp_path / f"{name}.html").as_uri())
-        _check_view(page, json.loads((repo / "notebooks" / name).read_text()), name)
-        page.screenshot(path=str(SHOTS / f"reader_sanitized_{Path(name).stem}.png"))
+        if reader == "lab":
+            page.goto(request.getfixturevalue("lab")["url"](f"notebooks/{name}"))
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        else:
+            html, _ = HTMLExporter(sanitize_html=True).from_filename(str(repo / "notebooks" / name))
+            (tmp_path / f"{name}.html").write_text(html, encoding="utf-8")
+            page.goto((tmp_path / f"{name}.html").as_uri())
+        view = page.locator(".jp-Notebook").first if reader == "lab" else page
+        _check_view(view, json.loads((repo / "notebooks" / name).read_text()), name)
+        page.screenshot(path=str(SHOTS / f"reader_{reader}_{Path(name).stem}.png"))
 
 
 def test_make_lab_then_save_leaves_the_checkout_clean(page, lab, clone):

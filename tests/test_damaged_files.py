@@ -40,12 +40,16 @@ def _run(name="probe/r"):
 
 
 def _one_line(e) -> str:
-    msg = str(e.value)
-    assert "\n" not in msg, msg
-    return msg
+    assert "\n" not in str(e.value), e.value
+    return str(e.value)
 
 
-# ----------------------------------------------------------------------------- full disk
+def _driver(monkeypatch, nbs: dict) -> None:
+    """The reproduce driver of profile "probe" over the notebooks `nbs`."""
+    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "probe"})
+
+
 def test_a_full_disk_leaves_no_temp_file(smoke_outputs, monkeypatch):
     target = smoke_outputs / "x" / COMPRESSED
 
@@ -53,7 +57,7 @@ def test_a_full_disk_leaves_no_temp_file(smoke_outputs, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OSError):
         P.atomic_write(target, b"data" * 1000)
     assert list(target.parent.iterdir()) == []
 
@@ -74,8 +78,7 @@ def test_the_driver_says_disk_full_in_one_line_and_removes_a_truncated_notebook(
         out.write_text('{"cells": [{"cell_type": "code", "sou')  # what a full disk leaves of the executed copy
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
 
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "probe"})
+    _driver(monkeypatch, nbs)
     monkeypatch.setattr(reproduce, "_execute", execute)
     assert reproduce.run("probe") == 1
     out = capsys.readouterr().out.splitlines()
@@ -85,7 +88,6 @@ def test_the_driver_says_disk_full_in_one_line_and_removes_a_truncated_notebook(
     assert not (P.outputs("notebooks", "probe") / "01_a.ipynb").exists()
 
 
-# ----------------------------------------------------------------------------- a killed kernel
 def _notebook(path, code):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -97,8 +99,7 @@ def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(smoke_outputs, 
     nbs = {"01_killed": smoke_outputs / "01.ipynb", "02_after": smoke_outputs / "02.ipynb"}
     _notebook(nbs["01_killed"], "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer does")
     _notebook(nbs["02_after"], "print('SUMMARY: the next notebook ran')")
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "probe"})
+    _driver(monkeypatch, nbs)
     assert reproduce.run("probe") == 1
     out = capsys.readouterr().out.splitlines()
     killed = [x for x in out if x.startswith("[probe] 01_killed")]
@@ -107,7 +108,6 @@ def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(smoke_outputs, 
     assert out[-1] == "[probe] 1 of 2 notebook(s) failed" and len(out) == 3, out
 
 
-# ----------------------------------------------------------------------------- transcripts.jsonl.gz
 @pytest.mark.parametrize("damage", ["truncated", "garbled"])
 def test_a_damaged_gz_is_named_and_the_rerun_restores_it(smoke_outputs, damage):
     d, clean, meta = _run()
@@ -127,8 +127,7 @@ def test_a_damaged_gz_is_named_and_the_rerun_restores_it(smoke_outputs, damage):
 
 
 def test_a_failure_reading_the_records_leaves_metas_summary_as_it_was(smoke_outputs, monkeypatch):
-    """The records are read before meta.json is written again: a file that cannot be read (here any failure
-    there) leaves the summary of the last completed run in place."""
+    """The records are read before meta.json is written again: a failure there leaves the last summary in place."""
     d, _, meta = _run()
     from acemad_utils.experiments import runner
 
@@ -141,7 +140,6 @@ def test_a_failure_reading_the_records_leaves_metas_summary_as_it_was(smoke_outp
     assert json.loads((d / "meta.json").read_text()) == meta
 
 
-# ----------------------------------------------------------------------------- meta.json
 @pytest.mark.parametrize("content", ["truncated", "[]", "{}"])
 def test_a_damaged_meta_names_the_file_and_deleting_it_alone_keeps_the_results(smoke_outputs, content):
     d, clean, meta = _run()
@@ -157,7 +155,6 @@ def test_a_damaged_meta_names_the_file_and_deleting_it_alone_keeps_the_results(s
     assert again == clean and meta2["summary"] == meta["summary"] and meta2["methods"] == meta["methods"]
 
 
-# ----------------------------------------------------------------------------- subset files
 @pytest.mark.parametrize("cut", ["mid-line", "line boundary"])
 def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(smoke_outputs, cut):
     setup = lambda: Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)  # noqa: E731
@@ -177,7 +174,6 @@ def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(smoke_outputs, cut)
     assert [q.id for q in setup().subset("arc_challenge")] == clean
 
 
-# ----------------------------------------------------------------------------- a bad cache row
 def test_a_bad_cache_row_is_dropped_named_and_asked_again_once(smoke_outputs):
     cache = smoke_outputs / "llm.sqlite"
     msgs = [{"role": "user", "content": "hi"}]
@@ -196,10 +192,7 @@ def test_a_bad_cache_row_is_dropped_named_and_asked_again_once(smoke_outputs):
     assert ResponseCache(str(cache)).get("no such key") is None
 
 
-# ----------------------------------------------------------------------------- an endpoint with no choices
 def test_records_that_all_failed_say_why_when_stacked():
-    recs = [
-        {"status": "failed", "question_id": f"q{i}", "error": "GarbledResponse: ... with no choices"} for i in range(3)
-    ]
+    recs = [{"status": "failed", "question_id": f"q{i}", "error": "GarbledResponse: ... no choices"} for i in range(3)]
     with pytest.raises(ValueError, match=r"all 3 of 3 records failed \(first error: GarbledResponse: .* no choices\)"):
         rescoring.stack(recs)

@@ -1,6 +1,5 @@
-"""Benchmark loaders (data.benchmarks): the real files (`shared`: $ACEMAD_DATA_DIR, else skipped) and their pinned
-hashes, hub-shaped records, the demo set, and every broken file as one line naming the file, the line or item and the
-fault."""
+"""Benchmark loaders: the real files ($ACEMAD_DATA_DIR, else skipped) and their pinned hashes, hub-shaped records,
+the demo set, and every broken file as one line naming the file, the line or item and the fault."""
 
 from __future__ import annotations
 
@@ -124,6 +123,7 @@ def demo(i, answer="B", qid=None):
 
 
 def jsonl(root: Path, rel: str, recs, tail: str = "") -> Path:
+    """`recs` one a line (JSON unless a str), then `tail`."""
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in recs) + tail, "utf-8")
@@ -131,9 +131,7 @@ def jsonl(root: Path, rel: str, recs, tail: str = "") -> Path:
 
 
 def write(root: Path, rel: str, text: str) -> Path:
-    (root / rel).parent.mkdir(parents=True, exist_ok=True)
-    (root / rel).write_text(text, encoding="utf-8")
-    return root / rel
+    return jsonl(root, rel, [], text)
 
 
 def logiqa_text(n, answer="c"):
@@ -338,21 +336,21 @@ def test_hub_bbh_logiqa_medqa_mmlu_records():
     )
     q = data.map_bbh({"input": "Arg?\nOptions:\n- valid \n- invalid", "target": "valid"}, 0, "formal_fallacies")
     assert (q.question, q.options, q.answer) == ("Arg?", {"A": "valid", "B": "invalid"}, "A")
-    with pytest.raises(ValueError, match="target 'Maybe'"):
+    with pytest.raises(ValueError):
         data.map_bbh({"input": "Q?", "target": "Maybe"}, 0, "web_of_lies")
     hub = {"context": "All cats purr. Tom is a cat.", "query": "Which follows?", "correct_option": 0,
            "options": ["Tom purrs.", "Tom barks.", "Tom flies.", "None."]}  # fmt: skip
     q = data.map_logiqa(hub, 5)
     assert q.id == "logiqa/005" and q.answer == "A" and q.question == "All cats purr. Tom is a cat.\nWhich follows?"
     assert data.map_logiqa({**hub, "correct_option": "c"}, 5).answer == "C"
-    with pytest.raises(ValueError, match="answer 4"):
+    with pytest.raises(ValueError):
         data.map_logiqa({**hub, "correct_option": 4}, 5)
     med = {**medqa(0), "answer": "a", "answer_idx": "A", "meta_info": "step2&3", "metamap_phrases": ["x"]}
     assert data.map_medqa(med, 12).id == "medqa/0012" and data.map_medqa(med, 12).metadata["meta_info"] == "step2&3"
     law = {**mmlu(0, qid=70), "options": ["No", "Yes", "Maybe"], "answer": "B", "answer_index": 1}
     q = data.map_mmlu_pro(law, 0)
     assert (q.id, q.options, q.answer) == ("mmlu_pro/70", {"A": "No", "B": "Yes", "C": "Maybe"}, "B")
-    with pytest.raises(ValueError, match="category"):
+    with pytest.raises(ValueError):
         data.map_mmlu_pro({**law, "category": "math"}, 0)
 
 
@@ -388,7 +386,6 @@ def test_hub_rows_are_read_and_checked_like_files(monkeypatch):
     assert calls[-1] == ("truthful_qa", "multiple_choice", "validation")
 
 
-# ----------------------------------------------------------------------------- the demo set
 def test_demo_set():
     qs = data.load_demo()
     assert 20 <= len(qs) <= 30 and data.load("demo") == qs

@@ -7,8 +7,7 @@ A name in a doc is in `backticks` (commands also inside fenced blocks): a reposi
 of acemad_utils or a name one defines), a make target (`make test-fast`), a module run with -m, or (anywhere) an
 ACEMAD_ variable, which data/settings.py's ENV_VARS must list. In docstrings and comments: file names (`debate.py`,
 ticked or not), `acemad_utils.x.y` and ticked dotted names. Paths under outputs/ (regenerated), placeholders
-(<profile>, *, ...) and a user's own files (my.jsonl) are not the repository's and not checked.
-"""
+(<profile>, *, ...) and a user's own files (my.jsonl) are not the repository's and not checked."""
 
 from __future__ import annotations
 
@@ -253,14 +252,12 @@ def test_no_doc_command_needs_an_activated_venv(tmp_path):
     texts = [doc.read_text(encoding="utf-8") for doc in GUIDES]
     code = [c for t in texts for c in FENCE.findall(t) + TICKED.findall(FENCE.sub("", t))]
     assert [m for c in code for m in OUR_PYTHON.findall(c)] == [], "say .venv/bin/python -m (or make run)"
-    assert OUR_PYTHON.search("`python -m acemad_utils run x`") and not OUR_PYTHON.search(
-        ".venv/bin/python -m acemad_utils"
-    )
+    assert OUR_PYTHON.search("`python -m acemad_utils run x`")
+    assert not OUR_PYTHON.search(".venv/bin/python -m acemad_utils")
     done = run_block('echo "$(command -v python3)"\n.venv/bin/python -c "import sys; print(sys.prefix)"\n', tmp_path)
     found, prefix = done.stdout.splitlines()
-    assert (
-        not found.startswith(str(Path(sys.executable).parent)) and Path(prefix).resolve() == Path(sys.prefix).resolve()
-    )
+    assert not found.startswith(str(Path(sys.executable).parent))
+    assert Path(prefix).resolve() == Path(sys.prefix).resolve()
 
 
 @pytest.mark.slow  # every docs block that runs (a few synthetic runs, ~10 s each on 2 loaded cores)

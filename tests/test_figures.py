@@ -1,4 +1,4 @@
-"""Figure options that carry information: the truth-holder labels of curves over N come from the rosters."""
+"""Figures: truth-holder labels from the rosters, legible at notebook width, saved and closed."""
 
 import itertools
 from pathlib import Path
@@ -8,6 +8,7 @@ import pandas as pd
 
 from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report import figures as F
 from acemad_utils.report import save
 
@@ -37,14 +38,13 @@ def test_lines_label_points_with_truth_holders_and_mark_hues_without():
 
 
 def test_the_package_forces_no_matplotlib_backend():
-    """Figures show inline in Jupyter only if nothing forces a backend (scripts get Agg by themselves)."""
+    """Figures show inline in Jupyter only if nothing forces a backend."""
     root = Path(F.__file__).resolve().parents[1]
     forcing = [p.relative_to(root) for p in root.rglob("*.py") if "matplotlib.use(" in p.read_text(encoding="utf-8")]
     assert not forcing, f"matplotlib.use( in {forcing}"
 
 
 def test_save_figure_returns_the_figure_closed_in_pyplot(tmp_outputs):
-    """A cell ending with save_figure(...) shows the figure once (its value), never a path."""
     fig, ax = plt.subplots()
     ax.plot([0, 1])
     assert save.save_figure(fig, "f") is fig
@@ -63,22 +63,18 @@ def _long(hue: str, hues, x=None, xs=(1,)):
 
 
 def too_small(fig) -> list[str]:
-    """Every visible text of `fig` under F.MIN_PT points once its tight bounding box is shrunk to notebook width."""
+    """Every visible text of `fig` under F.MIN_PT points once shrunk to notebook width."""
     from matplotlib.text import Text
 
     fig.canvas.draw()
     scale = min(1.0, F.NOTEBOOK_WIDTH_IN / fig.get_tightbbox().width)
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return [
-        f"{t.get_fontsize() * scale:.1f} pt: {t.get_text()[:40]!r}"
-        for t in texts
-        if t.get_fontsize() * scale < F.MIN_PT
+        f"{t.get_fontsize() * scale:.1f} pt: {t.get_text()!r}" for t in texts if t.get_fontsize() * scale < F.MIN_PT
     ]
 
 
 def test_figures_are_legible_at_notebook_width():
-    """Every text of the notebooks' figures is at least MIN_PT points once the figure is shrunk to notebook width
-    (Figure 4's labels and the phase diagram's numbers were about 4.5 pt)."""
     from acemad_utils.experiments import assumption_map as RA
     from acemad_utils.experiments import theory
 
@@ -93,12 +89,9 @@ def test_figures_are_legible_at_notebook_width():
     gains = {
         f"gain_{key}{end}": -12.3 + d for key, _ in RA.HEAT_PANELS for end, d in (("", 0), ("_lo", -1), ("_hi", 1))
     }
-    grid = [
-        {"axis": "grid", "insight": i, "knowledge_link": k} | gains
-        for i in (0.1, 0.3, 0.5, 0.7, 0.9)
-        for k in (0.0, 0.25, 0.5, 0.75, 1.0)
-    ]
-    fig_9a = RA.heatmap(pd.DataFrame(grid), "SYNTHETIC population (no LLM)")
+    links = (0.0, 0.25, 0.5, 0.75, 1.0)
+    grid = pd.DataFrame(itertools.product((0.1, 0.3, 0.5, 0.7, 0.9), links), columns=["insight", "knowledge_link"])
+    fig_9a = RA.heatmap(grid.assign(axis="grid", **gains), SYNTHETIC_LABEL)
     for name, fig in (("Figure 4", fig4), ("Figure 5", fig5), ("phase diagram", fig_d), ("Figure 9a", fig_9a)):
         assert not too_small(fig), f"{name}: {too_small(fig)[:5]}"
         plt.close(fig)

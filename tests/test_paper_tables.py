@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from acemad_utils.data import paths as P
 from acemad_utils.report import tables as TB
+from acemad_utils.report.stats import bootstrap_ci, sign_flip_p
 
 
 def test_shared_dir_defaults_beside_the_repo_and_a_relative_variable_resolves_from_the_root(monkeypatch, tmp_path):
@@ -17,9 +19,7 @@ def test_shared_dir_defaults_beside_the_repo_and_a_relative_variable_resolves_fr
 
 
 def _reference_sign_flip(d, w=None, *, n_perm=10000, seed=0):
-    """The sign-flip test as it was written before report/stats.sign_flip_p: the whole sign matrix, one product."""
-    import numpy as np
-
+    """The sign-flip test on the whole sign matrix, one product."""
     flips = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n_perm, len(d)))
     null, obs = (np.abs((flips * d).mean(1)), abs(d.mean())) if w is None else (np.abs(flips @ (w * d)), abs(w @ d))
     return float((1 + np.sum(null >= obs - 1e-12)) / (n_perm + 1))
@@ -28,10 +28,6 @@ def _reference_sign_flip(d, w=None, *, n_perm=10000, seed=0):
 @pytest.mark.parametrize("n", [3, 13, 600, 1201])
 @pytest.mark.parametrize("seed", [0, 7])
 def test_sign_flip_p_gives_the_p_value_of_the_whole_sign_matrix(n, seed):
-    import numpy as np
-
-    from acemad_utils.report.stats import sign_flip_p
-
     g = np.random.default_rng(n + seed)
     binary = g.integers(-1, 2, n).astype(float)  # paired right/wrong differences: many exact ties with the observed
     w = np.where(np.arange(n) < n // 3, 1 / (3 * n), 1 / n)  # stratified weights, as versus_best's Average uses
@@ -43,10 +39,6 @@ def test_sign_flip_p_gives_the_p_value_of_the_whole_sign_matrix(n, seed):
 
 
 def test_bootstraps_resample_as_a_fresh_generator_per_call_would():
-    import numpy as np
-
-    from acemad_utils.report.stats import bootstrap_ci
-
     g = np.random.default_rng(3)
     groups = [g.integers(0, 2, n).astype(float) for n in (40, 57, 13)]
     for x in groups:  # the reference: the draw bootstrap_ci made before its indices were cached

@@ -1,6 +1,5 @@
-"""data/paper/ is the project's own transcription of the paper's printed Tables 1-6 (from the LaTeX source; see
-data/paper/README.md). When the shared transcription is at hand ($ACEMAD_PAPER_DIR, or ../shared/paper/tables
-beside the repository, as in CI), the two must agree cell by cell, so a transcription error fails CI."""
+"""data/paper/ is the project's own transcription of the paper's printed Tables 1-6 (data/paper/README.md); it must
+agree cell by cell with the shared transcription when that is at hand ($ACEMAD_PAPER_DIR, as in CI)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from acemad_utils.report import tables as TB
 
 
 def _number(text: str):
-    """A printed cell as an exact decimal ('5.50' == '5.5'), or the stripped text when it is not a number."""
+    """A printed cell as an exact decimal ('5.50' == '5.5'), else its stripped text."""
     try:
         return Decimal(text.strip())
     except InvalidOperation:
@@ -24,8 +23,8 @@ def _number(text: str):
 
 
 def paper_differences(ours: Path, theirs: Path) -> list[str]:
-    """Every difference between two transcriptions of one printed table (CSV): columns, rows (keyed by model/method,
-    in order), cells (numbers as exact decimals, to the printed precision). Empty: they agree cell by cell."""
+    """Every difference between two transcriptions of one printed table: columns, rows (by model/method, in order),
+    cells (as exact decimals)."""
     a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
     name = Path(ours).name
     if list(a.columns) != list(b.columns):
@@ -45,13 +44,6 @@ def paper_differences(ours: Path, theirs: Path) -> list[str]:
     ]
 
 
-def _shared():
-    d = P.shared_paper_dir()
-    if not d.is_dir():
-        pytest.skip(f"no shared transcription of the paper's tables at {d} (set ACEMAD_PAPER_DIR to compare)")
-    return d
-
-
 def test_the_six_printed_tables_are_in_the_repository():
     assert sorted(p.stem for p in P.PAPER.glob("*.csv")) == sorted(TB.PRINTED_TABLES)
     assert "Liu" in (P.PAPER / "README.md").read_text()  # the citation travels with the numbers
@@ -59,7 +51,9 @@ def test_the_six_printed_tables_are_in_the_repository():
 
 @pytest.mark.parametrize("name", TB.PRINTED_TABLES)
 def test_transcription_matches_the_shared_copy_cell_by_cell(name):
-    shared = _shared()
+    shared = P.shared_paper_dir()
+    if not shared.is_dir():
+        pytest.skip(f"no shared transcription of the paper's tables at {shared} (set ACEMAD_PAPER_DIR to compare)")
     assert (shared / f"{name}.csv").is_file(), f"the shared folder {shared} has no {name}.csv"
     diffs = paper_differences(P.PAPER / f"{name}.csv", shared / f"{name}.csv")
     assert not diffs, "\n".join(diffs)
@@ -75,11 +69,8 @@ def test_paper_table_needs_no_environment_variable(monkeypatch):
         t = TB.paper_table(name)
         cells = [c for c in t.columns if c not in ("model", "method", "Average (printed)", "Average (recomputed)")]
         assert len(t) and (t["Average (recomputed)"] == t[cells].mean(axis=1).round(2)).all()
-    assert list(TB.paper_table("table6_full_datasets")["Average (recomputed)"]) == [
-        65.1,
-        69.24,
-    ]  # 65.105 exactly; printed 65.11
-    with pytest.raises(FileNotFoundError, match="no nope.csv"):
+    assert list(TB.paper_table("table6_full_datasets")["Average (recomputed)"]) == [65.1, 69.24]  # printed 65.11
+    with pytest.raises(FileNotFoundError):
         TB.paper_table("nope")
 
 
@@ -109,15 +100,9 @@ def test_paper_order_follows_each_printed_tables_own_columns():
     long = pd.DataFrame(
         [{"method": m, "benchmark": b, "accuracy": 0.0} for m in ("X", "Y") for b in [*bench, TB.AVERAGE]]
     )
-    t2 = TB.paper_order(long, "table2_main_results")
-    assert list(t2[t2.method == "X"].benchmark) == [
-        "synthetic-arc_challenge",
-        "synthetic-truthfulqa",
-        "synthetic-medqa",
-        "synthetic-bbh",
-        "demo",  # not printed: after the printed ones, in its own order
-        TB.AVERAGE,
-    ]
+    t2 = TB.paper_order(long, "table2_main_results")  # "demo", not printed: after the printed ones
+    printed = [f"synthetic-{b}" for b in ("arc_challenge", "truthfulqa", "medqa", "bbh")]
+    assert list(t2[t2.method == "X"].benchmark) == [*printed, "demo", TB.AVERAGE]
     t5 = TB.paper_order(long, "table5_llama8b")
     assert list(t5[t5.method == "Y"].benchmark)[:3] == ["synthetic-truthfulqa", "synthetic-medqa", "synthetic-bbh"]
     assert list(dict.fromkeys(t5.method)) == ["X", "Y"] and len(t5) == len(long)

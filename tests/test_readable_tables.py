@@ -1,6 +1,5 @@
-"""Tables a reader can read: no cell of a shown table cut with '...', p-values as docs/reading.md writes them, no
-NaN shown as a number: readable.html (what the notebooks show for every DataFrame), and a scan of the committed
-notebooks' outputs (`make notebooks`; never outputs/, which may be stale or being written)."""
+"""Tables a reader can read: no shown cell cut with '...', p-values as docs/reading.md writes them, no NaN shown as a
+number: readable.html, and a scan of the committed notebooks' outputs (never outputs/, which may be stale)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ RAW_P = re.compile(r"\d\.\d{6}e[-+]\d{2}")  # pandas' float repr of a small p: 9
 
 
 def problems(nb) -> list[str]:
-    """The shown table cells a reader cannot read: cut ('...'), a raw float exponent, NaN."""
     out = []
     for cell in nb.cells:
         for o in cell.get("outputs", []):
@@ -31,11 +29,6 @@ def problems(nb) -> list[str]:
                 if text.endswith("...") or RAW_P.search(text) or text in ("NaN", "nan"):
                     out.append(f"cell {cell.get('id')}: {text[-80:]!r}")
     return out
-
-
-def _with_outputs() -> list[Path]:
-    found = sorted((REPO / "notebooks").glob("*.ipynb"))
-    return [p for p in found if any(c.get("outputs") for c in nbformat.read(p, as_version=4).cells)]
 
 
 def test_a_shown_table_keeps_its_texts_whole_and_writes_p_and_missing_values_as_text():
@@ -53,7 +46,12 @@ def test_a_shown_table_keeps_its_texts_whole_and_writes_p_and_missing_values_as_
     assert problems(nb) == []
 
 
-@pytest.mark.parametrize("path", _with_outputs() or [None], ids=lambda p: str(p.relative_to(REPO)) if p else "none")
+WITH_OUTPUTS = [
+    p for p in sorted((REPO / "notebooks").glob("*.ipynb")) if any(c.get("outputs") for c in nbformat.read(p, 4).cells)
+]
+
+
+@pytest.mark.parametrize("path", WITH_OUTPUTS or [None], ids=lambda p: str(p.relative_to(REPO)) if p else "none")
 def test_no_shown_table_cell_is_cut_or_an_unformatted_number(path):
     if path is None:
         pytest.skip("the committed notebooks carry no outputs: run `make notebooks`")

@@ -1,24 +1,12 @@
-"""Benchmarks -> `schema.Question`: readers whose every error is a DataError naming the file, the line (or item)
-and the problem; one mapper per benchmark (local files and the hub); the loaders.
+"""Benchmarks -> `schema.Question`: `load("arc_challenge", limit=50)`, `data_hash(qs)`; every error a one-line
+DataError naming the file, the line (or item) and the problem. The data: `data_dir`, else $ACEMAD_DATA_DIR in the
+upstream layout of FILES (e.g. <dir>/truthfulqa/data/v0/mc_task.json), else the Hugging Face hub (HUB, `datasets`).
 
-    qs = load("arc_challenge", limit=50)       # reads $ACEMAD_DATA_DIR (or the hub); load("demo") = load_demo()
-    data_hash(qs)                               # sha256 hex of the canonical JSON, stable everywhere
-
-Where the data comes from, first match wins: (1) `data_dir`, else ACEMAD_DATA_DIR, a directory in the upstream
-layout of FILES, e.g. <dir>/truthfulqa/data/v0/mc_task.json (mmlu_pro/law_test.jsonl is read before test.jsonl
-filtered to law; a relative path is tried against the cwd, then the repo root); (2) the Hugging Face hub (HUB)
-through `datasets` (optional, online); (3) a DataError saying how to get the data.
-
-Mapping choices (deterministic, no RNG, no Python `hash()`):
-- TruthfulQA lists the correct MC1 answer first: choices are ordered by sha256(TRUTHFULQA_SALT | question | text),
-  then labelled A, B, ...: the same everywhere, and the order does not give the answer away.
-- ARC: 22 test items use labels "1".."4", mapped to letters by value (never position); originals in
-  metadata["original_labels"].
-- BBH: MC options are parsed from the "Options:\n(A) ..." block and removed from the question; binary tasks get
-  A/B = Yes/No (web_of_lies, causal_judgement) or valid/invalid (formal_fallacies).
-- LogiQA: options by line position (the answer letter refers to it); a leading "A." / "C." / "A?" (any of A-D, some
-  items swap letters) or "A " (own letter only) is stripped, never more; a letter mid-line (item 524) is kept.
-"""
+Mapping choices (deterministic, no RNG, no Python `hash()`): TruthfulQA lists the right MC1 answer first, so its
+choices are ordered by sha256(TRUTHFULQA_SALT | question | text); ARC's 22 items labelled "1".."4" map to letters by
+value (originals in metadata["original_labels"]); BBH options come out of the "Options:" block, binary tasks get
+A/B = BBH_BINARY; LogiQA options go by line position, one leading "A." / "C." / "A?" (any of A-D: some items swap
+letters) or "A " (own letter only) stripped, never more."""
 
 from __future__ import annotations
 
@@ -40,18 +28,11 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 TRUTHFULQA_SALT = "acemad/truthfulqa-mc1/v1"  # changing it reshuffles every TruthfulQA item: don't.
 
 #: The logic-related multiple-choice BBH tasks (the paper's "logic" subset); 7 lettered MC, 3 binary.
-BBH_TASKS = (
-    "logical_deduction_three_objects",
-    "logical_deduction_five_objects",
-    "logical_deduction_seven_objects",
-    "tracking_shuffled_objects_three_objects",
-    "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects",
-    "date_understanding",
-    "web_of_lies",
-    "formal_fallacies",
-    "causal_judgement",
-)
+BBH_TASKS = tuple(
+    f"{task}_{n}_objects"
+    for task in ("logical_deduction", "tracking_shuffled_objects")
+    for n in ("three", "five", "seven")
+) + ("date_understanding", "web_of_lies", "formal_fallacies", "causal_judgement")
 BBH_BINARY = {"web_of_lies": ("Yes", "No"), "causal_judgement": ("Yes", "No"), "formal_fallacies": ("valid", "invalid")}
 
 
@@ -69,19 +50,16 @@ def _question(qid: str, bench: str, text: str, options: Mapping[str, Any], *, an
     return Question(qid, bench, text.strip(), {k: v.strip() for k, v in options.items()}, answer, meta)
 
 
-def _sha(s: str) -> str:
-    return hashlib.sha256(s.encode("utf-8")).hexdigest()
-
-
 def map_truthfulqa(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape mc1_targets={"choices": [...], "labels": [0/1...]} or upstream shape {choice text: 0/1}."""
+    """mc1_targets: the hub's {"choices": [...], "labels": [0/1...]} or upstream's {choice text: 0/1}."""
     q, t = _text(rec, "question"), rec["mc1_targets"]
     choices, labels = (list(t["choices"]), list(t["labels"])) if "choices" in t else (list(t), list(t.values()))
     if len(choices) != len(labels) or labels.count(1) != 1 or set(labels) - {0, 1}:
         raise ValueError(f"mc1_targets must hold exactly one choice labelled 1 (labels {labels})")
     if len(choices) > len(LETTERS):
         raise ValueError(f"{len(choices)} choices is more than {len(LETTERS)} letters")
-    order = sorted(range(len(choices)), key=lambda j: (_sha(f"{TRUTHFULQA_SALT}\x1f{q}\x1f{choices[j]}"), j))
+    sha = lambda j: hashlib.sha256(f"{TRUTHFULQA_SALT}\x1f{q}\x1f{choices[j]}".encode()).hexdigest()
+    order = sorted(range(len(choices)), key=lambda j: (sha(j), j))
     options = {LETTERS[k]: choices[j] for k, j in enumerate(order)}
     answer = LETTERS[order.index(labels.index(1))]
     return _question(f"truthfulqa/{index:04d}", "truthfulqa", q, options, answer=answer, meta={"upstream_index": index})
@@ -97,8 +75,7 @@ def _arc_letter(label: Any) -> str:
 
 
 def map_arc(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape question=str, choices={"text": [...], "label": [...]};
-    upstream question={"stem", "choices": [{text, label}]}."""
+    """The hub's question=str, choices={"text", "label"}; upstream's question={"stem", "choices": [{text, label}]}."""
     if isinstance(rec["question"], Mapping):
         stem, ch = _text(rec["question"], "stem"), rec["question"]["choices"]
         texts, labels = [c["text"] for c in ch], [c["label"] for c in ch]
@@ -116,7 +93,6 @@ _BBH_OPTION = re.compile(r"\(([A-Z])\)\s*(.*)")
 
 
 def map_bbh(rec: Mapping[str, Any], index: int, task: str) -> Question:
-    """BBH example {"input", "target"} (same fields upstream and on lukaemon/bbh)."""
     text, target = _text(rec, "input"), _text(rec, "target").strip()
     stem, sep, block = text.rpartition("\nOptions:\n")
     lines = [x.strip() for x in block.split("\n") if x.strip()] if sep else []
@@ -151,28 +127,22 @@ def strip_logiqa_prefix(text: str, slot: int) -> str:
     return text[m.end() :] if m and text[m.end() :].strip() else text
 
 
-def _choice_index(v: Any, n: int) -> int:
-    """0-based int, digit string, or letter a-d/A-D -> index (hub stores an int, the raw file a letter)."""
-    s = str(v).strip()
-    i = int(s) if s.isdigit() and not isinstance(v, bool) else LETTERS.find(s.upper()) if len(s) == 1 else -1
-    if not 0 <= i < n:
-        raise ValueError(f"answer {v!r} is not an option index 0-{n - 1} or letter a-{LETTERS[n - 1].lower()}")
-    return i
-
-
 def map_logiqa(rec: Mapping[str, Any], index: int) -> Question:
-    """Hub shape {"context", "query", "options": [4 str], "correct_option"}; the local reader builds the same."""
-    opts = list(rec["options"])
+    """{"context", "query", "options": [4 str], "correct_option"}: an int on the hub, a letter a-d in the file."""
+    opts, v = list(rec["options"]), rec["correct_option"]
     if len(opts) != 4:
         raise ValueError(f"expected 4 options, got {len(opts)}")
     options = {LETTERS[j]: strip_logiqa_prefix(str(o).strip(), j) for j, o in enumerate(opts)}
     text = f"{_text(rec, 'context').strip()}\n{_text(rec, 'query').strip()}"
-    answer = LETTERS[_choice_index(rec["correct_option"], 4)]
+    s = str(v).strip()
+    i = int(s) if s.isdigit() and not isinstance(v, bool) else LETTERS.find(s.upper()) if len(s) == 1 else -1
+    if not 0 <= i < 4:
+        raise ValueError(f"answer {v!r} is not an option index 0-3 or letter a-d")
+    answer = LETTERS[i]
     return _question(f"logiqa/{index:03d}", "logiqa", text, options, answer=answer, meta={})
 
 
 def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
-    """{"question", "options": {"A": ...}, "answer_idx", "answer", "meta_info"} (upstream file = hub dataset)."""
     options, ans = dict(rec["options"]), str(rec["answer_idx"]).strip()
     if ans not in options:
         raise ValueError(f"answer_idx {ans!r} is not among the option labels {list(options)}")
@@ -183,7 +153,6 @@ def map_medqa(rec: Mapping[str, Any], index: int) -> Question:
 
 
 def map_mmlu_pro(rec: Mapping[str, Any], index: int) -> Question:
-    """{"question_id", "question", "options": [3-10 str], "answer": letter, "answer_index", "category", "src"}."""
     opts, ans = list(rec["options"]), str(rec["answer"]).strip()
     if rec.get("category", "law") != "law":
         raise ValueError(f"category is {rec['category']!r}, expected 'law'")
@@ -228,7 +197,6 @@ def build(
 
 
 def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
-    """Decode, or say where the first byte that is not UTF-8 is."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -239,14 +207,11 @@ def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
 
 
 _CUT = "; the file ends in the middle of this record (cut short? download it again)"
-
-
 _LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
 
 
 def _at_end(e: json.JSONDecodeError, text: str) -> bool:
-    """Did the parser run out of text (rather than meet a wrong character)? True when nothing but the start
-    of a number or of true/false/null follows the error, or a string never found its closing quote."""
+    """Did the parser run out of text (only the start of a number or literal, or an open string, is left)?"""
     return bool(_LITERAL_START.fullmatch(text[e.pos :].strip())) or e.msg.startswith("Unterminated string")
 
 
@@ -283,14 +248,6 @@ def json_file(path: Path) -> Any:
         raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg}){cut}") from None
 
 
-def json_items(path: Path, obj: Any, key: str | None = None) -> list[tuple[str, Any]]:
-    """Rows of a JSON-array file; positions are item numbers (0-based) because the file has no record lines."""
-    items = obj.get(key) if key and isinstance(obj, dict) else obj
-    if not isinstance(items, list):
-        raise DataError(f"{path}: expected a JSON list{f' under {key!r}' if key else ''}")
-    return [(f"item {i}", r) for i, r in enumerate(items)]
-
-
 def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
     lines = [x.rstrip("\r") for x in _utf8(path, path.read_bytes()).split("\n")]
     if len(lines) % 8 == 1 and lines[-1] == "":
@@ -308,14 +265,6 @@ def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
         rec = {"context": context, "query": query, "options": opts, "correct_option": ans.strip()}
         rows.append((f"item {i // 8} (lines {i + 1}-{i + 8})", rec))
     return rows
-
-
-def need(root: Path, rel: str) -> Path:
-    path = root / rel
-    if not path.is_file():
-        raise DataError(f"{path} not found: the data directory must follow the layout in "
-                        f"`acemad_utils.data.benchmarks` (expected <dir>/{rel})")  # fmt: skip
-    return path
 
 
 ENV_VAR = "ACEMAD_DATA_DIR"
@@ -344,7 +293,21 @@ HUB = {
     "bbh": ("lukaemon/bbh", None, "test"), "logiqa": ("lucasmccabe/logiqa", None, "test"),
     "medqa": ("GBaker/MedQA-USMLE-4-options", None, "test"), "mmlu_pro": ("TIGER-Lab/MMLU-Pro", None, "test"),
 }  # fmt: skip
-_json = lambda key=None: lambda p: json_items(p, json_file(p), key)
+
+
+def _json(key: str | None = None) -> Callable[[Path], list]:
+    """Rows of a JSON-array file, numbered as items (0-based): the file has no record lines."""
+
+    def rows(path: Path) -> list[tuple[str, Any]]:
+        obj = json_file(path)
+        items = obj.get(key) if key and isinstance(obj, dict) else obj
+        if not isinstance(items, list):
+            raise DataError(f"{path}: expected a JSON list{f' under {key!r}' if key else ''}")
+        return [(f"item {i}", r) for i, r in enumerate(items)]
+
+    return rows
+
+
 #: benchmark -> (its file under the data directory, reader, mapper); BBH: one file per task.
 FILES: dict[str, tuple[str, Callable[[Path], list], Callable]] = {
     "truthfulqa": ("truthfulqa/data/v0/mc_task.json", _json(), map_truthfulqa),
@@ -362,8 +325,7 @@ def _hub_available() -> bool:
 
 
 def _hub_rows(path: str, name: str | None, split: str) -> list[tuple[str, Any]]:
-    """Only online users get here; `datasets` is imported lazily so it stays an optional dependency."""
-    import datasets  # noqa: PLC0415
+    import datasets  # noqa: PLC0415  (lazily: an optional dependency)
 
     return [(f"row {i}", dict(r)) for i, r in enumerate(datasets.load_dataset(path, name, split=split))]
 
@@ -379,7 +341,10 @@ def _load(benchmark: str, root: Path | None) -> list[Question]:
         if root is None:
             rows = _hub_rows(*hub)
         else:
-            src = need(root, "mmlu_pro/law_test.jsonl" if law_only else rel.format(task=task))
+            src = root / (part := "mmlu_pro/law_test.jsonl" if law_only else rel.format(task=task))
+            if not src.is_file():
+                raise DataError(f"{src} not found: the data directory must follow the layout in "
+                                f"`acemad_utils.data.benchmarks` (expected <dir>/{part})")  # fmt: skip
             rows = read(src)
         if benchmark == "mmlu_pro" and not law_only:  # all 14 categories; non-dict rows go on to fail in the mapper
             rows = [(w, r) for w, r in rows if not isinstance(r, dict) or r.get("category") == "law"]
@@ -388,7 +353,6 @@ def _load(benchmark: str, root: Path | None) -> list[Question]:
     return out
 
 
-# ---------------------------------------------------------------- public API
 def data_root(data_dir: str | os.PathLike | None = None) -> Path | None:
     """The local data directory to read, or None when the hub should be used."""
     raw = data_dir if data_dir is not None else env(ENV_VAR) or None
@@ -434,13 +398,8 @@ def load_demo(path: str | os.PathLike | None = None) -> list[Question]:
     return build(path, jsonl_rows(path), _map_demo, None)
 
 
-def _canonical(q: Question) -> dict:
-    d = q.to_dict()
-    d["options"] = [[k, v] for k, v in q.options.items()]  # a list keeps the option order under sort_keys
-    return d
-
-
 def data_hash(questions: Sequence[Question]) -> str:
     """sha256 (hex) of the canonical JSON of the questions: same questions, same order -> same hash, anywhere."""
-    blob = json.dumps([_canonical(q) for q in questions], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = [q.to_dict() | {"options": [[k, v] for k, v in q.options.items()]} for q in questions]  # in order
+    blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()

@@ -1,6 +1,5 @@
-"""Where things live: what the code reads (notebooks/, profiles/, data/paper, data/demo) from the checkout, ROOT;
-what it writes under root() ($ACEMAD_ROOT, else the checkout): outputs/ (outputs/smoke/ in smoke mode, so a smoke
-run never overwrites a real reproduction) or the folder `outputs_root` names; data/subsets/."""
+"""Where things live: the code reads from the checkout (ROOT) and writes under root() ($ACEMAD_ROOT, else the
+checkout): outputs/ (outputs/smoke/ in smoke mode, so a smoke run never overwrites a real one) or `outputs_root`."""
 
 from __future__ import annotations
 
@@ -12,16 +11,14 @@ from pathlib import Path
 
 from acemad_utils.data.settings import env, flag
 
-ROOT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
-CHECKOUT = ROOT  # the checkout this code is imported from
+ROOT = CHECKOUT = Path(__file__).resolve().parents[2]  # acemad_utils/data/paths.py -> the repository
 CHECKOUT_ENV = "ACEMAD_CHECKOUT"
 DATA = ROOT / "data"
 PAPER = DATA / "paper"  # the paper's printed Tables 1-6 as transcribed here (see data/paper/README.md)
 
 
 def root() -> Path:
-    """$ACEMAD_ROOT (read at every call) or the checkout."""
-    raw = env("ACEMAD_ROOT")
+    raw = env("ACEMAD_ROOT")  # read at every call
     return Path(raw).expanduser().resolve() if raw else ROOT
 
 
@@ -30,13 +27,11 @@ def smoke() -> bool:
 
 
 def progress_bars() -> bool:
-    """False when ACEMAD_PROGRESS is '0' (papermill runs and nbval: an executed notebook stores no progress)."""
-    return env("ACEMAD_PROGRESS") != "0"
+    return env("ACEMAD_PROGRESS") != "0"  # papermill and nbval: an executed notebook stores no progress
 
 
 def shared_paper_dir() -> Path:
-    """The shared transcription of the paper's tables data/paper/ is checked against (tests only): $ACEMAD_PAPER_DIR
-    (relative: from the cwd, then the repository), else ../shared/paper/tables beside the repository."""
+    """The paper's tables data/paper/ is checked against (tests): $ACEMAD_PAPER_DIR, else ../shared/paper/tables."""
     raw = env("ACEMAD_PAPER_DIR") or None
     if raw is None:
         return ROOT.parent / "shared" / "paper" / "tables"
@@ -48,13 +43,12 @@ class UnsafeName(ValueError):
     """A user-given name (profile, model, run) that is not one safe path segment; str() is the one line to show."""
 
 
-# One path segment: letters, digits, '.', '_', '-'; not starting with '.' or '-' (no '..', no hidden file, no option).
+# Letters, digits, '.', '_', '-'; not starting with '.' or '-' (no '..', no hidden file, no option).
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 
 
 def safe_segment(value: str, what: str) -> str:
-    """`value` if it is one safe path segment (it becomes a folder under outputs/), else UnsafeName. A profile name
-    '../../tmp/x' once made a run write outside outputs/."""
+    """`value` if it is one safe path segment (a profile '../../tmp/x' once wrote outside outputs/)."""
     if not isinstance(value, str) or not _SEGMENT.fullmatch(value):
         raise UnsafeName(
             f"{what} {value!r} is not allowed: it becomes a folder name under outputs/, so it must be one path "
@@ -63,8 +57,7 @@ def safe_segment(value: str, what: str) -> str:
     return value
 
 
-# The folder a caller chose for outputs() (the public API, the command). Process-wide, not a context variable: the
-# runner's threads must see the folder the call chose.
+# Process-wide, not a context variable: the runner's threads must see the folder the call chose.
 _ROOT_OVERRIDE: list[Path] = []
 
 
@@ -79,16 +72,13 @@ def outputs_root(root: os.PathLike | str):
 
 
 def outputs(*parts: str, create: bool = True) -> Path:
-    """<root>/outputs/<parts...> (created), each part '/'-joined safe segments: nothing named reaches outside."""
+    """<root>/outputs/<parts...>, each part '/'-joined safe segments; create=False leaves no empty folder behind."""
     for part in parts:
         for seg in str(part).split("/"):
             safe_segment(seg, "path part")
-    if _ROOT_OVERRIDE:
-        base = _ROOT_OVERRIDE[-1]
-    else:
-        base = root() / "outputs" / "smoke" if smoke() else root() / "outputs"
+    base = _ROOT_OVERRIDE[-1] if _ROOT_OVERRIDE else root() / "outputs" / ("smoke" if smoke() else "")
     path = base.joinpath(*parts)
-    if create:  # a reader that only looks (create=False) leaves no empty folder behind
+    if create:
         path.mkdir(parents=True, exist_ok=True)
     return path
 

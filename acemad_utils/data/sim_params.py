@@ -1,6 +1,4 @@
-"""The synthetic population's parameters (agents/sim.py, docs/population.md) as plain data: below agents/ and
-report/, so a run's meta and the report name them without importing the population (import-linter).
-"""
+"""The synthetic population's parameters (docs/population.md) as plain data, below agents/ and report/."""
 
 from __future__ import annotations
 
@@ -17,14 +15,12 @@ CALIBRATION_BY = ("knowledge", "persona")
 #: Personas whose P(insight) is `insight`; every other persona (Generalist, Assistant) uses `crowd_insight`.
 TRUTH_HOLDER_PERSONAS = ("Skeptic",)
 
-#: The axis name of notebook 09's knowledge_link x crowd_calibration plane (registry.map_points, beside "grid":
-#: knowledge_link x insight), the two planes of the inverse question (experiments.assumption_map.inverse_map).
+#: Notebook 09's knowledge_link x crowd_calibration plane (beside "grid": knowledge_link x insight).
 CALIBRATION_GRID = "grid_calibration"
 #: Notebook 09's one-dimensional sweeps, each at the population's other values (Figure 9b).
 MAP_SWEEPS = ("trap_concentration", "crowd_calibration", "crowd_copy")
 
-#: The fitted population (experiments/fit.py, `python -m acemad_utils.experiments.fit`): the observable parameters
-#: fitted to the paper's printed baselines (Tables 1 and 2, GPT-4o-mini), the file's "params". SimParams' defaults.
+#: SimParams' defaults: fitted to the paper's printed baselines (Tables 1-2, GPT-4o-mini) by experiments/fit.py.
 FIT_FILE = Path(__file__).with_name("fitted_population.json")
 FITTED: dict = json.loads(FIT_FILE.read_text(encoding="utf-8"))["params"]
 #: The population before the fit (chosen from the paper's words, not its numbers), kept as a named variant.
@@ -69,14 +65,10 @@ class SimParams:
     def __post_init__(self) -> None:
         shares = "trap_mean insight crowd_insight crowd_copy slow_escape crowd_calibration insight_calibration"
         alphas = "crowd_susceptibility insight_susceptibility moderator_susceptibility"
-        for name in f"{shares} knowledge_link {alphas}".split():
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise ValueError(f"SimParams: {name}={v!r} must be a number in [0, 1]")
-        for name in ("trap_concentration", "commit_concentration"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise ValueError(f"SimParams: {name}={v!r} must be a number > 0")
+        for name in f"{shares} knowledge_link {alphas} trap_concentration commit_concentration".split():
+            v, positive = getattr(self, name), name.endswith("concentration")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else 0 <= v <= 1):
+                raise ValueError(f"SimParams: {name}={v!r} must be a number {'> 0' if positive else 'in [0, 1]'}")
         if self.calibration_by not in CALIBRATION_BY:
             raise ValueError(f"SimParams: calibration_by={self.calibration_by!r} must be one of {CALIBRATION_BY}")
 

@@ -1,6 +1,5 @@
-"""Reading a run: outputs/runs/<name>/transcripts.jsonl.gz (a completed run's records, canonical order, written whole
-by experiments.runner), then transcripts.jsonl (lines appended since, one whole line each; a later line of the same
-(question, config, repeat) wins), and meta.json. Here, below report/, so tables read runs without the runner."""
+"""Reading a run (below report/, so tables read runs without the runner): outputs/runs/<name>/transcripts.jsonl.gz,
+then the lines appended since in transcripts.jsonl (a later line of the same record wins), and meta.json."""
 
 from __future__ import annotations
 
@@ -29,9 +28,8 @@ def damaged(path: Path, what: str, fix: str) -> DamagedFile:
 
 def read_json(path: Path, *, need: Sequence[str] = (), fix: str) -> Any:
     """The JSON object in `path` holding every key of `need`, else DamagedFile naming `fix`."""
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise damaged(path, f"not UTF-8 text: {e.reason} at byte {e.start}", fix) from None
     try:
@@ -56,21 +54,18 @@ COMPRESSED = TRANSCRIPTS + ".gz"  # a completed run's records, canonical order
 
 def transcript_files(path: Path) -> list[Path]:
     """The existing files of the pair `path` names (either name), compressed first."""
-    path = Path(path)
-    plain = path.with_name(path.name[: -len(".gz")]) if path.name.endswith(".gz") else path
+    plain = Path(path).with_name(Path(path).name.removesuffix(".gz"))
     return [p for p in (plain.with_name(plain.name + ".gz"), plain) if p.exists()]
 
 
 def transcript_bytes(path: Path) -> bytes:
-    """The pair's lines, decompressed."""
     return b"".join(gunzip(p) if p.name.endswith(".gz") else p.read_bytes() for p in transcript_files(path))
 
 
 @contextlib.contextmanager
 def gc_paused():
-    """The cyclic collector off while records are parsed, then what is alive frozen (never scanned again). Why:
-    10^5 records are ~10^7 objects without cycles; with the collector on, loading a profile's runs took 8.7 s
-    instead of 4.9 s, and every later scan costs seconds again (bench/README.md)."""
+    """The cyclic collector off while records are parsed, then what is alive frozen: 10^7 objects without cycles
+    took 8.7 s instead of 4.9 s to load with it on, and every later scan cost seconds (bench/README.md)."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -82,19 +77,11 @@ def gc_paused():
 
 
 def parse_line(line: bytes | str):
-    """A line as json.loads reads it, in half its time (msgspec); what msgspec refuses (a lone surrogate, NaN that
-    json.dumps wrote) by json.loads."""
+    """json.loads in half its time (msgspec); what msgspec refuses (a lone surrogate, NaN) by json.loads."""
     try:
         return msgspec.json.decode(line)
     except msgspec.DecodeError:
         return json.loads(line)
-
-
-def gz_fix(path: Path) -> str:
-    return (
-        "rerun the notebook that made it: the run keeps every record that can still be read from it, recomputes "
-        f"the rest (model calls come from the response cache) and writes {path.name} whole again"
-    )
 
 
 SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (runner.write_canonical)
@@ -107,7 +94,11 @@ def gunzip(path: Path, *, salvage: bool = False) -> bytes:
         return gzip.decompress(raw)
     except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
         if not salvage:
-            raise damaged(path, f"{type(e).__name__}: {e}", gz_fix(path)) from None
+            fix = (
+                "rerun the notebook that made it: the run keeps every record that can still be read from it, "
+                f"recomputes the rest (model calls come from the response cache) and writes {path.name} whole again"
+            )
+            raise damaged(path, f"{type(e).__name__}: {e}", fix) from None
         good, d = [], zlib.decompressobj(wbits=31)  # gzip framing; chunks so that data before a bad block is kept
         for i in range(0, len(raw), 1 << 16):
             try:
@@ -143,7 +134,6 @@ def record_lines(path: Path, *, salvage: bool = False) -> Iterator[tuple[dict, b
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Every record of the pair transcripts.jsonl(.gz)."""
     with gc_paused():
         return [rec for rec, _ in record_lines(path)]
 
@@ -152,30 +142,23 @@ def commitments(rec: dict) -> int:
     """How many commitments a record holds (a runner's summary view carries the count itself)."""
     if "commitments" in rec:
         return int(rec["commitments"])
-    # sum(map(len, ...)): a table counts this for every record of every run, and a generator was 3x slower
     return len(rec.get("runs") or ()) + sum(map(len, rec.get("rounds") or ())) + len(rec.get("moderator") or ())
 
 
-def meta_fix(path: Path) -> str:
-    return (
+def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
+    fix = (
         f"it only describes the run and the run writes it again: delete that file alone (rm {path}) and rerun the "
         "notebook that made it; the saved records beside it are kept, so the results come back byte-identical"
     )
-
-
-def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
-    """A run's meta.json holding `need`, else DamagedFile naming meta_fix."""
-    meta = read_json(path, need=need, fix=meta_fix(path))
-    if not isinstance(meta["methods"], dict) or not all(
-        isinstance(m, dict) and "config_hash" in m for m in meta["methods"].values()
-    ):
-        raise damaged(path, "its 'methods' are not {label: {config_hash, ...}}", meta_fix(path))
+    meta = read_json(path, need=need, fix=fix)
+    methods = meta["methods"]
+    if not isinstance(methods, dict) or not all(isinstance(m, dict) and "config_hash" in m for m in methods.values()):
+        raise damaged(path, "its 'methods' are not {label: {config_hash, ...}}", fix)
     return meta
 
 
 def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = None) -> tuple[dict, list[dict]]:
-    """(meta, records) of a run; `keep(name, meta, record)` returns what to keep of each as it streams in (notebook
-    08 keeps what its tables read, so a profile's runs fit in memory)."""
+    """(meta, records) of a run; `keep(name, meta, record)`: what to keep of each (a profile's runs fit in memory)."""
     d = run_dir(name)
     meta_path = d / "meta.json"
     if not meta_path.exists():
@@ -206,8 +189,7 @@ QUESTIONS = "questions.json"  # {question id: {"benchmark", "text", "options": [
 
 
 def write_questions(d: Path, questions) -> None:
-    """questions.json beside a run's records, merged with what is there. Why a side file: one copy per question,
-    not one per method and repeat."""
+    """questions.json beside a run's records, merged: one copy per question, not one per method and repeat."""
     path = Path(d) / QUESTIONS
     old = read_questions(Path(d))
     new = old | {

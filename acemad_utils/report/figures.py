@@ -1,7 +1,5 @@
-"""Paper-style figures from `tables.accuracy_long` (95% CI bands/bars); every title names its source.
-
-Legible at notebook width: JupyterLab shows ~1,000 px at 100 px per inch, so a figure wider than NOTEBOOK_WIDTH_IN
-is shrunk; tests/test_figures.py checks that no text of a figure is then under MIN_PT points.
+"""Paper-style figures from `tables.accuracy_long` (95% CI bands/bars), every title naming its source; legible at
+notebook width (tests/test_figures.py: no text under MIN_PT once shrunk to NOTEBOOK_WIDTH_IN, JupyterLab's ~1,000 px).
 """
 
 from __future__ import annotations
@@ -18,29 +16,17 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 NO_RUNS = "no runs found"  # the source of an artefact made from no run (a failed run): neither synthetic nor a model
-NOTEBOOK_WIDTH_IN = 10.0  # inches of figure shown at 1:1 in the notebook's output area (see the module docstring)
-MIN_PT = 7.0  # the smallest text, in points at the size it is shown, a reader can read without zooming
+NOTEBOOK_WIDTH_IN = 10.0  # inches of figure shown at 1:1 in the notebook's output area
+MIN_PT = 7.0  # the smallest text, in points as shown, a reader can read without zooming
 
 
 def source_label(synthetic: bool, model: str) -> str:
-    """SYNTHETIC_LABEL (naming a synthetic stand-in), 'model: <name>', or NO_RUNS when there is neither."""
     if not synthetic and not model:
         return NO_RUNS
     stand_in = "synthetic-population-"
     if synthetic and model.startswith(stand_in):
         return f"SYNTHETIC stand-in for {model[len(stand_in) :]} (no LLM)"
     return SYNTHETIC_LABEL if synthetic else f"model: {model}"
-
-
-def _panels(n: int, width: float = 2.5, height: float = 2.4):
-    import matplotlib.pyplot as plt  # here: pyplot costs a kernel ~0.5 s, paid only by notebooks that draw
-
-    cols = min(n, 4)
-    rows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, sharey=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, axes.flat
 
 
 def truth_holders(configs) -> dict:
@@ -52,35 +38,35 @@ def truth_holders(configs) -> dict:
     return out
 
 
-def _mark_truth_holders(ax, g: pd.DataFrame, x: str, counts: dict, *, color) -> None:
-    """'k/N' beside each point, alternately above and below it so that labels of close N (1, 2, 3) do not touch."""
-    for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"])):
-        k = counts.get(int(xv))
-        if k is not None:
-            ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", xytext=(0, 6 if i % 2 == 0 else -12),
-                        ha="center", fontsize=7.5, color=color, fontweight="bold",
-                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))  # fmt: skip
-
-
 def lines_by_benchmark(
     long: pd.DataFrame, x: str, hue: str, title: str, *, xlabel: str | None = None, note: str | None = None,
     truth_holders: dict | None = None,
 ) -> Figure:  # fmt: skip
     """Accuracy vs `x` with a 95% CI band, one line per `hue`, one panel per benchmark (+ Average); `note` under
     the panels; `truth_holders` ({hue: {N: k}}) labels points "k/N" (a hue with none: "(no truth-holder)")."""
+    import matplotlib.pyplot as plt  # here: pyplot costs a kernel ~0.5 s, paid only by notebooks that draw
+
     benches = list(dict.fromkeys(long["benchmark"]))
-    fig, axes = _panels(len(benches))
+    cols = min(len(benches), 4)
+    rows = int(np.ceil(len(benches) / cols))
+    fig, grid = plt.subplots(rows, cols, figsize=(2.5 * cols, 2.4 * rows), squeeze=False, sharey=False)
+    axes = grid.flat
+    for ax in axes[len(benches) :]:
+        ax.set_visible(False)
     th = truth_holders or {}
     for ax, b in zip(axes, benches):
         sub = long[long.benchmark == b]
         for h, g in sub.groupby(hue, sort=False):
             g = g.sort_values(x)
-            counts = th.get(h)
-            label = f"{h} (no truth-holder)" if counts is not None and not any(counts.values()) else h
+            counts = th.get(h) or {}
+            label = f"{h} (no truth-holder)" if h in th and not any(counts.values()) else h
             line = ax.plot(g[x], g["accuracy"], marker="o", label=label)[0]
             ax.fill_between(g[x], g["ci_lo"], g["ci_hi"], alpha=0.15, color=line.get_color())
-            if counts and any(counts.values()):
-                _mark_truth_holders(ax, g, x, counts, color=line.get_color())
+            for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"]) if any(counts.values()) else ()):
+                if (k := counts.get(int(xv))) is not None:  # "k/N", alternately above and below: close N never touch
+                    ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", ha="center", fontsize=7.5,
+                                xytext=(0, 6 if i % 2 == 0 else -12), color=line.get_color(), fontweight="bold",
+                                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))  # fmt: skip
         ax.set_title(bench_label(b) if b != AVERAGE else "Average over benchmarks", fontsize=10)
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel("accuracy (%)")
@@ -104,7 +90,6 @@ def lines_by_benchmark(
 
 
 def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> Figure:
-    """Grouped bars: benchmarks on the x axis, one bar per `hue`, 95% CI whiskers."""
     import matplotlib.pyplot as plt  # where a figure is drawn (see _panels)
 
     benches = list(dict.fromkeys(long["benchmark"]))

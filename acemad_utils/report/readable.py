@@ -1,5 +1,5 @@
-"""Numbers as a reader reads them: p-values in plain form unless tiny ('p = 0.031', 'p = 2.1e-07', 'p < 1e-4' at
-the permutation floor), one module so tables, sentences and SUMMARY lines print them the same way."""
+"""Numbers as a reader reads them, the same in tables, sentences and SUMMARY lines: 'p = 0.031', 'p = 2.1e-07',
+'p < 1e-4' at the permutation floor."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ PERMUTATION_FLOOR = 1.0 / (PERMUTATIONS + 1)
 
 
 def pvalue_text(p: float) -> str:
-    """The number alone: '0.031', '2.1e-07', '< 1e-4' at the permutation floor, 'n/a' for a missing p."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "n/a"
     p = float(p)
@@ -26,7 +25,6 @@ def pvalue_text(p: float) -> str:
 
 
 def pvalue(p: float) -> str:
-    """'p = 0.031', 'p = 2.1e-07', or 'p < 1e-4' at the permutation test's floor."""
     text = pvalue_text(p)
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
@@ -51,11 +49,10 @@ MISSING = "–"  # a missing number in a shown table (pandas would print NaN)
 
 def html(df: pd.DataFrame) -> str:
     """A shown table's HTML: every text and row whole (pandas cuts both with '...'), p-values as pvalue_text, a
-    missing number as MISSING. Only what is shown changes."""
-    shown = df
+    missing number as MISSING."""
+    shown = df.copy()
     for col in [c for c in df.columns if isinstance(c, str) and P_COLUMN.search(c)]:
         if pd.api.types.is_numeric_dtype(df[col]):
-            shown = shown.copy() if shown is df else shown
             shown[col] = [pvalue_text(x) for x in df[col]]
     with pd.option_context("display.max_colwidth", None):
         return shown.to_html(notebook=True, na_rep=MISSING, max_rows=None, max_cols=None, show_dimensions=False)

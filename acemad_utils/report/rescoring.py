@@ -1,6 +1,6 @@
-"""Re-scoring stored commitments with another rule, eta, T, exponent or aggregator (never a model call), through the
-engine's own `beliefs` functions: `rescore(stack(recs), eta=4.0, rounds=3)`. Truncating to `rounds` is exact for
-agents that do not know T in advance (the synthetic population and the paper's prompts)."""
+"""Re-scoring stored commitments with another rule, eta, T, exponent or aggregator (never a model call), by the
+engine's own functions: `rescore(stack(recs), eta=4.0, rounds=3)`. Truncating to `rounds` is exact for agents that do
+not know T in advance (the synthetic population and the paper's prompts)."""
 
 from __future__ import annotations
 
@@ -29,12 +29,11 @@ class Stacked:
     keys: np.ndarray  # (B, K) tie-break keys of the run
     personas: list  # per agent (from the first record)
     question_ids: list
-    forecast_valid: Optional[np.ndarray] = None  # (B, T, N): False where q did not parse (entry "q_parse_failure")
-    benchmarks: Optional[list] = None
+    forecast_valid: np.ndarray  # (B, T, N): False where q did not parse (entry "q_parse_failure")
+    benchmarks: list
 
 
 def stack(records: list[dict], seed: int = 0) -> Stacked:
-    """The completed debates of one shape (T, N) as arrays."""
     recs = [r for r in records if r.get("status") == "ok" and "rounds" in r]
     if not recs:
         failed = [r for r in records if r.get("status") == "failed"]
@@ -68,8 +67,7 @@ def stack(records: list[dict], seed: int = 0) -> Stacked:
 
 
 def stack_debates(batches: Sequence[Debates], seed: int = 0) -> Stacked:
-    """stack() of the records that `batches` (protocol.debate.debate of one config) would write, from their arrays
-    (beliefs rounded as stored), in the order the questions were given: no record is built."""
+    """stack() of the records `batches` (of one config) would write, from their arrays: no record is built."""
     k = max(b.P.shape[-1] for b in batches)
     order = np.argsort(np.concatenate([b.index for b in batches]))
 
@@ -97,19 +95,15 @@ def weights(arr: Stacked, eta: float = ETA, rule: str = "brier", weighting: str 
     return B.acemad_weights(arr.P, arr.Q, arr.valid, eta, rule=rule, weighting=weighting, forecast_valid=fv)[1]
 
 
-def decisions(
-    arr: Stacked, eta: float | Sequence[float] = ETA, exponent: float = WEIGHT_EXPONENT, rule: str = "brier", *,
-    weighting: str = "peer_prediction",
-) -> np.ndarray:  # fmt: skip
-    """AceMAD's answer after every round, (B, T): column t-1 is a t-round debate's (-1: no commitment parsed);
-    W after round t depends on rounds 1..t only. A sequence of eta gives (len(eta), B, T), the scores once."""
-    S = B.round_scores(arr.P, arr.Q, weighting, rule, valid=arr.valid, forecast_valid=arr.forecast_valid)
+def decisions(arr: Stacked, eta: float | Sequence[float] = ETA, exponent: float = WEIGHT_EXPONENT) -> np.ndarray:
+    """AceMAD's answer after every round, (B, T) (-1: nobody parsed); a sequence of eta: (len(eta), B, T)."""
+    S = B.round_scores(arr.P, arr.Q, valid=arr.valid, forecast_valid=arr.forecast_valid)
     out = [_decide(arr, B.mwu_weights(S, e), exponent, slice(None)) for e in np.atleast_1d(eta)]
     return out[0] if np.ndim(eta) == 0 else np.stack(out)
 
 
 def _decide(arr: Stacked, W: np.ndarray, exponent: float, t) -> np.ndarray:
-    """beliefs.weighted_decision at round(s) `t` (an index or a slice of the T axis) of weights W (B, T, N)."""
+    """The weighted decision at round(s) `t` (an index or a slice of the T axis) of weights W (B, T, N)."""
     keys, mask = (arr.keys, arr.option_mask) if isinstance(t, int) else (arr.keys[:, None], arr.option_mask[:, None])
     return B.weighted_decision(arr.P[:, t], W[:, t], arr.valid[:, t], exponent, keys=keys, option_mask=mask)[0]
 
@@ -124,7 +118,7 @@ def rescore(
 
 
 def initial_plurality(arr: Stacked) -> np.ndarray:
-    """Plurality of the round-1 answers: what Majority Voting would say with the same agents."""
+    """What Majority Voting would say with the same agents."""
     return B.plurality(B.votes(arr.P[:, 0], arr.valid[:, 0]), arr.P.shape[-1], arr.keys)
 
 
@@ -134,25 +128,22 @@ def belief_in_truth(arr: Stacked) -> np.ndarray:
 
 
 def _p_truth(arr: Stacked) -> np.ndarray:
-    """p_i^(t)(y*), (B, T, N); every question needs a gold answer (an unlabelled one, -1, would index the last)."""
-    if (arr.truth < 0).any():
+    if (arr.truth < 0).any():  # -1 would index the last option
         raise ValueError(
             f"{int((arr.truth < 0).sum())} question(s) have no gold answer: belief in the truth is undefined"
         )
     return np.take_along_axis(arr.P, arr.truth[:, None, None, None], axis=-1)[..., 0]
 
 
-def weighted_truth(arr: Stacked, eta: float = ETA, exponent: float = 1.0, rule: str = "brier") -> np.ndarray:
-    """p_w^(t)(y*) with w the MWU weights, (B, T + 1). Column 0 uses uniform weights on round-1 beliefs;
-    column t uses the weights after round t on round-t beliefs (the submartingale theorem's process)."""
-    W = weights(arr, eta, rule)
-    pt, w = _p_truth(arr), W**exponent
+def weighted_truth(arr: Stacked, eta: float = ETA) -> np.ndarray:
+    """p_w^(t)(y*), (B, T + 1): uniform weights on round 1, then the weights after round t on round t's beliefs (the
+    submartingale theorem's process)."""
+    pt, w = _p_truth(arr), weights(arr, eta)
     series = (w * pt).sum(-1) / w.sum(-1)
     return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
 
 
 def agent_scores(records: list[dict]) -> pd.DataFrame:
-    """One row per question x round x agent: persona, whether it held the truth, its score and weight."""
     rows = [
         {"question_id": r["question_id"], "method": r["method"], "round": t, "agent": e["agent"],
          "persona": e["persona"], "holds_truth": int(np.argmax(e["p"])) == r["labels"].index(r["answer"]),
@@ -171,8 +162,7 @@ AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final an
 
 
 def minimal(recs: list[dict], method: str, answers, truth, answered, correct=None) -> list:
-    """Minimal records for `tables.accuracy_long`: `method`'s answers (label indexes) to `recs`, right or wrong
-    against `truth` (None without a gold answer; `correct`: given shares instead); unanswered where not `answered`."""
+    """Records for `tables.accuracy_long` of `method`'s answers (label indexes; `correct`: given shares instead)."""
     out = []
     for i, (r, a, ok) in enumerate(zip(recs, answers, answered)):
         if correct is not None:
@@ -186,7 +176,7 @@ def minimal(recs: list[dict], method: str, answers, truth, answered, correct=Non
 
 
 def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> list[dict]:
-    """AceMAD transcripts re-decided by every aggregator of AGGREGATORS (final-round p and q), as minimal records."""
+    """AceMAD transcripts re-decided by every aggregator of AGGREGATORS (final-round p and q)."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = stack(recs, seed)
     P, Qp, valid = arr.P[:, -1], arr.Q[:, -1], arr.valid[:, -1]
@@ -217,14 +207,12 @@ STANDARD_MAD = "Standard MAD (AceMAD's agents, no q)"
 def figure4_records(
     ace: list[dict], standard: list[dict], *, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, seed: int = 0
 ) -> list[dict]:
-    """Figure 4's bars as records: AceMAD's run re-decided by each of ABLATIONS, then the Standard MAD run."""
     out = reweighted_records(ace, ABLATIONS, eta=eta, exponent=exponent, seed=seed)
     return out + [dict(r, method=STANDARD_MAD) for r in standard if r.get("status") == "ok"]
 
 
 def _given_stack(recs: list[dict], seed: int, stacked: Optional[Stacked]) -> Stacked:
-    # the caller's own stack of these records: notebook 09 re-decides each map run twice
-    if stacked is None:
+    if stacked is None:  # else the caller's own stack (notebook 09 re-decides each map run twice)
         return stack(recs, seed)
     if stacked.question_ids != [r["question_id"] for r in recs]:
         raise ValueError("stacked= holds other questions than these records: pass stack(records, seed)")
@@ -235,8 +223,7 @@ def reweighted_records(
     records: list[dict], weightings: dict, eta: float = ETA, exponent: float = WEIGHT_EXPONENT, *, seed: int = 0,
     stacked: Optional[Stacked] = None,
 ) -> list[dict]:  # fmt: skip
-    """AceMAD transcripts re-decided with other weightings {display name: beliefs.WEIGHTINGS}, as minimal records
-    ("uniform": the standard MAD rule, Eq. 4 with uniform weights, l.617, on AceMAD's debate)."""
+    """AceMAD transcripts re-decided with other weightings {display name: weighting} ("uniform": l.617's rule)."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = _given_stack(recs, seed, stacked)
     answered = np.asarray(arr.valid[:, -1].any(-1))
@@ -252,9 +239,8 @@ N_SHUFFLES = 20
 def shuffled_decisions(
     arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0
 ) -> np.ndarray:
-    """AceMAD's final answers (n_perm, B) with each question's peer-prediction scores permuted among its agents:
-    one permutation per question for every round, so AceMAD's own weights (their dispersion kept) go to other
-    agents. Agents whose commitment failed in any round keep their own (worst) scores."""
+    """AceMAD's final answers (n_perm, B) with each question's scores permuted among its agents, the same draw every
+    round: AceMAD's own weights go to other agents. An agent that failed in any round keeps its (worst) scores."""
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
     drawn = B.agent_permutations(seed, arr.question_ids, arr.valid.all(axis=1), n_perm, salt="shuffle")
     perm = np.stack([drawn] * S.shape[1], axis=2)  # (n_perm, B, T, N): the same draw every round
@@ -268,8 +254,7 @@ def shuffled_records(
     records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, n_perm: int = N_SHUFFLES,
     stacked: Optional[Stacked] = None,
 ) -> list[dict]:  # fmt: skip
-    """`shuffled_decisions` as minimal records named SHUFFLED: `correct` the share of draws deciding right, `answer`
-    the most frequent decision."""
+    """`shuffled_decisions` as records: `correct` the share of draws deciding right, `answer` the most frequent."""
     recs = [r for r in records if r.get("status") == "ok"]
     arr = _given_stack(recs, seed, stacked)
     ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)
@@ -280,8 +265,7 @@ def shuffled_records(
 
 
 def redecided(records: list[dict], rule: str, name: Optional[str] = None) -> list[dict]:
-    """Baseline MAD records decided by another stored rule ("mean_belief", "plurality" or, for Centralized
-    MAD, "moderator"): copies whose `final` is `decisions[rule]` (and whose method is `name` if given)."""
+    """Baseline MAD records decided by another stored rule ("mean_belief", "plurality", "moderator")."""
     out = [r for r in records if r.get("status") == "ok"]
     for r in out:
         if rule not in r.get("decisions", {}):

@@ -1,5 +1,5 @@
-"""Saving artefacts: tables as CSV + Markdown, figures as PNG + PDF, labelled with their source; byte-stable
-(fixed float precision, no timestamp in PNG/PDF metadata)."""
+"""Saving artefacts labelled with their source, byte-stable: tables as CSV + Markdown (fixed float precision),
+figures as PNG + PDF (no timestamp in their metadata)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def save_table(
     display: pd.DataFrame | None = None, companions: dict | None = None, title: str | None = None,
     folder: str = "tables",
 ) -> Path:  # fmt: skip
-    """Write outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
-    d = outputs(folder) if folder else outputs()  # the claims ledger: outputs/claims.md, beside tables/
+    """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
+    d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
     df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
     parts = [
@@ -37,8 +37,7 @@ def save_table(
 
 
 def save_figure(fig: Figure, name: str) -> Figure:
-    """Write outputs/figures/<name>.png and .pdf and return the figure (a cell ending with this shows it once:
-    closed in pyplot, the inline backend does not show it again, nor does a script keep it in memory)."""
+    """outputs/figures/<name>.png and .pdf; the figure returned and closed, so a cell ending with this shows it once."""
     d = outputs("figures")
     fig.savefig(d / f"{name}.png", dpi=130, bbox_inches="tight", metadata={"Software": None})
     meta = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}

@@ -1,9 +1,6 @@
-"""Paper-style tables from transcripts: accuracy with n and 95% CIs, paired tests, the paper beside ours.
-
-Accuracies are percentages. A CI resamples questions (within each benchmark for the Average, the mean of the
-benchmark columns). A paired test: exact McNemar on 0/1 outcomes, else a sign-flip permutation test (the Single
-Agent's per-question accuracy is a mean over 5 runs).
-"""
+"""Paper-style tables from transcripts (percentages): accuracy with n and a 95% CI resampling questions (within each
+benchmark for the Average, the mean of the benchmark columns); paired tests: exact McNemar on 0/1 outcomes, else a
+sign-flip permutation test (the Single Agent's per-question accuracy is a mean over 5 runs); the paper beside ours."""
 
 from __future__ import annotations
 
@@ -25,16 +22,15 @@ AVERAGE = "Average"
 
 
 def bench_label(b: str) -> str:
-    """'arc_challenge' -> 'ARC-C'; synthetic item sets keep a visible marker: 'ARC-C (synthetic items)'."""
+    """'arc_challenge' -> 'ARC-C', 'synthetic-arc_challenge' -> 'ARC-C (synthetic items)'."""
     if b.startswith("synthetic-"):
         return f"{bench_label(b[len('synthetic-') :])} (synthetic items)"
     return BENCH_LABELS.get(b, b)
 
 
 def question_frame(records: Sequence[dict]) -> pd.DataFrame:
-    """Per question x method accuracy (repeats averaged), what accuracy_long and versus_best read (pass it as their
-    frame= to build it once). A failed record is no answer: `correct` NaN (out of every mean and pair), `failed`
-    counts it. A question without a gold answer (final.correct None) is debated, never scored: no row."""
+    """Per question x method accuracy (repeats averaged): a failed record is `correct` NaN (out of every mean and
+    pair), a question without a gold answer no row."""
     df = pd.DataFrame(
         [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None],
         columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
@@ -71,8 +67,8 @@ _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and t
 
 @contextlib.contextmanager
 def frames_reused() -> Iterator[None]:
-    """Inside, accuracy_long and versus_best build the question frame of a records list, and its pivots, once (the
-    claims ledger tables the same unchanged lists many times). Both are held till the block ends (no id reused)."""
+    """Inside, accuracy_long and versus_best build a records list's frame and pivots once (the claims ledger tables
+    the same lists many times), held till the block ends (so no id is reused)."""
     global _REUSED
     outer, _REUSED = _REUSED, {} if _REUSED is None else _REUSED
     try:
@@ -82,7 +78,6 @@ def frames_reused() -> Iterator[None]:
 
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
-    """Mean over benchmarks of the benchmark means, with a bootstrap that resamples within each benchmark."""
     point = float(np.mean([g.mean() for g in groups]))
     if not ci:
         return point, np.nan, np.nan
@@ -97,47 +92,38 @@ def accuracy_long(
     benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, *, seed: int = 0,
     frame: Optional[pd.DataFrame] = None, ci: bool = True,
 ) -> pd.DataFrame:  # fmt: skip
-    """One row per method x benchmark, plus an Average row per method: n (questions answered), n_failed (every
-    record failed: not in n, not counted wrong), n_unparsed of n_commitments (no belief after the repair call),
-    accuracy, ci_lo, ci_hi (%). ci=False: NaN bounds, no bootstrap (a caller reading accuracies only)."""
+    """One row per method x benchmark (+ Average): n answered, n_failed (not counted wrong), n_unparsed of
+    n_commitments, accuracy, ci_lo, ci_hi (%); ci=False: NaN bounds, no bootstrap."""
     df = _given_frame(records, frame)
     methods = list(methods or dict.fromkeys(df["method"]))
     benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
     cells = dict(iter(df.groupby(["method", "benchmark"], sort=False)))  # one pass, not one scan per cell
-    rows = []
+    interval = lambda x: bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan)
+    rows: list[dict] = []
     for m in methods:
-        groups, failed_total, unparsed_total = [], 0, [0, 0]
+        mine, groups = [], []
         for b in benchmarks:
             cell = cells.get((m, b), df.iloc[:0])
-            x = cell["correct"].dropna().to_numpy()
-            n_failed = int(cell["correct"].isna().sum())
-            failed_total += n_failed
-            parse = {"n_unparsed": int(cell["unparsed"].sum()), "n_commitments": int(cell["commitments"].sum())}
-            unparsed_total = [a + b for a, b in zip(unparsed_total, parse.values())]
-            if len(x):
-                groups.append(x)
-            if len(x) or n_failed:
-                acc = (
-                    (bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan))
-                    if len(x)
-                    else (np.nan,) * 3
-                )
-                rows.append(_row(m, b, len(x), n_failed, parse, acc))
+            x, n_failed = cell["correct"].dropna().to_numpy(), int(cell["correct"].isna().sum())
+            if len(x) or n_failed:  # every question failed: NaN accuracy, a cell that says so
+                parse = int(cell["unparsed"].sum()), int(cell["commitments"].sum())
+                mine.append(_row(m, b, len(x), n_failed, *parse, interval(x) if len(x) else (np.nan,) * 3))
+                groups += [x] if len(x) else []
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
-            mean, lo, hi = _stratified_average(groups, n_boot, seed, ci=ci)
-            parse = {"n_unparsed": unparsed_total[0], "n_commitments": unparsed_total[1]}
-            rows.append(_row(m, AVERAGE, sum(map(len, groups)), failed_total, parse, (mean, lo, hi)))
+            failed, unparsed, committed = (sum(r[k] for r in mine) for k in ("n_failed", "n_unparsed", "n_commitments"))
+            acc = _stratified_average(groups, n_boot, seed, ci=ci)
+            mine.append(_row(m, AVERAGE, sum(map(len, groups)), failed, unparsed, committed, acc))
+        rows += mine
     return pd.DataFrame(rows)
 
 
-def _row(m: str, b: str, n: int, n_failed: int, parse: dict, acc: tuple) -> dict:
-    mean, lo, hi = acc  # all NaN for a cell where every question failed: a cell that says so, not a missing one
-    return {"method": m, "benchmark": b, "n": n, "n_failed": n_failed, **parse, "accuracy": 100 * mean,
-            "ci_lo": 100 * lo, "ci_hi": 100 * hi}  # fmt: skip
+def _row(m: str, b: str, n: int, n_failed: int, n_unparsed: int, n_commitments: int, acc: tuple) -> dict:
+    return {"method": m, "benchmark": b, "n": n, "n_failed": n_failed, "n_unparsed": n_unparsed,
+            "n_commitments": n_commitments, "accuracy": 100 * acc[0], "ci_lo": 100 * acc[1],
+            "ci_hi": 100 * acc[2]}  # fmt: skip
 
 
 def paired_test(a: np.ndarray, b: np.ndarray, n_perm: int = 10000, seed: int = 0) -> float:
-    """Two-sided p-value for "a and b have the same mean accuracy" on paired questions."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all():
         return mcnemar_exact(a.astype(bool), b.astype(bool))
@@ -186,11 +172,9 @@ def versus_best(
     benchmarks: Optional[Sequence[str]] = None, *, n_boot: int = 2000, seed: int = 0, average: bool = True,
     frame: Optional[pd.DataFrame] = None, per_benchmark: bool = True,
 ) -> pd.DataFrame:  # fmt: skip
-    """Per target x benchmark: the best of `baselines` there, the paired gain (points, CI), p_value and p_holm
-    (Holm across every row of this call). With `average`, one row per target for the Average: the baseline with the
-    best Average, the mean over benchmarks of the paired differences, a CI resampling within benchmarks and a
-    sign-flip p of that stratified mean (how Table 2's Qwen gains +33.36 ARC-C, -14.53 MMLU-Pro are recovered).
-    No pair: an empty frame whose attrs["note"] says why (`wide` shows it). per_benchmark=False: Average rows only."""
+    """Per target x benchmark: the best of `baselines` there, the paired gain (points, CI), p_value and p_holm (Holm
+    across this call); `average`: the stratified mean of the paired differences over benchmarks against the best
+    Average (how Table 2's Qwen gains +33.36 ARC-C, -14.53 MMLU-Pro are recovered). No pair: attrs["note"] says why."""
     if not (average or per_benchmark):
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
@@ -224,8 +208,7 @@ def versus_best(
 
 
 def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, note: Optional[str] = None) -> pd.DataFrame:
-    """Methods as rows, benchmarks (+ Average) as columns; cells 'acc [lo, hi] (gain, p, Holm p)'. An empty `tests`
-    adds a row saying why; `note` a last row explaining the numbers in parentheses."""
+    """Methods x benchmarks (+ Average), cells 'acc [lo, hi] (gain, p, Holm p)'; `note` explains the parentheses."""
     cells = long.assign(cell=long.apply(lambda r: _cell(r, long), axis=1))
     cols = list(dict.fromkeys(long["benchmark"]))
     out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(
@@ -274,8 +257,7 @@ KEY_COLUMNS = ("model", "method")
 
 
 def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
-    """The paper's printed numbers with the printed and the recomputed Average (mean of the row's cells), from the
-    project's transcription data/paper/<name>.csv (sources in data/paper/README.md)."""
+    """The paper's printed numbers (data/paper/<name>.csv) with the printed and the recomputed Average."""
     path = P.PAPER / f"{name}.csv"
     if not path.is_file():
         raise FileNotFoundError(f"no {name}.csv in {P.PAPER} (the paper's tables: {', '.join(PRINTED_TABLES)})")
@@ -289,8 +271,7 @@ def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
 
 
 def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
-    """A long table's rows with the benchmarks in the printed table's column order (others after, Average last);
-    methods keep their order."""
+    """A long table's rows with the benchmarks in the printed table's column order (others after, Average last)."""
     printed = [c for c in pd.read_csv(P.PAPER / f"{table}.csv", nrows=0).columns if c not in (*KEY_COLUMNS, AVERAGE)]
     seen = list(dict.fromkeys(long["benchmark"]))
     rank = {b: (printed.index(k) if (k := BENCH_LABELS.get(b.removeprefix("synthetic-"))) in printed else len(printed))
@@ -303,7 +284,7 @@ def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
 
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
-    """Config fields (e.g. n_agents) from a run's meta.json, by method label (`method` -> column `method_kind`)."""
+    """Config fields (e.g. n_agents) from a run's meta.json by method label (`method` -> column `method_kind`)."""
     out = long.copy()
     for f in fields:
         out["method_kind" if f == "method" else f] = out["method"].map(
@@ -313,5 +294,5 @@ def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
 
 
 def artefact(name: str, profile: str) -> str:
-    """Output name: the paper artefact's name, suffixed by the profile unless it is the default one."""
+    """The paper artefact's name, suffixed by the profile unless it is the default one."""
     return name if profile == "default" else f"{name}__{P.safe_segment(profile, 'profile')}"

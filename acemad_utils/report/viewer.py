@@ -1,17 +1,10 @@
-"""Read a debate: one transcript record as rounds x agents in HTML, examples picked by rule, one static page per run.
+"""Read a debate: `show(record, meta)` (rounds x agents as HTML), `pick_examples`, and a run's page on request
+(`python -m acemad_utils.report.viewer default/main` -> outputs/viewer/default/main.html).
 
-    V.show(record, meta)                     # inline in Jupyter; V.debate_html(record, meta) the same as a fragment
-    V.pick_examples(records, "AceMAD (T=3)") # {"overturned": [...], "not_overturned": [...]}
-    python -m acemad_utils.report.viewer default/main    # -> outputs/viewer/default/main.html (V.write_run_page)
-
-Each agent cell shows its belief p and peer prediction q as text bars (the correct option's line bold and starred),
-its answer, for AceMAD its score and weight after that round, and its argument; each round row ends with the
-plurality answer and the weighted one (AceMAD's sum_i w_i^k p_i, else the parsing agents' mean belief), through the
-engine's own functions. Plain HTML, no script, SVG or style: a notebook is read untrusted (JupyterLab after a clone,
-a code host, nbconvert's sanitizer) and each strips those. The run page lists every record in escaped HTML rows and
-holds each method's fragments (long arguments folded in <details>) as one base64 block of zlib-compressed JSON, so
-no reply text can end a <script>; its few lines of JS filter the rows and inflate a method's block when first opened.
-"""
+A cell: belief p and peer prediction q as text bars, answer, AceMAD's score and weight, argument; a row ends with the
+plurality and the weighted answer, by the engine's own functions. Plain HTML, no script, SVG or style: untrusted
+notebooks (JupyterLab, code hosts, nbconvert) strip those. The page holds each method's fragments as base64 zlib JSON,
+so no reply text can end a <script>; its JS filters the rows and inflates a method's block when first opened."""
 
 from __future__ import annotations
 
@@ -43,7 +36,6 @@ CLIP = 200  # how much of a long argument the notebook shows (sanitizers drop <d
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
-# ----------------------------------------------------------------------------- the view of a record
 def source_of(record: dict, meta: Optional[dict] = None) -> str:
     """SYNTHETIC_LABEL for the simulated population, else 'model: <name>' (the run's, else the record's agents')."""
     pop = (meta or {}).get("population") or {}
@@ -54,8 +46,7 @@ def source_of(record: dict, meta: Optional[dict] = None) -> str:
 
 
 def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *, exponent: float) -> list:
-    """(plurality label, weighted label) of every round, None where no commitment parsed; one engine call for all
-    rounds when they have the same agents."""
+    """(plurality label, weighted label) of every round, None where no commitment parsed."""
     if not rounds:
         return []
     if len({len(r) for r in rounds}) > 1:
@@ -74,14 +65,6 @@ def _round_answers(rounds: list, labels: list, keys: np.ndarray, acemad: bool, *
     ]
 
 
-def _question_of(record: dict, meta: Optional[dict]) -> Optional[dict]:
-    """The question's text and options: the record's own, else its run's questions.json (meta["experiment"])."""
-    if "question" in record or not (meta or {}).get("experiment"):
-        return record.get("question")
-    return read_questions(run_dir(meta["experiment"], create=False)).get(record["question_id"])  # type: ignore[index]
-
-
-# ----------------------------------------------------------------------------- the HTML fragment
 def esc(x) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
@@ -156,8 +139,7 @@ def _cell_html(e: dict, labels: list, answer, cls: str, t: int, fold: bool) -> s
 
 
 def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False) -> str:
-    """One record as a fragment (root div.acemad-debate, one td.acemad-cell per agent and round); `fold`: long
-    arguments in <details> (the page's markup), else their first CLIP characters (the notebook's)."""
+    """One record as a fragment; `fold`: long arguments in <details> (the page), else their first CLIP characters."""
     for key in ("question_id", "method", "labels", "answer", "final"):
         if key not in record:
             raise ValueError(f"not a transcript record: missing {key!r} (keys: {sorted(record)})")
@@ -168,7 +150,9 @@ def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False
     unit, raw = ("run", [record.get("runs") or []]) if kind == "single" or "runs" in record else ("agent", None)
     raw = (raw or record.get("rounds") or []) if ok else []
     n = len(raw[0]) if raw else 0
-    source, q = source_of(record, meta), _question_of(record, meta)
+    source, q = source_of(record, meta), record.get("question")
+    if "question" not in record and (meta or {}).get("experiment"):  # else its run's questions.json
+        q = read_questions(run_dir(meta["experiment"], create=False)).get(record["question_id"])  # type: ignore[index]
     if isinstance(c, float):  # a Single Agent record: the share of its runs that were right
         outcome = f"runs correct: <b>{c:.0%}</b>"
     else:
@@ -216,7 +200,6 @@ def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False
 
 
 def show(record: dict, meta: Optional[dict] = None):
-    """debate_html as an IPython HTML object (inline in Jupyter)."""
     from IPython.display import HTML
 
     return HTML(debate_html(record, meta))
@@ -244,9 +227,7 @@ def pick_examples(records: list[dict], target_label: str, n: int = 1, seed: int 
     return out
 
 
-# ----------------------------------------------------------------------------- the run page
-# The page's style (the notebook fragment needs none) and script: filter the rows; open one, inflating its method's
-# fragments on first use.
+# The page's style (the notebook fragment needs none) and script.
 CSS = """
 body{font:13px/1.35 system-ui,sans-serif;margin:12px;color:#1f2328}
 .banner,.ad-src{padding:1px 6px;border-radius:3px;background:#ddf4ff;font-weight:600}
@@ -296,11 +277,10 @@ function filter(){  // a record without a gold answer is neither correct nor wro
 document.querySelectorAll('select, input').forEach(el => el.addEventListener('input', filter));
 filter();
 """
-RIGHT = {"": "<td>–", "1": '<td class="ad-ok">✓', "0": '<td class="ad-bad">✗'}  # the list's last column
 
 
 def page_path(experiment: str) -> Path:
-    """outputs/viewer/<experiment>.html; a "/" in the name makes subfolders, as under outputs/runs/."""
+    """outputs/viewer/<experiment>.html, a "/" making subfolders as under outputs/runs/."""
     parts = Path(experiment).parts
     if not parts or Path(experiment).is_absolute() or any(p in ("..", ".") for p in parts):
         raise ValueError(f"experiment must be a relative run name like 'default/main', got {experiment!r}")
@@ -308,8 +288,7 @@ def page_path(experiment: str) -> Path:
 
 
 def page_link(experiment: str):
-    """For a notebook: the command that writes a run's page and the page as a link relative to notebooks/ (the page
-    is not built here, so the notebook's output does not depend on this machine)."""
+    """The command that writes a run's page, and a link to it (not built here: the output stays machine-free)."""
     from IPython.display import Markdown
 
     rel = page_path(experiment).resolve().relative_to(root()).as_posix()
@@ -323,20 +302,14 @@ def page_link(experiment: str):
 _CODE = [Path(__file__), Path(B.__file__)]  # what draws a page: a change rebuilds every page
 
 
-def page_stamp(experiment: str) -> str:
-    """The sha256 of everything a run's page is made from (meta.json, questions, transcripts, the viewer's code)."""
-    d = run_dir(experiment)
-    h = hashlib.sha256()
-    for f in [d / "meta.json", d / QUESTIONS, *transcript_files(d / TRANSCRIPTS), *_CODE]:
-        if f.exists():
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
-
-
 def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]] = None) -> Path:
-    """The page of outputs/runs/<experiment>/, rebuilt only when its stamp changed; `loaded`: the run's
-    (meta, records) when the caller holds them (load_run's result)."""
-    path, stamp = page_path(experiment), page_stamp(experiment)
+    """The page of outputs/runs/<experiment>/, rebuilt only when what it is made from changed; `loaded`: the run's
+    (meta, records) when the caller holds them."""
+    d, h, path = run_dir(experiment), hashlib.sha256(), page_path(experiment)
+    for src in [d / "meta.json", d / QUESTIONS, *transcript_files(d / TRANSCRIPTS), *_CODE]:  # what the page shows
+        if src.exists():
+            h.update(src.name.encode() + b"\0" + src.read_bytes())
+    stamp = h.hexdigest()
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             if f'<meta name="acemad-stamp" content="{stamp}">' in f.read(4096):
@@ -350,7 +323,7 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
     records = sorted(records, key=lambda r: (order.get(r["method"], len(order)), r["question_id"], r.get("repeat", 0)))
     methods = list(dict.fromkeys(r["method"] for r in records))
     benchmarks = sorted({r.get("benchmark", "") for r in records})
-    questions = read_questions(run_dir(experiment))
+    questions = read_questions(d)
     parts: list[list[str]] = [[] for _ in methods]
     rows = []
     for r in records:
@@ -358,7 +331,8 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
         parts[m].append(debate_html({"question": questions.get(r["question_id"]), **r}, meta, fold=True))
         k = len(parts[m]) - 1
         o = "" if c is None else str(int(c > 0.5))  # a Single Agent record (a mean over runs): over half right
-        right = RIGHT[o] if status == "ok" else f'<td class="ad-bad">{esc(status)}'
+        right = {"": "<td>–", "1": '<td class="ad-ok">✓', "0": '<td class="ad-bad">✗'}[o]
+        right = right if status == "ok" else f'<td class="ad-bad">{esc(status)}'
         rows.append(
             f'<tr data-m="{m}" data-b="{benchmarks.index(r.get("benchmark", ""))}" data-o="{o}" data-k="{k}">'
             f"<td>{esc(r['question_id'])}<td>{esc(r['method'])}{right}"  # end tags are optional: 10^4 rows

@@ -1,6 +1,5 @@
-"""What the notebooks' "What we see" cells share; each sentence itself is an f-string in its notebook, beside the
-table it reads. `caveat` says what kind of evidence the numbers are and, on a synthetic profile, which assumption of
-the population (its description, `meta["population"]`, docs/population.md) the result rests on."""
+"""What the notebooks' "What we see" cells share (each sentence is an f-string in its notebook): `caveat` says what
+kind of evidence the numbers are and which assumption of a synthetic population (docs/population.md) they rest on."""
 
 from __future__ import annotations
 
@@ -12,28 +11,16 @@ from acemad_utils.report.tables import AVERAGE
 
 #: What a run without peer prediction rests on: the naive agent alone (notebook 01), the homogeneous baselines (02)
 SUBSET_USES = ("trap_mean", "trap_concentration", "explore_base", "explore_per_temp")
-BASELINE_USES = (
-    "trap_mean",
-    "trap_concentration",
-    "crowd_insight",
-    "crowd_copy",
-    "crowd_susceptibility",
-    "confidence_per_temp",
+BASELINE_USES = tuple(
+    "trap_mean trap_concentration crowd_insight crowd_copy crowd_susceptibility confidence_per_temp".split()
 )
 #: ... and what an AceMAD result rests on beside the link (the ledger's grid varies them: registry.LEDGER_GRID)
-WEIGHTED_USES = (
-    "insight",
-    "crowd_insight",
-    "crowd_copy",
-    "insight_susceptibility",
-    "crowd_susceptibility",
-    "crowd_calibration",
-    "trap_mean",
+WEIGHTED_USES = tuple(
+    "insight crowd_insight crowd_copy insight_susceptibility crowd_susceptibility crowd_calibration trap_mean".split()
 )
 
 
 def md(text: str):
-    """A paragraph as IPython Markdown (reflowed by Lab, nbconvert and a code host's renderer)."""
     from IPython.display import Markdown
 
     return Markdown(text)
@@ -45,8 +32,8 @@ def gain(r) -> str:
 
 
 def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequence[str] = ()) -> str:
-    """The assumption a synthetic result rests on, from its population's description ("" for a real model);
-    `short`: a bracketed clause for a SUMMARY line; `uses`: the parameters a run without peer prediction rests on."""
+    """The assumption a synthetic result rests on ("" for a real model); `short`: a bracketed SUMMARY clause;
+    `uses`: the parameters a run without peer prediction rests on."""
     if population is None:
         return (
             "[rests on the population's assumptions; see its description]"
@@ -98,7 +85,6 @@ def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequ
 
 
 def caveat(source: str, population: Optional[Mapping] = None, uses: Sequence[str] = ()) -> str:
-    """What kind of evidence the numbers are: the synthetic population (and what it rests on), or a named model."""
     if "SYNTHETIC" in source.upper():
         return (
             "These are numbers of the synthetic population: they show what the mechanism does when the "
@@ -108,8 +94,7 @@ def caveat(source: str, population: Optional[Mapping] = None, uses: Sequence[str
 
 
 def gains(tests, claim: str) -> str:
-    """Each target's paired gain on the Average over the baseline it was tested against (tables.versus_best rows),
-    how many are significantly better or worse, and what the paper reports (`claim`) beside it."""
+    """Each target's paired gain on the Average (versus_best rows), how many are significant, the paper's `claim`."""
     av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
     if av.empty:
         return "No paired comparison was possible here."
