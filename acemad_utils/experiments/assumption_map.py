@@ -99,23 +99,20 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Opti
     return out
 
 
-_HELD: dict[tuple, tuple[dict, list[dict]]] = {}  # records of runs read in this process: the notebook reads each once
+#: records of the runs read in this process, by folder, configs and questions: the notebook reads each once
+_HELD: dict[tuple, tuple[dict, list[dict]]] = {}
 
 
 def run_with_meta(S: Setup, run: R.Run, progress: bool = True) -> tuple[dict, list[dict]]:
     """(meta, records) of one map run on the challenging subsets of its own population, written on first use."""
-    key = (str(run_dir(f"{S.profile}/{run.name}", create=False)), tuple(run.labels()))
-    if key not in _HELD:
-        params = run.params or {}
+    params, name = run.params or {}, f"{S.profile}/{run.name}"
+    qs = map_questions(S, params, run.cap, run.benchmarks)
+    key = (str(run_dir(name, create=False)), *(c.hash for c in run.configs), *(q.id for q in qs))
+    if key not in _HELD or not Path(key[0]).exists():  # a folder deleted since is written again
+        extra = {"source": S.source, "model": S.model, "backend": S.backend, "map_params": params}
+        pop = population(S, params)
         _HELD[key] = run_and_load(
-            f"{S.profile}/{run.name}",
-            map_questions(S, params, run.cap, run.benchmarks),
-            run.configs,
-            population(S, params),
-            workers=S.workers,
-            profile=S.profile,
-            progress=progress,
-            extra_meta={"source": S.source, "model": S.model, "backend": S.backend, "map_params": params},
+            name, qs, run.configs, pop, workers=S.workers, profile=S.profile, progress=progress, extra_meta=extra
         )
     return _HELD[key]
 

@@ -33,7 +33,8 @@ _HELD: dict[Path, list[dict]] = {}  # the records run_all saved in this process,
 
 def _records(profile: str, what: str) -> list[dict]:
     name = f"{profile}/theory_{what}"
-    return _HELD.get(run_dir(name, create=False)) or load_run(name)[1]
+    held = _HELD.get(d := run_dir(name, create=False))
+    return held if held and d.exists() else load_run(name)[1]
 
 
 def run_all(
