@@ -1,18 +1,8 @@
 """The public API: AceMAD and the baselines on your own questions, with your endpoint or the synthetic population
-(docs/own-questions.md, section 1).
-
-    from acemad_utils import make_question, run
-    q = make_question("Which is heavier, a kilo of iron or a kilo of feathers?", ["iron", "feathers", "same"],
-                      answer="C")
-    results = run([q], methods=["acemad", "majority"], synthetic=True, out="acemad_runs")
-    results[0].answer, results[0].correct, results[0].weights[-1], results.run_dir
-
-`synthetic=True` is a mechanism model, never evidence about an LLM; else `model=`/`base_url=` (or MODEL,
-OPENAI_BASE_URL) and always OPENAI_API_KEY from the environment, never an argument that could reach a log. Runs go
-through the notebooks' runner (experiments.runner.run_and_load): its cache, retries, MAX_USD cap, failed records
-and resume. A run is `<out>/runs/<name>/<model slug>-<12 hex of the questions' data_hash>`: a changed question
-is a new run (unchanged calls are cache hits), the same questions resume.
-"""
+(docs/own-questions.md, section 1; README's example). `synthetic=True` is a mechanism model, never evidence; else
+`model=`/`base_url=` (or MODEL, OPENAI_BASE_URL) and OPENAI_API_KEY from the environment, never an argument that could
+reach a log. Runs go through the notebooks' runner (cache, retries, MAX_USD, failed records, resume) into
+`<out>/runs/<name>/<model slug>-<12 hex of the questions' data_hash>`: a changed question is a new run."""
 
 from __future__ import annotations
 
@@ -58,8 +48,7 @@ QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapp
 
 
 def check_url(url: Optional[str], what: str, *, recorded: bool = False) -> Optional[str]:
-    """None (the environment's endpoint) or an http(s) URL with a host; `recorded` (a role's URL, written to
-    meta.json): no credentials or query either."""
+    """None or an http(s) URL with a host; `recorded` (a role's URL, in meta.json): no credentials or query."""
     if url in ("", None):
         return None
     try:
@@ -82,8 +71,7 @@ def check_model(model: Any, what: str = "model") -> None:
 
 
 def parse_roles(roles: Roles) -> dict[str, tuple[str, Optional[str]]]:
-    """{role: (model, URL or None)} from {role: "NAME", "NAME@URL" or (NAME, URL)}, checked as `model=` and
-    `base_url=` are."""
+    """{role: (model, URL or None)} from {role: "NAME", "NAME@URL" or (NAME, URL)}, checked as model= and base_url=."""
     out = {}
     for role, value in (roles or {}).items():
         if role not in ROLES:
@@ -104,9 +92,8 @@ def _spec(base, role: Optional[tuple]):
 
 @dataclass(frozen=True)
 class Result:
-    """One method on one question. Per round (outer list) and agent (inner list): `p` and `q` map each option
-    label to a probability, `scores`/`weights` are AceMAD's (None elsewhere). A Single Agent result holds its runs
-    as one round and `correct` is their mean. `record` is the transcript record this was read from."""
+    """One method on one question; per round and agent `p`, `q` (label -> probability), AceMAD's `scores`/`weights`
+    (None elsewhere); a Single Agent's runs are one round and `correct` their mean; `record` the transcript's."""
 
     question_id: str
     method: str
@@ -137,7 +124,7 @@ class Result:
 
 
 class Results(list):
-    """The Results of one run (methods as given, then questions as given), with where they are on disk."""
+    """The Results of one run (methods, then questions, as given) and where they are on disk."""
 
     def __init__(self, items: Sequence[Result], *, run_dir: Path, name: str, meta: dict):
         super().__init__(items)
@@ -148,25 +135,24 @@ class Results(list):
         return [r.record for r in self]
 
     def table(self) -> pd.DataFrame:
-        """accuracy_table, then the premise check and the gain split's controls (report.premise.table_rows)."""
+        """accuracy_table, then the premise check and the gain split's controls."""
         table = accuracy_table(self.records)
         if table.empty:
             return table
         return pd.concat([table, PR.table_rows(self.records, self.meta)], ignore_index=True).fillna("")
 
     def premise(self) -> pd.DataFrame:
-        """report.premise.premise: does the top-scoring agent know more than a random one?"""
+        """Does the top-scoring agent know more than a random one? (report.premise)"""
         return PR.premise(self.records)
 
     def split(self) -> pd.DataFrame:
-        """report.premise.split: AceMAD paired against its controls re-decided and every other method run."""
+        """AceMAD paired against its controls re-decided and every other method run (report.premise)."""
         others = [m for m in dict.fromkeys(r.method for r in self) if not m.startswith("AceMAD")]
         return PR.split(self.records, meta=self.meta, others=others)
 
 
 def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:
-    """Accuracy per method with n and 95% CIs, then AceMAD's paired gain (CI, p, n) over each other method; only
-    questions with a gold answer count (an empty frame when none has one)."""
+    """Accuracy per method (n, 95% CI), then AceMAD's paired gain over each other method; gold answers only."""
     scored = [r for r in records if r.get("status", "ok") != "ok" or r["final"].get("correct") is not None]
     if not any(r["final"].get("correct") is not None for r in scored):
         return pd.DataFrame()
@@ -187,9 +173,8 @@ def _whole(what: str, v: Any, hi: int) -> None:
 
 
 def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, roles: Roles = None):
-    """One checked DebateConfig per method name (a DebateConfig given is kept). eta is AceMAD's only (the baselines
-    keep the notebooks' configs and cache scopes); roles put AceMAD's Generalists and Skeptics on their own models,
-    named in its label."""
+    """One checked DebateConfig per method name (a DebateConfig given is kept); eta is AceMAD's only (the baselines
+    keep the notebooks' cache scopes); roles put AceMAD's Generalists and Skeptics on their own models."""
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     if not methods or any(m not in METHODS and not isinstance(m, DebateConfig) for m in methods):
@@ -201,7 +186,7 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
     parsed = parse_roles(roles)
     out = []
     for m in dict.fromkeys(methods):
-        if isinstance(m, DebateConfig):  # a config as given (the command's challenging-subset selection)
+        if isinstance(m, DebateConfig):  # the command's challenging-subset selection
             out.append(m)
             continue
         kw: dict = dict(method=m, n_agents=agents, rounds=rounds, seed=seed)
@@ -215,13 +200,6 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
                 kw["name"] = f"{DebateConfig(**kw).label[:-1]}; {who})"
         out.append(DebateConfig(**kw))
     return out
-
-
-def _checked(questions: QuestionsLike, methods, workers: int, **kw) -> tuple[list[Question], list[DebateConfig]]:
-    """(the questions, the configs) of run and estimate, every argument checked before anything runs."""
-    qs, cfgs = as_questions(questions), configs(methods, **kw)
-    _whole("workers", workers, MAX_WORKERS)
-    return qs, cfgs
 
 
 def as_questions(questions: QuestionsLike) -> list[Question]:
@@ -244,9 +222,8 @@ def as_questions(questions: QuestionsLike) -> list[Question]:
 
 def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str], seed: int, workers: int,
                roles: Roles = None):  # fmt: skip
-    """(the Population, its run's model slug, `_roles-<8 hex>` added when a role has its own model). Every role's
-    endpoint is checked here, before any question runs; a synthetic population takes role models by name only
-    (each named model its own synthetic traps, as notebook 04's "Different LLMs")."""
+    """(the Population, its run's model slug + `_roles-<8 hex>` when a role has its own model); every endpoint is
+    checked before any question runs; a synthetic population takes role models by name (their own traps)."""
     parsed = parse_roles(roles)
     blob = json.dumps(sorted(parsed.items()), separators=(",", ":"))
     suffix = f"_roles-{hashlib.sha256(blob.encode()).hexdigest()[:8]}" if parsed else ""
@@ -277,7 +254,8 @@ def run(
 ) -> Results:  # fmt: skip
     """Run `methods` on `questions` (records streamed to `out`/runs/<name>/..., resumable); viewer=True also writes
     the run's debate viewer page. roles: {"skeptic": "NAME" or "NAME@URL", ...} (ROLES)."""
-    qs, cfgs = _checked(questions, methods, workers, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
+    qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
+    _whole("workers", workers, MAX_WORKERS)
     safe_segment(name, "run name")
     with outputs_root(out):
         pop, slug = population(synthetic=synthetic, model=model, base_url=base_url, seed=seed, workers=workers,
@@ -297,11 +275,11 @@ def estimate(
     rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, workers: int = 8, roles: Roles = None,
 ) -> RunEstimate:  # fmt: skip
     """What `run` with these arguments will send, before anything is sent (no network, no key): calls, tokens,
-    dollars (None when unpriced) and wall time (cost.estimate.estimate_run; `.line()`). An upper bound: cached
-    replies are not paid again."""
+    dollars (None when unpriced) and wall time (`.line()`); at most, as cached replies are not paid again."""
     from acemad_utils.cost.estimate import estimate_run  # the replay machinery only when asked
 
-    qs, cfgs = _checked(questions, methods, workers, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
+    qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
+    _whole("workers", workers, MAX_WORKERS)
     moderator = _spec(NAIVE_AGENT, parse_roles(roles).get("moderator"))
     main = model or os.environ.get("MODEL") or env("ACEMAD_MODEL") or DEFAULT_MODEL  # the client's default
     return estimate_run(qs, cfgs, main, moderator=moderator, workers=workers, seed=seed)

@@ -3,13 +3,9 @@
     python -m acemad_utils run my.jsonl --methods acemad,decentralized,majority --synthetic [--challenging]
     python -m acemad_utils run my.csv --methods acemad,single --model gpt-4o-mini --base-url https://.../v1
     python -m acemad_utils run arc.parquet --question-col question --choices-col choices --answer-col answerKey
-    python -m acemad_utils run my.jsonl --model gpt-4o-mini --role-model skeptic=llama-3-8b@http://127.0.0.1:8000/v1
 
-The whole file is checked before any call (a bad row: one line, exit 2); with an endpoint the calls, dollars and
-wall time are printed first, and above CONFIRM_USD / CONFIRM_CALLS it asks (--yes). Under --out: transcripts, the
-table (accuracy with CIs, paired gains, the premise check and the gain split), the viewer page. --challenging keeps
-the questions the naive single agent gets right in < 40% of 5 runs. Over half the commitments unparsed: exit 1.
-"""
+The whole file is checked before any call (a bad row: one line, exit 2); with an endpoint the estimate is printed
+first and above CONFIRM_USD / CONFIRM_CALLS it asks (--yes). Over half the commitments unparsed: exit 1."""
 
 from __future__ import annotations
 
@@ -88,7 +84,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def roles(args) -> dict[str, str]:
-    """--role-model ROLE=NAME[@URL] options as api.run's roles (checked there)."""
     out = {}
     for item in args.role_model:
         role, sep, value = item.partition("=")
@@ -102,7 +97,6 @@ def roles(args) -> dict[str, str]:
 
 
 def questions(args) -> list[Question]:
-    """The file's questions: by the named columns when any --*-col is given, else the own-questions format."""
     if not any((args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)):
         return read_questions(args.questions)
     if not args.choices_col:
@@ -116,7 +110,6 @@ def questions(args) -> list[Question]:
 
 
 def confirm(line: str, args, est) -> None:
-    """Print the estimate; above CONFIRM_USD / CONFIRM_CALLS ask unless --yes (a stdin that cannot answer refuses)."""
     print(line, flush=True)
     if args.yes or (est.calls <= CONFIRM_CALLS and (est.usd is None or est.usd <= CONFIRM_USD)):
         return
@@ -129,8 +122,7 @@ def confirm(line: str, args, est) -> None:
 
 
 def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -> list[Question]:
-    """The questions whose naive single agent (5 runs, T=0.7) is right in fewer than THRESHOLD of its runs (the
-    subset rule, run under --out)."""
+    """The questions whose naive single agent is right in fewer than THRESHOLD of its 5 runs (the subset rule)."""
     missing = [q.id for q in qs if q.answer is None]
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
@@ -144,7 +136,7 @@ def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -
 
 
 def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path], str]:
-    """(tables/<run name>.md and .csv under --out, None when nothing is scored; the text shown)."""
+    """(tables/<run name>.md, also as .csv; None when nothing is scored), the text shown."""
     table = results.table()
     if table.empty:
         return None, "no question has an answer: no accuracy table (the debates are in the transcripts)"

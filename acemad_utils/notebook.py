@@ -63,24 +63,19 @@ def tables_once() -> None:
     shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, readable.html)
 
 
-def _named(notebook: str, named: dict[str, Any]) -> dict[str, Any]:
-    """named, checked to be exactly the notebook's Setup parameters (none left to a silent default)."""
+def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
+    """(Setup from the notebook's parameters, its source label), after printing what it runs on; `named` must be
+    exactly the notebook's Setup parameters (none left to a silent default)."""
     if notebook not in params.NOTEBOOKS:
         raise ValueError(f"start({notebook!r}, ...): no such notebook; notebooks: {list(params.NOTEBOOKS)}")
     wanted = [n for n in params.names(notebook) if n in SETUP_PARAMS]
-    missing = [n for n in wanted if n not in named]
-    extra = sorted(set(named) - set(wanted))
+    missing, extra = [n for n in wanted if n not in named], sorted(set(named) - set(wanted))
     if missing or extra:
         raise ValueError(
             f"start({notebook!r}, ...) takes exactly the notebook's Setup parameters {wanted}: "
             + "; ".join([*([f"pass {missing}"] * bool(missing)), *([f"{extra} are not among them"] * bool(extra))])
         )
-    return named
-
-
-def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
-    """(Setup from the notebook's parameters, its source label), after printing what it runs on."""
     tables_once()
-    setup = Setup.from_params(_named(notebook, named))
+    setup = Setup.from_params(named)
     print(setup.describe())
     return setup, figures.source_label(setup.synthetic, setup.model)

@@ -1,14 +1,8 @@
 """The pilot: a few dollars on your model before the full run, to learn whether AceMAD's premise holds there and
-how many questions (and dollars) the full run needs (docs/own-model.md).
-
-    make pilot PROFILE=paper                          # = python -m acemad_utils pilot --profile paper [--dry-run]
-    python -m acemad_utils pilot my.jsonl --model gpt-4o-mini [--base-url URL]   # a question file
-
-AceMAD (T=3) and self-consistency (the compute-matched baseline) on k questions per benchmark of the profile's
-challenging subsets (not built yet: a seeded sample of input items screened by the subset rule) or of a file; k
-is the most the budget (--usd, or a lower MAX_USD, also the run's cap) buys at cost.estimate.replay's prices;
-unpriced, no start. The configs, questions and response cache are the full run's own: nothing is paid twice.
-"""
+how many questions (and dollars) the full run needs (docs/own-model.md). AceMAD (T=3) and self-consistency on k
+questions per benchmark of the profile's challenging subsets (or of input items screened by the subset rule) or of
+a file; k is the most the budget buys at the estimate's prices. The configs, questions and response cache are the
+full run's own: nothing is paid twice."""
 
 from __future__ import annotations
 
@@ -54,61 +48,40 @@ def pilot_configs(P: dict) -> list[DebateConfig]:
     return main.select("acemad", rounds=ROUNDS) + main["matched"]
 
 
-def pricer(stages: list, items: dict, P: dict, terms: dict) -> Callable[[list], tuple[Optional[float], float]]:
-    """(USD or None when unpriced, calls) of `counts` questions per stage: the stages replayed once on the sample
-    items (one modelled cache, in order), then scaled; each stage runs on one benchmark."""
-    free = P.get("BACKEND") == "local"
-    units = [(dollars(per["by"], terms, free), sum(v[0] for v in per["by"].values()))
-             for _, _, per in replay(stages, items, P)]  # fmt: skip
-
-    def cost_at(counts: list) -> tuple[Optional[float], float]:
-        usd = None if any(u is None for u, _ in units) else sum(u * n for (u, _), n in zip(units, counts))
-        return usd, sum(c * n for (_, c), n in zip(units, counts))
-
-    return cost_at
-
-
-def choose(cost_at: Callable, usd: float, k: Optional[int], what: Callable, model: str, how: str) -> tuple[int, float]:
-    """(k, budget): the given k, else the most questions per benchmark the budget buys; printed with its price
-    before any call, and refused when unpriced or over budget."""
+def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], usd: float, k: Optional[int],
+           what: Callable, how: str) -> tuple[int, float, Callable]:  # fmt: skip
+    """(k, budget, USD of a list of questions per stage): each (configs, sample questions) replayed once, scaled; k
+    given or the most the budget buys, printed with its price before any call and refused when unpriced or over."""
+    store: dict = {}  # one modelled cache, in order: what a stage shares with an earlier one is paid once
+    by = [replay(cfgs, qs, P, store=store)["by"] for cfgs, qs in stages]
+    units = [(dollars(b, terms, P.get("BACKEND") == "local"), sum(v[0] for v in b.values())) for b in by]
+    usd_of = lambda ns: None if any(u is None for u, _ in units) else sum(u * n for (u, _), n in zip(units, ns))
     cap = parse_max_usd(env(ENV_MAX) or None)
     budget = usd if cap is None else min(usd, cap)  # --usd, or MAX_USD when that is lower
     if k is None:
-        k = next((kk for kk in range(MAX_K, MIN_K, -1) if (cost_at(kk)[0] or 0.0) <= budget), MIN_K)
-    cost, calls = cost_at(k)
+        k = next((kk for kk in range(MAX_K, MIN_K, -1) if (usd_of(counts(kk)) or 0.0) <= budget), MIN_K)
+    cost, calls = usd_of(counts(k)), sum(c * n for (_, c), n in zip(units, counts(k)))
     print(f"{what(k)}; estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; none made yet), budget ${budget:.2f}")
     if cost is None:
-        raise ValueError(f"no estimate can be shown: {model!r} has no price, so the pilot will not start; to price it, "
-                         f"{how}")  # fmt: skip
+        raise ValueError(f"no estimate can be shown: {P.get('MODEL')!r} has no price, so the pilot will not start; "
+                         f"to price it, {how}")  # fmt: skip
     if cost > budget:
         raise ValueError(f"a pilot of {k} questions per benchmark costs about ${cost:.2f}, over the ${budget:.2f} "
                          "budget")  # fmt: skip
-    return k, budget
-
-
-def capped(budget: float):
-    """The pilot's budget as the run's MAX_USD: the client enforces it per call."""
-    return mock.patch.dict(os.environ, {ENV_MAX: str(budget)})
-
-
-def observed(records: Sequence[dict], configs: Sequence[DebateConfig]) -> dict:
-    """AceMAD's and self-consistency's accuracy on the questions both answered, the paired gain, discordance and
-    correctness correlation (report.power), n paired."""
-    by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
-    ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
-    a, b = (np.array([bool(x[q]) for q in ids]) for x in by)
-    if not ids:
-        return {"n": 0}
-    d, psi = PW.observed(a, b)
-    return {"n": len(ids), "acemad": a.mean(), "matched": b.mean(), "effect": d, "discordance": psi,
-            "rho": PW.correlation(a, b)}  # fmt: skip
+    return k, budget, usd_of
 
 
 def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
-    """The premise check, parse failures, the gain split, the observed pair and a STOP line when the premise fails
-    or cannot be seen (no gain could come from who scores well); and the observed numbers."""
+    """The premise check, parse failures, the gain split, the observed pair (accuracies, gain, discordance, rho; n
+    paired) and a STOP line when the premise fails or cannot be seen; and the observed numbers."""
     table = PR.premise(records)
-    obs = observed(records, configs)
+    by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
+    ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
+    a, b = (np.array([bool(x[q]) for q in ids]) for x in by)  # AceMAD, self-consistency: paired correctness
+    obs: dict = {"n": len(ids)}
+    if ids:
+        obs |= dict(zip(("effect", "discordance"), PW.observed(a, b)), acemad=a.mean(), matched=b.mean(),
+                    rho=PW.correlation(a, b))  # fmt: skip
     lines = ["premise check (report/premise.py):"]
     if not table.empty:
         lines.append(table.round(3).to_string(index=False))
@@ -169,21 +142,20 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
             "(make reproduce ARGS='--only 01_subset_construction'), or set SUBSET_MODEL='' to screen with MODEL"
         )
     screened = lambda b, kk: min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
-    stages = [registry.Run("subsets", {"single": [subset_config(seed=seed)]}, on="input", benchmarks=[b]) for b in todo]
-    stages += [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in benches]
-    price = pricer(stages, sample_items(benches, 2, P.get("SOURCE", "benchmarks"))[0], P, terms)
-    cost_at = lambda kk: price(
+    items = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))[0]
+    stages = [([subset_config(seed=seed)], items[b]) for b in todo] + [(cfgs, items[b]) for b in benches]
+    per_stage = lambda kk: (
         [screened(b, kk) for b in todo] + [kk if b in todo else min(kk, counts[b][1], n_max or kk) for b in benches]
     )
     where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
-    pair = " and ".join(c.label for c in cfgs)
-    what = lambda kk: f"pilot of profile {name!r}: {pair} on {kk} questions per benchmark of {where}"
-    kk, budget = choose(cost_at, usd, k, what, P.get("MODEL") or "", HOW_TO_PRICE.format(model=P.get("MODEL")))
+    what = lambda kk: (f"pilot of profile {name!r}: {' and '.join(c.label for c in cfgs)} on {kk} questions per "
+                       f"benchmark of {where}")  # fmt: skip
+    kk, budget, _ = choose(stages, P, terms, per_stage, usd, k, what, HOW_TO_PRICE.format(model=P.get("MODEL")))
     if dry_run:
         return 0
     S = Setup.from_params(P)
     try:
-        with capped(budget):
+        with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):  # the budget as the run's MAX_USD, per call
             sample = []
             for b in S.benchmarks:
                 if b not in todo:  # the full run's own questions (its first N_MAX), a seeded sample of them
@@ -217,28 +189,25 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     cfgs = api.configs(["acemad", "self_consistency"], seed=args.seed)  # what `run FILE` makes: same scopes
     pools = {b: shuffled([q for q in qs if q.benchmark == b], args.seed) for b in sorted({q.benchmark for q in qs})}
     P = {"MODEL": args.model, "BASE_URL": args.base_url or "", "SEED": args.seed, "BACKEND": "openai"}
-    stages = [registry.Run("pilot", {"pilot": cfgs}, benchmarks=[b]) for b in pools]
-    price = pricer(stages, {b: p[:2] for b, p in pools.items()}, P, {})
-    cost_at = lambda kk: price([min(kk, len(p)) for p in pools.values()])
-    pair = " and ".join(c.label for c in cfgs)
-    what = lambda kk: (f"pilot of {path.name}: {pair} on {sum(min(kk, len(p)) for p in pools.values())} of its "
+    stages = [(cfgs, p[:2]) for p in pools.values()]
+    per_stage = lambda kk: [min(kk, len(p)) for p in pools.values()]
+    what = lambda kk: (f"pilot of {path.name}: {' and '.join(c.label for c in cfgs)} on {sum(per_stage(kk))} of its "
                        f"{len(qs)} answered questions ({kk} per benchmark, {len(pools)} benchmark(s))")  # fmt: skip
     how = (f'set {ENV_MODELS}=\'{{"{args.model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
            '(or {"free": true} for a server that sends you no bill)')  # fmt: skip
-    kk, budget = choose(cost_at, usd, k, what, args.model, how)
+    kk, budget, usd_of = choose(stages, P, {}, per_stage, usd, k, what, how)
     if dry_run:
         return 0
     out = Path(args.out).expanduser().resolve()
-    with capped(budget):
-        res = api.run(
-            [q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
-            base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers, progress=True,
-        )  # fmt: skip
+    with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):
+        res = api.run([q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
+                      base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers,
+                      progress=True)  # fmt: skip
     text, obs = report(res.records, cfgs, False)
     parts = [text]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
-        per = (price([len(p) for p in pools.values()])[0] or 0) / len(qs)  # every question of the file
+        per = (usd_of([len(p) for p in pools.values()]) or 0) / len(qs)  # every question of the file
         pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
         parts.append(f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
                      f"questions would cost about ${per * n:,.2f} for these two methods")  # fmt: skip

@@ -24,7 +24,7 @@ library's own counters and transcripts carry modelled token counts.
 Token model (acemad_utils/agents/tokenmodel.py, calibrated once against the real local model, see bench/history.py):
     tokens(text)            = ceil(len(text) / CHARS_PER_TOKEN)
     prompt_tokens(messages) = sum over messages of tokens(content) + MSG_OVERHEAD, + PRIME
-Replies: acemad_utils.cost.endpoint.debate_reply, the same model `make estimate` replays in process.
+Replies: acemad_utils.cost.estimate.debate_reply, the same model `make estimate` replays in process.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def local_gguf(skipped: str) -> Optional[str]:
 # acemad_utils/agents/tokenmodel.py (calibration notes there) and acemad_utils/cost/estimate.py.
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN, MSG_OVERHEAD, PRIME, prompt_tokens, tokens  # noqa: E402,F401
 from acemad_utils.agents.tokenmodel import describe as token_model  # noqa: E402,F401
-from acemad_utils.cost.endpoint import FILLER, argument_text, debate_reply  # noqa: E402,F401
+from acemad_utils.cost.estimate import FILLER, argument_text, debate_reply  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- machine

@@ -11,7 +11,7 @@ B. Fake endpoint (bench/_common.py, fixed-length replies, modelled tokens): call
 C. The real local model (SmolLM2-135M-Instruct via acemad_utils.agents.local_server.serve(), the demo set),
    AceMAD N=3, T=2, both modes, each on its own cold cache in a temp dir (every call is a real call):
    calls, tokens, seconds, accuracy with a 95% bootstrap CI (stats.bootstrap_ci), the paired difference
-   with its CI (stats.paired_bootstrap_diff) and a paired test (tables.paired_test: exact McNemar).
+   with its CI (stats.bootstrap_ci of the differences) and a paired test (tables.paired_test: exact McNemar).
 
     python bench/calls.py                   # A + B + C on the 24 demo questions (about 13 min on 2 idle cores)
     python bench/calls.py --quick           # A + B small, C on 2 questions
@@ -40,7 +40,7 @@ from acemad_utils.experiments import (
     runner,
 )
 from acemad_utils.protocol.config import DebateConfig  # noqa: E402
-from acemad_utils.report.stats import bootstrap_ci, paired_bootstrap_diff  # noqa: E402
+from acemad_utils.report.stats import bootstrap_ci  # noqa: E402
 from acemad_utils.report.tables import paired_test  # noqa: E402
 
 
@@ -209,7 +209,7 @@ def part_c(a) -> None:
     ids2 = [r["question_id"] for r in two["recs"]]
     ids1 = [r["question_id"] for r in one["recs"]]
     assert ids1 == ids2, "both modes must cover the same questions in the same order"
-    d, dlo, dhi = paired_bootstrap_diff(one["correct"], two["correct"])
+    d, dlo, dhi = bootstrap_ci(np.asarray(one["correct"], dtype=float) - np.asarray(two["correct"], dtype=float))
     p = paired_test(one["correct"], two["correct"])
     a2 = bootstrap_ci(two["correct"])
     inside = dlo <= 0 <= dhi

@@ -7,17 +7,15 @@ measured with an injected latency L per call (default 0.2 s): "alone" is one que
 protocol's critical path: agents of a round run concurrently), "in a run" is the throughput-bound cost
 when F calls are in flight (calls x L / F; bench/throughput.py shows the library reaches >= 80% of it).
 
-Part 2 (price): the `paper` profile end to end, priced three ways from ONE replay (acemad_utils.cost.estimate, the
+Part 2 (price): the `paper` profile end to end, priced two ways from ONE replay (acemad_utils.cost.estimate, the
 same code as `make estimate PROFILE=paper`, so the two cannot drift): every notebook's configs as
 profiles/paper.yaml runs them, with one shared response cache as `make reproduce` shares
 outputs/cache/llm.sqlite, on a few real items per benchmark (ACEMAD_DATA_DIR, or ../shared/benchmarks;
 the demo set when neither exists), scaled by the item counts (subset construction on the full test sets,
 experiments on the challenging subsets inferred from the paper's Table 2):
   sync            every call at the synchronous price (input $0.15/M, output $0.60/M for gpt-4o-mini);
-  sync + cache    the share of prompt tokens that repeats an earlier call's prefix on the same question and
-                  that OpenAI's prompt cache could serve (>= 1024 tokens, 128-token steps) billed at the
-                  cached-input rate ($0.075/M): an upper bound, the cache is best effort;
   batch           every call through the Batch API (50% off), no prompt-cache discount assumed.
+The share OpenAI's prompt cache could serve (at the cached-input rate): bench/prefix.py.
 Prices: acemad_utils/agents/prices.py (source and date per entry).
 
     python bench/cost.py                  # both parts, arguments of 300 / 600 / 1760 chars (about 3 min)
@@ -55,7 +53,7 @@ PRICE_IN, PRICE_OUT = PRICE.input, PRICE.output
 
 def nb03() -> list[DebateConfig]:
     """Notebook 03's baselines and AceMAD rows as the paper profile runs them (the registry; control left out)."""
-    [run] = R.notebook_runs("03_main_results", "paper")
+    [run] = R.runs("03_main_results", C.notebook_params("paper", only=["03_main_results"])[1]["03_main_results"])
     return run["baselines"] + run["acemad"]
 
 
@@ -149,21 +147,18 @@ def part2(a) -> None:
         cap = " = every argument at max_tokens 400, an upper bound" if arg >= 1760 else ""
         print(f"\n-- arguments of {arg} chars (~{arg / CHARS_PER_TOKEN:.0f} tokens{cap}) --")
         t0 = time.perf_counter()
-        est = C.estimate_profile(
-            "paper", overrides, per_benchmark=a.per_benchmark, arg_chars=arg, data_dir=data_dir, prefix=True
-        )
+        est = C.estimate_profile("paper", overrides, per_benchmark=a.per_benchmark, arg_chars=arg, data_dir=data_dir)
         print("\n".join(est.notes))
         print(
-            f"{'notebook':<24} {'model':<14} {'calls sent':>11} {'input Mtok':>10} {'cacheable':>9} "
-            f"{'output Mtok':>11} {'sync $':>9} {'+cache $':>9} {'batch $':>9}"
+            f"{'notebook':<24} {'model':<14} {'calls sent':>11} {'input Mtok':>10} "
+            f"{'output Mtok':>11} {'sync $':>9} {'batch $':>9}"
         )
         for r in est.rows + [est.total(paid_only=True)]:
             if r.free or r.usd is None:
                 continue
             print(
                 f"{r.notebook:<24} {r.model[:14]:<14} {r.calls:>11,.0f} {r.prompt_tokens / 1e6:>10.1f} "
-                f"{100 * r.cached_tokens / max(r.prompt_tokens, 1):>8.0f}% {r.completion_tokens / 1e6:>11.2f} "
-                f"{r.usd:>9.2f} {r.usd_cached:>9.2f} {r.usd_batch:>9.2f}"
+                f"{r.completion_tokens / 1e6:>11.2f} {r.usd:>9.2f} {r.usd_batch:>9.2f}"
             )
         t = est.total(paid_only=True)
         print(

@@ -71,19 +71,16 @@ def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_netw
 
 
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
-    """Notebook 03's configs on 3 demo questions: the replay's paid calls == the requests a real run sends
-    to an endpoint through the real cache (same dedup of identical scoped calls)."""
+    """Notebook 03's configs on 3 demo questions: the replay's paid calls == a real run's requests (cache dedup)."""
     qs = load_demo()[:3]
     P_ = {"SEED": 0, "ETA": 2.0, "ROUNDS": [2, 3], "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
-    stages = R.runs("03_main_results", P_)
-    stages[0].benchmarks = ["demo"]
-    [(_, _, per)] = C.replay(stages, {"demo": qs}, P_)
+    [stage] = R.runs("03_main_results", P_)
+    per = C.replay(stage.configs, qs, P_)
     [(nc, pt, ct)] = per["by"].values()
-    srv = fake_server
     kw = dict(api_key="sk-fake", cache=str(tmp_root / "c.sqlite"), kind="openai", max_concurrency=8)
-    pop = LLMPopulation(model="gpt-4o-mini", base_url=srv.url, **kw)
-    run_experiment("est", qs, stages[0].configs, pop, workers=2, progress=False)
-    assert srv.count == round(nc * len(qs))
+    pop = LLMPopulation(model="gpt-4o-mini", base_url=fake_server.url, **kw)
+    run_experiment("est", qs, stage.configs, pop, workers=2, progress=False)
+    assert fake_server.count == round(nc * len(qs))
     assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
 
 
@@ -201,8 +198,8 @@ class _Ran(Exception):
 
 
 def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
-    """Notebook nb's code cells run with parameters P_ and a stub Setup: each run asked for is captured as (name,
-    config hashes, n_max or the full-test-set cap, model, benchmarks); a run stops its cell, later cells still run."""
+    """Notebook nb's code cells with parameters P_ and a stub Setup: each run asked for as (name, config hashes, cap,
+    model, benchmarks); a run stops its cell, later cells still run."""
     import nbformat
 
     from acemad_utils import notebook

@@ -1,7 +1,5 @@
-"""The inspect_ai solvers under an eval as researchers run it: more samples at once than any default thread pool,
-the agents of a round at once, model roles on a second endpoint, one transcript span per call, inspect's cache,
-the paired re-decisions scorer, samples that cannot be debated, replies that never parse, and the command line
-through the package's entry point on a task file that never imports acemad."""
+"""The inspect_ai solvers under an eval as researchers run it: concurrency, model roles, spans, inspect's cache, the
+paired re-decisions scorer, failing samples, and the command line through the package's entry point."""
 
 from __future__ import annotations
 
@@ -33,9 +31,8 @@ pytestmark = pytest.mark.slow  # each test runs an eval: seconds to a minute on 
 
 
 class Gate:
-    """A FakeOpenAI script that holds every request until `n` requests have arrived (at most `wait` s), then
-    answers all with `plan`: the first n requests are answered only if they were in flight together, so the
-    server's max_in_flight reaches n only when the client overlapped n calls (no timing assumption)."""
+    """Holds every request until `n` have arrived (at most `wait` s), then answers with `plan`: the server's
+    max_in_flight reaches n only when the client overlapped n calls (no timing assumption)."""
 
     def __init__(self, plan, n: int, wait: float = 60.0):
         self.plan, self.n, self.wait, self.arrived = plan, n, wait, 0
@@ -83,10 +80,8 @@ def test_more_samples_than_threads_finish_with_calls_overlapping(tmp_path):
 
 def test_the_agents_of_a_round_call_at_once(tmp_path):
     with FakeOpenAI(Gate(FaultInjector(rate=0.0), 5)) as srv:
-        log = run_eval(Task(dataset=samples(1), solver=acemad(rounds=1, agents=5), scorer=choice()), tmp_path,
-                       model_base_url=srv.url)  # fmt: skip
-        assert srv.max_in_flight == 5
-    assert log.status == "success"
+        task = Task(dataset=samples(1), solver=acemad(rounds=1, agents=5), scorer=choice())
+        assert run_eval(task, tmp_path, model_base_url=srv.url).status == "success" and srv.max_in_flight == 5
 
 
 def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, monkeypatch):
@@ -150,9 +145,7 @@ def test_replies_that_never_parse_fail_the_eval_with_one_line(tmp_path):
     with FakeOpenAI(FaultInjector(rate=0.0), mode="unparseable") as srv:
         log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
                        model_base_url=srv.url)  # fmt: skip
-    assert log.status == "error"
-    message = log.error.message
-    assert "did not parse" in message and "\n" not in message.strip()
+    assert log.status == "error" and "did not parse" in log.error.message and "\n" not in log.error.message.strip()
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -1,7 +1,5 @@
-"""Your own questions (docs/own-questions.md): the API example run verbatim (synthetic and the fake endpoint), the
-`run` command on JSONL and CSV files (with and without answers, hostile rows, odd files, a changed file), per-role
-models, the estimate before a run spends, any dataset by its columns (JSONL, CSV, Parquet in the published shapes).
-Every problem is one line naming the file and the row. Everything runs in a temporary working directory."""
+"""Your own questions (docs/own-questions.md): the API example verbatim, the `run` command on question files, per-role
+models, the estimate before a run spends, any dataset by its columns. Every problem is one line naming file and row."""
 
 from __future__ import annotations
 
@@ -34,14 +32,12 @@ FAKE_KEY = "sk-fake-own-questions"
 
 
 def doc_blocks(section: str) -> list[str]:
-    """The fenced code blocks of one '## ' section of docs/own-questions.md, in order."""
     text = DOC.read_text(encoding="utf-8")
     body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```[a-z]*\n(.*?)```", body, flags=re.S)
 
 
 def api_example(endpoint: bool) -> str:
-    """The API example verbatim; with `endpoint`, its run line replaced by the docs' endpoint line (verbatim)."""
     example, run_line = doc_blocks("1. Python API")[:2]
     assert len(example.strip().splitlines()) <= 10, "the README example must stay within 10 lines"
     if not endpoint:
@@ -125,6 +121,8 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     capsys.readouterr()
     assert main(["run", str(_write(elsewhere / "open.jsonl", [ROWS[2]])), "--synthetic", "--methods", "acemad"]) == 0
     assert "no question has an answer" in capsys.readouterr().out
+    (elsewhere / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + src.read_bytes())  # a BOM, as CSV files may have
+    assert read_questions(elsewhere / "bom.jsonl") == read_questions(src)
 
 
 BAD = [
@@ -173,13 +171,6 @@ def test_odd_files_stop_in_one_line(elsewhere, monkeypatch, capsys, case):
     assert len(err.splitlines()) == 1 and f"{path}" in err and says in err, err
 
 
-def test_a_bom_is_read_as_csv_files_may_have_one(tmp_path):
-    good = b'{"question": "2+2?", "options": ["3", "4"], "answer": "B"}\n'
-    (tmp_path / "plain.jsonl").write_bytes(good)
-    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + good)
-    assert own.read_questions(tmp_path / "bom.jsonl") == own.read_questions(tmp_path / "plain.jsonl")
-
-
 def test_changed_question_is_a_new_question(elsewhere, capsys):
     src = _write(elsewhere / "q.jsonl", ROWS)
     assert main(["run", str(src), "--synthetic", "--methods", "majority"]) == 0
@@ -193,17 +184,18 @@ def test_changed_question_is_a_new_question(elsewhere, capsys):
     assert sorted(map(tuple, texts)) == [("A", "W"), ("S", "C")]
 
 
-def test_content_ids_and_checks(elsewhere):
+def test_content_ids_and_api_checks(elsewhere):
     a = make_question("2+2?", ["3", "4"], answer="4")
     assert a.answer == "B" and a.id == make_question("2+2?", ["3", "4"]).id != make_question("2+3?", ["3", "4"]).id
-    with pytest.raises(ValueError, match="model="):
-        api.run(a, synthetic=False, model="gpt 4\n", base_url="http://127.0.0.1:9/v1", out="unused")
-    with pytest.raises(ValueError, match="base_url"):
-        api.run(a, model="m", base_url="file:///etc/passwd", out="unused")
-    with pytest.raises(ValueError, match="rounds"):
-        api.run(a, synthetic=True, rounds=0, out="unused")
-    with pytest.raises(ValueError, match="role URL"):
-        api.run(a, synthetic=True, roles={"skeptic": "b@http://127.0.0.1:9/v1"})
+    for kw, says in [(dict(model="gpt 4\n", base_url="http://127.0.0.1:9/v1"), "model="),
+                     (dict(model="m", base_url="file:///etc/passwd"), "base_url"),
+                     (dict(synthetic=True, rounds=0), "rounds"),
+                     (dict(synthetic=True, roles={"skeptic": "b@http://127.0.0.1:9/v1"}), "role URL")]:  # fmt: skip
+        with pytest.raises(ValueError, match=says):
+            api.run(a, out="unused", **kw)
+    plain = api.run(a, "acemad", synthetic=True)
+    other = api.run(a, "acemad", synthetic=True, roles={"skeptic": "model-b"})
+    assert other.run_dir != plain.run_dir and other[0].method == "AceMAD (T=3; skeptic model-b)"
 
 
 def test_import_stays_light():
@@ -297,8 +289,7 @@ def test_mostly_unparsed_commitments_exit_1_like_reproduce(elsewhere, endpoint, 
 
 # ----------------------------------------------------------------------------- per-role models
 def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
-    """AceMAD's Skeptic calls the second endpoint with its model, nobody else does; the moderator role reaches
-    Centralized MAD's moderator; the table names the roles (Table 3's Different LLMs)."""
+    """AceMAD's Skeptic alone calls the second endpoint; the moderator role reaches Centralized MAD's moderator."""
     src = _write(elsewhere / "r.jsonl", ROWS[:2])
     with FakeOpenAI(FaultInjector(rate=0.0)) as second:
         roles = ["--role-model", f"skeptic=skeptic-model@{second.url}", "--role-model", "moderator=mod-model"]
@@ -322,13 +313,6 @@ def test_a_role_endpoint_that_is_down_stops_before_any_call(elsewhere, endpoint,
                          ("skeptic=x@http://u:p@h/v1", "no user:password")):  # fmt: skip
         assert main(["run", str(src), "--model", "m", "--role-model", bad]) == 2
         assert message in capsys.readouterr().err
-
-
-def test_role_models_in_python_and_synthetic(elsewhere):
-    q = make_question("Which is heavier?", ["a kilo of iron", "a kilo of feathers", "the same"], answer="C")
-    plain = api.run(q, "acemad", synthetic=True)
-    other = api.run(q, "acemad", synthetic=True, roles={"skeptic": "model-b"})
-    assert other.run_dir != plain.run_dir and other[0].method == "AceMAD (T=3; skeptic model-b)"
 
 
 # ----------------------------------------------------------------------------- the estimate before run spends
@@ -368,8 +352,7 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
 
 
 def test_a_fitted_estimate_agrees_with_the_replay():
-    """Above DIRECT_MAX agents x rounds the estimate is fitted from smaller replays: on a config small enough to
-    replay, the fit gives the replay's calls and tokens (per model, roles included) within 1%."""
+    """Above DIRECT_MAX agents x rounds the estimate is fitted from smaller replays: within 1% of the replay."""
     from acemad_utils.cost import estimate as E
 
     qs = [make_question(f"Q{i}: which colour is a clear sky?", ["red", "green", "blue"], answer="C") for i in range(3)]
@@ -431,8 +414,7 @@ def test_the_estimate_the_docs_quote_is_the_one_printed():
 
 # ----------------------------------------------------------------------------- question lists and odd files
 def test_duplicate_ids_in_a_run_question_list(tmp_outputs):
-    """A run keys its records by question id: a question listed twice is an error before anything runs
-    (nothing is written), not a silent overwrite; repeats= is how one question is run several times."""
+    """A question listed twice is an error before anything is written, not a silent overwrite (repeats= is the way)."""
     items = make_items(4, k=4, seed=1)
     cfg = DebateConfig(method="majority", n_agents=3)
     with pytest.raises(ValueError) as e:
@@ -474,13 +456,11 @@ def _write_shape(path: Path, rows: list) -> Path:
 
     if path.suffix == ".jsonl":
         return _write(path, rows)
+    df = pd.DataFrame(rows)
     if path.suffix == ".parquet":
-        pd.DataFrame(rows).to_parquet(path)
-        return path
-    # CSV: nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
-    pd.DataFrame([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]).to_csv(
-        path, index=False
-    )
+        df.to_parquet(path)
+    else:  # CSV: nested columns written out as JSON, as pandas' to_csv of a JSON-decoded frame
+        df.map(lambda v: json.dumps(v) if isinstance(v, (dict, list)) else v).to_csv(path, index=False)
     return path
 
 
@@ -497,32 +477,23 @@ def test_published_shapes_by_their_columns(tmp_path, shape, suffix):
     assert q.id == (qid or own.content_id(q.question, q.options))
 
 
-def test_multi_answer_targets_are_refused_in_one_line(tmp_path):
-    row = SHAPES["truthfulqa"][0]
-    path = _write_shape(tmp_path / "tqa.jsonl", [row, row])
-    with pytest.raises(DataError) as e:
-        own.read_columns(path, choices="mc2_targets")
-    assert str(e.value) == (
-        f"{path}, line 1: column 'mc2_targets' marks 2 choices correct; AceMAD scores one answer per question "
-        "(a multi-answer target such as TruthfulQA's mc2_targets: use mc1_targets)"
-    )
-
-
 @pytest.mark.parametrize(
-    "cols,pattern",
+    "shape,cols,pattern",
     [
-        (dict(choices="choice"), r"line 1: no column 'choice' \(--choices-col\); the row has \['id', 'question'"),
-        (dict(choices="choices", answer="key"), r"line 1: no column 'key' \(--answer-col\)"),
-        (dict(choices="choices", answer="answerKey", id="nope"), r"line 1: no column 'nope' \(--id-col\)"),
-        (dict(question="question.stem", choices="choices"), r"no column 'question.stem' \(--question-col\)"),
-        (dict(choices="id"), r"line 1: field 'options' must be a list of texts or a label -> text map"),
+        ("arc", dict(choices="choice"), r"line 1: no column 'choice' \(--choices-col\); the row has \['id', 'que"),
+        ("arc", dict(choices="choices", answer="key"), r"line 1: no column 'key' \(--answer-col\)"),
+        ("arc", dict(choices="choices", answer="answerKey", id="nope"), r"line 1: no column 'nope' \(--id-col\)"),
+        ("arc", dict(question="question.stem", choices="choices"), r"no column 'question.stem' \(--question-col\)"),
+        ("arc", dict(choices="id"), r"line 1: field 'options' must be a list of texts or a label -> text map"),
+        ("truthfulqa", dict(choices="mc2_targets"), r"line 1: column 'mc2_targets' marks 2 choices correct; AceMAD "
+         r"scores one answer per question \(a multi-answer target such as TruthfulQA's mc2_targets: use mc1_targ"),
     ],
-)
-def test_a_wrong_column_is_one_line_naming_it(tmp_path, cols, pattern):
-    path = _write_shape(tmp_path / "arc.jsonl", [SHAPES["arc"][0]])
+)  # fmt: skip
+def test_a_wrong_column_is_one_line_naming_it(tmp_path, shape, cols, pattern):
+    path = _write_shape(tmp_path / "rows.jsonl", [SHAPES[shape][0]] * 2)
     with pytest.raises(DataError, match=pattern) as e:
         own.read_columns(path, **cols)
-    assert "\n" not in str(e.value)
+    assert "\n" not in str(e.value) and str(e.value).startswith(f"{path}, ")
 
 
 def test_nested_columns_option_columns_and_index_answers(tmp_path):

@@ -1,6 +1,5 @@
-"""The paper's experiment as the default: rosters, Table 2's gain, Centralized MAD's decision, the
-Single Agent's sampling, shared subsets, heterogeneity rows, the uniform ablation, Sparse at small N, the
-registry of the paper's tables, and method labels that never have to be typed by hand."""
+"""The paper's experiment as the default: rosters, Table 2's gain, Centralized MAD's decision, the Single Agent's
+sampling, shared subsets, the uniform ablation, Sparse at small N and the paper's tables."""
 
 from __future__ import annotations
 
@@ -26,7 +25,6 @@ ITEMS = make_items(120, k=4, seed=21)
 BASELINES = ("single", "majority", "decentralized", "centralized", "sparse")
 
 
-# ----------------------------------------------------------------------------- 1. homogeneous baselines
 @pytest.mark.parametrize("method", BASELINES)
 def test_baselines_get_one_homogeneous_roster_of_the_naive_agent(method):
     specs = DebateConfig(method=method).specs()
@@ -47,7 +45,6 @@ def test_acemad_keeps_its_crowd_and_truth_holder_roster():
         DebateConfig(method="majority", roster="crowd")
 
 
-# ----------------------------------------------------------------------------- 4. the Single Agent's sampling
 class ScopeRecorder(Population):
     """Records the cache scope and the spec of every call; answers A."""
 
@@ -82,7 +79,6 @@ def test_single_agent_runs_five_independent_samples_of_the_naive_agent():
     assert not set(scopes) & {s for s, _ in pop2.calls}
 
 
-# ----------------------------------------------------------------------------- 2. Table 2's gain
 def _recs(acc: dict) -> list[dict]:
     """Hand-built records: acc[benchmark][method] = list of 0/1 per question."""
     return [
@@ -137,15 +133,15 @@ def test_a_frame_built_once_gives_the_tables_its_records_give_and_the_map_reads_
         avg.drop(columns="p_holm"),
         every[every.benchmark == TB.AVERAGE].drop(columns="p_holm").reset_index(drop=True),
     )
-    with pytest.raises(ValueError, match="no row"):
+    with pytest.raises(ValueError):
         TB.versus_best(recs, methods[:1], methods[2:], average=False, per_benchmark=False)
     long, bare = (TB.accuracy_long(recs, n_boot=200, ci=ci) for ci in (True, False))
     pd.testing.assert_frame_equal(bare.drop(columns=["ci_lo", "ci_hi"]), long.drop(columns=["ci_lo", "ci_hi"]))
     assert bare[["ci_lo", "ci_hi"]].isna().all().all() and long[["ci_lo", "ci_hi"]].notna().all().all()
     for records, f in ((recs, frame), (None, None)):  # a frame never silently stands in for other records
-        with pytest.raises(ValueError, match="either records or frame"):
+        with pytest.raises(ValueError):
             TB.versus_best(records, methods[:1], methods[2:], frame=f)
-        with pytest.raises(ValueError, match="either records or frame"):
+        with pytest.raises(ValueError):
             TB.accuracy_long(records, frame=f)
 
 
@@ -182,7 +178,6 @@ def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
     assert not ok.empty and set(ok["best_baseline"]) == {labels[0]}
 
 
-# ----------------------------------------------------------------------------- 3. Centralized MAD's decision
 def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderator():
     pop = SimPopulation(seed=4)
     cfg = DebateConfig(method="centralized", rounds=2)
@@ -203,7 +198,6 @@ def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderato
         DebateConfig(method="decentralized", mad_aggregator="moderator")
 
 
-# ----------------------------------------------------------------------------- 7. the uniform ablation
 def test_uniform_ablation_re_decides_the_acemad_run_by_the_standard_mad_rule():
     pop = SimPopulation(seed=6)
     ace = [run_question(q, pop, DebateConfig(method="acemad")) for q in ITEMS]
@@ -221,7 +215,6 @@ def test_uniform_ablation_re_decides_the_acemad_run_by_the_standard_mad_rule():
     assert by["Full protocol"] != by["Uniform weights (AceMAD's debate)"]
 
 
-# ----------------------------------------------------------------------------- 8. Sparse MAD at N <= 3
 def test_sparse_is_a_full_mesh_up_to_three_agents():
     pop = SimPopulation(seed=8)
     strip = lambda r: [[e["p"] for e in rnd] for rnd in r["rounds"]]
@@ -237,7 +230,6 @@ def test_sparse_is_a_full_mesh_up_to_three_agents():
     )
 
 
-# ----------------------------------------------------------------------------- 6. heterogeneity rows
 def test_paper_profile_names_a_second_model_and_every_other_model():
     prof = yaml.safe_load((P.ROOT / "profiles" / "paper.yaml").read_text())
     het = prof["notebooks"]["04_heterogeneity"]
@@ -247,18 +239,16 @@ def test_paper_profile_names_a_second_model_and_every_other_model():
     assert all(set(e) == {"table", "paper_model", "model", "base_url"} for e in other)
 
 
-# ----------------------------------------------------------------------------- 9. the paper's tables
 def test_every_paper_table_has_a_run_definition():
     assert set(PAPER_TABLES) == {"table2_main_results", "table4_deepseek", "table5_llama8b", "table6_full_datasets"}
     base, ace = table_configs("table5_llama8b")
     assert [c.label for c in base + ace] == [*(DebateConfig(method=m).label for m in BASELINES), "AceMAD (T=3)"]
     assert PAPER_TABLES["table5_llama8b"]["benchmarks"] == ["truthfulqa", "medqa", "bbh"]
     assert [c.rounds for c in table_configs("table2_main_results")[1]] == [2, 3, 5]
-    with pytest.raises(ValueError, match="table7"):
+    with pytest.raises(ValueError):
         table_configs("table7")
 
 
-# ----------------------------------------------------------------------------- 5. subsets across models
 def test_other_models_reuse_the_subset_models_subsets(smoke_outputs):
     main = Setup(benchmarks=["bbh"], n_items=60)
     kept = main.subset("bbh")

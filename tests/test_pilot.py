@@ -18,9 +18,8 @@ TRUTH, BAIT = "A", "B"
 
 
 def scripted(premise: bool):
-    """A fake model: the crowd (every agent but AceMAD's Skeptic at T=0.6) believes the bait; the Skeptic knows the
-    truth. With the premise, the Skeptic predicts its peers exactly (it scores best) and the crowd predicts itself;
-    without it, the Skeptic predicts uniform peers (it scores worst), so the top scorer is a wrong crowd agent."""
+    """The crowd believes the bait, AceMAD's Skeptic (T=0.6) the truth; with the premise the Skeptic predicts its peers
+    exactly (it scores best), without it uniform peers (it scores worst: the top scorer is a wrong crowd agent)."""
 
     def dist(labels, favour, mass):
         rest = (1 - mass) / (len(labels) - 1)
@@ -45,14 +44,10 @@ def scripted(premise: bool):
 
 
 def question_file(tmp_path: Path) -> Path:
-    rows = [
-        {"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?",
-         "options": ["true", "false", "maybe", "never"], "answer": TRUTH}
-        for b in ("alpha", "beta") for i in range(4)
-    ]  # fmt: skip
-    path = tmp_path / "mine.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+    rows = [{"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?", "answer": TRUTH,
+             "options": ["true", "false", "maybe", "never"]} for b in ("alpha", "beta") for i in range(4)]  # fmt: skip
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "mine.jsonl"
 
 
 @pytest.fixture

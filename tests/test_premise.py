@@ -190,12 +190,9 @@ def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_en
 def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
     from acemad_utils.cost import estimate as C
     from acemad_utils.data.benchmarks import load_demo
-    from acemad_utils.experiments.registry import Run
 
     qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
     calls = {}
     for m in ("acemad", "self_consistency", "majority"):
-        run = Run(m, {"x": [DebateConfig(method=m)]}, benchmarks=["demo"])
-        [(_, _, per)] = C.replay([run], {"demo": qs}, P_, store={})
-        calls[m] = per["agent_calls"]
+        calls[m] = C.replay([DebateConfig(method=m)], qs, P_)["agent_calls"]
     assert calls["self_consistency"] == calls["acemad"] == 30 and calls["majority"] == 10

@@ -154,8 +154,6 @@ def test_a_rewritten_notebook_asks_the_run_and_shows_its_names(nb):
         assert banned not in code, f"{nb}: {banned!r} in a code cell"
     assert not re.search(r"^\s*(from|import) .* as ", code, re.M), f"{nb}: an import alias"
     assert not re.search(r"(?<![\w.])(F|R|TB|A|N|V|S|X|C)\.\w", code), f"{nb}: a one-letter alias"
-    # "What we see" renders as Markdown: printed prose is hard-wrapped mid-word in Lab
-    assert not re.search(r"print\((narrative\.|map_report\.story)", code), f"{nb}: print the prose as narrative.md(...)"
 
 
 def test_notebook_04s_different_persona_is_notebook_03s_acemad_and_its_rosters_say_so():
@@ -185,14 +183,14 @@ def test_eta_reaches_every_acemad_run_of_every_notebook():
     assert {c.eta for c in grid if c.method == "acemad"} == {4.0}
 
 
-def test_the_ledger_grid_keeps_the_points_the_population_can_express_and_names_the_rest():
+def test_the_ledger_grid_keeps_the_points_the_population_can_express():
     grid = (
         R.LedgerPoint("equal stubbornness", "", {"insight_susceptibility": 0.3}),
         R.LedgerPoint("no such field", "", {"not_a_simparams_field": 1.0}),
         R.LedgerPoint("K = 3", "", {}, ("bbh",)),
     )
     assert [p.name for p in R.ledger_points(["bbh", "arc_challenge"], grid)] == ["equal stubbornness", "K = 3"]
-    assert R.unvaried(["arc_challenge"], grid) == ["no such field", "K = 3"]
+    assert [p.name for p in R.ledger_points(["arc_challenge"], grid)] == ["equal stubbornness"]
     runs = R.ledger_runs(grid[0], seed=0, n_max=40, benchmarks=["bbh"])
     assert {r.name.split("__")[1] for r in runs} == {"baselines", "main", "heterogeneity", "ablation", "scaling"}
     assert all(r.name.startswith("map_ledger40_insight_susceptibility0.3__") and r.cap == 40 for r in runs)

@@ -15,6 +15,7 @@ import nbformat
 import pytest
 import yaml
 
+from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import profiles, theory
 from acemad_utils.reproduce import cli as reproduce
@@ -212,15 +213,15 @@ def _running(pid: int) -> bool:
         return False
 
 
+def kernels_of(pid: int) -> set[int]:  # this driver's kernels, not the machine's
+    out = subprocess.run(["pgrep", "-P", str(pid), "-f", "ipykernel"], capture_output=True).stdout.split()
+    return {int(x) for x in out}
+
+
 @pytest.mark.slow
 def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     """Kernels run in sessions of their own, so the driver passes its Ctrl-C on: both runs stop between records
     (whole records), the driver exits 130 and no kernel is left running."""
-
-    def kernels_of(pid: int) -> set[int]:  # this driver's kernels, not the machine's
-        out = subprocess.run(["pgrep", "-P", str(pid), "-f", "ipykernel"], capture_output=True).stdout.split()
-        return {int(x) for x in out}
-
     env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
     reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (as a terminal starts it, not `&`)
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE,
@@ -247,3 +248,26 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
         raw = f.read_bytes()
         assert raw.endswith(b"\n") and all(json.loads(x)["status"] == "ok" for x in raw.splitlines())
     assert len(ours) == 2 and not [k for k in ours if _running(k)]  # both ran side by side; papermill shut them down
+
+
+@pytest.mark.slow
+def test_a_kernel_ends_when_its_driver_is_killed():
+    """A SIGKILLed driver (the OOM killer, a closed terminal) leaves no kernel computing on (ipykernel's parent
+    poller ends a kernel whose JPY_PARENT_PID is gone)."""
+    env = {**os.environ, "ACEMAD_SMOKE": "1", "PYTHONPATH": str(P.CHECKOUT)}
+    cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default", "--only", "00_theory"]
+    proc = subprocess.Popen(cmd, cwd=P.CHECKOUT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, kernels = time.monotonic() + 120, set[int]()
+    while not kernels and time.monotonic() < deadline:  # bounded poll until a kernel has started
+        kernels |= kernels_of(proc.pid)
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert kernels, "no kernel started"
+    deadline = time.monotonic() + 30
+    while any(map(_running, kernels)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [k for k in kernels if _running(k)]
+    for k in left:  # only when the test fails: leave nothing behind
+        os.kill(k, signal.SIGKILL)
+    assert left == [], f"kernels {left} outlived the killed driver"

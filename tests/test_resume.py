@@ -1,10 +1,7 @@
-"""Crash and resume: a run SIGKILLed (or Ctrl-C'd) mid-way and resumed ends with the transcripts of an
-uninterrupted run, loses and duplicates nothing, and never asks the endpoint again for a call it had answered and
-cached. The runner works in a subprocess (tests/resume_worker.py) against a fault-injecting fake server whose answer
-depends only on the request, so a reference run (fresh server, fresh cache) gives the same debate. Records are
-compared without their `usage` counters: how a result was obtained (cache hits, retries split across two processes
-at a kill) legitimately differs; every other byte may not.
-"""
+"""Crash and resume: a run SIGKILLed or Ctrl-C'd mid-way and resumed ends with the records of an uninterrupted run,
+loses and duplicates nothing, and never asks again for a call it had answered and cached. The runner works in a
+subprocess (tests/resume_worker.py) against a fault-injecting fake server whose answer depends only on the request.
+Records are compared without their `usage` counters (cache hits and retries legitimately differ)."""
 
 from __future__ import annotations
 
@@ -28,13 +25,8 @@ from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
-
-try:
-    from tests import resume_worker as W
-    from tests.fake_openai import FakeOpenAI, FaultInjector
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    import resume_worker as W
-    from fake_openai import FakeOpenAI, FaultInjector
+from tests import resume_worker as W
+from tests.fake_openai import FakeOpenAI, FaultInjector
 
 WORKER = Path(__file__).resolve().parent / "resume_worker.py"
 N = 30  # questions
@@ -69,7 +61,6 @@ def transcript(root: Path, name: str = "resume") -> Path:
 
 
 def strip_usage(rec: dict) -> str:
-    """A record without its usage counters, as canonical JSON."""
     rec = json.loads(json.dumps(rec))
     for e in [rec, *(e for r in rec.get("rounds", []) for e in r), *rec.get("runs", []), *rec.get("moderator", [])]:
         e.pop("usage", None)
@@ -77,8 +68,7 @@ def strip_usage(rec: dict) -> str:
 
 
 def scope_of_seed() -> dict:
-    """Per-call seed -> call scope, for every call the worker's debate can make (the seed is derived from the
-    scope, so a request body tells which call it was)."""
+    """Per-call seed -> call scope of every call the worker's debate can make (a request body tells its call)."""
     agent = LLMAgent(AgentSpec(), client=None, seed=W.RUN_SEED)
     out = {}
     for q in W.questions(N):
@@ -103,8 +93,7 @@ def cache_key(body: dict, scopes: dict) -> str:
 
 
 def complete(bodies: list) -> list:
-    """Requests that arrived whole. A request cut off mid-send by the SIGKILL is recorded without its fields
-    (`{}` or `{"_unparsed": ...}`); it was never answered, so it cannot be in the cache."""
+    """Requests that arrived whole (one cut off by the SIGKILL was never answered, so it cannot be cached)."""
     return [b for b in bodies if "model" in b and "messages" in b]
 
 
@@ -213,18 +202,6 @@ def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_never_gl
         assert path.read_bytes() == after + whole.encode() + b"\n"
 
 
-def test_cache_put_is_committed_at_once(tmp_path):
-    path = tmp_path / "c.sqlite"
-    cache = ResponseCache(path)
-    cache.put("k1", {"text": "x"}, model="m", kind="k")
-    other = sqlite3.connect(path)  # another connection (another process after a crash) sees it at once
-    try:
-        assert other.execute("SELECT value FROM responses WHERE key='k1'").fetchone() == ('{"text":"x"}',)
-    finally:
-        other.close()
-    cache.close()
-
-
 # ----------------------------------------------------------------------------- Ctrl-C
 def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, str]:
     """SIGINT the worker `presses` times once KILL_AFTER records are on disk; its (stdout, stderr). A second press
@@ -241,10 +218,8 @@ def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, st
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, reference):
-    """One Ctrl-C lets the questions in flight finish and be saved; two stop at once. Either way: exit 130
-    with one line "interrupted: N of M records saved; rerun to resume" and no traceback (from any thread),
-    whole records only, a meta.json whose summary counts exactly the records on disk, and a resume that ends
-    where an uninterrupted run does."""
+    """One Ctrl-C lets the questions in flight finish, two stop at once; either way exit 130 with one line, whole
+    records only, a summary counting exactly them, and a resume that ends where an uninterrupted run does."""
     root, cache = tmp_path / "interrupted", tmp_path / "cache.sqlite"
     path = transcript(root)
     with FakeOpenAI(FaultInjector(**PLAN)) as srv:
@@ -270,9 +245,8 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, refer
 
 
 def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
-    """A population whose agents make no concurrent calls runs questions one after the other in this thread: a
-    Ctrl-C during the third question lets it finish, saves it, and stops; the resume completes to the bytes of an
-    uninterrupted run."""
+    """One question after the other in this thread: a Ctrl-C during the third lets it finish, saves it and stops; the
+    resume completes to the bytes of an uninterrupted run."""
     import numpy as np
 
     from acemad_utils.protocol.schema import Agent, Population, Step

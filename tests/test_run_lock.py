@@ -1,6 +1,5 @@
-"""One lock wherever the calls are made: the runner takes the profile's lock (and the response cache's for an LLM
-run), so a notebook run by hand beside another run of the profile refuses with one line (or queues with
-ACEMAD_LOCK_WAIT=1) instead of paying twice; the reproduce driver's kernels skip it (the driver holds it for them)."""
+"""The runner takes the profile's lock (and the response cache's for an LLM run): a notebook run by hand beside
+another run refuses with one line (or queues with ACEMAD_LOCK_WAIT=1); the driver's kernels skip the lock it holds."""
 
 from __future__ import annotations
 
@@ -15,11 +14,7 @@ import pytest
 
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock, run_lock
 from acemad_utils.data import paths as P
-
-try:
-    from tests.fake_openai import FakeOpenAI, FaultInjector
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from fake_openai import FakeOpenAI, FaultInjector
+from tests.fake_openai import FakeOpenAI, FaultInjector
 
 KEY = "sk-lock-test-key-123456"
 REPO = Path(__file__).resolve().parent.parent
@@ -55,8 +50,7 @@ def _by_hand(root: Path, url: str, **env) -> subprocess.Popen:
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_two_runs_at_once_pay_each_call_once(smoke_outputs):
     """Two processes start the same LLM run at once: one runs, the other refuses with one line naming the holder;
-    every request the server saw is distinct. The server holds every call until one of the two has ended (an
-    event), so the run holding the lock is still inside it when the other reaches it, however loaded the machine."""
+    every request is distinct. The server holds every call until one process has ended (an event, not a sleep)."""
     plan = FaultInjector(0.0)
     one_ended = threading.Event()
 

@@ -1,9 +1,5 @@
-"""The default path's fast paths keep every result: batches of arrays, the paused collector, the line parser.
-
-The runner answers a batched population (the synthetic one) in batches of debates (runner._run_here,
-protocol.debate) in its own process. These tests hold it to what the records are: run_and_load returns what
-load_run reads, and a resume after a Ctrl-C ends with the bytes of an uninterrupted run.
-"""
+"""The synthetic population's fast paths keep every result: batches of arrays (runner._Run.here), the paused
+collector, the line parser; a resume after a Ctrl-C ends with the bytes of an uninterrupted run."""
 
 from __future__ import annotations
 

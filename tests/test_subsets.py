@@ -136,7 +136,7 @@ def test_meta_merges_benchmarks_and_table_and_refuses_another_benchmarks_items(s
     assert isinstance(t, pd.DataFrame) and list(t.index) == ["other", "synthetic"]
     assert t.loc["synthetic", "items_in"] == 40 and bool(t["synthetic"].all())
     assert t.loc["synthetic", "kept_pct"] == pytest.approx(100 * t.loc["synthetic", "kept"] / 40)
-    with pytest.raises(ValueError, match="another benchmark"):
+    with pytest.raises(ValueError):
         S.build_subset("arc_challenge", ITEMS, SimPopulation(), "x", progress=False)
 
 

@@ -3,10 +3,10 @@
     python -m acemad_utils.cost estimate --profile paper [--arg-chars 1760] [--per-benchmark 3]   # = make estimate
     python -m acemad_utils.cost prices                            # the price table with its sources
 
-`replay` runs configs on a few sample items against cost.endpoint's modelled endpoint (no socket, no key) with one
-modelled response cache, so identical calls are paid once, as the real cache pays them. Its per-item figures are
-scaled for a profile (`estimate`, per notebook; Table 6 pays only its items outside the subsets), for a run of
-your questions (`estimate_run`: api.estimate, the command) and for the pilot. Arguments are the largest unknown
+`replay` runs configs on a few sample items against a modelled endpoint (no socket, no key; bench/_common.py serves
+the same replies over HTTP) with one modelled response cache, so identical calls are paid once, as the real cache pays
+them; its per-question figures are scaled for a profile (`estimate`; Table 6 pays only its items outside the subsets),
+for your questions (`estimate_run`: api.estimate, the command) and for the pilot. Arguments are the largest unknown
 (--arg-chars 1760, the 400-token cap, is an upper bound).
 """
 
@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,21 +27,113 @@ from typing import Optional
 import numpy as np
 
 from acemad_utils.agents.budget import parse_max_usd
+from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.client import Completion, GenerateConfig, endpoint_kind
+from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.prices import describe as describe_price
 from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.redact import safe_url
-from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN
+from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN, prompt_tokens, tokens
 from acemad_utils.agents.tokenmodel import describe as token_model
-from acemad_utils.cost.endpoint import DEFAULT_ARG_CHARS, replay_population
 from acemad_utils.cost.items import item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
-from acemad_utils.cost.prefix import prefix_shares
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
 from acemad_utils.protocol.debate import run_question
+
+# ----------------------------------------------------------------------------- the modelled endpoint
+DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length
+
+FILLER = (
+    "Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
+    "misconception, and checking each option against what is actually known rules out the popular one. "
+)
+
+
+def argument_text(n_chars: int, seed: str) -> str:
+    """A fixed-length argument, unique per request (so later prompts never collide by chance)."""
+    head = f"I argue for option {'ABCD'[int(seed[:2], 16) % 4]} (ref {seed[2:14]}). "
+    return (head + FILLER * (n_chars // len(FILLER) + 2))[:n_chars]
+
+
+def _dist(labels, h: bytes, off: int) -> dict:
+    w = [1 + h[(off + i) % len(h)] for i in range(len(labels))]
+    return {lab: round(x / sum(w), 4) for lab, x in zip(labels, w)}
+
+
+def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, int]:
+    """(content, prompt_tokens, completion_tokens) for one chat request body: free text gets an `arg_chars`
+    argument, a structured call JSON with self_prob / peer_prediction over the schema's labels."""
+    msgs = body.get("messages") or []
+    # the per-call seed is part of the sample, as for a real model: two agents with one prompt get different replies
+    h = hashlib.sha256((json.dumps(msgs, sort_keys=True) + f"|seed={body.get('seed')}" + salt).encode()).digest()
+    rf = body.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema") or rf.get("schema")
+    if not schema:
+        content = argument_text(arg_chars, h.hex())
+    else:
+        props = schema.get("properties", {})
+        labels = list((props.get("self_prob") or {}).get("properties", {})) or ["A", "B"]
+        out: dict[str, object] = {}
+        if "argument" in props:
+            out["argument"] = argument_text(arg_chars, h.hex())
+        out["self_prob"] = _dist(labels, h, 0)
+        if "peer_prediction" in props:
+            out["peer_prediction"] = _dist(labels, h, 7)
+        content = json.dumps(out)
+    return content, prompt_tokens(msgs), tokens(content)
+
+
+class ModelClient:
+    """The LLM client's generate() and cache keys in a replay, a dict as the response cache. `tally` counts the calls
+    asked ("asked") and, per model, [calls sent, prompt, completion tokens]."""
+
+    def __init__(self, model: str, kind: str, store: dict, arg_chars: int, tally: dict):
+        self.model, self.kind, self.store, self.arg_chars, self.tally = model, kind, store, arg_chars, tally
+        self._lock = threading.Lock()
+
+    def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
+        model = model or self.model
+        params = (config or GenerateConfig()).params()
+        fmt = None if schema is None else {"schema": schema}
+        key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=[*messages], fmt=fmt, scope=scope)
+        mode = "json_schema" if schema else None
+        with self._lock:
+            self.tally["asked"] = self.tally.get("asked", 0) + 1
+            if (hit := self.store.get(key)) is not None:
+                return Completion(text=hit, mode=mode, cached=True)
+        body = {"messages": list(messages), "seed": params.get("seed")}
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
+        text, pt, ct = debate_reply(body, self.arg_chars)
+        with self._lock:
+            self.store[key] = text
+            m = self.tally.setdefault(model, [0, 0, 0])
+            m[0], m[1], m[2] = m[0] + 1, m[1] + pt, m[2] + ct
+        return Completion(text=text, mode=mode, prompt_tokens=pt, completion_tokens=ct, network_calls=1)
+
+
+def replay_population(
+    model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *, seed: int = 0,
+    base_url: Optional[str] = None, tally: Optional[dict] = None, **kw,
+):  # fmt: skip
+    """An LLMPopulation whose clients are ModelClients (kind from the URL, as for the real client)."""
+    counts: dict = {} if tally is None else tally
+
+    class ReplayPopulation(LLMPopulation):
+        def client(self, url):  # never an LLMClient: no SDK, no key, no socket
+            key = url or self.base_url
+            with self._lock:
+                if key not in self._clients:
+                    mc = ModelClient(str(self.model), endpoint_kind(key), store, arg_chars, counts)
+                    self._clients[key] = mc  # type: ignore[assignment]
+                return self._clients[key]
+
+    return ReplayPopulation(model, base_url, seed=seed, calls=calls, preflight=False, calls_via="sync", **kw)
+
 
 # Wall time: calls in flight are at most WORKERS, so a run takes ~calls x CALL_SECONDS / WORKERS, never less than
 # a provider's rate limit allows.
@@ -47,35 +142,21 @@ CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument 
 RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
 
 
-def replay(
-    stages: Sequence[registry.Run], items: dict, P: dict, arg_chars: int = DEFAULT_ARG_CHARS, *,
-    store: Optional[dict] = None, log: Optional[list] = None, **pop_kw,
-) -> list[tuple[registry.Run, str, dict]]:  # fmt: skip
-    """[(stage, benchmark, {"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}})],
-    means per item of each stage's configs on `items[benchmark]`, in order, sharing the modelled cache `store`."""
+def replay(configs: Sequence, questions: Sequence, P: dict, *, store: Optional[dict] = None,
+           arg_chars: int = DEFAULT_ARG_CHARS, model: Optional[str] = None, base_url: Optional[str] = None,
+           **pop_kw) -> dict:  # fmt: skip
+    """{"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}} per question of `configs`
+    run on `questions` against the modelled endpoint, `store` the modelled response cache (shared: paid once)."""
+    tally: dict = {}
+    url = base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
     store = {} if store is None else store
-    pops: dict = {}  # one population per endpoint; the store is what they share
-    out = []
-    for st in stages:
-        m = st.model or P.get("MODEL") or "gpt-4o-mini"
-        url = st.base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-        if (m, url) not in pops:
-            tally: dict = {}
-            pop = replay_population(m, store, arg_chars, P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url,
-                                    log=log, tally=tally, **pop_kw)  # fmt: skip
-            pops[m, url] = pop, tally
-        pop, tally = pops[m, url]
-        for b in st.benchmarks or ():
-            if not (qs := items.get(b) or []):
-                continue
-            before = {k: list(v) if isinstance(v, list) else v for k, v in tally.items()}
-            for cfg in st.configs:
-                for q in qs:
-                    run_question(q, pop, cfg)
-            by = {k: [(x - y) / len(qs) for x, y in zip(v, before.get(k, [0, 0, 0]))] for k, v in tally.items()
-                  if k != "asked"}  # fmt: skip
-            out.append((st, b, {"agent_calls": (tally["asked"] - before.get("asked", 0)) / len(qs), "by": by}))
-    return out
+    pop = replay_population(model or P.get("MODEL") or "gpt-4o-mini", store, arg_chars, P.get("CALLS", "two"),
+                            seed=P.get("SEED", 0), base_url=url, tally=tally, **pop_kw)  # fmt: skip
+    for cfg in configs:
+        for q in questions:
+            run_question(q, pop, cfg)
+    n = len(questions)
+    return {"agent_calls": tally.pop("asked", 0) / n, "by": {m: [x / n for x in v] for m, v in tally.items()}}
 
 
 def dollars(by: dict, terms: Optional[dict] = None, free: bool = False) -> Optional[float]:
@@ -99,8 +180,6 @@ class Row:
     usd: Optional[float] = 0.0  # None: unpriced (no price and not known to be free)
     usd_batch: Optional[float] = 0.0
     free: bool = False  # the project's own llama.cpp server, or `free: true` in the profile
-    cached_tokens: float = 0.0  # prompt tokens OpenAI's prompt cache could serve (estimate(prefix=True) only)
-    usd_cached: Optional[float] = 0.0  # usd with those billed at the cached-input rate
 
 
 @dataclass
@@ -130,47 +209,43 @@ class Estimate:
 
 def estimate(
     params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
-    data_dir: Optional[str] = None, prefix: bool = False, terms: Optional[dict] = None,
+    data_dir: Optional[str] = None, terms: Optional[dict] = None,
 ) -> Estimate:  # fmt: skip
-    """The estimate of notebooks run with these parameters ({notebook: params}). prefix=True also prices the
-    repeated-prefix share of the prompt tokens at the cached-input rate (an upper bound; bench/cost.py)."""
+    """The estimate of notebooks run with these parameters ({notebook: params})."""
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
-    paid = {nb: P for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim"}
-    stages = [(st, P) for nb, P in paid.items() for st in registry.runs(nb, P)]
+    stages = [
+        (st, P) for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim" for st in registry.runs(nb, P)
+    ]
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
-    P0 = next(iter(paid.values()))
-    if P0.get("SOURCE", "benchmarks") == "demo":
+    source = stages[0][1].get("SOURCE", "benchmarks")
+    if source == "demo":
         stages = [(dataclasses.replace(st, benchmarks=["demo"]), P) for st, P in stages]
     benches = sorted({b for st, _ in stages for b in st.benchmarks or ()}, key=lambda b: (b not in BENCHMARKS, b))
-    items, src = sample_items(benches, per_benchmark, P0.get("SOURCE", "benchmarks"), data_dir)
+    items, src = sample_items(benches, per_benchmark, source, data_dir)
     est.notes.append(f"items replayed: {per_benchmark} per benchmark, {src}")
     store: dict = {}  # one cache for the whole profile, as outputs/cache/llm.sqlite
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
-    log: Optional[list] = [] if prefix else None
-    subset_src, spans = set(), []
+    subset_src = set()
     for st, P in stages:
         for b in st.benchmarks or ():
-            start = len(log) if log is not None else 0
-            outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
-            got = replay([dataclasses.replace(st, benchmarks=[b])], items, P, arg_chars,
-                         store={} if outside else store, log=log)  # fmt: skip
-            if not got:
+            if not items.get(b):
                 continue
+            outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
+            per = replay(st.configs, items[b], P, store={} if outside else store, arg_chars=arg_chars, model=st.model,
+                         base_url=st.base_url)  # fmt: skip
             full, sub, why = item_counts(b, P)
             n = full if st.on == "input" else sub
             n = n if st.cap is None else min(n, st.cap)
             scale = n * (1 - sub / full) if outside and full else n  # the items whose calls are paid
             if st.on == "subset":
                 subset_src.add(why)
-            spans.append((start, len(log or ()), scale / len(items[b]), st.notebook))
-            per, local = got[0][2], P.get("BACKEND") == "local"  # free only on the project's own server
             m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
             for m, v in [*per["by"].items(), (m0, None)]:
                 r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
-                r.free = r.free and local
+                r.free = r.free and P.get("BACKEND") == "local"  # free only on the project's own server
                 if v is None:
                     r.questions += n * len(st.configs)
                     r.agent_calls += per["agent_calls"] * n
@@ -178,20 +253,12 @@ def estimate(
                     r.calls, r.prompt_tokens, r.completion_tokens = (
                         x + y * scale for x, y in zip((r.calls, r.prompt_tokens, r.completion_tokens), v)
                     )
-    if log is not None:
-        per_call = prefix_shares(log)["per_call"]
-        for start, end, scale, nb in spans:
-            for j in range(start, end):
-                if (r := rows.get((nb, log[j][1]))) is not None:
-                    r.cached_tokens += per_call[j] * scale
     for r in rows.values():
         p = FREE if r.free else price_of(r.model, terms)
         r.free = p is not None and p.free
-        if p is None:
-            r.usd = r.usd_batch = r.usd_cached = None
-        else:
-            r.usd, r.usd_batch = (p.usd(r.prompt_tokens, r.completion_tokens, 0, batch) for batch in (False, True))
-            r.usd_cached = p.usd(r.prompt_tokens, r.completion_tokens, r.cached_tokens)
+        r.usd, r.usd_batch = (
+            (None, None) if p is None else (p.usd(r.prompt_tokens, r.completion_tokens, 0, b) for b in (False, True))
+        )
     est.rows = [r for r in rows.values() if r.questions or r.calls]
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
@@ -256,9 +323,7 @@ def estimate_run(
     P = {"MODEL": model, "SEED": seed, "BASE_URL": None}
     kw = {} if moderator is None else {"moderator_spec": moderator}
 
-    def per_item(cfgs, qs) -> dict:
-        run = registry.Run("run", {"run": list(cfgs)}, benchmarks=["own"])
-        return replay([run], {"own": qs}, P, **kw)[0][2]["by"] if cfgs else {}
+    per_item = lambda cfgs, qs: replay(cfgs, qs, P, **kw)["by"] if cfgs else {}  # noqa: E731
 
     direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
     parts = [per_item(direct, picked)]

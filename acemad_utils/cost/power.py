@@ -155,36 +155,34 @@ def _usd_per_question(est: Estimate, c: Claim, r: Optional[registry.Run], P: dic
 
 def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = "") -> str:
     holm = [c for c in table.columns if c.startswith("n, Holm")][0]
-    usd = "USD for n (Holm)" in table.columns
-    lines = [
-        f"questions needed for {POWER:.0%} power on the paper's claimed effects (paired test; {holm[3:]} is Holm's "
-        f"first step over the {len(table)} claims):",
-        f"  {'family':<19} {'claim':<70} {'planned':>8} {'effect':>7} {'n@0.05':>8} {'n@Holm':>8} {'power':>6}"
-        + (f" {'USD@Holm':>10}" if usd else ""),
-    ]
-    for _, r in table.iterrows():
-        lines.append(
-            f"  {r['family']:<19} {r['claim'][:70]:<70} {r['planned n']:>8,} {r['effect (points)']:>+7.2f} "
-            f"{_n(r['n, alpha 0.05']):>8} {_n(r[holm]):>8} {_pct(r['power (Holm)']):>6}"
-            + (f" {_usd(r['USD for n (Holm)']) if r[holm] == r[holm] and r['planned n'] else '-':>10}" if usd else "")
-        )
-    for _, r in table[table["note"] != ""].iterrows():
-        lines.append(f"  note: {r['claim']}: {r['note']}")
+    shown = table.drop(columns=["table", "note"]).rename(columns={
+        "planned n": "planned", "effect (points)": "effect", "n, alpha 0.05": "n@0.05", holm: "n@Holm",
+        "power (Holm)": "power", "USD for n (Holm)": "USD@Holm"})  # fmt: skip
+    n = lambda x: "-" if x is None or x != x else f"{int(x):,}"
+    usd = lambda x: "unpriced" if x is None or x != x else f"${x:,.0f}"
+    if "USD@Holm" in shown:  # no n or nothing planned: no dollars to show
+        has = shown["n@Holm"].notna() & (shown["planned"] > 0)
+        shown["USD@Holm"] = [usd(x) if h else "-" for x, h in zip(shown["USD@Holm"], has)]
+    fmt = {"family": "{:<19}".format, "claim": lambda c: f"{c[:70]:<70}", "planned": "{:,}".format,
+           "effect": "{:+.2f}".format, "n@0.05": n, "n@Holm": n, "power": "{:.0%}".format}  # fmt: skip
     under = table[table["power (Holm)"].fillna(1.0) < POWER]
-    lines.append(
-        f"  {len(under)} of {len(table)} claims are underpowered in this plan (power < {POWER:.0%}): a ledger can only "
-        "say 'underpowered' for them, whatever the model does"
-    )
-    for fam, why in UNSIZED.items():
-        lines.append(f"  {fam}: no n ({why})")
     disc = (
         f"the pilot's observed correlation rho = {rho:+.2f} {source}".rstrip()
         if rho is not None
         else "rho = 0 (as if the two methods erred independently; methods sharing a model err together, so the true "
         "discordance is usually lower and these n are conservative; a pilot measures it: make pilot)"
     )
-    lines.append(f"  discordance per benchmark from the two printed accuracies at {disc}")
-    if usd:
+    lines = [
+        f"questions needed for {POWER:.0%} power on the paper's claimed effects (paired test; {holm[3:]} is Holm's "
+        f"first step over the {len(table)} claims):",
+        *("  " + x for x in shown.to_string(index=False, formatters=fmt, na_rep="-", justify="left").splitlines()),
+        *(f"  note: {r['claim']}: {r['note']}" for _, r in table[table["note"] != ""].iterrows()),
+        f"  {len(under)} of {len(table)} claims are underpowered in this plan (power < {POWER:.0%}): a ledger can only "
+        "say 'underpowered' for them, whatever the model does",
+        *(f"  {fam}: no n ({why})" for fam, why in UNSIZED.items()),
+        f"  discordance per benchmark from the two printed accuracies at {disc}",
+    ]
+    if "USD@Holm" in shown:
         lines.append(
             "  USD@Holm: n@Holm questions at the estimate's dollars per question of that run ($0: its calls are an "
             "earlier notebook's, cached)"
@@ -193,8 +191,3 @@ def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = 
         "  effects recomputed from the printed cells (Average = mean of the per-benchmark gains); docs/statistics.md"
     )
     return "\n".join(lines)
-
-
-_n = lambda x: "-" if x is None or x != x else f"{int(x):,}"
-_pct = lambda x: "-" if x is None or x != x else f"{x:.0%}"
-_usd = lambda x: "unpriced" if x is None or x != x else f"${x:,.0f}"

@@ -1,12 +1,10 @@
 """Your own questions: one record or a JSONL / CSV / Parquet file -> checked `Question`s, before any model call
-(docs/own-questions.md, "The file format" and "Any dataset by its columns").
+(docs/own-questions.md). Everything that becomes a path or a prompt is checked (safe path segments, labels, bounded
+texts without control characters, bounded UTF-8 files); every problem is one DataError line naming file, row, field.
 
     q = make_question("2+2?", ["3", "4"], answer="B")          # options as a list (labels A, B, ...) or a map
-    qs = read_questions("my_questions.jsonl")                   # or .csv; DataError("<file>, line 3: field ...")
+    qs = read_questions("my_questions.jsonl")                   # or .csv
     qs = read_columns("arc.parquet", question="question", choices="choices", answer="answerKey")  # any shape
-
-Everything that becomes a path or a prompt is checked (safe path segments, labels, bounded texts without control
-characters, bounded UTF-8 files); every problem is one DataError line naming the file, row and field.
 """
 
 from __future__ import annotations
@@ -237,10 +235,9 @@ def read_columns(
     path: Union[str, Path], question: str = "question", choices: str = "choices", answer: Optional[str] = None,
     id: Optional[str] = None, skipped: Optional[list] = None,
 ) -> list[Question]:  # fmt: skip
-    """The questions of a .jsonl, .csv or .parquet file in any shape, by its columns: `choices` one column in a
-    published shape (_choices) or several comma-separated, one option each; `answer` a label, text or 0-based index
-    (None: none, or the one the 0/1 labels mark); `id` a column of unique ids. With a `skipped` list, a row failing
-    its checks is left out and its one line appended there (a published set with a defective item)."""
+    """The questions of a .jsonl, .csv or .parquet file by its columns: `choices` one column in a published shape
+    (_choices) or several comma-separated, one option each; `answer` a label, text or 0-based index; with a
+    `skipped` list, a row failing its checks is left out and its one line appended there."""
     multi = [c.strip() for c in choices.split(",")] if "," in choices else None
 
     def mapper(rec: Mapping[str, Any], index: int) -> Question:

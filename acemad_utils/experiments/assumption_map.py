@@ -479,8 +479,8 @@ def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) ->
         qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
         methods = dict(sorted((c.label, c.to_dict()) for c in run.configs))  # meta.json's order (sorted keys)
         recs = []
-        for c in run.configs:  # whole records only for the ablation's AceMAD (the ledger re-weights its rounds)
-            if name == "ablation" and c.method == "acemad":
+        for c in (c for c in run.configs if claims.reads(name, methods[c.label])):  # only what the ledger reads
+            if name == "ablation" and c.method == "acemad":  # whole records: the ledger re-weights its rounds
                 recs += run_batch(qs, pop, c, [0] * len(qs))
                 continue
             recs += [
@@ -503,7 +503,7 @@ def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> d
     if not isinstance(S.population, SimPopulation):
         return {}
     points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
-    return {p.name: claims.ledger(ledger_runs(S, p, n_max, eta), seed=seed) for p in points}
+    return {p.name: claims.ledger(ledger_runs(S, p, n_max, eta), seed=seed, values=False) for p in points}
 
 
 def grid_points(S: Setup) -> pd.DataFrame:

@@ -3,11 +3,9 @@
     .venv/bin/python -m acemad_utils.experiments.fit        # fit (minutes): acemad_utils/data/fitted_population.json
     .venv/bin/python -m acemad_utils.experiments.fit --doc  # docs/population.md's block of fitted values, from it
 
-FREE parameters move the baselines (a homogeneous roster on the subset its own naive agent selects); targets() are
-Table 2's five baseline averages and Table 1's MAD minus Majority Voting. What no baseline pins (the Skeptic's
-insight, knowledge_link, crowd_calibration) stays an axis of notebook 09. One seeded simulation per candidate (the
-same draws for all), a coordinate pattern search in BOUNDS minimising the squared residuals plus RIDGE times the
-squared change from ORIGINAL (among equal fits, the least changed one): the same command writes the same file.
+What no baseline pins (the Skeptic's insight, knowledge_link, crowd_calibration) stays an axis of notebook 09. A
+seeded coordinate pattern search: squared residuals plus RIDGE times the squared change from ORIGINAL (among equal
+fits, the least changed one), so the same command writes the same file.
 """
 
 from __future__ import annotations
@@ -52,8 +50,8 @@ def _label(method: str) -> str:
 
 
 def targets() -> pd.DataFrame:
-    """The printed cells the fit aims at (fitted = True) and the other printed baseline averages (shown beside):
-    Table 2's five baselines, Table 1's four methods and its MAD - Majority Voting gaps."""
+    """The printed cells the fit aims at (fitted: Table 2's five baselines, Table 1's MAD - Majority Voting gaps) and
+    Table 1's four averages (shown beside)."""
     t2 = paper_table("table2_main_results", PAPER_MODEL).set_index("method")["Average (printed)"]
     t1 = paper_table("table1_voting_vs_mad").set_index("method")["Average (printed)"]
     mv = _label("majority")
@@ -64,8 +62,8 @@ def targets() -> pd.DataFrame:
 
 
 def simulate(params: SimParams, *, n_items: int = N_FIT, seed: int = SEED) -> dict[str, float]:
-    """Average accuracy (%) over the synthetic benchmarks of each baseline on the challenging subset that this
-    population's naive agent selects (paper l.604-611), N = 5, T = 3."""
+    """Each baseline's Average accuracy (%) on the challenging subsets this population's naive agent selects
+    (paper l.604-611), N = 5, T = 3."""
     pop = SimPopulation(params, seed=seed)
     acc: dict[str, list[float]] = {_label(m): [] for m in BASELINES}
     for b, k in SYNTHETIC_K.items():
@@ -104,8 +102,7 @@ def loss(x: np.ndarray, *, n_items: int = N_FIT, seed: int = SEED) -> float:
 
 
 def search(x0: np.ndarray, f, *, step: float = 0.25, tol: float = 1 / 32, log=print) -> tuple[np.ndarray, float]:
-    """Coordinate pattern search in the unit box: try x +- step on each coordinate, move to the best improvement,
-    halve the step when none improves, stop below tol."""
+    """Coordinate pattern search in the unit box: move to the best of x +- step per coordinate, else halve the step."""
     x, fx = np.clip(x0, 0, 1), f(np.clip(x0, 0, 1))
     while step >= tol:
         trials = [np.clip(x + s * step * np.eye(len(x))[i], 0, 1) for i in range(len(x)) for s in (-1, 1)]
@@ -145,7 +142,7 @@ def run(n_items: int = N_FIT, seed: int = SEED, log=print) -> dict:
 
 
 def params_table(params: SimParams) -> pd.DataFrame:
-    """The fitted parameters: the original value, the committed fit's, and `params`' (the profile's population)."""
+    """The fitted parameters: the original value, the committed fit's, and the profile population's."""
     fitted = committed()["params"]
     return pd.DataFrame(
         [(k, ORIGINAL[k], v, getattr(params, k)) for k, v in fitted.items()],
@@ -154,7 +151,6 @@ def params_table(params: SimParams) -> pd.DataFrame:
 
 
 def committed() -> dict:
-    """The committed fit (acemad_utils/data/fitted_population.json)."""
     return json.loads(FIT_FILE.read_text(encoding="utf-8"))
 
 

@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import urlparse
 
@@ -54,17 +55,14 @@ def assignments(source: str) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def _declared() -> dict[str, dict[str, tuple[str, Any]]]:
-    out = {}
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        cell = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
-        out[path.stem] = assignments("".join(cell["source"]))
-    return out
+def _parameters_cell(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "".join(next(c for c in cells if "parameters" in c["metadata"].get("tags", []))["source"])
 
 
 #: notebook -> NAME -> (type, default), from every notebook's parameters cell
-DECLARED = _declared()
+PATHS = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+DECLARED = {nb: assignments(_parameters_cell(path)) for nb, path in PATHS.items()}
 NOTEBOOKS = tuple(DECLARED)
 
 
@@ -135,10 +133,6 @@ def defaults(nb: str) -> dict[str, Any]:
 
 def notebooks_of(name: str) -> list[str]:
     return [nb for nb, declared in DECLARED.items() if name in declared]
-
-
-def setup_defaults() -> dict[str, Any]:
-    return {n.lower(): v for n, v in defaults("02_baselines").items() if n in SETUP_NAMES}
 
 
 def not_plain(value: Any) -> Optional[str]:
@@ -240,13 +234,10 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 4] + " ..."
 
 
-def check(where: str, name: str, value: Any) -> None:
+def refusal(name: str, value: Any) -> Optional[str]:
+    """The one line refusing `value` for parameter `name`, or None when it is allowed."""
     why = problem(name, value)
-    if why:
-        raise SystemExit(
-            f"{where}: {name} = {_short(value)} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()} "
-            "(acemad_utils/experiments/params.py)"
-        )
+    return f"{name} = {_short(value)} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}" if why else None
 
 
 def literal(value: Any) -> str:

@@ -66,7 +66,7 @@ def parse_sets(items: Sequence[str]) -> dict[str, Any]:
 
 
 def notebooks() -> dict[str, Path]:
-    return {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+    return dict(params.PATHS)
 
 
 def hint(word: str, choices) -> str:
@@ -134,7 +134,8 @@ def _check_parameters(where: str, prof: dict) -> None:
                                  f"its parameters are {sorted(declared[nb])}")  # fmt: skip
     for nb in nbs:  # every value a notebook will receive
         for key, value in params_for(prof, nb).items():
-            params.check(f"{where} ({nb})", key, value)
+            if refused := params.refusal(key, value):
+                raise SystemExit(f"{where} ({nb}): {refused} (acemad_utils/experiments/params.py)")
 
 
 def _check_run_settings(where: str, prof: dict) -> None:

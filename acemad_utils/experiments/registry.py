@@ -1,12 +1,8 @@
-"""The paper's experiments as named data: every run each notebook makes, built from the notebook's parameters.
+"""The paper's experiments as named data: every run each notebook makes, built from the notebook's parameters, so
+the estimate, bench/ and the tests read the lists the notebooks run (tests/test_cost.py compares them).
 
-    experiment = registry.main_results(rounds=[2, 3, 5], eta=2.0, seed=0)   # notebook 03's run
-    result = setup.run(experiment, n_max=N_MAX)   # a RunResult; `meta, records = result` also works
+    result = setup.run(registry.main_results(rounds=[2, 3, 5], eta=2.0, seed=0), n_max=N_MAX)  # notebook 03's run
     result.pick("acemad", rounds=3)               # the records of the one config with these fields
-    registry.runs("03_main_results", P)           # every run notebook 03 makes with parameters P, in order
-
-Notebooks build their configs with these functions only, so the estimate, bench/ and the tests read the lists the
-notebooks run (tests/test_cost.py runs the notebooks with the run stubbed and compares with runs()).
 """
 
 from __future__ import annotations
@@ -58,8 +54,7 @@ class Run:
         return [c.label for g in (groups or self.groups) for c in self.groups[g]]
 
     def select(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> list[DebateConfig]:
-        """The configs with `method` (a METHODS name or a label), in `group`, and every DebateConfig field given
-        equal, e.g. select("acemad", rounds=3); an unknown group or field is a ValueError naming the allowed ones."""
+        """The configs with `method` (a METHODS name or a label), in `group`, and these DebateConfig fields."""
         if group is not None and group not in self.groups:
             raise ValueError(f"run {self.name!r} has no group {group!r}; its groups: {list(self.groups)}")
         known = {f.name for f in dataclasses.fields(DebateConfig)}
@@ -90,7 +85,7 @@ class Run:
         return self.config(method, group=group, **fields).label
 
     def family(self, method: Optional[str] = None, *, group: Optional[str] = None, **fields: Any) -> str:
-        """The one family (label without N, for curves over N) of the configs select() finds, e.g. 'AceMAD (T=3)'."""
+        """The one family (label without N, for curves over N) of the configs select() finds."""
         families = sorted({c.family for c in self.select(method, group=group, **fields)})
         if len(families) != 1:
             self.config(method, group=group, **fields)  # none: the ValueError naming what was run
@@ -364,15 +359,10 @@ LEDGER_NOTEBOOKS = ("02_baselines", "03_main_results", "04_heterogeneity", "05_a
 
 
 def ledger_points(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[LedgerPoint]:
-    """The grid's points these benchmarks and SimParams can express (`unvaried` names the others)."""
+    """The grid's points these benchmarks and SimParams can express."""
     fields = {f.name for f in dataclasses.fields(SimParams)}
     known = [p for p in grid if set(p.params) <= fields and set(p.benchmarks or ()) <= set(benchmarks)]
     return [p for p in known if overrides(p.params) or (p.benchmarks and set(p.benchmarks) != set(benchmarks))]
-
-
-def unvaried(benchmarks: Sequence[str], grid: Sequence[LedgerPoint] = LEDGER_GRID) -> list[str]:
-    kept = {p.name for p in ledger_points(benchmarks, grid)}
-    return [p.name for p in grid if p.name not in kept]
 
 
 def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[str], eta: float = ETA) -> list[Run]:

@@ -1,15 +1,10 @@
-"""What notebooks 01-07 share: the profile's agents, its questions and challenging subsets, and runs.
+"""What notebooks 01-07 share: the profile's agents (backend "sim", "local" llama.cpp or "openai"), its questions
+(source "synthetic", "benchmarks" or "demo"), the challenging subsets (subset_model's, built on first use when it is
+this model's own) and runs. Smoke mode (ACEMAD_SMOKE=1) caps items and questions (SMOKE), so a notebook runs the same
+code.
 
     S = Setup(profile="default", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=600)
-    qs = S.subset("arc_challenge", n_max=300)        # built (and cached) on first use
     meta, records = S.run(registry.main_results([3], 2.0), n_max=300)
-    S.close()                                         # stops a local server if one was started
-
-backend "sim" (the synthetic population; with MODEL, a labelled stand-in for that model: SIM_STANDINS), "local"
-(llama.cpp on 127.0.0.1 with a GGUF) or "openai" (any OpenAI-compatible endpoint); source "synthetic" (generated
-items, "synthetic-" benchmark names), "benchmarks" (the real files) or "demo"; subset_model: whose challenging
-subsets the runs use ("": this model's own, built on first use; another's must exist, notebook 01 builds them).
-Smoke mode (ACEMAD_SMOKE=1) caps the items read and the questions per run (SMOKE), so a notebook runs the same code.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, safe_segment, smoke
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.params import SCHEMA, SETUP_NAMES, problem, setup_defaults
+from acemad_utils.experiments.params import SCHEMA, SETUP_NAMES, defaults, refusal
 from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
@@ -34,7 +29,7 @@ from acemad_utils.protocol.schema import Population, Question
 SYNTHETIC_K = {"truthfulqa": 5, "arc_challenge": 4, "bbh": 3, "logiqa": 4, "medqa": 4, "mmlu_pro": 10}
 # Smoke-mode caps per backend: (items read per benchmark, questions per run); the local model answers in seconds.
 SMOKE = {"sim": (60, 12), "local": (4, 1), "openai": (20, 3)}
-_D = setup_defaults()  # Setup's defaults are the notebook parameters' (experiments/params.py)
+_D = {n.lower(): v for n, v in defaults("02_baselines").items() if n in SETUP_NAMES}  # the notebooks' defaults
 
 
 def _cap(n: Optional[int], cap: int) -> int:
@@ -98,10 +93,8 @@ class Setup:
     def from_params(cls, P: dict, **kw) -> Setup:
         """A Setup from a notebook's parameters (upper-case names in P; absent ones: defaults; `kw` overrides),
         each checked first (a cell edited by hand gets the profiles' one-line message)."""
-        for name in SCHEMA.keys() & P.keys():
-            why = problem(name, P[name])
-            if why:
-                raise ValueError(f"{name} = {P[name]!r} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}")
+        if refused := next(filter(None, (refusal(name, P[name]) for name in SCHEMA.keys() & P.keys())), None):
+            raise ValueError(refused)
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
     def _population(self, population: str, model: str, base_url: str, calls: str):
@@ -136,8 +129,7 @@ class Setup:
 
     def describe(self) -> str:
         who = SYNTHETIC_LABEL if self.synthetic else f"model {self.model} ({self.backend})"
-        if self.synthetic and self.model != subsets.SYNTHETIC_SLUG:
-            who += f", stand-in {self.model}"
+        who += f", stand-in {self.model}" if self.synthetic and self.model != subsets.SYNTHETIC_SLUG else ""
         where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""
         return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}{where}"
 
@@ -162,9 +154,8 @@ class Setup:
 
     def full_questions(self, benchmarks: Sequence[str], n_max: Optional[int] = None) -> list[Question]:
         """The first n_max input items of each benchmark (Table 6; the demo set once)."""
-        n_max = self.per_run(n_max)
         benches = self.benchmarks if self.source == "demo" else list(benchmarks)
-        return [q for b in benches for q in self.questions(b)[:n_max]]
+        return [q for b in benches for q in self.questions(b)[: self.per_run(n_max)]]
 
     def build_subsets(self, progress: bool = True):
         """Build every benchmark's subset (resumable); returns the per-benchmark table."""
@@ -188,9 +179,8 @@ class Setup:
 
     @property
     def subset_slug(self) -> str:
-        if not self.subset_model:
-            return self.slug
-        return subsets.model_slug(self.subset_model, synthetic=self.synthetic) + self.variant
+        model = self.subset_model or self.model
+        return subsets.model_slug(model, synthetic=self.synthetic) + self.variant
 
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
         """The first n_max items of benchmark b's challenging subset; the Setup's own are built on first use."""
@@ -226,16 +216,13 @@ class Setup:
     ) -> RunResult:
         """Run a registry Run (or a name and its configs) over every benchmark's challenging subset (or
         `questions`); returns a registry.RunResult."""
-        if isinstance(name, Run):
-            if configs is not None:
-                raise TypeError("Setup.run(run, ...): a registry Run brings its own configs; pass n_max as a keyword")
-            spec = name
-        else:
-            spec = Run(name, {"configs": list(configs or [])})
-        if questions is not None:
-            qs = list(questions)[: self.per_run(n_max)]
-        else:
+        if isinstance(name, Run) and configs is not None:
+            raise TypeError("Setup.run(run, ...): a registry Run brings its own configs; pass n_max as a keyword")
+        spec = name if isinstance(name, Run) else Run(name, {"configs": list(configs or [])})
+        if questions is None:
             qs = [q for b in self.benchmarks for q in self.subset(b, n_max)]
+        else:
+            qs = list(questions)[: self.per_run(n_max)]
         meta, records = run_and_load(
             f"{self.profile}/{spec.name}",
             qs,

@@ -1,21 +1,10 @@
-"""Challenging subsets (paper Appendix "Challenging Subset Construction", l.604-611), built from transcripts.
-
-    res = build_subset("arc_challenge", data.load("arc_challenge"), SimPopulation(), "synthetic-population")
-    qs = load_subset("arc_challenge", "synthetic-population")   # hash-verified Questions
-    subset_table("synthetic-population")                        # one row per benchmark (notebook 01)
-
-Another model's subsets: notebook 01 with that MODEL (`python -m acemad_utils.reproduce --only 01_subset_construction
---set MODEL=...`); `python -m acemad_utils run --challenging` builds a question file's own.
-
-The naive agent (config.NAIVE_AGENT, T=0.7) answers every item 5 times (run `subset_<slug>_<benchmark>[_limit<N>]`);
-items right in < 40% of the runs are kept. A parse failure counts as wrong, never as a distractor. Its draws use
-repeat indexes from SUBSET_REPEAT_OFFSET, so the Single Agent baseline (the same agent) samples afresh. One set of
-subsets serves every model (the paper reuses its subsets across models), built once with the subset model.
-
-The paper's manual check ("failures are systematic misconceptions") is a number: the pooled share of wrong answers
-on each item's most common distractor, beside the share expected if they fell uniformly on the K-1 wrong options
-(the exact multinomial E[max count], not 1/(K-1)). Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json
-(outputs/smoke/subsets/ when ACEMAD_SMOKE=1), byte-identical on rebuild except meta's date.
+"""Challenging subsets (paper Appendix "Challenging Subset Construction", l.604-611), built from transcripts: the
+naive agent (config.NAIVE_AGENT, T=0.7) answers every item 5 times (its draws offset by SUBSET_REPEAT_OFFSET, so the
+Single Agent baseline samples afresh) and items right in < 40% of the runs are kept, a parse failure counting as
+wrong. One set serves every model, as in the paper. The paper's manual check ("failures are systematic
+misconceptions") is a number: the pooled share of wrong answers on each item's top distractor, beside its exact
+expectation were they uniform on the K-1 wrong options. Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json
+(outputs/smoke/subsets/ in smoke mode), byte-identical on rebuild except meta's date.
 """
 
 from __future__ import annotations
@@ -48,14 +37,11 @@ SYNTHETIC_SLUG = "synthetic-population"
 #: Separates a profile's name from the --set values that shape its runs (profiles.run_key): 'default.set-SEED-1'
 #: uses subsets '<model slug>.set-SEED-1', built from its own questions.
 SET_MARK = ".set-"
+SUBSET_REPEAT_OFFSET = 1_000_000  # the construction's draws are never the Single Agent baseline's (repeats 0..4)
 
 
 def variant(profile: str) -> str:
     return SET_MARK + profile.split(SET_MARK, 1)[1] if SET_MARK in profile else ""
-
-
-# Added to the construction's repeat index: its draws are never those of the Single Agent baseline (repeats 0..4).
-SUBSET_REPEAT_OFFSET = 1_000_000
 
 
 def model_slug(model_name: str, synthetic: bool = False) -> str:
@@ -124,8 +110,7 @@ def subsets_root() -> Path:
 
 
 class SubsetIncomplete(RuntimeError):
-    """Some items' calls failed: nothing is saved for that benchmark (a failure is never read as a kept or dropped
-    item); the same command retries only the failed items."""
+    """Some items failed: nothing is saved for that benchmark (never read as kept or dropped); a rerun retries them."""
 
 
 @dataclass
@@ -141,13 +126,9 @@ class SubsetResult:
 def subset_config(temperature: float = 0.7, runs: int = 5, seed: int = 0) -> DebateConfig:
     """The construction's Single Agent: the naive agent (plain assistant) at `temperature`, `runs` runs."""
     spec = AgentSpec(NAIVE_AGENT.persona, temperature)
+    offset = SUBSET_REPEAT_OFFSET
     return DebateConfig(
-        method="single",
-        n_agents=1,
-        single_runs=runs,
-        baseline_agent=spec,
-        repeat_offset=SUBSET_REPEAT_OFFSET,
-        seed=seed,
+        method="single", n_agents=1, single_runs=runs, baseline_agent=spec, repeat_offset=offset, seed=seed
     )
 
 

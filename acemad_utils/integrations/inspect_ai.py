@@ -1,17 +1,10 @@
 """AceMAD and the baseline MADs as inspect_ai solvers for any multiple-choice Task (`pip install -e '.[inspect]'`;
-docs/own-questions.md, section 3).
+docs/own-questions.md, section 3): `inspect eval my_task.py --solver acemad_utils/acemad --model M`.
 
-    inspect eval my_task.py --solver acemad_utils/acemad --model openai/gpt-4o-mini [--model-role skeptic=MODEL]
-
-Each sample is debated by the notebooks' own code (protocol/debate.py's run_question with agents/llm_agent.py's
-agents) whose client is inspect's model API, `get_model(role=...)` per persona (generalist, skeptic, moderator), so
-inspect's providers, retries, limits, cache and log apply. The answer is marked in `state.choices` and written as
-"ANSWER: X" for `choice()`; the record is in the store under "acemad", a compact view in the metadata.
-
-Why threads: the debate engine is synchronous. Each sample's debate runs in an anyio worker thread with a limiter
-of its own (never a shared executor, so no number of samples can starve the calls it waits for), and each call is
-awaited on the eval's event loop in the sample's context. Needs inspect's asyncio backend (the default).
-"""
+Each sample is debated by the notebooks' own engine (protocol/debate.py with agents/llm_agent.py's agents) whose
+client is inspect's model API, `get_model(role=...)` per persona, so inspect's providers, retries, cache and log
+apply. The engine is synchronous: each debate runs in a worker thread with its own limiter (no number of samples
+can starve the calls it waits for), each call awaited on the eval's loop in the sample's context."""
 
 from __future__ import annotations
 
@@ -57,7 +50,7 @@ _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": Cha
 
 class InspectClient:
     """LLMClient's `generate` answered by an inspect Model on the eval's loop, in the sample's context (replies as
-    text: not every provider has structured output; a commitment that does not parse is repaired once)."""
+    text: not every provider has structured output)."""
 
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, cache: bool | CachePolicy = False):
         self.model, self.loop, self.cache = model, loop, cache
@@ -107,7 +100,7 @@ class InspectPopulation(Population):
 
 
 def sample_question(state: TaskState) -> Question:
-    """The sample as a checked Question: choices labelled A, B, ...; the target as gold answer when it is a label."""
+    """The sample as a checked Question (choices labelled A, B, ...; the target as gold answer when it is a label)."""
     if not state.choices:
         raise ValueError(f"sample {state.sample_id!r}: the AceMAD solvers need a multiple-choice Sample (choices=)")
     options = [c.value for c in state.choices]
@@ -121,9 +114,8 @@ def sample_question(state: TaskState) -> Question:
 
 
 def paired(record: dict, cfg: DebateConfig) -> dict:
-    """AceMAD's decision beside re-decisions of the same debate (no model call): uniform and self-belief weights,
-    surprisingly popular, the round-1 plurality, permuted scores (`shuffled`), and `premise_lift` (the top scorer
-    right minus the share of right agents, None without a gold answer)."""
+    """AceMAD's decision beside re-decisions of the same debate (no model call) and `premise_lift` (the top scorer
+    right minus the share of right agents; None without a gold answer)."""
     arr = A.stack([record], cfg.seed)
     rescore = lambda w: A.rescore(arr, cfg.eta, exponent=cfg.weight_exponent, rule=cfg.scoring_rule, weighting=w)
     answers = {
@@ -145,7 +137,7 @@ def paired(record: dict, cfg: DebateConfig) -> dict:
 
 
 def compact(record: dict, cfg: DebateConfig) -> dict:
-    """The sample's metadata: the answer, per round each agent's p, q, score and weight, the paired decisions."""
+    """The sample's metadata: the answer, each agent's p, q, score and weight per round, the paired decisions."""
     keys = ("agent", "persona", "p", "q", "score", "weight", "parse_failure")
     out = {"method": record["method"], "labels": record["labels"], "answer": record["final"].get("answer"),
            "rounds": [[{k: e.get(k) for k in keys} for e in r] for r in _rounds(record)],

@@ -4,6 +4,7 @@ out: ledger(runs), then deciding(ledger, grid, runs) adds which assumptions flip
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -41,8 +42,9 @@ DECIDED_BY = "decided by"  # the assumption-grid column (deciding): which assump
 MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 PRONOUNCED = ("BBH", "ARC-C")
 DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
-NOT_MADE = "run not made in this profile"
+NOT_MADE, NO_SECOND = "run not made in this profile", "SECOND_MODEL is empty (one endpoint only)"
 RunData = tuple[dict, list]
+_paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a ledger reads each table many times
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
@@ -70,10 +72,8 @@ def no_drop_verdict(lo: float, hi: float) -> str:
 
 def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="judged", p=math.nan, ci=(), psi=math.nan,
         model=PAPER_MODEL, recomputed="") -> dict:  # fmt: skip
-    """One ledger row. kind: "gain" / "loss" (verdict from `ci` and the adjusted `p`, in finalize), "value" (an exact
-    value), "judged" (verdict given); psi: the share of discordant pairs (a real model's power), or the (records, a,
-    b[, benchmark]) it is measured on, only when a real model's power rule needs it; recomputed: the
-    paper's number from its own cells where that differs from the printed one."""
+    """One row; kind "gain"/"loss": decided in finalize from `ci` and the adjusted p; psi: the discordance (or the
+    (records, a, b[, benchmark]) it is measured on) a real model's power rule needs."""
     claimed = float(paper) if isinstance(paper, (int, float)) else math.nan
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
     out = dict(zip(COLUMNS, (claim, line, paper, recomputed, ours, n, p, math.nan, verdict, note)))
@@ -91,11 +91,10 @@ def bench_key(benchmark: str) -> str:
 
 
 def paper_gain(paper, target: str, baselines: Sequence[str], column: str, *, recomputed: bool = False):
-    """The printed cell of `target` minus the best printed cell of `baselines` (None if absent); the Average from the
-    printed averages, or (recomputed) from the means of the printed cells."""
+    """The printed cell of `target` minus the best of `baselines` (None if absent); recomputed: the Average of cells."""
     col = f"Average ({'recomputed' if recomputed else 'printed'})" if column == TB.AVERAGE else column
-    cells = paper.set_index("method")[col] if col in paper else None
-    if cells is None or target not in cells or not any(b in cells for b in baselines):
+    cells = dict(zip(paper["method"], paper[col])) if col in paper else {}
+    if target not in cells or not any(b in cells for b in baselines):
         return None
     return float(cells[target] - max(cells[b] for b in baselines if b in cells))
 
@@ -105,8 +104,7 @@ def _columns(paper: pd.DataFrame) -> list[str]:
 
 
 def against_itself(paper: pd.DataFrame, target: str, baselines: Sequence[str], columns: Sequence[str] = ()) -> str:
-    """The paper's own cells where `target` does not beat the best of `baselines` (a claimed consistent gain the
-    table it cites contradicts), as a note."""
+    """A note naming the paper's own cells where `target` does not beat the best of `baselines`."""
     gains = {c: paper_gain(paper, target, baselines, c) for c in _columns(paper) if not columns or c in columns}
     bad = [f"{c} {g:+.2f}" for c, g in gains.items() if g is not None and g <= 0]
     return f"THE PAPER'S OWN CELLS CONTRADICT IT: {target} minus the best of them {', '.join(bad)}" if bad else ""
@@ -121,9 +119,8 @@ def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
 
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
               per_benchmark=False, columns=(), kind="gain", consistently=False) -> list[dict]:  # fmt: skip
-    """target's paired gain over the best of `baselines` on the Average (and per benchmark: only the paper's
-    `columns` if given), raw p (the ledger adjusts it), the paper's gain (paper_target / paper_baselines) and its
-    Average recomputed from its cells; `consistently`: the Average's note names the paper's cells against it."""
+    """target's paired gain over the best of `baselines` on the Average (and per benchmark, the paper's `columns`)
+    beside the paper's gain; `consistently`: the Average's note names the paper's cells against it."""
     tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
@@ -172,20 +169,17 @@ def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, see
 
 
 def _labels(meta: dict, method: str) -> list[str]:
-    """Labels of a run's configs of one method kind, in order of n_agents."""
     return [lab for _, lab in sorted((c.get("n_agents", 0), lab) for lab, c in meta["methods"].items()
                                      if c["method"] == method)]  # fmt: skip
 
 
 def _value_row(claim, line, claimed, stat, n, note, *, signed=True, model=PAPER_MODEL) -> dict:
-    """An exact-value claim of the paper's `model`: `stat` = (ours, lo, hi); judged only on that model (finalize)."""
     (x, lo, hi), paper = stat, f"{claimed:+.2f}" if signed else f"{claimed:.2f}"
     verdict = value_verdict(claimed, lo, hi, null=0.0 if signed else None)
     return row(claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value", model=model)
 
 
 def _accuracy(records: list, label: str) -> Optional[tuple]:
-    """(Average accuracy %, CI lo, hi, n) of one method, None when it is not in the records."""
     if not any(r["method"] == label for r in records):
         return None
     a = TB.accuracy_long(records, methods=[label])
@@ -199,23 +193,32 @@ def _average_gain(records: list, a: str, b: Sequence[str]) -> Optional[dict]:
 
 
 def paper_baselines(meta: dict, target: str) -> list[str]:
-    """The paper's baselines in a run: their own homogeneous roster of the run's baseline agent, not the controls
-    (AceMAD's roster under another method, its Skeptic alone), which are no part of "beats every baseline"."""
+    """The paper's baselines in a run: the homogeneous rosters of its baseline agent, not the controls."""
     agent = meta["methods"][target].get("baseline_agent")
     return [lab for lab, c in meta["methods"].items()
             if c["method"] != "acemad" and not c.get("roster") and c.get("baseline_agent") == agent]  # fmt: skip
 
 
+def _by_question(recs: list) -> dict:
+    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN."""
+    cells: dict = {}
+    for r in recs:
+        if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
+            continue  # no gold answer: never scored
+        q = cells.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
+        q.append(float(r["final"]["correct"]) if ok else math.nan)
+    mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
+    return {k: {q: mean(v) for q, v in c.items()} for k, c in cells.items()}
+
+
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
-    """ "Most pronounced on BBH and ARC-C": target's mean paired gain there minus on the other benchmarks, CI from
-    resampling questions within benchmarks; holds above 0, fails at or below 0."""
-    tests = TB.versus_best(recs, [target], list(baselines), average=False)
-    methods = {target, *tests.best_baseline}
-    df = TB.question_frame([r for r in recs if r["method"] in methods])
-    wide, diffs = df.pivot(index=["benchmark", "question_id"], columns="method", values="correct"), []
+    """ "Most pronounced on BBH and ARC-C": the mean paired gain there minus elsewhere (bootstrap within benchmarks)."""
+    tests, diffs = TB.versus_best(recs, [target], list(baselines), average=False), []
+    cells = _by_question(recs)
     for t in tests.to_dict("records"):
-        piv = wide.loc[t["benchmark"]]
-        diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, (piv[target] - piv[t["best_baseline"]]).dropna()))
+        a, b = (cells.get((m, t["benchmark"]), {}) for m in (target, t["best_baseline"]))
+        d = np.array([a[q] - b[q] for q in sorted(a.keys() & b.keys())])  # in question_id order, as a pivot is
+        diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, d[~np.isnan(d)]))
     theirs = None
     if paper is not None:
         gains = {c: paper_gain(paper, target, baselines, c) for c in _columns(paper)}
@@ -223,7 +226,6 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
         theirs = float(np.mean(top) - np.mean(rest)) if top and rest else None
     if not any(top for top, _ in diffs) or all(top for top, _ in diffs):
         return row(claim, line, theirs, note="BBH or ARC-C and another benchmark not both run")
-    diffs = [(top, d.to_numpy(float)) for top, d in diffs]
     kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
     ns = [len(d) for _, d in kept]  # one draw per question, benchmark after benchmark, 2000 times: the stream's order
     draws = np.split(rng.integers(0, np.repeat(ns, ns), (2000, sum(ns))), np.cumsum(ns)[:-1], axis=1)
@@ -238,7 +240,6 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
 
 
 def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
-    """The conjunction of per-benchmark gain rows (decided in finalize); "all > 0" only when every printed gain is."""
     theirs = {r["_col"]: float(r["paper"]) for r in per_bench if r["paper"] not in ("-", "")}
     nonpos = [f"{c} {g:+.2f}" for c, g in theirs.items() if g <= 0]
     paper = "all > 0" if theirs and not nonpos else f"not all > 0 ({', '.join(nonpos)})" if nonpos else "-"
@@ -247,32 +248,32 @@ def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
 
 
 def _judged_row(claim: str, line: str, test: dict, verdict, note: str, records: list) -> dict:
-    """A figure claim judged by `verdict(lo, hi)` of one paired test (a versus_best row as a dict)."""
     psi = (records, test["method"], test["best_baseline"])
     return row(claim, line, "(figure)", _ci(test["gain"], test["gain_lo"], test["gain_hi"]), int(test["n_paired"]),
                verdict(test["gain_lo"], test["gain_hi"]), note, p=float(test["p_value"]), psi=psi)  # fmt: skip
 
 
-def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, pd.Series]:
+def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, dict]:
+    """`method`'s labels up to n_max agents, their N and Average accuracies (accuracy_long's points, no pandas)."""
     labels = _labels(run[0], method)
     ns = [run[0]["methods"][lab]["n_agents"] for lab in labels]
-    upto = [lab for lab, n in zip(labels, ns) if n <= n_max]
-    if not upto:
-        return upto, [], pd.Series(dtype=float)
-    long = TB.accuracy_long(run[1], methods=upto, ci=False)  # the points only
-    return upto, ns[: len(upto)], long[long.benchmark == TB.AVERAGE].set_index("method")["accuracy"]
+    upto, cells, avg = [lab for lab, n in zip(labels, ns) if n <= n_max], _by_question(run[1]), {}
+    order = dict.fromkeys(b for _, b in cells)  # the benchmarks as they first appear, as accuracy_long takes them
+    for m in upto:
+        if means := [np.mean(v) for b in order if (v := [x for x in cells.get((m, b), {}).values() if x == x])]:
+            avg[m] = 100 * float(np.mean(means))
+    return upto, ns[: len(upto)], avg
 
 
 # ----------------------------------------------------------------------------- each test of data/claims.yaml
 def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """Figure 2 (l.229, l.223) and 5 (l.522): the largest N up to n_max against the smallest; "monotonically" also
-    needs the points in order; voting's "flat" is judged, the others are gains."""
+    """Figure 2 (l.229, l.223) and 5 (l.522): the largest N up to n_max against the smallest (voting: "flat")."""
     method, line = e["method"], e["line"]
     upto, ns, avg = _curve(run, method, e["n_max"])
     g = _average_gain(run[1], upto[-1], upto[:1]) if len(upto) > 1 else None
     if g is None:
         return [row(claim, line, "(figure)", note="fewer than two N in this profile")]
-    monotone = bool(np.all(np.diff(avg.reindex(upto).to_numpy()) >= 0))
+    monotone = bool(np.all(np.diff([avg.get(lab, np.nan) for lab in upto]) >= 0))
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
     flat = method == "majority"
     r = row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, "(figure)", _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
@@ -284,7 +285,6 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
 
 
 def _still_rising(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """The rest of "improves up to N=10": N=10 against the best smaller N (where the curve peaks)."""
     upto, ns, avg = _curve(run, "acemad", 10)
     g = _average_gain(run[1], upto[-1], upto[:-1]) if len(upto) > 1 else None
     if g is None or ns[-1] != 10:
@@ -307,10 +307,9 @@ def _plateau(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
 
 
 def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]:
-    """Tables 1, 3, 4, 5, 6 and Table 2's Qwen block: each target's gain over the best of the baselines, per
-    benchmark (the paper's columns) with per_benchmark; the paper's own cells against a claimed consistent gain."""
+    """Tables 1, 3, 4, 5, 6 and Table 2's Qwen block: each target's gain over the best of the baselines."""
     table, model = e["paper"] if isinstance(e["paper"], list) else (e["paper"], None)
-    paper, kind, columns = TB.paper_table(table, model=model), e.get("kind", "gain"), e.get("columns", ())
+    paper, kind, columns = _paper(table, model=model), e.get("kind", "gain"), e.get("columns", ())
     base = [m for m in MAD_LABELS if m in set(paper["method"])] if e.get("baselines") == "MADs" else e.get("baselines")
     targets = [tuple(t) if isinstance(t, list) else t for t in e["targets"]]
     if e["test"] == "table1":  # our labels carry N
@@ -332,11 +331,7 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
                              per_benchmark=e.get("per_benchmark", False), columns=columns,
                              consistently=kind == "gain", **theirs)  # fmt: skip
     if e["targets"] == "variants" and run and DIFFERENT_LLMS not in targets:  # SECOND_MODEL empty: one endpoint
-        out.append(
-            row(
-                f"{claim}: {DIFFERENT_LLMS}", e["line"], None, note="skipped: SECOND_MODEL is empty (one endpoint only)"
-            )
-        )
+        out.append(row(f"{claim}: {DIFFERENT_LLMS}", e["line"], None, note=f"skipped: {NO_SECOND}"))
     if e.get("own_block"):  # Qwen's block: T=2 above T=3, against "T=3 emerges as the optimal" (l.459)
         avg = paper.set_index("method")["Average (printed)"]
         better = [f"{m} {avg[m]:.2f}" for m in avg.index if m.startswith("AceMAD (T=") and avg[m] > avg["AceMAD (T=3)"]]
@@ -346,7 +341,6 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
 
 
 def _table1_value(e: dict, run: None, claim: str, ctx: dict) -> list[dict]:
-    """l.91: Majority Voting's and standard MAD's levels at Table 1's N."""
     acc = _accuracy(ctx["t1"][1], ctx["at_n"][e["method"]]) if ctx["t1"] and e["method"] in ctx["at_n"] else None
     if acc is None:
         return [row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)]
@@ -354,9 +348,8 @@ def _table1_value(e: dict, run: None, claim: str, ctx: dict) -> list[dict]:
 
 
 def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """Table 2's GPT-4o-mini claims (l.459, l.111) on notebook 03's run, against the paper's printed block."""
     (meta, recs), t3, line = run, "AceMAD (T=3)", e["line"]
-    paper, test = TB.paper_table("table2_main_results", model="GPT-4o-mini"), e["test"]
+    paper, test = _paper("table2_main_results", model="GPT-4o-mini"), e["test"]
     if t3 not in meta["methods"]:
         return [row(claim, line, None, note="T=3 not in this profile's ROUNDS")]
     base, cells = paper_baselines(meta, t3), paper.set_index("method")
@@ -366,14 +359,10 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if test == "pronounced":
         return [pronounced_row(claim, line, recs, t3, base, paper)]
     if test == "accuracy":
-        acc = _accuracy(recs, t3)
-        r = _value_row(claim, line, float(cells["Average (printed)"][t3]), acc[:3], acc[3], "accuracy in %",
-                       signed=False) if acc else None  # fmt: skip
-        return (
-            [{**r, "paper (recomputed)": f"{cells['Average (recomputed)'][t3]:.2f} (the mean of its cells)"}]
-            if r
-            else []
-        )
+        if (acc := _accuracy(recs, t3)) is None:
+            return []
+        r = _value_row(claim, line, cells["Average (printed)"][t3], acc[:3], acc[3], "accuracy in %", signed=False)
+        return [{**r, "paper (recomputed)": f"{cells['Average (recomputed)'][t3]:.2f} (the mean of its cells)"}]
     dec = e.get("baseline", "")
     if test == "relative":  # "+74% over Decentralized MAD"; undefined (inconclusive) when it scores 0
         rel = relative_gain(recs, t3, dec)
@@ -404,8 +393,7 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
 
 
 def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """Figure 4 (l.511) and l.111, l.83, l.109 on notebook 05's run: the full protocol re-decided without peer
-    prediction on the same debates."""
+    """Figure 4 (l.511), l.111, l.83, l.109: notebook 05's debates re-decided without peer prediction."""
     if "ablation" not in ctx:
         meta, recs = run
         [label] = [lab for lab, c in meta["methods"].items() if c["method"] == "acemad"]
@@ -437,7 +425,6 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
 
 
 def _standard_agents(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """Full protocol against Standard MAD as the paper's bar means it: Decentralized MAD with AceMAD's agents."""
     methods = run[0]["methods"]
     ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad" and c["method"] == "decentralized"]
     ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
@@ -451,10 +438,9 @@ def _figure4(rows: list[dict]) -> list[dict]:
 
 
 def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[dict]:
-    """l.1069: Llama's gains "less pronounced" than GPT-4o-mini's: AceMAD (T=3) over the best MAD on Table 5's
-    benchmarks, the Llama run's gain minus the main run's (two samples: CI from the two CIs, normal)."""
+    """l.1069: Llama's gain of AceMAD over the best MAD on Table 5's benchmarks minus GPT-4o-mini's (normal CI)."""
     line, main = e["line"], ctx["runs"].get("main")
-    paper5, paper2 = TB.paper_table("table5_llama8b"), TB.paper_table("table2_main_results", model="GPT-4o-mini")
+    paper5, paper2 = _paper("table5_llama8b"), _paper("table2_main_results", model="GPT-4o-mini")
     cols = _columns(paper5)
     mine = [float(np.mean([paper_gain(p, "AceMAD (T=3)", MAD_LABELS, c) for c in cols])) for p in (paper5, paper2)]
     theirs = mine[0] - mine[1]  # the printed cells' gain over the best MAD per benchmark, averaged
@@ -472,24 +458,19 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     lo, hi = d - 1.96 * se, d + 1.96 * se
     verdict = HOLDS if hi < 0 else FAILS if lo >= 0 else INCONCLUSIVE
     note = f"Llama's gain {gains[0]['gain']:+.1f} minus GPT-4o-mini's {gains[1]['gain']:+.1f} on {', '.join(cols)}"
-    return _flag(
-        [row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, ci=(lo, hi))], llama
-    )
+    r = row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, ci=(lo, hi))
+    return _flag([r], llama)
 
 
 def _arc_voting(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """l.1022: DeepSeek's Majority Voting at 75% on ARC-C (an exact value of that model)."""
-    arc = [r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"]
-    acc = _accuracy(arc, "Majority Voting") if arc and _accuracy(run[1], "Majority Voting") else None
-    if acc is None:
+    if (acc := _accuracy([r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"], "Majority Voting")) is None:
         return _flag([row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)], run)
     out = _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=e["model"])
     return _flag([out], run)
 
 
 def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    """l.1114: on the full test sets AceMAD "does not penalize correct majorities": of the questions whose round-1
-    plurality is right, the share AceMAD (T=3) ends wrong on (%, CI over questions); holds below FLAT_MARGIN."""
+    """l.1114: of the questions whose round-1 plurality is right, the share AceMAD ends wrong on."""
     methods, line = run[0]["methods"], e["line"]
     ace = [r for r in run[1] if methods.get(r["method"], {}).get("method") == "acemad" and "rounds" in r
            and r.get("status") == "ok"]  # fmt: skip
@@ -520,6 +501,7 @@ TESTS = {
     "arc_voting": _arc_voting,
     "no_penalty": _no_penalty,
 }
+VALUES = ("table1_value", "accuracy", "relative", "standard_mad", "collapse", "arc_voting")  # exact-value tests
 ALWAYS = ("table", "table1", "table1_value", "smaller")  # tests that write their own row without their run
 NOT_RUN_ROW = {  # (the paper's number, the note) of a claim whose run is missing
     **dict.fromkeys(("trend", "still_rising"), ("(figure)", NOT_MADE)),
@@ -530,14 +512,12 @@ NOT_RUN_ROW = {  # (the paper's number, the note) of a claim whose run is missin
 
 
 def _run(runs: dict, name: str) -> Optional[RunData]:
-    """A run by experiment name; other_<table>: notebook 07's run of that printed table, whichever its model."""
     if name.startswith("other_"):
         return next((v for k, v in runs.items() if k.startswith("other_") and k.endswith(name[6:])), None)
     return runs.get(name)
 
 
 def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
-    """(N, the configs of a run at N): N = n, or the largest N run when n was not."""
     meta, recs = run
     ns = sorted({c["n_agents"] for c in meta["methods"].values()})
     n = n if n in ns else ns[-1]
@@ -547,8 +527,7 @@ def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
 
 
 def standin_note(meta: dict) -> str:
-    """For a run of a synthetic stand-in for another model (notebook 07): which of its parameters differ from the
-    default population's, i.e. were chosen from the paper's wording (experiments/setup.py SIM_STANDINS)."""
+    """A synthetic stand-in's (notebook 07) parameters that differ from the default population's."""
     pop = meta.get("population") or {}
     model = str(pop.get("model", ""))
     if not pop.get("synthetic") or ":" not in model:
@@ -567,7 +546,7 @@ def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
     return rows
 
 
-def _claim_rows(runs: dict, seed: int) -> list[dict]:
+def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
     t1 = runs.get("baselines")
     n, t1_at_n = _at_n(t1, 5) if t1 else (5, None)
     at_n = {c["method"]: lab for lab, c in (t1_at_n[0]["methods"] if t1_at_n else {}).items()}  # labels carry N
@@ -575,7 +554,9 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
     for e in CLAIMS:
         claim, names = e["claim"].format(n=n), e.get("run") or []
         run = next(filter(None, (_run(runs, x) for x in ([names] if isinstance(names, str) else names))), None)
-        if run is None and e["test"] not in ALWAYS:
+        if not values and e["test"] in VALUES:  # an exact value: never compared on the synthetic population
+            rows.append(row(claim, e["line"], None))
+        elif run is None and e["test"] not in ALWAYS:
             paper, note = NOT_RUN_ROW.get(e["test"], (None, NOT_MADE))
             rows.append(row(claim, e["line"], paper, note=note))
         else:
@@ -589,8 +570,7 @@ def _claim_rows(runs: dict, seed: int) -> list[dict]:
 
 # ----------------------------------------------------------------------------- verdicts
 def _decide(r: dict) -> str:
-    """A gain / loss row's outcome once the adjusted p is known; a CI that excludes the claimed effect without
-    showing the claimed direction is a precise null (NULL), not inconclusive."""
+    """A gain / loss row's outcome from its CI and adjusted p; a CI excluding the claimed effect is a precise NULL."""
     if r["_kind"] not in ("gain", "loss") or not r["_ci"]:
         return r["verdict"]
     (lo, hi), claimed = r["_ci"], r["_claimed"]
@@ -603,9 +583,8 @@ def _decide(r: dict) -> str:
 
 
 def needed(r: dict, m: int) -> int:
-    """The questions a row needs on a real model: 80% power at Holm's first-step level over m tests, for the claimed
-    effect (MIN_EFFECT where none is printed; FLAT_MARGIN for "flat") at the observed discordance; an exact value:
-    to tell it from one MIN_EFFECT points away (discordance 0.25, a proportion's largest variance)."""
+    """A row's questions for 80% power at Holm's first step over m tests (MIN_EFFECT where no effect is printed,
+    FLAT_MARGIN for "flat"; an exact value: MIN_EFFECT away at discordance 0.25, the largest)."""
     alpha = PW.holm_alpha(max(m, 1), ALPHA)
     if r["_kind"] == "value":
         return PW.n_needed(MIN_EFFECT / 100, 0.25, alpha, POWER)
@@ -618,13 +597,12 @@ def needed(r: dict, m: int) -> int:
 
 
 def same_model(ours: str, paper: str) -> bool:
-    """Is the profile's model the paper's (its name in ours, case and punctuation aside: gpt-4o-mini-2024-07-18)?"""
+    """Is the paper's model name in ours, case and punctuation aside (gpt-4o-mini-2024-07-18)?"""
     key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
     return bool(ours) and key(paper) in key(ours)
 
 
 def _real_model(r: dict, m: int, model: str) -> str:
-    """An exact value of another model is not comparable; fewer questions than 80% power needs: underpowered."""
     v = r["verdict"]
     if v == NOT_RUN or (r["_kind"] == "judged" and not r["_ci"] and r["p"] != r["p"]):
         return v
@@ -646,9 +624,8 @@ def _word(verdict: str, kind: str, synthetic: bool) -> str:
 
 
 def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame:
-    """Holm across every row's paired test, each row's outcome from its CI and adjusted p, on a real model the power
-    and same-model gates, the conjunction rows from their parts, then the profile's words."""
-    adjusted = adjust_pvalues(np.array([r["p"] for r in rows], dtype=float), "holm")
+    """Holm across the rows' tests, each outcome, a real model's power and same-model gates, the profile's words."""
+    adjusted = adjust_pvalues([r["p"] for r in rows])
     m = int(np.isfinite(adjusted).sum())
     for r, a in zip(rows, adjusted):
         r["p (Holm)"], r["verdict"] = a, _decide({**r, "p (Holm)": a})
@@ -667,16 +644,28 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def ledger(runs: dict, seed: int = 0) -> pd.DataFrame:
-    """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)})."""
+def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
+    """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)}); values=False: the
+    exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
     with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
-        rows = _claim_rows(runs, seed)
+        rows = _claim_rows(runs, seed, values)
     return finalize(rows, *source(runs))
 
 
+def reads(run: str, config: dict) -> bool:
+    """Whether the ledger reads a config's records (the assumption grid debates only those): not scaling's voting,
+    not Table 1's smaller N of Centralized and Sparse MAD, not the controls (a roster, the Skeptic alone) of 03, 05."""
+    method, roster = config["method"], config.get("roster")
+    return {
+        "scaling": method == "acemad",
+        "baselines": method in ("majority", "decentralized") or config["n_agents"] == 5,
+        "main": not roster and (config.get("baseline_agent") or {}).get("persona") != SKEPTIC.persona,
+        "ablation": method == "acemad" or (roster == "acemad" and method == "decentralized"),
+    }.get(run, True)
+
+
 def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
-    """A record as the ledger keeps it (load_run's `keep`): scalars and the final answer; the rounds only of the
-    AceMAD debates of the ablation (re-weighted) and the full test sets (round 1 read). Whole records took 2.17 GB."""
+    """A record as the ledger keeps it (load_run's `keep`): rounds only for 05's and 07's AceMAD (whole: 2.17 GB)."""
     config = meta["methods"].get(record.get("method"), {})
     if name.rsplit("/", 1)[-1] in ("ablation", "full_datasets") and config.get("method") == "acemad":
         return record
@@ -687,8 +676,7 @@ BASE_POINT = "the profile's population"  # the grid's reference point: no assump
 
 
 def by_construction(claim: str, params: dict, shares: dict) -> str:
-    """Why a structural choice of the synthetic population or items pins a row (its entry's `pinned` in the data
-    file, empty when none does). `shares`: {N: the truth-holders AceMAD's roster has at N}."""
+    """Why a structural choice pins a row (its entry's `pinned`); shares: {N: Skeptics in AceMAD's roster}."""
     e: dict = next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
     pinned = e.get("pinned") or {}
     text = pinned.get("crowd_insight" if params.get("crowd_insight") else "none", pinned.get("always", ""))
@@ -699,15 +687,13 @@ def by_construction(claim: str, params: dict, shares: dict) -> str:
 
 
 def truth_holders(runs: dict) -> dict:
-    """{N: Skeptics in AceMAD's roster at N} over the N of the scaling run (notebook 06), {} without it."""
     meta = runs["scaling"][0] if "scaling" in runs else {"methods": {}}
     ns = sorted({c["n_agents"] for c in meta["methods"].values() if c["method"] == "acemad"})
     return {n: sum(s.persona == SKEPTIC.persona for s in DebateConfig(method="acemad", n_agents=n).specs()) for n in ns}
 
 
 def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
-    """The ledger with a DECIDED_BY column: "by construction: <why>" where a structural choice pins a row, and the
-    points of the assumption grid ({point name: its ledger}) where its verdict differs from BASE_POINT's."""
+    """The ledger with DECIDED_BY: what pins a row by construction, or the grid points ({name: ledger}) flipping it."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
     params, shares, out = population_params(runs), truth_holders(runs), []
     for r in ledger.to_dict("records"):
@@ -728,8 +714,6 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
 
 
 def _where(seen: dict) -> str:
-    """ "fails in the simulation where A, B; inconclusive at this n where C; holds in the simulation elsewhere (the
-    profile's population and k more)": the points whose verdict differs from the profile's, by verdict."""
     base, groups = seen[BASE_POINT], dict[str, list]()
     for name, v in seen.items():
         if v != base:
@@ -742,26 +726,21 @@ def _where(seen: dict) -> str:
 
 
 def category(verdict: str) -> str:
-    """The verdict's word without its numbers ("underpowered (n = 8 of the ~90 needed)" -> "underpowered")."""
     return next((v for v in VERDICTS if verdict == v or verdict.startswith(v + " (")), verdict)
 
 
 def main_meta(runs: dict) -> dict:
-    """The main run's meta (notebook 03), else any run's; {} without runs."""
     return runs["main"][0] if "main" in runs else next((m for m, _ in runs.values()), {})
 
 
 def population_params(runs: dict) -> dict:
-    """The synthetic population's parameters the ledger's runs were made with (main_meta's), {} for a real model."""
     return (main_meta(runs).get("population") or {}).get("params") or {}
 
 
 def smoke_test(runs: dict) -> bool:
-    """A run of the local model (llama.cpp, a 135M model on a few demo questions): the pipeline, not evidence."""
     return any(m.get("backend") == "local" for m, _ in runs.values())
 
 
 def source(runs: dict) -> tuple[bool, str]:
-    """(synthetic?, model) of the runs, for figures.source_label: synthetic when any run is; the main run's model.
-    No runs (a real-model profile whose run failed) are neither: (False, ""), labelled NO_RUNS, never SYNTHETIC."""
+    """(synthetic?, model) of the runs; no runs (all failed) are not synthetic: labelled NO_RUNS, never SYNTHETIC."""
     return any(m.get("synthetic") for m, _ in runs.values()), main_meta(runs).get("model") or ""

@@ -1,9 +1,6 @@
-"""Does AceMAD's premise hold on this run (`premise`), and which part of its gain comes from where (`split`)?
-
-The premise: the agent whose peer prediction scores best knows more than an agent picked at random. AceMAD's weights
-follow the score, so without it no gain can come from WHO scores well. Measured only from stored p, scores and the
-truth (no model call), so it applies to any AceMAD run, on any backend.
-"""
+"""Does AceMAD's premise hold on this run (`premise`: the agent whose peer prediction scores best knows more than one
+picked at random; the weights follow the score, so without it no gain comes from WHO scores well), and where does
+its gain come from (`split`)? From stored p, scores and the truth only: any AceMAD run, any backend."""
 
 from __future__ import annotations
 
@@ -19,16 +16,7 @@ from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
 
-ROUND_COLUMNS = [
-    "method",
-    "question_id",
-    "round",
-    "top_right",
-    "share_right",
-    "right_score",
-    "wrong_score",
-    "rank_corr",
-]
+ROUND_COLUMNS = "method question_id round top_right share_right right_score wrong_score rank_corr".split()
 PREMISE_COLUMNS = ["method", "round", "n", "top_agent", "random_agent", "lift", "lift_lo", "lift_hi", "n_split",
                    "rank_corr", "rank_corr_lo", "rank_corr_hi", "parse_failure", "verdict"]  # fmt: skip
 
@@ -44,9 +32,9 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
-    """Per scored record with a gold answer x round, over the parsed agents: is the top scorer right (ties share it),
-    the share of right agents, the mean score of right and of wrong agents, and the Spearman correlation of score
-    and correctness within the question (pooled, easy questions would correlate them with no premise)."""
+    """Per scored record x round, over the parsed agents: is the top scorer right (ties share it), the share of right
+    agents, their and the wrong agents' mean score, and the within-question Spearman correlation of score and
+    correctness (pooled, easy questions would correlate them with no premise)."""
     rows = []
     for rec in _scored(records):
         if rec.get("answer") is None:
@@ -79,11 +67,10 @@ def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
 
 
 def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataFrame] = None) -> pd.DataFrame:
-    """The premise check of every AceMAD method, per round and over all rounds ("all": each question's rounds
-    averaged, so the CI resamples independent questions): top_agent / random_agent accuracy (%), lift (points, 95%
-    CI), n_split (questions with right and wrong agents), rank_corr (within-question Spearman, CI), parse_failure and
-    verdict (a key of VERDICTS); n counts questions with a gold answer and a parsed commitment. `rounds`: the
-    records' question_rounds, when the caller has them already."""
+    """Every AceMAD method's premise check per round and over all ("all": each question's rounds averaged, so the CI
+    resamples independent questions): top / random agent accuracy (%), their lift (points, CI), n_split (questions
+    with right and wrong agents), rank_corr (CI), parse_failure, verdict (a key of VERDICTS).
+    `rounds`: the records' question_rounds, when the caller holds them."""
     qr = question_rounds(records) if rounds is None else rounds
     fails = parse_failures(records)
     rows = []
@@ -91,7 +78,7 @@ def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataF
         g = qr[qr["method"] == method]
         if g.empty:
             rows.append(
-                [method, "all", 0, *[np.nan] * 5, 0, *[np.nan] * 3, fails.loc[fails.method == method, "failed"].mean()]
+                [method, "all", 0, *[np.nan] * 5, 0, *[np.nan] * 3, fails[fails.method == method].failed.mean()]
             )
             continue
         g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
@@ -131,8 +118,8 @@ def premise_sentence(
     table: pd.DataFrame, synthetic: bool, split_table: Optional[pd.DataFrame] = None, *,
     population: Optional[Mapping] = None,
 ) -> str:  # fmt: skip
-    """The "What we see" of a `premise` table; with a `split` table, AceMAD against the same compute spent on sampling
-    (each self-consistency row) and, on the synthetic population (meta["population"]), what in it decides that."""
+    """The "What we see" of a `premise` table; with a `split` table also AceMAD against the same compute spent on
+    sampling and, on the synthetic population, what in it decides that."""
     if table.empty:
         return "No AceMAD run with peer-prediction scores here: no premise check."
     parts = []
@@ -209,8 +196,7 @@ SPLIT_COLUMNS = ["method", "control", "accuracy", "accuracy_lo", "accuracy_hi", 
 
 
 def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
-    """The run's eta, weight exponent, weighting and seed (its tie-break keys) of `method` (meta.json's methods),
-    else the paper's and `seed`."""
+    """`method`'s eta, weight exponent, weighting and seed in the run (meta.json), else the paper's and `seed`."""
     cfg = ((meta or {}).get("methods") or {}).get(method) or {}
     defaults = {"eta": A.ETA, "weight_exponent": A.WEIGHT_EXPONENT, "seed": seed}
     return {k: cfg.get(k, v) for k, v in defaults.items()} | {
@@ -225,8 +211,7 @@ def acemad_methods(records: Sequence[dict], meta: Optional[dict] = None) -> list
 
 
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
-    """`method`'s debates re-decided by each control of the split, from the same commitments (no model call); ROUND0:
-    the plurality of their first answers (Majority Voting with AceMAD's agents)."""
+    """`method`'s debates re-decided by each control of the split (ROUND0: the plurality of the first answers)."""
     recs = [r for r in _scored(records) if r["method"] == method]
     cfg = _settings(method, meta, seed)
     eta, k, seed = cfg["eta"], cfg["weight_exponent"], cfg["seed"]
@@ -240,10 +225,8 @@ def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: O
 def split(
     records: Sequence[dict], seed: int = 0, *, meta: Optional[dict] = None, others: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """AceMAD's gain split: per peer-prediction AceMAD method, its accuracy and each control's, re-decided from its
-    own commitments (control_records), then of each method in `others` (e.g. the compute-matched baseline);
-    difference = AceMAD minus the control (points, 95% CI, p), paired (the Average: tables.versus_best). `meta`:
-    the run's meta.json for its eta, weight exponent and seed (else the paper's and `seed`)."""
+    """AceMAD's gain split: each peer-prediction AceMAD method's accuracy, each control's (control_records) and each
+    of `others`' (e.g. the compute-matched baseline), and AceMAD minus each (points, CI, paired p)."""
     rows = []
     for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)

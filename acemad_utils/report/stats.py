@@ -10,8 +10,8 @@ import numpy as np
 
 @functools.lru_cache(maxsize=16)
 def resample_indices(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    """Bootstrap row indices, one read-only int32 (n_boot, size) array per group, drawn in order from
-    default_rng(seed); cached, since a notebook bootstraps many columns with one seed and the same sizes."""
+    """Bootstrap row indices, one read-only int32 (n_boot, size) array per group from default_rng(seed); cached:
+    a notebook bootstraps many columns with one seed and the same sizes."""
     rng = np.random.default_rng(seed)
     out = tuple(rng.integers(0, size, size=(n_boot, size)).astype(np.int32) for size in sizes)
     for idx in out:
@@ -51,8 +51,8 @@ SIGN_BLOCK = 500  # rows of a sign matrix expanded at a time: a float block of 5
 
 @functools.lru_cache(maxsize=8)
 def _packed_signs(n_perm: int, n: int, seed: int) -> np.ndarray:
-    """The signs of default_rng(seed).choice((-1.0, 1.0), (n_perm, n)) packed 8 to a byte (bit 1 = +1), drawn as
-    integers(0, 2) block by block (the same stream). Cached: a table's tests share the seed and n."""
+    """default_rng(seed)'s (n_perm, n) random signs packed 8 to a byte (bit 1 = +1); cached: a table's tests share
+    the seed and n."""
     rng = np.random.default_rng(seed)
     packed = np.empty((n_perm, (n + 7) // 8), dtype=np.uint8)
     for i in range(0, n_perm, SIGN_BLOCK):
@@ -66,9 +66,8 @@ _BYTE_SIGNS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).ast
 
 
 def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
-    """|sum_i s_i v_i| for every row s of _packed_signs without expanding it: a row's sum is the sum of n/8 table
-    entries T[k, byte] (v's signed sums over 8 columns for each of 256 bytes). Only the order of the additions
-    differs from flips @ v (1e-16 relative)."""
+    """|sum_i s_i v_i| for every row s of _packed_signs, as sums of n/8 table entries T[k, byte] (v's signed sums
+    over 8 columns for each of the 256 bytes), never expanding the signs."""
     v = np.asarray(v, dtype=float)
     n = len(v)
     packed = _packed_signs(n_perm, n, seed)
@@ -102,33 +101,14 @@ def mcnemar_exact(a, b) -> float:
     return 1.0 if n == 0 else float(min(1.0, 2 * sum(math.comb(n, i) for i in range(min(n01, n10) + 1)) / 2**n))
 
 
-def paired_bootstrap_diff(a, b, n_boot: int = 2000, seed: int = 0, *, level: float = 0.95):
-    """Mean of a - b over paired questions with a bootstrap CI: (diff, lo, hi)."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    return bootstrap_ci(d, n_boot=n_boot, seed=seed, level=level)
-
-
-ADJUSTMENTS = ("holm", "bh")
-
-
-def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
-    """Adjusted p-values in the order of `p` (NaN stays NaN, not counted): "holm" (family-wise, valid under any
-    dependence, which the ledger's tests sharing questions have) or "bh" (Benjamini-Hochberg, false discovery)."""
-    if method not in ADJUSTMENTS:
-        raise ValueError(f"method={method!r} is not a p-value adjustment; choose one of {ADJUSTMENTS}")
+def adjust_pvalues(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values in the order of `p` (family-wise, valid under any dependence, which tests
+    sharing questions have); NaN stays NaN and is not counted."""
     p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = ~np.isnan(p)
+    out, ok = np.full(p.shape, np.nan), ~np.isnan(p)
     m = int(ok.sum())
-    if m == 0:
-        return out
     order = np.argsort(p[ok], kind="stable")
-    sorted_p = p[ok][order]
-    if method == "holm":
-        adj = np.maximum.accumulate((m - np.arange(m)) * sorted_p)
-    else:
-        adj = np.minimum.accumulate((m / np.arange(1, m + 1) * sorted_p)[::-1])[::-1]
     vals = np.empty(m)
-    vals[order] = np.minimum(adj, 1.0)
+    vals[order] = np.minimum(np.maximum.accumulate((m - np.arange(m)) * p[ok][order]), 1.0)
     out[ok] = vals
     return out

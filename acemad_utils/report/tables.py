@@ -195,7 +195,7 @@ def versus_best(
         if average:
             rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot=n_boot, seed=seed))
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
-    out["p_holm"] = adjust_pvalues(out["p_value"].to_numpy(dtype=float), "holm")
+    out["p_holm"] = adjust_pvalues(out["p_value"].to_numpy(dtype=float))
     if out.empty:
         gone = lambda ms: [m for m in ms if not any(m in p for p in piv.values())]
         why = [

@@ -18,7 +18,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 from unittest import mock
 
 import nbformat
@@ -31,7 +31,7 @@ from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
-from acemad_utils.cost.estimate import Estimate, estimate_profile, format_estimate
+from acemad_utils.cost.estimate import estimate_profile, format_estimate
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import read_jsonl
@@ -132,7 +132,12 @@ def run(
                 for nb in selected
             }
             todo = selected if force else uptodate.stale(prints, stamp.recorded, READS)
-            _print_up_to_date(tag, [nb for nb in selected if nb not in todo], out_dir)
+            current = [nb for nb in selected if nb not in todo]
+            for nb in current:
+                print(f"{tag} {nb}  up to date  {_last_summary(out_dir / f'{nb}.ipynb')}", flush=True)
+            if current:
+                print(f"{tag} {len(current)} notebook(s) up to date: nothing they read changed since the last clean "
+                      f"run (executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
             with progress_tail(progress, prefix=f"{tag} "):
                 code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
             if code != 0:
@@ -175,37 +180,24 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
                 raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
 
 
-def _print_up_to_date(tag: str, names: list, out_dir: Path) -> None:
-    for nb in names:
-        try:
-            summary = _last_summary(nbformat.read(str(out_dir / f"{nb}.ipynb"), as_version=4))
-        except (OSError, ValueError):
-            summary = "(no summary line)"
-        print(f"{tag} {nb}  up to date  {summary}", flush=True)
-    if names:
-        print(f"{tag} {len(names)} notebook(s) up to date: nothing they read changed since the last clean run "
-              f"(executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
-
-
-def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) -> bool:
-    return any(params_for(prof, nb, defaults=True).get("BACKEND") in backend for nb in selected)
-
-
-def _print_estimate(
-    prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict
-) -> Optional[Estimate]:
+def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> Any:
+    """The cost estimate of an LLM profile, printed before it runs (never stopping it); None when there is none."""
     if not _uses_llm(prof, selected, ("openai",)):
         return None
     est = None
     try:
         est = estimate_profile(profile, overrides, selected)
         text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
-    except Exception as e:  # the estimate must never stop a run; say why it is missing
+    except Exception as e:  # say why it is missing
         text = f"cost estimate unavailable ({type(e).__name__}: {e})"
     if env.get("ACEMAD_MAX_USD") in (None, ""):
         text += "\n  no MAX_USD set: nothing caps this run's spend (profile key max_usd:, or ACEMAD_MAX_USD)"
     print(text, flush=True)
     return est
+
+
+def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) -> bool:
+    return any(params_for(prof, nb, defaults=True).get("BACKEND") in backend for nb in selected)
 
 
 def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path):
@@ -249,7 +241,8 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
     try:
         while waiting or running:
             if not code:
-                ready = sorted((n for n in waiting if _ready(n, selected, ended)), key=lambda n: n not in LONGEST)
+                ready = [n for n in waiting if all(m in ended for m in selected if m != n and _reads(n, m))]
+                ready.sort(key=lambda n: n not in LONGEST)
                 for nb in ready[: jobs - len(running)]:
                     waiting.remove(nb)
                     job = pool.submit(_execute, prof, name_of_profile, nb, nbs[nb], out_dir / f"{nb}.ipynb")
@@ -296,9 +289,8 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
     return 1 if failed or code or lines else 0
 
 
-def _ready(name: str, selected: list, ended: set) -> bool:
-    needs = READS.get(name, ())
-    return all(n in ended for n in selected if n != name and ("*" in needs or n in needs))
+def _reads(name: str, other: str) -> bool:
+    return "*" in READS.get(name, ()) or other in READS.get(name, ())
 
 
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
@@ -364,12 +356,15 @@ def _rel(path: Path) -> str:
 
 
 def _last_summary(nb) -> str:
-    for cell in reversed(nb.cells):
-        for o in cell.get("outputs", []):
-            for line in str(o.get("text", "")).splitlines():
-                if line.startswith("SUMMARY:"):
-                    return line[len("SUMMARY:") :].strip()
-    return "(no summary line)"
+    """The executed notebook's (or its file's) last "SUMMARY:" line."""
+    try:
+        nb = nbformat.read(str(nb), as_version=4) if isinstance(nb, Path) else nb
+    except (OSError, ValueError):
+        return "(no summary line)"
+    lines = [x for c in nb.cells for o in c.get("outputs", []) for x in str(o.get("text", "")).splitlines()]
+    return next(
+        (x[len("SUMMARY:") :].strip() for x in reversed(lines) if x.startswith("SUMMARY:")), "(no summary line)"
+    )
 
 
 class ProfileLock(RunLock):

@@ -1,11 +1,7 @@
-"""Store the full default run's executed notebooks over notebooks/*.ipynb (what a reader sees, what nbval compares).
-
-    python -m acemad_utils.reproduce.nbtools store   # outputs/notebooks/default/*.ipynb -> notebooks/*.ipynb
-    python -m acemad_utils.reproduce.nbtools strip   # drop every output
-
-`store` drops what changes from run to run, writes the kernelspec as JupyterLab does (autosave then changes nothing)
-and refuses a run that failed, printed to stderr, skipped a cell, shows a machine's path, or came from older cells.
-"""
+"""`python -m acemad_utils.reproduce.nbtools store|strip`: the full default run's executed notebooks written over
+notebooks/*.ipynb (what a reader sees, what nbval compares), without what changes from run to run and with the
+kernelspec JupyterLab writes (autosave then changes nothing), refusing a run that failed, printed to stderr, skipped
+a cell, shows a machine's path or came from older cells; or every output dropped."""
 
 from __future__ import annotations
 
@@ -84,16 +80,16 @@ def lean(nb) -> None:
             c.source = "\n".join([INJECTED_HEADER, *rest]) if first.strip() == "# Parameters" else c.source
 
 
-def sources(nb) -> list[tuple[str, str]]:
-    return [(c.cell_type, c.source) for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
-
-
 def store(path: Path, executed_dir: Path = EXECUTED) -> list[str]:
     """Write the executed copy of `path` over it, lean; returns what stopped it."""
     ran_path = executed_dir / path.name
     if not ran_path.exists():
         return [f"no executed copy {ran_path}: run `make notebooks` (the full default profile)"]
     ran = nbformat.read(ran_path, as_version=4)
+
+    def sources(nb) -> list:
+        return [(c.cell_type, c.source) for c in nb.cells if INJECTED not in c.metadata.get("tags", [])]
+
     if sources(ran) != sources(nbformat.read(path, as_version=4)):
         return [f"{ran_path} was run from an older version of {path.name}: run `make notebooks` again"]
     if bad := problems(ran):

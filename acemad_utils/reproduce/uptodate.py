@@ -65,11 +65,8 @@ def _digest(path: str) -> str:
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         return f"not a regular file ({stat.S_IFMT(mode):o})"
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()  # type: ignore[attr-defined]
 
 
 def tree_state(roots: Iterable[Path], *, skip: Iterable[Path] = ()) -> str:
@@ -119,12 +116,11 @@ def _outside() -> list[Path]:
 
 def _written_state() -> str:
     base = paths.outputs(create=False)
-    return tree_state(
-        [base, paths.root() / "data" / "subsets"], skip=[base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
-    )
+    skip = [base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
+    return tree_state([base, paths.root() / "data" / "subsets"], skip=skip)
 
 
-def _read_state() -> str:
+def _read_state() -> str:  # data/, the benchmark files or hub cache, matplotlibrc
     return tree_state([paths.DATA, *_outside()], skip=[paths.DATA / "subsets"])
 
 
