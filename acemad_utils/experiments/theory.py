@@ -1,15 +1,12 @@
-"""Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory).
-
-    theory.run_all(n_items=400, seed=0)          # writes transcripts under outputs/runs/<profile>/theory_*
-    fig, table = theory.martingale()              # (a) mean belief in the truth per round, with CIs
-
-Every function reads saved transcripts (data.transcripts.load_run), so figures are redrawn without a new debate.
-"""
+"""Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory): run_all writes the
+transcripts under outputs/runs/<profile>/theory_*, and every panel is computed from them (the records run_all saved,
+handed back without parsing them again, or load_run's in a new process)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -17,8 +14,8 @@ import pandas as pd
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.paths import smoke
-from acemad_utils.data.transcripts import load_run
-from acemad_utils.experiments.runner import run_experiment
+from acemad_utils.data.transcripts import load_run, run_dir
+from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import ETA, N_AGENTS, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.stats import bootstrap_ci
@@ -31,14 +28,20 @@ PHASE_T_MAX = 5
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
 
-def _name(profile: str, what: str) -> str:
-    return f"{profile}/theory_{what}"
+_HELD: dict[Path, list[dict]] = {}  # the records run_all saved in this process, by run folder
+
+
+def _records(profile: str, what: str) -> list[dict]:
+    name = f"{profile}/theory_{what}"
+    held = _HELD.get(d := run_dir(name, create=False))
+    return held if held and d.exists() else load_run(name)[1]
 
 
 def run_all(
     n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, *, profile: str = "default"
 ) -> None:
     """Run every simulation the theory notebook needs (resumable). Smoke mode caps n_items at SMOKE_ITEMS."""
+    _HELD.clear()
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")  # crowd + truth-holders
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
@@ -51,75 +54,68 @@ def run_all(
         ("acemad", [ace], SimParams()),
         *((f"phase_cal{c:.2f}", phase, SimParams(crowd_calibration=c)) for c in PHASE_CAL),
     ]:
-        run_experiment(_name(profile, what), items, cfgs, SimPopulation(params, seed), progress=progress)
+        name = f"{profile}/theory_{what}"
+        _HELD[run_dir(name, create=False)] = run_and_load(
+            name, items, cfgs, SimPopulation(params, seed), progress=progress
+        )[1]
 
 
-def _ci_frame(x: np.ndarray, index: Sequence, name: str, seed: int = 0) -> pd.DataFrame:
-    m, lo, hi = bootstrap_ci(x, seed=seed)
-    return pd.DataFrame({"x": list(index), "mean": m, "lo": lo, "hi": hi, "series": name})
+def _ci(values: np.ndarray, /, **cols) -> dict:
+    """cols with the mean of `values` and its 95% bootstrap CI (arrays for the columns of a 2-D array)."""
+    return dict(zip(("mean", "lo", "hi"), bootstrap_ci(values))) | cols
 
 
-def _band(ax, df: pd.DataFrame, **kw) -> None:
-    line = ax.plot(df["x"], df["mean"], marker="o", label=df["series"].iloc[0], **kw)[0]
-    ax.fill_between(df["x"], df["lo"], df["hi"], alpha=0.2, color=line.get_color())
+def _bands(ax, curves, legend: Optional[float] = None, **labels) -> None:
+    """A line with its CI band per (series, frame with x, mean, lo, hi), a grey zero line under a change."""
+    for name, df in curves:
+        line = ax.plot(df["x"], df["mean"], marker="o", label=name)[0]
+        ax.fill_between(df["x"], df["lo"], df["hi"], alpha=0.2, color=line.get_color())
+    ax.set(**labels)
+    ax.legend(fontsize=legend)
 
 
 def martingale(profile: str = "default"):
-    """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat.
-
-    Plotted as the paired change from round 1, p(t) - p(1), per question: its CI is what tells
-    "flat" from "drifting" (the level itself varies a lot between items).
-    """
+    """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat. Plotted as the
+    paired change from round 1 per question: its CI tells "flat" from "drifting" (the level varies between items)."""
     frames = []
     for name, label in (
         ("martingale_symmetric", "symmetric updating (Prop. 1)"),
         ("martingale_default", "stubborn truth-holders (default)"),
     ):
-        _, recs = load_run(_name(profile, name))
-        bt = A.belief_in_truth(A.stack(recs))
-        f = _ci_frame(bt - bt[:, :1], range(1, bt.shape[1] + 1), label)
-        f["level"] = bt.mean(axis=0)
-        frames.append(f)
+        bt = A.belief_in_truth(A.stack(_records(profile, name)))
+        rounds = list(range(1, bt.shape[1] + 1))
+        frames.append(pd.DataFrame(_ci(bt - bt[:, :1], x=rounds, series=label, level=bt.mean(axis=0))))
     # pyplot where a figure is drawn, not at module top: experiments.params imports this module, and every
     # notebook kernel would pay for pyplot
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for f in frames:
-        _band(ax, f)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(
-        xlabel="round t",
-        ylabel=r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$",
-        title=f"(a) Decentralized MAD is a martingale [{SYNTH}]",
-    )
-    ax.legend()
-    return fig, pd.concat(frames, ignore_index=True)
+    ylabel = r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$"
+    title = f"(a) Decentralized MAD is a martingale [{SYNTH}]"
+    _bands(ax, [(f["series"][0], f) for f in frames], xlabel="round t", ylabel=ylabel, title=title)
+    return fig, pd.concat(frames, ignore_index=True)[["x", "mean", "lo", "hi", "series", "level"]]
 
 
 def score_separation(profile: str = "default"):
-    """(b) Theorem (score separation): truth-holders earn higher expected Brier scores than the crowd."""
-    _, recs = load_run(_name(profile, "acemad"))
-    df = A.agent_scores(recs)
+    """(b) Theorem (score separation): truth-holders earn higher expected Brier scores than the crowd. Scores are
+    averaged per question first (agents of one debate are not independent samples); n_agents counts the group's
+    agent-rounds, so a mean over groups can weight each by how many agents it holds."""
+    df = A.agent_scores(_records(profile, "acemad"))
     role = np.where(df["persona"] == "Skeptic", "truth-holder", "crowd")
     df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
-    rows = []
-    for (g, t), sub in df.groupby(["group", "round"]):
-        # Average per question first: agents of one debate are not independent samples.
-        per_q = sub.groupby("question_id")["score"].mean().to_numpy()
-        m, lo, hi = bootstrap_ci(per_q)
-        # n_agents: the group's agent-rounds, so a mean over groups can weight each by how many agents it holds
-        rows.append(
-            {"group": g, "round": t, "mean": m, "lo": lo, "hi": hi, "n_questions": len(per_q), "n_agents": len(sub)}
-        )
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(
+        {"group": g, "round": t}
+        | _ci(per_q := sub.groupby("question_id")["score"].mean().to_numpy())
+        | {"n_questions": len(per_q), "n_agents": len(sub)}
+        for (g, t), sub in df.groupby(["group", "round"])
+    )
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for g, sub in table.groupby("group"):
-        _band(ax, sub.rename(columns={"round": "x"}).assign(series=g))
-    ax.set(xlabel="round t", ylabel="Brier peer-prediction score $S_i$", title=f"(b) Score separation [{SYNTH}]")
-    ax.legend(fontsize=8)
+    curves = [(g, sub.rename(columns={"round": "x"})) for g, sub in table.groupby("group")]
+    ylabel = "Brier peer-prediction score $S_i$"
+    _bands(ax, curves, 8, xlabel="round t", ylabel=ylabel, title=f"(b) Score separation [{SYNTH}]")
     return fig, table
 
 
@@ -130,13 +126,13 @@ def eta_grid(eta: float) -> tuple[float, ...]:
     return tuple(sorted({*PHASE_ETA, float(eta)}))
 
 
-def _holder_right(arr) -> np.ndarray:
-    """Items where a truth-holder (Skeptic) holds the truth in round 1: the theorem's setting (E right, crowd wrong)."""
-    th = np.array([p == "Skeptic" for p in arr.personas])
-    return (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
-
-
 SUBSETS = ("all items", "truth-holder right in round 1")
+
+
+def _subsets(arr) -> tuple:
+    """SUBSETS' masks; the second, where a Skeptic holds the truth in round 1: the theorem's setting."""
+    th = np.array([p == "Skeptic" for p in arr.personas])
+    return np.ones(len(arr.truth), bool), (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
 
 
 def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
@@ -146,58 +142,38 @@ def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
     bootstrap over questions."""
     pw0, pwe = A.weighted_truth(arr, eta=0.0), A.weighted_truth(arr, eta=eta)
     d0, de = pw0[:, -1] - pw0[:, 0], pwe[:, -1] - pwe[:, 0]
-    parts = ("uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)")
-    rows = []
-    for subset, mask in zip(SUBSETS, (np.ones(len(d0), bool), _holder_right(arr))):
-        m, lo, hi = bootstrap_ci(np.stack([d0[mask], (de - d0)[mask], de[mask]], axis=1))
-        for j, part in enumerate((*parts, f"total (eta = {eta:g})")):
-            rows.append(
-                {"subset": subset, "part": part, "mean": m[j], "lo": lo[j], "hi": hi[j], "n_questions": int(mask.sum())}
-            )
-    return pd.DataFrame(rows)
+    parts = ["uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)"]
+    parts.append(f"total (eta = {eta:g})")
+    return pd.concat(
+        pd.DataFrame(_ci(np.stack([d0[m], (de - d0)[m], de[m]], axis=1), subset=s, part=parts)).assign(
+            n_questions=int(m.sum())
+        )[["subset", "part", "mean", "lo", "hi", "n_questions"]]
+        for s, m in zip(SUBSETS, _subsets(arr))
+    ).reset_index(drop=True)
 
 
 def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = ETA):
     """(c) Theorem (submartingale): the weighted belief in the truth under MWU, eta = 0 (uniform weights) beside
     `eta`, the drift against eta, and the drift split into what uniform weights already give and what the
     weights add. Returns (figure, drift by eta and subset, the split at `eta`)."""
-    _, recs = load_run(_name(profile, "acemad"))
-    arr = A.stack(recs)
-    cond = _holder_right(arr)
-    lines, drift = [], []
+    arr = A.stack(_records(profile, "acemad"))
+    masks, lines, drift = _subsets(arr), [], []
     for e in sorted({*etas, 0.0, float(eta)}):
         pw = A.weighted_truth(arr, eta=e)
         if e in (0.0, float(eta)):
-            lines.append(_ci_frame(pw[cond], range(pw.shape[1]), f"eta={e:g}" + (" (uniform)" if e == 0 else "")))
-        for subset, mask in zip(SUBSETS, (np.ones_like(cond), cond)):
-            m, lo, hi = bootstrap_ci(pw[mask, -1] - pw[mask, 0])
-            drift.append({"eta": e, "subset": subset, "mean": m, "lo": lo, "hi": hi, "n_questions": int(mask.sum())})
+            lines.append((f"eta={e:g}" + (" (uniform)" if e == 0 else ""), _ci(pw[masks[1]], x=range(pw.shape[1]))))
+        for subset, m in zip(SUBSETS, masks):
+            drift.append({"eta": e, "subset": subset} | _ci(pw[m, -1] - pw[m, 0], n_questions=int(m.sum())))
     drift, split = pd.DataFrame(drift), drift_split(arr, eta)
     import matplotlib.pyplot as plt  # here, not at the top: a kernel that draws no figure never loads matplotlib
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-    _submartingale_panels(axes, lines, drift, split)
-    fig.suptitle(f"(c) Drift of the weighted belief in the truth: uniform weights beside eta = {eta:g} [{SYNTH}]")
-    fig.tight_layout()
-    return fig, drift, split
-
-
-def _submartingale_panels(axes, lines: list, drift: pd.DataFrame, split: pd.DataFrame) -> None:
-    for f in lines:
-        _band(axes[0], f)
-    axes[0].set(
-        xlabel="round t (0 = uniform weights)",
-        ylabel=r"$p_w^{(t)}(y^*)$",
-        title="weighted belief in the truth\n(items where a truth-holder is right in round 1)",
-    )
-    axes[0].legend(fontsize=8)
-    for s, sub in drift.groupby("subset"):
-        _band(axes[1], sub.rename(columns={"eta": "x"}).assign(series=s))
+    title = "weighted belief in the truth\n(items where a truth-holder is right in round 1)"
+    _bands(axes[0], lines, 8, xlabel="round t (0 = uniform weights)", ylabel=r"$p_w^{(t)}(y^*)$", title=title)
     axes[1].axhline(0, color="grey", lw=0.8)
-    axes[1].set(
-        xscale="symlog", xlabel=r"$\eta$", ylabel=r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$", title="drift vs eta"
-    )
-    axes[1].legend(fontsize=8)
+    ylabel = r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$"
+    curves = [(s, sub.rename(columns={"eta": "x"})) for s, sub in drift.groupby("subset")]
+    _bands(axes[1], curves, 8, xscale="symlog", xlabel=r"$\eta$", ylabel=ylabel, title="drift vs eta")
     parts = list(dict.fromkeys(split["part"]))
     x = np.arange(len(parts))
     for k, (s, sub) in enumerate(split.groupby("subset", sort=False)):
@@ -208,34 +184,39 @@ def _submartingale_panels(axes, lines: list, drift: pd.DataFrame, split: pd.Data
     axes[2].set_xticks(x, [p.split(":")[0].replace(" (", "\n(") for p in parts], fontsize=7)
     axes[2].set(ylabel="drift (95% CI)", title="where the drift comes from")
     axes[2].legend(fontsize=8)
+    fig.suptitle(f"(c) Drift of the weighted belief in the truth: uniform weights beside eta = {eta:g} [{SYNTH}]")
+    fig.tight_layout()
+    return fig, drift, split
 
 
 def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> pd.DataFrame:
     """(d) P(AceMAD's answer is right | the initial plurality is wrong) over (crowd calibration, N, T, eta)."""
-    rows = []
+    grid = list(itertools.product(range(1, PHASE_T_MAX + 1), range(len(etas))))
+    parts = []
     for cal in PHASE_CAL:
-        _, recs = load_run(_name(profile, f"phase_cal{cal:.2f}"))
+        recs = _records(profile, f"phase_cal{cal:.2f}")
         for n in PHASE_N:
             arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
             wrong = A.initial_plurality(arr) != arr.truth
             right = A.decisions(arr, eta=list(etas)) == arr.truth[:, None]  # (eta, B, T): every eta and T at once
-            grid = list(itertools.product(range(1, PHASE_T_MAX + 1), range(len(etas))))
             # One bootstrap for every (T, eta) column: the same resampled questions as one call per column.
             m, lo, hi = bootstrap_ci(np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float))
-            for j, (t, e) in enumerate(grid):
-                rows.append(
+            T, eta = zip(*((t, etas[e]) for t, e in grid))
+            parts.append(
+                pd.DataFrame(
                     {
                         "crowd_calibration": cal,
                         "N": n,
-                        "T": t,
-                        "eta": etas[e],
-                        "p_flip": m[j],
-                        "lo": lo[j],
-                        "hi": hi[j],
+                        "T": T,
+                        "eta": eta,
+                        "p_flip": m,
+                        "lo": lo,
+                        "hi": hi,
                         "n_wrong_majority": int(wrong.sum()),
                     }
                 )
-    return pd.DataFrame(rows)
+            )
+    return pd.concat(parts, ignore_index=True)
 
 
 def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):

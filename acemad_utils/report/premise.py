@@ -66,11 +66,12 @@ def parse_failures(records: Sequence[dict]) -> pd.DataFrame:
     return df.groupby(["method", "round"], as_index=False, sort=False)["failed"].mean()
 
 
-def premise(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
+def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Every AceMAD method's premise check per round and over all ("all": each question's rounds averaged, so the CI
     resamples independent questions): top / random agent accuracy (%), their lift (points, CI), n_split (questions
-    with right and wrong agents), rank_corr (CI), parse_failure, verdict (a key of VERDICTS)."""
-    qr = question_rounds(records)
+    with right and wrong agents), rank_corr (CI), parse_failure, verdict (a key of VERDICTS).
+    `rounds`: the records' question_rounds, when the caller holds them."""
+    qr = question_rounds(records) if rounds is None else rounds
     fails = parse_failures(records)
     rows = []
     for method in fails["method"].unique():
