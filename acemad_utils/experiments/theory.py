@@ -65,11 +65,14 @@ def _ci(values: np.ndarray, /, **cols) -> dict:
     return dict(zip(("mean", "lo", "hi"), bootstrap_ci(values))) | cols
 
 
-def _bands(ax, curves, legend: Optional[float] = None, **labels) -> None:
-    """A line with its CI band per (series, frame with x, mean, lo, hi), a grey zero line under a change."""
+def _bands(ax, curves, legend: Optional[float] = None, zero: bool = False, **labels) -> None:
+    """A line with its CI band per (series, frame with x, mean, lo, hi); `zero`: a grey zero line, drawn after the
+    curves and before the axis settings (that order fixes the symlog panel's margins)."""
     for name, df in curves:
         line = ax.plot(df["x"], df["mean"], marker="o", label=name)[0]
         ax.fill_between(df["x"], df["lo"], df["hi"], alpha=0.2, color=line.get_color())
+    if zero:
+        ax.axhline(0, color="grey", lw=0.8)
     ax.set(**labels)
     ax.legend(fontsize=legend)
 
@@ -90,10 +93,9 @@ def martingale(profile: str = "default"):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.axhline(0, color="grey", lw=0.8)
     ylabel = r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$"
     title = f"(a) Decentralized MAD is a martingale [{SYNTH}]"
-    _bands(ax, [(f["series"][0], f) for f in frames], xlabel="round t", ylabel=ylabel, title=title)
+    _bands(ax, [(f["series"][0], f) for f in frames], zero=True, xlabel="round t", ylabel=ylabel, title=title)
     return fig, pd.concat(frames, ignore_index=True)[["x", "mean", "lo", "hi", "series", "level"]]
 
 
@@ -170,10 +172,9 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     title = "weighted belief in the truth\n(items where a truth-holder is right in round 1)"
     _bands(axes[0], lines, 8, xlabel="round t (0 = uniform weights)", ylabel=r"$p_w^{(t)}(y^*)$", title=title)
-    axes[1].axhline(0, color="grey", lw=0.8)
     ylabel = r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$"
     curves = [(s, sub.rename(columns={"eta": "x"})) for s, sub in drift.groupby("subset")]
-    _bands(axes[1], curves, 8, xscale="symlog", xlabel=r"$\eta$", ylabel=ylabel, title="drift vs eta")
+    _bands(axes[1], curves, 8, zero=True, xscale="symlog", xlabel=r"$\eta$", ylabel=ylabel, title="drift vs eta")
     parts = list(dict.fromkeys(split["part"]))
     x = np.arange(len(parts))
     for k, (s, sub) in enumerate(split.groupby("subset", sort=False)):
