@@ -74,6 +74,15 @@ def lean(nb) -> None:
     for c in nb.cells:
         for key in VOLATILE_CELL_META:
             c.metadata.pop(key, None)
+        if c.cell_type == "code":  # one print can reach the kernel's stream in one chunk or two, by load
+            merged: list = []
+            for o in c.outputs:
+                last = merged[-1] if merged else {}
+                if o.output_type == "stream" and last.get("output_type") == "stream" and last["name"] == o.name:
+                    last["text"] += o.text
+                else:
+                    merged.append(o)
+            c.outputs = merged
         if INJECTED in c.metadata.get("tags", []):
             c["id"] = INJECTED  # papermill draws a random id on every run
             first, *rest = c.source.split("\n")
