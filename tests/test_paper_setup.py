@@ -110,6 +110,15 @@ def test_gain_is_over_the_best_mad_baseline_and_the_average_over_the_best_mad_av
     assert every.loc["b1", "best_baseline"] == "Single Agent" and every.loc["b1", "gain"] == pytest.approx(-10.0)
 
 
+def test_a_baseline_whose_every_call_failed_is_not_the_best_baseline():
+    # a real run under load: Decentralized MAD's records all failed; the gain is over the MADs that answered
+    recs = _recs({"b1": {"AceMAD (T=3)": [1, 1, 0, 1], "Sparse MAD": [1, 0, 0, 0]}})
+    recs += [{"question_id": f"b1/{i}", "benchmark": "b1", "method": "Decentralized MAD", "status": "failed"}
+             for i in range(4)]  # fmt: skip
+    t = TB.versus_best(recs, ["AceMAD (T=3)"], ["Decentralized MAD", "Sparse MAD"]).set_index("benchmark")
+    assert list(t.best_baseline) == ["Sparse MAD", "Sparse MAD"] and t.loc[TB.AVERAGE, "gain"] == pytest.approx(50.0)
+
+
 def test_a_frame_built_once_gives_the_tables_its_records_give_and_the_map_reads_a_part():
     # notebook 09 builds tables.question_frame once per map point and hands it to five table calls (frame=)
     rng = np.random.default_rng(3)

@@ -135,7 +135,7 @@ TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gai
 
 
 def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *, n_boot: int, seed: int):
-    present = [m for m in baselines if m in p]
+    present = [m for m in baselines if m in p and p[m].notna().any()]  # a baseline that answered nothing is no rival
     if t not in p or not present:
         return None
     best = max(present, key=lambda m: p[m].mean())
@@ -155,6 +155,9 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
     if not full:
         return None
     arr = {b: piv[b].to_numpy(dtype=float) for b in used}
+    full = [m for m in full if all((arr[b][:, cols[b][m]] == arr[b][:, cols[b][m]]).any() for b in used)]  # answered
+    if not full:
+        return None
     mean = lambda c: np.nansum(c) / n if (n := np.count_nonzero(~np.isnan(c))) else np.nan  # pandas' skipna mean
     best = max(full, key=lambda m: np.mean([mean(arr[b][:, cols[b][m]]) for b in used]))
     pairs = [arr[b][:, [cols[b][t], cols[b][best]]] for b in used]
