@@ -201,6 +201,14 @@ def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
     assert "knowledge_link=0 (peer-prediction skill unrelated" in summary(ledger, runs, "SYNTHETIC")
 
 
+def test_a_baseline_whose_every_call_failed_leaves_its_rows_without_a_verdict_not_the_ledger_broken():
+    configs = {lab: cfg(m) for lab, m in (("AceMAD (T=3)", "acemad"), ("Decentralized MAD", "decentralized"))}
+    meta, recs = _run({"AceMAD (T=3)": 0.6}, configs, params={}, model="some-model")
+    recs += [{**r, "method": "Decentralized MAD", "status": "failed", "final": None} for r in recs]
+    standard = C.ledger({"main": (meta, recs)}).set_index("claim").filter(like="20.31", axis=0)
+    assert len(standard) == 1 and "no question that both" in standard.note.iloc[0]
+
+
 def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():
     ns = {1: 0.1, 3: 0.6, 10: 0.3}  # rises to N=10, but peaked at N=3
     configs = {f"AceMAD (N={n})": {"method": "acemad", "n_agents": n, "rounds": 3} for n in ns}

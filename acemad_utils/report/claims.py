@@ -380,7 +380,8 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if test == "standard_mad":  # l.111 calls Decentralized MAD (l.209, l.511) "standard MAD"; +20.31 is neither gain
         if dec not in meta["methods"]:
             return [row(claim, line, f"{e['value']:+.2f}", note=f"no {dec} run")]
-        g = _average_gain(recs, t3, [dec]) or {}
+        if (g := _average_gain(recs, t3, [dec])) is None:  # e.g. every Decentralized MAD call of a real run failed
+            return [row(claim, line, f"{e['value']:+.2f}", note=f"no question that both {t3} and {dec} answered")]
         printed, again = (paper_gain(paper, t3, [dec], TB.AVERAGE, recomputed=c) for c in (False, True))
         note = f"vs {dec}, which l.209 and l.511 call standard MAD; +20.31 = 49.92 - 29.61 (Sparse, the best MAD)"
         r = _value_row(claim, line, e["value"], (g["gain"], g["gain_lo"], g["gain_hi"]), int(g["n_paired"]), note)
