@@ -224,7 +224,8 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     (whole records), the driver exits 130 and no kernel is left running."""
     env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
     reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (as a terminal starts it, not `&`)
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE,
+    # cwd: DRIVER imports `tests` from the checkout, whatever directory this worker is in
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE, cwd=P.CHECKOUT,
                             stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset)  # fmt: skip
     files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
     deadline, ours = time.monotonic() + 400, set[int]()  # two kernels' starts on a loaded machine
