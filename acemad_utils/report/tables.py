@@ -151,11 +151,9 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
     # over each pivot's float array and column positions: indexing its columns in pandas was most of a map row's time
     cols = {b: {m: i for i, m in enumerate(piv[b].columns)} for b in benchmarks}
     used = [b for b in benchmarks if t in cols[b]]
-    full = [m for m in baselines if used and all(m in cols[b] for b in used)]
-    if not full:
-        return None
     arr = {b: piv[b].to_numpy(dtype=float) for b in used}
-    full = [m for m in full if all((arr[b][:, cols[b][m]] == arr[b][:, cols[b][m]]).any() for b in used)]  # answered
+    answered = lambda m, b: m in cols[b] and not np.isnan(arr[b][:, cols[b][m]]).all()  # noqa: E731 (no rival else)
+    full = [m for m in baselines if used and all(answered(m, b) for b in used)]
     if not full:
         return None
     mean = lambda c: np.nansum(c) / n if (n := np.count_nonzero(~np.isnan(c))) else np.nan  # pandas' skipna mean
