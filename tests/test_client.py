@@ -69,6 +69,17 @@ def test_env_vars(monkeypatch):
         assert FAKE_KEY not in json.dumps(c.describe()) and srv.url not in json.dumps(c.describe())
 
 
+def test_a_server_started_here_gets_the_long_deadline_and_a_remote_one_the_short(monkeypatch):
+    from acemad_utils.agents import local_server
+
+    monkeypatch.delenv("ACEMAD_CALL_TIMEOUT", raising=False)
+    monkeypatch.setattr(local_server, "_OWN_SERVERS", {"http://127.0.0.1:9/v1"})
+    own, other = LLMClient(base_url="http://127.0.0.1:9/v1"), LLMClient(base_url="http://127.0.0.1:8/v1")
+    assert (own.timeout, own.retry_time) == (300.0, 900.0) and (other.timeout, other.retry_time) == (60.0, 180.0)
+    monkeypatch.setenv("ACEMAD_CALL_TIMEOUT", "20")
+    assert LLMClient(base_url="http://127.0.0.1:9/v1").timeout == 20.0  # the user's value wins
+
+
 def test_structured_mode_fallback_chain_is_detected_once():
     def script(body, n):
         rf = body.get("response_format")

@@ -36,8 +36,10 @@ from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 DEFAULT_MODEL = "gpt-4o-mini"
 # One attempt's whole response (TIMEOUT), a call with its retries (RETRY_TIME), every call of one question
 # (QUESTION_TIME, llm_agent); a stored reply is at most MAX_REPLY_BYTES (3x what max_tokens=1024 allows; a 2 MB
-# reply once wrote 1.4 GB); no body is read past MAX_RESPONSE_BYTES.
-TIMEOUT, RETRY_TIME, QUESTION_TIME = 60.0, 180.0, 1800.0
+# reply once wrote 1.4 GB); no body is read past MAX_RESPONSE_BYTES. A server local_server.serve() started here gets
+# LOCAL_TIMEOUT: it shares this machine's CPU, and under load a long Decentralized MAD prompt took more than 60 s on
+# every attempt (the same seeded reply each time), so 60 s failed it for good.
+TIMEOUT, RETRY_TIME, QUESTION_TIME, LOCAL_TIMEOUT = 60.0, 180.0, 1800.0, 300.0
 MAX_TOKENS, MAX_REPLY_BYTES, MAX_RESPONSE_BYTES = 1024, 16384, 8 * 2**20
 SHARD = 32  # calls in flight per SDK client (its httpx pool)
 MODES = ("json_schema", "json_object", "text")  # structured output, best first
@@ -249,13 +251,14 @@ class _Guard(httpx2.AsyncClient):
 
 class LLMClient:
     """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: one
-    attempt's whole response ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries; breaker: consecutive
+    attempt's whole response ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries (default: at least three
+    attempts' worth); breaker: consecutive
     failures that stop every later call; budget: MAX_USD (default: the process's); free: bills nothing (default: a
     server local_server.serve() started here)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
-                 max_attempts: int = 6, retry_time: float = RETRY_TIME, breaker: int = 8,
+                 max_attempts: int = 6, retry_time: Optional[float] = None, breaker: int = 8,
                  max_reply_bytes: int = MAX_REPLY_BYTES,
                  cache: ResponseCache | str | os.PathLike | None = None, budget: Optional[B.Budget] = None,
                  free: Optional[bool] = None):  # fmt: skip
@@ -272,8 +275,10 @@ class LLMClient:
             remember_secret(key)
         self._key = key or "sk-no-key-required"  # a local server ignores it; the SDK wants one
         self.mode = MODES[0]  # structured output: the best the endpoint accepts, detected on the first refusal
-        self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or TIMEOUT) if timeout is None else timeout
-        self.retry_time, self.max_tokens, self.max_reply_bytes = retry_time, MAX_TOKENS, max_reply_bytes
+        own = LOCAL_TIMEOUT if is_own_server(self._base_url) else TIMEOUT
+        self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or own) if timeout is None else timeout
+        self.retry_time = max(RETRY_TIME, 3 * self.timeout) if retry_time is None else retry_time
+        self.max_tokens, self.max_reply_bytes = MAX_TOKENS, max_reply_bytes
         self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
         if breaker < 1:
             raise ValueError(f"breaker threshold must be >= 1, got {breaker}")
