@@ -19,6 +19,28 @@ def resample_indices(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _resample_counts(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """How often each row is drawn in each resample of resample_indices, (n_boot, size) float32 per group."""
+    draws = zip(resample_indices(seed, n_boot, sizes), sizes)
+    return tuple(np.bincount((np.arange(n_boot)[:, None] * n + i).ravel(), minlength=n_boot * n).reshape(n_boot, n)
+                 .astype(np.float32) for i, n in draws)  # fmt: skip
+
+
+def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
+    """Each group's bootstrap means over its rows (questions), drawn by resample_indices(seed, n_boot, sizes). Whole
+    numbers below 2^24 in all (0/1 outcomes) sum exactly in float32 in any order, so counts @ x gives the bits of
+    x[idx].mean(1) without the (n_boot, n) gather."""
+    sizes = tuple(len(g) for g in groups)
+    idx, out = resample_indices(seed, n_boot, sizes), []
+    for k, (g, n) in enumerate(zip(groups, sizes)):
+        if np.isfinite(g).all() and np.array_equal(g, np.round(g)) and np.abs(g).max() * n < 2**24:
+            out.append((_resample_counts(seed, n_boot, sizes)[k] @ g.astype(np.float32)).astype(float) / n)
+        else:
+            out.append(g[idx[k]].mean(axis=1))
+    return out
+
+
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, axis: int = 0):
     """(mean, lo, hi) of x along `axis` with a percentile bootstrap CI over rows (questions); arrays for several
     columns. NaN rows are dropped only when x is 1-D; fewer than 2 rows give (mean, mean, mean)."""
@@ -33,16 +55,8 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, a
     mean = x.mean(axis=0)
     if n < 2:
         return mean, mean, mean
-    (idx,) = resample_indices(seed, n_boot, (n,))
-    if x.ndim == 2 and np.isfinite(x).all() and np.array_equal(x, np.round(x)) and np.abs(x).max() * n < 2**53:
-        # whole numbers (0/1 outcomes): every resample's sum is exact as counts @ x, the same bits as summing the
-        # (n_boot, n, columns) array of resampled rows, which is never built
-        counts = np.bincount((np.arange(n_boot)[:, None] * n + idx).ravel(), minlength=n_boot * n)
-        boots = (counts.reshape(n_boot, n).astype(float) @ x) / n
-    else:
-        boots = x[idx].mean(axis=1)
     a = (1 - level) / 2
-    lo, hi = np.quantile(boots, [a, 1 - a], axis=0)
+    lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0)
     return mean, lo, hi
 
 

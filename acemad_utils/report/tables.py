@@ -14,7 +14,7 @@ import pandas as pd
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import commitments
 from acemad_utils.report import readable as RD
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, resample_indices, sign_flip_p
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, resampled_means, sign_flip_p
 
 BENCH_LABELS = {"truthfulqa": "TruthfulQA", "arc_challenge": "ARC-C", "bbh": "BBH", "logiqa": "LogiQA",
                 "medqa": "MedQA", "mmlu_pro": "MMLU-Pro", "demo": "Demo"}  # fmt: skip
@@ -31,10 +31,10 @@ def bench_label(b: str) -> str:
 def question_frame(records: Sequence[dict]) -> pd.DataFrame:
     """Per question x method accuracy (repeats averaged): a failed record is `correct` NaN (out of every mean and
     pair), a question without a gold answer no row."""
-    df = pd.DataFrame(
-        [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None],
-        columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"],
-    )
+    rows = [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None]
+    df = pd.DataFrame(rows, columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"])
+    if len({row[:3] for row in rows}) == len(rows):  # one record per cell (no repeats): grouping would keep it as is
+        return df.loc[:, ["method", "benchmark", "question_id", "correct", "failed", "unparsed", "commitments"]]
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
         correct=("correct", "mean"), failed=("failed", "max"), unparsed=("unparsed", "sum"),
         commitments=("commitments", "sum"),
@@ -81,8 +81,7 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci:
     point = float(np.mean([g.mean() for g in groups]))
     if not ci:
         return point, np.nan, np.nan
-    idx = resample_indices(seed, n_boot, tuple(len(g) for g in groups))
-    boots = np.mean([g[i].mean(1) for g, i in zip(groups, idx)], axis=0)
+    boots = np.mean(resampled_means(groups, seed, n_boot), axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
     return point, float(lo), float(hi)
 
@@ -95,8 +94,8 @@ def accuracy_long(
     """One row per method x benchmark (+ Average): n answered, n_failed (not counted wrong), n_unparsed of
     n_commitments, accuracy, ci_lo, ci_hi (%); ci=False: NaN bounds, no bootstrap."""
     df = _given_frame(records, frame)
-    methods = list(methods or dict.fromkeys(df["method"]))
-    benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
+    methods = list(methods or df["method"].unique())
+    benchmarks = list(benchmarks or df["benchmark"].unique())
     cells = dict(iter(df.groupby(["method", "benchmark"], sort=False)))  # one pass, not one scan per cell
     interval = lambda x: bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan)
     rows: list[dict] = []
@@ -179,7 +178,7 @@ def versus_best(
     if not (average or per_benchmark):
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
-    benchmarks = list(benchmarks or dict.fromkeys(df["benchmark"]))
+    benchmarks = list(benchmarks or df["benchmark"].unique())
     key = (id(df), *benchmarks)
     held = _REUSED.get(key) if _REUSED is not None else None  # frames_reused: pivot a frame once
     if held is None or held[0] is not df:
@@ -211,9 +210,9 @@ def versus_best(
 def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, note: Optional[str] = None) -> pd.DataFrame:
     """Methods x benchmarks (+ Average), cells 'acc [lo, hi] (gain, p, Holm p)'; `note` explains the parentheses."""
     cells = long.assign(cell=long.apply(lambda r: _cell(r, long), axis=1))
-    cols = list(dict.fromkeys(long["benchmark"]))
+    cols = list(long["benchmark"].unique())
     out = cells.pivot(index="method", columns="benchmark", values="cell").reindex(
-        index=list(dict.fromkeys(long["method"])), columns=cols
+        index=list(long["method"].unique()), columns=cols
     )
     extra = []
     if tests is not None and len(tests):
@@ -274,12 +273,12 @@ def paper_table(name: str, model: Optional[str] = None) -> pd.DataFrame:
 def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
     """A long table's rows with the benchmarks in the printed table's column order (others after, Average last)."""
     printed = [c for c in pd.read_csv(P.PAPER / f"{table}.csv", nrows=0).columns if c not in (*KEY_COLUMNS, AVERAGE)]
-    seen = list(dict.fromkeys(long["benchmark"]))
+    seen = list(long["benchmark"].unique())
     rank = {b: (printed.index(k) if (k := BENCH_LABELS.get(b.removeprefix("synthetic-"))) in printed else len(printed))
             for b in seen}  # fmt: skip
     order = sorted(seen, key=lambda b: (b == AVERAGE, rank[b], seen.index(b)))
     key = long["benchmark"].map({b: i for i, b in enumerate(order)})
-    methods = long["method"].map({m: i for i, m in enumerate(dict.fromkeys(long["method"]))})
+    methods = long["method"].map({m: i for i, m in enumerate(long["method"].unique())})
     out = long.assign(_m=methods, _b=key).sort_values(["_m", "_b"], kind="stable")
     return out.drop(columns=["_m", "_b"]).reset_index(drop=True)
 
