@@ -1,10 +1,5 @@
-"""Run experiments into transcripts (outputs/runs/<name>/transcripts.jsonl(.gz) + meta.json), the single source of
-truth for every table, resumably: an "ok" record on disk is never recomputed, a failed one keeps its redacted error
-and is retried, and a complete run is rewritten whole, compressed and in canonical order, so a rerun gives the same
-bytes. Ctrl-C: the first press starts no new question and saves those in flight, a second stops waiting for them.
-
-    meta, records = run_and_load("theory_martingale", items, [cfg_a, cfg_b], population)
-"""
+"""Experiments into transcripts (outputs/runs/<name>/), resumably: an ok record is never recomputed, a failed one
+retried; a complete run is rewritten compressed in canonical order, so a rerun gives the same bytes."""
 
 from __future__ import annotations
 
@@ -98,8 +93,7 @@ class Appender:
 
 
 def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
-    """{(question_id, config_hash, repeat): (record, line)} of the ok records saved (a damaged .gz gives what can be
-    read; the run writes it whole again)."""
+    """{(question_id, config_hash, repeat): (record, line)} of the ok records saved (of a damaged .gz, what is read)."""
     keys = ("question_id", "config_hash", "repeat")
     with gc_paused():
         return {
@@ -121,9 +115,8 @@ def failed_record(q: Question, cfg: DebateConfig, population: Population, repeat
 
 
 def _with_usage_keys(rec: dict) -> dict:
-    usage = rec.setdefault("usage", {})
     for k in RECORD_USAGE_KEYS:
-        usage.setdefault(k, 0)
+        rec.setdefault("usage", {}).setdefault(k, 0)
     return rec
 
 
@@ -141,8 +134,7 @@ def usage_delta(after: dict, before: dict) -> dict:
 
 
 def summarize(records: Sequence[dict], expected: Optional[int] = None) -> dict:
-    """Run-level counts: questions, expected, records, missing, ok, failed (and their errors), usage, commitments,
-    correct (over ok records)."""
+    """Run-level counts for meta.json: records, ok, failed (with errors), usage, commitments, correct."""
     ok = [r for r in records if r.get("status") == "ok"]
     failed = [r for r in records if r.get("status") == "failed"]
     out: dict = {
@@ -205,8 +197,8 @@ def check_resumable(d: Path, meta: dict) -> None:
 
 
 def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
-    """The lines of `done` in the order of `final` to transcripts.jsonl.gz (gzip bytes with mtime 0, a few thousand
-    lines at a time: 110 MB for notebook 06), the appended file removed; nothing when the .gz holds them already."""
+    """The lines of `done` in the order of `final` to transcripts.jsonl.gz (mtime 0, compressed in chunks: 110 MB for
+    notebook 06), the appended file removed; nothing when the .gz holds them already."""
     gz = path.with_name(COMPRESSED)
     if path.exists() or not gz.exists() or list(done) != final or gz.resolve() in SALVAGED:
         z, it = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 31), (done[k][1] for k in final)
@@ -432,8 +424,8 @@ class _Run:
 
 
 def _run(name, questions, configs, population, **kw) -> _Run:
-    """Everything run_experiment does, under the profile's lock (agents/locks.py: a notebook run by hand beside the
-    reproduce driver refuses instead of paying twice) and one writer per run folder (flock, released on death)."""
+    """run_experiment under the profile's lock (a notebook run by hand beside the driver refuses instead of paying
+    twice) and one writer per run folder (flock, released on death)."""
     run = _Run(name, questions, configs, population, **kw)
     run.dir.mkdir(parents=True, exist_ok=True)
     with run_lock(name, llm=not population.synthetic), open(run.dir / ".writer.lock", "a") as held:

@@ -16,17 +16,16 @@ if TYPE_CHECKING:
 
 
 def save_table(
-    df: pd.DataFrame, name: str, synthetic: bool, source: str = "", *, floatfmt: str = ".4f",
-    display: pd.DataFrame | None = None, companions: dict | None = None, title: str | None = None,
-    folder: str = "tables",
+    df: pd.DataFrame, name: str, synthetic: bool, source: str = "", *, display: pd.DataFrame | None = None,
+    companions: dict | None = None, title: str | None = None, folder: str = "tables",
 ) -> Path:  # fmt: skip
     """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
     d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
-    df.to_csv(d / f"{name}.csv", index=False, float_format=f"%{floatfmt}")
+    df.to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
-        (df if display is None else display).to_markdown(index=False, floatfmt=floatfmt),
+        (df if display is None else display).to_markdown(index=False, floatfmt=".4f"),
     ]
     if title:
         parts.insert(0, f"# {title}\n")

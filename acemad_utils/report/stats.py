@@ -10,8 +10,8 @@ import numpy as np
 
 @functools.lru_cache(maxsize=16)
 def resample_indices(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    """Bootstrap row indices, one read-only int32 (n_boot, size) array per group from default_rng(seed); cached:
-    a notebook bootstraps many columns with one seed and the same sizes."""
+    """Bootstrap row indices, one read-only int32 (n_boot, size) array per group from default_rng(seed); cached: a
+    notebook bootstraps many columns with one seed and the same sizes."""
     rng = np.random.default_rng(seed)
     out = tuple(rng.integers(0, size, size=(n_boot, size)).astype(np.int32) for size in sizes)
     for idx in out:
@@ -41,13 +41,11 @@ def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
     return out
 
 
-def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, axis: int = 0):
-    """(mean, lo, hi) of x along `axis` with a percentile bootstrap CI over rows (questions); arrays for several
-    columns. NaN rows are dropped only when x is 1-D; fewer than 2 rows give (mean, mean, mean)."""
+def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
+    """(mean, lo, hi) with a 95% percentile bootstrap CI over rows (questions); arrays for several columns. NaN rows
+    are dropped only when x is 1-D; fewer than 2 rows give (mean, mean, mean)."""
     x = np.asarray(x, dtype=float)
-    if x.ndim == 1:
-        x = x[~np.isnan(x)]
-    x = np.moveaxis(x, axis, 0)
+    x = x[~np.isnan(x)] if x.ndim == 1 else x
     n = x.shape[0]
     if n == 0:
         nan = np.full(x.shape[1:], np.nan)
@@ -55,8 +53,7 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0, level: float = 0.95, *, a
     mean = x.mean(axis=0)
     if n < 2:
         return mean, mean, mean
-    a = (1 - level) / 2
-    lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0)
+    lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [0.025, 0.975], axis=0)
     return mean, lo, hi
 
 
@@ -65,8 +62,7 @@ SIGN_BLOCK = 500  # rows of a sign matrix expanded at a time: a float block of 5
 
 @functools.lru_cache(maxsize=8)
 def _packed_signs(n_perm: int, n: int, seed: int) -> np.ndarray:
-    """default_rng(seed)'s (n_perm, n) random signs packed 8 to a byte (bit 1 = +1); cached: a table's tests share
-    the seed and n."""
+    """default_rng(seed)'s (n_perm, n) random signs packed 8 to a byte (bit 1 = +1); cached: a table shares them."""
     rng = np.random.default_rng(seed)
     packed = np.empty((n_perm, (n + 7) // 8), dtype=np.uint8)
     for i in range(0, n_perm, SIGN_BLOCK):

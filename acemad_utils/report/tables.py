@@ -67,8 +67,8 @@ _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and t
 
 @contextlib.contextmanager
 def frames_reused() -> Iterator[None]:
-    """Inside, accuracy_long and versus_best build a records list's frame and pivots once (the claims ledger tables
-    the same lists many times), held till the block ends (so no id is reused)."""
+    """Inside, accuracy_long and versus_best build a records list's frame and pivots once (the ledger tables the same
+    lists many times), held till the block ends (so no id is reused)."""
     global _REUSED
     outer, _REUSED = _REUSED, {} if _REUSED is None else _REUSED
     try:
