@@ -1,5 +1,5 @@
-"""Reading a run (below report/, so tables read runs without the runner): outputs/runs/<name>/transcripts.jsonl.gz,
-then the lines appended since in transcripts.jsonl (a later line of the same record wins), and meta.json."""
+"""Reading a run (below report/, so tables read runs without the runner): transcripts.jsonl.gz, then the lines
+appended since in transcripts.jsonl (a later line of the same record wins), and meta.json."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def transcript_bytes(path: Path) -> bytes:
 @contextlib.contextmanager
 def gc_paused():
     """The cyclic collector off while records are parsed, then what is alive frozen: 10^7 objects without cycles
-    took 8.7 s instead of 4.9 s to load with it on, and every later scan cost seconds (bench/README.md)."""
+    took 8.7 s instead of 4.9 s to load with it on, and every later scan cost seconds."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -116,8 +116,7 @@ def gunzip(path: Path, *, salvage: bool = False) -> bytes:
 
 
 def record_lines(path: Path, *, salvage: bool = False) -> Iterator[tuple[dict, bytes]]:
-    """(record, line) for every record of the pair; a line that is not a JSON object (torn by a crash, corrupt) is
-    dropped with a warning."""
+    """(record, line) for every record of the pair; a torn or corrupt line is dropped with a warning."""
     for part in transcript_files(path):
         raw = gunzip(part, salvage=salvage) if part.name.endswith(".gz") else part.read_bytes()
         for n, line in enumerate(raw.split(b"\n"), 1):

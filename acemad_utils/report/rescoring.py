@@ -1,6 +1,5 @@
-"""Re-scoring stored commitments with another rule, eta, T, exponent or aggregator (never a model call), by the
-engine's own functions: `rescore(stack(recs), eta=4.0, rounds=3)`. Truncating to `rounds` is exact for agents that do
-not know T in advance (the synthetic population and the paper's prompts)."""
+"""Re-scoring stored commitments with another rule, eta, T, exponent or aggregator by the engine's own functions, never
+a model call. Truncating to `rounds` is exact for agents that do not know T in advance (the paper's prompts)."""
 
 from __future__ import annotations
 
@@ -136,8 +135,8 @@ def _p_truth(arr: Stacked) -> np.ndarray:
 
 
 def weighted_truth(arr: Stacked, eta: float = ETA) -> np.ndarray:
-    """p_w^(t)(y*), (B, T + 1): uniform weights on round 1, then the weights after round t on round t's beliefs (the
-    submartingale theorem's process)."""
+    """p_w^(t)(y*), (B, T + 1), the submartingale theorem's process: uniform weights on round 1, then the weights
+    after round t on round t's beliefs."""
     pt, w = _p_truth(arr), weights(arr, eta)
     series = (w * pt).sum(-1) / w.sum(-1)
     return np.concatenate([pt[:, :1].mean(-1), series], axis=1)
@@ -239,8 +238,8 @@ N_SHUFFLES = 20
 def shuffled_decisions(
     arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0
 ) -> np.ndarray:
-    """AceMAD's final answers (n_perm, B) with each question's scores permuted among its agents, the same draw every
-    round: AceMAD's own weights go to other agents. An agent that failed in any round keeps its (worst) scores."""
+    """AceMAD's final answers (n_perm, B) with each question's scores permuted among its agents, one draw for every
+    round; an agent that failed in any round keeps its (worst) scores."""
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
     drawn = B.agent_permutations(seed, arr.question_ids, arr.valid.all(axis=1), n_perm, salt="shuffle")
     perm = np.stack([drawn] * S.shape[1], axis=2)  # (n_perm, B, T, N): the same draw every round

@@ -32,9 +32,10 @@ def question_frame(records: Sequence[dict]) -> pd.DataFrame:
     """Per question x method accuracy (repeats averaged): a failed record is `correct` NaN (out of every mean and
     pair), a question without a gold answer no row."""
     rows = [_frame_row(r) for r in records if r.get("status", "ok") != "ok" or r["final"]["correct"] is not None]
-    df = pd.DataFrame(rows, columns=["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"])
+    cols = ["question_id", "benchmark", "method", "correct", "failed", "unparsed", "commitments"]
+    df = pd.DataFrame(rows, columns=cols)
     if len({row[:3] for row in rows}) == len(rows):  # one record per cell (no repeats): grouping would keep it as is
-        return df.loc[:, ["method", "benchmark", "question_id", "correct", "failed", "unparsed", "commitments"]]
+        return df.loc[:, [*cols[2::-1], *cols[3:]]]
     return df.groupby(["method", "benchmark", "question_id"], as_index=False, sort=False).agg(
         correct=("correct", "mean"), failed=("failed", "max"), unparsed=("unparsed", "sum"),
         commitments=("commitments", "sum"),
@@ -133,20 +134,10 @@ TEST_COLUMNS = ["method", "benchmark", "best_baseline", "n_paired", "gain", "gai
 # p_holm: Holm's adjustment across every test of one versus_best call (a table's family of tests; docs/statistics.md)
 
 
-def _benchmark_gain(p: pd.DataFrame, t: str, b: str, baselines: Sequence[str], *, n_boot: int, seed: int):
-    present = [m for m in baselines if m in p and p[m].notna().any()]  # a baseline that answered nothing is no rival
-    if t not in p or not present:
-        return None
-    best = max(present, key=lambda m: p[m].mean())
-    both = p[[t, best]].dropna()
-    if both.empty:
-        return None
-    diff, lo, hi = bootstrap_ci(both[t].to_numpy() - both[best].to_numpy(), n_boot=n_boot, seed=seed)
-    pv = paired_test(both[t].to_numpy(), both[best].to_numpy(), seed=seed)
-    return dict(zip(TEST_COLUMNS, (t, b, best, len(both), 100 * diff, 100 * lo, 100 * hi, pv)))
-
-
-def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], *, n_boot: int, seed: int):
+def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Sequence[str], *, n_boot: int, seed: int,
+                  label: str = AVERAGE):  # fmt: skip
+    """Against the best baseline answering on every benchmark: the stratified mean of the paired differences (one
+    benchmark: their mean) with its CI and p (one benchmark: paired_test, else a weighted sign flip)."""
     # over each pivot's float array and column positions: indexing its columns in pandas was most of a map row's time
     cols = {b: {m: i for i, m in enumerate(piv[b].columns)} for b in benchmarks}
     used = [b for b in benchmarks if t in cols[b]]
@@ -157,14 +148,17 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
         return None
     mean = lambda c: np.nansum(c) / n if (n := np.count_nonzero(~np.isnan(c))) else np.nan  # pandas' skipna mean
     best = max(full, key=lambda m: np.mean([mean(arr[b][:, cols[b][m]]) for b in used]))
-    pairs = [arr[b][:, [cols[b][t], cols[b][best]]] for b in used]
-    diffs = [p[:, 0] - p[:, 1] for p in (p[~np.isnan(p).any(axis=1)] for p in pairs)]
+    pairs = [p[~np.isnan(p).any(axis=1)] for p in (arr[b][:, [cols[b][t], cols[b][best]]] for b in used)]
+    diffs = [p[:, 0] - p[:, 1] for p in pairs]
     if not all(len(x) for x in diffs):
         return None
     gain, lo, hi = _stratified_average(diffs, n_boot, seed)
-    w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
-    p = sign_flip_p(np.concatenate(diffs), w=w, seed=seed)
-    return dict(zip(TEST_COLUMNS, (t, AVERAGE, best, int(sum(map(len, diffs))), 100 * gain, 100 * lo, 100 * hi, p)))
+    if label != AVERAGE:
+        p = paired_test(pairs[0][:, 0], pairs[0][:, 1], seed=seed)
+    else:
+        w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
+        p = sign_flip_p(np.concatenate(diffs), w=w, seed=seed)
+    return dict(zip(TEST_COLUMNS, (t, label, best, int(sum(map(len, diffs))), 100 * gain, 100 * lo, 100 * hi, p)))
 
 
 def versus_best(
@@ -191,7 +185,7 @@ def versus_best(
     rows = []
     for t in targets:
         if per_benchmark:
-            rows += [_benchmark_gain(piv[b], t, b, baselines, n_boot=n_boot, seed=seed) for b in benchmarks]
+            rows += [_average_gain(piv, t, [b], baselines, n_boot=n_boot, seed=seed, label=b) for b in benchmarks]
         if average:
             rows.append(_average_gain(piv, t, benchmarks, baselines, n_boot=n_boot, seed=seed))
     out = pd.DataFrame([r for r in rows if r is not None], columns=TEST_COLUMNS)
