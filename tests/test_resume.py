@@ -1,10 +1,12 @@
 """Crash and resume: a run SIGKILLed or Ctrl-C'd mid-way and resumed ends with the records of an uninterrupted run,
 loses and duplicates nothing, and never asks again for a call it had answered and cached. The runner works in a
 subprocess (tests/resume_worker.py) against a fault-injecting fake server whose answer depends only on the request.
-Records are compared without their `usage` counters (cache hits and retries legitimately differ)."""
+Records are compared without their `usage` counters (cache hits and retries legitimately differ). The synthetic
+population's fast paths (batches of arrays, the paused collector, the line parser) keep every result."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -15,12 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
-from acemad_utils.agents.sim import make_items
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import transcripts
-from acemad_utils.data.transcripts import transcript_bytes
+from acemad_utils.data.transcripts import gc_paused, parse_line, transcript_bytes
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
@@ -40,11 +44,11 @@ def worker(root: Path, url: str, cache: Path, name: str = "resume") -> subproces
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def wait_for_records(proc: subprocess.Popen, path: Path) -> None:
-    """Poll (bounded) until KILL_AFTER records are on disk; the worker must still be running."""
+def wait_for_records(proc: subprocess.Popen, path: Path, n: int = KILL_AFTER) -> None:
+    """Poll (bounded) until n records are on disk; the worker must still be running."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
-        if path.exists() and path.read_bytes().count(b"\n") >= KILL_AFTER:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
             break
         time.sleep(0.005)
     assert proc.poll() is None, "the worker ended before it could be stopped: " + proc.stderr.read()[-2000:]
@@ -290,3 +294,91 @@ def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     monkeypatch.setattr(runner, "run_question", real)
     runner.run_experiment("seq_ref", items, [cfg], SimPopulation(seed=0), progress=False)
     assert resumed == transcript_bytes(runner.run_dir("seq_ref") / "transcripts.jsonl")
+
+
+# ----------------------------------------------------------------------------- the synthetic population's fast paths
+CONFIGS = [DebateConfig(method="acemad", n_agents=5, rounds=3), DebateConfig(method="majority", n_agents=5)]
+
+
+def test_run_and_load_returns_what_load_run_reads(tmp_outputs, monkeypatch):
+    monkeypatch.setattr(runner, "BATCH", 64)
+    meta, records = runner.run_and_load("two", make_items(300, k=4, seed=5), CONFIGS, SimPopulation(seed=3))
+    assert records == transcripts.load_run("two")[1]  # the parsed lines, as load_run reads them
+    assert meta["summary"]["ok"] == 600
+
+
+BATCHED = """
+import os, sys
+os.environ["ACEMAD_ROOT"] = sys.argv[1]
+from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.experiments import runner
+from acemad_utils.protocol.config import DebateConfig
+runner.BATCH = 16  # many batches: the interrupt lands between two of them
+cfg = [DebateConfig(method="acemad", n_agents=15, rounds=5), DebateConfig(method="decentralized", n_agents=15)]
+try:
+    runner.run_experiment("pool", make_items(1500, k=5, seed=9), cfg, SimPopulation(seed=1), progress=False)
+except runner.RunInterrupted as e:
+    print(e, file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def batched(root: Path) -> subprocess.Popen:
+    cmd, env = [sys.executable, "-c", BATCHED, str(root)], {**os.environ, "ACEMAD_SMOKE": "0"}
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_batched_run_then_resume(tmp_path):
+    """SIGINT mid-run: whole lines only, exit 130 with the one-line message; the resume ends with the bytes of an
+    uninterrupted run."""
+    path = tmp_path / "interrupted/outputs/runs/pool/transcripts.jsonl"
+    proc = batched(tmp_path / "interrupted")
+    wait_for_records(proc, path, 200)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    raw, last = path.read_bytes(), err.strip().splitlines()[-1]
+    assert last == f"interrupted: {len(raw.splitlines())} of 3000 records saved; rerun to resume", err
+    assert "Traceback" not in err and raw.endswith(b"\n")
+    assert all(json.loads(line)["status"] == "ok" for line in raw.splitlines())  # whole records only
+    assert batched(tmp_path / "interrupted").wait(timeout=300) == 0
+    assert batched(tmp_path / "reference").wait(timeout=300) == 0
+    assert transcript_bytes(path) == transcript_bytes(tmp_path / "reference/outputs/runs/pool/transcripts.jsonl")
+
+
+def test_gc_paused_restores_the_collector_and_freezes_what_was_loaded():
+    with gc_paused():
+        assert not gc.isenabled()
+        loaded = [[float(i)] for i in range(1000)]
+    assert gc.isenabled() and gc.get_freeze_count() >= len(loaded)  # the loaded lists are never scanned again
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector that was off stays off
+    finally:
+        gc.enable()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6))
+@settings(max_examples=100, deadline=None)
+def test_parse_line_gives_what_json_loads_gives(rec):
+    """Every line json.dumps writes (NaN, Infinity, lone surrogates, big integers included) parses to what json.loads
+    gives (NaN compared by its repr)."""
+    line = json.dumps(rec, ensure_ascii=False, sort_keys=True)
+    for raw in (line, line.encode("utf-8", "surrogatepass")):
+        try:
+            expected = json.loads(raw)
+        except ValueError:
+            with pytest.raises(ValueError):
+                parse_line(raw)
+            continue
+        assert repr(parse_line(raw)) == repr(expected)
