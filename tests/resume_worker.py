@@ -1,14 +1,6 @@
-"""A debate run in its own process, for tests/test_resume.py (which SIGKILLs it mid-run and resumes it).
-
-    python tests/resume_worker.py ROOT NAME BASE_URL CACHE N_QUESTIONS WORKERS
-
-Writes ROOT/outputs[/smoke]/runs/NAME/{transcripts.jsonl,meta.json} (ACEMAD_ROOT=ROOT, so the repository's
-outputs/ is never touched) with the LLM cache at CACHE, then prints meta["summary"] as JSON.
-Like a command-line entry point, it answers Ctrl-C (runner.RunInterrupted) with the run's one-line message on
-stderr and exit status 130, no traceback.
-The questions, the method and every client setting are fixed here, so two invocations differ only in what
-the fake server at BASE_URL does and in what is already on disk.
-"""
+"""`python tests/resume_worker.py ROOT NAME BASE_URL CACHE N_QUESTIONS WORKERS`: a debate run in its own process for
+tests/test_resume.py, under ACEMAD_ROOT=ROOT; prints meta["summary"] as JSON, or on Ctrl-C the one-line message and
+exit 130. Everything else is fixed here, so two invocations differ only in the fake server and what is on disk."""
 
 from __future__ import annotations
 

@@ -23,11 +23,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import rescoring
 from acemad_utils.reproduce import cli as reproduce
-
-try:
-    from tests.fake_openai import FakeOpenAI, FaultInjector
-except ImportError:  # tests/ is not a package: pytest put it on sys.path
-    from fake_openai import FakeOpenAI, FaultInjector
+from tests.fake_openai import FakeOpenAI, FaultInjector
 
 ITEMS = make_items(40, k=4, seed=3)
 CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)]

@@ -35,7 +35,8 @@ def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
     idx, out = resample_indices(seed, n_boot, sizes), []
     for k, (g, n) in enumerate(zip(groups, sizes)):
         if np.isfinite(g).all() and np.array_equal(g, np.round(g)) and np.abs(g).max() * n < 2**24:
-            out.append((_resample_counts(seed, n_boot, sizes)[k] @ g.astype(np.float32)).astype(float) / n)
+            counts = _resample_counts(seed, n_boot, sizes)[k]  # einsum, not BLAS: its threads cost more CPU than this
+            out.append(np.einsum("bn,n...->b...", counts, g.astype(np.float32)).astype(float) / n)
         else:
             out.append(g[idx[k]].mean(axis=1))
     return out

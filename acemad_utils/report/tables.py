@@ -51,19 +51,22 @@ def _frame_row(r: dict) -> tuple:
 
 def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame]) -> pd.DataFrame:
     # exactly one of them, so a frame never silently stands for other records
-    if frame is not None and records is None:
-        return frame
-    if records is not None and frame is None:
-        if _REUSED is None:
-            return question_frame(records)
-        held = _REUSED.get(id(records))
-        if held is None or held[0] is not records:
-            held = _REUSED[id(records)] = (records, question_frame(records))
-        return held[1]
-    raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
+    if (records is None) == (frame is None):
+        raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
+    return frame if records is None else _reused(id(records), records, lambda: question_frame(records))
 
 
 _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and their pivots by frame identity
+
+
+def _reused(key, obj, make):
+    """make() once per `obj` inside frames_reused, held with it (so its id is not reused), else every time."""
+    if _REUSED is None:
+        return make()
+    held = _REUSED.get(key)
+    if held is None or held[0] is not obj:
+        held = _REUSED[key] = (obj, make())
+    return held[1]
 
 
 @contextlib.contextmanager
@@ -173,15 +176,13 @@ def versus_best(
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
     benchmarks = list(benchmarks or df["benchmark"].unique())
-    key = (id(df), *benchmarks)
-    held = _REUSED.get(key) if _REUSED is not None else None  # frames_reused: pivot a frame once
-    if held is None or held[0] is not df:
-        parts = dict(iter(df.groupby("benchmark", sort=False)))  # one pass, not one scan of the frame per benchmark
-        held = df, {b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct")
-                    for b in benchmarks}  # fmt: skip
-        if _REUSED is not None:
-            _REUSED[key] = held
-    piv = held[1]
+
+    def pivots() -> dict:  # one pass, not one scan of the frame per benchmark
+        parts = dict(iter(df.groupby("benchmark", sort=False)))
+        return {b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct")
+                for b in benchmarks}  # fmt: skip
+
+    piv = _reused((id(df), *benchmarks), df, pivots)
     rows = []
     for t in targets:
         if per_benchmark:
