@@ -176,8 +176,7 @@ def minimal(recs: list[dict], method: str, answers, truth, answered, correct=Non
 
 def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> list[dict]:
     """AceMAD transcripts re-decided by every aggregator of AGGREGATORS (final-round p and q)."""
-    recs = [r for r in records if r.get("status") == "ok"]
-    arr = stack(recs, seed)
+    recs, arr, answered = _stacked(records, seed)
     P, Qp, valid = arr.P[:, -1], arr.Q[:, -1], arr.valid[:, -1]
     v = B.votes(P, valid)
     W = weights(arr, eta)
@@ -188,7 +187,6 @@ def rescored_records(records: list[dict], eta: float = ETA, seed: int = 0) -> li
         AGGREGATORS[3]: B.surprisingly_popular(v, Qp, arr.keys, arr.option_mask),
         AGGREGATORS[4]: B.bts_answer(v, Qp, keys=arr.keys),
     }
-    answered = np.asarray(valid.any(-1))  # nobody parsed: no answer, whatever the aggregator says
     return [x for name, ans in answers.items() for x in minimal(recs, name, ans, arr.truth, answered)]
 
 
@@ -210,12 +208,14 @@ def figure4_records(
     return out + [dict(r, method=STANDARD_MAD) for r in standard if r.get("status") == "ok"]
 
 
-def _given_stack(recs: list[dict], seed: int, stacked: Optional[Stacked]) -> Stacked:
-    if stacked is None:  # else the caller's own stack (notebook 09 re-decides each map run twice)
-        return stack(recs, seed)
-    if stacked.question_ids != [r["question_id"] for r in recs]:
+def _stacked(records: list[dict], seed: int, stacked: Optional[Stacked] = None) -> tuple[list, Stacked, np.ndarray]:
+    """The ok records, their Stacked (`stacked`: the caller's own, notebook 09 re-decides each map run twice), and
+    whether anyone parsed in the last round (nobody: no answer, whatever the aggregator says)."""
+    recs = [r for r in records if r.get("status") == "ok"]
+    if stacked is not None and stacked.question_ids != [r["question_id"] for r in recs]:
         raise ValueError("stacked= holds other questions than these records: pass stack(records, seed)")
-    return stacked
+    arr = stack(recs, seed) if stacked is None else stacked
+    return recs, arr, np.asarray(arr.valid[:, -1].any(-1))
 
 
 def reweighted_records(
@@ -223,9 +223,7 @@ def reweighted_records(
     stacked: Optional[Stacked] = None,
 ) -> list[dict]:  # fmt: skip
     """AceMAD transcripts re-decided with other weightings {display name: weighting} ("uniform": l.617's rule)."""
-    recs = [r for r in records if r.get("status") == "ok"]
-    arr = _given_stack(recs, seed, stacked)
-    answered = np.asarray(arr.valid[:, -1].any(-1))
+    recs, arr, answered = _stacked(records, seed, stacked)
     ans = {name: rescore(arr, eta=eta, exponent=exponent, weighting=w) for name, w in weightings.items()}
     return [x for name, a in ans.items() for x in minimal(recs, name, a, arr.truth, answered)]
 
@@ -254,10 +252,8 @@ def shuffled_records(
     stacked: Optional[Stacked] = None,
 ) -> list[dict]:  # fmt: skip
     """`shuffled_decisions` as records: `correct` the share of draws deciding right, `answer` the most frequent."""
-    recs = [r for r in records if r.get("status") == "ok"]
-    arr = _given_stack(recs, seed, stacked)
+    recs, arr, answered = _stacked(records, seed, stacked)
     ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)
-    answered = np.asarray(arr.valid[:, -1].any(-1))
     right = (ans == arr.truth).mean(axis=0)
     modal = [np.bincount(a[a >= 0], minlength=1).argmax() if (a >= 0).any() else -1 for a in ans.T]
     return minimal(recs, SHUFFLED, modal, arr.truth, answered, right)
