@@ -54,7 +54,8 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     mean = x.mean(axis=0)
     if n < 2:
         return mean, mean, mean
-    lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [0.025, 0.975], axis=0)
+    a = (1 - 0.95) / 2  # 0.025000000000000022: the bits of every printed CI
+    lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0)
     return mean, lo, hi
 
 
