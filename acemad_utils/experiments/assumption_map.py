@@ -21,13 +21,13 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import ETA, DebateConfig
-from acemad_utils.protocol.debate import debate
+from acemad_utils.protocol.debate import Debates, debate
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.rescoring import SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
-from acemad_utils.report.tables import AVERAGE, _average_gain, accuracy_long, paper_table
+from acemad_utils.report.tables import _average_gain, paper_table
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
     from matplotlib.figure import Figure
@@ -48,14 +48,11 @@ GAP_COLUMNS = "run round n_questions score_right score_wrong gap gap_lo gap_hi l
 ACEMAD = DebateConfig(method="acemad", rounds=3).label
 UNIFORM = "Standard MAD (uniform weights, AceMAD's debate)"
 #: A map row's gains: (target, baselines; None: the best MAD). gain_uniform = gain_shuffled + gain_dispersion.
-GAINS = {
-    "uniform": (ACEMAD, [UNIFORM]),
-    "shuffled": (ACEMAD, [SHUFFLED]),
-    "dispersion": (SHUFFLED, [UNIFORM]),
-    "mad": (ACEMAD, None),
-}
-#: The links whose runs are written for the knowledge gap and premise (with map_baselines_default, for the fit);
-#: every point's row comes from the engine's arrays (writing ~10^5 records was most of the map's time).
+GAINS = dict(
+    uniform=(ACEMAD, [UNIFORM]), shuffled=(ACEMAD, [SHUFFLED]), dispersion=(SHUFFLED, [UNIFORM]), mad=(ACEMAD, None)
+)
+#: The links whose AceMAD runs are written: the knowledge gap and premise read their records; every other
+#: table comes from the engine's arrays (writing ~10^5 records was most of the map's time).
 EVIDENCE_LINKS = (1.0, 0.0)
 
 
@@ -92,8 +89,8 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Opti
 def run_with_meta(S: Setup, run: R.Run, progress: bool = True) -> tuple[dict, list[dict]]:
     """(meta, records) of one map run on the challenging subsets of its own population, written on first use."""
     params, name = run.params or {}, f"{S.profile}/{run.name}"
-    qs, extra = map_questions(S, params, run.cap, run.benchmarks), {"map_params": params}
-    extra |= {"source": S.source, "model": S.model, "backend": S.backend}
+    qs = map_questions(S, params, run.cap, run.benchmarks)
+    extra = {"source": S.source, "model": S.model, "backend": S.backend, "map_params": params}
     pop = population(S, params)
     return run_and_load(
         name, qs, run.configs, pop, workers=S.workers, profile=S.profile, progress=progress, extra_meta=extra
@@ -115,7 +112,7 @@ def correct(S: Setup, run: R.Run, group: str, eta: float = ETA):
     answer}, for "acemad" also the same debates re-decided with uniform weights and with shuffled scores and (the
     truth-holders' round-1 accuracy: the Skeptic alone, agents' own final accuracy), %), debated as arrays."""
     qs = map_questions(S, run.params or {}, run.cap, run.benchmarks)
-    pop, cols, batches = population(S, run.params or {}, texts=False), {}, []
+    pop, cols, batches = population(S, run.params or {}, texts=False), {}, list[Debates]()
     for c in run[group]:
         batches, cols[c.label] = _debated(qs, pop, c, {})
     if group != "acemad":
@@ -134,14 +131,18 @@ def correct(S: Setup, run: R.Run, group: str, eta: float = ETA):
     return qs, cols, (alone, agents)
 
 
+def _averages(qs: Sequence[Question], cols: dict) -> dict[str, float]:
+    """Each column's accuracy on the average (%): the mean of each benchmark's (tables.accuracy_long's)."""
+    benches = np.array([q.benchmark for q in qs])
+    groups = [np.flatnonzero(benches == b) for b in dict.fromkeys(benches.tolist())]
+    mean = lambda c: np.mean([x[~np.isnan(x)].mean() for x in (c[g] for g in groups) if (~np.isnan(x)).any()])  # noqa: E731
+    return {m: 100 * float(mean(c)) for m, c in cols.items()}
+
+
 def map_row(qs: Sequence[Question], cols: dict, mads: Sequence[str], *, n_boot: int, seed: int) -> dict:
     """The average accuracies (%: the mean of each benchmark's) and the paired GAINS on the average (tables')."""
-    ids, benches = np.array([q.id for q in qs]), np.array([q.benchmark for q in qs])
+    ids, benches, avg = np.array([q.id for q in qs]), np.array([q.benchmark for q in qs]), _averages(qs, cols)
     groups = [np.flatnonzero(benches == b) for b in dict.fromkeys(benches.tolist())]
-    avg = {
-        m: 100 * float(np.mean([x[~np.isnan(x)].mean() for x in (c[g] for g in groups) if (~np.isnan(x)).any()]))
-        for m, c in cols.items()
-    }
     piv, names, table = {}, np.array(list(cols), dtype=object), np.column_stack(list(cols.values()))
     for g in groups:  # tables.versus_best's pivot of each benchmark: questions sorted by id, methods with an answer
         x = table[g[np.argsort(ids[g], kind="stable")]]
@@ -402,22 +403,21 @@ def evidence(S: Setup, runs: Sequence[R.Run], *, records=None, rounds=None) -> p
 
 
 def baseline_fit(S: Setup, runs: Sequence[R.Run]) -> pd.DataFrame:
-    """fit.cells of the population's baselines in map_baselines_default; a real model: empty, its note says why."""
+    """fit.cells of the population's baselines (map_baselines_default, in memory); a real model: empty, says why."""
     run = next((r for r in runs if r.name == "map_baselines_default"), None)
     if run is None:
         out = pd.DataFrame(columns=fit.CELL_COLUMNS)
         out.attrs["note"] = "the fit compares the synthetic population's baselines; this profile runs a real model"
         return out
-    long = accuracy_long(run_with_meta(S, run)[1], ci=False)
-    avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
-    return fit.cells(base_params(S), simulated={str(m): float(v) for m, v in avg.items()})
+    done = [correct(S, run, group) for group in run.groups]
+    return fit.cells(base_params(S), simulated=_averages(done[0][0], {k: v for _, c, _ in done for k, v in c.items()}))
 
 
 # ----------------------------------------------------------------------------- notebook 08's ledger grid
 def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) -> dict[str, tuple[dict, list[dict]]]:
     """{experiment: (meta, records)} of notebooks 02-06 at one grid point, n_max per subset: what claims.ledger reads,
     debated in memory as run_with_meta's written runs would be (a config two notebooks share, once)."""
-    out, held = {}, {}
+    out, held = {}, dict[tuple, list[Debates]]()
     for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks, eta):
         params, name = run.params or {}, run.name.split("__", 1)[1]
         qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
