@@ -1,12 +1,8 @@
-"""In headless Chromium (the system's, driven by playwright-python; skipped, saying why, without either): JupyterLab as
-`make lab` serves a fresh clone runs notebooks 03 and 05 (smoke mode), shows the committed notebooks untrusted with
-their debate views, figures and captions, the same through nbconvert's sanitized HTML, and saves them without changing
-`git status`; the run viewer page opens a debate. Screenshots go to outputs/smoke/.
-
-The clone's notebooks 03, 05 and 07 are run in smoke mode and stored as `make notebooks` does; after `make notebooks`
-and a commit, ACEMAD_READER_COMMITTED=1 reads the committed notebooks as they are:
-
-    ACEMAD_READER_COMMITTED=1 ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s"""
+"""In headless Chromium (the system's, by playwright-python; skipped, saying why, without either): a fresh clone's
+`make lab` runs notebooks 03 and 05 (smoke mode) and shows the stored notebooks untrusted, as nbconvert's sanitized
+HTML does, with their debate views, figures and captions, and saves them leaving `git status` clean; the run viewer
+page opens a debate. Screenshots go to outputs/smoke/. The clone stores 03, 05 and 07 run in smoke mode, as `make
+notebooks` does; ACEMAD_READER_COMMITTED=1 reads the committed notebooks instead (after `make notebooks`)."""
 
 from __future__ import annotations
 
@@ -35,8 +31,7 @@ RUN = ["03_main_results.ipynb", "05_ablation.ipynb"]  # run in JupyterLab: 03 ha
 READER = ["03_main_results.ipynb", "05_ablation.ipynb", "07_other_models.ipynb"]  # debates, Figure 4, paper tables
 SHOTS = P.root() / "outputs" / "smoke"
 BARS = re.compile(r"[█▏▎▍▌▋▊▉]+[ \xa0]+(\.\d\d|1\.0)")  # a debate view's text bar and its number (no-break spaces)
-# JupyterLab settings for the throw-away server: every cell in the DOM (no windowing, so outputs far down the
-# notebook can be counted), no autosave, no news or update checks.
+# the throw-away server's settings: every cell in the DOM (no windowing: outputs far down are counted), no autosave
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
