@@ -238,7 +238,7 @@ def bbh(text):
         ("demo", "demo.jsonl", [{**demo(0), "metadata": {"distractor": "B", "explanation": "w"}}],
          r"demo\.jsonl, line 1: .*distractor"),
         ("medqa", "other.txt", "", r"phrases_no_exclude_test\.jsonl not found.*<dir>/medqa/"),
-        ("medqa", MEDQA, f"{json.dumps(medqa(0))}\n{json.dumps(medqa(1))[:10]}\udcff\udcfe{json.dumps(medqa(1))[10:]}\n",
+        ("medqa", MEDQA, [medqa(0), json.dumps(medqa(1))[:10] + "\udcff\udcfe" + json.dumps(medqa(1))[10:]],
          r"line 2: not UTF-8 text \(byte 0xff at column 11\); the file is damaged or in another"),
         ("logiqa", "logiqa/Test.txt", "\nc\nContext\nQ?\nA.one\nB.\udce9two\nC.three\nD.four",  # latin-1
          r"Test\.txt, line 6: not UTF-8 text \(byte 0xe9 at column 3\)"),
