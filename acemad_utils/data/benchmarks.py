@@ -204,18 +204,17 @@ def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
 _LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
 
 
-def _loads(path: Path, text: str, line: int, what: str, may_be_cut: bool = True) -> Any:
-    """json.loads, a fault as one line; `what` ("record", "JSON"): what a cut-short file ends in the middle of."""
+def _loads(path: Path, text: str, line: int | None, may_be_cut: bool = True) -> Any:
+    """json.loads of a .jsonl `line` (None: a whole .json file), a fault as one line naming where it is."""
     try:
         return json.loads(text)
     except RecursionError:
-        raise DataError(f"{path}, line {line}: JSON nested too deeply to be benchmark data") from None
+        raise DataError(f"{path}{f', line {line}' if line else ''}: JSON nested too deeply to be data") from None
     except json.JSONDecodeError as e:
-        line, col = (line, f", column {e.colno}") if what == "record" else (e.lineno, "")
         cut = may_be_cut and (e.msg.startswith("Unterminated") or _LITERAL_START.fullmatch(text[e.pos :].strip()))
-        the = "this record" if what == "record" else "the JSON"
+        the = "this record" if line else "the JSON"
         cut_msg = f"; the file ends in the middle of {the} (cut short? download it again)" if cut else ""
-        raise DataError(f"{path}, line {line}: invalid JSON ({e.msg}{col}){cut_msg}") from None
+        raise DataError(f"{path}, line {line or e.lineno}: invalid JSON ({e.msg}, column {e.colno}){cut_msg}") from None
 
 
 def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
@@ -223,14 +222,14 @@ def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
     last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
     # a BOM (Excel, Notepad) is accepted as in a CSV; only the last line of a file without its final newline is cut
     return [
-        (f"line {n}", _loads(path, text, n, "record", n == last == len(lines)))
+        (f"line {n}", _loads(path, text, n, n == last == len(lines)))
         for n, raw in enumerate(lines, 1)
         if (text := _utf8(path, raw, n).removeprefix("\ufeff" if n == 1 else "")).strip()
     ]
 
 
 def json_file(path: Path) -> Any:
-    return _loads(path, _utf8(path, path.read_bytes()), 1, "JSON")
+    return _loads(path, _utf8(path, path.read_bytes()), None)
 
 
 def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
