@@ -1,10 +1,7 @@
-"""AceMAD and the baseline MADs as inspect_ai solvers for any multiple-choice Task (`pip install -e '.[inspect]'`;
-docs/own-questions.md, section 3): `inspect eval my_task.py --solver acemad_utils/acemad --model M`.
-
-Each sample is debated by the notebooks' own engine (protocol/debate.py with agents/llm_agent.py's agents) whose
-client is inspect's model API, `get_model(role=...)` per persona, so inspect's providers, retries, cache and log
-apply. The engine is synchronous: each debate runs in a worker thread with its own limiter (no number of samples
-can starve the calls it waits for), each call awaited on the eval's loop in the sample's context."""
+"""AceMAD and the baseline MADs as inspect_ai solvers for any multiple-choice Task (docs/own-questions.md, section 3):
+`inspect eval my_task.py --solver acemad_utils/acemad --model M`. Each sample is debated by the notebooks' own engine
+whose client is inspect's model API (`get_model(role=...)` per persona: inspect's providers, retries, cache and log);
+the engine is synchronous, so each debate runs in a thread of its own, each call awaited on the eval's loop."""
 
 from __future__ import annotations
 
@@ -49,8 +46,7 @@ _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": Cha
 
 
 class InspectClient:
-    """LLMClient's `generate` answered by an inspect Model on the eval's loop, in the sample's context (replies as
-    text: not every provider has structured output)."""
+    """LLMClient's `generate` answered by an inspect Model on the eval's loop in the sample's context, as text."""
 
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, cache: bool | CachePolicy = False):
         self.model, self.loop, self.cache = model, loop, cache
@@ -114,8 +110,7 @@ def sample_question(state: TaskState) -> Question:
 
 
 def paired(record: dict, cfg: DebateConfig) -> dict:
-    """AceMAD's decision beside re-decisions of the same debate (no model call) and `premise_lift` (the top scorer
-    right minus the share of right agents; None without a gold answer)."""
+    """AceMAD's decision beside re-decisions of the same debate (no model call), and `premise_lift`."""
     arr = A.stack([record], cfg.seed)
     rescore = lambda w: A.rescore(arr, cfg.eta, exponent=cfg.weight_exponent, rule=cfg.scoring_rule, weighting=w)
     answers = {
@@ -153,11 +148,6 @@ def _rounds(record: dict) -> list:
     return [record["runs"]] if "runs" in record else record.get("rounds") or []
 
 
-def _output(state: TaskState, text: str) -> None:
-    state.output = ModelOutput.from_content(model=str(state.model), content=text)
-    state.messages.append(ChatMessageAssistant(content=text))
-
-
 class UnparsedCommitments(RuntimeError):
     """More than PARSE_FAILURE_LIMIT of a sample's commitments did not parse: inspect's fail_on_error decides."""
 
@@ -172,8 +162,7 @@ def debate_solver(method: str, *, rounds: int = 3, agents: int = 5, seed: int = 
             q = sample_question(state)
         except ValueError as e:  # this sample cannot be debated: scored as failed, with its reason
             state.metadata[STORE_KEY] = {"error": str(e)}
-            _output(state, f"not debated: {e}")
-            return state
+            return _output(state, f"not debated: {e}")
         loop = asyncio.get_running_loop()
         clients = {
             r: InspectClient(get_model(role=r), loop, cache) for r in (None, "generalist", "skeptic", "moderator")
@@ -200,6 +189,12 @@ def debate_solver(method: str, *, rounds: int = 3, agents: int = 5, seed: int = 
         return state
 
     return solve
+
+
+def _output(state: TaskState, text: str) -> TaskState:
+    state.output = ModelOutput.from_content(model=str(state.model), content=text)
+    state.messages.append(ChatMessageAssistant(content=text))
+    return state
 
 
 @scorer(metrics={"*": [accuracy(), stderr()]})
