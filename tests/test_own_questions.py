@@ -360,27 +360,6 @@ def test_a_fitted_estimate_agrees_with_the_replay():
 
 
 # ----------------------------------------------------------------------------- any dataset by its columns
-@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_the_column_route_of_the_docs_runs_as_written(tmp_path):
-    """Section 4's block, verbatim in test_docs.py's fresh-clone shell: ARC, MMLU-Pro, TruthfulQA mc1, each scored."""
-    from tests.test_docs import run_block, runnable
-
-    (block,) = doc_blocks("4. Any dataset by its columns")[1:]
-    script, skipped = runnable(block)
-    assert not skipped and script.count("--question-col") + script.count("--choices-col") >= 3
-    done = run_block(script, tmp_path)
-    assert done.returncode == 0, done.stderr
-    runs = tmp_path / "acemad_runs" / "runs"
-    golds = {}
-    for name in ("arc", "mmlu_pro", "truthfulqa"):
-        run = next(d for d in (runs / name).iterdir() if d.is_dir())
-        recs = read_jsonl(run / "transcripts.jsonl.gz")
-        assert recs and all(r["status"] == "ok" and r["final"]["correct"] is not None for r in recs)
-        golds |= {r["question_id"]: r["answer"] for r in recs}
-    assert golds["arc-1"] == "B" and golds["arc-2"] == "1" and golds["70"] == "C" and golds["71"] == "C"
-    assert len(done.stdout.split("transcripts:")) == 4
-
-
 def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys):
     rows = [{"question_id": i, "question": f"Q{i}?", "options": ["a", "b", "c"], "answer": "B"} for i in range(3)]
     rows[1]["options"] = ["a", "a", "c"]  # as MMLU-Pro's test item 8584: an option repeated
