@@ -152,43 +152,49 @@ class UnparsedCommitments(RuntimeError):
     """More than PARSE_FAILURE_LIMIT of a sample's commitments did not parse: inspect's fail_on_error decides."""
 
 
-def debate_solver(method: str, *, rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two",
-                  cache: bool | CachePolicy = False, **config: Any) -> Solver:  # fmt: skip
-    """One debate of `method` per sample (and epoch); `cache`: inspect's cache, keyed also by agent, round and kind."""
-    cfg = DebateConfig(method=method, n_agents=agents, rounds=rounds, seed=seed, **config)
+def _solver(method: str, doc: str):
+    """A registered solver of `method` (the entry point's acemad_utils/<method>): one debate per sample and epoch;
+    -S options reach DebateConfig; `cache`: inspect's cache, keyed also by agent, round and kind."""
 
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        try:
-            q = sample_question(state)
-        except ValueError as e:  # this sample cannot be debated: scored as failed, with its reason
-            state.metadata[STORE_KEY] = {"error": str(e)}
-            return _output(state, f"not debated: {e}")
-        loop = asyncio.get_running_loop()
-        clients = {
-            r: InspectClient(get_model(role=r), loop, cache) for r in (None, "generalist", "skeptic", "moderator")
-        }
-        pop = InspectPopulation(clients, seed=seed, calls=calls)
-        # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
-        record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
-        state.store.set(STORE_KEY, record)
-        state.metadata[STORE_KEY] = compact(record, cfg)
-        answer = record["final"].get("answer")
-        for i, label in enumerate(record["labels"]):  # what choice() reads
-            state.choices.mark_choice(i, label == answer)
-        _output(
-            state, f"ANSWER: {answer}" if answer is not None else "no answer: no agent's commitment could be parsed"
-        )
-        entries = [e for r in _rounds(record) for e in r] + record.get("moderator", [])
-        n, of = sum(bool(e.get("parse_failure")) for e in entries), len(entries)
-        if of and n > PARSE_FAILURE_LIMIT * of:
-            raise UnparsedCommitments(
-                f"{record['question_id']}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the "
-                f"repair call, more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its answer measures no "
-                "beliefs. Check the model's replies (commit_raw in the sample's store) and the model"
+    def make(rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two", cache: bool = False,
+             **config: Any) -> Solver:  # fmt: skip
+        cfg = DebateConfig(method=method, n_agents=agents, rounds=rounds, seed=seed, **config)
+
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            try:
+                q = sample_question(state)
+            except ValueError as e:  # this sample cannot be debated: scored as failed, with its reason
+                state.metadata[STORE_KEY] = {"error": str(e)}
+                return _output(state, f"not debated: {e}")
+            loop = asyncio.get_running_loop()
+            clients = {
+                r: InspectClient(get_model(role=r), loop, cache) for r in (None, "generalist", "skeptic", "moderator")
+            }
+            pop = InspectPopulation(clients, seed=seed, calls=calls)
+            # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
+            record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
+            state.store.set(STORE_KEY, record)
+            state.metadata[STORE_KEY] = compact(record, cfg)
+            answer = record["final"].get("answer")
+            for i, label in enumerate(record["labels"]):  # what choice() reads
+                state.choices.mark_choice(i, label == answer)
+            _output(
+                state, "no answer: no agent's commitment could be parsed" if answer is None else f"ANSWER: {answer}"
             )
-        return state
+            entries = [e for r in _rounds(record) for e in r] + record.get("moderator", [])
+            n, of = sum(bool(e.get("parse_failure")) for e in entries), len(entries)
+            if of and n > PARSE_FAILURE_LIMIT * of:
+                raise UnparsedCommitments(
+                    f"{record['question_id']}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the "
+                    f"repair call, more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its answer measures no "
+                    "beliefs. Check the model's replies (commit_raw in the sample's store) and the model"
+                )
+            return state
 
-    return solve
+        return solve
+
+    make.__doc__ = doc
+    return solver(name=method)(make)
 
 
 def _output(state: TaskState, text: str) -> TaskState:
@@ -216,17 +222,6 @@ def decisions():
         return Score(value=value, answer=meta.get("answer"), metadata={"decisions": meta["decisions"]})
 
     return score
-
-
-def _solver(method: str, doc: str):
-    """A registered solver of `method` (the entry point's acemad_utils/<method>); -S options reach DebateConfig."""
-
-    def make(rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two", cache: bool = False,
-             **config: Any) -> Solver:  # fmt: skip
-        return debate_solver(method, rounds=rounds, agents=agents, seed=seed, calls=calls, cache=cache, **config)
-
-    make.__doc__ = doc
-    return solver(name=method)(make)
 
 
 acemad = _solver("acemad", "AceMAD (Algorithm 1): agents argue, commit p and q; weights from peer-prediction scores.")
