@@ -81,10 +81,10 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
         obs |= dict(zip(("effect", "discordance"), PW.observed(a, b)), acemad=a.mean(), matched=b.mean(),
                     rho=PW.correlation(a, b))  # fmt: skip
     lines = ["premise check (report/premise.py):"]
-    if not table.empty:
-        lines.append(table.round(3).to_string(index=False))
-        pf = table[table["round"].astype(str) == "all"]["parse_failure"].iloc[0]
-        lines.append(f"parse failures: {100 * pf:.1f}% of AceMAD's commitments did not parse")
+    r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]  # over all rounds
+    if r is not None:
+        lines += [table.round(3).to_string(index=False),
+                  f"parse failures: {100 * r['parse_failure']:.1f}% of AceMAD's commitments did not parse"]  # fmt: skip
     split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
     if not split.empty:
         lines += ["the gain split (AceMAD minus each control, points, paired):", split.round(3).to_string(index=False)]
@@ -102,7 +102,6 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             if obs["effect"]
             else "AceMAD and self-consistency tied here: no gain over the same compute to size a run for"
         )
-    r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]
     if r is not None and (r["lift_hi"] < 0 or not r["n_split"]):
         lines.append(
             "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
