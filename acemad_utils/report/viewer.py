@@ -305,12 +305,10 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
         if src.exists():
             h.update(src.name.encode() + b"\0" + src.read_bytes())
     stamp = h.hexdigest()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if f'<meta name="acemad-stamp" content="{stamp}">' in f.read(4096):
+    if path.is_file():
+        with path.open("rb") as f:  # the stamp is in the page's head
+            if f'<meta name="acemad-stamp" content="{stamp}">'.encode() in f.read(4096):
                 return path
-    except OSError:
-        pass
     meta, records = loaded if loaded is not None else load_run(experiment)
     if not records:
         raise ValueError(f"run {experiment!r} has no transcript records for the methods in its meta.json")
