@@ -20,11 +20,13 @@ from acemad_utils.data.paths import ROOT, UnsafeName, safe_segment
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
-from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
+from acemad_utils.protocol.config import ETA
 
 BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
 CALLS = ("two", "single")
+PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # notebook 00's phase grid (theory.py); the paper's eta among them
+PHASE_T_MAX = 5
 # Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more agents
 # and rounds than a prompt fits; eta above 64 overflows exp(eta * S) over 50 rounds.
 MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = (

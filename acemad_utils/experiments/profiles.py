@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import yaml
 
@@ -20,8 +20,11 @@ from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, parse_terms
 from acemad_utils.data.paths import ROOT
 from acemad_utils.data.settings import ENV_VARS
-from acemad_utils.experiments import params, registry
+from acemad_utils.experiments import params
 from acemad_utils.experiments.subsets import SET_MARK
+
+if TYPE_CHECKING:  # the registry (numpy, the population) only where runs are listed: not on an up-to-date run
+    from acemad_utils.experiments import registry
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models", "jobs"}
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA", "models": ENV_MODELS}
@@ -209,6 +212,8 @@ def notebook_params(
 
 
 def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = None) -> list[registry.Run]:
+    from acemad_utils.experiments import registry
+
     return registry.runs(nb, notebook_params(profile, overrides, only=[nb])[1][nb])
 
 
@@ -226,6 +231,8 @@ class Endpoint:
 
 def endpoints(params_by_nb: dict) -> list[Endpoint]:
     """Every endpoint the notebooks ({notebook: params}) call on BACKEND openai, once per (model, URL)."""
+    from acemad_utils.experiments import registry
+
     found: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # (model, url) -> [(setting, notebook, skip)]
     for nb, P in params_by_nb.items():
         if P.get("BACKEND") != "openai" or not registry.runs(nb, P):
@@ -249,6 +256,8 @@ def endpoints(params_by_nb: dict) -> list[Endpoint]:
 
 
 def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
+    from acemad_utils.experiments import registry
+
     name, by_nb = notebook_params(profile, overrides)
     lines = [f"runs of profile {name!r} (acemad_utils.experiments.profiles; 00_theory: synthetic simulations only)"]
     for nb, P in by_nb.items():

@@ -24,12 +24,9 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
-
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import damaged, read_json
-from acemad_utils.experiments import runner
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
@@ -158,6 +155,8 @@ def build_subset(
     cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
     extra = {"purpose": "challenging subset", "threshold": threshold}
+    from acemad_utils.experiments import runner  # the engine only to build: the driver imports only the names
+
     meta, records = runner.run_and_load(
         name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
     )
@@ -294,6 +293,8 @@ def load_subset(
 
 def subset_table(model_slug: str):
     """One row per benchmark of a model's subsets (read from meta.json)."""
+    import pandas as pd
+
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / "meta.json"
     if not path.exists():
         raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")
