@@ -1,5 +1,4 @@
-"""Profiles (profiles/*.yaml: `profile`, `common` and per-`notebooks` parameters, run settings `max_usd`, `calls_via`,
-`models` that reach the kernels as ACEMAD_*, and `jobs`), loaded and checked once before anything runs."""
+"""Profiles (profiles/*.yaml: parameters `common` and per `notebooks`, run settings, `jobs`), checked once up front."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ NOT_SHAPING = ("PROFILE", "WORKERS", "BASE_URL", "SECOND_BASE_URL")
 
 
 def load_yaml(text: str, where: str) -> Any:
-    """Plain data only (text, numbers, true/false, null, lists, maps with text keys): a !!binary, !!set, date or any
-    other tag is refused with one line, so no value reaches a kernel as code."""
+    """Plain data only: a !!binary, !!set, date or any other tag is refused in one line, never reaching a kernel."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -177,7 +175,7 @@ def run_env(prof: dict) -> dict:
 
 def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Optional[tuple[dict, dict]] = None) -> str:
     """Where the runs go: the profile's name, or '<profile>.set-<what>' (else a hash) when --set changes what a run
-    is: a run holds one question set and one population, so new runs go beside the profile's own."""
+    is (a run holds one question set and one population)."""
     prof, base = loaded or (load_profile(name_or_path, overrides), load_profile(name_or_path))  # (with, without)
     changed: dict[str, Any] = {}
     for nb in notebooks():
@@ -193,8 +191,7 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
 
 
 def params_for(prof: dict, nb: str, *, defaults: bool = False) -> dict:
-    """What papermill injects into notebook `nb` (the common parameters it declares, then its own), over its defaults
-    if asked."""
+    """What papermill injects into `nb` (the common parameters it declares, then its own), over defaults if asked."""
     declared = params.names(nb)
     return {
         **(params.defaults(nb) if defaults else {}),
@@ -219,8 +216,7 @@ def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = N
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One model at one URL the notebooks call. setting: the parameters that name it; skip: the --set that runs
-    without it ("" for the main one); url "": OPENAI_BASE_URL, else OpenAI's."""
+    """One model at one URL the notebooks call; skip: the --set that runs without it ("" for the main one)."""
 
     setting: str
     model: str

@@ -1,11 +1,7 @@
-"""Challenging subsets (paper Appendix "Challenging Subset Construction", l.604-611), built from transcripts: the
-naive agent (config.NAIVE_AGENT, T=0.7) answers every item 5 times (its draws offset by SUBSET_REPEAT_OFFSET, so the
-Single Agent baseline samples afresh) and items right in < 40% of the runs are kept, a parse failure counting as
-wrong. One set serves every model, as in the paper. The paper's manual check ("failures are systematic
-misconceptions") is a number: the pooled share of wrong answers on each item's top distractor, beside its exact
-expectation were they uniform on the K-1 wrong options. Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json
-(outputs/smoke/subsets/ in smoke mode), byte-identical on rebuild except meta's date.
-"""
+"""Challenging subsets (paper l.604-611): the naive agent (T=0.7) answers every item 5 times and items right in < 40%
+of them are kept (a parse failure is wrong); one set serves every model. The paper's manual check ("failures are
+systematic misconceptions") is a number: the share of wrong answers on the top distractor beside its exact uniform
+expectation. Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json, byte-identical on rebuild but the date."""
 
 from __future__ import annotations
 
@@ -144,8 +140,7 @@ def build_subset(
     workers: Optional[int] = None,
     variant: str = "",
 ) -> SubsetResult:
-    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them (under the
-    model's slug, plus `variant` for a profile run with --set values that shape it)."""
+    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them under the slug."""
     qs = list(questions)[:limit]
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
@@ -250,9 +245,8 @@ def load_subset(
     questions: Optional[Sequence[Question]] = None,
     population: Optional[Population] = None,
 ) -> list[Question]:
-    """The saved subset's Questions (file order), each verified against its content hash. A subset another
-    synthetic `population` selected, or one saved with failed items by an old checkout, is missing
-    (FileNotFoundError: callers build it again), never silently reused."""
+    """The saved subset's Questions, each verified by content hash; one another synthetic `population` selected, or
+    saved with failed items, is missing (FileNotFoundError: callers build it again), never silently reused."""
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with notebook 01 (Setup.build_subsets)")

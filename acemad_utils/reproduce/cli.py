@@ -196,6 +196,9 @@ def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) 
 def _papermill():
     """papermill with LiteralTranslator registered and its notes silenced (nbclient's "Kernel died ..." would only
     repeat the driver's one line per notebook)."""
+    # nbformat's schema has no IRI format, yet jsonschema compiles rfc3987_syntax's grammars at import for one: ~2.5
+    # CPU-s of every run that executes a notebook; blocked, jsonschema leaves that optional checker out
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     import papermill as pm
     from papermill.translators import papermill_translators
 

@@ -1,6 +1,5 @@
-"""Skip a notebook whose executed copy is current, as make skips a target, but by content (sha256): its cells,
-parameters, the package's code, ACEMAD_* settings, versions, and what the notebooks write (outputs/, data/subsets) and
-read (data/, the benchmark files or hub cache, matplotlibrc), which make's file times cannot see."""
+"""Skip a notebook whose executed copy is current, as make would, but by content (sha256): its cells, parameters, the
+package's code, settings, versions, and the files the notebooks write and read, which make's file times cannot see."""
 
 from __future__ import annotations
 
