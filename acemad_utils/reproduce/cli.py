@@ -21,6 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
 from typing import Any, Optional
+from unittest import mock
 
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
@@ -97,7 +98,7 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     with ProfileLock(name, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
         progress = outputs("runs", name) / ".progress.log"
         env |= {PROGRESS_ENV: str(progress), URL_SECRETS_ENV: "{}", LOCK_HOLDER_ENV: f"{os.getpid()}:{name}"}
-        with _environ(env):  # papermill's kernels inherit it
+        with mock.patch.dict(os.environ, env):  # papermill's kernels inherit it; restored after the run
             stamp, env_items = uptodate.Stamp(name), uptodate.environment(env)
             prints = {
                 nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | params_for(prof, nb)), env_items)
@@ -117,18 +118,6 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
             elif note := stamp.save(prints, ran=todo, reads=READS):
                 print(f"{tag} {note}", flush=True)
             return code
-
-
-@contextlib.contextmanager
-def _environ(extra: dict):
-    """os.environ with `extra`, restored after the run (unittest.mock's patch.dict, without importing it)."""
-    saved = dict(os.environ)
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
