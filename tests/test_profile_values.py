@@ -44,7 +44,7 @@ def nothing_runs(monkeypatch, tmp_path):
     def refuse(*a, **k):
         raise AssertionError("a notebook was started")
 
-    monkeypatch.setattr(cli.pm, "execute_notebook", refuse)
+    monkeypatch.setattr(cli, "_execute", refuse)
     monkeypatch.setattr(cli, "_run_notebooks", refuse)
     return tmp_path / MARKER
 
@@ -114,14 +114,14 @@ PLAIN = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(value=PLAIN)
 def test_papermill_writes_every_plain_value_as_the_literal_of_itself(value):
-    [assign] = [n for n in ast.parse(cli.LiteralTranslator.codify({"X": value})).body if isinstance(n, ast.Assign)]
+    [assign] = [n for n in ast.parse(cli.literal_translator().codify({"X": value})).body if isinstance(n, ast.Assign)]
     assert ast.literal_eval(assign.value) == value
 
 
 @pytest.mark.parametrize("value", [b"x", {1, 2}, [b"x"], {"a": {"b": b"x"}}, float("inf"), object()])
 def test_papermill_refuses_whatever_is_not_plain(value):
     with pytest.raises(TypeError):
-        cli.LiteralTranslator.codify({"X": value})
+        cli.literal_translator().codify({"X": value})
 
 
 def test_the_plain_loader_keeps_plain_yaml_as_safe_load_does():

@@ -1,6 +1,5 @@
-"""The notebook parameters. Each notebook declares its own in an annotated `parameters` cell (`ETA: float = 2.0  #
-meaning`): their names, types and defaults live there only and are read from there; RULES adds what a value may be
-(choices, ranges, null), checked once: when a profile is loaded, and when a Setup is built from a cell."""
+"""The notebook parameters: names, types and defaults live in each notebook's annotated `parameters` cell only; RULES
+adds what a value may be, checked once, when a profile is loaded or a Setup built."""
 
 from __future__ import annotations
 
@@ -20,11 +19,13 @@ from acemad_utils.data.paths import ROOT, UnsafeName, safe_segment
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
-from acemad_utils.experiments.theory import PHASE_ETA, PHASE_T_MAX
+from acemad_utils.protocol.config import ETA
 
 BACKENDS = ("sim", "local", "openai")
 SOURCES = ("synthetic", "benchmarks", "demo")
 CALLS = ("two", "single")
+PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # notebook 00's phase grid (theory.py); the paper's eta among them
+PHASE_T_MAX = 5
 # Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more agents
 # and rounds than a prompt fits; eta above 64 overflows exp(eta * S) over 50 rounds.
 MAX_ITEMS, MAX_WORKERS, MAX_AGENTS, MAX_ROUNDS, MAX_ETA, MAX_SEED, MAX_TOKENS = (
@@ -68,8 +69,7 @@ NOTEBOOKS = tuple(DECLARED)
 
 @dataclass(frozen=True)
 class Param:
-    """kind: the cell's annotation (list[dict] holds OTHER_MODELS entries); choices or [lo, hi] bound every item;
-    text: 'url', 'segment' or 'model'."""
+    """kind: the cell's annotation; choices or [lo, hi] bound every item; text: 'url', 'segment' or 'model'."""
 
     name: str
     kind: str
@@ -238,6 +238,12 @@ def refusal(name: str, value: Any) -> Optional[str]:
     """The one line refusing `value` for parameter `name`, or None when it is allowed."""
     why = problem(name, value)
     return f"{name} = {_short(value)} is not allowed ({why}); {name} takes {SCHEMA[name].allowed()}" if why else None
+
+
+def check(P: Mapping[str, Any]) -> None:
+    """Raise the one-line refusal (ValueError) of the first parameter in P whose value is not allowed."""
+    if refused := next(filter(None, (refusal(name, v) for name, v in P.items() if name in SCHEMA)), None):
+        raise ValueError(refused)
 
 
 def literal(value: Any) -> str:

@@ -1,5 +1,4 @@
-"""Profiles (profiles/*.yaml: `profile`, `common` and per-`notebooks` parameters, run settings `max_usd`, `calls_via`,
-`models` that reach the kernels as ACEMAD_*, and `jobs`), loaded and checked once before anything runs."""
+"""Profiles (profiles/*.yaml: parameters `common` and per `notebooks`, run settings, `jobs`), checked once up front."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import yaml
 
@@ -20,8 +19,11 @@ from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, parse_terms
 from acemad_utils.data.paths import ROOT
 from acemad_utils.data.settings import ENV_VARS
-from acemad_utils.experiments import params, registry
+from acemad_utils.experiments import params
 from acemad_utils.experiments.subsets import SET_MARK
+
+if TYPE_CHECKING:  # the registry (numpy, the population) only where runs are listed: not on an up-to-date run
+    from acemad_utils.experiments import registry
 
 PROFILE_KEYS = {"profile", "description", "common", "notebooks", "max_usd", "calls_via", "models", "jobs"}
 RUN_SETTINGS = {"max_usd": "ACEMAD_MAX_USD", "calls_via": "ACEMAD_CALLS_VIA", "models": ENV_MODELS}
@@ -39,8 +41,7 @@ NOT_SHAPING = ("PROFILE", "WORKERS", "BASE_URL", "SECOND_BASE_URL")
 
 
 def load_yaml(text: str, where: str) -> Any:
-    """Plain data only (text, numbers, true/false, null, lists, maps with text keys): a !!binary, !!set, date or any
-    other tag is refused with one line, so no value reaches a kernel as code."""
+    """Plain data only: a !!binary, !!set, date or any other tag is refused in one line, never reaching a kernel."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -174,7 +175,7 @@ def run_env(prof: dict) -> dict:
 
 def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Optional[tuple[dict, dict]] = None) -> str:
     """Where the runs go: the profile's name, or '<profile>.set-<what>' (else a hash) when --set changes what a run
-    is: a run holds one question set and one population, so new runs go beside the profile's own."""
+    is (a run holds one question set and one population)."""
     prof, base = loaded or (load_profile(name_or_path, overrides), load_profile(name_or_path))  # (with, without)
     changed: dict[str, Any] = {}
     for nb in notebooks():
@@ -190,8 +191,7 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
 
 
 def params_for(prof: dict, nb: str, *, defaults: bool = False) -> dict:
-    """What papermill injects into notebook `nb` (the common parameters it declares, then its own), over its defaults
-    if asked."""
+    """What papermill injects into `nb` (the common parameters it declares, then its own), over defaults if asked."""
     declared = params.names(nb)
     return {
         **(params.defaults(nb) if defaults else {}),
@@ -209,13 +209,14 @@ def notebook_params(
 
 
 def notebook_runs(nb: str, profile: str = "paper", overrides: Optional[dict] = None) -> list[registry.Run]:
+    from acemad_utils.experiments import registry
+
     return registry.runs(nb, notebook_params(profile, overrides, only=[nb])[1][nb])
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One model at one URL the notebooks call. setting: the parameters that name it; skip: the --set that runs
-    without it ("" for the main one); url "": OPENAI_BASE_URL, else OpenAI's."""
+    """One model at one URL the notebooks call; skip: the --set that runs without it ("" for the main one)."""
 
     setting: str
     model: str
@@ -226,6 +227,8 @@ class Endpoint:
 
 def endpoints(params_by_nb: dict) -> list[Endpoint]:
     """Every endpoint the notebooks ({notebook: params}) call on BACKEND openai, once per (model, URL)."""
+    from acemad_utils.experiments import registry
+
     found: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # (model, url) -> [(setting, notebook, skip)]
     for nb, P in params_by_nb.items():
         if P.get("BACKEND") != "openai" or not registry.runs(nb, P):
@@ -249,6 +252,8 @@ def endpoints(params_by_nb: dict) -> list[Endpoint]:
 
 
 def describe(profile: str = "paper", overrides: Optional[dict] = None) -> str:
+    from acemad_utils.experiments import registry
+
     name, by_nb = notebook_params(profile, overrides)
     lines = [f"runs of profile {name!r} (acemad_utils.experiments.profiles; 00_theory: synthetic simulations only)"]
     for nb, P in by_nb.items():

@@ -1,9 +1,5 @@
-"""The paper's experiments as named data: every run each notebook makes, built from the notebook's parameters, so
-the estimate, bench/ and the tests read the lists the notebooks run (tests/test_cost.py compares them).
-
-    result = setup.run(registry.main_results(rounds=[2, 3, 5], eta=2.0, seed=0), n_max=N_MAX)  # notebook 03's run
-    result.pick("acemad", rounds=3)               # the records of the one config with these fields
-"""
+"""Every run each notebook makes, built from its parameters, so the estimate, bench/ and the tests read the lists the
+notebooks run: `setup.run(registry.main_results([2, 3, 5], eta=2.0), n_max=N_MAX).pick("acemad", rounds=3)`."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ from acemad_utils.protocol.config import ETA, GENERALIST, ROUNDS, SKEPTIC, Debat
 
 @dataclass
 class Run:
-    """One Setup.run of a notebook: named groups of configs over `on` items ("subset": the challenging subsets;
-    "input": the input items) of `benchmarks` (None: BENCHMARKS), with `model` at `base_url` (None: the profile's)."""
+    """One Setup.run: named groups of configs over `on` ("subset" or "input") items of `benchmarks`, by `model`."""
 
     name: str
     groups: dict
@@ -95,7 +90,7 @@ class Run:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What Setup.run returns: the Run (its config/label/labels/family answer here too), meta and records."""
+    """What Setup.run returns: the Run (whose config/label/labels/family answer here too), meta and records."""
 
     run: Run
     meta: dict
@@ -132,8 +127,8 @@ SKEPTIC_ALONE = "Single Agent (AceMAD's Skeptic alone)"
 
 
 def controls(seed: int = 0) -> list[DebateConfig]:
-    """The controls that could embarrass the protocol, with AceMAD's own agents: Decentralized MAD (no commitments
-    or weights), the roster's best agent alone (the Skeptic, 5 runs) and Majority Voting (no debate)."""
+    """The controls that could embarrass the protocol, with AceMAD's agents: debate without weights, the Skeptic
+    alone, voting without debate."""
     return [
         DebateConfig(method="decentralized", roster="acemad", seed=seed),
         DebateConfig(method="single", baseline_agent=SKEPTIC, seed=seed, name=SKEPTIC_ALONE),
@@ -142,8 +137,8 @@ def controls(seed: int = 0) -> list[DebateConfig]:
 
 
 def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
-    """Notebook 03 (Table 2): the five baselines, the controls, AceMAD at every T of `rounds` and always at the
-    paper's T = 3 (the headline every later view reads), and "matched" (ours: self-consistency at AceMAD's calls)."""
+    """Notebook 03 (Table 2): baselines, controls, AceMAD at every T of `rounds` and at T = 3 (the headline), and
+    self-consistency at AceMAD's calls (ours)."""
     ts = sorted({*rounds, ROUNDS})
     sc = DebateConfig(method="self_consistency", seed=seed)  # N = 5, T = 3: 15 samples, named as ours in every table
     return Run(
@@ -158,8 +153,7 @@ def main_results(rounds: Sequence[int], eta: float, seed: int = 0) -> Run:
 
 
 def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0, eta: float = ETA) -> Run:
-    """Notebook 04 (Table 3): homogeneous Decentralized MAD and one AceMAD per truth-holder variant; "Different
-    LLMs" only with a second model."""
+    """Notebook 04 (Table 3): Decentralized MAD and one AceMAD per truth-holder ("Different LLMs": a second model)."""
     variants = {
         "AceMAD (Different Persona)": SKEPTIC,  # the main AceMAD's truth-holder
         "AceMAD (Different Thinking System)": replace(GENERALIST, temperature=SKEPTIC.temperature, thinking="slow"),
@@ -194,8 +188,8 @@ def rosters(run: Run, group: str) -> str:
 
 
 def ablation(seed: int = 0, eta: float = ETA) -> Run:
-    """Notebook 05 (Figure 4): AceMAD (T = 3), whose commitments the ablations re-decide, Standard MAD as the
-    paper's bar means it (l.511: Decentralized MAD with AceMAD's agents) and notebook 03's other two controls."""
+    """Notebook 05 (Figure 4): AceMAD, whose commitments the ablations re-decide, Standard MAD (l.511: Decentralized
+    MAD with AceMAD's agents) and notebook 03's other two controls."""
     return Run(
         "ablation",
         {
@@ -265,8 +259,7 @@ def overrides(params: dict) -> dict:
 
 
 def params_slug(params: dict) -> str:
-    """A run-name fragment naming a point's overrides ('default' for none), e.g. 'insight0.3_knowledge_link0.5';
-    a number in its short form only where that is exact (two close values never share a run folder)."""
+    """A run-name fragment of a point's overrides ('default' for none); a short number only where exact."""
     num = lambda v: f"{v:g}" if float(f"{v:g}") == v else repr(float(v))  # noqa: E731
     parts = [f"{k}{num(v)}" if isinstance(v, (int, float)) else f"{k}-{v}" for k, v in overrides(params).items()]
     return "_".join(parts) or "default"
@@ -289,8 +282,7 @@ def map_axes(P: dict) -> dict:
 
 
 def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
-    """(axis, SimParams overrides) of every map point: the knowledge_link x insight grid, the knowledge_link x
-    crowd_calibration grid, the sweeps of the other axes, then the references (a point once per axis it lies on)."""
+    """(axis, SimParams overrides) of every map point: two grids over knowledge_link, the sweeps, the references."""
     pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
     pts += [
         (CALIBRATION_GRID, {"knowledge_link": a, "crowd_calibration": c})
@@ -302,8 +294,7 @@ def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str,
 
 
 def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
-    """Notebook 09: one AceMAD (T = 3) run per distinct map point, and the baselines once per distinct value of
-    SUBSET_PARAMS, each on the challenging subsets of its own population."""
+    """Notebook 09: one AceMAD run per distinct map point, the baselines once per distinct SUBSET_PARAMS value."""
     out: dict[str, Run] = {}
     ace = [DebateConfig(method="acemad", rounds=ROUNDS, eta=eta, seed=seed)]
     mads = [DebateConfig(method=m, seed=seed) for m in MAD_METHODS]
@@ -321,8 +312,7 @@ def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
 
 @dataclass(frozen=True)
 class LedgerPoint:
-    """A point of the claims ledger's grid: the name it prints, what it means, SimParams overrides and, for the
-    option-count axis, the only benchmarks run (None: all)."""
+    """A point of the claims ledger's grid: name, meaning, SimParams overrides, the only benchmarks run (None: all)."""
 
     name: str
     means: str
@@ -378,8 +368,7 @@ def ledger_runs(point: LedgerPoint, seed: int, n_max: int, benchmarks: Sequence[
 
 # ----------------------------------------------------------------------------- every run of a notebook
 def runs(nb: str, P: dict) -> list[Run]:
-    """Every run notebook `nb` makes with parameters P (missing ones: its defaults), in order; 00 and 08 have none,
-    09 only with BACKEND sim."""
+    """Every run notebook `nb` makes with parameters P (missing ones: its defaults), in order."""
     P = {**params.defaults(nb), **P} if nb in params.NOTEBOOKS else P
     seed, eta, n_max = P.get("SEED", 0), P.get("ETA", ETA), P.get("N_MAX")
     benches = list(P.get("BENCHMARKS") or ALL_BENCHMARKS)

@@ -1,11 +1,6 @@
-"""What notebooks 01-07 share: the profile's agents (backend "sim", "local" llama.cpp or "openai"), its questions
-(source "synthetic", "benchmarks" or "demo"), the challenging subsets (subset_model's, built on first use when it is
-this model's own) and runs. Smoke mode (ACEMAD_SMOKE=1) caps items and questions (SMOKE), so a notebook runs the same
-code.
-
-    S = Setup(profile="default", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=600)
-    meta, records = S.run(registry.main_results([3], 2.0), n_max=300)
-"""
+"""What notebooks 01-07 share: the profile's agents (sim, local or openai), questions, challenging subsets (built on
+first use) and runs; smoke mode caps items and questions (SMOKE) so a notebook runs the same code:
+`Setup(backend="sim", benchmarks=["arc_challenge"]).run(registry.main_results([3], 2.0), n_max=300)`."""
 
 from __future__ import annotations
 
@@ -16,10 +11,10 @@ from typing import Any, Optional, Union
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
-from acemad_utils.data.paths import outputs, safe_segment, smoke
+from acemad_utils.data.paths import outputs, smoke
 from acemad_utils.data.sim_params import POPULATIONS
 from acemad_utils.experiments import subsets
-from acemad_utils.experiments.params import SCHEMA, SETUP_NAMES, defaults, refusal
+from acemad_utils.experiments.params import SETUP_NAMES, check, defaults
 from acemad_utils.experiments.registry import Run, RunResult
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import COMMIT_MAX_TOKENS, DebateConfig
@@ -66,13 +61,9 @@ class Setup:
         subset_model: str = _D["subset_model"],
         argue_max_tokens: Optional[int] = _D["argue_max_tokens"],
     ):
-        for name, value in (("BACKEND", backend), ("POPULATION", population), ("SOURCE", source)):
-            if value not in SCHEMA[name].choices:  # type: ignore[operator]
-                raise ValueError(f"{name}={value!r} is not allowed; choose one of {SCHEMA[name].choices}")
-        unknown = [b for b in benchmarks if b not in SYNTHETIC_K]
-        if unknown:
-            raise ValueError(f"BENCHMARKS has unknown name(s) {unknown}; allowed: {sorted(SYNTHETIC_K)}")
-        safe_segment(profile, "PROFILE")  # it names folders under outputs/: checked before anything is written
+        # the profiles' one rule, before anything is written or called (PROFILE names folders)
+        check({"PROFILE": profile, "BACKEND": backend, "POPULATION": population, "SOURCE": source,
+               "BENCHMARKS": list(benchmarks)})  # fmt: skip
         self.profile, self.backend, self.source, self.seed, self.workers = profile, backend, source, seed, workers
         self.benchmarks = ["demo"] if source == "demo" else list(benchmarks)
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
@@ -91,10 +82,8 @@ class Setup:
 
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
-        """A Setup from a notebook's parameters (upper-case names in P; absent ones: defaults; `kw` overrides),
-        each checked first (a cell edited by hand gets the profiles' one-line message)."""
-        if refused := next(filter(None, (refusal(name, P[name]) for name in SCHEMA.keys() & P.keys())), None):
-            raise ValueError(refused)
+        """A Setup from a notebook's parameters (upper-case; absent: defaults), checked as a profile's are."""
+        check(P)
         return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
 
     def _population(self, population: str, model: str, base_url: str, calls: str):
@@ -200,8 +189,7 @@ class Setup:
         return qs[:n_max] if n_max else qs
 
     def load_subset(self, b: str, slug: str, population: Optional[Population] = None) -> list[Question]:
-        """subsets.load_subset, read once per Setup (notebook 09 asks for the same few at every map point); a missing
-        one raises FileNotFoundError each time, so the caller can build it and ask again."""
+        """subsets.load_subset, once per Setup (notebook 09 asks for the same few at every map point)."""
         key = (b, slug)
         if key not in self._subsets:
             self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b), population)
@@ -214,8 +202,7 @@ class Setup:
         n_max: Optional[int] = None,
         questions: Optional[Sequence[Question]] = None,
     ) -> RunResult:
-        """Run a registry Run (or a name and its configs) over every benchmark's challenging subset (or
-        `questions`); returns a registry.RunResult."""
+        """A registry Run (or a name and configs) over every benchmark's challenging subset (or `questions`)."""
         if isinstance(name, Run) and configs is not None:
             raise TypeError("Setup.run(run, ...): a registry Run brings its own configs; pass n_max as a keyword")
         spec = name if isinstance(name, Run) else Run(name, {"configs": list(configs or [])})

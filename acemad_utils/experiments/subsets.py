@@ -1,11 +1,7 @@
-"""Challenging subsets (paper Appendix "Challenging Subset Construction", l.604-611), built from transcripts: the
-naive agent (config.NAIVE_AGENT, T=0.7) answers every item 5 times (its draws offset by SUBSET_REPEAT_OFFSET, so the
-Single Agent baseline samples afresh) and items right in < 40% of the runs are kept, a parse failure counting as
-wrong. One set serves every model, as in the paper. The paper's manual check ("failures are systematic
-misconceptions") is a number: the pooled share of wrong answers on each item's top distractor, beside its exact
-expectation were they uniform on the K-1 wrong options. Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json
-(outputs/smoke/subsets/ in smoke mode), byte-identical on rebuild except meta's date.
-"""
+"""Challenging subsets (paper l.604-611): the naive agent (T=0.7) answers every item 5 times and items right in < 40%
+of them are kept (a parse failure is wrong); one set serves every model. The paper's manual check ("failures are
+systematic misconceptions") is a number: the share of wrong answers on the top distractor beside its exact uniform
+expectation. Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json, byte-identical on rebuild but the date."""
 
 from __future__ import annotations
 
@@ -24,12 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
-
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import damaged, read_json
-from acemad_utils.experiments import runner
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
@@ -147,8 +140,7 @@ def build_subset(
     workers: Optional[int] = None,
     variant: str = "",
 ) -> SubsetResult:
-    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them (under the
-    model's slug, plus `variant` for a profile run with --set values that shape it)."""
+    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them under the slug."""
     qs = list(questions)[:limit]
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
@@ -158,6 +150,8 @@ def build_subset(
     cfg = subset_config(temperature, runs, seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
     extra = {"purpose": "challenging subset", "threshold": threshold}
+    from acemad_utils.experiments import runner  # the engine only to build: the driver imports only the names
+
     meta, records = runner.run_and_load(
         name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
     )
@@ -251,9 +245,8 @@ def load_subset(
     questions: Optional[Sequence[Question]] = None,
     population: Optional[Population] = None,
 ) -> list[Question]:
-    """The saved subset's Questions (file order), each verified against its content hash. A subset another
-    synthetic `population` selected, or one saved with failed items by an old checkout, is missing
-    (FileNotFoundError: callers build it again), never silently reused."""
+    """The saved subset's Questions, each verified by content hash; one another synthetic `population` selected, or
+    saved with failed items, is missing (FileNotFoundError: callers build it again), never silently reused."""
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / f"{benchmark}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no subset {path}; build it with notebook 01 (Setup.build_subsets)")
@@ -294,6 +287,8 @@ def load_subset(
 
 def subset_table(model_slug: str):
     """One row per benchmark of a model's subsets (read from meta.json)."""
+    import pandas as pd
+
     path = subsets_root() / P.safe_segment(model_slug, "model slug") / "meta.json"
     if not path.exists():
         raise FileNotFoundError(f"no subsets for {model_slug!r} at {path}")

@@ -14,6 +14,7 @@ import pandas as pd
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.paths import smoke
 from acemad_utils.data.transcripts import load_run, run_dir
+from acemad_utils.experiments.params import PHASE_ETA, PHASE_T_MAX  # noqa: F401 (the phase grid's, read as theory.*)
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.protocol.config import ETA, N_AGENTS, ROUNDS, DebateConfig
 from acemad_utils.report import rescoring as A
@@ -22,8 +23,6 @@ from acemad_utils.report.stats import bootstrap_ci
 SYNTH = "synthetic population"
 PHASE_N = (3, 5, 7, 9)
 PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
-PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # the paper's eta among them
-PHASE_T_MAX = 5
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
 

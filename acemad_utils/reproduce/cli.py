@@ -1,12 +1,14 @@
 """Regenerate every table and figure: the numbered notebooks through papermill into outputs/ (profile checked, every
 endpoint checked, cost printed, profile locked, each notebook not up to date run; one line each), watching progress,
-failed records and Ctrl-C. Exit status: 0, 1 (a notebook or records failed), 130 (Ctrl-C)."""
+failed records and Ctrl-C. Exit status: 0, 1 (a notebook or records failed), 130 (Ctrl-C). papermill, nbclient and
+the estimate are imported only when something runs: an up-to-date run costs the checks, not seconds of imports."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -21,17 +23,10 @@ from pathlib import Path
 from typing import Any, Optional
 from unittest import mock
 
-import nbformat
-import papermill as pm
-from jupyter_client.manager import AsyncKernelManager
-from nbclient.exceptions import DeadKernelError
-from papermill.translators import PythonTranslator, papermill_translators
-
 from acemad_utils.agents.budget import parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
-from acemad_utils.cost.estimate import estimate_profile, format_estimate
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import read_jsonl
@@ -39,7 +34,6 @@ from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import (
     LONGEST,
     READS,
-    Endpoint,
     endpoints,
     hint,
     load_profile,
@@ -64,31 +58,11 @@ STOPPERS = {
     "EndpointDown": "the circuit breaker (the endpoint kept failing)",
     "BatchUnsupported": "CALLS_VIA batch (the endpoint has no Batch API)",
 }
+NO_SUMMARY = "(no summary line)"
 
 
-class LiteralTranslator(PythonTranslator):
-    """The injected parameters as Python literals only (params.literal): papermill's own translator writes a value
-    of another type (bytes from a YAML !!binary) between quotes as it is, which once ran code in the kernel."""
-
-    @classmethod
-    def translate(cls, val):
-        return schema.literal(val)
-
-
-for _name in ("python3", "python"):  # find_translator looks up the kernel's name, then its language
-    papermill_translators.register(_name, LiteralTranslator)
-# nbclient's "Kernel died ..." and papermill's notes would only repeat the driver's one line per notebook.
-logging.getLogger("papermill").setLevel(logging.CRITICAL)
-
-
-def run(
-    profile: str = "default",
-    only: list[str] | None = None,
-    overrides: Optional[dict] = None,
-    wait: bool = False,
-    *,
-    force: bool = False,
-) -> int:
+def run(profile: str = "default", only: list[str] | None = None, overrides: Optional[dict] = None,
+        wait: bool = False, *, force: bool = False) -> int:  # fmt: skip
     prof = load_profile(profile, overrides)
     name = run_key(profile, loaded=(prof, load_profile(profile) if overrides else prof))
     tag = f"[{name}]"
@@ -125,8 +99,7 @@ def run(
         progress = outputs("runs", name) / ".progress.log"
         env |= {PROGRESS_ENV: str(progress), URL_SECRETS_ENV: "{}", LOCK_HOLDER_ENV: f"{os.getpid()}:{name}"}
         with mock.patch.dict(os.environ, env):  # papermill's kernels inherit it; restored after the run
-            stamp = uptodate.Stamp(name)
-            env_items = uptodate.environment(env)
+            stamp, env_items = uptodate.Stamp(name), uptodate.environment(env)
             prints = {
                 nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | params_for(prof, nb)), env_items)
                 for nb in selected
@@ -157,7 +130,7 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
 
     batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"
 
-    def check(ep: Endpoint, model: bool) -> Optional[str]:
+    def check(ep, model: bool) -> Optional[str]:
         try:
             client = LLMClient(ep.model, ep.url or None, free=True)  # prices are the estimate's business
             try:
@@ -180,12 +153,20 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
                 raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
 
 
+def estimate_profile(*args, **kw):
+    from acemad_utils.cost.estimate import estimate_profile  # the engine replay: only for a profile that pays
+
+    return estimate_profile(*args, **kw)
+
+
 def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> Any:
     """The cost estimate of an LLM profile, printed before it runs (never stopping it); None when there is none."""
     if not _uses_llm(prof, selected, ("openai",)):
         return None
     est = None
     try:
+        from acemad_utils.cost.estimate import format_estimate
+
         est = estimate_profile(profile, overrides, selected)
         text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
     except Exception as e:  # say why it is missing
@@ -200,8 +181,38 @@ def _uses_llm(prof: dict, selected: list, backend: tuple = ("local", "openai")) 
     return any(params_for(prof, nb, defaults=True).get("BACKEND") in backend for nb in selected)
 
 
+@functools.cache
+def _papermill():
+    """papermill with LiteralTranslator registered and its notes silenced (nbclient's "Kernel died ..." would only
+    repeat the driver's one line per notebook)."""
+    # nbformat's schema has no IRI format, yet jsonschema compiles rfc3987_syntax's grammars at import for one: ~2.5
+    # CPU-s of every run that executes a notebook; blocked, jsonschema leaves that optional checker out
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import papermill as pm
+    from papermill.translators import papermill_translators
+
+    for name in ("python3", "python"):  # find_translator looks up the kernel's name, then its language
+        papermill_translators.register(name, literal_translator())
+    logging.getLogger("papermill").setLevel(logging.CRITICAL)
+    return pm
+
+
+@functools.cache
+def literal_translator():
+    """The injected parameters as Python literals only (params.literal): papermill's own translator writes a value
+    of another type (bytes from a YAML !!binary) between quotes as it is, which once ran code in the kernel."""
+    from papermill.translators import PythonTranslator
+
+    class LiteralTranslator(PythonTranslator):
+        @classmethod
+        def translate(cls, val):
+            return schema.literal(val)
+
+    return LiteralTranslator
+
+
 def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path):
-    return pm.execute_notebook(
+    return _papermill().execute_notebook(
         str(path),
         str(out),
         parameters=_hide_urls({"PROFILE": name_of_profile} | params_for(prof, name)),
@@ -210,7 +221,7 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path)
         progress_bar=False,
         log_output=False,
         extra_arguments=KERNEL_ARGS,
-        kernel_manager_class=InterruptibleKernelManager,  # lets the driver pass a Ctrl-C on to the kernels
+        kernel_manager_class=_kernel_manager(),  # lets the driver pass a Ctrl-C on to the kernels
     )
 
 
@@ -242,8 +253,7 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
         while waiting or running:
             if not code:
                 ready = [n for n in waiting if all(m in ended for m in selected if m != n and _reads(n, m))]
-                ready.sort(key=lambda n: n not in LONGEST)
-                for nb in ready[: jobs - len(running)]:
+                for nb in sorted(ready, key=lambda n: n not in LONGEST)[: jobs - len(running)]:
                     waiting.remove(nb)
                     job = pool.submit(_execute, prof, name_of_profile, nb, nbs[nb], out_dir / f"{nb}.ipynb")
                     running[job] = (nb, time.time())
@@ -308,11 +318,11 @@ def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -
     try:
         if out.stat().st_mtime < time.time() - seconds - 1:
             return "no executed copy was written"
-        nbformat.read(out, as_version=4)
+        json.loads(out.read_bytes())
         return f"{what}: {_rel(out)}"
     except FileNotFoundError:
         return "no executed copy was written"
-    except Exception:  # truncated JSON
+    except ValueError:  # truncated JSON
         out.unlink(missing_ok=True)
         return f"its executed copy {_rel(out)} could not be written whole and was removed"
 
@@ -320,7 +330,7 @@ def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -
 def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> tuple[str, str]:
     """Its one line, and 'interrupted', 'stopped' (every later notebook would stop the same way) or 'failed'."""
     ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
-    head = f"{tag} {name} FAILED after {seconds:.1f}s:"
+    head, one = f"{tag} {name} FAILED after {seconds:.1f}s:", _one_line(ename, evalue)
     rest_line = f"\n    not started: {', '.join(rest)}" if rest else ""
     if getattr(e, "errno", None) == errno.ENOSPC or any(
         s in f"{ename} {evalue} {e}" for s in ("No space left on device", "disk is full")
@@ -329,17 +339,16 @@ def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out:
         where = f"writing {_rel(Path(where))}" if where else f"on the disk holding {_rel(out.parents[2])}"
         return (f"{head} the disk is full (ENOSPC {where}): free space there and rerun the same command (saved "
                 f"records are kept; {_whole_or_removed(out, seconds)}){rest_line}", "stopped")  # fmt: skip
-    if isinstance(e, DeadKernelError) or ename == "DeadKernelError":
+    if ename == "DeadKernelError":
         return (f"{head} its kernel died (killed from outside, e.g. by the out-of-memory killer); saved records are "
                 f"kept: rerun the same command; {_whole_or_removed(out, seconds, 'ran')}", "failed")  # fmt: skip
-    if not isinstance(e, pm.PapermillExecutionError):
-        return f"{head} {_one_line(ename, evalue)}; {_whole_or_removed(out, seconds)}", "failed"
+    if type(e).__name__ != "PapermillExecutionError":
+        return f"{head} {one}; {_whole_or_removed(out, seconds)}", "failed"
     if ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-        return f"{tag} {name} {_one_line(ename, evalue)}; the later notebooks did not run", "interrupted"
+        return f"{tag} {name} {one}; the later notebooks did not run", "interrupted"
     if ename in STOPPERS:
-        line = f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {_one_line(ename, evalue)}"
-        return line + rest_line, "stopped"
-    return f"{head} {_one_line(ename, evalue)}\n    full traceback: {_rel(out)} (cell {e.exec_count})", "failed"
+        return f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {one}{rest_line}", "stopped"
+    return f"{head} {one}\n    full traceback: {_rel(out)} (cell {getattr(e, 'exec_count', '?')})", "failed"
 
 
 def _one_line(ename: str, evalue: str) -> str:
@@ -358,13 +367,12 @@ def _rel(path: Path) -> str:
 def _last_summary(nb) -> str:
     """The executed notebook's (or its file's) last "SUMMARY:" line."""
     try:
-        nb = nbformat.read(str(nb), as_version=4) if isinstance(nb, Path) else nb
-    except (OSError, ValueError):
-        return "(no summary line)"
-    lines = [x for c in nb.cells for o in c.get("outputs", []) for x in str(o.get("text", "")).splitlines()]
-    return next(
-        (x[len("SUMMARY:") :].strip() for x in reversed(lines) if x.startswith("SUMMARY:")), "(no summary line)"
-    )
+        nb = json.loads(Path(nb).read_bytes()) if isinstance(nb, Path) else nb
+        outs = [o.get("text", "") for c in nb["cells"] for o in c.get("outputs", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return NO_SUMMARY
+    lines = [x for o in outs for x in ("".join(o) if isinstance(o, list) else str(o)).splitlines()]
+    return next((x[len("SUMMARY:") :].strip() for x in reversed(lines) if x.startswith("SUMMARY:")), NO_SUMMARY)
 
 
 class ProfileLock(RunLock):
@@ -419,16 +427,12 @@ def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
     """name -> (n, {method: n}, first error) of the runs written since `since` holding failed records."""
     out = {}
     for folder, name, meta in _metas(since):
-        if not (meta.get("summary") or {}).get("failed"):
-            continue
-        hashes = {m.get("config_hash") for m in (meta.get("methods") or {}).values()}
-        bad = [
-            r
-            for r in read_jsonl(folder / "transcripts.jsonl")
-            if r.get("status") == "failed" and r.get("config_hash") in hashes
-        ]
-        if bad:
-            out[name] = (len(bad), dict(Counter(str(r.get("method")) for r in bad)), str(bad[0].get("error", "")))
+        if (meta.get("summary") or {}).get("failed"):
+            hashes = {m.get("config_hash") for m in (meta.get("methods") or {}).values()}
+            bad = [r for r in read_jsonl(folder / "transcripts.jsonl")
+                   if r.get("status") == "failed" and r.get("config_hash") in hashes]  # fmt: skip
+            if bad:
+                out[name] = (len(bad), dict(Counter(str(r.get("method")) for r in bad)), str(bad[0].get("error", "")))
     return out
 
 
@@ -464,28 +468,35 @@ def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[
     ] * bool(lines)
 
 
-class InterruptibleKernelManager(AsyncKernelManager):
-    """Remembers each kernel's process group: kernels run in sessions of their own, so a terminal's Ctrl-C reaches
-    only the driver, and notebooks side by side run in threads that never see papermill's KeyboardInterrupt."""
+_GROUPS: set[int] = set()  # the running kernels' process groups
+_GROUPS_LOCK = threading.Lock()
 
-    groups: set[int] = set()
-    _lock = threading.Lock()
 
-    async def _async_post_start_kernel(self, **kw) -> None:
-        await super()._async_post_start_kernel(**kw)
-        if pgid := getattr(self.provisioner, "pgid", None):
-            with self._lock:
-                InterruptibleKernelManager.groups.add(pgid)
+@functools.cache
+def _kernel_manager():
+    """A kernel manager remembering each kernel's process group: kernels run in sessions of their own, so a
+    terminal's Ctrl-C reaches only the driver, and notebooks side by side run in threads that never see papermill's
+    KeyboardInterrupt."""
+    from jupyter_client.manager import AsyncKernelManager
 
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        with self._lock:
-            InterruptibleKernelManager.groups.discard(getattr(self.provisioner, "pgid", None))
-        await super()._async_cleanup_resources(restart)
+    class InterruptibleKernelManager(AsyncKernelManager):
+        async def _async_post_start_kernel(self, **kw) -> None:
+            await super()._async_post_start_kernel(**kw)
+            if pgid := getattr(self.provisioner, "pgid", None):
+                with _GROUPS_LOCK:
+                    _GROUPS.add(pgid)
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            with _GROUPS_LOCK:
+                _GROUPS.discard(getattr(self.provisioner, "pgid", None))
+            await super()._async_cleanup_resources(restart)
+
+    return InterruptibleKernelManager
 
 
 def interrupt_kernels() -> None:
-    with InterruptibleKernelManager._lock:
-        groups = sorted(InterruptibleKernelManager.groups)
+    with _GROUPS_LOCK:
+        groups = sorted(_GROUPS)
     for pgid in groups:
         with contextlib.suppress(OSError):  # a kernel that has just ended
             os.killpg(pgid, signal.SIGINT)

@@ -1,7 +1,5 @@
-"""`python -m acemad_utils.reproduce.nbtools store|strip`: the full default run's executed notebooks written over
-notebooks/*.ipynb (what a reader sees, what nbval compares), without what changes from run to run and with the
-kernelspec JupyterLab writes (autosave then changes nothing), refusing a run that failed, printed to stderr, skipped
-a cell, shows a machine's path or came from older cells; or every output dropped."""
+"""`python -m acemad_utils.reproduce.nbtools store|strip`: the default run's executed notebooks over notebooks/*.ipynb
+without what changes between runs (refusing one that failed, wrote stderr or shows a path), or every output dropped."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
-"""Skip a notebook whose executed copy is current, as make skips a target, but by content (sha256): its cells,
-parameters, the package's code, ACEMAD_* settings, versions, and what the notebooks write (outputs/, data/subsets) and
-read (data/, the benchmark files or hub cache, matplotlibrc), which make's file times cannot see."""
+"""Skip a notebook whose executed copy is current, as make would, but by content (sha256): its cells, parameters, the
+package's code, settings, versions, and the files the notebooks write and read, which make's file times cannot see."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 import stat
@@ -13,8 +11,6 @@ import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-
-import nbformat
 
 from acemad_utils.agents.budget import ENV_SINCE
 from acemad_utils.agents.health import PROGRESS_ENV
@@ -37,9 +33,9 @@ def _environment_hash(env_items: tuple) -> str:
     root = Path(__file__).resolve().parents[1]
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    h.update(
-        "\n".join(sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())).encode()
-    )
+    # the installed versions by their *.dist-info folder names (name-version): importlib.metadata parses every
+    # METADATA file with the email parser, seconds of an up-to-date run
+    h.update("\n".join(sorted(p.name for e in sys.path if os.path.isdir(e) for p in Path(e).glob("*.*-info"))).encode())
     h.update(json.dumps(env_items).encode())
     return h.hexdigest()
 
@@ -52,9 +48,9 @@ def environment(extra: Mapping[str, str]) -> tuple:
 
 
 def fingerprint(notebook: Path, params: Mapping, env_items: tuple) -> str:
-    try:
-        cells = [(c.cell_type, c.source) for c in nbformat.read(str(notebook), as_version=4).cells]
-    except (OSError, ValueError, AttributeError):  # unreadable: never current (it runs and fails with its own line)
+    try:  # json, not nbformat: its import (jsonschema's grammars) costs an up-to-date run seconds
+        cells = [(c["cell_type"], "".join(c["source"])) for c in json.loads(Path(notebook).read_bytes())["cells"]]
+    except (OSError, ValueError, KeyError, TypeError):  # unreadable: never current (it runs, fails with its line)
         return "unreadable-" + os.urandom(8).hex()
     blob = json.dumps([cells, dict(params), _environment_hash(env_items)], sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
