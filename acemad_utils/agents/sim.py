@@ -138,18 +138,22 @@ class SimBatch:
         return Commits(p, q, self.messages(p) if self.texts else [[""] * p.shape[1]] * p.shape[0])
 
     @functools.cached_property
-    def _templates(self) -> list[list[tuple]]:
-        """Per debate and agent, each option's argument text before and after the percentage (once, not per round)."""
+    def _templates(self) -> tuple[list, list]:
+        """Each agent's kind, and per debate and kind each option's text before and after the percentage (once per
+        kind and question, not per agent and round)."""
         kinds = ["moderator" if self.role == "moderator" else s.persona for s in self.specs]
-        return [[_parts(kind, tuple(q.options.items())) for kind in kinds] for q in self.questions]
+        unique = list(dict.fromkeys(kinds))
+        parts = [[_parts(k, opts) for k in unique] for opts in (tuple(q.options.items()) for q in self.questions)]
+        return [unique.index(k) for k in kinds], parts
 
     def messages(self, P: np.ndarray) -> list[list[str]]:
         """The argument texts of a round, [D][N]: a template sentence stating the stance."""
         top = P.argmax(axis=-1)
         pct = np.rint(100 * np.take_along_axis(P, top[..., None], axis=-1)[..., 0]).astype(int)
+        kind, parts = self._templates
         return [
-            [f"{pp[t][0]}{c}{pp[t][1]}" for pp, t, c in zip(parts_d, top_d, pct_d)]
-            for parts_d, top_d, pct_d in zip(self._templates, top.tolist(), pct.tolist())
+            [f"{pp[j][t][0]}{c}{pp[j][t][1]}" for j, t, c in zip(kind, top_d, pct_d)]
+            for pp, top_d, pct_d in zip(parts, top.tolist(), pct.tolist())
         ]
 
 

@@ -143,12 +143,12 @@ class DebateConfig:
         n_th = self.n_truth_holders
         return [self.crowd] * (self.n_agents - n_th) + [self.truth_holder] * n_th
 
-    @property
+    @functools.cached_property  # every record asks (frozen: it never changes)
     def label(self) -> str:
         """The display label every table uses, e.g. 'Majority Voting (N=3)', 'AceMAD (T=3, uniform)'."""
         return self.name or self._label(with_n=True)
 
-    @property
+    @functools.cached_property
     def family(self) -> str:
         """The label without N, for curves over N."""
         return self.name or self._label(with_n=False)

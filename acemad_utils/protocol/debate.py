@@ -380,42 +380,39 @@ class Debates:
         right = (ans == truth[:, None]).mean(axis=-1) if ans.ndim == 2 else (ans == truth).astype(float)
         return np.where(truth < 0, np.nan, right)
 
-    def entries(self, agents) -> list:
-        return R.entries(self.specs, agents, self.texts, self.P, self.Q, self.ok, self.q_ok, self.usage)
+    def entries(self, agents, **scored) -> list:
+        return R.entries(self.specs, agents, self.texts, self.P, self.Q, self.ok, self.q_ok, self.usage, **scored)
 
     def records(self) -> list[dict]:
         """The records a run writes (protocol.records' layout), in the order of `questions`."""
-        kept, correct = self.entries(range(self.P.shape[2])), self.correct()
-        S, W = (None if x is None else R.rounded(x).tolist() for x in (self.S, self.W))
+        kept = self.entries(range(self.P.shape[2]), S=self.S, W=self.W)
         mods = None if self.mod is None else self.mod.entries([-1])
-        acemad = self.cfg.method == "acemad" and self.q_ok is not None
-        failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if acemad else [0] * len(self.questions)  # type: ignore
+        rule, single, acemad = self.rule, self.cfg.method == "single", self.cfg.method == "acemad"
+        correct, held = self.correct().tolist(), self.held.tolist()  # type: ignore[union-attr]
+        failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if acemad and self.q_ok is not None else None
+        decided = {r: (a.tolist(), t.tolist()) for r, (a, t) in self.decisions.items()}
         recs = []
         for d, q in enumerate(self.questions):
             rec = R.base_record(q, self.cfg, self.population, self.repeats[d])
-            held = None if q.answer is None else bool(self.held[d])  # type: ignore[index]
-            rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
-            recs.append(rec)
-            if self.cfg.method == "single":  # the single agent's score is a mean over runs, not one answer
-                rec["runs"] = [dict(r[0], answer=R.answer_label(q, int(a)), correct=q.correct(int(a)))
-                               for r, a in zip(kept[d], self.decisions["runs"][0][d])]  # fmt: skip
-                rec["final"] = {"answer": None, "correct": None if q.answer is None else float(correct[d]),
-                                "oracle_any_agent_correct": held, "tie": False}  # fmt: skip
-                continue
-            decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in self.decisions.items()}
-            if self.cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
-                rec["decisions"] = decided
-            if S is not None and W is not None:
-                for r, s_r, w_r in zip(kept[d], S[d], W[d]):
-                    for e, s, w in zip(r, s_r, w_r):
-                        e["score"], e["weight"] = s, w
-            rec["rounds"] = kept[d]
-            if failed[d]:  # only when it happened
-                rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
-            rec["final"] = dict(decided[self.rule], oracle_any_agent_correct=held)
-            if self.mod is not None and mods is not None:
+            rec["usage"] = zero_usage() if self.usage is None else _usage_sum(self.usage[d])
+            final = {"oracle_any_agent_correct": None if q.answer is None else held[d]}
+            if single:  # the single agent's score is a mean over runs, not one answer
+                rec["runs"] = [dict(r[0], answer=R.answer_label(q, a), correct=q.correct(a)) for r, a in
+                               zip(kept[d], decided["runs"][0][d])]  # fmt: skip
+                final.update(answer=None, correct=None if q.answer is None else correct[d], tie=False)
+            else:
+                by_rule = {r: R.decision(q, a[d], t[d]) for r, (a, t) in decided.items()}
+                if self.cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
+                    rec["decisions"] = by_rule
+                rec["rounds"] = kept[d]
+                if failed and failed[d]:  # only when it happened
+                    rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
+                final.update(by_rule[rule])
+            rec["final"] = final
+            if mods is not None:
                 rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
-                add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))
+                add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))  # type: ignore
+            recs.append(rec)
         return recs
 
 
