@@ -1,10 +1,7 @@
-"""Counter-based random draws for batches: every draw a pure function of its key and its counters.
-
-Why not a numpy Generator per batch: its draws would depend on which debates share the batch; one per debate costs
-~20 us to seed. A debate's key hashes (seed, question id, repeat, role) once (blake2b); every uniform is
-splitmix64's finalizer folded over (key, counters...) in wrapping uint64 arithmetic (it passes BigCrush as a
-generator of consecutive counters). Gamma variates: Marsaglia-Tsang (boost U^(1/a) for a < 1), in log space.
-"""
+"""Counter-based draws: each a pure function of its key and counters (a Generator per batch would depend on which
+debates share it; one per debate costs ~20 us to seed). A debate's key hashes (seed, question id, repeat, role)
+(blake2b); a uniform is splitmix64's finalizer folded over (key, counters...) in uint64 (BigCrush-clean on
+consecutive counters). Gamma variates: Marsaglia-Tsang (boost U^(1/a) for a < 1), in log space."""
 
 from __future__ import annotations
 
@@ -49,7 +46,11 @@ def bits(key, *counters) -> np.ndarray:
     """uint64 hashes of key (array) and counters (ints or integer arrays), broadcast together."""
     z = np.atleast_1d(np.asarray(key, dtype=np.uint64))
     for c in counters:  # an int's step in exact Python arithmetic: numpy warns of a scalar's wrap-around
-        step = np.uint64((c * _G + _G) % 2**64) if isinstance(c, int) else np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN
+        step = (
+            np.uint64((c * _G + _G) % 2**64)
+            if isinstance(c, int)
+            else np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN
+        )
         z = _mix(z ^ step)
     return z
 
@@ -68,9 +69,8 @@ _BOOST = 2**62
 
 
 def log_gamma(alpha: np.ndarray, key, *counters) -> np.ndarray:
-    """log of Gamma(alpha, 1) variates, shape alpha.shape (key and counters broadcast to it; the last axis
-    numbers the variates). In log space because a < 1 gives values below the smallest double (a Dirichlet
-    normalizes them: dirichlet)."""
+    """log Gamma(alpha, 1) variates of alpha's shape (its last axis numbers them); in log space, as a < 1 gives
+    values below the smallest double."""
     shape = np.shape(alpha)
     base = np.broadcast_to(bits(key, *counters, np.arange(shape[-1])), shape).ravel()
     a = np.asarray(alpha, dtype=float).ravel()
