@@ -69,8 +69,8 @@ class Question:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Question:
         answer = None if d.get("answer") is None else str(d["answer"])
-        text = (str(d[k]) for k in ("id", "benchmark", "question"))
-        return cls(*text, dict(d["options"]), answer, dict(d.get("metadata", {})))
+        qid, bench, text = (str(d[k]) for k in ("id", "benchmark", "question"))
+        return cls(qid, bench, text, dict(d["options"]), answer, dict(d.get("metadata", {})))
 
 
 @dataclass(frozen=True)
