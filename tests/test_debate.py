@@ -308,9 +308,13 @@ def test_rescoring_gives_no_answer_where_the_engine_gives_none():
     assert A.reweighted_records(recs, {"full": "peer_prediction"})[0]["final"] == {"answer": None, "correct": False}
 
 
-def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal():
-    recs = run_batch(ITEMS[:200], SimPopulation(seed=9), DebateConfig(method="acemad"), [0] * 200)
-    arr = A.stack(recs)
+@pytest.fixture(scope="module")
+def acemad200() -> list[dict]:
+    return run_batch(ITEMS[:200], SimPopulation(seed=9), DebateConfig(method="acemad"), [0] * 200)
+
+
+def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal(acemad200):
+    arr = A.stack(acemad200)
     shuffled = A.shuffled_decisions(arr, n_perm=5)
     assert shuffled.shape == (5, 200)
     assert (shuffled != A.rescore(arr)).any()  # unequal scores: giving them to other agents changes decisions
@@ -318,8 +322,8 @@ def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal():
     np.testing.assert_array_equal(A.shuffled_decisions(arr, n_perm=5), np.broadcast_to(A.rescore(arr), (5, 200)))
 
 
-def test_shuffled_scores_are_seeded_by_question_not_by_batch_order():
-    recs = run_batch(ITEMS[:200], SimPopulation(seed=9), DebateConfig(method="acemad"), [0] * 200)
+def test_shuffled_scores_are_seeded_by_question_not_by_batch_order(acemad200):
+    recs = acemad200
     arr, rev = A.stack(recs), A.stack(recs[::-1])
     a = A.shuffled_decisions(arr, seed=1)
     np.testing.assert_array_equal(a, A.shuffled_decisions(arr, seed=1))

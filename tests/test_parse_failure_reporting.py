@@ -78,11 +78,7 @@ def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_pa
     nbformat.write(nb, path)
     with FakeOpenAI(FaultInjector(0.0), mode="unparseable") as srv:
         # per notebook: a test notebook is not in the parameter schema, so `common` values would not reach it
-        prof = {
-            "profile": "probe",
-            "common": {"BACKEND": "openai"},
-            "notebooks": {"01_parse": {"BASE_URL": srv.url}},
-        }
+        prof = {"profile": "probe", "common": {"BACKEND": "openai"}, "notebooks": {"01_parse": {"BASE_URL": srv.url}}}
         monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_parse": path})
         monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
         monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **kw: None)
@@ -90,7 +86,6 @@ def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_pa
     out = capsys.readouterr().out.splitlines()
     assert code == 1, out
     head = next(x for x in out if x.startswith("[probe] 01_parse"))
-    assert (
-        "SUMMARY" not in head and "Majority 0 correct" in head and "[6 of 6 commitments did not parse (100%)]" in head
-    )
+    assert "SUMMARY" not in head and "Majority 0 correct" in head
+    assert "[6 of 6 commitments did not parse (100%)]" in head
     assert any("probe/parse: 6 of 6 commitments (100%) did not parse after the repair call" in x for x in out), out

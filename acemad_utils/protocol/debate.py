@@ -349,11 +349,12 @@ class Debates:
         for d, q in enumerate(self.questions):
             rec = R.base_record(q, self.cfg, self.population, self.repeats[d])
             rec["usage"] = zero_usage() if self.usage is None else _usage_sum(self.usage[d])
-            final = {"oracle_any_agent_correct": None if q.answer is None else held[d]}
+            oracle = None if q.answer is None else held[d]
             if method == "single":  # the single agent's score is a mean over runs, not one answer
                 rec["runs"] = [dict(r[0], answer=R.answer_label(q, a), correct=q.correct(a)) for r, a in
                                zip(kept[d], decided["runs"][0][d])]  # fmt: skip
-                final.update(answer=None, correct=None if q.answer is None else correct[d], tie=False)
+                rec["final"] = {"answer": None, "correct": None if q.answer is None else correct[d],
+                                "oracle_any_agent_correct": oracle, "tie": False}  # fmt: skip
             else:
                 by_rule = {r: R.decision(q, a[d], t[d]) for r, (a, t) in decided.items()}
                 if method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
@@ -361,8 +362,7 @@ class Debates:
                 rec["rounds"] = kept[d]
                 if failed and failed[d]:  # only when it happened
                     rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
-                final.update(by_rule[rule])
-            rec["final"] = final
+                rec["final"] = dict(by_rule[rule], oracle_any_agent_correct=oracle)
             if mods is not None:
                 rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
                 add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))  # type: ignore
