@@ -86,6 +86,7 @@ def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_pa
     out = capsys.readouterr().out.splitlines()
     assert code == 1, out
     head = next(x for x in out if x.startswith("[probe] 01_parse"))
-    assert "SUMMARY" not in head and "Majority 0 correct" in head
-    assert "[6 of 6 commitments did not parse (100%)]" in head
+    assert (
+        "SUMMARY" not in head and "Majority 0 correct" in head and "[6 of 6 commitments did not parse (100%)]" in head
+    )
     assert any("probe/parse: 6 of 6 commitments (100%) did not parse after the repair call" in x for x in out), out
