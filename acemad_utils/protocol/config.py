@@ -88,7 +88,7 @@ class DebateConfig:
                   ("single_runs", whole(self.single_runs, 1), "need an integer >= 1"),
                   ("eta", finite(self.eta), "need a finite eta >= 0"),
                   ("weight_exponent", finite(self.weight_exponent), "need a finite exponent >= 0"),
-                  ("crowd_share", 0.0 <= self.crowd_share <= 1.0, "need 0 <= crowd_share <= 1"),
+                  ("crowd_share", finite(self.crowd_share) and self.crowd_share <= 1.0, "need 0 <= crowd_share <= 1"),
                   ("mad_aggregator", self.mad_aggregator != "moderator" or self.method == "centralized",
                    "only Centralized MAD has a moderator"),
                   ("roster", explicit or self.roster in (None, *ROSTERS),
@@ -97,7 +97,7 @@ class DebateConfig:
                    f"need exactly n_agents={self.n_agents} specs"),
                   ("roster", self.method != "self_consistency" or self.roster in (None, "homogeneous"),
                    "self-consistency samples the one baseline_agent: leave roster None"),
-                  ("n_agents", self.method != "centralized" or self.n_agents >= 2,
+                  ("n_agents", self.method != "centralized" or whole(self.n_agents, 2),
                    "Centralized MAD needs N >= 2 debaters")]  # fmt: skip
         for what, ok, allowed in checks:
             if not ok:
