@@ -78,11 +78,7 @@ def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_pa
     nbformat.write(nb, path)
     with FakeOpenAI(FaultInjector(0.0), mode="unparseable") as srv:
         # per notebook: a test notebook is not in the parameter schema, so `common` values would not reach it
-        prof = {
-            "profile": "probe",
-            "common": {"BACKEND": "openai"},
-            "notebooks": {"01_parse": {"BASE_URL": srv.url}},
-        }
+        prof = {"profile": "probe", "common": {"BACKEND": "openai"}, "notebooks": {"01_parse": {"BASE_URL": srv.url}}}
         monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_parse": path})
         monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
         monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **kw: None)

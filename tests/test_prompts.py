@@ -36,25 +36,19 @@ def turn(**kw) -> Turn:
 
 def values(t: Turn, ask: str = PR.ARGUE_ASK["fast"], argument: str = ARGUMENT, shape_argument: bool = False):
     shape = PR.json_shape(Q.labels, PR.wants_q(t), argument=shape_argument)
-    return {
-        "{question}": Q.question,
-        "{history}": PR.history_context(t),
-        "{argument}": argument,
-        "{ask}": ask,
-        "{json_shape}": shape,
-    }
+    return {"{question}": Q.question, "{history}": PR.history_context(t), "{argument}": argument, "{ask}": ask,
+            "{json_shape}": shape}  # fmt: skip
 
 
-def paper_argumentation(t: Turn) -> str:
-    return PR.PAPER_ARGUMENTATION_PROMPT.format(
-        question=Q.question, options_str=Q.options_str(), history_context=PR.history_context(t)
+def paper(template: str, history: str = "history_context"):
+    """The paper's prompt rendered for a turn."""
+    return lambda t: template.format(
+        question=Q.question, options_str=Q.options_str(), **{history: PR.history_context(t)}
     )
 
 
-def paper_commit(t: Turn) -> str:  # the paper's placeholder is spelled history_contex
-    return PR.PAPER_COMMIT_PROMPT.format(
-        question=Q.question, options_str=Q.options_str(), history_contex=PR.history_context(t)
-    )
+paper_argumentation = paper(PR.PAPER_ARGUMENTATION_PROMPT)
+paper_commit = paper(PR.PAPER_COMMIT_PROMPT, "history_contex")  # the paper's placeholder is spelled history_contex
 
 
 def deviate(text: str, names: list[str], vals: dict) -> str:

@@ -1,10 +1,8 @@
-"""The synthetic population (backend "sim"): the paper's mechanism as a generative model of agents' knowledge,
-answering a round of D debates x N agents at once as arrays. No LLM; everything made with it is labelled synthetic.
-docs/population.md is its specification. Each item has a shared trap and propensity pi (items); each agent
-draws a latent state (STATES) from its persona and temperature; its answer, stubbornness (Eq. 1's alpha) and
-peer-prediction skill (through knowledge_link) follow from it. Every draw is counter-based (agents.streams), keyed
-by (seed, question id, repeat, role): a debate's numbers do not depend on its batch, its order or the process.
-"""
+"""The synthetic population (backend "sim", docs/population.md): the paper's mechanism as a generative model of
+agents' knowledge, a round of D debates x N agents as arrays; no LLM, labelled synthetic. Each item has a shared trap
+and propensity pi; each agent a latent state (STATES) from its persona and temperature, from which its answer,
+stubbornness (Eq. 1's alpha) and peer-prediction skill follow. Draws are counter-based (agents.streams), keyed by
+(seed, question id, repeat, role): a debate's numbers do not depend on its batch, its order or the process."""
 
 from __future__ import annotations
 
@@ -35,9 +33,8 @@ def _rng(*parts) -> np.random.Generator:
 
 
 def items(questions: Sequence[Question], params: SimParams, seed: int, model: Optional[str] = None):
-    """Each item's truth, trap and trap propensity pi (arrays over questions, all with K options), shared by the agents
-    of one model (correlated errors); another model draws its own (different LLMs hold different misconceptions,
-    Table 3). A question without a gold answer gets a hidden truth drawn from its id."""
+    """Each item's truth, trap and propensity pi (arrays), shared by one model's agents (correlated errors); another
+    model draws its own (Table 3). A question without a gold answer gets a hidden truth drawn from its id."""
     truths = tuple(-1 if q.answer is None else q.answer_index for q in questions)
     mean, conc = params.trap_mean, params.trap_concentration
     return _items(tuple(q.id for q in questions), len(questions[0].options), truths, mean, conc, seed, model)
@@ -98,7 +95,7 @@ class SimBatch:
         self.conc = np.array([prm.concentration(s.temperature) for s in specs])[None, :, None]
 
     def _state_probs(self, pop: SimPopulation):
-        """Each debate's truth (D, 1), each agent's trap (D, N) (its model's item) and P(each of STATES) (D, N, 4)."""
+        """Each debate's truth (D, 1), each agent's trap (D, N) (its model's) and P(each of STATES) (D, N, 4)."""
         prm = pop.params
         models = [s.model or pop.model for s in self.specs]
         drawn = {m: items(self.questions, prm, pop.seed, m) for m in dict.fromkeys(models)}
@@ -110,8 +107,8 @@ class SimBatch:
         return drawn[models[0]][0][:, None], trap, states
 
     def _roles(self, prm: SimParams, state: np.ndarray, u: np.ndarray, rate: float) -> None:
-        """Susceptibility alpha and calibration of every agent from its state ("knowledge": skilled in the insight
-        state with P knowledge_link, else a Bernoulli(rate) draw; "persona": every Skeptic)."""
+        """Susceptibility alpha and calibration from the state ("knowledge": skilled in insight with P knowledge_link,
+        else Bernoulli(rate); "persona": every Skeptic)."""
         insight = state == _INSIGHT
         persona = np.array([s.persona in TRUTH_HOLDER_PERSONAS for s in self.specs])[None, :]
         if prm.calibration_by == "persona":
@@ -126,8 +123,8 @@ class SimBatch:
         self.cal = np.where(skilled, prm.insight_calibration, prm.crowd_calibration)[..., None]
 
     def act(self, t: int, seen: np.ndarray, view, want_q: bool) -> Commits:
-        """Round t: Eq. 1 toward the mean stance seen (NaN: none seen), a Dirichlet commitment and, if asked, the
-        peer prediction q = (1 - cal) p + cal m (m: the stances seen, else the peers' expected belief)."""
+        """Round t: Eq. 1 toward the mean stance seen (NaN: none), a Dirichlet commitment and, if asked,
+        q = (1 - cal) p + cal m (m: the stances seen, else the peers' expected belief)."""
         has = ~np.isnan(seen[..., :1])  # (D, N, 1)
         if has.any():
             self.belief = np.where(has, (1 - self.alpha) * self.belief + self.alpha * np.nan_to_num(seen), self.belief)
@@ -138,18 +135,22 @@ class SimBatch:
         return Commits(p, q, self.messages(p) if self.texts else [[""] * p.shape[1]] * p.shape[0])
 
     @functools.cached_property
-    def _templates(self) -> list[list[tuple]]:
-        """Per debate and agent, each option's argument text before and after the percentage (once, not per round)."""
+    def _templates(self) -> tuple[list, list]:
+        """Each agent's kind, and per debate and kind each option's text before and after the percentage (once per
+        kind and question, not per agent and round)."""
         kinds = ["moderator" if self.role == "moderator" else s.persona for s in self.specs]
-        return [[_parts(kind, tuple(q.options.items())) for kind in kinds] for q in self.questions]
+        unique = list(dict.fromkeys(kinds))
+        parts = [[_parts(k, opts) for k in unique] for opts in (tuple(q.options.items()) for q in self.questions)]
+        return [unique.index(k) for k in kinds], parts
 
     def messages(self, P: np.ndarray) -> list[list[str]]:
         """The argument texts of a round, [D][N]: a template sentence stating the stance."""
         top = P.argmax(axis=-1)
         pct = np.rint(100 * np.take_along_axis(P, top[..., None], axis=-1)[..., 0]).astype(int)
+        kind, parts = self._templates
         return [
-            [f"{pp[t][0]}{c}{pp[t][1]}" for pp, t, c in zip(parts_d, top_d, pct_d)]
-            for parts_d, top_d, pct_d in zip(self._templates, top.tolist(), pct.tolist())
+            [f"{pp[j][t][0]}{c}{pp[j][t][1]}" for j, t, c in zip(kind, top_d, pct_d)]
+            for pp, top_d, pct_d in zip(parts, top.tolist(), pct.tolist())
         ]
 
 
@@ -169,9 +170,8 @@ def _parts(kind: str, options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, 
 
 
 class SimPopulation(Population):
-    """The synthetic agents of a batch of debates. `seed` fixes every draw. `model` names the population's default
-    synthetic model: agents without their own AgentSpec.model get its traps and propensities (notebook 07's named
-    models with their own SimParams are labelled synthetic stand-ins for the paper's other LLMs)."""
+    """The synthetic agents; `seed` fixes every draw; `model` is the default synthetic model whose traps agents
+    without their own AgentSpec.model share (notebook 07's stand-ins for the paper's other LLMs)."""
 
     synthetic = True
     batched = True

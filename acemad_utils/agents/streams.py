@@ -1,10 +1,7 @@
-"""Counter-based random draws for batches: every draw a pure function of its key and its counters.
-
-Why not a numpy Generator per batch: its draws would depend on which debates share the batch; one per debate costs
-~20 us to seed. A debate's key hashes (seed, question id, repeat, role) once (blake2b); every uniform is
-splitmix64's finalizer folded over (key, counters...) in wrapping uint64 arithmetic (it passes BigCrush as a
-generator of consecutive counters). Gamma variates: Marsaglia-Tsang (boost U^(1/a) for a < 1), in log space.
-"""
+"""Counter-based draws: each a pure function of its key and counters (a Generator per batch would depend on which
+debates share it; one per debate costs ~20 us to seed). A debate's key hashes (seed, question id, repeat, role)
+(blake2b); a uniform is splitmix64's finalizer folded over (key, counters...) in uint64 (BigCrush-clean on
+consecutive counters). Gamma variates: Marsaglia-Tsang (boost U^(1/a) for a < 1), in log space."""
 
 from __future__ import annotations
 
@@ -16,7 +13,8 @@ import numpy as np
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_G = 0x9E3779B97F4A7C15
+_GOLDEN = np.uint64(_G)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 
 
@@ -32,16 +30,28 @@ def _keys(seed: int, qids: tuple, repeats: tuple, role: str) -> np.ndarray:
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+    """splitmix64's finalizer, in place on a fresh array (a chain of temporaries took 5x as long)."""
+    t = z >> _S30
+    z ^= t
+    z *= _M1
+    np.right_shift(z, _S27, out=t)
+    z ^= t
+    z *= _M2
+    np.right_shift(z, _S31, out=t)
+    z ^= t
+    return z
 
 
 def bits(key, *counters) -> np.ndarray:
     """uint64 hashes of key (array) and counters (ints or integer arrays), broadcast together."""
     z = np.atleast_1d(np.asarray(key, dtype=np.uint64))
-    for c in counters:  # 1-d at least: numpy warns of a scalar's wrap-around, never of an array's
-        z = _mix(z ^ (np.atleast_1d(np.asarray(c, dtype=np.uint64)) * _GOLDEN + _GOLDEN))
+    for c in counters:  # an int's step in exact Python arithmetic: numpy warns of a scalar's wrap-around
+        step = (
+            np.uint64((c * _G + _G) % 2**64)
+            if isinstance(c, int)
+            else np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN
+        )
+        z = _mix(z ^ step)
     return z
 
 
@@ -59,31 +69,31 @@ _BOOST = 2**62
 
 
 def log_gamma(alpha: np.ndarray, key, *counters) -> np.ndarray:
-    """log of Gamma(alpha, 1) variates, shape alpha.shape (key and counters broadcast to it; the last axis
-    numbers the variates). In log space because a < 1 gives values below the smallest double (a Dirichlet
-    normalizes them: dirichlet)."""
-    a = np.asarray(alpha, dtype=float)
-    base = np.broadcast_to(bits(key, *counters, np.arange(a.shape[-1])), a.shape).ravel()
-    boost = a.ravel() < 1.0
-    d = np.where(boost, a.ravel() + 1.0, a.ravel()) - 1.0 / 3.0
+    """log Gamma(alpha, 1) variates of alpha's shape (its last axis numbers them); in log space, as a < 1 gives
+    values below the smallest double."""
+    shape = np.shape(alpha)
+    base = np.broadcast_to(bits(key, *counters, np.arange(shape[-1])), shape).ravel()
+    a = np.asarray(alpha, dtype=float).ravel()
+    boost = a < 1.0
+    d = np.where(boost, a + 1.0, a) - 1.0 / 3.0
     c = 1.0 / np.sqrt(9.0 * d)
-    out = np.empty(base.shape)
-    idx = np.arange(base.size)
-    attempt = 0
-    while idx.size:  # each attempt is accepted with prob > 0.95 (d >= 2/3): a few passes over a shrinking set
-        b, dd = base[idx], d[idx]
+    out, idx, attempt = np.empty(base.shape), None, 0
+    while idx is None or idx.size:  # each attempt is accepted with prob > 0.95 (d >= 2/3): a first pass over all,
+        b, dd, cc = (base, d, c) if idx is None else (base[idx], d[idx], c[idx])  # then a few over the rejected
         u0, u1 = uniforms(b, 4 * attempt), uniforms(b, 4 * attempt + 1)
         x = np.sqrt(-2.0 * np.log(u0)) * np.cos(2.0 * np.pi * u1)  # Box-Muller
-        v = (1.0 + c[idx] * x) ** 3
+        v = (1.0 + cc * x) ** 3
         with np.errstate(invalid="ignore", divide="ignore"):
             logv = np.log(v)
             ok = (v > 0) & (np.log(uniforms(b, 4 * attempt + 2)) < 0.5 * x * x + dd - dd * v + dd * logv)
-        out[idx[ok]] = np.log(dd[ok]) + logv[ok]
-        idx = idx[~ok]
+        if idx is None:
+            out[ok], idx = np.log(dd[ok]) + logv[ok], np.flatnonzero(~ok)
+        else:
+            out[idx[ok]], idx = np.log(dd[ok]) + logv[ok], idx[~ok]
         attempt += 1
     # Gamma(a) = Gamma(a + 1) * U^(1/a) for a < 1
-    out = np.where(boost, out + np.log(uniforms(base, _BOOST)) / np.where(boost, a.ravel(), 1.0), out)
-    return out.reshape(a.shape)
+    out[boost] += np.log(uniforms(base[boost], _BOOST)) / a[boost]
+    return out.reshape(shape)
 
 
 def dirichlet(alpha: np.ndarray, key, *counters) -> np.ndarray:

@@ -34,9 +34,10 @@ def agent_permutations(seed: int, ids: Sequence[str], movable, n_perm: int, *, s
     (seed, question id, salt) only, never batch order; agents not `movable` (B, N) keep their own index."""
     movable = np.asarray(movable, dtype=bool)
     out = np.broadcast_to(np.arange(movable.shape[-1]), (n_perm, *movable.shape)).copy()
-    for b, qid in enumerate(ids):
-        idx = np.flatnonzero(movable[b])
-        out[:, b, idx] = idx[_permutation_ranks(seed, qid, salt, n_perm, len(idx))]
+    for row in np.unique(movable, axis=0):  # the questions whose same agents move, in one assignment
+        b, idx = np.flatnonzero((movable == row).all(axis=-1)), np.flatnonzero(row)
+        ranks = np.stack([_permutation_ranks(seed, ids[i], salt, n_perm, len(idx)) for i in b.tolist()], axis=1)
+        out[:, b[:, None], idx] = idx[ranks]
     return out
 
 

@@ -15,18 +15,10 @@ from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
 
 
 def commit_schema(labels: Sequence[str], want_q: bool, argument: bool = False) -> dict:
-    dist = {
-        "type": "object",
-        "properties": {k: {"type": "number"} for k in labels},
-        "required": list(labels),
-        "additionalProperties": False,
-    }
-    props = {
-        **({"argument": {"type": "string"}} if argument else {}),
-        "self_prob": dist,
-        **({"peer_prediction": dist} if want_q else {}),
-    }
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    obj = lambda props: {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}  # noqa: E731
+    dist = obj({k: {"type": "number"} for k in labels})
+    text = {"argument": {"type": "string"}} if argument else {}
+    return obj({**text, "self_prob": dist, **({"peer_prediction": dist} if want_q else {})})
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
@@ -73,9 +65,8 @@ def _loads(s: str) -> tuple[Any, list[str]]:
     except (ValueError, RecursionError):
         pass
     try:
-        return ast.literal_eval(fixed.replace("true", "True").replace("false", "False").replace("null", "None")), [
-            "python_literal"
-        ]
+        literal = fixed.replace("true", "True").replace("false", "False").replace("null", "None")
+        return ast.literal_eval(literal), ["python_literal"]
     except Exception:  # literal_eval raises many types on garbage (TypeError, SyntaxError, ...)
         return None, []
 
@@ -161,14 +152,8 @@ def _find(d: Mapping, keys: Sequence[str]) -> Any:
     return None
 
 
-def parse_commit(
-    text: str,
-    labels: Sequence[str],
-    want_q: bool,
-    options: Optional[Mapping[str, str]] = None,
-    *,
-    argument: bool = False,
-) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:
+def parse_commit(text: str, labels: Sequence[str], want_q: bool, options: Optional[Mapping[str, str]] = None, *,
+                 argument: bool = False) -> tuple[Optional[np.ndarray], Optional[np.ndarray], dict]:  # fmt: skip
     """(p, q, report) from a reply's {"self_prob": {...}, "peer_prediction": {...}}; p None: no usable belief, q None:
     not wanted or not found (report["q_ok"]); argument=True also reads report["argument"]. Tolerated: code fences,
     prose, single quotes, trailing commas, percentages, missing or extra labels, lower case, "Option A", an option's
@@ -201,15 +186,9 @@ def _parse_commit(text: str, labels: tuple, want_q: bool, options, *, argument: 
             q, qrep = _dist(_find(other, _Q_KEYS), labels, options)
             if q is not None:
                 break
-        report.update(
-            ok=True,
-            fixes=fixes,
-            q_ok=q is not None or not want_q,
-            missing=prep.get("missing", []),
-            unknown=prep.get("unknown", []),
-        )
-        if prep.get("percent") or qrep.get("percent"):
-            report["fixes"] = fixes + ["percent"]
+        percent = ["percent"] if prep.get("percent") or qrep.get("percent") else []
+        report.update(ok=True, fixes=fixes + percent, q_ok=q is not None or not want_q, missing=prep["missing"],
+                      unknown=prep["unknown"])  # fmt: skip
         return p, q, report
     report["error"] = "no JSON object with a usable self_prob"
     return None, None, report

@@ -1,11 +1,7 @@
-"""DebateConfig: one config for every method of the paper (AceMAD, its ablations, the baselines). Rosters (paper
-lines of ../shared/paper/acemad_paper.tex):
-- AceMAD: 80% Generalists at T=0.1 + 20% Skeptics at T=0.6 (l.597-600; heterogeneity is "the key difference", l.455).
-- Every baseline: N x NAIVE_AGENT, the plain assistant at T=0.7: the paper's baselines are "homogeneous" (l.468) and
-  its one non-AceMAD temperature is the naive baseline's (l.604, l.206); its personas are AceMAD's (l.1150-1152).
-- Self-consistency (ours, arXiv 2502.08788): the naive agent sampled N x T times, AceMAD's turns, by plurality.
-- roster="acemad" gives a baseline AceMAD's agents ("only the protocol differs"), "homogeneous" the reverse.
-"""
+"""DebateConfig: one config for every method. Rosters: AceMAD 80% Generalists at T=0.1 + 20% Skeptics at T=0.6
+(l.597-600; heterogeneity is "the key difference", l.455); every baseline N x the naive assistant at T=0.7
+("homogeneous", l.468; the paper's one other temperature, l.604, l.206); roster="acemad" gives a baseline AceMAD's
+agents, "homogeneous" the reverse."""
 
 from __future__ import annotations
 
@@ -20,8 +16,7 @@ from typing import Optional, Union
 
 from acemad_utils.protocol.schema import AgentSpec
 
-# The paper's constants, written once: eta (l.597-600), T, N, the crowd's share, the final rule's exponent
-# (sum_i w_i^2 p_i) and Table 2's T values.
+# The paper's constants (l.597-600): eta, T, N, the crowd's share, the exponent of sum_i w_i^2 p_i, Table 2's T.
 ETA = 2.0
 ROUNDS = 3
 N_AGENTS = 5
@@ -33,9 +28,8 @@ WEIGHTINGS = ("peer_prediction", "self_belief", "uniform")
 
 METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad", "self_consistency")
 HISTORIES = ("full", "last_round", "peers_last")  # what an agent reads: every round (the paper), the last, its peers'
-# How a baseline MAD decides. "mean_belief" is the paper's Evaluation Metrics rule (l.617: every MAD decides by
-# weighted voting, Eq. 4, with uniform weights for the baselines); "plurality" is Du et al.'s vote; "moderator"
-# (Centralized MAD only) scores the moderator's final answer, the reading of Appendix Baselines (l.643).
+# A baseline MAD decides by the mean belief (l.617: Eq. 4 with uniform weights), Du et al.'s plurality, or (Centralized
+# MAD) the moderator's final answer (l.643).
 MAD_AGGREGATORS = ("mean_belief", "plurality", "moderator")
 ROSTERS = ("homogeneous", "acemad")
 METHOD_NAMES = {
@@ -52,16 +46,15 @@ GENERALIST = AgentSpec(persona="Generalist", temperature=0.1)
 SKEPTIC = AgentSpec(persona="Skeptic", temperature=0.6)
 # The naive agent: "You are a helpful assistant." at the subset construction's temperature (l.604).
 NAIVE_AGENT = AgentSpec(persona="Assistant", temperature=0.7)
-# Completion caps (tokens) of an LLM agent's two calls; the paper gives none (notebook parameter ARGUE_MAX_TOKENS).
+# Completion caps (tokens) of an LLM agent's two calls; the paper gives none.
 ARGUE_MAX_TOKENS = 400
 COMMIT_MAX_TOKENS = 200
 
 
 @dataclass(frozen=True)
 class DebateConfig:
-    """Everything that defines a method run on one question (sampling settings live in AgentSpec). `roster`: None
-    (the method's own), "homogeneous", "acemad" or a tuple of N AgentSpecs. `repeat_offset` shifts every draw: the
-    Single Agent baseline never replays the draws that selected its subset's items. `name` overrides the label."""
+    """A method run on one question. `roster`: None (the method's own), "homogeneous", "acemad" or N AgentSpecs;
+    `repeat_offset` shifts every draw (the Single Agent never replays the draws that chose its subset)."""
 
     method: str = "acemad"
     n_agents: int = N_AGENTS
@@ -83,46 +76,41 @@ class DebateConfig:
     name: Optional[str] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        def bad(what: str, allowed: str, value=None) -> ValueError:
-            v = getattr(self, what) if value is None else value
-            return ValueError(f"DebateConfig: {what}={v!r} is not allowed; {allowed}")
-
+        whole = lambda v, lo: isinstance(v, int) and v >= lo  # noqa: E731
+        finite = lambda v: isinstance(v, (int, float)) and math.isfinite(v) and v >= 0  # noqa: E731
+        explicit = isinstance(self.roster, tuple) and all(isinstance(s, AgentSpec) for s in self.roster)
         choices = {"method": METHODS, "scoring_rule": SCORING_RULES, "weighting": WEIGHTINGS, "history": HISTORIES,
                    "mad_aggregator": MAD_AGGREGATORS}  # fmt: skip
-        for what, allowed in choices.items():
-            if getattr(self, what) not in allowed:
-                raise bad(what, f"choose one of {allowed}")
-        wholes = {"n_agents": (1, "N >= 1"), "rounds": (1, "T >= 1"), "repeat_offset": (0, ">= 0"),
-                  "single_runs": (1, ">= 1")}  # fmt: skip
-        for what, (lo, rule) in wholes.items():
-            if not isinstance(getattr(self, what), int) or getattr(self, what) < lo:
-                raise bad(what, f"need an integer {rule}")
-        for what, name in (("eta", "eta"), ("weight_exponent", "exponent")):
-            v = getattr(self, what)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                raise bad(what, f"need a finite {name} >= 0")
-        if not 0.0 <= self.crowd_share <= 1.0:
-            raise bad("crowd_share", "need 0 <= crowd_share <= 1")
-        if self.mad_aggregator == "moderator" and self.method != "centralized":
-            raise bad("mad_aggregator", "only Centralized MAD has a moderator")
-        explicit = isinstance(self.roster, tuple) and all(isinstance(s, AgentSpec) for s in self.roster)
-        if not (self.roster is None or explicit or (isinstance(self.roster, str) and self.roster in ROSTERS)):
-            raise bad("roster", f"choose one of {ROSTERS}, None or a tuple of AgentSpecs")
-        if explicit and len(self.roster) != self.n_agents:  # type: ignore[arg-type]
-            raise bad("roster", f"need exactly n_agents={self.n_agents} specs", f"{len(self.roster)} specs")  # type: ignore[arg-type]
-        if self.method == "self_consistency" and self.roster not in (None, "homogeneous"):
-            raise bad("roster", "self-consistency samples the one baseline_agent: leave roster None")
-        if self.method == "centralized" and self.n_agents < 2:
-            raise bad("n_agents", "Centralized MAD needs N >= 2 debaters")
+        checks = [*((f, getattr(self, f) in allowed, f"choose one of {allowed}") for f, allowed in choices.items()),
+                  ("n_agents", whole(self.n_agents, 1), "need an integer N >= 1"),
+                  ("rounds", whole(self.rounds, 1), "need an integer T >= 1"),
+                  ("repeat_offset", whole(self.repeat_offset, 0), "need an integer >= 0"),
+                  ("single_runs", whole(self.single_runs, 1), "need an integer >= 1"),
+                  ("eta", finite(self.eta), "need a finite eta >= 0"),
+                  ("weight_exponent", finite(self.weight_exponent), "need a finite exponent >= 0"),
+                  ("crowd_share", finite(self.crowd_share) and self.crowd_share <= 1.0, "need 0 <= crowd_share <= 1"),
+                  ("mad_aggregator", self.mad_aggregator != "moderator" or self.method == "centralized",
+                   "only Centralized MAD has a moderator"),
+                  ("roster", explicit or self.roster in (None, *ROSTERS),
+                   f"choose one of {ROSTERS}, None or a tuple of AgentSpecs"),
+                  ("roster", not explicit or len(self.roster) == self.n_agents,  # type: ignore[arg-type]
+                   f"need exactly n_agents={self.n_agents} specs"),
+                  ("roster", self.method != "self_consistency" or self.roster in (None, "homogeneous"),
+                   "self-consistency samples the one baseline_agent: leave roster None"),
+                  ("n_agents", self.method != "centralized" or whole(self.n_agents, 2),
+                   "Centralized MAD needs N >= 2 debaters")]  # fmt: skip
+        for what, ok, allowed in checks:
+            if not ok:
+                raise ValueError(f"DebateConfig: {what}={getattr(self, what)!r} is not allowed; {allowed}")
 
     @property
     def n_truth_holders(self) -> int:
-        """round-half-up of (1 - crowd_share) * N: 1 of 5, 2 of 10, 0 of 2."""
+        """round-half-up of (1 - crowd_share) * N: 1 of 5, 0 of 2."""
         return int(math.floor((1.0 - self.crowd_share) * self.n_agents + 0.5 + 1e-9))
 
     @property
     def samples(self) -> int:
-        """Agents answering independently: N, or N x T for self-consistency (AceMAD's calls at this N and T)."""
+        """N, or N x T for self-consistency (AceMAD's calls)."""
         return self.n_agents * self.rounds if self.method == "self_consistency" else self.n_agents
 
     @property
@@ -143,14 +131,13 @@ class DebateConfig:
         n_th = self.n_truth_holders
         return [self.crowd] * (self.n_agents - n_th) + [self.truth_holder] * n_th
 
-    @property
+    @functools.cached_property  # every record asks (frozen: it never changes)
     def label(self) -> str:
-        """The display label every table uses, e.g. 'Majority Voting (N=3)', 'AceMAD (T=3, uniform)'."""
+        """Every table's label, e.g. 'AceMAD (T=3, uniform)'."""
         return self.name or self._label(with_n=True)
 
-    @property
+    @functools.cached_property
     def family(self) -> str:
-        """The label without N, for curves over N."""
         return self.name or self._label(with_n=False)
 
     def _label(self, with_n: bool) -> str:
@@ -176,7 +163,6 @@ class DebateConfig:
 
     @functools.cached_property  # asked for every record: computed once per config (frozen: it never changes)
     def hash(self) -> str:
-        """12 hex of every field that changes results (not the name)."""
         blob = json.dumps(self.to_dict(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 

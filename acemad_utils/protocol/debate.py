@@ -1,18 +1,10 @@
-"""Algorithm 1 of the paper (acemad_paper.tex l.563-585) and its baselines on one page: the math, the round loop,
-the records. One engine: a batch of D debates advances round by round as arrays (D debates, N agents, K options);
-run_question is a batch of one. Who answers: Population.batch_agents; the synthetic one (agents.sim) answers a round
-of D debates as arrays, any other (LLM agents, test doubles) is asked one Turn per agent (schema.TurnAgents), each
-Turn carrying the messages its topology shows. Scores, weights and
-decisions are pure functions of the stored p and q, so report.rescoring re-decides any record without a model call.
-
-Methods (Appendix "Baselines", l.636-645), every MAD at T rounds:
-- single:        one agent, `single_runs` independent runs (l.210); the record's `correct` is their mean.
-- majority:      N independent agents answer once; plurality of the first answers (l.617, l.645).
-- self_consistency: the same with N x T samples of the naive agent (ours: AceMAD's compute, arXiv 2502.08788).
-- decentralized: full mesh (Du et al.); sparse: a ring (agent i sees i-1, i, i+1); centralized: a star whose
-                 moderator reads every argument and broadcasts a summary. Decided by the mean final belief of the
-                 debaters (l.617; `decisions` also keeps the plurality and, centralized, the moderator's answer).
-- acemad:        full mesh + private commitments (p, q) scored and weighted each round (Algorithm 1).
+"""Algorithm 1 of the paper (acemad_paper.tex l.563-585) and its baselines on one page: the math, the round loop, the
+records. One engine: D debates advance round by round as arrays (D, N agents, K options); run_question is a batch of
+one. Decisions are pure functions of the stored p and q, so report.rescoring re-decides a record without a model call.
+Methods (Appendix "Baselines", l.636-645): single (`single_runs` runs, l.210; `correct` is their mean); majority
+(plurality of N first answers, l.645) and self_consistency (N x T naive samples, arXiv 2502.08788); decentralized
+(full mesh), sparse (ring), centralized (a moderator's star), decided by the debaters' mean final belief (l.617);
+acemad: full mesh + private commitments (p, q) scored and weighted each round.
 """
 
 from __future__ import annotations
@@ -38,7 +30,7 @@ FAILED_FORECAST_RULE = "the worst score of its round (its weight cannot rise)"
 # ----------------------------------------------------------------------------- Algorithm 1: the score (l.577-578)
 # Arrays are (..., N, K) for beliefs and (..., N) for per-agent scores and weights; any leading axes (debate, round).
 def peer_mean(P, valid=None) -> np.ndarray:
-    """l.577: what agent i's peers believe, mean_{j != i} p_j; with `valid` only valid peers count (NaN: none)."""
+    """l.577: mean_{j != i} p_j over the (valid) peers; NaN: none."""
     P = np.asarray(P, dtype=float)
     v = np.ones(P.shape[:-1]) if valid is None else np.asarray(valid, dtype=float)
     total = (v[..., None] * P).sum(axis=-2, keepdims=True) - v[..., None] * P
@@ -48,8 +40,7 @@ def peer_mean(P, valid=None) -> np.ndarray:
 
 
 def score_forecast(Q, X, rule: str = "brier") -> np.ndarray:
-    """l.578: S = 1 - ||q - x||^2 (brier, the paper's). Our ablations, also proper (maximised by q = E[X]):
-    log = sum_k x_k log q_k, spherical = sum_k x_k q_k / ||q||."""
+    """l.578: S = 1 - ||q - x||^2 (brier); our proper ablations: log sum_k x_k log q_k, spherical x.q / ||q||."""
     Q, X = np.asarray(Q, dtype=float), np.asarray(X, dtype=float)
     if rule == "brier":
         return 1.0 - np.sum((Q - X) ** 2, axis=-1)
@@ -62,14 +53,10 @@ def score_forecast(Q, X, rule: str = "brier") -> np.ndarray:
 
 
 def peer_scores(Q, P, rule: str = "brier", valid=None, *, forecast_valid=None) -> np.ndarray:
-    """S_i = score(q_i, mean_{j != i} p_j); 0 for an agent with no (valid) peer. An agent whose belief (`valid`) or
-    forecast (`forecast_valid`) did not parse gets the worst score of its row among agents whose both parsed: with
-    the lowest score its weight cannot rise (w_i e^(eta S_i) / sum_j w_j e^(eta S_j) <= w_i), so failing never pays.
-    An invalid belief is also left out of its peers' means."""
+    """S_i = score(q_i, mean_{j != i} p_j), 0 without a peer. A belief or forecast that did not parse gets its row's
+    worst score, so its weight cannot rise (failing never pays); an invalid belief leaves its peers' means."""
     X = peer_mean(P, valid)
     S = np.where(np.isnan(X).any(axis=-1), 0.0, score_forecast(Q, np.nan_to_num(X), rule))
-    if valid is None and forecast_valid is None:
-        return S
     scored = np.ones(S.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
     if forecast_valid is not None:
         scored = scored & np.asarray(forecast_valid, dtype=bool)
@@ -78,8 +65,7 @@ def peer_scores(Q, P, rule: str = "brier", valid=None, *, forecast_valid=None) -
 
 
 def round_scores(P, Q=None, weighting="peer_prediction", rule="brier", *, valid=None, forecast_valid=None):
-    """Per-agent scores of the full protocol ('peer_prediction') or the paper's ablations: 'self_belief' (an agent's
-    confidence max_y p_i(y)) and 'uniform' (0: plain MAD)."""
+    """Per-agent scores of the protocol or the paper's ablations: 'self_belief' (max_y p_i(y)), 'uniform' (0)."""
     P = np.asarray(P, dtype=float)
     if weighting == "peer_prediction":
         if Q is None:
@@ -95,9 +81,8 @@ def round_scores(P, Q=None, weighting="peer_prediction", rule="brier", *, valid=
 
 # ----------------------------------------------------------------------------- the weights (l.568, l.579-581)
 def mwu_weights(S, eta: float = ETA) -> np.ndarray:
-    """W (..., T, N): the weights after each round, from w_i = 1 (l.568), w_i <- w_i exp(eta S_i) (l.579) and
-    normalisation (l.581). Computed as a softmax of eta * cumulative score: large eta * T cannot overflow, and the
-    weights of a t-round debate are a slice of a longer one's."""
+    """W (..., T, N) after each round: w_i = 1 (l.568), w_i <- w_i exp(eta S_i) (l.579), normalised (l.581), as a
+    softmax of eta * cumulative score (no overflow at any eta * T; a t-round debate's weights are a prefix)."""
     if eta < 0:
         raise ValueError(f"eta must be >= 0, got {eta}")
     logw = eta * np.cumsum(np.asarray(S, dtype=float), axis=-2)
@@ -114,15 +99,14 @@ def acemad_weights(P, Q=None, valid=None, eta: float = ETA, *, rule="brier", wei
 
 # ----------------------------------------------------------------------------- the decision (l.583)
 def weighted_scores(P, w, exponent: float = WEIGHT_EXPONENT) -> np.ndarray:
-    """sum_i w_i^k p_i(y), shape P.shape[:-2] + (K,); the paper's final decision uses k = 2."""
+    """sum_i w_i^k p_i(y) (..., K); the paper decides with k = 2."""
     if exponent < 0:
         raise ValueError(f"weight_exponent must be >= 0, got {exponent}")
     return np.einsum("...n,...nk->...k", np.asarray(w, dtype=float) ** exponent, np.asarray(P, dtype=float))
 
 
 def tiebreak_keys(seed: int, ids: Sequence[str], k: int) -> np.ndarray:
-    """Tie-break keys in [0, 1), (len(ids), k), from (seed, question id) only: never from batch order, so the
-    engine and a later re-scoring break a tie alike."""
+    """Keys in [0, 1) (len(ids), k) from (seed, question id) only: the engine and a re-scoring break a tie alike."""
     return np.stack([_tiebreak_row(seed, qid, k) for qid in ids]) if len(ids) else np.empty((0, k))
 
 
@@ -135,8 +119,7 @@ def _tiebreak_row(seed: int, qid: str, k: int) -> np.ndarray:
 
 
 def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
-    """(argmax, tied) over the last axis: a tie (within tol) goes to the tied option with the largest key (no keys:
-    the first)."""
+    """(argmax, tied) over the last axis: a tie (within tol) goes to the largest key (no keys: the first)."""
     scores = np.asarray(scores, dtype=float)
     is_max = scores >= scores.max(axis=-1, keepdims=True) - tol
     tied = is_max.sum(axis=-1) > 1
@@ -147,14 +130,11 @@ def argmax_tiebreak(scores, keys=None, tol: float = 1e-12) -> tuple[np.ndarray, 
 
 
 def weighted_decision(P, w, valid, exponent: float = WEIGHT_EXPONENT, *, keys=None, option_mask=None):
-    """l.583: argmax_y sum_i (w_i [valid_i])^k p_i(y) -> (answer, tied), shape P.shape[:-2]. A commitment that did
-    not parse carries no belief; a round where none parsed has no answer (-1); `option_mask` (..., K) marks real
-    options. With w = 1 and k = 1 it is the mean belief of the agents that parsed (the baseline MADs' rule)."""
+    """l.583: (answer, tied) = argmax_y sum_i (w_i [valid_i])^k p_i(y); -1 when none parsed; `option_mask` marks real
+    options. With w = 1, k = 1 it is the baseline MADs' mean belief."""
     valid = np.asarray(valid, dtype=bool)
     agg = weighted_scores(P, np.asarray(w, dtype=float) * valid, exponent)
-    if option_mask is not None:
-        agg = np.where(option_mask, agg, -np.inf)
-    ans, tied = argmax_tiebreak(agg, keys)
+    ans, tied = argmax_tiebreak(agg if option_mask is None else np.where(option_mask, agg, -np.inf), keys)
     return np.where(valid.any(axis=-1), ans, -1), tied
 
 
@@ -166,7 +146,7 @@ def votes(P, valid=None) -> np.ndarray:
 
 
 def vote_shares(v, k: int) -> np.ndarray:
-    """Share of the non-abstaining agents per option, v.shape[:-1] + (k,); all-abstain rows are zero."""
+    """Share of the non-abstaining agents per option (..., k); all-abstain rows are zero."""
     counts = (np.asarray(v)[..., None] == np.arange(k)).sum(axis=-2).astype(float)
     n = counts.sum(axis=-1, keepdims=True)
     return counts / np.where(n > 0, n, 1.0)
@@ -180,20 +160,17 @@ def plurality(v, k: int, keys=None) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- topology
 def visibility(n: int, sparse: bool) -> np.ndarray:
-    """V (N, N): V[i, j] when agent i reads agent j's stance of the previous round: a full mesh, or Sparse MAD's
-    ring (i - 1 and i + 1); never itself."""
+    """V (N, N): V[i, j] when agent i reads agent j's last stance: a full mesh or Sparse MAD's ring; never itself."""
     gap = np.subtract.outer(np.arange(n), np.arange(n)) % n
     return (gap != 0) & (not sparse or (gap == 1) | (gap == n - 1))
 
 
 def visible(history: Sequence[Sequence[Message]], agent: int, neighbours: set, policy: str):
-    """The messages `agent` may read: from `neighbours`, all rounds ('full', the paper), the last ('last_round') or
-    its peers' last ('peers_last')."""
+    """The messages `agent` reads from `neighbours`: all rounds ('full', the paper), the last ('last_round') or its
+    peers' last ('peers_last')."""
     rounds = history if policy == "full" else history[-1:]
-    return tuple(
-        m for msgs in rounds for m in msgs
-        if m.agent in neighbours and not (policy == "peers_last" and m.agent == agent)
-    )  # fmt: skip
+    skip = agent if policy == "peers_last" else None
+    return tuple(m for msgs in rounds for m in msgs if m.agent in neighbours and m.agent != skip)
 
 
 # ----------------------------------------------------------------------------- the round loop (l.569-581)
@@ -211,8 +188,7 @@ def run_batch(questions: Sequence[Question], population: Population, cfg: Debate
 
 
 def debate(questions: Sequence[Question], population: Population, cfg: DebateConfig, repeats) -> list[Debates]:
-    """cfg on (questions[d], repeats[d]) as arrays, one Debates per option count (`index`: its positions in
-    `questions`). Records are built from them only for a run that is written (run_batch)."""
+    """cfg on (questions[d], repeats[d]) as arrays, one Debates per option count (`index`: its positions)."""
     if len(questions) != len(repeats):
         raise ValueError(f"debate: {len(questions)} questions but {len(repeats)} repeats; need one per question")
     by_k: dict[int, list[int]] = {}
@@ -229,10 +205,7 @@ def _debate(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     draws = [r + cfg.repeat_offset for r in repeats]
     agents = population.batch_agents(specs, questions, draws, "debater")
     mod = population.batch_agents([], questions, draws, "moderator") if star else None
-    V, seen = (
-        visibility(n, cfg.method == "sparse"),
-        np.full((D, n, K), np.nan),
-    )  # seen: the mean stance each agent read last round
+    V, seen = visibility(n, cfg.method == "sparse"), np.full((D, n, K), np.nan)  # seen: the mean stance read
     near = {i: {i, -1} if star else {i, *np.flatnonzero(V[i]).tolist()} for i in range(n)}  # whose messages i reads
     rounds: list[Commits] = []
     mods: list[Commits] = []
@@ -247,18 +220,19 @@ def _debate(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     mod_policy = "full" if cfg.history == "full" else "last_round"  # the moderator also reads its own summaries
     T = 1 if cfg.method in VOTES else cfg.rounds
     for t in range(1, T + 1):
-        # l.571-575: each agent argues from the history it may read, then privately commits p (and, AceMAD, q);
-        # the history grows by this round's arguments (`said`). A synthetic agent reads only `seen`, the mean stance.
+        # l.571-575: each agent argues from the history it may read, then privately commits p (and, AceMAD, q).
+        # A synthetic agent reads only `seen`, the mean stance.
         c = agents.act(t, seen, lambda d, i, t=t: visible(earlier(d, t), i, near[i], cfg.history), acemad)
         rounds.append(c)
         if mod is not None:  # a star: the moderator reads this round's arguments and broadcasts a summary
-            m = mod.act(t, c.P.mean(axis=1, keepdims=True),  # its `seen`: the mean stance of this round
+            m = mod.act(t, c.P.mean(axis=1, keepdims=True),
                         lambda d, _, t=t: visible(earlier(d, t), -1, {-1}, mod_policy) + tuple(said(d, t)),
                         False)  # fmt: skip
             mods.append(m)
             seen = np.broadcast_to(m.P, (D, n, K))
-        elif t < T:
-            seen = _seen(V, c.P)
+        elif t < T:  # the mean of the stances each agent reads through V (NaN: none)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                seen = (V[None, :, :, None] * c.P[:, None]).sum(axis=2) / V.sum(axis=1)[None, :, None]
     P, ok, q_ok, texts, usage = _stack(rounds, D, n)
     Q = np.stack([c.Q for c in rounds], axis=1) if acemad else None  # type: ignore[misc]
     keys, truth = tiebreak_keys(cfg.seed, [q.id for q in questions], K), _truth(questions)
@@ -275,14 +249,6 @@ def _debate(index, questions, population, cfg: DebateConfig, repeats) -> Debates
     return Debates(index, questions, cfg, population, repeats, specs, P, Q, ok, q_ok, texts, usage, **out)
 
 
-def _seen(V: np.ndarray, prev: np.ndarray) -> np.ndarray:
-    """The mean of the stances prev (D, N, K) each agent reads through V; NaN for an agent that reads none."""
-    count = V.sum(axis=1)[None, :, None]
-    total = (V[None, :, :, None] * prev[:, None, :, :]).sum(axis=2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / count, np.nan)
-
-
 def _stack(rounds: Sequence[Commits], D: int, n: int):
     """P (D, T, N, K), ok and q_ok (D, T, N), texts [D][T][N], usage [D][T][N] or None, from per-round Commits."""
     P = np.stack([c.P for c in rounds], axis=1)
@@ -294,43 +260,36 @@ def _stack(rounds: Sequence[Commits], D: int, n: int):
 
 
 def _single(index, questions, population, cfg: DebateConfig, repeats) -> Debates:
-    """single_runs independent one-agent runs per debate (the T axis of its arrays), each with its own draw (cache
-    scope and sample)."""
+    """single_runs independent one-agent runs per debate (its arrays' T axis), each its own draw."""
     spec, runs, D, K = cfg.specs()[0], cfg.single_runs, len(questions), len(questions[0].options)
     draws = [cfg.repeat_offset + rep * runs + r for rep in repeats for r in range(runs)]
     qs = [q for q in questions for _ in range(runs)]
     c = population.batch_agents([spec], qs, draws, "solo").act(
-        1, np.full((len(qs), 1, K), np.nan), lambda d, i: (), False
+        1, np.full((len(qs), 1, K), np.nan), lambda *_: (), False
     )
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
-
-    def regroup(x: list) -> list:  # [D * runs][1 round] -> [D][runs]
-        return [[x[d * runs + r][0] for r in range(runs)] for d in range(D)]
-
-    texts, usage = regroup(texts), None if usage is None else regroup(usage)
+    regroup = lambda x: [[x[d * runs + r][0] for r in range(runs)] for d in range(D)]  # noqa: E731 [D * runs][1] -> [D][runs]
     P, ok = P.reshape(D, runs, 1, K), ok.reshape(D, runs, 1)
     ans = np.where(ok[..., 0], P[:, :, 0].argmax(axis=-1), -1)
     held = (ans == _truth(questions)[:, None]).any(axis=1)
-    return Debates(index, questions, cfg, population, repeats, [spec], P, None, ok, None, texts, usage,
+    usage = None if usage is None else regroup(usage)
+    return Debates(index, questions, cfg, population, repeats, [spec], P, None, ok, None, regroup(texts), usage,
                    {"runs": (ans, np.zeros(ans.shape, bool))}, held=held)  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- decisions
 def _decisions(P, Q, ok, q_ok, cfg: DebateConfig, keys) -> dict:
     """{"decisions": {rule: (answer, tied)}} and, AceMAD, its "S"cores and "W"eights (D, T, N)."""
-    K, last, ok_last = P.shape[-1], P[:, -1], ok[:, -1]
-    if cfg.method in VOTES:  # l.645: a plurality of the initial answers
-        v = votes(P[:, 0], ok[:, 0])
-        return {"decisions": {"majority": (plurality(v, K, keys), argmax_tiebreak(vote_shares(v, K), keys)[1])}}
+    K, t = P.shape[-1], 0 if cfg.method in VOTES else -1  # a vote decides by the first answers (l.645)
     if cfg.method == "acemad":  # l.577-583; a q that did not parse scores the round's worst (peer_scores)
         Qs = np.where(np.isnan(Q), 1.0 / K, Q)
         S, W = acemad_weights(P, Qs, ok, cfg.eta, rule=cfg.scoring_rule, weighting=cfg.weighting, forecast_valid=q_ok)
-        return {"S": S, "W": W, "decisions": {"acemad": weighted_decision(last, W[:, -1], ok_last,
+        return {"S": S, "W": W, "decisions": {"acemad": weighted_decision(P[:, -1], W[:, -1], ok[:, -1],
                                                                           cfg.weight_exponent, keys=keys)}}  # fmt: skip
-    rules = {"mean_belief": weighted_scores(last, ok_last.astype(float), 1.0), "plurality": vote_shares(
-        votes(last, ok_last), K)}  # fmt: skip
+    shares = vote_shares(votes(P[:, t], ok[:, t]), K)
+    rules = {"majority": shares} if t == 0 else {"mean_belief": weighted_scores(P[:, t], ok[:, t] * 1.0, 1.0),
+                                                 "plurality": shares}  # fmt: skip
     decided = {r: argmax_tiebreak(a, keys) for r, a in rules.items()}
-    return {"decisions": {r: (np.where(ok_last.any(axis=-1), a, -1), tied) for r, (a, tied) in decided.items()}}
+    return {"decisions": {r: (np.where(ok[:, t].any(axis=-1), a, -1), tied) for r, (a, tied) in decided.items()}}
 
 
 def _truth(questions) -> np.ndarray:
@@ -341,10 +300,8 @@ def _truth(questions) -> np.ndarray:
 # ----------------------------------------------------------------------------- the records
 @dataclass
 class Debates:
-    """D debates of one config with K options, as arrays: commitments P, Q (D, T, N, K) (Q None but for AceMAD;
-    single: T = its runs, N = 1), ok and q_ok (D, T, N), texts and usage [D][T][N], decisions {rule: (answer,
-    tied)} (D,) (single: "runs", (D, runs)), AceMAD's scores S and weights W (D, T, N), held (D,): some agent's
-    answer was right, mod: the moderator's own (Centralized MAD)."""
+    """D debates of one config as arrays: P, Q (D, T, N, K) (Q: AceMAD only; single: T = runs), ok, q_ok, S, W
+    (D, T, N), texts and usage [D][T][N], decisions {rule: (answer, tied)}, held (D,): some agent was right."""
 
     index: list
     questions: list
@@ -362,60 +319,54 @@ class Debates:
     S: Optional[np.ndarray] = None
     W: Optional[np.ndarray] = None
     held: Optional[np.ndarray] = None
-    mod: Optional[Debates] = None
+    mod: Optional[Debates] = None  # Centralized MAD's moderator
 
     @property
     def rule(self) -> str:
         """The decision that is the final answer: the method's own, or a baseline MAD's configured aggregator."""
-        if self.cfg.method == "single":
-            return "runs"
-        if self.cfg.method in (*VOTES, "acemad"):
+        if self.cfg.method in ("single", *VOTES, "acemad"):
             return next(iter(self.decisions))
         return self.cfg.mad_aggregator if self.cfg.mad_aggregator in self.decisions else "mean_belief"
 
     def correct(self) -> np.ndarray:
         """(D,): 1.0 / 0.0 whether the final answer is right (single: the share of its runs); NaN: no gold answer."""
-        truth = _truth(self.questions)
-        ans = self.decisions[self.rule][0]
+        truth, ans = _truth(self.questions), self.decisions[self.rule][0]
         right = (ans == truth[:, None]).mean(axis=-1) if ans.ndim == 2 else (ans == truth).astype(float)
         return np.where(truth < 0, np.nan, right)
 
-    def entries(self, agents) -> list:
-        return R.entries(self.specs, agents, self.texts, self.P, self.Q, self.ok, self.q_ok, self.usage)
+    def entries(self, agents, **scored) -> list:
+        return R.entries(self.specs, agents, self.texts, self.P, self.Q, self.ok, self.q_ok, self.usage, **scored)
 
     def records(self) -> list[dict]:
         """The records a run writes (protocol.records' layout), in the order of `questions`."""
-        kept, correct = self.entries(range(self.P.shape[2])), self.correct()
-        S, W = (None if x is None else R.rounded(x).tolist() for x in (self.S, self.W))
+        kept = self.entries(range(self.P.shape[2]), S=self.S, W=self.W)
         mods = None if self.mod is None else self.mod.entries([-1])
-        acemad = self.cfg.method == "acemad" and self.q_ok is not None
-        failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if acemad else [0] * len(self.questions)  # type: ignore
+        rule, method = self.rule, self.cfg.method
+        correct, held = self.correct().tolist(), self.held.tolist()  # type: ignore[union-attr]
+        failed = (~self.q_ok).sum(axis=(1, 2)).tolist() if method == "acemad" and self.q_ok is not None else None
+        decided = {r: (a.tolist(), t.tolist()) for r, (a, t) in self.decisions.items()}
         recs = []
         for d, q in enumerate(self.questions):
             rec = R.base_record(q, self.cfg, self.population, self.repeats[d])
-            held = None if q.answer is None else bool(self.held[d])  # type: ignore[index]
-            rec["usage"] = _usage_sum(None if self.usage is None else self.usage[d])
-            recs.append(rec)
-            if self.cfg.method == "single":  # the single agent's score is a mean over runs, not one answer
-                rec["runs"] = [dict(r[0], answer=R.answer_label(q, int(a)), correct=q.correct(int(a)))
-                               for r, a in zip(kept[d], self.decisions["runs"][0][d])]  # fmt: skip
-                rec["final"] = {"answer": None, "correct": None if q.answer is None else float(correct[d]),
-                                "oracle_any_agent_correct": held, "tie": False}  # fmt: skip
-                continue
-            decided = {rule: R.decision(q, int(a[d]), t[d]) for rule, (a, t) in self.decisions.items()}
-            if self.cfg.method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
-                rec["decisions"] = decided
-            if S is not None and W is not None:
-                for r, s_r, w_r in zip(kept[d], S[d], W[d]):
-                    for e, s, w in zip(r, s_r, w_r):
-                        e["score"], e["weight"] = s, w
-            rec["rounds"] = kept[d]
-            if failed[d]:  # only when it happened
-                rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
-            rec["final"] = dict(decided[self.rule], oracle_any_agent_correct=held)
-            if self.mod is not None and mods is not None:
+            rec["usage"] = zero_usage() if self.usage is None else _usage_sum(self.usage[d])
+            oracle = None if q.answer is None else held[d]
+            if method == "single":  # the single agent's score is a mean over runs, not one answer
+                rec["runs"] = [dict(r[0], answer=R.answer_label(q, a), correct=q.correct(a)) for r, a in
+                               zip(kept[d], decided["runs"][0][d])]  # fmt: skip
+                rec["final"] = {"answer": None, "correct": None if q.answer is None else correct[d],
+                                "oracle_any_agent_correct": oracle, "tie": False}  # fmt: skip
+            else:
+                by_rule = {r: R.decision(q, a[d], t[d]) for r, (a, t) in decided.items()}
+                if method not in (*VOTES, "acemad"):  # a baseline MAD keeps every rule
+                    rec["decisions"] = by_rule
+                rec["rounds"] = kept[d]
+                if failed and failed[d]:  # only when it happened
+                    rec["unparsed_forecasts"] = {"count": failed[d], "scored_as": FAILED_FORECAST_RULE}
+                rec["final"] = dict(by_rule[rule], oracle_any_agent_correct=oracle)
+            if mods is not None:
                 rec["moderator"] = [dict(r[0], round=t + 1) for t, r in enumerate(mods[d])]
-                add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))
+                add_usage(rec["usage"], _usage_sum(None if self.mod.usage is None else self.mod.usage[d]))  # type: ignore
+            recs.append(rec)
         return recs
 
 

@@ -1,5 +1,5 @@
-"""The paper's prompts (Appendix "Prompt", l.1145-1191) verbatim, and ours beside them, built from the paper's
-sentences. DEVIATIONS lists every difference with its reason; tests/test_prompts.py checks exactly these."""
+"""The paper's prompts (Appendix "Prompt", l.1145-1191) verbatim, and ours built from its sentences; DEVIATIONS lists
+every difference with its reason (tests/test_prompts.py checks exactly these)."""
 
 from __future__ import annotations
 
@@ -148,11 +148,9 @@ DEVIATIONS = {
 
 def history_context(turn: Turn) -> str:
     """Visible messages, oldest first; agents are numbered from 1 for the model."""
-    lines = []
-    for m in turn.history:
-        who = "Moderator" if m.agent == -1 else f"Agent {m.agent + 1}"
-        lines.append(f"{who} (round {m.round}{', you' if m.agent == turn.agent else ''}): {m.text.strip()}")
-    return "\n\n".join(lines) if lines else "(none yet)"
+    who = lambda m: "Moderator" if m.agent == -1 else f"Agent {m.agent + 1}"  # noqa: E731
+    you = lambda m: ", you" if m.agent == turn.agent else ""  # noqa: E731
+    return "\n\n".join(f"{who(m)} (round {m.round}{you(m)}): {m.text.strip()}" for m in turn.history) or "(none yet)"
 
 
 def wants_q(turn: Turn) -> bool:
@@ -166,18 +164,10 @@ def _render(template: str, turn: Turn, argument: str = "", thinking: str = "fast
     drop = ([HISTORY_SECTION] if solo else []) + ([] if argument else [ARGUMENT_SECTION])
     for section in drop + ([] if want_q else [PEER_TASK.format(n=n) for n in (2, 3)]):
         template = template.replace(section, "")
-    q = turn.question
-    ask = MODERATOR_ASK if turn.role == "moderator" else ARGUE_ASK[thinking]
-    history = "" if solo else history_context(turn)
-    shape = json_shape(q.labels, want_q, argue)
-    return template.format(
-        question=q.question,
-        options_str=q.options_str(),
-        history_context=history,
-        argument=argument,
-        ask=ask,
-        json_shape=shape,
-    )
+    q, ask = turn.question, MODERATOR_ASK if turn.role == "moderator" else ARGUE_ASK[thinking]
+    return template.format(question=q.question, options_str=q.options_str(), argument=argument, ask=ask,
+                           history_context="" if solo else history_context(turn),
+                           json_shape=json_shape(q.labels, want_q, argue))  # fmt: skip
 
 
 def json_shape(labels: Sequence[str], want_q: bool, argument: bool = False) -> str:

@@ -38,25 +38,31 @@ def rounded(x) -> np.ndarray:
     return np.where(ok, np.round(a * scale) / scale, a)
 
 
-def entries(specs, agents, texts, P, Q, ok, q_ok, usage) -> list:
+def entries(specs, agents, texts, P, Q, ok, q_ok, usage, S=None, W=None) -> list:
     """The stored entries [D][T][N]: texts and usage [D][T][N], P and Q (D, T, N, K) (Q None; a NaN row: no
-    forecast), ok and q_ok (D, T, N); a turn that made no call (synthetic agents) stores no usage block."""
+    forecast), ok and q_ok (D, T, N), AceMAD's scores S and weights W (D, T, N); a turn that made no call
+    (synthetic agents) stores no usage block."""
     heads = [{"agent": a, "persona": s.persona, "temperature": s.temperature, "thinking": s.thinking,
               "model": s.model} for s, a in zip(specs, agents)]  # fmt: skip
+    D, T, N = P.shape[:3]
     ps, fail = rounded(P).tolist(), (~np.asarray(ok, bool)).tolist()
     if Q is None:
-        qs = [[[None] * P.shape[2]] * P.shape[1]] * P.shape[0]
+        qs = [[[None] * N] * T] * D
     else:  # a forecast not given (a NaN row) is stored as None
-        qs, gone = rounded(np.nan_to_num(Q)).tolist(), np.isnan(Q).any(axis=-1)
-        for d, t, i in zip(*np.nonzero(gone)):
+        qs = rounded(np.nan_to_num(Q)).tolist()
+        for d, t, i in zip(*np.nonzero(np.isnan(Q).any(axis=-1))):
             qs[d][t][i] = None
-    out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
-            for row in zip(text_d, ps_d, qs_d, fail_d)]
-           for text_d, ps_d, qs_d, fail_d in zip(texts, ps, qs, fail)]  # fmt: skip
+    if S is None:  # two spelled-out comprehensions: twice as fast as a generic dict(zip(...)) per entry
+        out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f} for h, m, p, q, f in zip(heads, *row)]
+                for row in zip(*cols)] for cols in zip(texts, ps, qs, fail)]  # fmt: skip
+    else:
+        out = [[[{**h, "message": m, "p": p, "q": q, "parse_failure": f, "score": s, "weight": w}
+                 for h, m, p, q, f, s, w in zip(heads, *row)] for row in zip(*cols)]
+               for cols in zip(texts, ps, qs, fail, rounded(S).tolist(), rounded(W).tolist())]  # fmt: skip
     if q_ok is not None and not np.all(q_ok):  # only when it happened
         for d, t, i in zip(*np.nonzero(~np.asarray(q_ok, bool))):
             out[d][t][i]["q_parse_failure"] = True
-    for d, t, i in [] if usage is None else np.ndindex(*P.shape[:3]):
+    for d, t, i in [] if usage is None else np.ndindex(D, T, N):
         if any(usage[d][t][i].values()):
             out[d][t][i]["usage"] = dict(usage[d][t][i])
     return out

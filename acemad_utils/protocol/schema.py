@@ -1,5 +1,4 @@
-"""Plain shared types: a question, an agent's spec, what an agent sees and says; beliefs are numpy vectors ordered
-like `Question.labels`."""
+"""Plain shared types: a question, an agent's spec, what an agent sees and says (beliefs ordered like labels)."""
 
 from __future__ import annotations
 
@@ -14,17 +13,13 @@ Persona = Literal["Generalist", "Skeptic", "Assistant"]
 Thinking = Literal["fast", "slow"]
 Role = Literal["debater", "moderator", "solo"]
 
-#: The usage counters every Step carries (an LLM agent adds more, e.g. network_calls, repairs, parse_failures).
-USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
-#: What a call to an endpoint adds (usage.Completion.usage; cached_tokens and retries only when not 0).
-CALL_KEYS = ("network_calls", "cached_tokens", "retries")
-#: In every transcript record's usage, 0 if need be (experiments/runner.py): the above but cached_tokens (only where
-#: there were some) and what an LLM agent's parsing adds.
+USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")  # every Step's usage counters
+CALL_KEYS = ("network_calls", "cached_tokens", "retries")  # what an endpoint call adds (the last two when not 0)
+# every record's usage, 0 if need be: cached_tokens only where there were some
 RECORD_USAGE_KEYS = (*USAGE_KEYS, "network_calls", "retries", "repairs", "parse_failures", "q_parse_failures")
 
 
 def zero_usage() -> dict:
-    """Every key of USAGE_KEYS at 0, in that order (transcripts keep it)."""
     return dict.fromkeys(USAGE_KEYS, 0)
 
 
@@ -36,8 +31,7 @@ def add_usage(total: dict, usage: Mapping[str, int]) -> dict:
 
 @dataclass(frozen=True)
 class Question:
-    """One multiple-choice item. `options` is ordered label -> text; `answer` is a label, or None for a question
-    without a gold answer (it can be debated; its records have `correct` None and tables leave it out)."""
+    """A multiple-choice item: ordered label -> text; `answer` a label, or None (debated; tables leave it out)."""
 
     id: str
     benchmark: str
@@ -54,7 +48,7 @@ class Question:
                 f"question {self.id!r}: answer {self.answer!r} is not among the option labels {list(self.options)}"
             )
 
-    @functools.cached_property  # asked per agent and record: once per question (frozen: it never changes)
+    @functools.cached_property  # asked per agent and record (frozen: it never changes)
     def labels(self) -> tuple[str, ...]:
         return tuple(self.options)
 
@@ -63,7 +57,6 @@ class Question:
         return None if self.answer is None else self.labels.index(self.answer)
 
     def correct(self, idx: int) -> Optional[bool]:
-        """Is option `idx` (-1: no answer) the gold answer? None when the question has no gold answer."""
         return None if self.answer is None else idx == self.answer_index
 
     def options_str(self) -> str:
@@ -75,14 +68,9 @@ class Question:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Question:
-        return cls(
-            id=str(d["id"]),
-            benchmark=str(d["benchmark"]),
-            question=str(d["question"]),
-            options=dict(d["options"]),
-            answer=None if d.get("answer") is None else str(d["answer"]),
-            metadata=dict(d.get("metadata", {})),
-        )
+        answer = None if d.get("answer") is None else str(d["answer"])
+        qid, bench, text = (str(d[k]) for k in ("id", "benchmark", "question"))
+        return cls(qid, bench, text, dict(d["options"]), answer, dict(d.get("metadata", {})))
 
 
 @dataclass(frozen=True)
@@ -108,8 +96,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Turn:
-    """What an agent sees when it acts: `history` is what its topology shows, oldest first. `scope` keys the
-    response cache, so identical prompts of different agents are still sampled independently."""
+    """What an agent sees: `history` as its topology shows it, oldest first; `scope` keys the response cache, so
+    identical prompts of different agents are sampled independently."""
 
     question: Question
     agent: int
@@ -126,8 +114,7 @@ class Turn:
 
 @dataclass
 class Step:
-    """An agent's turn: its argument and commitment, p and q distributions over the labels (q None when not asked);
-    an unparsed commitment is uniform with parse_failure=True and never counts as an answer."""
+    """An agent's turn: its argument, p and q (None: not asked); an unparsed commitment is uniform, flagged."""
 
     message: str
     p: np.ndarray
@@ -139,9 +126,8 @@ class Step:
 
 @dataclass
 class Commits:
-    """One round of D debates x N agents, as the engine (protocol.debate) stores it: beliefs P and peer predictions
-    Q (D, N, K) (Q None unless asked; a NaN row where an agent gave none), the arguments [D][N], whether each
-    belief and forecast parsed (D, N; None: all did) and each turn's usage [D][N] (None: no call was made)."""
+    """One round of D debates x N agents: P, Q (D, N, K) (Q None unless asked; a NaN row: none given), texts [D][N],
+    ok and q_ok (D, N; None: all parsed), usage [D][N] (None: no call was made)."""
 
     P: np.ndarray
     Q: Optional[np.ndarray]
@@ -152,7 +138,7 @@ class Commits:
 
 
 class Agent:
-    """An agent: the engine calls `act(turn)`, by default the paper's two phases, argue then commit."""
+    """The engine calls `act(turn)`: by default the paper's two phases, argue then commit."""
 
     spec: AgentSpec = AgentSpec()
     #: True when `act` does I/O and the engine may run the agents of one round in threads.
@@ -172,7 +158,6 @@ class Agent:
         return step
 
 
-#: What every table, figure and view made from a synthetic population says it is.
 SYNTHETIC_LABEL = "SYNTHETIC population (no LLM)"
 
 
@@ -199,14 +184,11 @@ class Population:
         return [a.act(t) for a, t in zip(agents, turns)]
 
     def describe(self) -> dict:
-        """For meta.json (model, endpoint kind, parameters; never a secret)."""
         return {"name": self.name, "synthetic": self.synthetic}
 
 
 class TurnAgents:
-    """The batched face of an Agent-per-turn population: each debate's agents are built by the population
-    (`agents`, `moderator`) and a round is one Turn per agent, run together by `population.act_all` (threads for
-    an LLM population: agents/pool.py)."""
+    """An Agent-per-turn population, batched: a round is one Turn per agent, run by `population.act_all`."""
 
     def __init__(self, population: Population, specs, questions, draws, role: str):
         self.population, self.questions, self.draws, self.role = population, questions, draws, role
@@ -225,14 +207,14 @@ class TurnAgents:
             for i in agent_ids
         ]
         steps = self.population.act_all([a for per in self.agents for a in per], turns)
-        D, N = len(self.questions), len(agent_ids)
-        grid = [steps[d * N : (d + 1) * N] for d in range(D)]
+        grid = [steps[d : d + len(agent_ids)] for d in range(0, len(steps), len(agent_ids))]
+        col = lambda f: [[f(s) for s in g] for g in grid]  # noqa: E731 one field of every step, [D][N]
         nan = np.full(len(steps[0].p), np.nan)
+        Q = np.array(col(lambda s: nan if s.q is None else s.q)) if want_q else None
+        ok, q_ok = (
+            np.array(col(lambda s: not s.parse_failure)),
+            np.array(col(lambda s: not s.info.get("q_parse_failure"))),
+        )
         return Commits(
-            P=np.array([[s.p for s in g] for g in grid]),
-            Q=np.array([[nan if s.q is None else s.q for s in g] for g in grid]) if want_q else None,
-            texts=[[s.message for s in g] for g in grid],
-            ok=np.array([[not s.parse_failure for s in g] for g in grid]),
-            q_ok=np.array([[not s.info.get("q_parse_failure") for s in g] for g in grid]),
-            usage=[[dict(s.usage) for s in g] for g in grid],
+            np.array(col(lambda s: s.p)), Q, col(lambda s: s.message), ok, q_ok, col(lambda s: dict(s.usage))
         )
