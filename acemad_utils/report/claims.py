@@ -1,6 +1,4 @@
-"""The claims ledger: each claim of data/claims.yaml as rows (the paper's number, ours with its 95% CI, the paired
-test's raw and Holm-adjusted p, a verdict; the rules: docs/statistics.md). Pure: runs (meta, records) in, a DataFrame
-out: ledger(runs), then deciding(ledger, grid, runs) adds which assumptions flip each row (notebook 08)."""
+"""The claims ledger: data/claims.yaml's claims decided on runs {name: (meta, records)} (rules: docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -43,6 +41,7 @@ MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 PRONOUNCED = ("BBH", "ARC-C")
 DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
 NOT_MADE, NO_SECOND = "run not made in this profile", "SECOND_MODEL is empty (one endpoint only)"
+FIGURE4 = "Figure 4 prints no numbers"
 RunData = tuple[dict, list]
 _paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a ledger reads each table many times
 
@@ -72,8 +71,7 @@ def no_drop_verdict(lo: float, hi: float) -> str:
 
 def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="judged", p=math.nan, ci=(), psi=math.nan,
         model=PAPER_MODEL, recomputed="") -> dict:  # fmt: skip
-    """One row; kind "gain"/"loss": decided in finalize from `ci` and the adjusted p; psi: the discordance (or the
-    (records, a, b[, benchmark]) it is measured on) a real model's power rule needs."""
+    """One row; kind gain/loss: decided in finalize from `ci`; psi: the discordance (or discordance's arguments)."""
     claimed = float(paper) if isinstance(paper, (int, float)) else math.nan
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
     out = dict(zip(COLUMNS, (claim, line, paper, recomputed, ours, n, p, math.nan, verdict, note)))
@@ -119,8 +117,7 @@ def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
 
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
               per_benchmark=False, columns=(), kind="gain", consistently=False) -> list[dict]:  # fmt: skip
-    """target's paired gain over the best of `baselines` on the Average (and per benchmark, the paper's `columns`)
-    beside the paper's gain; `consistently`: the Average's note names the paper's cells against it."""
+    """target's paired gain over the best of `baselines` (Average, per benchmark: the paper's `columns`) and the paper's."""
     tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
@@ -429,20 +426,14 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     else:
         against = names[1:] if e["against"] == "both" else names[1:2]
         out = gain_rows(claim, line, re, names[0], against, per_benchmark=e.get("per_benchmark", False))
-    return _figure4(out)
+    return _noted(out, FIGURE4)
 
 
 def _standard_agents(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     methods = run[0]["methods"]
     ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad" and c["method"] == "decentralized"]
     ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
-    return _figure4(gain_rows(claim, e["line"], run[1], ace3[0], ctrl) if ctrl and ace3 else [])
-
-
-def _figure4(rows: list[dict]) -> list[dict]:
-    for r in rows:
-        r["note"] = (r["note"] + "; " if r["note"] else "") + "Figure 4 prints no numbers"
-    return rows
+    return _noted(gain_rows(claim, e["line"], run[1], ace3[0], ctrl) if ctrl and ace3 else [], FIGURE4)
 
 
 def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[dict]:
@@ -547,11 +538,14 @@ def standin_note(meta: dict) -> str:
     return f"STAND-IN parameters chosen from the paper's wording decide this row: {', '.join(changed)}"
 
 
-def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
-    flag = standin_note(run[0]) if run is not None else ""
-    for r in rows if flag else []:
-        r["note"] = f"{flag}; {r['note']}" if r["note"] else flag
+def _noted(rows: list[dict], text: str, first: bool = False) -> list[dict]:
+    for r in rows if text else []:
+        r["note"] = "; ".join(x for x in ((text, r["note"]) if first else (r["note"], text)) if x)
     return rows
+
+
+def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
+    return _noted(rows, standin_note(run[0]) if run is not None else "", first=True)
 
 
 def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
@@ -593,7 +587,7 @@ def _decide(r: dict) -> str:
 def needed(r: dict, m: int) -> int:
     """A row's questions for 80% power at Holm's first step over m tests (MIN_EFFECT where no effect is printed,
     FLAT_MARGIN for "flat"; an exact value: MIN_EFFECT away at discordance 0.25, the largest)."""
-    alpha = PW.holm_alpha(max(m, 1), ALPHA)
+    alpha = ALPHA / max(m, 1)  # Holm's first step: a claim's n is planned for the strictest level it must pass
     if r["_kind"] == "value":
         return PW.n_needed(MIN_EFFECT / 100, 0.25, alpha, POWER)
     claimed = r["_claimed"]
@@ -638,7 +632,7 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
     for r, a in zip(rows, adjusted):
         r["p (Holm)"], r["verdict"] = a, _decide({**r, "p (Holm)": a})
         if r["verdict"] == INCONCLUSIVE and r["p"] < ALPHA <= a:
-            r["note"] = (r["note"] + "; " if r["note"] else "") + f"p < {ALPHA:g} before the Holm correction only"
+            _noted([r], f"p < {ALPHA:g} before the Holm correction only")
         if not synthetic and r["_kind"] != "all":
             r["verdict"] = _real_model(r, m, model)
     outcome = {r["claim"]: r["verdict"] for r in rows}
