@@ -117,7 +117,7 @@ def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
 
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
               per_benchmark=False, columns=(), kind="gain", consistently=False) -> list[dict]:  # fmt: skip
-    """target's paired gain over the best of `baselines` (Average, per benchmark: the paper's `columns`) and the paper's."""
+    """target's paired gain over the best of `baselines` (Average; per benchmark: `columns`) and the paper's."""
     tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
