@@ -141,20 +141,22 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
 
 def discordance(records: list, a: str, b: str, benchmark: str = "") -> float:
     """The share of questions on which a and b differ in correctness: the paired test's noise (a real model's power)."""
-    recs = [r for r in records if r["method"] in (a, b) and (not benchmark or r["benchmark"] == benchmark)]
-    if not recs:
-        return math.nan
-    f = TB.question_frame(recs).pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
-    return float((f[a] != f[b]).mean()) if a in f and b in f and len(f) else math.nan
+    cells, differ = _by_question(records), []
+    for bm in {bm for _, bm in cells if not benchmark or bm == benchmark}:
+        x, y = cells.get((a, bm), {}), cells.get((b, bm), {})
+        differ += [x[q] != y[q] for q in x.keys() & y.keys() if x[q] == x[q] and y[q] == y[q]]
+    return float(np.mean(differ)) if differ else math.nan
 
 
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(target's Average over base's minus 1 in %, CI lo, hi, n paired), resampling questions within benchmarks."""
-    f = TB.question_frame(records)  # a failed record: no pair
-    piv = f[f.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
-    if target not in piv or base not in piv or piv.empty:
+    cells, ab = _by_question(records), []
+    for bm in sorted({bm for _, bm in cells}):  # benchmark, then question order, as a pivot has them
+        x, y = cells.get((target, bm), {}), cells.get((base, bm), {})
+        if qs := [q for q in sorted(x.keys() & y.keys()) if x[q] == x[q] and y[q] == y[q]]:  # a failed record: no pair
+            ab.append((np.array([x[q] for q in qs]), np.array([y[q] for q in qs])))
+    if not ab:
         return None
-    ab = [(g[target].to_numpy(), g[base].to_numpy()) for _, g in piv.groupby(level=0)]
     idx = resample_indices(seed, n_boot, tuple(len(a) for a, _ in ab))  # per benchmark, in order
     with np.errstate(divide="ignore", invalid="ignore"):
         boots = 100 * (np.mean([a[i].mean(1) for (a, _), i in zip(ab, idx)], 0)
@@ -162,7 +164,7 @@ def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, see
         point = 100 * (np.mean([a.mean() for a, _ in ab]) / np.mean([b.mean() for _, b in ab]) - 1)
     boots = np.where(np.isnan(boots), np.inf, boots)  # 0/0 resamples: no finite ratio
     lo, hi = np.quantile(boots, 0.025, method="lower"), np.quantile(boots, 0.975, method="higher")  # infs: no mixing
-    return float(point), float(lo), float(hi), len(piv)
+    return float(point), float(lo), float(hi), sum(len(a) for a, _ in ab)
 
 
 def _labels(meta: dict, method: str) -> list[str]:
@@ -651,10 +653,9 @@ def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
     exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
     with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
         try:
-            rows = _claim_rows(runs, seed, values)
+            return finalize(_claim_rows(runs, seed, values), *source(runs))
         finally:
             _CELLS.clear()
-    return finalize(rows, *source(runs))
 
 
 def reads(run: str, config: dict) -> bool:
