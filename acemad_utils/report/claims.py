@@ -346,11 +346,14 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
     return _flag(out, run) if str(e.get("run", "")).startswith("other_") else out
 
 
+def _accuracy_row(e: dict, claim: str, recs: list, label: str, model: str = PAPER_MODEL) -> dict:
+    if (acc := _accuracy(recs, label)) is None:
+        return row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)
+    return _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=model)
+
+
 def _table1_value(e: dict, run: None, claim: str, ctx: dict) -> list[dict]:
-    acc = _accuracy(ctx["t1"][1], ctx["at_n"][e["method"]]) if ctx["t1"] and e["method"] in ctx["at_n"] else None
-    if acc is None:
-        return [row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)]
-    return [_value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False)]
+    return [_accuracy_row(e, claim, ctx["t1"][1] if ctx["t1"] else [], ctx["at_n"].get(e["method"], ""))]
 
 
 def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -464,10 +467,8 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
 
 
 def _arc_voting(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    if (acc := _accuracy([r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"], "Majority Voting")) is None:
-        return _flag([row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)], run)
-    out = _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=e["model"])
-    return _flag([out], run)
+    arc = [r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"]
+    return _flag([_accuracy_row(e, claim, arc, "Majority Voting", e["model"])], run)
 
 
 def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
