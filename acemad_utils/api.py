@@ -1,8 +1,6 @@
-"""The public API: AceMAD and the baselines on your own questions, with your endpoint or the synthetic population
-(docs/own-questions.md, section 1; README's example). `synthetic=True` is a mechanism model, never evidence; else
-`model=`/`base_url=` (or MODEL, OPENAI_BASE_URL) and OPENAI_API_KEY from the environment, never an argument that could
-reach a log. Runs go through the notebooks' runner (cache, retries, MAX_USD, failed records, resume) into
-`<out>/runs/<name>/<model slug>-<12 hex of the questions' data_hash>`: a changed question is a new run."""
+"""The public API (docs/own-questions.md, section 1): AceMAD and the baselines on your questions through the notebooks'
+runner (cache, retries, MAX_USD, resume) into `<out>/runs/<name>/<model slug>-<12 hex of the questions' hash>`, so a
+changed question is a new run; the key comes only from OPENAI_API_KEY, never an argument that could reach a log."""
 
 from __future__ import annotations
 
@@ -48,7 +46,7 @@ QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapp
 
 
 def check_url(url: Optional[str], what: str, *, recorded: bool = False) -> Optional[str]:
-    """None or an http(s) URL with a host; `recorded` (a role's URL, in meta.json): no credentials or query."""
+    """None or an http(s) URL with a host; a role's URL (`recorded` in meta.json) without credentials or query."""
     if url in ("", None):
         return None
     try:
@@ -92,8 +90,8 @@ def _spec(base, role: Optional[tuple]):
 
 @dataclass(frozen=True)
 class Result:
-    """One method on one question; per round and agent `p`, `q` (label -> probability), AceMAD's `scores`/`weights`
-    (None elsewhere); a Single Agent's runs are one round and `correct` their mean; `record` the transcript's."""
+    """One method on one question: per round and agent `p`, `q` (label -> probability) and AceMAD's `scores`/`weights`
+    (a Single Agent's runs are one round and `correct` their mean); `record` is the transcript's."""
 
     question_id: str
     method: str
@@ -109,15 +107,12 @@ class Result:
 
     @classmethod
     def from_record(cls, rec: dict) -> Result:
-        labels = rec["labels"]
         rounds = [rec["runs"]] if "runs" in rec else rec.get("rounds") or []
-        dist = lambda v: None if v is None else dict(zip(labels, v))
-        return cls(
-            rec["question_id"], rec["method"], rec["final"].get("answer"), rec["final"].get("correct"),
-            rec.get("status", "ok"), [[dist(e["p"]) for e in r] for r in rounds],
-            [[dist(e.get("q")) for e in r] for r in rounds], [[e.get("score") for e in r] for r in rounds],
-            [[e.get("weight") for e in r] for r in rounds], dict(rec.get("usage", {})), rec,
-        )  # fmt: skip
+        per = lambda f: [[f(e) for e in r] for r in rounds]  # noqa: E731
+        dist = lambda k: per(lambda e: None if e.get(k) is None else dict(zip(rec["labels"], e[k])))  # noqa: E731
+        return cls(rec["question_id"], rec["method"], rec["final"].get("answer"), rec["final"].get("correct"),
+                   rec.get("status", "ok"), dist("p"), dist("q"), per(lambda e: e.get("score")),
+                   per(lambda e: e.get("weight")), dict(rec.get("usage", {})), rec)  # fmt: skip
 
     def to_record(self) -> dict:
         return dict(self.record)
@@ -274,8 +269,8 @@ def estimate(
     questions: QuestionsLike, methods: Methods = ("acemad",), *, model: Optional[str] = None,
     rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, workers: int = 8, roles: Roles = None,
 ) -> RunEstimate:  # fmt: skip
-    """What `run` with these arguments will send, before anything is sent (no network, no key): calls, tokens,
-    dollars (None when unpriced) and wall time (`.line()`); at most, as cached replies are not paid again."""
+    """What `run` with these arguments will send, at most (cached replies are not paid again), before anything is
+    sent (no network, no key): calls, tokens, dollars (None when unpriced) and wall time (`.line()`)."""
     from acemad_utils.cost.estimate import estimate_run  # the replay machinery only when asked
 
     qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)

@@ -1,11 +1,6 @@
-"""`python -m acemad_utils run QUESTIONS` (AceMAD and the baselines on a question file) and `... pilot`.
-
-    python -m acemad_utils run my.jsonl --methods acemad,decentralized,majority --synthetic [--challenging]
-    python -m acemad_utils run my.csv --methods acemad,single --model gpt-4o-mini --base-url https://.../v1
-    python -m acemad_utils run arc.parquet --question-col question --choices-col choices --answer-col answerKey
-
-The whole file is checked before any call (a bad row: one line, exit 2); with an endpoint the estimate is printed
-first and above CONFIRM_USD / CONFIRM_CALLS it asks (--yes). Over half the commitments unparsed: exit 1."""
+"""`python -m acemad_utils run QUESTIONS` (api.run on a question file; docs/own-questions.md) and `... pilot`: the
+whole file is checked before any call (a bad row: one line, exit 2), an endpoint run prints its estimate first and
+asks above CONFIRM_USD / CONFIRM_CALLS (--yes), and over half the commitments unparsed exits 1."""
 
 from __future__ import annotations
 
@@ -87,10 +82,9 @@ def roles(args) -> dict[str, str]:
     out = {}
     for item in args.role_model:
         role, sep, value = item.partition("=")
-        if not sep or not value:
-            raise ValueError(f"--role-model {item!r:.80}: expected ROLE=NAME or ROLE=NAME@URL, e.g. skeptic=llama-3-8b")
-        if role in out:
-            raise ValueError(f"--role-model: {role!r} given twice")
+        if not sep or not value or role in out:
+            raise ValueError(f"--role-model {item!r:.80}: expected ROLE=NAME or ROLE=NAME@URL once per role, e.g. "
+                             "skeptic=llama-3-8b")  # fmt: skip
         out[role] = value
     api.parse_roles(out)
     return out
@@ -153,11 +147,9 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
 
 
 def run(args) -> int:
-    if args.name is not None:
-        name = safe_segment(args.name, "--name")
-    else:  # the file's stem as one safe path segment ('my questions.csv' -> 'my-questions')
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(args.questions).stem).strip("-.")[:100] or "questions"
-        name = safe_segment(slug, "the question file's name")
+    # --name, or the file's stem as one safe path segment ('my questions.csv' -> 'my-questions')
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(args.questions).stem).strip("-.")[:100] or "questions"
+    name = safe_segment(stem if args.name is None else args.name, "--name")
     qs = questions(args)  # every row checked before any call
     kw = dict(rounds=args.rounds, agents=args.agents, eta=args.eta, seed=args.seed, roles=roles(args))
     who = dict(synthetic=args.synthetic, model=args.model, base_url=args.base_url, roles=kw["roles"])

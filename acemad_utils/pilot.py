@@ -1,8 +1,6 @@
-"""The pilot: a few dollars on your model before the full run, to learn whether AceMAD's premise holds there and
-how many questions (and dollars) the full run needs (docs/own-model.md). AceMAD (T=3) and self-consistency on k
-questions per benchmark of the profile's challenging subsets (or of input items screened by the subset rule) or of
-a file; k is the most the budget buys at the estimate's prices. The configs, questions and response cache are the
-full run's own: nothing is paid twice."""
+"""The pilot (docs/own-model.md): AceMAD (T=3) and self-consistency on the k questions per benchmark the budget buys,
+to learn whether AceMAD's premise holds on your model and how many questions the full run needs; its configs,
+questions and response cache are the full run's own, so nothing is paid twice."""
 
 from __future__ import annotations
 
@@ -50,8 +48,8 @@ def pilot_configs(P: dict) -> list[DebateConfig]:
 
 def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], usd: float, k: Optional[int],
            what: Callable, how: str) -> tuple[int, float, Callable]:  # fmt: skip
-    """(k, budget, USD of a list of questions per stage): each (configs, sample questions) replayed once, scaled; k
-    given or the most the budget buys, printed with its price before any call and refused when unpriced or over."""
+    """(k, budget, USD of question counts per stage), k given or the most the budget buys, priced from one replay of
+    each (configs, sample questions) stage and printed before any call; refused when unpriced or over budget."""
     store: dict = {}  # one modelled cache, in order: what a stage shares with an earlier one is paid once
     by = [replay(cfgs, qs, P, store=store)["by"] for cfgs, qs in stages]
     units = [(dollars(b, terms, P.get("BACKEND") == "local"), sum(v[0] for v in b.values())) for b in by]
@@ -72,8 +70,8 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
 
 
 def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
-    """The premise check, parse failures, the gain split, the observed pair (accuracies, gain, discordance, rho; n
-    paired) and a STOP line when the premise fails or cannot be seen; and the observed numbers."""
+    """The premise check, the gain split, AceMAD against self-consistency (n for 80% power) and a STOP line when the
+    premise fails or cannot be seen; and the observed numbers."""
     table = PR.premise(records)
     by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
     ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
@@ -83,10 +81,10 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
         obs |= dict(zip(("effect", "discordance"), PW.observed(a, b)), acemad=a.mean(), matched=b.mean(),
                     rho=PW.correlation(a, b))  # fmt: skip
     lines = ["premise check (report/premise.py):"]
-    if not table.empty:
-        lines.append(table.round(3).to_string(index=False))
-        pf = table[table["round"].astype(str) == "all"]["parse_failure"].iloc[0]
-        lines.append(f"parse failures: {100 * pf:.1f}% of AceMAD's commitments did not parse")
+    r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]  # over all rounds
+    if r is not None:
+        lines += [table.round(3).to_string(index=False),
+                  f"parse failures: {100 * r['parse_failure']:.1f}% of AceMAD's commitments did not parse"]  # fmt: skip
     split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
     if not split.empty:
         lines += ["the gain split (AceMAD minus each control, points, paired):", split.round(3).to_string(index=False)]
@@ -104,7 +102,6 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             if obs["effect"]
             else "AceMAD and self-consistency tied here: no gain over the same compute to size a run for"
         )
-    r = None if table.empty else table[table["round"].astype(str) == "all"].iloc[0]
     if r is not None and (r["lift_hi"] < 0 or not r["n_split"]):
         lines.append(
             "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
@@ -115,12 +112,12 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
 
 
 def shuffled(qs: Sequence[Question], seed: int) -> list[Question]:
-    """A seeded order of the questions: the pilot takes its first k (a stratified random sample per benchmark)."""
+    """A seeded order: the pilot takes its first k (a random sample per benchmark)."""
     return [qs[i] for i in np.random.default_rng(seed).permutation(len(qs))]
 
 
 def finish(parts: Sequence[str], path: Path) -> None:
-    """Print the pilot's report and keep it (the records are in the run's transcripts; this is what it concluded)."""
+    """Print the pilot's report and keep it beside the run's transcripts."""
     text = "\n".join(p for p in parts if p)
     atomic_write(path, text + "\n")
     print(f"{text}\n(this report: {path})")

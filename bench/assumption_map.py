@@ -7,7 +7,7 @@ Runs notebook 09's package calls with the default profile's parameters in this c
 must have run: `python -m acemad_utils.reproduce --profile default --only 01_subset_construction`), without a
 kernel, and prints the map's wall seconds, then the seconds spent inside each phase (wall clock, not cProfile:
 cProfile's per-call cost inflates the Python-heavy phases several times and misranks them): the runs the notebook
-shows (`run_point`), the debates (`run_batch` for the written runs, `debate` as arrays for the other points),
+shows (`run_with_meta`), the debates (`run_batch` for the written runs, `debate` as arrays for every point),
 writing the compressed file (`write_canonical`), encoding record lines; the re-decisions (`stack`,
 `stack_debates`, `rescore`, `shuffled_decisions`); each point's tables (`map_row`). The phases nest, so they do
 not add up. The 1-minute load is printed first and last. Asserts nothing about time.
@@ -35,7 +35,7 @@ from acemad_utils.report import rescoring  # noqa: E402
 BENCHMARKS = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro"]
 MAP = dict(BACKEND="sim", BENCHMARKS=BENCHMARKS, SEED=0, ETA=2.0, N_MAX=300)  # the rest: notebook 09's defaults
 PHASES = [
-    (AM, "run_point"),
+    (AM, "run_with_meta"),
     (AM, "debate"),
     (runner, "run_batch"),
     (runner, "write_canonical"),

@@ -1,12 +1,8 @@
-"""In headless Chromium (the system's, driven by playwright-python; skipped, saying why, without either): JupyterLab as
-`make lab` serves a fresh clone runs notebooks 03 and 05 (smoke mode), shows the committed notebooks untrusted with
-their debate views, figures and captions, the same through nbconvert's sanitized HTML, and saves them without changing
-`git status`; the run viewer page opens a debate. Screenshots go to outputs/smoke/.
-
-The clone's notebooks 03, 05 and 07 are run in smoke mode and stored as `make notebooks` does; after `make notebooks`
-and a commit, ACEMAD_READER_COMMITTED=1 reads the committed notebooks as they are:
-
-    ACEMAD_READER_COMMITTED=1 ACEMAD_SMOKE=1 .venv/bin/python -m pytest tests/test_browser.py -m browser -s"""
+"""In headless Chromium (the system's, by playwright-python; skipped, saying why, without either): a fresh clone's
+`make lab` runs notebooks 03 and 05 (smoke mode) and shows the stored notebooks untrusted, as nbconvert's sanitized
+HTML does, with their debate views, figures and captions, and saves them leaving `git status` clean; the run viewer
+page opens a debate. Screenshots go to outputs/smoke/. The clone stores 03, 05 and 07 run in smoke mode, as `make
+notebooks` does; ACEMAD_READER_COMMITTED=1 reads the committed notebooks instead (after `make notebooks`)."""
 
 from __future__ import annotations
 
@@ -35,8 +31,7 @@ RUN = ["03_main_results.ipynb", "05_ablation.ipynb"]  # run in JupyterLab: 03 ha
 READER = ["03_main_results.ipynb", "05_ablation.ipynb", "07_other_models.ipynb"]  # debates, Figure 4, paper tables
 SHOTS = P.root() / "outputs" / "smoke"
 BARS = re.compile(r"[█▏▎▍▌▋▊▉]+[ \xa0]+(\.\d\d|1\.0)")  # a debate view's text bar and its number (no-break spaces)
-# JupyterLab settings for the throw-away server: every cell in the DOM (no windowing, so outputs far down the
-# notebook can be counted), no autosave, no news or update checks.
+# the throw-away server's settings: every cell in the DOM (no windowing: outputs far down are counted), no autosave
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
@@ -253,34 +248,31 @@ def test_notebook_runs_in_jupyterlab(page, lab, name):
     assert [u for u in seen if not u.startswith((lab["base"] + "/", "data:", "blob:"))] == []
 
 
-@pytest.mark.parametrize("reader", ["lab", "sanitized"])
-def test_committed_notebooks_read_the_same_untrusted_and_sanitized(page, request, clone, tmp_path, reader):
-    """Every committed notebook opened untrusted in JupyterLab (a fresh clone and Jupyter data dir, no `jupyter trust`),
-    and as nbconvert's sanitized HTML (it escapes headings, paragraphs and <tbody>): debate views with their bars and
+def test_committed_notebooks_read_the_same_sanitized(page, clone, tmp_path):
+    """As nbconvert's sanitized HTML (it escapes headings, paragraphs and <tbody>): debate views with their bars and
     numbers, figures and captions all there."""
     from nbconvert import HTMLExporter
 
     repo, names = clone
     for name in names:
-        if reader == "lab":
-            page.goto(request.getfixturevalue("lab")["url"](f"notebooks/{name}"))
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        else:
-            html, _ = HTMLExporter(sanitize_html=True).from_filename(str(repo / "notebooks" / name))
-            (tmp_path / f"{name}.html").write_text(html, encoding="utf-8")
-            page.goto((tmp_path / f"{name}.html").as_uri())
-        view = page.locator(".jp-Notebook").first if reader == "lab" else page
-        _check_view(view, json.loads((repo / "notebooks" / name).read_text()), name)
-        page.screenshot(path=str(SHOTS / f"reader_{reader}_{Path(name).stem}.png"))
+        html, _ = HTMLExporter(sanitize_html=True).from_filename(str(repo / "notebooks" / name))
+        (tmp_path / f"{name}.html").write_text(html, encoding="utf-8")
+        page.goto((tmp_path / f"{name}.html").as_uri())
+        _check_view(page, json.loads((repo / "notebooks" / name).read_text()), name)
+        page.screenshot(path=str(SHOTS / f"reader_sanitized_{Path(name).stem}.png"))
 
 
-def test_make_lab_then_save_leaves_the_checkout_clean(page, lab, clone):
-    """Every notebook opened (its kernel started) and saved as Lab saves it (autosave writes the same, but only a
-    changed document): `git status` stays clean, because `make notebooks` (nbtools store) stored what Lab writes."""
+def test_committed_notebooks_read_untrusted_in_lab_and_save_unchanged(page, lab, clone):
+    """Every committed notebook opened untrusted (a fresh clone and Jupyter data dir, no `jupyter trust`) shows what
+    the sanitized HTML does, and saved as Lab saves it (autosave writes the same, but only a changed document) leaves
+    `git status` clean, because `make notebooks` (nbtools store) stored what Lab writes."""
     repo, stored = clone
     every = sorted(p.name for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for name in every if os.environ.get("ACEMAD_READER_COMMITTED") == "1" else stored:
         _open(page, lab, f"notebooks/{name}")
+        if name in stored:  # a notebook without outputs shows no figure
+            _check_view(page.locator(".jp-Notebook").first, json.loads((repo / "notebooks" / name).read_text()), name)
+            page.screenshot(path=str(SHOTS / f"reader_lab_{Path(name).stem}.png"))
         _save(page, repo / "notebooks" / name)
     assert _git(repo, "status", "--porcelain") == "", _git(repo, "diff")[:3000]
 

@@ -1,6 +1,4 @@
-"""What a user's run loads and prints: a synthetic kernel imports only what it uses (the openai SDK and the LLM
-client on first use, matplotlib where a figure is drawn; bench/imports.py times it), and the default reproduce in a
-fresh clone and the set-up's pip steps print no line matching "Warning"."""
+"""A synthetic kernel imports only what it uses (bench/imports.py times it); a fresh clone's run prints no warning."""
 
 from __future__ import annotations
 

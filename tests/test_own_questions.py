@@ -90,8 +90,12 @@ def test_docs_example(elsewhere, capsys, request, on_endpoint):
         assert srv.count == calls
 
 
+def _jsonl(rows) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
 def _write(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    path.write_bytes(_jsonl(rows))
     return path
 
 
@@ -125,29 +129,16 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     assert read_questions(elsewhere / "bom.jsonl") == read_questions(src)
 
 
-BAD = [
-    ({"options": ["a", "b"]}, "line 2: missing field 'question'"),
-    ({"question": "x?", "options": ["only"]}, "line 2: field 'options' has 1 options; 2 to 26"),
-    ({"question": "x?", "options": ["a", "b"], "answer": "C"}, "line 2: field 'answer'"),
-    ({"question": "x?", "options": ["a", "b"], "id": "cap"}, "line 2: question id 'cap' repeats"),
-    ({"question": "x?", "options": ["a", "b"], "id": "../../etc"}, "line 2: field 'id'"),
-    ({"question": "x?", "options": {"A; rm": "a", "B": "b"}}, "line 2: field 'options': label"),
-    ({"question": "x\x00?", "options": ["a", "b"]}, "line 2: field 'question' holds the control character"),
-    ({"question": "x?", "options": ["a", "b"], "colour": "red"}, "line 2: unknown field"),
-    ({"question": "x" * 20_001, "options": ["a", "b"]}, "line 2: field 'question' has 20001 characters"),
-]
-
-
-@pytest.mark.parametrize("row,message", BAD, ids=[m.split(": ", 1)[1][:24] for _, m in BAD])
-def test_bad_rows_stop_before_any_call(elsewhere, endpoint, capsys, row, message):
-    src = _write(elsewhere / "bad.jsonl", [ROWS[0], row])
-    assert main(["run", str(src), "--model", "fake-model", "--methods", "acemad"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err and "bad.jsonl" in err, err
-    assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
-
-
-ODD = {  # a question file's bytes -> what its one error line says
+BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its one error line says
+    "no question": (_jsonl([ROWS[0], {"options": ["a", "b"]}]), "line 2: missing field 'question'"),
+    "one option": (_jsonl([ROWS[0], {"question": "x?", "options": ["o"]}]), "line 2: field 'options' has 1 options"),
+    "answer": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "answer": "C"}]), "line 2: field 'answer'"),
+    "id twice": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "id": "cap"}]), "id 'cap' repeats"),
+    "id path": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "id": "../../etc"}]), "line 2: field 'id'"),
+    "label": (_jsonl([ROWS[0], {"question": "x?", "options": {"A; rm": "a", "B": "b"}}]), "field 'options': label"),
+    "control": (_jsonl([ROWS[0], {"question": "x\x00?", "options": ["a", "b"]}]), "holds the control character"),
+    "field": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "colour": "red"}]), "line 2: unknown field"),
+    "long": (_jsonl([ROWS[0], {"question": "x" * 20_001, "options": ["a", "b"]}]), "has 20001 characters"),
     "latin": (b'{"question": "caf\xe9?", "options": ["a", "b"]}\n', "line 1: not UTF-8"),
     "deep": (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: JSON nested too deeply"),
     "lone surrogate": (b'{"question": "2+2\\ud800?", "options": ["3", "4"]}\n', "line 1: field 'question' holds"),
@@ -158,17 +149,18 @@ ODD = {  # a question file's bytes -> what its one error line says
 }
 
 
-@pytest.mark.parametrize("case", list(ODD))
-def test_odd_files_stop_in_one_line(elsewhere, monkeypatch, capsys, case):
-    path, (data, says) = elsewhere / "odd.jsonl", ODD[case]
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_a_bad_file_stops_in_one_line_before_any_call(elsewhere, endpoint, monkeypatch, capsys, case):
+    path, (data, says) = elsewhere / "bad.jsonl", BAD_FILES[case]
     if data is not None:
         path.write_bytes(data)
     elif case == "fifo":  # a read would wait for a writer
         os.mkfifo(path)
     monkeypatch.setattr(own, "MAX_FILE_BYTES", 100 if case == "big" else own.MAX_FILE_BYTES)
-    assert main(["run", str(path), "--synthetic"]) == 2
+    assert main(["run", str(path), "--model", "fake-model", "--methods", "acemad"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{path}" in err and says in err, err
+    assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
 
 
 def test_changed_question_is_a_new_question(elsewhere, capsys):
@@ -368,27 +360,6 @@ def test_a_fitted_estimate_agrees_with_the_replay():
 
 
 # ----------------------------------------------------------------------------- any dataset by its columns
-@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_the_column_route_of_the_docs_runs_as_written(tmp_path):
-    """Section 4's block, verbatim in test_docs.py's fresh-clone shell: ARC, MMLU-Pro, TruthfulQA mc1, each scored."""
-    from tests.test_docs import run_block, runnable
-
-    (block,) = doc_blocks("4. Any dataset by its columns")[1:]
-    script, skipped = runnable(block)
-    assert not skipped and script.count("--question-col") + script.count("--choices-col") >= 3
-    done = run_block(script, tmp_path)
-    assert done.returncode == 0, done.stderr
-    runs = tmp_path / "acemad_runs" / "runs"
-    golds = {}
-    for name in ("arc", "mmlu_pro", "truthfulqa"):
-        run = next(d for d in (runs / name).iterdir() if d.is_dir())
-        recs = read_jsonl(run / "transcripts.jsonl.gz")
-        assert recs and all(r["status"] == "ok" and r["final"]["correct"] is not None for r in recs)
-        golds |= {r["question_id"]: r["answer"] for r in recs}
-    assert golds["arc-1"] == "B" and golds["arc-2"] == "1" and golds["70"] == "C" and golds["71"] == "C"
-    assert len(done.stdout.split("transcripts:")) == 4
-
-
 def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys):
     rows = [{"question_id": i, "question": f"Q{i}?", "options": ["a", "b", "c"], "answer": "B"} for i in range(3)]
     rows[1]["options"] = ["a", "a", "c"]  # as MMLU-Pro's test item 8584: an option repeated

@@ -1,14 +1,7 @@
-"""What a run will cost before any money is spent: calls, tokens, dollars and wall time, from ONE replay.
-
-    python -m acemad_utils.cost estimate --profile paper [--arg-chars 1760] [--per-benchmark 3]   # = make estimate
-    python -m acemad_utils.cost prices                            # the price table with its sources
-
-`replay` runs configs on a few sample items against a modelled endpoint (no socket, no key; bench/_common.py serves
-the same replies over HTTP) with one modelled response cache, so identical calls are paid once, as the real cache pays
-them; its per-question figures are scaled for a profile (`estimate`; Table 6 pays only its items outside the subsets),
-for your questions (`estimate_run`: api.estimate, the command) and for the pilot. Arguments are the largest unknown
-(--arg-chars 1760, the 400-token cap, is an upper bound).
-"""
+"""What a run will cost before any money is spent, from ONE replay of its configs on a few items against a modelled
+endpoint (no socket, no key; bench/_common.py serves the same replies over HTTP) with one modelled response cache, so
+identical calls are paid once, as the real cache pays them. `make estimate PROFILE=paper` (= `python -m
+acemad_utils.cost estimate`; `prices`: the price table), api.estimate, the command and the pilot all scale it."""
 
 from __future__ import annotations
 
@@ -44,13 +37,16 @@ from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
 from acemad_utils.protocol.debate import run_question
 
-# ----------------------------------------------------------------------------- the modelled endpoint
-DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length
-
+DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length; arguments are the largest unknown
 FILLER = (
     "Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
     "misconception, and checking each option against what is actually known rules out the popular one. "
 )
+# Wall time: calls in flight are at most WORKERS, so a run takes ~calls x CALL_SECONDS / WORKERS, never less than
+# a provider's rate limit allows.
+CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument tokens in ~2 s (assumed)
+#: OpenAI's published limits for gpt-4o-mini at usage tier 3 (recorded 2025): a common ceiling, check yours.
+RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
 
 
 def argument_text(n_chars: int, seed: str) -> str:
@@ -65,8 +61,7 @@ def _dist(labels, h: bytes, off: int) -> dict:
 
 
 def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, int]:
-    """(content, prompt_tokens, completion_tokens) for one chat request body: free text gets an `arg_chars`
-    argument, a structured call JSON with self_prob / peer_prediction over the schema's labels."""
+    """(content, prompt_tokens, completion_tokens) of one chat request body: an argument, or the commitment JSON."""
     msgs = body.get("messages") or []
     # the per-call seed is part of the sample, as for a real model: two agents with one prompt get different replies
     h = hashlib.sha256((json.dumps(msgs, sort_keys=True) + f"|seed={body.get('seed')}" + salt).encode()).digest()
@@ -77,9 +72,7 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
     else:
         props = schema.get("properties", {})
         labels = list((props.get("self_prob") or {}).get("properties", {})) or ["A", "B"]
-        out: dict[str, object] = {}
-        if "argument" in props:
-            out["argument"] = argument_text(arg_chars, h.hex())
+        out: dict[str, object] = {"argument": argument_text(arg_chars, h.hex())} if "argument" in props else {}
         out["self_prob"] = _dist(labels, h, 0)
         if "peer_prediction" in props:
             out["peer_prediction"] = _dist(labels, h, 7)
@@ -88,26 +81,22 @@ def debate_reply(body: dict, arg_chars: int, salt: str = "") -> tuple[str, int, 
 
 
 class ModelClient:
-    """The LLM client's generate() and cache keys in a replay, a dict as the response cache. `tally` counts the calls
-    asked ("asked") and, per model, [calls sent, prompt, completion tokens]."""
+    """The LLM client's generate() against debate_reply, a dict as the response cache; `tally`: calls "asked" and,
+    per model, [calls sent, prompt, completion tokens]."""
 
     def __init__(self, model: str, kind: str, store: dict, arg_chars: int, tally: dict):
         self.model, self.kind, self.store, self.arg_chars, self.tally = model, kind, store, arg_chars, tally
         self._lock = threading.Lock()
 
     def generate(self, messages, config=None, *, schema=None, scope: str = "", model=None, deadline=None):
-        model = model or self.model
-        params = (config or GenerateConfig()).params()
-        fmt = None if schema is None else {"schema": schema}
+        model, params = model or self.model, (config or GenerateConfig()).params()
+        fmt, mode = (None, None) if schema is None else ({"schema": schema}, "json_schema")
         key = ResponseCache.key(model=model, kind=self.kind, params=params, messages=[*messages], fmt=fmt, scope=scope)
-        mode = "json_schema" if schema else None
         with self._lock:
             self.tally["asked"] = self.tally.get("asked", 0) + 1
             if (hit := self.store.get(key)) is not None:
                 return Completion(text=hit, mode=mode, cached=True)
-        body = {"messages": list(messages), "seed": params.get("seed")}
-        if schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
+        body = {"messages": list(messages), "seed": params.get("seed"), "response_format": fmt}
         text, pt, ct = debate_reply(body, self.arg_chars)
         with self._lock:
             self.store[key] = text
@@ -116,10 +105,8 @@ class ModelClient:
         return Completion(text=text, mode=mode, prompt_tokens=pt, completion_tokens=ct, network_calls=1)
 
 
-def replay_population(
-    model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *, seed: int = 0,
-    base_url: Optional[str] = None, tally: Optional[dict] = None, **kw,
-):  # fmt: skip
+def replay_population(model: str, store: dict, arg_chars: int = DEFAULT_ARG_CHARS, calls: str = "two", *,
+                      seed: int = 0, base_url: Optional[str] = None, tally: Optional[dict] = None, **kw):  # fmt: skip
     """An LLMPopulation whose clients are ModelClients (kind from the URL, as for the real client)."""
     counts: dict = {} if tally is None else tally
 
@@ -135,23 +122,16 @@ def replay_population(
     return ReplayPopulation(model, base_url, seed=seed, calls=calls, preflight=False, calls_via="sync", **kw)
 
 
-# Wall time: calls in flight are at most WORKERS, so a run takes ~calls x CALL_SECONDS / WORKERS, never less than
-# a provider's rate limit allows.
-CALL_SECONDS = 2.0  # a debate call of a GPT-4o-mini-class model: ~136 argument tokens in ~2 s (assumed)
-#: OpenAI's published limits for gpt-4o-mini at usage tier 3 (recorded 2025): a common ceiling, check yours.
-RATE_LIMIT = (5_000, 4_000_000, "OpenAI usage tier 3, gpt-4o-mini")
-
-
 def replay(configs: Sequence, questions: Sequence, P: dict, *, store: Optional[dict] = None,
            arg_chars: int = DEFAULT_ARG_CHARS, model: Optional[str] = None, base_url: Optional[str] = None,
            **pop_kw) -> dict:  # fmt: skip
-    """{"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}} per question of `configs`
-    run on `questions` against the modelled endpoint, `store` the modelled response cache (shared: paid once)."""
+    """{"agent_calls": calls asked, "by": {model: [calls sent, prompt, completion tokens]}} per question; `store`
+    the modelled response cache (shared across calls of replay: paid once)."""
     tally: dict = {}
     url = base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-    store = {} if store is None else store
-    pop = replay_population(model or P.get("MODEL") or "gpt-4o-mini", store, arg_chars, P.get("CALLS", "two"),
-                            seed=P.get("SEED", 0), base_url=url, tally=tally, **pop_kw)  # fmt: skip
+    pop = replay_population(model or P.get("MODEL") or "gpt-4o-mini", {} if store is None else store, arg_chars,
+                            P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url, tally=tally,
+                            **pop_kw)  # fmt: skip
     for cfg in configs:
         for q in questions:
             run_question(q, pop, cfg)
@@ -196,21 +176,17 @@ class Estimate:
     def total(self, paid_only: bool = False) -> Row:
         """Sum of the rows (dollars of the priced ones); paid_only: priced rows that are not free."""
         t = Row("total", "")
-        for r in self.rows:
-            if not (paid_only and (r.free or r.usd is None)):
-                for f in dataclasses.fields(Row)[2:]:
-                    if f.name != "free":
-                        setattr(t, f.name, (getattr(t, f.name) or 0.0) + (getattr(r, f.name) or 0.0))
+        for r in (r for r in self.rows if not (paid_only and (r.free or r.usd is None))):
+            for f in dataclasses.fields(Row)[2:-1]:
+                setattr(t, f.name, (getattr(t, f.name) or 0.0) + (getattr(r, f.name) or 0.0))
         return t
 
     def unpriced(self) -> list[Row]:
         return [r for r in self.rows if r.usd is None]
 
 
-def estimate(
-    params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
-    data_dir: Optional[str] = None, terms: Optional[dict] = None,
-) -> Estimate:  # fmt: skip
+def estimate(params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
+             data_dir: Optional[str] = None, terms: Optional[dict] = None) -> Estimate:  # fmt: skip
     """The estimate of notebooks run with these parameters ({notebook: params})."""
     t0 = time.perf_counter()
     est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
@@ -230,9 +206,7 @@ def estimate(
     rows: dict = {}  # (notebook, model) -> Row, in notebook order
     subset_src = set()
     for st, P in stages:
-        for b in st.benchmarks or ():
-            if not items.get(b):
-                continue
+        for b in (b for b in st.benchmarks or () if items.get(b)):
             outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
             per = replay(st.configs, items[b], P, store={} if outside else store, arg_chars=arg_chars, model=st.model,
                          base_url=st.base_url)  # fmt: skip
@@ -256,18 +230,16 @@ def estimate(
     for r in rows.values():
         p = FREE if r.free else price_of(r.model, terms)
         r.free = p is not None and p.free
-        r.usd, r.usd_batch = (
-            (None, None) if p is None else (p.usd(r.prompt_tokens, r.completion_tokens, 0, b) for b in (False, True))
-        )
+        r.usd, r.usd_batch = (None, None) if p is None else (p.usd(r.prompt_tokens, r.completion_tokens, 0, b)
+                                                             for b in (False, True))  # fmt: skip
     est.rows = [r for r in rows.values() if r.questions or r.calls]
     est.notes.append("subset sizes: " + ", ".join(sorted(subset_src)) if subset_src else "no subset runs")
     est.seconds = time.perf_counter() - t0
     return est
 
 
-def estimate_profile(
-    profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None, **kw
-) -> Estimate:
+def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None,
+                     **kw) -> Estimate:  # fmt: skip
     """The estimate of a profile as reproduce runs it, priced with its `models:` terms over the price table."""
     name, params = notebook_params(profile, overrides, only)
     terms = parse_terms(load_profile(profile, overrides).get("models"))
@@ -287,7 +259,7 @@ def wall_hours(calls: float, tokens: float, workers: int, call_seconds: float = 
 # ----------------------------------------------------------------------------- one run of your own questions
 @dataclass
 class RunEstimate:
-    """What running configs on questions will send (an upper bound: replies already cached are not paid again)."""
+    """What running configs on questions will send (at most: replies already cached are not paid again)."""
 
     calls: float
     prompt_tokens: float
@@ -300,11 +272,9 @@ class RunEstimate:
     def line(self) -> str:
         usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
         hours = f"{self.seconds / 3600:.1f} h" if self.seconds >= 3600 else f"{self.seconds / 60:.1f} min"
-        return (
-            f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
-            f"~{hours} at {CALL_SECONDS:g} s per call and {self.workers} in flight (at most: cached replies "
-            "are not paid again)"
-        )
+        return (f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
+                f"~{hours} at {CALL_SECONDS:g} s per call and {self.workers} in flight (at most: cached replies "
+                "are not paid again)")  # fmt: skip
 
 
 #: Above this many agents x rounds a debate's prompts grow with N x T (100 x 50: gigabytes to build), so calls and
@@ -313,20 +283,14 @@ DIRECT_MAX = 64
 FIT_GRID = [(n, t) for n in (5, 10, 15) for t in (1, 2, 3)]  # N a multiple of 5: the roster's shares stay exact
 
 
-def estimate_run(
-    questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8, sample: int = 12,
-    seed: int = 0,
-) -> RunEstimate:  # fmt: skip
-    """`replay` of `configs` on up to `sample` evenly spaced questions (3 for a fitted config, see DIRECT_MAX),
-    scaled to all; an AgentSpec's own model where it names one, `moderator` Centralized MAD's AgentSpec."""
+def estimate_run(questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8,
+                 sample: int = 12, seed: int = 0) -> RunEstimate:  # fmt: skip
+    """`replay` of `configs` on up to `sample` evenly spaced questions (3 per fitted config), scaled to all."""
     picked = list(questions)[:: max(1, len(questions) // sample)][:sample]
-    P = {"MODEL": model, "SEED": seed, "BASE_URL": None}
     kw = {} if moderator is None else {"moderator_spec": moderator}
-
-    per_item = lambda cfgs, qs: replay(cfgs, qs, P, **kw)["by"] if cfgs else {}  # noqa: E731
-
+    per_item = lambda cfgs, qs: replay(cfgs, qs, {"MODEL": model, "SEED": seed, "BASE_URL": None}, **kw)["by"]
     direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
-    parts = [per_item(direct, picked)]
+    parts = [per_item(direct, picked)] if direct else []
     basis = lambda n, t: [n**i * t**j for i in range(3) for j in range(3)]
     x = np.array([basis(n, t) for n, t in FIT_GRID], float)
     for c in (c for c in configs if c not in direct):
@@ -353,32 +317,23 @@ def _usd(x: Optional[float], free: bool = False) -> str:
 
 
 def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds: float = CALL_SECONDS) -> str:
-    lines = [
-        f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
-        f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"
-    ]
+    lines = [f"cost estimate for profile {est.profile!r} (no call made; arguments of {est.arg_chars} chars, "
+             f"~{est.arg_chars / CHARS_PER_TOKEN:.0f} tokens):"]  # fmt: skip
     if not est.rows:
         return "\n".join(lines + [f"  {n}" for n in est.notes])
-    lines.append(
-        f"  {'notebook':<24} {'model':<34} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
-        f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}"
-    )
+    lines.append(f"  {'notebook':<24} {'model':<34} {'questions':>10} {'calls sent':>11} {'prompt tok':>11} "
+                 f"{'compl. tok':>11} {'USD':>10} {'USD batch':>10}")  # fmt: skip
     t = est.total()
-    for r in est.rows + [t]:
-        lines.append(
-            f"  {r.notebook:<24} {r.model[:34]:<34} {r.questions:>10,.0f} {r.calls:>11,.0f} "
-            f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
-            f"{_usd(r.usd_batch, r.free):>10}"
-        )
+    lines += [f"  {r.notebook:<24} {r.model[:34]:<34} {r.questions:>10,.0f} {r.calls:>11,.0f} "
+              f"{_m(r.prompt_tokens):>11} {_m(r.completion_tokens):>11} {_usd(r.usd, r.free):>10} "
+              f"{_usd(r.usd_batch, r.free):>10}"
+              for r in [*est.rows, t]]  # fmt: skip
     if unpriced := est.unpriced():
         tokens = sum(r.prompt_tokens + r.completion_tokens for r in unpriced)
-        s = "s" if len(unpriced) != 1 else ""
-        lines.append(f"  total: ${t.usd:,.2f} sync, ${t.usd_batch:,.2f} batch + {len(unpriced)} unpriced row{s} "
-                     f"({_m(tokens)} tokens)")  # fmt: skip
-        lines.append(
-            f"  unpriced (no price, not known to be free): {', '.join(sorted({r.model for r in unpriced}))}; to price "
-            "one, " + HOW_TO_PRICE.format(model="MODEL")
-        )
+        lines.append(f"  total: ${t.usd:,.2f} sync, ${t.usd_batch:,.2f} batch + {len(unpriced)} unpriced "
+                     f"row{'s' * (len(unpriced) != 1)} ({_m(tokens)} tokens)")  # fmt: skip
+        lines.append(f"  unpriced (no price, not known to be free): {', '.join(sorted({r.model for r in unpriced}))}; "
+                     "to price one, " + HOW_TO_PRICE.format(model="MODEL"))  # fmt: skip
     lines += [f"  {n}" for n in est.notes]
     for e in est.endpoints:  # each endpoint beside its price (the URL without credentials)
         p = price_of(e.model, est.terms)
@@ -426,8 +381,8 @@ def main(argv=None) -> int:
         print(price_table())
         return 0
     overrides = parse_sets(a.set)
-    kw = dict(per_benchmark=a.per_benchmark, arg_chars=a.arg_chars, data_dir=a.data_dir)
-    est = estimate_profile(a.profile, overrides, a.only, **kw)
+    est = estimate_profile(a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars,
+                           data_dir=a.data_dir)  # fmt: skip
     print(format_estimate(est, parse_max_usd(env("ACEMAD_MAX_USD") or None), a.call_seconds))
     print(f"  (estimated in {est.seconds:.1f} s)")
     if est.rows:  # what the questions can show (no power for a synthetic profile)

@@ -1,12 +1,8 @@
-"""Benchmarks -> `schema.Question`: `load("arc_challenge", limit=50)`, `data_hash(qs)`; every error a one-line
-DataError naming the file, the line (or item) and the problem. The data: `data_dir`, else $ACEMAD_DATA_DIR in the
-upstream layout of FILES (e.g. <dir>/truthfulqa/data/v0/mc_task.json), else the Hugging Face hub (HUB, `datasets`).
-
-Mapping choices (deterministic, no RNG, no Python `hash()`): TruthfulQA lists the right MC1 answer first, so its
-choices are ordered by sha256(TRUTHFULQA_SALT | question | text); ARC's 22 items labelled "1".."4" map to letters by
-value (originals in metadata["original_labels"]); BBH options come out of the "Options:" block, binary tasks get
-A/B = BBH_BINARY; LogiQA options go by line position, one leading "A." / "C." / "A?" (any of A-D: some items swap
-letters) or "A " (own letter only) stripped, never more."""
+"""Benchmarks -> `schema.Question` (`load("arc_challenge", limit=50)`, `data_hash(qs)`), read from `data_dir`, else
+$ACEMAD_DATA_DIR in the upstream layout of FILES, else the Hugging Face hub (HUB); every error is a one-line DataError
+naming the file, the line (or item) and the problem. Mappings are deterministic (no RNG, no `hash()`): TruthfulQA's
+choices ordered by sha256 (its right answer is always first upstream), ARC's "1".."4" labels to letters, LogiQA
+options by position with one "A." / "A?" / "A " prefix stripped."""
 
 from __future__ import annotations
 
@@ -56,8 +52,6 @@ def map_truthfulqa(rec: Mapping[str, Any], index: int) -> Question:
     choices, labels = (list(t["choices"]), list(t["labels"])) if "choices" in t else (list(t), list(t.values()))
     if len(choices) != len(labels) or labels.count(1) != 1 or set(labels) - {0, 1}:
         raise ValueError(f"mc1_targets must hold exactly one choice labelled 1 (labels {labels})")
-    if len(choices) > len(LETTERS):
-        raise ValueError(f"{len(choices)} choices is more than {len(LETTERS)} letters")
     sha = lambda j: hashlib.sha256(f"{TRUTHFULQA_SALT}\x1f{q}\x1f{choices[j]}".encode()).hexdigest()
     order = sorted(range(len(choices)), key=lambda j: (sha(j), j))
     options = {LETTERS[k]: choices[j] for k, j in enumerate(order)}
@@ -206,46 +200,36 @@ def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
                         "the file is damaged or in another encoding") from None  # fmt: skip
 
 
-_CUT = "; the file ends in the middle of this record (cut short? download it again)"
+# what is left when a download stops inside a number or a literal (an open string says so itself)
 _LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
 
 
-def _at_end(e: json.JSONDecodeError, text: str) -> bool:
-    """Did the parser run out of text (only the start of a number or literal, or an open string, is left)?"""
-    return bool(_LITERAL_START.fullmatch(text[e.pos :].strip())) or e.msg.startswith("Unterminated string")
-
-
-def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
-    rows = []
-    lines = path.read_bytes().split(b"\n")
-    last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
-    for n, raw in enumerate(lines, 1):
-        line = _utf8(path, raw, n)
-        if n == 1:
-            line = line.removeprefix("\ufeff")  # a BOM (Excel, Notepad), accepted as in a CSV
-        if line.strip():
-            try:
-                rows.append((f"line {n}", json.loads(line)))
-            except RecursionError:
-                raise DataError(f"{path}, line {n}: JSON nested too deeply to be a record") from None
-            except json.JSONDecodeError as e:
-                # the last line of a file without its final newline that stops before its record does: cut short
-                cut = n == last == len(lines) and _at_end(e, line)
-                raise DataError(
-                    f"{path}, line {n}: invalid JSON ({e.msg}, column {e.colno}){_CUT if cut else ''}"
-                ) from None
-    return rows
-
-
-def json_file(path: Path) -> Any:
-    text = _utf8(path, path.read_bytes())
+def _loads(path: Path, text: str, line: int | None, may_be_cut: bool = True) -> Any:
+    """json.loads of a .jsonl `line` (None: a whole .json file), a fault as one line naming where it is."""
     try:
         return json.loads(text)
     except RecursionError:
-        raise DataError(f"{path}: JSON nested too deeply to be a benchmark file") from None
+        raise DataError(f"{path}{f', line {line}' if line else ''}: JSON nested too deeply to be data") from None
     except json.JSONDecodeError as e:
-        cut = _CUT.replace("this record", "the JSON") if _at_end(e, text) else ""
-        raise DataError(f"{path}, line {e.lineno}: invalid JSON ({e.msg}){cut}") from None
+        cut = may_be_cut and (e.msg.startswith("Unterminated") or _LITERAL_START.fullmatch(text[e.pos :].strip()))
+        the = "this record" if line else "the JSON"
+        cut_msg = f"; the file ends in the middle of {the} (cut short? download it again)" if cut else ""
+        raise DataError(f"{path}, line {line or e.lineno}: invalid JSON ({e.msg}, column {e.colno}){cut_msg}") from None
+
+
+def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
+    lines = path.read_bytes().split(b"\n")
+    last = max((n for n, b in enumerate(lines, 1) if b.strip()), default=0)
+    # a BOM (Excel, Notepad) is accepted as in a CSV; only the last line of a file without its final newline is cut
+    return [
+        (f"line {n}", _loads(path, text, n, n == last == len(lines)))
+        for n, raw in enumerate(lines, 1)
+        if (text := _utf8(path, raw, n).removeprefix("\ufeff" if n == 1 else "")).strip()
+    ]
+
+
+def json_file(path: Path) -> Any:
+    return _loads(path, _utf8(path, path.read_bytes()), None)
 
 
 def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
@@ -295,24 +279,20 @@ HUB = {
 }  # fmt: skip
 
 
-def _json(key: str | None = None) -> Callable[[Path], list]:
-    """Rows of a JSON-array file, numbered as items (0-based): the file has no record lines."""
-
-    def rows(path: Path) -> list[tuple[str, Any]]:
-        obj = json_file(path)
-        items = obj.get(key) if key and isinstance(obj, dict) else obj
-        if not isinstance(items, list):
-            raise DataError(f"{path}: expected a JSON list{f' under {key!r}' if key else ''}")
-        return [(f"item {i}", r) for i, r in enumerate(items)]
-
-    return rows
+def _json_items(path: Path, key: str | None = None) -> list[tuple[str, Any]]:
+    """Rows of a JSON-array file (under `key`), numbered as items (0-based): the file has no record lines."""
+    obj = json_file(path)
+    items = obj.get(key) if key and isinstance(obj, dict) else obj
+    if not isinstance(items, list):
+        raise DataError(f"{path}: expected a JSON list{f' under {key!r}' if key else ''}")
+    return [(f"item {i}", r) for i, r in enumerate(items)]
 
 
 #: benchmark -> (its file under the data directory, reader, mapper); BBH: one file per task.
 FILES: dict[str, tuple[str, Callable[[Path], list], Callable]] = {
-    "truthfulqa": ("truthfulqa/data/v0/mc_task.json", _json(), map_truthfulqa),
+    "truthfulqa": ("truthfulqa/data/v0/mc_task.json", _json_items, map_truthfulqa),
     "arc_challenge": ("arc_challenge/ARC-Challenge/ARC-Challenge-Test.jsonl", jsonl_rows, map_arc),
-    "bbh": ("bbh/bbh/{task}.json", _json("examples"), map_bbh),
+    "bbh": ("bbh/bbh/{task}.json", functools.partial(_json_items, key="examples"), map_bbh),
     "logiqa": ("logiqa/Test.txt", logiqa_rows, map_logiqa),
     "medqa": ("medqa/phrases_no_exclude_test.jsonl", jsonl_rows, map_medqa),
     "mmlu_pro": ("mmlu_pro/test.jsonl", jsonl_rows, map_mmlu_pro),

@@ -1,11 +1,7 @@
-"""Your own questions: one record or a JSONL / CSV / Parquet file -> checked `Question`s, before any model call
-(docs/own-questions.md). Everything that becomes a path or a prompt is checked (safe path segments, labels, bounded
-texts without control characters, bounded UTF-8 files); every problem is one DataError line naming file, row, field.
-
-    q = make_question("2+2?", ["3", "4"], answer="B")          # options as a list (labels A, B, ...) or a map
-    qs = read_questions("my_questions.jsonl")                   # or .csv
-    qs = read_columns("arc.parquet", question="question", choices="choices", answer="answerKey")  # any shape
-"""
+"""Your own questions -> checked `Question`s before any model call (docs/own-questions.md): one record (make_question),
+a .jsonl or .csv file of the own format (read_questions) or any .jsonl, .csv or .parquet table by its columns
+(read_columns). Whatever becomes a path or a prompt is checked; every problem is one DataError line naming file, row
+and field."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.data.benchmarks import LETTERS, DataError, _utf8, build, jsonl_rows
+from acemad_utils.data.benchmarks import LETTERS, DataError, build, jsonl_rows
 from acemad_utils.data.paths import safe_segment
 from acemad_utils.protocol.schema import Question
 
@@ -104,55 +100,40 @@ def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
     return make_question(rec["question"], rec["options"], answer=rec.get("answer"), id=rec.get("id"), benchmark=bench)
 
 
-def _own_csv_record(row: dict) -> dict:
-    """A CSV row of the own format: `options` as one JSON cell, or one column per label (empty cells dropped)."""
-    rec = {k: v for k, v in row.items() if k in FIELDS and k != "options" and v not in (None, "")}
-    if row.get("options"):
+def _cell(value: Any) -> Any:
+    """A CSV cell holding a JSON list or object (a nested column written out) as that JSON; any other cell as text."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
-            rec["options"] = json.loads(row["options"])
-        except json.JSONDecodeError as e:
-            raise ValueError(f"field 'options' must be a JSON list or map in one cell ({e.msg})") from None
-    elif labels := {k: v for k, v in row.items() if k not in FIELDS and v not in (None, "")}:
-        rec["options"] = labels
-    return rec
+            return json.loads(value)
+        except json.JSONDecodeError:
+            pass  # a text that starts with a bracket
+    return value
 
 
-def _json_cells(row: dict) -> dict:
-    """A CSV row whose cells holding a JSON list or object (a nested column written out) are read as that JSON."""
-    rec: dict = dict(row)
-    for k, v in row.items():
-        if isinstance(v, str) and v.lstrip()[:1] in ("[", "{"):
-            try:
-                rec[k] = json.loads(v)
-            except json.JSONDecodeError:
-                pass  # a text that starts with a bracket
-    return rec
-
-
-def _csv(path: Path, raw: bytes, own: bool) -> list[tuple[str, Any]]:
-    """[(where, record)] of a CSV file; `own`: the own format's columns checked and its rows read as records."""
-    text = _utf8(path, raw).removeprefix("\ufeff")  # a BOM (Excel)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if own and reader.fieldnames is None:
-        raise DataError(f"{path}: empty CSV file (the first row names the columns: question, options, answer, id)")
-    for name in reader.fieldnames or [] if own else []:
-        if name not in FIELDS and not _LABEL.fullmatch(name or ""):
-            raise DataError(f"{path}, line 1: column {name!r:.40} is neither one of {list(FIELDS)} nor an option label")
-    rows = []
+def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
+    """[(where, record)] of a CSV file; `own`: empty cells dropped, `options` one JSON cell or one column per label."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Excel) dropped
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{path}: not UTF-8 text (byte {e.start}); the file is damaged or in another encoding"
+        ) from None
+    reader, rows = csv.DictReader(io.StringIO(text, newline="")), []
     for row in reader:
         if None in row:
             raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
-        try:
-            rows.append((f"line {reader.line_num}", _own_csv_record(row) if own else _json_cells(row)))
-        except ValueError as e:
-            raise DataError(f"{path}, line {reader.line_num}: {e}") from None
+        rec = {
+            k: _cell(v) if k == "options" or not own else v for k, v in row.items() if not own or v not in (None, "")
+        }
+        if own and "options" not in rec:
+            rec["options"] = {k: rec.pop(k) for k in list(rec) if k not in FIELDS}
+        rows.append((f"line {reader.line_num}", rec))
     return rows
 
 
 def table_rows(path: Union[str, Path], own: bool = False) -> tuple[Path, list[tuple[str, Any]]]:
     """(path, [(where, record)]) of a question file: the own format (.jsonl, .csv), or any table (also .parquet)."""
-    path = Path(path)
-    suffixes = (".jsonl", ".csv") if own else (".jsonl", ".csv", ".parquet")
+    path, suffixes = Path(path), (".jsonl", ".csv") if own else (".jsonl", ".csv", ".parquet")
     if path.suffix.lower() not in suffixes:
         raise DataError(f"{path}: a question file must end in {' or '.join(suffixes)}")
     if not path.exists():
@@ -161,9 +142,8 @@ def table_rows(path: Union[str, Path], own: bool = False) -> tuple[Path, list[tu
         raise DataError(f"{path}: not a regular file; give the path of a {' or '.join(suffixes)} file")
     if (size := path.stat().st_size) > MAX_FILE_BYTES:
         raise DataError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES} a question file may have")
-    suffix = path.suffix.lower()
-    rows = (_parquet_rows(path) if suffix == ".parquet" else _csv(path, path.read_bytes(), own) if suffix == ".csv"
-            else jsonl_rows(path))  # fmt: skip
+    read = {".parquet": _parquet_rows, ".csv": lambda p: _csv(p, own)}.get(path.suffix.lower(), jsonl_rows)
+    rows = read(path)
     if len(rows) > MAX_ROWS:
         raise DataError(f"{path}: {len(rows)} questions is more than the {MAX_ROWS} a file may hold; split it")
     if not rows:

@@ -1,14 +1,8 @@
-"""Notebook 09's assumption map: AceMAD's (T = 3) gain as a function of the synthetic population's assumptions.
-
-Each point is one AceMAD run with some SimParams changed (registry.assumption_map), re-decided with uniform weights
-("Standard MAD") and with shuffled scores, beside the MAD baselines on the same questions; a point that moves what
-the baselines' naive agent answers (registry.SUBSET_PARAMS) gets the challenging subsets of its own population.
-knowledge_gap needs only stored p, scores and the truth: what a real model's run would have to show.
-"""
+"""Notebook 09's assumption map (AceMAD's gain as the synthetic population's assumptions move) and notebook 08's
+ledger grid; knowledge_gap reads only stored p and scores: what a real model's run would have to show."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,19 +15,19 @@ from tqdm.auto import tqdm
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data.paths import progress_bars
 from acemad_utils.data.sim_params import CALIBRATION_GRID, MAP_SWEEPS, TRUTH_HOLDER_PERSONAS, SimParams
-from acemad_utils.data.transcripts import load_run, run_dir
+from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import fit, subsets
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import ETA, DebateConfig
-from acemad_utils.protocol.debate import debate, run_batch
+from acemad_utils.protocol.debate import Debates, debate
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
 from acemad_utils.report import rescoring as A
 from acemad_utils.report.rescoring import SHUFFLED
 from acemad_utils.report.stats import bootstrap_ci
-from acemad_utils.report.tables import AVERAGE, _average_gain, accuracy_long, paper_table
+from acemad_utils.report.tables import _average_gain, paper_table
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
     from matplotlib.figure import Figure
@@ -54,21 +48,15 @@ GAP_COLUMNS = "run round n_questions score_right score_wrong gap gap_lo gap_hi l
 ACEMAD = DebateConfig(method="acemad", rounds=3).label
 UNIFORM = "Standard MAD (uniform weights, AceMAD's debate)"
 #: A map row's gains: (target, baselines; None: the best MAD). gain_uniform = gain_shuffled + gain_dispersion.
-GAINS = {
-    "uniform": (ACEMAD, [UNIFORM]),
-    "shuffled": (ACEMAD, [SHUFFLED]),
-    "dispersion": (SHUFFLED, [UNIFORM]),
-    "mad": (ACEMAD, None),
-}
-#: The map runs whose records the notebook shows (the knowledge gap and premise at these links, the fitted
-#: baselines) are written like any run; every other point is debated in memory by the same engine with the same
-#: seeded draws (writing ~10^5 records was most of the map's time). run_point writes any of them: same row.
+GAINS = dict(
+    uniform=(ACEMAD, [UNIFORM]), shuffled=(ACEMAD, [SHUFFLED]), dispersion=(SHUFFLED, [UNIFORM]), mad=(ACEMAD, None)
+)
+#: The links whose AceMAD runs are written: the knowledge gap and premise read their records; every other
+#: table comes from the engine's arrays (writing ~10^5 records was most of the map's time).
 EVIDENCE_LINKS = (1.0, 0.0)
-SHOWN = {f"map_{R.params_slug({'knowledge_link': x})}" for x in EVIDENCE_LINKS} | {"map_baselines_default"}
 
 
 def base_params(S: Setup) -> SimParams:
-    """The profile's synthetic population's parameters (fitted or original), which the map's points override."""
     if not isinstance(S.population, SimPopulation):
         raise ValueError("the assumption map varies the synthetic population: run it with BACKEND='sim'")
     return S.population.params
@@ -79,8 +67,7 @@ def population(S: Setup, params: dict, texts: bool = True) -> SimPopulation:
 
 
 def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Optional[Sequence[str]] = None):
-    """The first n_max items of each benchmark's challenging subset, judged by the population of `params` (its
-    SUBSET_PARAMS only; none: the profile's own subsets, notebook 01's)."""
+    """The first n_max items of each challenging subset, judged by `params`' SUBSET_PARAMS (none: notebook 01's)."""
     base = _subset_params(R.overrides(params))
     benches = list(benchmarks or S.benchmarks)
     if not base:
@@ -90,7 +77,7 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Opti
     for b in benches:
         try:
             qs = S.load_subset(b, slug, pop)
-        except FileNotFoundError:
+        except FileNotFoundError:  # not built yet, or by another population
             subsets.build_subset(
                 S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
             )
@@ -99,58 +86,38 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Opti
     return out
 
 
-#: records of the runs read in this process, by folder, configs and questions: the notebook reads each once
-_HELD: dict[tuple, tuple[dict, list[dict]]] = {}
-
-
 def run_with_meta(S: Setup, run: R.Run, progress: bool = True) -> tuple[dict, list[dict]]:
     """(meta, records) of one map run on the challenging subsets of its own population, written on first use."""
     params, name = run.params or {}, f"{S.profile}/{run.name}"
     qs = map_questions(S, params, run.cap, run.benchmarks)
-    key = (str(run_dir(name, create=False)), *(c.hash for c in run.configs), *(q.id for q in qs))
-    if key not in _HELD or not Path(key[0]).exists():  # a folder deleted since is written again
-        extra = {"source": S.source, "model": S.model, "backend": S.backend, "map_params": params}
-        pop = population(S, params)
-        _HELD[key] = run_and_load(
-            name, qs, run.configs, pop, workers=S.workers, profile=S.profile, progress=progress, extra_meta=extra
-        )
-    return _HELD[key]
+    extra = {"source": S.source, "model": S.model, "backend": S.backend, "map_params": params}
+    pop = population(S, params)
+    return run_and_load(
+        name, qs, run.configs, pop, workers=S.workers, profile=S.profile, progress=progress, extra_meta=extra
+    )
 
 
-def run_point(S: Setup, run: R.Run) -> list[dict]:
-    return run_with_meta(S, run)[1]
-
-
-def _scored(qs: Sequence[Question], pop, cfg: DebateConfig) -> tuple[list, np.ndarray]:
-    """cfg debated on qs as arrays (protocol.debate's Debates) and whether each answer is right, in question order."""
-    batches, correct = debate(qs, pop, cfg, [0] * len(qs)), np.empty(len(qs))
+def _debated(qs: Sequence[Question], pop, cfg: DebateConfig, held: dict) -> tuple[list, np.ndarray]:
+    """cfg debated on qs as arrays, once per (config, questions) in `held`, and whether each answer is right."""
+    key = (cfg.hash, *(q.id for q in qs))
+    batches = held[key] = held.get(key) or debate(qs, pop, cfg, [0] * len(qs))
+    right = np.empty(len(qs))
     for b in batches:
-        correct[b.index] = b.correct()
-    return batches, correct
+        right[b.index] = b.correct()
+    return batches, right
 
 
-def correct(S: Setup, run: R.Run, group: str, eta: float = ETA, written: Optional[bool] = None):
-    """(the questions, {label: whether each answer of `run`'s `group` is right, in question order; NaN: no record or
-    no gold answer}, for "acemad" also the same debates re-decided with uniform weights and with shuffled scores and
-    (the truth-holders' round-1 accuracy: the Skeptic alone, agents' own final accuracy), %): from the transcript if
-    `written` (default: the run is SHOWN), else debated in memory as arrays (no record is built)."""
+def correct(S: Setup, run: R.Run, group: str, eta: float = ETA):
+    """(the questions, {label: whether each answer of `run`'s `group` is right, in question order; NaN: no gold
+    answer}, for "acemad" also the same debates re-decided with uniform weights and with shuffled scores and (the
+    truth-holders' round-1 accuracy: the Skeptic alone, agents' own final accuracy), %), debated as arrays."""
     qs = map_questions(S, run.params or {}, run.cap, run.benchmarks)
-    pos = {q.id: i for i, q in enumerate(qs)}
-    if run.name in SHOWN if written is None else written:
-        recs = [r for r in run_point(S, run) if r["method"] in run.labels(group) and r.get("status") == "ok"]
-        cols = {c: np.full(len(qs), np.nan) for c in run.labels(group)}
-        for r in recs:
-            cols[r["method"]][pos[r["question_id"]]] = (
-                np.nan if r["final"]["correct"] is None else r["final"]["correct"]
-            )
-        arr = A.stack(recs, S.seed) if group == "acemad" else None
-    else:
-        pop, cols, arr = population(S, run.params or {}, texts=False), {}, None
-        for c in run[group]:
-            batches, cols[c.label] = _scored(qs, pop, c)
-            arr = A.stack_debates(batches, S.seed) if group == "acemad" else None
-    if arr is None:
+    pop, cols, batches = population(S, run.params or {}, texts=False), {}, list[Debates]()
+    for c in run[group]:
+        batches, cols[c.label] = _debated(qs, pop, c, {})
+    if group != "acemad":
         return qs, cols, None
+    arr, pos = A.stack_debates(batches, S.seed), {q.id: i for i, q in enumerate(qs)}
     answered, at = arr.valid[:, -1].any(-1), [pos[i] for i in arr.question_ids]
     uniform = answered & (A.rescore(arr, eta=eta, weighting="uniform") == arr.truth)
     shuffled = np.where(answered, (A.shuffled_decisions(arr, eta, seed=S.seed) == arr.truth).mean(axis=0), 0.0)
@@ -164,15 +131,18 @@ def correct(S: Setup, run: R.Run, group: str, eta: float = ETA, written: Optiona
     return qs, cols, (alone, agents)
 
 
-def map_row(qs: Sequence[Question], cols: dict, mads: Sequence[str], *, n_boot: int, seed: int) -> dict:
-    """The average accuracies (%: each benchmark's mean, then their mean) and the paired GAINS on the average
-    (points, 95% CI within benchmarks, sign-flip p; tables.versus_best's) of one map point's correctness columns."""
-    ids, benches = np.array([q.id for q in qs]), np.array([q.benchmark for q in qs])
+def _averages(qs: Sequence[Question], cols: dict) -> dict[str, float]:
+    """Each column's accuracy on the average (%): the mean of each benchmark's (tables.accuracy_long's)."""
+    benches = np.array([q.benchmark for q in qs])
     groups = [np.flatnonzero(benches == b) for b in dict.fromkeys(benches.tolist())]
-    avg = {
-        m: 100 * float(np.mean([x[~np.isnan(x)].mean() for x in (c[g] for g in groups) if (~np.isnan(x)).any()]))
-        for m, c in cols.items()
-    }
+    mean = lambda c: np.mean([x[~np.isnan(x)].mean() for x in (c[g] for g in groups) if (~np.isnan(x)).any()])  # noqa: E731
+    return {m: 100 * float(mean(c)) for m, c in cols.items()}
+
+
+def map_row(qs: Sequence[Question], cols: dict, mads: Sequence[str], *, n_boot: int, seed: int) -> dict:
+    """The average accuracies (%: the mean of each benchmark's) and the paired GAINS on the average (tables')."""
+    ids, benches, avg = np.array([q.id for q in qs]), np.array([q.benchmark for q in qs]), _averages(qs, cols)
+    groups = [np.flatnonzero(benches == b) for b in dict.fromkeys(benches.tolist())]
     piv, names, table = {}, np.array(list(cols), dtype=object), np.column_stack(list(cols.values()))
     for g in groups:  # tables.versus_best's pivot of each benchmark: questions sorted by id, methods with an answer
         x = table[g[np.argsort(ids[g], kind="stable")]]
@@ -189,8 +159,7 @@ def map_row(qs: Sequence[Question], cols: dict, mads: Sequence[str], *, n_boot: 
 
 
 def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_boot: int = 1000) -> pd.DataFrame:
-    """One row per map point (registry.map_points): its parameters, the average accuracies and map_row's gains.
-    Without runs (a real-model profile) an empty frame whose attrs["note"] says why."""
+    """One row per map point (registry.map_points); no runs (a real model): an empty frame, its note says why."""
     if not runs:
         out = pd.DataFrame(columns=MAP_COLUMNS)
         out.attrs["note"] = "the assumption map varies the synthetic population; this profile runs a real model"
@@ -235,7 +204,6 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- figures
 def _no_map(fig: Figure, axes, table: pd.DataFrame) -> Figure:
-    """Panels that say why there is no map (a real-model profile) instead of empty axes."""
     for ax in axes:
         ax.text(0.5, 0.5, table.attrs.get("note", "no map point"), ha="center", wrap=True)
         ax.axis("off")
@@ -243,8 +211,7 @@ def _no_map(fig: Figure, axes, table: pd.DataFrame) -> Figure:
 
 
 def _cells(ax, g: pd.DataFrame, row: str, key: str, lim: float, mark) -> tuple:
-    """A heatmap of gain_`key` over `row` (y) x knowledge_link (x), each cell's number on it; mark(cell) gives the
-    cell's outline (Rectangle keywords or None), its number's colour and box. Returns (image, rows, columns)."""
+    """gain_`key` over `row` x knowledge_link, numbered; mark(cell): (outline keywords or None, colour, box)."""
     from matplotlib.colors import TwoSlopeNorm
     from matplotlib.patches import Rectangle
 
@@ -278,8 +245,7 @@ HEAT_PANELS = (
 
 
 def heatmap(table: pd.DataFrame, source: str) -> Figure:
-    """HEAT_PANELS over the knowledge_link x insight grid on one colour scale (the first two panels' difference is
-    what any unequal weights give). Hatched: AceMAD loses (95% CI below 0); grey number: CI contains 0."""
+    """HEAT_PANELS over the knowledge_link x insight grid on one colour scale (hatched: AceMAD loses)."""
     import matplotlib.pyplot as plt
 
     g = table[table["axis"] == "grid"]
@@ -301,8 +267,7 @@ def heatmap(table: pd.DataFrame, source: str) -> Figure:
 
 
 def sweeps(table: pd.DataFrame, source: str) -> Figure:
-    """AceMAD's gains (points, 95% CI) against each of MAP_SWEEPS (trap_concentration on a log x: smaller = more
-    correlated crowd errors), the other axes at the profile's population."""
+    """AceMAD's gains (points, 95% CI) against each of MAP_SWEEPS, the other axes at the profile's population."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(MAP_SWEEPS), figsize=(5.5 * len(MAP_SWEEPS), 3.8))
@@ -327,15 +292,8 @@ def sweeps(table: pd.DataFrame, source: str) -> Figure:
 # ----------------------------------------------------------------------------- the inverse question
 #: Published evidence on the map's unpinned axes: (reference, knowledge_link, crowd_calibration, one sentence).
 #: A point of None: the study bears on the baselines the population is fitted to, not on this plane.
-with open(Path(__file__).parents[1] / "data" / "map_evidence.csv", encoding="utf-8") as _f:
-    EVIDENCE: tuple[tuple[str, Optional[float], Optional[float], str], ...] = tuple(
-        (
-            r["reference"],
-            *(float(r[k]) if r[k] else None for k in ("knowledge_link", "crowd_calibration")),
-            r["sentence"],
-        )  # type: ignore[misc]
-        for r in csv.DictReader(_f)
-    )
+_EVIDENCE = pd.read_csv(Path(__file__).parents[1] / "data" / "map_evidence.csv").astype(object)
+EVIDENCE: tuple[tuple, ...] = tuple(_EVIDENCE.where(_EVIDENCE.notna(), None).itertuples(index=False, name=None))
 INVERSE_PANELS = (
     ("grid", "insight", "the Skeptic's insight"),
     (CALIBRATION_GRID, "crowd_calibration", "crowd_calibration"),
@@ -348,9 +306,8 @@ def reaches(table: pd.DataFrame, claimed: float) -> pd.Series:
 
 
 def inverse_map(table: pd.DataFrame, claimed: float, source: str) -> Figure:
-    """Which values of the unpinned assumptions reproduce the paper's claimed gain over the best MAD (`claimed`)?
-    INVERSE_PANELS over knowledge_link: insight rows labelled with the Skeptic's accuracy alone (above
-    PLAUSIBLE_ALONE: "(!)"), crowd_calibration with EVIDENCE placed on it. Gold: the 95% CI reaches the claim."""
+    """Which unpinned assumptions reproduce the paper's claimed gain over the best MAD (gold: the CI reaches it)?
+    Insight rows carry the Skeptic's accuracy alone ("(!)": above PLAUSIBLE_ALONE); EVIDENCE sits on the other."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(14, 5), layout="constrained")
@@ -375,16 +332,10 @@ def inverse_map(table: pd.DataFrame, claimed: float, source: str) -> Figure:
                 x, y = np.interp(link, cols, range(len(cols))), np.interp(cal, rows, range(len(rows)))
                 x, y = x + (0.3 if x < len(cols) / 2 else -0.3), y + (0.3 if y < len(rows) / 2 else -0.3)
                 ax.plot(x, y, marker="*", ms=14, color="k")
-                right = x < len(cols) / 2
+                side = {"xytext": (8, 0), "ha": "left"} if x < len(cols) / 2 else {"xytext": (-8, 0), "ha": "right"}
+                box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1}
                 ax.annotate(
-                    "\n".join(refs),
-                    (x, y),
-                    textcoords="offset points",
-                    xytext=(8 if right else -8, 0),
-                    ha="left" if right else "right",
-                    va="center",
-                    fontsize=7,
-                    bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1},
+                    "\n".join(refs), (x, y), textcoords="offset points", va="center", fontsize=7, bbox=box, **side
                 )
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.set(xlabel="knowledge_link (0: peer-prediction skill unrelated to knowing the truth)", ylabel=name)
@@ -400,8 +351,7 @@ def inverse_map(table: pd.DataFrame, claimed: float, source: str) -> Figure:
 
 
 def paper_claim(model: str = "GPT-4o-mini") -> tuple[float, float, str]:
-    """(AceMAD (T=3)'s printed average, its gain over the best printed MAD baseline, that baseline) from Table 2: the
-    gain notebook 09's inverse figure looks for (the paper's "20.31% over standard MAD", l.111)."""
+    """(AceMAD (T=3)'s printed average, its gain over the best printed MAD, that MAD): Table 2, l.111's claim."""
     t = paper_table("table2_main_results", model).set_index("method")["Average (printed)"]
     mads = t[["Decentralized MAD", "Centralized MAD", "Sparse MAD"]]
     return float(t["AceMAD (T=3)"]), float(t["AceMAD (T=3)"] - mads.max()), str(mads.idxmax())
@@ -409,10 +359,9 @@ def paper_claim(model: str = "GPT-4o-mini") -> tuple[float, float, str]:
 
 # ----------------------------------------------------------------------------- the measure a real model needs
 def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0, rounds=None) -> pd.DataFrame:
-    """Per round and over all rounds, on the questions where some agents are right and some wrong (bootstrap 95% CIs
-    over questions): gap, the mean score S of agents whose answer is right minus that of the wrong ones, and lift,
-    whether the top scorer is right minus the share of right agents (premise.premise's lift there). Only stored p
-    and scores are used: it applies to any AceMAD run, a real model's too. `rounds`: their question_rounds, if held."""
+    """Per round and over all, where some agents are right and some wrong (95% CIs over questions): gap, the right
+    agents' mean score S minus the wrong ones', and lift, P(the top scorer is right) minus the share right.
+    `rounds`: the records' premise.question_rounds, if held."""
     qr = premise.question_rounds(records) if rounds is None else rounds
     df = qr[(qr["share_right"] > 0) & (qr["share_right"] < 1)]
     if df.empty:
@@ -428,15 +377,14 @@ def knowledge_gap(records: Sequence[dict], *, label: str, seed: int = 0, rounds=
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
-def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = EVIDENCE_LINKS) -> dict[str, list[dict]]:
-    """The AceMAD (T = 3) records the premise is measured on, by label: the map runs at each knowledge_link of
-    `links`; a real model: this profile's notebook 03 run, if it exists (else a label saying so, with no record)."""
+def evidence_records(S: Setup, runs: Sequence[R.Run]) -> dict[str, list[dict]]:
+    """The AceMAD (T = 3) records by label: the map runs at EVIDENCE_LINKS; a real model: its notebook 03 run."""
     if runs:
         by_name, out = {r.name: r for r in runs}, {}
-        for link in links:
+        for link in EVIDENCE_LINKS:
             if (name := f"map_{R.params_slug({'knowledge_link': link})}") in by_name:
                 out[f"synthetic, knowledge_link = {link:g}"] = [
-                    r for r in run_point(S, by_name[name]) if r["method"] == ACEMAD
+                    r for r in run_with_meta(S, by_name[name])[1] if r["method"] == ACEMAD
                 ]
         return out or {"none": []}
     try:
@@ -446,60 +394,50 @@ def evidence_records(S: Setup, runs: Sequence[R.Run], links: Sequence[float] = E
     return {S.model: [r for r in records if r["method"] == ACEMAD]}
 
 
-def evidence(S: Setup, runs: Sequence[R.Run], links=EVIDENCE_LINKS, *, records=None, rounds=None) -> pd.DataFrame:
-    """knowledge_gap of each run of evidence_records (`records`: the caller's, already read; `rounds`: their
-    premise.question_rounds with each label as the method, which premise.premise of the same records reuses)."""
-    held = evidence_records(S, runs, links) if records is None else records
+def evidence(S: Setup, runs: Sequence[R.Run], *, records=None, rounds=None) -> pd.DataFrame:
+    """knowledge_gap of evidence_records' runs (or the caller's `records`, with their question_rounds by label)."""
+    held = evidence_records(S, runs) if records is None else records
     part = lambda k: None if rounds is None else rounds[rounds["method"] == k]  # noqa: E731
     gaps = [knowledge_gap(recs, label=k, seed=S.seed, rounds=part(k)) for k, recs in held.items()]
     return pd.concat(gaps, ignore_index=True)
 
 
 def baseline_fit(S: Setup, runs: Sequence[R.Run]) -> pd.DataFrame:
-    """The profile population's five baselines on this notebook's own run (map_baselines_default) beside the paper's
-    printed cells with residuals (fit.cells). Without runs (a real model) an empty frame whose note says why."""
+    """fit.cells of the population's baselines (map_baselines_default, in memory); a real model: empty, says why."""
     run = next((r for r in runs if r.name == "map_baselines_default"), None)
     if run is None:
         out = pd.DataFrame(columns=fit.CELL_COLUMNS)
         out.attrs["note"] = "the fit compares the synthetic population's baselines; this profile runs a real model"
         return out
-    long = accuracy_long(run_point(S, run), ci=False)
-    avg = long[long["benchmark"] == AVERAGE].set_index("method")["accuracy"]
-    return fit.cells(base_params(S), simulated={str(m): float(v) for m, v in avg.items()})
+    done = [correct(S, run, group) for group in run.groups]
+    return fit.cells(base_params(S), simulated=_averages(done[0][0], {k: v for _, c, _ in done for k, v in c.items()}))
 
 
 # ----------------------------------------------------------------------------- notebook 08's ledger grid
 def ledger_runs(S: Setup, point: R.LedgerPoint, n_max: int, eta: float = ETA) -> dict[str, tuple[dict, list[dict]]]:
-    """{experiment: (meta, records)} of notebooks 02-06 (default parameters) with the population of one assumption
-    point, on the first n_max items of each challenging subset: what claims.ledger reads. Debated in memory by the
-    same engine and seeded draws; run_with_meta writes any of them, and the ledger from it is the same."""
-    out = {}
+    """{experiment: (meta, records)} of notebooks 02-06 at one grid point, n_max per subset: what claims.ledger reads,
+    debated in memory as run_with_meta's written runs would be (a config two notebooks share, once)."""
+    out, held = {}, dict[tuple, list[Debates]]()
     for run in R.ledger_runs(point, S.seed, n_max, S.benchmarks, eta):
         params, name = run.params or {}, run.name.split("__", 1)[1]
         qs, pop = map_questions(S, params, run.cap, run.benchmarks), population(S, params, texts=False)
         methods = dict(sorted((c.label, c.to_dict()) for c in run.configs))  # meta.json's order (sorted keys)
-        recs = []
+        recs: list[dict] = []
         for c in (c for c in run.configs if claims.reads(name, methods[c.label])):  # only what the ledger reads
+            batches, right = _debated(qs, pop, c, held)
             if name == "ablation" and c.method == "acemad":  # whole records: the ledger re-weights its rounds
-                recs += run_batch(qs, pop, c, [0] * len(qs))
+                whole = {d: r for b in batches for d, r in zip(b.index, replace(b, cfg=c).records())}
+                recs += [whole[d] for d in range(len(qs))]
                 continue
-            recs += [
-                {
-                    "question_id": q.id,
-                    "benchmark": q.benchmark,
-                    "method": c.label,
-                    "status": "ok",
-                    "final": {"correct": None if x != x else x},
-                }
-                for q, x in zip(qs, _scored(qs, pop, c)[1].tolist())
-            ]
+            keys = {"method": c.label, "status": "ok"}
+            recs += [dict(keys, question_id=q.id, benchmark=q.benchmark, final={"correct": None if x != x else x})
+                     for q, x in zip(qs, right.tolist())]  # fmt: skip
         out[name] = ({"synthetic": True, "population": pop.describe(), "methods": methods}, recs)
     return out
 
 
 def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> dict[str, pd.DataFrame]:
-    """{point name: the claims ledger with that point's population} over registry.LEDGER_GRID (the points this
-    population can express); a real-model profile: an empty dict (there is no population to vary)."""
+    """{point name: the claims ledger at that point} over registry.LEDGER_GRID; a real model: {} (nothing to vary)."""
     if not isinstance(S.population, SimPopulation):
         return {}
     points = [R.LedgerPoint(claims.BASE_POINT, "no assumption moved", {}), *R.ledger_points(S.benchmarks)]
@@ -507,17 +445,8 @@ def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> d
 
 
 def grid_points(S: Setup) -> pd.DataFrame:
-    """The ledger grid's points as notebook 08 shows them: name, meaning, overrides, and whether this population
-    and these benchmarks can express it (one that cannot is not varied, and the table says so)."""
-    kept = {p.name for p in R.ledger_points(S.benchmarks)}
-    return pd.DataFrame(
-        [
-            {
-                "point": p.name,
-                "what it assumes": p.means,
-                "changed": ", ".join([*(f"{k}={v:g}" for k, v in p.params.items()), *(p.benchmarks or ())]),
-                "varied": "yes" if p.name in kept else "no: this population or profile cannot express it",
-            }
-            for p in R.LEDGER_GRID
-        ]
-    )
+    """The ledger grid's points as notebook 08 shows them, and whether this profile can express each."""
+    kept, no = {p.name for p in R.ledger_points(S.benchmarks)}, "no: this population or profile cannot express it"
+    changed = lambda p: ", ".join([*(f"{k}={v:g}" for k, v in p.params.items()), *(p.benchmarks or ())])  # noqa: E731
+    rows = [[p.name, p.means, changed(p), "yes" if p.name in kept else no] for p in R.LEDGER_GRID]
+    return pd.DataFrame(rows, columns=["point", "what it assumes", "changed", "varied"])

@@ -1,6 +1,5 @@
-"""Monte Carlo checks of the paper's theory on the synthetic population (notebook 00_theory): run_all writes the
-transcripts under outputs/runs/<profile>/theory_*, and every panel is computed from them (the records run_all saved,
-handed back without parsing them again, or load_run's in a new process)."""
+"""Notebook 00's Monte Carlo checks of the paper's theory: run_all writes outputs/runs/<profile>/theory_*, and
+every panel is computed from those transcripts (the records run_all holds, or load_run's in a new process)."""
 
 from __future__ import annotations
 
@@ -78,8 +77,8 @@ def _bands(ax, curves, legend: Optional[float] = None, zero: bool = False, **lab
 
 
 def martingale(profile: str = "default"):
-    """(a) Proposition 1: with linear symmetric updating the mean belief in the truth stays flat. Plotted as the
-    paired change from round 1 per question: its CI tells "flat" from "drifting" (the level varies between items)."""
+    """(a) Proposition 1: with symmetric linear updating the mean belief in the truth stays flat (the paired change
+    from round 1 per question: its CI tells flat from drifting, the level varies between items)."""
     frames = []
     for name, label in (
         ("martingale_symmetric", "symmetric updating (Prop. 1)"),
@@ -88,9 +87,7 @@ def martingale(profile: str = "default"):
         bt = A.belief_in_truth(A.stack(_records(profile, name)))
         rounds = list(range(1, bt.shape[1] + 1))
         frames.append(pd.DataFrame(_ci(bt - bt[:, :1], x=rounds, series=label, level=bt.mean(axis=0))))
-    # pyplot where a figure is drawn, not at module top: experiments.params imports this module, and every
-    # notebook kernel would pay for pyplot
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # here: experiments.params imports this module, and no kernel needs pyplot
 
     fig, ax = plt.subplots(figsize=(6, 4))
     ylabel = r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$"
@@ -100,9 +97,8 @@ def martingale(profile: str = "default"):
 
 
 def score_separation(profile: str = "default"):
-    """(b) Theorem (score separation): truth-holders earn higher expected Brier scores than the crowd. Scores are
-    averaged per question first (agents of one debate are not independent samples); n_agents counts the group's
-    agent-rounds, so a mean over groups can weight each by how many agents it holds."""
+    """(b) Score separation: truth-holders earn higher Brier scores than the crowd, averaged per question first (one
+    debate's agents are not independent); n_agents (agent-rounds) lets a mean over groups weight by size."""
     df = A.agent_scores(_records(profile, "acemad"))
     role = np.where(df["persona"] == "Skeptic", "truth-holder", "crowd")
     df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
@@ -122,7 +118,7 @@ def score_separation(profile: str = "default"):
 
 
 def eta_grid(eta: float) -> tuple[float, ...]:
-    """PHASE_ETA with `eta` added (sorted): any valid ETA of the notebook has its own column in panel (d)."""
+    """PHASE_ETA with `eta` added (sorted): any valid ETA has its own column in panel (d)."""
     if not (np.isfinite(eta) and eta >= 0):
         raise ValueError(f"ETA={eta!r} must be a finite number >= 0")
     return tuple(sorted({*PHASE_ETA, float(eta)}))
@@ -132,16 +128,14 @@ SUBSETS = ("all items", "truth-holder right in round 1")
 
 
 def _subsets(arr) -> tuple:
-    """SUBSETS' masks; the second, where a Skeptic holds the truth in round 1: the theorem's setting."""
+    """SUBSETS' masks; the second (a Skeptic holds the truth in round 1) is the theorem's setting."""
     th = np.array([p == "Skeptic" for p in arr.personas])
     return np.ones(len(arr.truth), bool), (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
 
 
 def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
-    """Panel (c)'s drift p_w^(T) - p_w^(0) split, per subset, into the part with uniform weights (eta = 0: the
-    stubborn truth-holders pulling the mean, plus the selection of items where one starts right) and the part
-    the weights add (eta minus eta = 0, paired per question), with the total at eta; 95% CIs from one joint
-    bootstrap over questions."""
+    """Panel (c)'s drift p_w^(T) - p_w^(0) per subset: with uniform weights (eta = 0: stubbornness and the items'
+    selection), what the weights add (paired per question) and the total at eta; CIs from one joint bootstrap."""
     pw0, pwe = A.weighted_truth(arr, eta=0.0), A.weighted_truth(arr, eta=eta)
     d0, de = pw0[:, -1] - pw0[:, 0], pwe[:, -1] - pwe[:, 0]
     parts = ["uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)"]
@@ -155,9 +149,8 @@ def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
 
 
 def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = ETA):
-    """(c) Theorem (submartingale): the weighted belief in the truth under MWU, eta = 0 (uniform weights) beside
-    `eta`, the drift against eta, and the drift split into what uniform weights already give and what the
-    weights add. Returns (figure, drift by eta and subset, the split at `eta`)."""
+    """(c) Submartingale: the weighted belief in the truth at eta = 0 and `eta`, the drift against eta, and
+    drift_split. Returns (figure, drift by eta and subset, the split at `eta`)."""
     arr = A.stack(_records(profile, "acemad"))
     masks, lines, drift = _subsets(arr), [], []
     for e in sorted({*etas, 0.0, float(eta)}):
@@ -203,20 +196,8 @@ def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> 
             # One bootstrap for every (T, eta) column: the same resampled questions as one call per column.
             m, lo, hi = bootstrap_ci(np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float))
             T, eta = zip(*((t, etas[e]) for t, e in grid))
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "crowd_calibration": cal,
-                        "N": n,
-                        "T": T,
-                        "eta": eta,
-                        "p_flip": m,
-                        "lo": lo,
-                        "hi": hi,
-                        "n_wrong_majority": int(wrong.sum()),
-                    }
-                )
-            )
+            cols = dict(crowd_calibration=cal, N=n, T=T, eta=eta, p_flip=m, lo=lo, hi=hi)
+            parts.append(pd.DataFrame(cols | {"n_wrong_majority": int(wrong.sum())}))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -234,14 +215,8 @@ def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
     )
     for ax, (sub, rows, cols, title) in zip(axes, views):
         grid = sub.pivot_table(index=rows, columns=cols, values="p_flip")
-        im = ax.imshow(
-            grid.to_numpy(),
-            origin="lower",
-            aspect="auto",
-            vmin=0,
-            vmax=max(0.5, float(table.p_flip.max())),
-            cmap="viridis",
-        )
+        top = max(0.5, float(table.p_flip.max()))
+        im = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=top, cmap="viridis")
         ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [f"{r:g}" for r in grid.index])
         ax.set(xlabel=cols, ylabel=rows.replace("_", " "), title=title)
@@ -255,11 +230,8 @@ def phase_diagram(table: pd.DataFrame, eta: float = ETA, rounds: int = ROUNDS):
 def assumptions(params: Optional[SimParams] = None) -> str:
     """The population assumptions panels (b)-(d) rest on (the default population's), for the SUMMARY line."""
     p = params or SimParams()
-    copies = (
-        f"crowd_copy={p.crowd_copy:g} (a Generalist shares a twin's state)"
-        if p.crowd_copy
-        else "independent Generalists"
-    )
+    twin = f"crowd_copy={p.crowd_copy:g} (a Generalist shares a twin's state)"
+    copies = twin if p.crowd_copy else "independent Generalists"
     return (
         f"knowledge_link={p.knowledge_link:g} (only agents with insight predict the crowd), insight={p.insight:g}, "
         f"crowd_insight={p.crowd_insight:g}, stubborn truth-holders (insight_susceptibility="

@@ -1,10 +1,7 @@
-"""AceMAD and the baseline MADs as inspect_ai solvers for any multiple-choice Task (`pip install -e '.[inspect]'`;
-docs/own-questions.md, section 3): `inspect eval my_task.py --solver acemad_utils/acemad --model M`.
-
-Each sample is debated by the notebooks' own engine (protocol/debate.py with agents/llm_agent.py's agents) whose
-client is inspect's model API, `get_model(role=...)` per persona, so inspect's providers, retries, cache and log
-apply. The engine is synchronous: each debate runs in a worker thread with its own limiter (no number of samples
-can starve the calls it waits for), each call awaited on the eval's loop in the sample's context."""
+"""AceMAD and the baseline MADs as inspect_ai solvers for any multiple-choice Task (docs/own-questions.md, section 3):
+`inspect eval my_task.py --solver acemad_utils/acemad --model M`. Each sample is debated by the notebooks' own engine
+whose client is inspect's model API (`get_model(role=...)` per persona: inspect's providers, retries, cache and log);
+the engine is synchronous, so each debate runs in a thread of its own, each call awaited on the eval's loop."""
 
 from __future__ import annotations
 
@@ -49,8 +46,7 @@ _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": Cha
 
 
 class InspectClient:
-    """LLMClient's `generate` answered by an inspect Model on the eval's loop, in the sample's context (replies as
-    text: not every provider has structured output)."""
+    """LLMClient's `generate` answered by an inspect Model on the eval's loop in the sample's context, as text."""
 
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, cache: bool | CachePolicy = False):
         self.model, self.loop, self.cache = model, loop, cache
@@ -114,8 +110,7 @@ def sample_question(state: TaskState) -> Question:
 
 
 def paired(record: dict, cfg: DebateConfig) -> dict:
-    """AceMAD's decision beside re-decisions of the same debate (no model call) and `premise_lift` (the top scorer
-    right minus the share of right agents; None without a gold answer)."""
+    """AceMAD's decision beside re-decisions of the same debate (no model call), and `premise_lift`."""
     arr = A.stack([record], cfg.seed)
     rescore = lambda w: A.rescore(arr, cfg.eta, exponent=cfg.weight_exponent, rule=cfg.scoring_rule, weighting=w)
     answers = {
@@ -153,53 +148,59 @@ def _rounds(record: dict) -> list:
     return [record["runs"]] if "runs" in record else record.get("rounds") or []
 
 
-def _output(state: TaskState, text: str) -> None:
-    state.output = ModelOutput.from_content(model=str(state.model), content=text)
-    state.messages.append(ChatMessageAssistant(content=text))
-
-
 class UnparsedCommitments(RuntimeError):
     """More than PARSE_FAILURE_LIMIT of a sample's commitments did not parse: inspect's fail_on_error decides."""
 
 
-def debate_solver(method: str, *, rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two",
-                  cache: bool | CachePolicy = False, **config: Any) -> Solver:  # fmt: skip
-    """One debate of `method` per sample (and epoch); `cache`: inspect's cache, keyed also by agent, round and kind."""
-    cfg = DebateConfig(method=method, n_agents=agents, rounds=rounds, seed=seed, **config)
+def _solver(method: str, doc: str):
+    """A registered solver of `method` (the entry point's acemad_utils/<method>): one debate per sample and epoch;
+    -S options reach DebateConfig; `cache`: inspect's cache, keyed also by agent, round and kind."""
 
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        try:
-            q = sample_question(state)
-        except ValueError as e:  # this sample cannot be debated: scored as failed, with its reason
-            state.metadata[STORE_KEY] = {"error": str(e)}
-            _output(state, f"not debated: {e}")
-            return state
-        loop = asyncio.get_running_loop()
-        clients = {
-            r: InspectClient(get_model(role=r), loop, cache) for r in (None, "generalist", "skeptic", "moderator")
-        }
-        pop = InspectPopulation(clients, seed=seed, calls=calls)
-        # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
-        record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
-        state.store.set(STORE_KEY, record)
-        state.metadata[STORE_KEY] = compact(record, cfg)
-        answer = record["final"].get("answer")
-        for i, label in enumerate(record["labels"]):  # what choice() reads
-            state.choices.mark_choice(i, label == answer)
-        _output(
-            state, f"ANSWER: {answer}" if answer is not None else "no answer: no agent's commitment could be parsed"
-        )
-        entries = [e for r in _rounds(record) for e in r] + record.get("moderator", [])
-        n, of = sum(bool(e.get("parse_failure")) for e in entries), len(entries)
-        if of and n > PARSE_FAILURE_LIMIT * of:
-            raise UnparsedCommitments(
-                f"{record['question_id']}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the "
-                f"repair call, more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its answer measures no "
-                "beliefs. Check the model's replies (commit_raw in the sample's store) and the model"
+    def make(rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two", cache: bool = False,
+             **config: Any) -> Solver:  # fmt: skip
+        cfg = DebateConfig(method=method, n_agents=agents, rounds=rounds, seed=seed, **config)
+
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            try:
+                q = sample_question(state)
+            except ValueError as e:  # this sample cannot be debated: scored as failed, with its reason
+                state.metadata[STORE_KEY] = {"error": str(e)}
+                return _output(state, f"not debated: {e}")
+            loop = asyncio.get_running_loop()
+            clients = {
+                r: InspectClient(get_model(role=r), loop, cache) for r in (None, "generalist", "skeptic", "moderator")
+            }
+            pop = InspectPopulation(clients, seed=seed, calls=calls)
+            # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
+            record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
+            state.store.set(STORE_KEY, record)
+            state.metadata[STORE_KEY] = compact(record, cfg)
+            answer = record["final"].get("answer")
+            for i, label in enumerate(record["labels"]):  # what choice() reads
+                state.choices.mark_choice(i, label == answer)
+            _output(
+                state, "no answer: no agent's commitment could be parsed" if answer is None else f"ANSWER: {answer}"
             )
-        return state
+            entries = [e for r in _rounds(record) for e in r] + record.get("moderator", [])
+            n, of = sum(bool(e.get("parse_failure")) for e in entries), len(entries)
+            if of and n > PARSE_FAILURE_LIMIT * of:
+                raise UnparsedCommitments(
+                    f"{record['question_id']}: {n} of {of} commitments ({100 * n / of:.0f}%) did not parse after the "
+                    f"repair call, more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: its answer measures no "
+                    "beliefs. Check the model's replies (commit_raw in the sample's store) and the model"
+                )
+            return state
 
-    return solve
+        return solve
+
+    make.__doc__ = doc
+    return solver(name=method)(make)
+
+
+def _output(state: TaskState, text: str) -> TaskState:
+    state.output = ModelOutput.from_content(model=str(state.model), content=text)
+    state.messages.append(ChatMessageAssistant(content=text))
+    return state
 
 
 @scorer(metrics={"*": [accuracy(), stderr()]})
@@ -221,17 +222,6 @@ def decisions():
         return Score(value=value, answer=meta.get("answer"), metadata={"decisions": meta["decisions"]})
 
     return score
-
-
-def _solver(method: str, doc: str):
-    """A registered solver of `method` (the entry point's acemad_utils/<method>); -S options reach DebateConfig."""
-
-    def make(rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two", cache: bool = False,
-             **config: Any) -> Solver:  # fmt: skip
-        return debate_solver(method, rounds=rounds, agents=agents, seed=seed, calls=calls, cache=cache, **config)
-
-    make.__doc__ = doc
-    return solver(name=method)(make)
 
 
 acemad = _solver("acemad", "AceMAD (Algorithm 1): agents argue, commit p and q; weights from peer-prediction scores.")

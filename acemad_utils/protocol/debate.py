@@ -214,7 +214,7 @@ def debate(questions: Sequence[Question], population: Population, cfg: DebateCon
     """cfg on (questions[d], repeats[d]) as arrays, one Debates per option count (`index`: its positions in
     `questions`). Records are built from them only for a run that is written (run_batch)."""
     if len(questions) != len(repeats):
-        raise ValueError(f"run_batch: {len(questions)} questions but {len(repeats)} repeats; need one per question")
+        raise ValueError(f"debate: {len(questions)} questions but {len(repeats)} repeats; need one per question")
     by_k: dict[int, list[int]] = {}
     for d, q in enumerate(questions):
         by_k.setdefault(len(q.options), []).append(d)

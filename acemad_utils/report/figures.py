@@ -90,7 +90,7 @@ def lines_by_benchmark(
 
 
 def bars_by_benchmark(long: pd.DataFrame, hue: str, title: str) -> Figure:
-    import matplotlib.pyplot as plt  # where a figure is drawn (see _panels)
+    import matplotlib.pyplot as plt  # here, as in lines_by_benchmark: only notebooks that draw pay for pyplot
 
     benches = list(dict.fromkeys(long["benchmark"]))
     hues = list(dict.fromkeys(long[hue]))

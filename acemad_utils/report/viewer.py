@@ -1,10 +1,6 @@
-"""Read a debate: `show(record, meta)` (rounds x agents as HTML), `pick_examples`, and a run's page on request
-(`python -m acemad_utils.report.viewer default/main` -> outputs/viewer/default/main.html).
-
-A cell: belief p and peer prediction q as text bars, answer, AceMAD's score and weight, argument; a row ends with the
-plurality and the weighted answer, by the engine's own functions. Plain HTML, no script, SVG or style: untrusted
-notebooks (JupyterLab, code hosts, nbconvert) strip those. The page holds each method's fragments as base64 zlib JSON,
-so no reply text can end a <script>; its JS filters the rows and inflates a method's block when first opened."""
+"""Read a debate: `show(record, meta)` (rounds x agents as plain HTML: untrusted notebooks strip script, SVG and style),
+`pick_examples`, and a run's page on request (`python -m acemad_utils.report.viewer default/main`), whose script
+filters the rows and inflates a method's base64 zlib JSON block of fragments when first opened."""
 
 from __future__ import annotations
 
@@ -288,7 +284,7 @@ def page_path(experiment: str) -> Path:
 
 
 def page_link(experiment: str):
-    """The command that writes a run's page, and a link to it (not built here: the output stays machine-free)."""
+    """The command that writes a run's page and a link to it (not built: the output stays machine-free)."""
     from IPython.display import Markdown
 
     rel = page_path(experiment).resolve().relative_to(root()).as_posix()
@@ -303,19 +299,16 @@ _CODE = [Path(__file__), Path(B.__file__)]  # what draws a page: a change rebuil
 
 
 def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]] = None) -> Path:
-    """The page of outputs/runs/<experiment>/, rebuilt only when what it is made from changed; `loaded`: the run's
-    (meta, records) when the caller holds them."""
+    """The page of outputs/runs/<experiment>/ (`loaded`: its (meta, records)), rebuilt only when its sources changed."""
     d, h, path = run_dir(experiment), hashlib.sha256(), page_path(experiment)
     for src in [d / "meta.json", d / QUESTIONS, *transcript_files(d / TRANSCRIPTS), *_CODE]:  # what the page shows
         if src.exists():
             h.update(src.name.encode() + b"\0" + src.read_bytes())
     stamp = h.hexdigest()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if f'<meta name="acemad-stamp" content="{stamp}">' in f.read(4096):
+    if path.is_file():
+        with path.open("rb") as f:  # the stamp is in the page's head
+            if f'<meta name="acemad-stamp" content="{stamp}">'.encode() in f.read(4096):
                 return path
-    except OSError:
-        pass
     meta, records = loaded if loaded is not None else load_run(experiment)
     if not records:
         raise ValueError(f"run {experiment!r} has no transcript records for the methods in its meta.json")
