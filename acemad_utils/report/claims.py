@@ -281,13 +281,11 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         return [row(claim, line, "(figure)", note="fewer than two N in this profile")]
     monotone = bool(np.all(np.diff([avg.get(lab, np.nan) for lab in upto]) >= 0))
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
-    flat = method == "majority"
-    r = row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, "(figure)", _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
-            int(g["n_paired"]), flat_verdict(g["gain_lo"], g["gain_hi"]) if flat else NOT_RUN,
-            f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}", kind="judged" if flat else "gain",
-            p=float(g["p_value"]), ci=(g["gain_lo"], g["gain_hi"]),
-            psi=(run[1], upto[-1], upto[0]))  # fmt: skip
-    return [{**r, "_cap": method == "decentralized" and not monotone}]
+    flat, note = method == "majority", f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}"
+    r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, g, flat_verdict if flat else lambda *_: NOT_RUN, note,
+                    run[1])  # fmt: skip
+    ci, cap = (g["gain_lo"], g["gain_hi"]), method == "decentralized" and not monotone
+    return [{**r, "_kind": "judged" if flat else "gain", "_ci": ci, "_cap": cap}]
 
 
 def _still_rising(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
