@@ -44,6 +44,7 @@ NOT_MADE, NO_SECOND = "run not made in this profile", "SECOND_MODEL is empty (on
 FIGURE4 = "Figure 4 prints no numbers"
 RunData = tuple[dict, list]
 _paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a ledger reads each table many times
+_CELLS: dict = {}  # _by_question's cells by records list, while a ledger is made
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
@@ -212,9 +213,6 @@ def _by_question(recs: list) -> dict:
     mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
     _CELLS[id(recs)] = recs, {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in cells.items()}
     return _CELLS[id(recs)][1]
-
-
-_CELLS: dict = {}
 
 
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
