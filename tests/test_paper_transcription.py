@@ -3,7 +3,6 @@ agree cell by cell with the shared transcription when that is at hand ($ACEMAD_P
 
 from __future__ import annotations
 
-import shutil
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -14,34 +13,16 @@ from acemad_utils.data import paths as P
 from acemad_utils.report import tables as TB
 
 
-def _number(text: str):
-    """A printed cell as an exact decimal ('5.50' == '5.5'), else its stripped text."""
-    try:
-        return Decimal(text.strip())
-    except InvalidOperation:
-        return text.strip()
+def printed(path: Path) -> pd.DataFrame:
+    """A transcription with each cell as its printed number ('5.50' == '5.5'), else its stripped text."""
 
+    def number(text: str):
+        try:
+            return Decimal(text.strip())
+        except InvalidOperation:
+            return text.strip()
 
-def paper_differences(ours: Path, theirs: Path) -> list[str]:
-    """Every difference between two transcriptions of one printed table: columns, rows (by model/method, in order),
-    cells (as exact decimals)."""
-    a, b = (pd.read_csv(f, dtype=str, keep_default_na=False) for f in (ours, theirs))
-    name = Path(ours).name
-    if list(a.columns) != list(b.columns):
-        return [f"{name}: columns differ: ours {list(a.columns)}, shared {list(b.columns)}"]
-    keys = [c for c in TB.KEY_COLUMNS if c in a.columns]
-    ka, kb = (list(map(tuple, d[keys].to_numpy())) for d in (a, b))
-    if ka != kb:
-        return [
-            f"{name}: rows differ: only ours {[k for k in ka if k not in kb]}, only shared "
-            f"{[k for k in kb if k not in ka]}" + ("" if set(ka) != set(kb) else f", order ours {ka}, shared {kb}")
-        ]
-    return [
-        f"{name}: row {' / '.join(key)}, column {c}: ours {ra[c]!r}, shared {rb[c]!r}"
-        for key, (_, ra), (_, rb) in zip(ka, a.iterrows(), b.iterrows())
-        for c in a.columns
-        if c not in keys and _number(ra[c]) != _number(rb[c])
-    ]
+    return pd.read_csv(path, dtype=str, keep_default_na=False).map(number)
 
 
 def test_the_six_printed_tables_are_in_the_repository():
@@ -55,8 +36,7 @@ def test_transcription_matches_the_shared_copy_cell_by_cell(name):
     if not shared.is_dir():
         pytest.skip(f"no shared transcription of the paper's tables at {shared} (set ACEMAD_PAPER_DIR to compare)")
     assert (shared / f"{name}.csv").is_file(), f"the shared folder {shared} has no {name}.csv"
-    diffs = paper_differences(P.PAPER / f"{name}.csv", shared / f"{name}.csv")
-    assert not diffs, "\n".join(diffs)
+    pd.testing.assert_frame_equal(printed(P.PAPER / f"{name}.csv"), printed(shared / f"{name}.csv"))
 
 
 def test_paper_table_needs_no_environment_variable(monkeypatch):
@@ -76,23 +56,19 @@ def test_paper_table_needs_no_environment_variable(monkeypatch):
 
 def test_an_altered_copy_is_detected(tmp_path):
     src = P.PAPER / "table2_main_results.csv"
-    assert paper_differences(src, src) == []
     df = pd.read_csv(src, dtype=str, keep_default_na=False)
-    same = tmp_path / "same_precision.csv"
-    df.assign(**{"MMLU-Pro": df["MMLU-Pro"].str.replace("5.50", "5.5")}).to_csv(same, index=False)
-    assert paper_differences(src, same) == []  # 5.50 and 5.5 are the same printed number
-    df.loc[(df.model == "Qwen3-235B-A22B-Instruct") & (df.method == "Sparse MAD"), "BBH"] = "63.01"
-    bad = tmp_path / "table2_main_results.csv"
-    df.to_csv(bad, index=False)
-    assert paper_differences(src, bad) == [
-        "table2_main_results.csv: row Qwen3-235B-A22B-Instruct / Sparse MAD, column BBH: ours '63.10', shared '63.01'"
-    ]
-    shutil.copy(P.PAPER / "table1_voting_vs_mad.csv", tmp_path / "t1.csv")
-    t1 = pd.read_csv(tmp_path / "t1.csv", dtype=str)
-    t1.iloc[::-1].to_csv(tmp_path / "t1_reordered.csv", index=False)
-    assert "rows differ" in paper_differences(tmp_path / "t1.csv", tmp_path / "t1_reordered.csv")[0]
-    t1.drop(columns="BBH").to_csv(tmp_path / "t1_narrow.csv", index=False)
-    assert "columns differ" in paper_differences(tmp_path / "t1.csv", tmp_path / "t1_narrow.csv")[0]
+    altered = {
+        "same_precision": df.assign(**{"MMLU-Pro": df["MMLU-Pro"].str.replace("5.50", "5.5")}),  # the same number
+        "cell": df.assign(BBH=df["BBH"].where(df.method != "Sparse MAD", "63.01")),
+        "reordered": df.iloc[::-1],
+        "narrow": df.drop(columns="BBH"),
+    }
+    for name, copy in altered.items():
+        copy.to_csv(tmp_path / f"{name}.csv", index=False)
+    pd.testing.assert_frame_equal(printed(src), printed(tmp_path / "same_precision.csv"))
+    for name in ("cell", "reordered", "narrow"):
+        with pytest.raises(AssertionError):
+            pd.testing.assert_frame_equal(printed(src), printed(tmp_path / f"{name}.csv"))
 
 
 def test_paper_order_follows_each_printed_tables_own_columns():

@@ -15,9 +15,8 @@ def test_n_needed_is_the_smallest_n_reaching_the_power():
 
 
 def test_more_discordance_or_a_stricter_level_needs_more_questions():
-    assert power.holm_alpha(5) == pytest.approx(0.01)  # Holm's first step: alpha / m
     assert power.n_needed(0.05, 0.2) < power.n_needed(0.05, 0.42)
-    assert power.n_needed(0.05, 0.2) < power.n_needed(0.05, 0.2, alpha=power.holm_alpha(10))
+    assert power.n_needed(0.05, 0.2) < power.n_needed(0.05, 0.2, alpha=0.05 / 10)
     assert power.n_needed(0.05, 0.2, power=0.9) > power.n_needed(0.05, 0.2)
 
 

@@ -75,8 +75,8 @@ def test_no_scores_or_no_parsed_commitment_says_so_instead_of_a_number():
 def synthetic_records():
     items = make_items(40, k=4, seed=2)
     pop = SimPopulation(seed=1)
-    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="acemad", weighting="uniform")]
-    cfgs.append(DebateConfig(method="majority"))
+    cfgs = [DebateConfig(method=m) for m in ("acemad", "majority", "self_consistency")]
+    cfgs.insert(1, DebateConfig(method="acemad", weighting="uniform"))
     return [run_question(q, pop, c) for q in items for c in cfgs]
 
 
@@ -123,14 +123,11 @@ def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
     assert run_batch([q], SimPopulation(seed=1), cfg, [0])[0]["method"] == cfg.label
 
 
-def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population():
-    items = make_items(20, k=4, seed=5)
-    pop = SimPopulation(seed=1)
-    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="self_consistency")]
-    recs = [run_question(q, pop, c) for q in items for c in cfgs]
-    table = PR.split(recs, others=[cfgs[1].label])
-    assert list(table["control"])[-1] == cfgs[1].label
-    text = PR.premise_sentence(PR.premise(recs), True, table, population=pop.describe())
+def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population(synthetic_records):
+    recs, sc = synthetic_records, DebateConfig(method="self_consistency").label
+    table = PR.split(recs, others=[sc])
+    assert list(table["control"])[-1] == sc
+    text = PR.premise_sentence(PR.premise(recs), True, table, population=SimPopulation(seed=1).describe())
     # near-copies (crowd_copy) make the samples less independent
     assert all(
         w in text for w in ("same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")

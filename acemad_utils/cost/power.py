@@ -109,7 +109,7 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
     """One row per claim; rho sets the discordance (None: 0); est (a cost Estimate) adds the dollars of the Holm n."""
     sized = [(c, *cells(c)) for c in CLAIMS]
     m = len(sized)
-    holm = PW.holm_alpha(m, ALPHA)
+    holm = ALPHA / m  # Holm's first step
     rows = []
     for c, b, benches, pa, pb in sized:
         r, P = _run(c, params_by_nb)

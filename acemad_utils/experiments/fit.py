@@ -37,7 +37,6 @@ BOUNDS = {
     "crowd_copy": (0.0, 1.0),
     "insight_susceptibility": (0.0, 0.3),
 }
-FREE = tuple(BOUNDS)
 PAPER_MODEL = "GPT-4o-mini"
 N_FIT, SEED = 150, 0  # synthetic items per benchmark, the fit's seed
 RIDGE = 1.0  # squared points per squared box-width of change from ORIGINAL
@@ -111,7 +110,7 @@ def search(x0: np.ndarray, f, *, step: float = 0.25, tol: float = 1 / 32, log=pr
         best = int(np.argmin(scores)) if scores else -1
         if best >= 0 and scores[best] < fx - 1e-9:
             x, fx = trials[best], scores[best]
-            log(f"step {step:.4f}  loss {fx:8.3f}  " + ", ".join(f"{k} {getattr(_params(x), k):.4g}" for k in FREE))
+            log(f"step {step:.4f}  loss {fx:8.3f}  " + ", ".join(f"{k} {getattr(_params(x), k):.4g}" for k in BOUNDS))
         else:
             step /= 2
     return x, fx
@@ -123,7 +122,7 @@ def run(n_items: int = N_FIT, seed: int = SEED, log=print) -> dict:
     x, fx = search(_unit(ORIGINAL), lambda x: loss(x, n_items=n_items, seed=seed), log=log)
     log(f"search: {time.perf_counter() - t0:.0f} s")  # printed, not stored: the file is the same on every machine
     params = _params(x)
-    fitted = {k: round(getattr(params, k), 4) for k in (*FREE, "insight")}
+    fitted = {k: round(getattr(params, k), 4) for k in (*BOUNDS, "insight")}
     table = cells(SimParams(**{**ORIGINAL, **fitted}), n_items=n_items, seed=seed)
     return {
         "command": ".venv/bin/python -m acemad_utils.experiments.fit",

@@ -1,6 +1,4 @@
-"""The claims ledger: each claim of data/claims.yaml as rows (the paper's number, ours with its 95% CI, the paired
-test's raw and Holm-adjusted p, a verdict; the rules: docs/statistics.md). Pure: runs (meta, records) in, a DataFrame
-out: ledger(runs), then deciding(ledger, grid, runs) adds which assumptions flip each row (notebook 08)."""
+"""The claims ledger: data/claims.yaml's claims decided on runs {name: (meta, records)} (rules: docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -43,8 +41,10 @@ MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 PRONOUNCED = ("BBH", "ARC-C")
 DIFFERENT_LLMS = "AceMAD (Different LLMs)"  # notebook 04's row that needs a second model (registry.heterogeneity)
 NOT_MADE, NO_SECOND = "run not made in this profile", "SECOND_MODEL is empty (one endpoint only)"
+FIGURE4 = "Figure 4 prints no numbers"
 RunData = tuple[dict, list]
 _paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a ledger reads each table many times
+_CELLS: dict = {}  # _by_question's cells by records list, while a ledger is made
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
@@ -72,8 +72,7 @@ def no_drop_verdict(lo: float, hi: float) -> str:
 
 def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="judged", p=math.nan, ci=(), psi=math.nan,
         model=PAPER_MODEL, recomputed="") -> dict:  # fmt: skip
-    """One row; kind "gain"/"loss": decided in finalize from `ci` and the adjusted p; psi: the discordance (or the
-    (records, a, b[, benchmark]) it is measured on) a real model's power rule needs."""
+    """One row; kind gain/loss: decided in finalize from `ci`; psi: the discordance (or discordance's arguments)."""
     claimed = float(paper) if isinstance(paper, (int, float)) else math.nan
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
     out = dict(zip(COLUMNS, (claim, line, paper, recomputed, ours, n, p, math.nan, verdict, note)))
@@ -119,8 +118,7 @@ def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
 
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
               per_benchmark=False, columns=(), kind="gain", consistently=False) -> list[dict]:  # fmt: skip
-    """target's paired gain over the best of `baselines` on the Average (and per benchmark, the paper's `columns`)
-    beside the paper's gain; `consistently`: the Average's note names the paper's cells against it."""
+    """target's paired gain over the best of `baselines` (Average; per benchmark: `columns`) and the paper's."""
     tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
@@ -144,20 +142,22 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
 
 def discordance(records: list, a: str, b: str, benchmark: str = "") -> float:
     """The share of questions on which a and b differ in correctness: the paired test's noise (a real model's power)."""
-    recs = [r for r in records if r["method"] in (a, b) and (not benchmark or r["benchmark"] == benchmark)]
-    if not recs:
-        return math.nan
-    f = TB.question_frame(recs).pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
-    return float((f[a] != f[b]).mean()) if a in f and b in f and len(f) else math.nan
+    cells, differ = _by_question(records), []
+    for bm in {bm for _, bm in cells if not benchmark or bm == benchmark}:
+        x, y = cells.get((a, bm), {}), cells.get((b, bm), {})
+        differ += [x[q] != y[q] for q in x.keys() & y.keys() if x[q] == x[q] and y[q] == y[q]]
+    return float(np.mean(differ)) if differ else math.nan
 
 
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(target's Average over base's minus 1 in %, CI lo, hi, n paired), resampling questions within benchmarks."""
-    f = TB.question_frame(records)  # a failed record: no pair
-    piv = f[f.method.isin([target, base])].pivot_table("correct", ["benchmark", "question_id"], "method").dropna()
-    if target not in piv or base not in piv or piv.empty:
+    cells, ab = _by_question(records), []
+    for bm in sorted({bm for _, bm in cells}):  # benchmark, then question order, as a pivot has them
+        x, y = cells.get((target, bm), {}), cells.get((base, bm), {})
+        if qs := [q for q in sorted(x.keys() & y.keys()) if x[q] == x[q] and y[q] == y[q]]:  # a failed record: no pair
+            ab.append((np.array([x[q] for q in qs]), np.array([y[q] for q in qs])))
+    if not ab:
         return None
-    ab = [(g[target].to_numpy(), g[base].to_numpy()) for _, g in piv.groupby(level=0)]
     idx = resample_indices(seed, n_boot, tuple(len(a) for a, _ in ab))  # per benchmark, in order
     with np.errstate(divide="ignore", invalid="ignore"):
         boots = 100 * (np.mean([a[i].mean(1) for (a, _), i in zip(ab, idx)], 0)
@@ -165,7 +165,7 @@ def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, see
         point = 100 * (np.mean([a.mean() for a, _ in ab]) / np.mean([b.mean() for _, b in ab]) - 1)
     boots = np.where(np.isnan(boots), np.inf, boots)  # 0/0 resamples: no finite ratio
     lo, hi = np.quantile(boots, 0.025, method="lower"), np.quantile(boots, 0.975, method="higher")  # infs: no mixing
-    return float(point), float(lo), float(hi), len(piv)
+    return float(point), float(lo), float(hi), sum(len(a) for a, _ in ab)
 
 
 def _labels(meta: dict, method: str) -> list[str]:
@@ -200,7 +200,10 @@ def paper_baselines(meta: dict, target: str) -> list[str]:
 
 
 def _by_question(recs: list) -> dict:
-    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN."""
+    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN;
+    built once per records list while a ledger is made (its lists never change; the list is held, so no id reused)."""
+    if (held := _CELLS.get(id(recs))) is not None and held[0] is recs:
+        return held[1]
     cells: dict = {}
     for r in recs:
         if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
@@ -208,7 +211,8 @@ def _by_question(recs: list) -> dict:
         q = cells.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
         q.append(float(r["final"]["correct"]) if ok else math.nan)
     mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
-    return {k: {q: mean(v) for q, v in c.items()} for k, c in cells.items()}
+    _CELLS[id(recs)] = recs, {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in cells.items()}
+    return _CELLS[id(recs)][1]
 
 
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
@@ -275,13 +279,11 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         return [row(claim, line, "(figure)", note="fewer than two N in this profile")]
     monotone = bool(np.all(np.diff([avg.get(lab, np.nan) for lab in upto]) >= 0))
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
-    flat = method == "majority"
-    r = row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, "(figure)", _ci(g["gain"], g["gain_lo"], g["gain_hi"]),
-            int(g["n_paired"]), flat_verdict(g["gain_lo"], g["gain_hi"]) if flat else NOT_RUN,
-            f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}", kind="judged" if flat else "gain",
-            p=float(g["p_value"]), ci=(g["gain_lo"], g["gain_hi"]),
-            psi=(run[1], upto[-1], upto[0]))  # fmt: skip
-    return [{**r, "_cap": method == "decentralized" and not monotone}]
+    flat, note = method == "majority", f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}"
+    r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, g, flat_verdict if flat else lambda *_: NOT_RUN, note,
+                    run[1])  # fmt: skip
+    ci, cap = (g["gain_lo"], g["gain_hi"]), method == "decentralized" and not monotone
+    return [{**r, "_kind": "judged" if flat else "gain", "_ci": ci, "_cap": cap}]
 
 
 def _still_rising(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -340,11 +342,14 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
     return _flag(out, run) if str(e.get("run", "")).startswith("other_") else out
 
 
+def _accuracy_row(e: dict, claim: str, recs: list, label: str, model: str = PAPER_MODEL) -> dict:
+    if (acc := _accuracy(recs, label)) is None:
+        return row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)
+    return _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=model)
+
+
 def _table1_value(e: dict, run: None, claim: str, ctx: dict) -> list[dict]:
-    acc = _accuracy(ctx["t1"][1], ctx["at_n"][e["method"]]) if ctx["t1"] and e["method"] in ctx["at_n"] else None
-    if acc is None:
-        return [row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)]
-    return [_value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False)]
+    return [_accuracy_row(e, claim, ctx["t1"][1] if ctx["t1"] else [], ctx["at_n"].get(e["method"], ""))]
 
 
 def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -422,20 +427,14 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     else:
         against = names[1:] if e["against"] == "both" else names[1:2]
         out = gain_rows(claim, line, re, names[0], against, per_benchmark=e.get("per_benchmark", False))
-    return _figure4(out)
+    return _noted(out, FIGURE4)
 
 
 def _standard_agents(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     methods = run[0]["methods"]
     ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad" and c["method"] == "decentralized"]
     ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
-    return _figure4(gain_rows(claim, e["line"], run[1], ace3[0], ctrl) if ctrl and ace3 else [])
-
-
-def _figure4(rows: list[dict]) -> list[dict]:
-    for r in rows:
-        r["note"] = (r["note"] + "; " if r["note"] else "") + "Figure 4 prints no numbers"
-    return rows
+    return _noted(gain_rows(claim, e["line"], run[1], ace3[0], ctrl) if ctrl and ace3 else [], FIGURE4)
 
 
 def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[dict]:
@@ -464,10 +463,8 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
 
 
 def _arc_voting(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    if (acc := _accuracy([r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"], "Majority Voting")) is None:
-        return _flag([row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)], run)
-    out = _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=e["model"])
-    return _flag([out], run)
+    arc = [r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"]
+    return _flag([_accuracy_row(e, claim, arc, "Majority Voting", e["model"])], run)
 
 
 def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -540,11 +537,14 @@ def standin_note(meta: dict) -> str:
     return f"STAND-IN parameters chosen from the paper's wording decide this row: {', '.join(changed)}"
 
 
-def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
-    flag = standin_note(run[0]) if run is not None else ""
-    for r in rows if flag else []:
-        r["note"] = f"{flag}; {r['note']}" if r["note"] else flag
+def _noted(rows: list[dict], text: str, first: bool = False) -> list[dict]:
+    for r in rows if text else []:
+        r["note"] = "; ".join(x for x in ((text, r["note"]) if first else (r["note"], text)) if x)
     return rows
+
+
+def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
+    return _noted(rows, standin_note(run[0]) if run is not None else "", first=True)
 
 
 def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
@@ -586,7 +586,7 @@ def _decide(r: dict) -> str:
 def needed(r: dict, m: int) -> int:
     """A row's questions for 80% power at Holm's first step over m tests (MIN_EFFECT where no effect is printed,
     FLAT_MARGIN for "flat"; an exact value: MIN_EFFECT away at discordance 0.25, the largest)."""
-    alpha = PW.holm_alpha(max(m, 1), ALPHA)
+    alpha = ALPHA / max(m, 1)  # Holm's first step: a claim's n is planned for the strictest level it must pass
     if r["_kind"] == "value":
         return PW.n_needed(MIN_EFFECT / 100, 0.25, alpha, POWER)
     claimed = r["_claimed"]
@@ -631,7 +631,7 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
     for r, a in zip(rows, adjusted):
         r["p (Holm)"], r["verdict"] = a, _decide({**r, "p (Holm)": a})
         if r["verdict"] == INCONCLUSIVE and r["p"] < ALPHA <= a:
-            r["note"] = (r["note"] + "; " if r["note"] else "") + f"p < {ALPHA:g} before the Holm correction only"
+            _noted([r], f"p < {ALPHA:g} before the Holm correction only")
         if not synthetic and r["_kind"] != "all":
             r["verdict"] = _real_model(r, m, model)
     outcome = {r["claim"]: r["verdict"] for r in rows}
@@ -649,8 +649,10 @@ def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
     """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)}); values=False: the
     exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
     with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
-        rows = _claim_rows(runs, seed, values)
-    return finalize(rows, *source(runs))
+        try:
+            return finalize(_claim_rows(runs, seed, values), *source(runs))
+        finally:
+            _CELLS.clear()
 
 
 def reads(run: str, config: dict) -> bool:

@@ -52,11 +52,6 @@ def power_at(n: int, effect: float, discordance: float, alpha: float = 0.05) -> 
     return power_strata([n], [effect], [discordance], alpha)
 
 
-def holm_alpha(m: int, alpha: float = 0.05) -> float:
-    """The level of Holm's first step over m comparisons (a claim's n is planned for the worst case it must pass)."""
-    return alpha / m
-
-
 def discordance_bounds(p_a: float, p_b: float) -> tuple[float, float]:
     """The range of the discordance two accuracies allow: (|p_a - p_b|, min(p_a + p_b, 2 - p_a - p_b))."""
     return abs(p_a - p_b), min(p_a + p_b, 2 - p_a - p_b)

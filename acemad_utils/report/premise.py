@@ -76,11 +76,6 @@ def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataF
     rows = []
     for method in fails["method"].unique():
         g = qr[qr["method"] == method]
-        if g.empty:
-            rows.append(
-                [method, "all", 0, *[np.nan] * 5, 0, *[np.nan] * 3, fails[fails.method == method].failed.mean()]
-            )
-            continue
         g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
         per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
         per_question = per_question.agg(
