@@ -127,20 +127,22 @@ class FakeOpenAI:
         self.batch_api = batch_api  # False: /files and /batches answer 404, as llama.cpp's server does
         self.models = models  # served: listed, and a chat request for another model gets 404 (None: any, "fake" listed)
         self.unserved: list[str] = []  # the model names of chat requests refused that way (not counted)
-        self.mode, self.trickle_interval = "ok", trickle_interval
+        self.mode, self.retry_after, self.huge_bytes, self.hang_max = "ok", retry_after, huge_bytes, hang_max
+        self.trickle_interval, self.default, self.models_status = trickle_interval, default, models_status
         self.set_mode(mode)
-        self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
         self.modes: Counter = Counter()  # chat requests answered in each mode
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
-        self.default, self.models_status = default, models_status
         self.requests: list[dict] = []
         self.auth: set[str] = set()  # Authorization values seen
         self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._server: Optional[ThreadingHTTPServer] = None
-        self.batch_delay, self.batch_error, self.batch_missing = batch_delay, batch_error, batch_missing
-        self.expire = set(expire)
+        self.batch_delay, self.batch_error, self.batch_missing, self.expire = (
+            batch_delay,
+            batch_error,
+            batch_missing,
+            set(expire),
+        )
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.batch_lines: list[str] = []  # every custom_id submitted
@@ -148,7 +150,7 @@ class FakeOpenAI:
 
     # ------------------------------------------------------------------ Batch API
     def _batch_view(self, bid: str) -> dict:
-        """The batch object; answers its lines (once) when its delay has passed."""
+        """The batch object; its lines are answered (once) when its delay has passed."""
         with self._lock:
             b = self.batches[bid]
             if b["status"] == "in_progress" and time.monotonic() - b["_t0"] >= self.batch_delay:
@@ -159,22 +161,19 @@ class FakeOpenAI:
         lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
         out, err = [], []
         for line in [] if b["_n"] in self.expire else lines:
-            cid, body = line["custom_id"], line["body"]
-            attempt, n = self._seen_ids[cid] - 1, self.count
-            self.count += 1
+            cid, body, n = line["custom_id"], line["body"], self.count
+            attempt, self.count = self._seen_ids[cid] - 1, n + 1
             if self.batch_missing and self.batch_missing(cid, body, attempt):
                 continue
             if msg := self.batch_error and self.batch_error(cid, body, attempt):
-                err.append({"id": f"req-{n}", "custom_id": cid, "response": None,
-                            "error": {"code": "server_error", "message": msg}})  # fmt: skip
+                err.append({"custom_id": cid, "response": None, "error": {"code": "server_error", "message": msg}})
                 continue
             self._lock.release()  # the script may take its own locks
             try:
                 r = self._decide(body, n)
             finally:
                 self._lock.acquire()
-            out.append({"id": f"req-{n}", "custom_id": cid, "error": None, "response": {
-                "status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)}})  # fmt: skip
+            out.append({"custom_id": cid, "response": {"status_code": 200, "body": completion_body(r, body, n)}})
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:
                 b[name] = fid = f"file-{len(self.files)}"
@@ -190,20 +189,18 @@ class FakeOpenAI:
             with self._lock:
                 fid = f"file-{len(self.files)}"
                 self.files[fid] = parts.get(b"file", b"")
-            return {"id": fid, "object": "file", "bytes": len(self.files[fid]), "created_at": int(time.time()),
-                    "filename": f"{fid}.jsonl", "purpose": parts.get(b"purpose", b"batch").decode(),
-                    "status": "processed"}  # fmt: skip
+            return {"id": fid, "object": "file", "bytes": len(self.files[fid]), "created_at": 0, "filename": "f.jsonl",
+                    "purpose": parts.get(b"purpose", b"batch").decode(), "status": "processed"}  # fmt: skip
         body = json.loads(raw or b"{}")
         with self._lock:
             bid, n = f"batch_{len(self.batches)}", len(self.batches)
             ids = [json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x]
             self.batch_lines += ids
             self._seen_ids.update(ids)
-            self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"],
-                                 "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
-                                 "status": "in_progress", "created_at": int(time.time()),
+            self.batches[bid] = {"id": bid, "object": "batch", "status": "in_progress", "created_at": 0, "_n": n,
                                  "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
-                                 "_t0": time.monotonic(), "_n": n}  # fmt: skip
+                                 "_t0": time.monotonic(), **{k: body[k] for k in ("endpoint", "input_file_id",
+                                                                                  "completion_window")}}  # fmt: skip
         return self._batch_view(bid)
 
     # ------------------------------------------------------------------ fault modes
@@ -215,13 +212,11 @@ class FakeOpenAI:
         if self._after <= 0:
             self.mode = mode
 
-    def _mode_now(self) -> str:
-        """The mode of the chat request arriving now (under self._lock)."""
+    def _mode_now(self) -> str:  # under self._lock
         current = self.mode
         if self._after > 0:
             self._after -= 1
-            if self._after == 0:
-                self.mode = self._pending  # from the next request on
+            self.mode = self._pending if self._after == 0 else self.mode  # from the next request on
         return current
 
     @property
@@ -241,19 +236,52 @@ class FakeOpenAI:
     def _get(self, path: str) -> tuple[int, object]:
         """The status and JSON (or bytes) a GET of `path` answers."""
         if path.endswith("/batches") and self.batch_api:
-            with self._lock:  # the list as it stands (no batch is answered by being listed)
+            with self._lock:
                 data = [{"id": k, "object": "batch", "status": b["status"]} for k, b in self.batches.items()]
             return 200, {"object": "list", "data": data, "has_more": False}
-        if "/batches/" in path:
-            bid = path.rsplit("/", 1)[1]
-            return (200, self._batch_view(bid)) if bid in self.batches else (404, {"error": {"message": "no"}})
+        if "/batches/" in path and (bid := path.rsplit("/", 1)[1]) in self.batches:
+            return 200, self._batch_view(bid)
         if path.endswith("/content") and "/files/" in path:
             return 200, self.files.get(path.split("/files/")[1].split("/")[0], b"")
-        if path.endswith("/models") and self.models_status != 200:
-            return self.models_status, {"error": {"message": "no"}}
-        if path.endswith("/models"):
+        if path.endswith("/models") and self.models_status == 200:
             return 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models or ["fake"]]}
-        return 404, {}
+        return (self.models_status if path.endswith("/models") else 404), {"error": {"message": "no"}}
+
+    def _chat(self, handler, raw: bytes) -> None:
+        """One chat request answered in the mode it arrives in (in flight until its reply starts)."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        if self.models is not None and body.get("model") not in self.models:
+            self.unserved.append(str(body.get("model")))
+            return handler.send(404, {"error": {"message": f"The model {body.get('model')} does not exist"}})
+        with self._lock:
+            mode = self._mode_now()
+            self.modes[mode] += 1
+        t0 = time.monotonic()
+        while mode == "hang" and self.mode == "hang" and time.monotonic() - t0 < self.hang_max:
+            time.sleep(0.05)
+        if mode == "down" or (mode == "hang" and self.mode == "hang"):
+            handler.close_connection = True  # no answer: a killed server, or a hang the client gave up on
+            return
+        auth = handler.headers.get("Authorization", "")
+        with self._lock:
+            n, self.count = self.count, self.count + 1
+            self.requests.append(body)
+            self.auth.add(auth)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            r = MODE_REPLIES[mode](self, body, self._decide(body, n), auth)
+            time.sleep(r.delay)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        handler.close_connection = r.drop
+        if not r.drop:
+            payload = r.raw if r.raw is not None else json.dumps(completion_body(r, body, n)).encode()
+            handler.send(r.status, payload, r.headers, self.trickle_interval if mode == "trickle" else 0.0)
 
     def __enter__(self) -> FakeOpenAI:
         fake = self
@@ -262,82 +290,34 @@ class FakeOpenAI:
             def log_message(self, *a):  # keep test output quiet
                 pass
 
-            def _send(self, status: int, body, headers: Optional[dict] = None, trickle: float = 0.0) -> None:
+            def send(self, status: int, body, headers: Optional[dict] = None, trickle: float = 0.0) -> None:
                 body = body if isinstance(body, bytes) else json.dumps(body).encode()
                 headers = {"Content-Type": "application/json"} | (headers or {}) | {"Content-Length": len(body)}
-                reason = self.responses.get(status, ("OK",))[0]
-                head = "".join(
-                    [f"{self.protocol_version} {status} {reason}\r\n"] + [f"{k}: {v}\r\n" for k, v in headers.items()]
-                )
-                if not trickle:
-                    return self.wfile.write(head.encode() + b"\r\n" + body)
-                for i, byte in enumerate(head.encode() + b"\r\n" + body):  # a byte at a time, until the client hangs up
+                head = f"{self.protocol_version} {status} {self.responses.get(status, ('OK',))[0]}\r\n"
+                data = (head + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() + body
+                self.close_connection = self.close_connection or bool(trickle)
+                for i in range(0, len(data), 1 if trickle else len(data)):  # trickle: a byte at a time
                     time.sleep(trickle if i else 0)
-                    self.wfile.write(bytes([byte]))
+                    self.wfile.write(data[i : i + (1 if trickle else len(data))])
                     self.wfile.flush()
-                self.close_connection = True
 
             def do_GET(self):
                 with fake._lock:
                     fake.auth.add(self.headers.get("Authorization", ""))
                 if fake.mode == "down":
                     self.close_connection = True
-                    return
-                self._send(*fake._get(self.path.split("?")[0].rstrip("/")))
+                else:
+                    self.send(*fake._get(self.path.split("?")[0].rstrip("/")))
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?")[0].rstrip("/")
-                if path.endswith("/files") or path.endswith("/batches"):
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    if not path.endswith(("/files", "/batches")):
+                        return fake._chat(self, raw)
                     if not fake.batch_api:
-                        return self._send(404, {"error": {"message": "Not Found"}})
-                    return self._send(200, fake._batch_post(path, self.headers, raw))
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_unparsed": raw.decode("utf-8", "replace")}
-                if fake.models is not None and body.get("model") not in fake.models:
-                    fake.unserved.append(str(body.get("model")))
-                    return self._send(404, {"error": {"message": f"The model {body.get('model')} does not exist"}})
-                with fake._lock:
-                    mode = fake._mode_now()
-                    fake.modes[mode] += 1
-                t0 = time.monotonic()
-                while mode == "hang" and fake.mode == "hang" and time.monotonic() - t0 < fake.hang_max:
-                    time.sleep(0.05)
-                if mode == "down" or (mode == "hang" and fake.mode == "hang"):
-                    self.close_connection = True  # no answer: a killed server, or a hang the client gave up on
-                    return
-                auth = self.headers.get("Authorization", "")
-                with fake._lock:
-                    n = fake.count
-                    fake.count += 1
-                    fake.requests.append(body)
-                    fake.auth.add(auth)
-                    fake.in_flight += 1
-                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                # In flight from the request read to the reply's first byte: the client may send its next request
-                # the moment it has read this reply, before this thread gets back from writing it.
-                counted = [True]
-
-                def answered() -> None:
-                    if counted.pop() if counted else False:
-                        with fake._lock:
-                            fake.in_flight -= 1
-
-                try:
-                    r = MODE_REPLIES[mode](fake, body, fake._decide(body, n), auth)
-                    time.sleep(r.delay)
-                    if r.drop:
-                        self.close_connection = True
-                        return
-                    payload = r.raw if r.raw is not None else json.dumps(completion_body(r, body, n)).encode()
-                    answered()
-                    self._send(r.status, payload, r.headers, fake.trickle_interval if mode == "trickle" else 0.0)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
-                    pass
-                finally:
-                    answered()
+                        return self.send(404, {"error": {"message": "Not Found"}})
+                    self.send(200, fake._batch_post(path, self.headers, raw))
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 resets connections under concurrent load
