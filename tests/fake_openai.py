@@ -1,14 +1,6 @@
-"""A fake OpenAI-compatible server on 127.0.0.1 for tests and fault injection (stdlib only).
-
-    with FakeOpenAI(["hello", Reply(status=429, headers={"Retry-After": "0.1"}), "again"]) as srv:
-        LLMClient(base_url=srv.url, api_key="sk-fake").generate(...); srv.count, srv.requests, srv.max_in_flight
-
-`script` answers POST /v1/chat/completions: a list (consumed in order, then `default`) or `f(body, n) -> Reply | str`.
-GET /v1/models lists `models` (a chat request for another model gets 404). The Batch API (/v1/files, /v1/batches)
-answers each line with the same script `batch_delay` s after batches.create (`batch_error`, `batch_missing`, `expire`
-inject failures). A fault mode (MODES: set at construction or by set_mode(mode, after=n)) changes every later chat
-reply. FaultInjector is a deterministic fake debater with seeded faults.
-"""
+"""A fake OpenAI-compatible server on 127.0.0.1 (stdlib only): `script` (a list of replies, then `default`, or
+f(body, n) -> Reply | str) answers chat completions and Batch API lines; a fault mode (MODES, set_mode) changes every
+later reply; FaultInjector is a deterministic fake debater with seeded faults."""
 
 from __future__ import annotations
 
@@ -397,21 +389,9 @@ def _map(reply: dict, f: Callable[[dict], dict]) -> dict:
 
 
 class FaultInjector:
-    """A FakeOpenAI script: a deterministic debate model with seeded faults, HTTP_FAULTS on any request and
-    CONTENT_FAULTS on a commit's 200. Whether attempt k of a request is faulty hashes (seed, body, k); its final
-    text hashes (seed, body) only, so it never depends on arrival order or a crash in between.
-
-    rate          probability that a request attempt gets a fault. Free-text requests only get transport
-                  faults; for a structured request the rate is split between transport faults (per attempt)
-                  and content faults (per request, attempt-independent) by their weights in `mix`, so every
-                  attempt of every request is faulty with probability `rate`.
-    mix           relative weights of the kinds (DEFAULT_MIX); a kind of weight 0 is never injected
-    max_faults_per_request  transport faults stop after this many attempts of one identical request (None: never)
-    slow_delay    seconds a "slow" reply waits (set it above the client timeout); retry_after: a 429's Retry-After
-    truth         f(info) -> the correct label or None; clean commitments then favour the truth with
-                  probability `truth_rate`, and faulty replies name it (the bait)
-    force         f(body, info) -> a fault kind to inject regardless of the rate (not capped), or None
-    """
+    """A deterministic debate model whose every attempt is faulty with probability `rate` (HTTP_FAULTS per attempt,
+    CONTENT_FAULTS per structured request, weighted by `mix`), hashed from (seed, body, attempt) so it never depends
+    on arrival order; truth(info) names the bait faulty replies favour, force(body, info) a fault kind to inject."""
 
     def __init__(self, rate: float = 0.3, *, seed: int = 0, mix: Optional[dict] = None,
                  max_faults_per_request: Optional[int] = None, slow_delay: float = 1.0, retry_after: str = "0.01",
@@ -537,12 +517,9 @@ class FaultInjector:
 
 
 class PremiseAgents:
-    """A FakeOpenAI script whose AceMAD debaters do (holds=True) or do not carry AceMAD's premise, on questions whose
-    gold answer is `truth` and whose shared misconception is `trap`. The Skeptic (AceMAD's truth-holder) answers the
-    truth; every other agent answers the trap, or the truth with probability `crowd_right` (a hash of the request).
-    Who predicts its peers well: with the premise, the Skeptic (its peer prediction is the crowd's actual mean,
-    trap-heavy) while the crowd predicts consensus on its own answer; without it the agents who answer wrong predict
-    the crowd and every right agent predicts an option nobody holds, so the best predictor is a wrong agent."""
+    """Debaters that do (holds) or do not carry AceMAD's premise: the Skeptic answers `truth`, the others `trap` (or
+    the truth with probability crowd_right); with the premise the Skeptic predicts its peers best, without it a wrong
+    agent does (the crowd forecasts consensus on its own answer; a right agent, an option nobody holds)."""
 
     def __init__(self, holds: bool, truth: str = "A", trap: str = "B", crowd_right: float = 0.3, seed: int = 0):
         self.holds, self.truth, self.trap, self.crowd_right, self.seed = holds, truth, trap, crowd_right, seed
@@ -559,8 +536,6 @@ class PremiseAgents:
         if info["want_q"]:
             skilled = skeptic if self.holds else not right
             crowd = {x: 0.0 for x in labels} | {self.trap: 0.7, self.truth: 0.3}  # the crowd's actual mean, roughly
-            # an unskilled forecast: consensus on its own answer (with the premise); without it, a right agent's
-            # forecast names an option nobody holds, so in every round a wrong agent predicts the peers best
             other = next((x for x in labels if x not in (self.truth, self.trap)), answer)
             miss = reply["self_prob"] if self.holds else _dist(0.5, labels, other, mass=0.85)
             reply["peer_prediction"] = crowd if skilled else miss
@@ -570,8 +545,7 @@ class PremiseAgents:
 
 
 def main(argv=None) -> int:
-    """Serve a clean deterministic fake model (FaultInjector without faults) until killed, for runs outside pytest
-    (CI's `paper` profile): `python tests/fake_openai.py --url-file /tmp/fake.url &` writes its base URL there."""
+    """A clean fake model until killed, for CI's `paper` profile (`--url-file F`: its base URL written to F)."""
     import argparse
     import signal
 

@@ -1,4 +1,4 @@
-"""Against tests/fake_openai.py's fault modes (loopback only): a fault while building subsets never poisons the checkout,
+"""Against tests/fake_openai.py's fault modes (loopback only): a fault while building subsets never poisons a checkout,
 failures are counted and shown, a dead or hung endpoint stops the run with one line, one run per profile, no path
 outside outputs/, bounded replies and parameter values."""
 
