@@ -127,7 +127,7 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-class ResponseCache:
+class ResponseCache(contextlib.AbstractContextManager):
     """A key -> JSON dict store; each write one INSERT OR REPLACE transaction (a crash leaves no half row)."""
 
     def __init__(self, path: str | os.PathLike):
@@ -241,9 +241,6 @@ class ResponseCache:
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
-
-    def __enter__(self) -> ResponseCache:
-        return self
 
     def __exit__(self, *exc) -> None:
         self.close()
