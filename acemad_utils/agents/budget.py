@@ -49,6 +49,10 @@ class Budget:
         self.exhausted = False  # once refused, every later paid call is refused (the run stops consistently)
         self._lock = threading.Lock()
 
+    @property
+    def total(self) -> float:  # paid by this run: earlier kernels and this process
+        return self.spent_before + self.spent
+
     def reserve(self, estimate: Optional[float], model: str = "") -> float:
         """Reserve `estimate` USD for a call about to be sent (returned, for settle), or raise BudgetExceeded."""
         if estimate is None and self.max_usd is not None:
@@ -56,7 +60,7 @@ class Budget:
         if estimate is None or estimate <= 0 or self.max_usd is None:
             return 0.0
         with self._lock:
-            total = self.spent_before + self.spent
+            total = self.total
             if self.exhausted or total + self.reserved + estimate > self.max_usd:
                 self.exhausted = True
                 raise BudgetExceeded(f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${total:.2f} "
