@@ -1,14 +1,6 @@
-"""A fake OpenAI-compatible server on 127.0.0.1 for tests and fault injection (stdlib only).
-
-    with FakeOpenAI(["hello", Reply(status=429, headers={"Retry-After": "0.1"}), "again"]) as srv:
-        LLMClient(base_url=srv.url, api_key="sk-fake").generate(...); srv.count, srv.requests, srv.max_in_flight
-
-`script` answers POST /v1/chat/completions: a list (consumed in order, then `default`) or `f(body, n) -> Reply | str`.
-GET /v1/models lists `models` (a chat request for another model gets 404). The Batch API (/v1/files, /v1/batches)
-answers each line with the same script `batch_delay` s after batches.create (`batch_error`, `batch_missing`, `expire`
-inject failures). A fault mode (MODES: set at construction or by set_mode(mode, after=n)) changes every later chat
-reply. FaultInjector is a deterministic fake debater with seeded faults.
-"""
+"""A fake OpenAI-compatible server on 127.0.0.1 (stdlib only): `script` (a list of replies, then `default`, or
+f(body, n) -> Reply | str) answers chat completions and Batch API lines; a fault mode (MODES, set_mode) changes every
+later reply; FaultInjector is a deterministic fake debater with seeded faults."""
 
 from __future__ import annotations
 
@@ -127,20 +119,22 @@ class FakeOpenAI:
         self.batch_api = batch_api  # False: /files and /batches answer 404, as llama.cpp's server does
         self.models = models  # served: listed, and a chat request for another model gets 404 (None: any, "fake" listed)
         self.unserved: list[str] = []  # the model names of chat requests refused that way (not counted)
-        self.mode, self.trickle_interval = "ok", trickle_interval
+        self.mode, self.retry_after, self.huge_bytes, self.hang_max = "ok", retry_after, huge_bytes, hang_max
+        self.trickle_interval, self.default, self.models_status = trickle_interval, default, models_status
         self.set_mode(mode)
-        self.retry_after, self.huge_bytes, self.hang_max = retry_after, huge_bytes, hang_max
         self.modes: Counter = Counter()  # chat requests answered in each mode
         self._fn = script if callable(script) else None
         self._queue = deque(script) if script is not None and not callable(script) else deque()
-        self.default, self.models_status = default, models_status
         self.requests: list[dict] = []
         self.auth: set[str] = set()  # Authorization values seen
         self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
-        self._server: Optional[ThreadingHTTPServer] = None
-        self.batch_delay, self.batch_error, self.batch_missing = batch_delay, batch_error, batch_missing
-        self.expire = set(expire)
+        self.batch_delay, self.batch_error, self.batch_missing, self.expire = (
+            batch_delay,
+            batch_error,
+            batch_missing,
+            set(expire),
+        )
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.batch_lines: list[str] = []  # every custom_id submitted
@@ -148,7 +142,7 @@ class FakeOpenAI:
 
     # ------------------------------------------------------------------ Batch API
     def _batch_view(self, bid: str) -> dict:
-        """The batch object; answers its lines (once) when its delay has passed."""
+        """The batch object; its lines are answered (once) when its delay has passed."""
         with self._lock:
             b = self.batches[bid]
             if b["status"] == "in_progress" and time.monotonic() - b["_t0"] >= self.batch_delay:
@@ -159,22 +153,19 @@ class FakeOpenAI:
         lines = [json.loads(x) for x in self.files[b["input_file_id"]].decode().splitlines() if x.strip()]
         out, err = [], []
         for line in [] if b["_n"] in self.expire else lines:
-            cid, body = line["custom_id"], line["body"]
-            attempt, n = self._seen_ids[cid] - 1, self.count
-            self.count += 1
+            cid, body, n = line["custom_id"], line["body"], self.count
+            attempt, self.count = self._seen_ids[cid] - 1, n + 1
             if self.batch_missing and self.batch_missing(cid, body, attempt):
                 continue
             if msg := self.batch_error and self.batch_error(cid, body, attempt):
-                err.append({"id": f"req-{n}", "custom_id": cid, "response": None,
-                            "error": {"code": "server_error", "message": msg}})  # fmt: skip
+                err.append({"custom_id": cid, "response": None, "error": {"code": "server_error", "message": msg}})
                 continue
             self._lock.release()  # the script may take its own locks
             try:
                 r = self._decide(body, n)
             finally:
                 self._lock.acquire()
-            out.append({"id": f"req-{n}", "custom_id": cid, "error": None, "response": {
-                "status_code": 200, "request_id": f"r{n}", "body": completion_body(r, body, n)}})  # fmt: skip
+            out.append({"custom_id": cid, "response": {"status_code": 200, "body": completion_body(r, body, n)}})
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:
                 b[name] = fid = f"file-{len(self.files)}"
@@ -190,20 +181,18 @@ class FakeOpenAI:
             with self._lock:
                 fid = f"file-{len(self.files)}"
                 self.files[fid] = parts.get(b"file", b"")
-            return {"id": fid, "object": "file", "bytes": len(self.files[fid]), "created_at": int(time.time()),
-                    "filename": f"{fid}.jsonl", "purpose": parts.get(b"purpose", b"batch").decode(),
-                    "status": "processed"}  # fmt: skip
+            return {"id": fid, "object": "file", "bytes": len(self.files[fid]), "created_at": 0, "filename": "f.jsonl",
+                    "purpose": parts.get(b"purpose", b"batch").decode(), "status": "processed"}  # fmt: skip
         body = json.loads(raw or b"{}")
         with self._lock:
             bid, n = f"batch_{len(self.batches)}", len(self.batches)
             ids = [json.loads(x)["custom_id"] for x in self.files[body["input_file_id"]].decode().splitlines() if x]
             self.batch_lines += ids
             self._seen_ids.update(ids)
-            self.batches[bid] = {"id": bid, "object": "batch", "endpoint": body["endpoint"],
-                                 "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
-                                 "status": "in_progress", "created_at": int(time.time()),
+            self.batches[bid] = {"id": bid, "object": "batch", "status": "in_progress", "created_at": 0, "_n": n,
                                  "request_counts": {"total": len(ids), "completed": 0, "failed": 0},
-                                 "_t0": time.monotonic(), "_n": n}  # fmt: skip
+                                 "_t0": time.monotonic(), **{k: body[k] for k in ("endpoint", "input_file_id",
+                                                                                  "completion_window")}}  # fmt: skip
         return self._batch_view(bid)
 
     # ------------------------------------------------------------------ fault modes
@@ -215,13 +204,11 @@ class FakeOpenAI:
         if self._after <= 0:
             self.mode = mode
 
-    def _mode_now(self) -> str:
-        """The mode of the chat request arriving now (under self._lock)."""
+    def _mode_now(self) -> str:  # under self._lock
         current = self.mode
         if self._after > 0:
             self._after -= 1
-            if self._after == 0:
-                self.mode = self._pending  # from the next request on
+            self.mode = self._pending if self._after == 0 else self.mode  # from the next request on
         return current
 
     @property
@@ -241,19 +228,52 @@ class FakeOpenAI:
     def _get(self, path: str) -> tuple[int, object]:
         """The status and JSON (or bytes) a GET of `path` answers."""
         if path.endswith("/batches") and self.batch_api:
-            with self._lock:  # the list as it stands (no batch is answered by being listed)
+            with self._lock:
                 data = [{"id": k, "object": "batch", "status": b["status"]} for k, b in self.batches.items()]
             return 200, {"object": "list", "data": data, "has_more": False}
-        if "/batches/" in path:
-            bid = path.rsplit("/", 1)[1]
-            return (200, self._batch_view(bid)) if bid in self.batches else (404, {"error": {"message": "no"}})
+        if "/batches/" in path and (bid := path.rsplit("/", 1)[1]) in self.batches:
+            return 200, self._batch_view(bid)
         if path.endswith("/content") and "/files/" in path:
             return 200, self.files.get(path.split("/files/")[1].split("/")[0], b"")
-        if path.endswith("/models") and self.models_status != 200:
-            return self.models_status, {"error": {"message": "no"}}
-        if path.endswith("/models"):
+        if path.endswith("/models") and self.models_status == 200:
             return 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models or ["fake"]]}
-        return 404, {}
+        return (self.models_status if path.endswith("/models") else 404), {"error": {"message": "no"}}
+
+    def _chat(self, handler, raw: bytes) -> None:
+        """One chat request answered in the mode it arrives in (in flight until its reply starts)."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        if self.models is not None and body.get("model") not in self.models:
+            self.unserved.append(str(body.get("model")))
+            return handler.send(404, {"error": {"message": f"The model {body.get('model')} does not exist"}})
+        with self._lock:
+            mode = self._mode_now()
+            self.modes[mode] += 1
+        t0 = time.monotonic()
+        while mode == "hang" and self.mode == "hang" and time.monotonic() - t0 < self.hang_max:
+            time.sleep(0.05)
+        if mode == "down" or (mode == "hang" and self.mode == "hang"):
+            handler.close_connection = True  # no answer: a killed server, or a hang the client gave up on
+            return
+        auth = handler.headers.get("Authorization", "")
+        with self._lock:
+            n, self.count = self.count, self.count + 1
+            self.requests.append(body)
+            self.auth.add(auth)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            r = MODE_REPLIES[mode](self, body, self._decide(body, n), auth)
+            time.sleep(r.delay)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        handler.close_connection = r.drop
+        if not r.drop:
+            payload = r.raw if r.raw is not None else json.dumps(completion_body(r, body, n)).encode()
+            handler.send(r.status, payload, r.headers, self.trickle_interval if mode == "trickle" else 0.0)
 
     def __enter__(self) -> FakeOpenAI:
         fake = self
@@ -262,82 +282,34 @@ class FakeOpenAI:
             def log_message(self, *a):  # keep test output quiet
                 pass
 
-            def _send(self, status: int, body, headers: Optional[dict] = None, trickle: float = 0.0) -> None:
+            def send(self, status: int, body, headers: Optional[dict] = None, trickle: float = 0.0) -> None:
                 body = body if isinstance(body, bytes) else json.dumps(body).encode()
                 headers = {"Content-Type": "application/json"} | (headers or {}) | {"Content-Length": len(body)}
-                reason = self.responses.get(status, ("OK",))[0]
-                head = "".join(
-                    [f"{self.protocol_version} {status} {reason}\r\n"] + [f"{k}: {v}\r\n" for k, v in headers.items()]
-                )
-                if not trickle:
-                    return self.wfile.write(head.encode() + b"\r\n" + body)
-                for i, byte in enumerate(head.encode() + b"\r\n" + body):  # a byte at a time, until the client hangs up
+                head = f"{self.protocol_version} {status} {self.responses.get(status, ('OK',))[0]}\r\n"
+                data = (head + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() + body
+                self.close_connection = self.close_connection or bool(trickle)
+                for i in range(0, len(data), 1 if trickle else len(data)):  # trickle: a byte at a time
                     time.sleep(trickle if i else 0)
-                    self.wfile.write(bytes([byte]))
+                    self.wfile.write(data[i : i + (1 if trickle else len(data))])
                     self.wfile.flush()
-                self.close_connection = True
 
             def do_GET(self):
                 with fake._lock:
                     fake.auth.add(self.headers.get("Authorization", ""))
                 if fake.mode == "down":
                     self.close_connection = True
-                    return
-                self._send(*fake._get(self.path.split("?")[0].rstrip("/")))
+                else:
+                    self.send(*fake._get(self.path.split("?")[0].rstrip("/")))
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?")[0].rstrip("/")
-                if path.endswith("/files") or path.endswith("/batches"):
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    if not path.endswith(("/files", "/batches")):
+                        return fake._chat(self, raw)
                     if not fake.batch_api:
-                        return self._send(404, {"error": {"message": "Not Found"}})
-                    return self._send(200, fake._batch_post(path, self.headers, raw))
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_unparsed": raw.decode("utf-8", "replace")}
-                if fake.models is not None and body.get("model") not in fake.models:
-                    fake.unserved.append(str(body.get("model")))
-                    return self._send(404, {"error": {"message": f"The model {body.get('model')} does not exist"}})
-                with fake._lock:
-                    mode = fake._mode_now()
-                    fake.modes[mode] += 1
-                t0 = time.monotonic()
-                while mode == "hang" and fake.mode == "hang" and time.monotonic() - t0 < fake.hang_max:
-                    time.sleep(0.05)
-                if mode == "down" or (mode == "hang" and fake.mode == "hang"):
-                    self.close_connection = True  # no answer: a killed server, or a hang the client gave up on
-                    return
-                auth = self.headers.get("Authorization", "")
-                with fake._lock:
-                    n = fake.count
-                    fake.count += 1
-                    fake.requests.append(body)
-                    fake.auth.add(auth)
-                    fake.in_flight += 1
-                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                # In flight from the request read to the reply's first byte: the client may send its next request
-                # the moment it has read this reply, before this thread gets back from writing it.
-                counted = [True]
-
-                def answered() -> None:
-                    if counted.pop() if counted else False:
-                        with fake._lock:
-                            fake.in_flight -= 1
-
-                try:
-                    r = MODE_REPLIES[mode](fake, body, fake._decide(body, n), auth)
-                    time.sleep(r.delay)
-                    if r.drop:
-                        self.close_connection = True
-                        return
-                    payload = r.raw if r.raw is not None else json.dumps(completion_body(r, body, n)).encode()
-                    answered()
-                    self._send(r.status, payload, r.headers, fake.trickle_interval if mode == "trickle" else 0.0)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
-                    pass
-                finally:
-                    answered()
+                        return self.send(404, {"error": {"message": "Not Found"}})
+                    self.send(200, fake._batch_post(path, self.headers, raw))
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 resets connections under concurrent load
@@ -417,21 +389,9 @@ def _map(reply: dict, f: Callable[[dict], dict]) -> dict:
 
 
 class FaultInjector:
-    """A FakeOpenAI script: a deterministic debate model with seeded faults, HTTP_FAULTS on any request and
-    CONTENT_FAULTS on a commit's 200. Whether attempt k of a request is faulty hashes (seed, body, k); its final
-    text hashes (seed, body) only, so it never depends on arrival order or a crash in between.
-
-    rate          probability that a request attempt gets a fault. Free-text requests only get transport
-                  faults; for a structured request the rate is split between transport faults (per attempt)
-                  and content faults (per request, attempt-independent) by their weights in `mix`, so every
-                  attempt of every request is faulty with probability `rate`.
-    mix           relative weights of the kinds (DEFAULT_MIX); a kind of weight 0 is never injected
-    max_faults_per_request  transport faults stop after this many attempts of one identical request (None: never)
-    slow_delay    seconds a "slow" reply waits (set it above the client timeout); retry_after: a 429's Retry-After
-    truth         f(info) -> the correct label or None; clean commitments then favour the truth with
-                  probability `truth_rate`, and faulty replies name it (the bait)
-    force         f(body, info) -> a fault kind to inject regardless of the rate (not capped), or None
-    """
+    """A deterministic debate model whose every attempt is faulty with probability `rate` (HTTP_FAULTS per attempt,
+    CONTENT_FAULTS per structured request, weighted by `mix`), hashed from (seed, body, attempt) so it never depends
+    on arrival order; truth(info) names the bait faulty replies favour, force(body, info) a fault kind to inject."""
 
     def __init__(self, rate: float = 0.3, *, seed: int = 0, mix: Optional[dict] = None,
                  max_faults_per_request: Optional[int] = None, slow_delay: float = 1.0, retry_after: str = "0.01",
@@ -557,12 +517,9 @@ class FaultInjector:
 
 
 class PremiseAgents:
-    """A FakeOpenAI script whose AceMAD debaters do (holds=True) or do not carry AceMAD's premise, on questions whose
-    gold answer is `truth` and whose shared misconception is `trap`. The Skeptic (AceMAD's truth-holder) answers the
-    truth; every other agent answers the trap, or the truth with probability `crowd_right` (a hash of the request).
-    Who predicts its peers well: with the premise, the Skeptic (its peer prediction is the crowd's actual mean,
-    trap-heavy) while the crowd predicts consensus on its own answer; without it the agents who answer wrong predict
-    the crowd and every right agent predicts an option nobody holds, so the best predictor is a wrong agent."""
+    """Debaters that do (holds) or do not carry AceMAD's premise: the Skeptic answers `truth`, the others `trap` (or
+    the truth with probability crowd_right); with the premise the Skeptic predicts its peers best, without it a wrong
+    agent does (the crowd forecasts consensus on its own answer; a right agent, an option nobody holds)."""
 
     def __init__(self, holds: bool, truth: str = "A", trap: str = "B", crowd_right: float = 0.3, seed: int = 0):
         self.holds, self.truth, self.trap, self.crowd_right, self.seed = holds, truth, trap, crowd_right, seed
@@ -579,8 +536,6 @@ class PremiseAgents:
         if info["want_q"]:
             skilled = skeptic if self.holds else not right
             crowd = {x: 0.0 for x in labels} | {self.trap: 0.7, self.truth: 0.3}  # the crowd's actual mean, roughly
-            # an unskilled forecast: consensus on its own answer (with the premise); without it, a right agent's
-            # forecast names an option nobody holds, so in every round a wrong agent predicts the peers best
             other = next((x for x in labels if x not in (self.truth, self.trap)), answer)
             miss = reply["self_prob"] if self.holds else _dist(0.5, labels, other, mass=0.85)
             reply["peer_prediction"] = crowd if skilled else miss
@@ -590,8 +545,7 @@ class PremiseAgents:
 
 
 def main(argv=None) -> int:
-    """Serve a clean deterministic fake model (FaultInjector without faults) until killed, for runs outside pytest
-    (CI's `paper` profile): `python tests/fake_openai.py --url-file /tmp/fake.url &` writes its base URL there."""
+    """A clean fake model until killed, for CI's `paper` profile (`--url-file F`: its base URL written to F)."""
     import argparse
     import signal
 

@@ -1,8 +1,5 @@
-"""CALLS_VIA batch against the fake Batch API of tests/fake_openai.py: a batch run writes the transcripts of
-the synchronous run (usage aside) despite error lines, missing lines and an expired batch; a request that
-fails in every batch fails its question like a synchronous call; a process killed while it polls and then
-restarted submits no request twice; the export/import files round-trip through the cache.
-"""
+"""CALLS_VIA batch against tests/fake_openai.py's Batch API: the synchronous run's transcripts despite error lines,
+missing lines and an expired batch; a process killed while it polls submits nothing twice; export/import round-trip."""
 
 from __future__ import annotations
 
@@ -45,8 +42,7 @@ def _no_usage(x):
 
 
 def strip_usage(path: Path) -> list:
-    """A run's records without usage counters (at any depth: rounds, the Single Agent's runs), in a fixed order:
-    usage says how a reply was obtained, and questions finish in a different order in the two modes."""
+    """A run's records without usage counters (how a reply was obtained), in a fixed order."""
     recs = [_no_usage(r) for r in read_jsonl(path)]
     return sorted(recs, key=lambda r: (r["question_id"], r["method"], r.get("repeat", 0)))
 

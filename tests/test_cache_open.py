@@ -1,10 +1,5 @@
-"""A response cache that cannot be used stops the run when it is opened, before any call, with a CacheError
-naming the file and what to do; the file itself is left exactly as it was (its replies may have cost money).
-
-Cases: garbage bytes, a text file, a real cache cut in the middle, a read-only file (chmod 0444), a read-only
-directory (with and without a cache in it), a directory where the file should be. Read-only cases run in a
-child process as an unprivileged user when the tests run as root (root writes through 0444). Loopback only.
-"""
+"""An unusable response cache stops the run when opened, before any call, with a CacheError naming the file and the
+fix, and is left as it was (its replies may have cost money). Read-only cases run as an unprivileged child."""
 
 from __future__ import annotations
 

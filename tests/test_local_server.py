@@ -1,6 +1,5 @@
-"""local_server.serve()'s prompt-cache option reaches llama-cpp-python's server as the settings it defines
-(--cache true --cache_type ram --cache_size N), only when asked for; ACEMAD_PROMPT_CACHE overrides the default.
-No server is started here (the real one: tests/test_local_model.py)."""
+"""serve()'s prompt cache reaches llama-cpp-python's server as its own settings, only when asked for (no server is
+started here; the real one: tests/test_local_model.py)."""
 
 from __future__ import annotations
 

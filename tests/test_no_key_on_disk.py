@@ -1,6 +1,5 @@
-"""No secret is ever written to disk: the key (sk-like, or 40 plain characters so that redaction by value is what is
-tested) goes over the wire and nowhere else, even when the endpoint echoes it: no file a run writes (cache with its
-WAL, transcripts, meta, executed notebook, DEBUG log, lock holders), nothing printed, no raised exception holds it."""
+"""The key (sk-like, or 40 plain characters: redaction by value) goes over the wire and nowhere else, even when the
+endpoint echoes it: no file a run writes, nothing printed, no raised exception holds it."""
 
 from __future__ import annotations
 

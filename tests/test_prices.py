@@ -1,7 +1,5 @@
-"""Spend safety: a call is free only when known to be free (the project's own llama.cpp server, or
-`free: true` in the profile); any other model without a price is unpriced, loopback or not. The estimate shows
-it as unpriced, MAX_USD refuses to start while a model it will call is unpriced, and the cap counts every
-priced endpoint, loopback included. A profile's price overrides the table."""
+"""Spend safety: a call is free only when known free (our own llama.cpp server, `free: true`); any other model
+without a price is unpriced, loopback or not: shown so, refused under MAX_USD; a profile's price wins."""
 
 from __future__ import annotations
 

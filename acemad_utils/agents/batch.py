@@ -1,9 +1,7 @@
-"""CALLS_VIA batch: a run's calls through the OpenAI Batch API (50% off); CALLS_VIA files: written as a Batch-API JSONL
-for another runner (vLLM run_batch), its output imported (`python -m acemad_utils.agents.batch status|export|import`).
-Debates are round-synchronous, so a batch run is a sequence of passes: a question's first uncached call is queued
-(Deferred: it waits), flush() submits the queue and stores every reply under the synchronous call's cache key, and
-the waiting questions run again from the cache: the transcripts are a synchronous run's. Each batch is recorded in
-the cache right after batches.create, so a process killed while polling adopts it on restart instead of paying twice.
+"""CALLS_VIA batch (the OpenAI Batch API, 50% off) or files (a Batch-API JSONL for vLLM run_batch, then `python -m
+acemad_utils.agents.batch import`): a question's first uncached call is queued (Deferred), flush() stores every reply
+under the synchronous call's cache key and the questions run again from the cache, so the transcripts are a
+synchronous run's. A batch is recorded right after batches.create: a killed process adopts it instead of paying twice.
 """
 
 from __future__ import annotations
@@ -18,28 +16,19 @@ import time
 from collections.abc import Callable
 from typing import Optional
 
-from acemad_utils.agents.cache import (
-    GarbledResponse,
-    ResponseCache,
-    canonical_json,
-    empty_reply,
-    parse_reply,
-    usage_tokens,
-)
+from acemad_utils.agents import cache as C
+from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import outputs
 
 
-class Deferred(Exception):
-    """A call was queued for the next batch instead of being sent: its question waits (runner: not a failure)."""
+class Deferred(Exception): ...  # a call queued for the next batch: its question waits (not a failure)
 
 
-class BatchExported(RuntimeError):
-    """CALLS_VIA files: the queue was written as a request JSONL; str() says which file and what to do next."""
+class BatchExported(RuntimeError): ...  # CALLS_VIA files: str() names the request file and what to do next
 
 
-class BatchRequestFailed(RuntimeError):
-    """A request failed in every batch it was sent in (error line, missing line, expired batch)."""
+class BatchRequestFailed(RuntimeError): ...  # failed in every batch it was sent in
 
 
 def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, *, status: str = "submitted") -> None:
@@ -49,7 +38,7 @@ def record_batch(cache: ResponseCache, batch_id: str, kind: str, entries: list, 
                      (batch_id, time.time(), status, kind, len(entries)))  # fmt: skip
         conn.executemany(
             "INSERT OR REPLACE INTO batch_requests (batch_id, key, model, kind, mode, body) VALUES (?, ?, ?, ?, ?, ?)",
-            [(batch_id, e["key"], e["model"], kind, e["mode"], canonical_json(e["body"])) for e in entries],
+            [(batch_id, e["key"], e["model"], kind, e["mode"], C.canonical_json(e["body"])) for e in entries],
         )
 
 
@@ -59,7 +48,7 @@ def _requests(conn, where: str = "", args: tuple = ()) -> dict:
 
 
 def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
-    """(cache value, None) for a usable reply, else (None, why not): read as the client reads a reply."""
+    """(cache value, None) for a usable reply, else (None, why not), read as the client reads a reply."""
     err, resp = line.get("error"), line.get("response") or {}
     if err:
         return None, f"batch error {err.get('code') or ''}: {err.get('message') or err}".strip()
@@ -68,20 +57,19 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
         msg = (body.get("error") or {}).get("message") if isinstance(body, dict) else body
         return None, f"HTTP {resp.get('status_code')} in the batch: {str(msg)[:200]}"
     try:
-        reply = parse_reply(json.dumps(body).encode(), "a batch output line")
-    except GarbledResponse as e:
+        reply = C.parse_reply(json.dumps(body).encode(), "a batch output line")
+    except C.GarbledResponse as e:
         return None, str(e)
-    if (empty := empty_reply(choice := reply["choices"][0])) is not None:  # a failed call, never cached
+    if (empty := C.empty_reply(choice := reply["choices"][0])) is not None:  # a failed call, never cached
         return None, empty
-    pt, ct, cached = usage_tokens(reply.get("usage"))
+    pt, ct, cached = C.usage_tokens(reply.get("usage"))
     text = redact(choice["message"].get("content") or "")  # as the client's replies: no key kept
     return {"text": text, "finish_reason": choice.get("finish_reason"), "prompt_tokens": pt, "completion_tokens": ct,
             "cached_tokens": cached, "batch": True}, None  # fmt: skip
 
 
 def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:
-    """Store each usable reply of a Batch-API output JSONL (custom_id = cache key) to `requests` ({key: {model, kind,
-    mode}}; default: every recorded one, never another): ({key: reply stored}, {key: why not})."""
+    """Store the usable replies of an output JSONL (custom_id = cache key) to recorded `requests`: (stored, errors)."""
     stored, errors = {}, {}
     if requests is None:
         with cache.connect() as conn:
@@ -110,8 +98,7 @@ def requests_jsonl(entries) -> str:
 
 
 class Batcher:
-    """A pass's cache misses (one per distinct call, with the client that would send it), submitted through that
-    client's SDK, each queued again in up to max_attempts batches; export_dir (CALLS_VIA files): written there."""
+    """A pass's cache misses, each sent in up to max_attempts batches by its client; export_dir: CALLS_VIA files."""
 
     def __init__(self, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0, poll_max: float = 300.0,
                  completion_window: str = "24h", export_dir: Optional[str] = None):  # fmt: skip
@@ -125,7 +112,7 @@ class Batcher:
         self.submitted = 0  # requests submitted by this process
 
     def defer(self, client, key: str, model: str, body: dict, *, mode: Optional[str]) -> None:
-        """Queue a call (Deferred: its question waits), or BatchRequestFailed once it failed max_attempts batches."""
+        """Queue a call (Deferred), or BatchRequestFailed once it failed max_attempts batches."""
         with self._lock:
             if (reason := self.failed.get(key)) is None:
                 self.entries.setdefault(key, {"key": key, "model": model, "body": body, "mode": mode, "client": client})
@@ -134,7 +121,7 @@ class Batcher:
         raise Deferred(key)
 
     def flush(self, should_stop: Callable[[], bool] = lambda: False, progress: bool = True) -> None:
-        """Resolve every queued request: stored in the cache, or given up after max_attempts batches."""
+        """Every queued request stored in the cache, or given up after max_attempts batches."""
         with self._lock:
             entries, self.entries = self.entries, {}
         if self.export_dir is not None:

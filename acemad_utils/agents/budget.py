@@ -1,6 +1,6 @@
 """MAX_USD: each paid call reserves its dearest estimate (completion = its max_tokens) before it is sent, so a run stops
-before it could pass the cap, not after; kernels of one reproduce run share the cap through the response cache
-(ACEMAD_MAX_USD, ACEMAD_BUDGET_SINCE). Free calls are never refused; an unpriced model cannot be counted."""
+before it could pass the cap; kernels of one reproduce run share it through the response cache (ACEMAD_MAX_USD,
+ACEMAD_BUDGET_SINCE). Free calls are never refused; an unpriced model cannot be counted."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ ENV_MAX = "ACEMAD_MAX_USD"
 ENV_SINCE = "ACEMAD_BUDGET_SINCE"
 
 
-class BudgetExceeded(RuntimeError):
-    """A paid call was not sent: it could take the run past MAX_USD (the runner stops starting questions)."""
+class BudgetExceeded(RuntimeError): ...  # a paid call was not sent: it could take the run past MAX_USD
 
 
 class UnpricedModel(BudgetExceeded):
@@ -25,35 +24,27 @@ class UnpricedModel(BudgetExceeded):
 
 
 def unpriced_message(models) -> str:
-    """Why a capped run will not start, and how to fix it, for the unpriced `models`."""
-    one = len(models) == 1
-    return (
-        f"MAX_USD is set but {', '.join(repr(m) for m in models)} {'has' if one else 'have'} no price: the cap could "
-        f"not count {'its' if one else 'their'} calls, so nothing is sent. "
-        + (
-            "To fix it, " + HOW_TO_PRICE.format(model=models[0])
-            if one
-            else "For each MODEL, " + HOW_TO_PRICE.format(model="MODEL")
-        )
-        + ". An endpoint on localhost is not assumed free: it may be a gateway to a paid provider."
-    )
+    """Why a capped run will not start for the unpriced `models`, and how to fix it."""
+    how = HOW_TO_PRICE.format(model=models[0] if len(models) == 1 else "MODEL")
+    return (f"MAX_USD is set but {', '.join(map(repr, models))} has no price: the cap could not count its calls, so "
+            f"nothing is sent. To fix it, {how}. An endpoint on localhost is not assumed free: it may be a gateway to "
+            "a paid provider.")  # fmt: skip
 
 
 def parse_max_usd(value) -> Optional[float]:
     """None for no cap ('' / None / 'none'), else a non-negative float (ValueError otherwise)."""
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
         return None
-    x = float(value)
-    if not x >= 0:
+    if not (x := float(value)) >= 0:
         raise ValueError(f"MAX_USD must be a number >= 0, got {value!r}")
     return x
 
 
 class Budget:
-    """A thread-safe spend counter with a cap (None: counts only), shared by every client of a process (current())."""
+    """A thread-safe spend counter with a cap (None: counts only); spent_before: earlier kernels of this run."""
 
     def __init__(self, max_usd: Optional[float], spent_before: float = 0.0):
-        self.max_usd, self.spent_before = max_usd, spent_before  # spent_before: earlier kernels of this run
+        self.max_usd, self.spent_before = max_usd, spent_before
         self.spent = self.reserved = 0.0  # spent in this process; reserved: estimates of calls in flight
         self.exhausted = False  # once refused, every later paid call is refused (the run stops consistently)
         self._lock = threading.Lock()
@@ -72,10 +63,8 @@ class Budget:
             total = self.total
             if self.exhausted or total + self.reserved + estimate > self.max_usd:
                 self.exhausted = True
-                raise BudgetExceeded(
-                    f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${total:.2f} "
-                    f"(${self.spent:.2f} in this process), and the next call could pass the cap"
-                )
+                raise BudgetExceeded(f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${total:.2f} "
+                                     f"(${self.spent:.2f} here), and the next call could pass the cap")  # fmt: skip
             self.reserved += estimate
             return estimate
 
@@ -91,8 +80,8 @@ _LOCK = threading.Lock()
 
 
 def current(cache=None) -> Optional[Budget]:
-    """The process-wide Budget from the environment (None without ACEMAD_MAX_USD), rebuilt when it changes; it
-    starts from what the response cache recorded as paid since ACEMAD_BUDGET_SINCE."""
+    """The process's Budget from ACEMAD_MAX_USD (None without it), rebuilt when the environment changes, starting from
+    what the response cache recorded as paid since ACEMAD_BUDGET_SINCE."""
     global _CURRENT
     key = (env(ENV_MAX), env(ENV_SINCE))
     with _LOCK:

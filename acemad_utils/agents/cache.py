@@ -1,7 +1,6 @@
-"""Response cache for LLM calls (sqlite, WAL). The key covers everything that decides a sample *and the caller's
-scope* (five agents sending one prompt at temperature 0.6 get five samples); rows hold the model and endpoint kind,
-never a key or a URL. A cache that cannot be used stops the run before any call, and is never deleted for you (its
-replies may have cost money). The batch tables (batch.py) live in the same file."""
+"""Response cache for LLM calls (sqlite, WAL; batch.py's tables too): the key covers all that decides a sample and the
+caller's scope (five agents with one prompt get five samples); never a key or a URL. An unusable cache stops the run
+before any call and is never deleted for you (its replies may have cost money); a reply is checked as it is parsed."""
 
 from __future__ import annotations
 
@@ -30,12 +29,10 @@ CREATE TABLE IF NOT EXISTS batch_requests (batch_id TEXT NOT NULL, key TEXT NOT 
 """
 
 
-class CacheError(RuntimeError):
-    """The response cache file cannot be read or written (the message names the file and the fix)."""
+class CacheError(RuntimeError): ...  # the cache file cannot be used (the message names the file and the fix)
 
 
 def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
-    """A sqlite3 error turned into what the user should do about it."""
     msg, folder = str(err), os.path.dirname(os.path.abspath(path))
     when = " No model call was made." if opening else ""
     if "readonly" in msg or "read-only" in msg:
@@ -56,15 +53,14 @@ def _cache_error(path: str, err: BaseException, opening: bool) -> CacheError:
     return CacheError(f"the response cache {path} failed ({type(err).__name__}: {msg})." + when)
 
 
-class GarbledResponse(RuntimeError):  # a 2xx that is not a completion: retried (a proxy's error page is transient)
-    pass
+class GarbledResponse(RuntimeError): ...  # a 2xx that is not a completion: retried (a proxy's page is transient)
 
 
 _FIELDS = ("id", "choices", "created", "model", "object", "service_tier", "system_fingerprint", "usage")
 
 
 def _bad_usage(usage: Any) -> str:
-    """The usage field that is not a finite count >= 0, quoted ('' when every one is)."""
+    """The usage field that is not a finite count >= 0, quoted, or ''."""
     if usage is None:
         return ""
     if not isinstance(usage, dict):
@@ -131,8 +127,8 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-class ResponseCache:
-    """A key -> JSON dict store; writes are single INSERT OR REPLACE transactions (a crash leaves no half row)."""
+class ResponseCache(contextlib.AbstractContextManager):
+    """A key -> JSON dict store; each write one INSERT OR REPLACE transaction (a crash leaves no half row)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
@@ -160,8 +156,7 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def single_flight(self, key: str):
-        """Callers of the same key one at a time: the first calls the model, the others find its reply (else a
-        warm rerun would diverge from the cold run and call the model again)."""
+        """Callers of one key one at a time: the others find the first's reply (a warm rerun equals the cold run)."""
         with self._lock:
             flight = self._flights.setdefault(key, [threading.Lock(), 0])
             flight[1] += 1
@@ -181,8 +176,8 @@ class ResponseCache:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        """The one connection, held for a statement or transaction (reentrant). Not one per thread: under WAL a commit
-        invalidates every other connection's page cache, and a short-lived agent thread's would stay open."""
+        """The one connection, held for a statement or transaction (reentrant): under WAL a connection per thread
+        would lose its page cache on every commit, and an agent thread's would stay open."""
         with self._conn_lock:
             if self._conn is None:
                 conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
@@ -246,9 +241,6 @@ class ResponseCache:
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
-
-    def __enter__(self) -> ResponseCache:
-        return self
 
     def __exit__(self, *exc) -> None:
         self.close()

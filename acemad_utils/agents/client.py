@@ -1,9 +1,5 @@
-"""The one place that talks to an LLM: the openai SDK's AsyncOpenAI with its own timeouts and retries, plus what the
-SDK does not do: a response cache, the MAX_USD hold, a circuit breaker, keys kept out, and a deadline on the whole
-response. The SDK's timeout bounds each gap between bytes (an endpoint sending a byte a second never times out), so
-its HTTP client (_Guard) runs each attempt under asyncio.timeout, reads at most MAX_RESPONSE_BYTES (never inflated),
-counts it for the breaker and turns a 2xx that is not a completion into a retryable error.
-"""
+"""The one place that talks to an LLM: the openai SDK (its timeouts and retries) plus a response cache, MAX_USD, a
+breaker, keys kept out, and what the SDK lacks (its HTTP client _Guard): a deadline and a size cap on each response."""
 
 from __future__ import annotations
 
@@ -34,39 +30,31 @@ from acemad_utils.data.settings import env
 from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
 DEFAULT_MODEL = "gpt-4o-mini"
-# One attempt's whole response (TIMEOUT), a call with its retries (RETRY_TIME), every call of one question
-# (QUESTION_TIME, llm_agent); a stored reply is at most MAX_REPLY_BYTES (3x what max_tokens=1024 allows; a 2 MB
-# reply once wrote 1.4 GB); no body is read past MAX_RESPONSE_BYTES. A server local_server.serve() started here gets
-# LOCAL_TIMEOUT: it shares this machine's CPU, and under load a long Decentralized MAD prompt took more than 60 s on
-# every attempt (the same seeded reply each time), so 60 s failed it for good.
+# One attempt (TIMEOUT), a call with its retries (RETRY_TIME), one question's calls (QUESTION_TIME); a stored reply
+# <= MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB). A server serve() started here shares this CPU: under load a long
+# Decentralized MAD prompt took over 60 s on every attempt, hence LOCAL_TIMEOUT.
 TIMEOUT, RETRY_TIME, QUESTION_TIME, LOCAL_TIMEOUT = 60.0, 180.0, 1800.0, 300.0
 MAX_TOKENS, MAX_REPLY_BYTES, MAX_RESPONSE_BYTES = 1024, 16384, 8 * 2**20
 SHARD = 32  # calls in flight per SDK client (its httpx pool)
 MODES = ("json_schema", "json_object", "text")  # structured output, best first
 
 
-class MissingAPIKey(RuntimeError):
-    pass
+class MissingAPIKey(RuntimeError): ...
 
 
-class EndpointUnreachable(RuntimeError):  # the pre-flight's findings, before any paid call
-    pass
+class EndpointUnreachable(RuntimeError): ...  # the pre-flight's findings, before any paid call
 
 
-class APIKeyRejected(RuntimeError):
-    pass
+class APIKeyRejected(RuntimeError): ...
 
 
-class BatchUnsupported(RuntimeError):
-    pass
+class BatchUnsupported(RuntimeError): ...
 
 
-class ModelNotServed(RuntimeError):
-    pass
+class ModelNotServed(RuntimeError): ...
 
 
-class EmptyReply(RuntimeError):  # a completion without text: never retried (the same request gets the same) or cached
-    pass
+class EmptyReply(RuntimeError): ...  # a completion without text: never retried (the same request gets the same)
 
 
 class CallDeadlineExceeded(openai.APITimeoutError):
@@ -74,22 +62,18 @@ class CallDeadlineExceeded(openai.APITimeoutError):
         openai.APIConnectionError.__init__(self, message=message, request=request)
 
 
-class ResponseTooLarge(openai.APIConnectionError):  # a body past MAX_RESPONSE_BYTES: not retried
-    pass
+class ResponseTooLarge(openai.APIConnectionError): ...  # a body past MAX_RESPONSE_BYTES: not retried
 
 
 # inside the SDK's attempt loop: _Stop passes through unretried (the breaker tripped); _Garbled and _Slow are retried
 # like a dropped connection and a timeout, then become GarbledResponse and CallDeadlineExceeded
-class _Stop(openai.OpenAIError):
-    pass
+class _Stop(openai.OpenAIError): ...
 
 
-class _Garbled(httpx2.RemoteProtocolError):
-    pass
+class _Garbled(httpx2.RemoteProtocolError): ...
 
 
-class _Slow(httpx2.ReadTimeout):
-    pass
+class _Slow(httpx2.ReadTimeout): ...
 
 
 @dataclass(frozen=True)
@@ -124,8 +108,7 @@ class Completion:
 
 
 def endpoint_kind(base_url: Optional[str]) -> str:
-    """'openai', 'local-llama.cpp' (loopback) or 'openai-compatible': part of every cache key, so it stays as it is;
-    it says nothing about cost (a loopback server may be a gateway to a paid provider)."""
+    """'openai', 'local-llama.cpp' (loopback) or 'openai-compatible': in every cache key (never changed), not a cost."""
     host = urlparse(base_url).hostname if base_url else "api.openai.com"
     if host == "api.openai.com":
         return "openai"
@@ -226,7 +209,7 @@ class _Guard(httpx2.AsyncClient):
         return response
 
     async def _bounded(self, request: httpx2.Request, **kw: Any) -> httpx2.Response:
-        """One attempt's whole response within the owner's timeout, its raw body read to at most the cap."""
+        """One attempt's whole response within the timeout, its raw body read to at most the cap (never inflated)."""
         try:
             async with asyncio.timeout(self.owner.timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
                 response = await super().send(request, stream=True, **kw)
@@ -250,11 +233,8 @@ class _Guard(httpx2.AsyncClient):
 
 
 class LLMClient:
-    """Thread-safe chat client for one endpoint (one base URL); the model may be overridden per call. timeout: one
-    attempt's whole response ($ACEMAD_CALL_TIMEOUT); retry_time: a call with its retries (default: at least three
-    attempts' worth); breaker: consecutive
-    failures that stop every later call; budget: MAX_USD (default: the process's); free: bills nothing (default: a
-    server local_server.serve() started here)."""
+    """Thread-safe chat client for one base URL. timeout: one attempt ($ACEMAD_CALL_TIMEOUT); retry_time: a call with
+    its retries; breaker: failures in a row that stop every later call; free: bills nothing (default: serve()'s)."""
 
     def __init__(self, model: Optional[str] = None, base_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  kind: Optional[str] = None, max_concurrency: int = 8, timeout: Optional[float] = None,
@@ -298,8 +278,7 @@ class LLMClient:
         self._answered = self._failed_n = 0
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
-        # One SDK client per SHARD calls in flight: httpx's pool scans every connection for every request, so one
-        # pool of 256 fed a 1 s endpoint 0.35 of the time where four pools of 64 keep it fed (bench/throughput.py).
+        # one SDK client per SHARD calls in flight: one httpx pool of 256 fed a 1 s endpoint 0.35 (bench/throughput.py)
         self._shards = [openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout,
                                            max_retries=max_attempts - 1, http_client=_Guard(self, timeout=self.timeout))
                         for _ in range(-(-max_concurrency // SHARD))]  # fmt: skip
@@ -308,7 +287,7 @@ class LLMClient:
 
     @property
     def sdk(self) -> openai.OpenAI:
-        """The synchronous SDK client, for the Batch API (files, batches: bodies past the 8 MiB cap are normal)."""
+        """The synchronous SDK client, for the Batch API (its files pass the 8 MiB cap)."""
         if self._sync is None:
             self._sync = openai.OpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout)
         return self._sync
@@ -316,8 +295,7 @@ class LLMClient:
     def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,
                  schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None,
                  deadline: Optional[float] = None) -> Completion:  # fmt: skip
-        """One chat completion. `schema` asks for JSON matching it; `scope` separates cache entries of otherwise
-        identical calls (agent, round, repeat, kind); `deadline` (time.monotonic()) ends the call and its retries."""
+        """One chat completion: `schema` asks for JSON, `scope` keys the caller, `deadline` ends it."""
         model, messages, params = model or self.model, [dict(m) for m in messages], config.params()
         params.setdefault("max_tokens", self.max_tokens)
         self.add_usage(calls=1)
@@ -344,8 +322,7 @@ class LLMClient:
 
     def _send(self, model: str, messages: list, params: dict, schema: Optional[dict],
               deadline: Optional[float]) -> Completion:  # fmt: skip
-        """The call under MAX_USD: the most it can cost held before sending (BudgetExceeded), then settled at the
-        reported usage, else the modelled tokens."""
+        """The call under MAX_USD: its dearest cost held before sending, settled at the reported usage."""
         held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
         try:
             out = _run(self._call(model, messages, params, schema, deadline))
@@ -359,8 +336,7 @@ class LLMClient:
 
     async def _call(self, model: str, messages: list, params: dict, schema: Optional[dict],
                     deadline: Optional[float]) -> Completion:  # fmt: skip
-        """The SDK's attempts, ended by min(retry_time, deadline); an endpoint that refuses our response_format
-        is asked again one mode lower (detected once, remembered)."""
+        """The SDK's attempts until min(retry_time, deadline); a refused format is asked again one mode lower."""
         stop_at = time.monotonic() + self.retry_time
         stop_at = stop_at if deadline is None else min(stop_at, deadline)
         attempts = sent = 0  # attempts in this mode, network calls in all
@@ -407,7 +383,7 @@ class LLMClient:
                               retries=attempts - 1)  # fmt: skip
 
     def _final(self, e: Exception, call: dict, attempts: int) -> Exception:
-        """What a failed call raises: the SDK's error, or ours for what the guard saw."""
+        """The SDK's error, or ours for what the guard saw."""
         last, cause = call.get("last"), e.__cause__
         if isinstance(e, _Stop):
             return EndpointDown(str(e))
@@ -450,8 +426,7 @@ class LLMClient:
         return cost
 
     def failed(self, kind: Optional[str], exc: BaseException) -> None:
-        """The breaker: a dropped connection, a timeout or a 401/403 counts per attempt (each proves the endpoint
-        unusable), a 429 or 5xx once a call's retries are used up (a 429 is the server pacing us)."""
+        """The breaker: a dropped connection, timeout or 401/403 counts per attempt, a 429 or 5xx per failed call."""
         if kind is None:
             return
         with self._lock:
@@ -488,7 +463,7 @@ class LLMClient:
 
     # ------------------------------------------------------------------ before a run: free requests, no paid call
     def _free(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> Any:
-        """A free request (GET, or POST with `body`), no retries, ended by `timeout`: its response or its error."""
+        """A free request (GET, or POST with `body`) without retries, ended by `timeout`: its response or its error."""
 
         async def ask() -> httpx2.Response:
             async with asyncio.timeout(timeout):  # type: ignore[attr-defined]  # 3.11 (requires-python)
@@ -503,9 +478,7 @@ class LLMClient:
             return e
 
     def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
-        """One GET /models: EndpointUnreachable when nothing connects, APIKeyRejected on 401/403, a warning when too
-        slow; any other answer proves the endpoint is there. check_model: the model must be served (ModelNotServed).
-        setting: the parameter the fix names."""
+        """One free GET /models before any paid call (check_model: the model must be served); setting: what to fix."""
         listing = self._free("/models", timeout)
         if isinstance(listing, (TimeoutError, openai.APITimeoutError)):
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
@@ -526,9 +499,8 @@ class LLMClient:
             raise APIKeyRejected(f"the endpoint {self.where} rejected the API key (HTTP {listing.status_code} on GET "
                                  "/models): check OPENAI_API_KEY (the key is read from the environment only and "
                                  "never printed). No paid call was made.") from None  # fmt: skip
-        # Any other answer proves the endpoint is there. A llama.cpp server lists its file's name and answers any
-        # model name, so the listing alone would refuse it: a one-token request is sent when the listing lacks the
-        # model, and only its 404 (or a 400 naming the model) refuses; a slow or dropped probe passes.
+        # llama.cpp lists its file's name and answers any model: a listing without the model sends a one-token probe,
+        # and only its 404 (or a 400 naming the model) refuses
         try:
             served = [str(m["id"]) for m in json.loads(listing.content)["data"]] if check_model else []
         except Exception:
@@ -545,8 +517,7 @@ class LLMClient:
                                  "No paid call was made.")  # fmt: skip
 
     def check_batch_api(self, timeout: float = 10.0) -> None:
-        """BatchUnsupported when a free GET /batches answers 404, 405 or 501 (the answer decides, never the
-        address); any other outcome passes (the preflight and the run report the rest)."""
+        """BatchUnsupported when a free GET /batches answers 404, 405 or 501 (never judged by the address)."""
         got = self._free("/batches", timeout, params={"limit": 1})
         if isinstance(got, openai.APIStatusError) and got.status_code in (404, 405, 501):
             raise BatchUnsupported(f"CALLS_VIA=batch: the endpoint {self.where} has no Batch API (GET /batches: HTTP "

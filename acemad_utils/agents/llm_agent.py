@@ -33,8 +33,7 @@ def _choice(name: str, value, allowed: tuple):
 
 
 class LLMAgent(Agent):
-    """A debater, moderator or solo agent on an LLM endpoint. calls: "two" (argue, then commit: the paper) or "single"
-    (both in one structured reply); deadline: time.monotonic() by which every call of its question has ended."""
+    """A debater, moderator or solo agent on an endpoint; calls "two" (argue, then commit: the paper) or "single"."""
 
     concurrent = True
 
@@ -73,8 +72,7 @@ class LLMAgent(Agent):
 
     def _committed(self, turn: Turn, user: str, kind: str, argument: bool, *, message: str = "",
                    max_tokens: Optional[int] = None) -> Step:  # fmt: skip
-        """A commitment, parsed, repaired once, else uniform and flagged (never an answer); argument=True (single-call
-        mode): the argument read from the same reply."""
+        """A commitment parsed, repaired once, else uniform and flagged (never an answer); argument: single-call."""
         labels, options, want_q = turn.question.labels, turn.question.options, wants_q(turn)
         schema = commit_schema(labels, want_q, argument)
         max_tokens = max_tokens or self.max_tokens[1]
@@ -115,10 +113,8 @@ class LLMAgent(Agent):
 
 
 class LLMPopulation(Population):
-    """LLMAgents from AgentSpecs, one LLMClient per endpoint. model, base_url, api_key: the default endpoint (from the
-    environment when None); seed: of the per-call seeds (None: the endpoint's); calls_via: "sync" (ACEMAD_CALLS_VIA),
-    "batch" (the Batch API) or "files" (requests written to outputs/batch/, the run stops), same transcripts;
-    question_time: seconds within which every call of one question ends; client_kwargs: for every LLMClient."""
+    """LLMAgents from AgentSpecs, one LLMClient per endpoint; calls_via "sync", "batch" (the Batch API) or "files"
+    (requests written to outputs/batch/) give the same transcripts; question_time bounds one question's calls."""
 
     synthetic = False
     name = "llm"
@@ -183,7 +179,7 @@ class LLMPopulation(Population):
         return act_all(agents, turns)  # in threads: each agent waits on the endpoint (pool.py)
 
     def usage(self) -> dict:
-        """Counters summed over every endpoint (cost None if any endpoint's cost is unknown)."""
+        """Counters summed over every endpoint (cost None if any is unknown)."""
         stats, total = [c.stats() for c in list(self._clients.values())], Counter[str]()
         for s in stats:
             total.update({k: v for k, v in s.items() if isinstance(v, int)})  # update keeps zero counts

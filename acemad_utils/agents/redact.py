@@ -13,12 +13,10 @@ from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 from acemad_utils.data.settings import env
 
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
-# sk-... at a word's start, or glued to a word ("keysk-proj-..."): then at least 20 characters with a digit, so
-# that "risk-averse" or "task-specific-reasoning" stay words.
+# sk-... at a word's start, or glued to a word ("keysk-proj-...") with 20+ characters and a digit ("risk-averse" stays)
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}|\B(sk|rk|pk)-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>\]\[(){}]+")  # up to white space or a closing quote/bracket
-# Query parameters whose value is a credential (case-insensitive, '-' and '_' ignored): dropped.
 _SECRET_QUERY = re.compile(r"(?i)^(api)?(key|token|secret|sig|signature|password|pass|pwd|auth|access|code)\w*$")
 URL_SECRETS_ENV = "ACEMAD_URL_SECRETS"  # {URL as stored: URL with its credentials}, set by the reproduce driver
 
@@ -38,7 +36,7 @@ def _strip_one(url: str) -> str:
 
 
 def strip_url_secrets(text: str) -> str:
-    """`text` with every URL's user:password@ and key-like query values removed: what may be stored of a URL."""
+    """`text` with every URL's user:password@ and credential query values removed."""
     return _URL.sub(lambda m: _strip_one(m.group()), str(text))
 
 
@@ -63,8 +61,7 @@ def restore_url(url: Optional[str]) -> Optional[str]:
 
 
 def redact(text: str) -> str:
-    """`text` with every key given to a client or in OPENAI_API_KEY, `sk-...`-like tokens and `Bearer` credentials
-    as '***', and no URL credentials."""
+    """`text` with the keys given, OPENAI_API_KEY, sk-... tokens and Bearer credentials as '***', no URL credentials."""
     text = strip_url_secrets(str(text)) if "://" in str(text) else str(text)
     key = os.environ.get("OPENAI_API_KEY")
     for secret in sorted(_SECRETS | ({key} if key else set()), key=len, reverse=True):
@@ -75,7 +72,7 @@ def redact(text: str) -> str:
 
 
 def _redact_obj(obj: Any) -> Any:
-    """A JSON-like value (an error body) with every string redacted (anything else as it is)."""
+    """A JSON-like value (an error body) with every string redacted."""
     try:
         return redact(obj) if isinstance(obj, str) else json.loads(redact(json.dumps(obj)))
     except (TypeError, ValueError, RecursionError):  # not JSON: an object whose str() the caller redacts
@@ -83,8 +80,7 @@ def _redact_obj(obj: Any) -> Any:
 
 
 def scrub(exc: BaseException) -> BaseException:
-    """`exc` and its cause/context chain changed in place (type and status_code kept) to carry no key: args, message,
-    body redacted; an SDK error's request replaced by a bare one, its response by a redacted copy."""
+    """`exc` and its cause/context chain changed in place (type and status_code kept) to carry no key."""
     seen: set[int] = set()
     e: Optional[BaseException] = exc
     openai = sys.modules.get("openai")  # looked up, not imported: only a loaded SDK raises its errors
