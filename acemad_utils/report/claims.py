@@ -44,7 +44,6 @@ NOT_MADE, NO_SECOND = "run not made in this profile", "SECOND_MODEL is empty (on
 FIGURE4 = "Figure 4 prints no numbers"
 RunData = tuple[dict, list]
 _paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a ledger reads each table many times
-_CELLS: dict = {}  # _by_question's cells by records list, while a ledger is made
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
@@ -200,10 +199,7 @@ def paper_baselines(meta: dict, target: str) -> list[str]:
 
 
 def _by_question(recs: list) -> dict:
-    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN;
-    built once per records list while a ledger is made (its lists never change; the list is held, so no id reused)."""
-    if (held := _CELLS.get(id(recs))) is not None and held[0] is recs:
-        return held[1]
+    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN."""
     cells: dict = {}
     for r in recs:
         if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
@@ -211,8 +207,7 @@ def _by_question(recs: list) -> dict:
         q = cells.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
         q.append(float(r["final"]["correct"]) if ok else math.nan)
     mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
-    _CELLS[id(recs)] = recs, {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in cells.items()}
-    return _CELLS[id(recs)][1]
+    return {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in cells.items()}
 
 
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
@@ -649,10 +644,7 @@ def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
     """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)}); values=False: the
     exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
     with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
-        try:
-            return finalize(_claim_rows(runs, seed, values), *source(runs))
-        finally:
-            _CELLS.clear()
+        return finalize(_claim_rows(runs, seed, values), *source(runs))
 
 
 def reads(run: str, config: dict) -> bool:
