@@ -24,6 +24,7 @@ from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import from_record, make_question, read_questions  # noqa: F401  (public names)
 from acemad_utils.data.paths import outputs, outputs_root, safe_segment
 from acemad_utils.data.settings import env
+from acemad_utils.experiments.params import MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS  # the profiles' limits
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.protocol.config import GENERALIST, METHODS, NAIVE_AGENT, SKEPTIC, DebateConfig
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from acemad_utils.cost.estimate import RunEstimate
 
 DEFAULT_OUT = "acemad_runs"
-# The profiles' limits (experiments/params.py): more agents and rounds than a debate prompt fits are refused.
-MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS = 100, 50, 256
 #: The roles a model can be given by name (Table 3's "Different LLMs"); every other agent uses the run's model.
 ROLES = ("generalist", "skeptic", "moderator")
 Roles = Optional[Mapping[str, Union[str, tuple]]]

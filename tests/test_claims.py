@@ -205,8 +205,10 @@ def test_a_baseline_whose_every_call_failed_leaves_its_rows_without_a_verdict_no
     configs = {lab: cfg(m) for lab, m in (("AceMAD (T=3)", "acemad"), ("Decentralized MAD", "decentralized"))}
     meta, recs = _run({"AceMAD (T=3)": 0.6}, configs, params={}, model="some-model")
     recs += [{**r, "method": "Decentralized MAD", "status": "failed", "final": None} for r in recs]
-    standard = C.ledger({"main": (meta, recs)}).set_index("claim").filter(like="20.31", axis=0)
-    assert len(standard) == 1 and "no question that both" in standard.note.iloc[0]
+    ledger = C.ledger({"main": (meta, recs)}).set_index("claim")
+    for claimed in ("20.31", "74% relative"):  # a gain and a ratio: each keeps its row and says why it is empty
+        row = ledger.filter(like=claimed, axis=0)
+        assert len(row) == 1 and "no question that both" in row.note.iloc[0] and row.verdict.iloc[0] == C.NOT_RUN
 
 
 def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():

@@ -359,18 +359,17 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if test == "pronounced":
         return [pronounced_row(claim, line, recs, t3, base, paper)]
     if test == "accuracy":
-        if (acc := _accuracy(recs, t3)) is None:
-            return []
+        if (acc := _accuracy(recs, t3)) is None:  # every call failed: the row says so rather than vanish
+            return [row(claim, line, f"{cells['Average (printed)'][t3]:.2f}", note=f"no answered {t3} question")]
         r = _value_row(claim, line, cells["Average (printed)"][t3], acc[:3], acc[3], "accuracy in %", signed=False)
         return [{**r, "paper (recomputed)": f"{cells['Average (recomputed)'][t3]:.2f} (the mean of its cells)"}]
     dec = e.get("baseline", "")
     if test == "relative":  # "+74% over Decentralized MAD"; undefined (inconclusive) when it scores 0
-        rel = relative_gain(recs, t3, dec)
-        if rel is None:
-            return []
         printed, again = (
             100 * (cells[c][t3] / cells[c][dec] - 1) for c in ("Average (printed)", "Average (recomputed)")
         )
+        if (rel := relative_gain(recs, t3, dec)) is None:
+            return [row(claim, line, f"{printed:+.1f}%", note=f"no question that both {t3} and {dec} answered")]
         finite = bool(np.isfinite(rel[0]))
         ours = _ci(*rel[:3]) + "%" if finite else f"undefined ({dec} at 0%)"
         verdict = value_verdict(printed, rel[1], rel[2], null=0.0) if finite else INCONCLUSIVE
