@@ -27,14 +27,17 @@ def test_lines_label_points_with_truth_holders_and_mark_hues_without():
         for f, pts in (("AceMAD", [(3, 30), (5, 20)]), ("Voting", [(3, 10), (5, 9)]))
         for n, a in pts
     ]
-    th = {"AceMAD": {3: 1, 5: 1}, "Voting": {3: 0, 5: 0}}
+    rows += [{**rows[0], "n": 1, "accuracy": 25}]  # N = 1, 3, 5: labelled points sit evenly spaced, ticks say N
+    th = {"AceMAD": {1: 0, 3: 1, 5: 1}, "Voting": {3: 0, 5: 0}}
     fig = F.lines_by_benchmark(pd.DataFrame(rows), x="n", hue="family", title="t", truth_holders=th)
     ax = fig.axes[0]
-    assert sorted(t.get_text() for t in ax.texts) == ["1/3", "1/5"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0/1", "1/3", "1/5"]
+    assert list(ax.get_xticks()) == [0, 1, 2] and [t.get_text() for t in ax.get_xticklabels()] == ["1", "3", "5"]
+    assert [t.xy[0] for t in ax.texts] == [0, 1, 2]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["AceMAD", "Voting (no truth-holder)"]
     assert any("k truth-holders among its N agents" in t.get_text() for t in fig.texts)
     plain = F.lines_by_benchmark(pd.DataFrame(rows), x="n", hue="family", title="t")
-    assert not plain.axes[0].texts
+    assert not plain.axes[0].texts and list(plain.axes[0].get_xticks()) == [1, 3, 5]  # no labels: N to scale
 
 
 def test_the_package_forces_no_matplotlib_backend():

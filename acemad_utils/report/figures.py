@@ -54,23 +54,26 @@ def lines_by_benchmark(
     for ax in axes[len(benches) :]:
         ax.set_visible(False)
     th = truth_holders or {}
+    labelled = any(any(c.values()) for c in th.values())
+    # k/N labels at N = 1, 2, 3 overlap on a linear axis: with labels the x values are evenly spaced, ticks say N
+    pos = {v: i if labelled else v for i, v in enumerate(sorted(long[x].unique()))}
     for ax, b in zip(axes, benches):
         sub = long[long.benchmark == b]
         for h, g in sub.groupby(hue, sort=False):
             g = g.sort_values(x)
-            counts = th.get(h) or {}
+            counts, gx = th.get(h) or {}, g[x].map(pos)
             label = f"{h} (no truth-holder)" if h in th and not any(counts.values()) else h
-            line = ax.plot(g[x], g["accuracy"], marker="o", label=label)[0]
-            ax.fill_between(g[x], g["ci_lo"], g["ci_hi"], alpha=0.15, color=line.get_color())
+            line = ax.plot(gx, g["accuracy"], marker="o", label=label)[0]
+            ax.fill_between(gx, g["ci_lo"], g["ci_hi"], alpha=0.15, color=line.get_color())
             for i, (xv, acc) in enumerate(zip(g[x], g["accuracy"]) if any(counts.values()) else ()):
-                if (k := counts.get(int(xv))) is not None:  # "k/N", alternately above and below: close N never touch
-                    ax.annotate(f"{k}/{int(xv)}", (xv, acc), textcoords="offset points", ha="center", fontsize=7.5,
+                if (k := counts.get(int(xv))) is not None:  # "k/N", alternately above and below: neighbours never touch
+                    ax.annotate(f"{k}/{int(xv)}", (pos[xv], acc), textcoords="offset points", ha="center", fontsize=7.5,
                                 xytext=(0, 6 if i % 2 == 0 else -12), color=line.get_color(), fontweight="bold",
                                 bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.7))  # fmt: skip
         ax.set_title(bench_label(b) if b != AVERAGE else "Average over benchmarks", fontsize=10)
         ax.set_xlabel(xlabel or x)
         ax.set_ylabel("accuracy (%)")
-        ax.set_xticks(sorted(sub[x].unique()))
+        ax.set_xticks([pos[v] for v in sorted(sub[x].unique())], [f"{v:g}" for v in sorted(sub[x].unique())])
     spare = [ax for ax in fig.axes if not ax.get_visible()]
     if spare:  # an empty panel slot holds the legend, so it covers no curve
         spare[0].set_visible(True)
@@ -80,8 +83,8 @@ def lines_by_benchmark(
         axes[0].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    if any(any(c.values()) for c in th.values()):
-        key = "k/N at a point: k truth-holders among its N agents."
+    if labelled:
+        key = f"k/N at a point: k truth-holders among its N agents; {xlabel or x} evenly spaced."
         note = f"{note} {key}" if note else key
     if note:
         fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.06)
