@@ -40,6 +40,17 @@ def test_controls_have_acemads_agents_and_the_skeptic_answers_alone():
     assert R.main_results([3], 2.0)["control"] == ctrl and R.ablation()["controls"] == ctrl[1:]
 
 
+def test_a_map_point_at_another_eta_fills_the_same_columns(smoke_outputs):
+    """--set ETA=4 labels AceMAD 'AceMAD (T=3, eta=4)'; the map's columns are roles, so its row is still built."""
+    S = Setup(profile="default", benchmarks=["bbh"], n_items=30, workers=1)
+    small = {"knowledge_link": (1.0,), "insight": (SimParams().insight,), "trap_concentration": (), "crowd_copy": ()}
+    run = next(r for r in R.assumption_map({**small, "crowd_calibration": ()}, eta=4.0) if r.name == "map_default")
+    run.cap = 6
+    assert run["acemad"][0].label == "AceMAD (T=3, eta=4)"
+    _, cols, _ = AM.correct(S, run, "acemad", 4.0)
+    assert {AM.ACEMAD, AM.UNIFORM, AM.SHUFFLED} <= set(cols)
+
+
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_map_measures_gains_on_each_populations_own_subsets(smoke_outputs):
     S = Setup(profile="default", benchmarks=["arc_challenge", "bbh"], n_items=60, workers=1)

@@ -201,6 +201,27 @@ def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
     assert "knowledge_link=0 (peer-prediction skill unrelated" in summary(ledger, runs, "SYNTHETIC")
 
 
+def test_a_run_at_another_eta_is_judged_under_the_papers_labels_and_says_its_eta():
+    """--set ETA=4 labels AceMAD 'AceMAD (T=3, eta=4)': the ledger still finds Table 2's run, and each row it
+    measures says the eta; the baselines' run, with no AceMAD, keeps its rows as they were."""
+
+    def ledger(eta: float) -> pd.DataFrame:
+        ace = "AceMAD (T=3)" if eta == 2 else f"AceMAD (T=3, eta={eta:g})"
+        configs = {ace: cfg("acemad", eta=eta), "Decentralized MAD": cfg("decentralized", eta=2.0)}
+        main = _run({ace: 0.6, "Decentralized MAD": 0.3}, configs, params={})
+        voting = {"Majority Voting": cfg("majority"), "Decentralized MAD": cfg("decentralized")}
+        return C.ledger({"main": main, "baselines": _run({"Majority Voting": 0.2, "Decentralized MAD": 0.3}, voting,
+                                                          params={})}).set_index("claim")  # fmt: skip
+
+    at2, at4 = ledger(2.0), ledger(4.0)
+    pd.testing.assert_series_equal(at4.verdict, at2.verdict)  # the same rows judged the same way
+    judged = at4["ours [95% CI]"].astype(bool)
+    eta = at4.note.str.contains("AceMAD at eta=4, not the paper's 2")
+    table2 = at4.index.str.startswith("AceMAD (T=3)")
+    assert judged[table2].sum() >= 4 and (eta == judged)[table2].all() and not at2.note.str.contains("eta=").any()
+    assert not eta[at4.index.str.startswith("Table 1")].any() and (eta <= judged).all()
+
+
 def test_a_baseline_whose_every_call_failed_leaves_its_rows_without_a_verdict_not_the_ledger_broken():
     configs = {lab: cfg(m) for lab, m in (("AceMAD (T=3)", "acemad"), ("Decentralized MAD", "decentralized"))}
     meta, recs = _run({"AceMAD (T=3)": 0.6}, configs, params={}, model="some-model")

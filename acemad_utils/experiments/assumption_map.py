@@ -20,7 +20,7 @@ from acemad_utils.experiments import fit, subsets
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_and_load
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.protocol.config import ETA, DebateConfig
+from acemad_utils.protocol.config import ETA, DebateConfig, at_paper_eta
 from acemad_utils.protocol.debate import Debates, debate
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import claims, premise
@@ -113,8 +113,8 @@ def correct(S: Setup, run: R.Run, group: str, eta: float = ETA):
     truth-holders' round-1 accuracy: the Skeptic alone, agents' own final accuracy), %), debated as arrays."""
     qs = map_questions(S, run.params or {}, run.cap, run.benchmarks)
     pop, cols, batches = population(S, run.params or {}, texts=False), {}, list[Debates]()
-    for c in run[group]:
-        batches, cols[c.label] = _debated(qs, pop, c, {})
+    for c in run[group]:  # labelled as at the paper's eta: the map's columns are roles, whatever ETA the run has
+        batches, cols[at_paper_eta(c.label)] = _debated(qs, pop, c, {})
     if group != "acemad":
         return qs, cols, None
     arr, pos = A.stack_debates(batches, S.seed), {q.id: i for i, q in enumerate(qs)}
@@ -384,14 +384,14 @@ def evidence_records(S: Setup, runs: Sequence[R.Run]) -> dict[str, list[dict]]:
         for link in EVIDENCE_LINKS:
             if (name := f"map_{R.params_slug({'knowledge_link': link})}") in by_name:
                 out[f"synthetic, knowledge_link = {link:g}"] = [
-                    r for r in run_with_meta(S, by_name[name])[1] if r["method"] == ACEMAD
+                    r for r in run_with_meta(S, by_name[name])[1] if at_paper_eta(r["method"]) == ACEMAD
                 ]
         return out or {"none": []}
     try:
         _, records = load_run(f"{S.profile}/main")
     except FileNotFoundError:
         return {f"{S.model}: no notebook 03 run of profile {S.profile} yet": []}
-    return {S.model: [r for r in records if r["method"] == ACEMAD]}
+    return {S.model: [r for r in records if at_paper_eta(r["method"]) == ACEMAD]}
 
 
 def evidence(S: Setup, runs: Sequence[R.Run], *, records=None, rounds=None) -> pd.DataFrame:

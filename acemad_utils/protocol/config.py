@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -41,6 +42,12 @@ METHOD_NAMES = {
     "acemad": "AceMAD",
     "self_consistency": "Self-consistency",
 }
+
+
+def at_paper_eta(label: str) -> str:
+    """A label as at the paper's eta ('AceMAD (T=3, eta=4)' -> 'AceMAD (T=3)'): how a --set ETA run finds its row."""
+    return re.sub(r", eta=[^,)]+", "", label)
+
 
 GENERALIST = AgentSpec(persona="Generalist", temperature=0.1)
 SKEPTIC = AgentSpec(persona="Skeptic", temperature=0.6)
