@@ -215,6 +215,7 @@ def test_a_run_at_another_eta_is_judged_under_the_papers_labels_and_says_its_eta
 
     at2, at4 = ledger(2.0), ledger(4.0)
     pd.testing.assert_series_equal(at4.verdict, at2.verdict)  # the same rows judged the same way
+    assert "no AceMAD run at other T in this profile's ROUNDS" in at4.note["T=3 is the optimal number of rounds"]
     judged = at4["ours [95% CI]"].astype(bool)
     eta = at4.note.str.contains("AceMAD at eta=4, not the paper's 2")
     table2 = at4.index.str.startswith("AceMAD (T=3)")

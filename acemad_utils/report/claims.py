@@ -388,6 +388,8 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     others = [lab for lab in _labels(meta, "acemad") if lab != t3]
     against = {"other T": others, "T=5": [lab for lab in others if meta["methods"][lab].get("rounds") == 5]}
     base = against[e["baselines"]] if isinstance(e["baselines"], str) else e["baselines"]
+    if not base:  # e.g. --set ROUNDS=[3]
+        return [row(claim, line, None, note=f"no AceMAD run at {e['baselines']} in this profile's ROUNDS")]
     columns = e.get("columns", ())
     return gain_rows(claim, line, recs, t3, base, paper=paper, per_benchmark=bool(columns), columns=columns)
 
