@@ -1,6 +1,7 @@
 """The public API (docs/own-questions.md, section 1): AceMAD and the baselines on your questions through the notebooks'
-runner (cache, retries, MAX_USD, resume) into `<out>/runs/<name>/<model slug>-<12 hex of the questions' hash>`, so a
-changed question is a new run; the key comes only from OPENAI_API_KEY, never an argument that could reach a log."""
+runner (cache, retries, MAX_USD, resume) into `<out>/runs/<name>/<model slug>-<12 hex of the questions' hash>`
+(`-seed<k>` added for a seed k > 0), so a changed question or seed is a new run; the key comes only from
+OPENAI_API_KEY, never an argument that could reach a log."""
 
 from __future__ import annotations
 
@@ -254,7 +255,7 @@ def run(
     with outputs_root(out):
         pop, slug = population(synthetic=synthetic, model=model, base_url=base_url, seed=seed, workers=workers,
                                roles=roles)  # fmt: skip
-        experiment = f"{name}/{slug}-{data_hash(qs)[:12]}"
+        experiment = f"{name}/{slug}-{data_hash(qs)[:12]}" + (f"-seed{seed}" if seed else "")  # a seed: its own run
         meta, records = run_and_load(experiment, qs, cfgs, pop, workers=workers, profile="api", progress=progress,
                                      extra_meta={"source": "own questions", "model": slug})  # fmt: skip
         results = Results([Result.from_record(r) for r in records], run_dir=outputs("runs", experiment),

@@ -188,6 +188,8 @@ def test_content_ids_and_api_checks(elsewhere):
     plain = api.run(a, "acemad", synthetic=True)
     other = api.run(a, "acemad", synthetic=True, roles={"skeptic": "model-b"})
     assert other.run_dir != plain.run_dir and other[0].method == "AceMAD (T=3; skeptic model-b)"
+    seeded = api.run(a, "acemad", synthetic=True, seed=3)  # another seed on the same questions: its own run
+    assert seeded.run_dir == plain.run_dir.with_name(plain.run_dir.name + "-seed3") and seeded.meta != plain.meta
 
 
 def test_import_stays_light():
