@@ -258,10 +258,19 @@ def test_every_paper_table_has_a_run_definition():
         table_configs("table7")
 
 
+def test_a_profile_with_another_item_pool_gets_challenging_subsets_of_its_own(smoke_outputs):
+    """A profile file of one's own with another SEED or N_ITEMS: its subsets never collide with the shipped
+    profile's (they were refused as 'a different data_hash', and every later notebook stopped)."""
+    shipped, mine = Setup(benchmarks=["bbh"]), Setup(profile="mine", benchmarks=["bbh"], seed=1, n_items=200)
+    assert shipped.slug == SS.SYNTHETIC_SLUG and mine.slug == SS.SYNTHETIC_SLUG + ".items-synthetic-200-seed1"
+    assert shipped.subset("bbh") and mine.subset("bbh")
+    assert Setup(profile="again", benchmarks=["bbh"], seed=1, n_items=200).subset("bbh") == mine.subset("bbh")
+
+
 def test_other_models_reuse_the_subset_models_subsets(smoke_outputs):
     main = Setup(benchmarks=["bbh"], n_items=60)
     kept = main.subset("bbh")
-    assert kept and main.subset_slug == SS.SYNTHETIC_SLUG
+    assert kept and main.subset_slug == SS.SYNTHETIC_SLUG + main.variant
     other = Setup(benchmarks=["bbh"], n_items=60, model="DeepSeek-V3.1", subset_model=main.model)
     assert other.population.params == SimParams(**SIM_STANDINS["DeepSeek-V3.1"])
     assert source_label(other.synthetic, other.model) == "SYNTHETIC stand-in for DeepSeek-V3.1 (no LLM)"

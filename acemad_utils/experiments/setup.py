@@ -68,7 +68,7 @@ class Setup:
         self.benchmarks = ["demo"] if source == "demo" else list(benchmarks)
         self.n_items = _cap(n_items, SMOKE[backend][0]) if smoke() else n_items
         self.subset_model = subset_model
-        self.variant = subsets.variant(profile)  # a run with shaping --set values: subsets of its own (run_key)
+        self.variant = subsets.variant(profile, (source, n_items, seed))  # --set values or another pool: own subsets
         # the argument's completion cap: the paper gives none (bench/argue_cap.py: how often the local model hits it)
         self.max_tokens = (argue_max_tokens, COMMIT_MAX_TOKENS)
         self._stack = contextlib.ExitStack()

@@ -33,8 +33,18 @@ SET_MARK = ".set-"
 SUBSET_REPEAT_OFFSET = 1_000_000  # the construction's draws are never the Single Agent baseline's (repeats 0..4)
 
 
-def variant(profile: str) -> str:
-    return SET_MARK + profile.split(SET_MARK, 1)[1] if SET_MARK in profile else ""
+#: The item pools (SOURCE, N_ITEMS, SEED) of the shipped profiles (default, local, paper): their subsets keep the bare
+#: model slug. Subsets are shared by every profile with the same subset model and the same pool; another pool (a
+#: profile of your own with another SEED or N_ITEMS) gets subsets of its own, never another pool's.
+SHIPPED_POOLS = {("synthetic", 600, 0), ("demo", 8, 0), ("benchmarks", None, 0)}
+
+
+def variant(profile: str, pool: tuple = ("synthetic", 600, 0)) -> str:
+    """What follows the model slug in a subsets folder: the --set part of the run key, else the pool if not shipped."""
+    if SET_MARK in profile:
+        return SET_MARK + profile.split(SET_MARK, 1)[1]
+    source, n_items, seed = pool
+    return "" if pool in SHIPPED_POOLS else f".items-{source}-{n_items or 'all'}-seed{seed}"
 
 
 def model_slug(model_name: str, synthetic: bool = False) -> str:
