@@ -73,14 +73,14 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Opti
     if not base:
         return [q for b in benches for q in S.subset(b, n_max)]
     name = f"{subsets.SYNTHETIC_SLUG}-map-{R.params_slug(base)}"
-    slug, pop, cap, out = subsets.model_slug(name, synthetic=True), population(S, base), S.per_run(n_max), []
+    slug = subsets.model_slug(name, synthetic=True) + S.variant  # another item pool (--set SEED=1): its own
+    pop, cap, out = population(S, base), S.per_run(n_max), []
     for b in benches:
         try:
             qs = S.load_subset(b, slug, pop)
         except FileNotFoundError:  # not built yet, or by another population
-            subsets.build_subset(
-                S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False, workers=S.workers
-            )
+            subsets.build_subset(S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False,
+                                 workers=S.workers, variant=S.variant)  # fmt: skip
             qs = S.load_subset(b, slug, pop)
         out += qs[:cap] if cap else qs
     return out
