@@ -39,7 +39,7 @@ SUBSET_REPEAT_OFFSET = 1_000_000  # the construction's draws are never the Singl
 SHIPPED_POOLS = {("synthetic", 600, 0), ("demo", 8, 0), ("benchmarks", None, 0)}
 
 
-def variant(profile: str, pool: tuple = ("synthetic", 600, 0)) -> str:
+def variant(profile: str, pool: tuple) -> str:
     """What follows the model slug in a subsets folder: the --set part of the run key, else the pool if not shipped."""
     if SET_MARK in profile:
         return SET_MARK + profile.split(SET_MARK, 1)[1]
