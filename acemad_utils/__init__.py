@@ -1,8 +1,10 @@
-"""acemad_utils: the package behind the AceMAD notebooks (layers: command > notebook | reproduce | api | integrations
-> cost > experiments > report | agents > data > protocol). Public API, imported on first use:
+"""acemad_utils: the package behind the AceMAD notebooks (layers: command > pilot > notebook | reproduce | api |
+integrations > cost > experiments > report | agents > data > protocol). Public API, imported on first use:
 
-    from acemad_utils import make_question, run
-    results = run([make_question("2+2?", ["3", "4"], answer="B")], methods=["acemad", "majority"], synthetic=True)
+    from acemad_utils import estimate, make_question, run
+    qs = [make_question("2+2?", ["3", "4"], answer="B")]
+    print(estimate(qs, ["acemad", "majority"], model="gpt-4o-mini").line())  # calls, tokens, dollars: nothing sent
+    results = run(qs, methods=["acemad", "majority"], synthetic=True)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ __version__ = "0.1.0"
 
 #: name -> the module that defines it; read on first access (module __getattr__, PEP 562)
 _PUBLIC = {
-    **dict.fromkeys(["run", "Result", "Results", "accuracy_table", "viewer_page"], "acemad_utils.api"),
+    **dict.fromkeys(["run", "estimate", "Result", "Results", "accuracy_table", "viewer_page"], "acemad_utils.api"),
     **dict.fromkeys(["make_question", "read_questions"], "acemad_utils.data.own"),
     "Question": "acemad_utils.protocol.schema",
     "DebateConfig": "acemad_utils.protocol.config",

@@ -192,10 +192,13 @@ def test_content_ids_and_api_checks(elsewhere):
     assert seeded.run_dir == plain.run_dir.with_name(plain.run_dir.name + "-seed3") and seeded.meta != plain.meta
 
 
-def test_import_stays_light():
+def test_import_stays_light_and_names_the_public_api():
     code = "import sys, acemad_utils; print(sorted(m for m in ('numpy', 'pandas', 'openai') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+    import acemad_utils
+
+    assert acemad_utils.estimate is api.estimate and acemad_utils.run is api.run  # price first, then run
 
 
 # ----------------------------------------------------------------------------- inspect_ai (test_inspect_solvers.py)
