@@ -206,19 +206,22 @@ def test_a_run_at_another_eta_is_judged_under_the_papers_labels_and_says_its_eta
     measures says the eta; the baselines' run, with no AceMAD, keeps its rows as they were."""
 
     def ledger(eta: float) -> pd.DataFrame:
-        ace = "AceMAD (T=3)" if eta == 2 else f"AceMAD (T=3, eta={eta:g})"
+        ace, named = "AceMAD (T=3)" if eta == 2 else f"AceMAD (T=3, eta={eta:g})", "AceMAD (Different Persona)"
         configs = {ace: cfg("acemad", eta=eta), "Decentralized MAD": cfg("decentralized", eta=2.0)}
         main = _run({ace: 0.6, "Decentralized MAD": 0.3}, configs, params={})
         voting = {"Majority Voting": cfg("majority"), "Decentralized MAD": cfg("decentralized")}
+        table3 = {named: cfg("acemad", eta=eta), "Decentralized MAD": cfg("decentralized")}  # a name, no eta in it
         return C.ledger({"main": main, "baselines": _run({"Majority Voting": 0.2, "Decentralized MAD": 0.3}, voting,
-                                                          params={})}).set_index("claim")  # fmt: skip
+                                                          params={}),
+                         "heterogeneity": _run({named: 0.6, "Decentralized MAD": 0.3}, table3, params={})}
+                        ).set_index("claim")  # fmt: skip
 
     at2, at4 = ledger(2.0), ledger(4.0)
     pd.testing.assert_series_equal(at4.verdict, at2.verdict)  # the same rows judged the same way
     assert "no AceMAD run at other T in this profile's ROUNDS" in at4.note["T=3 is the optimal number of rounds"]
     judged = at4["ours [95% CI]"].astype(bool)
     eta = at4.note.str.contains("AceMAD at eta=4, not the paper's 2")
-    table2 = at4.index.str.startswith("AceMAD (T=3)")
+    table2 = at4.index.str.startswith(("AceMAD (T=3)", "Table 3"))
     assert judged[table2].sum() >= 4 and (eta == judged)[table2].all() and not at2.note.str.contains("eta=").any()
     assert not eta[at4.index.str.startswith("Table 1")].any() and (eta <= judged).all()
 

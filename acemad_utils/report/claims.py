@@ -654,12 +654,12 @@ def at_paper_labels(runs: dict) -> dict:
     run; such a run's meta carries the note ("eta_note") its measured rows then get."""
     out = {}
     for name, (meta, recs) in runs.items():
-        new = {lab: at_paper_eta(lab) for lab in meta["methods"]}
-        new = {k: v for k, v in new.items() if k != v and v not in meta["methods"]}  # never two configs on one label
-        if not new:
+        etas = sorted({c.get("eta", ETA) for c in meta["methods"].values() if c["method"] == "acemad"} - {ETA})
+        if not etas:
             out[name] = (meta, recs)
             continue
-        etas = sorted({meta["methods"][k]["eta"] for k in new})
+        new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # a named config (Table 3's) keeps its label
+        new = {k: v for k, v in new.items() if k != v and v not in meta["methods"]}  # never two configs on one label
         note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.597-600)"
         meta = {**meta, "methods": {new.get(k, k): c for k, c in meta["methods"].items()}, "eta_note": note}
         out[name] = (meta, [{**r, "method": new[r["method"]]} if r["method"] in new else r for r in recs])
