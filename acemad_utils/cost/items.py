@@ -37,7 +37,8 @@ def item_counts(b: str, P: dict) -> tuple[int, int, str]:
     model = P.get("SUBSET_MODEL") or P.get("MODEL") or ""
     if source in ("benchmarks", "demo") and model:  # synthetic subsets: another slug
         try:
-            path = subsets.subsets_root() / subsets.model_slug(model, synthetic=False) / f"{b}.jsonl"
+            pool = subsets.variant(P.get("PROFILE", ""), (source, n, P.get("SEED", 0)))  # Setup's folder
+            path = subsets.subsets_root() / (subsets.model_slug(model, synthetic=False) + pool) / f"{b}.jsonl"
             if path.exists():
                 return full, min(full, sum(1 for x in path.read_text().splitlines() if x.strip())), "built subset"
         except Exception:  # an unreadable subset: the inferred sizes stand in
