@@ -296,6 +296,49 @@ def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     assert resumed == transcript_bytes(runner.run_dir("seq_ref") / "transcripts.jsonl")
 
 
+def test_a_second_ctrl_c_never_raises_inside_the_pools_wait(tmp_outputs, monkeypatch):
+    """Both presses land while the main thread waits on the question pool: raised there, the exception could leave
+    the waiter's lock held, and the question threads then hung the process's exit (seen in CI: 'interrupted: 5 of
+    30 records saved' printed, the process alive minutes later). The loop notices the second press itself."""
+    import numpy as np
+
+    from acemad_utils.protocol.schema import Agent, Population, Step
+
+    class Fixed(Agent):
+        def act(self, turn):
+            p = np.arange(1.0, len(turn.question.options) + 1)
+            return Step("x", p / p.sum(), p / p.sum() if turn.want_peer_prediction else None)
+
+    class Threaded(Population):  # answered in the thread pool, as an endpoint's population is
+        synthetic, name, concurrent = True, "threaded", True
+
+        def __init__(self, seed=0):
+            self.seed = seed
+
+        def agents(self, specs, question, repeat=0):
+            return [Fixed() for _ in specs]
+
+    real_wait, inside = runner.wait, []
+
+    def wait(fs, timeout=None, return_when=None):  # the two signals arrive while the pool is waited on
+        if not inside:
+            handler = signal.getsignal(signal.SIGINT)
+            try:
+                handler(signal.SIGINT, None)
+                handler(signal.SIGINT, None)
+                inside.append("no raise")
+            except KeyboardInterrupt:
+                inside.append("raised inside wait()")
+                raise
+        return real_wait(fs, timeout=timeout, return_when=return_when)
+
+    monkeypatch.setattr(runner, "wait", wait)
+    cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
+    with pytest.raises(runner.RunInterrupted, match="rerun to resume"):
+        runner.run_experiment("pool", make_items(40, k=4, seed=2), [cfg], Threaded(), workers=4, progress=False)
+    assert inside == ["no raise"]
+
+
 # ----------------------------------------------------------------------------- the synthetic population's fast paths
 CONFIGS = [DebateConfig(method="acemad", n_agents=5, rounds=3), DebateConfig(method="majority", n_agents=5)]
 

@@ -247,7 +247,9 @@ class _Run:
             "git_commit": git_commit(),
             **(extra_meta or {}),
         }
-        self.presses, self.saving = 0, False  # Ctrl-C presses; a second raises, never while a line is written
+        # Ctrl-C presses; a second raises, never while a line is written nor inside the pool's wait(): raised there
+        # it can leave the waiter's lock held, and the question threads then hang the exit (the loop polls instead)
+        self.presses, self.saving, self.polling = 0, False, False
         self.over_budget: list = []  # a BudgetExceeded (MAX_USD) or EndpointDown (circuit breaker)
         self.waiting: list = []  # CALLS_VIA batch: questions waiting for a queued call (Deferred)
         self.exported: list = []  # CALLS_VIA files: the BatchExported that ended the pass loop
@@ -271,7 +273,7 @@ class _Run:
 
     def _sigint(self, signum, frame) -> None:
         self.presses += 1
-        if self.presses >= 2 and not self.saving:
+        if self.presses >= 2 and not self.saving and not self.polling:
             raise KeyboardInterrupt
 
     def answer(self, job) -> Optional[dict]:
@@ -320,6 +322,7 @@ class _Run:
     def in_threads(self) -> None:
         """Questions in a thread pool (populations that do I/O; the client bounds the calls in flight)."""
         ex = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="question")
+        self.polling = True  # a second Ctrl-C is noticed below within 0.2 s, never raised inside wait()
         try:
             pending, announced = {ex.submit(self.answer, j) for j in self.todo}, False
             while pending:  # a short timeout so a Ctrl-C is noticed while every worker is busy
@@ -333,6 +336,7 @@ class _Run:
                     msg = f"interrupt: finishing {n} question(s) in flight, then stopping (Ctrl-C again to stop now)"
                     print(redact(msg), file=sys.stderr, flush=True)
         finally:
+            self.polling = False
             ex.shutdown(wait=not self.presses, cancel_futures=True)
 
     def here(self) -> None:
