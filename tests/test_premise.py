@@ -52,6 +52,19 @@ def test_the_check_tells_a_premise_that_holds_from_one_that_fails():
     assert "population's assumption" not in PR.premise_sentence(good, synthetic=False)
 
 
+def test_a_top_scorer_exactly_as_right_as_a_random_agent_is_a_lift_of_zero_with_no_sign():
+    # lifts -80, +60 and +20 per question: their float mean is -1e-15, which once read as a sign disagreeing with
+    # the (positive) rank correlation and printed as "-0.0"
+    recs = [_record(0, [0.9, 0.1, 0.1, 0.1, 0.1], [False, True, True, True, True]),
+            _record(1, [0.9, 0.1, 0.1, 0.1, 0.1], [True, True, False, False, False]),
+            _record(2, [0.9, 0.9, 0.9, 0.9, 0.1], [True, True, True, True, False])]  # fmt: skip
+    table = PR.premise(recs)
+    row = table.iloc[-1]
+    assert row["round"] == "all" and row.lift == 0 and row.rank_corr > 0
+    text = PR.premise_sentence(table, synthetic=False)
+    assert "a lift of +0.0 points" in text and "disagree in sign" not in text
+
+
 def test_agents_tied_at_the_top_share_it_and_failed_commitments_are_counted_not_scored():
     rec = _record(0, [0.9, 0.9, 0.95, 0.1, 0.1], RIGHT, failed=(2,))  # the failed agent's score is not looked at
     row = PR.premise([rec]).iloc[0]

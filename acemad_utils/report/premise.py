@@ -76,7 +76,9 @@ def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataF
     rows = []
     for method in fails["method"].unique():
         g = qr[qr["method"] == method]
-        g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
+        # rounded: a top scorer exactly as right as the average agent is a lift of 0, not float noise's -0.0
+        lift = (100 * (g["top_right"] - g["share_right"])).round(9) + 0.0
+        g = g.assign(lift=lift, split=(g["share_right"] % 1) > 0)
         per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
         per_question = per_question.agg(
             dict.fromkeys(["top_right", "share_right", "lift", "rank_corr"], "mean") | {"split": "max"}
@@ -136,7 +138,7 @@ def premise_sentence(
             f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
             f"{100 * r.parse_failure:.1f}% of commitments did not parse."
         )
-        if r.n_split and pd.notna(r.rank_corr) and (r.lift > 0) != (r.rank_corr > 0):
+        if r.n_split and pd.notna(r.rank_corr) and np.sign(r.lift) * np.sign(r.rank_corr) < 0:  # 0 has no sign
             text += (
                 " The two disagree in sign: the correlation counts every agent, also those right without knowing why "
                 "the others err (a forecast of agreement with oneself scores low when the others are wrong), while "
