@@ -7,17 +7,19 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
 from acemad_utils import api, pilot
-from acemad_utils.agents.budget import BudgetExceeded
+from acemad_utils.agents.budget import ENV_MAX, BudgetExceeded, paid_line, parse_max_usd
 from acemad_utils.agents.health import EndpointDown
 from acemad_utils.agents.redact import redact
 from acemad_utils.agents.sim import SYNTHETIC_LABEL
 from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
+from acemad_utils.data.settings import env
 from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted
 from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
@@ -158,7 +160,7 @@ def run(args) -> int:
         cfgs = [subset_config(seed=args.seed), *cfgs] if args.challenging else cfgs
         est = api.estimate(qs, cfgs, model=args.model, workers=args.workers, **kw)
         confirm(est.line(), args, est)
-    out = Path(args.out).expanduser().resolve()
+    out, since = Path(args.out).expanduser().resolve(), time.time()
     with outputs_root(out):
         if args.challenging:
             n, qs = len(qs), challenging(qs, args, name, who, out)
@@ -169,12 +171,15 @@ def run(args) -> int:
                       **{**kw, **who})  # fmt: skip
         md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
+        paid = None if args.synthetic else paid_line(since, parse_max_usd(env(ENV_MAX) or None))
     print(text)
     failed = sum(r.status != "ok" for r in res)
     print(f"transcripts: {res.run_dir}  ({len(res)} records, {failed} failed)")
     if md is not None:
         print(f"table:       {md}  (and {md.with_suffix('.csv').name})")
     print(f"viewer:      {page}")
+    if paid:
+        print(paid)
     summary = res.meta.get("summary") or {}
     n, of = int(summary.get("parse_failures") or 0), int(summary.get("commitments") or 0)
     if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/cli.py): no beliefs were measured

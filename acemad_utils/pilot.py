@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Optional
@@ -14,7 +15,7 @@ from unittest import mock
 import numpy as np
 
 from acemad_utils import api
-from acemad_utils.agents.budget import ENV_MAX, parse_max_usd
+from acemad_utils.agents.budget import ENV_MAX, paid_line, parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms
 from acemad_utils.cost.estimate import dollars, estimate_profile, replay
 from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
@@ -150,7 +151,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     kk, budget, _ = choose(stages, P, terms, per_stage, usd, k, what, HOW_TO_PRICE.format(model=P.get("MODEL")))
     if dry_run:
         return 0
-    S = Setup.from_params(P)
+    S, since = Setup.from_params(P), time.time()
     try:
         with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):  # the budget as the run's MAX_USD, per call
             sample = []
@@ -174,8 +175,8 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     text, obs = report(records, cfgs, S.synthetic)
     table = plan(params, rho=obs.get("rho"), est=estimate_profile(profile, overrides))
     finish([text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
-            "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice"],
-           outputs("tables", name) / "pilot.txt")  # fmt: skip
+            "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice",
+            paid_line(since, budget) or ""], outputs("tables", name) / "pilot.txt")  # fmt: skip
     return 0
 
 
@@ -195,7 +196,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     kk, budget, usd_of = choose(stages, P, {}, per_stage, usd, k, what, how)
     if dry_run:
         return 0
-    out = Path(args.out).expanduser().resolve()
+    out, since = Path(args.out).expanduser().resolve(), time.time()
     with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):
         res = api.run([q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
                       base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers,
@@ -214,5 +215,5 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     )
     *folders, last = res.name.split("/")
     with outputs_root(out):
-        finish(parts, outputs("tables", *folders) / f"{last}.txt")
+        finish([*parts, paid_line(since, budget) or ""], outputs("tables", *folders) / f"{last}.txt")
     return 0

@@ -324,6 +324,21 @@ def test_the_estimate_is_printed_first_and_is_what_is_sent(elsewhere, endpoint, 
     assert calls == endpoint.count, (first, endpoint.count)
 
 
+def test_a_paid_run_ends_with_what_it_paid_and_a_cached_rerun_pays_nothing(elsewhere, endpoint, capsys, monkeypatch):
+    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
+    argv = ["run", str(_write(elsewhere / "paid.jsonl", ROWS)), "--model", "gpt-4o-mini", "--methods", "acemad"]
+    assert main(argv) == 0
+    [meta] = (elsewhere / "acemad_runs" / "runs").rglob("meta.json")
+    usd = json.loads(meta.read_text())["summary"]["session"]["cost_usd"]  # what the client counted, call by call
+    shown = "under $0.01" if usd < 0.005 else f"about ${usd:,.2f}"
+    assert usd > 0 and f"paid: {shown} (the priced replies" in capsys.readouterr().out
+    calls = endpoint.count
+    assert main(argv) == 0 and endpoint.count == calls
+    assert "paid:" not in capsys.readouterr().out  # every reply from the cache, no cap: nothing to say
+    monkeypatch.setenv("ACEMAD_MAX_USD", "2")
+    assert main(argv) == 0 and "paid: about $0.00 of MAX_USD $2.00" in capsys.readouterr().out
+
+
 def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoint, capsys, monkeypatch):
     """One question, 100 agents, 50 rounds: priced and stopped before a call."""
     src = _write(elsewhere / "big.jsonl", ROWS[:1])

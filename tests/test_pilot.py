@@ -4,6 +4,7 @@ from one whose agents do not, and the full run pays none of its calls again (cou
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
     with FakeOpenAI(scripted(premise)) as fresh:
         assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
     assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out
+    assert re.search(r"paid: (about \$[\d.]+|under \$0\.01) of MAX_USD \$5\.00", out)  # the default budget
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls  # the pilot's calls came from the cache
     [kept] = (cwd / "acemad_runs" / "tables" / "pilot").glob("*.txt")  # the report is kept, not only printed
     assert "premise check" in kept.read_text() and f"(this report: {kept})" in out
@@ -119,6 +121,7 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
         before = srv.count  # the subsets are built now: a second pilot samples them, every call already paid
         assert main([*args, "--per-benchmark", "2"]) == 0 and srv.count == before
     assert "estimate $" in out and "questions needed for 80% power" in out and "pilot questions" in out
+    assert "paid: " in out and "of MAX_USD $5.00" in out
     assert "per benchmark of their challenging subsets" in capsys.readouterr().out
     monkeypatch.setenv("ACEMAD_ROOT", str(tmp_outputs / "fresh"))
     with FakeOpenAI(FaultInjector(rate=0.0)) as fresh:

@@ -90,3 +90,21 @@ def current(cache=None) -> Optional[Budget]:
             before = cache.spent_since(float(since)) if cap is not None and since and cache is not None else 0.0
             _CURRENT = (key, None if cap is None else Budget(cap, before))
         return _CURRENT[1]
+
+
+def paid_line(since: float, cap: Optional[float] = None) -> Optional[str]:
+    """What a command paid, for its last lines: the priced replies the response cache stored since `since` (epoch
+    seconds), beside the cap; None when nothing was paid and no cap was set. A reply read back from the cache was
+    paid once, when it was stored; unpriced and free models count 0."""
+    from acemad_utils.agents.cache import ResponseCache  # noqa: PLC0415 (sqlite only where a command ends)
+    from acemad_utils.data.paths import outputs  # noqa: PLC0415
+
+    path, usd = outputs("cache", create=False) / "llm.sqlite", 0.0
+    if path.is_file():
+        with ResponseCache(path) as cache:
+            usd = cache.spent_since(since)
+    if not usd and cap is None:
+        return None
+    shown = "under $0.01" if 0 < usd < 0.005 else f"about ${usd:,.2f}"
+    of = "" if cap is None else f" of MAX_USD ${cap:,.2f}"
+    return f"paid: {shown}{of} (the priced replies stored since this command started, at agents/prices.py's prices)"

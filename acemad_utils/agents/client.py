@@ -407,9 +407,10 @@ class LLMClient:
             time.sleep(interval)
             now, flight = time.monotonic(), sorted(self._flight.values())
             if flight:
+                paid = f", about ${self._cost:,.2f} paid" if self._cost and not self.free else ""
                 emit(f"[calls] {self.model} at {self.where}: {self._answered} answered, {self._failed_n} failed, "
                      f"{len(flight)} in flight (oldest {now - flight[0]:.0f} s), {now - (self._t0 or now):.0f} s "
-                     "elapsed")  # fmt: skip
+                     f"elapsed{paid}")  # fmt: skip
 
     # ------------------------------------------------------------------ counters and cost
     def add_usage(self, **kw: int) -> None:

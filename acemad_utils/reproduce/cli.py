@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 from unittest import mock
 
-from acemad_utils.agents.budget import parse_max_usd, unpriced_message
+from acemad_utils.agents.budget import paid_line, parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
@@ -113,6 +113,9 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                       f"run (executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
             with progress_tail(progress, prefix=f"{tag} "):
                 code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
+            cap = parse_max_usd(env.get("ACEMAD_MAX_USD") or None)
+            if llm and todo and (paid := paid_line(float(env["ACEMAD_BUDGET_SINCE"]), cap)):
+                print(f"{tag} {paid}", flush=True)
             if code != 0:
                 stamp.forget()
             elif note := stamp.save(prints, ran=todo, reads=READS):
