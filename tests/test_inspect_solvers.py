@@ -23,7 +23,7 @@ from inspect_ai.scorer import choice  # noqa: E402
 from acemad_utils.data import paths as P  # noqa: E402
 from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad, decisions  # noqa: E402
 from acemad_utils.protocol.prompts import PERSONAS  # noqa: E402
-from tests.fake_openai import FakeOpenAI, FaultInjector  # noqa: E402
+from tests.fake_openai import FakeOpenAI, FaultInjector, error  # noqa: E402
 
 KEY = "sk-fake-inspect"
 MODEL = "openai-api/fake/fake-model"
@@ -116,6 +116,34 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
     metrics = {sc.name: sc.metrics["accuracy"].value for sc in log.results.scores}
     assert metrics["acemad"] == metrics["choice"] == pytest.approx(sum(correct) / len(correct))
     assert not list(P.outputs("runs", create=False).glob("inspect*"))  # inspect's log holds the run, not outputs/
+
+
+def test_commitments_ask_for_their_schema_as_the_commands_do_and_a_refused_mode_steps_down(tmp_path):
+    """json_schema first (inspect's response_schema), as the engine's own client; a server that refuses it the way
+    llama-cpp-python's does (a 500, which inspect would retry) gets json_object with the schema, its grammar."""
+    refusal = error(500, "('body', 'response_format', 'type') Input should be 'text' or 'json_object'")
+    model, refused = FaultInjector(rate=0.0), []
+
+    def no_json_schema(body, n):
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            refused.append(n)
+            return refusal
+        return model(body, n)
+
+    task = lambda: Task(dataset=samples(4), solver=acemad(rounds=2, agents=3), scorer=choice())  # noqa: E731
+    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
+        assert run_eval(task(), tmp_path, max_samples=2, model_base_url=srv.url).status == "success"
+        formats = [b["response_format"] for b in srv.requests if "response_format" in b]
+    assert len(formats) == 4 * 2 * 3 and {f["type"] for f in formats} == {"json_schema"}  # every commitment
+    first = formats[0]["json_schema"]
+    assert first["strict"] and "peer_prediction" in first["schema"]["properties"]
+    with FakeOpenAI(no_json_schema) as srv:
+        log = run_eval(task(), tmp_path, max_samples=2, model_base_url=srv.url)
+        later = [b["response_format"] for b in srv.requests if "response_format" in b][len(refused) :]
+    # the first commitments in flight only (2 samples x 3 agents), not inspect's retries: the openai SDK's own 2 each
+    assert log.status == "success" and 1 <= len(refused) <= 2 * 3 * 3
+    assert len(later) == 4 * 2 * 3 and all(f["type"] == "json_object" and f["schema"] for f in later)
+    assert not any(e["parse_failure"] for s in log.samples for r in s.store[STORE_KEY]["rounds"] for e in r)
 
 
 def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):

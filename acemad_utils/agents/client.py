@@ -115,6 +115,13 @@ def endpoint_kind(base_url: Optional[str]) -> str:
     return "local-llama.cpp" if host in ("127.0.0.1", "localhost", "::1") else "openai-compatible"
 
 
+def refuses_format(e: BaseException) -> bool:
+    """An endpoint refusing a structured-output mode: a 400 or 422, or another status naming response_format
+    (llama-cpp-python's server answers json_schema with a 500)."""
+    status = getattr(e, "status_code", None)
+    return isinstance(status, int) and (status in (400, 422) or "response_format" in str(e))
+
+
 def request_body(model: str, messages: list, params: dict, mode: Optional[str], *, schema: Optional[dict]) -> dict:
     """The /chat/completions body of a call (also the `body` of a Batch API request line)."""
     kw: dict[str, Any] = dict(model=model, messages=messages, **params)
@@ -361,8 +368,7 @@ class LLMClient:
                                      "max_tokens and rerun")  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
-                if mode in MODES[:2] and isinstance(e, openai.APIStatusError) and (
-                        e.status_code in (400, 422) or "response_format" in str(e)):  # fmt: skip
+                if mode in MODES[:2] and refuses_format(e):
                     with self._lock:
                         self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
                     attempts = 0

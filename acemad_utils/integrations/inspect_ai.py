@@ -22,13 +22,14 @@ from inspect_ai.model import (
     GenerateConfig,
     Model,
     ModelOutput,
+    ResponseSchema,
     get_model,
 )
 from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import span
+from inspect_ai.util import JSONSchema, span
 
-from acemad_utils.agents.client import Completion, LLMClient
+from acemad_utils.agents.client import MODES, Completion, LLMClient, refuses_format
 from acemad_utils.agents.llm_agent import LLMAgent
 from acemad_utils.agents.pool import act_all
 from acemad_utils.data.benchmarks import LETTERS
@@ -43,10 +44,25 @@ from acemad_utils.report import rescoring as A
 
 STORE_KEY = "acemad"  # the transcript record in the sample's store; the compact view in metadata
 _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+# (model, base URL) -> (the structured-output mode to ask, accepted yet), client.MODES best first, as the engine's own
+# client detects it: a commitment asks for its JSON schema, as the command's does, not only in its prompt's words
+_MODES: dict[tuple, tuple[str, bool]] = {}
+
+
+def _with_format(cfg: GenerateConfig, schema: dict, mode: str) -> GenerateConfig:
+    """`cfg` asking for `schema` in `mode`: inspect's response_schema (json_schema), or llama.cpp's json_object with
+    a schema (its grammar) in the body of an OpenAI-compatible provider."""
+    if mode == "json_schema":
+        rs = ResponseSchema(name="response", json_schema=JSONSchema.model_validate(schema), strict=True)
+        return cfg.merge(GenerateConfig(response_schema=rs))
+    if mode == "json_object":
+        return cfg.merge(GenerateConfig(extra_body={"response_format": {"type": "json_object", "schema": schema}}))
+    return cfg
 
 
 class InspectClient:
-    """LLMClient's `generate` answered by an inspect Model on the eval's loop in the sample's context, as text."""
+    """LLMClient's `generate` answered by an inspect Model on the eval's loop in the sample's context: a commitment
+    asks for its schema in the best structured-output mode the model accepts, as LLMClient does."""
 
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, cache: bool | CachePolicy = False):
         self.model, self.loop, self.cache = model, loop, cache
@@ -66,10 +82,31 @@ class InspectClient:
         chat = [_ROLES[m["role"]](content=m["content"]) for m in messages]
         params = config.params()
         cfg = GenerateConfig(**{k: params[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in params})
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        # Submitted from a copy of the sample's context: the task the loop makes for the call inherits it.
-        run = self.context.copy().run
-        out = run(asyncio.run_coroutine_threadsafe, self._call(chat, cfg, scope), self.loop).result(wait)
+        where = (str(self.model), getattr(self.model.api, "base_url", None))
+        mode, known = ("text", True) if schema is None else _MODES.get(where, (MODES[0], False))
+        while True:
+            call = cfg if mode == "text" else _with_format(cfg, schema, mode)
+            # a mode not yet accepted is asked without inspect's retries (only the openai SDK's own two): inspect
+            # retries a 5xx until its timeout, and llama-cpp-python's server refuses json_schema with a 500
+            call = call if known else call.merge(GenerateConfig(max_retries=0))
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # Submitted from a copy of the sample's context: the task the loop makes for the call inherits it.
+            run = self.context.copy().run
+            try:
+                out = run(asyncio.run_coroutine_threadsafe, self._call(chat, call, scope), self.loop).result(wait)
+            except Exception as e:
+                if known:
+                    raise
+                last = getattr(e, "last_attempt", None)  # tenacity's RetryError: inspect gave up; its last error
+                if mode != "text" and refuses_format(last.exception() if last is not None and last.failed else e):
+                    mode = MODES[MODES.index(mode) + 1]  # the next mode, itself not yet accepted
+                    _MODES[where] = (mode, False)
+                else:  # another failure: the same mode again, with inspect's retries
+                    known = True
+                continue
+            if schema is not None:
+                _MODES[where] = (mode, True)
+            break
         u = out.usage
         pt, ct = (u.input_tokens, u.output_tokens) if u else (0, 0)
         return Completion(out.completion, None, prompt_tokens=pt, completion_tokens=ct, network_calls=1,
