@@ -60,7 +60,7 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
     if k is None:
         k = next((kk for kk in range(MAX_K, MIN_K, -1) if (usd_of(counts(kk)) or 0.0) <= budget), MIN_K)
     cost, calls = usd_of(counts(k)), sum(c * n for (_, c), n in zip(units, counts(k)))
-    print(f"{what(k)}; estimate ${cost or 0:.2f} ({calls:,.0f} paid calls; none made yet), budget ${budget:.2f}")
+    print(f"{what(k)}; estimate ${cost or 0:.2f} for {calls:,.0f} calls (none made yet), budget ${budget:.2f}")
     if cost is None:
         raise ValueError(f"no estimate can be shown: {P.get('MODEL')!r} has no price, so the pilot will not start; "
                          f"to price it, {how}")  # fmt: skip
@@ -139,15 +139,22 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
             f"no challenging subset of {todo[0]!r} for SUBSET_MODEL {P['SUBSET_MODEL']!r}: build them first "
             "(make reproduce ARGS='--only 01_subset_construction'), or set SUBSET_MODEL='' to screen with MODEL"
         )
-    screened = lambda b, kk: min(counts[b][0], math.ceil(MARGIN * kk / KEPT_SHARE.get(b, OVERALL_SHARE)))
+    share = lambda b: KEPT_SHARE.get(b, OVERALL_SHARE)
+    screened = lambda b, kk: min(counts[b][0], math.ceil(MARGIN * kk / share(b)))
     items = sample_items(benches, 2, P.get("SOURCE", "benchmarks"))[0]
     stages = [([subset_config(seed=seed)], items[b]) for b in todo] + [(cfgs, items[b]) for b in benches]
-    per_stage = lambda kk: (
-        [screened(b, kk) for b in todo] + [kk if b in todo else min(kk, counts[b][1], n_max or kk) for b in benches]
+    asked = lambda b, kk: (  # what screening a few input items keeps (demo: 24 in all), or what a subset holds
+        min(kk, math.ceil(screened(b, kk) * share(b))) if b in todo else min(kk, counts[b][1], n_max or kk)
     )
+    per_stage = lambda kk: [screened(b, kk) for b in todo] + [asked(b, kk) for b in benches]
     where = f"screened input items ({', '.join(todo)}: no subset built yet)" if todo else "their challenging subsets"
-    what = lambda kk: (f"pilot of profile {name!r}: {' and '.join(c.label for c in cfgs)} on {kk} questions per "
-                       f"benchmark of {where}")  # fmt: skip
+
+    def what(kk: int) -> str:
+        n, methods = sum(asked(b, kk) for b in benches), " and ".join(c.label for c in cfgs)
+        if n < kk * len(benches):  # a small source (demo: 24 items): all it has, not what the budget would buy
+            return f"pilot of profile {name!r}: {methods} on about {n} questions of {where}, all there are"
+        return f"pilot of profile {name!r}: {methods} on {kk} questions per benchmark of {where}"
+
     kk, budget, _ = choose(stages, P, terms, per_stage, usd, k, what, HOW_TO_PRICE.format(model=P.get("MODEL")))
     if dry_run:
         return 0
