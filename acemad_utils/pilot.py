@@ -88,7 +88,8 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
                   f"parse failures: {100 * r['parse_failure']:.1f}% of AceMAD's commitments did not parse"]  # fmt: skip
     split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
     if not split.empty:
-        lines += ["the gain split (AceMAD minus each control, points, paired):", split.round(3).to_string(index=False)]
+        shown = split.round(3).to_string(index=False, na_rep="")  # AceMAD's own row: its accuracy, no difference
+        lines += ["the gain split (AceMAD minus each control, points, paired):", shown]
     lines.append(PR.premise_sentence(table, synthetic, split))
     if obs["n"]:
         lines.append(

@@ -85,7 +85,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
         after_pilot = srv.count - pilot_calls
     with FakeOpenAI(scripted(premise)) as fresh:
         assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
-    assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out
+    assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out and "NaN" not in out
     assert re.search(r"paid: (about \$[\d.]+|under \$0\.01) of MAX_USD \$5\.00", out)  # the default budget
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls  # the pilot's calls came from the cache
     [kept] = (cwd / "acemad_runs" / "tables" / "pilot").glob("*.txt")  # the report is kept, not only printed
