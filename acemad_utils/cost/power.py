@@ -124,7 +124,7 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
         where = BENCH_LABELS[benches[0]] if len(benches) == 1 else "Average"
         most = sum(planned(r, P, benches, capped=False))
         note = c.note or (
-            f"n exceeds the {most:,} questions available: no run of this profile reaches it"
+            f"n exceeds the {most:,} question{'s' * (most != 1)} available: no run of this profile reaches it"
             if nh is not None and 0 < most < nh
             else ""
         )
