@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -425,3 +426,32 @@ def test_parse_line_gives_what_json_loads_gives(rec):
                 parse_line(raw)
             continue
         assert repr(parse_line(raw)) == repr(expected)
+
+
+def test_after_a_second_ctrl_c_the_questions_in_flight_send_no_new_call(tmp_outputs, monkeypatch):
+    """The process's exit waits for the question threads: stopped, each ends at its next call instead of debating on
+    to its last (12 calls a question here); a later run of the same population calls again."""
+    from dataclasses import replace
+
+    from acemad_utils.agents.llm_agent import LLMPopulation
+    from tests.fake_openai import FakeOpenAI, FaultInjector
+
+    model, presses = FaultInjector(rate=0.0), []
+
+    def slow(body, n):
+        if n == 5 and not presses:  # the first round's 6 calls (2 questions x 3 agents) are out: Ctrl-C twice
+            presses.append(signal.getsignal(signal.SIGINT))
+            for _ in range(2):
+                presses[0](signal.SIGINT, None)
+        return replace(model(body, n), delay=1.0 if n <= 5 else 0.0)
+
+    cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
+    with FakeOpenAI(slow) as srv:
+        pop = LLMPopulation(model="fake-model", base_url=srv.url, api_key="sk-fake", preflight=False)
+        with pytest.raises(runner.RunInterrupted):
+            runner.run_experiment("stopped", make_items(8, k=4, seed=3), [cfg], pop, workers=2, progress=False)
+        for t in [t for t in threading.enumerate() if t.name.startswith("question")]:
+            t.join(30)
+        assert srv.count <= 2 * 3 + 2 * 3  # the 6 calls out when it stopped, a few more at most (else 2 x 12)
+        again = runner.run_experiment("again", make_items(2, k=4, seed=4), [cfg], pop, workers=2, progress=False)
+    assert [r["status"] for r in transcripts.read_jsonl(again / transcripts.COMPRESSED)] == ["ok", "ok"]

@@ -57,6 +57,9 @@ class ModelNotServed(RuntimeError): ...
 class EmptyReply(RuntimeError): ...  # a completion without text: never retried (the same request gets the same)
 
 
+class CallsStopped(RuntimeError): ...  # a second Ctrl-C stopped the run: no new call is sent
+
+
 class CallDeadlineExceeded(openai.APITimeoutError):
     def __init__(self, request: httpx2.Request, message: str) -> None:
         openai.APIConnectionError.__init__(self, message=message, request=request)
@@ -277,6 +280,7 @@ class LLMClient:
         if self.budget.max_usd is not None and not self.free and price_of(self.model) is None:
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
+        self.stopped = False  # a second Ctrl-C (the runner): a question in flight ends at its next call
         self._lock = threading.Lock()
         self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
         self._cost: Optional[float] = 0.0  # None once a model without a price was billed
@@ -330,6 +334,8 @@ class LLMClient:
     def _send(self, model: str, messages: list, params: dict, schema: Optional[dict],
               deadline: Optional[float]) -> Completion:  # fmt: skip
         """The call under MAX_USD: its dearest cost held before sending, settled at the reported usage."""
+        if self.stopped:
+            raise CallsStopped("the run was stopped by a second Ctrl-C: no new call is sent")
         held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
         try:
             out = _run(self._call(model, messages, params, schema, deadline))

@@ -178,6 +178,12 @@ class LLMPopulation(Population):
     def act_all(self, agents: Sequence[Agent], turns: Sequence[Turn]) -> list[Step]:
         return act_all(agents, turns)  # in threads: each agent waits on the endpoint (pool.py)
 
+    def stop(self, stopped: bool = True) -> None:
+        """A second Ctrl-C: no client sends a new call, so the questions in flight end at their next one, not after
+        their last (the process's exit waits for them); False: calls again (a population reused by a later run)."""
+        for c in list(self._clients.values()):
+            c.stopped = stopped
+
     def usage(self) -> dict:
         """Counters summed over every endpoint (cost None if any is unknown)."""
         stats, total = [c.stats() for c in list(self._clients.values())], Counter[str]()

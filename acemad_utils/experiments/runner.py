@@ -368,7 +368,8 @@ class _Run:
         (queued: it waits); the queue goes out as one batch, and the waiting questions run again, until none waits."""
         pop = self.population
         concurrent = getattr(pop, "concurrent", not pop.synthetic) and (self.workers or 1) > 1
-        batcher = getattr(pop, "batcher", None)
+        batcher, stop = getattr(pop, "batcher", None), getattr(pop, "stop", lambda stopped: None)
+        stop(False)  # a population reused after a run stopped by a second Ctrl-C calls again
         while True:
             self.waiting.clear()
             try:
@@ -382,6 +383,7 @@ class _Run:
                 batcher.flush(should_stop=lambda: bool(self.presses), progress=self.progress)
             except KeyboardInterrupt:
                 self.presses = max(self.presses, 2)
+                stop(True)  # the questions still in flight end at their next call
             except BudgetExceeded as err:
                 self.over_budget.append(err)
             except BatchExported as err:  # CALLS_VIA files: the queue is on disk for another runner
