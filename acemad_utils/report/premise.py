@@ -76,16 +76,15 @@ def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataF
     rows = []
     for method in fails["method"].unique():
         g = qr[qr["method"] == method]
-        # rounded: a top scorer exactly as right as the average agent is a lift of 0, not float noise's -0.0
-        lift = (100 * (g["top_right"] - g["share_right"])).round(9) + 0.0
-        g = g.assign(lift=lift, split=(g["share_right"] % 1) > 0)
+        g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
         per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
         per_question = per_question.agg(
             dict.fromkeys(["top_right", "share_right", "lift", "rank_corr"], "mean") | {"split": "max"}
         )
         f = fails[fails["method"] == method]
         for rnd, part in [*g.groupby("round"), ("all", per_question)]:
-            lift, lo, hi = bootstrap_ci(part["lift"].to_numpy(), seed=seed)
+            # rounded: lifts that cancel are a lift of 0, not float noise's -1e-15 (printed "-0.0", read as a sign)
+            lift, lo, hi = (round(x, 9) + 0.0 for x in bootstrap_ci(part["lift"].to_numpy(), seed=seed))
             rho, rlo, rhi = bootstrap_ci(part["rank_corr"].to_numpy(), seed=seed)
             pf = f["failed"].mean() if rnd == "all" else f.loc[f["round"] == rnd, "failed"].mean()
             rows.append(
