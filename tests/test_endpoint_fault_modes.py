@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import gzip
+import io
 import json
 import os
 import re
@@ -18,10 +19,11 @@ import tracemalloc
 import openai
 import pandas as pd
 import pytest
+from tqdm import tqdm
 
 from acemad_utils.agents import client as C
 from acemad_utils.agents.client import EndpointUnreachable, GarbledResponse, LLMClient, cap_reply
-from acemad_utils.agents.health import EndpointDown
+from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import run_dir
 from acemad_utils.experiments import subsets
@@ -81,10 +83,11 @@ def test_a_hung_endpoint_prints_progress_and_trips_on_timeouts(tmp_path, monkeyp
     with FakeOpenAI(FaultInjector(0.0), mode="hang", hang_max=5) as srv:
         c = LLMClient("m", srv.url, KEY, breaker=2, max_attempts=6, timeout=0.6)
         with pytest.raises(EndpointDown, match="timed out"):
-            c.generate(MSG)
+            c.generate(MSG, model="role-model")  # a role's endpoint: the line names the model asked there
         srv.set_mode("ok")
     lines = progress.read_text().splitlines()
     assert lines and all("1 in flight (oldest" in x and srv.url in x for x in lines), lines
+    assert all(x.startswith("[calls] role-model at ") for x in lines), lines
     assert "0 answered, " in lines[0]
 
 
@@ -233,6 +236,18 @@ def test_progress_lines_reach_the_terminal(tmp_path, capsys):
             out += capsys.readouterr().out
     out += capsys.readouterr().out
     assert out == "[probe] [calls] m: 1 answered, 0 failed, 2 in flight\n"
+
+
+def test_a_progress_line_above_a_progress_bar_starts_its_own_line(monkeypatch):
+    """The command's question bar and the client's [calls] line share stderr: the line clears the bar, never
+    continues it."""
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    monkeypatch.delenv("ACEMAD_PROGRESS_FILE", raising=False)
+    with tqdm(total=3, desc="q", file=err, mininterval=0) as bar:
+        bar.update(1)
+        emit("[calls] m at here: 1 answered")
+    assert re.search(r"(^|[\r\n])\[calls\] m at here: 1 answered\n", err.getvalue()), repr(err.getvalue())
 
 
 # ----------------------------------------------------------------------------- paths stay inside outputs/

@@ -138,6 +138,7 @@ BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its on
     "label": (_jsonl([ROWS[0], {"question": "x?", "options": {"A; rm": "a", "B": "b"}}]), "field 'options': label"),
     "control": (_jsonl([ROWS[0], {"question": "x\x00?", "options": ["a", "b"]}]), "holds the control character"),
     "field": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "colour": "red"}]), "line 2: unknown field"),
+    "choices": (_jsonl([{"question": "x?", "choices": ["a", "b"]}]), "own column names: the command's --question-col"),
     "long": (_jsonl([ROWS[0], {"question": "x" * 20_001, "options": ["a", "b"]}]), "has 20001 characters"),
     "latin": (b'{"question": "caf\xe9?", "options": ["a", "b"]}\n', "line 1: not UTF-8"),
     "deep": (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 1: JSON nested too deeply"),

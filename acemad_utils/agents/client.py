@@ -287,6 +287,7 @@ class LLMClient:
         self._flight: dict[int, float] = {}
         self._calls: dict[str, dict] = {}  # id -> the attempts of a call in flight (_Guard)
         self._answered = self._failed_n = 0
+        self._models: dict[str, None] = {}  # the models asked here, in order
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
         # one SDK client per SHARD calls in flight: one httpx pool of 256 fed a 1 s endpoint 0.35 (bench/throughput.py)
@@ -310,6 +311,7 @@ class LLMClient:
         model, messages, params = model or self.model, [dict(m) for m in messages], config.params()
         params.setdefault("max_tokens", self.max_tokens)
         self.add_usage(calls=1)
+        self._models.setdefault(model)  # a role's endpoint serves the role's model, not the run's: the [calls] line
         if self.cache is None:
             return self._send(model, messages, params, schema, deadline)
         # the *requested* format is keyed, not the mode: a warm rerun hits before the mode is detected
@@ -420,7 +422,8 @@ class LLMClient:
             now, flight = time.monotonic(), sorted(self._flight.values())
             if flight:
                 paid = f", about ${self._cost:,.2f} paid" if self._cost and not self.free else ""
-                emit(f"[calls] {self.model} at {self.where}: {self._answered} answered, {self._failed_n} failed, "
+                models = ", ".join(self._models) or self.model
+                emit(f"[calls] {models} at {self.where}: {self._answered} answered, {self._failed_n} failed, "
                      f"{len(flight)} in flight (oldest {now - flight[0]:.0f} s), {now - (self._t0 or now):.0f} s "
                      f"elapsed{paid}")  # fmt: skip
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from tqdm import tqdm
+
 from acemad_utils.agents.redact import redact
 from acemad_utils.data.settings import env
 
@@ -20,5 +22,5 @@ def emit(line: str) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
-    else:
-        print(line, file=sys.stderr, flush=True)
+    else:  # above a progress bar on the terminal, never glued to its end
+        tqdm.write(line, file=sys.stderr)

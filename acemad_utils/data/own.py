@@ -95,7 +95,10 @@ def make_question(
 def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
     unknown = [k for k in rec if k not in FIELDS]
     if unknown:
-        raise ValueError(f"unknown field(s) {unknown[:5]}; a question has {list(FIELDS)}")
+        raise ValueError(
+            f"unknown field(s) {unknown[:5]}; a question has {list(FIELDS)} (a file with its own column "
+            "names: the command's --question-col, --choices-col, --answer-col)"
+        )
     bench = rec.get("benchmark") or DEFAULT_BENCHMARK
     return make_question(rec["question"], rec["options"], answer=rec.get("answer"), id=rec.get("id"), benchmark=bench)
 
