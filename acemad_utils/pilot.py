@@ -104,7 +104,13 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
             if obs["effect"]
             else "AceMAD and self-consistency tied here: no gain over the same compute to size a run for"
         )
-    if r is not None and (r["lift_hi"] < 0 or not r["n_split"]):
+    if r is not None and r["verdict"] == "not judged":
+        lines.append(
+            f"NOT JUDGED: {r['n_split']} of the {r['n']} questions split the agents into right and wrong, fewer than "
+            f"the {PR.MIN_SPLIT} the premise check needs; a pilot on more questions (a larger --usd, or a larger "
+            "file) can judge it"
+        )
+    if r is not None and r["verdict"] in ("fails", "unseen"):
         lines.append(
             "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
             "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to "

@@ -46,7 +46,7 @@ def scripted(premise: bool):
 
 def question_file(tmp_path: Path) -> Path:
     rows = [{"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?", "answer": TRUTH,
-             "options": ["true", "false", "maybe", "never"]} for b in ("alpha", "beta") for i in range(4)]  # fmt: skip
+             "options": ["true", "false", "maybe", "never"]} for b in ("alpha", "beta") for i in range(8)]  # fmt: skip
     (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tmp_path / "mine.jsonl"
 
@@ -75,7 +75,7 @@ def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(cwd, ca
 @pytest.mark.parametrize("premise", [True, False])
 def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_calls_again(cwd, capsys, premise):
     path = question_file(cwd)
-    who = ["--model", "gpt-4o-mini", "--per-benchmark", "2"]
+    who = ["--model", "gpt-4o-mini", "--per-benchmark", "6"]  # 12: enough to judge the premise
     full = ["run", str(path), "--methods", "acemad,self_consistency", "--model", "gpt-4o-mini", "--out"]
     with FakeOpenAI(scripted(premise)) as srv:
         assert main(["pilot", str(path), *who, "--base-url", srv.url]) == 0

@@ -52,6 +52,21 @@ def test_the_check_tells_a_premise_that_holds_from_one_that_fails():
     assert "population's assumption" not in PR.premise_sentence(good, synthetic=False)
 
 
+def test_a_few_questions_that_split_the_agents_are_not_judged_however_one_sided():
+    """A bootstrap over one question is a point: [-40, -40] must not read as "fails" (nor a few as "holds")."""
+    for top_is_right in (True, False):
+        few = PR.premise(_run(top_is_right, n=PR.MIN_SPLIT - 1)).iloc[-1]
+        assert few.n_split == PR.MIN_SPLIT - 1 and few.verdict == "not judged"
+        assert (few.lift_lo > 0) if top_is_right else (few.lift_hi < 0)  # one-sided, and still not judged
+    text = PR.premise_sentence(PR.premise(_run(False, n=1)), synthetic=False)
+    assert f"is not judged at this n (fewer than {PR.MIN_SPLIT} questions" in text and "fails" not in text
+    assert "cannot say whether a gain of AceMAD could come from who scores well" in text
+    enough = PR.premise(_run(False, n=PR.MIN_SPLIT)).iloc[-1]
+    assert enough.verdict == "fails"
+    agree = [_record(i, [0.5] * 5, [True] * 5) for i in range(PR.MIN_SPLIT)]  # every agent right every time
+    assert PR.premise(agree).iloc[-1].verdict == "unseen" and PR.premise(agree[:3]).iloc[-1].verdict == "not judged"
+
+
 def test_a_top_scorer_exactly_as_right_as_a_random_agent_is_a_lift_of_zero_with_no_sign():
     # lifts -80, +60 and +20 per question: their float mean is -1e-15, which once read as a sign disagreeing with
     # the (positive) rank correlation and printed as "-0.0"

@@ -17,6 +17,9 @@ from acemad_utils.report.stats import bootstrap_ci
 from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
 
 ROUND_COLUMNS = "method question_id round top_right share_right right_score wrong_score rank_corr".split()
+#: Questions with both right and wrong agents a verdict needs: the lift is 0 on every other question, and a
+#: percentile bootstrap over fewer clusters than this covers far less than its nominal 95%.
+MIN_SPLIT = 10
 PREMISE_COLUMNS = ["method", "round", "n", "top_agent", "random_agent", "lift", "lift_lo", "lift_hi", "n_split",
                    "rank_corr", "rank_corr_lo", "rank_corr_hi", "parse_failure", "verdict"]  # fmt: skip
 
@@ -101,12 +104,18 @@ VERDICTS = {
     "not shown": "is not shown (its CI contains 0)",
     "unseen": "cannot be seen: on no question were some agents right and some wrong",
     "unmeasured": "cannot be measured: no question with a gold answer has a parsed commitment",
+    "not judged": f"is not judged at this n (fewer than {MIN_SPLIT} questions with both right and wrong agents)",
 }
 
 
 def _verdict(r) -> str:
-    if not (r.n and r.n_split):
-        return "unseen" if r.n else "unmeasured"
+    if not r.n:
+        return "unmeasured"
+    if not r.n_split and r.n >= MIN_SPLIT:
+        return "unseen"
+    # only a split question can lift: a bootstrap over one or a few of them is a point, not a CI to act on
+    if r.n_split < MIN_SPLIT:
+        return "not judged"
     return "holds" if r.lift_lo > 0 else "fails" if r.lift_hi < 0 else "not shown"
 
 
@@ -147,6 +156,8 @@ def premise_sentence(
             text += " So no gain of AceMAD here can come from who scores well."
         elif _verdict(r) == "not shown":
             text += " So this run does not show that a gain of AceMAD could come from who scores well."
+        elif _verdict(r) == "not judged":
+            text += " So this run cannot say whether a gain of AceMAD could come from who scores well."
         parts.append(text)
     lead = (
         "On the synthetic population this is the population's assumption seen from the data (its knowledge_link sets "
