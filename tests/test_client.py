@@ -115,6 +115,23 @@ def test_a_refused_json_schema_is_asked_again_as_json_object_without_retries(ref
         assert srv.requests[-1]["response_format"] == {"type": "json_object", "schema": SCHEMA}  # llama.cpp's grammar
 
 
+def test_calls_at_once_against_a_server_refusing_json_schema_send_one_refused_request_not_one_each():
+    def script(body, n):
+        rf = (body.get("response_format") or {}).get("type")
+        return error(500, LLAMA_CPP_PYTHON_500) if rf == "json_schema" else Reply('{"x": 2}', delay=0.05)
+
+    with FakeOpenAI(script) as srv:
+        c = client(srv, max_concurrency=8)
+        with ThreadPoolExecutor(16) as ex:
+            out = list(
+                ex.map(lambda i: c.generate(MSG + [{"role": "user", "content": str(i)}], schema=SCHEMA), range(16))
+            )
+        kinds = [(b.get("response_format") or {}).get("type") for b in srv.requests]
+    assert kinds.count("json_schema") == 1 and kinds.count("json_object") == 16
+    assert [o.mode for o in out] == ["json_object"] * 16 and c.settled == "json_object"
+    assert srv.max_in_flight > 1  # once a mode is accepted, the calls go out at once again
+
+
 @pytest.mark.parametrize("fault", ["429", "500", "timeout", "drop", "malformed"])
 def test_retries_then_success(fault):
     bad = {"429": error(429, "slow down"), "500": error(500, "boom"), "timeout": Reply("late", delay=2.0),

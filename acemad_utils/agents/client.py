@@ -265,6 +265,8 @@ class LLMClient:
             remember_secret(key)
         self._key = key or "sk-no-key-required"  # a local server ignores it; the SDK wants one
         self.mode = MODES[0]  # structured output: the best the endpoint accepts, detected on the first refusal
+        self.settled: Optional[str] = None  # the mode of the first structured reply: self.mode is known to work
+        self._probe: Optional[tuple[asyncio.Lock, asyncio.AbstractEventLoop]] = None
         own = LOCAL_TIMEOUT if is_own_server(self._base_url) else TIMEOUT
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or own) if timeout is None else timeout
         self.retry_time = max(RETRY_TIME, 3 * self.timeout) if retry_time is None else retry_time
@@ -351,6 +353,29 @@ class LLMClient:
 
     async def _call(self, model: str, messages: list, params: dict, schema: Optional[dict],
                     deadline: Optional[float]) -> Completion:  # fmt: skip
+        """Until a structured mode is accepted, one structured call at a time asks: the calls queued behind it would
+        each be refused in the mode it is about to drop (a pilot's first wave: 40 refused requests, now 1). A call
+        waits no longer than its own attempts could last, then asks as it would have."""
+        args = (model, messages, params, schema, deadline)
+        if schema is None or self.settled is not None:
+            return await self._attempts(*args)
+        if self._probe is None or self._probe[1] is not asyncio.get_running_loop():
+            self._probe = (asyncio.Lock(), asyncio.get_running_loop())  # the loop's own (a fork makes a new one)
+        lock, wait = self._probe[0], time.monotonic() + self.retry_time
+        try:
+            async with asyncio.timeout_at(wait if deadline is None else min(wait, deadline)):  # type: ignore[attr-defined]
+                await lock.acquire()
+        except TimeoutError:
+            return await self._attempts(*args)
+        try:
+            if self.settled is None:
+                return await self._attempts(*args)
+        finally:
+            lock.release()
+        return await self._attempts(*args)
+
+    async def _attempts(self, model: str, messages: list, params: dict, schema: Optional[dict],
+                        deadline: Optional[float]) -> Completion:  # fmt: skip
         """The SDK's attempts until min(retry_time, deadline); a refused format is asked again one mode lower."""
         stop_at = time.monotonic() + self.retry_time
         stop_at = stop_at if deadline is None else min(stop_at, deadline)
@@ -386,6 +411,8 @@ class LLMClient:
                 self.failed("rate limit" if status == 429 else "server error" if status >= 500 else None, e)
                 raise scrub(e) from None
             self._fails = (None, 0)
+            if mode is not None:
+                self.settled = mode
             choice = reply["choices"][0]
             pt, ct, cached = usage_tokens(reply.get("usage"))
             self.count_tokens(model, pt, ct, cached)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Optional, cast
@@ -47,6 +48,9 @@ _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": Cha
 # (model, base URL) -> (the structured-output mode to ask, accepted yet), client.MODES best first, as the engine's own
 # client detects it: a commitment asks for its JSON schema, as the command's does, not only in its prompt's words
 _MODES: dict[tuple, tuple[str, bool]] = {}
+#: One structured call per (model, base URL) asks until a mode is accepted; the others wait for its answer instead
+#: of each being refused in the mode it is about to drop (40 samples at once: 200 refused probes at the start).
+_PROBING: dict[tuple, threading.Lock] = {}
 
 
 def _with_format(cfg: GenerateConfig, schema: dict, mode: str) -> GenerateConfig:
@@ -84,6 +88,25 @@ class InspectClient:
         cfg = GenerateConfig(**{k: params[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in params})
         where = (str(self.model), getattr(self.model.api, "base_url", None))
         mode, known = ("text", True) if schema is None else _MODES.get(where, (MODES[0], False))
+        probing = None if known else _PROBING.setdefault(where, threading.Lock())
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        held = probing is not None and probing.acquire(timeout=-1 if wait is None else wait)
+        if held:  # else it waited its time: it asks as it would have
+            mode, known = _MODES.get(where, (MODES[0], False))  # what the probe before this one settled
+            if known:
+                cast(threading.Lock, probing).release()
+                held = False
+        try:
+            out = self._ask(chat, cfg, schema, scope, where, mode, known, deadline)
+        finally:
+            if held:
+                cast(threading.Lock, probing).release()
+        u = out.usage
+        pt, ct = (u.input_tokens, u.output_tokens) if u else (0, 0)
+        return Completion(out.completion, None, prompt_tokens=pt, completion_tokens=ct, network_calls=1,
+                          finish_reason=str(out.stop_reason))  # fmt: skip
+
+    def _ask(self, chat, cfg, schema, scope: str, where: tuple, mode: str, known: bool, deadline) -> ModelOutput:
         while True:
             call = cfg if mode == "text" else _with_format(cfg, schema, mode)
             # a mode not yet accepted is asked without inspect's retries (only the openai SDK's own two): inspect
@@ -106,11 +129,7 @@ class InspectClient:
                 continue
             if schema is not None:
                 _MODES[where] = (mode, True)
-            break
-        u = out.usage
-        pt, ct = (u.input_tokens, u.output_tokens) if u else (0, 0)
-        return Completion(out.completion, None, prompt_tokens=pt, completion_tokens=ct, network_calls=1,
-                          finish_reason=str(out.stop_reason))  # fmt: skip
+            return out
 
 
 class InspectPopulation(Population):
