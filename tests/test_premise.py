@@ -65,6 +65,8 @@ def test_a_few_questions_that_split_the_agents_are_not_judged_however_one_sided(
     assert enough.verdict == "fails"
     agree = [_record(i, [0.5] * 5, [True] * 5) for i in range(PR.MIN_SPLIT)]  # every agent right every time
     assert PR.premise(agree).iloc[-1].verdict == "unseen" and PR.premise(agree[:3]).iloc[-1].verdict == "not judged"
+    one = PR.premise_sentence(PR.premise(agree[:1]), synthetic=False)  # no split: no correlation, no "+nan"
+    assert "n = 1 question, 0 of them" in one and "nan" not in one.lower() and "no correlation" in one
 
 
 def test_a_top_scorer_exactly_as_right_as_a_random_agent_is_a_lift_of_zero_with_no_sign():

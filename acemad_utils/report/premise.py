@@ -141,10 +141,15 @@ def premise_sentence(
             f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
             f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
             f"{r.random_agent:.1f}% for an agent picked at random, a lift of {r.lift:+.1f} points "
-            f"[{r.lift_lo:+.1f}, {r.lift_hi:+.1f}] over all rounds ({rounds}); n = {r.n} questions, {r.n_split} of "
-            f"them with both right and wrong agents. Within a question, score and correctness correlate at "
-            f"{r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, {r.rank_corr_hi:+.2f}] (Spearman); "
-            f"{100 * r.parse_failure:.1f}% of commitments did not parse."
+            f"[{r.lift_lo:+.1f}, {r.lift_hi:+.1f}] over all rounds ({rounds}); n = {r.n} question"
+            f"{'' if r.n == 1 else 's'}, {r.n_split} of them with both right and wrong agents. "
+            + (
+                f"Within a question, score and correctness correlate at {r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, "
+                f"{r.rank_corr_hi:+.2f}] (Spearman); "
+                if pd.notna(r.rank_corr)
+                else "Score and correctness have no correlation within a question to show (none split the agents); "
+            )
+            + f"{100 * r.parse_failure:.1f}% of commitments did not parse."
         )
         if r.n_split and pd.notna(r.rank_corr) and np.sign(r.lift) * np.sign(r.rank_corr) < 0:  # 0 has no sign
             text += (
@@ -260,7 +265,8 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
     """The premise check and the gain split as rows of an accuracy table's Average column (api.Results.table)."""
     rows = []
     for r in premise(records, seed).query("round == 'all'").itertuples():
-        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {r.rank_corr:+.2f}, " if r.n else ""
+        corr = f"{r.rank_corr:+.2f}" if pd.notna(r.rank_corr) else "-"  # no question split the agents
+        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {corr}, " if r.n else ""
         rows.append({"method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
                      AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}"})  # fmt: skip
     table = split(records, seed, meta=meta)
