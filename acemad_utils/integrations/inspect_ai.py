@@ -49,8 +49,10 @@ _ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": Cha
 # client detects it: a commitment asks for its JSON schema, as the command's does, not only in its prompt's words
 _MODES: dict[tuple, tuple[str, bool]] = {}
 #: One structured call per (model, base URL) asks until a mode is accepted; the others wait for its answer instead
-#: of each being refused in the mode it is about to drop (40 samples at once: 200 refused probes at the start).
+#: of each being refused in the mode it is about to drop (2 samples at once: 18 refused requests, now at most 3).
+#: A call waits at most PROBE_WAIT seconds (or to its deadline), then asks as it would have.
 _PROBING: dict[tuple, threading.Lock] = {}
+PROBE_WAIT = 60.0
 
 
 def _with_format(cfg: GenerateConfig, schema: dict, mode: str) -> GenerateConfig:
@@ -90,7 +92,7 @@ class InspectClient:
         mode, known = ("text", True) if schema is None else _MODES.get(where, (MODES[0], False))
         probing = None if known else _PROBING.setdefault(where, threading.Lock())
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        held = probing is not None and probing.acquire(timeout=-1 if wait is None else wait)
+        held = probing is not None and probing.acquire(timeout=PROBE_WAIT if wait is None else min(wait, PROBE_WAIT))
         if held:  # else it waited its time: it asks as it would have
             mode, known = _MODES.get(where, (MODES[0], False))  # what the probe before this one settled
             if known:
