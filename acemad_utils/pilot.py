@@ -203,8 +203,13 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     P = {"MODEL": args.model, "BASE_URL": args.base_url or "", "SEED": args.seed, "BACKEND": "openai"}
     stages = [(cfgs, p[:2]) for p in pools.values()]
     per_stage = lambda kk: [min(kk, len(p)) for p in pools.values()]
-    what = lambda kk: (f"pilot of {path.name}: {' and '.join(c.label for c in cfgs)} on {sum(per_stage(kk))} of its "
-                       f"{len(qs)} answered questions ({kk} per benchmark, {len(pools)} benchmark(s))")  # fmt: skip
+
+    def what(kk: int) -> str:
+        n, head = sum(per_stage(kk)), f"pilot of {path.name}: {' and '.join(c.label for c in cfgs)} on"
+        if n == len(qs):  # a small file: all it has, not what the budget would buy
+            return f"{head} all {n} of its answered questions ({len(pools)} benchmark(s))"
+        return f"{head} {n} of its {len(qs)} answered questions ({kk} per benchmark, {len(pools)} benchmark(s))"
+
     how = (f'set {ENV_MODELS}=\'{{"{args.model}": {{"price": {{"input": USD_PER_1M, "output": USD_PER_1M}}}}}}\' '
            '(or {"free": true} for a server that sends you no bill)')  # fmt: skip
     kk, budget, usd_of = choose(stages, P, {}, per_stage, usd, k, what, how)

@@ -71,6 +71,14 @@ def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(cwd, ca
     assert says in capsys.readouterr().err
 
 
+def test_a_pilot_on_a_small_file_plans_all_of_it_not_what_the_budget_would_buy(cwd, capsys):
+    path, who = question_file(cwd), ["--model", "gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"]
+    assert main(["pilot", str(path), *who]) == 0
+    assert "on all 16 of its answered questions (2 benchmark(s))" in capsys.readouterr().out
+    assert main(["pilot", str(path), *who, "--per-benchmark", "3"]) == 0
+    assert "on 6 of its 16 answered questions (3 per benchmark, 2 benchmark(s))" in capsys.readouterr().out
+
+
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("premise", [True, False])
 def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_calls_again(cwd, capsys, premise):
