@@ -8,6 +8,7 @@ import argparse
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -187,6 +188,12 @@ def run(args) -> int:
               f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the "
               "model's replies (commit_raw in the transcripts) and --model / --base-url", file=sys.stderr)  # fmt: skip
         return 1
+    if failed:  # reproduce's rule (reproduce/cli.py failure_lines): what failed, why, and that a rerun retries it
+        bad = [r for r in res if r.status != "ok"]
+        by = ", ".join(f"{m} {k}" for m, k in Counter(r.method for r in bad).items())
+        print(f"{failed} of {len(res)} records failed ({by}), left out of the table (its n says so); first error: "
+              f"{' '.join(str(bad[0].record.get('error', '')).split())}. Rerun the same command to retry them "
+              "(answered calls come from the cache)", file=sys.stderr)  # fmt: skip
     return 1 if failed else 0
 
 

@@ -298,7 +298,68 @@ def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
     assert second.count == 2 * 2 * 2  # 2 questions x 2 rounds x (argue + commit) of the one Skeptic of 5
     assert {b["model"] for b in second.requests} == {"skeptic-model"}
     assert {b["model"] for b in endpoint.requests} == {"fake-model", "mod-model"}
-    assert "_roles-" in re.search(r"^transcripts: +(\S+)", out, flags=re.M).group(1)
+    run = Path(re.search(r"^transcripts: +(\S+)", out, flags=re.M).group(1))
+    assert "_roles-" in run.name
+    # meta.json names the models each endpoint was asked for, the role's own endpoint its role's model
+    shown = [e.get("model") for e in json.loads((run / "meta.json").read_text())["population"]["endpoints"]]
+    assert shown == ["fake-model, mod-model", "skeptic-model"]
+
+
+def test_failed_records_end_the_command_with_one_line_naming_the_error_and_that_a_rerun_retries_them(
+    elsewhere, monkeypatch, capsys
+):
+    from tests.fake_openai import error
+
+    healthy, doomed = FaultInjector(rate=0.0), {"on": True}
+
+    def script(body, n):  # the second question's calls are refused (HTTP 400: not retried) until it heals
+        if doomed["on"] and "Doomed" in json.dumps(body["messages"]):
+            return error(400, "context length exceeded")
+        return healthy(body, n)
+
+    src = _write(elsewhere / "f.jsonl", [ROWS[1], {"question": "Doomed?", "options": ["a", "b"], "answer": "A"}])
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with FakeOpenAI(script) as srv:
+        argv = ["run", str(src), "--model", "fake-model", "--base-url", srv.url, "--methods", "majority", "--yes"]
+        assert main(argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("1 of 2 records failed (Majority Voting 1), left out of the table"), err
+        assert "context length exceeded" in err and "Rerun the same command to retry them" in err
+        doomed["on"] = False
+        assert main(argv) == 0 and "failed (" not in capsys.readouterr().err
+
+
+LLAMA_CPP_PYTHON_500 = "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
+
+
+def test_meta_json_says_the_structured_mode_the_commitments_were_answered_in_also_after_a_warm_rerun(
+    elsewhere, monkeypatch
+):
+    """llama-cpp-python's server refuses json_schema: the commitments are asked as json_object, and meta.json says
+    so (not the mode first tried), after the run, a resume that calls nothing, and a rerun from the cache."""
+    from tests.fake_openai import error
+
+    def script(body, n):
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt == "json_schema":
+            return error(500, LLAMA_CPP_PYTHON_500)
+        return json.dumps({"p": {"A": 0.6, "B": 0.4}, "q": {"A": 0.5, "B": 0.5}}) if fmt else "I think A."
+
+    src = _write(elsewhere / "m.jsonl", [{"question": "Q?", "options": ["a", "b"], "answer": "A"}])
+    argv = ["run", str(src), "--model", "fake-model", "--methods", "acemad", "--rounds", "1", "--yes"]
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with FakeOpenAI(script) as srv:
+        argv += ["--base-url", srv.url]
+        modes, asked = [], []
+        for again in ("run", "resume", "warm"):
+            assert main(argv) == 0
+            asked.append(srv.count)
+            (meta,) = elsewhere.glob("acemad_runs/runs/m/*/meta.json")
+            modes.append([e.get("structured_output") for e in json.loads(meta.read_text())["population"]["endpoints"]])
+            if again == "resume":  # the replies stay in the cache; the run is made again from them
+                for f in meta.parent.glob("transcripts*"):
+                    f.unlink()
+    assert modes == [["json_object"]] * 3 and asked[0] > 0 and asked[0] == asked[2]  # the reruns ask nothing
 
 
 def test_a_role_endpoint_that_is_down_stops_before_any_call(elsewhere, endpoint, capsys):

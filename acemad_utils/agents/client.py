@@ -290,6 +290,7 @@ class LLMClient:
         self._calls: dict[str, dict] = {}  # id -> the attempts of a call in flight (_Guard)
         self._answered = self._failed_n = 0
         self._models: dict[str, None] = {}  # the models asked here, in order
+        self._replied: dict[str, None] = {}  # the structured-output modes of the commitments answered (describe)
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
         # one SDK client per SHARD calls in flight: one httpx pool of 256 fed a 1 s endpoint 0.35 (bench/throughput.py)
@@ -314,6 +315,13 @@ class LLMClient:
         params.setdefault("max_tokens", self.max_tokens)
         self.add_usage(calls=1)
         self._models.setdefault(model)  # a role's endpoint serves the role's model, not the run's: the [calls] line
+        out = self._complete(model, messages, params, schema, scope, deadline)
+        if schema is not None and out.mode:  # a cached reply keeps the mode it was asked in: a warm rerun says it too
+            self._replied.setdefault(out.mode)
+        return out
+
+    def _complete(self, model: str, messages: list, params: dict, schema: Optional[dict], scope: str,
+                  deadline: Optional[float]) -> Completion:  # fmt: skip
         if self.cache is None:
             return self._send(model, messages, params, schema, deadline)
         # the *requested* format is keyed, not the mode: a warm rerun hits before the mode is detected
@@ -438,7 +446,10 @@ class LLMClient:
             return GarbledResponse(str(cause) + note)
         if isinstance(e, openai.APITimeoutError):
             why = str(cause) if isinstance(cause, _Slow) else "the call's time was up"
-            return CallDeadlineExceeded(httpx2.Request("POST", self.where), f"Request timed out: {why}.")
+            queue = (f"; with up to {self.max_concurrency} calls in flight, a server that answers one at a time "
+                     "(llama.cpp, Ollama) queues them: fewer workers (--workers, WORKERS) or a longer "
+                     "ACEMAD_CALL_TIMEOUT") if self.max_concurrency > 1 else " (ACEMAD_CALL_TIMEOUT)"  # fmt: skip
+            return CallDeadlineExceeded(httpx2.Request("POST", self.where), f"Request timed out: {why}{queue}.")
         return e
 
     def _heartbeat(self) -> None:
@@ -500,9 +511,13 @@ class LLMClient:
             return dict(self._stats) | {"cost_usd": self._cost}
 
     def describe(self) -> dict:
-        """JSON-able, secret-free: never the key or the URL."""
-        return {"model": self.model, "endpoint": self.kind, "structured_output": self.mode,
-                "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts}  # fmt: skip
+        """JSON-able, secret-free: never the key or the URL. Once known: `model`, the models asked here (a role's own
+        endpoint serves the role's model); `structured_output`, the modes the commitments answered so far were asked
+        in, cached ones too (the mode first asked may be refused: llama.cpp's json_schema)."""
+        found = {"model": ", ".join(self._models)} if self._models else {}
+        found |= {"structured_output": ", ".join(self._replied)} if self._replied else {}
+        return {"endpoint": self.kind, "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts,
+                **found}  # fmt: skip
 
     # ------------------------------------------------------------------ before a run: free requests, no paid call
     def _free(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> Any:

@@ -170,10 +170,11 @@ def write_meta(path: Path, meta: dict) -> None:
     atomic_write(path, strip_url_secrets(json.dumps(meta, indent=2, sort_keys=True, default=str)) + "\n")
 
 
-def check_resumable(d: Path, meta: dict) -> None:
-    """Refuse (ValueError) to resume into `d` when its saved run asked other questions or other agents."""
+def check_resumable(d: Path, meta: dict) -> Optional[dict]:
+    """Refuse (ValueError) to resume into `d` when its saved run asked other questions or other agents; else the
+    saved meta.json (None: a new run)."""
     if not (d / "meta.json").exists():
-        return
+        return None
     old = read_meta(d / "meta.json", need=("methods", "data_hash", "population"))  # DamagedFile: delete it alone
 
     def who(m: dict, what: str, ident: str) -> str:
@@ -194,6 +195,23 @@ def check_resumable(d: Path, meta: dict) -> None:
                 f"{d} holds a run with a different {what}: saved {who(old, what, str(a))}, this run "
                 f"{who(meta, what, b)}; resuming would mix results. Delete {d} or choose another experiment name."
             )
+    return old
+
+
+def how_answered(now: dict, before: Any) -> dict:
+    """`now` (a population's description) with its endpoints found so far: what this session has not yet seen of
+    an endpoint (the models asked, the mode its commitments were answered in: a resume that calls nothing) is kept
+    from `before`."""
+    if not isinstance(now, dict) or "endpoints" not in now:
+        return now
+    old: list = before.get("endpoints") or [] if isinstance(before, dict) else []
+    new: list = now["endpoints"]
+    merged = []
+    for i in range(max(len(new), len(old))):
+        n, b = (new[i] if i < len(new) else {}), (old[i] if i < len(old) else {})
+        same = isinstance(b, dict) and (not n or b.get("endpoint") == n.get("endpoint"))
+        merged.append({**b, **n} if same else n)
+    return {**now, "endpoints": merged}
 
 
 def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
@@ -260,7 +278,8 @@ class _Run:
 
     def open(self) -> None:
         """Check the folder, remove temp files a killed writer left (we hold its lock), read what is saved."""
-        check_resumable(self.dir, self.meta)
+        self.before = (check_resumable(self.dir, self.meta) or {}).get("population")
+        self.meta["population"] = how_answered(self.meta["population"], self.before)
         for p in self.dir.glob("*.tmp"):
             if p.is_file() and p.name.startswith((COMPRESSED + ".", "meta.json.")):
                 p.unlink(missing_ok=True)
@@ -413,6 +432,9 @@ class _Run:
             summary["interrupted"] = True
             summary.update({"stopped_by": why} if why and not self.presses else {})
         self.meta["summary"] = summary
+        now = how_answered(self.population.describe(), self.meta["population"])  # how the endpoints answered
+        if isinstance(now, dict) and identity(now) == identity(self.meta["population"]):
+            self.meta["population"] = now
         write_meta(self.dir / "meta.json", self.meta)
         saved = f"{summary['records']} of {summary['expected']} records saved"
         if self.presses:

@@ -462,7 +462,7 @@ def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[
 def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:
     lines = [
         f"[{profile}] {name}: {n} failed record(s) ({', '.join(f'{m} {k}' for m, k in by.items())}); first error: "
-        f"{' '.join(err.split())[:200]}"
+        f"{' '.join(err.split())[:400]}"
         for name, (n, by, err) in runs.items()
     ]
     return lines + [
