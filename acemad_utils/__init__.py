@@ -16,7 +16,9 @@ __version__ = "0.1.0"
 
 #: name -> the module that defines it; read on first access (module __getattr__, PEP 562)
 _PUBLIC = {
-    **dict.fromkeys(["run", "estimate", "Result", "Results", "accuracy_table", "viewer_page"], "acemad_utils.api"),
+    **dict.fromkeys(
+        ["run", "estimate", "Result", "Results", "FailedRecords", "accuracy_table", "viewer_page"], "acemad_utils.api"
+    ),
     **dict.fromkeys(["make_question", "read_questions"], "acemad_utils.data.own"),
     "Question": "acemad_utils.protocol.schema",
     "DebateConfig": "acemad_utils.protocol.config",

@@ -10,6 +10,8 @@ import json
 import math
 import os
 import re
+import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -110,12 +112,17 @@ class Result:
         rounds = [rec["runs"]] if "runs" in rec else rec.get("rounds") or []
         per = lambda f: [[f(e) for e in r] for r in rounds]  # noqa: E731
         dist = lambda k: per(lambda e: None if e.get(k) is None else dict(zip(rec["labels"], e[k])))  # noqa: E731
-        return cls(rec["question_id"], rec["method"], rec["final"].get("answer"), rec["final"].get("correct"),
-                   rec.get("status", "ok"), dist("p"), dist("q"), per(lambda e: e.get("score")),
+        ok = rec.get("status", "ok") == "ok"  # a failed record measured nothing: not wrong, unknown
+        return cls(rec["question_id"], rec["method"], rec["final"].get("answer"), rec["final"].get("correct") if ok
+                   else None, rec.get("status", "ok"), dist("p"), dist("q"), per(lambda e: e.get("score")),
                    per(lambda e: e.get("weight")), dict(rec.get("usage", {})), rec)  # fmt: skip
 
     def to_record(self) -> dict:
         return dict(self.record)
+
+
+class FailedRecords(UserWarning):
+    """run() returned failed records (status "failed": no answer, not counted); running it again retries them."""
 
 
 class Results(list):
@@ -128,6 +135,10 @@ class Results(list):
     @property
     def records(self) -> list[dict]:
         return [r.record for r in self]
+
+    def failures(self) -> Optional[str]:
+        """One line on the records that failed (per method, the first error), None when none did."""
+        return failure_line(self.records)
 
     def table(self) -> pd.DataFrame:
         """accuracy_table, then the premise check and the gain split's controls."""
@@ -144,6 +155,17 @@ class Results(list):
         """AceMAD paired against its controls re-decided and every other method run (report.premise)."""
         others = [m for m in dict.fromkeys(r.method for r in self) if not m.startswith("AceMAD")]
         return PR.split(self.records, meta=self.meta, others=others)
+
+
+def failure_line(records: Sequence[dict], rerun: str = "Run the same again") -> Optional[str]:
+    """How many records failed per method and the first error, and that `rerun` retries them; None when none did."""
+    bad = [r for r in records if r.get("status", "ok") != "ok"]
+    if not bad:
+        return None
+    by = ", ".join(f"{m} {k}" for m, k in Counter(str(r.get("method")) for r in bad).items())
+    return (f"{len(bad)} of {len(records)} records failed ({by}), left out of the table (its n says so); first error: "
+            f"{' '.join(str(bad[0].get('error', '')).split())}. {rerun} to retry them (answered calls come from the "
+            "cache)")  # fmt: skip
 
 
 def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:
@@ -260,6 +282,8 @@ def run(
                                      extra_meta={"source": "own questions", "model": slug})  # fmt: skip
         results = Results([Result.from_record(r) for r in records], run_dir=outputs("runs", experiment),
                           name=experiment, meta=meta)  # fmt: skip
+    if line := results.failures():
+        warnings.warn(line, FailedRecords, stacklevel=2)
     if viewer:
         viewer_page(results, out)
     return results

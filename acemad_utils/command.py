@@ -8,7 +8,7 @@ import argparse
 import re
 import sys
 import time
-from collections import Counter
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -123,11 +123,12 @@ def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -
     missing = [q.id for q in qs if q.answer is None]
     if missing:
         raise ValueError(f"--challenging needs every question's answer; {len(missing)} have none, e.g. {missing[0]!r}")
-    res = api.run(qs, [subset_config(seed=args.seed)], seed=args.seed, out=out, name=f"{name}-challenging",
-                  workers=args.workers, **who)  # fmt: skip
-    failed = [r.question_id for r in res if r.status != "ok"]
-    if failed:
-        raise RuntimeError(f"--challenging: {len(failed)} question(s) failed in the selection run, e.g. {failed[0]!r}")
+    with warnings.catch_warnings():  # said in the one line below
+        warnings.simplefilter("ignore", api.FailedRecords)
+        res = api.run(qs, [subset_config(seed=args.seed)], seed=args.seed, out=out, name=f"{name}-challenging",
+                      workers=args.workers, **who)  # fmt: skip
+    if line := api.failure_line(res.records, "Rerun the same command"):
+        raise RuntimeError(f"--challenging, the selection run: {line}")
     keep = {s["id"] for s in map(item_stats, res.records) if s["accuracy"] < THRESHOLD}
     return [q for q in qs if q.id in keep]
 
@@ -168,8 +169,10 @@ def run(args) -> int:
             print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
             if not qs:
                 return 0
-        res = api.run(qs, args.methods, out=out, name=name, workers=args.workers, progress=True, viewer=True,
-                      **{**kw, **who})  # fmt: skip
+        with warnings.catch_warnings():  # the command says it in its own line, after the table
+            warnings.simplefilter("ignore", api.FailedRecords)
+            res = api.run(qs, args.methods, out=out, name=name, workers=args.workers, progress=True, viewer=True,
+                          **{**kw, **who})  # fmt: skip
         md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
         paid = None if args.synthetic else paid_line(since, parse_max_usd(env(ENV_MAX) or None))
@@ -188,12 +191,8 @@ def run(args) -> int:
               f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the "
               "model's replies (commit_raw in the transcripts) and --model / --base-url", file=sys.stderr)  # fmt: skip
         return 1
-    if failed:  # reproduce's rule (reproduce/cli.py failure_lines): what failed, why, and that a rerun retries it
-        bad = [r for r in res if r.status != "ok"]
-        by = ", ".join(f"{m} {k}" for m, k in Counter(r.method for r in bad).items())
-        print(f"{failed} of {len(res)} records failed ({by}), left out of the table (its n says so); first error: "
-              f"{' '.join(str(bad[0].record.get('error', '')).split())}. Rerun the same command to retry them "
-              "(answered calls come from the cache)", file=sys.stderr)  # fmt: skip
+    if line := api.failure_line(res.records, "Rerun the same command"):  # reproduce's failure_lines, for one run
+        print(line, file=sys.stderr)
     return 1 if failed else 0
 
 

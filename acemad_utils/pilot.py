@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Optional
@@ -188,10 +189,11 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
         S.close()
     text, obs = report(records, cfgs, S.synthetic)
     table = plan(params, rho=obs.get("rho"), est=estimate_profile(profile, overrides))
-    finish([text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"),
+    failed = api.failure_line(records, "Rerun the same command")  # exit 1, as make reproduce and the run command
+    finish([text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"), failed or "",
             "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice",
             paid_line(since, budget) or ""], outputs("tables", name) / "pilot.txt")  # fmt: skip
-    return 0
+    return 1 if failed else 0
 
 
 def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool) -> int:
@@ -216,12 +218,14 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     if dry_run:
         return 0
     out, since = Path(args.out).expanduser().resolve(), time.time()
-    with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):
+    with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}), warnings.catch_warnings():
+        warnings.simplefilter("ignore", api.FailedRecords)  # said in the report, below its table
         res = api.run([q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
                       base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers,
                       progress=True)  # fmt: skip
     text, obs = report(res.records, cfgs, False)
-    parts = [text]
+    failed = api.failure_line(res.records, "Rerun the same command")
+    parts = [text, failed or ""]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
         per = (usd_of([len(p) for p in pools.values()]) or 0) / len(qs)  # every question of the file
@@ -235,4 +239,4 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     *folders, last = res.name.split("/")
     with outputs_root(out):
         finish([*parts, paid_line(since, budget) or ""], outputs("tables", *folders) / f"{last}.txt")
-    return 0
+    return 1 if failed else 0

@@ -90,6 +90,30 @@ def test_docs_example(elsewhere, capsys, request, on_endpoint):
         assert srv.count == calls
 
 
+def test_docs_example_against_an_endpoint_failing_one_question_warns_and_still_prints(elsewhere, monkeypatch, capsys):
+    from tests.fake_openai import error
+
+    healthy = FaultInjector(rate=0.0)
+
+    def script(body, n):  # every call about the opening move is refused (HTTP 400: not retried)
+        return (
+            error(400, "context length exceeded")
+            if "opening move" in json.dumps(body["messages"])
+            else healthy(body, n)
+        )
+
+    with FakeOpenAI(script) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+        ns: dict = {}
+        with pytest.warns(api.FailedRecords, match=r"^3 of 6 records failed \(AceMAD \(T=3\) 1, Decentralized MAD 1, "):
+            exec(api_example(endpoint=True), ns)
+    failed = [r for r in ns["results"] if r.status == "failed"]
+    assert len(failed) == 3 and all(r.correct is None and r.weights == [] for r in failed)
+    assert "context length exceeded" in ns["results"].failures()
+    assert capsys.readouterr().out.count(" failed None None -\n") == 3  # the example's loop printed every record
+
+
 def _jsonl(rows) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
@@ -317,13 +341,17 @@ def test_failed_records_end_the_command_with_one_line_naming_the_error_and_that_
             return error(400, "context length exceeded")
         return healthy(body, n)
 
-    src = _write(elsewhere / "f.jsonl", [ROWS[1], {"question": "Doomed?", "options": ["a", "b"], "answer": "A"}])
+    doomed_row = {"question": "Doomed?", "options": ["a", "b"], "answer": "A", "benchmark": "other"}
+    src = _write(elsewhere / "f.jsonl", [{**ROWS[1], "benchmark": "mine"}, doomed_row])  # a benchmark with no answer
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with FakeOpenAI(script) as srv:
-        argv = ["run", str(src), "--model", "fake-model", "--base-url", srv.url, "--methods", "majority", "--yes"]
+        argv = ["run", str(src), "--model", "fake-model", "--base-url", srv.url, "--methods", "acemad,majority"]
+        argv += ["--rounds", "1", "--yes"]
         assert main(argv) == 1
-        err = capsys.readouterr().err.strip().splitlines()[-1]
-        assert err.startswith("1 of 2 records failed (Majority Voting 1), left out of the table"), err
+        out, err = capsys.readouterr()
+        err = err.strip().splitlines()[-1]
+        assert "Majority Voting" in out and "(paired)" in out  # the table, the premise and the split rows
+        assert err.startswith("2 of 4 records failed (AceMAD (T=1) 1, Majority Voting 1), left out of the table"), err
         assert "context length exceeded" in err and "Rerun the same command to retry them" in err
         doomed["on"] = False
         assert main(argv) == 0 and "failed (" not in capsys.readouterr().err

@@ -149,3 +149,20 @@ def test_a_pilot_on_a_small_source_plans_only_the_questions_it_has(tmp_outputs, 
 def test_a_synthetic_profile_has_no_pilot(tmp_outputs, capsys):
     assert main(["pilot", "--profile", "default"]) == 2
     assert "a pilot is for a model" in capsys.readouterr().err
+
+
+def test_a_pilot_whose_calls_failed_says_which_and_exits_1(cwd, capsys):
+    from tests.fake_openai import error
+
+    healthy = FaultInjector(rate=0.0)
+
+    def script(body, n):  # every call about benchmark alpha's questions is refused (HTTP 400: not retried)
+        refused = "Question alpha" in json.dumps(body["messages"])
+        return error(400, "context length exceeded") if refused else healthy(body, n)
+
+    with FakeOpenAI(script) as srv:
+        argv = ["pilot", str(question_file(cwd)), "--model", "gpt-4o-mini", "--per-benchmark", "2"]
+        assert main([*argv, "--base-url", srv.url]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^4 of 8 records failed \(AceMAD \(T=3\) 2, Self-consistency \(15 samples\) 2\), ", out, re.M)
+    assert "context length exceeded" in out and "Rerun the same command to retry them" in out

@@ -243,7 +243,7 @@ def split(
     for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)
         names = list(dict.fromkeys(r["method"] for r in ctrl)) + [o for o in others if o != m]
-        own = [r for r in records if r["method"] in (m, *others)]
+        own = [r for r in records if r["method"] in (m, *others) and r.get("status", "ok") == "ok"]  # failed: no n
         frame = question_frame([*own, *ctrl])
         long = accuracy_long(None, frame=frame, seed=seed)
         acc = long[long["benchmark"] == AVERAGE].set_index("method")
@@ -255,8 +255,10 @@ def split(
             row = [m, c, *acc.loc[c, ["accuracy", "ci_lo", "ci_hi"]], *[np.nan] * 4, int(acc.loc[c, "n"])]
             if c != m:
                 t = versus_best(None, [m], [c], frame=frame, seed=seed, average=where is not None)
-                d = t[t["benchmark"] == where].iloc[0] if where else t.iloc[0]
-                row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
+                t = t[t["benchmark"] == where] if where else t
+                if len(t):  # else no question both answered: no paired difference to show
+                    d = t.iloc[0]
+                    row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
             rows.append(row)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
