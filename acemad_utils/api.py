@@ -157,13 +157,14 @@ class Results(list):
         return PR.split(self.records, meta=self.meta, others=others)
 
 
-def failure_line(records: Sequence[dict], rerun: str = "Run the same again") -> Optional[str]:
+def failure_line(records: Sequence[dict], rerun: str = "Run the same again", *, table: bool = True) -> Optional[str]:
     """How many records failed per method and the first error, and that `rerun` retries them; None when none did."""
     bad = [r for r in records if r.get("status", "ok") != "ok"]
     if not bad:
         return None
     by = ", ".join(f"{m} {k}" for m, k in Counter(str(r.get("method")) for r in bad).items())
-    return (f"{len(bad)} of {len(records)} records failed ({by}), left out of the table (its n says so); first error: "
+    where = ", left out of the table (its n says so)" if table else ""
+    return (f"{len(bad)} of {len(records)} records failed ({by}){where}; first error: "
             f"{' '.join(str(bad[0].get('error', '')).split())}. {rerun} to retry them (answered calls come from the "
             "cache)")  # fmt: skip
 

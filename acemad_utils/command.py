@@ -118,7 +118,7 @@ def confirm(line: str, args, est) -> None:
         raise ValueError("not confirmed: nothing was sent")
 
 
-def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -> list[Question]:
+def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -> Optional[list[Question]]:
     """The questions whose naive single agent is right in fewer than THRESHOLD of its 5 runs (the subset rule)."""
     missing = [q.id for q in qs if q.answer is None]
     if missing:
@@ -127,8 +127,9 @@ def challenging(qs: Sequence[Question], args, name: str, who: dict, out: Path) -
         warnings.simplefilter("ignore", api.FailedRecords)
         res = api.run(qs, [subset_config(seed=args.seed)], seed=args.seed, out=out, name=f"{name}-challenging",
                       workers=args.workers, **who)  # fmt: skip
-    if line := api.failure_line(res.records, "Rerun the same command"):
-        raise RuntimeError(f"--challenging, the selection run: {line}")
+    if line := api.failure_line(res.records, "Rerun the same command", table=False):  # exit 1, as any failed record
+        print(f"--challenging, the selection run (the naive agent, 5 runs per question): {line}", file=sys.stderr)
+        return None
     keep = {s["id"] for s in map(item_stats, res.records) if s["accuracy"] < THRESHOLD}
     return [q for q in qs if q.id in keep]
 
@@ -165,7 +166,10 @@ def run(args) -> int:
     out, since = Path(args.out).expanduser().resolve(), time.time()
     with outputs_root(out):
         if args.challenging:
-            n, qs = len(qs), challenging(qs, args, name, who, out)
+            n, kept = len(qs), challenging(qs, args, name, who, out)
+            if kept is None:
+                return 1
+            qs = kept
             print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
             if not qs:
                 return 0

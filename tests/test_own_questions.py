@@ -357,6 +357,24 @@ def test_failed_records_end_the_command_with_one_line_naming_the_error_and_that_
         assert main(argv) == 0 and "failed (" not in capsys.readouterr().err
 
 
+def test_challenging_with_failed_selection_calls_exits_1_naming_them(elsewhere, monkeypatch, capsys):
+    from tests.fake_openai import error
+
+    healthy = FaultInjector(rate=0.0)
+
+    def script(body, n):
+        return error(400, "context length exceeded") if "Doomed" in json.dumps(body["messages"]) else healthy(body, n)
+
+    src = _write(elsewhere / "c.jsonl", [ROWS[1], {"question": "Doomed?", "options": ["a", "b"], "answer": "A"}])
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with FakeOpenAI(script) as srv:
+        argv = ["run", str(src), "--model", "fake-model", "--base-url", srv.url, "--challenging", "--yes"]
+        assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("--challenging, the selection run (the naive agent, 5 runs per question): 1 of 2 records "
+                          "failed (Single Agent 1); first error: BadRequestError")  # fmt: skip
+
+
 LLAMA_CPP_PYTHON_500 = "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
 
 
