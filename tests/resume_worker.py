@@ -33,7 +33,8 @@ def main(argv: list[str]) -> int:
 
     pop = LLMPopulation(model=MODEL, base_url=url, cache=cache, seed=RUN_SEED, **CLIENT)
     try:
-        d = run_experiment(name, questions(int(n)), [config()], pop, workers=int(workers), progress=False)
+        bar = os.environ.get("RESUME_PROGRESS") == "1"  # a progress bar on stderr, as on a terminal
+        d = run_experiment(name, questions(int(n)), [config()], pop, workers=int(workers), progress=bar)
     except RunInterrupted as e:
         print(e, file=sys.stderr)
         return 130

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -39,8 +40,8 @@ KILL_AFTER = 5  # records on disk when the worker is killed
 PLAN = dict(rate=0.3, seed=31, max_faults_per_request=2, slow_delay=1.6)  # 2 < the worker's max_attempts
 
 
-def worker(root: Path, url: str, cache: Path, name: str = "resume") -> subprocess.Popen:
-    env = {**os.environ, "ACEMAD_SMOKE": "1", "OPENAI_API_KEY": "sk-test-resume-0000"}
+def worker(root: Path, url: str, cache: Path, name: str = "resume", bar: bool = False) -> subprocess.Popen:
+    env = {**os.environ, "ACEMAD_SMOKE": "1", "OPENAI_API_KEY": "sk-test-resume-0000", "RESUME_PROGRESS": str(int(bar))}
     cmd = [sys.executable, str(WORKER), str(root), name, url, str(cache), str(N), "4"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -218,6 +219,16 @@ def interrupt(proc: subprocess.Popen, path: Path, presses: int) -> tuple[str, st
         os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=400)  # a bound: the questions in flight finish first, slowly under load
     return out, first + err
+
+
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
+def test_the_ctrl_c_message_starts_its_own_line_under_a_progress_bar(tmp_path):
+    """On a terminal the bar is redrawn with a carriage return: a message glued to its end would be overwritten."""
+    root = tmp_path / "bar"
+    with FakeOpenAI(FaultInjector(**PLAN)) as srv:
+        _, err = interrupt(worker(root, srv.url, tmp_path / "cache.sqlite", bar=True), transcript(root), presses=1)
+    assert "it/s]" in err or "q/s]" in err, err[-2000:]  # the bar was drawn
+    assert any(x.startswith("interrupt: finishing ") for x in re.split(r"[\r\n]", err)), err[-2000:]
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)

@@ -278,8 +278,8 @@ class _Run:
 
     def open(self) -> None:
         """Check the folder, remove temp files a killed writer left (we hold its lock), read what is saved."""
-        self.before = (check_resumable(self.dir, self.meta) or {}).get("population")
-        self.meta["population"] = how_answered(self.meta["population"], self.before)
+        before = (check_resumable(self.dir, self.meta) or {}).get("population")
+        self.meta["population"] = how_answered(self.meta["population"], before)
         for p in self.dir.glob("*.tmp"):
             if p.is_file() and p.name.startswith((COMPRESSED + ".", "meta.json.")):
                 p.unlink(missing_ok=True)
@@ -353,7 +353,7 @@ class _Run:
                 if self.presses and not announced:
                     announced, n = True, sum(fu.running() for fu in pending)
                     msg = f"interrupt: finishing {n} question(s) in flight, then stopping (Ctrl-C again to stop now)"
-                    print(redact(msg), file=sys.stderr, flush=True)
+                    tqdm.write(redact(msg), file=sys.stderr)  # above the progress bar, never glued to its end
         finally:
             self.polling = False
             ex.shutdown(wait=not self.presses, cancel_futures=True)
