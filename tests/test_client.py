@@ -69,13 +69,16 @@ def test_env_vars(monkeypatch):
         assert FAKE_KEY not in json.dumps(c.describe()) and srv.url not in json.dumps(c.describe())
 
 
-def test_a_server_started_here_gets_the_long_deadline_and_a_remote_one_the_short(monkeypatch):
+def test_a_server_on_this_machine_gets_the_long_deadline_and_a_remote_one_the_short(monkeypatch):
+    """A local server (ours, or the user's llama.cpp / Ollama) queues the calls in flight; a remote one answers them."""
     from acemad_utils.agents import local_server
 
     monkeypatch.delenv("ACEMAD_CALL_TIMEOUT", raising=False)
     monkeypatch.setattr(local_server, "_OWN_SERVERS", {"http://127.0.0.1:9/v1"})
-    own, other = LLMClient(base_url="http://127.0.0.1:9/v1"), LLMClient(base_url="http://127.0.0.1:8/v1")
-    assert (own.timeout, own.retry_time) == (300.0, 900.0) and (other.timeout, other.retry_time) == (60.0, 180.0)
+    for url in ("http://127.0.0.1:9/v1", "http://127.0.0.1:8/v1", "http://localhost:11434/v1"):
+        assert (LLMClient(base_url=url).timeout, LLMClient(base_url=url).retry_time) == (300.0, 900.0), url
+    remote = LLMClient(base_url="http://10.0.0.8:8000/v1", api_key="sk-x")
+    assert (remote.timeout, remote.retry_time) == (60.0, 180.0)
     monkeypatch.setenv("ACEMAD_CALL_TIMEOUT", "20")
     assert LLMClient(base_url="http://127.0.0.1:9/v1").timeout == 20.0  # the user's value wins
 

