@@ -456,7 +456,10 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
     out, err = capsys.readouterr()
     from acemad_utils.cost.estimate import CALL_SECONDS
 
-    wall = f"~{10_000 * CALL_SECONDS / 8 / 60:.1f} min at {CALL_SECONDS:g} s per call and 8 in flight"
+    wall = (
+        f"~{10_000 * CALL_SECONDS / 8 / 60:.1f} min at {CALL_SECONDS:g} s per call and 8 in flight, "
+        f"~{10_000 * CALL_SECONDS / 3600:.1f} h one at a time"
+    )  # a single local server's queue
     assert re.match(r"estimate: 10,000 calls, [\d.,]+ M tokens, \$[\d,]+\.\d\d, ", out) and wall in out, out
     assert err.strip().splitlines() == [
         "error: the estimate is above $1 or 2,000 calls and stdin cannot answer; add --yes to run it (nothing was sent)"

@@ -271,10 +271,12 @@ class RunEstimate:
 
     def line(self) -> str:
         usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
-        hours = f"{self.seconds / 3600:.1f} h" if self.seconds >= 3600 else f"{self.seconds / 60:.1f} min"
+        span = lambda s: f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min"  # noqa: E731
+        # a single llama.cpp or Ollama server answers one call at a time: 8 in flight wait in its queue
+        one = f", ~{span(self.calls * CALL_SECONDS)} one at a time" if self.workers > 1 else ""
         return (f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
-                f"~{hours} at {CALL_SECONDS:g} s per call and {self.workers} in flight (at most: cached replies "
-                "are not paid again)")  # fmt: skip
+                f"~{span(self.seconds)} at {CALL_SECONDS:g} s per call and {self.workers} in flight{one} (at most: "
+                "cached replies are not paid again)")  # fmt: skip
 
 
 #: Above this many agents x rounds a debate's prompts grow with N x T (100 x 50: gigabytes to build), so calls and
