@@ -256,9 +256,10 @@ def split(
             if c != m:
                 t = versus_best(None, [m], [c], frame=frame, seed=seed, average=where is not None)
                 t = t[t["benchmark"] == where] if where else t
-                if len(t):  # else no question both answered: no paired difference to show
-                    d = t.iloc[0]
-                    row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
+                if not len(t):  # no question both answered (the other's records failed): no difference to show
+                    continue
+                d = t.iloc[0]
+                row[5:] = [d.gain, d.gain_lo, d.gain_hi, d.p_value, int(d.n_paired)]
             rows.append(row)
     return pd.DataFrame(rows, columns=SPLIT_COLUMNS)
 
