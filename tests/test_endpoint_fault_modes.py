@@ -477,6 +477,18 @@ def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(reply,
 
 def test_a_post_after_the_server_closed_its_idle_connection_goes_out_on_a_new_one():
     """llama.cpp closes idle keep-alive connections: the next call must not fail on the closed one."""
-    with _raw_server(_reply) as url:  # one reply per connection, then it is closed
-        c = LLMClient("m", url, KEY, max_attempts=1)
-        assert [c.generate(MSG + [{"role": "user", "content": str(i)}]).text for i in range(3)] == ["fine"] * 3
+    closed = threading.Semaphore(0)
+
+    def reply_and_hang_up(conn, head):
+        _reply(conn)
+        conn.close()
+        closed.release()
+
+    with _raw_server(reply_and_hang_up) as url:
+        c = LLMClient("m", url, KEY, max_attempts=1)  # no retry: the closed connection must not cost an attempt
+        texts = []
+        for i in range(3):
+            texts.append(c.generate(MSG + [{"role": "user", "content": str(i)}]).text)
+            # idle and closed before the next call (a close racing the next request is the SDK's retry's job)
+            assert closed.acquire(timeout=10)
+        assert texts == ["fine"] * 3
