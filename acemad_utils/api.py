@@ -11,7 +11,6 @@ import math
 import os
 import re
 import warnings
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +27,7 @@ from acemad_utils.data.own import from_record, make_question, read_questions  # 
 from acemad_utils.data.paths import outputs, outputs_root, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments.params import MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS  # the profiles' limits
-from acemad_utils.experiments.runner import run_and_load
+from acemad_utils.experiments.runner import failure_line, run_and_load  # noqa: F401  (failure_line: public)
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.protocol.config import GENERALIST, METHODS, NAIVE_AGENT, SKEPTIC, DebateConfig
 from acemad_utils.protocol.schema import Question
@@ -155,18 +154,6 @@ class Results(list):
         """AceMAD paired against its controls re-decided and every other method run (report.premise)."""
         others = [m for m in dict.fromkeys(r.method for r in self) if not m.startswith("AceMAD")]
         return PR.split(self.records, meta=self.meta, others=others)
-
-
-def failure_line(records: Sequence[dict], rerun: str = "Run the same again", *, table: bool = True) -> Optional[str]:
-    """How many records failed per method and the first error, and that `rerun` retries them; None when none did."""
-    bad = [r for r in records if r.get("status", "ok") != "ok"]
-    if not bad:
-        return None
-    by = ", ".join(f"{m} {k}" for m, k in Counter(str(r.get("method")) for r in bad).items())
-    where = ", left out of the table (its n says so)" if table else ""
-    return (f"{len(bad)} of {len(records)} records failed ({by}){where}; first error: "
-            f"{' '.join(str(bad[0].get('error', '')).split())}. {rerun} to retry them (answered calls come from the "
-            "cache)")  # fmt: skip
 
 
 def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:

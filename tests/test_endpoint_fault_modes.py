@@ -31,7 +31,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
-from acemad_utils.reproduce.cli import ProfileLock, failed_records, failure_lines, progress_tail
+from acemad_utils.reproduce.cli import ProfileLock, _ok_line, failed_records, failure_lines, progress_tail
 from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, Reply, completion
 
 KEY = "sk-canary-faults-0000"
@@ -199,13 +199,16 @@ def test_the_reproduce_command_names_failed_records_per_method(repo):
         one | {"question_id": "q2", "error": "Y"},
         one | {"config_hash": "h2", "status": "ok", "method": "majority"},
     ]
+    retried = one | {"question_id": "q3", "error": "Z"}
+    recs += [retried, retried | {"status": "ok", "error": None}]  # a failure retried later: replaced, not counted
     (d / "transcripts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     meta = {"methods": {"single": {"config_hash": "h1"}, "majority": {"config_hash": "h2"}}, "summary": {"failed": 2}}
     (d / "meta.json").write_text(json.dumps(meta))
-    found = failed_records(since=time.time() - 60)
-    assert found == {"probe/main": (2, {"single": 2}, "X")}
-    lines = failure_lines("probe", found)
-    assert "probe/main: 2 failed record(s) (single 2)" in lines[0] and "same command" in lines[-1]
+    (line,) = failure_lines("probe", failed_records(since=time.time() - 60))
+    assert line.startswith("[probe] probe/main: 2 of 4 records failed (single 2)") and "first error: X" in line
+    assert "Rerun the same command" in line and "\n" not in line
+    ok = _ok_line("[probe]", "02_baselines", time.time() - 60, {"cells": []})
+    assert "[WARNING: 2 failed record(s), not counted in the tables" in ok  # the notebook's own line says so too
     assert failed_records(since=time.time() + 60) == {}  # runs of an earlier session are not this run's
 
 

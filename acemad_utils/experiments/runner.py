@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
@@ -57,6 +58,18 @@ SUMMARY_FIELDS = ("question_id", "config_hash", "repeat", "method", "status", "f
 BATCH = 1024
 # Description fields that say how an endpoint is reached, not who answers: a resume may change them.
 _OPERATIONAL = {"endpoints", "structured_output", "structured_output_detection", "max_concurrency", "max_attempts"}
+
+
+def failure_line(records: Sequence[dict], rerun: str = "Run the same again", *, table: bool = True) -> Optional[str]:
+    """How many records failed per method and the first error, and that `rerun` retries them; None when none did."""
+    bad = [r for r in records if r.get("status", "ok") != "ok"]
+    if not bad:
+        return None
+    by = ", ".join(f"{m} {k}" for m, k in Counter(str(r.get("method")) for r in bad).items())
+    where = ", left out of the table (its n says so)" if table else ""
+    first = " ".join(str(bad[0].get("error", "")).split())[:400]
+    return (f"{len(bad)} of {len(records)} records failed ({by}){where}; first error: {first}. {rerun} to retry them "
+            "(answered calls come from the cache)")  # fmt: skip
 
 
 def git_commit() -> Optional[str]:

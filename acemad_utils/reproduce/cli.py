@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
@@ -29,7 +28,7 @@ from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
-from acemad_utils.data.transcripts import read_jsonl
+from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import params as schema
 from acemad_utils.experiments.profiles import (
     LONGEST,
@@ -43,7 +42,7 @@ from acemad_utils.experiments.profiles import (
     run_env,
     run_key,
 )
-from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT
+from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, failure_line
 from acemad_utils.reproduce import uptodate
 
 # The kernels' own log stays out of the run's output (unencrypted-loopback warnings, "KeyboardInterrupt caught");
@@ -309,7 +308,7 @@ def _reads(name: str, other: str) -> bool:
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
     runs = parse_failures(since=t0)
     n, of = sum(a for a, _ in runs.values()), sum(b for _, b in runs.values())
-    bad = sum(k for k, _, _ in failed_records(since=t0).values())
+    bad = sum(r["status"] == "failed" for records in failed_records(since=t0).values() for r in records)
     return (
         f"{tag} {name} {time.time() - t0:6.1f}s  {_last_summary(nb)}"
         + (f"  [WARNING: {bad} failed record(s), not counted in the tables; rerun to retry them]" if bad else "")
@@ -426,16 +425,15 @@ def _metas(since: float):
                 yield path.parent, str(path.parent.relative_to(root)), meta
 
 
-def failed_records(since: float) -> dict[str, tuple[int, dict, str]]:
-    """name -> (n, {method: n}, first error) of the runs written since `since` holding failed records."""
+def failed_records(since: float) -> dict[str, list[dict]]:
+    """name -> the current records of each run written since `since` that holds failed ones."""
     out = {}
-    for folder, name, meta in _metas(since):
+    for _, name, meta in _metas(since):
         if (meta.get("summary") or {}).get("failed"):
-            hashes = {m.get("config_hash") for m in (meta.get("methods") or {}).values()}
-            bad = [r for r in read_jsonl(folder / "transcripts.jsonl")
-                   if r.get("status") == "failed" and r.get("config_hash") in hashes]  # fmt: skip
-            if bad:
-                out[name] = (len(bad), dict(Counter(str(r.get("method")) for r in bad)), str(bad[0].get("error", "")))
+            with contextlib.suppress(OSError, ValueError):  # a damaged run: its notebook has said so
+                _, current = load_run(name, keep=lambda _n, _m, r: {k: r.get(k) for k in ("method", "status", "error")})
+                if any(r.get("status") == "failed" for r in current):  # a retried failure is replaced, not counted
+                    out[name] = current
     return out
 
 
@@ -459,16 +457,9 @@ def parse_failure_lines(profile: str, runs: dict[str, tuple[int, int]]) -> list[
     ]
 
 
-def failure_lines(profile: str, runs: dict[str, tuple[int, dict, str]]) -> list[str]:
-    lines = [
-        f"[{profile}] {name}: {n} failed record(s) ({', '.join(f'{m} {k}' for m, k in by.items())}); first error: "
-        f"{' '.join(err.split())[:400]}"
-        for name, (n, by, err) in runs.items()
-    ]
-    return lines + [
-        f"[{profile}] failed records are left out of every table (their n says so) and retried by the same "
-        "command: rerun it once the endpoint is healthy (answered calls come from the cache)"
-    ] * bool(lines)
+def failure_lines(profile: str, runs: dict[str, list[dict]]) -> list[str]:
+    rerun = "Rerun the same command once the endpoint is healthy"
+    return [f"[{profile}] {name}: {failure_line(records, rerun)}" for name, records in runs.items()]
 
 
 _GROUPS: set[int] = set()  # the running kernels' process groups
