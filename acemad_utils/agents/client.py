@@ -269,8 +269,7 @@ class LLMClient:
         self.mode = MODES[0]  # structured output: the best the endpoint accepts, detected on the first refusal
         self.settled: Optional[str] = None  # the mode of the first structured reply: self.mode is known to work
         self._probe: Optional[tuple[asyncio.Lock, asyncio.AbstractEventLoop]] = None
-        here = is_own_server(self._base_url) or endpoint_kind(self._base_url) == "local-llama.cpp"  # loopback
-        own = LOCAL_TIMEOUT if here else TIMEOUT
+        own = LOCAL_TIMEOUT if endpoint_kind(self._base_url) == "local-llama.cpp" else TIMEOUT  # any loopback
         self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or own) if timeout is None else timeout
         self.retry_time = max(RETRY_TIME, 3 * self.timeout) if retry_time is None else retry_time
         self.max_tokens, self.max_reply_bytes = MAX_TOKENS, max_reply_bytes
