@@ -466,3 +466,33 @@ def test_after_a_second_ctrl_c_the_questions_in_flight_send_no_new_call(tmp_outp
         assert srv.count <= 2 * 3 + 2 * 3  # the 6 calls out when it stopped, a few more at most (else 2 x 12)
         again = runner.run_experiment("again", make_items(2, k=4, seed=4), [cfg], pop, workers=2, progress=False)
     assert [r["status"] for r in transcripts.read_jsonl(again / transcripts.COMPRESSED)] == ["ok", "ok"]
+
+
+def test_a_resume_keeps_each_endpoints_answers_whatever_order_its_role_endpoints_first_called_in():
+    """Role endpoints are made at their first call, in whatever order the threads reach them: meta.json matches
+    each by its id, so one endpoint's mode never lands on another's entry."""
+    from acemad_utils.agents.llm_agent import LLMPopulation
+
+    urls = ["http://u:pw@127.0.0.1:1/v1?key=s3cret", "http://127.0.0.1:2/v1"]
+    ids = []
+    for order in (urls, urls[::-1]):
+        pop = LLMPopulation("m", "http://127.0.0.1:3/v1", "sk-x", preflight=False)
+        for url in order:
+            pop.client(url)
+        ids.append({e["id"] for e in pop.describe()["endpoints"]})
+        assert "s3cret" not in json.dumps(pop.describe()) and "pw" not in json.dumps(pop.describe())
+    assert ids[0] == ids[1] and len(ids[0]) == 3 and "run" in ids[0]
+
+    def entry(i, **found):
+        return {"id": i, "endpoint": "local-llama.cpp", "max_concurrency": 8} | found
+
+    before = {"endpoints": [entry("run", model="m", structured_output="json_object"),
+                            entry("a", model="ma", structured_output="json_schema"),
+                            entry("b", model="mb", structured_output="text")]}  # fmt: skip
+    now = {"endpoints": [entry("run"), entry("b"), entry("a")]}  # a resume that has called nothing yet
+    got = runner.how_answered(now, before)["endpoints"]
+    assert [(e["id"], e["model"], e["structured_output"]) for e in got] == [
+        ("run", "m", "json_object"), ("b", "mb", "text"), ("a", "ma", "json_schema")]  # fmt: skip
+    # a meta.json written before endpoints had ids: matched by position, as before
+    legacy = runner.how_answered({"endpoints": [{"endpoint": "k"}]}, {"endpoints": [{"endpoint": "k", "model": "x"}]})
+    assert legacy["endpoints"] == [{"endpoint": "k", "model": "x"}]

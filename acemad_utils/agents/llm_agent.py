@@ -17,7 +17,7 @@ from acemad_utils.agents.batch import Batcher
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import QUESTION_TIME, GenerateConfig, LLMClient
 from acemad_utils.agents.pool import act_all
-from acemad_utils.agents.redact import restore_url
+from acemad_utils.agents.redact import restore_url, safe_url
 from acemad_utils.data.paths import outputs
 from acemad_utils.data.settings import env
 from acemad_utils.protocol.commit import commit_schema, parse_commit
@@ -192,10 +192,18 @@ class LLMPopulation(Population):
         costs = [s["cost_usd"] for s in stats]
         return dict(total) | {"cost_usd": None if None in costs else sum(costs, 0.0)}
 
+    def _endpoint_id(self, key: Optional[str]) -> str:
+        """An endpoint's name in meta.json, the same in every session whatever order its first calls came in (a
+        resume merges by it): "run", or a role's endpoint by a digest of its address without credentials."""
+        if key == self.base_url:
+            return "run"
+        return "role endpoint " + hashlib.sha256(safe_url(restore_url(key)).encode()).hexdigest()[:8]
+
     def describe(self) -> dict:
         # what it was built with: a per-agent model is the method's (meta.json); models used would change the identity
         clients = list(self._clients.values())
         return {"name": self.name, "synthetic": False, "models": sorted({c.model for c in clients}),
-                "endpoints": [c.describe() for c in clients], "seed": self.seed,
+                "endpoints": [{"id": self._endpoint_id(k)} | c.describe() for k, c in list(self._clients.items())],
+                "seed": self.seed,
                 "max_tokens": {"argue": self.max_tokens[0], "commit": self.max_tokens[1]}, "calls": self.calls,
                 "moderator": self.moderator_spec.to_dict()}  # fmt: skip

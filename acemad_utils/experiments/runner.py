@@ -214,17 +214,17 @@ def check_resumable(d: Path, meta: dict) -> Optional[dict]:
 def how_answered(now: dict, before: Any) -> dict:
     """`now` (a population's description) with its endpoints found so far: what this session has not yet seen of
     an endpoint (the models asked, the mode its commitments were answered in: a resume that calls nothing) is kept
-    from `before`."""
+    from `before`, matched by the endpoint's id (by position in a meta.json written before ids)."""
     if not isinstance(now, dict) or "endpoints" not in now:
         return now
-    old: list = before.get("endpoints") or [] if isinstance(before, dict) else []
+    old: list = [b for b in (before.get("endpoints") or [] if isinstance(before, dict) else []) if isinstance(b, dict)]
     new: list = now["endpoints"]
-    merged = []
-    for i in range(max(len(new), len(old))):
-        n, b = (new[i] if i < len(new) else {}), (old[i] if i < len(old) else {})
-        same = isinstance(b, dict) and (not n or b.get("endpoint") == n.get("endpoint"))
-        merged.append({**b, **n} if same else n)
-    return {**now, "endpoints": merged}
+    by_id = {b["id"]: b for b in old if "id" in b}
+    keyed, merged = bool(by_id), []
+    for i, n in enumerate(new):
+        b = by_id.pop(n.get("id"), None) if keyed else (old[i] if i < len(old) else None)
+        merged.append({**b, **n} if b is not None and b.get("endpoint") == n.get("endpoint") else n)
+    return {**now, "endpoints": merged + (list(by_id.values()) if keyed else old[len(new) :])}
 
 
 def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
