@@ -1,5 +1,6 @@
 """Figures: truth-holder labels from the rosters, legible at notebook width, saved and closed."""
 
+import base64
 import itertools
 from pathlib import Path
 
@@ -47,12 +48,17 @@ def test_the_package_forces_no_matplotlib_backend():
     assert not forcing, f"matplotlib.use( in {forcing}"
 
 
-def test_save_figure_returns_the_figure_closed_in_pyplot(tmp_outputs):
-    fig, ax = plt.subplots()
+def test_save_figure_shows_the_saved_png_at_the_inline_size_and_closes_the_figure(tmp_outputs):
+    fig, ax = plt.subplots(figsize=(4, 3))
     ax.plot([0, 1])
-    assert save.save_figure(fig, "f") is fig
+    shown = save.save_figure(fig, "f")
     assert not plt.fignum_exists(fig.number)  # the inline backend would otherwise show it a second time
-    assert all(p.stat().st_size > 0 for p in (outputs("figures") / "f.png", outputs("figures") / "f.pdf"))
+    png = outputs("figures") / "f.png"
+    assert (outputs("figures") / "f.pdf").stat().st_size > 0
+    data, meta = shown._repr_png_()  # what the notebook stores: the PNG (base64) and the width it is shown at
+    assert base64.b64decode(data) == png.read_bytes()
+    px = int.from_bytes(png.read_bytes()[16:20], "big")
+    assert meta["width"] == round(px * 100 / 130) and 350 <= meta["width"] <= 400  # ~4 in at 100 dpi, tight
 
 
 BENCHES = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro", "Average"]

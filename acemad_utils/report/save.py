@@ -3,6 +3,7 @@ figures as PNG + PDF (no timestamp in their metadata)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,11 @@ from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 
 if TYPE_CHECKING:
+    from IPython.display import Image
     from matplotlib.figure import Figure
+
+PNG_DPI = 130  # the saved PNG's resolution
+INLINE_DPI = 100  # matplotlib's figure.dpi, at which the inline backend showed a figure
 
 
 def save_table(
@@ -35,13 +40,20 @@ def save_table(
     return d / f"{name}.csv"
 
 
-def save_figure(fig: Figure, name: str) -> Figure:
-    """outputs/figures/<name>.png and .pdf; the figure returned and closed, so a cell ending with this shows it once."""
+def save_figure(fig: Figure, name: str) -> Image:
+    """outputs/figures/<name>.png and .pdf; returns that PNG for the notebook to show, the figure closed. Showing the
+    saved bytes instead of the figure spares the inline backend a third render (~a third of a figure's CPU) and shows
+    exactly the file written, at the inline backend's size (its 100 dpi: NOTEBOOK_WIDTH_IN holds)."""
+    import matplotlib.pyplot as plt  # loaded already where a figure was drawn
+    from IPython.display import Image
+
     d = outputs("figures")
-    fig.savefig(d / f"{name}.png", dpi=130, bbox_inches="tight", metadata={"Software": None})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight", metadata={"Software": None})
+    png = buf.getvalue()
+    (d / f"{name}.png").write_bytes(png)
     meta = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
     fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata=meta)
-    import matplotlib.pyplot as plt  # loaded already where a figure was drawn
-
     plt.close(fig)
-    return fig
+    width_px = int.from_bytes(png[16:20], "big")  # the PNG header's IHDR width
+    return Image(data=png, format="png", width=round(width_px * INLINE_DPI / PNG_DPI))
