@@ -33,6 +33,7 @@ from acemad_utils.protocol.config import GENERALIST, METHODS, NAIVE_AGENT, SKEPT
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import premise as PR
 from acemad_utils.report import tables as TB
+from acemad_utils.report.stats import interval
 from acemad_utils.report.viewer import write_run_page
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:
     rows = []
     for m in [m for m in methods if m not in targets] if targets else []:
         for t in TB.versus_best(scored, targets, [m], average=False).itertuples():
-            cell = f"{t.gain:+.1f} [{t.gain_lo:+.1f}, {t.gain_hi:+.1f}], p={t.p_value:.2g}, n={t.n_paired}"
+            cell = f"{t.gain:+.1f} {interval(t.gain_lo, t.gain_hi, '+.1f')}, p={t.p_value:.2g}, n={t.n_paired}"
             rows.append({"method": f"{t.method} minus {m} (paired)", TB.bench_label(str(t.benchmark)): cell})
     return pd.concat([TB.wide(long), pd.DataFrame(rows)], ignore_index=True).fillna("")
 

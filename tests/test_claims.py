@@ -353,3 +353,19 @@ def test_a_grid_point_debated_in_memory_gives_the_records_and_ledger_of_its_writ
     kept = ~C.ledger(disk).verdict.isin([C.NOT_COMPARABLE, C.NOT_RUN])  # what deciding reads of a grid ledger
     pd.testing.assert_frame_equal(C.ledger(memory, values=False)[kept], C.ledger(disk)[kept])
     S.close()
+
+
+def test_one_question_shows_no_interval_and_two_show_one():
+    """A single question has nothing to resample: its accuracy and its paired gain carry no interval (a zero-width
+    one would read as certainty), the table says so, and a claimed value cannot be judged from it."""
+    bench = ("arc_challenge",)
+    one = records("AceMAD", np.array([1]), bench) + records("Majority Voting", np.array([0]), bench)
+    acc = TB.accuracy_long(one)
+    assert acc["ci_lo"].isna().all() and acc["ci_hi"].isna().all()
+    assert "100.0 [no interval: n < 2]" in TB.wide(acc).to_string()
+    gain = TB.versus_best(one, ["AceMAD"], ["Majority Voting"]).iloc[0]
+    assert gain.n_paired == 1 and np.isnan(gain.gain_lo) and np.isnan(gain.gain_hi)
+    assert C.value_verdict(100.0, gain.gain_lo, gain.gain_hi) == C.INCONCLUSIVE
+    two = records("AceMAD", np.array([1, 0]), bench) + records("Majority Voting", np.array([0, 0]), bench)
+    lo, hi = TB.accuracy_long(two).query("method == 'AceMAD'")[["ci_lo", "ci_hi"]].iloc[0]
+    assert lo < hi

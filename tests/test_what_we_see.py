@@ -183,9 +183,14 @@ def _record(scores, right):
 def test_a_real_model_gets_no_map_and_the_measured_gap_in_words():
     from acemad_utils.experiments import assumption_map as AM
 
-    gaps = AM.knowledge_gap([_record([0.1, 0.2, 0.9, 0.8, 0.7], [True, True, False, False, False])], label="m")
+    right = [True, True, False, False, False]
+    two = [_record([0.1, 0.2, 0.9, 0.8, 0.7], right), {**_record([0.3, 0.2, 0.6, 0.9, 0.8], right), "question_id": "r"}]
     table = AM.run_map(None, [], R.MAP_AXES)  # type: ignore[arg-type]  # no run: the Setup is never used
+    gaps = AM.knowledge_gap(two, label="m")
     text = say("09_assumption_map", "25ce5b8f", table=table, gaps=gaps, setup=None, SRC="model: m", assumption_map=AM)
     row = gaps.iloc[-1]
     assert "No map here" in text and "real model" in text and "predict their peers worse" in text
-    assert f"score gap {row.gap:+.3f} [{row.gap_lo:+.3f}, {row.gap_hi:+.3f}]" in text
+    assert f"score gap {row.gap:+.3f} [{row.gap_lo:+.3f}, {row.gap_hi:+.3f}]" in text and row.gap_lo < row.gap_hi < 0
+    gaps = AM.knowledge_gap(two[:1], label="m")  # one question: no interval, so no side is taken
+    text = say("09_assumption_map", "25ce5b8f", table=table, gaps=gaps, setup=None, SRC="model: m", assumption_map=AM)
+    assert "too few to say whether agents who answer right predict their peers better" in text and "worse" not in text

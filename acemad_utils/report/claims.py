@@ -18,7 +18,7 @@ from acemad_utils.protocol.config import ETA, SKEPTIC, DebateConfig, at_paper_et
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, resample_indices
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, interval, resample_indices
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
@@ -55,7 +55,9 @@ def loss_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
 
 
 def value_verdict(value: float, lo: float, hi: float, null: Optional[float] = None) -> str:
-    """A claimed value from our CI: held (and the null excluded), not held, or both held."""
+    """A claimed value from our CI: held (and the null excluded), not held, or both held (no CI: inconclusive)."""
+    if math.isnan(lo) or math.isnan(hi):
+        return INCONCLUSIVE
     return FAILS if not lo <= value <= hi else INCONCLUSIVE if null is not None and lo <= null <= hi else HOLDS
 
 
@@ -79,8 +81,8 @@ def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="jud
 
 
 def _ci(x: float, lo: float, hi: float, signed: bool = True) -> str:
-    f = "{:+.1f}" if signed else "{:.1f}"
-    return f"{f.format(x)} [{f.format(lo)}, {f.format(hi)}]"
+    spec = "+.1f" if signed else ".1f"
+    return f"{x:{spec}} {interval(lo, hi, spec)}"
 
 
 def bench_key(benchmark: str) -> str:

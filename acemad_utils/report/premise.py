@@ -13,7 +13,7 @@ import pandas as pd
 from acemad_utils.data.sim_params import SimParams
 from acemad_utils.protocol.config import METHOD_NAMES, NAIVE_AGENT, WEIGHTINGS
 from acemad_utils.report import rescoring as A
-from acemad_utils.report.stats import bootstrap_ci
+from acemad_utils.report.stats import bootstrap_ci, interval
 from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
 
 ROUND_COLUMNS = "method question_id round top_right share_right right_score wrong_score rank_corr".split()
@@ -141,11 +141,11 @@ def premise_sentence(
             f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
             f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
             f"{r.random_agent:.1f}% for an agent picked at random, a lift of {r.lift:+.1f} points "
-            f"[{r.lift_lo:+.1f}, {r.lift_hi:+.1f}] over all rounds ({rounds}); n = {r.n} question"
+            f"{interval(r.lift_lo, r.lift_hi, '+.1f')} over all rounds ({rounds}); n = {r.n} question"
             f"{'' if r.n == 1 else 's'}, {r.n_split} of them with both right and wrong agents. "
             + (
-                f"Within a question, score and correctness correlate at {r.rank_corr:+.2f} [{r.rank_corr_lo:+.2f}, "
-                f"{r.rank_corr_hi:+.2f}] (Spearman); "
+                f"Within a question, score and correctness correlate at {r.rank_corr:+.2f} "
+                f"{interval(r.rank_corr_lo, r.rank_corr_hi, '+.2f')} (Spearman); "
                 if pd.notna(r.rank_corr)
                 else "Score and correctness have no correlation within a question to show (none split the agents); "
             )
@@ -177,7 +177,7 @@ def premise_sentence(
         f"AceMAD vs the same compute spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
         f"{r.control} {r.accuracy:.1f}% (our compute-matched baseline, not the paper's: the naive agent sampled "
         f"once per AceMAD turn, the same calls per question), a difference of {r.difference:+.1f} points "
-        f"[{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p = {r.p_value:.2g}, n = {r.n}."
+        f"{interval(r.difference_lo, r.difference_hi, '+.1f')}, p = {r.p_value:.2g}, n = {r.n}."
         for r in rows.itertuples()
     ]
     pop = dict(population or {})
@@ -269,13 +269,13 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
     rows = []
     for r in premise(records, seed).query("round == 'all'").itertuples():
         corr = f"{r.rank_corr:+.2f}" if pd.notna(r.rank_corr) else "-"  # no question split the agents
-        cell = f"{r.lift:+.1f} [{r.lift_lo:+.1f}, {r.lift_hi:+.1f}], rank corr {corr}, " if r.n else ""
+        cell = f"{r.lift:+.1f} {interval(r.lift_lo, r.lift_hi, '+.1f')}, rank corr {corr}, " if r.n else ""
         rows.append({"method": f"Premise: {r.method}'s top scorer minus a random agent (points; premise {r.verdict})",
                      AVERAGE: cell + f"unparsed {100 * r.parse_failure:.1f}%, n={r.n}"})  # fmt: skip
     table = split(records, seed, meta=meta)
     for r in table[table["control"] != table["method"]].itertuples():
         rows.append({"method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
-                     AVERAGE: f"{r.accuracy:.1f} [{r.accuracy_lo:.1f}, {r.accuracy_hi:.1f}]"})  # fmt: skip
-        cell = f"{r.difference:+.1f} [{r.difference_lo:+.1f}, {r.difference_hi:+.1f}], p={r.p_value:.2g}, n={r.n}"
+                     AVERAGE: f"{r.accuracy:.1f} {interval(r.accuracy_lo, r.accuracy_hi)}"})  # fmt: skip
+        cell = f"{r.difference:+.1f} {interval(r.difference_lo, r.difference_hi, '+.1f')}, p={r.p_value:.2g}, n={r.n}"
         rows.append({"method": f"{r.method} minus {r.control} (paired)", AVERAGE: cell})
     return pd.DataFrame(rows, columns=["method", AVERAGE])

@@ -44,19 +44,27 @@ def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
 
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     """(mean, lo, hi) with a 95% percentile bootstrap CI over rows (questions); arrays for several columns. NaN rows
-    are dropped only when x is 1-D; fewer than 2 rows give (mean, mean, mean)."""
+    are dropped only when x is 1-D; fewer than 2 rows give NaN bounds (one question has nothing to resample: a
+    zero-width interval would read as certainty; `interval` prints them as NO_INTERVAL)."""
     x = np.asarray(x, dtype=float)
     x = x[~np.isnan(x)] if x.ndim == 1 else x
     n = x.shape[0]
-    if n == 0:
-        nan = np.full(x.shape[1:], np.nan)
-        return (float(nan) if nan.ndim == 0 else nan,) * 3
-    mean = x.mean(axis=0)
+    nans = np.full(x.shape[1:], np.nan)
+    nan = float(nans) if nans.ndim == 0 else nans
     if n < 2:
-        return mean, mean, mean
+        return (x.mean(axis=0) if n else nan), nan, nan
+    mean = x.mean(axis=0)
     a = (1 - 0.95) / 2  # 0.025000000000000022: the bits of every printed CI
     lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0)
     return mean, lo, hi
+
+
+NO_INTERVAL = "[no interval: n < 2]"
+
+
+def interval(lo, hi, spec: str = ".1f") -> str:
+    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN (fewer than 2 questions)."""
+    return NO_INTERVAL if np.isnan(lo) or np.isnan(hi) else f"[{lo:{spec}}, {hi:{spec}}]"
 
 
 SIGN_BLOCK = 500  # rows of a sign matrix expanded at a time: a float block of 500 x n, not n_perm x n

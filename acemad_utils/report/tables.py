@@ -14,7 +14,14 @@ import pandas as pd
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import commitments
 from acemad_utils.report import readable as RD
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, mcnemar_exact, resampled_means, sign_flip_p
+from acemad_utils.report.stats import (
+    adjust_pvalues,
+    bootstrap_ci,
+    interval,
+    mcnemar_exact,
+    resampled_means,
+    sign_flip_p,
+)
 
 BENCH_LABELS = {"truthfulqa": "TruthfulQA", "arc_challenge": "ARC-C", "bbh": "BBH", "logiqa": "LogiQA",
                 "medqa": "MedQA", "mmlu_pro": "MMLU-Pro", "demo": "Demo"}  # fmt: skip
@@ -85,7 +92,7 @@ def frames_reused() -> Iterator[None]:
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
     point = float(np.mean([g.mean() for g in groups]))
-    if not ci:
+    if not ci or min(map(len, groups)) < 2:  # a group of one has nothing to resample (stats.bootstrap_ci)
         return point, np.nan, np.nan
     boots = np.mean(resampled_means(groups, seed, n_boot), axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
@@ -230,7 +237,7 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, note: Optiona
 
 def _cell(r, long: pd.DataFrame) -> str:
     """'acc [lo, hi]'; a cell whose n differs from its column's (failed questions) gets its own n and failures."""
-    text = "no answer" if r.n == 0 else f"{r.accuracy:.1f} [{r.ci_lo:.1f}, {r.ci_hi:.1f}]"
+    text = "no answer" if r.n == 0 else f"{r.accuracy:.1f} {interval(r.ci_lo, r.ci_hi)}"
     failed, unparsed = int(r.get("n_failed", 0) or 0), int(r.get("n_unparsed", 0) or 0)
     if failed or long.loc[long.benchmark == r.benchmark, "n"].nunique() > 1:
         text += f" (n={int(r.n)}" + (f", {failed} failed)" if failed else ")")

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from acemad_utils.report.readable import pvalue
+from acemad_utils.report.stats import interval
 from acemad_utils.report.tables import AVERAGE
 
 #: What a run without peer prediction rests on: the naive agent alone (notebook 01), the homogeneous baselines (02)
@@ -28,7 +29,7 @@ def md(text: str):
 
 def gain(r) -> str:
     """A paired gain (a tables.versus_best row) in words: '+3.1 points [+0.4, +5.9], p = 0.02'."""
-    return f"{r.gain:+.1f} points [{r.gain_lo:+.1f}, {r.gain_hi:+.1f}], {pvalue(r.p_value)}"
+    return f"{r.gain:+.1f} points {interval(r.gain_lo, r.gain_hi, '+.1f')}, {pvalue(r.p_value)}"
 
 
 def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequence[str] = ()) -> str:
