@@ -362,10 +362,13 @@ def test_one_question_shows_no_interval_and_two_show_one():
     one = records("AceMAD", np.array([1]), bench) + records("Majority Voting", np.array([0]), bench)
     acc = TB.accuracy_long(one)
     assert acc["ci_lo"].isna().all() and acc["ci_hi"].isna().all()
-    assert "100.0 [no interval: n < 2]" in TB.wide(acc).to_string()
+    assert "100.0 [no interval: one question]" in TB.wide(acc).to_string()
     gain = TB.versus_best(one, ["AceMAD"], ["Majority Voting"]).iloc[0]
     assert gain.n_paired == 1 and np.isnan(gain.gain_lo) and np.isnan(gain.gain_hi)
     assert C.value_verdict(100.0, gain.gain_lo, gain.gain_hi) == C.INCONCLUSIVE
     two = records("AceMAD", np.array([1, 0]), bench) + records("Majority Voting", np.array([0, 0]), bench)
     lo, hi = TB.accuracy_long(two).query("method == 'AceMAD'")[["ci_lo", "ci_hi"]].iloc[0]
     assert lo < hi
+    mixed = records("AceMAD", np.array([1]), bench) + records("AceMAD", np.array([1, 0, 1, 0]), ("bbh",))
+    average = TB.accuracy_long(mixed).query(f"benchmark == '{TB.AVERAGE}'").iloc[0]  # one benchmark has many
+    assert average.ci_lo < average.ci_hi

@@ -59,11 +59,11 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     return mean, lo, hi
 
 
-NO_INTERVAL = "[no interval: n < 2]"
+NO_INTERVAL = "[no interval: one question]"
 
 
 def interval(lo, hi, spec: str = ".1f") -> str:
-    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN (fewer than 2 questions)."""
+    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN (one question, or one per benchmark)."""
     return NO_INTERVAL if np.isnan(lo) or np.isnan(hi) else f"[{lo:{spec}}, {hi:{spec}}]"
 
 

@@ -92,7 +92,7 @@ def frames_reused() -> Iterator[None]:
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
     point = float(np.mean([g.mean() for g in groups]))
-    if not ci or min(map(len, groups)) < 2:  # a group of one has nothing to resample (stats.bootstrap_ci)
+    if not ci or max(map(len, groups)) < 2:  # one question per group: nothing to resample (stats.bootstrap_ci)
         return point, np.nan, np.nan
     boots = np.mean(resampled_means(groups, seed, n_boot), axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
