@@ -14,6 +14,7 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.report import claims as C
 from acemad_utils.report import figures
+from acemad_utils.report import readable as RD
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues
 from tests.test_what_we_see import say
@@ -366,6 +367,8 @@ def test_one_question_shows_no_interval_and_two_show_one():
     gain = TB.versus_best(one, ["AceMAD"], ["Majority Voting"]).iloc[0]
     assert gain.n_paired == 1 and np.isnan(gain.gain_lo) and np.isnan(gain.gain_hi)
     assert C.value_verdict(100.0, gain.gain_lo, gain.gain_hi) == C.INCONCLUSIVE
+    shown = RD.tests_table(TB.versus_best(one, ["AceMAD"], ["Majority Voting"]))
+    assert (shown[["CI low", "CI high"]] == RD.MISSING).all(axis=None)  # not "+nan"
     two = records("AceMAD", np.array([1, 0]), bench) + records("Majority Voting", np.array([0, 0]), bench)
     lo, hi = TB.accuracy_long(two).query("method == 'AceMAD'")[["ci_lo", "ci_hi"]].iloc[0]
     assert lo < hi

@@ -34,7 +34,7 @@ def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     out = tests.copy()
     for col in ("gain", "gain_lo", "gain_hi"):
         if col in out:
-            out[col] = [f"{float(x):+.1f}" for x in out[col]]
+            out[col] = [MISSING if math.isnan(float(x)) else f"{float(x):+.1f}" for x in out[col]]  # no CI: n = 1
     for col in [c for c in out.columns if c.startswith("p_")]:
         out[col] = [pvalue_text(x) for x in out[col]]
     if "n_paired" in out:
