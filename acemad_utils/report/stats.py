@@ -59,11 +59,11 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     return mean, lo, hi
 
 
-NO_INTERVAL = "[no interval: one question]"
+NO_INTERVAL = "[no interval: a benchmark has one question]"  # a cell, or an average over benchmarks with one such
 
 
 def interval(lo, hi, spec: str = ".1f") -> str:
-    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN (one question, or one per benchmark)."""
+    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN (a benchmark of one question)."""
     return NO_INTERVAL if np.isnan(lo) or np.isnan(hi) else f"[{lo:{spec}}, {hi:{spec}}]"
 
 

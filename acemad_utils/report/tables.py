@@ -92,7 +92,9 @@ def frames_reused() -> Iterator[None]:
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
     point = float(np.mean([g.mean() for g in groups]))
-    if not ci or max(map(len, groups)) < 2:  # one question per group: nothing to resample (stats.bootstrap_ci)
+    # A group of one question resamples to itself: it would add no spread, and the interval would understate the
+    # average's uncertainty. No interval then (stats.bootstrap_ci's rule, for the average).
+    if not ci or min(map(len, groups)) < 2:
         return point, np.nan, np.nan
     boots = np.mean(resampled_means(groups, seed, n_boot), axis=0)
     lo, hi = np.quantile(boots, [0.025, 0.975])
