@@ -19,6 +19,7 @@ from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import profiles, theory
 from acemad_utils.reproduce import cli as reproduce
+from acemad_utils.reproduce import uptodate
 
 
 def _profile(tmp_path, body) -> str:
@@ -168,6 +169,20 @@ def test_jobs_starts_the_longest_notebook_first(tmp_outputs, monkeypatch):
     assert reproduce.run("mine") == 0
     at = _intervals(log)
     assert at["02_short"][0] >= min(at["01_short"][1], at["03_long"][1])  # 02 waited for a free slot
+
+
+def test_on_a_real_model_notebook_09_runs_after_notebook_03_whose_run_it_reads():
+    """Notebook 09's premise measured on a real model (table 9b) is notebook 03's run: on the local and paper
+    profiles 09 starts after 03 and runs again when 03 does (else it shows "no notebook 03 run yet" for good); a
+    synthetic profile's 09 reads nothing of 03 and still starts right after 01."""
+    before, now = {"03_main_results": "a", "09_assumption_map": "b"}, {"03_main_results": "c", "09_assumption_map": "b"}
+    for name in ("local", "paper"):
+        needs = profiles.reads(profiles.load_profile(name), profiles.READS)
+        assert "03_main_results" in needs["09_assumption_map"]
+        assert uptodate.stale(now, before, needs) == ["03_main_results", "09_assumption_map"]
+        assert reproduce._reads(needs, "09_assumption_map", "03_main_results")
+    needs = profiles.reads(profiles.load_profile("default"), profiles.READS)
+    assert needs == profiles.READS and uptodate.stale(now, before, needs) == ["03_main_results"]
 
 
 def test_jobs_is_checked_and_refused_for_llm_notebooks(tmp_path):

@@ -34,6 +34,8 @@ READS = {
     **{nb: ("01_subset_construction",) for nb in params.NOTEBOOKS[2:]},  # 02-09 run on 01's subsets
     "08_claims": ("*",),
 }
+#: ... and what a notebook reads only on a real model: notebook 09's measured premise (table 9b) is notebook 03's run.
+REAL_MODEL_READS = {"09_assumption_map": ("03_main_results",)}
 #: Started first when jobs > 1: notebook 09 takes as long as 02-07 together.
 LONGEST = ("09_assumption_map",)
 #: Notebook parameters that say where or how fast, not what: a --set of one keeps the profile's runs.
@@ -188,6 +190,12 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
     if len(words) > 60 or not all(c.isalnum() or c in "._-" for c in words):
         words = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{name}{SET_MARK}{words}"
+
+
+def reads(prof: dict, base: dict) -> dict:
+    """`base` (READS), with REAL_MODEL_READS added for the notebooks this profile runs on a real model."""
+    real = {nb: r for nb, r in REAL_MODEL_READS.items() if params_for(prof, nb, defaults=True)["BACKEND"] != "sim"}
+    return {**base, **{nb: (*base.get(nb, ()), *r) for nb, r in real.items()}}
 
 
 def params_for(prof: dict, nb: str, *, defaults: bool = False) -> dict:

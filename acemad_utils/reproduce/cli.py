@@ -39,6 +39,7 @@ from acemad_utils.experiments.profiles import (
     notebooks,
     params_for,
     parse_sets,
+    reads,
     run_env,
     run_key,
 )
@@ -103,7 +104,8 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 nb: uptodate.fingerprint(nbs[nb], _hide_urls({"PROFILE": name} | params_for(prof, nb)), env_items)
                 for nb in selected
             }
-            todo = selected if force else uptodate.stale(prints, stamp.recorded, READS)
+            needs = reads(prof, READS)
+            todo = selected if force else uptodate.stale(prints, stamp.recorded, needs)
             current = [nb for nb in selected if nb not in todo]
             for nb in current:
                 print(f"{tag} {nb}  up to date  {_last_summary(out_dir / f'{nb}.ipynb')}", flush=True)
@@ -111,13 +113,13 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 print(f"{tag} {len(current)} notebook(s) up to date: nothing they read changed since the last clean "
                       f"run (executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
             with progress_tail(progress, prefix=f"{tag} "):
-                code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs) if todo else 0
+                code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs, needs=needs) if todo else 0
             cap = parse_max_usd(env.get("ACEMAD_MAX_USD") or None)
             if llm and todo and (paid := paid_line(float(env["ACEMAD_BUDGET_SINCE"]), cap)):
                 print(f"{tag} {paid}", flush=True)
             if code != 0:
                 stamp.forget()
-            elif note := stamp.save(prints, ran=todo, reads=READS):
+            elif note := stamp.save(prints, ran=todo, reads=needs):
                 print(f"{tag} {note}", flush=True)
             return code
 
@@ -245,16 +247,19 @@ def _hide_urls(value):
     return value
 
 
-def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1) -> int:
-    """Up to `jobs` notebooks at once, each after the ones it READS (LONGEST first). A failure does not stop the
-    others; a STOPPER or Ctrl-C starts no further one. Ctrl-C reaches the kernels; a second one stops waiting."""
+def _run_notebooks(
+    prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1, needs: dict
+) -> int:
+    """Up to `jobs` notebooks at once, each after the ones it `needs` (profiles.reads; LONGEST first). A failure does
+    not stop the others; a STOPPER or Ctrl-C starts no further one. Ctrl-C reaches the kernels; a second one stops
+    waiting."""
     tag, t_start, failed, code, interrupted = f"[{name_of_profile}]", time.time(), 0, 0, False
     waiting, ended, running = list(selected), set[str](), dict[Future, tuple[str, float]]()
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook")
     try:
         while waiting or running:
             if not code:
-                ready = [n for n in waiting if all(m in ended for m in selected if m != n and _reads(n, m))]
+                ready = [n for n in waiting if all(m in ended for m in selected if m != n and _reads(needs, n, m))]
                 for nb in sorted(ready, key=lambda n: n not in LONGEST)[: jobs - len(running)]:
                     waiting.remove(nb)
                     job = pool.submit(_execute, prof, name_of_profile, nb, nbs[nb], out_dir / f"{nb}.ipynb")
@@ -301,8 +306,8 @@ def _run_notebooks(prof: dict, name_of_profile: str, nbs: dict, selected: list, 
     return 1 if failed or code or lines else 0
 
 
-def _reads(name: str, other: str) -> bool:
-    return "*" in READS.get(name, ()) or other in READS.get(name, ())
+def _reads(needs: dict, name: str, other: str) -> bool:
+    return "*" in needs.get(name, ()) or other in needs.get(name, ())
 
 
 def _ok_line(tag: str, name: str, t0: float, nb) -> str:
