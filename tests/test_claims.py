@@ -363,7 +363,7 @@ def test_one_question_shows_no_interval_and_two_show_one():
     one = records("AceMAD", np.array([1]), bench) + records("Majority Voting", np.array([0]), bench)
     acc = TB.accuracy_long(one)
     assert acc["ci_lo"].isna().all() and acc["ci_hi"].isna().all()
-    assert "100.0 [no interval: a benchmark has one question]" in TB.wide(acc).to_string()
+    assert "100.0 [no interval: a benchmark or sample of one question]" in TB.wide(acc).to_string()
     gain = TB.versus_best(one, ["AceMAD"], ["Majority Voting"]).iloc[0]
     assert gain.n_paired == 1 and np.isnan(gain.gain_lo) and np.isnan(gain.gain_hi)
     assert C.value_verdict(100.0, gain.gain_lo, gain.gain_hi) == C.INCONCLUSIVE

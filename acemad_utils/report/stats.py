@@ -59,11 +59,13 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     return mean, lo, hi
 
 
-NO_INTERVAL = "[no interval: a benchmark has one question]"  # a cell, or an average over benchmarks with one such
+#: A statistic over one question (a cell, the premise's questions that split the agents) or an average over
+#: benchmarks of which one has a single question (tables._stratified_average): nothing, or too little, to resample.
+NO_INTERVAL = "[no interval: a benchmark or sample of one question]"
 
 
 def interval(lo, hi, spec: str = ".1f") -> str:
-    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN (a benchmark of one question)."""
+    """'[lo, hi]' in the format `spec`, or NO_INTERVAL where a bound is NaN."""
     return NO_INTERVAL if np.isnan(lo) or np.isnan(hi) else f"[{lo:{spec}}, {hi:{spec}}]"
 
 
