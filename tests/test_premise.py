@@ -183,6 +183,19 @@ def premise_endpoint(request, monkeypatch, tmp_path):
         yield srv, request.param
 
 
+def test_a_question_without_a_gold_answer_is_scored_by_no_control(synthetic_records):
+    """Every control of the split leaves a question without a gold answer unscored, as AceMAD itself does: the
+    shuffled-score control (a share of draws) once counted it wrong, with one question more in its n."""
+    ace = [r for r in synthetic_records if r["method"] == "AceMAD (T=3)"]
+    hidden = {ace[0]["question_id"]}
+    ungraded = lambda r: dict(r, answer=None, final=dict(r["final"], correct=None))  # noqa: E731
+    recs = [ungraded(r) if r["question_id"] in hidden else r for r in ace]
+    for r in PR.control_records(recs, "AceMAD (T=3)"):
+        assert (r["final"]["correct"] is None) == (r["question_id"] in hidden), r
+    table = PR.split(recs)
+    assert (table["n"] == len(ace) - 1).all(), table[["control", "n"]]
+
+
 @pytest.mark.parametrize("premise_endpoint", [True, False], indirect=True, ids=["holds", "fails"])
 def test_the_api_tells_agents_with_the_premise_from_agents_without(premise_endpoint):
     srv, holds = premise_endpoint

@@ -161,13 +161,13 @@ AGGREGATORS = ("weighted (k=2, paper)", "weighted (k=1)", "plurality of final an
 
 
 def minimal(recs: list[dict], method: str, answers, truth, answered, correct=None) -> list:
-    """Records for `tables.accuracy_long` of `method`'s answers (label indexes; `correct`: given shares instead)."""
+    """Records for `tables.accuracy_long` of `method`'s answers (label indexes; `correct`: given shares instead); a
+    question without a gold answer is not scored (None), whatever `correct` says."""
     out = []
     for i, (r, a, ok) in enumerate(zip(recs, answers, answered)):
-        if correct is not None:
-            c: Optional[float | bool] = float(correct[i]) if ok else 0.0
-        else:
-            c = None if truth[i] < 0 else bool(ok and a == truth[i])
+        c: Optional[float | bool] = None  # no gold answer: never counted wrong (a shuffled share says 0 there)
+        if truth[i] >= 0:
+            c = bool(ok and a == truth[i]) if correct is None else float(correct[i]) if ok else 0.0
         final = {"answer": r["labels"][a] if ok else None, "correct": c}
         out.append({"question_id": r["question_id"], "benchmark": r["benchmark"], "method": method, "status": "ok",
                     "final": final})  # fmt: skip
