@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,22 @@ def test_a_map_point_at_another_eta_fills_the_same_columns(smoke_outputs):
     assert run["acemad"][0].label == "AceMAD (T=3, eta=4)"
     _, cols, _ = AM.correct(S, run, "acemad", 4.0)
     assert {AM.ACEMAD, AM.UNIFORM, AM.SHUFFLED} <= set(cols)
+
+
+def test_a_question_without_a_gold_answer_is_scored_by_no_map_column(smoke_outputs, monkeypatch):
+    """AceMAD, uniform weights and shuffled scores all leave a question without a gold answer out (NaN): the
+    shuffled-score column (a share of draws) once counted it wrong."""
+    S = Setup(profile="default", benchmarks=["bbh"], n_items=30, workers=1)
+    small = {"knowledge_link": (1.0,), "insight": (SimParams().insight,), "trap_concentration": (), "crowd_copy": ()}
+    run = next(r for r in R.assumption_map({**small, "crowd_calibration": ()}) if r.name == "map_default")
+    run.cap = 6
+    graded = AM.map_questions
+    monkeypatch.setattr(
+        AM, "map_questions", lambda *a: [dataclasses.replace(graded(*a)[0], answer=None)] + graded(*a)[1:]
+    )
+    _, cols, _ = AM.correct(S, run, "acemad")
+    for label in (AM.ACEMAD, AM.UNIFORM, AM.SHUFFLED):
+        assert np.isnan(cols[label][0]) and not np.isnan(cols[label][1:]).any(), (label, cols[label])
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)

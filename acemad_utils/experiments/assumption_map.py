@@ -121,9 +121,9 @@ def correct(S: Setup, run: R.Run, group: str, eta: float = ETA):
     answered, at = arr.valid[:, -1].any(-1), [pos[i] for i in arr.question_ids]
     uniform = answered & (A.rescore(arr, eta=eta, weighting="uniform") == arr.truth)
     shuffled = np.where(answered, (A.shuffled_decisions(arr, eta, seed=S.seed) == arr.truth).mean(axis=0), 0.0)
-    for label, x in ((UNIFORM, np.where(arr.truth < 0, np.nan, uniform)), (SHUFFLED, shuffled)):
+    for label, x in ((UNIFORM, uniform), (SHUFFLED, shuffled)):  # no gold answer: not scored (a share says 0 there)
         cols[label] = np.full(len(qs), np.nan)
-        cols[label][at] = x
+        cols[label][at] = np.where(arr.truth < 0, np.nan, x)
     held = np.isin(arr.personas, TRUTH_HOLDER_PERSONAS)[None, :] & arr.valid[:, 0]
     alone = 100 * float((arr.P[:, 0].argmax(-1) == arr.truth[:, None])[held].mean()) if held.any() else np.nan
     right, valid = (arr.P[:, -1].argmax(-1) == arr.truth[:, None]) & arr.valid[:, -1], arr.valid[:, -1].sum(-1)
