@@ -300,6 +300,35 @@ def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_ca
     assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")
 
 
+def test_a_row_the_grid_cannot_repeat_says_so_and_names_what_it_rests_on():
+    """The profile's n decides a row the grid's smaller n leaves inconclusive everywhere: the grid then shows no
+    deciding assumption, and the row must not read as if it did."""
+
+    def row(verdict: str, n: int) -> pd.DataFrame:
+        return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": "c", "verdict": verdict, "n": n}])
+
+    grid = {C.BASE_POINT: row(C.INCONCLUSIVE, 50), "insight = 0.1": row(C.INCONCLUSIVE, 50)}
+    runs = {"main": _run({}, {}, params={"knowledge_link": 1.0})}
+    [text] = C.deciding(row(C.HOLDS_SIM, 300), grid, runs)[C.DECIDED_BY]
+    assert text.startswith("the grid's points (n = 50) are too small to repeat this verdict"), text
+    assert "knowledge_link = 1" in text
+    [same] = C.deciding(row(C.INCONCLUSIVE, 300), grid, runs)[C.DECIDED_BY]
+    assert same.startswith(C.INCONCLUSIVE), same
+
+
+def test_a_stand_in_row_names_its_chosen_parameters_and_is_by_construction_only_when_compared():
+    def text(claim: str, note: str) -> str:
+        ledger = pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": C.HOLDS_SIM, "note": note}])
+        return C.deciding(ledger, {}, {"main": _run({}, {}, params={"knowledge_link": 1.0})})[C.DECIDED_BY][0]
+
+    chosen = "STAND-IN parameters chosen from the paper's wording decide this row: insight_calibration=0.5; vs X"
+    assert text("Table 5 (L): gains smaller than GPT-4o-mini's", chosen).startswith("by construction: ")
+    beats = text("Table 5 (L): AceMAD beats the best MAD", chosen)
+    assert "(insight_calibration=0.5; notebook 07)" in beats and not beats.startswith("by construction")
+    default = text("Table 2 (Q): AceMAD beats the best MAD", "synthetic stand-in Q (default parameters, its own traps)")
+    assert "default parameters" in default and "chosen" not in default and "knowledge_link = 1" in default
+
+
 def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benchmarks():
     benches = ("synthetic-bbh", "synthetic-arc_challenge", "synthetic-logiqa", "synthetic-medqa")
     base = np.r_[np.zeros(100), np.zeros(100), np.ones(100), np.ones(100)]  # B: right on LogiQA and MedQA only

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from acemad_utils import api
@@ -164,6 +165,21 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     )
     real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
+
+
+def test_the_sentence_says_which_controls_on_the_same_commitments_beat_the_protocol():
+    """A control re-decided from AceMAD's own commitments that is ahead of AceMAD is said to be (the weights do not
+    earn that part), next to those AceMAD is ahead of and those it cannot be told from; a p at the permutation
+    floor reads as such, never as a p of 0."""
+    row = lambda c, d, lo, hi: ["AceMAD (T=3)", c, 40.0, 38.0, 42.0, d, lo, hi, 1 / 10001, 300]  # noqa: E731
+    split = pd.DataFrame(
+        [row("AceMAD (T=3)", *[np.nan] * 3), row(PR.UNIFORM, 9.6, 8.1, 11.0), row(PR.SELF_BELIEF, -4.7, -6.1, -3.3),
+         row(PR.SHUFFLED, 0.4, -1.0, 1.8)], columns=PR.SPLIT_COLUMNS,
+    )  # fmt: skip
+    [said] = PR._controls_sentence(split)
+    assert f"ahead of {PR.UNIFORM} (+9.6 [+8.1, +11.0])" in said and f"behind {PR.SELF_BELIEF} (-4.7" in said
+    assert f"not distinguishable from {PR.SHUFFLED}" in said
+    assert PR.shown(split)["p_value"].iloc[1] == 1 / 10001 and PR.shown(split)["difference"].iloc[1] == 9.6
 
 
 # ----------------------------------------------------------------------------- against an endpoint

@@ -78,28 +78,61 @@ def test_gains_counts_significant_targets_and_sets_the_claim_beside_them():
     t = _tests([("A", "Average", "V", 5.0, 0.01), ("B", "Average", "V", 1.0, 0.3), ("C", "Average", "V", -4, 0.02)])
     text = words.gains(pd.concat([t, _tests([("A", "x", "V", 9.0, 0.001)])]), "the paper reports all three ahead")
     assert "A over V +5.0 points [+2.0, +8.0], p = 0.01" in text
-    assert "1 of 3 is significantly better (p < 0.05) and 1 significantly worse; the paper reports all" in text
+    assert "1 of 3 is significantly better (Holm p < 0.05) and 1 significantly worse; the paper reports all" in text
     assert "No paired comparison" in words.gains(t.iloc[0:0], "x")
 
 
+def test_a_gain_is_significant_as_its_table_judges_it_by_holms_p():
+    """A raw p below 0.05 whose Holm-adjusted p (the table's family) is not: the sentence neither counts it nor
+    hides the adjusted p."""
+    t = _tests([("A", "Average", "V", 5.0, 0.032), ("B", "Average", "V", 9.0, 0.001)]).assign(p_holm=[0.095, 0.004])
+    text = words.gains(t, "claim")
+    assert "A over V +5.0 points [+2.0, +8.0], p = 0.032, Holm p = 0.095" in text
+    assert "1 of 2 is significantly better (Holm p < 0.05)" in text
+    assert [words.significant(r) for r in t.itertuples()] == [False, True]
+
+
 def test_theory_weights_groups_by_agent_count_and_sets_the_recovery_rate_against_l109():
-    groups = ["truth-holder (holds truth)", "truth-holder (wrong)", "crowd (holds truth)", "crowd (wrong)"]
+    groups = ["Skeptic (holds truth)", "crowd (holds truth)", "Skeptic (wrong)", "crowd (wrong)"]
+    phase = pd.DataFrame(
+        [(c, e, t) for c in (0.0, 1.0) for e in (0.0, 2.0) for t in (1, 2, 3)],
+        columns=["crowd_calibration", "eta", "T"],
+    ).assign(N=5, p_flip=0.0, lo=0.0, hi=0.0)
+    fc = (phase.crowd_calibration == 0) & (phase.eta == 2)  # a false-consensus crowd at eta = 2: T = 1, 2, 3
+    phase.loc[fc, ["p_flip", "lo", "hi"]] = [[0.03, 0.01, 0.05], [0.06, 0.04, 0.08], [0.09, 0.06, 0.12]]
+    phase.loc[(phase.crowd_calibration == 0) & (phase.eta == 0) & (phase["T"] == 3), "p_flip"] = 0.04
+    split = pd.DataFrame(
+        {"subset": [theory.SUBSETS[0], theory.SUBSETS[0], theory.SUBSETS[1]], "part": ["uniform", "weights", "weights"]}
+    ).assign(mean=[0.08, 0.03, 0.01], lo=[0.07, 0.02, 0.0], hi=[0.09, 0.04, 0.02])
     text = say(
         "00_theory",
         "b0e1c496",
-        tab_a=pd.DataFrame({"x": [6], "series": ["symmetric updating"], "mean": [0.0], "lo": [-0.01], "hi": [0.01]}),
-        # weighted: truth-holders (27 + 5) / 40 = 0.80, crowd (4 + 54) / 100 = 0.58; unweighted 0.70 and 0.50
-        tab_b=pd.DataFrame({"group": groups, "round": 1, "mean": [0.9, 0.5, 0.4, 0.6], "n_agents": [30, 10, 10, 90]}),
-        tab_c=pd.DataFrame({"eta": [0.0, 2.0, 16.0], "subset": theory.SUBSETS[1], "mean": [0.04, 0.05, 0.1]}),
-        tab_c_split=pd.DataFrame(
-            {"subset": [theory.SUBSETS[1]], "part": ["weights"], "mean": 0.01, "lo": 0, "hi": 0.02}
+        tab_a=pd.DataFrame(
+            {"x": 6, "series": ["symmetric updating", "stubborn (default)"], "mean": [-0.0003, 0.08]}
+        ).assign(lo=[-0.01, 0.07], hi=[0.01, 0.09]),
+        # round 1 weighted: right (27 + 5) / 40 = 0.80, wrong (4 + 54) / 100 = 0.58; unweighted 0.70 and 0.50
+        tab_b=pd.DataFrame(
+            {
+                "group": groups * 2,
+                "round": [1] * 4 + [2] * 4,
+                "n_agents": [30, 10, 10, 90] * 2,
+                "mean": [0.9, 0.5, 0.4, 0.6, 0.95, 0.95, 0.9, 0.9],
+            }
         ),
-        tab_d=pd.DataFrame({"N": 5, "T": 3, "eta": 2.0, "crowd_calibration": [0.0, 1.0], "p_flip": [0.09, 0.0]}),
+        tab_c=pd.DataFrame({"eta": [0.0, 2.0, 16.0], "subset": theory.SUBSETS[1], "mean": [0.04, 0.05, 0.1]}),
+        tab_c_split=split,
+        tab_d=phase,
         ETA_PHASE=2.0,
         T_PHASE=3,
     )
-    assert "truth-holders score 0.80" in text and "crowd's 0.58" in text and "crowd (holds truth) at 0.40" in text
+    assert "changes by +0.000 [-0.010, +0.010]" in text and "-0.000" not in text
+    assert "larger than what the weights add" in text and "already flip 4% of wrong majorities" in text
+    assert "right score 0.80" in text and "against 0.58 for wrong ones (separated" in text
+    assert "Skeptics hold the truth 75% of the time, crowd agents 10%" in text
+    assert "neither persona scores higher at both answers; a wrong crowd agent scores at least as well" in text
+    assert "the lowest Skeptic (wrong) at 0.40" in text and "+0.22 in round 1 and +0.05 in round 2, smaller" in text
     assert "+0.050 at eta = 2" in text and "the weights add +0.010" in text and "9% of wrong majorities" in text
+    assert "3%, 6%, 9% for T = 1 to 3, rising with every round" in text and "more rounds keep flipping" in text
 
 
 def test_subsets_says_systematic_only_when_the_share_beats_chance():

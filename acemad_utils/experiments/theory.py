@@ -96,10 +96,12 @@ def martingale(profile: str = "default"):
 
 
 def score_separation(profile: str = "default"):
-    """(b) Score separation: truth-holders earn higher Brier scores than the crowd, averaged per question first (one
-    debate's agents are not independent); n_agents (agent-rounds) lets a mean over groups weight by size."""
+    """(b) Score separation: Brier scores by persona (Skeptic or crowd) and by whether the agent's current answer is
+    right, averaged per question first (one debate's agents are not independent); n_agents (agent-rounds) lets a mean
+    over groups weight by size. Groups are named by persona, not "truth-holder": a persona only changes how likely the
+    insight state is (which the transcripts do not record), so a Skeptic is not a truth-holder by definition."""
     df = A.agent_scores(_records(profile, "acemad"))
-    role = np.where(df["persona"] == "Skeptic", "truth-holder", "crowd")
+    role = np.where(df["persona"] == "Skeptic", "Skeptic", "crowd")
     df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
     table = pd.DataFrame(
         {"group": g, "round": t}
@@ -123,11 +125,12 @@ def eta_grid(eta: float) -> tuple[float, ...]:
     return tuple(sorted({*PHASE_ETA, float(eta)}))
 
 
-SUBSETS = ("all items", "truth-holder right in round 1")
+SUBSETS = ("all items", "Skeptic right in round 1")
 
 
 def _subsets(arr) -> tuple:
-    """SUBSETS' masks; the second (a Skeptic holds the truth in round 1) is the theorem's setting."""
+    """SUBSETS' masks; the second: a Skeptic holds the truth in round 1 (the theorem's setting only as far as the
+    persona makes a Skeptic likelier to have insight: the population's insight against crowd_insight)."""
     th = np.array([p == "Skeptic" for p in arr.personas])
     return np.ones(len(arr.truth), bool), (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
 
@@ -162,7 +165,7 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *
     import matplotlib.pyplot as plt  # here, not at the top: a kernel that draws no figure never loads matplotlib
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-    title = "weighted belief in the truth\n(items where a truth-holder is right in round 1)"
+    title = "weighted belief in the truth\n(items where a Skeptic is right in round 1)"
     _bands(axes[0], lines, 8, xlabel="round t (0 = uniform weights)", ylabel=r"$p_w^{(t)}(y^*)$", title=title)
     ylabel = r"drift $p_w^{(T)}(y^*) - p_w^{(0)}(y^*)$"
     curves = [(s, sub.rename(columns={"eta": "x"})) for s, sub in drift.groupby("subset")]

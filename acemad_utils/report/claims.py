@@ -715,18 +715,43 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     for r in ledger.to_dict("records"):
         why = by_construction(r["claim"], params, shares)
         if "stand-in" in r["note"].lower() and not why:
-            out.append("a stand-in's parameters chosen from the paper's wording (notebook 07); not varied")
+            out.append(_standin_deciding(r["claim"], r["note"], params))
             continue
         if r["verdict"] in (NOT_RUN, NOT_COMPARABLE):
             out.append(why or ("an exact value: compared on a real model only" if r["verdict"] != NOT_RUN else ""))
             continue
         seen = {n: v[r["claim"]] for n, v in verdicts.items() if r["claim"] in v.index and v[r["claim"]] != NOT_RUN}
         where = _where(seen) if BASE_POINT in seen else "not recomputed over the grid"
+        if BASE_POINT in seen and seen[BASE_POINT] != category(r["verdict"]):  # the grid's smaller n cannot repeat it
+            n = pd.to_numeric(grid[BASE_POINT].set_index("claim").n.get(r["claim"]), errors="coerce")
+            where = (
+                f"the grid's points{f' (n = {n:.0f})' if pd.notna(n) else ''} are too small to repeat this verdict, so "
+                f"they do not show which assumption decides it ({where}); it rests on the population's "
+                f"assumptions, knowledge_link = {params.get('knowledge_link', 1):g} first"
+            )
         text = f"{why}; over the grid: {where}" if why else where
         if "(synthetic items)" in r["claim"]:
             text += "; the synthetic benchmarks differ only in their option count K"
         out.append(text)
     return ledger.assign(**{DECIDED_BY: out})
+
+
+def _standin_deciding(claim: str, note: str, params: dict) -> str:
+    """What decides a row of a synthetic stand-in (notebook 07): the parameters chosen from the paper's wording, if
+    any, and the default population's assumptions; a comparison with GPT-4o-mini's gain follows from that choice."""
+    chosen = note.split("decide this row: ", 1)[1].split(";")[0] if "decide this row: " in note else ""
+    rest = f"the default population's assumptions (knowledge_link = {params.get('knowledge_link', 1):g} first)"
+    if chosen and "than GPT-4o-mini" in claim:
+        return (
+            f"by construction: the stand-in's parameters were chosen from the paper's wording to make it the model "
+            f"the paper describes ({chosen}; notebook 07), so how its gain compares follows from that choice; not "
+            "varied"
+        )
+    if chosen:
+        return (
+            f"the stand-in's parameters chosen from the paper's wording ({chosen}; notebook 07) and {rest}; not varied"
+        )
+    return f"a stand-in with the default parameters and its own traps (notebook 07): {rest}; not varied"
 
 
 def _where(seen: dict) -> str:

@@ -13,6 +13,7 @@ import pandas as pd
 from acemad_utils.data.sim_params import SimParams
 from acemad_utils.protocol.config import METHOD_NAMES, NAIVE_AGENT, WEIGHTINGS
 from acemad_utils.report import rescoring as A
+from acemad_utils.report.readable import P_COLUMN, pvalue
 from acemad_utils.report.stats import bootstrap_ci, interval
 from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
 
@@ -177,9 +178,10 @@ def premise_sentence(
         f"AceMAD vs the same compute spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
         f"{r.control} {r.accuracy:.1f}% (our compute-matched baseline, not the paper's: the naive agent sampled "
         f"once per AceMAD turn, the same calls per question), a difference of {r.difference:+.1f} points "
-        f"{interval(r.difference_lo, r.difference_hi, '+.1f')}, p = {r.p_value:.2g}, n = {r.n}."
+        f"{interval(r.difference_lo, r.difference_hi, '+.1f')}, {pvalue(r.p_value)}, n = {r.n}."
         for r in rows.itertuples()
     ]
+    more += _controls_sentence(split_table)
     pop = dict(population or {})
     if more and pop.get("synthetic") and pop.get("params"):
         sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
@@ -196,6 +198,31 @@ def premise_sentence(
             f"whatever the number of samples."
         )
     return lead + " ".join(parts + more)
+
+
+def _controls_sentence(split_table: pd.DataFrame) -> list[str]:
+    """Each AceMAD method against the controls re-decided from its own commitments, grouped by what the interval of
+    the paired difference shows: ahead, behind (a control that beats the protocol on its own commitments says the
+    weights are not what earns the gain), or not distinguishable at this n."""
+    out = []
+    for method, g in split_table.groupby("method", sort=False):
+        g = g[g["control"].isin([UNIFORM, SELF_BELIEF, SHUFFLED, SURPRISINGLY_POPULAR, ROUND0])]
+        said: dict[str, list[str]] = {"ahead of": [], "behind": [], "not distinguishable from": []}
+        for r in g.itertuples():
+            side = (
+                "ahead of" if r.difference_lo > 0 else "behind" if r.difference_hi < 0 else "not distinguishable from"
+            )
+            said[side].append(f"{r.control} ({r.difference:+.1f} {interval(r.difference_lo, r.difference_hi, '+.1f')})")
+        parts = [f"{side} {', '.join(x)}" for side, x in said.items() if x]
+        if parts:
+            out.append(f"Re-decided from {method}'s own commitments (no call), {method} is {'; '.join(parts)}.")
+    return out
+
+
+def shown(frame: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """A premise or split table for display: numbers to `digits` decimals, p-values whole (rounded, the permutation
+    floor 1e-4 would show as a p of 0)."""
+    return frame.round({c: digits for c in frame.columns if not P_COLUMN.search(str(c))})
 
 
 # ----------------------------------------------------------------------------- the gain split
@@ -276,6 +303,6 @@ def table_rows(records: Sequence[dict], meta: Optional[dict] = None, seed: int =
     for r in table[table["control"] != table["method"]].itertuples():
         rows.append({"method": f"{r.control} (re-decided from {r.method}'s commitments, no call)",
                      AVERAGE: f"{r.accuracy:.1f} {interval(r.accuracy_lo, r.accuracy_hi)}"})  # fmt: skip
-        cell = f"{r.difference:+.1f} {interval(r.difference_lo, r.difference_hi, '+.1f')}, p={r.p_value:.2g}, n={r.n}"
+        cell = f"{r.difference:+.1f} {interval(r.difference_lo, r.difference_hi, '+.1f')}, {pvalue(r.p_value)}, n={r.n}"
         rows.append({"method": f"{r.method} minus {r.control} (paired)", AVERAGE: cell})
     return pd.DataFrame(rows, columns=["method", AVERAGE])

@@ -28,8 +28,17 @@ def md(text: str):
 
 
 def gain(r) -> str:
-    """A paired gain (a tables.versus_best row) in words: '+3.1 points [+0.4, +5.9], p = 0.02'."""
-    return f"{r.gain:+.1f} points {interval(r.gain_lo, r.gain_hi, '+.1f')}, {pvalue(r.p_value)}"
+    """A paired gain (a tables.versus_best row) in words: '+3.1 points [+0.4, +5.9], p = 0.02, Holm p = 0.06'."""
+    holm = getattr(r, "p_holm", float("nan"))
+    adjusted = f", Holm {pvalue(holm)}" if holm == holm and pvalue(holm) != pvalue(r.p_value) else ""
+    return f"{r.gain:+.1f} points {interval(r.gain_lo, r.gain_hi, '+.1f')}, {pvalue(r.p_value)}{adjusted}"
+
+
+def significant(r) -> bool:
+    """Whether a versus_best row's test is significant as its table judges it: Holm's p (the family of the table's
+    tests) where the row has one, else its own p, below 0.05."""
+    holm = getattr(r, "p_holm", float("nan"))
+    return bool((holm if holm == holm else r.p_value) < 0.05)
 
 
 def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequence[str] = ()) -> str:
@@ -99,10 +108,10 @@ def gains(tests, claim: str) -> str:
     av = tests[tests["benchmark"] == AVERAGE] if len(tests) else tests
     if av.empty:
         return "No paired comparison was possible here."
-    better, worse = (int(((s * av["gain"] > 0) & (av["p_value"] < 0.05)).sum()) for s in (1, -1))
+    better, worse = (sum(s * r.gain > 0 and significant(r) for r in av.itertuples()) for s in (1, -1))
     parts = "; ".join(f"{r.method} over {r.best_baseline} {gain(r)}" for r in av.itertuples())
     verb = "is" if better == 1 or len(av) == 1 else "are"
     return (
-        f"Paired gains on the average: {parts}. {better} of {len(av)} {verb} significantly better (p < 0.05) and "
+        f"Paired gains on the average: {parts}. {better} of {len(av)} {verb} significantly better (Holm p < 0.05) and "
         f"{worse} significantly worse; {claim}."
     )
