@@ -310,10 +310,15 @@ def test_a_row_the_grid_cannot_repeat_says_so_and_names_what_it_rests_on():
     grid = {C.BASE_POINT: row(C.INCONCLUSIVE, 50), "insight = 0.1": row(C.INCONCLUSIVE, 50)}
     runs = {"main": _run({}, {}, params={"knowledge_link": 1.0})}
     [text] = C.deciding(row(C.HOLDS_SIM, 300), grid, runs)[C.DECIDED_BY]
-    assert text.startswith("the grid's points (n = 50) are too small to repeat this verdict"), text
-    assert "knowledge_link = 1" in text
+    assert text == (
+        f"at the grid's n (50) the profile's point reads {C.INCONCLUSIVE}, and so does every point: the grid "
+        "does not show which assumption decides this row"
+    )
     [same] = C.deciding(row(C.INCONCLUSIVE, 300), grid, runs)[C.DECIDED_BY]
     assert same.startswith(C.INCONCLUSIVE), same
+    grid["knowledge_link = 0"] = row(C.FAILS_SIM, 50)  # a flip the grid does show is kept
+    [flips] = C.deciding(row(C.HOLDS_SIM, 300), grid, runs)[C.DECIDED_BY]
+    assert flips.startswith("at the grid's n (50)") and f"{C.FAILS_SIM} where knowledge_link = 0" in flips
 
 
 def test_a_stand_in_row_names_its_chosen_parameters_and_is_by_construction_only_when_compared():

@@ -722,12 +722,13 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
             continue
         seen = {n: v[r["claim"]] for n, v in verdicts.items() if r["claim"] in v.index and v[r["claim"]] != NOT_RUN}
         where = _where(seen) if BASE_POINT in seen else "not recomputed over the grid"
-        if BASE_POINT in seen and seen[BASE_POINT] != category(r["verdict"]):  # the grid's smaller n cannot repeat it
+        if BASE_POINT in seen and seen[BASE_POINT] != category(r["verdict"]):  # the grid's smaller n reads otherwise
             n = pd.to_numeric(grid[BASE_POINT].set_index("claim").n.get(r["claim"]), errors="coerce")
+            at = f"at the grid's n{f' ({n:.0f})' if pd.notna(n) else ''} the profile's point reads {seen[BASE_POINT]}"
             where = (
-                f"the grid's points{f' (n = {n:.0f})' if pd.notna(n) else ''} are too small to repeat this verdict, so "
-                f"they do not show which assumption decides it ({where}); it rests on the population's "
-                f"assumptions, knowledge_link = {params.get('knowledge_link', 1):g} first"
+                f"{at}, and so does every point: the grid does not show which assumption decides this row"
+                if len(set(seen.values())) == 1
+                else f"{at}, not this row's verdict; {where}"
             )
         text = f"{why}; over the grid: {where}" if why else where
         if "(synthetic items)" in r["claim"]:
