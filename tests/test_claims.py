@@ -414,3 +414,26 @@ def test_one_question_shows_no_interval_and_two_show_one():
     assert mixed.accuracy == 75.0 and np.isnan(mixed.ci_lo) and np.isnan(mixed.ci_hi)
     both = average(records("AceMAD", np.array([1, 1]), bench) + many)
     assert both.ci_lo < both.ci_hi
+
+
+def test_every_answer_the_same_gets_the_exact_interval_not_a_zero_width_one():
+    """Ten right answers out of ten: the percentile bootstrap resamples only ones ("100.0 [100.0, 100.0]"), yet the
+    rate is far from certain; the exact (Clopper-Pearson) 95% bound is 0.025^(1/10) = 69.2%. A paired gain of
+    identical answers is not an accuracy and keeps its bootstrap."""
+    ten = records("AceMAD", np.ones(10), ("bbh",)) + records("Voting", np.zeros(10), ("bbh",))
+    acc = TB.accuracy_long(ten).set_index(["method", "benchmark"])
+    assert (
+        acc.loc[("AceMAD", "bbh"), "ci_lo"] == pytest.approx(100 * 0.025**0.1)
+        and acc.loc[("AceMAD", "bbh"), "ci_hi"] == 100
+    )
+    assert acc.loc[("Voting", "bbh"), "ci_lo"] == 0 and acc.loc[("Voting", "bbh"), "ci_hi"] == pytest.approx(
+        100 - 100 * 0.025**0.1
+    )
+    assert acc.loc[("AceMAD", TB.AVERAGE), "ci_lo"] == pytest.approx(100 * 0.025**0.1)
+    mixed = TB.accuracy_long(records("A", np.ones(10), ("bbh",)) + records("A", np.zeros(10), ("arc_challenge",)))
+    average = mixed.query(f"benchmark == '{TB.AVERAGE}'").iloc[0]  # each benchmark's exact bounds, averaged
+    assert average.accuracy == 50 and average.ci_lo == pytest.approx(50 * 0.025**0.1) and average.ci_hi < 100
+    varied = TB.accuracy_long(records("A", np.array([1, 0, 1, 1]), ("bbh",))).iloc[0]
+    assert varied.ci_lo < varied.accuracy < varied.ci_hi  # both outcomes: the bootstrap's own interval
+    same = TB.versus_best(records("A", np.ones(10), ("bbh",)) + records("B", np.ones(10), ("bbh",)), ["A"], ["B"])
+    assert (same[["gain", "gain_lo", "gain_hi"]] == 0).all(axis=None)

@@ -59,6 +59,19 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     return mean, lo, hi
 
 
+def exact_if_constant(groups, lo: float, hi: float) -> tuple[float, float]:
+    """(lo, hi), unless every group's 0/1 outcomes are all the same: the percentile bootstrap has zero width there
+    ("100.0 [100.0, 100.0]" after ten right answers) though a rate seen on ten questions is far from certain. Each
+    such group then gets its exact (Clopper-Pearson) 95% bounds, 0.025^(1/n) from the far edge, and an average of
+    groups the mean of theirs. One question (no interval) and any group with both outcomes keep the bootstrap's."""
+    groups = [np.asarray(g, dtype=float) for g in groups]
+    if not groups or not all(len(g) >= 2 and np.isin(g, (0.0, 1.0)).all() and (g == g[0]).all() for g in groups):
+        return lo, hi
+    edges = [0.025 ** (1 / len(g)) for g in groups]
+    bounds = [(e, 1.0) if g[0] == 1 else (0.0, 1 - e) for g, e in zip(groups, edges)]
+    return float(np.mean([b[0] for b in bounds])), float(np.mean([b[1] for b in bounds]))
+
+
 #: A statistic over one question (a cell, the premise's questions that split the agents) or an average over
 #: benchmarks of which one has a single question (tables._stratified_average): nothing, or too little, to resample.
 NO_INTERVAL = "[no interval: a benchmark or sample of one question]"

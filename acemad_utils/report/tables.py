@@ -17,6 +17,7 @@ from acemad_utils.report import readable as RD
 from acemad_utils.report.stats import (
     adjust_pvalues,
     bootstrap_ci,
+    exact_if_constant,
     interval,
     mcnemar_exact,
     resampled_means,
@@ -101,6 +102,14 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci:
     return point, float(lo), float(hi)
 
 
+def _cell_accuracy(x: np.ndarray, n_boot: int, seed: int, ci: bool) -> tuple:
+    """A cell's (mean, lo, hi); exact bounds where every outcome is the same (stats.exact_if_constant)."""
+    if not len(x) or not ci:
+        return (x.mean() if len(x) else np.nan), np.nan, np.nan
+    m, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
+    return (m, *exact_if_constant([x], lo, hi))
+
+
 def accuracy_long(
     records: Optional[Sequence[dict]], methods: Optional[Sequence[str]] = None,
     benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, *, seed: int = 0,
@@ -112,7 +121,6 @@ def accuracy_long(
     methods = list(methods or df["method"].unique())
     benchmarks = list(benchmarks or df["benchmark"].unique())
     cells = dict(iter(df.groupby(["method", "benchmark"], sort=False)))  # one pass, not one scan per cell
-    interval = lambda x: bootstrap_ci(x, n_boot=n_boot, seed=seed) if ci else (x.mean(), np.nan, np.nan)
     rows: list[dict] = []
     for m in methods:
         mine, groups = [], []
@@ -121,11 +129,13 @@ def accuracy_long(
             x, n_failed = cell["correct"].dropna().to_numpy(), int(cell["correct"].isna().sum())
             if len(x) or n_failed:  # every question failed: NaN accuracy, a cell that says so
                 parse = int(cell["unparsed"].sum()), int(cell["commitments"].sum())
-                mine.append(_row(m, b, len(x), n_failed, *parse, interval(x) if len(x) else (np.nan,) * 3))
+                acc = _cell_accuracy(x, n_boot, seed, ci)
+                mine.append(_row(m, b, len(x), n_failed, *parse, acc))
                 groups += [x] if len(x) else []
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
             failed, unparsed, committed = (sum(r[k] for r in mine) for k in ("n_failed", "n_unparsed", "n_commitments"))
             acc = _stratified_average(groups, n_boot, seed, ci=ci)
+            acc = (acc[0], *exact_if_constant(groups, acc[1], acc[2])) if ci else acc
             mine.append(_row(m, AVERAGE, sum(map(len, groups)), failed, unparsed, committed, acc))
         rows += mine
     return pd.DataFrame(rows)
