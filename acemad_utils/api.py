@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 from urllib.parse import urlparse
 
 import pandas as pd
@@ -33,6 +33,7 @@ from acemad_utils.protocol.config import GENERALIST, METHODS, NAIVE_AGENT, SKEPT
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import premise as PR
 from acemad_utils.report import tables as TB
+from acemad_utils.report.readable import pvalue
 from acemad_utils.report.stats import interval
 from acemad_utils.report.viewer import write_run_page
 
@@ -168,7 +169,8 @@ def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:
     rows = []
     for m in [m for m in methods if m not in targets] if targets else []:
         for t in TB.versus_best(scored, targets, [m], average=False).itertuples():
-            cell = f"{t.gain:+.1f} {interval(t.gain_lo, t.gain_hi, '+.1f')}, p={t.p_value:.2g}, n={t.n_paired}"
+            p = pvalue(cast(float, t.p_value))
+            cell = f"{t.gain:+.1f} {interval(t.gain_lo, t.gain_hi, '+.1f')}, {p}, n={t.n_paired}"
             rows.append({"method": f"{t.method} minus {m} (paired)", TB.bench_label(str(t.benchmark)): cell})
     return pd.concat([TB.wide(long), pd.DataFrame(rows)], ignore_index=True).fillna("")
 

@@ -250,6 +250,21 @@ def test_the_n_curve_is_judged_whole_and_a_decline_keeps_voting_flat():
     assert ledger.loc["Majority Voting stays flat (or degrades) in N (N=1 to N=5)", "verdict"] == C.HOLDS_SIM
 
 
+def test_a_curve_that_falls_significantly_after_its_peak_does_not_improve_monotonically():
+    """Decentralized MAD's N=5 barely above N=1 but far below its N=2 peak: 'improves monotonically' fails on the
+    fall, it is not left inconclusive on the ends alone; a dip within noise stays inconclusive."""
+    claim = "Decentralized MAD improves monotonically in N (N=1 to N=5)"
+
+    def verdict(rates: dict) -> pd.Series:
+        labels = {f"Decentralized MAD (N={n})": a for n, a in rates.items()}
+        configs = {lab: {"method": "decentralized", "n_agents": n, "rounds": 3} for lab, n in zip(labels, rates)}
+        return C.ledger({"baselines": _run(labels, configs, params={})}).set_index("claim").loc[claim]
+
+    fall = verdict({1: 0.3, 2: 0.6, 5: 0.32})
+    assert fall["verdict"] == C.FAILS_SIM and "falls after it" in fall["note"] and fall["ours [95% CI]"].startswith("-")
+    assert verdict({1: 0.3, 2: 0.31, 5: 0.305})["verdict"] == C.INCONCLUSIVE
+
+
 def test_stand_in_parameters_from_the_papers_wording_flag_the_rows_they_decide():
     meta = {"population": {"synthetic": True, "model": "synthetic-population:DeepSeek-V3.1", "params": {}}}
     assert "default parameters" in C.standin_note(meta)
@@ -312,7 +327,7 @@ def test_a_row_the_grid_cannot_repeat_says_so_and_names_what_it_rests_on():
     [text] = C.deciding(row(C.HOLDS_SIM, 300), grid, runs)[C.DECIDED_BY]
     assert text == (
         f"at the grid's n (50) the profile's point reads {C.INCONCLUSIVE}, and so does every point: the grid "
-        "does not show which assumption decides this row"
+        f"does not show which assumption decides this row; {C.WHOLE}"
     )
     [same] = C.deciding(row(C.INCONCLUSIVE, 300), grid, runs)[C.DECIDED_BY]
     assert same.startswith(C.INCONCLUSIVE), same

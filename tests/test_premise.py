@@ -163,6 +163,10 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     assert all(
         w in text for w in ("same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
     )
+    no_sampling = PR.premise_sentence(
+        PR.premise(recs), True, PR.split(recs), population=SimPopulation(seed=1).describe()
+    )
+    assert "Re-decided from" in no_sampling and "trap_concentration" not in no_sampling  # nothing sampled to explain
     real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
 

@@ -130,7 +130,7 @@ def test_theory_weights_groups_by_agent_count_and_sets_the_recovery_rate_against
     assert "right score 0.80" in text and "against 0.58 for wrong ones (separated" in text
     assert "Skeptics hold the truth 75% of the time, crowd agents 10%" in text
     assert "neither persona scores higher at both answers; a wrong crowd agent scores at least as well" in text
-    assert "the lowest Skeptic (wrong) at 0.40" in text and "+0.22 in round 1 and +0.05 in round 2, smaller" in text
+    assert "the lowest Skeptic (wrong)'s, 0.40" in text and "+0.22 in round 1 and +0.05 in round 2, smaller" in text
     assert "+0.050 at eta = 2" in text and "the weights add +0.010" in text and "9% of wrong majorities" in text
     assert "3%, 6%, 9% for T = 1 to 3, rising with every round" in text and "more rounds keep flipping" in text
 

@@ -90,7 +90,7 @@ def martingale(profile: str = "default"):
 
     fig, ax = plt.subplots(figsize=(6, 4))
     ylabel = r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$"
-    title = f"(a) Decentralized MAD is a martingale [{SYNTH}]"
+    title = f"(a) is Decentralized MAD a martingale? (symmetric: by construction) [{SYNTH}]"
     _bands(ax, [(f["series"][0], f) for f in frames], zero=True, xlabel="round t", ylabel=ylabel, title=title)
     return fig, pd.concat(frames, ignore_index=True)[["x", "mean", "lo", "hi", "series", "level"]]
 

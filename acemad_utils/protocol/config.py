@@ -29,8 +29,8 @@ WEIGHTINGS = ("peer_prediction", "self_belief", "uniform")
 
 METHODS = ("single", "majority", "decentralized", "centralized", "sparse", "acemad", "self_consistency")
 HISTORIES = ("full", "last_round", "peers_last")  # what an agent reads: every round (the paper), the last, its peers'
-# A baseline MAD decides by the mean belief (l.617: Eq. 4 with uniform weights), Du et al.'s plurality, or (Centralized
-# MAD) the moderator's final answer (l.643).
+# A baseline MAD decides by the mean belief (l.617: the rule of l.438 with uniform weights), Du et al.'s plurality,
+# or (Centralized MAD) the moderator's final answer (l.643).
 MAD_AGGREGATORS = ("mean_belief", "plurality", "moderator")
 ROSTERS = ("homogeneous", "acemad")
 METHOD_NAMES = {

@@ -36,6 +36,8 @@ FLAT_MARGIN = 2.0  # points: "flat" / "plateaus" holds when the paired change's 
 PAPER_MODEL = "GPT-4o-mini"  # the model of Tables 1-2 (its block), 3, 6, Figures 2, 4, 5 and the introduction
 COLUMNS = ["claim", "paper line", "paper", "paper (recomputed)", "ours [95% CI]", "n", "p", "p (Holm)", "verdict",
            "note"]  # fmt: skip
+#: What a row rests on when the grid names no assumption that moves it (the ledger's summary lists them).
+WHOLE = "it rests on the population's assumptions as a whole (the summary names them)"
 DECIDED_BY = "decided by"  # the assumption-grid column (deciding): which assumptions flip the row, or why none can
 MAD_LABELS = ("Decentralized MAD", "Centralized MAD", "Sparse MAD")
 PRONOUNCED = ("BBH", "ARC-C")
@@ -280,6 +282,11 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, g, flat_verdict if flat else lambda *_: NOT_RUN, note,
                     run[1])  # fmt: skip
     ci, cap = (g["gain_lo"], g["gain_hi"]), method == "decentralized" and not monotone
+    drop = _average_gain(run[1], upto[-1], upto[:-1]) if cap else None  # the last N against the curve's peak
+    if drop is not None and drop["gain_hi"] < 0:  # a significant fall after the peak: "monotonically" fails
+        note += f"; N={ns[-1]} minus the peak ({drop['best_baseline']}): the curve falls after it"
+        r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, drop, lambda *_: NOT_RUN, note, run[1])
+        return [{**r, "_kind": "gain", "_ci": (drop["gain_lo"], drop["gain_hi"]), "_cap": False}]
     return [{**r, "_kind": "judged" if flat else "gain", "_ci": ci, "_cap": cap}]
 
 
@@ -721,12 +728,12 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
             out.append(why or ("an exact value: compared on a real model only" if r["verdict"] != NOT_RUN else ""))
             continue
         seen = {n: v[r["claim"]] for n, v in verdicts.items() if r["claim"] in v.index and v[r["claim"]] != NOT_RUN}
-        where = _where(seen) if BASE_POINT in seen else "not recomputed over the grid"
+        where = _where(seen) if BASE_POINT in seen else f"not recomputed over the grid; {WHOLE}"
         if BASE_POINT in seen and seen[BASE_POINT] != category(r["verdict"]):  # the grid's smaller n reads otherwise
             n = pd.to_numeric(grid[BASE_POINT].set_index("claim").n.get(r["claim"]), errors="coerce")
             at = f"at the grid's n{f' ({n:.0f})' if pd.notna(n) else ''} the profile's point reads {seen[BASE_POINT]}"
             where = (
-                f"{at}, and so does every point: the grid does not show which assumption decides this row"
+                f"{at}, and so does every point: the grid does not show which assumption decides this row; {WHOLE}"
                 if len(set(seen.values())) == 1
                 else f"{at}, not this row's verdict; {where}"
             )

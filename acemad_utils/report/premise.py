@@ -181,9 +181,8 @@ def premise_sentence(
         f"{interval(r.difference_lo, r.difference_hi, '+.1f')}, {pvalue(r.p_value)}, n = {r.n}."
         for r in rows.itertuples()
     ]
-    more += _controls_sentence(split_table)
     pop = dict(population or {})
-    if more and pop.get("synthetic") and pop.get("params"):
+    if len(rows) and pop.get("synthetic") and pop.get("params"):  # what decides the sampling row, beside it
         sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
         e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
         cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
@@ -197,7 +196,7 @@ def premise_sentence(
             f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
             f"whatever the number of samples."
         )
-    return lead + " ".join(parts + more)
+    return lead + " ".join(parts + more + _controls_sentence(split_table))
 
 
 def _controls_sentence(split_table: pd.DataFrame) -> list[str]:
