@@ -239,7 +239,10 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     lo, hi = (100 * float(q) for q in np.quantile(boots, [0.025, 0.975]))
     note = "mean gain on BBH and ARC-C minus the mean on the other benchmarks, points"
     verdict, n = HOLDS if lo > 0 else FAILS if hi <= 0 else INCONCLUSIVE, int(sum(len(d) for _, d in diffs))
-    return row(claim, line, theirs, _ci(100 * point, lo, hi), n, verdict, note, ci=(lo, hi))
+    # the bootstrap's two-sided p (never 0: one draw beyond 0 is assumed), so the row joins the ledger's Holm family
+    # and finalize judges it as every gain (Holm p, and no effect of the claimed size where its CI excludes it)
+    p = min(1.0, 2 * (1 + min(int((boots <= 0).sum()), int((boots >= 0).sum()))) / (len(boots) + 1))
+    return row(claim, line, theirs, _ci(100 * point, lo, hi), n, verdict, note, kind="gain", p=p, ci=(lo, hi))
 
 
 def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
@@ -463,7 +466,9 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     lo, hi = d - 1.96 * se, d + 1.96 * se
     verdict = HOLDS if hi < 0 else FAILS if lo >= 0 else INCONCLUSIVE
     note = f"Llama's gain {gains[0]['gain']:+.1f} minus GPT-4o-mini's {gains[1]['gain']:+.1f} on {', '.join(cols)}"
-    r = row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, ci=(lo, hi))
+    p = math.erfc(abs(d) / se / math.sqrt(2)) if se > 0 else math.nan  # the normal CI's two-sided p: Holm judges it
+    r = row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
+            ci=(lo, hi))  # fmt: skip
     return _flag([r], llama)
 
 
