@@ -81,7 +81,7 @@ def martingale(profile: str = "default"):
     frames = []
     for name, label in (
         ("martingale_symmetric", "symmetric updating (Prop. 1)"),
-        ("martingale_default", "stubborn truth-holders (default)"),
+        ("martingale_default", "stubborn agents with insight (default)"),
     ):
         bt = A.belief_in_truth(A.stack(_records(profile, name)))
         rounds = list(range(1, bt.shape[1] + 1))
@@ -90,7 +90,7 @@ def martingale(profile: str = "default"):
 
     fig, ax = plt.subplots(figsize=(6, 4))
     ylabel = r"change in mean belief in the truth $\bar p^{(t)}(y^*) - \bar p^{(1)}(y^*)$"
-    title = f"(a) is Decentralized MAD a martingale? (symmetric: by construction) [{SYNTH}]"
+    title = f"(a) Decentralized MAD: a martingale? [{SYNTH}]"
     _bands(ax, [(f["series"][0], f) for f in frames], zero=True, xlabel="round t", ylabel=ylabel, title=title)
     return fig, pd.concat(frames, ignore_index=True)[["x", "mean", "lo", "hi", "series", "level"]]
 
