@@ -51,6 +51,11 @@ def cfg(method: str, **more) -> dict:
     return {"method": method, "n_agents": 5, "rounds": 3, **more}
 
 
+def one(verdict: str, claim: str = "c", **more) -> pd.DataFrame:
+    """A ledger of one row (what deciding reads of it)."""
+    return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict, **more}])
+
+
 def test_verdict_rules():
     assert C.gain_verdict(0.5, 9) == C.HOLDS
     assert C.gain_verdict(0.5, 9, p_adjusted=0.2) == C.INCONCLUSIVE  # significant only before the correction
@@ -99,11 +104,14 @@ def test_a_ci_that_excludes_the_claimed_gain_is_a_precise_null_not_inconclusive(
     assert C.finalize(rows, synthetic=synthetic).verdict.tolist() == [verdict]
 
 
+MAIN = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
+MAIN["Sparse MAD"] = "sparse"  # Table 2's methods (its T=3 MMLU-Pro cell equals Sparse MAD's: a +0.00 gain)
+
+
 @pytest.mark.parametrize("n_questions", [2, 8])
 def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_nothing(n_questions):
     """The local profile's run (8 demo questions at most): every row underpowered, not comparable or not run."""
-    labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
-    labels |= {"Sparse MAD": "sparse", "AceMAD (T=2)": "acemad"}
+    labels = {**MAIN, "AceMAD (T=2)": "acemad"}
     rates = dict(zip(labels, (0.9, 0.0, 0.1, 0.0, 0.0)))
     configs = {k: cfg(m) for k, m in labels.items()}
     runs = {"main": _run(rates, configs, params={}, n=n_questions, model="SmolLM2-135M-Instruct")}
@@ -180,9 +188,7 @@ def _run(rates: dict, configs: dict, *, params: dict, n: int = 200, model: str =
 
 
 def test_a_synthetic_ledger_speaks_of_the_simulation_and_names_its_assumption():
-    labels = {"AceMAD (T=3)": "acemad", "Majority Voting": "majority", "Decentralized MAD": "decentralized"}
-    labels["Sparse MAD"] = "sparse"  # the paper's T=3 MMLU-Pro cell equals Sparse MAD's: a +0.00 gain
-    configs = {lab: cfg(m) for lab, m in labels.items()}
+    configs = {lab: cfg(m) for lab, m in MAIN.items()}
     params = {"knowledge_link": 1.0, "calibration_by": "knowledge", "insight_calibration": 0.9}
     rates = {"AceMAD (T=3)": 0.6, "Majority Voting": 0.2, "Decentralized MAD": 0.3, "Sparse MAD": 0.3}
     runs = {"main": _run(rates, configs, params=params)}
@@ -265,20 +271,6 @@ def test_a_curve_that_falls_significantly_after_its_peak_does_not_improve_monoto
     assert verdict({1: 0.3, 2: 0.31, 5: 0.305})["verdict"] == C.INCONCLUSIVE
 
 
-def test_stand_in_parameters_from_the_papers_wording_flag_the_rows_they_decide():
-    meta = {"population": {"synthetic": True, "model": "synthetic-population:DeepSeek-V3.1", "params": {}}}
-    assert "default parameters" in C.standin_note(meta)
-    meta["population"]["params"] = {"trap_mean": 0.5}
-    assert "STAND-IN" in C.standin_note(meta) and "trap_mean=0.5" in C.standin_note(meta)
-    assert C.standin_note({"population": {"synthetic": True, "model": "synthetic-population", "params": {}}}) == ""
-    configs = {"AceMAD (T=3)": {"method": "acemad", "n_agents": 5}, "Centralized MAD": {"method": "centralized"}}
-    run = _run({"AceMAD (T=3)": 0.6, "Centralized MAD": 0.3}, configs, params={"trap_mean": 0.5})
-    run[0]["population"]["model"] = "synthetic-population:DeepSeek-V3.1"
-    rows = C.ledger({"other_DeepSeek-V3.1_table4_deepseek": run})
-    deepseek = rows[rows["paper line"].str.contains("l.102[23]")]
-    assert len(deepseek) >= 3 and deepseek.note.str.contains("trap_mean=0.5").all()
-
-
 def test_lean_records_drop_the_rounds_except_the_ablations_acemad_debates():
     meta = {"methods": {"AceMAD (T=3)": {"method": "acemad"}, "Decentralized MAD": {"method": "decentralized"}}}
     rec = {"method": "AceMAD (T=3)", "question_id": "q", "final": {"correct": True}, "rounds": [[{}]], "status": "ok"}
@@ -299,9 +291,6 @@ def test_the_controls_beside_table_2_are_not_the_papers_baselines():
 
 
 def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_cannot():
-    def one(verdict: str, claim: str = "AceMAD beats Standard MAD") -> pd.DataFrame:
-        return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict}])
-
     grid = {C.BASE_POINT: one(C.HOLDS_SIM), "equal stubbornness": one(C.FAILS_SIM), "insight = 0.1": one(C.HOLDS_SIM)}
     runs = {"main": _run({}, {}, params={"crowd_insight": 0.0})}
     [text] = C.deciding(one(C.HOLDS_SIM), grid, runs)[C.DECIDED_BY]
@@ -318,34 +307,45 @@ def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_ca
 def test_a_row_the_grid_cannot_repeat_says_so_and_names_what_it_rests_on():
     """The profile's n decides a row the grid's smaller n leaves inconclusive everywhere: the grid then shows no
     deciding assumption, and the row must not read as if it did."""
-
-    def row(verdict: str, n: int) -> pd.DataFrame:
-        return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": "c", "verdict": verdict, "n": n}])
-
-    grid = {C.BASE_POINT: row(C.INCONCLUSIVE, 50), "insight = 0.1": row(C.INCONCLUSIVE, 50)}
+    grid = {C.BASE_POINT: one(C.INCONCLUSIVE, n=50), "insight = 0.1": one(C.INCONCLUSIVE, n=50)}
     runs = {"main": _run({}, {}, params={"knowledge_link": 1.0})}
-    [text] = C.deciding(row(C.HOLDS_SIM, 300), grid, runs)[C.DECIDED_BY]
+    [text] = C.deciding(one(C.HOLDS_SIM, n=300), grid, runs)[C.DECIDED_BY]
     assert text == (
         f"at the grid's n (50) the profile's point reads {C.INCONCLUSIVE}, and so does every point: the grid "
         f"does not show which assumption decides this row; {C.WHOLE}"
     )
-    [same] = C.deciding(row(C.INCONCLUSIVE, 300), grid, runs)[C.DECIDED_BY]
+    [same] = C.deciding(one(C.INCONCLUSIVE, n=300), grid, runs)[C.DECIDED_BY]
     assert same.startswith(C.INCONCLUSIVE), same
-    grid["knowledge_link = 0"] = row(C.FAILS_SIM, 50)  # a flip the grid does show is kept
-    [flips] = C.deciding(row(C.HOLDS_SIM, 300), grid, runs)[C.DECIDED_BY]
+    grid["knowledge_link = 0"] = one(C.FAILS_SIM, n=50)  # a flip the grid does show is kept
+    [flips] = C.deciding(one(C.HOLDS_SIM, n=300), grid, runs)[C.DECIDED_BY]
     assert flips.startswith("at the grid's n (50)") and f"{C.FAILS_SIM} where knowledge_link = 0" in flips
 
 
-def test_a_stand_in_row_names_its_chosen_parameters_and_is_by_construction_only_when_compared():
-    def text(claim: str, note: str) -> str:
-        ledger = pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": C.HOLDS_SIM, "note": note}])
-        return C.deciding(ledger, {}, {"main": _run({}, {}, params={"knowledge_link": 1.0})})[C.DECIDED_BY][0]
+def test_a_stand_ins_rows_name_its_chosen_parameters_and_are_by_construction_only_when_compared():
+    """Every row of a notebook 07 stand-in's run notes the parameters chosen from the paper's wording (or that it
+    has the defaults); 'decided by' names them, by construction only for the comparison with GPT-4o-mini's gain."""
+    meta = {"population": {"synthetic": True, "model": "synthetic-population:DeepSeek-V3.1", "params": {}}}
+    assert "default parameters" in C.standin_note(meta)
+    assert C.standin_note({"population": {"synthetic": True, "model": "synthetic-population", "params": {}}}) == ""
+    configs = {"AceMAD (T=3)": {"method": "acemad", "n_agents": 5}, "Centralized MAD": {"method": "centralized"}}
 
-    chosen = "STAND-IN parameters chosen from the paper's wording decide this row: insight_calibration=0.5; vs X"
-    assert text("Table 5 (L): gains smaller than GPT-4o-mini's", chosen).startswith("by construction: ")
-    beats = text("Table 5 (L): AceMAD beats the best MAD", chosen)
+    def stand_in(model: str, **params) -> tuple:
+        rates = {"AceMAD (T=3)": 0.6, "Centralized MAD": 0.3}
+        return _run(rates, configs, params=params, model=f"synthetic-population:{model}")
+
+    runs = {"other_DeepSeek-V3.1_table4_deepseek": stand_in("DeepSeek-V3.1", trap_mean=0.5)}
+    runs |= {
+        "other_L_table5_llama8b": stand_in("L", insight_calibration=0.5),
+        "other_Q_table2_main_results": stand_in("Q"),
+    }
+    ledger = C.deciding(C.ledger(runs), {}, runs).set_index("claim")
+    deepseek = ledger[ledger["paper line"].str.contains("l.102[23]")]
+    assert len(deepseek) >= 3 and deepseek.note.str.contains("STAND-IN parameters .*trap_mean=0.5").all()
+    why = ledger[C.DECIDED_BY]
+    assert why["Table 5 (Llama-3.1-8B): gains smaller than GPT-4o-mini's"].startswith("by construction: ")
+    beats = why["Table 5 (Llama-3.1-8B): AceMAD beats the best MAD: AceMAD (T=3)"]
     assert "(insight_calibration=0.5; notebook 07)" in beats and not beats.startswith("by construction")
-    default = text("Table 2 (Q): AceMAD beats the best MAD", "synthetic stand-in Q (default parameters, its own traps)")
+    default = why["Table 2 (Qwen3-235B-A22B): AceMAD beats the best MAD: AceMAD (T=3)"]
     assert "default parameters" in default and "chosen" not in default and "knowledge_link = 1" in default
 
 
@@ -360,10 +360,8 @@ def test_most_pronounced_on_bbh_and_arc_compares_their_gains_with_the_other_benc
     assert r["verdict"] == C.FAILS  # the other way round: the gains are largest elsewhere
     # judged as every gain in the ledger: its p joins Holm's family, and a CI below the paper's +14.46 is no effect of
     # the claimed size, not "inconclusive"
-    even = np.tile(np.r_[np.ones(30), np.zeros(70)], 4)  # +30 points on every benchmark: nothing more pronounced
-    r = C.pronounced_row(
-        "most pronounced", "l.459", records("A", even, benches) + records("B", base * 0, benches), "A", ["B"]
-    )
+    even = records("A", np.tile(np.r_[np.ones(30), np.zeros(70)], 4), benches)  # +30 points on every benchmark
+    r = C.pronounced_row("most pronounced", "l.459", even + records("B", base * 0, benches), "A", ["B"])
     assert r["_kind"] == "gain" and 0 < r["p"] <= 1
     [verdict] = C.finalize([{**r, "_claimed": 14.46}], synthetic=True).verdict
     assert verdict == C.NULL_SIM
@@ -445,15 +443,10 @@ def test_every_answer_the_same_gets_the_exact_interval_not_a_zero_width_one():
     rate is far from certain; the exact (Clopper-Pearson) 95% bound is 0.025^(1/10) = 69.2%. A paired gain of
     identical answers is not an accuracy and keeps its bootstrap."""
     ten = records("AceMAD", np.ones(10), ("bbh",)) + records("Voting", np.zeros(10), ("bbh",))
-    acc = TB.accuracy_long(ten).set_index(["method", "benchmark"])
-    assert (
-        acc.loc[("AceMAD", "bbh"), "ci_lo"] == pytest.approx(100 * 0.025**0.1)
-        and acc.loc[("AceMAD", "bbh"), "ci_hi"] == 100
-    )
-    assert acc.loc[("Voting", "bbh"), "ci_lo"] == 0 and acc.loc[("Voting", "bbh"), "ci_hi"] == pytest.approx(
-        100 - 100 * 0.025**0.1
-    )
-    assert acc.loc[("AceMAD", TB.AVERAGE), "ci_lo"] == pytest.approx(100 * 0.025**0.1)
+    ci, exact = TB.accuracy_long(ten).set_index(["method", "benchmark"])[["ci_lo", "ci_hi"]], 100 * 0.025**0.1
+    assert tuple(ci.loc[("AceMAD", "bbh")]) == (pytest.approx(exact), 100)
+    assert tuple(ci.loc[("Voting", "bbh")]) == (0, pytest.approx(100 - exact))
+    assert ci.loc[("AceMAD", TB.AVERAGE), "ci_lo"] == pytest.approx(exact)
     mixed = TB.accuracy_long(records("A", np.ones(10), ("bbh",)) + records("A", np.zeros(10), ("arc_challenge",)))
     average = mixed.query(f"benchmark == '{TB.AVERAGE}'").iloc[0]  # each benchmark's exact bounds, averaged
     assert average.accuracy == 50 and average.ci_lo == pytest.approx(50 * 0.025**0.1) and average.ci_hi < 100

@@ -28,6 +28,7 @@ UNDERPOWERED = "underpowered"  # "underpowered (n = k of the ~N needed)"
 SUPPORTED, NOT_SUPPORTED = "supported", "not supported"  # a real-model profile's words
 HOLDS_SIM, FAILS_SIM = "holds in the simulation", "fails in the simulation"  # a synthetic profile's words
 NULL_SIM = f"{NULL} in the simulation"
+WORDS = {False: {HOLDS: SUPPORTED, FAILS: NOT_SUPPORTED}, True: {HOLDS: HOLDS_SIM, FAILS: FAILS_SIM, NULL: NULL_SIM}}
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, HOLDS_SIM, FAILS_SIM, NULL_SIM, NULL, INCONCLUSIVE, UNDERPOWERED, ANOTHER_MODEL,
             NOT_COMPARABLE, NOT_RUN)  # fmt: skip
 POWER, ALPHA = 0.8, 0.05  # a real-model verdict needs the n that gives the claim this power at Holm's first step
@@ -143,12 +144,19 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
 
 
+def _paired(cells: dict, a: str, b: str, bm: str) -> tuple[np.ndarray, np.ndarray]:
+    """a's and b's correctness on bm's questions both answered (a failed record: no pair), in question order."""
+    x, y = cells.get((a, bm), {}), cells.get((b, bm), {})
+    qs = [q for q in sorted(x.keys() & y.keys()) if x[q] == x[q] and y[q] == y[q]]
+    return np.array([x[q] for q in qs]), np.array([y[q] for q in qs])
+
+
 def discordance(records: list, a: str, b: str, benchmark: str = "") -> float:
     """The share of questions on which a and b differ in correctness: the paired test's noise (a real model's power)."""
     cells, differ = _by_question(records), []
     for bm in {bm for _, bm in cells if not benchmark or bm == benchmark}:
-        x, y = cells.get((a, bm), {}), cells.get((b, bm), {})
-        differ += [x[q] != y[q] for q in x.keys() & y.keys() if x[q] == x[q] and y[q] == y[q]]
+        x, y = _paired(cells, a, b, bm)
+        differ += list(x != y)
     return float(np.mean(differ)) if differ else math.nan
 
 
@@ -156,9 +164,8 @@ def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, see
     """(target's Average over base's minus 1 in %, CI lo, hi, n paired), resampling questions within benchmarks."""
     cells, ab = _by_question(records), []
     for bm in sorted({bm for _, bm in cells}):  # benchmark, then question order, as a pivot has them
-        x, y = cells.get((target, bm), {}), cells.get((base, bm), {})
-        if qs := [q for q in sorted(x.keys() & y.keys()) if x[q] == x[q] and y[q] == y[q]]:  # a failed record: no pair
-            ab.append((np.array([x[q] for q in qs]), np.array([y[q] for q in qs])))
+        if len((pair := _paired(cells, target, base, bm))[0]):
+            ab.append(pair)
     if not ab:
         return None
     idx = resample_indices(seed, n_boot, tuple(len(a) for a, _ in ab))  # per benchmark, in order
@@ -216,12 +223,10 @@ def _by_question(recs: list) -> dict:
 
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
     """ "Most pronounced on BBH and ARC-C": the mean paired gain there minus elsewhere (bootstrap within benchmarks)."""
-    tests, diffs = TB.versus_best(recs, [target], list(baselines), average=False), []
-    cells = _by_question(recs)
+    tests, cells, diffs = TB.versus_best(recs, [target], list(baselines), average=False), _by_question(recs), []
     for t in tests.to_dict("records"):
-        a, b = (cells.get((m, t["benchmark"]), {}) for m in (target, t["best_baseline"]))
-        d = np.array([a[q] - b[q] for q in sorted(a.keys() & b.keys())])  # in question_id order, as a pivot is
-        diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, d[~np.isnan(d)]))
+        x, y = _paired(cells, target, t["best_baseline"], t["benchmark"])
+        diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, x - y))
     theirs = None
     if paper is not None:
         gains = {c: paper_gain(paper, target, baselines, c) for c in _columns(paper)}
@@ -238,7 +243,7 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
     lo, hi = (100 * float(q) for q in np.quantile(boots, [0.025, 0.975]))
     note = "mean gain on BBH and ARC-C minus the mean on the other benchmarks, points"
-    verdict, n = HOLDS if lo > 0 else FAILS if hi <= 0 else INCONCLUSIVE, int(sum(len(d) for _, d in diffs))
+    verdict, n = gain_verdict(lo, hi), int(sum(len(d) for _, d in diffs))
     # the bootstrap's two-sided p (never 0: one draw beyond 0 is assumed), so the row joins the ledger's Holm family
     # and finalize judges it as every gain (Holm p, and no effect of the claimed size where its CI excludes it)
     p = min(1.0, 2 * (1 + min(int((boots <= 0).sum()), int((boots >= 0).sum()))) / (len(boots) + 1))
@@ -254,9 +259,10 @@ def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
 
 
 def _judged_row(claim: str, line: str, test: dict, verdict, note: str, records: list) -> dict:
-    psi = (records, test["method"], test["best_baseline"])
-    return row(claim, line, "(figure)", _ci(test["gain"], test["gain_lo"], test["gain_hi"]), int(test["n_paired"]),
-               verdict(test["gain_lo"], test["gain_hi"]), note, p=float(test["p_value"]), psi=psi)  # fmt: skip
+    """A figure's row from a paired test; verdict(lo, hi) judges it here (None: finalize does, from its CI)."""
+    lo, hi, psi = test["gain_lo"], test["gain_hi"], (records, test["method"], test["best_baseline"])
+    return row(claim, line, "(figure)", _ci(test["gain"], lo, hi), int(test["n_paired"]),
+               verdict(lo, hi) if verdict else NOT_RUN, note, p=float(test["p_value"]), psi=psi)  # fmt: skip
 
 
 def _curve(run: RunData, method: str, n_max: int) -> tuple[list, list, dict]:
@@ -282,15 +288,13 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     monotone = bool(np.all(np.diff([avg.get(lab, np.nan) for lab in upto]) >= 0))
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
     flat, note = method == "majority", f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}"
-    r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, g, flat_verdict if flat else lambda *_: NOT_RUN, note,
-                    run[1])  # fmt: skip
-    ci, cap = (g["gain_lo"], g["gain_hi"]), method == "decentralized" and not monotone
+    cap = method == "decentralized" and not monotone  # not monotone: a rise of the ends alone is no "monotonically"
     drop = _average_gain(run[1], upto[-1], upto[:-1]) if cap else None  # the last N against the curve's peak
     if drop is not None and drop["gain_hi"] < 0:  # a significant fall after the peak: "monotonically" fails
         note += f"; N={ns[-1]} minus the peak ({drop['best_baseline']}): the curve falls after it"
-        r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, drop, lambda *_: NOT_RUN, note, run[1])
-        return [{**r, "_kind": "gain", "_ci": (drop["gain_lo"], drop["gain_hi"]), "_cap": False}]
-    return [{**r, "_kind": "judged" if flat else "gain", "_ci": ci, "_cap": cap}]
+        g, cap = drop, False
+    r = _judged_row(f"{claim} (N={ns[0]} to N={ns[-1]})", line, g, flat_verdict if flat else None, note, run[1])
+    return [{**r, "_kind": "judged" if flat else "gain", "_ci": (g["gain_lo"], g["gain_hi"]), "_cap": cap}]
 
 
 def _still_rising(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -346,12 +350,12 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
         better = [f"{m} {avg[m]:.2f}" for m in avg.index if m.startswith("AceMAD (T=") and avg[m] > avg["AceMAD (T=3)"]]
         for r in out if better else []:
             r["note"] += f"; THE PAPER'S OWN BLOCK has T=3 ({avg['AceMAD (T=3)']:.2f}) below {', '.join(better)}"
-    return _flag(out, run) if str(e.get("run", "")).startswith("other_") else out
+    return out
 
 
-def _accuracy_row(e: dict, claim: str, recs: list, label: str, model: str = PAPER_MODEL) -> dict:
-    if (acc := _accuracy(recs, label)) is None:
-        return row(claim, e["line"], f"{e['value']:.2f}", note=NOT_MADE)
+def _accuracy_row(e: dict, claim: str, recs: list, label: str, model: str = PAPER_MODEL, missing: str = NOT_MADE):
+    if (acc := _accuracy(recs, label)) is None:  # e.g. every call failed: the row says so rather than vanish
+        return row(claim, e["line"], f"{e['value']:.2f}", note=missing)
     return _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=model)
 
 
@@ -370,10 +374,8 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         return out + [_every_row(out, e["every"], line)]
     if test == "pronounced":
         return [pronounced_row(claim, line, recs, t3, base, paper)]
-    if test == "accuracy":
-        if (acc := _accuracy(recs, t3)) is None:  # every call failed: the row says so rather than vanish
-            return [row(claim, line, f"{cells['Average (printed)'][t3]:.2f}", note=f"no answered {t3} question")]
-        r = _value_row(claim, line, cells["Average (printed)"][t3], acc[:3], acc[3], "accuracy in %", signed=False)
+    if test == "accuracy":  # e["value"]: Table 2's printed Average
+        r = _accuracy_row(e, claim, recs, t3, missing=f"no answered {t3} question")
         return [{**r, "paper (recomputed)": f"{cells['Average (recomputed)'][t3]:.2f} (the mean of its cells)"}]
     dec = e.get("baseline", "")
     if test == "relative":  # "+74% over Decentralized MAD"; undefined (inconclusive) when it scores 0
@@ -453,28 +455,27 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     mine = [float(np.mean([paper_gain(p, "AceMAD (T=3)", MAD_LABELS, c) for c in cols])) for p in (paper5, paper2)]
     theirs = mine[0] - mine[1]  # the printed cells' gain over the best MAD per benchmark, averaged
     if llama is None or main is None:
-        return _flag([row(claim, line, theirs, note="the Llama run or the main run not made in this profile")], llama)
+        return [row(claim, line, theirs, note="the Llama run or the main run not made in this profile")]
     gains = []
     for _, recs in (llama, main):
         keep = [r for r in recs if bench_key(r["benchmark"]) in cols]
         g = _average_gain(keep, "AceMAD (T=3)", [m for m in MAD_LABELS if any(r["method"] == m for r in keep)])
         if g is None:
-            return _flag([row(claim, line, theirs, note="no paired gain on Table 5's benchmarks")], llama)
+            return [row(claim, line, theirs, note="no paired gain on Table 5's benchmarks")]
         gains.append(g)
     d = gains[0]["gain"] - gains[1]["gain"]
     se = math.hypot(*((g["gain_hi"] - g["gain_lo"]) / 3.92 for g in gains))
     lo, hi = d - 1.96 * se, d + 1.96 * se
-    verdict = HOLDS if hi < 0 else FAILS if lo >= 0 else INCONCLUSIVE
+    verdict = loss_verdict(lo, hi)
     note = f"Llama's gain {gains[0]['gain']:+.1f} minus GPT-4o-mini's {gains[1]['gain']:+.1f} on {', '.join(cols)}"
     p = math.erfc(abs(d) / se / math.sqrt(2)) if se > 0 else math.nan  # the normal CI's two-sided p: Holm judges it
-    r = row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
-            ci=(lo, hi))  # fmt: skip
-    return _flag([r], llama)
+    return [row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
+                ci=(lo, hi))]  # fmt: skip
 
 
 def _arc_voting(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     arc = [r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"]
-    return _flag([_accuracy_row(e, claim, arc, "Majority Voting", e["model"])], run)
+    return [_accuracy_row(e, claim, arc, "Majority Voting", e["model"])]
 
 
 def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -525,6 +526,11 @@ def _run(runs: dict, name: str) -> Optional[RunData]:
     return runs.get(name)
 
 
+def _entry_run(runs: dict, e: dict) -> Optional[RunData]:  # e["run"]: a name or a list, the first found
+    names = e.get("run") or []
+    return next(filter(None, (_run(runs, x) for x in ([names] if isinstance(names, str) else names))), None)
+
+
 def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
     meta, recs = run
     ns = sorted({c["n_agents"] for c in meta["methods"].values()})
@@ -534,17 +540,22 @@ def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
                [r for r in recs if r["method"] in keep])  # fmt: skip
 
 
-def standin_note(meta: dict) -> str:
-    """A synthetic stand-in's (notebook 07) parameters that differ from the default population's."""
+def _chosen(meta: dict) -> Optional[str]:
+    """A synthetic stand-in's (notebook 07) parameters that differ from the default population's (None: no stand-in)."""
     pop = meta.get("population") or {}
-    model = str(pop.get("model", ""))
-    if not pop.get("synthetic") or ":" not in model:
-        return ""
+    if not pop.get("synthetic") or ":" not in str(pop.get("model", "")):
+        return None
     default = asdict(SimParams())
-    changed = [f"{k}={v:g}" for k, v in (pop.get("params") or {}).items() if default.get(k, v) != v]
-    if not changed:
-        return f"synthetic stand-in {model.split(':', 1)[1]} (default parameters, its own traps)"
-    return f"STAND-IN parameters chosen from the paper's wording decide this row: {', '.join(changed)}"
+    return ", ".join(f"{k}={v:g}" for k, v in (pop.get("params") or {}).items() if default.get(k, v) != v)
+
+
+def standin_note(meta: dict) -> str:
+    """The note on each row of a stand-in's run: its chosen parameters decide the row ("": not a stand-in)."""
+    if (chosen := _chosen(meta)) is None:
+        return ""
+    if not chosen:
+        return f"synthetic stand-in {meta['population']['model'].split(':', 1)[1]} (default parameters, its own traps)"
+    return f"STAND-IN parameters chosen from the paper's wording decide this row: {chosen}"
 
 
 def _noted(rows: list[dict], text: str, first: bool = False) -> list[dict]:
@@ -553,18 +564,13 @@ def _noted(rows: list[dict], text: str, first: bool = False) -> list[dict]:
     return rows
 
 
-def _flag(rows: list[dict], run: Optional[RunData]) -> list[dict]:
-    return _noted(rows, standin_note(run[0]) if run is not None else "", first=True)
-
-
 def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
     t1 = runs.get("baselines")
     n, t1_at_n = _at_n(t1, 5) if t1 else (5, None)
     at_n = {c["method"]: lab for lab, c in (t1_at_n[0]["methods"] if t1_at_n else {}).items()}  # labels carry N
     ctx, rows = {"n": n, "t1": t1_at_n, "at_n": at_n, "seed": seed, "runs": runs}, []
     for e in CLAIMS:
-        claim, names = e["claim"].format(n=n), e.get("run") or []
-        run = next(filter(None, (_run(runs, x) for x in ([names] if isinstance(names, str) else names))), None)
+        claim, run = e["claim"].format(n=n), _entry_run(runs, e)
         if not values and e["test"] in VALUES:  # an exact value: never compared on the synthetic population
             rows.append(row(claim, e["line"], None))
         elif run is None and e["test"] not in ALWAYS:
@@ -573,6 +579,8 @@ def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
         else:
             rows += (new := TESTS[e["test"]](e, run, claim, ctx))  # type: ignore[operator]
             _noted([r for r in new if r["ours [95% CI]"]], run[0].get("eta_note", "") if run else "")  # measured rows
+            if run and str(e["run"]).startswith("other_"):  # notebook 07's stand-ins: their parameters first
+                _noted(new, standin_note(run[0]), first=True)
     if "full_datasets" in runs:  # notebook 07 ran: a table without its run was left out of OTHER_MODELS
         for r in rows:
             if "not made in this profile" in r["note"] and r["claim"].startswith(("Table 2 (", "Table 4", "Table 5")):
@@ -585,13 +593,11 @@ def _decide(r: dict) -> str:
     """A gain / loss row's outcome from its CI and adjusted p; a CI excluding the claimed effect is a precise NULL."""
     if r["_kind"] not in ("gain", "loss") or not r["_ci"]:
         return r["verdict"]
-    (lo, hi), claimed = r["_ci"], r["_claimed"]
-    if r["_kind"] == "loss":
-        v = loss_verdict(lo, hi, r["p (Holm)"])
-        return NULL if v == INCONCLUSIVE and claimed < 0 and lo > claimed else v
-    v = gain_verdict(lo, hi, r["p (Holm)"])
-    v = INCONCLUSIVE if v == HOLDS and r.get("_cap") else v
-    return NULL if v == INCONCLUSIVE and claimed > 0 and hi < claimed else v
+    (lo, hi), claimed, loss = r["_ci"], r["_claimed"], r["_kind"] == "loss"
+    v = (loss_verdict if loss else gain_verdict)(lo, hi, r["p (Holm)"])
+    v = INCONCLUSIVE if v == HOLDS and r.get("_cap") else v  # _cap: a gain row only (_trend's)
+    beyond = (claimed < 0 and lo > claimed) if loss else (claimed > 0 and hi < claimed)  # the claimed size excluded
+    return NULL if v == INCONCLUSIVE and beyond else v
 
 
 def needed(r: dict, m: int) -> int:
@@ -629,10 +635,7 @@ def _word(verdict: str, kind: str, synthetic: bool) -> str:
         return verdict
     if synthetic and kind == "value":
         return NOT_COMPARABLE  # a simulation's accuracy is no measurement of the paper's models
-    words = (
-        {HOLDS: HOLDS_SIM, FAILS: FAILS_SIM, NULL: NULL_SIM} if synthetic else {HOLDS: SUPPORTED, FAILS: NOT_SUPPORTED}
-    )
-    return words.get(verdict, verdict)
+    return WORDS[synthetic].get(verdict, verdict)
 
 
 def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame:
@@ -703,10 +706,14 @@ def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<expe
 BASE_POINT = "the profile's population"  # the grid's reference point: no assumption moved, the grid's n
 
 
+def _entry(claim: str) -> dict:
+    """The data file's entry of a ledger row ({} if none)."""
+    return next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
+
+
 def by_construction(claim: str, params: dict, shares: dict) -> str:
     """Why a structural choice pins a row (its entry's `pinned`); shares: {N: Skeptics in AceMAD's roster}."""
-    e: dict = next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
-    pinned = e.get("pinned") or {}
+    pinned = _entry(claim).get("pinned") or {}
     text = pinned.get("crowd_insight" if params.get("crowd_insight") else "none", pinned.get("always", ""))
     steps = ", ".join(f"N={n}: {k}" for n, k in sorted(shares.items()))
     return (
@@ -727,7 +734,7 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     for r in ledger.to_dict("records"):
         why = by_construction(r["claim"], params, shares)
         if "stand-in" in r["note"].lower() and not why:
-            out.append(_standin_deciding(r["claim"], r["note"], params))
+            out.append(_standin_deciding(_entry(r["claim"]), runs, params))
             continue
         if r["verdict"] in (NOT_RUN, NOT_COMPARABLE):
             out.append(why or ("an exact value: compared on a real model only" if r["verdict"] != NOT_RUN else ""))
@@ -749,22 +756,20 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     return ledger.assign(**{DECIDED_BY: out})
 
 
-def _standin_deciding(claim: str, note: str, params: dict) -> str:
+def _standin_deciding(e: dict, runs: dict, params: dict) -> str:
     """What decides a row of a synthetic stand-in (notebook 07): the parameters chosen from the paper's wording, if
-    any, and the default population's assumptions; a comparison with GPT-4o-mini's gain follows from that choice."""
-    chosen = note.split("decide this row: ", 1)[1].split(";")[0] if "decide this row: " in note else ""
+    any, and the default population's assumptions; a comparison with GPT-4o-mini's gain (test `smaller`) follows
+    from that choice."""
+    chosen = (_chosen(run[0]) or "") if (run := _entry_run(runs, e)) else ""  # what standin_note gave its rows
     rest = f"the default population's assumptions (knowledge_link = {params.get('knowledge_link', 1):g} first)"
-    if chosen and "than GPT-4o-mini" in claim:
+    if not chosen:
+        return f"a stand-in with the default parameters and its own traps (notebook 07): {rest}; not varied"
+    if e["test"] == "smaller":
         return (
-            f"by construction: the stand-in's parameters were chosen from the paper's wording to make it the model "
-            f"the paper describes ({chosen}; notebook 07), so how its gain compares follows from that choice; not "
-            "varied"
+            f"by construction: the stand-in's parameters were chosen from the paper's wording to make it the model the "
+            f"paper describes ({chosen}; notebook 07), so how its gain compares follows from that choice; not varied"
         )
-    if chosen:
-        return (
-            f"the stand-in's parameters chosen from the paper's wording ({chosen}; notebook 07) and {rest}; not varied"
-        )
-    return f"a stand-in with the default parameters and its own traps (notebook 07): {rest}; not varied"
+    return f"the stand-in's parameters chosen from the paper's wording ({chosen}; notebook 07) and {rest}; not varied"
 
 
 def _where(seen: dict) -> str:
