@@ -21,9 +21,6 @@ from acemad_utils.experiments.paper_tables import ALL_BENCHMARKS, PAPER_TABLES
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
 from acemad_utils.protocol.config import ETA
 
-BACKENDS = ("sim", "local", "openai")
-SOURCES = ("synthetic", "benchmarks", "demo")
-CALLS = ("two", "single")
 PHASE_ETA = (0.0, 0.5, 1.0, ETA, 4.0, 8.0, 16.0)  # notebook 00's phase grid (theory.py); the paper's eta among them
 PHASE_T_MAX = 5
 # Largest accepted values: more questions than any benchmark holds, more threads than an endpoint takes, more agents
@@ -99,10 +96,10 @@ RULES: dict[str, dict[str, Any]] = {
     "PROFILE": {"text": "segment"},
     **dict.fromkeys(("MODEL", "SUBSET_MODEL", "SECOND_MODEL"), {"text": "model"}),
     **dict.fromkeys(("BASE_URL", "SECOND_BASE_URL"), {"text": "url"}),
-    "BACKEND": {"choices": BACKENDS},
+    "BACKEND": {"choices": ("sim", "local", "openai")},
     "POPULATION": {"choices": tuple(POPULATIONS)},
-    "SOURCE": {"choices": SOURCES},
-    "CALLS": {"choices": CALLS},
+    "SOURCE": {"choices": ("synthetic", "benchmarks", "demo")},
+    "CALLS": {"choices": ("two", "single")},
     **dict.fromkeys(("BENCHMARKS", "FULL_BENCHMARKS"), {"choices": tuple(ALL_BENCHMARKS)}),
     **dict.fromkeys(("N_ITEMS", "N_MAX", "FULL_N_MAX"), {"lo": 1, "hi": MAX_ITEMS, "nullable": True}),  # null: all
     **dict.fromkeys(("GRID_N_MAX", "THEORY_ITEMS"), {"lo": 1, "hi": MAX_ITEMS}),
@@ -215,8 +212,7 @@ def _item_problem(p: Param, x: Any) -> Optional[str]:
 
 def problem(name: str, value: Any) -> Optional[str]:
     p = SCHEMA[name]
-    why = not_plain(value)
-    if why:
+    if why := not_plain(value):
         return f"it holds {why}"
     if value is None:
         return None if p.nullable else "null is not allowed here"

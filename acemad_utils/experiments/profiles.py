@@ -145,14 +145,13 @@ def _check_run_settings(where: str, prof: dict) -> None:
     def fail(key: str, need: str) -> SystemExit:
         return SystemExit(f"{where}: {key} = {prof[key]!r} is not allowed{need}")
 
-    try:
-        x = parse_max_usd(prof["max_usd"]) if not isinstance(prof.get("max_usd"), bool) else math.nan
+    if "max_usd" in prof:
+        try:
+            x = math.nan if isinstance(prof["max_usd"], bool) else parse_max_usd(prof["max_usd"])
+        except (TypeError, ValueError):
+            x = math.nan
         if x is not None and not math.isfinite(x):  # .inf is "no cap" in disguise: say none explicitly
-            raise ValueError
-    except KeyError:
-        pass
-    except (TypeError, ValueError):
-        raise fail("max_usd", ": need a finite number of dollars >= 0, or none (null) for no cap") from None
+            raise fail("max_usd", ": need a finite number of dollars >= 0, or none (null) for no cap")
     try:
         parse_terms(prof.get("models"))
     except ValueError as e:

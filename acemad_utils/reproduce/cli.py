@@ -135,16 +135,13 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
     batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"
 
     def check(ep, model: bool) -> Optional[str]:
-        try:
-            client = LLMClient(ep.model, ep.url or None, free=True)  # prices are the estimate's business
-            try:
-                first = ep.setting.split(",")[0]
-                setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
+        first = ep.setting.split(",")[0]
+        setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
+        try:  # prices are the estimate's business
+            with contextlib.closing(LLMClient(ep.model, ep.url or None, free=True)) as client:
                 client.preflight(timeout, check_model=model, setting=setting)
                 if batch and not model:
                     client.check_batch_api(timeout)
-            finally:
-                client.close()
         except Exception as e:  # MissingAPIKey, EndpointUnreachable, APIKeyRejected, ModelNotServed, a bad URL
             skip = f"; or run without it: {ep.skip}" if ep.skip else ""
             where = f"{ep.model} at {safe_url(ep.url or None)}, notebooks {', '.join(ep.notebooks)}"
@@ -323,15 +320,15 @@ def _ok_line(tag: str, name: str, t0: float, nb) -> str:
 
 def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -> str:
     try:
-        if out.stat().st_mtime < time.time() - seconds - 1:
-            return "no executed copy was written"
-        json.loads(out.read_bytes())
-        return f"{what}: {_rel(out)}"
+        if out.stat().st_mtime >= time.time() - seconds - 1:  # else an earlier run's copy
+            json.loads(out.read_bytes())
+            return f"{what}: {_rel(out)}"
     except FileNotFoundError:
-        return "no executed copy was written"
+        pass
     except ValueError:  # truncated JSON
         out.unlink(missing_ok=True)
         return f"its executed copy {_rel(out)} could not be written whole and was removed"
+    return "no executed copy was written"
 
 
 def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> tuple[str, str]:
@@ -365,10 +362,7 @@ def _one_line(ename: str, evalue: str) -> str:
 
 
 def _rel(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
 
 
 def _last_summary(nb) -> str:
@@ -513,7 +507,3 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     overrides = ({} if args.jobs is None else {"jobs": args.jobs}) | parse_sets(args.set)
     return run(args.profile, args.only, overrides, wait=args.wait, force=args.force)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

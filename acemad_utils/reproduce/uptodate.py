@@ -42,8 +42,7 @@ def _environment_hash(env_items: tuple) -> str:
 
 def environment(extra: Mapping[str, str]) -> tuple:
     items = {k: v for k, v in os.environ.items() if k.startswith("ACEMAD_")} | dict(extra)
-    items.pop("ACEMAD_SMOKE", None)  # unset, '' and '0' all mean off
-    items.update({"ACEMAD_SMOKE": "1"} if paths.smoke() else {})
+    items["ACEMAD_SMOKE"] = "1" if paths.smoke() else ""  # unset, '' and '0' all mean off ('' is left out)
     return tuple(sorted((k, v) for k, v in items.items() if k not in VOLATILE_ENV and v != ""))
 
 
@@ -157,10 +156,9 @@ class Stamp:
         ran, known = set(ran), {**self.recorded, **fingerprints}
         touched = stale(known, {nb: fp for nb, fp in known.items() if nb not in ran}, reads)
         current = {nb: fp for nb, fp in self.recorded.items() if nb not in touched} | dict(fingerprints)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        paths.atomic_write(
-            self.path, json.dumps({"inputs": [_written_state(), read_now], "notebooks": current}, indent=1)
-        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # first: a missing outputs/ hashes unlike an empty one
+        inputs = [_written_state(), read_now]
+        paths.atomic_write(self.path, json.dumps({"inputs": inputs, "notebooks": current}, indent=1))
         return ""
 
     def forget(self) -> None:
