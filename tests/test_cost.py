@@ -29,6 +29,7 @@ from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.reproduce import cli as reproduce
 from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
+from tests.test_prices import PAPER_MODELS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,19 +56,42 @@ def tmp_root(tmp_outputs, monkeypatch):
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_make_estimate_prints_per_notebook_and_total_without_any_network(no_network, capsys, monkeypatch):
-    monkeypatch.delenv("ACEMAD_DATA_DIR", raising=False)
+def test_make_estimate_prints_the_paper_profile_priced_without_any_network(no_network, capsys, monkeypatch):
+    """One estimate of the paper profile: printed per notebook with prices and power, every row priced, Table 6 paying
+    only the items outside the subsets, and the profile's WORKERS inside a common rate limit."""
+    for k in ("ACEMAD_DATA_DIR", "ACEMAD_MODELS", "ACEMAD_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(k, raising=False)
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)  # smoke mode caps the item counts: not the paper's bill
+    made, estimate_profile = [], C.estimate_profile
+    monkeypatch.setattr(C, "estimate_profile", lambda *a, **k: made.append(estimate_profile(*a, **k)) or made[-1])
     assert C.main(["estimate", "--profile", "paper", "--per-benchmark", "1"]) == 0
     out = capsys.readouterr().out
+    table, power = out.split("questions needed for 80% power")  # then what the questions buy, per claim family
     for nb in ("01_subset_construction", "02_baselines", "03_main_results", "06_scaling", "total"):
-        assert nb in out
-    total = next(line for line in out.splitlines() if line.strip().startswith("total"))
+        assert nb in table
+    total = next(line for line in table.splitlines() if line.strip().startswith("total"))
     dollars = float(total.split("$")[1].split()[0].replace(",", ""))
     assert 50 < dollars < 2000, total  # the README's ~$313; a broken replay gives 0 or absurd sums
-    assert "check current prices" in out and "openai.com/api/pricing" in out
-    power = out[out.index("questions needed for 80% power") :]  # then what the questions buy, per claim family
+    assert "check current prices" in table and "openai.com/api/pricing" in table
     assert "main gain" in power and "claims are underpowered in this plan" in power
+    [est] = made
+    assert {r.model for r in est.rows} == set(PAPER_MODELS)
+    assert all(r.usd is not None and not r.free for r in est.rows) and not est.unpriced()
+    rows = [x for x in table.splitlines() if x.strip().startswith(("0", "total"))]
+    assert rows and all(x.split()[-1].startswith("$") and " local " not in x for x in rows)
+    # Table 6 repeats notebook 03's configs on the full test sets: subset items come from the cache, others paid
+    [t6] = [r for r in est.rows if r.notebook == "07_other_models" and r.model == "gpt-4o-mini"]
+    outside = sum(D.FULL_SIZES[b] - CI.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
+    assert t6.questions == 2 * (D.FULL_SIZES["arc_challenge"] + D.FULL_SIZES["logiqa"])
+    # Decentralized MAD and AceMAD (T=3, N=5, two calls per agent and round; different rosters share nothing)
+    assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
+    # WORKERS in flight stay inside RATE_LIMIT and take at most twice the time it allows any WORKERS
+    t = est.total()
+    tokens = t.prompt_tokens + t.completion_tokens
+    per_minute = est.workers / C.CALL_SECONDS * 60
+    assert per_minute <= C.RATE_LIMIT[0] and per_minute * tokens / t.calls <= C.RATE_LIMIT[1]
+    hours, floor = C.wall_hours(t.calls, tokens, est.workers)
+    assert hours <= 2 * floor
 
 
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
@@ -82,19 +106,6 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp
     run_experiment("est", qs, stage.configs, pop, workers=2, progress=False)
     assert fake_server.count == round(nc * len(qs))
     assert pop.usage()["calls"] == round(per["agent_calls"] * len(qs))
-
-
-def test_profile_run_settings_are_checked_and_reach_the_kernels(monkeypatch):
-    with pytest.raises(SystemExit, match="max_usd"):
-        profiles.load_profile("paper", {"MAX_USD": "ten"})
-    with pytest.raises(SystemExit, match="did you mean 'batch'"):
-        profiles.load_profile("paper", {"CALLS_VIA": "bach"})
-    prof = profiles.load_profile("paper", {"MAX_USD": 12.5, "CALLS_VIA": "batch"})
-    monkeypatch.delenv(B.ENV_MAX, raising=False)
-    monkeypatch.delenv("ACEMAD_CALLS_VIA", raising=False)
-    assert profiles.run_env(prof) == {"ACEMAD_MAX_USD": "12.5", "ACEMAD_CALLS_VIA": "batch"}
-    monkeypatch.setenv(B.ENV_MAX, "3")  # the caller's environment wins
-    assert profiles.run_env(prof)["ACEMAD_MAX_USD"] == "3"
 
 
 def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profile(
@@ -270,18 +281,6 @@ def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
         assert [c[3:] for c in captured] == [(r.model or "gpt-4o-mini", list(r.benchmarks)) for r in planned]
 
 
-@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_table6_on_the_full_test_sets_pays_for_the_items_outside_the_subsets(no_network, monkeypatch):
-    """Table 6 repeats notebook 03's configs on the full test sets: subset items come from the cache, others paid."""
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
-    est = C.estimate_profile("paper", per_benchmark=1)
-    [t6] = [r for r in est.rows if r.notebook == "07_other_models" and r.model == "gpt-4o-mini"]
-    outside = sum(D.FULL_SIZES[b] - CI.PAPER_SUBSETS[b] for b in ("arc_challenge", "logiqa"))
-    assert t6.questions == 2 * (D.FULL_SIZES["arc_challenge"] + D.FULL_SIZES["logiqa"])
-    # Decentralized MAD and AceMAD (T=3, N=5, two calls per agent and round; different rosters share nothing)
-    assert t6.calls == pytest.approx(outside * 2 * 5 * 3 * 2)
-
-
 def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys, tmp_outputs):
     import papermill as pm
 
@@ -331,15 +330,3 @@ def test_the_estimate_prints_each_endpoint_beside_its_price_and_the_wall_time_at
     assert "endpoint SECOND_MODEL / SECOND_BASE_URL: gpt-4o-mini at http://h:8000/v1 ($0.15/M input" in text
     assert "secret" not in text and "k=1" not in text
     assert "WORKERS=16 ~0.5 h, WORKERS=64 ~0.1 h" in text  # 14,400 calls x 2 s / 16 in flight = 0.5 h
-
-
-@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_the_paper_profiles_workers_stay_inside_a_common_rate_limit_and_near_its_floor():
-    """WORKERS in flight stay inside RATE_LIMIT and take at most twice the time it allows any WORKERS."""
-    est = C.estimate_profile("paper", per_benchmark=1)
-    t = est.total()
-    tokens = t.prompt_tokens + t.completion_tokens
-    per_minute = est.workers / C.CALL_SECONDS * 60
-    assert per_minute <= C.RATE_LIMIT[0] and per_minute * tokens / t.calls <= C.RATE_LIMIT[1]
-    hours, floor = C.wall_hours(t.calls, tokens, est.workers)
-    assert hours <= 2 * floor

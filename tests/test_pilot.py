@@ -137,17 +137,14 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls
 
 
-def test_a_pilot_on_a_small_source_plans_only_the_questions_it_has(tmp_outputs, capsys, monkeypatch):
+def test_a_small_source_pilot_plans_what_it_has_and_a_synthetic_profile_has_none(tmp_outputs, capsys, monkeypatch):
     for k in ("ACEMAD_MAX_USD", "ACEMAD_SMOKE"):
         monkeypatch.delenv(k, raising=False)
     assert main(["pilot", "--profile", "paper", "--set", "SOURCE=demo", "--dry-run"]) == 0  # 24 demo questions
     n, calls = re.search(r"on about (\d+) questions of .*, all there are; estimate \$[\d.]+ for ([\d,]+) calls",
                          capsys.readouterr().out).groups()  # fmt: skip
     assert 0 < int(n) < 24 and int(calls.replace(",", "")) < 100 * 30  # not 100 questions' AceMAD alone
-
-
-def test_a_synthetic_profile_has_no_pilot(tmp_outputs, capsys):
-    assert main(["pilot", "--profile", "default"]) == 2
+    assert main(["pilot", "--profile", "default"]) == 2  # a synthetic profile has no pilot
     assert "a pilot is for a model" in capsys.readouterr().err
 
 

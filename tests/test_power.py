@@ -55,14 +55,12 @@ def test_impossible_cells_are_refused():
     assert math.isclose(power.power_at(10**7, 0.05, 0.3), 1.0)
 
 
-def test_a_single_benchmark_average_is_the_paired_test():
-    assert power.power_strata([400], [0.05], [0.3]) == pytest.approx(power.power_at(400, 0.05, 0.3))
-    assert power.n_strata([1.0], [0.05], [0.3]) == power.n_needed(0.05, 0.3)
-
-
 def test_an_average_over_unequal_benchmarks_needs_more_than_pooling():
     """The same gain everywhere: the stratified mean weighs a 100-question benchmark as much as a 900 one, so its
-    power is below that of one pooled test on the 1,000 questions, and n_strata reaches the target power."""
+    power is below that of one pooled test on the 1,000 questions, and n_strata reaches the target power; over a
+    single benchmark it is the paired test."""
+    assert power.power_strata([400], [0.05], [0.3]) == pytest.approx(power.power_at(400, 0.05, 0.3))
+    assert power.n_strata([1.0], [0.05], [0.3]) == power.n_needed(0.05, 0.3)
     ns, d, psi = [100, 900], [0.05, 0.05], [0.3, 0.3]
     assert power.power_strata(ns, d, psi) < power.power_at(1000, 0.05, 0.3)
     n = power.n_strata(ns, d, psi)
@@ -84,6 +82,7 @@ def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(monkeypatch
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
     t = _plan()
     assert t.loc[MAIN, "planned n"] == 1905 and t.loc[MAIN, "power (Holm)"] > 0.99
+    assert _plan(rho=0.5).loc[MAIN, "n, alpha 0.05"] < t.loc[MAIN, "n, alpha 0.05"]  # an observed correlation
     tqa = t.loc["AceMAD (T=3) over Centralized MAD, TruthfulQA"]
     assert tqa["power (Holm)"] < 0.05 and "exceeds the 223 questions" in tqa["note"]
     holm = [c for c in t.columns if c.startswith("n, Holm")][0]
@@ -102,11 +101,6 @@ def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(monkeypatch
     local = _plan("local")
     t5 = local.loc["AceMAD (T=3) over AceMAD (T=5), Average"]
     assert t5["planned n"] == 0 and t5["power (Holm)"] == 0
-
-
-def test_an_observed_correlation_lowers_the_questions_needed(monkeypatch):
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
-    assert _plan(rho=0.5).loc[MAIN, "n, alpha 0.05"] < _plan().loc[MAIN, "n, alpha 0.05"]
 
 
 def test_the_main_gains_range_of_n_over_the_discordance_bounds_is_the_one_docs_quote():

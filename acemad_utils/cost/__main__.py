@@ -1,5 +1,3 @@
-import sys
-
 from acemad_utils.cost.estimate import main
 
-sys.exit(main())
+raise SystemExit(main())

@@ -10,7 +10,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -19,16 +18,14 @@ from typing import Optional
 
 import numpy as np
 
+from acemad_utils.agents import prices, tokenmodel
 from acemad_utils.agents.budget import parse_max_usd
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import Completion, GenerateConfig, endpoint_kind
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_terms, price_of
-from acemad_utils.agents.prices import describe as describe_price
-from acemad_utils.agents.prices import table as price_table
 from acemad_utils.agents.redact import safe_url
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN, prompt_tokens, tokens
-from acemad_utils.agents.tokenmodel import describe as token_model
 from acemad_utils.cost.items import item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.data.benchmarks import BENCHMARKS
@@ -141,10 +138,10 @@ def replay(configs: Sequence, questions: Sequence, P: dict, *, store: Optional[d
 
 def dollars(by: dict, terms: Optional[dict] = None, free: bool = False) -> Optional[float]:
     """USD of {model: [calls, prompt, completion tokens]}; None when a model is unpriced."""
-    prices = [FREE if free else price_of(m, terms) for m in by]
-    if None in prices:
+    priced = [FREE if free else price_of(m, terms) for m in by]
+    if None in priced:
         return None
-    return float(sum(p.usd(v[1], v[2]) for p, v in zip(prices, by.values()) if p is not None))
+    return float(sum(p.usd(v[1], v[2]) for p, v in zip(priced, by.values()) if p is not None))
 
 
 # ----------------------------------------------------------------------------- a profile, per notebook
@@ -185,14 +182,18 @@ class Estimate:
         return [r for r in self.rows if r.usd is None]
 
 
-def estimate(params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
-             data_dir: Optional[str] = None, terms: Optional[dict] = None) -> Estimate:  # fmt: skip
-    """The estimate of notebooks run with these parameters ({notebook: params})."""
+def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None, *,
+                     per_benchmark: int = 2, arg_chars: int = DEFAULT_ARG_CHARS,
+                     data_dir: Optional[str] = None) -> Estimate:  # fmt: skip
+    """The estimate of a profile as reproduce runs it, priced with its `models:` terms over the price table."""
+    name, params = notebook_params(profile, overrides, only)
+    terms = parse_terms(load_profile(profile, overrides).get("models"))
+    terms = {} if env(ENV_MODELS) else terms  # an ACEMAD_MODELS already set wins, as for the kernels
     t0 = time.perf_counter()
-    est = Estimate(profile, arg_chars=arg_chars, terms=dict(terms or {}))
-    stages = [
-        (st, P) for nb, P in params_by_nb.items() if P.get("BACKEND", "sim") != "sim" for st in registry.runs(nb, P)
-    ]
+    llm = {nb: P for nb, P in params.items() if P.get("BACKEND", "sim") != "sim"}
+    est = Estimate(name, arg_chars=arg_chars, terms=terms, endpoints=endpoints(params),
+                   workers=max((P.get("WORKERS") or 0 for P in llm.values()), default=0))  # fmt: skip
+    stages = [(st, P) for nb, P in llm.items() for st in registry.runs(nb, P)]
     if not stages:
         est.notes.append("no LLM calls: every notebook uses the synthetic population (BACKEND sim)")
         return est
@@ -238,18 +239,6 @@ def estimate(params_by_nb: dict, profile: str = "", *, per_benchmark: int = 2, a
     return est
 
 
-def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optional[Sequence[str]] = None,
-                     **kw) -> Estimate:  # fmt: skip
-    """The estimate of a profile as reproduce runs it, priced with its `models:` terms over the price table."""
-    name, params = notebook_params(profile, overrides, only)
-    terms = parse_terms(load_profile(profile, overrides).get("models"))
-    kw.setdefault("terms", {} if env(ENV_MODELS) else terms)  # an ACEMAD_MODELS already set wins, as for the kernels
-    est = estimate(params, name, **kw)
-    est.endpoints = endpoints(params)
-    est.workers = max((P.get("WORKERS") or 0 for P in params.values() if P.get("BACKEND", "sim") != "sim"), default=0)
-    return est
-
-
 def wall_hours(calls: float, tokens: float, workers: int, call_seconds: float = CALL_SECONDS) -> tuple[float, float]:
     """(hours at `workers` calls in flight, the floor RATE_LIMIT puts under any WORKERS) for `calls` sent."""
     rpm, tpm, _ = RATE_LIMIT
@@ -271,7 +260,7 @@ class RunEstimate:
 
     def line(self) -> str:
         usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
-        span = lambda s: f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min"  # noqa: E731
+        span = lambda s: f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min"
         # a single llama.cpp or Ollama server answers one call at a time: 8 in flight wait in its queue
         one = f", ~{span(self.calls * CALL_SECONDS)} one at a time" if self.workers > 1 else ""
         return (f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
@@ -356,8 +345,8 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds
         )
     for m in sorted({r.model for r in est.rows if r.usd is not None and not r.free}):
         if (p := price_of(m, est.terms)) is not None:
-            lines.append(f"  price {describe_price(m, p)}")
-    lines.append(f"  {token_model()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
+            lines.append(f"  price {prices.describe(m, p)}")
+    lines.append(f"  {tokenmodel.describe()}; arguments are the largest unknown: --arg-chars 1760 (the 400-token cap) "
                  "gives an upper bound")  # fmt: skip
     if max_usd is not None:
         lines.append(f"  MAX_USD ${max_usd:,.2f}: no new paid call is sent once the run's spend would pass it")
@@ -380,7 +369,7 @@ def main(argv=None) -> int:
     sub.add_parser("prices", help="the price table with sources")
     a = ap.parse_args(argv)
     if a.cmd == "prices":
-        print(price_table())
+        print(prices.table())
         return 0
     overrides = parse_sets(a.set)
     est = estimate_profile(a.profile, overrides, a.only, per_benchmark=a.per_benchmark, arg_chars=a.arg_chars,
@@ -390,7 +379,3 @@ def main(argv=None) -> int:
     if est.rows:  # what the questions can show (no power for a synthetic profile)
         print("\n" + format_plan(plan(notebook_params(a.profile, overrides, a.only)[1], est=est)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -107,11 +107,10 @@ def planned(r: Optional[registry.Run], P: dict, benches: Sequence[str], capped: 
 
 def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate] = None) -> pd.DataFrame:
     """One row per claim; rho sets the discordance (None: 0); est (a cost Estimate) adds the dollars of the Holm n."""
-    sized = [(c, *cells(c)) for c in CLAIMS]
-    m = len(sized)
-    holm = ALPHA / m  # Holm's first step
+    holm = ALPHA / len(CLAIMS)  # Holm's first step
     rows = []
-    for c, b, benches, pa, pb in sized:
+    for c in CLAIMS:
+        b, benches, pa, pb = cells(c)
         r, P = _run(c, params_by_nb)
         ns = planned(r, P, benches)
         d = [x - y for x, y in zip(pa, pb)]
@@ -130,7 +129,7 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
         )
         row = {"family": c.family, "claim": f"{c.a} over {b}, {where}" + (f" ({c.label})" if c.label else ""),
                "table": c.table, "planned n": sum(ns), "effect (points)": round(100 * sum(d) / len(d), 2),
-               "n, alpha 0.05": n05, f"n, Holm 0.05/{m}": nh,
+               "n, alpha 0.05": n05, f"n, Holm 0.05/{len(CLAIMS)}": nh,
                "power (Holm)": (PW.power_strata(ns, d, psi, holm) if all(ns) else 0.0) if sized_ else None,
                "note": note}  # fmt: skip
         if est is not None:
