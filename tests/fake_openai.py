@@ -129,12 +129,8 @@ class FakeOpenAI:
         self.auth: set[str] = set()  # Authorization values seen
         self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
-        self.batch_delay, self.batch_error, self.batch_missing, self.expire = (
-            batch_delay,
-            batch_error,
-            batch_missing,
-            set(expire),
-        )
+        self.batch_delay, self.batch_error, self.batch_missing = batch_delay, batch_error, batch_missing
+        self.expire = set(expire)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.batch_lines: list[str] = []  # every custom_id submitted
@@ -514,6 +510,18 @@ class FaultInjector:
                 good = _map(good, lambda d: {x: (max(p, 0.3) if x == bait else p) for x, p in d.items()})
             return json.dumps(_map(good, lambda d: {ren[x]: p for x, p in d.items()}))
         raise ValueError(kind)
+
+
+class Refusing:
+    """A clean fake model refusing (HTTP 400: not retried) every call whose messages mention `marker` while `on`."""
+
+    def __init__(self, marker: str, message: str = "context length exceeded"):
+        self.marker, self.message, self.on, self.healthy = marker, message, True, FaultInjector(rate=0.0)
+
+    def __call__(self, body: dict, n: int) -> Reply:
+        if self.on and self.marker in json.dumps(body["messages"]):
+            return error(400, self.message)
+        return self.healthy(body, n)
 
 
 class PremiseAgents:

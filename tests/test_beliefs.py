@@ -160,9 +160,8 @@ class TestPaperWorkedExample:
         return B.mwu_weights(np.tile(B.peer_scores(self.Q, self.P), (T, 1)), **kw)
 
     def test_scores_weights_and_decision(self):
-        assert B.peer_mean(self.P)[:4] == approx(np.array([[0.725, 0.275]] * 4)) and B.peer_mean(self.P)[4] == approx(
-            [0.9, 0.1]
-        )
+        assert B.peer_mean(self.P)[:4] == approx(np.array([[0.725, 0.275]] * 4))
+        assert B.peer_mean(self.P)[4] == approx([0.9, 0.1])
         assert B.peer_scores(self.Q, self.P) == approx([0.93875] * 4 + [1.0], abs=1e-12)
         W = self.weights(3)  # no eta given: the paper's 2
         assert W[0] == approx([0.19491964858232322] * 4 + [0.22032140567070704], rel=1e-10)
@@ -192,9 +191,8 @@ def test_weighted_decision_by_hand():
     assert B.weighted_scores(P, w, 0) == approx([1.1, 1.9])
     # three options, w = (.5,.3,.2): k = 1 -> (.42, .34, .24); k = 2, w^2 = (.25,.09,.04) -> (.192, .116, .072)
     P, w = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5]]), np.array([0.5, 0.3, 0.2])
-    assert B.weighted_scores(P, w, 1) == approx([0.42, 0.34, 0.24]) and B.weighted_scores(P, w, 2) == approx(
-        [0.192, 0.116, 0.072]
-    )
+    assert B.weighted_scores(P, w, 1) == approx([0.42, 0.34, 0.24])
+    assert B.weighted_scores(P, w, 2) == approx([0.192, 0.116, 0.072])
     # a tie (.25, .25, 0) goes to the tied option with the larger key; no keys: the first
     P, w = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), np.array([0.5, 0.5])
     assert answer(P, w, 2, [0.1, 0.7, 0.9]) == 1 and answer(P, w, 2, [0.8, 0.7, 0.9]) == 0 and answer(P, w) == 0
@@ -240,9 +238,8 @@ def test_surprisingly_popular():
     Q = np.array([[0.2, 0.6, 0.2], [0.1, 0.7, 0.2], [0.1, 0.6, 0.3], [0.2, 0.5, 0.3]])
     assert int(B.surprisingly_popular(np.array([0, 1, 1, 2]), Q)) == 0
     v, Q = np.array([0, 1]), np.array([[0.5, 0.5]] * 2)  # gap (0, 0): keys decide
-    assert (
-        int(B.surprisingly_popular(v, Q, keys=[0.1, 0.9])) == 1 and int(B.surprisingly_popular(v, Q, [0.9, 0.1])) == 0
-    )
+    assert int(B.surprisingly_popular(v, Q, keys=[0.1, 0.9])) == 1
+    assert int(B.surprisingly_popular(v, Q, [0.9, 0.1])) == 0
     # a padded option never wins, on a tie or when everyone abstains
     assert int(B.surprisingly_popular(v, np.array([[0.5, 0.5, 0.0]] * 2), keys=[0.1, 0.2, 0.9])) in (0, 1)
     assert int(B.surprisingly_popular(np.array([-1, -1]), np.array([[0.6, 0.4, 0.0]] * 2))) in (-1, 0, 1)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
+import threading
 
 import numpy as np
 import pytest
 
 from acemad_utils import api, command
+from acemad_utils.agents.pool import map_agents
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.transcripts import load_run, read_jsonl, transcript_bytes
 from acemad_utils.experiments import runner
@@ -46,9 +50,8 @@ def test_config_rejects_bad_values_with_a_clear_message(kw, needle):
     with pytest.raises(ValueError, match=r"'eta_' \(did you mean 'eta'\?\)"):
         DebateConfig.from_dict({"method": "acemad", "eta_": 2.0})
     assert DebateConfig(name="x").hash == DebateConfig().hash != DebateConfig(eta=1.0).hash  # the name is no result
-    assert DebateConfig(n_agents=3).label == "AceMAD (N=3, T=3)" and DebateConfig(weighting="uniform").label == (
-        "AceMAD (T=3, uniform)"
-    )
+    assert DebateConfig(n_agents=3).label == "AceMAD (N=3, T=3)"
+    assert DebateConfig(weighting="uniform").label == "AceMAD (T=3, uniform)"
 
 
 @pytest.mark.parametrize("n, n_th", [(1, 0), (2, 0), (3, 1), (5, 1), (10, 2), (15, 3)])
@@ -247,6 +250,7 @@ def test_a_run_is_one_canonical_file_and_refuses_other_questions(tmp_outputs):
 
 def test_a_completed_run_grows_by_a_method_and_a_rerun_writes_nothing(tmp_outputs, monkeypatch):
     # adding a method runs only that method and compresses the whole again; a rerun rewrites nothing
+    monkeypatch.setattr(runner, "BATCH", 3)  # several batches per method
     a, b = DebateConfig(method="majority"), DebateConfig(method="acemad", rounds=2)
     d = run_experiment("grow", ITEMS[:8], [a], SimPopulation(), progress=False)
     first = transcript_bytes(d / "transcripts.jsonl")
@@ -289,9 +293,8 @@ def test_rescoring_reproduces_the_engine_and_changes_with_eta():
     stored = np.array([r["labels"].index(r["final"]["answer"]) for r in recs])
     np.testing.assert_array_equal(A.rescore(arr, eta=2.0), stored)
     short = run_batch(ITEMS[:200], pop, DebateConfig(method="acemad", rounds=2), [0] * 200)
-    np.testing.assert_array_equal(
-        A.rescore(arr, eta=2.0, rounds=2), [r["labels"].index(r["final"]["answer"]) for r in short]
-    )
+    short_answers = [r["labels"].index(r["final"]["answer"]) for r in short]
+    np.testing.assert_array_equal(A.rescore(arr, eta=2.0, rounds=2), short_answers)
     assert (A.rescore(arr, eta=16.0) != stored).any()
     every_t = A.decisions(arr, eta=[2.0, 16.0])  # (eta, B, T): the same decisions, sliced per round
     for t in (1, 2, 5):
@@ -343,10 +346,6 @@ def test_shuffled_scores_are_seeded_by_question_not_by_batch_order(acemad200):
 # ----------------------------------------------------------------------------- agent thread pool
 def test_agent_error_is_raised_only_after_every_agent_finished():
     """A failing agent's peers finish (their replies cached) before the question is reported failed."""
-    import threading
-
-    from acemad_utils.agents.pool import map_agents
-
     failed, checked, done = threading.Event(), threading.Event(), threading.Event()
 
     def act(i):
@@ -367,11 +366,6 @@ def test_agent_error_is_raised_only_after_every_agent_finished():
 
 def test_agent_pool_works_in_a_forked_child():
     """The shared pool's threads do not survive fork(): a child gets a new pool, not a queue no thread runs."""
-    import os
-    import signal
-
-    from acemad_utils.agents.pool import map_agents
-
     if not hasattr(os, "fork"):
         pytest.skip("no fork on this platform")
     assert map_agents(lambda i: i, [1, 2, 3]) == [1, 2, 3]  # the parent's pool exists

@@ -194,11 +194,8 @@ def test_failed_records_are_not_wrong_answers_and_every_table_says_how_many():
 def test_the_reproduce_command_names_failed_records_per_method(repo):
     d = run_dir("probe/main")
     one = {"question_id": "q1", "config_hash": "h1", "repeat": 0, "status": "failed", "method": "single", "error": "X"}
-    recs = [
-        one,
-        one | {"question_id": "q2", "error": "Y"},
-        one | {"config_hash": "h2", "status": "ok", "method": "majority"},
-    ]
+    answered = one | {"config_hash": "h2", "status": "ok", "method": "majority"}
+    recs = [one, one | {"question_id": "q2", "error": "Y"}, answered]
     retried = one | {"question_id": "q3", "error": "Z"}
     recs += [retried, retried | {"status": "ok", "error": None}]  # a failure retried later: replaced, not counted
     (d / "transcripts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -407,6 +404,27 @@ def test_a_gzip_bomb_listing_is_never_inflated(monkeypatch):
         finally:
             tracemalloc.stop()
     assert peak < 2**24
+
+
+def _silent(conn, head):  # the request read, no answer: reachable (maybe busy)
+    conn.recv(1)
+
+
+def _trickled_head(conn, head):  # one byte every 0.2 s, status line included: no gap trips the SDK's timeout
+    for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100:
+        conn.send(bytes([byte]))
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("respond, timeout", [(_silent, 0.3), (_trickled_head, 1.0)])
+def test_an_endpoint_that_does_not_answer_the_preflight_in_time_only_warns(respond, timeout):
+    """A warning, not a stop; GET /models goes through the SDK, whose timeout bounds each gap only: the preflight is
+    let go at its deadline."""
+    with _raw_server(respond) as url:
+        t0 = time.monotonic()
+        with pytest.warns(UserWarning, match=f"did not answer GET /models within {timeout:g} s"):
+            LLMClient("m", url, KEY).preflight(timeout=timeout)
+        assert time.monotonic() - t0 < 30
 
 
 def test_a_listing_without_end_is_one_line_and_nothing_reads_on_after_the_preflight(monkeypatch):

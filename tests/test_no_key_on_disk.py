@@ -10,15 +10,20 @@ import os
 import re
 import sys
 import traceback
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from acemad_utils.agents.client import LLMClient
-from acemad_utils.agents.redact import redact
+from acemad_utils.agents.redact import preview, redact, remember_secret
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.schema import AgentSpec
+from acemad_utils.reproduce import cli as reproduce
 from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 
 CANARY = "sk-acemad-SECRET-canary-123"
@@ -113,9 +118,8 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
             c.generate([{"role": "user", "content": "hi"}])
         assert f"Bearer {key}" in srv.auth and srv.count == (1 if status == 401 else 2)
     e = exc.value
-    assert e.status_code == status and type(e).__name__ == (
-        "AuthenticationError" if status == 401 else "InternalServerError"
-    )
+    assert e.status_code == status
+    assert type(e).__name__ == ("AuthenticationError" if status == 401 else "InternalServerError")
     text = exception_text(e)
     assert key not in text and key[4:-4] not in text
     assert ("Incorrect API key provided: ***" if status == 401 else "Bearer ***; key=***") in str(e)
@@ -144,11 +148,8 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
             S = Setup(profile="secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url,
                       workers=4)  # fmt: skip
             print(S.describe(), S.population.describe(), S.population.usage())
-            meta, recs = S.run(
-                "secrets",
-                [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)],
-                questions=qs,
-            )
+            configs = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)]
+            meta, recs = S.run("secrets", configs, questions=qs)
             print(meta["summary"])
             S.close()
             assert f"Bearer {key}" in srv.auth  # the key did go over the wire (and only there)
@@ -171,8 +172,6 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
 
 
 def test_committed_notebooks_and_profiles_hold_no_key():
-    from pathlib import Path
-
     root = Path(__file__).resolve().parent.parent
     keylike = re.compile(rb"\b(sk|rk)-[A-Za-z0-9_\-]{16,}|OPENAI_API_KEY\s*[:=]\s*['\"]?[A-Za-z0-9]")
     files = sorted(root.glob("notebooks/*.ipynb")) + sorted(root.glob("profiles/*.yaml"))
@@ -201,8 +200,6 @@ DRIVEN = [
 def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeypatch, capsys):
     """`--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver: the run is
     answered, and neither the password, the query key nor OPENAI_API_KEY is in any file it wrote or what it printed."""
-    from acemad_utils.reproduce import cli as reproduce
-
     path = tmp_path / "01_urls.ipynb"
     spec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": spec, "language_info": {"name": "python"}})
@@ -233,10 +230,6 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
 def test_meta_keeps_no_url_credentials_of_a_config(env):
     """A per-agent base_url typed by hand with credentials (a notebook run in JupyterLab, no driver): meta.json
     stores the URL without them."""
-    from acemad_utils.agents.sim import SimPopulation, make_items
-    from acemad_utils.experiments.runner import run_experiment
-    from acemad_utils.protocol.schema import AgentSpec
-
     url = f"http://user:{URL_PASSWORD}@127.0.0.1:9/v1?api_key={URL_QUERY_KEY}&api-version=1"
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=1, truth_holder=AgentSpec("Skeptic", 0.6, base_url=url))
     d = run_experiment("probe/urls", make_items(4, k=4, seed=1), [cfg], SimPopulation(), progress=False)
@@ -246,8 +239,6 @@ def test_meta_keeps_no_url_credentials_of_a_config(env):
 
 
 def test_a_key_across_the_preview_cut_is_redacted_before_the_cut(monkeypatch):
-    from acemad_utils.agents.redact import preview, remember_secret
-
     key = "sk-proj-" + "Zq7" * 13 + "x"  # 48 characters
     remember_secret(key)
     body = "a" * 180 + key + " and more"  # glued to a word character, across character 200

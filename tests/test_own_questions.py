@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from acemad_utils import api
+from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.command import main
+from acemad_utils.cost import estimate as E
+from acemad_utils.cost.estimate import CALL_SECONDS
 from acemad_utils.data import own
 from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import DataError
@@ -25,7 +28,7 @@ from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import METHODS, DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import rescoring
-from tests.fake_openai import FakeOpenAI, FaultInjector
+from tests.fake_openai import FakeOpenAI, FaultInjector, Refusing, error
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
 FAKE_KEY = "sk-fake-own-questions"
@@ -91,18 +94,7 @@ def test_docs_example(elsewhere, capsys, request, on_endpoint):
 
 
 def test_docs_example_against_an_endpoint_failing_one_question_warns_and_still_prints(elsewhere, monkeypatch, capsys):
-    from tests.fake_openai import error
-
-    healthy = FaultInjector(rate=0.0)
-
-    def script(body, n):  # every call about the opening move is refused (HTTP 400: not retried)
-        return (
-            error(400, "context length exceeded")
-            if "opening move" in json.dumps(body["messages"])
-            else healthy(body, n)
-        )
-
-    with FakeOpenAI(script) as srv:
+    with FakeOpenAI(Refusing("opening move")) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
         monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
         ns: dict = {}
@@ -290,8 +282,6 @@ def test_empty_replies_fail_uncached_and_a_fixed_endpoint_is_asked_again(elsewhe
 
 
 def test_an_empty_row_in_an_old_cache_is_no_answer(tmp_path):
-    from acemad_utils.agents.cache import ResponseCache
-
     cache = ResponseCache(tmp_path / "llm.sqlite")
     cache.put("k", {"text": "  "}, model="m", kind="openai")
     cache.put("ok", {"text": "an answer"}, model="m", kind="openai")
@@ -332,15 +322,7 @@ def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
 def test_failed_records_end_the_command_with_one_line_naming_the_error_and_that_a_rerun_retries_them(
     elsewhere, monkeypatch, capsys
 ):
-    from tests.fake_openai import error
-
-    healthy, doomed = FaultInjector(rate=0.0), {"on": True}
-
-    def script(body, n):  # the second question's calls are refused (HTTP 400: not retried) until it heals
-        if doomed["on"] and "Doomed" in json.dumps(body["messages"]):
-            return error(400, "context length exceeded")
-        return healthy(body, n)
-
+    script = Refusing("Doomed")  # the second question's calls are refused until it heals
     doomed_row = {"question": "Doomed?", "options": ["a", "b"], "answer": "A", "benchmark": "other"}
     src = _write(elsewhere / "f.jsonl", [{**ROWS[1], "benchmark": "mine"}, doomed_row])  # a benchmark with no answer
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
@@ -353,21 +335,14 @@ def test_failed_records_end_the_command_with_one_line_naming_the_error_and_that_
         assert "Majority Voting" in out and "(paired)" in out  # the table, the premise and the split rows
         assert err.startswith("2 of 4 records failed (AceMAD (T=1) 1, Majority Voting 1), left out of the table"), err
         assert "context length exceeded" in err and "Rerun the same command to retry them" in err
-        doomed["on"] = False
+        script.on = False
         assert main(argv) == 0 and "failed (" not in capsys.readouterr().err
 
 
 def test_challenging_with_failed_selection_calls_exits_1_naming_them(elsewhere, monkeypatch, capsys):
-    from tests.fake_openai import error
-
-    healthy = FaultInjector(rate=0.0)
-
-    def script(body, n):
-        return error(400, "context length exceeded") if "Doomed" in json.dumps(body["messages"]) else healthy(body, n)
-
     src = _write(elsewhere / "c.jsonl", [ROWS[1], {"question": "Doomed?", "options": ["a", "b"], "answer": "A"}])
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    with FakeOpenAI(script) as srv:
+    with FakeOpenAI(Refusing("Doomed")) as srv:
         argv = ["run", str(src), "--model", "fake-model", "--base-url", srv.url, "--challenging", "--yes"]
         assert main(argv) == 1
     err = capsys.readouterr().err.strip()
@@ -383,7 +358,6 @@ def test_meta_json_says_the_structured_mode_the_commitments_were_answered_in_als
 ):
     """llama-cpp-python's server refuses json_schema: the commitments are asked as json_object, and meta.json says
     so (not the mode first tried), after the run, a resume that calls nothing, and a rerun from the cache."""
-    from tests.fake_openai import error
 
     def script(body, n):
         fmt = (body.get("response_format") or {}).get("type")
@@ -454,8 +428,6 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(argv) == 2
     out, err = capsys.readouterr()
-    from acemad_utils.cost.estimate import CALL_SECONDS
-
     wall = (
         f"~{10_000 * CALL_SECONDS / 8 / 60:.1f} min at {CALL_SECONDS:g} s per call and 8 in flight, "
         f"~{10_000 * CALL_SECONDS / 3600:.1f} h one at a time"
@@ -476,8 +448,6 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
 
 def test_a_fitted_estimate_agrees_with_the_replay():
     """Above DIRECT_MAX agents x rounds the estimate is fitted from smaller replays: within 1% of the replay."""
-    from acemad_utils.cost import estimate as E
-
     qs = [make_question(f"Q{i}: which colour is a clear sky?", ["red", "green", "blue"], answer="C") for i in range(3)]
     for method in ("acemad", "centralized"):
         cfgs = api.configs([method], rounds=6, agents=8, roles={"skeptic": "other"} if method == "acemad" else None)

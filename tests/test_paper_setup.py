@@ -177,7 +177,7 @@ def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
     tests = TB.versus_best(recs, labels[1:], ["Majority Voting"])
     assert tests.empty and list(tests.columns) == TB.TEST_COLUMNS
     long = TB.accuracy_long(recs)
-    merged = long.merge(tests, how="left", on=["method", "benchmark"])  # the old KeyError 'method'
+    merged = long.merge(tests, how="left", on=["method", "benchmark"])  # no KeyError 'method'
     assert len(merged) == len(long)
     shown = TB.wide(long, tests)
     assert shown["method"].str.contains("no paired comparison").any()
@@ -259,8 +259,7 @@ def test_every_paper_table_has_a_run_definition():
 
 
 def test_a_profile_with_another_item_pool_gets_challenging_subsets_of_its_own(smoke_outputs):
-    """A profile file of one's own with another SEED or N_ITEMS: its subsets never collide with the shipped
-    profile's (they were refused as 'a different data_hash', and every later notebook stopped)."""
+    """A profile file of one's own with another SEED or N_ITEMS: its subsets never collide with the shipped one's."""
     shipped, mine = Setup(benchmarks=["bbh"]), Setup(profile="mine", benchmarks=["bbh"], seed=1, n_items=200)
     assert shipped.slug == SS.SYNTHETIC_SLUG and mine.slug == SS.SYNTHETIC_SLUG + ".items-synthetic-200-seed1"
     assert shipped.subset("bbh") and mine.subset("bbh")

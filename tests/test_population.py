@@ -3,10 +3,17 @@ from its latent state on the item, a persona only changes how likely each state 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, items, make_items
+from acemad_utils.data.paths import ROOT
+from acemad_utils.data.sim_params import FITTED, ORIGINAL
+from acemad_utils.experiments import fit, subsets
+from acemad_utils.experiments.assumption_map import EVIDENCE
+from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
 from acemad_utils.protocol.schema import AgentSpec
@@ -151,9 +158,6 @@ def test_near_copies_share_their_specs_first_agent_state_and_a_unique_agent_neve
 
 
 def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named_variant(tmp_outputs):
-    from acemad_utils.data.sim_params import FITTED, ORIGINAL
-    from acemad_utils.experiments.setup import Setup
-
     assert {k: getattr(SimParams(), k) for k in FITTED} == FITTED
     fitted, original = Setup(population="fitted"), Setup(population="original")
     assert fitted.population.params == SimParams()
@@ -166,8 +170,6 @@ def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named
 def test_the_committed_fit_reproduces_its_baseline_cells():
     """Re-simulating the committed fitted population with the fit's own items and seed gives the committed cells
     (the search that found the values is `python -m acemad_utils.experiments.fit`)."""
-    from acemad_utils.experiments import fit
-
     saved = fit.committed()
     again = fit.cells(SimParams(), n_items=saved["n_items_per_benchmark"], seed=saved["seed"])
     assert list(again["cell"]) == [c["cell"] for c in saved["cells"]]
@@ -179,8 +181,6 @@ def test_the_committed_fit_reproduces_its_baseline_cells():
 
 
 def test_the_pattern_search_finds_a_minimum_in_the_box():
-    from acemad_utils.experiments import fit
-
     target = np.array([0.3, 0.8, 0.0])
     x, fx = fit.search(np.full(3, 0.5), lambda x: float(np.sum((x - target) ** 2)), log=lambda _: None)
     np.testing.assert_allclose(x, target, atol=1 / 32)
@@ -188,17 +188,10 @@ def test_the_pattern_search_finds_a_minimum_in_the_box():
 
 
 def test_docs_population_shows_the_committed_fit():
-    from acemad_utils.data.paths import ROOT
-    from acemad_utils.experiments import fit
-
     assert fit.doc_block() in (ROOT / "docs" / "population.md").read_text(encoding="utf-8")
 
 
 def test_a_subset_another_synthetic_population_selected_is_not_reused(smoke_outputs, monkeypatch):
-    from acemad_utils.data.sim_params import ORIGINAL
-    from acemad_utils.experiments import subsets
-    from acemad_utils.experiments.setup import Setup
-
     S = Setup(benchmarks=["bbh"], n_items=30, workers=1)
     kept = S.subset("bbh")  # built by the fitted population, which reads it back
     name, qs = S.bench_name("bbh"), S.questions("bbh")
@@ -208,11 +201,6 @@ def test_a_subset_another_synthetic_population_selected_is_not_reused(smoke_outp
 
 
 def test_readme_and_docs_cite_every_study_the_map_places():
-    import re
-
-    from acemad_utils.data.paths import ROOT
-    from acemad_utils.experiments.assumption_map import EVIDENCE
-
     ids = [re.search(r"\d{4}\.\d{5}|Prelec", ref).group(0) for ref, *_ in EVIDENCE]
     for page in ("README.md", "docs/population.md"):
         text = (ROOT / page).read_text(encoding="utf-8")
@@ -226,6 +214,5 @@ def test_a_population_without_texts_draws_the_same_numbers():
     ]
     on, off = ([{**e, "message": None} for r in rs for rnd in r["rounds"] for e in rnd] for rs in recs)
     assert on == off and [r["final"] for r in recs[0]] == [r["final"] for r in recs[1]]
-    assert {e["message"] for r in recs[1] for rnd in r["rounds"] for e in rnd} == {""} and recs[0][0]["rounds"][0][0][
-        "message"
-    ]
+    assert {e["message"] for r in recs[1] for rnd in r["rounds"] for e in rnd} == {""}
+    assert recs[0][0]["rounds"][0][0]["message"]

@@ -11,8 +11,10 @@ import pytest
 from acemad_utils import api
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.command import main
-from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.debate import run_question
+from acemad_utils.cost import estimate as C
+from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
+from acemad_utils.protocol.debate import run_batch, run_question
 from acemad_utils.report import premise as PR
 from tests.fake_openai import FakeOpenAI, PremiseAgents
 
@@ -71,8 +73,7 @@ def test_a_few_questions_that_split_the_agents_are_not_judged_however_one_sided(
 
 
 def test_a_top_scorer_exactly_as_right_as_a_random_agent_is_a_lift_of_zero_with_no_sign():
-    # lifts -80, +60 and +20 per question: their float mean is -1e-15, which once read as a sign disagreeing with
-    # the (positive) rank correlation and printed as "-0.0"
+    # lifts -80, +60 and +20 per question: their float mean, -1e-15, is no sign (nor a "-0.0")
     recs = [_record(0, [0.9, 0.1, 0.1, 0.1, 0.1], [False, True, True, True, True]),
             _record(1, [0.9, 0.1, 0.1, 0.1, 0.1], [True, True, False, False, False]),
             _record(2, [0.9, 0.9, 0.9, 0.9, 0.1], [True, True, True, True, False])]  # fmt: skip
@@ -138,9 +139,6 @@ def test_the_split_pairs_acemad_with_each_control_on_its_own_commitments(synthet
 
 
 def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
-    from acemad_utils.protocol.config import NAIVE_AGENT
-    from acemad_utils.protocol.debate import run_batch
-
     cfg = DebateConfig(method="self_consistency", n_agents=4, rounds=2)
     assert cfg.samples == 8 and cfg.specs() == [NAIVE_AGENT] * 8 and cfg.label == "Self-consistency (8 samples)"
     assert DebateConfig(method="self_consistency").samples == 15  # AceMAD's turns at N = 5, T = 3: 30 calls
@@ -204,8 +202,7 @@ def premise_endpoint(request, monkeypatch, tmp_path):
 
 
 def test_a_question_without_a_gold_answer_is_scored_by_no_control(synthetic_records):
-    """Every control of the split leaves a question without a gold answer unscored, as AceMAD itself does: the
-    shuffled-score control (a share of draws) once counted it wrong, with one question more in its n."""
+    """Every control of the split, the shuffled-score one (a share of draws) too, leaves it unscored as AceMAD does."""
     ace = [r for r in synthetic_records if r["method"] == "AceMAD (T=3)"]
     hidden = {ace[0]["question_id"]}
     ungraded = lambda r: dict(r, answer=None, final=dict(r["final"], correct=None))  # noqa: E731
@@ -248,9 +245,6 @@ def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_en
 
 
 def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
-    from acemad_utils.cost import estimate as C
-    from acemad_utils.data.benchmarks import load_demo
-
     qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
     calls = {}
     for m in ("acemad", "self_consistency", "majority"):

@@ -105,9 +105,8 @@ def test_a_result_picks_one_configs_records_and_names_what_was_run_otherwise():
     with pytest.raises(ValueError, match="no group 'variants'"):
         res.pick(group="variants")
     scaling = _result(R.scaling([1, 3, 7]))
-    assert (
-        scaling.family("acemad") == "AceMAD (T=3)" and scaling.label("majority", n_agents=7) == "Majority Voting (N=7)"
-    )
+    assert scaling.family("acemad") == "AceMAD (T=3)"
+    assert scaling.label("majority", n_agents=7) == "Majority Voting (N=7)"
     with pytest.raises(ValueError, match="no config matches 'sparse'"):
         scaling.family("sparse")
 

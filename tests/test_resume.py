@@ -18,19 +18,20 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
-from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.agents.sim import make_items
 from acemad_utils.data import transcripts
 from acemad_utils.data.transcripts import gc_paused, parse_line, transcript_bytes
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
-from acemad_utils.protocol.schema import AgentSpec
+from acemad_utils.protocol.schema import Agent, AgentSpec, Population, Step
 from tests import resume_worker as W
 from tests.fake_openai import FakeOpenAI, FaultInjector
 
@@ -260,27 +261,27 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_run(tmp_path, presses, refer
     assert [strip_usage(r) for r in final] == [strip_usage(r) for r in reference[0]]
 
 
+class Fixed(Agent):
+    def act(self, turn):
+        p = np.arange(1.0, len(turn.question.options) + 1) + turn.agent + turn.round
+        return Step(f"{turn.agent}", p / p.sum(), p / p.sum() if turn.want_peer_prediction else None)
+
+
+class FixedPopulation(Population):
+    """Fixed beliefs: one question at a time in this thread (not batched), or in the question pool (concurrent)."""
+
+    synthetic, name = True, "fixed"
+
+    def __init__(self, seed=0, concurrent=False):
+        self.seed, self.concurrent = seed, concurrent
+
+    def agents(self, specs, question, repeat=0):
+        return [Fixed() for _ in specs]
+
+
 def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     """One question after the other in this thread: a Ctrl-C during the third lets it finish, saves it and stops; the
     resume completes to the bytes of an uninterrupted run."""
-    import numpy as np
-
-    from acemad_utils.protocol.schema import Agent, Population, Step
-
-    class Fixed(Agent):
-        def act(self, turn):
-            p = np.arange(1.0, len(turn.question.options) + 1) + turn.agent + turn.round
-            return Step(f"{turn.agent}", p / p.sum(), p / p.sum() if turn.want_peer_prediction else None)
-
-    class SimPopulation(Population):  # one question at a time (not batched, not concurrent)
-        synthetic, name = True, "sequential"
-
-        def __init__(self, seed=0):
-            self.seed = seed
-
-        def agents(self, specs, question, repeat=0):
-            return [Fixed() for _ in specs]
-
     items = make_items(8, k=4, seed=2)
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
     real, calls = runner.run_question, []
@@ -294,42 +295,23 @@ def test_ctrl_c_in_a_sequential_run(tmp_outputs, monkeypatch):
     monkeypatch.setattr(runner, "run_question", run_question)
     before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN in a background job of a script
     with pytest.raises(runner.RunInterrupted) as e:
-        runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
+        runner.run_experiment("seq", items, [cfg], FixedPopulation(), progress=False)
     assert str(e.value) == "interrupted: 3 of 8 records saved; rerun to resume" and len(calls) == 3
     assert signal.getsignal(signal.SIGINT) is before  # the runner's handler is gone again
     d = transcripts.run_dir("seq")
     assert json.loads((d / "meta.json").read_text())["summary"]["interrupted"] is True
     assert (d / "transcripts.jsonl").read_bytes().count(b"\n") == 3
-    runner.run_experiment("seq", items, [cfg], SimPopulation(seed=0), progress=False)
+    runner.run_experiment("seq", items, [cfg], FixedPopulation(), progress=False)
     assert len(calls) == 8  # the three saved questions were not run again
     resumed = transcript_bytes(d / "transcripts.jsonl")
     monkeypatch.setattr(runner, "run_question", real)
-    runner.run_experiment("seq_ref", items, [cfg], SimPopulation(seed=0), progress=False)
+    runner.run_experiment("seq_ref", items, [cfg], FixedPopulation(), progress=False)
     assert resumed == transcript_bytes(runner.run_dir("seq_ref") / "transcripts.jsonl")
 
 
 def test_a_second_ctrl_c_never_raises_inside_the_pools_wait(tmp_outputs, monkeypatch):
     """Both presses land while the main thread waits on the question pool: raised there, the exception could leave
-    the waiter's lock held, and the question threads then hung the process's exit (seen in CI: 'interrupted: 5 of
-    30 records saved' printed, the process alive minutes later). The loop notices the second press itself."""
-    import numpy as np
-
-    from acemad_utils.protocol.schema import Agent, Population, Step
-
-    class Fixed(Agent):
-        def act(self, turn):
-            p = np.arange(1.0, len(turn.question.options) + 1)
-            return Step("x", p / p.sum(), p / p.sum() if turn.want_peer_prediction else None)
-
-    class Threaded(Population):  # answered in the thread pool, as an endpoint's population is
-        synthetic, name, concurrent = True, "threaded", True
-
-        def __init__(self, seed=0):
-            self.seed = seed
-
-        def agents(self, specs, question, repeat=0):
-            return [Fixed() for _ in specs]
-
+    the waiter's lock held and the question threads hang the process's exit. The loop notices the second press."""
     real_wait, inside = runner.wait, []
 
     def wait(fs, timeout=None, return_when=None):  # the two signals arrive while the pool is waited on
@@ -345,23 +327,13 @@ def test_a_second_ctrl_c_never_raises_inside_the_pools_wait(tmp_outputs, monkeyp
         return real_wait(fs, timeout=timeout, return_when=return_when)
 
     monkeypatch.setattr(runner, "wait", wait)
-    cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)
+    cfg, pop = DebateConfig(method="acemad", n_agents=3, rounds=2), FixedPopulation(concurrent=True)
     with pytest.raises(runner.RunInterrupted, match="rerun to resume"):
-        runner.run_experiment("pool", make_items(40, k=4, seed=2), [cfg], Threaded(), workers=4, progress=False)
+        runner.run_experiment("pool", make_items(40, k=4, seed=2), [cfg], pop, workers=4, progress=False)
     assert inside == ["no raise"]
 
 
 # ----------------------------------------------------------------------------- the synthetic population's fast paths
-CONFIGS = [DebateConfig(method="acemad", n_agents=5, rounds=3), DebateConfig(method="majority", n_agents=5)]
-
-
-def test_run_and_load_returns_what_load_run_reads(tmp_outputs, monkeypatch):
-    monkeypatch.setattr(runner, "BATCH", 64)
-    meta, records = runner.run_and_load("two", make_items(300, k=4, seed=5), CONFIGS, SimPopulation(seed=3))
-    assert records == transcripts.load_run("two")[1]  # the parsed lines, as load_run reads them
-    assert meta["summary"]["ok"] == 600
-
-
 BATCHED = """
 import os, sys
 os.environ["ACEMAD_ROOT"] = sys.argv[1]
@@ -444,9 +416,6 @@ def test_after_a_second_ctrl_c_the_questions_in_flight_send_no_new_call(tmp_outp
     to its last (12 calls a question here); a later run of the same population calls again."""
     from dataclasses import replace
 
-    from acemad_utils.agents.llm_agent import LLMPopulation
-    from tests.fake_openai import FakeOpenAI, FaultInjector
-
     model, presses = FaultInjector(rate=0.0), []
 
     def slow(body, n):
@@ -471,8 +440,6 @@ def test_after_a_second_ctrl_c_the_questions_in_flight_send_no_new_call(tmp_outp
 def test_a_resume_keeps_each_endpoints_answers_whatever_order_its_role_endpoints_first_called_in():
     """Role endpoints are made at their first call, in whatever order the threads reach them: meta.json matches
     each by its id, so one endpoint's mode never lands on another's entry."""
-    from acemad_utils.agents.llm_agent import LLMPopulation
-
     urls = ["http://u:pw@127.0.0.1:1/v1?key=s3cret", "http://127.0.0.1:2/v1"]
     ids = []
     for order in (urls, urls[::-1]):
