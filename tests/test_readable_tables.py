@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from acemad_utils.report import readable as RD
+from acemad_utils.report import save
 
 REPO = Path(__file__).resolve().parents[1]
 CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.S)
@@ -44,6 +45,16 @@ def test_a_shown_table_keeps_its_texts_whole_and_writes_p_and_missing_values_as_
     assert len(problems(nb)) == 2
     nb.cells[0].outputs[0]["data"]["text/html"] = RD.html(ledger)
     assert problems(nb) == []
+
+
+def test_a_saved_markdown_table_writes_a_missing_number_as_a_shown_table_does(tmp_outputs):
+    df = pd.DataFrame({"claim": ["a", "b"], "gain": [1.5, np.nan], "p (Holm)": [np.nan, 0.01], "n": [3, 4]})
+    csv = save.save_table(df, "t", synthetic=True, companions={"more": df})
+    md = csv.with_suffix(".md").read_text()
+    assert "nan" not in md.lower() and md.count(RD.MISSING) == 4, md
+    main, more = md.split("**more**")
+    assert " 1.5000 " in main and " 0.0100 " in main and " 1.50 " in more  # the float formats kept
+    assert pd.read_csv(csv)["gain"].isna().tolist() == [False, True]  # the CSV keeps its empty cell
 
 
 WITH_OUTPUTS = [

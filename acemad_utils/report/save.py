@@ -4,6 +4,7 @@ figures as PNG + PDF (no timestamp in their metadata)."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ import pandas as pd
 
 from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
+from acemad_utils.report.readable import MISSING
 
 if TYPE_CHECKING:
     from IPython.display import Image
@@ -30,14 +32,21 @@ def save_table(
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
-        (df if display is None else display).to_markdown(index=False, floatfmt=".4f"),
+        _markdown(df if display is None else display, ".4f"),
     ]
     if title:
         parts.insert(0, f"# {title}\n")
     for heading, table in (companions or {}).items():
-        parts += [f"\n**{heading}**\n", table.to_markdown(index=False, floatfmt=".2f")]
+        parts += [f"\n**{heading}**\n", _markdown(table, ".2f")]
     (d / f"{name}.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
     return d / f"{name}.csv"
+
+
+def _markdown(df: pd.DataFrame, floatfmt: str) -> str:
+    """A Markdown table whose missing numbers read as in a shown table: tabulate prints a float NaN as "nan" (its
+    missingval is for None only), so such a cell is rewritten in place, every other cell as tabulate wrote it."""
+    text = df.to_markdown(index=False, floatfmt=floatfmt)
+    return re.sub(r"(?<=\|)( *)nan( *)(?=\|)", lambda m: f"{m[1]} {MISSING} {m[2]}", text)
 
 
 def save_figure(fig: Figure, name: str) -> Image:
