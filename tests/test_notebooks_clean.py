@@ -2,7 +2,10 @@
 profile's executed outputs, clean (acemad_utils.reproduce.nbtools). While a branch carries them stripped, the
 output checks skip, saying so. (Their parameters cells: tests/test_params.py.)"""
 
+import ast
+import inspect
 import re
+import types
 from pathlib import Path
 
 import nbformat
@@ -104,3 +107,39 @@ def test_lean_drops_an_injected_cell_that_repeats_the_defaults_and_writes_labs_k
     new = _with_parameters("N = 3\n", "# Parameters\nM = 3\n")  # a name the defaults lack: kept
     nbtools.lean(new)
     assert len(new.cells) == 3
+
+
+def _unseeded_calls(path: Path) -> list[str]:
+    """Calls of an acemad_utils function with a `seed` parameter that is not given one (by keyword or position)."""
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    trees = [
+        ast.parse("\n".join("" if s.lstrip().startswith(("%", "!")) else s for s in c.splitlines())) for c in cells
+    ]
+    ns: dict = {}
+    for node in (n for t in trees for n in ast.walk(t)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("acemad_utils"):
+            exec(compile(ast.Module([node], []), str(path), "exec"), ns)
+    out = []
+    for node in (n for t in trees for n in ast.walk(t) if isinstance(n, ast.Call)):
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            fn = getattr(ns[f.value.id], f.attr, None) if isinstance(ns.get(f.value.id), types.ModuleType) else None
+        else:
+            fn = ns.get(f.id) if isinstance(f, ast.Name) else None
+        try:
+            params = list(inspect.signature(fn).parameters) if callable(fn) else []
+        except (TypeError, ValueError):
+            params = []
+        given = any(k.arg in ("seed", None) for k in node.keywords) or any(
+            isinstance(a, ast.Starred) for a in node.args
+        )
+        if "seed" in params and not given and params.index("seed") >= len(node.args):
+            out.append(ast.unparse(node)[:100])
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_seed_reaches_every_draw_a_notebook_makes(path):
+    """SEED is the seed "of items, synthetic agents, tie-breaks and bootstraps": every call that draws (a bootstrap
+    interval, a permutation p, a tie-break, a sample of examples) is given it, so `--set SEED=1` redraws them all."""
+    assert _unseeded_calls(path) == []

@@ -26,11 +26,12 @@ POP = {"synthetic": True, "params": {"knowledge_link": 1.0, "calibration_by": "k
 
 
 def say(notebook: str, cell_id: str, **names) -> str:
-    """Run one sentence cell of a notebook with `names` as its inputs; the Markdown it shows, as text."""
+    """Run one sentence cell of a notebook with `names` as its inputs (SEED the default profile's); the Markdown it
+    shows, as text."""
     nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
     [source] = ["".join(c["source"]) for c in nb["cells"] if c["id"] == cell_id]
     shown: list = []
-    ns = {"words": words, "tables": TB, "config": config, "theory": theory, "rescoring": rescoring, **names}
+    ns = {"words": words, "tables": TB, "config": config, "theory": theory, "rescoring": rescoring, "SEED": 0, **names}
     ns["display"] = lambda *xs: shown.extend(xs)
     tree = ast.parse(source)
     if isinstance(tree.body[-1], ast.Expr):  # the cell's value, as Jupyter shows it

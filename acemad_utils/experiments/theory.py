@@ -58,9 +58,9 @@ def run_all(
         )[1]
 
 
-def _ci(values: np.ndarray, /, **cols) -> dict:
+def _ci(values: np.ndarray, seed: int, /, **cols) -> dict:
     """cols with the mean of `values` and its 95% bootstrap CI (arrays for the columns of a 2-D array)."""
-    return dict(zip(("mean", "lo", "hi"), bootstrap_ci(values))) | cols
+    return dict(zip(("mean", "lo", "hi"), bootstrap_ci(values, seed=seed))) | cols
 
 
 def _bands(ax, curves, legend: Optional[float] = None, zero: bool = False, **labels) -> None:
@@ -75,7 +75,7 @@ def _bands(ax, curves, legend: Optional[float] = None, zero: bool = False, **lab
     ax.legend(fontsize=legend)
 
 
-def martingale(profile: str = "default"):
+def martingale(profile: str = "default", seed: int = 0):
     """(a) Proposition 1: with symmetric linear updating the mean belief in the truth stays flat (the paired change
     from round 1 per question: its CI tells flat from drifting, the level varies between items)."""
     frames = []
@@ -83,9 +83,9 @@ def martingale(profile: str = "default"):
         ("martingale_symmetric", "symmetric updating (Prop. 1)"),
         ("martingale_default", "stubborn agents with insight (default)"),
     ):
-        bt = A.belief_in_truth(A.stack(_records(profile, name)))
+        bt = A.belief_in_truth(A.stack(_records(profile, name), seed))
         rounds = list(range(1, bt.shape[1] + 1))
-        frames.append(pd.DataFrame(_ci(bt - bt[:, :1], x=rounds, series=label, level=bt.mean(axis=0))))
+        frames.append(pd.DataFrame(_ci(bt - bt[:, :1], seed, x=rounds, series=label, level=bt.mean(axis=0))))
     import matplotlib.pyplot as plt  # here: experiments.params imports this module, and no kernel needs pyplot
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -95,7 +95,7 @@ def martingale(profile: str = "default"):
     return fig, pd.concat(frames, ignore_index=True)[["x", "mean", "lo", "hi", "series", "level"]]
 
 
-def score_separation(profile: str = "default"):
+def score_separation(profile: str = "default", seed: int = 0):
     """(b) Score separation: Brier scores by persona (Skeptic or crowd) and by whether the agent's current answer is
     right, averaged per question first (one debate's agents are not independent); n_agents (agent-rounds) lets a mean
     over groups weight by size. Groups are named by persona, not "truth-holder": a persona only changes how likely the
@@ -105,7 +105,7 @@ def score_separation(profile: str = "default"):
     df["group"] = [f"{r} ({'holds truth' if h else 'wrong'})" for r, h in zip(role, df["holds_truth"])]
     table = pd.DataFrame(
         {"group": g, "round": t}
-        | _ci(per_q := sub.groupby("question_id")["score"].mean().to_numpy())
+        | _ci(per_q := sub.groupby("question_id")["score"].mean().to_numpy(), seed)
         | {"n_questions": len(per_q), "n_agents": len(sub)}
         for (g, t), sub in df.groupby(["group", "round"])
     )
@@ -135,7 +135,7 @@ def _subsets(arr) -> tuple:
     return np.ones(len(arr.truth), bool), (arr.P[:, 0, th].argmax(-1) == arr.truth[:, None]).any(-1)
 
 
-def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
+def drift_split(arr, eta: float = ETA, seed: int = 0) -> pd.DataFrame:
     """Panel (c)'s drift p_w^(T) - p_w^(0) per subset: with uniform weights (eta = 0: stubbornness and the items'
     selection), what the weights add (paired per question) and the total at eta; CIs from one joint bootstrap."""
     pw0, pwe = A.weighted_truth(arr, eta=0.0), A.weighted_truth(arr, eta=eta)
@@ -143,25 +143,27 @@ def drift_split(arr, eta: float = ETA) -> pd.DataFrame:
     parts = ["uniform weights (eta = 0): stubbornness and conditioning", f"weights (eta = {eta:g} minus eta = 0)"]
     parts.append(f"total (eta = {eta:g})")
     return pd.concat(
-        pd.DataFrame(_ci(np.stack([d0[m], (de - d0)[m], de[m]], axis=1), subset=s, part=parts)).assign(
+        pd.DataFrame(_ci(np.stack([d0[m], (de - d0)[m], de[m]], axis=1), seed, subset=s, part=parts)).assign(
             n_questions=int(m.sum())
         )[["subset", "part", "mean", "lo", "hi", "n_questions"]]
         for s, m in zip(SUBSETS, _subsets(arr))
     ).reset_index(drop=True)
 
 
-def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = ETA):
+def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *, eta: float = ETA, seed: int = 0):
     """(c) Submartingale: the weighted belief in the truth at eta = 0 and `eta`, the drift against eta, and
     drift_split. Returns (figure, drift by eta and subset, the split at `eta`)."""
-    arr = A.stack(_records(profile, "acemad"))
+    arr = A.stack(_records(profile, "acemad"), seed)
     masks, lines, drift = _subsets(arr), [], []
     for e in sorted({*etas, 0.0, float(eta)}):
         pw = A.weighted_truth(arr, eta=e)
         if e in (0.0, float(eta)):
-            lines.append((f"eta={e:g}" + (" (uniform)" if e == 0 else ""), _ci(pw[masks[1]], x=range(pw.shape[1]))))
+            lines.append(
+                (f"eta={e:g}" + (" (uniform)" if e == 0 else ""), _ci(pw[masks[1]], seed, x=range(pw.shape[1])))
+            )
         for subset, m in zip(SUBSETS, masks):
-            drift.append({"eta": e, "subset": subset} | _ci(pw[m, -1] - pw[m, 0], n_questions=int(m.sum())))
-    drift, split = pd.DataFrame(drift), drift_split(arr, eta)
+            drift.append({"eta": e, "subset": subset} | _ci(pw[m, -1] - pw[m, 0], seed, n_questions=int(m.sum())))
+    drift, split = pd.DataFrame(drift), drift_split(arr, eta, seed)
     import matplotlib.pyplot as plt  # here, not at the top: a kernel that draws no figure never loads matplotlib
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
@@ -185,18 +187,20 @@ def submartingale(etas: Sequence[float] = PHASE_ETA, profile: str = "default", *
     return fig, drift, split
 
 
-def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default") -> pd.DataFrame:
+def phase_table(etas: Sequence[float] = PHASE_ETA, profile: str = "default", seed: int = 0) -> pd.DataFrame:
     """(d) P(AceMAD's answer is right | the initial plurality is wrong) over (crowd calibration, N, T, eta)."""
     grid = list(itertools.product(range(1, PHASE_T_MAX + 1), range(len(etas))))
     parts = []
     for cal in PHASE_CAL:
         recs = _records(profile, f"phase_cal{cal:.2f}")
         for n in PHASE_N:
-            arr = A.stack([r for r in recs if len(r["rounds"][0]) == n])
+            arr = A.stack([r for r in recs if len(r["rounds"][0]) == n], seed)
             wrong = A.initial_plurality(arr) != arr.truth
             right = A.decisions(arr, eta=list(etas)) == arr.truth[:, None]  # (eta, B, T): every eta and T at once
             # One bootstrap for every (T, eta) column: the same resampled questions as one call per column.
-            m, lo, hi = bootstrap_ci(np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float))
+            m, lo, hi = bootstrap_ci(
+                np.stack([right[e, wrong, t - 1] for t, e in grid], axis=1).astype(float), seed=seed
+            )
             T, eta = zip(*((t, etas[e]) for t, e in grid))
             cols = dict(crowd_calibration=cal, N=n, T=T, eta=eta, p_flip=m, lo=lo, hi=hi)
             parts.append(pd.DataFrame(cols | {"n_wrong_majority": int(wrong.sum())}))

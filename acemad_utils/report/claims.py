@@ -121,9 +121,9 @@ def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
 
 
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
-              per_benchmark=False, columns=(), kind="gain", consistently=False) -> list[dict]:  # fmt: skip
+              per_benchmark=False, columns=(), kind="gain", consistently=False, seed=0) -> list[dict]:  # fmt: skip
     """target's paired gain over the best of `baselines` (Average; per benchmark: `columns`) and the paper's."""
-    tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark)
+    tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark, seed=seed)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
         col, avg = bench_key(t["benchmark"]), t["benchmark"] == TB.AVERAGE
@@ -189,16 +189,16 @@ def _value_row(claim, line, claimed, stat, n, note, *, signed=True, model=PAPER_
     return row(claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value", model=model)
 
 
-def _accuracy(records: list, label: str) -> Optional[tuple]:
+def _accuracy(records: list, label: str, seed: int) -> Optional[tuple]:
     if not any(r["method"] == label for r in records):
         return None
-    a = TB.accuracy_long(records, methods=[label])
+    a = TB.accuracy_long(records, methods=[label], seed=seed)
     a = a[a.benchmark == TB.AVERAGE]
     return None if a.empty else (*(float(a[c].iloc[0]) for c in ("accuracy", "ci_lo", "ci_hi")), int(a.n.iloc[0]))
 
 
-def _average_gain(records: list, a: str, b: Sequence[str]) -> Optional[dict]:
-    t = TB.versus_best(records, [a], list(b), per_benchmark=False)
+def _average_gain(records: list, a: str, b: Sequence[str], seed: int) -> Optional[dict]:
+    t = TB.versus_best(records, [a], list(b), per_benchmark=False, seed=seed)
     return None if t.empty else t.iloc[0].to_dict()
 
 
@@ -221,9 +221,14 @@ def _by_question(recs: list) -> dict:
     return {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in cells.items()}
 
 
-def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None) -> dict:
+def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None,
+                   seed: int = 0) -> dict:  # fmt: skip
     """ "Most pronounced on BBH and ARC-C": the mean paired gain there minus elsewhere (bootstrap within benchmarks)."""
-    tests, cells, diffs = TB.versus_best(recs, [target], list(baselines), average=False), _by_question(recs), []
+    tests, cells, diffs = (
+        TB.versus_best(recs, [target], list(baselines), average=False, seed=seed),
+        _by_question(recs),
+        [],
+    )
     for t in tests.to_dict("records"):
         x, y = _paired(cells, target, t["best_baseline"], t["benchmark"])
         diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, x - y))
@@ -234,7 +239,7 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
         theirs = float(np.mean(top) - np.mean(rest)) if top and rest else None
     if not any(top for top, _ in diffs) or all(top for top, _ in diffs):
         return row(claim, line, theirs, note="BBH or ARC-C and another benchmark not both run")
-    kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(0)
+    kept, rng = [(top, d) for top, d in diffs if len(d)], np.random.default_rng(seed)
     ns = [len(d) for _, d in kept]  # one draw per question, benchmark after benchmark, 2000 times: the stream's order
     draws = np.split(rng.integers(0, np.repeat(ns, ns), (2000, sum(ns))), np.cumsum(ns)[:-1], axis=1)
     means = np.array([d[idx].mean(1) for (_, d), idx in zip(kept, draws)])  # benchmark x draw
@@ -282,14 +287,16 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     """Figure 2 (l.229, l.223) and 5 (l.522): the largest N up to n_max against the smallest (voting: "flat")."""
     method, line = e["method"], e["line"]
     upto, ns, avg = _curve(run, method, e["n_max"])
-    g = _average_gain(run[1], upto[-1], upto[:1]) if len(upto) > 1 else None
+    g = _average_gain(run[1], upto[-1], upto[:1], ctx["seed"]) if len(upto) > 1 else None
     if g is None:
         return [row(claim, line, "(figure)", note="fewer than two N in this profile")]
     monotone = bool(np.all(np.diff([avg.get(lab, np.nan) for lab in upto]) >= 0))
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
     flat, note = method == "majority", f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}"
     cap = method == "decentralized" and not monotone  # not monotone: a rise of the ends alone is no "monotonically"
-    drop = _average_gain(run[1], upto[-1], upto[:-1]) if cap else None  # the last N against the curve's peak
+    drop = (
+        _average_gain(run[1], upto[-1], upto[:-1], ctx["seed"]) if cap else None
+    )  # the last N against the curve's peak
     if drop is not None and drop["gain_hi"] < 0:  # a significant fall after the peak: "monotonically" fails
         note += f"; N={ns[-1]} minus the peak ({drop['best_baseline']}): the curve falls after it"
         g, cap = drop, False
@@ -299,7 +306,7 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
 
 def _still_rising(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     upto, ns, avg = _curve(run, "acemad", 10)
-    g = _average_gain(run[1], upto[-1], upto[:-1]) if len(upto) > 1 else None
+    g = _average_gain(run[1], upto[-1], upto[:-1], ctx["seed"]) if len(upto) > 1 else None
     if g is None or ns[-1] != 10:
         return [row(claim, e["line"], "(figure)", note="N=10 not run in this profile")]
     peak = max(upto, key=lambda lab: avg[lab])
@@ -313,7 +320,7 @@ def _plateau(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     at10, beyond = [lab for lab in labels if ns[lab] == 10], [lab for lab in labels if ns[lab] > 10]
     if not at10 or not beyond:
         return [row(claim, e["line"], "(figure)", note="N=10 and N>10 not both run in this profile")]
-    tests = TB.versus_best(run[1], beyond, at10, per_benchmark=False)
+    tests = TB.versus_best(run[1], beyond, at10, per_benchmark=False, seed=ctx["seed"])
     t = tests.sort_values("gain").iloc[-1].to_dict()  # the best N beyond 10
     note = f"best N>10 ({t['method']}) minus N=10; plateau = CI below +{FLAT_MARGIN:g} points (a decline is consistent)"
     return [_judged_row(claim, e["line"], t, flat_verdict, note, run[1])]
@@ -341,7 +348,7 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
             out.append(row(f"{claim}: {label}", e["line"], None, note=note))
         else:
             out += gain_rows(f"{claim}: {label}", e["line"], run[1], label, base, paper=paper, kind=kind,
-                             per_benchmark=e.get("per_benchmark", False), columns=columns,
+                             per_benchmark=e.get("per_benchmark", False), columns=columns, seed=ctx["seed"],
                              consistently=kind == "gain", **theirs)  # fmt: skip
     if e["targets"] == "variants" and run and DIFFERENT_LLMS not in targets:  # SECOND_MODEL empty: one endpoint
         out.append(row(f"{claim}: {DIFFERENT_LLMS}", e["line"], None, note=f"skipped: {NO_SECOND}"))
@@ -353,14 +360,15 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
     return out
 
 
-def _accuracy_row(e: dict, claim: str, recs: list, label: str, model: str = PAPER_MODEL, missing: str = NOT_MADE):
-    if (acc := _accuracy(recs, label)) is None:  # e.g. every call failed: the row says so rather than vanish
+def _accuracy_row(e: dict, claim: str, recs: list, label: str, seed: int, model: str = PAPER_MODEL,
+                  missing: str = NOT_MADE):  # fmt: skip
+    if (acc := _accuracy(recs, label, seed)) is None:  # e.g. every call failed: the row says so rather than vanish
         return row(claim, e["line"], f"{e['value']:.2f}", note=missing)
     return _value_row(claim, e["line"], e["value"], acc[:3], acc[3], "accuracy in %", signed=False, model=model)
 
 
 def _table1_value(e: dict, run: None, claim: str, ctx: dict) -> list[dict]:
-    return [_accuracy_row(e, claim, ctx["t1"][1] if ctx["t1"] else [], ctx["at_n"].get(e["method"], ""))]
+    return [_accuracy_row(e, claim, ctx["t1"][1] if ctx["t1"] else [], ctx["at_n"].get(e["method"], ""), ctx["seed"])]
 
 
 def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -370,19 +378,19 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         return [row(claim, line, None, note="T=3 not in this profile's ROUNDS")]
     base, cells = paper_baselines(meta, t3), paper.set_index("method")
     if test == "beats_every":
-        out = gain_rows(claim, line, recs, t3, base, paper=paper, per_benchmark=True)
+        out = gain_rows(claim, line, recs, t3, base, paper=paper, per_benchmark=True, seed=ctx["seed"])
         return out + [_every_row(out, e["every"], line)]
     if test == "pronounced":
-        return [pronounced_row(claim, line, recs, t3, base, paper)]
+        return [pronounced_row(claim, line, recs, t3, base, paper, seed=ctx["seed"])]
     if test == "accuracy":  # e["value"]: Table 2's printed Average
-        r = _accuracy_row(e, claim, recs, t3, missing=f"no answered {t3} question")
+        r = _accuracy_row(e, claim, recs, t3, ctx["seed"], missing=f"no answered {t3} question")
         return [{**r, "paper (recomputed)": f"{cells['Average (recomputed)'][t3]:.2f} (the mean of its cells)"}]
     dec = e.get("baseline", "")
     if test == "relative":  # "+74% over Decentralized MAD"; undefined (inconclusive) when it scores 0
         printed, again = (
             100 * (cells[c][t3] / cells[c][dec] - 1) for c in ("Average (printed)", "Average (recomputed)")
         )
-        if (rel := relative_gain(recs, t3, dec)) is None:
+        if (rel := relative_gain(recs, t3, dec, seed=ctx["seed"])) is None:
             return [row(claim, line, f"{printed:+.1f}%", note=f"no question that both {t3} and {dec} answered")]
         finite = bool(np.isfinite(rel[0]))
         ours = _ci(*rel[:3]) + "%" if finite else f"undefined ({dec} at 0%)"
@@ -393,7 +401,9 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if test == "standard_mad":  # l.111 calls Decentralized MAD (l.209, l.511) "standard MAD"; +20.31 is neither gain
         if dec not in meta["methods"]:
             return [row(claim, line, f"{e['value']:+.2f}", note=f"no {dec} run")]
-        if (g := _average_gain(recs, t3, [dec])) is None:  # e.g. every Decentralized MAD call of a real run failed
+        if (
+            g := _average_gain(recs, t3, [dec], ctx["seed"])
+        ) is None:  # e.g. every Decentralized MAD call of a real run failed
             return [row(claim, line, f"{e['value']:+.2f}", note=f"no question that both {t3} and {dec} answered")]
         printed, again = (paper_gain(paper, t3, [dec], TB.AVERAGE, recomputed=c) for c in (False, True))
         note = f"vs {dec}, which l.209 and l.511 call standard MAD; +20.31 = 49.92 - 29.61 (Sparse, the best MAD)"
@@ -405,7 +415,9 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if not base:  # e.g. --set ROUNDS=[3]
         return [row(claim, line, None, note=f"no AceMAD run at {e['baselines']} in this profile's ROUNDS")]
     columns = e.get("columns", ())
-    return gain_rows(claim, line, recs, t3, base, paper=paper, per_benchmark=bool(columns), columns=columns)
+    return gain_rows(
+        claim, line, recs, t3, base, paper=paper, per_benchmark=bool(columns), columns=columns, seed=ctx["seed"]
+    )
 
 
 def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -418,25 +430,27 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         ctx["ablation"] = ace, re
     (ace, re), names, test, line = ctx["ablation"], list(A.ABLATIONS), e["test"], e["line"]
     if test == "recovery":  # on the questions whose round-1 plurality is wrong: full protocol over uniform weights
-        arr = A.stack(ace)
+        arr = A.stack(ace, ctx["seed"])
         wrong = {q for q, w in zip(arr.question_ids, A.initial_plurality(arr) != arr.truth) if w}
         sub = [r for r in re if r["question_id"] in wrong]
-        acc = _accuracy([r for r in sub if r["method"] == names[0]], names[0])
+        acc = _accuracy([r for r in sub if r["method"] == names[0]], names[0], ctx["seed"])
         if acc is None:
             return [row(claim, line, "(no number)", note="no question with a wrong initial majority")]
-        out = gain_rows(claim, line, sub, names[0], [names[2]])
+        out = gain_rows(claim, line, sub, names[0], [names[2]], seed=ctx["seed"])
         note = f"recovers {acc[0]:.1f}% [{acc[1]:.1f}, {acc[2]:.1f}] of {acc[3]} wrong-majority questions"
         return [{**r, "note": f"{note} (l.109's guarantee would be ~100%); {r['note']}"} for r in out]
     if test == "collapse":  # Self-belief only minus Full, in points
-        g = _average_gain(re, names[1], [names[0]])
+        g = _average_gain(re, names[1], [names[0]], ctx["seed"])
         note = "Self-belief only minus Full, in points (the paper does not say points or relative)"
         stat = (g["gain"], g["gain_lo"], g["gain_hi"]) if g else ()
         out = [_value_row(claim, line, e["value"], stat, int(g["n_paired"]), note) if g else row(claim, line, "-14.6")]
     elif test == "ablation_pronounced":
-        out = [pronounced_row(claim, line, re, names[0], names[1:2])]
+        out = [pronounced_row(claim, line, re, names[0], names[1:2], seed=ctx["seed"])]
     else:
         against = names[1:] if e["against"] == "both" else names[1:2]
-        out = gain_rows(claim, line, re, names[0], against, per_benchmark=e.get("per_benchmark", False))
+        out = gain_rows(
+            claim, line, re, names[0], against, per_benchmark=e.get("per_benchmark", False), seed=ctx["seed"]
+        )
     return _noted(out, FIGURE4)
 
 
@@ -444,7 +458,8 @@ def _standard_agents(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]
     methods = run[0]["methods"]
     ctrl = [lab for lab, c in methods.items() if c.get("roster") == "acemad" and c["method"] == "decentralized"]
     ace3 = [lab for lab, c in methods.items() if c["method"] == "acemad" and c["rounds"] == 3]
-    return _noted(gain_rows(claim, e["line"], run[1], ace3[0], ctrl) if ctrl and ace3 else [], FIGURE4)
+    rows = gain_rows(claim, e["line"], run[1], ace3[0], ctrl, seed=ctx["seed"]) if ctrl and ace3 else []
+    return _noted(rows, FIGURE4)
 
 
 def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[dict]:
@@ -459,7 +474,9 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     gains = []
     for _, recs in (llama, main):
         keep = [r for r in recs if bench_key(r["benchmark"]) in cols]
-        g = _average_gain(keep, "AceMAD (T=3)", [m for m in MAD_LABELS if any(r["method"] == m for r in keep)])
+        g = _average_gain(
+            keep, "AceMAD (T=3)", [m for m in MAD_LABELS if any(r["method"] == m for r in keep)], ctx["seed"]
+        )
         if g is None:
             return [row(claim, line, theirs, note="no paired gain on Table 5's benchmarks")]
         gains.append(g)
@@ -475,7 +492,7 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
 
 def _arc_voting(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     arc = [r for r in run[1] if bench_key(r["benchmark"]) == "ARC-C"]
-    return [_accuracy_row(e, claim, arc, "Majority Voting", e["model"])]
+    return [_accuracy_row(e, claim, arc, "Majority Voting", ctx["seed"], e["model"])]
 
 
 def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -485,12 +502,12 @@ def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
            and r.get("status") == "ok"]  # fmt: skip
     if not ace:
         return [row(claim, line, "(no number)", note="no AceMAD debate with its rounds in the run")]
-    arr = A.stack(ace)
+    arr = A.stack(ace, ctx["seed"])
     ended_wrong = np.array([not r["final"]["correct"] for r in ace])  # the run's own decision, at its eta and T
     lost = ended_wrong[A.initial_plurality(arr) == arr.truth].astype(float) * 100
     if not len(lost):
         return [row(claim, line, "(no number)", note="no question with a right initial majority")]
-    m, lo, hi = (float(x) for x in bootstrap_ci(lost, seed=0))
+    m, lo, hi = (float(x) for x in bootstrap_ci(lost, seed=ctx["seed"]))
     note = f"share of {len(lost)} right-majority questions AceMAD ends wrong on, %; holds below {FLAT_MARGIN:g}"
     return [row(claim, line, "(no number)", _ci(m, lo, hi, signed=False), len(lost), flat_verdict(lo, hi), note,
                 ci=(lo, hi))]  # fmt: skip
