@@ -161,6 +161,7 @@ def test_relative_gain_is_the_ratio_of_averages():
 def test_every_claim_of_the_data_file_is_listed_without_runs_and_says_what_the_paper_says():
     ledger = C.ledger({})
     assert list(ledger.columns) == C.COLUMNS and set(ledger.verdict) == {C.NOT_RUN}
+    assert ledger.note.str.len().all(), ledger[ledger.note == ""].claim.tolist()  # each says why it was not run
     for e in C.CLAIMS:
         at = ledger[ledger.claim.str.startswith(e["claim"].format(n=5))]
         assert len(at) and (at["paper line"] == e["line"]).all(), e["claim"]
