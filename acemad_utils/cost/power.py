@@ -57,7 +57,7 @@ CLAIMS = [
     Claim("debate over voting", "table1_voting_vs_mad", "Decentralized MAD", "Majority Voting", "02_baselines",
           "baselines", label="Table 1"),
     Claim("ablation", _T2, "AceMAD (T=3)", "Decentralized MAD", "05_ablation", "ablation", _G,
-          note="Figure 4 prints no numbers: l.111's 14.6 = Table 2's AceMAD minus Standard MAD (Decentralized)"),
+          note="Figure 4 prints no numbers: sized as Table 2's AceMAD minus Decentralized MAD (l.209's Standard MAD)"),
     *[
         Claim("heterogeneity", "table3_heterogeneity", v, "Decentralized MAD", "04_heterogeneity", "heterogeneity",
               needs=((v, {}),))

@@ -188,8 +188,8 @@ def rosters(run: Run, group: str) -> str:
 
 
 def ablation(seed: int = 0, eta: float = ETA) -> Run:
-    """Notebook 05 (Figure 4): AceMAD, whose commitments the ablations re-decide, Standard MAD (l.511: Decentralized
-    MAD with AceMAD's agents) and notebook 03's other two controls."""
+    """Notebook 05 (Figure 4): AceMAD, whose commitments the ablations re-decide, Standard MAD (l.511's uniform-weight
+    bar, run as Decentralized MAD with AceMAD's agents: docs/paper-choices.md) and notebook 03's other two controls."""
     return Run(
         "ablation",
         {

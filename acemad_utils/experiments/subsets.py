@@ -1,6 +1,6 @@
 """Challenging subsets (paper l.604-611): the naive agent (T=0.7) answers every item 5 times and items right in < 40%
-of them are kept (a parse failure is wrong); one set serves every model. The paper's manual check ("failures are
-systematic misconceptions") is a number: the share of wrong answers on the top distractor beside its exact uniform
+of them are kept (a parse failure is wrong); one set serves every model. The paper's manual check ("failures are due
+to systematic misconceptions") is a number: the share of wrong answers on the top distractor beside its exact uniform
 expectation. Files: data/subsets/<slug>/<benchmark>.jsonl and meta.json, byte-identical on rebuild but the date."""
 
 from __future__ import annotations

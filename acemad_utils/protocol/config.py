@@ -1,6 +1,6 @@
 """DebateConfig: one config for every method. Rosters: AceMAD 80% Generalists at T=0.1 + 20% Skeptics at T=0.6
 (l.597-600; heterogeneity is "the key difference", l.455); every baseline N x the naive assistant at T=0.7
-("homogeneous", l.468; the paper's one other temperature, l.604, l.206); roster="acemad" gives a baseline AceMAD's
+("homogeneous", l.468; the paper's one other temperature, l.604); roster="acemad" gives a baseline AceMAD's
 agents, "homogeneous" the reverse."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Optional, Union
 
 from acemad_utils.protocol.schema import AgentSpec
 
-# The paper's constants (l.597-600): eta, T, N, the crowd's share, the exponent of sum_i w_i^2 p_i, Table 2's T.
+# The paper's constants: eta (l.595), T (l.459), N (l.454), the crowd's share (l.597-600), the exponent of
+# sum_i w_i^2 p_i (l.583), Table 2's T (l.337).
 ETA = 2.0
 ROUNDS = 3
 N_AGENTS = 5

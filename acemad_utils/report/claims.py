@@ -398,15 +398,14 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         note = "ratio of Averages minus 1; paired bootstrap within benchmarks"
         return [row(claim, line, f"{printed:+.1f}%", ours, rel[3], verdict, note, kind="value",
                     recomputed=f"{again:+.1f}% (from its cells)")]  # fmt: skip
-    if test == "standard_mad":  # l.111 calls Decentralized MAD (l.209, l.511) "standard MAD"; +20.31 is neither gain
+    if test == "standard_mad":  # l.111's "standard MAD" is Decentralized MAD (l.209); +20.31 is neither gain
         if dec not in meta["methods"]:
             return [row(claim, line, f"{e['value']:+.2f}", note=f"no {dec} run")]
-        if (
-            g := _average_gain(recs, t3, [dec], ctx["seed"])
-        ) is None:  # e.g. every Decentralized MAD call of a real run failed
+        # None: e.g. every Decentralized MAD call of a real run failed
+        if (g := _average_gain(recs, t3, [dec], ctx["seed"])) is None:
             return [row(claim, line, f"{e['value']:+.2f}", note=f"no question that both {t3} and {dec} answered")]
         printed, again = (paper_gain(paper, t3, [dec], TB.AVERAGE, recomputed=c) for c in (False, True))
-        note = f"vs {dec}, which l.209 and l.511 call standard MAD; +20.31 = 49.92 - 29.61 (Sparse, the best MAD)"
+        note = f"vs {dec}, which l.209 calls standard MAD; +20.31 = 49.92 - 29.61 (Sparse, the best MAD)"
         r = _value_row(claim, line, e["value"], (g["gain"], g["gain_lo"], g["gain_hi"]), int(g["n_paired"]), note)
         return [{**r, "paper (recomputed)": f"{printed:+.2f} (printed averages), {again:+.2f} (its cells)"}]
     others = [lab for lab in _labels(meta, "acemad") if lab != t3]
@@ -694,7 +693,7 @@ def at_paper_labels(runs: dict) -> dict:
             continue
         new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # a named config (Table 3's) keeps its label
         new = {k: v for k, v in new.items() if k != v and v not in meta["methods"]}  # never two configs on one label
-        note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.597-600)"
+        note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.595)"
         meta = {**meta, "methods": {new.get(k, k): c for k, c in meta["methods"].items()}, "eta_note": note}
         out[name] = (meta, [{**r, "method": new[r["method"]]} if r["method"] in new else r for r in recs])
     return out
