@@ -137,38 +137,44 @@ class Results(list):
     def records(self) -> list[dict]:
         return [r.record for r in self]
 
+    @property
+    def seed(self) -> int:
+        """The run's seed: its tables' bootstraps, permutation tests and tie-breaks draw from it (a notebook's SEED)."""
+        configs: list[dict] = list(self.meta.get("methods", {}).values())
+        return int(configs[0].get("seed", 0)) if configs else 0
+
     def failures(self) -> Optional[str]:
         """One line on the records that failed (per method, the first error), None when none did."""
         return failure_line(self.records)
 
     def table(self) -> pd.DataFrame:
         """accuracy_table, then the premise check and the gain split's controls."""
-        table = accuracy_table(self.records)
+        table = accuracy_table(self.records, self.seed)
         if table.empty:
             return table
-        return pd.concat([table, PR.table_rows(self.records, self.meta)], ignore_index=True).fillna("")
+        return pd.concat([table, PR.table_rows(self.records, self.meta, self.seed)], ignore_index=True).fillna("")
 
     def premise(self) -> pd.DataFrame:
         """Does the top-scoring agent know more than a random one? (report.premise)"""
-        return PR.premise(self.records)
+        return PR.premise(self.records, self.seed)
 
     def split(self) -> pd.DataFrame:
         """AceMAD paired against its controls re-decided and every other method run (report.premise)."""
         others = [m for m in dict.fromkeys(r.method for r in self) if not m.startswith("AceMAD")]
-        return PR.split(self.records, meta=self.meta, others=others)
+        return PR.split(self.records, self.seed, meta=self.meta, others=others)
 
 
-def accuracy_table(records: Sequence[dict]) -> pd.DataFrame:
+def accuracy_table(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     """Accuracy per method (n, 95% CI), then AceMAD's paired gain over each other method; gold answers only."""
     scored = [r for r in records if r.get("status", "ok") != "ok" or r["final"].get("correct") is not None]
     if not any(r["final"].get("correct") is not None for r in scored):
         return pd.DataFrame()
-    long = TB.accuracy_long(scored)
+    long = TB.accuracy_long(scored, seed=seed)
     methods = list(dict.fromkeys(long["method"]))
     targets = [m for m in methods if m.startswith("AceMAD")]
     rows = []
     for m in [m for m in methods if m not in targets] if targets else []:
-        for t in TB.versus_best(scored, targets, [m], average=False).itertuples():
+        for t in TB.versus_best(scored, targets, [m], average=False, seed=seed).itertuples():
             p = pvalue(cast(float, t.p_value))
             cell = f"{t.gain:+.1f} {interval(t.gain_lo, t.gain_hi, '+.1f')}, {p}, n={t.n_paired}"
             rows.append({"method": f"{t.method} minus {m} (paired)", TB.bench_label(str(t.benchmark)): cell})

@@ -27,6 +27,7 @@ from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import METHODS, DebateConfig
 from acemad_utils.protocol.debate import run_question
+from acemad_utils.report import premise as PR
 from acemad_utils.report import rescoring
 from tests.fake_openai import FakeOpenAI, FaultInjector, Refusing, error
 
@@ -207,6 +208,18 @@ def test_content_ids_and_api_checks(elsewhere):
     assert other.run_dir != plain.run_dir and other[0].method == "AceMAD (T=3; skeptic model-b)"
     seeded = api.run(a, "acemad", synthetic=True, seed=3)  # another seed on the same questions: its own run
     assert seeded.run_dir == plain.run_dir.with_name(plain.run_dir.name + "-seed3") and seeded.meta != plain.meta
+
+
+def test_a_runs_seed_draws_its_tables_intervals_as_a_notebooks_seed_does(elsewhere):
+    items = make_items(150, k=4, seed=5)  # enough questions that a percentile moves with the draw
+    zero, one = (api.run(items, "acemad,majority", synthetic=True, seed=s) for s in (0, 1))
+    assert (zero.seed, one.seed) == (0, 1)
+    at = {s: api.accuracy_table(one.records, s) for s in (0, 1)}
+    assert not at[0].equals(at[1])  # the seed moves the intervals of the same records
+    assert one.table().iloc[: len(at[1])].equals(at[1]) and zero.table().iloc[: len(at[0])].equals(
+        api.accuracy_table(zero.records)
+    )
+    assert one.premise().equals(PR.premise(one.records, 1))
 
 
 def test_import_stays_light_and_names_the_public_api():
