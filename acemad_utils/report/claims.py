@@ -224,11 +224,8 @@ def _by_question(recs: list) -> dict:
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None,
                    seed: int = 0) -> dict:  # fmt: skip
     """ "Most pronounced on BBH and ARC-C": the mean paired gain there minus elsewhere (bootstrap within benchmarks)."""
-    tests, cells, diffs = (
-        TB.versus_best(recs, [target], list(baselines), average=False, seed=seed),
-        _by_question(recs),
-        [],
-    )
+    tests = TB.versus_best(recs, [target], list(baselines), average=False, seed=seed)
+    cells, diffs = _by_question(recs), []
     for t in tests.to_dict("records"):
         x, y = _paired(cells, target, t["best_baseline"], t["benchmark"])
         diffs.append((bench_key(t["benchmark"]) in PRONOUNCED, x - y))
@@ -294,9 +291,8 @@ def _trend(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     by_n = ", ".join(f"N={n}: {avg[lab]:.1f}" for lab, n in zip(upto, ns))
     flat, note = method == "majority", f"Average by N: {by_n}; {'monotone' if monotone else 'not monotone'}"
     cap = method == "decentralized" and not monotone  # not monotone: a rise of the ends alone is no "monotonically"
-    drop = (
-        _average_gain(run[1], upto[-1], upto[:-1], ctx["seed"]) if cap else None
-    )  # the last N against the curve's peak
+    # the last N against the curve's peak
+    drop = _average_gain(run[1], upto[-1], upto[:-1], ctx["seed"]) if cap else None
     if drop is not None and drop["gain_hi"] < 0:  # a significant fall after the peak: "monotonically" fails
         note += f"; N={ns[-1]} minus the peak ({drop['best_baseline']}): the curve falls after it"
         g, cap = drop, False
@@ -595,8 +591,7 @@ def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
         else:
             rows += (new := TESTS[e["test"]](e, run, claim, ctx))  # type: ignore[operator]
             _noted([r for r in new if r["ours [95% CI]"]], run[0].get("eta_note", "") if run else "")  # measured rows
-            if run and str(e["run"]).startswith("other_"):  # notebook 07's stand-ins: their parameters first
-                _noted(new, standin_note(run[0]), first=True)
+            _noted(new, standin_note(run[0]) if run else "", first=True)  # a stand-in's parameters first
     if "full_datasets" in runs:  # notebook 07 ran: a table without its run was left out of OTHER_MODELS
         for r in rows:
             if "not made in this profile" in r["note"] and r["claim"].startswith(("Table 2 (", "Table 4", "Table 5")):
@@ -749,8 +744,8 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     params, shares, out = population_params(runs), truth_holders(runs), []
     for r in ledger.to_dict("records"):
         why = by_construction(r["claim"], params, shares)
-        if "stand-in" in r["note"].lower() and not why:
-            out.append(_standin_deciding(_entry(r["claim"]), runs, params))
+        if (e := _entry(r["claim"])) and (run := _entry_run(runs, e)) and _chosen(run[0]) is not None and not why:
+            out.append(_standin_deciding(e, run, params))
             continue
         if r["verdict"] in (NOT_RUN, NOT_COMPARABLE):
             out.append(why or ("an exact value: compared on a real model only" if r["verdict"] != NOT_RUN else ""))
@@ -772,11 +767,11 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     return ledger.assign(**{DECIDED_BY: out})
 
 
-def _standin_deciding(e: dict, runs: dict, params: dict) -> str:
+def _standin_deciding(e: dict, run: RunData, params: dict) -> str:
     """What decides a row of a synthetic stand-in (notebook 07): the parameters chosen from the paper's wording, if
     any, and the default population's assumptions; a comparison with GPT-4o-mini's gain (test `smaller`) follows
     from that choice."""
-    chosen = (_chosen(run[0]) or "") if (run := _entry_run(runs, e)) else ""  # what standin_note gave its rows
+    chosen = _chosen(run[0])  # what standin_note gave its rows
     rest = f"the default population's assumptions (knowledge_link = {params.get('knowledge_link', 1):g} first)"
     if not chosen:
         return f"a stand-in with the default parameters and its own traps (notebook 07): {rest}; not varied"
