@@ -69,10 +69,12 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
     return k, budget, usd_of
 
 
-def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool) -> tuple[str, dict]:
+def report(
+    records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: bool, seed: int = 0
+) -> tuple[str, dict]:
     """The premise check, the gain split, AceMAD against self-consistency (n for 80% power) and a STOP line when the
-    premise fails or cannot be seen; and the observed numbers."""
-    table = PR.premise(records)
+    premise fails or cannot be seen; and the observed numbers. `seed` draws the bootstraps, as the run's seed does."""
+    table = PR.premise(records, seed)
     by = [{r["question_id"]: r["final"].get("correct") for r in records if r["config_hash"] == c.hash} for c in configs]
     ids = [q for q in by[0] if q in by[1] and by[0][q] is not None and by[1][q] is not None]
     a, b = (np.array([bool(x[q]) for q in ids]) for x in by)  # AceMAD, self-consistency: paired correctness
@@ -85,7 +87,7 @@ def report(records: Sequence[dict], configs: Sequence[DebateConfig], synthetic: 
     if r is not None:
         lines += [table.round(3).to_string(index=False),
                   f"parse failures: {100 * r['parse_failure']:.1f}% of AceMAD's commitments did not parse"]  # fmt: skip
-    split = PR.split(records, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
+    split = PR.split(records, seed, others=[configs[1].label])  # re-decided from AceMAD's commitments: no new call
     if not split.empty:
         shown = split.round(3).to_string(index=False, na_rep="")  # AceMAD's own row: its accuracy, no difference
         lines += ["the gain split (AceMAD minus each control, points, paired):", shown]
@@ -185,7 +187,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
             _, records = S.run(f"pilot-{data_hash(sample)[:12]}", cfgs, questions=sample)
     finally:
         S.close()
-    text, obs = report(records, cfgs, S.synthetic)
+    text, obs = report(records, cfgs, S.synthetic, seed)
     table = plan(params, rho=obs.get("rho"), est=estimate_profile(profile, overrides))
     failed = api.failure_line(records, "Rerun the same command")  # exit 1, as make reproduce and the run command
     finish([text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"), failed or "",
@@ -221,7 +223,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
         res = api.run([q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
                       base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers,
                       progress=True)  # fmt: skip
-    text, obs = report(res.records, cfgs, False)
+    text, obs = report(res.records, cfgs, False, args.seed)
     failed = api.failure_line(res.records, "Rerun the same command")
     parts = [text, failed or ""]
     if obs["n"] and obs["effect"]:

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from acemad_utils import api
+from acemad_utils.agents.sim import make_items
 from acemad_utils.command import main
 from acemad_utils.experiments.profiles import notebook_params
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.pilot import pilot_configs
+from acemad_utils.pilot import pilot_configs, report
+from acemad_utils.report import premise as PR
 from tests.fake_openai import FakeOpenAI, FaultInjector, request_info
 
 TRUTH, BAIT = "A", "B"
@@ -163,3 +166,12 @@ def test_a_pilot_whose_calls_failed_says_which_and_exits_1(cwd, capsys):
     out = capsys.readouterr().out
     assert re.search(r"^4 of 8 records failed \(AceMAD \(T=3\) 2, Self-consistency \(15 samples\) 2\), ", out, re.M)
     assert "context length exceeded" in out and "Rerun the same command to retry them" in out
+
+
+def test_the_pilots_report_draws_its_intervals_from_the_runs_seed(cwd):
+    items = make_items(150, k=4, seed=5)  # enough questions that a percentile moves with the draw
+    res = api.run(items, "acemad,self_consistency", synthetic=True, seed=1)
+    cfgs = api.configs(["acemad", "self_consistency"], seed=1)
+    (zero, _), (one, _) = (report(res.records, cfgs, True, s) for s in (0, 1))
+    assert zero != one  # the same records: only the draws differ
+    assert PR.premise(res.records, 1).round(3).to_string(index=False) in one
