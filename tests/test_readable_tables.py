@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report import readable as RD
 from acemad_utils.report import save
 
@@ -54,7 +55,11 @@ def test_a_saved_markdown_table_writes_a_missing_number_as_a_shown_table_does(tm
     assert "nan" not in md.lower() and md.count(RD.MISSING) == 4, md
     main, more = md.split("**more**")
     assert " 1.5000 " in main and " 0.0100 " in main and " 1.50 " in more  # the float formats kept
-    assert pd.read_csv(csv)["gain"].isna().tolist() == [False, True]  # the CSV keeps its empty cell
+    back = pd.read_csv(csv)
+    assert back["gain"].isna().tolist() == [False, True]  # the CSV keeps its empty cell
+    assert back.columns[0] == "source" and set(back["source"]) == {SYNTHETIC_LABEL}  # a file opened alone says so
+    real = pd.read_csv(save.save_table(df, "u", synthetic=False, source="gpt-4o-mini"))
+    assert set(real["source"]) == {"gpt-4o-mini"} and real.drop(columns="source").equals(back.drop(columns="source"))
 
 
 WITH_OUTPUTS = [

@@ -26,10 +26,11 @@ def save_table(
     df: pd.DataFrame, name: str, synthetic: bool, source: str = "", *, display: pd.DataFrame | None = None,
     companions: dict | None = None, title: str | None = None, folder: str = "tables",
 ) -> Path:  # fmt: skip
-    """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
+    """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table). The CSV's
+    first column is the source too: a file opened alone still says whether its numbers come from a model."""
     d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
-    df.to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
+    df.assign(source=label)[["source", *df.columns]].to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
         _markdown(df if display is None else display, ".4f"),
