@@ -22,7 +22,7 @@ from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, interval, re
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
-NULL = "no effect of the claimed size"  # the CI excludes the claimed effect (and 0 is in it or below it)
+NULL = "no effect of the claimed size"  # neither holds nor fails, and the CI stops short of the claimed effect
 NOT_COMPARABLE, ANOTHER_MODEL = "not comparable", "not comparable: another model"
 UNDERPOWERED = "underpowered"  # "underpowered (n = k of the ~N needed)"
 SUPPORTED, NOT_SUPPORTED = "supported", "not supported"  # a real-model profile's words
@@ -50,11 +50,14 @@ _paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a 
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
-    return HOLDS if lo > 0 and p_adjusted < ALPHA else FAILS if hi <= 0 else INCONCLUSIVE
+    """Holds or fails only past the Holm correction: a refutation is a claim too, held to the bar of a confirmation."""
+    significant = p_adjusted < ALPHA
+    return HOLDS if lo > 0 and significant else FAILS if hi <= 0 and significant else INCONCLUSIVE
 
 
 def loss_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
-    return HOLDS if hi < 0 and p_adjusted < ALPHA else FAILS if lo >= 0 else INCONCLUSIVE
+    significant = p_adjusted < ALPHA
+    return HOLDS if hi < 0 and significant else FAILS if lo >= 0 and significant else INCONCLUSIVE
 
 
 def value_verdict(value: float, lo: float, hi: float, null: Optional[float] = None) -> str:
@@ -433,7 +436,8 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
             return [row(claim, line, "(no number)", note="no question with a wrong initial majority")]
         out = gain_rows(claim, line, sub, names[0], [names[2]], seed=ctx["seed"])
         note = f"recovers {acc[0]:.1f}% [{acc[1]:.1f}, {acc[2]:.1f}] of {acc[3]} wrong-majority questions"
-        return [{**r, "note": f"{note} (l.109's guarantee would be ~100%); {r['note']}"} for r in out]
+        limit = "(l.109's convergence is a limit over rounds: Theorem 3's drift per round at small eta, l.311-313)"
+        return [{**r, "note": f"{note} {limit}; {r['note']}"} for r in out]
     if test == "collapse":  # Self-belief only minus Full, in points
         g = _average_gain(re, names[1], [names[0]], ctx["seed"])
         note = "Self-belief only minus Full, in points (the paper does not say points or relative)"
@@ -601,7 +605,10 @@ def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
 
 # ----------------------------------------------------------------------------- verdicts
 def _decide(r: dict) -> str:
-    """A gain / loss row's outcome from its CI and adjusted p; a CI excluding the claimed effect is a precise NULL."""
+    """A gain / loss row's outcome from its CI and adjusted p, NULL where the CI excludes the claimed effect; a figure's
+    row that its CI alone fails (judged) is inconclusive when its test does not pass the Holm correction."""
+    if r["_kind"] == "judged" and r["verdict"] == FAILS and r["p (Holm)"] >= ALPHA:  # NaN: no test, the CI decides
+        return INCONCLUSIVE
     if r["_kind"] not in ("gain", "loss") or not r["_ci"]:
         return r["verdict"]
     (lo, hi), claimed, loss = r["_ci"], r["_claimed"], r["_kind"] == "loss"
@@ -655,7 +662,7 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
     m = int(np.isfinite(adjusted).sum())
     for r, a in zip(rows, adjusted):
         r["p (Holm)"], r["verdict"] = a, _decide({**r, "p (Holm)": a})
-        if r["verdict"] == INCONCLUSIVE and r["p"] < ALPHA <= a:
+        if r["verdict"] in (INCONCLUSIVE, NULL) and r["p"] < ALPHA <= a:
             _noted([r], f"p < {ALPHA:g} before the Holm correction only")
         if not synthetic and r["_kind"] != "all":
             r["verdict"] = _real_model(r, m, model)
