@@ -54,15 +54,23 @@ def check_url(url: Optional[str], what: str, *, recorded: bool = False) -> Optio
         return None
     try:
         u = urlparse(str(url))
-        ok = u.scheme in ("http", "https") and bool(u.hostname)
-    except ValueError:  # an unparsable port or host
+        ok = u.scheme in ("http", "https") and bool(u.hostname) and u.port != 0
+    except ValueError:  # an unparsable host, a port that is not a number or above 65535 (.port raises)
         ok = False
     if not ok:
-        raise ValueError(f"{what} {url!r:.80}: need an http:// or https:// URL with a host")
+        raise ValueError(f"{what} {url!r:.80}: need an http:// or https:// URL with a host (a port: 1 to "
+                         "65535)")  # fmt: skip
     if recorded and (u.username or u.password or u.query):
         raise ValueError(f"{what} {url!r:.80}: no user:password@ or query in a role's URL (it is recorded in "
                          "meta.json); the key is OPENAI_API_KEY")  # fmt: skip
     return str(url)
+
+
+def not_empty(**given: Optional[str]) -> None:
+    """'' is an unset shell variable, not a choice: never the paid default model or endpoint in its place."""
+    for what, v in given.items():
+        if v == "":
+            raise ValueError(f"{what}='': empty; leave it out for the default")
 
 
 def check_model(model: Any, what: str = "model") -> None:
@@ -193,6 +201,8 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     if not methods or any(m not in METHODS and not isinstance(m, DebateConfig) for m in methods):
         raise ValueError(f"methods {list(methods)!r}: unknown or none; choose from {list(METHODS)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:  # before any call: numpy refuses it late
+        raise ValueError(f"seed={seed!r}: need a whole number >= 0")
     _whole("rounds", rounds, MAX_ROUNDS)
     _whole("agents", agents, MAX_AGENTS)
     if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not math.isfinite(eta) or eta < 0:
@@ -247,6 +257,7 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
         if "moderator" in parsed:
             raise ValueError("synthetic=True: the synthetic moderator has no model; give roles to an endpoint run")
         return SimPopulation(seed=seed), SYNTHETIC_SLUG + suffix
+    not_empty(model=model, base_url=base_url)
     check_url(base_url, "base_url")
     model = model or os.environ.get("MODEL") or None
     if model is not None:
@@ -296,6 +307,7 @@ def estimate(
 
     qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
     _whole("workers", workers, MAX_WORKERS)
+    not_empty(model=model)
     moderator = _spec(NAIVE_AGENT, parse_roles(roles).get("moderator"))
     main = model or os.environ.get("MODEL") or env("ACEMAD_MODEL") or DEFAULT_MODEL  # the client's default
     return estimate_run(qs, cfgs, main, moderator=moderator, workers=workers, seed=seed)

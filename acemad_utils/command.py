@@ -5,6 +5,7 @@ asks above CONFIRM_USD / CONFIRM_CALLS (--yes), and over half the commitments un
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import time
@@ -97,7 +98,8 @@ def questions(args) -> list[Question]:
     if not any((args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)):
         return read_questions(args.questions)
     if not args.choices_col:
-        raise ValueError("--choices-col is needed with the other --*-col options (the column holding the options)")
+        raise ValueError("--choices-col is needed with --question-col, --answer-col, --id-col and --skip-invalid (the "
+                         "column holding the options; docs/own-questions.md)")  # fmt: skip
     skipped: Optional[list] = [] if args.skip_invalid else None
     qs = read_columns(args.questions, args.question_col or "question", args.choices_col, args.answer_col, args.id_col,
                       skipped)  # fmt: skip
@@ -205,7 +207,9 @@ def run_pilot(args) -> int:
     if args.per_benchmark is not None and not pilot.MIN_K <= args.per_benchmark <= pilot.MAX_K:
         raise ValueError(f"--per-benchmark {args.per_benchmark}: need {pilot.MIN_K} to {pilot.MAX_K}")
     if (args.questions is None) == (args.profile is None):
-        raise ValueError("pilot: give a question file or --profile NAME, not both")
+        raise ValueError(f"pilot: give a question file or --profile NAME{', not both' if args.profile else ''}")
+    if not math.isfinite(args.usd) or args.usd < 0:
+        raise ValueError(f"--usd {args.usd}: need a number of dollars >= 0")
     if args.profile is not None:
         from acemad_utils.experiments.profiles import parse_sets  # noqa: PLC0415 (papermill's start-up: --profile only)
 
@@ -218,13 +222,24 @@ def run_pilot(args) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        api.not_empty(model=args.model, base_url=args.base_url)  # before the estimate prices the default model
+        api.check_url(args.base_url, "--base-url")
         return run_pilot(args) if args.command == "pilot" else run(args)
     except RunInterrupted as e:
         print(str(e), file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # outside the run's own handler (endpoint checks, the estimate, the tables' writing)
+        print("interrupted; rerun the same command to resume (saved records and cached replies are kept)",
+              file=sys.stderr)  # fmt: skip
         return 130
     except (BudgetExceeded, EndpointDown) as e:
         print(redact(str(e)), file=sys.stderr)
         return 1
     except (ValueError, OSError, RuntimeError) as e:  # DataError, UnsafeName, bad options: one line, no traceback
         print(f"error: {redact(str(e))}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # a profile's checks (pilot --profile) exit with their message: a bad option too
+        if not isinstance(e.code, str):
+            raise
+        print(f"error: {redact(e.code)}", file=sys.stderr)
         return 2

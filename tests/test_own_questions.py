@@ -164,12 +164,17 @@ BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its on
     "big": (json.dumps(ROWS).encode(), "bytes is more than the 100"),
     "fifo": (None, "not a regular file"),
     "absent": (None, "no such file"),
+    "csv short row": (b"question,A,B,answer\nWhat?,x,y\n", "line 2: fewer cells than columns"),  # its answer lost
+    "csv open quote": (b'question,A,B,answer\n"What?,x,y,A\n', "line 2: fewer cells than columns (or a quote"),
+    "csv header twice": (b"question,question,A,B\nq1,q2,x,y\n", "column(s) ['question'] appear more than once"),
+    "csv no options": (b"question,answer\nWhat is 2+2?,B\n", "no option columns"),
+    "csv latin": (b"question,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD_FILES))
 def test_a_bad_file_stops_in_one_line_before_any_call(elsewhere, endpoint, monkeypatch, capsys, case):
-    path, (data, says) = elsewhere / "bad.jsonl", BAD_FILES[case]
+    path, (data, says) = elsewhere / ("bad.csv" if case.startswith("csv") else "bad.jsonl"), BAD_FILES[case]
     if data is not None:
         path.write_bytes(data)
     elif case == "fifo":  # a read would wait for a writer
@@ -179,6 +184,46 @@ def test_a_bad_file_stops_in_one_line_before_any_call(elsewhere, endpoint, monke
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{path}" in err and says in err, err
     assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--seed", "-1"], "seed=-1: need a whole number >= 0"),
+    (["--base-url", "http://127.0.0.1:abc/v1"], "need an http:// or https:// URL with a host (a port: 1 to 65535)"),
+    (["--base-url", "http://127.0.0.1:99999/v1"], "need an http:// or https:// URL with a host (a port: 1 to 65535)"),
+    (["--model", ""], "model='': empty"),  # "$MODEL" unset: not the paid default model in its place
+    (["--base-url", ""], "base_url='': empty"),  # nor api.openai.com in place of the endpoint meant
+])  # fmt: skip
+def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(elsewhere, endpoint, capsys, argv, says):
+    src = _write(elsewhere / "q.jsonl", ROWS[:2])
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines() == [err.strip()] and says in err and "estimate" not in out, (out, err)
+    assert endpoint.count == 0 and not (elsewhere / "acemad_runs").exists()
+
+
+@pytest.mark.parametrize("var, value, says", [
+    ("ACEMAD_MAX_USD", "abc", "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a number >= 0"),
+    ("ACEMAD_MODELS", "{not json", "ACEMAD_MODELS: Expecting property name"),
+])  # fmt: skip
+def test_a_bad_setting_is_named_in_one_line_before_any_call(elsewhere, endpoint, capsys, monkeypatch, var, value, says):
+    monkeypatch.setenv(var, value)
+    src = _write(elsewhere / "q.jsonl", ROWS[:2])
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and err.startswith("error: ") and says in err, err
+    assert endpoint.count == 0
+
+
+def test_ctrl_c_before_the_run_starts_is_one_line_and_exit_130(elsewhere, endpoint, capsys, monkeypatch):
+    def interrupted(*a, **k):  # Ctrl-C while the endpoint is checked or the estimate is made
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "estimate", interrupted)
+    src = _write(elsewhere / "q.jsonl", ROWS[:2])
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority"]) == 130
+    assert capsys.readouterr().err.strip() == (
+        "interrupted; rerun the same command to resume (saved records and cached replies are kept)"
+    )
 
 
 def test_changed_question_is_a_new_question(elsewhere, capsys):

@@ -140,6 +140,18 @@ def test_a_profile_pilot_is_priced_then_reused_by_the_subsets_and_the_main_run(t
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--profile", "nope"], "error: profile 'nope' not found; available profiles: ['default', 'local', 'paper']"),
+    ([], "error: pilot: give a question file or --profile NAME"),
+    (["mine.jsonl", "--profile", "paper"], "error: pilot: give a question file or --profile NAME, not both"),
+    (["mine.jsonl", "--model", "m", "--usd", "nan", "--dry-run"], "error: --usd nan: need a number of dollars >= 0"),
+])  # fmt: skip
+def test_a_bad_pilot_option_is_one_error_line_and_exit_2(cwd, capsys, argv, says):
+    question_file(cwd)
+    assert main(["pilot", *argv]) == 2
+    assert capsys.readouterr().err.strip() == says
+
+
 def test_a_small_source_pilot_plans_what_it_has_and_a_synthetic_profile_has_none(tmp_outputs, capsys, monkeypatch):
     for k in ("ACEMAD_MAX_USD", "ACEMAD_SMOKE"):
         monkeypatch.delenv(k, raising=False)

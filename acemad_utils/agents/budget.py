@@ -4,6 +4,7 @@ ACEMAD_BUDGET_SINCE). Free calls are never refused; an unpriced model cannot be 
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Optional
 
@@ -35,8 +36,13 @@ def parse_max_usd(value) -> Optional[float]:
     """None for no cap ('' / None / 'none'), else a non-negative float (ValueError otherwise)."""
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
         return None
-    if not (x := float(value)) >= 0:
-        raise ValueError(f"MAX_USD must be a number >= 0, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not x >= 0:  # NaN too
+        raise ValueError(f"MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a number >= 0, got "
+                         f"{value!r}")  # fmt: skip
     return x
 
 

@@ -100,7 +100,10 @@ def parse_terms(spec) -> dict[str, Price]:
 
 @functools.lru_cache(maxsize=4)
 def _terms_of(raw: Optional[str]) -> dict[str, Price]:  # the profile's terms (ACEMAD_MODELS), parsed once
-    return parse_terms(json.loads(raw)) if raw else {}
+    try:
+        return parse_terms(json.loads(raw)) if raw else {}
+    except ValueError as e:  # JSONDecodeError, or terms parse_terms refuses: name the variable they came from
+        raise ValueError(f"{ENV_MODELS}: {e}") from None
 
 
 def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:

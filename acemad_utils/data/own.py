@@ -115,16 +115,24 @@ def _cell(value: Any) -> Any:
 
 def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
     """[(where, record)] of a CSV file; `own`: empty cells dropped, `options` one JSON cell or one column per label."""
+    raw = path.read_bytes()
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (Excel) dropped
+        text = raw.decode("utf-8-sig")  # a BOM (Excel) dropped
     except UnicodeDecodeError as e:
-        raise DataError(
-            f"{path}: not UTF-8 text (byte {e.start}); the file is damaged or in another encoding"
-        ) from None
+        line, col = raw[: e.start].count(b"\n") + 1, e.start - raw.rfind(b"\n", 0, e.start)
+        raise DataError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {col}); the file is "
+                        "damaged or in another encoding") from None  # fmt: skip
     reader, rows = csv.DictReader(io.StringIO(text, newline="")), []
+    names = reader.fieldnames or []
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise DataError(f"{path}: column(s) {twice} appear more than once in the header")
+    if own and names and "options" not in names and not [n for n in names if n not in FIELDS]:
+        raise DataError(f"{path}: no option columns: give `options` (a JSON list) or one column per option (A, B, ...)")
     for row in reader:
         if None in row:
             raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
+        if None in row.values():  # csv fills a short row's last columns with None: its answer would vanish
+            raise DataError(f"{path}, line {reader.line_num}: fewer cells than columns (or a quote left open)")
         rec = {
             k: _cell(v) if k == "options" or not own else v for k, v in row.items() if not own or v not in (None, "")
         }
