@@ -121,10 +121,11 @@ class Result:
         rounds = [rec["runs"]] if "runs" in rec else rec.get("rounds") or []
         per = lambda f: [[f(e) for e in r] for r in rounds]  # noqa: E731
         dist = lambda k: per(lambda e: None if e.get(k) is None else dict(zip(rec["labels"], e[k])))  # noqa: E731
+        acemad = lambda k: per(lambda e: e.get(k)) if any(e.get(k) is not None for r in rounds for e in r) else []  # noqa: E731
         ok = rec.get("status", "ok") == "ok"  # a failed record measured nothing: not wrong, unknown
         return cls(rec["question_id"], rec["method"], rec["final"].get("answer"), rec["final"].get("correct") if ok
-                   else None, rec.get("status", "ok"), dist("p"), dist("q"), per(lambda e: e.get("score")),
-                   per(lambda e: e.get("weight")), dict(rec.get("usage", {})), rec)  # fmt: skip
+                   else None, rec.get("status", "ok"), dist("p"), dist("q"), acemad("score"), acemad("weight"),
+                   dict(rec.get("usage", {})), rec)  # fmt: skip
 
     def to_record(self) -> dict:
         return dict(self.record)
@@ -180,13 +181,14 @@ def accuracy_table(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     long = TB.accuracy_long(scored, seed=seed)
     methods = list(dict.fromkeys(long["method"]))
     targets = [m for m in methods if m.startswith("AceMAD")]
-    rows = []
+    rows: dict[str, dict] = {}  # one row per (AceMAD method, other method): a cell per benchmark and the Average
     for m in [m for m in methods if m not in targets] if targets else []:
-        for t in TB.versus_best(scored, targets, [m], average=False, seed=seed).itertuples():
+        for t in TB.versus_best(scored, targets, [m], seed=seed).itertuples():
             p = pvalue(cast(float, t.p_value))
             cell = f"{t.gain:+.1f} {interval(t.gain_lo, t.gain_hi, '+.1f')}, {p}, n={t.n_paired}"
-            rows.append({"method": f"{t.method} minus {m} (paired)", TB.bench_label(str(t.benchmark)): cell})
-    return pd.concat([TB.wide(long), pd.DataFrame(rows)], ignore_index=True).fillna("")
+            name = f"{t.method} minus {m} (paired)"
+            rows.setdefault(name, {"method": name})[TB.bench_label(str(t.benchmark))] = cell
+    return pd.concat([TB.wide(long), pd.DataFrame(list(rows.values()))], ignore_index=True).fillna("")
 
 
 def _whole(what: str, v: Any, hi: int) -> None:

@@ -84,6 +84,7 @@ def test_docs_example(elsewhere, capsys, request, on_endpoint):
     assert results.run_dir.is_relative_to(root / "acemad_runs")
     assert (results.run_dir / "transcripts.jsonl.gz").exists()
     assert all(len(r.weights) == 3 and len(r.weights[-1]) == 5 for r in results if r.method.startswith("AceMAD"))
+    assert all(r.weights == r.scores == [] for r in results if not r.method.startswith("AceMAD"))  # AceMAD only
     assert out.count("\n") >= len(results) and results.meta["synthetic"] is not on_endpoint
     arr = rescoring.stack([r.record for r in results if r.method.startswith("AceMAD")])  # the unlabelled one too
     assert list(arr.truth) == [1, -1] and len(rescoring.rescore(arr, eta=4.0)) == 2
@@ -265,6 +266,15 @@ def test_a_runs_seed_draws_its_tables_intervals_as_a_notebooks_seed_does(elsewhe
         api.accuracy_table(zero.records)
     )
     assert one.premise().equals(PR.premise(one.records, 1))
+
+
+def test_a_paired_gain_is_one_row_with_a_cell_per_benchmark_and_the_average(elsewhere):
+    items = make_items(12, k=4, seed=2, benchmark="astro") + make_items(12, k=4, seed=3, benchmark="myths")
+    table = api.run(items, "acemad,majority,decentralized", synthetic=True).table()
+    names = [f"AceMAD (T=3) minus {m} (paired)" for m in ("Majority Voting", "Decentralized MAD")]
+    paired = table[table["method"].isin(names)]
+    assert sorted(paired["method"]) == sorted(names)  # once each, not once per benchmark
+    assert (paired[["astro", "myths", "Average"]] != "").all().all() and paired["Average"].str.endswith("n=24").all()
 
 
 def test_import_stays_light_and_names_the_public_api():
