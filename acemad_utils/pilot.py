@@ -21,7 +21,7 @@ from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms
 from acemad_utils.cost.estimate import dollars, estimate_profile, replay
 from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
-from acemad_utils.data.benchmarks import data_hash
+from acemad_utils.data.benchmarks import data_hash, data_root
 from acemad_utils.data.own import read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root
 from acemad_utils.data.settings import env
@@ -137,6 +137,8 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     P = {**params["03_main_results"], "PROFILE": name}
     if P.get("BACKEND", "sim") == "sim":
         raise ValueError(f"profile {name!r} runs the synthetic population: a pilot is for a model (BACKEND openai)")
+    if P.get("SOURCE") == "benchmarks":
+        data_root()  # no benchmark files: one line now, not a plan the pilot cannot run
     terms = {} if env(ENV_MODELS) else parse_terms(load_profile(profile, overrides).get("models"))
     cfgs, seed, n_max = pilot_configs(P), P.get("SEED", 0), P.get("N_MAX")
     benches = ["demo"] if P.get("SOURCE") == "demo" else list(P["BENCHMARKS"])

@@ -180,6 +180,23 @@ def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monk
     assert "--set SECOND_MODEL=" in line  # the way to run without it
 
 
+def test_benchmark_data_that_is_not_there_stops_the_run_before_any_notebook_or_endpoint(
+    tmp_path, monkeypatch, tmp_outputs
+):
+    monkeypatch.delenv(D.ENV_VAR, raising=False)
+    monkeypatch.setattr(D, "_hub_available", lambda: False)  # no data directory, no `datasets`
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAI() as srv:
+        common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url, "SOURCE": "benchmarks"}
+        with pytest.raises(SystemExit) as e:
+            _reproduce(tmp_path, monkeypatch, common)
+        assert srv.count == 0
+    (line,) = str(e.value).splitlines()
+    assert line.startswith("[mine] not started: SOURCE=benchmarks: no benchmark data available: set ACEMAD_DATA_DIR")
+    assert line.endswith("or --set SOURCE=demo (the 24 demo questions)")
+    assert _reproduce(tmp_path, monkeypatch, {**common, "BACKEND": "sim", "SOURCE": "demo"}) == ["03_main_results"]
+
+
 def test_a_missing_key_or_a_model_not_served_stops_the_run(tmp_path, monkeypatch, tmp_outputs):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -152,6 +152,16 @@ def test_a_bad_pilot_option_is_one_error_line_and_exit_2(cwd, capsys, argv, says
     assert capsys.readouterr().err.strip() == says
 
 
+def test_a_profile_pilot_without_benchmark_data_says_so_before_its_plan(cwd, capsys, monkeypatch):
+    from acemad_utils.data import benchmarks as D
+
+    monkeypatch.delenv(D.ENV_VAR, raising=False)
+    monkeypatch.setattr(D, "_hub_available", lambda: False)
+    assert main(["pilot", "--profile", "paper", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: no benchmark data available: set ACEMAD_DATA_DIR") and "estimate" not in out
+
+
 def test_a_small_source_pilot_plans_what_it_has_and_a_synthetic_profile_has_none(tmp_outputs, capsys, monkeypatch):
     for k in ("ACEMAD_MAX_USD", "ACEMAD_SMOKE"):
         monkeypatch.delenv(k, raising=False)

@@ -264,9 +264,9 @@ FULL_SIZES = {
 }
 
 NO_DATA_HELP = (
-    f"no benchmark data available: set {ENV_VAR} (or pass data_dir) to a directory in the layout described in "
-    "`acemad_utils.data.benchmarks` (e.g. <dir>/truthfulqa/data/v0/mc_task.json), or `pip install datasets` and be "
-    "online to read the Hugging Face hub; `load_demo()` works without either"
+    f"no benchmark data available: set {ENV_VAR} (in Python also data_dir=) to a directory in the layout described "
+    "in `acemad_utils.data.benchmarks` (e.g. <dir>/truthfulqa/data/v0/mc_task.json), or `pip install datasets` and "
+    "be online to read the Hugging Face hub; the demo questions (SOURCE=demo, `load_demo()`) need neither"
 )
 
 

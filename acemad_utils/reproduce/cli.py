@@ -26,6 +26,7 @@ from acemad_utils.agents.budget import paid_line, parse_max_usd, unpriced_messag
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
 from acemad_utils.agents.redact import URL_SECRETS_ENV, hide_url, redact, safe_url
+from acemad_utils.data.benchmarks import DataError, data_root
 from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import load_run
@@ -82,6 +83,7 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     if jobs > 1 and llm:  # one endpoint, one response cache, one MAX_USD: one at a time
         raise SystemExit(f"{tag} jobs = {jobs}: notebooks run side by side only when none calls an LLM (backend "
                          "sim); this run has LLM notebooks: use jobs: 1 (the default)")  # fmt: skip
+    _data_preflight(tag, prof, selected)  # local and instant: before the endpoints' checks
     _preflight(tag, prof, selected)
     out_dir = outputs("notebooks", name)
     env = run_env(prof) | {
@@ -152,6 +154,17 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
         for model in (False, True):  # the free checks of every endpoint before any model's one-token request
             if lines := [x for x in pool.map(lambda ep: check(ep, model), eps) if x]:  # noqa: B023 (used at once)
                 raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
+
+
+def _data_preflight(tag: str, prof: dict, selected: list) -> None:
+    """SOURCE=benchmarks with no benchmark files to read stops here, in one line, not in seven notebooks' errors after
+    the first ones ran (and, on a paid profile, were paid)."""
+    if any(params_for(prof, nb, defaults=True).get("SOURCE") == "benchmarks" for nb in selected):
+        try:
+            data_root()
+        except DataError as e:
+            raise SystemExit(f"{tag} not started: SOURCE=benchmarks: {e}; or --set SOURCE=demo (the 24 demo "
+                             "questions)") from None  # fmt: skip
 
 
 def estimate_profile(*args, **kw):
