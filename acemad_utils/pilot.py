@@ -59,7 +59,8 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
     if k is None:
         k = next((kk for kk in range(MAX_K, MIN_K, -1) if (usd_of(counts(kk)) or 0.0) <= budget), MIN_K)
     cost, calls = usd_of(counts(k)), sum(c * n for (_, c), n in zip(units, counts(k)))
-    print(f"{what(k)}; estimate ${cost or 0:.2f} for {calls:,.0f} calls (none made yet), budget ${budget:.2f}")
+    price = "unpriced" if cost is None else f"${cost:.2f}"  # never $0.00 for a model without a price
+    print(f"{what(k)}; estimate {price} for {calls:,.0f} calls (none made yet), budget ${budget:.2f}")
     if cost is None:
         raise ValueError(f"no estimate can be shown: {P.get('MODEL')!r} has no price, so the pilot will not start; "
                          f"to price it, {how}")  # fmt: skip

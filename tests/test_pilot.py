@@ -63,15 +63,19 @@ def cwd(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("model,cap,says", [("no-such-model", None, "no estimate can be shown"),
-                                            ("gpt-4o-mini", "0.001", "over the $0.00 budget")])  # fmt: skip
-def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(cwd, capsys, monkeypatch, model, cap, says):
+@pytest.mark.parametrize("model,cap,says,plan", [
+    ("no-such-model", None, "no estimate can be shown", "estimate unpriced"),
+    ("gpt-4o-mini", "0.001", "over the $0.00 budget", "estimate $"),
+])  # fmt: skip
+def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(cwd, capsys, monkeypatch, model, cap, says,
+                                                                         plan):  # fmt: skip
     if cap:
         monkeypatch.setenv("ACEMAD_MAX_USD", cap)  # below the default $5: the cap wins
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
         assert main(["pilot", str(question_file(cwd)), "--model", model, "--base-url", srv.url]) == 2
         assert srv.count == 0
-    assert says in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert says in err and f"; {plan}" in out  # an unpriced model's plan is never "$0.00"
 
 
 def test_a_pilot_on_a_small_file_plans_all_of_it_not_what_the_budget_would_buy(cwd, capsys):
