@@ -47,7 +47,7 @@ def three(tmp_outputs, monkeypatch):
 def test_a_notebook_runs_again_only_when_something_it_reads_changed(three, tmp_outputs, capsys):
     nbs, ran = three
     assert reproduce.run("mine") == 0 and ran() == list(nbs)
-    capsys.readouterr()
+    assert capsys.readouterr().out.splitlines()[-1].startswith("[mine] done: executed notebooks in ")  # where to look
     assert reproduce.run("mine") == 0 and ran() == []
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "[mine] 01_first  up to date  01_first done"
@@ -66,6 +66,8 @@ def test_a_notebook_runs_again_only_when_something_it_reads_changed(three, tmp_o
     (tmp_outputs / "data" / "subsets").mkdir(parents=True, exist_ok=True)
     (tmp_outputs / "data" / "subsets" / "items.jsonl").write_text("{}\n")
     assert reproduce.run("mine") == 0 and ran() == list(nbs)
+    (P.outputs("viewer", "mine") / "run.html").write_text("<p>a run page, built on request</p>")  # no notebook reads it
+    assert reproduce.run("mine") == 0 and ran() == []
     # a run that did not end cleanly leaves nothing up to date
     table = P.outputs("tables") / "x.csv"
     fails = CODE.format(log=str(tmp_outputs / "ran.txt"), name="03_alone", table=str(table), extra="raise ValueError\n")

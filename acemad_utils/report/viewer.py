@@ -289,9 +289,9 @@ def page_link(experiment: str):
 
     rel = page_path(experiment).resolve().relative_to(root()).as_posix()
     return Markdown(
-        f"Every debate of this run: `python -m acemad_utils.report.viewer {experiment}` writes [{rel}](../{rel}) "
-        "(a self-contained page: open it in a browser; JupyterLab shows it without its script until you click "
-        "*Trust HTML*)."
+        f"Every debate of this run: `.venv/bin/python -m acemad_utils.report.viewer {experiment}` writes "
+        f"[{rel}](../{rel}) (not built by `make reproduce`: the link works once the command ran; a self-contained "
+        "page: open it in a browser; JupyterLab shows it without its script until you click *Trust HTML*)."
     )
 
 

@@ -123,6 +123,10 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 stamp.forget()
             elif note := stamp.save(prints, ran=todo, reads=needs):
                 print(f"{tag} {note}", flush=True)
+            if code == 0 and todo:  # where to look, as the up-to-date line says on a rerun
+                print(f"{tag} done: executed notebooks in {_rel(out_dir)}; tables and figures in "
+                      f"{_rel(outputs('tables', create=False))}, {_rel(outputs('figures', create=False))}",
+                      flush=True)  # fmt: skip
             return code
 
 

@@ -111,7 +111,7 @@ def _outside() -> list[Path]:
 
 def _written_state() -> str:
     base = paths.outputs(create=False)
-    skip = [base / "cache"] + ([] if paths.smoke() else [base / "smoke"])
+    skip = [base / "cache", base / "viewer"] + ([] if paths.smoke() else [base / "smoke"])  # no notebook reads them
     return tree_state([base, paths.root() / "data" / "subsets"], skip=skip)
 
 
