@@ -118,6 +118,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     monkeypatch.setattr(pm, "execute_notebook", stop)
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
     monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network (test_input_validation.py)
+    monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: None)  # nor benchmark files, as there
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
     assert order == ["estimate", "nb"]
     out = capsys.readouterr().out
