@@ -30,6 +30,8 @@ def save_table(
     first column is the source too: a file opened alone still says whether its numbers come from a model."""
     d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
+    if "source" in df.columns:
+        raise ValueError(f"{name}: a table's column may not be named 'source' (the CSV's first column says it)")
     df.assign(source=label)[["source", *df.columns]].to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
