@@ -149,7 +149,8 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
     *folders, last = results.name.split("/")
     md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)
-    atomic_write(md.with_suffix(".csv"), table.to_csv(index=False))
+    source = SYNTHETIC_LABEL if synthetic else models[0]  # the CSV's first column, as every saved table's
+    atomic_write(md.with_suffix(".csv"), table.assign(source=source)[["source", *table.columns]].to_csv(index=False))
     return md, text
 
 

@@ -133,7 +133,9 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     paths = dict(re.findall(r"^(transcripts|table|viewer): +(\S+)", out, flags=re.M))
     page = Path(paths["viewer"]).read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in page and "<img" not in page  # question and options are data, not markup
-    assert Path(paths["table"]).exists() and Path(paths["table"]).with_suffix(".csv").exists()
+    assert Path(paths["table"]).exists()
+    assert Path(paths["table"]).with_suffix(".csv").read_text().startswith("source,method,")  # opened alone: synthetic
+    assert "\nSYNTHETIC population (no LLM),AceMAD (T=2)," in Path(paths["table"]).with_suffix(".csv").read_text()
     recs = read_jsonl(Path(paths["transcripts"]) / "transcripts.jsonl.gz")
     assert len(recs) == 9 and all(len(r["rounds"]) == 2 for r in recs if r["method_kind"] != "single")
     csv = elsewhere / "mine.csv"
