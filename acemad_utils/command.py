@@ -27,6 +27,7 @@ from acemad_utils.experiments.subsets import item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import premise as PR
+from acemad_utils.report.save import with_source
 from acemad_utils.report.viewer import page_path
 
 THRESHOLD = pilot.THRESHOLD
@@ -149,8 +150,9 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
     *folders, last = results.name.split("/")
     md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)
-    source = SYNTHETIC_LABEL if synthetic else models[0]  # the CSV's first column, as every saved table's
-    atomic_write(md.with_suffix(".csv"), table.assign(source=source)[["source", *table.columns]].to_csv(index=False))
+    atomic_write(
+        md.with_suffix(".csv"), with_source(table, SYNTHETIC_LABEL if synthetic else models[0]).to_csv(index=False)
+    )
     return md, text
 
 

@@ -26,13 +26,10 @@ def save_table(
     df: pd.DataFrame, name: str, synthetic: bool, source: str = "", *, display: pd.DataFrame | None = None,
     companions: dict | None = None, title: str | None = None, folder: str = "tables",
 ) -> Path:  # fmt: skip
-    """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table). The CSV's
-    first column is the source too: a file opened alone still says whether its numbers come from a model."""
+    """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
     d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
     label = SYNTHETIC_LABEL if synthetic else (source or "real model")
-    if "source" in df.columns:
-        raise ValueError(f"{name}: a table's column may not be named 'source' (the CSV's first column says it)")
-    df.assign(source=label)[["source", *df.columns]].to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
+    with_source(df, label).to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
         _markdown(df if display is None else display, ".4f"),
@@ -43,6 +40,14 @@ def save_table(
         parts += [f"\n**{heading}**\n", _markdown(table, ".2f")]
     (d / f"{name}.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
     return d / f"{name}.csv"
+
+
+def with_source(df: pd.DataFrame, label: str) -> pd.DataFrame:
+    """`df` with the source as its first column, as every CSV is saved: a file opened alone still says whether its
+    numbers come from a model."""
+    if "source" in df.columns:
+        raise ValueError("a table's column may not be named 'source' (the CSV's first column says it)")
+    return df.assign(source=label)[["source", *df.columns]]
 
 
 def _markdown(df: pd.DataFrame, floatfmt: str) -> str:
