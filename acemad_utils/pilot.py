@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
+import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,6 +20,7 @@ import numpy as np
 from acemad_utils import api
 from acemad_utils.agents.budget import ENV_MAX, paid_line, parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms
+from acemad_utils.agents.redact import safe_url
 from acemad_utils.cost.estimate import dollars, estimate_profile, replay
 from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
 from acemad_utils.cost.power import format_plan, plan
@@ -235,10 +238,12 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
         pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
         parts.append(f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
                      f"questions would cost about ${per * n:,.2f} for these two methods")  # fmt: skip
-    parts.append(
-        f"`python -m acemad_utils run {path} --methods acemad,self_consistency,... --out {args.out}` replays these "
-        "calls from the response cache: nothing here is paid twice"
-    )
+    here = os.path.relpath(sys.executable)  # the interpreter that ran the pilot: `.venv/bin/python` from the repo
+    run = [here if not here.startswith("..") else sys.executable, "-m", "acemad_utils", "run", str(path), "--methods",
+           "acemad,self_consistency", "--model", args.model, *(["--base-url", safe_url(args.base_url)] if args.base_url
+           else []), "--seed", str(args.seed), "--out", str(args.out)]  # fmt: skip
+    parts.append(f"`{shlex.join(run)}` (add methods to --methods) replays these calls from the response cache: "
+                 "nothing here is paid twice")  # fmt: skip
     *folders, last = res.name.split("/")
     with outputs_root(out):
         finish([*parts, paid_line(since, budget) or ""], outputs("tables", *folders) / f"{last}.txt")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,7 +98,10 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
         assert main(["pilot", str(path), *who, "--base-url", srv.url]) == 0
         pilot_calls = srv.count
         out = capsys.readouterr().out
-        assert main([*full, "acemad_runs", "--base-url", srv.url]) == 0
+        [replay] = re.findall(r"`([^`]*-m acemad_utils run [^`]*)` \(add methods", out)  # the command it names
+        python, _, _, *argv = shlex.split(replay)
+        assert Path(python).resolve() == Path(sys.executable).resolve()
+        assert main(argv) == 0
         after_pilot = srv.count - pilot_calls
     with FakeOpenAI(scripted(premise)) as fresh:
         assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
