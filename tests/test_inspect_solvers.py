@@ -177,6 +177,20 @@ def test_replies_that_never_parse_fail_the_eval_with_one_line(tmp_path):
     assert log.status == "error" and "did not parse" in log.error.message and "\n" not in log.error.message.strip()
 
 
+def test_a_key_the_endpoint_echoes_reaches_no_eval_log(tmp_path, monkeypatch):
+    plain = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"  # not key-like: only redaction by value catches it
+    monkeypatch.setenv("FAKE_API_KEY", plain)
+    with FakeOpenAI(FaultInjector(rate=0.0), mode="401") as srv:
+        log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
+                       model_base_url=srv.url)  # fmt: skip
+        assert f"Bearer {plain}" in srv.auth  # the endpoint got it and quoted it back
+    assert log.status == "error" and "Incorrect API key provided: ***" in log.error.message
+    # The errors the solver raises: the eval's and each sample's. (inspect's own model events keep the endpoint's
+    # raw reply, as they do under any solver, its own generate() included.)
+    errors = [log.error, *(s.error for s in log.samples or [] if s.error)]
+    assert all(plain not in e.message + e.traceback + e.traceback_ansi for e in errors)
+
+
 # ----------------------------------------------------------------------------- the command line
 TASK_FILE = """
 from inspect_ai import Task, task

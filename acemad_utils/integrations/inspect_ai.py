@@ -33,6 +33,7 @@ from inspect_ai.util import JSONSchema, span
 from acemad_utils.agents.client import MODES, Completion, LLMClient, refuses_format
 from acemad_utils.agents.llm_agent import LLMAgent
 from acemad_utils.agents.pool import act_all
+from acemad_utils.agents.redact import remember_secret, scrub
 from acemad_utils.data.benchmarks import LETTERS
 from acemad_utils.data.own import make_question
 from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT
@@ -72,6 +73,8 @@ class InspectClient:
 
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, cache: bool | CachePolicy = False):
         self.model, self.loop, self.cache = model, loop, cache
+        if isinstance(key := getattr(model.api, "api_key", None), str) and key:
+            remember_secret(key)  # an endpoint may echo it in an error, which inspect writes to the eval log
         self.context = contextvars.copy_context()  # the sample's: its transcript, limits and model roles
 
     async def _call(self, chat: list, config: GenerateConfig, scope: str) -> ModelOutput:
@@ -230,7 +233,11 @@ def _solver(method: str, doc: str):
             }
             pop = InspectPopulation(clients, seed=seed, calls=calls)
             # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
-            record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
+            try:
+                record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
+            except Exception as e:  # the sample's error, logged by inspect: without a key the endpoint echoed
+                scrub(e)  # in place, its type kept
+                raise
             state.store.set(STORE_KEY, record)
             state.metadata[STORE_KEY] = compact(record, cfg)
             answer = record["final"].get("answer")
