@@ -127,6 +127,7 @@ class FakeOpenAI:
         self._queue = deque(script) if script is not None and not callable(script) else deque()
         self.requests: list[dict] = []
         self.auth: set[str] = set()  # Authorization values seen
+        self.targets: list[str] = []  # request targets as sent (path and query)
         self.count = self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
         self.batch_delay, self.batch_error, self.batch_missing = batch_delay, batch_error, batch_missing
@@ -292,6 +293,7 @@ class FakeOpenAI:
             def do_GET(self):
                 with fake._lock:
                     fake.auth.add(self.headers.get("Authorization", ""))
+                    fake.targets.append(self.path)
                 if fake.mode == "down":
                     self.close_connection = True
                 else:
@@ -300,6 +302,8 @@ class FakeOpenAI:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 path = self.path.split("?")[0].rstrip("/")
+                with fake._lock:
+                    fake.targets.append(self.path)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     if not path.endswith(("/files", "/batches")):
                         return fake._chat(self, raw)

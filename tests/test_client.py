@@ -83,6 +83,16 @@ def test_a_server_on_this_machine_gets_the_long_deadline_and_a_remote_one_the_sh
     assert LLMClient(base_url="http://127.0.0.1:9/v1").timeout == 20.0  # the user's value wins
 
 
+@pytest.mark.parametrize("name", ["ACEMAD_CALL_TIMEOUT", "ACEMAD_QUESTION_TIMEOUT"])
+@pytest.mark.parametrize("value", ["-5", "0", "abc", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused_by_its_name(monkeypatch, name, value):
+    from acemad_utils.agents.llm_agent import LLMPopulation
+
+    monkeypatch.setenv(name, value)  # before any call: not "8 consecutive calls timed out" blaming the endpoint
+    with pytest.raises(ValueError, match=f"{name} = '{value}': need a number of seconds > 0"):
+        LLMPopulation("m", "http://127.0.0.1:9/v1", "sk-x", preflight=False).client(None)
+
+
 def test_structured_mode_fallback_chain_is_detected_once():
     def script(body, n):
         rf = body.get("response_format")

@@ -91,6 +91,7 @@ def test_redact_removes_keys_and_keeps_words():
     assert redact("no secrets here, just sk-1 and a task-list") == "no secrets here, just sk-1 and a task-list"
     assert "AbC123" not in redact("header tokensk-proj-AbC123dEf456GhI789jKl0 trailer")  # glued to a word
     assert redact("a risk-averse, task-specific reasoner") == "a risk-averse, task-specific reasoner"
+    assert redact("Incorrect API key provided: Basic dXNlcjpwdw==") == "Incorrect API key provided: Basic ***"
 
 
 def exception_text(e: BaseException) -> str:
@@ -254,3 +255,28 @@ def test_a_reply_echoing_the_key_is_stored_and_returned_without_it(tmp_path):
     assert PLAIN not in text and "canary" not in text and "***" in text
     for path in tmp_path.iterdir():
         assert not any(n in path.read_bytes() for n in (PLAIN.encode(), *NEEDLES)), path
+
+
+def test_url_credentials_echoed_by_the_endpoint_reach_no_exception_or_file(tmp_path):
+    """A URL's user:password@ goes as Basic auth and its ?api_key= as a query; an endpoint quoting either back (a 401
+    with the Authorization value, or the raw values) leaves them in no exception and no file; paths stay whole."""
+
+    password = "PwCanary77plain"  # not key-like: only redaction by value catches it
+
+    def quote(body, n):
+        msg = f"Incorrect API key provided: {next(iter(srv.auth))}; {password}; {URL_QUERY_KEY}"
+        return Reply(status=401, raw=json.dumps({"error": {"message": msg}}).encode(), kind="auth")
+
+    with FakeOpenAI(quote) as srv:
+        url = srv.url.replace("://", f"://user:{password}@") + f"?api_key={URL_QUERY_KEY}"
+        c = LLMClient("m", url, "sk-x", cache=tmp_path / "llm.sqlite", max_attempts=1)
+        c.preflight()
+        with pytest.raises(Exception) as exc:
+            c.generate([{"role": "user", "content": "hi"}])
+        c.close()
+    assert any(a.startswith("Basic ") for a in srv.auth)  # what the endpoint echoed
+    assert srv.targets == [f"/v1/models?api_key={URL_QUERY_KEY}", f"/v1/chat/completions?api_key={URL_QUERY_KEY}"]
+    text = exception_text(exc.value)
+    basic = next(a for a in srv.auth if a.startswith("Basic ")).split()[1]
+    for secret in (password, URL_QUERY_KEY, basic):
+        assert secret not in text and leaks(tmp_path, secret) == []

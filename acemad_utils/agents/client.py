@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse, urlunparse
 
 import httpx2
 import openai
@@ -24,9 +24,9 @@ from acemad_utils.agents.cache import GarbledResponse, ResponseCache, empty_repl
 from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
-from acemad_utils.agents.redact import redact, remember_secret, safe_url, scrub
+from acemad_utils.agents.redact import redact, remember_secret, remember_url_secrets, safe_url, scrub
 from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
-from acemad_utils.data.settings import env
+from acemad_utils.data.settings import env, seconds
 from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -255,7 +255,11 @@ class LLMClient:
                  cache: ResponseCache | str | os.PathLike | None = None, budget: Optional[B.Budget] = None,
                  free: Optional[bool] = None):  # fmt: skip
         self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
-        self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # never in describe() or the cache
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # never in describe() or the cache
+        remember_url_secrets(url)  # an endpoint may echo them (a 401 quoting "Basic <user:password>")
+        query = urlparse(url).query if url else ""  # the SDK appends paths to base_url: a query goes beside them
+        self._query = dict(parse_qsl(query, keep_blank_values=True)) or None
+        self._base_url = urlunparse(urlparse(url)._replace(query="")) if url and query else url
         self.where = safe_url(self._base_url)
         self.kind = kind or endpoint_kind(self._base_url)
         self.free = is_own_server(self._base_url) if free is None else free
@@ -270,7 +274,7 @@ class LLMClient:
         self.settled: Optional[str] = None  # the mode of the first structured reply: self.mode is known to work
         self._probe: Optional[tuple[asyncio.Lock, asyncio.AbstractEventLoop]] = None
         own = LOCAL_TIMEOUT if endpoint_kind(self._base_url) == "local-llama.cpp" else TIMEOUT  # any loopback
-        self.timeout = float(env("ACEMAD_CALL_TIMEOUT") or own) if timeout is None else timeout
+        self.timeout = seconds("ACEMAD_CALL_TIMEOUT", timeout, own)
         self.retry_time = max(RETRY_TIME, 3 * self.timeout) if retry_time is None else retry_time
         self.max_tokens, self.max_reply_bytes = MAX_TOKENS, max_reply_bytes
         self.max_concurrency, self.max_attempts = max_concurrency, max_attempts
@@ -296,7 +300,8 @@ class LLMClient:
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
         # one SDK client per SHARD calls in flight: one httpx pool of 256 fed a 1 s endpoint 0.35 (bench/throughput.py)
-        self._shards = [openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout,
+        self._shards = [openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, default_query=self._query,
+                                           timeout=self.timeout,
                                            max_retries=max_attempts - 1, http_client=_Guard(self, timeout=self.timeout))
                         for _ in range(-(-max_concurrency // SHARD))]  # fmt: skip
         self._aio, self._next = self._shards[0], itertools.count()
@@ -306,7 +311,9 @@ class LLMClient:
     def sdk(self) -> openai.OpenAI:
         """The synchronous SDK client, for the Batch API (its files pass the 8 MiB cap)."""
         if self._sync is None:
-            self._sync = openai.OpenAI(api_key=self._key, base_url=self._base_url, timeout=self.timeout)
+            self._sync = openai.OpenAI(
+                api_key=self._key, base_url=self._base_url, default_query=self._query, timeout=self.timeout
+            )
         return self._sync
 
     def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,

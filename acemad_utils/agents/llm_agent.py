@@ -19,7 +19,7 @@ from acemad_utils.agents.client import QUESTION_TIME, GenerateConfig, LLMClient
 from acemad_utils.agents.pool import act_all
 from acemad_utils.agents.redact import restore_url, safe_url
 from acemad_utils.data.paths import outputs
-from acemad_utils.data.settings import env
+from acemad_utils.data.settings import env, seconds
 from acemad_utils.protocol.commit import commit_schema, parse_commit
 from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
 from acemad_utils.protocol.prompts import PERSONAS, argue_prompt, commit_prompt, repair_prompt, single_prompt, wants_q
@@ -126,9 +126,7 @@ class LLMPopulation(Population):
                  calls_via: Optional[str] = None, batch_options: Optional[dict] = None,
                  question_time: Optional[float] = None, **client_kwargs):  # fmt: skip
         self.model, self.base_url, self._api_key = model, base_url, api_key
-        self.question_time = float(question_time or env("ACEMAD_QUESTION_TIMEOUT") or QUESTION_TIME)
-        if not self.question_time > 0:
-            raise ValueError(f"question_time must be > 0 seconds (ACEMAD_QUESTION_TIMEOUT), got {self.question_time}")
+        self.question_time = seconds("ACEMAD_QUESTION_TIMEOUT", question_time, QUESTION_TIME)
         self.cache = ResponseCache(cache) if isinstance(cache, (str, os.PathLike)) else cache
         self.seed, self.max_tokens = seed, (max_tokens[0], max_tokens[1])
         self.calls = _choice("calls", calls, ("two", "single"))

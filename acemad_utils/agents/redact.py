@@ -15,7 +15,8 @@ from acemad_utils.data.settings import env
 _SECRETS: set[str] = set()  # keys this process has been given (in memory only), for redact()
 # sk-... at a word's start, or glued to a word ("keysk-proj-...") with 20+ characters and a digit ("risk-averse" stays)
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}|\B(sk|rk|pk)-(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{20,}")
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-._~+/*]+=*")  # RFC 6750 token characters (and our ***)
+# RFC 6750 token characters (and our ***); Basic: an endpoint echoing the user:password@ of a URL, base64-encoded
+_BEARER = re.compile(r"(?i)((?:bearer|basic)\s+)[A-Za-z0-9\-._~+/*]+=*")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>\]\[(){}]+")  # up to white space or a closing quote/bracket
 _SECRET_QUERY = re.compile(r"(?i)^(api)?(key|token|secret|sig|signature|password|pass|pwd|auth|access|code)\w*$")
 URL_SECRETS_ENV = "ACEMAD_URL_SECRETS"  # {URL as stored: URL with its credentials}, set by the reproduce driver
@@ -25,11 +26,26 @@ def remember_secret(key: str) -> None:
     _SECRETS.add(key)
 
 
+def _secret_query(name: str) -> bool:
+    return bool(_SECRET_QUERY.match(name.replace("-", "").replace("_", "")))
+
+
+def remember_url_secrets(url: Optional[str]) -> None:
+    """The user, password and credential query values of `url` are redacted from now on wherever they appear."""
+    try:
+        u = urlparse(url or "")
+        parts = [u.username, u.password, *(v for k, v in parse_qsl(u.query) if _secret_query(k))]
+    except ValueError:
+        return
+    for part in parts:
+        if part:
+            remember_secret(part)
+
+
 def _strip_one(url: str) -> str:
     try:
         u = urlparse(url)
-        query = [(k, v) for k, v in parse_qsl(u.query, keep_blank_values=True)
-                 if not _SECRET_QUERY.match(k.replace("-", "").replace("_", ""))]  # fmt: skip
+        query = [(k, v) for k, v in parse_qsl(u.query, keep_blank_values=True) if not _secret_query(k)]
         return urlunparse(u._replace(netloc=u.netloc.rpartition("@")[2], query=urlencode(query)))
     except ValueError:  # not parseable as a URL (a bad port): keep scheme and host-ish part only
         return url.split("@")[-1].split("?")[0]
@@ -54,9 +70,7 @@ def restore_url(url: Optional[str]) -> Optional[str]:
         return url
     if not isinstance(full, str):
         return url
-    for part in (urlparse(full).password, urlparse(full).username):
-        if part:
-            remember_secret(part)
+    remember_url_secrets(full)
     return full
 
 

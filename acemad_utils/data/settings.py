@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 ENV_VARS: dict[str, str] = {
@@ -45,6 +46,18 @@ def env(name: str) -> str:
     if name not in ENV_VARS:
         raise KeyError(f"{name} is not an environment variable of acemad_utils; see data/settings.py ENV_VARS")
     return os.environ.get(name, "")
+
+
+def seconds(name: str, given: float | None, default: float) -> float:
+    """`given`, else variable `name`, else `default`: a finite number of seconds > 0, or a ValueError naming both."""
+    raw = env(name) if given is None else given
+    try:
+        value = float(raw) if raw not in ("", None) else default
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} = {raw!r}: need a number of seconds > 0")
+    return value
 
 
 def flag(name: str) -> bool:
