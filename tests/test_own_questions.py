@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -349,6 +350,23 @@ def test_empty_replies_fail_uncached_and_a_fixed_endpoint_is_asked_again(elsewhe
     assert main(argv) == 0
     assert endpoint.count > first, "the fixed endpoint is asked again: nothing empty was cached"
     assert all(r["status"] == "ok" for r in read_jsonl(run / "transcripts.jsonl.gz"))
+
+
+def test_a_rerun_on_a_warm_cache_sends_nothing_and_needs_no_endpoint(elsewhere, endpoint, capsys):
+    """Not even the endpoint's check (GET /models) until a call the cache cannot answer; that one then stops the
+    run in one line, its answered records kept."""
+    src = _write(elsewhere / "w.jsonl", ROWS[:2])
+    argv = ["run", str(src), "--model", "fake-model", "--methods", "majority,acemad", "--rounds", "1"]
+    assert main(argv) == 0
+    table = Path(re.findall(r"^table: +(\S+)", capsys.readouterr().out, flags=re.M)[0])
+    first, runs = table.read_bytes(), elsewhere / "acemad_runs" / "runs"
+    for mode in ("ok", "down"):
+        shutil.rmtree(runs)  # no transcript left: every reply comes from the response cache
+        endpoint.set_mode(mode)
+        endpoint.targets.clear()
+        assert main(argv) == 0 and endpoint.targets == [] and table.read_bytes() == first, mode
+    assert main([*argv, "--seed", "1"]) == 1  # new calls, the endpoint down
+    assert "cannot reach the model endpoint" in capsys.readouterr().err
 
 
 def test_an_empty_row_in_an_old_cache_is_no_answer(tmp_path):

@@ -232,6 +232,10 @@ class ResponseCache(contextlib.AbstractContextManager):
         prices = [(price_of(model), batch, pt, ct, cached) for model, batch, pt, ct, cached in rows]
         return sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for p, batch, pt, ct, cached in prices if p)
 
+    def holds(self, model: str) -> bool:
+        """Whether any reply of `model` is stored (a rerun, which may need no call at all)."""
+        return bool(self._sql("SELECT 1 FROM responses WHERE model = ? LIMIT 1", (model,)))
+
     def __len__(self) -> int:
         return self._sql("SELECT COUNT(*) FROM responses")[0][0]
 

@@ -289,6 +289,8 @@ class LLMClient:
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
         self.stopped = False  # a second Ctrl-C (the runner): a question in flight ends at its next call
+        self.check_first = False  # preflight() before the first call the cache cannot answer (LLMPopulation)
+        self._check_lock = threading.Lock()
         self._lock = threading.Lock()
         self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
         self._cost: Optional[float] = 0.0  # None once a model without a price was billed
@@ -357,6 +359,8 @@ class LLMClient:
         """The call under MAX_USD: its dearest cost held before sending, settled at the reported usage."""
         if self.stopped:
             raise CallsStopped("the run was stopped by a second Ctrl-C: no new call is sent")
+        if self.check_first:
+            self._check_once()
         held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
         try:
             out = _run(self._call(model, messages, params, schema, deadline))
@@ -543,6 +547,21 @@ class LLMClient:
             return _run(ask())
         except Exception as e:  # the caller decides what each outcome means
             return e
+
+    def _check_once(self) -> None:
+        """The preflight a rerun deferred to its first uncached call: its finding stops this and every later call
+        (the breaker's path: the run saves what it has and says why)."""
+        with self._check_lock:
+            if not self.check_first:
+                return
+            try:
+                self.preflight()
+            except (EndpointUnreachable, APIKeyRejected, ModelNotServed) as e:
+                self.down = str(e)
+            finally:
+                self.check_first = False
+        if self.down is not None:
+            raise EndpointDown(self.down)
 
     def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
         """One free GET /models before any paid call (check_model: the model must be served); setting: what to fix."""

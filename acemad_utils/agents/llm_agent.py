@@ -153,7 +153,10 @@ class LLMPopulation(Population):
                 # restore_url: the credentials the reproduce driver kept out of the notebook (redact.hide_url)
                 client = LLMClient(self.model, restore_url(key), self._api_key if key == self.base_url else None,
                                    cache=self.cache, **self.client_kwargs)  # fmt: skip
-                if self.preflight:
+                rerun = self.batcher is None and self.cache is not None and self.cache.holds(client.model)
+                if self.preflight and rerun:  # its cache may answer every call, and then none is sent
+                    client.check_first = True
+                elif self.preflight:
                     client.preflight()
                 if self.batcher is not None:  # whatever the address: loopback may be a gateway with a Batch API
                     if self.calls_via == "batch" and self.preflight:
