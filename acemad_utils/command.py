@@ -198,7 +198,8 @@ def run(args) -> int:
     if n > PARSE_FAILURE_LIMIT * max(of, n):  # reproduce's rule (reproduce/cli.py): no beliefs were measured
         print(f"{n} of {max(of, n)} commitments ({100 * n / max(of, n):.0f}%) did not parse after the repair call, "
               f"more than the {PARSE_FAILURE_LIMIT:.0%} a result may have: the table measures no beliefs. Check the "
-              "model's replies (commit_raw in the transcripts) and --model / --base-url", file=sys.stderr)  # fmt: skip
+              "model's replies (commit_raw in the transcripts) and --model / --base-url, then rerun with another "
+              f"--out: {res.run_dir.parents[2]} keeps these records and their replies", file=sys.stderr)  # fmt: skip
         return 1
     if line := api.failure_line(res.records, "Rerun the same command"):  # reproduce's failure_lines, for one run
         print(line, file=sys.stderr)

@@ -385,6 +385,10 @@ def test_mostly_unparsed_commitments_exit_1_like_reproduce(elsewhere, endpoint, 
     err = capsys.readouterr().err
     line = next(x for x in err.splitlines() if "did not parse" in x)
     assert re.match(r"10 of 10 commitments \(100%\) did not parse after the repair call, more than the 50%", line)
+    assert line.endswith(f"rerun with another --out: {elsewhere / 'acemad_runs'} keeps these records and their replies")
+    endpoint.set_mode("ok")  # the endpoint fixed: the folder the line names still answers from its records
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority"]) == 1
+    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority", "--out", "fixed"]) == 0
 
 
 # ----------------------------------------------------------------------------- per-role models
