@@ -186,6 +186,18 @@ def test_max_usd_counts_a_priced_loopback_endpoint(tmp_path, monkeypatch):
         assert srv.count == 0
 
 
+def test_max_usd_estimates_follow_an_endpoint_that_counts_more_prompt_tokens_than_modelled(tmp_path):
+    """Each reply reports 200,000 prompt tokens ($0.03) for a prompt modelled at a few: after the first, a call's
+    reservation uses the ratio seen, so the call that would pass the cap is refused, not sent."""
+    reply = Reply("x", prompt_tokens=200_000, completion_tokens=0)
+    with FakeOpenAI(default=reply) as srv:
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", budget=B.Budget(0.1))
+        with pytest.raises(B.BudgetExceeded):
+            for i in range(10):
+                c.generate(MSG, GenerateConfig(max_tokens=5), scope=str(i))
+        assert srv.count == 3 and c.budget.spent == pytest.approx(0.09)  # a fourth would have made $0.12
+
+
 def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkeypatch):
     """serve() registers the server it started; the client on it bills nothing and is never refused, whatever
     the model is called. (The server process is faked by a FakeOpenAI on the port serve() is given.)"""

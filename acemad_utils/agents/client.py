@@ -289,6 +289,7 @@ class LLMClient:
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
         self.stopped = False  # a second Ctrl-C (the runner): a question in flight ends at its next call
+        self._token_ratio = 1.0  # the most prompt tokens reported per modelled one: MAX_USD's estimates scale by it
         self.check_first = False  # preflight() before the first call the cache cannot answer (LLMPopulation)
         self._check_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -368,6 +369,9 @@ class LLMClient:
             self.budget.settle(held, 0.0)  # not billed
             raise
         reported = (out.prompt_tokens, out.completion_tokens, out.cached_tokens)
+        if out.prompt_tokens:  # the endpoint's tokenizer counts more than the token model: later estimates follow it
+            with self._lock:
+                self._token_ratio = max(self._token_ratio, out.prompt_tokens / max(1, prompt_tokens(messages)))
         self.budget.settle(held, self.call_cost(model, *reported) if any(reported[:2]) else
                            self.call_cost(model, prompt_tokens(messages), tokens(out.text)))  # fmt: skip
         return out
@@ -516,7 +520,8 @@ class LLMClient:
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
         """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens."""
-        return self.call_cost(model, prompt_tokens(messages), params.get("max_tokens") or 1000, 0, batch=batch)
+        modelled = prompt_tokens(messages) * self._token_ratio  # at least what this endpoint reported so far
+        return self.call_cost(model, modelled, params.get("max_tokens") or 1000, 0, batch=batch)
 
     def stats(self) -> dict:
         """Counters summed over this client's life, plus cost_usd (None if a model has no price)."""
