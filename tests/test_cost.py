@@ -94,6 +94,20 @@ def test_make_estimate_prints_the_paper_profile_priced_without_any_network(no_ne
     assert hours <= 2 * floor
 
 
+def test_the_local_profiles_estimate_names_the_local_model_and_prices_its_plan_free(monkeypatch, tmp_path, capsys):
+    gguf = tmp_path / "MyLocal-7B.Q4.gguf"
+    gguf.write_bytes(b"")
+    monkeypatch.setenv("ACEMAD_GGUF", str(gguf))
+    for k in ("ACEMAD_MODELS", "ACEMAD_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(k, raising=False)
+    assert C.main(["estimate", "--profile", "local", "--per-benchmark", "1"]) == 0
+    table, power = capsys.readouterr().out.split("questions needed for 80% power")
+    rows = [x for x in table.splitlines() if x.strip().startswith("0")]
+    assert rows and all(" MyLocal-7B.Q4 " in x and "gpt-4o-mini" not in x for x in rows)
+    main_gain = next(x for x in power.splitlines() if x.strip().startswith("main gain"))
+    assert main_gain.split()[-1] == "$0"  # the plan's dollars: the server's calls are free, not "unpriced"
+
+
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
     """Notebook 03's configs on 3 demo questions: the replay's paid calls == a real run's requests (cache dedup)."""
     qs = load_demo()[:3]

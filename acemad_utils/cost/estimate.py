@@ -27,7 +27,7 @@ from acemad_utils.agents.prices import ENV_MODELS, FREE, HOW_TO_PRICE, parse_ter
 from acemad_utils.agents.redact import safe_url
 from acemad_utils.agents.tokenmodel import CHARS_PER_TOKEN, prompt_tokens, tokens
 from acemad_utils.cost.items import item_counts, sample_items
-from acemad_utils.cost.power import format_plan, plan
+from acemad_utils.cost.power import format_plan, plan, profile_model
 from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
@@ -209,7 +209,8 @@ def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optio
     for st, P in stages:
         for b in (b for b in st.benchmarks or () if items.get(b)):
             outside = st.on == "input" and st.name != "subsets"  # Table 6: pays only items outside the subsets
-            per = replay(st.configs, items[b], P, store={} if outside else store, arg_chars=arg_chars, model=st.model,
+            m0 = st.model or profile_model(P)
+            per = replay(st.configs, items[b], P, store={} if outside else store, arg_chars=arg_chars, model=m0,
                          base_url=st.base_url)  # fmt: skip
             full, sub, why = item_counts(b, P)
             n = full if st.on == "input" else sub
@@ -217,7 +218,6 @@ def estimate_profile(profile: str, overrides: Optional[dict] = None, only: Optio
             scale = n * (1 - sub / full) if outside and full else n  # the items whose calls are paid
             if st.on == "subset":
                 subset_src.add(why)
-            m0 = st.model or P.get("MODEL") or "gpt-4o-mini"
             for m, v in [*per["by"].items(), (m0, None)]:
                 r = rows.setdefault((st.notebook, m), Row(st.notebook, m, free=True))
                 r.free = r.free and P.get("BACKEND") == "local"  # free only on the project's own server

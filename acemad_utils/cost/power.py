@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import pandas as pd
@@ -116,7 +117,7 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
         d = [x - y for x, y in zip(pa, pb)]
         psi = [PW.discordance_at(x, y, rho or 0.0) for x, y in zip(pa, pb)]
         paper = FULL_SIZES if c.table == "table6_full_datasets" else PAPER_SUBSETS
-        shares = ns if sum(ns) else [paper[bb] for bb in benches]
+        shares = ns if all(ns) else [paper[bb] for bb in benches]  # a benchmark without a question: the design's
         sized_ = sum(d) != 0  # a per-benchmark tie (MMLU-Pro) claims no difference: nothing to detect
         n05 = PW.n_strata(shares, d, psi, ALPHA, POWER) if sized_ else None
         nh = PW.n_strata(shares, d, psi, holm, POWER) if sized_ else None
@@ -139,12 +140,29 @@ def plan(params_by_nb: dict, rho: Optional[float] = None, est: Optional[Estimate
     return pd.DataFrame(rows)
 
 
+def profile_model(P: dict) -> str:
+    """The model a profile's runs call unless a run names its own: MODEL, else the local GGUF's name (BACKEND local,
+    as experiments/setup.py serves it), else the client's default."""
+    if P.get("MODEL"):
+        return str(P["MODEL"])
+    if P.get("BACKEND") == "local":
+        from acemad_utils.agents.local_server import LocalServerError, default_gguf  # noqa: PLC0415
+
+        try:
+            return Path(default_gguf()).stem
+        except LocalServerError:
+            return "local model (not installed)"
+    from acemad_utils.agents.client import DEFAULT_MODEL  # noqa: PLC0415 (the openai SDK: an endpoint's estimate)
+
+    return DEFAULT_MODEL
+
+
 def _usd_per_question(est: Estimate, c: Claim, r: Optional[registry.Run], P: dict) -> Optional[float]:
     """Dollars per question of the claim's run (its notebook's rows of its model and of models answering inside it);
     None when nothing is planned or a row is unpriced."""
     if r is None:
         return None
-    model = r.model or P.get("MODEL") or ""
+    model = r.model or profile_model(P)
     rows = [x for x in est.rows if x.notebook == c.notebook and (x.model == model or not x.questions)]
     n = sum(planned(r, P, list(r.benchmarks or ())))
     if not rows or not n or any(x.usd is None for x in rows):
