@@ -218,7 +218,7 @@ class Batcher:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph: whole sentences
     ap.add_argument("--cache", default=None, help="the response cache (default outputs/cache/llm.sqlite)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("status", help="batches recorded in the cache")
