@@ -57,7 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--agents", type=int, default=5, help="N, agents per debate (default 5)")
     r.add_argument("--eta", type=float, default=2.0, help="AceMAD's learning rate (default 2)")
     r.add_argument("--name", default=None, help="run name (default: the file's name)")
-    r.add_argument("--challenging", action="store_true", help="keep only the challenging subset first (see --help)")
+    r.add_argument("--challenging", action="store_true", help="first keep only the paper's challenging subset: the "
+                   "naive single agent answers each question 5 times and those it gets right in fewer than "
+                   f"{THRESHOLD:.0%}% of its runs are kept (every question then needs an answer; those runs are calls "
+                   "too)")  # fmt: skip
     r.add_argument(
         "--role-model", action="append", default=[], metavar="ROLE=NAME[@URL]",
         help=f"a role's own model (and endpoint), repeatable; roles: {', '.join(api.ROLES)}",

@@ -244,6 +244,18 @@ def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint
         assert not srv.requests
 
 
+def test_files_mode_names_this_interpreter_in_its_import_command(root):
+    """The import step CALLS_VIA=files prints runs with the interpreter that ran the pass (`.venv/bin/python` from
+    the repo), as the pilot's closing line does, not whatever `python` is on PATH."""
+    with FakeOpenAI(FaultInjector(0.0)) as srv:
+        pop = W.population(srv.url, str(root / "f.sqlite"), "files", kind=None)
+        with pytest.raises(BA.BatchExported) as got:
+            run_experiment("files-hint", W.questions(2), [W.config()], pop, workers=2, progress=False)
+    here = os.path.relpath(sys.executable)
+    python = here if not here.startswith("..") else sys.executable
+    assert f"`{python} -m acemad_utils.agents.batch import " in str(got.value)
+
+
 def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
     from acemad_utils.agents.client import BatchUnsupported
 

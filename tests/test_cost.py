@@ -56,6 +56,7 @@ def tmp_root(tmp_outputs, monkeypatch):
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
+@pytest.mark.usefixtures("tmp_outputs")  # no subset a paper-profile run built in the checkout's data/subsets is read
 def test_make_estimate_prints_the_paper_profile_priced_without_any_network(no_network, capsys, monkeypatch):
     """One estimate of the paper profile: printed per notebook with prices and power, every row priced, Table 6 paying
     only the items outside the subsets, and the profile's WORKERS inside a common rate limit."""

@@ -260,3 +260,27 @@ def test_every_set_up_step_of_the_makefile_says_what_it_does_first():
     steps = [i for i, x in enumerate(lines) if "$(PIP)" in x or "-m venv" in x]
     assert len(steps) >= 4
     assert all("echo" in lines[i] if "-m venv" in lines[i] else lines[i - 1].startswith("@echo") for i in steps)
+
+
+HELP_MODULES = [
+    "acemad_utils.cost",
+    "acemad_utils.agents.batch",
+    "acemad_utils.reproduce",
+    "acemad_utils.reproduce.nbtools",
+]
+
+
+@pytest.mark.parametrize("module", HELP_MODULES)
+def test_a_modules_help_shows_its_description_in_whole_sentences(module):
+    """`--help` shows the module docstring's first paragraph whole, not cut at the end of its first line."""
+    out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, check=True).stdout
+    description = out.split("\n\n")[1]  # after the usage block
+    assert description.rstrip().endswith("."), description
+
+
+def test_the_run_commands_challenging_option_says_what_it_does():
+    """--challenging's help states the selection rule itself instead of pointing to a --help that has no more."""
+    out = subprocess.run([sys.executable, "-m", "acemad_utils", "run", "--help"], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert "(see --help)" not in out
+    assert "fewer than 40% of its runs are kept" in " ".join(out.split())

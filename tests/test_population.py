@@ -16,7 +16,8 @@ from acemad_utils.experiments.assumption_map import EVIDENCE
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
-from acemad_utils.protocol.schema import AgentSpec
+from acemad_utils.protocol.schema import SYNTHETIC_LABEL, AgentSpec
+from acemad_utils.report import figures
 
 ITEMS = make_items(300, k=4, seed=21)
 ROSTER = DebateConfig(method="acemad").specs()  # 4 Generalists, 1 Skeptic
@@ -165,6 +166,14 @@ def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named
     assert original.slug != fitted.slug  # the original selects other items: subsets of its own
     with pytest.raises(ValueError, match="POPULATION"):
         Setup(population="mine")
+
+
+def test_the_original_population_is_labelled_the_synthetic_population_not_a_stand_in(tmp_outputs):
+    """Figure titles and summary lines of POPULATION=original read as its tables do; "stand-in" is notebook 07's."""
+    original, standin = Setup(population="original"), Setup(model="DeepSeek-V3.1")
+    assert figures.source_label(original.synthetic, original.model) == SYNTHETIC_LABEL
+    assert "stand-in" not in original.describe()
+    assert figures.source_label(standin.synthetic, standin.model) == "SYNTHETIC stand-in for DeepSeek-V3.1 (no LLM)"
 
 
 def test_the_committed_fit_reproduces_its_baseline_cells():

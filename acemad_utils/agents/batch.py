@@ -147,9 +147,11 @@ class Batcher:
             record_batch(self.cache, f"file:{path}:{kind}", kind, [e for e in entries if e["client"].kind == kind],
                          status="exported")  # fmt: skip
         out = path.replace("requests-", "output-")
+        here = os.path.relpath(sys.executable)  # this interpreter: `.venv/bin/python` from the repo
+        python = here if not here.startswith("..") else sys.executable
         raise BatchExported(
             f"wrote {len(entries)} request(s) to {path}. Run them with a Batch-API runner, e.g. `python -m "
-            f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `python -m "
+            f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `{python} -m "
             f"acemad_utils.agents.batch import {out}` and rerun: the next pass reads those replies from the cache"
         )
 
@@ -216,7 +218,7 @@ class Batcher:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph: whole sentences
     ap.add_argument("--cache", default=None, help="the response cache (default outputs/cache/llm.sqlite)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("status", help="batches recorded in the cache")

@@ -356,7 +356,7 @@ def format_estimate(est: Estimate, max_usd: Optional[float] = None, call_seconds
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph: whole sentences
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("estimate", help="calls, tokens and dollars of a profile (no network)")
     e.add_argument("--profile", default="paper")

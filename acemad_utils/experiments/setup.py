@@ -118,7 +118,7 @@ class Setup:
 
     def describe(self) -> str:
         who = SYNTHETIC_LABEL if self.synthetic else f"model {self.model} ({self.backend})"
-        who += f", stand-in {self.model}" if self.synthetic and self.model != subsets.SYNTHETIC_SLUG else ""
+        who += f", stand-in {self.model}" if self.synthetic and subsets.stand_in(self.model) else ""
         where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""
         return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}{where}"
 

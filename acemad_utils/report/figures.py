@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from acemad_utils.experiments.subsets import stand_in
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
 
@@ -23,9 +24,8 @@ MIN_PT = 7.0  # the smallest text, in points as shown, a reader can read without
 def source_label(synthetic: bool, model: str) -> str:
     if not synthetic and not model:
         return NO_RUNS
-    stand_in = "synthetic-population-"
-    if synthetic and model.startswith(stand_in):
-        return f"SYNTHETIC stand-in for {model[len(stand_in) :]} (no LLM)"
+    if synthetic and stand_in(model):  # notebook 07's stand-ins; another POPULATION is the population, as in tables
+        return f"SYNTHETIC stand-in for {stand_in(model)} (no LLM)"
     return SYNTHETIC_LABEL if synthetic else f"model: {model}"
 
 

@@ -513,7 +513,7 @@ def interrupt_kernels() -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph: whole sentences
     ap.add_argument("--profile", default="default", help="profile name in profiles/ or a path to a YAML file")
     ap.add_argument("--only", nargs="*", help="notebook names (e.g. 00_theory)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a parameter or run "

@@ -120,7 +120,7 @@ def has_outputs(nb) -> bool:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph: whole sentences
     ap.add_argument("action", choices=("store", "strip"))
     ap.add_argument("notebooks", nargs="*", type=Path)
     ap.add_argument("--executed", type=Path, default=EXECUTED, help="where the executed copies are")
