@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -26,7 +25,7 @@ from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, samp
 from acemad_utils.cost.power import format_plan, plan
 from acemad_utils.data.benchmarks import data_hash, data_root
 from acemad_utils.data.own import read_questions
-from acemad_utils.data.paths import atomic_write, outputs, outputs_root
+from acemad_utils.data.paths import atomic_write, outputs, outputs_root, python
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import load_profile, notebook_params
@@ -238,8 +237,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
         pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
         parts.append(f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
                      f"questions would cost about ${per * n:,.2f} for these two methods")  # fmt: skip
-    here = os.path.relpath(sys.executable)  # the interpreter that ran the pilot: `.venv/bin/python` from the repo
-    run = [here if not here.startswith("..") else sys.executable, "-m", "acemad_utils", "run", str(path), "--methods",
+    run = [python(), "-m", "acemad_utils", "run", str(path), "--methods",
            "acemad,self_consistency", "--model", args.model, *(["--base-url", safe_url(args.base_url)] if args.base_url
            else []), "--seed", str(args.seed), "--out", str(args.out)]  # fmt: skip
     parts.append(f"`{shlex.join(run)}` (add methods to --methods) replays these calls from the response cache: "

@@ -19,7 +19,7 @@ from typing import Optional
 from acemad_utils.agents import cache as C
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.redact import redact
-from acemad_utils.data.paths import outputs
+from acemad_utils.data.paths import outputs, python
 
 
 class Deferred(Exception): ...  # a call queued for the next batch: its question waits (not a failure)
@@ -147,11 +147,9 @@ class Batcher:
             record_batch(self.cache, f"file:{path}:{kind}", kind, [e for e in entries if e["client"].kind == kind],
                          status="exported")  # fmt: skip
         out = path.replace("requests-", "output-")
-        here = os.path.relpath(sys.executable)  # this interpreter: `.venv/bin/python` from the repo
-        python = here if not here.startswith("..") else sys.executable
         raise BatchExported(
             f"wrote {len(entries)} request(s) to {path}. Run them with a Batch-API runner, e.g. `python -m "
-            f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `{python} -m "
+            f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `{python()} -m "
             f"acemad_utils.agents.batch import {out}` and rerun: the next pass reads those replies from the cache"
         )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -100,3 +101,9 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def python() -> str:
+    """This interpreter as a command to type: relative from inside its tree (`.venv/bin/python` from the repo)."""
+    here = os.path.relpath(sys.executable)
+    return sys.executable if here.startswith("..") else here

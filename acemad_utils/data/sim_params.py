@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from acemad_utils.protocol.schema import AgentSpec
 
@@ -92,3 +92,14 @@ class SimParams:
 
     def concentration(self, tau: float) -> float:
         return self.commit_concentration / max(tau, 0.05)
+
+
+SYNTHETIC_SLUG = "synthetic-population"  # the synthetic population's model slug: folders and labels
+
+
+def stand_in(slug: str) -> Optional[str]:
+    """The model a synthetic slug stands in for ('synthetic-population-DeepSeek-V3.1' -> 'DeepSeek-V3.1', notebook 07);
+    None for a synthetic population itself: the fitted 'synthetic-population' or another POPULATION's
+    ('synthetic-population-original')."""
+    name = slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
+    return name if name and name not in POPULATIONS else None

@@ -22,12 +22,11 @@ from typing import Optional
 
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
-from acemad_utils.data.sim_params import POPULATIONS
+from acemad_utils.data.sim_params import SYNTHETIC_SLUG, stand_in  # noqa: F401 (names of this module too)
 from acemad_utils.data.transcripts import damaged, read_json
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question
 
-SYNTHETIC_SLUG = "synthetic-population"
 #: Separates a profile's name from the --set values that shape its runs (profiles.run_key): 'default.set-SEED-1'
 #: uses subsets '<model slug>.set-SEED-1', built from its own questions.
 SET_MARK = ".set-"
@@ -57,14 +56,6 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
     if not slug:
         raise ValueError(f"model name {model_name!r} gives an empty slug")
     return P.safe_segment(slug, f"model name {model_name!r} as a folder name")  # e.g. too long
-
-
-def stand_in(slug: str) -> Optional[str]:
-    """The model a synthetic slug stands in for ('synthetic-population-DeepSeek-V3.1' -> 'DeepSeek-V3.1', notebook 07);
-    None for a synthetic population itself: the fitted 'synthetic-population' or another POPULATION's
-    ('synthetic-population-original')."""
-    name = slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
-    return name if name and name not in POPULATIONS else None
 
 
 def item_stats(rec: dict) -> dict:

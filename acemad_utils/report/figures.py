@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from acemad_utils.experiments.subsets import stand_in
+from acemad_utils.data.sim_params import stand_in
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
 
