@@ -280,3 +280,4 @@ def test_url_credentials_echoed_by_the_endpoint_reach_no_exception_or_file(tmp_p
     basic = next(a for a in srv.auth if a.startswith("Basic ")).split()[1]
     for secret in (password, URL_QUERY_KEY, basic):
         assert secret not in text and leaks(tmp_path, secret) == []
+    assert redact("no user:password@ in a role's URL") == "no user:password@ in a role's URL"  # a user is no secret

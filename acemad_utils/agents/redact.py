@@ -31,10 +31,11 @@ def _secret_query(name: str) -> bool:
 
 
 def remember_url_secrets(url: Optional[str]) -> None:
-    """The user, password and credential query values of `url` are redacted from now on wherever they appear."""
+    """The password and credential query values of `url` are redacted from now on wherever they appear (not the user
+    name: "user" or "admin" is no secret, and redacting it would garble every message that says the word)."""
     try:
         u = urlparse(url or "")
-        parts = [u.username, u.password, *(v for k, v in parse_qsl(u.query) if _secret_query(k))]
+        parts = [u.password, *(v for k, v in parse_qsl(u.query) if _secret_query(k))]
     except ValueError:
         return
     for part in parts:
