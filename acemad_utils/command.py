@@ -183,8 +183,13 @@ def run(args) -> int:
                 return 0
         with warnings.catch_warnings():  # the command says it in its own line, after the table
             warnings.simplefilter("ignore", api.FailedRecords)
-            res = api.run(qs, args.methods, out=out, name=name, workers=args.workers, progress=True, viewer=True,
-                          **{**kw, **who})  # fmt: skip
+            try:
+                res = api.run(qs, args.methods, out=out, name=name, workers=args.workers, progress=True, viewer=True,
+                              **{**kw, **who})  # fmt: skip
+            except (BudgetExceeded, EndpointDown) as e:  # stopped: what it paid, counted as a run that ends says it
+                if e.args and (line := paid_line(since, parse_max_usd(env(ENV_MAX) or None))):
+                    e.args = (f"{e.args[0]}\n{line}", *e.args[1:])
+                raise
         md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
         paid = None if args.synthetic else paid_line(since, parse_max_usd(env(ENV_MAX) or None))

@@ -511,6 +511,10 @@ def test_a_paid_run_ends_with_what_it_paid_and_a_cached_rerun_pays_nothing(elsew
     assert "paid:" not in capsys.readouterr().out  # every reply from the cache, no cap: nothing to say
     monkeypatch.setenv("ACEMAD_MAX_USD", "2")
     assert main(argv) == 0 and "paid: about $0.00 of MAX_USD $2.00" in capsys.readouterr().out
+    monkeypatch.setenv("ACEMAD_MAX_USD", f"{usd:.6f}")  # a new seed's calls: the cap stops the run, which says so
+    assert main([*argv, "--seed", "1"]) == 1
+    *_, stop, paid = capsys.readouterr().err.strip().splitlines()
+    assert "MAX_USD" in stop and re.match(rf"paid: (about \$[\d.]+|under \$0\.01) of MAX_USD \${usd:,.2f}", paid)
 
 
 def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoint, capsys, monkeypatch):
