@@ -171,7 +171,7 @@ def run(args) -> int:
         cfgs = [subset_config(seed=args.seed), *cfgs] if args.challenging else cfgs
         est = api.estimate(qs, cfgs, model=args.model, workers=args.workers, **kw)
         confirm(est.line(), args, est)
-    out, since = Path(args.out).expanduser().resolve(), time.time()
+    out, since, cap = Path(args.out).expanduser().resolve(), time.time(), parse_max_usd(env(ENV_MAX) or None)
     with outputs_root(out):
         if args.challenging:
             n, kept = len(qs), challenging(qs, args, name, who, out)
@@ -187,12 +187,12 @@ def run(args) -> int:
                 res = api.run(qs, args.methods, out=out, name=name, workers=args.workers, progress=True, viewer=True,
                               **{**kw, **who})  # fmt: skip
             except (BudgetExceeded, EndpointDown) as e:  # stopped: what it paid, counted as a run that ends says it
-                if e.args and (line := paid_line(since, parse_max_usd(env(ENV_MAX) or None))):
+                if e.args and (line := paid_line(since, cap)):
                     e.args = (f"{e.args[0]}\n{line}", *e.args[1:])
                 raise
         md, text = _write_table(res, args.synthetic)
         page = page_path(res.name)
-        paid = None if args.synthetic else paid_line(since, parse_max_usd(env(ENV_MAX) or None))
+        paid = None if args.synthetic else paid_line(since, cap)
     print(text)
     failed = sum(r.status != "ok" for r in res)
     print(f"transcripts: {res.run_dir}  ({len(res)} records, {failed} failed)")

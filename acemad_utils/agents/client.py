@@ -257,9 +257,9 @@ class LLMClient:
         self.model = model or env("ACEMAD_MODEL") or DEFAULT_MODEL
         url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # never in describe() or the cache
         remember_url_secrets(url)  # an endpoint may echo them (a 401 quoting "Basic <user:password>")
-        query = urlparse(url).query if url else ""  # the SDK appends paths to base_url: a query goes beside them
-        self._query = dict(parse_qsl(query, keep_blank_values=True)) or None
-        self._base_url = urlunparse(urlparse(url)._replace(query="")) if url and query else url
+        u = urlparse(url or "")  # the SDK appends paths to base_url: a query goes beside them, as default_query
+        self._query = dict(parse_qsl(u.query, keep_blank_values=True)) or None
+        self._base_url = urlunparse(u._replace(query="")) if u.query else url
         self.where = safe_url(self._base_url)
         self.kind = kind or endpoint_kind(self._base_url)
         self.free = is_own_server(self._base_url) if free is None else free
@@ -471,7 +471,7 @@ class LLMClient:
 
     def _heartbeat(self) -> None:
         """A progress line every ACEMAD_PROGRESS_SECONDS (30) while calls are in flight (health.emit)."""
-        interval = float(env("ACEMAD_PROGRESS_SECONDS") or 30)
+        interval = seconds("ACEMAD_PROGRESS_SECONDS", None, 30.0)
         while True:
             time.sleep(interval)
             now, flight = time.monotonic(), sorted(self._flight.values())

@@ -54,6 +54,11 @@ def default_gguf() -> str:
     return str(found[0])
 
 
+def model_name(gguf: str | None = None) -> str:
+    """The name runs, tables and the estimate give the local model: its GGUF file's stem."""
+    return Path(gguf or default_gguf()).stem
+
+
 def check_server_installed() -> None:
     needed = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
     if missing := [m for m in needed if importlib.util.find_spec(m) is None]:

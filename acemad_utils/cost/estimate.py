@@ -126,7 +126,7 @@ def replay(configs: Sequence, questions: Sequence, P: dict, *, store: Optional[d
     the modelled response cache (shared across calls of replay: paid once)."""
     tally: dict = {}
     url = base_url or P.get("BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
-    pop = replay_population(model or P.get("MODEL") or "gpt-4o-mini", {} if store is None else store, arg_chars,
+    pop = replay_population(model or profile_model(P), {} if store is None else store, arg_chars,
                             P.get("CALLS", "two"), seed=P.get("SEED", 0), base_url=url, tally=tally,
                             **pop_kw)  # fmt: skip
     for cfg in configs:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import pandas as pd
@@ -146,10 +145,10 @@ def profile_model(P: dict) -> str:
     if P.get("MODEL"):
         return str(P["MODEL"])
     if P.get("BACKEND") == "local":
-        from acemad_utils.agents.local_server import LocalServerError, default_gguf  # noqa: PLC0415
+        from acemad_utils.agents.local_server import LocalServerError, model_name  # noqa: PLC0415
 
         try:
-            return Path(default_gguf()).stem
+            return model_name()
         except LocalServerError:
             return "local model (not installed)"
     from acemad_utils.agents.client import DEFAULT_MODEL  # noqa: PLC0415 (the openai SDK: an endpoint's estimate)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Optional, Union
 
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, smoke
-from acemad_utils.data.sim_params import POPULATIONS
+from acemad_utils.data.sim_params import POPULATIONS, stand_in
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.params import SETUP_NAMES, check, defaults
 from acemad_utils.experiments.registry import Run, RunResult
@@ -96,11 +95,11 @@ class Setup:
             return SimPopulation(params, seed=self.seed, model=model), f"{subsets.SYNTHETIC_SLUG}-{model}"
         # Imported here: the LLM client pulls in the openai SDK (~1 s), which a synthetic kernel never uses.
         from acemad_utils.agents.llm_agent import LLMPopulation
-        from acemad_utils.agents.local_server import default_gguf, serve
+        from acemad_utils.agents.local_server import default_gguf, model_name, serve
 
         if self.backend == "local":
             gguf = default_gguf()
-            base_url, model = self._stack.enter_context(serve(gguf)), model or Path(gguf).stem
+            base_url, model = self._stack.enter_context(serve(gguf)), model or model_name(gguf)
         # WORKERS questions at once, as many calls in flight (one bound for the run)
         pop = LLMPopulation(
             model=model or None,
@@ -118,7 +117,7 @@ class Setup:
 
     def describe(self) -> str:
         who = SYNTHETIC_LABEL if self.synthetic else f"model {self.model} ({self.backend})"
-        who += f", stand-in {self.model}" if self.synthetic and subsets.stand_in(self.model) else ""
+        who += f", stand-in {self.model}" if self.synthetic and stand_in(self.model) else ""
         where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""
         return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}{where}"
 

@@ -22,7 +22,7 @@ from typing import Optional
 
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
-from acemad_utils.data.sim_params import SYNTHETIC_SLUG, stand_in  # noqa: F401 (names of this module too)
+from acemad_utils.data.sim_params import SYNTHETIC_SLUG  # noqa: F401 (a name of this module too: api, params, setup)
 from acemad_utils.data.transcripts import damaged, read_json
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.schema import AgentSpec, Population, Question

@@ -24,8 +24,8 @@ MIN_PT = 7.0  # the smallest text, in points as shown, a reader can read without
 def source_label(synthetic: bool, model: str) -> str:
     if not synthetic and not model:
         return NO_RUNS
-    if synthetic and stand_in(model):  # notebook 07's stand-ins; another POPULATION is the population, as in tables
-        return f"SYNTHETIC stand-in for {stand_in(model)} (no LLM)"
+    if synthetic and (of := stand_in(model)):  # notebook 07's stand-ins; another POPULATION is the population
+        return f"SYNTHETIC stand-in for {of} (no LLM)"
     return SYNTHETIC_LABEL if synthetic else f"model: {model}"
 
 
