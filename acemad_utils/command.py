@@ -23,14 +23,13 @@ from acemad_utils.data.own import read_columns, read_questions
 from acemad_utils.data.paths import atomic_write, outputs, outputs_root, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments.runner import PARSE_FAILURE_LIMIT, RunInterrupted
-from acemad_utils.experiments.subsets import item_stats, subset_config
+from acemad_utils.experiments.subsets import THRESHOLD, item_stats, subset_config
 from acemad_utils.protocol.config import METHODS
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import premise as PR
 from acemad_utils.report.save import with_source
 from acemad_utils.report.viewer import page_path
 
-THRESHOLD = pilot.THRESHOLD
 # Above either the command asks before sending (--yes: not). $1 is ~2,000 questions x 3 methods on GPT-4o-mini.
 CONFIRM_USD, CONFIRM_CALLS = 1.0, 2000
 

@@ -30,7 +30,7 @@ from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import load_profile, notebook_params
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.experiments.subsets import item_stats, subset_config
+from acemad_utils.experiments.subsets import THRESHOLD, item_stats, subset_config
 from acemad_utils.protocol.config import ROUNDS, DebateConfig
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import power as PW
@@ -38,7 +38,6 @@ from acemad_utils.report import premise as PR
 
 DEFAULT_USD = 5.0
 MIN_K, MAX_K = 2, 100  # questions per benchmark: fewer says nothing, more is the full run's job
-THRESHOLD = 0.4  # the paper's challenging-subset rule (subsets.build_subset's default)
 MARGIN = 1.5  # screen this many times the input items the kept share says k needs
 
 

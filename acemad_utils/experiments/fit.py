@@ -24,7 +24,7 @@ from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.sim_params import FIT_FILE, ORIGINAL
 from acemad_utils.experiments.paper_tables import BASELINES, MAD_METHODS
 from acemad_utils.experiments.setup import SYNTHETIC_K
-from acemad_utils.experiments.subsets import subset_config
+from acemad_utils.experiments.subsets import THRESHOLD, subset_config
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
 from acemad_utils.report.tables import paper_table
@@ -68,7 +68,7 @@ def simulate(params: SimParams, *, n_items: int = N_FIT, seed: int = SEED) -> di
     for b, k in SYNTHETIC_K.items():
         items = make_items(n_items, k=k, seed=seed, benchmark=f"synthetic-{b}")
         naive = run_batch(items, pop, subset_config(seed=seed), [0] * len(items))
-        hard = [q for q, r in zip(items, naive) if r["final"]["correct"] < 0.4]
+        hard = [q for q, r in zip(items, naive) if r["final"]["correct"] < THRESHOLD]
         for m in BASELINES:
             recs = run_batch(hard, pop, DebateConfig(method=m, seed=seed), [0] * len(hard))
             acc[_label(m)].append(100 * float(np.mean([r["final"]["correct"] for r in recs])) if recs else np.nan)

@@ -31,6 +31,7 @@ from acemad_utils.protocol.schema import AgentSpec, Population, Question
 #: uses subsets '<model slug>.set-SEED-1', built from its own questions.
 SET_MARK = ".set-"
 SUBSET_REPEAT_OFFSET = 1_000_000  # the construction's draws are never the Single Agent baseline's (repeats 0..4)
+THRESHOLD = 0.4  # the paper's rule: an item is kept when its runs are right in fewer than this share
 
 
 #: The item pools (SOURCE, N_ITEMS, SEED) of the shipped profiles (default, local, paper): their subsets keep the bare
@@ -126,12 +127,11 @@ class SubsetResult:
     stats: list[dict] = field(default_factory=list)  # every scored item, kept or not
 
 
-def subset_config(temperature: float = 0.7, runs: int = 5, seed: int = 0) -> DebateConfig:
-    """The construction's Single Agent: the naive agent (plain assistant) at `temperature`, `runs` runs."""
-    spec = AgentSpec(NAIVE_AGENT.persona, temperature)
-    offset = SUBSET_REPEAT_OFFSET
+def subset_config(seed: int = 0) -> DebateConfig:
+    """The construction's Single Agent: the naive agent (plain assistant) at temperature 0.7, 5 runs."""
+    spec = AgentSpec(NAIVE_AGENT.persona, 0.7)
     return DebateConfig(
-        method="single", n_agents=1, single_runs=runs, baseline_agent=spec, repeat_offset=offset, seed=seed
+        method="single", n_agents=1, single_runs=5, baseline_agent=spec, repeat_offset=SUBSET_REPEAT_OFFSET, seed=seed
     )
 
 
@@ -142,24 +142,21 @@ def build_subset(
     model_name: str,
     *,
     seed: int = 0,
-    temperature: float = 0.7,
-    runs: int = 5,
-    threshold: float = 0.4,
     limit: Optional[int] = None,
     progress: bool = True,
     workers: Optional[int] = None,
     variant: str = "",
 ) -> SubsetResult:
-    """Run the Single Agent `runs` times per item, keep items with accuracy < threshold, save them under the slug."""
+    """Run the Single Agent 5 times per item, keep items with accuracy < THRESHOLD, save them under the slug."""
     qs = list(questions)[:limit]
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
         raise ValueError(f"build_subset({benchmark!r}): questions from another benchmark, e.g. {strays[:3]}")
     synthetic = bool(population.synthetic)
     slug = model_slug(model_name, synthetic) + variant
-    cfg = subset_config(temperature, runs, seed)
+    cfg = subset_config(seed)
     name = f"subset_{slug}_{benchmark}" + (f"_limit{limit}" if limit is not None else "")
-    extra = {"purpose": "challenging subset", "threshold": threshold}
+    extra = {"purpose": "challenging subset", "threshold": THRESHOLD}
     from acemad_utils.experiments import runner  # the engine only to build: the driver imports only the names
 
     meta, records = runner.run_and_load(
@@ -181,7 +178,7 @@ def build_subset(
         )
     stats = [item_stats(r) for r in ok]
     hashes = {q.id: D.data_hash([q]) for q in qs}
-    kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < threshold]
+    kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < THRESHOLD]
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()
     summary = {
@@ -191,9 +188,9 @@ def build_subset(
         "endpoint_kind": desc.get("endpoint_kind")
         or next((e.get("endpoint") for e in desc.get("endpoints", [])), None),
         "seed": seed,
-        "temperature": temperature,
-        "runs": runs,
-        "threshold": threshold,
+        "temperature": cfg.baseline_agent.temperature,
+        "runs": cfg.single_runs,
+        "threshold": THRESHOLD,
         "limit": limit,
         "experiment": name,
         "config_hash": cfg.hash,
