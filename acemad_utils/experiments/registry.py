@@ -281,7 +281,7 @@ def map_axes(P: dict) -> dict:
     return {axis: tuple(P.get(name) or MAP_AXES[axis]) for name, axis in MAP_PARAMS.items()}
 
 
-def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str, dict]]:
+def map_points(axes: dict) -> list[tuple[str, dict]]:
     """(axis, SimParams overrides) of every map point: two grids over knowledge_link, the sweeps, the references."""
     pts = [("grid", {"knowledge_link": a, "insight": b}) for a in axes["knowledge_link"] for b in axes["insight"]]
     pts += [
@@ -290,7 +290,7 @@ def map_points(axes: dict, references: Optional[dict] = None) -> list[tuple[str,
         for c in axes["crowd_calibration"]
     ]
     pts += [(ax, {ax: v}) for ax in MAP_SWEEPS for v in axes[ax]]
-    return pts + list((references if references is not None else MAP_REFERENCES).items())
+    return pts + list(MAP_REFERENCES.items())
 
 
 def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
