@@ -23,7 +23,7 @@ from acemad_utils.agents.client import DEFAULT_MODEL
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data.benchmarks import data_hash
-from acemad_utils.data.own import from_record, make_question, read_questions  # noqa: F401  (public names)
+from acemad_utils.data.own import from_record
 from acemad_utils.data.paths import outputs, outputs_root, safe_segment
 from acemad_utils.data.settings import env
 from acemad_utils.experiments.params import MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS  # the profiles' limits
