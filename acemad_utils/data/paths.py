@@ -33,8 +33,7 @@ def progress_bars() -> bool:
 
 def shared_paper_dir() -> Path:
     """The paper's tables data/paper/ is checked against (tests): $ACEMAD_PAPER_DIR, else ../shared/paper/tables."""
-    raw = env("ACEMAD_PAPER_DIR") or None
-    if raw is None:
+    if not (raw := env("ACEMAD_PAPER_DIR")):
         return ROOT.parent / "shared" / "paper" / "tables"
     path = Path(raw).expanduser()
     return path if path.is_absolute() or path.is_dir() else ROOT / path

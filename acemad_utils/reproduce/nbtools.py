@@ -13,7 +13,6 @@ import nbformat
 from acemad_utils.data.paths import ROOT
 from acemad_utils.experiments import params
 
-NOTEBOOKS = ROOT / "notebooks"
 EXECUTED = ROOT / "outputs" / "notebooks" / "default"  # never outputs/smoke: the committed outputs are a full run
 INJECTED = "injected-parameters"  # papermill's tag (and, here, the cell's fixed id)
 VOLATILE_CELL_META = ("papermill", "execution", "collapsed", "scrolled")
@@ -126,7 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("--executed", type=Path, default=EXECUTED, help="where the executed copies are")
     args = ap.parse_intermixed_args(argv)
     failed = 0
-    for p in args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+    for p in args.notebooks or params.PATHS.values():
         if args.action == "strip":
             strip(p)
             print(f"strip: {p.name}")
