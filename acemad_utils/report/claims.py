@@ -50,14 +50,10 @@ _paper = functools.lru_cache(maxsize=None)(TB.paper_table)  # read-only here: a 
 
 
 def gain_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
-    """Holds or fails only past the Holm correction: a refutation is a claim too, held to the bar of a confirmation."""
+    """Holds or fails only past the Holm correction: a refutation is a claim too, held to the bar of a confirmation.
+    A claimed loss is the gain of the reverse comparison: gain_verdict(-hi, -lo, p)."""
     significant = p_adjusted < ALPHA
     return HOLDS if lo > 0 and significant else FAILS if hi <= 0 and significant else INCONCLUSIVE
-
-
-def loss_verdict(lo: float, hi: float, p_adjusted: float = 0.0) -> str:
-    significant = p_adjusted < ALPHA
-    return HOLDS if hi < 0 and significant else FAILS if lo >= 0 and significant else INCONCLUSIVE
 
 
 def value_verdict(value: float, lo: float, hi: float, null: Optional[float] = None) -> str:
@@ -482,7 +478,7 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     d = gains[0]["gain"] - gains[1]["gain"]
     se = math.hypot(*((g["gain_hi"] - g["gain_lo"]) / 3.92 for g in gains))
     lo, hi = d - 1.96 * se, d + 1.96 * se
-    verdict = loss_verdict(lo, hi)
+    verdict = gain_verdict(-hi, -lo)  # a loss
     note = f"Llama's gain {gains[0]['gain']:+.1f} minus GPT-4o-mini's {gains[1]['gain']:+.1f} on {', '.join(cols)}"
     p = math.erfc(abs(d) / se / math.sqrt(2)) if se > 0 else math.nan  # the normal CI's two-sided p: Holm judges it
     return [row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
@@ -528,11 +524,10 @@ TESTS = {
 }
 VALUES = ("table1_value", "accuracy", "relative", "standard_mad", "collapse", "arc_voting")  # exact-value tests
 ALWAYS = ("table", "table1", "table1_value", "smaller")  # tests that write their own row without their run
-NOT_RUN_ROW = {  # (the paper's number, the note) of a claim whose run is missing
-    **dict.fromkeys(("trend", "still_rising"), ("(figure)", NOT_MADE)),
-    "plateau": ("(figure)", NOT_MADE),
-    **dict.fromkeys(("recovery", "no_penalty"), ("(no number)", NOT_MADE)),
-    "arc_voting": ("75.00", NOT_MADE),
+NOT_RUN_PAPER = {  # the paper's number in the row of a claim whose run is missing (others: None)
+    **dict.fromkeys(("trend", "still_rising", "plateau"), "(figure)"),
+    **dict.fromkeys(("recovery", "no_penalty"), "(no number)"),
+    "arc_voting": "75.00",
 }
 
 
@@ -590,8 +585,7 @@ def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
         if not values and e["test"] in VALUES:  # an exact value: never compared on the synthetic population
             rows.append(row(claim, e["line"], None))
         elif run is None and e["test"] not in ALWAYS:
-            paper, note = NOT_RUN_ROW.get(e["test"], (None, NOT_MADE))
-            rows.append(row(claim, e["line"], paper, note=note))
+            rows.append(row(claim, e["line"], NOT_RUN_PAPER.get(e["test"]), note=NOT_MADE))
         else:
             rows += (new := TESTS[e["test"]](e, run, claim, ctx))  # type: ignore[operator]
             _noted([r for r in new if r["ours [95% CI]"]], run[0].get("eta_note", "") if run else "")  # measured rows
@@ -612,7 +606,7 @@ def _decide(r: dict) -> str:
     if r["_kind"] not in ("gain", "loss") or not r["_ci"]:
         return r["verdict"]
     (lo, hi), claimed, loss = r["_ci"], r["_claimed"], r["_kind"] == "loss"
-    v = (loss_verdict if loss else gain_verdict)(lo, hi, r["p (Holm)"])
+    v = gain_verdict(-hi, -lo, r["p (Holm)"]) if loss else gain_verdict(lo, hi, r["p (Holm)"])
     v = INCONCLUSIVE if v == HOLDS and r.get("_cap") else v  # _cap: a gain row only (_trend's)
     beyond = (claimed < 0 and lo > claimed) if loss else (claimed > 0 and hi < claimed)  # the claimed size excluded
     return NULL if v == INCONCLUSIVE and beyond else v
@@ -632,17 +626,12 @@ def needed(r: dict, m: int) -> int:
     return PW.n_needed(effect, min(max(psi, effect), 1.0), alpha, POWER)
 
 
-def same_model(ours: str, paper: str) -> bool:
-    """Is the paper's model name in ours, case and punctuation aside (gpt-4o-mini-2024-07-18)?"""
-    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
-    return bool(ours) and key(paper) in key(ours)
-
-
 def _real_model(r: dict, m: int, model: str) -> str:
     v = r["verdict"]
     if v == NOT_RUN or (r["_kind"] == "judged" and not r["_ci"] and r["p"] != r["p"]):
         return v
-    if r["_kind"] == "value" and not same_model(model, r["_model"]):
+    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731  # case and punctuation aside
+    if r["_kind"] == "value" and not (model and key(r["_model"]) in key(model)):  # e.g. gpt-4o-mini-2024-07-18
         return ANOTHER_MODEL
     need = needed(r, m)
     return f"{UNDERPOWERED} (n = {r['n']} of the ~{need:,} needed)" if r["n"] < need else v

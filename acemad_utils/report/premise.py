@@ -30,11 +30,6 @@ def _scored(records: Sequence[dict]) -> list[dict]:
     return [r for r in records if ok(r)]
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties averaged (scipy.stats.rankdata's 'average'), for the few agents of a round."""
-    return (x[:, None] > x[None, :]).sum(1) + ((x[:, None] == x[None, :]).sum(1) + 1) / 2
-
-
 def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
     """Per scored record x round, over the parsed agents: is the top scorer right (ties share it), the share of right
     agents, their and the wrong agents' mean score, and the within-question Spearman correlation of score and
@@ -51,7 +46,7 @@ def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
             s = np.array([float(e["score"]) for e in kept])
             ok = np.array([int(np.argmax(e["p"])) == truth for e in kept], dtype=float)
             split = 0 < ok.sum() < len(ok)
-            rho = float(np.corrcoef(_ranks(s), ok)[0, 1]) if split and np.ptp(s) > 0 else np.nan
+            rho = float(np.corrcoef(pd.Series(s).rank(), ok)[0, 1]) if split and np.ptp(s) > 0 else np.nan  # ties: mean
             rows.append((rec.get("method"), rec["question_id"], t, float(ok[s == s.max()].mean()), float(ok.mean()),
                          float(s[ok == 1].mean()) if ok.any() else np.nan,
                          float(s[ok == 0].mean()) if not ok.all() else np.nan, rho))  # fmt: skip
@@ -242,12 +237,6 @@ def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
     }
 
 
-def acemad_methods(records: Sequence[dict], meta: Optional[dict] = None) -> list[str]:
-    """The AceMAD methods of `records` weighted by peer prediction (not its ablations), in order."""
-    kinds = {r["method"]: r.get("method_kind") for r in _scored(records)}
-    return [m for m, k in kinds.items() if k == "acemad" and _settings(m, meta)["weighting"] == WEIGHTINGS[0]]
-
-
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
     """`method`'s debates re-decided by each control of the split (ROUND0: the plurality of the first answers)."""
     recs = [r for r in _scored(records) if r["method"] == method]
@@ -266,7 +255,8 @@ def split(
     """AceMAD's gain split: each peer-prediction AceMAD method's accuracy, each control's (control_records) and each
     of `others`' (e.g. the compute-matched baseline), and AceMAD minus each (points, CI, paired p)."""
     rows = []
-    for m in acemad_methods(records, meta):
+    kinds = {r["method"]: r.get("method_kind") for r in _scored(records)}  # weighted by peer prediction, not ablations
+    for m in [m for m, k in kinds.items() if k == "acemad" and _settings(m, meta)["weighting"] == WEIGHTINGS[0]]:
         ctrl = control_records(records, m, seed, meta)
         names = list(dict.fromkeys(r["method"] for r in ctrl)) + [o for o in others if o != m]
         own = [r for r in records if r["method"] in (m, *others) and r.get("status", "ok") == "ok"]  # failed: no n

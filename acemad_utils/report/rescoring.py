@@ -248,12 +248,11 @@ def shuffled_decisions(
 
 
 def shuffled_records(
-    records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, n_perm: int = N_SHUFFLES,
-    stacked: Optional[Stacked] = None,
-) -> list[dict]:  # fmt: skip
+    records: list[dict], eta: float = 2.0, exponent: float = 2.0, *, seed: int = 0, stacked: Optional[Stacked] = None
+) -> list[dict]:
     """`shuffled_decisions` as records: `correct` the share of draws deciding right, `answer` the most frequent."""
     recs, arr, answered = _stacked(records, seed, stacked)
-    ans = shuffled_decisions(arr, eta, exponent, n_perm=n_perm, seed=seed)
+    ans = shuffled_decisions(arr, eta, exponent, seed=seed)
     right = (ans == arr.truth).mean(axis=0)
     modal = [np.bincount(a[a >= 0], minlength=1).argmax() if (a >= 0).any() else -1 for a in ans.T]
     return minimal(recs, SHUFFLED, modal, arr.truth, answered, right)

@@ -102,24 +102,15 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci:
     return point, float(lo), float(hi)
 
 
-def _cell_accuracy(x: np.ndarray, n_boot: int, seed: int, ci: bool) -> tuple:
-    """A cell's (mean, lo, hi); exact bounds where every outcome is the same (stats.exact_if_constant)."""
-    if not len(x) or not ci:
-        return (x.mean() if len(x) else np.nan), np.nan, np.nan
-    m, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
-    return (m, *exact_if_constant([x], lo, hi))
-
-
 def accuracy_long(
-    records: Optional[Sequence[dict]], methods: Optional[Sequence[str]] = None,
-    benchmarks: Optional[Sequence[str]] = None, n_boot: int = 2000, *, seed: int = 0,
+    records: Optional[Sequence[dict]], methods: Optional[Sequence[str]] = None, n_boot: int = 2000, *, seed: int = 0,
     frame: Optional[pd.DataFrame] = None, ci: bool = True,
 ) -> pd.DataFrame:  # fmt: skip
     """One row per method x benchmark (+ Average): n answered, n_failed (not counted wrong), n_unparsed of
     n_commitments, accuracy, ci_lo, ci_hi (%); ci=False: NaN bounds, no bootstrap."""
     df = _given_frame(records, frame)
     methods = list(methods or df["method"].unique())
-    benchmarks = list(benchmarks or df["benchmark"].unique())
+    benchmarks = list(df["benchmark"].unique())
     cells = dict(iter(df.groupby(["method", "benchmark"], sort=False)))  # one pass, not one scan per cell
     rows: list[dict] = []
     for m in methods:
@@ -129,7 +120,11 @@ def accuracy_long(
             x, n_failed = cell["correct"].dropna().to_numpy(), int(cell["correct"].isna().sum())
             if len(x) or n_failed:  # every question failed: NaN accuracy, a cell that says so
                 parse = int(cell["unparsed"].sum()), int(cell["commitments"].sum())
-                acc = _cell_accuracy(x, n_boot, seed, ci)
+                if ci:  # exact bounds where every outcome is the same (stats.exact_if_constant)
+                    mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
+                    acc = (mean, *exact_if_constant([x], lo, hi))
+                else:
+                    acc = (x.mean() if len(x) else np.nan), np.nan, np.nan
                 mine.append(_row(m, b, len(x), n_failed, *parse, acc))
                 groups += [x] if len(x) else []
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
@@ -186,9 +181,8 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
 
 
 def versus_best(
-    records: Optional[Sequence[dict]], targets: Sequence[str], baselines: Sequence[str],
-    benchmarks: Optional[Sequence[str]] = None, *, n_boot: int = 2000, seed: int = 0, average: bool = True,
-    frame: Optional[pd.DataFrame] = None, per_benchmark: bool = True,
+    records: Optional[Sequence[dict]], targets: Sequence[str], baselines: Sequence[str], *, n_boot: int = 2000,
+    seed: int = 0, average: bool = True, frame: Optional[pd.DataFrame] = None, per_benchmark: bool = True,
 ) -> pd.DataFrame:  # fmt: skip
     """Per target x benchmark: the best of `baselines` there, the paired gain (points, CI), p_value and p_holm (Holm
     across this call); `average`: the stratified mean of the paired differences over benchmarks against the best
@@ -196,7 +190,7 @@ def versus_best(
     if not (average or per_benchmark):
         raise ValueError("versus_best with average=False and per_benchmark=False has no row to compute")
     df = _given_frame(records, frame)
-    benchmarks = list(benchmarks or df["benchmark"].unique())
+    benchmarks = list(df["benchmark"].unique())
 
     def pivots() -> dict:  # one pass, not one scan of the frame per benchmark
         parts = dict(iter(df.groupby("benchmark", sort=False)))
