@@ -190,10 +190,13 @@ def test_a_bad_file_stops_in_one_line_before_any_call(elsewhere, endpoint, monke
     assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
 
 
+URL_SAYS = "need an http:// or https:// URL with a host (a port: 1 to 65535)"
+
+
 @pytest.mark.parametrize("argv, env, says", [
     (["--seed", "-1"], {}, "seed=-1: need a whole number >= 0"),
-    (["--base-url", "http://127.0.0.1:abc/v1"], {}, "need an http:// or https:// URL with a host (a port: 1 to 65535)"),
-    (["--base-url", "http://127.0.0.1:99999/v1"], {}, "need an http:// or https:// URL with a host (a port: 1 to 65535)"),
+    (["--base-url", "http://127.0.0.1:abc/v1"], {}, URL_SAYS),
+    (["--base-url", "http://127.0.0.1:99999/v1"], {}, URL_SAYS),
     (["--model", ""], {}, "model='': empty"),  # "$MODEL" unset: not the paid default model in its place
     (["--base-url", ""], {}, "base_url='': empty"),  # nor api.openai.com in place of the endpoint meant
     ([], {"ACEMAD_MAX_USD": "abc"},
