@@ -33,6 +33,17 @@ def fake_server() -> Iterator[FakeOpenAI]:
         yield srv
 
 
+def acemad_record(scores, right, labels: str = "ABCD", failed=(), **fields) -> dict:
+    """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B); `failed` agents'
+    commitments did not parse; `fields` are added to the record."""
+    pad = [0] * (len(labels) - 2)
+    entries = [
+        {"agent": a, "p": ([0.9, 0.1] if ok else [0.1, 0.9]) + pad, "score": s, "parse_failure": a in failed}
+        for a, (s, ok) in enumerate(zip(scores, right))
+    ]
+    return {"question_id": "q", "status": "ok", "labels": list(labels), "answer": "A", "rounds": [entries], **fields}
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """The real benchmark files from $ACEMAD_DATA_DIR (CI sets it); the test is skipped without it."""
