@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from acemad_utils.agents import budget as B
 from acemad_utils.data import benchmarks as data
 from tests.fake_openai import FakeOpenAI, FaultInjector
 
@@ -23,6 +24,14 @@ def tmp_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def smoke_outputs(tmp_outputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """tmp_outputs in smoke mode, set here rather than inherited from the shell."""
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
+    return tmp_outputs
+
+
+@pytest.fixture
+def full_outputs(tmp_outputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tmp_outputs at full size (no smoke caps), with no spend cap, budget start or calls_via from the shell."""
+    for var in ("ACEMAD_SMOKE", B.ENV_MAX, B.ENV_SINCE, "ACEMAD_CALLS_VIA"):
+        monkeypatch.delenv(var, raising=False)
     return tmp_outputs
 
 
