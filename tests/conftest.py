@@ -35,6 +35,18 @@ def full_outputs(tmp_outputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_outputs
 
 
+CANARY_KEY = "sk-acemad-SECRET-canary-123"  # an API key that no file, log or message may show
+
+
+@pytest.fixture
+def keyed_outputs(smoke_outputs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """smoke_outputs with OPENAI_API_KEY=CANARY_KEY, and no OPENAI_BASE_URL or spend cap from the shell."""
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY_KEY)
+    for var in ("OPENAI_BASE_URL", B.ENV_MAX):
+        monkeypatch.delenv(var, raising=False)
+    return smoke_outputs
+
+
 @pytest.fixture
 def fake_server() -> Iterator[FakeOpenAI]:
     """tests/fake_openai.py's server answering every call well (no injected fault)."""
