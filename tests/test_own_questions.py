@@ -62,12 +62,12 @@ def elsewhere(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def endpoint(monkeypatch):
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
-        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-        monkeypatch.delenv("MODEL", raising=False)
-        yield srv
+def endpoint(fake_server, monkeypatch):
+    """conftest's fake_server as the command's endpoint, by OPENAI_BASE_URL and OPENAI_API_KEY ($MODEL unset)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("MODEL", raising=False)
+    return fake_server
 
 
 @pytest.mark.parametrize("on_endpoint", [False, True], ids=["synthetic", "endpoint"])
