@@ -3,7 +3,8 @@
     python tests/batch_worker.py ROOT NAME BASE_URL CACHE N_QUESTIONS
 
 Runs AceMAD (N=3, T=2) on N synthetic questions with calls_via="batch" against the fake endpoint at BASE_URL
-(ACEMAD_ROOT=ROOT), then prints the run's summary as JSON. Every setting is fixed here.
+(ACEMAD_ROOT=ROOT), then prints the run's summary as JSON. Every setting is fixed here or, for the questions and
+the config, in tests/resume_worker.py.
 """
 
 from __future__ import annotations
@@ -12,20 +13,9 @@ import json
 import os
 import sys
 
-N_AGENTS, ROUNDS, ITEM_SEED = 3, 2, 21
+from tests.resume_worker import N_AGENTS, ROUNDS, config, questions  # noqa: F401 (test_batch.py reads them here)
+
 BATCH = dict(poll=0.05, poll_max=0.2, max_attempts=3)
-
-
-def questions(n: int):
-    from acemad_utils.agents.sim import make_items
-
-    return make_items(n, k=4, seed=ITEM_SEED)
-
-
-def config():
-    from acemad_utils.protocol.config import DebateConfig
-
-    return DebateConfig(method="acemad", n_agents=N_AGENTS, rounds=ROUNDS)
 
 
 def population(url: str, cache: str, calls_via: str, **kw):

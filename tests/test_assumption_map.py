@@ -15,6 +15,7 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import SKEPTIC, DebateConfig
 from acemad_utils.report import tables as TB
+from tests.conftest import acemad_record
 
 
 def test_the_map_runs_each_distinct_population_once_and_only_with_the_synthetic_population():
@@ -112,15 +113,6 @@ def test_the_map_measures_gains_on_each_populations_own_subsets(smoke_outputs):
     S.close()
 
 
-def _record(scores, right):
-    """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
-    entries = [
-        {"agent": i, "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0], "score": s, "parse_failure": False}
-        for i, (s, ok) in enumerate(zip(scores, right))
-    ]
-    return {"question_id": "q", "status": "ok", "labels": list("ABCD"), "answer": "A", "rounds": [entries]}
-
-
 @pytest.mark.parametrize(
     "scores, right, gap, lift",
     [
@@ -130,7 +122,7 @@ def _record(scores, right):
     ],
 )
 def test_knowledge_gap_sees_whether_right_agents_score_higher(scores, right, gap, lift):
-    row = AM.knowledge_gap([_record(scores, right)], label="x").iloc[-1]
+    row = AM.knowledge_gap([acemad_record(scores, right)], label="x").iloc[-1]
     assert row["round"] == "all" and row.n_questions == (gap == gap)
     np.testing.assert_allclose([row.gap, row.lift], [gap, lift])
 

@@ -28,13 +28,6 @@ WORKER = Path(__file__).resolve().parent / "batch_worker.py"
 N = 30
 
 
-@pytest.fixture
-def root(tmp_outputs, monkeypatch):
-    for var in ("ACEMAD_SMOKE", B.ENV_MAX, B.ENV_SINCE, "ACEMAD_CALLS_VIA"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_outputs
-
-
 def _no_usage(x):
     if isinstance(x, dict):
         return {k: _no_usage(v) for k, v in x.items() if k != "usage"}
@@ -54,15 +47,15 @@ def sync_run(root: Path, n: int = N):
         return d, srv.count, pop.usage()
 
 
-def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
-    ref, n_sync, sync_usage = sync_run(root)
+def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(full_outputs):
+    ref, n_sync, sync_usage = sync_run(full_outputs)
     flaky = lambda cid, body, attempt: attempt == 0 and cid[0] in "01"  # noqa: E731  (~1/8 of the lines, once)
     gone = lambda cid, body, attempt: attempt == 0 and cid[0] in "23"  # noqa: E731
     error = lambda c, b, a: "injected server error" if flaky(c, b, a) else None  # noqa: E731
     with FakeOpenAI(
         FaultInjector(rate=0.0), batch_delay=0.05, expire={1}, batch_error=error, batch_missing=gone
     ) as srv:
-        pop = W.population(srv.url, str(root / "batch.sqlite"), "batch")
+        pop = W.population(srv.url, str(full_outputs / "batch.sqlite"), "batch")
         d = run_experiment("batch", W.questions(N), [W.config()], pop, workers=4, progress=False)
         lines = list(srv.batch_lines)
         statuses = Counter(b["status"] for b in srv.batches.values())
@@ -84,7 +77,7 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(root):
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(root):
+def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(full_outputs):
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
     from acemad_utils.experiments import profiles
 
@@ -92,7 +85,7 @@ def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(ro
     dirs = {}
     for via in ("sync", "batch"):
         with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=0.01) as srv:
-            pop = W.population(srv.url, str(root / f"{via}.sqlite"), via)
+            pop = W.population(srv.url, str(full_outputs / f"{via}.sqlite"), via)
             dirs[via] = run_experiment(f"nb03-{via}", W.questions(N), run.configs, pop, workers=8, progress=False)
             batches = len(srv.batches)
     assert strip_usage(dirs["batch"] / "transcripts.jsonl") == strip_usage(dirs["sync"] / "transcripts.jsonl")
@@ -102,7 +95,7 @@ def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(ro
     assert 2 * longest <= batches < N
 
 
-def test_a_request_failing_in_every_batch_fails_its_question_with_the_reason(root):
+def test_a_request_failing_in_every_batch_fails_its_question_with_the_reason(full_outputs):
     doomed = W.questions(4)[0].id
 
     def error(cid, body, attempt):
@@ -110,7 +103,7 @@ def test_a_request_failing_in_every_batch_fails_its_question_with_the_reason(roo
         return "model overloaded" if W.questions(4)[0].question in user else None
 
     with FakeOpenAI(FaultInjector(rate=0.0), batch_error=error) as srv:
-        pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+        pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch")
         d = run_experiment("fail", W.questions(4), [W.config()], pop, workers=2, progress=False)
         per_line = Counter(srv.batch_lines)
     recs = {r["question_id"]: r for r in read_jsonl(d / "transcripts.jsonl")}
@@ -138,11 +131,11 @@ def recorded_batches(cache: Path) -> set[str]:
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_twice(root):
-    ref, n_sync, _ = sync_run(root)
-    cache = root / "killed.sqlite"
+def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_twice(full_outputs):
+    ref, n_sync, _ = sync_run(full_outputs)
+    cache = full_outputs / "killed.sqlite"
     with FakeOpenAI(FaultInjector(rate=0.0), batch_delay=1.5) as srv:
-        proc = _worker(root, srv.url, cache)
+        proc = _worker(full_outputs, srv.url, cache)
         # until the worker has submitted its batch and recorded it in its cache (then it polls)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (srv.batches and set(srv.batches) <= recorded_batches(cache)):
@@ -154,25 +147,25 @@ def test_a_process_killed_while_polling_resumes_the_batch_and_submits_nothing_tw
         proc.wait(timeout=30)
         first = list(srv.batch_lines)
         assert len(first) == N * W.N_AGENTS  # round 1's arguments, one batch
-        proc = _worker(root, srv.url, cache)
+        proc = _worker(full_outputs, srv.url, cache)
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err[-3000:]
         lines = list(srv.batch_lines)
     assert len(lines) == len(set(lines)) == n_sync  # every call submitted exactly once over both processes
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["ok"] == N and summary["failed"] == 0
-    assert strip_usage(root / "outputs/runs/killed/transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
+    assert strip_usage(full_outputs / "outputs/runs/killed/transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
 
 
-def test_export_and_import_round_trip_through_the_cache(root, capsys):
-    assert BA.main(["--cache", str(root / "empty.sqlite"), "status"]) == 0
+def test_export_and_import_round_trip_through_the_cache(full_outputs, capsys):
+    assert BA.main(["--cache", str(full_outputs / "empty.sqlite"), "status"]) == 0
     assert capsys.readouterr().out.startswith("no batches recorded in ")
-    cache_path = root / "c.sqlite"
+    cache_path = full_outputs / "c.sqlite"
     cache = ResponseCache(cache_path)
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
     BA.record_batch(cache, "batch_x", "openai", [{"key": k, "model": "gpt-4o-mini", "mode": None, "body": body}
                                                  for k in ("k1", "k2")])  # fmt: skip
-    out = root / "requests.jsonl"
+    out = full_outputs / "requests.jsonl"
     assert BA.main(["--cache", str(cache_path), "export", str(out)]) == 0
     reqs = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["custom_id"] for r in reqs] == ["k1", "k2"] and reqs[0]["url"] == "/v1/chat/completions"
@@ -183,20 +176,20 @@ def test_export_and_import_round_trip_through_the_cache(root, capsys):
     }}}  # fmt: skip
     bad = {"custom_id": "k2", "response": None, "error": {"code": "server_error", "message": "no"}}
     stranger = dict(ok, custom_id="not-ours")
-    (root / "output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (ok, bad, stranger)) + '{"torn')
-    assert BA.main(["--cache", str(cache_path), "import", str(root / "output.jsonl")]) == 0
+    (full_outputs / "output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (ok, bad, stranger)) + '{"torn')
+    assert BA.main(["--cache", str(cache_path), "import", str(full_outputs / "output.jsonl")]) == 0
     assert "stored 1 replies" in capsys.readouterr().out
     v = cache.get("k1")
     assert v["text"] == "hello" and v["batch"] is True and v["prompt_tokens"] == 5
     assert cache.get("k2") is None and cache.get("not-ours") is None
 
 
-def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, root):
+def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, full_outputs):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""
-    ref, n_sync, _ = sync_run(root, n=6)
+    ref, n_sync, _ = sync_run(full_outputs, n=6)
     model = FaultInjector(rate=0.0)
-    cache = root / "files.sqlite"
+    cache = full_outputs / "files.sqlite"
     exports = 0
     srv = fake_server  # only GET /models is asked of it
     for _ in range(20):
@@ -218,37 +211,37 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(f
     assert strip_usage(d / "transcripts.jsonl") == strip_usage(ref / "transcripts.jsonl")
 
 
-def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_server, root, monkeypatch):
+def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_server, full_outputs, monkeypatch):
     """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
     could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
     from acemad_utils.experiments.runner import BudgetStop
 
     monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
     srv = fake_server
-    pop = W.population(srv.url, str(root / "c.sqlite"), "batch")
+    pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch")
     with pytest.raises(BudgetStop, match="raise MAX_USD"):
         run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
     assert srv.batches == {} and srv.batch_lines == []
 
 
-def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint(root):
+def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint(full_outputs):
     """A 127.0.0.1 URL may be a gateway with a Batch API: batch mode uses it, files mode writes the requests."""
     with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = W.population(srv.url, str(root / "c.sqlite"), "batch", kind=None)
+        pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch", kind=None)
         assert srv.url.startswith("http://127.0.0.1:") and pop.client(None).kind == "local-llama.cpp"
         run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
         assert srv.batch_lines and not srv.requests  # every call went through a batch, none synchronously
-        pop = W.population(srv.url, str(root / "f.sqlite"), "files", kind=None)
+        pop = W.population(srv.url, str(full_outputs / "f.sqlite"), "files", kind=None)
         with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)"):
             run_experiment("loopback-files", W.questions(2), [W.config()], pop, workers=2, progress=False)
         assert not srv.requests
 
 
-def test_files_mode_names_this_interpreter_in_its_import_command(root):
+def test_files_mode_names_this_interpreter_in_its_import_command(full_outputs):
     """The import step CALLS_VIA=files prints runs with the interpreter that ran the pass (`.venv/bin/python` from
     the repo), as the pilot's closing line does, not whatever `python` is on PATH."""
     with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = W.population(srv.url, str(root / "f.sqlite"), "files", kind=None)
+        pop = W.population(srv.url, str(full_outputs / "f.sqlite"), "files", kind=None)
         with pytest.raises(BA.BatchExported) as got:
             run_experiment("files-hint", W.questions(2), [W.config()], pop, workers=2, progress=False)
     here = os.path.relpath(sys.executable)
@@ -256,11 +249,11 @@ def test_files_mode_names_this_interpreter_in_its_import_command(root):
     assert f"`{python} -m acemad_utils.agents.batch import " in str(got.value)
 
 
-def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(root):
+def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(full_outputs):
     from acemad_utils.agents.client import BatchUnsupported
 
     with FakeOpenAI(FaultInjector(0.0), batch_api=False) as srv:
         with pytest.raises(BatchUnsupported) as e:
-            W.population(srv.url, str(root / "c.sqlite"), "batch", kind=None)
+            W.population(srv.url, str(full_outputs / "c.sqlite"), "batch", kind=None)
         assert srv.count == 0
     assert "no Batch API" in str(e.value) and "CALLS_VIA=files" in str(e.value) and "\n" not in str(e.value)

@@ -47,14 +47,6 @@ def no_network(monkeypatch):
     monkeypatch.setattr(openai.OpenAI, "__init__", lambda *a, **k: refuse())
 
 
-@pytest.fixture
-def tmp_root(tmp_outputs, monkeypatch):
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
-    monkeypatch.delenv(B.ENV_MAX, raising=False)
-    monkeypatch.delenv(B.ENV_SINCE, raising=False)
-    return tmp_outputs
-
-
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.usefixtures("tmp_outputs")  # no subset a paper-profile run built in the checkout's data/subsets is read
 def test_make_estimate_prints_the_paper_profile_priced_without_any_network(no_network, capsys, monkeypatch):
@@ -109,14 +101,14 @@ def test_the_local_profiles_estimate_names_the_local_model_and_prices_its_plan_f
     assert main_gain.split()[-1] == "$0"  # the plan's dollars: the server's calls are free, not "unpriced"
 
 
-def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, tmp_root):
+def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, full_outputs):
     """Notebook 03's configs on 3 demo questions: the replay's paid calls == a real run's requests (cache dedup)."""
     qs = load_demo()[:3]
     P_ = {"SEED": 0, "ETA": 2.0, "ROUNDS": [2, 3], "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
     [stage] = R.runs("03_main_results", P_)
     per = C.replay(stage.configs, qs, P_)
     [(nc, pt, ct)] = per["by"].values()
-    kw = dict(api_key="sk-fake", cache=str(tmp_root / "c.sqlite"), kind="openai", max_concurrency=8)
+    kw = dict(api_key="sk-fake", cache=str(full_outputs / "c.sqlite"), kind="openai", max_concurrency=8)
     pop = LLMPopulation(model="gpt-4o-mini", base_url=fake_server.url, **kw)
     run_experiment("est", qs, stage.configs, pop, workers=2, progress=False)
     assert fake_server.count == round(nc * len(qs))
@@ -158,32 +150,32 @@ def _priced_plan():
     return script
 
 
-def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(tmp_root, monkeypatch):
+def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(full_outputs, monkeypatch):
     qs = make_items(12, k=4, seed=5)
     cfg = DebateConfig(method="acemad", n_agents=3, rounds=2)  # 12 calls per question
     kw = dict(model="gpt-4o-mini", api_key="sk-fake", kind="openai", max_concurrency=4)
     # reference: the whole run, uncapped, on its own cache
     with FakeOpenAI(_priced_plan()) as srv:
-        pop = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "ref.sqlite"), **kw)
+        pop = LLMPopulation(base_url=srv.url, cache=str(full_outputs / "ref.sqlite"), **kw)
         ref_dir = run_experiment("ref", qs, [cfg], pop, workers=3, progress=False)
         full_calls, full_cost = srv.count, pop.usage()["cost_usd"]
     assert full_calls == 12 * 12 and full_cost > 0
     cap = full_cost / 2  # reservations assume max_tokens replies: the cap is met before half the calls
     monkeypatch.setenv(B.ENV_MAX, str(cap))
     with FakeOpenAI(_priced_plan()) as srv:
-        pop = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "c.sqlite"), **kw)
+        pop = LLMPopulation(base_url=srv.url, cache=str(full_outputs / "c.sqlite"), **kw)
         with pytest.raises(BudgetStop) as e:
             run_experiment("capped", qs, [cfg], pop, workers=2, progress=False)
         assert all(w in str(e.value) for w in ("MAX_USD", "raise MAX_USD", "rerun", "records saved"))
         first = srv.count
         assert pop.usage()["cost_usd"] <= cap + 1e-9  # never past the cap: calls are refused before they are sent
-        recs = read_jsonl(tmp_root / "outputs" / "runs" / "capped" / "transcripts.jsonl")
+        recs = read_jsonl(full_outputs / "outputs" / "runs" / "capped" / "transcripts.jsonl")
         assert 0 < len(recs) < len(qs) and all(r["status"] == "ok" for r in recs)  # stopped, not failed
-        meta = json.loads((tmp_root / "outputs" / "runs" / "capped" / "meta.json").read_text())
+        meta = json.loads((full_outputs / "outputs" / "runs" / "capped" / "meta.json").read_text())
         assert meta["summary"]["stopped_by"] == "MAX_USD"
         # raise the cap and rerun: the paid part comes from the cache
         monkeypatch.setenv(B.ENV_MAX, str(full_cost * 2))
-        pop2 = LLMPopulation(base_url=srv.url, cache=str(tmp_root / "c.sqlite"), **kw)
+        pop2 = LLMPopulation(base_url=srv.url, cache=str(full_outputs / "c.sqlite"), **kw)
         d = run_experiment("capped", qs, [cfg], pop2, workers=3, progress=False)
         assert srv.count == full_calls  # every call sent exactly once over both sessions
         assert first < full_calls

@@ -10,7 +10,6 @@ import json
 import os
 import sqlite3
 
-import nbformat
 import pytest
 
 from acemad_utils.agents.cache import ResponseCache
@@ -24,6 +23,7 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import rescoring
 from acemad_utils.reproduce import cli as reproduce
 from tests.fake_openai import FakeOpenAI, FaultInjector
+from tests.test_reproduce import _driver, _notebook  # a two-cell notebook; the driver on given notebooks
 
 ITEMS = make_items(40, k=4, seed=3)
 CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)]
@@ -38,12 +38,6 @@ def _run(name="probe/r"):
 def _one_line(e) -> str:
     assert "\n" not in str(e.value), e.value
     return str(e.value)
-
-
-def _driver(monkeypatch, nbs: dict) -> None:
-    """The reproduce driver of profile "probe" over the notebooks `nbs`."""
-    monkeypatch.setattr(reproduce, "notebooks", lambda: nbs)
-    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: {"profile": "probe"})
 
 
 def test_a_full_disk_leaves_no_temp_file(smoke_outputs, monkeypatch):
@@ -74,7 +68,7 @@ def test_the_driver_says_disk_full_in_one_line_and_removes_a_truncated_notebook(
         out.write_text('{"cells": [{"cell_type": "code", "sou')  # what a full disk leaves of the executed copy
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
 
-    _driver(monkeypatch, nbs)
+    _driver(monkeypatch, nbs, profile="probe")
     monkeypatch.setattr(reproduce, "_execute", execute)
     assert reproduce.run("probe") == 1
     out = capsys.readouterr().out.splitlines()
@@ -84,18 +78,11 @@ def test_the_driver_says_disk_full_in_one_line_and_removes_a_truncated_notebook(
     assert not (P.outputs("notebooks", "probe") / "01_a.ipynb").exists()
 
 
-def _notebook(path, code):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(code)]
-    nbformat.write(nb, path)
-
-
 def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(smoke_outputs, monkeypatch, capsys):
     nbs = {"01_killed": smoke_outputs / "01.ipynb", "02_after": smoke_outputs / "02.ipynb"}
     _notebook(nbs["01_killed"], "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer does")
     _notebook(nbs["02_after"], "print('SUMMARY: the next notebook ran')")
-    _driver(monkeypatch, nbs)
+    _driver(monkeypatch, nbs, profile="probe")
     assert reproduce.run("probe") == 1
     out = capsys.readouterr().out.splitlines()
     killed = [x for x in out if x.startswith("[probe] 01_killed")]

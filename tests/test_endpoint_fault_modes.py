@@ -32,19 +32,12 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce.cli import ProfileLock, _ok_line, failed_records, failure_lines, progress_tail
+from tests.conftest import CANARY_KEY
 from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, Reply, completion
 
-KEY = "sk-canary-faults-0000"
+KEY = CANARY_KEY
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
 FAST = dict(max_attempts=4, timeout=0.5)
-
-
-@pytest.fixture
-def repo(smoke_outputs, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    return smoke_outputs
 
 
 # ----------------------------------------------------------------------------- retries and the breaker
@@ -133,7 +126,9 @@ def _tables(url: str):
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.parametrize("fault", ["down", "429", "401"])
-def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tables(repo, tmp_path, monkeypatch, fault):
+def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tables(
+    keyed_outputs, tmp_path, monkeypatch, fault
+):
     plan = FaultInjector(0.0, seed=3)
     with FakeOpenAI(plan, retry_after="0.01") as srv:
         clean_root = tmp_path / "clean"
@@ -158,7 +153,7 @@ def test_a_fault_during_subset_building_then_a_healthy_rerun_gives_the_clean_tab
     assert healed_files == clean_files
 
 
-def test_an_old_subset_saved_with_failed_items_is_rebuilt(repo):
+def test_an_old_subset_saved_with_failed_items_is_rebuilt(keyed_outputs):
     with FakeOpenAI(FaultInjector(0.0, seed=3)) as srv:
         S = _setup(srv.url)
         good = [q.id for q in S.subset("arc_challenge")]
@@ -191,7 +186,7 @@ def test_failed_records_are_not_wrong_answers_and_every_table_says_how_many():
     assert "failed" not in clean and "(n=" not in clean  # a clean table looks as before
 
 
-def test_the_reproduce_command_names_failed_records_per_method(repo):
+def test_the_reproduce_command_names_failed_records_per_method(keyed_outputs):
     d = run_dir("probe/main")
     one = {"question_id": "q1", "config_hash": "h1", "repeat": 0, "status": "failed", "method": "single", "error": "X"}
     answered = one | {"config_hash": "h2", "status": "ok", "method": "majority"}
@@ -210,7 +205,7 @@ def test_the_reproduce_command_names_failed_records_per_method(repo):
 
 
 # ----------------------------------------------------------------------------- one run per profile
-def test_a_second_run_of_a_profile_or_of_the_llm_cache_is_refused_naming_the_holder(repo, tmp_path):
+def test_a_second_run_of_a_profile_or_of_the_llm_cache_is_refused_naming_the_holder(keyed_outputs, tmp_path):
     """(Queueing behind the holder instead: tests/test_run_lock.py.)"""
     path = tmp_path / "probe.yaml"
     path.write_text("profile: probe\ncommon: {BACKEND: sim}\n")
@@ -221,7 +216,7 @@ def test_a_second_run_of_a_profile_or_of_the_llm_cache_is_refused_naming_the_hol
             pass
         with ProfileLock("other", llm=False):  # a synthetic profile pays for nothing: it may run beside
             pass
-    assert not (repo / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()
+    assert not (keyed_outputs / "outputs" / "smoke" / "notebooks" / "probe" / "00_theory.ipynb").exists()
 
 
 def test_progress_lines_reach_the_terminal(tmp_path, capsys):
@@ -255,7 +250,7 @@ BAD_NAMES = ["../../../../tmp/x", "..", "a/b", "/tmp/x", ".hidden", "-rf", "", "
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)
-def test_unsafe_names_are_refused_everywhere_they_become_paths(repo, name):
+def test_unsafe_names_are_refused_everywhere_they_become_paths(keyed_outputs, name):
     with pytest.raises(P.UnsafeName):
         P.safe_segment(name, "profile")
     with pytest.raises(ValueError, match="PROFILE"):  # a notebook's PROFILE (Setup), before anything is written
@@ -267,16 +262,16 @@ def test_unsafe_names_are_refused_everywhere_they_become_paths(repo, name):
             run_dir(f"{name}/main")  # a run's folder (a profile or run name)
         with pytest.raises(P.UnsafeName):
             run_dir(f"probe/{name}")
-    assert not (repo / "outputs").exists() or not any((repo / "outputs").rglob("*.json*"))
+    assert not (keyed_outputs / "outputs").exists() or not any((keyed_outputs / "outputs").rglob("*.json*"))
 
 
-def test_a_traversal_profile_name_stops_the_run_before_anything_is_written(repo, tmp_path):
+def test_a_traversal_profile_name_stops_the_run_before_anything_is_written(keyed_outputs, tmp_path):
     path = tmp_path / "evil.yaml"
     path.write_text("profile: ../../../../tmp/x\ncommon: {BACKEND: sim}\n")
     with pytest.raises(SystemExit) as e:
         reproduce.run(str(path), only=["00_theory"])
     assert "profile name '../../../../tmp/x' is not allowed" in str(e.value) and "\n" not in str(e.value)
-    assert not (repo / "outputs").exists()
+    assert not (keyed_outputs / "outputs").exists()
 
 
 def test_model_names_become_one_safe_folder():

@@ -7,7 +7,6 @@ import math
 import time
 
 import pytest
-import yaml
 
 from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, MissingAPIKey
 from acemad_utils.agents.llm_agent import LLMPopulation
@@ -18,6 +17,7 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.reproduce import cli as reproduce
 from tests.fake_openai import FakeOpenAI
+from tests.test_reproduce import _profile  # a profile file from a dict
 
 KEY = "sk-test-badinput-SECRET-4242"
 
@@ -124,12 +124,6 @@ def test_base_url_credentials_are_not_echoed():
 
 
 # ----------------------------------------------------------------------------- profile files
-def _profile(tmp_path, body: dict) -> str:
-    path = tmp_path / "mine.yaml"
-    path.write_text(yaml.safe_dump(body))
-    return str(path)
-
-
 @pytest.mark.parametrize(
     "body,expected",
     [

@@ -24,9 +24,10 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 from acemad_utils.reproduce import cli as reproduce
+from tests.conftest import CANARY_KEY
 from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 
-CANARY = "sk-acemad-SECRET-canary-123"
+CANARY = CANARY_KEY
 # Does not look like a key (no sk- prefix, no "secret"): only redaction by value can catch it.
 PLAIN = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"
 assert len(PLAIN) == 40 and redact.__module__  # (PLAIN must not match the key-like pattern)
@@ -52,13 +53,6 @@ def leaks(root, key: str = CANARY) -> list[str]:
             if any(n in data for n in found):
                 hits.append(str(f.relative_to(root)))
     return hits
-
-
-@pytest.fixture
-def env(smoke_outputs, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    return smoke_outputs
 
 
 def echo(key: str, status: int) -> Reply:
@@ -131,9 +125,9 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
 @pytest.mark.parametrize(
     "key,status", [(CANARY, 401), (PLAIN, 401), (PLAIN, 500)], ids=["sk-like-401", "plain-40-401", "plain-40-500"]
 )
-def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
+def test_full_experiment_writes_no_secret(keyed_outputs, capfd, monkeypatch, key, status):
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    log_path = env / "outputs" / "debug.log"
+    log_path = keyed_outputs / "outputs" / "debug.log"
     log_path.parent.mkdir(parents=True)
     handler = logging.FileHandler(log_path)
     handler.setLevel(logging.DEBUG)
@@ -167,9 +161,9 @@ def test_full_experiment_writes_no_secret(env, capfd, monkeypatch, key, status):
     assert plan.total_injected > 0 and meta["summary"]["ok"] == len(recs) - len(failed)
     out = capfd.readouterr()
     assert key not in out.out and key not in out.err
-    assert (env / "outputs" / "smoke" / "cache" / "llm.sqlite").exists() and log_path.stat().st_size > 0
-    assert len(list((env / "outputs").rglob("meta.json"))) >= 1  # searched below, like every file
-    assert leaks(env, key) == []
+    assert (keyed_outputs / "outputs" / "smoke" / "cache" / "llm.sqlite").exists() and log_path.stat().st_size > 0
+    assert len(list((keyed_outputs / "outputs").rglob("meta.json"))) >= 1  # searched below, like every file
+    assert leaks(keyed_outputs, key) == []
 
 
 def test_committed_notebooks_and_profiles_hold_no_key():
@@ -198,7 +192,7 @@ DRIVEN = [
 ]
 
 
-def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeypatch, capsys):
+def test_url_credentials_reach_no_file_through_the_driver(keyed_outputs, tmp_path, monkeypatch, capsys):
     """`--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver: the run is
     answered, and neither the password, the query key nor OPENAI_API_KEY is in any file it wrote or what it printed."""
     path = tmp_path / "01_urls.ipynb"
@@ -219,16 +213,16 @@ def test_url_credentials_reach_no_file_through_the_driver(env, tmp_path, monkeyp
         assert srv.count > 0  # (the URL's user:password is sent as Basic auth; the kernel still holds the key)
     out = capsys.readouterr()
     assert code == 0 and re.search(r"ok [1-9]\d* failed 0", out.out), out.out
-    executed = env / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
-    locks = [env / "outputs" / "smoke" / d / ".lock.holder" for d in ("runs/urls", "cache")]
+    executed = keyed_outputs / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"
+    locks = [keyed_outputs / "outputs" / "smoke" / d / ".lock.holder" for d in ("runs/urls", "cache")]
     assert executed.exists() and all(p.exists() for p in locks) and "key set: True" in executed.read_text()
     assert "127.0.0.1" in executed.read_text() and "--set BASE_URL=http://127.0.0.1" in locks[0].read_text()
     for secret in (URL_PASSWORD, URL_QUERY_KEY, CANARY):
-        assert leaks(env, secret) == [] and secret not in out.out + out.err
+        assert leaks(keyed_outputs, secret) == [] and secret not in out.out + out.err
         assert os.environ.get("ACEMAD_URL_SECRETS") is None  # the driver's environment is restored
 
 
-def test_meta_keeps_no_url_credentials_of_a_config(env):
+def test_meta_keeps_no_url_credentials_of_a_config(keyed_outputs):
     """A per-agent base_url typed by hand with credentials (a notebook run in JupyterLab, no driver): meta.json
     stores the URL without them."""
     url = f"http://user:{URL_PASSWORD}@127.0.0.1:9/v1?api_key={URL_QUERY_KEY}&api-version=1"
@@ -236,7 +230,7 @@ def test_meta_keeps_no_url_credentials_of_a_config(env):
     d = run_experiment("probe/urls", make_items(4, k=4, seed=1), [cfg], SimPopulation(), progress=False)
     text = (d / "meta.json").read_text()
     assert "http://127.0.0.1:9/v1?api-version=1" in text
-    assert leaks(env, URL_PASSWORD) == [] and leaks(env, URL_QUERY_KEY) == []
+    assert leaks(keyed_outputs, URL_PASSWORD) == [] and leaks(keyed_outputs, URL_QUERY_KEY) == []
 
 
 def test_a_key_across_the_preview_cut_is_redacted_before_the_cut(monkeypatch):

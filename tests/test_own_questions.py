@@ -62,12 +62,12 @@ def elsewhere(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def endpoint(monkeypatch):
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
-        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-        monkeypatch.delenv("MODEL", raising=False)
-        yield srv
+def endpoint(fake_server, monkeypatch):
+    """conftest's fake_server as the command's endpoint, by OPENAI_BASE_URL and OPENAI_API_KEY ($MODEL unset)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("MODEL", raising=False)
+    return fake_server
 
 
 @pytest.mark.parametrize("on_endpoint", [False, True], ids=["synthetic", "endpoint"])
@@ -190,32 +190,32 @@ def test_a_bad_file_stops_in_one_line_before_any_call(elsewhere, endpoint, monke
     assert endpoint.count == 0 and not (elsewhere / "acemad_runs" / "runs").exists()
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--seed", "-1"], "seed=-1: need a whole number >= 0"),
-    (["--base-url", "http://127.0.0.1:abc/v1"], "need an http:// or https:// URL with a host (a port: 1 to 65535)"),
-    (["--base-url", "http://127.0.0.1:99999/v1"], "need an http:// or https:// URL with a host (a port: 1 to 65535)"),
-    (["--model", ""], "model='': empty"),  # "$MODEL" unset: not the paid default model in its place
-    (["--base-url", ""], "base_url='': empty"),  # nor api.openai.com in place of the endpoint meant
+URL_SAYS = "need an http:// or https:// URL with a host (a port: 1 to 65535)"
+
+
+@pytest.mark.parametrize("argv, env, says", [
+    (["--seed", "-1"], {}, "seed=-1: need a whole number >= 0"),
+    (["--base-url", "http://127.0.0.1:abc/v1"], {}, URL_SAYS),
+    (["--base-url", "http://127.0.0.1:99999/v1"], {}, URL_SAYS),
+    (["--model", ""], {}, "model='': empty"),  # "$MODEL" unset: not the paid default model in its place
+    (["--base-url", ""], {}, "base_url='': empty"),  # nor api.openai.com in place of the endpoint meant
+    ([], {"ACEMAD_MAX_USD": "abc"},
+     "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a number >= 0"),
+    ([], {"ACEMAD_MODELS": "{not json"}, "ACEMAD_MODELS: Expecting property name"),
 ])  # fmt: skip
-def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(elsewhere, endpoint, capsys, argv, says):
+def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(
+    elsewhere, endpoint, capsys, monkeypatch, argv, env, says
+):
+    """A bad option, or a bad setting named in the environment."""
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
     src = _write(elsewhere / "q.jsonl", ROWS[:2])
     assert main(["run", str(src), "--model", "fake-model", "--methods", "majority", *argv]) == 2
     out, err = capsys.readouterr()
-    assert err.strip().splitlines() == [err.strip()] and says in err and "estimate" not in out, (out, err)
+    err = err.strip()
+    assert err.splitlines() == [err] and err.startswith("error: ") and says in err, (out, err)
+    assert env or "estimate" not in out, out  # a setting may be read after the estimate is printed
     assert endpoint.count == 0 and not (elsewhere / "acemad_runs").exists()
-
-
-@pytest.mark.parametrize("var, value, says", [
-    ("ACEMAD_MAX_USD", "abc", "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a number >= 0"),
-    ("ACEMAD_MODELS", "{not json", "ACEMAD_MODELS: Expecting property name"),
-])  # fmt: skip
-def test_a_bad_setting_is_named_in_one_line_before_any_call(elsewhere, endpoint, capsys, monkeypatch, var, value, says):
-    monkeypatch.setenv(var, value)
-    src = _write(elsewhere / "q.jsonl", ROWS[:2])
-    assert main(["run", str(src), "--model", "fake-model", "--methods", "majority"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.splitlines() == [err] and err.startswith("error: ") and says in err, err
-    assert endpoint.count == 0
 
 
 def test_ctrl_c_before_the_run_starts_is_one_line_and_exit_130(elsewhere, endpoint, capsys, monkeypatch):

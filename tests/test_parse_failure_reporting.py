@@ -21,13 +21,6 @@ except ImportError:  # tests/ is not a package: pytest put it on sys.path
 CONFIGS = [DebateConfig(method="acemad", n_agents=3, rounds=1), DebateConfig(method="majority", n_agents=3)]
 
 
-@pytest.fixture
-def repo(smoke_outputs, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-parse-test-key")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    return smoke_outputs
-
-
 def _run(url: str):
     S = Setup(profile="probe", backend="openai", source="demo", model="m", base_url=url, workers=2)
     try:
@@ -36,7 +29,7 @@ def _run(url: str):
         S.close()
 
 
-def test_unparseable_replies_are_counted_in_the_summary_and_every_cell(repo):
+def test_unparseable_replies_are_counted_in_the_summary_and_every_cell(keyed_outputs):
     with FakeOpenAI(FaultInjector(0.0), mode="unparseable") as srv:
         meta, recs = _run(srv.url)
         assert srv.modes["unparseable"] > 0
@@ -68,7 +61,7 @@ NOTEBOOK = (
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
-def test_the_reproduce_command_exits_1_and_the_headline_counts_them(repo, tmp_path, monkeypatch, capsys):
+def test_the_reproduce_command_exits_1_and_the_headline_counts_them(keyed_outputs, tmp_path, monkeypatch, capsys):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     params = nbformat.v4.new_code_cell('BASE_URL = ""\n')

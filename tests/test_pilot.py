@@ -171,9 +171,7 @@ def test_a_profile_pilot_without_benchmark_data_says_so_before_its_plan(cwd, cap
     assert err.startswith("error: no benchmark data available: set ACEMAD_DATA_DIR") and "estimate" not in out
 
 
-def test_a_small_source_pilot_plans_what_it_has_and_a_synthetic_profile_has_none(tmp_outputs, capsys, monkeypatch):
-    for k in ("ACEMAD_MAX_USD", "ACEMAD_SMOKE"):
-        monkeypatch.delenv(k, raising=False)
+def test_a_small_source_pilot_plans_what_it_has_and_a_synthetic_profile_has_none(full_outputs, capsys):
     assert main(["pilot", "--profile", "paper", "--set", "SOURCE=demo", "--dry-run"]) == 0  # 24 demo questions
     n, calls = re.search(r"on about (\d+) questions of .*, all there are; estimate \$[\d.]+ for ([\d,]+) calls",
                          capsys.readouterr().out).groups()  # fmt: skip

@@ -78,15 +78,7 @@ def _plan(profile="paper", rho=None, **overrides):
 MAIN = "AceMAD (T=3) over Sparse MAD, Average"
 
 
-@pytest.fixture
-def full_size(tmp_outputs, monkeypatch):
-    """A profile's plan at full size (no smoke caps) that reads no subset built in the checkout's data/subsets (a
-    paper-profile run's gpt-4o-mini sizes would replace the paper's): data/subsets/ under an empty ACEMAD_ROOT."""
-    monkeypatch.delenv("ACEMAD_SMOKE", raising=False)
-    return tmp_outputs
-
-
-def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(full_size):
+def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(full_outputs):
     t = _plan()
     assert t.loc[MAIN, "planned n"] == 1905 and t.loc[MAIN, "power (Holm)"] > 0.99
     assert _plan(rho=0.5).loc[MAIN, "n, alpha 0.05"] < t.loc[MAIN, "n, alpha 0.05"]  # an observed correlation
@@ -101,7 +93,7 @@ def test_the_paper_profile_detects_its_main_gain_but_not_every_claim(full_size):
     assert (per_benchmark >= 0.8).sum() < len(per_benchmark) / 2
 
 
-def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(full_size):
+def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(full_outputs):
     t = _plan(N_MAX=20)
     assert t.loc[MAIN, "planned n"] == 120 and t.loc[MAIN, "power (Holm)"] < 0.8
     local = _plan("local")

@@ -16,18 +16,13 @@ from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.debate import run_batch, run_question
 from acemad_utils.report import premise as PR
+from tests.conftest import acemad_record
 from tests.fake_openai import FakeOpenAI, PremiseAgents
 
 
 def _record(i, scores, right, failed=()):
-    """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
-    entries = [
-        {"agent": a, "p": [0.9, 0.1, 0, 0] if ok else [0.1, 0.9, 0, 0], "score": s, "parse_failure": a in failed}
-        for a, (s, ok) in enumerate(zip(scores, right))
-    ]
-    return {"question_id": f"q{i}", "benchmark": "demo", "method": "AceMAD (T=1)", "method_kind": "acemad",
-            "status": "ok", "labels": list("ABCD"), "answer": "A", "rounds": [entries],
-            "final": {"answer": "A", "correct": True}}  # fmt: skip
+    return acemad_record(scores, right, failed=failed, question_id=f"q{i}", benchmark="demo", method="AceMAD (T=1)",
+                         method_kind="acemad", final={"answer": "A", "correct": True})  # fmt: skip
 
 
 RIGHT = [True, True, False, False, False]

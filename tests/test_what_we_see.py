@@ -19,6 +19,7 @@ from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import readable as RD
 from acemad_utils.report import rescoring, stats, words
 from acemad_utils.report import tables as TB
+from tests.conftest import acemad_record
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 SYN = "SYNTHETIC population (no LLM)"
@@ -207,18 +208,14 @@ def test_the_shuffled_sentence_splits_the_gain_over_uniform_weights():
     assert text.strip().startswith(rescoring.SHUFFLED) and words.gain(whom) in text and "WHO scores well" in text
 
 
-def _record(scores, right):
-    """A one-round AceMAD record: agents with these scores, right (answer A) or wrong (answer B)."""
-    entries = [{"agent": i, "p": [0.9, 0.1] if ok else [0.1, 0.9], "score": s, "parse_failure": False}
-               for i, (s, ok) in enumerate(zip(scores, right))]  # fmt: skip
-    return {"question_id": "q", "status": "ok", "labels": ["A", "B"], "answer": "A", "rounds": [entries]}
-
-
 def test_a_real_model_gets_no_map_and_the_measured_gap_in_words():
     from acemad_utils.experiments import assumption_map as AM
 
     right = [True, True, False, False, False]
-    two = [_record([0.1, 0.2, 0.9, 0.8, 0.7], right), {**_record([0.3, 0.2, 0.6, 0.9, 0.8], right), "question_id": "r"}]
+    two = [
+        acemad_record([0.1, 0.2, 0.9, 0.8, 0.7], right, "AB"),
+        acemad_record([0.3, 0.2, 0.6, 0.9, 0.8], right, "AB", question_id="r"),
+    ]
     table = AM.run_map(None, [], R.MAP_AXES)  # type: ignore[arg-type]  # no run: the Setup is never used
     gaps = AM.knowledge_gap(two, label="m")
     text = say("09_assumption_map", "25ce5b8f", table=table, gaps=gaps, setup=None, SRC="model: m", assumption_map=AM)
