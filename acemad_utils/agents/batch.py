@@ -18,7 +18,6 @@ from typing import Optional
 
 from acemad_utils.agents import cache as C
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import outputs, python
 
 
@@ -60,12 +59,8 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
         reply = C.parse_reply(json.dumps(body).encode(), "a batch output line")
     except C.GarbledResponse as e:
         return None, str(e)
-    if (empty := C.empty_reply(choice := reply["choices"][0])) is not None:  # a failed call, never cached
-        return None, empty
-    pt, ct, cached = C.usage_tokens(reply.get("usage"))
-    text = redact(choice["message"].get("content") or "")  # as the client's replies: no key kept
-    return {"text": text, "finish_reason": choice.get("finish_reason"), "prompt_tokens": pt, "completion_tokens": ct,
-            "cached_tokens": cached, "batch": True}, None  # fmt: skip
+    value, empty = C.reply_value(reply)  # as the client reads it; an empty reply is a failed call, never cached
+    return (None, empty) if value is None else (value | {"batch": True}, None)
 
 
 def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:

@@ -20,7 +20,7 @@ import httpx2
 import openai
 
 from acemad_utils.agents import budget as B
-from acemad_utils.agents.cache import GarbledResponse, ResponseCache, empty_reply, parse_reply, usage_tokens
+from acemad_utils.agents.cache import GarbledResponse, ResponseCache, parse_reply, reply_value
 from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
@@ -419,8 +419,8 @@ class LLMClient:
                 finally:
                     self._calls.pop(str(id(call)), None)
                     attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
-                reply = call["reply"]
-                if (empty := empty_reply(reply["choices"][0])) is not None:
+                value, empty = reply_value(call["reply"])
+                if value is None:
                     raise EmptyReply(f"the endpoint {self.where} sent {empty} for model {model!r}: a refusal or a "
                                      "reasoning model out of tokens; nothing was cached, fix the model or its "
                                      "max_tokens and rerun")  # fmt: skip
@@ -438,14 +438,12 @@ class LLMClient:
             self._fails = (None, 0)
             if mode is not None:
                 self.settled = mode
-            choice = reply["choices"][0]
-            pt, ct, cached = usage_tokens(reply.get("usage"))
+            pt, ct, cached = value["prompt_tokens"], value["completion_tokens"], value["cached_tokens"]
             self.count_tokens(model, pt, ct, cached)
             self.add_usage(retries=attempts - 1)
-            # a reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it
-            text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
+            text, cut = cap_reply(value["text"], self.max_reply_bytes)  # redacted: no key stored, shown or cached
             return Completion(text, mode, prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached,
-                              network_calls=sent, finish_reason="length" if cut else choice.get("finish_reason"),
+                              network_calls=sent, finish_reason="length" if cut else value["finish_reason"],
                               retries=attempts - 1)  # fmt: skip
 
     def _final(self, e: Exception, call: dict, attempts: int) -> Exception:
