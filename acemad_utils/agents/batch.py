@@ -96,13 +96,12 @@ class Batcher:
     """A pass's cache misses, each sent in up to max_attempts batches by its client; export_dir: CALLS_VIA files."""
 
     def __init__(self, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0, poll_max: float = 300.0,
-                 completion_window: str = "24h", export_dir: Optional[str] = None):  # fmt: skip
+                 export_dir: Optional[str] = None):  # fmt: skip
         self.cache, self.export_dir = cache, export_dir
         self._lock = threading.Lock()
         self.entries: dict[str, dict] = {}
         self.failed: dict[str, str] = {}  # key -> reason, after max_attempts batches
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
-        self.completion_window = completion_window
         self.tries: dict[str, tuple[int, str]] = {}  # key -> (batches it went unanswered in, the last reason)
         self.submitted = 0  # requests submitted by this process
 
@@ -169,8 +168,7 @@ class Batcher:
         held = client.budget.reserve(None if unpriced else sum(costs.values()), (unpriced or [todo[0]["model"]])[0])
         lines = requests_jsonl((e["key"], e["body"]) for e in todo).encode()
         f = client.sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
-        b = client.sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                      completion_window=self.completion_window)  # fmt: skip
+        b = client.sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
         record_batch(self.cache, b.id, client.kind, todo)  # before any polling: a restart adopts it
         self.submitted += len(todo)
         requests = {e["key"]: {"model": e["model"], "kind": client.kind, "mode": e["mode"]} for e in todo}
