@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -303,21 +304,17 @@ class LLMClient:
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
         # one SDK client per SHARD calls in flight: one httpx pool of 256 fed a 1 s endpoint 0.35 (bench/throughput.py)
-        self._shards = [openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, default_query=self._query,
-                                           timeout=self.timeout,
-                                           max_retries=max_attempts - 1, http_client=_Guard(self, timeout=self.timeout))
+        self._sdk: dict[str, Any] = dict(api_key=self._key, base_url=self._base_url, default_query=self._query,
+                                         timeout=self.timeout)  # fmt: skip
+        self._shards = [openai.AsyncOpenAI(**self._sdk, max_retries=max_attempts - 1,
+                                           http_client=_Guard(self, timeout=self.timeout))
                         for _ in range(-(-max_concurrency // SHARD))]  # fmt: skip
         self._aio, self._next = self._shards[0], itertools.count()
-        self._sync: Optional[openai.OpenAI] = None
 
-    @property
+    @functools.cached_property
     def sdk(self) -> openai.OpenAI:
         """The synchronous SDK client, for the Batch API (its files pass the 8 MiB cap)."""
-        if self._sync is None:
-            self._sync = openai.OpenAI(
-                api_key=self._key, base_url=self._base_url, default_query=self._query, timeout=self.timeout
-            )
-        return self._sync
+        return openai.OpenAI(**self._sdk)
 
     def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,
                  schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None,
@@ -617,5 +614,5 @@ class LLMClient:
         for shard in self._shards:
             with contextlib.suppress(Exception):
                 _run(shard.close())
-        if self._sync is not None:
-            self._sync.close()
+        if "sdk" in self.__dict__:  # built (cached_property)
+            self.sdk.close()
