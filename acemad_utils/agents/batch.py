@@ -18,7 +18,6 @@ from typing import Optional
 
 from acemad_utils.agents import cache as C
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.redact import redact
 from acemad_utils.data.paths import outputs, python
 
 
@@ -60,12 +59,8 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
         reply = C.parse_reply(json.dumps(body).encode(), "a batch output line")
     except C.GarbledResponse as e:
         return None, str(e)
-    if (empty := C.empty_reply(choice := reply["choices"][0])) is not None:  # a failed call, never cached
-        return None, empty
-    pt, ct, cached = C.usage_tokens(reply.get("usage"))
-    text = redact(choice["message"].get("content") or "")  # as the client's replies: no key kept
-    return {"text": text, "finish_reason": choice.get("finish_reason"), "prompt_tokens": pt, "completion_tokens": ct,
-            "cached_tokens": cached, "batch": True}, None  # fmt: skip
+    value, empty = C.reply_value(reply)  # as the client reads it; an empty reply is a failed call, never cached
+    return (None, empty) if value is None else (value | {"batch": True}, None)
 
 
 def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:
@@ -101,13 +96,12 @@ class Batcher:
     """A pass's cache misses, each sent in up to max_attempts batches by its client; export_dir: CALLS_VIA files."""
 
     def __init__(self, cache: ResponseCache, *, max_attempts: int = 3, poll: float = 10.0, poll_max: float = 300.0,
-                 completion_window: str = "24h", export_dir: Optional[str] = None):  # fmt: skip
+                 export_dir: Optional[str] = None):  # fmt: skip
         self.cache, self.export_dir = cache, export_dir
         self._lock = threading.Lock()
         self.entries: dict[str, dict] = {}
         self.failed: dict[str, str] = {}  # key -> reason, after max_attempts batches
         self.max_attempts, self.poll, self.poll_max = max_attempts, poll, poll_max
-        self.completion_window = completion_window
         self.tries: dict[str, tuple[int, str]] = {}  # key -> (batches it went unanswered in, the last reason)
         self.submitted = 0  # requests submitted by this process
 
@@ -174,8 +168,7 @@ class Batcher:
         held = client.budget.reserve(None if unpriced else sum(costs.values()), (unpriced or [todo[0]["model"]])[0])
         lines = requests_jsonl((e["key"], e["body"]) for e in todo).encode()
         f = client.sdk.files.create(file=("acemad_batch.jsonl", lines), purpose="batch")
-        b = client.sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                      completion_window=self.completion_window)  # fmt: skip
+        b = client.sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
         record_batch(self.cache, b.id, client.kind, todo)  # before any polling: a restart adopts it
         self.submitted += len(todo)
         requests = {e["key"]: {"model": e["model"], "kind": client.kind, "mode": e["mode"]} for e in todo}

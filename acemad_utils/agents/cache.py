@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from acemad_utils.agents.prices import price_of
-from acemad_utils.agents.redact import preview
+from acemad_utils.agents.redact import preview, redact
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL,
@@ -104,23 +104,21 @@ def parse_reply(data: bytes, where: str) -> dict:
     return reply
 
 
-def usage_tokens(u: Optional[dict]) -> tuple[int, int, int]:
-    """(prompt, completion, cached prompt) tokens of a usage parse_reply accepted."""
-    details = (u or {}).get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return int((u or {}).get("prompt_tokens") or 0), int((u or {}).get("completion_tokens") or 0), int(cached or 0)
-
-
-def empty_reply(choice: Any) -> Optional[str]:
-    """Why a completion's first choice holds no text, or None when it has some."""
-    message = choice.get("message") if isinstance(choice, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str) and content.strip():
-        return None
-    tools = len(message.get("tool_calls") or []) if isinstance(message, dict) else 0
-    extra = f", {tools} tool call(s) only" if tools else ""
-    what = "content null" if content is None else "blank content"
-    return f"an empty reply ({what}{extra}, finish_reason {choice.get('finish_reason')!r})"
+def reply_value(reply: dict) -> tuple[Optional[dict], Optional[str]]:
+    """(the text, finish_reason and tokens of a reply parse_reply accepted, None), else (None, why its first choice
+    holds no text). A reply that echoes the key (a proxy, a prompt injection) is kept without it."""
+    choice = reply["choices"][0]
+    content = choice["message"].get("content")  # parse_reply: str or None
+    if not (content or "").strip():
+        tools = len(choice["message"].get("tool_calls") or [])
+        extra = f", {tools} tool call(s) only" if tools else ""
+        what = "content null" if content is None else "blank content"
+        return None, f"an empty reply ({what}{extra}, finish_reason {choice.get('finish_reason')!r})"
+    u = reply.get("usage") or {}
+    details = u.get("prompt_tokens_details")
+    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    tokens = {k: int(u.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")} | {"cached_tokens": cached}
+    return {"text": redact(content), "finish_reason": choice.get("finish_reason"), **tokens}, None
 
 
 def canonical_json(obj: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -20,7 +21,7 @@ import httpx2
 import openai
 
 from acemad_utils.agents import budget as B
-from acemad_utils.agents.cache import GarbledResponse, ResponseCache, empty_reply, parse_reply, usage_tokens
+from acemad_utils.agents.cache import GarbledResponse, ResponseCache, parse_reply, reply_value
 from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
@@ -303,21 +304,17 @@ class LLMClient:
         self._t0: Optional[float] = None
         self._sem: Optional[asyncio.Semaphore] = None
         # one SDK client per SHARD calls in flight: one httpx pool of 256 fed a 1 s endpoint 0.35 (bench/throughput.py)
-        self._shards = [openai.AsyncOpenAI(api_key=self._key, base_url=self._base_url, default_query=self._query,
-                                           timeout=self.timeout,
-                                           max_retries=max_attempts - 1, http_client=_Guard(self, timeout=self.timeout))
+        self._sdk: dict[str, Any] = dict(api_key=self._key, base_url=self._base_url, default_query=self._query,
+                                         timeout=self.timeout)  # fmt: skip
+        self._shards = [openai.AsyncOpenAI(**self._sdk, max_retries=max_attempts - 1,
+                                           http_client=_Guard(self, timeout=self.timeout))
                         for _ in range(-(-max_concurrency // SHARD))]  # fmt: skip
         self._aio, self._next = self._shards[0], itertools.count()
-        self._sync: Optional[openai.OpenAI] = None
 
-    @property
+    @functools.cached_property
     def sdk(self) -> openai.OpenAI:
         """The synchronous SDK client, for the Batch API (its files pass the 8 MiB cap)."""
-        if self._sync is None:
-            self._sync = openai.OpenAI(
-                api_key=self._key, base_url=self._base_url, default_query=self._query, timeout=self.timeout
-            )
-        return self._sync
+        return openai.OpenAI(**self._sdk)
 
     def generate(self, messages: Sequence[dict], config: GenerateConfig = GenerateConfig(), *,
                  schema: Optional[dict] = None, scope: str = "", model: Optional[str] = None,
@@ -419,8 +416,8 @@ class LLMClient:
                 finally:
                     self._calls.pop(str(id(call)), None)
                     attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
-                reply = call["reply"]
-                if (empty := empty_reply(reply["choices"][0])) is not None:
+                value, empty = reply_value(call["reply"])
+                if value is None:
                     raise EmptyReply(f"the endpoint {self.where} sent {empty} for model {model!r}: a refusal or a "
                                      "reasoning model out of tokens; nothing was cached, fix the model or its "
                                      "max_tokens and rerun")  # fmt: skip
@@ -438,14 +435,12 @@ class LLMClient:
             self._fails = (None, 0)
             if mode is not None:
                 self.settled = mode
-            choice = reply["choices"][0]
-            pt, ct, cached = usage_tokens(reply.get("usage"))
+            pt, ct, cached = value["prompt_tokens"], value["completion_tokens"], value["cached_tokens"]
             self.count_tokens(model, pt, ct, cached)
             self.add_usage(retries=attempts - 1)
-            # a reply that echoes the key (a proxy, a prompt injection) is stored, shown and cached without it
-            text, cut = cap_reply(redact(choice["message"].get("content") or ""), self.max_reply_bytes)
+            text, cut = cap_reply(value["text"], self.max_reply_bytes)  # redacted: no key stored, shown or cached
             return Completion(text, mode, prompt_tokens=pt, completion_tokens=ct, cached_tokens=cached,
-                              network_calls=sent, finish_reason="length" if cut else choice.get("finish_reason"),
+                              network_calls=sent, finish_reason="length" if cut else value["finish_reason"],
                               retries=attempts - 1)  # fmt: skip
 
     def _final(self, e: Exception, call: dict, attempts: int) -> Exception:
@@ -619,5 +614,5 @@ class LLMClient:
         for shard in self._shards:
             with contextlib.suppress(Exception):
                 _run(shard.close())
-        if self._sync is not None:
-            self._sync.close()
+        if "sdk" in self.__dict__:  # built (cached_property)
+            self.sdk.close()

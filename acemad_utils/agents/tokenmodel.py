@@ -9,12 +9,12 @@ CHARS_PER_TOKEN = 4.4
 MSG_OVERHEAD, PRIME = 3, 3  # OpenAI documents ~3 tokens per message and 3 per reply
 
 
-def tokens(text: str, cpt: float = CHARS_PER_TOKEN) -> int:
-    return int(math.ceil(len(text or "") / cpt))
+def tokens(text: str) -> int:
+    return int(math.ceil(len(text or "") / CHARS_PER_TOKEN))
 
 
-def prompt_tokens(messages, cpt: float = CHARS_PER_TOKEN) -> int:
-    return sum(tokens(str(m.get("content") or ""), cpt) + MSG_OVERHEAD for m in messages) + PRIME
+def prompt_tokens(messages) -> int:
+    return sum(tokens(str(m.get("content") or "")) + MSG_OVERHEAD for m in messages) + PRIME
 
 
 def describe() -> str:
