@@ -177,7 +177,8 @@ def run(args) -> int:
             if kept is None:
                 return 1
             qs = kept
-            print(f"--challenging: kept {len(qs)} of {n} questions (naive single agent right in < 40% of 5 runs)")
+            rule = f"naive single agent right in < {THRESHOLD:.0%} of 5 runs"
+            print(f"--challenging: kept {len(qs)} of {n} questions ({rule})")
             if not qs:
                 return 0
         with warnings.catch_warnings():  # the command says it in its own line, after the table

@@ -173,6 +173,7 @@ BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its on
     "csv header twice": (b"question,question,A,B\nq1,q2,x,y\n", "column(s) ['question'] appear more than once"),
     "csv no options": (b"question,answer\nWhat is 2+2?,B\n", "no option columns"),
     "csv latin": (b"question,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
+    "csv bom latin": (b"\xef\xbb\xbfquestion,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
 }
 
 
