@@ -626,12 +626,17 @@ def needed(r: dict, m: int) -> int:
     return PW.n_needed(effect, min(max(psi, effect), 1.0), alpha, POWER)
 
 
+def same_model(ours: str, paper: str) -> bool:
+    """Is the paper's model name in ours, case and punctuation aside (gpt-4o-mini-2024-07-18)?"""
+    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
+    return bool(ours) and key(paper) in key(ours)
+
+
 def _real_model(r: dict, m: int, model: str) -> str:
     v = r["verdict"]
     if v == NOT_RUN or (r["_kind"] == "judged" and not r["_ci"] and r["p"] != r["p"]):
         return v
-    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731  # case and punctuation aside
-    if r["_kind"] == "value" and not (model and key(r["_model"]) in key(model)):  # e.g. gpt-4o-mini-2024-07-18
+    if r["_kind"] == "value" and not same_model(model, r["_model"]):
         return ANOTHER_MODEL
     need = needed(r, m)
     return f"{UNDERPOWERED} (n = {r['n']} of the ~{need:,} needed)" if r["n"] < need else v

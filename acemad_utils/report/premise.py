@@ -237,6 +237,12 @@ def _settings(method: str, meta: Optional[dict], seed: int = 0) -> dict:
     }
 
 
+def acemad_methods(records: Sequence[dict], meta: Optional[dict] = None) -> list[str]:
+    """The AceMAD methods of `records` weighted by peer prediction (not its ablations), in order."""
+    kinds = {r["method"]: r.get("method_kind") for r in _scored(records)}
+    return [m for m, k in kinds.items() if k == "acemad" and _settings(m, meta)["weighting"] == WEIGHTINGS[0]]
+
+
 def control_records(records: Sequence[dict], method: str, seed: int = 0, meta: Optional[dict] = None) -> list[dict]:
     """`method`'s debates re-decided by each control of the split (ROUND0: the plurality of the first answers)."""
     recs = [r for r in _scored(records) if r["method"] == method]
@@ -255,8 +261,7 @@ def split(
     """AceMAD's gain split: each peer-prediction AceMAD method's accuracy, each control's (control_records) and each
     of `others`' (e.g. the compute-matched baseline), and AceMAD minus each (points, CI, paired p)."""
     rows = []
-    kinds = {r["method"]: r.get("method_kind") for r in _scored(records)}  # weighted by peer prediction, not ablations
-    for m in [m for m, k in kinds.items() if k == "acemad" and _settings(m, meta)["weighting"] == WEIGHTINGS[0]]:
+    for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)
         names = list(dict.fromkeys(r["method"] for r in ctrl)) + [o for o in others if o != m]
         own = [r for r in records if r["method"] in (m, *others) and r.get("status", "ok") == "ok"]  # failed: no n

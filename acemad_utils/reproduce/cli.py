@@ -282,12 +282,8 @@ def _run_notebooks(
                 break
             try:
                 finished, _ = wait_for(running, return_when=FIRST_COMPLETED)
-            except KeyboardInterrupt:  # jupyter_client starts kernels in sessions of their own: pass it on
-                with _GROUPS_LOCK:
-                    groups = sorted(_GROUPS)
-                for pgid in groups:
-                    with contextlib.suppress(OSError):  # a kernel that has just ended
-                        os.killpg(pgid, signal.SIGINT)
+            except KeyboardInterrupt:
+                interrupt_kernels()  # jupyter_client starts kernels in sessions of their own
                 if interrupted:  # the second Ctrl-C: stop waiting
                     raise
                 code, interrupted = 130, True
@@ -355,10 +351,7 @@ def _whole_or_removed(out: Path, seconds: float, what: str = "full traceback") -
 def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out: Path, rest: list) -> tuple[str, str]:
     """Its one line, and 'interrupted', 'stopped' (every later notebook would stop the same way) or 'failed'."""
     ename, evalue = getattr(e, "ename", type(e).__name__), getattr(e, "evalue", str(e))
-    limit = 1200 if ename in STOPPERS else 600  # a stopper says how to continue: keep it whole
-    text = " ".join(str(evalue).split())
-    one = redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")
-    head = f"{tag} {name} FAILED after {seconds:.1f}s:"
+    head, one = f"{tag} {name} FAILED after {seconds:.1f}s:", _one_line(ename, evalue)
     rest_line = f"\n    not started: {', '.join(rest)}" if rest else ""
     if getattr(e, "errno", None) == errno.ENOSPC or any(
         s in f"{ename} {evalue} {e}" for s in ("No space left on device", "disk is full")
@@ -377,6 +370,12 @@ def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out:
     if ename in STOPPERS:
         return f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {one}{rest_line}", "stopped"
     return f"{head} {one}\n    full traceback: {_rel(out)} (cell {getattr(e, 'exec_count', '?')})", "failed"
+
+
+def _one_line(ename: str, evalue: str) -> str:
+    limit = 1200 if ename in STOPPERS else 600  # a stopper says how to continue: keep it whole
+    text = " ".join(str(evalue).split())
+    return redact(f"{ename}: {text[:limit]}{' ...' if len(text) > limit else ''}")
 
 
 def _rel(path: Path) -> str:
@@ -503,6 +502,14 @@ def _kernel_manager():
             await super()._async_cleanup_resources(restart)
 
     return InterruptibleKernelManager
+
+
+def interrupt_kernels() -> None:
+    with _GROUPS_LOCK:
+        groups = sorted(_GROUPS)
+    for pgid in groups:
+        with contextlib.suppress(OSError):  # a kernel that has just ended
+            os.killpg(pgid, signal.SIGINT)
 
 
 def main(argv=None) -> int:
