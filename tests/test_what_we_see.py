@@ -57,6 +57,23 @@ def test_pvalues_read_plainly_and_the_permutation_floor_is_the_tests_own():
     assert list(shown["gain (points)"]) == ["+12.0"] and list(shown["p_value"]) == ["< 1e-4"]
 
 
+def test_a_list_reads_as_a_sentence():
+    assert [words.listed(x) for x in ([], ["A"], ["A", "B"], ["A", "B", "C"])] == ["", "A", "A and B", "A, B and C"]
+
+
+def test_holms_p_from_a_floored_p_reads_as_the_bound_it_is():
+    """m times the permutation floor is not a measured p: table cells and sentences say '<='."""
+    floor = RD.PERMUTATION_FLOOR
+    t = _tests([("A", "Average", "V", 9.0, floor), ("B", "Average", "V", 4.0, 0.004)])
+    t = t.assign(p_holm=[10 * floor, 0.008])
+    text = words.gains(t, "claim")
+    assert "p < 1e-4, Holm p <= 1.0e-03" in text and "p = 0.004, Holm p = 0.008" in text
+    long = pd.DataFrame([(m, "Average", 50.0, 45.0, 55.0, 100) for m in ("V", "A", "B")],
+                        columns=["method", "benchmark", "accuracy", "ci_lo", "ci_hi", "n"])  # fmt: skip
+    cells = list(TB.wide(long, t)["Average"])
+    assert "Holm p <= 1.0e-03)" in cells[1] and "Holm p = 0.008)" in cells[2]
+
+
 def test_the_caveat_names_the_populations_assumption_and_a_real_model_gets_none():
     assert "knowledge_link = 1" in words.caveat(SYN, POP) and "only agents that see through" in words.assumption(POP)
     off = {"synthetic": True, "params": {"knowledge_link": 0.0, "calibration_by": "knowledge"}}
@@ -72,7 +89,8 @@ def test_the_caveat_names_the_populations_assumption_and_a_real_model_gets_none(
     )
     base = {"synthetic": True, "params": {**POP["params"], "trap_mean": 0.7, "crowd_insight": 0.0}}
     said = words.caveat(SYN, base, uses=words.BASELINE_USES)
-    assert "trap_mean = 0.7, crowd_insight = 0" in said and "knowledge_link plays no part" in said
+    assert "trap_mean = 0.7 (how strongly an item's shared trap pulls" in said and "crowd_insight = 0 (P that" in said
+    assert "knowledge_link plays no part" in said and "what its agents do" in said
     assert "knowledge_link" not in words.caveat("model: m", POP)
 
 

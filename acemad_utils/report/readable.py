@@ -29,6 +29,14 @@ def pvalue(p: float) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
+def holm_pvalue(p_holm: float, p_raw: float) -> str:
+    """Holm's adjusted p as text. From a raw p at the permutation floor it is m times that floor, an upper bound like
+    the floor itself: 'p <= 1.0e-03', never 'p = 1.0e-03' (which reads as a measured value)."""
+    text = pvalue(p_holm)
+    floored = p_raw == p_raw and math.isclose(float(p_raw), PERMUTATION_FLOOR, rel_tol=1e-9)
+    return text.replace("p = ", "p <= ") if floored else text
+
+
 def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     """tables.versus_best's frame for display (the frame and its CSV keep full precision)."""
     out = tests.copy()

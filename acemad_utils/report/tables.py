@@ -233,7 +233,7 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, note: Optiona
         for _, t in tests.iterrows():
             if t.method in out.index and t.benchmark in out.columns:
                 out.loc[t.method, t.benchmark] += (
-                    f" ({t.gain:+.1f}, {RD.pvalue(t.p_value)}, Holm {RD.pvalue(t.p_holm)})"
+                    f" ({t.gain:+.1f}, {RD.pvalue(t.p_value)}, Holm {RD.holm_pvalue(t.p_holm, t.p_value)})"
                 )
     elif tests is not None:
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from acemad_utils.report.readable import pvalue
+from acemad_utils.report.readable import holm_pvalue, pvalue
 from acemad_utils.report.stats import interval
 from acemad_utils.report.tables import AVERAGE
 
@@ -20,6 +20,21 @@ WEIGHTED_USES = tuple(
     "insight crowd_insight crowd_copy insight_susceptibility crowd_susceptibility crowd_calibration trap_mean".split()
 )
 
+#: Each parameter a caveat names, in a reader's words (SimParams' comments say how the population uses it)
+MEANING = {
+    "trap_mean": "how strongly an item's shared trap pulls an agent that does not see through it",
+    "trap_concentration": "how alike the trap's pull is from item to item; smaller: more correlated errors",
+    "explore_base": "P of a random guess at temperature 0",
+    "explore_per_temp": "how much that P grows per unit of temperature",
+    "insight": "P that the Skeptic sees through the trap",
+    "crowd_insight": "P that a Generalist or the naive agent sees through the trap",
+    "crowd_copy": "P that a Generalist copies its roster twin's state, times 1 - temperature",
+    "insight_susceptibility": "how far an agent that sees through the trap moves toward the beliefs it reads",
+    "crowd_susceptibility": "how far an agent that does not see through the trap moves toward the beliefs it reads",
+    "crowd_calibration": "how well an agent without insight predicts its peers; 0: it assumes they think as it does",
+    "confidence_per_temp": "belief an agent loses on its own answer per unit of temperature",
+}
+
 
 def md(text: str):
     from IPython.display import Markdown
@@ -27,10 +42,16 @@ def md(text: str):
     return Markdown(text)
 
 
+def listed(items: Sequence[str]) -> str:
+    """'A', 'A and B', 'A, B and C': a list as a sentence says it."""
+    items = list(items)
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def gain(r) -> str:
     """A paired gain (a tables.versus_best row) in words: '+3.1 points [+0.4, +5.9], p = 0.02, Holm p = 0.06'."""
     holm = getattr(r, "p_holm", float("nan"))
-    adjusted = f", Holm {pvalue(holm)}" if holm == holm and pvalue(holm) != pvalue(r.p_value) else ""
+    adjusted = f", Holm {holm_pvalue(holm, r.p_value)}" if holm == holm and pvalue(holm) != pvalue(r.p_value) else ""
     return f"{r.gain:+.1f} points {interval(r.gain_lo, r.gain_hi, '+.1f')}, {pvalue(r.p_value)}{adjusted}"
 
 
@@ -59,9 +80,10 @@ def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequ
         pairs = [(k, params[k]) for k in uses if isinstance(params.get(k), (int, float))]
         if short:
             return f"[rests on {', '.join(f'{k}={v:g}' for k, v in pairs)}]"
+        named = [f"{k} = {v:g}" + (f" ({MEANING[k]})" if k in MEANING else "") for k, v in pairs]
         return (
-            f"This synthetic result rests on the population's {', '.join(f'{k} = {v:g}' for k, v in pairs)}; no agent "
-            "here predicts its peers, so knowledge_link plays no part."
+            f"This synthetic result rests on the population's {'; '.join(named)}. No agent here predicts its peers, "
+            "so knowledge_link plays no part."
         )
     link, by = params.get("knowledge_link"), params.get("calibration_by")
     if short:
@@ -95,10 +117,13 @@ def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequ
 
 
 def caveat(source: str, population: Optional[Mapping] = None, uses: Sequence[str] = ()) -> str:
+    """What kind of evidence the numbers are; for a synthetic population, what they rest on (`uses`: a run without
+    peer prediction, resting on these parameters, each named with its meaning)."""
     if "SYNTHETIC" in source.upper():
+        what = "its agents do" if uses else "the mechanism does"  # `uses`: a run without AceMAD's weights
         return (
-            "These are numbers of the synthetic population: they show what the mechanism does when the "
-            "population's assumptions hold, not what any LLM does. " + assumption(population, uses=uses)
+            f"These are numbers of the synthetic population: they show what {what} when the population's "
+            "assumptions hold, not what any LLM does. " + assumption(population, uses=uses)
         )
     return f"These numbers come from {source}; with intervals this wide, read them as evidence about this model only."
 
