@@ -150,12 +150,25 @@ def test_command_jsonl_and_csv(elsewhere, capsys):
     assert read_questions(elsewhere / "bom.jsonl") == read_questions(src)
 
 
+def test_the_shipped_demo_file_is_a_question_file_its_metadata_kept_and_never_sent(elsewhere, capsys):
+    """data/demo/demo.jsonl (ids in the benchmarks' 'demo/01' form, a metadata object per line) runs as it is."""
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo" / "demo.jsonl"
+    qs = read_questions(demo)
+    assert len(qs) == 24 and qs[0].id == "demo/01" and qs[0].metadata["distractor"] in qs[0].options
+    assert main(["run", str(demo), "--synthetic", "--methods", "majority"]) == 0
+    (rec, *_) = read_jsonl(next((elsewhere / "acemad_runs" / "runs").rglob("transcripts.jsonl.gz")))
+    assert rec["question_id"].startswith("demo/")
+    assert qs[0].metadata["explanation"] not in json.dumps(rec.get("rounds", []))  # not in any prompt or reply
+
+
 BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its one error line says
     "no question": (_jsonl([ROWS[0], {"options": ["a", "b"]}]), "line 2: missing field 'question'"),
     "one option": (_jsonl([ROWS[0], {"question": "x?", "options": ["o"]}]), "line 2: field 'options' has 1 options"),
     "answer": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "answer": "C"}]), "line 2: field 'answer'"),
     "id twice": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "id": "cap"}]), "id 'cap' repeats"),
     "id path": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "id": "../../etc"}]), "line 2: field 'id'"),
+    "id part": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "id": "a/../b"}]), "field 'id' '..'"),
+    "metadata": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "metadata": [1]}]), "'metadata' must"),
     "label": (_jsonl([ROWS[0], {"question": "x?", "options": {"A; rm": "a", "B": "b"}}]), "field 'options': label"),
     "control": (_jsonl([ROWS[0], {"question": "x\x00?", "options": ["a", "b"]}]), "holds the control character"),
     "field": (_jsonl([ROWS[0], {"question": "x?", "options": ["a", "b"], "colour": "red"}]), "line 2: unknown field"),

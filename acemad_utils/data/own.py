@@ -24,7 +24,7 @@ MAX_OPTIONS = len(LETTERS)  # a list of options is labelled A..Z
 MAX_TEXT = 20_000  # characters of a question (it is sent in every prompt of its debate)
 MAX_OPTION = 2_000  # characters of an option
 DEFAULT_BENCHMARK = "own"
-FIELDS = ("id", "benchmark", "question", "options", "answer")
+FIELDS = ("id", "benchmark", "question", "options", "answer", "metadata")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,16}")
 # tab, newline, CR are fine; a lone surrogate (a JSON "\\ud800" escape) could never be written to a transcript
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
@@ -82,14 +82,27 @@ def content_id(question: str, options: Mapping[str, str]) -> str:
 
 def make_question(
     question: str, options: Options, *, answer: Optional[str] = None, id: Optional[str] = None,
-    benchmark: str = DEFAULT_BENCHMARK,
+    benchmark: str = DEFAULT_BENCHMARK, metadata: Optional[Mapping[str, Any]] = None,
 ) -> Question:  # fmt: skip
-    """One checked question (ValueError naming the field); `answer` is a label or an option's exact text."""
+    """One checked question (ValueError naming the field); `answer` is a label or an option's exact text; `metadata`
+    is kept on the question and in its records, never sent to a model."""
     text = _text(question, "question", MAX_TEXT)
     opts = _options(options)
     id = str(id) if isinstance(id, int) else id
-    qid = content_id(text, opts) if id in (None, "") else safe_segment(id, "field 'id'")
-    return Question(qid, safe_segment(benchmark, "field 'benchmark'"), text, opts, _answer(answer, opts))
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise ValueError(f"field 'metadata' must be an object (a key -> value map), got {metadata!r:.60}")
+    qid = content_id(text, opts) if id in (None, "") else _id(id)
+    bench = safe_segment(benchmark, "field 'benchmark'")
+    return Question(qid, bench, text, opts, _answer(answer, opts), dict(metadata or {}))
+
+
+def _id(value: Any) -> str:
+    """An id of safe parts joined by '/' ('capital-au', or a benchmark's form 'demo/01'): never '..' or a path."""
+    if isinstance(value, str) and len(value) <= 256:
+        for part in value.split("/"):
+            safe_segment(part, "field 'id'")  # its one-line message names the offending part
+        return value
+    raise ValueError(f"field 'id' must be a string of at most 256 characters, got {value!r:.60}")
 
 
 def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
@@ -100,7 +113,9 @@ def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
             "names: the command's --question-col, --choices-col, --answer-col)"
         )
     bench = rec.get("benchmark") or DEFAULT_BENCHMARK
-    return make_question(rec["question"], rec["options"], answer=rec.get("answer"), id=rec.get("id"), benchmark=bench)
+    meta = rec.get("metadata")
+    return make_question(rec["question"], rec["options"], answer=rec.get("answer"), id=rec.get("id"), benchmark=bench,
+                         metadata=_cell(meta) if isinstance(meta, str) else meta)  # fmt: skip
 
 
 def _cell(value: Any) -> Any:
