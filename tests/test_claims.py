@@ -488,3 +488,12 @@ def test_every_answer_the_same_gets_the_exact_interval_not_a_zero_width_one():
     assert varied.ci_lo < varied.accuracy < varied.ci_hi  # both outcomes: the bootstrap's own interval
     same = TB.versus_best(records("A", np.ones(10), ("bbh",)) + records("B", np.ones(10), ("bbh",)), ["A"], ["B"])
     assert (same[["gain", "gain_lo", "gain_hi"]] == 0).all(axis=None)
+
+
+def test_with_one_benchmark_its_average_is_that_column_with_the_same_test():
+    """A question file of one benchmark shows that column and an Average that is the same numbers: the same test too
+    (not a second, Monte Carlo p beside the exact one: 0.73 against 0.72 for one comparison)."""
+    rng = np.random.default_rng(3)
+    recs = records("A", rng.integers(0, 2, 24), ("bbh",)) + records("B", rng.integers(0, 2, 24), ("bbh",))
+    t = TB.versus_best(recs, ["A"], ["B"]).set_index("benchmark")
+    assert t.loc["bbh", "p_value"] == t.loc[TB.AVERAGE, "p_value"] and t.loc["bbh", "gain"] == t.loc[TB.AVERAGE, "gain"]

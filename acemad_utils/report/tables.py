@@ -176,7 +176,7 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
     if not all(len(x) for x in diffs):
         return None
     gain, lo, hi = _stratified_average(diffs, n_boot, seed)
-    if label != AVERAGE:
+    if label != AVERAGE or len(diffs) == 1:  # one benchmark: its Average is that column, with the same test
         p = paired_test(pairs[0][:, 0], pairs[0][:, 1], seed=seed)
     else:
         w = np.concatenate([np.full(len(x), 1.0 / (len(x) * len(diffs))) for x in diffs])
