@@ -190,7 +190,7 @@ def build(
     return out
 
 
-def _utf8(path: Path, raw: bytes, line_no: int = 0) -> str:
+def utf8_text(path: Path, raw: bytes, line_no: int = 0) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -224,16 +224,16 @@ def jsonl_rows(path: Path) -> list[tuple[str, Any]]:
     return [
         (f"line {n}", _loads(path, text, n, n == last == len(lines)))
         for n, raw in enumerate(lines, 1)
-        if (text := _utf8(path, raw, n).removeprefix("\ufeff" if n == 1 else "")).strip()
+        if (text := utf8_text(path, raw, n).removeprefix("\ufeff" if n == 1 else "")).strip()
     ]
 
 
 def json_file(path: Path) -> Any:
-    return _loads(path, _utf8(path, path.read_bytes()), None)
+    return _loads(path, utf8_text(path, path.read_bytes()), None)
 
 
 def logiqa_rows(path: Path) -> list[tuple[str, Any]]:
-    lines = [x.rstrip("\r") for x in _utf8(path, path.read_bytes()).split("\n")]
+    lines = [x.rstrip("\r") for x in utf8_text(path, path.read_bytes()).split("\n")]
     if len(lines) % 8 == 1 and lines[-1] == "":
         lines.pop()  # a final newline
     if len(lines) % 8:

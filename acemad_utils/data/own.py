@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from acemad_utils.data.benchmarks import LETTERS, DataError, _utf8, build, jsonl_rows
+from acemad_utils.data.benchmarks import LETTERS, DataError, build, jsonl_rows, utf8_text
 from acemad_utils.data.paths import safe_segment
 from acemad_utils.protocol.schema import Question
 
@@ -130,7 +130,7 @@ def _cell(value: Any) -> Any:
 
 def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
     """[(where, record)] of a CSV file; `own`: empty cells dropped, `options` one JSON cell or one column per label."""
-    text = _utf8(path, path.read_bytes()).removeprefix("\ufeff")  # a BOM (Excel) dropped
+    text = utf8_text(path, path.read_bytes()).removeprefix("\ufeff")  # a BOM (Excel) dropped
     reader, rows = csv.DictReader(io.StringIO(text, newline="")), []
     names = reader.fieldnames or []
     if twice := sorted({n for n in names if names.count(n) > 1}):
