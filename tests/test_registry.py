@@ -13,7 +13,7 @@ from acemad_utils.data.paths import ROOT
 from acemad_utils.experiments import params, profiles
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
-from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.config import DebateConfig, at_paper_eta
 from acemad_utils.report import figures
 
 
@@ -174,12 +174,15 @@ def test_eta_reaches_every_acemad_run_of_every_notebook():
         for run in R.runs(nb, {"ETA": 4.0, "SECOND_MODEL": "m2", "OTHER_MODELS": []}):
             for c in run.configs:
                 if c.method == "acemad":
-                    assert c.eta == 4.0, (nb, c.label)
+                    assert c.eta == 4.0 and "eta=4" in c.label, (nb, c.label)  # a table row says it, Table 3's too
                     seen.add(nb[:2])
     assert {"03", "04", "05", "06", "07", "09"} <= seen
     assert "ETA" in params.defaults("08_claims")  # notebook 08's grid reruns 02-06 at the profile's eta
     grid = [c for r in R.ledger_runs(R.LEDGER_GRID[0], 0, 10, ["bbh"], eta=4.0) for c in r.configs]
     assert {c.eta for c in grid if c.method == "acemad"} == {4.0}
+    assert [at_paper_eta(c.label) for c in R.heterogeneity("m2", eta=4.0)["variants"]] == R.heterogeneity("m2").labels(
+        "variants"
+    )  # the ledger finds Table 3's rows by their labels at the paper's eta
 
 
 def test_the_ledger_grid_keeps_the_points_the_population_can_express():
