@@ -184,10 +184,10 @@ def test_the_controls_sentence_gives_each_controls_paired_gain(debates):
     ace, cfgs, recs = debates
     long = TB.accuracy_long(recs)
     text = say("03_main_results", "d5fad2bf", long=long, records=recs, ace3=ace, experiment={"control": cfgs})
-    starts = sorted(text.index(f"{c.label} (") for c in cfgs) + [len(text)]
+    starts = sorted(text.index(f"{c.label}, ") for c in cfgs) + [len(text)]
     for c in cfgs:
         r = TB.versus_best(recs, [ace], [c.label]).query("benchmark == 'Average'").iloc[0]
-        at = text.index(f"{c.label} (")
+        at = text.index(f"{c.label}, ")
         said = text[at : starts[starts.index(at) + 1]]  # this control's sentence
         assert words.gain(r) in said
         if r.gain_lo <= 0 <= r.gain_hi:

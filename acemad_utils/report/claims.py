@@ -19,6 +19,7 @@ from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, interval, resample_indices
+from acemad_utils.report.words import listed
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "fails", "inconclusive at this n", "not run"  # internal outcomes
@@ -479,7 +480,8 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     se = math.hypot(*((g["gain_hi"] - g["gain_lo"]) / 3.92 for g in gains))
     lo, hi = d - 1.96 * se, d + 1.96 * se
     verdict = gain_verdict(-hi, -lo)  # a loss
-    note = f"Llama's gain {gains[0]['gain']:+.1f} minus GPT-4o-mini's {gains[1]['gain']:+.1f} on {', '.join(cols)}"
+    ref = "the synthetic default population" if main[0].get("synthetic") else main[0].get("model") or "the main run"
+    note = f"Llama's gain {gains[0]['gain']:+.1f} minus {ref}'s {gains[1]['gain']:+.1f} on {', '.join(cols)}"
     p = math.erfc(abs(d) / se / math.sqrt(2)) if se > 0 else math.nan  # the normal CI's two-sided p: Holm judges it
     return [row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
                 ci=(lo, hi))]  # fmt: skip
@@ -792,7 +794,7 @@ def _where(seen: dict) -> str:
     if not groups:
         return f"{base} at every point of the grid ({len(seen) - 1} assumptions moved one at a time)"
     rest = len(seen) - 1 - sum(map(len, groups.values()))
-    flips = "; ".join(f"{v} where {', '.join(names)}" for v, names in groups.items())
+    flips = "; ".join(f"{v} where {listed(names)}" for v, names in groups.items())
     return f"{flips}; {base} elsewhere ({BASE_POINT}" + (f" and {rest} more)" if rest else ")")
 
 

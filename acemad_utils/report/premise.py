@@ -16,6 +16,7 @@ from acemad_utils.report import rescoring as A
 from acemad_utils.report.readable import P_COLUMN, pvalue
 from acemad_utils.report.stats import bootstrap_ci, interval
 from acemad_utils.report.tables import AVERAGE, accuracy_long, question_frame, versus_best
+from acemad_utils.report.words import listed
 
 ROUND_COLUMNS = "method question_id round top_right share_right right_score wrong_score rank_corr".split()
 #: Questions with both right and wrong agents a verdict needs: the lift is 0 on every other question, and a
@@ -207,7 +208,7 @@ def _controls_sentence(split_table: pd.DataFrame) -> list[str]:
                 "ahead of" if r.difference_lo > 0 else "behind" if r.difference_hi < 0 else "not distinguishable from"
             )
             said[side].append(f"{r.control} ({r.difference:+.1f} {interval(r.difference_lo, r.difference_hi, '+.1f')})")
-        parts = [f"{side} {', '.join(x)}" for side, x in said.items() if x]
+        parts = [f"{side} {listed(x)}" for side, x in said.items() if x]
         if parts:
             out.append(f"Re-decided from {method}'s own commitments (no call), {method} is {'; '.join(parts)}.")
     return out
