@@ -146,8 +146,11 @@ def build_subset(
     progress: bool = True,
     workers: Optional[int] = None,
     variant: str = "",
+    write_run: bool = True,
 ) -> SubsetResult:
-    """Run the Single Agent 5 times per item, keep items with accuracy < THRESHOLD, save them under the slug."""
+    """Run the Single Agent 5 times per item, keep items with accuracy < THRESHOLD, save them under the slug.
+    write_run=False (a synthetic population only: notebooks 08 and 09's map points): the same records debated in
+    memory, no run written under outputs/runs; the saved subset is the same bytes."""
     qs = list(questions)[:limit]
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
@@ -159,9 +162,12 @@ def build_subset(
     extra = {"purpose": "challenging subset", "threshold": THRESHOLD}
     from acemad_utils.experiments import runner  # the engine only to build: the driver imports only the names
 
-    meta, records = runner.run_and_load(
-        name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
-    )
+    if write_run:
+        meta, records = runner.run_and_load(
+            name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
+        )
+    else:
+        meta, records = _in_memory(qs, population, cfg)
     by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
     ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
     d = subsets_root() / slug
@@ -214,6 +220,26 @@ def build_subset(
         m.update(model_slug=slug, synthetic=synthetic)
         m.setdefault("benchmarks", {})[benchmark] = summary
     return SubsetResult(benchmark, slug, kept, summary, path, stats)
+
+
+def _in_memory(qs: Sequence[Question], population: Population, cfg: DebateConfig) -> tuple[dict, list[dict]]:
+    """(the meta fields build_subset reads, records) of cfg on qs as run_and_load gives them, from the array engine
+    without writing a run: only a synthetic population, whose answers are a function of (item, draw) and never
+    fail, so nothing is saved that a rerun would need (the map builds ~11 populations' subsets: their written and
+    re-read transcripts were most of the time its subsets took, and nothing read them)."""
+    if not population.synthetic:
+        raise ValueError("a subset is decided in memory only for a synthetic population: an endpoint's run is saved")
+    from acemad_utils.experiments.runner import git_commit
+    from acemad_utils.protocol.debate import debate
+
+    records: list[dict] = [{}] * len(qs)
+    for b in debate(qs, population, cfg, [0] * len(qs)):
+        for d, a in zip(b.index, b.decisions["runs"][0].tolist()):  # what item_stats reads of Debates.records()
+            q = qs[d]
+            runs = [{"answer": None if x < 0 else q.labels[x], "correct": q.correct(x)} for x in a]
+            records[d] = {"question_id": q.id, "benchmark": q.benchmark, "labels": list(q.labels), "runs": runs,
+                          "config_hash": cfg.hash, "repeat": 0, "status": "ok"}  # fmt: skip
+    return {"git_commit": git_commit(), "data_hash": D.data_hash(qs)}, records
 
 
 @contextlib.contextmanager
