@@ -420,11 +420,12 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         meta, recs = run
         [label] = [lab for lab, c in meta["methods"].items() if c["method"] == "acemad"]
         full, ace = meta["methods"][label], [r for r in recs if r["method"] == label]
-        re = A.reweighted_records(ace, A.ABLATIONS, eta=full["eta"], exponent=full["weight_exponent"], seed=ctx["seed"])
-        ctx["ablation"] = ace, re
-    (ace, re), names, test, line = ctx["ablation"], list(A.ABLATIONS), e["test"], e["line"]
+        arr = A.stack(ace, ctx["seed"])  # once: the re-weighting and the recovery test read the same arrays
+        re = A.reweighted_records(ace, A.ABLATIONS, eta=full["eta"], exponent=full["weight_exponent"], seed=ctx["seed"],
+                                  stacked=arr)  # fmt: skip
+        ctx["ablation"] = ace, arr, re
+    (ace, arr, re), names, test, line = ctx["ablation"], list(A.ABLATIONS), e["test"], e["line"]
     if test == "recovery":  # on the questions whose round-1 plurality is wrong: full protocol over uniform weights
-        arr = A.stack(ace, ctx["seed"])
         wrong = {q for q, w in zip(arr.question_ids, A.initial_plurality(arr) != arr.truth) if w}
         sub = [r for r in re if r["question_id"] in wrong]
         acc = _accuracy([r for r in sub if r["method"] == names[0]], names[0], ctx["seed"])
