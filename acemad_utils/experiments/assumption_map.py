@@ -79,9 +79,10 @@ def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Opti
     for b in benches:
         try:
             qs = S.load_subset(b, slug, pop)
-        except FileNotFoundError:  # not built yet, or by another population
-            subsets.build_subset(S.bench_name(b), S.questions(b), pop, name, seed=S.seed, progress=False,
-                                 workers=S.workers, variant=S.variant)  # fmt: skip
+        except FileNotFoundError:  # not built yet, or by another population: decided in memory (its records are
+            # a function of the population and items, cheaper to debate again than to write and read back)
+            subsets.build_subset(S.bench_name(b), S.questions(b), population(S, base, texts=False), name,
+                                 seed=S.seed, progress=False, variant=S.variant, write_run=False)  # fmt: skip
             qs = S.load_subset(b, slug, pop)
         out += qs[:cap] if cap else qs
     return out

@@ -20,6 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.sim_params import SYNTHETIC_SLUG  # noqa: F401 (a name of this module too: api, params, setup)
@@ -146,8 +148,11 @@ def build_subset(
     progress: bool = True,
     workers: Optional[int] = None,
     variant: str = "",
+    write_run: bool = True,
 ) -> SubsetResult:
-    """Run the Single Agent 5 times per item, keep items with accuracy < THRESHOLD, save them under the slug."""
+    """Run the Single Agent 5 times per item, keep items with accuracy < THRESHOLD, save them under the slug.
+    write_run=False (a synthetic population only: notebooks 08 and 09's map points): the same records debated in
+    memory, no run written under outputs/runs; the saved subset is the same bytes."""
     qs = list(questions)[:limit]
     strays = [q.id for q in qs if q.benchmark != benchmark]
     if strays:
@@ -159,26 +164,17 @@ def build_subset(
     extra = {"purpose": "challenging subset", "threshold": THRESHOLD}
     from acemad_utils.experiments import runner  # the engine only to build: the driver imports only the names
 
-    meta, records = runner.run_and_load(
-        name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
-    )
-    by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
-    ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
     d = subsets_root() / slug
-    if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
-        if d.exists():
-            with _meta_edit(d) as m:
-                (d / f"{benchmark}.jsonl").unlink(missing_ok=True)
-                m.get("benchmarks", {}).pop(benchmark, None)
-        failed = [r for r in records if r["config_hash"] == cfg.hash and r.get("status") != "ok"]
-        raise SubsetIncomplete(
-            f"challenging subset of {benchmark} not saved: {len(qs) - len(ok)} of {len(qs)} items failed (first: "
-            f"{failed[0].get('error', 'no record') if failed else 'no record'}); fix the endpoint and rerun the same "
-            "command: only the failed items are sent again"
+    if write_run:
+        meta, records = runner.run_and_load(
+            name, qs, [cfg], population, workers=workers, progress=progress, extra_meta=extra
         )
-    stats = [item_stats(r) for r in ok]
-    hashes = {q.id: D.data_hash([q]) for q in qs}
-    kept = [dict(s, content_hash=hashes[s["id"]], synthetic=synthetic) for s in stats if s["accuracy"] < THRESHOLD]
+        stats = _stats(qs, records, cfg, d, benchmark)
+    else:
+        meta, stats = _in_memory(qs, population, cfg)
+    by_id = {q.id: q for q in qs}  # only the kept items' hashes are saved
+    kept = [dict(s, content_hash=D.data_hash([by_id[s["id"]]]), synthetic=synthetic)
+            for s in stats if s["accuracy"] < THRESHOLD]  # fmt: skip
     share, ref, n_wrong = misconception_share(kept)
     desc = population.describe()
     summary = {
@@ -214,6 +210,50 @@ def build_subset(
         m.update(model_slug=slug, synthetic=synthetic)
         m.setdefault("benchmarks", {})[benchmark] = summary
     return SubsetResult(benchmark, slug, kept, summary, path, stats)
+
+
+def _stats(qs: Sequence[Question], records: list[dict], cfg: DebateConfig, d: Path, benchmark: str) -> list[dict]:
+    """item_stats of every item of a written run; a failed item: nothing saved (SubsetIncomplete)."""
+    by_id = {r["question_id"]: r for r in records if r["config_hash"] == cfg.hash and r["repeat"] == 0}
+    ok = [by_id[q.id] for q in qs if q.id in by_id and by_id[q.id].get("status") == "ok"]
+    if len(ok) < len(qs):  # complete or absent: a failed item would otherwise be saved as "not challenging"
+        if d.exists():
+            with _meta_edit(d) as m:
+                (d / f"{benchmark}.jsonl").unlink(missing_ok=True)
+                m.get("benchmarks", {}).pop(benchmark, None)
+        failed = [r for r in records if r["config_hash"] == cfg.hash and r.get("status") != "ok"]
+        raise SubsetIncomplete(
+            f"challenging subset of {benchmark} not saved: {len(qs) - len(ok)} of {len(qs)} items failed (first: "
+            f"{failed[0].get('error', 'no record') if failed else 'no record'}); fix the endpoint and rerun the same "
+            "command: only the failed items are sent again"
+        )
+    return [item_stats(r) for r in ok]
+
+
+def _in_memory(qs: Sequence[Question], population: Population, cfg: DebateConfig) -> tuple[dict, list[dict]]:
+    """(the meta fields build_subset reads, item_stats of each item) of cfg's records on qs, from the array engine's
+    answers without writing a run or building a record: only a synthetic population, whose answers are a function
+    of (item, draw) and never fail, so nothing is lost that a rerun would need (the map builds 11 populations'
+    subsets: writing and re-reading their transcripts was most of their time, and nothing read them)."""
+    if not population.synthetic:
+        raise ValueError("a subset is decided in memory only for a synthetic population: an endpoint's run is saved")
+    from acemad_utils.experiments.runner import git_commit
+    from acemad_utils.protocol.debate import debate
+
+    stats: list[dict] = [{}] * len(qs)
+    for b in debate(qs, population, cfg, [0] * len(qs)):
+        ans = b.decisions["runs"][0]  # (D, runs): each run's answer (-1: unparsed), what records' "runs" hold
+        n_runs, labels = ans.shape[1], [q.labels for q in b.questions]
+        truth = np.array([-1 if q.answer is None else q.answer_index for q in b.questions])[:, None]
+        right = (ans == truth) & (truth >= 0)  # no gold answer: no run right (item_stats' bool(None))
+        wrong = ((ans[..., None] == np.arange(len(labels[0]))) & ~right[..., None]).sum(axis=1).tolist()  # (D, K)
+        for d, q, lab, n_right, fails, w in zip(b.index, b.questions, labels, right.sum(axis=1).tolist(),
+                                                (ans < 0).sum(axis=1).tolist(), wrong):  # fmt: skip
+            stats[d] = {"id": q.id, "benchmark": q.benchmark, "accuracy": n_right / n_runs, "n_runs": n_runs,
+                        "n_options": len(lab), "wrong": {x: c for x, c in zip(lab, w) if c},
+                        "top_distractor": lab[w.index(max(w))] if any(w) else None,  # item_stats' tie rule
+                        "parse_failures": fails}  # fmt: skip
+    return {"git_commit": git_commit(), "data_hash": D.data_hash(qs)}, stats
 
 
 @contextlib.contextmanager

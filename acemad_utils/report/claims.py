@@ -209,8 +209,22 @@ def paper_baselines(meta: dict, target: str) -> list[str]:
             if c["method"] != "acemad" and not c.get("roster") and c.get("baseline_agent") == agent]  # fmt: skip
 
 
+_CELLS: Optional[dict] = None  # inside ledger(): _by_question's cells by records list identity, with the list
+
+
 def _by_question(recs: list) -> dict:
-    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN."""
+    """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN.
+    Inside ledger(), once per list (a ledger reads a run's records for several claims; never changed; read-only)."""
+    held = None if _CELLS is None else _CELLS.get(id(recs))
+    if held is not None and held[0] is recs:
+        return held[1]
+    out = _cells(recs)
+    if _CELLS is not None:
+        _CELLS[id(recs)] = recs, out  # the list held with its cells: its id is not reused while the ledger runs
+    return out
+
+
+def _cells(recs: list) -> dict:
     cells: dict = {}
     for r in recs:
         if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
@@ -421,11 +435,12 @@ def _ablation(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         meta, recs = run
         [label] = [lab for lab, c in meta["methods"].items() if c["method"] == "acemad"]
         full, ace = meta["methods"][label], [r for r in recs if r["method"] == label]
-        re = A.reweighted_records(ace, A.ABLATIONS, eta=full["eta"], exponent=full["weight_exponent"], seed=ctx["seed"])
-        ctx["ablation"] = ace, re
-    (ace, re), names, test, line = ctx["ablation"], list(A.ABLATIONS), e["test"], e["line"]
+        arr = A.stack(ace, ctx["seed"])  # once: the re-weighting and the recovery test read the same arrays
+        re = A.reweighted_records(ace, A.ABLATIONS, eta=full["eta"], exponent=full["weight_exponent"], seed=ctx["seed"],
+                                  stacked=arr)  # fmt: skip
+        ctx["ablation"] = ace, arr, re
+    (ace, arr, re), names, test, line = ctx["ablation"], list(A.ABLATIONS), e["test"], e["line"]
     if test == "recovery":  # on the questions whose round-1 plurality is wrong: full protocol over uniform weights
-        arr = A.stack(ace, ctx["seed"])
         wrong = {q for q, w in zip(arr.question_ids, A.initial_plurality(arr) != arr.truth) if w}
         sub = [r for r in re if r["question_id"] in wrong]
         acc = _accuracy([r for r in sub if r["method"] == names[0]], names[0], ctx["seed"])
@@ -676,8 +691,13 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
 def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
     """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)}); values=False: the
     exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
-    with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
-        return finalize(_claim_rows(at_paper_labels(runs), seed, values), *source(runs))
+    global _CELLS
+    outer, _CELLS = _CELLS, {} if _CELLS is None else _CELLS
+    try:
+        with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
+            return finalize(_claim_rows(at_paper_labels(runs), seed, values), *source(runs))
+    finally:
+        _CELLS = outer
 
 
 def at_paper_labels(runs: dict) -> dict:

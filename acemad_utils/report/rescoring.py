@@ -240,8 +240,12 @@ def shuffled_decisions(
     round; an agent that failed in any round keeps its (worst) scores."""
     S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
     drawn = B.agent_permutations(seed, arr.question_ids, arr.valid.all(axis=1), n_perm, salt="shuffle")
-    perm = np.stack([drawn] * S.shape[1], axis=2)  # (n_perm, B, T, N): the same draw every round
-    W = B.mwu_weights(np.take_along_axis(np.broadcast_to(S, perm.shape), perm, axis=-1), eta)
+    # Only the last round's weights decide, and the same draw every round moves each agent's cumulative score whole:
+    # mwu_weights of the permuted total (one round of it) are the same numbers as its last round of the permuted
+    # rounds, each total summed in the same order, without T draws' arrays (most of notebook 09's shuffled control)
+    total = np.cumsum(np.asarray(S, dtype=float), axis=-2)[:, -1:]  # (B, 1, N)
+    shape = (n_perm, *total.shape)
+    W = B.mwu_weights(np.take_along_axis(np.broadcast_to(total, shape), drawn[:, :, None, :], axis=-1), eta)
     return B.weighted_decision(
         arr.P[:, -1], W[:, :, -1], arr.valid[:, -1], exponent, keys=arr.keys, option_mask=arr.option_mask
     )[0]
