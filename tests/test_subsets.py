@@ -113,6 +113,26 @@ def test_build_on_synthetic_items_is_deterministic_round_trips_and_names_a_chang
         S.load_subset("synthetic", "synthetic-population", [q for q in ITEMS if q.id != victim])
 
 
+def test_a_subset_decided_in_memory_is_the_written_runs_subset(smoke_outputs):
+    """The map's populations decide their subsets from the engine's arrays (write_run=False): the same kept items and
+    per-item statistics as the written run's records give, no run written; an endpoint's subset is always written."""
+    pop, qs = SimPopulation(seed=2), make_items(60, k=5, seed=5, benchmark="other")
+    written = S.build_subset("other", qs, pop, "x", progress=False)
+    shutil.rmtree(written.path.parent)
+    memory = S.build_subset("other", qs, SimPopulation(seed=2, texts=False), "x", progress=False, write_run=False)
+    assert memory.stats == written.stats and memory.kept == written.kept and memory.path.read_bytes()
+    assert memory.summary["experiment"] is None and written.summary["experiment"] == "subset_synthetic-population_other"
+    runs = transcripts.run_dir("subset_synthetic-population_other")
+    shutil.rmtree(runs)
+    S.build_subset("other", qs, SimPopulation(seed=2, texts=False), "x", progress=False, write_run=False)
+    assert not runs.exists()  # nothing written under outputs/runs
+    with FakeOpenAI(lambda body, n: '{"self_prob": {"B": 100}}') as srv:
+        endpoint = LLMPopulation(model="m", base_url=srv.url, api_key="sk-test", cache=smoke_outputs / "c.sqlite")
+        with pytest.raises(ValueError, match="only for a synthetic population"):
+            S.build_subset("other", qs, endpoint, "m", progress=False, write_run=False)
+        assert srv.count == 0  # refused before any call
+
+
 def test_smoke_mode_decides_where_files_go(smoke_outputs, monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     res = S.build_subset("synthetic", ITEMS[:10], SimPopulation(), "x", progress=False)

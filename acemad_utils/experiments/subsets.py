@@ -188,7 +188,7 @@ def build_subset(
         "runs": cfg.single_runs,
         "threshold": THRESHOLD,
         "limit": limit,
-        "experiment": name,
+        "experiment": name if write_run else None,  # None: decided in memory, no run under outputs/runs
         "config_hash": cfg.hash,
         "git_commit": meta["git_commit"],
         "data_hash": meta["data_hash"],
