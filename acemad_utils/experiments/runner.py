@@ -43,7 +43,7 @@ from acemad_utils.data.transcripts import (
 )
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch, run_question
-from acemad_utils.protocol.records import base_record, to_line
+from acemad_utils.protocol.records import base_record, to_line_bytes
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question, zero_usage
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 
@@ -93,7 +93,9 @@ class Appender:
                     self.f.write(b"\n")
 
     def write_many(self, lines) -> None:
-        self.f.write("".join(line + "\n" for line in lines).encode("utf-8"))
+        """Lines as bytes (the runner's: UTF-8 already) or str; each gets its newline."""
+        lines = [line.encode("utf-8") if isinstance(line, str) else line for line in lines]
+        self.f.write(b"\n".join([*lines, b""]))  # the empty last item: every line ends with a newline
         self.f.flush()
         if time.monotonic() - self.synced >= FSYNC_EVERY_S:
             os.fsync(self.f.fileno())
@@ -105,12 +107,12 @@ class Appender:
         self.f.close()
 
 
-def read_done(path: Path) -> dict[tuple, tuple[dict, str]]:
+def read_done(path: Path) -> dict[tuple, tuple[dict, bytes]]:
     """{(question_id, config_hash, repeat): (record, line)} of the ok records saved (of a damaged .gz, what is read)."""
     keys = ("question_id", "config_hash", "repeat")
     with gc_paused():
         return {
-            (rec["question_id"], rec["config_hash"], rec["repeat"]): (rec, line.decode("utf-8"))
+            (rec["question_id"], rec["config_hash"], rec["repeat"]): (rec, line)  # bytes, as written again
             for rec, line in record_lines(path, salvage=True)
             if all(k in rec for k in keys) and rec.get("status") == "ok"
         }
@@ -233,7 +235,7 @@ def write_canonical(path: Path, done: dict, final: list[tuple]) -> None:
     gz = path.with_name(COMPRESSED)
     if path.exists() or not gz.exists() or list(done) != final or gz.resolve() in SALVAGED:
         z, it = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 31), (done[k][1] for k in final)
-        parts = [z.compress(("\n".join(p) + "\n").encode("utf-8")) for p in iter(lambda: [*islice(it, 4096)], [])]
+        parts = [z.compress(b"\n".join([*p, b""])) for p in iter(lambda: [*islice(it, 4096)], [])]  # UTF-8 lines
         atomic_write(gz, b"".join(parts) + z.flush())
         path.unlink(missing_ok=True)
         SALVAGED.discard(gz.resolve())
@@ -329,7 +331,7 @@ class _Run:
         recs = [r for r in maybe if r is not None]
         if not recs:
             return
-        lines = [to_line(rec) for rec in recs]
+        lines = [to_line_bytes(rec) for rec in recs]
         with self.lock:
             self.saving = True
             try:

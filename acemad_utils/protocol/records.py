@@ -102,3 +102,12 @@ def to_line(rec: dict) -> str:
         return _ENCODER.encode(rec).decode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(rec, ensure_ascii=False, sort_keys=True)
+
+
+def to_line_bytes(rec: dict) -> bytes:
+    """to_line(rec) as the UTF-8 bytes a transcript file holds: the runner keeps and writes these, where a str line
+    was decoded once and encoded twice (appended, then compressed), ~670 MB of lines in a default profile."""
+    try:
+        return _ENCODER.encode(rec)
+    except UnicodeEncodeError:
+        return json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8")
