@@ -20,8 +20,6 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.data.sim_params import SYNTHETIC_SLUG  # noqa: F401 (a name of this module too: api, params, setup)
@@ -64,21 +62,26 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
 def item_stats(rec: dict) -> dict:
     """Accuracy, wrong-answer distribution (label order) and parse failures of one Single Agent record."""
     runs = rec["runs"]
-    n_correct = sum(bool(r["correct"]) for r in runs)
-    failures = sum(r["answer"] is None for r in runs)
-    counts = Counter(r["answer"] for r in runs if not r["correct"] and r["answer"] is not None)
-    wrong = {lab: counts[lab] for lab in rec["labels"] if counts[lab]}
+    answers, correct = [r["answer"] for r in runs], [bool(r["correct"]) for r in runs]
+    return _tally(rec["question_id"], rec["benchmark"], rec["labels"], answers, correct)
+
+
+def _tally(qid: str, benchmark: str, labels: Sequence[str], answers: list, correct: list[bool]) -> dict:
+    """item_stats of one item's runs (each an answer label or None, and whether it is right): a record's, or the
+    array engine's answers for a subset decided in memory."""
+    counts = Counter(a for a, ok in zip(answers, correct) if not ok and a is not None)
+    wrong = {lab: counts[lab] for lab in labels if counts[lab]}
     # Ties go to the earlier label, so the top distractor never depends on dict or thread order.
-    top = max(wrong, key=lambda lab: (wrong[lab], -rec["labels"].index(lab))) if wrong else None
+    top = max(wrong, key=lambda lab: (wrong[lab], -labels.index(lab))) if wrong else None
     return {
-        "id": rec["question_id"],
-        "benchmark": rec["benchmark"],
-        "accuracy": n_correct / len(runs),
-        "n_runs": len(runs),
-        "n_options": len(rec["labels"]),
+        "id": qid,
+        "benchmark": benchmark,
+        "accuracy": sum(correct) / len(answers),
+        "n_runs": len(answers),
+        "n_options": len(labels),
         "wrong": wrong,
         "top_distractor": top,
-        "parse_failures": failures,
+        "parse_failures": sum(a is None for a in answers),
     }
 
 
@@ -242,17 +245,11 @@ def _in_memory(qs: Sequence[Question], population: Population, cfg: DebateConfig
 
     stats: list[dict] = [{}] * len(qs)
     for b in debate(qs, population, cfg, [0] * len(qs)):
-        ans = b.decisions["runs"][0]  # (D, runs): each run's answer (-1: unparsed), what records' "runs" hold
-        n_runs, labels = ans.shape[1], [q.labels for q in b.questions]
-        truth = np.array([-1 if q.answer is None else q.answer_index for q in b.questions])[:, None]
-        right = (ans == truth) & (truth >= 0)  # no gold answer: no run right (item_stats' bool(None))
-        wrong = ((ans[..., None] == np.arange(len(labels[0]))) & ~right[..., None]).sum(axis=1).tolist()  # (D, K)
-        for d, q, lab, n_right, fails, w in zip(b.index, b.questions, labels, right.sum(axis=1).tolist(),
-                                                (ans < 0).sum(axis=1).tolist(), wrong):  # fmt: skip
-            stats[d] = {"id": q.id, "benchmark": q.benchmark, "accuracy": n_right / n_runs, "n_runs": n_runs,
-                        "n_options": len(lab), "wrong": {x: c for x, c in zip(lab, w) if c},
-                        "top_distractor": lab[w.index(max(w))] if any(w) else None,  # item_stats' tie rule
-                        "parse_failures": fails}  # fmt: skip
+        for d, q, row in zip(b.index, b.questions, b.decisions["runs"][0].tolist()):  # each run's answer, -1: unparsed
+            answers = [q.labels[a] if a >= 0 else None for a in row]
+            stats[d] = _tally(
+                q.id, q.benchmark, q.labels, answers, [q.answer is not None and a == q.answer for a in answers]
+            )
     return {"git_commit": git_commit(), "data_hash": D.data_hash(qs)}, stats
 
 
