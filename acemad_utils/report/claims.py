@@ -209,19 +209,10 @@ def paper_baselines(meta: dict, target: str) -> list[str]:
             if c["method"] != "acemad" and not c.get("roster") and c.get("baseline_agent") == agent]  # fmt: skip
 
 
-_CELLS: Optional[dict] = None  # inside ledger(): _by_question's cells by records list identity, with the list
-
-
 def _by_question(recs: list) -> dict:
     """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN.
-    Inside ledger(), once per list (a ledger reads a run's records for several claims; never changed; read-only)."""
-    held = None if _CELLS is None else _CELLS.get(id(recs))
-    if held is not None and held[0] is recs:
-        return held[1]
-    out = _cells(recs)
-    if _CELLS is not None:
-        _CELLS[id(recs)] = recs, out  # the list held with its cells: its id is not reused while the ledger runs
-    return out
+    Inside ledger() once per list: a ledger reads a run's records for several claims."""
+    return TB.reused(("by_question", id(recs)), recs, lambda: _cells(recs))
 
 
 def _cells(recs: list) -> dict:
@@ -691,13 +682,8 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
 def ledger(runs: dict, seed: int = 0, values: bool = True) -> pd.DataFrame:
     """Every claim's row from the runs of notebooks 02-07 ({experiment name: (meta, records)}); values=False: the
     exact-value rows not run (the assumption grid, whose synthetic verdicts never compare exact values)."""
-    global _CELLS
-    outer, _CELLS = _CELLS, {} if _CELLS is None else _CELLS
-    try:
-        with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
-            return finalize(_claim_rows(at_paper_labels(runs), seed, values), *source(runs))
-    finally:
-        _CELLS = outer
+    with TB.frames_reused():  # the claims table the same runs' records again and again, never changing them
+        return finalize(_claim_rows(at_paper_labels(runs), seed, values), *source(runs))
 
 
 def at_paper_labels(runs: dict) -> dict:

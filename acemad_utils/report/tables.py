@@ -63,14 +63,15 @@ def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame
         raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
     if frame is not None:
         return frame
-    return _reused(id(records), records, lambda: question_frame(records or []))
+    return reused(id(records), records, lambda: question_frame(records or []))
 
 
 _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and their pivots by frame identity
 
 
-def _reused(key, obj, make):
-    """make() once per `obj` inside frames_reused, held with it (so its id is not reused), else every time."""
+def reused(key, obj, make):
+    """make() once per `obj` (and `key`, which names what is made of it) inside frames_reused, held with it (so its
+    id is not reused), else every time."""
     if _REUSED is None:
         return make()
     held = _REUSED.get(key)
@@ -81,8 +82,8 @@ def _reused(key, obj, make):
 
 @contextlib.contextmanager
 def frames_reused() -> Iterator[None]:
-    """Inside, accuracy_long and versus_best build a records list's frame and pivots once (the ledger tables the same
-    lists many times), held till the block ends (so no id is reused)."""
+    """Inside, accuracy_long and versus_best (and claims._by_question) build what they make of a records list once
+    (the ledger tables the same lists many times), held till the block ends (so no id is reused)."""
     global _REUSED
     outer, _REUSED = _REUSED, {} if _REUSED is None else _REUSED
     try:
@@ -201,7 +202,7 @@ def versus_best(
         return {b: parts.get(b, df.iloc[:0]).pivot(index="question_id", columns="method", values="correct")
                 for b in benchmarks}  # fmt: skip
 
-    piv = _reused((id(df), *benchmarks), df, pivots)
+    piv = reused((id(df), *benchmarks), df, pivots)
     rows = []
     for t in targets:
         if per_benchmark:
