@@ -166,18 +166,11 @@ def heterogeneity(second_model: str, second_base_url: str = "", seed: int = 0, e
         "heterogeneity",
         {
             "homogeneous": [DebateConfig(method="decentralized", seed=seed)],
-            "variants": [  # a name replaces the label, so it carries an eta that is not the paper's as a label does
-                DebateConfig(method="acemad", truth_holder=s, eta=eta, seed=seed, name=_at_eta(n, eta))
-                for n, s in variants.items()
+            "variants": [
+                DebateConfig(method="acemad", truth_holder=s, eta=eta, seed=seed, name=n) for n, s in variants.items()
             ],
         },
     )
-
-
-def _at_eta(name: str, eta: float) -> str:
-    """'AceMAD (Different Persona)' -> 'AceMAD (Different Persona, eta=4)' away from the paper's eta (at_paper_eta's
-    inverse)."""
-    return name if eta == ETA else f"{name[:-1]}, eta={eta:g})"
 
 
 def rosters(run: Run, group: str) -> str:

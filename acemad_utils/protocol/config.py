@@ -142,11 +142,18 @@ class DebateConfig:
     @functools.cached_property  # every record asks (frozen: it never changes)
     def label(self) -> str:
         """Every table's label, e.g. 'AceMAD (T=3, uniform)'."""
-        return self.name or self._label(with_n=True)
+        return self._named() or self._label(with_n=True)
 
     @functools.cached_property
     def family(self) -> str:
-        return self.name or self._label(with_n=False)
+        return self._named() or self._label(with_n=False)
+
+    def _named(self) -> Optional[str]:
+        """The config's name, with an eta that is not the paper's as its label would say it ('AceMAD (Different
+        Persona, eta=4)'; at_paper_eta takes it off again)."""
+        if not self.name or self.method != "acemad" or self.eta == ETA:
+            return self.name
+        return f"{self.name[:-1]}, eta={self.eta:g})" if self.name.endswith(")") else f"{self.name} (eta={self.eta:g})"
 
     def _label(self, with_n: bool) -> str:
         base, kind = METHOD_NAMES[self.method], self.roster_kind

@@ -695,7 +695,7 @@ def at_paper_labels(runs: dict) -> dict:
         if not etas:
             out[name] = (meta, recs)
             continue
-        new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # Table 3's named configs too (registry._at_eta)
+        new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # Table 3's named configs too (DebateConfig._named)
         new = {k: v for k, v in new.items() if k != v and v not in meta["methods"]}  # never two configs on one label
         note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.595)"
         meta = {**meta, "methods": {new.get(k, k): c for k, c in meta["methods"].items()}, "eta_note": note}
