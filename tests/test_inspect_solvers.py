@@ -54,7 +54,8 @@ def samples(n: int, options=("red", "green", "blue")) -> list:
 def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
     """inspect's eval in a daemon thread: a frozen eval fails the test after `limit` s instead of hanging it."""
     out: dict = {}
-    go = lambda: out.update(logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw))  # noqa: E731
+    kw.setdefault("model", MODEL)
+    go = lambda: out.update(logs=inspect_eval(task, log_dir=str(tmp_path / "logs"), display="none", **kw))  # noqa: E731
     t = threading.Thread(target=go, daemon=True)
     t.start()
     t.join(limit)
@@ -181,8 +182,11 @@ def test_a_key_the_endpoint_echoes_reaches_no_eval_log(tmp_path, monkeypatch):
     plain = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"  # not key-like: only redaction by value catches it
     monkeypatch.setenv("FAKE_API_KEY", plain)
     with FakeOpenAI(FaultInjector(rate=0.0), mode="401") as srv:
+        # not memoized: inspect keys its model cache by name and URL, not by key, and the OS may give this server
+        # the port an earlier test's server had, whose model still holds that test's key
+        model = get_model(MODEL, base_url=srv.url, memoize=False)
         log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
-                       model_base_url=srv.url)  # fmt: skip
+                       model=model)  # fmt: skip
         assert f"Bearer {plain}" in srv.auth  # the endpoint got it and quoted it back
     assert log.status == "error" and "Incorrect API key provided: ***" in log.error.message
     # The errors the solver raises: the eval's and each sample's. (inspect's own model events keep the endpoint's
