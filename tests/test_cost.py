@@ -183,6 +183,20 @@ def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(full_outp
     assert strip(d / "transcripts.jsonl") == strip(ref_dir / "transcripts.jsonl")
 
 
+def test_a_call_sent_before_any_reported_count_is_held_at_what_it_can_be_billed(tmp_path):
+    """An endpoint whose tokenizer counts one token per UTF-8 byte (about what CJK text costs; the token model assumes
+    4.4 chars a token): the first wave's holds still cover their bills, and later holds follow the reported counts."""
+    msgs = [{"role": "user", "content": "以下哪一项陈述是正确的？请说明理由。" * 30}]
+    billed = len(msgs[0]["content"].encode()) + 6  # one token per byte, plus the message's and the reply's overhead
+    with FakeOpenAI([Reply("A", prompt_tokens=billed, completion_tokens=1)] * 2) as srv:
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", kind="openai", cache=str(tmp_path / "c.sqlite"))
+        held = c.estimate_cost("gpt-4o-mini", msgs, {"max_tokens": 1})
+        c.generate(msgs, GenerateConfig(max_tokens=1), scope="first")
+        assert c.stats()["cost_usd"] <= held
+        spent = c.stats()["cost_usd"]
+        assert c.estimate_cost("gpt-4o-mini", msgs, {"max_tokens": 1}) >= spent  # the reported ratio, not bytes
+
+
 def test_budget_counts_what_earlier_kernels_paid_from_the_cache(tmp_path, monkeypatch):
     cache = ResponseCache(tmp_path / "c.sqlite")
     v = {"text": "x", "prompt_tokens": 1_000_000, "completion_tokens": 0}

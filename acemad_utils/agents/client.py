@@ -26,7 +26,7 @@ from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.redact import redact, remember_secret, remember_url_secrets, safe_url, scrub
-from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
+from acemad_utils.agents.tokenmodel import most_prompt_tokens, prompt_tokens, tokens
 from acemad_utils.data.settings import env, seconds
 from acemad_utils.protocol.schema import CALL_KEYS, USAGE_KEYS
 
@@ -290,7 +290,7 @@ class LLMClient:
             raise B.UnpricedModel(self.model)  # refused before any call, even the preflight's
         self.batch_queue: Any = None  # batch.Batcher when calls go through the Batch API (LLMPopulation sets it)
         self.stopped = False  # a second Ctrl-C (the runner): a question in flight ends at its next call
-        self._token_ratio = 1.0  # the most prompt tokens reported per modelled one: MAX_USD's estimates scale by it
+        self._token_ratio: Optional[float] = None  # the most prompt tokens reported per modelled one (None: none yet)
         self.check_first = False  # preflight() before the first call the cache cannot answer (LLMPopulation)
         self._check_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -368,7 +368,7 @@ class LLMClient:
         reported = (out.prompt_tokens, out.completion_tokens, out.cached_tokens)
         if out.prompt_tokens:  # the endpoint's tokenizer counts more than the token model: later estimates follow it
             with self._lock:
-                self._token_ratio = max(self._token_ratio, out.prompt_tokens / max(1, prompt_tokens(messages)))
+                self._token_ratio = max(self._token_ratio or 1.0, out.prompt_tokens / max(1, prompt_tokens(messages)))
         self.budget.settle(held, self.call_cost(model, *reported) if any(reported[:2]) else
                            self.call_cost(model, prompt_tokens(messages), tokens(out.text)))  # fmt: skip
         return out
@@ -514,8 +514,10 @@ class LLMClient:
         return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
-        """The most a call can cost before it is sent: modelled prompt tokens, completion = its max_tokens."""
-        modelled = prompt_tokens(messages) * self._token_ratio  # at least what this endpoint reported so far
+        """The most a call can cost before it is sent: completion = its max_tokens; prompt = the modelled tokens times
+        the most this endpoint reported per modelled one, or one token per byte before it has reported any."""
+        ratio = self._token_ratio
+        modelled = most_prompt_tokens(messages) if ratio is None else prompt_tokens(messages) * ratio
         return self.call_cost(model, modelled, params.get("max_tokens") or 1000, 0, batch=batch)
 
     def stats(self) -> dict:

@@ -17,6 +17,12 @@ def prompt_tokens(messages) -> int:
     return sum(tokens(str(m.get("content") or "")) + MSG_OVERHEAD for m in messages) + PRIME
 
 
+def most_prompt_tokens(messages) -> int:
+    """What no byte-level tokenizer passes (one token per UTF-8 byte): MAX_USD holds a call at this until the endpoint
+    has reported a count (a script the token model undercounts, e.g. CJK, would let the first wave past the cap)."""
+    return sum(len(str(m.get("content") or "").encode()) + MSG_OVERHEAD for m in messages) + PRIME
+
+
 def describe() -> str:
     return (
         f"token model: ceil(chars/{CHARS_PER_TOKEN:g}) per text, +{MSG_OVERHEAD}/message +{PRIME}/request "
