@@ -13,6 +13,7 @@ from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.command import main
 from acemad_utils.cost import estimate as C
 from acemad_utils.data.benchmarks import load_demo
+from acemad_utils.data.sim_params import SimParams
 from acemad_utils.protocol.config import NAIVE_AGENT, DebateConfig
 from acemad_utils.protocol.debate import run_batch, run_question
 from acemad_utils.report import premise as PR
@@ -177,6 +178,11 @@ def test_the_sentence_says_which_controls_on_the_same_commitments_beat_the_proto
     assert f"ahead of {PR.UNIFORM} (+9.6 [+8.1, +11.0])" in said and f"behind {PR.SELF_BELIEF} (-4.7" in said
     assert f"not distinguishable from {PR.SHUFFLED}" in said
     assert PR.shown(split)["p_value"].iloc[1] == 1 / 10001 and PR.shown(split)["difference"].iloc[1] == 9.6
+    # on the synthetic population, Self-belief only ahead names the assumption that lets it be
+    params = SimParams(**SimPopulation(seed=1).describe()["params"])
+    _, why = PR._controls_sentence(split, params)
+    assert f"insight_susceptibility = {params.insight_susceptibility:g}" in why and "'decided by'" in why
+    assert len(PR._controls_sentence(split.drop(index=2), params)) == 1  # not behind it: nothing to explain
 
 
 # ----------------------------------------------------------------------------- against an endpoint

@@ -207,13 +207,15 @@ def premise_sentence(
             f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
             f"whatever the number of samples."
         )
-    return lead + " ".join(parts + more + _controls_sentence(split_table))
+    params = SimParams(**pop["params"]) if pop.get("synthetic") and pop.get("params") else None
+    return lead + " ".join(parts + more + _controls_sentence(split_table, params))
 
 
-def _controls_sentence(split_table: pd.DataFrame) -> list[str]:
+def _controls_sentence(split_table: pd.DataFrame, params: Optional[SimParams] = None) -> list[str]:
     """Each AceMAD method against the controls re-decided from its own commitments, grouped by what the interval of
     the paired difference shows: ahead, behind (a control that beats the protocol on its own commitments says the
-    weights are not what earns the gain), or not distinguishable at this n."""
+    weights are not what earns the gain), or not distinguishable at this n. On the synthetic population, Self-belief
+    only ahead names the population's assumption that lets it be."""
     out = []
     for method, g in split_table.groupby("method", sort=False):
         g = g[g["control"].isin([UNIFORM, SELF_BELIEF, SHUFFLED, SURPRISINGLY_POPULAR, ROUND0])]
@@ -226,6 +228,13 @@ def _controls_sentence(split_table: pd.DataFrame) -> list[str]:
         parts = [f"{side} {listed(x)}" for side, x in said.items() if x]
         if parts:
             out.append(f"Re-decided from {method}'s own commitments (no call), {method} is {'; '.join(parts)}.")
+        if params is not None and any(r.control == SELF_BELIEF and r.difference_hi < 0 for r in g.itertuples()):
+            out.append(
+                f"{SELF_BELIEF} ahead of {method} rests on this population's stubborn truth-holders: an agent that "
+                f"sees through the trap barely moves toward the beliefs it reads (insight_susceptibility = "
+                f"{params.insight_susceptibility:g} against the crowd's {params.crowd_susceptibility:g}), so its own "
+                "confidence can single it out (notebook 08's 'decided by' column says which assumptions turn this)."
+            )
     return out
 
 
