@@ -198,14 +198,15 @@ def premise_sentence(
         e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
         cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
         more.append(
-            f"On the synthetic population what decides it is how independent the naive agent's samples are: each "
-            f"sample takes the first sample's state with probability copy({tau:g}) = {cp:.2f} (crowd_copy = "
-            f"{sp.crowd_copy:g}, near-copies), else draws its own, a guess with probability explore({tau:g}) = "
-            f"{e:.2f}, insight with crowd_insight = {ci:g}, else the item's trap with its propensity pi, which "
-            f"every sample of the item shares (Beta, mean trap_mean = {sp.trap_mean:g}, concentration "
-            f"trap_concentration = {sp.trap_concentration:g}); so more samples converge on the truth only where "
-            f"pi < {cut:.2f} and on the trap elsewhere: errors shared through pi (and copies) do not average out, "
-            f"whatever the number of samples."
+            f"On the synthetic population what decides it is how independent the naive agent's samples are. At its "
+            f"temperature {tau:g}, each sample copies the first sample's state with probability {cp:.2f} (from "
+            f"crowd_copy = {sp.crowd_copy:g}: near-copies). Otherwise it guesses with probability {e:.2f}; if not, "
+            f"it sees through the trap with probability crowd_insight = {ci:g}; if not, it falls for the item's trap "
+            f"with the item's propensity pi (else it answers right), and every sample of the item shares that pi (pi "
+            f"is Beta-distributed over items, mean "
+            f"trap_mean = {sp.trap_mean:g}, concentration trap_concentration = {sp.trap_concentration:g}). So more "
+            f"samples converge on the truth only on items with pi < {cut:.2f}, and on the trap elsewhere: errors "
+            f"shared through pi (and copies) do not average out, whatever the number of samples."
         )
     params = SimParams(**pop["params"]) if pop.get("synthetic") and pop.get("params") else None
     return lead + " ".join(parts + more + _controls_sentence(split_table, params))
