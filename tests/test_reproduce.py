@@ -54,6 +54,21 @@ def test_set_overrides_every_notebook_parses_yaml_and_is_checked(monkeypatch):
         reproduce.main(["--set", "N_MAX"])
 
 
+def test_a_set_parameter_names_the_selected_notebooks_it_does_not_reach(monkeypatch, capsys):
+    class Stop(Exception): ...
+
+    def stop(*a):
+        raise Stop
+
+    monkeypatch.setattr(reproduce, "_data_preflight", stop)  # the lines are printed before anything is checked or run
+    for only, missed in [(["00_theory", "02_baselines", "03_main_results"], True), (["03_main_results"], False)]:
+        with pytest.raises(Stop):
+            reproduce.run("default", only=only, overrides={"ETA": 4.0, "MAX_USD": 3})
+        out = capsys.readouterr().out
+        line = "--set ETA does not reach 00_theory (it takes ETA_PHASE), 02_baselines: they do not take ETA"
+        assert (line in out) is missed and "--set MAX_USD" not in out  # a run setting reaches the whole run
+
+
 def _notebook(path, code: str) -> None:
     params = nbformat.v4.new_code_cell('PROFILE = "default"')
     params.metadata["tags"] = ["parameters"]
