@@ -202,9 +202,9 @@ def premise_sentence(
             f"temperature {tau:g}, each sample copies the first sample's state with probability {cp:.2f} (from "
             f"crowd_copy = {sp.crowd_copy:g}: near-copies). Otherwise it guesses with probability {e:.2f}; if not, "
             f"it sees through the trap with probability crowd_insight = {ci:g}; if not, it falls for the item's trap "
-            f"with the item's propensity pi (else it answers right), and every sample of the item shares that pi (pi "
-            f"is Beta-distributed over items, mean "
-            f"trap_mean = {sp.trap_mean:g}, concentration trap_concentration = {sp.trap_concentration:g}). So more "
+            f"with the item's propensity pi (else it answers right), and every sample of the item shares that pi "
+            f"(Beta-distributed over items, mean trap_mean = {sp.trap_mean:g}, concentration trap_concentration = "
+            f"{sp.trap_concentration:g}). So more "
             f"samples converge on the truth only on items with pi < {cut:.2f}, and on the trap elsewhere: errors "
             f"shared through pi (and copies) do not average out, whatever the number of samples."
         )

@@ -70,13 +70,6 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     if name != (prof.get("profile") or Path(profile).stem):
         print(f"{tag} --set changes what the runs are: they go to outputs/runs/{name}, beside the profile's own; "
               f"tables and figures are suffixed __{name}", flush=True)  # fmt: skip
-    for key in sorted(overrides or {}):  # a notebook parameter that some selected notebooks do not declare
-        declared_by = schema.notebooks_of(key)
-        if missed := [nb for nb in only or notebooks() if declared_by and nb not in declared_by]:
-            near = {nb: [p for p in schema.names(nb) if p.startswith(f"{key}_")] for nb in missed}  # 00's ETA_PHASE
-            said = [nb + (f" (it takes {', '.join(near[nb])})" if near[nb] else "") for nb in missed]
-            print(f"{tag} --set {key} does not reach {', '.join(said)}: {'it does' if len(missed) == 1 else 'they do'}"
-                  f" not take {key}", flush=True)  # fmt: skip
     try:  # before anything is written: the name becomes folders under outputs/
         safe_segment(name, "profile name")
     except UnsafeName as e:
@@ -86,6 +79,13 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     for nb in selected:
         if nb not in nbs:
             raise SystemExit(f"unknown notebook {nb!r}{hint(nb, nbs)}; notebooks: {sorted(nbs)}")
+    for key in sorted(overrides or {}):  # a notebook parameter that some selected notebooks do not declare
+        declared_by = schema.notebooks_of(key)
+        if missed := [nb for nb in selected if declared_by and nb not in declared_by]:
+            near = {nb: [p for p in schema.names(nb) if p.startswith(f"{key}_")] for nb in missed}  # 00's ETA_PHASE
+            said = [nb + (f" (it takes {', '.join(near[nb])})" if near[nb] else "") for nb in missed]
+            print(f"{tag} --set {key} does not reach {', '.join(said)}: {'it does' if len(missed) == 1 else 'they do'}"
+                  f" not take {key}", flush=True)  # fmt: skip
     jobs, llm = prof.get("jobs", 1), _uses_llm(prof, selected)
     if jobs > 1 and llm:  # one endpoint, one response cache, one MAX_USD: one at a time
         raise SystemExit(f"{tag} jobs = {jobs}: notebooks run side by side only when none calls an LLM (backend "
