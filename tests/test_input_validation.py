@@ -174,6 +174,19 @@ def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monk
     assert "--set SECOND_MODEL=" in line  # the way to run without it
 
 
+def test_a_rerun_with_every_notebook_up_to_date_checks_no_endpoint(tmp_path, monkeypatch, tmp_outputs, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAI() as srv:  # up for the first run only
+        common = {"BACKEND": "openai", "MODEL": "fake", "BASE_URL": srv.url}
+        assert _reproduce(tmp_path, monkeypatch, common) == ["03_main_results"]
+    path, started = _profile(tmp_path, {"profile": "mine", "common": common}), []
+    monkeypatch.setattr(reproduce, "_run_notebooks", lambda prof, name, nbs, sel, **k: started.extend(sel) or 0)
+    assert reproduce.run(path, ["03_main_results"]) == 0 and started == []  # the endpoint is down: not asked
+    assert "03_main_results  up to date" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="cannot reach"):  # what runs is still checked first
+        reproduce.run(path, ["03_main_results"], force=True)
+
+
 def test_benchmark_data_that_is_not_there_stops_the_run_before_any_notebook_or_endpoint(
     tmp_path, monkeypatch, tmp_outputs
 ):

@@ -90,8 +90,6 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     if jobs > 1 and llm:  # one endpoint, one response cache, one MAX_USD: one at a time
         raise SystemExit(f"{tag} jobs = {jobs}: notebooks run side by side only when none calls an LLM (backend "
                          "sim); this run has LLM notebooks: use jobs: 1 (the default)")  # fmt: skip
-    _data_preflight(tag, prof, selected)  # local and instant: before the endpoints' checks
-    _preflight(tag, prof, selected)
     out_dir = outputs("notebooks", name)
     env = run_env(prof) | {
         "ACEMAD_BUDGET_SINCE": repr(time.time()),  # MAX_USD counts what the whole run paid since now
@@ -100,10 +98,6 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
         "PYTHONPATH": os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p),
         CHECKOUT_ENV: str(CHECKOUT),
     }
-    est = _print_estimate(prof, profile, overrides, selected, env=env)
-    unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
-    if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them
-        raise SystemExit(f"{tag} not started: {unpriced_message(unpriced)}")
     with ProfileLock(name, llm=llm, wait=wait):  # one run per profile (and per cache): never pay twice
         progress = outputs("runs", name) / ".progress.log"
         env |= {PROGRESS_ENV: str(progress), URL_SECRETS_ENV: "{}", LOCK_HOLDER_ENV: f"{os.getpid()}:{name}"}
@@ -121,6 +115,13 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
             if current:
                 print(f"{tag} {len(current)} notebook(s) up to date: nothing they read changed since the last clean "
                       f"run (executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
+            if todo:  # checked and priced for what runs: a rerun with every notebook up to date sends nothing
+                _data_preflight(tag, prof, todo)  # local and instant: before the endpoints' checks
+                _preflight(tag, prof, todo)
+                est = _print_estimate(prof, profile, overrides, todo, env=env)
+                unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
+                if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them
+                    raise SystemExit(f"{tag} not started: {unpriced_message(unpriced)}")
             with progress_tail(progress, prefix=f"{tag} "):
                 code = _run_notebooks(prof, name, nbs, todo, out_dir=out_dir, jobs=jobs, needs=needs) if todo else 0
             cap = parse_max_usd(env.get("ACEMAD_MAX_USD") or None)
