@@ -8,10 +8,12 @@ import time
 
 import pytest
 
+from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, MissingAPIKey
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import free_port
 from acemad_utils.data import benchmarks as D
+from acemad_utils.data import paths as P
 from acemad_utils.experiments import profiles
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -185,6 +187,10 @@ def test_a_rerun_with_every_notebook_up_to_date_checks_no_endpoint(tmp_path, mon
     assert "03_main_results  up to date" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="cannot reach"):  # what runs is still checked first
         reproduce.run(path, ["03_main_results"], force=True)
+    # unless the response cache holds the model's replies: it may answer the whole run (a call it cannot stops there)
+    ResponseCache(P.outputs("cache") / "llm.sqlite").put("k", {"text": "x"}, model="fake", kind="openai")
+    assert reproduce.run(path, ["03_main_results"], force=True) == 0 and started == ["03_main_results"]
+    assert "cannot reach" in capsys.readouterr().out
 
 
 def test_benchmark_data_that_is_not_there_stops_the_run_before_any_notebook_or_endpoint(

@@ -144,21 +144,38 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
     eps = endpoints({nb: params_for(prof, nb, defaults=True) for nb in selected})
     if not eps:
         return
-    from acemad_utils.agents.client import LLMClient  # the SDK (~1 s) only for a profile that calls an endpoint
+    # the SDK (~1 s) only for a profile that calls an endpoint
+    from acemad_utils.agents.cache import ResponseCache
+    from acemad_utils.agents.client import EndpointUnreachable, LLMClient
 
     batch = (run_env(prof).get("ACEMAD_CALLS_VIA") or "sync") == "batch"
+    cache = outputs("cache", create=False) / "llm.sqlite"
+
+    def holds(model: str) -> bool:  # the response cache holds replies of `model`: a rerun it may answer whole
+        if not cache.exists():
+            return False
+        with contextlib.closing(ResponseCache(cache)) as c:
+            return c.holds(model)
 
     def check(ep, model: bool) -> Optional[str]:
         first = ep.setting.split(",")[0]
         setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
+        where = f"{ep.model} at {safe_url(ep.url or None)}, notebooks {', '.join(ep.notebooks)}"
         try:  # prices are the estimate's business
             with contextlib.closing(LLMClient(ep.model, ep.url or None, free=True)) as client:
                 client.preflight(timeout, check_model=model, setting=setting)
                 if batch and not model:
                     client.check_batch_api(timeout)
-        except Exception as e:  # MissingAPIKey, EndpointUnreachable, APIKeyRejected, ModelNotServed, a bad URL
+        except EndpointUnreachable as e:  # a rerun (--force) the cache may answer whole, as the kernels' clients allow
+            if not batch and holds(ep.model):
+                print(redact(f"{tag} {ep.setting} ({where}): {str(e).rstrip('.')}; running on: the response cache "
+                             "holds this model's replies, and the first call it cannot answer stops with this "
+                             "message"), flush=True)  # fmt: skip
+                return None
             skip = f"; or run without it: {ep.skip}" if ep.skip else ""
-            where = f"{ep.model} at {safe_url(ep.url or None)}, notebooks {', '.join(ep.notebooks)}"
+            return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
+        except Exception as e:  # MissingAPIKey, APIKeyRejected, ModelNotServed, a bad URL
+            skip = f"; or run without it: {ep.skip}" if ep.skip else ""
             return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
         return None
 
