@@ -157,7 +157,11 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
         with contextlib.closing(ResponseCache(cache)) as c:
             return c.holds(model)
 
+    excused: set = set()  # unreachable, but the cache may answer them: said once, not checked again
+
     def check(ep, model: bool) -> Optional[str]:
+        if ep in excused:
+            return None
         first = ep.setting.split(",")[0]
         setting = first.split(" / ")[-1] if " / " in first else f"{first.split()[0]}'s base_url"
         where = f"{ep.model} at {safe_url(ep.url or None)}, notebooks {', '.join(ep.notebooks)}"
@@ -171,6 +175,7 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
                 print(redact(f"{tag} {ep.setting} ({where}): {str(e).rstrip('.')}; running on: the response cache "
                              "holds this model's replies, and the first call it cannot answer stops with this "
                              "message"), flush=True)  # fmt: skip
+                excused.add(ep)
                 return None
             skip = f"; or run without it: {ep.skip}" if ep.skip else ""
             return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
