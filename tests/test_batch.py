@@ -19,6 +19,7 @@ import pytest
 from acemad_utils.agents import batch as BA
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.tokenmodel import most_prompt_tokens
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments.runner import run_experiment
 from tests import batch_worker as W
@@ -74,6 +75,10 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(full_outputs)
     # the same tokens, at the Batch API price
     assert u["prompt_tokens"] == sync_usage["prompt_tokens"]
     assert u["cost_usd"] == pytest.approx(sync_usage["cost_usd"] * 0.5)
+    # MAX_USD's holds follow the counts the batches reported, not the one-token-per-byte bound held before any
+    msgs, client = [{"role": "user", "content": "Which option is right? " * 20}], pop.client(None)
+    held = client.estimate_cost("gpt-4o-mini", msgs, {"max_tokens": 1}, batch=True)
+    assert held < client.call_cost("gpt-4o-mini", most_prompt_tokens(msgs), 1, 0, batch=True)
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)

@@ -172,10 +172,13 @@ class Batcher:
         record_batch(self.cache, b.id, client.kind, todo)  # before any polling: a restart adopts it
         self.submitted += len(todo)
         requests = {e["key"]: {"model": e["model"], "kind": client.kind, "mode": e["mode"]} for e in todo}
-        self._wait_and_import(client, b.id, requests, should_stop, progress, held)
+        stored = self._wait_and_import(client, b.id, requests, should_stop, progress, held)
+        for k, v in stored.items():  # the next batch's holds follow the endpoint's counts, as a synchronous call's do
+            client.reported(entries[k]["body"]["messages"], v["prompt_tokens"])
 
     def _wait_and_import(self, client, batch_id: str, requests: dict, should_stop, progress: bool,
-                         held: float = 0.0) -> None:  # fmt: skip
+                         held: float = 0.0) -> dict:  # fmt: skip
+        """The replies it stored, by key ({} when stopped before the batch ended)."""
         t0, delay, shown = time.monotonic(), self.poll, None
         while True:
             b = client.sdk.batches.retrieve(batch_id)
@@ -189,7 +192,7 @@ class Batcher:
                 break
             for _ in range(naps := math.ceil(delay)):  # naps of at most 1 s: a Ctrl-C is noticed within one
                 if should_stop():
-                    return  # recorded as open: the next start polls it again
+                    return {}  # recorded as open: the next start polls it again
                 time.sleep(delay / naps)
             delay = min(delay * 1.5, self.poll_max)
         stored: dict = {}
@@ -206,6 +209,7 @@ class Batcher:
             self.tries[key] = (self.tries.get(key, (0, ""))[0] + 1, errors.get(key, why_missing))
         with self.cache.connect() as conn, conn:
             conn.execute("UPDATE batches SET status = ?, imported = 1 WHERE id = ?", (b.status, batch_id))
+        return stored
 
 
 def main(argv=None) -> int:

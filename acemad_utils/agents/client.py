@@ -366,9 +366,7 @@ class LLMClient:
             self.budget.settle(held, 0.0)  # not billed
             raise
         reported = (out.prompt_tokens, out.completion_tokens, out.cached_tokens)
-        if out.prompt_tokens:  # the endpoint's tokenizer counts more than the token model: later estimates follow it
-            with self._lock:
-                self._token_ratio = max(self._token_ratio or 1.0, out.prompt_tokens / max(1, prompt_tokens(messages)))
+        self.reported(messages, out.prompt_tokens)
         self.budget.settle(held, self.call_cost(model, *reported) if any(reported[:2]) else
                            self.call_cost(model, prompt_tokens(messages), tokens(out.text)))  # fmt: skip
         return out
@@ -512,6 +510,14 @@ class LLMClient:
             return 0.0
         p = price_of(model)
         return None if p is None else p.usd(prompt_tokens, completion_tokens, cached_tokens, batch)
+
+    def reported(self, messages: Sequence[dict], prompt_tokens_billed: Optional[int]) -> None:
+        """The endpoint's count of a prompt: later holds scale the token model by the most it counted per modelled
+        token (its tokenizer may count more, e.g. another script)."""
+        if prompt_tokens_billed:
+            with self._lock:
+                ratio = prompt_tokens_billed / max(1, prompt_tokens(messages))
+                self._token_ratio = max(self._token_ratio or 1.0, ratio)
 
     def estimate_cost(self, model: str, messages: Sequence[dict], params: dict, batch: bool = False) -> Optional[float]:
         """The most a call can cost before it is sent: completion = its max_tokens; prompt = the modelled tokens times
