@@ -17,10 +17,12 @@ pytest.importorskip("inspect_ai", reason="the inspect extra: pip install -e '.[i
 from inspect_ai import Task  # noqa: E402
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.model import _model as inspect_model  # noqa: E402
 from inspect_ai.model import get_model  # noqa: E402
 from inspect_ai.scorer import choice  # noqa: E402
 
 from acemad_utils.data import paths as P  # noqa: E402
+from acemad_utils.integrations import inspect_ai as solvers  # noqa: E402
 from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad, decisions  # noqa: E402
 from acemad_utils.protocol.prompts import PERSONAS  # noqa: E402
 from tests.fake_openai import FakeOpenAI, FaultInjector, error  # noqa: E402
@@ -54,8 +56,7 @@ def samples(n: int, options=("red", "green", "blue")) -> list:
 def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
     """inspect's eval in a daemon thread: a frozen eval fails the test after `limit` s instead of hanging it."""
     out: dict = {}
-    kw.setdefault("model", MODEL)
-    go = lambda: out.update(logs=inspect_eval(task, log_dir=str(tmp_path / "logs"), display="none", **kw))  # noqa: E731
+    go = lambda: out.update(logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw))  # noqa: E731
     t = threading.Thread(target=go, daemon=True)
     t.start()
     t.join(limit)
@@ -67,6 +68,12 @@ def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
 @pytest.fixture(autouse=True)
 def _key(monkeypatch):
     monkeypatch.setenv("FAKE_API_KEY", KEY)
+    # Each test starts clean: the OS may give a fake server the port, so the URL, of an earlier test's server, and
+    # what is kept per URL would carry over: inspect's memoized model (with that test's key) and the structured-output
+    # mode the solvers settled for that server.
+    monkeypatch.setattr(inspect_model, "_models", {})
+    monkeypatch.setattr(solvers, "_MODES", {})
+    monkeypatch.setattr(solvers, "_PROBING", {})
 
 
 def test_more_samples_than_threads_finish_with_calls_overlapping(tmp_path):
@@ -182,11 +189,8 @@ def test_a_key_the_endpoint_echoes_reaches_no_eval_log(tmp_path, monkeypatch):
     plain = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"  # not key-like: only redaction by value catches it
     monkeypatch.setenv("FAKE_API_KEY", plain)
     with FakeOpenAI(FaultInjector(rate=0.0), mode="401") as srv:
-        # not memoized: inspect keys its model cache by name and URL, not by key, and the OS may give this server
-        # the port an earlier test's server had, whose model still holds that test's key
-        model = get_model(MODEL, base_url=srv.url, memoize=False)
         log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
-                       model=model)  # fmt: skip
+                       model_base_url=srv.url)  # fmt: skip
         assert f"Bearer {plain}" in srv.auth  # the endpoint got it and quoted it back
     assert log.status == "error" and "Incorrect API key provided: ***" in log.error.message
     # The errors the solver raises: the eval's and each sample's. (inspect's own model events keep the endpoint's
