@@ -170,16 +170,15 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
                 client.preflight(timeout, check_model=model, setting=setting)
                 if batch and not model:
                     client.check_batch_api(timeout)
-        except EndpointUnreachable as e:  # a rerun (--force) the cache may answer whole, as the kernels' clients allow
-            if not batch and holds(ep.model):
+        except Exception as e:  # MissingAPIKey, EndpointUnreachable, APIKeyRejected, ModelNotServed, a bad URL
+            # a --force rerun the cache may answer whole: go on, as the kernels' clients do (they check at the first
+            # call the cache cannot answer)
+            if isinstance(e, EndpointUnreachable) and not batch and holds(ep.model):
                 print(redact(f"{tag} {ep.setting} ({where}): {str(e).rstrip('.')}; running on: the response cache "
                              "holds this model's replies, and the first call it cannot answer stops with this "
                              "message"), flush=True)  # fmt: skip
                 excused.add(ep)
                 return None
-            skip = f"; or run without it: {ep.skip}" if ep.skip else ""
-            return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
-        except Exception as e:  # MissingAPIKey, APIKeyRejected, ModelNotServed, a bad URL
             skip = f"; or run without it: {ep.skip}" if ep.skip else ""
             return f"{tag} not started: {ep.setting} ({where}): {str(e).rstrip('.')}{skip}"
         return None
