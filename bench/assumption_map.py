@@ -39,7 +39,7 @@ PHASES = [
     (AM, "debate"),
     (runner, "run_batch"),
     (runner, "write_canonical"),
-    (runner, "to_line_bytes"),
+    (runner, "to_line"),
     (runner, "read_done"),
     (rescoring, "stack"),
     (rescoring, "stack_debates"),

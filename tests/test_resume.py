@@ -200,13 +200,13 @@ def test_corrupt_lines_are_dropped_never_parsed_as_data_and_a_torn_tail_never_gl
         recs = transcripts.read_jsonl(path)
     assert recs == [good] and len(w) == 5
     # appending after a torn line starts a new line; a record that lost only its newline keeps its line
-    whole = json.dumps(good)
-    for before, after in ((b'{"b": ', b'{"b": \n'), (whole.encode(), whole.encode() + b"\n"), (b"", b"")):
+    whole = json.dumps(good).encode()
+    for before, after in ((b'{"b": ', b'{"b": \n'), (whole, whole + b"\n"), (b"", b"")):
         path.write_bytes(before)
         out = Appender(path)
         out.write_many([whole])
         out.close()
-        assert path.read_bytes() == after + whole.encode() + b"\n"
+        assert path.read_bytes() == after + whole + b"\n"
 
 
 # ----------------------------------------------------------------------------- Ctrl-C

@@ -43,7 +43,7 @@ from acemad_utils.data.transcripts import (
 )
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch, run_question
-from acemad_utils.protocol.records import base_record, to_line_bytes
+from acemad_utils.protocol.records import base_record, to_line
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS, Population, Question, zero_usage
 from acemad_utils.protocol.schema import USAGE_KEYS as STEP_USAGE_KEYS
 
@@ -92,9 +92,8 @@ class Appender:
                 if old.read(1) != b"\n":
                     self.f.write(b"\n")
 
-    def write_many(self, lines) -> None:
-        """Lines as bytes (the runner's: UTF-8 already) or str; each gets its newline."""
-        lines = [line.encode("utf-8") if isinstance(line, str) else line for line in lines]
+    def write_many(self, lines: list[bytes]) -> None:
+        """UTF-8 lines (records.to_line's), each given its newline."""
         self.f.write(b"\n".join([*lines, b""]))  # the empty last item: every line ends with a newline
         self.f.flush()
         if time.monotonic() - self.synced >= FSYNC_EVERY_S:
@@ -331,7 +330,7 @@ class _Run:
         recs = [r for r in maybe if r is not None]
         if not recs:
             return
-        lines = [to_line_bytes(rec) for rec in recs]
+        lines = [to_line(rec) for rec in recs]
         with self.lock:
             self.saving = True
             try:

@@ -95,18 +95,10 @@ def base_record(q: Question, cfg, population: Population, repeat: int) -> dict:
 _ENCODER = msgspec.json.Encoder(order="sorted")
 
 
-def to_line(rec: dict) -> str:
-    """A record's line: sorted-key JSON by msgspec (json.dumps took 4.7 s of notebook 06), or by json.dumps for
-    what msgspec cannot write (a lone surrogate in a model's reply)."""
-    try:
-        return _ENCODER.encode(rec).decode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(rec, ensure_ascii=False, sort_keys=True)
-
-
-def to_line_bytes(rec: dict) -> bytes:
-    """to_line(rec) as the UTF-8 bytes a transcript file holds: the runner keeps and writes these, where a str line
-    was decoded once and encoded twice (appended, then compressed), ~670 MB of lines in a default profile."""
+def to_line(rec: dict) -> bytes:
+    """A record's line as the UTF-8 bytes a transcript holds: sorted-key JSON by msgspec (json.dumps took 4.7 s of
+    notebook 06), or by json.dumps for what msgspec cannot write (a lone surrogate in a model's reply). Bytes, as the
+    runner keeps and writes them (a str line was decoded once and encoded twice, ~670 MB in a default profile)."""
     try:
         return _ENCODER.encode(rec)
     except UnicodeEncodeError:

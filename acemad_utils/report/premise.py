@@ -204,9 +204,9 @@ def premise_sentence(
             f"it sees through the trap with probability crowd_insight = {ci:g}; if not, it falls for the item's trap "
             f"with the item's propensity pi (else it answers right), and every sample of the item shares that pi "
             f"(Beta-distributed over items, mean trap_mean = {sp.trap_mean:g}, concentration trap_concentration = "
-            f"{sp.trap_concentration:g}). So more "
-            f"samples converge on the truth only on items with pi < {cut:.2f}, and on the trap elsewhere: errors "
-            f"shared through pi (and copies) do not average out, whatever the number of samples."
+            f"{sp.trap_concentration:g}). So more samples converge on the truth only on items with pi < {cut:.2f}, "
+            f"and on the trap elsewhere: errors shared through pi (and copies) do not average out, whatever the number "
+            f"of samples."
         )
     params = SimParams(**pop["params"]) if pop.get("synthetic") and pop.get("params") else None
     return lead + " ".join(parts + more + _controls_sentence(split_table, params))

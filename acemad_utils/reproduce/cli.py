@@ -79,9 +79,9 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
     for nb in selected:
         if nb not in nbs:
             raise SystemExit(f"unknown notebook {nb!r}{hint(nb, nbs)}; notebooks: {sorted(nbs)}")
-    for key in sorted(overrides or {}):  # a notebook parameter that some selected notebooks do not declare
+    for key in sorted(overrides or {}):  # a notebook parameter (not a run setting) some selected ones do not declare
         declared_by = schema.notebooks_of(key)
-        if missed := [nb for nb in selected if declared_by and nb not in declared_by]:
+        if declared_by and (missed := [nb for nb in selected if nb not in declared_by]):
             near = {nb: [p for p in schema.names(nb) if p.startswith(f"{key}_")] for nb in missed}  # 00's ETA_PHASE
             said = [nb + (f" (it takes {', '.join(near[nb])})" if near[nb] else "") for nb in missed]
             print(f"{tag} --set {key} does not reach {', '.join(said)}: {'it does' if len(missed) == 1 else 'they do'}"
