@@ -155,6 +155,26 @@ def test_commitments_ask_for_their_schema_as_the_commands_do_and_a_refused_mode_
     assert not any(e["parse_failure"] for s in log.samples for r in s.store[STORE_KEY]["rounds"] for e in r)
 
 
+def test_a_mode_accepted_earlier_and_refused_later_steps_down_instead_of_failing(tmp_path):
+    """The accepted mode is kept per URL, and a server restarted there (or another one given the port) may refuse
+    it: the sample steps down a mode, as LLMClient does."""
+    model, accepted = FaultInjector(rate=0.0), []
+
+    def restarted_without_json_schema(body, n):
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            if len(accepted) >= 2 * 3:  # the first sample's commitments: 2 rounds x 3 agents
+                return error(400, "response_format: json_schema is not supported by this server")
+            accepted.append(n)
+        return model(body, n)
+
+    task = Task(dataset=samples(3), solver=acemad(rounds=2, agents=3), scorer=choice())
+    with FakeOpenAI(restarted_without_json_schema) as srv:
+        log = run_eval(task, tmp_path, max_samples=1, model_base_url=srv.url)
+        formats = [b["response_format"]["type"] for b in srv.requests if "response_format" in b]
+    assert log.status == "success" and all(s.error is None for s in log.samples)
+    assert formats[:6] == ["json_schema"] * 6 and formats[-(2 * 2 * 3) :] == ["json_object"] * 12
+
+
 def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:

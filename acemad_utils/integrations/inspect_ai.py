@@ -123,12 +123,14 @@ class InspectClient:
             try:
                 out = run(asyncio.run_coroutine_threadsafe, self._call(chat, call, scope), self.loop).result(wait)
             except Exception as e:
-                if known:
-                    raise
                 last = getattr(e, "last_attempt", None)  # tenacity's RetryError: inspect gave up; its last error
+                # A refusal steps down even in a mode accepted before, as LLMClient does: what is kept per URL may
+                # be another server's (a restart, or another eval in this process on the same port).
                 if mode != "text" and refuses_format(last.exception() if last is not None and last.failed else e):
-                    mode = MODES[MODES.index(mode) + 1]  # the next mode, itself not yet accepted
+                    mode, known = MODES[MODES.index(mode) + 1], False  # the next mode, itself not yet accepted
                     _MODES[where] = (mode, False)
+                elif known:
+                    raise
                 else:  # another failure: the same mode again, with inspect's retries
                     known = True
                 continue
