@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from acemad_utils.agents.sim import STATES, SimParams, SimPopulation, items, make_items
@@ -18,6 +19,7 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL, AgentSpec
 from acemad_utils.report import figures
+from acemad_utils.report.save import save_table
 
 ITEMS = make_items(300, k=4, seed=21)
 ROSTER = DebateConfig(method="acemad").specs()  # 4 Generalists, 1 Skeptic
@@ -168,12 +170,20 @@ def test_the_default_population_is_the_committed_fit_and_the_original_is_a_named
         Setup(population="mine")
 
 
-def test_the_original_population_is_labelled_the_synthetic_population_not_a_stand_in(tmp_outputs):
-    """Figure titles and summary lines of POPULATION=original read as its tables do; "stand-in" is notebook 07's."""
-    original, standin = Setup(population="original"), Setup(model="DeepSeek-V3.1")
-    assert figures.source_label(original.synthetic, original.model) == SYNTHETIC_LABEL
-    assert "stand-in" not in original.describe()
+def test_the_original_population_is_named_in_figures_tables_and_the_run_line_not_called_a_stand_in(tmp_outputs):
+    """A figure or table of POPULATION=original says which synthetic population made it; the fitted default keeps
+    the plain label, and "stand-in" is notebook 07's."""
+    fitted, original, standin = Setup(), Setup(population="original"), Setup(model="DeepSeek-V3.1")
+    src = figures.source_label(original.synthetic, original.model)
+    assert src == "SYNTHETIC population 'original' (no LLM)"
+    assert "POPULATION original" in original.describe() and "stand-in" not in original.describe()
+    assert figures.source_label(fitted.synthetic, fitted.model) == SYNTHETIC_LABEL
+    assert "POPULATION" not in fitted.describe()
     assert figures.source_label(standin.synthetic, standin.model) == "SYNTHETIC stand-in for DeepSeek-V3.1 (no LLM)"
+    table = pd.DataFrame({"method": ["AceMAD"], "accuracy": [50.0]})
+    for source, label in ((src, src), (figures.source_label(True, standin.model), SYNTHETIC_LABEL)):
+        csv = save_table(table, "t", synthetic=True, source=source).with_suffix(".csv")
+        assert pd.read_csv(csv)["source"].tolist() == [label]
 
 
 def test_the_committed_fit_reproduces_its_baseline_cells():

@@ -103,3 +103,10 @@ def stand_in(slug: str) -> Optional[str]:
     ('synthetic-population-original')."""
     name = slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
     return name if name and name not in POPULATIONS else None
+
+
+def population_named(slug: str) -> Optional[str]:
+    """The POPULATION a synthetic slug runs when it is not the fitted default ('synthetic-population-original' ->
+    'original'); None for the fitted population and for the stand-ins."""
+    name = slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
+    return name if name in POPULATIONS else None

@@ -11,7 +11,7 @@ from typing import Any, Optional, Union
 from acemad_utils.agents.sim import SYNTHETIC_LABEL, SimParams, SimPopulation, make_items
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data.paths import outputs, smoke
-from acemad_utils.data.sim_params import POPULATIONS, stand_in
+from acemad_utils.data.sim_params import POPULATIONS, population_named, stand_in
 from acemad_utils.experiments import subsets
 from acemad_utils.experiments.params import SETUP_NAMES, check, defaults
 from acemad_utils.experiments.registry import Run, RunResult
@@ -118,6 +118,7 @@ class Setup:
     def describe(self) -> str:
         who = SYNTHETIC_LABEL if self.synthetic else f"model {self.model} ({self.backend})"
         who += f", stand-in {self.model}" if self.synthetic and stand_in(self.model) else ""
+        who += f", POPULATION {pop}" if self.synthetic and (pop := population_named(self.model)) else ""
         where = f"; challenging subsets of {self.subset_slug}" if self.subset_slug != self.slug else ""
         return f"profile {self.profile}: {who} on {self.source} items, benchmarks {self.benchmarks}{where}"
 

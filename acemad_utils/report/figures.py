@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from acemad_utils.data.sim_params import stand_in
+from acemad_utils.data.sim_params import population_named, stand_in
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.tables import AVERAGE, bench_label
 
@@ -26,6 +26,8 @@ def source_label(synthetic: bool, model: str) -> str:
         return NO_RUNS
     if synthetic and (of := stand_in(model)):  # notebook 07's stand-ins; another POPULATION is the population
         return f"SYNTHETIC stand-in for {of} (no LLM)"
+    if synthetic and (pop := population_named(model)):  # POPULATION=original: its figures and tables say so
+        return f"SYNTHETIC population '{pop}' (no LLM)"
     return SYNTHETIC_LABEL if synthetic else f"model: {model}"
 
 

@@ -28,7 +28,9 @@ def save_table(
 ) -> Path:  # fmt: skip
     """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
     d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
-    label = SYNTHETIC_LABEL if synthetic else (source or "real model")
+    label = source or "real model"
+    if synthetic and not source.startswith("SYNTHETIC population '"):  # another POPULATION's name stays (source_label)
+        label = SYNTHETIC_LABEL
     with_source(df, label).to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     parts = [
         f"<!-- source: {label} -->\n**Source: {label}.**\n",
