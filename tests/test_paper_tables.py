@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from acemad_utils.data import paths as P
 from acemad_utils.report import tables as TB
-from acemad_utils.report.stats import bootstrap_ci, sign_flip_p
+from acemad_utils.report.stats import bootstrap_ci, resampled_means, sign_flip_p
 
 
 def test_shared_dir_defaults_beside_the_repo_and_a_relative_variable_resolves_from_the_root(monkeypatch, tmp_path):
@@ -47,3 +48,18 @@ def test_bootstraps_resample_as_a_fresh_generator_per_call_would():
     rng = np.random.default_rng(5)  # the stratified Average: one generator, the groups in order
     boots = np.mean([x[rng.integers(0, len(x), (300, len(x)))].mean(1) for x in groups], axis=0)
     assert TB._stratified_average(groups, 300, 5)[1:] == tuple(np.quantile(boots, [0.025, 0.975]))
+
+
+def test_a_paired_gain_whose_bound_is_zero_up_to_float_noise_has_a_bound_of_zero():
+    """A control scored as a share (shuffled scores: right in k of 20 shuffles) gives fractional differences; a 95%
+    bound that is exactly 0 came out as -1e-17, so a control p = 0.09 could not tell apart read as "behind"."""
+    acemad = [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    shares = [0.9, 0.4, 0.7, 0.45, 0.55, 0.25, 0.15, 0.65]
+    d = np.array(acemad) - np.array(shares)
+    assert np.quantile(resampled_means([d], 0, 2000)[0], 0.975) < 0  # the noise the bound carried
+    frame = pd.DataFrame({"question_id": [f"q{i}" for i in range(8)] * 2, "benchmark": "demo",
+                          "method": ["AceMAD"] * 8 + ["Shuffled"] * 8, "correct": acemad + shares})  # fmt: skip
+    row = TB.versus_best(None, ["AceMAD"], ["Shuffled"], frame=frame, seed=0).iloc[-1]
+    assert row.gain < 0 and row.gain_lo < 0 and str(row.gain_hi) == "0.0"
+    _, lo, hi = bootstrap_ci(d)
+    assert lo < 0 and str(hi) == "0.0"  # the same for a single column's interval (0.0, never -0.0)

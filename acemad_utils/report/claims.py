@@ -18,7 +18,7 @@ from acemad_utils.protocol.config import ETA, SKEPTIC, DebateConfig, at_paper_et
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, interval, resample_indices
+from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, interval, resample_indices, snapped
 from acemad_utils.report.words import listed
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
@@ -174,7 +174,7 @@ def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, see
                        / np.mean([b[i].mean(1) for (_, b), i in zip(ab, idx)], 0) - 1)  # fmt: skip
         point = 100 * (np.mean([a.mean() for a, _ in ab]) / np.mean([b.mean() for _, b in ab]) - 1)
     boots = np.where(np.isnan(boots), np.inf, boots)  # 0/0 resamples: no finite ratio
-    lo, hi = np.quantile(boots, 0.025, method="lower"), np.quantile(boots, 0.975, method="higher")  # infs: no mixing
+    lo, hi = snapped(np.quantile(boots, 0.025, method="lower")), snapped(np.quantile(boots, 0.975, method="higher"))
     return float(point), float(lo), float(hi), sum(len(a) for a, _ in ab)
 
 
@@ -248,7 +248,7 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     on = np.array([t for t, _ in kept], dtype=bool)  # BBH or ARC-C
     boots = means[on].mean(0) - means[~on].mean(0)
     point = np.mean([d.mean() for t, d in diffs if t]) - np.mean([d.mean() for t, d in diffs if not t])
-    lo, hi = (100 * float(q) for q in np.quantile(boots, [0.025, 0.975]))
+    lo, hi = (100 * float(q) for q in snapped(np.quantile(boots, [0.025, 0.975])))
     note = "mean gain on BBH and ARC-C minus the mean on the other benchmarks, points"
     verdict, n = gain_verdict(lo, hi), int(sum(len(d) for _, d in diffs))
     # the bootstrap's two-sided p (never 0: one draw beyond 0 is assumed), so the row joins the ledger's Holm family

@@ -42,6 +42,13 @@ def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
     return out
 
 
+def snapped(x) -> np.ndarray:
+    """x with values within 1e-9 of 0 made 0.0 (others untouched): a CI bound that is 0 but for the last bits of a
+    mean of fractions (-1e-17) must not read as excluding 0 (a control "behind", a claim that "fails")."""
+    x = np.asarray(x, dtype=float)
+    return np.where(np.abs(x) < 1e-9, 0.0, x)
+
+
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     """(mean, lo, hi) with a 95% percentile bootstrap CI over rows (questions); arrays for several columns. NaN rows
     are dropped only when x is 1-D; fewer than 2 rows give NaN bounds (one question has nothing to resample: a
@@ -55,7 +62,7 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
         return (x.mean(axis=0) if n else nan), nan, nan
     mean = x.mean(axis=0)
     a = (1 - 0.95) / 2  # 0.025000000000000022: the bits of every printed CI
-    lo, hi = np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0)
+    lo, hi = snapped(np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0))
     return mean, lo, hi
 
 

@@ -22,6 +22,7 @@ from acemad_utils.report.stats import (
     mcnemar_exact,
     resampled_means,
     sign_flip_p,
+    snapped,
 )
 
 BENCH_LABELS = {"truthfulqa": "TruthfulQA", "arc_challenge": "ARC-C", "bbh": "BBH", "logiqa": "LogiQA",
@@ -99,7 +100,7 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci:
     if not ci or min(map(len, groups)) < 2:
         return point, np.nan, np.nan
     boots = np.mean(resampled_means(groups, seed, n_boot), axis=0)
-    lo, hi = np.quantile(boots, [0.025, 0.975])
+    lo, hi = snapped(np.quantile(boots, [0.025, 0.975]))
     return point, float(lo), float(hi)
 
 
