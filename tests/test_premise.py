@@ -168,15 +168,19 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
 def test_the_sentence_says_which_controls_on_the_same_commitments_beat_the_protocol():
     """A control re-decided from AceMAD's own commitments that is ahead of AceMAD is said to be (the weights do not
     earn that part), next to those AceMAD is ahead of and those it cannot be told from; a p at the permutation
-    floor reads as such, never as a p of 0."""
+    floor reads as such, never as a p of 0. Ahead or behind takes the paired test too: an interval that excludes 0
+    at p = 0.09 (a pilot's n) cannot be told apart."""
     row = lambda c, d, lo, hi: ["AceMAD (T=3)", c, 40.0, 38.0, 42.0, d, lo, hi, 1 / 10001, 300]  # noqa: E731
     split = pd.DataFrame(
         [row("AceMAD (T=3)", *[np.nan] * 3), row(PR.UNIFORM, 9.6, 8.1, 11.0), row(PR.SELF_BELIEF, -4.7, -6.1, -3.3),
-         row(PR.SHUFFLED, 0.4, -1.0, 1.8)], columns=PR.SPLIT_COLUMNS,
+         row(PR.SHUFFLED, 0.4, -1.0, 1.8), row(PR.ROUND0, -29.2, -54.2, -4.2)], columns=PR.SPLIT_COLUMNS,
     )  # fmt: skip
     [said] = PR._controls_sentence(split)
     assert f"ahead of {PR.UNIFORM} (+9.6 [+8.1, +11.0])" in said and f"behind {PR.SELF_BELIEF} (-4.7" in said
-    assert f"not distinguishable from {PR.SHUFFLED}" in said
+    assert f"not distinguishable from {PR.SHUFFLED}" in said and f"and {PR.ROUND0} (-29.2 [-54.2, -4.2])" in said
+    split.loc[4, "p_value"] = 0.092
+    [said] = PR._controls_sentence(split)
+    assert f"not distinguishable from {PR.SHUFFLED} (+0.4 [-1.0, +1.8]) and {PR.ROUND0} (-29.2" in said
     assert PR.shown(split)["p_value"].iloc[1] == 1 / 10001 and PR.shown(split)["difference"].iloc[1] == 9.6
     # on the synthetic population, Self-belief only ahead names the assumption that lets it be
     params = SimParams(**SimPopulation(seed=1).describe()["params"])

@@ -213,23 +213,23 @@ def premise_sentence(
 
 
 def _controls_sentence(split_table: pd.DataFrame, params: Optional[SimParams] = None) -> list[str]:
-    """Each AceMAD method against the controls re-decided from its own commitments, grouped by what the interval of
-    the paired difference shows: ahead, behind (a control that beats the protocol on its own commitments says the
-    weights are not what earns the gain), or not distinguishable at this n. On the synthetic population, Self-belief
-    only ahead names the population's assumption that lets it be."""
+    """Each AceMAD method against the controls re-decided from its own commitments, grouped by what the paired
+    difference shows: ahead, behind (a control that beats the protocol on its own commitments says the weights are
+    not what earns the gain), or not distinguishable at this n. Ahead or behind takes both the interval and the paired
+    test (p < 0.05): at a pilot's n the percentile interval can exclude 0 where the exact test does not. On the
+    synthetic population, Self-belief only ahead names the population's assumption that lets it be."""
     out = []
+    sign = lambda r: 0 if not r.p_value < 0.05 else 1 if r.difference_lo > 0 else -1 if r.difference_hi < 0 else 0  # noqa: E731
     for method, g in split_table.groupby("method", sort=False):
         g = g[g["control"].isin([UNIFORM, SELF_BELIEF, SHUFFLED, SURPRISINGLY_POPULAR, ROUND0])]
         said: dict[str, list[str]] = {"ahead of": [], "behind": [], "not distinguishable from": []}
         for r in g.itertuples():
-            side = (
-                "ahead of" if r.difference_lo > 0 else "behind" if r.difference_hi < 0 else "not distinguishable from"
-            )
+            side = {1: "ahead of", -1: "behind", 0: "not distinguishable from"}[sign(r)]
             said[side].append(f"{r.control} ({r.difference:+.1f} {interval(r.difference_lo, r.difference_hi, '+.1f')})")
         parts = [f"{side} {listed(x)}" for side, x in said.items() if x]
         if parts:
             out.append(f"Re-decided from {method}'s own commitments (no call), {method} is {'; '.join(parts)}.")
-        if params is not None and any(r.control == SELF_BELIEF and r.difference_hi < 0 for r in g.itertuples()):
+        if params is not None and any(r.control == SELF_BELIEF and sign(r) < 0 for r in g.itertuples()):
             out.append(
                 f"{SELF_BELIEF} ahead of {method} rests on this population's stubborn truth-holders: an agent that "
                 f"sees through the trap barely moves toward the beliefs it reads (insight_susceptibility = "
