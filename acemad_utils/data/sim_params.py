@@ -101,12 +101,16 @@ def stand_in(slug: str) -> Optional[str]:
     """The model a synthetic slug stands in for ('synthetic-population-DeepSeek-V3.1' -> 'DeepSeek-V3.1', notebook 07);
     None for a synthetic population itself: the fitted 'synthetic-population' or another POPULATION's
     ('synthetic-population-original')."""
-    name = slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
+    name = _suffix(slug)
     return name if name and name not in POPULATIONS else None
 
 
 def population_named(slug: str) -> Optional[str]:
     """The POPULATION a synthetic slug runs when it is not the fitted default ('synthetic-population-original' ->
     'original'); None for the fitted population and for the stand-ins."""
-    name = slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
+    name = _suffix(slug)
     return name if name in POPULATIONS else None
+
+
+def _suffix(slug: str) -> str:
+    return slug[len(SYNTHETIC_SLUG) + 1 :] if slug.startswith(SYNTHETIC_SLUG + "-") else ""
