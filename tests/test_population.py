@@ -181,9 +181,10 @@ def test_the_original_population_is_named_in_figures_tables_and_the_run_line_not
     assert "POPULATION" not in fitted.describe()
     assert figures.source_label(standin.synthetic, standin.model) == "SYNTHETIC stand-in for DeepSeek-V3.1 (no LLM)"
     table = pd.DataFrame({"method": ["AceMAD"], "accuracy": [50.0]})
-    for source, label in ((src, src), (figures.source_label(True, standin.model), SYNTHETIC_LABEL)):
+    other = figures.source_label(standin.synthetic, standin.model)
+    for source, label in ((src, src), (other, other), ("", SYNTHETIC_LABEL), ("model: gpt-4o-mini", SYNTHETIC_LABEL)):
         csv = save_table(table, "t", synthetic=True, source=source).with_suffix(".csv")
-        assert pd.read_csv(csv)["source"].tolist() == [label]
+        assert pd.read_csv(csv)["source"].tolist() == [label]  # as the figures say, and never a model's name
 
 
 def test_the_committed_fit_reproduces_its_baseline_cells():

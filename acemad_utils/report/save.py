@@ -28,8 +28,8 @@ def save_table(
 ) -> Path:  # fmt: skip
     """outputs/<folder>/<name>.csv and .md (its source, `display` or `df`, then each companion table)."""
     d = outputs(folder) if folder else outputs()  # "": the claims ledger, outputs/claims.md beside tables/
-    label = source or "real model"
-    if synthetic and not source.startswith("SYNTHETIC population '"):  # another POPULATION's name stays (source_label)
+    label = source or (SYNTHETIC_LABEL if synthetic else "real model")  # the notebook's figures.source_label
+    if synthetic and "SYNTHETIC" not in label:  # a synthetic table says so, whatever source it was given
         label = SYNTHETIC_LABEL
     with_source(df, label).to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
     parts = [

@@ -42,11 +42,12 @@ def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
     return out
 
 
-def snapped(x) -> np.ndarray:
-    """x with values within 1e-9 of 0 made 0.0 (others untouched): a CI bound that is 0 but for the last bits of a
-    mean of fractions (-1e-17) must not read as excluding 0 (a control "behind", a claim that "fails")."""
+def snapped(x):
+    """x with values within 1e-9 of 0 made 0.0 (others untouched; a scalar stays one): a mean or CI bound that is 0
+    but for the last bits of a sum of fractions (-1e-17) must not read as a sign (a control "behind", a claim that
+    "fails", a gain printed "-0.0")."""
     x = np.asarray(x, dtype=float)
-    return np.where(np.abs(x) < 1e-9, 0.0, x)
+    return np.where(np.abs(x) < 1e-9, 0.0, x)[()]
 
 
 def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
@@ -60,7 +61,7 @@ def bootstrap_ci(x, n_boot: int = 2000, seed: int = 0):
     nan = float(nans) if nans.ndim == 0 else nans
     if n < 2:
         return (x.mean(axis=0) if n else nan), nan, nan
-    mean = x.mean(axis=0)
+    mean = snapped(x.mean(axis=0))
     a = (1 - 0.95) / 2  # 0.025000000000000022: the bits of every printed CI
     lo, hi = snapped(np.quantile(resampled_means([x], seed, n_boot)[0], [a, 1 - a], axis=0))
     return mean, lo, hi

@@ -94,7 +94,7 @@ def frames_reused() -> Iterator[None]:
 
 
 def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci: bool = True):
-    point = float(np.mean([g.mean() for g in groups]))
+    point = float(snapped(np.mean([g.mean() for g in groups])))
     # A group of one question resamples to itself: it would add no spread, and the interval would understate the
     # average's uncertainty. No interval then (stats.bootstrap_ci's rule, for the average).
     if not ci or min(map(len, groups)) < 2:
