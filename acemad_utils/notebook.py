@@ -7,6 +7,7 @@ result = setup.run(registry.baselines(N_VALUES, N_TABLE, SEED), n_max=N_MAX)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,26 @@ def tables_once() -> None:
         pd.DataFrame, lambda df, p, cycle: p.text(f"<DataFrame: {df.shape[0]} rows x {df.shape[1]} columns>")
     )
     shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, readable.html)
+
+
+def fresh_kernel(cwd: str) -> None:
+    """What a new kernel would start from, in a kernel `make reproduce` reuses for the next notebook of a synthetic
+    run (its start and imports are ~1 CPU s of each notebook): an empty namespace and execution count 1 (IPython's
+    reset), the notebook's directory, no open figure, no memo of records an earlier notebook held, warnings shown
+    again, and the earlier notebook's objects collected. The committed notebooks are run this way (make notebooks)
+    and each in a kernel of its own (nbval): both must give the same outputs."""
+    import gc
+    import sys
+    import warnings
+
+    get_ipython().reset(new_session=True)
+    os.chdir(cwd)
+    if plt := sys.modules.get("matplotlib.pyplot"):
+        plt.close("all")
+    theory._HELD.clear()
+    warnings._filters_mutated()  # type: ignore[attr-defined]  # every module's record of warnings shown is stale
+    gc.unfreeze()  # transcripts.gc_paused froze what an earlier notebook loaded
+    gc.collect()
 
 
 def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:

@@ -133,6 +133,28 @@ def test_theory_runs_of_two_profiles_do_not_mix(tmp_outputs, monkeypatch):
     assert json.loads(json.dumps(theory.phase_table(etas=(2.0,), profile="pb").to_dict()))  # reads its own runs
 
 
+@pytest.mark.slow
+def test_a_synthetic_runs_notebooks_share_a_kernel_reset_to_what_a_new_one_starts_from(tmp_outputs, monkeypatch):
+    """One kernel serves the notebooks one after the other (its start and imports paid once), but a notebook sees no
+    variable, execution count, directory or open figure of the one before; a failed notebook's kernel is not used
+    again."""
+    log = tmp_outputs / "seen.jsonl"
+    probe = (
+        "import os, json, matplotlib.pyplot as plt\n"
+        "seen = [os.getpid(), 'leftover' in globals(), get_ipython().execution_count, os.getcwd(), plt.get_fignums()]\n"
+        f"open({str(log)!r}, 'a').write(json.dumps(seen) + '\\n')\n"
+        "leftover = 1; plt.figure(); os.chdir('/')\n"
+    )
+    nbs = {name: tmp_outputs / f"{name}.ipynb" for name in ("01_a", "02_b", "03_fails", "04_d")}
+    for name, path in nbs.items():
+        _notebook(path, probe + ("raise RuntimeError('broken')" if name == "03_fails" else "print('SUMMARY: ok')"))
+    _driver(monkeypatch, nbs)
+    assert reproduce.run("mine") == 1
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [s[0] for s in seen].count(seen[0][0]) == 3 and seen[3][0] != seen[0][0]
+    assert all(s[1:] == [False, seen[0][2], str(tmp_outputs), []] for s in seen)  # 01's kernel was new
+
+
 # ----------------------------------------------------------------------------- notebooks side by side (jobs)
 # Each notebook logs (name, start, end); `meet` waits for another notebook's start (a rendezvous, not a sleep).
 STAMP = (

@@ -258,18 +258,66 @@ def literal_translator():
     return LiteralTranslator
 
 
-def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path):
-    return _papermill().execute_notebook(
-        str(path),
-        str(out),
-        parameters=_hide_urls({"PROFILE": name_of_profile} | params_for(prof, name)),
-        cwd=str(path.parent),
-        kernel_name="python3",
-        progress_bar=False,
-        log_output=False,
-        extra_arguments=KERNEL_ARGS,
-        kernel_manager_class=_kernel_manager(),  # lets the driver pass a Ctrl-C on to the kernels
-    )
+def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path, warm: Optional[dict] = None):
+    """papermill on one notebook, in a kernel of its own, or with `warm` (this thread's {"km": ...}) in the kernel
+    an earlier notebook of the run left, reset to what a new one starts from (notebook.fresh_kernel)."""
+    km = warm.get("km") if warm is not None else None
+    if warm is not None and km is not None and not (_sync(km.is_alive)() and _fresh(km, path.parent)):
+        _stop(warm)
+        km = None
+    if warm is not None and km is None:
+        km = warm["km"] = _kernel_manager()(kernel_name="python3")  # started by papermill, kept after it
+    try:
+        return _papermill().execute_notebook(
+            str(path),
+            str(out),
+            parameters=_hide_urls({"PROFILE": name_of_profile} | params_for(prof, name)),
+            cwd=str(path.parent),
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+            extra_arguments=KERNEL_ARGS,
+            kernel_manager_class=_kernel_manager(),  # lets the driver pass a Ctrl-C on to the kernels
+            km=km,
+        )
+    except BaseException:  # a failed notebook's kernel (perhaps dead, or stopped by Ctrl-C) is not used again
+        if warm is not None:
+            _stop(warm)
+        raise
+
+
+def _fresh(km, cwd: Path) -> bool:
+    """notebook.fresh_kernel(cwd) run in km's kernel; False when it did not say ok within a minute."""
+
+    async def reset() -> bool:
+        kc = km.client()
+        kc.start_channels()
+        try:
+            code = f"__import__('acemad_utils.notebook', fromlist=['_']).fresh_kernel({str(cwd)!r})"
+            msg_id = kc.execute(code, silent=True, store_history=False)
+            while (reply := await kc.get_shell_msg(timeout=60))["parent_header"].get("msg_id") != msg_id:
+                pass
+            return reply["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+
+    try:
+        return _sync(reset)()
+    except Exception:  # no reply (queue.Empty), a closed socket: a new kernel instead
+        return False
+
+
+def _stop(warm: dict) -> None:
+    """Shut down this thread's warm kernel, if any (in the thread whose event loop started it)."""
+    if (km := warm.pop("km", None)) is not None and km.has_kernel:
+        with contextlib.suppress(Exception):
+            _sync(km.shutdown_kernel)(now=False)
+
+
+def _sync(coro):
+    from jupyter_core.utils import run_sync  # on this thread's event loop, the one nbclient runs its kernel on
+
+    return run_sync(coro)
 
 
 _ENV_LOCK = threading.Lock()
@@ -293,20 +341,25 @@ def _hide_urls(value):
 def _run_notebooks(
     prof: dict, name_of_profile: str, nbs: dict, selected: list, *, out_dir: Path, jobs: int = 1, needs: dict
 ) -> int:
-    """Up to `jobs` notebooks at once, each after the ones it `needs` (profiles.reads; LONGEST first). A failure does
-    not stop the others; a STOPPER or Ctrl-C starts no further one. Ctrl-C reaches the kernels; a second one stops
-    waiting."""
+    """Up to `jobs` notebooks at once, each after the ones it `needs` (profiles.reads; LONGEST first); without an LLM,
+    each slot's notebooks share one kernel, reset between them (_execute). A failure does not stop the others; a
+    STOPPER or Ctrl-C starts no further one. Ctrl-C reaches the kernels; a second one stops waiting."""
     tag, t_start, failed, code, interrupted = f"[{name_of_profile}]", time.time(), 0, 0, False
-    waiting, ended, running = list(selected), set[str](), dict[Future, tuple[str, float]]()
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook")
+    waiting, ended, running = list(selected), set[str](), dict[Future, tuple[str, float, int]]()
+    # One thread per slot, each with its kernel: a synthetic run's notebooks reuse it (no LLM: nothing a kernel
+    # was started with, such as an endpoint's URL, differs between them); a paid run's get a kernel each.
+    slots = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"notebook{i}") for i in range(jobs)]
+    warm: list[Optional[dict]] = [None if _uses_llm(prof, selected) else {} for _ in slots]
+    free = list(range(jobs))
     try:
         while waiting or running:
             if not code:
                 ready = [n for n in waiting if all(m in ended for m in selected if m != n and _reads(needs, n, m))]
-                for nb in sorted(ready, key=lambda n: n not in LONGEST)[: jobs - len(running)]:
+                for nb in sorted(ready, key=lambda n: n not in LONGEST)[: len(free)]:
                     waiting.remove(nb)
-                    job = pool.submit(_execute, prof, name_of_profile, nb, nbs[nb], out_dir / f"{nb}.ipynb")
-                    running[job] = (nb, time.time())
+                    i = free.pop(0)
+                    args = (prof, name_of_profile, nb, nbs[nb], out_dir / f"{nb}.ipynb")
+                    running[slots[i].submit(_execute, *args, warm=warm[i])] = (nb, time.time(), i)
             if not running:
                 break
             try:
@@ -316,12 +369,13 @@ def _run_notebooks(
                 if interrupted:  # the second Ctrl-C: stop waiting
                     raise
                 code, interrupted = 130, True
-                print(f"{tag} interrupted: waiting for {', '.join(n for n, _ in running.values())} to stop; the "
+                print(f"{tag} interrupted: waiting for {', '.join(n for n, _, _ in running.values())} to stop; the "
                       "later notebooks will not start (Ctrl-C again to stop waiting)", flush=True)  # fmt: skip
                 continue
             for fut in finished:
-                nb, t0 = running.pop(fut)
+                nb, t0, i = running.pop(fut)
                 ended.add(nb)
+                free.append(i)
                 try:
                     print(_ok_line(tag, nb, t0, fut.result()), flush=True)
                 except Exception as e:
@@ -335,7 +389,10 @@ def _run_notebooks(
     except KeyboardInterrupt:
         code = 130
     finally:
-        pool.shutdown(wait=code != 130, cancel_futures=True)
+        for slot, kernel in zip(slots, warm):
+            if kernel is not None:
+                slot.submit(_stop, kernel)
+            slot.shutdown(wait=code != 130, cancel_futures=False)
     if code == 130:
         if interrupted:  # (a kernel that saw the Ctrl-C first has said so in its line)
             print(f"{tag} interrupted; rerun the same command to resume (saved records and cached calls are kept)")
