@@ -360,6 +360,9 @@ def _run_notebooks(
                     i = free.pop(0)
                     args = (prof, name_of_profile, nb, nbs[nb], out_dir / f"{nb}.ipynb")
                     running[slots[i].submit(_execute, *args, warm=warm[i])] = (nb, time.time(), i)
+            for i in free if not waiting else ():  # an idle kernel no notebook will use gives its memory back
+                if kernel := warm[i]:
+                    slots[i].submit(_stop, kernel)
             if not running:
                 break
             try:
