@@ -67,9 +67,11 @@ def tables_once() -> None:
 def fresh_kernel(cwd: str) -> None:
     """What a new kernel would start from, in a kernel `make reproduce` reuses for the next notebook of a synthetic
     run (its start and imports are ~1 CPU s of each notebook): an empty namespace and execution count 1 (IPython's
-    reset), the notebook's directory, no open figure, no memo of records an earlier notebook held, warnings shown
+    reset), the notebook's directory, no open figure, no memo an earlier notebook filled, warnings shown
     again, and the earlier notebook's objects collected. The committed notebooks are run this way (make notebooks)
     and each in a kernel of its own (nbval): both must give the same outputs."""
+    import contextlib
+    import ctypes
     import gc
     import sys
     import warnings
@@ -79,9 +81,16 @@ def fresh_kernel(cwd: str) -> None:
     if plt := sys.modules.get("matplotlib.pyplot"):
         plt.close("all")
     theory._HELD.clear()
+    for name, module in list(sys.modules.items()):  # the package's memos (bootstrap indices, items' draws)
+        if name.startswith("acemad_utils."):
+            for memo in [v for v in vars(module).values() if hasattr(v, "cache_clear")]:
+                memo.cache_clear()
     warnings._filters_mutated()  # type: ignore[attr-defined]  # every module's record of warnings shown is stale
     gc.unfreeze()  # transcripts.gc_paused froze what an earlier notebook loaded
     gc.collect()
+    gc.freeze()  # what is left is the imports: no later collection rescans them
+    with contextlib.suppress(OSError, AttributeError):  # glibc: hand the freed heap back, as an ended kernel would
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
