@@ -1,11 +1,15 @@
 """Figures: truth-holder labels from the rosters, legible at notebook width, saved and closed."""
 
 import base64
+import io
 import itertools
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import pytest
 
 from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.config import DebateConfig
@@ -59,6 +63,32 @@ def test_save_figure_shows_the_saved_png_at_the_inline_size_and_closes_the_figur
     assert base64.b64decode(data) == png.read_bytes()
     px = int.from_bytes(png.read_bytes()[16:20], "big")
     assert meta["width"] == round(px * 100 / 130) and 350 <= meta["width"] <= 400  # ~4 in at 100 dpi, tight
+
+
+@pytest.mark.parametrize("layout", ["tight_layout", "constrained"])
+def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout):
+    """One tight box for both formats (a figure laid out once) or "tight" for each (constrained): the PNG is
+    savefig(bbox_inches="tight")'s bytes, the PDF's page within a point of its own tight box."""
+
+    def figure():
+        fig, ax = plt.subplots(1, 2, figsize=(5, 3), layout="constrained" if layout == "constrained" else None)
+        ax[0].plot([0, 1], label="a long legend label")
+        ax[0].legend()
+        ax[1].set_title("a title that reaches out")
+        fig.suptitle("suptitle")
+        if layout == "tight_layout":
+            fig.tight_layout()
+        return fig
+
+    expected, pdf = io.BytesIO(), io.BytesIO()
+    fig = figure()
+    fig.savefig(expected, format="png", dpi=save.PNG_DPI, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(pdf, format="pdf", bbox_inches="tight")
+    plt.close(fig)
+    save.save_figure(figure(), "g")
+    assert (outputs("figures") / "g.png").read_bytes() == expected.getvalue()
+    box = lambda raw: [float(x) for x in re.search(rb"MediaBox \[([^\]]*)\]", raw)[1].split()]  # noqa: E731
+    assert np.allclose(box((outputs("figures") / "g.pdf").read_bytes()), box(pdf.getvalue()), atol=1.0)
 
 
 BENCHES = ["truthfulqa", "arc_challenge", "bbh", "logiqa", "medqa", "mmlu_pro", "Average"]
