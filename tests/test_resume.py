@@ -27,7 +27,7 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.llm_agent import LLMAgent, LLMPopulation
 from acemad_utils.agents.sim import make_items
 from acemad_utils.data import transcripts
-from acemad_utils.data.transcripts import gc_paused, parse_line, transcript_bytes
+from acemad_utils.data.transcripts import gc_paused, parse_line, parse_scalars, scalars, transcript_bytes
 from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import Appender
 from acemad_utils.protocol.config import DebateConfig
@@ -409,6 +409,24 @@ def test_parse_line_gives_what_json_loads_gives(rec):
                 parse_line(raw)
             continue
         assert repr(parse_line(raw)) == repr(expected)
+
+
+RECORD_KEYS = st.sampled_from(["answer", "final", "method", "rounds", "usage", "labels", "repeat", "error", "other"])
+
+
+@given(st.dictionaries(RECORD_KEYS, JSON_VALUES, max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_a_lean_read_gives_the_records_scalars_as_a_whole_read_does(rec):
+    """parse_scalars (notebook 08's read) gives scalars(parse_line(line)): the same keys in the same order, whatever
+    kind of value each known key holds and whatever other key a line has."""
+    line = json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8", "surrogatepass")
+    try:
+        expected = scalars(json.loads(line))
+    except ValueError:
+        with pytest.raises(ValueError):
+            parse_scalars(line)
+        return
+    assert repr(parse_scalars(line)) == repr(expected)
 
 
 def test_after_a_second_ctrl_c_the_questions_in_flight_send_no_new_call(tmp_outputs, monkeypatch):

@@ -84,6 +84,64 @@ def parse_line(line: bytes | str):
         return json.loads(line)
 
 
+def scalars(rec: dict) -> dict:
+    """A record's scalar fields and its `final`: what a reader of outcomes keeps (its lists and dicts dropped)."""
+    return {k: v for k, v in rec.items() if k == "final" or not isinstance(v, (list, dict))}
+
+
+_Scalar = Optional[str | int | float | bool] | msgspec.UnsetType
+_List = list[msgspec.Raw] | msgspec.UnsetType  # a list's items kept unparsed: never built
+_Dict = dict[str, msgspec.Raw] | msgspec.UnsetType
+_DROPPED = ("decisions", "labels", "moderator", "rounds", "runs", "usage")
+
+
+class _Scalars(msgspec.Struct, forbid_unknown_fields=True):
+    """A record's keys in the sorted order lines are written in: its scalars and `final` decoded, its lists and dicts
+    (_DROPPED) only scanned. Any other key, or a value of another kind, fails: the whole line is parsed instead."""
+
+    answer: _Scalar = msgspec.UNSET
+    benchmark: _Scalar = msgspec.UNSET
+    config_hash: _Scalar = msgspec.UNSET
+    decisions: _Dict = msgspec.UNSET
+    error: _Scalar = msgspec.UNSET
+    final: Any = msgspec.UNSET
+    labels: _List = msgspec.UNSET
+    method: _Scalar = msgspec.UNSET
+    method_kind: _Scalar = msgspec.UNSET
+    moderator: _List = msgspec.UNSET
+    question_id: _Scalar = msgspec.UNSET
+    repeat: _Scalar = msgspec.UNSET
+    rounds: _List = msgspec.UNSET
+    runs: _List = msgspec.UNSET
+    schema: _Scalar = msgspec.UNSET
+    status: _Scalar = msgspec.UNSET
+    synthetic: _Scalar = msgspec.UNSET
+    usage: _Dict = msgspec.UNSET
+
+
+_SCALARS = msgspec.json.Decoder(_Scalars)
+
+
+def parse_scalars(line: bytes) -> dict:
+    """scalars(parse_line(line)), the same dict, without building the lists and dicts it drops (~5x faster)."""
+    try:
+        s = _SCALARS.decode(line)
+    except msgspec.MsgspecError:  # another key, a value of another kind, NaN: the whole line
+        return scalars(parse_line(line))
+    return {k: v for k, v in msgspec.structs.asdict(s).items() if v is not msgspec.UNSET and k not in _DROPPED}
+
+
+class Lean:
+    """A `keep` for load_run: each record as its scalars and `final` (scalars(); read by parse_scalars, never built
+    whole), but those `whole(name, meta, scalars)` picks, kept whole."""
+
+    def __init__(self, whole: Callable[[str, dict, dict], bool]):
+        self.whole = whole
+
+    def __call__(self, name: str, meta: dict, record: dict) -> dict:
+        return record if self.whole(name, meta, record) else scalars(record)
+
+
 SALVAGED: set[Path] = set()  # damaged .gz files read with salvage=True by this process (runner.write_canonical)
 
 
@@ -115,15 +173,16 @@ def gunzip(path: Path, *, salvage: bool = False) -> bytes:
         return b"".join(good)
 
 
-def record_lines(path: Path, *, salvage: bool = False) -> Iterator[tuple[dict, bytes]]:
-    """(record, line) for every record of the pair; a torn or corrupt line is dropped with a warning."""
+def record_lines(path: Path, *, salvage: bool = False, parse=parse_line) -> Iterator[tuple[dict, bytes]]:
+    """(record, line) for every record of the pair (`parse`: parse_line or parse_scalars); a torn or corrupt line is
+    dropped with a warning."""
     for part in transcript_files(path):
         raw = gunzip(part, salvage=salvage) if part.name.endswith(".gz") else part.read_bytes()
         for n, line in enumerate(raw.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
-                rec = parse_line(line)
+                rec = parse(line)
             except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
                 rec = None
             if isinstance(rec, dict):
@@ -157,7 +216,8 @@ def read_meta(path: Path, *, need: tuple[str, ...] = ("methods",)) -> dict:
 
 
 def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = None) -> tuple[dict, list[dict]]:
-    """(meta, records) of a run; `keep(name, meta, record)`: what to keep of each (a profile's runs fit in memory)."""
+    """(meta, records) of a run; `keep(name, meta, record)`: what to keep of each (a profile's runs fit in memory; a
+    Lean one never builds what it drops)."""
     d = run_dir(name)
     meta_path = d / "meta.json"
     if not meta_path.exists():
@@ -165,11 +225,14 @@ def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = N
     meta = read_meta(meta_path)
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     latest = {}  # a record appended after the run completed (a retried failure) replaces the earlier one
+    lean = isinstance(keep, Lean)
     with gc_paused():
-        for r, _ in record_lines(d / TRANSCRIPTS):
+        for r, line in record_lines(d / TRANSCRIPTS, parse=parse_scalars if lean else parse_line):
             if r.get("config_hash") in hashes:
+                if lean and keep.whole(name, meta, r):  # type: ignore[union-attr]
+                    r = parse_line(line)
                 latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = (
-                    r if keep is None else keep(name, meta, r)
+                    r if keep is None or lean else keep(name, meta, r)
                 )
         return meta, list(latest.values())
 

@@ -14,6 +14,7 @@ import pandas as pd
 import yaml
 
 from acemad_utils.data.sim_params import SimParams
+from acemad_utils.data.transcripts import Lean
 from acemad_utils.protocol.config import ETA, SKEPTIC, DebateConfig, at_paper_eta
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
@@ -716,12 +717,14 @@ def reads(run: str, config: dict) -> bool:
     }.get(run, True)
 
 
-def lean(name: str, meta: dict, record: dict) -> dict:  # name: "<profile>/<experiment>", as load_run gets it
-    """A record as the ledger keeps it (load_run's `keep`): rounds only for 05's and 07's AceMAD (whole: 2.17 GB)."""
+def _whole(name: str, meta: dict, record: dict) -> bool:  # name: "<profile>/<experiment>", as load_run gets it
     config = meta["methods"].get(record.get("method"), {})
-    if name.rsplit("/", 1)[-1] in ("ablation", "full_datasets") and config.get("method") == "acemad":
-        return record
-    return {k: v for k, v in record.items() if k == "final" or not isinstance(v, (list, dict))}
+    return name.rsplit("/", 1)[-1] in ("ablation", "full_datasets") and config.get("method") == "acemad"
+
+
+#: A record as the ledger keeps it (load_run's `keep`): rounds only for 05's and 07's AceMAD (whole: 2.17 GB), the
+#: others' scalars and `final`, read without building their rounds.
+lean = Lean(_whole)
 
 
 BASE_POINT = "the profile's population"  # the grid's reference point: no assumption moved, the grid's n
