@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from acemad_utils.agents import local_server as LS
+from acemad_utils.data import paths as P
 
 
 class Ready(io.BytesIO):
@@ -77,5 +84,39 @@ def test_the_installed_server_parses_the_command_into_its_cache_settings():
     args = parser.parse_args(cmd[cmd.index("--model") :])
     s = parse_model_from_args(ModelSettings, args)
     assert (s.cache, s.cache_type, s.cache_size, s.n_ctx) == (True, "ram", 123456, 8192)
-    off = parse_model_from_args(ModelSettings, parser.parse_args(LS.server_command("/m.gguf", 1)[3:]))
+    plain = LS.server_command("/m.gguf", 1)
+    off = parse_model_from_args(ModelSettings, parser.parse_args(plain[plain.index("--model") :]))
     assert off.cache is False
+
+
+def test_a_server_ends_with_the_process_that_started_it():
+    """A kernel SIGKILLed (with its driver, by the OOM killer) never runs serve()'s cleanup: the server it started
+    gets SIGTERM from the kernel's end (here http.server stands in for llama.cpp's, started the same way)."""
+    starter = (  # prints the server's pid once it serves (past its start), then waits to be killed
+        "import socket, subprocess, sys, time\nfrom acemad_utils.agents import local_server as LS\n"
+        "port = LS.free_port()\n"
+        "p = subprocess.Popen(LS.tied('http.server', [str(port), '--bind', '127.0.0.1']), stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n"
+        "while socket.socket().connect_ex(('127.0.0.1', port)):\n    time.sleep(0.05)\n"
+        "print(p.pid, flush=True)\ntime.sleep(300)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(P.CHECKOUT)}
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, env=env)
+    server = int(parent.stdout.readline())
+    assert _alive(server)
+    parent.kill()
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 30  # a bound, not a wait
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _alive(server)
+    if left:  # only when the test fails: leave nothing behind
+        os.kill(server, signal.SIGKILL)
+    assert not left, "the server outlived the process that started it"
+
+
+def _alive(pid: int) -> bool:  # not a zombie either (its parent is gone: init reaps it)
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"
+    except (FileNotFoundError, IndexError):
+        return False

@@ -81,11 +81,30 @@ def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
         proc.wait()
 
 
+# `python -m MODULE ARGS` that ends with the process starting it: a kernel killed with its driver (or by the OOM
+# killer) never runs serve()'s `finally`, and its server would serve on, holding its memory and port. Linux's
+# parent-death signal, set by the server process itself (no preexec_fn: unsafe beside threads); a parent that has
+# already gone is seen by its pid.
+_TIED = """import ctypes, os, runpy, signal, sys
+parent, module = int(sys.argv.pop(1)), sys.argv.pop(1)
+if sys.platform.startswith("linux"):
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != parent:
+    sys.exit("the process that started this server has ended")
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def tied(module: str, args: list[str]) -> list[str]:
+    """The command line of `python -m module args` that gets SIGTERM when this process ends (Linux)."""
+    return [sys.executable, "-c", _TIED, str(os.getpid()), module, *args]
+
+
 def server_command(gguf: str, port: int, prompt_cache: bool = False, *,
                    prompt_cache_bytes: int = PROMPT_CACHE_BYTES) -> list[str]:  # fmt: skip
     """The command line serve() runs (llama-cpp-python's settings names: llama_cpp/server/settings.py)."""
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(N_CTX)]  # fmt: skip
+    cmd = tied("llama_cpp.server", ["--model", gguf, "--host", "127.0.0.1", "--port", str(port),
+                                    "--n_ctx", str(N_CTX)])  # fmt: skip
     return cmd + (["--cache", "true", "--cache_type", "ram", "--cache_size", str(int(prompt_cache_bytes))]
                   if prompt_cache else [])  # fmt: skip
 
