@@ -225,15 +225,16 @@ def load_run(name: str, *, keep: Optional[Callable[[str, dict, dict], dict]] = N
     meta = read_meta(meta_path)
     hashes = {m["config_hash"] for m in meta["methods"].values()}
     latest = {}  # a record appended after the run completed (a retried failure) replaces the earlier one
-    lean = isinstance(keep, Lean)
+    lean = keep if isinstance(keep, Lean) else None  # records read as what it keeps: not passed to it again
     with gc_paused():
         for r, line in record_lines(d / TRANSCRIPTS, parse=parse_scalars if lean else parse_line):
             if r.get("config_hash") in hashes:
-                if lean and keep.whole(name, meta, r):  # type: ignore[union-attr]
-                    r = parse_line(line)
-                latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = (
-                    r if keep is None or lean else keep(name, meta, r)
-                )
+                kept = r
+                if lean and lean.whole(name, meta, r):
+                    kept = parse_line(line)
+                elif keep is not None and not lean:
+                    kept = keep(name, meta, r)
+                latest[(r.get("question_id"), r["config_hash"], r.get("repeat"))] = kept
         return meta, list(latest.values())
 
 
