@@ -8,7 +8,7 @@ import pytest
 
 from acemad_utils.data import paths as P
 from acemad_utils.report import tables as TB
-from acemad_utils.report.stats import bootstrap_ci, resampled_means, sign_flip_p
+from acemad_utils.report.stats import bootstrap_ci, resample_indices, resampled_means, sign_flip_p, sign_flip_sums
 
 
 def test_shared_dir_defaults_beside_the_repo_and_a_relative_variable_resolves_from_the_root(monkeypatch, tmp_path):
@@ -48,6 +48,24 @@ def test_bootstraps_resample_as_a_fresh_generator_per_call_would():
     rng = np.random.default_rng(5)  # the stratified Average: one generator, the groups in order
     boots = np.mean([x[rng.integers(0, len(x), (300, len(x)))].mean(1) for x in groups], axis=0)
     assert TB._stratified_average(groups, 300, 5)[1:] == tuple(np.quantile(boots, [0.025, 0.975]))
+
+
+def test_bootstrap_means_and_sign_flip_sums_are_computed_once_per_set_of_values():
+    """A notebook's tables bootstrap and test the same outcomes more than once: the second time is the first's
+    result (read-only, so no caller can change what the next one reads); other values are computed anew."""
+    g = np.random.default_rng(4)
+    x, f = g.integers(0, 2, 50).astype(float), g.random(31)
+    first = resampled_means([x, f], 3, 200)
+    idx = resample_indices(3, 200, (50, 31))
+    assert np.array_equal(first[0], x[idx[0]].mean(1)) and np.array_equal(first[1], f[idx[1]].mean(1))
+    again = resampled_means([x.copy(), f[::-1][::-1]], 3, 200)  # other arrays (one a view), the same values
+    assert all(a is b for a, b in zip(first, again)) and not any(a.flags.writeable for a in first)
+    x[0] = 1 - x[0]  # the caller changes its array after the call: the next call sees the new values
+    assert np.array_equal(resampled_means([x, f], 3, 200)[0], x[idx[0]].mean(1))
+    assert not np.array_equal(resampled_means([x, f], 3, 200)[0], first[0])
+    null = sign_flip_sums(f - 0.5)
+    assert sign_flip_sums(np.array(f) - 0.5) is null and not null.flags.writeable
+    assert sign_flip_sums(f - 0.4) is not null
 
 
 def test_a_paired_gain_whose_bound_is_zero_up_to_float_noise_has_a_bound_of_zero():

@@ -27,10 +27,29 @@ def _resample_counts(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np
                  .astype(np.float32) for i, n in draws)  # fmt: skip
 
 
+def _content(a) -> tuple:
+    """An array as a hashable key of its values (dtype, shape, bytes): equal keys, equal arrays."""
+    a = np.ascontiguousarray(a)
+    return a.dtype.str, a.shape, a.tobytes()
+
+
+def _array(key: tuple) -> np.ndarray:  # _content's inverse (read-only: it shares the key's bytes)
+    dtype, shape, data = key
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+
 def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
-    """Each group's bootstrap means over its rows (questions), drawn by resample_indices(seed, n_boot, sizes). Whole
-    numbers below 2^24 in all (0/1 outcomes) sum exactly in float32 in any order, so counts @ x gives the bits of
-    x[idx].mean(1) without the (n_boot, n) gather."""
+    """Each group's bootstrap means over its rows (questions), drawn by resample_indices(seed, n_boot, sizes)
+    (read-only arrays: they are memoized by the groups' values, as a notebook's tables bootstrap the same outcomes
+    more than once)."""
+    return list(_resampled_means(tuple(_content(g) for g in groups), seed, n_boot))
+
+
+@functools.lru_cache(maxsize=256)
+def _resampled_means(keys: tuple, seed: int, n_boot: int) -> tuple[np.ndarray, ...]:
+    """Whole numbers below 2^24 in all (0/1 outcomes) sum exactly in float32 in any order, so counts @ x gives the
+    bits of x[idx].mean(1) without the (n_boot, n) gather."""
+    groups = [_array(k) for k in keys]
     sizes = tuple(len(g) for g in groups)
     idx, out = resample_indices(seed, n_boot, sizes), []
     for k, (g, n) in enumerate(zip(groups, sizes)):
@@ -39,7 +58,9 @@ def resampled_means(groups, seed: int, n_boot: int) -> list[np.ndarray]:
             out.append(np.einsum("bn,n...->b...", counts, g.astype(np.float32)).astype(float) / n)
         else:
             out.append(g[idx[k]].mean(axis=1))
-    return out
+    for x in out:
+        x.flags.writeable = False
+    return tuple(out)
 
 
 def snapped(x):
@@ -111,7 +132,12 @@ _BYTE_SIGNS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).ast
 def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
     """|sum_i s_i v_i| for every row s of _packed_signs, as sums of n/8 table entries T[k, byte] (v's signed sums
     over 8 columns for each of the 256 bytes), never expanding the signs."""
-    v = np.asarray(v, dtype=float)
+    return _sign_flip_sums(_content(np.asarray(v, dtype=float)), n_perm, seed)
+
+
+@functools.lru_cache(maxsize=256)  # a notebook's tables test the same differences more than once
+def _sign_flip_sums(key: tuple, n_perm: int, seed: int) -> np.ndarray:
+    v = _array(key)
     n = len(v)
     packed = _packed_signs(n_perm, n, seed)
     k = packed.shape[1]
@@ -120,7 +146,9 @@ def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
     out = np.empty(n_perm)
     for i in range(0, n_perm, SIGN_BLOCK):
         out[i : i + SIGN_BLOCK] = table[packed[i : i + SIGN_BLOCK] + offsets].sum(1)
-    return np.abs(out)
+    out = np.abs(out)
+    out.flags.writeable = False
+    return out
 
 
 def sign_flip_p(d, *, w=None, n_perm: int = 10000, seed: int = 0) -> float:
