@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acemad_utils.data import paths as P
 from acemad_utils.report import tables as TB
@@ -66,6 +68,30 @@ def test_bootstrap_means_and_sign_flip_sums_are_computed_once_per_set_of_values(
     null = sign_flip_sums(f - 0.5)
     assert sign_flip_sums(np.array(f) - 0.5) is null and not null.flags.writeable
     assert sign_flip_sums(f - 0.4) is not null
+
+
+_cells = st.lists(
+    st.tuples(
+        st.sampled_from(["q10", "q2", "Q1", "q-1", "é", "q1"]),
+        st.sampled_from(["acemad", "Majority", "b", "Z"]),
+        st.sampled_from([0.0, 1.0, 0.4, float("nan")]),
+    ),
+    max_size=20,
+    unique_by=lambda c: c[:2],
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cells)
+def test_a_benchmarks_pivot_has_pandas_rows_columns_and_values(cells):
+    part = pd.DataFrame(cells, columns=["question_id", "method", "correct"])
+    methods, x = TB.pivot(part)
+    expected = part.pivot(index="question_id", columns="method", values="correct")
+    assert methods == list(expected.columns)
+    assert np.array_equal(x, expected.to_numpy(dtype=float), equal_nan=True) and x.shape == expected.shape
+    if cells:  # a question answered twice by one method is no question_frame
+        with pytest.raises(ValueError, match="duplicates"):
+            TB.pivot(pd.concat([part, part.iloc[:1]]))
 
 
 def test_a_paired_gain_whose_bound_is_zero_up_to_float_noise_has_a_bound_of_zero():

@@ -149,7 +149,7 @@ def map_row(qs: Sequence[Question], cols: dict, mads: Sequence[str], *, n_boot: 
     for g in groups:  # tables.versus_best's pivot of each benchmark: questions sorted by id, methods with an answer
         x = table[g[np.argsort(ids[g], kind="stable")]]
         rows, keep = ~np.isnan(x).all(1), ~np.isnan(x).all(0)
-        piv[benches[g[0]]] = pd.DataFrame(x[rows][:, keep], columns=names[keep])
+        piv[benches[g[0]]] = names[keep].tolist(), x[rows][:, keep]
     row = {"acemad": avg[ACEMAD], "uniform": avg[UNIFORM], "shuffled": avg[SHUFFLED]}
     for key, (t, base) in GAINS.items():
         gain = _average_gain(piv, t, list(piv), base or mads, n_boot=n_boot, seed=seed)
