@@ -201,8 +201,10 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
     keep the notebooks' cache scopes); roles put AceMAD's Generalists and Skeptics on their own models."""
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
-    if not methods or any(m not in METHODS and not isinstance(m, DebateConfig) for m in methods):
-        raise ValueError(f"methods {list(methods)!r}: unknown or none; choose from {list(METHODS)}")
+    unknown = [m for m in methods if m not in METHODS and not isinstance(m, DebateConfig)]
+    if not methods or unknown:
+        what = f"unknown method{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}" if unknown else "no method"
+        raise ValueError(f"{what}; choose from {', '.join(METHODS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:  # before any call: numpy refuses it late
         raise ValueError(f"seed={seed!r}: need a whole number >= 0")
     _whole("rounds", rounds, MAX_ROUNDS)

@@ -68,6 +68,27 @@ def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowe
         assert msg.startswith("DebateConfig: ") and named in msg and allowed in msg and "\n" not in msg
 
 
+@pytest.mark.parametrize(
+    "methods,line",
+    [("acemad,bogus", "unknown method 'bogus'; choose from single, majority, "),
+     (["acemd", "acemad", "Majority"], "unknown methods 'acemd', 'Majority'; choose from single, "),
+     (" , ", "no method; choose from single, ")],
+)  # fmt: skip
+def test_the_api_and_the_command_name_each_unknown_method_and_the_choices(methods, line, tmp_path, capsys):
+    from acemad_utils.api import configs
+    from acemad_utils.command import main
+
+    with pytest.raises(ValueError) as e:
+        configs(methods)
+    assert str(e.value).startswith(line) and "acemad, self_consistency" in str(e.value)
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"question": "2 + 2?", "options": ["3", "4"], "answer": "B"}\n')
+    joined = methods if isinstance(methods, str) else ",".join(methods)
+    assert main(["run", str(src), "--synthetic", "--methods", joined, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {e.value}"
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
 # ----------------------------------------------------------------------------- data directory
 def test_a_missing_data_dir_is_named_and_stops_a_setup_before_any_chat_call(tmp_outputs, tmp_path, monkeypatch, no_env):
     missing = tmp_path / "no-such-dir"
