@@ -142,10 +142,10 @@ def _sign_flip_sums(key: tuple, n_perm: int, seed: int) -> np.ndarray:
     packed = _packed_signs(n_perm, n, seed)
     k = packed.shape[1]
     table = (np.pad(v, (0, 8 * k - n)).reshape(k, 8) @ _BYTE_SIGNS.T).ravel()  # (k * 256,): T[k, byte]
-    offsets = 256 * np.arange(k)
+    offsets = 256 * np.arange(k, dtype=np.int32)  # int32 indices and np.take: 10-20% faster than intp and [ ]
     out = np.empty(n_perm)
     for i in range(0, n_perm, SIGN_BLOCK):
-        out[i : i + SIGN_BLOCK] = table[packed[i : i + SIGN_BLOCK] + offsets].sum(1)
+        out[i : i + SIGN_BLOCK] = np.take(table, packed[i : i + SIGN_BLOCK] + offsets).sum(1)
     out = np.abs(out)
     out.flags.writeable = False
     return out
