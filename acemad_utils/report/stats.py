@@ -135,7 +135,7 @@ def sign_flip_sums(v, *, n_perm: int = 10000, seed: int = 0) -> np.ndarray:
     return _sign_flip_sums(_content(np.asarray(v, dtype=float)), n_perm, seed)
 
 
-@functools.lru_cache(maxsize=256)  # a notebook's tables test the same differences more than once
+@functools.lru_cache(maxsize=32)  # a notebook's tables test the same differences more than once (80 KB each)
 def _sign_flip_sums(key: tuple, n_perm: int, seed: int) -> np.ndarray:
     v = _array(key)
     n = len(v)
