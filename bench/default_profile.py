@@ -3,6 +3,7 @@
     python bench/default_profile.py                      # 3dd154b and HEAD
     python bench/default_profile.py 3dd154b main perf    # any commits; the first is the reference
     python bench/default_profile.py --quick HEAD         # smoke mode (ACEMAD_SMOKE=1), seconds
+    python bench/default_profile.py --repeat 3           # 3 rounds of the commits in turn; the median ratio
 
 Each commit is cloned (`git clone` of this repository, then a detached checkout) into a temp dir and runs
 `python -m acemad_utils.reproduce --profile default` there from empty outputs/, with this interpreter and
@@ -10,12 +11,14 @@ PYTHONPATH set to the clone (no venv per clone). Printed per commit: CPU seconds
 (user + system of the driver and everything it waited for: kernels, forked workers; `os.wait4`), wall seconds,
 peak RSS of the tree (the sum over the driver's live descendants, sampled from /proc every 0.2 s: a kernel's own
 peak alone understates it), the load before and after. Then a rerun with nothing changed. Asserts nothing.
+A VM's speed can move by ~10% between runs minutes apart: with --repeat, each round's ratio and their median.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -108,12 +111,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("commits", nargs="*", default=["3dd154b", "HEAD"], help="the first is the reference")
     ap.add_argument("--quick", action="store_true", help="smoke mode (ACEMAD_SMOKE=1)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of every commit in turn (the median ratio)")
     args = ap.parse_args()
     print(f"{os.cpu_count()} cores; {load()}; python {sys.executable}")
-    results = [measure(c, args.quick) for c in args.commits]
-    ref, ref_cpu = results[0]
-    for name, cpu in results[1:]:
-        print(f"{name}: {cpu / ref_cpu:.2f}x the CPU of {ref}")
+    rounds = [[measure(c, args.quick) for c in args.commits] for _ in range(max(args.repeat, 1))]
+    ref = rounds[0][0][0]
+    for i, (name, _) in enumerate(rounds[0][1:], 1):
+        ratios = [r[i][1] / r[0][1] for r in rounds]
+        each = f" (median of {len(ratios)} rounds: {', '.join(f'{x:.3f}' for x in ratios)})" if len(ratios) > 1 else ""
+        print(f"{name}: {statistics.median(ratios):.2f}x the CPU of {ref}{each}")
 
 
 if __name__ == "__main__":
