@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from acemad_utils.data import paths as P
-from acemad_utils.data.transcripts import run_dir
+from acemad_utils.data.transcripts import load_run, run_dir
 from acemad_utils.experiments import assumption_map as AM
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.setup import Setup
@@ -311,6 +311,23 @@ def test_lean_records_drop_the_rounds_except_the_ablations_acemad_debates():
     assert C.lean("default/main", meta, rec) == {k: v for k, v in rec.items() if k != "rounds"}
     assert C.lean("default/ablation", meta, rec) is rec
     assert "rounds" not in C.lean("default/ablation", meta, {**rec, "method": "Decentralized MAD"})
+
+
+@pytest.mark.parametrize("experiment", ["ablation", "main"])
+def test_a_lean_read_of_a_run_keeps_what_the_lean_keep_keeps_of_each_whole_record(tmp_outputs, experiment):
+    """load_run(keep=lean) decodes only the scalars and final, and parses the ablation's AceMAD records whole: the
+    records, their order and their keys' order are those of lean() applied to a whole read."""
+    from acemad_utils.agents.sim import SimPopulation, make_items
+    from acemad_utils.experiments.runner import run_experiment
+    from acemad_utils.protocol.config import DebateConfig
+
+    name = f"default/{experiment}"
+    cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority"), DebateConfig(method="single")]
+    run_experiment(name, make_items(6, seed=2), cfgs, SimPopulation(), progress=False)
+    meta, whole = load_run(name)
+    got = load_run(name, keep=C.lean)
+    assert repr(got) == repr((meta, [C.lean(name, meta, r) for r in whole]))
+    assert any("rounds" in r for r in got[1]) == (experiment == "ablation")
 
 
 def test_the_controls_beside_table_2_are_not_the_papers_baselines():
