@@ -29,8 +29,8 @@ def _resample_counts(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np
 
 def _content(a) -> tuple:
     """An array as a hashable key of its values (dtype, shape, bytes): equal keys, equal arrays."""
-    a = np.ascontiguousarray(a)
-    return a.dtype.str, a.shape, a.tobytes()
+    a = np.asarray(a)
+    return a.dtype.str, a.shape, a.tobytes()  # C order whatever a's layout
 
 
 def _array(key: tuple) -> np.ndarray:  # _content's inverse (read-only: it shares the key's bytes)
