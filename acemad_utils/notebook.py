@@ -80,8 +80,7 @@ def fresh_kernel(cwd: str) -> None:
     os.chdir(cwd)
     if plt := sys.modules.get("matplotlib.pyplot"):
         plt.close("all")
-    theory._HELD.clear()
-    for name, module in list(sys.modules.items()):  # the package's memos (bootstrap indices, items' draws)
+    for name, module in list(sys.modules.items()):  # the package's memos (bootstrap indices, items' draws, theory's)
         if name.startswith("acemad_utils."):
             for memo in [v for v in vars(module).values() if hasattr(v, "cache_clear")]:
                 memo.cache_clear()

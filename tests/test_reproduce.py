@@ -141,10 +141,11 @@ def test_a_synthetic_runs_notebooks_share_a_kernel_reset_to_what_a_new_one_start
     log = tmp_outputs / "seen.jsonl"
     probe = (
         "import os, json, matplotlib.pyplot as plt\nfrom acemad_utils.report.stats import resample_indices as memo\n"
+        "from acemad_utils.experiments import theory\n"
         "seen = [os.getpid(), 'leftover' in globals(), get_ipython().execution_count, os.getcwd(), plt.get_fignums(),\n"
-        "        memo.cache_info().currsize]\n"
+        "        memo.cache_info().currsize, len(theory._held())]\n"
         f"open({str(log)!r}, 'a').write(json.dumps(seen) + '\\n')\n"
-        "leftover = 1; plt.figure(); os.chdir('/'); memo(0, 2, (3,))\n"
+        "leftover = 1; plt.figure(); os.chdir('/'); memo(0, 2, (3,)); theory._held()['held'] = []\n"
     )
     nbs = {name: tmp_outputs / f"{name}.ipynb" for name in ("01_a", "02_b", "03_fails", "04_d")}
     for name, path in nbs.items():
@@ -153,7 +154,7 @@ def test_a_synthetic_runs_notebooks_share_a_kernel_reset_to_what_a_new_one_start
     assert reproduce.run("mine") == 1
     seen = [json.loads(line) for line in log.read_text().splitlines()]
     assert [s[0] for s in seen].count(seen[0][0]) == 3 and seen[3][0] != seen[0][0]
-    assert all(s[1:] == [False, seen[0][2], str(tmp_outputs), [], 0] for s in seen)  # 01's kernel was new
+    assert all(s[1:] == [False, seen[0][2], str(tmp_outputs), [], 0, 0] for s in seen)  # 01's kernel was new
 
 
 # ----------------------------------------------------------------------------- notebooks side by side (jobs)

@@ -3,6 +3,7 @@ every panel is computed from those transcripts (the records run_all holds, or lo
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,12 +27,15 @@ PHASE_CAL = (0.0, 0.25, 0.5, 0.75, 1.0)
 SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
 
-_HELD: dict[Path, list[dict]] = {}  # the records run_all saved in this process, by run folder
+@functools.lru_cache(maxsize=1)
+def _held() -> dict[Path, list[dict]]:
+    """The records run_all saved in this process, by run folder (a memo: a new kernel's state clears it)."""
+    return {}
 
 
 def _records(profile: str, what: str) -> list[dict]:
     name = f"{profile}/theory_{what}"
-    held = _HELD.get(d := run_dir(name, create=False))
+    held = _held().get(d := run_dir(name, create=False))
     return held if held and d.exists() else load_run(name)[1]
 
 
@@ -39,7 +43,7 @@ def run_all(
     n_items: int = 400, seed: int = 0, rounds: int = 6, progress: bool = True, *, profile: str = "default"
 ) -> None:
     """Run every simulation the theory notebook needs (resumable). Smoke mode caps n_items at SMOKE_ITEMS."""
-    _HELD.clear()
+    _held().clear()
     items = make_items(min(n_items, SMOKE_ITEMS) if smoke() else n_items, k=4, seed=seed)
     mad = DebateConfig(method="decentralized", rounds=rounds, seed=seed, roster="acemad")  # crowd + truth-holders
     ace = DebateConfig(method="acemad", rounds=rounds, seed=seed)
@@ -53,7 +57,7 @@ def run_all(
         *((f"phase_cal{c:.2f}", phase, SimParams(crowd_calibration=c)) for c in PHASE_CAL),
     ]:
         name = f"{profile}/theory_{what}"
-        _HELD[run_dir(name, create=False)] = run_and_load(
+        _held()[run_dir(name, create=False)] = run_and_load(
             name, items, cfgs, SimPopulation(params, seed), progress=progress
         )[1]
 
