@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from acemad_utils.data.paths import outputs
 from acemad_utils.protocol.config import DebateConfig
@@ -66,8 +67,8 @@ def test_save_figure_shows_the_saved_png_at_the_inline_size_and_closes_the_figur
 
 
 @pytest.mark.parametrize("layout", ["tight_layout", "constrained"])
-def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout):
-    """One tight box for both formats (a figure laid out once) or "tight" for each (constrained): the PNG is
+def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout, monkeypatch):
+    """One tight box for both formats, a constrained layout run once at the PNG's dpi: the PNG is
     savefig(bbox_inches="tight")'s bytes, the PDF's page within a point of its own tight box."""
 
     def figure():
@@ -85,8 +86,12 @@ def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout):
     fig.savefig(expected, format="png", dpi=save.PNG_DPI, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(pdf, format="pdf", bbox_inches="tight")
     plt.close(fig)
+    runs = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", lambda self, f: runs.append(1) or execute(self, f))
     save.save_figure(figure(), "g")
     assert (outputs("figures") / "g.png").read_bytes() == expected.getvalue()
+    assert len(runs) == (layout == "constrained")  # not again for each format
     box = lambda raw: [float(x) for x in re.search(rb"MediaBox \[([^\]]*)\]", raw)[1].split()]  # noqa: E731
     assert np.allclose(box((outputs("figures") / "g.pdf").read_bytes()), box(pdf.getvalue()), atol=1.0)
 
