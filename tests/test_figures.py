@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from acemad_utils.data.paths import outputs
@@ -66,9 +67,9 @@ def test_save_figure_shows_the_saved_png_at_the_inline_size_and_closes_the_figur
     assert meta["width"] == round(px * 100 / 130) and 350 <= meta["width"] <= 400  # ~4 in at 100 dpi, tight
 
 
-@pytest.mark.parametrize("layout", ["tight_layout", "constrained"])
+@pytest.mark.parametrize("layout", ["tight_layout", "constrained", "none"])
 def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout, monkeypatch):
-    """One tight box for both formats, a constrained layout run once at the PNG's dpi: the PNG is
+    """One tight box for both formats, a layout run once at the PNG's dpi: the PNG is
     savefig(bbox_inches="tight")'s bytes, the PDF's page within a point of its own tight box."""
 
     def figure():
@@ -86,12 +87,14 @@ def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout, monke
     fig.savefig(expected, format="png", dpi=save.PNG_DPI, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(pdf, format="pdf", bbox_inches="tight")
     plt.close(fig)
-    runs = []
-    execute = ConstrainedLayoutEngine.execute
+    runs, draws = [], []
+    execute, draw = ConstrainedLayoutEngine.execute, Figure.draw
     monkeypatch.setattr(ConstrainedLayoutEngine, "execute", lambda self, f: runs.append(1) or execute(self, f))
+    monkeypatch.setattr(Figure, "draw", lambda self, r: draws.append(1) or draw(self, r))
     save.save_figure(figure(), "g")
     assert (outputs("figures") / "g.png").read_bytes() == expected.getvalue()
-    assert len(runs) == (layout == "constrained")  # not again for each format
+    # laid out once, and drawn once for each format (a constrained figure once more, for its layout)
+    assert (len(runs), len(draws)) == ((1, 3) if layout == "constrained" else (0, 2))
     box = lambda raw: [float(x) for x in re.search(rb"MediaBox \[([^\]]*)\]", raw)[1].split()]  # noqa: E731
     assert np.allclose(box((outputs("figures") / "g.pdf").read_bytes()), box(pdf.getvalue()), atol=1.0)
 
