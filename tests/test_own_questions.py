@@ -185,6 +185,7 @@ BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its on
     "csv open quote": (b'question,A,B,answer\n"What?,x,y,A\n', "line 2: fewer cells than columns (or a quote"),
     "csv header twice": (b"question,question,A,B\nq1,q2,x,y\n", "column(s) ['question'] appear more than once"),
     "csv no options": (b"question,answer\nWhat is 2+2?,B\n", "no option columns"),
+    "csv extra column": (b"question,A,B,AB,answer,why\nWhat?,x,y,z,A,x is\n", "column(s) ['AB', 'why'] are neither"),
     "csv latin": (b"question,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
     "csv bom latin": (b"\xef\xbb\xbfquestion,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
 }

@@ -137,6 +137,11 @@ def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
         raise DataError(f"{path}: column(s) {twice} appear more than once in the header")
     if own and names and "options" not in names and not [n for n in names if n not in FIELDS]:
         raise DataError(f"{path}: no option columns: give `options` (a JSON list) or one column per option (A, B, ...)")
+    if own and "options" not in names and (extra := [n for n in names if n not in (*FIELDS, *LETTERS)]):
+        raise DataError(  # else an "explanation" column would reach the model as an option, and give the answer away
+            f"{path}: column(s) {extra} are neither fields ({', '.join(FIELDS)}) nor option letters (A, B, ...): "
+            "every other column would be sent to the model as an option; remove them"
+        )
     for row in reader:
         if None in row:
             raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
