@@ -270,8 +270,12 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
         model=model, base_url=base_url or None, cache=outputs("cache") / "llm.sqlite", seed=seed,
         max_concurrency=workers, moderator_spec=_spec(NAIVE_AGENT, parsed.get("moderator")),
     )  # fmt: skip
-    for _, url in parsed.values():
-        pop.client(url)  # a role's endpoint: key and reachability now, not in the middle of the first debate
+    # every model on its endpoint, a role's too, before any paid call (not in the middle of the first debate): every
+    # endpoint's free check first (pop.client), then each model a listing lacks gets its one-token probe
+    checks = [(pop.client(None).model, None), *parsed.values()]
+    for (name, _), client in zip(checks, [pop.client(url) for _, url in checks]):
+        if not client.check_first:  # (a rerun its cache may answer checks at its first uncached call)
+            client.preflight(check_model=True, model=name)
     return pop, model_slug(pop.client(None).model) + suffix
 
 

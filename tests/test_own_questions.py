@@ -410,7 +410,7 @@ def test_mostly_unparsed_commitments_exit_1_like_reproduce(elsewhere, endpoint, 
 def test_role_models_reach_their_own_endpoint(elsewhere, endpoint, capsys):
     """AceMAD's Skeptic alone calls the second endpoint; the moderator role reaches Centralized MAD's moderator."""
     src = _write(elsewhere / "r.jsonl", ROWS[:2])
-    with FakeOpenAI(FaultInjector(rate=0.0)) as second:
+    with FakeOpenAI(FaultInjector(rate=0.0), models=["skeptic-model"]) as second:  # lists it: no model probe
         roles = ["--role-model", f"skeptic=skeptic-model@{second.url}", "--role-model", "moderator=mod-model"]
         argv = ["run", str(src), "--model", "fake-model", "--methods", "acemad,centralized", "--rounds", "2", *roles]
         assert main(argv) == 0
@@ -510,7 +510,22 @@ def test_the_estimate_is_printed_first_and_is_what_is_sent(elsewhere, endpoint, 
     first = out.splitlines()[0]
     calls = int(re.match(r"estimate: ([\d,]+) calls, .* unpriced \(fake-model; no price\), ~[\d.]+ min", first)
                 .group(1).replace(",", ""))  # fmt: skip
-    assert calls == endpoint.count, (first, endpoint.count)
+    # + 1: the model check's one-token request (this fake, as llama.cpp, lists another name than the model)
+    assert calls + 1 == endpoint.count, (first, endpoint.count)
+
+
+TYPOS = [["--model", "typo-model"], ["--model", "served", "--role-model", "skeptic=typo-model"]]
+
+
+@pytest.mark.parametrize("who", TYPOS, ids=["model", "role model"])
+def test_a_model_the_endpoint_does_not_serve_stops_the_run_before_any_debate_call(elsewhere, capsys, monkeypatch, who):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with FakeOpenAI(models=["served"]) as srv:
+        argv = ["run", str(_write(elsewhere / "t.jsonl", ROWS[:2])), "--base-url", srv.url, *who]
+        assert main(argv) == 2
+        assert srv.unserved == ["typo-model"] and srv.count == 0  # the one-token check alone, refused
+    (err,) = capsys.readouterr().err.splitlines()
+    assert "does not serve the model 'typo-model'" in err and "lists served" in err, err
 
 
 def test_a_paid_run_ends_with_what_it_paid_and_a_cached_rerun_pays_nothing(elsewhere, endpoint, capsys, monkeypatch):

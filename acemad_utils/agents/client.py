@@ -571,8 +571,11 @@ class LLMClient:
         if self.down is not None:
             raise EndpointDown(self.down)
 
-    def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "") -> None:
-        """One free GET /models before any paid call (check_model: the model must be served); setting: what to fix."""
+    def preflight(self, timeout: float = 10.0, *, check_model: bool = False, setting: str = "",
+                  model: Optional[str] = None) -> None:  # fmt: skip
+        """One free GET /models before any paid call (check_model: the model, this client's or `model`, a role's on
+        the same endpoint, must be served); setting: what to fix."""
+        model = model or self.model
         listing = self._free("/models", timeout)
         if isinstance(listing, (TimeoutError, openai.APITimeoutError)):
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
@@ -599,14 +602,14 @@ class LLMClient:
             served = [str(m["id"]) for m in json.loads(listing.content)["data"]] if check_model else []
         except Exception:
             return
-        if not served or self.model in served:
+        if not served or model in served:
             return
-        one_token = {"model": self.model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]}
+        one_token = {"model": model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]}
         probe = self._free("/chat/completions", timeout, body=one_token)
         if isinstance(probe, openai.APIStatusError) and (probe.status_code == 404 or (
                 probe.status_code == 400 and b"model" in probe.response.content.lower())):  # fmt: skip
             shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
-            raise ModelNotServed(f"the endpoint {self.where} does not serve the model {self.model!r} (HTTP "
+            raise ModelNotServed(f"the endpoint {self.where} does not serve the model {model!r} (HTTP "
                                  f"{probe.status_code}; GET /models lists {shown}): set the model to one it serves. "
                                  "No paid call was made.")  # fmt: skip
 
