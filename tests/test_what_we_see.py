@@ -147,7 +147,7 @@ def test_theory_weights_groups_by_agent_count_and_sets_the_recovery_rate_against
     )
     assert "changes by +0.000 [-0.010, +0.010]" in text and "-0.000" not in text
     assert "larger than what the weights add" in text and "already flip 4% of wrong majorities" in text
-    assert "right score 0.80" in text and "against 0.58 for wrong ones (separated" in text
+    assert "right score 0.80" in text and "against 0.58 for wrong ones (higher as point estimates" in text
     assert "Skeptics hold the truth 75% of the time, crowd agents 10%" in text
     assert "neither persona scores higher at both answers; a wrong crowd agent scores at least as well" in text
     assert "the lowest Skeptic (wrong)'s, 0.40" in text and "+0.22 in round 1 and +0.05 in round 2, smaller" in text

@@ -244,7 +244,7 @@ def full_datasets(benchmarks: Sequence[str], n_max: Optional[int], seed: int = 0
 # Notebook 09's reference points beside the grid: no peer-prediction skill anywhere, and the earlier calibration.
 MAP_REFERENCES: dict[str, dict] = {
     "no skilled predictor (link 0, insight_calibration 0)": {"knowledge_link": 0.0, "insight_calibration": 0.0},
-    "calibration by persona (the earlier rule)": {"calibration_by": "persona"},
+    "calibration and stubbornness by persona (the earlier rule)": {"calibration_by": "persona"},
 }
 # SimParams fields that change what the baselines' agents answer: a point moving one gets its own subsets and
 # baseline runs; every other point shares the default's.
