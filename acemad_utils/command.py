@@ -99,6 +99,9 @@ def roles(args) -> dict[str, str]:
 
 def questions(args) -> list[Question]:
     if not any((args.question_col, args.choices_col, args.answer_col, args.id_col, args.skip_invalid)):
+        if Path(args.questions).suffix.lower() == ".parquet":
+            raise ValueError(f"{Path(args.questions).name}: a .parquet file is read by its columns: add --choices-col "
+                             "(and --question-col, --answer-col as needed; docs/own-questions.md)")  # fmt: skip
         return read_questions(args.questions)
     if not args.choices_col:
         raise ValueError("--choices-col is needed with --question-col, --answer-col, --id-col and --skip-invalid (the "

@@ -716,3 +716,11 @@ def test_parquet_without_an_engine_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(DataError, match=r"x\.parquet: reading Parquet needs pyarrow: pip install pyarrow"):
         own.read_columns(path, choices="options")
+
+
+def test_a_parquet_file_without_its_columns_named_is_told_to_name_them(tmp_path, capsys):
+    path = tmp_path / "x.parquet"
+    path.write_bytes(b"PAR1")
+    assert main(["run", str(path), "--synthetic"]) == 2
+    (err,) = capsys.readouterr().err.splitlines()
+    assert "x.parquet: a .parquet file is read by its columns: add --choices-col" in err, err
