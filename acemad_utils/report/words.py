@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report.readable import holm_pvalue, pvalue
 from acemad_utils.report.stats import interval
 from acemad_utils.report.tables import AVERAGE
@@ -41,14 +40,6 @@ def md(text: str):
     from IPython.display import Markdown
 
     return Markdown(text)
-
-
-def labelled(table, what: str, source: str = SYNTHETIC_LABEL):
-    """Shows `[source] what` above `table` and returns it: a table shown alone says where its numbers come from."""
-    from IPython.display import display
-
-    display(md(f"**[{source}]** {what}"))
-    return table
 
 
 def listed(items: Sequence[str]) -> str:
