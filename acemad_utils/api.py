@@ -270,12 +270,13 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
         model=model, base_url=base_url or None, cache=outputs("cache") / "llm.sqlite", seed=seed,
         max_concurrency=workers, moderator_spec=_spec(NAIVE_AGENT, parsed.get("moderator")),
     )  # fmt: skip
-    # every model on its endpoint, a role's too, before any paid call (not in the middle of the first debate): every
-    # endpoint's free check first (pop.client), then each model a listing lacks gets its one-token probe
-    checks = [(pop.client(None).model, None), *parsed.values()]
-    for (name, _), client in zip(checks, [pop.client(url) for _, url in checks]):
-        if not client.check_first:  # (a rerun its cache may answer checks at its first uncached call)
-            client.preflight(check_model=True, model=name)
+    # every model on its endpoint, a role's too, before any paid call (not in the middle of the first debate)
+    wanted = [(pop.client(None).model, None), *parsed.values()]
+    for _, url in wanted:  # every endpoint's free check first: a role's endpoint that is down costs no model probe
+        pop.client(url)
+    for name, url in wanted:
+        if not (client := pop.client(url)).check_first:  # a rerun its cache may answer checks at its first miss
+            client.preflight(check_model=True, model=name)  # the listing its first check read; a probe if it lacks it
     return pop, model_slug(pop.client(None).model) + suffix
 
 

@@ -524,6 +524,7 @@ def test_a_model_the_endpoint_does_not_serve_stops_the_run_before_any_debate_cal
         argv = ["run", str(_write(elsewhere / "t.jsonl", ROWS[:2])), "--base-url", srv.url, *who]
         assert main(argv) == 2
         assert srv.unserved == ["typo-model"] and srv.count == 0  # the one-token check alone, refused
+        assert [t for t in srv.targets if t.endswith("/models")] == ["/v1/models"]  # one listing read, both models
     (err,) = capsys.readouterr().err.splitlines()
     assert "does not serve the model 'typo-model'" in err and "lists served" in err, err
 

@@ -292,6 +292,7 @@ class LLMClient:
         self.stopped = False  # a second Ctrl-C (the runner): a question in flight ends at its next call
         self._token_ratio: Optional[float] = None  # the most prompt tokens reported per modelled one (None: none yet)
         self.check_first = False  # preflight() before the first call the cache cannot answer (LLMPopulation)
+        self._listing: Any = None  # GET /models' answer, once a preflight read it: a second check reads no more
         self._check_lock = threading.Lock()
         self._lock = threading.Lock()
         self._stats = dict.fromkeys((*USAGE_KEYS, *CALL_KEYS, "failures"), 0)
@@ -576,7 +577,7 @@ class LLMClient:
         """One free GET /models before any paid call (check_model: the model, this client's or `model`, a role's on
         the same endpoint, must be served); setting: what to fix."""
         model = model or self.model
-        listing = self._free("/models", timeout)
+        listing = self._listing if self._listing is not None else self._free("/models", timeout)
         if isinstance(listing, (TimeoutError, openai.APITimeoutError)):
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
                           f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)  # fmt: skip
@@ -596,6 +597,7 @@ class LLMClient:
             raise APIKeyRejected(f"the endpoint {self.where} rejected the API key (HTTP {listing.status_code} on GET "
                                  "/models): check OPENAI_API_KEY (the key is read from the environment only and "
                                  "never printed). No paid call was made.") from None  # fmt: skip
+        self._listing = listing  # reached, key accepted: what a role's model on this endpoint is checked against
         # llama.cpp lists its file's name and answers any model: a listing without the model sends a one-token probe,
         # and only its 404 (or a 400 naming the model) refuses
         try:
