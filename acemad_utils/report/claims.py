@@ -128,8 +128,9 @@ def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
 
 
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
-              per_benchmark=False, columns=(), kind="gain", consistently=None, seed=0) -> list[dict]:  # fmt: skip
-    """target's paired gain over the best of `baselines` (Average; per benchmark: `columns`) and the paper's."""
+              per_benchmark=False, columns=(), kind="gain", every_cell=None, seed=0) -> list[dict]:  # fmt: skip
+    """target's paired gain over the best of `baselines` (Average; per benchmark: `columns`) and the paper's;
+    every_cell: None, no note on the paper's own cells; else against_itself's note beside the Average."""
     tests = TB.versus_best(records, [target], list(baselines), per_benchmark=per_benchmark, seed=seed)
     pt, pb, out = paper_target or target, paper_baselines or baselines, []
     for t in tests.to_dict("records"):
@@ -140,8 +141,8 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
         notes = [f"vs {t['best_baseline']}"]
         if theirs is not None and theirs <= 0 and kind == "gain":
             notes.append("THE PAPER'S OWN CELLS show no gain here")
-        if consistently is not None and paper is not None and avg:  # the paper's cells beside its whole-table claim
-            notes.append(against_itself(paper, pt, pb, columns, every_cell=consistently))
+        if every_cell is not None and paper is not None and avg:
+            notes.append(against_itself(paper, pt, pb, columns, every_cell=every_cell))
         r = row(claim if avg else f"{claim}: {TB.bench_label(t['benchmark'])}", line, theirs,
                 _ci(t["gain"], t["gain_lo"], t["gain_hi"]), t["n_paired"], note="; ".join(n for n in notes if n),
                 kind=kind, p=float(t["p_value"]), ci=(t["gain_lo"], t["gain_hi"]),
@@ -358,7 +359,7 @@ def _table(e: dict, run: Optional[RunData], claim: str, ctx: dict) -> list[dict]
         else:
             out += gain_rows(f"{claim}: {label}", e["line"], run[1], label, base, paper=paper, kind=kind,
                              per_benchmark=e.get("per_benchmark", False), columns=columns, seed=ctx["seed"],
-                             consistently=every_cell if kind == "gain" else None, **theirs)  # fmt: skip
+                             every_cell=every_cell if kind == "gain" else None, **theirs)  # fmt: skip
     if e["targets"] == "variants" and run and DIFFERENT_LLMS not in targets:  # SECOND_MODEL empty: one endpoint
         out.append(row(f"{claim}: {DIFFERENT_LLMS}", e["line"], None, note=f"skipped: {NO_SECOND}"))
     if e.get("own_block"):  # Qwen's block: T=2 above T=3, against "T=3 emerges as the optimal" (l.459)
