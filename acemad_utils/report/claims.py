@@ -120,13 +120,6 @@ def against_itself(paper: pd.DataFrame, target: str, baselines: Sequence[str], c
     return f"the paper's own cells are not above them everywhere ({target} minus the best {bad}; a claim not per cell)"
 
 
-def _recomputed(paper, target: str, baselines: Sequence[str], col: str) -> str:
-    if paper is None or col != TB.AVERAGE or "Average (recomputed)" not in paper:
-        return ""
-    printed, cells = (paper_gain(paper, target, baselines, col, recomputed=r) for r in (False, True))
-    return "" if cells is None or printed is None or abs(cells - printed) < 0.005 else f"{cells:+.2f} (from its cells)"
-
-
 def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_target="", paper_baselines=(),
               per_benchmark=False, columns=(), kind="gain", every_cell=None, seed=0) -> list[dict]:  # fmt: skip
     """target's paired gain over the best of `baselines` (Average; per benchmark: `columns`) and the paper's;
@@ -138,6 +131,7 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
         if columns and col not in columns:
             continue
         theirs = None if paper is None else paper_gain(paper, pt, pb, col)
+        again = paper_gain(paper, pt, pb, col, recomputed=True) if paper is not None and avg else None
         notes = [f"vs {t['best_baseline']}"]
         if theirs is not None and theirs <= 0 and kind == "gain":
             notes.append("THE PAPER'S OWN CELLS show no gain here")
@@ -147,7 +141,8 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
                 _ci(t["gain"], t["gain_lo"], t["gain_hi"]), t["n_paired"], note="; ".join(n for n in notes if n),
                 kind=kind, p=float(t["p_value"]), ci=(t["gain_lo"], t["gain_hi"]),
                 psi=(records, target, t["best_baseline"], "" if avg else t["benchmark"]),
-                recomputed=_recomputed(paper, pt, pb, col))  # fmt: skip
+                recomputed="" if again is None or theirs is None or abs(again - theirs) < 0.005
+                else f"{again:+.2f} (from its cells)")  # fmt: skip
         out.append({**r, "_col": col})
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
 
@@ -221,18 +216,18 @@ def paper_baselines(meta: dict, target: str) -> list[str]:
 def _by_question(recs: list) -> dict:
     """{(method, benchmark): {question: correct}} as question_frame has it: repeats averaged, a failed record NaN.
     Inside ledger() once per list: a ledger reads a run's records for several claims."""
-    return TB.reused(("by_question", id(recs)), recs, lambda: _cells(recs))
 
+    def cells() -> dict:
+        out: dict = {}
+        for r in recs:
+            if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
+                continue  # no gold answer: never scored
+            q = out.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
+            q.append(float(r["final"]["correct"]) if ok else math.nan)
+        mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
+        return {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in out.items()}
 
-def _cells(recs: list) -> dict:
-    cells: dict = {}
-    for r in recs:
-        if (ok := r.get("status", "ok") == "ok") and r["final"]["correct"] is None:
-            continue  # no gold answer: never scored
-        q = cells.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
-        q.append(float(r["final"]["correct"]) if ok else math.nan)
-    mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
-    return {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in cells.items()}
+    return TB.reused(("by_question", id(recs)), recs, cells)
 
 
 def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Sequence[str], paper=None,
@@ -264,14 +259,6 @@ def pronounced_row(claim: str, line: str, recs: list, target: str, baselines: Se
     # and finalize judges it as every gain (Holm p, and no effect of the claimed size where its CI excludes it)
     p = min(1.0, 2 * (1 + min(int((boots <= 0).sum()), int((boots >= 0).sum()))) / (len(boots) + 1))
     return row(claim, line, theirs, _ci(100 * point, lo, hi), n, verdict, note, kind="gain", p=p, ci=(lo, hi))
-
-
-def _every_row(per_bench: list[dict], claim: str, line: str) -> dict:
-    theirs = {r["_col"]: float(r["paper"]) for r in per_bench if r["paper"] not in ("-", "")}
-    nonpos = [f"{c} {g:+.2f}" for c, g in theirs.items() if g <= 0]
-    paper = "all > 0" if theirs and not nonpos else f"not all > 0 ({', '.join(nonpos)})" if nonpos else "-"
-    out = row(claim, line, paper, n=per_bench[-1]["n"] if per_bench else 0, note="the conjunction of the rows above")
-    return {**out, "_kind": "all", "_of": [r["claim"] for r in per_bench]}
 
 
 def _judged_row(claim: str, line: str, test: dict, verdict, note: str, records: list) -> dict:
@@ -389,7 +376,11 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     base, cells = paper_baselines(meta, t3), paper.set_index("method")
     if test == "beats_every":
         out = gain_rows(claim, line, recs, t3, base, paper=paper, per_benchmark=True, seed=ctx["seed"])
-        return out + [_every_row(out, e["every"], line)]
+        theirs = {r["_col"]: float(r["paper"]) for r in out if r["paper"] not in ("-", "")}
+        nonpos = [f"{c} {g:+.2f}" for c, g in theirs.items() if g <= 0]
+        every = "all > 0" if theirs and not nonpos else f"not all > 0 ({', '.join(nonpos)})" if nonpos else "-"
+        every_row = row(e["every"], line, every, n=out[-1]["n"], note="the conjunction of the rows above", kind="all")
+        return out + [{**every_row, "_of": [r["claim"] for r in out]}]
     if test == "pronounced":
         return [pronounced_row(claim, line, recs, t3, base, paper, seed=ctx["seed"])]
     if test == "accuracy":  # e["value"]: Table 2's printed Average
@@ -548,15 +539,12 @@ NOT_RUN_PAPER = {  # the paper's number in the row of a claim whose run is missi
 }
 
 
-def _run(runs: dict, name: str) -> Optional[RunData]:
-    if name.startswith("other_"):
-        return next((v for k, v in runs.items() if k.startswith("other_") and k.endswith(name[6:])), None)
-    return runs.get(name)
-
-
-def _entry_run(runs: dict, e: dict) -> Optional[RunData]:  # e["run"]: a name or a list, the first found
+def _entry_run(runs: dict, e: dict) -> Optional[RunData]:
+    """e["run"]: a name or a list, the first found; "other_<table>": notebook 07's run of that table, any model."""
     names = e.get("run") or []
-    return next(filter(None, (_run(runs, x) for x in ([names] if isinstance(names, str) else names))), None)
+    wanted = [names] if isinstance(names, str) else names
+    return next((v for x in wanted for k, v in runs.items()
+                 if k == x or (x[:6] == k[:6] == "other_" and k.endswith(x[6:]))), None)  # fmt: skip
 
 
 def _at_n(run: RunData, n: int) -> tuple[int, RunData]:
@@ -635,36 +623,22 @@ def needed(r: dict, m: int) -> int:
     alpha = ALPHA / max(m, 1)  # Holm's first step: a claim's n is planned for the strictest level it must pass
     if r["_kind"] == "value":
         return PW.n_needed(MIN_EFFECT / 100, 0.25, alpha, POWER)
-    claimed = r["_claimed"]
-    flat = r["_kind"] == "judged"
-    effect = FLAT_MARGIN / 100 if flat else abs(claimed) / 100 if claimed == claimed and claimed else MIN_EFFECT / 100
+    c = r["_claimed"]
+    effect = (FLAT_MARGIN if r["_kind"] == "judged" else abs(c) if c == c and c else MIN_EFFECT) / 100
     psi = discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
     psi = psi if psi == psi else 0.0
     return PW.n_needed(effect, min(max(psi, effect), 1.0), alpha, POWER)
-
-
-def same_model(ours: str, paper: str) -> bool:
-    """Is the paper's model name in ours, case and punctuation aside (gpt-4o-mini-2024-07-18)?"""
-    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
-    return bool(ours) and key(paper) in key(ours)
 
 
 def _real_model(r: dict, m: int, model: str) -> str:
     v = r["verdict"]
     if v == NOT_RUN or (r["_kind"] == "judged" and not r["_ci"] and r["p"] != r["p"]):
         return v
-    if r["_kind"] == "value" and not same_model(model, r["_model"]):
+    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731  # gpt-4o-mini-2024-07-18 is it
+    if r["_kind"] == "value" and not (model and key(r["_model"]) in key(model)):  # not the paper's model
         return ANOTHER_MODEL
     need = needed(r, m)
     return f"{UNDERPOWERED} (n = {r['n']} of the ~{need:,} needed)" if r["n"] < need else v
-
-
-def _word(verdict: str, kind: str, synthetic: bool) -> str:
-    if verdict == NOT_RUN or verdict.startswith((UNDERPOWERED, ANOTHER_MODEL)):
-        return verdict
-    if synthetic and kind == "value":
-        return NOT_COMPARABLE  # a simulation's accuracy is no measurement of the paper's models
-    return WORDS[synthetic].get(verdict, verdict)
 
 
 def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame:
@@ -683,8 +657,9 @@ def finalize(rows: list[dict], synthetic: bool, model: str = "") -> pd.DataFrame
         low = sorted(p for p in parts if p.startswith(UNDERPOWERED))
         r["verdict"] = (HOLDS if parts == {HOLDS} else FAILS if FAILS in parts else low[0] if low
                         else NULL if NULL in parts else INCONCLUSIVE)  # fmt: skip
-    for r in rows:
-        r["verdict"] = _word(r["verdict"], r["_kind"], synthetic)
+    for r in rows:  # a simulation's accuracy is no measurement of the paper's models: NOT_COMPARABLE
+        if (v := r["verdict"]) != NOT_RUN and not v.startswith((UNDERPOWERED, ANOTHER_MODEL)):
+            r["verdict"] = NOT_COMPARABLE if synthetic and r["_kind"] == "value" else WORDS[synthetic].get(v, v)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -752,16 +727,13 @@ def by_construction(claim: str, params: dict, shares: dict) -> str:
     )
 
 
-def truth_holders(runs: dict) -> dict:
-    meta = runs["scaling"][0] if "scaling" in runs else {"methods": {}}
-    ns = sorted({c["n_agents"] for c in meta["methods"].values() if c["method"] == "acemad"})
-    return {n: sum(s.persona == SKEPTIC.persona for s in DebateConfig(method="acemad", n_agents=n).specs()) for n in ns}
-
-
 def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     """The ledger with DECIDED_BY: what pins a row by construction, or the grid points ({name: ledger}) flipping it."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
-    params, shares, out = population_params(runs), truth_holders(runs), []
+    scaling = runs["scaling"][0]["methods"].values() if "scaling" in runs else ()
+    ns = sorted({c["n_agents"] for c in scaling if c["method"] == "acemad"})  # shares: {N: truth-holders}
+    shares = {n: sum(s.persona == SKEPTIC.persona for s in DebateConfig(n_agents=n).specs()) for n in ns}
+    params, out = population_params(runs), []
     for r in ledger.to_dict("records"):
         why = by_construction(r["claim"], params, shares)
         if (e := _entry(r["claim"])) and (run := _entry_run(runs, e)) and _chosen(run[0]) is not None and not why:
