@@ -584,7 +584,7 @@ def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
     t1 = runs.get("baselines")
     n, t1_at_n = _at_n(t1, 5) if t1 else (5, None)
     at_n = {c["method"]: lab for lab, c in (t1_at_n[0]["methods"] if t1_at_n else {}).items()}  # labels carry N
-    ctx, rows = {"n": n, "t1": t1_at_n, "at_n": at_n, "seed": seed, "runs": runs}, []
+    ctx, rows = {"t1": t1_at_n, "at_n": at_n, "seed": seed, "runs": runs}, []
     for e in CLAIMS:
         claim, run = e["claim"].format(n=n), _entry_run(runs, e)
         if not values and e["test"] in VALUES:  # an exact value: never compared on the synthetic population
@@ -761,8 +761,7 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
 
 def _standin_deciding(e: dict, run: RunData, params: dict) -> str:
     """What decides a row of a synthetic stand-in (notebook 07): the parameters chosen from the paper's wording, if
-    any, and the default population's assumptions; a comparison with GPT-4o-mini's gain (test `smaller`) follows
-    from that choice."""
+    any (a comparison with GPT-4o-mini's gain, test `smaller`, follows from them), and the default population's."""
     chosen = _chosen(run[0])  # what standin_note gave its rows
     rest = f"the default population's assumptions (knowledge_link = {params.get('knowledge_link', 1):g} first)"
     if not chosen:
@@ -776,10 +775,8 @@ def _standin_deciding(e: dict, run: RunData, params: dict) -> str:
 
 
 def _where(seen: dict) -> str:
-    base, groups = seen[BASE_POINT], dict[str, list]()
-    for name, v in seen.items():
-        if v != base:
-            groups.setdefault(v, []).append(name)
+    base = seen[BASE_POINT]  # each other verdict, in the order the points first read it, and where
+    groups = {v: [name for name, x in seen.items() if x == v] for v in dict.fromkeys(seen.values()) if v != base}
     if not groups:
         return f"{base} at every point of the grid ({len(seen) - 1} assumptions moved one at a time)"
     rest = len(seen) - 1 - sum(map(len, groups.values()))

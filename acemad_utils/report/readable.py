@@ -16,12 +16,9 @@ PERMUTATION_FLOOR = 1.0 / (PERMUTATIONS + 1)
 def pvalue_text(p: float) -> str:
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "n/a"
-    p = float(p)
-    if math.isclose(p, PERMUTATION_FLOOR, rel_tol=1e-9):
+    if math.isclose(p := float(p), PERMUTATION_FLOOR, rel_tol=1e-9):
         return f"< {1 / PERMUTATIONS:.0e}".replace("e-0", "e-")
-    if p < 1e-3:
-        return f"{p:.1e}"
-    return f"{p:.2g}"
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.2g}"
 
 
 def pvalue(p: float) -> str:
