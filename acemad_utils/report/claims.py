@@ -156,19 +156,16 @@ def _paired(cells: dict, a: str, b: str, bm: str) -> tuple[np.ndarray, np.ndarra
 
 def discordance(records: list, a: str, b: str, benchmark: str = "") -> float:
     """The share of questions on which a and b differ in correctness: the paired test's noise (a real model's power)."""
-    cells, differ = _by_question(records), []
-    for bm in {bm for _, bm in cells if not benchmark or bm == benchmark}:
-        x, y = _paired(cells, a, b, bm)
-        differ += list(x != y)
+    cells = _by_question(records)
+    pairs = (_paired(cells, a, b, bm) for bm in {bm for _, bm in cells if not benchmark or bm == benchmark})
+    differ = [d for x, y in pairs for d in x != y]
     return float(np.mean(differ)) if differ else math.nan
 
 
 def relative_gain(records: list, target: str, base: str, n_boot: int = 2000, seed: int = 0) -> Optional[tuple]:
     """(target's Average over base's minus 1 in %, CI lo, hi, n paired), resampling questions within benchmarks."""
-    cells, ab = _by_question(records), []
-    for bm in sorted({bm for _, bm in cells}):  # benchmark, then question order, as a pivot has them
-        if len((pair := _paired(cells, target, base, bm))[0]):
-            ab.append(pair)
+    cells = _by_question(records)  # benchmark, then question order, as a pivot has them
+    ab = [pair for bm in sorted({bm for _, bm in cells}) if len((pair := _paired(cells, target, base, bm))[0])]
     if not ab:
         return None
     idx = resample_indices(seed, n_boot, tuple(len(a) for a, _ in ab))  # per benchmark, in order
@@ -675,15 +672,15 @@ def at_paper_labels(runs: dict) -> dict:
     run; such a run's meta carries the note ("eta_note") its measured rows then get."""
     out = {}
     for name, (meta, recs) in runs.items():
-        etas = sorted({c.get("eta", ETA) for c in meta["methods"].values() if c["method"] == "acemad"} - {ETA})
-        if not etas:
-            out[name] = (meta, recs)
-            continue
-        new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # Table 3's named configs too (DebateConfig._named)
-        new = {k: v for k, v in new.items() if k != v and v not in meta["methods"]}  # never two configs on one label
-        note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.595)"
-        meta = {**meta, "methods": {new.get(k, k): c for k, c in meta["methods"].items()}, "eta_note": note}
-        out[name] = (meta, [{**r, "method": new[r["method"]]} if r["method"] in new else r for r in recs])
+        if etas := sorted({c.get("eta", ETA) for c in meta["methods"].values() if c["method"] == "acemad"} - {ETA}):
+            new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # Table 3's named configs (DebateConfig._named)
+            new = {
+                k: v for k, v in new.items() if k != v and v not in meta["methods"]
+            }  # never two configs on one label
+            note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.595)"
+            meta = {**meta, "methods": {new.get(k, k): c for k, c in meta["methods"].items()}, "eta_note": note}
+            recs = [{**r, "method": new[r["method"]]} if r["method"] in new else r for r in recs]
+        out[name] = (meta, recs)
     return out
 
 
