@@ -36,9 +36,7 @@ def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
     agents, their and the wrong agents' mean score, and the within-question Spearman correlation of score and
     correctness (pooled, easy questions would correlate them with no premise)."""
     rows = []
-    for rec in _scored(records):
-        if rec.get("answer") is None:
-            continue
+    for rec in (r for r in _scored(records) if r.get("answer") is not None):
         truth = rec["labels"].index(rec["answer"])
         for t, entries in enumerate(rec["rounds"], start=1):
             kept = [e for e in entries if e.get("score") is not None and not e.get("parse_failure") and e.get("p")]

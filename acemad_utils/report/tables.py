@@ -62,9 +62,7 @@ def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame
     # exactly one of them, so a frame never silently stands for other records
     if (records is None) == (frame is None):
         raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
-    if frame is not None:
-        return frame
-    return reused(id(records), records, lambda: question_frame(records or []))
+    return frame if frame is not None else reused(id(records), records, lambda: question_frame(records or []))
 
 
 _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and their pivots by frame identity
