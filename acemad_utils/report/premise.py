@@ -284,9 +284,7 @@ def split(
         acc = long[long["benchmark"] == AVERAGE].set_index("method")
         # one benchmark: its own paired test (exact McNemar on 0/1 outcomes); several: the stratified Average's
         several = frame["benchmark"].nunique() > 1
-        for c in [m, *names]:
-            if c not in acc.index:
-                continue
+        for c in [c for c in [m, *names] if c in acc.index]:
             row = [m, c, *acc.loc[c, ["accuracy", "ci_lo", "ci_hi"]], *[np.nan] * 4, int(acc.loc[c, "n"])]
             if c != m:
                 t = versus_best(None, [m], [c], frame=frame, seed=seed, average=several, per_benchmark=not several)
