@@ -58,13 +58,11 @@ PROBE_WAIT = 60.0
 
 def _with_format(cfg: GenerateConfig, schema: dict, mode: str) -> GenerateConfig:
     """`cfg` asking for `schema` in `mode`: inspect's response_schema (json_schema), or llama.cpp's json_object with
-    a schema (its grammar) in the body of an OpenAI-compatible provider."""
+    a schema (its grammar) in the body of an OpenAI-compatible provider (json_object); text mode never asks here."""
     if mode == "json_schema":
         rs = ResponseSchema(name="response", json_schema=JSONSchema.model_validate(schema), strict=True)
         return cfg.merge(GenerateConfig(response_schema=rs))
-    if mode == "json_object":
-        return cfg.merge(GenerateConfig(extra_body={"response_format": {"type": "json_object", "schema": schema}}))
-    return cfg
+    return cfg.merge(GenerateConfig(extra_body={"response_format": {"type": "json_object", "schema": schema}}))
 
 
 class InspectClient:
@@ -164,12 +162,9 @@ def sample_question(state: TaskState) -> Question:
         raise ValueError(f"sample {state.sample_id!r}: the AceMAD solvers need a multiple-choice Sample (choices=)")
     options = [c.value for c in state.choices]
     target = state.target.text.strip() if len(state.target.target) == 1 else ""
-    qid = f"sample-{state.sample_id}-epoch-{state.epoch}"
-    return dataclasses.replace(
-        make_question(state.input_text, options, answer=target if target in LETTERS[: len(options)] else None),
-        id=qid.replace(" ", "_"),
-        benchmark="inspect",
-    )
+    q = make_question(state.input_text, options, answer=target if target in LETTERS[: len(options)] else None)
+    qid = f"sample-{state.sample_id}-epoch-{state.epoch}".replace(" ", "_")
+    return dataclasses.replace(q, id=qid, benchmark="inspect")
 
 
 def paired(record: dict, cfg: DebateConfig) -> dict:
