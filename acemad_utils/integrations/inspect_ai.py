@@ -91,19 +91,18 @@ class InspectClient:
         cfg = GenerateConfig(**{k: params[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in params})
         where = (str(self.model), getattr(self.model.api, "base_url", None))
         mode, known = ("text", True) if schema is None else _MODES.get(where, (MODES[0], False))
-        probing = None if known else _PROBING.setdefault(where, threading.Lock())
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        held = probing is not None and probing.acquire(timeout=PROBE_WAIT if wait is None else min(wait, PROBE_WAIT))
-        if held:  # else it waited its time: it asks as it would have
+        probing = _PROBING.setdefault(where, threading.Lock())
+        wait = PROBE_WAIT if deadline is None else min(max(0.0, deadline - time.monotonic()), PROBE_WAIT)
+        if held := not known and probing.acquire(timeout=wait):  # else it waited its time: it asks as it would have
             mode, known = _MODES.get(where, (MODES[0], False))  # what the probe before this one settled
             if known:
-                cast(threading.Lock, probing).release()
+                probing.release()
                 held = False
         try:
             out = self._ask(chat, cfg, schema, scope, where, mode, known, deadline)
         finally:
             if held:
-                cast(threading.Lock, probing).release()
+                probing.release()
         u = out.usage
         pt, ct = (u.input_tokens, u.output_tokens) if u else (0, 0)
         return Completion(out.completion, None, prompt_tokens=pt, completion_tokens=ct, network_calls=1,
