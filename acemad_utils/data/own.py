@@ -88,10 +88,9 @@ def make_question(
     is kept on the question and in its records, never sent to a model."""
     text = _text(question, "question", MAX_TEXT)
     opts = _options(options)
-    id = str(id) if isinstance(id, int) else id
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"field 'metadata' must be an object (a key -> value map), got {metadata!r:.60}")
-    qid = content_id(text, opts) if id in (None, "") else _id(id)
+    qid = content_id(text, opts) if id in (None, "") else _id(str(id) if isinstance(id, int) else id)
     bench = safe_segment(benchmark, "field 'benchmark'")
     return Question(qid, bench, text, opts, _answer(answer, opts), dict(metadata or {}))
 
