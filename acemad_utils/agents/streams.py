@@ -13,8 +13,7 @@ import numpy as np
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_G = 0x9E3779B97F4A7C15
-_GOLDEN = np.uint64(_G)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 
 
@@ -45,13 +44,8 @@ def _mix(z: np.ndarray) -> np.ndarray:
 def bits(key, *counters) -> np.ndarray:
     """uint64 hashes of key (array) and counters (ints or integer arrays), broadcast together."""
     z = np.atleast_1d(np.asarray(key, dtype=np.uint64))
-    for c in counters:  # an int's step in exact Python arithmetic: numpy warns of a scalar's wrap-around
-        step = (
-            np.uint64((c * _G + _G) % 2**64)
-            if isinstance(c, int)
-            else np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN
-        )
-        z = _mix(z ^ step)
+    for c in counters:  # at least 1-d: numpy warns of a scalar's wrap-around, never an array's
+        z = _mix(z ^ (np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN))
     return z
 
 
