@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,13 +16,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 
 
-def debate_keys(seed: int, qids: Sequence[str], repeats: Sequence[int], role: str) -> np.ndarray:
-    """One uint64 key per debate from (seed, question id, repeat, role) (read-only)."""
-    return _keys(seed, tuple(qids), tuple(repeats), role)
-
-
 @functools.lru_cache(maxsize=64)  # every method of a run (and of a map point) debates the same questions
-def _keys(seed: int, qids: tuple, repeats: tuple, role: str) -> np.ndarray:
+def debate_keys(seed: int, qids: tuple[str, ...], repeats: tuple[int, ...], role: str) -> np.ndarray:
+    """One uint64 key per debate from (seed, question id, repeat, role) (read-only)."""
     h = (hashlib.blake2b(f"{seed}|{q}|{r}|{role}".encode(), digest_size=8).digest() for q, r in zip(qids, repeats))
     return np.frombuffer(b"".join(h), dtype="<u8")  # read-only: the cached keys are shared
 
@@ -49,13 +44,9 @@ def bits(key, *counters) -> np.ndarray:
     return z
 
 
-def _unit(z: np.ndarray) -> np.ndarray:  # the top 53 bits as a uniform in (0, 1)
-    return ((z >> _S11).astype(np.float64) + 0.5) * 2.0**-53
-
-
 def uniforms(key, *counters) -> np.ndarray:
     """Uniforms in the open interval (0, 1) (53 bits), one per broadcast element of key and counters."""
-    return _unit(bits(key, *counters))
+    return ((bits(key, *counters) >> _S11).astype(np.float64) + 0.5) * 2.0**-53  # the top 53 bits
 
 
 #: The counter of log_gamma's boost uniform (attempts use 4 * attempt + 0, 1, 2, far below it).
