@@ -149,8 +149,8 @@ class Results(list):
     @property
     def seed(self) -> int:
         """The run's seed: its tables' bootstraps, permutation tests and tie-breaks draw from it (a notebook's SEED)."""
-        configs: list[dict] = list(self.meta.get("methods", {}).values())
-        return int(configs[0].get("seed", 0)) if configs else 0
+        first: dict = next(iter(self.meta.get("methods", {}).values()), {})
+        return int(first.get("seed", 0))
 
     def failures(self) -> Optional[str]:
         """One line on the records that failed (per method, the first error), None when none did."""

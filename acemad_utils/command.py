@@ -147,17 +147,14 @@ def _write_table(results: api.Results, synthetic: bool) -> tuple[Optional[Path],
     table = results.table()
     if table.empty:
         return None, "no question has an answer: no accuracy table (the debates are in the transcripts)"
-    models = results.meta["population"].get("models") or ["?"]
-    who = SYNTHETIC_LABEL + ": a mechanism study, not evidence about any model" if synthetic else f"model {models[0]}"
-    text = f"{who} (run {results.name})\n\n" + table.to_markdown(index=False) + "\n"
+    source = SYNTHETIC_LABEL if synthetic else (results.meta["population"].get("models") or ["?"])[0]
+    who = f"{source}: a mechanism study, not evidence about any model" if synthetic else f"model {source}"
     premise = PR.premise_sentence(results.premise(), synthetic, results.split(), population=results.meta["population"])
-    text += "\n" + premise + "\n"
+    text = f"{who} (run {results.name})\n\n{table.to_markdown(index=False)}\n\n{premise}\n"
     *folders, last = results.name.split("/")
     md = outputs("tables", *folders) / f"{last}.md"
     atomic_write(md, text)
-    atomic_write(
-        md.with_suffix(".csv"), with_source(table, SYNTHETIC_LABEL if synthetic else models[0]).to_csv(index=False)
-    )
+    atomic_write(md.with_suffix(".csv"), with_source(table, source).to_csv(index=False))
     return md, text
 
 
@@ -176,12 +173,11 @@ def run(args) -> int:
     out, since, cap = Path(args.out).expanduser().resolve(), time.time(), parse_max_usd(env(ENV_MAX) or None)
     with outputs_root(out):
         if args.challenging:
-            n, kept = len(qs), challenging(qs, args, name, who, out)
-            if kept is None:
+            if (kept := challenging(qs, args, name, who, out)) is None:
                 return 1
+            print(f"--challenging: kept {len(kept)} of {len(qs)} questions (naive single agent right in < "
+                  f"{THRESHOLD:.0%} of 5 runs)")  # fmt: skip
             qs = kept
-            rule = f"naive single agent right in < {THRESHOLD:.0%} of 5 runs"
-            print(f"--challenging: kept {len(qs)} of {n} questions ({rule})")
             if not qs:
                 return 0
         with warnings.catch_warnings():  # the command says it in its own line, after the table

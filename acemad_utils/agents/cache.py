@@ -227,8 +227,8 @@ class ResponseCache(contextlib.AbstractContextManager):
             "WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' GROUP BY 1, 2",
             (since,),
         )
-        prices = [(price_of(model), batch, pt, ct, cached) for model, batch, pt, ct, cached in rows]
-        return sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for p, batch, pt, ct, cached in prices if p)
+        return sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for model, batch, pt, ct, cached in rows
+                   if (p := price_of(model)))  # fmt: skip
 
     def holds(self, model: str) -> bool:
         """Whether any reply of `model` is stored (a rerun, which may need no call at all)."""

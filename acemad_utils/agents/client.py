@@ -536,10 +536,9 @@ class LLMClient:
         """JSON-able, secret-free: never the key or the URL. Once known: `model`, the models asked here (a role's own
         endpoint serves the role's model); `structured_output`, the modes the commitments answered so far were asked
         in, cached ones too (the mode first asked may be refused: llama.cpp's json_schema)."""
-        found = {"model": ", ".join(self._models)} if self._models else {}
-        found |= {"structured_output": ", ".join(self._replied)} if self._replied else {}
+        found = {"model": ", ".join(self._models), "structured_output": ", ".join(self._replied)}
         return {"endpoint": self.kind, "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts,
-                **found}  # fmt: skip
+                **{k: v for k, v in found.items() if v}}  # fmt: skip
 
     # ------------------------------------------------------------------ before a run: free requests, no paid call
     def _free(self, path: str, timeout: float, body: Optional[dict] = None, **kw: Any) -> Any:

@@ -68,9 +68,8 @@ PRICES: dict[str, Price] = {
 }
 
 
-def lookup(model: str, table: Optional[dict] = None) -> Optional[Price]:
-    """The entry of `model` in `table` (PRICES): its exact name, else without the "org/" prefix, ignoring case."""
-    table = PRICES if table is None else table
+def lookup(model: str, table: dict = PRICES) -> Optional[Price]:
+    """The entry of `model` in `table`: its exact name, else without the "org/" prefix, ignoring case."""
     base = model.rsplit("/", 1)[-1].lower()
     return table.get(model) or next((p for name, p in table.items() if name.rsplit("/", 1)[-1].lower() == base), None)
 

@@ -38,9 +38,7 @@ def remember_url_secrets(url: Optional[str]) -> None:
         parts = [u.password, *(v for k, v in parse_qsl(u.query) if _secret_query(k))]
     except ValueError:
         return
-    for part in parts:
-        if part:
-            remember_secret(part)
+    _SECRETS.update(part for part in parts if part)
 
 
 def _strip_one(url: str) -> str:
@@ -126,9 +124,7 @@ def scrub(exc: BaseException) -> BaseException:
 
 def preview(text: Any, n: int = 200) -> str:
     """The first n characters of what an endpoint sent, quoted and redacted, for an error message."""
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8", "replace")
-    text = str(text)
+    text = bytes(text).decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else str(text)
     if not text.strip():
         return "an empty body" if not text else f"a body of {len(text)} blank characters"
     more = f"... ({len(text)} characters)" if len(text) > n else ""

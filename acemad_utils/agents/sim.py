@@ -63,7 +63,7 @@ class SimBatch:
     def __init__(self, pop: SimPopulation, specs: Sequence[AgentSpec], questions: Sequence[Question], repeats, role):
         prm, n, k = pop.params, len(specs), len(questions[0].options)
         self.specs, self.questions, self.role, self.texts = list(specs), list(questions), role, pop.texts
-        self.keys = streams.debate_keys(pop.seed, [q.id for q in questions], repeats, role)[:, None]  # (D, 1)
+        self.keys = streams.debate_keys(pop.seed, tuple(q.id for q in questions), tuple(repeats), role)[:, None]
         self.agent = np.arange(n)[None, :]
         truth, trap, states = self._state_probs(pop)  # (D, 1), (D, N), (D, N, 4)
         self.states = states

@@ -7,24 +7,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
 
 import numpy as np
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_G = 0x9E3779B97F4A7C15
-_GOLDEN = np.uint64(_G)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 
 
-def debate_keys(seed: int, qids: Sequence[str], repeats: Sequence[int], role: str) -> np.ndarray:
-    """One uint64 key per debate from (seed, question id, repeat, role) (read-only)."""
-    return _keys(seed, tuple(qids), tuple(repeats), role)
-
-
 @functools.lru_cache(maxsize=64)  # every method of a run (and of a map point) debates the same questions
-def _keys(seed: int, qids: tuple, repeats: tuple, role: str) -> np.ndarray:
+def debate_keys(seed: int, qids: tuple[str, ...], repeats: tuple[int, ...], role: str) -> np.ndarray:
+    """One uint64 key per debate from (seed, question id, repeat, role) (read-only)."""
     h = (hashlib.blake2b(f"{seed}|{q}|{r}|{role}".encode(), digest_size=8).digest() for q, r in zip(qids, repeats))
     return np.frombuffer(b"".join(h), dtype="<u8")  # read-only: the cached keys are shared
 
@@ -45,23 +39,14 @@ def _mix(z: np.ndarray) -> np.ndarray:
 def bits(key, *counters) -> np.ndarray:
     """uint64 hashes of key (array) and counters (ints or integer arrays), broadcast together."""
     z = np.atleast_1d(np.asarray(key, dtype=np.uint64))
-    for c in counters:  # an int's step in exact Python arithmetic: numpy warns of a scalar's wrap-around
-        step = (
-            np.uint64((c * _G + _G) % 2**64)
-            if isinstance(c, int)
-            else np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN
-        )
-        z = _mix(z ^ step)
+    for c in counters:  # at least 1-d: numpy warns of a scalar's wrap-around, never an array's
+        z = _mix(z ^ (np.atleast_1d(np.asarray(c, np.uint64)) * _GOLDEN + _GOLDEN))
     return z
-
-
-def _unit(z: np.ndarray) -> np.ndarray:  # the top 53 bits as a uniform in (0, 1)
-    return ((z >> _S11).astype(np.float64) + 0.5) * 2.0**-53
 
 
 def uniforms(key, *counters) -> np.ndarray:
     """Uniforms in the open interval (0, 1) (53 bits), one per broadcast element of key and counters."""
-    return _unit(bits(key, *counters))
+    return ((bits(key, *counters) >> _S11).astype(np.float64) + 0.5) * 2.0**-53  # the top 53 bits
 
 
 #: The counter of log_gamma's boost uniform (attempts use 4 * attempt + 0, 1, 2, far below it).

@@ -88,10 +88,9 @@ def make_question(
     is kept on the question and in its records, never sent to a model."""
     text = _text(question, "question", MAX_TEXT)
     opts = _options(options)
-    id = str(id) if isinstance(id, int) else id
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"field 'metadata' must be an object (a key -> value map), got {metadata!r:.60}")
-    qid = content_id(text, opts) if id in (None, "") else _id(id)
+    qid = content_id(text, opts) if id in (None, "") else _id(str(id) if isinstance(id, int) else id)
     bench = safe_segment(benchmark, "field 'benchmark'")
     return Question(qid, bench, text, opts, _answer(answer, opts), dict(metadata or {}))
 
@@ -113,9 +112,8 @@ def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
             "names: the command's --question-col, --choices-col, --answer-col)"
         )
     bench = rec.get("benchmark") or DEFAULT_BENCHMARK
-    meta = rec.get("metadata")
     return make_question(rec["question"], rec["options"], answer=rec.get("answer"), id=rec.get("id"), benchmark=bench,
-                         metadata=_cell(meta) if isinstance(meta, str) else meta)  # fmt: skip
+                         metadata=_cell(rec.get("metadata")))  # fmt: skip
 
 
 def _cell(value: Any) -> Any:
@@ -178,8 +176,7 @@ def table_rows(path: Union[str, Path], own: bool = False) -> tuple[Path, list[tu
 
 def read_questions(path: Union[str, Path]) -> list[Question]:
     """The questions of a .jsonl or .csv file, all checked (DataError: file, row, field) before anything runs."""
-    path, rows = table_rows(path, own=True)
-    return build(path, rows, from_record, None)
+    return build(*table_rows(path, own=True), from_record, None)
 
 
 # ----------------------------------------------------------------------------- any dataset by its columns

@@ -107,8 +107,8 @@ def search(x0: np.ndarray, f, *, step: float = 0.25, tol: float = 1 / 32, log=pr
         trials = [np.clip(x + s * step * np.eye(len(x))[i], 0, 1) for i in range(len(x)) for s in (-1, 1)]
         trials = [t for t in trials if not np.array_equal(t, x)]
         scores = [f(t) for t in trials]
-        best = int(np.argmin(scores)) if scores else -1
-        if best >= 0 and scores[best] < fx - 1e-9:
+        best = int(np.argmin(scores))  # never empty: each coordinate can move one way at least
+        if scores[best] < fx - 1e-9:
             x, fx = trials[best], scores[best]
             log(f"step {step:.4f}  loss {fx:8.3f}  " + ", ".join(f"{k} {getattr(_params(x), k):.4g}" for k in BOUNDS))
         else:
@@ -142,9 +142,8 @@ def run(n_items: int = N_FIT, seed: int = SEED, log=print) -> dict:
 
 def params_table(params: SimParams) -> pd.DataFrame:
     """The fitted parameters: the original value, the committed fit's, and the profile population's."""
-    fitted = committed()["params"]
     return pd.DataFrame(
-        [(k, ORIGINAL[k], v, getattr(params, k)) for k, v in fitted.items()],
+        [(k, ORIGINAL[k], v, getattr(params, k)) for k, v in committed()["params"].items()],
         columns=["parameter", "original", "fitted", "this profile"],
     )
 
@@ -183,8 +182,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.doc:
         print(doc_block())
         return
-    out = run(args.n_items)
-    FIT_FILE.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    FIT_FILE.write_text(json.dumps(run(args.n_items), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {FIT_FILE}")
 
 

@@ -168,32 +168,28 @@ class Setup:
 
     @property
     def subset_slug(self) -> str:
-        model = self.subset_model or self.model
-        return subsets.model_slug(model, synthetic=self.synthetic) + self.variant
+        return subsets.model_slug(self.subset_model or self.model, synthetic=self.synthetic) + self.variant
 
     def subset(self, b: str, n_max: Optional[int] = None) -> list[Question]:
         """The first n_max items of benchmark b's challenging subset; the Setup's own are built on first use."""
-        name = self.bench_name(b)
-        n_max = self.per_run(n_max)
         try:
             qs = self.load_subset(b, self.subset_slug, self.population if self.subset_slug == self.slug else None)
         except FileNotFoundError:
             if self.subset_slug != self.slug:
                 raise FileNotFoundError(
-                    f"no challenging subset of {name!r} for the subset model {self.subset_model!r} under "
-                    f"{subsets.subsets_root() / self.subset_slug}: build them first with that model (notebook 01 "
+                    f"no challenging subset of {self.bench_name(b)!r} for the subset model {self.subset_model!r} "
+                    f"under {subsets.subsets_root() / self.subset_slug}: build them first with that model (notebook 01 "
                     f"with MODEL={self.subset_model!r}), or set SUBSET_MODEL='' to build this model's own"
                 ) from None
             self.build_subsets(progress=False)
             qs = self.load_subset(b, self.slug, self.population)
-        return qs[:n_max] if n_max else qs
+        return qs[:cap] if (cap := self.per_run(n_max)) else qs
 
     def load_subset(self, b: str, slug: str, population: Optional[Population] = None) -> list[Question]:
         """subsets.load_subset, once per Setup (notebook 09 asks for the same few at every map point)."""
-        key = (b, slug)
-        if key not in self._subsets:
-            self._subsets[key] = subsets.load_subset(self.bench_name(b), slug, self.questions(b), population)
-        return list(self._subsets[key])
+        if (b, slug) not in self._subsets:
+            self._subsets[b, slug] = subsets.load_subset(self.bench_name(b), slug, self.questions(b), population)
+        return list(self._subsets[b, slug])
 
     def run(
         self,

@@ -58,13 +58,11 @@ PROBE_WAIT = 60.0
 
 def _with_format(cfg: GenerateConfig, schema: dict, mode: str) -> GenerateConfig:
     """`cfg` asking for `schema` in `mode`: inspect's response_schema (json_schema), or llama.cpp's json_object with
-    a schema (its grammar) in the body of an OpenAI-compatible provider."""
+    a schema (its grammar) in the body of an OpenAI-compatible provider (json_object); text mode never asks here."""
     if mode == "json_schema":
         rs = ResponseSchema(name="response", json_schema=JSONSchema.model_validate(schema), strict=True)
         return cfg.merge(GenerateConfig(response_schema=rs))
-    if mode == "json_object":
-        return cfg.merge(GenerateConfig(extra_body={"response_format": {"type": "json_object", "schema": schema}}))
-    return cfg
+    return cfg.merge(GenerateConfig(extra_body={"response_format": {"type": "json_object", "schema": schema}}))
 
 
 class InspectClient:
@@ -93,19 +91,18 @@ class InspectClient:
         cfg = GenerateConfig(**{k: params[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in params})
         where = (str(self.model), getattr(self.model.api, "base_url", None))
         mode, known = ("text", True) if schema is None else _MODES.get(where, (MODES[0], False))
-        probing = None if known else _PROBING.setdefault(where, threading.Lock())
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        held = probing is not None and probing.acquire(timeout=PROBE_WAIT if wait is None else min(wait, PROBE_WAIT))
-        if held:  # else it waited its time: it asks as it would have
+        probing = _PROBING.setdefault(where, threading.Lock())
+        wait = PROBE_WAIT if deadline is None else min(max(0.0, deadline - time.monotonic()), PROBE_WAIT)
+        if held := not known and probing.acquire(timeout=wait):  # else it waited its time: it asks as it would have
             mode, known = _MODES.get(where, (MODES[0], False))  # what the probe before this one settled
             if known:
-                cast(threading.Lock, probing).release()
+                probing.release()
                 held = False
         try:
             out = self._ask(chat, cfg, schema, scope, where, mode, known, deadline)
         finally:
             if held:
-                cast(threading.Lock, probing).release()
+                probing.release()
         u = out.usage
         pt, ct = (u.input_tokens, u.output_tokens) if u else (0, 0)
         return Completion(out.completion, None, prompt_tokens=pt, completion_tokens=ct, network_calls=1,
@@ -164,12 +161,9 @@ def sample_question(state: TaskState) -> Question:
         raise ValueError(f"sample {state.sample_id!r}: the AceMAD solvers need a multiple-choice Sample (choices=)")
     options = [c.value for c in state.choices]
     target = state.target.text.strip() if len(state.target.target) == 1 else ""
-    qid = f"sample-{state.sample_id}-epoch-{state.epoch}"
-    return dataclasses.replace(
-        make_question(state.input_text, options, answer=target if target in LETTERS[: len(options)] else None),
-        id=qid.replace(" ", "_"),
-        benchmark="inspect",
-    )
+    q = make_question(state.input_text, options, answer=target if target in LETTERS[: len(options)] else None)
+    qid = f"sample-{state.sample_id}-epoch-{state.epoch}".replace(" ", "_")
+    return dataclasses.replace(q, id=qid, benchmark="inspect")
 
 
 def paired(record: dict, cfg: DebateConfig) -> dict:

@@ -24,18 +24,14 @@ def commit_schema(labels: Sequence[str], want_q: bool, argument: bool = False) -
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _LABEL = re.compile(r"^\(?\s*(?:option|answer|choice)?\s*\(?([A-Za-z0-9]{1,2})\s*[).:]?\s*$", re.I)
 # The keys a model writes for p and q, compared without case, spaces or punctuation ("Self_Prob" -> "selfprob").
-_P_KEYS = tuple(
-    "selfprob selfprobability selfprobabilities selfbelief self probabilities probs belief beliefs p".split()
-)
-_Q_KEYS = tuple("peerprediction peerpredictions peerprob peerprobs peer peers peerbelief othersprediction q".split())
+_P_KEYS = "selfprob selfprobability selfprobabilities selfbelief self probabilities probs belief beliefs p".split()
+_Q_KEYS = "peerprediction peerpredictions peerprob peerprobs peer peers peerbelief othersprediction q".split()
 
 
 def objects(text: str) -> list[str]:
     """Balanced {...} substrings (outermost first), code fences first."""
-    fenced = _FENCE.findall(text)
-    sources = fenced + [text] if fenced else [text]
     out = []
-    for src in sources:
+    for src in _FENCE.findall(text) + [text]:
         depth, start = 0, None
         for i, ch in enumerate(src):
             if ch == "{":
@@ -106,11 +102,9 @@ def _label_of(k: Any, labels: Sequence[str], options: Optional[Mapping[str, str]
     if s in labels:
         return s
     m = _LABEL.match(s) if len(s) <= 40 else None  # a label is short; long keys only match option texts
-    if m:
-        cand = m.group(1)
-        for lab in labels:
-            if lab.lower() == cand.lower():
-                return lab
+    for lab in labels:
+        if m and lab.lower() == m.group(1).lower():
+            return lab
     if options:  # the option text instead of its label
         low = s.lower().rstrip(".")
         for lab, txt in options.items():
@@ -129,10 +123,9 @@ def _dist(obj: Any, labels: Sequence[str], options) -> tuple[Optional[np.ndarray
     unknown = []
     for k, v in obj.items():
         lab = _label_of(k, labels, options)
-        x = None if lab is None else _num(v)
         if lab is None:
             unknown.append(str(k))
-        elif x is not None and not np.isfinite(x):
+        elif (x := _num(v)) is not None and not np.isfinite(x):
             return None, {}
         elif x is not None:
             mapped[lab] = mapped.get(lab, 0.0) + max(x, 0.0)
@@ -146,10 +139,7 @@ def _dist(obj: Any, labels: Sequence[str], options) -> tuple[Optional[np.ndarray
 
 def _find(d: Mapping, keys: Sequence[str]) -> Any:
     by_norm = {_norm_key(k): v for k, v in d.items()}
-    for k in keys:
-        if k in by_norm:
-            return by_norm[k]
-    return None
+    return next((by_norm[k] for k in keys if k in by_norm), None)
 
 
 def parse_commit(text: str, labels: Sequence[str], want_q: bool, options: Optional[Mapping[str, str]] = None, *,
@@ -169,8 +159,7 @@ def parse_commit(text: str, labels: Sequence[str], want_q: bool, options: Option
 
 def _parse_commit(text: str, labels: tuple, want_q: bool, options, *, argument: bool = False) -> tuple:
     report: dict = {"ok": False, "fixes": []}
-    if not isinstance(text, str):
-        text = "" if text is None else str(text)
+    text = "" if text is None else str(text)
     objs = [o for o in (_loads(s) for s in objects(text)) if isinstance(o[0], Mapping)]
     if argument:
         report["argument"] = _argument(obj for obj, _ in objs)

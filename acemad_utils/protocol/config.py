@@ -131,10 +131,9 @@ class DebateConfig:
 
     def specs(self) -> list[AgentSpec]:
         """The agents; AceMAD's crowd first, truth-holders last."""
-        kind = self.roster_kind
-        if kind == "explicit" and isinstance(self.roster, tuple):
+        if isinstance(self.roster, tuple):
             return list(self.roster)
-        if kind == "homogeneous":
+        if self.roster_kind == "homogeneous":
             return [self.baseline_agent] * self.samples
         n_th = self.n_truth_holders
         return [self.crowd] * (self.n_agents - n_th) + [self.truth_holder] * n_th
@@ -172,9 +171,7 @@ class DebateConfig:
         return f"{base} ({', '.join(extras)})" if extras else base
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d.pop("name")
-        return d
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "name"}
 
     @functools.cached_property  # asked for every record: computed once per config (frozen: it never changes)
     def hash(self) -> str:

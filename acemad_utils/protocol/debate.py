@@ -180,11 +180,8 @@ def run_question(q: Question, population: Population, cfg: DebateConfig, repeat:
 
 def run_batch(questions: Sequence[Question], population: Population, cfg: DebateConfig, repeats) -> list[dict]:
     """The records of cfg on (questions[d], repeats[d]) for every d, in that order."""
-    out: list[dict] = [{}] * len(questions)
-    for b in debate(questions, population, cfg, repeats):
-        for d, rec in zip(b.index, b.records()):
-            out[d] = rec
-    return out
+    by_index = {d: rec for b in debate(questions, population, cfg, repeats) for d, rec in zip(b.index, b.records())}
+    return [by_index[d] for d in range(len(questions))]
 
 
 def debate(questions: Sequence[Question], population: Population, cfg: DebateConfig, repeats) -> list[Debates]:

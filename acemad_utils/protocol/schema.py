@@ -211,10 +211,8 @@ class TurnAgents:
         col = lambda f: [[f(s) for s in g] for g in grid]  # noqa: E731 one field of every step, [D][N]
         nan = np.full(len(steps[0].p), np.nan)
         Q = np.array(col(lambda s: nan if s.q is None else s.q)) if want_q else None
-        ok, q_ok = (
-            np.array(col(lambda s: not s.parse_failure)),
-            np.array(col(lambda s: not s.info.get("q_parse_failure"))),
-        )
+        ok = np.array(col(lambda s: not s.parse_failure))
+        q_ok = np.array(col(lambda s: not s.info.get("q_parse_failure")))
         return Commits(
             np.array(col(lambda s: s.p)), Q, col(lambda s: s.message), ok, q_ok, col(lambda s: dict(s.usage))
         )

@@ -36,16 +36,15 @@ def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
     agents, their and the wrong agents' mean score, and the within-question Spearman correlation of score and
     correctness (pooled, easy questions would correlate them with no premise)."""
     rows = []
-    for rec in _scored(records):
-        if rec.get("answer") is None:
-            continue
+    for rec in (r for r in _scored(records) if r.get("answer") is not None):
         truth = rec["labels"].index(rec["answer"])
         for t, entries in enumerate(rec["rounds"], start=1):
             kept = [e for e in entries if e.get("score") is not None and not e.get("parse_failure") and e.get("p")]
             if not kept:
                 continue
             s = np.array([float(e["score"]) for e in kept])
-            ok = (_top([e["p"] for e in kept]) == truth).astype(float)
+            # one argmax for the round (per agent it was most of question_rounds); every p has the record's K options
+            ok = (np.array([e["p"] for e in kept], dtype=float).argmax(axis=1) == truth).astype(float)
             top, n, right = s == s.max(), len(ok), int(ok.sum())  # shares of 0/1 counts: exact as np.mean's
             split = 0 < right < n
             rho = float(np.corrcoef(_ranks(s), ok)[0, 1]) if split and np.ptp(s) > 0 else np.nan  # ties: mean
@@ -53,14 +52,6 @@ def question_rounds(records: Sequence[dict]) -> pd.DataFrame:
                          float(s[ok == 1].mean()) if right else np.nan,
                          float(s[ok == 0].mean()) if right < n else np.nan, rho))  # fmt: skip
     return pd.DataFrame(rows, columns=ROUND_COLUMNS)
-
-
-def _top(ps: list) -> np.ndarray:
-    """Each agent's answer, np.argmax of its p (one call for the round: per agent it was most of question_rounds)."""
-    try:
-        return np.array(ps, dtype=float).argmax(axis=1)
-    except ValueError:  # p of different lengths
-        return np.array([np.argmax(p) for p in ps])
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -92,8 +83,7 @@ def premise(records: Sequence[dict], seed: int = 0, *, rounds: Optional[pd.DataF
     for method in fails["method"].unique():
         g = qr[qr["method"] == method]
         g = g.assign(lift=100 * (g["top_right"] - g["share_right"]), split=(g["share_right"] % 1) > 0)
-        per_question = g.groupby("question_id", sort=False)[["top_right", "share_right", "lift", "rank_corr", "split"]]
-        per_question = per_question.agg(
+        per_question = g.groupby("question_id", sort=False).agg(
             dict.fromkeys(["top_right", "share_right", "lift", "rank_corr"], "mean") | {"split": "max"}
         )
         f = fails[fails["method"] == method]
@@ -116,6 +106,11 @@ VERDICTS = {
     "unseen": "cannot be seen: on no question were some agents right and some wrong",
     "unmeasured": "cannot be measured: no question with a gold answer has a parsed commitment",
     "not judged": f"is not judged at this n (fewer than {MIN_SPLIT} questions with both right and wrong agents)",
+}
+#: What each verdict means for a gain of AceMAD (appended to its premise sentence)
+_SO = dict.fromkeys(["fails", "unseen"], " So no gain of AceMAD here can come from who scores well.") | {
+    "not shown": " So this run does not show that a gain of AceMAD could come from who scores well.",
+    "not judged": " So this run cannot say whether a gain of AceMAD could come from who scores well.",
 }
 
 
@@ -142,15 +137,15 @@ def premise_sentence(
     for method, g in table.groupby("method", sort=False):
         r = g[g["round"].astype(str) == "all"].iloc[0]
         rounds = ", ".join(f"round {x.round}: {x.lift:+.1f}" for x in g[g["round"].astype(str) != "all"].itertuples())
-        verdict = VERDICTS[_verdict(r)]
+        v = _verdict(r)
         if not r.n:
             parts.append(
-                f"{method}: the premise {verdict} ({100 * r.parse_failure:.1f}% of commitments did not parse)."
+                f"{method}: the premise {VERDICTS[v]} ({100 * r.parse_failure:.1f}% of commitments did not parse)."
             )
             continue
         text = (
             f"{method}: the premise (the agent whose peer prediction scores best knows more than a random agent) "
-            f"{verdict}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
+            f"{VERDICTS[v]}. The top-scoring agent's own answer is right {r.top_agent:.1f}% of the time against "
             f"{r.random_agent:.1f}% for an agent picked at random, a lift of {r.lift:+.1f} points "
             f"{interval(r.lift_lo, r.lift_hi, '+.1f')} over all rounds ({rounds}); n = {r.n} question"
             f"{'' if r.n == 1 else 's'}, {r.n_split} of them with both right and wrong agents. "
@@ -168,13 +163,7 @@ def premise_sentence(
                 "the others err (a forecast of agreement with oneself scores low when the others are wrong), while "
                 "the lift follows the top scorer, the agent AceMAD's weights favour."
             )
-        if _verdict(r) in ("fails", "unseen"):
-            text += " So no gain of AceMAD here can come from who scores well."
-        elif _verdict(r) == "not shown":
-            text += " So this run does not show that a gain of AceMAD could come from who scores well."
-        elif _verdict(r) == "not judged":
-            text += " So this run cannot say whether a gain of AceMAD could come from who scores well."
-        parts.append(text)
+        parts.append(text + _SO.get(v, ""))
     lead = (
         "On the synthetic population this is the population's assumption seen from the data (its knowledge_link sets "
         "how far peer-prediction skill goes with knowing the truth), not evidence about any model. "
@@ -192,8 +181,9 @@ def premise_sentence(
         for r in rows.itertuples()
     ]
     pop = dict(population or {})
-    if len(rows) and pop.get("synthetic") and pop.get("params"):  # what decides the sampling row, beside it
-        sp, tau = SimParams(**pop["params"]), NAIVE_AGENT.temperature
+    sp = SimParams(**pop["params"]) if pop.get("synthetic") and pop.get("params") else None
+    if len(rows) and sp is not None:  # what decides the sampling row, beside it
+        tau = NAIVE_AGENT.temperature
         e, ci, cp = sp.explore(tau), sp.crowd_insight, sp.copy(tau)
         cut = min(1.0, 0.5 / (1 - ci)) if ci < 1 else 1.0
         more.append(
@@ -207,8 +197,7 @@ def premise_sentence(
             f"and on the trap elsewhere: errors shared through pi (and copies) do not average out, whatever the number "
             f"of samples."
         )
-    params = SimParams(**pop["params"]) if pop.get("synthetic") and pop.get("params") else None
-    return lead + " ".join(parts + more + _controls_sentence(split_table, params))
+    return lead + " ".join(parts + more + _controls_sentence(split_table, sp))
 
 
 def _controls_sentence(split_table: pd.DataFrame, params: Optional[SimParams] = None) -> list[str]:
@@ -294,14 +283,11 @@ def split(
         long = accuracy_long(None, frame=frame, seed=seed)
         acc = long[long["benchmark"] == AVERAGE].set_index("method")
         # one benchmark: its own paired test (exact McNemar on 0/1 outcomes); several: the stratified Average's
-        where = AVERAGE if frame["benchmark"].nunique() > 1 else None
-        for c in [m, *names]:
-            if c not in acc.index:
-                continue
+        several = frame["benchmark"].nunique() > 1
+        for c in [c for c in [m, *names] if c in acc.index]:
             row = [m, c, *acc.loc[c, ["accuracy", "ci_lo", "ci_hi"]], *[np.nan] * 4, int(acc.loc[c, "n"])]
             if c != m:
-                t = versus_best(None, [m], [c], frame=frame, seed=seed, average=where is not None)
-                t = t[t["benchmark"] == where] if where else t
+                t = versus_best(None, [m], [c], frame=frame, seed=seed, average=several, per_benchmark=not several)
                 if not len(t):  # no question both answered (the other's records failed): no difference to show
                     continue
                 d = t.iloc[0]

@@ -32,12 +32,8 @@ def save_table(
     if synthetic and "SYNTHETIC" not in label:  # a synthetic table says so, whatever source it was given
         label = SYNTHETIC_LABEL
     with_source(df, label).to_csv(d / f"{name}.csv", index=False, float_format="%.4f")
-    parts = [
-        f"<!-- source: {label} -->\n**Source: {label}.**\n",
-        _markdown(df if display is None else display, ".4f"),
-    ]
-    if title:
-        parts.insert(0, f"# {title}\n")
+    parts = [f"# {title}\n"] if title else []
+    parts += [f"<!-- source: {label} -->\n**Source: {label}.**\n", _markdown(df if display is None else display, ".4f")]
     for heading, table in (companions or {}).items():
         parts += [f"\n**{heading}**\n", _markdown(table, ".2f")]
     (d / f"{name}.md").write_text("\n".join(parts) + "\n", encoding="utf-8")

@@ -62,9 +62,7 @@ def _given_frame(records: Optional[Sequence[dict]], frame: Optional[pd.DataFrame
     # exactly one of them, so a frame never silently stands for other records
     if (records is None) == (frame is None):
         raise ValueError("pass either records or frame=tables.question_frame(records), not both or neither")
-    if frame is not None:
-        return frame
-    return reused(id(records), records, lambda: question_frame(records or []))
+    return frame if frame is not None else reused(id(records), records, lambda: question_frame(records or []))
 
 
 _REUSED: Optional[dict] = None  # frames_reused's frames by list identity, and their pivots by frame identity
@@ -308,8 +306,7 @@ def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
     order = sorted(seen, key=lambda b: (b == AVERAGE, rank[b], seen.index(b)))
     key = long["benchmark"].map({b: i for i, b in enumerate(order)})
     methods = long["method"].map({m: i for i, m in enumerate(long["method"].unique())})
-    out = long.assign(_m=methods, _b=key).sort_values(["_m", "_b"], kind="stable")
-    return out.drop(columns=["_m", "_b"]).reset_index(drop=True)
+    return long.iloc[np.lexsort((key, methods))].reset_index(drop=True)  # stable: by method, then benchmark
 
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
