@@ -18,39 +18,11 @@ from acemad_utils.experiments.profiles import notebook_params
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.pilot import pilot_configs, report
 from acemad_utils.report import premise as PR
-from tests.fake_openai import FakeOpenAI, FaultInjector, request_info
-
-TRUTH, BAIT = "A", "B"
-
-
-def scripted(premise: bool):
-    """The crowd believes the bait, AceMAD's Skeptic (T=0.6) the truth; with the premise the Skeptic predicts its peers
-    exactly (it scores best), without it uniform peers (it scores worst: the top scorer is a wrong crowd agent)."""
-
-    def dist(labels, favour, mass):
-        rest = (1 - mass) / (len(labels) - 1)
-        return {x: (mass if x == favour else rest) for x in labels}
-
-    def reply(body: dict, n: int) -> str:
-        info = request_info(body)
-        skeptic = body.get("temperature") == 0.6
-        favour = TRUTH if skeptic else BAIT
-        if not info["structured"]:
-            return f"The answer is {favour}."
-        labels = info["labels"]
-        out: dict = {"self_prob": dist(labels, favour, 0.9)}
-        if info["want_q"]:
-            crowd = dist(labels, BAIT, 0.9)
-            out["peer_prediction"] = crowd if skeptic == premise else {x: 1 / len(labels) for x in labels}
-        if info["argument"]:
-            out = {"argument": f"The answer is {favour}.", **out}
-        return json.dumps(out)
-
-    return reply
+from tests.fake_openai import FakeOpenAI, FaultInjector, PremiseAgents, Refusing
 
 
 def question_file(tmp_path: Path) -> Path:
-    rows = [{"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?", "answer": TRUTH,
+    rows = [{"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?", "answer": "A",
              "options": ["true", "false", "maybe", "never"]} for b in ("alpha", "beta") for i in range(8)]  # fmt: skip
     (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tmp_path / "mine.jsonl"
@@ -94,7 +66,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
     path = question_file(cwd)
     who = ["--model", "gpt-4o-mini", "--per-benchmark", "6"]  # 12: enough to judge the premise
     full = ["run", str(path), "--methods", "acemad,self_consistency", "--model", "gpt-4o-mini", "--out"]
-    with FakeOpenAI(scripted(premise)) as srv:
+    with FakeOpenAI(PremiseAgents(holds=premise)) as srv:
         assert main(["pilot", str(path), *who, "--base-url", srv.url]) == 0
         pilot_calls = srv.count
         out = capsys.readouterr().out
@@ -103,7 +75,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
         assert Path(python).resolve() == Path(sys.executable).resolve()
         assert main(argv) == 0
         after_pilot = srv.count - pilot_calls
-    with FakeOpenAI(scripted(premise)) as fresh:
+    with FakeOpenAI(PremiseAgents(holds=premise)) as fresh:
         assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
     assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out and "NaN" not in out
     assert re.search(r"paid: (about \$[\d.]+|under \$0\.01) of MAX_USD \$5\.00", out)  # the default budget
@@ -181,15 +153,7 @@ def test_a_small_source_pilot_plans_what_it_has_and_a_synthetic_profile_has_none
 
 
 def test_a_pilot_whose_calls_failed_says_which_and_exits_1(cwd, capsys):
-    from tests.fake_openai import error
-
-    healthy = FaultInjector(rate=0.0)
-
-    def script(body, n):  # every call about benchmark alpha's questions is refused (HTTP 400: not retried)
-        refused = "Question alpha" in json.dumps(body["messages"])
-        return error(400, "context length exceeded") if refused else healthy(body, n)
-
-    with FakeOpenAI(script) as srv:
+    with FakeOpenAI(Refusing("Question alpha")) as srv:  # every call about benchmark alpha's questions: HTTP 400
         argv = ["pilot", str(question_file(cwd)), "--model", "gpt-4o-mini", "--per-benchmark", "2"]
         assert main([*argv, "--base-url", srv.url]) == 1
     out = capsys.readouterr().out
