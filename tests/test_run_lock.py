@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -60,19 +61,15 @@ def test_two_runs_at_once_pay_each_call_once(smoke_outputs):
 
     with FakeOpenAI(held) as srv:
         procs = [_by_hand(smoke_outputs, srv.url, ACEMAD_CALL_TIMEOUT="600") for _ in range(2)]
-        outs: list = [None, None]
 
-        def finish(i: int) -> None:
+        def finish(proc: subprocess.Popen) -> tuple:
             try:
-                outs[i] = procs[i].communicate(timeout=600)
+                return proc.communicate(timeout=600)
             finally:
                 one_ended.set()
 
-        waiting = [threading.Thread(target=finish, args=(i,)) for i in range(2)]
-        for t in waiting:
-            t.start()
-        for t in waiting:
-            t.join()
+        with ThreadPoolExecutor(2) as pool:
+            outs = list(pool.map(finish, procs))
         bodies = [json.dumps(b, sort_keys=True) for b in srv.requests]
     lines = [o.strip() for o, _ in outs]
     assert sorted(x.split()[0] for x in lines) == ["DONE", "REFUSED"], outs
@@ -87,7 +84,6 @@ def test_a_run_by_hand_queues_with_lock_wait(smoke_outputs):
     with FakeOpenAI(lambda body, n: called.set() or plan(body, n)) as srv:
         with RunLock("probe", llm=True):
             proc = _by_hand(smoke_outputs, srv.url, ACEMAD_LOCK_WAIT="1")
-            assert proc.stdout is not None
             first = proc.stdout.readline()  # printed just before it blocks on the lock
             assert "waiting for the run holding" in first
             assert not called.wait(1.0) and proc.poll() is None  # while we hold the lock it sends nothing
