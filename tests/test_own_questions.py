@@ -221,7 +221,6 @@ URL_SAYS = "need an http:// or https:// URL with a host (a port: 1 to 65535)"
 def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(
     elsewhere, endpoint, capsys, monkeypatch, argv, env, says
 ):
-    """A bad option, or a bad setting named in the environment."""
     for var, value in env.items():
         monkeypatch.setenv(var, value)
     src = _write(elsewhere / "q.jsonl", ROWS[:2])
@@ -549,7 +548,6 @@ def test_a_paid_run_ends_with_what_it_paid_and_a_cached_rerun_pays_nothing(elsew
 
 
 def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoint, capsys, monkeypatch):
-    """One question, 100 agents, 50 rounds: priced and stopped before a call."""
     src = _write(elsewhere / "big.jsonl", ROWS[:1])
     argv = ["run", str(src), "--model", "gpt-4o-mini", "--methods", "acemad", "--agents", "100", "--rounds", "50"]
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
@@ -563,12 +561,9 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
     assert err.strip().splitlines() == [
         "error: the estimate is above $1 or 2,000 calls and stdin cannot answer; add --yes to run it (nothing was sent)"
     ]
-
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    terminal = io.StringIO("n\n")
+    terminal.isatty = lambda: True
+    monkeypatch.setattr("sys.stdin", terminal)
     assert main(argv) == 2
     assert "send these calls? [y/N]" in capsys.readouterr().err and endpoint.count == 0
 
@@ -587,23 +582,7 @@ def test_a_fitted_estimate_agrees_with_the_replay():
         assert fitted.unpriced == replayed.unpriced == (["other"] if method == "acemad" else [])
 
 
-# ----------------------------------------------------------------------------- any dataset by its columns
-def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys):
-    rows = [{"question_id": i, "question": f"Q{i}?", "options": ["a", "b", "c"], "answer": "B"} for i in range(3)]
-    rows[1]["options"] = ["a", "a", "c"]  # as MMLU-Pro's test item 8584: an option repeated
-    src = _write(elsewhere / "mmlu.jsonl", rows)
-    argv = ["run", str(src), "--choices-col", "options", "--answer-col", "answer", "--id-col", "question_id"]
-    assert main([*argv, "--synthetic", "--methods", "majority"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == f"error: {src}, line 2: field 'options' repeats an option text; each option must differ", err
-    assert main([*argv, "--synthetic", "--methods", "majority", "--skip-invalid"]) == 0
-    out = capsys.readouterr().out
-    assert f"--skip-invalid: left out 1 row(s) that fail the checks, first: {src}, line 2: field 'options'" in out
-    assert "(2 records, 0 failed)" in out
-
-
 def test_the_estimate_the_docs_quote_is_the_one_printed():
-    """The docs quote the estimate of their own three questions: the line api.estimate gives."""
     block = doc_blocks("Try it on your task")[0]
     rows = [json.loads(x) for x in block.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0].splitlines()]
     line = api.estimate(rows, "acemad,majority", model="gpt-4o-mini").line()
@@ -627,6 +606,20 @@ def test_duplicate_ids_in_a_run_question_list(tmp_outputs):
 
 
 # ----------------------------------------------------------------------------- any dataset by its columns
+def test_a_defective_row_stops_the_column_route_unless_skipped(elsewhere, capsys):
+    rows = [{"question_id": i, "question": f"Q{i}?", "options": ["a", "b", "c"], "answer": "B"} for i in range(3)]
+    rows[1]["options"] = ["a", "a", "c"]  # as MMLU-Pro's test item 8584: an option repeated
+    src = _write(elsewhere / "mmlu.jsonl", rows)
+    argv = ["run", str(src), "--choices-col", "options", "--answer-col", "answer", "--id-col", "question_id"]
+    assert main([*argv, "--synthetic", "--methods", "majority"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {src}, line 2: field 'options' repeats an option text; each option must differ", err
+    assert main([*argv, "--synthetic", "--methods", "majority", "--skip-invalid"]) == 0
+    out = capsys.readouterr().out
+    assert f"--skip-invalid: left out 1 row(s) that fail the checks, first: {src}, line 2: field 'options'" in out
+    assert "(2 records, 0 failed)" in out
+
+
 #: One made-up row in each published shape (never a benchmark item): ARC-Challenge (allenai/ai2_arc), MMLU-Pro
 #: (TIGER-Lab/MMLU-Pro) and TruthfulQA multiple_choice (truthful_qa), with the columns the docs name for them.
 SHAPES = {
