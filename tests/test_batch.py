@@ -222,33 +222,25 @@ def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_serv
     from acemad_utils.experiments.runner import BudgetStop
 
     monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
-    srv = fake_server
-    pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch")
+    pop = W.population(fake_server.url, str(full_outputs / "c.sqlite"), "batch")
     with pytest.raises(BudgetStop, match="raise MAX_USD"):
         run_experiment("capped", W.questions(N), [W.config()], pop, workers=4, progress=False)
-    assert srv.batches == {} and srv.batch_lines == []
+    assert fake_server.batches == {} and fake_server.batch_lines == []
 
 
 def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint(full_outputs):
-    """A 127.0.0.1 URL may be a gateway with a Batch API: batch mode uses it, files mode writes the requests."""
+    """A 127.0.0.1 URL may be a gateway with a Batch API: batch mode uses it, files mode writes the requests and
+    prints its import step with the interpreter that ran the pass (`.venv/bin/python` from the repo), as the pilot's
+    closing line does, not whatever `python` is on PATH."""
     with FakeOpenAI(FaultInjector(0.0)) as srv:
         pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch", kind=None)
         assert srv.url.startswith("http://127.0.0.1:") and pop.client(None).kind == "local-llama.cpp"
         run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
         assert srv.batch_lines and not srv.requests  # every call went through a batch, none synchronously
         pop = W.population(srv.url, str(full_outputs / "f.sqlite"), "files", kind=None)
-        with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)"):
+        with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)") as got:
             run_experiment("loopback-files", W.questions(2), [W.config()], pop, workers=2, progress=False)
         assert not srv.requests
-
-
-def test_files_mode_names_this_interpreter_in_its_import_command(full_outputs):
-    """The import step CALLS_VIA=files prints runs with the interpreter that ran the pass (`.venv/bin/python` from
-    the repo), as the pilot's closing line does, not whatever `python` is on PATH."""
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = W.population(srv.url, str(full_outputs / "f.sqlite"), "files", kind=None)
-        with pytest.raises(BA.BatchExported) as got:
-            run_experiment("files-hint", W.questions(2), [W.config()], pop, workers=2, progress=False)
     here = os.path.relpath(sys.executable)
     python = here if not here.startswith("..") else sys.executable
     assert f"`{python} -m acemad_utils.agents.batch import " in str(got.value)

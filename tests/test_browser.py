@@ -49,20 +49,15 @@ def _until(condition, seconds: float, what: str):
     return got
 
 
-def _playwright():
-    """playwright's sync_playwright, or a skip naming what is missing (also used by test_inspect_solvers)."""
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, or a skip naming what is missing."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install -y chromium; .ci/run does it as root)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("playwright-python is not installed (pip install -e '.[test]')")
-    return sync_playwright
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_playwright = _playwright()
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)

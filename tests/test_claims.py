@@ -7,11 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import load_run, run_dir
 from acemad_utils.experiments import assumption_map as AM
 from acemad_utils.experiments import registry as R
+from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.experiments.setup import Setup
+from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import claims as C
 from acemad_utils.report import figures
 from acemad_utils.report import readable as RD
@@ -126,7 +129,7 @@ def test_a_real_model_ledger_from_a_handful_of_questions_supports_and_refutes_no
     labels = {**MAIN, "AceMAD (T=2)": "acemad"}
     rates = dict(zip(labels, (0.9, 0.0, 0.1, 0.0, 0.0)))
     configs = {k: cfg(m) for k, m in labels.items()}
-    runs = {"main": _run(rates, configs, params={}, n=n_questions, model="SmolLM2-135M-Instruct")}
+    runs = {"main": _run(rates, configs, params={}, n=n_questions)}
     runs["main"][0].update(synthetic=False, model="SmolLM2-135M-Instruct", backend="local")
     runs["main"][0]["population"] = {"synthetic": False, "model": "SmolLM2-135M-Instruct"}
     ledger = C.ledger(runs)
@@ -327,10 +330,6 @@ def test_lean_records_drop_the_rounds_except_the_ablations_acemad_debates():
 def test_a_lean_read_of_a_run_keeps_what_the_lean_keep_keeps_of_each_whole_record(tmp_outputs, experiment):
     """load_run(keep=lean) decodes only the scalars and final, and parses the ablation's AceMAD records whole: the
     records, their order and their keys' order are those of lean() applied to a whole read."""
-    from acemad_utils.agents.sim import SimPopulation, make_items
-    from acemad_utils.experiments.runner import run_experiment
-    from acemad_utils.protocol.config import DebateConfig
-
     name = f"default/{experiment}"
     cfgs = [DebateConfig(method="acemad"), DebateConfig(method="majority"), DebateConfig(method="single")]
     run_experiment(name, make_items(6, seed=2), cfgs, SimPopulation(), progress=False)

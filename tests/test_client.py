@@ -31,12 +31,9 @@ def test_happy_path_and_token_counts():
         r = c.generate(MSG, GenerateConfig(temperature=0.3, seed=1, max_tokens=20, top_p=0.9))
         assert (r.text, r.prompt_tokens, r.completion_tokens, r.cached) == ("hello", 7, 3, False)
         c.generate(MSG)
-        body = srv.requests[0]
-        assert (
-            body.items()
-            >= {"model": "fake-model", "temperature": 0.3, "seed": 1, "max_tokens": 20, "top_p": 0.9}.items()
-        )
-        assert "response_format" not in body and "seed" not in srv.requests[1]
+        sent = {"model": "fake-model", "temperature": 0.3, "seed": 1, "max_tokens": 20, "top_p": 0.9}
+        assert srv.requests[0].items() >= sent.items()
+        assert "response_format" not in srv.requests[0] and "seed" not in srv.requests[1]
         s = c.stats()
         assert (s["calls"], s["network_calls"], s["prompt_tokens"], s["completion_tokens"]) == (2, 2, 12, 8)
         assert s["cost_usd"] is None  # a fake model on loopback: unpriced, not free (only our own server is)
@@ -160,7 +157,6 @@ def test_retries_then_success(fault):
 @pytest.mark.parametrize("reply, raised, sent", [(error(400, "context too long"), openai.BadRequestError, 1),
                                                   (error(503, "down"), openai.InternalServerError, 3)])  # fmt: skip
 def test_a_failed_call_is_raised_after_its_bounded_attempts(reply, raised, sent):
-    """A 400 in text mode is not retried; a 5xx is, max_attempts times."""
     with FakeOpenAI(default=reply) as srv:
         c = client(srv, max_attempts=3)
         with pytest.raises(raised):
@@ -232,20 +228,17 @@ def test_cache_key_depends_on_every_part():
 
 
 def test_concurrent_identical_calls_are_sent_once_and_cached_once(tmp_path):
-    # A sampling endpoint (every request gets a new reply) and 8 threads sending the same scoped call at
-    # once: the cache must let one request through and give every caller that one reply, or a warm rerun
-    # would diverge from the cold run.
+    """A sampling endpoint and 8 threads sending the same scoped call at once: one request, one reply for all."""
     counter = itertools.count()
     with FakeOpenAI(lambda body, n: Reply(content=f"sample {next(counter)}", delay=0.2)) as srv:
-        client = LLMClient(model="m", base_url=srv.url, api_key="sk-fake", cache=ResponseCache(tmp_path / "c.sqlite"))
-        out, barrier = [], threading.Barrier(8)
+        c = client(srv, cache=ResponseCache(tmp_path / "c.sqlite"))
+        barrier = threading.Barrier(8)
 
-        def call():
+        def call(_):
             barrier.wait()
-            out.append(client.generate([{"role": "user", "content": "same"}], scope="q|agent=0|round=1").text)
+            return c.generate(MSG, scope="q|agent=0|round=1").text
 
         with ThreadPoolExecutor(8) as ex:
-            list(ex.map(lambda _: call(), range(8)))
-        assert srv.count == 1
-        assert len(set(out)) == 1 and len(out) == 8
-        assert client.generate([{"role": "user", "content": "same"}], scope="q|agent=0|round=1").text == out[0]
+            out = list(ex.map(call, range(8)))
+        assert srv.count == 1 and len(set(out)) == 1
+        assert c.generate(MSG, scope="q|agent=0|round=1").text == out[0]

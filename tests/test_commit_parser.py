@@ -5,6 +5,7 @@ whatever a model replies, a commitment is a valid belief, and a failed one is un
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -169,15 +170,10 @@ def test_well_formed_commitments_round_trip(p, q, style):
 
 
 # ----------------------------------------------------------------------------- the agent around the parser
-class ScriptedClient:
-    """Replies with the given texts in turn (commit, then repair)."""
-
-    def __init__(self, texts):
-        self.texts = list(texts)
-
-    def generate(self, messages, config, *, schema=None, scope="", model=None, deadline=None):
-        text = self.texts.pop(0) if self.texts else ""
-        return Completion(text=text, mode=None, network_calls=1)
+def scripted(*texts):
+    """A client replying with `texts` in turn (commit, then repair), then with nothing."""
+    left = list(texts)
+    return SimpleNamespace(generate=lambda *a, **kw: Completion(left.pop(0) if left else "", None, network_calls=1))
 
 
 Q = Question("q", "props", "Capital of France?", OPTIONS, "A")
@@ -190,7 +186,7 @@ Q = Question("q", "props", "Capital of France?", OPTIONS, "A")
     role=st.sampled_from(["debater", "solo", "moderator"]),
 )
 def test_agent_commitment_is_always_a_valid_belief(first, second, role):
-    agent = LLMAgent(AgentSpec(), ScriptedClient([first, second]), seed=0)
+    agent = LLMAgent(AgentSpec(), scripted(first, second), seed=0)
     turn = Turn(Q, 0 if role != "moderator" else -1, 1, (), role=role, want_peer_prediction=True)
     step = agent.commit(turn, "argument")
     want_q = role == "debater"

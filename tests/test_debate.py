@@ -289,12 +289,11 @@ def test_runs_in_batches_of_7_and_of_600_write_the_same_file(tmp_outputs, monkey
 def test_rescoring_reproduces_the_engine_and_changes_with_eta():
     pop = SimPopulation(seed=9)
     recs = run_batch(ITEMS[:200], pop, DebateConfig(method="acemad", rounds=5), [0] * 200)
-    arr = A.stack(recs)
-    stored = np.array([r["labels"].index(r["final"]["answer"]) for r in recs])
+    arr, answers = A.stack(recs), lambda recs: np.array([r["labels"].index(r["final"]["answer"]) for r in recs])
+    stored = answers(recs)
     np.testing.assert_array_equal(A.rescore(arr, eta=2.0), stored)
     short = run_batch(ITEMS[:200], pop, DebateConfig(method="acemad", rounds=2), [0] * 200)
-    short_answers = [r["labels"].index(r["final"]["answer"]) for r in short]
-    np.testing.assert_array_equal(A.rescore(arr, eta=2.0, rounds=2), short_answers)
+    np.testing.assert_array_equal(A.rescore(arr, eta=2.0, rounds=2), answers(short))
     assert (A.rescore(arr, eta=16.0) != stored).any()
     every_t = A.decisions(arr, eta=[2.0, 16.0])  # (eta, B, T): the same decisions, sliced per round
     for t in (1, 2, 5):

@@ -32,10 +32,9 @@ from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import tables as TB
 from acemad_utils.reproduce import cli as reproduce
 from acemad_utils.reproduce.cli import ProfileLock, _ok_line, failed_records, failure_lines, progress_tail
-from tests.conftest import CANARY_KEY
+from tests.conftest import CANARY_KEY as KEY
 from tests.fake_openai import HOSTILE, FakeOpenAI, FaultInjector, Reply, completion
 
-KEY = CANARY_KEY
 MSG = [{"role": "user", "content": "Question: x\n\nOptions:\nA. a\nB. b"}]
 FAST = dict(max_attempts=4, timeout=0.5)
 
@@ -206,7 +205,6 @@ def test_the_reproduce_command_names_failed_records_per_method(keyed_outputs):
 
 # ----------------------------------------------------------------------------- one run per profile
 def test_a_second_run_of_a_profile_or_of_the_llm_cache_is_refused_naming_the_holder(keyed_outputs, tmp_path):
-    """(Queueing behind the holder instead: tests/test_run_lock.py.)"""
     path = tmp_path / "probe.yaml"
     path.write_text("profile: probe\ncommon: {BACKEND: sim}\n")
     with ProfileLock("probe", llm=True):
@@ -234,8 +232,7 @@ def test_progress_lines_reach_the_terminal(tmp_path, capsys):
 
 
 def test_a_progress_line_above_a_progress_bar_starts_its_own_line(monkeypatch):
-    """The command's question bar and the client's [calls] line share stderr: the line clears the bar, never
-    continues it."""
+    """The command's question bar and the client's [calls] line share stderr."""
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
     monkeypatch.delenv("ACEMAD_PROGRESS_FILE", raising=False)
@@ -379,18 +376,10 @@ def test_a_chat_reply_without_end_stops_at_the_cap_with_one_line_naming_the_endp
     assert peak < 3 * 2**22
 
 
-BOMB: list[bytes] = []  # made before memory is traced: 64 MiB of zeros in ~64 KiB
-
-
-def _gzip_bomb(conn, head):
-    bomb = BOMB[0]
-    head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-    conn.sendall(f"{head}Content-Length: {len(bomb)}\r\n\r\n".encode() + bomb)
-
-
-def test_a_gzip_bomb_listing_is_never_inflated(monkeypatch):
-    BOMB[:] = BOMB or [gzip.compress(b"0" * 2**26, compresslevel=9)]
-    with _raw_server(_gzip_bomb) as url:
+def test_a_gzip_bomb_listing_is_never_inflated():
+    bomb = gzip.compress(b"0" * 2**26, compresslevel=9)  # made before memory is traced: 64 MiB of zeros in ~64 KiB
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+    with _raw_server(lambda conn, _: conn.sendall(head % len(bomb) + bomb)) as url:
         c = LLMClient("m", url, KEY)
         tracemalloc.start()
         try:

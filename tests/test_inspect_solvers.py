@@ -48,9 +48,11 @@ class Gate:
         return self.plan(body, n)
 
 
-def samples(n: int, options=("red", "green", "blue")) -> list:
-    return [Sample(input=f"Question {i}: which colour?", choices=list(options), target="ABC"[i % 3], id=f"s{i}")
-            for i in range(n)]  # fmt: skip
+def debate(n: int, rounds: int = 2, agents: int = 3, *, before=(), scorer=None, **kw) -> Task:
+    """n colour questions (after the samples `before`) for AceMAD's solver, scored by choice() unless told."""
+    data = [Sample(input=f"Question {i}: which colour?", choices=["red", "green", "blue"], target="ABC"[i % 3],
+                   id=f"s{i}") for i in range(n)]  # fmt: skip
+    return Task(dataset=[*before, *data], solver=acemad(rounds=rounds, agents=agents, **kw), scorer=scorer or choice())
 
 
 def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
@@ -79,8 +81,7 @@ def _key(monkeypatch):
 def test_more_samples_than_threads_finish_with_calls_overlapping(tmp_path):
     n = 40  # asyncio's default executor has min(32, cores + 4) threads; every sample debates at once
     with FakeOpenAI(Gate(FaultInjector(rate=0.0), 16)) as srv:
-        task = Task(dataset=samples(n), solver=acemad(rounds=2, agents=3), scorer=choice())
-        log = run_eval(task, tmp_path, max_samples=n, max_connections=16, model_base_url=srv.url)
+        log = run_eval(debate(n), tmp_path, max_samples=n, max_connections=16, model_base_url=srv.url)
         assert srv.count == n * 2 * 3 * 2  # every agent of every round: argue and commit
         assert srv.max_in_flight == 16  # more than one sample's 3 agents at once, never above max_connections
     assert log.status == "success" and len(log.samples) == n
@@ -88,8 +89,8 @@ def test_more_samples_than_threads_finish_with_calls_overlapping(tmp_path):
 
 def test_the_agents_of_a_round_call_at_once(tmp_path):
     with FakeOpenAI(Gate(FaultInjector(rate=0.0), 5)) as srv:
-        task = Task(dataset=samples(1), solver=acemad(rounds=1, agents=5), scorer=choice())
-        assert run_eval(task, tmp_path, model_base_url=srv.url).status == "success" and srv.max_in_flight == 5
+        assert run_eval(debate(1, 1, 5), tmp_path, model_base_url=srv.url).status == "success"
+        assert srv.max_in_flight == 5
 
 
 def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, monkeypatch):
@@ -97,8 +98,7 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
     skeptic = PERSONAS["Skeptic"]
     with FakeOpenAI(FaultInjector(rate=0.0)) as first, FakeOpenAI(FaultInjector(rate=0.0)) as second:
         roles = {"skeptic": get_model("openai-api/second/other-model", base_url=second.url)}
-        task = Task(dataset=samples(2), solver=acemad(rounds=2, agents=3), scorer=[choice(), decisions()])
-        log = run_eval(task, tmp_path, model_base_url=first.url, model_roles=roles)
+        log = run_eval(debate(2, scorer=[choice(), decisions()]), tmp_path, model_base_url=first.url, model_roles=roles)
         systems = lambda srv: {r["messages"][0]["content"] for r in srv.requests}  # noqa: E731
         assert systems(second) == {skeptic} and second.count == 2 * 2 * 2  # 1 Skeptic, 2 rounds, 2 calls, 2 samples
         assert skeptic not in systems(first) and first.count == 2 * 2 * 2 * 2
@@ -138,15 +138,14 @@ def test_commitments_ask_for_their_schema_as_the_commands_do_and_a_refused_mode_
             return refusal
         return model(body, n)
 
-    task = lambda: Task(dataset=samples(4), solver=acemad(rounds=2, agents=3), scorer=choice())  # noqa: E731
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        assert run_eval(task(), tmp_path, max_samples=2, model_base_url=srv.url).status == "success"
+        assert run_eval(debate(4), tmp_path, max_samples=2, model_base_url=srv.url).status == "success"
         formats = [b["response_format"] for b in srv.requests if "response_format" in b]
     assert len(formats) == 4 * 2 * 3 and {f["type"] for f in formats} == {"json_schema"}  # every commitment
     first = formats[0]["json_schema"]
     assert first["strict"] and "peer_prediction" in first["schema"]["properties"]
     with FakeOpenAI(no_json_schema) as srv:
-        log = run_eval(task(), tmp_path, max_samples=2, model_base_url=srv.url)
+        log = run_eval(debate(4), tmp_path, max_samples=2, model_base_url=srv.url)
         later = [b["response_format"] for b in srv.requests if "response_format" in b][len(refused) :]
     # one probe (the openai SDK's own 2 retries, not inspect's), not one per commitment in flight (2 samples x 3
     # agents): the others wait for its answer
@@ -167,9 +166,8 @@ def test_a_mode_accepted_earlier_and_refused_later_steps_down_instead_of_failing
             accepted.append(n)
         return model(body, n)
 
-    task = Task(dataset=samples(3), solver=acemad(rounds=2, agents=3), scorer=choice())
     with FakeOpenAI(restarted_without_json_schema) as srv:
-        log = run_eval(task, tmp_path, max_samples=1, model_base_url=srv.url)
+        log = run_eval(debate(3), tmp_path, max_samples=1, model_base_url=srv.url)
         formats = [b["response_format"]["type"] for b in srv.requests if "response_format" in b]
     assert log.status == "success" and all(s.error is None for s in log.samples)
     assert formats[:6] == ["json_schema"] * 6 and formats[-(2 * 2 * 3) :] == ["json_object"] * 12
@@ -178,10 +176,9 @@ def test_a_mode_accepted_earlier_and_refused_later_steps_down_instead_of_failing
 def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        task = lambda: Task(dataset=samples(2), solver=acemad(rounds=2, agents=3, cache=True), scorer=choice())  # noqa: E731
-        first = run_eval(task(), tmp_path, model_base_url=srv.url)
+        first = run_eval(debate(2, cache=True), tmp_path, model_base_url=srv.url)
         sent = srv.count
-        second = run_eval(task(), tmp_path, model_base_url=srv.url)
+        second = run_eval(debate(2, cache=True), tmp_path, model_base_url=srv.url)
         assert sent == 2 * 2 * 3 * 2 and srv.count == sent  # one request per agent, round and kind; then none
     answers = lambda log: [s.store[STORE_KEY]["rounds"] for s in log.samples]  # noqa: E731
     assert answers(first) == answers(second)
@@ -190,8 +187,7 @@ def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
 def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason(tmp_path):
     bad = Sample(input="Which?", choices=["same", "same", "other"], target="A", id="dup")
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        log = run_eval(Task(dataset=[bad, *samples(2)], solver=acemad(rounds=1, agents=2), scorer=choice()),
-                       tmp_path, model_base_url=srv.url)  # fmt: skip
+        log = run_eval(debate(2, 1, 2, before=[bad]), tmp_path, model_base_url=srv.url)
     assert log.status == "success" and len(log.samples) == 3
     (s,) = [s for s in log.samples if s.id == "dup"]
     assert s.scores["choice"].value == "I" and "repeats an option text" in s.scores["choice"].explanation
@@ -200,8 +196,7 @@ def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason(tmp_path):
 
 def test_replies_that_never_parse_fail_the_eval_with_one_line(tmp_path):
     with FakeOpenAI(FaultInjector(rate=0.0), mode="unparseable") as srv:
-        log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
-                       model_base_url=srv.url)  # fmt: skip
+        log = run_eval(debate(2, 1, 2), tmp_path, model_base_url=srv.url)
     assert log.status == "error" and "did not parse" in log.error.message and "\n" not in log.error.message.strip()
 
 
@@ -209,8 +204,7 @@ def test_a_key_the_endpoint_echoes_reaches_no_eval_log(tmp_path, monkeypatch):
     plain = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"  # not key-like: only redaction by value catches it
     monkeypatch.setenv("FAKE_API_KEY", plain)
     with FakeOpenAI(FaultInjector(rate=0.0), mode="401") as srv:
-        log = run_eval(Task(dataset=samples(2), solver=acemad(rounds=1, agents=2), scorer=choice()), tmp_path,
-                       model_base_url=srv.url)  # fmt: skip
+        log = run_eval(debate(2, 1, 2), tmp_path, model_base_url=srv.url)
         assert f"Bearer {plain}" in srv.auth  # the endpoint got it and quoted it back
     assert log.status == "error" and "Incorrect API key provided: ***" in log.error.message
     # The errors the solver raises: the eval's and each sample's. (inspect's own model events keep the endpoint's
@@ -231,20 +225,16 @@ def colours():
 """
 
 
-def inspect_cli() -> str:
-    eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="inspect_ai")}
-    assert "acemad_utils" in eps, "the inspect_ai entry point is not installed: pip install -e '.[inspect]'"
-    return str(Path(sys.executable).parent / "inspect")
-
-
 @pytest.mark.parametrize("solver", ["acemad", "decentralized", "centralized", "sparse", "majority"])
 def test_command_line_solver_on_a_task_that_never_imports_acemad(tmp_path, solver):
+    eps = {ep.name for ep in importlib.metadata.entry_points(group="inspect_ai")}
+    assert "acemad_utils" in eps, "the inspect_ai entry point is not installed: pip install -e '.[inspect]'"
     (tmp_path / "task.py").write_text(TASK_FILE)
     env = dict(os.environ, FAKE_API_KEY=KEY, SECOND_API_KEY=KEY)
     with FakeOpenAI(FaultInjector(rate=0.0)) as first, FakeOpenAI(FaultInjector(rate=0.0)) as second:
         env["SECOND_BASE_URL"] = second.url
-        cmd = [inspect_cli(), "eval", "task.py", "--solver", f"acemad_utils/{solver}", "-S", "rounds=1",
-               "-S", "agents=3", "--model", MODEL, "--model-base-url", first.url, "--log-dir", "logs",
+        cmd = [str(Path(sys.executable).parent / "inspect"), "eval", "task.py", "--solver", f"acemad_utils/{solver}",
+               "-S", "rounds=1", "-S", "agents=3", "--model", MODEL, "--model-base-url", first.url, "--log-dir", "logs",
                "--model-role", "skeptic=openai-api/second/other", "--model-role", "moderator=openai-api/second/other",
                "--display", "plain"]  # fmt: skip
         if solver == "majority":

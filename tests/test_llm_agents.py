@@ -13,7 +13,8 @@ from acemad_utils.experiments import profiles
 from acemad_utils.experiments.runner import identity as _identity
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.commit import argument_of, parse_commit
-from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS, COMMIT_MAX_TOKENS, NAIVE_AGENT, DebateConfig
+from acemad_utils.protocol.debate import run_question
 from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER, PERSONAS
 from acemad_utils.protocol.schema import AgentSpec, Question, Turn
 from tests.fake_openai import FakeOpenAI, Reply
@@ -77,8 +78,7 @@ def by_kind(commit_replies):
 def test_agent_act_two_calls_usage_and_seeds():
     with FakeOpenAI(by_kind([GOOD, GOOD])) as srv:
         client = LLMClient("fake", srv.url, KEY)
-        a0 = LLMAgent(AgentSpec("Skeptic", temperature=0.6), client)
-        a1 = LLMAgent(AgentSpec("Skeptic", temperature=0.6), client)
+        a0, a1 = (LLMAgent(AgentSpec("Skeptic", temperature=0.6), client) for _ in range(2))
         step = a0.act(turn())
         a1.act(turn(agent=1))
         assert step.message == "The sky is blue: B." and not step.parse_failure
@@ -157,9 +157,6 @@ def test_population_one_client_per_endpoint_and_per_agent_models(tmp_path):
 
 def test_single_call_mode_makes_one_call_per_agent_round():
     # One structured reply carries the argument and the commitment: N*T calls instead of 2*N*T.
-    from acemad_utils.protocol.config import DebateConfig
-    from acemad_utils.protocol.debate import run_question
-
     reply = json.dumps({"argument": "B is right because of physics.", "self_prob": {"A": 0.2, "B": 0.8},
                         "peer_prediction": {"A": 0.6, "B": 0.4}})  # fmt: skip
     q = Question("t/single", "test", "Which?", {"A": "a", "B": "b"}, "B")

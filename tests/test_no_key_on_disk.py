@@ -24,33 +24,29 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import AgentSpec
 from acemad_utils.reproduce import cli as reproduce
-from tests.conftest import CANARY_KEY
+from tests.conftest import CANARY_KEY as CANARY
 from tests.fake_openai import FakeOpenAI, FaultInjector, Reply
 
-CANARY = CANARY_KEY
 # Does not look like a key (no sk- prefix, no "secret"): only redaction by value can catch it.
 PLAIN = "Tk4c9QmZ2vXw7LpR8nYb3HsJ6dFg1KtA5eUo0iWq"
-assert len(PLAIN) == 40 and redact.__module__  # (PLAIN must not match the key-like pattern)
+assert len(PLAIN) == 40  # (PLAIN must not match the key-like pattern)
 
 
 def needles(key: str) -> tuple[bytes, ...]:
-    return (key.encode(), key[4:-4].encode(), key.encode("utf-16-le"))
-
-
-NEEDLES = needles(CANARY) + (b"SECRET-canary",)
+    extra = (b"SECRET-canary",) if key == CANARY else ()
+    return (key.encode(), key[4:-4].encode(), key.encode("utf-16-le"), *extra)
 
 
 def leaks(root, key: str = CANARY) -> list[str]:
     """Files under root holding the key (raw bytes, so sqlite pages and WAL frames are searched too; a
     compressed transcript, transcripts.jsonl.gz, is searched decompressed)."""
-    found = NEEDLES if key == CANARY else needles(key)
     hits = []
     for f in sorted(root.rglob("*")):
         if f.is_file():
             data = f.read_bytes()
             if f.name.endswith(".gz"):
                 data += gzip.decompress(data)
-            if any(n in data for n in found):
+            if any(n in data for n in needles(key)):
                 hits.append(str(f.relative_to(root)))
     return hits
 
@@ -64,18 +60,6 @@ def echo(key: str, status: int) -> Reply:
         msg = {"message": f"upstream failure (request with Authorization: Bearer {key}; key={key})",
                "type": "server_error", "code": None, "param": key}  # fmt: skip
     return Reply(status=status, raw=json.dumps({"error": msg}).encode(), kind="auth")
-
-
-def script_with_an_auth_failure(victim: str, key: str = CANARY, status: int = 401):
-    """30% faults, plus a 401 (or 500) echoing the key for every request about one question (it fails)."""
-    plan = FaultInjector(0.3, seed=5, slow_delay=1.5)
-
-    def script(body, n):
-        if any(victim in m.get("content", "") for m in body.get("messages", [])):
-            return echo(key, status)
-        return plan(body, n)
-
-    return script, plan
 
 
 def test_redact_removes_keys_and_keeps_words():
@@ -125,34 +109,26 @@ def test_an_echoed_key_is_in_no_raised_exception(tmp_path, monkeypatch, key, sta
 @pytest.mark.parametrize(
     "key,status", [(CANARY, 401), (PLAIN, 401), (PLAIN, 500)], ids=["sk-like-401", "plain-40-401", "plain-40-500"]
 )
-def test_full_experiment_writes_no_secret(keyed_outputs, capfd, monkeypatch, key, status):
+def test_full_experiment_writes_no_secret(keyed_outputs, capfd, caplog, monkeypatch, key, status):
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    log_path = keyed_outputs / "outputs" / "debug.log"
-    log_path.parent.mkdir(parents=True)
-    handler = logging.FileHandler(log_path)
-    handler.setLevel(logging.DEBUG)
-    loggers = [logging.getLogger(n) for n in ("openai", "httpx", "httpcore", "acemad_utils")]
-    old = [(lg.level, lg.propagate) for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.DEBUG)
+    for name in ("openai", "httpx", "httpcore", "acemad_utils"):  # what a debug log of the run would hold
+        caplog.set_level(logging.DEBUG, logger=name)
     qs = load_demo()[:5]
-    script, plan = script_with_an_auth_failure(qs[2].question, key, status)
-    try:
-        with FakeOpenAI(script) as srv:
-            S = Setup(profile="secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url,
-                      workers=4)  # fmt: skip
-            print(S.describe(), S.population.describe(), S.population.usage())
-            configs = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)]
-            meta, recs = S.run("secrets", configs, questions=qs)
-            print(meta["summary"])
-            S.close()
-            assert f"Bearer {key}" in srv.auth  # the key did go over the wire (and only there)
-    finally:
-        for lg, (level, _prop) in zip(loggers, old):
-            lg.removeHandler(handler)
-            lg.setLevel(level)
-        handler.close()
+    plan = FaultInjector(0.3, seed=5, slow_delay=1.5)
+
+    def script(body, n):  # 30% faults, and every request about qs[2] answered by a 401 (or 500) echoing the key
+        about = any(qs[2].question in m.get("content", "") for m in body.get("messages", []))
+        return echo(key, status) if about else plan(body, n)
+
+    with FakeOpenAI(script) as srv:
+        S = Setup(profile="secrets", backend="openai", source="demo", model="fake-canary-model", base_url=srv.url,
+                  workers=4)  # fmt: skip
+        print(S.describe(), S.population.describe(), S.population.usage())
+        configs = [DebateConfig(method="acemad", n_agents=3, rounds=2), DebateConfig(method="majority", n_agents=3)]
+        meta, recs = S.run("secrets", configs, questions=qs)
+        print(meta["summary"])
+        S.close()
+        assert f"Bearer {key}" in srv.auth  # the key did go over the wire (and only there)
     failed = [r for r in recs if r["status"] == "failed"]
     assert {r["question_id"] for r in failed} == {qs[2].id}
     said = "Incorrect API key provided: ***" if status == 401 else "Bearer ***; key=***"
@@ -161,7 +137,8 @@ def test_full_experiment_writes_no_secret(keyed_outputs, capfd, monkeypatch, key
     assert plan.total_injected > 0 and meta["summary"]["ok"] == len(recs) - len(failed)
     out = capfd.readouterr()
     assert key not in out.out and key not in out.err
-    assert (keyed_outputs / "outputs" / "smoke" / "cache" / "llm.sqlite").exists() and log_path.stat().st_size > 0
+    assert caplog.records and not any(n in caplog.text.encode() for n in needles(key))
+    assert (keyed_outputs / "outputs" / "smoke" / "cache" / "llm.sqlite").exists()
     assert len(list((keyed_outputs / "outputs").rglob("meta.json"))) >= 1  # searched below, like every file
     assert leaks(keyed_outputs, key) == []
 
@@ -248,7 +225,7 @@ def test_a_reply_echoing_the_key_is_stored_and_returned_without_it(tmp_path):
         client.close()
     assert PLAIN not in text and "canary" not in text and "***" in text
     for path in tmp_path.iterdir():
-        assert not any(n in path.read_bytes() for n in (PLAIN.encode(), *NEEDLES)), path
+        assert not any(n in path.read_bytes() for n in (PLAIN.encode(), *needles(CANARY))), path
 
 
 def test_url_credentials_echoed_by_the_endpoint_reach_no_exception_or_file(tmp_path):

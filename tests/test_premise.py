@@ -150,18 +150,16 @@ def test_self_consistency_samples_the_naive_agent_once_per_acemad_turn():
 
 def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthetic_population(synthetic_records):
     recs, sc = synthetic_records, DebateConfig(method="self_consistency").label
-    table = PR.split(recs, others=[sc])
+    table, premise, population = PR.split(recs, others=[sc]), PR.premise(recs), SimPopulation(seed=1).describe()
     assert list(table["control"])[-1] == sc
-    text = PR.premise_sentence(PR.premise(recs), True, table, population=SimPopulation(seed=1).describe())
+    text = PR.premise_sentence(premise, True, table, population=population)
     # near-copies (crowd_copy) make the samples less independent
     assert all(
         w in text for w in ("same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
     )
-    no_sampling = PR.premise_sentence(
-        PR.premise(recs), True, PR.split(recs), population=SimPopulation(seed=1).describe()
-    )
+    no_sampling = PR.premise_sentence(premise, True, PR.split(recs), population=population)
     assert "Re-decided from" in no_sampling and "trap_concentration" not in no_sampling  # nothing sampled to explain
-    real = PR.premise_sentence(PR.premise(recs), False, table, population={"synthetic": False})
+    real = PR.premise_sentence(premise, False, table, population={"synthetic": False})
     assert "the same compute spent on sampling" in real and "trap_concentration" not in real
 
 
@@ -251,7 +249,5 @@ def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_en
 
 def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():
     qs, P_ = load_demo()[:2], {"SEED": 0, "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
-    calls = {}
-    for m in ("acemad", "self_consistency", "majority"):
-        calls[m] = C.replay([DebateConfig(method=m)], qs, P_)["agent_calls"]
-    assert calls["self_consistency"] == calls["acemad"] == 30 and calls["majority"] == 10
+    calls = lambda method: C.replay([DebateConfig(method=method)], qs, P_)["agent_calls"]
+    assert calls("self_consistency") == calls("acemad") == 30 and calls("majority") == 10

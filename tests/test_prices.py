@@ -201,7 +201,6 @@ def test_max_usd_estimates_follow_an_endpoint_that_counts_more_prompt_tokens_tha
 def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkeypatch):
     """serve() registers the server it started; the client on it bills nothing and is never refused, whatever
     the model is called. (The server process is faked by a FakeOpenAI on the port serve() is given.)"""
-
     no_proc = SimpleNamespace(returncode=None, poll=lambda: None, terminate=lambda: None, wait=lambda timeout=None: 0)
     monkeypatch.setattr(LS, "check_server_installed", lambda: None)
     monkeypatch.setattr(LS.subprocess, "Popen", lambda cmd, **kw: no_proc)  # the FakeOpenAI answers on the port

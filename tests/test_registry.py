@@ -124,9 +124,6 @@ def test_setup_run_of_a_registry_run_returns_its_result(smoke_outputs):
 
 
 # ----------------------------------------------------------------------------- the notebooks' setup call
-ASKING = params.NOTEBOOKS  # every notebook asks its run
-
-
 def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
     given = {n: v for n, v in params.defaults("02_baselines").items() if n in notebook.SETUP_PARAMS}
@@ -142,7 +139,7 @@ def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch)
         notebook.start("2_baselines", **given)
 
 
-@pytest.mark.parametrize("nb", ASKING)
+@pytest.mark.parametrize("nb", params.NOTEBOOKS)  # every notebook asks its run
 def test_a_rewritten_notebook_asks_the_run_and_shows_its_names(nb):
     code = "\n".join(
         c.source
@@ -180,9 +177,8 @@ def test_eta_reaches_every_acemad_run_of_every_notebook():
     assert "ETA" in params.defaults("08_claims")  # notebook 08's grid reruns 02-06 at the profile's eta
     grid = [c for r in R.ledger_runs(R.LEDGER_GRID[0], 0, 10, ["bbh"], eta=4.0) for c in r.configs]
     assert {c.eta for c in grid if c.method == "acemad"} == {4.0}
-    assert [at_paper_eta(c.label) for c in R.heterogeneity("m2", eta=4.0)["variants"]] == R.heterogeneity("m2").labels(
-        "variants"
-    )  # the ledger finds Table 3's rows by their labels at the paper's eta
+    variants = R.heterogeneity("m2", eta=4.0)["variants"]  # the ledger finds Table 3's rows by their paper-eta labels
+    assert [at_paper_eta(c.label) for c in variants] == R.heterogeneity("m2").labels("variants")
 
 
 def test_the_ledger_grid_keeps_the_points_the_population_can_express():

@@ -26,13 +26,12 @@ from acemad_utils.protocol.schema import RECORD_USAGE_KEYS
 from tests.fake_openai import CONTENT_FAULTS, FAULTS, HTTP_FAULTS, FakeOpenAI, FaultInjector, Reply, request_info
 
 KEY = "sk-test-faults-0000"
-# Tiny backoff, a client timeout below the fake's slow replies, a few attempts: faults cost little wall time.
-CLIENT = dict(timeout=1.0, max_attempts=4, max_concurrency=8)
 SLOW = 1.5  # seconds a "slow" fault waits: past the client's timeout
 
 
 def population(srv, tmp_path, **kw) -> LLMPopulation:
-    kw = {**CLIENT, **kw}
+    # A client timeout below the fake's slow replies and a few attempts: faults cost little wall time.
+    kw = dict(timeout=1.0, max_attempts=4, max_concurrency=8) | kw
     return LLMPopulation(model="fake-debater", base_url=srv.url, api_key=KEY, cache=str(tmp_path / "llm.sqlite"), **kw)
 
 

@@ -5,6 +5,7 @@ import ast
 import inspect
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -159,17 +160,13 @@ def test_subsets_says_systematic_only_when_the_share_beats_chance():
     t = pd.DataFrame(
         {"items_in": [100, 100], "kept": [40, 60], "mean_acc_kept": [0.1, 0.2], "misconception_share": [0.9, 0.8]}
     ).assign(uniform_reference=0.5)
-
-    class Setup:
-        population = SimPopulation(seed=0)
-
-    text = say("01_subset_construction", "68c4881a", table=t, setup=Setup, SRC=SYN)
+    setup = SimpleNamespace(population=SimPopulation(seed=0))
+    subsets = lambda table, src: say("01_subset_construction", "68c4881a", table=table, setup=setup, SRC=src)
+    text = subsets(t, SYN)
     assert "100 items (50%)" in text and "40% to 60%" in text and "16% of its runs" in text
     assert "84% of the time, against 50%" in text and "systematic misconceptions, as" in text
-    assert "does not show" in say("01_subset_construction", "68c4881a", table=t.assign(misconception_share=0.52),
-                                  setup=Setup, SRC="model: m")  # fmt: skip
-    assert "no challenging subset" in say("01_subset_construction", "68c4881a", table=t.assign(kept=0), setup=Setup,
-                                          SRC="model: m")  # fmt: skip
+    assert "does not show" in subsets(t.assign(misconception_share=0.52), "model: m")
+    assert "no challenging subset" in subsets(t.assign(kept=0), "model: m")
 
 
 @pytest.fixture(scope="module")
@@ -203,10 +200,7 @@ def test_notebook_04_says_from_the_rules_why_each_variant_gains_or_not():
     labels = [c.label for c in X.configs]
     inputs = dict(tests=TB.versus_best(recs, labels[1:], labels[:1]), long=TB.accuracy_long(recs), labels=labels)
     inputs.update(experiment=X, meta={"population": pop.describe()}, SRC=SYN)
-
-    class Setup:
-        population, synthetic = pop, True
-
+    Setup = SimpleNamespace(population=pop, synthetic=True)
     text = say("04_heterogeneity", "272748b1", setup=Setup, **inputs)
     assert all(label in text for label in labels[1:]) and "P_insight = 0.15" in text and "P_insight = 0.00" in text
     assert "never gets peer-prediction skill" in text  # the other model's Generalist: crowd_insight = 0
@@ -235,11 +229,12 @@ def test_a_real_model_gets_no_map_and_the_measured_gap_in_words():
         acemad_record([0.3, 0.2, 0.6, 0.9, 0.8], right, "AB", question_id="r"),
     ]
     table = AM.run_map(None, [], R.MAP_AXES)  # type: ignore[arg-type]  # no run: the Setup is never used
+    shown = lambda gaps: say(
+        "09_assumption_map", "25ce5b8f", table=table, gaps=gaps, setup=None, SRC="model: m", assumption_map=AM
+    )
     gaps = AM.knowledge_gap(two, label="m")
-    text = say("09_assumption_map", "25ce5b8f", table=table, gaps=gaps, setup=None, SRC="model: m", assumption_map=AM)
-    row = gaps.iloc[-1]
+    text, row = shown(gaps), gaps.iloc[-1]
     assert "No map here" in text and "real model" in text and "predict their peers worse" in text
     assert f"score gap {row.gap:+.3f} [{row.gap_lo:+.3f}, {row.gap_hi:+.3f}]" in text and row.gap_lo < row.gap_hi < 0
-    gaps = AM.knowledge_gap(two[:1], label="m")  # one question: no interval, so no side is taken
-    text = say("09_assumption_map", "25ce5b8f", table=table, gaps=gaps, setup=None, SRC="model: m", assumption_map=AM)
+    text = shown(AM.knowledge_gap(two[:1], label="m"))  # one question: no interval, so no side is taken
     assert "too few to say whether agents who answer right predict their peers better" in text and "worse" not in text
