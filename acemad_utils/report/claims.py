@@ -674,9 +674,8 @@ def at_paper_labels(runs: dict) -> dict:
     for name, (meta, recs) in runs.items():
         if etas := sorted({c.get("eta", ETA) for c in meta["methods"].values() if c["method"] == "acemad"} - {ETA}):
             new = {lab: at_paper_eta(lab) for lab in meta["methods"]}  # Table 3's named configs (DebateConfig._named)
-            new = {
-                k: v for k, v in new.items() if k != v and v not in meta["methods"]
-            }  # never two configs on one label
+            # never two configs on one label
+            new = {k: v for k, v in new.items() if k != v and v not in meta["methods"]}
             note = f"AceMAD at eta={', '.join(f'{e:g}' for e in etas)}, not the paper's {ETA:g} (l.595)"
             meta = {**meta, "methods": {new.get(k, k): c for k, c in meta["methods"].items()}, "eta_note": note}
             recs = [{**r, "method": new[r["method"]]} if r["method"] in new else r for r in recs]
