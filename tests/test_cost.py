@@ -50,8 +50,6 @@ def no_network(monkeypatch):
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 @pytest.mark.usefixtures("tmp_outputs")  # no subset a paper-profile run built in the checkout's data/subsets is read
 def test_make_estimate_prints_the_paper_profile_priced_without_any_network(no_network, capsys, monkeypatch):
-    """One estimate of the paper profile: printed per notebook with prices and power, every row priced, Table 6 paying
-    only the items outside the subsets, and the profile's WORKERS inside a common rate limit."""
     for k in ("ACEMAD_DATA_DIR", "ACEMAD_MODELS", "ACEMAD_MODEL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.delenv("ACEMAD_SMOKE", raising=False)  # smoke mode caps the item counts: not the paper's bill
@@ -102,7 +100,6 @@ def test_the_local_profiles_estimate_names_the_local_model_and_prices_its_plan_f
 
 
 def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, full_outputs):
-    """Notebook 03's configs on 3 demo questions: the replay's paid calls == a real run's requests (cache dedup)."""
     qs = load_demo()[:3]
     P_ = {"SEED": 0, "ETA": 2.0, "ROUNDS": [2, 3], "BACKEND": "openai", "MODEL": "gpt-4o-mini", "CALLS": "two"}
     [stage] = R.runs("03_main_results", P_)
@@ -289,8 +286,6 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
 )
 @pytest.mark.parametrize("profile", ["paper", "default"])
 def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
-    """registry.runs() (what the estimate replays) == what the notebook asks Setup to run; notebook 07 once per
-    OTHER_MODELS entry and once with none (then Table 6 is its only run)."""
     P_ = C.notebook_params(profile, only=[nb])[1][nb]
     variants = [P_]
     if nb == "07_other_models":
@@ -323,7 +318,6 @@ def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, ca
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_the_docs_dollar_figures_are_what_make_estimate_prints(tmp_path, monkeypatch):
-    """README and docs/running.md quote the paper profile's estimate, with the benchmark files and without."""
     data = os.environ.get("ACEMAD_DATA_DIR")
     if not data or not Path(data).is_dir():
         pytest.skip("ACEMAD_DATA_DIR does not name the benchmark files: the docs quote the estimate made with them")

@@ -122,17 +122,14 @@ def demo(i, answer="B", qid=None):
             "options": options, "metadata": meta}  # fmt: skip
 
 
-def jsonl(root: Path, rel: str, recs, tail: str = "") -> Path:
-    """`recs` one a line (JSON unless a str), then `tail`."""
+def write(root: Path, rel: str, content) -> Path:
+    """`content` as it is (a str), or a list of records one a line (JSON unless a str)."""
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in recs) + tail
-    path.write_bytes(text.encode("utf-8", "surrogateescape"))  # "\udcff" in a text: the raw byte 0xff
+    if not isinstance(content, str):
+        content = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in content)
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))  # "\udcff" in a text: the raw byte 0xff
     return path
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    return jsonl(root, rel, [], text)
 
 
 def logiqa_text(n, answer="c"):
@@ -141,7 +138,7 @@ def logiqa_text(n, answer="c"):
 
 @pytest.fixture
 def fake(tmp_path) -> Path:
-    jsonl(tmp_path, ARC, [arc(i) for i in range(1172)])
+    write(tmp_path, ARC, [arc(i) for i in range(1172)])
     items = [{"question": f"Q{i}?", "mc1_targets": {f"right {i}": 1, f"wrong {i}": 0}} for i in range(817)]
     write(tmp_path, TQA, json.dumps(items, indent=1))
     for task in data.BBH_TASKS:
@@ -152,8 +149,8 @@ def fake(tmp_path) -> Path:
             ex = [{"input": f"Pick {i}.\nOptions:\n(A) x\n(B) y\n(C) z", "target": "(C)"} for i in range(n)]
         write(tmp_path, f"bbh/bbh/{task}.json", json.dumps({"canary": "fake", "examples": ex}))
     write(tmp_path, "logiqa/Test.txt", logiqa_text(651))
-    jsonl(tmp_path, MEDQA, [medqa(i) for i in range(1273)])
-    jsonl(tmp_path, MMLU, [mmlu(i) for i in range(1101)])
+    write(tmp_path, MEDQA, [medqa(i) for i in range(1273)])
+    write(tmp_path, MMLU, [mmlu(i) for i in range(1101)])
     return tmp_path
 
 
@@ -165,7 +162,7 @@ def test_fake_layout_loads(fake, name):
 
 
 def test_mmlu_pro_falls_back_to_the_full_test_file(tmp_path):
-    jsonl(tmp_path, "mmlu_pro/test.jsonl", [mmlu(i, "law" if i % 3 else "history") for i in range(1652)])  # 1101 law
+    write(tmp_path, "mmlu_pro/test.jsonl", [mmlu(i, "law" if i % 3 else "history") for i in range(1652)])  # 1101 law
     qs = data.load("mmlu_pro", data_dir=tmp_path)
     assert len(qs) == 1101 and qs[0].id == "mmlu_pro/1"
 
@@ -238,14 +235,14 @@ def bbh(text):
     ],
 )  # fmt: skip
 def test_a_broken_file_is_one_line_naming_file_line_and_fault(tmp_path, bench, rel, content, pattern):
-    jsonl(tmp_path, rel, content) if isinstance(content, list) else write(tmp_path, rel, content)
+    write(tmp_path, rel, content)
     with pytest.raises(DataError) as e:
         data.load_demo(tmp_path / "demo.jsonl") if bench == "demo" else data.load(bench, data_dir=tmp_path)
     assert re.search(pattern, str(e.value)) and "\n" not in str(e.value), str(e.value)
 
 
 def test_the_count_is_checked_even_with_a_limit(tmp_path):
-    jsonl(tmp_path, ARC, [arc(i) for i in range(1171)])
+    write(tmp_path, ARC, [arc(i) for i in range(1171)])
     with pytest.raises(DataError, match=r"ARC-Challenge-Test\.jsonl: expected 1172 items .*found 1171"):
         data.load("arc_challenge", limit=1, data_dir=tmp_path)
 
@@ -254,16 +251,13 @@ def test_every_cut_position_is_called_a_cut_and_a_wrong_character_is_not(tmp_pat
     # wherever a download stops (in a string, a number, true/false/null, between tokens) it is called a cut
     rec = {**arc(5), "n": -12.5, "e": 1.5e-7, "t": True, "f": False, "z": None, "s": 'say "hi"'}
     line, doc = json.dumps(rec), json.dumps([rec] * 2, indent=1)
-    path = tmp_path / "x.jsonl"
-    for cut in range(1, len(line)):
-        path.write_text(json.dumps(arc(0)) + "\n" + line[:cut])
-        with pytest.raises(DataError, match="the file ends in the middle of this record"):
-            data.jsonl_rows(path)
     path = tmp_path / "x.json"
-    for cut in range(1, len(doc)):
-        path.write_text(doc[:cut])
-        with pytest.raises(DataError, match="the file ends in the middle of the JSON"):
-            data.json_file(path)
+    cuts = [(json.dumps(arc(0)) + "\n", line, data.jsonl_rows, "this record"), ("", doc, data.json_file, "the JSON")]
+    for head, whole, read, what in cuts:
+        for cut in range(1, len(whole)):
+            path.write_text(head + whole[:cut])
+            with pytest.raises(DataError, match="the file ends in the middle of " + what):
+                read(path)
     for bad in ('{"a": tru e}', '{"a": x}', '{"a": 1} extra'):
         path.write_text(bad)
         with pytest.raises(DataError, match="invalid JSON") as e:
@@ -289,11 +283,9 @@ def test_data_hash_is_order_and_content_sensitive():
 
 # ----------------------------------------------------------------------------- hub-shaped records (as on the HF cards)
 def test_hub_truthfulqa_and_arc_records_equal_the_local_ones():
-    hub = {
-        "question": "Is the sky green?",
-        "mc1_targets": {"choices": ["No.", "Yes.", "Sometimes."], "labels": [1, 0, 0]},
-    }
-    local = {"question": "Is the sky green?", "mc1_targets": {"No.": 1, "Yes.": 0, "Sometimes.": 0}}
+    choices, labels = ["No.", "Yes.", "Sometimes."], [1, 0, 0]
+    hub = {"question": "Is the sky green?", "mc1_targets": {"choices": choices, "labels": labels}}
+    local = {"question": "Is the sky green?", "mc1_targets": dict(zip(choices, labels))}
     a = data.map_truthfulqa(hub, 7)
     assert a == data.map_truthfulqa(local, 7) and a.id == "truthfulqa/0007" and a.options[a.answer] == "No."
     texts = ["one", "two", "three", "four"]

@@ -262,18 +262,11 @@ def test_every_set_up_step_of_the_makefile_says_what_it_does_first():
     assert all("echo" in lines[i] if "-m venv" in lines[i] else lines[i - 1].startswith("@echo") for i in steps)
 
 
-HELP_MODULES = [
-    "acemad_utils.cost",
-    "acemad_utils.agents.batch",
-    "acemad_utils.reproduce",
-    "acemad_utils.reproduce.nbtools",
-]
-
-
-@pytest.mark.parametrize("module", HELP_MODULES)
+@pytest.mark.parametrize("module", ["cost", "agents.batch", "reproduce", "reproduce.nbtools"])
 def test_a_modules_help_shows_its_description_in_whole_sentences(module):
     """`--help` shows the module docstring's first paragraph whole, not cut at the end of its first line."""
-    out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, check=True).stdout
+    cmd = [sys.executable, "-m", f"acemad_utils.{module}", "--help"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     description = out.split("\n\n")[1]  # after the usage block
     assert description.rstrip().endswith("."), description
 

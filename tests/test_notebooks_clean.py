@@ -130,9 +130,8 @@ def _unseeded_calls(path: Path) -> list[str]:
             params = list(inspect.signature(fn).parameters) if callable(fn) else []
         except (TypeError, ValueError):
             params = []
-        given = any(k.arg in ("seed", None) for k in node.keywords) or any(
-            isinstance(a, ast.Starred) for a in node.args
-        )
+        starred = any(isinstance(a, ast.Starred) for a in node.args)  # *args: it may hold the seed
+        given = starred or any(k.arg in ("seed", None) for k in node.keywords)
         if "seed" in params and not given and params.index("seed") >= len(node.args):
             out.append(ast.unparse(node)[:100])
     return out

@@ -45,24 +45,18 @@ def test_acemad_keeps_its_crowd_and_truth_holder_roster():
         DebateConfig(method="majority", roster="crowd")
 
 
-class ScopeRecorder(Population):
-    """Records the cache scope and the spec of every call; answers A."""
+class ScopeRecorder(Population, Agent):
+    """A population whose agents answer A and record the cache scope and the spec of every call in its `calls`."""
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, spec=None, calls=None):
+        self.spec, self.calls = spec, [] if calls is None else calls
 
     def agents(self, specs, question, repeat=0):
-        log = self.calls
+        return [ScopeRecorder(s, self.calls) for s in specs]
 
-        class Rec(Agent):
-            def __init__(self, spec):
-                self.spec = spec
-
-            def act(self, turn: Turn) -> Step:
-                log.append((turn.scope, self.spec))
-                return Step(message="", p=np.eye(len(question.options))[0])
-
-        return [Rec(s) for s in specs]
+    def act(self, turn: Turn) -> Step:
+        self.calls.append((turn.scope, self.spec))
+        return Step(message="", p=np.eye(len(turn.question.options))[0])
 
 
 def test_single_agent_runs_five_independent_samples_of_the_naive_agent():
@@ -187,15 +181,18 @@ def test_an_empty_comparison_gives_a_message_in_the_table_never_a_crash():
     assert not ok.empty and set(ok["best_baseline"]) == {labels[0]}
 
 
+def _mean_belief_answer(r: dict, seed: int) -> str:
+    """The argmax of a record's mean final belief, with the tie-break keys of a run with this seed."""
+    keys = B.tiebreak_keys(seed, [r["question_id"]], len(r["labels"]))[0]
+    return r["labels"][int(B.argmax_tiebreak(np.array([e["p"] for e in r["rounds"][-1]]).mean(0), keys)[0])]
+
+
 def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderator():
     pop = SimPopulation(seed=4)
     cfg = DebateConfig(method="centralized", rounds=2)
     recs = [run_question(q, pop, cfg) for q in ITEMS[:60]]
     for r in recs:
-        P_last = np.array([e["p"] for e in r["rounds"][-1]])
-        keys = B.tiebreak_keys(cfg.seed, [r["question_id"]], len(r["labels"]))[0]
-        mean_ans = r["labels"][int(B.argmax_tiebreak(P_last.mean(0), keys)[0])]
-        assert r["final"]["answer"] == mean_ans == r["decisions"]["mean_belief"]["answer"]
+        assert r["final"]["answer"] == _mean_belief_answer(r, cfg.seed) == r["decisions"]["mean_belief"]["answer"]
         assert r["decisions"]["moderator"]["answer"] == r["labels"][int(np.argmax(r["moderator"][-1]["p"]))]
     mod = A.redecided(recs, "moderator")
     assert [m["final"]["answer"] for m in mod] == [r["decisions"]["moderator"]["answer"] for r in recs]
@@ -214,10 +211,7 @@ def test_uniform_ablation_re_decides_the_acemad_run_by_the_standard_mad_rule():
     by = {name: [r["final"]["correct"] for r in out if r["method"] == name] for name in A.ABLATIONS}
     assert by["Full protocol"] == [r["final"]["correct"] for r in ace]
     uniform = [r["final"]["answer"] for r in out if r["method"] == "Uniform weights (AceMAD's debate)"]
-    for r, a in zip(ace, uniform):  # argmax of the mean final belief, with the run's tie-break keys
-        P_last = np.array([e["p"] for e in r["rounds"][-1]])
-        keys = B.tiebreak_keys(0, [r["question_id"]], len(r["labels"]))[0]
-        assert a == r["labels"][int(B.argmax_tiebreak(P_last.mean(0), keys)[0])]
+    assert uniform == [_mean_belief_answer(r, 0) for r in ace]  # the runs' seed
     # ... which is what Decentralized MAD with the same agents decides (the debate ignores the weights).
     mad = [run_question(q, pop, DebateConfig(method="decentralized", roster="acemad")) for q in ITEMS]
     assert uniform == [r["final"]["answer"] for r in mad]

@@ -281,7 +281,8 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     # cwd: DRIVER imports `tests` from the checkout, whatever directory this worker is in
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE, cwd=P.CHECKOUT,
                             stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset)  # fmt: skip
-    files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in ("01_long", "02_long")]
+    names = ("01_long", "02_long")
+    files = [tmp_path / "outputs" / "runs" / n / "transcripts.jsonl" for n in names]
     deadline, ours = time.monotonic() + 400, set[int]()  # two kernels' starts on a loaded machine
     while not all(f.exists() and f.stat().st_size > 0 for f in files):
         early = proc.poll() is not None and (proc.stdout.read() or "(no output)")  # the driver exited first
@@ -292,14 +293,11 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     os.kill(proc.pid, signal.SIGINT)  # the driver only, as a terminal's Ctrl-C reaches it
     out, _ = proc.communicate(timeout=120)
     lines = out.strip().splitlines()
-    assert proc.returncode == 130 and lines[0].startswith("[mine] interrupted: waiting for 01_long, 02_long to stop"), (
-        out
-    )
-    assert all(
-        any(x.startswith(f"[mine] {n} RunInterrupted: interrupted: ") for x in lines) for n in ("01_long", "02_long")
-    )
+    assert proc.returncode == 130, out
+    assert lines[0].startswith("[mine] interrupted: waiting for 01_long, 02_long to stop"), out
     assert lines[-1].startswith("[mine] interrupted; rerun the same command to resume")
-    for f in files:
+    for n, f in zip(names, files):
+        assert any(x.startswith(f"[mine] {n} RunInterrupted: interrupted: ") for x in lines), out
         raw = f.read_bytes()
         assert raw.endswith(b"\n") and all(json.loads(x)["status"] == "ok" for x in raw.splitlines())
     assert len(ours) == 2 and not [k for k in ours if _running(k)]  # both ran side by side; papermill shut them down

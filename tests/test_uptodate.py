@@ -26,10 +26,8 @@ CODE = (
 @pytest.fixture
 def three(tmp_outputs, monkeypatch):
     """Three notebooks: 01, 02 (reads 01's runs), 03 (reads nothing); each logs that it ran and writes a table."""
-    log, nbs = (
-        tmp_outputs / "ran.txt",
-        {n: tmp_outputs / f"{n}.ipynb" for n in ("01_first", "02_reads_first", "03_alone")},
-    )
+    log = tmp_outputs / "ran.txt"
+    nbs = {n: tmp_outputs / f"{n}.ipynb" for n in ("01_first", "02_reads_first", "03_alone")}
     for name, path in nbs.items():
         table = P.outputs("tables", create=False) / f"{name}.csv"  # outputs/smoke/tables in smoke mode
         _notebook(path, CODE.format(log=str(log), name=name, table=str(table), extra=""))
@@ -112,12 +110,8 @@ def test_the_stamp_stores_no_credential(three, monkeypatch):
     """The fingerprints are hashes of parameters whose URLs had their credentials taken out first."""
     secret = "hunter2-" + "9" * 20
     monkeypatch.setenv("ACEMAD_URL_SECRETS", json.dumps({"x": secret}))
-    stamp = uptodate.Stamp("mine")
-    stamp.save(
-        {"01_first": uptodate.fingerprint(three[0]["01_first"], {"BASE_URL": "http://h/v1"}, ())},
-        ran=["01_first"],
-        reads={},
-    )
+    stamp, fp = uptodate.Stamp("mine"), uptodate.fingerprint(three[0]["01_first"], {"BASE_URL": "http://h/v1"}, ())
+    stamp.save({"01_first": fp}, ran=["01_first"], reads={})
     assert secret not in stamp.path.read_text()
     assert uptodate.environment({"ACEMAD_URL_SECRETS": secret}) == uptodate.environment({})
 
