@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import gzip
 import json
 import warnings
 import zlib
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
+from isal import igzip
 
 from acemad_utils.data.paths import atomic_write, outputs
 
@@ -149,7 +149,7 @@ def gunzip(path: Path, *, salvage: bool = False) -> bytes:
     """A .gz file's bytes; a damaged one is DamagedFile, or with `salvage` what precedes the damage (a warning)."""
     raw = path.read_bytes()
     try:
-        return gzip.decompress(raw)
+        return igzip.decompress(raw)
     except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
         if not salvage:
             fix = (
