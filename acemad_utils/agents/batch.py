@@ -119,7 +119,7 @@ class Batcher:
         with self._lock:
             entries, self.entries = self.entries, {}
         if self.export_dir is not None:
-            self._export(list(entries.values()))
+            self._export(self.export_dir, list(entries.values()))
         while entries and not should_stop():
             for client in {id(e["client"]): e["client"] for e in entries.values()}.values():
                 self._one_round(client, {k: e for k, e in entries.items() if e["client"] is client}, should_stop,
@@ -131,10 +131,9 @@ class Batcher:
                     self.failed[k] = f"{tries[1]} (in {tries[0]} batch(es); rerun to try again)"
                     entries.pop(k)
 
-    def _export(self, entries: list) -> None:
-        assert self.export_dir is not None
-        os.makedirs(self.export_dir, exist_ok=True)
-        path = os.path.join(self.export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")
+    def _export(self, export_dir: str, entries: list) -> None:
+        os.makedirs(export_dir, exist_ok=True)
+        path = os.path.join(export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             f.write(requests_jsonl((e["key"], e["body"]) for e in entries))
         for kind in {e["client"].kind for e in entries}:  # so `import` knows each key's model, kind and mode
@@ -149,13 +148,12 @@ class Batcher:
 
     def _one_round(self, client, entries: dict, should_stop, progress: bool) -> None:
         """Adopt batches a stopped process left open; submit what they do not cover; wait; import."""
-        covered: set = set()
         with self.cache.connect() as conn:
             open_ = conn.execute("SELECT id FROM batches WHERE imported = 0 AND id NOT LIKE 'file:%' AND kind = ? "
                                  "ORDER BY created", (client.kind,)).fetchall()  # fmt: skip
             open_ = [(bid, _requests(conn, "WHERE batch_id = ?", (bid,))) for (bid,) in open_]
+        covered = {key for _, requests in open_ for key in requests}
         for bid, requests in open_:
-            covered |= set(requests)
             self._wait_and_import(client, bid, requests, should_stop, progress)
             if should_stop():
                 return
@@ -223,8 +221,7 @@ def main(argv=None) -> int:
     cache = ResponseCache(a.cache or outputs("cache") / "llm.sqlite")
     if a.cmd == "status":
         with cache.connect() as conn:
-            found = conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created")
-            batches = found.fetchall()
+            batches = list(conn.execute("SELECT id, status, kind, n, imported, created FROM batches ORDER BY created"))
         if not batches:
             print(f"no batches recorded in {cache.path}")
         for bid, status, kind, n, imported, created in batches:
