@@ -3,6 +3,7 @@ package's code, settings, versions, and the files the notebooks write and read, 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -137,12 +138,10 @@ class Stamp:
         self.path = paths.outputs("notebooks", profile, create=False) / STAMP
         self.recorded: dict[str, str] = {}
         self.read_before = _read_state()  # before any notebook of this run reads it
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             data = json.loads(self.path.read_text())
             if data.get("inputs") == [_written_state(), self.read_before] and isinstance(data.get("notebooks"), dict):
                 self.recorded = {str(k): str(v) for k, v in data["notebooks"].items()}
-        except (OSError, ValueError, AttributeError):
-            pass
 
     def save(self, fingerprints: Mapping[str, str], *, ran: Iterable[str], reads: Mapping[str, tuple]) -> str:
         """After a clean run; returns '' or why nothing was recorded (a file they read changed while they ran)."""
