@@ -72,7 +72,6 @@ def free_port() -> int:
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
-    """SIGTERM, then SIGKILL if the process has not exited after `timeout` seconds; always reaped."""
     proc.terminate()
     try:
         proc.wait(timeout=timeout)
