@@ -42,7 +42,6 @@ ENV_VARS: dict[str, str] = {
 
 
 def env(name: str) -> str:
-    """The value of ACEMAD_* variable `name` ('' when unset)."""
     if name not in ENV_VARS:
         raise KeyError(f"{name} is not an environment variable of acemad_utils; see data/settings.py ENV_VARS")
     return os.environ.get(name, "")
@@ -61,5 +60,4 @@ def seconds(name: str, given: float | None, default: float) -> float:
 
 
 def flag(name: str) -> bool:
-    """True when `name` is set to anything but '' or '0'."""
     return env(name) not in ("", "0")
