@@ -27,10 +27,8 @@ __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
+    if name in _PUBLIC:  # stored: later lookups skip this function
+        return globals().setdefault(name, getattr(importlib.import_module(_PUBLIC[name]), name))
     raise AttributeError(f"module 'acemad_utils' has no attribute {name!r}")
 
 
