@@ -91,14 +91,16 @@ def test_a_killed_kernel_is_one_line_and_the_later_notebooks_run(smoke_outputs, 
     assert out[-1] == "[probe] 1 of 2 notebook(s) failed" and len(out) == 3, out
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbled"])
+@pytest.mark.parametrize("damage", ["truncated", "garbled", "bad block"])
 def test_a_damaged_gz_is_named_and_the_rerun_restores_it(smoke_outputs, damage):
     d, clean, meta = _run()
     gz = d / COMPRESSED
     raw = gz.read_bytes()
     mid = len(raw) // 2
     garbled = raw[:mid] + bytes(b ^ 0x5A for b in raw[mid : mid + 64]) + raw[mid + 64 :]
-    gz.write_bytes(raw[:mid] if damage == "truncated" else garbled)
+    assert raw[3] == 0  # no optional header field: the first deflate block starts at byte 10
+    bad_block = raw[:10] + bytes([raw[10] | 0b110]) + raw[11:]  # block type 11, which deflate reserves
+    gz.write_bytes({"truncated": raw[:mid], "garbled": garbled, "bad block": bad_block}[damage])
     with pytest.raises(DamagedFile) as e:
         load_run("probe/r")
     msg = _one_line(e)

@@ -10,12 +10,15 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import msgspec
-from isal import igzip
+from isal import igzip, isal_zlib
 
 from acemad_utils.data.paths import atomic_write, outputs
+
+# What igzip raises for a bad deflate block: not an OSError, as BadGzipFile is (its stub types it as an instance)
+_BAD_DEFLATE = cast(type[Exception], isal_zlib.error)
 
 
 class DamagedFile(ValueError):
@@ -150,7 +153,7 @@ def gunzip(path: Path, *, salvage: bool = False) -> bytes:
     raw = path.read_bytes()
     try:
         return igzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
+    except (OSError, EOFError, _BAD_DEFLATE) as e:
         if not salvage:
             fix = (
                 "rerun the notebook that made it: the run keeps every record that can still be read from it, "
