@@ -19,8 +19,10 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
+from acemad_utils.agents.budget import UnpricedModel
 from acemad_utils.agents.client import DEFAULT_MODEL
 from acemad_utils.agents.llm_agent import LLMPopulation
+from acemad_utils.agents.prices import price_of
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import from_record
@@ -274,6 +276,9 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
     wanted = [(pop.client(None).model, None), *parsed.values()]
     for _, url in wanted:  # every endpoint's free check first: a role's endpoint that is down costs no model probe
         pop.client(url)
+    for name, url in wanted:  # a role's model on the run's endpoint: its client priced only the run's model
+        if (client := pop.client(url)).budget.max_usd is not None and not client.free and price_of(name) is None:
+            raise UnpricedModel(name)
     for name, url in wanted:
         if not (client := pop.client(url)).check_first:  # a rerun its cache may answer checks at its first miss
             client.preflight(check_model=True, model=name)  # the listing its first check read; a probe if it lacks it
@@ -317,6 +322,8 @@ def estimate(
     qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
     _whole("workers", workers, MAX_WORKERS)
     not_empty(model=model)
+    if model is not None:
+        check_model(model)
     moderator = _spec(NAIVE_AGENT, parse_roles(roles).get("moderator"))
     main = model or os.environ.get("MODEL") or env("ACEMAD_MODEL") or DEFAULT_MODEL  # the client's default
     return estimate_run(qs, cfgs, main, moderator=moderator, workers=workers, seed=seed)

@@ -10,17 +10,18 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from acemad_utils import api, make_question
 from acemad_utils.agents import budget as B
 from acemad_utils.agents import local_server as LS
 from acemad_utils.agents import prices as PR
 from acemad_utils.agents.cache import ResponseCache
-from acemad_utils.agents.client import GenerateConfig, LLMClient, endpoint_kind
+from acemad_utils.agents.client import EmptyReply, GenerateConfig, LLMClient, endpoint_kind
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.cost import estimate as C
 from acemad_utils.data.paths import ROOT
 from acemad_utils.experiments import profiles as R
 from acemad_utils.reproduce import cli as reproduce
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.fake_openai import FakeOpenAI, Reply, completion
 
 MSG = [{"role": "user", "content": "hi"}]
 GATEWAY = "http://127.0.0.1:4000/v1"  # where a LiteLLM-style gateway to paid providers usually listens
@@ -153,6 +154,17 @@ def test_max_usd_refuses_an_unpriced_loopback_endpoint_before_any_call(tmp_path,
         assert c.generate(MSG).text == "ok" and c.stats()["cost_usd"] is None
 
 
+def test_max_usd_refuses_a_roles_unpriced_model_on_the_runs_endpoint_before_any_call(tmp_path, monkeypatch):
+    """The run's model is priced, the Skeptics' is not: refused before the first question, not in its middle."""
+    monkeypatch.setenv(B.ENV_MAX, "5")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+    q = make_question("Which is even?", ["3", "4"], answer="B")
+    with FakeOpenAI(["never sent"]) as srv:
+        with pytest.raises(B.UnpricedModel, match="'unpriced-x' has no price.*the same as JSON in ACEMAD_MODELS"):
+            api.run([q], "acemad", model="gpt-4o-mini", base_url=srv.url, roles={"skeptic": "unpriced-x"}, out=tmp_path)
+        assert srv.count == 0 and not srv.requests
+
+
 def test_reproduce_with_max_usd_refuses_an_unpriced_model_before_the_first_notebook(monkeypatch, capsys, tmp_outputs):
     started = []
     monkeypatch.setattr(reproduce, "_run_notebooks", lambda *a, **k: started.append(a) or 0)
@@ -196,6 +208,25 @@ def test_max_usd_estimates_follow_an_endpoint_that_counts_more_prompt_tokens_tha
             for i in range(10):
                 c.generate(MSG, GenerateConfig(max_tokens=5), scope=str(i))
         assert srv.count == 3 and c.budget.spent == pytest.approx(0.09)  # a fourth would have made $0.12
+
+
+def test_an_empty_reply_that_reports_usage_is_paid_for_uncached_and_counted_by_max_usd(tmp_path, monkeypatch):
+    """A reasoning model out of tokens: content null, yet 1M prompt tokens billed ($0.15). The call fails and is not
+    cached, but the cap, the client's cost and what a later kernel sees count it; the next call would pass $0.20."""
+    monkeypatch.setenv(B.ENV_MAX, "0.2")
+    monkeypatch.setenv(B.ENV_SINCE, "0")
+    empty = Reply(raw=json.dumps(completion(None, "gpt-4o-mini", pt=1_000_000, ct=0, finish="length")).encode())
+    cache = str(tmp_path / "c.sqlite")
+    with FakeOpenAI(default=empty) as srv:
+        c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", cache=cache)
+        with pytest.raises(EmptyReply, match="empty reply"):
+            c.generate(MSG, GenerateConfig(max_tokens=5), scope="a")
+        assert c.budget.spent == pytest.approx(0.15) and c.stats()["cost_usd"] == pytest.approx(0.15)
+        with pytest.raises(B.BudgetExceeded):  # modelled at the 1M prompt tokens reported: $0.30 > $0.20
+            c.generate(MSG, GenerateConfig(max_tokens=5), scope="b")
+        assert srv.count == 1
+    with ResponseCache(cache) as store:
+        assert len(store) == 0 and store.spent_since(0) == pytest.approx(0.15)
 
 
 def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkeypatch):

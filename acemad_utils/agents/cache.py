@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, created REAL NOT NULL, 
     kind TEXT NOT NULL, n INTEGER NOT NULL, imported INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS batch_requests (batch_id TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL,
     kind TEXT NOT NULL, mode TEXT, body TEXT NOT NULL, PRIMARY KEY (batch_id, key));
+CREATE TABLE IF NOT EXISTS billed (model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL);
 """
 
 
@@ -104,6 +105,14 @@ def parse_reply(data: bytes, where: str) -> dict:
     return reply
 
 
+def usage_of(reply: dict) -> dict:
+    """The tokens a reply parse_reply accepted was billed for (0 where its usage says nothing)."""
+    u = reply.get("usage") or {}
+    details = u.get("prompt_tokens_details")
+    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    return {k: int(u.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")} | {"cached_tokens": cached}
+
+
 def reply_value(reply: dict) -> tuple[Optional[dict], Optional[str]]:
     """(the text, finish_reason and tokens of a reply parse_reply accepted, None), else (None, why its first choice
     holds no text). A reply that echoes the key (a proxy, a prompt injection) is kept without it."""
@@ -114,11 +123,7 @@ def reply_value(reply: dict) -> tuple[Optional[dict], Optional[str]]:
         extra = f", {tools} tool call(s) only" if tools else ""
         what = "content null" if content is None else "blank content"
         return None, f"an empty reply ({what}{extra}, finish_reason {choice.get('finish_reason')!r})"
-    u = reply.get("usage") or {}
-    details = u.get("prompt_tokens_details")
-    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
-    tokens = {k: int(u.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")} | {"cached_tokens": cached}
-    return {"text": redact(content), "finish_reason": choice.get("finish_reason"), **tokens}, None
+    return {"text": redact(content), "finish_reason": choice.get("finish_reason"), **usage_of(reply)}, None
 
 
 def canonical_json(obj: Any) -> str:
@@ -217,14 +222,21 @@ class ResponseCache(contextlib.AbstractContextManager):
         self._sql("INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
                   (key, model, kind, canonical_json(value), time.time()), write=True)  # fmt: skip
 
+    def bill(self, model: str, tokens: dict) -> None:
+        """A billed reply with no text to store (an empty one): spent_since counts its tokens; nothing reads it back."""
+        self._sql("INSERT INTO billed VALUES (?, ?, ?)", (model, canonical_json(tokens), time.time()), write=True)
+
     def spent_since(self, since: float) -> float:
-        """USD of the replies stored since `since` (epoch seconds; MAX_USD across kernels): free or unpriced count 0."""
+        """USD of the replies stored or billed since `since` (epoch seconds; MAX_USD across kernels and the "paid:"
+        line): free or unpriced count 0."""
         rows = self._sql(
             "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
             "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
             "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
-            "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM responses "
-            "WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' GROUP BY 1, 2",
+            "SUM(COALESCE(json_extract(value, '$.cached_tokens'), 0)) FROM "
+            "(SELECT key, model, value, created FROM responses UNION ALL SELECT 'billed', model, value, created "
+            "FROM billed) WHERE created >= ? AND COALESCE(json_extract(value, '$.free'), 0) = 0 AND key != '' "
+            "GROUP BY 1, 2",
             (since,),
         )
         return sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for model, batch, pt, ct, cached in rows

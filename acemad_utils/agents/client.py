@@ -21,7 +21,7 @@ import httpx2
 import openai
 
 from acemad_utils.agents import budget as B
-from acemad_utils.agents.cache import GarbledResponse, ResponseCache, parse_reply, reply_value
+from acemad_utils.agents.cache import GarbledResponse, ResponseCache, parse_reply, reply_value, usage_of
 from acemad_utils.agents.health import EndpointDown, emit
 from acemad_utils.agents.local_server import is_own_server
 from acemad_utils.agents.prices import price_of
@@ -57,7 +57,10 @@ class BatchUnsupported(RuntimeError): ...
 class ModelNotServed(RuntimeError): ...
 
 
-class EmptyReply(RuntimeError): ...  # a completion without text: never retried (the same request gets the same)
+class EmptyReply(RuntimeError):  # a completion without text: never retried (the same request gets the same)
+    def __init__(self, message: str, billed: dict):
+        super().__init__(message)
+        self.billed = billed  # its usage: a provider bills an empty reply (a reasoning model out of tokens) in full
 
 
 class CallsStopped(RuntimeError): ...  # a second Ctrl-C stopped the run: no new call is sent
@@ -346,7 +349,12 @@ class LLMClient:
                 mode = self.mode if schema is not None else None
                 self.batch_queue.defer(self, key, model, request_body(model, messages, params, mode, schema=schema),
                                        mode=mode)  # fmt: skip
-            out = self._send(model, messages, params, schema, deadline)
+            try:
+                out = self._send(model, messages, params, schema, deadline)
+            except EmptyReply as e:  # nothing to store, but paid: MAX_USD in later kernels and "paid:" count it
+                if any(e.billed.values()) and not self.free:
+                    self.cache.bill(model, e.billed)
+                raise
             self.cache.put(key, {"text": out.text, "mode": out.mode, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
                                  "cached_tokens": out.cached_tokens, **({"free": True} if self.free else {})},
@@ -363,8 +371,10 @@ class LLMClient:
         held = self.budget.reserve(self.estimate_cost(model, messages, params), model)
         try:
             out = _run(self._call(model, messages, params, schema, deadline))
-        except BaseException:
-            self.budget.settle(held, 0.0)  # not billed
+        except BaseException as e:  # not billed, unless an empty reply reported its usage
+            billed = e.billed if isinstance(e, EmptyReply) else None
+            self.reported(messages, billed["prompt_tokens"] if billed else None)
+            self.budget.settle(held, self.call_cost(model, *billed.values()) if billed else 0.0)
             raise
         reported = (out.prompt_tokens, out.completion_tokens, out.cached_tokens)
         self.reported(messages, out.prompt_tokens)
@@ -417,9 +427,11 @@ class LLMClient:
                     attempts, sent = attempts + call.get("n", 0), sent + call.get("n", 0)
                 value, empty = reply_value(call["reply"])
                 if value is None:
+                    billed = usage_of(call["reply"])
+                    self.count_tokens(model, *billed.values())
                     raise EmptyReply(f"the endpoint {self.where} sent {empty} for model {model!r}: a refusal or a "
                                      "reasoning model out of tokens; nothing was cached, fix the model or its "
-                                     "max_tokens and rerun")  # fmt: skip
+                                     "max_tokens and rerun", billed)  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
                 if mode in MODES[:2] and refuses_format(e):

@@ -111,9 +111,9 @@ def price_of(model: str, extra: Optional[dict] = None) -> Optional[Price]:
 
 
 HOW_TO_PRICE = (
-    "price it in the profile (models: {{{model}: {{price: {{input: USD_PER_1M, output: USD_PER_1M}}}}}}), "
-    "or mark it free there if its endpoint sends you no bill (models: {{{model}: {{free: true}}}}; "
-    "a server you run yourself), or add it to acemad_utils/agents/prices.py"
+    "price it in the profile (models: {{{model}: {{price: {{input: USD_PER_1M, output: USD_PER_1M}}}}}}; a question "
+    "file or the API: the same as JSON in ACEMAD_MODELS), or mark it free there if its endpoint sends you no bill "
+    "(models: {{{model}: {{free: true}}}}; a server you run yourself), or add it to acemad_utils/agents/prices.py"
 )
 
 

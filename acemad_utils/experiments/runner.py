@@ -262,7 +262,7 @@ class _Run:
             if q.id in seen:
                 raise ValueError(
                     f"experiment {name!r}: question id {q.id!r} is at positions {seen[q.id]} and {i} of the "
-                    "question list; each question may appear once (use repeats= to run one several times)"
+                    "question list; each question may appear once"
                 )
             seen[q.id] = i
         self.name, self.questions, self.configs, self.population = name, questions, configs, population
@@ -458,9 +458,10 @@ class _Run:
             raise EndpointDown(f"{down[0]} (run {self.name!r}: {saved})") from None
         if self.over_budget:
             raise BudgetStop(
-                f"{self.over_budget[0]}. Run {self.name!r} stopped: {saved}, calls in flight finished and cached. To "
-                "continue, raise MAX_USD (profile key max_usd: or the ACEMAD_MAX_USD variable) and rerun: every paid "
-                "reply is cached, so the part already paid for costs nothing again."
+                f"{str(self.over_budget[0]).rstrip('.')}. Run {self.name!r} stopped: {saved}, calls in flight "
+                "finished and cached. MAX_USD caps one command: to continue, rerun (it may spend up to MAX_USD again) "
+                "or raise MAX_USD (profile key max_usd: or the ACEMAD_MAX_USD variable) and rerun; every paid reply "
+                "is cached, so the part already paid for costs nothing again."
             ) from None
         if self.exported:
             raise BatchExported(f"run {self.name!r}: {saved}; {self.exported[0]}") from None
