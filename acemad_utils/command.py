@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
                       "{choices,labels}), or several comma-separated columns, one option each")  # fmt: skip
     cols.add_argument("--answer-col", help="the gold answer's column: a label, an option's text or a 0-based index")
     cols.add_argument("--id-col", help="a column of unique ids (default: an id from the question's content)")
-    cols.add_argument("--skip-invalid", action="store_true", help="leave out rows that fail the checks (each named)")
+    cols.add_argument("--skip-invalid", action="store_true",
+                      help="leave out rows that fail a row's checks (the count and the first are named)")  # fmt: skip
     p = sub.add_parser(
         "pilot", parents=[both], help="a few dollars first: the premise check and the n the full run needs"
     )
@@ -116,7 +117,8 @@ def questions(args) -> list[Question]:
 
 def confirm(line: str, args, est) -> None:
     print(line, flush=True)
-    if args.yes or (est.calls <= CONFIRM_CALLS and (est.usd is None or est.usd <= CONFIRM_USD)):
+    usd = est.usd if est.most_usd is None else est.most_usd  # the ceiling: arguments may run to their cap
+    if args.yes or (est.calls <= CONFIRM_CALLS and (usd is None or usd <= CONFIRM_USD)):
         return
     if not sys.stdin.isatty():
         raise ValueError(f"the estimate is above ${CONFIRM_USD:g} or {CONFIRM_CALLS:,} calls and stdin cannot answer; "

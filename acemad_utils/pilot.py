@@ -4,12 +4,13 @@ questions and response cache are the full run's own, so nothing is paid twice.""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shlex
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Optional
 from unittest import mock
@@ -17,7 +18,7 @@ from unittest import mock
 import numpy as np
 
 from acemad_utils import api
-from acemad_utils.agents.budget import ENV_MAX, paid_line, parse_max_usd
+from acemad_utils.agents.budget import ENV_MAX, BudgetExceeded, paid_line, parse_max_usd
 from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms
 from acemad_utils.agents.redact import safe_url
 from acemad_utils.cost.estimate import dollars, estimate_profile, replay
@@ -39,6 +40,8 @@ from acemad_utils.report import premise as PR
 DEFAULT_USD = 5.0
 MIN_K, MAX_K = 2, 100  # questions per benchmark: fewer says nothing, more is the full run's job
 MARGIN = 1.5  # screen this many times the input items the kept share says k needs
+PLANNED = 0.8  # the share of the budget a chosen k may cost: the estimate runs a few % low, and calls in flight
+# hold their dearest cost against the cap, so a plan at the budget's edge would stop the pilot before its report
 
 
 def pilot_configs(P: dict) -> list[DebateConfig]:
@@ -57,11 +60,12 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
     usd_of = lambda ns: None if any(u is None for u, _ in units) else sum(u * n for (u, _), n in zip(units, ns))
     cap = parse_max_usd(env(ENV_MAX) or None)
     budget = usd if cap is None else min(usd, cap)  # --usd, or MAX_USD when that is lower
-    if k is None:
-        k = next((kk for kk in range(MAX_K, MIN_K, -1) if (usd_of(counts(kk)) or 0.0) <= budget), MIN_K)
+    if chosen := k is None:
+        k = next((kk for kk in range(MAX_K, MIN_K, -1) if (usd_of(counts(kk)) or 0.0) <= PLANNED * budget), MIN_K)
     cost, calls = usd_of(counts(k)), sum(c * n for (_, c), n in zip(units, counts(k)))
     price = "unpriced" if cost is None else f"${cost:.2f}"  # never $0.00 for a model without a price
-    print(f"{what(k)}; estimate {price} for {calls:,.0f} calls (none made yet), budget ${budget:.2f}")
+    print(f"{what(k)}; estimate {price} for {calls:,.0f} calls (none made yet), budget ${budget:.2f}"
+          f"{f' (planned to {PLANNED:.0%} of it)' if chosen else ''}")  # fmt: skip
     if cost is None:
         raise ValueError(f"no estimate can be shown: {P.get('MODEL')!r} has no price, so the pilot will not start; "
                          f"to price it, {how}")  # fmt: skip
@@ -69,6 +73,19 @@ def choose(stages: list, P: dict, terms: dict, counts: Callable[[int], list], us
         raise ValueError(f"a pilot of {k} questions per benchmark costs about ${cost:.2f}, over the ${budget:.2f} "
                          "budget")  # fmt: skip
     return k, budget, usd_of
+
+
+@contextlib.contextmanager
+def as_max_usd(budget: float) -> Iterator[None]:
+    """The pilot's budget as the run's MAX_USD, enforced per call; a stop says how to finish the pilot."""
+    with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):
+        try:
+            yield
+        except BudgetExceeded as e:
+            e.args = (f"{e.args[0]}\nThe pilot's budget (${budget:.2f}: --usd, or MAX_USD when lower) stopped it. "
+                      "Rerun the same command to finish it (what it paid is cached), with a larger --usd or a smaller "
+                      "--per-benchmark.", *e.args[1:])  # fmt: skip
+            raise
 
 
 def report(
@@ -172,7 +189,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
         return 0
     S, since = Setup.from_params(P), time.time()
     try:
-        with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}):  # the budget as the run's MAX_USD, per call
+        with as_max_usd(budget):
             sample = []
             for b in S.benchmarks:
                 if b not in todo:  # the full run's own questions (its first N_MAX), a seeded sample of them
@@ -222,7 +239,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     if dry_run:
         return 0
     out, since = Path(args.out).expanduser().resolve(), time.time()
-    with mock.patch.dict(os.environ, {ENV_MAX: str(budget)}), warnings.catch_warnings():
+    with as_max_usd(budget), warnings.catch_warnings():
         warnings.simplefilter("ignore", api.FailedRecords)  # said in the report, below its table
         res = api.run([q for p in pools.values() for q in p[:kk]], ["acemad", "self_consistency"], model=args.model,
                       base_url=args.base_url, seed=args.seed, out=out, name="pilot", workers=args.workers,

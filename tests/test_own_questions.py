@@ -17,6 +17,7 @@ import pytest
 from acemad_utils import api
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.sim import SimPopulation, make_items
+from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 from acemad_utils.command import main
 from acemad_utils.cost import estimate as E
 from acemad_utils.cost.estimate import CALL_SECONDS
@@ -30,7 +31,7 @@ from acemad_utils.protocol.config import METHODS, DebateConfig
 from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import premise as PR
 from acemad_utils.report import rescoring
-from tests.fake_openai import FakeOpenAI, FaultInjector, Refusing, error
+from tests.fake_openai import FakeOpenAI, FaultInjector, Refusing, Reply, error
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
 FAKE_KEY = "sk-fake-own-questions"
@@ -188,6 +189,9 @@ BAD_FILES = {  # a question file's bytes (None: made by the test) -> what its on
     "csv extra column": (b"question,A,B,AB,answer,why\nWhat?,x,y,z,A,x is\n", "column(s) ['AB', 'why'] are neither"),
     "csv latin": (b"question,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
     "csv bom latin": (b"\xef\xbb\xbfquestion,A,B\ncaf\xe9?,a,b\n", "line 2: not UTF-8 text (byte 0xe9 at column 4)"),
+    "csv huge cell": (b'question,A,B\n"What?' + b"x" * 140_000 + b'",a,b\n', "line 2: field larger than field limit"),
+    "long number": (b'{"question": "q?", "options": ["a", "b"], "id": ' + b"9" * 5000 + b"}\n", "line 1: a number too"),
+    "id true": (_jsonl([{"question": "x?", "options": ["a", "b"], "id": True}]), "line 1: field 'id' must be a str"),
 }
 
 
@@ -557,7 +561,12 @@ def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoi
         f"~{10_000 * CALL_SECONDS / 8 / 60:.1f} min at {CALL_SECONDS:g} s per call and 8 in flight, "
         f"~{10_000 * CALL_SECONDS / 3600:.1f} h one at a time"
     )  # a single local server's queue
-    assert re.match(r"estimate: 10,000 calls, [\d.,]+ M tokens, \$[\d,]+\.\d\d, ", out) and wall in out, out
+    assert (
+        re.match(
+            r"estimate: 10,000 calls, [\d.,]+ M tokens, \$[\d,]+\.\d\d \(arguments of ~136 tokens\), about \$", out
+        )
+        and wall in out
+    ), out
     assert err.strip().splitlines() == [
         "error: the estimate is above $1 or 2,000 calls and stdin cannot answer; add --yes to run it (nothing was sent)"
     ]
@@ -582,6 +591,30 @@ def test_a_fitted_estimate_agrees_with_the_replay():
         assert fitted.unpriced == replayed.unpriced == (["other"] if method == "acemad" else [])
 
 
+def test_the_estimates_second_figure_covers_a_run_whose_arguments_all_reach_their_cap(elsewhere, monkeypatch):
+    """Every argument as long as its max_tokens allows, tokens counted as the token model counts them: the run costs
+    more than the first figure (~136-token arguments) and no more than the second."""
+    debater, pad = (
+        FaultInjector(rate=0.0),
+        " Checking each option against what is known rules out the popular one." * 40,
+    )
+
+    def at_the_cap(body, n):
+        content = debater(body, n).content
+        obj = json.loads(content) if content.startswith("{") else None
+        if obj is None or "argument" in obj:  # a free-text argument, or one inside the commitment's JSON
+            content = (content + pad)[: E.MOST_ARG_CHARS] if obj is None else json.dumps(
+                obj | {"argument": (obj["argument"] + pad)[: E.MOST_ARG_CHARS]})  # fmt: skip
+        return Reply(content, prompt_tokens=prompt_tokens(body["messages"]), completion_tokens=tokens(content))
+
+    qs = [make_question(f"Q{i}: which colour is a clear sky?", ["red", "green", "blue"], answer="C") for i in range(3)]
+    est = api.estimate(qs, "acemad,majority", model="gpt-4o-mini")
+    with FakeOpenAI(at_the_cap) as srv:
+        res = api.run(qs, "acemad,majority", model="gpt-4o-mini", base_url=srv.url, out=elsewhere)
+    paid = res.meta["summary"]["session"]["cost_usd"]
+    assert est.usd < paid <= est.most_usd, (est.line(), paid)
+
+
 def test_the_estimate_the_docs_quote_is_the_one_printed():
     block = doc_blocks("Try it on your task")[0]
     rows = [json.loads(x) for x in block.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0].splitlines()]
@@ -599,7 +632,7 @@ def test_duplicate_ids_in_a_run_question_list(tmp_outputs):
         run_experiment("dupes", items + [items[1]], [cfg], SimPopulation(seed=0), progress=False)
     assert str(e.value) == (
         f"experiment 'dupes': question id {items[1].id!r} is at positions 1 and 4 of the question "
-        "list; each question may appear once (use repeats= to run one several times)"
+        "list; each question may appear once"
     )
     assert not list(tmp_outputs.rglob("transcripts.jsonl*")) and not list(tmp_outputs.rglob("meta.json"))
     run_experiment("dupes", items, [cfg], SimPopulation(seed=0), repeats=2, progress=False)  # the right way
@@ -679,10 +712,17 @@ def test_published_shapes_by_their_columns(tmp_path, shape, suffix):
         ("arc", dict(choices="id"), r"line 1: field 'options' must be a list of texts or a label -> text map"),
         ("truthfulqa", dict(choices="mc2_targets"), r"line 1: column 'mc2_targets' marks 2 choices correct; AceMAD "
          r"scores one answer per question \(a multi-answer target such as TruthfulQA's mc2_targets: use mc1_targ"),
+        ("arc3", dict(choices="choices"), r"line 1: column 'choices': its labels must be one distinct label per ch"),
+        ("arc2", dict(choices="choices"), r"line 1: column 'choices': its labels must be one distinct label per ch"),
+        ("arc", dict(choices="choices", id="null_id"), r"line 1: --id-col 'null_id': an id must be text or a whole"),
+        ("arc", dict(choices="choices", id="float_id"), r"line 1: --id-col 'float_id': an id must be text or a whol"),
     ],
 )  # fmt: skip
 def test_a_wrong_column_is_one_line_naming_it(tmp_path, shape, cols, pattern):
-    path = _write_shape(tmp_path / "rows.jsonl", [SHAPES[shape][0]] * 2)
+    row = dict(SHAPES["arc" if shape.startswith("arc") else shape][0], null_id=None, float_id=1.0)
+    if shape != "arc":  # ARC's two lists of unequal length, or a label given twice: no option may vanish or move
+        row["choices"] = {"text": ["x", "y", "z"], "label": ["A", "B"] if shape == "arc2" else ["A", "A", "B"]}
+    path = _write_shape(tmp_path / "rows.jsonl", [row] * 2)
     with pytest.raises(DataError, match=pattern) as e:
         own.read_columns(path, **cols)
     assert "\n" not in str(e.value) and str(e.value).startswith(f"{path}, ")

@@ -21,9 +21,9 @@ from acemad_utils.report import premise as PR
 from tests.fake_openai import FakeOpenAI, FaultInjector, PremiseAgents, Refusing
 
 
-def question_file(tmp_path: Path) -> Path:
+def question_file(tmp_path: Path, n: int = 8) -> Path:
     rows = [{"id": f"{b}{i}", "benchmark": b, "question": f"Question {b} {i}: which holds?", "answer": "A",
-             "options": ["true", "false", "maybe", "never"]} for b in ("alpha", "beta") for i in range(8)]  # fmt: skip
+             "options": ["true", "false", "maybe", "never"]} for b in ("alpha", "beta") for i in range(n)]  # fmt: skip
     (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tmp_path / "mine.jsonl"
 
@@ -58,6 +58,17 @@ def test_a_pilot_on_a_small_file_plans_all_of_it_not_what_the_budget_would_buy(c
     assert "on all 16 of its answered questions (2 benchmark(s))" in capsys.readouterr().out
     assert main(["pilot", str(path), *who, "--per-benchmark", "3"]) == 0
     assert "on 6 of its 16 answered questions (3 per benchmark, 2 benchmark(s))" in capsys.readouterr().out
+
+
+def test_the_pilot_plans_to_most_of_its_budget_so_the_cap_does_not_stop_it_before_its_report(cwd, capsys):
+    """The estimate runs a few % low and calls in flight hold their dearest cost: k is the most 80% of it buys."""
+    who = ["--model", "gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1", "--dry-run", "--usd", "0.5"]
+    assert main(["pilot", str(question_file(cwd, n=100)), *who]) == 0
+    out = capsys.readouterr().out
+    k, est, budget = re.search(
+        r"\((\d+) per benchmark.*estimate \$([\d.]+) .*budget \$([\d.]+) \(planned to 80% of", out
+    ).groups()
+    assert float(est) <= 0.8 * float(budget) and 2 < int(k) < 100, out
 
 
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)

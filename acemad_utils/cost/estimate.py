@@ -32,9 +32,11 @@ from acemad_utils.data.benchmarks import BENCHMARKS
 from acemad_utils.data.settings import env
 from acemad_utils.experiments import registry
 from acemad_utils.experiments.profiles import endpoints, load_profile, notebook_params, parse_sets
+from acemad_utils.protocol.config import ARGUE_MAX_TOKENS
 from acemad_utils.protocol.debate import run_question
 
 DEFAULT_ARG_CHARS = 600  # ~136 tokens, the README's reference length; arguments are the largest unknown
+MOST_ARG_CHARS = round(ARGUE_MAX_TOKENS * CHARS_PER_TOKEN)  # every argument at its max_tokens: a run's ceiling
 FILLER = (
     "Most people pick the familiar answer, but the evidence points elsewhere: the premise hides a common "
     "misconception, and checking each option against what is actually known rules out the popular one. "
@@ -248,7 +250,8 @@ def wall_hours(calls: float, tokens: float, workers: int, call_seconds: float = 
 # ----------------------------------------------------------------------------- one run of your own questions
 @dataclass
 class RunEstimate:
-    """What running configs on questions will send (at most: replies already cached are not paid again)."""
+    """What running configs on questions will send (replies already cached are not paid again), at DEFAULT_ARG_CHARS
+    per argument; most_usd: at MOST_ARG_CHARS, the most the run can cost (None: unpriced, or not computed)."""
 
     calls: float
     prompt_tokens: float
@@ -257,15 +260,20 @@ class RunEstimate:
     unpriced: list
     seconds: float  # wall time at CALL_SECONDS with `workers` calls in flight
     workers: int
+    most_usd: Optional[float] = None
 
     def line(self) -> str:
         usd = f"${self.usd:,.2f}" if self.usd is not None else f"unpriced ({', '.join(self.unpriced)}; no price)"
         span = lambda s: f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min"
         # a single llama.cpp or Ollama server answers one call at a time: 8 in flight wait in its queue
         one = f", ~{span(self.calls * CALL_SECONDS)} one at a time" if self.workers > 1 else ""
+        most = "" if self.most_usd is None else (f"about ${self.most_usd:,.2f} if every argument runs to its "
+                                                  f"{ARGUE_MAX_TOKENS}-token cap, ")  # fmt: skip
+        usd += "" if self.usd is None else f" (arguments of ~{DEFAULT_ARG_CHARS / CHARS_PER_TOKEN:.0f} tokens)"
         return (f"estimate: {self.calls:,.0f} calls, {_m(self.prompt_tokens + self.completion_tokens)} tokens, {usd}, "
-                f"~{span(self.seconds)} at {CALL_SECONDS:g} s per call and {self.workers} in flight{one} (at most: "
-                "cached replies are not paid again)")  # fmt: skip
+                f"{most}~{span(self.seconds)} at "
+                f"{CALL_SECONDS:g} s per call and {self.workers} in flight{one} (cached replies are not paid "
+                "again)")  # fmt: skip
 
 
 #: Above this many agents x rounds a debate's prompts grow with N x T (100 x 50: gigabytes to build), so calls and
@@ -275,11 +283,13 @@ FIT_GRID = [(n, t) for n in (5, 10, 15) for t in (1, 2, 3)]  # N a multiple of 5
 
 
 def estimate_run(questions: Sequence, configs: Sequence, model: str, *, moderator=None, workers: int = 8,
-                 sample: int = 12, seed: int = 0) -> RunEstimate:  # fmt: skip
-    """`replay` of `configs` on up to `sample` evenly spaced questions (3 per fitted config), scaled to all."""
+                 sample: int = 12, seed: int = 0, chars: Optional[int] = DEFAULT_ARG_CHARS) -> RunEstimate:  # fmt: skip
+    """`replay` of `configs` on up to `sample` evenly spaced questions (3 per fitted config), scaled to all, with
+    arguments of `chars`; and again at MOST_ARG_CHARS for most_usd (chars None: that replay itself)."""
     picked = list(questions)[:: max(1, len(questions) // sample)][:sample]
     kw = {} if moderator is None else {"moderator_spec": moderator}
-    per_item = lambda cfgs, qs: replay(cfgs, qs, {"MODEL": model, "SEED": seed, "BASE_URL": None}, **kw)["by"]
+    P = {"MODEL": model, "SEED": seed, "BASE_URL": None}
+    per_item = lambda cfgs, qs: replay(cfgs, qs, P, arg_chars=chars or MOST_ARG_CHARS, **kw)["by"]
     direct = [c for c in configs if c.n_agents * c.rounds <= DIRECT_MAX]
     parts = [per_item(direct, picked)] if direct else []
     basis = lambda n, t: [n**i * t**j for i in range(3) for j in range(3)]
@@ -295,7 +305,9 @@ def estimate_run(questions: Sequence, configs: Sequence, model: str, *, moderato
             by[m] = [a + b * len(questions) for a, b in zip(by.get(m, [0.0, 0.0, 0.0]), v)]
     calls, pt, ct = (sum(v[k] for v in by.values()) for k in range(3))
     unpriced = sorted(m for m in by if price_of(m) is None)
-    return RunEstimate(calls, pt, ct, dollars(by), unpriced, calls * CALL_SECONDS / workers, workers)
+    most = chars and estimate_run(questions, configs, model, moderator=moderator, sample=sample, seed=seed,
+                                  chars=None).usd  # fmt: skip
+    return RunEstimate(calls, pt, ct, dollars(by), unpriced, calls * CALL_SECONDS / workers, workers, most or None)
 
 
 # ----------------------------------------------------------------------------- the printout

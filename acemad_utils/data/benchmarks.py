@@ -215,6 +215,9 @@ def _loads(path: Path, text: str, line: int | None, may_be_cut: bool = True) -> 
         the = "this record" if line else "the JSON"
         cut_msg = f"; the file ends in the middle of {the} (cut short? download it again)" if cut else ""
         raise DataError(f"{path}, line {line or e.lineno}: invalid JSON ({e.msg}, column {e.colno}){cut_msg}") from None
+    except ValueError as e:  # an integer of more digits than Python converts (4,300)
+        where = f", line {line}" if line else ""
+        raise DataError(f"{path}{where}: a number too long to be data ({str(e).split(':')[0]})") from None
 
 
 def jsonl_rows(path: Path) -> list[tuple[str, Any]]:

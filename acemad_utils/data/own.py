@@ -10,7 +10,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -90,7 +90,7 @@ def make_question(
     opts = _options(options)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"field 'metadata' must be an object (a key -> value map), got {metadata!r:.60}")
-    qid = content_id(text, opts) if id in (None, "") else _id(str(id) if isinstance(id, int) else id)
+    qid = content_id(text, opts) if id in (None, "") else _id(str(id) if type(id) is int else id)  # not True
     bench = safe_segment(benchmark, "field 'benchmark'")
     return Question(qid, bench, text, opts, _answer(answer, opts), dict(metadata or {}))
 
@@ -126,6 +126,14 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def _csv_rows(path: Path, reader: csv.DictReader) -> Iterator[dict]:
+    """reader's rows; a cell past csv's field limit in one line naming the line its record starts on."""
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise DataError(f"{path}, line {reader.line_num + 1}: {e} (a quote left open, or a cell too large)") from None
+
+
 def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
     """[(where, record)] of a CSV file; `own`: empty cells dropped, `options` one JSON cell or one column per label."""
     text = utf8_text(path, path.read_bytes()).removeprefix("\ufeff")  # a BOM (Excel) dropped
@@ -140,7 +148,7 @@ def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
             f"{path}: column(s) {extra} are neither fields ({', '.join(FIELDS)}) nor option letters (A, B, ...): "
             "every other column would be sent to the model as an option; remove them"
         )
-    for row in reader:
+    for row in _csv_rows(path, reader):
         if None in row:
             raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
         if None in row.values():  # csv fills a short row's last columns with None: its answer would vanish
@@ -210,12 +218,15 @@ def _choices(value: Any, col: str) -> tuple[Any, Optional[str]]:
     TruthfulQA's {"choices": [...], "labels": [0/1]} (mc1_targets) or text -> 0/1 map. Several 1s are refused."""
     marks, m = None, isinstance(value, Mapping)
     lists = lambda a, b: m and isinstance(value.get(a), list) and isinstance(value.get(b), list)
-    if lists("text", "label"):
-        value = dict(zip(value["label"], value["text"]))
-    elif (
+    if lists("text", "label") or (
         isinstance(value, list) and value and all(isinstance(x, Mapping) and {"text", "label"} <= set(x) for x in value)
     ):
-        value = {x["label"]: x["text"] for x in value}
+        if not m:  # a list of {"text", "label"}: as ARC's two lists
+            value = {"label": [x["label"] for x in value], "text": [x["text"] for x in value]}
+        labels, texts = value["label"], value["text"]
+        if len(labels) != len(texts) or len(set(map(str, labels))) != len(labels):
+            raise ValueError(f"column {col!r}: its labels must be one distinct label per choice, got {labels!r:.80}")
+        value = dict(zip(labels, texts))
     elif lists("choices", "labels"):
         value, marks = value["choices"], value["labels"]
     elif m and value and all(v in (0, 1) and not isinstance(v, str) for v in value.values()):
@@ -257,7 +268,9 @@ def read_columns(
                 if not 0 <= gold < len(options):
                     raise ValueError(f"answer index {gold} is outside the {len(options)} options (0-based)")
                 gold = list(options)[gold]
-        qid = None if id is None else str(_column(rec, id, "--id-col"))
+        qid = None if id is None else _column(rec, id, "--id-col")
+        if id is not None and (qid in (None, "") or isinstance(qid, (bool, float))):  # never 'None', 'True', '1.0'
+            raise ValueError(f"--id-col {id!r}: an id must be text or a whole number, got {qid!r:.40}")
         text = _column(rec, question, "--question-col")
         return make_question(text, options, answer=None if gold is None else str(gold), id=qid)
 
