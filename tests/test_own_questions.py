@@ -219,7 +219,8 @@ URL_SAYS = "need an http:// or https:// URL with a host (a port: 1 to 65535)"
     (["--model", ""], {}, "model='': empty"),  # "$MODEL" unset: not the paid default model in its place
     (["--base-url", ""], {}, "base_url='': empty"),  # nor api.openai.com in place of the endpoint meant
     ([], {"ACEMAD_MAX_USD": "abc"},
-     "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a number >= 0"),
+     "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a finite number >= 0"),
+    ([], {"ACEMAD_MAX_USD": "inf"}, "must be a finite number >= 0 (none: no cap), got 'inf'"),
     ([], {"ACEMAD_MODELS": "{not json"}, "ACEMAD_MODELS: Expecting property name"),
 ])  # fmt: skip
 def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(
@@ -530,6 +531,17 @@ def test_a_model_the_endpoint_does_not_serve_stops_the_run_before_any_debate_cal
         assert [t for t in srv.targets if t.endswith("/models")] == ["/v1/models"]  # one listing read, both models
     (err,) = capsys.readouterr().err.splitlines()
     assert "does not serve the model 'typo-model'" in err and "lists served" in err, err
+
+
+def test_the_model_check_s_one_token_probe_is_a_paid_call_under_max_usd(elsewhere, capsys, monkeypatch):
+    """GET /models does not list the model: the probe that asks it is paid, so MAX_USD=0 refuses it too."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ACEMAD_MAX_USD", "0")
+    with FakeOpenAI(models=["served"]) as srv:
+        argv = ["run", str(_write(elsewhere / "t.jsonl", ROWS[:2])), "--base-url", srv.url, "--model", "gpt-4o-mini"]
+        assert main(argv) == 1
+        assert not [t for t in srv.targets if t.endswith("/chat/completions")], srv.targets
+    assert "MAX_USD $0.00 reached" in capsys.readouterr().err
 
 
 def test_a_paid_run_ends_with_what_it_paid_and_a_cached_rerun_pays_nothing(elsewhere, endpoint, capsys, monkeypatch):

@@ -154,6 +154,11 @@ def test_max_usd_refuses_an_unpriced_loopback_endpoint_before_any_call(tmp_path,
         assert c.generate(MSG).text == "ok" and c.stats()["cost_usd"] is None
 
 
+def test_a_cap_below_a_cent_is_shown_as_it_is_not_as_zero():
+    with pytest.raises(B.BudgetExceeded, match=r"^MAX_USD \$0\.0040 reached: this run has spent about \$0\.00 "):
+        B.Budget(0.004).reserve(0.005)
+
+
 def test_max_usd_refuses_a_roles_unpriced_model_on_the_runs_endpoint_before_any_call(tmp_path, monkeypatch):
     """The run's model is priced, the Skeptics' is not: refused before the first question, not in its middle."""
     monkeypatch.setenv(B.ENV_MAX, "5")

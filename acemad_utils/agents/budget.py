@@ -40,10 +40,15 @@ def parse_max_usd(value) -> Optional[float]:
         x = float(value)
     except (TypeError, ValueError):
         x = math.nan
-    if not x >= 0:  # NaN too
-        raise ValueError(f"MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a number >= 0, got "
-                         f"{value!r}")  # fmt: skip
+    if not 0 <= x < math.inf:  # NaN too; no cap is written '' or none, as a profile's max_usd
+        raise ValueError(f"MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a finite number >= 0 "
+                         f"(none: no cap), got {value!r}")  # fmt: skip
     return x
+
+
+def _usd(x: float) -> str:
+    """Dollars to the cent, or to 4 places below a cent (a cap of $0.004 is not "$0.00")."""
+    return f"${x:,.2f}" if x == 0 or x >= 0.01 else f"${x:.4f}"
 
 
 class Budget:
@@ -69,8 +74,8 @@ class Budget:
             total = self.total
             if self.exhausted or total + self.reserved + estimate > self.max_usd:
                 self.exhausted = True
-                raise BudgetExceeded(f"MAX_USD ${self.max_usd:.2f} reached: this run has spent about ${total:.2f} "
-                                     f"(${self.spent:.2f} here), and the next call could pass the cap")  # fmt: skip
+                raise BudgetExceeded(f"MAX_USD {_usd(self.max_usd)} reached: this run has spent about {_usd(total)} "
+                                     f"({_usd(self.spent)} here), and the next call could pass the cap")  # fmt: skip
             self.reserved += estimate
             return estimate
 
@@ -112,5 +117,5 @@ def paid_line(since: float, cap: Optional[float] = None) -> Optional[str]:
     if not usd and cap is None:
         return None
     shown = "under $0.01" if 0 < usd < 0.005 else f"about ${usd:,.2f}"
-    of = "" if cap is None else f" of MAX_USD ${cap:,.2f}"
+    of = "" if cap is None else f" of MAX_USD {_usd(cap)}"
     return f"paid: {shown}{of} (the priced replies stored since this command started, at agents/prices.py's prices)"

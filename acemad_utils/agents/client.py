@@ -617,8 +617,11 @@ class LLMClient:
             return
         if not served or model in served:
             return
-        one_token = {"model": model, "max_tokens": 1, "messages": [{"role": "user", "content": "OK"}]}
+        ok = [{"role": "user", "content": "OK"}]
+        one_token = {"model": model, "max_tokens": 1, "messages": ok}
+        held = self.budget.reserve(self.estimate_cost(model, ok, one_token), model)  # a paid call too
         probe = self._free("/chat/completions", timeout, body=one_token)
+        self.budget.settle(held, None)  # its usage is not read: held at its dearest
         if isinstance(probe, openai.APIStatusError) and (probe.status_code == 404 or (
                 probe.status_code == 400 and b"model" in probe.response.content.lower())):  # fmt: skip
             shown = ", ".join(served[:8]) + (f" and {len(served) - 8} more" if len(served) > 8 else "")
