@@ -125,6 +125,23 @@ def test_a_refused_json_schema_is_asked_again_as_json_object_without_retries(ref
         assert srv.requests[-1]["response_format"] == {"type": "json_object", "schema": SCHEMA}  # llama.cpp's grammar
 
 
+def test_a_400_about_a_prompt_keeps_a_structured_mode_that_has_worked():
+    """A commitment refused for its prompt's length after json_schema has answered: that call fails alone; the next
+    commitment still asks json_schema (the run's results do not depend on which question hit the error first)."""
+
+    def script(body, n):
+        too_long = body.get("response_format") and "Q2" in json.dumps(body["messages"])
+        return error(400, "This model's maximum context length is 128000 tokens") if too_long else '{"x": 1}'
+
+    with FakeOpenAI(script) as srv:
+        c = client(srv)
+        assert c.generate([{"role": "user", "content": "Q1"}], schema=SCHEMA).mode == "json_schema"
+        with pytest.raises(openai.BadRequestError, match="maximum context length"):
+            c.generate([{"role": "user", "content": "Q2"}], schema=SCHEMA)
+        assert c.generate([{"role": "user", "content": "Q3"}], schema=SCHEMA).mode == "json_schema"
+        assert [b["response_format"]["type"] for b in srv.requests] == ["json_schema"] * 3
+
+
 def test_calls_at_once_against_a_server_refusing_json_schema_send_one_refused_request_not_one_each():
     def script(body, n):
         rf = (body.get("response_format") or {}).get("type")

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pandas as pd
@@ -66,6 +67,26 @@ def test_a_failing_endpoint_trips_the_breaker_with_one_redacted_line(mode, says)
         assert "\n" not in line and srv.url in line and says in line and "same command" in line
         assert KEY not in line and all(KEY not in str(e) for e in errors)
         assert srv.modes[mode] == 3  # nothing sent once tripped
+
+
+def test_calls_queued_behind_a_tripped_breaker_are_never_sent():
+    """16 calls at once, 4 in flight, a hung endpoint, breaker 4: the first wave's timeouts trip it (a slot freed by
+    one of its first 3 may still send a call), and every call still waiting for a slot then stops without sending: a
+    dead endpoint stops a run in about two timeouts, not one per wave of calls."""
+
+    def outcome(i: int) -> Exception:
+        try:
+            c.generate(MSG + [{"role": "user", "content": str(i)}])
+        except Exception as e:  # noqa: BLE001 (the test counts which error each call ended in)
+            return e
+        raise AssertionError("a hung endpoint answered")
+
+    with FakeOpenAI(FaultInjector(0.0), mode="hang", hang_max=5) as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=4, max_concurrency=4, max_attempts=1, timeout=0.5)
+        with ThreadPoolExecutor(16) as pool:
+            errors = list(pool.map(outcome, range(16)))
+        sent = srv.modes["hang"]
+        assert 4 <= sent <= 7 and sum(isinstance(e, EndpointDown) for e in errors) == 16 - sent
 
 
 def test_a_hung_endpoint_prints_progress_and_trips_on_timeouts(tmp_path, monkeypatch):
@@ -414,8 +435,8 @@ def test_an_endpoint_that_does_not_answer_the_preflight_in_time_only_warns(respo
 def test_a_listing_without_end_is_one_line_and_nothing_reads_on_after_the_preflight(monkeypatch):
     monkeypatch.setattr(C, "MAX_RESPONSE_BYTES", 2**22)
     with _raw_server(_endless_chunked) as url:
-        with pytest.raises(C.ResponseTooLarge, match=f"{url} answered GET /v1/models with more than"):
-            LLMClient("m", url, KEY).preflight(timeout=10)
+        with pytest.raises(EndpointUnreachable, match=f"{url} answered GET /v1/models with more than .* No paid call"):
+            LLMClient("m", url, KEY).preflight(timeout=10)  # one line from the command (exit 2), not a traceback
     hung_up = threading.Event()
 
     def trickle(conn, head):
@@ -478,6 +499,19 @@ def test_a_reply_that_is_not_a_completion_is_one_line_naming_the_endpoint(reply,
         assert c.stats()["cost_usd"] in (0, 0.0, None)
     line = str(err.value)
     assert "\n" not in line and srv.url in line and says in line
+
+
+@pytest.mark.parametrize(
+    "reply, error",
+    [(Reply(raw=b'{"choices": ['), GarbledResponse), (Reply(drop=True), openai.APIConnectionError)],
+    ids=["not JSON", "dropped"],
+)
+def test_a_call_whose_time_runs_out_while_retrying_a_fault_names_the_fault_not_a_timeout(reply, error):
+    with FakeOpenAI(default=reply) as srv:
+        c = LLMClient("m", srv.url, KEY, breaker=1000, max_attempts=100, timeout=5, retry_time=1.5)
+        with pytest.raises(error) as err:
+            c.generate(MSG)
+    assert not isinstance(err.value, openai.APITimeoutError) and "time was up" not in str(err.value)
 
 
 def test_a_post_after_the_server_closed_its_idle_connection_goes_out_on_a_new_one():

@@ -184,14 +184,14 @@ class _Guard(httpx2.AsyncClient):
         o, call = self.owner, self.owner._calls.get(request.headers.pop("x-acemad-call", ""))
         if call is None:  # off the hot path (GET /models, the model probe): bounded, not counted
             return await self._bounded(request, **kw)
-        if o.down is not None:
-            raise _Stop(o.down)
-        call["n"] = call.get("n", 0) + 1
-        o.add_usage(network_calls=1)
         if o._sem is None:
             o._sem = asyncio.Semaphore(o.max_concurrency)
             threading.Thread(target=o._heartbeat, name="acemad-progress", daemon=True).start()
         async with o._sem:
+            if o.down is not None:  # checked once a slot is free: the calls queued behind a dead endpoint never go
+                raise _Stop(o.down)
+            call["n"] = call.get("n", 0) + 1
+            o.add_usage(network_calls=1)
             o._flight[id(request)] = time.monotonic()
             o._t0 = o._t0 or time.monotonic()
             try:
@@ -219,7 +219,8 @@ class _Guard(httpx2.AsyncClient):
                 try:
                     call["reply"] = parse_reply(response.content, f"the endpoint {o.where}")
                 except GarbledResponse as e:
-                    raise _Garbled(str(e), request=request) from None
+                    call["last"] = _Garbled(str(e), request=request)  # what the call's deadline then reports
+                    raise call["last"] from None
             elif response.status_code >= 500 and call.get("json_mode") and b"response_format" in response.content:
                 response.headers["x-should-retry"] = "false"  # a refused format: asked again one mode lower
         return response
@@ -434,7 +435,8 @@ class LLMClient:
                                      "max_tokens and rerun", billed)  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
-                if mode in MODES[:2] and refuses_format(e):
+                # a mode that has worked is dropped only by an error naming it (not by a too-long prompt's 400)
+                if mode in MODES[:2] and refuses_format(e) and (self.settled != mode or "response_format" in str(e)):
                     with self._lock:
                         self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
                     attempts = 0
@@ -459,9 +461,13 @@ class LLMClient:
         last, cause = call.get("last"), e.__cause__
         if isinstance(e, _Stop):
             return EndpointDown(str(e))
-        if isinstance(e, TimeoutError):  # the call's deadline, during an attempt or a backoff
+        if isinstance(e, TimeoutError):  # the call's deadline, during an attempt or a backoff: the last attempt's fault
             if isinstance(last, httpx2.Response) and last.status_code >= 400:
                 return self._aio._make_status_error_from_response(last)
+            if isinstance(last, httpx2.TransportError) and not isinstance(last, (_Garbled, httpx2.TimeoutException)):
+                return openai.APIConnectionError(
+                    message=f"Connection error: {last}", request=httpx2.Request("POST", self.where)
+                )
             e, cause = openai.APITimeoutError(request=httpx2.Request("POST", self.where)), last
         if isinstance(cause, _Garbled):
             note = (f" ({attempts} attempts; a proxy or server that is not an OpenAI-compatible /v1 endpoint answers "
@@ -593,8 +599,8 @@ class LLMClient:
             warnings.warn(f"the model endpoint {self.where} accepted the connection but did not answer GET /models "
                           f"within {timeout:g} s; continuing (it may be busy)", stacklevel=2)  # fmt: skip
             return
-        if isinstance(listing, ResponseTooLarge):
-            raise listing
+        if isinstance(listing, ResponseTooLarge):  # no OpenAI-compatible endpoint: one line, as an unreachable one
+            raise EndpointUnreachable(f"{listing} (GET /models). No paid call was made.") from None
         if isinstance(listing, openai.APIConnectionError):
             cause = type(listing.__cause__ or listing).__name__
             setting = setting or "BASE_URL / OPENAI_BASE_URL"
