@@ -141,6 +141,18 @@ def test_a_damaged_meta_names_the_file_and_deleting_it_alone_keeps_the_results(s
     assert again == clean and meta2["summary"] == meta["summary"] and meta2["methods"] == meta["methods"]
 
 
+def test_a_damaged_questions_json_is_named_and_deleting_it_rewrites_it(smoke_outputs):
+    d, clean, _ = _run()
+    good = (d / "questions.json").read_bytes()
+    (d / "questions.json").write_bytes(good[: len(good) // 2])
+    with pytest.raises(DamagedFile) as e:
+        _run()
+    assert str(d / "questions.json") in _one_line(e) and "delete it and run the same command again" in str(e.value)
+    (d / "questions.json").unlink()  # the fix the line names
+    _, again, _ = _run()
+    assert again == clean and (d / "questions.json").read_bytes() == good
+
+
 @pytest.mark.parametrize("cut", ["mid-line", "line boundary"])
 def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(smoke_outputs, cut):
     setup = lambda: Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)  # noqa: E731

@@ -101,22 +101,27 @@ def test_a_failed_notebook_is_one_redacted_line_and_the_others_still_run(tmp_out
     assert lines[3:] == ["[mine] 1 of 2 notebook(s) failed"] and canary not in out and "Traceback" not in out
 
 
+RUN_INTERRUPTED = ("from acemad_utils.experiments.runner import RunInterrupted\n"
+                   'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")')  # fmt: skip
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_outputs, monkeypatch, capsys, jobs):
+@pytest.mark.parametrize("jobs, raised, says", [
+    (1, RUN_INTERRUPTED, "RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume"),
+    (2, RUN_INTERRUPTED, "RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume"),
+    (1, "raise KeyboardInterrupt", "interrupted outside a run (its saved records are kept)"),  # between runs
+])  # fmt: skip
+def test_ctrl_c_in_a_notebook_stops_the_whole_reproduce_with_130(tmp_outputs, monkeypatch, capsys, jobs, raised,
+                                                                 says):  # fmt: skip
     """The kernel sees Ctrl-C first (RunInterrupted): the later notebooks must not start, one at a time or side
     by side (where 02 waits for 01 because it READS it)."""
     log = tmp_outputs / "ran.txt"
     nbs = {"01_stops": tmp_outputs / "01_stops.ipynb", "02_never": tmp_outputs / "02_never.ipynb"}
-    _notebook(nbs["01_stops"], "from acemad_utils.experiments.runner import RunInterrupted\n"
-              'raise RunInterrupted("interrupted: 1 of 3 records saved; rerun to resume")')  # fmt: skip
+    _notebook(nbs["01_stops"], raised)
     _notebook(nbs["02_never"], f'open({str(log)!r}, "w").write("ran"); print("SUMMARY: ran")')
     _driver(monkeypatch, nbs, {"02_never": ("01_stops",)}, jobs=jobs)
     assert reproduce.run("mine") == 130
-    assert capsys.readouterr().out.strip().splitlines() == [
-        "[mine] 01_stops RunInterrupted: interrupted: 1 of 3 records saved; rerun to resume; "
-        "the later notebooks did not run"
-    ]
+    assert capsys.readouterr().out.strip().splitlines() == [f"[mine] 01_stops {says}; the later notebooks did not run"]
     assert not log.exists()
 
 

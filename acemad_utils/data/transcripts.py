@@ -273,4 +273,5 @@ def write_questions(d: Path, questions) -> None:
 
 def read_questions(d: Path) -> dict:
     path = Path(d) / QUESTIONS
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    fix = "delete it and run the same command again: the run writes its questions anew (its records are kept)"
+    return read_json(path, fix=fix) if path.exists() else {}

@@ -457,8 +457,9 @@ def _failed_notebook(tag: str, name: str, e: BaseException, seconds: float, out:
                 f"kept: rerun the same command; {_whole_or_removed(out, seconds, 'ran')}", "failed")  # fmt: skip
     if type(e).__name__ != "PapermillExecutionError":
         return f"{head} {one}; {_whole_or_removed(out, seconds)}", "failed"
-    if ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first
-        return f"{tag} {name} {one}; the later notebooks did not run", "interrupted"
+    if ename in ("RunInterrupted", "KeyboardInterrupt"):  # the kernel saw the Ctrl-C first (outside a run: no words)
+        said = one if str(evalue).strip() else "interrupted outside a run (its saved records are kept)"
+        return f"{tag} {name} {said}; the later notebooks did not run", "interrupted"
     if ename in STOPPERS:
         return f"{tag} {name} stopped by {STOPPERS[ename]} after {seconds:.1f}s: {one}{rest_line}", "stopped"
     return f"{head} {one}\n    full traceback: {_rel(out)} (cell {getattr(e, 'exec_count', '?')})", "failed"
