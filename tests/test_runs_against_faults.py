@@ -19,7 +19,7 @@ from acemad_utils.agents.sim import make_items
 from acemad_utils.data import paths as P
 from acemad_utils.data import transcripts
 from acemad_utils.experiments import runner
-from acemad_utils.experiments.profiles import run_key
+from acemad_utils.experiments.profiles import parse_sets, run_key
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import RECORD_USAGE_KEYS
@@ -323,6 +323,8 @@ def test_a_set_that_shapes_the_runs_names_a_run_of_its_own():
     assert run_key("default", {"SEED": 1}) == "default.set-SEED-1"
     assert run_key("default", {"SEED": 0, "WORKERS": 2, "BASE_URL": "http://127.0.0.1:9/v1"}) == "default"
     assert run_key("default", {"BENCHMARKS": ["bbh"]}).startswith("default.set-")  # a hash: not a folder name
+    same = {run_key("default", parse_sets([f"ETA={v}"])) for v in ("4", "4.0", "4e0", "+4.0E+0")}  # one value, one run
+    assert same == {"default.set-ETA-4"} and parse_sets(["ETA=1e-3"]) == {"ETA": 0.001}  # YAML 1.1 reads 1e-3 as text
 
 
 def test_a_set_that_shapes_the_runs_makes_new_runs_and_subsets_beside_the_profiles_own(smoke_outputs):

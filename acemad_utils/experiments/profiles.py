@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,9 @@ def parse_sets(items: Sequence[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-        out[key.strip()] = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+        v = load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+        number = isinstance(v, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", v)  # YAML 1.1: 1e-3 is text
+        out[key.strip()] = float(v) if number else v
     return out
 
 
@@ -182,6 +185,7 @@ def run_key(name_or_path: str, overrides: Optional[dict] = None, *, loaded: Opti
     for nb in notebooks():
         now, was = params_for(prof, nb, defaults=True), params_for(base, nb, defaults=True)
         changed.update({k: v for k, v in now.items() if k not in NOT_SHAPING and was[k] != v})
+    changed = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in changed.items()}  # 4.0 as 4
     name = prof.get("profile") or Path(name_or_path).stem
     if not changed:
         return name
