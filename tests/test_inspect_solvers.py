@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
         assert all(e["weight"] is not None and e["q"] is not None for r in rec["rounds"] for e in r)
         assert json.loads(json.dumps(rec)) == rec  # the stored debate is plain JSON (the log holds it)
         correct.append(rec["final"]["correct"])
-    metrics = {sc.name: sc.metrics["accuracy"].value for sc in log.results.scores}
+    metrics = {sc.name: sc.metrics["accuracy"].value for sc in log.results.scores if sc.name != "premise_lift"}
     assert metrics["acemad"] == metrics["choice"] == pytest.approx(sum(correct) / len(correct))
     assert not list(P.outputs("runs", create=False).glob("inspect*"))  # inspect's log holds the run, not outputs/
 
@@ -184,14 +185,32 @@ def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
     assert answers(first) == answers(second)
 
 
-def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason(tmp_path):
+def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason_and_the_paired_scorer_goes_on(tmp_path):
+    """One sample not debated, one without a gold answer (no premise lift), one with a lowercase target: every
+    score still has every key, so the eval has results; the lowercase target is right as choice() reads it."""
     bad = Sample(input="Which?", choices=["same", "same", "other"], target="A", id="dup")
+    odd = [Sample(input="Which colour is the sky?", choices=["red", "blue"], target=t, id=f"t{t}") for t in ("", "b")]
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        log = run_eval(debate(2, 1, 2, before=[bad]), tmp_path, model_base_url=srv.url)
-    assert log.status == "success" and len(log.samples) == 3
+        log = run_eval(debate(2, 1, 2, before=[bad, *odd], scorer=[choice(), decisions()]), tmp_path,
+                       model_base_url=srv.url)  # fmt: skip
+    assert log.status == "success" and len(log.samples) == 5 and log.results is not None
     (s,) = [s for s in log.samples if s.id == "dup"]
     assert s.scores["choice"].value == "I" and "repeats an option text" in s.scores["choice"].explanation
     assert all(STORE_KEY in t.store for t in log.samples if t.id != "dup")
+    (low,) = [s for s in log.samples if s.id == "tb"]
+    right = low.store[STORE_KEY]["final"]["correct"]
+    assert right is not None and low.scores["decisions"].value["acemad"] == float(right)
+    assert (low.scores["choice"].value == "C") == right
+    lift = next(sc for sc in log.results.scores if sc.name == "premise_lift").metrics["known_mean"].value
+    assert -1 <= lift <= 1  # the samples without a lift left out, not a NaN for the run
+
+
+def test_a_time_limit_ends_a_sample_whose_endpoint_hangs(tmp_path):
+    """Cancelled by inspect's time limit, the sample ends then, not when its debate would have ended."""
+    with FakeOpenAI(FaultInjector(rate=0.0), mode="hang", hang_max=60) as srv:
+        t0 = time.monotonic()
+        log = run_eval(debate(1, 1, 2), tmp_path, model_base_url=srv.url, time_limit=3, limit=50)
+    assert time.monotonic() - t0 < 45 and log.samples[0].limit is not None
 
 
 def test_replies_that_never_parse_fail_the_eval_with_one_line(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -26,11 +27,11 @@ from inspect_ai.model import (
     ResponseSchema,
     get_model,
 )
-from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
+from inspect_ai.scorer import Metric, SampleScore, Score, Target, accuracy, metric, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema, span
 
-from acemad_utils.agents.client import MODES, Completion, LLMClient, refuses_format
+from acemad_utils.agents.client import MODES, CallsStopped, Completion, LLMClient, refuses_format
 from acemad_utils.agents.llm_agent import LLMAgent
 from acemad_utils.agents.pool import act_all
 from acemad_utils.agents.redact import remember_secret, scrub
@@ -70,7 +71,7 @@ class InspectClient:
     asks for its schema in the best structured-output mode the model accepts, as LLMClient does."""
 
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop, cache: bool | CachePolicy = False):
-        self.model, self.loop, self.cache = model, loop, cache
+        self.model, self.loop, self.cache, self.stopped = model, loop, cache, False
         if isinstance(key := getattr(model.api, "api_key", None), str) and key:
             remember_secret(key)  # an endpoint may echo it in an error, which inspect writes to the eval log
         self.context = contextvars.copy_context()  # the sample's: its transcript, limits and model roles
@@ -86,6 +87,8 @@ class InspectClient:
             return await self.model.generate(chat, config=config, cache=cache)
 
     def generate(self, messages, config, *, schema=None, scope: str = "", model=None, deadline=None) -> Completion:
+        if self.stopped:
+            raise CallsStopped("the sample was cancelled (a time limit or Ctrl-C): no new call is sent")
         chat = [_ROLES[m["role"]](content=m["content"]) for m in messages]
         params = config.params()
         cfg = GenerateConfig(**{k: params[k] for k in ("temperature", "seed", "max_tokens", "top_p") if k in params})
@@ -160,7 +163,7 @@ def sample_question(state: TaskState) -> Question:
     if not state.choices:
         raise ValueError(f"sample {state.sample_id!r}: the AceMAD solvers need a multiple-choice Sample (choices=)")
     options = [c.value for c in state.choices]
-    target = state.target.text.strip() if len(state.target.target) == 1 else ""
+    target = state.target.text.strip().upper() if len(state.target.target) == 1 else ""  # as choice() reads it
     q = make_question(state.input_text, options, answer=target if target in LETTERS[: len(options)] else None)
     qid = f"sample-{state.sample_id}-epoch-{state.epoch}".replace(" ", "_")
     return dataclasses.replace(q, id=qid, benchmark="inspect")
@@ -229,10 +232,14 @@ def _solver(method: str, doc: str):
             }
             pop = InspectPopulation(clients, seed=seed, calls=calls)
             # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
-            try:
-                record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1))
-            except Exception as e:  # the sample's error, logged by inspect: without a key the endpoint echoed
-                scrub(e)  # in place, its type kept
+            try:  # a time limit or Ctrl-C cancels the sample now; its debate then sends no new call
+                record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1),
+                                                        abandon_on_cancel=True)  # fmt: skip
+            except BaseException as e:  # the sample's error, logged by inspect: without a key the endpoint echoed
+                for c in clients.values():
+                    c.stopped = True
+                if isinstance(e, Exception):
+                    scrub(e)  # in place, its type kept
                 raise
             state.store.set(STORE_KEY, record)
             state.metadata[STORE_KEY] = compact(record, cfg)
@@ -264,22 +271,37 @@ def _output(state: TaskState, text: str) -> TaskState:
     return state
 
 
-@scorer(metrics={"*": [accuracy(), stderr()]})
+DECISIONS = ("acemad", "uniform", "self_belief", "surprisingly_popular", "majority_round1", "shuffled")
+
+
+@metric
+def known_mean() -> Metric:
+    """The mean over the samples where the value is known (NaN: a sample without a lift, e.g. no gold answer)."""
+
+    def mean(scores: list[SampleScore]) -> float:
+        known = [v for s in scores if not math.isnan(v := float(cast(float, s.score.value)))]
+        return float(np.mean(known)) if known else math.nan
+
+    return mean
+
+
+@scorer(metrics={**{k: [accuracy(), stderr()] for k in DECISIONS}, "premise_lift": [known_mean()]})
 def decisions():
-    """Each of `paired`'s decisions scored against the target (shuffled: the share right), and premise_lift."""
+    """Each of `paired`'s decisions scored against the target (shuffled: the share right), and premise_lift; every
+    key in every score (inspect's metrics need them all): a sample not debated is 0, a lift unknown NaN."""
 
     async def score(state: TaskState, target: Target) -> Score:
         meta = state.metadata.get(STORE_KEY) or {}
-        if "decisions" not in meta:
-            return Score(value={}, explanation=meta.get("error", "no debate decisions (an AceMAD solver's)"))
-        right, lift = set(target.target), meta["decisions"].get("premise_lift")
+        if set(meta.get("decisions") or ()) != {*DECISIONS, "premise_lift"}:  # not debated, or a baseline MAD's
+            why = meta.get("error", "no AceMAD decisions (decisions() scores an AceMAD solver's)")
+            return Score(value=dict.fromkeys(DECISIONS, 0.0) | {"premise_lift": math.nan}, explanation=why)
+        right, lift = {t.upper() for t in target.target}, meta["decisions"].get("premise_lift")
         value = {
             k: float(np.mean([a in right for a in v])) if isinstance(v, list) else float(v in right)
             for k, v in meta["decisions"].items()
             if k != "premise_lift"
-        }
-        if lift is not None:  # its mean over samples (the "accuracy" metric) is the run's premise lift
-            value["premise_lift"] = lift
+        }  # its mean over samples (known_mean) is the run's premise lift
+        value["premise_lift"] = math.nan if lift is None else lift
         return Score(value=value, answer=meta.get("answer"), metadata={"decisions": meta["decisions"]})
 
     return score
