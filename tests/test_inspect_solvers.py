@@ -174,6 +174,24 @@ def test_a_mode_accepted_earlier_and_refused_later_steps_down_instead_of_failing
     assert formats[:6] == ["json_schema"] * 6 and formats[-(2 * 2 * 3) :] == ["json_object"] * 12
 
 
+def test_a_400_about_one_prompt_keeps_the_structured_mode_for_the_other_samples(tmp_path):
+    """Sample s1's commitments refused for their length after json_schema has answered: s1 fails alone, and the
+    next sample's commitments still ask json_schema (not json_object, then no format at all)."""
+    model = FaultInjector(rate=0.0)
+
+    def too_long_for_s1(body, n):
+        if body.get("response_format") and "Question 1:" in json.dumps(body["messages"]):
+            return error(400, "This model's maximum context length is 128000 tokens")
+        return model(body, n)
+
+    with FakeOpenAI(too_long_for_s1) as srv:
+        log = run_eval(debate(3), tmp_path, max_samples=1, model_base_url=srv.url, fail_on_error=False)
+        formats = [b["response_format"]["type"] for b in srv.requests if "response_format" in b]
+        last = [b.get("response_format") for b in srv.requests if "Question 2:" in json.dumps(b["messages"])]
+    assert set(formats) == {"json_schema"} and sum(f is not None for f in last) == 2 * 3  # s2: every commitment
+    assert [s.error is None for s in log.samples] == [True, False, True]  # s1 alone fails, with the endpoint's 400
+
+
 def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
