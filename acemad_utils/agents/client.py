@@ -124,11 +124,13 @@ def endpoint_kind(base_url: Optional[str]) -> str:
     return "local-llama.cpp" if host in ("127.0.0.1", "localhost", "::1") else "openai-compatible"
 
 
-def refuses_format(e: BaseException) -> bool:
-    """An endpoint refusing a structured-output mode: a 400 or 422, or another status naming response_format
-    (llama-cpp-python's server answers json_schema with a 500)."""
-    status = getattr(e, "status_code", None)
-    return isinstance(status, int) and (status in (400, 422) or "response_format" in str(e))
+def refuses_format(e: BaseException, accepted: bool = False) -> bool:
+    """An endpoint refusing a structured-output mode: an error naming response_format (llama-cpp-python's server
+    answers json_schema with a 500), or, while the mode has not answered yet, any 400 or 422 (a terse refusal); once
+    it has, another 400 (a prompt too long) fails its call alone. Read in the endpoint's own words: inspect's error
+    string also dumps the request, which always names response_format."""
+    status, said = getattr(e, "status_code", None), str(getattr(e, "provider_message", None) or e)
+    return isinstance(status, int) and ("response_format" in said or (not accepted and status in (400, 422)))
 
 
 def request_body(model: str, messages: list, params: dict, mode: Optional[str], *, schema: Optional[dict]) -> dict:
@@ -435,8 +437,7 @@ class LLMClient:
                                      "max_tokens and rerun", billed)  # fmt: skip
             except Exception as e:
                 e = self._final(e, call, attempts)
-                # a mode that has worked is dropped only by an error naming it (not by a too-long prompt's 400)
-                if mode in MODES[:2] and refuses_format(e) and (self.settled != mode or "response_format" in str(e)):
+                if mode in MODES[:2] and refuses_format(e, accepted=self.settled == mode):
                     with self._lock:
                         self.mode = MODES[MODES.index(mode) + 1] if self.mode == mode else self.mode
                     attempts = 0

@@ -126,10 +126,8 @@ class InspectClient:
                 last = getattr(e, "last_attempt", None)  # tenacity's RetryError: inspect gave up; its last error
                 err = last.exception() if last is not None and last.failed else e
                 # A refusal naming the format steps down even in a mode accepted before, as LLMClient does: what is
-                # kept per URL may be another server's (a restart, or another eval on the same port); any other 400
-                # (a prompt too long) fails this call alone.
-                said = str(getattr(err, "provider_message", None) or err.__cause__ or err)  # not inspect's request dump
-                if mode != "text" and refuses_format(err) and (not known or "response_format" in said):
+                # kept per URL may be another server's (a restart, or another eval on the same port).
+                if mode != "text" and refuses_format(err, accepted=known):
                     mode, known = MODES[MODES.index(mode) + 1], False  # the next mode, itself not yet accepted
                     _MODES[where] = (mode, False)
                 elif known:
