@@ -221,6 +221,7 @@ URL_SAYS = "need an http:// or https:// URL with a host (a port: 1 to 65535)"
     ([], {"ACEMAD_MAX_USD": "abc"},
      "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a finite number >= 0"),
     ([], {"ACEMAD_MAX_USD": "inf"}, "must be a finite number >= 0 (none: no cap), got 'inf'"),
+    ([], {"ACEMAD_MAX_USD": "1_0"}, "got '1_0'"),  # Python's float() would read it as 10
     ([], {"ACEMAD_MODELS": "{not json"}, "ACEMAD_MODELS: Expecting property name"),
 ])  # fmt: skip
 def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(
@@ -561,6 +562,16 @@ def test_a_paid_run_ends_with_what_it_paid_and_a_cached_rerun_pays_nothing(elsew
     assert main([*argv, "--seed", "1"]) == 1
     *_, stop, paid = capsys.readouterr().err.strip().splitlines()
     assert "MAX_USD" in stop and re.match(rf"paid: (about \$[\d.]+|under \$0\.01) of MAX_USD \${usd:,.2f}", paid)
+
+
+def test_a_run_on_an_unpriced_model_says_its_replies_were_not_counted(elsewhere, endpoint, capsys, monkeypatch):
+    """Without a cap an unpriced model runs; its last line must not read as if it cost nothing."""
+    monkeypatch.delenv("ACEMAD_MAX_USD", raising=False)
+    argv = ["run", str(_write(elsewhere / "u.jsonl", ROWS[:2])), "--model", "fake-model", "--methods", "acemad"]
+    assert main(argv) == 0
+    paid = [x for x in capsys.readouterr().out.splitlines() if x.startswith("paid:")]
+    assert paid and "'fake-model', which have no price and are not counted" in paid[0], paid
+    assert main(argv) == 0 and "paid:" not in capsys.readouterr().out  # the rerun reads the cache: nothing paid
 
 
 def test_a_large_run_asks_first_and_refuses_without_a_terminal(elsewhere, endpoint, capsys, monkeypatch):

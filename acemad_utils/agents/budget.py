@@ -37,7 +37,7 @@ def parse_max_usd(value) -> Optional[float]:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
         return None
     try:
-        x = float(value)
+        x = math.nan if isinstance(value, str) and "_" in value else float(value)  # float() reads "1_0" as 10
     except (TypeError, ValueError):
         x = math.nan
     if not 0 <= x < math.inf:  # NaN too; no cap is written '' or none, as a profile's max_usd
@@ -105,17 +105,19 @@ def current(cache=None) -> Optional[Budget]:
 
 def paid_line(since: float, cap: Optional[float] = None) -> Optional[str]:
     """What a command paid, for its last lines: the priced replies the response cache stored since `since` (epoch
-    seconds), beside the cap; None when nothing was paid and no cap was set. A reply read back from the cache was
-    paid once, when it was stored; unpriced and free models count 0."""
+    seconds), beside the cap and the unpriced models it could not count; None when nothing was paid and no cap was
+    set. A reply read back from the cache was paid once, when it was stored; free models count 0."""
     from acemad_utils.agents.cache import ResponseCache  # noqa: PLC0415 (sqlite only where a command ends)
     from acemad_utils.data.paths import outputs  # noqa: PLC0415
 
-    path, usd = outputs("cache", create=False) / "llm.sqlite", 0.0
+    path, usd, unpriced = outputs("cache", create=False) / "llm.sqlite", 0.0, []
     if path.is_file():
         with ResponseCache(path) as cache:
-            usd = cache.spent_since(since)
-    if not usd and cap is None:
+            usd, unpriced = cache.spent_since(since), cache.unpriced_since(since)
+    if not usd and cap is None and not unpriced:
         return None
     shown = "under $0.01" if 0 < usd < 0.005 else f"about ${usd:,.2f}"
     of = "" if cap is None else f" of MAX_USD {_usd(cap)}"
+    if unpriced:  # a model with no price was paid for at an unknown rate: saying "$0.00" alone would mislead
+        of += f", plus the replies of {', '.join(map(repr, unpriced))}, which have no price and are not counted"
     return f"paid: {shown}{of} (the priced replies stored since this command started, at agents/prices.py's prices)"
