@@ -262,6 +262,12 @@ def colours():
 """
 
 
+@pytest.mark.parametrize("option", [{"calls": "bogus"}, {"seed": "abc"}, {"seed": -1}, {"cache": "yes"}])
+def test_a_bad_solver_option_is_refused_when_the_solver_is_made_before_any_sample(option):
+    with pytest.raises(ValueError, match=f"{next(iter(option))}=.* is not allowed"):
+        acemad(**option)
+
+
 @pytest.mark.parametrize("solver", ["acemad", "decentralized", "centralized", "sparse", "majority"])
 def test_command_line_solver_on_a_task_that_never_imports_acemad(tmp_path, solver):
     eps = {ep.name for ep in importlib.metadata.entry_points(group="inspect_ai")}

@@ -32,7 +32,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema, span
 
 from acemad_utils.agents.client import MODES, CallsStopped, Completion, LLMClient, refuses_format
-from acemad_utils.agents.llm_agent import LLMAgent
+from acemad_utils.agents.llm_agent import LLMAgent, _choice
 from acemad_utils.agents.pool import act_all
 from acemad_utils.agents.redact import remember_secret, scrub
 from acemad_utils.data.benchmarks import LETTERS
@@ -220,6 +220,9 @@ def _solver(method: str, doc: str):
     def make(rounds: int = 3, agents: int = 5, seed: int = 0, calls: str = "two", cache: bool = False,
              **config: Any) -> Solver:  # fmt: skip
         cfg = DebateConfig(method=method, n_agents=agents, rounds=rounds, seed=seed, **config)
+        _choice("calls", calls, ("two", "single"))  # here, before any sample, not once per sample
+        if not isinstance(cache, (bool, CachePolicy)):
+            raise ValueError(f"cache={cache!r} is not allowed; choose true, false or a CachePolicy")
 
         async def solve(state: TaskState, generate: Generate) -> TaskState:
             try:

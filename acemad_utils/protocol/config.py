@@ -93,6 +93,7 @@ class DebateConfig:
                   ("n_agents", whole(self.n_agents, 1), "need an integer N >= 1"),
                   ("rounds", whole(self.rounds, 1), "need an integer T >= 1"),
                   ("repeat_offset", whole(self.repeat_offset, 0), "need an integer >= 0"),
+                  ("seed", whole(self.seed, 0), "need an integer >= 0"),
                   ("single_runs", whole(self.single_runs, 1), "need an integer >= 1"),
                   ("eta", finite(self.eta), "need a finite eta >= 0"),
                   ("weight_exponent", finite(self.weight_exponent), "need a finite exponent >= 0"),
