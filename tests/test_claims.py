@@ -56,7 +56,8 @@ def cfg(method: str, **more) -> dict:
 
 def one(verdict: str, claim: str = "c", **more) -> pd.DataFrame:
     """A ledger of one row (what deciding reads of it)."""
-    return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict, **more}])
+    ours = {"ours [95% CI]": f"what gives {verdict}"}  # a verdict of its own from numbers of its own
+    return pd.DataFrame([{**dict.fromkeys(C.COLUMNS, ""), "claim": claim, "verdict": verdict, **ours, **more}])
 
 
 def test_verdict_rules():
@@ -352,7 +353,7 @@ def test_the_controls_beside_table_2_are_not_the_papers_baselines():
 
 def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_cannot():
     grid = {C.BASE_POINT: one(C.HOLDS_SIM), "equal stubbornness": one(C.FAILS_SIM), "insight = 0.1": one(C.HOLDS_SIM)}
-    runs = {"main": _run({}, {}, params={"crowd_insight": 0.0})}
+    runs = {"main": _run({}, {}, params={"crowd_insight": 0.0}, model="synthetic-population-original")}
     [text] = C.deciding(one(C.HOLDS_SIM), grid, runs)[C.DECIDED_BY]
     assert text == f"{C.FAILS_SIM} where equal stubbornness; {C.HOLDS_SIM} elsewhere ({C.BASE_POINT} and 1 more)"
     table1 = "Table 1 (N=5): MAD beats Majority Voting: Sparse MAD"
@@ -362,6 +363,35 @@ def test_each_row_names_the_assumptions_that_flip_it_and_why_a_structural_one_ca
     assert f"{C.HOLDS_SIM} where crowd_insight = 0.2" in text
     runs["main"][0]["population"]["params"]["crowd_insight"] = 0.2  # no longer pinned: the grid alone decides
     assert not C.deciding(one(C.NULL_SIM, table1), grid, runs)[C.DECIDED_BY][0].startswith("by construction")
+    runs["main"][0]["population"]["model"] = "synthetic-population"  # the population fitted to these very gaps
+    [text] = C.deciding(one(C.HOLDS_SIM, table1), grid, runs)[C.DECIDED_BY]
+    assert text.startswith("by construction in part: the fitted population was fitted to these gaps"), text
+
+
+def test_a_row_whose_numbers_do_not_move_is_not_said_to_be_decided_where_only_holms_family_moved_it():
+    """A homogeneous baseline never reads knowledge_link: its numbers are the same at that point, and a verdict that
+    changes there changed through the other rows' p-values, which the column must say, not name the assumption."""
+    claim, same = "Decentralized MAD improves monotonically in N", {"ours [95% CI]": "+1.0 [-0.5, +2.5]", "p": 0.01}
+    grid = {C.BASE_POINT: one(C.HOLDS_SIM, claim, **same), "knowledge_link = 0": one(C.FAILS_SIM, claim, **same),
+            "K = 3": one(C.FAILS_SIM, claim)}  # fmt: skip
+    runs = {"main": _run({}, {}, params={}, model="synthetic-population-original")}
+    [text] = C.deciding(one(C.HOLDS_SIM, claim), grid, runs)[C.DECIDED_BY]
+    assert f"over the grid: {C.FAILS_SIM} where K = 3; {C.HOLDS_SIM} elsewhere ({C.BASE_POINT}); " in text, text
+    assert f"{C.FAILS_SIM} where knowledge_link = 0 only through Holm's correction" in text
+
+
+def test_the_heterogeneity_rows_name_the_structural_choices_they_rest_on():
+    runs = {"main": _run({}, {}, params={"slow_escape": 0.25}, model="synthetic-population-original")}
+    rows = {v: f"Table 3: heterogeneity beats homogeneous Decentralized MAD: AceMAD ({v})" for v in
+            ("Different LLMs", "Different Thinking System", "Different Persona")}  # fmt: skip
+    grid = {C.BASE_POINT: pd.concat([one(C.HOLDS_SIM, c) for c in rows.values()])}
+    ledger = pd.concat([one(C.HOLDS_SIM, c) for c in rows.values()])
+    text = dict(zip(rows, C.deciding(ledger, grid, runs)[C.DECIDED_BY]))
+    assert (
+        "drawn independently of the first model's" in text["Different LLMs"] and "2603.06612" in text["Different LLMs"]
+    )
+    assert text["Different Thinking System"].startswith("rests on slow_escape = 0.25")
+    assert text["Different Persona"].startswith(C.HOLDS_SIM)
 
 
 def test_a_row_the_grid_cannot_repeat_says_so_and_names_what_it_rests_on():

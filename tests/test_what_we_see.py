@@ -160,11 +160,15 @@ def test_subsets_says_systematic_only_when_the_share_beats_chance():
     t = pd.DataFrame(
         {"items_in": [100, 100], "kept": [40, 60], "mean_acc_kept": [0.1, 0.2], "misconception_share": [0.9, 0.8]}
     ).assign(uniform_reference=0.5)
-    setup = SimpleNamespace(population=SimPopulation(seed=0))
+    setup = SimpleNamespace(population=SimPopulation(seed=0), synthetic=True)
     subsets = lambda table, src: say("01_subset_construction", "68c4881a", table=table, setup=setup, SRC=src)
     text = subsets(t, SYN)
     assert "100 items (50%)" in text and "40% to 60%" in text and "16% of its runs" in text
     assert "84% of the time, against 50%" in text and "systematic misconceptions, as" in text
+    assert "by construction here: every synthetic item is generated with one shared trap" in text  # not a finding
+    setup.synthetic = False  # a real model's concentration is what the paper's manual check reports
+    assert "by construction" not in subsets(t, "model: m")
+    setup.synthetic = True
     assert "does not show" in subsets(t.assign(misconception_share=0.52), "model: m")
     assert "no challenging subset" in subsets(t.assign(kept=0), "model: m")
 

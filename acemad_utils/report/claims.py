@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from acemad_utils.data.sim_params import SimParams
+from acemad_utils.data.sim_params import SYNTHETIC_SLUG, SimParams
 from acemad_utils.data.transcripts import Lean
 from acemad_utils.protocol.config import ETA, SKEPTIC, DebateConfig, at_paper_eta
 from acemad_utils.report import power as PW
@@ -98,6 +98,8 @@ def paper_gain(paper, target: str, baselines: Sequence[str], column: str, *, rec
     """The printed cell of `target` minus the best of `baselines` (None if absent); recomputed: the Average of cells."""
     col = f"Average ({'recomputed' if recomputed else 'printed'})" if column == TB.AVERAGE else column
     cells = dict(zip(paper["method"], paper[col])) if col in paper else {}
+    if column == TB.AVERAGE and recomputed:  # from the cells, not the shown Average (rounded to 2 places)
+        cells = dict(zip(paper["method"], paper[_columns(paper)].mean(axis=1)))
     if target not in cells or not any(b in cells for b in baselines):
         return None
     return float(cells[target] - max(cells[b] for b in baselines if b in cells))
@@ -466,8 +468,10 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     line, main = e["line"], ctx["runs"].get("main")
     paper5, paper2 = _paper("table5_llama8b"), _paper("table2_main_results", model="GPT-4o-mini")
     cols = _columns(paper5)
-    mine = [float(np.mean([paper_gain(p, "AceMAD (T=3)", MAD_LABELS, c) for c in cols])) for p in (paper5, paper2)]
-    theirs = mine[0] - mine[1]  # the printed cells' gain over the best MAD per benchmark, averaged
+    # the printed cells measured as ours is (_average_gain): the mean over Table 5's benchmarks, over the MAD best there
+    means = [p.set_index("method")[cols].astype(float).mean(axis=1) for p in (paper5, paper2)]
+    mine = [m["AceMAD (T=3)"] - max(m[b] for b in MAD_LABELS if b in m.index) for m in means]
+    theirs = float(mine[0] - mine[1])
     if llama is None or main is None:
         return [row(claim, line, theirs, note="the Llama run or the main run not made in this profile")]
     gains = []
@@ -713,25 +717,40 @@ def _entry(claim: str) -> dict:
     return next((e for e in CLAIMS if claim.startswith(e["claim"].split("{")[0])), {})
 
 
-def by_construction(claim: str, params: dict, shares: dict) -> str:
-    """Why a structural choice pins a row (its entry's `pinned`); shares: {N: Skeptics in AceMAD's roster}."""
+def by_construction(claim: str, params: dict, shares: dict, fitted: bool = False) -> str:
+    """Why a structural choice pins a row (its entry's `pinned`: by crowd_insight, `always`, `rows` by the claim's
+    words; `fitted` when the fitted population was fitted to the row's own numbers); shares: {N: Skeptics in AceMAD's
+    roster}."""
     pinned = _entry(claim).get("pinned") or {}
     text = pinned.get("crowd_insight" if params.get("crowd_insight") else "none", pinned.get("always", ""))
     steps = ", ".join(f"N={n}: {k}" for n, k in sorted(shares.items()))
-    return (
+    text = (
         "" if "{steps}" in text and not shares else text.format(crowd_insight=params.get("crowd_insight"), steps=steps)
     )
+    rows = [t.format(slow_escape=params.get("slow_escape", SimParams.slow_escape)) for k, t in
+            pinned.get("rows", {}).items() if k in claim]  # fmt: skip
+    parts = [pinned["fitted"] if fitted and "fitted" in pinned else "", *rows, text]
+    return "; ".join(t for t in parts if t)
+
+
+def fitted_population(runs: dict) -> bool:
+    """Whether the runs' population is the one fitted to the paper's baselines (not POPULATION=original, a stand-in
+    or a real model)."""
+    pop = main_meta(runs).get("population") or {}
+    return bool(pop.get("synthetic")) and pop.get("model") == SYNTHETIC_SLUG
 
 
 def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
     """The ledger with DECIDED_BY: what pins a row by construction, or the grid points ({name: ledger}) flipping it."""
     verdicts = {name: g.set_index("claim").verdict.map(category) for name, g in grid.items()}
+    # what a row measured at each point: a verdict that moves while these stay is moved by Holm's correction alone
+    measured = {name: g.set_index("claim")[["ours [95% CI]", "n", "p"]].astype(str) for name, g in grid.items()}
     scaling = runs["scaling"][0]["methods"].values() if "scaling" in runs else ()
     ns = sorted({c["n_agents"] for c in scaling if c["method"] == "acemad"})  # shares: {N: truth-holders}
     shares = {n: sum(s.persona == SKEPTIC.persona for s in DebateConfig(n_agents=n).specs()) for n in ns}
-    params, out = population_params(runs), []
+    params, fitted, out = population_params(runs), fitted_population(runs), []
     for r in ledger.to_dict("records"):
-        why = by_construction(r["claim"], params, shares)
+        why = by_construction(r["claim"], params, shares, fitted)
         if (e := _entry(r["claim"])) and (run := _entry_run(runs, e)) and _chosen(run[0]) is not None and not why:
             out.append(_standin_deciding(e, run, params))
             continue
@@ -739,7 +758,9 @@ def deciding(ledger: pd.DataFrame, grid: dict, runs: dict) -> pd.DataFrame:
             out.append(why or ("an exact value: compared on a real model only" if r["verdict"] != NOT_RUN else ""))
             continue
         seen = {n: v[r["claim"]] for n, v in verdicts.items() if r["claim"] in v.index and v[r["claim"]] != NOT_RUN}
-        where = _where(seen) if BASE_POINT in seen else f"not recomputed over the grid; {WHOLE}"
+        base = measured[BASE_POINT].loc[r["claim"]].tolist() if BASE_POINT in seen else None
+        holm = {n for n in seen if measured[n].loc[r["claim"]].tolist() == base and seen[n] != seen[BASE_POINT]}
+        where = _where(seen, holm) if BASE_POINT in seen else f"not recomputed over the grid; {WHOLE}"
         if BASE_POINT in seen and seen[BASE_POINT] != category(r["verdict"]):  # the grid's smaller n reads otherwise
             n = pd.to_numeric(grid[BASE_POINT].set_index("claim").n.get(r["claim"]), errors="coerce")
             at = f"at the grid's n{f' ({n:.0f})' if pd.notna(n) else ''} the profile's point reads {seen[BASE_POINT]}"
@@ -770,14 +791,19 @@ def _standin_deciding(e: dict, run: RunData, params: dict) -> str:
     return f"the stand-in's parameters chosen from the paper's wording ({chosen}; notebook 07) and {rest}; not varied"
 
 
-def _where(seen: dict) -> str:
+def _where(seen: dict, holm: Collection[str] = ()) -> str:
+    """Where the verdict differs from the profile's point; `holm`: points where only Holm's correction moved it
+    (the row's own numbers are the same there: another row's p changed the family, not this row's assumption)."""
     base = seen[BASE_POINT]  # each other verdict, in the order the points first read it, and where
-    groups = {v: [name for name, x in seen.items() if x == v] for v in dict.fromkeys(seen.values()) if v != base}
+    flipped = {name: x for name, x in seen.items() if name not in holm}
+    groups = {v: [name for name, x in flipped.items() if x == v] for v in dict.fromkeys(flipped.values()) if v != base}
+    moved = (f"; {' and '.join(f'{seen[n]} where {n}' for n in sorted(holm))} only through Holm's correction (this "
+             "row's numbers are the same there; other rows' p-values changed)") if holm else ""  # fmt: skip
     if not groups:
-        return f"{base} at every point of the grid ({len(seen) - 1} assumptions moved one at a time)"
-    rest = len(seen) - 1 - sum(map(len, groups.values()))
+        return f"{base} at every point of the grid ({len(seen) - 1} assumptions moved one at a time){moved}"
+    rest = len(seen) - 1 - sum(map(len, groups.values())) - len(holm)
     flips = "; ".join(f"{v} where {listed(names)}" for v, names in groups.items())
-    return f"{flips}; {base} elsewhere ({BASE_POINT}" + (f" and {rest} more)" if rest else ")")
+    return f"{flips}; {base} elsewhere ({BASE_POINT}" + (f" and {rest} more)" if rest else ")") + moved
 
 
 def category(verdict: str) -> str:

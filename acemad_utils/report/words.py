@@ -17,7 +17,8 @@ BASELINE_USES = tuple(
 )
 #: ... and what an AceMAD result rests on beside the link (the ledger's grid varies them: registry.LEDGER_GRID)
 WEIGHTED_USES = tuple(
-    "insight crowd_insight crowd_copy insight_susceptibility crowd_susceptibility crowd_calibration trap_mean".split()
+    "insight crowd_insight crowd_copy insight_susceptibility crowd_susceptibility crowd_calibration trap_mean "
+    "trap_concentration".split()
 )
 
 #: Each parameter a caveat names, in a reader's words (SimParams' comments say how the population uses it)
@@ -105,14 +106,25 @@ def assumption(population: Optional[Mapping], *, short: bool = False, uses: Sequ
     if float(link) == 0:
         return (
             "This synthetic result rests on knowledge_link = 0: peer-prediction skill is unrelated to knowing the "
-            "truth, so nothing here comes from the paper's Asymmetric Cognitive Potential."
+            "truth, so nothing here comes from the paper's Asymmetric Cognitive Potential." + _others(params)
         )
     who = "only agents" if float(link) == 1 else f"with strength {float(link):g}, agents"
     return (
         f"This synthetic result rests on the paper's assumption, built into the population (knowledge_link = "
         f"{float(link):g}): {who} that see through an item's trap predict the crowd's beliefs well, while the "
         "rest assume everyone thinks as they do; a real model has to show that link before the result says anything "
-        "about it."
+        "about it." + _others(params)
+    )
+
+
+def _others(params: Mapping) -> str:
+    """The other unpinned choices an AceMAD result rests on as much as on the link: not one assumption decides it."""
+    rest = [f"{k} = {params[k]:g}" for k in WEIGHTED_USES if isinstance(params.get(k), (int, float))]
+    return (
+        f" It rests as much on the population's other choices ({', '.join(rest)}); notebook 08's 'decided by' column "
+        "names which of them flip each claim, and notebook 09 varies them."
+        if rest
+        else ""
     )
 
 
