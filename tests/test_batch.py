@@ -243,7 +243,18 @@ def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint
         assert not srv.requests
     here = os.path.relpath(sys.executable)
     python = here if not here.startswith("..") else sys.executable
-    assert f"`{python} -m acemad_utils.agents.batch import " in str(got.value)
+    assert f"`{python} -m acemad_utils.agents.batch --cache {full_outputs / 'f.sqlite'} import " in str(got.value)
+
+
+def test_an_import_into_a_cache_that_recorded_none_of_its_requests_stops_in_one_line(full_outputs, capsys):
+    """Another ACEMAD_ROOT or smoke mode names another cache: storing nothing and saying 'stored 0' made a loop."""
+    out = full_outputs / "output.jsonl"
+    out.write_text(json.dumps({"custom_id": "k" * 64, "response": {"status_code": 200, "body": {}}}) + "\n")
+    with pytest.raises(SystemExit) as e:
+        BA.main(["--cache", str(full_outputs / "other.sqlite"), "import", str(out)])
+    assert str(e.value).startswith("error: none of the 1 output lines answers a request recorded in ")
+    with pytest.raises(SystemExit, match="error: cannot read the output file"):
+        BA.main(["--cache", str(full_outputs / "other.sqlite"), "import", str(full_outputs / "typo.jsonl")])
 
 
 def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(full_outputs):

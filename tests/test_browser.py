@@ -322,3 +322,25 @@ def test_run_viewer_page_survives_hostile_replies(page, smoke_outputs):
         assert d.count() == 1 or d.wait_for() is None
         assert page.locator(f"{agent} .ad-short, {agent} .ad-msg").first.text_content() == text
     assert errors == [] and page.evaluate("document.scripts.length") == 1 + 1  # one method's block, the JS
+
+
+def test_run_viewer_page_works_by_keyboard_and_wraps_an_unbroken_word(page, smoke_outputs):
+    """Tab reaches the rows; Enter opens one, the arrows open the next shown; a 10,000-character word in an argument
+    wraps inside its cell instead of widening the page past the window."""
+    from acemad_utils.report import viewer as V
+    from tests.test_viewer import hostile_run
+
+    recs = hostile_run("t/keys")
+    page.goto(V.write_run_page("t/keys").as_uri())
+    for _ in range(5):  # three filters and the id box, then the first row
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.k") == "0"
+    page.keyboard.press("Enter")
+    page.locator(f'#debate .acemad-debate[data-question="{recs[0]["question_id"]}"]').wait_for()
+    page.keyboard.press("ArrowDown")
+    page.locator(f'#debate .acemad-debate[data-question="{recs[1]["question_id"]}"]').wait_for()
+    assert page.evaluate("document.activeElement.dataset.k") == "1"
+    width = page.evaluate("window.innerWidth")
+    page.evaluate("""w => document.querySelectorAll('#debate .ad-short, #debate .ad-msg')
+                        .forEach(e => { e.textContent = w; })""", "x" * 10_000)  # fmt: skip
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

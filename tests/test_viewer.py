@@ -152,7 +152,7 @@ def test_pick_examples_follows_its_rule():
         V.pick_examples(recs, "M", n=0)
 
 
-ROW = re.compile(r'<tr data-m="(\d+)" data-b="\d+" data-o="(\d?)" data-k="(\d+)"><td>([^<]*)')
+ROW = re.compile(r'<tr tabindex="0" data-m="(\d+)" data-b="\d+" data-o="(\d?)" data-k="(\d+)"><td>([^<]*)')
 PART = re.compile(r'<script type="application/octet-stream" id="acemad-part-(\d+)">(.*?)</script>')
 
 

@@ -7,14 +7,16 @@ synchronous run's. A batch is recorded right after batches.create: a killed proc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Optional
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
 
 from acemad_utils.agents import cache as C
 from acemad_utils.agents.cache import ResponseCache
@@ -63,24 +65,28 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
     return (None, empty) if value is None else (value | {"batch": True}, None)
 
 
+def _lines(text: str) -> Iterator[dict[str, Any]]:
+    """An output JSONL's objects; a torn line is skipped (its request counts as missing and is asked again)."""
+    for raw in filter(str.strip, text.splitlines()):
+        with contextlib.suppress(ValueError):
+            if isinstance(line := json.loads(raw), dict):
+                yield line
+
+
 def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:
     """Store the usable replies of an output JSONL (custom_id = cache key) to recorded `requests`: (stored, errors)."""
     stored, errors = {}, {}
     if requests is None:
         with cache.connect() as conn:
             requests = _requests(conn)
-    for raw in filter(str.strip, text.splitlines()):
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue  # a torn line: its request counts as missing and is asked again
+    for line in _lines(text):
         if (req := requests.get(key := line.get("custom_id"))) is None:
             continue
         value, reason = parse_output_line(line)
         if value is None:
             errors[key] = reason
             continue
-        cache.put(key, value | {"mode": req.get("mode")}, model=req["model"], kind=req["kind"])
+        cache.put(str(key), value | {"mode": req.get("mode")}, model=req["model"], kind=req["kind"])
         stored[key] = value
     return stored, errors
 
@@ -143,7 +149,8 @@ class Batcher:
         raise BatchExported(
             f"wrote {len(entries)} request(s) to {path}. Run them with a Batch-API runner, e.g. `python -m "
             f"vllm.entrypoints.openai.run_batch -i {path} -o {out} --model <model>`, then `{python()} -m "
-            f"acemad_utils.agents.batch import {out}` and rerun: the next pass reads those replies from the cache"
+            f"acemad_utils.agents.batch --cache {shlex.quote(str(self.cache.path))} import {out}` and rerun: the next "
+            "pass reads those replies from the cache"
         )
 
     def _one_round(self, client, entries: dict, should_stop, progress: bool) -> None:
@@ -228,9 +235,21 @@ def main(argv=None) -> int:
             print(f"{bid}  {status:<10} {kind:<18} {n:>6} requests  {'imported' if imported else 'open'}  "
                   f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(created))}")  # fmt: skip
     elif a.cmd == "import":
-        with open(a.output, encoding="utf-8") as f:
-            stored, errors = import_output(f.read(), cache)
-        print(f"stored {len(stored)} replies in {cache.path}; {len(errors)} error line(s)")
+        try:
+            with open(a.output, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            sys.exit(f"error: cannot read the output file: {e}")
+        with cache.connect() as conn:
+            requests = _requests(conn)
+        ids = [line.get("custom_id") for line in _lines(text)]
+        if ids and not any(k in requests for k in ids):  # another cache (another ACEMAD_ROOT, smoke): store nothing
+            sys.exit(f"error: none of the {len(ids)} output lines answers a request recorded in {cache.path}; import "
+                     "into the cache the run exported them from (--cache PATH, as the run's message says)")  # fmt: skip
+        stored, errors = import_output(text, cache, requests)
+        unknown = sum(k not in requests for k in ids)
+        print(f"stored {len(stored)} replies in {cache.path}; {len(errors)} error line(s)"
+              + (f"; {unknown} line(s) answer no request recorded there (skipped)" if unknown else ""))  # fmt: skip
     else:
         with cache.connect() as conn:
             rows = conn.execute("SELECT key, body FROM batch_requests WHERE batch_id IN (SELECT id FROM batches "

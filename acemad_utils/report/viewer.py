@@ -241,6 +241,8 @@ td.ad-pf{background:#fff0f0;border:2px dashed #cf222e}
 .ad-bad{color:#cf222e;font-weight:700}
 pre.ad-bars{font:11px/1.2 ui-monospace,monospace;margin:3px 0}
 .ad-short,.ad-msg,.ad-err{font-size:12px;white-space:pre-wrap;max-height:16em;overflow:auto}
+.ad-question,.ad-short,.ad-msg,.ad-err,summary,#list td{overflow-wrap:anywhere}
+#list tr:focus{outline:2px solid #0969da}
 """
 _JS = r"""
 const $ = id => document.getElementById(id), pane = $('debate'), rows = [...document.querySelectorAll('tr[data-k]')];
@@ -253,14 +255,26 @@ function part(m){
   return parts[m];
 }
 let opened = 0;
-$('list').addEventListener('click', e => {
-  const tr = e.target.closest('tr[data-k]'), ticket = ++opened;
+$('list').addEventListener('click', e => open(e.target.closest('tr[data-k]')));
+// Enter or Space opens the focused row; the arrows open the next or previous row shown
+$('list').addEventListener('keydown', e => {
+  const tr = e.target.closest('tr[data-k]'), shown = rows.filter(r => !r.hidden);
+  if (!tr) return;
+  const step = {ArrowDown: 1, ArrowUp: -1}[e.key];
+  if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); open(tr); }
+  else if (step) {
+    const next = shown[shown.indexOf(tr) + step];
+    if (next) { e.preventDefault(); next.focus(); open(next); }
+  }
+});
+function open(tr){
+  const ticket = ++opened;
   if (tr) part(tr.dataset.m).then(html => {
     if (ticket !== opened) return;  // another row was clicked meanwhile
     pane.innerHTML = html[tr.dataset.k];
     rows.forEach(r => r.classList.toggle('sel', r === tr));
   }, err => { pane.textContent = 'cannot read this method\'s debates: ' + err; });
-});
+}
 function filter(){  // a record without a gold answer is neither correct nor wrong
   const [m, b, o, s] = ['f-method', 'f-bench', 'f-outcome', 'f-q'].map(id => $(id).value.trim().toLowerCase());
   rows.forEach(tr => {
@@ -300,7 +314,11 @@ _CODE = [Path(__file__), Path(B.__file__)]  # what draws a page: a change rebuil
 
 def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]] = None) -> Path:
     """The page of outputs/runs/<experiment>/ (`loaded`: its (meta, records)), rebuilt only when its sources changed."""
-    d, h, path = run_dir(experiment), hashlib.sha256(), page_path(experiment)
+    d, h = run_dir(experiment, create=False), hashlib.sha256()
+    if loaded is None and not (d / "meta.json").is_file():
+        raise FileNotFoundError(f"no run {experiment!r}: {d} holds no meta.json (a run's name is <profile>/<notebook's "
+                                "run>, e.g. default/main, once make reproduce has made it)")  # fmt: skip
+    path = page_path(experiment)
     for src in [d / "meta.json", d / QUESTIONS, *transcript_files(d / TRANSCRIPTS), *_CODE]:  # what the page shows
         if src.exists():
             h.update(src.name.encode() + b"\0" + src.read_bytes())
@@ -327,7 +345,8 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
         right = {"": "<td>–", "1": '<td class="ad-ok">✓', "0": '<td class="ad-bad">✗'}[o]
         right = right if status == "ok" else f'<td class="ad-bad">{esc(status)}'
         rows.append(
-            f'<tr data-m="{m}" data-b="{benchmarks.index(r.get("benchmark", ""))}" data-o="{o}" data-k="{k}">'
+            f'<tr tabindex="0" data-m="{m}" data-b="{benchmarks.index(r.get("benchmark", ""))}" data-o="{o}" '
+            f'data-k="{k}">'
             f"<td>{esc(r['question_id'])}<td>{esc(r['method'])}{right}"  # end tags are optional: 10^4 rows
         )
     source, n, nq = source_of(records[0], meta), len(records), len({r["question_id"] for r in records})
@@ -341,6 +360,10 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
         for m, fs in enumerate(parts)
     )
     listed = "\n".join(rows)
+    fractional = sorted({r["method"] for r in records if r["final"].get("correct") not in (None, True, False, 0, 1)})
+    shares = (f'<p class="ad-legend">{esc(", ".join(fractional))}: a record is the share of its runs that were right; '
+              "✓ and the outcome filter's <i>correct</i> mean more than half were, while the accuracy table counts the "
+              "share itself</p>") if fractional else ""  # fmt: skip
     atomic_write(
         path,
         f"""<!DOCTYPE html>
@@ -354,7 +377,7 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
 <label>outcome <select id="f-outcome"><option value="">all</option><option value="1">correct</option>
 <option value="0">wrong</option></select></label> <label>question <input id="f-q" placeholder="id contains…"></label>
 <span id="count"></span></p>
-<div class="wrap"><div id="list"><table><tr><th>question</th><th>method</th><th>right?</th></tr>
+{shares}<div class="wrap"><div id="list"><table><tr><th>question</th><th>method</th><th>right?</th></tr>
 {listed}</table></div><div id="debate"><p>Click a question on the left to open its debate.</p></div></div>
 {blocks}
 <script>{_JS}</script>
@@ -367,6 +390,10 @@ def write_run_page(experiment: str, *, loaded: Optional[tuple[dict, list[dict]]]
 if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m acemad_utils.report.viewer <experiment>   (e.g. default/main)")
-    print(write_run_page(sys.argv[1]))
+    usage = "usage: python -m acemad_utils.report.viewer <run>   (e.g. default/main): write the run's debate page"
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        sys.exit(usage)
+    try:
+        print(write_run_page(sys.argv[1]))
+    except (FileNotFoundError, ValueError) as e:  # a run not made, a bad name, a damaged file: one line
+        sys.exit(f"error: {e}")
