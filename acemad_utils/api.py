@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
+import operator
 import os
 import re
 import warnings
@@ -23,6 +23,7 @@ from acemad_utils.agents.budget import UnpricedModel
 from acemad_utils.agents.client import DEFAULT_MODEL
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.prices import price_of
+from acemad_utils.agents.redact import safe_url
 from acemad_utils.agents.sim import SimPopulation
 from acemad_utils.data.benchmarks import data_hash
 from acemad_utils.data.own import from_record
@@ -31,7 +32,7 @@ from acemad_utils.data.settings import env
 from acemad_utils.experiments.params import MAX_AGENTS, MAX_ROUNDS, MAX_WORKERS  # the profiles' limits
 from acemad_utils.experiments.runner import failure_line, run_and_load  # noqa: F401  (failure_line: public)
 from acemad_utils.experiments.subsets import SYNTHETIC_SLUG, model_slug
-from acemad_utils.protocol.config import GENERALIST, METHODS, NAIVE_AGENT, SKEPTIC, DebateConfig
+from acemad_utils.protocol.config import GENERALIST, MAX_ETA, METHODS, NAIVE_AGENT, SKEPTIC, DebateConfig
 from acemad_utils.protocol.schema import Question
 from acemad_utils.report import premise as PR
 from acemad_utils.report import tables as TB
@@ -50,6 +51,13 @@ Methods = Union[str, Sequence[Union[str, DebateConfig]]]  # method names (comma-
 QuestionsLike = Union[Question, Mapping[str, Any], Sequence[Union[Question, Mapping[str, Any]]]]
 
 
+def _shown(url: str) -> str:
+    try:
+        return safe_url(url)
+    except ValueError:  # too broken to parse: no part of it is shown as a URL's parts
+        return url.split("@")[-1].split("?")[0]
+
+
 def check_url(url: Optional[str], what: str, *, recorded: bool = False) -> Optional[str]:
     """None or an http(s) URL with a host; a role's URL (`recorded` in meta.json) without credentials or query."""
     if url in ("", None):
@@ -59,9 +67,9 @@ def check_url(url: Optional[str], what: str, *, recorded: bool = False) -> Optio
         ok = u.scheme in ("http", "https") and bool(u.hostname) and u.port != 0
     except ValueError:  # an unparsable host, a port that is not a number or above 65535 (.port raises)
         ok = False
-    if not ok:
-        raise ValueError(f"{what} {url!r:.80}: need an http:// or https:// URL with a host (a port: 1 to "
-                         "65535)")  # fmt: skip
+    if not ok:  # shown without user:password@ or a query: the URL may hold a key
+        raise ValueError(f"{what} {_shown(str(url))!r:.80}: need an http:// or https:// URL with a host (a port: 1 "
+                         "to 65535)")  # fmt: skip
     if recorded and (u.username or u.password or u.query):
         raise ValueError(f"{what} {url!r:.80}: no user:password@ or query in a role's URL (it is recorded in "
                          "meta.json); the key is OPENAI_API_KEY")  # fmt: skip
@@ -193,9 +201,20 @@ def accuracy_table(records: Sequence[dict], seed: int = 0) -> pd.DataFrame:
     return pd.concat([TB.wide(long), pd.DataFrame(list(rows.values()))], ignore_index=True).fillna("")
 
 
-def _whole(what: str, v: Any, hi: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+def _integer(v: Any) -> Optional[int]:
+    """An int, or a numpy integer as one (a sweep over np.arange); None for anything else (a bool, 3.0, "3")."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
+def _whole(what: str, v: Any, hi: int) -> int:
+    if (n := _integer(v)) is None or not 1 <= n <= hi:
         raise ValueError(f"{what}={v!r}: need a whole number from 1 to {hi}")
+    return n
 
 
 def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed: int = 0, roles: Roles = None):
@@ -207,12 +226,11 @@ def configs(methods, *, rounds: int = 3, agents: int = 5, eta: float = 2.0, seed
     if not methods or unknown:
         what = f"unknown method{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}" if unknown else "no method"
         raise ValueError(f"{what}; choose from {', '.join(METHODS)}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:  # before any call: numpy refuses it late
+    if (n := _integer(seed)) is None or n < 0:  # before any call: numpy refuses it late
         raise ValueError(f"seed={seed!r}: need a whole number >= 0")
-    _whole("rounds", rounds, MAX_ROUNDS)
-    _whole("agents", agents, MAX_AGENTS)
-    if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not math.isfinite(eta) or eta < 0:
-        raise ValueError(f"eta={eta!r}: need a finite number >= 0")
+    seed, rounds, agents = n, _whole("rounds", rounds, MAX_ROUNDS), _whole("agents", agents, MAX_AGENTS)
+    if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not 0 <= eta <= MAX_ETA:  # NaN fails too
+        raise ValueError(f"eta={eta!r}: need a number from 0 to {MAX_ETA:g}")
     parsed = parse_roles(roles)
     out = []
     for m in dict.fromkeys(methods):
@@ -265,6 +283,7 @@ def population(*, synthetic: bool, model: Optional[str], base_url: Optional[str]
         return SimPopulation(seed=seed), SYNTHETIC_SLUG + suffix
     not_empty(model=model, base_url=base_url)
     check_url(base_url, "base_url")
+    check_url(None if base_url else os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL")  # the client's fallback
     model = model or os.environ.get("MODEL") or None
     if model is not None:
         check_model(model)
@@ -294,7 +313,8 @@ def run(
     """Run `methods` on `questions` (records streamed to `out`/runs/<name>/..., resumable); viewer=True also writes
     the run's debate viewer page. roles: {"skeptic": "NAME" or "NAME@URL", ...} (ROLES)."""
     qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
-    _whole("workers", workers, MAX_WORKERS)
+    seed = operator.index(seed)  # checked by configs: a numpy integer becomes an int before it reaches any file
+    workers = _whole("workers", workers, MAX_WORKERS)
     safe_segment(name, "run name")
     with outputs_root(out):
         pop, slug = population(synthetic=synthetic, model=model, base_url=base_url, seed=seed, workers=workers,
@@ -320,7 +340,8 @@ def estimate(
     from acemad_utils.cost.estimate import estimate_run  # the replay machinery only when asked
 
     qs, cfgs = as_questions(questions), configs(methods, rounds=rounds, agents=agents, eta=eta, seed=seed, roles=roles)
-    _whole("workers", workers, MAX_WORKERS)
+    seed = operator.index(seed)  # checked by configs: a numpy integer becomes an int before it reaches any file
+    workers = _whole("workers", workers, MAX_WORKERS)
     not_empty(model=model)
     if model is not None:
         check_model(model)
@@ -329,7 +350,10 @@ def estimate(
     return estimate_run(qs, cfgs, main, moderator=moderator, workers=workers, seed=seed)
 
 
-def viewer_page(results: Results, out: Union[str, os.PathLike] = DEFAULT_OUT) -> Path:
-    """Write (or refresh) the debate viewer page of a run made by `run` with the same `out`; returns its path."""
+def viewer_page(results: Results, out: Union[str, os.PathLike, None] = None) -> Path:
+    """Write (or refresh) the debate viewer page of a run made by `run`, beside its runs/ folder (`out`: the `out` the
+    run was given; by default the one its results came from); returns its path."""
+    if out is None:  # results.run_dir is <out>/runs/<name>: its questions are read from there, not another folder
+        out = results.run_dir.parents[len(Path(results.name).parts)]
     with outputs_root(out):
         return write_run_page(results.name, loaded=(results.meta, results.records))

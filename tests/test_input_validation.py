@@ -56,8 +56,9 @@ def test_a_bad_benchmark_backend_or_source_is_one_line_before_the_endpoint_is_to
 @pytest.mark.parametrize(
     "kw,named,allowed",
     [({"n_agents": -3}, "n_agents=-3", "N >= 1"), ({"n_agents": 2.5}, "n_agents=2.5", "integer N >= 1"),
-     ({"rounds": -1}, "rounds=-1", "T >= 1"), ({"eta": math.inf}, "eta=inf", "finite eta >= 0"),
-     ({"eta": math.nan}, "eta=nan", "finite eta >= 0"), ({"method": "acemd"}, "method='acemd'", "choose one of"),
+     ({"rounds": -1}, "rounds=-1", "T >= 1"), ({"eta": math.inf}, "eta=inf", "0 <= eta <= 1000"),
+     ({"eta": math.nan}, "eta=nan", "0 <= eta <= 1000"), ({"eta": 1e308}, "eta=1e+308", "0 <= eta <= 1000"),
+     ({"seed": "abc"}, "seed='abc'", "integer >= 0"), ({"method": "acemd"}, "method='acemd'", "choose one of"),
      ({"weight_exponent": -1.0}, "weight_exponent=-1.0", "exponent >= 0")],
 )  # fmt: skip
 def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowed):

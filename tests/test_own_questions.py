@@ -222,6 +222,7 @@ URL_SAYS = "need an http:// or https:// URL with a host (a port: 1 to 65535)"
      "MAX_USD (ACEMAD_MAX_USD, a profile's max_usd or pilot --usd) must be a finite number >= 0"),
     ([], {"ACEMAD_MAX_USD": "inf"}, "must be a finite number >= 0 (none: no cap), got 'inf'"),
     ([], {"ACEMAD_MAX_USD": "1_0"}, "got '1_0'"),  # Python's float() would read it as 10
+    ([], {"OPENAI_BASE_URL": "http://u:pw@127.0.0.1:99999/v1"}, "OPENAI_BASE_URL 'http://127.0.0.1:99999/v1': need"),
     ([], {"ACEMAD_MODELS": "{not json"}, "ACEMAD_MODELS: Expecting property name"),
 ])  # fmt: skip
 def test_a_bad_option_stops_in_one_line_before_the_estimate_or_any_call(
@@ -781,3 +782,92 @@ def test_a_parquet_file_without_its_columns_named_is_told_to_name_them(tmp_path,
     assert main(["run", str(path), "--synthetic"]) == 2
     (err,) = capsys.readouterr().err.splitlines()
     assert "x.parquet: a .parquet file is read by its columns: add --choices-col" in err, err
+
+
+def test_the_viewer_page_of_an_api_run_goes_beside_the_run_and_shows_its_questions(elsewhere):
+    """viewer_page(results) without `out` finds the run where `run` put it (not the default folder), and its page
+    carries the question text stored with the run; the Single Agent's mark (over half its runs right) is explained."""
+    qs = [own.make_question(f"Which colour is {c}?", ["red", "blue", "green"], answer="A", id=f"q{i}") for i, c in
+          enumerate(("ruby", "cherry"))]  # fmt: skip
+    res = api.run(qs, ["acemad", "single"], synthetic=True, out=elsewhere / "mine", name="colours")
+    page = api.viewer_page(res)
+    assert page.is_relative_to(elsewhere / "mine" / "viewer") and not (elsewhere / "acemad_runs").exists()
+    html = page.read_text(encoding="utf-8")
+    assert "Which colour is ruby?" in _page_text(html) and "not recorded in this run" not in _page_text(html)
+    assert "Single Agent" in html and "a record is the share of its runs that were right" in html
+
+
+def test_the_viewer_command_names_a_run_not_made_in_one_line_and_creates_nothing(tmp_path):
+    env = {**os.environ, "ACEMAD_ROOT": str(tmp_path)}
+    env.pop("ACEMAD_SMOKE", None)
+    for arg, says in (("default/mian", "error: no run 'default/mian'"), ("--help", "usage: python -m")):
+        p = subprocess.run([sys.executable, "-m", "acemad_utils.report.viewer", arg], env=env, capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+        assert p.returncode == 1 and p.stderr.strip().splitlines() == [p.stderr.strip()], p.stderr
+        assert p.stderr.startswith(says), p.stderr
+    assert not (tmp_path / "outputs").exists()
+
+
+def _page_text(html: str) -> str:
+    """Every debate fragment of a run page, decoded from its embedded blocks."""
+    import base64
+    import zlib
+
+    blocks = re.findall(r'id="acemad-part-\d+">([^<]+)</script>', html)
+    return "".join("".join(json.loads(zlib.decompress(base64.b64decode(b)))) for b in blocks)
+
+
+def test_two_threads_with_different_out_folders_are_refused_not_mixed(elsewhere):
+    """The output folder is process-wide (the run's own threads read it): a second thread's run with another `out`
+    while the first runs would write into the first's folder, so it is refused in one line; the first is unharmed."""
+    import threading
+
+    from acemad_utils.data.paths import outputs_root
+
+    inside, release, errors = threading.Event(), threading.Event(), []
+
+    def hold():
+        with outputs_root(elsewhere / "one"):
+            inside.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(30)
+    try:
+        api.run(_three_questions(), ["majority"], synthetic=True, out=elsewhere / "two", name="two")
+    except RuntimeError as e:
+        errors.append(str(e))
+    finally:
+        release.set()
+        t.join()
+    assert errors and errors[0].startswith("another thread of this process is running with out=")
+    assert not (elsewhere / "one" / "runs").exists() and not (elsewhere / "two" / "runs").exists()
+    res = api.run(_three_questions(), ["majority"], synthetic=True, out=elsewhere / "two", name="two")  # then it runs
+    assert res.run_dir.is_relative_to(elsewhere / "two")
+
+
+def _three_questions():
+    return [own.make_question(f"Item {i}: which?", ["a", "b", "c"], answer="A", id=f"t{i}") for i in range(3)]
+
+
+def test_metadata_is_kept_in_the_run_folder_and_must_be_json(elsewhere):
+    import datetime
+
+    q = own.make_question("Which?", ["a", "b"], answer="A", id="m1", metadata={"source": "exam 3", "year": 2024})
+    res = api.run([q], ["majority"], synthetic=True, out=elsewhere / "o", name="meta")
+    assert json.loads((res.run_dir / "questions.json").read_text())["m1"]["metadata"] == {"source": "exam 3",
+                                                                                          "year": 2024}  # fmt: skip
+    with pytest.raises(ValueError, match="field 'metadata' must hold JSON values only"):
+        own.make_question("Which?", ["a", "b"], metadata={"when": datetime.date(2024, 1, 1)})
+
+
+def test_numpy_integers_are_whole_numbers_and_a_run_without_gold_answers_splits_to_nothing(elsewhere):
+    """A sweep over np.arange passes numpy integers; questions without a gold answer have no gain to split."""
+    import numpy as np
+
+    qs = [own.make_question(f"Which {i}?", ["a", "b", "c"], id=f"g{i}") for i in range(3)]
+    res = api.run(qs, ["acemad"], synthetic=True, out=elsewhere / "o", rounds=np.int64(2), agents=np.int32(3),
+                  seed=np.int64(1), workers=np.int64(2))  # fmt: skip
+    assert res.run_dir.name.endswith("-seed1") and {r.record["config_hash"] for r in res}
+    assert res.split().empty and res.table().empty

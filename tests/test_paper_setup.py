@@ -197,7 +197,7 @@ def test_centralized_decides_by_the_debaters_mean_belief_and_stores_the_moderato
     mod = A.redecided(recs, "moderator")
     assert [m["final"]["answer"] for m in mod] == [r["decisions"]["moderator"]["answer"] for r in recs]
     moderated = cfg.replace(mad_aggregator="moderator")
-    assert moderated.label == "Centralized MAD (moderator)"
+    assert moderated.label == "Centralized MAD (moderator, T=2)"  # T: not the paper's 3
     with_mod = [run_question(q, pop, moderated) for q in ITEMS[:60]]
     assert [r["final"]["correct"] for r in with_mod] == [m["final"]["correct"] for m in mod]
     with pytest.raises(ValueError, match="only Centralized MAD has a moderator"):

@@ -193,3 +193,11 @@ def test_the_ledger_grid_keeps_the_points_the_population_can_express():
     assert {r.name.split("__")[1] for r in runs} == {"baselines", "main", "heterogeneity", "ablation", "scaling"}
     assert all(r.name.startswith("map_ledger40_insight_susceptibility0.3__") and r.cap == 40 for r in runs)
     assert all(r.params == {"insight_susceptibility": 0.3} for r in runs)
+
+
+def test_a_debating_baseline_at_another_t_says_its_t_in_its_label():
+    """Tables put 'AceMAD (T=1)' beside the baselines: a baseline not at the paper's T = 3 must say so too."""
+    assert DebateConfig(method="decentralized").label == "Decentralized MAD"
+    assert [DebateConfig(method=m, rounds=1).label for m in ("decentralized", "sparse", "centralized")] == [
+        "Decentralized MAD (T=1)", "Sparse MAD (T=1)", "Centralized MAD (T=1)"]  # fmt: skip
+    assert DebateConfig(method="majority", rounds=1).label == "Majority Voting"  # no rounds to speak of

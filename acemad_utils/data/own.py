@@ -85,11 +85,17 @@ def make_question(
     benchmark: str = DEFAULT_BENCHMARK, metadata: Optional[Mapping[str, Any]] = None,
 ) -> Question:  # fmt: skip
     """One checked question (ValueError naming the field); `answer` is a label or an option's exact text; `metadata`
-    is kept on the question and in its records, never sent to a model."""
+    is kept on the question and in the run's questions.json, never sent to a model."""
     text = _text(question, "question", MAX_TEXT)
     opts = _options(options)
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"field 'metadata' must be an object (a key -> value map), got {metadata!r:.60}")
+    try:  # it is hashed into the run's name and saved: a date or a numpy number would fail there, without a name
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"field 'metadata' must hold JSON values only (strings, numbers, lists, objects): {e}"
+        ) from None
     qid = content_id(text, opts) if id in (None, "") else _id(str(id) if type(id) is int else id)  # not True
     bench = safe_segment(benchmark, "field 'benchmark'")
     return Question(qid, bench, text, opts, _answer(answer, opts), dict(metadata or {}))

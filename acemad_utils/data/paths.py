@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from acemad_utils.data.settings import env, flag
@@ -57,18 +58,30 @@ def safe_segment(value: str, what: str) -> str:
     return value
 
 
-# Process-wide, not a context variable: the runner's threads must see the folder the call chose.
+# Process-wide, not a context variable: the runner's threads must see the folder the call chose. So two threads may
+# not hold two different folders at once: the second is refused (its files would land in the first's folder).
 _ROOT_OVERRIDE: list[Path] = []
+_HOLDERS: list[tuple[Path, int]] = []  # (folder, thread) of each open block
+_GUARD = threading.Lock()
 
 
 @contextlib.contextmanager
 def outputs_root(root: os.PathLike | str):
     """Inside the block, outputs(...) is <root>/<parts...> (no smoke/ subfolder: the caller named the folder)."""
-    _ROOT_OVERRIDE.append(Path(root).expanduser().resolve())
+    path, me = Path(root).expanduser().resolve(), threading.get_ident()
+    with _GUARD:
+        if other := next((p for p, t in _HOLDERS if p != path and t != me), None):
+            raise RuntimeError(f"another thread of this process is running with out={str(other)!r}: calls with "
+                               "different `out` share one process-wide output folder, so run them one after another "
+                               "or in separate processes")  # fmt: skip
+        _HOLDERS.append((path, me))
+        _ROOT_OVERRIDE.append(path)
     try:
-        yield _ROOT_OVERRIDE[-1]
+        yield path
     finally:
-        _ROOT_OVERRIDE.pop()
+        with _GUARD:
+            _HOLDERS.remove((path, me))
+            del _ROOT_OVERRIDE[len(_ROOT_OVERRIDE) - 1 - _ROOT_OVERRIDE[::-1].index(path)]  # its last entry
 
 
 def outputs(*parts: str, create: bool = True) -> Path:

@@ -251,7 +251,8 @@ def profile_runs(
 
 
 # ----------------------------------------------------------------------------- the questions of a run
-QUESTIONS = "questions.json"  # {question id: {"benchmark", "text", "options": [[label, text], ...], "synthetic"}}
+QUESTIONS = "questions.json"  # {question id: {"benchmark", "text", "options": [[label, text], ...], "synthetic",
+# "metadata" if the question has any}}
 
 
 def write_questions(d: Path, questions) -> None:
@@ -264,6 +265,7 @@ def write_questions(d: Path, questions) -> None:
             "text": q.question,
             "options": [[str(k), str(v)] for k, v in q.options.items()],
             "synthetic": str(q.benchmark).startswith("synthetic"),
+            **({"metadata": dict(q.metadata)} if q.metadata else {}),
         }
         for q in questions
     }

@@ -20,6 +20,7 @@ from acemad_utils.protocol.schema import AgentSpec
 # The paper's constants: eta (l.595), T (l.459), N (l.454), the crowd's share (l.597-600), the exponent of
 # sum_i w_i^2 p_i (l.583), Table 2's T (l.337).
 ETA = 2.0
+MAX_ETA = 1000.0  # far past a hard max already (exp(1000 x a 0.01 score gap)), and eta x T never overflows
 ROUNDS = 3
 N_AGENTS = 5
 CROWD_SHARE = 0.8
@@ -95,7 +96,7 @@ class DebateConfig:
                   ("repeat_offset", whole(self.repeat_offset, 0), "need an integer >= 0"),
                   ("seed", whole(self.seed, 0), "need an integer >= 0"),
                   ("single_runs", whole(self.single_runs, 1), "need an integer >= 1"),
-                  ("eta", finite(self.eta), "need a finite eta >= 0"),
+                  ("eta", finite(self.eta) and self.eta <= MAX_ETA, f"need 0 <= eta <= {MAX_ETA:g}"),
                   ("weight_exponent", finite(self.weight_exponent), "need a finite exponent >= 0"),
                   ("crowd_share", finite(self.crowd_share) and self.crowd_share <= 1.0, "need 0 <= crowd_share <= 1"),
                   ("mad_aggregator", self.mad_aggregator != "moderator" or self.method == "centralized",
@@ -164,6 +165,8 @@ class DebateConfig:
             extras.append("AceMAD roster" if kind == "acemad" else "homogeneous")
         if self.method in ("decentralized", "centralized", "sparse") and self.mad_aggregator != "mean_belief":
             extras.append(self.mad_aggregator)
+        if self.method in ("decentralized", "centralized", "sparse") and self.rounds != ROUNDS:  # the paper's is 3
+            extras.append(f"T={self.rounds}")
         if self.method == "acemad":  # T always, every other setting where it is not the paper's
             extras.append(f"T={self.rounds}")
             extras += [x for x in (self.weighting, self.scoring_rule) if x not in ("peer_prediction", "brier")]

@@ -281,6 +281,8 @@ def split(
         own = [r for r in records if r["method"] in (m, *others) and r.get("status", "ok") == "ok"]  # failed: no n
         frame = question_frame([*own, *ctrl])
         long = accuracy_long(None, frame=frame, seed=seed)
+        if long.empty:  # no question with a gold answer: nothing to score or split
+            continue
         acc = long[long["benchmark"] == AVERAGE].set_index("method")
         # one benchmark: its own paired test (exact McNemar on 0/1 outcomes); several: the stratified Average's
         several = frame["benchmark"].nunique() > 1
