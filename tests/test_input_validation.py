@@ -229,6 +229,13 @@ def test_benchmark_data_that_is_not_there_stops_the_run_before_any_notebook_or_e
     (line,) = str(e.value).splitlines()
     assert line.startswith("[mine] not started: SOURCE=benchmarks: no benchmark data available: set ACEMAD_DATA_DIR")
     assert line.endswith("or --set SOURCE=demo (the 24 demo questions)")
+    monkeypatch.delenv("OPENAI_API_KEY")  # a second problem: one try names both, each on its line
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(SystemExit) as e:
+        _reproduce(tmp_path, monkeypatch, {"BACKEND": "openai", "MODEL": "main", "SOURCE": "benchmarks"})
+    data, key = str(e.value).splitlines()
+    assert data == line and key.startswith("[mine] not started: MODEL / BASE_URL") and "OPENAI_API_KEY" in key
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     assert _reproduce(tmp_path, monkeypatch, {**common, "BACKEND": "sim", "SOURCE": "demo"}) == ["03_main_results"]
 
 

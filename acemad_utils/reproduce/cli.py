@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
@@ -116,8 +117,8 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 print(f"{tag} {len(current)} notebook(s) up to date: nothing they read changed since the last clean "
                       f"run (executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
             if todo:  # checked and priced for what runs: a rerun with every notebook up to date sends nothing
-                _data_preflight(tag, prof, todo)  # local and instant: before the endpoints' checks
-                _preflight(tag, prof, todo)
+                # local and instant: said with the endpoints' free checks, so one try lists every problem
+                _preflight(tag, prof, todo, also=_data_preflight(tag, prof, todo))
                 est = _print_estimate(prof, profile, overrides, todo, env=env)
                 unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
                 if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them
@@ -138,11 +139,14 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
             return code
 
 
-def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> None:
+def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0, also: Sequence[str] = ()) -> None:
     """Every endpoint the selected notebooks call, checked before anything runs (a second endpoint that was down once
-    stopped the paper profile at notebook 04, after ~$81 of notebooks 01-03); one line per failing endpoint."""
+    stopped the paper profile at notebook 04, after ~$81 of notebooks 01-03); one line per failing endpoint, after
+    the problems found already (`also`), and no model's paid probe while any is left."""
     eps = endpoints({nb: params_for(prof, nb, defaults=True) for nb in selected})
     if not eps:
+        if also:
+            raise SystemExit("\n".join(also))
         return
     # the SDK (~1 s) only for a profile that calls an endpoint
     from acemad_utils.agents.cache import ResponseCache
@@ -185,19 +189,20 @@ def _preflight(tag: str, prof: dict, selected: list, timeout: float = 10.0) -> N
 
     with ThreadPoolExecutor(max_workers=len(eps), thread_name_prefix="preflight") as pool:
         for model in (False, True):  # the free checks of every endpoint before any model's one-token request
-            if lines := [x for x in pool.map(lambda ep: check(ep, model), eps) if x]:  # noqa: B023 (used at once)
-                raise SystemExit(redact("\n".join(" ".join(x.split()) for x in lines)))
+            lines = [x for x in pool.map(lambda ep: check(ep, model), eps) if x]  # noqa: B023 (used at once)
+            if lines := [*also, *(redact(" ".join(x.split())) for x in lines)]:
+                raise SystemExit("\n".join(lines))
 
 
-def _data_preflight(tag: str, prof: dict, selected: list) -> None:
-    """SOURCE=benchmarks with no benchmark files to read stops here, in one line, not in seven notebooks' errors after
-    the first ones ran (and, on a paid profile, were paid)."""
+def _data_preflight(tag: str, prof: dict, selected: list) -> list[str]:
+    """SOURCE=benchmarks with no benchmark files to read stops the run before it starts, in one line, not in seven
+    notebooks' errors after the first ones ran (and, on a paid profile, were paid)."""
     if any(params_for(prof, nb, defaults=True).get("SOURCE") == "benchmarks" for nb in selected):
         try:
             data_root()
         except DataError as e:
-            raise SystemExit(f"{tag} not started: SOURCE=benchmarks: {e}; or --set SOURCE=demo (the 24 demo "
-                             "questions)") from None  # fmt: skip
+            return [f"{tag} not started: SOURCE=benchmarks: {e}; or --set SOURCE=demo (the 24 demo questions)"]
+    return []
 
 
 def estimate_profile(*args, **kw):
