@@ -111,18 +111,30 @@ def report(
         shown = split.round(3).to_string(index=False, na_rep="")  # AceMAD's own row: its accuracy, no difference
         lines += ["the gain split (AceMAD minus each control, points, paired):", shown]
     lines.append(PR.premise_sentence(table, synthetic, split))
+    tokens = [sum(r["usage"].get("prompt_tokens", 0) + r["usage"].get("completion_tokens", 0) for r in records
+                  if r["config_hash"] == c.hash) for c in configs]  # fmt: skip
+    if all(tokens):  # matched in calls: what each spent in tokens (so in dollars) is not the same
+        ratio = f"{tokens[0] / tokens[1]:.1f}x"
+        lines.append(f"tokens sent and received: AceMAD {tokens[0]:,}, {configs[1].label} {tokens[1]:,} ({ratio}): "
+                     "the two are matched in calls, not in tokens or dollars")  # fmt: skip
     if obs["n"]:
         lines.append(
             f"observed on {obs['n']} paired questions: AceMAD {100 * obs['acemad']:.1f}%, "
             f"{configs[1].label} {100 * obs['matched']:.1f}%, gain {100 * obs['effect']:+.1f} points; discordance "
-            f"{obs['discordance']:.3f} (questions where exactly one is right), correlation rho {obs['rho']:+.2f}"
+            f"{obs['discordance']:.3f} (questions where exactly one is right), "
+            + (
+                f"correlation rho {obs['rho']:+.2f}"
+                if obs["rho"] == obs["rho"]
+                else "correlation rho undefined (one "
+                "of them is right on every question or on none; the power table assumes 0)"
+            )
         )
         lines.append(
-            f"to tell AceMAD from the same compute spent on sampling at the gain seen here, 80% power at alpha 0.05 "
+            f"to tell AceMAD from the same calls spent on sampling at the gain seen here, 80% power at alpha 0.05 "
             f"needs about {PW.n_needed(obs['effect'], obs['discordance']):,} questions (this pilot's gain is itself "
             f"uncertain at n = {obs['n']})"
             if obs["effect"]
-            else "AceMAD and self-consistency tied here: no gain over the same compute to size a run for"
+            else "AceMAD and self-consistency tied here: no gain over the same calls to size a run for"
         )
     if r is not None and r["verdict"] == "not judged":
         lines.append(
@@ -130,11 +142,17 @@ def report(
             f"the {PR.MIN_SPLIT} the premise check needs; a pilot on more questions (a larger --usd, or a larger "
             "file) can judge it"
         )
-    if r is not None and r["verdict"] in ("fails", "unseen"):
+    if r is not None and r["verdict"] == "fails":
         lines.append(
             "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
             "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to "
             "measure a mechanism that is absent here (docs/own-model.md)"
+        )
+    if r is not None and r["verdict"] == "unseen":  # the questions, not the model: nothing for the weights to pick
+        lines.append(
+            "STOP: on these questions the agents were all right or all wrong together, so the weights had no one to "
+            "pick and AceMAD cannot gain here; this says nothing of the premise on this model: questions it finds "
+            "harder can test it (`run FILE --challenging` keeps those its naive agent fails; docs/own-model.md)"
         )
     return "\n".join(lines), obs
 
@@ -209,9 +227,18 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     finally:
         S.close()
     text, obs = report(records, cfgs, S.synthetic, seed)
-    table = plan(params, rho=obs.get("rho"), est=estimate_profile(profile, overrides))
+    rho = obs["rho"] if obs.get("rho") == obs.get("rho") else None  # undefined (NaN): the table's independence
+    table = plan(params, rho=rho, est=estimate_profile(profile, overrides))
     failed = api.failure_line(records, "Rerun the same command")  # exit 1, as make reproduce and the run command
-    finish([text, format_plan(table, obs.get("rho"), f"(n = {obs['n']} pilot questions)"), failed or "",
+    undefined = (
+        (
+            f"the pilot's correlation is undefined on its n = {obs['n']} pilot questions (one method right on "
+            "every question or on none): the table assumes rho = 0"
+        )
+        if obs.get("n") and rho is None
+        else ""
+    )
+    finish([text, format_plan(table, rho, f"(n = {obs['n']} pilot questions)"), undefined, failed or "",
             "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice",
             paid_line(since, budget) or ""], outputs("tables", name) / "pilot.txt")  # fmt: skip
     return 1 if failed else 0

@@ -288,3 +288,35 @@ def test_command_line_solver_on_a_task_that_never_imports_acemad(tmp_path, solve
         # AceMAD's Skeptic and Centralized's moderator call the second endpoint; the other agents never do
         assert second.count == {"acemad": 2, "centralized": 2}.get(solver, 0)
     assert "accuracy" in p.stdout
+
+
+def test_the_same_questions_and_seed_debate_as_through_the_command(tmp_path, monkeypatch):
+    """Samples without ids (inspect numbers them) take the content id the command gives a question without one, and
+    an epoch is the command's repeat: on a deterministic endpoint both give the same answer to every question."""
+    from acemad_utils.command import main
+    from acemad_utils.data.transcripts import read_jsonl
+
+    rows = [{"question": f"Question {i}: which colour?", "options": ["red", "green", "blue"], "answer": "ABC"[i % 3]}
+            for i in range(6)]  # fmt: skip
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    samples = [Sample(input=r["question"], choices=r["options"], target=r["answer"]) for r in rows]
+    model = FaultInjector(rate=0.0)
+
+    def same_model(body, n):  # inspect's SDK adds "description": null to a json_schema: the same request otherwise
+        schema = (body.get("response_format") or {}).get("json_schema") or {}
+        if "description" in schema and schema["description"] is None:
+            del schema["description"]
+        return model(body, n)
+
+    with FakeOpenAI(same_model) as srv:
+        argv = ["run", "q.jsonl", "--model", "fake-model", "--base-url", srv.url, "--methods", "acemad", "--rounds",
+                "2", "--agents", "3", "--yes"]  # fmt: skip
+        assert main(argv) == 0
+        log = run_eval(Task(dataset=samples, solver=acemad(rounds=2, agents=3), scorer=choice()), tmp_path,
+                       model_base_url=srv.url)  # fmt: skip
+    (run,) = [p for p in (tmp_path / "acemad_runs" / "runs").rglob("transcripts.jsonl.gz")]
+    command = {r["question_id"]: r["final"]["answer"] for r in read_jsonl(run)}
+    through_inspect = {s.metadata[STORE_KEY]["question_id"]: s.metadata[STORE_KEY]["answer"] for s in log.samples}
+    assert len(command) == 6 and through_inspect == command

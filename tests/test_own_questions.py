@@ -571,7 +571,9 @@ def test_a_run_on_an_unpriced_model_says_its_replies_were_not_counted(elsewhere,
     argv = ["run", str(_write(elsewhere / "u.jsonl", ROWS[:2])), "--model", "fake-model", "--methods", "acemad"]
     assert main(argv) == 0
     paid = [x for x in capsys.readouterr().out.splitlines() if x.startswith("paid:")]
-    assert paid and "'fake-model', which have no price and are not counted" in paid[0], paid
+    assert paid == [
+        "paid: not known: the replies of 'fake-model' stored since this command started have no price to count"
+    ], paid
     assert main(argv) == 0 and "paid:" not in capsys.readouterr().out  # the rerun reads the cache: nothing paid
 
 

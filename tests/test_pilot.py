@@ -90,6 +90,7 @@ def test_the_pilot_tells_the_premise_apart_and_the_full_run_pays_none_of_its_cal
         assert main([*full, "fresh_runs", "--base-url", fresh.url]) == 0
     assert "estimate $" in out and "parse failures: 0.0%" in out and "correlation rho" in out and "NaN" not in out
     assert re.search(r"paid: (about \$[\d.]+|under \$0\.01) of MAX_USD \$5\.00", out)  # the default budget
+    assert re.search(r"tokens sent and received: AceMAD [\d,]+, Self-consistency.*matched in calls, not in tokens", out)
     assert pilot_calls > 0 and after_pilot == fresh.count - pilot_calls  # the pilot's calls came from the cache
     [kept] = (cwd / "acemad_runs" / "tables" / "pilot").glob("*.txt")  # the report is kept, not only printed
     assert "premise check" in kept.read_text() and f"(this report: {kept})" in out
@@ -179,3 +180,24 @@ def test_the_pilots_report_draws_its_intervals_from_the_runs_seed(cwd):
     (zero, _), (one, _) = (report(res.records, cfgs, True, s) for s in (0, 1))
     assert zero != one  # the same records: only the draws differ
     assert PR.premise(res.records, 1).round(3).to_string(index=False) in one
+
+
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
+def test_questions_on_which_no_agent_differs_stop_the_pilot_without_blaming_the_model(cwd, capsys):
+    """Every agent right on every question: nothing for the weights to pick, which says nothing of the premise."""
+    with FakeOpenAI(PremiseAgents(holds=True, crowd_right=1.0)) as srv:
+        argv = [
+            "pilot",
+            str(question_file(cwd)),
+            "--model",
+            "gpt-4o-mini",
+            "--per-benchmark",
+            "6",
+            "--base-url",
+            srv.url,
+        ]
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "STOP: on these questions the agents were all right or all wrong together" in out
+    assert "the premise fails on this model" not in out
+    assert "correlation rho undefined" in out  # both methods right everywhere: no correlation to measure

@@ -155,12 +155,12 @@ def test_the_sampling_sentence_names_what_decides_self_consistency_on_the_synthe
     text = PR.premise_sentence(premise, True, table, population=population)
     # near-copies (crowd_copy) make the samples less independent
     assert all(
-        w in text for w in ("same compute spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
+        w in text for w in ("number of calls spent on sampling", "trap_concentration", "not the paper's", "crowd_copy")
     )
     no_sampling = PR.premise_sentence(premise, True, PR.split(recs), population=population)
     assert "Re-decided from" in no_sampling and "trap_concentration" not in no_sampling  # nothing sampled to explain
     real = PR.premise_sentence(premise, False, table, population={"synthetic": False})
-    assert "the same compute spent on sampling" in real and "trap_concentration" not in real
+    assert "the same number of calls spent on sampling" in real and "trap_concentration" not in real
 
 
 def test_the_sentence_says_which_controls_on_the_same_commitments_beat_the_protocol():
@@ -244,7 +244,7 @@ def test_the_command_prints_the_premise_and_the_split_under_its_table(premise_en
     out = capsys.readouterr().out
     assert "the premise (the agent whose peer prediction scores best knows more than a random agent) fails" in out
     assert "no gain of AceMAD here can come from who scores well" in out
-    assert "AceMAD vs the same compute spent on sampling" in out and "Round-0 majority" in out
+    assert "AceMAD vs the same number of calls spent on sampling" in out and "Round-0 majority" in out
 
 
 def test_the_estimate_prices_self_consistency_at_acemads_calls_per_question():

@@ -118,6 +118,9 @@ def paid_line(since: float, cap: Optional[float] = None) -> Optional[str]:
         return None
     shown = "under $0.01" if 0 < usd < 0.005 else f"about ${usd:,.2f}"
     of = "" if cap is None else f" of MAX_USD {_usd(cap)}"
-    if unpriced:  # a model with no price was paid for at an unknown rate: saying "$0.00" alone would mislead
-        of += f", plus the replies of {', '.join(map(repr, unpriced))}, which have no price and are not counted"
+    names = ", ".join(map(repr, unpriced))
+    if unpriced and not usd:  # paid at a rate nobody told us: "$0.00" would mislead
+        return f"paid: not known: the replies of {names} stored since this command started have no price to count"
+    if unpriced:
+        of += f", plus the replies of {names}, which have no price and are not counted"
     return f"paid: {shown}{of} (the priced replies stored since this command started, at agents/prices.py's prices)"

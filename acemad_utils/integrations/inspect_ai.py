@@ -6,8 +6,8 @@ the engine is synchronous, so each debate runs in a thread of its own, each call
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-import dataclasses
 import math
 import threading
 import time
@@ -160,14 +160,19 @@ class InspectPopulation(Population):
 
 
 def sample_question(state: TaskState) -> Question:
-    """The sample as a checked Question (choices labelled A, B, ...; the target as gold answer when it is a label)."""
+    """The sample as a checked Question (choices labelled A, B, ...; the target as gold answer when it is a label),
+    with the id the command gives the same question: a string sample id as it is, else (inspect numbers samples
+    without one) the content id. The id and the repeat (epoch - 1) seed the debate, so the same questions and seed
+    debate as they do through the command and the API."""
     if not state.choices:
         raise ValueError(f"sample {state.sample_id!r}: the AceMAD solvers need a multiple-choice Sample (choices=)")
     options = [c.value for c in state.choices]
     target = state.target.text.strip().upper() if len(state.target.target) == 1 else ""  # as choice() reads it
-    q = make_question(state.input_text, options, answer=target if target in LETTERS[: len(options)] else None)
-    qid = f"sample-{state.sample_id}-epoch-{state.epoch}".replace(" ", "_")
-    return dataclasses.replace(q, id=qid, benchmark="inspect")
+    answer = target if target in LETTERS[: len(options)] else None
+    if isinstance(state.sample_id, str):  # an id the command would refuse ('a b', 'x:1') keeps the content id
+        with contextlib.suppress(ValueError):
+            return make_question(state.input_text, options, answer=answer, id=state.sample_id, benchmark="inspect")
+    return make_question(state.input_text, options, answer=answer, benchmark="inspect")
 
 
 def paired(record: dict, cfg: DebateConfig) -> dict:
@@ -195,7 +200,8 @@ def paired(record: dict, cfg: DebateConfig) -> dict:
 def compact(record: dict, cfg: DebateConfig) -> dict:
     """The sample's metadata: the answer, each agent's p, q, score and weight per round, the paired decisions."""
     keys = ("agent", "persona", "p", "q", "score", "weight", "parse_failure")
-    out = {"method": record["method"], "labels": record["labels"], "answer": record["final"].get("answer"),
+    out = {"question_id": record["question_id"], "method": record["method"], "labels": record["labels"],
+           "answer": record["final"].get("answer"),
            "rounds": [[{k: e.get(k) for k in keys} for e in r] for r in _rounds(record)],
            "usage": record.get("usage", {})}  # fmt: skip
     if cfg.method == "acemad":
@@ -237,8 +243,9 @@ def _solver(method: str, doc: str):
             pop = InspectPopulation(clients, seed=seed, calls=calls)
             # A thread of its own per debate (a limiter per sample), not a shared pool its calls could need.
             try:  # a time limit or Ctrl-C cancels the sample now; its debate then sends no new call
-                record = await anyio.to_thread.run_sync(run_question, q, pop, cfg, limiter=anyio.CapacityLimiter(1),
-                                                        abandon_on_cancel=True)  # fmt: skip
+                record = await anyio.to_thread.run_sync(
+                    run_question, q, pop, cfg, state.epoch - 1, limiter=anyio.CapacityLimiter(1), abandon_on_cancel=True
+                )
             except BaseException as e:  # the sample's error, logged by inspect: without a key the endpoint echoed
                 for c in clients.values():
                     c.stopped = True

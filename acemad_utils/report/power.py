@@ -66,10 +66,11 @@ def discordance_at(p_a: float, p_b: float, rho: float) -> float:
 
 
 def correlation(a, b) -> float:
-    """The phi coefficient of two methods' 0/1 correctness on the same questions (0 when either is constant)."""
+    """The phi coefficient of two methods' 0/1 correctness on the same questions (NaN when either is constant: right
+    on every question or on none, it has no correlation to measure)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     sa, sb = a.std(), b.std()
-    return 0.0 if sa == 0 or sb == 0 else float(np.mean((a - a.mean()) * (b - b.mean())) / (sa * sb))
+    return math.nan if sa == 0 or sb == 0 else float(np.mean((a - a.mean()) * (b - b.mean())) / (sa * sb))
 
 
 def observed(a, b) -> tuple[float, float]:

@@ -129,7 +129,7 @@ def premise_sentence(
     table: pd.DataFrame, synthetic: bool, split_table: Optional[pd.DataFrame] = None, *,
     population: Optional[Mapping] = None,
 ) -> str:  # fmt: skip
-    """The "What we see" of a `premise` table; with a `split` table also AceMAD against the same compute spent on
+    """The "What we see" of a `premise` table; with a `split` table also AceMAD against the same calls spent on
     sampling and, on the synthetic population, what in it decides that."""
     if table.empty:
         return "No AceMAD run with peer-prediction scores here: no premise check."
@@ -174,9 +174,10 @@ def premise_sentence(
         return lead + " ".join(parts)
     rows = split_table[split_table["control"].astype(str).str.startswith(METHOD_NAMES["self_consistency"])]
     more = [
-        f"AceMAD vs the same compute spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
-        f"{r.control} {r.accuracy:.1f}% (our compute-matched baseline, not the paper's: the naive agent sampled "
-        f"once per AceMAD turn, the same calls per question), a difference of {r.difference:+.1f} points "
+        f"AceMAD vs the same number of calls spent on sampling: {r.method} {r.accuracy + r.difference:.1f}% against "
+        f"{r.control} {r.accuracy:.1f}% (our call-matched baseline, not the paper's: the naive agent sampled "
+        f"once per AceMAD turn, the same calls per question; on a model AceMAD's prompts also carry the debate, so "
+        f"it sends several times the tokens), a difference of {r.difference:+.1f} points "
         f"{interval(r.difference_lo, r.difference_hi, '+.1f')}, {pvalue(r.p_value)}, n = {r.n}."
         for r in rows.itertuples()
     ]
@@ -273,7 +274,7 @@ def split(
     records: Sequence[dict], seed: int = 0, *, meta: Optional[dict] = None, others: Sequence[str] = ()
 ) -> pd.DataFrame:
     """AceMAD's gain split: each peer-prediction AceMAD method's accuracy, each control's (control_records) and each
-    of `others`' (e.g. the compute-matched baseline), and AceMAD minus each (points, CI, paired p)."""
+    of `others`' (e.g. the call-matched baseline), and AceMAD minus each (points, CI, paired p)."""
     rows = []
     for m in acemad_methods(records, meta):
         ctrl = control_records(records, m, seed, meta)
