@@ -553,3 +553,24 @@ def test_with_one_benchmark_its_average_is_that_column_with_the_same_test():
     recs = records("A", rng.integers(0, 2, 24), ("bbh",)) + records("B", rng.integers(0, 2, 24), ("bbh",))
     t = TB.versus_best(recs, ["A"], ["B"]).set_index("benchmark")
     assert t.loc["bbh", "p_value"] == t.loc[TB.AVERAGE, "p_value"] and t.loc["bbh", "gain"] == t.loc[TB.AVERAGE, "gain"]
+
+
+def test_a_real_model_row_is_powered_for_the_smaller_of_the_printed_and_the_recomputed_effect():
+    """T = 3 over the next T prints a gain its own cells make +2.43: the row needs the n for +2.43, as make estimate
+    plans it, and 'no effect of the claimed size' must exclude +2.43, not only the printed number."""
+    from acemad_utils.report import power as PW
+
+    r = C.row("T=3 is optimal", "l.459", 4.0, kind="gain", ci=(-7.0, 3.0), n=660, psi=0.34, again=2.43)
+    assert C.needed(r, 18) == PW.n_needed(0.0243, 0.34, 0.05 / 18, 0.8) > C.needed({**r, "_claimed": 4.0}, 18)
+    assert C._decide({**r, "p (Holm)": 0.5}) == C.INCONCLUSIVE  # 3.0 > 2.43: the recomputed effect not excluded
+
+
+def test_a_row_without_a_paired_discordance_is_powered_by_its_own_interval():
+    """'Most pronounced on BBH and ARC-C' has no discordance: the least noise it could have made n look ample at a
+    CI of 21 points; the row's own CI says how many questions the claimed effect needs."""
+    r = C.row("pronounced", "l.459", None, kind="gain", ci=(-12.2, 8.8), n=600, psi=float("nan"))
+    need = C.needed(r, 18)
+    assert need > 600 * 10 and C._real_model({**r, "verdict": C.INCONCLUSIVE}, 18, "gpt-4o-mini").startswith(
+        f"{C.UNDERPOWERED} (n = 600 of the ~{need:,} needed)")  # fmt: skip
+    tiny = C.row("pronounced", "l.459", None, kind="gain", ci=(100.0, 100.0), n=2, psi=float("nan"))
+    assert C.needed(tiny, 18) > 2  # a zero-width interval of two questions is no measurement of the noise

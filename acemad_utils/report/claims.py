@@ -7,6 +7,7 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from statistics import NormalDist
 from typing import Optional
 
 import numpy as np
@@ -34,6 +35,7 @@ WORDS = {False: {HOLDS: SUPPORTED, FAILS: NOT_SUPPORTED}, True: {HOLDS: HOLDS_SI
 VERDICTS = (SUPPORTED, NOT_SUPPORTED, HOLDS_SIM, FAILS_SIM, NULL_SIM, NULL, INCONCLUSIVE, UNDERPOWERED, ANOTHER_MODEL,
             NOT_COMPARABLE, NOT_RUN)  # fmt: skip
 POWER, ALPHA = 0.8, 0.05  # a real-model verdict needs the n that gives the claim this power at Holm's first step
+Z95 = NormalDist().inv_cdf(0.975)  # a 95% CI's half-width in standard errors
 MIN_EFFECT = 5.0  # points: the effect a claim without a printed number (a figure's) is powered for
 FLAT_MARGIN = 2.0  # points: "flat" / "plateaus" holds when the paired change's CI stays below this
 PAPER_MODEL = "GPT-4o-mini"  # the model of Tables 1-2 (its block), 3, 6, Figures 2, 4, 5 and the introduction
@@ -76,12 +78,14 @@ def no_drop_verdict(lo: float, hi: float) -> str:
 
 
 def row(claim, line, paper, ours="", n=0, verdict=NOT_RUN, note="", *, kind="judged", p=math.nan, ci=(), psi=math.nan,
-        model=PAPER_MODEL, recomputed="") -> dict:  # fmt: skip
+        model=PAPER_MODEL, recomputed="", again=math.nan) -> dict:  # fmt: skip
     """One row; kind gain/loss: decided in finalize from `ci`; psi: the discordance (or discordance's arguments)."""
     claimed = float(paper) if isinstance(paper, (int, float)) else math.nan
     paper = paper if isinstance(paper, str) else f"{paper:+.2f}" if paper is not None else "-"
     out = dict(zip(COLUMNS, (claim, line, paper, recomputed, ours, n, p, math.nan, verdict, note)))
-    return {**out, "_kind": kind, "_ci": ci, "_claimed": claimed, "_psi": psi, "_model": model}
+    # the effect a verdict is held to: the smaller of the printed number and what the paper's own cells give (`again`)
+    effect = again if again == again and claimed == claimed and abs(again) < abs(claimed) else claimed
+    return {**out, "_kind": kind, "_ci": ci, "_claimed": effect, "_psi": psi, "_model": model}
 
 
 def _ci(x: float, lo: float, hi: float, signed: bool = True) -> str:
@@ -144,7 +148,7 @@ def gain_rows(claim, line, records, target, baselines, *, paper=None, paper_targ
                 kind=kind, p=float(t["p_value"]), ci=(t["gain_lo"], t["gain_hi"]),
                 psi=(records, target, t["best_baseline"], "" if avg else t["benchmark"]),
                 recomputed="" if again is None or theirs is None or abs(again - theirs) < 0.005
-                else f"{again:+.2f} (from its cells)")  # fmt: skip
+                else f"{again:+.2f} (from its cells)", again=math.nan if again is None else again)  # fmt: skip
         out.append({**r, "_col": col})
     return out or [row(claim, line, None, note=f"{target} or {list(baselines)} not in the run")]
 
@@ -627,8 +631,12 @@ def needed(r: dict, m: int) -> int:
     c = r["_claimed"]
     effect = (FLAT_MARGIN if r["_kind"] == "judged" else abs(c) if c == c and c else MIN_EFFECT) / 100
     psi = discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
-    psi = psi if psi == psi else 0.0
-    return PW.n_needed(effect, min(max(psi, effect), 1.0), alpha, POWER)
+    least = PW.n_needed(effect, min(max(psi if psi == psi else 0.0, effect), 1.0), alpha, POWER)  # least noise
+    if psi != psi and r["_ci"] and r["n"]:  # no paired discordance (a difference of gains): the row's own CI's noise
+        se = (r["_ci"][1] - r["_ci"][0]) / 100 / (2 * Z95)  # per the row's n, in shares; 0 at a handful of questions
+        z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(POWER)
+        return max(least, math.ceil(r["n"] * (se * z / effect) ** 2))
+    return least
 
 
 def _real_model(r: dict, m: int, model: str) -> str:
