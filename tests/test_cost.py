@@ -122,11 +122,12 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     monkeypatch.setattr(pm, "execute_notebook", stop)
     monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
     monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network (test_input_validation.py)
-    monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: None)  # nor benchmark files, as there
+    monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: [])  # nor benchmark files, as there
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
     assert order == ["estimate", "nb"]
     out = capsys.readouterr().out
     assert "cost estimate for profile 'paper'" in out and "03_main_results FAILED after" in out
+    assert "questions needed for 80% power" in out  # the n beside the dollars, before anything is paid
     order.clear()
     assert reproduce.run("default", ["03_main_results"]) == 1
     assert order == ["nb"]  # the synthetic profile costs nothing: no estimate

@@ -278,3 +278,19 @@ def test_batch_mode_against_an_endpoint_without_the_batch_api_stops_the_run(tmp_
         with pytest.raises(SystemExit, match="MODEL / BASE_URL .* no Batch API .*CALLS_VIA=files"):
             _reproduce(tmp_path, monkeypatch, common)
         assert srv.count == 0
+
+
+def test_another_models_subsets_that_are_not_there_stop_the_run_before_it_pays(tmp_path, monkeypatch, tmp_outputs):
+    """--set MODEL on a profile whose SUBSET_MODEL is another model: notebook 01 builds MODEL's subsets, so notebooks
+    02-07 would fail after 01 paid for its screening; the run stops first, naming the two ways out."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAI() as srv:
+        common = {"BACKEND": "openai", "MODEL": "fake", "SUBSET_MODEL": "gpt-4o-mini", "BASE_URL": srv.url}
+        with pytest.raises(SystemExit) as e:
+            _reproduce(tmp_path, monkeypatch, common, only=["01_subset_construction", "03_main_results"])
+        assert srv.count == 0
+        (line,) = str(e.value).splitlines()
+        assert "03_main_results reads the challenging subsets of SUBSET_MODEL 'gpt-4o-mini'" in line
+        assert "--set SUBSET_MODEL=''" in line
+        # the same model builds them in this run: nothing to stop
+        assert _reproduce(tmp_path, monkeypatch, {**common, "SUBSET_MODEL": "fake"}) == ["03_main_results"]

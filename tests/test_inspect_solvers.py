@@ -171,7 +171,11 @@ def test_a_mode_accepted_earlier_and_refused_later_steps_down_instead_of_failing
         log = run_eval(debate(3), tmp_path, max_samples=1, model_base_url=srv.url)
         formats = [b["response_format"]["type"] for b in srv.requests if "response_format" in b]
     assert log.status == "success" and all(s.error is None for s in log.samples)
-    assert formats[:6] == ["json_schema"] * 6 and formats[-(2 * 2 * 3) :] == ["json_object"] * 12
+    assert formats[:6] == ["json_schema"] * 6  # the first sample's commitments
+    # then json_object for the other two samples' 12; the refused json_schema requests are at most the 3 a round's
+    # agents sent at once, and may arrive between the others' retries (order is arrival order)
+    tail = formats[6:]
+    assert tail.count("json_object") == 2 * 2 * 3 and 1 <= tail.count("json_schema") <= 3 and len(tail) <= 15
 
 
 def test_a_400_about_one_prompt_keeps_the_structured_mode_for_the_other_samples(tmp_path):

@@ -174,7 +174,7 @@ def test_reproduce_with_max_usd_refuses_an_unpriced_model_before_the_first_noteb
     started = []
     monkeypatch.setattr(reproduce, "_run_notebooks", lambda *a, **k: started.append(a) or 0)
     monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no gateway (test_input_validation.py)
-    monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: None)  # nor benchmark files, as there
+    monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: [])  # nor benchmark files, as there
     gw = {"MODEL": "my-gateway-model", "BASE_URL": GATEWAY, "MAX_USD": 20}
     with pytest.raises(SystemExit) as e:
         reproduce.run("paper", ["03_main_results"], gw)

@@ -32,12 +32,14 @@ from acemad_utils.data.paths import CHECKOUT, CHECKOUT_ENV, UnsafeName, outputs,
 from acemad_utils.data.settings import env
 from acemad_utils.data.transcripts import load_run
 from acemad_utils.experiments import params as schema
+from acemad_utils.experiments import subsets
 from acemad_utils.experiments.profiles import (
     LONGEST,
     READS,
     endpoints,
     hint,
     load_profile,
+    notebook_params,
     notebooks,
     params_for,
     parse_sets,
@@ -118,7 +120,8 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                       f"run (executed copies in {_rel(out_dir)}); --force runs them again", flush=True)  # fmt: skip
             if todo:  # checked and priced for what runs: a rerun with every notebook up to date sends nothing
                 # local and instant: said with the endpoints' free checks, so one try lists every problem
-                _preflight(tag, prof, todo, also=_data_preflight(tag, prof, todo))
+                local = _data_preflight(tag, prof, todo) + _subset_preflight(tag, name, prof, todo)
+                _preflight(tag, prof, todo, also=local)
                 est = _print_estimate(prof, profile, overrides, todo, env=env)
                 unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
                 if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them
@@ -205,6 +208,27 @@ def _data_preflight(tag: str, prof: dict, selected: list) -> list[str]:
     return []
 
 
+def _subset_preflight(tag: str, name: str, prof: dict, selected: list) -> list[str]:
+    """A notebook that reads another model's challenging subsets (SUBSET_MODEL) where none are stops the run before it
+    pays for the others: notebook 01 builds MODEL's subsets, never SUBSET_MODEL's."""
+    first = "01_subset_construction"
+    built = params_for(prof, first, defaults=True).get("MODEL") if first in selected else None  # this run builds
+    for nb in selected:
+        P = params_for(prof, nb, defaults=True)
+        sub, model = P.get("SUBSET_MODEL"), P.get("MODEL")
+        if P.get("BACKEND") == "sim" or not sub or sub in (model, built):
+            continue
+        where = subsets.subsets_root() / (
+            subsets.model_slug(sub) + subsets.variant(name, (P.get("SOURCE"), P.get("N_ITEMS"), P.get("SEED", 0)))
+        )
+        if not (where.is_dir() and any(where.iterdir())):
+            return [f"{tag} not started: {nb} reads the challenging subsets of SUBSET_MODEL {sub!r}, and {_rel(where)} "
+                    f"holds none (notebook 01 here builds MODEL {model!r}'s, not these): build them first with MODEL="
+                    f"{sub!r} (a copy of the profile with only MODEL changed then reuses them), or --set "
+                    "SUBSET_MODEL='' to select this model's own"]  # fmt: skip
+    return []
+
+
 def estimate_profile(*args, **kw):
     from acemad_utils.cost.estimate import estimate_profile  # the engine replay: only for a profile that pays
 
@@ -218,9 +242,12 @@ def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selecte
     est = None
     try:
         from acemad_utils.cost.estimate import format_estimate
+        from acemad_utils.cost.power import format_plan, plan
 
         est = estimate_profile(profile, overrides, selected)
         text = format_estimate(est, parse_max_usd(env.get("ACEMAD_MAX_USD")))
+        # and the questions each claim needs, beside the dollars: what the run can and cannot settle, before it pays
+        text += "\n" + format_plan(plan(notebook_params(profile, overrides, selected)[1], est=est))
     except Exception as e:  # say why it is missing
         text = f"cost estimate unavailable ({type(e).__name__}: {e})"
     if env.get("ACEMAD_MAX_USD") in (None, ""):
