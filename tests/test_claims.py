@@ -574,3 +574,29 @@ def test_a_row_without_a_paired_discordance_is_powered_by_its_own_interval():
         f"{C.UNDERPOWERED} (n = 600 of the ~{need:,} needed)")  # fmt: skip
     tiny = C.row("pronounced", "l.459", None, kind="gain", ci=(100.0, 100.0), n=2, psi=float("nan"))
     assert C.needed(tiny, 18) > 2  # a zero-width interval of two questions is no measurement of the noise
+
+
+def test_an_exact_value_is_compared_on_the_model_its_own_run_used_and_a_fine_tune_is_another_model():
+    value = C.row("Majority Voting reaches 75% on ARC-C", "l.1022", 75.0, kind="value", ci=(70.0, 80.0), n=10_000,
+                  model="DeepSeek-V3.1", verdict=C.HOLDS)  # fmt: skip
+    on = lambda ran, main: C._real_model({**value, "_ran": ran}, 18, main)  # noqa: E731
+    assert on("deepseek-ai/DeepSeek-V3.1", "gpt-4o-mini") == C.HOLDS  # its run: DeepSeek, whatever the main run's
+    assert on("fake-other", "deepseek-ai/DeepSeek-V3.1") == C.ANOTHER_MODEL
+    main = {**value, "_model": "GPT-4o-mini", "_ran": ""}
+    assert C._real_model(main, 18, "gpt-4o-mini-2024-07-18") == C.HOLDS  # a dated snapshot is the paper's model
+    assert C._real_model(main, 18, "ft:gpt-4o-mini-2024-07-18:acme::abc123") == C.ANOTHER_MODEL
+
+
+def test_no_question_lost_on_a_few_right_majorities_is_not_a_zero_width_interval():
+    """AceMAD ending right on every right-majority question of a small run: the share lost is 0 with the exact upper
+    bound, not '0.0 [0.0, 0.0]', so 'no penalty' (below 2 points) is not claimed from a handful of questions."""
+    from acemad_utils.protocol.debate import run_question
+
+    cfg_ = DebateConfig(method="acemad")
+    recs = [run_question(q, SimPopulation(seed=1), cfg_) for q in make_items(40, k=4, seed=3)]
+    for r in recs:
+        r["final"]["correct"] = True  # none ended wrong
+    meta = {"methods": {cfg_.label: {"method": "acemad"}}}
+    (r,) = C._no_penalty({"line": "l.1114"}, (meta, recs), "No penalty", {"seed": 0})
+    lo, hi = r["_ci"]
+    assert lo == 0.0 and hi == pytest.approx(100 * (1 - 0.025 ** (1 / r["n"]))) and r["verdict"] != C.HOLDS

@@ -20,7 +20,14 @@ from acemad_utils.protocol.config import ETA, SKEPTIC, DebateConfig, at_paper_et
 from acemad_utils.report import power as PW
 from acemad_utils.report import rescoring as A
 from acemad_utils.report import tables as TB
-from acemad_utils.report.stats import adjust_pvalues, bootstrap_ci, interval, resample_indices, snapped
+from acemad_utils.report.stats import (
+    adjust_pvalues,
+    bootstrap_ci,
+    exact_if_constant,
+    interval,
+    resample_indices,
+    snapped,
+)
 from acemad_utils.report.words import listed
 
 CLAIMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "claims.yaml").read_text(encoding="utf-8"))
@@ -516,6 +523,7 @@ def _no_penalty(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
     if not len(lost):
         return [row(claim, line, "(no number)", note="no question with a right initial majority")]
     m, lo, hi = (float(x) for x in bootstrap_ci(lost, seed=ctx["seed"]))
+    lo, hi = (100 * x for x in exact_if_constant([lost / 100], lo / 100, hi / 100))  # none lost: not "[0.0, 0.0]"
     note = f"share of {len(lost)} right-majority questions AceMAD ends wrong on, %; holds below {FLAT_MARGIN:g}"
     return [row(claim, line, "(no number)", _ci(m, lo, hi, signed=False), len(lost), flat_verdict(lo, hi), note,
                 ci=(lo, hi))]  # fmt: skip
@@ -598,6 +606,9 @@ def _claim_rows(runs: dict, seed: int, values: bool = True) -> list[dict]:
             rows.append(row(claim, e["line"], NOT_RUN_PAPER.get(e["test"]), note=NOT_MADE))
         else:
             rows += (new := TESTS[e["test"]](e, run, claim, ctx))  # type: ignore[operator]
+            ran = (run[0].get("model") or "") if run is not None else ""
+            for r in new:  # the model whose runs measured the row (exact values: the same model only)
+                r["_ran"] = ran
             _noted([r for r in new if r["ours [95% CI]"]], run[0].get("eta_note", "") if run else "")  # measured rows
             _noted(new, standin_note(run[0]) if run else "", first=True)  # a stand-in's parameters first
     if "full_datasets" in runs:  # notebook 07 ran: a table without its run was left out of OTHER_MODELS
@@ -643,8 +654,11 @@ def _real_model(r: dict, m: int, model: str) -> str:
     v = r["verdict"]
     if v == NOT_RUN or (r["_kind"] == "judged" and not r["_ci"] and r["p"] != r["p"]):
         return v
-    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731  # gpt-4o-mini-2024-07-18 is it
-    if r["_kind"] == "value" and not (model and key(r["_model"]) in key(model)):  # not the paper's model
+    # the row's own run's model, not the main run's; gpt-4o-mini-2024-07-18 (or openai/gpt-4o-mini) is the paper's
+    # gpt-4o-mini, a fine-tune of it (ft:gpt-4o-mini-...) is not
+    model = r.get("_ran") or model
+    key = lambda x: "".join(ch for ch in x.rsplit("/", 1)[-1].lower() if ch.isalnum())  # noqa: E731
+    if r["_kind"] == "value" and not (model and key(model).startswith(key(r["_model"]))):  # not the paper's model
         return ANOTHER_MODEL
     need = needed(r, m)
     return f"{UNDERPOWERED} (n = {r['n']} of the ~{need:,} needed)" if r["n"] < need else v
