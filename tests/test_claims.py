@@ -577,7 +577,7 @@ def test_a_row_without_a_paired_discordance_is_powered_by_its_own_interval():
 
 
 def test_an_exact_value_is_compared_on_the_model_its_own_run_used_and_a_fine_tune_is_another_model():
-    value = C.row("Majority Voting reaches 75% on ARC-C", "l.1022", 75.0, kind="value", ci=(70.0, 80.0), n=10_000,
+    value = C.row("Majority Voting reaches 75% on ARC-C", "l.1022", 75.0, kind="value", ci=(74.0, 76.0), n=10_000,
                   model="DeepSeek-V3.1", verdict=C.HOLDS)  # fmt: skip
     on = lambda ran, main: C._real_model({**value, "_ran": ran}, 18, main)  # noqa: E731
     assert on("deepseek-ai/DeepSeek-V3.1", "gpt-4o-mini") == C.HOLDS  # its run: DeepSeek, whatever the main run's
@@ -600,3 +600,11 @@ def test_no_question_lost_on_a_few_right_majorities_is_not_a_zero_width_interval
     (r,) = C._no_penalty({"line": "l.1114"}, (meta, recs), "No penalty", {"seed": 0})
     lo, hi = r["_ci"]
     assert lo == 0.0 and hi == pytest.approx(100 * (1 - 0.025 ** (1 / r["n"]))) and r["verdict"] != C.HOLDS
+
+
+def test_an_exact_ratio_is_powered_by_its_own_interval_not_an_accuracys_noise():
+    """+74% relative improvement: a ratio of averages is far noisier than an accuracy; at the n an accuracy needs,
+    its CI (+/-10 points) cannot tell 74 from 79, so the row stays underpowered."""
+    ratio = C.row("74% relative improvement", "l.459", "+74.0%", kind="value", ci=(21.3, 42.7), n=1_740,
+                  verdict=C.FAILS)  # fmt: skip
+    assert C._real_model(ratio, 45, "gpt-4o-mini").startswith(f"{C.UNDERPOWERED} (n = 1740 of the ~")

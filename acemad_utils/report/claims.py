@@ -200,7 +200,9 @@ def _labels(meta: dict, method: str) -> list[str]:
 def _value_row(claim, line, claimed, stat, n, note, *, signed=True, model=PAPER_MODEL) -> dict:
     (x, lo, hi), paper = stat, f"{claimed:+.2f}" if signed else f"{claimed:.2f}"
     verdict = value_verdict(claimed, lo, hi, null=0.0 if signed else None)
-    return row(claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value", model=model)
+    return row(
+        claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value", model=model, ci=(lo, hi)
+    )
 
 
 def _accuracy(records: list, label: str, seed: int) -> Optional[tuple]:
@@ -407,7 +409,7 @@ def _main(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
         ours = _ci(*rel[:3]) + "%" if finite else f"undefined ({dec} at 0%)"
         verdict = value_verdict(printed, rel[1], rel[2], null=0.0) if finite else INCONCLUSIVE
         note = "ratio of Averages minus 1; paired bootstrap within benchmarks"
-        return [row(claim, line, f"{printed:+.1f}%", ours, rel[3], verdict, note, kind="value",
+        return [row(claim, line, f"{printed:+.1f}%", ours, rel[3], verdict, note, kind="value", ci=rel[1:3],
                     recomputed=f"{again:+.1f}% (from its cells)")]  # fmt: skip
     if test == "standard_mad":  # l.111's "standard MAD" is Decentralized MAD (l.209); +20.31 is neither gain
         if dec not in meta["methods"]:
@@ -635,15 +637,15 @@ def _decide(r: dict) -> str:
 
 def needed(r: dict, m: int) -> int:
     """A row's questions for 80% power at Holm's first step over m tests (MIN_EFFECT where no effect is printed,
-    FLAT_MARGIN for "flat"; an exact value: MIN_EFFECT away at discordance 0.25, the largest)."""
+    FLAT_MARGIN for "flat"; an exact value: MIN_EFFECT away at discordance 0.25, the largest an accuracy has), and
+    where the row's own CI shows more noise than that (a ratio, a difference of gains), the n its noise needs."""
     alpha = ALPHA / max(m, 1)  # Holm's first step: a claim's n is planned for the strictest level it must pass
-    if r["_kind"] == "value":
-        return PW.n_needed(MIN_EFFECT / 100, 0.25, alpha, POWER)
-    c = r["_claimed"]
-    effect = (FLAT_MARGIN if r["_kind"] == "judged" else abs(c) if c == c and c else MIN_EFFECT) / 100
-    psi = discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
+    c, value = r["_claimed"], r["_kind"] == "value"
+    effect = (MIN_EFFECT if value else FLAT_MARGIN if r["_kind"] == "judged" else abs(c) if c == c and c else
+              MIN_EFFECT) / 100  # fmt: skip
+    psi = 0.25 if value else discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
     least = PW.n_needed(effect, min(max(psi if psi == psi else 0.0, effect), 1.0), alpha, POWER)  # least noise
-    if psi != psi and r["_ci"] and r["n"]:  # no paired discordance (a difference of gains): the row's own CI's noise
+    if (value or psi != psi) and r["_ci"] and r["n"]:  # no paired discordance to size it by: the CI's own noise
         se = (r["_ci"][1] - r["_ci"][0]) / 100 / (2 * Z95)  # per the row's n, in shares; 0 at a handful of questions
         z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(POWER)
         return max(least, math.ceil(r["n"] * (se * z / effect) ** 2))
