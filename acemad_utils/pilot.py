@@ -19,7 +19,7 @@ import numpy as np
 
 from acemad_utils import api
 from acemad_utils.agents.budget import ENV_MAX, BudgetExceeded, paid_line, parse_max_usd
-from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms
+from acemad_utils.agents.prices import ENV_MODELS, HOW_TO_PRICE, parse_terms, price_of
 from acemad_utils.agents.redact import safe_url
 from acemad_utils.cost.estimate import dollars, estimate_profile, replay
 from acemad_utils.cost.items import KEPT_SHARE, OVERALL_SHARE, item_counts, sample_items
@@ -277,9 +277,16 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
         per = (usd_of([len(p) for p in pools.values()]) or 0) / len(qs)  # every question of the file
+        # what the pilot's own questions cost at the endpoint's reported usage: a model that argues at length (or an
+        # endpoint that counts tokens more densely) costs more than the estimate's token model says
+        price, debated = price_of(args.model), {r["question_id"] for r in res.records}
+        seen = sum(price.usd(r["usage"].get("prompt_tokens", 0), r["usage"].get("completion_tokens", 0))
+                   for r in res.records) / len(debated) if price and debated else 0.0  # fmt: skip
+        basis = "the pilot's own cost per question" if seen > per else "the estimate's price per question"
         pw = PW.power_at(len(qs), obs["effect"], obs["discordance"])
+        cost = f"${max(per, seen) * n:,.2f} for these two methods (at {basis})"
         parts.append(f"the full file ({len(qs)} answered questions) has power {pw:.0%} for the gain seen here; ~{n:,} "
-                     f"questions would cost about ${per * n:,.2f} for these two methods")  # fmt: skip
+                     f"questions would cost about {cost}")  # fmt: skip
     run = [python(), "-m", "acemad_utils", "run", str(path), "--methods",
            "acemad,self_consistency", "--model", args.model, *(["--base-url", safe_url(args.base_url)] if args.base_url
            else []), "--seed", str(args.seed), "--out", str(args.out)]  # fmt: skip

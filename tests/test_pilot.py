@@ -3,6 +3,7 @@ from one whose agents do not, and the full run pays none of its calls again (cou
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -18,7 +19,7 @@ from acemad_utils.experiments.profiles import notebook_params
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.pilot import pilot_configs, report
 from acemad_utils.report import premise as PR
-from tests.fake_openai import FakeOpenAI, FaultInjector, PremiseAgents, Refusing
+from tests.fake_openai import FakeOpenAI, FaultInjector, PremiseAgents, Refusing, Reply
 
 
 def question_file(tmp_path: Path, n: int = 8) -> Path:
@@ -201,3 +202,24 @@ def test_questions_on_which_no_agent_differs_stop_the_pilot_without_blaming_the_
     assert "STOP: on these questions the agents were all right or all wrong together" in out
     assert "the premise fails on this model" not in out
     assert "correlation rho undefined" in out  # both methods right everywhere: no correlation to measure
+
+
+@pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
+def test_the_cost_of_the_run_the_pilot_sizes_is_at_least_what_its_own_questions_cost(cwd, capsys):
+    """An endpoint reporting 1,000 prompt and 300 completion tokens a call costs more than the token model says: the
+    pilot prices the n it proposes at what its own questions cost (60 calls each: AceMAD's 30, self-consistency's)."""
+    inner = PremiseAgents(holds=True)
+
+    def wordy(body, n):
+        reply = inner(body, n)
+        reply = reply if isinstance(reply, Reply) else Reply(reply)
+        return dataclasses.replace(reply, prompt_tokens=1000, completion_tokens=300)
+
+    with FakeOpenAI(wordy) as srv:
+        argv = ["pilot", str(question_file(cwd)), "--model", "gpt-4o-mini", "--per-benchmark", "6"]
+        assert main([*argv, "--base-url", srv.url]) == 0
+    out = capsys.readouterr().out
+    n, usd = re.search(r"~([\d,]+) questions would cost about \$([\d,.]+) .*\(at the pilot's own cost per question\)",
+                       out).groups()  # fmt: skip
+    per_call = (1000 * 0.15 + 300 * 0.6) / 1e6  # gpt-4o-mini's price per 1M tokens
+    assert float(usd.replace(",", "")) / int(n.replace(",", "")) == pytest.approx(60 * per_call, rel=0.1)
