@@ -324,6 +324,18 @@ def test_shuffled_scores_are_acemads_decision_when_every_score_is_equal(acemad20
     np.testing.assert_array_equal(A.shuffled_decisions(arr, n_perm=5), np.broadcast_to(A.rescore(arr), (5, 200)))
 
 
+def test_an_agent_whose_forecast_failed_keeps_its_place_and_its_score_under_the_shuffle(acemad200):
+    """The control gives AceMAD's own weights to other agents: a failed q scores as AceMAD scores it (the round's
+    worst) and its agent is not moved; with every q failed nobody moves, so every draw decides as AceMAD does."""
+    recs = json.loads(json.dumps(acemad200[:40]))
+    for r in recs:
+        for e in (e for rnd in r["rounds"] for e in rnd):
+            e["q_parse_failure"] = True
+    arr = A.stack(recs)
+    assert not arr.forecast_valid.any()
+    np.testing.assert_array_equal(A.shuffled_decisions(arr, n_perm=5), np.broadcast_to(A.rescore(arr), (5, 40)))
+
+
 def test_shuffled_scores_are_seeded_by_question_not_by_batch_order(acemad200):
     recs = acemad200
     arr, rev = A.stack(recs), A.stack(recs[::-1])

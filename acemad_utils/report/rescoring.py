@@ -237,9 +237,11 @@ def shuffled_decisions(
     arr: Stacked, eta: float = 2.0, exponent: float = 2.0, *, n_perm: int = N_SHUFFLES, seed: int = 0
 ) -> np.ndarray:
     """AceMAD's final answers (n_perm, B) with each question's scores permuted among its agents, one draw for every
-    round; an agent that failed in any round keeps its (worst) scores."""
-    S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid)  # (B, T, N)
-    drawn = B.agent_permutations(seed, arr.question_ids, arr.valid.all(axis=1), n_perm, salt="shuffle")
+    round; an agent whose p or q failed in any round keeps its (worst) scores, as AceMAD's own weights score it."""
+    fv = arr.forecast_valid
+    S = B.round_scores(arr.P, arr.Q, "peer_prediction", "brier", valid=arr.valid, forecast_valid=fv)  # (B, T, N)
+    movable = (arr.valid if fv is None else arr.valid & fv).all(axis=1)
+    drawn = B.agent_permutations(seed, arr.question_ids, movable, n_perm, salt="shuffle")
     # Only the last round's weights decide, and the same draw every round moves each agent's cumulative score whole:
     # mwu_weights of the permuted total (one round of it) are the same numbers as its last round of the permuted
     # rounds, each total summed in the same order, without T draws' arrays (most of notebook 09's shuffled control)
