@@ -561,7 +561,7 @@ def test_a_real_model_row_is_powered_for_the_smaller_of_the_printed_and_the_reco
     from acemad_utils.report import power as PW
 
     r = C.row("T=3 is optimal", "l.459", 4.0, kind="gain", ci=(-7.0, 3.0), n=660, psi=0.34, again=2.43)
-    assert C.needed(r, 18) == PW.n_needed(0.0243, 0.34, 0.05 / 18, 0.8) > C.needed({**r, "_claimed": 4.0}, 18)
+    assert C.needed(r, 18) >= PW.n_needed(0.0243, 0.34, 0.05 / 18, 0.8) > C.needed({**r, "_claimed": 4.0}, 18)
     assert C._decide({**r, "p (Holm)": 0.5}) == C.INCONCLUSIVE  # 3.0 > 2.43: the recomputed effect not excluded
 
 
@@ -608,3 +608,27 @@ def test_an_exact_ratio_is_powered_by_its_own_interval_not_an_accuracys_noise():
     ratio = C.row("74% relative improvement", "l.459", "+74.0%", kind="value", ci=(21.3, 42.7), n=1_740,
                   verdict=C.FAILS)  # fmt: skip
     assert C._real_model(ratio, 45, "gpt-4o-mini").startswith(f"{C.UNDERPOWERED} (n = 1740 of the ~")
+
+
+def test_a_stratified_average_is_powered_by_its_own_interval_when_that_needs_more_than_one_pooled_test():
+    """Benchmarks of unequal size: the Average's stratified CI is wider than a pooled test's; the wider decides."""
+    from acemad_utils.report import power as PW
+
+    r = C.row("beats", "l.1", 8.0, kind="gain", ci=(2.0, 14.0), n=700, psi=0.30, verdict=C.HOLDS)
+    pooled = PW.n_needed(0.08, 0.30, 0.05 / 18, 0.8)
+    assert pooled < 700 < C.needed(r, 18) and C._real_model(r, 18, "gpt-4o-mini").startswith(C.UNDERPOWERED)
+
+
+def test_only_the_papers_model_itself_is_the_papers_model():
+    assert C.same_model("gpt-4o-mini", "GPT-4o-mini") and C.same_model("openai/gpt-4o-mini-2024-07-18", "GPT-4o-mini")
+    assert C.same_model("deepseek-ai/DeepSeek-V3.1", "DeepSeek-V3.1")
+    for other in ("gpt-4o-mini-search-preview", "ft:gpt-4o-mini-2024-07-18:acme::x", "DeepSeek-V3.1-Base", ""):
+        assert not C.same_model(other, "GPT-4o-mini" if "gpt" in other or not other else "DeepSeek-V3.1")
+
+
+def test_llamas_smaller_gain_is_compared_only_when_the_main_run_is_the_papers_model():
+    """The paper's -15.17 is Llama's gap to GPT-4o-mini's gain: beside another main model it is not comparable."""
+    loss = C.row("gains smaller than GPT-4o-mini's", "l.1069", -15.17, kind="loss", ci=(-30.0, -20.0), n=50_000,
+                 psi=float("nan"), verdict=C.HOLDS)  # fmt: skip
+    assert C._real_model({**loss, "_vs": "my-model-7b"}, 18, "my-model-7b") == C.ANOTHER_MODEL
+    assert C._real_model({**loss, "_vs": "gpt-4o-mini"}, 18, "gpt-4o-mini") == C.HOLDS

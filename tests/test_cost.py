@@ -133,6 +133,22 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     assert order == ["nb"]  # the synthetic profile costs nothing: no estimate
 
 
+def test_a_paid_notebook_that_will_build_its_subsets_prices_their_screening_first(
+    monkeypatch, capsys, no_network, tmp_outputs
+):
+    """Notebook 05 alone on a fresh checkout builds the challenging subsets itself (notebook 01's screening, most of
+    a paper run's calls): the estimate printed before it prices them too."""
+    import papermill as pm
+
+    priced: list = []
+    monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("stop here")))
+    monkeypatch.setattr(reproduce, "estimate_profile", lambda p, o, sel: priced.append(sel) or C.Estimate("paper"))
+    monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)
+    monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: [])
+    assert reproduce.run("paper", ["05_ablation"], {"MAX_USD": 7}) == 1
+    assert priced == [["01_subset_construction", "05_ablation"]]
+
+
 # ----------------------------------------------------------------------------- MAX_USD
 def _priced_plan():
     """Replies reporting the token model's counts (a calibrated endpoint): the pre-send estimate bounds each call."""

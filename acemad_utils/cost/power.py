@@ -193,8 +193,9 @@ def format_plan(table: pd.DataFrame, rho: Optional[float] = None, source: str = 
         f"first step over the {len(table)} claims):",
         *("  " + x for x in shown.to_string(index=False, formatters=fmt, na_rep="-", justify="left").splitlines()),
         *(f"  note: {r['claim']}: {r['note']}" for _, r in table[table["note"] != ""].iterrows()),
-        f"  {len(under)} of {len(table)} claims are underpowered in this plan (power < {POWER:.0%}): a ledger can only "
-        "say 'underpowered' for them, whatever the model does",
+        f"  {len(under)} of {len(table)} claims are underpowered in this plan (power < {POWER:.0%}) at the discordance "
+        "below; the ledger sizes each row by what its run shows (the discordance its methods have, its own CI, 5 "
+        "points where the paper prints no number, Holm over all its tests), so it may ask more or fewer",
         *(f"  {fam}: no n ({why})" for fam, why in UNSIZED.items()),
         f"  discordance per benchmark from the two printed accuracies at {disc}",
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -503,8 +504,9 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     ref = "the synthetic default population" if main[0].get("synthetic") else main[0].get("model") or "the main run"
     note = f"Llama's gain {gains[0]['gain']:+.1f} minus {ref}'s {gains[1]['gain']:+.1f} on {', '.join(cols)}"
     p = math.erfc(abs(d) / se / math.sqrt(2)) if se > 0 else math.nan  # the normal CI's two-sided p: Holm judges it
-    return [row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
-                ci=(lo, hi))]  # fmt: skip
+    out = row(claim, line, theirs, _ci(d, lo, hi), int(gains[0]["n_paired"]), verdict, note, kind="loss", p=p,
+              ci=(lo, hi))  # fmt: skip
+    return [{**out, "_vs": main[0].get("model") or ""}]  # the paper's gap is GPT-4o-mini's: on that model only
 
 
 def _arc_voting(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
@@ -638,29 +640,38 @@ def _decide(r: dict) -> str:
 def needed(r: dict, m: int) -> int:
     """A row's questions for 80% power at Holm's first step over m tests (MIN_EFFECT where no effect is printed,
     FLAT_MARGIN for "flat"; an exact value: MIN_EFFECT away at discordance 0.25, the largest an accuracy has), and
-    where the row's own CI shows more noise than that (a ratio, a difference of gains), the n its noise needs."""
+    where the row's own CI shows more noise than that (a stratified Average, a ratio, a difference of gains), the n
+    its noise needs."""
     alpha = ALPHA / max(m, 1)  # Holm's first step: a claim's n is planned for the strictest level it must pass
     c, value = r["_claimed"], r["_kind"] == "value"
     effect = (MIN_EFFECT if value else FLAT_MARGIN if r["_kind"] == "judged" else abs(c) if c == c and c else
               MIN_EFFECT) / 100  # fmt: skip
     psi = 0.25 if value else discordance(*r["_psi"]) if isinstance(r["_psi"], tuple) else r["_psi"]
     least = PW.n_needed(effect, min(max(psi if psi == psi else 0.0, effect), 1.0), alpha, POWER)  # least noise
-    if (value or psi != psi) and r["_ci"] and r["n"]:  # no paired discordance to size it by: the CI's own noise
+    # the row's own CI's noise too: an Average is stratified (unequal benchmarks need more than one pooled test), a
+    # ratio or a difference of gains has no paired discordance; the larger need decides
+    if r["_ci"] and r["n"] and all(np.isfinite(r["_ci"])):
         se = (r["_ci"][1] - r["_ci"][0]) / 100 / (2 * Z95)  # per the row's n, in shares; 0 at a handful of questions
         z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(POWER)
         return max(least, math.ceil(r["n"] * (se * z / effect) ** 2))
     return least
 
 
+def same_model(model: str, paper: str) -> bool:
+    """Whether `model` is the paper's: its name with a provider prefix or a snapshot date (openai/gpt-4o-mini,
+    gpt-4o-mini-2024-07-18), not a fine-tune (ft:...) or a variant (gpt-4o-mini-search-preview, DeepSeek-V3.1-Base)."""
+    name = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model.rsplit("/", 1)[-1].strip()).lower()
+    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
+    return bool(model) and key(name) == key(paper)
+
+
 def _real_model(r: dict, m: int, model: str) -> str:
     v = r["verdict"]
     if v == NOT_RUN or (r["_kind"] == "judged" and not r["_ci"] and r["p"] != r["p"]):
         return v
-    # the row's own run's model, not the main run's; gpt-4o-mini-2024-07-18 (or openai/gpt-4o-mini) is the paper's
-    # gpt-4o-mini, a fine-tune of it (ft:gpt-4o-mini-...) is not
-    model = r.get("_ran") or model
-    key = lambda x: "".join(ch for ch in x.rsplit("/", 1)[-1].lower() if ch.isalnum())  # noqa: E731
-    if r["_kind"] == "value" and not (model and key(model).startswith(key(r["_model"]))):  # not the paper's model
+    # the row's own run's model, not the main run's (a comparison with the paper's model: the model it is made on)
+    model = r.get("_vs") or r.get("_ran") or model
+    if (r["_kind"] == "value" or r.get("_vs")) and not same_model(model, r["_model"]):
         return ANOTHER_MODEL
     need = needed(r, m)
     return f"{UNDERPOWERED} (n = {r['n']} of the ~{need:,} needed)" if r["n"] < need else v

@@ -122,7 +122,8 @@ def run(profile: str = "default", only: list[str] | None = None, overrides: Opti
                 # local and instant: said with the endpoints' free checks, so one try lists every problem
                 local = _data_preflight(tag, prof, todo) + _subset_preflight(tag, name, prof, todo)
                 _preflight(tag, prof, todo, also=local)
-                est = _print_estimate(prof, profile, overrides, todo, env=env)
+                screened = [FIRST, *todo] if _screens(name, prof, todo) else todo  # its subsets built on the way
+                est = _print_estimate(prof, profile, overrides, screened, env=env)
                 unpriced = sorted({r.model for r in est.unpriced()}) if est is not None else []
                 if unpriced and env.get("ACEMAD_MAX_USD") not in (None, ""):  # the cap could not count them
                     raise SystemExit(f"{tag} not started: {unpriced_message(unpriced)}")
@@ -208,20 +209,34 @@ def _data_preflight(tag: str, prof: dict, selected: list) -> list[str]:
     return []
 
 
+FIRST = "01_subset_construction"
+
+
+def _subsets_of(name: str, P: dict) -> Path:
+    """The folder of the challenging subsets a notebook with parameters P reads (SUBSET_MODEL's, else MODEL's)."""
+    variant = subsets.variant(name, (P.get("SOURCE"), P.get("N_ITEMS"), P.get("SEED", 0)))
+    return subsets.subsets_root() / (subsets.model_slug(str(P.get("SUBSET_MODEL") or P.get("MODEL") or "")) + variant)
+
+
+def _screens(name: str, prof: dict, selected: list) -> bool:
+    """Whether a selected paid notebook will build the subsets it reads itself (notebook 01 not selected, its model's
+    subsets not built yet): the estimate must price that screening too."""
+    if FIRST in selected:
+        return False
+    readers = [params_for(prof, nb, defaults=True) for nb in selected if "SUBSET_MODEL" in schema.names(nb)]
+    return any(P.get("BACKEND") == "openai" and not _subsets_of(name, P).is_dir() for P in readers)
+
+
 def _subset_preflight(tag: str, name: str, prof: dict, selected: list) -> list[str]:
     """A notebook that reads another model's challenging subsets (SUBSET_MODEL) where none are stops the run before it
     pays for the others: notebook 01 builds MODEL's subsets, never SUBSET_MODEL's."""
-    first = "01_subset_construction"
-    built = params_for(prof, first, defaults=True).get("MODEL") if first in selected else None  # this run builds
+    built = params_for(prof, FIRST, defaults=True).get("MODEL") if FIRST in selected else None  # this run builds
     for nb in selected:
         P = params_for(prof, nb, defaults=True)
         sub, model = P.get("SUBSET_MODEL"), P.get("MODEL")
         if P.get("BACKEND") == "sim" or not sub or sub in (model, built):
             continue
-        where = subsets.subsets_root() / (
-            subsets.model_slug(sub) + subsets.variant(name, (P.get("SOURCE"), P.get("N_ITEMS"), P.get("SEED", 0)))
-        )
-        if not (where.is_dir() and any(where.iterdir())):
+        if not (where := _subsets_of(name, P)).is_dir() or not any(where.iterdir()):
             return [f"{tag} not started: {nb} reads the challenging subsets of SUBSET_MODEL {sub!r}, and {_rel(where)} "
                     f"holds none (notebook 01 here builds MODEL {model!r}'s, not these): build them first with MODEL="
                     f"{sub!r} (a copy of the profile with only MODEL changed then reuses them), or --set "
