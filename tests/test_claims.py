@@ -622,6 +622,7 @@ def test_a_stratified_average_is_powered_by_its_own_interval_when_that_needs_mor
 def test_only_the_papers_model_itself_is_the_papers_model():
     assert C.same_model("gpt-4o-mini", "GPT-4o-mini") and C.same_model("openai/gpt-4o-mini-2024-07-18", "GPT-4o-mini")
     assert C.same_model("deepseek-ai/DeepSeek-V3.1", "DeepSeek-V3.1")
+    assert C.same_model("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen3-235B-A22B-Instruct")  # the paper profile's name
     for other in ("gpt-4o-mini-search-preview", "ft:gpt-4o-mini-2024-07-18:acme::x", "DeepSeek-V3.1-Base", ""):
         assert not C.same_model(other, "GPT-4o-mini" if "gpt" in other or not other else "DeepSeek-V3.1")
 

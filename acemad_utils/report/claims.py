@@ -658,9 +658,10 @@ def needed(r: dict, m: int) -> int:
 
 
 def same_model(model: str, paper: str) -> bool:
-    """Whether `model` is the paper's: its name with a provider prefix or a snapshot date (openai/gpt-4o-mini,
-    gpt-4o-mini-2024-07-18), not a fine-tune (ft:...) or a variant (gpt-4o-mini-search-preview, DeepSeek-V3.1-Base)."""
-    name = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model.rsplit("/", 1)[-1].strip()).lower()
+    """Whether `model` is the paper's: its name with a provider prefix or a snapshot tag (openai/gpt-4o-mini,
+    gpt-4o-mini-2024-07-18, Qwen/Qwen3-235B-A22B-Instruct-2507), not a fine-tune (ft:...) or a variant
+    (gpt-4o-mini-search-preview, DeepSeek-V3.1-Base)."""
+    name = re.sub(r"-(\d{4}-\d{2}-\d{2}|\d{4})$", "", model.rsplit("/", 1)[-1].strip()).lower()
     key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
     return bool(model) and key(name) == key(paper)
 
