@@ -38,6 +38,7 @@ from acemad_utils.report import power as PW
 from acemad_utils.report import premise as PR
 
 DEFAULT_USD = 5.0
+UNDEFINED_RHO = "undefined (one of them is right on every question or on none; the power table assumes 0)"
 MIN_K, MAX_K = 2, 100  # questions per benchmark: fewer says nothing, more is the full run's job
 MARGIN = 1.5  # screen this many times the input items the kept share says k needs
 PLANNED = 0.8  # the share of the budget a chosen k may cost: the estimate runs a few % low, and calls in flight
@@ -121,13 +122,8 @@ def report(
         lines.append(
             f"observed on {obs['n']} paired questions: AceMAD {100 * obs['acemad']:.1f}%, "
             f"{configs[1].label} {100 * obs['matched']:.1f}%, gain {100 * obs['effect']:+.1f} points; discordance "
-            f"{obs['discordance']:.3f} (questions where exactly one is right), "
-            + (
-                f"correlation rho {obs['rho']:+.2f}"
-                if obs["rho"] == obs["rho"]
-                else "correlation rho undefined (one "
-                "of them is right on every question or on none; the power table assumes 0)"
-            )
+            f"{obs['discordance']:.3f} (questions where exactly one is right), correlation rho "
+            + (f"{obs['rho']:+.2f}" if obs["rho"] == obs["rho"] else UNDEFINED_RHO)
         )
         lines.append(
             f"to tell AceMAD from the same calls spent on sampling at the gain seen here, 80% power at alpha 0.05 "
@@ -230,14 +226,7 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     rho = obs["rho"] if obs.get("rho") == obs.get("rho") else None  # undefined (NaN): the table's independence
     table = plan(params, rho=rho, est=estimate_profile(profile, overrides))
     failed = api.failure_line(records, "Rerun the same command")  # exit 1, as make reproduce and the run command
-    undefined = (
-        (
-            f"the pilot's correlation is undefined on its n = {obs['n']} pilot questions (one method right on "
-            "every question or on none): the table assumes rho = 0"
-        )
-        if obs.get("n") and rho is None
-        else ""
-    )
+    undefined = "" if rho is not None or not obs.get("n") else f"rho: {UNDEFINED_RHO} on the {obs['n']} pilot questions"
     finish([text, format_plan(table, rho, f"(n = {obs['n']} pilot questions)"), undefined, failed or "",
             "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice",
             paid_line(since, budget) or ""], outputs("tables", name) / "pilot.txt")  # fmt: skip

@@ -113,7 +113,7 @@ def paid_line(since: float, cap: Optional[float] = None) -> Optional[str]:
     path, usd, unpriced = outputs("cache", create=False) / "llm.sqlite", 0.0, []
     if path.is_file():
         with ResponseCache(path) as cache:
-            usd, unpriced = cache.spent_since(since), cache.unpriced_since(since)
+            usd, unpriced = cache.spending(since)
     if not usd and cap is None and not unpriced:
         return None
     shown = "under $0.01" if 0 < usd < 0.005 else f"about ${usd:,.2f}"

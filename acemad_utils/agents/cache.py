@@ -226,8 +226,10 @@ class ResponseCache(contextlib.AbstractContextManager):
         """A billed reply with no text to store (an empty one): spent_since counts its tokens; nothing reads it back."""
         self._sql("INSERT INTO billed VALUES (?, ?, ?)", (model, canonical_json(tokens), time.time()), write=True)
 
-    def _spend(self, since: float) -> list:
-        return self._sql(
+    def spending(self, since: float) -> tuple[float, list[str]]:
+        """USD of the replies stored or billed since `since` (epoch seconds; MAX_USD across kernels and the "paid:"
+        line; free ones count 0), and the models among them with no price, which that sum could not count."""
+        rows = self._sql(
             "SELECT model, COALESCE(json_extract(value, '$.batch'), 0), "
             "SUM(COALESCE(json_extract(value, '$.prompt_tokens'), 0)), "
             "SUM(COALESCE(json_extract(value, '$.completion_tokens'), 0)), "
@@ -237,17 +239,12 @@ class ResponseCache(contextlib.AbstractContextManager):
             "GROUP BY 1, 2",
             (since,),
         )
+        usd = sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for model, batch, pt, ct, cached in rows
+                  if (p := price_of(model)))  # fmt: skip
+        return usd, sorted({model for model, *_ in rows if not price_of(model)})
 
     def spent_since(self, since: float) -> float:
-        """USD of the replies stored or billed since `since` (epoch seconds; MAX_USD across kernels and the "paid:"
-        line): free or unpriced count 0."""
-        return sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for model, batch, pt, ct, cached in
-                   self._spend(since) if (p := price_of(model)))  # fmt: skip
-
-    def unpriced_since(self, since: float) -> list[str]:
-        """The models with replies stored or billed since `since` that have no price and are not marked free: what
-        spent_since could not count."""
-        return sorted({model for model, *_ in self._spend(since) if not price_of(model)})
+        return self.spending(since)[0]
 
     def holds(self, model: str) -> bool:
         """Whether any reply of `model` is stored (a rerun, which may need no call at all)."""

@@ -60,8 +60,7 @@ def safe_segment(value: str, what: str) -> str:
 
 # Process-wide, not a context variable: the runner's threads must see the folder the call chose. So two threads may
 # not hold two different folders at once: the second is refused (its files would land in the first's folder).
-_ROOT_OVERRIDE: list[Path] = []
-_HOLDERS: list[tuple[Path, int]] = []  # (folder, thread) of each open block
+_ROOT_OVERRIDE: list[tuple[Path, int]] = []  # (folder, thread) of each open block; the last one is the root
 _GUARD = threading.Lock()
 
 
@@ -70,18 +69,16 @@ def outputs_root(root: os.PathLike | str):
     """Inside the block, outputs(...) is <root>/<parts...> (no smoke/ subfolder: the caller named the folder)."""
     path, me = Path(root).expanduser().resolve(), threading.get_ident()
     with _GUARD:
-        if other := next((p for p, t in _HOLDERS if p != path and t != me), None):
+        if other := next((p for p, t in _ROOT_OVERRIDE if p != path and t != me), None):
             raise RuntimeError(f"another thread of this process is running with out={str(other)!r}: calls with "
                                "different `out` share one process-wide output folder, so run them one after another "
                                "or in separate processes")  # fmt: skip
-        _HOLDERS.append((path, me))
-        _ROOT_OVERRIDE.append(path)
+        _ROOT_OVERRIDE.append((path, me))
     try:
         yield path
     finally:
         with _GUARD:
-            _HOLDERS.remove((path, me))
-            del _ROOT_OVERRIDE[len(_ROOT_OVERRIDE) - 1 - _ROOT_OVERRIDE[::-1].index(path)]  # its last entry
+            del _ROOT_OVERRIDE[len(_ROOT_OVERRIDE) - 1 - _ROOT_OVERRIDE[::-1].index((path, me))]  # its last entry
 
 
 def outputs(*parts: str, create: bool = True) -> Path:
@@ -89,7 +86,7 @@ def outputs(*parts: str, create: bool = True) -> Path:
     for part in parts:
         for seg in str(part).split("/"):
             safe_segment(seg, "path part")
-    base = _ROOT_OVERRIDE[-1] if _ROOT_OVERRIDE else root() / "outputs" / ("smoke" if smoke() else "")
+    base = _ROOT_OVERRIDE[-1][0] if _ROOT_OVERRIDE else root() / "outputs" / ("smoke" if smoke() else "")
     path = base.joinpath(*parts)
     if create:
         path.mkdir(parents=True, exist_ok=True)

@@ -212,10 +212,12 @@ def _data_preflight(tag: str, prof: dict, selected: list) -> list[str]:
 FIRST = "01_subset_construction"
 
 
-def _subsets_of(name: str, P: dict) -> Path:
-    """The folder of the challenging subsets a notebook with parameters P reads (SUBSET_MODEL's, else MODEL's)."""
+def _subsets_of(name: str, P: dict) -> Optional[Path]:
+    """The folder of the challenging subsets a notebook with parameters P reads (SUBSET_MODEL's, else MODEL's), or
+    None while none are built there."""
     variant = subsets.variant(name, (P.get("SOURCE"), P.get("N_ITEMS"), P.get("SEED", 0)))
-    return subsets.subsets_root() / (subsets.model_slug(str(P.get("SUBSET_MODEL") or P.get("MODEL") or "")) + variant)
+    where = subsets.subsets_root() / (subsets.model_slug(str(P.get("SUBSET_MODEL") or P.get("MODEL") or "")) + variant)
+    return where if where.is_dir() and any(where.iterdir()) else None
 
 
 def _screens(name: str, prof: dict, selected: list) -> bool:
@@ -224,7 +226,7 @@ def _screens(name: str, prof: dict, selected: list) -> bool:
     if FIRST in selected:
         return False
     readers = [params_for(prof, nb, defaults=True) for nb in selected if "SUBSET_MODEL" in schema.names(nb)]
-    return any(P.get("BACKEND") == "openai" and not _subsets_of(name, P).is_dir() for P in readers)
+    return any(P.get("BACKEND") == "openai" and _subsets_of(name, P) is None for P in readers)
 
 
 def _subset_preflight(tag: str, name: str, prof: dict, selected: list) -> list[str]:
@@ -236,9 +238,9 @@ def _subset_preflight(tag: str, name: str, prof: dict, selected: list) -> list[s
         sub, model = P.get("SUBSET_MODEL"), P.get("MODEL")
         if P.get("BACKEND") == "sim" or not sub or sub in (model, built):
             continue
-        if not (where := _subsets_of(name, P)).is_dir() or not any(where.iterdir()):
-            return [f"{tag} not started: {nb} reads the challenging subsets of SUBSET_MODEL {sub!r}, and {_rel(where)} "
-                    f"holds none (notebook 01 here builds MODEL {model!r}'s, not these): build them first with MODEL="
+        if _subsets_of(name, P) is None:
+            return [f"{tag} not started: {nb} reads the challenging subsets of SUBSET_MODEL {sub!r}, and none are "
+                    f"built (notebook 01 here builds MODEL {model!r}'s, not these): build them first with MODEL="
                     f"{sub!r} (a copy of the profile with only MODEL changed then reuses them), or --set "
                     "SUBSET_MODEL='' to select this model's own"]  # fmt: skip
     return []
