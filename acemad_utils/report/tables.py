@@ -102,14 +102,6 @@ def _stratified_average(groups: list[np.ndarray], n_boot: int, seed: int, *, ci:
     return point, float(lo), float(hi)
 
 
-def _cell_accuracy(x: np.ndarray, n_boot: int, seed: int, ci: bool) -> tuple:
-    """A cell's (mean, lo, hi); exact bounds where every outcome is the same (stats.exact_if_constant)."""
-    if not len(x) or not ci:
-        return (x.mean() if len(x) else np.nan), np.nan, np.nan
-    m, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
-    return (m, *exact_if_constant([x], lo, hi))
-
-
 def accuracy_long(
     records: Optional[Sequence[dict]], methods: Optional[Sequence[str]] = None, n_boot: int = 2000, *, seed: int = 0,
     frame: Optional[pd.DataFrame] = None, ci: bool = True,
@@ -128,7 +120,11 @@ def accuracy_long(
             x, n_failed = cell["correct"].dropna().to_numpy(), int(cell["correct"].isna().sum())
             if len(x) or n_failed:  # every question failed: NaN accuracy, a cell that says so
                 parse = int(cell["unparsed"].sum()), int(cell["commitments"].sum())
-                acc = _cell_accuracy(x, n_boot, seed, ci)
+                if ci:  # exact bounds where every outcome is the same (stats.exact_if_constant)
+                    mean, lo, hi = bootstrap_ci(x, n_boot=n_boot, seed=seed)
+                    acc = (mean, *exact_if_constant([x], lo, hi))
+                else:
+                    acc = (x.mean() if len(x) else np.nan), np.nan, np.nan
                 mine.append(_row(m, b, len(x), n_failed, *parse, acc))
                 groups += [x] if len(x) else []
         if groups:  # the mean of the benchmark columns (with one benchmark: that benchmark again)
@@ -245,9 +241,8 @@ def wide(long: pd.DataFrame, tests: Optional[pd.DataFrame] = None, note: Optiona
     if tests is not None and len(tests):
         for _, t in tests.iterrows():
             if t.method in out.index and t.benchmark in out.columns:
-                out.loc[t.method, t.benchmark] += (
-                    f" ({t.gain:+.1f}, {RD.pvalue(t.p_value)}, Holm {RD.holm_pvalue(t.p_holm, t.p_value)})"
-                )
+                holm = RD.holm_pvalue(t.p_holm, t.p_value)
+                out.loc[t.method, t.benchmark] += f" ({t.gain:+.1f}, {RD.pvalue(t.p_value)}, Holm {holm})"
     elif tests is not None:
         extra.append(f"(paired test: {tests.attrs.get('note', 'no paired comparison')})")
     if note:
