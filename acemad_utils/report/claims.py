@@ -325,9 +325,8 @@ def _still_rising(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
 
 
 def _plateau(e: dict, run: RunData, claim: str, ctx: dict) -> list[dict]:
-    labels = _labels(run[0], "acemad")
-    ns = {lab: run[0]["methods"][lab]["n_agents"] for lab in labels}
-    at10, beyond = [lab for lab in labels if ns[lab] == 10], [lab for lab in labels if ns[lab] > 10]
+    ns = {lab: run[0]["methods"][lab]["n_agents"] for lab in _labels(run[0], "acemad")}
+    at10, beyond = [lab for lab, n in ns.items() if n == 10], [lab for lab, n in ns.items() if n > 10]
     if not at10 or not beyond:
         return [row(claim, e["line"], "(figure)", note="N=10 and N>10 not both run in this profile")]
     tests = TB.versus_best(run[1], beyond, at10, per_benchmark=False, seed=ctx["seed"])

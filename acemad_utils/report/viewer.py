@@ -116,12 +116,8 @@ def _cell_html(e: dict, labels: list, answer, cls: str, t: int, fold: bool) -> s
     # plain Python, not numpy: a run's page draws ~10^5 cells, where numpy's per-call overhead is most of the work
     p, q, pf = [_r4(x) for x in e["p"]], e.get("q"), bool(e.get("parse_failure"))
     q = None if q is None else [_r4(x) for x in q]
-    stance = labels[max(range(len(p)), key=e["p"].__getitem__)]  # the first maximum (argmax)
-    stance = (
-        '<span class="ad-badge">parse failure</span>'
-        if pf
-        else f'<span class="ad-stance">{_mark(stance, answer)}</span>'
-    )
+    top = _mark(labels[max(range(len(p)), key=e["p"].__getitem__)], answer)  # the first maximum (argmax)
+    stance = '<span class="ad-badge">parse failure</span>' if pf else f'<span class="ad-stance">{top}</span>'
     who = " · ".join(str(x) for x in (e.get("persona"), e.get("model"), f"T={e.get('temperature')}") if x)
     sw = ""
     if e.get("score") is not None:
