@@ -200,10 +200,8 @@ def _labels(meta: dict, method: str) -> list[str]:
 
 def _value_row(claim, line, claimed, stat, n, note, *, signed=True, model=PAPER_MODEL) -> dict:
     (x, lo, hi), paper = stat, f"{claimed:+.2f}" if signed else f"{claimed:.2f}"
-    verdict = value_verdict(claimed, lo, hi, null=0.0 if signed else None)
-    return row(
-        claim, line, paper, _ci(x, lo, hi, signed=signed), n, verdict, note, kind="value", model=model, ci=(lo, hi)
-    )
+    verdict, ours = value_verdict(claimed, lo, hi, null=0.0 if signed else None), _ci(x, lo, hi, signed=signed)
+    return row(claim, line, paper, ours, n, verdict, note, kind="value", model=model, ci=(lo, hi))
 
 
 def _accuracy(records: list, label: str, seed: int) -> Optional[tuple]:
@@ -490,10 +488,8 @@ def _smaller(e: dict, llama: Optional[RunData], claim: str, ctx: dict) -> list[d
     gains = []
     for _, recs in (llama, main):
         keep = [r for r in recs if bench_key(r["benchmark"]) in cols]
-        g = _average_gain(
-            keep, "AceMAD (T=3)", [m for m in MAD_LABELS if any(r["method"] == m for r in keep)], ctx["seed"]
-        )
-        if g is None:
+        mads = [m for m in MAD_LABELS if any(r["method"] == m for r in keep)]
+        if (g := _average_gain(keep, "AceMAD (T=3)", mads, ctx["seed"])) is None:
             return [row(claim, line, theirs, note="no paired gain on Table 5's benchmarks")]
         gains.append(g)
     d = gains[0]["gain"] - gains[1]["gain"]

@@ -306,11 +306,9 @@ def paper_order(long: pd.DataFrame, table: str) -> pd.DataFrame:
 
 def with_config(long: pd.DataFrame, meta: dict, *fields: str) -> pd.DataFrame:
     """Config fields (e.g. n_agents) from a run's meta.json by method label (`method` -> column `method_kind`)."""
-    out = long.copy()
+    out, configs = long.copy(), meta["methods"]
     for f in fields:
-        out["method_kind" if f == "method" else f] = out["method"].map(
-            {label: m[f] for label, m in meta["methods"].items()}
-        )
+        out["method_kind" if f == "method" else f] = out["method"].map({lab: c[f] for lab, c in configs.items()})
     return out
 
 

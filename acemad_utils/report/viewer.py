@@ -176,10 +176,8 @@ def debate_html(record: dict, meta: Optional[dict] = None, *, fold: bool = False
     head = "".join(f"<td><b>{unit} {i + 1}</b></td>" for i in range(n))
     head += ("<td><b>moderator</b></td>" if mods else "") + "<td><b>plurality</b></td>"
     head += "" if unit == "run" else f"<td><b>{esc(name)}</b></td>"
-    rows = []
-    for t, (entries, (plur, weighted)) in enumerate(
-        zip(raw, _round_answers(raw, labels, keys, kind == "acemad", exponent=exponent)), 1
-    ):
+    rows, answers = [], _round_answers(raw, labels, keys, kind == "acemad", exponent=exponent)
+    for t, (entries, (plur, weighted)) in enumerate(zip(raw, answers), 1):
         cells = "".join(_cell_html(e, labels, answer, "acemad-cell", t, fold) for e in entries)
         if mods:
             cells += _cell_html(mods[t], labels, answer, "ad-mod", t, fold) if t in mods else "<td></td>"
