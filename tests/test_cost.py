@@ -217,8 +217,8 @@ def test_budget_counts_what_earlier_kernels_paid_from_the_cache(tmp_path, monkey
     cache.put("a", v, model="gpt-4o-mini", kind="openai")
     cache.put("b", {**v, "cached_tokens": 1_000_000}, model="gpt-4o-mini", kind="openai")
     cache.put("c", {**v, "prompt_tokens": 9_000_000}, model="m", kind="local-llama.cpp")
-    assert cache.spent_since(0) == pytest.approx(0.15 + 0.075)
-    assert cache.spent_since(4e9) == 0
+    assert cache.spending(0)[0] == pytest.approx(0.15 + 0.075)
+    assert cache.spending(4e9)[0] == 0
     monkeypatch.setenv(B.ENV_MAX, "0.3")
     monkeypatch.setenv(B.ENV_SINCE, "0")
     b = B.current(cache)
@@ -237,7 +237,7 @@ def test_cached_tokens_are_recorded_and_priced_at_the_cached_rate(tmp_path):
         assert r.cached_tokens == 1536 and r.usage()["cached_tokens"] == 1536
         s = c.stats()
         assert s["cached_tokens"] == 1536 and s["cost_usd"] == pytest.approx((464 * 0.15 + 1536 * 0.075 + 60) / 1e6)
-        assert c.cache.spent_since(0) == pytest.approx(s["cost_usd"])
+        assert c.cache.spending(0)[0] == pytest.approx(s["cost_usd"])
 
 
 class _Ran(Exception):

@@ -195,7 +195,7 @@ def test_max_usd_counts_a_priced_loopback_endpoint(tmp_path, monkeypatch):
         c.generate(MSG, GenerateConfig(max_tokens=5), scope="a")
         assert c.stats()["cost_usd"] == pytest.approx(0.15) and c.budget.spent == pytest.approx(0.15)
     # what a later kernel sees of this run: the loopback reply counts at its price
-    assert ResponseCache(tmp_path / "c.sqlite").spent_since(0) == pytest.approx(0.15)
+    assert ResponseCache(tmp_path / "c.sqlite").spending(0)[0] == pytest.approx(0.15)
     with FakeOpenAI([reply]) as srv:
         c = LLMClient("gpt-4o-mini", srv.url, "sk-fake", budget=B.Budget(0.2, spent_before=0.15))
         with pytest.raises(B.BudgetExceeded):  # ~450k modelled prompt tokens ($0.07) would pass $0.20: not sent
@@ -231,7 +231,7 @@ def test_an_empty_reply_that_reports_usage_is_paid_for_uncached_and_counted_by_m
             c.generate(MSG, GenerateConfig(max_tokens=5), scope="b")
         assert srv.count == 1
     with ResponseCache(cache) as store:
-        assert len(store) == 0 and store.spent_since(0) == pytest.approx(0.15)
+        assert len(store) == 0 and store.spending(0)[0] == pytest.approx(0.15)
 
 
 def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkeypatch):
@@ -250,4 +250,4 @@ def test_the_projects_own_llama_server_stays_free_under_max_usd(tmp_path, monkey
             assert c.free and c.generate(MSG, scope="s").text == "x"
             assert c.stats()["cost_usd"] == 0.0 and c.budget.spent == 0.0
         assert not LS.is_own_server(url)  # stopped: the same URL is no longer known to be free
-    assert ResponseCache(tmp_path / "c.sqlite").spent_since(0) == 0.0
+    assert ResponseCache(tmp_path / "c.sqlite").spending(0)[0] == 0.0

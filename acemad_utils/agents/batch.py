@@ -73,12 +73,9 @@ def _lines(text: str) -> Iterator[dict[str, Any]]:
                 yield line
 
 
-def import_output(text: str, cache: ResponseCache, requests: Optional[dict] = None) -> tuple[dict, dict]:
+def import_output(text: str, cache: ResponseCache, requests: dict) -> tuple[dict, dict]:
     """Store the usable replies of an output JSONL (custom_id = cache key) to recorded `requests`: (stored, errors)."""
     stored, errors = {}, {}
-    if requests is None:
-        with cache.connect() as conn:
-            requests = _requests(conn)
     for line in _lines(text):
         if (req := requests.get(key := line.get("custom_id"))) is None:
             continue

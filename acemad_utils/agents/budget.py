@@ -98,7 +98,7 @@ def current(cache=None) -> Optional[Budget]:
     with _LOCK:
         if key != _CURRENT[0]:
             cap, since = parse_max_usd(key[0] or None), key[1]
-            before = cache.spent_since(float(since)) if cap is not None and since and cache is not None else 0.0
+            before = cache.spending(float(since))[0] if cap is not None and since and cache is not None else 0.0
             _CURRENT = (key, None if cap is None else Budget(cap, before))
         return _CURRENT[1]
 

@@ -223,7 +223,7 @@ class ResponseCache(contextlib.AbstractContextManager):
                   (key, model, kind, canonical_json(value), time.time()), write=True)  # fmt: skip
 
     def bill(self, model: str, tokens: dict) -> None:
-        """A billed reply with no text to store (an empty one): spent_since counts its tokens; nothing reads it back."""
+        """A billed reply with no text to store (an empty one): spending() counts its tokens; nothing reads it back."""
         self._sql("INSERT INTO billed VALUES (?, ?, ?)", (model, canonical_json(tokens), time.time()), write=True)
 
     def spending(self, since: float) -> tuple[float, list[str]]:
@@ -242,9 +242,6 @@ class ResponseCache(contextlib.AbstractContextManager):
         usd = sum(p.usd(pt or 0, ct or 0, cached or 0, bool(batch)) for model, batch, pt, ct, cached in rows
                   if (p := price_of(model)))  # fmt: skip
         return usd, sorted({model for model, *_ in rows if not price_of(model)})
-
-    def spent_since(self, since: float) -> float:
-        return self.spending(since)[0]
 
     def holds(self, model: str) -> bool:
         """Whether any reply of `model` is stored (a rerun, which may need no call at all)."""
