@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Optional
 
 from acemad_utils.agents import cache as C
@@ -137,8 +138,7 @@ class Batcher:
     def _export(self, export_dir: str, entries: list) -> None:
         os.makedirs(export_dir, exist_ok=True)
         path = os.path.join(export_dir, f"requests-{time.strftime('%Y%m%d-%H%M%S')}-{len(entries)}.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(requests_jsonl((e["key"], e["body"]) for e in entries))
+        Path(path).write_text(requests_jsonl((e["key"], e["body"]) for e in entries), encoding="utf-8")
         for kind in {e["client"].kind for e in entries}:  # so `import` knows each key's model, kind and mode
             record_batch(self.cache, f"file:{path}:{kind}", kind, [e for e in entries if e["client"].kind == kind],
                          status="exported")  # fmt: skip
@@ -233,8 +233,7 @@ def main(argv=None) -> int:
                   f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(created))}")  # fmt: skip
     elif a.cmd == "import":
         try:
-            with open(a.output, encoding="utf-8") as f:
-                text = f.read()
+            text = Path(a.output).read_text(encoding="utf-8")
         except OSError as e:
             sys.exit(f"error: cannot read the output file: {e}")
         with cache.connect() as conn:
@@ -252,8 +251,7 @@ def main(argv=None) -> int:
             rows = conn.execute("SELECT key, body FROM batch_requests WHERE batch_id IN (SELECT id FROM batches "
                                 "WHERE imported = 0)").fetchall()  # fmt: skip
         missing = [(k, b) for k, b in rows if cache.get(k) is None]
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(requests_jsonl((k, json.loads(b)) for k, b in missing))
+        Path(a.out).write_text(requests_jsonl((k, json.loads(b)) for k, b in missing), encoding="utf-8")
         print(f"wrote {len(missing)} request(s) to {a.out}")
     return 0
 
