@@ -47,8 +47,6 @@ if env(CHECKOUT_ENV) and Path(env(CHECKOUT_ENV)) != CHECKOUT:
         "driver with that checkout's own Python path (its PYTHONPATH)"
     )
 
-SETUP_PARAMS = params.SETUP_NAMES
-
 
 def tables_once() -> None:
     """In a kernel, a DataFrame shown as a cell's value stores readable.html's table and a one-line text/plain (its
@@ -99,7 +97,7 @@ def start(notebook: str, /, **named: Any) -> tuple[Setup, str]:
     exactly the notebook's Setup parameters (none left to a silent default)."""
     if notebook not in params.NOTEBOOKS:
         raise ValueError(f"start({notebook!r}, ...): no such notebook; notebooks: {list(params.NOTEBOOKS)}")
-    wanted = [n for n in params.names(notebook) if n in SETUP_PARAMS]
+    wanted = [n for n in params.names(notebook) if n in params.SETUP_NAMES]
     missing, extra = [n for n in wanted if n not in named], sorted(set(named) - set(wanted))
     if missing or extra:
         raise ValueError(

@@ -120,7 +120,7 @@ def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profi
     order = []
     stop = lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     monkeypatch.setattr(pm, "execute_notebook", stop)
-    monkeypatch.setattr(reproduce, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
+    monkeypatch.setattr(C, "estimate_profile", lambda *a, **k: order.append("estimate") or C.Estimate("paper"))
     monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)  # no network (test_input_validation.py)
     monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: [])  # nor benchmark files, as there
     assert reproduce.run("paper", ["03_main_results"], {"MAX_USD": 7}) == 1  # the failure: one line, exit 1
@@ -142,7 +142,7 @@ def test_a_paid_notebook_that_will_build_its_subsets_prices_their_screening_firs
 
     priced: list = []
     monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("stop here")))
-    monkeypatch.setattr(reproduce, "estimate_profile", lambda p, o, sel: priced.append(sel) or C.Estimate("paper"))
+    monkeypatch.setattr(C, "estimate_profile", lambda p, o, sel: priced.append(sel) or C.Estimate("paper"))
     monkeypatch.setattr(reproduce, "_preflight", lambda *a, **k: None)
     monkeypatch.setattr(reproduce, "_data_preflight", lambda *a, **k: [])
     assert reproduce.run("paper", ["05_ablation"], {"MAX_USD": 7}) == 1

@@ -126,7 +126,7 @@ def test_setup_run_of_a_registry_run_returns_its_result(smoke_outputs):
 # ----------------------------------------------------------------------------- the notebooks' setup call
 def test_start_takes_exactly_the_notebooks_setup_parameters_by_name(monkeypatch):
     monkeypatch.setenv("ACEMAD_SMOKE", "1")
-    given = {n: v for n, v in params.defaults("02_baselines").items() if n in notebook.SETUP_PARAMS}
+    given = {n: v for n, v in params.defaults("02_baselines").items() if n in params.SETUP_NAMES}
     S, src = notebook.start("02_baselines", **{**given, "PROFILE": "t", "SEED": 3})
     assert (S.profile, S.seed) == ("t", 3) and src == figures.source_label(S.synthetic, S.model)
     with pytest.raises(ValueError, match=r"pass \['SUBSET_MODEL'\]"):

@@ -1,6 +1,2 @@
 """`python -m acemad_utils.reproduce` (cli.py: every numbered notebook through papermill into outputs/) and
 `python -m acemad_utils.reproduce.nbtools store|strip` (the committed notebooks' outputs)."""
-
-from acemad_utils.reproduce.cli import main, run
-
-__all__ = ["main", "run"]

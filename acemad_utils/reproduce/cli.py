@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 from unittest import mock
 
+from jupyter_core.utils import run_sync  # on this thread's event loop, the one nbclient runs its kernel on
+
 from acemad_utils.agents.budget import paid_line, parse_max_usd, unpriced_message
 from acemad_utils.agents.health import PROGRESS_ENV
 from acemad_utils.agents.locks import LOCK_HOLDER_ENV, LockRefused, RunLock
@@ -246,19 +248,13 @@ def _subset_preflight(tag: str, name: str, prof: dict, selected: list) -> list[s
     return []
 
 
-def estimate_profile(*args, **kw):
-    from acemad_utils.cost.estimate import estimate_profile  # the engine replay: only for a profile that pays
-
-    return estimate_profile(*args, **kw)
-
-
 def _print_estimate(prof: dict, profile: str, overrides: Optional[dict], selected: list, *, env: dict) -> Any:
     """The cost estimate of an LLM profile, printed before it runs (never stopping it); None when there is none."""
     if not _uses_llm(prof, selected, ("openai",)):
         return None
     est = None
     try:
-        from acemad_utils.cost.estimate import format_estimate
+        from acemad_utils.cost.estimate import estimate_profile, format_estimate  # the engine replay: a paid run only
         from acemad_utils.cost.power import format_plan, plan
 
         est = estimate_profile(profile, overrides, selected)
@@ -311,7 +307,7 @@ def _execute(prof: dict, name_of_profile: str, name: str, path: Path, out: Path,
     """papermill on one notebook, in a kernel of its own, or with `warm` (this thread's {"km": ...}) in the kernel
     an earlier notebook of the run left, reset to what a new one starts from (notebook.fresh_kernel)."""
     km = warm.get("km") if warm is not None else None
-    if warm is not None and km is not None and not (_sync(km.is_alive)() and _fresh(km, path.parent)):
+    if warm is not None and km is not None and not (run_sync(km.is_alive)() and _fresh(km, path.parent)):
         _stop(warm)
         km = None
     if warm is not None and km is None:
@@ -354,7 +350,7 @@ def _fresh(km, cwd: Path) -> bool:
             kc.stop_channels()
 
     try:
-        return _sync(reset)()
+        return run_sync(reset)()
     except Exception:  # no reply (queue.Empty), a closed socket: a new kernel instead
         return False
 
@@ -363,13 +359,7 @@ def _stop(warm: dict) -> None:
     """Shut down this thread's warm kernel, if any (in the thread whose event loop started it)."""
     if (km := warm.pop("km", None)) is not None and km.has_kernel:
         with contextlib.suppress(Exception):
-            _sync(km.shutdown_kernel)(now=False)
-
-
-def _sync(coro):
-    from jupyter_core.utils import run_sync  # on this thread's event loop, the one nbclient runs its kernel on
-
-    return run_sync(coro)
+            run_sync(km.shutdown_kernel)(now=False)
 
 
 _ENV_LOCK = threading.Lock()
