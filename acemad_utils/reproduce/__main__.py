@@ -1,5 +1,3 @@
-import sys
-
 from acemad_utils.reproduce.cli import main
 
-sys.exit(main())
+raise SystemExit(main())
