@@ -23,7 +23,7 @@ def test_the_map_runs_each_distinct_population_once_and_only_with_the_synthetic_
     assert len(names) == len(set(names)) and R.runs("09_assumption_map", {"BACKEND": "openai"}) == []
     for _, p in R.map_points(R.MAP_AXES):  # every point has its AceMAD run and its baselines' run
         o = R.overrides(p)
-        assert {f"map_{R.params_slug(o)}", f"map_baselines_{R.params_slug(AM._subset_params(o))}"} <= set(names)
+        assert {f"map_{R.params_slug(o)}", f"map_baselines_{R.params_slug(R.subset_params(o))}"} <= set(names)
     # the baselines depend only on the population's answers: once per trap_concentration and crowd_copy, the
     # population's own values being the one default point
     traps, copies = ({*R.MAP_AXES[k], getattr(SimParams(), k)} for k in ("trap_concentration", "crowd_copy"))

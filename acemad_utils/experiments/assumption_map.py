@@ -32,7 +32,7 @@ from acemad_utils.report.tables import _average_gain, paper_table
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a kernel that draws none never loads it
     from matplotlib.figure import Figure
 
-AXIS_PARAMS = ("knowledge_link", "insight", "trap_concentration", "crowd_calibration", "crowd_copy")
+AXIS_PARAMS = tuple(R.MAP_PARAMS.values())
 #: The truth-holder alone is implausible above this accuracy (%): the challenging subsets keep the items on which
 #: the same model scored below 40% in 5 runs, and the Skeptic is a persona of that model.
 PLAUSIBLE_ALONE = 40.0
@@ -69,7 +69,7 @@ def population(S: Setup, params: dict, texts: bool = True) -> SimPopulation:
 
 def map_questions(S: Setup, params: dict, n_max: Optional[int], benchmarks: Optional[Sequence[str]] = None):
     """The first n_max items of each challenging subset, judged by `params`' SUBSET_PARAMS (none: notebook 01's)."""
-    base = _subset_params(R.overrides(params))
+    base = R.subset_params(R.overrides(params))
     benches = list(benchmarks or S.benchmarks)
     if not base:
         return [q for b in benches for q in S.subset(b, n_max)]
@@ -173,7 +173,7 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
     rows = []
     for axis, params in tqdm(R.map_points(axes), desc="assumption map", disable=not progress_bars()):
         p = R.overrides(params)
-        name, base = f"map_{R.params_slug(p)}", f"map_baselines_{R.params_slug(_subset_params(p))}"
+        name, base = f"map_{R.params_slug(p)}", f"map_baselines_{R.params_slug(R.subset_params(p))}"
         if name not in points:
             if base not in baselines:
                 baselines[base] = correct(S, by_name[base], "baselines")[1]
@@ -184,10 +184,6 @@ def run_map(S: Setup, runs: Sequence[R.Run], axes: dict, *, eta: float = 2.0, n_
         shown = {k: getattr(full, k) for k in (*AXIS_PARAMS, "insight_calibration", "calibration_by")}
         rows.append({"axis": axis, **shown, **points[name]})
     return pd.DataFrame(rows, columns=MAP_COLUMNS)
-
-
-def _subset_params(p: dict) -> dict:
-    return {k: v for k, v in p.items() if k in R.SUBSET_PARAMS}
 
 
 def display(table: pd.DataFrame) -> pd.DataFrame:

@@ -251,6 +251,11 @@ MAP_REFERENCES: dict[str, dict] = {
 SUBSET_PARAMS = ("trap_mean", "trap_concentration", "crowd_insight", "crowd_copy", "explore_base", "explore_per_temp")
 
 
+def subset_params(p: dict) -> dict:
+    """The overrides among SUBSET_PARAMS: what picks a map point's subsets and baseline runs."""
+    return {k: v for k, v in p.items() if k in SUBSET_PARAMS}
+
+
 def overrides(params: dict) -> dict:
     """The point's SimParams overrides that differ from the defaults (so a default point is one shared run)."""
     SimParams(**params)  # a bad axis value stops here, naming the field
@@ -301,7 +306,7 @@ def assumption_map(axes: dict, eta: float = ETA, seed: int = 0) -> list[Run]:
     voting = [DebateConfig(method=m, seed=seed) for m in ("single", "majority")]
     for _, p in map_points(axes):
         p = overrides(p)
-        base = {k: v for k, v in p.items() if k in SUBSET_PARAMS}
+        base = subset_params(p)
         for name, groups, point in (
             (f"map_baselines_{params_slug(base)}", {"baselines": mads, "voting": voting}, base),
             (f"map_{params_slug(p)}", {"acemad": ace}, p),

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from itertools import islice
+from itertools import groupby, islice
 from pathlib import Path
 from typing import Any, Optional
 
@@ -382,10 +382,8 @@ class _Run:
                     return
                 self.save([self.answer(job)])
             return
-        by_config: dict[str, list[tuple]] = {}
-        for job in self.todo:
-            by_config.setdefault(job[1].hash, []).append(job)
-        for jobs in by_config.values():
+        for _, group in groupby(self.todo, key=lambda job: job[1].hash):  # todo: config by config
+            jobs = list(group)
             for start in range(0, len(jobs), BATCH):
                 if self.presses:
                     return
