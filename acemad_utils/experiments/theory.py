@@ -29,7 +29,7 @@ SMOKE_ITEMS = 40  # items per run in smoke mode (ACEMAD_SMOKE: nbval, CI)
 
 @functools.lru_cache(maxsize=1)
 def _held() -> dict[Path, list[dict]]:
-    """The records run_all saved in this process, by run folder (a memo: a new kernel's state clears it)."""
+    """The records run_all saved in this process, by run folder (a memo: notebook.fresh_kernel clears it)."""
     return {}
 
 

@@ -163,10 +163,9 @@ class DebateConfig:
         extras = [f"N={self.n_agents}"] if with_n and self.n_agents != N_AGENTS and self.method != "single" else []
         if kind not in ("explicit", "acemad" if self.method == "acemad" else "homogeneous"):
             extras.append("AceMAD roster" if kind == "acemad" else "homogeneous")
-        if self.method in ("decentralized", "centralized", "sparse") and self.mad_aggregator != "mean_belief":
-            extras.append(self.mad_aggregator)
-        if self.method in ("decentralized", "centralized", "sparse") and self.rounds != ROUNDS:  # the paper's is 3
-            extras.append(f"T={self.rounds}")
+        if self.method in ("decentralized", "centralized", "sparse"):  # the aggregator and T where not the paper's
+            extras += [self.mad_aggregator] if self.mad_aggregator != "mean_belief" else []
+            extras += [f"T={self.rounds}"] if self.rounds != ROUNDS else []
         if self.method == "acemad":  # T always, every other setting where it is not the paper's
             extras.append(f"T={self.rounds}")
             extras += [x for x in (self.weighting, self.scoring_rule) if x not in ("peer_prediction", "brier")]
