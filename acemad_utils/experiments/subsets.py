@@ -60,22 +60,17 @@ def model_slug(model_name: str, synthetic: bool = False) -> str:
 
 
 def item_stats(rec: dict) -> dict:
-    """Accuracy, wrong-answer distribution (label order) and parse failures of one Single Agent record."""
-    runs = rec["runs"]
+    """Accuracy, wrong-answer distribution (label order) and parse failures of one Single Agent record (or of its
+    question_id, benchmark, labels and runs' answer and correct: a subset decided in memory)."""
+    labels, runs = rec["labels"], rec["runs"]
     answers, correct = [r["answer"] for r in runs], [bool(r["correct"]) for r in runs]
-    return _tally(rec["question_id"], rec["benchmark"], rec["labels"], answers, correct)
-
-
-def _tally(qid: str, benchmark: str, labels: Sequence[str], answers: list, correct: list[bool]) -> dict:
-    """item_stats of one item's runs (each an answer label or None, and whether it is right): a record's, or the
-    array engine's answers for a subset decided in memory."""
     counts = Counter(a for a, ok in zip(answers, correct) if not ok and a is not None)
     wrong = {lab: counts[lab] for lab in labels if counts[lab]}
     # Ties go to the earlier label, so the top distractor never depends on dict or thread order.
     top = max(wrong, key=lambda lab: (wrong[lab], -labels.index(lab))) if wrong else None
     return {
-        "id": qid,
-        "benchmark": benchmark,
+        "id": rec["question_id"],
+        "benchmark": rec["benchmark"],
         "accuracy": sum(correct) / len(answers),
         "n_runs": len(answers),
         "n_options": len(labels),
@@ -246,10 +241,8 @@ def _in_memory(qs: Sequence[Question], population: Population, cfg: DebateConfig
     stats: list[dict] = [{}] * len(qs)
     for b in debate(qs, population, cfg, [0] * len(qs)):
         for d, q, row in zip(b.index, b.questions, b.decisions["runs"][0].tolist()):  # each run's answer, -1: unparsed
-            answers = [q.labels[a] if a >= 0 else None for a in row]
-            stats[d] = _tally(
-                q.id, q.benchmark, q.labels, answers, [q.answer is not None and a == q.answer for a in answers]
-            )
+            runs = [{"answer": q.labels[a] if a >= 0 else None, "correct": a == q.answer_index} for a in row]
+            stats[d] = item_stats({"question_id": q.id, "benchmark": q.benchmark, "labels": q.labels, "runs": runs})
     return {"git_commit": git_commit(), "data_hash": D.data_hash(qs)}, stats
 
 
