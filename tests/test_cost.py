@@ -250,7 +250,7 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
     import nbformat
 
     from acemad_utils import notebook
-    from acemad_utils.experiments.setup import Setup
+    from acemad_utils.experiments.params import SETUP_NAMES
 
     captured = []
 
@@ -263,7 +263,7 @@ def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
 
         @classmethod
         def from_params(cls, P, **kw):
-            return cls(**{**{a: P[k] for k, a in Setup.PARAMS.items() if k in P}, **kw})
+            return cls(**{**{k.lower(): P[k] for k in SETUP_NAMES if k in P}, **kw})
 
         describe = lambda self: "stub"
         subset = lambda self, b, n_max=None: []

@@ -76,14 +76,11 @@ class Setup:
         self.population, self.model = self._population(population, model, base_url, calls)
         self.synthetic = self.population.synthetic
 
-    #: notebook parameter -> Setup argument (from_params), from the schema
-    PARAMS = {name: name.lower() for name in SETUP_NAMES}
-
     @classmethod
     def from_params(cls, P: dict, **kw) -> Setup:
         """A Setup from a notebook's parameters (upper-case; absent: defaults), checked as a profile's are."""
         check(P)
-        return cls(**{**{a: P[k] for k, a in cls.PARAMS.items() if k in P}, **kw})
+        return cls(**{**{k.lower(): P[k] for k in SETUP_NAMES if k in P}, **kw})
 
     def _population(self, population: str, model: str, base_url: str, calls: str):
         if self.backend == "sim":
