@@ -265,8 +265,10 @@ class _Run:
                     "question list; each question may appear once"
                 )
             seen[q.id] = i
-        self.name, self.questions, self.configs, self.population = name, questions, configs, population
-        self.repeats, self.workers, self.progress, self.dir = repeats, workers, progress, run_dir(name)
+        self.name, self.questions, self.population = name, questions, population
+        self.workers, self.progress, self.dir = workers, progress, run_dir(name)
+        # every (question, config, repeat) in canonical order: configs, then questions as given, repeats ascending
+        self.jobs = [(q, c, r) for c in configs for q in questions for r in range(repeats)]
         self.meta = {
             "experiment": name,
             "profile": profile,
@@ -302,8 +304,7 @@ class _Run:
         write_meta(self.dir / "meta.json", self.meta)
         write_questions(self.dir, self.questions)  # the viewer shows each question above its debate
         self.usage_before = self.population.usage() if callable(getattr(self.population, "usage", None)) else None
-        self.todo = [(q, c, r) for c in self.configs for q in self.questions for r in range(self.repeats)
-                     if (q.id, c.hash, r) not in self.done]  # fmt: skip
+        self.todo = [(q, c, r) for q, c, r in self.jobs if (q.id, c.hash, r) not in self.done]
 
     def _sigint(self, signum, frame) -> None:
         self.presses += 1
@@ -425,10 +426,9 @@ class _Run:
             self.todo = list(self.waiting)
 
     def finish(self) -> None:
-        """The summary to meta.json. Complete: the records whole, compressed, in canonical order (configs, then
-        questions as given, repeats ascending). Stopped early: the file holds whole records; raise why."""
-        keys = ((q.id, c.hash, r) for c in self.configs for q in self.questions for r in range(self.repeats))
-        order = {k: i for i, k in enumerate(keys)}
+        """The summary to meta.json. Complete: the records whole, compressed, in canonical order (self.jobs').
+        Stopped early: the file holds whole records; raise why."""
+        order = {(q.id, c.hash, r): i for i, (q, c, r) in enumerate(self.jobs)}
         ours = sorted((k for k in self.done if k in order), key=order.__getitem__)
         self.final = ours + [k for k in self.done if k not in order]  # every other ok record after ours
         down = [e for e in self.over_budget if isinstance(e, EndpointDown)]
