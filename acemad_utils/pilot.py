@@ -44,6 +44,19 @@ MARGIN = 1.5  # screen this many times the input items the kept share says k nee
 PLANNED = 0.8  # the share of the budget a chosen k may cost: the estimate runs a few % low, and calls in flight
 # hold their dearest cost against the cap, so a plan at the budget's edge would stop the pilot before its report
 
+#: What the pilot says after its numbers when the premise check is not judged, fails, or has nothing to see.
+VERDICT_LINES = {
+    "not judged": "NOT JUDGED: {n_split} of the {n} questions split the agents into right and wrong, fewer than the "
+    "{min_split} the premise check needs; a pilot on more questions (a larger --usd, or a larger file) can judge it",
+    "fails": "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
+    "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to measure a "
+    "mechanism that is absent here (docs/own-model.md)",
+    # the questions, not the model: nothing for the weights to pick
+    "unseen": "STOP: on these questions the agents were all right or all wrong together, so the weights had no one to "
+    "pick and AceMAD cannot gain here; this says nothing of the premise on this model: questions it finds harder can "
+    "test it (`run FILE --challenging` keeps those its naive agent fails; docs/own-model.md)",
+}
+
 
 def pilot_configs(P: dict) -> list[DebateConfig]:
     """AceMAD at the paper's T and self-consistency, as notebook 03's run makes them (same cache scopes)."""
@@ -132,24 +145,8 @@ def report(
             if obs["effect"]
             else "AceMAD and self-consistency tied here: no gain over the same calls to size a run for"
         )
-    if r is not None and r["verdict"] == "not judged":
-        lines.append(
-            f"NOT JUDGED: {r['n_split']} of the {r['n']} questions split the agents into right and wrong, fewer than "
-            f"the {PR.MIN_SPLIT} the premise check needs; a pilot on more questions (a larger --usd, or a larger "
-            "file) can judge it"
-        )
-    if r is not None and r["verdict"] == "fails":
-        lines.append(
-            "STOP: the premise fails on this model: the agent whose peer prediction scores best does not know more "
-            "than a random agent, so no gain of AceMAD can come from who scores well; a full run would pay to "
-            "measure a mechanism that is absent here (docs/own-model.md)"
-        )
-    if r is not None and r["verdict"] == "unseen":  # the questions, not the model: nothing for the weights to pick
-        lines.append(
-            "STOP: on these questions the agents were all right or all wrong together, so the weights had no one to "
-            "pick and AceMAD cannot gain here; this says nothing of the premise on this model: questions it finds "
-            "harder can test it (`run FILE --challenging` keeps those its naive agent fails; docs/own-model.md)"
-        )
+    if r is not None and r["verdict"] in VERDICT_LINES:
+        lines.append(VERDICT_LINES[r["verdict"]].format(n_split=r["n_split"], n=r["n"], min_split=PR.MIN_SPLIT))
     return "\n".join(lines), obs
 
 
@@ -158,8 +155,8 @@ def shuffled(qs: Sequence[Question], seed: int) -> list[Question]:
     return [qs[i] for i in np.random.default_rng(seed).permutation(len(qs))]
 
 
-def finish(parts: Sequence[str], path: Path) -> None:
-    """Print the pilot's report and keep it beside the run's transcripts."""
+def finish(parts: Sequence[Optional[str]], path: Path) -> None:
+    """Print the pilot's report (its parts but the empty ones) and keep it beside the run's transcripts."""
     text = "\n".join(p for p in parts if p)
     atomic_write(path, text + "\n")
     print(f"{text}\n(this report: {path})")
@@ -227,9 +224,9 @@ def pilot_profile(profile: str, overrides: dict, *, usd: float, k: Optional[int]
     table = plan(params, rho=rho, est=estimate_profile(profile, overrides))
     failed = api.failure_line(records, "Rerun the same command")  # exit 1, as make reproduce and the run command
     undefined = "" if rho is not None or not obs.get("n") else f"rho: {UNDEFINED_RHO} on the {obs['n']} pilot questions"
-    finish([text, format_plan(table, rho, f"(n = {obs['n']} pilot questions)"), undefined, failed or "",
+    finish([text, format_plan(table, rho, f"(n = {obs['n']} pilot questions)"), undefined, failed,
             "the full run (make reproduce) replays these calls from the response cache: nothing here is paid twice",
-            paid_line(since, budget) or ""], outputs("tables", name) / "pilot.txt")  # fmt: skip
+            paid_line(since, budget)], outputs("tables", name) / "pilot.txt")  # fmt: skip
     return 1 if failed else 0
 
 
@@ -262,7 +259,7 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
                       progress=True)  # fmt: skip
     text, obs = report(res.records, cfgs, False, args.seed)
     failed = api.failure_line(res.records, "Rerun the same command")
-    parts = [text, failed or ""]
+    parts = [text, failed]
     if obs["n"] and obs["effect"]:
         n = PW.n_needed(obs["effect"], obs["discordance"])
         per = (usd_of([len(p) for p in pools.values()]) or 0) / len(qs)  # every question of the file
@@ -283,5 +280,5 @@ def pilot_file(path: Path, args, *, usd: float, k: Optional[int], dry_run: bool)
                  "nothing here is paid twice")  # fmt: skip
     *folders, last = res.name.split("/")
     with outputs_root(out):
-        finish([*parts, paid_line(since, budget) or ""], outputs("tables", *folders) / f"{last}.txt")
+        finish([*parts, paid_line(since, budget)], outputs("tables", *folders) / f"{last}.txt")
     return 1 if failed else 0

@@ -10,7 +10,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -132,14 +132,6 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _csv_rows(path: Path, reader: csv.DictReader) -> Iterator[dict]:
-    """reader's rows; a cell past csv's field limit in one line naming the line its record starts on."""
-    try:
-        yield from reader
-    except csv.Error as e:
-        raise DataError(f"{path}, line {reader.line_num + 1}: {e} (a quote left open, or a cell too large)") from None
-
-
 def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
     """[(where, record)] of a CSV file; `own`: empty cells dropped, `options` one JSON cell or one column per label."""
     text = utf8_text(path, path.read_bytes()).removeprefix("\ufeff")  # a BOM (Excel) dropped
@@ -154,17 +146,18 @@ def _csv(path: Path, own: bool) -> list[tuple[str, Any]]:
             f"{path}: column(s) {extra} are neither fields ({', '.join(FIELDS)}) nor option letters (A, B, ...): "
             "every other column would be sent to the model as an option; remove them"
         )
-    for row in _csv_rows(path, reader):
-        if None in row:
-            raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
-        if None in row.values():  # csv fills a short row's last columns with None: its answer would vanish
-            raise DataError(f"{path}, line {reader.line_num}: fewer cells than columns (or a quote left open)")
-        rec = {
-            k: _cell(v) if k == "options" or not own else v for k, v in row.items() if not own or v not in (None, "")
-        }
-        if own and "options" not in rec:
-            rec["options"] = {k: rec.pop(k) for k in list(rec) if k not in FIELDS}
-        rows.append((f"line {reader.line_num}", rec))
+    try:
+        for row in reader:
+            if None in row:
+                raise DataError(f"{path}, line {reader.line_num}: more cells than columns")
+            if None in row.values():  # csv fills a short row's last columns with None: its answer would vanish
+                raise DataError(f"{path}, line {reader.line_num}: fewer cells than columns (or a quote left open)")
+            rec = {k: _cell(v) if k == "options" or not own else v for k, v in row.items() if not own or v != ""}
+            if own and "options" not in rec:
+                rec["options"] = {k: rec.pop(k) for k in list(rec) if k not in FIELDS}
+            rows.append((f"line {reader.line_num}", rec))
+    except csv.Error as e:  # a cell past csv's field limit: the line its record starts on
+        raise DataError(f"{path}, line {reader.line_num + 1}: {e} (a quote left open, or a cell too large)") from None
     return rows
 
 
