@@ -37,8 +37,7 @@ def _text(value: Any, field: str, limit: int) -> str:
         raise ValueError(f"field {field!r} must be a non-empty string, got {value!r:.60}")
     if len(value) > limit:
         raise ValueError(f"field {field!r} has {len(value)} characters, more than the {limit} allowed")
-    bad = _CONTROL.search(value)
-    if bad:
+    if bad := _CONTROL.search(value):
         raise ValueError(f"field {field!r} holds the control character {bad.group()!r} at {bad.start()}")
     return value.strip()
 
@@ -111,8 +110,7 @@ def _id(value: Any) -> str:
 
 
 def from_record(rec: Mapping[str, Any], index: int = 0) -> Question:
-    unknown = [k for k in rec if k not in FIELDS]
-    if unknown:
+    if unknown := [k for k in rec if k not in FIELDS]:
         raise ValueError(
             f"unknown field(s) {unknown[:5]}; a question has {list(FIELDS)} (a file with its own column "
             "names: the command's --question-col, --choices-col, --answer-col)"

@@ -41,8 +41,7 @@ def read_json(path: Path, *, need: Sequence[str] = (), fix: str) -> Any:
         raise damaged(path, f"not whole JSON: {e}" if text.strip() else "empty", fix) from None
     if not isinstance(obj, dict):
         raise damaged(path, f"a JSON {type(obj).__name__}, not an object", fix)
-    missing = [k for k in need if k not in obj]
-    if missing:
+    if missing := [k for k in need if k not in obj]:
         raise damaged(path, f"no {', '.join(map(repr, missing))}", fix)
     return obj
 
