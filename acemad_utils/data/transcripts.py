@@ -94,33 +94,20 @@ def scalars(rec: dict) -> dict:
 _Scalar = Optional[str | int | float | bool] | msgspec.UnsetType
 _List = list[msgspec.Raw] | msgspec.UnsetType  # a list's items kept unparsed: never built
 _Dict = dict[str, msgspec.Raw] | msgspec.UnsetType
-_DROPPED = ("decisions", "labels", "moderator", "rounds", "runs", "usage")
-
-
-class _Scalars(msgspec.Struct, forbid_unknown_fields=True):
-    """A record's keys in the sorted order lines are written in: its scalars and `final` decoded, its lists and dicts
-    (_DROPPED) only scanned. Any other key, or a value of another kind, fails: the whole line is parsed instead."""
-
-    answer: _Scalar = msgspec.UNSET
-    benchmark: _Scalar = msgspec.UNSET
-    config_hash: _Scalar = msgspec.UNSET
-    decisions: _Dict = msgspec.UNSET
-    error: _Scalar = msgspec.UNSET
-    final: Any = msgspec.UNSET
-    labels: _List = msgspec.UNSET
-    method: _Scalar = msgspec.UNSET
-    method_kind: _Scalar = msgspec.UNSET
-    moderator: _List = msgspec.UNSET
-    question_id: _Scalar = msgspec.UNSET
-    repeat: _Scalar = msgspec.UNSET
-    rounds: _List = msgspec.UNSET
-    runs: _List = msgspec.UNSET
-    schema: _Scalar = msgspec.UNSET
-    status: _Scalar = msgspec.UNSET
-    synthetic: _Scalar = msgspec.UNSET
-    usage: _Dict = msgspec.UNSET
-
-
+_SCALAR_KEYS = "answer benchmark config_hash error method method_kind question_id repeat schema status synthetic"
+#: A record's keys, as parse_scalars reads them: its scalars and `final` decoded, its lists and dicts only scanned.
+_KINDS: dict[str, Any] = {
+    **dict.fromkeys(_SCALAR_KEYS.split(), _Scalar),
+    "final": Any,
+    **dict.fromkeys(("decisions", "usage"), _Dict),
+    **dict.fromkeys(("labels", "moderator", "rounds", "runs"), _List),
+}
+_DROPPED = tuple(k for k, kind in _KINDS.items() if kind in (_List, _Dict))
+# Its fields in the sorted order lines are written in. Any other key, or a value of another kind, fails: the whole
+# line is parsed instead.
+_Scalars = msgspec.defstruct(
+    "_Scalars", [(k, _KINDS[k], msgspec.UNSET) for k in sorted(_KINDS)], forbid_unknown_fields=True
+)
 _SCALARS = msgspec.json.Decoder(_Scalars)
 
 
