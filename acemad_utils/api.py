@@ -129,9 +129,9 @@ class Result:
     @classmethod
     def from_record(cls, rec: dict) -> Result:
         rounds = [rec["runs"]] if "runs" in rec else rec.get("rounds") or []
-        per = lambda f: [[f(e) for e in r] for r in rounds]  # noqa: E731
-        dist = lambda k: per(lambda e: None if e.get(k) is None else dict(zip(rec["labels"], e[k])))  # noqa: E731
-        acemad = lambda k: per(lambda e: e.get(k)) if any(e.get(k) is not None for r in rounds for e in r) else []  # noqa: E731
+        per = lambda f: [[f(e) for e in r] for r in rounds]
+        dist = lambda k: per(lambda e: None if e.get(k) is None else dict(zip(rec["labels"], e[k])))
+        acemad = lambda k: per(lambda e: e.get(k)) if any(e.get(k) is not None for r in rounds for e in r) else []
         ok = rec.get("status", "ok") == "ok"  # a failed record measured nothing: not wrong, unknown
         return cls(rec["question_id"], rec["method"], rec["final"].get("answer"), rec["final"].get("correct") if ok
                    else None, rec.get("status", "ok"), dist("p"), dist("q"), acemad("score"), acemad("weight"),

@@ -206,17 +206,17 @@ _LITERAL_START = re.compile(r"-?[0-9.eE+\-]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?
 
 def _loads(path: Path, text: str, line: int | None, may_be_cut: bool = True) -> Any:
     """json.loads of a .jsonl `line` (None: a whole .json file), a fault as one line naming where it is."""
+    where = f", line {line}" if line else ""
     try:
         return json.loads(text)
     except RecursionError:
-        raise DataError(f"{path}{f', line {line}' if line else ''}: JSON nested too deeply to be data") from None
+        raise DataError(f"{path}{where}: JSON nested too deeply to be data") from None
     except json.JSONDecodeError as e:
         cut = may_be_cut and (e.msg.startswith("Unterminated") or _LITERAL_START.fullmatch(text[e.pos :].strip()))
         the = "this record" if line else "the JSON"
         cut_msg = f"; the file ends in the middle of {the} (cut short? download it again)" if cut else ""
         raise DataError(f"{path}, line {line or e.lineno}: invalid JSON ({e.msg}, column {e.colno}){cut_msg}") from None
     except ValueError as e:  # an integer of more digits than Python converts (4,300)
-        where = f", line {line}" if line else ""
         raise DataError(f"{path}{where}: a number too long to be data ({str(e).split(':')[0]})") from None
 
 

@@ -188,10 +188,9 @@ def paired(record: dict, cfg: DebateConfig) -> dict:
         ),
         "majority_round1": A.initial_plurality(arr),
     }
-    labels = record["labels"]
-    out: dict[str, Any] = {k: labels[int(v[0])] if v[0] >= 0 else None for k, v in answers.items()}
-    shuffled = A.shuffled_decisions(arr, cfg.eta, cfg.weight_exponent, seed=cfg.seed)[:, 0]
-    out["shuffled"] = [labels[int(a)] if a >= 0 else None for a in shuffled]
+    label = lambda a: record["labels"][int(a)] if a >= 0 else None  # -1: no answer
+    out: dict[str, Any] = {k: label(v[0]) for k, v in answers.items()}
+    out["shuffled"] = [label(a) for a in A.shuffled_decisions(arr, cfg.eta, cfg.weight_exponent, seed=cfg.seed)[:, 0]]
     rows = PR.question_rounds([record])  # the premise: the top scorer right, minus an agent picked at random
     out["premise_lift"] = None if rows.empty else float((rows["top_right"] - rows["share_right"]).mean())
     return out
