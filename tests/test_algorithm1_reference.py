@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from acemad_utils import run
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.debate import run_batch
@@ -55,8 +56,6 @@ def test_the_batch_engine_agrees_with_the_papers_algorithm():
 
 
 def test_the_api_synthetic_run_agrees_with_the_papers_algorithm(tmp_path):
-    from acemad_utils import run
-
     items = make_items(60, seed=4)
     results = run(items, methods=["acemad"], synthetic=True, out=tmp_path, progress=False)
     assert check([r.record for r in results]) > 40
@@ -82,8 +81,6 @@ def test_re_scoring_saved_transcripts_agrees_with_the_papers_algorithm():
 
 @pytest.mark.slow
 def test_llm_agents_on_the_fake_endpoint_agree_with_the_papers_algorithm(tmp_path, fake_server, monkeypatch):
-    from acemad_utils import run
-
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-test-key")
     items = make_items(6, seed=5)
     results = run(items, methods=["acemad"], model="fake-model", base_url=fake_server.url, out=tmp_path, progress=False)

@@ -19,9 +19,11 @@ import pytest
 from acemad_utils.agents import batch as BA
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
+from acemad_utils.agents.client import BatchUnsupported
 from acemad_utils.agents.tokenmodel import most_prompt_tokens
 from acemad_utils.data.transcripts import read_jsonl
-from acemad_utils.experiments.runner import run_experiment
+from acemad_utils.experiments import profiles
+from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from tests import batch_worker as W
 from tests.fake_openai import FakeOpenAI, FaultInjector, completion_body
 
@@ -84,8 +86,6 @@ def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(full_outputs)
 @pytest.mark.slow  # over 5 s on a loaded 2-core machine (make test-fast leaves it out)
 def test_notebook_03s_methods_in_batch_mode_write_the_synchronous_transcripts(full_outputs):
     """Every config notebook 03 runs under the paper profile (the registry's), 30 questions, both modes."""
-    from acemad_utils.experiments import profiles
-
     [run] = profiles.notebook_runs("03_main_results", "paper")
     dirs = {}
     for via in ("sync", "batch"):
@@ -219,8 +219,6 @@ def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(f
 def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_server, full_outputs, monkeypatch):
     """Every request of a batch is reserved (at the batch price) before the batch is submitted: a batch that
     could take the run past MAX_USD is not submitted at all, and the run ends with BudgetStop."""
-    from acemad_utils.experiments.runner import BudgetStop
-
     monkeypatch.setenv(B.ENV_MAX, "0.0001")  # less than the first batch (90 arguments, about $0.01 reserved)
     pop = W.population(fake_server.url, str(full_outputs / "c.sqlite"), "batch")
     with pytest.raises(BudgetStop, match="raise MAX_USD"):
@@ -258,8 +256,6 @@ def test_an_import_into_a_cache_that_recorded_none_of_its_requests_stops_in_one_
 
 
 def test_batch_mode_refuses_an_endpoint_without_the_batch_api_in_one_line(full_outputs):
-    from acemad_utils.agents.client import BatchUnsupported
-
     with FakeOpenAI(FaultInjector(0.0), batch_api=False) as srv:
         with pytest.raises(BatchUnsupported) as e:
             W.population(srv.url, str(full_outputs / "c.sqlite"), "batch", kind=None)

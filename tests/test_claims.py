@@ -15,8 +15,10 @@ from acemad_utils.experiments import registry as R
 from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
+from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import claims as C
 from acemad_utils.report import figures
+from acemad_utils.report import power as PW
 from acemad_utils.report import readable as RD
 from acemad_utils.report import tables as TB
 from acemad_utils.report.stats import adjust_pvalues
@@ -558,8 +560,6 @@ def test_with_one_benchmark_its_average_is_that_column_with_the_same_test():
 def test_a_real_model_row_is_powered_for_the_smaller_of_the_printed_and_the_recomputed_effect():
     """T = 3 over the next T prints a gain its own cells make +2.43: the row needs the n for +2.43, as make estimate
     plans it, and 'no effect of the claimed size' must exclude +2.43, not only the printed number."""
-    from acemad_utils.report import power as PW
-
     r = C.row("T=3 is optimal", "l.459", 4.0, kind="gain", ci=(-7.0, 3.0), n=660, psi=0.34, again=2.43)
     assert C.needed(r, 18) >= PW.n_needed(0.0243, 0.34, 0.05 / 18, 0.8) > C.needed({**r, "_claimed": 4.0}, 18)
     assert C._decide({**r, "p (Holm)": 0.5}) == C.INCONCLUSIVE  # 3.0 > 2.43: the recomputed effect not excluded
@@ -590,8 +590,6 @@ def test_an_exact_value_is_compared_on_the_model_its_own_run_used_and_a_fine_tun
 def test_no_question_lost_on_a_few_right_majorities_is_not_a_zero_width_interval():
     """AceMAD ending right on every right-majority question of a small run: the share lost is 0 with the exact upper
     bound, not '0.0 [0.0, 0.0]', so 'no penalty' (below 2 points) is not claimed from a handful of questions."""
-    from acemad_utils.protocol.debate import run_question
-
     cfg_ = DebateConfig(method="acemad")
     recs = [run_question(q, SimPopulation(seed=1), cfg_) for q in make_items(40, k=4, seed=3)]
     for r in recs:
@@ -612,8 +610,6 @@ def test_an_exact_ratio_is_powered_by_its_own_interval_not_an_accuracys_noise():
 
 def test_a_stratified_average_is_powered_by_its_own_interval_when_that_needs_more_than_one_pooled_test():
     """Benchmarks of unequal size: the Average's stratified CI is wider than a pooled test's; the wider decides."""
-    from acemad_utils.report import power as PW
-
     r = C.row("beats", "l.1", 8.0, kind="gain", ci=(2.0, 14.0), n=700, psi=0.30, verdict=C.HOLDS)
     pooled = PW.n_needed(0.08, 0.30, 0.05 / 18, 0.8)
     assert pooled < 700 < C.needed(r, 18) and C._real_model(r, 18, "gpt-4o-mini").startswith(C.UNDERPOWERED)

@@ -12,8 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
+from acemad_utils.agents import local_server
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient, MissingAPIKey
+from acemad_utils.agents.llm_agent import LLMPopulation
 from tests.fake_openai import FakeOpenAI, Reply, error
 
 FAKE_KEY = "sk-test-DO-NOT-STORE-7f3a9c"
@@ -68,8 +70,6 @@ def test_env_vars(monkeypatch):
 
 def test_a_server_on_this_machine_gets_the_long_deadline_and_a_remote_one_the_short(monkeypatch):
     """A local server (ours, or the user's llama.cpp / Ollama) queues the calls in flight; a remote one answers them."""
-    from acemad_utils.agents import local_server
-
     monkeypatch.delenv("ACEMAD_CALL_TIMEOUT", raising=False)
     monkeypatch.setattr(local_server, "_OWN_SERVERS", {"http://127.0.0.1:9/v1"})
     for url in ("http://127.0.0.1:9/v1", "http://127.0.0.1:8/v1", "http://localhost:11434/v1"):
@@ -83,8 +83,6 @@ def test_a_server_on_this_machine_gets_the_long_deadline_and_a_remote_one_the_sh
 @pytest.mark.parametrize("name", ["ACEMAD_CALL_TIMEOUT", "ACEMAD_QUESTION_TIMEOUT"])
 @pytest.mark.parametrize("value", ["-5", "0", "abc", "nan", "inf"])
 def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused_by_its_name(monkeypatch, name, value):
-    from acemad_utils.agents.llm_agent import LLMPopulation
-
     monkeypatch.setenv(name, value)  # before any call: not "8 consecutive calls timed out" blaming the endpoint
     with pytest.raises(ValueError, match=f"{name} = '{value}': need a number of seconds > 0"):
         LLMPopulation("m", "http://127.0.0.1:9/v1", "sk-x", preflight=False).client(None)

@@ -9,14 +9,18 @@ import re
 import socket
 from pathlib import Path
 
+import nbformat
 import openai
+import papermill as pm
 import pytest
 
+from acemad_utils import notebook
 from acemad_utils.agents import budget as B
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import GenerateConfig, LLMClient
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.sim import make_items
+from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
 from acemad_utils.cost import estimate as C
 from acemad_utils.cost import items as CI
 from acemad_utils.data import benchmarks as D
@@ -25,6 +29,7 @@ from acemad_utils.data.benchmarks import load_demo
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments import profiles
 from acemad_utils.experiments import registry as R
+from acemad_utils.experiments.params import SETUP_NAMES
 from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.reproduce import cli as reproduce
@@ -115,8 +120,6 @@ def test_the_estimate_counts_exactly_the_calls_a_real_run_sends(fake_server, ful
 def test_reproduce_prints_the_estimate_before_the_first_notebook_of_a_paid_profile(
     monkeypatch, capsys, no_network, tmp_outputs
 ):
-    import papermill as pm
-
     order = []
     stop = lambda *a, **k: order.append("nb") or (_ for _ in ()).throw(RuntimeError("stop here"))
     monkeypatch.setattr(pm, "execute_notebook", stop)
@@ -138,8 +141,6 @@ def test_a_paid_notebook_that_will_build_its_subsets_prices_their_screening_firs
 ):
     """Notebook 05 alone on a fresh checkout builds the challenging subsets itself (notebook 01's screening, most of
     a paper run's calls): the estimate printed before it prices them too."""
-    import papermill as pm
-
     priced: list = []
     monkeypatch.setattr(pm, "execute_notebook", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("stop here")))
     monkeypatch.setattr(C, "estimate_profile", lambda p, o, sel: priced.append(sel) or C.Estimate("paper"))
@@ -152,8 +153,6 @@ def test_a_paid_notebook_that_will_build_its_subsets_prices_their_screening_firs
 # ----------------------------------------------------------------------------- MAX_USD
 def _priced_plan():
     """Replies reporting the token model's counts (a calibrated endpoint): the pre-send estimate bounds each call."""
-    from acemad_utils.agents.tokenmodel import prompt_tokens, tokens
-
     inner = FaultInjector(rate=0.0, seed=3)
 
     def script(body, n):
@@ -247,11 +246,6 @@ class _Ran(Exception):
 def _what_the_notebook_runs(nb: str, P_: dict) -> list[tuple]:
     """Notebook nb's code cells with parameters P_ and a stub Setup: each run asked for as (name, config hashes, cap,
     model, benchmarks); a run stops its cell, later cells still run."""
-    import nbformat
-
-    from acemad_utils import notebook
-    from acemad_utils.experiments.params import SETUP_NAMES
-
     captured = []
 
     class FakeSetup:
@@ -316,8 +310,6 @@ def test_the_estimate_replays_exactly_the_runs_the_notebook_makes(nb, profile):
 
 
 def test_reproduce_stops_at_the_first_notebook_that_hits_max_usd(monkeypatch, capsys, tmp_outputs):
-    import papermill as pm
-
     ran = []
 
     def execute(src, out, **kw):

@@ -17,6 +17,7 @@ from acemad_utils.agents.client import LLMClient
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import paths as P
 from acemad_utils.data.transcripts import COMPRESSED, DamagedFile, load_run, run_dir, transcript_bytes
+from acemad_utils.experiments import runner
 from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
@@ -115,7 +116,6 @@ def test_a_damaged_gz_is_named_and_the_rerun_restores_it(smoke_outputs, damage):
 def test_a_failure_reading_the_records_leaves_metas_summary_as_it_was(smoke_outputs, monkeypatch):
     """The records are read before meta.json is written again: a failure there leaves the last summary in place."""
     d, _, meta = _run()
-    from acemad_utils.experiments import runner
 
     def unreadable(path):
         raise DamagedFile(f"{path} is damaged (test)")

@@ -12,8 +12,11 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.text import Text
 
 from acemad_utils.data.paths import outputs
+from acemad_utils.experiments import assumption_map as RA
+from acemad_utils.experiments import theory
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.protocol.schema import SYNTHETIC_LABEL
 from acemad_utils.report import figures as F
@@ -111,8 +114,6 @@ def _long(hue: str, hues, x=None, xs=(1,)):
 
 def too_small(fig) -> list[str]:
     """Every visible text of `fig` under F.MIN_PT points once shrunk to notebook width."""
-    from matplotlib.text import Text
-
     fig.canvas.draw()
     scale = min(1.0, F.NOTEBOOK_WIDTH_IN / fig.get_tightbbox().width)
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
@@ -122,9 +123,6 @@ def too_small(fig) -> list[str]:
 
 
 def test_figures_are_legible_at_notebook_width():
-    from acemad_utils.experiments import assumption_map as RA
-    from acemad_utils.experiments import theory
-
     methods = ["Full protocol", "Self-belief only", "Uniform weights (AceMAD's debate)", "Standard MAD (no q)"]
     fig4 = F.bars_by_benchmark(_long("method", methods), hue="method", title="Figure 4 [SYNTHETIC population]")
     curves = _long("family", ["AceMAD (T=3)", "Majority Voting"], x="N", xs=(1, 2, 3, 5, 10))

@@ -12,6 +12,8 @@ from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.client import APIKeyRejected, EndpointUnreachable, MissingAPIKey
 from acemad_utils.agents.llm_agent import LLMPopulation
 from acemad_utils.agents.local_server import free_port
+from acemad_utils.api import configs
+from acemad_utils.command import main
 from acemad_utils.data import benchmarks as D
 from acemad_utils.data import paths as P
 from acemad_utils.experiments import profiles
@@ -76,9 +78,6 @@ def test_debate_config_names_the_bad_value_and_what_is_allowed(kw, named, allowe
      (" , ", "no method; choose from single, ")],
 )  # fmt: skip
 def test_the_api_and_the_command_name_each_unknown_method_and_the_choices(methods, line, tmp_path, capsys):
-    from acemad_utils.api import configs
-    from acemad_utils.command import main
-
     with pytest.raises(ValueError) as e:
         configs(methods)
     assert str(e.value).startswith(line) and "acemad, self_consistency" in str(e.value)

@@ -22,7 +22,9 @@ from inspect_ai.model import _model as inspect_model  # noqa: E402
 from inspect_ai.model import get_model  # noqa: E402
 from inspect_ai.scorer import choice  # noqa: E402
 
+from acemad_utils.command import main  # noqa: E402
 from acemad_utils.data import paths as P  # noqa: E402
+from acemad_utils.data.transcripts import read_jsonl  # noqa: E402
 from acemad_utils.integrations import inspect_ai as solvers  # noqa: E402
 from acemad_utils.integrations.inspect_ai import STORE_KEY, acemad, decisions  # noqa: E402
 from acemad_utils.protocol.prompts import PERSONAS  # noqa: E402
@@ -299,9 +301,6 @@ def test_command_line_solver_on_a_task_that_never_imports_acemad(tmp_path, solve
 def test_the_same_questions_and_seed_debate_as_through_the_command(tmp_path, monkeypatch):
     """Samples without ids (inspect numbers them) take the content id the command gives a question without one, and
     an epoch is the command's repeat: on a deterministic endpoint both give the same answer to every question."""
-    from acemad_utils.command import main
-    from acemad_utils.data.transcripts import read_jsonl
-
     rows = [{"question": f"Question {i}: which colour?", "options": ["red", "green", "blue"], "answer": "ABC"[i % 3]}
             for i in range(6)]  # fmt: skip
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -35,10 +35,6 @@ def test_the_client_and_a_figure_still_load_when_used():
     )
 
 
-def _warnings(text: str) -> list[str]:
-    return [line for line in text.splitlines() if "Warning" in line]
-
-
 def test_the_set_up_keeps_pip_and_setuptools_notices_in_a_log():
     """Every pip step of the Makefile's set-up ends with $(QUIET): its notices go to .venv/pip.log, shown on failure."""
     text = (P.ROOT / "Makefile").read_text()
@@ -56,4 +52,5 @@ def test_default_reproduce_in_a_fresh_clone_prints_no_warning(tmp_path):
     cmd = [sys.executable, "-m", "acemad_utils.reproduce", "--profile", "default"]
     out = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    assert not _warnings(out.stdout + out.stderr), _warnings(out.stdout + out.stderr)[:10]
+    warnings = [line for line in (out.stdout + out.stderr).splitlines() if "Warning" in line]
+    assert not warnings, warnings[:10]

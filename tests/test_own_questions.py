@@ -3,6 +3,8 @@ models, the estimate before a run spends, any dataset by its columns. Every prob
 
 from __future__ import annotations
 
+import base64
+import datetime
 import io
 import json
 import os
@@ -10,10 +12,15 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import zlib
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+import acemad_utils
 from acemad_utils import api
 from acemad_utils.agents.cache import ResponseCache
 from acemad_utils.agents.sim import SimPopulation, make_items
@@ -25,6 +32,7 @@ from acemad_utils.data import own
 from acemad_utils.data import paths as P
 from acemad_utils.data.benchmarks import DataError
 from acemad_utils.data.own import MAX_ROWS, make_question, read_questions
+from acemad_utils.data.paths import outputs_root
 from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments.runner import run_experiment
 from acemad_utils.protocol.config import METHODS, DebateConfig
@@ -305,8 +313,6 @@ def test_import_stays_light_and_names_the_public_api():
     code = "import sys, acemad_utils; print(sorted(m for m in ('numpy', 'pandas', 'openai') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-    import acemad_utils
-
     assert acemad_utils.estimate is api.estimate and acemad_utils.run is api.run  # price first, then run
 
 
@@ -703,8 +709,6 @@ SHAPES = {
 
 
 def _write_shape(path: Path, rows: list) -> Path:
-    import pandas as pd
-
     if path.suffix == ".jsonl":
         return _write(path, rows)
     df = pd.DataFrame(rows)
@@ -812,9 +816,6 @@ def test_the_viewer_command_names_a_run_not_made_in_one_line_and_creates_nothing
 
 def _page_text(html: str) -> str:
     """Every debate fragment of a run page, decoded from its embedded blocks."""
-    import base64
-    import zlib
-
     blocks = re.findall(r'id="acemad-part-\d+">([^<]+)</script>', html)
     return "".join("".join(json.loads(zlib.decompress(base64.b64decode(b)))) for b in blocks)
 
@@ -822,10 +823,6 @@ def _page_text(html: str) -> str:
 def test_two_threads_with_different_out_folders_are_refused_not_mixed(elsewhere):
     """The output folder is process-wide (the run's own threads read it): a second thread's run with another `out`
     while the first runs would write into the first's folder, so it is refused in one line; the first is unharmed."""
-    import threading
-
-    from acemad_utils.data.paths import outputs_root
-
     inside, release, errors = threading.Event(), threading.Event(), []
 
     def hold():
@@ -854,8 +851,6 @@ def _three_questions():
 
 
 def test_metadata_is_kept_in_the_run_folder_and_must_be_json(elsewhere):
-    import datetime
-
     q = own.make_question("Which?", ["a", "b"], answer="A", id="m1", metadata={"source": "exam 3", "year": 2024})
     res = api.run([q], ["majority"], synthetic=True, out=elsewhere / "o", name="meta")
     assert json.loads((res.run_dir / "questions.json").read_text())["m1"]["metadata"] == {"source": "exam 3",
@@ -866,8 +861,6 @@ def test_metadata_is_kept_in_the_run_folder_and_must_be_json(elsewhere):
 
 def test_numpy_integers_are_whole_numbers_and_a_run_without_gold_answers_splits_to_nothing(elsewhere):
     """A sweep over np.arange passes numpy integers; questions without a gold answer have no gain to split."""
-    import numpy as np
-
     qs = [own.make_question(f"Which {i}?", ["a", "b", "c"], id=f"g{i}") for i in range(3)]
     res = api.run(qs, ["acemad"], synthetic=True, out=elsewhere / "o", rounds=np.int64(2), agents=np.int32(3),
                   seed=np.int64(1), workers=np.int64(2))  # fmt: skip

@@ -15,6 +15,7 @@ import pytest
 from acemad_utils import api
 from acemad_utils.agents.sim import make_items
 from acemad_utils.command import main
+from acemad_utils.data import benchmarks as D
 from acemad_utils.experiments.profiles import notebook_params
 from acemad_utils.experiments.setup import Setup
 from acemad_utils.pilot import pilot_configs, report
@@ -147,8 +148,6 @@ def test_a_bad_pilot_option_is_one_error_line_and_exit_2(cwd, capsys, argv, says
 
 
 def test_a_profile_pilot_without_benchmark_data_says_so_before_its_plan(cwd, capsys, monkeypatch):
-    from acemad_utils.data import benchmarks as D
-
     monkeypatch.delenv(D.ENV_VAR, raising=False)
     monkeypatch.setattr(D, "_hub_available", lambda: False)
     assert main(["pilot", "--profile", "paper", "--dry-run"]) == 2

@@ -5,6 +5,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
+from acemad_utils.cost.items import PAPER_SUBSETS
+from acemad_utils.cost.power import CLAIMS, cells, plan
+from acemad_utils.experiments.profiles import notebook_params
 from acemad_utils.report import power
 
 
@@ -69,9 +72,6 @@ def test_an_average_over_unequal_benchmarks_needs_more_than_pooling():
 
 # ----------------------------------------------------------------------------- a profile's plan (make estimate)
 def _plan(profile="paper", rho=None, **overrides):
-    from acemad_utils.cost.power import plan
-    from acemad_utils.experiments.profiles import notebook_params
-
     return plan(notebook_params(profile, overrides)[1], rho=rho).set_index("claim")
 
 
@@ -104,9 +104,6 @@ def test_fewer_questions_cost_power_and_an_unrun_comparison_has_none(full_output
 def test_the_main_gains_range_of_n_over_the_discordance_bounds_is_the_one_docs_quote():
     """docs/statistics.md quotes 75 / 254 / 425 questions for the main gain at psi's lower bound, independence and
     upper bound (the paper's subset sizes)."""
-    from acemad_utils.cost.items import PAPER_SUBSETS
-    from acemad_utils.cost.power import CLAIMS, cells
-
     _, benches, pa, pb = cells(CLAIMS[0])
     d = [x - y for x, y in zip(pa, pb)]
     shares = [PAPER_SUBSETS[b] for b in benches]

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -428,8 +429,6 @@ def test_a_lean_read_gives_the_records_scalars_as_a_whole_read_does(rec):
 def test_after_a_second_ctrl_c_the_questions_in_flight_send_no_new_call(tmp_outputs, monkeypatch):
     """The process's exit waits for the question threads: stopped, each ends at its next call instead of debating on
     to its last (12 calls a question here); a later run of the same population calls again."""
-    from dataclasses import replace
-
     model, presses = FaultInjector(rate=0.0), []
 
     def slow(body, n):

@@ -10,6 +10,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from IPython.display import HTML
+from nbconvert.filters.strings import clean_html
 
 from acemad_utils.agents.sim import SimPopulation, make_items
 from acemad_utils.data import transcripts
@@ -83,8 +85,6 @@ SAFE_TAGS = {"div", "span", "b", "i", "pre", "table", "tr", "td", "ul", "li"}
 
 @pytest.mark.parametrize("method", ["acemad", "single", "centralized"])
 def test_notebook_view_needs_no_script_svg_or_style(method):
-    from nbconvert.filters.strings import clean_html
-
     rec = record(method)
     rec["question"] = {"text": "Which <b>one</b>?", "options": [["A", "<script>x</script>"], ["B", "b"]]}
     html = V.debate_html(rec)
@@ -107,8 +107,6 @@ def test_bars_are_text_in_eighths_of_one_width_without_breakable_spaces():
 
 
 def test_source_label_failed_records_and_the_notebooks_html_object():
-    from IPython.display import HTML
-
     bad = failed_record(ITEMS[0], DebateConfig(method="acemad"), SimPopulation(seed=1), 0, RuntimeError("HTTP 503 <x>"))
     html = V.debate_html(bad)
     assert 'data-agents="0" data-rounds="0"' in html and "status failed" in html and "HTTP 503 &lt;x&gt;" in html

@@ -12,6 +12,7 @@ import pytest
 
 from acemad_utils.agents.sim import SimParams, SimPopulation, make_items
 from acemad_utils.data.sim_params import ORIGINAL
+from acemad_utils.experiments import assumption_map as AM
 from acemad_utils.experiments import registry as R
 from acemad_utils.experiments import theory
 from acemad_utils.protocol import config
@@ -225,8 +226,6 @@ def test_the_shuffled_sentence_splits_the_gain_over_uniform_weights():
 
 
 def test_a_real_model_gets_no_map_and_the_measured_gap_in_words():
-    from acemad_utils.experiments import assumption_map as AM
-
     right = [True, True, False, False, False]
     two = [
         acemad_record([0.1, 0.2, 0.9, 0.8, 0.7], right, "AB"),
