@@ -40,6 +40,7 @@ from acemad_utils.protocol.debate import run_question
 from acemad_utils.report import premise as PR
 from acemad_utils.report import rescoring
 from tests.fake_openai import FakeOpenAI, FaultInjector, Refusing, Reply, error
+from tests.test_client import LLAMA_CPP_PYTHON_500
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "own-questions.md"
 FAKE_KEY = "sk-fake-own-questions"
@@ -64,10 +65,11 @@ def api_example(endpoint: bool) -> str:
 def elsewhere(tmp_path, monkeypatch):
     """A working directory outside the checkout; nothing may be written under the checkout's outputs/."""
     monkeypatch.chdir(tmp_path)
-    before = {p for p in (P.ROOT / "outputs").rglob("*")} if (P.ROOT / "outputs").exists() else set()
+    before = set((P.ROOT / "outputs").rglob("*"))
     yield tmp_path
-    after = {p for p in (P.ROOT / "outputs").rglob("*")} if (P.ROOT / "outputs").exists() else set()
-    assert not [p for p in after - before if "acemad_runs" in str(p) or "/api/" in str(p)]
+    assert not [
+        p for p in set((P.ROOT / "outputs").rglob("*")) - before if "acemad_runs" in str(p) or "/api/" in str(p)
+    ]
 
 
 @pytest.fixture
@@ -467,9 +469,6 @@ def test_challenging_with_failed_selection_calls_exits_1_naming_them(elsewhere, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("--challenging, the selection run (the naive agent, 5 runs per question): 1 of 2 records "
                           "failed (Single Agent 1); first error: BadRequestError")  # fmt: skip
-
-
-LLAMA_CPP_PYTHON_500 = "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'"
 
 
 def test_meta_json_says_the_structured_mode_the_commitments_were_answered_in_also_after_a_warm_rerun(

@@ -71,21 +71,17 @@ def test_misconception_share_on_a_hand_built_example():
 
 
 # ----------------------------------------------------------------------------- builds
-def _check(res, threshold=0.4):
-    assert res.kept, "the synthetic population should produce some challenging items"
-    for k in res.kept:
-        assert k["accuracy"] < threshold and k["synthetic"] is True
-        assert sum(k["wrong"].values()) + k["parse_failures"] == round(k["n_runs"] * (1 - k["accuracy"]))
-    assert {k["id"] for k in res.kept} == {s["id"] for s in res.stats if s["accuracy"] < threshold}
-    share, ref, _ = S.misconception_share(res.kept)
-    assert res.summary["misconception_share"] == share and res.summary["uniform_reference"] == ref
-    assert res.summary["synthetic"] is True and res.model_slug == "synthetic-population"
-
-
 def test_build_on_synthetic_items_is_deterministic_round_trips_and_names_a_changed_item(smoke_outputs):
     pop = SimPopulation(seed=1)
     res = S.build_subset("synthetic", ITEMS, pop, "anything", progress=False)
-    _check(res)
+    assert res.kept, "the synthetic population should produce some challenging items"
+    for k in res.kept:
+        assert k["accuracy"] < 0.4 and k["synthetic"] is True
+        assert sum(k["wrong"].values()) + k["parse_failures"] == round(k["n_runs"] * (1 - k["accuracy"]))
+    assert {k["id"] for k in res.kept} == {s["id"] for s in res.stats if s["accuracy"] < 0.4}
+    share, ref, _ = S.misconception_share(res.kept)
+    assert res.summary["misconception_share"] == share and res.summary["uniform_reference"] == ref
+    assert res.summary["synthetic"] is True and res.model_slug == "synthetic-population"
     assert res.path == smoke_outputs / "outputs" / "smoke" / "subsets" / "synthetic-population" / "synthetic.jsonl"
     # The shared trap makes errors systematic: far more concentrated than random errors would be.
     assert res.summary["misconception_share"] > res.summary["uniform_reference"]

@@ -116,14 +116,6 @@ def test_the_stamp_stores_no_credential(three, monkeypatch):
     assert uptodate.environment({"ACEMAD_URL_SECRETS": secret}) == uptodate.environment({})
 
 
-def _recorded_after(change) -> dict:
-    """What a new Stamp finds current after a clean run was recorded and then `change()` ran."""
-    uptodate.Stamp("mine").save({"01_first": "fp"}, ran=["01_first"], reads={})
-    assert uptodate.Stamp("mine").recorded == {"01_first": "fp"}  # nothing changed: current
-    change()
-    return uptodate.Stamp("mine").recorded
-
-
 def _edit_keeping_size_and_times(path) -> None:
     st = path.stat()
     data = bytearray(path.read_bytes())
@@ -150,13 +142,16 @@ def test_every_file_the_notebooks_write_or_read_counts_by_content(tmp_outputs, t
     rc = tmp_path_factory.mktemp("rc") / "myrc"
     for var, value in (("ACEMAD_DATA_DIR", bench), ("MPLCONFIGDIR", mpl), ("MATPLOTLIBRC", rc)):
         monkeypatch.setenv(var, str(value))
-    for change in (
+    for change in (  # each after a clean run was recorded: a new Stamp finds nothing current
         lambda: _edit_keeping_size_and_times(run),
         lambda: _edit_keeping_size_and_times(gold),
         lambda: (mpl / "matplotlibrc").write_text("font.size: 30\n"),
         lambda: rc.write_text("lines.linewidth: 9\n"),
     ):
-        assert _recorded_after(change) == {}
+        uptodate.Stamp("mine").save({"01_first": "fp"}, ran=["01_first"], reads={})
+        assert uptodate.Stamp("mine").recorded == {"01_first": "fp"}  # nothing changed: current
+        change()
+        assert uptodate.Stamp("mine").recorded == {}
 
 
 def test_a_file_read_that_changes_while_the_notebooks_run_leaves_nothing_up_to_date(tmp_outputs, monkeypatch):
