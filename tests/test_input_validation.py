@@ -181,8 +181,7 @@ def _reproduce(tmp_path, monkeypatch, common: dict, notebooks: dict | None = Non
     return started
 
 
-def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monkeypatch, tmp_outputs):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monkeypatch, keyed_outputs):
     dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     with FakeOpenAI() as srv:  # lists "fake" only: the model check would send its one-token request
         common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url}
@@ -197,8 +196,7 @@ def test_a_second_endpoint_down_stops_the_run_before_any_notebook(tmp_path, monk
     assert "--set SECOND_MODEL=" in line  # the way to run without it
 
 
-def test_a_rerun_with_every_notebook_up_to_date_checks_no_endpoint(tmp_path, monkeypatch, tmp_outputs, capsys):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+def test_a_rerun_with_every_notebook_up_to_date_checks_no_endpoint(tmp_path, monkeypatch, keyed_outputs, capsys):
     with FakeOpenAI() as srv:  # up for the first run only
         common = {"BACKEND": "openai", "MODEL": "fake", "BASE_URL": srv.url}
         assert _reproduce(tmp_path, monkeypatch, common) == ["03_main_results"]
@@ -215,11 +213,10 @@ def test_a_rerun_with_every_notebook_up_to_date_checks_no_endpoint(tmp_path, mon
 
 
 def test_benchmark_data_that_is_not_there_stops_the_run_before_any_notebook_or_endpoint(
-    tmp_path, monkeypatch, tmp_outputs
+    tmp_path, monkeypatch, keyed_outputs
 ):
     monkeypatch.delenv(D.ENV_VAR, raising=False)
     monkeypatch.setattr(D, "_hub_available", lambda: False)  # no data directory, no `datasets`
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI() as srv:
         common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url, "SOURCE": "benchmarks"}
         with pytest.raises(SystemExit) as e:
@@ -250,9 +247,8 @@ def test_a_missing_key_or_a_model_not_served_stops_the_run(tmp_path, monkeypatch
         assert srv.count == 0 and srv.unserved == ["typo-model"]
 
 
-def test_a_server_that_lists_another_name_but_answers_passes(tmp_path, monkeypatch, tmp_outputs):
+def test_a_server_that_lists_another_name_but_answers_passes(tmp_path, monkeypatch, keyed_outputs):
     """A llama.cpp server lists its file's name and answers any model name: one one-token request says so."""
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI() as srv:  # lists "fake", answers anything
         started = _reproduce(tmp_path, monkeypatch, {"BACKEND": "openai", "MODEL": "mine", "BASE_URL": srv.url})
         assert [b["max_tokens"] for b in srv.requests] == [1]
@@ -269,8 +265,7 @@ def test_the_paper_profile_names_every_endpoint_and_runs_with_one():
     assert [(e.setting, e.model) for e in one] == [("MODEL / BASE_URL", "gpt-4o-mini")]
 
 
-def test_batch_mode_against_an_endpoint_without_the_batch_api_stops_the_run(tmp_path, monkeypatch, tmp_outputs):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+def test_batch_mode_against_an_endpoint_without_the_batch_api_stops_the_run(tmp_path, monkeypatch, keyed_outputs):
     monkeypatch.setenv("ACEMAD_CALLS_VIA", "batch")
     with FakeOpenAI(models=["main"], batch_api=False) as srv:
         common = {"BACKEND": "openai", "MODEL": "main", "BASE_URL": srv.url}
@@ -279,10 +274,9 @@ def test_batch_mode_against_an_endpoint_without_the_batch_api_stops_the_run(tmp_
         assert srv.count == 0
 
 
-def test_another_models_subsets_that_are_not_there_stop_the_run_before_it_pays(tmp_path, monkeypatch, tmp_outputs):
+def test_another_models_subsets_that_are_not_there_stop_the_run_before_it_pays(tmp_path, monkeypatch, keyed_outputs):
     """--set MODEL on a profile whose SUBSET_MODEL is another model: notebook 01 builds MODEL's subsets, so notebooks
     02-07 would fail after 01 paid for its screening; the run stops first, naming the two ways out."""
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI() as srv:
         common = {"BACKEND": "openai", "MODEL": "fake", "SUBSET_MODEL": "gpt-4o-mini", "BASE_URL": srv.url}
         with pytest.raises(SystemExit) as e:
