@@ -226,19 +226,18 @@ def test_max_usd_in_batch_mode_refuses_a_batch_that_could_pass_the_cap(fake_serv
     assert fake_server.batches == {} and fake_server.batch_lines == []
 
 
-def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint(full_outputs):
+def test_batch_and_files_modes_send_nothing_synchronously_to_a_loopback_endpoint(fake_server, full_outputs):
     """A 127.0.0.1 URL may be a gateway with a Batch API: batch mode uses it, files mode writes the requests and
     prints its import step with the interpreter that ran the pass (`.venv/bin/python` from the repo), as the pilot's
     closing line does, not whatever `python` is on PATH."""
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch", kind=None)
-        assert srv.url.startswith("http://127.0.0.1:") and pop.client(None).kind == "local-llama.cpp"
-        run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
-        assert srv.batch_lines and not srv.requests  # every call went through a batch, none synchronously
-        pop = W.population(srv.url, str(full_outputs / "f.sqlite"), "files", kind=None)
-        with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)") as got:
-            run_experiment("loopback-files", W.questions(2), [W.config()], pop, workers=2, progress=False)
-        assert not srv.requests
+    pop = W.population(fake_server.url, str(full_outputs / "c.sqlite"), "batch", kind=None)
+    assert fake_server.url.startswith("http://127.0.0.1:") and pop.client(None).kind == "local-llama.cpp"
+    run_experiment("loopback", W.questions(2), [W.config()], pop, workers=2, progress=False)
+    assert fake_server.batch_lines and not fake_server.requests  # every call went through a batch, none synchronously
+    pop = W.population(fake_server.url, str(full_outputs / "f.sqlite"), "files", kind=None)
+    with pytest.raises(BA.BatchExported, match=r"wrote \d+ request\(s\)") as got:
+        run_experiment("loopback-files", W.questions(2), [W.config()], pop, workers=2, progress=False)
+    assert not fake_server.requests
     here = os.path.relpath(sys.executable)
     python = here if not here.startswith("..") else sys.executable
     assert f"`{python} -m acemad_utils.agents.batch --cache {full_outputs / 'f.sqlite'} import " in str(got.value)

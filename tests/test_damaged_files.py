@@ -23,7 +23,6 @@ from acemad_utils.experiments.setup import Setup
 from acemad_utils.protocol.config import DebateConfig
 from acemad_utils.report import rescoring
 from acemad_utils.reproduce import cli as reproduce
-from tests.fake_openai import FakeOpenAI, FaultInjector
 from tests.test_reproduce import _driver, _notebook  # a two-cell notebook; the driver on given notebooks
 
 ITEMS = make_items(40, k=4, seed=3)
@@ -172,21 +171,20 @@ def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(smoke_outputs, cut)
     assert [q.id for q in setup().subset("arc_challenge")] == clean
 
 
-def test_a_bad_cache_row_is_dropped_named_and_asked_again_once(smoke_outputs):
+def test_a_bad_cache_row_is_dropped_named_and_asked_again_once(fake_server, smoke_outputs):
     cache = smoke_outputs / "llm.sqlite"
     msgs = [{"role": "user", "content": "hi"}]
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        c = LLMClient("m", srv.url, "sk-test-key", cache=str(cache))
-        first = c.generate(msgs).text
-        c.close()
-        with sqlite3.connect(cache) as db:
-            db.execute("UPDATE responses SET value = '{\"text\": \"trunc' WHERE key != ''")
-        c = LLMClient("m", srv.url, "sk-test-key", cache=str(cache))
-        with pytest.warns(UserWarning, match=rf"the response cache {cache}: dropped a damaged row"):
-            assert c.generate(msgs).text == first  # asked again, once
-        assert srv.count == 2
-        assert c.generate(msgs).text == first and srv.count == 2  # stored again: no third request
-        c.close()
+    c = LLMClient("m", fake_server.url, "sk-test-key", cache=str(cache))
+    first = c.generate(msgs).text
+    c.close()
+    with sqlite3.connect(cache) as db:
+        db.execute("UPDATE responses SET value = '{\"text\": \"trunc' WHERE key != ''")
+    c = LLMClient("m", fake_server.url, "sk-test-key", cache=str(cache))
+    with pytest.warns(UserWarning, match=rf"the response cache {cache}: dropped a damaged row"):
+        assert c.generate(msgs).text == first  # asked again, once
+    assert fake_server.count == 2
+    assert c.generate(msgs).text == first and fake_server.count == 2  # stored again: no third request
+    c.close()
     assert ResponseCache(str(cache)).get("no such key") is None
 
 

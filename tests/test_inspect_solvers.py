@@ -198,25 +198,25 @@ def test_a_400_about_one_prompt_keeps_the_structured_mode_for_the_other_samples(
     assert [s.error is None for s in log.samples] == [True, False, True]  # s1 alone fails, with the endpoint's 400
 
 
-def test_cache_replays_every_call_and_keeps_agents_apart(tmp_path, monkeypatch):
+def test_cache_replays_every_call_and_keeps_agents_apart(fake_server, tmp_path, monkeypatch):
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        first = run_eval(debate(2, cache=True), tmp_path, model_base_url=srv.url)
-        sent = srv.count
-        second = run_eval(debate(2, cache=True), tmp_path, model_base_url=srv.url)
-        assert sent == 2 * 2 * 3 * 2 and srv.count == sent  # one request per agent, round and kind; then none
+    first = run_eval(debate(2, cache=True), tmp_path, model_base_url=fake_server.url)
+    sent = fake_server.count
+    second = run_eval(debate(2, cache=True), tmp_path, model_base_url=fake_server.url)
+    assert sent == 2 * 2 * 3 * 2 and fake_server.count == sent  # one request per agent, round and kind; then none
     answers = lambda log: [s.store[STORE_KEY]["rounds"] for s in log.samples]  # noqa: E731
     assert answers(first) == answers(second)
 
 
-def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason_and_the_paired_scorer_goes_on(tmp_path):
+def test_a_sample_that_cannot_be_debated_fails_alone_with_its_reason_and_the_paired_scorer_goes_on(
+    fake_server, tmp_path
+):
     """One sample not debated, one without a gold answer (no premise lift), one with a lowercase target: every
     score still has every key, so the eval has results; the lowercase target is right as choice() reads it."""
     bad = Sample(input="Which?", choices=["same", "same", "other"], target="A", id="dup")
     odd = [Sample(input="Which colour is the sky?", choices=["red", "blue"], target=t, id=f"t{t}") for t in ("", "b")]
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        log = run_eval(debate(2, 1, 2, before=[bad, *odd], scorer=[choice(), decisions()]), tmp_path,
-                       model_base_url=srv.url)  # fmt: skip
+    log = run_eval(debate(2, 1, 2, before=[bad, *odd], scorer=[choice(), decisions()]), tmp_path,
+                   model_base_url=fake_server.url)  # fmt: skip
     assert log.status == "success" and len(log.samples) == 5 and log.results is not None
     (s,) = [s for s in log.samples if s.id == "dup"]
     assert s.scores["choice"].value == "I" and "repeats an option text" in s.scores["choice"].explanation

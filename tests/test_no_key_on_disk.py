@@ -169,7 +169,7 @@ DRIVEN = [
 ]
 
 
-def test_url_credentials_reach_no_file_through_the_driver(keyed_outputs, tmp_path, monkeypatch, capsys):
+def test_url_credentials_reach_no_file_through_the_driver(fake_server, keyed_outputs, tmp_path, monkeypatch, capsys):
     """`--set BASE_URL=http://user:sk-...@127.0.0.1:PORT/v1?api_key=...` through the reproduce driver: the run is
     answered, and neither the password, the query key nor OPENAI_API_KEY is in any file it wrote or what it printed."""
     path = tmp_path / "01_urls.ipynb"
@@ -177,17 +177,16 @@ def test_url_credentials_reach_no_file_through_the_driver(keyed_outputs, tmp_pat
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": spec, "language_info": {"name": "python"}})
     nb.cells = [nbformat.v4.new_code_cell(src, metadata={"tags": [tag]} if tag else {}) for tag, src in DRIVEN]
     nbformat.write(nb, path)
-    with FakeOpenAI(FaultInjector(0.0)) as srv:
-        port = srv.url.split(":")[2].split("/")[0]
-        url = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
-        # per notebook: a test notebook declares no parameters in notebooks/, so `common` values would not reach it
-        prof = {"profile": "urls", "notebooks": {"01_urls": {"BACKEND": "openai", "MODEL": "m", "BASE_URL": url}}}
-        monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_urls": path})
-        monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
-        monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **kw: None)  # (reads profiles/ by name)
-        monkeypatch.setattr(sys, "argv", ["acemad_utils.reproduce", "--profile", "urls", "--set", f"BASE_URL={url}"])
-        code = reproduce.run("urls")
-        assert srv.count > 0  # (the URL's user:password is sent as Basic auth; the kernel still holds the key)
+    port = fake_server.url.split(":")[2].split("/")[0]
+    url = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1?api_key={URL_QUERY_KEY}"
+    # per notebook: a test notebook declares no parameters in notebooks/, so `common` values would not reach it
+    prof = {"profile": "urls", "notebooks": {"01_urls": {"BACKEND": "openai", "MODEL": "m", "BASE_URL": url}}}
+    monkeypatch.setattr(reproduce, "notebooks", lambda: {"01_urls": path})
+    monkeypatch.setattr(reproduce, "load_profile", lambda name, overrides=None: prof)
+    monkeypatch.setattr(reproduce, "_print_estimate", lambda *a, **kw: None)  # (reads profiles/ by name)
+    monkeypatch.setattr(sys, "argv", ["acemad_utils.reproduce", "--profile", "urls", "--set", f"BASE_URL={url}"])
+    code = reproduce.run("urls")
+    assert fake_server.count > 0  # (the URL's user:password is sent as Basic auth; the kernel still holds the key)
     out = capsys.readouterr()
     assert code == 0 and re.search(r"ok [1-9]\d* failed 0", out.out), out.out
     executed = keyed_outputs / "outputs" / "smoke" / "notebooks" / "urls" / "01_urls.ipynb"

@@ -43,13 +43,12 @@ def cwd(tmp_path, monkeypatch):
     ("no-such-model", None, "no estimate can be shown", "estimate unpriced"),
     ("gpt-4o-mini", "0.001", "over the $0.00 budget", "estimate $"),
 ])  # fmt: skip
-def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(cwd, capsys, monkeypatch, model, cap, says,
-                                                                         plan):  # fmt: skip
+def test_the_pilot_refuses_an_unpriced_model_or_a_sample_over_its_budget(fake_server, cwd, capsys, monkeypatch, model,
+                                                                         cap, says, plan):  # fmt: skip
     if cap:
         monkeypatch.setenv("ACEMAD_MAX_USD", cap)  # below the default $5: the cap wins
-    with FakeOpenAI(FaultInjector(rate=0.0)) as srv:
-        assert main(["pilot", str(question_file(cwd)), "--model", model, "--base-url", srv.url]) == 2
-        assert srv.count == 0
+    assert main(["pilot", str(question_file(cwd)), "--model", model, "--base-url", fake_server.url]) == 2
+    assert fake_server.count == 0
     out, err = capsys.readouterr()
     assert says in err and f"; {plan}" in out  # an unpriced model's plan is never "$0.00"
 
