@@ -189,6 +189,23 @@ def test_export_and_import_round_trip_through_the_cache(full_outputs, capsys):
     assert cache.get("k2") is None and cache.get("not-ours") is None
 
 
+def test_an_imported_empty_reply_that_was_billed_counts_as_paid_once_however_often_it_is_imported(full_outputs, capsys):
+    cache_path = full_outputs / "c.sqlite"
+    cache = ResponseCache(cache_path)
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    BA.record_batch(cache, "batch_x", "openai", [{"key": k, "model": "gpt-4o-mini", "mode": None, "body": body}
+                                                 for k in ("k1", "k2")])  # fmt: skip
+    empty = lambda key, usage: {"id": f"batch_req_{key}", "custom_id": key, "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": ""}, "finish_reason": "length"}], "usage": usage}}}  # fmt: skip
+    lines = [empty("k1", {"prompt_tokens": 1_000_000, "completion_tokens": 0}), empty("k2", None)]
+    (full_outputs / "output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    for _ in range(2):  # imported twice: billed once
+        assert BA.main(["--cache", str(cache_path), "import", str(full_outputs / "output.jsonl")]) == 0
+        assert "2 error line(s) (1 of them empty replies that were billed" in capsys.readouterr().out
+    assert cache.get("k1") is None and len(cache) == 0  # nothing to store: a rerun asks again
+    assert cache.spending(0)[0] == pytest.approx(0.15 / 2)  # 1M prompt tokens at gpt-4o-mini's Batch API price
+
+
 def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, full_outputs):
     """The vLLM run-batch loop: each pass writes a request JSONL and stops; an outside runner answers it (here
     the fake's debate model), `batch import` stores the output, the rerun continues; the end equals the sync run."""

@@ -50,7 +50,8 @@ def _requests(conn, where: str = "", args: tuple = ()) -> dict:
 
 
 def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
-    """(cache value, None) for a usable reply, else (None, why not), read as the client reads a reply."""
+    """(cache value, None) for a usable reply, else (None, why not), read as the client reads a reply; an empty reply
+    that reports usage gives (its tokens with "billed": True, why): nothing to store, but paid."""
     err, resp = line.get("error"), line.get("response") or {}
     if err:
         return None, f"batch error {err.get('code') or ''}: {err.get('message') or err}".strip()
@@ -63,7 +64,10 @@ def parse_output_line(line: dict) -> tuple[Optional[dict], Optional[str]]:
     except C.GarbledResponse as e:
         return None, str(e)
     value, empty = C.reply_value(reply)  # as the client reads it; an empty reply is a failed call, never cached
-    return (None, empty) if value is None else (value | {"batch": True}, None)
+    if value is None:
+        billed = C.usage_of(reply)
+        return ({**billed, "batch": True, "billed": True} if any(billed.values()) else None), empty
+    return value | {"batch": True}, None
 
 
 def _lines(text: str) -> Iterator[dict[str, Any]]:
@@ -74,19 +78,25 @@ def _lines(text: str) -> Iterator[dict[str, Any]]:
                 yield line
 
 
-def import_output(text: str, cache: ResponseCache, requests: dict) -> tuple[dict, dict]:
-    """Store the usable replies of an output JSONL (custom_id = cache key) to recorded `requests`: (stored, errors)."""
-    stored, errors = {}, {}
+def import_output(text: str, cache: ResponseCache, requests: dict) -> tuple[dict, dict, dict]:
+    """Store the usable replies of an output JSONL (custom_id = cache key) to recorded `requests`: (stored, errors,
+    billed). An empty reply the provider billed counts as paid (MAX_USD, "paid:") once per output line, however
+    often the file is imported: the line's own id, one per answered request, keys it."""
+    stored, errors, billed = {}, {}, {}
     for line in _lines(text):
         if (req := requests.get(key := line.get("custom_id"))) is None:
             continue
         value, reason = parse_output_line(line)
-        if value is None:
+        if reason is not None:
             errors[key] = reason
+            if value is not None:  # billed, nothing to store
+                cache.bill(req["model"], value, once=str(line.get("id") or key))
+                billed[key] = value
             continue
+        assert value is not None
         cache.put(str(key), value | {"mode": req.get("mode")}, model=req["model"], kind=req["kind"])
         stored[key] = value
-    return stored, errors
+    return stored, errors, billed
 
 
 def requests_jsonl(entries) -> str:
@@ -199,11 +209,13 @@ class Batcher:
             delay = min(delay * 1.5, self.poll_max)
         stored: dict = {}
         errors: dict = {}
+        billed: dict = {}
         for fid in filter(None, (getattr(b, "output_file_id", None), getattr(b, "error_file_id", None))):
-            s, e = import_output(client.sdk.files.content(fid).text, self.cache, requests)
-            stored, errors = stored | s, errors | e
+            s, e, paid = import_output(client.sdk.files.content(fid).text, self.cache, requests)
+            stored, errors, billed = stored | s, errors | e, billed | paid
         spent = sum(client.count_tokens(requests[k]["model"], v["prompt_tokens"], v["completion_tokens"],
-                                        v["cached_tokens"], batch=True) or 0.0 for k, v in stored.items())  # fmt: skip
+                                        v["cached_tokens"], batch=True) or 0.0
+                    for k, v in (stored | billed).items())  # fmt: skip
         client.add_usage(network_calls=len(stored))
         client.budget.settle(held, spent)
         why_missing = f"batch {b.status}" if b.status != "completed" else "missing from the batch output"
@@ -242,9 +254,10 @@ def main(argv=None) -> int:
         if ids and not any(k in requests for k in ids):  # another cache (another ACEMAD_ROOT, smoke): store nothing
             sys.exit(f"error: none of the {len(ids)} output lines answers a request recorded in {cache.path}; import "
                      "into the cache the run exported them from (--cache PATH, as the run's message says)")  # fmt: skip
-        stored, errors = import_output(text, cache, requests)
+        stored, errors, billed = import_output(text, cache, requests)
         unknown = sum(k not in requests for k in ids)
         print(f"stored {len(stored)} replies in {cache.path}; {len(errors)} error line(s)"
+              + (f" ({len(billed)} of them empty replies that were billed: counted as paid)" if billed else "")
               + (f"; {unknown} line(s) answer no request recorded there (skipped)" if unknown else ""))  # fmt: skip
     else:
         with cache.connect() as conn:

@@ -222,9 +222,14 @@ class ResponseCache(contextlib.AbstractContextManager):
         self._sql("INSERT OR REPLACE INTO responses (key, model, kind, value, created) VALUES (?, ?, ?, ?, ?)",
                   (key, model, kind, canonical_json(value), time.time()), write=True)  # fmt: skip
 
-    def bill(self, model: str, tokens: dict) -> None:
-        """A billed reply with no text to store (an empty one): spending() counts its tokens; nothing reads it back."""
-        self._sql("INSERT INTO billed VALUES (?, ?, ?)", (model, canonical_json(tokens), time.time()), write=True)
+    def bill(self, model: str, tokens: dict, *, once: Optional[str] = None) -> None:
+        """A billed reply with no text to store (an empty one): spending() counts its tokens; nothing reads it back.
+        `once`: an id billed at most once (a Batch API output line imported again)."""
+        value = canonical_json(tokens | ({"once": once} if once else {}))
+        # once = NULL matches no row (SQL's NULL = NULL is not true): a call billed without an id always counts
+        sql = ("INSERT INTO billed SELECT ?, ?, ? WHERE NOT EXISTS "
+               "(SELECT 1 FROM billed WHERE json_extract(value, '$.once') = ?)")  # fmt: skip
+        self._sql(sql, (model, value, time.time(), once), write=True)
 
     def spending(self, since: float) -> tuple[float, list[str]]:
         """USD of the replies stored or billed since `since` (epoch seconds; MAX_USD across kernels and the "paid:"
