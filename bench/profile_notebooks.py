@@ -57,7 +57,7 @@ def main() -> None:
     n_items, n_max, theory_items = (60, 20, 60) if args.quick else (600, 200, 400)
     tmp = Path(tempfile.mkdtemp(prefix="acemad-prof-"))
     # every run folder under the temp dir: run_dir is looked up by the runner and by load_run
-    redirect = lambda name: (tmp / name).mkdir(parents=True, exist_ok=True) or tmp / name  # noqa: E731
+    redirect = lambda name: (tmp / name).mkdir(parents=True, exist_ok=True) or tmp / name
     transcripts.run_dir = runner.run_dir = redirect
     theory.load_run = transcripts.load_run
     S = Setup(profile="default", backend="sim", source="synthetic", n_items=n_items)

@@ -52,9 +52,9 @@ def sync_run(root: Path, n: int = N):
 
 def test_a_batch_run_writes_the_transcripts_of_the_synchronous_run(full_outputs):
     ref, n_sync, sync_usage = sync_run(full_outputs)
-    flaky = lambda cid, body, attempt: attempt == 0 and cid[0] in "01"  # noqa: E731  (~1/8 of the lines, once)
-    gone = lambda cid, body, attempt: attempt == 0 and cid[0] in "23"  # noqa: E731
-    error = lambda c, b, a: "injected server error" if flaky(c, b, a) else None  # noqa: E731
+    flaky = lambda cid, body, attempt: attempt == 0 and cid[0] in "01"  # (~1/8 of the lines, once)
+    gone = lambda cid, body, attempt: attempt == 0 and cid[0] in "23"
+    error = lambda c, b, a: "injected server error" if flaky(c, b, a) else None
     with FakeOpenAI(
         FaultInjector(rate=0.0), batch_delay=0.05, expire={1}, batch_error=error, batch_missing=gone
     ) as srv:

@@ -97,8 +97,8 @@ def test_a_refutation_passes_the_holm_correction_a_confirmation_passes():
     """A CI below 0 fails a claimed gain only when its test passes Holm, as a CI above 0 needs to hold it: else the
     gain row reads "no effect of the claimed size" and a figure's row (judged on its CI) "inconclusive"."""
     others = [C.row(f"other {i}", "l.2", 5.0, n=300, kind="gain", ci=(-1.0, 1.0), p=0.5) for i in range(9)]
-    gain = lambda: C.row("A beats B", "l.1", 5.0, n=300, kind="gain", ci=(-6.3, -0.2), p=0.044)  # noqa: E731
-    judged = lambda: C.row("still rises at N=10", "l.522", "(figure)", n=300, p=0.044,  # noqa: E731
+    gain = lambda: C.row("A beats B", "l.1", 5.0, n=300, kind="gain", ci=(-6.3, -0.2), p=0.044)
+    judged = lambda: C.row("still rises at N=10", "l.522", "(figure)", n=300, p=0.044,
                            verdict=C.no_drop_verdict(-6.3, -0.2))  # fmt: skip
     for make, weak in ((gain, C.NULL_SIM), (judged, C.INCONCLUSIVE)):
         alone, among = (C.finalize([make(), *rest], synthetic=True).iloc[0] for rest in ([], others))
@@ -523,7 +523,7 @@ def test_one_question_shows_no_interval_and_two_show_one():
     # an average over a benchmark of one question and one of many: the one-question benchmark would add no spread
     # to the bootstrap (it resamples to itself), so the average's interval would understate it; none is given
     many = records("AceMAD", np.array([1, 0, 1, 0]), ("bbh",))
-    average = lambda recs: TB.accuracy_long(recs).query(f"benchmark == '{TB.AVERAGE}'").iloc[0]  # noqa: E731
+    average = lambda recs: TB.accuracy_long(recs).query(f"benchmark == '{TB.AVERAGE}'").iloc[0]
     mixed = average(records("AceMAD", np.array([1]), bench) + many)
     assert mixed.accuracy == 75.0 and np.isnan(mixed.ci_lo) and np.isnan(mixed.ci_hi)
     both = average(records("AceMAD", np.array([1, 1]), bench) + many)
@@ -579,7 +579,7 @@ def test_a_row_without_a_paired_discordance_is_powered_by_its_own_interval():
 def test_an_exact_value_is_compared_on_the_model_its_own_run_used_and_a_fine_tune_is_another_model():
     value = C.row("Majority Voting reaches 75% on ARC-C", "l.1022", 75.0, kind="value", ci=(74.0, 76.0), n=10_000,
                   model="DeepSeek-V3.1", verdict=C.HOLDS)  # fmt: skip
-    on = lambda ran, main: C._real_model({**value, "_ran": ran}, 18, main)  # noqa: E731
+    on = lambda ran, main: C._real_model({**value, "_ran": ran}, 18, main)
     assert on("deepseek-ai/DeepSeek-V3.1", "gpt-4o-mini") == C.HOLDS  # its run: DeepSeek, whatever the main run's
     assert on("fake-other", "deepseek-ai/DeepSeek-V3.1") == C.ANOTHER_MODEL
     main = {**value, "_model": "GPT-4o-mini", "_ran": ""}

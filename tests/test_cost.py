@@ -192,7 +192,7 @@ def test_max_usd_stops_the_run_cleanly_and_a_resume_pays_nothing_twice(full_outp
         d = run_experiment("capped", qs, [cfg], pop2, workers=3, progress=False)
         assert srv.count == full_calls  # every call sent exactly once over both sessions
         assert first < full_calls
-    strip = lambda p: [{k: v for k, v in r.items() if k not in ("usage", "rounds")} for r in read_jsonl(p)]  # noqa: E731
+    strip = lambda p: [{k: v for k, v in r.items() if k not in ("usage", "rounds")} for r in read_jsonl(p)]
     assert strip(d / "transcripts.jsonl") == strip(ref_dir / "transcripts.jsonl")
 
 

@@ -154,7 +154,7 @@ def test_a_damaged_questions_json_is_named_and_deleting_it_rewrites_it(smoke_out
 
 @pytest.mark.parametrize("cut", ["mid-line", "line boundary"])
 def test_a_damaged_or_short_subset_file_is_named_and_rebuilt(smoke_outputs, cut):
-    setup = lambda: Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)  # noqa: E731
+    setup = lambda: Setup(profile="probe", backend="sim", source="synthetic", benchmarks=["arc_challenge"], n_items=60)
     clean = [q.id for q in setup().subset("arc_challenge")]
     path = next(P.outputs("subsets").rglob("*arc_challenge.jsonl"))
     lines = path.read_text().splitlines(keepends=True)

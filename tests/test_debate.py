@@ -190,7 +190,7 @@ def test_the_api_the_command_and_the_notebooks_engine_give_the_same_answers(tmp_
     rows = [{"id": f"q-{i}", "question": f"{i}?", "options": list("wxyz"), "answer": "ABCD"[i % 4]} for i in range(40)]
     items = api.as_questions(rows)
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    answers = lambda recs: [(r["question_id"], r["method"], r["final"]["answer"]) for r in recs]  # noqa: E731
+    answers = lambda recs: [(r["question_id"], r["method"], r["final"]["answer"]) for r in recs]
     notebooks = [r for m in methods for r in run_batch(items, SimPopulation(seed=3), DebateConfig(method=m, seed=3),
                                                          [0] * len(items))]  # fmt: skip
     via_api = api.run(items, methods, synthetic=True, seed=3, out=tmp_path / "api")

@@ -98,7 +98,7 @@ def test_save_figure_writes_what_savefig_tight_writes(tmp_outputs, layout, monke
     assert (outputs("figures") / "g.png").read_bytes() == expected.getvalue()
     # laid out once, and drawn once for each format (a constrained figure once more, for its layout)
     assert (len(runs), len(draws)) == ((1, 3) if layout == "constrained" else (0, 2))
-    box = lambda raw: [float(x) for x in re.search(rb"MediaBox \[([^\]]*)\]", raw)[1].split()]  # noqa: E731
+    box = lambda raw: [float(x) for x in re.search(rb"MediaBox \[([^\]]*)\]", raw)[1].split()]
     assert np.allclose(box((outputs("figures") / "g.pdf").read_bytes()), box(pdf.getvalue()), atol=1.0)
 
 

@@ -61,7 +61,7 @@ def debate(n: int, rounds: int = 2, agents: int = 3, *, before=(), scorer=None, 
 def run_eval(task, tmp_path, *, limit: float = 600.0, **kw):
     """inspect's eval in a daemon thread: a frozen eval fails the test after `limit` s instead of hanging it."""
     out: dict = {}
-    go = lambda: out.update(logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw))  # noqa: E731
+    go = lambda: out.update(logs=inspect_eval(task, model=MODEL, log_dir=str(tmp_path / "logs"), display="none", **kw))
     t = threading.Thread(target=go, daemon=True)
     t.start()
     t.join(limit)
@@ -102,7 +102,7 @@ def test_skeptic_role_calls_its_own_model_and_every_call_has_its_span(tmp_path, 
     with FakeOpenAI(FaultInjector(rate=0.0)) as first, FakeOpenAI(FaultInjector(rate=0.0)) as second:
         roles = {"skeptic": get_model("openai-api/second/other-model", base_url=second.url)}
         log = run_eval(debate(2, scorer=[choice(), decisions()]), tmp_path, model_base_url=first.url, model_roles=roles)
-        systems = lambda srv: {r["messages"][0]["content"] for r in srv.requests}  # noqa: E731
+        systems = lambda srv: {r["messages"][0]["content"] for r in srv.requests}
         assert systems(second) == {skeptic} and second.count == 2 * 2 * 2  # 1 Skeptic, 2 rounds, 2 calls, 2 samples
         assert skeptic not in systems(first) and first.count == 2 * 2 * 2 * 2
     assert log.status == "success"
@@ -204,7 +204,7 @@ def test_cache_replays_every_call_and_keeps_agents_apart(fake_server, tmp_path, 
     sent = fake_server.count
     second = run_eval(debate(2, cache=True), tmp_path, model_base_url=fake_server.url)
     assert sent == 2 * 2 * 3 * 2 and fake_server.count == sent  # one request per agent, round and kind; then none
-    answers = lambda log: [s.store[STORE_KEY]["rounds"] for s in log.samples]  # noqa: E731
+    answers = lambda log: [s.store[STORE_KEY]["rounds"] for s in log.samples]
     assert answers(first) == answers(second)
 
 

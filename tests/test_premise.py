@@ -168,7 +168,7 @@ def test_the_sentence_says_which_controls_on_the_same_commitments_beat_the_proto
     earn that part), next to those AceMAD is ahead of and those it cannot be told from; a p at the permutation
     floor reads as such, never as a p of 0. Ahead or behind takes the paired test too: an interval that excludes 0
     at p = 0.09 (a pilot's n) cannot be told apart."""
-    row = lambda c, d, lo, hi: ["AceMAD (T=3)", c, 40.0, 38.0, 42.0, d, lo, hi, 1 / 10001, 300]  # noqa: E731
+    row = lambda c, d, lo, hi: ["AceMAD (T=3)", c, 40.0, 38.0, 42.0, d, lo, hi, 1 / 10001, 300]
     split = pd.DataFrame(
         [row("AceMAD (T=3)", *[np.nan] * 3), row(PR.UNIFORM, 9.6, 8.1, 11.0), row(PR.SELF_BELIEF, -4.7, -6.1, -3.3),
          row(PR.SHUFFLED, 0.4, -1.0, 1.8), row(PR.ROUND0, -29.2, -54.2, -4.2)], columns=PR.SPLIT_COLUMNS,
@@ -208,7 +208,7 @@ def test_a_question_without_a_gold_answer_is_scored_by_no_control(synthetic_reco
     """Every control of the split, the shuffled-score one (a share of draws) too, leaves it unscored as AceMAD does."""
     ace = [r for r in synthetic_records if r["method"] == "AceMAD (T=3)"]
     hidden = {ace[0]["question_id"]}
-    ungraded = lambda r: dict(r, answer=None, final=dict(r["final"], correct=None))  # noqa: E731
+    ungraded = lambda r: dict(r, answer=None, final=dict(r["final"], correct=None))
     recs = [ungraded(r) if r["question_id"] in hidden else r for r in ace]
     for r in PR.control_records(recs, "AceMAD (T=3)"):
         assert (r["final"]["correct"] is None) == (r["question_id"] in hidden), r

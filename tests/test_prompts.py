@@ -64,7 +64,7 @@ def deviate(text: str, names: list[str], vals: dict) -> str:
 
 COMMIT = ["header", "own argument", "json shape"]
 SINGLE = ["header", "json shape", "single call"]
-commit = lambda t: PR.commit_prompt(t, ARGUMENT)  # noqa: E731
+commit = lambda t: PR.commit_prompt(t, ARGUMENT)
 SOLO, P_ONLY = turn(role="solo", history=()), turn(want_peer_prediction=False)
 SHAPE_ARG = {"shape_argument": True}  # the single call's shape has an argument field
 # (variant, the turn, the paper's prompt it derives from, our rendering, the deviations it may have)

@@ -282,7 +282,7 @@ def test_ctrl_c_to_the_driver_reaches_notebooks_running_side_by_side(tmp_path):
     """Kernels run in sessions of their own, so the driver passes its Ctrl-C on: both runs stop between records
     (whole records), the driver exits 130 and no kernel is left running."""
     env = {**os.environ, "ACEMAD_SMOKE": "0", "ACEMAD_PROGRESS": "0"}
-    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (as a terminal starts it, not `&`)
+    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # (as a terminal starts it, not `&`)
     # cwd: DRIVER imports `tests` from the checkout, whatever directory this worker is in
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdout=subprocess.PIPE, cwd=P.CHECKOUT,
                             stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset)  # fmt: skip

@@ -137,7 +137,7 @@ def _averages(qs: Sequence[Question], cols: dict) -> dict[str, float]:
     """Each column's accuracy on the average (%): the mean of each benchmark's (tables.accuracy_long's)."""
     benches = np.array([q.benchmark for q in qs])
     groups = [np.flatnonzero(benches == b) for b in dict.fromkeys(benches.tolist())]
-    mean = lambda c: np.mean([x[~np.isnan(x)].mean() for x in (c[g] for g in groups) if (~np.isnan(x)).any()])  # noqa: E731
+    mean = lambda c: np.mean([x[~np.isnan(x)].mean() for x in (c[g] for g in groups) if (~np.isnan(x)).any()])
     return {m: 100 * float(mean(c)) for m, c in cols.items()}
 
 
@@ -313,7 +313,7 @@ def inverse_map(table: pd.DataFrame, claimed: float, source: str) -> Figure:
     if sub.empty:
         return _no_map(fig, axes, table)
     lim = max(1.0, claimed, float(np.nanmax(np.abs(sub["gain_mad"].to_numpy()))))
-    gold = lambda c: ({"edgecolor": "gold", "lw": 3} if c["gain_mad_hi"] >= claimed else None, "k", None)  # noqa: E731
+    gold = lambda c: ({"edgecolor": "gold", "lw": 3} if c["gain_mad_hi"] >= claimed else None, "k", None)
     for ax, (axis, col, name) in zip(axes, INVERSE_PANELS):
         g = table[table["axis"] == axis]
         im, rows, cols = _cells(ax, g, col, "mad", lim, gold)
@@ -396,7 +396,7 @@ def evidence_records(S: Setup, runs: Sequence[R.Run]) -> dict[str, list[dict]]:
 def evidence(S: Setup, runs: Sequence[R.Run], *, records=None, rounds=None) -> pd.DataFrame:
     """knowledge_gap of evidence_records' runs (or the caller's `records`, with their question_rounds by label)."""
     held = evidence_records(S, runs) if records is None else records
-    part = lambda k: None if rounds is None else rounds[rounds["method"] == k]  # noqa: E731
+    part = lambda k: None if rounds is None else rounds[rounds["method"] == k]
     gaps = [knowledge_gap(recs, label=k, seed=S.seed, rounds=part(k)) for k, recs in held.items()]
     return pd.concat(gaps, ignore_index=True)
 
@@ -446,6 +446,6 @@ def ledger_grid(S: Setup, n_max: int = 50, seed: int = 0, eta: float = ETA) -> d
 def grid_points(S: Setup) -> pd.DataFrame:
     """The ledger grid's points as notebook 08 shows them, and whether this profile can express each."""
     kept, no = {p.name for p in R.ledger_points(S.benchmarks)}, "no: this population or profile cannot express it"
-    changed = lambda p: ", ".join([*(f"{k}={v:g}" for k, v in p.params.items()), *(p.benchmarks or ())])  # noqa: E731
+    changed = lambda p: ", ".join([*(f"{k}={v:g}" for k, v in p.params.items()), *(p.benchmarks or ())])
     rows = [[p.name, p.means, changed(p), "yes" if p.name in kept else no] for p in R.LEDGER_GRID]
     return pd.DataFrame(rows, columns=["point", "what it assumes", "changed", "varied"])

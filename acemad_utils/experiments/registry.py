@@ -265,7 +265,7 @@ def overrides(params: dict) -> dict:
 
 def params_slug(params: dict) -> str:
     """A run-name fragment of a point's overrides ('default' for none); a short number only where exact."""
-    num = lambda v: f"{v:g}" if float(f"{v:g}") == v else repr(float(v))  # noqa: E731
+    num = lambda v: f"{v:g}" if float(f"{v:g}") == v else repr(float(v))
     parts = [f"{k}{num(v)}" if isinstance(v, (int, float)) else f"{k}-{v}" for k, v in overrides(params).items()]
     return "_".join(parts) or "default"
 

@@ -136,7 +136,7 @@ def _with_usage_keys(rec: dict) -> dict:
 
 
 def usage_delta(after: dict, before: dict) -> dict:
-    num = lambda v: isinstance(v, (int, float))  # noqa: E731
+    num = lambda v: isinstance(v, (int, float))
     out: dict[str, object] = {
         k: v - (before.get(k, 0) if num(before.get(k, 0)) else 0)
         for k, v in after.items()

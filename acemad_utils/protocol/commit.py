@@ -15,7 +15,7 @@ from acemad_utils.protocol.prompts import ARGUMENT_PLACEHOLDER
 
 
 def commit_schema(labels: Sequence[str], want_q: bool, argument: bool = False) -> dict:
-    obj = lambda props: {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}  # noqa: E731
+    obj = lambda props: {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
     dist = obj({k: {"type": "number"} for k in labels})
     text = {"argument": {"type": "string"}} if argument else {}
     return obj({**text, "self_prob": dist, **({"peer_prediction": dist} if want_q else {})})

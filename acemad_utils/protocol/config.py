@@ -85,8 +85,8 @@ class DebateConfig:
     name: Optional[str] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        whole = lambda v, lo: isinstance(v, int) and v >= lo  # noqa: E731
-        finite = lambda v: isinstance(v, (int, float)) and math.isfinite(v) and v >= 0  # noqa: E731
+        whole = lambda v, lo: isinstance(v, int) and v >= lo
+        finite = lambda v: isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
         explicit = isinstance(self.roster, tuple) and all(isinstance(s, AgentSpec) for s in self.roster)
         choices = {"method": METHODS, "scoring_rule": SCORING_RULES, "weighting": WEIGHTINGS, "history": HISTORIES,
                    "mad_aggregator": MAD_AGGREGATORS}  # fmt: skip

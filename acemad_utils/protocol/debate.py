@@ -265,7 +265,7 @@ def _single(index, questions, population, cfg: DebateConfig, repeats) -> Debates
         1, np.full((len(qs), 1, K), np.nan), lambda *_: (), False
     )
     P, ok, _, texts, usage = _stack([c], len(qs), 1)
-    regroup = lambda x: [[x[d * runs + r][0] for r in range(runs)] for d in range(D)]  # noqa: E731 [D * runs][1] -> [D][runs]
+    regroup = lambda x: [[x[d * runs + r][0] for r in range(runs)] for d in range(D)]  # [D * runs][1] -> [D][runs]
     P, ok = P.reshape(D, runs, 1, K), ok.reshape(D, runs, 1)
     ans = np.where(ok[..., 0], P[:, :, 0].argmax(axis=-1), -1)
     held = (ans == _truth(questions)[:, None]).any(axis=1)

@@ -148,8 +148,8 @@ DEVIATIONS = {
 
 def history_context(turn: Turn) -> str:
     """Visible messages, oldest first; agents are numbered from 1 for the model."""
-    who = lambda m: "Moderator" if m.agent == -1 else f"Agent {m.agent + 1}"  # noqa: E731
-    you = lambda m: ", you" if m.agent == turn.agent else ""  # noqa: E731
+    who = lambda m: "Moderator" if m.agent == -1 else f"Agent {m.agent + 1}"
+    you = lambda m: ", you" if m.agent == turn.agent else ""
     return "\n\n".join(f"{who(m)} (round {m.round}{you(m)}): {m.text.strip()}" for m in turn.history) or "(none yet)"
 
 

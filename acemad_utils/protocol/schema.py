@@ -208,7 +208,7 @@ class TurnAgents:
         ]
         steps = self.population.act_all([a for per in self.agents for a in per], turns)
         grid = [steps[d : d + len(agent_ids)] for d in range(0, len(steps), len(agent_ids))]
-        col = lambda f: [[f(s) for s in g] for g in grid]  # noqa: E731 one field of every step, [D][N]
+        col = lambda f: [[f(s) for s in g] for g in grid]  # one field of every step, [D][N]
         nan = np.full(len(steps[0].p), np.nan)
         Q = np.array(col(lambda s: nan if s.q is None else s.q)) if want_q else None
         ok = np.array(col(lambda s: not s.parse_failure))

@@ -235,7 +235,7 @@ def _by_question(recs: list) -> dict:
                 continue  # no gold answer: never scored
             q = out.setdefault((r["method"], r["benchmark"]), {}).setdefault(r["question_id"], [])
             q.append(float(r["final"]["correct"]) if ok else math.nan)
-        mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # noqa: E731  # pandas' skipna
+        mean = lambda v: sum(x) / len(x) if (x := [y for y in v if y == y]) else math.nan  # pandas' skipna
         return {k: {q: v[0] if len(v) == 1 else mean(v) for q, v in c.items()} for k, c in out.items()}
 
     return TB.reused(("by_question", id(recs)), recs, cells)
@@ -657,7 +657,7 @@ def same_model(model: str, paper: str) -> bool:
     gpt-4o-mini-2024-07-18, Qwen/Qwen3-235B-A22B-Instruct-2507), not a fine-tune (ft:...) or a variant
     (gpt-4o-mini-search-preview, DeepSeek-V3.1-Base)."""
     name = re.sub(r"-(\d{4}-\d{2}-\d{2}|\d{4})$", "", model.rsplit("/", 1)[-1].strip()).lower()
-    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())  # noqa: E731
+    key = lambda x: "".join(ch for ch in x.lower() if ch.isalnum())
     return bool(model) and key(name) == key(paper)
 
 

@@ -208,7 +208,7 @@ def _controls_sentence(split_table: pd.DataFrame, params: Optional[SimParams] = 
     test (p < 0.05): at a pilot's n the percentile interval can exclude 0 where the exact test does not. On the
     synthetic population, Self-belief only ahead names the population's assumption that lets it be."""
     out = []
-    sign = lambda r: 0 if not r.p_value < 0.05 else 1 if r.difference_lo > 0 else -1 if r.difference_hi < 0 else 0  # noqa: E731
+    sign = lambda r: 0 if not r.p_value < 0.05 else 1 if r.difference_lo > 0 else -1 if r.difference_hi < 0 else 0
     for method, g in split_table.groupby("method", sort=False):
         g = g[g["control"].isin([UNIFORM, SELF_BELIEF, SHUFFLED, SURPRISINGLY_POPULAR, ROUND0])]
         said: dict[str, list[str]] = {"ahead of": [], "behind": [], "not distinguishable from": []}

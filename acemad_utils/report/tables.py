@@ -175,7 +175,7 @@ def _average_gain(piv: dict, t: str, benchmarks: Sequence[str], baselines: Seque
     cols = {b: {m: i for i, m in enumerate(piv[b][0])} for b in benchmarks}
     used = [b for b in benchmarks if t in cols[b]]
     arr = {b: piv[b][1] for b in used}
-    answered = lambda m, b: m in cols[b] and not np.isnan(arr[b][:, cols[b][m]]).all()  # noqa: E731 (no rival else)
+    answered = lambda m, b: m in cols[b] and not np.isnan(arr[b][:, cols[b][m]]).all()  # (no rival else)
     full = [m for m in baselines if used and all(answered(m, b) for b in used)]
     if not full:
         return None
