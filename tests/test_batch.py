@@ -25,7 +25,7 @@ from acemad_utils.data.transcripts import read_jsonl
 from acemad_utils.experiments import profiles
 from acemad_utils.experiments.runner import BudgetStop, run_experiment
 from tests import batch_worker as W
-from tests.fake_openai import FakeOpenAI, FaultInjector, completion_body
+from tests.fake_openai import FakeOpenAI, FaultInjector, Reply, completion_body
 
 WORKER = Path(__file__).resolve().parent / "batch_worker.py"
 N = 30
@@ -204,6 +204,25 @@ def test_an_imported_empty_reply_that_was_billed_counts_as_paid_once_however_oft
         assert "2 error line(s) (1 of them empty replies that were billed" in capsys.readouterr().out
     assert cache.get("k1") is None and len(cache) == 0  # nothing to store: a rerun asks again
     assert cache.spending(0)[0] == pytest.approx(0.15 / 2)  # 1M prompt tokens at gpt-4o-mini's Batch API price
+
+
+def test_a_billed_empty_batch_reply_counts_against_max_usd_within_the_run(full_outputs, monkeypatch):
+    """The first reply is empty but billed for 1M prompt tokens ($0.075 at the batch rate): the hold is settled at
+    that, so the next batch no longer fits under MAX_USD $0.05 and the run stops instead of sending it."""
+    monkeypatch.setenv(B.ENV_MAX, "0.05")
+    inner, billed = FaultInjector(rate=0.0), []
+
+    def script(body, n):
+        if billed:
+            return inner(body, n)
+        billed.append(n)
+        return Reply(content="", prompt_tokens=1_000_000, completion_tokens=0)
+
+    with FakeOpenAI(script) as srv:
+        pop = W.population(srv.url, str(full_outputs / "c.sqlite"), "batch")
+        with pytest.raises(BudgetStop, match="MAX_USD"):
+            run_experiment("billed", W.questions(4), [W.config()], pop, workers=2, progress=False)
+        assert len(srv.batches) == 1  # the batch after the billed reply was never submitted
 
 
 def test_calls_via_files_exports_each_pass_and_imported_outputs_finish_the_run(fake_server, full_outputs):
