@@ -87,15 +87,14 @@ def import_output(text: str, cache: ResponseCache, requests: dict) -> tuple[dict
         if (req := requests.get(key := line.get("custom_id"))) is None:
             continue
         value, reason = parse_output_line(line)
-        if reason is not None:
-            errors[key] = reason
-            if value is not None:  # billed, nothing to store
-                cache.bill(req["model"], value, once=str(line.get("id") or key))
-                billed[key] = value
+        if value is not None and reason is None:
+            cache.put(str(key), value | {"mode": req.get("mode")}, model=req["model"], kind=req["kind"])
+            stored[key] = value
             continue
-        assert value is not None
-        cache.put(str(key), value | {"mode": req.get("mode")}, model=req["model"], kind=req["kind"])
-        stored[key] = value
+        errors[key] = reason
+        if value is not None:  # an empty reply the provider billed: nothing to store, but paid
+            cache.bill(req["model"], value, once=str(line.get("id") or key))
+            billed[key] = value
     return stored, errors, billed
 
 
